@@ -1,0 +1,143 @@
+"""A tiny HTTP server on 127.0.0.1 for speaking a provider's wire format in tests.
+
+Each test scripts the answers: a handler gets the parsed request and returns a
+:class:`Reply` (status, headers, body) whose body may be bytes or an iterator of byte
+chunks (flushed one by one, for SSE and NDJSON streaming).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes | Iterable[bytes] = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def json(cls, data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
+        return cls(status, json.dumps(data).encode(), {"content-type": "application/json", **(headers or {})})
+
+    @classmethod
+    def sse(cls, events: Iterable[tuple[str | None, Any]], status: int = 200) -> Reply:
+        """Server-sent events: (event name or None, data); data dicts are JSON-encoded."""
+
+        def chunks() -> Iterator[bytes]:
+            for name, data in events:
+                text = data if isinstance(data, str) else json.dumps(data)
+                head = f"event: {name}\n" if name else ""
+                yield f"{head}data: {text}\n\n".encode()
+
+        return cls(status, chunks(), {"content-type": "text/event-stream", "cache-control": "no-cache"})
+
+    @classmethod
+    def ndjson(cls, lines: Iterable[Any], status: int = 200) -> Reply:
+        return cls(status, (json.dumps(x).encode() + b"\n" for x in lines), {"content-type": "application/x-ndjson"})
+
+
+Handler = Callable[[Request], Reply]
+
+
+class LoopbackServer:
+    """Serve scripted replies on 127.0.0.1; records every request in ``.requests``.
+
+    Use :meth:`queue` to answer the next requests in order, or set ``.handler`` for logic.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self.replies: list[Reply | Handler] = []
+        self.handler: Handler | None = None
+        self._lock = threading.Lock()
+        outer = self
+
+        class _H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def setup(self) -> None:
+                # Connection threads die with the client's keep-alive socket; name them
+                # so the thread-leak guard can tell them from the code under test's.
+                threading.current_thread().name = "loopback-http-conn"
+                super().setup()
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                req = Request(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                reply = outer._reply_for(req)
+                self.send_response(reply.status)
+                for k, v in reply.headers.items():
+                    self.send_header(k, v)
+                if isinstance(reply.body, bytes):
+                    self.send_header("content-length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                else:
+                    self.send_header("transfer-encoding", "chunked")
+                    self.end_headers()
+                    try:
+                        for chunk in reply.body:
+                            self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                            self.wfile.flush()
+                        self.wfile.write(b"0\r\n\r\n")
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                self.wfile.flush()
+
+            do_GET = do_POST = do_PUT = do_DELETE = _serve
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="loopback-http", daemon=True)
+
+    def _reply_for(self, req: Request) -> Reply:
+        with self._lock:
+            self.requests.append(req)
+            item: Reply | Handler | None = self.replies.pop(0) if self.replies else self.handler
+        if item is None:
+            return Reply.json({"error": {"message": "loopback server: no reply scripted"}}, status=599)
+        return item(req) if callable(item) else item
+
+    def queue(self, *replies: Reply | Handler) -> None:
+        with self._lock:
+            self.replies.extend(replies)
+
+    def start(self) -> LoopbackServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (for connection-refused tests)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

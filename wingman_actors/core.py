@@ -1,0 +1,305 @@
+"""The data model shared by every layer: messages, content blocks, requests, responses,
+usage and stream events. Pydantic v2 models; their JSON uses snake_case field names.
+
+Example:
+    >>> from wingman_actors.core import Message
+    >>> Message.user("hello").text
+    'hello'
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "ContentBlock",
+    "InferenceRequest",
+    "InferenceResponse",
+    "Message",
+    "Role",
+    "StopReason",
+    "StreamEvent",
+    "StreamEventType",
+    "ToolDefinition",
+    "Usage",
+]
+
+
+class Role(enum.StrEnum):
+    """Who said a message. System instructions travel in ``InferenceRequest.instructions``."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+BlockType = Literal["text", "tool_use", "tool_result", "image"]
+StopReason = Literal["end_turn", "tool_use", "max_tokens"]
+
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "text": ("text",),
+    "tool_use": ("id", "name"),
+    "tool_result": ("tool_use_id",),
+    "image": ("media_type", "data"),
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ContentBlock(_Model):
+    """One block of a message: text, a tool call, a tool result, or an image.
+
+    Build blocks with the constructors rather than by hand::
+
+        ContentBlock.text_block("hi")
+        ContentBlock.tool_use_block("call_1", "add", {"a": 1, "b": 2})
+        ContentBlock.tool_result_block("call_1", "3")
+        ContentBlock.tool_result_block("call_1", "no such file", is_error=True)
+        ContentBlock.image_block(base64_png, "image/png")
+    """
+
+    type: BlockType
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: dict[str, Any] | None = None
+    tool_use_id: str | None = None
+    content: str | None = None
+    is_error: bool = False
+    media_type: str | None = None
+    data: str | None = None
+
+    @model_validator(mode="after")
+    def _check_fields(self) -> Self:
+        missing = [f for f in _REQUIRED[self.type] if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"a {self.type!r} content block needs {', '.join(missing)}")
+        return self
+
+    @classmethod
+    def text_block(cls, text: str) -> ContentBlock:
+        """A text block."""
+        return cls(type="text", text=text)
+
+    @classmethod
+    def tool_use_block(cls, id: str, name: str, input: dict[str, Any] | None = None) -> ContentBlock:
+        """A tool call made by the model."""
+        return cls(type="tool_use", id=id, name=name, input=dict(input or {}))
+
+    @classmethod
+    def tool_result_block(cls, tool_use_id: str, content: str, *, is_error: bool = False) -> ContentBlock:
+        """The result of the tool call ``tool_use_id``; ``is_error`` marks a failure."""
+        return cls(type="tool_result", tool_use_id=tool_use_id, content=content, is_error=is_error)
+
+    @classmethod
+    def image_block(cls, data: str, media_type: str) -> ContentBlock:
+        """An image, as base64 ``data`` of the given ``media_type`` (e.g. ``image/png``)."""
+        return cls(type="image", data=data, media_type=media_type)
+
+
+def _blocks(content: str | ContentBlock | Iterable[ContentBlock]) -> list[ContentBlock]:
+    if isinstance(content, str):
+        return [ContentBlock.text_block(content)]
+    if isinstance(content, ContentBlock):
+        return [content]
+    return list(content)
+
+
+class Message(_Model):
+    """One message of a conversation.
+
+    Example:
+        >>> Message.user("What is 2 + 2?").role
+        <Role.USER: 'user'>
+    """
+
+    role: Role
+    content: list[ContentBlock] = Field(default_factory=list)
+
+    @classmethod
+    def user(cls, content: str | ContentBlock | Iterable[ContentBlock]) -> Message:
+        """A user message from text or blocks."""
+        return cls(role=Role.USER, content=_blocks(content))
+
+    @classmethod
+    def assistant(cls, content: str | ContentBlock | Iterable[ContentBlock]) -> Message:
+        """An assistant message from text or blocks."""
+        return cls(role=Role.ASSISTANT, content=_blocks(content))
+
+    @classmethod
+    def tool_results(cls, results: Iterable[ContentBlock]) -> Message:
+        """The user message carrying the results of one step's tool calls."""
+        blocks = list(results)
+        bad = [b.type for b in blocks if b.type != "tool_result"]
+        if bad:
+            raise ValueError(f"Message.tool_results takes tool_result blocks only, got {bad}")
+        return cls(role=Role.USER, content=blocks)
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of the text blocks."""
+        return "".join(b.text or "" for b in self.content if b.type == "text")
+
+    @property
+    def tool_calls(self) -> list[ContentBlock]:
+        """The tool_use blocks, in order."""
+        return [b for b in self.content if b.type == "tool_use"]
+
+    @property
+    def tool_results_blocks(self) -> list[ContentBlock]:
+        """The tool_result blocks, in order."""
+        return [b for b in self.content if b.type == "tool_result"]
+
+
+class ToolDefinition(_Model):
+    """What a model is told about a tool: its name, what it does, and a JSON Schema of its input."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class Usage(_Model):
+    """Token counts. Addable: ``total = a + b``."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+    def __radd__(self, other: Any) -> Usage:
+        # sum(usages) starts from 0
+        if other == 0:
+            return self
+        return self.__add__(other)
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+class InferenceRequest(_Model):
+    """Everything a provider needs for one model call.
+
+    ``output_schema`` is a JSON Schema the final answer should follow (providers pass it on
+    where the API supports it; the session validates the answer either way).
+    ``max_tokens`` and ``temperature`` override the provider's options for this call.
+    """
+
+    messages: list[Message]
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    instructions: str = ""
+    output_schema: dict[str, Any] | None = None
+    max_tokens: int | None = Field(default=None, gt=0)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+
+    def fingerprint(self) -> str:
+        """A stable hash of the request, the key of replay cassettes."""
+        import hashlib
+
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class InferenceResponse(_Model):
+    """A model's answer to one :class:`InferenceRequest`."""
+
+    content: list[ContentBlock] = Field(default_factory=list)
+    stop_reason: StopReason = "end_turn"
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""
+
+    @classmethod
+    def of_text(cls, text: str, *, model: str = "", usage: Usage | None = None) -> InferenceResponse:
+        """A plain text answer."""
+        return cls(content=[ContentBlock.text_block(text)], model=model, usage=usage or Usage())
+
+    @classmethod
+    def of_tool_calls(
+        cls, calls: Sequence[tuple[str, str, dict[str, Any]]], *, text: str = "", model: str = ""
+    ) -> InferenceResponse:
+        """An answer that calls tools: ``calls`` is a list of ``(id, name, input)``."""
+        blocks = [ContentBlock.text_block(text)] if text else []
+        blocks += [ContentBlock.tool_use_block(i, n, a) for i, n, a in calls]
+        return cls(content=blocks, stop_reason="tool_use", model=model)
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of the text blocks."""
+        return "".join(b.text or "" for b in self.content if b.type == "text")
+
+    @property
+    def tool_calls(self) -> list[ContentBlock]:
+        """The tool_use blocks, in order."""
+        return [b for b in self.content if b.type == "tool_use"]
+
+    def to_message(self) -> Message:
+        """The assistant message this response appends to a history."""
+        return Message(role=Role.ASSISTANT, content=list(self.content))
+
+
+class StreamEventType(enum.StrEnum):
+    """The kinds of :class:`StreamEvent`.
+
+    Provider events follow Anthropic's streaming shape; ``tool_start`` and ``tool_end`` are
+    emitted by the session loop around each tool execution.
+    """
+
+    MESSAGE_START = "message_start"
+    CONTENT_BLOCK_START = "content_block_start"
+    TEXT_DELTA = "text_delta"
+    INPUT_JSON_DELTA = "input_json_delta"
+    CONTENT_BLOCK_STOP = "content_block_stop"
+    MESSAGE_DELTA = "message_delta"
+    MESSAGE_STOP = "message_stop"
+    ERROR = "error"
+    TOOL_START = "tool_start"
+    TOOL_END = "tool_end"
+
+
+class StreamEvent(_Model):
+    """One event of a streamed model call or session run.
+
+    Fields used per type:
+
+    * ``message_start``: ``model``
+    * ``content_block_start``: ``index``, ``block`` (a text block, or a tool_use block with empty input)
+    * ``text_delta``: ``index``, ``text``
+    * ``input_json_delta``: ``index``, ``partial_json``
+    * ``content_block_stop``: ``index``, ``block`` (the completed block)
+    * ``message_delta``: ``stop_reason``, ``usage``
+    * ``message_stop``: ``response`` (the assembled :class:`InferenceResponse`)
+    * ``error``: ``error`` (message), ``error_kind``
+    * ``tool_start``: ``block`` (the tool_use block)
+    * ``tool_end``: ``block`` (the tool_result block), ``duration_s``
+    """
+
+    type: StreamEventType
+    index: int | None = None
+    text: str | None = None
+    partial_json: str | None = None
+    block: ContentBlock | None = None
+    stop_reason: StopReason | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    response: InferenceResponse | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    duration_s: float | None = None

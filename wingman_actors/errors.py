@@ -1,0 +1,193 @@
+"""The error hierarchy of wingman-actors.
+
+Every error the library raises on purpose derives from :class:`WingmanError`::
+
+    WingmanError
+    ├── AgentError            a model call or agent run failed; ``kind`` says how
+    │   └── ToolError         a tool failed (kind = ErrorKind.TOOL)
+    ├── FormationSetupError   a formation is declared wrongly (before anything runs)
+    └── FormationRuntimeError a formation run failed (node, attempts, run id, partial outputs)
+
+Causes are chained with ``raise ... from exc``; the structured facts live in attributes,
+not only in the message text.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "AgentError",
+    "ErrorKind",
+    "FormationRuntimeError",
+    "FormationSetupError",
+    "ToolError",
+    "WingmanError",
+]
+
+
+class ErrorKind(enum.StrEnum):
+    """What class of failure an :class:`AgentError` is.
+
+    * ``agent``: the provider answered with an error (including 5xx and overload).
+    * ``tool``: a tool failed.
+    * ``timeout``: a deadline passed (read timeout, session timeout).
+    * ``rate_limit``: the provider asked us to slow down (HTTP 429).
+    * ``network``: the provider could not be reached (refused, reset, DNS).
+    * ``invalid``: the request itself is wrong (bad request, credentials, schema).
+    * ``cancelled``: the caller cancelled the run.
+    """
+
+    AGENT = "agent"
+    TOOL = "tool"
+    TIMEOUT = "timeout"
+    RATE_LIMIT = "rate_limit"
+    NETWORK = "network"
+    INVALID = "invalid"
+    CANCELLED = "cancelled"
+
+    @property
+    def retryable(self) -> bool:
+        """Whether a retry policy may try again after this kind of failure."""
+        return self in _RETRYABLE
+
+
+_RETRYABLE = frozenset({ErrorKind.AGENT, ErrorKind.RATE_LIMIT, ErrorKind.NETWORK, ErrorKind.TIMEOUT})
+
+
+class WingmanError(Exception):
+    """Root of every error raised on purpose by wingman-actors."""
+
+
+class AgentError(WingmanError):
+    """A model call or an agent run failed.
+
+    Attributes:
+        kind: the class of failure (see :class:`ErrorKind`).
+        status: the HTTP status the provider answered with, if any.
+        retry_after: seconds the provider asked us to wait, if it said.
+        provider: id of the provider that failed (``"anthropic"``, ``"openai"``...).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ErrorKind = ErrorKind.AGENT,
+        status: int | None = None,
+        retry_after: float | None = None,
+        provider: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = ErrorKind(kind)
+        self.status = status
+        self.retry_after = retry_after
+        self.provider = provider
+
+    @property
+    def retryable(self) -> bool:
+        """Whether retrying the same request may succeed.
+
+        5xx answers are retryable; other 4xx answers (bad request, credentials) never are.
+        """
+        if self.kind is ErrorKind.AGENT and self.status is not None and self.status < 500:
+            return False
+        return self.kind.retryable
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        facts = []
+        if self.provider:
+            facts.append(f"provider={self.provider}")
+        facts.append(f"kind={self.kind.value}")
+        if self.status is not None:
+            facts.append(f"status={self.status}")
+        if self.retry_after is not None:
+            facts.append(f"retry_after={self.retry_after:g}s")
+        parts.append(f"[{', '.join(facts)}]")
+        return " ".join(parts)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild_agent_error,
+            (type(self), self.message, self.kind, self.status, self.retry_after, self.provider),
+        )
+
+
+def _rebuild_agent_error(
+    cls: type[AgentError],
+    message: str,
+    kind: ErrorKind,
+    status: int | None,
+    retry_after: float | None,
+    provider: str | None,
+) -> AgentError:
+    err = cls.__new__(cls)
+    AgentError.__init__(
+        err, message, kind=kind, status=status, retry_after=retry_after, provider=provider
+    )
+    return err
+
+
+class ToolError(AgentError):
+    """A tool failed. Raise it from a tool to send a clear message back to the model.
+
+    Attributes:
+        tool: name of the tool that failed, when known.
+    """
+
+    def __init__(self, message: str, *, tool: str | None = None) -> None:
+        super().__init__(message, kind=ErrorKind.TOOL)
+        self.tool = tool
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message,), {"tool": self.tool})
+
+
+class FormationSetupError(WingmanError):
+    """A formation is declared wrongly. Raised before any actor starts.
+
+    Attributes:
+        formation: the formation's name.
+        problems: every problem found, each naming the node or edge and the fix.
+    """
+
+    def __init__(self, formation: str, problems: Sequence[str]) -> None:
+        self.formation = formation
+        self.problems = list(problems)
+        lines = [f"formation {formation!r} is not valid ({len(self.problems)} problem(s)):"]
+        lines += [f"  - {p}" for p in self.problems]
+        super().__init__("\n".join(lines))
+
+
+class FormationRuntimeError(WingmanError):
+    """A formation run failed.
+
+    Attributes:
+        node: the node that failed (None for run-level failures such as a run timeout).
+        attempts: how many times the node was tried.
+        run_id: the id of the failed run.
+        outputs: the outputs of the nodes that finished before the failure, by name.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        node: str | None = None,
+        attempts: int = 0,
+        run_id: str | None = None,
+        outputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.node = node
+        self.attempts = attempts
+        self.run_id = run_id
+        self.outputs = dict(outputs or {})

@@ -1,0 +1,32 @@
+"""Model providers: the protocol, the registry and the built-in providers.
+
+Example:
+    >>> from wingman_actors.providers import new_provider
+    >>> provider = new_provider("scripted", {"replies": ["Hello!"]})
+"""
+
+from .base import BaseProvider, InferenceStream, Provider, ProviderOptions, ResponseBuilder
+from .registry import (
+    ProviderMeta,
+    get_provider_meta,
+    list_providers,
+    new_provider,
+    register_provider,
+)
+from .retry import RetryPolicy
+from .scripted import ScriptedProvider
+
+__all__ = [
+    "BaseProvider",
+    "InferenceStream",
+    "Provider",
+    "ProviderMeta",
+    "ProviderOptions",
+    "ResponseBuilder",
+    "RetryPolicy",
+    "ScriptedProvider",
+    "get_provider_meta",
+    "list_providers",
+    "new_provider",
+    "register_provider",
+]

@@ -1,0 +1,126 @@
+"""Shared httpx plumbing for the HTTP providers (Ollama, OpenAI-compatible): one client per
+provider, and the mapping of HTTP failures onto :class:`ErrorKind`.
+
+Mapping: 429 → rate_limit (``retry-after`` honoured); 400/401/403/404/422 and other 4xx →
+invalid; 5xx and 529 → agent; refused/reset/DNS → network; read/connect timeout → timeout.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import threading
+import time
+from typing import Any
+
+import httpx
+
+from ..errors import AgentError, ErrorKind
+
+__all__ = ["HttpClientHolder", "error_from_exception", "error_from_response", "parse_retry_after"]
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``retry-after`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def kind_for_status(status: int) -> ErrorKind:
+    """The :class:`ErrorKind` of an HTTP error status."""
+    if status == 429:
+        return ErrorKind.RATE_LIMIT
+    if status == 408:
+        return ErrorKind.TIMEOUT
+    if status >= 500:
+        return ErrorKind.AGENT
+    return ErrorKind.INVALID
+
+
+def _error_text(body: bytes | str) -> str:
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        return text.strip()[:500]
+    # {"error": "..."} (Ollama), {"error": {"message": "..."}} (OpenAI), {"message": ...}
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            msg = err.get("message") or err.get("detail") or json.dumps(err)
+            return str(msg)[:500]
+        return str(err)[:500]
+    return text.strip()[:500]
+
+
+def error_from_response(provider: str, status: int, headers: httpx.Headers, body: bytes | str) -> AgentError:
+    """An :class:`AgentError` for an HTTP error answer."""
+    kind = kind_for_status(status)
+    detail = _error_text(body) or httpx.codes.get_reason_phrase(status)
+    hint = ""
+    if status in (401, 403):
+        hint = " (check the api_key option or the provider's key environment variable)"
+    elif status == 404:
+        hint = " (check base_url and that the model exists on this server)"
+    return AgentError(
+        f"{provider} answered HTTP {status}: {detail}{hint}",
+        kind=kind,
+        status=status,
+        retry_after=parse_retry_after(headers.get("retry-after")),
+        provider=provider,
+    )
+
+
+def error_from_exception(provider: str, exc: httpx.HTTPError, url: str = "") -> AgentError:
+    """An :class:`AgentError` for a transport failure (refused, reset, DNS, timeout)."""
+    where = f" at {url}" if url else ""
+    if isinstance(exc, httpx.TimeoutException):
+        return AgentError(f"{provider} timed out{where}: {exc!r}", kind=ErrorKind.TIMEOUT, provider=provider)
+    if isinstance(exc, httpx.HTTPStatusError):
+        r = exc.response
+        return error_from_response(provider, r.status_code, r.headers, r.content)
+    if isinstance(exc, httpx.TransportError):
+        return AgentError(
+            f"cannot reach {provider}{where}: {exc!s} ({type(exc).__name__})",
+            kind=ErrorKind.NETWORK,
+            provider=provider,
+        )
+    return AgentError(f"{provider} request failed{where}: {exc!r}", kind=ErrorKind.AGENT, provider=provider)
+
+
+class HttpClientHolder:
+    """One lazily created, thread-safe ``httpx.Client`` per provider instance."""
+
+    def __init__(self, base_url: str, timeout: float, headers: dict[str, str] | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.headers = dict(headers or {})
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(
+                    base_url=self.base_url,
+                    timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+                    headers=self.headers,
+                )
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()

@@ -1,0 +1,20 @@
+"""Tools: the protocol, the ``@tool`` decorator, the registry, and the 7 built-ins.
+
+Built-ins (``bash``, ``read``, ``write``, ``edit``, ``glob``, ``grep``, ``webfetch``) are
+built by name with :func:`builtin_tool`; file tools are confined to the session's work_dir.
+"""
+
+from .base import FunctionTool, Tool, ToolContext, ToolRegistry, format_validation_error, tool
+from .builtins import BUILTIN_TOOL_NAMES, builtin_tool, builtin_tools
+
+__all__ = [
+    "BUILTIN_TOOL_NAMES",
+    "FunctionTool",
+    "Tool",
+    "ToolContext",
+    "ToolRegistry",
+    "builtin_tool",
+    "builtin_tools",
+    "format_validation_error",
+    "tool",
+]
