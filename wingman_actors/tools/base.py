@@ -17,12 +17,14 @@ import inspect
 import json
 import re
 import threading
+import types
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic_core import PydanticSerializationError
 
 from ..cancel import CancelToken
 from ..core import ToolDefinition
@@ -107,7 +109,7 @@ def to_text(value: Any) -> str:
         return value.model_dump_json()
     try:
         return json.dumps(pydantic.TypeAdapter(Any).dump_python(value, mode="json"), ensure_ascii=False)
-    except (TypeError, ValueError, pydantic.PydanticSerializationError):
+    except (TypeError, ValueError, PydanticSerializationError):
         return str(value)
 
 
@@ -157,8 +159,12 @@ class FunctionTool:
         self._ctx_param: str | None = None
         self._is_async = inspect.iscoroutinefunction(fn)
         sig = inspect.signature(fn)
+        # Only the parameters matter; the return annotation may name a type that is not
+        # resolvable here (a class local to a function, under postponed annotations).
+        param_anns = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "return"}
+        shim = types.SimpleNamespace(__annotations__=param_anns)
         try:
-            hints = get_type_hints(fn)
+            hints = get_type_hints(shim, globalns=getattr(fn, "__globals__", {}), include_extras=True)
         except Exception as exc:  # unresolved forward references
             raise TypeError(f"tool {self.name!r}: cannot resolve type hints: {exc}") from exc
         fields: dict[str, Any] = {}

@@ -1,0 +1,104 @@
+"""Agent: a named, immutable configuration bundle (provider, instructions, tools, schema).
+
+Example:
+    >>> from wingman_actors import Agent
+    >>> from wingman_actors.testing import ScriptedProvider
+    >>> a = Agent("helper", instructions="Be brief.", provider=ScriptedProvider(["ok"]))
+    >>> a.with_overrides(instructions="Be thorough.").instructions
+    'Be thorough.'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .providers.base import Provider
+from .tools import Tool, ToolRegistry, builtin_tool
+
+if TYPE_CHECKING:
+    from .middleware import Middleware
+
+__all__ = ["DEFAULT_MAX_STEPS", "Agent"]
+
+DEFAULT_MAX_STEPS = 50
+"""Model calls per run when an agent sets no ``max_steps``: a guard against endless tool loops."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Agent:
+    """An agent's configuration. Immutable: derive variants with :meth:`with_overrides`.
+
+    Args:
+        name: a name for logs, traces and fleet workers.
+        instructions: the system prompt.
+        provider: the model provider (see :func:`wingman_actors.providers.new_provider`).
+        tools: tools the model may call: :class:`~wingman_actors.tools.Tool` objects, or
+            names of built-ins (``"bash"``, ``"read"``, ``"write"``, ``"edit"``, ``"glob"``,
+            ``"grep"``, ``"webfetch"``).
+        output_schema: a pydantic model class (or any type pydantic can validate, or a
+            JSON Schema dict) the final answer must match; the result's ``output`` holds the
+            validated object.
+        max_steps: the most model calls with tools per run (default 50); when reached,
+            one last call without tools asks for the answer.
+        max_tokens: per-request output token cap (else the provider's option).
+        temperature: per-request temperature (else the provider's option).
+        middleware: hooks run at the six stages of the loop, in order.
+        max_tool_result_chars: tool results longer than this are truncated in history.
+        tool_concurrency: tool calls of one step run concurrently, at most this many at once.
+    """
+
+    name: str
+    instructions: str = ""
+    provider: Provider | None = None
+    tools: Sequence[Tool | str] = ()
+    output_schema: Any = None
+    max_steps: int | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    middleware: Sequence[Middleware] = ()
+    max_tool_result_chars: int = 50_000
+    tool_concurrency: int = 10
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError("Agent needs a non-empty name, e.g. Agent('researcher', ...)")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ValueError(f"agent {self.name!r}: max_steps must be >= 1, got {self.max_steps}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"agent {self.name!r}: max_tokens must be >= 1, got {self.max_tokens}")
+        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
+            raise ValueError(f"agent {self.name!r}: temperature must be within 0..2, got {self.temperature}")
+        if not 1 <= self.tool_concurrency <= 10:
+            raise ValueError(
+                f"agent {self.name!r}: tool_concurrency must be within 1..10, got {self.tool_concurrency}"
+            )
+        if self.max_tool_result_chars < 100:
+            raise ValueError(f"agent {self.name!r}: max_tool_result_chars must be >= 100")
+        if isinstance(self.tools, str | bytes) or not isinstance(self.tools, Iterable):
+            raise TypeError(f"agent {self.name!r}: tools must be a list of tools or built-in names")
+        resolved = tuple(builtin_tool(t) if isinstance(t, str) else t for t in self.tools)
+        ToolRegistry(resolved)  # refuses duplicate names and non-tools, with a clear message
+        object.__setattr__(self, "tools", resolved)
+        object.__setattr__(self, "middleware", tuple(self.middleware))
+        if self.output_schema is not None:
+            from .structured import OutputSchema
+
+            OutputSchema.of(self.output_schema)  # fails now, not at the first run
+
+    @property
+    def steps_limit(self) -> int:
+        """``max_steps``, or the default when unset."""
+        return self.max_steps if self.max_steps is not None else DEFAULT_MAX_STEPS
+
+    def with_overrides(self, **changes: Any) -> Agent:
+        """A copy with some fields changed, e.g. ``agent.with_overrides(instructions=...)``."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(f"Agent has no field(s) {sorted(unknown)}")
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self) -> str:
+        tools = [t.name for t in self.tools if not isinstance(t, str)]
+        return f"Agent(name={self.name!r}, provider={self.provider!r}, tools={tools})"

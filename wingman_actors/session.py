@@ -1,0 +1,432 @@
+"""Session: the agentic loop, blocking (:meth:`Session.run`) and streaming
+(:meth:`Session.run_stream`).
+
+One run: add the user message; then repeatedly call the model, add its answer, execute its
+tool calls (concurrently, results back in call order) and add the results, until the model
+answers without tools. At ``max_steps`` one final call without tools asks for the answer.
+
+Example:
+    >>> from wingman_actors import Agent, Session
+    >>> from wingman_actors.testing import ScriptedProvider
+    >>> session = Session(Agent("a", provider=ScriptedProvider(["Paris."])))
+    >>> session.run("Capital of France?").response
+    'Paris.'
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Generator, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+from .agent import Agent
+from .cancel import CancelToken, cancel_scope
+from .core import (
+    ContentBlock,
+    InferenceRequest,
+    InferenceResponse,
+    Message,
+    StreamEvent,
+    StreamEventType,
+    Usage,
+)
+from .errors import AgentError, ErrorKind, ToolError
+from .middleware import RunContext
+from .result import Result, StepTrace, ToolCall
+from .structured import OutputSchema, OutputValidationError
+from .tools import ToolContext, ToolRegistry
+
+__all__ = ["Result", "Session", "SessionStream"]
+
+_LIMIT_NOTE = (
+    "You have reached the maximum number of steps for this task. Do not call any more tools: "
+    "give your final answer now, using what you have."
+)
+
+RunGen = Generator[StreamEvent, None, Result]
+
+
+class SessionStream:
+    """The events of a streamed run; :meth:`result` once iteration has ended.
+
+    Iterate it once. If the run fails, an ``error`` event is yielded and then the error is
+    raised from the iteration.
+    """
+
+    def __init__(self, gen: RunGen, on_close: Any = None) -> None:
+        self._gen = gen
+        self._result: Result | None = None
+        self._error: BaseException | None = None
+        self._on_close = on_close
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        try:
+            self._result = yield from self._gen
+        except BaseException as exc:
+            self._error = exc
+            raise
+        finally:
+            self._gen.close()
+
+    def result(self) -> Result:
+        """The run's result; raises the run's error if it failed."""
+        if self._error is not None:
+            raise self._error
+        if self._result is None:
+            raise RuntimeError("the stream has not finished: iterate it to the end first")
+        return self._result
+
+
+class Session:
+    """A conversation with an agent: history plus the loop that extends it.
+
+    Args:
+        agent: the agent to run.
+        work_dir: where tools work (file tools are confined to it); default the cwd.
+        history: messages to start from (e.g. a stored conversation).
+        id: the session's id (generated when not given).
+
+    A session runs one message at a time; use one session per concurrent conversation.
+    Close it (or use it as a context manager) to release tool resources such as the
+    persistent bash shell.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        work_dir: str | Path | None = None,
+        history: list[Message] | None = None,
+        id: str | None = None,
+    ) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"Session needs an Agent, got {type(agent).__name__}")
+        self.agent = agent
+        self.id = id or uuid.uuid4().hex
+        if work_dir is not None and not Path(work_dir).is_dir():
+            raise ValueError(f"work_dir {str(work_dir)!r} is not an existing directory")
+        self.work_dir = Path(work_dir).resolve() if work_dir is not None else Path.cwd()
+        self.history: list[Message] = list(history or [])
+        self._tools = ToolRegistry(t for t in agent.tools if not isinstance(t, str))
+        self._schema = OutputSchema.of(agent.output_schema) if agent.output_schema is not None else None
+        self._tool_ctx: ToolContext | None = None
+        self._busy = threading.Lock()
+        self._token: CancelToken | None = None
+
+    # -- public API -------------------------------------------------------------------
+
+    def run(self, message: str | Message, *, timeout: float | None = None) -> Result:
+        """Run the loop on ``message`` and return the :class:`Result`.
+
+        Raises:
+            AgentError: the provider failed (after its retries), the run timed out
+                (``kind=timeout``), was cancelled, or the structured output stayed invalid.
+        """
+        gen = self._run(message, timeout=timeout, stream=False)
+        try:
+            while True:
+                next(gen)
+        except StopIteration as stop:
+            result: Result = stop.value
+            return result
+        finally:
+            gen.close()
+
+    def run_stream(self, message: str | Message, *, timeout: float | None = None) -> SessionStream:
+        """Run the loop on ``message``, streaming provider events and ``tool_start`` /
+        ``tool_end`` events; call ``.result()`` on the stream after iterating it."""
+        return SessionStream(self._run(message, timeout=timeout, stream=True))
+
+    def cancel(self, reason: str = "cancelled by caller") -> None:
+        """Cancel the run in progress (from another thread); it stops at its next boundary."""
+        token = self._token
+        if token is not None:
+            token.cancel(reason)
+
+    def close(self) -> None:
+        """Release tool resources (the bash shell...). The session stays usable."""
+        ctx, self._tool_ctx = self._tool_ctx, None
+        if ctx is not None:
+            ctx.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        ctx = getattr(self, "_tool_ctx", None)
+        if ctx is not None:
+            ctx.close()
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def _run(self, message: str | Message, *, timeout: float | None, stream: bool) -> RunGen:
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError(
+                f"session {self.id} is already running a message; use one Session per concurrent conversation"
+            )
+        try:
+            provider = self.agent.provider
+            if provider is None:
+                raise AgentError(
+                    f"agent {self.agent.name!r} has no provider: pass provider=new_provider(...) to Agent",
+                    kind=ErrorKind.INVALID,
+                )
+            msg = Message.user(message) if isinstance(message, str) else message
+            token = CancelToken(timeout=timeout)
+            self._token = token
+            ctx = RunContext(self.agent, self.id, self.history, token)
+            try:
+                result = yield from self._loop(ctx, msg, stream)
+            except AgentError as exc:
+                if stream:
+                    yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind=exc.kind.value)
+                raise
+            except Exception as exc:
+                if stream:
+                    yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind="agent")
+                raise
+            return result
+        finally:
+            self._token = None
+            self._busy.release()
+
+    def _loop(self, ctx: RunContext, msg: Message, stream: bool) -> RunGen:
+        started = time.perf_counter()
+        mws = self.agent.middleware
+        for mw in mws:
+            msg = mw.before_agent(ctx, msg) or msg
+        self.history.append(msg)
+        instructions = self.agent.instructions
+        if self._schema is not None:
+            instructions = (instructions + "\n\n" if instructions else "") + self._schema.instruction()
+        calls: list[ToolCall] = []
+        trace: list[StepTrace] = []
+        usage = Usage()
+        limit = self.agent.steps_limit
+        limit_hit = False
+        corrected = False
+        step = 0
+        while True:
+            ctx.token.check()
+            step += 1
+            ctx.step = step
+            with_tools = step <= limit and len(self._tools) > 0
+            if step > limit and not limit_hit:
+                limit_hit = True
+                self._add_user_text(_LIMIT_NOTE)
+            request = InferenceRequest(
+                messages=list(self.history),
+                tools=self._tools.definitions() if with_tools else [],
+                instructions=instructions,
+                output_schema=self._schema.schema if self._schema is not None else None,
+                max_tokens=self.agent.max_tokens,
+                temperature=self.agent.temperature,
+            )
+            for mw in mws:
+                request = mw.before_model(ctx, request) or request
+            t0 = time.perf_counter()
+            response = yield from self._infer(request, ctx.token, stream)
+            for mw in mws:
+                response = mw.after_model(ctx, response) or response
+            if not with_tools and response.tool_calls:
+                # Tools were not offered (final call); drop stray calls rather than loop.
+                kept = [b for b in response.content if b.type != "tool_use"]
+                response = response.model_copy(update={"content": kept, "stop_reason": "end_turn"})
+            usage = usage + response.usage
+            ctx.usage = usage
+            self.history.append(response.to_message())
+            trace.append(
+                StepTrace(
+                    kind="model", name=self._model_name(response), step=step,
+                    input=len(request.messages), output=response.text or None,
+                    usage=response.usage, duration_s=time.perf_counter() - t0,
+                )
+            )
+            if response.tool_calls:
+                results = yield from self._run_tools(ctx, response.tool_calls, step, calls, trace, stream)
+                self.history.append(Message.tool_results(results))
+                continue
+            output: Any = response.text
+            if self._schema is not None:
+                try:
+                    output = self._schema.validate_text(response.text)
+                except OutputValidationError as exc:
+                    if corrected:
+                        raise AgentError(
+                            f"agent {self.agent.name!r}: the answer does not match the output schema "
+                            f"after one corrective retry: {exc}",
+                            kind=ErrorKind.INVALID,
+                        ) from exc
+                    corrected = True
+                    self._add_user_text(
+                        f"Your answer does not match the required output schema: {exc}. "
+                        "Reply again with only a JSON document that matches the schema."
+                    )
+                    continue
+            result = Result(
+                response=response.text, output=output, tool_calls=calls, usage=usage, steps=step,
+                stop_reason=response.stop_reason, max_steps_reached=limit_hit, trace=trace,
+                duration_s=time.perf_counter() - started,
+            )
+            for mw in mws:
+                result = mw.after_agent(ctx, result) or result
+            return result
+
+    def _add_user_text(self, text: str) -> None:
+        self.history.append(Message.user(text))
+
+    def _model_name(self, response: InferenceResponse) -> str:
+        provider = self.agent.provider
+        return response.model or getattr(provider, "model", "") or getattr(provider, "id", "model")
+
+    def _infer(self, request: InferenceRequest, token: CancelToken, stream: bool) -> Generator[StreamEvent, None, InferenceResponse]:
+        provider = self.agent.provider
+        assert provider is not None  # checked in _run
+        with cancel_scope(token):
+            if not stream:
+                response = provider.run_inference(request)
+                token.check()
+                return response
+            events = provider.stream_inference(request)
+            try:
+                for event in events:
+                    yield event
+                    token.check()
+            finally:
+                close = getattr(events, "close", None)
+                if close is not None:
+                    close()
+            return events.response
+
+    # -- tools ------------------------------------------------------------------------
+
+    def _context(self, token: CancelToken) -> ToolContext:
+        if self._tool_ctx is None:
+            self._tool_ctx = ToolContext(self.work_dir, token=token)
+        self._tool_ctx.token = token
+        return self._tool_ctx
+
+    def _run_tools(
+        self,
+        ctx: RunContext,
+        uses: list[ContentBlock],
+        step: int,
+        calls: list[ToolCall],
+        trace: list[StepTrace],
+        stream: bool,
+    ) -> Generator[StreamEvent, None, list[ContentBlock]]:
+        tool_ctx = self._context(ctx.token)
+        planned: list[tuple[ContentBlock, ContentBlock | None]] = []
+        for use in uses:
+            call = use
+            short: ContentBlock | None = None
+            for mw in self.agent.middleware:
+                got = mw.before_tool(ctx, call)
+                if got is not None and got.type == "tool_result":
+                    short = got
+                    break
+                if got is not None:
+                    call = got
+            planned.append((call, short))
+            if stream:
+                yield StreamEvent(type=StreamEventType.TOOL_START, block=call)
+        outcomes: list[tuple[ContentBlock, float] | None] = [None] * len(planned)
+        pending = {i for i, (_, short) in enumerate(planned) if short is None}
+        for i, (_, short) in enumerate(planned):
+            if short is not None:
+                outcomes[i] = (short, 0.0)
+        finished_order: list[int] = [i for i in range(len(planned)) if i not in pending]
+        if len(pending) == 1:
+            (i,) = pending
+            outcomes[i] = self._execute(planned[i][0], tool_ctx)
+            finished_order.append(i)
+        elif pending:
+            workers = min(len(pending), self.agent.tool_concurrency)
+            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wingman-tools-{self.agent.name}")
+            try:
+                futures: dict[Future[tuple[ContentBlock, float]], int] = {
+                    pool.submit(self._execute, planned[i][0], tool_ctx): i for i in sorted(pending)
+                }
+                remaining = set(futures)
+                while remaining:
+                    done, remaining = wait(remaining, timeout=ctx.token.remaining(), return_when=FIRST_COMPLETED)
+                    if not done:
+                        ctx.token.check()
+                        continue
+                    for fut in done:
+                        outcomes[futures[fut]] = fut.result()
+                        finished_order.append(futures[fut])
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+        results: list[ContentBlock] = []
+        for i in finished_order:
+            call = planned[i][0]
+            outcome = outcomes[i]
+            assert outcome is not None
+            block, duration = outcome
+            for mw in self.agent.middleware:
+                block = mw.after_tool(ctx, call, block) or block
+            outcomes[i] = (block, duration)
+            if stream:
+                yield StreamEvent(type=StreamEventType.TOOL_END, block=block, duration_s=duration)
+        for i, (call, _) in enumerate(planned):
+            outcome = outcomes[i]
+            assert outcome is not None
+            block, duration = outcome
+            results.append(self._cap(block))
+            calls.append(
+                ToolCall(
+                    id=call.id or "", name=call.name or "", input=dict(call.input or {}),
+                    output=block.content or "", is_error=block.is_error, duration_s=duration,
+                )
+            )
+            trace.append(
+                StepTrace(
+                    kind="tool", name=call.name or "", step=step, input=call.input,
+                    output=block.content, duration_s=duration, is_error=block.is_error,
+                )
+            )
+        ctx.token.check()
+        return results
+
+    def _execute(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float]:
+        t0 = time.perf_counter()
+        name = call.name or ""
+        tool = self._tools.get(name)
+        call_id = call.id or ""
+        if tool is None:
+            text = f"unknown tool {name!r}; available tools: {', '.join(self._tools.names) or 'none'}"
+            return ContentBlock.tool_result_block(call_id, text, is_error=True), time.perf_counter() - t0
+        try:
+            if tool_ctx.token is not None:
+                tool_ctx.token.check()
+            out = tool.execute(dict(call.input or {}), tool_ctx)
+            block = ContentBlock.tool_result_block(call_id, out if isinstance(out, str) else str(out))
+        except ToolError as exc:
+            block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
+        except AgentError as exc:
+            if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
+                block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
+            else:
+                block = ContentBlock.tool_result_block(call_id, f"Error: {exc}", is_error=True)
+        except Exception as exc:
+            block = ContentBlock.tool_result_block(
+                call_id, f"Error: tool {name!r} raised {type(exc).__name__}: {exc}", is_error=True
+            )
+        return block, time.perf_counter() - t0
+
+    def _cap(self, block: ContentBlock) -> ContentBlock:
+        text = block.content or ""
+        cap = self.agent.max_tool_result_chars
+        if len(text) <= cap:
+            return block
+        head = text[: cap - 80]
+        marker = f"\n[... tool result truncated: {len(text) - len(head)} of {len(text)} characters omitted ...]"
+        return block.model_copy(update={"content": head + marker})
