@@ -34,10 +34,10 @@ class CancelToken:
         self._event = threading.Event()
         self._reason = ""
         self._parent = parent
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline: float | None = None if timeout is None else time.monotonic() + timeout
         if parent is not None and parent.deadline is not None:
             deadline = parent.deadline if deadline is None else min(deadline, parent.deadline)
-        self.deadline = deadline
+        self.deadline: float | None = deadline
         self.timeout = timeout
 
     def cancel(self, reason: str = "cancelled") -> None:

@@ -111,9 +111,11 @@ class AgentError(WingmanError):
         return " ".join(parts)
 
     def __reduce__(self) -> tuple[Any, ...]:
+        # The instance dict is the pickled state, so subclasses' own attributes survive too.
         return (
             _rebuild_agent_error,
             (type(self), self.message, self.kind, self.status, self.retry_after, self.provider),
+            dict(self.__dict__),
         )
 
 
@@ -164,6 +166,10 @@ class FormationSetupError(WingmanError):
         lines = [f"formation {formation!r} is not valid ({len(self.problems)} problem(s)):"]
         lines += [f"  - {p}" for p in self.problems]
         super().__init__("\n".join(lines))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default pickling calls cls(message) and would miss ``problems``.
+        return (type(self), (self.formation, self.problems), dict(self.__dict__))
 
 
 class FormationRuntimeError(WingmanError):

@@ -13,6 +13,7 @@ from .registry import (
     new_provider,
     register_provider,
 )
+from .replay import RecordingProvider, ReplayProvider
 from .retry import RetryPolicy
 from .scripted import ScriptedProvider
 
@@ -22,6 +23,8 @@ __all__ = [
     "Provider",
     "ProviderMeta",
     "ProviderOptions",
+    "RecordingProvider",
+    "ReplayProvider",
     "ResponseBuilder",
     "RetryPolicy",
     "ScriptedProvider",

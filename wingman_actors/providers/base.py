@@ -32,6 +32,7 @@ __all__ = [
     "Provider",
     "ProviderOptions",
     "ResponseBuilder",
+    "events_for_response",
 ]
 
 
@@ -39,8 +40,12 @@ __all__ = [
 class Provider(Protocol):
     """What every provider offers. ``id`` is the registry id, ``model`` the model used."""
 
-    id: str
     model: str
+
+    @property
+    def id(self) -> str:
+        """The registry id (a class attribute in the built-in providers)."""
+        ...
 
     def run_inference(self, request: InferenceRequest) -> InferenceResponse:
         """One blocking model call."""
@@ -228,6 +233,36 @@ class ResponseBuilder:
         if stop == "end_turn" and any(b.type == "tool_use" for b in content):
             stop = "tool_use"
         return InferenceResponse(content=content, stop_reason=stop, usage=self.usage, model=self.model)
+
+
+def events_for_response(
+    provider_id: str, response: InferenceResponse, chunk: int = 8
+) -> Iterator[StreamEvent]:
+    """Stream a complete ``response`` as the events a live provider would send.
+
+    Text is split into ``text_delta`` events of ``chunk`` characters; each tool call's input
+    is sent as one ``input_json_delta``. Blocks other than text and tool_use are skipped.
+    The last event is ``message_stop`` carrying the response as a :class:`ResponseBuilder`
+    assembles it. Used by the offline providers (scripted, replay).
+    """
+    if chunk < 1:
+        raise ValueError(f"chunk must be >= 1, got {chunk}")
+    b = ResponseBuilder(provider_id, response.model)
+    yield b.message_start()
+    for index, block in enumerate(response.content):
+        if block.type == "text":
+            yield b.start_text(index)
+            text = block.text or ""
+            for i in range(0, len(text), chunk):
+                yield b.text(index, text[i : i + chunk])
+        elif block.type == "tool_use":
+            yield b.start_tool(index, block.id or "", block.name or "")
+            yield b.tool_json(index, json.dumps(block.input or {}))
+        else:
+            continue
+        yield b.stop(index)
+    yield b.message_delta(response.stop_reason, response.usage)
+    yield from b.finish()
 
 
 class BaseProvider:

@@ -10,16 +10,17 @@ Example:
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar, Union
 
+from pydantic import Field
+
 from ..cancel import current_token
 from ..core import InferenceRequest, InferenceResponse, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
-from .base import InferenceStream, ProviderOptions, ResponseBuilder
+from .base import InferenceStream, ProviderOptions, events_for_response
 
 __all__ = ["Reply", "ScriptedProvider"]
 
@@ -132,22 +133,7 @@ class ScriptedProvider:
 
     def _events(self, request: InferenceRequest) -> Iterator[StreamEvent]:
         response = self._resolve(request)
-        b = ResponseBuilder(self.id, response.model)
-        yield b.message_start()
-        for index, block in enumerate(response.content):
-            if block.type == "text":
-                yield b.start_text(index)
-                text = block.text or ""
-                for i in range(0, len(text), self.stream_chunk):
-                    yield b.text(index, text[i : i + self.stream_chunk])
-            elif block.type == "tool_use":
-                yield b.start_tool(index, block.id or "", block.name or "")
-                yield b.tool_json(index, json.dumps(block.input or {}))
-            else:
-                continue
-            yield b.stop(index)
-        yield b.message_delta(response.stop_reason, response.usage)
-        yield from b.finish()
+        yield from events_for_response(self.id, response, self.stream_chunk)
 
     def close(self) -> None:
         """Nothing to release."""
@@ -165,7 +151,7 @@ def _estimate(request: InferenceRequest, reply: str) -> Usage:
 class ScriptedOptions(ProviderOptions):
     """Options of ``new_provider("scripted", {...})``."""
 
-    replies: list[Any] = []
+    replies: list[Any] = Field(default_factory=list)
     latency_s: float = 0.0
     cycle: bool = False
 
