@@ -112,7 +112,9 @@ class LoopbackServer:
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="loopback-http", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="loopback-http", daemon=True
+        )
 
     def _reply_for(self, req: Request) -> Reply:
         with self._lock:

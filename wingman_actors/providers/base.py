@@ -9,7 +9,7 @@ available once iteration ends.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -283,9 +283,12 @@ class BaseProvider:
         return self.retry.call(lambda: self._infer(request), describe=f"{self.id} inference")
 
     def stream_inference(self, request: InferenceRequest) -> InferenceStream:
-        return InferenceStream(self._stream_with_retry(request))
+        events = self._stream_with_retry(request)
+        # Closing the stream (even before its end) closes the generator, whose finally
+        # block releases the HTTP response.
+        return InferenceStream(events, close=events.close)
 
-    def _stream_with_retry(self, request: InferenceRequest) -> Iterator[StreamEvent]:
+    def _stream_with_retry(self, request: InferenceRequest) -> Generator[StreamEvent, None, None]:
         # Retry only while nothing has been yielded: a retry after deltas reached the
         # caller would duplicate them.
 

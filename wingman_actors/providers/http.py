@@ -7,17 +7,26 @@ invalid; 5xx and 529 → agent; refused/reset/DNS → network; read/connect time
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
 from ..errors import AgentError, ErrorKind
 
-__all__ = ["HttpClientHolder", "error_from_exception", "error_from_response", "parse_retry_after"]
+__all__ = [
+    "HttpClientHolder",
+    "error_from_exception",
+    "error_from_response",
+    "open_stream",
+    "parse_retry_after",
+    "post_json",
+]
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -124,3 +133,64 @@ class HttpClientHolder:
             client, self._client = self._client, None
         if client is not None:
             client.close()
+
+
+def post_json(holder: HttpClientHolder, provider: str, path: str, body: dict[str, Any]) -> Any:
+    """POST ``body`` as JSON to ``path`` and return the decoded JSON answer.
+
+    Args:
+        holder: the provider's client holder.
+        provider: the provider id, named in errors.
+        path: the path under the holder's base URL, e.g. ``"/api/chat"``.
+        body: the JSON request body.
+
+    Returns:
+        The decoded JSON body of a 2xx answer.
+
+    Raises:
+        AgentError: for an HTTP error status, a transport failure, or a body that is not JSON.
+    """
+    url = holder.base_url + path
+    try:
+        response = holder.client.post(path, json=body)
+    except httpx.HTTPError as exc:
+        raise error_from_exception(provider, exc, url) from exc
+    if response.status_code >= 400:
+        raise error_from_response(provider, response.status_code, response.headers, response.content)
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise AgentError(
+            f"{provider} answered with a body that is not JSON: {response.text[:200]!r}",
+            kind=ErrorKind.AGENT,
+            status=response.status_code,
+            provider=provider,
+        ) from exc
+
+
+@contextlib.contextmanager
+def open_stream(
+    holder: HttpClientHolder,
+    provider: str,
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> Iterator[httpx.Response]:
+    """POST ``body`` and yield the streaming response once its status is known to be good.
+
+    An error status is read in full and raised as :func:`error_from_response`. Transport
+    failures, at the start or while the caller reads the body inside the ``with`` block,
+    are raised as :func:`error_from_exception`. The response is closed on leaving the block.
+
+    Raises:
+        AgentError: for an HTTP error status or a transport failure.
+    """
+    url = holder.base_url + path
+    try:
+        with holder.client.stream("POST", path, json=body, headers=headers) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise error_from_response(provider, response.status_code, response.headers, response.content)
+            yield response
+    except httpx.HTTPError as exc:
+        raise error_from_exception(provider, exc, url) from exc
