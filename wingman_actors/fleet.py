@@ -1,0 +1,303 @@
+"""Fleet: run one agent over many tasks concurrently, one fresh session per task.
+
+Every task gets its own :class:`~wingman_actors.session.Session` (optionally with its own
+``work_dir`` and ``instructions``), runs on a worker thread, and ends as exactly one
+:class:`FleetResult`: N tasks in, N results out, always. A failing task yields a result with
+``error`` set and never disturbs the others.
+
+Example:
+    >>> from wingman_actors import Agent
+    >>> from wingman_actors.fleet import Fleet, Task
+    >>> from wingman_actors.testing import ScriptedProvider
+    >>> agent = Agent("summarizer", provider=ScriptedProvider(["short", "shorter"]))
+    >>> fleet = Fleet(agent, ["Summarize A.", Task("Summarize B.", data={"id": 2})], max_workers=1)
+    >>> [(r.worker_name, r.response, r.data) for r in fleet.run()]
+    [('summarizer-0', 'short', None), ('summarizer-1', 'shorter', {'id': 2})]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+from .agent import Agent
+from .core import Message
+from .errors import AgentError, ErrorKind
+from .middleware import Middleware, RunContext
+from .result import Result
+from .session import Session
+
+__all__ = ["DEFAULT_MAX_WORKERS", "Fleet", "FleetResult", "Task"]
+
+DEFAULT_MAX_WORKERS = 100
+"""Concurrent sessions when a fleet is given ``max_workers=0``: ``min(len(tasks), 100)``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One unit of fleet work.
+
+    Args:
+        message: the user message the task's session runs.
+        work_dir: the session's working directory (default: the current directory).
+        instructions: replaces the agent's instructions for this task only.
+        data: anything; handed back untouched on the task's :class:`FleetResult`.
+    """
+
+    message: str
+    work_dir: str | Path | None = None
+    instructions: str | None = None
+    data: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.message, str):
+            raise TypeError(f"Task message must be a str, got {type(self.message).__name__}")
+        if self.work_dir is not None and not isinstance(self.work_dir, str | Path):
+            raise TypeError(f"Task work_dir must be a str or Path, got {type(self.work_dir).__name__}")
+        if self.instructions is not None and not isinstance(self.instructions, str):
+            raise TypeError(f"Task instructions must be a str, got {type(self.instructions).__name__}")
+
+
+@dataclasses.dataclass(frozen=True)
+class FleetResult:
+    """The outcome of one fleet task.
+
+    Attributes:
+        task_index: the task's position in the fleet's task list.
+        worker_name: ``f"{agent.name}-{task_index}"``.
+        result: the session's result, or None when the task failed.
+        error: what the task raised (an ``AgentError`` or any exception), or None.
+        data: the task's ``data``, passed through.
+        duration_s: wall time of the task, session creation and close included.
+    """
+
+    task_index: int
+    worker_name: str
+    result: Result | None
+    error: BaseException | None
+    data: Any = None
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the task succeeded."""
+        return self.error is None
+
+    @property
+    def response(self) -> str:
+        """The final answer's text, or ``""`` when the task failed."""
+        return self.result.response if self.result is not None else ""
+
+
+class _CancelGuard(Middleware):
+    """Fails a run that starts after :meth:`Fleet.cancel`.
+
+    It closes the gap between a session being registered and its run creating the cancel
+    token that :meth:`Session.cancel` acts on.
+    """
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+
+    def before_agent(self, ctx: RunContext, message: Message) -> Message | None:
+        reason = self.fleet._cancel_reason
+        if reason is not None:
+            raise AgentError(f"run cancelled: {reason}", kind=ErrorKind.CANCELLED)
+        return None
+
+
+class Fleet:
+    """Runs ``agent`` over ``tasks``, at most ``max_workers`` sessions at once.
+
+    Args:
+        agent: the agent every task runs.
+        tasks: :class:`Task` objects, or plain strings (each becomes ``Task(message=s)``).
+        max_workers: the hard cap on sessions running at once. ``0`` (the default) means
+            ``min(len(tasks), DEFAULT_MAX_WORKERS)``, i.e. at most 100.
+        timeout: seconds each task's run may take (per task, not for the whole fleet).
+        executor: run tasks in this executor (e.g. a long-lived pool owned by an actor)
+            instead of a thread pool created per run. At most ``max_workers`` tasks are
+            submitted-and-unfinished at once, and the executor is not shut down. Do not pass
+            the executor whose thread calls :meth:`run` unless it has workers to spare.
+
+    Raises:
+        TypeError: ``agent`` is not an Agent, or a task is neither a Task nor a str.
+        ValueError: ``max_workers`` is negative, or ``timeout`` is not positive.
+
+    Cancelling (:meth:`cancel`) is final: a cancelled fleet's later runs return cancelled
+    results too.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        tasks: Sequence[Task | str],
+        *,
+        max_workers: int = 0,
+        timeout: float | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"Fleet needs an Agent, got {type(agent).__name__}")
+        if isinstance(tasks, str | bytes) or not isinstance(tasks, Sequence):
+            raise TypeError(f"Fleet tasks must be a list of Task or str, got {type(tasks).__name__}")
+        items: list[Task] = []
+        for i, t in enumerate(tasks):
+            if isinstance(t, str):
+                t = Task(message=t)
+            elif not isinstance(t, Task):
+                raise TypeError(f"Fleet task {i} must be a Task or a str, got {type(t).__name__}")
+            items.append(t)
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int):
+            raise TypeError(f"Fleet max_workers must be an int, got {type(max_workers).__name__}")
+        if max_workers < 0:
+            raise ValueError(f"Fleet max_workers must be >= 0 (0 = automatic), got {max_workers}")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"Fleet timeout must be > 0 seconds or None, got {timeout}")
+        if executor is not None and not isinstance(executor, Executor):
+            raise TypeError(f"Fleet executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
+        self.agent = agent
+        self.tasks: tuple[Task, ...] = tuple(items)
+        self.max_workers = max_workers
+        self.timeout = timeout
+        self.executor = executor
+        self._lock = threading.Lock()
+        self._running: set[Session] = set()
+        self._cancel_reason: str | None = None
+        self._guarded = agent.with_overrides(middleware=(_CancelGuard(self), *agent.middleware))
+
+    @property
+    def cap(self) -> int:
+        """The most sessions this fleet runs at once."""
+        limit = self.max_workers or DEFAULT_MAX_WORKERS
+        return max(1, min(limit, len(self.tasks)))
+
+    # -- public API -------------------------------------------------------------------
+
+    def run(self) -> list[FleetResult]:
+        """Run every task; return one result per task, in task order."""
+        results: list[FleetResult | None] = [None] * len(self.tasks)
+        for r in self.run_stream():
+            results[r.task_index] = r
+        return [r for r in results if r is not None]
+
+    def run_stream(self) -> Iterator[FleetResult]:
+        """Run every task, yielding results as tasks finish (completion order).
+
+        Nothing starts until the first ``next()``. Closing the iterator early cancels the
+        tasks not yet started and waits for the running ones before returning.
+        """
+        n = len(self.tasks)
+        if n == 0:
+            return
+        cap = self.cap
+        own = self.executor is None
+        pool = self.executor or ThreadPoolExecutor(
+            max_workers=cap, thread_name_prefix=f"wingman-fleet-{self.agent.name}"
+        )
+        finished: queue.SimpleQueue[Future[FleetResult]] = queue.SimpleQueue()
+        inflight: dict[Future[FleetResult], int] = {}
+        next_index = 0
+
+        def top_up() -> None:
+            nonlocal next_index
+            while next_index < n and len(inflight) < cap:
+                fut = pool.submit(self._run_task, next_index)
+                inflight[fut] = next_index
+                next_index += 1
+                fut.add_done_callback(finished.put)
+
+        try:
+            top_up()
+            for _ in range(n):
+                fut = finished.get()
+                index = inflight.pop(fut)
+                top_up()  # refill the window before handing the result to the consumer
+                yield self._outcome(fut, index)
+        finally:
+            for fut in inflight:
+                fut.cancel()  # only succeeds for tasks not yet started
+            wait(list(inflight))
+            if own:
+                pool.shutdown(wait=True)
+
+    def cancel(self, reason: str = "fleet cancelled") -> None:
+        """Cancel the fleet (from another thread).
+
+        Tasks not yet started finish with an ``AgentError(kind=cancelled)`` result; running
+        sessions are cancelled and stop at their next boundary.
+        """
+        with self._lock:
+            self._cancel_reason = reason
+            running = list(self._running)
+        for session in running:
+            session.cancel(reason)
+
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`cancel` was called."""
+        return self._cancel_reason is not None
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def __repr__(self) -> str:
+        pool = "external" if self.executor is not None else "own"
+        return (
+            f"Fleet(agent={self.agent.name!r}, tasks={len(self.tasks)}, max_workers={self.cap}, "
+            f"timeout={self.timeout!r}, executor={pool})"
+        )
+
+    # -- internals --------------------------------------------------------------------
+
+    def _worker_name(self, index: int) -> str:
+        return f"{self.agent.name}-{index}"
+
+    def _run_task(self, index: int) -> FleetResult:
+        task = self.tasks[index]
+        started = time.perf_counter()
+        result: Result | None = None
+        error: BaseException | None = None
+        try:
+            result = self._run_session(index, task)
+        except Exception as exc:
+            error = exc
+        return FleetResult(
+            index, self._worker_name(index), result, error, task.data, time.perf_counter() - started
+        )
+
+    def _run_session(self, index: int, task: Task) -> Result:
+        reason = self._cancel_reason
+        if reason is not None:
+            raise AgentError(f"fleet cancelled before task {index} started: {reason}", kind=ErrorKind.CANCELLED)
+        agent = self._guarded
+        if task.instructions is not None:
+            agent = agent.with_overrides(instructions=task.instructions)
+        session = Session(agent, work_dir=task.work_dir)
+        with self._lock:
+            self._running.add(session)
+        try:
+            return session.run(task.message, timeout=self.timeout)
+        finally:
+            with self._lock:
+                self._running.discard(session)
+            session.close()
+
+    def _outcome(self, fut: Future[FleetResult], index: int) -> FleetResult:
+        """The future's result; a result with ``error`` when the future itself failed."""
+        data = self.tasks[index].data
+        if fut.cancelled():
+            error: BaseException | None = AgentError(
+                f"task {index} was cancelled by its executor", kind=ErrorKind.CANCELLED
+            )
+        else:
+            error = fut.exception()
+        if error is not None:
+            return FleetResult(index, self._worker_name(index), None, error, data)
+        return fut.result()
