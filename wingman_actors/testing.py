@@ -1,13 +1,244 @@
-"""Testkit for users: a scripted provider for offline, deterministic agents.
+"""Testkit for users: unit-test agents and formation nodes in isolation, offline.
+
+* :class:`ScriptedProvider` — canned model replies (text, responses, exceptions, callables).
+* :class:`ActorProbe` — an actor that records the envelopes it receives, with
+  ``expect_message`` / ``expect_no_message``.
+* :func:`run_node` — run one node of a formation alone, get its output and trace.
+* A pytest plugin (installed with the package) adds the fixtures ``actor_probe`` and
+  ``scripted_provider`` and fails any test that leaves an actor or thread alive.
 
 Example:
-    >>> from wingman_actors import Agent, Session
-    >>> from wingman_actors.testing import ScriptedProvider
-    >>> provider = ScriptedProvider(["first answer", "second answer"])
-    >>> Session(Agent("a", provider=provider)).run("hi").response
-    'first answer'
+    >>> from wingman_actors import Formation
+    >>> f = Formation("math").add_function("double", lambda x: x * 2)
+    >>> run_node(f, "double", 21).output
+    42
 """
 
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any
+
+import pykka
+
+from .actors.address import start_actor
+from .actors.envelope import Envelope, EnvelopeType, new_envelope
+from .actors.nodes import AgentActor, FleetActor, FunctionActor, NodeActor
+from .errors import FormationRuntimeError
+from .formation.result import NodeStatus, NodeTrace
+from .providers.base import Provider
 from .providers.scripted import ScriptedProvider
 
-__all__ = ["ScriptedProvider"]
+__all__ = ["ActorProbe", "NodeRun", "ScriptedProvider", "run_node"]
+
+
+class _ProbeActor(pykka.ThreadingActor):
+    def __init__(self, probe: ActorProbe) -> None:
+        super().__init__()
+        self.probe = probe
+
+    def _start_actor_loop(self) -> None:
+        thread = threading.Thread(target=self._actor_loop, name=f"wingman-probe-{self.probe.name}")
+        self.thread = thread
+        thread.start()
+
+    def on_receive(self, message: Any) -> Any:
+        self.probe._record(message)
+        return None
+
+
+class ActorProbe:
+    """A Pykka actor that records every message it receives, for assertions.
+
+    Pass the probe (or ``probe.ref``) as ``reply_to`` of a node actor; then wait for what
+    it sends. Stop it when done (the pytest fixture ``actor_probe`` does).
+
+    Example:
+        >>> probe = ActorProbe.start()
+        >>> ref = FunctionActor.start(lambda x: x + 1, name="inc", reply_to=probe)
+        >>> ref.tell(new_envelope("work", 1))
+        >>> probe.expect_message(type="result").payload
+        2
+        >>> ref.stop(); probe.stop()
+    """
+
+    def __init__(self, name: str = "probe") -> None:
+        self.name = name
+        self._cond = threading.Condition()
+        self._all: list[Any] = []
+        self._unread: deque[Any] = deque()
+        self._actor: _ProbeActor | None = None
+
+    @classmethod
+    def start(cls, name: str = "probe") -> ActorProbe:
+        """Create and start a probe."""
+        probe = cls(name)
+        probe._actor = start_actor(_ProbeActor, probe)
+        return probe
+
+    @property
+    def ref(self) -> pykka.ActorRef[Any]:
+        """The probe's actor ref."""
+        if self._actor is None:
+            raise RuntimeError("the probe is not started: use ActorProbe.start()")
+        return self._actor.actor_ref
+
+    def tell(self, message: Any) -> None:
+        """Send the probe a message (so the probe itself can be a ``reply_to``)."""
+        self.ref.tell(message)
+
+    def _record(self, message: Any) -> None:
+        with self._cond:
+            self._all.append(message)
+            self._unread.append(message)
+            self._cond.notify_all()
+
+    @property
+    def messages(self) -> list[Any]:
+        """Every message received so far, in order."""
+        with self._cond:
+            return list(self._all)
+
+    def expect_message(self, type: str | None = None, timeout: float = 3.0) -> Any:
+        """Wait for the next unread message (of ``type``, for envelopes) and return it.
+
+        Unread messages of other types before it are skipped. Raises ``AssertionError``
+        if none arrives within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                while self._unread:
+                    message = self._unread.popleft()
+                    if type is None or getattr(message, "type", None) == type:
+                        return message
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    what = f"{type!r} message" if type else "message"
+                    raise AssertionError(
+                        f"probe {self.name!r} received no {what} within {timeout:g}s "
+                        f"(received so far: {[getattr(m, 'type', m) for m in self._all]})"
+                    )
+                self._cond.wait(remaining)
+
+    def expect_no_message(self, duration: float = 0.1) -> None:
+        """Assert that no unread message arrives within ``duration`` seconds."""
+        deadline = time.monotonic() + duration
+        with self._cond:
+            while not self._unread:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                self._cond.wait(remaining)
+            raise AssertionError(f"probe {self.name!r} received an unexpected message: {self._unread[0]!r}")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the probe's actor and wait for its thread."""
+        actor, self._actor = self._actor, None
+        if actor is not None:
+            actor.actor_ref.stop(block=True, timeout=timeout)
+            actor.thread.join(timeout)
+
+    def __enter__(self) -> ActorProbe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass(frozen=True)
+class NodeRun:
+    """What :func:`run_node` returns: the node's output, its trace and the reply envelope."""
+
+    output: Any
+    trace: NodeTrace
+    envelope: Envelope
+
+
+_SPEC_OVERRIDES = {"fn", "agent", "prompt", "max_workers"}
+
+
+def run_node(
+    formation: Any,
+    name: str,
+    input: Any,
+    *,
+    provider: Provider | None = None,
+    timeout: float = 30.0,
+    **overrides: Any,
+) -> NodeRun:
+    """Run node ``name`` of ``formation`` alone: start its actor, send it ``input``, wait
+    for the reply, stop the actor.
+
+    Args:
+        formation: the formation (it is validated first).
+        name: the node to run.
+        input: what the node receives (for a fan-in node: the dict keyed by predecessor).
+        provider: replaces the provider of an agent or fleet node's agent.
+        timeout: seconds to wait for the reply.
+        **overrides: replace node attributes for this run: ``fn``, ``agent``, ``prompt``,
+            ``max_workers``.
+
+    Raises:
+        KeyError: no node of that name (the message lists the nodes).
+        FormationRuntimeError: the node failed (the cause is chained).
+    """
+    plan = formation.validate()
+    if name not in plan.nodes:
+        raise KeyError(f"formation {plan.name!r} has no node {name!r}; nodes: {', '.join(plan.nodes)}")
+    unknown = set(overrides) - _SPEC_OVERRIDES
+    if unknown:
+        raise TypeError(f"run_node cannot override {sorted(unknown)}; it can override {sorted(_SPEC_OVERRIDES)}")
+    spec = dataclasses.replace(plan.nodes[name], **overrides)
+    agent = spec.agent
+    if provider is not None:
+        if agent is None:
+            raise TypeError(f"node {name!r} is a function node: it has no provider to override")
+        agent = agent.with_overrides(provider=provider)
+    reply: Future[Envelope] = Future()
+    common: dict[str, Any] = {"name": name, "reply_to": reply.set_result}
+    actor: NodeActor
+    if spec.kind == "function":
+        assert spec.fn is not None
+        actor = start_actor(FunctionActor, spec.fn, mode=spec.input_mode, input_adapter=spec.input_adapter,
+                            kwarg_adapters=spec.kwarg_adapters, **common)
+    elif spec.kind == "agent":
+        assert agent is not None
+        actor = start_actor(AgentActor, agent, prompt=spec.prompt, **common)
+    else:
+        assert agent is not None
+        actor = start_actor(FleetActor, agent, max_workers=spec.max_workers, prompt=spec.prompt, **common)
+    wall = time.time()
+    try:
+        actor.actor_ref.tell(new_envelope(EnvelopeType.WORK, input, sender="input", target=name))
+        try:
+            env = reply.result(timeout)
+        except FutureTimeout:
+            interrupt = getattr(actor, "interrupt", None)
+            if interrupt is not None:
+                interrupt()
+            raise FormationRuntimeError(
+                f"node {name!r} gave no reply within {timeout:g}s", node=name, attempts=1
+            ) from None
+    finally:
+        actor.actor_ref.stop(block=False)
+        actor.thread.join(timeout)
+    duration = env.finished - env.started
+    trace = NodeTrace(
+        name,
+        status=NodeStatus.SUCCEEDED if env.type == EnvelopeType.RESULT else NodeStatus.FAILED,
+        attempts=1, visits=1, started_at=wall, finished_at=wall + duration, duration_s=duration,
+        usage=env.usage or NodeTrace(name).usage,
+        error=None if env.type == EnvelopeType.RESULT else f"{type(env.payload).__name__}: {env.payload}",
+    )
+    if env.type != EnvelopeType.RESULT:
+        raise FormationRuntimeError(
+            f"node {name!r} failed: {trace.error}", node=name, attempts=1
+        ) from env.payload
+    return NodeRun(env.payload, trace, env)

@@ -108,7 +108,15 @@ class LoopbackServer:
 
             do_GET = do_POST = do_PUT = do_DELETE = _serve
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+        class _Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                # A client that hangs up early (a stream closed on purpose) is not an error.
+                import sys
+
+                if not isinstance(sys.exc_info()[1], ConnectionError):
+                    super().handle_error(request, client_address)
+
+        self._server = _Server(("127.0.0.1", 0), _H)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"

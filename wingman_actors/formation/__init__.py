@@ -1,0 +1,13 @@
+"""Formations: graphs of function, agent and fleet nodes, declared with networkx.
+
+The declaration layer: :class:`Formation` (the graph and its builder),
+:func:`compile_plan` (validation into a :class:`Plan`), :func:`to_mermaid` and
+:func:`to_dot` (rendering) and :func:`compatible` (static type checks).
+"""
+
+from .graph import Formation
+from .plan import EdgeSpec, NodeSpec, Plan, compile_plan
+from .render import to_dot, to_mermaid
+from .typecheck import compatible
+
+__all__ = ["EdgeSpec", "Formation", "NodeSpec", "Plan", "compatible", "compile_plan", "to_dot", "to_mermaid"]

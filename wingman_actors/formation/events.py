@@ -1,0 +1,63 @@
+"""Formation events: what a run reports while it goes (``run_stream``, ``on_event``)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["FormationEvent", "FormationEventType"]
+
+
+class FormationEventType(enum.StrEnum):
+    """The kinds of :class:`FormationEvent`.
+
+    * ``run_started`` / ``run_finished`` / ``run_failed``: a run's life (``data``:
+      ``duration_s``; ``error`` on failure).
+    * ``node_started``: a node began an attempt (``data``: ``attempt``).
+    * ``node_finished``: a node succeeded (``data``: ``attempt``, ``duration_s``, ``usage``).
+    * ``node_retry``: an attempt failed and will be retried (``data``: ``attempt``,
+      ``delay_s``, ``error``).
+    * ``node_failed``: a node failed for good (``data``: ``attempts``, ``error``).
+    * ``node_skipped``: a node was skipped (``data``: ``reason``).
+    * ``agent_text``: a text delta from an agent node (``data``: ``text``).
+    * ``agent_tool_call`` / ``agent_tool_result``: an agent node's tool use (``data``:
+      ``name``, ``input`` / ``output``, ``is_error``).
+    """
+
+    RUN_STARTED = "run_started"
+    RUN_FINISHED = "run_finished"
+    RUN_FAILED = "run_failed"
+    NODE_STARTED = "node_started"
+    NODE_FINISHED = "node_finished"
+    NODE_RETRY = "node_retry"
+    NODE_FAILED = "node_failed"
+    NODE_SKIPPED = "node_skipped"
+    AGENT_TEXT = "agent_text"
+    AGENT_TOOL_CALL = "agent_tool_call"
+    AGENT_TOOL_RESULT = "agent_tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class FormationEvent:
+    """One event of a formation run.
+
+    Attributes:
+        type: see :class:`FormationEventType`.
+        run_id: the run it belongs to.
+        node: the node it is about (None for run events).
+        timestamp: wall-clock seconds.
+        data: details, per type.
+    """
+
+    type: FormationEventType
+    run_id: str
+    node: str | None
+    timestamp: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly dict (usage as a dict, errors as text)."""
+        data = {k: (v.model_dump() if hasattr(v, "model_dump") else v) for k, v in self.data.items()}
+        return {"type": self.type.value, "run_id": self.run_id, "node": self.node,
+                "timestamp": self.timestamp, "data": data}

@@ -1,0 +1,406 @@
+"""Validation of a formation's graph, and the compiled :class:`Plan` the runtime executes.
+
+:func:`compile_plan` checks everything it can before any actor starts and raises one
+:class:`~wingman_actors.errors.FormationSetupError` listing every problem, each naming
+the node or edge and the fix. A valid graph becomes a :class:`Plan`: frozen node and edge
+specs with defaults applied, edges classified as forward or back, fan-in modes decided
+and input validators built, so the runtime does no graph work on its hot path.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+import networkx as nx  # type: ignore[import-untyped]
+from pydantic import TypeAdapter
+
+from ..agent import Agent
+from ..errors import FormationSetupError
+from .graph import POLICY_DEFAULTS, edge_label, edge_problems, node_problems
+from .typecheck import (
+    CallableInfo,
+    adapter_for,
+    compatible,
+    inspect_callable,
+    is_sequence,
+    item_type,
+    prompt_keys,
+    type_name,
+)
+
+if TYPE_CHECKING:
+    from .graph import Formation
+
+__all__ = ["EdgeSpec", "NodeSpec", "Plan", "back_edges", "compile_plan"]
+
+_P = inspect.Parameter
+_POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD, _P.VAR_POSITIONAL)
+_VARIADIC = (_P.VAR_POSITIONAL, _P.VAR_KEYWORD)
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeSpec:
+    """One edge of the plan.
+
+    Attributes:
+        source: the upstream node.
+        target: the downstream node.
+        when: the routing predicate on the upstream output, None for an unconditional edge.
+        back: True when the edge closes a cycle (found by depth-first search from the sources).
+        label: the predicate's ``__name__`` (``"when"`` for lambdas) or ``""`` when unconditional.
+    """
+
+    source: str
+    target: str
+    when: Callable[[Any], bool] | None
+    back: bool
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """One node of the plan, with every policy default applied.
+
+    Attributes:
+        input_mode: ``single`` (one forward predecessor, or a source: gets the value),
+            ``dict`` (several forward predecessors: gets ``{pred: value}``) or ``kwargs``
+            (a function whose parameters are named after its predecessors: call
+            ``fn(**{pred: value})`` with exactly the keys of ``kwarg_adapters``).
+        input_adapter: for function nodes in ``single`` or ``dict`` mode, validates the
+            payload against the first parameter's annotation; None when unannotated/Any.
+        kwarg_adapters: ``kwargs`` mode: predecessor (= keyword) → adapter or None.
+        output_type: the declared output type, None when unknown.
+        out_edges: all outgoing edges (forward and back), in graph order.
+        is_sink: no outgoing forward edges: the output is a run output.
+    """
+
+    name: str
+    kind: Literal["function", "agent", "fleet"]
+    fn: Callable[..., Any] | None
+    agent: Agent | None
+    max_workers: int
+    retries: int
+    backoff: float
+    timeout: float | None
+    on_error: Literal["fail", "skip"]
+    concurrency: int
+    prompt: str | None
+    max_visits: int
+    input_mode: Literal["single", "dict", "kwargs"]
+    input_adapter: TypeAdapter[Any] | None
+    kwarg_adapters: Mapping[str, TypeAdapter[Any] | None]
+    output_type: Any
+    forward_preds: tuple[str, ...]
+    back_preds: tuple[str, ...]
+    out_edges: tuple[EdgeSpec, ...]
+    is_source: bool
+    is_sink: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A validated formation, ready to run.
+
+    Attributes:
+        name: the formation's name.
+        nodes: node specs by name, in graph order.
+        sources: nodes without incoming edges; they receive the run's input.
+        sinks: nodes without outgoing forward edges; their outputs are the run's outputs.
+        order: a topological order of the forward edges (earlier-declared nodes first).
+        edges: every edge, in graph order.
+    """
+
+    name: str
+    nodes: Mapping[str, NodeSpec]
+    sources: tuple[str, ...]
+    sinks: tuple[str, ...]
+    order: tuple[str, ...]
+    edges: tuple[EdgeSpec, ...]
+
+
+
+def back_edges(graph: nx.DiGraph) -> set[tuple[Any, Any]]:
+    """The edges closing a cycle: an edge to a node on the stack of a depth-first search
+    started from the sources in graph order (then from any node left unvisited)."""
+    on_stack, done, back = set(), set(), set()
+    roots = [n for n in graph if graph.in_degree(n) == 0] + list(graph)
+    for root in roots:
+        if root in on_stack or root in done:
+            continue
+        on_stack.add(root)
+        stack = [(root, iter(graph.successors(root)))]
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if child in on_stack:
+                    back.add((node, child))
+                elif child not in done:
+                    on_stack.add(child)
+                    stack.append((child, iter(graph.successors(child))))
+                    break
+            else:
+                on_stack.discard(node)
+                done.add(node)
+                stack.pop()
+    return back
+
+
+def _quote(names: Any) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def _structure_problems(graph: nx.DiGraph, sources: list[Any]) -> list[str]:
+    out = []
+    if not sources:
+        first = next(iter(graph))
+        out.append(
+            "every node has an incoming edge, so none can receive the run's input; add an entry node "
+            f"without incoming edges, e.g. add_function('start', lambda x: x) then connect('start', {first!r})"
+        )
+    else:
+        reached = set(sources).union(*(nx.descendants(graph, s) for s in sources))
+        lost = [n for n in graph if n not in reached]
+        if lost:
+            out.append(
+                f"node(s) {_quote(lost)} cannot be reached from the source(s) {_quote(sources)}; "
+                "connect them from a reachable node or remove them"
+            )
+    plain = nx.DiGraph([(u, v) for u, v, w in graph.edges(data="when") if w is None])
+    for scc in nx.strongly_connected_components(plain):
+        if len(scc) > 1 or any(plain.has_edge(n, n) for n in scc):
+            start = next(n for n in graph if n in scc)
+            cycle = [u for u, _ in nx.find_cycle(plain.subgraph(scc), source=start)]
+            path = " → ".join(str(n) for n in [*cycle, cycle[0]])
+            out.append(f"cycle {path} has no conditional edge; add when= to one of its edges so it can end")
+    return out
+
+
+def _output_type(attrs: Mapping[str, Any], info: CallableInfo | None) -> Any:
+    if info is not None:
+        return info.returns
+    schema = attrs["agent"].output_schema
+    one: Any = str if schema is None else schema
+    if isinstance(schema, dict):  # a JSON Schema: the Python type it validates to
+        kinds = {"object": dict[str, Any], "array": list[Any], "string": str, "integer": int, "number": float}
+        one = {**kinds, "boolean": bool}.get(schema.get("type") or "object")
+    return list[one] if attrs["kind"] == "fleet" and one is not None else one  # type: ignore[valid-type]
+
+
+@dataclass
+class _Inputs:
+    mode: Literal["single", "dict", "kwargs"]
+    param: str | None = None  # single/dict: the parameter receiving the input
+    param_type: Any = None
+    kwarg_types: dict[str, Any] | None = None
+
+
+def _wants_kwargs(info: CallableInfo, named: list[inspect.Parameter], preds: list[str]) -> bool:
+    if len(named) >= 2 or info.params(_P.VAR_KEYWORD):
+        return any(p.name in preds for p in named) or not info.accepts_one()
+    return False  # one parameter: it receives the dict
+
+
+def _function_inputs(
+    node: str, fn: Any, info: CallableInfo, preds: list[str], back: list[str], is_source: bool
+) -> tuple[_Inputs, list[str]]:
+    """The input mode of a function node, its parameter types, and problems calling it."""
+    named = info.params(_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY)
+    if len(preds) > 1 and _wants_kwargs(info, named, preds):
+        by_name = {p.name: p for p in named}
+        var_kw = next(iter(info.params(_P.VAR_KEYWORD)), None)
+        required = [p for p in info.params() if p.default is p.empty and p.kind not in _VARIADIC]
+        bad_params = [p.name for p in required if p.name not in by_name or p.name not in preds]
+        bad_preds = [] if var_kw is not None else [p for p in preds if p not in by_name]
+        what = [f"parameter(s) {_quote(bad_params)} match no predecessor"] if bad_params else []
+        what += [f"predecessor(s) {_quote(bad_preds)} match no parameter"] if bad_preds else []
+        problems = [
+            f"function node {node!r} has several forward predecessors ({_quote(preds)}) and "
+            f"{info.describe(fn)} takes them as keyword arguments, but {' and '.join(what)}; name each "
+            "parameter after a predecessor (or add **kwargs), or take one parameter to receive a dict "
+            "{predecessor: output}"
+        ] if what else []
+        kinds = {p: info.annotation(by_name.get(p, var_kw)) for p in preds}
+        return _Inputs("kwargs", kwarg_types=kinds), problems
+    first = next(iter(info.params(*_POSITIONAL)), None)
+    problems = []
+    if not info.accepts_one():
+        if is_source:
+            why = f"source function node {node!r} must accept exactly one positional argument (the run input)"
+        elif len(preds) > 1:
+            why = f"function node {node!r} receives one dict {{predecessor: output}} from {_quote(preds)}"
+        else:
+            why = f"function node {node!r} receives one value (the output of {_quote(preds or back)})"
+        problems.append(f"{why}, but {info.describe(fn)} cannot be called with one argument; "
+                        "give the other parameters defaults")
+    mode: Literal["single", "dict"] = "dict" if len(preds) > 1 else "single"
+    return _Inputs(mode, first.name if first else None, info.annotation(first)), problems
+
+
+def _edge_type_problem(u: str, v: str, back: bool, src: Any, param: str | None, dst: Any) -> list[str]:
+    if compatible(src, dst):
+        return []
+    edge = f"{'back edge' if back else 'edge'} {u!r} → {v!r}"
+    return [
+        f"{edge}: {u!r} outputs {type_name(src)} but parameter {param!r} of {v!r} expects {type_name(dst)}; "
+        f"make them agree (change the return type of {u!r} or the parameter's annotation) "
+        "or put a converting function node between them"
+    ]
+
+
+def _type_problems(node: str, kind: str, ins: _Inputs, fwd: list[str], back: list[str], types: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    if kind == "fleet" and ins.mode == "dict":
+        out.append(
+            f"fleet node {node!r} has several forward predecessors ({_quote(fwd)}), so it would receive a "
+            "dict, but a fleet needs a list (one session per item); merge them into a list in a function node first"
+        )
+    elif kind == "fleet":
+        for u in fwd + back:
+            if not is_sequence(types.get(u)):
+                out.append(
+                    f"edge {u!r} → {node!r}: fleet node {node!r} needs a list (one session per item) but {u!r} "
+                    f"outputs {type_name(types.get(u))}; make {u!r} output a list (e.g. output_schema=list[str]) "
+                    "or put a function node between them that splits its output into a list"
+                )
+    elif kind == "function" and ins.mode == "kwargs":
+        for u in fwd:
+            out += _edge_type_problem(u, node, False, types.get(u), u, (ins.kwarg_types or {}).get(u))
+    elif kind == "function" and ins.mode == "dict":
+        if not compatible(dict[str, Any], ins.param_type):
+            out.append(
+                f"function node {node!r} receives a dict {{predecessor: output}} from {_quote(fwd)} but its "
+                f"parameter {ins.param!r} expects {type_name(ins.param_type)}; annotate it as dict[str, Any], "
+                "or name parameters after the predecessors to receive keyword arguments"
+            )
+    elif kind == "function":
+        for u in fwd + back:
+            out += _edge_type_problem(u, node, u in back, types.get(u), ins.param, ins.param_type)
+    return out
+
+
+def _prompt_problems(node: str, prompt: str, keys: set[str] | None) -> list[str]:
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(prompt) if f is not None]
+    except ValueError as exc:
+        return [f"node {node!r}: prompt is not a valid template ({exc}); write {{input}} for the input "
+                "and double literal braces: {{ and }}"]
+    out = []
+    for key in dict.fromkeys(re.split(r"[.\[]", f, maxsplit=1)[0] for f in fields):
+        if key == "" or key.isdigit():
+            out.append(f"node {node!r}: prompt has a positional field {{{key}}}; name it: {{input}} "
+                       "for the whole input, or a key of a dict or model input")
+        elif key != "input" and keys is not None and key not in keys:
+            why = f"has no such key (keys: {', '.join(sorted(keys))})" if keys else "is not a dict or a model"
+            out.append(f"node {node!r}: prompt uses {{{key}}} but the input {why}; use {{input}} or a key of the input")
+    return out
+
+
+def compile_plan(formation: Formation) -> Plan:
+    """Validate ``formation`` and compile it into a :class:`Plan`.
+
+    Args:
+        formation: the formation (anything with ``name`` and a ``networkx.DiGraph`` ``graph``).
+
+    Returns:
+        The plan, with policy defaults applied and everything the runtime needs precomputed.
+
+    Raises:
+        FormationSetupError: listing every problem found, each naming the node or edge
+            and how to fix it.
+    """
+    name, graph = formation.name, formation.graph
+    if graph.number_of_nodes() == 0:
+        raise FormationSetupError(name, ["the graph has no nodes; declare at least one with "
+                                         "add_function, add_agent or add_fleet"])
+    problems: list[str] = []
+    usable: dict[str, Mapping[str, Any]] = {}
+    for node, attrs in graph.nodes(data=True):
+        found, ok = node_problems(node, attrs)
+        problems += found
+        if ok:
+            usable[node] = attrs
+    for u, v, attrs in graph.edges(data=True):
+        problems += edge_problems(u, v, attrs)
+    sources = [n for n in graph if graph.in_degree(n) == 0]
+    problems += _structure_problems(graph, sources)
+    back = back_edges(graph)
+    fwd = {n: [u for u in graph.predecessors(n) if (u, n) not in back] for n in graph}
+    bwd = {n: [u for u in graph.predecessors(n) if (u, n) in back] for n in graph}
+    infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] == "function"}
+    types = {n: _output_type(a, infos.get(n)) for n, a in usable.items()}
+    inputs: dict[str, _Inputs] = {}
+    for n, attrs in usable.items():
+        is_source = n in sources
+        if n in infos:
+            inputs[n], found = _function_inputs(n, attrs["fn"], infos[n], fwd[n], bwd[n], is_source)
+            problems += found
+        else:
+            inputs[n] = _Inputs("dict" if len(fwd[n]) > 1 else "single")
+        problems += _type_problems(n, attrs["kind"], inputs[n], fwd[n], bwd[n], types)
+        if isinstance(attrs.get("prompt"), str):
+            keys = set(fwd[n]) if len(fwd[n]) > 1 else None
+            if len(fwd[n]) == 1:
+                upstream = types.get(fwd[n][0])
+                keys = prompt_keys(item_type(upstream) if attrs["kind"] == "fleet" else upstream)
+            problems += _prompt_problems(n, attrs["prompt"], keys)
+    if problems:
+        raise FormationSetupError(name, problems)
+    return _build(name, graph, sources, back, fwd, bwd, types, inputs)
+
+
+def _build(
+    name: str,
+    graph: nx.DiGraph,
+    sources: list[str],
+    back: set[tuple[Any, Any]],
+    fwd: Mapping[str, list[str]],
+    bwd: Mapping[str, list[str]],
+    types: Mapping[str, Any],
+    inputs: Mapping[str, _Inputs],
+) -> Plan:
+    edges = tuple(EdgeSpec(u, v, w, (u, v) in back, edge_label(w)) for u, v, w in graph.edges(data="when"))
+    out_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
+    for e in edges:
+        out_edges[e.source].append(e)
+    forward = nx.DiGraph()
+    forward.add_nodes_from(graph)
+    forward.add_edges_from((e.source, e.target) for e in edges if not e.back)
+    index = {n: i for i, n in enumerate(graph)}
+    order = tuple(nx.lexicographical_topological_sort(forward, key=index.__getitem__))
+    nodes: dict[str, NodeSpec] = {}
+    for n, attrs in graph.nodes(data=True):
+        a = {**POLICY_DEFAULTS, **attrs}
+        ins = inputs[n]
+        is_fn = a["kind"] == "function"
+        kwargs = {k: adapter_for(t) for k, t in (ins.kwarg_types or {}).items()}
+        nodes[n] = NodeSpec(
+            name=n,
+            kind=a["kind"],
+            fn=a.get("fn"),
+            agent=a.get("agent"),
+            max_workers=a.get("max_workers", 0),
+            retries=a["retries"],
+            backoff=float(a["backoff"]),
+            timeout=None if a["timeout"] is None else float(a["timeout"]),
+            on_error=a["on_error"],
+            concurrency=a["concurrency"],
+            prompt=a.get("prompt"),
+            max_visits=a["max_visits"],
+            input_mode=ins.mode,
+            input_adapter=adapter_for(ins.param_type) if is_fn and ins.mode != "kwargs" else None,
+            kwarg_adapters=MappingProxyType(kwargs),
+            output_type=types.get(n),
+            forward_preds=tuple(fwd[n]),
+            back_preds=tuple(bwd[n]),
+            out_edges=tuple(out_edges[n]),
+            is_source=n in sources,
+            is_sink=not any(not e.back for e in out_edges[n]),
+        )
+    sinks = tuple(n for n in graph if nodes[n].is_sink)
+    return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges)

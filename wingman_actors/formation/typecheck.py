@@ -1,0 +1,326 @@
+"""Static type compatibility between nodes, and the signatures of node functions.
+
+The check is conservative: it answers ``False`` only when the declared types clearly
+disagree (``str`` into an ``int`` parameter) and ``True`` whenever it cannot tell, so a
+formation is never refused for a type the checker does not understand. Pydantic still
+validates every payload at run time.
+
+Example:
+    >>> from collections.abc import Sequence
+    >>> compatible(list[int], Sequence[float])
+    True
+    >>> compatible(str, int)
+    False
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic.errors import PydanticSchemaGenerationError
+
+__all__ = [
+    "CallableInfo",
+    "adapter_for",
+    "compatible",
+    "inspect_callable",
+    "is_sequence",
+    "item_type",
+    "prompt_keys",
+    "type_name",
+]
+
+_UNIONS = (Union, types.UnionType)
+_CALLABLE: Any = cabc.Callable
+_NUMERIC: dict[type, tuple[type, ...]] = {int: (float, complex), float: (complex,)}
+# Abstract types a list or a tuple may be declared as: a fleet can take them (unsure, allowed).
+_ABSTRACT_SEQUENCES = (cabc.Sequence, cabc.MutableSequence, cabc.Iterable, cabc.Collection, cabc.Reversible)
+
+
+def _is_unknown(tp: Any) -> bool:
+    return tp is None or tp is Any or tp is object or isinstance(tp, TypeVar | typing.ForwardRef | str)
+
+
+def _strip(tp: Any) -> Any:
+    """``Annotated[X, ...]`` → ``X``; ``NewType`` → its supertype."""
+    while True:
+        if get_origin(tp) is typing.Annotated:
+            tp = get_args(tp)[0]
+        elif isinstance(tp, typing.NewType):
+            tp = tp.__supertype__
+        else:
+            return tp
+
+
+def _split(tp: Any) -> tuple[Any, tuple[Any, ...]]:
+    """A type's runtime class (the origin of a generic alias) and its arguments."""
+    origin = get_origin(tp)
+    if origin is None:
+        return tp, ()
+    return origin, get_args(tp)
+
+
+def _issubclass(src: Any, dst: Any) -> bool | None:
+    try:
+        return issubclass(src, dst)
+    except TypeError:  # protocols, TypedDicts and other classes that refuse the check
+        return None
+
+
+def compatible(src: Any, dst: Any) -> bool:
+    """Whether a value declared as ``src`` may be passed where ``dst`` is declared.
+
+    ``True`` when either side is unknown (``None``, ``Any``, a type variable, an unresolved
+    name) or when the checker cannot tell; ``False`` only for a clear mismatch.
+
+    Args:
+        src: the upstream's declared output type.
+        dst: the downstream parameter's declared type.
+
+    Returns:
+        False when the declared types clearly disagree, else True.
+    """
+    src, dst = _strip(src), _strip(dst)
+    if _is_unknown(src) or _is_unknown(dst) or src is typing.NoReturn or src is typing.Never:
+        return True
+    if get_origin(src) in _UNIONS:
+        return all(compatible(member, dst) for member in get_args(src))
+    if get_origin(dst) in _UNIONS:
+        return any(compatible(src, member) for member in get_args(dst))
+    if get_origin(src) is Literal:
+        return all(_literal_fits(value, dst) for value in get_args(src))
+    if get_origin(dst) is Literal:
+        return any(compatible(src, type(value)) for value in get_args(dst))
+    s_cls, s_args = _split(src)
+    d_cls, d_args = _split(dst)
+    if not isinstance(s_cls, type) or not isinstance(d_cls, type):
+        return True  # Callable[...] specials, ParamSpec and friends: cannot tell
+    if issubclass(d_cls, BaseModel) and not issubclass(s_cls, BaseModel):
+        # pydantic builds the model from a mapping at run time
+        return bool(_issubclass(s_cls, cabc.Mapping)) or s_cls is dict
+    if any(issubclass(s_cls, num) and d_cls in wider for num, wider in _NUMERIC.items()):
+        return True
+    sub = _issubclass(s_cls, d_cls)
+    if sub is None:
+        return True
+    if not sub:
+        return False
+    return _args_compatible(s_cls, s_args, d_cls, d_args)
+
+
+def _literal_fits(value: Any, dst: Any) -> bool:
+    if get_origin(dst) is Literal:
+        return value in get_args(dst)
+    return compatible(type(value), dst)
+
+
+def _args_compatible(s_cls: type, s_args: tuple[Any, ...], d_cls: type, d_args: tuple[Any, ...]) -> bool:
+    if not s_args or not d_args or d_cls is _CALLABLE:
+        return True
+    if issubclass(d_cls, tuple) and issubclass(s_cls, tuple):
+        return _tuple_compatible(s_args, d_args)
+    if issubclass(d_cls, cabc.Mapping) and len(d_args) == 2 and len(s_args) == 2:
+        return compatible(s_args[0], d_args[0]) and compatible(s_args[1], d_args[1])
+    if len(d_args) == 1:
+        if issubclass(s_cls, tuple):
+            items = s_args[:1] if len(s_args) == 2 and s_args[1] is Ellipsis else s_args
+            return all(compatible(item, d_args[0]) for item in items if item is not Ellipsis)
+        return len(s_args) != 1 or compatible(s_args[0], d_args[0])
+    if len(s_args) == len(d_args) and Ellipsis not in s_args + d_args:
+        return all(compatible(s, d) for s, d in zip(s_args, d_args, strict=True))
+    return True
+
+
+def _tuple_compatible(s_args: tuple[Any, ...], d_args: tuple[Any, ...]) -> bool:
+    s_var = len(s_args) == 2 and s_args[1] is Ellipsis
+    d_var = len(d_args) == 2 and d_args[1] is Ellipsis
+    if d_var:
+        return all(compatible(s, d_args[0]) for s in s_args if s is not Ellipsis)
+    if s_var:
+        return True  # a tuple of any length may or may not have the expected length
+    if len(s_args) != len(d_args):
+        return False
+    return all(compatible(s, d) for s, d in zip(s_args, d_args, strict=True))
+
+
+def is_sequence(tp: Any) -> bool:
+    """Whether a value of type ``tp`` may be a list or a tuple (what a fleet node needs).
+
+    Unknown types count as sequences; ``str``, ``dict``, sets and models do not. For a
+    union, every member must be a sequence (``list[str] | None`` is not).
+    """
+    tp = _strip(tp)
+    if _is_unknown(tp) or tp is typing.NoReturn or tp is typing.Never:
+        return True
+    if get_origin(tp) in _UNIONS:
+        return all(is_sequence(member) for member in get_args(tp))
+    cls, _ = _split(tp)
+    if not isinstance(cls, type):
+        return True
+    return issubclass(cls, list | tuple) or cls in _ABSTRACT_SEQUENCES
+
+
+def item_type(tp: Any) -> Any:
+    """The item type of a sequence type (``list[X]`` → ``X``), or None when unknown."""
+    cls, args = _split(_strip(tp))
+    if isinstance(cls, type) and issubclass(cls, tuple) and args and (len(args) == 1 or args[1] is Ellipsis):
+        return args[0]
+    return args[0] if len(args) == 1 else None
+
+
+def prompt_keys(tp: Any) -> set[str] | None:
+    """The keys a prompt template may use for an input of type ``tp``: a model's fields or
+    a TypedDict's keys; an empty set for inputs without keys (text, numbers, lists); None
+    when unknown or a free-form mapping (no check)."""
+    tp = _strip(tp)
+    cls = get_origin(tp) or tp
+    if tp is None or not isinstance(cls, type):
+        return None
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return set(tp.model_fields)
+    if typing.is_typeddict(tp):
+        return set(tp.__annotations__)
+    return None if issubclass(cls, cabc.Mapping) else set()
+
+
+def type_name(tp: Any) -> str:
+    """A short, readable name for a type: ``list[Verdict]``, ``int | None``, ``Any``."""
+    tp = _strip(tp)
+    if tp is None:
+        return "unknown"
+    if tp is type(None):
+        return "None"
+    if tp is Any:
+        return "Any"
+    if tp is Ellipsis:
+        return "..."
+    if isinstance(tp, list):
+        return "[" + ", ".join(type_name(t) for t in tp) + "]"
+    origin = get_origin(tp)
+    if origin in _UNIONS:
+        return " | ".join(type_name(t) for t in get_args(tp))
+    if origin is Literal:
+        return f"Literal[{', '.join(repr(v) for v in get_args(tp))}]"
+    if origin is not None:
+        name = getattr(origin, "__name__", None) or repr(origin).replace("typing.", "")
+        return f"{name}[{', '.join(type_name(t) for t in get_args(tp))}]"
+    if isinstance(tp, type):
+        return tp.__name__
+    return repr(tp).replace("typing.", "")
+
+
+def adapter_for(tp: Any) -> TypeAdapter[Any] | None:
+    """A pydantic ``TypeAdapter`` validating values of ``tp``; None when ``tp`` is unknown
+    (``None``, ``Any``, ``object``, a type variable) or pydantic cannot build one."""
+    if _is_unknown(_strip(tp)):
+        return None
+    try:
+        return TypeAdapter(tp)
+    except PydanticSchemaGenerationError:
+        pass  # an arbitrary class: fall back to an isinstance check
+    except Exception:
+        return None
+    try:
+        return TypeAdapter(tp, config=ConfigDict(arbitrary_types_allowed=True))
+    except Exception:
+        return None
+
+
+@dataclass(frozen=True)
+class CallableInfo:
+    """What the formation needs to know about a node function.
+
+    Attributes:
+        signature: the call signature, or None when it cannot be read (some built-ins).
+        hints: resolved annotations by parameter name (and ``"return"``), or None when
+            they cannot be resolved (then every type is unknown).
+        returns: the declared return type, None when unknown.
+    """
+
+    signature: inspect.Signature | None
+    hints: Mapping[str, Any] | None
+    returns: Any
+
+    def accepts_one(self) -> bool:
+        """Whether the function can be called with one positional argument (True if unknown)."""
+        if self.signature is None:
+            return True
+        try:
+            self.signature.bind(None)
+        except TypeError:
+            return False
+        return True
+
+    def params(self, *kinds: inspect._ParameterKind) -> list[inspect.Parameter]:
+        """The parameters of the given kinds, in order (all parameters when none given)."""
+        if self.signature is None:
+            return []
+        return [p for p in self.signature.parameters.values() if not kinds or p.kind in kinds]
+
+    def annotation(self, param: inspect.Parameter | None) -> Any:
+        """The resolved annotation of ``param``, None when unknown."""
+        if param is None or self.hints is None:
+            return None
+        return self.hints.get(param.name)
+
+    def describe(self, fn: Any) -> str:
+        """``name(a: int, b=1)`` for messages, with resolved, short type names."""
+        name = getattr(fn, "__name__", None) or type(fn).__name__
+        if self.signature is None:
+            return f"{name}(...)"
+        params = [
+            p.replace(annotation=_Shown(type_name(self.annotation(p))) if self.annotation(p) is not None else p.empty)
+            for p in self.signature.parameters.values()
+        ]
+        return f"{name}{self.signature.replace(parameters=params, return_annotation=inspect.Signature.empty)}"
+
+
+class _Shown:
+    """An annotation that prints as the given text (``inspect`` formats it with ``repr``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def inspect_callable(fn: Any) -> CallableInfo:
+    """Read the signature and resolved type hints of ``fn``.
+
+    Works for functions, methods, ``functools.partial`` objects, classes (whose return type
+    is the class) and objects with ``__call__``. Hints are resolved with
+    ``typing.get_type_hints(include_extras=True)``; when that fails, types are unknown.
+    """
+    try:
+        signature: inspect.Signature | None = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+    base = fn
+    while isinstance(base, functools.partial):
+        base = base.func
+    target = base
+    if isinstance(base, type):
+        target = base.__init__  # type: ignore[misc]
+    elif not inspect.isroutine(target):
+        target = type(target).__call__  # an object with __call__
+    try:
+        hints: dict[str, Any] | None = typing.get_type_hints(target, include_extras=True)
+    except Exception:
+        hints = None
+    if hints is not None and signature is not None:
+        # Synthesized signatures (pydantic models) carry real types that __init__ lacks.
+        for p in signature.parameters.values():
+            if p.name not in hints and p.annotation is not inspect.Parameter.empty:
+                if not isinstance(p.annotation, str):
+                    hints[p.name] = p.annotation
+    returns = base if isinstance(base, type) else (hints or {}).get("return")
+    return CallableInfo(signature, hints, returns)
