@@ -456,3 +456,41 @@ def test_a_provider_override_replaces_every_agents_provider() -> None:
     f = Formation("o").add_agent("a", Agent("a", provider=ScriptedProvider(["original"])))
     with f.start(provider=override) as running:
         assert running.submit("x").result(5).output == "from override"
+
+
+def test_runs_queued_behind_a_stuck_attempt_move_to_the_fresh_actor() -> None:
+    release = threading.Event()
+
+    def work(x: int) -> int:
+        if x == 0:
+            release.wait(5)
+        return x
+
+    f = Formation("stuck").add_function("work", work, timeout=0.2)
+    with f.start() as running:
+        try:
+            futures = [running.submit(i) for i in range(5)]
+            with pytest.raises(FormationRuntimeError, match="timed out"):
+                futures[0].result(3)
+            # still stuck in run 0, yet the others finish: they moved to a fresh actor
+            assert [fut.result(3).output for fut in futures[1:]] == [1, 2, 3, 4]
+        finally:
+            release.set()
+
+
+def test_a_late_reply_from_a_timed_out_attempt_is_ignored() -> None:
+    lock = threading.Lock()
+    calls: list[int] = []
+
+    def slow_then_fast(x: int) -> str:
+        with lock:
+            n = len(calls)
+            calls.append(n)
+        if n == 0:
+            time.sleep(0.3)
+        return f"attempt {n + 1}"
+
+    f = Formation("late").add_function("work", slow_then_fast, timeout=0.1, retries=1, backoff=0.001)
+    result = f.run(1)
+    assert result.output == "attempt 2"
+    assert result.nodes["work"].attempts == 2

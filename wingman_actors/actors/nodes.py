@@ -63,6 +63,8 @@ class NodeObserver(Protocol):
 
     def attempt_timeout(self, env: Envelope) -> float | None: ...
 
+    def orphaned(self, env: Envelope) -> None: ...
+
 
 def _text(value: Any) -> str:
     if isinstance(value, str):
@@ -157,6 +159,7 @@ class NodeActor(pykka.ThreadingActor):
         if run is not None and run.done:
             return  # the run ended (failed, timed out, stopped): drop its leftovers
         observer = self.observer
+        attempt = env.attempt  # the supervisor may bump it (after a timeout) while we work
         if observer is not None:
             observer.started(env)
         started = time.perf_counter()
@@ -165,13 +168,13 @@ class NodeActor(pykka.ThreadingActor):
         except Exception as exc:
             reply = Envelope(
                 0, env.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(),
-                target=env.target, attempt=env.attempt, run=run, cause=env,
+                target=env.target, attempt=attempt, run=run, cause=env,
                 started=started, finished=time.perf_counter(), replica=self.replica,
             )
         else:
             reply = Envelope(
                 0, env.run_id, self.name, EnvelopeType.RESULT, output, time.time(),
-                target=env.target, attempt=env.attempt, run=run, cause=env, usage=usage,
+                target=env.target, attempt=attempt, run=run, cause=env, usage=usage,
                 started=started, finished=time.perf_counter(), replica=self.replica,
             )
         if self._reply is not None:
@@ -180,6 +183,25 @@ class NodeActor(pykka.ThreadingActor):
     def process(self, env: Envelope) -> tuple[Any, Usage | None]:
         """Compute the output of one work envelope. Subclasses implement it."""
         raise NotImplementedError
+
+    def _actor_loop_teardown(self) -> None:
+        # Pykka drops told messages still queued when an actor stops. Work envelopes must
+        # not vanish: hand them back to the runtime (which re-routes or discards them).
+        orphans: list[Envelope] = []
+        others: list[Any] = []
+        while not self.actor_inbox.empty():
+            item = self.actor_inbox.get()
+            if type(item.message) is Envelope:
+                orphans.append(item.message)
+            else:
+                others.append(item)
+        for item in others:
+            self.actor_inbox.put(item)
+        super()._actor_loop_teardown()
+        observer = self.observer
+        if observer is not None:
+            for env in orphans:
+                observer.orphaned(env)
 
     def _timeout(self, env: Envelope) -> float | None:
         return self.observer.attempt_timeout(env) if self.observer is not None else None

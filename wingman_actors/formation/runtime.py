@@ -245,8 +245,8 @@ class RunningFormation:
     def _on_reply(self, env: Envelope) -> None:
         work = env.cause
         assert work is not None
-        if not self._settle(work):
-            return  # a late reply after this attempt timed out
+        if env.attempt != work.attempt or not self._settle(work):
+            return  # a late reply from an attempt that timed out
         self._addresses[env.sender].done(work.replica)
         if env.type != EnvelopeType.RESULT:
             self._supervisor.actor_ref.tell(env)
@@ -521,6 +521,13 @@ class RunningFormation:
         run.trace(spec.name).status = NodeStatus.PENDING
         if run.listeners:
             self._emit(run, FormationEventType.NODE_STARTED, spec.name, {"attempt": env.attempt})
+
+    def orphaned(self, env: Envelope) -> None:
+        """A stopping actor still held ``env``: route it to the node's current actor."""
+        run = env.run
+        if run is None or run.done or self._closing or env.type != EnvelopeType.WORK:
+            return
+        self._addresses[env.target].tell(env)
 
     def wants_events(self, env: Envelope) -> bool:
         return bool(env.run is not None and env.run.listeners)
