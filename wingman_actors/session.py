@@ -15,9 +15,9 @@ Example:
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-import uuid
 from collections.abc import Generator, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -106,16 +106,21 @@ class Session:
         if not isinstance(agent, Agent):
             raise TypeError(f"Session needs an Agent, got {type(agent).__name__}")
         self.agent = agent
-        self.id = id or uuid.uuid4().hex
+        self.id = id or os.urandom(16).hex()
         if work_dir is not None and not Path(work_dir).is_dir():
             raise ValueError(f"work_dir {str(work_dir)!r} is not an existing directory")
-        self.work_dir = Path(work_dir).resolve() if work_dir is not None else Path.cwd()
+        self._work_dir = Path(work_dir).resolve() if work_dir is not None else None
         self.history: list[Message] = list(history or [])
         self._tools = ToolRegistry(t for t in agent.tools if not isinstance(t, str))
         self._schema = OutputSchema.of(agent.output_schema) if agent.output_schema is not None else None
         self._tool_ctx: ToolContext | None = None
         self._busy = threading.Lock()
         self._token: CancelToken | None = None
+
+    @property
+    def work_dir(self) -> Path:
+        """Where the session's tools work (the current directory when none was given)."""
+        return self._work_dir if self._work_dir is not None else Path.cwd()
 
     # -- public API -------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ and validating the final answer against it."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -47,6 +48,16 @@ class OutputSchema:
     def of(cls, source: Any) -> OutputSchema:
         if isinstance(source, OutputSchema):
             return source
+        if not isinstance(source, dict):
+            try:
+                return _cached_of(source)
+            except TypeError as exc:
+                if "unhashable" not in str(exc):
+                    raise
+        return cls._build(source)
+
+    @classmethod
+    def _build(cls, source: Any) -> OutputSchema:
         if isinstance(source, dict):
             if source.get("type") not in (None, "object", "array", "string", "number", "integer", "boolean"):
                 raise ValueError(f"output_schema dict is not a JSON Schema: type={source.get('type')!r}")
@@ -93,3 +104,10 @@ class OutputSchema:
         elif expected == "array" and not isinstance(value, list):
             raise OutputValidationError(f"expected a JSON array, got {type(value).__name__}")
         return value
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_of(source: Any) -> OutputSchema:
+    # Building a TypeAdapter costs far more than a session run; agents built per task
+    # (fleets with per-task instructions) share one per schema type.
+    return OutputSchema._build(source)

@@ -41,22 +41,20 @@ class NodeAddress:
     def tell(self, env: Envelope) -> None:
         """Deliver a work envelope to the least busy replica."""
         for _ in range(100):
-            if len(self.refs) == 1:
+            if len(self.actors) == 1:
                 env.replica = 0
-                ref = self.refs[0]
+                actor = self.actors[0]
             else:
                 with self._lock:
                     load = self.load
                     i = load.index(min(load))
                     load[i] += 1
-                    ref = self.refs[i]
+                    actor = self.actors[i]
                 env.replica = i
-            try:
-                ref.tell(env)
+            if actor.deliver(env):
                 return
-            except pykka.ActorDeadError:
-                # The supervisor swapped this replica a moment ago: read the new ref.
-                self.done(env.replica)
+            # The supervisor swapped this replica a moment ago: read the new actor.
+            self.done(env.replica)
         raise pykka.ActorDeadError(f"node {self.name!r} has no live actor to take the envelope")
 
     def done(self, replica: int) -> None:

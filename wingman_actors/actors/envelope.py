@@ -64,6 +64,16 @@ class Envelope:
     memo: dict[int, Any] | None = field(default=None, repr=False)
     timer: Any = field(default=None, repr=False)
 
+    # A node's mailbox takes our envelope as it is, without Pykka's wrapper: the actor
+    # loop reads ``.message`` and ``.reply_to`` from what it dequeues.
+    @property
+    def message(self) -> Envelope:
+        return self
+
+    @property
+    def reply_to(self) -> None:
+        return None
+
 
 def new_envelope(
     type: str, payload: Any, *, run_id: str = "", sender: str = "", target: str = "", run: Any = None

@@ -13,8 +13,12 @@ downstream on the node's own thread, so a hop costs one mailbox put.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
+import queue
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +68,14 @@ class NodeObserver(Protocol):
     def attempt_timeout(self, env: Envelope) -> float | None: ...
 
     def orphaned(self, env: Envelope) -> None: ...
+
+    def completed(
+        self, env: Envelope, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
+    ) -> None: ...
+
+    def failed(
+        self, env: Envelope, attempt: int, exc: BaseException, started: float, finished: float, replica: int
+    ) -> None: ...
 
 
 def _text(value: Any) -> str:
@@ -122,11 +134,15 @@ class NodeActor(pykka.ThreadingActor):
         reply_to: ReplyTo = None,
         observer: NodeObserver | None = None,
         replica: int = 0,
+        notify_start: bool = False,
     ) -> None:
         super().__init__()
         self.name = name
         self.observer = observer
         self.replica = replica
+        self.notify_start = notify_start
+        self._inbox_lock = threading.Lock()
+        self._closed = False
         self._reply: Callable[[Envelope], Any] | None
         if reply_to is None:
             self._reply = None
@@ -137,14 +153,74 @@ class NodeActor(pykka.ThreadingActor):
         else:
             raise TypeError(f"reply_to must be an actor ref or a callable, got {type(reply_to).__name__}")
 
+    @staticmethod
+    def _create_actor_inbox() -> Any:
+        # A C-level queue: put/get cost a fraction of queue.Queue's Python code.
+        return queue.SimpleQueue()
+
+    def deliver(self, env: Envelope) -> bool:
+        """Put a work envelope straight into the mailbox; False once the actor is stopping
+        (the caller then delivers it to the node's current actor)."""
+        with self._inbox_lock:
+            if self._closed:
+                return False
+            self.actor_inbox.put(env)  # type: ignore[arg-type]  # see Envelope.message
+            return True
+
     def _start_actor_loop(self) -> None:
         # Pykka names threads after the class; name them after the node for debugging.
-        import threading
-
         thread = threading.Thread(target=self._actor_loop, name=f"wingman-node-{self.name}-{self.replica}")
         thread.daemon = self.use_daemon_thread
         self.thread = thread
         thread.start()
+
+    def _actor_loop_running(self) -> None:
+        # Pykka's loop, with a fast lane for work envelopes (no wrapper, no dispatch
+        # chain, no reply future); every other message takes Pykka's own path.
+        get = self.actor_inbox.get
+        stopped = self.actor_stopped
+        work = EnvelopeType.WORK
+        while not stopped.is_set():
+            item: Any = get()
+            if type(item) is Envelope and item.type is work:
+                try:
+                    self.handle_work(item)
+                except Exception:
+                    self._handle_failure(*sys.exc_info())
+                    try:
+                        self.on_failure(*sys.exc_info())
+                    except Exception:
+                        self._handle_failure(*sys.exc_info())
+                except BaseException:
+                    self._stop()
+                    pykka.ActorRegistry.stop_all()
+                continue
+            self._pykka_one(item)
+
+    def _pykka_one(self, envelope: Any) -> None:
+        # One iteration of pykka.Actor._actor_loop_running, for non-work messages.
+        try:
+            response = self._handle_receive(envelope.message)
+            if envelope.reply_to is not None:
+                envelope.reply_to.set(response)
+        except Exception:
+            if envelope.reply_to is not None:
+                envelope.reply_to.set_exception()
+            else:
+                self._handle_failure(*sys.exc_info())
+                try:
+                    self.on_failure(*sys.exc_info())
+                except Exception:
+                    self._handle_failure(*sys.exc_info())
+        except BaseException:
+            self._stop()
+            pykka.ActorRegistry.stop_all()
+
+    def _handle_receive(self, message: Any) -> Any:
+        if type(message) is Envelope and message.type is EnvelopeType.WORK:
+            self.handle_work(message)  # the hot path: skip Pykka's dispatch chain
+            return None
+        return super()._handle_receive(message)
 
     def on_receive(self, message: Any) -> Any:
         if type(message) is Envelope and message.type == EnvelopeType.WORK:
@@ -160,18 +236,24 @@ class NodeActor(pykka.ThreadingActor):
             return  # the run ended (failed, timed out, stopped): drop its leftovers
         observer = self.observer
         attempt = env.attempt  # the supervisor may bump it (after a timeout) while we work
-        if observer is not None:
+        if observer is not None and (self.notify_start or run.listeners):
             observer.started(env)
         started = time.perf_counter()
         try:
             output, usage = self.process(env)
         except Exception as exc:
+            if observer is not None:
+                observer.failed(env, attempt, exc, started, time.perf_counter(), self.replica)
+                return
             reply = Envelope(
                 0, env.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(),
                 target=env.target, attempt=attempt, run=run, cause=env,
                 started=started, finished=time.perf_counter(), replica=self.replica,
             )
         else:
+            if observer is not None:
+                observer.completed(env, attempt, output, usage, started, time.perf_counter())
+                return
             reply = Envelope(
                 0, env.run_id, self.name, EnvelopeType.RESULT, output, time.time(),
                 target=env.target, attempt=attempt, run=run, cause=env, usage=usage,
@@ -187,6 +269,8 @@ class NodeActor(pykka.ThreadingActor):
     def _actor_loop_teardown(self) -> None:
         # Pykka drops told messages still queued when an actor stops. Work envelopes must
         # not vanish: hand them back to the runtime (which re-routes or discards them).
+        with self._inbox_lock:
+            self._closed = True
         orphans: list[Envelope] = []
         others: list[Any] = []
         while not self.actor_inbox.empty():
@@ -233,17 +317,36 @@ class FunctionActor(NodeActor):
         self.mode = mode
         self.input_adapter = input_adapter
         self.kwarg_adapters = dict(kwarg_adapters or {})
+        self._fast_type = _plain_class(input_adapter)
+        self._required: frozenset[str] = frozenset()
+        if mode == "kwargs":
+            try:
+                params = inspect.signature(fn).parameters.values()
+            except (TypeError, ValueError):
+                params = ()  # type: ignore[assignment]
+            self._required = frozenset(
+                p.name for p in params
+                if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            )
 
     def process(self, env: Envelope) -> tuple[Any, Usage | None]:
         payload = env.payload
         if self.mode == "kwargs":
             args = dict(payload)
+            missing = self._required - args.keys()
+            if missing:
+                raise PayloadError(
+                    f"node {self.name!r} got no value for parameter(s) {', '.join(sorted(missing))}: "
+                    "their predecessors were skipped (a when= condition did not fire, or on_error='skip'); "
+                    "give those parameters defaults, e.g. `x: int | None = None`, to accept a partial fan-in"
+                )
             for key, adapter in self.kwarg_adapters.items():
                 if adapter is not None and key in args:
                     args[key] = self._check(adapter, args[key], f"edge {key!r} → {self.name!r}", key)
             return self.fn(**args), None
-        if self.input_adapter is not None:
-            payload = self._check(self.input_adapter, payload, f"edge {env.sender!r} → {self.name!r}", None)
+        adapter = self.input_adapter
+        if adapter is not None and type(payload) is not self._fast_type:
+            payload = self._check(adapter, payload, f"edge {env.sender!r} → {self.name!r}", None)
         return self.fn(payload), None
 
     def _check(self, adapter: TypeAdapter[Any], value: Any, edge: str, param: str | None) -> Any:
@@ -258,6 +361,22 @@ class FunctionActor(NodeActor):
                 f"{edge}: a {type(value).__name__} does not fit {what} of type "
                 f"{_type_name(adapter)}: {problems}"
             ) from exc
+
+
+def _plain_class(adapter: TypeAdapter[Any] | None) -> type | None:
+    """The annotation when it is a plain class whose exact instances pydantic passes
+    through unchanged (int, str, a BaseModel subclass...): a payload of exactly that class
+    needs no validation. None for generics, unions and the like."""
+    core = getattr(adapter, "_type", None)
+    if core in (int, float, str, bytes):
+        return core  # type: ignore[no-any-return]
+    if (
+        isinstance(core, type)
+        and issubclass(core, BaseModel)
+        and core.model_config.get("revalidate_instances", "never") == "never"
+    ):
+        return core
+    return None
 
 
 def _type_name(adapter: TypeAdapter[Any]) -> str:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..core import Usage
 
-__all__ = ["FormationResult", "NodeStatus", "NodeTrace"]
+__all__ = ["ZERO_USAGE", "FormationResult", "NodeStatus", "NodeTrace"]
+
+ZERO_USAGE = Usage()
+"""The shared zero usage (Usage is immutable)."""
 
 
 class NodeStatus(enum.StrEnum):
@@ -43,7 +47,7 @@ class NodeTrace:
     started_at: float | None = None
     finished_at: float | None = None
     duration_s: float = 0.0
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = ZERO_USAGE
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,7 +58,6 @@ class NodeTrace:
         }
 
 
-@dataclass(slots=True)
 class FormationResult:
     """The outcome of one formation run.
 
@@ -63,17 +66,50 @@ class FormationResult:
         output: the single sink's output (None when the formation has several sinks, or
             its sink was skipped).
         outputs: the output of every sink that produced one, by name.
-        nodes: per-node traces, by name.
+        nodes: per-node traces, by name (built on first access).
         usage: tokens summed over every node.
         duration_s: wall time of the run.
     """
 
-    run_id: str
-    output: Any
-    outputs: dict[str, Any]
-    nodes: dict[str, NodeTrace]
-    usage: Usage
-    duration_s: float
+    __slots__ = ("_build", "_nodes", "duration_s", "output", "outputs", "run_id")
+
+    def __init__(
+        self,
+        run_id: str,
+        output: Any,
+        outputs: dict[str, Any],
+        nodes: dict[str, NodeTrace] | Callable[[], dict[str, NodeTrace]],
+        duration_s: float,
+    ) -> None:
+        self.run_id = run_id
+        self.output = output
+        self.outputs = outputs
+        self.duration_s = duration_s
+        # Traces are assembled lazily: pipelines that only read outputs never pay for them.
+        if callable(nodes):
+            self._build: Callable[[], dict[str, NodeTrace]] | None = nodes
+            self._nodes: dict[str, NodeTrace] | None = None
+        else:
+            self._build = None
+            self._nodes = nodes
+
+    @property
+    def nodes(self) -> dict[str, NodeTrace]:
+        if self._nodes is None:
+            assert self._build is not None
+            self._nodes, self._build = self._build(), None
+        return self._nodes
+
+    @property
+    def usage(self) -> Usage:
+        total = ZERO_USAGE
+        for trace in self.nodes.values():
+            if trace.usage is not ZERO_USAGE:
+                total = total + trace.usage
+        return total
+
+    def __repr__(self) -> str:
+        return f"FormationResult(run_id={self.run_id!r}, output={self.output!r}, duration_s={self.duration_s:.4f})"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly dict (outputs dumped with pydantic where they are models)."""

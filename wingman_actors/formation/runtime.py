@@ -2,11 +2,10 @@
 
 Data path (no supervisor hop when things go well): a node actor finishes an envelope and,
 on its own thread, routes the output along its out-edges — evaluating ``when=``
-predicates, joining fan-in per run, propagating skips — and tells the next node's
-address. Per-run bookkeeping (pending work, joins, visits, traces) lives in a
-:class:`RunState` shared by reference; the run completes when no work is pending.
-Failures and timeouts go to the supervisor actor, which restarts the replica (a fresh
-actor), redelivers with backoff, or gives up by the node's ``on_error``.
+predicates, joining fan-in per run, propagating skips — and puts the next envelope in the
+next node's mailbox. Per-run bookkeeping lives in a :class:`RunState` shared by
+reference. Failures and timeouts go to the supervisor actor, which restarts the replica
+(a fresh actor), redelivers with backoff, or gives up by the node's ``on_error``.
 """
 
 from __future__ import annotations
@@ -31,7 +30,8 @@ from ..errors import FormationRuntimeError, WingmanError
 from ..providers.base import Provider
 from .events import FormationEvent, FormationEventType
 from .plan import NodeSpec, Plan
-from .result import FormationResult, NodeStatus, NodeTrace
+from .result import ZERO_USAGE, FormationResult
+from .runstate import RunState
 
 __all__ = ["EventListener", "NodeTimeoutError", "RunState", "RunningFormation", "run_once", "run_stream"]
 
@@ -39,47 +39,13 @@ log = logging.getLogger("wingman_actors.formation")
 
 EventListener = Callable[[FormationEvent], None]
 _ids = itertools.count(1)
-_ZERO = Usage()
+_WORK = EnvelopeType.WORK
 
 
 class NodeTimeoutError(WingmanError):
     """A node attempt ran past its ``timeout``."""
 
     retryable = True
-
-
-class RunState:
-    """Bookkeeping of one run, shared by every node actor that works on it."""
-
-    __slots__ = (
-        "done", "future", "id", "input", "joins", "listeners", "lock", "outputs",
-        "pending", "t0", "timer", "traces", "visits", "wall0",
-    )
-
-    def __init__(self, run_id: str, input: Any, listeners: list[EventListener]) -> None:
-        self.id = run_id
-        self.input = input
-        self.future: Future[FormationResult] = Future()
-        self.lock = threading.Lock()
-        self.pending = 1  # a guard released once the sources are dispatched
-        self.done = False
-        self.joins: dict[str, tuple[dict[str, Any], set[str]]] = {}
-        self.visits: dict[str, int] = {}
-        self.outputs: dict[str, Any] = {}
-        self.traces: dict[str, NodeTrace] = {}
-        self.listeners = listeners
-        self.t0 = time.perf_counter()
-        self.wall0 = time.time()
-        self.timer: Any = None
-
-    def trace(self, node: str) -> NodeTrace:
-        t = self.traces.get(node)
-        if t is None:
-            t = self.traces[node] = NodeTrace(node, usage=_ZERO)
-        return t
-
-    def wall(self, perf: float) -> float:
-        return self.wall0 + (perf - self.t0)
 
 
 class RunningFormation:
@@ -103,6 +69,21 @@ class RunningFormation:
         self.plan = plan
         self.name = plan.name
         self._specs = dict(plan.nodes)
+        self._order = plan.order
+        self._sinks = plan.sinks
+        self._single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
+        self._cyclic = any(e.back for e in plan.edges)
+        # A node whose only out-edge is unconditional and leads to a node with only this
+        # predecessor hands its output straight on: the common pipeline step.
+        self._straight: dict[str, str | None] = {}
+        for name, spec in self._specs.items():
+            edges = spec.out_edges
+            nxt = None
+            if len(edges) == 1 and edges[0].when is None and not edges[0].back:
+                target = edges[0].target
+                if len(self._specs[target].forward_preds) == 1:
+                    nxt = target
+            self._straight[name] = nxt
         self._listeners = [on_event] if on_event is not None else []
         self._provider = provider
         self._runs: dict[str, RunState] = {}
@@ -125,7 +106,7 @@ class RunningFormation:
         self._started = True
         try:
             self._supervisor = start_actor(Supervisor, self, name=self.name)
-            for name in self.plan.order:
+            for name in self._order:
                 spec = self._specs[name]
                 actors = [self._spawn(spec, i) for i in range(spec.concurrency)]
                 self._addresses[name] = NodeAddress(name, actors)
@@ -135,8 +116,8 @@ class RunningFormation:
         return self
 
     def _spawn(self, spec: NodeSpec, replica: int) -> NodeActor:
-        common: dict[str, Any] = {"name": spec.name, "reply_to": self._on_reply, "observer": self,
-                                  "replica": replica}
+        common: dict[str, Any] = {"name": spec.name, "observer": self, "replica": replica,
+                                  "notify_start": spec.timeout is not None}
         if spec.kind == "function":
             assert spec.fn is not None
             actor: NodeActor = start_actor(
@@ -175,7 +156,7 @@ class RunningFormation:
                 run_id=run.id, outputs=run.outputs,
             ))
         actors: list[Any] = []
-        for name in reversed(self.plan.order):
+        for name in reversed(self._order):
             address = self._addresses.get(name)
             if address is None:
                 continue
@@ -210,7 +191,7 @@ class RunningFormation:
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         listeners = self._listeners if on_event is None else [*self._listeners, on_event]
-        run = RunState(f"{self._prefix}-{next(self._seq)}", input, listeners)
+        run = RunState(f"{self._prefix}-{next(self._seq)}", input, listeners, len(self._sinks))
         self._runs[run.id] = run
         if timeout is not None:
             run.timer = self._scheduler.call_later(timeout, lambda: self._run_timeout(run, timeout))
@@ -218,80 +199,99 @@ class RunningFormation:
             self._emit(run, FormationEventType.RUN_STARTED, None, {})
         for source in self.plan.sources:
             self._visit(run, source, input, "input")
-        self._finish_one(run)
+        if self._cyclic:
+            self._finish_one(run)
         return run.future
 
     # -- routing (runs on node threads) -------------------------------------------------
 
     def _visit(self, run: RunState, node: str, payload: Any, sender: str) -> None:
-        spec = self._specs[node]
-        with run.lock:
-            if run.done:
-                return
-            visits = run.visits.get(node, 0) + 1
-            run.visits[node] = visits
-            run.pending += 1
-        if visits > spec.max_visits:
-            self._fail_run(run, FormationRuntimeError(
-                f"node {node!r} was visited more than max_visits={spec.max_visits} times in run {run.id}: "
-                "the loop through it did not end; check the when= conditions of its back edges "
-                "or raise its max_visits",
-                node=node, attempts=0, run_id=run.id, outputs=run.outputs,
-            ))
-            return
-        env = Envelope(next(_ids), run.id, sender, EnvelopeType.WORK, payload, time.time(), target=node, run=run)
-        self._addresses[node].tell(env)
-
-    def _on_reply(self, env: Envelope) -> None:
-        work = env.cause
-        assert work is not None
-        if env.attempt != work.attempt or not self._settle(work):
-            return  # a late reply from an attempt that timed out
-        self._addresses[env.sender].done(work.replica)
-        if env.type != EnvelopeType.RESULT:
-            self._supervisor.actor_ref.tell(env)
-            return
-        run = env.run
         if run.done:
             return
-        spec = self._specs[env.sender]
-        output = env.payload
-        try:
-            firing = [(e, e.when is None or bool(e.when(output))) for e in spec.out_edges]
-        except Exception as exc:
-            edge = next(e for e in spec.out_edges if e.when is not None)
-            err = FormationRuntimeError(
-                f"condition {edge.label or 'when'} on an edge out of {spec.name!r} raised "
-                f"{type(exc).__name__}: {exc}",
-                node=spec.name, attempts=work.attempt, run_id=run.id, outputs=run.outputs,
-            )
-            err.__cause__ = exc
-            self._give_up(run, spec, work, err, env)
+        if self._cyclic:
+            spec = self._specs[node]
+            with run.lock:
+                seen = run.own("visits")
+                visits = seen.get(node, 0) + 1
+                seen[node] = visits
+                run.pending += 1
+            if visits > spec.max_visits:
+                self._fail_run(run, FormationRuntimeError(
+                    f"node {node!r} was visited more than max_visits={spec.max_visits} times in run {run.id}: "
+                    "the loop through it did not end; check the when= conditions of its back edges "
+                    "or raise its max_visits",
+                    node=node, attempts=0, run_id=run.id, outputs=run.outputs,
+                ))
+                return
+        self._addresses[node].tell(
+            Envelope(next(_ids), run.id, sender, _WORK, payload, time.time(), node, 1, run)
+        )
+
+    def completed(
+        self, work: Envelope, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
+    ) -> None:
+        """A node succeeded (called on its thread): record it and route the output."""
+        if attempt != work.attempt or (work.timer is not None and not self._settle(work)):
+            return  # a late reply from an attempt that timed out
+        name = work.target
+        address = self._addresses[name]
+        if len(address.actors) > 1:
+            address.done(work.replica)
+        run = work.run
+        if run.done:
             return
-        trace = run.trace(spec.name)
-        trace.status = NodeStatus.SUCCEEDED
-        trace.attempts = work.attempt
-        trace.visits = run.visits.get(spec.name, 1)
-        trace.duration_s += env.finished - env.started
-        trace.started_at = run.wall(env.started)
-        trace.finished_at = run.wall(env.finished)
-        trace.error = None
-        if env.usage is not None:
-            trace.usage = trace.usage + env.usage
-        run.outputs[spec.name] = output
+        run.log.append((name, attempt, started, finished, usage))
+        run.outputs[name] = output
         if run.listeners:
-            self._emit(run, FormationEventType.NODE_FINISHED, spec.name, {
-                "attempt": work.attempt, "duration_s": env.finished - env.started, "usage": env.usage or _ZERO,
+            self._emit(run, FormationEventType.NODE_FINISHED, name, {
+                "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE,
             })
-        for edge, fire in firing:
-            if edge.back:
-                if fire:
-                    self._visit(run, edge.target, output, spec.name)
-            elif fire:
-                self._arrive(run, edge.target, spec.name, output)
-            else:
-                self._arrive_skip(run, edge.target, spec.name)
-        self._finish_one(run)
+        nxt = self._straight[name]
+        if nxt is not None and not self._cyclic:
+            # the common pipeline step, inlined: straight into the next mailbox
+            self._addresses[nxt].tell(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, 1, run))
+        elif nxt is not None:
+            self._visit(run, nxt, output, name)
+        else:
+            spec = self._specs[name]
+            try:
+                firing = [(e, e.when is None or bool(e.when(output))) for e in spec.out_edges]
+            except Exception as exc:
+                edge = next(e for e in spec.out_edges if e.when is not None)
+                err = FormationRuntimeError(
+                    f"condition {edge.label or 'when'} on an edge out of {name!r} raised "
+                    f"{type(exc).__name__}: {exc}",
+                    node=name, attempts=attempt, run_id=run.id, outputs=run.outputs,
+                )
+                err.__cause__ = exc
+                self._give_up(run, spec, attempt, err)
+                return
+            for edge, fire in firing:
+                if edge.back:
+                    if fire:
+                        self._visit(run, edge.target, output, name)
+                elif fire:
+                    self._arrive(run, edge.target, name, output)
+                else:
+                    self._arrive_skip(run, edge.target, name, "did not fire")
+            if spec.is_sink and not self._cyclic:
+                self._sink_resolved(run)
+        if self._cyclic:
+            self._finish_one(run)
+
+    def failed(
+        self, work: Envelope, attempt: int, exc: BaseException, started: float, finished: float, replica: int
+    ) -> None:
+        """A node raised (called on its thread): hand it to the supervisor."""
+        if attempt != work.attempt or (work.timer is not None and not self._settle(work)):
+            return
+        address = self._addresses[work.target]
+        if len(address.actors) > 1:
+            address.done(replica)
+        self._supervisor.actor_ref.tell(Envelope(
+            0, work.run_id, work.target, EnvelopeType.FAILURE, exc, time.time(), work.target, attempt,
+            work.run, cause=work, started=started, finished=finished, replica=replica,
+        ))
 
     def _arrive(self, run: RunState, target: str, pred: str, value: Any) -> None:
         tspec = self._specs[target]
@@ -299,9 +299,10 @@ class RunningFormation:
             self._visit(run, target, value, pred)
             return
         with run.lock:
-            join = run.joins.get(target)
+            joins = run.own("joins")
+            join = joins.get(target)
             if join is None:
-                join = run.joins[target] = ({}, set())
+                join = joins[target] = ({}, set())
             values, resolved = join
             values[pred] = value
             resolved.add(pred)
@@ -310,15 +311,16 @@ class RunningFormation:
             payload = dict(values)
         self._visit(run, target, payload, pred)
 
-    def _arrive_skip(self, run: RunState, target: str, pred: str) -> None:
+    def _arrive_skip(self, run: RunState, target: str, pred: str, why: str) -> None:
         tspec = self._specs[target]
         if len(tspec.forward_preds) == 1:
-            self._skip(run, target, f"its only incoming edge, from {pred!r}, did not fire")
+            self._skip(run, target, f"its only incoming edge, from {pred!r}, {why}")
             return
         with run.lock:
-            join = run.joins.get(target)
+            joins = run.own("joins")
+            join = joins.get(target)
             if join is None:
-                join = run.joins[target] = ({}, set())
+                join = joins[target] = ({}, set())
             values, resolved = join
             resolved.add(pred)
             if len(resolved) < len(tspec.forward_preds):
@@ -330,16 +332,25 @@ class RunningFormation:
             self._skip(run, target, "none of its incoming edges fired")
 
     def _skip(self, run: RunState, node: str, reason: str, error: str | None = None) -> None:
-        trace = run.trace(node)
-        if trace.status is not NodeStatus.SUCCEEDED:
-            trace.status = NodeStatus.SKIPPED
-            if error is not None:
-                trace.error = error
+        skipped = run.own("skipped")
+        if node not in skipped:
+            skipped[node] = error
         if run.listeners:
             self._emit(run, FormationEventType.NODE_SKIPPED, node, {"reason": reason})
-        for edge in self._specs[node].out_edges:
+        spec = self._specs[node]
+        for edge in spec.out_edges:
             if not edge.back:
-                self._arrive_skip(run, edge.target, node)
+                self._arrive_skip(run, edge.target, node, f"was not taken because {node!r} was skipped")
+        if spec.is_sink and not self._cyclic:
+            self._sink_resolved(run)
+
+    def _sink_resolved(self, run: RunState) -> None:
+        with run.lock:
+            run.remaining -= 1
+            if run.remaining or run.done:
+                return
+            run.done = True
+        self._complete(run)
 
     def _finish_one(self, run: RunState) -> None:
         with run.lock:
@@ -352,25 +363,21 @@ class RunningFormation:
     def _complete(self, run: RunState) -> None:
         if run.timer is not None:
             run.timer.cancel()
-        sinks = self.plan.sinks
-        outputs = {s: run.outputs[s] for s in sinks if s in run.outputs}
-        output = outputs.get(sinks[0]) if len(sinks) == 1 else None
-        nodes: dict[str, NodeTrace] = {}
-        usage = _ZERO
-        for name in self.plan.order:
-            t = run.traces.get(name)
-            if t is None:
-                t = NodeTrace(name, status=NodeStatus.SKIPPED, usage=_ZERO)
-            elif t.usage is not _ZERO:
-                usage = usage + t.usage
-            nodes[name] = t
+        sink = self._single_sink
+        if sink is not None:
+            outputs = {sink: run.outputs[sink]} if sink in run.outputs else {}
+            output = outputs.get(sink)
+        else:
+            outputs = {s: run.outputs[s] for s in self._sinks if s in run.outputs}
+            output = None
         duration = time.perf_counter() - run.t0
-        result = FormationResult(run.id, output, outputs, nodes, usage, duration)
+        order = self._order
+        result = FormationResult(run.id, output, outputs, lambda: run.traces(order), duration)
         self._runs.pop(run.id, None)
         run.future.set_result(result)
         if run.listeners:
             self._emit(run, FormationEventType.RUN_FINISHED, None,
-                       {"duration_s": duration, "usage": usage, "result": result})
+                       {"duration_s": duration, "usage": result.usage, "result": result})
 
     def _fail_run(self, run: RunState, error: FormationRuntimeError) -> None:
         with run.lock:
@@ -379,9 +386,6 @@ class RunningFormation:
             run.done = True
         if run.timer is not None:
             run.timer.cancel()
-        for name in self.plan.order:
-            if name in run.visits:
-                run.trace(name)
         self._runs.pop(run.id, None)
         run.future.set_exception(error)
         if run.listeners:
@@ -392,17 +396,13 @@ class RunningFormation:
     # -- supervision (runs on the supervisor thread) -------------------------------------
 
     def _settle(self, work: Envelope) -> bool:
-        """Claim the outcome of an attempt; False when it was already claimed (timeout)."""
-        if work.timer is None:
-            if work.settled:
-                return False
-            work.settled = True
-            return True
+        """Claim the outcome of an attempt that has a timer; False when the timer won."""
         with work.run.lock:
             if work.settled:
                 return False
             work.settled = True
-        work.timer.cancel()
+        if work.timer is not None:
+            work.timer.cancel()
         return True
 
     def on_failure(self, env: Envelope) -> None:
@@ -411,21 +411,16 @@ class RunningFormation:
         run = work.run
         spec = self._specs[work.target]
         exc = env.payload
-        trace = run.trace(spec.name)
-        trace.attempts = work.attempt
-        trace.duration_s += max(0.0, env.finished - env.started)
-        if env.started:
-            trace.started_at = run.wall(env.started)
-            trace.finished_at = run.wall(env.finished)
-        trace.error = f"{type(exc).__name__}: {exc}"
-        self._restart(spec, work.replica)
+        error = f"{type(exc).__name__}: {exc}"
+        run.own("failures").append((spec.name, work.attempt, env.started or env.finished, env.finished, error))
+        self._restart(spec, env.replica)
         if run.done:
             return
         if getattr(exc, "retryable", True) and work.attempt <= spec.retries:
             delay = backoff_delay(spec.backoff, work.attempt)
             if run.listeners:
                 self._emit(run, FormationEventType.NODE_RETRY, spec.name, {
-                    "attempt": work.attempt, "delay_s": delay, "error": trace.error,
+                    "attempt": work.attempt, "delay_s": delay, "error": error,
                 })
             work.attempt += 1
             work.settled = False
@@ -435,7 +430,7 @@ class RunningFormation:
             else:
                 self.redeliver(work)
             return
-        self._give_up(run, spec, work, exc, env)
+        self._give_up(run, spec, work.attempt, exc)
 
     def redeliver(self, work: Envelope) -> None:
         if work.run.done or self._closing:
@@ -449,38 +444,32 @@ class RunningFormation:
             if work.settled:
                 return
             work.settled = True
-        self._addresses[work.target].done(work.replica)
+        address = self._addresses[work.target]
+        if len(address.actors) > 1:
+            address.done(work.replica)
         spec = self._specs[work.target]
         err = NodeTimeoutError(f"node {spec.name!r} attempt {attempt} timed out after {spec.timeout:g}s")
         now = time.perf_counter()
-        started = work.started or now
-        fake = Envelope(0, work.run_id, spec.name, EnvelopeType.FAILURE, err, time.time(), target=spec.name,
-                        attempt=attempt, run=work.run, cause=work, started=started, finished=now,
-                        replica=work.replica)
-        work.timer = None
-        self.on_failure(fake)
+        self.on_failure(Envelope(
+            0, work.run_id, spec.name, EnvelopeType.FAILURE, err, time.time(), spec.name, attempt, work.run,
+            cause=work, started=work.started or now, finished=now, replica=work.replica,
+        ))
 
-    def _give_up(self, run: RunState, spec: NodeSpec, work: Envelope, exc: BaseException, env: Envelope) -> None:
-        trace = run.trace(spec.name)
-        trace.attempts = work.attempt
-        trace.visits = run.visits.get(spec.name, 1)
-        trace.error = f"{type(exc).__name__}: {exc}"
-        if spec.on_error == "skip":
-            if run.listeners:
-                self._emit(run, FormationEventType.NODE_FAILED, spec.name, {"attempts": work.attempt, "error": trace.error})
-            self._skip(run, spec.name, f"failed after {work.attempt} attempt(s) and on_error='skip'", trace.error)
-            self._finish_one(run)
-            return
-        trace.status = NodeStatus.FAILED
+    def _give_up(self, run: RunState, spec: NodeSpec, attempts: int, exc: BaseException) -> None:
+        error = f"{type(exc).__name__}: {exc}"
         if run.listeners:
-            self._emit(run, FormationEventType.NODE_FAILED, spec.name, {"attempts": work.attempt, "error": trace.error})
+            self._emit(run, FormationEventType.NODE_FAILED, spec.name, {"attempts": attempts, "error": error})
+        if spec.on_error == "skip":
+            self._skip(run, spec.name, f"failed after {attempts} attempt(s) and on_error='skip'", error)
+            if self._cyclic:
+                self._finish_one(run)
+            return
         if isinstance(exc, FormationRuntimeError):
             err = exc
         else:
             err = FormationRuntimeError(
-                f"node {spec.name!r} failed after {work.attempt} attempt(s) in run {run.id}: "
-                f"{type(exc).__name__}: {exc}",
-                node=spec.name, attempts=work.attempt, run_id=run.id, outputs=run.outputs,
+                f"node {spec.name!r} failed after {attempts} attempt(s) in run {run.id}: {error}",
+                node=spec.name, attempts=attempts, run_id=run.id, outputs=run.outputs,
             )
             err.__cause__ = exc
         self._fail_run(run, err)
@@ -494,14 +483,14 @@ class RunningFormation:
         old = address.swap(replica, fresh)
         waiting = address.drain(old)
         old.actor_ref.stop(block=False)
+        self._retired = [a for a in self._retired if a.thread.is_alive()]
         self._retired.append(old)
-        self._retired = [a for a in self._retired if getattr(a, "thread", None) is None or a.thread.is_alive()]
         for env in waiting:
             address.tell(env)
 
     def _run_timeout(self, run: RunState, timeout: float) -> None:
-        running = [n for n, t in run.traces.items() if t.status is NodeStatus.PENDING]
-        busy = f"; still running: {', '.join(running)}" if running else ""
+        running = run.unfinished(self._order)
+        busy = f"; unfinished: {', '.join(running)}" if running else ""
         self._fail_run(run, FormationRuntimeError(
             f"run {run.id} of formation {self.name!r} timed out after {timeout:g}s{busy}",
             run_id=run.id, outputs=run.outputs,
@@ -513,19 +502,20 @@ class RunningFormation:
         spec = self._specs[env.target]
         run = env.run
         env.started = time.perf_counter()
+        if not self._cyclic:
+            run.own("visits").setdefault(spec.name, 1)
         if spec.timeout is not None:
             attempt = env.attempt
             env.timer = self._scheduler.call_later(
                 spec.timeout, lambda: self._supervisor.actor_ref.tell(("timeout", env, attempt))
             )
-        run.trace(spec.name).status = NodeStatus.PENDING
         if run.listeners:
             self._emit(run, FormationEventType.NODE_STARTED, spec.name, {"attempt": env.attempt})
 
     def orphaned(self, env: Envelope) -> None:
         """A stopping actor still held ``env``: route it to the node's current actor."""
         run = env.run
-        if run is None or run.done or self._closing or env.type != EnvelopeType.WORK:
+        if run is None or run.done or self._closing or env.type != _WORK:
             return
         self._addresses[env.target].tell(env)
 

@@ -1,0 +1,333 @@
+"""The benchmark scenarios. Each measures itself and its baseline in the same process,
+several repetitions, and reports the median, so ratios survive a noisy machine.
+
+Model calls are simulated with the scripted provider's ``latency_s``.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..agent import Agent
+from ..fleet import Fleet, Task
+from ..formation import Formation
+from ..providers.scripted import ScriptedProvider
+from .baselines import EchoActor, PlainChain
+
+__all__ = ["SCENARIOS", "Measurement", "run_scenarios"]
+
+
+@dataclass
+class Measurement:
+    """One scenario's result.
+
+    Attributes:
+        name: the scenario.
+        value: the headline number (median over repetitions).
+        unit: its unit.
+        target: the target, in words.
+        meets: whether ``value`` meets the target.
+        baseline: the baseline's value measured in the same run, if any.
+        details: other numbers (repetitions, percentiles...).
+    """
+
+    name: str
+    value: float
+    unit: str
+    target: str
+    meets: bool
+    baseline: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _inc(x: int) -> int:
+    return x + 1
+
+
+def _chain() -> Formation:
+    return (
+        Formation("bench-chain")
+        .add_function("a", _inc)
+        .add_function("b", _inc)
+        .add_function("c", _inc)
+        .connect("a", "b", "c")
+    )
+
+
+def _reps(quick: bool) -> int:
+    return 3 if quick else 5
+
+
+def pipeline_throughput(quick: bool) -> Measurement:
+    n = 2_000 if quick else 20_000
+    ours: list[float] = []
+    plain: list[float] = []
+    for _ in range(_reps(quick)):
+        # The baseline hands each result back through a Future, as submit() does, and
+        # the caller collects them in order the same way.
+        chain = PlainChain([_inc, _inc, _inc])
+        try:
+            t0 = time.perf_counter()
+            plain_futures = [chain.submit(i) for i in range(n)]
+            for pf in plain_futures:
+                pf.result(120)
+            plain.append(n / (time.perf_counter() - t0))
+        finally:
+            chain.stop()
+        with _chain().start() as running:
+            t0 = time.perf_counter()
+            futures = [running.submit(i) for i in range(n)]
+            for fut in futures:
+                fut.result(120)
+            ours.append(n / (time.perf_counter() - t0))
+    value, base = statistics.median(ours), statistics.median(plain)
+    ratio = value / base
+    return Measurement(
+        "pipeline_throughput", round(value), "inputs/s", ">= 0.8 x plain 3-actor Pykka chain", ratio >= 0.8,
+        round(base), {"ratio": round(ratio, 3), "inputs": n, "runs": [round(x) for x in ours],
+                      "plain_runs": [round(x) for x in plain]},
+    )
+
+
+def run_overhead(quick: bool) -> Measurement:
+    n = 300 if quick else 2_000
+    ours: list[float] = []
+    plain: list[float] = []
+    for _ in range(_reps(quick)):
+        chain = PlainChain([_inc, _inc, _inc])
+        try:
+            samples = []
+            for i in range(n):
+                t0 = time.perf_counter()
+                chain.ask(i)
+                samples.append(time.perf_counter() - t0)
+            plain.append(statistics.median(samples))
+        finally:
+            chain.stop()
+        with _chain().start() as running:
+            samples = []
+            for i in range(n):
+                t0 = time.perf_counter()
+                running.submit(i).result()
+                samples.append(time.perf_counter() - t0)
+            ours.append(statistics.median(samples))
+    value, base = statistics.median(ours) * 1e6, statistics.median(plain) * 1e6
+    ratio = value / base
+    return Measurement(
+        "run_overhead", round(value, 1), "µs", "<= 1.3 x plain 3-actor Pykka chain", ratio <= 1.3,
+        round(base, 1), {"ratio": round(ratio, 3), "inputs": n},
+    )
+
+
+def cold_run(quick: bool) -> Measurement:
+    n = 30 if quick else 200
+    f = _chain()
+    f.run(0)  # warm imports and caches
+    medians = []
+    for _ in range(_reps(quick)):
+        samples = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            f.run(i)
+            samples.append(time.perf_counter() - t0)
+        medians.append(statistics.median(samples))
+    value = statistics.median(medians) * 1e3
+    return Measurement("cold_run", round(value, 3), "ms", "<= 3 ms", value <= 3.0, None, {"runs": n})
+
+
+def hop_latency(quick: bool) -> Measurement:
+    from ..actors.address import start_actor
+    from ..actors.envelope import Envelope, EnvelopeType, new_envelope
+    from ..actors.nodes import FunctionActor
+
+    n = 500 if quick else 5_000
+    ours: list[float] = []
+    raw: list[float] = []
+    box: list[Future[Envelope]] = []
+
+    def reply(env: Envelope) -> None:
+        box[0].set_result(env)
+
+    node = start_actor(FunctionActor, _inc, name="hop", reply_to=reply)
+    echo = EchoActor.start()
+    try:
+        for _ in range(_reps(quick)):
+            samples = []
+            for i in range(n):
+                t0 = time.perf_counter()
+                echo.ask(i)
+                samples.append(time.perf_counter() - t0)
+            raw.extend(samples)
+            samples = []
+            for i in range(n):
+                fut: Future[Envelope] = Future()
+                box[:] = [fut]
+                t0 = time.perf_counter()
+                node.actor_ref.tell(new_envelope(EnvelopeType.WORK, i))
+                fut.result()
+                samples.append(time.perf_counter() - t0)
+            ours.extend(samples)
+    finally:
+        node.actor_ref.stop()
+        echo.stop()
+    ours.sort()
+    raw.sort()
+
+    def pct(xs: list[float], p: float) -> float:
+        return xs[min(len(xs) - 1, int(len(xs) * p))] * 1e6
+
+    p50, p99, raw50 = pct(ours, 0.5), pct(ours, 0.99), pct(raw, 0.5)
+    ratio = p50 / raw50
+    return Measurement(
+        "hop_latency", round(p50, 1), "µs p50", "p50 <= 1.5 x raw Pykka ask; p99 <= 1 ms",
+        ratio <= 1.5 and p99 <= 1000, round(raw50, 1),
+        {"ratio": round(ratio, 3), "p99_us": round(p99, 1), "raw_p99_us": round(pct(raw, 0.99), 1)},
+    )
+
+
+def fleet_makespan(quick: bool) -> Measurement:
+    tasks = 200 if quick else 1_000
+    workers = 100 if not quick else 40
+    latency = 0.05
+    ideal = -(-tasks // workers) * latency
+    ratios = []
+    for _ in range(_reps(quick)):
+        agent = Agent("bench", provider=ScriptedProvider(["ok"], latency_s=latency, cycle=True))
+        fleet = Fleet(agent, [Task(f"task {i}") for i in range(tasks)], max_workers=workers)
+        t0 = time.perf_counter()
+        results = fleet.run()
+        elapsed = time.perf_counter() - t0
+        if any(r.error for r in results):
+            raise RuntimeError("fleet benchmark: a task failed")
+        ratios.append(elapsed / ideal)
+    value = statistics.median(ratios)
+    return Measurement(
+        "fleet_makespan", round(value, 3), "x ideal", "<= 1.05", value <= 1.05, None,
+        {"tasks": tasks, "max_workers": workers, "ideal_s": ideal},
+    )
+
+
+def _research_dag(latency: float, width: int) -> Formation:
+    outline = Agent("outline", provider=ScriptedProvider(
+        [f"[{', '.join(f'{chr(34)}s{i}{chr(34)}' for i in range(width))}]"], latency_s=latency, cycle=True),
+        output_schema=list[str])
+    researcher = Agent("researcher", provider=ScriptedProvider(["notes"], latency_s=latency, cycle=True))
+    assembler = Agent("assembler", provider=ScriptedProvider(["report"], latency_s=latency, cycle=True))
+    return (
+        Formation("bench-dag")
+        .add_agent("outline", outline)
+        .add_fleet("research", researcher, max_workers=width)
+        .add_agent("assemble", assembler)
+        .connect("outline", "research", "assemble")
+    )
+
+
+def dag_makespan(quick: bool) -> Measurement:
+    latency, width = 0.05, 20
+    ideal = 3 * latency
+    ratios = []
+    for _ in range(_reps(quick)):
+        with _research_dag(latency, width).start() as running:
+            t0 = time.perf_counter()
+            running.submit("topic").result(30)
+            ratios.append((time.perf_counter() - t0) / ideal)
+    value = statistics.median(ratios)
+    return Measurement(
+        "dag_makespan", round(value, 3), "x critical path", "<= 1.10", value <= 1.10, None,
+        {"fleet_width": width, "critical_path_s": ideal},
+    )
+
+
+def inflight_runs(quick: bool) -> Measurement:
+    runs = 200
+    conc, latency = 20, 0.05
+    ideal = (-(-runs // conc) + 1) * latency
+    ratios = []
+    for _ in range(_reps(quick)):
+        first = Agent("first", provider=ScriptedProvider(["a"], latency_s=latency, cycle=True))
+        second = Agent("second", provider=ScriptedProvider(["b"], latency_s=latency, cycle=True))
+        f = (
+            Formation("bench-inflight")
+            .add_agent("first", first, concurrency=conc)
+            .add_function("mid", str.upper)
+            .add_agent("second", second, concurrency=conc)
+            .connect("first", "mid", "second")
+        )
+        with f.start() as running:
+            t0 = time.perf_counter()
+            futures = [running.submit(f"run {i}") for i in range(runs)]
+            for fut in futures:
+                fut.result(60)
+            ratios.append((time.perf_counter() - t0) / ideal)
+    value = statistics.median(ratios)
+    return Measurement(
+        "inflight_runs", round(value, 3), "x ideal", "<= 1.10", value <= 1.10, None,
+        {"runs": runs, "concurrency": conc, "ideal_s": ideal},
+    )
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("cannot read VmRSS from /proc/self/status")
+
+
+def actor_memory(quick: bool) -> Measurement:
+    n = 200 if quick else 1_000
+    f = Formation("bench-memory")
+    for i in range(n):
+        f.add_function(f"n{i}", _inc)
+    samples = []
+    for _ in range(_reps(quick)):
+        gc.collect()
+        time.sleep(0.05)
+        before = _rss_bytes()
+        with f.start():
+            gc.collect()
+            time.sleep(0.05)
+            after = _rss_bytes()
+        samples.append((after - before) / n / 1024)
+    value = statistics.median(samples)
+    return Measurement(
+        "actor_memory", round(value, 1), "KB/actor", "<= 64 KB", value <= 64, None,
+        {"actors": n, "threads_alive_after": threading.active_count()},
+    )
+
+
+SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
+    "pipeline_throughput": pipeline_throughput,
+    "run_overhead": run_overhead,
+    "cold_run": cold_run,
+    "hop_latency": hop_latency,
+    "fleet_makespan": fleet_makespan,
+    "dag_makespan": dag_makespan,
+    "inflight_runs": inflight_runs,
+    "actor_memory": actor_memory,
+}
+
+
+def run_scenarios(names: list[str] | None = None, *, quick: bool = False,
+                  progress: Callable[[str], None] | None = None) -> list[Measurement]:
+    """Run the named scenarios (all when None), in order."""
+    chosen = names or list(SCENARIOS)
+    unknown = [n for n in chosen if n not in SCENARIOS]
+    if unknown:
+        raise ValueError(f"unknown scenario(s) {unknown}; scenarios: {', '.join(SCENARIOS)}")
+    out = []
+    for name in chosen:
+        if progress is not None:
+            progress(name)
+        out.append(SCENARIOS[name](quick))
+    return out

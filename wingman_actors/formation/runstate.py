@@ -1,0 +1,131 @@
+"""Per-run bookkeeping shared by the node actors working on one run.
+
+Kept lean on purpose: the success path appends one tuple per node visit to ``log`` and
+builds :class:`NodeTrace` objects only when someone reads ``FormationResult.nodes``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from ..core import Usage
+from .result import ZERO_USAGE, FormationResult, NodeStatus, NodeTrace
+
+__all__ = ["RunState"]
+
+# perf_counter and wall clock differ by a constant within a process (to the precision
+# traces need); computing it once saves a time.time() per run.
+_wall_offset = time.time() - time.perf_counter()
+# Shared empty sentinels, replaced by RunState.own() before the first write.
+_EMPTY_JOINS: dict[str, tuple[dict[str, Any], set[str]]] = {}
+_EMPTY_VISITS: dict[str, int] = {}
+_EMPTY_FAILURES: list[tuple[str, int, float, float, str]] = []
+_EMPTY_SKIPPED: dict[str, str | None] = {}
+_SHARED: dict[str, Any] = {
+    "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
+}
+
+
+class RunState:
+    """Bookkeeping of one run.
+
+    Termination: in a formation without back edges a run is done when every sink has
+    produced an output or been skipped (``remaining`` counts them down); with back edges
+    it is done when no work is pending (``pending`` counts dispatched, unfinished visits).
+    """
+
+    __slots__ = (
+        "done", "failures", "future", "id", "input", "joins", "listeners", "lock", "log",
+        "outputs", "pending", "remaining", "skipped", "t0", "timer", "visits", "wall0",
+    )
+
+    def __init__(self, run_id: str, input: Any, listeners: list[Callable[[Any], None]], sinks: int) -> None:
+        self.id = run_id
+        self.input = input
+        self.future: Future[FormationResult] = Future()
+        self.lock = threading.Lock()
+        self.done = False
+        self.remaining = sinks
+        self.pending = 1  # cyclic formations: a guard released once the sources are dispatched
+        self.outputs: dict[str, Any] = {}
+        # (node, attempt, started, finished, usage) per successful visit
+        self.log: list[tuple[str, int, float, float, Usage | None]] = []
+        self.listeners = listeners
+        self.t0 = time.perf_counter()
+        self.wall0 = _wall_offset + self.t0
+        self.timer: Any = None
+        # Created on first use: a straight pipeline run never needs them.
+        self.joins: dict[str, tuple[dict[str, Any], set[str]]] = _EMPTY_JOINS
+        self.visits: dict[str, int] = _EMPTY_VISITS
+        # (node, attempt, started, finished, error) per failed attempt
+        self.failures: list[tuple[str, int, float, float, str]] = _EMPTY_FAILURES
+        self.skipped: dict[str, str | None] = _EMPTY_SKIPPED
+
+    def own(self, field: str) -> Any:
+        """Give the run its own container for ``field`` (joins, visits, failures, skipped)."""
+        current = getattr(self, field)
+        if current is _SHARED[field]:
+            current = [] if field == "failures" else {}
+            setattr(self, field, current)
+        return current
+
+    def wall(self, perf: float) -> float:
+        """Wall-clock time of a ``perf_counter`` reading taken during this run."""
+        return self.wall0 + (perf - self.t0)
+
+    def unfinished(self, order: Sequence[str]) -> list[str]:
+        """Nodes that were visited (or are sinks) and have neither finished nor been skipped."""
+        finished = {entry[0] for entry in self.log} | set(self.skipped)
+        started = {entry[0] for entry in self.failures} | set(self.visits)
+        return [n for n in order if n in started and n not in finished]
+
+    def traces(self, order: Sequence[str], failed_node: str | None = None) -> dict[str, NodeTrace]:
+        """Per-node traces from the log (called lazily, once per result)."""
+        traces: dict[str, NodeTrace] = {}
+        for name, attempt, started, finished, usage in self.log:
+            t = traces.get(name)
+            if t is None:
+                t = traces[name] = NodeTrace(name)
+            t.status = NodeStatus.SUCCEEDED
+            t.attempts = attempt
+            t.visits += 1
+            t.started_at = self.wall(started)
+            t.finished_at = self.wall(finished)
+            t.duration_s += finished - started
+            if usage is not None and usage is not ZERO_USAGE:
+                t.usage = t.usage + usage
+        for name, attempt, started, finished, error in self.failures:
+            t = traces.get(name)
+            if t is None:
+                t = traces[name] = NodeTrace(name, status=NodeStatus.FAILED)
+            t.duration_s += finished - started
+            if t.status is not NodeStatus.SUCCEEDED or attempt > t.attempts:
+                t.attempts = max(t.attempts, attempt)
+                t.error = error
+                if t.started_at is None:
+                    t.started_at = self.wall(started)
+                t.finished_at = self.wall(finished)
+        for name, skip_error in self.skipped.items():
+            t = traces.get(name)
+            if t is None:
+                t = traces[name] = NodeTrace(name)
+            if t.status is not NodeStatus.SUCCEEDED:
+                t.status = NodeStatus.SKIPPED
+                if skip_error is not None:
+                    t.error = skip_error
+        for name in self.visits:
+            if name in traces:
+                traces[name].visits = max(traces[name].visits, self.visits[name])
+        out: dict[str, NodeTrace] = {}
+        for name in order:
+            t = traces.get(name)
+            if t is None:
+                t = NodeTrace(name, status=NodeStatus.SKIPPED)  # never reached in this run
+            if name == failed_node:
+                t.status = NodeStatus.FAILED
+            out[name] = t
+        return out
