@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from .errors import AgentError, ErrorKind
 
@@ -100,11 +98,21 @@ def current_token() -> CancelToken | None:
     return _current.get()
 
 
-@contextmanager
-def cancel_scope(token: CancelToken | None) -> Iterator[CancelToken | None]:
-    """Make ``token`` the current token inside the ``with`` block."""
-    reset = _current.set(token)
-    try:
-        yield token
-    finally:
-        _current.reset(reset)
+class cancel_scope:  # lower-case: used like a function, `with cancel_scope(token):`
+    """Make ``token`` the current token inside the ``with`` block.
+
+    A small class rather than ``@contextmanager``: it wraps every model call, and a
+    generator-based context manager costs several times more.
+    """
+
+    __slots__ = ("_reset", "token")
+
+    def __init__(self, token: CancelToken | None) -> None:
+        self.token = token
+
+    def __enter__(self) -> CancelToken | None:
+        self._reset = _current.set(self.token)
+        return self.token
+
+    def __exit__(self, *exc: object) -> None:
+        _current.reset(self._reset)

@@ -190,7 +190,7 @@ class Fleet:
     def run_stream(self) -> Iterator[FleetResult]:
         """Run every task, yielding results as tasks finish (completion order).
 
-        Nothing starts until the first ``next()``. Closing the iterator early cancels the
+        Nothing starts until the first ``next()``. Closing the iterator early stops the
         tasks not yet started and waits for the running ones before returning.
         """
         n = len(self.tasks)
@@ -201,29 +201,58 @@ class Fleet:
         pool = self.executor or ThreadPoolExecutor(
             max_workers=cap, thread_name_prefix=f"wingman-fleet-{self.agent.name}"
         )
-        finished: queue.SimpleQueue[Future[FleetResult]] = queue.SimpleQueue()
-        inflight: dict[Future[FleetResult], int] = {}
-        next_index = 0
+        # ``cap`` worker loops each take the next task index as soon as they finish one:
+        # no coordinator sits between a finished task and the next start, and never more
+        # than ``cap`` sessions run at once.
+        finished: queue.SimpleQueue[FleetResult | None] = queue.SimpleQueue()
+        lock = threading.Lock()
+        untaken = iter(range(n))
+        taken: set[int] = set()
+        stopped = False
 
-        def top_up() -> None:
-            nonlocal next_index
-            while next_index < n and len(inflight) < cap:
-                fut = pool.submit(self._run_task, next_index)
-                inflight[fut] = next_index
-                next_index += 1
-                fut.add_done_callback(finished.put)
+        def take() -> int | None:
+            with lock:
+                if stopped:
+                    return None
+                index = next(untaken, None)
+                if index is not None:
+                    taken.add(index)
+                return index
 
+        def loop() -> None:
+            while (index := take()) is not None:
+                result = self._run_task(index)
+                with lock:
+                    taken.discard(index)
+                finished.put(result)
+
+        loops = [pool.submit(loop) for _ in range(cap)]
+        for fut in loops:
+            fut.add_done_callback(lambda _f: finished.put(None))
+        delivered = 0
+        ended = 0
         try:
-            top_up()
-            for _ in range(n):
-                fut = finished.get()
-                index = inflight.pop(fut)
-                top_up()  # refill the window before handing the result to the consumer
-                yield self._outcome(fut, index)
+            while delivered < n:
+                item = finished.get()
+                if item is not None:
+                    delivered += 1
+                    yield item
+                    continue
+                ended += 1
+                if ended < len(loops):
+                    continue
+                # Every loop ended yet tasks are missing: the executor cancelled or killed
+                # loops. Each missing task still gets its result, with the error.
+                with lock:
+                    missing = sorted(taken | set(untaken))
+                    taken.clear()
+                for index in missing:
+                    delivered += 1
+                    yield self._lost(index, loops)
         finally:
-            for fut in inflight:
-                fut.cancel()  # only succeeds for tasks not yet started
-            wait(list(inflight))
+            with lock:
+                stopped = True
+            wait(loops)
             if own:
                 pool.shutdown(wait=True)
 
@@ -289,15 +318,11 @@ class Fleet:
                 self._running.discard(session)
             session.close()
 
-    def _outcome(self, fut: Future[FleetResult], index: int) -> FleetResult:
-        """The future's result; a result with ``error`` when the future itself failed."""
-        data = self.tasks[index].data
-        if fut.cancelled():
-            error: BaseException | None = AgentError(
-                f"task {index} was cancelled by its executor", kind=ErrorKind.CANCELLED
-            )
+    def _lost(self, index: int, loops: list[Future[None]]) -> FleetResult:
+        """The result of a task whose worker loop was cancelled or died."""
+        failures = [f.exception() for f in loops if not f.cancelled() and f.exception() is not None]
+        if failures:
+            error: BaseException = failures[0]  # type: ignore[assignment]
         else:
-            error = fut.exception()
-        if error is not None:
-            return FleetResult(index, self._worker_name(index), None, error, data)
-        return fut.result()
+            error = AgentError(f"task {index} was cancelled by its executor", kind=ErrorKind.CANCELLED)
+        return FleetResult(index, self._worker_name(index), None, error, self.tasks[index].data)

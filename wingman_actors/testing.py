@@ -176,6 +176,10 @@ def run_node(
     """Run node ``name`` of ``formation`` alone: start its actor, send it ``input``, wait
     for the reply, stop the actor.
 
+    One attempt, without the supervisor: the node's ``retries``, ``backoff``, ``timeout``
+    and ``on_error`` do not apply (test those through ``formation.run``). The reply
+    envelope is returned as well, with its timings and usage.
+
     Args:
         formation: the formation (it is validated first).
         name: the node to run.

@@ -21,8 +21,9 @@ class FormationEventType(enum.StrEnum):
     * ``node_failed``: a node failed for good (``data``: ``attempts``, ``error``).
     * ``node_skipped``: a node was skipped (``data``: ``reason``).
     * ``agent_text``: a text delta from an agent node (``data``: ``text``).
-    * ``agent_tool_call`` / ``agent_tool_result``: an agent node's tool use (``data``:
-      ``name``, ``input`` / ``output``, ``is_error``).
+    * ``agent_tool_call``: an agent node calls a tool (``data``: ``id``, ``name``, ``input``).
+    * ``agent_tool_result``: the tool's result (``data``: ``id`` — the call's id —,
+      ``output``, ``is_error``).
     """
 
     RUN_STARTED = "run_started"

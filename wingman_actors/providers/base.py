@@ -8,6 +8,7 @@ available once iteration ends.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
@@ -78,9 +79,17 @@ class ProviderOptions(BaseModel):
         try:
             return cls.model_validate(dict(options or {}))
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors()
-            )
+            known_fields = list(cls.model_fields)
+
+            def describe(e: Any) -> str:
+                where = ".".join(str(p) for p in e["loc"]) or "options"
+                hint = ""
+                if e["type"] == "extra_forbidden":
+                    close = difflib.get_close_matches(where, known_fields, n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                return f"{where}: {e['msg']}{hint}"
+
+            problems = "; ".join(describe(e) for e in exc.errors())
             known = ", ".join(sorted(cls.model_fields))
             raise AgentError(
                 f"bad options for provider {provider!r}: {problems} (known options: {known})",

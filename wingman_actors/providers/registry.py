@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,8 +79,10 @@ def get_provider_meta(id: str) -> ProviderMeta:
         meta = _registry.get(id)
         known = sorted(_registry)
     if meta is None:
+        close = difflib.get_close_matches(str(id), known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise AgentError(
-            f"unknown provider {id!r}; registered providers: {', '.join(known)}",
+            f"unknown provider {id!r}{hint}; registered providers: {', '.join(known)}",
             kind=ErrorKind.INVALID,
             provider=id,
         )

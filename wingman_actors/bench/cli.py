@@ -1,0 +1,86 @@
+"""``wingman-actors bench [--quick] [--json] [--scenario NAME]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from typing import Any
+
+__all__ = ["add_bench_parser", "machine_facts"]
+
+
+def machine_facts() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    facts: dict[str, Any] = {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+    }
+    from importlib.metadata import PackageNotFoundError, version
+
+    for package in ("pykka", "pydantic"):
+        try:
+            facts[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    facts["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return facts
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .scenarios import SCENARIOS, run_scenarios
+
+    names = args.scenario or None
+    unknown = [n for n in names or [] if n not in SCENARIOS]
+    if unknown:
+        print(f"wingman-actors bench: unknown scenario(s) {', '.join(unknown)}; "
+              f"choose from: {', '.join(SCENARIOS)}", file=sys.stderr)
+        return 2
+
+    def progress(name: str) -> None:
+        if not args.json:
+            print(f"running {name}...", file=sys.stderr, flush=True)
+
+    results = run_scenarios(names, quick=args.quick, progress=progress)
+    if args.json:
+        doc = {"machine": machine_facts(), "quick": args.quick,
+               "scenarios": [r.to_dict() for r in results]}
+        print(json.dumps(doc, indent=2))
+        return 0
+    facts = machine_facts()
+    print(f"machine: {facts.get('cpu', '?')}, {facts.get('cpus')} cpus, Python {facts['python']}"
+          + (" (quick run)" if args.quick else ""))
+    header = f"{'scenario':<20} {'value':>12} {'unit':<16} {'baseline':>10} {'target':<40} meets"
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        base = "" if r.baseline is None else f"{r.baseline:g}"
+        ratio = r.details.get("ratio")
+        target = r.target + (f" (ratio {ratio:g})" if ratio is not None else "")
+        print(f"{r.name:<20} {r.value:>12g} {r.unit:<16} {base:>10} {target:<40} {'yes' if r.meets else 'NO'}")
+    return 0
+
+
+def add_bench_parser(subparsers: Any) -> None:
+    """Register the ``bench`` subcommand on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "bench",
+        help="measure the runtime against its targets (scripted model latency, same-run baselines)",
+        description="Run the benchmark scenarios. Each measures itself and its baseline in the same "
+        "process over several repetitions and reports the median.",
+    )
+    p.add_argument("--quick", action="store_true", help="smaller sizes and fewer repetitions (seconds, not minutes)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--scenario", action="append", metavar="NAME", help="run only this scenario (repeatable)")
+    p.set_defaults(func=_run)
