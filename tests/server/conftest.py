@@ -1,0 +1,36 @@
+"""Fixtures of the HTTP server tests: one real server per test module, a client per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server.harness import FUNCTIONS_MODULE, RunningServer
+from wingman_actors.server import ServerConfig
+
+
+@pytest.fixture(scope="module")
+def work_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("work-root")
+    (root / "project").mkdir()
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, work_root: Path) -> Iterator[RunningServer]:
+    db = tmp_path_factory.mktemp("db") / "wingman.db"
+    config = ServerConfig(db_path=db, work_root=work_root, functions=(FUNCTIONS_MODULE,), entry_points=False)
+    running = RunningServer(config).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def client(server: RunningServer) -> Iterator[httpx.Client]:
+    with server.client() as c:
+        yield c

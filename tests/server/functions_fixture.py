@@ -1,0 +1,41 @@
+"""Functions and predicates the formation tests load by module name (``--functions``)."""
+
+from __future__ import annotations
+
+from wingman_actors.server import function, predicate
+
+
+@function
+def clean(text: str) -> str:
+    """Strip surrounding blanks."""
+    return text.strip()
+
+
+@function
+def words(text: str) -> list[str]:
+    """Split into words."""
+    return text.split()
+
+
+@function(name="shout")
+def to_upper(text: str) -> str:
+    """Upper-case the text."""
+    return text.upper()
+
+
+@function
+def explode(text: str) -> str:
+    """Always fails."""
+    raise ValueError(f"cannot handle {text!r}")
+
+
+@predicate
+def is_long(text: str) -> bool:
+    """More than three words."""
+    return len(text.split()) > 3
+
+
+@predicate
+def is_short(text: str) -> bool:
+    """Three words or fewer."""
+    return len(text.split()) <= 3

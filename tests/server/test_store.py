@@ -1,0 +1,119 @@
+"""The SQLite layer: migrations, WAL, the write discipline, interrupted runs."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from wingman_actors.core import Message
+from wingman_actors.server import Store
+from wingman_actors.server.db import MIGRATIONS
+
+
+def test_new_database_gets_every_migration_recorded(tmp_path: Path) -> None:
+    store = Store(tmp_path / "w.db")
+    try:
+        with store.read() as conn:
+            rows = conn.execute("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").fetchall()
+        assert [r["version"] for r in rows] == [m.version for m in MIGRATIONS]
+        assert all(r["applied_at"].endswith("Z") for r in rows)
+        assert store.schema_version == MIGRATIONS[-1].version
+    finally:
+        store.close()
+
+
+def test_reopening_applies_nothing(tmp_path: Path) -> None:
+    Store(tmp_path / "w.db").close()
+    store = Store(tmp_path / "w.db")
+    try:
+        assert store.migrate() == []
+    finally:
+        store.close()
+
+
+def test_database_uses_wal_mode(tmp_path: Path) -> None:
+    Store(tmp_path / "w.db").close()
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    Store(tmp_path / "w.db").close()
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        conn.execute("INSERT INTO schema_migrations VALUES (999, 'future', '2099-01-01T00:00:00Z')")
+    with pytest.raises(RuntimeError, match="schema version 999"):
+        Store(tmp_path / "w.db")
+
+
+def test_failing_migration_is_raised_and_rolled_back(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        conn.execute("CREATE TABLE fleets (x TEXT)")  # collides with migration 1
+    with pytest.raises(sqlite3.OperationalError, match=r"migration 1 \(.*\) failed"):
+        Store(tmp_path / "w.db")
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 0
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "agents" not in tables
+
+
+def test_concurrent_appends_from_many_threads_lose_nothing(tmp_path: Path) -> None:
+    store = Store(tmp_path / "w.db")
+    try:
+        session = store.create_session("", str(tmp_path))
+        errors: list[BaseException] = []
+
+        def append(i: int) -> None:
+            try:
+                for j in range(10):
+                    store.append_messages(session.id, [Message.user(f"{i}-{j}")])
+                    store.get_session(session.id)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=append, args=(i,)) for i in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        history = store.get_session(session.id).history
+        assert len(history) == 200
+        assert len({m["content"][0]["text"] for m in history}) == 200
+    finally:
+        store.close()
+
+
+def test_runs_left_running_are_marked_failed_at_the_next_start(tmp_path: Path) -> None:
+    store = Store(tmp_path / "w.db")
+    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
+    run = store.create_run(formation, "x")
+    store.close()
+    store = Store(tmp_path / "w.db")
+    try:
+        again = store.get_run(run.id)
+        assert again.status == "failed" and again.error_kind == "cancelled"
+        assert again.finished_at is not None
+    finally:
+        store.close()
+
+
+def test_history_round_trips_every_block_type(tmp_path: Path) -> None:
+    from wingman_actors.core import ContentBlock
+
+    store = Store(tmp_path / "w.db")
+    try:
+        session = store.create_session("", str(tmp_path))
+        messages = [
+            Message.user("hi"),
+            Message.assistant([ContentBlock.text_block("let me look"),
+                               ContentBlock.tool_use_block("c1", "read", {"path": "a.txt"})]),
+            Message.tool_results([ContentBlock.tool_result_block("c1", "nope", is_error=True)]),
+            Message.user(ContentBlock.image_block("aGk=", "image/png")),
+        ]
+        store.append_messages(session.id, messages)
+        assert store.load_history(session.id) == messages
+    finally:
+        store.close()

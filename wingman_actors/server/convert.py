@@ -1,0 +1,58 @@
+"""Library results as JSON-ready values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import TypeAdapter
+from pydantic_core import PydanticSerializationError
+
+from ..core import Usage
+from ..errors import AgentError
+from ..result import Result, ToolCall
+
+__all__ = ["error_kind", "jsonable", "result_fields", "tool_call_dict", "usage_dict"]
+
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data: pydantic models dumped, unknown objects as ``str``."""
+    try:
+        return _ANY.dump_python(value, mode="json")
+    except (PydanticSerializationError, TypeError, ValueError):
+        pass
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    return str(value)
+
+
+def usage_dict(usage: Usage | None) -> dict[str, int]:
+    """Token counts plus ``total_tokens``."""
+    usage = usage or Usage()
+    return {**usage.model_dump(), "total_tokens": usage.total_tokens}
+
+
+def tool_call_dict(call: ToolCall) -> dict[str, Any]:
+    """One tool call: id, name (also as the reference's ``tool_name``), input, output, is_error."""
+    data = call.model_dump(mode="json")
+    data["tool_name"] = call.name
+    return data
+
+
+def result_fields(result: Result) -> dict[str, Any]:
+    """The fields of a message response: response, output, tool_calls, usage, steps."""
+    return {
+        "response": result.response,
+        "output": jsonable(result.output),
+        "tool_calls": [tool_call_dict(c) for c in result.tool_calls],
+        "usage": usage_dict(result.usage),
+        "steps": result.steps,
+    }
+
+
+def error_kind(exc: BaseException) -> str:
+    """An AgentError's kind, else ``"error"``."""
+    return exc.kind.value if isinstance(exc, AgentError) else "error"

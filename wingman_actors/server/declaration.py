@@ -1,0 +1,196 @@
+"""Formation declarations in JSON, and how one becomes a :class:`~wingman_actors.Formation`.
+
+A declaration names what Python would pass as objects: agent and fleet nodes name a
+stored agent by ``agent_id``, function nodes a registered function by ``function``, and
+edge conditions a registered predicate by ``condition``. Policies (``retries``,
+``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits``) sit on the node,
+flat or under ``policies``::
+
+    {"name": "digest",
+     "nodes": [{"name": "clean", "kind": "function", "function": "strip_text"},
+               {"name": "summarize", "kind": "agent", "agent_id": "01J...", "prompt": "Summarize: {input}",
+                "retries": 2, "timeout": 30}],
+     "edges": [{"from": "clean", "to": "summarize", "condition": "is_long"}]}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import networkx as nx  # type: ignore[import-untyped]
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..agent import Agent
+from ..errors import FormationSetupError
+from ..formation import Formation
+from .errors import ApiError
+from .functions import FunctionRegistry
+
+__all__ = ["EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "build_formation", "declaration_problems"]
+
+POLICY_FIELDS = ("retries", "backoff", "timeout", "on_error", "concurrency", "max_visits")
+
+
+class PoliciesDecl(BaseModel):
+    """A node's supervision policies; unset ones take the runtime's defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    retries: int | None = Field(default=None, ge=0, description="restarts after a failure")
+    backoff: float | None = Field(default=None, ge=0, description="base seconds of the exponential backoff")
+    timeout: float | None = Field(default=None, gt=0, description="seconds per attempt")
+    on_error: Literal["fail", "skip"] | None = None
+    concurrency: int | None = Field(default=None, ge=1, description="replicas of the node's actor")
+    max_visits: int | None = Field(default=None, ge=1, description="visits per run (bounds cycles)")
+
+
+class NodeDecl(PoliciesDecl):
+    """One node: ``function`` (by registered name), ``agent`` or ``fleet`` (by ``agent_id``)."""
+
+    name: str = Field(min_length=1)
+    kind: Literal["function", "agent", "fleet"]
+    function: str | None = Field(default=None, description="function nodes: a registered function's name")
+    agent_id: str | None = Field(default=None, description="agent and fleet nodes: a stored agent's id")
+    max_workers: int | None = Field(default=None, ge=0, description="fleet nodes: sessions at once (0: one per item)")
+    prompt: str | None = Field(default=None, description="agent and fleet nodes: a template using {input}")
+    policies: PoliciesDecl | None = None
+
+    def policy_values(self) -> dict[str, Any]:
+        """The policies set, flat and nested merged."""
+        values = {f: getattr(self, f) for f in POLICY_FIELDS if getattr(self, f) is not None}
+        if self.policies is not None:
+            values.update(self.policies.model_dump(exclude_none=True))
+        return values
+
+
+class EdgeDecl(BaseModel):
+    """An edge ``from`` → ``to``, carrying a message only when ``condition`` (a registered
+    predicate on the upstream output) holds."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    source: str = Field(alias="from", min_length=1)
+    to: str = Field(min_length=1)
+    condition: str | None = None
+
+
+class FormationDecl(BaseModel):
+    """``POST /formations`` and ``PUT /formations/{id}``: a whole declaration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    nodes: list[NodeDecl] = Field(min_length=1)
+    edges: list[EdgeDecl] = Field(default_factory=list)
+
+    def stored_nodes(self) -> list[dict[str, Any]]:
+        """The nodes as stored and returned: null fields left out, policies flat."""
+        out = []
+        for n in self.nodes:
+            node = n.model_dump(exclude_none=True, exclude={"policies", *POLICY_FIELDS})
+            node.update(n.policy_values())
+            out.append(node)
+        return out
+
+    def stored_edges(self) -> list[dict[str, Any]]:
+        """The edges as stored and returned: ``{"from", "to", "condition"?}``."""
+        return [e.model_dump(by_alias=True, exclude_none=True) for e in self.edges]
+
+
+def _names(values: Mapping[str, Any]) -> str:
+    return ", ".join(sorted(values)) or "none (start the server with --functions my.module)"
+
+
+def declaration_problems(decl: FormationDecl, registry: FunctionRegistry, agent_ids: set[str]) -> list[str]:
+    """What is wrong with ``decl`` before it reaches the formation validator, every problem
+    naming where it is (``nodes[1]``, ``edges[0]``) and the fix."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    for i, n in enumerate(decl.nodes):
+        where = f"nodes[{i}] ({n.name!r})"
+        if n.name in seen:
+            problems.append(f"{where}: the name {n.name!r} is used twice; give each node its own name")
+        seen.add(n.name)
+        if n.policies is not None:
+            both = sorted(f for f in n.policies.model_fields_set if getattr(n, f) is not None)
+            if both:
+                problems.append(f"{where}: {', '.join(both)} given both flat and under policies; keep one")
+        if n.kind == "function":
+            if n.function is None:
+                problems.append(f"{where}: a function node needs \"function\": one of {_names(registry.functions)}")
+            elif n.function not in registry.functions:
+                problems.append(
+                    f"{where}: no registered function {n.function!r}; registered: {_names(registry.functions)}"
+                )
+            extra = [f for f in ("agent_id", "max_workers", "prompt") if getattr(n, f) is not None]
+            if extra:
+                problems.append(f"{where}: {', '.join(extra)} only apply to agent and fleet nodes; remove them")
+            continue
+        if n.agent_id is None:
+            problems.append(f"{where}: an {n.kind} node needs \"agent_id\" (create agents with POST /agents)")
+        elif n.agent_id not in agent_ids:
+            problems.append(f"{where}: no agent with id {n.agent_id!r}; create it with POST /agents or fix the id")
+        if n.function is not None:
+            problems.append(f"{where}: \"function\" only applies to function nodes; remove it")
+        if n.kind == "agent" and n.max_workers is not None:
+            problems.append(f"{where}: max_workers only applies to fleet nodes; remove it or use kind \"fleet\"")
+    pairs: set[tuple[str, str]] = set()
+    for j, e in enumerate(decl.edges):
+        where = f"edges[{j}] ({e.source!r} → {e.to!r})"
+        if (e.source, e.to) in pairs:
+            problems.append(f"{where}: this edge is declared twice; declare each pair once")
+        pairs.add((e.source, e.to))
+        for end in (e.source, e.to):
+            if end not in seen:
+                problems.append(f"{where}: no node named {end!r}; nodes: {', '.join(sorted(seen))}")
+        if e.condition is not None and e.condition not in registry.predicates:
+            problems.append(
+                f"{where}: no registered predicate {e.condition!r}; registered: {_names(registry.predicates)}"
+            )
+    return problems
+
+
+def setup_error(name: str, problems: list[str]) -> ApiError:
+    """400 listing every problem of a declaration."""
+    lines = "; ".join(problems)
+    return ApiError(400, f"formation {name!r} is not valid ({len(problems)} problem(s)): {lines}", problems=problems)
+
+
+def build_formation(
+    decl: FormationDecl, registry: FunctionRegistry, agents: Mapping[str, Agent]
+) -> Formation:
+    """The formation ``decl`` declares, validated.
+
+    Args:
+        decl: the declaration.
+        registry: where function and predicate names are looked up.
+        agents: the agents by id (with or without providers: validation needs none).
+
+    Raises:
+        ApiError: 400 listing every problem, the formation validator's included.
+    """
+    problems = declaration_problems(decl, registry, set(agents))
+    if problems:
+        raise setup_error(decl.name, problems)
+    graph = nx.DiGraph()
+    for n in decl.nodes:
+        attrs: dict[str, Any] = {"kind": n.kind, **n.policy_values()}
+        if n.kind == "function":
+            attrs["fn"] = registry.functions[n.function or ""]
+        else:
+            attrs["agent"] = agents[n.agent_id or ""]
+            if n.prompt is not None:
+                attrs["prompt"] = n.prompt
+            if n.kind == "fleet":
+                attrs["max_workers"] = n.max_workers or 0
+        graph.add_node(n.name, **attrs)
+    for e in decl.edges:
+        when: Callable[[Any], bool] | None = None if e.condition is None else registry.predicates[e.condition]
+        graph.add_edge(e.source, e.to, **({} if when is None else {"when": when}))
+    formation = Formation(decl.name, graph)
+    try:
+        formation.validate()
+    except FormationSetupError as exc:
+        raise setup_error(decl.name, exc.problems) from None
+    return formation

@@ -1,0 +1,170 @@
+"""ASGI middleware: bearer-token check, JSON bodies whatever their content type, the
+request timeout of non-streaming routes, and a last-resort 500 in the ``{"error"}`` shape."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["CatchAllMiddleware", "JsonBodyMiddleware", "TimeoutMiddleware", "TokenMiddleware"]
+
+log = logging.getLogger("wingman_actors.server")
+
+OPEN_PATHS = frozenset({"/health"})
+"""Paths served without a token."""
+
+
+class TokenMiddleware:
+    """Requires ``Authorization: Bearer <token>`` on every path but :data:`OPEN_PATHS`."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"authorization", b"")
+        if not hmac.compare_digest(given, self.expected):
+            why = "missing" if not given else "invalid"
+            response = JSONResponse(
+                {"error": f"{why} bearer token: send the header 'Authorization: Bearer <token>' "
+                          "with the token the server was started with (--token or WINGMAN_TOKEN)"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class JsonBodyMiddleware:
+    """Bodies are JSON: a body sent without ``Content-Type`` is read as JSON, one sent with
+    another type is refused with 415.
+
+    Refusing form and text types matters: a web page can send those cross-origin without a
+    CORS preflight, so accepting them would let any site drive a server on localhost.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
+            types = [v.decode("latin-1").lower() for k, v in scope["headers"] if k == b"content-type"]
+            if not types:
+                scope = {**scope, "headers": [*scope["headers"], (b"content-type", b"application/json")]}
+            elif not any(_is_json(t) for t in types):
+                body = await _read_body(receive)
+                if body:
+                    response = JSONResponse(
+                        {"error": f"request bodies must be JSON, got Content-Type {types[0]!r}: send "
+                                  "'Content-Type: application/json' (curl: -H 'Content-Type: application/json')"},
+                        status_code=415,
+                    )
+                    await response(scope, receive, send)
+                    return
+                receive = _replay(body)
+        await self.app(scope, receive, send)
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes) -> Receive:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    return receive
+
+
+class TimeoutMiddleware:
+    """Answers 504 when a non-streaming request takes longer than ``timeout`` seconds.
+
+    Runs also carry their own deadline (so they stop, store nothing, and answer 504
+    themselves); this is the backstop for everything else.
+    """
+
+    def __init__(self, app: ASGIApp, timeout: float) -> None:
+        self.app = app
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].rstrip("/").endswith("/stream"):
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self.app(scope, receive, tracking_send)
+        except TimeoutError:
+            if started:
+                raise
+            response = JSONResponse(
+                {"error": f"the request took longer than the server's {self.timeout:g}s request timeout",
+                 "kind": "timeout"},
+                status_code=504,
+            )
+            await response(scope, receive, send)
+
+
+class CatchAllMiddleware:
+    """Turns an unexpected exception into ``500 {"error": ...}`` (and logs it)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            log.exception("unexpected error on %s %s", scope["method"], scope["path"])
+            if started:
+                raise
+            response = JSONResponse(
+                {"error": f"internal server error: {type(exc).__name__}: {exc}"}, status_code=500
+            )
+            await response(scope, receive, send)

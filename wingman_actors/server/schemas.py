@@ -1,0 +1,287 @@
+"""The JSON shapes of the HTTP API: request bodies (unknown fields refused) and responses.
+
+Field names follow the Wingman reference API.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AbortOut",
+    "AgentCreate",
+    "AgentOut",
+    "AgentUpdate",
+    "AuthCredentialIn",
+    "AuthSetIn",
+    "AuthStatusOut",
+    "FleetCreate",
+    "FleetOut",
+    "FleetResultOut",
+    "FleetRunIn",
+    "FleetUpdate",
+    "FormationOut",
+    "FormationRunIn",
+    "MessageIn",
+    "MessageOut",
+    "ProviderAuthOut",
+    "ProviderOut",
+    "RunOut",
+    "SessionCreate",
+    "SessionOut",
+    "SessionUpdate",
+    "StatusOut",
+    "TaskIn",
+]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- providers and auth ----------------------------------------------------------------
+
+
+class ProviderOut(BaseModel):
+    """A registered model provider."""
+
+    id: str
+    name: str
+    auth_types: list[str]
+    description: str
+    env: list[str]
+
+
+class AuthCredentialIn(_In):
+    """One provider's credential."""
+
+    type: Literal["api_key"] = "api_key"
+    key: str = Field(min_length=1, description="the secret; stored in SQLite, never returned in full")
+
+
+class AuthSetIn(_In):
+    """``PUT /provider/auth``: credentials by provider id (others are kept)."""
+
+    providers: dict[str, AuthCredentialIn]
+
+
+class ProviderAuthOut(BaseModel):
+    """Whether a provider has a credential; the key itself is never returned."""
+
+    type: str
+    configured: bool
+    key_hint: str = Field(description="the key's last four characters, e.g. '…wxyz'")
+
+
+class AuthStatusOut(BaseModel):
+    """``GET /provider/auth``."""
+
+    providers: dict[str, ProviderAuthOut]
+    updated_at: str | None = None
+
+
+class StatusOut(BaseModel):
+    """A plain acknowledgement: ``{"status": "ok"}`` or ``{"status": "deleted"}``."""
+
+    status: str
+
+
+# -- agents ----------------------------------------------------------------------------
+
+
+class AgentCreate(_In):
+    """``POST /agents``."""
+
+    name: str = Field(min_length=1)
+    instructions: str = ""
+    tools: list[str] = Field(default_factory=list, description="built-in tool names")
+    provider: str | None = Field(default=None, description="a provider id from GET /provider")
+    model: str | None = None
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="provider options (max_tokens, temperature, base_url, ...)"
+    )
+    output_schema: dict[str, Any] | None = Field(default=None, description="a JSON Schema the answer must match")
+
+
+class AgentUpdate(_In):
+    """``PUT /agents/{id}``: a partial update; omitted fields are unchanged, null clears."""
+
+    name: str | None = Field(default=None, min_length=1)
+    instructions: str | None = None
+    tools: list[str] | None = None
+    provider: str | None = None
+    model: str | None = None
+    options: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+
+
+class AgentOut(BaseModel):
+    """A stored agent."""
+
+    id: str
+    name: str
+    instructions: str
+    tools: list[str]
+    provider: str | None
+    model: str | None
+    options: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    created_at: str
+    updated_at: str
+
+
+# -- sessions --------------------------------------------------------------------------
+
+
+class SessionCreate(_In):
+    """``POST /sessions`` (the body may be omitted)."""
+
+    title: str = ""
+    work_dir: str | None = Field(default=None, description="under the server's work root; relative to it")
+
+
+class SessionUpdate(_In):
+    """``PUT /sessions/{id}``: metadata only; history grows through the message routes."""
+
+    title: str | None = None
+    work_dir: str | None = None
+
+
+class SessionOut(BaseModel):
+    """A stored session; ``history`` holds its messages, oldest first."""
+
+    id: str
+    title: str
+    work_dir: str
+    history: list[dict[str, Any]]
+    created_at: str
+    updated_at: str
+
+
+class MessageIn(_In):
+    """``POST /sessions/{id}/message`` and ``/message/stream``."""
+
+    agent_id: str = Field(min_length=1)
+    message: str = Field(min_length=1)
+
+
+class AbortOut(BaseModel):
+    """``POST /sessions/{id}/abort``: how many runs in flight were cancelled."""
+
+    session_id: str
+    aborted: int
+
+
+class MessageOut(BaseModel):
+    """The result of one message."""
+
+    response: str
+    output: Any = None
+    tool_calls: list[dict[str, Any]]
+    usage: dict[str, int]
+    steps: int
+
+
+# -- fleets ----------------------------------------------------------------------------
+
+
+class FleetCreate(_In):
+    """``POST /fleets``."""
+
+    name: str = Field(min_length=1)
+    agent_id: str = Field(min_length=1)
+    worker_count: int = Field(default=0, ge=0, description="sessions at once; 0: one per task, up to 100")
+    work_dir: str | None = None
+
+
+class FleetUpdate(_In):
+    """``PUT /fleets/{id}``: a partial update."""
+
+    name: str | None = Field(default=None, min_length=1)
+    agent_id: str | None = Field(default=None, min_length=1)
+    worker_count: int | None = Field(default=None, ge=0)
+    work_dir: str | None = None
+
+
+class FleetOut(BaseModel):
+    """A stored fleet."""
+
+    id: str
+    name: str
+    agent_id: str
+    worker_count: int
+    work_dir: str | None
+    created_at: str
+    updated_at: str
+
+
+class TaskIn(_In):
+    """One task of a fleet run."""
+
+    message: str = Field(min_length=1)
+    work_dir: str | None = Field(default=None, description="relative to the fleet's work_dir")
+    instructions: str | None = None
+    data: Any = None
+
+
+class FleetRunIn(_In):
+    """``POST /fleets/{id}/run`` and ``/run/stream``."""
+
+    tasks: list[TaskIn] = Field(min_length=1)
+
+
+class FleetResultOut(BaseModel):
+    """One task's outcome; ``error`` is null when it succeeded."""
+
+    task_index: int
+    worker_name: str
+    response: str
+    output: Any = None
+    steps: int
+    usage: dict[str, int]
+    data: Any = None
+    error: str | None = None
+    error_kind: str | None = None
+
+
+# -- formations and runs -----------------------------------------------------------------
+
+
+class FormationOut(BaseModel):
+    """A stored formation declaration."""
+
+    id: str
+    name: str
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    created_at: str
+    updated_at: str
+
+
+class FormationRunIn(_In):
+    """``POST /formations/{id}/run`` and ``/run/stream``."""
+
+    input: Any = Field(default=None, description="what the source nodes receive")
+    timeout: float | None = Field(default=None, gt=0, description="seconds for the whole run")
+
+
+class RunOut(BaseModel):
+    """A recorded formation run."""
+
+    id: str
+    formation_id: str
+    formation_name: str
+    status: Literal["running", "succeeded", "failed", "cancelled"]
+    input: Any = None
+    output: Any = None
+    outputs: dict[str, Any]
+    nodes: dict[str, Any]
+    usage: dict[str, int]
+    error: str | None = None
+    error_kind: str | None = None
+    failed_node: str | None = None
+    duration_s: float | None = None
+    created_at: str
+    finished_at: str | None = None
