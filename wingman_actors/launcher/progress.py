@@ -1,0 +1,274 @@
+"""Showing a run as it goes: a live table on a terminal (rich), plain lines or JSON lines
+when piped.
+
+Both are driven by the run's :class:`~wingman_actors.formation.events.FormationEvent`s:
+:class:`RunBoard` folds them into one row per node (status, elapsed time, tokens,
+retries); :class:`LiveProgress` draws the board; :class:`EventPrinter` prints one line
+per event.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import IO, Any
+
+from rich.console import Console, RenderableType
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+
+from ..formation.events import FormationEvent, FormationEventType
+
+__all__ = ["EventPrinter", "LiveProgress", "NodeRow", "RunBoard", "event_dict", "event_line", "render_board"]
+
+E = FormationEventType
+
+
+@dataclass
+class NodeRow:
+    """One node as the events tell it.
+
+    Attributes:
+        name: the node.
+        kind: ``function``, ``agent`` or ``fleet``.
+        status: ``waiting``, ``running``, ``retrying``, ``done``, ``failed`` or ``skipped``.
+        started: wall-clock time of its first start in the run.
+        ended: wall-clock time it last finished, failed or was skipped.
+        tokens: tokens its finished attempts used.
+        retries: attempts that failed and were retried.
+        attempt: the current attempt.
+        note: the last error or skip reason.
+    """
+
+    name: str
+    kind: str
+    status: str = "waiting"
+    started: float | None = None
+    ended: float | None = None
+    tokens: int = 0
+    retries: int = 0
+    attempt: int = 0
+    note: str = ""
+
+    def elapsed(self, now: float) -> float | None:
+        """Seconds from the first start to the end (or to ``now`` while it runs)."""
+        if self.started is None:
+            return None
+        end = self.ended if self.ended is not None and self.status not in ("running", "retrying") else now
+        return max(0.0, end - self.started)
+
+
+class RunBoard:
+    """The state of one run: a :class:`NodeRow` per node, updated by :meth:`apply`.
+
+    Args:
+        nodes: ``(name, kind)`` of every node, in the order to show them.
+    """
+
+    def __init__(self, nodes: Iterable[tuple[str, str]]) -> None:
+        self.rows = {name: NodeRow(name, kind) for name, kind in nodes}
+        self.started: float | None = None
+        self.ended: float | None = None
+        self.outcome = "running"
+        self.tokens = 0
+
+    def apply(self, event: FormationEvent) -> None:
+        """Fold one event into the board."""
+        data = event.data
+        if event.type is E.RUN_STARTED:
+            self.started = event.timestamp
+        elif event.type in (E.RUN_FINISHED, E.RUN_FAILED):
+            self.ended = event.timestamp
+            self.outcome = "done" if event.type is E.RUN_FINISHED else "failed"
+        if event.node is None or event.node not in self.rows:
+            return
+        row = self.rows[event.node]
+        if event.type is E.NODE_STARTED:
+            row.status = "running"
+            row.attempt = int(data.get("attempt", 1))
+            if row.started is None:
+                row.started = event.timestamp
+        elif event.type is E.NODE_FINISHED:
+            row.status, row.ended, row.note = "done", event.timestamp, ""
+            usage = data.get("usage")
+            tokens = int(getattr(usage, "total_tokens", 0) or 0)
+            row.tokens += tokens
+            self.tokens += tokens
+        elif event.type is E.NODE_RETRY:
+            row.status, row.note = "retrying", str(data.get("error", ""))
+            row.retries += 1
+        elif event.type is E.NODE_FAILED:
+            row.status, row.ended, row.note = "failed", event.timestamp, str(data.get("error", ""))
+        elif event.type is E.NODE_SKIPPED:
+            if row.status != "failed":  # on_error="skip" reports failed, then skipped
+                row.status = "skipped"
+                row.note = str(data.get("reason", ""))
+            row.ended = event.timestamp
+
+
+_STATUS_STYLE = {
+    "waiting": ("·", "dim"), "running": ("", "yellow"), "retrying": ("↻", "dark_orange"),
+    "done": ("✓", "green"), "failed": ("✗", "bold red"), "skipped": ("-", "dim"),
+}
+
+
+def _status(row: NodeRow) -> RenderableType:
+    icon, style = _STATUS_STYLE.get(row.status, ("?", ""))
+    label = row.status if row.attempt <= 1 or row.status != "running" else f"running (attempt {row.attempt})"
+    if row.status == "running":
+        return Spinner("dots", text=Text(label, style=style), style=style)
+    return Text(f"{icon} {label}", style=style)
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:.2f}s" if value < 10 else f"{value:.1f}s"
+
+
+def render_board(board: RunBoard, title: str, now: float | None = None) -> Table:
+    """The board as a rich table: node, kind, status, elapsed, tokens, retries, note."""
+    now = time.time() if now is None else now
+    table = Table(title=title, title_justify="left", expand=False, pad_edge=False)
+    # Every column but the note keeps its width; the note gets what is left, on one line.
+    table.add_column("node", style="bold", no_wrap=True)
+    table.add_column("kind", style="cyan", no_wrap=True)
+    table.add_column("status", min_width=12, no_wrap=True)
+    table.add_column("elapsed", justify="right", no_wrap=True)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("retries", justify="right", no_wrap=True)
+    notes = any(row.note for row in board.rows.values())
+    if notes:
+        table.add_column("note", style="dim", max_width=48)
+    for row in board.rows.values():
+        elapsed = row.elapsed(now)
+        cells: list[RenderableType] = [
+            row.name, row.kind, _status(row), _seconds(elapsed),
+            f"{row.tokens:,}" if row.tokens else "",
+            str(row.retries) if row.retries else "",
+        ]
+        note = Text(row.note, no_wrap=True, overflow="ellipsis")
+        table.add_row(*cells, *([note] if notes else []))
+    if board.started is not None:
+        total = (board.ended or now) - board.started
+        style = {"done": "green", "failed": "bold red"}.get(board.outcome, "yellow")
+        table.caption = f"{board.outcome} · {_seconds(total)} · {board.tokens:,} tokens"
+        table.caption_style = style
+        table.caption_justify = "left"
+    return table
+
+
+class LiveProgress:
+    """A live table of a run on a terminal; call it with each event.
+
+    Use it as a context manager; the final table stays on screen. With ``echo``, each
+    event's plain line is printed above the table too.
+
+    Args:
+        board: the run's board.
+        title: the table's title.
+        console: where to draw (default: stdout).
+        echo: also print a line per event.
+    """
+
+    def __init__(self, board: RunBoard, title: str, *, console: Console | None = None, echo: bool = False) -> None:
+        self.board = board
+        self.title = title
+        self.console = console or Console()
+        self.echo = echo
+        self._t0: float | None = None
+        self._live = Live(self, console=self.console, refresh_per_second=8, transient=False)
+
+    def __rich__(self) -> RenderableType:
+        return render_board(self.board, self.title)
+
+    def __enter__(self) -> LiveProgress:
+        self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.refresh()
+        self._live.stop()
+
+    def __call__(self, event: FormationEvent) -> None:
+        self.board.apply(event)
+        if self._t0 is None:
+            self._t0 = event.timestamp
+        if self.echo:
+            line = event_line(event, self._t0)
+            if line is not None:
+                self._live.console.print(line, markup=False, highlight=False)
+        if event.type is not E.AGENT_TEXT:  # text deltas wait for the next timed refresh
+            self._live.refresh()
+
+
+class EventPrinter:
+    """Prints one line per event: readable text, or JSON (``as_json``) with every event
+    (agent text deltas included).
+
+    Args:
+        stream: where to print.
+        as_json: JSON lines instead of text.
+    """
+
+    def __init__(self, stream: IO[str], *, as_json: bool = False) -> None:
+        self.stream = stream
+        self.as_json = as_json
+        self._t0: float | None = None
+
+    def __call__(self, event: FormationEvent) -> None:
+        if self._t0 is None:
+            self._t0 = event.timestamp
+        line = json.dumps(event_dict(event), default=str) if self.as_json else event_line(event, self._t0)
+        if line is not None:
+            print(line, file=self.stream, flush=True)
+
+
+def event_dict(event: FormationEvent) -> dict[str, Any]:
+    """An event as a JSON-friendly dict (without the in-memory result and exception)."""
+    doc = event.to_dict()
+    doc["data"] = {k: v for k, v in doc["data"].items() if k not in ("result", "exception")}
+    return doc
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def event_line(event: FormationEvent, t0: float) -> str | None:
+    """One readable line for an event (None for agent text deltas)."""
+    d = event.data
+    at = f"[{max(0.0, event.timestamp - t0):6.2f}s]"
+    node = event.node
+    t = event.type
+    if t is E.RUN_STARTED:
+        return f"{at} run {event.run_id} started"
+    if t is E.RUN_FINISHED:
+        return f"{at} run finished in {float(d.get('duration_s', 0.0)):.2f}s"
+    if t is E.RUN_FAILED:
+        return f"{at} run failed: {d.get('error', '')}"
+    if t is E.NODE_STARTED:
+        attempt = int(d.get("attempt", 1))
+        return f"{at} {node}: started" + (f" (attempt {attempt})" if attempt > 1 else "")
+    if t is E.NODE_FINISHED:
+        tokens = int(getattr(d.get("usage"), "total_tokens", 0) or 0)
+        return f"{at} {node}: done in {float(d.get('duration_s', 0.0)):.2f}s" + (f", {tokens:,} tokens" if tokens else "")
+    if t is E.NODE_RETRY:
+        return (f"{at} {node}: attempt {d.get('attempt')} failed ({d.get('error')}); "
+                f"retrying in {float(d.get('delay_s', 0.0)):.2f}s")
+    if t is E.NODE_FAILED:
+        return f"{at} {node}: failed after {d.get('attempts')} attempt(s): {d.get('error')}"
+    if t is E.NODE_SKIPPED:
+        return f"{at} {node}: skipped ({d.get('reason')})"
+    if t is E.AGENT_TOOL_CALL:
+        return f"{at} {node}: tool {d.get('name')} {_short(d.get('input') or {})}"
+    if t is E.AGENT_TOOL_RESULT:
+        flag = " (error)" if d.get("is_error") else ""
+        return f"{at} {node}: tool result{flag}: {_short(d.get('output') or '')}"
+    return None

@@ -1,0 +1,217 @@
+"""The ``run`` command: load a formation, choose its provider, run it with progress, print
+the outputs (text, or one JSON document with ``--json``)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel, TypeAdapter
+
+from ..errors import FormationRuntimeError, WingmanError
+from ..formation import Formation
+from ..formation.events import FormationEvent, FormationEventType
+from ..formation.result import FormationResult
+from ..providers.base import Provider
+from .errors import UsageError
+from .loading import FormationModule, load_module
+from .progress import EventPrinter, LiveProgress, RunBoard
+from .providers import (
+    SAMPLE,
+    ProviderChoice,
+    choose_provider,
+    describe_choice,
+    make_provider,
+    parse_assignments,
+)
+
+__all__ = ["failure_message", "format_output", "resolve_input", "run_command"]
+
+SAMPLE_LABEL = "sample replies: offline, not from a model"
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``wingman-actors run``: 0 when the run succeeds, 1 when it fails.
+
+    Raises:
+        UsageError: bad flags, input or formation module (the launcher exits with 2).
+        FormationSetupError: the formation is not valid (exit 2).
+    """
+    info = sys.stderr if args.json else sys.stdout  # keep stdout machine-readable with --json
+    loaded = load_module(args.formation)
+    choice = choose_provider(args.provider, args.model, args.option or (), os.environ)
+    provider, samples = _provider_for(choice, loaded)
+    print(describe_choice(choice, provider, samples=samples), file=info, flush=True)
+    formation, took_provider = loaded.build(provider, parse_assignments(args.param or (), "--param"))
+    plan = formation.validate()
+    value, label = resolve_input(args.input, loaded)
+    print(f"input: {label}", file=info, flush=True)
+
+    board = RunBoard((name, plan.nodes[name].kind) for name in plan.order)
+    live = not args.json and sys.stdout.isatty()
+    if live:
+        progress: Any = LiveProgress(board, f"formation {formation.name}", echo=args.events)
+    elif args.events:
+        progress = EventPrinter(sys.stdout, as_json=args.json)
+    else:
+        progress = None
+    outcome = _drive(formation, value, args.timeout, None if took_provider else provider, board, progress)
+
+    head = {"formation": formation.name, "provider": _provider_id(choice, samples),
+            "model": getattr(provider, "model", None), "sample_replies": samples}
+    if isinstance(outcome, FormationRuntimeError):
+        print(f"wingman-actors: {failure_message(outcome)}", file=sys.stderr)
+        if args.debug:
+            traceback.print_exception(outcome, file=sys.stderr)
+        if args.json:
+            _print_json({**head, **_failure_dict(outcome)}, compact=args.events)
+        return 1
+    if args.json:
+        _print_json({**head, **outcome.to_dict()}, compact=args.events)
+    else:
+        _print_outputs(outcome, samples, sys.stdout)
+    return 0
+
+
+def _provider_for(choice: ProviderChoice, loaded: FormationModule) -> tuple[Provider | None, bool]:
+    if choice.real:
+        return make_provider(choice), False
+    sample = loaded.sample_provider()
+    if sample is None and choice.id == SAMPLE:
+        raise UsageError(f"{loaded.target} ships no sample replies (no sample_provider() or SAMPLE_REPLIES); "
+                         "choose a real provider with --provider ID")
+    return sample, sample is not None
+
+
+def _provider_id(choice: ProviderChoice, samples: bool) -> str:
+    if samples:
+        return SAMPLE
+    return choice.id if choice.real and choice.id else "own"
+
+
+def _drive(
+    formation: Formation, value: Any, timeout: float | None, provider: Provider | None,
+    board: RunBoard, progress: Any,
+) -> FormationResult | FormationRuntimeError:
+    """Run the formation, feeding every event to the board and the progress display."""
+    stream = formation.run_stream(value, timeout=timeout, provider=provider)
+    outcome: FormationResult | FormationRuntimeError | None = None
+    live = progress if isinstance(progress, LiveProgress) else contextlib.nullcontext()
+    try:
+        with live:
+            for event in stream:
+                if progress is not None:
+                    progress(event)
+                if not isinstance(progress, LiveProgress):
+                    board.apply(event)
+                outcome = _outcome(event) or outcome
+    finally:
+        close = getattr(stream, "close", None)  # a generator: closing it stops the formation
+        if close is not None:
+            close()
+    return outcome or FormationRuntimeError(f"formation {formation.name!r} ended without a result")
+
+
+def _outcome(event: FormationEvent) -> FormationResult | FormationRuntimeError | None:
+    if event.type is FormationEventType.RUN_FINISHED:
+        result: FormationResult = event.data["result"]
+        return result
+    if event.type is FormationEventType.RUN_FAILED:
+        exc = event.data.get("exception")
+        if isinstance(exc, FormationRuntimeError):
+            return exc
+        return FormationRuntimeError(str(event.data.get("error", "the run failed")), node=event.node)
+    return None
+
+
+def failure_message(exc: FormationRuntimeError) -> str:
+    """One line naming the failed node and the cause, e.g.
+    ``run failed at node 'parse': budget: cannot read statement 'x.pdf': file not found``."""
+    cause = exc.__cause__
+    if exc.node is None or cause is None:
+        return f"run failed: {exc.message}"
+    after = f" after {exc.attempts} attempts" if exc.attempts > 1 else ""
+    text = str(cause) if isinstance(cause, WingmanError) else f"{type(cause).__name__}: {cause}"
+    return f"run failed at node {exc.node!r}{after}: {' '.join(text.split())}"
+
+
+def _failure_dict(exc: FormationRuntimeError) -> dict[str, Any]:
+    cause = exc.__cause__
+    return {
+        "run_id": exc.run_id,
+        "error": {
+            "message": failure_message(exc),
+            "node": exc.node,
+            "attempts": exc.attempts,
+            "cause": None if cause is None else f"{type(cause).__name__}: {cause}",
+        },
+        "outputs": TypeAdapter(Any).dump_python(exc.outputs, mode="json", fallback=str),
+    }
+
+
+def resolve_input(value: str | None, loaded: FormationModule) -> tuple[Any, str]:
+    """The run's input and how to show it: ``--input TEXT`` as given (a file path stays a
+    path: the formation decides what to do with it), ``@FILE`` the file's text, ``-``
+    standard input, nothing the formation's default.
+
+    Raises:
+        UsageError: no input and no default, or an ``@FILE`` that cannot be read as text.
+    """
+    if value is None:
+        default = loaded.default_input()
+        if default is None:
+            raise UsageError(f"{loaded.target} has no default input: pass --input TEXT_OR_PATH, "
+                             "--input @FILE (the file's text) or --input - (standard input)")
+        return default, f"{_short(default)} (the formation's default)"
+    if value == "-":
+        return sys.stdin.read(), "standard input"
+    if value.startswith("@") and len(value) > 1:
+        path = Path(value[1:]).expanduser()
+        try:
+            return path.read_text(encoding="utf-8"), f"the text of {value[1:]}"
+        except FileNotFoundError:
+            raise UsageError(f"--input {value}: no file {value[1:]!r} (without @ the text is passed as is)") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--input {value}: cannot read it as UTF-8 text ({exc}); pass the path "
+                             "without @ if the formation reads the file itself") from None
+    return value, _short(value)
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = " ".join((value if isinstance(value, str) else repr(value)).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def format_output(value: Any) -> str:
+    """An output as text: strings as they are, models and data as indented JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json(indent=2)
+    try:
+        return json.dumps(TypeAdapter(Any).dump_python(value, mode="json"), indent=2, ensure_ascii=False)
+    except Exception:
+        return repr(value)
+
+
+def _print_outputs(result: FormationResult, samples: bool, out: IO[str]) -> None:
+    label = f" ({SAMPLE_LABEL})" if samples else ""
+    if not result.outputs:
+        print(f"\n--- no output{label}: every sink was skipped ---", file=out)
+    for name, value in result.outputs.items():
+        print(f"\n--- output of {name!r}{label} ---", file=out)
+        print(format_output(value), file=out)
+    tokens = result.usage.total_tokens
+    print(f"---\ndone in {result.duration_s:.2f}s: {len(result.nodes)} nodes, {tokens:,} tokens, "
+          f"run {result.run_id}{' (sample replies)' if samples else ''}", file=out, flush=True)
+
+
+def _print_json(doc: dict[str, Any], *, compact: bool) -> None:
+    text = json.dumps(doc, default=str) if compact else json.dumps(doc, indent=2, default=str)
+    print(text, flush=True)
