@@ -186,14 +186,9 @@ class NodeActor(pykka.ThreadingActor):
                 try:
                     self.handle_work(item)
                 except Exception:
-                    self._handle_failure(*sys.exc_info())
-                    try:
-                        self.on_failure(*sys.exc_info())
-                    except Exception:
-                        self._handle_failure(*sys.exc_info())
+                    self._crash()
                 except BaseException:
-                    self._stop()
-                    pykka.ActorRegistry.stop_all()
+                    self._halt_all()
                 continue
             self._pykka_one(item)
 
@@ -207,14 +202,22 @@ class NodeActor(pykka.ThreadingActor):
             if envelope.reply_to is not None:
                 envelope.reply_to.set_exception()
             else:
-                self._handle_failure(*sys.exc_info())
-                try:
-                    self.on_failure(*sys.exc_info())
-                except Exception:
-                    self._handle_failure(*sys.exc_info())
+                self._crash()
         except BaseException:
-            self._stop()
-            pykka.ActorRegistry.stop_all()
+            self._halt_all()
+
+    def _crash(self) -> None:
+        # As Pykka does for an unhandled exception: log, stop this actor, call on_failure.
+        self._handle_failure(*sys.exc_info())
+        try:
+            self.on_failure(*sys.exc_info())
+        except Exception:
+            self._handle_failure(*sys.exc_info())
+
+    def _halt_all(self) -> None:
+        # As Pykka does for KeyboardInterrupt/SystemExit: stop every actor.
+        self._stop()
+        pykka.ActorRegistry.stop_all()
 
     def _handle_receive(self, message: Any) -> Any:
         if type(message) is Envelope and message.type is EnvelopeType.WORK:

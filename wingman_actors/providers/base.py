@@ -98,6 +98,29 @@ class ProviderOptions(BaseModel):
             ) from None
 
 
+def tool_arguments(provider: str, tool: str, raw: Any) -> dict[str, Any]:
+    """A tool call's arguments as a dict: parsed from a JSON string (empty → ``{}``), or
+    taken as given; a non-object value is wrapped as ``{"value": ...}``.
+
+    Raises:
+        AgentError: kind ``agent`` when the model sent malformed JSON.
+    """
+    args: Any = raw
+    if raw is None or isinstance(raw, str):
+        text = (raw or "").strip()
+        try:
+            args = json.loads(text) if text else {}
+        except json.JSONDecodeError as exc:
+            raise AgentError(
+                f"model sent malformed JSON arguments for tool {tool!r}: {exc}",
+                kind=ErrorKind.AGENT,
+                provider=provider,
+            ) from exc
+    if not isinstance(args, dict):
+        return {"value": args}
+    return dict(args)
+
+
 class InferenceStream:
     """An iterable of :class:`StreamEvent` whose final response is ready after iteration.
 
@@ -203,17 +226,7 @@ class ResponseBuilder:
         if raw["type"] == "text":
             block = ContentBlock.text_block(raw["text"])
         else:
-            text = raw["json"].strip()
-            try:
-                args = json.loads(text) if text else {}
-            except json.JSONDecodeError as exc:
-                raise AgentError(
-                    f"model sent malformed JSON arguments for tool {raw['name']!r}: {exc}",
-                    kind=ErrorKind.AGENT,
-                    provider=self.provider,
-                ) from exc
-            if not isinstance(args, dict):
-                args = {"value": args}
+            args = tool_arguments(self.provider, raw["name"], raw["json"])
             block = ContentBlock.tool_use_block(raw["id"], raw["name"], args)
         raw["done"] = block
         return block

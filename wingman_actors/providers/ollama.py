@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
-from .base import BaseProvider, ProviderOptions, ResponseBuilder
+from .base import BaseProvider, ProviderOptions, ResponseBuilder, tool_arguments
 from .http import HttpClientHolder, open_stream, post_json
 
 __all__ = ["OllamaOptions", "OllamaProvider", "build_ollama"]
@@ -186,18 +186,7 @@ class OllamaProvider(BaseProvider):
     def _tool_block(self, index: int, call: dict[str, Any]) -> ContentBlock:
         fn = call.get("function") or {}
         name = str(fn.get("name") or "")
-        args: Any = fn.get("arguments") or {}
-        if isinstance(args, str):
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise AgentError(
-                    f"model sent malformed JSON arguments for tool {name!r}: {exc}",
-                    kind=ErrorKind.AGENT,
-                    provider=self.id,
-                ) from exc
-        if not isinstance(args, dict):
-            args = {"value": args}
+        args = tool_arguments(self.id, name, fn.get("arguments") or {})
         call_id = call.get("id") or f"call_{index}_{uuid.uuid4().hex[:12]}"
         return ContentBlock.tool_use_block(str(call_id), name, args)
 

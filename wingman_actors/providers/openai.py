@@ -27,7 +27,7 @@ from httpx_sse import EventSource
 
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
-from .base import BaseProvider, ProviderOptions, ResponseBuilder
+from .base import BaseProvider, ProviderOptions, ResponseBuilder, tool_arguments
 from .http import HttpClientHolder, open_stream, post_json
 
 __all__ = ["OpenAIOptions", "OpenAIProvider", "build_openai"]
@@ -225,19 +225,7 @@ class OpenAIProvider(BaseProvider):
     def _tool_block(self, index: int, call: dict[str, Any]) -> ContentBlock:
         fn = call.get("function") or {}
         name = str(fn.get("name") or "")
-        raw: Any = fn.get("arguments")
-        args: Any = raw
-        if raw is None or isinstance(raw, str):
-            try:
-                args = json.loads(raw) if raw and raw.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise AgentError(
-                    f"model sent malformed JSON arguments for tool {name!r}: {exc}",
-                    kind=ErrorKind.AGENT,
-                    provider=self.id,
-                ) from exc
-        if not isinstance(args, dict):
-            args = {"value": args}
+        args = tool_arguments(self.id, name, fn.get("arguments"))
         call_id = call.get("id") or f"call_{index}_{uuid.uuid4().hex[:12]}"
         return ContentBlock.tool_use_block(str(call_id), name, args)
 
