@@ -529,6 +529,19 @@ def test_the_key_and_base_url_come_from_the_environment(
     assert loopback.requests[0].headers["authorization"] == "Bearer sk-from-env"
 
 
+def test_an_empty_api_key_means_no_key_even_when_the_environment_has_one(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    loopback.queue(Reply.json(completion("local")))
+    provider = build_openai({"model": "qwen2.5", "base_url": f"{loopback.url}/v1", "api_key": ""})
+    try:
+        provider.run_inference(ask())
+    finally:
+        provider.close()
+    assert "authorization" not in loopback.requests[0].headers
+
+
 def test_new_provider_builds_a_working_openai_provider(loopback: LoopbackServer) -> None:
     loopback.queue(Reply.json(completion("via registry")))
     provider = new_provider("openai", {"model": MODEL, "base_url": f"{loopback.url}/v1", "api_key": KEY})

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.server.harness import RunningServer, completion, openai_agent, scripted_agent, sse_events
 from tests.support.loopback import LoopbackServer, Reply, Request, free_port
@@ -189,6 +190,19 @@ def test_provider_server_error_is_502_with_kind_and_the_server_keeps_serving(
     assert "overloaded" in body["error"]
     assert client.get("/health").status_code == 200
     assert client.get(f"/sessions/{sid}").json()["history"] == []  # a failed run stores nothing
+
+
+def test_provider_keys_never_come_from_the_server_environment(
+    client: httpx.Client, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-server-environment")
+    client.delete("/provider/auth/openai")  # no stored key (404 when there was none)
+    loopback.queue(Reply.json(completion("ok")))
+    agent = openai_agent(client, loopback.url)
+    sid = new_session(client)
+    response = client.post(f"/sessions/{sid}/message", json={"agent_id": agent, "message": "hi"})
+    assert response.status_code == 200, response.text
+    assert "authorization" not in loopback.requests[-1].headers
 
 
 def test_rejected_credentials_are_502_with_kind_invalid(client: httpx.Client, loopback: LoopbackServer) -> None:

@@ -73,7 +73,9 @@ class OpenAIProvider(BaseProvider):
         super().__init__(options)
         self.openai_options = options
         self.base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        api_key = options.api_key or os.environ.get("OPENAI_API_KEY")
+        # None means "not given" (fall back to the environment); "" means "no key" (a local
+        # server, or the HTTP server, whose keys come only from its auth store).
+        api_key = options.api_key if options.api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not api_key and httpx.URL(self.base_url).host == "api.openai.com":
             raise AgentError(
                 "the openai provider needs an API key for api.openai.com: pass the api_key option "

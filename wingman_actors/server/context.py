@@ -290,7 +290,9 @@ class ServerContext:
             key = self.store.auth_key(record.provider)
             if key:
                 options["api_key"] = key
-            elif _needs_stored_key(record.provider, options):
+            elif not _needs_stored_key(record.provider, options):
+                options["api_key"] = ""  # no key: never fall back to the server's environment
+            else:
                 raise ApiError(
                     400,
                     f"provider {record.provider!r} has no API key on this server (keys come from the auth "
