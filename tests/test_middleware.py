@@ -184,3 +184,20 @@ def test_logging_middleware_logs_every_stage(caplog: pytest.LogCaptureFixture) -
     text = caplog.text
     for needle in ("run starts", "step 1: model call", "tool echo", "tool echo ok", "run done in 2 step(s)"):
         assert needle in text
+
+
+def test_cancel_reaches_a_run_whose_deadline_a_middleware_tightened() -> None:
+    import threading
+
+    provider = ScriptedProvider(["late"], latency_s=5.0)
+    session = Session(Agent("a", provider=provider, middleware=[TimeoutMiddleware(30)]))
+    timer = threading.Timer(0.1, session.cancel)
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(AgentError) as info:
+            session.run("x")
+    finally:
+        timer.join()
+    assert info.value.kind is ErrorKind.CANCELLED
+    assert time.monotonic() - t0 < 2.0

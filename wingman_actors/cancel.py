@@ -29,26 +29,45 @@ class CancelToken:
     """
 
     def __init__(self, *, timeout: float | None = None, parent: CancelToken | None = None) -> None:
-        self._event = threading.Event()
+        self._cancelled = False
         self._reason = ""
+        # The event exists only once someone sleeps on the token: most runs never do, and
+        # a threading.Event costs more to make than the rest of the token.
+        self._event: threading.Event | None = None
+        self._children: list[CancelToken] | None = None
         self._parent = parent
         deadline: float | None = None if timeout is None else time.monotonic() + timeout
-        if parent is not None and parent.deadline is not None:
-            deadline = parent.deadline if deadline is None else min(deadline, parent.deadline)
+        if parent is not None:
+            if parent.deadline is not None:
+                deadline = parent.deadline if deadline is None else min(deadline, parent.deadline)
+            parent._adopt(self)
         self.deadline: float | None = deadline
         self.timeout = timeout
 
     def cancel(self, reason: str = "cancelled") -> None:
-        """Cancel: every waiter wakes and the next boundary check raises."""
+        """Cancel: every waiter wakes (in child tokens too) and the next check raises."""
+        if self._cancelled:
+            return
         self._reason = reason
-        self._event.set()
+        self._cancelled = True
+        event = self._event
+        if event is not None:
+            event.set()
+        for child in list(self._children or ()):
+            child.cancel(reason)
+
+    def _adopt(self, child: CancelToken) -> None:
+        with _event_lock:
+            if self._children is None:
+                self._children = []
+            self._children.append(child)
+        if self._cancelled:
+            child.cancel(self._reason)
 
     @property
     def cancelled(self) -> bool:
         """True once cancelled (here or in a parent token)."""
-        if self._event.is_set():
-            return True
-        return self._parent is not None and self._parent.cancelled
+        return self._cancelled
 
     @property
     def expired(self) -> bool:
@@ -63,9 +82,8 @@ class CancelToken:
 
     def check(self) -> None:
         """Raise ``AgentError`` (kind ``cancelled`` or ``timeout``) if the run must stop."""
-        if self.cancelled:
-            reason = self._reason or (self._parent._reason if self._parent else "") or "cancelled"
-            raise AgentError(f"run cancelled: {reason}", kind=ErrorKind.CANCELLED)
+        if self._cancelled:
+            raise AgentError(f"run cancelled: {self._reason or 'cancelled'}", kind=ErrorKind.CANCELLED)
         if self.expired:
             raise AgentError(
                 f"run timed out after {self._describe_timeout()}", kind=ErrorKind.TIMEOUT
@@ -75,18 +93,22 @@ class CancelToken:
         """Sleep up to ``seconds``, waking early (and raising) on cancel or deadline."""
         remaining = self.remaining()
         wait = seconds if remaining is None else min(seconds, remaining)
-        if self._parent is None:
-            self._event.wait(max(0.0, wait))
-        else:
-            end = time.monotonic() + max(0.0, wait)
-            # Wake on either token; the parent is checked in short slices.
-            while not self.cancelled and (left := end - time.monotonic()) > 0:
-                self._event.wait(min(left, 0.05))
+        event = self._event
+        if event is None:
+            with _event_lock:
+                event = self._event
+                if event is None:
+                    event = self._event = threading.Event()
+            if self._cancelled:  # cancel() ran before the event existed
+                event.set()
+        event.wait(max(0.0, wait))
         self.check()
 
     def _describe_timeout(self) -> str:
         return f"{self.timeout:g}s" if self.timeout is not None else "its deadline"
 
+
+_event_lock = threading.Lock()
 
 _current: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar(
     "wingman_cancel_token", default=None
