@@ -494,3 +494,31 @@ def test_a_late_reply_from_a_timed_out_attempt_is_ignored() -> None:
     result = f.run(1)
     assert result.output == "attempt 2"
     assert result.nodes["work"].attempts == 2
+
+
+def test_agent_and_fleet_nodes_run_their_tools_in_the_formations_work_dir(tmp_path: Any) -> None:
+    from wingman_actors import tool
+    from wingman_actors.core import InferenceResponse
+    from wingman_actors.tools import ToolContext
+
+    @tool
+    def where(ctx: ToolContext) -> str:
+        """Where the tools work."""
+        return str(ctx.work_dir)
+
+    def reply(request: Any) -> Any:
+        last = request.messages[-1]
+        if last.tool_results_blocks:
+            return last.tool_results_blocks[0].content or ""
+        return InferenceResponse.of_tool_calls([("c1", "where", {})])
+
+    agent = Agent("a", provider=ScriptedProvider([reply], cycle=True), tools=[where])
+    f = (
+        Formation("dirs")
+        .add_agent("one", agent)
+        .add_function("pair", lambda d: [d, d])
+        .add_fleet("many", agent, max_workers=2)
+        .connect("one", "pair", "many")
+    )
+    result = f.run("go", work_dir=tmp_path)
+    assert result.outputs["many"] == [str(tmp_path), str(tmp_path)]

@@ -458,12 +458,14 @@ class FleetActor(NodeActor):
         name: str | None = None,
         max_workers: int = 0,
         prompt: str | None = None,
+        work_dir: str | Path | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(name or agent.name, **kwargs)
         self.agent = agent
         self.max_workers = max_workers or DEFAULT_MAX_WORKERS
         self.prompt = prompt
+        self.work_dir = work_dir
         self._pool: ThreadPoolExecutor | None = None
         self._fleet: Fleet | None = None
 
@@ -495,7 +497,7 @@ class FleetActor(NodeActor):
         usage = Usage()
         errors: dict[int, BaseException] = {}
         if todo:
-            tasks = [Task(render_input(items[i], self.prompt, self.name)) for i in todo]
+            tasks = [Task(render_input(items[i], self.prompt, self.name), work_dir=self.work_dir) for i in todo]
             fleet = Fleet(
                 self.agent, tasks, max_workers=self.max_workers, timeout=self._timeout(env), executor=self._pool
             )

@@ -26,6 +26,7 @@ import difflib
 import math
 from collections.abc import Callable, Iterator, Mapping
 from itertools import pairwise
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -313,13 +314,19 @@ class Formation:
         return compile_plan(self)
 
     def start(
-        self, *, on_event: EventListener | None = None, provider: Provider | None = None
+        self,
+        *,
+        on_event: EventListener | None = None,
+        provider: Provider | None = None,
+        work_dir: str | Path | None = None,
     ) -> RunningFormation:
         """Validate, then start every node actor and the supervisor.
 
         Args:
             on_event: called with every :class:`FormationEvent` of every run.
             provider: replaces the provider of every agent and fleet node (e.g. from the CLI).
+            work_dir: where agent and fleet sessions run their tools (default: the current
+                directory).
 
         Returns:
             The running formation: ``submit(input) -> Future[FormationResult]``; use it
@@ -327,7 +334,9 @@ class Formation:
         """
         from .runtime import RunningFormation
 
-        return RunningFormation(self.validate(), on_event=on_event, provider=provider).start()
+        return RunningFormation(
+            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir
+        ).start()
 
     def run(
         self,
@@ -336,6 +345,7 @@ class Formation:
         timeout: float | None = None,
         on_event: EventListener | None = None,
         provider: Provider | None = None,
+        work_dir: str | Path | None = None,
     ) -> FormationResult:
         """Start, run ``input`` through, stop. ``timeout`` bounds the whole run.
 
@@ -345,16 +355,23 @@ class Formation:
         """
         from .runtime import run_once
 
-        return run_once(self.validate(), input, timeout=timeout, on_event=on_event, provider=provider)
+        return run_once(
+            self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir
+        )
 
     def run_stream(
-        self, input: Any, *, timeout: float | None = None, provider: Provider | None = None
+        self,
+        input: Any,
+        *,
+        timeout: float | None = None,
+        provider: Provider | None = None,
+        work_dir: str | Path | None = None,
     ) -> Iterator[FormationEvent]:
         """Start, run ``input``, yield its events (ending with ``run_finished``, whose
         ``data["result"]`` is the result, or ``run_failed``), stop."""
         from .runtime import run_stream
 
-        return run_stream(self.validate(), input, timeout=timeout, provider=provider)
+        return run_stream(self.validate(), input, timeout=timeout, provider=provider, work_dir=work_dir)
 
     def to_mermaid(self) -> str:
         """The formation as a Mermaid flowchart (works on an invalid formation too)."""

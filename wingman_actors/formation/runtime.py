@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from ..actors.address import NodeAddress, start_actor
@@ -65,8 +66,10 @@ class RunningFormation:
         *,
         on_event: EventListener | None = None,
         provider: Provider | None = None,
+        work_dir: str | Path | None = None,
     ) -> None:
         self.plan = plan
+        self._work_dir = work_dir
         self.name = plan.name
         self._specs = dict(plan.nodes)
         self._order = plan.order
@@ -128,9 +131,10 @@ class RunningFormation:
         assert spec.agent is not None
         agent = spec.agent if self._provider is None else spec.agent.with_overrides(provider=self._provider)
         if spec.kind == "agent":
-            actor = start_actor(AgentActor, agent, prompt=spec.prompt, **common)
+            actor = start_actor(AgentActor, agent, prompt=spec.prompt, work_dir=self._work_dir, **common)
         else:
-            actor = start_actor(FleetActor, agent, max_workers=spec.max_workers, prompt=spec.prompt, **common)
+            actor = start_actor(FleetActor, agent, max_workers=spec.max_workers, prompt=spec.prompt,
+                                work_dir=self._work_dir, **common)
         return actor
 
     def __enter__(self) -> RunningFormation:
@@ -566,22 +570,28 @@ def run_once(
     timeout: float | None = None,
     on_event: EventListener | None = None,
     provider: Provider | None = None,
+    work_dir: str | Path | None = None,
 ) -> FormationResult:
     """Start the formation, run ``input`` through it, stop it; return the result or raise
     :class:`FormationRuntimeError`."""
-    with RunningFormation(plan, on_event=on_event, provider=provider).start() as running:
+    with RunningFormation(plan, on_event=on_event, provider=provider, work_dir=work_dir).start() as running:
         return running.submit(input, timeout=timeout).result()
 
 
 def run_stream(
-    plan: Plan, input: Any, *, timeout: float | None = None, provider: Provider | None = None
+    plan: Plan,
+    input: Any,
+    *,
+    timeout: float | None = None,
+    provider: Provider | None = None,
+    work_dir: str | Path | None = None,
 ) -> Iterator[FormationEvent]:
     """Start the formation, run ``input``, and yield its events until ``run_finished``
     (whose ``data["result"]`` is the :class:`FormationResult`) or ``run_failed`` (whose
     ``data["exception"]`` is the error); the formation is stopped when the generator ends,
     also when the consumer stops early."""
     events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
-    with RunningFormation(plan, provider=provider).start() as running:
+    with RunningFormation(plan, provider=provider, work_dir=work_dir).start() as running:
         running.submit(input, timeout=timeout, on_event=events.put)
         while True:
             event = events.get()

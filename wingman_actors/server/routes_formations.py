@@ -194,7 +194,7 @@ def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: 
         tracker = _Tracker(decl)
         started = time.perf_counter()
         try:
-            result = formation.run(body.input, timeout=timeout, on_event=tracker)
+            result = formation.run(body.input, timeout=timeout, on_event=tracker, work_dir=ctx.config.work_root)
         except Exception as exc:
             timed_out = getattr(exc, "node", "") is None and time.perf_counter() - started >= timeout * 0.99
             failed = ctx.store.finish_run(_failed(run, exc, tracker, started, timed_out))
@@ -248,7 +248,7 @@ def _stream_formation(
         started = time.perf_counter()
         finished = False
         try:
-            with RunningFormation(plan).start() as running:
+            with RunningFormation(plan, work_dir=ctx.config.work_root).start() as running:
                 running.submit(body.input, timeout=body.timeout, on_event=events.put)
                 while not canceller.cancelled.is_set():
                     event = events.get()

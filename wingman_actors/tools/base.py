@@ -164,7 +164,11 @@ class FunctionTool:
         param_anns = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "return"}
         shim = types.SimpleNamespace(__annotations__=param_anns)
         try:
-            hints = get_type_hints(shim, globalns=getattr(fn, "__globals__", {}), include_extras=True)
+            # ToolContext resolves even where the tool's module imported it only locally.
+            hints = get_type_hints(
+                shim, globalns=getattr(fn, "__globals__", {}), localns={"ToolContext": ToolContext},
+                include_extras=True,
+            )
         except Exception as exc:  # unresolved forward references
             raise TypeError(f"tool {self.name!r}: cannot resolve type hints: {exc}") from exc
         fields: dict[str, Any] = {}
