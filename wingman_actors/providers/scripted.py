@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -68,6 +69,7 @@ class ScriptedProvider:
         self._lock = threading.Lock()
         self._next = 0
         self.requests: list[InferenceRequest] = []
+        self._responses: dict[tuple[str, Usage], InferenceResponse] = {}
 
     @property
     def calls(self) -> int:
@@ -113,7 +115,7 @@ class ScriptedProvider:
         if isinstance(reply, BaseException):
             raise reply
         if isinstance(reply, str):
-            return InferenceResponse.of_text(reply, model=self.model, usage=_estimate(request, reply))
+            return self._text_response(request, reply)
         if isinstance(reply, InferenceResponse):
             return reply if reply.model else reply.model_copy(update={"model": self.model})
         raise AgentError(
@@ -122,6 +124,18 @@ class ScriptedProvider:
             kind=ErrorKind.INVALID,
             provider=self.id,
         )
+
+    def _text_response(self, request: InferenceRequest, reply: str) -> InferenceResponse:
+        # Responses are immutable: a repeated reply with the same token estimate (a cycled
+        # script, a benchmark) reuses one object instead of validating a new one per call.
+        usage = _estimate(request, reply)
+        key = (reply, usage)
+        cached = self._responses.get(key)
+        if cached is None:
+            cached = InferenceResponse.of_text(reply, model=self.model, usage=usage)
+            if len(self._responses) < 256:
+                self._responses[key] = cached
+        return cached
 
     def run_inference(self, request: InferenceRequest) -> InferenceResponse:
         """Return the next scripted reply."""
@@ -145,7 +159,12 @@ class ScriptedProvider:
 def _estimate(request: InferenceRequest, reply: str) -> Usage:
     # A deterministic, rough token count (4 characters a token) so usage sums are testable.
     chars = len(request.instructions) + sum(len(m.text) for m in request.messages)
-    return Usage(input_tokens=max(1, chars // 4), output_tokens=max(1, len(reply) // 4))
+    return _usage(max(1, chars // 4), max(1, len(reply) // 4))
+
+
+@functools.lru_cache(maxsize=1024)
+def _usage(input_tokens: int, output_tokens: int) -> Usage:
+    return Usage(input_tokens=input_tokens, output_tokens=output_tokens)
 
 
 class ScriptedOptions(ProviderOptions):
