@@ -17,11 +17,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,43 @@ class FleetResult:
     def response(self) -> str:
         """The final answer's text, or ``""`` when the task failed."""
         return self.result.response if self.result is not None else ""
+
+
+class _Dispatch:
+    """Hands out task indices to worker loops: each loop takes the next index as soon as it
+    finishes one, so no coordinator sits between a finished task and the next start, and
+    never more than ``cap`` sessions run at once."""
+
+    def __init__(self, n: int) -> None:
+        self._lock = threading.Lock()
+        self._untaken = iter(range(n))
+        self._taken: set[int] = set()
+        self._stopped = False
+        self.loops: list[Future[None]] = []
+
+    def take(self) -> int | None:
+        with self._lock:
+            if self._stopped:
+                return None
+            index = next(self._untaken, None)
+            if index is not None:
+                self._taken.add(index)
+            return index
+
+    def finish(self, index: int) -> None:
+        with self._lock:
+            self._taken.discard(index)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+
+    def missing(self) -> list[int]:
+        """Indices taken by a loop that died, or never taken; clears them."""
+        with self._lock:
+            missing = sorted(self._taken | set(self._untaken))
+            self._taken.clear()
+        return missing
 
 
 class _CancelGuard(Middleware):
@@ -182,10 +220,19 @@ class Fleet:
 
     def run(self) -> list[FleetResult]:
         """Run every task; return one result per task, in task order."""
-        results: list[FleetResult | None] = [None] * len(self.tasks)
-        for r in self.run_stream():
-            results[r.task_index] = r
-        return [r for r in results if r is not None]
+        n = len(self.tasks)
+        if n == 0:
+            return []
+        results: list[FleetResult | None] = [None] * n
+
+        def store(result: FleetResult) -> None:
+            results[result.task_index] = result
+
+        # Workers write results in place: the caller sleeps until every worker is done
+        # instead of waking once per task.
+        with self._dispatch(store) as dispatch:
+            wait(dispatch.loops)
+        return [r if r is not None else self._lost(i, dispatch.loops) for i, r in enumerate(results)]
 
     def run_stream(self) -> Iterator[FleetResult]:
         """Run every task, yielding results as tasks finish (completion order).
@@ -196,42 +243,12 @@ class Fleet:
         n = len(self.tasks)
         if n == 0:
             return
-        cap = self.cap
-        own = self.executor is None
-        pool = self.executor or ThreadPoolExecutor(
-            max_workers=cap, thread_name_prefix=f"wingman-fleet-{self.agent.name}"
-        )
-        # ``cap`` worker loops each take the next task index as soon as they finish one:
-        # no coordinator sits between a finished task and the next start, and never more
-        # than ``cap`` sessions run at once.
         finished: queue.SimpleQueue[FleetResult | None] = queue.SimpleQueue()
-        lock = threading.Lock()
-        untaken = iter(range(n))
-        taken: set[int] = set()
-        stopped = False
-
-        def take() -> int | None:
-            with lock:
-                if stopped:
-                    return None
-                index = next(untaken, None)
-                if index is not None:
-                    taken.add(index)
-                return index
-
-        def loop() -> None:
-            while (index := take()) is not None:
-                result = self._run_task(index)
-                with lock:
-                    taken.discard(index)
-                finished.put(result)
-
-        loops = [pool.submit(loop) for _ in range(cap)]
-        for fut in loops:
-            fut.add_done_callback(lambda _f: finished.put(None))
-        delivered = 0
-        ended = 0
-        try:
+        with self._dispatch(finished.put) as dispatch:
+            for fut in dispatch.loops:
+                fut.add_done_callback(lambda _f: finished.put(None))
+            delivered = 0
+            ended = 0
             while delivered < n:
                 item = finished.get()
                 if item is not None:
@@ -239,20 +256,37 @@ class Fleet:
                     yield item
                     continue
                 ended += 1
-                if ended < len(loops):
+                if ended < len(dispatch.loops):
                     continue
                 # Every loop ended yet tasks are missing: the executor cancelled or killed
                 # loops. Each missing task still gets its result, with the error.
-                with lock:
-                    missing = sorted(taken | set(untaken))
-                    taken.clear()
-                for index in missing:
+                for index in dispatch.missing():
                     delivered += 1
-                    yield self._lost(index, loops)
+                    yield self._lost(index, dispatch.loops)
+
+    @contextlib.contextmanager
+    def _dispatch(self, deliver: Callable[[FleetResult], object]) -> Iterator[_Dispatch]:
+        """Start ``cap`` worker loops that hand each result to ``deliver``; on exit, stop
+        giving out tasks, wait for the loops, and shut an own pool down."""
+        cap = self.cap
+        own = self.executor is None
+        pool = self.executor or ThreadPoolExecutor(
+            max_workers=cap, thread_name_prefix=f"wingman-fleet-{self.agent.name}"
+        )
+        dispatch = _Dispatch(len(self.tasks))
+
+        def loop() -> None:
+            while (index := dispatch.take()) is not None:
+                result = self._run_task(index)
+                dispatch.finish(index)
+                deliver(result)
+
+        dispatch.loops = [pool.submit(loop) for _ in range(cap)]
+        try:
+            yield dispatch
         finally:
-            with lock:
-                stopped = True
-            wait(loops)
+            dispatch.stop()
+            wait(dispatch.loops)
             if own:
                 pool.shutdown(wait=True)
 

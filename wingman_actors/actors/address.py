@@ -1,7 +1,8 @@
 """A node's address: one or more actor replicas behind one name.
 
 Senders ``tell`` the address; it forwards to the replica with the fewest envelopes in
-flight (``concurrency=k`` puts k replicas behind one address). The supervisor swaps a
+flight, the least recently assigned among equals (``concurrency=k`` puts k replicas
+behind one address). The supervisor swaps a
 failed replica for a fresh actor without senders noticing.
 """
 
@@ -29,13 +30,15 @@ def start_actor(cls: type[pykka.ThreadingActor], *args: Any, **kwargs: Any) -> A
 class NodeAddress:
     """Replicas of one node, with least-in-flight routing."""
 
-    __slots__ = ("_lock", "actors", "load", "name", "refs")
+    __slots__ = ("_lock", "_tick", "actors", "last", "load", "name", "refs")
 
     def __init__(self, name: str, actors: list[Any]) -> None:
         self.name = name
         self.actors = actors
         self.refs = [a.actor_ref for a in actors]
         self.load = [0] * len(actors)
+        self.last = [0] * len(actors)
+        self._tick = 0
         self._lock = threading.Lock()
 
     def tell(self, env: Envelope) -> None:
@@ -46,9 +49,18 @@ class NodeAddress:
                 actor = self.actors[0]
             else:
                 with self._lock:
-                    load = self.load
-                    i = load.index(min(load))
+                    # Fewest envelopes in flight; among equals, the replica assigned to
+                    # longest ago: it is the likeliest to finish first. (Plain least-loaded
+                    # routing piles a second envelope on a replica that just started while
+                    # a busy one is about to free up.)
+                    load, last = self.load, self.last
+                    i = 0
+                    for j in range(1, len(load)):
+                        if load[j] < load[i] or (load[j] == load[i] and last[j] < last[i]):
+                            i = j
                     load[i] += 1
+                    self._tick += 1
+                    last[i] = self._tick
                     actor = self.actors[i]
                 env.replica = i
             if actor.deliver(env):
