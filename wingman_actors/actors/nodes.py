@@ -180,17 +180,23 @@ class NodeActor(pykka.ThreadingActor):
         get = self.actor_inbox.get
         stopped = self.actor_stopped
         work = EnvelopeType.WORK
-        while not stopped.is_set():
+        handle_work = self.handle_work
+        if stopped.is_set():  # on_start failed
+            return
+        while True:
             item: Any = get()
             if type(item) is Envelope and item.type is work:
                 try:
-                    self.handle_work(item)
+                    handle_work(item)
+                    continue  # work never stops the actor: no need to look at the flag
                 except Exception:
                     self._crash()
                 except BaseException:
                     self._halt_all()
-                continue
-            self._pykka_one(item)
+            else:
+                self._pykka_one(item)
+            if stopped.is_set():
+                return
 
     def _pykka_one(self, envelope: Any) -> None:
         # One iteration of pykka.Actor._actor_loop_running, for non-work messages.
