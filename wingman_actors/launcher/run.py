@@ -12,8 +12,9 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter
 
+from ..actors.nodes import render_input
 from ..errors import FormationRuntimeError, WingmanError
 from ..formation import Formation
 from ..formation.events import FormationEvent, FormationEventType
@@ -189,15 +190,9 @@ def _short(value: Any, limit: int = 100) -> str:
 
 
 def format_output(value: Any) -> str:
-    """An output as text: strings as they are, models and data as indented JSON."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, BaseModel):
-        return value.model_dump_json(indent=2)
-    try:
-        return json.dumps(TypeAdapter(Any).dump_python(value, mode="json"), indent=2, ensure_ascii=False)
-    except Exception:
-        return repr(value)
+    """An output as text: strings as they are, models and data as indented JSON (the same
+    rendering agent nodes use for their input)."""
+    return render_input(value, None)
 
 
 def _print_outputs(result: FormationResult, samples: bool, out: IO[str]) -> None:
