@@ -50,6 +50,7 @@ class Agent:
     """
 
     name: str
+    _: dataclasses.KW_ONLY
     instructions: str = ""
     provider: Provider | None = None
     tools: Sequence[Tool | str] = ()
