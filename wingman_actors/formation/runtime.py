@@ -279,7 +279,7 @@ class RunningFormation:
                 else:
                     self._arrive_skip(run, edge.target, name, "did not fire")
             if spec.is_sink and not self._cyclic:
-                self._sink_resolved(run)
+                self._finish_one(run, sink=True)
         if self._cyclic:
             self._finish_one(run)
 
@@ -346,20 +346,19 @@ class RunningFormation:
             if not edge.back:
                 self._arrive_skip(run, edge.target, node, f"was not taken because {node!r} was skipped")
         if spec.is_sink and not self._cyclic:
-            self._sink_resolved(run)
+            self._finish_one(run, sink=True)
 
-    def _sink_resolved(self, run: RunState) -> None:
+    def _finish_one(self, run: RunState, *, sink: bool = False) -> None:
+        """One unit of the run is over — a sink resolved (acyclic formations) or a visit
+        finished (cyclic ones); the last one completes the run."""
         with run.lock:
-            run.remaining -= 1
-            if run.remaining or run.done:
-                return
-            run.done = True
-        self._complete(run)
-
-    def _finish_one(self, run: RunState) -> None:
-        with run.lock:
-            run.pending -= 1
-            if run.pending or run.done:
+            if sink:
+                run.remaining -= 1
+                left = run.remaining
+            else:
+                run.pending -= 1
+                left = run.pending
+            if left or run.done:
                 return
             run.done = True
         self._complete(run)

@@ -118,19 +118,13 @@ class TimeoutMiddleware:
         if scope["type"] != "http" or scope["path"].rstrip("/").endswith("/stream"):
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+        tracking_send = _StartTracker(send)
 
         try:
             async with asyncio.timeout(self.timeout):
                 await self.app(scope, receive, tracking_send)
         except TimeoutError:
-            if started:
+            if tracking_send.started:
                 raise
             response = JSONResponse(
                 {"error": f"the request took longer than the server's {self.timeout:g}s request timeout",
@@ -138,6 +132,22 @@ class TimeoutMiddleware:
                 status_code=504,
             )
             await response(scope, receive, send)
+
+
+class _StartTracker:
+    """Wraps ``send`` and remembers whether the response has started (after that, an
+    error can no longer become a JSON error response)."""
+
+    __slots__ = ("send", "started")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self.send(message)
 
 
 class CatchAllMiddleware:
@@ -150,19 +160,13 @@ class CatchAllMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+        tracking_send = _StartTracker(send)
 
         try:
             await self.app(scope, receive, tracking_send)
         except Exception as exc:
             log.exception("unexpected error on %s %s", scope["method"], scope["path"])
-            if started:
+            if tracking_send.started:
                 raise
             response = JSONResponse(
                 {"error": f"internal server error: {type(exc).__name__}: {exc}"}, status_code=500
