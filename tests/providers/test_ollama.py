@@ -189,6 +189,17 @@ def test_images_are_sent_as_base64_in_images(
     ]
 
 
+def test_output_schema_is_not_sent_as_format_while_tools_are_offered(
+    loopback: LoopbackServer, make: Callable[..., OllamaProvider]
+) -> None:
+    loopback.queue(Reply.json(chat_reply('{"answer": 4}')))
+    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}}
+    tool = ToolDefinition(name="add", description="Add.", input_schema={"type": "object", "properties": {}})
+    make().run_inference(ask(output_schema=schema, tools=[tool]))
+    body = loopback.requests[0].json()
+    assert "format" not in body and body["tools"][0]["function"]["name"] == "add"
+
+
 def test_output_schema_keep_alive_and_num_ctx_are_passed_on(
     loopback: LoopbackServer, make: Callable[..., OllamaProvider]
 ) -> None:

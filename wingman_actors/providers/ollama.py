@@ -100,7 +100,9 @@ class OllamaProvider(BaseProvider):
                 }
                 for t in request.tools
             ]
-        if request.output_schema is not None:
+        if request.output_schema is not None and not request.tools:
+            # Ollama forces every reply into `format`, which would rule out tool calls; with
+            # tools offered, the schema travels in the instructions and the session validates.
             body["format"] = request.output_schema
         if self.ollama_options.keep_alive is not None:
             body["keep_alive"] = self.ollama_options.keep_alive
