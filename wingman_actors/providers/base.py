@@ -350,6 +350,16 @@ class BaseProvider:
     def _stream(self, request: InferenceRequest) -> Iterator[StreamEvent]:
         raise NotImplementedError
 
+    @classmethod
+    def require_model(cls, options: ProviderOptions, example: str) -> None:
+        """Refuse construction without a model, naming an example call."""
+        if not options.model:
+            raise AgentError(
+                f'the {cls.id} provider needs a model, e.g. new_provider("{cls.id}", {{"model": "{example}"}})',
+                kind=ErrorKind.INVALID,
+                provider=cls.id,
+            )
+
     def max_tokens_for(self, request: InferenceRequest) -> int:
         return request.max_tokens or self.options.max_tokens
 

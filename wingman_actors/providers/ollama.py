@@ -64,12 +64,7 @@ class OllamaProvider(BaseProvider):
     id: ClassVar[str] = "ollama"
 
     def __init__(self, options: OllamaOptions) -> None:
-        if not options.model:
-            raise AgentError(
-                'the ollama provider needs a model, e.g. new_provider("ollama", {"model": "llama3.2"})',
-                kind=ErrorKind.INVALID,
-                provider=self.id,
-            )
+        self.require_model(options, "llama3.2")
         super().__init__(options)
         self.ollama_options = options
         env_host = os.environ.get("OLLAMA_HOST", "").strip()

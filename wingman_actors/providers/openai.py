@@ -64,12 +64,7 @@ class OpenAIProvider(BaseProvider):
     id: ClassVar[str] = "openai"
 
     def __init__(self, options: OpenAIOptions) -> None:
-        if not options.model:
-            raise AgentError(
-                'the openai provider needs a model, e.g. new_provider("openai", {"model": "gpt-4o-mini"})',
-                kind=ErrorKind.INVALID,
-                provider=self.id,
-            )
+        self.require_model(options, "gpt-4o-mini")
         super().__init__(options)
         self.openai_options = options
         self.base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
