@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from wingman_actors import Agent, Session, tool
+from wingman_actors.tools import ToolContext
 from wingman_actors.core import InferenceRequest, InferenceResponse, Message, Role, StreamEventType, Usage
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.testing import ScriptedProvider
@@ -332,3 +333,57 @@ def test_session_accepts_a_message_object_and_prior_history() -> None:
 def test_work_dir_must_exist(tmp_path: object) -> None:
     with pytest.raises(ValueError, match="not an existing directory"):
         Session(Agent("a", provider=ScriptedProvider([])), work_dir="/no/such/dir/at/all")
+
+
+def test_session_ids_are_unique_32_hex_digits_and_a_given_id_is_kept() -> None:
+    agent = Agent("a", provider=ScriptedProvider(["ok"]))
+    ids = {Session(agent).id for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    assert Session(agent, id="conversation-7").id == "conversation-7"
+
+
+def test_a_one_step_run_reports_its_response_usage() -> None:
+    u = Usage(input_tokens=7, output_tokens=3)
+    provider = ScriptedProvider([InferenceResponse.of_text("hi", usage=u)])
+    result = Session(Agent("a", provider=provider)).run("go")
+    assert result.usage == u
+    assert result.trace[0].usage == u
+
+
+def test_a_session_dropped_without_close_still_releases_its_tools() -> None:
+    import gc
+
+    closed: list[str] = []
+
+    @tool
+    def remember(ctx: ToolContext) -> str:
+        """Registers a closer, as the bash tool does for its shell."""
+        ctx.on_close(lambda: closed.append("released"))
+        return "ok"
+
+    provider = ScriptedProvider([calls(("c1", "remember", {})), "done"])
+    session = Session(Agent("a", provider=provider, tools=[remember]))
+    assert session.run("go").response == "done"
+    assert closed == []
+    del session
+    gc.collect()
+    assert closed == ["released"]
+
+
+def test_close_releases_tools_once_and_the_session_stays_usable() -> None:
+    closed: list[str] = []
+
+    @tool
+    def remember(ctx: ToolContext) -> str:
+        """Registers a closer."""
+        ctx.on_close(lambda: closed.append("released"))
+        return "ok"
+
+    provider = ScriptedProvider([calls(("c1", "remember", {})), "one", calls(("c2", "remember", {})), "two"])
+    with Session(Agent("a", provider=provider, tools=[remember])) as session:
+        session.run("first")
+        session.close()
+        assert closed == ["released"]
+        assert session.run("second").response == "two"
+    assert closed == ["released", "released"]

@@ -80,13 +80,21 @@ class Agent:
         if isinstance(self.tools, str | bytes) or not isinstance(self.tools, Iterable):
             raise TypeError(f"agent {self.name!r}: tools must be a list of tools or built-in names")
         resolved = tuple(builtin_tool(t) if isinstance(t, str) else t for t in self.tools)
-        ToolRegistry(resolved)  # refuses duplicate names and non-tools, with a clear message
+        # Refuses duplicate names and non-tools with a clear message; kept, since the tools
+        # never change, for every session of this agent to share.
+        object.__setattr__(self, "_registry", ToolRegistry(resolved))
         object.__setattr__(self, "tools", resolved)
         object.__setattr__(self, "middleware", tuple(self.middleware))
         if self.output_schema is not None:
             from .structured import OutputSchema
 
             OutputSchema.of(self.output_schema)  # fails now, not at the first run
+
+    @property
+    def tool_registry(self) -> ToolRegistry:
+        """The agent's tools by name (built once, when the agent was made)."""
+        registry: ToolRegistry = self.__dict__["_registry"]
+        return registry
 
     @property
     def steps_limit(self) -> int:

@@ -7,6 +7,7 @@ its next boundary. Cancelling wakes every sleeper at once: no polling.
 
 from __future__ import annotations
 
+import _thread
 import contextvars
 import threading
 import time
@@ -31,9 +32,11 @@ class CancelToken:
     def __init__(self, *, timeout: float | None = None, parent: CancelToken | None = None) -> None:
         self._cancelled = False
         self._reason = ""
-        # The event exists only once someone sleeps on the token: most runs never do, and
-        # a threading.Event costs more to make than the rest of the token.
-        self._event: threading.Event | None = None
+        # Sleepers wait on a latch: a lock held from its creation until cancel() releases
+        # it; each sleeper it wakes releases it again for the next. It exists only once
+        # someone sleeps on the token (most runs never do), and costs a fraction of a
+        # threading.Event, whose Condition allocates a lock and a deque entry per wait.
+        self._latch: _thread.LockType | None = None
         self._children: list[CancelToken] | None = None
         self._parent = parent
         deadline: float | None = None if timeout is None else time.monotonic() + timeout
@@ -46,13 +49,14 @@ class CancelToken:
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Cancel: every waiter wakes (in child tokens too) and the next check raises."""
-        if self._cancelled:
-            return
-        self._reason = reason
-        self._cancelled = True
-        event = self._event
-        if event is not None:
-            event.set()
+        with _event_lock:
+            if self._cancelled:
+                return
+            self._reason = reason
+            self._cancelled = True
+            latch = self._latch
+            if latch is not None:
+                latch.release()
         for child in list(self._children or ()):
             child.cancel(reason)
 
@@ -93,15 +97,18 @@ class CancelToken:
         """Sleep up to ``seconds``, waking early (and raising) on cancel or deadline."""
         remaining = self.remaining()
         wait = seconds if remaining is None else min(seconds, remaining)
-        event = self._event
-        if event is None:
+        latch = self._latch
+        if latch is None:
             with _event_lock:
-                event = self._event
-                if event is None:
-                    event = self._event = threading.Event()
-            if self._cancelled:  # cancel() ran before the event existed
-                event.set()
-        event.wait(max(0.0, wait))
+                latch = self._latch
+                if latch is None:
+                    latch = _thread.allocate_lock()
+                    latch.acquire()
+                    if self._cancelled:  # cancelled before any latch existed
+                        latch.release()
+                    self._latch = latch
+        if wait > 0 and latch.acquire(timeout=wait):
+            latch.release()  # woken by cancel(): leave the latch open for the other sleepers
         self.check()
 
     def _describe_timeout(self) -> str:

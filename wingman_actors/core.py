@@ -103,6 +103,13 @@ class ContentBlock(_Model):
         return cls(type="image", data=data, media_type=media_type)
 
 
+def _text_of(blocks: list[ContentBlock]) -> str:
+    if len(blocks) == 1:  # the common case, without a generator
+        block = blocks[0]
+        return (block.text or "") if block.type == "text" else ""
+    return "".join(b.text or "" for b in blocks if b.type == "text")
+
+
 def _blocks(content: str | ContentBlock | Iterable[ContentBlock]) -> list[ContentBlock]:
     if isinstance(content, str):
         return [ContentBlock.text_block(content)]
@@ -125,6 +132,9 @@ class Message(_Model):
     @classmethod
     def user(cls, content: str | ContentBlock | Iterable[ContentBlock]) -> Message:
         """A user message from text or blocks."""
+        if isinstance(content, str):
+            # One validation of plain data instead of two model constructions.
+            return cls.model_validate({"role": Role.USER, "content": [{"type": "text", "text": content}]})
         return cls(role=Role.USER, content=_blocks(content))
 
     @classmethod
@@ -144,7 +154,7 @@ class Message(_Model):
     @property
     def text(self) -> str:
         """The concatenated text of the text blocks."""
-        return "".join(b.text or "" for b in self.content if b.type == "text")
+        return _text_of(self.content)
 
     @property
     def tool_calls(self) -> list[ContentBlock]:
@@ -243,7 +253,7 @@ class InferenceResponse(_Model):
     @property
     def text(self) -> str:
         """The concatenated text of the text blocks."""
-        return "".join(b.text or "" for b in self.content if b.type == "text")
+        return _text_of(self.content)
 
     @property
     def tool_calls(self) -> list[ContentBlock]:

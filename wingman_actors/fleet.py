@@ -23,7 +23,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, Future, wait
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +65,7 @@ class Task:
             raise TypeError(f"Task instructions must be a str, got {type(self.instructions).__name__}")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class FleetResult:
     """The outcome of one fleet task.
 
@@ -108,18 +108,18 @@ class _Dispatch:
         self._stopped = False
         self.loops: list[Future[None]] = []
 
-    def take(self) -> int | None:
+    def take(self, finished: int | None = None) -> int | None:
+        """Mark ``finished`` (the caller's last index) done and hand out the next index,
+        or None when there is none left or the dispatch was stopped."""
         with self._lock:
+            if finished is not None:
+                self._taken.discard(finished)
             if self._stopped:
                 return None
             index = next(self._untaken, None)
             if index is not None:
                 self._taken.add(index)
             return index
-
-    def finish(self, index: int) -> None:
-        with self._lock:
-            self._taken.discard(index)
 
     def stop(self) -> None:
         with self._lock:
@@ -131,6 +131,18 @@ class _Dispatch:
             missing = sorted(self._taken | set(self._untaken))
             self._taken.clear()
         return missing
+
+
+def _run_loop(loop: Callable[[], None], fut: Future[None]) -> None:
+    """Run one worker loop on its own thread, reporting how it ended on ``fut``."""
+    if not fut.set_running_or_notify_cancel():
+        return
+    try:
+        loop()
+    except BaseException as exc:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(None)
 
 
 class _CancelGuard(Middleware):
@@ -267,28 +279,39 @@ class Fleet:
     @contextlib.contextmanager
     def _dispatch(self, deliver: Callable[[FleetResult], object]) -> Iterator[_Dispatch]:
         """Start ``cap`` worker loops that hand each result to ``deliver``; on exit, stop
-        giving out tasks, wait for the loops, and shut an own pool down."""
+        giving out tasks and wait for the loops (and their own threads, if any)."""
         cap = self.cap
-        own = self.executor is None
-        pool = self.executor or ThreadPoolExecutor(
-            max_workers=cap, thread_name_prefix=f"wingman-fleet-{self.agent.name}"
-        )
         dispatch = _Dispatch(len(self.tasks))
 
         def loop() -> None:
-            while (index := dispatch.take()) is not None:
+            index = dispatch.take()
+            while index is not None:
                 result = self._run_task(index)
-                dispatch.finish(index)
+                index = dispatch.take(finished=index)
                 deliver(result)
 
-        dispatch.loops = [pool.submit(loop) for _ in range(cap)]
+        threads: list[threading.Thread] = []
+        if self.executor is not None:
+            dispatch.loops = [self.executor.submit(loop) for _ in range(cap)]
+        else:
+            # Plain threads, one per loop, rather than a ThreadPoolExecutor: the pool's
+            # hand-off through its work queue makes starting 100 workers take half as long
+            # again, and every worker started late delays its whole chain of tasks.
+            for i in range(cap):
+                fut: Future[None] = Future()
+                thread = threading.Thread(
+                    target=_run_loop, args=(loop, fut), name=f"wingman-fleet-{self.agent.name}-{i}", daemon=True
+                )
+                dispatch.loops.append(fut)
+                threads.append(thread)
+                thread.start()
         try:
             yield dispatch
         finally:
             dispatch.stop()
             wait(dispatch.loops)
-            if own:
-                pool.shutdown(wait=True)
+            for thread in threads:
+                thread.join()
 
     def cancel(self, reason: str = "fleet cancelled") -> None:
         """Cancel the fleet (from another thread).

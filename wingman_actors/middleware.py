@@ -54,7 +54,10 @@ class Halt(AgentError):
         self.reason = reason
 
 
-@dataclass
+_NO_USAGE = Usage()  # immutable, so every context may start from the same one
+
+
+@dataclass(slots=True)
 class RunContext:
     """What middleware sees of the run in progress.
 
@@ -73,7 +76,7 @@ class RunContext:
     history: list[Message]
     token: CancelToken
     step: int = 0
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = _NO_USAGE
     state: dict[str, Any] = field(default_factory=dict)
 
     def limit_time(self, seconds: float) -> None:

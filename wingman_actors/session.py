@@ -15,9 +15,11 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
+import weakref
 from collections.abc import Generator, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -38,7 +40,7 @@ from .errors import AgentError, ErrorKind, ToolError
 from .middleware import RunContext
 from .result import Result, StepTrace, ToolCall
 from .structured import OutputSchema, OutputValidationError
-from .tools import ToolContext, ToolRegistry
+from .tools import ToolContext
 
 __all__ = ["Result", "Session", "SessionStream"]
 
@@ -48,6 +50,24 @@ _LIMIT_NOTE = (
 )
 
 RunGen = Generator[StreamEvent, None, Result]
+
+_ID_PREFIX = os.urandom(8).hex()
+_id_counter = itertools.count(1)
+
+
+def _reseed_ids() -> None:  # a forked child must not repeat its parent's ids
+    global _ID_PREFIX, _id_counter
+    _ID_PREFIX = os.urandom(8).hex()
+    _id_counter = itertools.count(1)
+
+
+os.register_at_fork(after_in_child=_reseed_ids)
+
+
+def _new_session_id() -> str:
+    """32 hex digits, unique: a random per-process prefix and a counter (a fresh
+    ``os.urandom`` per session costs a system call on every fleet task)."""
+    return f"{_ID_PREFIX}{next(_id_counter):016x}"
 
 
 class SessionStream:
@@ -95,6 +115,8 @@ class Session:
     persistent bash shell.
     """
 
+    __slots__ = ("__weakref__", "_busy", "_schema", "_token", "_tool_ctx", "_tools", "_work_dir", "agent", "history", "id")
+
     def __init__(
         self,
         agent: Agent,
@@ -106,12 +128,12 @@ class Session:
         if not isinstance(agent, Agent):
             raise TypeError(f"Session needs an Agent, got {type(agent).__name__}")
         self.agent = agent
-        self.id = id or os.urandom(16).hex()
+        self.id = id or _new_session_id()
         if work_dir is not None and not Path(work_dir).is_dir():
             raise ValueError(f"work_dir {str(work_dir)!r} is not an existing directory")
         self._work_dir = Path(work_dir).resolve() if work_dir is not None else None
         self.history: list[Message] = list(history or [])
-        self._tools = ToolRegistry(t for t in agent.tools if not isinstance(t, str))
+        self._tools = agent.tool_registry
         self._schema = OutputSchema.of(agent.output_schema) if agent.output_schema is not None else None
         self._tool_ctx: ToolContext | None = None
         self._busy = threading.Lock()
@@ -164,11 +186,6 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self) -> None:
-        ctx = getattr(self, "_tool_ctx", None)
-        if ctx is not None:
-            ctx.close()
-
     # -- the loop ---------------------------------------------------------------------
 
     def _run(self, message: str | Message, *, timeout: float | None, stream: bool) -> RunGen:
@@ -213,7 +230,7 @@ class Session:
             instructions = (instructions + "\n\n" if instructions else "") + self._schema.instruction()
         calls: list[ToolCall] = []
         trace: list[StepTrace] = []
-        usage = Usage()
+        usage: Usage | None = None
         limit = self.agent.steps_limit
         limit_hit = False
         corrected = False
@@ -237,31 +254,38 @@ class Session:
             for mw in mws:
                 request = mw.before_model(ctx, request) or request
             t0 = time.perf_counter()
-            response = yield from self._infer(request, ctx.token, stream)
+            if stream:
+                response = yield from self._infer_stream(request, ctx.token)
+            else:
+                response = self._infer(request, ctx.token)
             for mw in mws:
                 response = mw.after_model(ctx, response) or response
-            if not with_tools and response.tool_calls:
+            tool_uses = response.tool_calls
+            if tool_uses and not with_tools:
                 # Tools were not offered (final call); drop stray calls rather than loop.
                 kept = [b for b in response.content if b.type != "tool_use"]
                 response = response.model_copy(update={"content": kept, "stop_reason": "end_turn"})
-            usage = usage + response.usage
+                tool_uses = []
+            # Responses are immutable, so a one-step run's usage is its response's.
+            usage = response.usage if usage is None else usage + response.usage
             ctx.usage = usage
             self.history.append(response.to_message())
+            text = response.text
             trace.append(
                 StepTrace(
                     kind="model", name=self._model_name(response), step=step,
-                    input=len(request.messages), output=response.text or None,
+                    input=len(request.messages), output=text or None,
                     usage=response.usage, duration_s=time.perf_counter() - t0,
                 )
             )
-            if response.tool_calls:
-                results = yield from self._run_tools(ctx, response.tool_calls, step, calls, trace, stream)
+            if tool_uses:
+                results = yield from self._run_tools(ctx, tool_uses, step, calls, trace, stream)
                 self.history.append(Message.tool_results(results))
                 continue
-            output: Any = response.text
+            output: Any = text
             if self._schema is not None:
                 try:
-                    output = self._schema.validate_text(response.text)
+                    output = self._schema.validate_text(text)
                 except OutputValidationError as exc:
                     if corrected:
                         raise AgentError(
@@ -276,7 +300,7 @@ class Session:
                     )
                     continue
             result = Result(
-                response=response.text, output=output, tool_calls=calls, usage=usage, steps=step,
+                response=text, output=output, tool_calls=calls, usage=usage, steps=step,
                 stop_reason=response.stop_reason, max_steps_reached=limit_hit, trace=trace,
                 duration_s=time.perf_counter() - started,
             )
@@ -291,14 +315,18 @@ class Session:
         provider = self.agent.provider
         return response.model or getattr(provider, "model", "") or getattr(provider, "id", "model")
 
-    def _infer(self, request: InferenceRequest, token: CancelToken, stream: bool) -> Generator[StreamEvent, None, InferenceResponse]:
+    def _infer(self, request: InferenceRequest, token: CancelToken) -> InferenceResponse:
         provider = self.agent.provider
         assert provider is not None  # checked in _run
         with cancel_scope(token):
-            if not stream:
-                response = provider.run_inference(request)
-                token.check()
-                return response
+            response = provider.run_inference(request)
+        token.check()
+        return response
+
+    def _infer_stream(self, request: InferenceRequest, token: CancelToken) -> Generator[StreamEvent, None, InferenceResponse]:
+        provider = self.agent.provider
+        assert provider is not None  # checked in _run
+        with cancel_scope(token):
             events = provider.stream_inference(request)
             try:
                 for event in events:
@@ -315,6 +343,10 @@ class Session:
     def _context(self, token: CancelToken) -> ToolContext:
         if self._tool_ctx is None:
             self._tool_ctx = ToolContext(self.work_dir, token=token)
+            # A session dropped without close() still releases its tools (the bash shell)
+            # when collected. Registered here, not in __init__: most sessions never run a
+            # tool, and a finaliser on every one of them costs each fleet task.
+            weakref.finalize(self, self._tool_ctx.close)
         self._tool_ctx.token = token
         return self._tool_ctx
 

@@ -108,6 +108,27 @@ def test_cycle_starts_the_script_again() -> None:
     assert [provider.run_inference(_request()).text for _ in range(5)] == ["a", "b", "a", "b", "a"]
 
 
+def test_requests_are_recorded_unless_record_is_false() -> None:
+    recording, silent = ScriptedProvider(["a"], cycle=True), ScriptedProvider(["a"], cycle=True, record=False)
+    for provider in (recording, silent):
+        for text in ("one", "two"):
+            provider.run_inference(_request(text))
+
+    assert [r.messages[0].text for r in recording.requests] == ["one", "two"]
+    assert silent.requests == []
+    assert (recording.calls, silent.calls) == (2, 2)
+
+
+def test_a_repeated_reply_with_a_different_estimate_gets_its_own_usage() -> None:
+    provider = ScriptedProvider(["ok"], cycle=True)
+    short = provider.run_inference(_request("x" * 8))
+    long = provider.run_inference(_request("x" * 80))
+    again = provider.run_inference(_request("y" * 8))
+
+    assert (short.usage.input_tokens, long.usage.input_tokens) == (2, 20)
+    assert again is short  # same reply, same estimate: the immutable response is reused
+
+
 def test_cycle_with_an_empty_script_still_runs_out() -> None:
     with pytest.raises(AgentError, match="ran out of replies"):
         ScriptedProvider([], cycle=True).run_inference(_request())

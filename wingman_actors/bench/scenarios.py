@@ -11,7 +11,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -205,7 +205,7 @@ def fleet_makespan(quick: bool) -> Measurement:
     ratios = []
     floors = []
     for _ in range(_reps(quick)):
-        agent = Agent("bench", provider=ScriptedProvider(["ok"], latency_s=latency, cycle=True))
+        agent = Agent("bench", provider=ScriptedProvider(["ok"], latency_s=latency, cycle=True, record=False))
         fleet = Fleet(agent, [Task(f"task {i}") for i in range(tasks)], max_workers=workers)
         t0 = time.perf_counter()
         results = fleet.run()
@@ -219,28 +219,40 @@ def fleet_makespan(quick: bool) -> Measurement:
         "fleet_makespan", round(value, 3), "x ideal", "<= 1.05", value <= 1.05,
         round(statistics.median(floors), 3),
         {"tasks": tasks, "max_workers": workers, "ideal_s": ideal,
-         "baseline_is": "a bare ThreadPoolExecutor whose tasks only sleep the latency (the thread floor)"},
+         "baseline_is": "plain threads whose tasks only wait the latency (the thread floor)"},
     )
 
 
 def _bare_pool_ratio(tasks: int, workers: int, latency: float) -> float:
-    """Makespan / ideal of a plain thread pool whose tasks only wait ``latency``: what
-    waking ``workers`` threads costs on this machine, with no runtime at all."""
-    def task(_: int) -> None:
-        threading.Event().wait(latency)
+    """Makespan / ideal of ``workers`` plain threads taking task numbers from a shared
+    counter, each task only waiting ``latency``: what starting and waking the threads
+    costs on this machine, with no runtime at all (the physical floor)."""
+    untaken = iter(range(tasks))
+    lock = threading.Lock()
+
+    def loop() -> None:
+        while True:
+            with lock:
+                index = next(untaken, None)
+            if index is None:
+                return
+            threading.Event().wait(latency)
 
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(task, range(tasks)))
+    threads = [threading.Thread(target=loop, name=f"bench-floor-{i}") for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     return (time.perf_counter() - t0) / (-(-tasks // workers) * latency)
 
 
 def _research_dag(latency: float, width: int) -> Formation:
     outline = Agent("outline", provider=ScriptedProvider(
-        [f"[{', '.join(f'{chr(34)}s{i}{chr(34)}' for i in range(width))}]"], latency_s=latency, cycle=True),
+        [f"[{', '.join(f'{chr(34)}s{i}{chr(34)}' for i in range(width))}]"], latency_s=latency, cycle=True, record=False),
         output_schema=list[str])
-    researcher = Agent("researcher", provider=ScriptedProvider(["notes"], latency_s=latency, cycle=True))
-    assembler = Agent("assembler", provider=ScriptedProvider(["report"], latency_s=latency, cycle=True))
+    researcher = Agent("researcher", provider=ScriptedProvider(["notes"], latency_s=latency, cycle=True, record=False))
+    assembler = Agent("assembler", provider=ScriptedProvider(["report"], latency_s=latency, cycle=True, record=False))
     return (
         Formation("bench-dag")
         .add_agent("outline", outline)
@@ -272,8 +284,8 @@ def inflight_runs(quick: bool) -> Measurement:
     ideal = (-(-runs // conc) + 1) * latency
     ratios = []
     for _ in range(_reps(quick)):
-        first = Agent("first", provider=ScriptedProvider(["a"], latency_s=latency, cycle=True))
-        second = Agent("second", provider=ScriptedProvider(["b"], latency_s=latency, cycle=True))
+        first = Agent("first", provider=ScriptedProvider(["a"], latency_s=latency, cycle=True, record=False))
+        second = Agent("second", provider=ScriptedProvider(["b"], latency_s=latency, cycle=True, record=False))
         f = (
             Formation("bench-inflight")
             .add_agent("first", first, concurrency=conc)

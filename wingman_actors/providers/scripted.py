@@ -36,7 +36,8 @@ class ScriptedProvider:
     :class:`InferenceRequest` and returning one of those. ``cycle=True`` starts again from
     the first reply when the script runs out; otherwise running out is an error.
 
-    Every request is recorded in ``.requests``. Thread-safe: many sessions may share one.
+    Every request is recorded in ``.requests`` unless ``record=False``. Thread-safe: many
+    sessions may share one.
 
     Args:
         replies: the script.
@@ -44,6 +45,9 @@ class ScriptedProvider:
         model: the model name reported in responses.
         cycle: repeat the script instead of running out.
         stream_chunk: characters per ``text_delta`` when streaming.
+        record: keep every request in ``.requests`` (for assertions). Benchmarks turn it
+            off: a real provider keeps nothing, and thousands of kept requests would make
+            the garbage collector's work part of what they measure.
     """
 
     id: ClassVar[str] = "scripted"
@@ -56,6 +60,7 @@ class ScriptedProvider:
         model: str = "scripted",
         cycle: bool = False,
         stream_chunk: int = 8,
+        record: bool = True,
     ) -> None:
         if latency_s < 0:
             raise ValueError(f"latency_s must be >= 0, got {latency_s}")
@@ -68,14 +73,16 @@ class ScriptedProvider:
         self.stream_chunk = stream_chunk
         self._lock = threading.Lock()
         self._next = 0
+        self._calls = 0
+        self.record = record
         self.requests: list[InferenceRequest] = []
-        self._responses: dict[tuple[str, Usage], InferenceResponse] = {}
+        self._responses: dict[tuple[str, int, int], InferenceResponse] = {}
 
     @property
     def calls(self) -> int:
         """How many calls were made."""
         with self._lock:
-            return len(self.requests)
+            return self._calls
 
     def add_replies(self, *replies: Reply) -> None:
         """Append replies to the script."""
@@ -84,7 +91,9 @@ class ScriptedProvider:
 
     def _take(self, request: InferenceRequest) -> Reply:
         with self._lock:
-            self.requests.append(request)
+            self._calls += 1
+            if self.record:
+                self.requests.append(request)
             if self._next >= len(self._replies):
                 if not self.cycle or not self._replies:
                     raise AgentError(
@@ -128,11 +137,11 @@ class ScriptedProvider:
     def _text_response(self, request: InferenceRequest, reply: str) -> InferenceResponse:
         # Responses are immutable: a repeated reply with the same token estimate (a cycled
         # script, a benchmark) reuses one object instead of validating a new one per call.
-        usage = _estimate(request, reply)
-        key = (reply, usage)
+        tokens = _estimate(request, reply)
+        key = (reply, *tokens)
         cached = self._responses.get(key)
         if cached is None:
-            cached = InferenceResponse.of_text(reply, model=self.model, usage=usage)
+            cached = InferenceResponse.of_text(reply, model=self.model, usage=_usage(*tokens))
             if len(self._responses) < 256:
                 self._responses[key] = cached
         return cached
@@ -156,10 +165,12 @@ class ScriptedProvider:
         return f"<ScriptedProvider replies={len(self._replies)} calls={self.calls}>"
 
 
-def _estimate(request: InferenceRequest, reply: str) -> Usage:
+def _estimate(request: InferenceRequest, reply: str) -> tuple[int, int]:
     # A deterministic, rough token count (4 characters a token) so usage sums are testable.
-    chars = len(request.instructions) + sum(len(m.text) for m in request.messages)
-    return _usage(max(1, chars // 4), max(1, len(reply) // 4))
+    chars = len(request.instructions)
+    for m in request.messages:
+        chars += len(m.text)
+    return max(1, chars // 4), max(1, len(reply) // 4)
 
 
 @functools.lru_cache(maxsize=1024)
