@@ -349,3 +349,44 @@ def test_len_and_repr_describe_the_fleet() -> None:
     fleet = Fleet(agent_with("ok"), ["a", "b", "c"], max_workers=2, timeout=1.5)
     assert len(fleet) == 3
     assert repr(fleet) == "Fleet(agent='w', tasks=3, max_workers=2, timeout=1.5, executor=own)"
+
+
+def test_when_the_system_refuses_more_threads_the_started_workers_run_every_task(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real_start = threading.Thread.start
+    started = [0]
+
+    def start(self: threading.Thread) -> None:
+        if self.name.startswith("wingman-fleet-"):
+            if started[0] >= 2:
+                raise RuntimeError("can't start new thread")
+            started[0] += 1
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    results = Fleet(agent_with(echo), [f"t{i}" for i in range(7)], max_workers=5).run()
+
+    assert [r.response for r in results] == [f"echo t{i}" for i in range(7)]
+    assert [r.worker_name for r in results] == [f"w-{i}" for i in range(7)]
+    assert "started only 2 of 5 workers" in caplog.text
+
+
+def test_a_fleet_that_cannot_start_any_worker_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_start = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        if self.name.startswith("wingman-fleet-"):
+            raise RuntimeError("can't start new thread")
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    with pytest.raises(RuntimeError, match="fleet 'w' could not start any worker: can't start new thread"):
+        Fleet(agent_with(echo), ["a", "b"], max_workers=2).run()
+
+
+def test_a_shut_down_executor_is_reported_not_waited_on() -> None:
+    pool = ThreadPoolExecutor(2)
+    pool.shutdown()
+    with pytest.raises(RuntimeError, match="could not start any worker"):
+        Fleet(agent_with(echo), ["a"], executor=pool).run()

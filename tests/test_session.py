@@ -9,10 +9,10 @@ import pytest
 from pydantic import BaseModel
 
 from wingman_actors import Agent, Session, tool
-from wingman_actors.tools import ToolContext
 from wingman_actors.core import InferenceRequest, InferenceResponse, Message, Role, StreamEventType, Usage
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.testing import ScriptedProvider
+from wingman_actors.tools import ToolContext
 
 
 @tool

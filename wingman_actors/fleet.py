@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import queue
 import threading
 import time
@@ -35,6 +36,8 @@ from .result import Result
 from .session import Session
 
 __all__ = ["DEFAULT_MAX_WORKERS", "Fleet", "FleetResult", "Task"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_WORKERS = 100
 """Concurrent sessions when a fleet is given ``max_workers=0``: ``min(len(tasks), 100)``."""
@@ -291,20 +294,34 @@ class Fleet:
                 deliver(result)
 
         threads: list[threading.Thread] = []
-        if self.executor is not None:
-            dispatch.loops = [self.executor.submit(loop) for _ in range(cap)]
-        else:
+
+        def start_loop(i: int) -> Future[None]:
+            if self.executor is not None:
+                return self.executor.submit(loop)
             # Plain threads, one per loop, rather than a ThreadPoolExecutor: the pool's
             # hand-off through its work queue makes starting 100 workers take half as long
             # again, and every worker started late delays its whole chain of tasks.
-            for i in range(cap):
-                fut: Future[None] = Future()
-                thread = threading.Thread(
-                    target=_run_loop, args=(loop, fut), name=f"wingman-fleet-{self.agent.name}-{i}", daemon=True
+            fut: Future[None] = Future()
+            thread = threading.Thread(
+                target=_run_loop, args=(loop, fut), name=f"wingman-fleet-{self.agent.name}-{i}", daemon=True
+            )
+            thread.start()
+            threads.append(thread)
+            return fut
+
+        for i in range(cap):
+            try:
+                dispatch.loops.append(start_loop(i))
+            except RuntimeError as exc:  # no more threads, or the executor was shut down
+                if not dispatch.loops:
+                    raise RuntimeError(
+                        f"fleet {self.agent.name!r} could not start any worker: {exc}"
+                    ) from exc
+                log.warning(
+                    "fleet %r started only %d of %d workers (%s); they run all its tasks",
+                    self.agent.name, len(dispatch.loops), cap, exc,
                 )
-                dispatch.loops.append(fut)
-                threads.append(thread)
-                thread.start()
+                break
         try:
             yield dispatch
         finally:
