@@ -6,6 +6,7 @@ builds :class:`NodeTrace` objects only when someone reads ``FormationResult.node
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +26,11 @@ _EMPTY_JOINS: dict[str, tuple[dict[str, Any], set[str]]] = {}
 _EMPTY_VISITS: dict[str, int] = {}
 _EMPTY_FAILURES: list[tuple[str, int, float, float, str]] = []
 _EMPTY_SKIPPED: dict[str, str | None] = {}
+# Runs share a fixed set of locks (a run's lock guards its own counters for a few
+# bytecodes and is never held while taking another): a run costs no lock of its own,
+# and a finished run kept by its caller holds nothing the garbage collector must scan.
+_LOCKS = tuple(threading.Lock() for _ in range(64))
+_next_lock = itertools.count()
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
 }
@@ -40,14 +46,17 @@ class RunState:
 
     __slots__ = (
         "done", "failures", "future", "id", "input", "joins", "listeners", "lock", "log",
-        "outputs", "pending", "remaining", "skipped", "t0", "timer", "visits", "wall0",
+        "order", "outputs", "pending", "remaining", "skipped", "t0", "timer", "visits", "wall0",
     )
 
-    def __init__(self, run_id: str, input: Any, listeners: list[Callable[[Any], None]], sinks: int) -> None:
+    def __init__(
+        self, run_id: str, input: Any, listeners: list[Callable[[Any], None]], sinks: int, order: Sequence[str] = ()
+    ) -> None:
         self.id = run_id
         self.input = input
-        self.future: Future[FormationResult] = Future()
-        self.lock = threading.Lock()
+        self.order = order
+        self.future: Future[FormationResult] | None = Future()  # None once resolved
+        self.lock = _LOCKS[next(_next_lock) % len(_LOCKS)]
         self.done = False
         self.remaining = sinks
         self.pending = 1  # cyclic formations: a guard released once the sources are dispatched
@@ -82,6 +91,11 @@ class RunState:
         finished = {entry[0] for entry in self.log} | set(self.skipped)
         started = {entry[0] for entry in self.failures} | set(self.visits)
         return [n for n in order if n in started and n not in finished]
+
+    def __call__(self) -> dict[str, NodeTrace]:
+        """The run's traces in node order: a finished run is its result's lazy trace
+        builder (no closure to allocate per run)."""
+        return self.traces(self.order)
 
     def traces(self, order: Sequence[str], failed_node: str | None = None) -> dict[str, NodeTrace]:
         """Per-node traces from the log (called lazily, once per result)."""

@@ -195,17 +195,19 @@ class RunningFormation:
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         listeners = self._listeners if on_event is None else [*self._listeners, on_event]
-        run = RunState(f"{self._prefix}-{next(self._seq)}", input, listeners, len(self._sinks))
+        run = RunState(f"{self._prefix}-{next(self._seq)}", input, listeners, len(self._sinks), self._order)
         self._runs[run.id] = run
         if timeout is not None:
             run.timer = self._scheduler.call_later(timeout, lambda: self._run_timeout(run, timeout))
         if listeners:
             self._emit(run, FormationEventType.RUN_STARTED, None, {})
+        future = run.future  # taken now: the run may finish, and drop it, before we return
+        assert future is not None
         for source in self.plan.sources:
             self._visit(run, source, input, "input")
         if self._cyclic:
             self._finish_one(run)
-        return run.future
+        return future
 
     # -- routing (runs on node threads) -------------------------------------------------
 
@@ -366,6 +368,7 @@ class RunningFormation:
     def _complete(self, run: RunState) -> None:
         if run.timer is not None:
             run.timer.cancel()
+            run.timer = None  # its callback refers to the run
         sink = self._single_sink
         if sink is not None:
             outputs = {sink: run.outputs[sink]} if sink in run.outputs else {}
@@ -374,10 +377,13 @@ class RunningFormation:
             outputs = {s: run.outputs[s] for s in self._sinks if s in run.outputs}
             output = None
         duration = time.perf_counter() - run.t0
-        order = self._order
-        result = FormationResult(run.id, output, outputs, lambda: run.traces(order), duration)
+        result = FormationResult(run.id, output, outputs, run, duration)
         self._runs.pop(run.id, None)
-        run.future.set_result(result)
+        # The result keeps the run (its traces are built from it on demand); the run lets
+        # go of the future, so no cycle keeps a finished run alive for the collector.
+        future, run.future = run.future, None
+        assert future is not None  # resolved once: done is set under the run's lock
+        future.set_result(result)
         if run.listeners:
             self._emit(run, FormationEventType.RUN_FINISHED, None,
                        {"duration_s": duration, "usage": result.usage, "result": result})
@@ -389,8 +395,11 @@ class RunningFormation:
             run.done = True
         if run.timer is not None:
             run.timer.cancel()
+            run.timer = None  # its callback refers to the run
         self._runs.pop(run.id, None)
-        run.future.set_exception(error)
+        future, run.future = run.future, None
+        assert future is not None  # resolved once: done is set under the run's lock
+        future.set_exception(error)
         if run.listeners:
             self._emit(run, FormationEventType.RUN_FAILED, error.node, {
                 "error": str(error), "exception": error, "duration_s": time.perf_counter() - run.t0,
