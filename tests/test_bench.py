@@ -31,3 +31,24 @@ def test_bench_json_has_machine_and_scenario_fields(capsys: pytest.CaptureFixtur
 def test_bench_refuses_an_unknown_scenario(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--scenario", "warp_speed"]) == 2
     assert "unknown scenario" in capsys.readouterr().err
+
+
+def test_a_missing_peer_is_reported_as_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from wingman_actors.bench.peers import NOT_INSTALLED, langgraph_overhead, langgraph_throughput
+
+    monkeypatch.setitem(sys.modules, "langgraph.graph", None)  # makes the import fail
+    assert langgraph_overhead([abs], 10, 1) == NOT_INSTALLED
+    assert langgraph_throughput([abs], 10, 1) == NOT_INSTALLED
+    assert "pip install" in NOT_INSTALLED
+
+
+def test_peer_lines_compare_with_ours() -> None:
+    from wingman_actors.bench.cli import _peer_lines
+
+    lines = _peer_lines("run_overhead", 50.0, {"langgraph": {"version": "1.2", "invoke_us": 1000.0}})
+    assert lines == ["run_overhead: langgraph 1.2: 1000 µs per invoke (20.0 x ours)"]
+    lines = _peer_lines("pipeline_throughput", 30000, {"langgraph": {"version": "1.2", "batch_inputs_per_s": 750}})
+    assert lines == ["pipeline_throughput: langgraph 1.2: 750 inputs/s with batch() (ours 40.0 x faster)"]
+    assert _peer_lines("x", 1.0, {"langgraph": "not installed"}) == ["x: langgraph not installed"]

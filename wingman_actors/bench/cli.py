@@ -69,7 +69,26 @@ def _run(args: argparse.Namespace) -> int:
         ratio = r.details.get("ratio")
         target = r.target + (f" (ratio {ratio:g})" if ratio is not None else "")
         print(f"{r.name:<20} {r.value:>12g} {r.unit:<16} {base:>10} {target:<40} {'yes' if r.meets else 'NO'}")
+    peers = [line for r in results for line in _peer_lines(r.name, r.value, r.details.get("peers") or {})]
+    if peers:
+        print("\npeers on the same graph, same run (context, not targets):")
+        for line in peers:
+            print(f"  {line}")
     return 0
+
+
+def _peer_lines(scenario: str, ours: float, peers: dict[str, Any]) -> list[str]:
+    lines = []
+    for name, got in peers.items():
+        if not isinstance(got, dict):
+            lines.append(f"{scenario}: {name} {got}")
+        elif "invoke_us" in got:
+            lines.append(f"{scenario}: {name} {got['version']}: {got['invoke_us']:g} µs per invoke "
+                         f"({got['invoke_us'] / ours:.1f} x ours)")
+        elif "batch_inputs_per_s" in got:
+            lines.append(f"{scenario}: {name} {got['version']}: {got['batch_inputs_per_s']:g} inputs/s with batch() "
+                         f"(ours {ours / got['batch_inputs_per_s']:.1f} x faster)")
+    return lines
 
 
 def add_bench_parser(subparsers: Any) -> None:

@@ -20,6 +20,7 @@ from ..fleet import Fleet, Task
 from ..formation import Formation
 from ..providers.scripted import ScriptedProvider
 from .baselines import EchoActor, PlainChain
+from .peers import langgraph_overhead, langgraph_throughput
 
 __all__ = ["SCENARIOS", "Measurement", "run_scenarios"]
 
@@ -94,10 +95,11 @@ def pipeline_throughput(quick: bool) -> Measurement:
     # Each repetition measures both back to back; the median of the paired ratios is
     # steadier than a ratio of medians on a machine whose speed drifts.
     ratio = statistics.median(o / p for o, p in zip(ours, plain, strict=True))
+    peer = langgraph_throughput([_inc, _inc, _inc], n // 10, 3)
     return Measurement(
         "pipeline_throughput", round(value), "inputs/s", ">= 0.8 x plain 3-actor Pykka chain", ratio >= 0.8,
         round(base), {"ratio": round(ratio, 3), "inputs": n, "runs": [round(x) for x in ours],
-                      "plain_runs": [round(x) for x in plain]},
+                      "plain_runs": [round(x) for x in plain], "peers": {"langgraph": peer}},
     )
 
 
@@ -125,9 +127,10 @@ def run_overhead(quick: bool) -> Measurement:
             ours.append(statistics.median(samples))
     value, base = statistics.median(ours) * 1e6, statistics.median(plain) * 1e6
     ratio = statistics.median(o / p for o, p in zip(ours, plain, strict=True))
+    peer = langgraph_overhead([_inc, _inc, _inc], n // 4, 3)
     return Measurement(
         "run_overhead", round(value, 1), "µs", "<= 1.3 x plain 3-actor Pykka chain", ratio <= 1.3,
-        round(base, 1), {"ratio": round(ratio, 3), "inputs": n},
+        round(base, 1), {"ratio": round(ratio, 3), "inputs": n, "peers": {"langgraph": peer}},
     )
 
 
