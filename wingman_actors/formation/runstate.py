@@ -14,6 +14,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ..core import Usage
+from .future import new_run_future
 from .result import ZERO_USAGE, FormationResult, NodeStatus, NodeTrace
 
 __all__ = ["RunState"]
@@ -55,7 +56,7 @@ class RunState:
         self.id = run_id
         self.input = input
         self.order = order
-        self.future: Future[FormationResult] | None = Future()  # None once resolved
+        self.future: Future[FormationResult] | None = new_run_future()  # None once resolved
         self.lock = _LOCKS[next(_next_lock) % len(_LOCKS)]
         self.done = False
         self.remaining = sinks

@@ -1,0 +1,123 @@
+"""The lean future submit() returns behaves as a concurrent.futures.Future in every use."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import CancelledError, Future, as_completed, wait
+from concurrent.futures import TimeoutError as FutureTimeout
+
+import pytest
+
+from wingman_actors import Formation
+from wingman_actors.formation import future as future_mod
+from wingman_actors.formation.future import RunFuture, new_run_future
+
+
+def _later(fut: Future[object], value: object, delay: float = 0.05) -> threading.Thread:
+    def body() -> None:
+        time.sleep(delay)
+        if isinstance(value, BaseException):
+            fut.set_exception(value)
+        else:
+            fut.set_result(value)
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    return thread
+
+
+def test_this_python_gets_the_lean_future_and_it_is_a_future() -> None:
+    fut = new_run_future()
+    assert type(fut) is RunFuture
+    assert isinstance(fut, Future)
+    assert not fut.done() and not fut.running() and not fut.cancelled()
+
+
+def test_result_waits_for_a_value_set_by_another_thread() -> None:
+    fut = new_run_future()
+    thread = _later(fut, 42)
+    assert fut.result(timeout=5) == 42
+    thread.join()
+    assert fut.done() and fut.exception() is None
+
+
+def test_every_waiting_thread_wakes() -> None:
+    fut = new_run_future()
+    got: list[object] = []
+    waiters = [threading.Thread(target=lambda: got.append(fut.result(5))) for _ in range(8)]
+    for t in waiters:
+        t.start()
+    time.sleep(0.05)
+    fut.set_result("ok")
+    for t in waiters:
+        t.join(5)
+    assert got == ["ok"] * 8
+
+
+def test_result_times_out_and_exceptions_are_raised() -> None:
+    fut = new_run_future()
+    with pytest.raises(FutureTimeout):
+        fut.result(timeout=0.02)
+    thread = _later(fut, ValueError("bad input"))
+    with pytest.raises(ValueError, match="bad input"):
+        fut.result(timeout=5)
+    thread.join()
+    assert isinstance(fut.exception(), ValueError)
+
+
+def test_done_callbacks_run_once_before_and_after_completion() -> None:
+    fut = new_run_future()
+    seen: list[str] = []
+    fut.add_done_callback(lambda f: seen.append(f"early {f.result()}"))
+    fut.set_result(1)
+    fut.add_done_callback(lambda f: seen.append(f"late {f.result()}"))
+    assert seen == ["early 1", "late 1"]
+
+
+def test_cancel_a_pending_future() -> None:
+    fut = new_run_future()
+    assert fut.cancel()
+    assert fut.cancelled()
+    with pytest.raises(CancelledError):
+        fut.result()
+
+
+def test_wait_and_as_completed_mix_it_with_standard_futures() -> None:
+    lean, plain = new_run_future(), Future[object]()
+    threads = [_later(lean, "lean", 0.02), _later(plain, "plain", 0.06)]
+    done, not_done = wait([lean, plain], timeout=5)
+    assert {f.result() for f in done} == {"lean", "plain"} and not not_done
+    for t in threads:
+        t.join()
+    lean2, plain2 = new_run_future(), Future[object]()
+    threads = [_later(lean2, 1, 0.02), _later(plain2, 2, 0.04)]
+    assert sorted(f.result() for f in as_completed([lean2, plain2], timeout=5)) == [1, 2]
+    for t in threads:
+        t.join()
+
+
+def test_asyncio_can_await_it() -> None:
+    async def main() -> object:
+        fut = new_run_future()
+        thread = _later(fut, "awaited", 0.02)
+        try:
+            return await asyncio.wrap_future(fut)
+        finally:
+            thread.join()
+
+    assert asyncio.run(main()) == "awaited"
+
+
+def test_a_python_whose_future_differs_gets_a_standard_future(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(future_mod, "_LEAN", False)
+    assert type(new_run_future()) is Future
+
+
+def test_submit_returns_it_and_many_runs_resolve() -> None:
+    f = Formation("lean").add_function("a", lambda x: x + 1).add_function("b", lambda x: x * 2).connect("a", "b")
+    with f.start() as running:
+        futures = [running.submit(i) for i in range(500)]
+        assert all(isinstance(fut, Future) for fut in futures)
+        assert [fut.result(10).output for fut in futures] == [(i + 1) * 2 for i in range(500)]
