@@ -175,7 +175,7 @@ class Fleet:
             ``min(len(tasks), DEFAULT_MAX_WORKERS)``, i.e. at most 100.
         timeout: seconds each task's run may take (per task, not for the whole fleet).
         executor: run tasks in this executor (e.g. a long-lived pool owned by an actor)
-            instead of a thread pool created per run. At most ``max_workers`` tasks are
+            instead of worker threads started per run. At most ``max_workers`` tasks are
             submitted-and-unfinished at once, and the executor is not shut down. Do not pass
             the executor whose thread calls :meth:`run` unless it has workers to spare.
 
@@ -234,7 +234,13 @@ class Fleet:
     # -- public API -------------------------------------------------------------------
 
     def run(self) -> list[FleetResult]:
-        """Run every task; return one result per task, in task order."""
+        """Run every task; return one result per task, in task order.
+
+        Raises:
+            RuntimeError: not one worker could start (the system refuses new threads, or
+                the given executor was shut down). When only some start, they run every
+                task and a warning is logged.
+        """
         n = len(self.tasks)
         if n == 0:
             return []
