@@ -51,7 +51,7 @@ class RunState:
     )
 
     def __init__(
-        self, run_id: str, input: Any, listeners: list[Callable[[Any], None]], sinks: int, order: Sequence[str] = ()
+        self, run_id: str, input: Any, listeners: list[Callable[[Any], None]], sinks: int, order: Sequence[str]
     ) -> None:
         self.id = run_id
         self.input = input
@@ -87,19 +87,19 @@ class RunState:
         """Wall-clock time of a ``perf_counter`` reading taken during this run."""
         return self.wall0 + (perf - self.t0)
 
-    def unfinished(self, order: Sequence[str]) -> list[str]:
+    def unfinished(self) -> list[str]:
         """Nodes that were visited (or are sinks) and have neither finished nor been skipped."""
         finished = {entry[0] for entry in self.log} | set(self.skipped)
         started = {entry[0] for entry in self.failures} | set(self.visits)
-        return [n for n in order if n in started and n not in finished]
+        return [n for n in self.order if n in started and n not in finished]
 
     def __call__(self) -> dict[str, NodeTrace]:
-        """The run's traces in node order: a finished run is its result's lazy trace
-        builder (no closure to allocate per run)."""
-        return self.traces(self.order)
+        """The run's traces: a finished run is its result's lazy trace builder (no
+        closure to allocate per run)."""
+        return self.traces()
 
-    def traces(self, order: Sequence[str], failed_node: str | None = None) -> dict[str, NodeTrace]:
-        """Per-node traces from the log (called lazily, once per result)."""
+    def traces(self) -> dict[str, NodeTrace]:
+        """Per-node traces from the log, in node order (called lazily, once per result)."""
         traces: dict[str, NodeTrace] = {}
         for name, attempt, started, finished, usage in self.log:
             t = traces.get(name)
@@ -136,11 +136,9 @@ class RunState:
             if name in traces:
                 traces[name].visits = max(traces[name].visits, self.visits[name])
         out: dict[str, NodeTrace] = {}
-        for name in order:
+        for name in self.order:
             t = traces.get(name)
             if t is None:
                 t = NodeTrace(name, status=NodeStatus.SKIPPED)  # never reached in this run
-            if name == failed_node:
-                t.status = NodeStatus.FAILED
             out[name] = t
         return out

@@ -501,7 +501,7 @@ class RunningFormation:
             address.tell(env)
 
     def _run_timeout(self, run: RunState, timeout: float) -> None:
-        running = run.unfinished(self._order)
+        running = run.unfinished()
         busy = f"; unfinished: {', '.join(running)}" if running else ""
         self._fail_run(run, FormationRuntimeError(
             f"run {run.id} of formation {self.name!r} timed out after {timeout:g}s{busy}",
