@@ -65,6 +65,12 @@ def _chain() -> Formation:
     )
 
 
+def _model(replies: list[str], latency: float) -> ScriptedProvider:
+    """A simulated model: the scripted replies, repeated, after ``latency`` seconds each;
+    it keeps no requests (a real provider keeps nothing)."""
+    return ScriptedProvider(replies, latency_s=latency, cycle=True, record=False)
+
+
 def _reps(quick: bool) -> int:
     return 3 if quick else 5
 
@@ -208,7 +214,7 @@ def fleet_makespan(quick: bool) -> Measurement:
     ratios = []
     floors = []
     for _ in range(_reps(quick)):
-        agent = Agent("bench", provider=ScriptedProvider(["ok"], latency_s=latency, cycle=True, record=False))
+        agent = Agent("bench", provider=_model(["ok"], latency))
         fleet = Fleet(agent, [Task(f"task {i}") for i in range(tasks)], max_workers=workers)
         t0 = time.perf_counter()
         results = fleet.run()
@@ -216,7 +222,7 @@ def fleet_makespan(quick: bool) -> Measurement:
         if any(r.error for r in results):
             raise RuntimeError("fleet benchmark: a task failed")
         ratios.append(elapsed / ideal)
-        floors.append(_bare_pool_ratio(tasks, workers, latency))
+        floors.append(_thread_floor_ratio(tasks, workers, latency))
     value = statistics.median(ratios)
     return Measurement(
         "fleet_makespan", round(value, 3), "x ideal", "<= 1.05", value <= 1.05,
@@ -226,7 +232,7 @@ def fleet_makespan(quick: bool) -> Measurement:
     )
 
 
-def _bare_pool_ratio(tasks: int, workers: int, latency: float) -> float:
+def _thread_floor_ratio(tasks: int, workers: int, latency: float) -> float:
     """Makespan / ideal of ``workers`` plain threads taking task numbers from a shared
     counter, each task only waiting ``latency``: what starting and waking the threads
     costs on this machine, with no runtime at all (the physical floor)."""
@@ -251,11 +257,10 @@ def _bare_pool_ratio(tasks: int, workers: int, latency: float) -> float:
 
 
 def _research_dag(latency: float, width: int) -> Formation:
-    outline = Agent("outline", provider=ScriptedProvider(
-        [f"[{', '.join(f'{chr(34)}s{i}{chr(34)}' for i in range(width))}]"], latency_s=latency, cycle=True, record=False),
-        output_schema=list[str])
-    researcher = Agent("researcher", provider=ScriptedProvider(["notes"], latency_s=latency, cycle=True, record=False))
-    assembler = Agent("assembler", provider=ScriptedProvider(["report"], latency_s=latency, cycle=True, record=False))
+    sections = f"[{', '.join(f'{chr(34)}s{i}{chr(34)}' for i in range(width))}]"
+    outline = Agent("outline", provider=_model([sections], latency), output_schema=list[str])
+    researcher = Agent("researcher", provider=_model(["notes"], latency))
+    assembler = Agent("assembler", provider=_model(["report"], latency))
     return (
         Formation("bench-dag")
         .add_agent("outline", outline)
@@ -287,8 +292,8 @@ def inflight_runs(quick: bool) -> Measurement:
     ideal = (-(-runs // conc) + 1) * latency
     ratios = []
     for _ in range(_reps(quick)):
-        first = Agent("first", provider=ScriptedProvider(["a"], latency_s=latency, cycle=True, record=False))
-        second = Agent("second", provider=ScriptedProvider(["b"], latency_s=latency, cycle=True, record=False))
+        first = Agent("first", provider=_model(["a"], latency))
+        second = Agent("second", provider=_model(["b"], latency))
         f = (
             Formation("bench-inflight")
             .add_agent("first", first, concurrency=conc)
