@@ -351,20 +351,25 @@ def test_len_and_repr_describe_the_fleet() -> None:
     assert repr(fleet) == "Fleet(agent='w', tasks=3, max_workers=2, timeout=1.5, executor=own)"
 
 
-def test_when_the_system_refuses_more_threads_the_started_workers_run_every_task(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def _refuse_fleet_threads_after(monkeypatch: pytest.MonkeyPatch, allowed: int) -> None:
+    """Make Thread.start fail, as an exhausted system does, for fleet workers past ``allowed``."""
     real_start = threading.Thread.start
     started = [0]
 
     def start(self: threading.Thread) -> None:
         if self.name.startswith("wingman-fleet-"):
-            if started[0] >= 2:
+            if started[0] >= allowed:
                 raise RuntimeError("can't start new thread")
             started[0] += 1
         real_start(self)
 
     monkeypatch.setattr(threading.Thread, "start", start)
+
+
+def test_when_the_system_refuses_more_threads_the_started_workers_run_every_task(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _refuse_fleet_threads_after(monkeypatch, 2)
     results = Fleet(agent_with(echo), [f"t{i}" for i in range(7)], max_workers=5).run()
 
     assert [r.response for r in results] == [f"echo t{i}" for i in range(7)]
@@ -373,14 +378,7 @@ def test_when_the_system_refuses_more_threads_the_started_workers_run_every_task
 
 
 def test_a_fleet_that_cannot_start_any_worker_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_start = threading.Thread.start
-
-    def start(self: threading.Thread) -> None:
-        if self.name.startswith("wingman-fleet-"):
-            raise RuntimeError("can't start new thread")
-        real_start(self)
-
-    monkeypatch.setattr(threading.Thread, "start", start)
+    _refuse_fleet_threads_after(monkeypatch, 0)
     with pytest.raises(RuntimeError, match="fleet 'w' could not start any worker: can't start new thread"):
         Fleet(agent_with(echo), ["a", "b"], max_workers=2).run()
 

@@ -49,7 +49,7 @@ class CancelToken:
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Cancel: every waiter wakes (in child tokens too) and the next check raises."""
-        with _event_lock:
+        with _latch_lock:
             if self._cancelled:
                 return
             self._reason = reason
@@ -61,7 +61,7 @@ class CancelToken:
             child.cancel(reason)
 
     def _adopt(self, child: CancelToken) -> None:
-        with _event_lock:
+        with _latch_lock:
             if self._children is None:
                 self._children = []
             self._children.append(child)
@@ -99,7 +99,7 @@ class CancelToken:
         wait = seconds if remaining is None else min(seconds, remaining)
         latch = self._latch
         if latch is None:
-            with _event_lock:
+            with _latch_lock:
                 latch = self._latch
                 if latch is None:
                     latch = _thread.allocate_lock()
@@ -115,7 +115,7 @@ class CancelToken:
         return f"{self.timeout:g}s" if self.timeout is not None else "its deadline"
 
 
-_event_lock = threading.Lock()
+_latch_lock = threading.Lock()
 
 _current: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar(
     "wingman_cancel_token", default=None
