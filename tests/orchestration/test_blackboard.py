@@ -10,7 +10,13 @@ import pytest
 
 from wingman_actors import Agent, Session
 from wingman_actors.core import InferenceRequest, InferenceResponse
-from wingman_actors.orchestration import Blackboard
+from wingman_actors.orchestration import (
+    AgentRegistry,
+    Blackboard,
+    blackboard_tools,
+    current_blackboard,
+    use_blackboard,
+)
 from wingman_actors.testing import ScriptedProvider
 
 
@@ -124,3 +130,70 @@ def test_getting_a_missing_key_through_the_tool_is_an_error_the_model_sees() -> 
     call = Session(Agent("x", provider=provider, tools=board.tools("ns"))).run("go").tool_calls[0]
 
     assert call.is_error and "no key 'b' in the shared state; keys: ['a']" in call.output
+
+
+def test_bound_tools_work_on_an_empty_board() -> None:
+    board = Blackboard()
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls([("l", "t_state_list", {})]), "ok"])
+
+    call = Session(Agent("x", provider=provider, tools=board.tools("t"))).run("go").tool_calls[0]
+
+    assert (call.is_error, call.output) == (False, "[]")
+
+
+def test_current_blackboard_is_the_one_made_active_and_only_inside_the_block() -> None:
+    board = Blackboard()
+
+    with use_blackboard(board) as active:
+        assert active is board and current_blackboard() is board
+    assert current_blackboard() is None
+
+
+def test_unbound_tools_act_on_the_board_active_when_they_run() -> None:
+    first, second = Blackboard(), Blackboard()
+    replies = [InferenceResponse.of_tool_calls([("s", "team_state_set", {"key": "k", "value": 1})]), "ok"]
+    agent = Agent("x", provider=ScriptedProvider(replies, cycle=True), tools=blackboard_tools("team"))
+
+    with use_blackboard(first):
+        Session(agent).run("go")
+    with use_blackboard(second):
+        Session(agent).run("go")
+
+    assert first.get("k") == 1 and second.get("k") == 1
+
+
+def test_concurrent_tool_calls_see_the_active_board() -> None:
+    board = Blackboard()
+    calls = [(f"s{i}", "team_state_set", {"key": f"k{i}", "value": i}) for i in range(3)]
+    agent = Agent("x", provider=ScriptedProvider([InferenceResponse.of_tool_calls(calls), "ok"]),
+                  tools=blackboard_tools("team"))
+
+    with use_blackboard(board):
+        result = Session(agent).run("go")
+
+    assert not any(c.is_error for c in result.tool_calls) and board.keys() == ["k0", "k1", "k2"]
+
+
+def test_delegated_agents_see_the_board_active_for_their_parent() -> None:
+    board = Blackboard()
+    writer = Agent("writer", provider=ScriptedProvider([
+        InferenceResponse.of_tool_calls([("s", "team_state_set", {"key": "by", "value": "writer"})]), "written",
+    ]), tools=blackboard_tools("team"))
+    registry = AgentRegistry()
+    registry.register(writer, description="writes")
+    lead = Agent("lead", delegates=registry, provider=ScriptedProvider([
+        InferenceResponse.of_tool_calls([("d", "delegate", {"tasks": [{"agent": "writer", "task": "write"}]})]), "ok",
+    ]))
+
+    with use_blackboard(board):
+        Session(lead).run("go")
+
+    assert board.get("by") == "writer"
+
+
+def test_unbound_tools_without_an_active_board_are_a_tool_error() -> None:
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls([("l", "team_state_list", {})]), "ok"])
+
+    call = Session(Agent("x", provider=provider, tools=blackboard_tools("team"))).run("go").tool_calls[0]
+
+    assert call.is_error and "no blackboard is shared with this run" in call.output

@@ -317,6 +317,39 @@ def test_delegates_must_be_a_registry() -> None:
         Agent("x", delegates={"a": 1})  # type: ignore[arg-type]
 
 
-def test_max_delegation_depth_must_be_at_least_one() -> None:
-    with pytest.raises(ValueError, match="max_delegation_depth must be an int >= 1, got 0"):
-        Agent("x", delegates=AgentRegistry(), max_delegation_depth=0)
+def test_max_delegation_depth_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="max_delegation_depth must be an int >= 0"):
+        Agent("x", delegates=AgentRegistry(), max_delegation_depth=-1)
+
+
+def test_a_depth_limit_of_zero_refuses_every_delegation() -> None:
+    child = specialist("a")
+    agent = boss(registry_of(child), delegate_call({"agent": "a", "task": "t"}), "ok", max_delegation_depth=0)
+
+    call = Session(agent).run("go").tool_calls[0]
+
+    assert call.is_error and "the delegation depth limit is 0" in call.output
+    assert isinstance(child.provider, ScriptedProvider) and child.provider.calls == 0
+
+
+def test_at_most_tool_concurrency_tasks_run_at_once() -> None:
+    lock = threading.Lock()
+    running = peak = 0
+
+    def busy(request: InferenceRequest) -> str:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        time.sleep(0.05)
+        with lock:
+            running -= 1
+        return "ok"
+
+    registry = registry_of(Agent("w", provider=ScriptedProvider([busy], cycle=True)))
+    agent = boss(registry, delegate_call(*({"agent": "w", "task": str(i)} for i in range(6))), "ok",
+                 tool_concurrency=2)
+
+    result = Session(agent).run("go")
+
+    assert len(delegated(result)) == 6 and peak == 2

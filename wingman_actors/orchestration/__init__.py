@@ -5,10 +5,12 @@
   ``delegate``).
 * Skills — ``Agent(..., skills=[folders])`` loads ``SKILL.md`` folders and adds
   ``load_skill`` (:class:`Skill`, :func:`load_skill`, :class:`SkillError`).
-* :class:`Blackboard` — thread-safe shared state with ``watch`` and agent tools.
+* :class:`Blackboard` — thread-safe shared state with ``watch`` and agent tools;
+  :class:`use_blackboard` / :func:`current_blackboard` / :func:`blackboard_tools` share one
+  with code that does not hold it.
 """
 
-from .blackboard import Blackboard
+from .blackboard import Blackboard, blackboard_tools, current_blackboard, use_blackboard
 from .delegation import DelegationTask
 from .registry import AgentFactory, AgentInfo, AgentRegistry
 from .skills import Skill, SkillError, load_skill, load_skills
@@ -21,6 +23,9 @@ __all__ = [
     "DelegationTask",
     "Skill",
     "SkillError",
+    "blackboard_tools",
+    "current_blackboard",
     "load_skill",
     "load_skills",
+    "use_blackboard",
 ]

@@ -26,7 +26,7 @@ def equip(agent: Agent) -> tuple[list[Tool], tuple[Callable[[], str], ...]]:
 
     Raises:
         TypeError: ``delegates`` is not an AgentRegistry, or ``skills`` is not a list.
-        ValueError: ``max_delegation_depth`` < 1, or a skill folder is bad (SkillError).
+        ValueError: ``max_delegation_depth`` < 0, or a skill folder is bad (SkillError).
     """
     tools: list[Tool] = []
     sections: list[Callable[[], str]] = []
@@ -38,8 +38,11 @@ def equip(agent: Agent) -> tuple[list[Tool], tuple[Callable[[], str], ...]]:
                 "see wingman_actors.orchestration.AgentRegistry"
             )
         depth = agent.max_delegation_depth
-        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
-            raise ValueError(f"agent {agent.name!r}: max_delegation_depth must be an int >= 1, got {depth!r}")
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+            raise ValueError(
+                f"agent {agent.name!r}: max_delegation_depth must be an int >= 0 (0 refuses every "
+                f"delegation), got {depth!r}"
+            )
         tools += [
             ListAgentsTool(registry, agent.name),
             DelegateTool(registry, agent.name, max_depth=depth, concurrency=agent.tool_concurrency),

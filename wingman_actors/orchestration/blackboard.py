@@ -4,6 +4,12 @@ Values are JSON (checked on :meth:`Blackboard.set`) and stored as copies, so no 
 can change what another sees. :meth:`Blackboard.tools` gives agents three tools to read and
 write it; :meth:`Blackboard.watch` blocks until a key is written.
 
+A board can also be *active* for a stretch of code (``with use_blackboard(board):``):
+:func:`current_blackboard` returns it there, and :func:`blackboard_tools` gives tools that act
+on whichever board is active when they run, so an agent declared before its board exists
+(a formation's node, say) still reaches the board of the run it serves. Tool calls and
+delegated agents run in a copy of the caller's context, so they see the same active board.
+
 Example:
     >>> board = Blackboard()
     >>> board.set("findings", ["cheap", "fast"])
@@ -15,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 import threading
@@ -26,7 +33,7 @@ from ..core import ToolDefinition
 from ..errors import ToolError
 from ..tools import Tool, ToolContext
 
-__all__ = ["Blackboard"]
+__all__ = ["Blackboard", "blackboard_tools", "current_blackboard", "use_blackboard"]
 
 _NAMESPACE_RE = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")
 _MISSING = object()
@@ -127,11 +134,7 @@ class Blackboard:
         Raises:
             ValueError: ``namespace`` is not 1-40 letters, digits, '_' or '-'.
         """
-        if not isinstance(namespace, str) or not _NAMESPACE_RE.match(namespace):
-            raise ValueError(
-                f"blackboard tools namespace must be 1-40 letters, digits, '_' or '-', got {namespace!r}"
-            )
-        return [_StateGet(self, namespace), _StateSet(self, namespace), _StateList(self, namespace)]
+        return _tools(self, namespace)
 
     def __contains__(self, key: object) -> bool:
         with self._cond:
@@ -143,6 +146,44 @@ class Blackboard:
 
     def __repr__(self) -> str:
         return f"Blackboard(keys={self.keys()})"
+
+
+_active: contextvars.ContextVar[Blackboard | None] = contextvars.ContextVar("wingman_blackboard", default=None)
+
+
+def current_blackboard() -> Blackboard | None:
+    """The board made active by the innermost :class:`use_blackboard`, if any."""
+    return _active.get()
+
+
+class use_blackboard:  # lower-case: used like a function, `with use_blackboard(board):`
+    """Make ``board`` the active blackboard inside the ``with`` block (this context only)."""
+
+    __slots__ = ("_reset", "board")
+
+    def __init__(self, board: Blackboard) -> None:
+        if not isinstance(board, Blackboard):
+            raise TypeError(f"use_blackboard needs a Blackboard, got {type(board).__name__}")
+        self.board = board
+
+    def __enter__(self) -> Blackboard:
+        self._reset = _active.set(self.board)
+        return self.board
+
+    def __exit__(self, *exc: object) -> None:
+        _active.reset(self._reset)
+
+
+def blackboard_tools(namespace: str) -> list[Tool]:
+    """Like :meth:`Blackboard.tools`, on the board active when each call runs (see
+    :class:`use_blackboard`); a call with no active board is a tool error."""
+    return _tools(None, namespace)
+
+
+def _tools(board: Blackboard | None, namespace: str) -> list[Tool]:
+    if not isinstance(namespace, str) or not _NAMESPACE_RE.match(namespace):
+        raise ValueError(f"blackboard tools namespace must be 1-40 letters, digits, '_' or '-', got {namespace!r}")
+    return [_StateGet(board, namespace), _StateSet(board, namespace), _StateList(board, namespace)]
 
 
 def _check_key(key: object) -> None:
@@ -166,8 +207,8 @@ class _StateTool:
     summary: ClassVar[str] = ""
     schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
 
-    def __init__(self, board: Blackboard, namespace: str) -> None:
-        self.board = board
+    def __init__(self, board: Blackboard | None, namespace: str) -> None:
+        self._board = board  # None: the active board at call time
         self.name = f"{namespace}_state_{self.suffix}"
         self.description = self.summary.format(ns=namespace)
         self._definition = ToolDefinition(name=self.name, description=self.description, input_schema=self.schema)
@@ -175,6 +216,17 @@ class _StateTool:
     @property
     def definition(self) -> ToolDefinition:
         return self._definition
+
+    @property
+    def board(self) -> Blackboard:
+        board = self._board if self._board is not None else current_blackboard()  # an empty board is falsy
+        if board is None:
+            raise ToolError(
+                f"{self.name}: no blackboard is shared with this run; share one (use_blackboard, or the "
+                "formation's blackboard=), or give the agent Blackboard.tools() of a board",
+                tool=self.name,
+            )
+        return board
 
     def _key(self, input: dict[str, Any]) -> str:
         key = (input or {}).get("key")
