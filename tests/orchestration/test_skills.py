@@ -144,3 +144,12 @@ def test_with_overrides_keeps_the_skills_without_repeating_the_section(tmp_path:
     copy = agent.with_overrides(instructions="Hello.")
 
     assert copy.system_prompt.count("## Skills") == 1 and copy.system_prompt.startswith("Hello.")
+
+
+def test_an_edited_skill_is_read_again_by_the_next_agent(tmp_path: Path) -> None:
+    folder = make_skill(tmp_path, "a", skill_text("alpha", "First."))
+    assert "- alpha: First." in Agent("x", skills=[folder]).system_prompt
+
+    (folder / "SKILL.md").write_text(skill_text("alpha", "Changed, and longer."), encoding="utf-8")
+
+    assert "- alpha: Changed, and longer." in Agent("x", skills=[folder]).system_prompt

@@ -22,6 +22,7 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..agent import Agent
 from ..cancel import CancelToken
 from ..core import Message, ToolDefinition
 from ..errors import AgentError, ErrorKind, ToolError
@@ -172,7 +173,7 @@ class DelegateTool:
             ctx.token.check()  # the delegating run itself was cancelled: stop it, not only its tasks
         return json.dumps([_answer(child) for child in children], ensure_ascii=False)
 
-    def _resolve(self, tasks: list[DelegationTask]) -> list[Any]:
+    def _resolve(self, tasks: list[DelegationTask]) -> list[Agent]:
         known = self.registry.names()
         problems: list[str] = []
         for i, task in enumerate(tasks):
@@ -186,7 +187,7 @@ class DelegateTool:
                 problems.append(f"task {i}: no agent named {task.agent!r}; available agents: {others or 'none'}")
         if problems:
             raise ToolError("; ".join(problems), tool=self.name)
-        agents = []
+        agents: list[Agent] = []
         for i, task in enumerate(tasks):
             try:
                 agents.append(self.registry.create(task.agent))
@@ -195,7 +196,7 @@ class DelegateTool:
         return agents
 
     def _run_all(
-        self, tasks: list[DelegationTask], agents: list[Any], frame: _Frame, ctx: ToolContext
+        self, tasks: list[DelegationTask], agents: list[Agent], frame: _Frame, ctx: ToolContext
     ) -> list[ChildRun]:
         group = CancelToken(parent=ctx.token)
         children: list[ChildRun | None] = [None] * len(tasks)
@@ -220,10 +221,9 @@ class DelegateTool:
         return [c for c in children if c is not None]
 
     def _run_one(
-        self, task: DelegationTask, agent: Any, frame: _Frame, group: CancelToken, ctx: ToolContext
+        self, task: DelegationTask, agent: Agent, frame: _Frame, group: CancelToken, ctx: ToolContext
     ) -> ChildRun:
-        _frame.set(frame)
-
+        _frame.set(frame)  # in this task's own copy of the context (see _run_all)
         session: Session | None = None
 
         def child(result: Result | None = None, error: str | None = None) -> ChildRun:

@@ -17,6 +17,7 @@ Example ``SKILL.md``::
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -68,7 +69,16 @@ def load_skill(folder: str | os.PathLike[str]) -> Skill:
         raise SkillError(f"skill folder {str(folder)!r} does not exist or is not a folder")
     if not file.is_file():
         raise SkillError(f"skill folder {str(path)!r} has no {SKILL_FILE}: add one with front matter (name, description)")
-    text = file.read_text(encoding="utf-8")
+    stat = file.stat()
+    # Parsed once per version of the file: a fleet deriving an agent per task (with_overrides)
+    # re-checks its skill folders, and should not re-read and re-parse each of them.
+    name, description, body = _parse(str(file), stat.st_mtime_ns, stat.st_size)
+    return Skill(name=name, description=description, path=path, body=body)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(file: str, mtime_ns: int, size: int) -> tuple[str, str, str]:
+    text = Path(file).read_text(encoding="utf-8")
     try:
         post = frontmatter.loads(text)
     except Exception as exc:  # the YAML parser's errors, of several types
@@ -82,7 +92,7 @@ def load_skill(folder: str | os.PathLike[str]) -> Skill:
     missing = [key for key in ("name", "description") if not isinstance(meta.get(key), str) or not meta[key].strip()]
     if missing:
         raise SkillError(f"{file}: the front matter needs {' and '.join(missing)} (text), got keys {sorted(meta)}")
-    return Skill(name=meta["name"].strip(), description=" ".join(meta["description"].split()), path=path, body=post.content)
+    return meta["name"].strip(), " ".join(meta["description"].split()), post.content
 
 
 def load_skills(folders: Iterable[str | os.PathLike[str]]) -> dict[str, Skill]:
