@@ -353,3 +353,27 @@ def test_at_most_tool_concurrency_tasks_run_at_once() -> None:
     result = Session(agent).run("go")
 
     assert len(delegated(result)) == 6 and peak == 2
+
+
+def test_the_parents_deadline_bounds_its_children() -> None:
+    child = specialist("slow", latency_s=10)
+    agent = boss(registry_of(child), delegate_call({"agent": "slow", "task": "t"}), "never")
+
+    t0 = time.perf_counter()
+    with pytest.raises(AgentError) as info:
+        Session(agent).run("go", timeout=0.3)
+
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert time.perf_counter() - t0 < 3.0
+
+
+def test_a_streamed_run_rolls_up_its_children_too() -> None:
+    agent = boss(registry_of(specialist("a", "A")), delegate_call({"agent": "a", "task": "t"}), "ok")
+
+    stream = Session(agent).run_stream("go")
+    kinds = [event.type.value for event in stream]
+    result = stream.result()
+
+    assert "tool_end" in kinds
+    assert [c.agent for c in result.child_runs] == ["a"]
+    assert result.usage.total_tokens == sum(t.usage.total_tokens for t in result.trace)
