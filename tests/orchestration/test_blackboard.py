@@ -197,3 +197,10 @@ def test_unbound_tools_without_an_active_board_are_a_tool_error() -> None:
     call = Session(Agent("x", provider=provider, tools=blackboard_tools("team"))).run("go").tool_calls[0]
 
     assert call.is_error and "no blackboard is shared with this run" in call.output
+
+
+def test_a_blackboard_refuses_to_be_pickled_with_a_clear_error() -> None:
+    import pickle
+
+    with pytest.raises(TypeError, match="shared memory of one process and cannot be pickled"):
+        pickle.dumps(Blackboard({"a": 1}))

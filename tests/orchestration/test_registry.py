@@ -70,3 +70,18 @@ def test_concurrent_registrations_all_land() -> None:
         list(pool.map(lambda i: registry.register(Agent(f"a{i:03}"), description="x"), range(200)))
 
     assert len(registry) == 200 and registry.names() == sorted(registry.names())
+
+
+def test_a_registry_and_a_delegating_agent_survive_pickling() -> None:
+    import pickle
+
+    registry = AgentRegistry()
+    registry.register(Agent("a"), description="x")
+    lead = Agent("lead", delegates=registry)
+
+    copy = pickle.loads(pickle.dumps(lead))
+
+    assert copy.delegates is not None and copy.delegates.names() == ["a"]
+    assert "- a: x" in copy.system_prompt and copy.tool_registry.names == ["list_agents", "delegate"]
+    copy.delegates.register(Agent("b"), description="y")  # the lock was rebuilt
+    assert registry.names() == ["a"]

@@ -147,6 +147,14 @@ class Blackboard:
     def __repr__(self) -> str:
         return f"Blackboard(keys={self.keys()})"
 
+    def __reduce__(self) -> Any:
+        # A copy in another process would silently stop being shared: refuse, and say so.
+        raise TypeError(
+            "a Blackboard is shared memory of one process and cannot be pickled; keep the agents and "
+            "functions that share it in this process (threads backend), or pass board.to_dict() "
+            "if a copy of the values is what you need"
+        )
+
 
 _active: contextvars.ContextVar[Blackboard | None] = contextvars.ContextVar("wingman_blackboard", default=None)
 

@@ -15,6 +15,7 @@ import builtins
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..agent import Agent
 
@@ -149,6 +150,16 @@ class AgentRegistry:
 
     def __repr__(self) -> str:
         return f"AgentRegistry({self.names()})"
+
+    # Picklable (the lock is rebuilt), so a delegating agent can travel to another process
+    # (the Ray backend) when its registered agents can.
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            return {"entries": dict(self._entries)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._lock = threading.Lock()
+        self._entries = dict(state["entries"])
 
 
 def _call_factory(factory: AgentFactory, name: str) -> Agent:
