@@ -1,0 +1,111 @@
+"""Benchmark of the run journal alone (``wingman_actors.store``), without the runtime.
+
+``store_journal``: many threads each record 3-visit runs as the runtime will (a durable
+``begin_run``, three ``record_visit`` calls, ``set_status("succeeded")``), then the file
+is measured. Reports runs/s, journal writes/s, bytes per node visit beyond the payload,
+and the file size per 1,000 runs. Run alone with ``python -m wingman_actors.bench.store``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+
+import networkx as nx  # type: ignore[import-untyped]
+
+from ..store import FormationShape, RunStore
+from .scenarios import Measurement
+
+__all__ = ["store_journal"]
+
+_THREADS = 16
+_VISITS = 3
+_WRITES_PER_RUN = 2 + _VISITS  # begin_run, the visits, set_status
+
+
+def _shape() -> FormationShape:
+    g = nx.DiGraph([("a", "b"), ("b", "c")])
+    nx.set_node_attributes(g, "function", "kind")
+    return FormationShape.of(g)
+
+
+def _record_runs(store: RunStore, shape: FormationShape, runs: int, threads: int) -> float:
+    """Seconds to record ``runs`` 3-visit runs from ``threads`` threads (all committed)."""
+    per_thread = runs // threads
+    start = threading.Barrier(threads + 1)
+
+    def work() -> None:
+        start.wait()
+        for i in range(per_thread):
+            run_id = store.begin_run("bench-chain", shape, i)
+            for v, node in enumerate(("a", "b", "c"), start=1):
+                store.record_visit(run_id, node, 1, i + v)
+            store.set_status(run_id, "succeeded")
+
+    workers = [threading.Thread(target=work, name=f"bench-store-{n}") for n in range(threads)]
+    for w in workers:
+        w.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for w in workers:
+        w.join()
+    store.flush()
+    return time.perf_counter() - t0
+
+
+def _size(path: str) -> int:
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+
+
+def _payload_bytes(runs: int) -> int:
+    """The JSON text of every input and visit output of the recorded runs."""
+    return sum(len(json.dumps(i)) + sum(len(json.dumps(i + v)) for v in range(1, _VISITS + 1)) for i in range(runs))
+
+
+def store_journal(quick: bool) -> Measurement:
+    runs = 3_000 if quick else 20_000
+    reps = 3 if quick else 5
+    shape = _shape()
+    rates: list[float] = []
+    per_visit: list[float] = []
+    per_1000: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="wingman-bench-store-") as tmp:
+        for rep in range(reps):
+            path = os.path.join(tmp, f"runs-{rep}.sqlite")
+            with RunStore(path) as store:
+                elapsed = _record_runs(store, shape, runs, _THREADS)
+            rates.append(runs / elapsed)
+            # Measure the database once a checkpoint has folded the WAL into it.
+            conn = sqlite3.connect(path)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.close()
+            size = _size(path)
+            visits = runs // _THREADS * _THREADS * _VISITS
+            per_visit.append((size - _payload_bytes(runs // _THREADS * _THREADS)) / visits)
+            per_1000.append(size / (runs // _THREADS * _THREADS) * 1000)
+    rate = statistics.median(rates)
+    overhead = statistics.median(per_visit)
+    writes = rate * _WRITES_PER_RUN
+    return Measurement(
+        "store_journal", round(rate), "runs/s", ">= 3,000 runs/s (15,000 writes/s); <= 300 B/visit beyond payload",
+        writes >= 15_000 and overhead <= 300, None,
+        {"writes_per_s": round(writes), "threads": _THREADS, "runs": runs, "runs_per_s": [round(r) for r in rates],
+         "bytes_per_visit_beyond_payload": round(overhead, 1),
+         "file_bytes_per_1000_runs": round(statistics.median(per_1000))},
+    )
+
+
+def main() -> None:
+    """Print the measurement as JSON."""
+    import sys
+
+    print(json.dumps(store_journal("--quick" in sys.argv).to_dict(), indent=2))
+
+
+if __name__ == "__main__":
+    main()
