@@ -184,3 +184,33 @@ def test_begin_run_takes_a_graph_too(store: RunStore) -> None:
     assert store.get(run_id).fingerprint == FormationShape.of(g).fingerprint
     with pytest.raises(TypeError, match="FormationShape"):
         store.begin_run("g", "a -> b", 0)  # type: ignore[arg-type]
+
+
+def test_a_store_never_closed_is_closed_at_exit_with_its_writes_committed(path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from wingman_actors.store import RunStore; from tests.store.conftest import chain_shape\n"
+            "store = RunStore(sys.argv[1]); run_id = store.begin_run('chain', chain_shape(), 0, run_id='r')\n"
+            "[store.record_visit(run_id, 'a', v, v) for v in range(1, 201)]\n"
+            "store.set_status(run_id, 'succeeded')\n")  # and exits without close()
+    subprocess.run([sys.executable, "-c", code, str(path)], cwd=Path(__file__).parents[2], check=True, timeout=60)
+    with RunStore(path) as store:
+        assert store.get("r").status == "succeeded"
+        assert len(store.load("r").visits["a"]) == 200
+
+
+def test_a_store_dropped_without_close_stops_its_writer_thread(path: Path, shape: FormationShape) -> None:
+    import gc
+    import threading
+
+    store = RunStore(path)
+    store.begin_run("chain", shape, 0)
+    del store
+    gc.collect()
+    assert not [t for t in threading.enumerate() if t.name == "wingman-store-writer"]
+
+
+def test_generated_run_ids_sort_by_creation(store: RunStore, shape: FormationShape) -> None:
+    ids = [store.begin_run("chain", shape, i) for i in range(5)]
+    assert ids == sorted(ids) and len(set(ids)) == 5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 import math
 import os
 import threading
@@ -49,6 +50,17 @@ def _seconds(value: Any, name: str, *, allow_none: bool) -> float | None:
         raise ValueError(f"RunStore: {name} must be a datetime.timedelta or a number of seconds >= 0"
                          f"{' or None' if allow_none else ''}, got {value!r}")
     return float(value)
+
+
+_RUN_PREFIX = uuid.uuid4().hex[:8]
+_RUN_COUNTER = itertools.count()
+
+
+def _new_run_id() -> str:
+    """32 hex digits: the time in microseconds, a per-process random prefix and a counter.
+    Ids made later sort later, so new rows are appended to the tables' B-trees instead of
+    landing on random pages (fewer pages written per commit)."""
+    return f"{time.time_ns() // 1000:014x}{_RUN_PREFIX}{next(_RUN_COUNTER) % 16**10:010x}"
 
 
 def _shutdown(writer: Writer, readers: ReaderPool, owner: int) -> None:
@@ -160,7 +172,7 @@ class RunStore:
             shape: ``FormationShape.of(formation.graph)`` (compute it once per formation),
                 or the graph itself.
             input: the run's input (any value the store can journal).
-            run_id: the run's id; a new one (32 hex digits) when None.
+            run_id: the run's id; a new one (32 hex digits, sorting by creation time) when None.
             source: where the formation came from (e.g. its file), for ``resume``.
 
         Returns:
@@ -176,7 +188,7 @@ class RunStore:
                                 f"got {type(shape).__name__}")
             shape = FormationShape.of(shape)
         if run_id is None:
-            run_id = uuid.uuid4().hex
+            run_id = _new_run_id()
         elif not isinstance(run_id, str) or not run_id:
             raise ValueError(f"begin_run: run_id must be a non-empty str or None, got {run_id!r}")
         codec, text = self._codec.encode(input, f"the input of run {run_id!r}")

@@ -1,7 +1,8 @@
 """The store's single writer: one connection, one ordered queue, group commit.
 
 Every write is an :class:`Op` put on one queue. The writer takes everything queued (up
-to a batch limit), applies it in queue order inside one transaction and commits once:
+to a batch limit; the writer thread first lets writes gather for up to a millisecond),
+applies it in queue order inside one transaction and commits once:
 concurrent callers share a commit (group commit), and because batches commit in queue
 order and each batch is atomic, a write is never durable unless every write queued
 before it is too. A caller that must know its write is durable (``wait=True``) blocks
@@ -18,6 +19,7 @@ import collections
 import logging
 import sqlite3
 import threading
+import time
 from typing import Any, ClassVar
 
 from ._errors import StoreClosedError, StoreWriteError
@@ -26,6 +28,8 @@ __all__ = ["Op", "Writer"]
 
 _log = logging.getLogger("wingman_actors.store")
 _MAX_BATCH = 2_000
+_GATHER_S = 0.001
+_GATHER_BELOW = 256
 
 
 class Op:
@@ -200,6 +204,11 @@ class Writer:
                         self._cond.wait()
                     if self._stopped:
                         return
+                    gather = len(self._queue) < _GATHER_BELOW
+                if gather:
+                    # Nobody waits for these writes (a waiting caller commits them itself):
+                    # let more arrive so that one commit carries many.
+                    time.sleep(_GATHER_S)
                 with self._write:
                     while self._drain_once():
                         pass
