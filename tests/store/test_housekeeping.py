@@ -66,10 +66,12 @@ def test_a_suspended_run_expires_after_the_store_suspend_ttl(path: Path, shape: 
         time.sleep(0.4)
         assert store.get(run_id).status == "expired"
         assert [r.id for r in store.runs("expired")] == [run_id] and store.runs("suspended") == []
+        with pytest.raises(RunNotResumableError, match="takes no answer"):
+            store.answer(run_id, "yes")
         with pytest.raises(RunNotResumableError, match="expired") as err:
             store.claim_run(run_id)
         assert err.value.status == "expired"
-    with RunStore(path) as store:  # persisted by the refused claim
+    with RunStore(path) as store:  # persisted when refused
         assert store.get(run_id).status == "expired"
 
 

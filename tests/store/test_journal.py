@@ -45,11 +45,13 @@ def test_the_journal_holds_visits_items_progress_and_interrupts_in_write_order(
     store.record_item(run_id, "b", 1, 0, "item 0")
     store.record_visit(run_id, "b", 1, ["item 0", "item 1"])
     store.record_visit(run_id, "a", 2, "a2")
+    store.record_skip(run_id, "d", 1, "node 'd' failed 3 times")
     store.record_interrupt(run_id, "c", 1, {"question": "ok?"})
     journal = store.load(run_id)
     assert [(e.kind, e.node, e.visit, e.item) for e in journal.entries] == [
         ("visit", "a", 1, None), ("item", "b", 1, 1), ("progress", "b", 1, 0), ("item", "b", 1, 0),
-        ("visit", "b", 1, None), ("visit", "a", 2, None), ("interrupt", "c", 1, None)]
+        ("visit", "b", 1, None), ("visit", "a", 2, None), ("skip", "d", 1, None), ("interrupt", "c", 1, None)]
+    assert journal.skipped == {("d", 1): "node 'd' failed 3 times"}
     assert journal.visits == {"a": {1: "a1", 2: "a2"}, "b": {1: ["item 0", "item 1"]}}
     assert journal.items == {("b", 1): {1: "item 1", 0: "item 0"}}
     assert journal.progress == {("b", 1, 0): [["msg"]]}

@@ -2,7 +2,8 @@
 
 ``store_journal``: many threads each record 3-visit runs as the runtime will (a durable
 ``begin_run``, three ``record_visit`` calls, ``set_status("succeeded")``), then the file
-is measured. Reports runs/s, journal writes/s, bytes per node visit beyond the payload,
+is measured. Reports runs/s, journal writes/s, bytes per node visit beyond the payload
+(with the run records shared out over the visits, and of the journal alone),
 the file size per 1,000 runs, and the CPU time per run (steadier than wall time on a
 busy machine). Run alone with ``python -m wingman_actors.bench.store [--quick]``.
 """
@@ -69,6 +70,27 @@ def _payload_bytes(runs: int) -> int:
     return sum(len(json.dumps(i)) + sum(len(json.dumps(i + v)) for v in range(1, _VISITS + 1)) for i in range(runs))
 
 
+def _checkpointed_size(path: str) -> int:
+    """The database's size once a checkpoint has folded the WAL into it."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return _size(path)
+
+
+def _journal_row_bytes(tmp: str, shape: FormationShape, visits: int) -> float:
+    """Bytes per visit of the journal alone (no run records): one run with many visits."""
+    path = os.path.join(tmp, "journal-only.sqlite")
+    with RunStore(path) as store:
+        run_id = store.begin_run("bench-chain", shape, 0)
+    before = _checkpointed_size(path)
+    with RunStore(path) as store:
+        for v in range(1, visits + 1):
+            store.record_visit(run_id, "a", v, v)
+    payload = sum(len(json.dumps(v)) for v in range(1, visits + 1))
+    return (_checkpointed_size(path) - before - payload) / visits
+
+
 def store_journal(quick: bool) -> Measurement:
     runs = 3_000 if quick else 20_000
     reps = 3 if quick else 5
@@ -84,14 +106,11 @@ def store_journal(quick: bool) -> Measurement:
                 elapsed, cpu = _record_runs(store, shape, runs, _THREADS)
             rates.append(runs / elapsed)
             cpu_per_run.append(cpu / runs * 1e6)
-            # Measure the database once a checkpoint has folded the WAL into it.
-            conn = sqlite3.connect(path)
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            conn.close()
-            size = _size(path)
+            size = _checkpointed_size(path)
             visits = runs // _THREADS * _THREADS * _VISITS
             per_visit.append((size - _payload_bytes(runs // _THREADS * _THREADS)) / visits)
             per_1000.append(size / (runs // _THREADS * _THREADS) * 1000)
+        row_bytes = _journal_row_bytes(tmp, shape, 5_000 if quick else 50_000)
     rate = statistics.median(rates)
     overhead = statistics.median(per_visit)
     writes = rate * _WRITES_PER_RUN
@@ -101,6 +120,7 @@ def store_journal(quick: bool) -> Measurement:
         {"writes_per_s": round(writes), "cpu_us_per_run": round(statistics.median(cpu_per_run), 1),
          "threads": _THREADS, "runs": runs, "runs_per_s": [round(r) for r in rates],
          "bytes_per_visit_beyond_payload": round(overhead, 1),
+         "journal_bytes_per_visit_beyond_payload": round(row_bytes, 1),
          "file_bytes_per_1000_runs": round(statistics.median(per_1000))},
     )
 

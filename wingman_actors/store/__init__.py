@@ -6,6 +6,27 @@ output, progress inside a visit, interrupts and their answers. See :class:`RunSt
 write order and durability, and ``_codec`` for how values are stored (and why a store
 refuses pickle unless told otherwise).
 
+How a runtime uses it (the calls, and when):
+
+* once per formation: ``shape = FormationShape.of(formation.graph)``; open the store
+  (``RunStore(path)``, closed when the formation stops) or use the one given.
+* ``submit(input)``: ``run_id = store.begin_run(name, shape, input, run_id=..., source=...)``
+  before returning the future: the run is durable when it returns.
+* a node visit finished: ``store.record_visit(run_id, node, visit, output)`` *before* its
+  output is sent downstream (so nothing downstream is journalled without it). A fleet
+  item finished: ``store.record_item(run_id, node, visit, index, output)``. A step inside
+  a visit worth keeping (an agent's new messages): ``store.record_progress(...)``. A
+  visit skipped by ``on_error="skip"``: ``store.record_skip(run_id, node, visit, reason)``.
+* ``interrupt(payload)`` raised: ``store.record_interrupt(run_id, node, visit, payload)``;
+  once the run has stopped: ``store.set_status(run_id, "suspended")``.
+* the run ended: ``store.set_status(run_id, "succeeded" | "failed" | "cancelled", error=...)``.
+* resume: ``journal = store.claim_run(run_id, shape, formation=name)`` (refuses another
+  formation, a run running elsewhere, a finished or expired run); with an answer,
+  ``store.answer(run_id, value)`` then read ``journal.answers(node, visit)`` again via
+  ``store.load(run_id)``. Feed ``journal.visits`` to the successors instead of running
+  those visits, run only the fleet items missing from ``journal.items``, and make the
+  i-th ``interrupt()`` call of a visit return ``journal.answers(node, visit)[i]``.
+
 Example:
     >>> import os, tempfile, networkx as nx
     >>> from wingman_actors.store import FormationShape, RunStore

@@ -23,7 +23,7 @@ __all__ = [
     "SetStatusWaited",
 ]
 
-KINDS = {"visit": 1, "item": 2, "progress": 3, "interrupt": 4, "answer": 5}
+KINDS = {"visit": 1, "item": 2, "progress": 3, "interrupt": 4, "answer": 5, "skip": 6}
 """Journal entry kinds as stored."""
 
 
@@ -146,22 +146,29 @@ class Claim(Op):
 class Answer(Op):
     """Record the answer to a run's pending interrupt."""
 
-    __slots__ = ("codec", "run_id", "store_path", "text")
+    __slots__ = ("codec", "now", "run_id", "store_path", "text")
     wait = True
 
-    def __init__(self, run_id: str, codec: int, text: str, store_path: str) -> None:
+    def __init__(self, run_id: str, codec: int, text: str, now: float, store_path: str) -> None:
         super().__init__()
-        self.run_id, self.codec, self.text, self.store_path = run_id, codec, text, store_path
+        self.run_id, self.codec, self.text, self.now, self.store_path = run_id, codec, text, now, store_path
 
     def apply(self, conn: sqlite3.Connection) -> Any:
+        run = conn.execute("SELECT status, expires FROM runs WHERE id = ?", (self.run_id,)).fetchone()
+        if run is None:
+            self.error = UnknownRunError(self.run_id, self.store_path)
+            return None
+        if run[0] == "expired" or (run[0] == "suspended" and run[1] is not None and run[1] <= self.now):
+            conn.execute("UPDATE runs SET status = 'expired', updated = ? WHERE id = ?", (self.now, self.run_id))
+            self.error = RunNotResumableError(
+                f"run {self.run_id!r} expired: it was suspended longer than the store's suspend_ttl, so it "
+                "takes no answer; start a new run", run_id=self.run_id, status="expired")
+            return None
         last = conn.execute("SELECT kind, node, visit, item FROM journal WHERE run = ? AND kind IN (4, 5) "
                             "ORDER BY seq DESC LIMIT 1", (self.run_id,)).fetchone()
         if last is None or last[0] != KINDS["interrupt"]:
-            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (self.run_id,)).fetchone() is None:
-                self.error = UnknownRunError(self.run_id, self.store_path)
-            else:
-                self.error = StoreError(f"run {self.run_id!r} has no pending interrupt to answer; resume it "
-                                        "without an answer")
+            self.error = StoreError(f"run {self.run_id!r} has no pending interrupt to answer; resume it "
+                                    "without an answer")
             return None
         conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value) VALUES (?, 5, ?, ?, ?, ?, ?)",
                      (self.run_id, last[1], last[2], last[3], self.codec, self.text))

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ._codec import Codec
-from ._errors import StoreClosedError, UnknownRunError
+from ._errors import StoreClosedError, StoreError, UnknownRunError
 from ._ops import KINDS
 from ._records import Interrupt, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
 from ._shape import FormationShape
@@ -77,7 +77,10 @@ def list_runs(conn: sqlite3.Connection, status: RunStatus | None, now: float) ->
 
 
 def _entry(codec: Codec, run_id: str, row: tuple[Any, ...]) -> JournalEntry:
-    kind = _KIND_NAMES[row[0]]
+    kind = _KIND_NAMES.get(row[0])
+    if kind is None:
+        raise StoreError(f"run {run_id!r} has a journal entry of kind {row[0]}, unknown to this wingman-actors "
+                         "(written by a newer version?); upgrade wingman-actors")
     where = f"the {kind} of node {row[1]!r} (visit {row[2]}{'' if row[3] is None else f', item {row[3]}'}) " \
             f"in run {run_id!r}"
     return JournalEntry(kind, row[1], row[2], row[3], codec.decode(row[4], row[5], where))  # type: ignore[arg-type]

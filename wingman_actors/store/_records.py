@@ -98,14 +98,15 @@ class JournalEntry:
     Attributes:
         kind: ``"visit"`` (a node visit finished), ``"item"`` (a fleet item finished),
             ``"progress"`` (a step inside an unfinished visit, e.g. an agent's messages),
+            ``"skip"`` (the visit was skipped after its retries were spent, ``on_error="skip"``),
             ``"interrupt"`` or ``"answer"``.
         node: the node.
         visit: the node's visit number.
         item: the fleet item index (items, and progress/interrupts inside an item).
-        value: the output, progress value, interrupt payload or answer.
+        value: the output, progress value, skip reason, interrupt payload or answer.
     """
 
-    kind: Literal["visit", "item", "progress", "interrupt", "answer"]
+    kind: Literal["visit", "item", "progress", "skip", "interrupt", "answer"]
     node: str
     visit: int
     item: int | None
@@ -125,6 +126,7 @@ class RunJournal:
             visit order (``visits["b"][1]`` is visit 1's output).
         items: the outputs of finished fleet items, by ``(node, visit)`` then item index.
         progress: progress values by ``(node, visit, item)``, in write order.
+        skipped: the skipped visits, ``(node, visit)`` → the reason given.
         interrupts: every interrupt in order, with its answer when given.
     """
 
@@ -134,6 +136,7 @@ class RunJournal:
     visits: Mapping[str, Mapping[int, Any]] = field(default_factory=dict)
     items: Mapping[tuple[str, int], Mapping[int, Any]] = field(default_factory=dict)
     progress: Mapping[tuple[str, int, int | None], list[Any]] = field(default_factory=dict)
+    skipped: Mapping[tuple[str, int], Any] = field(default_factory=dict)
     interrupts: tuple[Interrupt, ...] = ()
 
     @property
@@ -151,10 +154,11 @@ class RunJournal:
 
     @classmethod
     def build(cls, run: RunRecord, shape: FormationShape, entries: tuple[JournalEntry, ...]) -> RunJournal:
-        """Index ``entries`` into visits, items, progress and interrupts."""
+        """Index ``entries`` into visits, items, progress, skips and interrupts."""
         visits: dict[str, dict[int, Any]] = {}
         items: dict[tuple[str, int], dict[int, Any]] = {}
         progress: dict[tuple[str, int, int | None], list[Any]] = {}
+        skipped: dict[tuple[str, int], Any] = {}
         interrupts: list[Interrupt] = []
         for e in entries:
             if e.kind == "visit":
@@ -163,10 +167,12 @@ class RunJournal:
                 items.setdefault((e.node, e.visit), {})[e.item] = e.value
             elif e.kind == "progress":
                 progress.setdefault((e.node, e.visit, e.item), []).append(e.value)
+            elif e.kind == "skip":
+                skipped[(e.node, e.visit)] = e.value
             elif e.kind == "interrupt":
                 interrupts.append(Interrupt(e.node, e.visit, e.item, e.value))
             elif e.kind == "answer" and interrupts and not interrupts[-1].answered:
                 last = interrupts[-1]
                 interrupts[-1] = Interrupt(last.node, last.visit, last.item, last.payload, True, e.value)
         ordered = {node: dict(sorted(outputs.items())) for node, outputs in visits.items()}
-        return cls(run, shape, entries, ordered, items, progress, tuple(interrupts))
+        return cls(run, shape, entries, ordered, items, progress, skipped, tuple(interrupts))

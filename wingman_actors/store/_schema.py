@@ -50,7 +50,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             updated REAL NOT NULL,
             error TEXT
         ) WITHOUT ROWID""",
-        # seq is the global write order; kind: 1 visit, 2 item, 3 progress, 4 interrupt, 5 answer
+        # seq is the global write order; kind: 1 visit, 2 item, 3 progress, 4 interrupt, 5 answer,
+        # 6 skip (added without a migration: kinds are not constrained)
         """CREATE TABLE journal (
             seq INTEGER PRIMARY KEY,
             run TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import json
 import math
 import os
 import threading
@@ -38,7 +39,7 @@ from ._writer import Flush, Writer
 
 __all__ = ["RunStore"]
 
-_VISIT, _ITEM, _PROGRESS, _INTERRUPT = KINDS["visit"], KINDS["item"], KINDS["progress"], KINDS["interrupt"]
+_VISIT, _ITEM, _PROGRESS, _INTERRUPT, _SKIP = (KINDS[k] for k in ("visit", "item", "progress", "interrupt", "skip"))
 
 
 def _seconds(value: Any, name: str, *, allow_none: bool) -> float | None:
@@ -219,6 +220,11 @@ class RunStore:
         codec, text = self._codec.encode(value, f"a progress value of node {node!r} (visit {visit}) of run {run_id!r}")
         self._writer.submit(Append((run_id, _PROGRESS, node, visit, item, codec, text)))
 
+    def record_skip(self, run_id: str, node: str, visit: int, reason: str) -> None:
+        """Journal that a node visit was skipped after its retries were spent
+        (``on_error="skip"``), so a resume skips it again instead of retrying it."""
+        self._writer.submit(Append((run_id, _SKIP, node, visit, None, 0, json.dumps(str(reason)))))
+
     def record_interrupt(self, run_id: str, node: str, visit: int, payload: Any, *, item: int | None = None) -> None:
         """Journal an ``interrupt(payload)`` raised by a node's visit (or a fleet item)."""
         codec, text = self._codec.encode(payload, f"the interrupt payload of node {node!r} of run {run_id!r}")
@@ -229,10 +235,11 @@ class RunStore:
 
         Raises:
             UnknownRunError: no such run.
+            RunNotResumableError: the run expired (then it is marked so).
             StoreError: the run has no pending interrupt.
         """
         codec, text = self._codec.encode(answer, f"the answer to run {run_id!r}")
-        self._writer.call(Answer(run_id, codec, text, self._path))
+        self._writer.call(Answer(run_id, codec, text, time.time(), self._path))
 
     def set_status(self, run_id: str, status: RunStatus, *, error: str | None = None, wait: bool = False) -> None:
         """Set a run's status (``succeeded``, ``failed``, ``cancelled``, ``suspended``,

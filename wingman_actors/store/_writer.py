@@ -99,6 +99,7 @@ class Writer:
         self._committed = 0
         self._closed = False
         self._stopped = False
+        self._idle = False  # the writer thread waits for work
         self._failures: list[str] = []
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
@@ -121,7 +122,7 @@ class Writer:
             self._queue.append(op)
             if isinstance(op, Stop):
                 self._closed = True
-            if wake:
+            if wake and self._idle:
                 self._cond.notify()
         return op
 
@@ -201,7 +202,9 @@ class Writer:
             while True:
                 with self._cond:
                     while not self._queue and not self._stopped:
+                        self._idle = True
                         self._cond.wait()
+                        self._idle = False
                     if self._stopped:
                         return
                     gather = len(self._queue) < _GATHER_BELOW
