@@ -216,3 +216,30 @@ def test_a_store_dropped_without_close_stops_its_writer_thread(path: Path, shape
 def test_generated_run_ids_sort_by_creation(store: RunStore, shape: FormationShape) -> None:
     ids = [store.begin_run("chain", shape, i) for i in range(5)]
     assert ids == sorted(ids) and len(set(ids)) == 5
+
+
+def test_a_batch_interrupted_by_ctrl_c_leaves_the_store_usable_and_reports_what_was_lost(
+        store: RunStore, shape: FormationShape) -> None:
+    import sqlite3
+    from typing import Any
+
+    from wingman_actors.store._writer import Op
+
+    class CtrlC(Op):
+        __slots__ = ()
+        wait = True
+
+        def apply(self, conn: sqlite3.Connection) -> Any:
+            raise KeyboardInterrupt
+
+    from wingman_actors.store._ops import Append
+
+    run_id = store.begin_run("chain", shape, 0)
+    # queued without waking the writer thread, so the interrupted batch below holds it
+    store._writer.submit(Append((run_id, 1, "a", 1, None, 0, '"lost"')), wake=False)
+    with pytest.raises(KeyboardInterrupt):
+        store._writer.call(CtrlC())
+    with pytest.raises(StoreWriteError, match="not committed: interrupted by KeyboardInterrupt"):
+        store.flush()
+    store.record_visit(run_id, "a", 1, "kept")
+    assert store.load(run_id).visits == {"a": {1: "kept"}}

@@ -72,14 +72,16 @@ def _shutdown(writer: Writer, readers: ReaderPool, owner: int) -> None:
 class RunStore:
     """The run journal in one SQLite file: run records, and the deltas a resume needs.
 
-    One writer thread applies every write in call order and commits in groups (one
-    commit for everything queued meanwhile); readers use their own connections (WAL: they
-    never block the writer). Several processes may share one file.
+    One writer applies every write in call order and commits in groups (one commit for
+    everything queued meanwhile, shared by concurrent callers); readers use their own
+    connections (WAL: they never block the writer) and see every write made through this
+    store before the read. Several processes may share one file (SQLite's lock orders
+    their writers; a busy file is waited for up to 30 s, never "database is locked" at once).
 
     Durability: ``begin_run``, ``claim_run`` and ``answer`` return once committed. The
     ``record_*`` calls and ``set_status`` return at once and commit in call order (what
-    was recorded after something is never durable without it); ``flush()`` waits for
-    them. With ``synchronous="NORMAL"`` (the default) a commit survives the process being
+    was recorded after something is never durable without it), within about a
+    millisecond or with the next call that waits; ``flush()`` waits for them. With ``synchronous="NORMAL"`` (the default) a commit survives the process being
     killed, and SQLite syncs the file to disk at checkpoints: a power loss or OS crash may
     lose the last commits, never corrupt the file. ``synchronous="FULL"`` syncs at every
     commit (slower).

@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any, ClassVar
 
-from ._errors import StoreClosedError, StoreWriteError
+from ._errors import StoreClosedError, StoreError, StoreWriteError
 
 __all__ = ["Op", "Writer"]
 
@@ -184,7 +184,19 @@ class Writer:
                 return False
             n = min(len(self._queue), _MAX_BATCH)
             batch = [self._queue.popleft() for _ in range(n)]
-        self._run(batch)
+        try:
+            self._run(batch)
+        except BaseException as exc:  # e.g. Ctrl-C in a caller applying the batch itself
+            self._rollback()
+            for op in batch:
+                op.error = op.error or StoreError(f"{op.describe()} was not committed: interrupted by "
+                                                  f"{type(exc).__name__}")
+            self._finish(batch)
+            raise
+        self._finish(batch)
+        return True
+
+    def _finish(self, batch: list[Op]) -> None:
         self._committed = batch[-1].seq
         for op in batch:
             if op.done is not None:
@@ -195,7 +207,6 @@ class Writer:
         if isinstance(batch[-1], Stop):
             with self._cond:
                 self._stopped = True
-        return True
 
     def _loop(self) -> None:
         try:
