@@ -126,3 +126,10 @@ def test_a_bad_synchronous_level_is_refused(path: Path) -> None:
 
 def test_open_errors_are_value_errors() -> None:
     assert issubclass(StoreOpenError, ValueError)
+
+
+def test_a_corrupt_sqlite_file_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 16)
+    with pytest.raises(StoreOpenError, match=r"RunStore cannot (open|prepare) .*broken.sqlite"):
+        RunStore(broken)

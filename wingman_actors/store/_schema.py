@@ -115,6 +115,7 @@ def check_path(path: str | os.PathLike[str]) -> str:
 def connect(path: str, *, synchronous: str, read_only: bool = False) -> sqlite3.Connection:
     """A connection with the store's settings: WAL, the given ``synchronous`` level,
     foreign keys on, a busy timeout, autocommit (transactions are explicit)."""
+    conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
                                timeout=_BUSY_TIMEOUT_MS / 1000)
@@ -123,13 +124,16 @@ def connect(path: str, *, synchronous: str, read_only: bool = False) -> sqlite3.
         if not read_only:
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
-                conn.close()
                 raise StoreOpenError(f"RunStore {path}: SQLite refused WAL mode (got {mode!r}); put the store on a "
                                      "local file system", path=path)
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         if read_only:
             conn.execute("PRAGMA query_only = ON")
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, StoreOpenError) as exc:
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, StoreOpenError):
+            raise
         raise StoreOpenError(f"RunStore cannot open {path}: {exc}; check the file's permissions, or pass "
                              "another path", path=path) from exc
     return conn
