@@ -83,3 +83,39 @@ def test_concurrent_claims_of_one_run_let_exactly_one_win(path: Path) -> None:
         for t in threads:
             t.join(timeout=50)
     assert len(wins) == 1 and refusals == ["running"] * 9
+
+
+_OTHER_PROCESS = """
+import sys
+from wingman_actors.store import RunStore
+from tests.store.conftest import chain_shape
+with RunStore(sys.argv[1]) as store:
+    for i in range(int(sys.argv[2])):
+        run_id = store.begin_run("chain", chain_shape(), i, run_id=f"child-{i}")
+        for v, node in enumerate("abc", start=1):
+            store.record_visit(run_id, node, 1, v)
+        store.set_status(run_id, "succeeded")
+"""
+
+
+def test_two_processes_writing_one_file_lose_nothing(path: Path) -> None:
+    import subprocess
+    import sys
+
+    runs = 300
+    RunStore(path).close()  # the schema exists before both start
+    child = subprocess.Popen([sys.executable, "-c", _OTHER_PROCESS, str(path), str(runs)],
+                             cwd=Path(__file__).parents[2], stderr=subprocess.PIPE, text=True)
+    shape = chain_shape()
+    with RunStore(path) as store:
+        for i in range(runs):
+            run_id = store.begin_run("chain", shape, i, run_id=f"parent-{i}")
+            for v, node in enumerate("abc", start=1):
+                store.record_visit(run_id, node, 1, v)
+            store.set_status(run_id, "succeeded")
+        _, err = child.communicate(timeout=60)
+        assert child.returncode == 0, err
+        listed = store.runs("succeeded")
+        assert len(listed) == 2 * runs
+        for who in ("parent", "child"):
+            assert store.load(f"{who}-{runs - 1}").visits == {"a": {1: 1}, "b": {1: 2}, "c": {1: 3}}
