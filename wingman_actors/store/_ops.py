@@ -65,8 +65,8 @@ class Append(Op):
 
     def apply(self, conn: sqlite3.Connection) -> Any:
         try:
-            conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         self.row)
+            conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value) "
+                         "VALUES ((SELECT key FROM runs WHERE id = ?), ?, ?, ?, ?, ?, ?)", self.row)
         except sqlite3.IntegrityError:
             self.error = KeyError(f"no run {self.row[0]!r} (begin_run it first)")
 
@@ -154,7 +154,7 @@ class Answer(Op):
         self.run_id, self.codec, self.text, self.now, self.store_path = run_id, codec, text, now, store_path
 
     def apply(self, conn: sqlite3.Connection) -> Any:
-        run = conn.execute("SELECT status, expires FROM runs WHERE id = ?", (self.run_id,)).fetchone()
+        run = conn.execute("SELECT status, expires, key FROM runs WHERE id = ?", (self.run_id,)).fetchone()
         if run is None:
             self.error = UnknownRunError(self.run_id, self.store_path)
             return None
@@ -165,13 +165,13 @@ class Answer(Op):
                 "takes no answer; start a new run", run_id=self.run_id, status="expired")
             return None
         last = conn.execute("SELECT kind, node, visit, item FROM journal WHERE run = ? AND kind IN (4, 5) "
-                            "ORDER BY seq DESC LIMIT 1", (self.run_id,)).fetchone()
+                            "ORDER BY seq DESC LIMIT 1", (run[2],)).fetchone()
         if last is None or last[0] != KINDS["interrupt"]:
             self.error = StoreError(f"run {self.run_id!r} has no pending interrupt to answer; resume it "
                                     "without an answer")
             return None
         conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value) VALUES (?, 5, ?, ?, ?, ?, ?)",
-                     (self.run_id, last[1], last[2], last[3], self.codec, self.text))
+                     (run[2], last[1], last[2], last[3], self.codec, self.text))
         return None
 
 

@@ -87,16 +87,16 @@ def _entry(codec: Codec, run_id: str, row: tuple[Any, ...]) -> JournalEntry:
 
 
 def get_run(conn: sqlite3.Connection, codec: Codec, run_id: str, now: float, path: str,
-            ) -> tuple[RunRecord, str]:
-    """The run record (with its pending interrupt) and its stored shape JSON."""
+            ) -> tuple[RunRecord, str, int]:
+    """The run record (with its pending interrupt), its stored shape JSON and its key."""
     row = conn.execute(
         f"SELECT r.id, r.formation, {_STATUS}, r.created, r.updated, r.fingerprint, r.source, r.input_codec, "
-        "r.input, r.error, r.expires, s.shape FROM runs r JOIN shapes s ON s.fingerprint = r.fingerprint "
+        "r.input, r.error, r.expires, s.shape, r.key FROM runs r JOIN shapes s ON s.fingerprint = r.fingerprint "
         "WHERE r.id = :id", {"now": now, "id": run_id}).fetchone()
     if row is None:
         raise UnknownRunError(run_id, path)
     last = conn.execute("SELECT kind, node, visit, item, codec, value FROM journal WHERE run = ? AND kind IN (4, 5) "
-                        "ORDER BY seq DESC LIMIT 1", (run_id,)).fetchone()
+                        "ORDER BY seq DESC LIMIT 1", (row[12],)).fetchone()
     pending = None
     if last is not None and last[0] == KINDS["interrupt"]:
         e = _entry(codec, run_id, last)
@@ -104,16 +104,16 @@ def get_run(conn: sqlite3.Connection, codec: Codec, run_id: str, now: float, pat
     value = codec.decode(row[7], row[8], f"the input of run {run_id!r}")
     record = RunRecord(row[0], row[1], row[2], _utc(row[3]), _utc(row[4]), fingerprint=row[5], source=row[6],
                        input=value, error=row[9], expires=_time(row[10]), interrupt=pending)
-    return record, row[11]
+    return record, row[11], row[12]
 
 
 def load_journal(conn: sqlite3.Connection, codec: Codec, run_id: str, now: float, path: str) -> RunJournal:
     """The run and its whole journal, read in one transaction (a consistent snapshot)."""
     conn.execute("BEGIN")
     try:
-        record, shape = get_run(conn, codec, run_id, now, path)
+        record, shape, key = get_run(conn, codec, run_id, now, path)
         rows = conn.execute("SELECT kind, node, visit, item, codec, value FROM journal WHERE run = ? ORDER BY seq",
-                            (run_id,)).fetchall()
+                            (key,)).fetchall()
     finally:
         conn.execute("COMMIT")
     entries = tuple(_entry(codec, run_id, r) for r in rows)

@@ -17,13 +17,16 @@ from ._errors import StoreOpenError, StoreVersionError
 __all__ = ["APPLICATION_ID", "LATEST_VERSION", "MIGRATIONS", "Migration", "check_path", "connect", "migrate"]
 
 APPLICATION_ID = 0x574D524A  # "WMRJ": wingman run journal
+_STATUSES = "'running', 'succeeded', 'failed', 'cancelled', 'suspended', 'expired', 'interrupted'"
 _BUSY_TIMEOUT_MS = 30_000
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 @dataclass(frozen=True)
 class Migration:
-    """One schema change, applied once, in one transaction, in version order."""
+    """One schema change, applied once, in one transaction, in version order (foreign
+    keys off meanwhile, as SQLite's recipe for rebuilding a table needs, and checked
+    before the commit)."""
 
     version: int
     name: str
@@ -75,6 +78,47 @@ MIGRATIONS: tuple[Migration, ...] = (
         )""",
         "ALTER TABLE runs ADD COLUMN owner INTEGER REFERENCES owners (id)",
         "ALTER TABLE runs ADD COLUMN expires REAL",
+        "CREATE INDEX runs_by_status ON runs (status, updated)",
+    )),
+    Migration(3, "journal rows point at their run by an integer key (about 60 bytes less per row)", (
+        f"""CREATE TABLE runs_v3 (
+            key INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            formation TEXT NOT NULL,
+            fingerprint TEXT NOT NULL REFERENCES shapes (fingerprint),
+            source TEXT,
+            input_codec INTEGER NOT NULL,
+            input TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ({_STATUSES})),
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            error TEXT,
+            owner INTEGER REFERENCES owners (id),
+            expires REAL
+        )""",
+        """INSERT INTO runs_v3 (id, formation, fingerprint, source, input_codec, input, status, created, updated,
+                                error, owner, expires)
+           SELECT id, formation, fingerprint, source, input_codec, input, status, created, updated, error, owner,
+                  expires FROM runs ORDER BY created, id""",
+        # seq is the global write order; kind: 1 visit, 2 item, 3 progress, 4 interrupt, 5 answer, 6 skip
+        """CREATE TABLE journal_v3 (
+            seq INTEGER PRIMARY KEY,
+            run INTEGER NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
+            kind INTEGER NOT NULL,
+            node TEXT NOT NULL,
+            visit INTEGER NOT NULL,
+            item INTEGER,
+            codec INTEGER NOT NULL,
+            value TEXT NOT NULL
+        )""",
+        """INSERT INTO journal_v3 (seq, run, kind, node, visit, item, codec, value)
+           SELECT j.seq, r.key, j.kind, j.node, j.visit, j.item, j.codec, j.value
+           FROM journal j JOIN runs_v3 r ON r.id = j.run""",
+        "DROP TABLE journal",
+        "DROP TABLE runs",
+        "ALTER TABLE runs_v3 RENAME TO runs",
+        "ALTER TABLE journal_v3 RENAME TO journal",
+        "CREATE INDEX journal_by_run ON journal (run, seq)",
         "CREATE INDEX runs_by_status ON runs (status, updated)",
     )),
 )
@@ -147,6 +191,9 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
         StoreVersionError: the file's schema is newer than this wingman-actors knows.
     """
     try:
+        # Foreign keys can only be switched outside a transaction: off for the whole upgrade,
+        # checked before it commits, on again after.
+        conn.execute("PRAGMA foreign_keys = OFF")
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = _check_identity(conn, path)
@@ -154,11 +201,16 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
                 if m.version > version:
                     for statement in m.statements:
                         conn.execute(statement)
+            broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise sqlite3.IntegrityError(f"the upgraded file breaks {len(broken)} foreign key(s), e.g. {broken[0]}")
             conn.execute(f"PRAGMA user_version = {LATEST_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        finally:
+            conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
         raise StoreOpenError(f"RunStore cannot prepare {path}: {exc}; check that the file is a run store and "
                              "writable, or pass another path", path=path) from exc

@@ -279,7 +279,7 @@ class RunStore:
         if shape is not None:
             self._sync()
             with self._readers.connection() as conn:
-                record, recorded = get_run(conn, self._codec, run_id, time.time(), self._path)
+                record, recorded, _ = get_run(conn, self._codec, run_id, time.time(), self._path)
             if record.fingerprint != shape.fingerprint:
                 diff = FormationShape.from_json(recorded).diff(shape) or ["the fingerprints differ"]
                 raise FormationMismatchError(formation or record.formation, run_id, diff)
