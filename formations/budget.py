@@ -17,9 +17,9 @@ Run it (offline sample replies unless a real provider is configured)::
 
     wingman-actors run formations/budget.py --input my-statement.pdf
 
-Or from Python::
+Or from Python (installed, the ready formations live in ``wingman_actors.formations``)::
 
-    from formations import budget
+    from wingman_actors.formations import budget
     result = budget.build(provider=budget.sample_provider()).run(budget.default_input())
 """
 
@@ -317,18 +317,14 @@ def build(provider: Provider | None = None, *, batch_size: int = 10, max_workers
 
 
 def default_input() -> str:
-    """The bundled sample statement, ``examples/data/statement.pdf``: looked up beside the
-    ``formations`` package (a source checkout or an editable install), then under the
-    current directory; shown relative to the current directory when it is below it."""
-    relative = Path("examples", "data", "statement.pdf")
-    for base in (Path(__file__).resolve().parent.parent, Path.cwd()):
-        candidate = base / relative
-        if candidate.is_file():
-            try:
-                return str(candidate.relative_to(Path.cwd().resolve()))
-            except ValueError:
-                return str(candidate)
-    return str(relative)  # parse then says clearly that it is missing
+    """The bundled sample statement, ``data/statement.pdf`` beside this module (package
+    data, so it ships in the wheel); shown relative to the current directory when it is
+    below it."""
+    statement = Path(__file__).resolve().parent / "data" / "statement.pdf"
+    try:
+        return str(statement.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(statement)
 
 
 # -- offline sample replies ---------------------------------------------------------------

@@ -39,7 +39,7 @@ def test_budget_runs_offline_with_sample_replies_on_the_bundled_statement(capsys
     assert main(["run", "formations/budget.py"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == SAMPLE_LINE
-    assert "input: examples/data/statement.pdf (the formation's default)" in out
+    assert "input: formations/data/statement.pdf (the formation's default)" in out
     assert "--- output of 'report' (sample replies: offline, not from a model) ---" in out
     assert f"{statement_data.spending():,.2f}" in out and f"{statement_data.income():,.2f}" in out
     assert "housing" in out and "groceries" in out
