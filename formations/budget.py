@@ -45,6 +45,7 @@ from wingman_actors.testing import ScriptedProvider
 
 __all__ = [
     "CATEGORIES",
+    "SAMPLE_LATENCY_S",
     "Assignment",
     "BatchCategories",
     "StatementError",
@@ -377,6 +378,11 @@ def _sample_advice(request: InferenceRequest) -> str:
     tips.append(f"3. You kept {summary.net:,.2f} of {summary.income:,.2f} income ({rate:.0f}%); "
                 "move part of it to savings on payday.")
     return "\n".join(tips)
+
+
+SAMPLE_LATENCY_S = 0.4
+"""Seconds each sample reply takes when the launcher shows the live view on a terminal, so
+the run unfolds visibly offline (piped and ``--json`` runs stay instant)."""
 
 
 def sample_provider() -> ScriptedProvider:

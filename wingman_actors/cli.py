@@ -107,6 +107,9 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--events", action="store_true", help="print every event (JSON lines with --json)")
     p.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="fail the run after this long")
+    p.add_argument("--sample-latency", type=_seconds_or_zero, metavar="SECONDS",
+                   help="seconds each sample reply takes (default: the formation's SAMPLE_LATENCY_S on a "
+                        "terminal, so the live view shows the run; 0 otherwise)")
     p.set_defaults(func=_cmd_run)
 
 
@@ -240,6 +243,16 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {text}")
+    return value
+
+
+def _seconds_or_zero(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 seconds, got {text}")
     return value
 
 

@@ -266,3 +266,47 @@ def test_an_invalid_formation_is_a_usage_error_listing_its_problems(
     assert main(["run", str(path), "-i", "x"]) == 2
     err = capsys.readouterr().err
     assert "formation 'typo' is not valid" in err and "'count' outputs int" in err
+
+
+SLOW_SAMPLES = """
+    from wingman_actors import Agent, Formation
+
+    SAMPLE_REPLIES = ["one", "two"]
+    SAMPLE_LATENCY_S = 0.3
+    DEFAULT_INPUT = "go"
+
+    def build(provider=None):
+        a, b = Agent("a", provider=provider), Agent("b", provider=provider)
+        return Formation("slow").add_agent("first", a).add_agent("second", b).connect("first", "second")
+"""
+
+
+def _summary_seconds(err: str) -> float:
+    line = next(line for line in err.splitlines() if line.startswith("done in "))
+    return float(line.removeprefix("done in ").split("s:")[0])
+
+
+def test_a_terminal_run_takes_the_formation_s_sample_latency(
+    capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["run", str(formation_file("slow", SLOW_SAMPLES))]) == 0
+    out, err = capsys.readouterr()
+    assert out == "two\n"
+    assert _summary_seconds(err) >= 0.6  # two replies in sequence, 0.3 s each
+
+
+def test_sample_latency_flag_overrides_the_formation_s(
+    capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path],
+) -> None:
+    assert main(["run", str(formation_file("slow", SLOW_SAMPLES)), "--sample-latency", "0.25"]) == 0
+    assert _summary_seconds(capsys.readouterr().err) >= 0.5
+
+
+def test_a_bad_sample_latency_in_the_module_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    path = formation_file("bad", SLOW_SAMPLES.replace("SAMPLE_LATENCY_S = 0.3", "SAMPLE_LATENCY_S = 'slow'"))
+    assert main(["run", str(path)]) == 2
+    assert "SAMPLE_LATENCY_S must be a number of seconds >= 0, got 'slow'" in capsys.readouterr().err

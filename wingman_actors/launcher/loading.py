@@ -7,6 +7,9 @@ provider — and optionally:
 
 * ``sample_provider() -> Provider`` or ``SAMPLE_REPLIES`` (a list of scripted replies):
   deterministic offline replies, used when no real provider is configured;
+* ``SAMPLE_LATENCY_S``: seconds each sample reply takes when the live view is on (a
+  terminal), so a newcomer sees the run unfold offline; piped and ``--json`` runs stay
+  instant;
 * ``default_input()`` or ``DEFAULT_INPUT``: the input of a run given no ``--input``.
 """
 
@@ -52,21 +55,38 @@ class FormationModule:
         """Whether the module ships offline sample replies."""
         return callable(getattr(self.module, "sample_provider", None)) or hasattr(self.module, "SAMPLE_REPLIES")
 
-    def sample_provider(self) -> Provider | None:
-        """The module's sample replies as a provider, or None when it ships none."""
+    def sample_latency(self) -> float:
+        """The module's ``SAMPLE_LATENCY_S`` (0 when it sets none).
+
+        Raises:
+            UsageError: it is not a number >= 0.
+        """
+        value = getattr(self.module, "SAMPLE_LATENCY_S", 0.0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise UsageError(f"{self.target}: SAMPLE_LATENCY_S must be a number of seconds >= 0, got {value!r}")
+        return float(value)
+
+    def sample_provider(self, latency_s: float = 0.0) -> Provider | None:
+        """The module's sample replies as a provider, or None when it ships none.
+
+        Args:
+            latency_s: seconds each reply takes (a scripted provider's ``latency_s``).
+        """
         factory = getattr(self.module, "sample_provider", None)
         if callable(factory):
             provider = factory()
             if not hasattr(provider, "run_inference"):
                 raise UsageError(f"{self.target}: sample_provider() must return a provider, "
                                  f"got {type(provider).__name__}")
+            if latency_s and isinstance(provider, ScriptedProvider):
+                provider.latency_s = latency_s
             return provider  # type: ignore[no-any-return]
         replies = getattr(self.module, "SAMPLE_REPLIES", None)
         if replies is None:
             return None
         if isinstance(replies, str) or not hasattr(replies, "__iter__"):
             raise UsageError(f"{self.target}: SAMPLE_REPLIES must be a list of replies, got {type(replies).__name__}")
-        return ScriptedProvider(list(replies), cycle=True, model="sample-replies")
+        return ScriptedProvider(list(replies), cycle=True, model="sample-replies", latency_s=latency_s)
 
     def default_input(self) -> Any:
         """The module's default input (``default_input()`` or ``DEFAULT_INPUT``), or None."""

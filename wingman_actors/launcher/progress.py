@@ -13,9 +13,9 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Literal
 
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.table import Table
@@ -116,9 +116,12 @@ _STATUS_STYLE = {
 }
 
 
+_STATUS_WIDTH = 13  # "⠙ running #12": a retry never widens the column
+
+
 def _status(row: NodeRow) -> RenderableType:
     icon, style = _STATUS_STYLE.get(row.status, ("?", ""))
-    label = row.status if row.attempt <= 1 or row.status != "running" else f"running (attempt {row.attempt})"
+    label = row.status if row.attempt <= 1 or row.status != "running" else f"running #{row.attempt}"
     if row.status == "running":
         return Spinner("dots", text=Text(label, style=style), style=style)
     return Text(f"{icon} {label}", style=style)
@@ -130,29 +133,74 @@ def _seconds(value: float | None) -> str:
     return f"{value:.2f}s" if value < 10 else f"{value:.1f}s"
 
 
-def render_board(board: RunBoard, title: str, now: float | None = None) -> Table:
-    """The board as a rich table: node, kind, status, elapsed, tokens, retries, note."""
+@dataclass(frozen=True)
+class _Column:
+    header: str
+    width: int
+    justify: Literal["left", "right"] = "left"
+    style: str = ""
+
+
+# What a narrow terminal gives up first: the note shrinks, then these columns go, in
+# this order; the node names go last.
+_DROP_ORDER = ("note", "retries", "kind", "tokens", "elapsed", "status")
+_NOTE_MIN, _NOTE_MAX = 12, 48
+
+
+def board_columns(board: RunBoard, max_width: int) -> list[_Column]:
+    """The columns of the board for a terminal ``max_width`` wide. Their widths depend on
+    the node names and kinds only, never on the changing values, so the table stays put
+    while the run goes; when the terminal is too narrow, the note column shrinks and then
+    columns are left out (note, retries, kind, tokens, elapsed, status), never the node
+    names."""
+    rows = board.rows.values()
+    columns = [
+        _Column("node", max([4, *(len(r.name) for r in rows)]), style="bold"),
+        _Column("kind", max([4, *(len(r.kind) for r in rows)]), style="cyan"),
+        _Column("status", _STATUS_WIDTH),
+        _Column("elapsed", 7, "right"),
+        _Column("tokens", 9, "right"),
+        _Column("retries", 7, "right"),
+    ]
+
+    def chrome(count: int) -> int:  # a border and a space each side per column, one closing border
+        return count * 3 + 1
+
+    fixed = sum(c.width for c in columns)
+    room = max_width - fixed - chrome(len(columns) + 1)
+    if room >= _NOTE_MIN:
+        return [*columns, _Column("note", min(room, _NOTE_MAX), style="dim")]
+    for name in _DROP_ORDER[1:]:
+        if sum(c.width for c in columns) + chrome(len(columns)) <= max_width or len(columns) == 1:
+            break
+        columns = [c for c in columns if c.header != name]
+    return columns
+
+
+def _cells(row: NodeRow, now: float) -> dict[str, RenderableType]:
+    return {
+        "node": row.name,
+        "kind": row.kind,
+        "status": _status(row),
+        "elapsed": _seconds(row.elapsed(now)),
+        "tokens": f"{row.tokens:,}" if row.tokens else "",
+        "retries": str(row.retries) if row.retries else "",
+        "note": " ".join(row.note.split()),
+    }
+
+
+def render_board(board: RunBoard, title: str, now: float | None = None, max_width: int = 120) -> Table:
+    """The board as a rich table: node, kind, status, elapsed, tokens, retries, note,
+    fitted to ``max_width`` columns of terminal (see :func:`board_columns`)."""
     now = time.time() if now is None else now
-    table = Table(title=title, title_justify="left", expand=False, pad_edge=False)
-    # Every column but the note keeps its width; the note gets what is left, on one line.
-    table.add_column("node", style="bold", no_wrap=True)
-    table.add_column("kind", style="cyan", no_wrap=True)
-    table.add_column("status", min_width=12, no_wrap=True)
-    table.add_column("elapsed", justify="right", no_wrap=True)
-    table.add_column("tokens", justify="right", no_wrap=True)
-    table.add_column("retries", justify="right", no_wrap=True)
-    notes = any(row.note for row in board.rows.values())
-    if notes:
-        table.add_column("note", style="dim", max_width=48)
+    table = Table(title=title, title_justify="left", expand=False)
+    columns = board_columns(board, max_width)
+    for column in columns:
+        table.add_column(column.header, style=column.style, justify=column.justify, width=column.width,
+                         no_wrap=True, overflow="ellipsis")
     for row in board.rows.values():
-        elapsed = row.elapsed(now)
-        cells: list[RenderableType] = [
-            row.name, row.kind, _status(row), _seconds(elapsed),
-            f"{row.tokens:,}" if row.tokens else "",
-            str(row.retries) if row.retries else "",
-        ]
-        note = Text(row.note, no_wrap=True, overflow="ellipsis")
-        table.add_row(*cells, *([note] if notes else []))
+        cells = _cells(row, now)
+        table.add_row(*(cells[column.header] for column in columns))
     if board.started is not None:
         total = (board.ended or now) - board.started
         style = {"done": "green", "failed": "bold red"}.get(board.outcome, "yellow")
@@ -183,8 +231,8 @@ class LiveProgress:
         self._t0: float | None = None
         self._live = Live(self, console=self.console, refresh_per_second=8, transient=False)
 
-    def __rich__(self) -> RenderableType:
-        return render_board(self.board, self.title)
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield render_board(self.board, self.title, max_width=options.max_width)
 
     def __enter__(self) -> LiveProgress:
         self._live.start()

@@ -52,8 +52,10 @@ def run_command(args: argparse.Namespace) -> int:
     """
     info = sys.stderr  # stdout is for the outputs only
     loaded = load_module(args.formation)
+    live = not args.json and sys.stderr.isatty()
     choice = choose_provider(args.provider, args.model, args.option or (), os.environ)
-    provider, samples = _provider_for(choice, loaded)
+    latency = args.sample_latency if args.sample_latency is not None else (loaded.sample_latency() if live else 0.0)
+    provider, samples = _provider_for(choice, loaded, latency)
     print(describe_choice(choice, provider, samples=samples), file=info, flush=True)
     formation, took_provider = loaded.build(provider, parse_assignments(args.param or (), "--param"))
     plan = formation.validate()
@@ -61,7 +63,6 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"input: {label}", file=info, flush=True)
 
     board = RunBoard((name, plan.nodes[name].kind) for name in plan.order)
-    live = not args.json and sys.stderr.isatty()
     if live:
         progress: Any = LiveProgress(board, f"formation {formation.name}", console=Console(stderr=True),
                                      echo=args.events)
@@ -87,10 +88,10 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _provider_for(choice: ProviderChoice, loaded: FormationModule) -> tuple[Provider | None, bool]:
+def _provider_for(choice: ProviderChoice, loaded: FormationModule, latency_s: float) -> tuple[Provider | None, bool]:
     if choice.real:
         return make_provider(choice), False
-    sample = loaded.sample_provider()
+    sample = loaded.sample_provider(latency_s)
     if sample is None and choice.id == SAMPLE:
         raise UsageError(f"{loaded.target} ships no sample replies (no sample_provider() or SAMPLE_REPLIES); "
                          "choose a real provider with --provider ID")
