@@ -4,6 +4,7 @@ mistakes run as subprocesses and end in one line and exit code 2."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import socket
 import subprocess
@@ -118,3 +119,14 @@ def test_functions_name_a_file_or_a_module_beside_you(tmp_path: Path, monkeypatc
 def test_functions_that_are_neither_file_nor_module_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ServeError, match=r"not a module name nor a \.py file"):
         functions_modules(["my module"], cwd=tmp_path)
+
+
+def test_allowed_host_is_repeatable_and_reaches_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WINGMAN_TOKEN", raising=False)
+    args = parse("--allowed-host", "wingman.lan", "--allowed-host", "box.local")
+    assert args.allowed_host == ["wingman.lan", "box.local"]
+    if "allowed_hosts" in {f.name for f in dataclasses.fields(ServerConfig)}:
+        assert build_config(args).allowed_hosts == ("wingman.lan", "box.local")  # type: ignore[attr-defined]
+    else:  # a server without Host checks refuses the flag instead of ignoring it
+        with pytest.raises(ServeError, match="--allowed-host needs a server that checks the Host header"):
+            build_config(args)

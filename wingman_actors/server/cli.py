@@ -9,6 +9,7 @@ code 2, before the server listens.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import ipaddress
 import os
@@ -16,6 +17,7 @@ import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .config import DEFAULT_DB_PATH, DEFAULT_PORT, TOKEN_ENV, ServerConfig
 
@@ -55,6 +57,9 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
                    help="time limit of non-streaming requests (default: 60)")
     p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                    help="let browser pages from ORIGIN call the API, e.g. http://localhost:5173 (repeatable)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="a host name clients may reach the server by, besides the bound address and "
+                        "loopback names, e.g. wingman.lan (repeatable)")
     p.add_argument("--threads", type=_positive(int), default=64,
                    help="worker threads for database work and runs (default: 64)")
     p.set_defaults(func=serve)
@@ -148,9 +153,16 @@ def build_config(args: argparse.Namespace) -> ServerConfig:
     """The :class:`ServerConfig` the parsed ``serve`` arguments describe.
 
     Raises:
-        ServeError: a ``--functions`` value names no file or module.
+        ServeError: a ``--functions`` value names no file or module, or ``--allowed-host``
+            is given to a server configuration without ``allowed_hosts``.
     """
     token = args.token if args.token is not None else (os.environ.get(TOKEN_ENV) or None)
+    extra: dict[str, Any] = {}
+    if getattr(args, "allowed_host", None):
+        if "allowed_hosts" not in {f.name for f in dataclasses.fields(ServerConfig)}:
+            raise ServeError("--allowed-host needs a server that checks the Host header, and this one does not; "
+                             "drop the flag or upgrade wingman-actors")
+        extra["allowed_hosts"] = tuple(args.allowed_host)
     return ServerConfig(
         db_path=args.db,
         token=token,
@@ -161,6 +173,7 @@ def build_config(args: argparse.Namespace) -> ServerConfig:
         entry_points=not args.no_entry_points,
         worker_threads=args.threads,
         cors_origins=tuple(args.cors_origin),
+        **extra,
     )
 
 
