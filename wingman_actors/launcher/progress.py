@@ -10,6 +10,7 @@ per event.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -42,6 +43,9 @@ class NodeRow:
         retries: attempts that failed and were retried.
         attempt: the current attempt.
         note: the last error or skip reason.
+        live_tokens: tokens the current attempt has used so far (from
+            :meth:`RunBoard.observe`; replaced by the reported usage when it finishes).
+        items: sessions it has started (a fleet's items, retried ones included).
     """
 
     name: str
@@ -53,6 +57,19 @@ class NodeRow:
     retries: int = 0
     attempt: int = 0
     note: str = ""
+    live_tokens: int = 0
+    items: int = 0
+
+    def shown_tokens(self) -> int:
+        """Tokens to show: the finished attempts' and the current one's so far."""
+        return self.tokens + self.live_tokens
+
+    def shown_note(self) -> str:
+        """The note to show; a running fleet's progress when there is no error to show."""
+        if self.kind == "fleet" and self.items and not self.note:
+            started = "started" if self.status in ("running", "retrying") else "done"
+            return f"{self.items} item{'s' if self.items != 1 else ''} {started}"
+        return " ".join(self.note.split())
 
     def elapsed(self, now: float) -> float | None:
         """Seconds from the first start to the end (or to ``now`` while it runs)."""
@@ -71,6 +88,7 @@ class RunBoard:
 
     def __init__(self, nodes: Iterable[tuple[str, str]]) -> None:
         self.rows = {name: NodeRow(name, kind) for name, kind in nodes}
+        self._lock = threading.Lock()  # observe() runs on worker threads
         self.started: float | None = None
         self.ended: float | None = None
         self.outcome = "running"
@@ -94,6 +112,8 @@ class RunBoard:
                 row.started = event.timestamp
         elif event.type is E.NODE_FINISHED:
             row.status, row.ended, row.note = "done", event.timestamp, ""
+            with self._lock:
+                row.live_tokens = 0
             usage = data.get("usage")
             tokens = int(getattr(usage, "total_tokens", 0) or 0)
             row.tokens += tokens
@@ -101,13 +121,37 @@ class RunBoard:
         elif event.type is E.NODE_RETRY:
             row.status, row.note = "retrying", str(data.get("error", ""))
             row.retries += 1
+            self._drop_live(row)
         elif event.type is E.NODE_FAILED:
             row.status, row.ended, row.note = "failed", event.timestamp, str(data.get("error", ""))
+            self._drop_live(row)
         elif event.type is E.NODE_SKIPPED:
             if row.status != "failed":  # on_error="skip" reports failed, then skipped
                 row.status = "skipped"
                 row.note = str(data.get("reason", ""))
             row.ended = event.timestamp
+
+    def _drop_live(self, row: NodeRow) -> None:
+        with self._lock:  # a failed attempt's usage is not reported: stop showing it
+            row.live_tokens = 0
+
+    def observe(self, node: str | None, response_tokens: int, *, first_turn: bool) -> None:
+        """A model response of ``node`` while it runs (see :mod:`.metering`): its tokens
+        count at once, and a first turn is a new session — a fleet's next item.
+
+        Args:
+            node: the node, or None when the request could not be told apart (ignored).
+            response_tokens: the response's total tokens.
+            first_turn: whether the request opened a session (one message so far).
+        """
+        row = self.rows.get(node) if node is not None else None
+        # Events reach the board later than the provider's calls, so a node may still
+        # look "waiting" here; only a finished node takes no more.
+        if row is None or row.status in ("done", "failed", "skipped"):
+            return
+        with self._lock:
+            row.live_tokens += response_tokens
+            row.items += 1 if first_turn else 0
 
 
 _STATUS_STYLE = {
@@ -183,9 +227,9 @@ def _cells(row: NodeRow, now: float) -> dict[str, RenderableType]:
         "kind": row.kind,
         "status": _status(row),
         "elapsed": _seconds(row.elapsed(now)),
-        "tokens": f"{row.tokens:,}" if row.tokens else "",
+        "tokens": f"{row.shown_tokens():,}" if row.shown_tokens() else "",
         "retries": str(row.retries) if row.retries else "",
-        "note": " ".join(row.note.split()),
+        "note": row.shown_note(),
     }
 
 

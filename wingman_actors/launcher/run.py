@@ -28,6 +28,7 @@ from ..formation.result import FormationResult
 from ..providers.base import Provider
 from .errors import UsageError
 from .loading import FormationModule, load_module
+from .metering import LiveUsage, MeteredProvider
 from .progress import EventPrinter, LiveProgress, RunBoard
 from .providers import (
     SAMPLE,
@@ -57,12 +58,16 @@ def run_command(args: argparse.Namespace) -> int:
     latency = args.sample_latency if args.sample_latency is not None else (loaded.sample_latency() if live else 0.0)
     provider, samples = _provider_for(choice, loaded, latency)
     print(describe_choice(choice, provider, samples=samples), file=info, flush=True)
+    usage = LiveUsage()
+    if live and provider is not None:  # tokens and fleet items show while nodes run
+        provider = MeteredProvider(provider, usage)
     formation, took_provider = loaded.build(provider, parse_assignments(args.param or (), "--param"))
     plan = formation.validate()
     value, label = resolve_input(args.input, loaded)
     print(f"input: {label}", file=info, flush=True)
 
     board = RunBoard((name, plan.nodes[name].kind) for name in plan.order)
+    usage.attach(formation, board)
     if live:
         progress: Any = LiveProgress(board, f"formation {formation.name}", console=Console(stderr=True),
                                      echo=args.events)
