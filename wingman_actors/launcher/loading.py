@@ -5,8 +5,9 @@ A formation module exposes ``formation`` (a :class:`~wingman_actors.Formation`) 
 ``build(**options) -> Formation`` — taking ``provider=`` too if it wants the run's
 provider — and optionally:
 
-* ``sample_provider() -> Provider`` or ``SAMPLE_REPLIES`` (a list of scripted replies):
-  deterministic offline replies, used when no real provider is configured;
+* ``sample_provider() -> Provider`` or ``SAMPLE_REPLIES`` (a list of scripted replies, or
+  a dict of them per agent name: see :mod:`.samples`): deterministic offline replies,
+  used when no real provider is configured;
 * ``SAMPLE_LATENCY_S``: seconds each sample reply takes when the live view is on (a
   terminal), so a newcomer sees the run unfold offline; piped and ``--json`` runs stay
   instant;
@@ -32,6 +33,7 @@ from ..providers.base import Provider
 from ..providers.scripted import ScriptedProvider
 from .errors import UsageError
 from .ready import import_ready, ready_name, ready_names
+from .samples import SampleReplies
 
 __all__ = ["FormationModule", "load_module"]
 
@@ -84,8 +86,11 @@ class FormationModule:
         replies = getattr(self.module, "SAMPLE_REPLIES", None)
         if replies is None:
             return None
+        if isinstance(replies, Mapping):
+            return SampleReplies(replies, latency_s)
         if isinstance(replies, str) or not hasattr(replies, "__iter__"):
-            raise UsageError(f"{self.target}: SAMPLE_REPLIES must be a list of replies, got {type(replies).__name__}")
+            raise UsageError(f"{self.target}: SAMPLE_REPLIES must be a list of replies, or a dict of them per "
+                             f"agent name, got {type(replies).__name__}")
         return ScriptedProvider(list(replies), cycle=True, model="sample-replies", latency_s=latency_s)
 
     def default_input(self) -> Any:

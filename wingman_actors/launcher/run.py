@@ -38,6 +38,7 @@ from .providers import (
     make_provider,
     parse_assignments,
 )
+from .samples import SampleReplies
 
 __all__ = ["failure_message", "format_output", "resolve_input", "run_command"]
 
@@ -57,11 +58,14 @@ def run_command(args: argparse.Namespace) -> int:
     choice = choose_provider(args.provider, args.model, args.option or (), os.environ)
     latency = args.sample_latency if args.sample_latency is not None else (loaded.sample_latency() if live else 0.0)
     provider, samples = _provider_for(choice, loaded, latency)
+    per_agent = provider if isinstance(provider, SampleReplies) else None
     print(describe_choice(choice, provider, samples=samples), file=info, flush=True)
     usage = LiveUsage()
     if live and provider is not None:  # tokens and fleet items show while nodes run
         provider = MeteredProvider(provider, usage)
     formation, took_provider = loaded.build(provider, parse_assignments(args.param or (), "--param"))
+    if per_agent is not None:
+        per_agent.attach(formation)
     plan = formation.validate()
     value, label = resolve_input(args.input, loaded)
     print(f"input: {label}", file=info, flush=True)
