@@ -110,7 +110,8 @@ class Plan:
     Attributes:
         name: the formation's name.
         nodes: node specs by name, in graph order.
-        sources: nodes without incoming edges; they receive the run's input.
+        sources: nodes without forward predecessors (a node entered only through back
+            edges, e.g. its own self-loop, included); they receive the run's input.
         sinks: nodes without outgoing forward edges; their outputs are the run's outputs.
         order: a topological order of the forward edges (earlier-declared nodes first).
         edges: every edge, in graph order.
@@ -155,22 +156,11 @@ def _quote(names: Any) -> str:
     return ", ".join(repr(n) for n in names)
 
 
-def _structure_problems(graph: nx.DiGraph, sources: list[Any]) -> list[str]:
+def _cycle_problems(graph: nx.DiGraph) -> list[str]:
+    """Cycles that nothing can end. (Reachability needs no check: in every strongly
+    connected component that nothing else reaches, the first node the depth-first search
+    enters has only back edges coming in, so it is a source, and every node is reached.)"""
     out = []
-    if not sources:
-        first = next(iter(graph))
-        out.append(
-            "every node has an incoming edge, so none can receive the run's input; add an entry node "
-            f"without incoming edges, e.g. add_function('start', lambda x: x) then connect('start', {first!r})"
-        )
-    else:
-        reached = set(sources).union(*(nx.descendants(graph, s) for s in sources))
-        lost = [n for n in graph if n not in reached]
-        if lost:
-            out.append(
-                f"node(s) {_quote(lost)} cannot be reached from the source(s) {_quote(sources)}; "
-                "connect them from a reachable node or remove them"
-            )
     plain = nx.DiGraph([(u, v) for u, v, w in graph.edges(data="when") if w is None])
     for scc in nx.strongly_connected_components(plain):
         if len(scc) > 1 or any(plain.has_edge(n, n) for n in scc):
@@ -327,11 +317,13 @@ def compile_plan(formation: Formation) -> Plan:
             usable[node] = attrs
     for u, v, attrs in graph.edges(data=True):
         problems += edge_problems(u, v, attrs)
-    sources = [n for n in graph if graph.in_degree(n) == 0]
-    problems += _structure_problems(graph, sources)
     back = back_edges(graph)
     fwd = {n: [u for u in graph.predecessors(n) if (u, n) not in back] for n in graph}
     bwd = {n: [u for u in graph.predecessors(n) if (u, n) in back] for n in graph}
+    # A source has no forward predecessor: a node entered only through back edges (its
+    # own self-loop, or a cycle it opens) receives the run's input too.
+    sources = [n for n in graph if not fwd[n]]
+    problems += _cycle_problems(graph)
     infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] == "function"}
     types = {n: _output_type(a, infos.get(n)) for n, a in usable.items()}
     inputs: dict[str, _Inputs] = {}
