@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx  # type: ignore[import-untyped]
 
 from ..agent import Agent
+from ..errors import FormationSetupError
 from .typecheck import inspect_callable
 
 if TYPE_CHECKING:
@@ -176,9 +177,9 @@ class Formation:
         graph: a ``networkx.DiGraph`` declared by hand; a new empty one when None.
 
     Raises:
-        ValueError: the name is empty.
-        TypeError: ``graph`` is not a ``networkx.DiGraph`` (a ``MultiDiGraph`` or an
-            undirected graph is refused).
+        FormationSetupError: the name is empty, or ``graph`` is not a ``networkx.DiGraph``
+            (a ``MultiDiGraph`` or an undirected graph is refused). Every builder method
+            raises it too, listing each problem of the call with its fix.
 
     Example:
         >>> from wingman_actors import Agent
@@ -191,15 +192,17 @@ class Formation:
 
     def __init__(self, name: str, graph: nx.DiGraph | None = None) -> None:
         if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"Formation needs a non-empty name, e.g. Formation('research'), got {name!r}")
+            raise FormationSetupError(
+                str(name), [f"Formation needs a non-empty name, e.g. Formation('research'), got {name!r}"]
+            )
         if graph is None:
             graph = nx.DiGraph()
         elif isinstance(graph, nx.MultiGraph) or not isinstance(graph, nx.DiGraph):
-            raise TypeError(
-                f"formation {name!r}: graph must be a networkx.DiGraph, got {type(graph).__name__}; "
+            raise FormationSetupError(name, [
+                f"graph must be a networkx.DiGraph, got {type(graph).__name__}; "
                 "convert it with networkx.DiGraph(graph) (parallel edges merge into one; an undirected "
                 "edge becomes two directed ones)"
-            )
+            ])
         self.name = name
         self.graph: nx.DiGraph = graph
 
@@ -221,12 +224,11 @@ class Formation:
                 ``concurrency``, ``max_visits``.
 
         Raises:
-            ValueError: the name is taken, or a policy value is out of range.
-            TypeError: ``fn`` is not callable, or a policy keyword is unknown.
+            FormationSetupError: the name is taken or not a str, ``fn`` is not callable, a
+                policy keyword is unknown or a policy value out of range (all listed).
         """
-        if not callable(fn):
-            raise TypeError(f"add_function({name!r}, fn): fn must be callable, got {type(fn).__name__}")
-        return self._add("add_function", name, {"kind": "function", "fn": fn}, policies)
+        bad: list[str] = [] if callable(fn) else [f"fn must be callable, got {type(fn).__name__}"]
+        return self._add("add_function", name, {"kind": "function", "fn": fn}, policies, bad)
 
     def add_agent(self, name: str, agent: Agent, *, prompt: str | None = None, **policies: Any) -> Formation:
         """Declare an agent node: one session per input; the output is the answer's text,
@@ -238,11 +240,14 @@ class Formation:
             prompt: a template for the user message, with ``{input}`` and, for dict or
                 model inputs, their keys; without it, the input as text or JSON.
             **policies: as for :meth:`add_function`.
+
+        Raises:
+            FormationSetupError: as for :meth:`add_function`; ``agent`` is not an Agent.
         """
-        attrs: dict[str, Any] = {"kind": "agent", "agent": _check_agent("add_agent", name, agent)}
+        attrs: dict[str, Any] = {"kind": "agent", "agent": agent}
         if prompt is not None:
             attrs["prompt"] = prompt
-        return self._add("add_agent", name, attrs, policies)
+        return self._add("add_agent", name, attrs, policies, _agent_problems(agent))
 
     def add_fleet(
         self, name: str, agent: Agent, *, max_workers: int = 0, prompt: str | None = None, **policies: Any
@@ -257,15 +262,14 @@ class Formation:
             max_workers: the most sessions at once.
             prompt: a template applied to each item (see :meth:`add_agent`).
             **policies: as for :meth:`add_function`.
+
+        Raises:
+            FormationSetupError: as for :meth:`add_agent`; ``max_workers`` is not an int >= 0.
         """
-        attrs: dict[str, Any] = {
-            "kind": "fleet",
-            "agent": _check_agent("add_fleet", name, agent),
-            "max_workers": max_workers,
-        }
+        attrs: dict[str, Any] = {"kind": "fleet", "agent": agent, "max_workers": max_workers}
         if prompt is not None:
             attrs["prompt"] = prompt
-        return self._add("add_fleet", name, attrs, policies)
+        return self._add("add_fleet", name, attrs, policies, _agent_problems(agent))
 
     def connect(self, *names: str, when: Callable[[Any], bool] | None = None) -> Formation:
         """Add edges along ``names``: ``connect("a", "b", "c")`` adds a → b and b → c.
@@ -276,15 +280,15 @@ class Formation:
                 when it returns true. Applies to every edge added.
 
         Raises:
-            ValueError: a name is not declared, or an edge already exists.
-            TypeError: fewer than two names, or ``when`` is not callable.
+            FormationSetupError: fewer than two names, ``when`` is not callable, a name
+                is not declared, or an edge already exists (all listed). Nothing is added.
         """
         call = f"connect({', '.join(repr(n) for n in names)})"
         if len(names) < 2:
-            raise TypeError(f"{call}: connect needs two or more node names, e.g. connect('a', 'b')")
-        if when is not None and not callable(when):
-            raise TypeError(f"{call}: when must be a predicate on the upstream output, got {type(when).__name__}")
+            raise FormationSetupError(self.name, [f"{call}: connect needs two or more node names, e.g. connect('a', 'b')"])
         problems = []
+        if when is not None and not callable(when):
+            problems.append(f"when must be a predicate on the upstream output, got {type(when).__name__}")
         for n in dict.fromkeys(names):
             if n not in self.graph:
                 close = difflib.get_close_matches(str(n), [str(k) for k in self.graph], n=1)
@@ -295,7 +299,7 @@ class Formation:
             if self.graph.has_edge(u, v) or edges.count((u, v)) > 1:
                 problems.append(f"edge {u!r} → {v!r} is declared twice; connect each pair once")
         if problems:
-            raise ValueError(f"{call} in formation {self.name!r}: " + "; ".join(problems))
+            raise FormationSetupError(self.name, [f"{call}: {p}" for p in problems])
         attrs = {} if when is None else {"when": when}
         self.graph.add_edges_from(edges, **attrs)
         return self
@@ -385,34 +389,32 @@ class Formation:
 
         return to_dot(self)
 
-    def _add(self, method: str, name: str, attrs: dict[str, Any], policies: dict[str, Any]) -> Formation:
+    def _add(
+        self, method: str, name: str, attrs: dict[str, Any], policies: dict[str, Any], problems: list[str]
+    ) -> Formation:
         call = f"{method}({name!r}, ...)"
         if not isinstance(name, str) or not name:
-            raise TypeError(f"{call}: a node name must be a non-empty str")
+            raise FormationSetupError(self.name, [f"{call}: a node name must be a non-empty str"])
         if "kind" in self.graph.nodes.get(name, {}):
-            raise ValueError(f"{call}: formation {self.name!r} already has a node named {name!r}; pick another name")
+            problems.insert(0, f"formation {self.name!r} already has a node named {name!r}; pick another name")
         unknown = sorted(set(policies) - set(POLICY_DEFAULTS))
         if unknown:
             hints = [difflib.get_close_matches(k, list(POLICY_DEFAULTS), n=1, cutoff=0.6) for k in unknown]
             guesses = "".join(f"; did you mean {h[0]!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
             guesses += "".join(f"; {k} applies only to {_OWNERS[k]}" for k in unknown if k in _OWNERS)
-            raise TypeError(
-                f"{call}: unknown policy keyword(s) {_quote(unknown)}{guesses} "
-                f"(policies: {', '.join(POLICY_DEFAULTS)})"
+            problems.append(
+                f"unknown policy keyword(s) {_quote(unknown)}{guesses} (policies: {', '.join(POLICY_DEFAULTS)})"
             )
-        attrs.update(policies)
-        problems = policy_problems(name, attrs)
+        attrs.update((k, v) for k, v in policies.items() if k in POLICY_DEFAULTS)
+        problems += policy_problems(name, attrs)
         if problems:
-            raise ValueError(f"{call}: " + "; ".join(problems))
+            raise FormationSetupError(self.name, [f"{call}: {p}" for p in problems])
         # A node created by an edge to a not-yet-declared name gets its attributes now.
         self.graph.add_node(name, **attrs)
         return self
 
 
-def _check_agent(method: str, name: str, agent: Any) -> Agent:
-    if not isinstance(agent, Agent):
-        raise TypeError(
-            f"{method}({name!r}, agent): agent must be an Agent, e.g. Agent('writer', provider=...), "
-            f"got {type(agent).__name__}"
-        )
-    return agent
+def _agent_problems(agent: Any) -> list[str]:
+    if isinstance(agent, Agent):
+        return []
+    return [f"agent must be an Agent, e.g. Agent('writer', provider=...), got {type(agent).__name__}"]
