@@ -13,156 +13,31 @@ Example:
     >>> dict(f.graph.nodes["double"]) == {"kind": "function", "fn": double, "retries": 2}
     True
 
-The node attributes (the contract; a graph built by hand with networkx is the same thing):
-``kind="function", fn=<callable>`` | ``kind="agent", agent=<Agent>`` |
-``kind="fleet", agent=<Agent>, max_workers=<int>``, plus the policies ``retries``,
-``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits`` and, for agent
-and fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream output>``.
+The node attributes (the contract; a graph built by hand with networkx is the same thing)
+are defined, and checked, in :mod:`wingman_actors.formation.validation`.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from itertools import pairwise
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import networkx as nx  # type: ignore[import-untyped]
 
 from ..agent import Agent
 from ..errors import FormationSetupError
-from .typecheck import inspect_callable
+from ..providers.base import Provider
+from .events import FormationEvent
+from .plan import Plan, compile_plan
+from .render import to_dot, to_mermaid
+from .result import FormationResult
+from .runtime import EventListener, RunningFormation, run_once, run_stream
+from .validation import OWNERS, POLICY_DEFAULTS, policy_problems, quote
 
-if TYPE_CHECKING:
-    from ..providers.base import Provider
-    from .events import FormationEvent
-    from .plan import Plan
-    from .result import FormationResult
-    from .runtime import EventListener, RunningFormation
-
-__all__ = [
-    "KINDS",
-    "NODE_ATTRS",
-    "POLICY_DEFAULTS",
-    "Formation",
-    "edge_label",
-    "edge_problems",
-    "node_problems",
-    "policy_problems",
-]
-
-KINDS = ("function", "agent", "fleet")
-"""The node kinds."""
-
-POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {"retries": 0, "backoff": 0.1, "timeout": None, "on_error": "fail", "concurrency": 1, "max_visits": 10}
-)
-"""Policy attributes any node may carry, with the defaults the plan applies."""
-
-_KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"}}
-NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", *POLICY_DEFAULTS})
-_ALIASES = {"retry": "retries", "func": "fn", "callable": "fn", "workers": "max_workers", "condition": "when", "predicate": "when"}
-_DECLARE = "declare it with add_function/add_agent/add_fleet"
-_OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)", "max_workers": "fleet nodes (add_fleet)"}
-
-
-def edge_label(when: Any) -> str:
-    """The label of an edge carrying ``when``: the predicate's name, or ``"when"``."""
-    if when is None:
-        return ""
-    name = getattr(when, "__name__", None)
-    return name if isinstance(name, str) and name.isidentifier() else "when"
-
-
-def _quote(names: Any) -> str:
-    return ", ".join(repr(n) for n in names)
-
-
-def _unknown_attr(where: str, key: Any, known: frozenset[str]) -> list[str]:
-    if not isinstance(key, str) or key in known:
-        return []
-    guess = _ALIASES.get(key) if _ALIASES.get(key) in known else None
-    guess = guess or next(iter(difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)), None)
-    if guess is None:
-        return []  # a user's own attribute (a label, a colour): allowed
-    return [f"{where} has attribute {key!r}: did you mean {guess!r}? (rename it; unknown attributes are ignored)"]
-
-
-def _is_int(v: Any, low: int) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= low
-
-
-def _is_seconds(v: Any, positive: bool) -> bool:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return False
-    return v > 0 if positive else v >= 0
-
-
-_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "retries": (lambda v: _is_int(v, 0), "an int >= 0 (restarts after a failure)"),
-    "backoff": (lambda v: _is_seconds(v, False), "a number of seconds >= 0 (base of the exponential backoff)"),
-    "timeout": (lambda v: v is None or _is_seconds(v, True), "a number of seconds > 0, or None for no timeout"),
-    "on_error": (lambda v: isinstance(v, str) and v in ("fail", "skip"), "'fail' or 'skip'"),
-    "concurrency": (lambda v: _is_int(v, 1), "an int >= 1"),
-    "max_visits": (lambda v: _is_int(v, 1), "an int >= 1 (visits per run, bounds cycles)"),
-    "max_workers": (lambda v: _is_int(v, 0), "an int >= 0 (0: one session per item, up to 100)"),
-    "prompt": (lambda v: v is None or isinstance(v, str), "a str template using {input}, or None"),
-}
-
-
-def policy_problems(node: Any, attrs: Mapping[str, Any]) -> list[str]:
-    """Problems with the policy values (and ``max_workers``, ``prompt``) in ``attrs``."""
-    out = []
-    for key, (ok, expected) in _RULES.items():
-        if key in attrs and not ok(attrs[key]):
-            out.append(f"node {node!r}: {key} must be {expected}, got {attrs[key]!r}")
-    return out
-
-
-def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]:
-    """Problems with one node's attributes, and whether its kind, ``fn`` and ``agent`` are
-    usable for the checks that follow (signatures, types)."""
-    if not isinstance(node, str):
-        return [f"node {node!r} has a {type(node).__name__} name; name every node with a str"], False
-    kind = attrs.get("kind")
-    if kind is None:
-        return [
-            f"node {node!r} has no kind: it was probably created by an edge to an undeclared node; "
-            f"{_DECLARE} or fix the edge's name"
-        ], False
-    if not isinstance(kind, str) or kind not in KINDS:
-        return [f"node {node!r} has unknown kind {kind!r}; use one of {_quote(KINDS)}"], False
-    out = [p for key in attrs for p in _unknown_attr(f"node {node!r}", key, NODE_ATTRS)]
-    for key in sorted(set(attrs) & (NODE_ATTRS - {"kind", *POLICY_DEFAULTS}) - _KIND_ATTRS[kind]):
-        owners = " and ".join(k for k in KINDS if key in _KIND_ATTRS[k])
-        out.append(f"{kind} node {node!r} has {key}=, which only applies to {owners} nodes; remove it")
-    usable = True
-    if kind == "function" and not callable(attrs.get("fn")):
-        got = "no fn" if "fn" not in attrs else f"fn={type(attrs['fn']).__name__}, not callable"
-        out.append(f"function node {node!r} has {got}; set fn=<a callable taking the node's input>")
-        usable = False
-    elif kind != "function" and not isinstance(attrs.get("agent"), Agent):
-        got = "nothing" if "agent" not in attrs else type(attrs["agent"]).__name__
-        out.append(f"{kind} node {node!r} needs agent=<an Agent>, got {got}")
-        usable = False
-    return out + policy_problems(node, attrs), usable
-
-
-def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
-    """Problems with one edge's attributes (``when`` and close typos of it)."""
-    where = f"edge {u!r} → {v!r}"
-    out = [p for key in attrs for p in _unknown_attr(where, key, frozenset({"when"}))]
-    when = attrs.get("when")
-    if when is not None:
-        if not callable(when):
-            out.append(f"{where}: when must be a predicate on the output of {u!r}, got {type(when).__name__}")
-        elif not inspect_callable(when).accepts_one():
-            out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
-    return out
-
+__all__ = ["Formation"]
 
 
 class Formation:
@@ -313,8 +188,6 @@ class Formation:
         Raises:
             FormationSetupError: listing every problem found.
         """
-        from .plan import compile_plan  # plan imports this module's attribute contract
-
         return compile_plan(self)
 
     def start(
@@ -336,8 +209,6 @@ class Formation:
             The running formation: ``submit(input) -> Future[FormationResult]``; use it
             as a context manager so it stops.
         """
-        from .runtime import RunningFormation
-
         return RunningFormation(
             self.validate(), on_event=on_event, provider=provider, work_dir=work_dir
         ).start()
@@ -357,8 +228,6 @@ class Formation:
             FormationSetupError: the formation is not valid.
             FormationRuntimeError: the run failed (node, attempts, run id, partial outputs).
         """
-        from .runtime import run_once
-
         return run_once(
             self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir
         )
@@ -373,20 +242,14 @@ class Formation:
     ) -> Iterator[FormationEvent]:
         """Start, run ``input``, yield its events (ending with ``run_finished``, whose
         ``data["result"]`` is the result, or ``run_failed``), stop."""
-        from .runtime import run_stream
-
         return run_stream(self.validate(), input, timeout=timeout, provider=provider, work_dir=work_dir)
 
     def to_mermaid(self) -> str:
         """The formation as a Mermaid flowchart (works on an invalid formation too)."""
-        from .render import to_mermaid
-
         return to_mermaid(self)
 
     def to_dot(self) -> str:
         """The formation as a Graphviz DOT digraph (works on an invalid formation too)."""
-        from .render import to_dot
-
         return to_dot(self)
 
     def _add(
@@ -401,9 +264,9 @@ class Formation:
         if unknown:
             hints = [difflib.get_close_matches(k, list(POLICY_DEFAULTS), n=1, cutoff=0.6) for k in unknown]
             guesses = "".join(f"; did you mean {h[0]!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
-            guesses += "".join(f"; {k} applies only to {_OWNERS[k]}" for k in unknown if k in _OWNERS)
+            guesses += "".join(f"; {k} applies only to {OWNERS[k]}" for k in unknown if k in OWNERS)
             problems.append(
-                f"unknown policy keyword(s) {_quote(unknown)}{guesses} (policies: {', '.join(POLICY_DEFAULTS)})"
+                f"unknown policy keyword(s) {quote(unknown)}{guesses} (policies: {', '.join(POLICY_DEFAULTS)})"
             )
         attrs.update((k, v) for k, v in policies.items() if k in POLICY_DEFAULTS)
         problems += policy_problems(name, attrs)
