@@ -27,7 +27,7 @@ from .typecheck import (
     inspect_callable,
     is_sequence,
     item_type,
-    prompt_keys,
+    prompt_fields,
     type_name,
 )
 from .validation import (
@@ -281,11 +281,11 @@ def compile_plan(formation: Formation) -> Plan:
             inputs[n] = _Inputs("dict" if len(fwd[n]) > 1 else "single")
         problems += _type_problems(n, attrs["kind"], inputs[n], fwd[n], bwd[n], types)
         if isinstance(attrs.get("prompt"), str):
-            keys = set(fwd[n]) if len(fwd[n]) > 1 else None
+            fields = {u: types.get(u) for u in fwd[n]} if len(fwd[n]) > 1 else None
             if len(fwd[n]) == 1:
                 upstream = types.get(fwd[n][0])
-                keys = prompt_keys(item_type(upstream) if attrs["kind"] == "fleet" else upstream)
-            problems += prompt_problems(n, attrs["prompt"], keys)
+                fields = prompt_fields(item_type(upstream) if attrs["kind"] == "fleet" else upstream)
+            problems += prompt_problems(n, attrs["prompt"], fields)
     if problems:
         raise FormationSetupError(name, problems)
     return _build(name, graph, sources, back, fwd, bwd, types, inputs)

@@ -197,18 +197,108 @@ def cycle_problems(graph: nx.DiGraph) -> list[str]:
     return out
 
 
-def prompt_problems(node: str, prompt: str, keys: set[str] | None) -> list[str]:
+_CONVERSIONS = ("s", "r", "a")
+_SAMPLES: dict[Any, Any] = {str: "", int: 0, float: 0.0, bool: False}  # a value to try a format spec on
+_ACCESS = re.compile(r"\.([^.\[]*)|\[([^\]]*)\]")
+
+
+def _fields(template: str, depth: int = 0) -> list[tuple[str, str, str | None, int]]:
+    """Every replacement field of ``template`` as (field name, format spec, conversion,
+    depth), those nested in format specs included. Raises ValueError when malformed."""
+    out = []
+    for _, field, spec, conversion in string.Formatter().parse(template):
+        if field is not None:
+            out.append((field, spec or "", conversion, depth))
+            if spec and "{" in spec:
+                out += _fields(spec, depth + 1)
+    return out
+
+
+def _show(field: str, spec: str, conversion: str | None) -> str:
+    return "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+
+
+def prompt_problems(node: str, prompt: str, fields: Mapping[str, Any] | None) -> list[str]:
+    """Problems that would make ``prompt`` fail to render for every input, all of them:
+    malformed braces, positional fields, keys the input does not have, conversions other
+    than ``!s``/``!r``/``!a``, format specs the field's value cannot take, attributes the
+    input's text lacks, and fields nested too deep in format specs.
+
+    Args:
+        node: the node (for messages).
+        prompt: the template.
+        fields: the keys a dict or model input has, with their types (None when unknown);
+            ``{}`` for an input without keys; None when the keys are unknown (no key check).
+    """
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(prompt) if f is not None]
+        found = _fields(prompt)
     except ValueError as exc:
         return [f"node {node!r}: prompt is not a valid template ({exc}); write {{input}} for the input "
                 "and double literal braces: {{ and }}"]
-    out = []
-    for key in dict.fromkeys(re.split(r"[.\[]", f, maxsplit=1)[0] for f in fields):
-        if key == "" or key.isdigit():
-            out.append(f"node {node!r}: prompt has a positional field {{{key}}}; name it: {{input}} "
-                       "for the whole input, or a key of a dict or model input")
-        elif key != "input" and keys is not None and key not in keys:
-            why = f"has no such key (keys: {', '.join(sorted(keys))})" if keys else "is not a dict or a model"
-            out.append(f"node {node!r}: prompt uses {{{key}}} but the input {why}; use {{input}} or a key of the input")
+    out: list[str] = []
+    seen_keys: set[str] = set()
+    for field, spec, conversion, depth in found:
+        shown = _show(field, spec, conversion)
+        key = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if key not in seen_keys:
+            seen_keys.add(key)
+            out += _key_problems(node, key, fields)
+        if conversion is not None and conversion not in _CONVERSIONS:
+            out.append(f"node {node!r}: prompt field {shown} has conversion !{conversion}; use !s, !r or !a, or none")
+        if depth > 1:
+            out.append(f"node {node!r}: prompt field {_outer(found, field, spec, conversion, depth)} nests fields "
+                       "two levels deep in its format spec, which Python cannot format; nest at most one level")
+            continue
+        if key == "input" and conversion is None:
+            out += _attribute_problems(node, field)
+        if conversion is not None or field == key:  # past an attribute or index the type is unknown
+            out += _spec_problems(node, shown, key, spec, conversion, fields)
     return out
+
+
+def _outer(found: list[tuple[str, str, str | None, int]], field: str, spec: str, conversion: str | None,
+           depth: int) -> str:
+    """The top-level field holding a field nested ``depth`` levels deep."""
+    index = next(i for i, f in enumerate(found) if f == (field, spec, conversion, depth))
+    top = next(f for f in reversed(found[:index]) if f[3] == 0)
+    return _show(top[0], top[1], top[2])
+
+
+def _key_problems(node: str, key: str, fields: Mapping[str, Any] | None) -> list[str]:
+    if key == "" or key.isdigit():
+        return [f"node {node!r}: prompt has a positional field {{{key}}}; name it: {{input}} "
+                "for the whole input, or a key of a dict or model input"]
+    if key != "input" and fields is not None and key not in fields:
+        why = f"has no such key (keys: {', '.join(sorted(fields))})" if fields else "is not a dict or a model"
+        return [f"node {node!r}: prompt uses {{{key}}} but the input {why}; use {{input}} or a key of the input"]
+    return []
+
+
+def _attribute_problems(node: str, field: str) -> list[str]:
+    # {input} is the input as text: reading an attribute a str lacks fails every run.
+    first = _ACCESS.match(field, len("input"))
+    attr = first.group(1) if first is not None else None
+    if attr is not None and not hasattr(str, attr):
+        return [f"node {node!r}: prompt field {{{field}}} reads attribute {attr!r} of the input's text (a str), "
+                "which has none; use {input}, or a key of a dict or model input"]
+    return []  # past the first access the value's type is unknown
+
+
+def _spec_problems(
+    node: str, shown: str, key: str, spec: str, conversion: str | None, fields: Mapping[str, Any] | None
+) -> list[str]:
+    if not spec or "{" in spec:
+        return []  # no spec, or one filled in per input
+    tp: Any = str
+    what = "the input's text"
+    if conversion is None and key != "input":
+        tp = (fields or {}).get(key)
+        what = f"the field {key!r}"
+    if not isinstance(tp, type) or tp not in _SAMPLES:
+        return []  # a type the check does not know: pydantic-dumped values vary
+    try:
+        format(_SAMPLES[tp], spec)
+    except ValueError as exc:
+        return [f"node {node!r}: prompt field {shown} has format spec {spec!r}, which {what} "
+                f"(a {tp.__name__}) does not take ({exc}); fix the spec or drop it"]
+    return []
