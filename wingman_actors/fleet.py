@@ -3,7 +3,9 @@
 Every task gets its own :class:`~wingman_actors.session.Session` (optionally with its own
 ``work_dir`` and ``instructions``), runs on a worker thread, and ends as exactly one
 :class:`FleetResult`: N tasks in, N results out, always. A failing task yields a result with
-``error`` set and never disturbs the others.
+``error`` set and never disturbs the others. With ``render=``, the tasks are any items, each
+turned into its :class:`Task` by the worker that runs it (workers start at once; no item
+waits for the others to be rendered).
 
 Example:
     >>> from wingman_actors import Agent
@@ -26,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from .agent import Agent
 from .core import Message
@@ -38,6 +40,8 @@ from .session import Session
 __all__ = ["DEFAULT_MAX_WORKERS", "Fleet", "FleetResult", "Task"]
 
 log = logging.getLogger(__name__)
+
+_Item = TypeVar("_Item")
 
 DEFAULT_MAX_WORKERS = 100
 """Concurrent sessions when a fleet is given ``max_workers=0``: ``min(len(tasks), 100)``."""
@@ -178,15 +182,29 @@ class Fleet:
             instead of worker threads started per run. At most ``max_workers`` tasks are
             submitted-and-unfinished at once, and the executor is not shut down. Do not pass
             the executor whose thread calls :meth:`run` unless it has workers to spare.
+        render: builds a task from each item of ``tasks`` (then any objects), returning a
+            :class:`Task` or a message ``str``. It is called in the worker that runs the
+            item, just before its session, so costly rendering (structured data to a
+            prompt) overlaps the other items' sessions. A render that raises fails only
+            its item (the result's ``error``).
 
     Raises:
-        TypeError: ``agent`` is not an Agent, or a task is neither a Task nor a str.
+        TypeError: ``agent`` is not an Agent, a task is neither a Task nor a str (without
+            ``render``), or ``render`` is not callable.
         ValueError: ``max_workers`` is negative, or ``timeout`` is not positive.
+
+    Example of ``render``:
+        >>> from wingman_actors.testing import ScriptedProvider
+        >>> echo = Agent("echo", provider=ScriptedProvider([lambda r: r.messages[-1].text], cycle=True))
+        >>> fleet = Fleet(echo, [{"id": 1}, {"id": 2}], render=lambda item: f"item {item['id']}")
+        >>> [r.response for r in fleet.run()]
+        ['item 1', 'item 2']
 
     Cancelling (:meth:`cancel`) is final: a cancelled fleet's later runs return cancelled
     results too.
     """
 
+    @overload
     def __init__(
         self,
         agent: Agent,
@@ -195,18 +213,43 @@ class Fleet:
         max_workers: int = 0,
         timeout: float | None = None,
         executor: Executor | None = None,
+        render: None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        agent: Agent,
+        tasks: Sequence[_Item],
+        *,
+        max_workers: int = 0,
+        timeout: float | None = None,
+        executor: Executor | None = None,
+        render: Callable[[_Item], Task | str],
+    ) -> None: ...
+
+    def __init__(
+        self,
+        agent: Agent,
+        tasks: Sequence[Any],
+        *,
+        max_workers: int = 0,
+        timeout: float | None = None,
+        executor: Executor | None = None,
+        render: Callable[[Any], Task | str] | None = None,
     ) -> None:
         if not isinstance(agent, Agent):
             raise TypeError(f"Fleet needs an Agent, got {type(agent).__name__}")
         if isinstance(tasks, str | bytes) or not isinstance(tasks, Sequence):
             raise TypeError(f"Fleet tasks must be a list of Task or str, got {type(tasks).__name__}")
-        items: list[Task] = []
-        for i, t in enumerate(tasks):
+        if render is not None and not callable(render):
+            raise TypeError(f"Fleet render must be a function of one item, got {type(render).__name__}")
+        items: list[Any] = list(tasks)
+        for i, t in enumerate(items if render is None else ()):
             if isinstance(t, str):
-                t = Task(message=t)
+                items[i] = Task(message=t)
             elif not isinstance(t, Task):
                 raise TypeError(f"Fleet task {i} must be a Task or a str, got {type(t).__name__}")
-            items.append(t)
         if isinstance(max_workers, bool) or not isinstance(max_workers, int):
             raise TypeError(f"Fleet max_workers must be an int, got {type(max_workers).__name__}")
         if max_workers < 0:
@@ -216,7 +259,8 @@ class Fleet:
         if executor is not None and not isinstance(executor, Executor):
             raise TypeError(f"Fleet executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
         self.agent = agent
-        self.tasks: tuple[Task, ...] = tuple(items)
+        self._items: tuple[Any, ...] = tuple(items)
+        self._render = render
         self.max_workers = max_workers
         self.timeout = timeout
         self.executor = executor
@@ -226,10 +270,15 @@ class Fleet:
         self._guarded = agent.with_overrides(middleware=(_CancelGuard(self), *agent.middleware))
 
     @property
+    def tasks(self) -> tuple[Task, ...]:
+        """The tasks; with ``render``, every item rendered now (a render that raises raises)."""
+        return tuple(self._task(i) for i in range(len(self._items)))
+
+    @property
     def cap(self) -> int:
         """The most sessions this fleet runs at once."""
         limit = self.max_workers or DEFAULT_MAX_WORKERS
-        return max(1, min(limit, len(self.tasks)))
+        return max(1, min(limit, len(self._items)))
 
     # -- public API -------------------------------------------------------------------
 
@@ -241,7 +290,7 @@ class Fleet:
                 the given executor was shut down). When only some start, they run every
                 task and a warning is logged.
         """
-        n = len(self.tasks)
+        n = len(self._items)
         if n == 0:
             return []
         results: list[FleetResult | None] = [None] * n
@@ -261,7 +310,7 @@ class Fleet:
         Nothing starts until the first ``next()``. Closing the iterator early stops the
         tasks not yet started and waits for the running ones before returning.
         """
-        n = len(self.tasks)
+        n = len(self._items)
         if n == 0:
             return
         finished: queue.SimpleQueue[FleetResult | None] = queue.SimpleQueue()
@@ -290,7 +339,7 @@ class Fleet:
         """Start ``cap`` worker loops that hand each result to ``deliver``; on exit, stop
         giving out tasks and wait for the loops (and their own threads, if any)."""
         cap = self.cap
-        dispatch = _Dispatch(len(self.tasks))
+        dispatch = _Dispatch(len(self._items))
 
         def loop() -> None:
             index = dispatch.take()
@@ -354,12 +403,12 @@ class Fleet:
         return self._cancel_reason is not None
 
     def __len__(self) -> int:
-        return len(self.tasks)
+        return len(self._items)
 
     def __repr__(self) -> str:
         pool = "external" if self.executor is not None else "own"
         return (
-            f"Fleet(agent={self.agent.name!r}, tasks={len(self.tasks)}, max_workers={self.cap}, "
+            f"Fleet(agent={self.agent.name!r}, tasks={len(self._items)}, max_workers={self.cap}, "
             f"timeout={self.timeout!r}, executor={pool})"
         )
 
@@ -368,18 +417,29 @@ class Fleet:
     def _worker_name(self, index: int) -> str:
         return f"{self.agent.name}-{index}"
 
+    def _task(self, index: int) -> Task:
+        item = self._items[index]
+        if self._render is None:
+            return item  # type: ignore[no-any-return]  # checked in __init__
+        task = self._render(item)
+        if isinstance(task, str):
+            return Task(message=task)
+        if not isinstance(task, Task):
+            raise TypeError(f"Fleet render must return a Task or a str, got {type(task).__name__} for item {index}")
+        return task
+
     def _run_task(self, index: int) -> FleetResult:
-        task = self.tasks[index]
         started = time.perf_counter()
         result: Result | None = None
         error: BaseException | None = None
+        data = None
         try:
+            task = self._task(index)
+            data = task.data
             result = self._run_session(index, task)
         except Exception as exc:
             error = exc
-        return FleetResult(
-            index, self._worker_name(index), result, error, task.data, time.perf_counter() - started
-        )
+        return FleetResult(index, self._worker_name(index), result, error, data, time.perf_counter() - started)
 
     def _run_session(self, index: int, task: Task) -> Result:
         reason = self._cancel_reason
@@ -405,4 +465,6 @@ class Fleet:
             error: BaseException = failures[0]  # type: ignore[assignment]
         else:
             error = AgentError(f"task {index} was cancelled by its executor", kind=ErrorKind.CANCELLED)
-        return FleetResult(index, self._worker_name(index), None, error, self.tasks[index].data)
+        item = self._items[index]
+        data = item.data if isinstance(item, Task) else None  # an unrendered item has no data yet
+        return FleetResult(index, self._worker_name(index), None, error, data)
