@@ -272,7 +272,8 @@ class Fleet:
     @property
     def tasks(self) -> tuple[Task, ...]:
         """The tasks; with ``render``, every item rendered now (a render that raises raises)."""
-        return tuple(self._task(i) for i in range(len(self._items)))
+        tasks = (self._task(i) for i in range(len(self._items)))
+        return tuple(Task(message=t) if isinstance(t, str) else t for t in tasks)
 
     @property
     def cap(self) -> int:
@@ -417,16 +418,14 @@ class Fleet:
     def _worker_name(self, index: int) -> str:
         return f"{self.agent.name}-{index}"
 
-    def _task(self, index: int) -> Task:
+    def _task(self, index: int) -> Task | str:
         item = self._items[index]
         if self._render is None:
             return item  # type: ignore[no-any-return]  # checked in __init__
         task = self._render(item)
-        if isinstance(task, str):
-            return Task(message=task)
-        if not isinstance(task, Task):
+        if not isinstance(task, str | Task):
             raise TypeError(f"Fleet render must return a Task or a str, got {type(task).__name__} for item {index}")
-        return task
+        return task  # a str stays a str: building a Task per item costs as much as rendering it
 
     def _run_task(self, index: int) -> FleetResult:
         started = time.perf_counter()
@@ -435,24 +434,29 @@ class Fleet:
         data = None
         try:
             task = self._task(index)
-            data = task.data
-            result = self._run_session(index, task)
+            if isinstance(task, str):
+                result = self._run_session(index, task, None, None)
+            else:
+                data = task.data
+                result = self._run_session(index, task.message, task.work_dir, task.instructions)
         except Exception as exc:
             error = exc
         return FleetResult(index, self._worker_name(index), result, error, data, time.perf_counter() - started)
 
-    def _run_session(self, index: int, task: Task) -> Result:
+    def _run_session(
+        self, index: int, message: str, work_dir: str | Path | None, instructions: str | None
+    ) -> Result:
         reason = self._cancel_reason
         if reason is not None:
             raise AgentError(f"fleet cancelled before task {index} started: {reason}", kind=ErrorKind.CANCELLED)
         agent = self._guarded
-        if task.instructions is not None:
-            agent = agent.with_overrides(instructions=task.instructions)
-        session = Session(agent, work_dir=task.work_dir)
+        if instructions is not None:
+            agent = agent.with_overrides(instructions=instructions)
+        session = Session(agent, work_dir=work_dir)
         with self._lock:
             self._running.add(session)
         try:
-            return session.run(task.message, timeout=self.timeout)
+            return session.run(message, timeout=self.timeout)
         finally:
             with self._lock:
                 self._running.discard(session)

@@ -500,8 +500,9 @@ class FleetActor(NodeActor):
         if todo:
             prompt, node, work_dir = self.prompt, self.name, self.work_dir
 
-            def render(i: int) -> Task:  # runs in the worker that runs item i
-                return Task(render_input(items[i], prompt, node), work_dir=work_dir)
+            def render(i: int) -> Task | str:  # runs in the worker that runs item i
+                message = render_input(items[i], prompt, node)
+                return message if work_dir is None else Task(message, work_dir=work_dir)
 
             fleet = Fleet(self.agent, todo, max_workers=self.max_workers, timeout=self._timeout(env), render=render)
             self._fleet = fleet
