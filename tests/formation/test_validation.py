@@ -439,7 +439,7 @@ def test_prompt_format_spec_nested_twice_is_a_problem() -> None:
 
 
 def test_prompt_attribute_the_input_text_lacks_is_a_problem() -> None:
-    message = only_problem(Formation("f").add_agent("a", agent(), prompt="{input.title}, {input.name}"))
+    message = only_problem(Formation("f").add_agent("a", agent(), prompt="{input.title}, {input.name!r}"))
     assert message == (
         "node 'a': prompt field {input.name} reads attribute 'name' of the input's text (a str), which has "
         "none; use {input}, or a key of a dict or model input"

@@ -249,7 +249,7 @@ def prompt_problems(node: str, prompt: str, fields: Mapping[str, Any] | None) ->
             out.append(f"node {node!r}: prompt field {_outer(found, field, spec, conversion, depth)} nests fields "
                        "two levels deep in its format spec, which Python cannot format; nest at most one level")
             continue
-        if key == "input" and conversion is None:
+        if key == "input":  # the attribute is read before any conversion
             out += _attribute_problems(node, field)
         if conversion is not None or field == key:  # past an attribute or index the type is unknown
             out += _spec_problems(node, shown, key, spec, conversion, fields)
