@@ -1,5 +1,6 @@
 """The fleet node actor: workers start at once and each renders its own item, on the
-worker loops of ``Fleet``; per-item failures, the retry memo and ``interrupt()``."""
+worker loops of ``Fleet``; per-item failures and ``interrupt()``. (That a retry reruns
+only the failed items is tested through a formation, in tests/formation/test_runtime.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from wingman_actors.actors.address import start_actor
 from wingman_actors.actors.envelope import new_envelope
 from wingman_actors.actors.nodes import FleetActor, FleetItemsError, PayloadError
 from wingman_actors.core import InferenceRequest
-from wingman_actors.errors import AgentError, ErrorKind
+from wingman_actors.errors import ErrorKind
 from wingman_actors.testing import ActorProbe, ScriptedProvider
 
 
@@ -68,33 +69,6 @@ def test_an_item_the_prompt_cannot_render_fails_alone_and_is_not_retryable(actor
     assert isinstance(error, FleetItemsError) and list(error.errors) == [1]
     assert isinstance(error.errors[1], PayloadError) and "uses {topic}" in str(error.errors[1])
     assert error.retryable is False
-
-
-def test_a_retry_of_the_same_envelope_reruns_only_the_failed_items(actor_probe: ActorProbe) -> None:
-    seen: list[str] = []
-    lock = threading.Lock()
-
-    def reply(request: InferenceRequest) -> str:
-        text = last_text(request)
-        with lock:
-            seen.append(text)
-            if text == "b" and seen.count("b") == 1:
-                raise AgentError("transient", kind=ErrorKind.NETWORK)
-        return text.upper()
-
-    provider = ScriptedProvider([reply], cycle=True)
-    actor = start_actor(FleetActor, Agent("r", provider=provider), name="many", reply_to=actor_probe)
-    try:
-        work = new_envelope("work", ["a", "b", "c"], sender="up")
-        actor.actor_ref.tell(work)
-        assert isinstance(actor_probe.expect_message(type="failure").payload, FleetItemsError)
-        retry = actor_probe.messages[-1]
-        actor.actor_ref.tell(retry.cause)  # the supervisor redelivers the same work envelope
-        assert actor_probe.expect_message(type="result").payload == ["A", "B", "C"]
-    finally:
-        actor.actor_ref.stop()
-        actor.thread.join(5)
-    assert sorted(seen) == ["a", "b", "b", "c"]
 
 
 def test_interrupt_cancels_every_item_in_flight(actor_probe: ActorProbe) -> None:
