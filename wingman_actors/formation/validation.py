@@ -202,15 +202,17 @@ _SAMPLES: dict[Any, Any] = {str: "", int: 0, float: 0.0, bool: False}  # a value
 _ACCESS = re.compile(r"\.([^.\[]*)|\[([^\]]*)\]")
 
 
-def _fields(template: str, depth: int = 0) -> list[tuple[str, str, str | None, int]]:
+def _fields(template: str, depth: int = 0, top: str = "") -> list[tuple[str, str, str | None, int, str]]:
     """Every replacement field of ``template`` as (field name, format spec, conversion,
-    depth), those nested in format specs included. Raises ValueError when malformed."""
+    depth, the top-level field shown as written), those nested in format specs included.
+    Raises ValueError when the template is malformed."""
     out = []
     for _, field, spec, conversion in string.Formatter().parse(template):
         if field is not None:
-            out.append((field, spec or "", conversion, depth))
+            shown = top or _show(field, spec or "", conversion)
+            out.append((field, spec or "", conversion, depth, shown))
             if spec and "{" in spec:
-                out += _fields(spec, depth + 1)
+                out += _fields(spec, depth + 1, shown)
     return out
 
 
@@ -237,7 +239,7 @@ def prompt_problems(node: str, prompt: str, fields: Mapping[str, Any] | None) ->
                 "and double literal braces: {{ and }}"]
     out: list[str] = []
     seen_keys: set[str] = set()
-    for field, spec, conversion, depth in found:
+    for field, spec, conversion, depth, top in found:
         shown = _show(field, spec, conversion)
         key = re.split(r"[.\[]", field, maxsplit=1)[0]
         if key not in seen_keys:
@@ -246,7 +248,7 @@ def prompt_problems(node: str, prompt: str, fields: Mapping[str, Any] | None) ->
         if conversion is not None and conversion not in _CONVERSIONS:
             out.append(f"node {node!r}: prompt field {shown} has conversion !{conversion}; use !s, !r or !a, or none")
         if depth > 1:
-            out.append(f"node {node!r}: prompt field {_outer(found, field, spec, conversion, depth)} nests fields "
+            out.append(f"node {node!r}: prompt field {top} nests fields "
                        "two levels deep in its format spec, which Python cannot format; nest at most one level")
             continue
         if key == "input":  # the attribute is read before any conversion
@@ -254,14 +256,6 @@ def prompt_problems(node: str, prompt: str, fields: Mapping[str, Any] | None) ->
         if conversion is not None or field == key:  # past an attribute or index the type is unknown
             out += _spec_problems(node, shown, key, spec, conversion, fields)
     return out
-
-
-def _outer(found: list[tuple[str, str, str | None, int]], field: str, spec: str, conversion: str | None,
-           depth: int) -> str:
-    """The top-level field holding a field nested ``depth`` levels deep."""
-    index = next(i for i, f in enumerate(found) if f == (field, spec, conversion, depth))
-    top = next(f for f in reversed(found[:index]) if f[3] == 0)
-    return _show(top[0], top[1], top[2])
 
 
 def _key_problems(node: str, key: str, fields: Mapping[str, Any] | None) -> list[str]:
