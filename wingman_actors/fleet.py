@@ -30,6 +30,7 @@ from concurrent.futures import Executor, Future, wait
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
+from ._fleet_loops import Dispatch, run_loop
 from .agent import Agent
 from .core import Message
 from .errors import AgentError, ErrorKind
@@ -103,55 +104,6 @@ class FleetResult:
         return self.result.response if self.result is not None else ""
 
 
-class _Dispatch:
-    """Hands out task indices to worker loops: each loop takes the next index as soon as it
-    finishes one, so no coordinator sits between a finished task and the next start, and
-    never more than ``cap`` sessions run at once."""
-
-    def __init__(self, n: int) -> None:
-        self._lock = threading.Lock()
-        self._untaken = iter(range(n))
-        self._taken: set[int] = set()
-        self._stopped = False
-        self.loops: list[Future[None]] = []
-
-    def take(self, finished: int | None = None) -> int | None:
-        """Mark ``finished`` (the caller's last index) done and hand out the next index,
-        or None when there is none left or the dispatch was stopped."""
-        with self._lock:
-            if finished is not None:
-                self._taken.discard(finished)
-            if self._stopped:
-                return None
-            index = next(self._untaken, None)
-            if index is not None:
-                self._taken.add(index)
-            return index
-
-    def stop(self) -> None:
-        with self._lock:
-            self._stopped = True
-
-    def missing(self) -> list[int]:
-        """Indices taken by a loop that died, or never taken; clears them."""
-        with self._lock:
-            missing = sorted(self._taken | set(self._untaken))
-            self._taken.clear()
-        return missing
-
-
-def _run_loop(loop: Callable[[], None], fut: Future[None]) -> None:
-    """Run one worker loop on its own thread, reporting how it ended on ``fut``."""
-    if not fut.set_running_or_notify_cancel():
-        return
-    try:
-        loop()
-    except BaseException as exc:
-        fut.set_exception(exc)
-    else:
-        fut.set_result(None)
-
-
 class _CancelGuard(Middleware):
     """Fails a run that starts after :meth:`Fleet.cancel`.
 
@@ -182,7 +134,7 @@ class Fleet:
             instead of worker threads started per run. At most ``max_workers`` tasks are
             submitted-and-unfinished at once, and the executor is not shut down. Do not pass
             the executor whose thread calls :meth:`run` unless it has workers to spare.
-        render: builds a task from each item of ``tasks`` (then any objects), returning a
+        render: builds a task from each item of ``tasks`` (which may then be anything), returning a
             :class:`Task` or a message ``str``. It is called in the worker that runs the
             item, just before its session, so costly rendering (structured data to a
             prompt) overlaps the other items' sessions. A render that raises fails only
@@ -336,11 +288,11 @@ class Fleet:
                     yield self._lost(index, dispatch.loops)
 
     @contextlib.contextmanager
-    def _dispatch(self, deliver: Callable[[FleetResult], object]) -> Iterator[_Dispatch]:
+    def _dispatch(self, deliver: Callable[[FleetResult], object]) -> Iterator[Dispatch]:
         """Start ``cap`` worker loops that hand each result to ``deliver``; on exit, stop
         giving out tasks and wait for the loops (and their own threads, if any)."""
         cap = self.cap
-        dispatch = _Dispatch(len(self._items))
+        dispatch = Dispatch(len(self._items))
 
         def loop() -> None:
             index = dispatch.take()
@@ -359,7 +311,7 @@ class Fleet:
             # again, and every worker started late delays its whole chain of tasks.
             fut: Future[None] = Future()
             thread = threading.Thread(
-                target=_run_loop, args=(loop, fut), name=f"wingman-fleet-{self.agent.name}-{i}", daemon=True
+                target=run_loop, args=(loop, fut), name=f"wingman-fleet-{self.agent.name}-{i}", daemon=True
             )
             thread.start()
             threads.append(thread)
