@@ -152,8 +152,12 @@ class ToolError(AgentError):
         return (type(self), (self.message,), {"tool": self.tool})
 
 
-class FormationSetupError(WingmanError):
-    """A formation is declared wrongly. Raised before any actor starts.
+class FormationSetupError(WingmanError, ValueError):
+    """A formation is declared wrongly. Raised before any actor starts: by a builder call
+    (``add_function``, ``add_agent``, ``add_fleet``, ``connect``, ``Formation(...)``) at
+    once, and by ``validate()`` (and so ``start``/``run``) listing every problem.
+
+    It is also a ``ValueError``, so ``except ValueError`` around a declaration keeps working.
 
     Attributes:
         formation: the formation's name.

@@ -14,14 +14,12 @@ downstream on the node's own thread, so a hop costs one mailbox put.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import queue
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -78,13 +76,18 @@ class NodeObserver(Protocol):
     ) -> None: ...
 
 
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)  # built once: building one costs more than using it
+
+
 def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
         return value.model_dump_json(indent=2)
     try:
-        return json.dumps(TypeAdapter(Any).dump_python(value, mode="json"), indent=2, ensure_ascii=False)
+        # pydantic writes the indented JSON itself: json.dumps(indent=...) runs the
+        # pure-Python encoder, 20 times slower, and a fleet renders every item
+        return _ANY.dump_json(value, indent=2).decode()
     except Exception:
         return str(value)
 
@@ -453,9 +456,10 @@ class FleetItemsError(WingmanError):
 
 class FleetActor(NodeActor):
     """A fleet as an actor: a list payload runs one agent session per item, concurrently
-    up to ``max_workers``, on a pool the actor owns; the output is the list of per-item
-    outputs in item order. Items that succeeded are remembered across retries of the same
-    envelope, so a retry reruns only the failed items."""
+    up to ``max_workers``, on the worker loops of :class:`~wingman_actors.fleet.Fleet`
+    (started at once; each worker renders its item into a prompt just before its session);
+    the output is the list of per-item outputs in item order. Items that succeeded are
+    remembered across retries of the same envelope, so a retry reruns only the failed items."""
 
     def __init__(
         self,
@@ -472,7 +476,6 @@ class FleetActor(NodeActor):
         self.max_workers = max_workers or DEFAULT_MAX_WORKERS
         self.prompt = prompt
         self.work_dir = work_dir
-        self._pool: ThreadPoolExecutor | None = None
         self._fleet: Fleet | None = None
 
     def interrupt(self) -> None:
@@ -480,14 +483,6 @@ class FleetActor(NodeActor):
         fleet = self._fleet
         if fleet is not None:
             fleet.cancel("the formation is stopping")
-
-    def on_start(self) -> None:
-        self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix=f"wingman-fleet-{self.name}")
-
-    def on_stop(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
 
     def process(self, env: Envelope) -> tuple[Any, Usage | None]:
         items = env.payload
@@ -500,13 +495,16 @@ class FleetActor(NodeActor):
         memo = work.memo if work.memo is not None else {}
         work.memo = memo
         todo = [i for i in range(len(items)) if i not in memo]
-        usage = Usage()
+        usages: list[Usage] = []
         errors: dict[int, BaseException] = {}
         if todo:
-            tasks = [Task(render_input(items[i], self.prompt, self.name), work_dir=self.work_dir) for i in todo]
-            fleet = Fleet(
-                self.agent, tasks, max_workers=self.max_workers, timeout=self._timeout(env), executor=self._pool
-            )
+            prompt, node, work_dir = self.prompt, self.name, self.work_dir
+
+            def render(i: int) -> Task | str:  # runs in the worker that runs item i
+                message = render_input(items[i], prompt, node)
+                return message if work_dir is None else Task(message, work_dir=work_dir)
+
+            fleet = Fleet(self.agent, todo, max_workers=self.max_workers, timeout=self._timeout(env), render=render)
             self._fleet = fleet
             try:
                 results = fleet.run()
@@ -517,7 +515,13 @@ class FleetActor(NodeActor):
                     errors[i] = fr.error
                 elif fr.result is not None:
                     memo[i] = fr.result.output
-                    usage = usage + fr.result.usage
+                    usages.append(fr.result.usage)
         if errors:
             raise FleetItemsError(self.name, len(items), errors)
-        return [memo[i] for i in range(len(items))], usage
+        return [memo[i] for i in range(len(items))], _total(usages)
+
+
+def _total(usages: list[Usage]) -> Usage:
+    """The sum of many usages, built once (adding them one by one builds a model per item,
+    after the last item finished: time added to the node's makespan)."""
+    return Usage(**{field: sum(getattr(u, field) for u in usages) for field in Usage.model_fields})
