@@ -52,7 +52,10 @@ class RunningServer:
             raise RuntimeError("the test server did not stop")
 
     def client(self, token: str | None = None) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # Every POST, PUT and PATCH must say it sends JSON, even with no body (see JsonBodyMiddleware).
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         return httpx.Client(base_url=self.url, timeout=30, headers=headers)
 
 

@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse
 from .. import __version__
 from ..errors import AgentError
 from . import routes_agents, routes_fleets, routes_formations, routes_providers, routes_sessions
+from .body import scrub
 from .config import ServerConfig
 from .context import ServerContext
 from .errors import ApiError, from_agent_error
@@ -131,7 +132,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             message = f"method {request.method} is not allowed on {request.url.path}"
         else:
             message = str(exc.detail)
-        return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
+        return JSONResponse({"error": scrub(message)}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(AgentError)
     async def agent_error(request: Request, exc: AgentError) -> JSONResponse:

@@ -48,6 +48,13 @@ def _needs_stored_key(provider: str, options: Mapping[str, Any]) -> bool:
     return provider == "openai" and not options.get("base_url")
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long for the file system
+        return False
+
+
 class _AbortGuard(Middleware):
     """Fails a run aborted before its cancel token existed (as ``Fleet`` does)."""
 
@@ -205,18 +212,23 @@ class ServerContext:
             ApiError: 400 naming ``field`` when it lies outside the root or is not a directory.
         """
         root = self.config.root
+        if value is not None and "\x00" in value:
+            raise invalid(field, "contains a NUL character, which no path can hold; send a directory name")
         start = Path(base) if base is not None else root
-        path = start if value is None else Path(value).expanduser()
-        if not path.is_absolute():
-            path = start / path
-        path = path.resolve()
+        try:
+            path = start if value is None else Path(value).expanduser()
+            if not path.is_absolute():
+                path = start / path
+            path = path.resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, an unknown ~user...
+            raise invalid(field, f"{value!r} cannot be resolved to a directory: {exc}") from None
         if not path.is_relative_to(root):
             raise invalid(
                 field,
                 f"{value!r} is outside the server's work root {str(root)!r}; use a directory under it "
                 "(relative paths are taken from the root; start the server with --work-root to change it)",
             )
-        if not path.is_dir():
+        if not _is_dir(path):
             raise invalid(field, f"{value!r} is not an existing directory (resolved to {str(path)!r})")
         return str(path)
 

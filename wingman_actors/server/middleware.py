@@ -10,6 +10,8 @@ import logging
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .body import body_problems
+
 __all__ = ["CatchAllMiddleware", "JsonBodyMiddleware", "TimeoutMiddleware", "TokenMiddleware"]
 
 log = logging.getLogger("wingman_actors.server")
@@ -44,11 +46,15 @@ class TokenMiddleware:
 
 
 class JsonBodyMiddleware:
-    """Bodies are JSON: a body sent without ``Content-Type`` is read as JSON, one sent with
-    another type is refused with 415.
+    """Bodies are JSON: a POST, PUT or PATCH must say ``Content-Type: application/json``
+    (or another ``+json`` type), even with an empty body, else 415; a JSON body holding what
+    cannot be stored (see :func:`~wingman_actors.server.body.body_problems`) is a 400
+    naming the fields.
 
-    Refusing form and text types matters: a web page can send those cross-origin without a
-    CORS preflight, so accepting them would let any site drive a server on localhost.
+    Refusing every other type, a missing one included, matters: a web page can send a form,
+    text or an untyped ``Blob`` (``sendBeacon``, ``fetch`` in ``no-cors`` mode) cross-origin
+    without a CORS preflight, so accepting them would let any site drive a server on
+    localhost. ``application/json`` always needs a preflight, which the CORS policy refuses.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -57,19 +63,26 @@ class JsonBodyMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
             types = [v.decode("latin-1").lower() for k, v in scope["headers"] if k == b"content-type"]
-            if not types:
-                scope = {**scope, "headers": [*scope["headers"], (b"content-type", b"application/json")]}
-            elif not any(_is_json(t) for t in types):
-                body = await _read_body(receive)
-                if body:
-                    response = JSONResponse(
-                        {"error": f"request bodies must be JSON, got Content-Type {types[0]!r}: send "
-                                  "'Content-Type: application/json' (curl: -H 'Content-Type: application/json')"},
-                        status_code=415,
-                    )
-                    await response(scope, receive, send)
-                    return
-                receive = _replay(body)
+            if not types or not any(_is_json(t) for t in types):
+                got = f"Content-Type {types[0]!r}" if types else "no Content-Type"
+                response = JSONResponse(
+                    {"error": f"request bodies must be JSON, got {got}: send 'Content-Type: application/json', "
+                              "even with an empty body (curl: -H 'Content-Type: application/json')"},
+                    status_code=415,
+                )
+                await response(scope, receive, send)
+                return
+            body = await _read_body(receive)
+            problems = body_problems(body) if body.strip() else []
+            if problems:
+                response = JSONResponse(
+                    {"error": "invalid request: " + "; ".join(f"{f}: {m}" for f, m in problems),
+                     "fields": [f for f, _ in problems]},
+                    status_code=400,
+                )
+                await response(scope, receive, send)
+                return
+            receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
 
@@ -90,17 +103,19 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
-def _replay(body: bytes) -> Receive:
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that gives the already read ``body`` first, then what the client sends
+    next (a disconnect: streaming responses listen for it)."""
     sent = False
 
-    async def receive() -> Message:
+    async def replay() -> Message:
         nonlocal sent
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
+        return await receive()
 
-    return receive
+    return replay
 
 
 class TimeoutMiddleware:

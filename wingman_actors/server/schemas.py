@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .limits import MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
+
 __all__ = [
     "AbortOut",
     "AgentCreate",
@@ -192,7 +194,9 @@ class FleetCreate(_In):
 
     name: str = Field(min_length=1)
     agent_id: str = Field(min_length=1)
-    worker_count: int = Field(default=0, ge=0, description="sessions at once; 0: one per task, up to 100")
+    worker_count: int = Field(
+        default=0, ge=0, le=MAX_WORKERS, description=f"sessions at once, at most {MAX_WORKERS}; 0: one per task, up to {MAX_WORKERS}"
+    )
     work_dir: str | None = None
 
 
@@ -201,7 +205,7 @@ class FleetUpdate(_In):
 
     name: str | None = Field(default=None, min_length=1)
     agent_id: str | None = Field(default=None, min_length=1)
-    worker_count: int | None = Field(default=None, ge=0)
+    worker_count: int | None = Field(default=None, ge=0, le=MAX_WORKERS)
     work_dir: str | None = None
 
 
@@ -229,7 +233,7 @@ class TaskIn(_In):
 class FleetRunIn(_In):
     """``POST /fleets/{id}/run`` and ``/run/stream``."""
 
-    tasks: list[TaskIn] = Field(min_length=1)
+    tasks: list[TaskIn] = Field(min_length=1, max_length=MAX_TASKS)
 
 
 class FleetResultOut(BaseModel):
@@ -264,7 +268,7 @@ class FormationRunIn(_In):
     """``POST /formations/{id}/run`` and ``/run/stream``."""
 
     input: Any = Field(default=None, description="what the source nodes receive")
-    timeout: float | None = Field(default=None, gt=0, description="seconds for the whole run")
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the whole run")
 
 
 class RunOut(BaseModel):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import Message
+from .body import scrub
 from .db import Database
 from .errors import not_found
 from .ids import new_id, now
@@ -35,7 +36,9 @@ def dump_message(message: Message) -> dict[str, Any]:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    # scrub: text made at run time (a function's output, an error) may hold lone surrogates,
+    # which no response could encode; a stored record must always be listable.
+    return json.dumps(scrub(value), separators=(",", ":"))
 
 
 def _loads(text: str | None) -> Any:
@@ -386,7 +389,7 @@ class Store(Database):
 
     def finish_run(self, run: RunOut) -> RunOut:
         """Store ``run``'s outcome (status, outputs, node traces, error) and its finish time."""
-        run = run.model_copy(update={"finished_at": now()})
+        run = RunOut.model_validate(scrub(run.model_copy(update={"finished_at": now()}).model_dump()))
         with self.write() as conn:
             conn.execute(
                 "UPDATE runs SET status = ?, output = ?, outputs = ?, nodes = ?, usage = ?, error = ?, "
