@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse
 
 from .. import __version__
 from ..errors import AgentError
+from ..providers import list_providers
 from . import routes_agents, routes_fleets, routes_formations, routes_providers, routes_sessions
 from .body import scrub
 from .config import ServerConfig
@@ -29,6 +30,7 @@ from .context import ServerContext
 from .errors import ApiError, from_agent_error
 from .functions import FunctionRegistry
 from .middleware import CatchAllMiddleware, JsonBodyMiddleware, TimeoutMiddleware, TokenMiddleware
+from .redact import RedactMiddleware, Redactor, environment_secrets, redact_logs
 from .store import Store
 from .threads import WorkerPool
 
@@ -95,14 +97,19 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     """
     config = config or ServerConfig()
     functions = FunctionRegistry.from_modules(config.functions, entry_points=config.entry_points)
+    redactor = Redactor(environment_secrets(name for meta in list_providers() for name in meta.env))
+    if config.token is not None:
+        redactor.add(config.token)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = Store(config.database)
+        store = Store(config.database, redactor)
+        redactor.add(*store.auth_keys())
         pool = WorkerPool(config.worker_threads).start()
-        context = app.state.wingman = ServerContext(config, store, pool, functions)
+        context = app.state.wingman = ServerContext(config, store, pool, functions, redactor)
         try:
-            yield
+            with redact_logs(redactor):
+                yield
         finally:
             pool.stop()
             context.providers.close()
@@ -148,6 +155,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     app.add_middleware(JsonBodyMiddleware)
     if config.token is not None:
         app.add_middleware(TokenMiddleware, token=config.token)
+    app.add_middleware(RedactMiddleware, redactor=redactor)  # outside the catch-all: its 500s may quote a key
     if config.cors_origins:  # outermost: preflight requests carry no token
         app.add_middleware(
             CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST", "PUT", "DELETE"],

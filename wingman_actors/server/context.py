@@ -24,6 +24,7 @@ from ..tools import BUILTIN_TOOL_NAMES
 from .config import ServerConfig
 from .errors import ApiError, invalid
 from .functions import FunctionRegistry
+from .redact import Redactor
 from .schemas import AgentOut
 from .store import Store
 from .threads import WorkerPool
@@ -143,10 +144,15 @@ class ServerContext:
         store: the open database.
         pool: the started worker threads.
         functions: the registered functions and predicates.
+        redactor: the secrets to keep in (default: the store's).
     """
 
-    def __init__(self, config: ServerConfig, store: Store, pool: WorkerPool, functions: FunctionRegistry) -> None:
+    def __init__(
+        self, config: ServerConfig, store: Store, pool: WorkerPool, functions: FunctionRegistry,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.config = config
+        self.redactor = store.redactor if redactor is None else redactor
         self.store = store
         self.pool = pool
         self.functions = functions

@@ -56,6 +56,7 @@ async def set_auth(body: AuthSetIn, ctx: Ctx) -> StatusOut:
     if not body.providers:
         raise invalid("providers", "give at least one provider, e.g. {\"anthropic\": {\"type\": \"api_key\", \"key\": \"...\"}}")
     creds = {p: (c.type, c.key) for p, c in body.providers.items()}
+    ctx.redactor.add(*(c.key for c in body.providers.values()))  # before any run can use them
     await ctx.pool.run(ctx.store.set_auth, creds)
     return StatusOut(status="ok")
 

@@ -23,6 +23,7 @@ from .body import scrub
 from .db import Database
 from .errors import not_found
 from .ids import new_id, now
+from .redact import Redactor
 from .schemas import AgentOut, FleetOut, FormationOut, ProviderAuthOut, RunOut, SessionOut
 
 __all__ = ["Store", "dump_message"]
@@ -59,9 +60,14 @@ def _merge_agent(agent: AgentOut, changes: Mapping[str, Any]) -> AgentOut:
 class Store(Database):
     """Typed access to every table. Methods raise a 404 ``ApiError`` for unknown ids."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, redactor: Redactor | None = None) -> None:
         super().__init__(path)
+        self.redactor = Redactor() if redactor is None else redactor
+        """Masks secrets in what is written from runs: messages and run records."""
         self.fail_interrupted_runs()
+
+    def _clean(self, value: Any) -> Any:
+        return self.redactor.value(scrub(value))
 
     # -- agents ---------------------------------------------------------------------------
 
@@ -214,7 +220,7 @@ class Store(Database):
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?", (id,)
             ).fetchone()[0])
             rows = [
-                (id, start + i, m.role.value, _dumps(dump_message(m)["content"]), stamp)
+                (id, start + i, m.role.value, _dumps(self._clean(dump_message(m)["content"])), stamp)
                 for i, m in enumerate(messages)
             ]
             conn.executemany(
@@ -351,6 +357,11 @@ class Store(Database):
         }
         return status, max((r["updated_at"] for r in rows), default=None)
 
+    def auth_keys(self) -> list[str]:
+        """Every stored key (to redact them)."""
+        with self.read() as conn:
+            return [str(r["key"]) for r in conn.execute("SELECT key FROM auth").fetchall()]
+
     def auth_key(self, provider: str) -> str | None:
         """The stored key of ``provider``, or None."""
         with self.read() as conn:
@@ -383,13 +394,13 @@ class Store(Database):
             conn.execute(
                 "INSERT INTO runs (id, formation_id, formation_name, status, input, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (run.id, formation.id, formation.name, "running", _dumps(input), run.created_at),
+                (run.id, formation.id, formation.name, "running", _dumps(self._clean(input)), run.created_at),
             )
         return run
 
     def finish_run(self, run: RunOut) -> RunOut:
         """Store ``run``'s outcome (status, outputs, node traces, error) and its finish time."""
-        run = RunOut.model_validate(scrub(run.model_copy(update={"finished_at": now()}).model_dump()))
+        run = RunOut.model_validate(self._clean(run.model_copy(update={"finished_at": now()}).model_dump()))
         with self.write() as conn:
             conn.execute(
                 "UPDATE runs SET status = ?, output = ?, outputs = ?, nodes = ?, usage = ?, error = ?, "
