@@ -29,6 +29,7 @@ from .config import ServerConfig
 from .context import ServerContext
 from .errors import ApiError, from_agent_error
 from .functions import FunctionRegistry
+from .guards import OriginHostMiddleware
 from .middleware import CatchAllMiddleware, JsonBodyMiddleware, TimeoutMiddleware, TokenMiddleware
 from .redact import RedactMiddleware, Redactor, environment_secrets, redact_logs
 from .store import Store
@@ -156,6 +157,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     if config.token is not None:
         app.add_middleware(TokenMiddleware, token=config.token)
     app.add_middleware(RedactMiddleware, redactor=redactor)  # outside the catch-all: its 500s may quote a key
+    app.add_middleware(OriginHostMiddleware, allowed_hosts=config.allowed_hosts, allowed_origins=config.cors_origins)
     if config.cors_origins:  # outermost: preflight requests carry no token
         app.add_middleware(
             CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST", "PUT", "DELETE"],

@@ -238,6 +238,36 @@ class ServerContext:
             raise invalid(field, f"{value!r} is not an existing directory (resolved to {str(path)!r})")
         return str(path)
 
+    def resolve_file(self, value: str, field: str) -> str:
+        """A file path from a request (a replay cassette) resolved under the work root.
+
+        The answer never says whether a path outside the root exists, or what it holds.
+
+        Raises:
+            ApiError: 400 naming ``field`` when it is outside the root or cannot be a path.
+        """
+        root = self.config.root
+        if "\x00" in value:
+            raise invalid(field, "contains a NUL character, which no path can hold; send a file name")
+        try:
+            path = Path(value)
+            path = (path if path.is_absolute() else root / path).resolve()
+        except (OSError, RuntimeError, ValueError):
+            path = Path("/")  # unresolvable: refused below like any path outside the root
+        if not path.is_relative_to(root):
+            raise invalid(
+                field,
+                f"{value!r} is outside the server's work root {str(root)!r}; put the file under it "
+                "(relative paths are taken from the root)",
+            )
+        return str(path)
+
+    def _confined_options(self, provider: str | None, options: dict[str, Any]) -> dict[str, Any]:
+        # Options that name files are read by the server: keep them under the work root.
+        if provider == "replay" and isinstance(options.get("cassette"), str):
+            options["cassette"] = self.resolve_file(options["cassette"], "options.cassette")
+        return options
+
     def check_work_dir(self, stored: str, field: str = "work_dir") -> str:
         """A stored work_dir, checked again against the current root (it may have changed)."""
         return self.resolve_work_dir(stored, field=field)
@@ -270,7 +300,7 @@ class ServerContext:
         known = [m.id for m in list_providers()]
         if agent.provider not in known:
             raise invalid("provider", f"unknown provider {agent.provider!r}; the providers are: {', '.join(known)}")
-        options = self._options(agent)
+        options = self._confined_options(agent.provider, self._options(agent))
         if "api_key" in get_provider_meta(agent.provider).auth_types:
             options["api_key"] = _PLACEHOLDER_KEY  # options are checked here; the key at run time
         try:
@@ -302,7 +332,7 @@ class ServerContext:
                 f"agent {record.name!r} ({record.id}) has no provider: set one with "
                 f'PUT /agents/{record.id} {{"provider": "anthropic", "model": "..."}}',
             )
-        options = self._options(record)
+        options = self._confined_options(record.provider, self._options(record))
         meta = get_provider_meta(record.provider)
         if "api_key" in meta.auth_types and "api_key" not in options:
             key = self.store.auth_key(record.provider)
