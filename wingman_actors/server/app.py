@@ -27,10 +27,17 @@ from . import routes_agents, routes_fleets, routes_formations, routes_providers,
 from .body import scrub
 from .config import ServerConfig
 from .context import ServerContext
+from .docs import install_docs
 from .errors import ApiError, from_agent_error
 from .functions import FunctionRegistry
 from .guards import OriginHostMiddleware
-from .middleware import CatchAllMiddleware, JsonBodyMiddleware, TimeoutMiddleware, TokenMiddleware
+from .middleware import (
+    CatchAllMiddleware,
+    JsonBodyMiddleware,
+    TimeoutMiddleware,
+    TokenMiddleware,
+)
+from .openapi import install_openapi
 from .redact import RedactMiddleware, Redactor, environment_secrets, redact_logs
 from .store import Store
 from .threads import WorkerPool
@@ -120,8 +127,14 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         title="wingman-actors",
         version=__version__,
         summary="Agents, sessions, fleets and formations over HTTP, persisted in SQLite.",
+        description="Every error is `{\"error\": ...}`. POST, PUT and PATCH need `Content-Type: application/json`, "
+                    "even with no body. Requests from other web origins or host names are refused.",
         lifespan=lifespan,
+        docs_url=None,  # install_docs serves them with no CDN
+        redoc_url=None,
     )
+    install_openapi(app, config)
+    install_docs(app)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:

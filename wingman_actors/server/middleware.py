@@ -1,4 +1,4 @@
-"""ASGI middleware: bearer-token check, JSON bodies whatever their content type, the
+"""ASGI middleware: bearer-token check, JSON-only bodies (and what they may hold), the
 request timeout of non-streaming routes, and a last-resort 500 in the ``{"error"}`` shape."""
 
 from __future__ import annotations
@@ -12,12 +12,23 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .body import body_problems
 
-__all__ = ["CatchAllMiddleware", "JsonBodyMiddleware", "TimeoutMiddleware", "TokenMiddleware"]
+__all__ = [
+    "DOCS_ASSETS", "OPEN_PATHS", "CatchAllMiddleware", "JsonBodyMiddleware", "TimeoutMiddleware", "TokenMiddleware",
+    "is_open_path",
+]
 
 log = logging.getLogger("wingman_actors.server")
 
-OPEN_PATHS = frozenset({"/health"})
-"""Paths served without a token."""
+OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+"""Paths served without a token: they hold no data."""
+
+DOCS_ASSETS = "/static-offline-docs"
+"""Where the Swagger UI and ReDoc assets are served from (no token needed)."""
+
+
+def is_open_path(path: str) -> bool:
+    """Whether ``path`` is served without a token."""
+    return path in OPEN_PATHS or path.startswith(DOCS_ASSETS + "/")
 
 
 class TokenMiddleware:
@@ -28,7 +39,7 @@ class TokenMiddleware:
         self.expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or is_open_path(scope["path"]):
             await self.app(scope, receive, send)
             return
         given = dict(scope["headers"]).get(b"authorization", b"")

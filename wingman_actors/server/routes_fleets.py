@@ -28,7 +28,7 @@ router = APIRouter(prefix="/fleets", tags=["fleets"])
 
 
 @router.post("", status_code=201, summary="Create a fleet")
-async def create(body: FleetCreate, ctx: Ctx) -> FleetOut:
+async def create(body: FleetCreate, ctx: Ctx, response: Response) -> FleetOut:
     """``agent_id`` must name a stored agent (404 otherwise); ``work_dir`` must lie under the work root."""
 
     def apply() -> FleetOut:
@@ -36,7 +36,9 @@ async def create(body: FleetCreate, ctx: Ctx) -> FleetOut:
         work_dir = None if body.work_dir is None else ctx.resolve_work_dir(body.work_dir)
         return ctx.store.create_fleet(body.name, body.agent_id, body.worker_count, work_dir)
 
-    return await ctx.pool.run(apply)
+    fleet = await ctx.pool.run(apply)
+    response.headers["Location"] = f"/fleets/{fleet.id}"
+    return fleet
 
 
 @router.get("", summary="List fleets (newest first)")

@@ -46,7 +46,7 @@ def _validated(ctx: ServerContext, decl: FormationDecl) -> None:
 
 
 @router.post("/formations", status_code=201, tags=["formations"], summary="Create a formation")
-async def create(body: FormationDecl, ctx: Ctx) -> FormationOut:
+async def create(body: FormationDecl, ctx: Ctx, response: Response) -> FormationOut:
     """Validated in full first: 400 lists every problem (unknown agents, functions,
     predicates, edges, types, cycles without a condition...)."""
 
@@ -54,7 +54,9 @@ async def create(body: FormationDecl, ctx: Ctx) -> FormationOut:
         _validated(ctx, body)
         return ctx.store.create_formation(body.name, body.stored_nodes(), body.stored_edges())
 
-    return await ctx.pool.run(apply)
+    formation = await ctx.pool.run(apply)
+    response.headers["Location"] = f"/formations/{formation.id}"
+    return formation
 
 
 @router.get("/formations", tags=["formations"], summary="List formations (newest first)")

@@ -19,6 +19,7 @@ __all__ = [
     "AuthCredentialIn",
     "AuthSetIn",
     "AuthStatusOut",
+    "ErrorOut",
     "FleetCreate",
     "FleetOut",
     "FleetResultOut",
@@ -41,6 +42,22 @@ __all__ = [
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class ErrorOut(BaseModel):
+    """Every error: ``error`` says what went wrong and how to fix it; the other fields appear
+    when they apply."""
+
+    error: str
+    fields: list[str] | None = Field(default=None, description="400: the fields at fault, e.g. tasks[1].message")
+    problems: list[str] | None = Field(default=None, description="400: every problem of a formation declaration")
+    kind: str | None = Field(
+        default=None, description="500/502/504: runtime, agent, rate_limit, network, invalid, cancelled or timeout"
+    )
+    run_id: str | None = Field(default=None, description="a failed formation run's record (GET /runs/{id})")
+    node: str | None = Field(default=None, description="the formation node that failed")
+    provider: str | None = Field(default=None, description="the provider that failed")
+    provider_status: int | None = Field(default=None, description="the provider's HTTP status")
 
 
 # -- providers and auth ----------------------------------------------------------------
