@@ -28,7 +28,7 @@ from typing import Any
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["MASK", "MIN_SECRET_LENGTH", "RedactMiddleware", "Redactor", "environment_secrets", "redact_logs"]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "SECRET_ALPHABET", "RedactMiddleware", "Redactor", "environment_secrets", "redact_logs"]
 
 MASK = "[redacted]"
 """What a secret is replaced with."""
@@ -36,6 +36,15 @@ MASK = "[redacted]"
 MIN_SECRET_LENGTH = 8
 """Shorter values are not treated as secrets: masking every ``"test"`` in every answer
 would garble responses, and no provider issues keys that short."""
+
+SECRET_ALPHABET = r"[A-Za-z0-9._~+/=-]"
+"""The characters of a key (as issued by every provider; the auth store refuses others).
+
+With at least one letter other than ``e``, such a key can only match inside a JSON string,
+never across JSON syntax or a number, so masking it keeps every answer valid JSON."""
+
+_REDACTABLE = re.compile(rf"{SECRET_ALPHABET}{{{MIN_SECRET_LENGTH},}}")
+_LETTER = re.compile(r"[A-DF-Za-df-z]")
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET)$")
 
@@ -61,12 +70,13 @@ class Redactor:
         self.add(*secrets)
 
     def add(self, *secrets: str) -> None:
-        """Redact ``secrets`` from now on (as written, and as escaped inside JSON strings)."""
+        """Redact ``secrets`` from now on; values that are not keys (see
+        :data:`SECRET_ALPHABET` and :data:`MIN_SECRET_LENGTH`) are ignored."""
         forms = set(self._forms)
         for secret in secrets:
-            if len(secret) < MIN_SECRET_LENGTH:
-                continue
-            forms.update({secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]})
+            if _REDACTABLE.fullmatch(secret) and _LETTER.search(secret):
+                forms.add(secret)
+                forms.add(json.dumps(secret)[1:-1])  # "/" stays as is; kept for other escapers' sake
         ordered = tuple(sorted(forms, key=len, reverse=True))  # a longer secret first: it may hold a shorter one
         with self._lock:
             self._forms = ordered

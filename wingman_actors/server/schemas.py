@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .limits import MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
+from .redact import SECRET_ALPHABET
 
 __all__ = [
     "AbortOut",
@@ -77,7 +78,10 @@ class AuthCredentialIn(_In):
     """One provider's credential."""
 
     type: Literal["api_key"] = "api_key"
-    key: str = Field(min_length=1, description="the secret; stored in SQLite, never returned in full")
+    key: str = Field(
+        min_length=1, pattern=rf"^{SECRET_ALPHABET}+$",
+        description="the secret (letters, digits and ._~+/=-); stored in SQLite, never returned in full",
+    )
 
 
 class AuthSetIn(_In):
@@ -289,11 +293,15 @@ class FormationRunIn(_In):
 
 
 class RunOut(BaseModel):
-    """A recorded formation run."""
+    """A recorded run: of a formation (``kind`` = ``formation``) or of a fleet (``fleet``,
+    whose ``input`` is its tasks and ``output`` its per-task results)."""
 
     id: str
-    formation_id: str
-    formation_name: str
+    kind: Literal["formation", "fleet"] = "formation"
+    formation_id: str | None = None
+    formation_name: str | None = None
+    fleet_id: str | None = None
+    fleet_name: str | None = None
     status: Literal["running", "succeeded", "failed", "cancelled"]
     input: Any = None
     output: Any = None
