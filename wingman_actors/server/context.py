@@ -317,6 +317,45 @@ class ServerContext:
             options["model"] = agent.model
         return options
 
+    def keyed_options(self, provider: str, options: dict[str, Any]) -> dict[str, Any]:
+        """``options`` with the key of ``provider`` from the auth store (never from the
+        server's environment: ``""`` when it has none and can go without).
+
+        Raises:
+            ApiError: 400 when the provider needs a key the auth store lacks.
+        """
+        meta = get_provider_meta(provider)
+        if "api_key" in meta.auth_types and "api_key" not in options:
+            key = self.store.auth_key(provider)
+            if key:
+                options["api_key"] = key
+            elif not _needs_stored_key(provider, options):
+                options["api_key"] = ""
+            else:
+                raise ApiError(
+                    400,
+                    f"provider {provider!r} has no API key on this server (keys come from the auth "
+                    f"store, not the environment): store one with {_AUTH_HINT.format(p=provider)}",
+                    provider=provider,
+                )
+        return options
+
+    def provider_options(self, provider: str, agent_id: str | None) -> dict[str, Any]:
+        """What to ask ``provider`` with outside a run: the options of agent ``agent_id``
+        (its ``base_url``...) when given, else none; the stored key added.
+
+        Raises:
+            ApiError: 404 for an unknown agent, 400 when it uses another provider or a key is missing.
+        """
+        options: dict[str, Any] = {}
+        if agent_id is not None:
+            record = self.store.get_agent(agent_id)
+            if record.provider != provider:
+                raise invalid("agent_id", f"agent {record.name!r} ({agent_id}) uses provider {record.provider!r}, "
+                                          f"not {provider!r}; pass an agent of {provider!r} or none")
+            options = self._confined_options(provider, self._options(record))
+        return self.keyed_options(provider, options)
+
     @contextmanager
     def runnable_agent(self, record: AgentOut) -> Iterator[Agent]:
         """The stored agent as an :class:`Agent`, its provider (shared with the agent's other
@@ -332,21 +371,7 @@ class ServerContext:
                 f"agent {record.name!r} ({record.id}) has no provider: set one with "
                 f'PUT /agents/{record.id} {{"provider": "anthropic", "model": "..."}}',
             )
-        options = self._confined_options(record.provider, self._options(record))
-        meta = get_provider_meta(record.provider)
-        if "api_key" in meta.auth_types and "api_key" not in options:
-            key = self.store.auth_key(record.provider)
-            if key:
-                options["api_key"] = key
-            elif not _needs_stored_key(record.provider, options):
-                options["api_key"] = ""  # no key: never fall back to the server's environment
-            else:
-                raise ApiError(
-                    400,
-                    f"provider {record.provider!r} has no API key on this server (keys come from the auth "
-                    f"store, not the environment): store one with {_AUTH_HINT.format(p=record.provider)}",
-                    provider=record.provider,
-                )
+        options = self.keyed_options(record.provider, self._confined_options(record.provider, self._options(record)))
         try:
             entry = self.providers.acquire(record.id, record.provider, options)
         except AgentError as exc:
