@@ -73,7 +73,10 @@ def test_fleet_results_mask_the_key(leaky: str, client: httpx.Client, logs: pyte
     streamed = client.post(f"/fleets/{fleet}/run/stream", json=body)
     assert blocking.status_code == 200
     assert all("[redacted]" in r["error"] for r in blocking.json())
-    for response in (blocking, streamed):
+    record = client.get("/runs", params={"fleet_id": fleet})
+    assert len(record.json()) == 2
+    assert "[redacted]" in record.json()[0]["error"]
+    for response in (blocking, streamed, record):
         assert KEY not in response.text
     assert KEY not in logs.text
 
