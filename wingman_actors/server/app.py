@@ -163,7 +163,8 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations):
         app.include_router(module.router)
 
-    # Added innermost first: the token check runs before anything else.
+    # Added innermost first. A request meets, in order: CORS (when configured), the Host and
+    # Origin checks, secret masking of the answer, the token, the JSON body rules, the timeout.
     app.add_middleware(CatchAllMiddleware)
     app.add_middleware(TimeoutMiddleware, timeout=config.request_timeout + _TIMEOUT_GRACE_S)
     app.add_middleware(JsonBodyMiddleware)
