@@ -85,6 +85,9 @@ ROUTES: list[tuple[str, str, dict[str, Any], list[str]]] = [
     ("POST", "/formations", {"name": "x", "nodes": [{"name": "clean", "kind": "function", "function": "clean"}]},
      ["name", "nodes", "edges"]),
     ("POST", "/formations/{formation}/run", {"input": "text"}, ["input", "timeout"]),
+    ("POST", "/formations/{formation}/run/stream", {"input": "text"}, ["input", "timeout"]),
+    ("POST", "/fleets/{fleet}/run/stream", {"tasks": [{"message": "m"}]}, ["tasks"]),
+    ("POST", "/sessions/{session}/message/stream", {"agent_id": "{agent}", "message": "hi"}, ["agent_id", "message"]),
     ("PUT", "/provider/auth", {"providers": {"replay": {"key": "k-fuzz"}}}, ["providers"]),
 ]
 
