@@ -113,3 +113,13 @@ def test_environment_keys_are_masked_too(tmp_path: Path, monkeypatch: pytest.Mon
             assert env_key not in response.text
     with sqlite3.connect(config.database) as db:
         assert env_key not in repr(db.execute("SELECT content FROM messages").fetchall())
+
+
+def test_only_key_like_values_are_masked_so_answers_stay_valid_json() -> None:
+    import json
+
+    from wingman_actors.server.redact import Redactor
+
+    redactor = Redactor(["short", "12345678", 'has "quotes" in it', "sk-real-key-42"])
+    body = json.dumps({"n": 12345678, "a": "short", "k": "sk-real-key-42!"}).encode()
+    assert json.loads(redactor.data(body)) == {"n": 12345678, "a": "short", "k": "[redacted]!"}

@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -72,15 +71,12 @@ class Redactor:
     def add(self, *secrets: str) -> None:
         """Redact ``secrets`` from now on; values that are not keys (see
         :data:`SECRET_ALPHABET` and :data:`MIN_SECRET_LENGTH`) are ignored."""
-        forms = set(self._forms)
-        for secret in secrets:
-            if _REDACTABLE.fullmatch(secret) and _LETTER.search(secret):
-                forms.add(secret)
-                forms.add(json.dumps(secret)[1:-1])  # "/" stays as is; kept for other escapers' sake
-        ordered = tuple(sorted(forms, key=len, reverse=True))  # a longer secret first: it may hold a shorter one
-        with self._lock:
+        # JSON writes these characters as they are, so one form covers raw text and JSON alike.
+        fresh = {s for s in secrets if _REDACTABLE.fullmatch(s) and _LETTER.search(s)}
+        with self._lock:  # readers take the tuples without the lock: each is replaced whole
+            ordered = tuple(sorted({*self._forms, *fresh}, key=len, reverse=True))  # longer first: may hold a shorter
+            self._bytes = tuple(f.encode() for f in ordered)
             self._forms = ordered
-            self._bytes = tuple(f.encode("utf-8", "surrogatepass") for f in ordered)
 
     @property
     def empty(self) -> bool:
