@@ -9,7 +9,6 @@ code 2, before the server listens.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import ipaddress
 import os
@@ -17,7 +16,6 @@ import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from .config import DEFAULT_DB_PATH, DEFAULT_PORT, TOKEN_ENV, ServerConfig
 
@@ -153,16 +151,11 @@ def build_config(args: argparse.Namespace) -> ServerConfig:
     """The :class:`ServerConfig` the parsed ``serve`` arguments describe.
 
     Raises:
-        ServeError: a ``--functions`` value names no file or module, or ``--allowed-host``
-            is given to a server configuration without ``allowed_hosts``.
+        ServeError: a ``--functions`` value names no file or module.
     """
     token = args.token if args.token is not None else (os.environ.get(TOKEN_ENV) or None)
-    extra: dict[str, Any] = {}
-    if getattr(args, "allowed_host", None):
-        if "allowed_hosts" not in {f.name for f in dataclasses.fields(ServerConfig)}:
-            raise ServeError("--allowed-host needs a server that checks the Host header, and this one does not; "
-                             "drop the flag or upgrade wingman-actors")
-        extra["allowed_hosts"] = tuple(args.allowed_host)
+    # A server bound to a name (``--host wingman.lan``) is reached by that name: allow it.
+    named = [] if _is_ip(args.host) or args.host in ("", "localhost") else [args.host]
     return ServerConfig(
         db_path=args.db,
         token=token,
@@ -173,8 +166,16 @@ def build_config(args: argparse.Namespace) -> ServerConfig:
         entry_points=not args.no_entry_points,
         worker_threads=args.threads,
         cors_origins=tuple(args.cors_origin),
-        **extra,
+        allowed_hosts=(*args.allowed_host, *named),
     )
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_loopback(host: str) -> bool:
