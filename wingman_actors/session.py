@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .agent import Agent
-from .cancel import CancelToken, cancel_scope
+from .cancel import CancelToken, cancel_scope, current_token
 from .core import (
     ContentBlock,
     InferenceRequest,
@@ -201,7 +201,9 @@ class Session:
                     kind=ErrorKind.INVALID,
                 )
             msg = Message.user(message) if isinstance(message, str) else message
-            token = CancelToken(timeout=timeout)
+            # A child of the caller's token, if any: cancelling a formation node's attempt
+            # (or a delegating parent) reaches this run even before it has begun.
+            token = CancelToken(timeout=timeout, parent=current_token())
             self._token = token
             ctx = RunContext(self.agent, self.id, self.history, token)
             try:

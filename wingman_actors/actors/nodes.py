@@ -29,8 +29,9 @@ import pykka
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..agent import Agent
+from ..cancel import CancelToken, cancel_scope
 from ..core import StreamEvent, Usage
-from ..errors import WingmanError
+from ..errors import FleetItemsError, PayloadError  # re-exported: their old home
 from ..fleet import DEFAULT_MAX_WORKERS, Fleet, Task
 from ..session import Session
 from .envelope import Envelope, EnvelopeType
@@ -38,10 +39,12 @@ from .envelope import Envelope, EnvelopeType
 __all__ = [
     "AgentActor",
     "FleetActor",
+    "FleetItemsError",
     "FunctionActor",
     "NodeActor",
     "NodeObserver",
     "PayloadError",
+    "STOP",
     "render_input",
 ]
 
@@ -50,10 +53,13 @@ log = logging.getLogger("wingman_actors.actors")
 ReplyTo = Callable[[Envelope], Any] | pykka.ActorRef[Any] | Any
 
 
-class PayloadError(WingmanError):
-    """A payload does not fit the node that received it. Never retried: it would fail again."""
+class _Stop:
+    def __repr__(self) -> str:
+        return "STOP"
 
-    retryable = False
+
+STOP: Any = _Stop()
+"""Put in a node's shared queue, stops the one replica that takes it."""
 
 
 class NodeObserver(Protocol):
@@ -67,15 +73,13 @@ class NodeObserver(Protocol):
 
     def attempt_timeout(self, env: Envelope) -> float | None: ...
 
-    def orphaned(self, env: Envelope) -> None: ...
-
     def completed(
         self, env: Envelope, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
     ) -> None: ...
 
     def failed(
-        self, env: Envelope, attempt: int, exc: BaseException, started: float, finished: float, replica: int
-    ) -> None: ...
+        self, env: Envelope, attempt: int, exc: BaseException, started: float, finished: float, actor: Any
+    ) -> bool: ...
 
 
 def _text(value: Any) -> str:
@@ -127,6 +131,10 @@ class NodeActor(pykka.ThreadingActor):
         replica: index of this replica when a node runs several.
     """
 
+    # Daemon threads: an attempt abandoned in stuck user code must not keep the
+    # interpreter alive (Pykka documents this attribute for actor implementors).
+    use_daemon_thread = True
+
     def __init__(
         self,
         name: str,
@@ -135,14 +143,20 @@ class NodeActor(pykka.ThreadingActor):
         observer: NodeObserver | None = None,
         replica: int = 0,
         notify_start: bool = False,
+        inbox: queue.SimpleQueue[Any] | None = None,
     ) -> None:
         super().__init__()
         self.name = name
         self.observer = observer
         self.replica = replica
         self.notify_start = notify_start
-        self._inbox_lock = threading.Lock()
-        self._closed = False
+        # Replicas of one node share one queue: an idle replica pulls the next input,
+        # so a replica stuck in user code holds only the input it is working on.
+        self.shared_inbox = inbox is not None
+        if inbox is not None:
+            self.actor_inbox = inbox
+        self.current: Envelope | None = None  # the work in progress, read by cancel and timeouts
+        self.abandoned = False  # set when the runtime gave up on the attempt in progress
         self._reply: Callable[[Envelope], Any] | None
         if reply_to is None:
             self._reply = None
@@ -158,14 +172,14 @@ class NodeActor(pykka.ThreadingActor):
         # A C-level queue: put/get cost a fraction of queue.Queue's Python code.
         return queue.SimpleQueue()
 
-    def deliver(self, env: Envelope) -> bool:
-        """Put a work envelope straight into the mailbox; False once the actor is stopping
-        (the caller then delivers it to the node's current actor)."""
-        with self._inbox_lock:
-            if self._closed:
-                return False
-            self.actor_inbox.put(env)  # type: ignore[arg-type]  # see Envelope.message
-            return True
+    def interrupt(self, reason: str) -> None:
+        """Stop the work in progress at its next boundary (from another thread). Function
+        actors cannot be interrupted: the runtime abandons their attempt instead."""
+
+    @property
+    def interruptible(self) -> bool:
+        """Whether :meth:`interrupt` stops the work in progress."""
+        return False
 
     def _start_actor_loop(self) -> None:
         # Pykka names threads after the class; name them after the node for debugging.
@@ -187,12 +201,18 @@ class NodeActor(pykka.ThreadingActor):
             item: Any = get()
             if type(item) is Envelope and item.type is work:
                 try:
-                    handle_work(item)
-                    continue  # work never stops the actor: no need to look at the flag
+                    if not handle_work(item) and not self.abandoned:
+                        continue  # the common case: on to the next input
+                    # retired after a failure (the supervisor starts a fresh replica), or
+                    # abandoned in a stuck attempt (a fresh replica already serves)
+                    self._stop()
                 except Exception:
                     self._crash()
                 except BaseException:
                     self._halt_all()
+            elif item is STOP:
+                self._stop()
+                return
             else:
                 self._pykka_one(item)
             if stopped.is_set():
@@ -238,31 +258,35 @@ class NodeActor(pykka.ThreadingActor):
         log.warning("node %r ignored a message it does not understand: %r", self.name, message)
         return None
 
-    def handle_work(self, env: Envelope) -> None:
-        """Process one ``work`` envelope and reply."""
+    def handle_work(self, env: Envelope) -> bool:
+        """Process one ``work`` envelope and reply. Returns True when this replica must
+        retire (the runtime restarts a fresh one after a failure)."""
         run = env.run
         if run is not None and run.done:
-            return  # the run ended (failed, timed out, stopped): drop its leftovers
+            return False  # the run ended (failed, cancelled, timed out, stopped): drop its leftovers
         observer = self.observer
         attempt = env.attempt  # the supervisor may bump it (after a timeout) while we work
+        self.current = env
+        env.replica = self.replica
         if observer is not None and (self.notify_start or run.listeners):
             observer.started(env)
         started = time.perf_counter()
         try:
             output, usage = self.process(env)
         except Exception as exc:
+            self.current = None
             if observer is not None:
-                observer.failed(env, attempt, exc, started, time.perf_counter(), self.replica)
-                return
+                return observer.failed(env, attempt, exc, started, time.perf_counter(), self)
             reply = Envelope(
                 0, env.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(),
                 target=env.target, attempt=attempt, run=run, cause=env,
                 started=started, finished=time.perf_counter(), replica=self.replica,
             )
         else:
+            self.current = None
             if observer is not None:
                 observer.completed(env, attempt, output, usage, started, time.perf_counter())
-                return
+                return False
             reply = Envelope(
                 0, env.run_id, self.name, EnvelopeType.RESULT, output, time.time(),
                 target=env.target, attempt=attempt, run=run, cause=env, usage=usage,
@@ -270,31 +294,17 @@ class NodeActor(pykka.ThreadingActor):
             )
         if self._reply is not None:
             self._reply(reply)
+        return False
 
     def process(self, env: Envelope) -> tuple[Any, Usage | None]:
         """Compute the output of one work envelope. Subclasses implement it."""
         raise NotImplementedError
 
     def _actor_loop_teardown(self) -> None:
-        # Pykka drops told messages still queued when an actor stops. Work envelopes must
-        # not vanish: hand them back to the runtime (which re-routes or discards them).
-        with self._inbox_lock:
-            self._closed = True
-        orphans: list[Envelope] = []
-        others: list[Any] = []
-        while not self.actor_inbox.empty():
-            item = self.actor_inbox.get()
-            if type(item.message) is Envelope:
-                orphans.append(item.message)
-            else:
-                others.append(item)
-        for item in others:
-            self.actor_inbox.put(item)
-        super()._actor_loop_teardown()
-        observer = self.observer
-        if observer is not None:
-            for env in orphans:
-                observer.orphaned(env)
+        # A shared queue belongs to the node, not to this replica: what waits in it is
+        # for the replicas that stay (Pykka's teardown would answer it as dead letters).
+        if not self.shared_inbox:
+            super()._actor_loop_teardown()
 
     def _timeout(self, env: Envelope) -> float | None:
         return self.observer.attempt_timeout(env) if self.observer is not None else None
@@ -413,42 +423,40 @@ class AgentActor(NodeActor):
         self.agent = agent
         self.prompt = prompt
         self.work_dir = work_dir
-        self._session: Session | None = None
+        self._token: CancelToken | None = None
 
-    def interrupt(self) -> None:
-        """Cancel the session in progress (called from another thread when stopping)."""
-        session = self._session
-        if session is not None:
-            session.cancel("the formation is stopping")
+    @property
+    def interruptible(self) -> bool:
+        return True
+
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        """Cancel the session in progress (called from another thread)."""
+        token = self._token
+        if token is not None:
+            token.cancel(reason)
 
     def process(self, env: Envelope) -> tuple[Any, Usage | None]:
         message = render_input(env.payload, self.prompt, self.name)
         timeout = self._timeout(env)
-        with Session(self.agent, work_dir=self.work_dir) as session:
-            self._session = session
-            observer = self.observer
-            if observer is not None and observer.wants_events(env):
-                stream = session.run_stream(message, timeout=timeout)
-                for event in stream:
-                    observer.agent_event(env, event)
-                result = stream.result()
-            else:
-                result = session.run(message, timeout=timeout)
-        self._session = None
+        # The attempt's token is the parent of the session's: interrupt() reaches the
+        # session even before its run has begun.
+        token = self._token = CancelToken()
+        run = env.run
+        if run is not None and run.done:  # cancelled between the check in handle_work and here
+            token.cancel("the run was cancelled")
+        try:
+            with Session(self.agent, work_dir=self.work_dir) as session, cancel_scope(token):
+                observer = self.observer
+                if observer is not None and observer.wants_events(env):
+                    stream = session.run_stream(message, timeout=timeout)
+                    for event in stream:
+                        observer.agent_event(env, event)
+                    result = stream.result()
+                else:
+                    result = session.run(message, timeout=timeout)
+        finally:
+            self._token = None
         return result.output, result.usage
-
-
-class FleetItemsError(WingmanError):
-    """Some items of a fleet node failed. ``errors`` maps item index to its error."""
-
-    def __init__(self, node: str, total: int, errors: dict[int, BaseException]) -> None:
-        first = min(errors)
-        super().__init__(
-            f"fleet node {node!r}: {len(errors)} of {total} item(s) failed; "
-            f"first: item {first}: {errors[first]}"
-        )
-        self.errors = errors
-        self.retryable = all(getattr(e, "retryable", True) for e in errors.values())
 
 
 class FleetActor(NodeActor):
@@ -475,11 +483,15 @@ class FleetActor(NodeActor):
         self._pool: ThreadPoolExecutor | None = None
         self._fleet: Fleet | None = None
 
-    def interrupt(self) -> None:
-        """Cancel the fleet in progress (called from another thread when stopping)."""
+    @property
+    def interruptible(self) -> bool:
+        return True
+
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        """Cancel every item of the fleet in progress (called from another thread)."""
         fleet = self._fleet
         if fleet is not None:
-            fleet.cancel("the formation is stopping")
+            fleet.cancel(reason)
 
     def on_start(self) -> None:
         self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix=f"wingman-fleet-{self.name}")
@@ -508,6 +520,8 @@ class FleetActor(NodeActor):
                 self.agent, tasks, max_workers=self.max_workers, timeout=self._timeout(env), executor=self._pool
             )
             self._fleet = fleet
+            if env.run is not None and env.run.done:  # cancelled before interrupt() could see the fleet
+                fleet.cancel("the run was cancelled")
             try:
                 results = fleet.run()
             finally:

@@ -1,23 +1,34 @@
-"""The supervisor actor: one per running formation.
+"""The supervisor actor (one per running formation) and the messages it takes.
 
-Node actors report failures to it, and the timer reports attempt timeouts and retry
-deadlines to it; it applies the node's policy (restart a fresh actor and redeliver with
-exponential backoff and jitter, or give up: fail the run or skip the node). The policy
-decisions live in the runtime object it serves (``handler``), so they can be unit-tested;
-the actor gives them one thread, away from the node threads.
+Node actors report failed attempts to it, and the timer reports attempt timeouts and
+retry deadlines to it, as typed messages (:class:`AttemptFailed`,
+:class:`AttemptTimedOut`, :class:`Redeliver`). It gives them one thread, away from the
+node threads, and hands each to its policy
+(:class:`~wingman_actors.formation.supervision.Supervision`): restart the replica,
+redeliver with backoff, or give up.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import threading
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pykka
 
 from .envelope import Envelope
 
-__all__ = ["Supervisor", "SupervisorHandler", "backoff_delay"]
+__all__ = [
+    "AttemptFailed",
+    "AttemptTimedOut",
+    "Redeliver",
+    "SupervisionPolicy",
+    "Supervisor",
+    "SupervisorMessage",
+    "backoff_delay",
+]
 
 log = logging.getLogger("wingman_actors.actors")
 
@@ -31,26 +42,66 @@ def backoff_delay(base: float, attempt: int, cap: float = 30.0) -> float:
     return random.uniform(ceiling / 2, ceiling)
 
 
-class SupervisorHandler(Protocol):
-    def on_failure(self, env: Envelope) -> None: ...
+@dataclass(frozen=True, slots=True)
+class AttemptFailed:
+    """An attempt at ``work`` raised (or timed out: see :class:`AttemptTimedOut`).
 
-    def on_timeout(self, work: Envelope, attempt: int) -> None: ...
+    Attributes:
+        work: the work envelope.
+        attempt: which attempt failed (1-based).
+        error: what it raised.
+        started: ``perf_counter`` when the attempt began.
+        finished: ``perf_counter`` when it failed.
+        replica: the replica index that ran it.
+        retired: the replica retired after the failure and needs a fresh successor.
+    """
+
+    work: Envelope
+    attempt: int
+    error: BaseException
+    started: float
+    finished: float
+    replica: int
+    retired: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptTimedOut:
+    """Attempt ``attempt`` at ``work`` ran past its node's ``timeout``."""
+
+    work: Envelope
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class Redeliver:
+    """The backoff before retrying ``work`` is over: deliver it again."""
+
+    work: Envelope
+
+
+SupervisorMessage = AttemptFailed | AttemptTimedOut | Redeliver
+
+
+class SupervisionPolicy(Protocol):
+    def on_failure(self, failure: AttemptFailed) -> None: ...
+
+    def on_timeout(self, timeout: AttemptTimedOut) -> None: ...
 
     def redeliver(self, work: Envelope) -> None: ...
 
 
 class Supervisor(pykka.ThreadingActor):
-    """Receives ``failure`` envelopes and ``("timeout", work, attempt)`` /
-    ``("redeliver", work)`` requests, and hands them to its handler."""
+    """Takes :data:`SupervisorMessage` objects and hands them to its policy."""
 
-    def __init__(self, handler: SupervisorHandler, name: str = "supervisor") -> None:
+    use_daemon_thread = True  # never keeps the interpreter alive (a forgotten formation)
+
+    def __init__(self, policy: SupervisionPolicy, name: str = "supervisor") -> None:
         super().__init__()
-        self.handler = handler
+        self.policy = policy
         self.name = name
 
     def _start_actor_loop(self) -> None:
-        import threading
-
         thread = threading.Thread(target=self._actor_loop, name=f"wingman-supervisor-{self.name}")
         thread.daemon = self.use_daemon_thread
         self.thread = thread
@@ -58,14 +109,14 @@ class Supervisor(pykka.ThreadingActor):
 
     def on_receive(self, message: Any) -> Any:
         try:
-            if type(message) is Envelope:
-                self.handler.on_failure(message)
-            elif isinstance(message, tuple) and message[0] == "timeout":
-                self.handler.on_timeout(message[1], message[2])
-            elif isinstance(message, tuple) and message[0] == "redeliver":
-                self.handler.redeliver(message[1])
+            if type(message) is AttemptFailed:
+                self.policy.on_failure(message)
+            elif type(message) is AttemptTimedOut:
+                self.policy.on_timeout(message)
+            elif type(message) is Redeliver:
+                self.policy.redeliver(message.work)
             else:
                 log.warning("supervisor %s ignored %r", self.name, message)
-        except Exception:  # the supervisor must survive its handler's bugs
+        except Exception:  # the supervisor must survive its policy's bugs
             log.exception("supervisor %s failed to handle %r", self.name, message)
         return None

@@ -319,6 +319,7 @@ class Formation:
         on_event: EventListener | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        backend: str = "threads",
     ) -> RunningFormation:
         """Validate, then start every node actor and the supervisor.
 
@@ -327,6 +328,8 @@ class Formation:
             provider: replaces the provider of every agent and fleet node (e.g. from the CLI).
             work_dir: where agent and fleet sessions run their tools (default: the current
                 directory).
+            backend: where the node actors live: ``"threads"`` (Pykka actors on threads of
+                this process, the default); any other name is a ``FormationSetupError``.
 
         Returns:
             The running formation: ``submit(input) -> Future[FormationResult]``; use it
@@ -335,7 +338,7 @@ class Formation:
         from .runtime import RunningFormation
 
         return RunningFormation(
-            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir
+            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir, backend=backend
         ).start()
 
     def run(
@@ -346,8 +349,10 @@ class Formation:
         on_event: EventListener | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        backend: str = "threads",
     ) -> FormationResult:
-        """Start, run ``input`` through, stop. ``timeout`` bounds the whole run.
+        """Start, run ``input`` through, stop. ``timeout`` bounds the whole run;
+        ``backend`` is as for :meth:`start`.
 
         Raises:
             FormationSetupError: the formation is not valid.
@@ -356,7 +361,8 @@ class Formation:
         from .runtime import run_once
 
         return run_once(
-            self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir
+            self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
+            backend=backend,
         )
 
     def run_stream(

@@ -1,0 +1,84 @@
+"""The backend seam: where the node actors of a running formation live.
+
+The runtime (routing, supervision, the public handle) talks to node replicas only through
+:class:`Backend` and :class:`NodeGroup`; a backend decides where replicas run (threads in
+this process today; Ray actors later) and how work reaches them. A node's replicas share
+one queue of work: an idle replica pulls the next input, so a replica stuck in user code
+holds only the input it is working on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..actors.envelope import Envelope
+
+__all__ = ["Backend", "NodeGroup", "NodeRecipe"]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecipe:
+    """How to build one replica of a node actor: ``cls(*args, **kwargs)``; the backend
+    adds where the replica takes its work from and its replica index.
+
+    Attributes:
+        name: the node's name.
+        cls: the node actor class (a :class:`~wingman_actors.actors.nodes.NodeActor`).
+        args: positional constructor arguments.
+        kwargs: keyword constructor arguments.
+    """
+
+    name: str
+    cls: type[Any]
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+class NodeGroup(Protocol):
+    """The replicas of one node and the queue they share."""
+
+    name: str
+
+    def tell(self, env: Envelope) -> None:
+        """Queue a work envelope for the next idle replica."""
+        ...
+
+    def restart(self, replica: int) -> None:
+        """Start a fresh actor in place of ``replica``, which retired after a failure."""
+        ...
+
+    def abandon(self, env: Envelope, why: str) -> bool:
+        """Give up on the attempt of ``env`` if a replica is still working on it: an
+        interruptible replica is interrupted, and a fresh replica takes new work at once
+        (the old one ends when its code returns). False when no replica was on it."""
+        ...
+
+    def working_on(self, run: Any) -> bool:
+        """Whether a replica is working on an envelope of ``run`` now."""
+        ...
+
+    def release(self, run: Any, reason: str) -> list[str]:
+        """Stop every attempt of ``run`` in progress (as :meth:`abandon`); returns the
+        node names it stopped."""
+        ...
+
+    def actors(self) -> Iterable[Any]:
+        """The replicas currently serving."""
+        ...
+
+
+class Backend(Protocol):
+    """Where node actors live: start node groups, stop them all."""
+
+    name: str
+
+    def start_node(self, recipe: Callable[[int], NodeRecipe], concurrency: int) -> NodeGroup:
+        """Start ``concurrency`` replicas of a node, built by ``recipe(replica_index)``."""
+        ...
+
+    def stop(self, grace: float) -> None:
+        """Stop every replica; wait up to ``grace`` seconds for those still working, then
+        leave them (logged) on threads that never block interpreter exit."""
+        ...
