@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import CancelledError, Future, as_completed
+from concurrent.futures import wait as futures_wait
 from typing import Any
 
 import pytest
@@ -55,6 +56,20 @@ def test_cancelling_a_submitted_future_resolves_it_and_frees_the_node() -> None:
                 first.result(timeout=1)
             release.set()
             assert running.submit(2).result(timeout=3).output == 3
+    finally:
+        release.set()
+
+
+def test_wait_and_as_completed_see_a_cancelled_run_at_once() -> None:
+    entered, release, wait = _gate()
+    try:
+        with Formation("c").add_function("wait", wait).start() as running:
+            future = running.submit(1)
+            assert entered.wait(3)
+            assert future.cancel()
+            done, pending = futures_wait([future], timeout=1)
+            assert done == {future} and not pending
+            assert list(as_completed([future], timeout=1)) == [future]
     finally:
         release.set()
 

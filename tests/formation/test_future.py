@@ -12,6 +12,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import pytest
 
 from wingman_actors import Formation
+from wingman_actors.formation import future as future_mod
 from wingman_actors.formation.future import RunFuture
 
 
@@ -32,10 +33,24 @@ def _later(fut: Future[object], value: object, delay: float = 0.05) -> threading
     return thread
 
 
-def test_it_is_a_standard_future_with_a_run_id() -> None:
+def test_it_is_a_future_with_a_run_id() -> None:
     fut = new_run_future()
     assert isinstance(fut, Future) and fut.run_id == "run-1"
     assert not fut.done() and not fut.running() and not fut.cancelled()
+
+
+def test_this_python_lays_out_future_as_the_lean_lock_expects() -> None:
+    # fails when a Python release changes Future.__init__: check RunFuture's fields then
+    assert future_mod.LEAN
+    assert isinstance(new_run_future()._condition, future_mod._LockCondition)  # type: ignore[attr-defined]
+
+
+def test_a_python_whose_future_differs_gets_a_standard_condition(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(future_mod, "LEAN", False)
+    fut = new_run_future()
+    assert not isinstance(fut._condition, future_mod._LockCondition)  # type: ignore[attr-defined]
+    fut.set_result(3)
+    assert fut.result() == 3
 
 
 def test_result_waits_for_a_value_set_by_another_thread() -> None:

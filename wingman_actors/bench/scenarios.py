@@ -344,6 +344,18 @@ def actor_memory(quick: bool) -> Measurement:
     )
 
 
+def cancel_latency(quick: bool) -> Measurement:
+    from .cancellation import cancel_latency as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
+def timeout_overshoot(quick: bool) -> Measurement:
+    from .cancellation import timeout_overshoot as measure
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -353,6 +365,8 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "dag_makespan": dag_makespan,
     "inflight_runs": inflight_runs,
     "actor_memory": actor_memory,
+    "cancel_latency": cancel_latency,
+    "timeout_overshoot": timeout_overshoot,
 }
 
 
