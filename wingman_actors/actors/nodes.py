@@ -34,7 +34,7 @@ from ..core import StreamEvent, Usage
 from ..errors import FleetItemsError, PayloadError  # re-exported: their old home
 from ..fleet import DEFAULT_MAX_WORKERS, Fleet, Task
 from ..session import Session
-from .envelope import Envelope, EnvelopeType
+from .envelope import Envelope, EnvelopeType, Work
 
 __all__ = [
     "AgentActor",
@@ -65,20 +65,20 @@ STOP: Any = _Stop()
 class NodeObserver(Protocol):
     """Hooks the formation runtime gives node actors (all optional for standalone use)."""
 
-    def started(self, env: Envelope) -> None: ...
+    def started(self, work: Work) -> None: ...
 
-    def wants_events(self, env: Envelope) -> bool: ...
+    def wants_events(self, work: Work) -> bool: ...
 
-    def agent_event(self, env: Envelope, event: StreamEvent) -> None: ...
+    def agent_event(self, work: Work, event: StreamEvent) -> None: ...
 
-    def attempt_timeout(self, env: Envelope) -> float | None: ...
+    def attempt_timeout(self, work: Work) -> float | None: ...
 
     def completed(
-        self, env: Envelope, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
+        self, work: Work, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
     ) -> None: ...
 
     def failed(
-        self, env: Envelope, attempt: int, exc: BaseException, started: float, finished: float, actor: Any
+        self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any
     ) -> bool: ...
 
 
@@ -155,7 +155,7 @@ class NodeActor(pykka.ThreadingActor):
         self.shared_inbox = inbox is not None
         if inbox is not None:
             self.actor_inbox = inbox
-        self.current: Envelope | None = None  # the work in progress, read by cancel and timeouts
+        self.current: Work | None = None  # the work in progress, read by cancel and timeouts
         self.abandoned = False  # set when the runtime gave up on the attempt in progress
         self._reply: Callable[[Envelope], Any] | None
         if reply_to is None:
@@ -172,7 +172,7 @@ class NodeActor(pykka.ThreadingActor):
         # A C-level queue: put/get cost a fraction of queue.Queue's Python code.
         return queue.SimpleQueue()
 
-    def interrupt(self, reason: str) -> None:
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
         """Stop the work in progress at its next boundary (from another thread). Function
         actors cannot be interrupted: the runtime abandons their attempt instead."""
 
@@ -193,13 +193,12 @@ class NodeActor(pykka.ThreadingActor):
         # chain, no reply future); every other message takes Pykka's own path.
         get = self.actor_inbox.get
         stopped = self.actor_stopped
-        work = EnvelopeType.WORK
         handle_work = self.handle_work
         if stopped.is_set():  # on_start failed
             return
         while True:
             item: Any = get()
-            if type(item) is Envelope and item.type is work:
+            if type(item) is Work:
                 try:
                     if not handle_work(item) and not self.abandoned:
                         continue  # the common case: on to the next input
@@ -247,56 +246,55 @@ class NodeActor(pykka.ThreadingActor):
 
     def _handle_receive(self, message: Any) -> Any:
         if type(message) is Envelope and message.type is EnvelopeType.WORK:
-            self.handle_work(message)  # the hot path: skip Pykka's dispatch chain
+            self.handle_work(Work(message))  # an envelope told to a standalone actor
             return None
         return super()._handle_receive(message)
 
     def on_receive(self, message: Any) -> Any:
         if type(message) is Envelope and message.type == EnvelopeType.WORK:
-            self.handle_work(message)
+            self.handle_work(Work(message))
             return None
         log.warning("node %r ignored a message it does not understand: %r", self.name, message)
         return None
 
-    def handle_work(self, env: Envelope) -> bool:
-        """Process one ``work`` envelope and reply. Returns True when this replica must
-        retire (the runtime restarts a fresh one after a failure)."""
+    def handle_work(self, work: Work) -> bool:
+        """Process one delivery of a ``work`` envelope and reply. Returns True when this
+        replica must retire (the runtime restarts a fresh one after a failure)."""
+        env = work.envelope
         run = env.run
         if run is not None and run.done:
             return False  # the run ended (failed, cancelled, timed out, stopped): drop its leftovers
         observer = self.observer
-        attempt = env.attempt  # the supervisor may bump it (after a timeout) while we work
-        self.current = env
-        env.replica = self.replica
+        attempt = work.attempt  # the supervisor may bump it (after a timeout) while we work
+        self.current = work
+        work.replica = self.replica
         if observer is not None and (self.notify_start or run.listeners):
-            observer.started(env)
+            observer.started(work)
         started = time.perf_counter()
         try:
-            output, usage = self.process(env)
+            output, usage = self.process(work)
         except Exception as exc:
             self.current = None
             if observer is not None:
-                return observer.failed(env, attempt, exc, started, time.perf_counter(), self)
+                return observer.failed(work, attempt, exc, started, time.perf_counter(), self)
             reply = Envelope(
-                0, env.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(),
-                target=env.target, attempt=attempt, run=run, cause=env,
-                started=started, finished=time.perf_counter(), replica=self.replica,
+                0, env.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(), env.target, run,
+                attempt, env, None, started, time.perf_counter(), self.replica,
             )
         else:
             self.current = None
             if observer is not None:
-                observer.completed(env, attempt, output, usage, started, time.perf_counter())
+                observer.completed(work, attempt, output, usage, started, time.perf_counter())
                 return False
             reply = Envelope(
-                0, env.run_id, self.name, EnvelopeType.RESULT, output, time.time(),
-                target=env.target, attempt=attempt, run=run, cause=env, usage=usage,
-                started=started, finished=time.perf_counter(), replica=self.replica,
+                0, env.run_id, self.name, EnvelopeType.RESULT, output, time.time(), env.target, run,
+                attempt, env, usage, started, time.perf_counter(), self.replica,
             )
         if self._reply is not None:
             self._reply(reply)
         return False
 
-    def process(self, env: Envelope) -> tuple[Any, Usage | None]:
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
         """Compute the output of one work envelope. Subclasses implement it."""
         raise NotImplementedError
 
@@ -306,7 +304,7 @@ class NodeActor(pykka.ThreadingActor):
         if not self.shared_inbox:
             super()._actor_loop_teardown()
 
-    def _timeout(self, env: Envelope) -> float | None:
+    def _timeout(self, env: Work) -> float | None:
         return self.observer.attempt_timeout(env) if self.observer is not None else None
 
 
@@ -348,7 +346,7 @@ class FunctionActor(NodeActor):
                 if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
             )
 
-    def process(self, env: Envelope) -> tuple[Any, Usage | None]:
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
         payload = env.payload
         if self.mode == "kwargs":
             args = dict(payload)
@@ -435,7 +433,7 @@ class AgentActor(NodeActor):
         if token is not None:
             token.cancel(reason)
 
-    def process(self, env: Envelope) -> tuple[Any, Usage | None]:
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
         message = render_input(env.payload, self.prompt, self.name)
         timeout = self._timeout(env)
         # The attempt's token is the parent of the session's: interrupt() reaches the
@@ -501,7 +499,7 @@ class FleetActor(NodeActor):
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def process(self, env: Envelope) -> tuple[Any, Usage | None]:
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
         items = env.payload
         if not isinstance(items, list | tuple):
             raise PayloadError(

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pykka
 
-from .envelope import Envelope
+from .envelope import Work
 
 __all__ = [
     "AttemptFailed",
@@ -47,7 +47,7 @@ class AttemptFailed:
     """An attempt at ``work`` raised (or timed out: see :class:`AttemptTimedOut`).
 
     Attributes:
-        work: the work envelope.
+        work: the delivery of the work envelope.
         attempt: which attempt failed (1-based).
         error: what it raised.
         started: ``perf_counter`` when the attempt began.
@@ -56,7 +56,7 @@ class AttemptFailed:
         retired: the replica retired after the failure and needs a fresh successor.
     """
 
-    work: Envelope
+    work: Work
     attempt: int
     error: BaseException
     started: float
@@ -69,7 +69,7 @@ class AttemptFailed:
 class AttemptTimedOut:
     """Attempt ``attempt`` at ``work`` ran past its node's ``timeout``."""
 
-    work: Envelope
+    work: Work
     attempt: int
 
 
@@ -77,7 +77,7 @@ class AttemptTimedOut:
 class Redeliver:
     """The backoff before retrying ``work`` is over: deliver it again."""
 
-    work: Envelope
+    work: Work
 
 
 SupervisorMessage = AttemptFailed | AttemptTimedOut | Redeliver
@@ -88,7 +88,7 @@ class SupervisionPolicy(Protocol):
 
     def on_timeout(self, timeout: AttemptTimedOut) -> None: ...
 
-    def redeliver(self, work: Envelope) -> None: ...
+    def redeliver(self, work: Work) -> None: ...
 
 
 class Supervisor(pykka.ThreadingActor):

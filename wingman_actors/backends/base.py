@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..actors.envelope import Envelope
+from ..actors.envelope import Work
 
 __all__ = ["Backend", "NodeGroup", "NodeRecipe"]
 
@@ -41,7 +41,7 @@ class NodeGroup(Protocol):
 
     name: str
 
-    def tell(self, env: Envelope) -> None:
+    def tell(self, env: Work) -> None:
         """Queue a work envelope for the next idle replica."""
         ...
 
@@ -49,7 +49,7 @@ class NodeGroup(Protocol):
         """Start a fresh actor in place of ``replica``, which retired after a failure."""
         ...
 
-    def abandon(self, env: Envelope, why: str) -> bool:
+    def abandon(self, env: Work, why: str) -> bool:
         """Give up on the attempt of ``env`` if a replica is still working on it: an
         interruptible replica is interrupted, and a fresh replica takes new work at once
         (the old one ends when its code returns). False when no replica was on it."""

@@ -19,7 +19,7 @@ from typing import Any
 import pykka
 
 from ..actors.address import start_actor
-from ..actors.envelope import Envelope
+from ..actors.envelope import Work
 from ..actors.nodes import STOP
 from .base import NodeRecipe
 
@@ -38,7 +38,7 @@ class ThreadNode:
         self._recipe = recipe
         self._lock = threading.Lock()
         self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.tell: Callable[[Envelope], None] = self.inbox.put  # the hot path: one put
+        self.tell: Callable[[Work], None] = self.inbox.put  # the hot path: one put
         self.replicas: list[Any] = []
         self.name = ""
         for i in range(concurrency):
@@ -49,7 +49,10 @@ class ThreadNode:
     def _spawn(self, replica: int) -> Any:
         r = self._recipe(replica)
         actor = start_actor(r.cls, *r.args, inbox=self.inbox, replica=replica, **r.kwargs)
-        self._backend.spawned.append(actor)
+        backend = self._backend
+        if len(backend.spawned) > 256:  # restarts add actors: forget those that have ended
+            backend.spawned = [a for a in backend.spawned if a.thread.is_alive()]
+        backend.spawned.append(actor)
         return actor
 
     def restart(self, replica: int) -> None:
@@ -60,7 +63,7 @@ class ThreadNode:
                 return  # still serving (it was not the one that retired)
             self.replicas[replica] = self._spawn(replica)
 
-    def abandon(self, env: Envelope, why: str) -> bool:
+    def abandon(self, env: Work, why: str) -> bool:
         with self._lock:
             actor = next((a for a in self.replicas if a.current is env), None)
             if actor is None:
@@ -85,7 +88,7 @@ class ThreadNode:
                     stopped.append(self.name)
         return stopped
 
-    def _abandon(self, actor: Any, env: Envelope, why: str) -> None:
+    def _abandon(self, actor: Any, env: Work, why: str) -> None:
         # called with the lock held
         if actor.interruptible:
             actor.interrupt(why)

@@ -14,7 +14,7 @@ import itertools
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..actors.envelope import Envelope, EnvelopeType
+from ..actors.envelope import Envelope, EnvelopeType, Work
 from ..actors.supervisor import AttemptFailed, AttemptTimedOut
 from ..backends.base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
@@ -92,34 +92,36 @@ class Router:
                     node=node, attempts=0, run_id=run.id, outputs=run.outputs,
                 ))
                 return
-        self.nodes[node].tell(Envelope(next(_ids), run.id, sender, _WORK, payload, time.time(), node, 1, run))
+        self.nodes[node].tell(Work(Envelope(next(_ids), run.id, sender, _WORK, payload, time.time(), node, run)))
 
     # -- node actor hooks (called on node threads) ---------------------------------------
 
-    def started(self, env: Envelope) -> None:
+    def started(self, work: Work) -> None:
+        env = work.envelope
         spec = self.specs[env.target]
         run = env.run
-        env.started = time.perf_counter()
+        work.started = time.perf_counter()
         if not self.cyclic:
             with run.lock:
                 run.own("visits").setdefault(spec.name, 1)
         if spec.timeout is not None:
-            attempt = env.attempt
+            attempt = work.attempt
             tell = self.tell_supervisor
-            env.timer = self.scheduler.call_later(spec.timeout, lambda: tell(AttemptTimedOut(env, attempt)))
+            work.timer = self.scheduler.call_later(spec.timeout, lambda: tell(AttemptTimedOut(work, attempt)))
         if run.listeners:
-            emit(run.listeners, FormationEventType.NODE_STARTED, run.id, spec.name, {"attempt": env.attempt})
+            emit(run.listeners, FormationEventType.NODE_STARTED, run.id, spec.name, {"attempt": work.attempt})
 
     def completed(
-        self, work: Envelope, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
+        self, work: Work, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
     ) -> None:
         """A node succeeded: record it and route the output."""
         if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
             return  # a late reply from an attempt that timed out
-        run = work.run
+        env = work.envelope
+        run = env.run
         if run.done:
             return
-        name = work.target
+        name = env.target
         run.log.append((name, attempt, started, finished, usage))
         run.outputs[name] = output
         if run.listeners:
@@ -129,7 +131,7 @@ class Router:
         nxt = self.straight[name]
         if nxt is not None and not self.cyclic:
             # the common pipeline step, inlined: straight into the next node's queue
-            self.nodes[nxt].tell(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, 1, run))
+            self.nodes[nxt].tell(Work(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, run)))
         elif nxt is not None:
             self.visit(run, nxt, output, name)
         else:
@@ -160,7 +162,7 @@ class Router:
             self.finish_one(run)
 
     def failed(
-        self, work: Envelope, attempt: int, exc: BaseException, started: float, finished: float, actor: Any
+        self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any
     ) -> bool:
         """A node raised: hand it to the supervisor. Returns True when the replica must
         retire (the supervisor starts a fresh one)."""
@@ -174,13 +176,15 @@ class Router:
         self.tell_supervisor(AttemptFailed(work, attempt, exc, started, finished, actor.replica, True))
         return True
 
-    def wants_events(self, env: Envelope) -> bool:
-        return bool(env.run is not None and env.run.listeners)
+    def wants_events(self, work: Work) -> bool:
+        run = work.envelope.run
+        return bool(run is not None and run.listeners)
 
-    def attempt_timeout(self, env: Envelope) -> float | None:
-        return self.specs[env.target].timeout
+    def attempt_timeout(self, work: Work) -> float | None:
+        return self.specs[work.envelope.target].timeout
 
-    def agent_event(self, env: Envelope, event: StreamEvent) -> None:
+    def agent_event(self, work: Work, event: StreamEvent) -> None:
+        env = work.envelope
         t = event.type
         run = env.run
         if t is StreamEventType.TEXT_DELTA:
@@ -194,7 +198,7 @@ class Router:
             emit(run.listeners, FormationEventType.AGENT_TOOL_RESULT, run.id, env.target,
                  {"id": b.tool_use_id, "output": b.content, "is_error": b.is_error})
 
-    def settle(self, work: Envelope) -> bool:
+    def settle(self, work: Work) -> bool:
         """Claim the outcome of an attempt that has a timer; False when the timer won."""
         with work.run.lock:
             if work.settled:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..actors.envelope import Envelope
+from ..actors.envelope import Work
 from ..actors.supervisor import AttemptFailed, AttemptTimedOut, Redeliver, backoff_delay
 from ..errors import FormationRuntimeError, NodeTimeoutError
 from .events import FormationEventType, emit
@@ -64,7 +64,7 @@ class Supervision:
             return
         self.give_up(run, spec, work.attempt, exc)
 
-    def redeliver(self, work: Envelope) -> None:
+    def redeliver(self, work: Work) -> None:
         if work.run.done or self.router.closing:
             return
         self.router.nodes[work.target].tell(work)
