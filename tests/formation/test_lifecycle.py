@@ -68,3 +68,23 @@ def test_an_unknown_backend_is_a_setup_error_listing_the_backends(name: str) -> 
 def test_ray_is_named_as_not_available_yet() -> None:
     with pytest.raises(FormationSetupError, match="not available yet"):
         Formation("b").add_function("inc", lambda x: x + 1).start(backend="ray")
+
+
+def test_a_process_exits_promptly_after_cancelling_a_run_stuck_in_a_function() -> None:
+    started = time.perf_counter()
+    proc = _script("""
+        import threading, time
+        from wingman_actors import Formation
+        entered = threading.Event()
+        def stuck(x):
+            entered.set()
+            time.sleep(60)          # never returns in this process's life
+        with Formation("c").add_function("stuck", stuck).start() as running:
+            future = running.submit(1)
+            entered.wait(5)
+            print(future.cancel(), future.cancelled())
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True"]
+    assert "never stopped" not in proc.stderr
+    assert time.perf_counter() - started < 20

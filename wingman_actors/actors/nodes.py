@@ -262,11 +262,12 @@ class NodeActor(pykka.ThreadingActor):
         replica must retire (the runtime restarts a fresh one after a failure)."""
         env = work.envelope
         run = env.run
+        self.current = work  # first: a cancel that misses the check below sees this
         if run is not None and run.done:
+            self.current = None
             return False  # the run ended (failed, cancelled, timed out, stopped): drop its leftovers
         observer = self.observer
         attempt = work.attempt  # the supervisor may bump it (after a timeout) while we work
-        self.current = work
         work.replica = self.replica
         if observer is not None and (self.notify_start or run.listeners):
             observer.started(work)

@@ -54,6 +54,7 @@ class AttemptFailed:
         finished: ``perf_counter`` when it failed.
         replica: the replica index that ran it.
         retired: the replica retired after the failure and needs a fresh successor.
+        actor: the replica's actor object, when it retired (the one to replace).
     """
 
     work: Work
@@ -63,6 +64,7 @@ class AttemptFailed:
     finished: float
     replica: int
     retired: bool
+    actor: Any = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,8 +45,9 @@ class NodeGroup(Protocol):
         """Queue a work envelope for the next idle replica."""
         ...
 
-    def restart(self, replica: int) -> None:
-        """Start a fresh actor in place of ``replica``, which retired after a failure."""
+    def restart(self, replica: int, retired: Any) -> None:
+        """Start a fresh actor in place of ``retired`` (replica number ``replica``), which
+        retired after a failure; nothing when it was replaced already."""
         ...
 
     def abandon(self, env: Work, why: str) -> bool:

@@ -55,12 +55,10 @@ class ThreadNode:
         backend.spawned.append(actor)
         return actor
 
-    def restart(self, replica: int) -> None:
-        if self._backend.closing:
-            return
-        with self._lock:
-            if not self.replicas[replica].actor_stopped.is_set() and not self.replicas[replica].abandoned:
-                return  # still serving (it was not the one that retired)
+    def restart(self, replica: int, retired: Any) -> None:
+        with self._lock:  # closing is read under the lock close() takes: no spawn after close
+            if self._backend.closing or self.replicas[replica] is not retired:
+                return  # replaced already (it was abandoned meanwhile)
             self.replicas[replica] = self._spawn(replica)
 
     def abandon(self, env: Work, why: str) -> bool:

@@ -173,7 +173,7 @@ class Router:
             # the run was cancelled or failed meanwhile: keep the record, nothing to retry
             run.own("failures").append((work.target, attempt, started, finished, f"{type(exc).__name__}: {exc}"))
             return False
-        self.tell_supervisor(AttemptFailed(work, attempt, exc, started, finished, actor.replica, True))
+        self.tell_supervisor(AttemptFailed(work, attempt, exc, started, finished, actor.replica, True, actor))
         return True
 
     def wants_events(self, work: Work) -> bool:

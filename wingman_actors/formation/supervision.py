@@ -44,7 +44,7 @@ class Supervision:
         run.own("failures").append((spec.name, failure.attempt, failure.started or failure.finished,
                                     failure.finished, error))
         if failure.retired:
-            self.router.nodes[spec.name].restart(failure.replica)
+            self.router.nodes[spec.name].restart(failure.replica, failure.actor)
         if run.done:
             return
         if getattr(exc, "retryable", True) and work.attempt <= spec.retries:
