@@ -19,8 +19,8 @@ from typing import Any
 import pykka
 
 from ..actors.address import start_actor
+from ..actors.base import STOP
 from ..actors.envelope import Work
-from ..actors.nodes import STOP
 from .base import NodeRecipe
 
 __all__ = ["ThreadNode", "ThreadsBackend"]
