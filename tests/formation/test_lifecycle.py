@@ -13,9 +13,9 @@ from wingman_actors import Formation
 from wingman_actors.errors import FormationSetupError
 
 
-def _script(body: str) -> subprocess.CompletedProcess[str]:
+def _script(body: str, warnings: str = "always::ResourceWarning") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-W", "always::ResourceWarning", "-c", textwrap.dedent(body)],
+        [sys.executable, "-W", warnings, "-c", textwrap.dedent(body)],
         capture_output=True, text=True, timeout=30,
     )
 
@@ -31,6 +31,15 @@ def test_a_formation_started_and_never_stopped_does_not_keep_the_interpreter_ali
     assert proc.stdout.strip() == "2"
     assert "ResourceWarning" in proc.stderr and "'forgotten' was started and never stopped" in proc.stderr
     assert time.perf_counter() - started < 20
+
+
+def test_an_unreferenced_forgotten_formation_is_stopped_even_when_warnings_are_errors() -> None:
+    proc = _script("""
+        from wingman_actors import Formation
+        Formation("dropped").add_function("inc", lambda x: x + 1).start()
+    """, warnings="error::ResourceWarning")
+    assert proc.returncode == 0, proc.stderr
+    assert "'dropped' was started and never stopped" in proc.stderr
 
 
 def test_a_forgotten_formation_with_a_stuck_function_still_exits() -> None:

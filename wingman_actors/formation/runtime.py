@@ -16,7 +16,6 @@ import queue
 import threading
 import uuid
 import warnings
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
@@ -225,20 +224,23 @@ class RunningFormation:
             yield from node.actors()
 
 
-# Started formations not yet stopped: a forgotten one is stopped at interpreter exit.
-_live: weakref.WeakSet[RunningFormation] = weakref.WeakSet()
+# Started formations not yet stopped (strong references: their threads are running
+# anyway); a forgotten one is stopped at interpreter exit.
+_live: set[RunningFormation] = set()
 
 
 @atexit.register
 def _stop_forgotten() -> None:
     for running in list(_live):
-        warnings.warn(
-            f"formation {running.name!r} was started and never stopped; stopping it at exit "
-            "(use `with formation.start() as running:` or call running.stop())",
-            ResourceWarning,
-            stacklevel=1,
-        )
-        running.stop()
+        try:
+            warnings.warn(
+                f"formation {running.name!r} was started and never stopped; stopping it at exit "
+                "(use `with formation.start() as running:` or call running.stop())",
+                ResourceWarning,
+                stacklevel=1,
+            )
+        finally:  # also when warnings are errors
+            running.stop()
 
 
 def run_once(
