@@ -97,3 +97,26 @@ def test_a_process_exits_promptly_after_cancelling_a_run_stuck_in_a_function() -
     assert proc.stdout.split() == ["True", "True"]
     assert "never stopped" not in proc.stderr
     assert time.perf_counter() - started < 20
+
+
+def test_stop_waits_at_most_its_grace_for_a_function_still_running(caplog: pytest.LogCaptureFixture) -> None:
+    import threading
+
+    release, entered = threading.Event(), threading.Event()
+
+    def busy(x: int) -> int:
+        entered.set()
+        release.wait(10)
+        return x
+
+    running = Formation("s").add_function("busy", busy).start()
+    try:
+        future = running.submit(1)
+        assert entered.wait(3)
+        started = time.perf_counter()
+        running.stop()
+        assert time.perf_counter() - started < 1.0 + 0.6  # the 1 s grace, not the 10 s the code takes
+        assert future.exception(timeout=1) is not None  # the run failed: "stopped before run ... finished"
+        assert any("still busy" in r.getMessage() for r in caplog.records)
+    finally:
+        release.set()
