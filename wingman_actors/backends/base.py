@@ -9,7 +9,7 @@ holds only the input it is working on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,7 +21,10 @@ __all__ = ["Backend", "NodeGroup", "NodeRecipe"]
 @dataclass(frozen=True, slots=True)
 class NodeRecipe:
     """How to build one replica of a node actor: ``cls(*args, **kwargs)``; the backend
-    adds where the replica takes its work from and its replica index.
+    adds the observer (the router, or a proxy of it where replicas live elsewhere), where
+    the replica takes its work from, and its replica index. Everything in it is a plain
+    declaration (function, agent, options), so another backend can ship it to where its
+    replicas live.
 
     Attributes:
         name: the node's name.
@@ -75,8 +78,9 @@ class Backend(Protocol):
 
     name: str
 
-    def start_node(self, recipe: Callable[[int], NodeRecipe], concurrency: int) -> NodeGroup:
-        """Start ``concurrency`` replicas of a node, built by ``recipe(replica_index)``."""
+    def start_node(self, recipe: NodeRecipe, concurrency: int, observer: Any) -> NodeGroup:
+        """Start ``concurrency`` replicas of a node from ``recipe``, reporting to
+        ``observer`` (a :class:`~wingman_actors.actors.base.NodeObserver`)."""
         ...
 
     def stop(self, grace: float) -> None:

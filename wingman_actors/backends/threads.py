@@ -31,24 +31,21 @@ log = logging.getLogger("wingman_actors.backends")
 class ThreadNode:
     """One node's replicas (Pykka actors) and the queue they share."""
 
-    __slots__ = ("_backend", "_lock", "_recipe", "inbox", "name", "replicas", "tell")
+    __slots__ = ("_backend", "_lock", "_observer", "_recipe", "inbox", "name", "replicas", "tell")
 
-    def __init__(self, backend: ThreadsBackend, recipe: Callable[[int], NodeRecipe], concurrency: int) -> None:
+    def __init__(self, backend: ThreadsBackend, recipe: NodeRecipe, concurrency: int, observer: Any) -> None:
         self._backend = backend
         self._recipe = recipe
+        self._observer = observer
         self._lock = threading.Lock()
+        self.name = recipe.name
         self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.tell: Callable[[Work], None] = self.inbox.put  # the hot path: one put
-        self.replicas: list[Any] = []
-        self.name = ""
-        for i in range(concurrency):
-            actor = self._spawn(i)
-            self.name = actor.name
-            self.replicas.append(actor)
+        self.replicas: list[Any] = [self._spawn(i) for i in range(concurrency)]
 
     def _spawn(self, replica: int) -> Any:
-        r = self._recipe(replica)
-        actor = start_actor(r.cls, *r.args, inbox=self.inbox, replica=replica, **r.kwargs)
+        r = self._recipe
+        actor = start_actor(r.cls, *r.args, observer=self._observer, inbox=self.inbox, replica=replica, **r.kwargs)
         backend = self._backend
         if len(backend.spawned) > 256:  # restarts add actors: forget those that have ended
             backend.spawned = [a for a in backend.spawned if a.thread.is_alive()]
@@ -128,8 +125,8 @@ class ThreadsBackend:
         self.spawned: list[Any] = []
         self.abandoned: list[Any] = []
 
-    def start_node(self, recipe: Callable[[int], NodeRecipe], concurrency: int) -> ThreadNode:
-        node = ThreadNode(self, recipe, concurrency)
+    def start_node(self, recipe: NodeRecipe, concurrency: int, observer: Any) -> ThreadNode:
+        node = ThreadNode(self, recipe, concurrency, observer)
         self.nodes.append(node)
         return node
 

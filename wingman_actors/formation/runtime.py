@@ -97,16 +97,17 @@ class RunningFormation:
             self._router.tell_supervisor = self._supervisor.actor_ref.tell
             for name in self.plan.order:
                 spec = self.plan.nodes[name]
-                self._router.nodes[name] = self._backend.start_node(self._recipe(spec), spec.concurrency)
+                self._router.nodes[name] = self._backend.start_node(
+                    self._recipe(spec), spec.concurrency, self._router
+                )
         except BaseException:
             self.stop()
             raise
         _live.add(self)
         return self
 
-    def _recipe(self, spec: NodeSpec) -> Callable[[int], NodeRecipe]:
-        common: dict[str, Any] = {"name": spec.name, "observer": self._router,
-                                  "notify_start": spec.timeout is not None}
+    def _recipe(self, spec: NodeSpec) -> NodeRecipe:
+        common: dict[str, Any] = {"name": spec.name, "notify_start": spec.timeout is not None}
         recipe: NodeRecipe
         if spec.kind == "function":
             recipe = NodeRecipe(spec.name, FunctionActor, (spec.fn,), {
@@ -123,7 +124,7 @@ class RunningFormation:
                 recipe = NodeRecipe(spec.name, FleetActor, (agent,), {
                     "max_workers": spec.max_workers, "prompt": spec.prompt, "work_dir": self._work_dir, **common,
                 })
-        return lambda replica: recipe
+        return recipe
 
     def __enter__(self) -> RunningFormation:
         return self
