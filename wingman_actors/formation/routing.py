@@ -15,7 +15,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..actors.envelope import Envelope, EnvelopeType, Work
-from ..actors.supervisor import AttemptFailed, AttemptTimedOut
 from ..backends.base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
 from ..errors import FormationRuntimeError
@@ -24,6 +23,7 @@ from .future import RunFuture
 from .plan import Plan
 from .result import ZERO_USAGE, FormationResult
 from .runstate import RunState
+from .supervision import AttemptFailed, AttemptTimedOut
 
 if TYPE_CHECKING:
     from ..actors.scheduler import Scheduler

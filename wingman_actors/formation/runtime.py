@@ -24,7 +24,6 @@ from typing import Any
 from ..actors.address import start_actor
 from ..actors.nodes import AgentActor, FleetActor, FunctionActor
 from ..actors.scheduler import Scheduler
-from ..actors.supervisor import Supervisor
 from ..backends import Backend, NodeRecipe, new_backend
 from ..errors import FormationRuntimeError, NodeTimeoutError
 from ..providers.base import Provider
@@ -34,7 +33,7 @@ from .plan import NodeSpec, Plan
 from .result import FormationResult
 from .routing import Router
 from .runstate import RunState
-from .supervision import Supervision
+from .supervision import Supervision, Supervisor
 
 __all__ = ["EventListener", "NodeTimeoutError", "RunState", "RunningFormation", "run_once", "run_stream"]
 
