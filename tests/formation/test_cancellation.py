@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from wingman_actors import Agent, Formation
+from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent, FormationEventType
 from wingman_actors.formation.result import NodeStatus
 from wingman_actors.testing import ScriptedProvider
@@ -214,3 +215,27 @@ def test_cancelling_a_run_inside_a_loop_stops_its_next_visits() -> None:
         count = len(visits)
         time.sleep(0.1)
         assert len(visits) <= count + 1  # at most the visit in flight when cancelled
+
+
+def test_a_run_failed_by_one_branch_interrupts_an_agent_busy_on_another(caplog: pytest.LogCaptureFixture) -> None:
+    provider = ScriptedProvider(["essay"], latency_s=5.0, cycle=True)
+    def boom(x: int) -> int:
+        while provider.calls == 0:  # fail once the writer is in its model call
+            time.sleep(0.005)
+        raise ValueError("bad input")
+
+    formation = (
+        Formation("c").add_function("src", lambda x: x).add_function("boom", boom)
+        .add_agent("writer", Agent("writer", provider=provider), prompt="write about {input}")
+        .connect("src", "boom").connect("src", "writer")
+    )
+    with formation.start() as running:
+        with pytest.raises(FormationRuntimeError, match="bad input"):
+            running.submit(1).result(timeout=3)
+        deadline = time.monotonic() + 1.5  # not the 5 s model call
+        while time.monotonic() < deadline:
+            if all(a.current is None for a in running.actors() if a.name == "writer"):
+                break
+            time.sleep(0.01)
+        assert all(a.current is None for a in running.actors() if a.name == "writer")
+    assert not [r for r in caplog.records if "abandoned" in r.getMessage()]  # functions are left to finish

@@ -63,9 +63,10 @@ class NodeGroup(Protocol):
         """Whether a replica is working on an envelope of ``run`` now."""
         ...
 
-    def release(self, run: Any, reason: str) -> list[str]:
-        """Stop every attempt of ``run`` in progress (as :meth:`abandon`); returns the
-        node names it stopped."""
+    def release(self, run: Any, reason: str, *, abandon: bool) -> list[str]:
+        """Stop the attempts of ``run`` in progress: interrupt interruptible replicas and,
+        with ``abandon``, give up on every attempt (as :meth:`abandon`). Returns the node
+        names it stopped."""
         ...
 
     def actors(self) -> Iterable[Any]:

@@ -73,14 +73,20 @@ class ThreadNode:
                 return True
         return False
 
-    def release(self, run: Any, reason: str) -> list[str]:
+    def release(self, run: Any, reason: str, *, abandon: bool) -> list[str]:
         stopped: list[str] = []
         with self._lock:
             for actor in list(self.replicas):
                 env = actor.current
-                if env is not None and env.run is run:
+                if env is None or env.run is not run:
+                    continue
+                if abandon:
                     self._abandon(actor, env, reason)
-                    stopped.append(self.name)
+                elif actor.interruptible:
+                    actor.interrupt(reason)  # it unwinds and serves on
+                else:
+                    continue
+                stopped.append(self.name)
         return stopped
 
     def _abandon(self, actor: Any, env: Work, why: str) -> None:

@@ -314,7 +314,10 @@ class Router:
             emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
                  {"duration_s": duration, "usage": result.usage, "result": result})
 
-    def fail_run(self, run: RunState, error: FormationRuntimeError) -> None:
+    def fail_run(self, run: RunState, error: FormationRuntimeError, *, abandon: bool = False) -> None:
+        """Fail a run that has not finished. Agent and fleet work still in progress on it
+        is interrupted; with ``abandon`` (a run timeout) function attempts are abandoned
+        too, so the failure holds at the limit."""
         if not self._claim(run):
             return
         future = self._resolved(run)
@@ -324,7 +327,7 @@ class Router:
                 "error": str(error), "exception": error, "duration_s": time.perf_counter() - run.t0,
             })
         if not self.closing:
-            self.release(run, f"run {run.id} failed")
+            self.release(run, f"run {run.id} failed", abandon=abandon)
 
     def cancel_run(self, run_id: str) -> bool:
         """Cancel a run that has not finished: resolve its future as cancelled, stop its
@@ -339,7 +342,7 @@ class Router:
             future.settle_cancelled()
         else:
             future.cancel()
-        self.release(run, f"run {run.id} was cancelled")
+        self.release(run, f"run {run.id} was cancelled", abandon=True)
         if run.listeners:
             emit(run.listeners, FormationEventType.RUN_CANCELLED, run.id, None, {
                 "duration_s": time.perf_counter() - run.t0, "outputs": dict(run.outputs),
@@ -353,7 +356,9 @@ class Router:
         known.update(name for name, node in self.nodes.items() if node.working_on(run))
         return [n for n in self.order if n in known]
 
-    def release(self, run: RunState, reason: str) -> None:
-        """Stop every attempt of ``run`` still in progress (its result is no longer wanted)."""
+    def release(self, run: RunState, reason: str, *, abandon: bool) -> None:
+        """Stop the attempts of ``run`` still in progress (its result is no longer wanted):
+        agent and fleet sessions are interrupted; function attempts are abandoned when
+        ``abandon`` is set, else left to finish (their result is dropped)."""
         for node in self.nodes.values():
-            node.release(run, reason)
+            node.release(run, reason, abandon=abandon)

@@ -204,7 +204,7 @@ class RunningFormation:
         self._router.fail_run(run, FormationRuntimeError(
             f"run {run.id} of formation {self.name!r} timed out after {timeout:g}s{busy}",
             run_id=run.id, outputs=run.outputs,
-        ))
+        ), abandon=True)
 
     # -- introspection ----------------------------------------------------------------
 
