@@ -15,7 +15,7 @@ def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
     assert list(SCENARIOS) == [
         "pipeline_throughput", "run_overhead", "cold_run", "hop_latency",
         "fleet_makespan", "fleet_node_makespan", "dag_makespan", "inflight_runs", "actor_memory",
-        "store_journal",
+        "store_journal", "cancel_latency", "timeout_overshoot",
     ]
 
 

@@ -401,6 +401,18 @@ def store_journal(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def cancel_latency(quick: bool) -> Measurement:
+    from .cancellation import cancel_latency as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
+def timeout_overshoot(quick: bool) -> Measurement:
+    from .cancellation import timeout_overshoot as measure
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -412,6 +424,8 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "inflight_runs": inflight_runs,
     "actor_memory": actor_memory,
     "store_journal": store_journal,
+    "cancel_latency": cancel_latency,
+    "timeout_overshoot": timeout_overshoot,
 }
 
 

@@ -196,6 +196,7 @@ class Formation:
         on_event: EventListener | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        backend: str = "threads",
     ) -> RunningFormation:
         """Validate, then start every node actor and the supervisor.
 
@@ -204,13 +205,15 @@ class Formation:
             provider: replaces the provider of every agent and fleet node (e.g. from the CLI).
             work_dir: where agent and fleet sessions run their tools (default: the current
                 directory).
+            backend: where the node actors live: ``"threads"`` (Pykka actors on threads of
+                this process, the default); any other name is a ``FormationSetupError``.
 
         Returns:
             The running formation: ``submit(input) -> Future[FormationResult]``; use it
             as a context manager so it stops.
         """
         return RunningFormation(
-            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir
+            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir, backend=backend
         ).start()
 
     def run(
@@ -221,15 +224,18 @@ class Formation:
         on_event: EventListener | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        backend: str = "threads",
     ) -> FormationResult:
-        """Start, run ``input`` through, stop. ``timeout`` bounds the whole run.
+        """Start, run ``input`` through, stop. ``timeout`` bounds the whole run;
+        ``backend`` is as for :meth:`start`.
 
         Raises:
             FormationSetupError: the formation is not valid.
             FormationRuntimeError: the run failed (node, attempts, run id, partial outputs).
         """
         return run_once(
-            self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir
+            self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
+            backend=backend,
         )
 
     def run_stream(
