@@ -3,6 +3,8 @@ parameter, agent and fleet nodes (and their delegates) see it as the current boa
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from wingman_actors import Agent, Formation
@@ -196,3 +198,38 @@ def test_run_node_passes_its_blackboard_to_the_function() -> None:
 
     assert run_node(formation, "write", 5, blackboard=board).output == 6
     assert board.get("seen") == 5
+
+
+def test_runs_in_flight_with_their_own_boards_do_not_see_each_other() -> None:
+    def slow(x: int, blackboard: Blackboard) -> list[int]:
+        blackboard.set("mine", x)
+        time.sleep(0.05)  # both runs are in flight here (two replicas)
+        return [x, blackboard.get("mine")]
+
+    boards = [Blackboard(), Blackboard()]
+    with Formation("iso").add_function("slow", slow, concurrency=2).start() as running:
+        futures = [running.submit(i, blackboard=board) for i, board in enumerate(boards)]
+        outputs = [f.result(10).output for f in futures]
+
+    assert outputs == [[0, 0], [1, 1]]
+    assert [b.get("mine") for b in boards] == [0, 1]
+
+
+def test_a_function_taking_a_fan_in_dict_gets_the_board_beside_it() -> None:
+    def merge(inputs: dict[str, int], blackboard: Blackboard) -> int:
+        blackboard.set("merged", sorted(inputs))
+        return sum(inputs.values())
+
+    formation = Formation("dict").add_function("a", lambda x: x).add_function("b", lambda x: x)
+    formation.add_function("merge", merge).connect("a", "merge").connect("b", "merge")
+    board = Blackboard()
+
+    assert formation.validate().nodes["merge"].input_mode == "dict"
+    assert formation.run(2, blackboard=board).output == 4 and board.get("merged") == ["a", "b"]
+
+
+def test_run_stream_shares_its_board() -> None:
+    board = Blackboard()
+    events = list(Formation("s").add_function("write", _write).run_stream(1, blackboard=board))
+
+    assert events[-1].type.value == "run_finished" and board.get("seen") == 1
