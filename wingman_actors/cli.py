@@ -126,6 +126,9 @@ def _add_optional_commands(sub: Any) -> None:
         pass
     else:
         add_serve_parser(sub)
+    from .integrations.mcp_command import add_mcp_parser  # argparse only; the SDK loads when it runs
+
+    add_mcp_parser(sub)
 
 
 def _seconds(text: str) -> float:
