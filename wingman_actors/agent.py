@@ -47,6 +47,10 @@ class Agent:
         middleware: hooks run at the six stages of the loop, in order.
         max_tool_result_chars: tool results longer than this are truncated in history.
         tool_concurrency: tool calls of one step run concurrently, at most this many at once.
+        context_budget: the most (estimated) input tokens of one request; older turns are
+            left out of requests to stay under it (see :mod:`wingman_actors.context_budget`).
+        compactor: with ``context_budget``, a provider that summarises the left-out turns
+            into one message (one extra model call each time, counted in the usage).
     """
 
     name: str
@@ -61,6 +65,9 @@ class Agent:
     middleware: Sequence[Middleware] = ()
     max_tool_result_chars: int = 50_000
     tool_concurrency: int = 10
+    # Long sessions: fit every request to a token budget (context_budget.py).
+    context_budget: int | None = None
+    compactor: Provider | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -77,6 +84,16 @@ class Agent:
             )
         if self.max_tool_result_chars < 100:
             raise ValueError(f"agent {self.name!r}: max_tool_result_chars must be >= 100")
+        if self.context_budget is not None and (
+            isinstance(self.context_budget, bool) or not isinstance(self.context_budget, int) or self.context_budget < 256
+        ):
+            raise ValueError(
+                f"agent {self.name!r}: context_budget must be a number of tokens >= 256, got {self.context_budget!r}"
+            )
+        if self.compactor is not None and self.context_budget is None:
+            raise ValueError(
+                f"agent {self.name!r}: compactor= summarises what context_budget leaves out; set context_budget too"
+            )
         if isinstance(self.tools, str | bytes) or not isinstance(self.tools, Iterable):
             raise TypeError(f"agent {self.name!r}: tools must be a list of tools or built-in names")
         resolved = tuple(builtin_tool(t) if isinstance(t, str) else t for t in self.tools)

@@ -27,6 +27,7 @@ from typing import Any
 
 from .agent import Agent
 from .cancel import CancelToken, cancel_scope
+from .context_budget import ContextWindow
 from .core import (
     ContentBlock,
     InferenceRequest,
@@ -115,7 +116,10 @@ class Session:
     persistent bash shell.
     """
 
-    __slots__ = ("__weakref__", "_busy", "_schema", "_token", "_tool_ctx", "_tools", "_work_dir", "agent", "history", "id")
+    __slots__ = (
+        "__weakref__", "_busy", "_schema", "_token", "_tool_ctx", "_tools", "_window", "_work_dir", "agent",
+        "history", "id",
+    )
 
     def __init__(
         self,
@@ -138,6 +142,9 @@ class Session:
         self._tool_ctx: ToolContext | None = None
         self._busy = threading.Lock()
         self._token: CancelToken | None = None
+        self._window = (
+            ContextWindow(agent.context_budget, agent.compactor, agent.name) if agent.context_budget is not None else None
+        )
 
     @property
     def work_dir(self) -> Path:
@@ -224,6 +231,7 @@ class Session:
         mws = self.agent.middleware
         for mw in mws:
             msg = mw.before_agent(ctx, msg) or msg
+        prompt_index = len(self.history)
         self.history.append(msg)
         instructions = self.agent.instructions
         if self._schema is not None:
@@ -251,6 +259,11 @@ class Session:
                 max_tokens=self.agent.max_tokens,
                 temperature=self.agent.temperature,
             )
+            if self._window is not None:
+                with cancel_scope(ctx.token):
+                    request, spent = self._fit(request, prompt_index, step, trace)
+                if spent is not None:
+                    usage = spent if usage is None else usage + spent
             for mw in mws:
                 request = mw.before_model(ctx, request) or request
             t0 = time.perf_counter()
@@ -307,6 +320,25 @@ class Session:
             for mw in mws:
                 result = mw.after_agent(ctx, result) or result
             return result
+
+    def _fit(
+        self, request: InferenceRequest, prompt_index: int, step: int, trace: list[StepTrace]
+    ) -> tuple[InferenceRequest, Usage | None]:
+        """Fit the request to the agent's context budget; a compaction goes into the trace
+        and its usage is returned."""
+        assert self._window is not None
+        t0 = time.perf_counter()
+        fitted = self._window.fit(request, prompt_index)
+        compaction = fitted.compaction
+        if compaction is None:
+            return fitted.request, None
+        trace.append(
+            StepTrace(
+                kind="model", name=f"compact {self._model_name(compaction)}", step=step, input=fitted.dropped,
+                output=compaction.text, usage=compaction.usage, duration_s=time.perf_counter() - t0,
+            )
+        )
+        return fitted.request, compaction.usage
 
     def _add_user_text(self, text: str) -> None:
         self.history.append(Message.user(text))
