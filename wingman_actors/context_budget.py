@@ -26,7 +26,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .core import ContentBlock, InferenceRequest, InferenceResponse, Message, Usage
@@ -34,6 +34,8 @@ from .errors import AgentError, ErrorKind
 from .providers.base import Provider
 
 __all__ = ["ContextWindow", "Fitted", "estimate_message", "estimate_request", "estimate_text"]
+
+ModelCall = Callable[[Provider, InferenceRequest], InferenceResponse]
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 1_600  # about what providers charge for a mid-sized image
@@ -116,12 +118,14 @@ class ContextWindow:
     summary: Message | None = None
     _sizes: list[int] = field(default_factory=list)
 
-    def fit(self, request: InferenceRequest, pinned: int) -> Fitted:
+    def fit(self, request: InferenceRequest, pinned: int, *, call: ModelCall | None = None) -> Fitted:
         """Fit ``request`` (whose messages are the whole history) to the budget.
 
         Args:
             request: the request as the session built it.
             pinned: index of the current run's user message (never left out).
+            call: how to call the compactor (``call(provider, request)``; the session
+                passes one that traces it); ``provider.run_inference`` when None.
 
         Raises:
             AgentError: ``kind=invalid`` when even the smallest request (instructions,
@@ -152,7 +156,7 @@ class ContextWindow:
         compaction: InferenceResponse | None = None
         dropped = [m for i, m in enumerate(history[start_cut:self.cut], start_cut) if i != pinned]
         if self.compactor is not None and dropped:
-            compaction = self._compact(dropped)
+            compaction = self._compact(dropped, call)
         total = fixed + self._window_size(sizes, pinned)
         if total > self.budget:
             parts = [f"instructions and tools ~{fixed}", f"first message ~{sizes[0]}"]
@@ -196,18 +200,18 @@ class ContextWindow:
         window.extend(history[self.cut:])
         return window
 
-    def _compact(self, dropped: list[Message]) -> InferenceResponse:
+    def _compact(self, dropped: list[Message], call: ModelCall | None) -> InferenceResponse:
         assert self.compactor is not None
         room = max(self.budget // 4, 256)  # the summary's share of the budget, in tokens
         transcript = _transcript(dropped, self.summary)
         limit = self.budget * CHARS_PER_TOKEN  # the compaction request stays within the budget too
         if len(transcript) > limit:
             transcript = "[...]\n" + transcript[-limit:]
-        response = self.compactor.run_inference(
-            InferenceRequest(
-                messages=[Message.user(transcript)], instructions=COMPACT_INSTRUCTIONS, max_tokens=room,
-            )
-        )
+        request = InferenceRequest(messages=[Message.user(transcript)], instructions=COMPACT_INSTRUCTIONS, max_tokens=room)
+        if call is not None:
+            response = call(self.compactor, request)
+        else:
+            response = self.compactor.run_inference(request)
         text = response.text.strip()[: room * CHARS_PER_TOKEN]
         self.summary = Message.user(SUMMARY_HEADER + text)
         return response

@@ -38,6 +38,7 @@ from .core import (
     Usage,
 )
 from .errors import AgentError, ErrorKind, ToolError
+from .integrations import otel
 from .middleware import RunContext
 from .result import Result, StepTrace, ToolCall
 from .structured import OutputSchema, OutputValidationError
@@ -117,7 +118,7 @@ class Session:
     """
 
     __slots__ = (
-        "__weakref__", "_busy", "_schema", "_token", "_tool_ctx", "_tools", "_window", "_work_dir", "agent",
+        "__weakref__", "_busy", "_schema", "_spans", "_token", "_tool_ctx", "_tools", "_window", "_work_dir", "agent",
         "history", "id",
     )
 
@@ -142,6 +143,7 @@ class Session:
         self._tool_ctx: ToolContext | None = None
         self._busy = threading.Lock()
         self._token: CancelToken | None = None
+        self._spans: otel.SessionSpans | None = None
         self._window = (
             ContextWindow(agent.context_budget, agent.compactor, agent.name) if agent.context_budget is not None else None
         )
@@ -200,6 +202,9 @@ class Session:
             raise RuntimeError(
                 f"session {self.id} is already running a message; use one Session per concurrent conversation"
             )
+        spans: otel.SessionSpans | None = None
+        result: Result | None = None
+        failure: BaseException | None = None
         try:
             provider = self.agent.provider
             if provider is None:
@@ -211,18 +216,24 @@ class Session:
             token = CancelToken(timeout=timeout)
             self._token = token
             ctx = RunContext(self.agent, self.id, self.history, token)
+            spans = self._spans = otel.session_spans(self.agent.name, provider, self.id)
             try:
                 result = yield from self._loop(ctx, msg, stream)
             except AgentError as exc:
+                failure = exc
                 if stream:
                     yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind=exc.kind.value)
                 raise
             except Exception as exc:
+                failure = exc
                 if stream:
                     yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind="agent")
                 raise
             return result
         finally:
+            if spans is not None:
+                spans.end(result.usage if result is not None else None, failure)
+            self._spans = None
             self._token = None
             self._busy.release()
 
@@ -267,7 +278,9 @@ class Session:
             for mw in mws:
                 request = mw.before_model(ctx, request) or request
             t0 = time.perf_counter()
-            if stream:
+            if self._spans is not None:
+                response = yield from self._traced_infer(self._spans, request, ctx.token, stream)
+            elif stream:
                 response = yield from self._infer_stream(request, ctx.token)
             else:
                 response = self._infer(request, ctx.token)
@@ -328,7 +341,8 @@ class Session:
         and its usage is returned."""
         assert self._window is not None
         t0 = time.perf_counter()
-        fitted = self._window.fit(request, prompt_index)
+        spans = self._spans
+        fitted = self._window.fit(request, prompt_index, call=spans.traced_call if spans is not None else None)
         compaction = fitted.compaction
         if compaction is None:
             return fitted.request, None
@@ -353,6 +367,22 @@ class Session:
         with cancel_scope(token):
             response = provider.run_inference(request)
         token.check()
+        return response
+
+    def _traced_infer(
+        self, spans: otel.SessionSpans, request: InferenceRequest, token: CancelToken, stream: bool
+    ) -> Generator[StreamEvent, None, InferenceResponse]:
+        chat = spans.chat(request)
+        try:
+            if stream:
+                response = yield from self._infer_stream(request, token)
+            else:
+                with chat.current():
+                    response = self._infer(request, token)
+        except BaseException as exc:
+            chat.failed(exc)
+            raise
+        chat.done(response)
         return response
 
     def _infer_stream(self, request: InferenceRequest, token: CancelToken) -> Generator[StreamEvent, None, InferenceResponse]:
@@ -466,30 +496,45 @@ class Session:
         return results
 
     def _execute(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float]:
+        spans = self._spans
+        if spans is None:
+            block, duration, _ = self._call_tool(call, tool_ctx)
+            return block, duration
+        found = self._tools.get(call.name or "")
+        with spans.tool(call, found.description if found is not None else "") as span:
+            block, duration, error = self._call_tool(call, tool_ctx)
+            span.result(block, error)
+        return block, duration
+
+    def _call_tool(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float, Exception | None]:
         t0 = time.perf_counter()
         name = call.name or ""
         tool = self._tools.get(name)
         call_id = call.id or ""
         if tool is None:
             text = f"unknown tool {name!r}; available tools: {', '.join(self._tools.names) or 'none'}"
-            return ContentBlock.tool_result_block(call_id, text, is_error=True), time.perf_counter() - t0
+            return ContentBlock.tool_result_block(call_id, text, is_error=True), time.perf_counter() - t0, None
+        error: Exception | None = None
         try:
             if tool_ctx.token is not None:
                 tool_ctx.token.check()
             out = tool.execute(dict(call.input or {}), tool_ctx)
             block = ContentBlock.tool_result_block(call_id, out if isinstance(out, str) else str(out))
         except ToolError as exc:
+            error = exc
             block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
         except AgentError as exc:
+            error = exc
             if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
                 block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
             else:
                 block = ContentBlock.tool_result_block(call_id, f"Error: {exc}", is_error=True)
         except Exception as exc:
+            error = exc
             block = ContentBlock.tool_result_block(
                 call_id, f"Error: tool {name!r} raised {type(exc).__name__}: {exc}", is_error=True
             )
-        return block, time.perf_counter() - t0
+        return block, time.perf_counter() - t0, error
 
     def _cap(self, block: ContentBlock) -> ContentBlock:
         text = block.content or ""
