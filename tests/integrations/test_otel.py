@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +28,11 @@ from wingman_actors.integrations import otel
 from wingman_actors.testing import ScriptedProvider
 
 
+def _reset_globals() -> None:
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None
+
+
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
     """A tracer provider exporting to memory, set globally as a user would, and unset after.
@@ -36,15 +43,13 @@ def spans() -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace._TRACER_PROVIDER_SET_ONCE = Once()
-    trace._TRACER_PROVIDER = None
+    _reset_globals()
     trace.set_tracer_provider(provider)
     try:
         yield exporter
     finally:
         provider.shutdown()
-        trace._TRACER_PROVIDER_SET_ONCE = Once()
-        trace._TRACER_PROVIDER = None
+        _reset_globals()
         otel.capture_content(None)
 
 
@@ -267,3 +272,17 @@ def test_a_session_run_imports_nothing_of_opentelemetry(hide: bool) -> None:
         [sys.executable, "-c", _NO_OTEL.format(hide=hide)], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_the_readme_telemetry_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"^```py\n(.*?)^```", readme, re.DOTALL | re.MULTILINE) if "set_tracer_provider" in b]
+    _reset_globals()
+    try:
+        exec(compile(block, "README.md[telemetry example]", "exec"), {"__name__": "readme_telemetry"})
+    finally:
+        trace.get_tracer_provider().shutdown()  # type: ignore[attr-defined]
+        _reset_globals()
+    printed = capsys.readouterr().out.strip()
+    assert printed == "['chat scripted', 'chat scripted', 'execute_tool add', 'invoke_agent calc']"
+    assert printed in block  # the README shows what it prints

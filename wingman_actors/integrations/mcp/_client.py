@@ -23,7 +23,7 @@ from mcp import MCPError, StdioServerParameters
 from ...core import ToolDefinition
 from ...errors import AgentError, ToolError
 from ...tools.base import Tool, ToolContext
-from ._connection import Connection, MCPConnectionError, http_transport
+from ._connection import Connection, MCPConnectionError, http_transport, stdio_transport
 
 __all__ = ["MCPConnectionError", "MCPTool", "mcp_tools"]
 
@@ -166,9 +166,9 @@ def mcp_tools(
             transport, or ``include`` names a tool the server does not have.
         MCPConnectionError: the server could not be started, reached or initialised.
     """
-    server, label = _target(command, url, env, cwd, headers)
     if not timeout > 0 or not connect_timeout > 0:
         raise ValueError(f"mcp_tools: timeout and connect_timeout must be > 0, got {timeout} and {connect_timeout}")
+    server, label = _target(command, url, env, cwd, headers)
     conn = Connection(server, label, call_timeout=timeout)
     specs = conn.open(connect_timeout)
     try:
@@ -211,7 +211,7 @@ def _target(
             command=command[0], args=list(command[1:]), env=dict(env) if env is not None else None,
             cwd=str(cwd) if cwd is not None else None,
         )
-        return params, " ".join(command)
+        return stdio_transport(params), " ".join(command)
     assert url is not None
     if env is not None or cwd is not None:
         raise ValueError("mcp_tools: env= and cwd= apply to command=[...]; an HTTP server runs elsewhere")

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import io
 import itertools
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, TextIO
 
 import httpx2  # the SDK's HTTP client; its documented way to set headers on streamable HTTP
 import mcp_types
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from ...cancel import CancelToken
@@ -41,12 +44,12 @@ class Connection:
     """An open connection to one MCP server; thread-safe.
 
     Args:
-        server: what the SDK's ``Client`` connects to (stdio parameters or a transport).
+        server: the transport the SDK's ``Client`` connects through.
         label: a short name for the thread and error messages (the command or the URL).
         call_timeout: seconds one tool call may take.
     """
 
-    def __init__(self, server: StdioServerParameters | AbstractAsyncContextManager[Any], label: str, *, call_timeout: float) -> None:
+    def __init__(self, server: AbstractAsyncContextManager[Any], label: str, *, call_timeout: float) -> None:
         self.label = label
         self.call_timeout = call_timeout
         self._server = server
@@ -185,6 +188,23 @@ class Connection:
             return f"the connection to MCP server {self.label} is closed (its `with mcp_tools(...)` block has ended)"
         cause = f": {_describe(self._lost)}" if self._lost is not None else ""
         return f"MCP server {self.label} is no longer connected{cause}"
+
+
+def stdio_transport(params: StdioServerParameters) -> AbstractAsyncContextManager[Any]:
+    """A stdio transport whose server writes its log to our stderr, or to the process's
+    own when ``sys.stderr`` is not a file (a notebook, pytest's capsys)."""
+    return stdio_client(params, errlog=_errlog())
+
+
+def _errlog() -> TextIO:
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (io.UnsupportedOperation, AttributeError, ValueError):
+            continue
+    raise MCPConnectionError("cannot start a stdio MCP server: this process has no usable stderr")
 
 
 def http_transport(url: str, headers: Mapping[str, str] | None) -> AbstractAsyncContextManager[Any]:
