@@ -17,9 +17,9 @@ pytest.importorskip("mcp", reason='needs the mcp extra: pip install -e ".[mcp]"'
 
 import uvicorn
 
-from wingman_actors import Agent, Fleet, Session, Task
+from wingman_actors import Agent, Fleet, Formation, Session, Task
 from wingman_actors.core import InferenceResponse
-from wingman_actors.errors import ToolError
+from wingman_actors.errors import AgentError, ErrorKind, ToolError
 from wingman_actors.integrations.mcp import MCPConnectionError, mcp_tools
 from wingman_actors.testing import ScriptedProvider
 from wingman_actors.tools import ToolContext
@@ -204,3 +204,32 @@ def test_bad_arguments_are_refused_before_connecting(kwargs: dict[str, Any], mes
 def test_include_naming_an_unknown_tool_lists_the_servers_tools() -> None:
     with pytest.raises(ValueError, match=r"no tool\(s\) \['nope'\]; it has: add, crash"), mcp_tools(command=PEER, include=["nope"]):
         pass
+
+
+def test_a_server_that_never_answers_the_handshake_times_out_promptly() -> None:
+    silent = [sys.executable, "-c", "import time; time.sleep(30)"]
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError, match=r"no answer to the handshake within 1s"), mcp_tools(
+        command=silent, connect_timeout=1
+    ):
+        pass
+    assert time.monotonic() - started < 8
+
+
+def test_a_session_timeout_stops_a_slow_mcp_call() -> None:
+    provider = ScriptedProvider([_call("slow", {"seconds": 20})])
+    with mcp_tools(command=PEER, include=["slow"]) as tools:
+        started = time.monotonic()
+        with pytest.raises(AgentError) as info:
+            Session(Agent("a", provider=provider, tools=tools)).run("go", timeout=1.0)
+        assert time.monotonic() - started < 5
+    assert info.value.kind is ErrorKind.TIMEOUT
+
+
+def test_a_formation_agent_node_uses_mcp_tools() -> None:
+    provider = ScriptedProvider([_call("add", {"a": 20, "b": 22}), "the sum is 42"])
+    with mcp_tools(command=PEER, include=["add"]) as tools:
+        formation = Formation("sums").add_agent("adder", Agent("adder", provider=provider, tools=tools))
+        result = formation.run("add 20 and 22", timeout=30)
+    assert result.output == "the sum is 42"
+    assert '"total": 42' in (provider.requests[1].messages[-1].content[0].content or "")

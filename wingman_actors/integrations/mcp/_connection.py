@@ -76,7 +76,7 @@ class Connection:
         try:
             return ready.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
-            self.close()
+            self.close(abort=True)
             raise MCPConnectionError(
                 f"MCP server {self.label}: no answer to the handshake within {timeout:g}s; "
                 "check that it speaks MCP on this transport, or raise connect_timeout"
@@ -125,19 +125,26 @@ class Connection:
         finally:
             loop.close()
 
-    def close(self) -> None:
-        """Close the connection (the SDK stops a stdio server) and stop the thread. Idempotent."""
+    def close(self, *, abort: bool = False) -> None:
+        """Close the connection (the SDK stops a stdio server) and stop the thread. Idempotent.
+
+        Args:
+            abort: cancel the connection where it stands (a handshake that hangs) rather
+                than leaving it cleanly.
+        """
         if self._closed:
             return
         self._closed = True
         if not self._thread.is_alive():
             return
-        stop = self._stop
-        if stop is not None:
-            self._loop.call_soon_threadsafe(stop.set)
-        if self._holder is not None:
+        holder = self._holder
+        if holder is not None:
+            if abort:
+                holder.cancel()  # the SDK's exits are shielded: a stdio server is still stopped
+            elif self._stop is not None:
+                self._loop.call_soon_threadsafe(self._stop.set)
             try:
-                self._holder.result(timeout=_CLOSE_S)
+                holder.result(timeout=_CLOSE_S)
             except BaseException:  # a failure to close cleanly changes nothing now
                 pass
         self._loop.call_soon_threadsafe(self._loop.stop)
