@@ -272,3 +272,20 @@ def test_a_message_stop_event_survives_a_json_round_trip() -> None:
 def test_a_stream_event_refuses_unknown_fields() -> None:
     with pytest.raises(ValidationError):
         StreamEvent(type=StreamEventType.ERROR, message="x")  # type: ignore[call-arg]
+
+
+def test_a_message_records_its_sender_and_omits_none_from_stored_json() -> None:
+    from wingman_actors.core import Message
+
+    assert Message.user("task", sender="boss").sender == "boss"
+    assert Message.assistant("answer", sender="critic").sender == "critic"
+    assert "sender" not in Message.user("hi").model_dump(exclude_none=True)
+
+
+def test_the_sender_does_not_change_a_requests_fingerprint() -> None:
+    from wingman_actors.core import InferenceRequest, Message
+
+    plain = InferenceRequest(messages=[Message.user("hi")])
+    signed = InferenceRequest(messages=[Message.user("hi", sender="boss")])
+
+    assert plain.fingerprint() == signed.fingerprint()

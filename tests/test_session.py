@@ -387,3 +387,42 @@ def test_close_releases_tools_once_and_the_session_stays_usable() -> None:
         assert closed == ["released"]
         assert session.run("second").response == "two"
     assert closed == ["released", "released"]
+
+
+def test_the_sessions_answers_carry_the_agents_name_as_sender() -> None:
+    session = Session(Agent("critic", provider=ScriptedProvider(["fine"])))
+    session.run("judge this")
+
+    assert [(m.role.value, m.sender) for m in session.history] == [("user", None), ("assistant", "critic")]
+
+
+def test_child_runs_a_tool_reports_hang_under_its_call_and_add_their_usage() -> None:
+    from wingman_actors.result import ChildRun, Result, report_child_run
+
+    child_usage = Usage(input_tokens=100, output_tokens=7)
+
+    @tool
+    def spawn() -> str:
+        """Pretend to run another agent."""
+        report_child_run(ChildRun(agent="helper", task="t", result=Result(response="r", usage=child_usage)))
+        return "spawned"
+
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls([("c1", "spawn", {}), ("c2", "spawn", {})]), "ok"])
+    result = Session(Agent("a", provider=provider, tools=[spawn])).run("go")
+
+    tool_steps = [t for t in result.trace if t.kind == "tool"]
+    assert [len(t.children) for t in tool_steps] == [1, 1]
+    own = sum((t.usage for t in result.trace if t.kind == "model"), Usage())
+    assert result.usage == own + child_usage + child_usage
+    assert [c.agent for c in result.walk()] == ["helper", "helper"]
+
+
+def test_parent_token_cancellation_stops_the_run() -> None:
+    from wingman_actors.cancel import CancelToken
+
+    parent = CancelToken()
+    parent.cancel("parent stopped")
+
+    with pytest.raises(AgentError, match="parent stopped") as info:
+        Session(Agent("a", provider=ScriptedProvider(["x"]))).run("go", parent_token=parent)
+    assert info.value.kind is ErrorKind.CANCELLED

@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from .tools import Tool, ToolRegistry, builtin_tool
 
 if TYPE_CHECKING:
     from .middleware import Middleware
+    from .orchestration import AgentRegistry
 
 __all__ = ["DEFAULT_MAX_STEPS", "Agent"]
 
@@ -47,6 +49,14 @@ class Agent:
         middleware: hooks run at the six stages of the loop, in order.
         max_tool_result_chars: tool results longer than this are truncated in history.
         tool_concurrency: tool calls of one step run concurrently, at most this many at once.
+        delegates: an :class:`~wingman_actors.orchestration.AgentRegistry` of agents this
+            one may hand tasks to: adds the tools ``list_agents`` and ``delegate`` and an
+            "Available agents" section to the system prompt.
+        max_delegation_depth: how deep a tree of delegations started by this agent may grow
+            (its children are depth 1); the root agent's limit bounds the whole tree.
+        skills: folders holding a ``SKILL.md`` (YAML front matter ``name`` and
+            ``description``, then the instructions): adds the tool ``load_skill`` and a
+            "Skills" section to the system prompt. Bad folders fail here, not at run time.
         context_budget: the most (estimated) input tokens of one request; older turns are
             left out of requests to stay under it (see :mod:`wingman_actors.context_budget`).
         compactor: with ``context_budget``, a provider that summarises the left-out turns
@@ -65,6 +75,10 @@ class Agent:
     middleware: Sequence[Middleware] = ()
     max_tool_result_chars: int = 50_000
     tool_concurrency: int = 10
+    # Cooperation (wingman_actors.orchestration): delegation and skills.
+    delegates: AgentRegistry | None = None
+    max_delegation_depth: int = 3
+    skills: Sequence[str | os.PathLike[str]] = ()
     # Long sessions: fit every request to a token budget (context_budget.py).
     context_budget: int | None = None
     compactor: Provider | None = None
@@ -97,9 +111,17 @@ class Agent:
         if isinstance(self.tools, str | bytes) or not isinstance(self.tools, Iterable):
             raise TypeError(f"agent {self.name!r}: tools must be a list of tools or built-in names")
         resolved = tuple(builtin_tool(t) if isinstance(t, str) else t for t in self.tools)
+        extra: Sequence[Tool] = ()
+        sections: tuple[Any, ...] = ()
+        if self.delegates is not None or self.skills:
+            # Imported here: orchestration is a layer above agents and builds on them.
+            from .orchestration._equip import equip
+
+            extra, sections = equip(self)
+        object.__setattr__(self, "_sections", sections)
         # Refuses duplicate names and non-tools with a clear message; kept, since the tools
         # never change, for every session of this agent to share.
-        object.__setattr__(self, "_registry", ToolRegistry(resolved))
+        object.__setattr__(self, "_registry", ToolRegistry((*resolved, *extra)))
         object.__setattr__(self, "tools", resolved)
         object.__setattr__(self, "middleware", tuple(self.middleware))
         if self.output_schema is not None:
@@ -112,6 +134,16 @@ class Agent:
         """The agent's tools by name (built once, when the agent was made)."""
         registry: ToolRegistry = self.__dict__["_registry"]
         return registry
+
+    @property
+    def system_prompt(self) -> str:
+        """The instructions, plus the sections delegation and skills add (agents, skills)."""
+        sections = self.__dict__["_sections"]
+        if not sections:
+            return self.instructions
+        parts = [self.instructions] if self.instructions else []
+        parts += [text for section in sections if (text := section())]
+        return "\n\n".join(parts)
 
     @property
     def steps_limit(self) -> int:

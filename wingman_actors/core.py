@@ -124,23 +124,30 @@ class Message(_Model):
     Example:
         >>> Message.user("What is 2 + 2?").role
         <Role.USER: 'user'>
+
+    ``sender`` names the agent that produced the message (the session sets it on its
+    agent's answers; a delegating agent on the tasks it hands out), so a delegated
+    conversation says who said what. It is bookkeeping: providers never send it.
     """
 
     role: Role
     content: list[ContentBlock] = Field(default_factory=list)
+    sender: str | None = None
 
     @classmethod
-    def user(cls, content: str | ContentBlock | Iterable[ContentBlock]) -> Message:
-        """A user message from text or blocks."""
+    def user(cls, content: str | ContentBlock | Iterable[ContentBlock], *, sender: str | None = None) -> Message:
+        """A user message from text or blocks (``sender``: who wrote it, when an agent did)."""
         if isinstance(content, str):
             # One validation of plain data instead of two model constructions.
-            return cls.model_validate({"role": Role.USER, "content": [{"type": "text", "text": content}]})
-        return cls(role=Role.USER, content=_blocks(content))
+            return cls.model_validate(
+                {"role": Role.USER, "content": [{"type": "text", "text": content}], "sender": sender}
+            )
+        return cls(role=Role.USER, content=_blocks(content), sender=sender)
 
     @classmethod
-    def assistant(cls, content: str | ContentBlock | Iterable[ContentBlock]) -> Message:
-        """An assistant message from text or blocks."""
-        return cls(role=Role.ASSISTANT, content=_blocks(content))
+    def assistant(cls, content: str | ContentBlock | Iterable[ContentBlock], *, sender: str | None = None) -> Message:
+        """An assistant message from text or blocks (``sender``: the agent that answered)."""
+        return cls(role=Role.ASSISTANT, content=_blocks(content), sender=sender)
 
     @classmethod
     def tool_results(cls, results: Iterable[ContentBlock]) -> Message:
@@ -224,7 +231,10 @@ class InferenceRequest(_Model):
         """A stable hash of the request, the key of replay cassettes."""
         import hashlib
 
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        # What the model sees: a message's sender is bookkeeping, never sent, so it does
+        # not change the key (recordings made before senders existed still replay).
+        data = self.model_dump(mode="json", exclude={"messages": {"__all__": {"sender"}}})
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -260,9 +270,9 @@ class InferenceResponse(_Model):
         """The tool_use blocks, in order."""
         return [b for b in self.content if b.type == "tool_use"]
 
-    def to_message(self) -> Message:
-        """The assistant message this response appends to a history."""
-        return Message(role=Role.ASSISTANT, content=list(self.content))
+    def to_message(self, *, sender: str | None = None) -> Message:
+        """The assistant message this response appends to a history (``sender``: the agent)."""
+        return Message(role=Role.ASSISTANT, content=list(self.content), sender=sender)
 
 
 class StreamEventType(enum.StrEnum):

@@ -1,14 +1,22 @@
-"""What a session run returns: the result, its tool calls and its per-step trace."""
+"""What a session run returns: the result, its tool calls and its per-step trace.
+
+A tool that runs other agents (delegation) reports their runs with
+:func:`report_child_run`; the session hangs them under that tool call's
+:class:`StepTrace` (``children``) and adds their usage to its own, so a result is a tree
+a user can walk (:meth:`Result.walk`).
+"""
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .core import StopReason, Usage
+from .core import Message, StopReason, Usage
 
-__all__ = ["Result", "StepTrace", "ToolCall"]
+__all__ = ["ChildRun", "Result", "StepTrace", "ToolCall", "collect_child_runs", "report_child_run"]
 
 
 class ToolCall(BaseModel):
@@ -37,6 +45,35 @@ class StepTrace(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     duration_s: float = 0.0
     is_error: bool = False
+    children: list[ChildRun] = Field(default_factory=list)
+    """Runs this tool call started (delegated agents), in the order it reported them."""
+
+
+class ChildRun(BaseModel):
+    """A run of another agent started by a tool call, e.g. one task of ``delegate``.
+
+    Attributes:
+        agent: the name of the agent that ran.
+        task: the message it was given.
+        result: its result, when it finished.
+        error: why it did not finish (failed or cancelled), else None.
+        depth: its delegation depth (1 for a task handed out by a root agent).
+        messages: its conversation; each message's ``sender`` says who wrote it.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    agent: str
+    task: str
+    result: Result | None = None
+    error: str | None = None
+    depth: int = 1
+    messages: list[Message] = Field(default_factory=list)
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens the child used (its own children's included); none when it failed."""
+        return self.result.usage if self.result is not None else Usage()
 
 
 class Result(BaseModel):
@@ -65,3 +102,53 @@ class Result(BaseModel):
     max_steps_reached: bool = False
     trace: list[StepTrace] = Field(default_factory=list)
     duration_s: float = 0.0
+
+    @property
+    def child_runs(self) -> list[ChildRun]:
+        """The runs this run's tool calls started (direct children only), in trace order."""
+        return [child for entry in self.trace for child in entry.children]
+
+    def walk(self) -> Iterator[ChildRun]:
+        """Every run below this one, depth first (children, then their children...)."""
+        for child in self.child_runs:
+            yield child
+            if child.result is not None:
+                yield from child.result.walk()
+
+
+StepTrace.model_rebuild()
+ChildRun.model_rebuild()
+
+_collector: contextvars.ContextVar[list[ChildRun] | None] = contextvars.ContextVar(
+    "wingman_child_runs", default=None
+)
+
+
+def report_child_run(child: ChildRun) -> None:
+    """Attach ``child`` to the tool call being executed (no-op outside a session's tool call).
+
+    Call it from the thread (or context) that runs the tool.
+    """
+    runs = _collector.get()
+    if runs is not None:
+        runs.append(child)
+
+
+class collect_child_runs:  # lower-case: used like a function, `with collect_child_runs() as runs:`
+    """Collect the :class:`ChildRun` objects reported inside the ``with`` block.
+
+    The session wraps each tool execution in one; a nested block (a child's own tool
+    call) collects separately, so each run sees only its direct children.
+    """
+
+    __slots__ = ("_reset", "runs")
+
+    def __init__(self) -> None:
+        self.runs: list[ChildRun] = []
+
+    def __enter__(self) -> list[ChildRun]:
+        self._reset = _collector.set(self.runs)
+        return self.runs
+
+    def __exit__(self, *exc: object) -> None:
+        _collector.reset(self._reset)

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import os
 import threading
@@ -40,7 +41,7 @@ from .core import (
 from .errors import AgentError, ErrorKind, ToolError
 from .integrations import otel
 from .middleware import RunContext
-from .result import Result, StepTrace, ToolCall
+from .result import ChildRun, Result, StepTrace, ToolCall, collect_child_runs
 from .structured import OutputSchema, OutputValidationError
 from .tools import ToolContext
 
@@ -155,14 +156,19 @@ class Session:
 
     # -- public API -------------------------------------------------------------------
 
-    def run(self, message: str | Message, *, timeout: float | None = None) -> Result:
+    def run(
+        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None
+    ) -> Result:
         """Run the loop on ``message`` and return the :class:`Result`.
+
+        ``parent_token``: the run also stops when this token is cancelled or its deadline
+        passes (a delegating agent passes its own run's token to the runs it starts).
 
         Raises:
             AgentError: the provider failed (after its retries), the run timed out
                 (``kind=timeout``), was cancelled, or the structured output stayed invalid.
         """
-        gen = self._run(message, timeout=timeout, stream=False)
+        gen = self._run(message, timeout=timeout, stream=False, parent_token=parent_token)
         try:
             while True:
                 next(gen)
@@ -172,10 +178,12 @@ class Session:
         finally:
             gen.close()
 
-    def run_stream(self, message: str | Message, *, timeout: float | None = None) -> SessionStream:
+    def run_stream(
+        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None
+    ) -> SessionStream:
         """Run the loop on ``message``, streaming provider events and ``tool_start`` /
         ``tool_end`` events; call ``.result()`` on the stream after iterating it."""
-        return SessionStream(self._run(message, timeout=timeout, stream=True))
+        return SessionStream(self._run(message, timeout=timeout, stream=True, parent_token=parent_token))
 
     def cancel(self, reason: str = "cancelled by caller") -> None:
         """Cancel the run in progress (from another thread); it stops at its next boundary."""
@@ -197,7 +205,9 @@ class Session:
 
     # -- the loop ---------------------------------------------------------------------
 
-    def _run(self, message: str | Message, *, timeout: float | None, stream: bool) -> RunGen:
+    def _run(
+        self, message: str | Message, *, timeout: float | None, stream: bool, parent_token: CancelToken | None = None
+    ) -> RunGen:
         if not self._busy.acquire(blocking=False):
             raise RuntimeError(
                 f"session {self.id} is already running a message; use one Session per concurrent conversation"
@@ -213,7 +223,7 @@ class Session:
                     kind=ErrorKind.INVALID,
                 )
             msg = Message.user(message) if isinstance(message, str) else message
-            token = CancelToken(timeout=timeout)
+            token = CancelToken(timeout=timeout, parent=parent_token)
             self._token = token
             ctx = RunContext(self.agent, self.id, self.history, token)
             spans = self._spans = otel.session_spans(self.agent.name, provider, self.id)
@@ -244,7 +254,7 @@ class Session:
             msg = mw.before_agent(ctx, msg) or msg
         prompt_index = len(self.history)
         self.history.append(msg)
-        instructions = self.agent.instructions
+        instructions = self.agent.system_prompt
         if self._schema is not None:
             instructions = (instructions + "\n\n" if instructions else "") + self._schema.instruction()
         calls: list[ToolCall] = []
@@ -295,7 +305,7 @@ class Session:
             # Responses are immutable, so a one-step run's usage is its response's.
             usage = response.usage if usage is None else usage + response.usage
             ctx.usage = usage
-            self.history.append(response.to_message())
+            self.history.append(response.to_message(sender=self.agent.name))
             text = response.text
             trace.append(
                 StepTrace(
@@ -305,7 +315,11 @@ class Session:
                 )
             )
             if tool_uses:
+                traced = len(trace)
                 results = yield from self._run_tools(ctx, tool_uses, step, calls, trace, stream)
+                # Runs the tools started (delegated agents) count towards this run's usage.
+                usage = sum((entry.usage for entry in trace[traced:] if entry.children), usage)
+                ctx.usage = usage
                 self.history.append(Message.tool_results(results))
                 continue
             output: Any = text
@@ -436,11 +450,11 @@ class Session:
             planned.append((call, short))
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_START, block=call)
-        outcomes: list[tuple[ContentBlock, float] | None] = [None] * len(planned)
+        outcomes: list[tuple[ContentBlock, float, list[ChildRun]] | None] = [None] * len(planned)
         pending = {i for i, (_, short) in enumerate(planned) if short is None}
         for i, (_, short) in enumerate(planned):
             if short is not None:
-                outcomes[i] = (short, 0.0)
+                outcomes[i] = (short, 0.0, [])
         finished_order: list[int] = [i for i in range(len(planned)) if i not in pending]
         if len(pending) == 1:
             (i,) = pending
@@ -450,8 +464,11 @@ class Session:
             workers = min(len(pending), self.agent.tool_concurrency)
             pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wingman-tools-{self.agent.name}")
             try:
-                futures: dict[Future[tuple[ContentBlock, float]], int] = {
-                    pool.submit(self._execute, planned[i][0], tool_ctx): i for i in sorted(pending)
+                # Each call runs in a copy of this context: tools see the run's context
+                # variables (a delegating agent's depth, for one) as they would inline.
+                futures: dict[Future[tuple[ContentBlock, float, list[ChildRun]]], int] = {
+                    pool.submit(contextvars.copy_context().run, self._execute, planned[i][0], tool_ctx): i
+                    for i in sorted(pending)
                 }
                 remaining = set(futures)
                 while remaining:
@@ -469,16 +486,16 @@ class Session:
             call = planned[i][0]
             outcome = outcomes[i]
             assert outcome is not None
-            block, duration = outcome
+            block, duration, children = outcome
             for mw in self.agent.middleware:
                 block = mw.after_tool(ctx, call, block) or block
-            outcomes[i] = (block, duration)
+            outcomes[i] = (block, duration, children)
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_END, block=block, duration_s=duration)
         for i, (call, _) in enumerate(planned):
             outcome = outcomes[i]
             assert outcome is not None
-            block, duration = outcome
+            block, duration, children = outcome
             results.append(self._cap(block))
             calls.append(
                 ToolCall(
@@ -490,23 +507,25 @@ class Session:
                 StepTrace(
                     kind="tool", name=call.name or "", step=step, input=call.input,
                     output=block.content, duration_s=duration, is_error=block.is_error,
+                    usage=sum((c.usage for c in children), Usage()) if children else Usage(), children=children,
                 )
             )
         ctx.token.check()
         return results
 
-    def _execute(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float]:
+    def _execute(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float, list[ChildRun]]:
         spans = self._spans
-        if spans is None:
-            block, duration, _ = self._call_tool(call, tool_ctx)
-            return block, duration
-        found = self._tools.get(call.name or "")
-        with spans.tool(call, found.description if found is not None else "") as span:
-            block, duration, error = self._call_tool(call, tool_ctx)
-            span.result(block, error)
-        return block, duration
+        with collect_child_runs() as children:
+            if spans is None:
+                block, duration, _ = self._execute_tool(call, tool_ctx)
+            else:
+                found = self._tools.get(call.name or "")
+                with spans.tool(call, found.description if found is not None else "") as span:
+                    block, duration, error = self._execute_tool(call, tool_ctx)
+                    span.result(block, error)
+        return block, duration, children
 
-    def _call_tool(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float, Exception | None]:
+    def _execute_tool(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float, Exception | None]:
         t0 = time.perf_counter()
         name = call.name or ""
         tool = self._tools.get(name)

@@ -1,0 +1,56 @@
+"""What ``Agent(delegates=..., skills=...)`` adds to an agent: tools and prompt sections.
+
+Called by :class:`~wingman_actors.Agent` when it is made; a section is a callable, so the
+"Available agents" list follows the registry as agents are registered later.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..tools import Tool
+from .delegation import DelegateTool, ListAgentsTool, agents_section
+from .registry import AgentRegistry
+from .skills import LoadSkillTool, load_skills, skills_section
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+
+__all__ = ["equip"]
+
+
+def equip(agent: Agent) -> tuple[list[Tool], tuple[Callable[[], str], ...]]:
+    """The tools and system-prompt sections ``agent``'s ``delegates`` and ``skills`` call for.
+
+    Raises:
+        TypeError: ``delegates`` is not an AgentRegistry, or ``skills`` is not a list.
+        ValueError: ``max_delegation_depth`` < 0, or a skill folder is bad (SkillError).
+    """
+    tools: list[Tool] = []
+    sections: list[Callable[[], str]] = []
+    if agent.delegates is not None:
+        registry = agent.delegates
+        if not isinstance(registry, AgentRegistry):
+            raise TypeError(
+                f"agent {agent.name!r}: delegates must be an AgentRegistry, got {type(registry).__name__}; "
+                "see wingman_actors.orchestration.AgentRegistry"
+            )
+        depth = agent.max_delegation_depth
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+            raise ValueError(
+                f"agent {agent.name!r}: max_delegation_depth must be an int >= 0 (0 refuses every "
+                f"delegation), got {depth!r}"
+            )
+        tools += [
+            ListAgentsTool(registry, agent.name),
+            DelegateTool(registry, agent.name, max_depth=depth, concurrency=agent.tool_concurrency),
+        ]
+        sections.append(functools.partial(agents_section, registry, agent.name))
+    if agent.skills:
+        skills = load_skills(agent.skills)
+        object.__setattr__(agent, "skills", tuple(agent.skills))
+        tools.append(LoadSkillTool(skills))
+        sections.append(functools.partial(skills_section, skills))
+    return tools, tuple(sections)
