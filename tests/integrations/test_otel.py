@@ -286,3 +286,22 @@ def test_the_readme_telemetry_example_runs(capsys: pytest.CaptureFixture[str]) -
     printed = capsys.readouterr().out.strip()
     assert printed == "['chat scripted', 'chat scripted', 'execute_tool add', 'invoke_agent calc']"
     assert printed in block  # the README shows what it prints
+
+
+def test_delegated_agents_nest_under_the_delegate_tool_span(spans: InMemorySpanExporter) -> None:
+    from wingman_actors.orchestration import AgentRegistry
+
+    registry = AgentRegistry()
+    registry.register(Agent("poet", provider=ScriptedProvider(["Roses."])), description="Writes verse.")
+    registry.register(Agent("critic", provider=ScriptedProvider(["Short."])), description="Finds flaws.")
+    plan = InferenceResponse.of_tool_calls([("d1", "delegate", {"tasks": [
+        {"agent": "poet", "task": "A poem."}, {"agent": "critic", "task": "Judge it."},
+    ]})])
+    Session(Agent("lead", provider=ScriptedProvider([plan, "done"]), delegates=registry)).run("go")
+    got = _by_name(spans.get_finished_spans())
+    (delegate,) = got["execute_tool delegate"]
+    (lead,) = got["invoke_agent lead"]
+    assert _parent(delegate) == _id(lead)
+    for child in ("poet", "critic"):
+        (span,) = got[f"invoke_agent {child}"]
+        assert _parent(span) == _id(delegate)

@@ -24,10 +24,19 @@ Cost: this module imports nothing of OpenTelemetry by itself. It looks for
 imported it); when it is absent, or no provider is set, a session pays one dictionary
 look-up per run and nothing else.
 
-For a formation runtime: :func:`start_workflow` opens ``invoke_workflow {formation}`` for
-a run and gives the carrier to put on envelopes; :func:`node_work` re-enters it on a node
-actor's thread and tags the spans of that node's work with ``wingman.node`` and
-``wingman.run_id``.
+For a formation runtime, three calls (each a no-op returning None when OpenTelemetry is
+not in use)::
+
+    span = start_workflow(formation.name, run_id)        # when a run is submitted
+    envelope.trace = span.carrier if span else None       # on every envelope of the run
+    with node_work(envelope.trace, node_name, run_id):    # on the node actor's thread,
+        ...                                               # around the node's work
+    span.end(error)                                       # when the run ends, if span
+
+``carrier`` is a plain ``dict`` of W3C trace-context headers, so it crosses processes (Ray)
+as well as threads. Sessions started inside ``node_work`` nest under the run's span and
+carry ``wingman.node`` and ``wingman.run_id``; delegated agents nest under the
+``execute_tool delegate`` span of their parent.
 
 Example:
     >>> from opentelemetry import trace                                   # doctest: +SKIP
