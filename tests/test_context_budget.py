@@ -147,3 +147,18 @@ def test_requests_under_the_budget_are_sent_whole() -> None:
 def test_bad_budget_settings_are_refused(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Agent("a", **kwargs)  # type: ignore[arg-type]
+
+
+def test_tool_results_are_truncated_before_the_budget_counts_them() -> None:
+    @tool
+    def dump() -> str:
+        """Return a huge text."""
+        return "z" * 200_000
+
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls([("c1", "dump", {})]), "ok"])
+    agent = Agent("a", provider=provider, tools=[dump], context_budget=2_000, max_tool_result_chars=2_000)
+    result = Session(agent).run("dump it")
+    assert result.response == "ok"
+    sent = provider.requests[1].messages[-1].content[0].content or ""
+    assert len(sent) <= 2_000 and "tool result truncated" in sent
+    assert estimate_request(provider.requests[1]) <= 2_000

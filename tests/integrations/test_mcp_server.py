@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -97,3 +98,16 @@ def test_a_module_without_tools_is_refused(tmp_path: Path) -> None:
 def test_serving_nothing_is_refused() -> None:
     with pytest.raises(ValueError, match="no tools to serve"):
         load_tools([])
+
+
+def test_a_dotted_module_name_is_found_beside_the_caller(tmp_path: Path) -> None:
+    script = shutil.which("wingman-actors", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("the wingman-actors console script is not installed beside this interpreter")
+    (tmp_path / "team_tools.py").write_text(TOOLS_MODULE)
+    params = StdioServerParameters(  # the console script, unlike `python -m`, does not put the cwd on sys.path
+        command=script, args=["mcp", "serve", "--tools-module", "team_tools", "--work-dir", "."], cwd=str(tmp_path)
+    )
+    listed, (shouted,) = _session(params, [("shout", {"text": "ok"})])
+    assert [t.name for t in listed] == ["shout"]
+    assert shouted.content[0].text == "OK"

@@ -78,6 +78,8 @@ def _import(module: str) -> ModuleType:
         sys.modules[spec.name] = mod
         spec.loader.exec_module(mod)
         return mod
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # as `python -m` would: modules beside the caller
     return importlib.import_module(module)
 
 
@@ -144,6 +146,10 @@ def serve_stdio(tools: Sequence[Tool], work_dir: str | Path) -> None:
     """
     ctx = ToolContext(work_dir)
     server = build_server(tools, work_dir, context=ctx)
+    print(  # stderr: stdout carries the protocol
+        f"wingman-actors mcp: serving {', '.join(t.name for t in tools)} on stdio, in {ctx.work_dir}",
+        file=sys.stderr,
+    )
 
     async def main() -> None:
         async with stdio_server() as (read, write):
