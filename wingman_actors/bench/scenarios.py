@@ -344,6 +344,12 @@ def actor_memory(quick: bool) -> Measurement:
     )
 
 
+def store_journal(quick: bool) -> Measurement:
+    from .store import store_journal as measure  # its own module (imports Measurement from here)
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -353,6 +359,7 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "dag_makespan": dag_makespan,
     "inflight_runs": inflight_runs,
     "actor_memory": actor_memory,
+    "store_journal": store_journal,
 }
 
 

@@ -1,0 +1,121 @@
+"""Many threads (and two stores on one file) write and read at once: no "database is
+locked", nothing lost."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from wingman_actors.store import RunStore
+
+from .conftest import chain_shape
+
+THREADS = 20
+RUNS_PER_THREAD = 15
+
+
+def test_twenty_threads_writing_and_reading_lose_nothing_and_never_hit_a_lock(path: Path) -> None:
+    shape = chain_shape()
+    errors: list[BaseException] = []
+    started: dict[int, list[str]] = {}
+    with RunStore(path) as first, RunStore(path) as second:
+        def work(n: int) -> None:
+            store = first if n % 2 else second  # two writers on one file, as two processes would be
+            mine = started.setdefault(n, [])
+            try:
+                for i in range(RUNS_PER_THREAD):
+                    run_id = store.begin_run("chain", shape, {"thread": n, "i": i})
+                    mine.append(run_id)
+                    for v, node in enumerate("abc", start=1):
+                        store.record_visit(run_id, node, 1, f"{n}-{i}-{v}")
+                        store.record_item(run_id, node, 1, 0, v)
+                    store.set_status(run_id, "succeeded" if i % 3 else "failed", error=None)
+                    # reads see this store's own writes at once
+                    journal = store.load(run_id)
+                    assert journal.visits["c"][1] == f"{n}-{i}-3", journal.visits
+                    assert store.get(run_id).status in ("succeeded", "failed")
+                    store.runs("failed")
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(n,), name=f"store-test-{n}") for n in range(THREADS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=50)
+        first.flush()
+        second.flush()
+    assert errors == []
+    with RunStore(path) as store:
+        listed = {r.id: r.status for r in store.runs()}
+        assert len(listed) == THREADS * RUNS_PER_THREAD
+        for n, ids in started.items():
+            for i, run_id in enumerate(ids):
+                journal = store.load(run_id)
+                assert journal.run.input == {"thread": n, "i": i}
+                assert journal.visits == {node: {1: f"{n}-{i}-{v}"} for v, node in enumerate("abc", start=1)}
+                assert journal.items == {(node, 1): {0: v} for v, node in enumerate("abc", start=1)}
+                assert listed[run_id] == ("succeeded" if i % 3 else "failed")
+
+
+def test_concurrent_claims_of_one_run_let_exactly_one_win(path: Path) -> None:
+    from wingman_actors.store import RunNotResumableError
+
+    shape = chain_shape()
+    wins: list[str] = []
+    refusals: list[str] = []
+    with RunStore(path) as store:
+        run_id = store.begin_run("chain", shape, 0)
+        store.set_status(run_id, "failed")
+        barrier = threading.Barrier(10)
+
+        def claim() -> None:
+            barrier.wait()
+            try:
+                store.claim_run(run_id, shape)
+                wins.append(run_id)
+            except RunNotResumableError as exc:
+                refusals.append(exc.status)
+
+        threads = [threading.Thread(target=claim, name=f"store-claim-{i}") for i in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=50)
+    assert len(wins) == 1 and refusals == ["running"] * 9
+
+
+_OTHER_PROCESS = """
+import sys
+from wingman_actors.store import RunStore
+from tests.store.conftest import chain_shape
+with RunStore(sys.argv[1]) as store:
+    for i in range(int(sys.argv[2])):
+        run_id = store.begin_run("chain", chain_shape(), i, run_id=f"child-{i}")
+        for v, node in enumerate("abc", start=1):
+            store.record_visit(run_id, node, 1, v)
+        store.set_status(run_id, "succeeded")
+"""
+
+
+def test_two_processes_writing_one_file_lose_nothing(path: Path) -> None:
+    import subprocess
+    import sys
+
+    runs = 300
+    RunStore(path).close()  # the schema exists before both start
+    child = subprocess.Popen([sys.executable, "-c", _OTHER_PROCESS, str(path), str(runs)],
+                             cwd=Path(__file__).parents[2], stderr=subprocess.PIPE, text=True)
+    shape = chain_shape()
+    with RunStore(path) as store:
+        for i in range(runs):
+            run_id = store.begin_run("chain", shape, i, run_id=f"parent-{i}")
+            for v, node in enumerate("abc", start=1):
+                store.record_visit(run_id, node, 1, v)
+            store.set_status(run_id, "succeeded")
+        _, err = child.communicate(timeout=60)
+        assert child.returncode == 0, err
+        listed = store.runs("succeeded")
+        assert len(listed) == 2 * runs
+        for who in ("parent", "child"):
+            assert store.load(f"{who}-{runs - 1}").visits == {"a": {1: 1}, "b": {1: 2}, "c": {1: 3}}

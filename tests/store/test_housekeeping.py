@@ -1,0 +1,145 @@
+"""Pruning old runs, expiring suspended runs, and marking runs of dead processes interrupted."""
+
+from __future__ import annotations
+
+import datetime
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wingman_actors.store import FormationShape, RunNotResumableError, RunStore
+
+from .conftest import chain_shape
+
+
+def _age(path: Path, run_id: str, seconds: float) -> None:
+    """Move a run's updated time into the past (as if it had been written long ago)."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE runs SET updated = updated - ?, created = created - ? WHERE id = ?",
+                     (seconds, seconds, run_id))
+    conn.close()
+
+
+def test_prune_deletes_old_finished_runs_and_their_journals(path: Path, shape: FormationShape) -> None:
+    with RunStore(path) as store:
+        old = store.begin_run("chain", shape, 0)
+        store.record_visit(old, "a", 1, "x" * 1000)
+        store.set_status(old, "succeeded")
+        old_running = store.begin_run("chain", shape, 1)
+        recent = store.begin_run("chain", shape, 2)
+        store.set_status(recent, "failed")
+        store.flush()
+        _age(path, old, 3 * 86400)
+        _age(path, old_running, 3 * 86400)
+        assert store.prune(older_than=datetime.timedelta(days=2)) == 1
+        assert [r.id for r in store.runs()] == [old_running, recent]
+        assert store.prune(older_than=0) == 1  # recent; the running run stays
+        assert [r.id for r in store.runs()] == [old_running]
+        import sqlite3
+
+        conn = sqlite3.connect(path)
+        assert conn.execute("SELECT count(*) FROM journal").fetchone()[0] == 0  # only the old run had entries
+        conn.close()
+
+
+def test_prune_refuses_a_bad_age(store: RunStore) -> None:
+    with pytest.raises(ValueError, match="timedelta or a number of seconds"):
+        store.prune(older_than=-1)
+    with pytest.raises(ValueError, match="older_than"):
+        store.prune(older_than="2 days")  # type: ignore[arg-type]
+
+
+def test_a_suspended_run_expires_after_the_store_suspend_ttl(path: Path, shape: FormationShape) -> None:
+    with RunStore(path, suspend_ttl=0.3) as store:
+        run_id = store.begin_run("chain", shape, 0)
+        store.record_interrupt(run_id, "b", 1, "approve?")
+        store.set_status(run_id, "suspended", wait=True)
+        record = store.get(run_id)
+        assert record.status == "suspended" and record.expires is not None
+        assert store.suspend_ttl == datetime.timedelta(seconds=0.3)
+        time.sleep(0.4)
+        assert store.get(run_id).status == "expired"
+        assert [r.id for r in store.runs("expired")] == [run_id] and store.runs("suspended") == []
+        with pytest.raises(RunNotResumableError, match="takes no answer"):
+            store.answer(run_id, "yes")
+        with pytest.raises(RunNotResumableError, match="expired") as err:
+            store.claim_run(run_id)
+        assert err.value.status == "expired"
+    with RunStore(path) as store:  # persisted when refused
+        assert store.get(run_id).status == "expired"
+
+
+def test_expire_persists_the_expiry_and_a_store_without_ttl_never_expires(path: Path, shape: FormationShape) -> None:
+    with RunStore(path, suspend_ttl=None) as store:
+        forever = store.begin_run("chain", shape, 0)
+        store.set_status(forever, "suspended")
+    with RunStore(path, suspend_ttl=0.01) as store:
+        soon = store.begin_run("chain", shape, 1)
+        store.set_status(soon, "suspended")
+        time.sleep(0.05)
+        assert store.expire() == 1
+        assert store.get(soon).status == "expired" and store.get(forever).status == "suspended"
+
+
+def test_a_bad_suspend_ttl_is_refused(path: Path) -> None:
+    with pytest.raises(ValueError, match="suspend_ttl"):
+        RunStore(path, suspend_ttl=-5)
+
+
+_CHILD = """
+import sys, os
+from wingman_actors.store import RunStore
+from tests.store.conftest import chain_shape
+store = RunStore(sys.argv[1])
+run_id = store.begin_run("chain", chain_shape(), 0)
+print(run_id, flush=True)
+if sys.argv[2] == "wait":
+    sys.stdin.readline()
+os._exit(0)  # no close(): as if the process died
+"""
+
+
+def _child(path: Path, mode: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", _CHILD, str(path), mode], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+
+
+def test_runs_of_a_dead_process_are_marked_interrupted_when_a_store_opens(path: Path) -> None:
+    child = _child(path, "exit")
+    run_id = child.communicate(timeout=30)[0].strip()
+    with RunStore(path) as store:
+        assert store.get(run_id).status == "interrupted"
+        assert store.claim_run(run_id).run.status == "running"
+
+
+def test_runs_of_a_live_process_stay_running_until_it_dies(path: Path) -> None:
+    child = _child(path, "wait")
+    try:
+        assert child.stdout is not None
+        run_id = child.stdout.readline().strip()
+        with RunStore(path) as store:
+            assert store.get(run_id).status == "running"
+            with pytest.raises(RunNotResumableError, match="running"):
+                store.claim_run(run_id)
+            child.kill()
+            child.wait(timeout=30)
+            assert store.mark_interrupted() == 1
+            assert store.get(run_id).status == "interrupted"
+    finally:
+        child.kill()
+        child.communicate(timeout=30)
+
+
+def test_another_open_store_in_this_process_keeps_its_runs_running(path: Path) -> None:
+    with RunStore(path) as first:
+        run_id = first.begin_run("chain", chain_shape(), 0)
+        with RunStore(path) as second:
+            assert second.get(run_id).status == "running"
+            assert second.mark_interrupted() == 0
+        assert first.get(run_id).status == "running"

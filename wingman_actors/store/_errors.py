@@ -1,0 +1,127 @@
+"""The errors of the run store.
+
+::
+
+    WingmanError
+    └── StoreError                  anything the run store refuses or fails to do
+        ├── StoreOpenError          the path is not a usable run store (also a ValueError)
+        │   └── StoreVersionError   the file was written by a newer wingman-actors
+        ├── UnknownRunError         no run with that id (also a KeyError)
+        ├── RunNotResumableError    the run cannot be claimed (running elsewhere, finished, expired)
+        ├── SerializationError      a value cannot be journalled or loaded (also a TypeError)
+        ├── StoreWriteError         journal writes failed (reported at flush() / close())
+        └── StoreClosedError        the store was used after close()
+    FormationSetupError
+    └── FormationMismatchError      the formation differs from the one the run was recorded with
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import FormationSetupError, WingmanError
+
+__all__ = [
+    "FormationMismatchError",
+    "RunNotResumableError",
+    "SerializationError",
+    "StoreClosedError",
+    "StoreError",
+    "StoreOpenError",
+    "StoreVersionError",
+    "StoreWriteError",
+    "UnknownRunError",
+]
+
+
+class StoreError(WingmanError):
+    """Base class of the run store's errors."""
+
+
+class StoreOpenError(StoreError, ValueError):
+    """The path cannot be opened as a run store (missing folder, a directory, not SQLite,
+    another application's database)."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StoreVersionError(StoreOpenError):
+    """The store file has a schema version newer than this wingman-actors understands."""
+
+    def __init__(self, message: str, *, path: str, version: int, supported: int) -> None:
+        super().__init__(message, path=path)
+        self.version = version
+        self.supported = supported
+
+
+class UnknownRunError(StoreError, KeyError):
+    """No run with this id in the store."""
+
+    def __init__(self, run_id: str, path: str) -> None:
+        super().__init__(
+            f"no run {run_id!r} in the run store {path}; list the runs with store.runs() "
+            "(or `wingman-actors runs --store PATH`)"
+        )
+        self.run_id = run_id
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class RunNotResumableError(StoreError):
+    """The run cannot be claimed for resuming: ``status`` says why."""
+
+    def __init__(self, message: str, *, run_id: str, status: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.status = status
+
+
+class SerializationError(StoreError, TypeError):
+    """A value cannot be journalled (its type is not supported) or loaded (its class
+    cannot be imported, or it is pickled and the store does not allow pickle)."""
+
+    def __init__(self, message: str, *, where: str, type_name: str) -> None:
+        super().__init__(message)
+        self.where = where
+        self.type_name = type_name
+
+
+class StoreWriteError(StoreError):
+    """Journal writes that did not reach the database; ``errors`` holds one line each."""
+
+    def __init__(self, errors: Sequence[str]) -> None:
+        shown = "; ".join(errors[:5]) + (f"; ... and {len(errors) - 5} more" if len(errors) > 5 else "")
+        super().__init__(f"{len(errors)} journal write(s) failed: {shown}")
+        self.errors = list(errors)
+
+
+class StoreClosedError(StoreError):
+    """The store was used after ``close()``."""
+
+
+class FormationMismatchError(FormationSetupError):
+    """The formation's nodes, kinds or edges differ from those the run was recorded with.
+
+    Attributes:
+        formation: the formation's name.
+        run_id: the run.
+        differences: one readable line per difference (also in ``problems``).
+    """
+
+    def __init__(self, formation: str, run_id: str, differences: Sequence[str]) -> None:
+        super().__init__(formation, differences)
+        self.run_id = run_id
+        self.differences = list(differences)
+        lines = "\n".join(f"  - {d}" for d in self.differences)
+        self.args = (
+            f"formation {formation!r} does not match run {run_id!r}: a run resumes only in the formation "
+            f"it started with (same nodes, kinds and edges). Differences:\n{lines}\n"
+            "Rebuild the formation as it was when the run started, or start a new run.",
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.formation, self.run_id, self.differences), dict(self.__dict__))

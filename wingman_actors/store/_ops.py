@@ -1,0 +1,244 @@
+"""The writes of the SQLite run store, one typed op each (applied by the writer thread)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ._errors import RunNotResumableError, StoreError, UnknownRunError
+from ._owner import ProcessIdentity, is_alive
+from ._writer import Op
+
+__all__ = [
+    "KINDS",
+    "Append",
+    "Answer",
+    "BeginRun",
+    "Claim",
+    "Expire",
+    "MarkInterrupted",
+    "Prune",
+    "ReleaseOwn",
+    "SetStatus",
+    "SetStatusWaited",
+]
+
+KINDS = {"visit": 1, "item": 2, "progress": 3, "interrupt": 4, "answer": 5, "skip": 6}
+"""Journal entry kinds as stored."""
+
+
+class BeginRun(Op):
+    """Insert a new run, status ``running``, owned by this store. Waited for (durable)."""
+
+    __slots__ = ("row", "shape", "store_path")
+    wait = True
+
+    def __init__(self, row: tuple[Any, ...], shape: tuple[str, str], store_path: str) -> None:
+        super().__init__()
+        self.row, self.shape, self.store_path = row, shape, store_path
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        conn.execute("INSERT OR IGNORE INTO shapes (fingerprint, shape) VALUES (?, ?)", self.shape)
+        try:
+            conn.execute(
+                "INSERT INTO runs (id, formation, fingerprint, source, input_codec, input, status, created, "
+                "updated, owner) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)", self.row)
+        except sqlite3.IntegrityError as exc:
+            if "UNIQUE" not in str(exc):
+                raise
+            self.error = StoreError(f"run id {self.row[0]!r} already exists in the run store {self.store_path}; "
+                                    "pass a new run_id, or None for a generated one")
+        return self.row[0]
+
+    def describe(self) -> str:
+        return f"begin_run({self.row[0]!r})"
+
+
+class Append(Op):
+    """Append one journal entry. Not waited for: ordered by the queue."""
+
+    __slots__ = ("row",)
+
+    def __init__(self, row: tuple[str, int, str, int, int | None, int, str]) -> None:
+        super().__init__()
+        self.row = row
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        try:
+            conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value) "
+                         "VALUES ((SELECT key FROM runs WHERE id = ?), ?, ?, ?, ?, ?, ?)", self.row)
+        except sqlite3.IntegrityError:
+            self.error = KeyError(f"no run {self.row[0]!r} (begin_run it first)")
+
+    def describe(self) -> str:
+        kind = next(k for k, v in KINDS.items() if v == self.row[1])
+        return f"record {kind} of node {self.row[2]!r} (visit {self.row[3]}) of run {self.row[0]!r}"
+
+
+class SetStatus(Op):
+    """Set a run's status (and error, expiry)."""
+
+    __slots__ = ("params", "store_path")
+
+    def __init__(self, run_id: str, status: str, error: str | None, expires: float | None, now: float,
+                 store_path: str) -> None:
+        super().__init__()
+        self.params = (status, error, expires, now, run_id)
+        self.store_path = store_path
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        cur = conn.execute("UPDATE runs SET status = ?, error = ?, expires = ?, updated = ? WHERE id = ?", self.params)
+        if cur.rowcount == 0:
+            self.error = UnknownRunError(self.params[-1], self.store_path)
+
+    def describe(self) -> str:
+        return f"set_status({self.params[-1]!r}, {self.params[0]!r})"
+
+
+class SetStatusWaited(SetStatus):
+    """``SetStatus`` whose caller waits until it is committed."""
+
+    __slots__ = ()
+    wait = True
+
+
+class Claim(Op):
+    """Make a run ``running`` and owned by this store, unless it cannot be resumed."""
+
+    __slots__ = ("here", "now", "owner", "run_id", "store_path")
+    wait = True
+
+    def __init__(self, run_id: str, owner: int, here: ProcessIdentity, now: float, store_path: str) -> None:
+        super().__init__()
+        self.run_id, self.owner, self.here, self.now, self.store_path = run_id, owner, here, now, store_path
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        row = conn.execute(
+            "SELECT r.status, r.expires, o.host, o.boot, o.pid, o.started, r.owner FROM runs r "
+            "LEFT JOIN owners o ON o.id = r.owner WHERE r.id = ?", (self.run_id,)).fetchone()
+        if row is None:
+            self.error = UnknownRunError(self.run_id, self.store_path)
+            return None
+        status, expires = row[0], row[1]
+        if status == "suspended" and expires is not None and expires <= self.now:
+            conn.execute("UPDATE runs SET status = 'expired', updated = ? WHERE id = ?", (self.now, self.run_id))
+            status = "expired"
+        refusal = None
+        if status == "running" and (row[6] == self.owner or (
+                row[2] is not None and is_alive(ProcessIdentity(row[2], row[3], row[4], row[5]), self.here))):
+            refusal = "is running (in this or another live process); wait for it or cancel it first"
+        elif status == "succeeded":
+            refusal = "already succeeded; read its outputs with store.load(run_id)"
+        elif status == "expired":
+            refusal = "expired: it was suspended longer than the store's suspend_ttl; start a new run"
+        if refusal is not None:
+            self.error = RunNotResumableError(f"run {self.run_id!r} cannot be resumed: it {refusal}",
+                                              run_id=self.run_id, status=status)
+            return None
+        conn.execute("UPDATE runs SET status = 'running', owner = ?, error = NULL, expires = NULL, updated = ? "
+                     "WHERE id = ?", (self.owner, self.now, self.run_id))
+        return status
+
+    def describe(self) -> str:
+        return f"claim_run({self.run_id!r})"
+
+
+class Answer(Op):
+    """Record the answer to a run's pending interrupt."""
+
+    __slots__ = ("codec", "now", "run_id", "store_path", "text")
+    wait = True
+
+    def __init__(self, run_id: str, codec: int, text: str, now: float, store_path: str) -> None:
+        super().__init__()
+        self.run_id, self.codec, self.text, self.now, self.store_path = run_id, codec, text, now, store_path
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        run = conn.execute("SELECT status, expires, key FROM runs WHERE id = ?", (self.run_id,)).fetchone()
+        if run is None:
+            self.error = UnknownRunError(self.run_id, self.store_path)
+            return None
+        if run[0] == "expired" or (run[0] == "suspended" and run[1] is not None and run[1] <= self.now):
+            conn.execute("UPDATE runs SET status = 'expired', updated = ? WHERE id = ?", (self.now, self.run_id))
+            self.error = RunNotResumableError(
+                f"run {self.run_id!r} expired: it was suspended longer than the store's suspend_ttl, so it "
+                "takes no answer; start a new run", run_id=self.run_id, status="expired")
+            return None
+        last = conn.execute("SELECT kind, node, visit, item FROM journal WHERE run = ? AND kind IN (4, 5) "
+                            "ORDER BY seq DESC LIMIT 1", (run[2],)).fetchone()
+        if last is None or last[0] != KINDS["interrupt"]:
+            self.error = StoreError(f"run {self.run_id!r} has no pending interrupt to answer; resume it "
+                                    "without an answer")
+            return None
+        conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value) VALUES (?, 5, ?, ?, ?, ?, ?)",
+                     (run[2], last[1], last[2], last[3], self.codec, self.text))
+        return None
+
+
+class Prune(Op):
+    """Delete runs (and their journals) not running and not updated since ``cutoff``."""
+
+    __slots__ = ("cutoff",)
+    wait = True
+
+    def __init__(self, cutoff: float) -> None:
+        super().__init__()
+        self.cutoff = cutoff
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        count = conn.execute("DELETE FROM runs WHERE status != 'running' AND updated < ?", (self.cutoff,)).rowcount
+        conn.execute("DELETE FROM shapes WHERE fingerprint NOT IN (SELECT fingerprint FROM runs)")
+        return count
+
+
+class Expire(Op):
+    """Mark suspended runs past their expiry ``expired``."""
+
+    __slots__ = ("now",)
+    wait = True
+
+    def __init__(self, now: float) -> None:
+        super().__init__()
+        self.now = now
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        return conn.execute("UPDATE runs SET status = 'expired', updated = ? WHERE status = 'suspended' "
+                            "AND expires IS NOT NULL AND expires <= ?", (self.now, self.now)).rowcount
+
+
+class MarkInterrupted(Op):
+    """Mark ``interrupted`` the running runs whose owning process is gone (see ``_owner``)."""
+
+    __slots__ = ("here", "now", "owner")
+    wait = True
+
+    def __init__(self, owner: int, here: ProcessIdentity, now: float) -> None:
+        super().__init__()
+        self.owner, self.here, self.now = owner, here, now
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        rows = conn.execute("SELECT r.id, o.host, o.boot, o.pid, o.started, r.owner FROM runs r "
+                            "LEFT JOIN owners o ON o.id = r.owner WHERE r.status = 'running'").fetchall()
+        dead = [(self.now, r[0]) for r in rows if r[5] != self.owner and (
+            r[1] is None or not is_alive(ProcessIdentity(r[1], r[2], r[3], r[4]), self.here))]
+        conn.executemany("UPDATE runs SET status = 'interrupted', updated = ? WHERE id = ?", dead)
+        # Forget owners that are gone and own nothing (a live one may begin a run any time).
+        idle = conn.execute("SELECT id, host, boot, pid, started FROM owners WHERE id NOT IN "
+                            "(SELECT owner FROM runs WHERE owner IS NOT NULL)").fetchall()
+        gone = [(r[0],) for r in idle if not is_alive(ProcessIdentity(r[1], r[2], r[3], r[4]), self.here)]
+        conn.executemany("DELETE FROM owners WHERE id = ?", gone)
+        return len(dead)
+
+
+class ReleaseOwn(Op):
+    """On close: the runs this store still has ``running`` become ``interrupted``."""
+
+    __slots__ = ("now", "owner")
+
+    def __init__(self, owner: int, now: float) -> None:
+        super().__init__()
+        self.owner, self.now = owner, now
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        return conn.execute("UPDATE runs SET status = 'interrupted', updated = ? WHERE status = 'running' "
+                            "AND owner = ?", (self.now, self.owner)).rowcount

@@ -1,0 +1,120 @@
+"""The reads of the SQLite run store: a pool of read-only connections and the queries."""
+
+from __future__ import annotations
+
+import datetime
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ._codec import Codec
+from ._errors import StoreClosedError, StoreError, UnknownRunError
+from ._ops import KINDS
+from ._records import Interrupt, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
+from ._shape import FormationShape
+
+__all__ = ["ReaderPool", "get_run", "list_runs", "load_journal"]
+
+_KIND_NAMES = {v: k for k, v in KINDS.items()}
+_MAX_IDLE = 8
+# A suspended run past its expiry reads as expired even before the writer marks it.
+_STATUS = "CASE WHEN status = 'suspended' AND expires IS NOT NULL AND expires <= :now THEN 'expired' ELSE status END"
+
+
+class ReaderPool:
+    """Read-only connections, one per concurrent reader, reused (at most a few kept idle)."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect
+        self._idle: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise StoreClosedError("the run store is closed; open a new RunStore(path)")
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._connect()
+        try:
+            yield conn
+        finally:
+            with self._lock:
+                keep = not self._closed and len(self._idle) < _MAX_IDLE
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+def _time(t: float | None) -> datetime.datetime | None:
+    return None if t is None else datetime.datetime.fromtimestamp(t, datetime.UTC)
+
+
+def _utc(t: float) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(t, datetime.UTC)
+
+
+def list_runs(conn: sqlite3.Connection, status: RunStatus | None, now: float) -> list[RunSummary]:
+    sql = f"SELECT id, formation, {_STATUS}, created, updated FROM runs"
+    params: dict[str, Any] = {"now": now}
+    if status is not None:
+        sql += f" WHERE {_STATUS} = :status"
+        params["status"] = status
+    rows = conn.execute(sql + " ORDER BY created, id", params).fetchall()
+    return [RunSummary(r[0], r[1], r[2], _utc(r[3]), _utc(r[4])) for r in rows]
+
+
+def _entry(codec: Codec, run_id: str, row: tuple[Any, ...]) -> JournalEntry:
+    kind = _KIND_NAMES.get(row[0])
+    if kind is None:
+        raise StoreError(f"run {run_id!r} has a journal entry of kind {row[0]}, unknown to this wingman-actors "
+                         "(written by a newer version?); upgrade wingman-actors")
+    where = f"the {kind} of node {row[1]!r} (visit {row[2]}{'' if row[3] is None else f', item {row[3]}'}) " \
+            f"in run {run_id!r}"
+    return JournalEntry(kind, row[1], row[2], row[3], codec.decode(row[4], row[5], where))  # type: ignore[arg-type]
+
+
+def get_run(conn: sqlite3.Connection, codec: Codec, run_id: str, now: float, path: str,
+            ) -> tuple[RunRecord, str, int]:
+    """The run record (with its pending interrupt), its stored shape JSON and its key."""
+    row = conn.execute(
+        f"SELECT r.id, r.formation, {_STATUS}, r.created, r.updated, r.fingerprint, r.source, r.input_codec, "
+        "r.input, r.error, r.expires, s.shape, r.key FROM runs r JOIN shapes s ON s.fingerprint = r.fingerprint "
+        "WHERE r.id = :id", {"now": now, "id": run_id}).fetchone()
+    if row is None:
+        raise UnknownRunError(run_id, path)
+    last = conn.execute("SELECT kind, node, visit, item, codec, value FROM journal WHERE run = ? AND kind IN (4, 5) "
+                        "ORDER BY seq DESC LIMIT 1", (row[12],)).fetchone()
+    pending = None
+    if last is not None and last[0] == KINDS["interrupt"]:
+        e = _entry(codec, run_id, last)
+        pending = Interrupt(e.node, e.visit, e.item, e.value)
+    value = codec.decode(row[7], row[8], f"the input of run {run_id!r}")
+    record = RunRecord(row[0], row[1], row[2], _utc(row[3]), _utc(row[4]), fingerprint=row[5], source=row[6],
+                       input=value, error=row[9], expires=_time(row[10]), interrupt=pending)
+    return record, row[11], row[12]
+
+
+def load_journal(conn: sqlite3.Connection, codec: Codec, run_id: str, now: float, path: str) -> RunJournal:
+    """The run and its whole journal, read in one transaction (a consistent snapshot)."""
+    conn.execute("BEGIN")
+    try:
+        record, shape, key = get_run(conn, codec, run_id, now, path)
+        rows = conn.execute("SELECT kind, node, visit, item, codec, value FROM journal WHERE run = ? ORDER BY seq",
+                            (key,)).fetchall()
+    finally:
+        conn.execute("COMMIT")
+    entries = tuple(_entry(codec, run_id, r) for r in rows)
+    return RunJournal.build(record, FormationShape.from_json(shape), entries)

@@ -1,0 +1,178 @@
+"""What the run store gives back: run summaries and records, and a run's journal."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from ._shape import FormationShape
+
+__all__ = [
+    "FINISHED",
+    "RUN_STATUSES",
+    "Interrupt",
+    "JournalEntry",
+    "RunJournal",
+    "RunRecord",
+    "RunStatus",
+    "RunSummary",
+]
+
+RunStatus = Literal["running", "succeeded", "failed", "cancelled", "suspended", "expired", "interrupted"]
+"""A run's status. ``running``: a live process owns it. ``suspended``: stopped at an
+interrupt, waiting for an answer (until the store's ``suspend_ttl``, then ``expired``).
+``interrupted``: its process died (or closed the store) while it was running."""
+
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+FINISHED: frozenset[RunStatus] = frozenset({"succeeded", "expired"})
+"""Statuses a run is never resumed from."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of :meth:`RunStore.runs`.
+
+    Attributes:
+        id: the run id.
+        formation: the formation's name.
+        status: the run's status.
+        created: when the run was accepted (UTC).
+        updated: when its status last changed or it was last claimed (UTC).
+    """
+
+    id: str
+    formation: str
+    status: RunStatus
+    created: datetime.datetime
+    updated: datetime.datetime
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """An interrupt raised in a run, and its answer once given.
+
+    Attributes:
+        node: the node that interrupted.
+        visit: that node's visit number (1 for the first visit).
+        item: the fleet item index, or None outside a fleet item.
+        payload: what ``interrupt(payload)`` was called with.
+        answered: whether an answer was recorded.
+        answer: the answer (None until answered).
+    """
+
+    node: str
+    visit: int
+    item: int | None
+    payload: Any
+    answered: bool = False
+    answer: Any = None
+
+
+@dataclass(frozen=True)
+class RunRecord(RunSummary):
+    """A run as :meth:`RunStore.get` returns it.
+
+    Attributes:
+        fingerprint: the fingerprint of the formation's shape when the run started.
+        source: where the formation came from (e.g. its file), as given at begin_run.
+        input: the run's input, as the same type.
+        error: the error text of a failed run, or None.
+        expires: when a suspended run expires (UTC), or None.
+        interrupt: the pending (unanswered) interrupt, or None.
+    """
+
+    fingerprint: str = ""
+    source: str | None = None
+    input: Any = None
+    error: str | None = None
+    expires: datetime.datetime | None = None
+    interrupt: Interrupt | None = None
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One delta of a run's journal, in write order.
+
+    Attributes:
+        kind: ``"visit"`` (a node visit finished), ``"item"`` (a fleet item finished),
+            ``"progress"`` (a step inside an unfinished visit, e.g. an agent's messages),
+            ``"skip"`` (the visit was skipped after its retries were spent, ``on_error="skip"``),
+            ``"interrupt"`` or ``"answer"``.
+        node: the node.
+        visit: the node's visit number.
+        item: the fleet item index (items, and progress/interrupts inside an item).
+        value: the output, progress value, skip reason, interrupt payload or answer.
+    """
+
+    kind: Literal["visit", "item", "progress", "skip", "interrupt", "answer"]
+    node: str
+    visit: int
+    item: int | None
+    value: Any
+
+
+@dataclass(frozen=True)
+class RunJournal:
+    """Everything needed to resume a run, read in one call (:meth:`RunStore.load`).
+
+    Attributes:
+        run: the run record.
+        shape: the formation's shape when the run started (compare with
+            :meth:`FormationShape.diff`, or let :meth:`RunStore.claim_run` do it).
+        entries: every journal entry in write order.
+        visits: the outputs of the finished visits of each node by visit number, in
+            visit order (``visits["b"][1]`` is visit 1's output).
+        items: the outputs of finished fleet items, by ``(node, visit)`` then item index.
+        progress: progress values by ``(node, visit, item)``, in write order.
+        skipped: the skipped visits, ``(node, visit)`` → the reason given.
+        interrupts: every interrupt in order, with its answer when given.
+    """
+
+    run: RunRecord
+    shape: FormationShape
+    entries: tuple[JournalEntry, ...]
+    visits: Mapping[str, Mapping[int, Any]] = field(default_factory=dict)
+    items: Mapping[tuple[str, int], Mapping[int, Any]] = field(default_factory=dict)
+    progress: Mapping[tuple[str, int, int | None], list[Any]] = field(default_factory=dict)
+    skipped: Mapping[tuple[str, int], Any] = field(default_factory=dict)
+    interrupts: tuple[Interrupt, ...] = ()
+
+    @property
+    def pending_interrupt(self) -> Interrupt | None:
+        """The last interrupt if it has no answer yet, else None."""
+        if self.interrupts and not self.interrupts[-1].answered:
+            return self.interrupts[-1]
+        return None
+
+    def answers(self, node: str, visit: int, item: int | None = None) -> list[Any]:
+        """The answers given to the interrupts of one visit (or fleet item), in order: the
+        values its ``interrupt()`` calls return when it runs again."""
+        return [i.answer for i in self.interrupts
+                if i.answered and (i.node, i.visit, i.item) == (node, visit, item)]
+
+    @classmethod
+    def build(cls, run: RunRecord, shape: FormationShape, entries: tuple[JournalEntry, ...]) -> RunJournal:
+        """Index ``entries`` into visits, items, progress, skips and interrupts."""
+        visits: dict[str, dict[int, Any]] = {}
+        items: dict[tuple[str, int], dict[int, Any]] = {}
+        progress: dict[tuple[str, int, int | None], list[Any]] = {}
+        skipped: dict[tuple[str, int], Any] = {}
+        interrupts: list[Interrupt] = []
+        for e in entries:
+            if e.kind == "visit":
+                visits.setdefault(e.node, {})[e.visit] = e.value
+            elif e.kind == "item" and e.item is not None:
+                items.setdefault((e.node, e.visit), {})[e.item] = e.value
+            elif e.kind == "progress":
+                progress.setdefault((e.node, e.visit, e.item), []).append(e.value)
+            elif e.kind == "skip":
+                skipped[(e.node, e.visit)] = e.value
+            elif e.kind == "interrupt":
+                interrupts.append(Interrupt(e.node, e.visit, e.item, e.value))
+            elif e.kind == "answer" and interrupts and not interrupts[-1].answered:
+                last = interrupts[-1]
+                interrupts[-1] = Interrupt(last.node, last.visit, last.item, last.payload, True, e.value)
+        ordered = {node: dict(sorted(outputs.items())) for node, outputs in visits.items()}
+        return cls(run, shape, entries, ordered, items, progress, skipped, tuple(interrupts))

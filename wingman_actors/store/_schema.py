@@ -1,0 +1,235 @@
+"""The store file: checks that a path is (or can become) a run store, connection settings,
+and the versioned schema (``PRAGMA user_version``) with its migrations.
+
+A run store file is marked with ``PRAGMA application_id`` so another application's SQLite
+database is refused instead of being written into.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._errors import StoreOpenError, StoreVersionError
+
+__all__ = ["APPLICATION_ID", "LATEST_VERSION", "MIGRATIONS", "Migration", "check_path", "connect", "migrate"]
+
+APPLICATION_ID = 0x574D524A  # "WMRJ": wingman run journal
+_STATUSES = "'running', 'succeeded', 'failed', 'cancelled', 'suspended', 'expired', 'interrupted'"
+_BUSY_TIMEOUT_MS = 30_000
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema change, applied once, in one transaction, in version order (foreign
+    keys off meanwhile, as SQLite's recipe for rebuilding a table needs, and checked
+    before the commit)."""
+
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "runs, formation shapes and the journal of deltas", (
+        f"PRAGMA application_id = {APPLICATION_ID}",
+        """CREATE TABLE shapes (
+            fingerprint TEXT PRIMARY KEY,
+            shape TEXT NOT NULL
+        ) WITHOUT ROWID""",
+        """CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            formation TEXT NOT NULL,
+            fingerprint TEXT NOT NULL REFERENCES shapes (fingerprint),
+            source TEXT,
+            input_codec INTEGER NOT NULL,
+            input TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'cancelled',
+                                                   'suspended', 'expired', 'interrupted')),
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            error TEXT
+        ) WITHOUT ROWID""",
+        # seq is the global write order; kind: 1 visit, 2 item, 3 progress, 4 interrupt, 5 answer,
+        # 6 skip (added without a migration: kinds are not constrained)
+        """CREATE TABLE journal (
+            seq INTEGER PRIMARY KEY,
+            run TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            kind INTEGER NOT NULL,
+            node TEXT NOT NULL,
+            visit INTEGER NOT NULL,
+            item INTEGER,
+            codec INTEGER NOT NULL,
+            value TEXT NOT NULL
+        )""",
+        "CREATE INDEX journal_by_run ON journal (run, seq)",
+    )),
+    Migration(2, "run owners (to mark runs of dead processes interrupted) and expiry of suspended runs", (
+        """CREATE TABLE owners (
+            id INTEGER PRIMARY KEY,
+            host TEXT NOT NULL,
+            boot TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            started TEXT NOT NULL,
+            opened REAL NOT NULL
+        )""",
+        "ALTER TABLE runs ADD COLUMN owner INTEGER REFERENCES owners (id)",
+        "ALTER TABLE runs ADD COLUMN expires REAL",
+        "CREATE INDEX runs_by_status ON runs (status, updated)",
+    )),
+    Migration(3, "journal rows point at their run by an integer key (about 60 bytes less per row)", (
+        f"""CREATE TABLE runs_v3 (
+            key INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            formation TEXT NOT NULL,
+            fingerprint TEXT NOT NULL REFERENCES shapes (fingerprint),
+            source TEXT,
+            input_codec INTEGER NOT NULL,
+            input TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ({_STATUSES})),
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            error TEXT,
+            owner INTEGER REFERENCES owners (id),
+            expires REAL
+        )""",
+        """INSERT INTO runs_v3 (id, formation, fingerprint, source, input_codec, input, status, created, updated,
+                                error, owner, expires)
+           SELECT id, formation, fingerprint, source, input_codec, input, status, created, updated, error, owner,
+                  expires FROM runs ORDER BY created, id""",
+        # seq is the global write order; kind: 1 visit, 2 item, 3 progress, 4 interrupt, 5 answer, 6 skip
+        """CREATE TABLE journal_v3 (
+            seq INTEGER PRIMARY KEY,
+            run INTEGER NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
+            kind INTEGER NOT NULL,
+            node TEXT NOT NULL,
+            visit INTEGER NOT NULL,
+            item INTEGER,
+            codec INTEGER NOT NULL,
+            value TEXT NOT NULL
+        )""",
+        """INSERT INTO journal_v3 (seq, run, kind, node, visit, item, codec, value)
+           SELECT j.seq, r.key, j.kind, j.node, j.visit, j.item, j.codec, j.value
+           FROM journal j JOIN runs_v3 r ON r.id = j.run""",
+        "DROP TABLE journal",
+        "DROP TABLE runs",
+        "ALTER TABLE runs_v3 RENAME TO runs",
+        "ALTER TABLE journal_v3 RENAME TO journal",
+        "CREATE INDEX journal_by_run ON journal (run, seq)",
+        "CREATE INDEX runs_by_status ON runs (status, updated)",
+    )),
+)
+"""Every migration, oldest first. Append new ones; never edit one that was released."""
+
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def check_path(path: str | os.PathLike[str]) -> str:
+    """The path as a string, once it is known to be usable for a store file.
+
+    Raises:
+        StoreOpenError: the path is empty or ``:memory:``, a directory, in a folder that
+            does not exist, or an existing file that is not an SQLite database.
+    """
+    text = os.fspath(path)
+    if not isinstance(text, str) or text in ("", ":memory:") or text.startswith("file:"):
+        raise StoreOpenError(
+            f"RunStore needs the path of a database file, got {text!r}; pass e.g. RunStore('runs.sqlite') "
+            "(an in-memory store cannot be shared by the writer and readers, use a temporary file)",
+            path=str(text))
+    p = Path(text)
+    if p.is_dir():
+        raise StoreOpenError(f"RunStore path {text} is a directory; pass a file path such as {p / 'runs.sqlite'}",
+                             path=text)
+    if not p.parent.is_dir():
+        raise StoreOpenError(f"RunStore path {text}: the folder {p.parent} does not exist; create it "
+                             f"(mkdir -p {p.parent}) or pass another path", path=text)
+    if p.is_file() and p.stat().st_size > 0:
+        with p.open("rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+        if head != _SQLITE_MAGIC:
+            raise StoreOpenError(f"RunStore path {text} exists and is not an SQLite database; pass the path of "
+                                 "a run store, or of a file that does not exist yet", path=text)
+    return text
+
+
+def connect(path: str, *, synchronous: str, read_only: bool = False) -> sqlite3.Connection:
+    """A connection with the store's settings: WAL, the given ``synchronous`` level,
+    foreign keys on, a busy timeout, autocommit (transactions are explicit)."""
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                               timeout=_BUSY_TIMEOUT_MS / 1000)
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if not read_only:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreOpenError(f"RunStore {path}: SQLite refused WAL mode (got {mode!r}); put the store on a "
+                                     "local file system", path=path)
+        conn.execute(f"PRAGMA synchronous = {synchronous}")
+        if read_only:
+            conn.execute("PRAGMA query_only = ON")
+    except (sqlite3.DatabaseError, StoreOpenError) as exc:
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, StoreOpenError):
+            raise
+        raise StoreOpenError(f"RunStore cannot open {path}: {exc}; check the file's permissions, or pass "
+                             "another path", path=path) from exc
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> int:
+    """Create or upgrade the schema to :data:`LATEST_VERSION`; the version it had.
+
+    Raises:
+        StoreOpenError: the file is another application's database.
+        StoreVersionError: the file's schema is newer than this wingman-actors knows.
+    """
+    try:
+        # Foreign keys can only be switched outside a transaction: off for the whole upgrade,
+        # checked before it commits, on again after.
+        conn.execute("PRAGMA foreign_keys = OFF")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = _check_identity(conn, path)
+            for m in MIGRATIONS:
+                if m.version > version:
+                    for statement in m.statements:
+                        conn.execute(statement)
+            broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise sqlite3.IntegrityError(f"the upgraded file breaks {len(broken)} foreign key(s), e.g. {broken[0]}")
+            conn.execute(f"PRAGMA user_version = {LATEST_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        finally:
+            conn.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.DatabaseError as exc:
+        raise StoreOpenError(f"RunStore cannot prepare {path}: {exc}; check that the file is a run store and "
+                             "writable, or pass another path", path=path) from exc
+    return version
+
+
+def _check_identity(conn: sqlite3.Connection, path: str) -> int:
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables):
+        raise StoreOpenError(
+            f"RunStore path {path} is an SQLite database of another application (application_id {app_id}, "
+            f"tables {', '.join(tables) or 'none'}); pass the path of a run store, or of a new file",
+            path=path)
+    if version > LATEST_VERSION:
+        raise StoreVersionError(
+            f"RunStore {path} has schema version {version}, written by a newer wingman-actors; this one "
+            f"understands versions up to {LATEST_VERSION}. Upgrade wingman-actors "
+            "(pip install -U wingman-actors), or use another store file",
+            path=path, version=version, supported=LATEST_VERSION)
+    return int(version)

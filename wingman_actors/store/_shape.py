@@ -1,0 +1,161 @@
+"""A formation's shape (nodes, kinds, edges), its fingerprint, and what differs between two.
+
+A run is recorded with the shape of the formation that started it; a resume checks that
+the formation it is given has the same shape, so journalled outputs are fed to the same
+nodes. The shape ignores what may change between processes without changing the data flow
+(functions, agents, prompts, policies): it holds each node's name and kind, and each edge's
+source, target, whether it is a back edge (closes a cycle) and whether it is conditional.
+
+Example:
+    >>> import networkx as nx
+    >>> g = nx.DiGraph()
+    >>> g.add_node("a", kind="function", fn=abs)
+    >>> g.add_node("b", kind="function", fn=abs)
+    >>> g.add_edge("a", "b")
+    >>> shape = FormationShape.of(g)
+    >>> len(shape.fingerprint)
+    32
+    >>> g.nodes["b"]["kind"] = "agent"
+    >>> shape.diff(FormationShape.of(g))
+    ["node 'b': kind was 'function', is now 'agent'"]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx  # type: ignore[import-untyped]
+
+__all__ = ["EdgeShape", "FormationShape", "back_edges", "fingerprint"]
+
+
+@dataclass(frozen=True, order=True)
+class EdgeShape:
+    """One edge of a shape.
+
+    Attributes:
+        source: the upstream node.
+        target: the downstream node.
+        back: the edge closes a cycle (found by depth-first search from the sources).
+        conditional: the edge carries a ``when`` predicate.
+    """
+
+    source: str
+    target: str
+    back: bool = False
+    conditional: bool = False
+
+    def describe(self) -> str:
+        flags = [f for f, on in (("back", self.back), ("conditional", self.conditional)) if on]
+        return f"{'/'.join(flags) + ' ' if flags else ''}edge {self.source!r} → {self.target!r}"
+
+
+def back_edges(graph: nx.DiGraph) -> set[tuple[Any, Any]]:
+    """The edges closing a cycle: an edge to a node on the stack of a depth-first search
+    started from the sources in graph order (then from any node left unvisited).
+
+    The same rule as the formation plan's; a test keeps the two equal.
+    """
+    on_stack: set[Any] = set()
+    done: set[Any] = set()
+    back: set[tuple[Any, Any]] = set()
+    roots = [n for n in graph if graph.in_degree(n) == 0] + list(graph)
+    for root in roots:
+        if root in on_stack or root in done:
+            continue
+        on_stack.add(root)
+        stack = [(root, iter(graph.successors(root)))]
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if child in on_stack:
+                    back.add((node, child))
+                elif child not in done:
+                    on_stack.add(child)
+                    stack.append((child, iter(graph.successors(child))))
+                    break
+            else:
+                on_stack.discard(node)
+                done.add(node)
+                stack.pop()
+    return back
+
+
+@dataclass(frozen=True)
+class FormationShape:
+    """The nodes (name → kind) and edges of a formation, in a canonical order.
+
+    Build it with :meth:`of` from ``Formation.graph``; store it with :meth:`to_json`.
+    """
+
+    nodes: tuple[tuple[str, str], ...]
+    edges: tuple[EdgeShape, ...]
+    fingerprint: str = field(init=False, compare=False)
+    json: str = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        text = self.to_json()
+        object.__setattr__(self, "json", text)
+        object.__setattr__(self, "fingerprint", hashlib.blake2b(text.encode(), digest_size=16).hexdigest())
+
+    @classmethod
+    def of(cls, graph: nx.DiGraph) -> FormationShape:
+        """The shape of a formation's graph (``Formation.graph``)."""
+        back = back_edges(graph)
+        nodes = tuple(sorted((str(n), str(a.get("kind"))) for n, a in graph.nodes(data=True)))
+        edges = tuple(sorted(
+            EdgeShape(str(u), str(v), (u, v) in back, a.get("when") is not None) for u, v, a in graph.edges(data=True)
+        ))
+        return cls(nodes, edges)
+
+    def to_json(self) -> str:
+        """Canonical JSON: ``{"nodes": [[name, kind]...], "edges": [[source, target, back, conditional]...]}``."""
+        doc = {"nodes": [list(n) for n in self.nodes],
+               "edges": [[e.source, e.target, e.back, e.conditional] for e in self.edges]}
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> FormationShape:
+        """The shape written by :meth:`to_json`."""
+        doc = json.loads(text)
+        return cls(tuple((str(n), str(k)) for n, k in doc["nodes"]),
+                   tuple(EdgeShape(str(s), str(t), bool(b), bool(c)) for s, t, b, c in doc["edges"]))
+
+    def diff(self, current: FormationShape) -> list[str]:
+        """What differs from this (recorded) shape to ``current``, one readable line each;
+        empty when they are the same."""
+        out = []
+        old_nodes, new_nodes = dict(self.nodes), dict(current.nodes)
+        for name in sorted(old_nodes.keys() - new_nodes.keys()):
+            out.append(f"node {name!r} ({old_nodes[name]}) is missing")
+        for name in sorted(new_nodes.keys() - old_nodes.keys()):
+            out.append(f"node {name!r} ({new_nodes[name]}) is new")
+        for name in sorted(old_nodes.keys() & new_nodes.keys()):
+            if old_nodes[name] != new_nodes[name]:
+                out.append(f"node {name!r}: kind was {old_nodes[name]!r}, is now {new_nodes[name]!r}")
+        old_edges = {(e.source, e.target): e for e in self.edges}
+        new_edges = {(e.source, e.target): e for e in current.edges}
+        for key in sorted(old_edges.keys() - new_edges.keys()):
+            out.append(f"{old_edges[key].describe()} is missing")
+        for key in sorted(new_edges.keys() - old_edges.keys()):
+            out.append(f"{new_edges[key].describe()} is new")
+        for key in sorted(old_edges.keys() & new_edges.keys()):
+            old, new = old_edges[key], new_edges[key]
+            if old.back != new.back:
+                out.append(f"edge {key[0]!r} → {key[1]!r} was {'a back' if old.back else 'a forward'} edge, "
+                           f"is now {'a back' if new.back else 'a forward'} edge")
+            if old.conditional != new.conditional:
+                out.append(f"edge {key[0]!r} → {key[1]!r} was {'' if old.conditional else 'un'}conditional, "
+                           f"is now {'' if new.conditional else 'un'}conditional")
+        return out
+
+
+def fingerprint(graph: nx.DiGraph) -> str:
+    """The fingerprint of a formation's graph: 32 hex digits, equal in any process for
+    graphs with the same node names and kinds and the same edges (source, target, back,
+    conditional), whatever order the nodes and edges were added in (except that which edge
+    of a cycle is its back edge follows the runtime's rule, which depends on that order)."""
+    return FormationShape.of(graph).fingerprint

@@ -1,0 +1,370 @@
+"""``RunStore``: the run journal in one SQLite file (WAL), one writer thread, many readers."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import json
+import math
+import os
+import threading
+import time
+import uuid
+import weakref
+from typing import Any, Literal
+
+import networkx as nx  # type: ignore[import-untyped]
+
+from ._codec import Codec
+from ._errors import FormationMismatchError
+from ._ops import (
+    KINDS,
+    Answer,
+    Append,
+    BeginRun,
+    Claim,
+    Expire,
+    MarkInterrupted,
+    Prune,
+    ReleaseOwn,
+    SetStatus,
+    SetStatusWaited,
+)
+from ._owner import ProcessIdentity
+from ._reads import ReaderPool, get_run, list_runs, load_journal
+from ._records import RUN_STATUSES, RunJournal, RunRecord, RunStatus, RunSummary
+from ._schema import check_path, connect, migrate
+from ._shape import FormationShape
+from ._writer import Flush, Writer
+
+__all__ = ["RunStore"]
+
+_VISIT, _ITEM, _PROGRESS, _INTERRUPT, _SKIP = (KINDS[k] for k in ("visit", "item", "progress", "interrupt", "skip"))
+
+
+def _seconds(value: Any, name: str, *, allow_none: bool) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"RunStore: {name} must be a datetime.timedelta or a number of seconds >= 0"
+                         f"{' or None' if allow_none else ''}, got {value!r}")
+    return float(value)
+
+
+_RUN_PREFIX = uuid.uuid4().hex[:8]
+_RUN_COUNTER = itertools.count()
+
+
+def _new_run_id() -> str:
+    """32 hex digits: the time in microseconds, a per-process random prefix and a counter.
+    Ids made later sort later, so new rows are appended to the tables' B-trees instead of
+    landing on random pages (fewer pages written per commit)."""
+    return f"{time.time_ns() // 1000:014x}{_RUN_PREFIX}{next(_RUN_COUNTER) % 16**10:010x}"
+
+
+def _shutdown(writer: Writer, readers: ReaderPool, owner: int) -> None:
+    writer.stop(ReleaseOwn(owner, time.time()))
+    readers.close()
+
+
+class RunStore:
+    """The run journal in one SQLite file: run records, and the deltas a resume needs.
+
+    One writer applies every write in call order and commits in groups (one commit for
+    everything queued meanwhile, shared by concurrent callers); readers use their own
+    connections (WAL: they never block the writer) and see every write made through this
+    store before the read. Several processes may share one file (SQLite's lock orders
+    their writers; a busy file is waited for up to 30 s, never "database is locked" at once).
+
+    Durability: ``begin_run``, ``claim_run`` and ``answer`` return once committed. The
+    ``record_*`` calls and ``set_status`` return at once and commit in call order (what
+    was recorded after something is never durable without it), within about a
+    millisecond or with the next call that waits; ``flush()`` waits for them. With ``synchronous="NORMAL"`` (the default) a commit survives the process being
+    killed, and SQLite syncs the file to disk at checkpoints: a power loss or OS crash may
+    lose the last commits, never corrupt the file. ``synchronous="FULL"`` syncs at every
+    commit (slower).
+
+    Args:
+        path: the database file (created with its schema if missing; a file from an
+            older version of this store is migrated).
+        suspend_ttl: how long a suspended run waits for its answer before it expires
+            (timedelta or seconds; None: never). Default 7 days.
+        allow_pickle: journal values of types the store does not support with pickle,
+            and load them. Only for files you trust: loading a pickle can run any code.
+        synchronous: ``"NORMAL"`` or ``"FULL"`` (see above).
+        recover: on open, mark ``interrupted`` the running runs whose process has died,
+            and ``expired`` the suspended runs past their expiry.
+
+    Raises:
+        StoreOpenError: the path is not usable (missing folder, a directory, not SQLite,
+            another application's database); ``StoreVersionError`` if it is newer.
+
+    Example:
+        >>> import tempfile, os, networkx as nx
+        >>> from wingman_actors.store import RunStore, FormationShape
+        >>> g = nx.DiGraph([("a", "b")]); nx.set_node_attributes(g, "function", "kind")
+        >>> with RunStore(os.path.join(tempfile.mkdtemp(), "runs.sqlite")) as store:
+        ...     run_id = store.begin_run("demo", FormationShape.of(g), 1)
+        ...     store.record_visit(run_id, "a", 1, 2)
+        ...     store.load(run_id).visits
+        {'a': {1: 2}}
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *,
+                 suspend_ttl: datetime.timedelta | float | None = datetime.timedelta(days=7),
+                 allow_pickle: bool = False, synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+                 recover: bool = True) -> None:
+        self._ttl = _seconds(suspend_ttl, "suspend_ttl", allow_none=True)
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError(f"RunStore: synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        self._path = check_path(path)
+        self._codec = Codec(allow_pickle=allow_pickle)
+        self._here = ProcessIdentity.current()
+        conn = connect(self._path, synchronous=synchronous)
+        try:
+            migrate(conn, self._path)
+            conn.execute("BEGIN IMMEDIATE")
+            h = self._here
+            self._owner = int(conn.execute("INSERT INTO owners (host, boot, pid, started, opened) VALUES (?, ?, ?, ?, ?)",
+                                           (h.host, h.boot, h.pid, h.started, time.time())).lastrowid or 0)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.close()
+            raise
+        self._writer = Writer(conn, "wingman-store-writer")
+        path_ = self._path
+        self._readers = ReaderPool(lambda: connect(path_, synchronous=synchronous, read_only=True))
+        # Closes the store at interpreter exit (flushing pending writes) if close() was not called.
+        self._finalizer = weakref.finalize(self, _shutdown, self._writer, self._readers, self._owner)
+        self._close_lock = threading.Lock()
+        if recover:
+            self.mark_interrupted()
+            self.expire()
+
+    def __repr__(self) -> str:
+        return f"RunStore({self._path!r})"
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def path(self) -> str:
+        """The database file."""
+        return self._path
+
+    @property
+    def suspend_ttl(self) -> datetime.timedelta | None:
+        """How long a suspended run waits before it expires (None: forever)."""
+        return None if self._ttl is None else datetime.timedelta(seconds=self._ttl)
+
+    # --- writes the runtime makes ----------------------------------------------------------
+
+    def begin_run(self, formation: str, shape: FormationShape | nx.DiGraph, input: Any, *,
+                  run_id: str | None = None, source: str | None = None) -> str:
+        """Record a new run (status ``running``, owned by this store); durable on return.
+
+        Args:
+            formation: the formation's name.
+            shape: ``FormationShape.of(formation.graph)`` (compute it once per formation),
+                or the graph itself.
+            input: the run's input (any value the store can journal).
+            run_id: the run's id; a new one (32 hex digits, sorting by creation time) when None.
+            source: where the formation came from (e.g. its file), for ``resume``.
+
+        Returns:
+            The run id.
+
+        Raises:
+            SerializationError: the input cannot be journalled.
+            StoreError: ``run_id`` already exists.
+        """
+        if not isinstance(shape, FormationShape):
+            if not isinstance(shape, nx.DiGraph):
+                raise TypeError(f"begin_run: shape must be a FormationShape (FormationShape.of(formation.graph)), "
+                                f"got {type(shape).__name__}")
+            shape = FormationShape.of(shape)
+        if run_id is None:
+            run_id = _new_run_id()
+        elif not isinstance(run_id, str) or not run_id:
+            raise ValueError(f"begin_run: run_id must be a non-empty str or None, got {run_id!r}")
+        codec, text = self._codec.encode(input, f"the input of run {run_id!r}")
+        now = time.time()
+        row = (run_id, formation, shape.fingerprint, source, codec, text, now, now, self._owner)
+        result: str = self._writer.call(BeginRun(row, (shape.fingerprint, shape.json), self._path))
+        return result
+
+    def record_visit(self, run_id: str, node: str, visit: int, output: Any) -> None:
+        """Journal a finished node visit's output (visit numbers start at 1). Returns at
+        once; durable in call order (see the class docs).
+
+        Raises:
+            SerializationError: the output cannot be journalled (raised here, at once).
+        """
+        codec, text = self._codec.encode(output, f"the output of node {node!r} (visit {visit}) of run {run_id!r}")
+        self._writer.submit(Append((run_id, _VISIT, node, visit, None, codec, text)))
+
+    def record_item(self, run_id: str, node: str, visit: int, index: int, output: Any) -> None:
+        """Journal a finished fleet item's output (item ``index`` of the node's visit)."""
+        codec, text = self._codec.encode(
+            output, f"the output of item {index} of fleet node {node!r} (visit {visit}) of run {run_id!r}")
+        self._writer.submit(Append((run_id, _ITEM, node, visit, index, codec, text)))
+
+    def record_progress(self, run_id: str, node: str, visit: int, value: Any, *, item: int | None = None) -> None:
+        """Journal a step inside an unfinished visit (e.g. the messages an agent session
+        added), so a resumed visit can continue instead of starting over."""
+        codec, text = self._codec.encode(value, f"a progress value of node {node!r} (visit {visit}) of run {run_id!r}")
+        self._writer.submit(Append((run_id, _PROGRESS, node, visit, item, codec, text)))
+
+    def record_skip(self, run_id: str, node: str, visit: int, reason: str) -> None:
+        """Journal that a node visit was skipped after its retries were spent
+        (``on_error="skip"``), so a resume skips it again instead of retrying it."""
+        self._writer.submit(Append((run_id, _SKIP, node, visit, None, 0, json.dumps(str(reason)))))
+
+    def record_interrupt(self, run_id: str, node: str, visit: int, payload: Any, *, item: int | None = None) -> None:
+        """Journal an ``interrupt(payload)`` raised by a node's visit (or a fleet item)."""
+        codec, text = self._codec.encode(payload, f"the interrupt payload of node {node!r} of run {run_id!r}")
+        self._writer.submit(Append((run_id, _INTERRUPT, node, visit, item, codec, text)))
+
+    def answer(self, run_id: str, answer: Any) -> None:
+        """Record the answer to the run's pending interrupt; durable on return.
+
+        Raises:
+            UnknownRunError: no such run.
+            RunNotResumableError: the run expired (then it is marked so).
+            StoreError: the run has no pending interrupt.
+        """
+        codec, text = self._codec.encode(answer, f"the answer to run {run_id!r}")
+        self._writer.call(Answer(run_id, codec, text, time.time(), self._path))
+
+    def set_status(self, run_id: str, status: RunStatus, *, error: str | None = None, wait: bool = False) -> None:
+        """Set a run's status (``succeeded``, ``failed``, ``cancelled``, ``suspended``,
+        ``interrupted``...), with the error text of a failure. A suspended run gets its
+        expiry from ``suspend_ttl``. Returns at once unless ``wait``.
+
+        Raises:
+            ValueError: an unknown status, or ``running`` (use begin_run / claim_run).
+        """
+        if status not in RUN_STATUSES or status == "running":
+            raise ValueError(f"set_status: status must be one of {', '.join(s for s in RUN_STATUSES if s != 'running')}"
+                             f" (a run becomes running through begin_run or claim_run), got {status!r}")
+        now = time.time()
+        expires = now + self._ttl if status == "suspended" and self._ttl is not None else None
+        if wait:
+            self._writer.call(SetStatusWaited(run_id, status, error, expires, now, self._path))
+        else:
+            self._writer.submit(SetStatus(run_id, status, error, expires, now, self._path))
+
+    def claim_run(self, run_id: str, shape: FormationShape | None = None, *,
+                  formation: str | None = None) -> RunJournal:
+        """Take a run over for resuming: check the formation's shape, make the run
+        ``running`` and owned by this store (durable), and return its journal.
+
+        Args:
+            run_id: the run.
+            shape: the shape of the formation that will resume it; refused if it differs.
+            formation: the formation's name, for the mismatch error.
+
+        Raises:
+            UnknownRunError: no such run.
+            FormationMismatchError: ``shape`` differs from the run's (says what differs).
+            RunNotResumableError: the run is running in a live process, succeeded or expired.
+        """
+        if shape is not None:
+            self._sync()
+            with self._readers.connection() as conn:
+                record, recorded, _ = get_run(conn, self._codec, run_id, time.time(), self._path)
+            if record.fingerprint != shape.fingerprint:
+                diff = FormationShape.from_json(recorded).diff(shape) or ["the fingerprints differ"]
+                raise FormationMismatchError(formation or record.formation, run_id, diff)
+        self._writer.call(Claim(run_id, self._owner, self._here, time.time(), self._path))
+        return self.load(run_id)
+
+    def flush(self) -> None:
+        """Wait until every write made so far is committed.
+
+        Raises:
+            StoreWriteError: writes that returned at once (record_*, set_status) failed
+                since the last flush; one line each.
+        """
+        self._writer.call(Flush())
+        failures = self._writer.take_failures()
+        if failures is not None:
+            raise failures
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        if self._writer.pending:  # reads see every write made before them
+            self._writer.call(Flush())
+
+    def get(self, run_id: str) -> RunRecord:
+        """The run's record (status, input, error, pending interrupt...).
+
+        Raises:
+            UnknownRunError: no such run (a ``KeyError``).
+        """
+        self._sync()
+        with self._readers.connection() as conn:
+            return get_run(conn, self._codec, run_id, time.time(), self._path)[0]
+
+    def load(self, run_id: str) -> RunJournal:
+        """The run and its whole journal in one consistent read: what a resume needs.
+
+        Raises:
+            UnknownRunError: no such run.
+            SerializationError: a value cannot be loaded (its class cannot be imported,
+                or it is pickled and the store does not allow pickle).
+        """
+        self._sync()
+        with self._readers.connection() as conn:
+            return load_journal(conn, self._codec, run_id, time.time(), self._path)
+
+    def runs(self, status: RunStatus | None = None) -> list[RunSummary]:
+        """The runs (oldest first), or those with ``status``. A suspended run past its
+        expiry is listed as ``expired``."""
+        if status is not None and status not in RUN_STATUSES:
+            raise ValueError(f"runs: status must be one of {', '.join(RUN_STATUSES)} or None, got {status!r}")
+        self._sync()
+        with self._readers.connection() as conn:
+            return list_runs(conn, status, time.time())
+
+    # --- housekeeping ----------------------------------------------------------------------
+
+    def prune(self, older_than: datetime.timedelta | float) -> int:
+        """Delete the runs (and their journals) not ``running`` and not updated for
+        ``older_than`` (timedelta or seconds). Returns how many were deleted."""
+        seconds = _seconds(older_than, "prune(older_than=...)", allow_none=False) or 0.0
+        count: int = self._writer.call(Prune(time.time() - seconds))
+        return count
+
+    def expire(self) -> int:
+        """Mark ``expired`` the suspended runs past their expiry (done on open; reads
+        already show them expired). Returns how many."""
+        count: int = self._writer.call(Expire(time.time()))
+        return count
+
+    def mark_interrupted(self) -> int:
+        """Mark ``interrupted`` the running runs whose process has died (done on open).
+        Runs of live processes, and of other hosts, are left alone. Returns how many."""
+        count: int = self._writer.call(MarkInterrupted(self._owner, self._here, time.time()))
+        return count
+
+    def close(self) -> None:
+        """Commit pending writes, mark the runs this store still has running
+        ``interrupted``, stop the writer thread and close every connection. Idempotent.
+
+        Raises:
+            StoreWriteError: writes that returned at once failed since the last flush.
+        """
+        with self._close_lock:
+            self._finalizer()
+        failures = self._writer.take_failures()
+        if failures is not None:
+            raise failures

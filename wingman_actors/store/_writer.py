@@ -1,0 +1,258 @@
+"""The store's single writer: one connection, one ordered queue, group commit.
+
+Every write is an :class:`Op` put on one queue. The writer takes everything queued (up
+to a batch limit; the writer thread first lets writes gather for up to a millisecond),
+applies it in queue order inside one transaction and commits once:
+concurrent callers share a commit (group commit), and because batches commit in queue
+order and each batch is atomic, a write is never durable unless every write queued
+before it is too. A caller that must know its write is durable (``wait=True``) blocks
+until the batch holding it has committed.
+
+If a batch fails as a whole (a disk error, a bug), it is rolled back and replayed one op
+per transaction, so one bad op fails alone: a waiting caller gets its error; the error
+of an op nobody waits for is kept and reported by the next ``flush()`` or ``close()``.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import sqlite3
+import threading
+import time
+from typing import Any, ClassVar
+
+from ._errors import StoreClosedError, StoreError, StoreWriteError
+
+__all__ = ["Op", "Writer"]
+
+_log = logging.getLogger("wingman_actors.store")
+_MAX_BATCH = 2_000
+_GATHER_S = 0.001
+_GATHER_BELOW = 256
+
+
+class Op:
+    """One write. Subclasses set ``wait`` (class or instance) and implement :meth:`apply`.
+
+    ``apply`` runs on the writer thread inside the batch's transaction. It returns the
+    op's result, or sets ``error`` to refuse (having written nothing); it raises only on
+    failures that must roll the batch back.
+    """
+
+    __slots__ = ("done", "error", "result", "seq")
+    wait: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done: threading.Lock | None = None
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+class Stop(Op):
+    """The last op: the writer commits it and exits. ``final`` runs inside its batch."""
+
+    __slots__ = ("final",)
+    wait = True
+
+    def __init__(self, final: Op | None) -> None:
+        super().__init__()
+        self.final = final
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        return self.final.apply(conn) if self.final is not None else None
+
+
+class Flush(Op):
+    """Nothing: committed once every op queued before it has committed."""
+
+    __slots__ = ()
+    wait = True
+
+    def apply(self, conn: sqlite3.Connection) -> Any:
+        return None
+
+
+class Writer:
+    """The single writer over ``conn`` (closed when the writer stops).
+
+    Ops are applied by whoever holds the write lock, in queue order: the writer thread,
+    or a caller waiting for its own op that finds the lock free (it then commits
+    everything queued so far itself, saving two thread switches on the path where a
+    caller waits, e.g. ``begin_run`` inside ``submit()``). Either way one batch, one
+    commit, in queue order.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, name: str) -> None:
+        self._conn = conn
+        self._queue: collections.deque[Op] = collections.deque()
+        self._cond = threading.Condition(threading.Lock())  # guards the queue, seq numbers, closed
+        self._write = threading.Lock()  # held while applying a batch
+        self._seq = 0
+        self._committed = 0
+        self._closed = False
+        self._stopped = False
+        self._idle = False  # the writer thread waits for work
+        self._failures: list[str] = []
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def pending(self) -> bool:
+        """Whether some queued op has not committed yet."""
+        return self._committed != self._seq
+
+    def submit(self, op: Op, *, wake: bool = True) -> Op:
+        """Queue ``op`` (it will be applied after every op queued before it)."""
+        if op.wait:
+            op.done = threading.Lock()
+            op.done.acquire()
+        with self._cond:
+            if self._closed:
+                raise StoreClosedError("the run store is closed; open a new RunStore(path)")
+            self._seq += 1
+            op.seq = self._seq
+            self._queue.append(op)
+            if isinstance(op, Stop):
+                self._closed = True
+            if wake and self._idle:
+                self._cond.notify()
+        return op
+
+    def call(self, op: Op) -> Any:
+        """Queue ``op``, wait until its batch has committed, and return its result.
+
+        Raises:
+            The op's error, if it failed or refused.
+        """
+        if not op.wait:
+            raise TypeError(f"{op.describe()} is not an op to wait for")
+        self.submit(op, wake=False)
+        if self._write.acquire(blocking=False):
+            try:
+                while op.done is not None and op.done.locked() and self._drain_once():
+                    pass
+            finally:
+                self._release()
+        else:
+            with self._cond:  # the holder may stop after its own op: make sure someone takes ours
+                self._cond.notify()
+        if op.done is not None:  # always, for an op that waits
+            op.done.acquire()
+        if op.error is not None:
+            raise op.error
+        return op.result
+
+    def take_failures(self) -> StoreWriteError | None:
+        """The failures of ops nobody waited for, since the last call (then forgotten)."""
+        with self._cond:
+            failures, self._failures = self._failures, []
+        return StoreWriteError(failures) if failures else None
+
+    def stop(self, final: Op | None = None) -> None:
+        """Apply everything queued, then ``final``, commit, close the connection and end
+        the thread. Idempotent."""
+        with self._cond:
+            closed = self._closed
+        if not closed:
+            try:
+                self.call(Stop(final))
+            except StoreClosedError:
+                pass
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    # --- applying batches ----------------------------------------------------------------
+
+    def _release(self) -> None:
+        with self._cond:
+            if self._queue or self._stopped:
+                self._cond.notify()  # work left (or the end): the writer thread takes over
+        self._write.release()
+
+    def _drain_once(self) -> bool:
+        """Apply one batch of what is queued (the write lock held); False if nothing was."""
+        with self._cond:
+            if not self._queue:
+                return False
+            n = min(len(self._queue), _MAX_BATCH)
+            batch = [self._queue.popleft() for _ in range(n)]
+        try:
+            self._run(batch)
+        except BaseException as exc:  # e.g. Ctrl-C in a caller applying the batch itself
+            self._rollback()
+            for op in batch:
+                op.error = op.error or StoreError(f"{op.describe()} was not committed: interrupted by "
+                                                  f"{type(exc).__name__}")
+            self._finish(batch)
+            raise
+        self._finish(batch)
+        return True
+
+    def _finish(self, batch: list[Op]) -> None:
+        self._committed = batch[-1].seq
+        for op in batch:
+            if op.done is not None:
+                op.done.release()
+            elif op.error is not None:
+                with self._cond:
+                    self._failures.append(f"{op.describe()}: {op.error}")
+        if isinstance(batch[-1], Stop):
+            with self._cond:
+                self._stopped = True
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while not self._queue and not self._stopped:
+                        self._idle = True
+                        self._cond.wait()
+                        self._idle = False
+                    if self._stopped:
+                        return
+                    gather = len(self._queue) < _GATHER_BELOW
+                if gather:
+                    # Nobody waits for these writes (a waiting caller commits them itself):
+                    # let more arrive so that one commit carries many.
+                    time.sleep(_GATHER_S)
+                with self._write:
+                    while self._drain_once():
+                        pass
+        finally:
+            with self._write:
+                self._conn.close()
+
+    def _run(self, batch: list[Op]) -> None:
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for op in batch:
+                op.result = op.apply(conn)
+            conn.execute("COMMIT")
+            return
+        except Exception as exc:
+            _log.warning("run store: a batch of %d write(s) failed (%s); retrying them one by one", len(batch), exc)
+            self._rollback()
+        for op in batch:
+            op.result, op.error = None, None
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                op.result = op.apply(conn)
+                conn.execute("COMMIT")
+            except Exception as exc:
+                self._rollback()
+                op.error = exc
+
+    def _rollback(self) -> None:
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # no transaction was open
