@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 import httpx2  # the SDK's HTTP client; its documented way to set headers on streamable HTTP
 import mcp_types
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -162,7 +162,7 @@ class Connection:
             mcp.MCPError: the server answered with a protocol error.
         """
         client = self._client
-        if self._closed or client is None:
+        if self._closed or client is None or self._lost is not None:
             raise ConnectionError(self._gone())
         fut = asyncio.run_coroutine_threadsafe(
             client.call_tool(name, arguments, read_timeout_seconds=self.call_timeout), self._loop
@@ -176,6 +176,14 @@ class Connection:
                 pass
             except concurrent.futures.CancelledError:
                 raise ConnectionError(self._gone()) from None
+            except MCPError as exc:
+                if exc.code != mcp_types.CONNECTION_CLOSED:
+                    raise
+                if self._lost is None:
+                    self._lost = exc
+                raise ConnectionError(
+                    f"MCP server {self.label} closed the connection during the call (it may have crashed)"
+                ) from exc
             except Exception as exc:
                 if self._lost is not None or self._client is None:
                     raise ConnectionError(f"{self._gone()} ({_describe(exc)})") from exc
