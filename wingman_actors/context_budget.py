@@ -11,7 +11,8 @@ is sent:
 * with ``compactor=provider`` the dropped turns are summarised, in one extra model call,
   into one message that takes their place (its usage counts in the run's usage and trace).
 
-When it has to trim, it trims down to 80% of the budget (60% with a compactor), so the
+Requests are fitted before the middleware's ``before_model`` hooks see them (a hook that
+adds to a request adds to its size). When it has to trim, it trims down to 80% of the budget (60% with a compactor), so the
 following requests share their beginning (providers cache a stable prefix) and
 compactions stay rare.
 ``session.history`` keeps every message; only the requests are shortened. Tokens are

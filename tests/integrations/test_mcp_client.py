@@ -56,7 +56,9 @@ def http_peer() -> Iterator[HttpPeer]:
     server = uvicorn.Server(uvicorn.Config(recording, lifespan="on", log_level="error"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="loopback-http-mcp")
     thread.start()
+    deadline = time.monotonic() + 20
     while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the loopback MCP server did not start"
         time.sleep(0.01)
     try:
         yield HttpPeer(f"http://127.0.0.1:{port}/mcp", seen)
