@@ -235,3 +235,10 @@ def test_a_formation_agent_node_uses_mcp_tools() -> None:
         result = formation.run("add 20 and 22", timeout=30)
     assert result.output == "the sum is 42"
     assert '"total": 42' in (provider.requests[1].messages[-1].content[0].content or "")
+
+
+def test_mcp_tools_refuse_pickling_with_a_clear_error() -> None:
+    import pickle
+
+    with mcp_tools(command=PEER, include=["echo"]) as tools, pytest.raises(TypeError, match="cannot be sent to another process"):
+        pickle.dumps(tools[0])

@@ -98,6 +98,12 @@ class MCPTool:
             tool=self.name,
         )
 
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            f"MCP tool {self.name!r} holds a live connection to {self._conn.label} and cannot be sent to another "
+            "process (e.g. the ray backend): open mcp_tools(...) where the agent runs, or use the threads backend"
+        )
+
     def __repr__(self) -> str:
         return f"<mcp tool {self.name} of {self._conn.label}>"
 
