@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .core import ContentBlock, InferenceRequest, InferenceResponse, Message, Usage
 from .errors import AgentError, ErrorKind
@@ -118,6 +119,8 @@ class ContextWindow:
     cut: int = 1  # history[1:cut] is left out of requests (except the pinned prompt)
     summary: Message | None = None
     _sizes: list[int] = field(default_factory=list)
+    _fixed_key: tuple[Any, ...] | None = None
+    _fixed_size: int = 0
 
     def fit(self, request: InferenceRequest, pinned: int, *, call: ModelCall | None = None) -> Fitted:
         """Fit ``request`` (whose messages are the whole history) to the budget.
@@ -139,16 +142,16 @@ class ContextWindow:
             self.cut, self.summary = 1, None
             self._sizes.clear()
         sizes = self._measure(history)
-        fixed = _estimate_fixed(request)
-        units = _units(history)
+        fixed = self._fixed(request)
         total = fixed + self._window_size(sizes, pinned)
         if total <= self.budget:
             return Fitted(request.model_copy(update={"messages": self._window(history, pinned)}))
+        units = _units(history, self.cut)
         # Leave out whole units, oldest first, down to the low-water mark; never the newest.
         target = int(self.budget * (LOW_WATER if self.compactor is None else LOW_WATER_COMPACTING))
         start_cut = self.cut
         for begin, end in units:
-            if end <= self.cut or begin == pinned:
+            if begin == pinned:
                 continue
             if (begin, end) == units[-1] or total <= target:
                 break
@@ -175,6 +178,13 @@ class ContextWindow:
             )
         fitted = request.model_copy(update={"messages": self._window(history, pinned)})
         return Fitted(fitted, compaction, len(dropped))
+
+    def _fixed(self, request: InferenceRequest) -> int:
+        # The same tool definitions come back every step: measure them once.
+        key = (request.instructions, tuple(map(id, request.tools)), request.output_schema)
+        if self._fixed_key != key:
+            self._fixed_key, self._fixed_size = key, _estimate_fixed(request)
+        return self._fixed_size
 
     def _measure(self, history: Sequence[Message]) -> list[int]:
         # History only grows (messages are immutable), so sizes are measured once each.
@@ -218,11 +228,11 @@ class ContextWindow:
         return response
 
 
-def _units(history: Sequence[Message]) -> list[tuple[int, int]]:
-    """``(begin, end)`` index ranges of history[1:] that are left out only whole: a
-    message, or a model turn together with the message carrying its tool results."""
+def _units(history: Sequence[Message], start: int) -> list[tuple[int, int]]:
+    """``(begin, end)`` index ranges of ``history[start:]`` that are left out only whole:
+    a message, or a model turn together with the message carrying its tool results."""
     units: list[tuple[int, int]] = []
-    for i in range(1, len(history)):
+    for i in range(start, len(history)):
         if history[i].tool_results_blocks and units and units[-1][1] == i:
             units[-1] = (units[-1][0], i + 1)
         else:
