@@ -235,10 +235,13 @@ def test_node_work_nests_sessions_under_the_workflow_span_and_tags_them(spans: I
 def test_without_a_tracer_provider_sessions_make_no_spans() -> None:
     assert otel.session_spans("a", ScriptedProvider(["x"]), "id") is None
     assert otel.start_workflow("f", "r") is None
+
     def fn() -> int:
         return 1
 
     assert otel.carry_context(fn) is fn
+    with otel.node_work({"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}, "n", "r"):
+        assert otel.session_spans("a", ScriptedProvider(["x"]), "id") is None
 
 
 _NO_OTEL = """
