@@ -17,9 +17,9 @@ Run it (offline sample replies unless a real provider is configured)::
 
     wingman-actors run formations/budget.py --input my-statement.pdf
 
-Or from Python::
+Or from Python (installed, the ready formations live in ``wingman_actors.formations``)::
 
-    from formations import budget
+    from wingman_actors.formations import budget
     result = budget.build(provider=budget.sample_provider()).run(budget.default_input())
 """
 
@@ -45,6 +45,7 @@ from wingman_actors.testing import ScriptedProvider
 
 __all__ = [
     "CATEGORIES",
+    "SAMPLE_LATENCY_S",
     "Assignment",
     "BatchCategories",
     "StatementError",
@@ -317,18 +318,14 @@ def build(provider: Provider | None = None, *, batch_size: int = 10, max_workers
 
 
 def default_input() -> str:
-    """The bundled sample statement, ``examples/data/statement.pdf``: looked up beside the
-    ``formations`` package (a source checkout or an editable install), then under the
-    current directory; shown relative to the current directory when it is below it."""
-    relative = Path("examples", "data", "statement.pdf")
-    for base in (Path(__file__).resolve().parent.parent, Path.cwd()):
-        candidate = base / relative
-        if candidate.is_file():
-            try:
-                return str(candidate.relative_to(Path.cwd().resolve()))
-            except ValueError:
-                return str(candidate)
-    return str(relative)  # parse then says clearly that it is missing
+    """The bundled sample statement, ``data/statement.pdf`` beside this module (package
+    data, so it ships in the wheel); shown relative to the current directory when it is
+    below it."""
+    statement = Path(__file__).resolve().parent / "data" / "statement.pdf"
+    try:
+        return str(statement.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(statement)
 
 
 # -- offline sample replies ---------------------------------------------------------------
@@ -381,6 +378,11 @@ def _sample_advice(request: InferenceRequest) -> str:
     tips.append(f"3. You kept {summary.net:,.2f} of {summary.income:,.2f} income ({rate:.0f}%); "
                 "move part of it to savings on payday.")
     return "\n".join(tips)
+
+
+SAMPLE_LATENCY_S = 0.4
+"""Seconds each sample reply takes when the launcher shows the live view on a terminal, so
+the run unfolds visibly offline (piped and ``--json`` runs stay instant)."""
 
 
 def sample_provider() -> ScriptedProvider:

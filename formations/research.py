@@ -25,8 +25,8 @@ from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers.base import Provider
 from wingman_actors.testing import ScriptedProvider
 
-__all__ = ["DEFAULT_INPUT", "Outline", "Section", "SectionTask", "build", "draft_report", "plan_sections",
-           "sample_provider"]
+__all__ = ["DEFAULT_INPUT", "SAMPLE_LATENCY_S", "Outline", "Section", "SectionTask", "build", "draft_report",
+           "plan_sections", "sample_provider"]
 
 DEFAULT_INPUT = "how cities can cut traffic congestion"
 """The topic researched when the launcher is given no ``--input``."""
@@ -159,6 +159,11 @@ def _sample_notes(request: InferenceRequest) -> str:
 def _sample_assembly(request: InferenceRequest) -> str:
     return ("(sample reply: assembled offline from the section notes, not edited by a model)\n\n"
             + request.messages[-1].text.strip())
+
+
+SAMPLE_LATENCY_S = 0.4
+"""Seconds each sample reply takes when the launcher shows the live view on a terminal, so
+the run unfolds visibly offline (piped and ``--json`` runs stay instant)."""
 
 
 def sample_provider() -> ScriptedProvider:

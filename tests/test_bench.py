@@ -14,9 +14,17 @@ from wingman_actors.cli import main
 def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
     assert list(SCENARIOS) == [
         "pipeline_throughput", "run_overhead", "cold_run", "hop_latency",
-        "fleet_makespan", "dag_makespan", "inflight_runs", "actor_memory",
-        "store_journal",
+        "fleet_makespan", "fleet_node_makespan", "dag_makespan", "inflight_runs", "actor_memory",
+        "store_journal", "cancel_latency", "timeout_overshoot",
     ]
+
+
+def test_fleet_node_makespan_reports_the_bare_fleet_of_the_same_run() -> None:
+    result = SCENARIOS["fleet_node_makespan"](True)
+    assert (result.name, result.unit) == ("fleet_node_makespan", "x ideal")
+    assert result.baseline is not None and result.baseline > 0 and result.value > 0
+    assert result.meets == (result.value <= 1.05 and round(result.value - result.baseline, 3) <= 0.02)
+    assert len(result.details["node_runs"]) == len(result.details["bare_runs"]) == 3
 
 
 def test_bench_json_has_machine_and_scenario_fields(capsys: pytest.CaptureFixture[str]) -> None:

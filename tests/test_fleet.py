@@ -388,3 +388,69 @@ def test_a_shut_down_executor_is_reported_not_waited_on() -> None:
     pool.shutdown()
     with pytest.raises(RuntimeError, match="could not start any worker"):
         Fleet(agent_with(echo), ["a"], executor=pool).run()
+
+
+# --- lazily rendered tasks -----------------------------------------------------------
+
+
+def test_render_builds_each_task_in_the_worker_that_runs_it() -> None:
+    threads: dict[int, str] = {}
+
+    def render(item: int) -> Task:
+        threads[item] = threading.current_thread().name
+        return Task(f"item {item}", data={"item": item})
+
+    results = Fleet(agent_with(echo), [3, 1, 2], max_workers=2, render=render).run()
+
+    assert [(r.response, r.data) for r in results] == [
+        ("echo item 3", {"item": 3}), ("echo item 1", {"item": 1}), ("echo item 2", {"item": 2}),
+    ]
+    assert sorted(threads) == [1, 2, 3]
+    assert all(name.startswith("wingman-fleet-w-") for name in threads.values()), threads
+
+
+def test_an_item_slow_to_render_does_not_hold_back_the_others() -> None:
+    second_rendered = threading.Event()
+    waited: list[bool] = []
+
+    def render(item: str) -> str:
+        if item == "first":
+            waited.append(second_rendered.wait(5))  # rendering up front, in order, would time out
+        else:
+            second_rendered.set()
+        return item
+
+    results = Fleet(agent_with(echo), ["first", "second"], max_workers=2, render=render).run()
+
+    assert waited == [True]
+    assert [r.response for r in results] == ["echo first", "echo second"]
+
+
+def test_a_render_that_raises_fails_only_its_item() -> None:
+    def render(item: int) -> str:
+        if item == 1:
+            raise KeyError("topic")
+        return f"item {item}"
+
+    results = Fleet(agent_with(echo), [0, 1, 2], render=render).run()
+
+    assert [r.ok for r in results] == [True, False, True]
+    assert isinstance(results[1].error, KeyError) and results[1].result is None
+
+
+def test_a_render_returning_neither_task_nor_str_fails_its_item_clearly() -> None:
+    results = Fleet(agent_with(echo), [7], render=lambda item: item).run()
+    assert isinstance(results[0].error, TypeError)
+    assert str(results[0].error) == "Fleet render must return a Task or a str, got int for item 0"
+
+
+def test_render_works_with_run_stream_and_tasks() -> None:
+    fleet = Fleet(agent_with(echo), [{"n": 1}, {"n": 2}], render=lambda item: f"n={item['n']}")
+    assert sorted(r.response for r in fleet.run_stream()) == ["echo n=1", "echo n=2"]
+    assert [t.message for t in fleet.tasks] == ["n=1", "n=2"]
+    assert len(fleet) == 2
+
+
+def test_a_non_callable_render_is_refused() -> None:
+    with pytest.raises(TypeError, match="render must be a function of one item, got str"):
+        Fleet(agent_with("ok"), [1], render="{input}")  # type: ignore[arg-type]

@@ -61,7 +61,7 @@ def test_run_node_refuses_overrides_it_cannot_apply() -> None:
 
 
 def test_plugin_fixtures_and_leak_check_fail_a_test_that_leaks_an_actor(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    pytester.makeini("[pytest]\nfilterwarnings = error\nwingman_leak_check = true\n")
     pytester.makepyfile(
         """
         from wingman_actors.actors.nodes import FunctionActor

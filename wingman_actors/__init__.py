@@ -5,15 +5,40 @@ actors under a supervisor; the agent layer underneath (``Agent``, ``Session``, `
 ``tool``) is usable on its own.
 """
 
-from .agent import Agent
-from .fleet import Fleet, FleetResult, Task
-from .formation import Formation
-from .formation.result import FormationResult, NodeTrace
-from .result import Result, StepTrace, ToolCall
-from .session import Session, SessionStream
-from .tools import tool
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .fleet import Fleet, FleetResult, Task
+    from .formation import Formation
+    from .formation.result import FormationResult, NodeTrace
+    from .result import Result, StepTrace, ToolCall
+    from .session import Session, SessionStream
+    from .tools import tool
 
 __version__ = "0.1.0.dev0"
+
+# The public names are imported on first use (PEP 562), so `import wingman_actors` (and
+# the command line's --help and --version) stays fast; `from wingman_actors import Agent`
+# works as before.
+_WHERE = {
+    "Agent": ".agent",
+    "Fleet": ".fleet",
+    "FleetResult": ".fleet",
+    "Formation": ".formation",
+    "FormationResult": ".formation.result",
+    "NodeTrace": ".formation.result",
+    "Result": ".result",
+    "Session": ".session",
+    "SessionStream": ".session",
+    "StepTrace": ".result",
+    "Task": ".fleet",
+    "ToolCall": ".result",
+    "tool": ".tools",
+}
 
 __all__ = [
     "Agent",
@@ -31,3 +56,16 @@ __all__ = [
     "__version__",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -2,40 +2,53 @@
 
 Commands:
 
-* ``run FORMATION``: run a formation (a ``.py`` file or a module name exposing
-  ``formation`` or ``build(**options)``) with live progress; prints its outputs.
+* ``run FORMATION``: run a formation (a ``.py`` file, a module name exposing
+  ``formation`` or ``build(**options)``, or a ready formation such as ``budget``) with
+  live progress; prints its outputs on stdout, everything else on stderr.
 * ``graph FORMATION``: draw it as Mermaid, DOT or PNG.
 * ``providers``: the registered providers, how to configure each, and which one ``run``
   would use now.
-* ``version``.
+* ``bench``, ``serve``: from their own layers (see :data:`COMMANDS`).
+* ``version`` (also ``--version``).
 
 Exit codes: 0 done; 1 the run failed (one line naming the node and the cause; the
-traceback with ``--debug``); 2 bad usage or a bad formation; 130 interrupted; 141
-stdout closed early (``| head``).
+traceback with ``--debug``); 2 bad usage, a bad formation, or a path, port or module
+that cannot be used; 130 interrupted; 141 stdout closed early (``| head``).
 
-Other layers add commands through :func:`_add_optional_commands`: a module exposing
-``add_X_parser(subparsers)`` that registers a subcommand with
-``set_defaults(func=handler)``, ``handler(args) -> int``.
+Start-up stays fast: a command's modules are imported only when that command runs, so
+``--help``, ``--version`` and ``version`` import neither the runtime nor the server.
+To add a command, add a :class:`Command` to :data:`COMMANDS` naming a function
+``add_X_parser(subparsers)`` that registers it with ``set_defaults(func=handler)``,
+``handler(args) -> int``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import logging
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from . import __version__
-from .errors import FormationSetupError, WingmanError
-from .launcher.errors import UsageError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
 PROG = "wingman-actors"
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
 _RUN_EPILOG = """\
+FORMATION: a .py file, a module name, or a ready formation by name (budget, research).
+
+stdout carries only the outputs (`run budget > report.md` writes a clean report); the
+provider and input lines, the live view and the summary go to stderr.
+
 provider: --provider ID (see `wingman-actors providers`; `sample` = the formation's
 offline sample replies), else WINGMAN_PROVIDER (+ WINGMAN_MODEL, WINGMAN_BASE_URL), else
 ANTHROPIC_API_KEY -> anthropic, else the formation's sample replies.
@@ -44,10 +57,104 @@ input: --input TEXT_OR_PATH is passed as given (budget reads the PDF at that pat
 --input @FILE passes the file's text; --input - reads standard input.
 
 examples:
-  wingman-actors run formations/budget.py
-  wingman-actors run formations.budget --input ~/statement-october.pdf --json
-  wingman-actors run formations/research.py --input "urban beekeeping" --provider ollama --model llama3.2
+  wingman-actors run budget
+  wingman-actors run formations/budget.py --input ~/statement-october.pdf --json
+  wingman-actors run research --input "urban beekeeping" --provider ollama --model llama3.2
 """
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose unknown flags are reported by the subcommand that got
+    them (``run --bogus`` shows ``run``'s usage, not the top-level one)."""
+
+    commands: dict[str, argparse.ArgumentParser]
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            target = self.commands.get(getattr(parsed, "command", None) or "", self)
+            target.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand of the launcher.
+
+    Attributes:
+        name: the command, e.g. ``"serve"``.
+        help: its line in ``wingman-actors --help``.
+        add: ``"module:function"`` (imported only when the command is used) or a
+            function; called with the subparsers object, it adds the command's parser.
+    """
+
+    name: str
+    help: str
+    add: str | Callable[[Any], object]
+
+
+def _add_run(sub: Any) -> None:
+    p = sub.add_parser("run", parents=[_common()], help="run a formation with live progress",
+                       description="Run a formation and print its outputs.", epilog=_RUN_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("formation", metavar="FORMATION",
+                   help="a .py file, a module name, or a ready formation: budget, research")
+    p.add_argument("--input", "-i", metavar="PATH_OR_TEXT", help="the run's input (default: the formation's)")
+    p.add_argument("--provider", metavar="ID", help="the provider of every agent (default: see below)")
+    p.add_argument("--model", metavar="M", help="the provider's model")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="a provider option (JSON value, else text), e.g. temperature=0.2; repeatable")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    p.add_argument("--events", action="store_true", help="print every event (JSON lines with --json)")
+    p.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="fail the run after this long")
+    p.add_argument("--sample-latency", type=_seconds_or_zero, metavar="SECONDS",
+                   help="seconds each sample reply takes (default: the formation's SAMPLE_LATENCY_S on a "
+                        "terminal, so the live view shows the run; 0 otherwise)")
+    p.set_defaults(func=_cmd_run)
+
+
+def _add_graph(sub: Any) -> None:
+    p = sub.add_parser("graph", parents=[_common()], help="draw a formation (Mermaid, DOT or PNG)")
+    p.add_argument("formation", metavar="FORMATION", help="a .py file, a module name, or a ready formation")
+    p.add_argument("--format", "-f", choices=("mermaid", "dot", "png"), default="mermaid",
+                   help="mermaid (default) or dot print text; png needs Graphviz's `dot`")
+    p.add_argument("--output", "-o", metavar="PATH", help="write to PATH (png default: NAME.png)")
+    p.set_defaults(func=_cmd_graph)
+
+
+def _add_providers(sub: Any) -> None:
+    p = sub.add_parser("providers", help="list providers, how to configure each, and which `run` uses")
+    p.set_defaults(func=_cmd_providers)
+
+
+def _add_version(sub: Any) -> None:
+    p = sub.add_parser("version", help="print the version")
+    p.set_defaults(func=_cmd_version)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("run", "run a formation with live progress", _add_run),
+    Command("graph", "draw a formation (Mermaid, DOT or PNG)", _add_graph),
+    Command("providers", "list providers, how to configure each, and which `run` uses", _add_providers),
+    Command("bench", "measure the runtime against its targets", "wingman_actors.bench.cli:add_bench_parser"),
+    Command("serve", "serve agents, sessions, fleets and formations over HTTP (SQLite persistence)",
+            "wingman_actors.server.cli:add_serve_parser"),
+    Command("mcp", "Model Context Protocol: serve tools to MCP clients",
+            "wingman_actors.integrations.mcp_command:add_mcp_parser"),
+    Command("version", "print the version", _add_version),
+)
+"""The launcher's commands, in the order ``--help`` lists them."""
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    common.add_argument("--param", action="append", metavar="NAME=VALUE",
+                        help="an option for the formation's build() (JSON value, else text); repeatable")
+    # Also accepted after the command; SUPPRESS keeps the top-level value when absent.
+    common.add_argument("--log-level", type=str.lower, choices=LOG_LEVELS, default=argparse.SUPPRESS,
+                        help="log messages (and library warnings) from this level on, on stderr")
+    return common
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -74,61 +181,61 @@ def _cmd_version(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The launcher's argument parser, optional commands included."""
-    parser = argparse.ArgumentParser(prog=PROG, description="An actor-model runtime for agent formations.")
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The launcher's argument parser.
+
+    Args:
+        command: build only this command's parser in full (the others are listed with
+            their help line but import nothing; ``""`` builds none); None builds every
+            command.
+    """
+    parser = _Parser(prog=PROG, description="An actor-model runtime for agent formations.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--log-level", type=str.lower, choices=LOG_LEVELS, default="warning",
+                        help="log messages (and library warnings) from this level on, on stderr (default: warning)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", help="show tracebacks of errors")
-    common.add_argument("--param", action="append", metavar="NAME=VALUE",
-                        help="an option for the formation's build() (JSON value, else text); repeatable")
-
-    p = sub.add_parser("run", parents=[common], help="run a formation with live progress",
-                       description="Run a formation and print its outputs.", epilog=_RUN_EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("formation", metavar="FORMATION", help="a .py file or a module name, e.g. formations/budget.py")
-    p.add_argument("--input", "-i", metavar="PATH_OR_TEXT", help="the run's input (default: the formation's)")
-    p.add_argument("--provider", metavar="ID", help="the provider of every agent (default: see below)")
-    p.add_argument("--model", metavar="M", help="the provider's model")
-    p.add_argument("--option", action="append", metavar="KEY=VALUE",
-                   help="a provider option (JSON value, else text), e.g. temperature=0.2; repeatable")
-    p.add_argument("--json", action="store_true", help="print one JSON document on stdout (the provider and input lines go to stderr)")
-    p.add_argument("--events", action="store_true", help="print every event (JSON lines with --json)")
-    p.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="fail the run after this long")
-    p.set_defaults(func=_cmd_run)
-
-    p = sub.add_parser("graph", parents=[common], help="draw a formation (Mermaid, DOT or PNG)")
-    p.add_argument("formation", metavar="FORMATION", help="a .py file or a module name")
-    p.add_argument("--format", "-f", choices=("mermaid", "dot", "png"), default="mermaid",
-                   help="mermaid (default) or dot print text; png needs Graphviz's `dot`")
-    p.add_argument("--output", "-o", metavar="PATH", help="write to PATH (png default: NAME.png)")
-    p.set_defaults(func=_cmd_graph)
-
-    p = sub.add_parser("providers", help="list providers, how to configure each, and which `run` uses")
-    p.set_defaults(func=_cmd_providers)
-    p = sub.add_parser("version", help="print the version")
-    p.set_defaults(func=_cmd_version)
-    _add_optional_commands(sub)
+    for cmd in COMMANDS:
+        if command is None or command == cmd.name:
+            _add_command(cmd, sub)
+        else:
+            sub.add_parser(cmd.name, help=cmd.help, add_help=False)
+    parser.commands = dict(sub.choices)
     return parser
 
 
-def _add_optional_commands(sub: Any) -> None:
-    """Let other layers register subcommands (``bench``, ``serve``) when they are present."""
-    try:
-        from .bench.cli import add_bench_parser  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        pass
-    else:
-        add_bench_parser(sub)
-    try:
-        from .server.cli import add_serve_parser  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        pass
-    else:
-        add_serve_parser(sub)
-    from .integrations.mcp_command import add_mcp_parser  # argparse only; the SDK loads when it runs
+def _add_command(cmd: Command, sub: Any) -> None:
+    add = cmd.add
+    if isinstance(add, str):
+        module, _, name = add.partition(":")
+        try:
+            add = getattr(importlib.import_module(module), name)
+        except ImportError as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            p = sub.add_parser(cmd.name, help=cmd.help, add_help=False)
+            p.set_defaults(func=lambda args: _unavailable(cmd.name, reason))
+            return
+    add(sub)
 
-    add_mcp_parser(sub)
+
+def _unavailable(name: str, reason: str) -> int:
+    print(f"{PROG}: error: the {name} command is not available here ({reason}); "
+          f"reinstall wingman-actors with its dependencies", file=sys.stderr)
+    return 2
+
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names (the first word that is not an option)."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--log-level":
+            skip = True
+        elif arg == "--":
+            return None
+        elif not arg.startswith("-"):
+            return arg
+    return None
 
 
 def _seconds(text: str) -> float:
@@ -141,20 +248,39 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _seconds_or_zero(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 seconds, got {text}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``wingman-actors`` command; returns the exit code.
 
     Args:
         argv: the arguments (default: ``sys.argv[1:]``).
     """
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_in(argv) or "")
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, or argparse's own usage error (code 2)
+    except SystemExit as exc:  # --help, --version, or argparse's own usage error (code 2)
         return exc.code if isinstance(exc.code, int) else 2
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    with _logging(args.log_level):
+        return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from .errors import FormationSetupError, WingmanError
+    from .launcher.errors import UsageError
+
     debug = bool(getattr(args, "debug", False))
     try:
         code: int = args.func(args)
@@ -176,6 +302,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+@contextlib.contextmanager
+def _logging(level: str) -> Iterator[None]:
+    """Log records, and warnings from libraries (pypdf, ...), go to stderr through one
+    handler, from ``level`` on; undone afterwards (``main`` may run in-process)."""
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s: %(name)s: %(message)s"))
+    handler.setLevel(level.upper())
+    before = root.level
+    root.addHandler(handler)
+    root.setLevel(min(before or logging.WARNING, handler.level))
+    logging.captureWarnings(True)
+    try:
+        yield
+    finally:
+        logging.captureWarnings(False)
+        root.removeHandler(handler)
+        root.setLevel(before)
+
+
 def _silence_stdout() -> None:
     # Python would report the broken pipe again when it flushes stdout at exit.
     try:
@@ -191,3 +337,4 @@ def _report(exc: BaseException, debug: bool, hint: str = "") -> None:
     print(f"{PROG}: error: {exc}", file=sys.stderr)
     if hint and not debug:
         print(f"{PROG}: {hint} (add --debug for the traceback)", file=sys.stderr)
+

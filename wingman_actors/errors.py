@@ -5,8 +5,14 @@ Every error the library raises on purpose derives from :class:`WingmanError`::
     WingmanError
     ├── AgentError            a model call or agent run failed; ``kind`` says how
     │   └── ToolError         a tool failed (kind = ErrorKind.TOOL)
+    ├── OutputValidationError an answer does not match the agent's output schema
+    │                         (also a ValueError)
     ├── FormationSetupError   a formation is declared wrongly (before anything runs)
-    └── FormationRuntimeError a formation run failed (node, attempts, run id, partial outputs)
+    ├── FormationRuntimeError a formation run failed (node, attempts, run id, partial outputs)
+    ├── NodeTimeoutError      a node attempt ran past its ``timeout`` (retryable; the cause
+    │                         of the FormationRuntimeError when retries are spent)
+    ├── PayloadError          a payload does not fit the node that received it (never retried)
+    └── FleetItemsError       some items of a fleet node failed (``errors`` by item index)
 
 Causes are chained with ``raise ... from exc``; the structured facts live in attributes,
 not only in the message text.
@@ -21,8 +27,12 @@ from typing import Any
 __all__ = [
     "AgentError",
     "ErrorKind",
+    "FleetItemsError",
     "FormationRuntimeError",
     "FormationSetupError",
+    "NodeTimeoutError",
+    "OutputValidationError",
+    "PayloadError",
     "ToolError",
     "WingmanError",
 ]
@@ -152,8 +162,12 @@ class ToolError(AgentError):
         return (type(self), (self.message,), {"tool": self.tool})
 
 
-class FormationSetupError(WingmanError):
-    """A formation is declared wrongly. Raised before any actor starts.
+class FormationSetupError(WingmanError, ValueError):
+    """A formation is declared wrongly. Raised before any actor starts: by a builder call
+    (``add_function``, ``add_agent``, ``add_fleet``, ``connect``, ``Formation(...)``) at
+    once, and by ``validate()`` (and so ``start``/``run``) listing every problem.
+
+    It is also a ``ValueError``, so ``except ValueError`` around a declaration keeps working.
 
     Attributes:
         formation: the formation's name.
@@ -197,3 +211,66 @@ class FormationRuntimeError(WingmanError):
         self.attempts = attempts
         self.run_id = run_id
         self.outputs = dict(outputs or {})
+
+
+class OutputValidationError(WingmanError, ValueError):
+    """An answer does not match the agent's output schema; the message is written for
+    the model (the session sends it back and asks again)."""
+
+
+class NodeTimeoutError(WingmanError):
+    """A node attempt ran past its ``timeout``; retried like any failure.
+
+    Attributes:
+        node: the node.
+        attempt: the attempt that timed out (1-based).
+        run_id: the run it belonged to.
+    """
+
+    retryable = True
+
+    def __init__(
+        self, message: str, *, node: str | None = None, attempt: int = 0, run_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.node = node
+        self.attempt = attempt
+        self.run_id = run_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_timeout, (str(self), self.node, self.attempt, self.run_id))
+
+
+def _rebuild_timeout(message: str, node: str | None, attempt: int, run_id: str | None) -> NodeTimeoutError:
+    return NodeTimeoutError(message, node=node, attempt=attempt, run_id=run_id)
+
+
+class PayloadError(WingmanError):
+    """A payload does not fit the node that received it. Never retried: it would fail again."""
+
+    retryable = False
+
+
+class FleetItemsError(WingmanError):
+    """Some items of a fleet node failed.
+
+    Attributes:
+        node: the fleet node.
+        total: how many items it had.
+        errors: each failed item's error, by item index.
+        retryable: whether every item's error may succeed on a retry.
+    """
+
+    def __init__(self, node: str, total: int, errors: dict[int, BaseException]) -> None:
+        first = min(errors)
+        super().__init__(
+            f"fleet node {node!r}: {len(errors)} of {total} item(s) failed; "
+            f"first: item {first}: {errors[first]}"
+        )
+        self.node = node
+        self.total = total
+        self.errors = errors
+        self.retryable = all(getattr(e, "retryable", True) for e in errors.values())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.node, self.total, self.errors))

@@ -3,7 +3,9 @@
 Every task gets its own :class:`~wingman_actors.session.Session` (optionally with its own
 ``work_dir`` and ``instructions``), runs on a worker thread, and ends as exactly one
 :class:`FleetResult`: N tasks in, N results out, always. A failing task yields a result with
-``error`` set and never disturbs the others.
+``error`` set and never disturbs the others. With ``render=``, the tasks are any items, each
+turned into its :class:`Task` by the worker that runs it (workers start at once; no item
+waits for the others to be rendered).
 
 Example:
     >>> from wingman_actors import Agent
@@ -26,8 +28,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
+from ._fleet_loops import Dispatch, run_loop
 from .agent import Agent
 from .core import Message
 from .errors import AgentError, ErrorKind
@@ -39,6 +42,8 @@ from .session import Session
 __all__ = ["DEFAULT_MAX_WORKERS", "Fleet", "FleetResult", "Task"]
 
 log = logging.getLogger(__name__)
+
+_Item = TypeVar("_Item")
 
 DEFAULT_MAX_WORKERS = 100
 """Concurrent sessions when a fleet is given ``max_workers=0``: ``min(len(tasks), 100)``."""
@@ -100,55 +105,6 @@ class FleetResult:
         return self.result.response if self.result is not None else ""
 
 
-class _Dispatch:
-    """Hands out task indices to worker loops: each loop takes the next index as soon as it
-    finishes one, so no coordinator sits between a finished task and the next start, and
-    never more than ``cap`` sessions run at once."""
-
-    def __init__(self, n: int) -> None:
-        self._lock = threading.Lock()
-        self._untaken = iter(range(n))
-        self._taken: set[int] = set()
-        self._stopped = False
-        self.loops: list[Future[None]] = []
-
-    def take(self, finished: int | None = None) -> int | None:
-        """Mark ``finished`` (the caller's last index) done and hand out the next index,
-        or None when there is none left or the dispatch was stopped."""
-        with self._lock:
-            if finished is not None:
-                self._taken.discard(finished)
-            if self._stopped:
-                return None
-            index = next(self._untaken, None)
-            if index is not None:
-                self._taken.add(index)
-            return index
-
-    def stop(self) -> None:
-        with self._lock:
-            self._stopped = True
-
-    def missing(self) -> list[int]:
-        """Indices taken by a loop that died, or never taken; clears them."""
-        with self._lock:
-            missing = sorted(self._taken | set(self._untaken))
-            self._taken.clear()
-        return missing
-
-
-def _run_loop(loop: Callable[[], None], fut: Future[None]) -> None:
-    """Run one worker loop on its own thread, reporting how it ended on ``fut``."""
-    if not fut.set_running_or_notify_cancel():
-        return
-    try:
-        loop()
-    except BaseException as exc:
-        fut.set_exception(exc)
-    else:
-        fut.set_result(None)
-
-
 class _CancelGuard(Middleware):
     """Fails a run that starts after :meth:`Fleet.cancel`.
 
@@ -179,15 +135,29 @@ class Fleet:
             instead of worker threads started per run. At most ``max_workers`` tasks are
             submitted-and-unfinished at once, and the executor is not shut down. Do not pass
             the executor whose thread calls :meth:`run` unless it has workers to spare.
+        render: builds a task from each item of ``tasks`` (which may then be anything), returning a
+            :class:`Task` or a message ``str``. It is called in the worker that runs the
+            item, just before its session, so costly rendering (structured data to a
+            prompt) overlaps the other items' sessions. A render that raises fails only
+            its item (the result's ``error``).
 
     Raises:
-        TypeError: ``agent`` is not an Agent, or a task is neither a Task nor a str.
+        TypeError: ``agent`` is not an Agent, a task is neither a Task nor a str (without
+            ``render``), or ``render`` is not callable.
         ValueError: ``max_workers`` is negative, or ``timeout`` is not positive.
+
+    Example of ``render``:
+        >>> from wingman_actors.testing import ScriptedProvider
+        >>> echo = Agent("echo", provider=ScriptedProvider([lambda r: r.messages[-1].text], cycle=True))
+        >>> fleet = Fleet(echo, [{"id": 1}, {"id": 2}], render=lambda item: f"item {item['id']}")
+        >>> [r.response for r in fleet.run()]
+        ['item 1', 'item 2']
 
     Cancelling (:meth:`cancel`) is final: a cancelled fleet's later runs return cancelled
     results too.
     """
 
+    @overload
     def __init__(
         self,
         agent: Agent,
@@ -196,18 +166,43 @@ class Fleet:
         max_workers: int = 0,
         timeout: float | None = None,
         executor: Executor | None = None,
+        render: None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        agent: Agent,
+        tasks: Sequence[_Item],
+        *,
+        max_workers: int = 0,
+        timeout: float | None = None,
+        executor: Executor | None = None,
+        render: Callable[[_Item], Task | str],
+    ) -> None: ...
+
+    def __init__(
+        self,
+        agent: Agent,
+        tasks: Sequence[Any],
+        *,
+        max_workers: int = 0,
+        timeout: float | None = None,
+        executor: Executor | None = None,
+        render: Callable[[Any], Task | str] | None = None,
     ) -> None:
         if not isinstance(agent, Agent):
             raise TypeError(f"Fleet needs an Agent, got {type(agent).__name__}")
         if isinstance(tasks, str | bytes) or not isinstance(tasks, Sequence):
             raise TypeError(f"Fleet tasks must be a list of Task or str, got {type(tasks).__name__}")
-        items: list[Task] = []
-        for i, t in enumerate(tasks):
+        if render is not None and not callable(render):
+            raise TypeError(f"Fleet render must be a function of one item, got {type(render).__name__}")
+        items: list[Any] = list(tasks)
+        for i, t in enumerate(items if render is None else ()):
             if isinstance(t, str):
-                t = Task(message=t)
+                items[i] = Task(message=t)
             elif not isinstance(t, Task):
                 raise TypeError(f"Fleet task {i} must be a Task or a str, got {type(t).__name__}")
-            items.append(t)
         if isinstance(max_workers, bool) or not isinstance(max_workers, int):
             raise TypeError(f"Fleet max_workers must be an int, got {type(max_workers).__name__}")
         if max_workers < 0:
@@ -217,7 +212,8 @@ class Fleet:
         if executor is not None and not isinstance(executor, Executor):
             raise TypeError(f"Fleet executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
         self.agent = agent
-        self.tasks: tuple[Task, ...] = tuple(items)
+        self._items: tuple[Any, ...] = tuple(items)
+        self._render = render
         self.max_workers = max_workers
         self.timeout = timeout
         self.executor = executor
@@ -227,10 +223,16 @@ class Fleet:
         self._guarded = agent.with_overrides(middleware=(_CancelGuard(self), *agent.middleware))
 
     @property
+    def tasks(self) -> tuple[Task, ...]:
+        """The tasks; with ``render``, every item rendered now (a render that raises raises)."""
+        tasks = (self._task(i) for i in range(len(self._items)))
+        return tuple(Task(message=t) if isinstance(t, str) else t for t in tasks)
+
+    @property
     def cap(self) -> int:
         """The most sessions this fleet runs at once."""
         limit = self.max_workers or DEFAULT_MAX_WORKERS
-        return max(1, min(limit, len(self.tasks)))
+        return max(1, min(limit, len(self._items)))
 
     # -- public API -------------------------------------------------------------------
 
@@ -242,7 +244,7 @@ class Fleet:
                 the given executor was shut down). When only some start, they run every
                 task and a warning is logged.
         """
-        n = len(self.tasks)
+        n = len(self._items)
         if n == 0:
             return []
         results: list[FleetResult | None] = [None] * n
@@ -262,7 +264,7 @@ class Fleet:
         Nothing starts until the first ``next()``. Closing the iterator early stops the
         tasks not yet started and waits for the running ones before returning.
         """
-        n = len(self.tasks)
+        n = len(self._items)
         if n == 0:
             return
         finished: queue.SimpleQueue[FleetResult | None] = queue.SimpleQueue()
@@ -287,11 +289,11 @@ class Fleet:
                     yield self._lost(index, dispatch.loops)
 
     @contextlib.contextmanager
-    def _dispatch(self, deliver: Callable[[FleetResult], object]) -> Iterator[_Dispatch]:
+    def _dispatch(self, deliver: Callable[[FleetResult], object]) -> Iterator[Dispatch]:
         """Start ``cap`` worker loops that hand each result to ``deliver``; on exit, stop
         giving out tasks and wait for the loops (and their own threads, if any)."""
         cap = self.cap
-        dispatch = _Dispatch(len(self.tasks))
+        dispatch = Dispatch(len(self._items))
 
         def loop() -> None:
             index = dispatch.take()
@@ -312,7 +314,7 @@ class Fleet:
             # again, and every worker started late delays its whole chain of tasks.
             fut: Future[None] = Future()
             thread = threading.Thread(
-                target=_run_loop, args=(loop, fut), name=f"wingman-fleet-{self.agent.name}-{i}", daemon=True
+                target=run_loop, args=(loop, fut), name=f"wingman-fleet-{self.agent.name}-{i}", daemon=True
             )
             thread.start()
             threads.append(thread)
@@ -357,12 +359,12 @@ class Fleet:
         return self._cancel_reason is not None
 
     def __len__(self) -> int:
-        return len(self.tasks)
+        return len(self._items)
 
     def __repr__(self) -> str:
         pool = "external" if self.executor is not None else "own"
         return (
-            f"Fleet(agent={self.agent.name!r}, tasks={len(self.tasks)}, max_workers={self.cap}, "
+            f"Fleet(agent={self.agent.name!r}, tasks={len(self._items)}, max_workers={self.cap}, "
             f"timeout={self.timeout!r}, executor={pool})"
         )
 
@@ -371,31 +373,45 @@ class Fleet:
     def _worker_name(self, index: int) -> str:
         return f"{self.agent.name}-{index}"
 
+    def _task(self, index: int) -> Task | str:
+        item = self._items[index]
+        if self._render is None:
+            return item  # type: ignore[no-any-return]  # checked in __init__
+        task = self._render(item)
+        if not isinstance(task, str | Task):
+            raise TypeError(f"Fleet render must return a Task or a str, got {type(task).__name__} for item {index}")
+        return task  # a str stays a str: building a Task per item costs as much as rendering it
+
     def _run_task(self, index: int) -> FleetResult:
-        task = self.tasks[index]
         started = time.perf_counter()
         result: Result | None = None
         error: BaseException | None = None
+        data = None
         try:
-            result = self._run_session(index, task)
+            task = self._task(index)
+            if isinstance(task, str):
+                result = self._run_session(index, task, None, None)
+            else:
+                data = task.data
+                result = self._run_session(index, task.message, task.work_dir, task.instructions)
         except Exception as exc:
             error = exc
-        return FleetResult(
-            index, self._worker_name(index), result, error, task.data, time.perf_counter() - started
-        )
+        return FleetResult(index, self._worker_name(index), result, error, data, time.perf_counter() - started)
 
-    def _run_session(self, index: int, task: Task) -> Result:
+    def _run_session(
+        self, index: int, message: str, work_dir: str | Path | None, instructions: str | None
+    ) -> Result:
         reason = self._cancel_reason
         if reason is not None:
             raise AgentError(f"fleet cancelled before task {index} started: {reason}", kind=ErrorKind.CANCELLED)
         agent = self._guarded
-        if task.instructions is not None:
-            agent = agent.with_overrides(instructions=task.instructions)
-        session = Session(agent, work_dir=task.work_dir)
+        if instructions is not None:
+            agent = agent.with_overrides(instructions=instructions)
+        session = Session(agent, work_dir=work_dir)
         with self._lock:
             self._running.add(session)
         try:
-            return session.run(task.message, timeout=self.timeout)
+            return session.run(message, timeout=self.timeout)
         finally:
             with self._lock:
                 self._running.discard(session)
@@ -408,4 +424,6 @@ class Fleet:
             error: BaseException = failures[0]  # type: ignore[assignment]
         else:
             error = AgentError(f"task {index} was cancelled by its executor", kind=ErrorKind.CANCELLED)
-        return FleetResult(index, self._worker_name(index), None, error, self.tasks[index].data)
+        item = self._items[index]
+        data = item.data if isinstance(item, Task) else None  # an unrendered item has no data yet
+        return FleetResult(index, self._worker_name(index), None, error, data)

@@ -5,10 +5,17 @@ Fixtures:
     scripted_provider: a factory ``scripted_provider(replies, **kwargs)`` of
         :class:`~wingman_actors.testing.ScriptedProvider`.
 
-Leak check: every test fails if it leaves a Pykka actor or a thread running that it
-started (after a 2-second grace period). Opt out per test with
-``@pytest.mark.wingman_allow_leaks``; allow thread-name prefixes of your own test servers
-with the ini option ``wingman_thread_allowlist``.
+Leak check: a checked test fails if it leaves a Pykka actor or a thread running that it
+started (after a grace period of up to 2 seconds for them to wind down). It is opt-in, so
+the plugin never touches the tests of other projects that merely share the environment:
+
+* the ini option ``wingman_leak_check = true`` checks every test of the project;
+* ``@pytest.mark.wingman_leak_check`` checks one test (or a module, with ``pytestmark``);
+* a test that uses the plugin's fixtures (``actor_probe``, ``scripted_provider``) is
+  checked.
+
+``@pytest.mark.wingman_allow_leaks`` turns it off for a test; the ini option
+``wingman_thread_allowlist`` lists thread-name prefixes of your own test servers to ignore.
 """
 
 from __future__ import annotations
@@ -24,9 +31,17 @@ import pytest
 from .testing import ActorProbe, ScriptedProvider
 
 _GRACE_S = 2.0
+_FIXTURES = frozenset({"actor_probe", "scripted_provider"})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "wingman_leak_check",
+        "fail every test that leaves a Pykka actor or a thread running (default: only tests "
+        "marked wingman_leak_check or using the wingman fixtures)",
+        type="bool",
+        default=False,
+    )
     parser.addini(
         "wingman_thread_allowlist",
         "thread-name prefixes the wingman leak check ignores",
@@ -37,6 +52,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "wingman_allow_leaks: skip the wingman actor/thread leak check")
+    config.addinivalue_line("markers", "wingman_leak_check: fail the test if it leaves an actor or thread running")
 
 
 @pytest.fixture
@@ -59,9 +75,20 @@ def scripted_provider() -> Callable[..., ScriptedProvider]:
     return make
 
 
+def _leak_check_on(request: pytest.FixtureRequest) -> bool:
+    node = request.node
+    if node.get_closest_marker("wingman_allow_leaks"):
+        return False
+    return (
+        bool(request.config.getini("wingman_leak_check"))
+        or node.get_closest_marker("wingman_leak_check") is not None
+        or not _FIXTURES.isdisjoint(request.fixturenames)
+    )
+
+
 @pytest.fixture(autouse=True)
 def _wingman_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
-    if request.node.get_closest_marker("wingman_allow_leaks"):
+    if not _leak_check_on(request):
         yield
         return
     allow = tuple(["pytest_timeout", *request.config.getini("wingman_thread_allowlist")])

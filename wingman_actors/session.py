@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .agent import Agent
-from .cancel import CancelToken, cancel_scope
+from .cancel import CancelToken, cancel_scope, current_token
 from .context_budget import ContextWindow
 from .core import (
     ContentBlock,
@@ -223,7 +223,9 @@ class Session:
                     kind=ErrorKind.INVALID,
                 )
             msg = Message.user(message) if isinstance(message, str) else message
-            token = CancelToken(timeout=timeout, parent=parent_token)
+            # A child of the caller's token: the delegating parent's, else the current one
+            # (cancelling a formation node's attempt reaches this run even before it begins).
+            token = CancelToken(timeout=timeout, parent=parent_token if parent_token is not None else current_token())
             self._token = token
             ctx = RunContext(self.agent, self.id, self.history, token)
             spans = self._spans = otel.session_spans(self.agent.name, provider, self.id)

@@ -11,13 +11,11 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from .errors import OutputValidationError  # defined with the other errors; kept importable here
+
 __all__ = ["OutputSchema", "OutputValidationError", "extract_json"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
-
-
-class OutputValidationError(ValueError):
-    """The answer does not match the schema; the message is written for the model."""
 
 
 def extract_json(text: str) -> str:

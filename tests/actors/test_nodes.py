@@ -160,3 +160,15 @@ def test_actor_probe_expect_no_message_fails_on_a_message() -> None:
         threading.Event().wait(0.05)
         with pytest.raises(AssertionError, match="unexpected message"):
             probe.expect_no_message(0.05)
+
+
+def test_an_envelope_is_immutable_and_its_delivery_carries_the_attempt_bookkeeping() -> None:
+    from wingman_actors.actors.envelope import Work
+
+    env = new_envelope("work", {"x": 1}, run_id="r1", sender="a", target="b")
+    with pytest.raises(AttributeError):
+        env.payload = 2  # type: ignore[misc]
+    work = Work(env)
+    assert (work.payload, work.sender, work.run_id, work.target, work.attempt) == ({"x": 1}, "a", "r1", "b", 1)
+    work.attempt += 1
+    assert work.envelope is env and env.attempt == 1

@@ -12,6 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from wingman_actors import Agent
+from wingman_actors.errors import FormationSetupError
 from wingman_actors.formation import Formation, NodeSpec, Plan
 from wingman_actors.testing import ScriptedProvider
 
@@ -79,12 +80,12 @@ def test_formation_keeps_the_graph_it_is_given() -> None:
 
 @pytest.mark.parametrize("graph", [nx.MultiDiGraph(), nx.Graph(), {}])
 def test_formation_refuses_a_graph_that_is_not_a_digraph(graph: Any) -> None:
-    with pytest.raises(TypeError, match=r"must be a networkx\.DiGraph.*networkx\.DiGraph\(graph\)"):
+    with pytest.raises(FormationSetupError, match=r"must be a networkx\.DiGraph.*networkx\.DiGraph\(graph\)"):
         Formation("f", graph)
 
 
 def test_formation_refuses_an_empty_name() -> None:
-    with pytest.raises(ValueError, match="non-empty name"):
+    with pytest.raises(FormationSetupError, match="non-empty name"):
         Formation(" ")
 
 
@@ -184,32 +185,32 @@ def test_builder_methods_return_the_formation() -> None:
 
 def test_builder_refuses_a_duplicate_node_name() -> None:
     f = Formation("f").add_function("a", double)
-    with pytest.raises(ValueError, match="already has a node named 'a'"):
+    with pytest.raises(FormationSetupError, match="already has a node named 'a'"):
         f.add_agent("a", agent())
 
 
 def test_builder_refuses_an_unknown_policy_and_suggests_the_right_one() -> None:
-    with pytest.raises(TypeError, match=r"unknown policy keyword\(s\) 'retry'.*did you mean 'retries'"):
+    with pytest.raises(FormationSetupError, match=r"unknown policy keyword\(s\) 'retry'.*did you mean 'retries'"):
         Formation("f").add_function("a", double, retry=3)
 
 
 def test_builder_says_which_nodes_take_a_prompt() -> None:
-    with pytest.raises(TypeError, match=r"prompt applies only to agent and fleet nodes"):
+    with pytest.raises(FormationSetupError, match=r"prompt applies only to agent and fleet nodes"):
         Formation("f").add_function("a", double, prompt="{input}")
 
 
 def test_builder_refuses_a_policy_value_out_of_range() -> None:
-    with pytest.raises(ValueError, match=r"node 'a': retries must be an int >= 0.*got -1"):
+    with pytest.raises(FormationSetupError, match=r"node 'a': retries must be an int >= 0.*got -1"):
         Formation("f").add_function("a", double, retries=-1)
 
 
 def test_add_function_refuses_a_non_callable() -> None:
-    with pytest.raises(TypeError, match="fn must be callable, got int"):
+    with pytest.raises(FormationSetupError, match="fn must be callable, got int"):
         Formation("f").add_function("a", 3)  # type: ignore[arg-type]
 
 
 def test_add_agent_refuses_something_that_is_not_an_agent() -> None:
-    with pytest.raises(TypeError, match="agent must be an Agent"):
+    with pytest.raises(FormationSetupError, match="agent must be an Agent"):
         Formation("f").add_agent("a", "writer")  # type: ignore[arg-type]
 
 
@@ -222,26 +223,64 @@ def test_add_function_declares_a_node_created_by_a_hand_added_edge() -> None:
 
 def test_connect_refuses_an_undeclared_name_and_suggests_a_close_one() -> None:
     f = Formation("f").add_function("parse", parse)
-    with pytest.raises(ValueError, match=r"no node named 'prase' \(did you mean 'parse'\?\); declare it first"):
+    with pytest.raises(FormationSetupError, match=r"no node named 'prase' \(did you mean 'parse'\?\); declare it first"):
         f.add_function("show", show).connect("prase", "show")
     assert f.graph.number_of_edges() == 0
 
 
 def test_connect_refuses_an_edge_declared_twice() -> None:
     f = Formation("f").add_function("a", double).add_function("b", double).connect("a", "b")
-    with pytest.raises(ValueError, match="edge 'a' → 'b' is declared twice"):
+    with pytest.raises(FormationSetupError, match="edge 'a' → 'b' is declared twice"):
         f.connect("a", "b")
 
 
 def test_connect_needs_two_names() -> None:
-    with pytest.raises(TypeError, match="two or more node names"):
+    with pytest.raises(FormationSetupError, match="two or more node names"):
         Formation("f").add_function("a", double).connect("a")
 
 
 def test_connect_refuses_a_non_callable_when() -> None:
     f = Formation("f").add_function("a", double).add_function("b", double)
-    with pytest.raises(TypeError, match="when must be a predicate"):
+    with pytest.raises(FormationSetupError, match="when must be a predicate"):
         f.connect("a", "b", when=True)  # type: ignore[arg-type]
+
+
+def test_builder_errors_are_setup_errors_and_value_errors() -> None:
+    with pytest.raises(ValueError, match="already has a node named 'a'") as info:
+        Formation("f").add_function("a", double).add_function("a", double)
+    assert isinstance(info.value, FormationSetupError) and info.value.formation == "f"
+
+
+def test_builder_reports_every_problem_of_one_call_at_once() -> None:
+    with pytest.raises(FormationSetupError) as info:
+        Formation("f").add_function("a", double).add_function("a", 3, retries=-1, retry=2)  # type: ignore[arg-type]
+    problems = info.value.problems
+    assert len(problems) == 4, problems
+    assert all(p.startswith("add_function('a', ...): ") for p in problems)
+    for needle in ("already has a node named 'a'", "fn must be callable", "retries must be", "'retry'"):
+        assert any(needle in p for p in problems), needle
+
+
+def test_builder_refuses_a_node_name_that_is_not_a_str() -> None:
+    with pytest.raises(FormationSetupError, match=r"add_function\(3, ...\): a node name must be a non-empty str"):
+        Formation("f").add_function(3, double)  # type: ignore[arg-type]
+
+
+def test_connect_reports_every_bad_name_and_edge_in_one_error() -> None:
+    f = Formation("f").add_function("a", double).add_function("b", double).connect("a", "b")
+    with pytest.raises(FormationSetupError) as info:
+        f.connect("a", "b", "c", "d")
+    assert info.value.problems == [
+        "connect('a', 'b', 'c', 'd'): no node named 'c'; declare it first with add_function/add_agent/add_fleet",
+        "connect('a', 'b', 'c', 'd'): no node named 'd'; declare it first with add_function/add_agent/add_fleet",
+        "connect('a', 'b', 'c', 'd'): edge 'a' → 'b' is declared twice; connect each pair once",
+    ]
+    assert f.graph.number_of_edges() == 1
+
+
+def test_add_fleet_refuses_a_bad_max_workers_at_once() -> None:
+    with pytest.raises(FormationSetupError, match=r"node 'many': max_workers must be an int >= 0"):
+        Formation("f").add_fleet("many", agent(), max_workers=-2)
 
 
 # --- the compiled plan ---------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The lean future submit() returns behaves as a concurrent.futures.Future in every use."""
+"""The future submit() returns behaves as a concurrent.futures.Future in every use, and
+knows its run."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import pytest
 
 from wingman_actors import Formation
 from wingman_actors.formation import future as future_mod
-from wingman_actors.formation.future import RunFuture, new_run_future
+from wingman_actors.formation.future import RunFuture
+
+
+def new_run_future() -> RunFuture:
+    return RunFuture("run-1")
 
 
 def _later(fut: Future[object], value: object, delay: float = 0.05) -> threading.Thread:
@@ -28,11 +33,24 @@ def _later(fut: Future[object], value: object, delay: float = 0.05) -> threading
     return thread
 
 
-def test_this_python_gets_the_lean_future_and_it_is_a_future() -> None:
+def test_it_is_a_future_with_a_run_id() -> None:
     fut = new_run_future()
-    assert type(fut) is RunFuture
-    assert isinstance(fut, Future)
+    assert isinstance(fut, Future) and fut.run_id == "run-1"
     assert not fut.done() and not fut.running() and not fut.cancelled()
+
+
+def test_this_python_lays_out_future_as_the_lean_lock_expects() -> None:
+    # fails when a Python release changes Future.__init__: check RunFuture's fields then
+    assert future_mod.LEAN
+    assert isinstance(new_run_future()._condition, future_mod._LockCondition)  # type: ignore[attr-defined]
+
+
+def test_a_python_whose_future_differs_gets_a_standard_condition(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(future_mod, "LEAN", False)
+    fut = new_run_future()
+    assert not isinstance(fut._condition, future_mod._LockCondition)  # type: ignore[attr-defined]
+    fut.set_result(3)
+    assert fut.result() == 3
 
 
 def test_result_waits_for_a_value_set_by_another_thread() -> None:
@@ -110,14 +128,41 @@ def test_asyncio_can_await_it() -> None:
     assert asyncio.run(main()) == "awaited"
 
 
-def test_a_python_whose_future_differs_gets_a_standard_future(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(future_mod, "_LEAN", False)
-    assert type(new_run_future()) is Future
+def test_cancel_asks_the_runtime_and_returns_its_answer() -> None:
+    asked: list[str] = []
+
+    def refuse(run_id: str) -> bool:
+        asked.append(run_id)
+        return False
+
+    fut = RunFuture("r7", refuse)
+    assert fut.cancel() is False
+    assert asked == ["r7"] and not fut.cancelled()
+    assert fut.settle_cancelled() and fut.cancelled()
+
+
+def test_setting_a_result_on_a_cancelled_future_does_not_hang() -> None:
+    fut = new_run_future()
+    assert fut.settle_cancelled()
+    done = threading.Event()
+
+    def late() -> None:
+        try:
+            fut.set_result(1)
+        except Exception:
+            pass  # InvalidStateError: the run was cancelled first
+        done.set()
+
+    thread = threading.Thread(target=late, daemon=True)
+    thread.start()
+    assert done.wait(3)
+    assert fut.cancelled()
 
 
 def test_submit_returns_it_and_many_runs_resolve() -> None:
-    f = Formation("lean").add_function("a", lambda x: x + 1).add_function("b", lambda x: x * 2).connect("a", "b")
+    f = Formation("many").add_function("a", lambda x: x + 1).add_function("b", lambda x: x * 2).connect("a", "b")
     with f.start() as running:
         futures = [running.submit(i) for i in range(500)]
         assert all(isinstance(fut, Future) for fut in futures)
+        assert len({fut.run_id for fut in futures}) == 500  # type: ignore[attr-defined]
         assert [fut.result(10).output for fut in futures] == [(i + 1) * 2 for i in range(500)]

@@ -196,22 +196,18 @@ def test_edge_attribute_close_to_when_is_a_likely_typo(typo: str) -> None:
 # --- structure -----------------------------------------------------------------------
 
 
-def test_graph_where_every_node_has_an_incoming_edge_has_no_source() -> None:
+def test_graph_where_every_node_has_an_incoming_edge_starts_at_its_first_node() -> None:
     f = chain(to_int, to_text)
     f.graph.add_edge("n1", "n0", when=bool)
-    message = only_problem(f)
-    assert message.startswith("every node has an incoming edge, so none can receive the run's input")
-    assert "add an entry node without incoming edges" in message and "connect('start', 'n0')" in message
+    plan = f.validate()
+    assert plan.sources == ("n0",) and plan.nodes["n0"].back_preds == ("n1",)
 
 
-def test_nodes_unreachable_from_the_sources_are_named() -> None:
+def test_a_separate_component_entered_through_a_cycle_is_a_second_source() -> None:
     f = chain(to_int, to_text).add_function("x", to_text).add_function("y", to_int)
     f.graph.add_edge("x", "y")
     f.graph.add_edge("y", "x", when=bool)
-    message = only_problem(f)
-    assert message == (
-        "node(s) 'x', 'y' cannot be reached from the source(s) 'n0'; connect them from a reachable node or remove them"
-    )
+    assert f.validate().sources == ("n0", "x")
 
 
 def test_cycle_without_a_conditional_edge_is_named() -> None:
@@ -385,6 +381,84 @@ def test_prompt_template_must_be_well_formed(prompt: str, expected: str) -> None
     assert expected in only_problem(Formation("f").add_agent("a", agent(), prompt=prompt))
 
 
+class Measure(BaseModel):
+    label: str
+    value: float
+    count: int
+    extra: list[int] = []
+
+
+def measured(text: str) -> Measure:
+    return Measure(label=text, value=1.0, count=1)
+
+
+def ask(prompt: str) -> Formation:
+    return Formation("f").add_function("m", measured).add_agent("a", agent(), prompt=prompt).connect("m", "a")
+
+
+def test_prompt_with_a_bad_conversion_is_a_problem() -> None:
+    assert only_problem(Formation("f").add_agent("a", agent(), prompt="Go: {input!x}")) == (
+        "node 'a': prompt field {input!x} has conversion !x; use !s, !r or !a, or none"
+    )
+
+
+def test_prompt_format_spec_that_text_does_not_take_is_a_problem() -> None:
+    message = only_problem(Formation("f").add_agent("a", agent(), prompt="{input:d}"))
+    assert message == (
+        "node 'a': prompt field {input:d} has format spec 'd', which the input's text (a str) does not take "
+        "(Unknown format code 'd' for object of type 'str'); fix the spec or drop it"
+    )
+
+
+def test_prompt_format_spec_is_checked_against_the_field_type() -> None:
+    assert ask("{label:>20} {value:.2f} {count:05d} {input!r:^30}").validate()
+    problems = problems_of(ask("{value:d} {count:s} {label:.2f}"))
+    assert [p.split(" has format spec")[0] for p in problems] == [
+        "node 'a': prompt field {value:d}", "node 'a': prompt field {count:s}", "node 'a': prompt field {label:.2f}",
+    ]
+    assert "the field 'value' (a float) does not take" in problems[0]
+
+
+def test_prompt_format_spec_of_a_value_of_unknown_type_is_not_judged() -> None:
+    ask("{extra:>5} {extra[0]:d} {label.__len__:>9}").validate()
+
+
+def test_prompt_nested_fields_in_a_format_spec_are_checked() -> None:
+    problems = problems_of(ask("{label:>{width}} {input:{count!q}}"))
+    assert problems == [
+        "node 'a': prompt uses {width} but the input has no such key (keys: count, extra, label, value); "
+        "use {input} or a key of the input",
+        "node 'a': prompt field {count!q} has conversion !q; use !s, !r or !a, or none",
+    ]
+    ask("{label:>{count}}").validate()
+
+
+def test_prompt_format_spec_nested_twice_is_a_problem() -> None:
+    message = only_problem(ask("{label:{count:{count}}}"))
+    assert message.startswith("node 'a': prompt field {label:{count:{count}}} nests fields two levels deep")
+
+
+def test_prompt_attribute_the_input_text_lacks_is_a_problem() -> None:
+    message = only_problem(Formation("f").add_agent("a", agent(), prompt="{input.title}, {input.name!r}"))
+    assert message == (
+        "node 'a': prompt field {input.name} reads attribute 'name' of the input's text (a str), which has "
+        "none; use {input}, or a key of a dict or model input"
+    )
+
+
+def test_every_prompt_problem_is_reported_at_once() -> None:
+    problems = problems_of(Formation("f").add_agent("a", agent(), prompt="{input!x} {input:d} {0} {input.nope}"))
+    assert len(problems) == 4, problems
+
+
+def test_a_prompt_that_validates_renders_in_a_run() -> None:
+    provider = ScriptedProvider(["ok"])
+    f = Formation("f").add_function("m", measured)
+    f.add_agent("a", Agent("a", provider=provider), prompt="{label!r:>8}|{value:.1f}|{count:03d}").connect("m", "a")
+    assert f.run("x").output == "ok"
+    assert provider.requests[0].messages[-1].content[0].text == "     'x'|1.0|001"
+
+
 # --- everything at once --------------------------------------------------------------
 
 
@@ -394,13 +468,14 @@ def test_every_problem_is_reported_in_one_error() -> None:
     f.graph.add_node("c", kind="function", fn=to_int, retries=-1, timout=3)
     f.graph.add_edge("b", "ghost")
     f.graph.add_edge("c", "c")
+    f.graph.add_edge("a", "c", when=3)
     with pytest.raises(FormationSetupError) as info:
         f.validate()
     problems = info.value.problems
     assert len(problems) == 7, problems
     text = str(info.value)
     assert text.startswith("formation 'f' is not valid (7 problem(s)):")
-    for needle in ("'timout'", "retries must be", "node 'ghost' has no kind", "'c' cannot be reached",
+    for needle in ("'timout'", "retries must be", "node 'ghost' has no kind", "edge 'a' → 'c': when must be a predicate",
                    "cycle c → c", "edge 'a' → 'b'", "back edge 'c' → 'c'"):
         assert needle in text
 

@@ -1,4 +1,4 @@
-"""The data behind the bundled sample statement, read from examples/data/make_statement.py."""
+"""The data behind the bundled sample statement, read from formations/data/make_statement.py."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
-STATEMENT = ROOT / "examples" / "data" / "statement.pdf"
+STATEMENT = ROOT / "formations" / "data" / "statement.pdf"
 
 
 @cache
 def make_statement() -> ModuleType:
-    """examples/data/make_statement.py, imported by path (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("make_statement", ROOT / "examples" / "data" / "make_statement.py")
+    """formations/data/make_statement.py, imported by path (data/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("make_statement", ROOT / "formations" / "data" / "make_statement.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,9 +1,12 @@
-"""The launcher's entry points, usage errors and command hooks."""
+"""The launcher's entry points, usage errors and command hooks; the command-line cases run
+as subprocesses, as a user types them."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,15 @@ from wingman_actors import __version__
 from wingman_actors.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
+_PROVIDER_ENV = ("ANTHROPIC_API_KEY", "WINGMAN_PROVIDER", "WINGMAN_MODEL", "WINGMAN_BASE_URL")
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``wingman-actors ARGS`` in a subprocess, with no provider configured."""
+    env = {k: v for k, v in os.environ.items() if k not in _PROVIDER_ENV}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-m", "wingman_actors", *args], capture_output=True, text=True,
+                          timeout=60, cwd=cwd, env=env, check=False)
 
 
 def test_python_m_wingman_actors_shows_help() -> None:
@@ -52,3 +64,76 @@ def test_the_run_command_has_the_documented_flags() -> None:
                                       "--option", "a=1", "--option", "b=2", "--json", "--events", "--debug"])
     assert (args.input, args.provider, args.model, args.option) == ("x", "p", "m", ["a=1", "b=2"])
     assert args.json and args.events and args.debug
+
+
+def test_version_flag_prints_the_version() -> None:
+    proc = cli("--version")
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"wingman-actors {__version__}")
+
+
+def test_help_imports_neither_the_runtime_nor_the_server() -> None:
+    code = ("import sys; from wingman_actors.cli import main; main(['--help']); main(['version']); "
+            "print(sorted(m for m in ('fastapi', 'anthropic', 'networkx', 'pykka', 'wingman_actors.formation') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[]"
+
+
+def test_an_unknown_flag_of_run_shows_run_s_usage() -> None:
+    proc = cli("run", "budget", "--bogus")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("usage: wingman-actors run ")
+    assert proc.stderr.splitlines()[-1] == "wingman-actors run: error: unrecognized arguments: --bogus"
+
+
+def test_graph_to_a_missing_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    out = tmp_path / "nope" / "x.mmd"
+    proc = cli("graph", "formations/budget.py", "-o", str(out))
+    assert proc.returncode == 2
+    assert proc.stderr == (f"wingman-actors: error: cannot write {out}: the folder {out.parent} does not exist; "
+                           "create it first or pass another --output path\n")
+
+
+def test_run_writes_only_the_report_on_stdout(tmp_path: Path) -> None:
+    proc = cli("run", "budget", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Budget for 2026-10-01 to 2026-10-30 (25 transactions)\n")
+    assert "provider:" not in proc.stdout and "done in" not in proc.stdout
+    assert proc.stderr.startswith("provider: sample replies") and "done in" in proc.stderr
+
+
+def test_the_readme_command_runs_from_another_directory(tmp_path: Path) -> None:
+    proc = cli("run", "formations/budget.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Spending by category" in proc.stdout
+
+
+def test_library_warnings_go_through_logging_and_follow_log_level(tmp_path: Path) -> None:
+    flow = tmp_path / "noisy.py"
+    flow.write_text(textwrap.dedent("""
+        import logging, warnings
+        from wingman_actors import Formation
+
+        def noisy(text: str) -> str:
+            warnings.warn("a library warning", UserWarning, stacklevel=1)
+            logging.getLogger("somelib").warning("a library log record")
+            return text
+
+        formation = Formation("noisy").add_function("noisy", noisy)
+    """))
+    proc = cli("run", str(flow), "-i", "x")
+    assert proc.returncode == 0, proc.stderr
+    assert "wingman-actors: WARNING: somelib: a library log record" in proc.stderr
+    assert "wingman-actors: WARNING: py.warnings: " in proc.stderr and "a library warning" in proc.stderr
+    quiet = cli("--log-level", "error", "run", str(flow), "-i", "x")
+    assert quiet.returncode == 0 and "library" not in quiet.stderr
+    assert quiet.stdout == "x\n"
+
+
+def test_a_provider_error_names_the_flags_that_fix_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "budget", "--provider", "ollama"]) == 2
+    err = capsys.readouterr().err
+    assert "--model NAME" in err and "WINGMAN_MODEL" in err and "new_provider" not in err
+

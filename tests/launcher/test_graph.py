@@ -46,4 +46,4 @@ def test_png_is_rendered_by_dot_when_it_is_on_path(
     out = tmp_path / "budget.png"
     assert main(["graph", "formations/budget.py", "--format", "png", "-o", str(out)]) == 0
     assert out.read_text().startswith('digraph "budget"')
-    assert capsys.readouterr().out.strip() == f"wrote {out}"
+    assert capsys.readouterr().err.strip() == f"wrote {out}"

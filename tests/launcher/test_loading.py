@@ -78,3 +78,39 @@ def test_an_import_error_inside_the_module_names_the_missing_dependency(
 def test_a_loaded_formation_is_a_formation() -> None:
     formation, took = load_module("formations.research").build(None, {})
     assert isinstance(formation, Formation) and took
+
+
+def test_a_ready_formation_loads_by_name_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    formation, _ = load_module("budget").build(None, {})
+    assert formation.name == "budget"
+
+
+def test_the_readme_path_of_a_ready_formation_works_outside_the_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert load_module("formations/research.py").module.__name__.endswith("formations.research")
+    assert load_module("formations.budget").module.__name__.endswith("formations.budget")
+
+
+def test_a_module_beside_you_wins_over_a_ready_formation_of_that_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (tmp_path / "budget.py").write_text("from wingman_actors import Formation\n"
+                                        "formation = Formation('mine').add_function('f', str)\n")
+    monkeypatch.chdir(tmp_path)
+    formation, _ = load_module("budget").build(None, {})
+    assert formation.name == "mine"
+
+
+def test_an_unknown_name_lists_the_ready_formations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="ready formations: budget, research"):
+        load_module("budgte")
+
+
+def test_the_default_statement_is_package_data_beside_the_formation() -> None:
+    budget = load_module("budget").module
+    assert Path(budget.__file__).parent.joinpath("data", "statement.pdf").is_file()
+    assert Path(budget.default_input()).resolve() == Path(budget.__file__).resolve().parent / "data" / "statement.pdf"

@@ -9,7 +9,14 @@ from rich.console import Console
 
 from wingman_actors.core import Usage
 from wingman_actors.formation.events import FormationEvent, FormationEventType
-from wingman_actors.launcher.progress import EventPrinter, LiveProgress, RunBoard, event_dict, event_line
+from wingman_actors.launcher.progress import (
+    EventPrinter,
+    LiveProgress,
+    RunBoard,
+    event_dict,
+    event_line,
+    render_board,
+)
 
 E = FormationEventType
 
@@ -80,3 +87,33 @@ def test_event_printer_prints_json_lines() -> None:
     for event in EVENTS:
         printer(event)
     assert [json.loads(line)["type"] for line in out.getvalue().splitlines()] == [e.type.value for e in EVENTS]
+
+
+def _render(board: RunBoard, width: int, now: float) -> list[str]:
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, force_terminal=True).print(
+        render_board(board, "formation demo", now=now, max_width=width))
+    return out.getvalue().splitlines()
+
+
+def test_column_widths_stay_put_while_the_run_goes() -> None:
+    live = RunBoard([("fetch", "agent"), ("notify", "function")])
+    before = _render(live, 100, now=100.0)
+    for event in EVENTS:
+        live.apply(event)
+    after = _render(live, 100, now=1000.0)
+    assert live.rows["fetch"].tokens == 100 and live.rows["notify"].note
+    assert [len(line) for line in before[1:4]] == [len(line) for line in after[1:4]]
+    assert before[1] == after[1]  # the header's borders line up
+
+
+def test_a_narrow_terminal_cuts_the_note_before_the_node_names() -> None:
+    long = RunBoard([("categorise_transactions", "fleet"), ("advise", "agent")])
+    long.rows["advise"].note = "AgentError: a long explanation of what went wrong " * 3
+    wide = "\n".join(_render(long, 120, now=0.0))
+    assert "note" in wide and "AgentError" in wide
+    for width in (80, 60, 40):
+        lines = _render(long, width, now=0.0)
+        assert all(len(line) <= width for line in lines)
+        text = "\n".join(lines)
+        assert "categorise_transactions" in text and "note" not in text

@@ -37,10 +37,10 @@ ASK = """
 
 def test_budget_runs_offline_with_sample_replies_on_the_bundled_statement(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "formations/budget.py"]) == 0
-    out = capsys.readouterr().out
-    assert out.splitlines()[0] == SAMPLE_LINE
-    assert "input: examples/data/statement.pdf (the formation's default)" in out
-    assert "--- output of 'report' (sample replies: offline, not from a model) ---" in out
+    out, err = capsys.readouterr()
+    assert err.splitlines()[0] == SAMPLE_LINE
+    assert "input: formations/data/statement.pdf (the formation's default)" in err
+    assert "(sample replies: offline, not from a model)" in err.splitlines()[-1]
     assert f"{statement_data.spending():,.2f}" in out and f"{statement_data.income():,.2f}" in out
     assert "housing" in out and "groceries" in out
 
@@ -64,7 +64,7 @@ def test_json_prints_one_document_and_the_provider_line_on_stderr(capsys: pytest
 
 def test_events_prints_a_line_per_node_event(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "formations/budget.py", "--events"]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     for node in ("parse", "batch", "categorise", "sum", "advise", "report"):
         assert f"] {node}: started" in out and f"] {node}: done in " in out
     assert "run finished in" in out
@@ -79,10 +79,10 @@ def test_json_events_are_json_lines_ending_with_the_result(capsys: pytest.Captur
 
 
 def test_a_terminal_gets_the_live_progress_table(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     monkeypatch.setenv("COLUMNS", "120")
     assert main(["run", "formations/research.py"]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "formation research" in out and "elapsed" in out and "retries" in out
     assert out.count("✓ done") >= 5
 
@@ -91,9 +91,9 @@ def test_a_formation_file_exposing_formation_runs_on_literal_input(
     capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path]
 ) -> None:
     assert main(["run", str(formation_file("echo", ECHO)), "--input", "hello"]) == 0
-    out = capsys.readouterr().out
-    assert "HELLO" in out
-    assert "provider: the formation's own" in out
+    out, err = capsys.readouterr()
+    assert out == "HELLO\n"
+    assert "provider: the formation's own" in err
 
 
 def test_input_at_file_passes_the_file_text(
@@ -134,9 +134,9 @@ def test_provider_flag_with_options_is_used_and_printed(
 ) -> None:
     path = formation_file("ask", ASK)
     assert main(["run", str(path), "-i", "hi", "--provider", "scripted", "--option", 'replies=["scripted hello"]']) == 0
-    out = capsys.readouterr().out
-    assert out.splitlines()[0] == "provider: scripted (model scripted; from --provider)"
-    assert "scripted hello" in out and "sample replies" not in out
+    out, err = capsys.readouterr()
+    assert err.splitlines()[0] == "provider: scripted (model scripted; from --provider)"
+    assert out == "scripted hello\n" and "sample replies" not in err
 
 
 def test_wingman_provider_from_the_environment_is_used(
@@ -145,7 +145,7 @@ def test_wingman_provider_from_the_environment_is_used(
     monkeypatch.setenv("WINGMAN_PROVIDER", "scripted")
     monkeypatch.setenv("WINGMAN_MODEL", "env-model")
     assert main(["run", str(formation_file("echo", ECHO)), "-i", "x"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == "provider: scripted (model env-model; from WINGMAN_PROVIDER)"
+    assert capsys.readouterr().err.splitlines()[0] == "provider: scripted (model env-model; from WINGMAN_PROVIDER)"
 
 
 def test_provider_sample_forces_sample_replies_over_an_api_key(
@@ -153,7 +153,7 @@ def test_provider_sample_forces_sample_replies_over_an_api_key(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-never-used")
     assert main(["run", "formations/research.py", "--provider", "sample"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == "provider: sample replies (chosen by --provider sample)"
+    assert capsys.readouterr().err.splitlines()[0] == "provider: sample replies (chosen by --provider sample)"
 
 
 def test_an_unknown_provider_lists_the_registered_ones(capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,7 +170,7 @@ def test_model_without_a_provider_is_a_usage_error(capsys: pytest.CaptureFixture
 def test_a_missing_statement_fails_the_run_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "formations/budget.py", "--input", "missing.pdf"]) == 1
     err = capsys.readouterr().err
-    assert err.strip() == ("wingman-actors: run failed at node 'parse': budget: cannot read statement "
+    assert err.splitlines()[-1] == ("wingman-actors: run failed at node 'parse': budget: cannot read statement "
                            "'missing.pdf': file not found; pass the path of a PDF bank statement")
 
 
@@ -207,7 +207,8 @@ def test_a_failed_run_shows_no_traceback_without_debug(
     """)
     assert main(["run", str(path), "-i", "x"]) == 1
     err = capsys.readouterr().err
-    assert err.strip() == "wingman-actors: run failed at node 'divide': ZeroDivisionError: division by zero"
+    assert err.splitlines()[-1] == "wingman-actors: run failed at node 'divide': ZeroDivisionError: division by zero"
+    assert "Traceback" not in err
 
 
 def test_debug_adds_the_traceback_of_a_failed_run(capsys: pytest.CaptureFixture[str]) -> None:
@@ -265,3 +266,47 @@ def test_an_invalid_formation_is_a_usage_error_listing_its_problems(
     assert main(["run", str(path), "-i", "x"]) == 2
     err = capsys.readouterr().err
     assert "formation 'typo' is not valid" in err and "'count' outputs int" in err
+
+
+SLOW_SAMPLES = """
+    from wingman_actors import Agent, Formation
+
+    SAMPLE_REPLIES = ["one", "two"]
+    SAMPLE_LATENCY_S = 0.3
+    DEFAULT_INPUT = "go"
+
+    def build(provider=None):
+        a, b = Agent("a", provider=provider), Agent("b", provider=provider)
+        return Formation("slow").add_agent("first", a).add_agent("second", b).connect("first", "second")
+"""
+
+
+def _summary_seconds(err: str) -> float:
+    line = next(line for line in err.splitlines() if line.startswith("done in "))
+    return float(line.removeprefix("done in ").split("s:")[0])
+
+
+def test_a_terminal_run_takes_the_formation_s_sample_latency(
+    capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["run", str(formation_file("slow", SLOW_SAMPLES))]) == 0
+    out, err = capsys.readouterr()
+    assert out == "two\n"
+    assert _summary_seconds(err) >= 0.6  # two replies in sequence, 0.3 s each
+
+
+def test_sample_latency_flag_overrides_the_formation_s(
+    capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path],
+) -> None:
+    assert main(["run", str(formation_file("slow", SLOW_SAMPLES)), "--sample-latency", "0.25"]) == 0
+    assert _summary_seconds(capsys.readouterr().err) >= 0.5
+
+
+def test_a_bad_sample_latency_in_the_module_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    path = formation_file("bad", SLOW_SAMPLES.replace("SAMPLE_LATENCY_S = 0.3", "SAMPLE_LATENCY_S = 'slow'"))
+    assert main(["run", str(path)]) == 2
+    assert "SAMPLE_LATENCY_S must be a number of seconds >= 0, got 'slow'" in capsys.readouterr().err

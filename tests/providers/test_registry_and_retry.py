@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import types
 from collections.abc import Callable, Iterator
 
@@ -131,6 +134,42 @@ def test_registering_an_existing_id_with_replace_overrides_it() -> None:
 def test_a_provider_id_must_be_a_name() -> None:
     with pytest.raises(ValueError, match="must be a non-empty name"):
         register_provider(_meta("has space"))
+
+
+_FIRST_CALLS = textwrap.dedent("""
+    import threading
+    from wingman_actors.providers import new_provider
+
+    start = threading.Barrier(8)
+    errors = []
+
+    def build():
+        start.wait()
+        try:
+            new_provider("scripted", {"replies": ["hi"]})
+        except Exception as exc:
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=build) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(len(errors), errors[:1])
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)  # 20 interpreters start on a shared machine
+def test_the_first_calls_in_a_fresh_process_from_many_threads_all_find_the_builtins() -> None:
+    # The built-ins load on first use; 8 threads race to it in each of 20 fresh processes.
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _FIRST_CALLS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(20)
+    ]
+    outcomes = [p.communicate(timeout=50) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 20, [err for _, err in outcomes if err][:1]
+    assert [out.strip() for out, _ in outcomes] == ["0 []"] * 20
 
 
 def test_scratch_registrations_do_not_leak_into_the_real_registry() -> None:

@@ -39,3 +39,9 @@ def is_long(text: str) -> bool:
 def is_short(text: str) -> bool:
     """Three words or fewer."""
     return len(text.split()) <= 3
+
+
+@function
+def half_character(text: str) -> str:
+    """Returns text with a lone surrogate, as careless user code can."""
+    return text + "\ud800"

@@ -23,7 +23,10 @@ class RunningServer:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self._socket = socket.socket()
+        # IPPROTO_TCP said explicitly: asyncio turns Nagle's algorithm off only on sockets whose
+        # proto is IPPROTO_TCP, and socket.socket() makes proto 0; with Nagle on, every response
+        # (headers and body written apart) waits ~40 ms for the client's delayed ACK.
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.bind(("127.0.0.1", 0))
         self.port = int(self._socket.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
@@ -52,7 +55,10 @@ class RunningServer:
             raise RuntimeError("the test server did not stop")
 
     def client(self, token: str | None = None) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # Every POST, PUT and PATCH must say it sends JSON, even with no body (see JsonBodyMiddleware).
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         return httpx.Client(base_url=self.url, timeout=30, headers=headers)
 
 

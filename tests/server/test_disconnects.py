@@ -50,6 +50,8 @@ def test_leaving_a_fleet_stream_cancels_the_remaining_tasks(client: httpx.Client
     read_until(client, f"/fleets/{fleet}/run/stream", {"tasks": tasks}, "event: result")
     assert client.get("/health").status_code == 200
     assert time.monotonic() - started < 3  # 20 tasks at 0.3 s each were not waited for
+    (run,) = client.get("/runs", params={"fleet_id": fleet}).json()
+    wait_for(lambda: client.get(f"/runs/{run['id']}").json()["status"] == "cancelled")
 
 
 def test_leaving_a_formation_stream_records_the_run_cancelled(client: httpx.Client) -> None:

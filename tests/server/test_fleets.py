@@ -101,7 +101,7 @@ def test_stream_sends_a_result_per_task_then_done(client: httpx.Client) -> None:
     assert [n for n, _ in events] == ["result"] * 4 + ["done"]
     assert sorted(d["task_index"] for _, d in events[:-1]) == [0, 1, 2, 3]
     assert all(d["data"] == d["task_index"] for _, d in events[:-1])
-    assert events[-1][1] == {"tasks": 4, "failed": 0}
+    assert {k: events[-1][1][k] for k in ("tasks", "failed")} == {"tasks": 4, "failed": 0}
 
 
 def test_fleet_whose_agent_was_deleted_is_404_on_run(client: httpx.Client) -> None:
@@ -111,3 +111,37 @@ def test_fleet_whose_agent_was_deleted_is_404_on_run(client: httpx.Client) -> No
     response = client.post(f"/fleets/{fleet['id']}/run", json={"tasks": [{"message": "x"}]})
     assert response.status_code == 404
     assert response.json() == {"error": f"agent not found: {agent}"}
+
+
+def test_fleet_runs_are_recorded_under_runs(client: httpx.Client) -> None:
+    agent = scripted_agent(client, "fine")
+    fleet = new_fleet(client, agent)
+    results = client.post(f"/fleets/{fleet['id']}/run", json={"tasks": [{"message": "a", "data": 1}, {"message": "b"}]})
+    assert results.status_code == 200
+    runs = client.get("/runs", params={"fleet_id": fleet["id"]}).json()
+    assert len(runs) == 1
+    run = runs[0]
+    assert (run["kind"], run["fleet_id"], run["fleet_name"], run["formation_id"]) == ("fleet", fleet["id"], "sweep", None)
+    assert run["status"] == "succeeded"
+    assert [t["message"] for t in run["input"]] == ["a", "b"]
+    assert run["output"] == results.json()
+    assert run["usage"]["total_tokens"] == sum(r["usage"]["total_tokens"] for r in results.json())
+    assert run["id"] in [r["id"] for r in client.get("/runs").json()]
+
+
+def test_a_fleet_run_with_a_failed_task_is_recorded_failed(client: httpx.Client, loopback: LoopbackServer) -> None:
+    loopback.handler = lambda req: Reply.json({"error": {"message": "nope"}}, status=400)
+    fleet = new_fleet(client, openai_agent(client, loopback.url))
+    client.post(f"/fleets/{fleet['id']}/run", json={"tasks": [{"message": "a"}]})
+    run = client.get("/runs", params={"fleet_id": fleet["id"]}).json()[0]
+    assert (run["status"], run["error_kind"]) == ("failed", "invalid")
+    assert run["error"].startswith("1 of 1 task(s) failed; task 0:")
+
+
+def test_streamed_fleet_runs_are_recorded_with_their_id_in_the_events(client: httpx.Client) -> None:
+    fleet = new_fleet(client, scripted_agent(client, "fine"))
+    events = sse_events(client, f"/fleets/{fleet['id']}/run/stream", {"tasks": [{"message": "a"}]})
+    run_id = events[-1][1]["run_id"]
+    assert events[0][1]["run_id"] == run_id
+    run = client.get(f"/runs/{run_id}").json()
+    assert (run["kind"], run["status"], len(run["output"])) == ("fleet", "succeeded", 1)

@@ -189,3 +189,49 @@ def test_run_timeout_is_504(client: httpx.Client) -> None:
     response = client.post(f"/formations/{fid}/run", json={"input": "x", "timeout": 0.3})
     assert response.status_code == 504
     assert response.json()["kind"] == "timeout"
+
+
+RFC3339 = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$"
+
+
+def single(function: str = "clean") -> dict[str, Any]:
+    return {"name": "single", "nodes": [{"name": "entry", "kind": "function", "function": function}]}
+
+
+def test_input_that_does_not_fit_the_entry_node_is_400_naming_it(client: httpx.Client) -> None:
+    fid = create(client, single())
+    response = client.post(f"/formations/{fid}/run", json={"input": 42})
+    assert response.status_code == 400
+    body = response.json()
+    assert (body["kind"], body["node"], body["fields"]) == ("input", "entry", ["input"])
+    assert "entry node 'entry'" in body["error"]
+    assert client.get(f"/runs/{body['run_id']}").json()["error_kind"] == "input"
+
+
+def test_a_failed_run_has_one_id_in_every_message(client: httpx.Client) -> None:
+    import re
+
+    fid = create(client, single("explode"))
+    response = client.post(f"/formations/{fid}/run", json={"input": "x"})
+    body = response.json()
+    record = client.get(f"/runs/{body['run_id']}").json()
+    assert " in run " in body["error"]
+    for text in (body["error"], record["error"]):
+        assert set(re.findall(r"run ([\w-]+)", text)) == {body["run_id"]}, text
+    events = sse_events(client, f"/formations/{fid}/run/stream", {"input": "y"})
+    run_id = events[-1][1]["run_id"]
+    failed = next(data for name, data in events if name == "run_failed")
+    assert set(re.findall(r"in run ([\w-]+)", failed["data"]["error"])) == {run_id}
+
+
+def test_trace_and_event_times_are_rfc3339(client: httpx.Client) -> None:
+    import re
+
+    fid = create(client, single())
+    run = client.post(f"/formations/{fid}/run", json={"input": " x "}).json()
+    trace = run["nodes"]["entry"]
+    assert re.match(RFC3339, trace["started_at"]) and re.match(RFC3339, trace["finished_at"])
+    failed = client.post(f"/formations/{create(client, single('explode'))}/run", json={"input": "x"}).json()
+    assert re.match(RFC3339, client.get(f"/runs/{failed['run_id']}").json()["nodes"]["entry"]["started_at"])
+    for _, data in sse_events(client, f"/formations/{fid}/run/stream", {"input": "y"})[:-1]:
+        assert re.match(RFC3339, data["timestamp"]), data

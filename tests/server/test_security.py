@@ -43,11 +43,25 @@ def test_health_needs_no_token(anonymous: httpx.Client) -> None:
 
 def test_every_other_route_needs_the_token(anonymous: httpx.Client) -> None:
     for method, path in (("GET", "/agents"), ("POST", "/sessions"), ("GET", "/provider"), ("GET", "/runs"),
-                         ("GET", "/openapi.json"), ("POST", "/fleets/x/run/stream")):
+                         ("GET", "/provider/auth"), ("POST", "/fleets/x/run/stream")):
         response = anonymous.request(method, path)
         assert response.status_code == 401, path
         assert response.headers["www-authenticate"] == "Bearer"
         assert "Authorization: Bearer" in response.json()["error"]
+
+
+def test_docs_and_openapi_document_need_no_token(anonymous: httpx.Client) -> None:
+    for path in ("/openapi.json", "/docs", "/redoc"):
+        assert anonymous.get(path).status_code == 200, path
+
+
+def test_openapi_document_declares_the_bearer_scheme(anonymous: httpx.Client) -> None:
+    doc = anonymous.get("/openapi.json").json()
+    assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    assert doc["security"] == [{"bearer": []}]
+    assert doc["paths"]["/health"]["get"]["security"] == []
+    assert "401" in doc["paths"]["/agents"]["get"]["responses"]
+    assert "401" not in doc["paths"]["/health"]["get"]["responses"]
 
 
 def test_wrong_token_is_401(server: RunningServer) -> None:

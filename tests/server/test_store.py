@@ -117,3 +117,24 @@ def test_history_round_trips_every_block_type(tmp_path: Path) -> None:
         assert store.load_history(session.id) == messages
     finally:
         store.close()
+
+
+def test_formation_runs_recorded_before_fleet_runs_existed_survive_the_migration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wingman_actors.server import db
+
+    monkeypatch.setattr(db, "MIGRATIONS", MIGRATIONS[:2])
+    old = db.Database(tmp_path / "w.db")
+    with old.write() as conn:
+        conn.execute("INSERT INTO runs (id, formation_id, formation_name, status, created_at) "
+                     "VALUES ('r1', 'f1', 'digest', 'succeeded', '2026-01-01T00:00:00Z')")
+    old.close()
+    monkeypatch.setattr(db, "MIGRATIONS", MIGRATIONS)
+    store = Store(tmp_path / "w.db")
+    try:
+        run = store.get_run("r1")
+        assert (run.kind, run.formation_id, run.formation_name, run.fleet_id) == ("formation", "f1", "digest", None)
+        assert [r.id for r in store.list_runs("f1")] == ["r1"]
+    finally:
+        store.close()

@@ -1,8 +1,12 @@
-"""Envelopes: the messages node actors exchange.
+"""Envelopes: the messages node actors exchange, and the bookkeeping of delivering them.
 
-Every envelope has the contract fields ``id``, ``run_id``, ``sender``, ``type``,
-``payload`` and ``timestamp``. The remaining fields are routing details the runtime uses
-(which node it is for, which attempt, the run it belongs to); they are internal.
+An :class:`Envelope` is immutable: the contract fields ``id``, ``run_id``, ``sender``,
+``type``, ``payload`` and ``timestamp``, where it is going (``target``, and the ``run``
+it belongs to), and, on a node's reply, the facts of the attempt that made it. What
+changes while a node works on an envelope — which attempt this is, when it started,
+whether a timer or the node settled it first, which replica has it, a fleet's finished
+items — lives in a :class:`Work` that wraps it, mutated under the run's lock. A node's
+queue carries ``Work``; a standalone actor told an ``Envelope`` wraps it itself.
 """
 
 from __future__ import annotations
@@ -10,10 +14,9 @@ from __future__ import annotations
 import enum
 import itertools
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["Envelope", "EnvelopeType", "new_envelope"]
+__all__ = ["Envelope", "EnvelopeType", "Work", "new_envelope"]
 
 _ids = itertools.count(1)
 
@@ -33,9 +36,8 @@ class EnvelopeType(enum.StrEnum):
     SKIP = "skip"
 
 
-@dataclass(slots=True, eq=False)
-class Envelope:
-    """One message between actors.
+class Envelope(NamedTuple):
+    """One message between actors (immutable; a tuple, so cheap to make on every hop).
 
     Attributes:
         id: unique within the process.
@@ -44,6 +46,14 @@ class Envelope:
         type: see :class:`EnvelopeType`.
         payload: the data (or the exception, for ``failure``).
         timestamp: wall-clock seconds (``time.time()``) when it was made.
+        target: the node it is for.
+        run: the run's bookkeeping (internal; None outside formations).
+        attempt: on a reply, the attempt that made it (1-based).
+        cause: on a reply, the work envelope it answers.
+        usage: on a reply, the tokens the attempt used.
+        started: on a reply, ``perf_counter`` when the attempt began.
+        finished: on a reply, ``perf_counter`` when it ended.
+        replica: on a reply, the replica that ran it.
     """
 
     id: int
@@ -53,19 +63,16 @@ class Envelope:
     payload: Any
     timestamp: float
     target: str = ""
+    run: Any = None
     attempt: int = 1
-    run: Any = field(default=None, repr=False)
-    cause: Envelope | None = field(default=None, repr=False)
+    cause: Any = None
     usage: Any = None
     started: float = 0.0
     finished: float = 0.0
     replica: int = 0
-    settled: bool = False
-    memo: dict[int, Any] | None = field(default=None, repr=False)
-    timer: Any = field(default=None, repr=False)
 
-    # A node's mailbox takes our envelope as it is, without Pykka's wrapper: the actor
-    # loop reads ``.message`` and ``.reply_to`` from what it dequeues.
+    # Pykka's actor loop reads ``.message`` and ``.reply_to`` from what it dequeues: an
+    # envelope put in a mailbox as it is reads as a told message.
     @property
     def message(self) -> Envelope:
         return self
@@ -73,6 +80,64 @@ class Envelope:
     @property
     def reply_to(self) -> None:
         return None
+
+
+class Work:
+    """One delivery of a ``work`` envelope to a node, with its per-attempt bookkeeping.
+
+    Attributes:
+        envelope: the immutable message.
+        attempt: the attempt in progress (1-based); the supervisor bumps it on a retry.
+        started: ``perf_counter`` when the current attempt began (0 before).
+        settled: whether the attempt's outcome was claimed (by the node or its timer).
+        timer: the attempt's timeout timer, if its node has a ``timeout``.
+        replica: the replica working on it.
+        memo: a fleet node's finished items by index, kept across retries.
+    """
+
+    __slots__ = ("attempt", "envelope", "memo", "replica", "settled", "started", "timer")
+
+    def __init__(self, envelope: Envelope) -> None:
+        self.envelope = envelope
+        self.attempt = 1
+        self.started = 0.0
+        self.settled = False
+        self.timer: Any = None
+        self.replica = 0
+        self.memo: dict[int, Any] | None = None
+
+    # The envelope's fields, read through (node code reads ``work.payload``).
+    @property
+    def payload(self) -> Any:
+        return self.envelope.payload
+
+    @property
+    def sender(self) -> str:
+        return self.envelope.sender
+
+    @property
+    def run_id(self) -> str:
+        return self.envelope.run_id
+
+    @property
+    def target(self) -> str:
+        return self.envelope.target
+
+    @property
+    def run(self) -> Any:
+        return self.envelope.run
+
+    @property
+    def type(self) -> str:
+        return self.envelope.type
+
+    @property
+    def cause(self) -> Work | None:
+        """Always None: work answers nothing (a reply's ``cause`` is its work envelope)."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"Work({self.envelope.target!r}, run_id={self.envelope.run_id!r}, attempt={self.attempt})"
 
 
 def new_envelope(

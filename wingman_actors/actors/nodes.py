@@ -7,37 +7,36 @@ callable. They are usable on their own:
     >>> ref = FunctionActor.start(lambda x: x * 2, name="double", reply_to=print)  # doctest: +SKIP
     >>> ref.tell(new_envelope("work", 21))                                          # doctest: +SKIP
 
-Inside a formation the runtime passes a callable ``reply_to`` that routes the output
-downstream on the node's own thread, so a hop costs one mailbox put.
+Inside a formation the runtime's router observes them and routes the output downstream
+on the node's own thread, so a hop costs one queue put. The base class is in
+:mod:`.base`, the function actor in :mod:`.function`; this module has the agent and
+fleet actors and re-exports the others.
 """
 
 from __future__ import annotations
 
-import inspect
-import json
 import logging
-import queue
-import sys
-import threading
-import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import pykka
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter
 
 from ..agent import Agent
-from ..core import StreamEvent, Usage
-from ..errors import WingmanError
+from ..cancel import CancelToken, cancel_scope
+from ..core import Usage
+from ..errors import FleetItemsError, PayloadError  # re-exported: their old home
 from ..fleet import DEFAULT_MAX_WORKERS, Fleet, Task
 from ..session import Session
-from .envelope import Envelope, EnvelopeType
+from .base import STOP, NodeActor, NodeObserver
+from .envelope import Work
+from .function import FunctionActor
 
 __all__ = [
+    "STOP",
     "AgentActor",
     "FleetActor",
+    "FleetItemsError",
     "FunctionActor",
     "NodeActor",
     "NodeObserver",
@@ -47,35 +46,8 @@ __all__ = [
 
 log = logging.getLogger("wingman_actors.actors")
 
-ReplyTo = Callable[[Envelope], Any] | pykka.ActorRef[Any] | Any
 
-
-class PayloadError(WingmanError):
-    """A payload does not fit the node that received it. Never retried: it would fail again."""
-
-    retryable = False
-
-
-class NodeObserver(Protocol):
-    """Hooks the formation runtime gives node actors (all optional for standalone use)."""
-
-    def started(self, env: Envelope) -> None: ...
-
-    def wants_events(self, env: Envelope) -> bool: ...
-
-    def agent_event(self, env: Envelope, event: StreamEvent) -> None: ...
-
-    def attempt_timeout(self, env: Envelope) -> float | None: ...
-
-    def orphaned(self, env: Envelope) -> None: ...
-
-    def completed(
-        self, env: Envelope, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
-    ) -> None: ...
-
-    def failed(
-        self, env: Envelope, attempt: int, exc: BaseException, started: float, finished: float, replica: int
-    ) -> None: ...
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)  # built once: building one costs more than using it
 
 
 def _text(value: Any) -> str:
@@ -84,7 +56,9 @@ def _text(value: Any) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json(indent=2)
     try:
-        return json.dumps(TypeAdapter(Any).dump_python(value, mode="json"), indent=2, ensure_ascii=False)
+        # pydantic writes the indented JSON itself: json.dumps(indent=...) runs the
+        # pure-Python encoder, 20 times slower, and a fleet renders every item
+        return _ANY.dump_json(value, indent=2).decode()
     except Exception:
         return str(value)
 
@@ -117,282 +91,6 @@ def render_input(payload: Any, prompt: str | None, node: str = "") -> str:
     return prompt.format_map(_Fields(node, fields))
 
 
-class NodeActor(pykka.ThreadingActor):
-    """Base of the node actors: receive ``work``, call :meth:`process`, reply.
-
-    Args:
-        name: the node's name (the ``sender`` of its replies).
-        reply_to: where replies go: an actor ref (or anything with ``tell``) or a callable.
-        observer: runtime hooks (formations set it; standalone actors leave it None).
-        replica: index of this replica when a node runs several.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        *,
-        reply_to: ReplyTo = None,
-        observer: NodeObserver | None = None,
-        replica: int = 0,
-        notify_start: bool = False,
-    ) -> None:
-        super().__init__()
-        self.name = name
-        self.observer = observer
-        self.replica = replica
-        self.notify_start = notify_start
-        self._inbox_lock = threading.Lock()
-        self._closed = False
-        self._reply: Callable[[Envelope], Any] | None
-        if reply_to is None:
-            self._reply = None
-        elif hasattr(reply_to, "tell"):
-            self._reply = reply_to.tell
-        elif callable(reply_to):
-            self._reply = reply_to
-        else:
-            raise TypeError(f"reply_to must be an actor ref or a callable, got {type(reply_to).__name__}")
-
-    @staticmethod
-    def _create_actor_inbox() -> Any:
-        # A C-level queue: put/get cost a fraction of queue.Queue's Python code.
-        return queue.SimpleQueue()
-
-    def deliver(self, env: Envelope) -> bool:
-        """Put a work envelope straight into the mailbox; False once the actor is stopping
-        (the caller then delivers it to the node's current actor)."""
-        with self._inbox_lock:
-            if self._closed:
-                return False
-            self.actor_inbox.put(env)  # type: ignore[arg-type]  # see Envelope.message
-            return True
-
-    def _start_actor_loop(self) -> None:
-        # Pykka names threads after the class; name them after the node for debugging.
-        thread = threading.Thread(target=self._actor_loop, name=f"wingman-node-{self.name}-{self.replica}")
-        thread.daemon = self.use_daemon_thread
-        self.thread = thread
-        thread.start()
-
-    def _actor_loop_running(self) -> None:
-        # Pykka's loop, with a fast lane for work envelopes (no wrapper, no dispatch
-        # chain, no reply future); every other message takes Pykka's own path.
-        get = self.actor_inbox.get
-        stopped = self.actor_stopped
-        work = EnvelopeType.WORK
-        handle_work = self.handle_work
-        if stopped.is_set():  # on_start failed
-            return
-        while True:
-            item: Any = get()
-            if type(item) is Envelope and item.type is work:
-                try:
-                    handle_work(item)
-                    continue  # work never stops the actor: no need to look at the flag
-                except Exception:
-                    self._crash()
-                except BaseException:
-                    self._halt_all()
-            else:
-                self._pykka_one(item)
-            if stopped.is_set():
-                return
-
-    def _pykka_one(self, envelope: Any) -> None:
-        # One iteration of pykka.Actor._actor_loop_running, for non-work messages.
-        try:
-            response = self._handle_receive(envelope.message)
-            if envelope.reply_to is not None:
-                envelope.reply_to.set(response)
-        except Exception:
-            if envelope.reply_to is not None:
-                envelope.reply_to.set_exception()
-            else:
-                self._crash()
-        except BaseException:
-            self._halt_all()
-
-    def _crash(self) -> None:
-        # As Pykka does for an unhandled exception: log, stop this actor, call on_failure.
-        self._handle_failure(*sys.exc_info())
-        try:
-            self.on_failure(*sys.exc_info())
-        except Exception:
-            self._handle_failure(*sys.exc_info())
-
-    def _halt_all(self) -> None:
-        # As Pykka does for KeyboardInterrupt/SystemExit: stop every actor.
-        self._stop()
-        pykka.ActorRegistry.stop_all()
-
-    def _handle_receive(self, message: Any) -> Any:
-        if type(message) is Envelope and message.type is EnvelopeType.WORK:
-            self.handle_work(message)  # the hot path: skip Pykka's dispatch chain
-            return None
-        return super()._handle_receive(message)
-
-    def on_receive(self, message: Any) -> Any:
-        if type(message) is Envelope and message.type == EnvelopeType.WORK:
-            self.handle_work(message)
-            return None
-        log.warning("node %r ignored a message it does not understand: %r", self.name, message)
-        return None
-
-    def handle_work(self, env: Envelope) -> None:
-        """Process one ``work`` envelope and reply."""
-        run = env.run
-        if run is not None and run.done:
-            return  # the run ended (failed, timed out, stopped): drop its leftovers
-        observer = self.observer
-        attempt = env.attempt  # the supervisor may bump it (after a timeout) while we work
-        if observer is not None and (self.notify_start or run.listeners):
-            observer.started(env)
-        started = time.perf_counter()
-        try:
-            output, usage = self.process(env)
-        except Exception as exc:
-            if observer is not None:
-                observer.failed(env, attempt, exc, started, time.perf_counter(), self.replica)
-                return
-            reply = Envelope(
-                0, env.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(),
-                target=env.target, attempt=attempt, run=run, cause=env,
-                started=started, finished=time.perf_counter(), replica=self.replica,
-            )
-        else:
-            if observer is not None:
-                observer.completed(env, attempt, output, usage, started, time.perf_counter())
-                return
-            reply = Envelope(
-                0, env.run_id, self.name, EnvelopeType.RESULT, output, time.time(),
-                target=env.target, attempt=attempt, run=run, cause=env, usage=usage,
-                started=started, finished=time.perf_counter(), replica=self.replica,
-            )
-        if self._reply is not None:
-            self._reply(reply)
-
-    def process(self, env: Envelope) -> tuple[Any, Usage | None]:
-        """Compute the output of one work envelope. Subclasses implement it."""
-        raise NotImplementedError
-
-    def _actor_loop_teardown(self) -> None:
-        # Pykka drops told messages still queued when an actor stops. Work envelopes must
-        # not vanish: hand them back to the runtime (which re-routes or discards them).
-        with self._inbox_lock:
-            self._closed = True
-        orphans: list[Envelope] = []
-        others: list[Any] = []
-        while not self.actor_inbox.empty():
-            item = self.actor_inbox.get()
-            if type(item.message) is Envelope:
-                orphans.append(item.message)
-            else:
-                others.append(item)
-        for item in others:
-            self.actor_inbox.put(item)
-        super()._actor_loop_teardown()
-        observer = self.observer
-        if observer is not None:
-            for env in orphans:
-                observer.orphaned(env)
-
-    def _timeout(self, env: Envelope) -> float | None:
-        return self.observer.attempt_timeout(env) if self.observer is not None else None
-
-
-class FunctionActor(NodeActor):
-    """A pure Python function as an actor.
-
-    Args:
-        fn: the function.
-        mode: ``single`` (``fn(payload)``), ``dict`` (``fn({pred: value})``) or ``kwargs``
-            (``fn(**{pred: value})``).
-        input_adapter: validates the payload in ``single``/``dict`` mode (None: no check).
-        kwarg_adapters: validates each keyword argument in ``kwargs`` mode.
-    """
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        mode: str = "single",
-        input_adapter: TypeAdapter[Any] | None = None,
-        kwarg_adapters: Mapping[str, TypeAdapter[Any] | None] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(name or str(getattr(fn, "__name__", "function")), **kwargs)
-        self.fn = fn
-        self.mode = mode
-        self.input_adapter = input_adapter
-        self.kwarg_adapters = dict(kwarg_adapters or {})
-        self._fast_type = _plain_class(input_adapter)
-        self._required: frozenset[str] = frozenset()
-        if mode == "kwargs":
-            try:
-                params = inspect.signature(fn).parameters.values()
-            except (TypeError, ValueError):
-                params = ()  # type: ignore[assignment]
-            self._required = frozenset(
-                p.name for p in params
-                if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-            )
-
-    def process(self, env: Envelope) -> tuple[Any, Usage | None]:
-        payload = env.payload
-        if self.mode == "kwargs":
-            args = dict(payload)
-            missing = self._required - args.keys()
-            if missing:
-                raise PayloadError(
-                    f"node {self.name!r} got no value for parameter(s) {', '.join(sorted(missing))}: "
-                    "their predecessors were skipped (a when= condition did not fire, or on_error='skip'); "
-                    "give those parameters defaults, e.g. `x: int | None = None`, to accept a partial fan-in"
-                )
-            for key, adapter in self.kwarg_adapters.items():
-                if adapter is not None and key in args:
-                    args[key] = self._check(adapter, args[key], f"edge {key!r} → {self.name!r}", key)
-            return self.fn(**args), None
-        adapter = self.input_adapter
-        if adapter is not None and type(payload) is not self._fast_type:
-            payload = self._check(adapter, payload, f"edge {env.sender!r} → {self.name!r}", None)
-        return self.fn(payload), None
-
-    def _check(self, adapter: TypeAdapter[Any], value: Any, edge: str, param: str | None) -> Any:
-        try:
-            return adapter.validate_python(value)
-        except ValidationError as exc:
-            what = f"parameter {param!r}" if param else "its input parameter"
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5]
-            )
-            raise PayloadError(
-                f"{edge}: a {type(value).__name__} does not fit {what} of type "
-                f"{_type_name(adapter)}: {problems}"
-            ) from exc
-
-
-def _plain_class(adapter: TypeAdapter[Any] | None) -> type | None:
-    """The annotation when it is a plain class whose exact instances pydantic passes
-    through unchanged (int, str, a BaseModel subclass...): a payload of exactly that class
-    needs no validation. None for generics, unions and the like."""
-    core = getattr(adapter, "_type", None)
-    if core in (int, float, str, bytes):
-        return core  # type: ignore[no-any-return]
-    if (
-        isinstance(core, type)
-        and issubclass(core, BaseModel)
-        and core.model_config.get("revalidate_instances", "never") == "never"
-    ):
-        return core
-    return None
-
-
-def _type_name(adapter: TypeAdapter[Any]) -> str:
-    core = getattr(adapter, "_type", None)
-    return getattr(core, "__name__", None) or str(core)
-
-
 class AgentActor(NodeActor):
     """An agent as an actor: each ``work`` envelope runs a fresh :class:`Session`.
 
@@ -413,49 +111,48 @@ class AgentActor(NodeActor):
         self.agent = agent
         self.prompt = prompt
         self.work_dir = work_dir
-        self._session: Session | None = None
+        self._token: CancelToken | None = None
 
-    def interrupt(self) -> None:
-        """Cancel the session in progress (called from another thread when stopping)."""
-        session = self._session
-        if session is not None:
-            session.cancel("the formation is stopping")
+    @property
+    def interruptible(self) -> bool:
+        return True
 
-    def process(self, env: Envelope) -> tuple[Any, Usage | None]:
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        """Cancel the session in progress (called from another thread)."""
+        token = self._token
+        if token is not None:
+            token.cancel(reason)
+
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
         message = render_input(env.payload, self.prompt, self.name)
         timeout = self._timeout(env)
-        with Session(self.agent, work_dir=self.work_dir) as session:
-            self._session = session
-            observer = self.observer
-            if observer is not None and observer.wants_events(env):
-                stream = session.run_stream(message, timeout=timeout)
-                for event in stream:
-                    observer.agent_event(env, event)
-                result = stream.result()
-            else:
-                result = session.run(message, timeout=timeout)
-        self._session = None
+        # The attempt's token is the parent of the session's: interrupt() reaches the
+        # session even before its run has begun.
+        token = self._token = CancelToken()
+        run = env.run
+        if run is not None and run.done:  # cancelled between the check in handle_work and here
+            token.cancel("the run was cancelled")
+        try:
+            with Session(self.agent, work_dir=self.work_dir) as session, cancel_scope(token):
+                observer = self.observer
+                if observer is not None and observer.wants_events(env):
+                    stream = session.run_stream(message, timeout=timeout)
+                    for event in stream:
+                        observer.agent_event(env, event)
+                    result = stream.result()
+                else:
+                    result = session.run(message, timeout=timeout)
+        finally:
+            self._token = None
         return result.output, result.usage
-
-
-class FleetItemsError(WingmanError):
-    """Some items of a fleet node failed. ``errors`` maps item index to its error."""
-
-    def __init__(self, node: str, total: int, errors: dict[int, BaseException]) -> None:
-        first = min(errors)
-        super().__init__(
-            f"fleet node {node!r}: {len(errors)} of {total} item(s) failed; "
-            f"first: item {first}: {errors[first]}"
-        )
-        self.errors = errors
-        self.retryable = all(getattr(e, "retryable", True) for e in errors.values())
 
 
 class FleetActor(NodeActor):
     """A fleet as an actor: a list payload runs one agent session per item, concurrently
-    up to ``max_workers``, on a pool the actor owns; the output is the list of per-item
-    outputs in item order. Items that succeeded are remembered across retries of the same
-    envelope, so a retry reruns only the failed items."""
+    up to ``max_workers``, on the worker loops of :class:`~wingman_actors.fleet.Fleet`
+    (started at once; each worker renders its item into a prompt just before its session);
+    the output is the list of per-item outputs in item order. Items that succeeded are
+    remembered across retries of the same envelope, so a retry reruns only the failed items."""
 
     def __init__(
         self,
@@ -472,24 +169,19 @@ class FleetActor(NodeActor):
         self.max_workers = max_workers or DEFAULT_MAX_WORKERS
         self.prompt = prompt
         self.work_dir = work_dir
-        self._pool: ThreadPoolExecutor | None = None
         self._fleet: Fleet | None = None
 
-    def interrupt(self) -> None:
-        """Cancel the fleet in progress (called from another thread when stopping)."""
+    @property
+    def interruptible(self) -> bool:
+        return True
+
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        """Cancel every item of the fleet in progress (called from another thread)."""
         fleet = self._fleet
         if fleet is not None:
-            fleet.cancel("the formation is stopping")
+            fleet.cancel(reason)
 
-    def on_start(self) -> None:
-        self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix=f"wingman-fleet-{self.name}")
-
-    def on_stop(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-    def process(self, env: Envelope) -> tuple[Any, Usage | None]:
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
         items = env.payload
         if not isinstance(items, list | tuple):
             raise PayloadError(
@@ -500,14 +192,19 @@ class FleetActor(NodeActor):
         memo = work.memo if work.memo is not None else {}
         work.memo = memo
         todo = [i for i in range(len(items)) if i not in memo]
-        usage = Usage()
+        usages: list[Usage] = []
         errors: dict[int, BaseException] = {}
         if todo:
-            tasks = [Task(render_input(items[i], self.prompt, self.name), work_dir=self.work_dir) for i in todo]
-            fleet = Fleet(
-                self.agent, tasks, max_workers=self.max_workers, timeout=self._timeout(env), executor=self._pool
-            )
+            prompt, node, work_dir = self.prompt, self.name, self.work_dir
+
+            def render(i: int) -> Task | str:  # runs in the worker that runs item i
+                message = render_input(items[i], prompt, node)
+                return message if work_dir is None else Task(message, work_dir=work_dir)
+
+            fleet = Fleet(self.agent, todo, max_workers=self.max_workers, timeout=self._timeout(env), render=render)
             self._fleet = fleet
+            if env.run is not None and env.run.done:  # cancelled before interrupt() could see the fleet
+                fleet.cancel("the run was cancelled")
             try:
                 results = fleet.run()
             finally:
@@ -517,7 +214,13 @@ class FleetActor(NodeActor):
                     errors[i] = fr.error
                 elif fr.result is not None:
                     memo[i] = fr.result.output
-                    usage = usage + fr.result.usage
+                    usages.append(fr.result.usage)
         if errors:
             raise FleetItemsError(self.name, len(items), errors)
-        return [memo[i] for i in range(len(items))], usage
+        return [memo[i] for i in range(len(items))], _total(usages)
+
+
+def _total(usages: list[Usage]) -> Usage:
+    """The sum of many usages, built once (adding them one by one builds a model per item,
+    after the last item finished: time added to the node's makespan)."""
+    return Usage(**{field: sum(getattr(u, field) for u in usages) for field in Usage.model_fields})

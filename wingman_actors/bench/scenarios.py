@@ -256,6 +256,57 @@ def _thread_floor_ratio(tasks: int, workers: int, latency: float) -> float:
     return (time.perf_counter() - t0) / (-(-tasks // workers) * latency)
 
 
+def fleet_node_makespan(quick: bool) -> Measurement:
+    """A fleet node fed structured items (dicts) inside a formation, against the bare
+    :class:`Fleet` over as many plain-string tasks, measured alternately in the same run."""
+    tasks = 200 if quick else 1_000
+    workers = 100 if not quick else 40
+    latency = 0.05
+    ideal = -(-tasks // workers) * latency
+    node_ratios: list[float] = []
+    bare_ratios: list[float] = []
+    agent = Agent("bench", provider=_model(["ok"], latency))
+    # Built once, outside the timing, as the bare fleet's tasks are: the node is measured,
+    # not the making of test data.
+    items = [{"id": i, "topic": f"topic {i}", "weight": i % 7} for i in range(tasks)]
+
+    def source(n: int) -> list[dict[str, Any]]:
+        return items[:n]
+
+    formation = (
+        Formation("bench-fleet-node")
+        .add_function("items", source)
+        .add_fleet("work", agent, max_workers=workers)
+        .connect("items", "work")
+    )
+    with formation.start() as running:
+        for _ in range(_reps(quick)):
+            # A full collection (50-100 ms here) falls due every few runs: collecting
+            # before each timed run keeps it out of both, instead of in whichever it hits.
+            gc.collect()
+            t0 = time.perf_counter()
+            outputs = running.submit(tasks).result(60).output
+            node_ratios.append((time.perf_counter() - t0) / ideal)
+            if len(outputs) != tasks:
+                raise RuntimeError("fleet node benchmark: items went missing")
+            fleet = Fleet(agent, [Task(f"task {i}") for i in range(tasks)], max_workers=workers)
+            gc.collect()
+            t0 = time.perf_counter()
+            results = fleet.run()
+            bare_ratios.append((time.perf_counter() - t0) / ideal)
+            if any(r.error for r in results):
+                raise RuntimeError("fleet node benchmark: a bare fleet task failed")
+    value, bare = round(statistics.median(node_ratios), 3), round(statistics.median(bare_ratios), 3)
+    return Measurement(
+        "fleet_node_makespan", value, "x ideal", "<= 1.05, within 0.02 of bare Fleet",
+        value <= 1.05 and round(value - bare, 3) <= 0.02, bare,
+        {"items": tasks, "item_type": "dict", "max_workers": workers, "ideal_s": ideal,
+         "node_runs": [round(r, 3) for r in node_ratios], "bare_runs": [round(r, 3) for r in bare_ratios],
+         "baseline_is": "the bare Fleet over as many string tasks, alternating with the node in the same run",
+         "gc": "collected before each timed run (node and bare alike)"},
+    )
+
+
 def _research_dag(latency: float, width: int) -> Formation:
     sections = f"[{', '.join(f'{chr(34)}s{i}{chr(34)}' for i in range(width))}]"
     outline = Agent("outline", provider=_model([sections], latency), output_schema=list[str])
@@ -350,16 +401,31 @@ def store_journal(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def cancel_latency(quick: bool) -> Measurement:
+    from .cancellation import cancel_latency as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
+def timeout_overshoot(quick: bool) -> Measurement:
+    from .cancellation import timeout_overshoot as measure
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
     "cold_run": cold_run,
     "hop_latency": hop_latency,
     "fleet_makespan": fleet_makespan,
+    "fleet_node_makespan": fleet_node_makespan,
     "dag_makespan": dag_makespan,
     "inflight_runs": inflight_runs,
     "actor_memory": actor_memory,
     "store_journal": store_journal,
+    "cancel_latency": cancel_latency,
+    "timeout_overshoot": timeout_overshoot,
 }
 
 

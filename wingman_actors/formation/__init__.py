@@ -1,6 +1,7 @@
 """Formations: graphs of function, agent and fleet nodes, declared with networkx.
 
-The declaration layer: :class:`Formation` (the graph and its builder),
+The declaration layer: :class:`Formation` (the graph and its builder), the node contract
+and problem finders (:mod:`.validation`),
 :func:`compile_plan` (validation into a :class:`Plan`), :func:`to_mermaid` and
 :func:`to_dot` (rendering) and :func:`compatible` (static type checks).
 """

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import enum
+import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FormationEvent", "FormationEventType"]
+__all__ = ["FormationEvent", "FormationEventType", "emit"]
+
+log = logging.getLogger("wingman_actors.formation")
 
 
 class FormationEventType(enum.StrEnum):
     """The kinds of :class:`FormationEvent`.
 
     * ``run_started`` / ``run_finished`` / ``run_failed``: a run's life (``data``:
-      ``duration_s``; ``error`` on failure).
+      ``duration_s``; ``error`` and ``exception`` on failure; ``result`` when finished).
+    * ``run_cancelled``: the run was cancelled (``data``: ``duration_s``; ``outputs``,
+      the outputs of the nodes that finished; ``unfinished``, the nodes that were
+      running; ``nodes``, the per-node traces, where those are ``cancelled``).
     * ``node_started``: a node began an attempt (``data``: ``attempt``).
     * ``node_finished``: a node succeeded (``data``: ``attempt``, ``duration_s``, ``usage``).
     * ``node_retry``: an attempt failed and will be retried (``data``: ``attempt``,
@@ -29,6 +37,7 @@ class FormationEventType(enum.StrEnum):
     RUN_STARTED = "run_started"
     RUN_FINISHED = "run_finished"
     RUN_FAILED = "run_failed"
+    RUN_CANCELLED = "run_cancelled"
     NODE_STARTED = "node_started"
     NODE_FINISHED = "node_finished"
     NODE_RETRY = "node_retry"
@@ -62,3 +71,19 @@ class FormationEvent:
         data = {k: (v.model_dump() if hasattr(v, "model_dump") else v) for k, v in self.data.items()}
         return {"type": self.type.value, "run_id": self.run_id, "node": self.node,
                 "timestamp": self.timestamp, "data": data}
+
+
+def emit(
+    listeners: list[Callable[[FormationEvent], None]],
+    type: FormationEventType,
+    run_id: str,
+    node: str | None,
+    data: dict[str, Any],
+) -> None:
+    """Call every listener with one event; a listener that raises is logged, not fatal."""
+    event = FormationEvent(type, run_id, node, time.time(), data)
+    for listener in listeners:
+        try:
+            listener(event)
+        except Exception:
+            log.exception("event listener failed on %s of run %s", type.value, run_id)

@@ -13,155 +13,31 @@ Example:
     >>> dict(f.graph.nodes["double"]) == {"kind": "function", "fn": double, "retries": 2}
     True
 
-The node attributes (the contract; a graph built by hand with networkx is the same thing):
-``kind="function", fn=<callable>`` | ``kind="agent", agent=<Agent>`` |
-``kind="fleet", agent=<Agent>, max_workers=<int>``, plus the policies ``retries``,
-``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits`` and, for agent
-and fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream output>``.
+The node attributes (the contract; a graph built by hand with networkx is the same thing)
+are defined, and checked, in :mod:`wingman_actors.formation.validation`.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from itertools import pairwise
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import networkx as nx  # type: ignore[import-untyped]
 
 from ..agent import Agent
-from .typecheck import inspect_callable
+from ..errors import FormationSetupError
+from ..providers.base import Provider
+from .events import FormationEvent
+from .plan import Plan, compile_plan
+from .render import to_dot, to_mermaid
+from .result import FormationResult
+from .runtime import EventListener, RunningFormation, run_once, run_stream
+from .validation import OWNERS, POLICY_DEFAULTS, policy_problems, quote
 
-if TYPE_CHECKING:
-    from ..providers.base import Provider
-    from .events import FormationEvent
-    from .plan import Plan
-    from .result import FormationResult
-    from .runtime import EventListener, RunningFormation
-
-__all__ = [
-    "KINDS",
-    "NODE_ATTRS",
-    "POLICY_DEFAULTS",
-    "Formation",
-    "edge_label",
-    "edge_problems",
-    "node_problems",
-    "policy_problems",
-]
-
-KINDS = ("function", "agent", "fleet")
-"""The node kinds."""
-
-POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {"retries": 0, "backoff": 0.1, "timeout": None, "on_error": "fail", "concurrency": 1, "max_visits": 10}
-)
-"""Policy attributes any node may carry, with the defaults the plan applies."""
-
-_KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"}}
-NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", *POLICY_DEFAULTS})
-_ALIASES = {"retry": "retries", "func": "fn", "callable": "fn", "workers": "max_workers", "condition": "when", "predicate": "when"}
-_DECLARE = "declare it with add_function/add_agent/add_fleet"
-_OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)", "max_workers": "fleet nodes (add_fleet)"}
-
-
-def edge_label(when: Any) -> str:
-    """The label of an edge carrying ``when``: the predicate's name, or ``"when"``."""
-    if when is None:
-        return ""
-    name = getattr(when, "__name__", None)
-    return name if isinstance(name, str) and name.isidentifier() else "when"
-
-
-def _quote(names: Any) -> str:
-    return ", ".join(repr(n) for n in names)
-
-
-def _unknown_attr(where: str, key: Any, known: frozenset[str]) -> list[str]:
-    if not isinstance(key, str) or key in known:
-        return []
-    guess = _ALIASES.get(key) if _ALIASES.get(key) in known else None
-    guess = guess or next(iter(difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)), None)
-    if guess is None:
-        return []  # a user's own attribute (a label, a colour): allowed
-    return [f"{where} has attribute {key!r}: did you mean {guess!r}? (rename it; unknown attributes are ignored)"]
-
-
-def _is_int(v: Any, low: int) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= low
-
-
-def _is_seconds(v: Any, positive: bool) -> bool:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return False
-    return v > 0 if positive else v >= 0
-
-
-_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "retries": (lambda v: _is_int(v, 0), "an int >= 0 (restarts after a failure)"),
-    "backoff": (lambda v: _is_seconds(v, False), "a number of seconds >= 0 (base of the exponential backoff)"),
-    "timeout": (lambda v: v is None or _is_seconds(v, True), "a number of seconds > 0, or None for no timeout"),
-    "on_error": (lambda v: isinstance(v, str) and v in ("fail", "skip"), "'fail' or 'skip'"),
-    "concurrency": (lambda v: _is_int(v, 1), "an int >= 1"),
-    "max_visits": (lambda v: _is_int(v, 1), "an int >= 1 (visits per run, bounds cycles)"),
-    "max_workers": (lambda v: _is_int(v, 0), "an int >= 0 (0: one session per item, up to 100)"),
-    "prompt": (lambda v: v is None or isinstance(v, str), "a str template using {input}, or None"),
-}
-
-
-def policy_problems(node: Any, attrs: Mapping[str, Any]) -> list[str]:
-    """Problems with the policy values (and ``max_workers``, ``prompt``) in ``attrs``."""
-    out = []
-    for key, (ok, expected) in _RULES.items():
-        if key in attrs and not ok(attrs[key]):
-            out.append(f"node {node!r}: {key} must be {expected}, got {attrs[key]!r}")
-    return out
-
-
-def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]:
-    """Problems with one node's attributes, and whether its kind, ``fn`` and ``agent`` are
-    usable for the checks that follow (signatures, types)."""
-    if not isinstance(node, str):
-        return [f"node {node!r} has a {type(node).__name__} name; name every node with a str"], False
-    kind = attrs.get("kind")
-    if kind is None:
-        return [
-            f"node {node!r} has no kind: it was probably created by an edge to an undeclared node; "
-            f"{_DECLARE} or fix the edge's name"
-        ], False
-    if not isinstance(kind, str) or kind not in KINDS:
-        return [f"node {node!r} has unknown kind {kind!r}; use one of {_quote(KINDS)}"], False
-    out = [p for key in attrs for p in _unknown_attr(f"node {node!r}", key, NODE_ATTRS)]
-    for key in sorted(set(attrs) & (NODE_ATTRS - {"kind", *POLICY_DEFAULTS}) - _KIND_ATTRS[kind]):
-        owners = " and ".join(k for k in KINDS if key in _KIND_ATTRS[k])
-        out.append(f"{kind} node {node!r} has {key}=, which only applies to {owners} nodes; remove it")
-    usable = True
-    if kind == "function" and not callable(attrs.get("fn")):
-        got = "no fn" if "fn" not in attrs else f"fn={type(attrs['fn']).__name__}, not callable"
-        out.append(f"function node {node!r} has {got}; set fn=<a callable taking the node's input>")
-        usable = False
-    elif kind != "function" and not isinstance(attrs.get("agent"), Agent):
-        got = "nothing" if "agent" not in attrs else type(attrs["agent"]).__name__
-        out.append(f"{kind} node {node!r} needs agent=<an Agent>, got {got}")
-        usable = False
-    return out + policy_problems(node, attrs), usable
-
-
-def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
-    """Problems with one edge's attributes (``when`` and close typos of it)."""
-    where = f"edge {u!r} → {v!r}"
-    out = [p for key in attrs for p in _unknown_attr(where, key, frozenset({"when"}))]
-    when = attrs.get("when")
-    if when is not None:
-        if not callable(when):
-            out.append(f"{where}: when must be a predicate on the output of {u!r}, got {type(when).__name__}")
-        elif not inspect_callable(when).accepts_one():
-            out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
-    return out
-
+__all__ = ["Formation"]
 
 
 class Formation:
@@ -176,9 +52,9 @@ class Formation:
         graph: a ``networkx.DiGraph`` declared by hand; a new empty one when None.
 
     Raises:
-        ValueError: the name is empty.
-        TypeError: ``graph`` is not a ``networkx.DiGraph`` (a ``MultiDiGraph`` or an
-            undirected graph is refused).
+        FormationSetupError: the name is empty, or ``graph`` is not a ``networkx.DiGraph``
+            (a ``MultiDiGraph`` or an undirected graph is refused). Every builder method
+            raises it too, listing each problem of the call with its fix.
 
     Example:
         >>> from wingman_actors import Agent
@@ -191,15 +67,17 @@ class Formation:
 
     def __init__(self, name: str, graph: nx.DiGraph | None = None) -> None:
         if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"Formation needs a non-empty name, e.g. Formation('research'), got {name!r}")
+            raise FormationSetupError(
+                str(name), [f"Formation needs a non-empty name, e.g. Formation('research'), got {name!r}"]
+            )
         if graph is None:
             graph = nx.DiGraph()
         elif isinstance(graph, nx.MultiGraph) or not isinstance(graph, nx.DiGraph):
-            raise TypeError(
-                f"formation {name!r}: graph must be a networkx.DiGraph, got {type(graph).__name__}; "
+            raise FormationSetupError(name, [
+                f"graph must be a networkx.DiGraph, got {type(graph).__name__}; "
                 "convert it with networkx.DiGraph(graph) (parallel edges merge into one; an undirected "
                 "edge becomes two directed ones)"
-            )
+            ])
         self.name = name
         self.graph: nx.DiGraph = graph
 
@@ -221,12 +99,11 @@ class Formation:
                 ``concurrency``, ``max_visits``.
 
         Raises:
-            ValueError: the name is taken, or a policy value is out of range.
-            TypeError: ``fn`` is not callable, or a policy keyword is unknown.
+            FormationSetupError: the name is taken or not a str, ``fn`` is not callable, a
+                policy keyword is unknown or a policy value out of range (all listed).
         """
-        if not callable(fn):
-            raise TypeError(f"add_function({name!r}, fn): fn must be callable, got {type(fn).__name__}")
-        return self._add("add_function", name, {"kind": "function", "fn": fn}, policies)
+        bad: list[str] = [] if callable(fn) else [f"fn must be callable, got {type(fn).__name__}"]
+        return self._add("add_function", name, {"kind": "function", "fn": fn}, policies, bad)
 
     def add_agent(self, name: str, agent: Agent, *, prompt: str | None = None, **policies: Any) -> Formation:
         """Declare an agent node: one session per input; the output is the answer's text,
@@ -238,11 +115,14 @@ class Formation:
             prompt: a template for the user message, with ``{input}`` and, for dict or
                 model inputs, their keys; without it, the input as text or JSON.
             **policies: as for :meth:`add_function`.
+
+        Raises:
+            FormationSetupError: as for :meth:`add_function`; ``agent`` is not an Agent.
         """
-        attrs: dict[str, Any] = {"kind": "agent", "agent": _check_agent("add_agent", name, agent)}
+        attrs: dict[str, Any] = {"kind": "agent", "agent": agent}
         if prompt is not None:
             attrs["prompt"] = prompt
-        return self._add("add_agent", name, attrs, policies)
+        return self._add("add_agent", name, attrs, policies, _agent_problems(agent))
 
     def add_fleet(
         self, name: str, agent: Agent, *, max_workers: int = 0, prompt: str | None = None, **policies: Any
@@ -257,15 +137,14 @@ class Formation:
             max_workers: the most sessions at once.
             prompt: a template applied to each item (see :meth:`add_agent`).
             **policies: as for :meth:`add_function`.
+
+        Raises:
+            FormationSetupError: as for :meth:`add_agent`; ``max_workers`` is not an int >= 0.
         """
-        attrs: dict[str, Any] = {
-            "kind": "fleet",
-            "agent": _check_agent("add_fleet", name, agent),
-            "max_workers": max_workers,
-        }
+        attrs: dict[str, Any] = {"kind": "fleet", "agent": agent, "max_workers": max_workers}
         if prompt is not None:
             attrs["prompt"] = prompt
-        return self._add("add_fleet", name, attrs, policies)
+        return self._add("add_fleet", name, attrs, policies, _agent_problems(agent))
 
     def connect(self, *names: str, when: Callable[[Any], bool] | None = None) -> Formation:
         """Add edges along ``names``: ``connect("a", "b", "c")`` adds a → b and b → c.
@@ -276,15 +155,15 @@ class Formation:
                 when it returns true. Applies to every edge added.
 
         Raises:
-            ValueError: a name is not declared, or an edge already exists.
-            TypeError: fewer than two names, or ``when`` is not callable.
+            FormationSetupError: fewer than two names, ``when`` is not callable, a name
+                is not declared, or an edge already exists (all listed). Nothing is added.
         """
         call = f"connect({', '.join(repr(n) for n in names)})"
         if len(names) < 2:
-            raise TypeError(f"{call}: connect needs two or more node names, e.g. connect('a', 'b')")
-        if when is not None and not callable(when):
-            raise TypeError(f"{call}: when must be a predicate on the upstream output, got {type(when).__name__}")
+            raise FormationSetupError(self.name, [f"{call}: connect needs two or more node names, e.g. connect('a', 'b')"])
         problems = []
+        if when is not None and not callable(when):
+            problems.append(f"when must be a predicate on the upstream output, got {type(when).__name__}")
         for n in dict.fromkeys(names):
             if n not in self.graph:
                 close = difflib.get_close_matches(str(n), [str(k) for k in self.graph], n=1)
@@ -295,7 +174,7 @@ class Formation:
             if self.graph.has_edge(u, v) or edges.count((u, v)) > 1:
                 problems.append(f"edge {u!r} → {v!r} is declared twice; connect each pair once")
         if problems:
-            raise ValueError(f"{call} in formation {self.name!r}: " + "; ".join(problems))
+            raise FormationSetupError(self.name, [f"{call}: {p}" for p in problems])
         attrs = {} if when is None else {"when": when}
         self.graph.add_edges_from(edges, **attrs)
         return self
@@ -309,8 +188,6 @@ class Formation:
         Raises:
             FormationSetupError: listing every problem found.
         """
-        from .plan import compile_plan  # plan imports this module's attribute contract
-
         return compile_plan(self)
 
     def start(
@@ -319,6 +196,7 @@ class Formation:
         on_event: EventListener | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        backend: str = "threads",
     ) -> RunningFormation:
         """Validate, then start every node actor and the supervisor.
 
@@ -327,15 +205,15 @@ class Formation:
             provider: replaces the provider of every agent and fleet node (e.g. from the CLI).
             work_dir: where agent and fleet sessions run their tools (default: the current
                 directory).
+            backend: where the node actors live: ``"threads"`` (Pykka actors on threads of
+                this process, the default); any other name is a ``FormationSetupError``.
 
         Returns:
             The running formation: ``submit(input) -> Future[FormationResult]``; use it
             as a context manager so it stops.
         """
-        from .runtime import RunningFormation
-
         return RunningFormation(
-            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir
+            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir, backend=backend
         ).start()
 
     def run(
@@ -346,17 +224,18 @@ class Formation:
         on_event: EventListener | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        backend: str = "threads",
     ) -> FormationResult:
-        """Start, run ``input`` through, stop. ``timeout`` bounds the whole run.
+        """Start, run ``input`` through, stop. ``timeout`` bounds the whole run;
+        ``backend`` is as for :meth:`start`.
 
         Raises:
             FormationSetupError: the formation is not valid.
             FormationRuntimeError: the run failed (node, attempts, run id, partial outputs).
         """
-        from .runtime import run_once
-
         return run_once(
-            self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir
+            self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
+            backend=backend,
         )
 
     def run_stream(
@@ -369,50 +248,42 @@ class Formation:
     ) -> Iterator[FormationEvent]:
         """Start, run ``input``, yield its events (ending with ``run_finished``, whose
         ``data["result"]`` is the result, or ``run_failed``), stop."""
-        from .runtime import run_stream
-
         return run_stream(self.validate(), input, timeout=timeout, provider=provider, work_dir=work_dir)
 
     def to_mermaid(self) -> str:
         """The formation as a Mermaid flowchart (works on an invalid formation too)."""
-        from .render import to_mermaid
-
         return to_mermaid(self)
 
     def to_dot(self) -> str:
         """The formation as a Graphviz DOT digraph (works on an invalid formation too)."""
-        from .render import to_dot
-
         return to_dot(self)
 
-    def _add(self, method: str, name: str, attrs: dict[str, Any], policies: dict[str, Any]) -> Formation:
+    def _add(
+        self, method: str, name: str, attrs: dict[str, Any], policies: dict[str, Any], problems: list[str]
+    ) -> Formation:
         call = f"{method}({name!r}, ...)"
         if not isinstance(name, str) or not name:
-            raise TypeError(f"{call}: a node name must be a non-empty str")
+            raise FormationSetupError(self.name, [f"{call}: a node name must be a non-empty str"])
         if "kind" in self.graph.nodes.get(name, {}):
-            raise ValueError(f"{call}: formation {self.name!r} already has a node named {name!r}; pick another name")
+            problems.insert(0, f"formation {self.name!r} already has a node named {name!r}; pick another name")
         unknown = sorted(set(policies) - set(POLICY_DEFAULTS))
         if unknown:
             hints = [difflib.get_close_matches(k, list(POLICY_DEFAULTS), n=1, cutoff=0.6) for k in unknown]
             guesses = "".join(f"; did you mean {h[0]!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
-            guesses += "".join(f"; {k} applies only to {_OWNERS[k]}" for k in unknown if k in _OWNERS)
-            raise TypeError(
-                f"{call}: unknown policy keyword(s) {_quote(unknown)}{guesses} "
-                f"(policies: {', '.join(POLICY_DEFAULTS)})"
+            guesses += "".join(f"; {k} applies only to {OWNERS[k]}" for k in unknown if k in OWNERS)
+            problems.append(
+                f"unknown policy keyword(s) {quote(unknown)}{guesses} (policies: {', '.join(POLICY_DEFAULTS)})"
             )
-        attrs.update(policies)
-        problems = policy_problems(name, attrs)
+        attrs.update((k, v) for k, v in policies.items() if k in POLICY_DEFAULTS)
+        problems += policy_problems(name, attrs)
         if problems:
-            raise ValueError(f"{call}: " + "; ".join(problems))
+            raise FormationSetupError(self.name, [f"{call}: {p}" for p in problems])
         # A node created by an edge to a not-yet-declared name gets its attributes now.
         self.graph.add_node(name, **attrs)
         return self
 
 
-def _check_agent(method: str, name: str, agent: Any) -> Agent:
-    if not isinstance(agent, Agent):
-        raise TypeError(
-            f"{method}({name!r}, agent): agent must be an Agent, e.g. Agent('writer', provider=...), "
-            f"got {type(agent).__name__}"
-        )
-    return agent
+def _agent_problems(agent: Any) -> list[str]:
+    if isinstance(agent, Agent):
+        return []
+    return [f"agent must be an Agent, e.g. Agent('writer', provider=...), got {type(agent).__name__}"]

@@ -10,8 +10,6 @@ and input validators built, so the runtime does no graph work on its hot path.
 from __future__ import annotations
 
 import inspect
-import re
-import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -22,7 +20,6 @@ from pydantic import TypeAdapter
 
 from ..agent import Agent
 from ..errors import FormationSetupError
-from .graph import POLICY_DEFAULTS, edge_label, edge_problems, node_problems
 from .typecheck import (
     CallableInfo,
     adapter_for,
@@ -30,14 +27,24 @@ from .typecheck import (
     inspect_callable,
     is_sequence,
     item_type,
-    prompt_keys,
+    prompt_fields,
     type_name,
 )
+from .validation import (
+    POLICY_DEFAULTS,
+    back_edges,
+    cycle_problems,
+    edge_label,
+    edge_problems,
+    node_problems,
+    prompt_problems,
+    quote,
+)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only a type: the formation module imports this one
     from .graph import Formation
 
-__all__ = ["EdgeSpec", "NodeSpec", "Plan", "back_edges", "compile_plan"]
+__all__ = ["EdgeSpec", "NodeSpec", "Plan", "compile_plan"]
 
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD, _P.VAR_POSITIONAL)
@@ -110,7 +117,8 @@ class Plan:
     Attributes:
         name: the formation's name.
         nodes: node specs by name, in graph order.
-        sources: nodes without incoming edges; they receive the run's input.
+        sources: nodes without forward predecessors (a node entered only through back
+            edges, e.g. its own self-loop, included); they receive the run's input.
         sinks: nodes without outgoing forward edges; their outputs are the run's outputs.
         order: a topological order of the forward edges (earlier-declared nodes first).
         edges: every edge, in graph order.
@@ -123,62 +131,6 @@ class Plan:
     order: tuple[str, ...]
     edges: tuple[EdgeSpec, ...]
 
-
-
-def back_edges(graph: nx.DiGraph) -> set[tuple[Any, Any]]:
-    """The edges closing a cycle: an edge to a node on the stack of a depth-first search
-    started from the sources in graph order (then from any node left unvisited)."""
-    on_stack, done, back = set(), set(), set()
-    roots = [n for n in graph if graph.in_degree(n) == 0] + list(graph)
-    for root in roots:
-        if root in on_stack or root in done:
-            continue
-        on_stack.add(root)
-        stack = [(root, iter(graph.successors(root)))]
-        while stack:
-            node, children = stack[-1]
-            for child in children:
-                if child in on_stack:
-                    back.add((node, child))
-                elif child not in done:
-                    on_stack.add(child)
-                    stack.append((child, iter(graph.successors(child))))
-                    break
-            else:
-                on_stack.discard(node)
-                done.add(node)
-                stack.pop()
-    return back
-
-
-def _quote(names: Any) -> str:
-    return ", ".join(repr(n) for n in names)
-
-
-def _structure_problems(graph: nx.DiGraph, sources: list[Any]) -> list[str]:
-    out = []
-    if not sources:
-        first = next(iter(graph))
-        out.append(
-            "every node has an incoming edge, so none can receive the run's input; add an entry node "
-            f"without incoming edges, e.g. add_function('start', lambda x: x) then connect('start', {first!r})"
-        )
-    else:
-        reached = set(sources).union(*(nx.descendants(graph, s) for s in sources))
-        lost = [n for n in graph if n not in reached]
-        if lost:
-            out.append(
-                f"node(s) {_quote(lost)} cannot be reached from the source(s) {_quote(sources)}; "
-                "connect them from a reachable node or remove them"
-            )
-    plain = nx.DiGraph([(u, v) for u, v, w in graph.edges(data="when") if w is None])
-    for scc in nx.strongly_connected_components(plain):
-        if len(scc) > 1 or any(plain.has_edge(n, n) for n in scc):
-            start = next(n for n in graph if n in scc)
-            cycle = [u for u, _ in nx.find_cycle(plain.subgraph(scc), source=start)]
-            path = " → ".join(str(n) for n in [*cycle, cycle[0]])
-            out.append(f"cycle {path} has no conditional edge; add when= to one of its edges so it can end")
-    return out
 
 
 def _output_type(attrs: Mapping[str, Any], info: CallableInfo | None) -> Any:
@@ -217,10 +169,10 @@ def _function_inputs(
         required = [p for p in info.params() if p.default is p.empty and p.kind not in _VARIADIC]
         bad_params = [p.name for p in required if p.name not in by_name or p.name not in preds]
         bad_preds = [] if var_kw is not None else [p for p in preds if p not in by_name]
-        what = [f"parameter(s) {_quote(bad_params)} match no predecessor"] if bad_params else []
-        what += [f"predecessor(s) {_quote(bad_preds)} match no parameter"] if bad_preds else []
+        what = [f"parameter(s) {quote(bad_params)} match no predecessor"] if bad_params else []
+        what += [f"predecessor(s) {quote(bad_preds)} match no parameter"] if bad_preds else []
         problems = [
-            f"function node {node!r} has several forward predecessors ({_quote(preds)}) and "
+            f"function node {node!r} has several forward predecessors ({quote(preds)}) and "
             f"{info.describe(fn)} takes them as keyword arguments, but {' and '.join(what)}; name each "
             "parameter after a predecessor (or add **kwargs), or take one parameter to receive a dict "
             "{predecessor: output}"
@@ -233,9 +185,9 @@ def _function_inputs(
         if is_source:
             why = f"source function node {node!r} must accept exactly one positional argument (the run input)"
         elif len(preds) > 1:
-            why = f"function node {node!r} receives one dict {{predecessor: output}} from {_quote(preds)}"
+            why = f"function node {node!r} receives one dict {{predecessor: output}} from {quote(preds)}"
         else:
-            why = f"function node {node!r} receives one value (the output of {_quote(preds or back)})"
+            why = f"function node {node!r} receives one value (the output of {quote(preds or back)})"
         problems.append(f"{why}, but {info.describe(fn)} cannot be called with one argument; "
                         "give the other parameters defaults")
     mode: Literal["single", "dict"] = "dict" if len(preds) > 1 else "single"
@@ -257,7 +209,7 @@ def _type_problems(node: str, kind: str, ins: _Inputs, fwd: list[str], back: lis
     out: list[str] = []
     if kind == "fleet" and ins.mode == "dict":
         out.append(
-            f"fleet node {node!r} has several forward predecessors ({_quote(fwd)}), so it would receive a "
+            f"fleet node {node!r} has several forward predecessors ({quote(fwd)}), so it would receive a "
             "dict, but a fleet needs a list (one session per item); merge them into a list in a function node first"
         )
     elif kind == "fleet":
@@ -274,30 +226,13 @@ def _type_problems(node: str, kind: str, ins: _Inputs, fwd: list[str], back: lis
     elif kind == "function" and ins.mode == "dict":
         if not compatible(dict[str, Any], ins.param_type):
             out.append(
-                f"function node {node!r} receives a dict {{predecessor: output}} from {_quote(fwd)} but its "
+                f"function node {node!r} receives a dict {{predecessor: output}} from {quote(fwd)} but its "
                 f"parameter {ins.param!r} expects {type_name(ins.param_type)}; annotate it as dict[str, Any], "
                 "or name parameters after the predecessors to receive keyword arguments"
             )
     elif kind == "function":
         for u in fwd + back:
             out += _edge_type_problem(u, node, u in back, types.get(u), ins.param, ins.param_type)
-    return out
-
-
-def _prompt_problems(node: str, prompt: str, keys: set[str] | None) -> list[str]:
-    try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(prompt) if f is not None]
-    except ValueError as exc:
-        return [f"node {node!r}: prompt is not a valid template ({exc}); write {{input}} for the input "
-                "and double literal braces: {{ and }}"]
-    out = []
-    for key in dict.fromkeys(re.split(r"[.\[]", f, maxsplit=1)[0] for f in fields):
-        if key == "" or key.isdigit():
-            out.append(f"node {node!r}: prompt has a positional field {{{key}}}; name it: {{input}} "
-                       "for the whole input, or a key of a dict or model input")
-        elif key != "input" and keys is not None and key not in keys:
-            why = f"has no such key (keys: {', '.join(sorted(keys))})" if keys else "is not a dict or a model"
-            out.append(f"node {node!r}: prompt uses {{{key}}} but the input {why}; use {{input}} or a key of the input")
     return out
 
 
@@ -327,11 +262,13 @@ def compile_plan(formation: Formation) -> Plan:
             usable[node] = attrs
     for u, v, attrs in graph.edges(data=True):
         problems += edge_problems(u, v, attrs)
-    sources = [n for n in graph if graph.in_degree(n) == 0]
-    problems += _structure_problems(graph, sources)
     back = back_edges(graph)
     fwd = {n: [u for u in graph.predecessors(n) if (u, n) not in back] for n in graph}
     bwd = {n: [u for u in graph.predecessors(n) if (u, n) in back] for n in graph}
+    # A source has no forward predecessor: a node entered only through back edges (its
+    # own self-loop, or a cycle it opens) receives the run's input too.
+    sources = [n for n in graph if not fwd[n]]
+    problems += cycle_problems(graph)
     infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] == "function"}
     types = {n: _output_type(a, infos.get(n)) for n, a in usable.items()}
     inputs: dict[str, _Inputs] = {}
@@ -344,11 +281,11 @@ def compile_plan(formation: Formation) -> Plan:
             inputs[n] = _Inputs("dict" if len(fwd[n]) > 1 else "single")
         problems += _type_problems(n, attrs["kind"], inputs[n], fwd[n], bwd[n], types)
         if isinstance(attrs.get("prompt"), str):
-            keys = set(fwd[n]) if len(fwd[n]) > 1 else None
+            fields = {u: types.get(u) for u in fwd[n]} if len(fwd[n]) > 1 else None
             if len(fwd[n]) == 1:
                 upstream = types.get(fwd[n][0])
-                keys = prompt_keys(item_type(upstream) if attrs["kind"] == "fleet" else upstream)
-            problems += _prompt_problems(n, attrs["prompt"], keys)
+                fields = prompt_fields(item_type(upstream) if attrs["kind"] == "fleet" else upstream)
+            problems += prompt_problems(n, attrs["prompt"], fields)
     if problems:
         raise FormationSetupError(name, problems)
     return _build(name, graph, sources, back, fwd, bwd, types, inputs)

@@ -23,8 +23,8 @@ from typing import Any
 
 import networkx as nx  # type: ignore[import-untyped]
 
-from .graph import edge_label
-from .plan import Plan, back_edges
+from .plan import Plan
+from .validation import back_edges, edge_label
 
 __all__ = ["to_dot", "to_mermaid"]
 

@@ -22,6 +22,7 @@ class NodeStatus(enum.StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     SKIPPED = "skipped"
+    CANCELLED = "cancelled"
 
 
 @dataclass(slots=True)

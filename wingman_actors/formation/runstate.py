@@ -14,7 +14,6 @@ from concurrent.futures import Future
 from typing import Any
 
 from ..core import Usage
-from .future import new_run_future
 from .result import ZERO_USAGE, FormationResult, NodeStatus, NodeTrace
 
 __all__ = ["RunState"]
@@ -32,6 +31,7 @@ _EMPTY_SKIPPED: dict[str, str | None] = {}
 # and a finished run kept by its caller holds nothing the garbage collector must scan.
 _LOCKS = tuple(threading.Lock() for _ in range(64))
 _next_lock = itertools.count()
+_OWN_LOCK = threading.Lock()
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
 }
@@ -46,17 +46,24 @@ class RunState:
     """
 
     __slots__ = (
-        "done", "failures", "future", "id", "input", "joins", "listeners", "lock", "log",
+        "cancelled", "done", "failures", "future", "id", "input", "joins", "listeners", "lock", "log",
         "order", "outputs", "pending", "remaining", "skipped", "t0", "timer", "visits", "wall0",
     )
 
     def __init__(
-        self, run_id: str, input: Any, listeners: list[Callable[[Any], None]], sinks: int, order: Sequence[str]
+        self,
+        run_id: str,
+        input: Any,
+        listeners: list[Callable[[Any], None]],
+        sinks: int,
+        order: Sequence[str],
+        future: Future[FormationResult] | None = None,
     ) -> None:
         self.id = run_id
         self.input = input
         self.order = order
-        self.future: Future[FormationResult] | None = new_run_future()  # None once resolved
+        self.future: Future[FormationResult] | None = future if future is not None else Future()  # None once resolved
+        self.cancelled: tuple[str, ...] = ()  # nodes that were running when the run was cancelled
         self.lock = _LOCKS[next(_next_lock) % len(_LOCKS)]
         self.done = False
         self.remaining = sinks
@@ -76,11 +83,19 @@ class RunState:
         self.skipped: dict[str, str | None] = _EMPTY_SKIPPED
 
     def own(self, field: str) -> Any:
-        """Give the run its own container for ``field`` (joins, visits, failures, skipped)."""
+        """Give the run its own container for ``field`` (joins, visits, failures, skipped).
+
+        Safe from any thread, with or without the run's lock held: the first use takes a
+        separate lock (never held while taking another), so two threads cannot each
+        install a container and lose the other's writes.
+        """
         current = getattr(self, field)
         if current is _SHARED[field]:
-            current = [] if field == "failures" else {}
-            setattr(self, field, current)
+            with _OWN_LOCK:
+                current = getattr(self, field)
+                if current is _SHARED[field]:
+                    current = [] if field == "failures" else {}
+                    setattr(self, field, current)
         return current
 
     def wall(self, perf: float) -> float:
@@ -132,6 +147,12 @@ class RunState:
                 t.status = NodeStatus.SKIPPED
                 if skip_error is not None:
                     t.error = skip_error
+        for name in self.cancelled:
+            t = traces.get(name)
+            if t is None:
+                t = traces[name] = NodeTrace(name)
+            if t.status is not NodeStatus.SUCCEEDED:
+                t.status = NodeStatus.CANCELLED
         for name in self.visits:
             if name in traces:
                 traces[name].visits = max(traces[name].visits, self.visits[name])

@@ -34,7 +34,7 @@ __all__ = [
     "inspect_callable",
     "is_sequence",
     "item_type",
-    "prompt_keys",
+    "prompt_fields",
     "type_name",
 ]
 
@@ -176,19 +176,22 @@ def item_type(tp: Any) -> Any:
     return args[0] if len(args) == 1 else None
 
 
-def prompt_keys(tp: Any) -> set[str] | None:
-    """The keys a prompt template may use for an input of type ``tp``: a model's fields or
-    a TypedDict's keys; an empty set for inputs without keys (text, numbers, lists); None
-    when unknown or a free-form mapping (no check)."""
+def prompt_fields(tp: Any) -> dict[str, Any] | None:
+    """The fields a prompt template may use for an input of type ``tp``, with their types
+    (None where unknown): a model's fields or a TypedDict's keys; an empty dict for inputs
+    without keys (text, numbers, lists); None when unknown or a free-form mapping (no check)."""
     tp = _strip(tp)
     cls = get_origin(tp) or tp
     if tp is None or not isinstance(cls, type):
         return None
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return set(tp.model_fields)
+        return {name: field.annotation for name, field in tp.model_fields.items()}
     if typing.is_typeddict(tp):
-        return set(tp.__annotations__)
-    return None if issubclass(cls, cabc.Mapping) else set()
+        try:
+            return dict(typing.get_type_hints(tp))
+        except Exception:
+            return dict.fromkeys(tp.__annotations__)
+    return None if issubclass(cls, cabc.Mapping) else {}
 
 
 def type_name(tp: Any) -> str:

@@ -1,14 +1,41 @@
 """The launcher behind the ``wingman-actors`` command (see :mod:`wingman_actors.cli`).
 
 * :mod:`.loading` — find a formation module by path or name; build its formation.
+* :mod:`.ready` — the ready formations (``budget``, ``research``) by name.
 * :mod:`.providers` — choose the provider of a run (flags, environment, sample replies).
 * :mod:`.progress` — show a run's events: a live table on a terminal, plain lines or JSON
   lines otherwise.
 * :mod:`.run` and :mod:`.graph` — the ``run`` and ``graph`` commands.
+
+The names below are imported on first use, so the launcher starts without loading the
+runtime for commands that do not need it.
 """
 
-from .errors import UsageError
-from .loading import FormationModule, load_module
-from .providers import ProviderChoice, choose_provider
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .errors import UsageError
+    from .loading import FormationModule, load_module
+    from .providers import ProviderChoice, choose_provider
 
 __all__ = ["FormationModule", "ProviderChoice", "UsageError", "choose_provider", "load_module"]
+
+_WHERE = {
+    "FormationModule": ".loading",
+    "ProviderChoice": ".providers",
+    "UsageError": ".errors",
+    "choose_provider": ".providers",
+    "load_module": ".loading",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

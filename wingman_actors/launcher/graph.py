@@ -25,7 +25,8 @@ def graph_command(args: argparse.Namespace) -> int:
         0 when drawn; 1 when ``dot`` ran and failed.
 
     Raises:
-        UsageError: a bad formation module, or ``png`` without ``dot`` on PATH (exit 2).
+        UsageError: a bad formation module, an output path that cannot be written, or
+            ``png`` without ``dot`` on PATH (exit 2).
     """
     loaded = load_module(args.formation)
     formation, _ = loaded.build(None, parse_assignments(args.param or (), "--param"))
@@ -33,14 +34,28 @@ def graph_command(args: argparse.Namespace) -> int:
         return _png(formation.to_dot(), Path(args.output or f"{formation.name}.png"))
     text = formation.to_mermaid() if args.format == "mermaid" else formation.to_dot()
     if args.output:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
-        print(f"wrote {args.output}")
+        out = Path(args.output)
+        try:
+            out.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(_unwritable(out, exc)) from exc
+        print(f"wrote {args.output}", file=sys.stderr)
     else:
         print(text)
     return 0
 
 
+def _unwritable(out: Path, exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    if not out.parent.is_dir():
+        return (f"cannot write {out}: the folder {out.parent} does not exist; create it first "
+                "or pass another --output path")
+    return f"cannot write {out}: {reason}; pass another --output path"
+
+
 def _png(dot_text: str, out: Path) -> int:
+    if not out.parent.is_dir():
+        raise UsageError(_unwritable(out, FileNotFoundError(2, "No such file or directory")))
     dot = shutil.which("dot")
     if dot is None:
         raise UsageError("png needs Graphviz's `dot` on PATH; use --format mermaid or dot "
@@ -54,5 +69,5 @@ def _png(dot_text: str, out: Path) -> int:
     if proc.returncode != 0:
         print(f"wingman-actors: graph: dot exited with {proc.returncode}: {proc.stderr.strip()}", file=sys.stderr)
         return 1
-    print(f"wrote {out}")
+    print(f"wrote {out}", file=sys.stderr)
     return 0

@@ -1,12 +1,16 @@
-"""Loading a formation module: by file path (``formations/budget.py``) or by module name
-(``formations.budget``).
+"""Loading a formation module: by file path (``formations/budget.py``), by module name
+(``formations.budget``), or a ready formation by name (``budget``, see :mod:`.ready`).
 
 A formation module exposes ``formation`` (a :class:`~wingman_actors.Formation`) or
 ``build(**options) -> Formation`` — taking ``provider=`` too if it wants the run's
 provider — and optionally:
 
-* ``sample_provider() -> Provider`` or ``SAMPLE_REPLIES`` (a list of scripted replies):
-  deterministic offline replies, used when no real provider is configured;
+* ``sample_provider() -> Provider`` or ``SAMPLE_REPLIES`` (a list of scripted replies, or
+  a dict of them per agent name: see :mod:`.samples`): deterministic offline replies,
+  used when no real provider is configured;
+* ``SAMPLE_LATENCY_S``: seconds each sample reply takes when the live view is on (a
+  terminal), so a newcomer sees the run unfold offline; piped and ``--json`` runs stay
+  instant;
 * ``default_input()`` or ``DEFAULT_INPUT``: the input of a run given no ``--input``.
 """
 
@@ -28,10 +32,12 @@ from ..formation import Formation
 from ..providers.base import Provider
 from ..providers.scripted import ScriptedProvider
 from .errors import UsageError
+from .ready import import_ready, ready_name, ready_names
+from .samples import SampleReplies
 
 __all__ = ["FormationModule", "load_module"]
 
-_EXAMPLE = "e.g. formations/budget.py or formations.budget"
+_EXAMPLE = "e.g. my_flow.py, a module name such as my_pkg.flow, or a ready formation such as budget"
 
 
 @dataclass(frozen=True)
@@ -51,21 +57,41 @@ class FormationModule:
         """Whether the module ships offline sample replies."""
         return callable(getattr(self.module, "sample_provider", None)) or hasattr(self.module, "SAMPLE_REPLIES")
 
-    def sample_provider(self) -> Provider | None:
-        """The module's sample replies as a provider, or None when it ships none."""
+    def sample_latency(self) -> float:
+        """The module's ``SAMPLE_LATENCY_S`` (0 when it sets none).
+
+        Raises:
+            UsageError: it is not a number >= 0.
+        """
+        value = getattr(self.module, "SAMPLE_LATENCY_S", 0.0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise UsageError(f"{self.target}: SAMPLE_LATENCY_S must be a number of seconds >= 0, got {value!r}")
+        return float(value)
+
+    def sample_provider(self, latency_s: float = 0.0) -> Provider | None:
+        """The module's sample replies as a provider, or None when it ships none.
+
+        Args:
+            latency_s: seconds each reply takes (a scripted provider's ``latency_s``).
+        """
         factory = getattr(self.module, "sample_provider", None)
         if callable(factory):
             provider = factory()
             if not hasattr(provider, "run_inference"):
                 raise UsageError(f"{self.target}: sample_provider() must return a provider, "
                                  f"got {type(provider).__name__}")
+            if latency_s and isinstance(provider, ScriptedProvider):
+                provider.latency_s = latency_s
             return provider  # type: ignore[no-any-return]
         replies = getattr(self.module, "SAMPLE_REPLIES", None)
         if replies is None:
             return None
+        if isinstance(replies, Mapping):
+            return SampleReplies(replies, latency_s)
         if isinstance(replies, str) or not hasattr(replies, "__iter__"):
-            raise UsageError(f"{self.target}: SAMPLE_REPLIES must be a list of replies, got {type(replies).__name__}")
-        return ScriptedProvider(list(replies), cycle=True, model="sample-replies")
+            raise UsageError(f"{self.target}: SAMPLE_REPLIES must be a list of replies, or a dict of them per "
+                             f"agent name, got {type(replies).__name__}")
+        return ScriptedProvider(list(replies), cycle=True, model="sample-replies", latency_s=latency_s)
 
     def default_input(self) -> Any:
         """The module's default input (``default_input()`` or ``DEFAULT_INPUT``), or None."""
@@ -138,10 +164,12 @@ def _looks_like_path(target: str) -> bool:
 
 
 def load_module(target: str) -> FormationModule:
-    """Import the formation module ``target``: a ``.py`` file path or a module name.
+    """Import the formation module ``target``: a ``.py`` file path, a module name, or the
+    name of a ready formation (``budget``; ``formations/budget.py`` and
+    ``formations.budget`` find it too where no such file or module is beside you).
 
     A file inside a package (a folder with ``__init__.py``) is imported by its dotted
-    name, so its relative imports work; names resolve from the current directory too.
+    name, so its relative imports work; names resolve from the current directory first.
 
     Raises:
         UsageError: nothing found by that name, or importing it raised.
@@ -149,9 +177,14 @@ def load_module(target: str) -> FormationModule:
     if not target.strip():
         raise UsageError(f"name a formation: a file path or a module name ({_EXAMPLE})")
     if _looks_like_path(target):
-        return FormationModule(target, _import_file(target))
+        ready = None if Path(target).expanduser().exists() else ready_name(target)
+        module = _import_ready(target, ready) if ready else _import_file(target)
+        return FormationModule(target, module)
     if not all(part.isidentifier() for part in target.split(".")):
         raise UsageError(f"{target!r} is neither a formation file nor a module name ({_EXAMPLE})")
+    ready = ready_name(target)
+    if ready and not _beside_you(target):
+        return FormationModule(target, _import_ready(target, ready))
     cwd = os.getcwd()
     if cwd not in sys.path:  # as `python -m` does, so modules beside the user resolve
         sys.path.insert(0, cwd)
@@ -160,11 +193,29 @@ def load_module(target: str) -> FormationModule:
     except ModuleNotFoundError as exc:
         if exc.name and (target == exc.name or target.startswith(exc.name + ".")):
             raise UsageError(f"no module named {target!r}: pass a file path or an importable module name "
-                             f"({_EXAMPLE}), from the directory that contains it") from exc
+                             f"({_EXAMPLE}), from the directory that contains it{_ready_hint()}") from exc
         raise _import_failed(target, exc) from exc
     except Exception as exc:
         raise _import_failed(target, exc) from exc
     return FormationModule(target, module)
+
+
+def _beside_you(target: str) -> bool:
+    """Whether the current directory holds the module's top-level package or file."""
+    top = Path.cwd() / target.split(".")[0]
+    return top.is_dir() or top.with_suffix(".py").is_file()
+
+
+def _import_ready(target: str, name: str) -> ModuleType:
+    try:
+        return import_ready(name)
+    except Exception as exc:
+        raise _import_failed(target, exc) from exc
+
+
+def _ready_hint() -> str:
+    names = ready_names()
+    return f"; ready formations: {', '.join(names)}" if names else ""
 
 
 def _import_failed(target: str, exc: BaseException) -> UsageError:
@@ -178,7 +229,7 @@ def _import_file(target: str) -> ModuleType:
     path = Path(target).expanduser()
     if not path.is_file():
         what = "is a directory" if path.is_dir() else "not found"
-        raise UsageError(f"formation file {target!r} {what}: pass a .py file ({_EXAMPLE})")
+        raise UsageError(f"formation file {target!r} {what}: pass a .py file ({_EXAMPLE}){_ready_hint()}")
     path = path.resolve()
     parts = [path.stem]
     root = path.parent

@@ -10,12 +10,13 @@ per event.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Literal
 
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.table import Table
@@ -42,6 +43,9 @@ class NodeRow:
         retries: attempts that failed and were retried.
         attempt: the current attempt.
         note: the last error or skip reason.
+        live_tokens: tokens the current attempt has used so far (from
+            :meth:`RunBoard.observe`; replaced by the reported usage when it finishes).
+        items: sessions it has started (a fleet's items, retried ones included).
     """
 
     name: str
@@ -53,6 +57,19 @@ class NodeRow:
     retries: int = 0
     attempt: int = 0
     note: str = ""
+    live_tokens: int = 0
+    items: int = 0
+
+    def shown_tokens(self) -> int:
+        """Tokens to show: the finished attempts' and the current one's so far."""
+        return self.tokens + self.live_tokens
+
+    def shown_note(self) -> str:
+        """The note to show; a running fleet's progress when there is no error to show."""
+        if self.kind == "fleet" and self.items and not self.note:
+            started = "started" if self.status in ("running", "retrying") else "done"
+            return f"{self.items} item{'s' if self.items != 1 else ''} {started}"
+        return " ".join(self.note.split())
 
     def elapsed(self, now: float) -> float | None:
         """Seconds from the first start to the end (or to ``now`` while it runs)."""
@@ -71,6 +88,7 @@ class RunBoard:
 
     def __init__(self, nodes: Iterable[tuple[str, str]]) -> None:
         self.rows = {name: NodeRow(name, kind) for name, kind in nodes}
+        self._lock = threading.Lock()  # observe() runs on worker threads
         self.started: float | None = None
         self.ended: float | None = None
         self.outcome = "running"
@@ -94,6 +112,8 @@ class RunBoard:
                 row.started = event.timestamp
         elif event.type is E.NODE_FINISHED:
             row.status, row.ended, row.note = "done", event.timestamp, ""
+            with self._lock:
+                row.live_tokens = 0
             usage = data.get("usage")
             tokens = int(getattr(usage, "total_tokens", 0) or 0)
             row.tokens += tokens
@@ -101,13 +121,37 @@ class RunBoard:
         elif event.type is E.NODE_RETRY:
             row.status, row.note = "retrying", str(data.get("error", ""))
             row.retries += 1
+            self._drop_live(row)
         elif event.type is E.NODE_FAILED:
             row.status, row.ended, row.note = "failed", event.timestamp, str(data.get("error", ""))
+            self._drop_live(row)
         elif event.type is E.NODE_SKIPPED:
             if row.status != "failed":  # on_error="skip" reports failed, then skipped
                 row.status = "skipped"
                 row.note = str(data.get("reason", ""))
             row.ended = event.timestamp
+
+    def _drop_live(self, row: NodeRow) -> None:
+        with self._lock:  # a failed attempt's usage is not reported: stop showing it
+            row.live_tokens = 0
+
+    def observe(self, node: str | None, response_tokens: int, *, first_turn: bool) -> None:
+        """A model response of ``node`` while it runs (see :mod:`.metering`): its tokens
+        count at once, and a first turn is a new session — a fleet's next item.
+
+        Args:
+            node: the node, or None when the request could not be told apart (ignored).
+            response_tokens: the response's total tokens.
+            first_turn: whether the request opened a session (one message so far).
+        """
+        row = self.rows.get(node) if node is not None else None
+        # Events reach the board later than the provider's calls, so a node may still
+        # look "waiting" here; only a finished node takes no more.
+        if row is None or row.status in ("done", "failed", "skipped"):
+            return
+        with self._lock:
+            row.live_tokens += response_tokens
+            row.items += 1 if first_turn else 0
 
 
 _STATUS_STYLE = {
@@ -116,9 +160,12 @@ _STATUS_STYLE = {
 }
 
 
+_STATUS_WIDTH = 13  # "⠙ running #12": a retry never widens the column
+
+
 def _status(row: NodeRow) -> RenderableType:
     icon, style = _STATUS_STYLE.get(row.status, ("?", ""))
-    label = row.status if row.attempt <= 1 or row.status != "running" else f"running (attempt {row.attempt})"
+    label = row.status if row.attempt <= 1 or row.status != "running" else f"running #{row.attempt}"
     if row.status == "running":
         return Spinner("dots", text=Text(label, style=style), style=style)
     return Text(f"{icon} {label}", style=style)
@@ -130,29 +177,74 @@ def _seconds(value: float | None) -> str:
     return f"{value:.2f}s" if value < 10 else f"{value:.1f}s"
 
 
-def render_board(board: RunBoard, title: str, now: float | None = None) -> Table:
-    """The board as a rich table: node, kind, status, elapsed, tokens, retries, note."""
+@dataclass(frozen=True)
+class _Column:
+    header: str
+    width: int
+    justify: Literal["left", "right"] = "left"
+    style: str = ""
+
+
+# What a narrow terminal gives up first: the note shrinks, then these columns go, in
+# this order; the node names go last.
+_DROP_ORDER = ("note", "retries", "kind", "tokens", "elapsed", "status")
+_NOTE_MIN, _NOTE_MAX = 12, 48
+
+
+def board_columns(board: RunBoard, max_width: int) -> list[_Column]:
+    """The columns of the board for a terminal ``max_width`` wide. Their widths depend on
+    the node names and kinds only, never on the changing values, so the table stays put
+    while the run goes; when the terminal is too narrow, the note column shrinks and then
+    columns are left out (note, retries, kind, tokens, elapsed, status), never the node
+    names."""
+    rows = board.rows.values()
+    columns = [
+        _Column("node", max([4, *(len(r.name) for r in rows)]), style="bold"),
+        _Column("kind", max([4, *(len(r.kind) for r in rows)]), style="cyan"),
+        _Column("status", _STATUS_WIDTH),
+        _Column("elapsed", 7, "right"),
+        _Column("tokens", 9, "right"),
+        _Column("retries", 7, "right"),
+    ]
+
+    def chrome(count: int) -> int:  # a border and a space each side per column, one closing border
+        return count * 3 + 1
+
+    fixed = sum(c.width for c in columns)
+    room = max_width - fixed - chrome(len(columns) + 1)
+    if room >= _NOTE_MIN:
+        return [*columns, _Column("note", min(room, _NOTE_MAX), style="dim")]
+    for name in _DROP_ORDER[1:]:
+        if sum(c.width for c in columns) + chrome(len(columns)) <= max_width or len(columns) == 1:
+            break
+        columns = [c for c in columns if c.header != name]
+    return columns
+
+
+def _cells(row: NodeRow, now: float) -> dict[str, RenderableType]:
+    return {
+        "node": row.name,
+        "kind": row.kind,
+        "status": _status(row),
+        "elapsed": _seconds(row.elapsed(now)),
+        "tokens": f"{row.shown_tokens():,}" if row.shown_tokens() else "",
+        "retries": str(row.retries) if row.retries else "",
+        "note": row.shown_note(),
+    }
+
+
+def render_board(board: RunBoard, title: str, now: float | None = None, max_width: int = 120) -> Table:
+    """The board as a rich table: node, kind, status, elapsed, tokens, retries, note,
+    fitted to ``max_width`` columns of terminal (see :func:`board_columns`)."""
     now = time.time() if now is None else now
-    table = Table(title=title, title_justify="left", expand=False, pad_edge=False)
-    # Every column but the note keeps its width; the note gets what is left, on one line.
-    table.add_column("node", style="bold", no_wrap=True)
-    table.add_column("kind", style="cyan", no_wrap=True)
-    table.add_column("status", min_width=12, no_wrap=True)
-    table.add_column("elapsed", justify="right", no_wrap=True)
-    table.add_column("tokens", justify="right", no_wrap=True)
-    table.add_column("retries", justify="right", no_wrap=True)
-    notes = any(row.note for row in board.rows.values())
-    if notes:
-        table.add_column("note", style="dim", max_width=48)
+    table = Table(title=title, title_justify="left", expand=False)
+    columns = board_columns(board, max_width)
+    for column in columns:
+        table.add_column(column.header, style=column.style, justify=column.justify, width=column.width,
+                         no_wrap=True, overflow="ellipsis")
     for row in board.rows.values():
-        elapsed = row.elapsed(now)
-        cells: list[RenderableType] = [
-            row.name, row.kind, _status(row), _seconds(elapsed),
-            f"{row.tokens:,}" if row.tokens else "",
-            str(row.retries) if row.retries else "",
-        ]
-        note = Text(row.note, no_wrap=True, overflow="ellipsis")
-        table.add_row(*cells, *([note] if notes else []))
+        cells = _cells(row, now)
+        table.add_row(*(cells[column.header] for column in columns))
     if board.started is not None:
         total = (board.ended or now) - board.started
         style = {"done": "green", "failed": "bold red"}.get(board.outcome, "yellow")
@@ -183,8 +275,8 @@ class LiveProgress:
         self._t0: float | None = None
         self._live = Live(self, console=self.console, refresh_per_second=8, transient=False)
 
-    def __rich__(self) -> RenderableType:
-        return render_board(self.board, self.title)
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield render_board(self.board, self.title, max_width=options.max_width)
 
     def __enter__(self) -> LiveProgress:
         self._live.start()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "SAMPLE",
     "ProviderChoice",
     "choose_provider",
+    "command_line_hint",
     "describe_choice",
     "make_provider",
     "parse_assignments",
@@ -143,10 +145,29 @@ def make_provider(choice: ProviderChoice) -> Provider:
     """
     if not choice.real or choice.id is None:
         raise ValueError(f"{choice!r} is not a real provider")
+    where = f"cannot use provider {choice.id!r} (chosen by {choice.source})"
     try:
         return new_provider(choice.id, dict(choice.options))
     except AgentError as exc:
-        raise UsageError(f"cannot use provider {choice.id!r} (chosen by {choice.source}): {exc.message}") from exc
+        raise UsageError(f"{where}: {command_line_hint(exc.message)}") from exc
+
+
+_NEEDS_MODEL = re.compile(r"needs a model, e\.g\. new_provider\([^{]*\{\s*[\"']model[\"']:\s*[\"']([^\"']+)[\"']\s*\}\)")
+_OPTION_CALL = re.compile(r"the (\w+) option( \(new_provider\(.*?\)\))?")
+_CALL = re.compile(r",? *\(?(e\.g\. )?new_provider\(.*?\}\)\)?")
+
+
+def command_line_hint(message: str) -> str:
+    """A provider's error, reworded for the command line: the flags and environment
+    variables that fix it instead of the Python call (``new_provider(...)``).
+
+    Example:
+        >>> command_line_hint('the ollama provider needs a model, e.g. new_provider("ollama", {"model": "llama3.2"})')
+        'the ollama provider needs a model: pass --model NAME (e.g. --model llama3.2) or set WINGMAN_MODEL'
+    """
+    message = _NEEDS_MODEL.sub(r"needs a model: pass --model NAME (e.g. --model \1) or set WINGMAN_MODEL", message)
+    message = _OPTION_CALL.sub(r"--option \1=VALUE", message)
+    return _CALL.sub("", message)
 
 
 def describe_choice(choice: ProviderChoice, provider: Provider | None, *, samples: bool) -> str:

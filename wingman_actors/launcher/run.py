@@ -1,5 +1,10 @@
 """The ``run`` command: load a formation, choose its provider, run it with progress, print
-the outputs (text, or one JSON document with ``--json``)."""
+the outputs (text, or one JSON document with ``--json``).
+
+stdout carries only the outputs (``run budget > report.md`` writes a clean report, and
+``--json`` one document, or JSON lines with ``--events``); the provider and input lines,
+the live view, readable event lines and the closing summary go to stderr.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pydantic import TypeAdapter
+from rich.console import Console
 
 from ..actors.nodes import render_input
 from ..errors import FormationRuntimeError, WingmanError
@@ -22,6 +28,7 @@ from ..formation.result import FormationResult
 from ..providers.base import Provider
 from .errors import UsageError
 from .loading import FormationModule, load_module
+from .metering import LiveUsage, MeteredProvider
 from .progress import EventPrinter, LiveProgress, RunBoard
 from .providers import (
     SAMPLE,
@@ -31,6 +38,7 @@ from .providers import (
     make_provider,
     parse_assignments,
 )
+from .samples import SampleReplies
 
 __all__ = ["failure_message", "format_output", "resolve_input", "run_command"]
 
@@ -44,22 +52,31 @@ def run_command(args: argparse.Namespace) -> int:
         UsageError: bad flags, input or formation module (the launcher exits with 2).
         FormationSetupError: the formation is not valid (exit 2).
     """
-    info = sys.stderr if args.json else sys.stdout  # keep stdout machine-readable with --json
+    info = sys.stderr  # stdout is for the outputs only
     loaded = load_module(args.formation)
+    live = not args.json and sys.stderr.isatty()
     choice = choose_provider(args.provider, args.model, args.option or (), os.environ)
-    provider, samples = _provider_for(choice, loaded)
+    latency = args.sample_latency if args.sample_latency is not None else (loaded.sample_latency() if live else 0.0)
+    provider, samples = _provider_for(choice, loaded, latency)
+    per_agent = provider if isinstance(provider, SampleReplies) else None
     print(describe_choice(choice, provider, samples=samples), file=info, flush=True)
+    usage = LiveUsage()
+    if live and provider is not None:  # tokens and fleet items show while nodes run
+        provider = MeteredProvider(provider, usage)
     formation, took_provider = loaded.build(provider, parse_assignments(args.param or (), "--param"))
+    if per_agent is not None:
+        per_agent.attach(formation)
     plan = formation.validate()
     value, label = resolve_input(args.input, loaded)
     print(f"input: {label}", file=info, flush=True)
 
     board = RunBoard((name, plan.nodes[name].kind) for name in plan.order)
-    live = not args.json and sys.stdout.isatty()
+    usage.attach(formation, board)
     if live:
-        progress: Any = LiveProgress(board, f"formation {formation.name}", echo=args.events)
-    elif args.events:
-        progress = EventPrinter(sys.stdout, as_json=args.json)
+        progress: Any = LiveProgress(board, f"formation {formation.name}", console=Console(stderr=True),
+                                     echo=args.events)
+    elif args.events:  # JSON lines are output (the result document ends them); text lines are not
+        progress = EventPrinter(sys.stdout if args.json else sys.stderr, as_json=args.json)
     else:
         progress = None
     outcome = _drive(formation, value, args.timeout, None if took_provider else provider, board, progress)
@@ -76,14 +93,14 @@ def run_command(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({**head, **outcome.to_dict()}, compact=args.events)
     else:
-        _print_outputs(outcome, samples, sys.stdout)
+        _print_outputs(outcome, samples, sys.stdout, sys.stderr)
     return 0
 
 
-def _provider_for(choice: ProviderChoice, loaded: FormationModule) -> tuple[Provider | None, bool]:
+def _provider_for(choice: ProviderChoice, loaded: FormationModule, latency_s: float) -> tuple[Provider | None, bool]:
     if choice.real:
         return make_provider(choice), False
-    sample = loaded.sample_provider()
+    sample = loaded.sample_provider(latency_s)
     if sample is None and choice.id == SAMPLE:
         raise UsageError(f"{loaded.target} ships no sample replies (no sample_provider() or SAMPLE_REPLIES); "
                          "choose a real provider with --provider ID")
@@ -195,16 +212,20 @@ def format_output(value: Any) -> str:
     return render_input(value, None)
 
 
-def _print_outputs(result: FormationResult, samples: bool, out: IO[str]) -> None:
+def _print_outputs(result: FormationResult, samples: bool, out: IO[str], info: IO[str]) -> None:
+    """The outputs on ``out``: the text of a single sink as it is; several sinks each under
+    a ``--- output of 'NAME' ---`` line. What is not output goes to ``info``."""
     label = f" ({SAMPLE_LABEL})" if samples else ""
     if not result.outputs:
-        print(f"\n--- no output{label}: every sink was skipped ---", file=out)
+        print(f"--- no output{label}: every sink was skipped ---", file=info)
+    several = len(result.outputs) > 1
     for name, value in result.outputs.items():
-        print(f"\n--- output of {name!r}{label} ---", file=out)
-        print(format_output(value), file=out)
+        if several:
+            print(f"--- output of {name!r} ---", file=out)
+        print(format_output(value), file=out, flush=True)
     tokens = result.usage.total_tokens
     print(f"---\ndone in {result.duration_s:.2f}s: {len(result.nodes)} nodes, {tokens:,} tokens, "
-          f"run {result.run_id}{' (sample replies)' if samples else ''}", file=out, flush=True)
+          f"run {result.run_id}{label}", file=info, flush=True)
 
 
 def _print_json(doc: dict[str, Any], *, compact: bool) -> None:

@@ -103,13 +103,19 @@ def new_provider(id: str, options: dict[str, Any] | None = None) -> Provider:
 
 
 _builtins_loaded = False
+_builtins_lock = threading.Lock()  # not _lock: importing the built-ins registers them under it
 
 
 def _ensure_builtins() -> None:
     # Built-in providers register on import; importing lazily keeps `import wingman_actors`
-    # from importing the anthropic SDK.
+    # from importing the anthropic SDK. The flag is set only once they are registered, and
+    # other threads wait for that: a flag set before the import let a concurrent first
+    # call find an empty registry ("unknown provider").
     global _builtins_loaded
     if _builtins_loaded:
         return
-    _builtins_loaded = True
-    from . import _builtin  # noqa: F401
+    with _builtins_lock:
+        if not _builtins_loaded:
+            from . import _builtin  # noqa: F401
+
+            _builtins_loaded = True

@@ -22,12 +22,23 @@ from starlette.responses import JSONResponse
 
 from .. import __version__
 from ..errors import AgentError
+from ..providers import list_providers
 from . import routes_agents, routes_fleets, routes_formations, routes_providers, routes_sessions
+from .body import scrub
 from .config import ServerConfig
 from .context import ServerContext
+from .docs import install_docs
 from .errors import ApiError, from_agent_error
 from .functions import FunctionRegistry
-from .middleware import CatchAllMiddleware, JsonBodyMiddleware, TimeoutMiddleware, TokenMiddleware
+from .guards import OriginHostMiddleware
+from .middleware import (
+    CatchAllMiddleware,
+    JsonBodyMiddleware,
+    TimeoutMiddleware,
+    TokenMiddleware,
+)
+from .openapi import install_openapi
+from .redact import RedactMiddleware, Redactor, environment_secrets, redact_logs
 from .store import Store
 from .threads import WorkerPool
 
@@ -94,14 +105,19 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     """
     config = config or ServerConfig()
     functions = FunctionRegistry.from_modules(config.functions, entry_points=config.entry_points)
+    redactor = Redactor(environment_secrets(name for meta in list_providers() for name in meta.env))
+    if config.token is not None:
+        redactor.add(config.token)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = Store(config.database)
+        store = Store(config.database, redactor)
+        redactor.add(*store.auth_keys())
         pool = WorkerPool(config.worker_threads).start()
-        context = app.state.wingman = ServerContext(config, store, pool, functions)
+        context = app.state.wingman = ServerContext(config, store, pool, functions, redactor)
         try:
-            yield
+            with redact_logs(redactor):
+                yield
         finally:
             pool.stop()
             context.providers.close()
@@ -111,8 +127,14 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         title="wingman-actors",
         version=__version__,
         summary="Agents, sessions, fleets and formations over HTTP, persisted in SQLite.",
+        description="Every error is `{\"error\": ...}`. POST, PUT and PATCH need `Content-Type: application/json`, "
+                    "even with no body. Requests from other web origins or host names are refused.",
         lifespan=lifespan,
+        docs_url=None,  # install_docs serves them with no CDN
+        redoc_url=None,
     )
+    install_openapi(app, config)
+    install_docs(app)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -131,7 +153,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             message = f"method {request.method} is not allowed on {request.url.path}"
         else:
             message = str(exc.detail)
-        return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
+        return JSONResponse({"error": scrub(message)}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(AgentError)
     async def agent_error(request: Request, exc: AgentError) -> JSONResponse:
@@ -141,12 +163,15 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations):
         app.include_router(module.router)
 
-    # Added innermost first: the token check runs before anything else.
+    # Added innermost first. A request meets, in order: CORS (when configured), the Host and
+    # Origin checks, secret masking of the answer, the token, the JSON body rules, the timeout.
     app.add_middleware(CatchAllMiddleware)
     app.add_middleware(TimeoutMiddleware, timeout=config.request_timeout + _TIMEOUT_GRACE_S)
     app.add_middleware(JsonBodyMiddleware)
     if config.token is not None:
         app.add_middleware(TokenMiddleware, token=config.token)
+    app.add_middleware(RedactMiddleware, redactor=redactor)  # outside the catch-all: its 500s may quote a key
+    app.add_middleware(OriginHostMiddleware, allowed_hosts=config.allowed_hosts, allowed_origins=config.cors_origins)
     if config.cors_origins:  # outermost: preflight requests carry no token
         app.add_middleware(
             CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST", "PUT", "DELETE"],

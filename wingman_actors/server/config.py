@@ -37,6 +37,11 @@ class ServerConfig:
         worker_threads: threads running blocking work (database calls, agent runs, streams);
             at most this many runs are in progress at once, the rest wait their turn.
         cors_origins: browser origins allowed to call the API (``--cors-origin``); none by default.
+            A request whose ``Origin`` is neither one of these nor the server itself is refused.
+        allowed_hosts: names clients may reach the server by (``--allowed-host``), beside the
+            bound address and the loopback names (``localhost``, ``127.0.0.1``, ``::1``); a
+            request with another ``Host`` is refused, so a web page cannot reach a local server
+            through DNS rebinding. ``*.example.com`` allows the subdomains, ``*`` any name.
 
     Example:
         >>> ServerConfig(db_path="/tmp/w.db", token="s3cret").work_root.is_absolute()
@@ -52,12 +57,17 @@ class ServerConfig:
     entry_points: bool = True
     worker_threads: int = 64
     cors_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "db_path", Path(os.path.expanduser(str(self.db_path))))
         object.__setattr__(self, "work_root", Path(os.path.expanduser(str(self.work_root))).resolve())
         object.__setattr__(self, "functions", tuple(self.functions))
-        object.__setattr__(self, "cors_origins", tuple(self.cors_origins))
+        object.__setattr__(self, "cors_origins", tuple(o.rstrip("/") for o in self.cors_origins))
+        object.__setattr__(self, "allowed_hosts", tuple(h.strip().lower().rstrip(".") for h in self.allowed_hosts))
+        bad = [h for h in self.allowed_hosts if not h or "/" in h]
+        if bad:
+            raise ValueError(f"allowed_hosts holds {bad!r}: give host names such as 'wingman.lan', without scheme or path")
         if self.token is not None and not self.token.strip():
             raise ValueError("token must not be empty: pass a secret, or None for no authentication")
         if not self.request_timeout > 0:

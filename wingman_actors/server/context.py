@@ -24,6 +24,7 @@ from ..tools import BUILTIN_TOOL_NAMES
 from .config import ServerConfig
 from .errors import ApiError, invalid
 from .functions import FunctionRegistry
+from .redact import Redactor
 from .schemas import AgentOut
 from .store import Store
 from .threads import WorkerPool
@@ -46,6 +47,13 @@ def _needs_stored_key(provider: str, options: Mapping[str, Any]) -> bool:
     if provider == "anthropic":
         return True
     return provider == "openai" and not options.get("base_url")
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long for the file system
+        return False
 
 
 class _AbortGuard(Middleware):
@@ -136,10 +144,15 @@ class ServerContext:
         store: the open database.
         pool: the started worker threads.
         functions: the registered functions and predicates.
+        redactor: the secrets to keep in (default: the store's).
     """
 
-    def __init__(self, config: ServerConfig, store: Store, pool: WorkerPool, functions: FunctionRegistry) -> None:
+    def __init__(
+        self, config: ServerConfig, store: Store, pool: WorkerPool, functions: FunctionRegistry,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.config = config
+        self.redactor = store.redactor if redactor is None else redactor
         self.store = store
         self.pool = pool
         self.functions = functions
@@ -205,20 +218,55 @@ class ServerContext:
             ApiError: 400 naming ``field`` when it lies outside the root or is not a directory.
         """
         root = self.config.root
+        if value is not None and "\x00" in value:
+            raise invalid(field, "contains a NUL character, which no path can hold; send a directory name")
         start = Path(base) if base is not None else root
-        path = start if value is None else Path(value).expanduser()
-        if not path.is_absolute():
-            path = start / path
-        path = path.resolve()
+        try:
+            path = start if value is None else Path(value).expanduser()
+            if not path.is_absolute():
+                path = start / path
+            path = path.resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, an unknown ~user...
+            raise invalid(field, f"{value!r} cannot be resolved to a directory: {exc}") from None
         if not path.is_relative_to(root):
             raise invalid(
                 field,
                 f"{value!r} is outside the server's work root {str(root)!r}; use a directory under it "
                 "(relative paths are taken from the root; start the server with --work-root to change it)",
             )
-        if not path.is_dir():
+        if not _is_dir(path):
             raise invalid(field, f"{value!r} is not an existing directory (resolved to {str(path)!r})")
         return str(path)
+
+    def resolve_file(self, value: str, field: str) -> str:
+        """A file path from a request (a replay cassette) resolved under the work root.
+
+        The answer never says whether a path outside the root exists, or what it holds.
+
+        Raises:
+            ApiError: 400 naming ``field`` when it is outside the root or cannot be a path.
+        """
+        root = self.config.root
+        if "\x00" in value:
+            raise invalid(field, "contains a NUL character, which no path can hold; send a file name")
+        try:
+            path = Path(value)
+            path = (path if path.is_absolute() else root / path).resolve()
+        except (OSError, RuntimeError, ValueError):
+            path = Path("/")  # unresolvable: refused below like any path outside the root
+        if not path.is_relative_to(root):
+            raise invalid(
+                field,
+                f"{value!r} is outside the server's work root {str(root)!r}; put the file under it "
+                "(relative paths are taken from the root)",
+            )
+        return str(path)
+
+    def _confined_options(self, provider: str | None, options: dict[str, Any]) -> dict[str, Any]:
+        # Options that name files are read by the server: keep them under the work root.
+        if provider == "replay" and isinstance(options.get("cassette"), str):
+            options["cassette"] = self.resolve_file(options["cassette"], "options.cassette")
+        return options
 
     def check_work_dir(self, stored: str, field: str = "work_dir") -> str:
         """A stored work_dir, checked again against the current root (it may have changed)."""
@@ -252,7 +300,7 @@ class ServerContext:
         known = [m.id for m in list_providers()]
         if agent.provider not in known:
             raise invalid("provider", f"unknown provider {agent.provider!r}; the providers are: {', '.join(known)}")
-        options = self._options(agent)
+        options = self._confined_options(agent.provider, self._options(agent))
         if "api_key" in get_provider_meta(agent.provider).auth_types:
             options["api_key"] = _PLACEHOLDER_KEY  # options are checked here; the key at run time
         try:
@@ -269,6 +317,45 @@ class ServerContext:
             options["model"] = agent.model
         return options
 
+    def keyed_options(self, provider: str, options: dict[str, Any]) -> dict[str, Any]:
+        """``options`` with the key of ``provider`` from the auth store (never from the
+        server's environment: ``""`` when it has none and can go without).
+
+        Raises:
+            ApiError: 400 when the provider needs a key the auth store lacks.
+        """
+        meta = get_provider_meta(provider)
+        if "api_key" in meta.auth_types and "api_key" not in options:
+            key = self.store.auth_key(provider)
+            if key:
+                options["api_key"] = key
+            elif not _needs_stored_key(provider, options):
+                options["api_key"] = ""
+            else:
+                raise ApiError(
+                    400,
+                    f"provider {provider!r} has no API key on this server (keys come from the auth "
+                    f"store, not the environment): store one with {_AUTH_HINT.format(p=provider)}",
+                    provider=provider,
+                )
+        return options
+
+    def provider_options(self, provider: str, agent_id: str | None) -> dict[str, Any]:
+        """What to ask ``provider`` with outside a run: the options of agent ``agent_id``
+        (its ``base_url``...) when given, else none; the stored key added.
+
+        Raises:
+            ApiError: 404 for an unknown agent, 400 when it uses another provider or a key is missing.
+        """
+        options: dict[str, Any] = {}
+        if agent_id is not None:
+            record = self.store.get_agent(agent_id)
+            if record.provider != provider:
+                raise invalid("agent_id", f"agent {record.name!r} ({agent_id}) uses provider {record.provider!r}, "
+                                          f"not {provider!r}; pass an agent of {provider!r} or none")
+            options = self._confined_options(provider, self._options(record))
+        return self.keyed_options(provider, options)
+
     @contextmanager
     def runnable_agent(self, record: AgentOut) -> Iterator[Agent]:
         """The stored agent as an :class:`Agent`, its provider (shared with the agent's other
@@ -284,21 +371,7 @@ class ServerContext:
                 f"agent {record.name!r} ({record.id}) has no provider: set one with "
                 f'PUT /agents/{record.id} {{"provider": "anthropic", "model": "..."}}',
             )
-        options = self._options(record)
-        meta = get_provider_meta(record.provider)
-        if "api_key" in meta.auth_types and "api_key" not in options:
-            key = self.store.auth_key(record.provider)
-            if key:
-                options["api_key"] = key
-            elif not _needs_stored_key(record.provider, options):
-                options["api_key"] = ""  # no key: never fall back to the server's environment
-            else:
-                raise ApiError(
-                    400,
-                    f"provider {record.provider!r} has no API key on this server (keys come from the auth "
-                    f"store, not the environment): store one with {_AUTH_HINT.format(p=record.provider)}",
-                    provider=record.provider,
-                )
+        options = self.keyed_options(record.provider, self._confined_options(record.provider, self._options(record)))
         try:
             entry = self.providers.acquire(record.id, record.provider, options)
         except AgentError as exc:

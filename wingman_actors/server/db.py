@@ -114,6 +114,40 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX runs_by_formation ON runs (formation_id, id)",
         ),
     ),
+    Migration(
+        3,
+        "fleet runs beside formation runs: kind, fleet_id, fleet_name; formation_id may be null",
+        (
+            """CREATE TABLE runs_v3 (
+                id TEXT PRIMARY KEY,
+                kind TEXT NOT NULL DEFAULT 'formation',
+                formation_id TEXT,
+                formation_name TEXT,
+                fleet_id TEXT,
+                fleet_name TEXT,
+                status TEXT NOT NULL,
+                input TEXT,
+                output TEXT,
+                outputs TEXT NOT NULL DEFAULT '{}',
+                nodes TEXT NOT NULL DEFAULT '{}',
+                usage TEXT NOT NULL DEFAULT '{}',
+                error TEXT,
+                error_kind TEXT,
+                failed_node TEXT,
+                duration_s REAL,
+                created_at TEXT NOT NULL,
+                finished_at TEXT
+            )""",
+            "INSERT INTO runs_v3 (id, kind, formation_id, formation_name, status, input, output, outputs, nodes, "
+            "usage, error, error_kind, failed_node, duration_s, created_at, finished_at) "
+            "SELECT id, 'formation', formation_id, formation_name, status, input, output, outputs, nodes, usage, "
+            "error, error_kind, failed_node, duration_s, created_at, finished_at FROM runs",
+            "DROP TABLE runs",
+            "ALTER TABLE runs_v3 RENAME TO runs",
+            "CREATE INDEX runs_by_formation ON runs (formation_id, id)",
+            "CREATE INDEX runs_by_fleet ON runs (fleet_id, id)",
+        ),
+    ),
 )
 """Every migration, oldest first. Append new ones; never edit an applied one."""
 

@@ -26,6 +26,7 @@ from ..errors import FormationSetupError
 from ..formation import Formation
 from .errors import ApiError
 from .functions import FunctionRegistry
+from .limits import MAX_BACKOFF_S, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT_S, MAX_VISITS, MAX_WORKERS
 
 __all__ = ["EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "build_formation", "declaration_problems"]
 
@@ -37,12 +38,14 @@ class PoliciesDecl(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    retries: int | None = Field(default=None, ge=0, description="restarts after a failure")
-    backoff: float | None = Field(default=None, ge=0, description="base seconds of the exponential backoff")
-    timeout: float | None = Field(default=None, gt=0, description="seconds per attempt")
+    retries: int | None = Field(default=None, ge=0, le=MAX_RETRIES, description="restarts after a failure")
+    backoff: float | None = Field(
+        default=None, ge=0, le=MAX_BACKOFF_S, description="base seconds of the exponential backoff"
+    )
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds per attempt")
     on_error: Literal["fail", "skip"] | None = None
-    concurrency: int | None = Field(default=None, ge=1, description="replicas of the node's actor")
-    max_visits: int | None = Field(default=None, ge=1, description="visits per run (bounds cycles)")
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY, description="replicas of the node's actor")
+    max_visits: int | None = Field(default=None, ge=1, le=MAX_VISITS, description="visits per run (bounds cycles)")
 
 
 class NodeDecl(PoliciesDecl):
@@ -52,7 +55,9 @@ class NodeDecl(PoliciesDecl):
     kind: Literal["function", "agent", "fleet"]
     function: str | None = Field(default=None, description="function nodes: a registered function's name")
     agent_id: str | None = Field(default=None, description="agent and fleet nodes: a stored agent's id")
-    max_workers: int | None = Field(default=None, ge=0, description="fleet nodes: sessions at once (0: one per item)")
+    max_workers: int | None = Field(
+        default=None, ge=0, le=MAX_WORKERS, description="fleet nodes: sessions at once (0: one per item)"
+    )
     prompt: str | None = Field(default=None, description="agent and fleet nodes: a template using {input}")
     policies: PoliciesDecl | None = None
 

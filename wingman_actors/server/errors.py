@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import AgentError, ErrorKind
+from .body import scrub
 
 __all__ = ["ApiError", "find_agent_error", "from_agent_error", "invalid", "not_found", "status_for_kind"]
 
@@ -30,8 +31,8 @@ class ApiError(Exception):
     def __init__(self, status: int, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.status = status
-        self.message = message
-        self.extra = {k: v for k, v in extra.items() if v is not None}
+        self.message = scrub(message)  # it may quote input or run-time text; it must encode as UTF-8
+        self.extra = {k: scrub(v) for k, v in extra.items() if v is not None}
 
     def body(self) -> dict[str, Any]:
         """The JSON body."""

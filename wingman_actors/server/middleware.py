@@ -1,4 +1,4 @@
-"""ASGI middleware: bearer-token check, JSON bodies whatever their content type, the
+"""ASGI middleware: bearer-token check, JSON-only bodies (and what they may hold), the
 request timeout of non-streaming routes, and a last-resort 500 in the ``{"error"}`` shape."""
 
 from __future__ import annotations
@@ -10,12 +10,25 @@ import logging
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["CatchAllMiddleware", "JsonBodyMiddleware", "TimeoutMiddleware", "TokenMiddleware"]
+from .body import body_problems
+
+__all__ = [
+    "DOCS_ASSETS", "OPEN_PATHS", "CatchAllMiddleware", "JsonBodyMiddleware", "TimeoutMiddleware", "TokenMiddleware",
+    "is_open_path",
+]
 
 log = logging.getLogger("wingman_actors.server")
 
-OPEN_PATHS = frozenset({"/health"})
-"""Paths served without a token."""
+OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+"""Paths served without a token: they hold no data."""
+
+DOCS_ASSETS = "/static-offline-docs"
+"""Where the Swagger UI and ReDoc assets are served from (no token needed)."""
+
+
+def is_open_path(path: str) -> bool:
+    """Whether ``path`` is served without a token."""
+    return path in OPEN_PATHS or path.startswith(DOCS_ASSETS + "/")
 
 
 class TokenMiddleware:
@@ -26,7 +39,7 @@ class TokenMiddleware:
         self.expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or is_open_path(scope["path"]):
             await self.app(scope, receive, send)
             return
         given = dict(scope["headers"]).get(b"authorization", b"")
@@ -44,11 +57,15 @@ class TokenMiddleware:
 
 
 class JsonBodyMiddleware:
-    """Bodies are JSON: a body sent without ``Content-Type`` is read as JSON, one sent with
-    another type is refused with 415.
+    """Bodies are JSON: a POST, PUT or PATCH must say ``Content-Type: application/json``
+    (or another ``+json`` type), even with an empty body, else 415; a JSON body holding what
+    cannot be stored (see :func:`~wingman_actors.server.body.body_problems`) is a 400
+    naming the fields.
 
-    Refusing form and text types matters: a web page can send those cross-origin without a
-    CORS preflight, so accepting them would let any site drive a server on localhost.
+    Refusing every other type, a missing one included, matters: a web page can send a form,
+    text or an untyped ``Blob`` (``sendBeacon``, ``fetch`` in ``no-cors`` mode) cross-origin
+    without a CORS preflight, so accepting them would let any site drive a server on
+    localhost. ``application/json`` always needs a preflight, which the CORS policy refuses.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -57,19 +74,26 @@ class JsonBodyMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
             types = [v.decode("latin-1").lower() for k, v in scope["headers"] if k == b"content-type"]
-            if not types:
-                scope = {**scope, "headers": [*scope["headers"], (b"content-type", b"application/json")]}
-            elif not any(_is_json(t) for t in types):
-                body = await _read_body(receive)
-                if body:
-                    response = JSONResponse(
-                        {"error": f"request bodies must be JSON, got Content-Type {types[0]!r}: send "
-                                  "'Content-Type: application/json' (curl: -H 'Content-Type: application/json')"},
-                        status_code=415,
-                    )
-                    await response(scope, receive, send)
-                    return
-                receive = _replay(body)
+            if not types or not any(_is_json(t) for t in types):
+                got = f"Content-Type {types[0]!r}" if types else "no Content-Type"
+                response = JSONResponse(
+                    {"error": f"request bodies must be JSON, got {got}: send 'Content-Type: application/json', "
+                              "even with an empty body (curl: -H 'Content-Type: application/json')"},
+                    status_code=415,
+                )
+                await response(scope, receive, send)
+                return
+            body = await _read_body(receive)
+            problems = body_problems(body) if body.strip() else []
+            if problems:
+                response = JSONResponse(
+                    {"error": "invalid request: " + "; ".join(f"{f}: {m}" for f, m in problems),
+                     "fields": [f for f, _ in problems]},
+                    status_code=400,
+                )
+                await response(scope, receive, send)
+                return
+            receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
 
@@ -90,17 +114,19 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
-def _replay(body: bytes) -> Receive:
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that gives the already read ``body`` first, then what the client sends
+    next (a disconnect: streaming responses listen for it)."""
     sent = False
 
-    async def receive() -> Message:
+    async def replay() -> Message:
         nonlocal sent
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
+        return await receive()
 
-    return receive
+    return replay
 
 
 class TimeoutMiddleware:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from .deps import Ctx
 from .errors import invalid
@@ -15,12 +15,14 @@ router = APIRouter(prefix="/agents", tags=["agents"])
 
 
 @router.post("", status_code=201, summary="Create an agent")
-async def create(body: AgentCreate, ctx: Ctx) -> AgentOut:
+async def create(body: AgentCreate, ctx: Ctx, response: Response) -> AgentOut:
     """Tools are built-in names; the provider's options are checked now (its key at run time)."""
     fields = body.model_dump()
     draft = AgentOut(id="", created_at=now(), updated_at=now(), **fields)
     await ctx.pool.run(ctx.check_agent, draft)
-    return await ctx.pool.run(ctx.store.create_agent, fields)
+    agent = await ctx.pool.run(ctx.store.create_agent, fields)
+    response.headers["Location"] = f"/agents/{agent.id}"
+    return agent
 
 
 @router.get("", summary="List agents (newest first)")

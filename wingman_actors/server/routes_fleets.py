@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from fastapi import APIRouter
 from starlette.responses import Response
@@ -18,7 +19,16 @@ from .context import ServerContext
 from .convert import error_kind, jsonable, usage_dict
 from .deps import Ctx
 from .errors import ApiError
-from .schemas import AgentOut, FleetCreate, FleetOut, FleetResultOut, FleetRunIn, FleetUpdate, StatusOut
+from .schemas import (
+    AgentOut,
+    FleetCreate,
+    FleetOut,
+    FleetResultOut,
+    FleetRunIn,
+    FleetUpdate,
+    RunOut,
+    StatusOut,
+)
 from .sse import Event, ThreadedStream
 from .streaming import Canceller, start_stream
 
@@ -28,7 +38,7 @@ router = APIRouter(prefix="/fleets", tags=["fleets"])
 
 
 @router.post("", status_code=201, summary="Create a fleet")
-async def create(body: FleetCreate, ctx: Ctx) -> FleetOut:
+async def create(body: FleetCreate, ctx: Ctx, response: Response) -> FleetOut:
     """``agent_id`` must name a stored agent (404 otherwise); ``work_dir`` must lie under the work root."""
 
     def apply() -> FleetOut:
@@ -36,7 +46,9 @@ async def create(body: FleetCreate, ctx: Ctx) -> FleetOut:
         work_dir = None if body.work_dir is None else ctx.resolve_work_dir(body.work_dir)
         return ctx.store.create_fleet(body.name, body.agent_id, body.worker_count, work_dir)
 
-    return await ctx.pool.run(apply)
+    fleet = await ctx.pool.run(apply)
+    response.headers["Location"] = f"/fleets/{fleet.id}"
+    return fleet
 
 
 @router.get("", summary="List fleets (newest first)")
@@ -104,9 +116,43 @@ def _result(r: FleetResult) -> FleetResultOut:
     )
 
 
+def _finished(run: RunOut, results: list[FleetResultOut], started: float) -> RunOut:
+    """The run record of a fleet run that returned ``results``: ``failed`` when a task failed."""
+    failed = [r for r in results if r.error is not None]
+    usage: dict[str, int] = {}
+    for r in results:
+        for k, v in r.usage.items():
+            usage[k] = usage.get(k, 0) + v
+    error = None
+    if failed:
+        error = f"{len(failed)} of {len(results)} task(s) failed; task {failed[0].task_index}: {failed[0].error}"
+    return run.model_copy(update={
+        "status": "failed" if failed else "succeeded", "output": [r.model_dump(mode="json") for r in results],
+        "usage": usage, "error": error, "error_kind": failed[0].error_kind if failed else None,
+        "duration_s": time.perf_counter() - started,
+    })
+
+
+def _ended(run: RunOut, exc: BaseException, started: float) -> RunOut:
+    """The run record of a fleet run that ended with ``exc`` before returning results."""
+    cancelled = isinstance(exc, GeneratorExit)
+    return run.model_copy(update={
+        "status": "cancelled" if cancelled else "failed", "duration_s": time.perf_counter() - started,
+        "error": "the client disconnected before the run finished" if cancelled else f"{type(exc).__name__}: {exc}",
+        "error_kind": "cancelled" if cancelled else error_kind(exc),
+    })
+
+
+def _task_input(tasks: list[Task]) -> list[dict[str, Any]]:
+    return [jsonable({"message": t.message, "work_dir": t.work_dir, "instructions": t.instructions, "data": t.data})
+            for t in tasks]
+
+
 def _run_fleet(ctx: ServerContext, id: str, body: FleetRunIn, deadline: float) -> list[FleetResultOut]:
     record, agent_record, tasks = _prepare(ctx, id, body)
     with ctx.runnable_agent(agent_record) as agent:
+        run = ctx.store.create_fleet_run(record, _task_input(tasks))
+        started = time.perf_counter()
         remaining = max(0.01, deadline - time.monotonic())
         fleet = Fleet(agent, tasks, max_workers=record.worker_count, timeout=remaining)
         # Tasks waiting for a worker would start after the deadline: cancel what is left then.
@@ -114,11 +160,15 @@ def _run_fleet(ctx: ServerContext, id: str, body: FleetRunIn, deadline: float) -
         timer.name = "wingman-server-fleet-deadline"
         timer.start()
         try:
-            results = fleet.run()
+            results = [_result(r) for r in fleet.run()]
+        except BaseException as exc:
+            ctx.store.finish_run(_ended(run, exc, started))
+            raise
         finally:
             timer.cancel()
             timer.join()
-    return [_result(r) for r in results]
+    ctx.store.finish_run(_finished(run, results, started))
+    return results
 
 
 @router.post("/{id}/run", summary="Run the fleet's agent over tasks and wait for every result")
@@ -131,23 +181,30 @@ async def run(id: str, body: FleetRunIn, ctx: Ctx) -> list[FleetResultOut]:
 
 def _stream_fleet(ctx: ServerContext, record: FleetOut, agent_record: AgentOut, tasks: list[Task],
                   canceller: Canceller) -> Iterator[Event]:
-    done = failed = 0
+    seen: list[FleetResultOut] = []
     with ctx.runnable_agent(agent_record) as agent:
         fleet = Fleet(agent, tasks, max_workers=record.worker_count)
         canceller.target = fleet
         if canceller.cancelled.is_set():
             return
+        run = ctx.store.create_fleet_run(record, _task_input(tasks))
+        started = time.perf_counter()
         results = fleet.run_stream()  # a generator: closing it cancels what has not started
         try:
             for r in results:
-                done += 1
-                failed += r.error is not None
-                yield "result", _result(r).model_dump(mode="json")
+                out = _result(r)
+                seen.append(out)
+                yield "result", {**out.model_dump(mode="json"), "run_id": run.id}
+        except BaseException as exc:
+            ctx.store.finish_run(_ended(run, exc, started))
+            raise
         finally:
             close = getattr(results, "close", None)
             if close is not None:
                 close()
-    yield "done", {"tasks": done, "failed": failed}
+    ordered = sorted(seen, key=lambda r: r.task_index)
+    ctx.store.finish_run(_finished(run, ordered, started))
+    yield "done", {"tasks": len(seen), "failed": sum(r.error is not None for r in seen), "run_id": run.id}
 
 
 @router.post("/{id}/run/stream", summary="Run the fleet and stream one SSE event per finished task")

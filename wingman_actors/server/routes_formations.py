@@ -6,13 +6,14 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from fastapi import APIRouter, Query
 from starlette.responses import Response
 
+from ..actors.nodes import PayloadError
 from ..errors import FormationRuntimeError
 from ..formation import Formation
 from ..formation.events import FormationEvent, FormationEventType
@@ -23,6 +24,7 @@ from .convert import jsonable, usage_dict
 from .declaration import FormationDecl, build_formation, setup_error
 from .deps import Ctx
 from .errors import ApiError, find_agent_error, status_for_kind
+from .ids import rfc3339
 from .schemas import FormationOut, FormationRunIn, RunOut, StatusOut
 from .sse import Event, ThreadedStream
 from .streaming import Canceller, start_stream
@@ -46,7 +48,7 @@ def _validated(ctx: ServerContext, decl: FormationDecl) -> None:
 
 
 @router.post("/formations", status_code=201, tags=["formations"], summary="Create a formation")
-async def create(body: FormationDecl, ctx: Ctx) -> FormationOut:
+async def create(body: FormationDecl, ctx: Ctx, response: Response) -> FormationOut:
     """Validated in full first: 400 lists every problem (unknown agents, functions,
     predicates, edges, types, cycles without a condition...)."""
 
@@ -54,7 +56,9 @@ async def create(body: FormationDecl, ctx: Ctx) -> FormationOut:
         _validated(ctx, body)
         return ctx.store.create_formation(body.name, body.stored_nodes(), body.stored_edges())
 
-    return await ctx.pool.run(apply)
+    formation = await ctx.pool.run(apply)
+    response.headers["Location"] = f"/formations/{formation.id}"
+    return formation
 
 
 @router.get("/formations", tags=["formations"], summary="List formations (newest first)")
@@ -121,8 +125,8 @@ class _Tracker:
     def __init__(self, decl: FormationDecl) -> None:
         self.lock = threading.Lock()
         self.nodes: dict[str, dict[str, Any]] = {
-            n.name: {"name": n.name, "status": "pending", "attempts": 0, "visits": 0, "duration_s": 0.0,
-                     "usage": usage_dict(None), "error": None}
+            n.name: {"name": n.name, "status": "pending", "attempts": 0, "visits": 0, "started_at": None,
+                     "finished_at": None, "duration_s": 0.0, "usage": usage_dict(None), "error": None}
             for n in decl.nodes
         }
 
@@ -133,11 +137,13 @@ class _Tracker:
         data, kind = event.data, event.type
         with self.lock:
             if kind is FormationEventType.NODE_STARTED:
+                node["started_at"] = rfc3339(event.timestamp)
                 node["attempts"] = data.get("attempt", node["attempts"])
                 if node["attempts"] == 1:
                     node["visits"] += 1
             elif kind is FormationEventType.NODE_FINISHED:
                 node["status"] = "succeeded"
+                node["finished_at"] = rfc3339(event.timestamp)
                 node["duration_s"] += float(data.get("duration_s") or 0.0)
                 if data.get("usage") is not None:
                     node["usage"] = usage_dict(data["usage"])
@@ -145,6 +151,7 @@ class _Tracker:
                 node["error"] = data.get("error")
                 if kind is FormationEventType.NODE_FAILED:
                     node["status"] = "failed"
+                    node["finished_at"] = rfc3339(event.timestamp)
             elif kind is FormationEventType.NODE_SKIPPED:
                 node["status"] = "skipped"
                 node["error"] = data.get("error") or node["error"]
@@ -153,12 +160,16 @@ class _Tracker:
 def _succeeded(run: RunOut, result: FormationResult) -> RunOut:
     return run.model_copy(update={
         "status": "succeeded", "output": jsonable(result.output), "outputs": jsonable(result.outputs),
-        "nodes": {k: v.to_dict() for k, v in result.nodes.items()}, "usage": usage_dict(result.usage),
+        "nodes": _traces({k: v.to_dict() for k, v in result.nodes.items()}), "usage": usage_dict(result.usage),
         "duration_s": result.duration_s,
     })
 
 
-def _failure(exc: BaseException, timed_out: bool) -> tuple[int, str]:
+def _failure(exc: BaseException, timed_out: bool, entry: Collection[str] = ()) -> tuple[int, str]:
+    """The status and ``kind`` of a failed run: ``input`` (400) when the run's input did not
+    fit an entry node, else the provider's failure (502/504), a timeout, or ``runtime`` (500)."""
+    if getattr(exc, "node", None) in entry and any(isinstance(e, PayloadError) for e in _chain(exc)):
+        return 400, "input"
     agent_error = find_agent_error(exc)
     if agent_error is not None:
         return status_for_kind(agent_error.kind), agent_error.kind.value
@@ -174,10 +185,40 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__
 
 
-def _failed(run: RunOut, exc: BaseException, tracker: _Tracker, started: float, timed_out: bool) -> RunOut:
-    _, kind = _failure(exc, timed_out)
+def _one_id(value: Any, library_id: str | None, run_id: str) -> Any:
+    """``value`` with the runtime's own id of a run replaced by the server's record id, so
+    one run has one id in every message."""
+    if not library_id or library_id == run_id:
+        return value
+    if isinstance(value, str):
+        return value.replace(library_id, run_id)
+    if isinstance(value, dict):
+        return {k: _one_id(v, library_id, run_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_one_id(v, library_id, run_id) for v in value]
+    return value
+
+
+def _traces(nodes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Node traces with their wall-clock times in RFC 3339."""
+    out = {}
+    for name, trace in nodes.items():
+        trace = dict(trace)
+        for key in ("started_at", "finished_at"):
+            if isinstance(trace.get(key), int | float):
+                trace[key] = rfc3339(trace[key])
+        out[name] = trace
+    return out
+
+
+def _failed(run: RunOut, exc: BaseException, tracker: _Tracker, started: float, timed_out: bool,
+            entry: Collection[str] = ()) -> RunOut:
+    _, kind = _failure(exc, timed_out, entry)
     outputs = getattr(exc, "outputs", {}) or {}
     message = exc.message if isinstance(exc, FormationRuntimeError) else f"{type(exc).__name__}: {exc}"
+    if kind == "input":
+        message = f"input: does not fit the entry node {getattr(exc, 'node', '')!r}: {message}"
+    message = _one_id(message, getattr(exc, "run_id", None), run.id)
     with tracker.lock:
         nodes = {k: dict(v) for k, v in tracker.nodes.items()}
     return run.model_copy(update={
@@ -193,15 +234,16 @@ def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: 
         run = ctx.store.create_run(record, jsonable(body.input))
         tracker = _Tracker(decl)
         started = time.perf_counter()
+        entry = formation.validate().sources
         try:
             result = formation.run(body.input, timeout=timeout, on_event=tracker, work_dir=ctx.config.work_root)
         except Exception as exc:
             timed_out = getattr(exc, "node", "") is None and time.perf_counter() - started >= timeout * 0.99
-            failed = ctx.store.finish_run(_failed(run, exc, tracker, started, timed_out))
-            status, kind = _failure(exc, timed_out)
+            failed = ctx.store.finish_run(_failed(run, exc, tracker, started, timed_out, entry))
+            status, kind = _failure(exc, timed_out, entry)
             raise ApiError(
                 status, f"formation run {failed.id} failed: {failed.error}", kind=kind, run_id=failed.id,
-                node=failed.failed_node,
+                node=failed.failed_node, fields=["input"] if kind == "input" else None,
             ) from exc
         return ctx.store.finish_run(_succeeded(run, result))
 
@@ -225,15 +267,15 @@ class _Stop:
         self.events.put(None)
 
 
-def _event_dict(event: FormationEvent, run_id: str, timed_out: bool) -> dict[str, Any]:
+def _event_dict(event: FormationEvent, run_id: str, timed_out: bool, entry: Collection[str]) -> dict[str, Any]:
     data = {k: v for k, v in event.data.items() if k not in ("result", "exception")}
     if event.type is FormationEventType.RUN_FINISHED:
         result: FormationResult = event.data["result"]
         data.update(output=result.output, outputs=result.outputs)
     elif event.type is FormationEventType.RUN_FAILED:
-        data["kind"] = _failure(event.data["exception"], timed_out)[1]
-    return {"type": event.type.value, "run_id": run_id, "node": event.node, "timestamp": event.timestamp,
-            "data": jsonable(data)}
+        data["kind"] = _failure(event.data["exception"], timed_out, entry)[1]
+    return {"type": event.type.value, "run_id": run_id, "node": event.node, "timestamp": rfc3339(event.timestamp),
+            "data": _one_id(jsonable(data), event.run_id, run_id)}
 
 
 def _stream_formation(
@@ -257,13 +299,14 @@ def _stream_formation(
                     tracker(event)
                     timed_out = event.node is None and body.timeout is not None and (
                         time.perf_counter() - started >= body.timeout * 0.99)
-                    yield event.type.value, _event_dict(event, run.id, timed_out)
+                    yield event.type.value, _event_dict(event, run.id, timed_out, plan.sources)
                     if event.type is FormationEventType.RUN_FINISHED:
                         run = ctx.store.finish_run(_succeeded(run, event.data["result"]))
                         finished = True
                         break
                     if event.type is FormationEventType.RUN_FAILED:
-                        run = ctx.store.finish_run(_failed(run, event.data["exception"], tracker, started, timed_out))
+                        run = ctx.store.finish_run(
+                            _failed(run, event.data["exception"], tracker, started, timed_out, plan.sources))
                         finished = True
                         break
         finally:
@@ -289,14 +332,15 @@ async def run_stream(id: str, body: FormationRunIn, ctx: Ctx) -> Response:
 # -- runs -----------------------------------------------------------------------------
 
 
-@router.get("/runs", tags=["runs"], summary="List recorded formation runs (newest first)")
+@router.get("/runs", tags=["runs"], summary="List recorded formation and fleet runs (newest first)")
 async def list_runs(
     ctx: Ctx,
     formation_id: str | None = Query(default=None, description="only this formation's runs"),
+    fleet_id: str | None = Query(default=None, description="only this fleet's runs"),
     limit: int = Query(default=100, ge=1, le=1000),
 ) -> list[RunOut]:
-    """Every run is recorded when it starts and updated when it ends."""
-    return await ctx.pool.run(ctx.store.list_runs, formation_id, limit)
+    """Every formation and fleet run is recorded when it starts and updated when it ends."""
+    return await ctx.pool.run(ctx.store.list_runs, formation_id, limit, fleet_id)
 
 
 @router.get("/runs/{id}", tags=["runs"], summary="Get a run: status, per-node traces, outputs, error")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
-from ..errors import AgentError
+from ..errors import AgentError, ErrorKind
 from ..providers import ProviderMeta, get_provider_meta, list_providers
+from .context import ServerContext
 from .deps import Ctx
-from .errors import ApiError, invalid
+from .errors import ApiError, from_agent_error, invalid
+from .models import ModelOut, list_models
 from .schemas import AuthSetIn, AuthStatusOut, ProviderOut, StatusOut
 
 __all__ = ["router"]
@@ -56,6 +58,7 @@ async def set_auth(body: AuthSetIn, ctx: Ctx) -> StatusOut:
     if not body.providers:
         raise invalid("providers", "give at least one provider, e.g. {\"anthropic\": {\"type\": \"api_key\", \"key\": \"...\"}}")
     creds = {p: (c.type, c.key) for p, c in body.providers.items()}
+    ctx.redactor.add(*(c.key for c in body.providers.values()))  # before any run can use them
     await ctx.pool.run(ctx.store.set_auth, creds)
     return StatusOut(status="ok")
 
@@ -76,3 +79,43 @@ async def get_one(id: str) -> ProviderOut:
         return _out(get_provider_meta(id))
     except AgentError:
         raise ApiError(404, f"provider not found: {id}; the providers are: {', '.join(_known())}") from None
+
+
+def _models(ctx: ServerContext, id: str, agent_id: str | None) -> list[ModelOut]:
+    try:
+        get_provider_meta(id)
+    except AgentError:
+        raise ApiError(404, f"provider not found: {id}; the providers are: {', '.join(_known())}") from None
+    options = ctx.provider_options(id, agent_id)
+    try:
+        return list_models(id, options, timeout=min(30.0, ctx.config.request_timeout))
+    except AgentError as exc:
+        if exc.kind is ErrorKind.INVALID and exc.status is None:  # options the provider refuses
+            raise ApiError(400, f"provider {id!r}: {exc.message}", provider=id) from None
+        raise from_agent_error(exc) from exc
+
+
+@router.get("/provider/{id}/models", tags=["provider"], summary="The models a provider offers (asked of it)")
+async def models(
+    id: str, ctx: Ctx,
+    agent_id: str | None = Query(default=None, description="ask at this agent's endpoint (its base_url)"),
+) -> list[ModelOut]:
+    """Asked of the provider's own endpoint with the stored key — the Anthropic API, an
+    OpenAI-compatible ``/models``, Ollama's ``/api/tags`` — at its default (or environment)
+    address, or at the address of the agent ``agent_id``. 502 when the provider cannot be
+    reached or refuses, 504 when it is too slow."""
+    return await ctx.pool.run(_models, ctx, id, agent_id)
+
+
+@router.get("/provider/{id}/models/{model:path}", tags=["provider"], summary="One model a provider offers")
+async def model(
+    id: str, model: str, ctx: Ctx,
+    agent_id: str | None = Query(default=None, description="ask at this agent's endpoint (its base_url)"),
+) -> ModelOut:
+    """As ``GET /provider/{id}/models``, for one model id; 404 when the provider does not offer it."""
+    offered = await ctx.pool.run(_models, ctx, id, agent_id)
+    for m in offered:
+        if m.id == model:
+            return m
+    some = ", ".join(m.id for m in offered[:20]) or "none"
+    raise ApiError(404, f"provider {id!r} does not offer model {model!r}; it offers: {some}")

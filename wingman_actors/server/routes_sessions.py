@@ -38,11 +38,13 @@ router = APIRouter(prefix="/sessions", tags=["sessions"])
 
 
 @router.post("", status_code=201, summary="Create a session")
-async def create(ctx: Ctx, body: Annotated[SessionCreate | None, Body()] = None) -> SessionOut:
+async def create(ctx: Ctx, response: Response, body: Annotated[SessionCreate | None, Body()] = None) -> SessionOut:
     """``work_dir`` must lie under the server's work root (default: the root itself)."""
     body = body or SessionCreate()
     work_dir = await ctx.pool.run(lambda: ctx.resolve_work_dir(body.work_dir))
-    return await ctx.pool.run(ctx.store.create_session, body.title, work_dir)
+    session = await ctx.pool.run(ctx.store.create_session, body.title, work_dir)
+    response.headers["Location"] = f"/sessions/{session.id}"
+    return session
 
 
 @router.get("", summary="List sessions (newest first), with their history")

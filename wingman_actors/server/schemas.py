@@ -9,6 +9,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .limits import MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
+from .redact import SECRET_ALPHABET
+
 __all__ = [
     "AbortOut",
     "AgentCreate",
@@ -17,6 +20,7 @@ __all__ = [
     "AuthCredentialIn",
     "AuthSetIn",
     "AuthStatusOut",
+    "ErrorOut",
     "FleetCreate",
     "FleetOut",
     "FleetResultOut",
@@ -41,6 +45,22 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ErrorOut(BaseModel):
+    """Every error: ``error`` says what went wrong and how to fix it; the other fields appear
+    when they apply."""
+
+    error: str
+    fields: list[str] | None = Field(default=None, description="400: the fields at fault, e.g. tasks[1].message")
+    problems: list[str] | None = Field(default=None, description="400: every problem of a formation declaration")
+    kind: str | None = Field(
+        default=None, description="500/502/504: runtime, agent, rate_limit, network, invalid, cancelled or timeout"
+    )
+    run_id: str | None = Field(default=None, description="a failed formation run's record (GET /runs/{id})")
+    node: str | None = Field(default=None, description="the formation node that failed")
+    provider: str | None = Field(default=None, description="the provider that failed")
+    provider_status: int | None = Field(default=None, description="the provider's HTTP status")
+
+
 # -- providers and auth ----------------------------------------------------------------
 
 
@@ -58,7 +78,10 @@ class AuthCredentialIn(_In):
     """One provider's credential."""
 
     type: Literal["api_key"] = "api_key"
-    key: str = Field(min_length=1, description="the secret; stored in SQLite, never returned in full")
+    key: str = Field(
+        min_length=1, pattern=rf"^{SECRET_ALPHABET}+$",
+        description="the secret (letters, digits and ._~+/=-); stored in SQLite, never returned in full",
+    )
 
 
 class AuthSetIn(_In):
@@ -192,7 +215,9 @@ class FleetCreate(_In):
 
     name: str = Field(min_length=1)
     agent_id: str = Field(min_length=1)
-    worker_count: int = Field(default=0, ge=0, description="sessions at once; 0: one per task, up to 100")
+    worker_count: int = Field(
+        default=0, ge=0, le=MAX_WORKERS, description=f"sessions at once, at most {MAX_WORKERS}; 0: one per task, up to {MAX_WORKERS}"
+    )
     work_dir: str | None = None
 
 
@@ -201,7 +226,7 @@ class FleetUpdate(_In):
 
     name: str | None = Field(default=None, min_length=1)
     agent_id: str | None = Field(default=None, min_length=1)
-    worker_count: int | None = Field(default=None, ge=0)
+    worker_count: int | None = Field(default=None, ge=0, le=MAX_WORKERS)
     work_dir: str | None = None
 
 
@@ -229,7 +254,7 @@ class TaskIn(_In):
 class FleetRunIn(_In):
     """``POST /fleets/{id}/run`` and ``/run/stream``."""
 
-    tasks: list[TaskIn] = Field(min_length=1)
+    tasks: list[TaskIn] = Field(min_length=1, max_length=MAX_TASKS)
 
 
 class FleetResultOut(BaseModel):
@@ -264,15 +289,19 @@ class FormationRunIn(_In):
     """``POST /formations/{id}/run`` and ``/run/stream``."""
 
     input: Any = Field(default=None, description="what the source nodes receive")
-    timeout: float | None = Field(default=None, gt=0, description="seconds for the whole run")
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the whole run")
 
 
 class RunOut(BaseModel):
-    """A recorded formation run."""
+    """A recorded run: of a formation (``kind`` = ``formation``) or of a fleet (``fleet``,
+    whose ``input`` is its tasks and ``output`` its per-task results)."""
 
     id: str
-    formation_id: str
-    formation_name: str
+    kind: Literal["formation", "fleet"] = "formation"
+    formation_id: str | None = None
+    formation_name: str | None = None
+    fleet_id: str | None = None
+    fleet_name: str | None = None
     status: Literal["running", "succeeded", "failed", "cancelled"]
     input: Any = None
     output: Any = None

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from ..core import Message
-from .db import Database
+from .body import scrub
 from .errors import not_found
 from .ids import new_id, now
-from .schemas import AgentOut, FleetOut, FormationOut, ProviderAuthOut, RunOut, SessionOut
+from .redact import Redactor
+from .run_records import RunRecords
+from .schemas import AgentOut, FleetOut, FormationOut, ProviderAuthOut, SessionOut
 
 __all__ = ["Store", "dump_message"]
 
@@ -35,7 +37,9 @@ def dump_message(message: Message) -> dict[str, Any]:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    # scrub: text made at run time (a function's output, an error) may hold lone surrogates,
+    # which no response could encode; a stored record must always be listable.
+    return json.dumps(scrub(value), separators=(",", ":"))
 
 
 def _loads(text: str | None) -> Any:
@@ -53,12 +57,11 @@ def _merge_agent(agent: AgentOut, changes: Mapping[str, Any]) -> AgentOut:
     return merged
 
 
-class Store(Database):
+class Store(RunRecords):
     """Typed access to every table. Methods raise a 404 ``ApiError`` for unknown ids."""
 
-    def __init__(self, path: str | Path) -> None:
-        super().__init__(path)
-        self.fail_interrupted_runs()
+    def __init__(self, path: str | Path, redactor: Redactor | None = None) -> None:
+        super().__init__(path, redactor)
 
     # -- agents ---------------------------------------------------------------------------
 
@@ -211,7 +214,7 @@ class Store(Database):
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?", (id,)
             ).fetchone()[0])
             rows = [
-                (id, start + i, m.role.value, _dumps(dump_message(m)["content"]), stamp)
+                (id, start + i, m.role.value, _dumps(self._clean(dump_message(m)["content"])), stamp)
                 for i, m in enumerate(messages)
             ]
             conn.executemany(
@@ -348,6 +351,11 @@ class Store(Database):
         }
         return status, max((r["updated_at"] for r in rows), default=None)
 
+    def auth_keys(self) -> list[str]:
+        """Every stored key (to redact them)."""
+        with self.read() as conn:
+            return [str(r["key"]) for r in conn.execute("SELECT key FROM auth").fetchall()]
+
     def auth_key(self, provider: str) -> str | None:
         """The stored key of ``provider``, or None."""
         with self.read() as conn:
@@ -359,67 +367,3 @@ class Store(Database):
         with self.write() as conn:
             if conn.execute("DELETE FROM auth WHERE provider = ?", (provider,)).rowcount == 0:
                 raise not_found("credential for provider", provider)
-
-    # -- runs -----------------------------------------------------------------------------
-
-    @staticmethod
-    def _run(row: sqlite3.Row) -> RunOut:
-        return RunOut(
-            id=row["id"], formation_id=row["formation_id"], formation_name=row["formation_name"],
-            status=row["status"], input=_loads(row["input"]), output=_loads(row["output"]),
-            outputs=json.loads(row["outputs"]), nodes=json.loads(row["nodes"]), usage=json.loads(row["usage"]),
-            error=row["error"], error_kind=row["error_kind"], failed_node=row["failed_node"],
-            duration_s=row["duration_s"], created_at=row["created_at"], finished_at=row["finished_at"],
-        )
-
-    def create_run(self, formation: FormationOut, input: Any) -> RunOut:
-        """Record a run of ``formation`` as ``running``."""
-        run = RunOut(id=new_id(), formation_id=formation.id, formation_name=formation.name, status="running",
-                     input=input, outputs={}, nodes={}, usage={}, created_at=now())
-        with self.write() as conn:
-            conn.execute(
-                "INSERT INTO runs (id, formation_id, formation_name, status, input, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (run.id, formation.id, formation.name, "running", _dumps(input), run.created_at),
-            )
-        return run
-
-    def finish_run(self, run: RunOut) -> RunOut:
-        """Store ``run``'s outcome (status, outputs, node traces, error) and its finish time."""
-        run = run.model_copy(update={"finished_at": now()})
-        with self.write() as conn:
-            conn.execute(
-                "UPDATE runs SET status = ?, output = ?, outputs = ?, nodes = ?, usage = ?, error = ?, "
-                "error_kind = ?, failed_node = ?, duration_s = ?, finished_at = ? WHERE id = ?",
-                (run.status, _dumps(run.output), _dumps(run.outputs), _dumps(run.nodes), _dumps(run.usage),
-                 run.error, run.error_kind, run.failed_node, run.duration_s, run.finished_at, run.id),
-            )
-        return run
-
-    def get_run(self, id: str) -> RunOut:
-        """Run ``id``."""
-        with self.read() as conn:
-            row = conn.execute("SELECT * FROM runs WHERE id = ?", (id,)).fetchone()
-        if row is None:
-            raise not_found("run", id)
-        return self._run(row)
-
-    def list_runs(self, formation_id: str | None = None, limit: int = 100) -> list[RunOut]:
-        """Runs, newest first; only ``formation_id``'s when given."""
-        with self.read() as conn:
-            if formation_id is None:
-                rows = conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-            else:
-                rows = conn.execute(
-                    "SELECT * FROM runs WHERE formation_id = ? ORDER BY id DESC LIMIT ?", (formation_id, limit)
-                ).fetchall()
-        return [self._run(r) for r in rows]
-
-    def fail_interrupted_runs(self) -> int:
-        """Mark runs left ``running`` by a server that stopped as failed; return how many."""
-        with self.write() as conn:
-            return conn.execute(
-                "UPDATE runs SET status = 'failed', error = 'the server stopped before this run finished', "
-                "error_kind = 'cancelled', finished_at = ? WHERE status = 'running'",
-                (now(),),
-            ).rowcount

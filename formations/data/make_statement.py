@@ -2,8 +2,8 @@
 
 The PDF is committed, so nobody needs to run this; run it after changing ``TRANSACTIONS``::
 
-    python examples/data/make_statement.py            # writes examples/data/statement.pdf
-    python examples/data/make_statement.py out.pdf    # writes elsewhere
+    python formations/data/make_statement.py            # writes formations/data/statement.pdf
+    python formations/data/make_statement.py out.pdf    # writes elsewhere
 
 It needs fpdf2 (in the ``dev`` extra: ``pip install -e ".[dev]"``). The output is
 byte-for-byte reproducible: the creation date is fixed, so re-running it leaves git clean.

@@ -1,0 +1,83 @@
+"""The threads backend on its own: node groups of Pykka actors sharing one queue."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from wingman_actors.actors.envelope import EnvelopeType, Work, new_envelope
+from wingman_actors.actors.function import FunctionActor
+from wingman_actors.backends import BACKENDS, NodeRecipe, ThreadsBackend, new_backend
+
+
+class _Run:
+    """The bits of a run's bookkeeping node actors read."""
+
+    done = False
+    listeners: list[Any] = []  # noqa: RUF012
+
+
+class _Observer:
+    def __init__(self) -> None:
+        self.outputs: list[Any] = []
+        self.got = threading.Event()
+
+    def started(self, work: Work) -> None: ...
+
+    def wants_events(self, work: Work) -> bool:
+        return False
+
+    def agent_event(self, work: Work, event: Any) -> None: ...
+
+    def attempt_timeout(self, work: Work) -> float | None:
+        return None
+
+    def completed(self, work: Work, attempt: int, output: Any, usage: Any, started: float, finished: float) -> None:
+        self.outputs.append(output)
+        self.got.set()
+
+    def failed(self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any) -> bool:
+        return False
+
+
+def _work(payload: Any, run: Any) -> Work:
+    return Work(new_envelope(EnvelopeType.WORK, payload, run_id="r", sender="input", target="f", run=run))
+
+
+def test_the_threads_backend_is_the_only_one_and_new_backend_builds_it() -> None:
+    assert list(BACKENDS) == ["threads"]
+    assert isinstance(new_backend("threads"), ThreadsBackend)
+
+
+def test_an_abandoned_replica_is_replaced_at_once_and_the_queue_keeps_flowing() -> None:
+    release, entered = threading.Event(), threading.Event()
+
+    def fn(x: int) -> int:
+        if x == 0:
+            entered.set()
+            release.wait(10)
+        return x
+
+    observer = _Observer()
+    backend = ThreadsBackend("t")
+    node = backend.start_node(NodeRecipe("f", FunctionActor, (fn,), {"name": "f"}), 1, observer)
+    try:
+        stuck_run, other_run = _Run(), _Run()
+        stuck = _work(0, stuck_run)
+        node.tell(stuck)
+        assert entered.wait(3)
+        (first,) = node.actors()
+        assert node.working_on(stuck_run) and not node.working_on(other_run)
+        assert node.abandon(stuck, "test gave up")
+        (fresh,) = node.actors()
+        assert fresh is not first and first.abandoned
+        node.tell(_work(7, other_run))
+        assert observer.got.wait(3) and observer.outputs == [7]
+    finally:
+        release.set()
+        backend.stop(1.0)
+    deadline = time.monotonic() + 3
+    while first.thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not first.thread.is_alive() and not fresh.thread.is_alive()

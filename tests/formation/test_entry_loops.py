@@ -1,0 +1,65 @@
+"""A node whose only incoming edges are back edges (a self-loop included) is a source:
+it receives the run's input, and its loop runs end to end, bounded by ``max_visits``."""
+
+from __future__ import annotations
+
+import pytest
+
+from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.formation import Formation
+
+
+def inc(n: int) -> int:
+    return n + 1
+
+
+def below_five(n: int) -> bool:
+    return n < 5
+
+
+def reached_five(n: int) -> bool:
+    return n >= 5
+
+
+def counter(**policies: int) -> Formation:
+    return (
+        Formation("count")
+        .add_function("inc", inc, **policies)
+        .add_function("show", lambda n: f"reached {n}")
+        .connect("inc", "inc", when=below_five)
+        .connect("inc", "show", when=reached_five)
+    )
+
+
+def test_a_self_loop_entry_is_a_source_of_the_plan() -> None:
+    plan = counter().validate()
+    assert plan.sources == ("inc",)
+    assert plan.nodes["inc"].is_source and plan.nodes["inc"].back_preds == ("inc",)
+    assert plan.nodes["inc"].forward_preds == ()
+
+
+def test_a_self_loop_entry_receives_the_input_and_loops_until_its_condition_ends() -> None:
+    result = counter().run(0)
+    assert result.output == "reached 5"
+    assert result.nodes["inc"].visits == 5
+
+
+def test_a_self_loop_entry_that_never_ends_fails_at_the_visit_limit() -> None:
+    f = Formation("spin").add_function("spin", inc, max_visits=3).connect("spin", "spin", when=lambda n: True)
+    with pytest.raises(FormationRuntimeError, match="visited more than max_visits=3") as info:
+        f.run(0)
+    assert info.value.node == "spin"
+
+
+def test_the_first_node_of_an_entry_cycle_is_its_source() -> None:
+    f = (
+        Formation("ping")
+        .add_function("ping", inc)
+        .add_function("pong", inc)
+        .connect("ping", "pong", when=below_five)
+        .connect("pong", "ping")
+    )
+    plan = f.validate()
+    assert plan.sources == ("ping",)
+    assert [(e.source, e.target, e.back) for e in plan.edges] == [("ping", "pong", False), ("pong", "ping", True)]
+    assert f.run(0).outputs == {"pong": 4}  # ping 1, pong 2, ping 3, pong 4, ping 5 ends it

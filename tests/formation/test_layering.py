@@ -1,0 +1,52 @@
+"""The declaration layer imports without cycles: the contract and problem finders live in
+``formation/validation.py``, which imports none of graph, plan or render, and none of
+those hides an import inside a function to dodge a cycle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx  # type: ignore[import-untyped]
+import pytest
+
+import wingman_actors.formation
+
+PACKAGE = Path(wingman_actors.formation.__file__).parent
+DECLARATION = ("graph", "plan", "render", "typecheck", "validation")
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
+def _sibling_imports(tree: ast.Module) -> tuple[set[str], list[str]]:
+    """Formation modules imported at module level (outside ``if TYPE_CHECKING``), and the
+    sibling imports made inside functions."""
+    top: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            top.add((node.module or "").split(".")[0])
+    nested = [
+        node.module or ""
+        for fn in ast.walk(tree)
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+        for node in ast.walk(fn)
+        if isinstance(node, ast.ImportFrom) and node.level == 1
+    ]
+    return top, nested
+
+
+def test_the_declaration_modules_import_each_other_without_a_cycle() -> None:
+    graph = nx.DiGraph()
+    for name in DECLARATION:
+        top, _ = _sibling_imports(ast.parse((PACKAGE / f"{name}.py").read_text()))
+        graph.add_edges_from((name, other) for other in top)
+    assert nx.is_directed_acyclic_graph(graph), nx.find_cycle(graph)
+    assert not set(graph.successors("validation")) & {"graph", "plan", "render"}
+
+
+@pytest.mark.parametrize("name", DECLARATION)
+def test_no_declaration_module_imports_a_sibling_inside_a_function(name: str) -> None:
+    _, nested = _sibling_imports(ast.parse((PACKAGE / f"{name}.py").read_text()))
+    assert nested == []

@@ -1,0 +1,122 @@
+"""A started formation's life: stop, a forgotten one at interpreter exit, backends."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from wingman_actors import Formation
+from wingman_actors.errors import FormationSetupError
+
+
+def _script(body: str, warnings: str = "always::ResourceWarning") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-W", warnings, "-c", textwrap.dedent(body)],
+        capture_output=True, text=True, timeout=30,
+    )
+
+
+def test_a_formation_started_and_never_stopped_does_not_keep_the_interpreter_alive() -> None:
+    started = time.perf_counter()
+    proc = _script("""
+        from wingman_actors import Formation
+        running = Formation("forgotten").add_function("inc", lambda x: x + 1).start()
+        print(running.submit(1).result(timeout=5).output)
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "2"
+    assert "ResourceWarning" in proc.stderr and "'forgotten' was started and never stopped" in proc.stderr
+    assert time.perf_counter() - started < 20
+
+
+def test_an_unreferenced_forgotten_formation_is_stopped_even_when_warnings_are_errors() -> None:
+    proc = _script("""
+        from wingman_actors import Formation
+        Formation("dropped").add_function("inc", lambda x: x + 1).start()
+    """, warnings="error::ResourceWarning")
+    assert proc.returncode == 0, proc.stderr
+    assert "'dropped' was started and never stopped" in proc.stderr
+
+
+def test_a_forgotten_formation_with_a_stuck_function_still_exits() -> None:
+    proc = _script("""
+        import threading, time
+        from wingman_actors import Formation
+        entered = threading.Event()
+        def stuck(x):
+            entered.set()
+            time.sleep(60)
+        running = Formation("stuck").add_function("stuck", stuck).start()
+        running.submit(1)
+        entered.wait(5)
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert "never stopped" in proc.stderr
+
+
+def test_the_threads_backend_is_accepted_by_start_and_run() -> None:
+    formation = Formation("b").add_function("inc", lambda x: x + 1)
+    assert formation.run(1, backend="threads").output == 2
+    with formation.start(backend="threads") as running:
+        assert running.backend == "threads"
+
+
+@pytest.mark.parametrize("name", ["ray", "processes"])
+def test_an_unknown_backend_is_a_setup_error_listing_the_backends(name: str) -> None:
+    formation = Formation("b").add_function("inc", lambda x: x + 1)
+    with pytest.raises(FormationSetupError, match=r"unknown backend .*available backends: 'threads'"):
+        formation.start(backend=name)
+    with pytest.raises(FormationSetupError, match="unknown backend"):
+        formation.run(1, backend=name)
+
+
+def test_ray_is_named_as_not_available_yet() -> None:
+    with pytest.raises(FormationSetupError, match="not available yet"):
+        Formation("b").add_function("inc", lambda x: x + 1).start(backend="ray")
+
+
+def test_a_process_exits_promptly_after_cancelling_a_run_stuck_in_a_function() -> None:
+    started = time.perf_counter()
+    proc = _script("""
+        import threading, time
+        from wingman_actors import Formation
+        entered = threading.Event()
+        def stuck(x):
+            entered.set()
+            time.sleep(60)          # never returns in this process's life
+        with Formation("c").add_function("stuck", stuck).start() as running:
+            future = running.submit(1)
+            entered.wait(5)
+            print(future.cancel(), future.cancelled())
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True"]
+    assert "never stopped" not in proc.stderr
+    assert time.perf_counter() - started < 20
+
+
+def test_stop_waits_at_most_its_grace_for_a_function_still_running(caplog: pytest.LogCaptureFixture) -> None:
+    import threading
+
+    release, entered = threading.Event(), threading.Event()
+
+    def busy(x: int) -> int:
+        entered.set()
+        release.wait(10)
+        return x
+
+    running = Formation("s").add_function("busy", busy).start()
+    try:
+        future = running.submit(1)
+        assert entered.wait(3)
+        started = time.perf_counter()
+        running.stop()
+        assert time.perf_counter() - started < 1.0 + 0.6  # the 1 s grace, not the 10 s the code takes
+        assert future.exception(timeout=1) is not None  # the run failed: "stopped before run ... finished"
+        assert any("still busy" in r.getMessage() for r in caplog.records)
+    finally:
+        release.set()

@@ -1,0 +1,34 @@
+"""Per-run bookkeeping: RunState's lazily owned containers under concurrent first use."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from wingman_actors.formation.runstate import RunState
+
+
+def test_own_gives_every_thread_the_same_container_on_concurrent_first_use() -> None:
+    threads_per_run, runs = 8, 300
+    lost = 0
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: widen any race
+    try:
+        for r in range(runs):
+            run = RunState(f"r{r}", None, [], 1, ["a"])
+            barrier = threading.Barrier(threads_per_run)
+
+            def record(i: int, run: RunState = run, barrier: threading.Barrier = barrier) -> None:
+                barrier.wait()
+                run.own("failures").append(("a", i, 0.0, 0.0, "boom"))
+                run.own("skipped")[f"n{i}"] = None
+
+            workers = [threading.Thread(target=record, args=(i,)) for i in range(threads_per_run)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            lost += (threads_per_run - len(run.failures)) + (threads_per_run - len(run.skipped))
+    finally:
+        sys.setswitchinterval(old)
+    assert lost == 0, f"{lost} writes were lost to a race in RunState.own()"

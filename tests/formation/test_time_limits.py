@@ -1,0 +1,115 @@
+"""Time limits hold for function nodes stuck in user code: node and run timeouts fail the
+run within the limit (plus a small margin) via run(), submit() and run_stream()."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from wingman_actors import Formation
+from wingman_actors.errors import FormationRuntimeError, NodeTimeoutError
+from wingman_actors.formation.events import FormationEventType
+
+# Generous bounds: the promise is limit + 0.1 s; a shared CI machine gets some slack, but
+# a run that waits for the stuck code (4 s) fails every one of them.
+SLACK = 0.6
+
+
+@pytest.fixture
+def stuck() -> Iterator[tuple[threading.Event, Any]]:
+    """A function that blocks for up to 4 s (released when the test ends, so no thread leaks)."""
+    release = threading.Event()
+
+    def slow(x: int) -> int:
+        release.wait(4)
+        return x
+
+    yield release, slow
+    release.set()
+
+
+def test_a_node_timeout_fails_run_at_the_limit_though_the_function_never_returns(stuck: Any) -> None:
+    _, slow = stuck
+    started = time.perf_counter()
+    with pytest.raises(FormationRuntimeError) as info:
+        Formation("t").add_function("slow", slow, timeout=0.3).run(1)
+    assert time.perf_counter() - started < 0.3 + SLACK
+    assert info.value.node == "slow"
+    assert isinstance(info.value.__cause__, NodeTimeoutError)
+    assert info.value.__cause__.node == "slow" and info.value.__cause__.attempt == 1
+
+
+def test_a_run_timeout_fails_run_at_the_limit_though_the_function_never_returns(stuck: Any) -> None:
+    _, slow = stuck
+    started = time.perf_counter()
+    with pytest.raises(FormationRuntimeError, match=r"timed out after 0.3s; unfinished: slow"):
+        Formation("t").add_function("slow", slow, timeout=None).run(1, timeout=0.3)
+    assert time.perf_counter() - started < 0.3 + SLACK
+
+
+def test_a_node_timeout_holds_through_submit_and_the_node_takes_new_work_at_once(stuck: Any) -> None:
+    _, slow = stuck
+    calls: list[int] = []
+
+    def first_sticks(x: int) -> int:
+        calls.append(x)
+        if x == 1:
+            return slow(x)
+        return x * 10
+
+    with Formation("t").add_function("node", first_sticks, timeout=0.3).start() as running:
+        started = time.perf_counter()
+        future = running.submit(1)
+        with pytest.raises(FormationRuntimeError):
+            future.result(timeout=3)
+        assert time.perf_counter() - started < 0.3 + SLACK
+        assert running.submit(2).result(timeout=1).output == 20  # a fresh replica, not the stuck one
+        stopped = time.perf_counter()
+    assert time.perf_counter() - stopped < 1.0 + SLACK  # stop() does not wait for the stuck attempt
+
+
+def test_a_retried_timeout_succeeds_on_a_fresh_replica(stuck: Any) -> None:
+    _, slow = stuck
+    calls: list[int] = []
+
+    def sticks_once(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            return slow(x)
+        return x + 1
+
+    started = time.perf_counter()
+    result = Formation("t").add_function("node", sticks_once, timeout=0.3, retries=1).run(1)
+    assert result.output == 2 and result.nodes["node"].attempts == 2
+    assert time.perf_counter() - started < 0.3 + SLACK
+
+
+def test_a_run_timeout_holds_through_run_stream(stuck: Any) -> None:
+    _, slow = stuck
+    formation = Formation("t").add_function("prep", lambda x: x).add_function("slow", slow).connect("prep", "slow")
+    started = time.perf_counter()
+    events = list(formation.run_stream(1, timeout=0.3))
+    assert time.perf_counter() - started < 0.3 + SLACK
+    assert events[-1].type is FormationEventType.RUN_FAILED
+    assert "timed out" in events[-1].data["error"]
+
+
+def test_a_node_timeout_holds_through_run_stream(stuck: Any) -> None:
+    _, slow = stuck
+    started = time.perf_counter()
+    events = list(Formation("t").add_function("slow", slow, timeout=0.3).run_stream(1))
+    assert time.perf_counter() - started < 0.3 + SLACK
+    assert [e.type for e in events][-2:] == [FormationEventType.NODE_FAILED, FormationEventType.RUN_FAILED]
+
+
+def test_an_abandoned_attempt_is_logged_once_with_node_and_run(stuck: Any, caplog: pytest.LogCaptureFixture) -> None:
+    _, slow = stuck
+    with pytest.raises(FormationRuntimeError) as info:
+        Formation("t").add_function("slow", slow, timeout=0.2).run(1)
+    abandoned = [r for r in caplog.records if "abandoned" in r.getMessage()]
+    assert len(abandoned) == 1
+    assert "'slow'" in abandoned[0].getMessage() and str(info.value.run_id) in abandoned[0].getMessage()

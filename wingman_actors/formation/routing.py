@@ -1,0 +1,364 @@
+"""Routing and completion of runs: where a node's output goes, and when a run is over.
+
+Runs on the node threads (no supervisor hop when things go well): a node actor finishes
+an envelope and calls :meth:`Router.completed`, which evaluates the ``when=`` predicates
+of the node's out-edges, joins fan-in per run, propagates skips, and queues the next
+envelope for the next node. The last unit of a run resolves its future: with a result
+(:meth:`Router.complete`), an error (:meth:`Router.fail_run`) or a cancellation
+(:meth:`Router.cancel_run`). Failed attempts go to the supervisor as typed messages.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..actors.envelope import Envelope, EnvelopeType, Work
+from ..backends.base import NodeGroup
+from ..core import StreamEvent, StreamEventType, Usage
+from ..errors import FormationRuntimeError
+from .events import FormationEventType, emit
+from .future import RunFuture
+from .plan import Plan
+from .result import ZERO_USAGE, FormationResult
+from .runstate import RunState
+from .supervision import AttemptFailed, AttemptTimedOut
+
+if TYPE_CHECKING:
+    from ..actors.scheduler import Scheduler
+    from .supervision import Supervision
+
+__all__ = ["Router"]
+
+_ids = itertools.count(1)
+_WORK = EnvelopeType.WORK
+
+
+class Router:
+    """Moves outputs along edges and completes runs; the node actors' observer."""
+
+    def __init__(self, plan: Plan, scheduler: Scheduler) -> None:
+        self.name = plan.name
+        self.plan = plan
+        self.specs = dict(plan.nodes)
+        self.order = plan.order
+        self.sinks = plan.sinks
+        self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
+        self.cyclic = any(e.back for e in plan.edges)
+        # A node whose only out-edge is unconditional and leads to a node with only this
+        # predecessor hands its output straight on: the common pipeline step.
+        self.straight: dict[str, str | None] = {}
+        for name, spec in self.specs.items():
+            edges = spec.out_edges
+            nxt = None
+            if len(edges) == 1 and edges[0].when is None and not edges[0].back:
+                target = edges[0].target
+                if len(self.specs[target].forward_preds) == 1:
+                    nxt = target
+            self.straight[name] = nxt
+        self.nodes: dict[str, NodeGroup] = {}
+        self.runs: dict[str, RunState] = {}
+        self.scheduler = scheduler
+        self.supervision: Supervision  # set by the runtime once both exist
+        self.tell_supervisor: Any = None
+        self.closing = False
+
+    # -- entering a run -----------------------------------------------------------------
+
+    def begin(self, run: RunState) -> None:
+        """Queue the run's input for every source."""
+        input = run.input
+        for source in self.plan.sources:
+            self.visit(run, source, input, "input")
+        if self.cyclic:
+            self.finish_one(run)
+
+    def visit(self, run: RunState, node: str, payload: Any, sender: str) -> None:
+        if run.done:
+            return
+        if self.cyclic:
+            spec = self.specs[node]
+            with run.lock:
+                seen = run.own("visits")
+                visits = seen.get(node, 0) + 1
+                seen[node] = visits
+                run.pending += 1
+            if visits > spec.max_visits:
+                self.fail_run(run, FormationRuntimeError(
+                    f"node {node!r} was visited more than max_visits={spec.max_visits} times in run {run.id}: "
+                    "the loop through it did not end; check the when= conditions of its back edges "
+                    "or raise its max_visits",
+                    node=node, attempts=0, run_id=run.id, outputs=run.outputs,
+                ))
+                return
+        self.nodes[node].tell(Work(Envelope(next(_ids), run.id, sender, _WORK, payload, time.time(), node, run)))
+
+    # -- node actor hooks (called on node threads) ---------------------------------------
+
+    def started(self, work: Work) -> None:
+        env = work.envelope
+        spec = self.specs[env.target]
+        run = env.run
+        work.started = time.perf_counter()
+        if not self.cyclic:
+            with run.lock:
+                run.own("visits").setdefault(spec.name, 1)
+        if spec.timeout is not None:
+            attempt = work.attempt
+            tell = self.tell_supervisor
+            work.timer = self.scheduler.call_later(spec.timeout, lambda: tell(AttemptTimedOut(work, attempt)))
+        if run.listeners:
+            emit(run.listeners, FormationEventType.NODE_STARTED, run.id, spec.name, {"attempt": work.attempt})
+
+    def completed(
+        self, work: Work, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
+    ) -> None:
+        """A node succeeded: record it and route the output."""
+        if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
+            return  # a late reply from an attempt that timed out
+        env = work.envelope
+        run = env.run
+        if run.done:
+            return
+        name = env.target
+        run.log.append((name, attempt, started, finished, usage))
+        run.outputs[name] = output
+        if run.listeners:
+            emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
+                "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE,
+            })
+        nxt = self.straight[name]
+        if nxt is not None and not self.cyclic:
+            # the common pipeline step, inlined: straight into the next node's queue
+            self.nodes[nxt].tell(Work(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, run)))
+        elif nxt is not None:
+            self.visit(run, nxt, output, name)
+        else:
+            spec = self.specs[name]
+            try:
+                firing = [(e, e.when is None or bool(e.when(output))) for e in spec.out_edges]
+            except Exception as exc:
+                edge = next(e for e in spec.out_edges if e.when is not None)
+                err = FormationRuntimeError(
+                    f"condition {edge.label or 'when'} on an edge out of {name!r} raised "
+                    f"{type(exc).__name__}: {exc}",
+                    node=name, attempts=attempt, run_id=run.id, outputs=run.outputs,
+                )
+                err.__cause__ = exc
+                self.supervision.give_up(run, spec, attempt, err)
+                return
+            for edge, fire in firing:
+                if edge.back:
+                    if fire:
+                        self.visit(run, edge.target, output, name)
+                elif fire:
+                    self.arrive(run, edge.target, name, output)
+                else:
+                    self.arrive_skip(run, edge.target, name, "did not fire")
+            if spec.is_sink and not self.cyclic:
+                self.finish_one(run, sink=True)
+        if self.cyclic:
+            self.finish_one(run)
+
+    def failed(
+        self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any
+    ) -> bool:
+        """A node raised: hand it to the supervisor. Returns True when the replica must
+        retire (the supervisor starts a fresh one)."""
+        if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
+            return False  # the attempt timed out before: it was abandoned already
+        run = work.run
+        if run.done:
+            # the run was cancelled or failed meanwhile: keep the record, nothing to retry
+            run.own("failures").append((work.target, attempt, started, finished, f"{type(exc).__name__}: {exc}"))
+            return False
+        self.tell_supervisor(AttemptFailed(work, attempt, exc, started, finished, actor.replica, True, actor))
+        return True
+
+    def wants_events(self, work: Work) -> bool:
+        run = work.envelope.run
+        return bool(run is not None and run.listeners)
+
+    def attempt_timeout(self, work: Work) -> float | None:
+        return self.specs[work.envelope.target].timeout
+
+    def agent_event(self, work: Work, event: StreamEvent) -> None:
+        env = work.envelope
+        t = event.type
+        run = env.run
+        if t is StreamEventType.TEXT_DELTA:
+            emit(run.listeners, FormationEventType.AGENT_TEXT, run.id, env.target, {"text": event.text or ""})
+        elif t is StreamEventType.TOOL_START and event.block is not None:
+            b = event.block
+            emit(run.listeners, FormationEventType.AGENT_TOOL_CALL, run.id, env.target,
+                 {"id": b.id, "name": b.name, "input": b.input})
+        elif t is StreamEventType.TOOL_END and event.block is not None:
+            b = event.block
+            emit(run.listeners, FormationEventType.AGENT_TOOL_RESULT, run.id, env.target,
+                 {"id": b.tool_use_id, "output": b.content, "is_error": b.is_error})
+
+    def settle(self, work: Work) -> bool:
+        """Claim the outcome of an attempt that has a timer; False when the timer won."""
+        with work.run.lock:
+            if work.settled:
+                return False
+            work.settled = True
+        if work.timer is not None:
+            work.timer.cancel()
+        return True
+
+    # -- joins and skips -----------------------------------------------------------------
+
+    def arrive(self, run: RunState, target: str, pred: str, value: Any) -> None:
+        tspec = self.specs[target]
+        if len(tspec.forward_preds) == 1:
+            self.visit(run, target, value, pred)
+            return
+        with run.lock:
+            joins = run.own("joins")
+            join = joins.get(target)
+            if join is None:
+                join = joins[target] = ({}, set())
+            values, resolved = join
+            values[pred] = value
+            resolved.add(pred)
+            if len(resolved) < len(tspec.forward_preds):
+                return
+            payload = dict(values)
+        self.visit(run, target, payload, pred)
+
+    def arrive_skip(self, run: RunState, target: str, pred: str, why: str) -> None:
+        tspec = self.specs[target]
+        if len(tspec.forward_preds) == 1:
+            self.skip(run, target, f"its only incoming edge, from {pred!r}, {why}")
+            return
+        with run.lock:
+            joins = run.own("joins")
+            join = joins.get(target)
+            if join is None:
+                join = joins[target] = ({}, set())
+            values, resolved = join
+            resolved.add(pred)
+            if len(resolved) < len(tspec.forward_preds):
+                return
+            payload = dict(values)
+        if payload:
+            self.visit(run, target, payload, pred)
+        else:
+            self.skip(run, target, "none of its incoming edges fired")
+
+    def skip(self, run: RunState, node: str, reason: str, error: str | None = None) -> None:
+        with run.lock:
+            skipped = run.own("skipped")
+            if node not in skipped:
+                skipped[node] = error
+        if run.listeners:
+            emit(run.listeners, FormationEventType.NODE_SKIPPED, run.id, node, {"reason": reason})
+        spec = self.specs[node]
+        for edge in spec.out_edges:
+            if not edge.back:
+                self.arrive_skip(run, edge.target, node, f"was not taken because {node!r} was skipped")
+        if spec.is_sink and not self.cyclic:
+            self.finish_one(run, sink=True)
+
+    # -- the end of a run ----------------------------------------------------------------
+
+    def finish_one(self, run: RunState, *, sink: bool = False) -> None:
+        """One unit of the run is over — a sink resolved (acyclic formations) or a visit
+        finished (cyclic ones); the last one completes the run."""
+        with run.lock:
+            if sink:
+                run.remaining -= 1
+                left = run.remaining
+            else:
+                run.pending -= 1
+                left = run.pending
+            if left or run.done:
+                return
+            run.done = True
+        self.complete(run)
+
+    def _claim(self, run: RunState) -> bool:
+        with run.lock:
+            if run.done:
+                return False
+            run.done = True
+            return True
+
+    def _resolved(self, run: RunState) -> Any:
+        if run.timer is not None:
+            run.timer.cancel()
+            run.timer = None  # its callback refers to the run
+        self.runs.pop(run.id, None)
+        # The result keeps the run (its traces are built from it on demand); the run lets
+        # go of the future, so no cycle keeps a finished run alive for the collector.
+        future, run.future = run.future, None
+        if type(future) is RunFuture:
+            future.detach()
+        return future
+
+    def complete(self, run: RunState) -> None:
+        sink = self.single_sink
+        if sink is not None:
+            outputs = {sink: run.outputs[sink]} if sink in run.outputs else {}
+            output = outputs.get(sink)
+        else:
+            outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
+            output = None
+        duration = time.perf_counter() - run.t0
+        result = FormationResult(run.id, output, outputs, run, duration)
+        future = self._resolved(run)
+        future.set_result(result)
+        if run.listeners:
+            emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
+                 {"duration_s": duration, "usage": result.usage, "result": result})
+
+    def fail_run(self, run: RunState, error: FormationRuntimeError, *, abandon: bool = False) -> None:
+        """Fail a run that has not finished. Agent and fleet work still in progress on it
+        is interrupted; with ``abandon`` (a run timeout) function attempts are abandoned
+        too, so the failure holds at the limit."""
+        if not self._claim(run):
+            return
+        future = self._resolved(run)
+        future.set_exception(error)
+        if run.listeners:
+            emit(run.listeners, FormationEventType.RUN_FAILED, run.id, error.node, {
+                "error": str(error), "exception": error, "duration_s": time.perf_counter() - run.t0,
+            })
+        if not self.closing:
+            self.release(run, f"run {run.id} failed", abandon=abandon)
+
+    def cancel_run(self, run_id: str) -> bool:
+        """Cancel a run that has not finished: resolve its future as cancelled, stop its
+        work in progress, emit ``run_cancelled``. False when it had already finished."""
+        run = self.runs.get(run_id)
+        if run is None or not self._claim(run):
+            return False
+        running = self.unfinished(run)
+        run.cancelled = tuple(running)
+        future = self._resolved(run)
+        if type(future) is RunFuture:
+            future.settle_cancelled()
+        else:
+            future.cancel()
+        self.release(run, f"run {run.id} was cancelled", abandon=True)
+        if run.listeners:
+            emit(run.listeners, FormationEventType.RUN_CANCELLED, run.id, None, {
+                "duration_s": time.perf_counter() - run.t0, "outputs": dict(run.outputs),
+                "unfinished": running, "nodes": run.traces(),
+            })
+        return True
+
+    def unfinished(self, run: RunState) -> list[str]:
+        """Nodes of ``run`` that started and have not finished, in node order."""
+        known = set(run.unfinished())
+        known.update(name for name, node in self.nodes.items() if node.working_on(run))
+        return [n for n in self.order if n in known]
+
+    def release(self, run: RunState, reason: str, *, abandon: bool) -> None:
+        """Stop the attempts of ``run`` still in progress (its result is no longer wanted):
+        agent and fleet sessions are interrupted; function attempts are abandoned when
+        ``abandon`` is set, else left to finish (their result is dropped)."""
+        for node in self.nodes.values():
+            node.release(run, reason, abandon=abandon)

@@ -1,0 +1,298 @@
+"""The formation contract and the problem finders: what a node or an edge may carry, and
+everything :meth:`Formation.validate` reports that is not about types.
+
+The declaration (:mod:`.graph`), the compiler (:mod:`.plan`) and the renderers
+(:mod:`.render`) all import from here, and this module imports none of them, so the
+declaration layer has no import cycle.
+
+The node attributes: ``kind="function", fn=<callable>`` | ``kind="agent", agent=<Agent>``
+| ``kind="fleet", agent=<Agent>, max_workers=<int>``, plus the policies ``retries``,
+``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits`` and, for agent and
+fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream output>``.
+
+Example:
+    >>> policy_problems("fetch", {"retries": -1})
+    ["node 'fetch': retries must be an int >= 0 (restarts after a failure), got -1"]
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import string
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import networkx as nx  # type: ignore[import-untyped]
+
+from ..agent import Agent
+from .typecheck import inspect_callable
+
+__all__ = [
+    "KINDS",
+    "NODE_ATTRS",
+    "OWNERS",
+    "POLICY_DEFAULTS",
+    "back_edges",
+    "cycle_problems",
+    "edge_label",
+    "edge_problems",
+    "node_problems",
+    "policy_problems",
+    "prompt_problems",
+    "quote",
+]
+
+KINDS = ("function", "agent", "fleet")
+"""The node kinds."""
+
+POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {"retries": 0, "backoff": 0.1, "timeout": None, "on_error": "fail", "concurrency": 1, "max_visits": 10}
+)
+"""Policy attributes any node may carry, with the defaults the plan applies."""
+
+_KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"}}
+NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", *POLICY_DEFAULTS})
+_ALIASES = {"retry": "retries", "func": "fn", "callable": "fn", "workers": "max_workers", "condition": "when", "predicate": "when"}
+_DECLARE = "declare it with add_function/add_agent/add_fleet"
+OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)", "max_workers": "fleet nodes (add_fleet)"}
+
+
+def edge_label(when: Any) -> str:
+    """The label of an edge carrying ``when``: the predicate's name, or ``"when"``."""
+    if when is None:
+        return ""
+    name = getattr(when, "__name__", None)
+    return name if isinstance(name, str) and name.isidentifier() else "when"
+
+
+def quote(names: Any) -> str:
+    """``'a', 'b'``: names quoted for messages."""
+    return ", ".join(repr(n) for n in names)
+
+
+def _unknown_attr(where: str, key: Any, known: frozenset[str]) -> list[str]:
+    if not isinstance(key, str) or key in known:
+        return []
+    guess = _ALIASES.get(key) if _ALIASES.get(key) in known else None
+    guess = guess or next(iter(difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)), None)
+    if guess is None:
+        return []  # a user's own attribute (a label, a colour): allowed
+    return [f"{where} has attribute {key!r}: did you mean {guess!r}? (rename it; unknown attributes are ignored)"]
+
+
+def _is_int(v: Any, low: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _is_seconds(v: Any, positive: bool) -> bool:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return False
+    return v > 0 if positive else v >= 0
+
+
+_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "retries": (lambda v: _is_int(v, 0), "an int >= 0 (restarts after a failure)"),
+    "backoff": (lambda v: _is_seconds(v, False), "a number of seconds >= 0 (base of the exponential backoff)"),
+    "timeout": (lambda v: v is None or _is_seconds(v, True), "a number of seconds > 0, or None for no timeout"),
+    "on_error": (lambda v: isinstance(v, str) and v in ("fail", "skip"), "'fail' or 'skip'"),
+    "concurrency": (lambda v: _is_int(v, 1), "an int >= 1"),
+    "max_visits": (lambda v: _is_int(v, 1), "an int >= 1 (visits per run, bounds cycles)"),
+    "max_workers": (lambda v: _is_int(v, 0), "an int >= 0 (0: one session per item, up to 100)"),
+    "prompt": (lambda v: v is None or isinstance(v, str), "a str template using {input}, or None"),
+}
+
+
+def policy_problems(node: Any, attrs: Mapping[str, Any]) -> list[str]:
+    """Problems with the policy values (and ``max_workers``, ``prompt``) in ``attrs``."""
+    out = []
+    for key, (ok, expected) in _RULES.items():
+        if key in attrs and not ok(attrs[key]):
+            out.append(f"node {node!r}: {key} must be {expected}, got {attrs[key]!r}")
+    return out
+
+
+def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]:
+    """Problems with one node's attributes, and whether its kind, ``fn`` and ``agent`` are
+    usable for the checks that follow (signatures, types)."""
+    if not isinstance(node, str):
+        return [f"node {node!r} has a {type(node).__name__} name; name every node with a str"], False
+    kind = attrs.get("kind")
+    if kind is None:
+        return [
+            f"node {node!r} has no kind: it was probably created by an edge to an undeclared node; "
+            f"{_DECLARE} or fix the edge's name"
+        ], False
+    if not isinstance(kind, str) or kind not in KINDS:
+        return [f"node {node!r} has unknown kind {kind!r}; use one of {quote(KINDS)}"], False
+    out = [p for key in attrs for p in _unknown_attr(f"node {node!r}", key, NODE_ATTRS)]
+    for key in sorted(set(attrs) & (NODE_ATTRS - {"kind", *POLICY_DEFAULTS}) - _KIND_ATTRS[kind]):
+        owners = " and ".join(k for k in KINDS if key in _KIND_ATTRS[k])
+        out.append(f"{kind} node {node!r} has {key}=, which only applies to {owners} nodes; remove it")
+    usable = True
+    if kind == "function" and not callable(attrs.get("fn")):
+        got = "no fn" if "fn" not in attrs else f"fn={type(attrs['fn']).__name__}, not callable"
+        out.append(f"function node {node!r} has {got}; set fn=<a callable taking the node's input>")
+        usable = False
+    elif kind != "function" and not isinstance(attrs.get("agent"), Agent):
+        got = "nothing" if "agent" not in attrs else type(attrs["agent"]).__name__
+        out.append(f"{kind} node {node!r} needs agent=<an Agent>, got {got}")
+        usable = False
+    return out + policy_problems(node, attrs), usable
+
+
+def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
+    """Problems with one edge's attributes (``when`` and close typos of it)."""
+    where = f"edge {u!r} → {v!r}"
+    out = [p for key in attrs for p in _unknown_attr(where, key, frozenset({"when"}))]
+    when = attrs.get("when")
+    if when is not None:
+        if not callable(when):
+            out.append(f"{where}: when must be a predicate on the output of {u!r}, got {type(when).__name__}")
+        elif not inspect_callable(when).accepts_one():
+            out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
+    return out
+
+
+def back_edges(graph: nx.DiGraph) -> set[tuple[Any, Any]]:
+    """The edges closing a cycle: an edge to a node on the stack of a depth-first search
+    started from the sources in graph order (then from any node left unvisited)."""
+    on_stack, done, back = set(), set(), set()
+    roots = [n for n in graph if graph.in_degree(n) == 0] + list(graph)
+    for root in roots:
+        if root in on_stack or root in done:
+            continue
+        on_stack.add(root)
+        stack = [(root, iter(graph.successors(root)))]
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if child in on_stack:
+                    back.add((node, child))
+                elif child not in done:
+                    on_stack.add(child)
+                    stack.append((child, iter(graph.successors(child))))
+                    break
+            else:
+                on_stack.discard(node)
+                done.add(node)
+                stack.pop()
+    return back
+
+
+def cycle_problems(graph: nx.DiGraph) -> list[str]:
+    """Cycles that nothing can end. (Reachability needs no check: in every strongly
+    connected component that nothing else reaches, the first node the depth-first search
+    enters has only back edges coming in, so it is a source, and every node is reached.)"""
+    out = []
+    plain = nx.DiGraph([(u, v) for u, v, w in graph.edges(data="when") if w is None])
+    for scc in nx.strongly_connected_components(plain):
+        if len(scc) > 1 or any(plain.has_edge(n, n) for n in scc):
+            start = next(n for n in graph if n in scc)
+            cycle = [u for u, _ in nx.find_cycle(plain.subgraph(scc), source=start)]
+            path = " → ".join(str(n) for n in [*cycle, cycle[0]])
+            out.append(f"cycle {path} has no conditional edge; add when= to one of its edges so it can end")
+    return out
+
+
+_CONVERSIONS = ("s", "r", "a")
+_SAMPLES: dict[Any, Any] = {str: "", int: 0, float: 0.0, bool: False}  # a value to try a format spec on
+_ACCESS = re.compile(r"\.([^.\[]*)|\[([^\]]*)\]")
+
+
+def _fields(template: str, depth: int = 0, top: str = "") -> list[tuple[str, str, str | None, int, str]]:
+    """Every replacement field of ``template`` as (field name, format spec, conversion,
+    depth, the top-level field shown as written), those nested in format specs included.
+    Raises ValueError when the template is malformed."""
+    out = []
+    for _, field, spec, conversion in string.Formatter().parse(template):
+        if field is not None:
+            shown = top or _show(field, spec or "", conversion)
+            out.append((field, spec or "", conversion, depth, shown))
+            if spec and "{" in spec:
+                out += _fields(spec, depth + 1, shown)
+    return out
+
+
+def _show(field: str, spec: str, conversion: str | None) -> str:
+    return "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+
+
+def prompt_problems(node: str, prompt: str, fields: Mapping[str, Any] | None) -> list[str]:
+    """Problems that would make ``prompt`` fail to render for every input, all of them:
+    malformed braces, positional fields, keys the input does not have, conversions other
+    than ``!s``/``!r``/``!a``, format specs the field's value cannot take, attributes the
+    input's text lacks, and fields nested too deep in format specs.
+
+    Args:
+        node: the node (for messages).
+        prompt: the template.
+        fields: the keys a dict or model input has, with their types (None when unknown);
+            ``{}`` for an input without keys; None when the keys are unknown (no key check).
+    """
+    try:
+        found = _fields(prompt)
+    except ValueError as exc:
+        return [f"node {node!r}: prompt is not a valid template ({exc}); write {{input}} for the input "
+                "and double literal braces: {{ and }}"]
+    out: list[str] = []
+    seen_keys: set[str] = set()
+    for field, spec, conversion, depth, top in found:
+        shown = _show(field, spec, conversion)
+        key = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if key not in seen_keys:
+            seen_keys.add(key)
+            out += _key_problems(node, key, fields)
+        if conversion is not None and conversion not in _CONVERSIONS:
+            out.append(f"node {node!r}: prompt field {shown} has conversion !{conversion}; use !s, !r or !a, or none")
+        if depth > 1:
+            out.append(f"node {node!r}: prompt field {top} nests fields "
+                       "two levels deep in its format spec, which Python cannot format; nest at most one level")
+            continue
+        if key == "input":  # the attribute is read before any conversion
+            out += _attribute_problems(node, field)
+        if conversion is not None or field == key:  # past an attribute or index the type is unknown
+            out += _spec_problems(node, shown, key, spec, conversion, fields)
+    return out
+
+
+def _key_problems(node: str, key: str, fields: Mapping[str, Any] | None) -> list[str]:
+    if key == "" or key.isdigit():
+        return [f"node {node!r}: prompt has a positional field {{{key}}}; name it: {{input}} "
+                "for the whole input, or a key of a dict or model input"]
+    if key != "input" and fields is not None and key not in fields:
+        why = f"has no such key (keys: {', '.join(sorted(fields))})" if fields else "is not a dict or a model"
+        return [f"node {node!r}: prompt uses {{{key}}} but the input {why}; use {{input}} or a key of the input"]
+    return []
+
+
+def _attribute_problems(node: str, field: str) -> list[str]:
+    # {input} is the input as text: reading an attribute a str lacks fails every run.
+    first = _ACCESS.match(field, len("input"))
+    attr = first.group(1) if first is not None else None
+    if attr is not None and not hasattr(str, attr):
+        return [f"node {node!r}: prompt field {{{field}}} reads attribute {attr!r} of the input's text (a str), "
+                "which has none; use {input}, or a key of a dict or model input"]
+    return []  # past the first access the value's type is unknown
+
+
+def _spec_problems(
+    node: str, shown: str, key: str, spec: str, conversion: str | None, fields: Mapping[str, Any] | None
+) -> list[str]:
+    if not spec or "{" in spec:
+        return []  # no spec, or one filled in per input
+    tp: Any = str
+    what = "the input's text"
+    if conversion is None and key != "input":
+        tp = (fields or {}).get(key)
+        what = f"the field {key!r}"
+    if not isinstance(tp, type) or tp not in _SAMPLES:
+        return []  # a type the check does not know: pydantic-dumped values vary
+    try:
+        format(_SAMPLES[tp], spec)
+    except ValueError as exc:
+        return [f"node {node!r}: prompt field {shown} has format spec {spec!r}, which {what} "
+                f"(a {tp.__name__}) does not take ({exc}); fix the spec or drop it"]
+    return []
