@@ -57,6 +57,10 @@ class Agent:
         skills: folders holding a ``SKILL.md`` (YAML front matter ``name`` and
             ``description``, then the instructions): adds the tool ``load_skill`` and a
             "Skills" section to the system prompt. Bad folders fail here, not at run time.
+        context_budget: the most (estimated) input tokens of one request; older turns are
+            left out of requests to stay under it (see :mod:`wingman_actors.context_budget`).
+        compactor: with ``context_budget``, a provider that summarises the left-out turns
+            into one message (one extra model call each time, counted in the usage).
     """
 
     name: str
@@ -75,6 +79,9 @@ class Agent:
     delegates: AgentRegistry | None = None
     max_delegation_depth: int = 3
     skills: Sequence[str | os.PathLike[str]] = ()
+    # Long sessions: fit every request to a token budget (context_budget.py).
+    context_budget: int | None = None
+    compactor: Provider | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -91,6 +98,16 @@ class Agent:
             )
         if self.max_tool_result_chars < 100:
             raise ValueError(f"agent {self.name!r}: max_tool_result_chars must be >= 100")
+        if self.context_budget is not None and (
+            isinstance(self.context_budget, bool) or not isinstance(self.context_budget, int) or self.context_budget < 256
+        ):
+            raise ValueError(
+                f"agent {self.name!r}: context_budget must be a number of tokens >= 256, got {self.context_budget!r}"
+            )
+        if self.compactor is not None and self.context_budget is None:
+            raise ValueError(
+                f"agent {self.name!r}: compactor= summarises what context_budget leaves out; set context_budget too"
+            )
         if isinstance(self.tools, str | bytes) or not isinstance(self.tools, Iterable):
             raise TypeError(f"agent {self.name!r}: tools must be a list of tools or built-in names")
         resolved = tuple(builtin_tool(t) if isinstance(t, str) else t for t in self.tools)

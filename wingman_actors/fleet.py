@@ -35,6 +35,7 @@ from ._fleet_loops import Dispatch, run_loop
 from .agent import Agent
 from .core import Message
 from .errors import AgentError, ErrorKind
+from .integrations import otel
 from .middleware import Middleware, RunContext
 from .result import Result
 from .session import Session
@@ -301,6 +302,8 @@ class Fleet:
                 result = self._run_task(index)
                 index = dispatch.take(finished=index)
                 deliver(result)
+
+        loop = otel.carry_context(loop)  # with OpenTelemetry, sessions nest under the caller's span
 
         threads: list[threading.Thread] = []
 

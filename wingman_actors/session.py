@@ -28,6 +28,7 @@ from typing import Any
 
 from .agent import Agent
 from .cancel import CancelToken, cancel_scope, current_token
+from .context_budget import ContextWindow
 from .core import (
     ContentBlock,
     InferenceRequest,
@@ -38,6 +39,7 @@ from .core import (
     Usage,
 )
 from .errors import AgentError, ErrorKind, ToolError
+from .integrations import otel
 from .middleware import RunContext
 from .result import ChildRun, Result, StepTrace, ToolCall, collect_child_runs
 from .structured import OutputSchema, OutputValidationError
@@ -116,7 +118,10 @@ class Session:
     persistent bash shell.
     """
 
-    __slots__ = ("__weakref__", "_busy", "_schema", "_token", "_tool_ctx", "_tools", "_work_dir", "agent", "history", "id")
+    __slots__ = (
+        "__weakref__", "_busy", "_schema", "_spans", "_token", "_tool_ctx", "_tools", "_window", "_work_dir", "agent",
+        "history", "id",
+    )
 
     def __init__(
         self,
@@ -139,6 +144,10 @@ class Session:
         self._tool_ctx: ToolContext | None = None
         self._busy = threading.Lock()
         self._token: CancelToken | None = None
+        self._spans: otel.SessionSpans | None = None
+        self._window = (
+            ContextWindow(agent.context_budget, agent.compactor, agent.name) if agent.context_budget is not None else None
+        )
 
     @property
     def work_dir(self) -> Path:
@@ -203,6 +212,9 @@ class Session:
             raise RuntimeError(
                 f"session {self.id} is already running a message; use one Session per concurrent conversation"
             )
+        spans: otel.SessionSpans | None = None
+        result: Result | None = None
+        failure: BaseException | None = None
         try:
             provider = self.agent.provider
             if provider is None:
@@ -216,18 +228,24 @@ class Session:
             token = CancelToken(timeout=timeout, parent=parent_token if parent_token is not None else current_token())
             self._token = token
             ctx = RunContext(self.agent, self.id, self.history, token)
+            spans = self._spans = otel.session_spans(self.agent.name, provider, self.id)
             try:
                 result = yield from self._loop(ctx, msg, stream)
             except AgentError as exc:
+                failure = exc
                 if stream:
                     yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind=exc.kind.value)
                 raise
             except Exception as exc:
+                failure = exc
                 if stream:
                     yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind="agent")
                 raise
             return result
         finally:
+            if spans is not None:
+                spans.end(result.usage if result is not None else None, failure)
+            self._spans = None
             self._token = None
             self._busy.release()
 
@@ -236,6 +254,7 @@ class Session:
         mws = self.agent.middleware
         for mw in mws:
             msg = mw.before_agent(ctx, msg) or msg
+        prompt_index = len(self.history)
         self.history.append(msg)
         instructions = self.agent.system_prompt
         if self._schema is not None:
@@ -263,10 +282,17 @@ class Session:
                 max_tokens=self.agent.max_tokens,
                 temperature=self.agent.temperature,
             )
+            if self._window is not None:
+                with cancel_scope(ctx.token):
+                    request, spent = self._fit(request, prompt_index, step, trace)
+                if spent is not None:
+                    usage = spent if usage is None else usage + spent
             for mw in mws:
                 request = mw.before_model(ctx, request) or request
             t0 = time.perf_counter()
-            if stream:
+            if self._spans is not None:
+                response = yield from self._traced_infer(self._spans, request, ctx.token, stream)
+            elif stream:
                 response = yield from self._infer_stream(request, ctx.token)
             else:
                 response = self._infer(request, ctx.token)
@@ -324,6 +350,26 @@ class Session:
                 result = mw.after_agent(ctx, result) or result
             return result
 
+    def _fit(
+        self, request: InferenceRequest, prompt_index: int, step: int, trace: list[StepTrace]
+    ) -> tuple[InferenceRequest, Usage | None]:
+        """Fit the request to the agent's context budget; a compaction goes into the trace
+        and its usage is returned."""
+        assert self._window is not None
+        t0 = time.perf_counter()
+        spans = self._spans
+        fitted = self._window.fit(request, prompt_index, call=spans.traced_call if spans is not None else None)
+        compaction = fitted.compaction
+        if compaction is None:
+            return fitted.request, None
+        trace.append(
+            StepTrace(
+                kind="model", name=f"compact {self._model_name(compaction)}", step=step, input=fitted.dropped,
+                output=compaction.text, usage=compaction.usage, duration_s=time.perf_counter() - t0,
+            )
+        )
+        return fitted.request, compaction.usage
+
     def _add_user_text(self, text: str) -> None:
         self.history.append(Message.user(text))
 
@@ -337,6 +383,22 @@ class Session:
         with cancel_scope(token):
             response = provider.run_inference(request)
         token.check()
+        return response
+
+    def _traced_infer(
+        self, spans: otel.SessionSpans, request: InferenceRequest, token: CancelToken, stream: bool
+    ) -> Generator[StreamEvent, None, InferenceResponse]:
+        chat = spans.chat(request)
+        try:
+            if stream:
+                response = yield from self._infer_stream(request, token)
+            else:
+                with chat.current():
+                    response = self._infer(request, token)
+        except BaseException as exc:
+            chat.failed(exc)
+            raise
+        chat.done(response)
         return response
 
     def _infer_stream(self, request: InferenceRequest, token: CancelToken) -> Generator[StreamEvent, None, InferenceResponse]:
@@ -454,35 +516,46 @@ class Session:
         return results
 
     def _execute(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float, list[ChildRun]]:
+        spans = self._spans
         with collect_child_runs() as children:
-            block, duration = self._execute_tool(call, tool_ctx)
+            if spans is None:
+                block, duration, _ = self._execute_tool(call, tool_ctx)
+            else:
+                found = self._tools.get(call.name or "")
+                with spans.tool(call, found.description if found is not None else "") as span:
+                    block, duration, error = self._execute_tool(call, tool_ctx)
+                    span.result(block, error)
         return block, duration, children
 
-    def _execute_tool(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float]:
+    def _execute_tool(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float, Exception | None]:
         t0 = time.perf_counter()
         name = call.name or ""
         tool = self._tools.get(name)
         call_id = call.id or ""
         if tool is None:
             text = f"unknown tool {name!r}; available tools: {', '.join(self._tools.names) or 'none'}"
-            return ContentBlock.tool_result_block(call_id, text, is_error=True), time.perf_counter() - t0
+            return ContentBlock.tool_result_block(call_id, text, is_error=True), time.perf_counter() - t0, None
+        error: Exception | None = None
         try:
             if tool_ctx.token is not None:
                 tool_ctx.token.check()
             out = tool.execute(dict(call.input or {}), tool_ctx)
             block = ContentBlock.tool_result_block(call_id, out if isinstance(out, str) else str(out))
         except ToolError as exc:
+            error = exc
             block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
         except AgentError as exc:
+            error = exc
             if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
                 block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
             else:
                 block = ContentBlock.tool_result_block(call_id, f"Error: {exc}", is_error=True)
         except Exception as exc:
+            error = exc
             block = ContentBlock.tool_result_block(
                 call_id, f"Error: tool {name!r} raised {type(exc).__name__}: {exc}", is_error=True
             )
-        return block, time.perf_counter() - t0
+        return block, time.perf_counter() - t0, error
 
     def _cap(self, block: ContentBlock) -> ContentBlock:
         text = block.content or ""

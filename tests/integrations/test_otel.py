@@ -1,0 +1,310 @@
+"""OpenTelemetry spans, checked with the SDK's in-memory exporter: names, parents, attributes."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason='needs opentelemetry-sdk: pip install -e ".[dev,otel]"')
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from opentelemetry.util._once import Once
+
+from wingman_actors import Agent, Fleet, Session, Task, tool
+from wingman_actors.core import InferenceResponse, Usage
+from wingman_actors.errors import AgentError, ErrorKind, ToolError
+from wingman_actors.integrations import otel
+from wingman_actors.testing import ScriptedProvider
+
+
+def _reset_globals() -> None:
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """A tracer provider exporting to memory, set globally as a user would, and unset after.
+
+    OpenTelemetry lets a process set its global provider once; the reset below is what
+    its own test utilities (opentelemetry-test-utils' reset_trace_globals) do.
+    """
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _reset_globals()
+    trace.set_tracer_provider(provider)
+    try:
+        yield exporter
+    finally:
+        provider.shutdown()
+        _reset_globals()
+        otel.capture_content(None)
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def refuse(why: str) -> str:
+    """Always fails."""
+    raise ToolError(f"refused: {why}")
+
+
+def _by_name(finished: tuple[ReadableSpan, ...]) -> dict[str, list[ReadableSpan]]:
+    out: dict[str, list[ReadableSpan]] = {}
+    for s in finished:
+        out.setdefault(s.name, []).append(s)
+    return out
+
+
+def _parent(span: ReadableSpan) -> int | None:
+    return span.parent.span_id if span.parent is not None else None
+
+
+def _id(span: Any) -> int:
+    return int(span.context.span_id) if hasattr(span, "context") else int(span.get_span_context().span_id)
+
+
+def test_a_session_with_a_tool_emits_agent_chat_and_tool_spans_nested_under_the_callers(
+    spans: InMemorySpanExporter,
+) -> None:
+    provider = ScriptedProvider([
+        InferenceResponse.of_tool_calls([("call-1", "add", {"a": 2, "b": 3})]), "5",
+    ], model="m-1")
+    tracer = trace.get_tracer("test")
+    with tracer.start_as_current_span("outer") as outer:
+        result = Session(Agent("calc", provider=provider, tools=[add])).run("2+3?")
+    got = _by_name(spans.get_finished_spans())
+    assert sorted(got) == ["chat m-1", "execute_tool add", "invoke_agent calc", "outer"]
+    (agent,) = got["invoke_agent calc"]
+    chats = got["chat m-1"]
+    (tool_span,) = got["execute_tool add"]
+    assert _parent(agent) == _id(outer)
+    assert [_parent(c) for c in chats] == [_id(agent)] * 2
+    assert _parent(tool_span) == _id(agent)
+    assert agent.attributes is not None and chats[0].attributes is not None and tool_span.attributes is not None
+    assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert agent.attributes["gen_ai.agent.name"] == "calc"
+    assert agent.attributes["gen_ai.provider.name"] == "scripted"
+    assert agent.attributes["gen_ai.request.model"] == "m-1"
+    assert agent.attributes["gen_ai.usage.input_tokens"] == result.usage.input_tokens
+    assert chats[0].attributes["gen_ai.operation.name"] == "chat"
+    assert chats[0].attributes["gen_ai.request.model"] == "m-1"
+    assert chats[0].kind is trace.SpanKind.CLIENT
+    assert sum(c.attributes["gen_ai.usage.output_tokens"] for c in chats) == result.usage.output_tokens  # type: ignore[index,misc]
+    assert chats[0].attributes["gen_ai.response.finish_reasons"] == ("tool_use",)
+    assert tool_span.attributes["gen_ai.operation.name"] == "execute_tool"
+    assert tool_span.attributes["gen_ai.tool.name"] == "add"
+    assert tool_span.attributes["gen_ai.tool.call.id"] == "call-1"
+    assert "error.type" not in tool_span.attributes
+    assert "gen_ai.input.messages" not in chats[0].attributes  # content is opt-in
+    assert "gen_ai.tool.call.arguments" not in tool_span.attributes
+
+
+def test_a_fleets_sessions_nest_under_the_span_current_at_run(spans: InMemorySpanExporter) -> None:
+    provider = ScriptedProvider(["ok"], cycle=True)
+    with trace.get_tracer("test").start_as_current_span("batch") as batch:
+        Fleet(Agent("worker", provider=provider), [Task(f"t{i}") for i in range(4)], max_workers=4).run()
+    got = _by_name(spans.get_finished_spans())
+    agents = got["invoke_agent worker"]
+    assert len(agents) == 4 and {_parent(a) for a in agents} == {_id(batch)}
+    assert sorted(_parent(c) or 0 for c in got["chat scripted"]) == sorted(_id(a) for a in agents)
+    assert len({a.context.trace_id for a in agents} | {batch.get_span_context().trace_id}) == 1
+
+
+def test_work_started_inside_a_tool_nests_under_the_tool_span_on_the_pool_thread(spans: InMemorySpanExporter) -> None:
+    inner = ScriptedProvider(["inner answer"], cycle=True)
+
+    @tool
+    def ask(question: str) -> str:
+        """Ask a helper agent."""
+        return Session(Agent("helper", provider=inner)).run(question).response
+
+    provider = ScriptedProvider([
+        InferenceResponse.of_tool_calls([("q1", "ask", {"question": "a"}), ("q2", "ask", {"question": "b"})]),
+        "done",
+    ])
+    Session(Agent("lead", provider=provider, tools=[ask])).run("go")
+    got = _by_name(spans.get_finished_spans())
+    tool_ids = {_id(s) for s in got["execute_tool ask"]}
+    helpers = got["invoke_agent helper"]
+    assert len(helpers) == 2 and {_parent(h) for h in helpers} == tool_ids
+    (lead,) = got["invoke_agent lead"]
+    assert {_parent(s) for s in got["execute_tool ask"]} == {_id(lead)}
+
+
+def test_a_tool_error_marks_its_span_with_error_type(spans: InMemorySpanExporter) -> None:
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls([("c1", "refuse", {"why": "no"})]), "ok"])
+    Session(Agent("a", provider=provider, tools=[refuse])).run("go")
+    (span,) = _by_name(spans.get_finished_spans())["execute_tool refuse"]
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes is not None and span.attributes["error.type"] == "tool"
+    assert [e.name for e in span.events] == ["exception"]
+
+
+def test_a_failed_model_call_is_recorded_on_the_chat_and_agent_spans(spans: InMemorySpanExporter) -> None:
+    provider = ScriptedProvider([AgentError("slow down", kind=ErrorKind.RATE_LIMIT)])
+    with pytest.raises(AgentError):
+        Session(Agent("a", provider=provider)).run("go")
+    got = _by_name(spans.get_finished_spans())
+    (chat,) = got["chat scripted"]
+    (agent,) = got["invoke_agent a"]
+    for span in (chat, agent):
+        assert span.status.status_code is StatusCode.ERROR
+        assert span.attributes is not None and span.attributes["error.type"] == "rate_limit"
+
+
+def test_message_content_is_recorded_only_when_opted_in(spans: InMemorySpanExporter) -> None:
+    otel.capture_content(True)
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls([("c1", "add", {"a": 1, "b": 1})]), "two"])
+    Session(Agent("a", instructions="Be exact.", provider=provider, tools=[add])).run("1+1?")
+    got = _by_name(spans.get_finished_spans())
+    first, second = got["chat scripted"]
+    assert first.attributes is not None and second.attributes is not None
+    assert '"content": "1+1?"' in str(first.attributes["gen_ai.input.messages"])
+    assert "Be exact." in str(first.attributes["gen_ai.system_instructions"])
+    assert '"name": "add"' in str(first.attributes["gen_ai.output.messages"])
+    assert '"content": "two"' in str(second.attributes["gen_ai.output.messages"])
+    (tool_span,) = got["execute_tool add"]
+    assert tool_span.attributes is not None
+    assert tool_span.attributes["gen_ai.tool.call.arguments"] == '{"a": 1, "b": 1}'
+    assert tool_span.attributes["gen_ai.tool.call.result"] == "2"
+
+
+def test_a_streamed_run_emits_the_same_spans(spans: InMemorySpanExporter) -> None:
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls([("c1", "add", {"a": 1, "b": 2})]), "3"])
+    stream = Session(Agent("s", provider=provider, tools=[add])).run_stream("1+2?")
+    list(stream)
+    got = _by_name(spans.get_finished_spans())
+    (agent,) = got["invoke_agent s"]
+    assert [_parent(s) for s in got["chat scripted"] + got["execute_tool add"]] == [_id(agent)] * 3
+
+
+def test_a_compaction_is_a_chat_span_of_the_compactor(spans: InMemorySpanExporter) -> None:
+    script = [InferenceResponse.of_tool_calls([(f"c{i}", "add", {"a": i, "b": 0})], text="x" * 2000) for i in range(8)]
+    compactor = ScriptedProvider(
+        [InferenceResponse.of_text("summary", usage=Usage(input_tokens=7, output_tokens=3))], cycle=True, model="small"
+    )
+    agent = Agent("long", provider=ScriptedProvider([*script, "end"]), tools=[add], context_budget=2_000,
+                  compactor=compactor)
+    Session(agent).run("go")
+    got = _by_name(spans.get_finished_spans())
+    (agent_span,) = got["invoke_agent long"]
+    compactions = got["chat small"]
+    assert compactions and {_parent(c) for c in compactions} == {_id(agent_span)}
+    assert compactions[0].attributes is not None and compactions[0].attributes["gen_ai.usage.input_tokens"] == 7
+
+
+def test_node_work_nests_sessions_under_the_workflow_span_and_tags_them(spans: InMemorySpanExporter) -> None:
+    workflow = otel.start_workflow("budget", "run-1")
+    assert workflow is not None and "traceparent" in workflow.carrier
+
+    def node_thread() -> None:  # a node actor's thread: it only has the envelope's carrier
+        with otel.node_work(workflow.carrier, "advisor", "run-1"):
+            Session(Agent("advisor", provider=ScriptedProvider(["ok"]))).run("go")
+
+    thread = threading.Thread(target=node_thread)
+    thread.start()
+    thread.join()
+    workflow.end()
+    got = _by_name(spans.get_finished_spans())
+    (run_span,) = got["invoke_workflow budget"]
+    (agent,) = got["invoke_agent advisor"]
+    (chat,) = got["chat scripted"]
+    assert _parent(agent) == _id(run_span)
+    for span in (agent, chat):
+        assert span.attributes is not None
+        assert (span.attributes["wingman.node"], span.attributes["wingman.run_id"]) == ("advisor", "run-1")
+
+
+def test_without_a_tracer_provider_sessions_make_no_spans() -> None:
+    assert otel.session_spans("a", ScriptedProvider(["x"]), "id") is None
+    assert otel.start_workflow("f", "r") is None
+
+    def fn() -> int:
+        return 1
+
+    assert otel.carry_context(fn) is fn
+    with otel.node_work({"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}, "n", "r"):
+        assert otel.session_spans("a", ScriptedProvider(["x"]), "id") is None
+
+
+_NO_OTEL = """
+import importlib.abc, sys
+class Hide(importlib.abc.MetaPathFinder):  # as if opentelemetry were not installed
+    def find_spec(self, name, path, target=None):
+        if name == "opentelemetry" or name.startswith("opentelemetry."):
+            raise ModuleNotFoundError(name)
+if {hide}:
+    sys.meta_path.insert(0, Hide())
+from wingman_actors import Agent, Fleet, Session, Task, tool
+from wingman_actors.core import InferenceResponse
+from wingman_actors.testing import ScriptedProvider
+
+@tool
+def add(a: int, b: int) -> int:
+    '''Add.'''
+    return a + b
+
+p = ScriptedProvider([InferenceResponse.of_tool_calls([("c1", "add", {{"a": 1, "b": 2}}), ("c2", "add", {{"a": 1, "b": 2}})]), "3"])
+assert Session(Agent("a", provider=p, tools=[add])).run("x").response == "3"
+Fleet(Agent("w", provider=ScriptedProvider(["ok"], cycle=True)), [Task("a"), Task("b")]).run()
+loaded = sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetry")
+print(loaded)
+"""
+
+
+@pytest.mark.parametrize("hide", [True, False], ids=["not-installed", "installed-but-unused"])
+def test_a_session_run_imports_nothing_of_opentelemetry(hide: bool) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_OTEL.format(hide=hide)], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_readme_telemetry_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"^```py\n(.*?)^```", readme, re.DOTALL | re.MULTILINE) if "set_tracer_provider" in b]
+    _reset_globals()
+    try:
+        exec(compile(block, "README.md[telemetry example]", "exec"), {"__name__": "readme_telemetry"})
+    finally:
+        trace.get_tracer_provider().shutdown()  # type: ignore[attr-defined]
+        _reset_globals()
+    printed = capsys.readouterr().out.strip()
+    assert printed == "['chat scripted', 'chat scripted', 'execute_tool add', 'invoke_agent calc']"
+    assert printed in block  # the README shows what it prints
+
+
+def test_delegated_agents_nest_under_the_delegate_tool_span(spans: InMemorySpanExporter) -> None:
+    from wingman_actors.orchestration import AgentRegistry
+
+    registry = AgentRegistry()
+    registry.register(Agent("poet", provider=ScriptedProvider(["Roses."])), description="Writes verse.")
+    registry.register(Agent("critic", provider=ScriptedProvider(["Short."])), description="Finds flaws.")
+    plan = InferenceResponse.of_tool_calls([("d1", "delegate", {"tasks": [
+        {"agent": "poet", "task": "A poem."}, {"agent": "critic", "task": "Judge it."},
+    ]})])
+    Session(Agent("lead", provider=ScriptedProvider([plan, "done"]), delegates=registry)).run("go")
+    got = _by_name(spans.get_finished_spans())
+    (delegate,) = got["execute_tool delegate"]
+    (lead,) = got["invoke_agent lead"]
+    assert _parent(delegate) == _id(lead)
+    for child in ("poet", "critic"):
+        (span,) = got[f"invoke_agent {child}"]
+        assert _parent(span) == _id(delegate)

@@ -1,0 +1,226 @@
+"""``mcp_tools``: an MCP server's tools as wingman-actors tools.
+
+Example:
+    >>> with mcp_tools(command=["python", "server.py"]) as tools:          # doctest: +SKIP
+    ...     agent = Agent("a", provider=provider, tools=tools)
+    >>> with mcp_tools(url="http://127.0.0.1:8000/mcp", headers={"Authorization": "Bearer ..."}) as tools:  # doctest: +SKIP
+    ...     ...
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import mcp_types
+from mcp import MCPError, StdioServerParameters
+
+from ...core import ToolDefinition
+from ...errors import AgentError, ToolError
+from ...tools.base import Tool, ToolContext
+from ._connection import Connection, MCPConnectionError, http_transport, stdio_transport
+
+__all__ = ["MCPConnectionError", "MCPTool", "mcp_tools"]
+
+_BAD_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class MCPTool:
+    """One tool of an MCP server, callable by any agent while its connection is open.
+
+    Arguments are checked against the server's input schema (with ``jsonschema``) before
+    the call, so a model gets a precise account of what it got wrong without a round trip.
+    The server's errors (``isError`` results, protocol errors, a crashed server, a call
+    that takes longer than the timeout) become :class:`~wingman_actors.errors.ToolError`,
+    which the session turns into an error result for the model.
+
+    Attributes:
+        name: the name the model sees (the server's, with ``prefix`` and unsafe
+            characters replaced by ``_``).
+        remote_name: the server's name for the tool.
+    """
+
+    def __init__(self, conn: Connection, spec: mcp_types.Tool, *, prefix: str = "") -> None:
+        self._conn = conn
+        self.remote_name = spec.name
+        self.name = (prefix + _BAD_NAME_CHARS.sub("_", spec.name))[:64]
+        self.description = spec.description or spec.title or ""
+        schema = dict(spec.input_schema or {"type": "object", "properties": {}})
+        self._definition = ToolDefinition(name=self.name, description=self.description, input_schema=schema)
+        validator_cls = jsonschema.validators.validator_for(schema)
+        try:
+            validator_cls.check_schema(schema)
+            self._validator: Any = validator_cls(schema)
+        except jsonschema.SchemaError:
+            self._validator = None  # the server's schema is broken: let the server judge
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """The definition sent to the model (the server's name, description and schema)."""
+        return self._definition
+
+    def execute(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        """Validate ``input`` against the server's schema, call the tool, render the result."""
+        self._validate(input)
+        try:
+            result = self._conn.call_tool(self.remote_name, input, ctx.token)
+        except AgentError:
+            raise  # the run was cancelled or timed out: the session handles it
+        except TimeoutError as exc:
+            raise ToolError(
+                f"MCP tool {self.name!r} did not answer within {self._conn.call_timeout:g}s ({exc}); "
+                "try a smaller request or another tool", tool=self.name,
+            ) from exc
+        except ConnectionError as exc:
+            raise ToolError(f"MCP tool {self.name!r} is unavailable: {exc}", tool=self.name) from exc
+        except MCPError as exc:
+            raise ToolError(f"MCP tool {self.name!r} failed: {exc.message} (code {exc.code})", tool=self.name) from exc
+        text = render_result(result)
+        if result.is_error:
+            raise ToolError(text or f"MCP tool {self.name!r} reported an error without a message", tool=self.name)
+        return text
+
+    def _validate(self, input: dict[str, Any]) -> None:
+        if self._validator is None:
+            return
+        errors = sorted(self._validator.iter_errors(input), key=lambda e: [str(p) for p in e.absolute_path])
+        if not errors:
+            return
+        problems = "; ".join(f"{'.'.join(str(p) for p in e.absolute_path) or '(input)'}: {e.message}" for e in errors[:10])
+        raise ToolError(
+            f"invalid arguments for tool {self.name!r}: {problems}. "
+            "Call it again with arguments matching its input schema.",
+            tool=self.name,
+        )
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            f"MCP tool {self.name!r} holds a live connection to {self._conn.label} and cannot be sent to another "
+            "process (e.g. the ray backend): open mcp_tools(...) where the agent runs, or use the threads backend"
+        )
+
+    def __repr__(self) -> str:
+        return f"<mcp tool {self.name} of {self._conn.label}>"
+
+
+def render_result(result: mcp_types.CallToolResult) -> str:
+    """The text a model receives for an MCP tool result.
+
+    Text blocks as they are; embedded text resources by their text; images, audio and
+    links as a one-line note. Structured content is sent as JSON when the result has no
+    text (servers that return both put the same data in the text, as the spec asks).
+    """
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, mcp_types.EmbeddedResource):
+            res = block.resource
+            text = getattr(res, "text", None)
+            parts.append(text if text is not None else f"[resource {res.uri} ({res.mime_type or 'binary'})]")
+        elif isinstance(block, mcp_types.ResourceLink):
+            parts.append(f"[resource link {block.uri}: {block.name}]")
+        elif isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
+            parts.append(f"[{block.type} {block.mime_type}, {len(block.data) * 3 // 4} bytes, not shown]")
+    if not parts and result.structured_content is not None:
+        return json.dumps(result.structured_content, ensure_ascii=False)
+    return "\n".join(parts)
+
+
+@contextmanager
+def mcp_tools(
+    command: Sequence[str] | None = None,
+    *,
+    url: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+    connect_timeout: float = 30.0,
+    prefix: str = "",
+    include: Iterable[str] | None = None,
+) -> Iterator[list[Tool]]:
+    """Connect to an MCP server and yield its tools; the connection closes with the block.
+
+    One connection serves every session that uses the tools, concurrently: MCP matches
+    answers to requests by id, and one server process (or HTTP session) is cheaper than
+    one per session. A server that keeps per-client state therefore shares it between
+    those sessions; open one ``mcp_tools`` block per session when that matters.
+
+    Args:
+        command: the server's command line, run as a subprocess speaking MCP over stdio,
+            e.g. ``["npx", "-y", "@modelcontextprotocol/server-everything"]``.
+        url: the server's streamable HTTP endpoint, e.g. ``"http://127.0.0.1:8000/mcp"``.
+        env: extra environment variables for the subprocess (stdio only).
+        cwd: the subprocess's working directory (stdio only).
+        headers: HTTP headers sent with every request, e.g. authorization (HTTP only).
+        timeout: seconds one tool call may take; a later answer is an error result.
+        connect_timeout: seconds to start the server and finish the handshake.
+        prefix: prepended to every tool name (to tell two servers' tools apart).
+        include: only these tools (by the server's names); all of them when None.
+
+    Yields:
+        The server's tools (:class:`MCPTool`), in the server's order.
+
+    Raises:
+        ValueError: neither or both of ``command`` and ``url``, or options of the other
+            transport, or ``include`` names a tool the server does not have.
+        MCPConnectionError: the server could not be started, reached or initialised.
+    """
+    if not timeout > 0 or not connect_timeout > 0:
+        raise ValueError(f"mcp_tools: timeout and connect_timeout must be > 0, got {timeout} and {connect_timeout}")
+    server, label = _target(command, url, env, cwd, headers)
+    conn = Connection(server, label, call_timeout=timeout)
+    specs = conn.open(connect_timeout)
+    try:
+        if include is not None:
+            wanted = list(include)
+            known = {s.name for s in specs}
+            missing = [n for n in wanted if n not in known]
+            if missing:
+                raise ValueError(
+                    f"MCP server {label} has no tool(s) {missing}; it has: {', '.join(sorted(known)) or 'none'}"
+                )
+            specs = [s for s in specs if s.name in wanted]
+        yield [MCPTool(conn, spec, prefix=prefix) for spec in specs]
+    finally:
+        conn.close()
+
+
+def _target(
+    command: Sequence[str] | None,
+    url: str | None,
+    env: Mapping[str, str] | None,
+    cwd: str | Path | None,
+    headers: Mapping[str, str] | None,
+) -> tuple[Any, str]:
+    if (command is None) == (url is None):
+        raise ValueError(
+            "mcp_tools needs exactly one of command=[...] (a server over stdio) or url=... "
+            "(a server over streamable HTTP)"
+        )
+    if command is not None:
+        if isinstance(command, str) or not command or not all(isinstance(c, str) for c in command):
+            raise ValueError(
+                f"mcp_tools: command must be a non-empty list of strings, e.g. ['python', 'server.py'], got {command!r}"
+            )
+        if headers is not None:
+            raise ValueError("mcp_tools: headers= applies to url=...; pass env= to a stdio server instead")
+        if cwd is not None and not Path(cwd).is_dir():
+            raise ValueError(f"mcp_tools: cwd {str(cwd)!r} is not an existing directory")
+        params = StdioServerParameters(
+            command=command[0], args=list(command[1:]), env=dict(env) if env is not None else None,
+            cwd=str(cwd) if cwd is not None else None,
+        )
+        return stdio_transport(params), " ".join(command)
+    assert url is not None
+    if env is not None or cwd is not None:
+        raise ValueError("mcp_tools: env= and cwd= apply to command=[...]; an HTTP server runs elsewhere")
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"mcp_tools: url must start with http:// or https://, got {url!r}")
+    return http_transport(url, headers), url
