@@ -10,8 +10,10 @@ findings to a shared blackboard, and a later step reads them.
   children's usage is part of the orchestrator's.
 
 Part 1 runs the orchestrator in a session and prints the tree; part 2 runs the same team
-as a formation node followed by a function node that reads the blackboard (captured in a
-closure). All models are ``ScriptedProvider``s: offline and deterministic.
+as a formation node followed by a function node that reads the blackboard: the run shares
+its board (``formation.run(..., blackboard=board)``) with the lead, whose
+``blackboard_tools("team")`` write to it, and with the function, which takes it as its
+``blackboard`` parameter. All models are ``ScriptedProvider``s: offline and deterministic.
 
 Run it with::
 
@@ -24,7 +26,7 @@ import json
 
 from wingman_actors import Agent, Formation, Session
 from wingman_actors.core import InferenceRequest, InferenceResponse
-from wingman_actors.orchestration import AgentRegistry, Blackboard
+from wingman_actors.orchestration import AgentRegistry, Blackboard, blackboard_tools
 from wingman_actors.testing import ScriptedProvider
 
 
@@ -55,8 +57,9 @@ def risk_model(request: InferenceRequest) -> str:
     return f"{topic.capitalize()} depend on sunny weather."
 
 
-def build_team(board: Blackboard) -> Agent:
-    """The orchestrator, its two specialists, and the blackboard tools."""
+def build_team(board: Blackboard | None = None) -> Agent:
+    """The orchestrator, its two specialists, and the blackboard tools: on ``board``, or
+    on the board of the run the agent serves (``blackboard_tools``) when there is none."""
     registry = AgentRegistry()
     registry.register(Agent("market", provider=ScriptedProvider([market_model], cycle=True)),
                       description="Sizes markets.")
@@ -67,7 +70,7 @@ def build_team(board: Blackboard) -> Agent:
         instructions="Split the question between the specialists, then record what they found.",
         provider=ScriptedProvider([lead_model], cycle=True),
         delegates=registry,
-        tools=board.tools("team"),
+        tools=board.tools("team") if board is not None else blackboard_tools("team"),
     )
 
 
@@ -87,20 +90,21 @@ def part_one() -> None:
     print(f"  blackboard: {board.to_dict()}")
 
 
+def report(answer: str, blackboard: Blackboard) -> str:
+    """The later step: read what the lead wrote to the run's board (there once it finished)."""
+    findings = blackboard.watch("findings", timeout=1.0)
+    return "\n".join(f"  {who}: {what}" for who, what in sorted(findings.items()))
+
+
 def part_two() -> None:
-    board = Blackboard()
-
-    def report(answer: str) -> str:
-        """The later step: read what the lead wrote (it is there once the lead finished)."""
-        findings = board.watch("findings", timeout=1.0)
-        return "\n".join(f"  {who}: {what}" for who, what in sorted(findings.items()))
-
-    formation = Formation("review").add_agent("lead", build_team(board)).add_function("report", report)
+    formation = Formation("review").add_agent("lead", build_team()).add_function("report", report)
     formation.connect("lead", "report")
-    result = formation.run("solar kettles")
+    board = Blackboard()
+    result = formation.run("solar kettles", blackboard=board)
     print("\nPart 2: a formation, lead → report")
     print(result.output)
     print(f"  lead node usage: {result.nodes['lead'].usage.total_tokens} tokens (delegates included)")
+    print(f"  blackboard keys after the run: {board.keys()}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import logging
 import queue
@@ -307,14 +308,16 @@ class Fleet:
         threads: list[threading.Thread] = []
 
         def start_loop(i: int) -> Future[None]:
+            # Each worker runs in a copy of the caller's context, so context variables
+            # (the active blackboard of a formation run, say) reach its sessions.
             if self.executor is not None:
-                return self.executor.submit(loop)
+                return self.executor.submit(contextvars.copy_context().run, loop)
             # Plain threads, one per loop, rather than a ThreadPoolExecutor: the pool's
             # hand-off through its work queue makes starting 100 workers take half as long
             # again, and every worker started late delays its whole chain of tasks.
             fut: Future[None] = Future()
             thread = threading.Thread(
-                target=run_loop, args=(loop, fut), name=f"wingman-fleet-{self.agent.name}-{i}", daemon=True
+                target=contextvars.copy_context().run, args=(run_loop, loop, fut), name=f"wingman-fleet-{self.agent.name}-{i}", daemon=True
             )
             thread.start()
             threads.append(thread)

@@ -32,6 +32,7 @@ from .actors.envelope import Envelope, EnvelopeType, new_envelope
 from .actors.nodes import AgentActor, FleetActor, FunctionActor, NodeActor
 from .errors import FormationRuntimeError
 from .formation.result import NodeStatus, NodeTrace
+from .orchestration.blackboard import Blackboard
 from .providers.base import Provider
 from .providers.scripted import ScriptedProvider
 
@@ -171,6 +172,7 @@ def run_node(
     *,
     provider: Provider | None = None,
     timeout: float = 30.0,
+    blackboard: Blackboard | None = None,
     **overrides: Any,
 ) -> NodeRun:
     """Run node ``name`` of ``formation`` alone: start its actor, send it ``input``, wait
@@ -186,6 +188,8 @@ def run_node(
         input: what the node receives (for a fan-in node: the dict keyed by predecessor).
         provider: replaces the provider of an agent or fleet node's agent.
         timeout: seconds to wait for the reply.
+        blackboard: the board the node shares (its ``blackboard`` parameter, or
+            ``current_blackboard()`` for agents), as in a formation run given one.
         **overrides: replace node attributes for this run: ``fn``, ``agent``, ``prompt``,
             ``max_workers``.
 
@@ -206,12 +210,12 @@ def run_node(
             raise TypeError(f"node {name!r} is a function node: it has no provider to override")
         agent = agent.with_overrides(provider=provider)
     reply: Future[Envelope] = Future()
-    common: dict[str, Any] = {"name": name, "reply_to": reply.set_result}
+    common: dict[str, Any] = {"name": name, "reply_to": reply.set_result, "blackboard": blackboard}
     actor: NodeActor
     if spec.kind == "function":
         assert spec.fn is not None
         actor = start_actor(FunctionActor, spec.fn, mode=spec.input_mode, input_adapter=spec.input_adapter,
-                            kwarg_adapters=spec.kwarg_adapters, **common)
+                            kwarg_adapters=spec.kwarg_adapters, board_param=spec.blackboard, **common)
     elif spec.kind == "agent":
         assert agent is not None
         actor = start_actor(AgentActor, agent, prompt=spec.prompt, **common)

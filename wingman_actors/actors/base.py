@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import pykka
 
 from ..core import StreamEvent, Usage
+from ..orchestration.blackboard import Blackboard, use_blackboard
 from .envelope import Envelope, EnvelopeType, Work
 
 __all__ = ["STOP", "NodeActor", "NodeObserver", "ReplyTo"]
@@ -66,6 +67,8 @@ class NodeActor(pykka.ThreadingActor):
         reply_to: where replies go: an actor ref (or anything with ``tell``) or a callable.
         observer: runtime hooks (formations set it; standalone actors leave it None).
         replica: index of this replica when a node runs several.
+        blackboard: the board active while this actor works (``current_blackboard()``)
+            when the work belongs to no formation run; inside a formation, the run's board.
     """
 
     # Daemon threads: an attempt abandoned in stuck user code must not keep the
@@ -81,9 +84,11 @@ class NodeActor(pykka.ThreadingActor):
         replica: int = 0,
         notify_start: bool = False,
         inbox: queue.SimpleQueue[Any] | None = None,
+        blackboard: Blackboard | None = None,
     ) -> None:
         super().__init__()
         self.name = name
+        self.blackboard = blackboard
         self.observer = observer
         self.replica = replica
         self.notify_start = notify_start
@@ -205,8 +210,13 @@ class NodeActor(pykka.ThreadingActor):
         if observer is not None and (self.notify_start or run.listeners):
             observer.started(work)
         started = time.perf_counter()
+        board = self.blackboard if run is None else getattr(run, "blackboard", None)
         try:
-            output, usage = self.process(work)
+            if board is None:
+                output, usage = self.process(work)
+            else:  # agents' blackboard_tools and their delegates see the run's board
+                with use_blackboard(board):
+                    output, usage = self.process(work)
         except Exception as exc:
             self.current = None
             if observer is not None:

@@ -10,10 +10,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..core import Usage
 from ..errors import PayloadError
+from ..orchestration.blackboard import current_blackboard
 from .base import NodeActor
 from .envelope import Work
 
 __all__ = ["FunctionActor"]
+
+_NO_BOARD: dict[str, Any] = {}  # never written: the keywords of a call without the board
 
 
 class FunctionActor(NodeActor):
@@ -25,6 +28,9 @@ class FunctionActor(NodeActor):
             (``fn(**{pred: value})``).
         input_adapter: validates the payload in ``single``/``dict`` mode (None: no check).
         kwarg_adapters: validates each keyword argument in ``kwargs`` mode.
+        board_param: ``required`` or ``optional`` when ``fn`` takes the run's blackboard
+            as its ``blackboard`` keyword (optional: not passed when there is no board, so
+            its default applies); ``none`` otherwise.
     """
 
     def __init__(
@@ -35,6 +41,7 @@ class FunctionActor(NodeActor):
         mode: str = "single",
         input_adapter: TypeAdapter[Any] | None = None,
         kwarg_adapters: Mapping[str, TypeAdapter[Any] | None] | None = None,
+        board_param: str = "none",
         **kwargs: Any,
     ) -> None:
         super().__init__(name or str(getattr(fn, "__name__", "function")), **kwargs)
@@ -42,6 +49,7 @@ class FunctionActor(NodeActor):
         self.mode = mode
         self.input_adapter = input_adapter
         self.kwarg_adapters = dict(kwarg_adapters or {})
+        self.board_param = board_param
         self._fast_type = _plain_class(input_adapter)
         self._required: frozenset[str] = frozenset()
         if mode == "kwargs":
@@ -52,10 +60,22 @@ class FunctionActor(NodeActor):
             self._required = frozenset(
                 p.name for p in params
                 if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                and not (p.name == "blackboard" and board_param != "none")
             )
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
         payload = env.payload
+        board = _NO_BOARD
+        if self.board_param != "none":
+            found = current_blackboard()  # the run's board, made active by handle_work
+            if found is not None:
+                board = {"blackboard": found}
+            elif self.board_param == "required":
+                raise PayloadError(
+                    f"function node {self.name!r} takes a 'blackboard' parameter but no blackboard was "
+                    "shared; pass blackboard=Blackboard() (to the formation, or to the actor), or give the "
+                    "parameter a default"
+                )
         if self.mode == "kwargs":
             args = dict(payload)
             missing = self._required - args.keys()
@@ -68,11 +88,11 @@ class FunctionActor(NodeActor):
             for key, adapter in self.kwarg_adapters.items():
                 if adapter is not None and key in args:
                     args[key] = self._check(adapter, args[key], f"edge {key!r} → {self.name!r}", key)
-            return self.fn(**args), None
+            return self.fn(**args, **board), None
         adapter = self.input_adapter
         if adapter is not None and type(payload) is not self._fast_type:
             payload = self._check(adapter, payload, f"edge {env.sender!r} → {self.name!r}", None)
-        return self.fn(payload), None
+        return self.fn(payload, **board), None
 
     def _check(self, adapter: TypeAdapter[Any], value: Any, edge: str, param: str | None) -> Any:
         try:

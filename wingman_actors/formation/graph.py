@@ -29,6 +29,7 @@ import networkx as nx  # type: ignore[import-untyped]
 
 from ..agent import Agent
 from ..errors import FormationSetupError
+from ..orchestration.blackboard import Blackboard
 from ..providers.base import Provider
 from .events import FormationEvent
 from .plan import Plan, compile_plan
@@ -197,6 +198,7 @@ class Formation:
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
+        blackboard: Blackboard | None = None,
     ) -> RunningFormation:
         """Validate, then start every node actor and the supervisor.
 
@@ -207,13 +209,19 @@ class Formation:
                 directory).
             backend: where the node actors live: ``"threads"`` (Pykka actors on threads of
                 this process, the default); any other name is a ``FormationSetupError``.
+            blackboard: a :class:`~wingman_actors.orchestration.Blackboard` shared with every
+                node of every run submitted without its own (``submit(..., blackboard=...)``
+                gives one run its own board): function nodes with a ``blackboard``
+                parameter receive it; agent and fleet nodes, and the agents they delegate
+                to, see it as ``current_blackboard()`` (what ``blackboard_tools`` act on).
 
         Returns:
             The running formation: ``submit(input) -> Future[FormationResult]``; use it
             as a context manager so it stops.
         """
         return RunningFormation(
-            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir, backend=backend
+            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
+            blackboard=blackboard,
         ).start()
 
     def run(
@@ -225,17 +233,19 @@ class Formation:
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
+        blackboard: Blackboard | None = None,
     ) -> FormationResult:
         """Start, run ``input`` through, stop. ``timeout`` bounds the whole run;
-        ``backend`` is as for :meth:`start`.
+        ``backend`` and ``blackboard`` (shared with every node) are as for :meth:`start`.
 
         Raises:
-            FormationSetupError: the formation is not valid.
+            FormationSetupError: the formation is not valid, or a function node takes a
+                ``blackboard`` parameter without a default and no board was given.
             FormationRuntimeError: the run failed (node, attempts, run id, partial outputs).
         """
         return run_once(
             self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
-            backend=backend,
+            backend=backend, blackboard=blackboard,
         )
 
     def run_stream(
@@ -245,10 +255,14 @@ class Formation:
         timeout: float | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        blackboard: Blackboard | None = None,
     ) -> Iterator[FormationEvent]:
         """Start, run ``input``, yield its events (ending with ``run_finished``, whose
-        ``data["result"]`` is the result, or ``run_failed``), stop."""
-        return run_stream(self.validate(), input, timeout=timeout, provider=provider, work_dir=work_dir)
+        ``data["result"]`` is the result, or ``run_failed``), stop. ``blackboard`` is as
+        for :meth:`start`."""
+        return run_stream(
+            self.validate(), input, timeout=timeout, provider=provider, work_dir=work_dir, blackboard=blackboard
+        )
 
     def to_mermaid(self) -> str:
         """The formation as a Mermaid flowchart (works on an invalid formation too)."""

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 
 from ..agent import Agent
 from ..errors import FormationSetupError
+from .board_param import BoardNeed, board_param
 from .typecheck import (
     CallableInfo,
     adapter_for,
@@ -85,6 +86,8 @@ class NodeSpec:
         output_type: the declared output type, None when unknown.
         out_edges: all outgoing edges (forward and back), in graph order.
         is_sink: no outgoing forward edges: the output is a run output.
+        blackboard: whether the function takes the run's blackboard (its ``blackboard``
+            parameter): ``none``, ``required`` or ``optional`` (has a default).
     """
 
     name: str
@@ -108,6 +111,7 @@ class NodeSpec:
     out_edges: tuple[EdgeSpec, ...]
     is_source: bool
     is_sink: bool
+    blackboard: BoardNeed = "none"
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +274,10 @@ def compile_plan(formation: Formation) -> Plan:
     sources = [n for n in graph if not fwd[n]]
     problems += cycle_problems(graph)
     infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] == "function"}
+    boards: dict[str, BoardNeed] = {}
+    for n in infos:  # the blackboard parameter is not an input: match inputs without it
+        infos[n], boards[n], found = board_param(n, usable[n]["fn"], infos[n], fwd[n])
+        problems += found
     types = {n: _output_type(a, infos.get(n)) for n, a in usable.items()}
     inputs: dict[str, _Inputs] = {}
     for n, attrs in usable.items():
@@ -288,7 +296,7 @@ def compile_plan(formation: Formation) -> Plan:
             problems += prompt_problems(n, attrs["prompt"], fields)
     if problems:
         raise FormationSetupError(name, problems)
-    return _build(name, graph, sources, back, fwd, bwd, types, inputs)
+    return _build(name, graph, sources, back, fwd, bwd, types, inputs, boards)
 
 
 def _build(
@@ -300,6 +308,7 @@ def _build(
     bwd: Mapping[str, list[str]],
     types: Mapping[str, Any],
     inputs: Mapping[str, _Inputs],
+    boards: Mapping[str, BoardNeed],
 ) -> Plan:
     edges = tuple(EdgeSpec(u, v, w, (u, v) in back, edge_label(w)) for u, v, w in graph.edges(data="when"))
     out_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
@@ -338,6 +347,7 @@ def _build(
             out_edges=tuple(out_edges[n]),
             is_source=n in sources,
             is_sink=not any(not e.back for e in out_edges[n]),
+            blackboard=boards.get(n, "none"),
         )
     sinks = tuple(n for n in graph if nodes[n].is_sink)
     return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges)

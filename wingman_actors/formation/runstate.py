@@ -46,7 +46,7 @@ class RunState:
     """
 
     __slots__ = (
-        "cancelled", "done", "failures", "future", "id", "input", "joins", "listeners", "lock", "log",
+        "blackboard", "cancelled", "done", "failures", "future", "id", "input", "joins", "listeners", "lock", "log",
         "order", "outputs", "pending", "remaining", "skipped", "t0", "timer", "visits", "wall0",
     )
 
@@ -75,6 +75,7 @@ class RunState:
         self.t0 = time.perf_counter()
         self.wall0 = _wall_offset + self.t0
         self.timer: Any = None
+        self.blackboard: Any = None  # the Blackboard its nodes share (submit's, else start's), if any
         # Created on first use: a straight pipeline run never needs them.
         self.joins: dict[str, tuple[dict[str, Any], set[str]]] = _EMPTY_JOINS
         self.visits: dict[str, int] = _EMPTY_VISITS

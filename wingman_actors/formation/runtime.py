@@ -25,7 +25,8 @@ from ..actors.address import start_actor
 from ..actors.nodes import AgentActor, FleetActor, FunctionActor
 from ..actors.scheduler import Scheduler
 from ..backends import Backend, NodeRecipe, new_backend
-from ..errors import FormationRuntimeError, NodeTimeoutError
+from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutError
+from ..orchestration.blackboard import Blackboard
 from ..providers.base import Provider
 from .events import FormationEvent, FormationEventType, emit
 from .future import RunFuture
@@ -50,7 +51,8 @@ class RunningFormation:
 
     Use it as a context manager, or call :meth:`stop`. Many runs can be in flight at once;
     each future has a ``run_id``, and ``future.cancel()`` (or :meth:`cancel`) stops its
-    run, queued or in flight.
+    run, queued or in flight. A ``blackboard`` given here is shared by every node of every
+    run submitted without one of its own (``submit(..., blackboard=...)``).
 
     Example:
         >>> with formation.start() as running:                          # doctest: +SKIP
@@ -66,7 +68,9 @@ class RunningFormation:
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
+        blackboard: Blackboard | None = None,
     ) -> None:
+        self._blackboard = _check_board(blackboard)
         self.plan = plan
         self.name = plan.name
         self._work_dir = work_dir
@@ -111,7 +115,7 @@ class RunningFormation:
         if spec.kind == "function":
             recipe = NodeRecipe(spec.name, FunctionActor, (spec.fn,), {
                 "mode": spec.input_mode, "input_adapter": spec.input_adapter,
-                "kwarg_adapters": spec.kwarg_adapters, **common,
+                "kwarg_adapters": spec.kwarg_adapters, "board_param": spec.blackboard, **common,
             })
         else:
             assert spec.agent is not None  # the plan guarantees it for agent and fleet nodes
@@ -162,23 +166,39 @@ class RunningFormation:
     # -- runs -------------------------------------------------------------------------
 
     def submit(
-        self, input: Any, *, timeout: float | None = None, on_event: EventListener | None = None
+        self,
+        input: Any,
+        *,
+        timeout: float | None = None,
+        on_event: EventListener | None = None,
+        blackboard: Blackboard | None = None,
     ) -> Future[FormationResult]:
         """Start one run on ``input``.
+
+        ``blackboard`` is this run's own board (shared by its nodes only); without one, the
+        run shares the board given to ``start()``, if any, with every other such run.
 
         Returns:
             A ``concurrent.futures.Future`` with a ``run_id`` attribute; it resolves to
             the run's :class:`FormationResult`, fails with
             :class:`FormationRuntimeError`, or is cancelled by ``future.cancel()``.
+
+        Raises:
+            FormationSetupError: a function node takes a ``blackboard`` parameter without a
+                default and the run has no board.
         """
         if self._stopped or not self._started:
             raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        board = self._blackboard if blackboard is None else _check_board(blackboard)
+        if board is None:
+            _require_no_board(self.plan)
         listeners = self._listeners if on_event is None else [*self._listeners, on_event]
         run_id = f"{self._prefix}-{next(self._seq)}"
         future = RunFuture(run_id, self.cancel)  # taken now: the run may finish, and drop it, before we return
         run = RunState(run_id, input, listeners, len(self.plan.sinks), self.plan.order, future)
+        run.blackboard = board
         self._runs[run_id] = run
         if timeout is not None:
             run.timer = self._scheduler.call_later(timeout, lambda: self._run_timeout(run, timeout))
@@ -224,6 +244,26 @@ class RunningFormation:
             yield from node.actors()
 
 
+def _check_board(board: Any) -> Blackboard | None:
+    if board is not None and not isinstance(board, Blackboard):
+        raise TypeError(
+            f"blackboard must be a wingman_actors.orchestration.Blackboard, got {type(board).__name__}"
+        )
+    return board
+
+
+def _require_no_board(plan: Plan) -> None:
+    needy = [n for n, spec in plan.nodes.items() if spec.blackboard == "required"]
+    if needy:
+        raise FormationSetupError(plan.name, [
+            f"function node {n!r} takes a 'blackboard' parameter without a default, but no blackboard "
+            "was given; pass one (Formation.run(..., blackboard=Blackboard()), Formation.start(blackboard=...) "
+            "or submit(..., blackboard=...)), or give the parameter a default "
+            "(`blackboard: Blackboard | None = None`)"
+            for n in needy
+        ])
+
+
 # Started formations not yet stopped (strong references: their threads are running
 # anyway); a forgotten one is stopped at interpreter exit.
 _live: set[RunningFormation] = set()
@@ -252,10 +292,15 @@ def run_once(
     provider: Provider | None = None,
     work_dir: str | Path | None = None,
     backend: str = "threads",
+    blackboard: Blackboard | None = None,
 ) -> FormationResult:
     """Start the formation, run ``input`` through it, stop it; return the result or raise
     :class:`FormationRuntimeError`."""
-    running = RunningFormation(plan, on_event=on_event, provider=provider, work_dir=work_dir, backend=backend)
+    if _check_board(blackboard) is None:
+        _require_no_board(plan)  # before any actor starts
+    running = RunningFormation(
+        plan, on_event=on_event, provider=provider, work_dir=work_dir, backend=backend, blackboard=blackboard
+    )
     with running.start():
         return running.submit(input, timeout=timeout).result()
 
@@ -268,13 +313,16 @@ def run_stream(
     provider: Provider | None = None,
     work_dir: str | Path | None = None,
     backend: str = "threads",
+    blackboard: Blackboard | None = None,
 ) -> Iterator[FormationEvent]:
     """Start the formation, run ``input``, and yield its events until ``run_finished``
     (whose ``data["result"]`` is the :class:`FormationResult`) or ``run_failed`` (whose
     ``data["exception"]`` is the error); the formation is stopped when the generator ends,
     also when the consumer stops early."""
     events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
-    running = RunningFormation(plan, provider=provider, work_dir=work_dir, backend=backend)
+    if _check_board(blackboard) is None:
+        _require_no_board(plan)
+    running = RunningFormation(plan, provider=provider, work_dir=work_dir, backend=backend, blackboard=blackboard)
     with running.start():
         running.submit(input, timeout=timeout, on_event=events.put)
         while True:

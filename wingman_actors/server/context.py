@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from ..agent import Agent
 from ..core import Message
 from ..errors import AgentError, ErrorKind
 from ..middleware import Middleware, RunContext
+from ..orchestration import AgentRegistry
 from ..providers import get_provider_meta, list_providers, new_provider
 from ..providers.base import Provider
 from ..session import Session
@@ -27,6 +28,7 @@ from .functions import FunctionRegistry
 from .redact import Redactor
 from .schemas import AgentOut
 from .store import Store
+from .team import build_team, check_team, skill_paths
 from .threads import WorkerPool
 
 __all__ = ["ProviderCache", "ServerContext"]
@@ -295,6 +297,7 @@ class ServerContext:
                 "options.api_key",
                 "keys are not stored on agents; store the provider's key with " + _AUTH_HINT.format(p=agent.provider),
             )
+        check_team(self, agent)
         if agent.provider is None:
             return
         known = [m.id for m in list_providers()]
@@ -356,15 +359,19 @@ class ServerContext:
             options = self._confined_options(provider, self._options(record))
         return self.keyed_options(provider, options)
 
-    @contextmanager
-    def runnable_agent(self, record: AgentOut) -> Iterator[Agent]:
+    def runnable_agent(self, record: AgentOut) -> AbstractContextManager[Agent]:
         """The stored agent as an :class:`Agent`, its provider (shared with the agent's other
-        runs, see :class:`ProviderCache`) built with the key from the auth store.
+        runs, see :class:`ProviderCache`) built with the key from the auth store, its skills
+        loaded and its delegates (built the same way) registered.
 
         Raises:
-            ApiError: 400 when the agent has no provider, its provider needs a key the auth
-                store lacks, or its configuration no longer builds.
+            ApiError: 400 when the agent (or a delegate) has no provider, its provider needs
+                a key the auth store lacks, or its configuration no longer builds.
         """
+        return build_team(self, record, self._one_agent)
+
+    @contextmanager
+    def _one_agent(self, record: AgentOut, delegates: AgentRegistry | None) -> Iterator[Agent]:
         if not record.provider:
             raise ApiError(
                 400,
@@ -381,7 +388,8 @@ class ServerContext:
             try:
                 agent = Agent(
                     record.name, instructions=record.instructions, provider=entry.provider, tools=tools,
-                    output_schema=record.output_schema,
+                    output_schema=record.output_schema, delegates=delegates,
+                    max_delegation_depth=record.max_delegation_depth, skills=skill_paths(self, record),
                 )
             except (TypeError, ValueError) as exc:
                 raise ApiError(400, f"agent {record.name!r} ({record.id}) cannot run: {exc}") from None

@@ -9,9 +9,9 @@ from pydantic_core import PydanticSerializationError
 
 from ..core import Usage
 from ..errors import AgentError
-from ..result import Result, ToolCall
+from ..result import ChildRun, Result, ToolCall
 
-__all__ = ["error_kind", "jsonable", "result_fields", "tool_call_dict", "usage_dict"]
+__all__ = ["delegation_tree", "error_kind", "jsonable", "result_fields", "tool_call_dict", "usage_dict"]
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
@@ -50,6 +50,22 @@ def result_fields(result: Result) -> dict[str, Any]:
         "tool_calls": [tool_call_dict(c) for c in result.tool_calls],
         "usage": usage_dict(result.usage),
         "steps": result.steps,
+        "delegations": delegation_tree(result),
+    }
+
+
+def delegation_tree(result: Result) -> list[dict[str, Any]]:
+    """The runs ``result``'s tool calls delegated, each with its own (agent, task, depth,
+    response or error, usage, delegations)."""
+    return [_child(child) for child in result.child_runs]
+
+
+def _child(child: ChildRun) -> dict[str, Any]:
+    done = child.result
+    return {
+        "agent": child.agent, "task": child.task, "depth": child.depth,
+        "response": None if done is None else done.response, "error": child.error,
+        "usage": usage_dict(child.usage), "delegations": [] if done is None else delegation_tree(done),
     }
 
 

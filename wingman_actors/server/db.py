@@ -148,6 +148,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX runs_by_fleet ON runs (fleet_id, id)",
         ),
     ),
+    Migration(
+        4,
+        "agents that cooperate: delegates (agent ids), max_delegation_depth, skills (folders)",
+        (
+            "ALTER TABLE agents ADD COLUMN delegates TEXT NOT NULL DEFAULT '[]'",
+            "ALTER TABLE agents ADD COLUMN max_delegation_depth INTEGER NOT NULL DEFAULT 3",
+            "ALTER TABLE agents ADD COLUMN skills TEXT NOT NULL DEFAULT '[]'",
+        ),
+    ),
 )
 """Every migration, oldest first. Append new ones; never edit an applied one."""
 

@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from ..errors import AgentError
 from .context import ServerContext
-from .convert import result_fields, usage_dict
+from .convert import delegation_tree, result_fields, usage_dict
 from .deps import Ctx
 from .errors import ApiError, from_agent_error
 from .schemas import (
@@ -113,7 +113,8 @@ def _run_message(ctx: ServerContext, id: str, body: MessageIn, deadline: float) 
 @router.post("/{id}/message", summary="Send a message and wait for the result")
 async def message(id: str, body: MessageIn, ctx: Ctx) -> MessageOut:
     """Runs the agent ``agent_id`` on the session's history plus ``message``; returns
-    ``{"response", "output", "tool_calls", "usage", "steps"}``. 502/504 when the provider fails."""
+    ``{"response", "output", "tool_calls", "usage", "steps", "delegations"}`` (the delegation tree).
+    502/504 when the provider fails."""
     deadline = time.monotonic() + ctx.config.request_timeout
     return await ctx.pool.run(_run_message, ctx, id, body, deadline)
 
@@ -142,7 +143,8 @@ def _stream_message(
                 raise Reported(str(exc)) from exc
             result = stream.result()
             ctx.store.append_messages(id, session.history[len(history):])
-            yield "done", {"usage": usage_dict(result.usage), "steps": result.steps, "response": result.response}
+            yield "done", {"usage": usage_dict(result.usage), "steps": result.steps, "response": result.response,
+                           "delegations": delegation_tree(result)}
     finally:
         lock.release()
 
@@ -150,7 +152,8 @@ def _stream_message(
 @router.post("/{id}/message/stream", summary="Send a message and stream SSE events")
 async def message_stream(id: str, body: MessageIn, ctx: Ctx) -> Response:
     """One SSE event per StreamEvent, named by its type (``message_start``, ``text_delta``,
-    ``tool_start``, ``tool_end``...), then ``done`` with usage and steps. No request timeout."""
+    ``tool_start``, ``tool_end``...), then ``done`` with usage, steps, response and the
+    delegation tree. No request timeout."""
     agent_record, work_dir = await ctx.pool.run(_prepare, ctx, id, body.agent_id)
     canceller = Canceller()
     stream = ThreadedStream(

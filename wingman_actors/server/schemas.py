@@ -20,6 +20,7 @@ __all__ = [
     "AuthCredentialIn",
     "AuthSetIn",
     "AuthStatusOut",
+    "DelegationOut",
     "ErrorOut",
     "FleetCreate",
     "FleetOut",
@@ -126,6 +127,13 @@ class AgentCreate(_In):
         default_factory=dict, description="provider options (max_tokens, temperature, base_url, ...)"
     )
     output_schema: dict[str, Any] | None = Field(default=None, description="a JSON Schema the answer must match")
+    delegates: list[str] = Field(
+        default_factory=list, description="ids of agents this one may delegate tasks to (tools list_agents, delegate)"
+    )
+    max_delegation_depth: int = Field(default=3, ge=0, le=10, description="how deep the delegation tree may grow")
+    skills: list[str] = Field(
+        default_factory=list, description="skill folders (each with a SKILL.md) under the work root; relative to it"
+    )
 
 
 class AgentUpdate(_In):
@@ -138,6 +146,9 @@ class AgentUpdate(_In):
     model: str | None = None
     options: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
+    delegates: list[str] | None = None
+    max_delegation_depth: int | None = Field(default=None, ge=0, le=10)
+    skills: list[str] | None = None
 
 
 class AgentOut(BaseModel):
@@ -151,6 +162,9 @@ class AgentOut(BaseModel):
     model: str | None
     options: dict[str, Any]
     output_schema: dict[str, Any] | None
+    delegates: list[str] = Field(default_factory=list)
+    max_delegation_depth: int = 3
+    skills: list[str] = Field(default_factory=list)
     created_at: str
     updated_at: str
 
@@ -197,6 +211,18 @@ class AbortOut(BaseModel):
     aborted: int
 
 
+class DelegationOut(BaseModel):
+    """One delegated run (a task of the ``delegate`` tool), with the runs it delegated."""
+
+    agent: str = Field(description="the name of the agent that ran the task")
+    task: str
+    depth: int = Field(description="1 for a task handed out by the agent the message was sent to")
+    response: str | None = Field(default=None, description="its final answer; null when it failed")
+    error: str | None = Field(default=None, description="why it failed or was cancelled")
+    usage: dict[str, int]
+    delegations: list[DelegationOut] = Field(default_factory=list)
+
+
 class MessageOut(BaseModel):
     """The result of one message."""
 
@@ -205,6 +231,9 @@ class MessageOut(BaseModel):
     tool_calls: list[dict[str, Any]]
     usage: dict[str, int]
     steps: int
+    delegations: list[DelegationOut] = Field(
+        default_factory=list, description="the delegation tree: runs the agent's delegate calls started, in order"
+    )
 
 
 # -- fleets ----------------------------------------------------------------------------

@@ -28,7 +28,10 @@ from .schemas import AgentOut, FleetOut, FormationOut, ProviderAuthOut, SessionO
 
 __all__ = ["Store", "dump_message"]
 
-_AGENT_FIELDS = ("name", "instructions", "tools", "provider", "model", "options", "output_schema")
+_AGENT_FIELDS = (
+    "name", "instructions", "tools", "provider", "model", "options", "output_schema", "delegates",
+    "max_delegation_depth", "skills",
+)
 
 
 def dump_message(message: Message) -> dict[str, Any]:
@@ -54,6 +57,12 @@ def _merge_agent(agent: AgentOut, changes: Mapping[str, Any]) -> AgentOut:
         merged.tools = []
     if merged.instructions is None:
         merged.instructions = ""
+    if merged.delegates is None:
+        merged.delegates = []
+    if merged.skills is None:
+        merged.skills = []
+    if merged.max_delegation_depth is None:
+        merged.max_delegation_depth = 3
     return merged
 
 
@@ -70,8 +79,9 @@ class Store(RunRecords):
         return AgentOut(
             id=row["id"], name=row["name"], instructions=row["instructions"], tools=json.loads(row["tools"]),
             provider=row["provider"], model=row["model"], options=json.loads(row["options"]),
-            output_schema=_loads(row["output_schema"]), created_at=row["created_at"],
-            updated_at=row["updated_at"],
+            output_schema=_loads(row["output_schema"]), delegates=json.loads(row["delegates"]),
+            max_delegation_depth=row["max_delegation_depth"], skills=json.loads(row["skills"]),
+            created_at=row["created_at"], updated_at=row["updated_at"],
         )
 
     def create_agent(self, fields: Mapping[str, Any]) -> AgentOut:
@@ -81,15 +91,17 @@ class Store(RunRecords):
             id=new_id(), name=fields["name"], instructions=fields.get("instructions") or "",
             tools=list(fields.get("tools") or []), provider=fields.get("provider"), model=fields.get("model"),
             options=dict(fields.get("options") or {}), output_schema=fields.get("output_schema"),
-            created_at=stamp, updated_at=stamp,
+            delegates=list(fields.get("delegates") or []), skills=list(fields.get("skills") or []),
+            max_delegation_depth=fields.get("max_delegation_depth", 3), created_at=stamp, updated_at=stamp,
         )
         with self.write() as conn:
             conn.execute(
                 "INSERT INTO agents (id, name, instructions, tools, provider, model, options, output_schema, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "delegates, max_delegation_depth, skills, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (agent.id, agent.name, agent.instructions, _dumps(agent.tools), agent.provider, agent.model,
                  _dumps(agent.options), None if agent.output_schema is None else _dumps(agent.output_schema),
-                 stamp, stamp),
+                 _dumps(agent.delegates), agent.max_delegation_depth, _dumps(agent.skills), stamp, stamp),
             )
         return agent
 
@@ -130,9 +142,10 @@ class Store(RunRecords):
             merged.updated_at = now()
             conn.execute(
                 "UPDATE agents SET name = ?, instructions = ?, tools = ?, provider = ?, model = ?, options = ?, "
-                "output_schema = ?, updated_at = ? WHERE id = ?",
+                "output_schema = ?, delegates = ?, max_delegation_depth = ?, skills = ?, updated_at = ? WHERE id = ?",
                 (merged.name, merged.instructions, _dumps(merged.tools), merged.provider, merged.model,
                  _dumps(merged.options), None if merged.output_schema is None else _dumps(merged.output_schema),
+                 _dumps(merged.delegates), merged.max_delegation_depth, _dumps(merged.skills),
                  merged.updated_at, id),
             )
         return merged
