@@ -320,6 +320,7 @@ class Formation:
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
     ) -> RunningFormation:
         """Validate, then start every node actor and the supervisor.
 
@@ -329,7 +330,11 @@ class Formation:
             work_dir: where agent and fleet sessions run their tools (default: the current
                 directory).
             backend: where the node actors live: ``"threads"`` (Pykka actors on threads of
-                this process, the default); any other name is a ``FormationSetupError``.
+                this process, the default) or ``"ray"`` (each replica a Ray actor; needs
+                the ``ray`` extra); any other name is a ``FormationSetupError``.
+            backend_options: for ``backend="ray"``: ``address`` (``"auto"`` or a
+                ``ray://`` address to join a cluster; default a local Ray), ``num_cpus``,
+                ``init`` (more ``ray.init`` arguments).
 
         Returns:
             The running formation: ``submit(input) -> Future[FormationResult]``; use it
@@ -338,7 +343,8 @@ class Formation:
         from .runtime import RunningFormation
 
         return RunningFormation(
-            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir, backend=backend
+            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
+            backend_options=backend_options,
         ).start()
 
     def run(
@@ -350,9 +356,10 @@ class Formation:
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
     ) -> FormationResult:
         """Start, run ``input`` through, stop. ``timeout`` bounds the whole run;
-        ``backend`` is as for :meth:`start`.
+        ``backend`` and ``backend_options`` are as for :meth:`start`.
 
         Raises:
             FormationSetupError: the formation is not valid.
@@ -362,7 +369,7 @@ class Formation:
 
         return run_once(
             self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
-            backend=backend,
+            backend=backend, backend_options=backend_options,
         )
 
     def run_stream(

@@ -16,7 +16,7 @@ import queue
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -66,12 +66,13 @@ class RunningFormation:
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.plan = plan
         self.name = plan.name
         self._work_dir = work_dir
         self._provider = provider
-        self._backend: Backend = new_backend(backend, formation=plan.name)
+        self._backend: Backend = new_backend(backend, formation=plan.name, options=backend_options)
         self._listeners = [on_event] if on_event is not None else []
         self._prefix = uuid.uuid4().hex[:8]
         self._seq = itertools.count(1)
@@ -252,10 +253,12 @@ def run_once(
     provider: Provider | None = None,
     work_dir: str | Path | None = None,
     backend: str = "threads",
+    backend_options: Mapping[str, Any] | None = None,
 ) -> FormationResult:
     """Start the formation, run ``input`` through it, stop it; return the result or raise
     :class:`FormationRuntimeError`."""
-    running = RunningFormation(plan, on_event=on_event, provider=provider, work_dir=work_dir, backend=backend)
+    running = RunningFormation(plan, on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
+                               backend_options=backend_options)
     with running.start():
         return running.submit(input, timeout=timeout).result()
 
