@@ -239,3 +239,35 @@ def test_a_run_failed_by_one_branch_interrupts_an_agent_busy_on_another(caplog: 
             time.sleep(0.01)
         assert all(a.current is None for a in running.actors() if a.name == "writer")
     assert not [r for r in caplog.records if "abandoned" in r.getMessage()]  # functions are left to finish
+
+
+def test_many_runs_cancelled_from_several_threads_while_others_flow_all_resolve() -> None:
+    def slow_inc(x: int) -> int:
+        time.sleep(0.001)
+        return x + 1
+
+    formation = (
+        Formation("c").add_function("a", slow_inc, concurrency=2).add_function("b", slow_inc)
+        .add_function("c", slow_inc, concurrency=2).connect("a", "b", "c")
+    )
+    with formation.start() as running:
+        futures = [running.submit(i) for i in range(300)]
+        answers: dict[int, bool] = {}
+
+        def cancel_some(k: int) -> None:
+            for i in range(k, 300, 8):  # threads 0..3 cancel every other run between them
+                answers[i] = futures[i].cancel()
+
+        workers = [threading.Thread(target=cancel_some, args=(k,)) for k in (0, 2, 4, 6)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(10)
+        _, pending = futures_wait(futures, timeout=10)
+        assert not pending, f"{len(pending)} run(s) never resolved"
+        for i, future in enumerate(futures):
+            if answers.get(i):
+                assert future.cancelled()
+            else:
+                assert future.result(timeout=1).output == i + 3
+        assert running.in_flight == 0
