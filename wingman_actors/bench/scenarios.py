@@ -356,6 +356,18 @@ def timeout_overshoot(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def ray_cpu_stage(quick: bool) -> Measurement:
+    from .ray_backend import ray_cpu_stage as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
+def ray_hop_overhead(quick: bool) -> Measurement:
+    from .ray_backend import ray_hop_overhead as measure
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -367,6 +379,8 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "actor_memory": actor_memory,
     "cancel_latency": cancel_latency,
     "timeout_overshoot": timeout_overshoot,
+    "ray_cpu_stage": ray_cpu_stage,
+    "ray_hop_overhead": ray_hop_overhead,
 }
 
 
