@@ -254,3 +254,60 @@ def test_backend_ray_without_ray_installed_names_the_extra(monkeypatch: pytest.M
 def test_the_threads_backend_takes_no_backend_options() -> None:
     with pytest.raises(FormationSetupError, match="backend 'threads' takes no backend_options"):
         Formation("t").add_function("inc", _inc).start(backend_options={"address": "auto"})
+
+
+_CLUSTER_DRIVER = """
+import ray
+from wingman_actors import Formation
+
+def triple(x: int) -> int:
+    return x * 3
+
+formation = Formation("cluster").add_function("triple", triple)
+with formation.start(backend="ray", backend_options={"address": "auto"}) as running:
+    print("output", running.submit(14).result().output)
+print("connected after stop", ray.is_initialized())
+"""
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_formation_joins_a_separately_started_cluster_and_only_disconnects(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+
+    pytest.importorskip("ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ray_cli = str(Path(sys.executable).with_name("ray"))
+    # address="auto" finds the cluster started last on this machine: this one
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    # --block: the head's processes live as long as this command, and end with it
+    head = subprocess.Popen(
+        [ray_cli, "start", "--head", "--block", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
+         "--disable-usage-stats"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
+    )
+    try:
+        driver = tmp_path / "driver.py"
+        driver.write_text(_CLUSTER_DRIVER)
+        time.sleep(8)  # the head takes a few seconds to come up
+        for _ in range(3):  # and longer on a busy machine
+            proc = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True, env=env,
+                                  timeout=60, cwd=tmp_path)
+            if proc.returncode == 0:
+                break
+            time.sleep(3)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "output 42" in proc.stdout
+        assert "connected after stop False" in proc.stdout
+        assert head.poll() is None  # the cluster is still up: the formation only disconnected
+    finally:
+        head.terminate()
+        try:
+            head.wait(30)
+        except subprocess.TimeoutExpired:  # its processes share its new session's group
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait(10)
