@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout (the provider and input lines go to stderr)")
     p.add_argument("--events", action="store_true", help="print every event (JSON lines with --json)")
     p.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="fail the run after this long")
+    p.add_argument("--backend", choices=("threads", "ray"), default="threads",
+                   help="where node actors live: threads (default) or ray (needs wingman-actors[ray])")
+    p.add_argument("--ray-address", metavar="ADDR", help="with --backend ray: join this cluster ('auto', host:port, ray://...)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("graph", parents=[common], help="draw a formation (Mermaid, DOT or PNG)")

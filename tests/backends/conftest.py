@@ -13,7 +13,7 @@ def ray_session() -> Iterator[Any]:
     """A local Ray with 2 CPUs, started once for the session and shut down at its end
     (formations on it share it, and leave it running)."""
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     try:
         yield ray
     finally:

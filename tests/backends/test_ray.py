@@ -311,3 +311,28 @@ def test_a_formation_joins_a_separately_started_cluster_and_only_disconnects(tmp
         except subprocess.TimeoutExpired:  # its processes share its new session's group
             os.killpg(head.pid, signal.SIGKILL)
             head.wait(10)
+        # what `ray stop` would do: forget the address of the cluster now gone
+        current = Path("/tmp/ray/ray_current_cluster")
+        if current.exists() and current.read_text().strip().endswith(f":{port}"):
+            current.unlink()
+
+
+@pytest.mark.ray
+def test_the_launcher_runs_a_ready_formation_on_ray(ray_session: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from wingman_actors.cli import main
+
+    assert main(["run", "formations/research.py", "--json"]) == 0
+    on_threads = json.loads(capsys.readouterr().out)
+    assert main(["run", "formations/research.py", "--backend", "ray", "--json"]) == 0
+    on_ray = json.loads(capsys.readouterr().out)
+    assert on_ray["output"] == on_threads["output"]
+    assert on_ray["outputs"] == on_threads["outputs"]
+
+
+def test_the_launcher_refuses_a_ray_address_without_the_ray_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    from wingman_actors.cli import main
+
+    assert main(["run", "formations/research.py", "--ray-address", "auto"]) == 2
+    assert "--ray-address needs --backend ray" in capsys.readouterr().err

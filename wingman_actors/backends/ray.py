@@ -188,8 +188,12 @@ class RayBackend(ThreadsBackend):
         address = self.options.get("address")
         if address is not None:
             kwargs["address"] = address
-        elif self.options.get("num_cpus") is not None:
-            kwargs["num_cpus"] = self.options["num_cpus"]
+        else:
+            # a Ray of our own, even when `ray start` left one (or a stale address file)
+            # on this machine: joining a cluster is what address= is for
+            kwargs["address"] = "local"
+            if self.options.get("num_cpus") is not None:
+                kwargs["num_cpus"] = self.options["num_cpus"]
         kwargs.update(self.options.get("init") or {})
         t0 = time.perf_counter()
         try:

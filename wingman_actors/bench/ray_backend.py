@@ -60,7 +60,7 @@ def _ray() -> Any | None:
 def _start_ray(ray: Any) -> float:
     t0 = time.perf_counter()
     if not ray.is_initialized():
-        ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
+        ray.init(address="local", num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
                  logging_level="ERROR")
     return time.perf_counter() - t0
 

@@ -379,12 +379,16 @@ class Formation:
         timeout: float | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
     ) -> Iterator[FormationEvent]:
         """Start, run ``input``, yield its events (ending with ``run_finished``, whose
-        ``data["result"]`` is the result, or ``run_failed``), stop."""
+        ``data["result"]`` is the result, or ``run_failed``), stop. ``backend`` and
+        ``backend_options`` are as for :meth:`start`."""
         from .runtime import run_stream
 
-        return run_stream(self.validate(), input, timeout=timeout, provider=provider, work_dir=work_dir)
+        return run_stream(self.validate(), input, timeout=timeout, provider=provider, work_dir=work_dir,
+                          backend=backend, backend_options=backend_options)
 
     def to_mermaid(self) -> str:
         """The formation as a Mermaid flowchart (works on an invalid formation too)."""

@@ -271,13 +271,15 @@ def run_stream(
     provider: Provider | None = None,
     work_dir: str | Path | None = None,
     backend: str = "threads",
+    backend_options: Mapping[str, Any] | None = None,
 ) -> Iterator[FormationEvent]:
     """Start the formation, run ``input``, and yield its events until ``run_finished``
     (whose ``data["result"]`` is the :class:`FormationResult`) or ``run_failed`` (whose
     ``data["exception"]`` is the error); the formation is stopped when the generator ends,
     also when the consumer stops early."""
     events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
-    running = RunningFormation(plan, provider=provider, work_dir=work_dir, backend=backend)
+    running = RunningFormation(plan, provider=provider, work_dir=work_dir, backend=backend,
+                               backend_options=backend_options)
     with running.start():
         running.submit(input, timeout=timeout, on_event=events.put)
         while True:
