@@ -16,6 +16,7 @@ def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
         "pipeline_throughput", "run_overhead", "cold_run", "hop_latency",
         "fleet_makespan", "dag_makespan", "inflight_runs", "actor_memory",
         "cancel_latency", "timeout_overshoot", "ray_cpu_stage", "ray_hop_overhead",
+        "ray_agent_makespan",
     ]
 
 
@@ -58,10 +59,15 @@ def test_peer_lines_compare_with_ours() -> None:
 def test_the_ray_scenarios_report_ray_not_installed_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from wingman_actors.bench.ray_backend import NOT_INSTALLED, ray_cpu_stage, ray_hop_overhead
+    from wingman_actors.bench.ray_backend import (
+        NOT_INSTALLED,
+        ray_agent_makespan,
+        ray_cpu_stage,
+        ray_hop_overhead,
+    )
 
     monkeypatch.setitem(sys.modules, "ray", None)  # makes the import fail
-    for scenario in (ray_cpu_stage, ray_hop_overhead):
+    for scenario in (ray_cpu_stage, ray_hop_overhead, ray_agent_makespan):
         measured = scenario(True)
         assert measured.details == {"skipped": NOT_INSTALLED} and not measured.meets
     assert "ray not installed" in NOT_INSTALLED

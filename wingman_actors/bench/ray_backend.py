@@ -6,6 +6,8 @@
 * ``ray_hop_overhead``: the per-hop latency of a 3-node chain of trivial functions on Ray
   (each hop a call to another process and back through the driver), beside threads. No
   target: it says what a hop costs.
+* ``ray_agent_makespan``: 40 runs through agent → function → agent with 50 ms model calls,
+  ``concurrency=4``: the makespan on Ray over the makespan on threads. Target: <= 1.10.
 
 Ray's start (``ray.init``, ~10 s) is reported in the details, not in the numbers; without
 Ray installed both scenarios report "ray not installed".
@@ -21,7 +23,7 @@ from typing import Any
 from ..formation import Formation
 from .scenarios import Measurement
 
-__all__ = ["ray_cpu_stage", "ray_hop_overhead"]
+__all__ = ["ray_agent_makespan", "ray_cpu_stage", "ray_hop_overhead"]
 
 NOT_INSTALLED = 'ray not installed (pip install "wingman-actors[ray]")'
 
@@ -72,7 +74,7 @@ def _missing(name: str, unit: str, target: str) -> Measurement:
     return Measurement(name, 0.0, unit, target, False, None, {"skipped": NOT_INSTALLED})
 
 
-def _makespan(formation: Formation, backend: str, inputs: list[int], reps: int) -> list[float]:
+def _makespan(formation: Formation, backend: str, inputs: list[Any], reps: int) -> list[float]:
     samples = []
     with formation.start(backend=backend) as running:
         for f in [running.submit(inputs[0]) for _ in range(2)]:  # warm both replicas
@@ -140,4 +142,39 @@ def ray_hop_overhead(quick: bool) -> Measurement:
     return Measurement("ray_hop_overhead", round(value, 1), "µs p50 per hop", target, True, round(p(threads, 0.5), 1), {
         "ray_p99_us": round(p(on_ray, 0.99), 1), "threads_p50_us": round(p(threads, 0.5), 1),
         "ratio": round(value / max(p(threads, 0.5), 1e-9), 1), "ray_init_s": round(started, 1),
+    })
+
+
+def _shout(text: str) -> str:
+    return text.upper()
+
+
+def ray_agent_makespan(quick: bool) -> Measurement:
+    from ..agent import Agent
+    from ..providers.scripted import ScriptedProvider
+
+    target = "<= 1.10 x threads (agent → function → agent, 50 ms model calls, concurrency=4)"
+    ray = _ray()
+    if ray is None:
+        return _missing("ray_agent_makespan", "x threads", target)
+    started = _start_ray(ray)
+    try:
+        def model() -> ScriptedProvider:
+            return ScriptedProvider(["a short answer"], latency_s=0.05, cycle=True, record=False)
+
+        formation = Formation("bench-ray-agents").add_agent("draft", Agent("draft", provider=model()), concurrency=4)
+        formation.add_function("shout", _shout, concurrency=4)
+        formation.add_agent("review", Agent("review", provider=model()), concurrency=4)
+        formation.connect("draft", "shout", "review")
+        inputs: list[Any] = [f"topic {i}" for i in range(40)]
+        reps = 1 if quick else 3
+        threads = statistics.median(_makespan(formation, "threads", inputs, reps))
+        on_ray = statistics.median(_makespan(formation, "ray", inputs, reps))
+    finally:
+        ray.shutdown()
+    ratio = on_ray / threads
+    return Measurement("ray_agent_makespan", round(ratio, 3), "x threads", target, ratio <= 1.10, round(threads, 3), {
+        "threads_makespan_s": round(threads, 3), "ray_makespan_s": round(on_ray, 3),
+        # two 50 ms stages pipelined: 10 waves of 4, plus one fill
+        "ideal_s": 0.55, "ray_init_s": round(started, 1),
     })

@@ -368,6 +368,12 @@ def ray_hop_overhead(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def ray_agent_makespan(quick: bool) -> Measurement:
+    from .ray_backend import ray_agent_makespan as measure
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -381,6 +387,7 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "timeout_overshoot": timeout_overshoot,
     "ray_cpu_stage": ray_cpu_stage,
     "ray_hop_overhead": ray_hop_overhead,
+    "ray_agent_makespan": ray_agent_makespan,
 }
 
 
