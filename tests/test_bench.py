@@ -15,7 +15,8 @@ def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
     assert list(SCENARIOS) == [
         "pipeline_throughput", "run_overhead", "cold_run", "hop_latency",
         "fleet_makespan", "fleet_node_makespan", "dag_makespan", "inflight_runs", "actor_memory",
-        "store_journal", "cancel_latency", "timeout_overshoot",
+        "store_journal", "cancel_latency", "timeout_overshoot", "ray_cpu_stage", "ray_hop_overhead",
+        "ray_agent_makespan",
     ]
 
 
@@ -61,3 +62,20 @@ def test_peer_lines_compare_with_ours() -> None:
     lines = _peer_lines("pipeline_throughput", 30000, {"langgraph": {"version": "1.2", "batch_inputs_per_s": 750}})
     assert lines == ["pipeline_throughput: langgraph 1.2: 750 inputs/s with batch() (ours 40.0 x faster)"]
     assert _peer_lines("x", 1.0, {"langgraph": "not installed"}) == ["x: langgraph not installed"]
+
+
+def test_the_ray_scenarios_report_ray_not_installed_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from wingman_actors.bench.ray_backend import (
+        NOT_INSTALLED,
+        ray_agent_makespan,
+        ray_cpu_stage,
+        ray_hop_overhead,
+    )
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # makes the import fail
+    for scenario in (ray_cpu_stage, ray_hop_overhead, ray_agent_makespan):
+        measured = scenario(True)
+        assert measured.details == {"skipped": NOT_INSTALLED} and not measured.meets
+    assert "ray not installed" in NOT_INSTALLED

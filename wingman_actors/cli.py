@@ -107,6 +107,9 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--events", action="store_true", help="print every event (JSON lines with --json)")
     p.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="fail the run after this long")
+    p.add_argument("--backend", choices=("threads", "ray"), default="threads",
+                   help="where node actors live: threads (default) or ray (needs wingman-actors[ray])")
+    p.add_argument("--ray-address", metavar="ADDR", help="with --backend ray: join this cluster ('auto', host:port, ray://...)")
     p.add_argument("--sample-latency", type=_seconds_or_zero, metavar="SECONDS",
                    help="seconds each sample reply takes (default: the formation's SAMPLE_LATENCY_S on a "
                         "terminal, so the live view shows the run; 0 otherwise)")

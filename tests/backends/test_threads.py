@@ -45,8 +45,8 @@ def _work(payload: Any, run: Any) -> Work:
     return Work(new_envelope(EnvelopeType.WORK, payload, run_id="r", sender="input", target="f", run=run))
 
 
-def test_the_threads_backend_is_the_only_one_and_new_backend_builds_it() -> None:
-    assert list(BACKENDS) == ["threads"]
+def test_the_threads_backend_is_the_default_one_and_new_backend_builds_it() -> None:
+    assert sorted(BACKENDS) == ["ray", "threads"]
     assert isinstance(new_backend("threads"), ThreadsBackend)
 
 

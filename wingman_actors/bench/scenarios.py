@@ -413,6 +413,24 @@ def timeout_overshoot(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def ray_cpu_stage(quick: bool) -> Measurement:
+    from .ray_backend import ray_cpu_stage as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
+def ray_hop_overhead(quick: bool) -> Measurement:
+    from .ray_backend import ray_hop_overhead as measure
+
+    return measure(quick)
+
+
+def ray_agent_makespan(quick: bool) -> Measurement:
+    from .ray_backend import ray_agent_makespan as measure
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -426,6 +444,9 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "store_journal": store_journal,
     "cancel_latency": cancel_latency,
     "timeout_overshoot": timeout_overshoot,
+    "ray_cpu_stage": ray_cpu_stage,
+    "ray_hop_overhead": ray_hop_overhead,
+    "ray_agent_makespan": ray_agent_makespan,
 }
 
 

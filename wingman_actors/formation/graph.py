@@ -20,7 +20,7 @@ are defined, and checked, in :mod:`wingman_actors.formation.validation`.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -198,6 +198,7 @@ class Formation:
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
     ) -> RunningFormation:
         """Validate, then start every node actor and the supervisor.
@@ -208,7 +209,11 @@ class Formation:
             work_dir: where agent and fleet sessions run their tools (default: the current
                 directory).
             backend: where the node actors live: ``"threads"`` (Pykka actors on threads of
-                this process, the default); any other name is a ``FormationSetupError``.
+                this process, the default) or ``"ray"`` (each replica a Ray actor; needs
+                the ``ray`` extra); any other name is a ``FormationSetupError``.
+            backend_options: for ``backend="ray"``: ``address`` (``"auto"`` or a
+                ``ray://`` address to join a cluster; default a local Ray), ``num_cpus``,
+                ``init`` (more ``ray.init`` arguments).
             blackboard: a :class:`~wingman_actors.orchestration.Blackboard` shared with every
                 node of every run submitted without its own (``submit(..., blackboard=...)``
                 gives one run its own board): function nodes with a ``blackboard``
@@ -221,7 +226,7 @@ class Formation:
         """
         return RunningFormation(
             self.validate(), on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
-            blackboard=blackboard,
+            backend_options=backend_options, blackboard=blackboard,
         ).start()
 
     def run(
@@ -233,10 +238,12 @@ class Formation:
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
     ) -> FormationResult:
         """Start, run ``input`` through, stop. ``timeout`` bounds the whole run;
-        ``backend`` and ``blackboard`` (shared with every node) are as for :meth:`start`.
+        ``backend``, ``backend_options`` and ``blackboard`` (shared with every node) are as
+        for :meth:`start`.
 
         Raises:
             FormationSetupError: the formation is not valid, or a function node takes a
@@ -245,7 +252,7 @@ class Formation:
         """
         return run_once(
             self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
-            backend=backend, blackboard=blackboard,
+            backend=backend, backend_options=backend_options, blackboard=blackboard,
         )
 
     def run_stream(
@@ -255,13 +262,16 @@ class Formation:
         timeout: float | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
     ) -> Iterator[FormationEvent]:
         """Start, run ``input``, yield its events (ending with ``run_finished``, whose
-        ``data["result"]`` is the result, or ``run_failed``), stop. ``blackboard`` is as
-        for :meth:`start`."""
+        ``data["result"]`` is the result, or ``run_failed``), stop. ``backend``,
+        ``backend_options`` and ``blackboard`` are as for :meth:`start`."""
         return run_stream(
-            self.validate(), input, timeout=timeout, provider=provider, work_dir=work_dir, blackboard=blackboard
+            self.validate(), input, timeout=timeout, provider=provider, work_dir=work_dir,
+            backend=backend, backend_options=backend_options, blackboard=blackboard,
         )
 
     def to_mermaid(self) -> str:

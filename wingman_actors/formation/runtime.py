@@ -16,7 +16,7 @@ import queue
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,7 @@ class RunningFormation:
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
     ) -> None:
         self._blackboard = _check_board(blackboard)
@@ -75,7 +76,7 @@ class RunningFormation:
         self.name = plan.name
         self._work_dir = work_dir
         self._provider = provider
-        self._backend: Backend = new_backend(backend, formation=plan.name)
+        self._backend: Backend = new_backend(backend, formation=plan.name, options=backend_options)
         self._listeners = [on_event] if on_event is not None else []
         self._prefix = uuid.uuid4().hex[:8]
         self._seq = itertools.count(1)
@@ -292,6 +293,7 @@ def run_once(
     provider: Provider | None = None,
     work_dir: str | Path | None = None,
     backend: str = "threads",
+    backend_options: Mapping[str, Any] | None = None,
     blackboard: Blackboard | None = None,
 ) -> FormationResult:
     """Start the formation, run ``input`` through it, stop it; return the result or raise
@@ -299,7 +301,8 @@ def run_once(
     if _check_board(blackboard) is None:
         _require_no_board(plan)  # before any actor starts
     running = RunningFormation(
-        plan, on_event=on_event, provider=provider, work_dir=work_dir, backend=backend, blackboard=blackboard
+        plan, on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
+        backend_options=backend_options, blackboard=blackboard,
     )
     with running.start():
         return running.submit(input, timeout=timeout).result()
@@ -313,6 +316,7 @@ def run_stream(
     provider: Provider | None = None,
     work_dir: str | Path | None = None,
     backend: str = "threads",
+    backend_options: Mapping[str, Any] | None = None,
     blackboard: Blackboard | None = None,
 ) -> Iterator[FormationEvent]:
     """Start the formation, run ``input``, and yield its events until ``run_finished``
@@ -322,7 +326,8 @@ def run_stream(
     events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
     if _check_board(blackboard) is None:
         _require_no_board(plan)
-    running = RunningFormation(plan, provider=provider, work_dir=work_dir, backend=backend, blackboard=blackboard)
+    running = RunningFormation(plan, provider=provider, work_dir=work_dir, backend=backend,
+                               backend_options=backend_options, blackboard=blackboard)
     with running.start():
         running.submit(input, timeout=timeout, on_event=events.put)
         while True:

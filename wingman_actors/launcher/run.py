@@ -79,7 +79,13 @@ def run_command(args: argparse.Namespace) -> int:
         progress = EventPrinter(sys.stdout if args.json else sys.stderr, as_json=args.json)
     else:
         progress = None
-    outcome = _drive(formation, value, args.timeout, None if took_provider else provider, board, progress)
+    backend = getattr(args, "backend", "threads")
+    address = getattr(args, "ray_address", None)
+    if address is not None and backend != "ray":
+        raise UsageError("--ray-address needs --backend ray")
+    options = {"address": address} if address is not None else None
+    outcome = _drive(formation, value, args.timeout, None if took_provider else provider, board, progress,
+                     backend, options)
 
     head = {"formation": formation.name, "provider": _provider_id(choice, samples),
             "model": getattr(provider, "model", None), "sample_replies": samples}
@@ -115,10 +121,11 @@ def _provider_id(choice: ProviderChoice, samples: bool) -> str:
 
 def _drive(
     formation: Formation, value: Any, timeout: float | None, provider: Provider | None,
-    board: RunBoard, progress: Any,
+    board: RunBoard, progress: Any, backend: str = "threads", backend_options: dict[str, Any] | None = None,
 ) -> FormationResult | FormationRuntimeError:
     """Run the formation, feeding every event to the board and the progress display."""
-    stream = formation.run_stream(value, timeout=timeout, provider=provider)
+    stream = formation.run_stream(value, timeout=timeout, provider=provider, backend=backend,
+                                  backend_options=backend_options)
     outcome: FormationResult | FormationRuntimeError | None = None
     live = progress if isinstance(progress, LiveProgress) else contextlib.nullcontext()
     try:

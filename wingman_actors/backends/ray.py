@@ -1,0 +1,247 @@
+"""The Ray backend: every node replica is a Ray actor, in its own process.
+
+Routing and supervision stay in this process, above the backend seam, exactly as on the
+threads backend: each replica has a thin driver-side proxy (a :class:`RayReplica`, a
+node actor on a thread) that pulls work from the node's one shared queue, hands the
+input to its Ray actor and reports the outcome to the runtime. So retries, per-attempt
+timeouts, ``on_error``, cancellation, events, traces and usage behave the same; what
+changes is where the node's code runs: in a Ray worker process (real parallelism for
+CPU-bound functions; ``concurrency=k`` means k processes).
+
+* The node is built inside the Ray actor from its recipe (an agent's provider from its
+  configuration: see :mod:`._ray_host`); a node that cannot be pickled is a
+  :class:`~wingman_actors.errors.FormationSetupError` naming it.
+* A Ray actor whose process dies fails the attempt in progress (retries apply) and is
+  restarted by Ray (``max_restarts=-1``). An abandoned function attempt (timeout,
+  cancellation) kills its process, which Ray restarts: the CPU is freed at once.
+* Agent and fleet work is interrupted through the actor (a threaded Ray actor, so the
+  interrupt reaches it while it works); with listeners, agent events stream back through
+  a Ray streaming generator, in order per node.
+
+Options (``backend_options``): ``address`` (``"auto"``, ``"host:port"`` or
+``"ray://..."``: join an existing cluster; default: a local Ray with this machine's CPUs,
+unless one is already initialised in this process), ``num_cpus`` (of a local Ray) and
+``init`` (more keyword arguments for ``ray.init``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..actors.base import NodeActor
+from ..actors.envelope import Work
+from ..core import Usage
+from ..errors import FormationSetupError
+from ._ray_host import NodeHost, portable
+from .base import NodeRecipe
+from .threads import ThreadNode, ThreadsBackend
+
+__all__ = ["RayBackend", "RayNode", "RayReplica", "import_ray"]
+
+log = logging.getLogger("wingman_actors.backends")
+
+EXTRA_HINT = 'pip install "wingman-actors[ray]"'
+_OPTIONS = ("address", "num_cpus", "init")
+
+
+def import_ray(formation: str = "") -> Any:
+    """Import Ray, or raise a :class:`FormationSetupError` naming the extra to install."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise FormationSetupError(formation, [
+            f"backend 'ray' needs Ray, which is not installed: {EXTRA_HINT} "
+            "(or use the default backend='threads')"
+        ]) from exc
+    return ray
+
+
+def _unwrap(ray: Any, exc: BaseException) -> BaseException:
+    """The node's own exception from a Ray error (a process that died is a RuntimeError
+    naming what happened: a failed attempt like any other)."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(exc, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
+        return cause
+    if isinstance(exc, ray.exceptions.RayActorError | ray.exceptions.WorkerCrashedError):
+        err = RuntimeError(f"the node's Ray actor process died ({type(exc).__name__}); Ray restarts it")
+        err.__cause__ = exc
+        return err
+    return exc
+
+
+class RayReplica(NodeActor):
+    """The driver-side proxy of one replica: takes work from the node's queue and runs it
+    on the replica's Ray actor (see the module docstring)."""
+
+    def __init__(self, node: RayNode, *, agent: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.node = node
+        self.agent = agent
+
+    @property
+    def interruptible(self) -> bool:
+        return self.agent
+
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        if self.agent:
+            self.node.handles[self.replica].interrupt.remote(reason)
+
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
+        ray = self.node.ray
+        node = self.node
+        if self.replica in node.stale:
+            node.wait_ready(self.replica)
+        handle = node.handles[self.replica]
+        timeout = self._timeout(env)
+        observer = self.observer
+        try:
+            if self.agent and observer is not None and observer.wants_events(env):
+                stream = handle.stream.options(num_returns="streaming").remote(env.payload, env.sender, timeout)
+                for ref in stream:
+                    item = ray.get(ref)
+                    if item[0] == "event":
+                        observer.agent_event(env, item[1])
+                    else:
+                        return item[1], item[2]
+                raise RuntimeError(f"node {self.name!r}: the Ray actor's event stream ended without a result")
+            output, usage = ray.get(handle.process.remote(env.payload, env.sender, timeout))
+            return output, usage
+        except ray.exceptions.RayError as exc:
+            if isinstance(exc, ray.exceptions.RayActorError):
+                node.stale.add(self.replica)  # Ray restarts it: the next call waits for that
+            raise _unwrap(ray, exc) from None
+
+
+class RayNode(ThreadNode):
+    """One node's Ray actors (one per replica), their proxies and their shared queue."""
+
+    def __init__(self, backend: RayBackend, recipe: NodeRecipe, concurrency: int, observer: Any) -> None:
+        self.ray = backend.ray
+        self.handles: list[Any] = [backend.host_actor(recipe) for _ in range(concurrency)]
+        agent = recipe.cls.__name__ != "FunctionActor"
+        proxy = NodeRecipe(recipe.name, RayReplica, (self,), {
+            "agent": agent, "name": recipe.name, "notify_start": bool(recipe.kwargs.get("notify_start")),
+        })
+        self.stale: set[int] = set()  # replicas whose Ray actor is restarting
+        super().__init__(backend, proxy, concurrency, observer)
+
+    def wait_ready(self, replica: int, limit: float = 60.0) -> None:
+        """Wait until the Ray actor of ``replica`` answers again after its process died
+        (a call sent while Ray restarts it would fail without running)."""
+        ray = self.ray
+        deadline = time.monotonic() + limit
+        while True:
+            try:
+                ray.get(self.handles[replica].ping.remote(), timeout=max(0.1, deadline - time.monotonic()))
+            except ray.exceptions.RayActorError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+            else:
+                self.stale.discard(replica)
+                return
+
+    def _abandon(self, actor: Any, env: Work, why: str) -> None:
+        if not actor.interruptible:
+            # the attempt is stuck in a function: end its process (Ray starts a fresh one)
+            self.stale.add(actor.replica)
+            self.ray.kill(self.handles[actor.replica], no_restart=False)
+        super()._abandon(actor, env, why)
+
+    def kill(self) -> None:
+        for handle in self.handles:
+            try:
+                self.ray.kill(handle, no_restart=True)
+            except Exception:  # already gone
+                log.debug("node %r: killing a Ray actor failed", self.name, exc_info=True)
+
+
+class RayBackend(ThreadsBackend):
+    """Node replicas as Ray actors (see the module docstring for ``options``)."""
+
+    name = "ray"
+
+    def __init__(self, formation: str = "", options: Mapping[str, Any] | None = None) -> None:
+        super().__init__(formation)
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(_OPTIONS))
+        if unknown:
+            raise FormationSetupError(formation, [
+                f"unknown backend_options {unknown} for backend 'ray': it takes "
+                f"{', '.join(_OPTIONS)} (e.g. backend_options={{'address': 'auto'}})"
+            ])
+        self.ray = import_ray(formation)
+        self.options = options
+        self.owns_ray = False  # whether stop() shuts Ray down (or disconnects from a cluster)
+        self._remote: Any = None
+
+    def _connect(self) -> None:
+        ray = self.ray
+        if ray.is_initialized():
+            return  # a Ray this process set up already (a session, another formation): share it
+        kwargs: dict[str, Any] = {
+            "include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING,
+        }
+        address = self.options.get("address")
+        if address is not None:
+            kwargs["address"] = address
+        else:
+            # a Ray of our own, even when `ray start` left one (or a stale address file)
+            # on this machine: joining a cluster is what address= is for
+            kwargs["address"] = "local"
+            if self.options.get("num_cpus") is not None:
+                kwargs["num_cpus"] = self.options["num_cpus"]
+        kwargs.update(self.options.get("init") or {})
+        t0 = time.perf_counter()
+        try:
+            ray.init(**kwargs)
+        except Exception as exc:
+            raise FormationSetupError(self.formation, [
+                f"backend 'ray' could not start or join Ray ({type(exc).__name__}: {exc}); "
+                "check backend_options['address'] (e.g. 'auto' for a cluster started with `ray start --head`)"
+            ]) from exc
+        self.owns_ray = True
+        log.info("formation %r: Ray ready in %.1fs", self.formation, time.perf_counter() - t0)
+
+    def host_actor(self, recipe: NodeRecipe) -> Any:
+        """Start one Ray actor running a replica of ``recipe``."""
+        ray = self.ray
+        self._connect()
+        if self._remote is None:
+            self._remote = ray.remote(NodeHost)
+        args = tuple(portable(a) for a in recipe.args)
+        try:
+            ray.cloudpickle.dumps((recipe.cls, args, recipe.kwargs))
+        except Exception as exc:
+            raise FormationSetupError(self.formation, [
+                f"node {recipe.name!r} cannot be pickled for the Ray backend ({type(exc).__name__}: {exc}): "
+                "its function, agent, tools or provider hold something live (a lock, a client, an open "
+                "file); build such things inside the node's code, or use backend='threads'"
+            ]) from exc
+        # threaded (max_concurrency=2): an interrupt reaches the actor while it works;
+        # restarted by Ray when its process dies; a failed call is not retried by Ray
+        # (our supervision decides).
+        return self._remote.options(
+            max_restarts=-1, max_task_retries=0, max_concurrency=2, name=None,
+        ).remote(recipe.cls, args, recipe.kwargs)
+
+    def start_node(self, recipe: NodeRecipe, concurrency: int, observer: Any) -> RayNode:
+        node = RayNode(self, recipe, concurrency, observer)
+        self.nodes.append(node)
+        return node
+
+    def stop(self, grace: float) -> None:
+        super().stop(grace)
+        for node in self.nodes:
+            if isinstance(node, RayNode):
+                node.kill()
+        # proxies still waiting on a killed actor get its error at once and end
+        deadline = time.monotonic() + 2.0
+        for actor in [*self.spawned, *self.abandoned]:
+            actor.thread.join(max(0.0, deadline - time.monotonic()))
+        if self.owns_ray and self.ray.is_initialized():
+            self.ray.shutdown()  # a local Ray we started ends; a cluster we joined is only left
+        self.owns_ray = False
