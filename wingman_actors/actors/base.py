@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import pykka
 
 from ..core import StreamEvent, Usage
+from ..integrations.otel import node_work
 from .envelope import Envelope, EnvelopeType, Work
 
 __all__ = ["STOP", "NodeActor", "NodeObserver", "ReplyTo"]
@@ -205,8 +206,13 @@ class NodeActor(pykka.ThreadingActor):
         if observer is not None and (self.notify_start or run.listeners):
             observer.started(work)
         started = time.perf_counter()
+        trace = getattr(run, "trace", None)  # the run's OpenTelemetry span (formations, when in use)
         try:
-            output, usage = self.process(work)
+            if trace is None:
+                output, usage = self.process(work)
+            else:  # OpenTelemetry in use: the attempt is a span under the run's
+                with node_work(trace.carrier, self.name, env.run_id, attempt):
+                    output, usage = self.process(work)
         except Exception as exc:
             self.current = None
             if observer is not None:
