@@ -24,8 +24,8 @@ Cost: this module imports nothing of OpenTelemetry by itself. It looks for
 imported it); when it is absent, or no provider is set, a session pays one dictionary
 look-up per run and nothing else.
 
-A formation run (the runtime does this; each call is a no-op returning None when
-OpenTelemetry is not in use)::
+A formation run (the runtime does this; nothing happens when OpenTelemetry is not in
+use)::
 
     invoke_workflow {formation}          one per run, from submit to its end
     └── execute_node {node}              one per node attempt, on the node actor's thread
