@@ -2,55 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason='needs opentelemetry-sdk: pip install -e ".[dev,otel]"')
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
-from opentelemetry.util._once import Once
 
+from tests.support.otel import by_name, parent_id, reset_globals, span_id
 from wingman_actors import Agent, Fleet, Session, Task, tool
 from wingman_actors.core import InferenceResponse, Usage
 from wingman_actors.errors import AgentError, ErrorKind, ToolError
 from wingman_actors.integrations import otel
 from wingman_actors.testing import ScriptedProvider
-
-
-def _reset_globals() -> None:
-    trace._TRACER_PROVIDER_SET_ONCE = Once()
-    trace._TRACER_PROVIDER = None
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    """A tracer provider exporting to memory, set globally as a user would, and unset after.
-
-    OpenTelemetry lets a process set its global provider once; the reset below is what
-    its own test utilities (opentelemetry-test-utils' reset_trace_globals) do.
-    """
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    _reset_globals()
-    trace.set_tracer_provider(provider)
-    try:
-        yield exporter
-    finally:
-        provider.shutdown()
-        _reset_globals()
-        otel.capture_content(None)
 
 
 @tool
@@ -65,21 +37,6 @@ def refuse(why: str) -> str:
     raise ToolError(f"refused: {why}")
 
 
-def _by_name(finished: tuple[ReadableSpan, ...]) -> dict[str, list[ReadableSpan]]:
-    out: dict[str, list[ReadableSpan]] = {}
-    for s in finished:
-        out.setdefault(s.name, []).append(s)
-    return out
-
-
-def _parent(span: ReadableSpan) -> int | None:
-    return span.parent.span_id if span.parent is not None else None
-
-
-def _id(span: Any) -> int:
-    return int(span.context.span_id) if hasattr(span, "context") else int(span.get_span_context().span_id)
-
-
 def test_a_session_with_a_tool_emits_agent_chat_and_tool_spans_nested_under_the_callers(
     spans: InMemorySpanExporter,
 ) -> None:
@@ -89,14 +46,14 @@ def test_a_session_with_a_tool_emits_agent_chat_and_tool_spans_nested_under_the_
     tracer = trace.get_tracer("test")
     with tracer.start_as_current_span("outer") as outer:
         result = Session(Agent("calc", provider=provider, tools=[add])).run("2+3?")
-    got = _by_name(spans.get_finished_spans())
+    got = by_name(spans.get_finished_spans())
     assert sorted(got) == ["chat m-1", "execute_tool add", "invoke_agent calc", "outer"]
     (agent,) = got["invoke_agent calc"]
     chats = got["chat m-1"]
     (tool_span,) = got["execute_tool add"]
-    assert _parent(agent) == _id(outer)
-    assert [_parent(c) for c in chats] == [_id(agent)] * 2
-    assert _parent(tool_span) == _id(agent)
+    assert parent_id(agent) == span_id(outer)
+    assert [parent_id(c) for c in chats] == [span_id(agent)] * 2
+    assert parent_id(tool_span) == span_id(agent)
     assert agent.attributes is not None and chats[0].attributes is not None and tool_span.attributes is not None
     assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert agent.attributes["gen_ai.agent.name"] == "calc"
@@ -120,10 +77,10 @@ def test_a_fleets_sessions_nest_under_the_span_current_at_run(spans: InMemorySpa
     provider = ScriptedProvider(["ok"], cycle=True)
     with trace.get_tracer("test").start_as_current_span("batch") as batch:
         Fleet(Agent("worker", provider=provider), [Task(f"t{i}") for i in range(4)], max_workers=4).run()
-    got = _by_name(spans.get_finished_spans())
+    got = by_name(spans.get_finished_spans())
     agents = got["invoke_agent worker"]
-    assert len(agents) == 4 and {_parent(a) for a in agents} == {_id(batch)}
-    assert sorted(_parent(c) or 0 for c in got["chat scripted"]) == sorted(_id(a) for a in agents)
+    assert len(agents) == 4 and {parent_id(a) for a in agents} == {span_id(batch)}
+    assert sorted(parent_id(c) or 0 for c in got["chat scripted"]) == sorted(span_id(a) for a in agents)
     assert len({a.context.trace_id for a in agents} | {batch.get_span_context().trace_id}) == 1
 
 
@@ -140,18 +97,18 @@ def test_work_started_inside_a_tool_nests_under_the_tool_span_on_the_pool_thread
         "done",
     ])
     Session(Agent("lead", provider=provider, tools=[ask])).run("go")
-    got = _by_name(spans.get_finished_spans())
-    tool_ids = {_id(s) for s in got["execute_tool ask"]}
+    got = by_name(spans.get_finished_spans())
+    tool_ids = {span_id(s) for s in got["execute_tool ask"]}
     helpers = got["invoke_agent helper"]
-    assert len(helpers) == 2 and {_parent(h) for h in helpers} == tool_ids
+    assert len(helpers) == 2 and {parent_id(h) for h in helpers} == tool_ids
     (lead,) = got["invoke_agent lead"]
-    assert {_parent(s) for s in got["execute_tool ask"]} == {_id(lead)}
+    assert {parent_id(s) for s in got["execute_tool ask"]} == {span_id(lead)}
 
 
 def test_a_tool_error_marks_its_span_with_error_type(spans: InMemorySpanExporter) -> None:
     provider = ScriptedProvider([InferenceResponse.of_tool_calls([("c1", "refuse", {"why": "no"})]), "ok"])
     Session(Agent("a", provider=provider, tools=[refuse])).run("go")
-    (span,) = _by_name(spans.get_finished_spans())["execute_tool refuse"]
+    (span,) = by_name(spans.get_finished_spans())["execute_tool refuse"]
     assert span.status.status_code is StatusCode.ERROR
     assert span.attributes is not None and span.attributes["error.type"] == "tool"
     assert [e.name for e in span.events] == ["exception"]
@@ -161,7 +118,7 @@ def test_a_failed_model_call_is_recorded_on_the_chat_and_agent_spans(spans: InMe
     provider = ScriptedProvider([AgentError("slow down", kind=ErrorKind.RATE_LIMIT)])
     with pytest.raises(AgentError):
         Session(Agent("a", provider=provider)).run("go")
-    got = _by_name(spans.get_finished_spans())
+    got = by_name(spans.get_finished_spans())
     (chat,) = got["chat scripted"]
     (agent,) = got["invoke_agent a"]
     for span in (chat, agent):
@@ -173,7 +130,7 @@ def test_message_content_is_recorded_only_when_opted_in(spans: InMemorySpanExpor
     otel.capture_content(True)
     provider = ScriptedProvider([InferenceResponse.of_tool_calls([("c1", "add", {"a": 1, "b": 1})]), "two"])
     Session(Agent("a", instructions="Be exact.", provider=provider, tools=[add])).run("1+1?")
-    got = _by_name(spans.get_finished_spans())
+    got = by_name(spans.get_finished_spans())
     first, second = got["chat scripted"]
     assert first.attributes is not None and second.attributes is not None
     assert '"content": "1+1?"' in str(first.attributes["gen_ai.input.messages"])
@@ -190,9 +147,9 @@ def test_a_streamed_run_emits_the_same_spans(spans: InMemorySpanExporter) -> Non
     provider = ScriptedProvider([InferenceResponse.of_tool_calls([("c1", "add", {"a": 1, "b": 2})]), "3"])
     stream = Session(Agent("s", provider=provider, tools=[add])).run_stream("1+2?")
     list(stream)
-    got = _by_name(spans.get_finished_spans())
+    got = by_name(spans.get_finished_spans())
     (agent,) = got["invoke_agent s"]
-    assert [_parent(s) for s in got["chat scripted"] + got["execute_tool add"]] == [_id(agent)] * 3
+    assert [parent_id(s) for s in got["chat scripted"] + got["execute_tool add"]] == [span_id(agent)] * 3
 
 
 def test_a_compaction_is_a_chat_span_of_the_compactor(spans: InMemorySpanExporter) -> None:
@@ -203,14 +160,14 @@ def test_a_compaction_is_a_chat_span_of_the_compactor(spans: InMemorySpanExporte
     agent = Agent("long", provider=ScriptedProvider([*script, "end"]), tools=[add], context_budget=2_000,
                   compactor=compactor)
     Session(agent).run("go")
-    got = _by_name(spans.get_finished_spans())
+    got = by_name(spans.get_finished_spans())
     (agent_span,) = got["invoke_agent long"]
     compactions = got["chat small"]
-    assert compactions and {_parent(c) for c in compactions} == {_id(agent_span)}
+    assert compactions and {parent_id(c) for c in compactions} == {span_id(agent_span)}
     assert compactions[0].attributes is not None and compactions[0].attributes["gen_ai.usage.input_tokens"] == 7
 
 
-def test_node_work_nests_sessions_under_the_workflow_span_and_tags_them(spans: InMemorySpanExporter) -> None:
+def test_node_work_is_a_span_under_the_workflow_span_and_tags_the_sessions_inside(spans: InMemorySpanExporter) -> None:
     workflow = otel.start_workflow("budget", "run-1")
     assert workflow is not None and "traceparent" in workflow.carrier
 
@@ -222,12 +179,14 @@ def test_node_work_nests_sessions_under_the_workflow_span_and_tags_them(spans: I
     thread.start()
     thread.join()
     workflow.end()
-    got = _by_name(spans.get_finished_spans())
+    got = by_name(spans.get_finished_spans())
     (run_span,) = got["invoke_workflow budget"]
+    (node,) = got["execute_node advisor"]
     (agent,) = got["invoke_agent advisor"]
     (chat,) = got["chat scripted"]
-    assert _parent(agent) == _id(run_span)
-    for span in (agent, chat):
+    assert parent_id(node) == span_id(run_span)
+    assert parent_id(agent) == span_id(node)
+    for span in (node, agent, chat):
         assert span.attributes is not None
         assert (span.attributes["wingman.node"], span.attributes["wingman.run_id"]) == ("advisor", "run-1")
 
@@ -242,6 +201,21 @@ def test_without_a_tracer_provider_sessions_make_no_spans() -> None:
     assert otel.carry_context(fn) is fn
     with otel.node_work({"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}, "n", "r"):
         assert otel.session_spans("a", ScriptedProvider(["x"]), "id") is None
+
+
+def test_opentelemetry_keeps_its_provider_where_the_fast_path_reads_it(spans: InMemorySpanExporter) -> None:
+    # otel._tracer() reads this global to skip get_tracer_provider()'s environment look-up
+    # while no provider is set; if opentelemetry-api moves it, the fast path is lost.
+    assert trace._TRACER_PROVIDER is trace.get_tracer_provider() is not None
+    reset_globals()
+    assert trace._TRACER_PROVIDER is None and otel._tracer() is None
+
+
+def test_a_provider_named_by_the_environment_is_used() -> None:
+    script = "import opentelemetry.trace\nfrom wingman_actors.integrations import otel\nprint(otel._tracer() is not None)"
+    env = {**os.environ, "OTEL_PYTHON_TRACER_PROVIDER": "sdk_tracer_provider"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True, env=env)
+    assert out.stdout.strip() == "True"
 
 
 _NO_OTEL = """
@@ -264,13 +238,16 @@ def add(a: int, b: int) -> int:
 p = ScriptedProvider([InferenceResponse.of_tool_calls([("c1", "add", {{"a": 1, "b": 2}}), ("c2", "add", {{"a": 1, "b": 2}})]), "3"])
 assert Session(Agent("a", provider=p, tools=[add])).run("x").response == "3"
 Fleet(Agent("w", provider=ScriptedProvider(["ok"], cycle=True)), [Task("a"), Task("b")]).run()
+from wingman_actors import Formation
+f = Formation("f").add_function("split", str.split).add_fleet("each", Agent("w", provider=ScriptedProvider(["ok"], cycle=True)))
+assert f.connect("split", "each").run("a b").output == ["ok", "ok"]
 loaded = sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetry")
 print(loaded)
 """
 
 
 @pytest.mark.parametrize("hide", [True, False], ids=["not-installed", "installed-but-unused"])
-def test_a_session_run_imports_nothing_of_opentelemetry(hide: bool) -> None:
+def test_sessions_fleets_and_formation_runs_import_nothing_of_opentelemetry(hide: bool) -> None:
     out = subprocess.run(
         [sys.executable, "-c", _NO_OTEL.format(hide=hide)], capture_output=True, text=True, timeout=60, check=True
     )
@@ -280,15 +257,22 @@ def test_a_session_run_imports_nothing_of_opentelemetry(hide: bool) -> None:
 def test_the_readme_telemetry_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     (block,) = [b for b in re.findall(r"^```py\n(.*?)^```", readme, re.DOTALL | re.MULTILINE) if "set_tracer_provider" in b]
-    _reset_globals()
+    reset_globals()
     try:
         exec(compile(block, "README.md[telemetry example]", "exec"), {"__name__": "readme_telemetry"})
     finally:
         trace.get_tracer_provider().shutdown()  # type: ignore[attr-defined]
-        _reset_globals()
-    printed = capsys.readouterr().out.strip()
-    assert printed == "['chat scripted', 'chat scripted', 'execute_tool add', 'invoke_agent calc']"
-    assert printed in block  # the README shows what it prints
+        reset_globals()
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "['chat scripted', 'chat scripted', 'execute_tool add', 'invoke_agent calc']",
+        "invoke_workflow quiz  under -",
+        "execute_node ask      under invoke_workflow quiz",
+        "execute_node calc     under invoke_workflow quiz",
+        "invoke_agent calc     under execute_node calc",
+        "chat scripted         under invoke_agent calc",
+    ]
+    assert all(f"# {line}\n" in block for line in printed)  # the README shows what it prints
 
 
 def test_delegated_agents_nest_under_the_delegate_tool_span(spans: InMemorySpanExporter) -> None:
@@ -301,10 +285,10 @@ def test_delegated_agents_nest_under_the_delegate_tool_span(spans: InMemorySpanE
         {"agent": "poet", "task": "A poem."}, {"agent": "critic", "task": "Judge it."},
     ]})])
     Session(Agent("lead", provider=ScriptedProvider([plan, "done"]), delegates=registry)).run("go")
-    got = _by_name(spans.get_finished_spans())
+    got = by_name(spans.get_finished_spans())
     (delegate,) = got["execute_tool delegate"]
     (lead,) = got["invoke_agent lead"]
-    assert _parent(delegate) == _id(lead)
+    assert parent_id(delegate) == span_id(lead)
     for child in ("poet", "critic"):
         (span,) = got[f"invoke_agent {child}"]
-        assert _parent(span) == _id(delegate)
+        assert parent_id(span) == span_id(delegate)

@@ -9,17 +9,19 @@ share one queue (``inbox``): an idle replica pulls the next input.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import pykka
 
 from ..core import StreamEvent, Usage
+from ..integrations.otel import node_work
 from ..orchestration.blackboard import Blackboard, use_blackboard
 from .envelope import Envelope, EnvelopeType, Work
 
@@ -211,11 +213,12 @@ class NodeActor(pykka.ThreadingActor):
             observer.started(work)
         started = time.perf_counter()
         board = self.blackboard if run is None else getattr(run, "blackboard", None)
+        trace = getattr(run, "trace", None)  # the run's OpenTelemetry span (formations, when in use)
         try:
-            if board is None:
+            if board is None and trace is None:
                 output, usage = self.process(work)
-            else:  # agents' blackboard_tools and their delegates see the run's board
-                with use_blackboard(board):
+            else:  # the run's board (blackboard_tools, delegates) and/or its trace context
+                with _node_scope(board, trace, self.name, env.run_id, attempt):
                     output, usage = self.process(work)
         except Exception as exc:
             self.current = None
@@ -250,3 +253,15 @@ class NodeActor(pykka.ThreadingActor):
 
     def _timeout(self, env: Work) -> float | None:
         return self.observer.attempt_timeout(env) if self.observer is not None else None
+
+
+@contextlib.contextmanager
+def _node_scope(board: Blackboard | None, trace: Any, node: str, run_id: str, attempt: int) -> Iterator[None]:
+    """One node attempt inside its run's blackboard (``current_blackboard()``) and, when
+    OpenTelemetry is in use, under the run's trace context."""
+    with contextlib.ExitStack() as stack:
+        if board is not None:
+            stack.enter_context(use_blackboard(board))
+        if trace is not None:
+            stack.enter_context(node_work(trace.carrier, node, run_id, attempt))
+        yield

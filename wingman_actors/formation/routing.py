@@ -308,6 +308,8 @@ class Router:
             output = None
         duration = time.perf_counter() - run.t0
         result = FormationResult(run.id, output, outputs, run, duration)
+        if run.trace is not None:  # ended before the caller can see the result
+            run.trace.end(usage=result.usage)
         future = self._resolved(run)
         future.set_result(result)
         if run.listeners:
@@ -320,6 +322,8 @@ class Router:
         too, so the failure holds at the limit."""
         if not self._claim(run):
             return
+        if run.trace is not None:
+            run.trace.end(error)
         future = self._resolved(run)
         future.set_exception(error)
         if run.listeners:
@@ -337,6 +341,8 @@ class Router:
             return False
         running = self.unfinished(run)
         run.cancelled = tuple(running)
+        if run.trace is not None:
+            run.trace.end(cancelled=True)
         future = self._resolved(run)
         if type(future) is RunFuture:
             future.settle_cancelled()

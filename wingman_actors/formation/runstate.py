@@ -14,6 +14,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ..core import Usage
+from ..integrations.otel import WorkflowSpan
 from .result import ZERO_USAGE, FormationResult, NodeStatus, NodeTrace
 
 __all__ = ["RunState"]
@@ -47,7 +48,7 @@ class RunState:
 
     __slots__ = (
         "blackboard", "cancelled", "done", "failures", "future", "id", "input", "joins", "listeners", "lock", "log",
-        "order", "outputs", "pending", "remaining", "skipped", "t0", "timer", "visits", "wall0",
+        "order", "outputs", "pending", "remaining", "skipped", "t0", "timer", "trace", "visits", "wall0",
     )
 
     def __init__(
@@ -76,6 +77,7 @@ class RunState:
         self.wall0 = _wall_offset + self.t0
         self.timer: Any = None
         self.blackboard: Any = None  # the Blackboard its nodes share (submit's, else start's), if any
+        self.trace: WorkflowSpan | None = None  # the run's OpenTelemetry span, when in use
         # Created on first use: a straight pipeline run never needs them.
         self.joins: dict[str, tuple[dict[str, Any], set[str]]] = _EMPTY_JOINS
         self.visits: dict[str, int] = _EMPTY_VISITS

@@ -26,6 +26,7 @@ from ..actors.nodes import AgentActor, FleetActor, FunctionActor
 from ..actors.scheduler import Scheduler
 from ..backends import Backend, NodeRecipe, new_backend
 from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutError
+from ..integrations import otel
 from ..orchestration.blackboard import Blackboard
 from ..providers.base import Provider
 from .events import FormationEvent, FormationEventType, emit
@@ -200,6 +201,7 @@ class RunningFormation:
         future = RunFuture(run_id, self.cancel)  # taken now: the run may finish, and drop it, before we return
         run = RunState(run_id, input, listeners, len(self.plan.sinks), self.plan.order, future)
         run.blackboard = board
+        run.trace = otel.start_workflow(self.name, run_id)  # None unless OpenTelemetry is in use
         self._runs[run_id] = run
         if timeout is not None:
             run.timer = self._scheduler.call_later(timeout, lambda: self._run_timeout(run, timeout))

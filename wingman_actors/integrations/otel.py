@@ -24,18 +24,20 @@ Cost: this module imports nothing of OpenTelemetry by itself. It looks for
 imported it); when it is absent, or no provider is set, a session pays one dictionary
 look-up per run and nothing else.
 
-For a formation runtime, three calls (each a no-op returning None when OpenTelemetry is
-not in use)::
+A formation run (the runtime does this; nothing happens when OpenTelemetry is not in
+use)::
 
-    span = start_workflow(formation.name, run_id)        # when a run is submitted
-    envelope.trace = span.carrier if span else None       # on every envelope of the run
-    with node_work(envelope.trace, node_name, run_id):    # on the node actor's thread,
-        ...                                               # around the node's work
-    span.end(error)                                       # when the run ends, if span
+    invoke_workflow {formation}          one per run, from submit to its end
+    └── execute_node {node}              one per node attempt, on the node actor's thread
+        ├── invoke_agent {agent}         an agent node's session
+        └── invoke_agent {agent} ...     a fleet node's sessions, one per item
 
-``carrier`` is a plain ``dict`` of W3C trace-context headers, so it crosses processes (Ray)
-as well as threads. Sessions started inside ``node_work`` nest under the run's span and
-carry ``wingman.node`` and ``wingman.run_id``; delegated agents nest under the
+The runtime calls :func:`start_workflow` when a run is submitted and keeps the
+:class:`WorkflowSpan` on the run's state; node actors run each attempt inside
+:func:`node_work` with the span's ``carrier``; the run's end calls
+:meth:`WorkflowSpan.end`. ``carrier`` is a plain ``dict`` of W3C trace-context headers, so
+it crosses processes (Ray) as well as threads. Node spans and every span started inside
+them carry ``wingman.node`` and ``wingman.run_id``; delegated agents nest under the
 ``execute_tool delegate`` span of their parent.
 
 Example:
@@ -50,6 +52,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -68,9 +71,14 @@ __all__ = [
     "start_workflow",
 ]
 
+log = logging.getLogger("wingman_actors.otel")
+
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _capture: bool | None = None
-_cached: tuple[Any, Any] | None = None  # (tracer provider, tracer)
+_cached: tuple[Any, Any] | None = None  # (tracer provider, its tracer or None)
+_MISSING = object()
+# A provider named by the environment is loaded by OpenTelemetry on first use.
+_ENV_PROVIDER = bool(os.environ.get("OTEL_PYTHON_TRACER_PROVIDER"))
 # The formation node whose work is running on this thread: (node, run_id).
 _node: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("wingman_otel_node", default=None)
 
@@ -96,15 +104,21 @@ def _tracer() -> Any:
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None:
         return None
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+    # While no provider is set, get_tracer_provider() looks the environment variable up on
+    # every call (a KeyError inside os.environ: ~5 µs, a tenth of a formation run); the
+    # module global it reads first says the same for the price of an attribute read.
+    # tests/integrations/test_otel.py fails if opentelemetry-api changes that global.
+    if getattr(trace, "_TRACER_PROVIDER", _MISSING) is None and not _ENV_PROVIDER:
         return None
+    provider = trace.get_tracer_provider()
     cached = _cached
     if cached is not None and cached[0] is provider:
         return cached[1]
-    from .. import __version__
+    tracer = None
+    if not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        from .. import __version__
 
-    tracer = provider.get_tracer("wingman_actors", __version__)
+        tracer = provider.get_tracer("wingman_actors", __version__)
     _cached = (provider, tracer)
     return tracer
 
@@ -352,48 +366,94 @@ class WorkflowSpan:
     """The ``invoke_workflow {formation}`` span of one run.
 
     Attributes:
-        carrier: the run's trace context as W3C headers (a picklable ``dict``): put it on
-            every envelope of the run, and hand it to :func:`node_work` on the node's side.
+        carrier: the run's trace context as W3C headers (a picklable ``dict``): hand it to
+            :func:`node_work` on the node's side (any thread or process).
     """
 
-    def __init__(self, tracer: Any, formation: str, run_id: str) -> None:
-        from opentelemetry import context, propagate, trace
+    __slots__ = ("carrier", "span")
 
+    def __init__(self, tracer: Any, formation: str, run_id: str) -> None:
+        from opentelemetry import context, trace
+
+        # gen_ai.workflow.name (semconv <= 1.41) and gen_ai.agent.name (its replacement in
+        # the standalone GenAI conventions, v0.1) both name the formation.
         self.span = tracer.start_span(
             f"invoke_workflow {formation}", context=context.get_current(),
             attributes={"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": formation,
-                        "wingman.run_id": run_id},
+                        "gen_ai.agent.name": formation, "wingman.run_id": run_id},
         )
         self.carrier: dict[str, str] = {}
-        propagate.inject(self.carrier, context=trace.set_span_in_context(self.span))
+        _propagator().inject(self.carrier, context=trace.set_span_in_context(self.span))
 
-    def end(self, error: BaseException | None = None) -> None:
-        """End the run's span (with its error, when it failed)."""
-        if error is not None:
-            _fail(self.span, error)
-        self.span.end()
+    def end(self, error: BaseException | None = None, *, cancelled: bool = False, usage: Any = None) -> None:
+        """End the run's span: succeeded (with the run's summed ``usage``, if given),
+        failed (``error`` recorded, ``error.type`` set, status error) or ``cancelled``
+        (not an error: ``wingman.run.status`` says so)."""
+        span = self.span
+        try:
+            if usage is not None:
+                span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+            if error is not None:
+                span.set_attribute("wingman.run.status", "failed")
+                _fail(span, error)
+            else:
+                span.set_attribute("wingman.run.status", "cancelled" if cancelled else "succeeded")
+            span.end()
+        except Exception:  # a failing span processor must not keep the run from resolving
+            log.exception("could not end the OpenTelemetry span of a formation run")
 
 
 def start_workflow(formation: str, run_id: str) -> WorkflowSpan | None:
-    """Open the span of a formation run, or None when OpenTelemetry is not in use."""
+    """Open the span of a formation run (a child of the span current on the calling
+    thread), or None when OpenTelemetry is not in use."""
     tracer = _tracer()
     return WorkflowSpan(tracer, formation, run_id) if tracer is not None else None
 
 
+_propagators: Any = None
+
+
+def _propagator() -> Any:
+    """W3C trace context and baggage, whatever global propagator the application set: the
+    carrier never leaves the process pair that made it, so its format is ours to fix."""
+    global _propagators
+    if _propagators is None:
+        from opentelemetry.baggage.propagation import W3CBaggagePropagator
+        from opentelemetry.propagators.composite import CompositePropagator
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        _propagators = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
+    return _propagators
+
+
 @contextlib.contextmanager
-def node_work(carrier: Mapping[str, str] | None, node: str, run_id: str) -> Iterator[None]:
-    """Run a node's work for one run under that run's span (on the node actor's thread):
-    sessions started inside nest under ``invoke_workflow`` and carry ``wingman.node`` and
-    ``wingman.run_id``. Does nothing when ``carrier`` is None or OpenTelemetry is not in use."""
-    if carrier is None or _tracer() is None:
+def node_work(carrier: Mapping[str, str] | None, node: str, run_id: str, attempt: int = 1) -> Iterator[None]:
+    """Run one attempt of a node's work for one run (on the node actor's thread, or in its
+    process) in an ``execute_node {node}`` span, a child of the run's ``invoke_workflow``:
+    sessions and fleets started inside nest under it, every span carries ``wingman.node``
+    and ``wingman.run_id``, and an exception that escapes is recorded on it (``error.type``,
+    status error) and re-raised. Does nothing when ``carrier`` is None or OpenTelemetry is
+    not in use."""
+    tracer = _tracer() if carrier is not None else None
+    if tracer is None:
         yield
         return
-    from opentelemetry import context, propagate
+    from opentelemetry import context, trace
 
-    token = context.attach(propagate.extract(carrier))
+    parent = _propagator().extract(carrier)
+    span = tracer.start_span(
+        f"execute_node {node}", context=parent,
+        attributes={"wingman.node": node, "wingman.run_id": run_id, "wingman.attempt": attempt},
+    )
+    token = context.attach(trace.set_span_in_context(span, parent))
     node_token = _node.set((node, run_id))
     try:
         yield
+    except BaseException as exc:
+        _fail(span, exc)
+        raise
     finally:
         _node.reset(node_token)
         context.detach(token)
+        span.end()
