@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import pykka
 
 from ..core import StreamEvent, Usage
+from ..interrupts import RunSuspended
 from .envelope import Envelope, EnvelopeType, Work
 
 __all__ = ["STOP", "NodeActor", "NodeObserver", "ReplyTo"]
@@ -56,6 +57,10 @@ class NodeObserver(Protocol):
     def failed(
         self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any
     ) -> bool: ...
+
+    def suspended(self, work: Work, attempt: int, signal: RunSuspended) -> None: ...
+
+    def item_finished(self, work: Work, index: int, output: Any) -> None: ...
 
 
 class NodeActor(pykka.ThreadingActor):
@@ -206,7 +211,17 @@ class NodeActor(pykka.ThreadingActor):
             observer.started(work)
         started = time.perf_counter()
         try:
-            output, usage = self.process(work)
+            scope = work.scope
+            if scope is None:
+                output, usage = self.process(work)
+            else:  # a journalled run: interrupt() finds its visit
+                output, usage = scope.run(self.process, work)
+        except RunSuspended as signal:
+            self.current = None
+            if observer is not None:
+                observer.suspended(work, attempt, signal)
+                return False
+            raise
         except Exception as exc:
             self.current = None
             if observer is not None:

@@ -47,7 +47,7 @@ class RunState:
 
     __slots__ = (
         "cancelled", "done", "failures", "future", "id", "input", "joins", "listeners", "lock", "log",
-        "order", "outputs", "pending", "remaining", "skipped", "t0", "timer", "visits", "wall0",
+        "order", "outputs", "pending", "remaining", "replay", "skipped", "t0", "timer", "visits", "wall0",
     )
 
     def __init__(
@@ -75,6 +75,7 @@ class RunState:
         self.t0 = time.perf_counter()
         self.wall0 = _wall_offset + self.t0
         self.timer: Any = None
+        self.replay: Any = None  # a resumed run's journal (formation.durable.Replay)
         # Created on first use: a straight pipeline run never needs them.
         self.joins: dict[str, tuple[dict[str, Any], set[str]]] = _EMPTY_JOINS
         self.visits: dict[str, int] = _EMPTY_VISITS
