@@ -15,7 +15,8 @@ def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
     assert list(SCENARIOS) == [
         "pipeline_throughput", "run_overhead", "cold_run", "hop_latency",
         "fleet_makespan", "fleet_node_makespan", "dag_makespan", "inflight_runs", "actor_memory",
-        "store_journal", "cancel_latency", "timeout_overshoot",
+        "store_journal", "durable_pipeline_throughput", "durable_overhead", "resume_latency",
+        "cancel_latency", "timeout_overshoot",
     ]
 
 
@@ -61,3 +62,10 @@ def test_peer_lines_compare_with_ours() -> None:
     lines = _peer_lines("pipeline_throughput", 30000, {"langgraph": {"version": "1.2", "batch_inputs_per_s": 750}})
     assert lines == ["pipeline_throughput: langgraph 1.2: 750 inputs/s with batch() (ours 40.0 x faster)"]
     assert _peer_lines("x", 1.0, {"langgraph": "not installed"}) == ["x: langgraph not installed"]
+
+
+def test_resume_latency_resumes_journalled_runs_to_their_outputs() -> None:
+    result = SCENARIOS["resume_latency"](True)
+    assert result.unit == "ms beyond the last node's work"
+    assert result.details["runs"] == 10
+    assert result.value > 0

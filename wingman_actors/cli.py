@@ -139,6 +139,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("bench", "measure the runtime against its targets", "wingman_actors.bench.cli:add_bench_parser"),
     Command("serve", "serve agents, sessions, fleets and formations over HTTP (SQLite persistence)",
             "wingman_actors.server.cli:add_serve_parser"),
+    Command("runs", "list the runs journalled in a run store", "wingman_actors.launcher.runs:add_runs_parser"),
     Command("version", "print the version", _add_version),
 )
 """The launcher's commands, in the order ``--help`` lists them."""

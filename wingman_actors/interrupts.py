@@ -17,7 +17,7 @@ import contextvars
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["NoStoreError", "RunSuspended", "VisitScope", "interrupt"]
+__all__ = ["NoStoreError", "RunSuspended", "VisitScope", "current_scope", "interrupt"]
 
 _T = TypeVar("_T")
 
@@ -51,26 +51,51 @@ class VisitScope:
         node: the node.
         visit: the node's visit number.
         answers: the answers given to this visit's interrupts, in order.
-        on_progress: called with each step an agent session of this visit journals
-            (its messages so far), or None.
-        history: the messages an agent session of this visit had journalled before.
+        on_progress: journals a model response of the visit's agent session, or None.
+        replies: the model responses the visit's agent session got before it was
+            suspended: a resumed session takes them instead of calling the model again.
     """
 
-    __slots__ = ("answers", "calls", "history", "node", "on_progress", "run_id", "visit")
+    __slots__ = ("answers", "calls", "node", "on_progress", "replayed", "replies", "run_id", "session", "visit")
 
     def __init__(self, run_id: str, node: str, visit: int, answers: list[Any],
-                 on_progress: Callable[[Any], None] | None = None, history: Any = None) -> None:
+                 on_progress: Callable[[Any], None] | None = None, replies: list[Any] | None = None) -> None:
         self.run_id = run_id
         self.node = node
         self.visit = visit
         self.answers = answers
         self.calls = 0
         self.on_progress = on_progress
-        self.history = history
+        self.replies = replies or []
+        self.replayed = 0
+        self.session: str | None = None
+
+    def owns(self, session_id: str) -> bool:
+        """Whether the agent session ``session_id`` is the visit's own (the first session
+        of the attempt; sessions a tool starts inside it are not journalled)."""
+        if self.session is None:
+            self.session = session_id
+        return self.session == session_id
+
+    def next_reply(self) -> Any:
+        """The next journalled model response to replay, or None once they are used up."""
+        i = self.replayed
+        if i < len(self.replies):
+            self.replayed = i + 1
+            return self.replies[i]
+        return None
+
+    def record_reply(self, response: Any) -> None:
+        """Journal a model response the visit's session got (so a resume need not ask again)."""
+        if self.on_progress is not None:
+            self.on_progress(response)
 
     def run(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Call ``fn(*args)`` with this scope current (``interrupt`` sees it)."""
-        self.calls = 0  # a retried attempt asks its questions again from the first
+        # a retried attempt asks its questions again from the first, in a new session
+        self.calls = 0
+        self.replayed = 0
+        self.session = None
         token = _current.set(self)
         try:
             return fn(*args)

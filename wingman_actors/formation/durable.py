@@ -90,17 +90,20 @@ class Journal:
         """The context ``interrupt()`` and agent sessions find while this visit runs."""
         store = self.store
         answers: list[Any] = []
-        history = None
+        replies: list[Any] = []
         if replay is not None:
-            answers = replay.journal.answers(node, visit)
-            steps = replay.journal.progress.get((node, visit, None))
-            if steps:
-                history = steps[-1]
+            journal = replay.journal
+            answers = journal.answers(node, visit)
+            # An agent suspended in a tool call continues from its journalled model
+            # responses. A visit that failed or crashed starts its session afresh (a
+            # bad answer replayed would fail it again).
+            if any((i.node, i.visit) == (node, visit) for i in journal.interrupts):
+                replies = list(journal.progress.get((node, visit, None), ()))
 
         def progress(value: Any) -> None:
             store.record_progress(run_id, node, visit, value)
 
-        return VisitScope(run_id, node, visit, answers, progress, history)
+        return VisitScope(run_id, node, visit, answers, progress, replies)
 
     def close(self) -> None:
         if self.owned:
