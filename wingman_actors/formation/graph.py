@@ -305,10 +305,30 @@ class Formation:
         timeout: float | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        store: StoreArg | None = None,
     ) -> Iterator[FormationEvent]:
         """Start, run ``input``, yield its events (ending with ``run_finished``, whose
-        ``data["result"]`` is the result, or ``run_failed``), stop."""
-        return run_stream(self.validate(), input, timeout=timeout, provider=provider, work_dir=work_dir)
+        ``data["result"]`` is the result, or ``run_failed``), stop. ``store`` journals
+        the run, as for :meth:`start`."""
+        plan = self.validate()
+        return run_stream(plan, input, timeout=timeout, provider=provider, work_dir=work_dir,
+                          journal=self._journal(store))
+
+    def resume_stream(
+        self,
+        run_id: str,
+        *,
+        store: StoreArg,
+        answer: Any = None,
+        timeout: float | None = None,
+        provider: Provider | None = None,
+        work_dir: str | Path | None = None,
+    ) -> Iterator[FormationEvent]:
+        """:meth:`resume` as :meth:`run_stream` does :meth:`run`: yield the resumed run's
+        events (journalled visits report ``node_finished`` with ``journalled: True``)."""
+        plan = self.validate()
+        return run_stream(plan, None, timeout=timeout, provider=provider, work_dir=work_dir,
+                          journal=self._journal(store), resume_id=run_id, answer=answer)
 
     def to_mermaid(self) -> str:
         """The formation as a Mermaid flowchart (works on an invalid formation too)."""

@@ -339,15 +339,22 @@ def run_stream(
     provider: Provider | None = None,
     work_dir: str | Path | None = None,
     backend: str = "threads",
+    journal: Journal | None = None,
+    resume_id: str | None = None,
+    answer: Any = None,
 ) -> Iterator[FormationEvent]:
-    """Start the formation, run ``input``, and yield its events until ``run_finished``
-    (whose ``data["result"]`` is the :class:`FormationResult`) or ``run_failed`` (whose
-    ``data["exception"]`` is the error); the formation is stopped when the generator ends,
-    also when the consumer stops early."""
+    """Start the formation, run ``input`` (or, with ``resume_id``, continue that journalled
+    run), and yield its events until ``run_finished`` (whose ``data["result"]`` is the
+    :class:`FormationResult`) or ``run_failed`` (whose ``data["exception"]`` is the
+    error); the formation is stopped when the generator ends, also when the consumer
+    stops early."""
     events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
-    running = RunningFormation(plan, provider=provider, work_dir=work_dir, backend=backend)
+    running = RunningFormation(plan, provider=provider, work_dir=work_dir, backend=backend, journal=journal)
     with running.start():
-        running.submit(input, timeout=timeout, on_event=events.put)
+        if resume_id is not None:
+            running.resume(resume_id, answer, timeout=timeout, on_event=events.put)
+        else:
+            running.submit(input, timeout=timeout, on_event=events.put)
         while True:
             event = events.get()
             yield event
