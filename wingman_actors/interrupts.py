@@ -8,7 +8,8 @@ interrupted visit again, and this time that call of ``interrupt`` returns ``valu
 (the i-th ``interrupt`` call of a visit returns the i-th answer given to that visit).
 
 Code before an ``interrupt`` call therefore runs again on resume: keep side effects after
-it, or make them idempotent.
+it, or make them idempotent. Sessions of a fleet node's items run on the fleet's own
+threads, outside the visit's scope: ``interrupt`` there raises :class:`NoStoreError`.
 """
 
 from __future__ import annotations
@@ -137,8 +138,9 @@ def interrupt(payload: Any) -> Any:
     scope = _current.get()
     if scope is None:
         raise NoStoreError(
-            "interrupt() needs a journalled formation run to suspend: call it inside a function node, tool or "
-            "middleware of a formation run with a store, e.g. formation.run(input, store='runs.sqlite')"
+            "interrupt() needs a journalled formation run to suspend: call it inside a function node, or a tool or "
+            "middleware of an agent node (fleet items cannot interrupt), of a formation run with a store, "
+            "e.g. formation.run(input, store='runs.sqlite')"
         )
     i = scope.calls
     scope.calls = i + 1

@@ -121,3 +121,24 @@ def test_a_middleware_interrupt_suspends_and_resumes(store: RunStore) -> None:
     assert result.interrupt == {"node": "clerk", "payload": "may I call the model?"}
     assert provider.requests == []
     assert f.resume(result.run_id, store=store, answer=True).output == "fine"
+
+
+def test_an_answer_for_a_run_without_a_pending_interrupt_is_refused_and_the_run_stays_resumable(
+    store: RunStore,
+) -> None:
+    state = {"down": True}
+
+    def flaky(x: int) -> int:
+        if state["down"]:
+            raise RuntimeError("down")
+        return x
+
+    f = Formation("f").add_function("a", flaky)
+    with pytest.raises(FormationRuntimeError) as info:
+        f.run(1, store=store)
+    run_id = info.value.run_id or ""
+    with pytest.raises(ValueError, match="no pending interrupt"):
+        f.resume(run_id, store=store, answer="yes")
+    assert store.get(run_id).status == "failed"
+    state["down"] = False
+    assert f.resume(run_id, store=store).output == 1

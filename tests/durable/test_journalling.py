@@ -4,6 +4,7 @@ item as it finishes (before anything downstream), skips, and the final status.""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,26 @@ def test_submit_with_run_id_without_a_store_is_refused() -> None:
 def test_a_bad_store_argument_is_refused_clearly() -> None:
     with pytest.raises(TypeError, match="store must be a RunStore"):
         chain().run(1, store=42)  # type: ignore[arg-type]
+
+
+def test_a_run_cut_short_by_stop_is_interrupted_and_resumable(store: RunStore) -> None:
+    gate = threading.Event()
+    seen: list[int] = []
+
+    def slow(x: int) -> int:
+        seen.append(x)
+        gate.wait(5)
+        return x * 10
+
+    f = Formation("stopped").add_function("a", lambda x: x + 1).add_function("b", slow).connect("a", "b")
+    running = f.start(store=store)
+    future = running.submit(1)
+    while not seen:
+        time.sleep(0.01)
+    running.stop(timeout=0.1)
+    gate.set()
+    with pytest.raises(FormationRuntimeError):
+        future.result()
+    assert store.get(future.run_id).status == "interrupted"
+    assert f.resume(future.run_id, store=store).output == 20
+    assert store.load(future.run_id).visits["a"] == {1: 2}

@@ -214,7 +214,8 @@ class RunningFormation:
             A future of the run's :class:`FormationResult`, as from :meth:`submit`.
 
         Raises:
-            ValueError: the formation was started without a store.
+            ValueError: the formation was started without a store, or ``answer`` was
+                given for a run that has no pending interrupt.
             wingman_actors.store.FormationMismatchError: the run was made by a formation
                 whose nodes, kinds or edges differ (the message says what differs).
             wingman_actors.store.RunNotResumableError: the run succeeded, expired, or is
@@ -229,6 +230,8 @@ class RunningFormation:
                              "formation.start(store=...) (a RunStore or its path)")
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        if answer is not None and journal.store.get(run_id).interrupt is None:
+            raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
         record = journal.claim(run_id)
         if answer is not None:
             journal.store.answer(run_id, answer)
