@@ -15,8 +15,8 @@ def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
     assert list(SCENARIOS) == [
         "pipeline_throughput", "run_overhead", "cold_run", "hop_latency",
         "fleet_makespan", "fleet_node_makespan", "dag_makespan", "inflight_runs", "actor_memory",
-        "store_journal", "cancel_latency", "timeout_overshoot", "ray_cpu_stage", "ray_hop_overhead",
-        "ray_agent_makespan",
+        "store_journal", "durable_pipeline_throughput", "durable_overhead", "resume_latency",
+        "cancel_latency", "timeout_overshoot", "ray_cpu_stage", "ray_hop_overhead", "ray_agent_makespan",
     ]
 
 
@@ -79,3 +79,10 @@ def test_the_ray_scenarios_report_ray_not_installed_without_it(monkeypatch: pyte
         measured = scenario(True)
         assert measured.details == {"skipped": NOT_INSTALLED} and not measured.meets
     assert "ray not installed" in NOT_INSTALLED
+
+
+def test_resume_latency_resumes_journalled_runs_to_their_outputs() -> None:
+    result = SCENARIOS["resume_latency"](True)
+    assert result.unit == "ms beyond the last node's work"
+    assert result.details["runs"] == 10
+    assert result.value > 0

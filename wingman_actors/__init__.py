@@ -15,9 +15,11 @@ if TYPE_CHECKING:
     from .fleet import Fleet, FleetResult, Task
     from .formation import Formation
     from .formation.result import FormationResult, NodeTrace
+    from .interrupts import interrupt
     from .result import Result, StepTrace, ToolCall
     from .session import Session, SessionStream
     from .tools import tool
+    from .tools.human import ask_human
 
 __version__ = "0.1.0.dev0"
 
@@ -37,6 +39,8 @@ _WHERE = {
     "StepTrace": ".result",
     "Task": ".fleet",
     "ToolCall": ".result",
+    "ask_human": ".tools.human",
+    "interrupt": ".interrupts",
     "tool": ".tools",
 }
 
@@ -54,6 +58,8 @@ __all__ = [
     "Task",
     "ToolCall",
     "__version__",
+    "ask_human",
+    "interrupt",
     "tool",
 ]
 

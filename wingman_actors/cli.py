@@ -100,6 +100,24 @@ def _add_run(sub: Any) -> None:
     p.add_argument("formation", metavar="FORMATION",
                    help="a .py file, a module name, or a ready formation: budget, research")
     p.add_argument("--input", "-i", metavar="PATH_OR_TEXT", help="the run's input (default: the formation's)")
+    p.add_argument("--store", metavar="PATH", help="journal the run in this run store (SQLite file), so "
+                                                   "`wingman-actors resume` can continue it")
+    _run_options(p)
+    p.set_defaults(func=_cmd_run)
+
+
+def _add_resume(sub: Any) -> None:
+    p = sub.add_parser("resume", parents=[_common()], help="continue a journalled run (failed, cut short, suspended)",
+                       description="Continue a run journalled by `run --store`: journalled nodes are not run "
+                                   "again. Options as for `run`.")
+    p.add_argument("resume_id", metavar="RUN_ID", help="the run (see `wingman-actors runs --store PATH`)")
+    p.add_argument("--store", required=True, metavar="PATH", help="the run store the run is journalled in")
+    p.add_argument("--answer", metavar="JSON", help="the answer to the run's pending interrupt (JSON, else text)")
+    _run_options(p)
+    p.set_defaults(func=_cmd_resume)
+
+
+def _run_options(p: Any) -> None:
     p.add_argument("--provider", metavar="ID", help="the provider of every agent (default: see below)")
     p.add_argument("--model", metavar="M", help="the provider's model")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
@@ -113,7 +131,6 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--sample-latency", type=_seconds_or_zero, metavar="SECONDS",
                    help="seconds each sample reply takes (default: the formation's SAMPLE_LATENCY_S on a "
                         "terminal, so the live view shows the run; 0 otherwise)")
-    p.set_defaults(func=_cmd_run)
 
 
 def _add_graph(sub: Any) -> None:
@@ -137,6 +154,7 @@ def _add_version(sub: Any) -> None:
 
 COMMANDS: tuple[Command, ...] = (
     Command("run", "run a formation with live progress", _add_run),
+    Command("resume", "continue a journalled run (failed, cut short, suspended)", _add_resume),
     Command("graph", "draw a formation (Mermaid, DOT or PNG)", _add_graph),
     Command("providers", "list providers, how to configure each, and which `run` uses", _add_providers),
     Command("bench", "measure the runtime against its targets", "wingman_actors.bench.cli:add_bench_parser"),
@@ -144,6 +162,7 @@ COMMANDS: tuple[Command, ...] = (
             "wingman_actors.server.cli:add_serve_parser"),
     Command("mcp", "Model Context Protocol: serve tools to MCP clients",
             "wingman_actors.integrations.mcp_command:add_mcp_parser"),
+    Command("runs", "list the runs journalled in a run store", "wingman_actors.launcher.runs:add_runs_parser"),
     Command("version", "print the version", _add_version),
 )
 """The launcher's commands, in the order ``--help`` lists them."""
@@ -164,6 +183,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .launcher.run import run_command
 
     return run_command(args)
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    from .launcher.durable import resume_command
+
+    return resume_command(args)
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:

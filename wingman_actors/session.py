@@ -40,6 +40,7 @@ from .core import (
 )
 from .errors import AgentError, ErrorKind, ToolError
 from .integrations import otel
+from .interrupts import current_scope
 from .middleware import RunContext
 from .result import ChildRun, Result, StepTrace, ToolCall, collect_child_runs
 from .structured import OutputSchema, OutputValidationError
@@ -266,6 +267,9 @@ class Session:
         limit_hit = False
         corrected = False
         step = 0
+        scope = current_scope()  # a journalled formation visit: model responses are journalled
+        if scope is not None and not scope.owns(self.id):
+            scope = None
         while True:
             ctx.token.check()
             step += 1
@@ -290,12 +294,17 @@ class Session:
             for mw in mws:
                 request = mw.before_model(ctx, request) or request
             t0 = time.perf_counter()
-            if self._spans is not None:
+            replayed = scope.next_reply() if scope is not None else None
+            if replayed is not None:  # resumed after an interrupt: this call was made before
+                response = replayed
+            elif self._spans is not None:
                 response = yield from self._traced_infer(self._spans, request, ctx.token, stream)
             elif stream:
                 response = yield from self._infer_stream(request, ctx.token)
             else:
                 response = self._infer(request, ctx.token)
+            if scope is not None and replayed is None:
+                scope.record_reply(response)
             for mw in mws:
                 response = mw.after_model(ctx, response) or response
             tool_uses = response.tool_calls

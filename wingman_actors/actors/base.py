@@ -22,6 +22,7 @@ import pykka
 
 from ..core import StreamEvent, Usage
 from ..integrations.otel import node_work
+from ..interrupts import RunSuspended
 from ..orchestration.blackboard import Blackboard, use_blackboard
 from .envelope import Envelope, EnvelopeType, Work
 
@@ -59,6 +60,10 @@ class NodeObserver(Protocol):
     def failed(
         self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any
     ) -> bool: ...
+
+    def suspended(self, work: Work, attempt: int, signal: RunSuspended) -> None: ...
+
+    def item_finished(self, work: Work, index: int, output: Any) -> None: ...
 
 
 class NodeActor(pykka.ThreadingActor):
@@ -215,11 +220,18 @@ class NodeActor(pykka.ThreadingActor):
         board = self.blackboard if run is None else getattr(run, "blackboard", None)
         trace = getattr(run, "trace", None)  # the run's OpenTelemetry span (formations, when in use)
         try:
+            scope = work.scope  # a journalled run: interrupt() finds its visit
             if board is None and trace is None:
-                output, usage = self.process(work)
+                output, usage = self.process(work) if scope is None else scope.run(self.process, work)
             else:  # the run's board (blackboard_tools, delegates) and/or its trace context
                 with _node_scope(board, trace, self.name, env.run_id, attempt):
-                    output, usage = self.process(work)
+                    output, usage = self.process(work) if scope is None else scope.run(self.process, work)
+        except RunSuspended as signal:
+            self.current = None
+            if observer is not None:
+                observer.suspended(work, attempt, signal)
+                return False
+            raise
         except Exception as exc:
             self.current = None
             if observer is not None:

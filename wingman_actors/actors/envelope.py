@@ -93,11 +93,13 @@ class Work:
         timer: the attempt's timeout timer, if its node has a ``timeout``.
         replica: the replica working on it.
         memo: a fleet node's finished items by index, kept across retries.
+        visit: the node's visit number in its run (1 unless a loop visits it again).
+        scope: the durable-run context of the work (journalled runs only; None otherwise).
     """
 
-    __slots__ = ("attempt", "envelope", "memo", "replica", "settled", "started", "timer")
+    __slots__ = ("attempt", "envelope", "memo", "replica", "scope", "settled", "started", "timer", "visit")
 
-    def __init__(self, envelope: Envelope) -> None:
+    def __init__(self, envelope: Envelope, visit: int = 1) -> None:
         self.envelope = envelope
         self.attempt = 1
         self.started = 0.0
@@ -105,6 +107,8 @@ class Work:
         self.timer: Any = None
         self.replica = 0
         self.memo: dict[int, Any] | None = None
+        self.visit = visit
+        self.scope: Any = None
 
     # The envelope's fields, read through (node code reads ``work.payload``).
     @property

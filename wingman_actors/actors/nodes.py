@@ -205,11 +205,20 @@ class FleetActor(NodeActor):
             self._fleet = fleet
             if env.run is not None and env.run.done:  # cancelled before interrupt() could see the fleet
                 fleet.cancel("the run was cancelled")
+            observer = self.observer if work.scope is not None else None
             try:
-                results = fleet.run()
+                if observer is None:
+                    results = list(zip(todo, fleet.run(), strict=True))
+                else:  # a journalled run: each item is journalled as it finishes
+                    results = []
+                    for fr in fleet.run_stream():
+                        i = todo[fr.task_index]
+                        results.append((i, fr))
+                        if fr.error is None and fr.result is not None:
+                            observer.item_finished(work, i, fr.result.output)
             finally:
                 self._fleet = None
-            for i, fr in zip(todo, results, strict=True):
+            for i, fr in results:
                 if fr.error is not None:
                     errors[i] = fr.error
                 elif fr.result is not None:

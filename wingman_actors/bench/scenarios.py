@@ -401,6 +401,24 @@ def store_journal(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def durable_pipeline_throughput(quick: bool) -> Measurement:
+    from .durable import durable_pipeline_throughput as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
+def durable_overhead(quick: bool) -> Measurement:
+    from .durable import durable_overhead as measure
+
+    return measure(quick)
+
+
+def resume_latency(quick: bool) -> Measurement:
+    from .durable import resume_latency as measure
+
+    return measure(quick)
+
+
 def cancel_latency(quick: bool) -> Measurement:
     from .cancellation import cancel_latency as measure  # it imports Measurement from here
 
@@ -442,6 +460,9 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "inflight_runs": inflight_runs,
     "actor_memory": actor_memory,
     "store_journal": store_journal,
+    "durable_pipeline_throughput": durable_pipeline_throughput,
+    "durable_overhead": durable_overhead,
+    "resume_latency": resume_latency,
     "cancel_latency": cancel_latency,
     "timeout_overshoot": timeout_overshoot,
     "ray_cpu_stage": ray_cpu_stage,

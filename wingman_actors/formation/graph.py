@@ -31,6 +31,8 @@ from ..agent import Agent
 from ..errors import FormationSetupError
 from ..orchestration.blackboard import Blackboard
 from ..providers.base import Provider
+from ..store import FormationShape
+from .durable import Journal, StoreArg, open_store
 from .events import FormationEvent
 from .plan import Plan, compile_plan
 from .render import to_dot, to_mermaid
@@ -200,6 +202,7 @@ class Formation:
         backend: str = "threads",
         backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
+        store: StoreArg | None = None,
     ) -> RunningFormation:
         """Validate, then start every node actor and the supervisor.
 
@@ -219,15 +222,26 @@ class Formation:
                 gives one run its own board): function nodes with a ``blackboard``
                 parameter receive it; agent and fleet nodes, and the agents they delegate
                 to, see it as ``current_blackboard()`` (what ``blackboard_tools`` act on).
+            store: journal every run in this :class:`~wingman_actors.store.RunStore` (or
+                the SQLite file at this path, opened now and closed on stop), so runs can
+                be resumed (``running.resume(run_id)``) and can ``interrupt()``.
 
         Returns:
             The running formation: ``submit(input) -> Future[FormationResult]``; use it
             as a context manager so it stops.
         """
+        plan = self.validate()
         return RunningFormation(
-            self.validate(), on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
-            backend_options=backend_options, blackboard=blackboard,
+            plan, on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
+            backend_options=backend_options, blackboard=blackboard, journal=self._journal(store),
         ).start()
+
+    def _journal(self, store: StoreArg | None) -> Journal | None:
+        if store is None:
+            return None
+        opened, owned = open_store(store)
+        return Journal(opened, owned, self.name, FormationShape.of(self.graph),
+                       getattr(self, "source", None))  # the launcher sets the file it loaded
 
     def run(
         self,
@@ -240,19 +254,65 @@ class Formation:
         backend: str = "threads",
         backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
+        store: StoreArg | None = None,
+        run_id: str | None = None,
     ) -> FormationResult:
         """Start, run ``input`` through, stop. ``timeout`` bounds the whole run;
-        ``backend``, ``backend_options`` and ``blackboard`` (shared with every node) are as
-        for :meth:`start`.
+        ``backend``, ``backend_options``, ``blackboard`` (shared with every node) and
+        ``store`` are as for :meth:`start`; ``run_id`` names the journalled run (a new id
+        when None).
+
+        Returns:
+            The result; with a store, ``status`` is ``"suspended"`` (and ``interrupt`` set)
+            when a node called ``interrupt()``: continue with :meth:`resume`.
 
         Raises:
             FormationSetupError: the formation is not valid, or a function node takes a
                 ``blackboard`` parameter without a default and no board was given.
             FormationRuntimeError: the run failed (node, attempts, run id, partial outputs).
         """
+        plan = self.validate()
         return run_once(
-            self.validate(), input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
+            plan, input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard,
+            journal=self._journal(store), run_id=run_id,
+        )
+
+    def resume(
+        self,
+        run_id: str,
+        *,
+        store: StoreArg,
+        answer: Any = None,
+        timeout: float | None = None,
+        on_event: EventListener | None = None,
+        provider: Provider | None = None,
+        work_dir: str | Path | None = None,
+    ) -> FormationResult:
+        """Continue the journalled run ``run_id`` in this process: its process was killed,
+        or it failed, was cancelled or suspended. Journalled node visits and fleet items
+        are not run again; what was in flight runs again.
+
+        Args:
+            run_id: the run.
+            store: the run's store (a ``RunStore`` or its path).
+            answer: for a suspended run, the value its pending ``interrupt()`` returns.
+            timeout, on_event, provider, work_dir: as for :meth:`run`.
+
+        Raises:
+            wingman_actors.store.FormationMismatchError: this formation's nodes, kinds or
+                edges differ from the run's (the message says what differs).
+            wingman_actors.store.RunNotResumableError: the run succeeded, expired, or is
+                running in a live process.
+            FormationRuntimeError: the resumed run failed.
+
+        Example:
+            >>> result = formation.resume(run_id, store="runs.sqlite", answer="yes")  # doctest: +SKIP
+        """
+        plan = self.validate()
+        return run_once(
+            plan, None, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
+            journal=self._journal(store), run_id=run_id, resume=True, answer=answer,
         )
 
     def run_stream(
@@ -265,14 +325,33 @@ class Formation:
         backend: str = "threads",
         backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
+        store: StoreArg | None = None,
     ) -> Iterator[FormationEvent]:
         """Start, run ``input``, yield its events (ending with ``run_finished``, whose
         ``data["result"]`` is the result, or ``run_failed``), stop. ``backend``,
-        ``backend_options`` and ``blackboard`` are as for :meth:`start`."""
+        ``backend_options``, ``blackboard`` and ``store`` are as for :meth:`start`."""
+        plan = self.validate()
         return run_stream(
-            self.validate(), input, timeout=timeout, provider=provider, work_dir=work_dir,
+            plan, input, timeout=timeout, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard,
+            journal=self._journal(store),
         )
+
+    def resume_stream(
+        self,
+        run_id: str,
+        *,
+        store: StoreArg,
+        answer: Any = None,
+        timeout: float | None = None,
+        provider: Provider | None = None,
+        work_dir: str | Path | None = None,
+    ) -> Iterator[FormationEvent]:
+        """:meth:`resume` as :meth:`run_stream` does :meth:`run`: yield the resumed run's
+        events (journalled visits report ``node_finished`` with ``journalled: True``)."""
+        plan = self.validate()
+        return run_stream(plan, None, timeout=timeout, provider=provider, work_dir=work_dir,
+                          journal=self._journal(store), resume_id=run_id, answer=answer)
 
     def to_mermaid(self) -> str:
         """The formation as a Mermaid flowchart (works on an invalid formation too)."""

@@ -70,9 +70,12 @@ class FormationResult:
         nodes: per-node traces, by name (built on first access).
         usage: tokens summed over every node.
         duration_s: wall time of the run.
+        status: ``"succeeded"`` for a finished run; ``"suspended"`` for a journalled run
+            stopped by ``interrupt()`` (resume it with ``Formation.resume``).
+        interrupt: for a suspended run, ``{"node": ..., "payload": ...}``; else None.
     """
 
-    __slots__ = ("_build", "_nodes", "duration_s", "output", "outputs", "run_id")
+    __slots__ = ("_build", "_nodes", "duration_s", "interrupt", "output", "outputs", "run_id", "status")
 
     def __init__(
         self,
@@ -81,8 +84,12 @@ class FormationResult:
         outputs: dict[str, Any],
         nodes: dict[str, NodeTrace] | Callable[[], dict[str, NodeTrace]],
         duration_s: float,
+        status: str = "succeeded",
+        interrupt: dict[str, Any] | None = None,
     ) -> None:
         self.run_id = run_id
+        self.status = status
+        self.interrupt = interrupt
         self.output = output
         self.outputs = outputs
         self.duration_s = duration_s
@@ -110,6 +117,8 @@ class FormationResult:
         return total
 
     def __repr__(self) -> str:
+        if self.interrupt is not None:
+            return f"FormationResult(run_id={self.run_id!r}, status='suspended', interrupt={self.interrupt!r})"
         return f"FormationResult(run_id={self.run_id!r}, output={self.output!r}, duration_s={self.duration_s:.4f})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,6 +128,8 @@ class FormationResult:
         dump = TypeAdapter(Any).dump_python
         return {
             "run_id": self.run_id,
+            "status": self.status,
+            "interrupt": dump(self.interrupt, mode="json"),
             "output": dump(self.output, mode="json"),
             "outputs": dump(self.outputs, mode="json"),
             "nodes": {k: v.to_dict() for k, v in self.nodes.items()},

@@ -27,6 +27,8 @@ from .supervision import AttemptFailed, AttemptTimedOut
 
 if TYPE_CHECKING:
     from ..actors.scheduler import Scheduler
+    from ..interrupts import RunSuspended
+    from .durable import Journal
     from .supervision import Supervision
 
 __all__ = ["Router"]
@@ -63,6 +65,7 @@ class Router:
         self.supervision: Supervision  # set by the runtime once both exist
         self.tell_supervisor: Any = None
         self.closing = False
+        self.journal: Journal | None = None  # set by the runtime when runs are journalled
 
     # -- entering a run -----------------------------------------------------------------
 
@@ -77,6 +80,7 @@ class Router:
     def visit(self, run: RunState, node: str, payload: Any, sender: str) -> None:
         if run.done:
             return
+        visits = 1
         if self.cyclic:
             spec = self.specs[node]
             with run.lock:
@@ -92,7 +96,42 @@ class Router:
                     node=node, attempts=0, run_id=run.id, outputs=run.outputs,
                 ))
                 return
-        self.nodes[node].tell(Work(Envelope(next(_ids), run.id, sender, _WORK, payload, time.time(), node, run)))
+        journal = self.journal
+        if journal is None:
+            self.nodes[node].tell(Work(Envelope(next(_ids), run.id, sender, _WORK, payload, time.time(), node, run),
+                                       visits))
+            return
+        replay = run.replay
+        if replay is not None:
+            done = replay.visits.get(node)
+            if done is not None and visits in done:
+                self.replayed(run, node, visits, done[visits])
+                return
+            reason = replay.skipped.get((node, visits))
+            if reason is not None:
+                self.skip(run, node, str(reason), str(reason))
+                if self.cyclic:
+                    self.finish_one(run)
+                return
+        work = Work(Envelope(next(_ids), run.id, sender, _WORK, payload, time.time(), node, run), visits)
+        work.scope = journal.scope(run.id, node, visits, replay)
+        if replay is not None:
+            items = replay.items.get((node, visits))
+            if items:
+                work.memo = dict(items)
+        self.nodes[node].tell(work)
+
+    def replayed(self, run: RunState, node: str, visit: int, output: Any) -> None:
+        """A resumed run reached a visit its journal has: route the journalled output on
+        instead of running the node again."""
+        now = time.perf_counter()
+        run.log.append((node, 0, now, now, None))
+        run.outputs[node] = output
+        if run.listeners:
+            emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
+                "attempt": 0, "duration_s": 0.0, "usage": ZERO_USAGE, "journalled": True,
+            })
+        self.route(run, node, output, 0, visit)
 
     # -- node actor hooks (called on node threads) ---------------------------------------
 
@@ -122,17 +161,32 @@ class Router:
         if run.done:
             return
         name = env.target
+        journal = self.journal
+        if journal is not None:
+            # journalled before anything downstream of it can be
+            try:
+                journal.store.record_visit(run.id, name, work.visit, output)
+            except Exception as exc:
+                self.supervision.give_up(run, self.specs[name], attempt, exc, work.visit)
+                return
         run.log.append((name, attempt, started, finished, usage))
         run.outputs[name] = output
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
                 "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE,
             })
+        if journal is None and not self.cyclic:
+            nxt = self.straight[name]
+            if nxt is not None:
+                # the common pipeline step, inlined: straight into the next node's queue
+                self.nodes[nxt].tell(Work(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, run)))
+                return
+        self.route(run, name, output, attempt, work.visit)
+
+    def route(self, run: RunState, name: str, output: Any, attempt: int, visit: int) -> None:
+        """Send a finished visit's output along the node's out-edges."""
         nxt = self.straight[name]
-        if nxt is not None and not self.cyclic:
-            # the common pipeline step, inlined: straight into the next node's queue
-            self.nodes[nxt].tell(Work(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, run)))
-        elif nxt is not None:
+        if nxt is not None:
             self.visit(run, nxt, output, name)
         else:
             spec = self.specs[name]
@@ -146,7 +200,7 @@ class Router:
                     node=name, attempts=attempt, run_id=run.id, outputs=run.outputs,
                 )
                 err.__cause__ = exc
-                self.supervision.give_up(run, spec, attempt, err)
+                self.supervision.give_up(run, spec, attempt, err, visit)
                 return
             for edge, fire in firing:
                 if edge.back:
@@ -175,6 +229,40 @@ class Router:
             return False
         self.tell_supervisor(AttemptFailed(work, attempt, exc, started, finished, actor.replica, True, actor))
         return True
+
+    def suspended(self, work: Work, attempt: int, signal: RunSuspended) -> None:
+        """A visit called ``interrupt()``: journal it and suspend the run."""
+        if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
+            return
+        run = work.run
+        journal = self.journal
+        if run.done or journal is None:
+            return
+        node = work.target
+        try:
+            journal.store.record_interrupt(run.id, node, work.visit, signal.payload)
+        except Exception as exc:
+            self.supervision.give_up(run, self.specs[node], attempt, exc, work.visit)
+            return
+        if not self._claim(run):
+            return
+        journal.store.set_status(run.id, "suspended")
+        outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
+        duration = time.perf_counter() - run.t0
+        result = FormationResult(run.id, None, outputs, run, duration, "suspended",
+                                 {"node": node, "payload": signal.payload})
+        future = self._resolved(run)
+        future.set_result(result)
+        if run.listeners:
+            emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
+                 {"duration_s": duration, "usage": result.usage, "result": result, "suspended": True})
+        self.release(run, f"run {run.id} was suspended by an interrupt in {node!r}", abandon=False)
+
+    def item_finished(self, work: Work, index: int, output: Any) -> None:
+        """A fleet item of a journalled run finished: journal it."""
+        journal = self.journal
+        if journal is not None:
+            journal.store.record_item(work.run_id, work.target, work.visit, index, output)
 
     def wants_events(self, work: Work) -> bool:
         run = work.envelope.run
@@ -310,6 +398,8 @@ class Router:
         result = FormationResult(run.id, output, outputs, run, duration)
         if run.trace is not None:  # ended before the caller can see the result
             run.trace.end(usage=result.usage)
+        if self.journal is not None:
+            self.journal.store.set_status(run.id, "succeeded")
         future = self._resolved(run)
         future.set_result(result)
         if run.listeners:
@@ -324,6 +414,9 @@ class Router:
             return
         if run.trace is not None:
             run.trace.end(error)
+        if self.journal is not None:
+            # a run cut short by stop() can be resumed like one whose process died
+            self.journal.store.set_status(run.id, "interrupted" if self.closing else "failed", error=str(error))
         future = self._resolved(run)
         future.set_exception(error)
         if run.listeners:
@@ -343,6 +436,8 @@ class Router:
         run.cancelled = tuple(running)
         if run.trace is not None:
             run.trace.end(cancelled=True)
+        if self.journal is not None:
+            self.journal.store.set_status(run.id, "cancelled")
         future = self._resolved(run)
         if type(future) is RunFuture:
             future.settle_cancelled()

@@ -48,7 +48,7 @@ class RunState:
 
     __slots__ = (
         "blackboard", "cancelled", "done", "failures", "future", "id", "input", "joins", "listeners", "lock", "log",
-        "order", "outputs", "pending", "remaining", "skipped", "t0", "timer", "trace", "visits", "wall0",
+        "order", "outputs", "pending", "remaining", "replay", "skipped", "t0", "timer", "trace", "visits", "wall0",
     )
 
     def __init__(
@@ -78,6 +78,7 @@ class RunState:
         self.timer: Any = None
         self.blackboard: Any = None  # the Blackboard its nodes share (submit's, else start's), if any
         self.trace: WorkflowSpan | None = None  # the run's OpenTelemetry span, when in use
+        self.replay: Any = None  # a resumed run's journal (formation.durable.Replay)
         # Created on first use: a straight pipeline run never needs them.
         self.joins: dict[str, tuple[dict[str, Any], set[str]]] = _EMPTY_JOINS
         self.visits: dict[str, int] = _EMPTY_VISITS

@@ -29,6 +29,7 @@ from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutErro
 from ..integrations import otel
 from ..orchestration.blackboard import Blackboard
 from ..providers.base import Provider
+from .durable import Journal, Replay
 from .events import FormationEvent, FormationEventType, emit
 from .future import RunFuture
 from .plan import NodeSpec, Plan
@@ -71,18 +72,25 @@ class RunningFormation:
         backend: str = "threads",
         backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self._blackboard = _check_board(blackboard)
         self.plan = plan
         self.name = plan.name
         self._work_dir = work_dir
         self._provider = provider
-        self._backend: Backend = new_backend(backend, formation=plan.name, options=backend_options)
+        try:
+            self._backend: Backend = new_backend(backend, formation=plan.name, options=backend_options)
+        except BaseException:
+            if journal is not None:
+                journal.close()
+            raise
         self._listeners = [on_event] if on_event is not None else []
         self._prefix = uuid.uuid4().hex[:8]
         self._seq = itertools.count(1)
         self._scheduler = Scheduler(name=f"wingman-timer-{plan.name}")
         self._router = Router(plan, self._scheduler)
+        self._router.journal = self._journal = journal
         self._supervision = Supervision(self._router)
         self._runs = self._router.runs
         self._supervisor: Any = None
@@ -164,6 +172,8 @@ class RunningFormation:
             if supervisor.thread is not threading.current_thread():
                 supervisor.thread.join(timeout)
         self._scheduler.stop(timeout)
+        if self._journal is not None:
+            self._journal.close()
 
     # -- runs -------------------------------------------------------------------------
 
@@ -174,11 +184,14 @@ class RunningFormation:
         timeout: float | None = None,
         on_event: EventListener | None = None,
         blackboard: Blackboard | None = None,
+        run_id: str | None = None,
     ) -> Future[FormationResult]:
         """Start one run on ``input``.
 
         ``blackboard`` is this run's own board (shared by its nodes only); without one, the
         run shares the board given to ``start()``, if any, with every other such run.
+        With a store (``start(store=...)``) the run is recorded before this returns, under
+        ``run_id`` (a new id when None); without one, ``run_id`` must be None.
 
         Returns:
             A ``concurrent.futures.Future`` with a ``run_id`` attribute; it resolves to
@@ -196,12 +209,65 @@ class RunningFormation:
         board = self._blackboard if blackboard is None else _check_board(blackboard)
         if board is None:
             _require_no_board(self.plan)
+        if self._journal is not None:
+            run_id = self._journal.begin(input, run_id)  # durable before submit() returns
+        elif run_id is not None:
+            raise ValueError(f"run_id={run_id!r} names a journalled run: it needs a store, "
+                             "e.g. formation.start(store='runs.sqlite')")
+        else:
+            run_id = f"{self._prefix}-{next(self._seq)}"
+        return self._launch(run_id, input, timeout, on_event, None, board)
+
+    def resume(self, run_id: str, answer: Any = None, *, timeout: float | None = None,
+               on_event: EventListener | None = None) -> Future[FormationResult]:
+        """Continue the journalled run ``run_id`` (its process died, or it failed, was
+        cancelled or suspended): journalled visits and fleet items are not run again,
+        their outputs are fed downstream; what was in flight runs again.
+
+        Args:
+            run_id: the run, from ``result.run_id``, ``future.run_id`` or ``store.runs()``.
+            answer: for a suspended run, the value its pending ``interrupt()`` returns.
+            timeout: bounds the resumed run, as for :meth:`submit`.
+            on_event: called with this run's events.
+
+        Returns:
+            A future of the run's :class:`FormationResult`, as from :meth:`submit`.
+
+        Raises:
+            ValueError: the formation was started without a store, or ``answer`` was
+                given for a run that has no pending interrupt.
+            wingman_actors.store.FormationMismatchError: the run was made by a formation
+                whose nodes, kinds or edges differ (the message says what differs).
+            wingman_actors.store.RunNotResumableError: the run succeeded, expired, or is
+                running in a live process.
+            wingman_actors.store.UnknownRunError: no such run in the store.
+        """
+        if self._stopped or not self._started:
+            raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
+        journal = self._journal
+        if journal is None:
+            raise ValueError(f"resume({run_id!r}) needs the run's store: start the formation with "
+                             "formation.start(store=...) (a RunStore or its path)")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        if answer is not None and journal.store.get(run_id).interrupt is None:
+            raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
+        if self._blackboard is None:
+            _require_no_board(self.plan)
+        record = journal.claim(run_id)
+        if answer is not None:
+            journal.store.answer(run_id, answer)
+            record = journal.store.load(run_id)
+        return self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), self._blackboard)
+
+    def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
+                replay: Replay | None, board: Blackboard | None) -> Future[FormationResult]:
         listeners = self._listeners if on_event is None else [*self._listeners, on_event]
-        run_id = f"{self._prefix}-{next(self._seq)}"
         future = RunFuture(run_id, self.cancel)  # taken now: the run may finish, and drop it, before we return
         run = RunState(run_id, input, listeners, len(self.plan.sinks), self.plan.order, future)
         run.blackboard = board
         run.trace = otel.start_workflow(self.name, run_id)  # None unless OpenTelemetry is in use
+        run.replay = replay
         self._runs[run_id] = run
         if timeout is not None:
             run.timer = self._scheduler.call_later(timeout, lambda: self._run_timeout(run, timeout))
@@ -297,17 +363,25 @@ def run_once(
     backend: str = "threads",
     backend_options: Mapping[str, Any] | None = None,
     blackboard: Blackboard | None = None,
+    journal: Journal | None = None,
+    run_id: str | None = None,
+    resume: bool = False,
+    answer: Any = None,
 ) -> FormationResult:
-    """Start the formation, run ``input`` through it, stop it; return the result or raise
+    """Start the formation, run ``input`` through it (or, with ``resume``, continue the
+    journalled run ``run_id``), stop it; return the result or raise
     :class:`FormationRuntimeError`."""
     if _check_board(blackboard) is None:
         _require_no_board(plan)  # before any actor starts
     running = RunningFormation(
         plan, on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
-        backend_options=backend_options, blackboard=blackboard,
+        backend_options=backend_options, blackboard=blackboard, journal=journal,
     )
     with running.start():
-        return running.submit(input, timeout=timeout).result()
+        if resume:
+            assert run_id is not None
+            return running.resume(run_id, answer, timeout=timeout).result()
+        return running.submit(input, timeout=timeout, run_id=run_id).result()
 
 
 def run_stream(
@@ -320,18 +394,25 @@ def run_stream(
     backend: str = "threads",
     backend_options: Mapping[str, Any] | None = None,
     blackboard: Blackboard | None = None,
+    journal: Journal | None = None,
+    resume_id: str | None = None,
+    answer: Any = None,
 ) -> Iterator[FormationEvent]:
-    """Start the formation, run ``input``, and yield its events until ``run_finished``
-    (whose ``data["result"]`` is the :class:`FormationResult`) or ``run_failed`` (whose
-    ``data["exception"]`` is the error); the formation is stopped when the generator ends,
-    also when the consumer stops early."""
+    """Start the formation, run ``input`` (or, with ``resume_id``, continue that journalled
+    run), and yield its events until ``run_finished`` (whose ``data["result"]`` is the
+    :class:`FormationResult`) or ``run_failed`` (whose ``data["exception"]`` is the
+    error); the formation is stopped when the generator ends, also when the consumer
+    stops early."""
     events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
     if _check_board(blackboard) is None:
         _require_no_board(plan)
     running = RunningFormation(plan, provider=provider, work_dir=work_dir, backend=backend,
-                               backend_options=backend_options, blackboard=blackboard)
+                               backend_options=backend_options, blackboard=blackboard, journal=journal)
     with running.start():
-        running.submit(input, timeout=timeout, on_event=events.put)
+        if resume_id is not None:
+            running.resume(resume_id, answer, timeout=timeout, on_event=events.put)
+        else:
+            running.submit(input, timeout=timeout, on_event=events.put)
         while True:
             event = events.get()
             yield event

@@ -132,7 +132,7 @@ class Supervision:
             else:
                 self.redeliver(work)
             return
-        self.give_up(run, spec, work.attempt, exc)
+        self.give_up(run, spec, work.attempt, exc, work.visit)
 
     def redeliver(self, work: Work) -> None:
         if work.run.done or self.router.closing:
@@ -154,12 +154,15 @@ class Supervision:
         err = NodeTimeoutError(f"node {spec.name!r} {why}", node=spec.name, attempt=attempt, run_id=work.run_id)
         self.on_failure(AttemptFailed(work, attempt, err, work.started or now, now, work.replica, False))
 
-    def give_up(self, run: RunState, spec: NodeSpec, attempts: int, exc: BaseException) -> None:
+    def give_up(self, run: RunState, spec: NodeSpec, attempts: int, exc: BaseException, visit: int = 1) -> None:
         error = f"{type(exc).__name__}: {exc}"
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FAILED, run.id, spec.name,
                  {"attempts": attempts, "error": error})
         if spec.on_error == "skip":
+            journal = self.router.journal
+            if journal is not None and not run.done:
+                journal.store.record_skip(run.id, spec.name, visit, error)
             self.router.skip(run, spec.name, f"failed after {attempts} attempt(s) and on_error='skip'", error)
             if self.router.cyclic:
                 self.router.finish_one(run)

@@ -26,6 +26,7 @@ from ..formation import Formation
 from ..formation.events import FormationEvent, FormationEventType
 from ..formation.result import FormationResult
 from ..providers.base import Provider
+from .durable import Durable
 from .errors import UsageError
 from .loading import FormationModule, load_module
 from .metering import LiveUsage, MeteredProvider
@@ -67,7 +68,12 @@ def run_command(args: argparse.Namespace) -> int:
     if per_agent is not None:
         per_agent.attach(formation)
     plan = formation.validate()
-    value, label = resolve_input(args.input, loaded)
+    durable = Durable.of(args, loaded.target)
+    if durable.resume_id is not None:
+        value, label = None, f"resuming run {durable.resume_id} (journalled nodes are not run again)"
+    else:
+        value, label = resolve_input(args.input, loaded)
+    formation.source = durable.source  # type: ignore[attr-defined]  # recorded on the run, for `resume`
     print(f"input: {label}", file=info, flush=True)
 
     board = RunBoard((name, plan.nodes[name].kind) for name in plan.order)
@@ -84,13 +90,14 @@ def run_command(args: argparse.Namespace) -> int:
     if address is not None and backend != "ray":
         raise UsageError("--ray-address needs --backend ray")
     options = {"address": address} if address is not None else None
-    outcome = _drive(formation, value, args.timeout, None if took_provider else provider, board, progress,
+    outcome = _drive(formation, value, args.timeout, None if took_provider else provider, board, progress, durable,
                      backend, options)
 
     head = {"formation": formation.name, "provider": _provider_id(choice, samples),
             "model": getattr(provider, "model", None), "sample_replies": samples}
     if isinstance(outcome, FormationRuntimeError):
         print(f"wingman-actors: {failure_message(outcome)}", file=sys.stderr)
+        durable.tell_resume(outcome.run_id, None)
         if args.debug:
             traceback.print_exception(outcome, file=sys.stderr)
         if args.json:
@@ -98,8 +105,10 @@ def run_command(args: argparse.Namespace) -> int:
         return 1
     if args.json:
         _print_json({**head, **outcome.to_dict()}, compact=args.events)
-    else:
+    elif outcome.status != "suspended":
         _print_outputs(outcome, samples, sys.stdout, sys.stderr)
+    if outcome.status == "suspended":
+        durable.tell_resume(outcome.run_id, outcome.interrupt)
     return 0
 
 
@@ -121,11 +130,16 @@ def _provider_id(choice: ProviderChoice, samples: bool) -> str:
 
 def _drive(
     formation: Formation, value: Any, timeout: float | None, provider: Provider | None,
-    board: RunBoard, progress: Any, backend: str = "threads", backend_options: dict[str, Any] | None = None,
+    board: RunBoard, progress: Any, durable: Durable, backend: str = "threads",
+    backend_options: dict[str, Any] | None = None,
 ) -> FormationResult | FormationRuntimeError:
     """Run the formation, feeding every event to the board and the progress display."""
-    stream = formation.run_stream(value, timeout=timeout, provider=provider, backend=backend,
-                                  backend_options=backend_options)
+    if durable.resume_id is not None and durable.store is not None:
+        stream = formation.resume_stream(durable.resume_id, store=durable.store, answer=durable.answer,
+                                         timeout=timeout, provider=provider)
+    else:
+        stream = formation.run_stream(value, timeout=timeout, provider=provider, store=durable.store,
+                                      backend=backend, backend_options=backend_options)
     outcome: FormationResult | FormationRuntimeError | None = None
     live = progress if isinstance(progress, LiveProgress) else contextlib.nullcontext()
     try:

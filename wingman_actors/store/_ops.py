@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, ClassVar
 
 from ._errors import RunNotResumableError, StoreError, UnknownRunError
 from ._owner import ProcessIdentity, is_alive
@@ -55,9 +55,12 @@ class BeginRun(Op):
 
 
 class Append(Op):
-    """Append one journal entry. Not waited for: ordered by the queue."""
+    """Append one journal entry. Not waited for: ordered by the queue. The writer applies
+    consecutive appends with one ``executemany`` of :attr:`MANY`."""
 
     __slots__ = ("row",)
+    MANY: ClassVar[str] = ("INSERT INTO journal (run, kind, node, visit, item, codec, value) "
+                           "VALUES ((SELECT key FROM runs WHERE id = ?), ?, ?, ?, ?, ?, ?)")
 
     def __init__(self, row: tuple[str, int, str, int, int | None, int, str]) -> None:
         super().__init__()
@@ -65,8 +68,7 @@ class Append(Op):
 
     def apply(self, conn: sqlite3.Connection) -> Any:
         try:
-            conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value) "
-                         "VALUES ((SELECT key FROM runs WHERE id = ?), ?, ?, ?, ?, ?, ?)", self.row)
+            conn.execute(self.MANY, self.row)
         except sqlite3.IntegrityError:
             self.error = KeyError(f"no run {self.row[0]!r} (begin_run it first)")
 

@@ -234,8 +234,24 @@ class Writer:
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for op in batch:
-                op.result = op.apply(conn)
+            i, n = 0, len(batch)
+            while i < n:
+                op = batch[i]
+                many = getattr(op, "MANY", None)
+                if many is None:
+                    op.result = op.apply(conn)
+                    i += 1
+                    continue
+                # A run of ops that share one statement (journal appends): one executemany.
+                # If it raises, the batch is replayed op by op below, each with its own checks.
+                j = i + 1
+                while j < n and getattr(batch[j], "MANY", None) is many:
+                    j += 1
+                if j - i == 1:
+                    op.result = op.apply(conn)
+                else:
+                    conn.executemany(many, [o.row for o in batch[i:j]])  # type: ignore[attr-defined,arg-type]
+                i = j
             conn.execute("COMMIT")
             return
         except Exception as exc:

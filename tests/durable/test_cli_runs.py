@@ -1,0 +1,63 @@
+"""``wingman-actors runs --store PATH``: the store's runs as a table or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from wingman_actors import Formation
+from wingman_actors.cli import main
+
+
+def test_runs_lists_the_store_runs_as_a_table_and_as_json(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = Formation("listed").add_function("a", lambda x: x)
+    run_id = f.run(1, store=path).run_id
+    assert main(["runs", "--store", str(path)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["ID", "FORMATION", "STATUS", "CREATED", "UPDATED"]
+    assert table[1].split()[:3] == [run_id, "listed", "succeeded"]
+    assert main(["runs", "--store", str(path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["id"], r["status"]) for r in rows] == [(run_id, "succeeded")]
+
+
+def test_runs_with_a_missing_store_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "--store", str(tmp_path / "nope.sqlite")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+APPROVAL = '''
+from wingman_actors import Formation, interrupt
+
+def draft(topic: str) -> str:
+    return f"draft about {topic}"
+
+def approve(text: str) -> str:
+    return f"{text}: {interrupt({'approve?': text})}"
+
+formation = Formation("approve").add_function("draft", draft).add_function("approve", approve)
+formation.connect("draft", "approve")
+'''
+
+
+def test_run_with_a_store_suspends_and_resume_answers_from_the_command_line(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = tmp_path / "approval.py"
+    module.write_text(APPROVAL)
+    assert main(["run", str(module), "--input", "cats", "--store", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "is waiting at node 'approve'" in captured.err
+    run_id = captured.err.split("wingman-actors resume ")[1].split()[0]
+    assert main(["resume", run_id, "--store", str(path), "--answer", '"yes"']) == 0
+    assert capsys.readouterr().out.strip() == "draft about cats: yes"
+    assert main(["runs", "--store", str(path), "--json"]) == 0
+    assert [r["status"] for r in json.loads(capsys.readouterr().out)] == ["succeeded"]
+
+
+def test_resume_of_an_unknown_run_is_a_usage_error(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Formation("x").add_function("a", lambda x: x).run(1, store=path)
+    assert main(["resume", "no-such-run", "--store", str(path)]) == 2
+    assert "runs --store" in capsys.readouterr().err

@@ -1,0 +1,149 @@
+"""``interrupt(payload)``: stop a journalled run to wait for an answer (human in the loop).
+
+Inside a function node, a tool or middleware of a formation run that has a store,
+``interrupt(payload)`` suspends the run: ``Formation.run()`` returns a result with
+``status == "suspended"`` and ``interrupt == {"node": ..., "payload": ...}``, and the
+store records it. ``Formation.resume(run_id, store=..., answer=value)`` runs the
+interrupted visit again, and this time that call of ``interrupt`` returns ``value``
+(the i-th ``interrupt`` call of a visit returns the i-th answer given to that visit).
+
+Code before an ``interrupt`` call therefore runs again on resume: keep side effects after
+it, or make them idempotent. Sessions of a fleet node's items run on the fleet's own
+threads, outside the visit's scope: ``interrupt`` there raises :class:`NoStoreError`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["NoStoreError", "RunSuspended", "VisitScope", "current_scope", "interrupt"]
+
+_T = TypeVar("_T")
+
+
+class NoStoreError(RuntimeError):
+    """``interrupt()`` was called where no run store journals the run."""
+
+
+class RunSuspended(BaseException):
+    """Raised by :func:`interrupt` to unwind the visit that suspends its run.
+
+    A ``BaseException`` so that ``except Exception`` in user code and in tool wrappers
+    does not swallow it; the formation runtime catches it and suspends the run.
+
+    Attributes:
+        payload: what ``interrupt`` was called with.
+        scope: the visit that interrupted.
+    """
+
+    def __init__(self, payload: Any, scope: VisitScope) -> None:
+        super().__init__(f"run {scope.run_id} suspended by node {scope.node!r}")
+        self.payload = payload
+        self.scope = scope
+
+
+class VisitScope:
+    """The durable context of one node visit: where ``interrupt`` calls find their answers.
+
+    Args:
+        run_id: the run.
+        node: the node.
+        visit: the node's visit number.
+        answers: the answers given to this visit's interrupts, in order.
+        on_progress: journals a model response of the visit's agent session, or None.
+        replies: the model responses the visit's agent session got before it was
+            suspended: a resumed session takes them instead of calling the model again.
+    """
+
+    __slots__ = ("answers", "calls", "node", "on_progress", "replayed", "replies", "run_id", "session", "visit")
+
+    def __init__(self, run_id: str, node: str, visit: int, answers: list[Any],
+                 on_progress: Callable[[Any], None] | None = None, replies: list[Any] | None = None) -> None:
+        self.run_id = run_id
+        self.node = node
+        self.visit = visit
+        self.answers = answers
+        self.calls = 0
+        self.on_progress = on_progress
+        self.replies = replies or []
+        self.replayed = 0
+        self.session: str | None = None
+
+    def owns(self, session_id: str) -> bool:
+        """Whether the agent session ``session_id`` is the visit's own (the first session
+        of the attempt; sessions a tool starts inside it are not journalled)."""
+        if self.session is None:
+            self.session = session_id
+        return self.session == session_id
+
+    def next_reply(self) -> Any:
+        """The next journalled model response to replay, or None once they are used up."""
+        i = self.replayed
+        if i < len(self.replies):
+            self.replayed = i + 1
+            return self.replies[i]
+        return None
+
+    def record_reply(self, response: Any) -> None:
+        """Journal a model response the visit's session got (so a resume need not ask again)."""
+        if self.on_progress is not None:
+            self.on_progress(response)
+
+    def run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Call ``fn(*args)`` with this scope current (``interrupt`` sees it)."""
+        # a retried attempt asks its questions again from the first, in a new session
+        self.calls = 0
+        self.replayed = 0
+        self.session = None
+        token = _current.set(self)
+        try:
+            return fn(*args)
+        finally:
+            _current.reset(token)
+
+
+_current: contextvars.ContextVar[VisitScope | None] = contextvars.ContextVar("wingman_visit_scope", default=None)
+
+
+def current_scope() -> VisitScope | None:
+    """The durable visit in progress on this thread (None outside journalled runs)."""
+    return _current.get()
+
+
+def interrupt(payload: Any) -> Any:
+    """Suspend the run until someone answers ``payload``; return that answer.
+
+    Call it from a function node, a tool or middleware of a formation run journalled in a
+    store (``Formation.run(..., store=...)``). The first time, it suspends the run (the
+    visit is abandoned; ``run()`` returns ``status == "suspended"``); when the run is
+    resumed with ``answer=value`` the visit runs again and this call returns ``value``.
+
+    Args:
+        payload: what to ask (any value the store can journal: text, JSON, a model).
+
+    Returns:
+        The answer given to ``resume``.
+
+    Raises:
+        NoStoreError: the run is not journalled (no ``store=``), or this is not inside a
+            formation node; pass ``store=RunStore(path)`` (or a path) to ``run``/``start``.
+
+    Example:
+        >>> def approve(draft: str) -> str:
+        ...     verdict = interrupt({"approve?": draft})
+        ...     return draft if verdict == "yes" else "rejected"
+    """
+    scope = _current.get()
+    if scope is None:
+        raise NoStoreError(
+            "interrupt() needs a journalled formation run to suspend: call it inside a function node, or a tool or "
+            "middleware of an agent node (fleet items cannot interrupt), of a formation run with a store, "
+            "e.g. formation.run(input, store='runs.sqlite')"
+        )
+    i = scope.calls
+    scope.calls = i + 1
+    if i < len(scope.answers):
+        return scope.answers[i]
+    raise RunSuspended(payload, scope)
