@@ -167,7 +167,7 @@ def test_a_compaction_is_a_chat_span_of_the_compactor(spans: InMemorySpanExporte
     assert compactions[0].attributes is not None and compactions[0].attributes["gen_ai.usage.input_tokens"] == 7
 
 
-def test_node_work_is_a_span_under_the_workflow_span_and_tags_the_sessions_inside(spans: InMemorySpanExporter) -> None:
+def test_node_work_nests_sessions_directly_under_the_workflow_span_and_tags_them(spans: InMemorySpanExporter) -> None:
     workflow = otel.start_workflow("budget", "run-1")
     assert workflow is not None and "traceparent" in workflow.carrier
 
@@ -180,15 +180,29 @@ def test_node_work_is_a_span_under_the_workflow_span_and_tags_the_sessions_insid
     thread.join()
     workflow.end()
     got = by_name(spans.get_finished_spans())
+    assert set(got) == {"invoke_workflow budget", "invoke_agent advisor", "chat scripted"}  # node work: no span
     (run_span,) = got["invoke_workflow budget"]
-    (node,) = got["execute_node advisor"]
     (agent,) = got["invoke_agent advisor"]
     (chat,) = got["chat scripted"]
-    assert parent_id(node) == span_id(run_span)
-    assert parent_id(agent) == span_id(node)
-    for span in (node, agent, chat):
+    assert parent_id(agent) == span_id(run_span)
+    assert parent_id(chat) == span_id(agent)
+    for span in (agent, chat):
         assert span.attributes is not None
         assert (span.attributes["wingman.node"], span.attributes["wingman.run_id"]) == ("advisor", "run-1")
+
+
+def test_node_work_restores_the_context_and_lets_errors_through(spans: InMemorySpanExporter) -> None:
+    workflow = otel.start_workflow("w", "run-2")
+    assert workflow is not None
+    before = trace.get_current_span()
+    with pytest.raises(ValueError, match="node failed"), otel.node_work(workflow.carrier, "n", "run-2", attempt=2):
+        assert trace.get_current_span().get_span_context().span_id == workflow.span.get_span_context().span_id
+        raise ValueError("node failed")
+    assert trace.get_current_span() is before
+    assert otel.session_spans("after", ScriptedProvider(["x"]), "id") is not None
+    assert otel._node.get() is None
+    workflow.end()
+    assert [s.name for s in spans.get_finished_spans()] == ["invoke_workflow w"]
 
 
 def test_without_a_tracer_provider_sessions_make_no_spans() -> None:
@@ -267,9 +281,7 @@ def test_the_readme_telemetry_example_runs(capsys: pytest.CaptureFixture[str]) -
     assert printed == [
         "['chat scripted', 'chat scripted', 'execute_tool add', 'invoke_agent calc']",
         "invoke_workflow quiz  under -",
-        "execute_node ask      under invoke_workflow quiz",
-        "execute_node calc     under invoke_workflow quiz",
-        "invoke_agent calc     under execute_node calc",
+        "invoke_agent calc     under invoke_workflow quiz",
         "chat scripted         under invoke_agent calc",
     ]
     assert all(f"# {line}\n" in block for line in printed)  # the README shows what it prints

@@ -28,17 +28,16 @@ A formation run (the runtime does this; nothing happens when OpenTelemetry is no
 use)::
 
     invoke_workflow {formation}          one per run, from submit to its end
-    └── execute_node {node}              one per node attempt, on the node actor's thread
-        ├── invoke_agent {agent}         an agent node's session
-        └── invoke_agent {agent} ...     a fleet node's sessions, one per item
+    ├── invoke_agent {agent}             an agent node's session, from the node actor's thread
+    └── invoke_agent {agent} ...         a fleet node's sessions, one per item
 
 The runtime calls :func:`start_workflow` when a run is submitted and keeps the
 :class:`WorkflowSpan` on the run's state; node actors run each attempt inside
 :func:`node_work` with the span's ``carrier``; the run's end calls
 :meth:`WorkflowSpan.end`. ``carrier`` is a plain ``dict`` of W3C trace-context headers, so
-it crosses processes (Ray) as well as threads. Node spans and every span started inside
-them carry ``wingman.node`` and ``wingman.run_id``; delegated agents nest under the
-``execute_tool delegate`` span of their parent.
+it crosses processes (Ray) as well as threads. Node work has no span of its own: every
+span started inside it carries ``wingman.node`` and ``wingman.run_id``; delegated agents
+nest under the ``execute_tool delegate`` span of their parent.
 
 Example:
     >>> from opentelemetry import trace                                   # doctest: +SKIP
@@ -430,30 +429,22 @@ def _propagator() -> Any:
 @contextlib.contextmanager
 def node_work(carrier: Mapping[str, str] | None, node: str, run_id: str, attempt: int = 1) -> Iterator[None]:
     """Run one attempt of a node's work for one run (on the node actor's thread, or in its
-    process) in an ``execute_node {node}`` span, a child of the run's ``invoke_workflow``:
-    sessions and fleets started inside nest under it, every span carries ``wingman.node``
-    and ``wingman.run_id``, and an exception that escapes is recorded on it (``error.type``,
-    status error) and re-raised. Does nothing when ``carrier`` is None or OpenTelemetry is
-    not in use."""
-    tracer = _tracer() if carrier is not None else None
-    if tracer is None:
+    process) under the run's trace context. Starts no span of its own: it makes the run's
+    ``invoke_workflow`` span current, so sessions, fleet items, model and tool calls started
+    inside nest directly under it, and every span started inside carries ``wingman.node``
+    and ``wingman.run_id``. An exception passes through untouched (a failing session records
+    it on its own span, a failed run on the workflow span). ``attempt`` is accepted for the
+    runtime's convenience and not recorded. Does nothing when ``carrier`` is None or
+    OpenTelemetry is not in use."""
+    if carrier is None or _tracer() is None:
         yield
         return
-    from opentelemetry import context, trace
+    from opentelemetry import context
 
-    parent = _propagator().extract(carrier)
-    span = tracer.start_span(
-        f"execute_node {node}", context=parent,
-        attributes={"wingman.node": node, "wingman.run_id": run_id, "wingman.attempt": attempt},
-    )
-    token = context.attach(trace.set_span_in_context(span, parent))
+    token = context.attach(_propagator().extract(carrier))
     node_token = _node.set((node, run_id))
     try:
         yield
-    except BaseException as exc:
-        _fail(span, exc)
-        raise
     finally:
         _node.reset(node_token)
         context.detach(token)
-        span.end()
