@@ -11,7 +11,6 @@ import pytest
 from wingman_actors import Formation
 from wingman_actors.formation.plan import back_edges as plan_back_edges
 from wingman_actors.store import FormationMismatchError, FormationShape, RunStore, fingerprint
-from wingman_actors.store._shape import back_edges
 
 
 def _inc(x: int) -> int:
@@ -107,9 +106,10 @@ def test_the_same_shape_has_no_diff_and_survives_json() -> None:
     [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "b")],
     [("x", "y"), ("y", "x"), ("p", "q")],
 ])
-def test_back_edges_follow_the_runtime_plan(edges: list[tuple[str, str]]) -> None:
+def test_back_flags_follow_the_runtime_plan(edges: list[tuple[str, str]]) -> None:
     g = nx.DiGraph(edges)
-    assert back_edges(g) == plan_back_edges(g)
+    shape = FormationShape.of(g)
+    assert {(e.source, e.target) for e in shape.edges if e.back} == plan_back_edges(g)
 
 
 def test_claim_run_refuses_another_formation_with_the_differences(store: RunStore) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 import networkx as nx  # type: ignore[import-untyped]
 
+from .._graphs import back_edges
 from ..agent import Agent
 from .typecheck import inspect_callable
 
@@ -154,32 +155,6 @@ def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
         elif not inspect_callable(when).accepts_one():
             out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
     return out
-
-
-def back_edges(graph: nx.DiGraph) -> set[tuple[Any, Any]]:
-    """The edges closing a cycle: an edge to a node on the stack of a depth-first search
-    started from the sources in graph order (then from any node left unvisited)."""
-    on_stack, done, back = set(), set(), set()
-    roots = [n for n in graph if graph.in_degree(n) == 0] + list(graph)
-    for root in roots:
-        if root in on_stack or root in done:
-            continue
-        on_stack.add(root)
-        stack = [(root, iter(graph.successors(root)))]
-        while stack:
-            node, children = stack[-1]
-            for child in children:
-                if child in on_stack:
-                    back.add((node, child))
-                elif child not in done:
-                    on_stack.add(child)
-                    stack.append((child, iter(graph.successors(child))))
-                    break
-            else:
-                on_stack.discard(node)
-                done.add(node)
-                stack.pop()
-    return back
 
 
 def cycle_problems(graph: nx.DiGraph) -> list[str]:

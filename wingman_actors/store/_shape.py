@@ -25,9 +25,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 import networkx as nx  # type: ignore[import-untyped]
+
+from .._graphs import back_edges
 
 __all__ = ["EdgeShape", "FormationShape", "back_edges", "fingerprint"]
 
@@ -51,37 +52,6 @@ class EdgeShape:
     def describe(self) -> str:
         flags = [f for f, on in (("back", self.back), ("conditional", self.conditional)) if on]
         return f"{'/'.join(flags) + ' ' if flags else ''}edge {self.source!r} → {self.target!r}"
-
-
-def back_edges(graph: nx.DiGraph) -> set[tuple[Any, Any]]:
-    """The edges closing a cycle: an edge to a node on the stack of a depth-first search
-    started from the sources in graph order (then from any node left unvisited).
-
-    The same rule as the formation plan's; a test keeps the two equal.
-    """
-    on_stack: set[Any] = set()
-    done: set[Any] = set()
-    back: set[tuple[Any, Any]] = set()
-    roots = [n for n in graph if graph.in_degree(n) == 0] + list(graph)
-    for root in roots:
-        if root in on_stack or root in done:
-            continue
-        on_stack.add(root)
-        stack = [(root, iter(graph.successors(root)))]
-        while stack:
-            node, children = stack[-1]
-            for child in children:
-                if child in on_stack:
-                    back.add((node, child))
-                elif child not in done:
-                    on_stack.add(child)
-                    stack.append((child, iter(graph.successors(child))))
-                    break
-            else:
-                on_stack.discard(node)
-                done.add(node)
-                stack.pop()
-    return back
 
 
 @dataclass(frozen=True)
