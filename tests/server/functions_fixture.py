@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wingman_actors.orchestration import Blackboard
 from wingman_actors.server import function, predicate
 
 
@@ -45,3 +46,16 @@ def is_short(text: str) -> bool:
 def half_character(text: str) -> str:
     """Returns text with a lone surrogate, as careless user code can."""
     return text + "\ud800"
+
+
+@function
+def remember(text: str, blackboard: Blackboard) -> str:
+    """Writes the text to the run's blackboard."""
+    blackboard.set("said", text)
+    return text
+
+
+@function
+def recall(text: str, blackboard: Blackboard) -> str:
+    """Reads what an earlier node of the same run wrote."""
+    return f"{blackboard.get('said')} / {text}"

@@ -235,3 +235,15 @@ def test_trace_and_event_times_are_rfc3339(client: httpx.Client) -> None:
     assert re.match(RFC3339, client.get(f"/runs/{failed['run_id']}").json()["nodes"]["entry"]["started_at"])
     for _, data in sse_events(client, f"/formations/{fid}/run/stream", {"input": "y"})[:-1]:
         assert re.match(RFC3339, data["timestamp"]), data
+
+
+def test_function_nodes_of_one_run_share_a_blackboard_and_runs_do_not(client: httpx.Client) -> None:
+    body = {"name": "board", "nodes": [{"name": "remember", "kind": "function", "function": "remember"},
+                                       {"name": "recall", "kind": "function", "function": "recall"}],
+            "edges": [{"from": "remember", "to": "recall"}]}
+    fid = create(client, body)
+    first = client.post(f"/formations/{fid}/run", json={"input": "one"})
+    assert first.status_code == 200, first.text
+    assert first.json()["output"] == "one / one"
+    second = client.post(f"/formations/{fid}/run", json={"input": "two"}).json()
+    assert second["output"] == "two / two"

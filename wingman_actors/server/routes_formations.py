@@ -19,6 +19,7 @@ from ..formation import Formation
 from ..formation.events import FormationEvent, FormationEventType
 from ..formation.result import FormationResult
 from ..formation.runtime import NodeTimeoutError, RunningFormation
+from ..orchestration import Blackboard
 from .context import ServerContext
 from .convert import jsonable, usage_dict
 from .declaration import FormationDecl, build_formation, setup_error
@@ -236,7 +237,8 @@ def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: 
         started = time.perf_counter()
         entry = formation.validate().sources
         try:
-            result = formation.run(body.input, timeout=timeout, on_event=tracker, work_dir=ctx.config.work_root)
+            result = formation.run(body.input, timeout=timeout, on_event=tracker, work_dir=ctx.config.work_root,
+                                   blackboard=Blackboard())  # one board per run, shared by its nodes
         except Exception as exc:
             timed_out = getattr(exc, "node", "") is None and time.perf_counter() - started >= timeout * 0.99
             failed = ctx.store.finish_run(_failed(run, exc, tracker, started, timed_out, entry))
@@ -290,7 +292,8 @@ def _stream_formation(
         started = time.perf_counter()
         finished = False
         try:
-            with RunningFormation(plan, work_dir=ctx.config.work_root).start() as running:
+            # each run gets a fresh board: nodes of one run share it, runs never do
+            with RunningFormation(plan, work_dir=ctx.config.work_root, blackboard=Blackboard()).start() as running:
                 running.submit(body.input, timeout=body.timeout, on_event=events.put)
                 while not canceller.cancelled.is_set():
                     event = events.get()
