@@ -1,21 +1,5 @@
 """Fixtures of the durable-run tests: a store on a temporary file, closed after the test."""
 
-from __future__ import annotations
+from tests.support.store_fixtures import path, store
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
-from wingman_actors.store import RunStore
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "runs.sqlite"
-
-
-@pytest.fixture
-def store(path: Path) -> Iterator[RunStore]:
-    with RunStore(path) as s:
-        yield s
+__all__ = ["path", "store"]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import networkx as nx
 import pytest
 
-from wingman_actors.store import FormationShape, RunStore
+from tests.support.store_fixtures import path, store
+from wingman_actors.store import FormationShape
+
+__all__ = ["chain_shape", "path", "store"]
 
 
 def chain_shape(*nodes: str) -> FormationShape:
@@ -19,17 +19,6 @@ def chain_shape(*nodes: str) -> FormationShape:
         g.add_node(n, kind="function", fn=abs)
     nx.add_path(g, names)
     return FormationShape.of(g)
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "runs.sqlite"
-
-
-@pytest.fixture
-def store(path: Path) -> Iterator[RunStore]:
-    with RunStore(path) as s:
-        yield s
 
 
 @pytest.fixture
