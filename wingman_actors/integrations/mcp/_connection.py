@@ -57,7 +57,8 @@ class Connection:
         self._thread = threading.Thread(target=self._run_loop, name=f"wingman-mcp-{next(_ids)}", daemon=True)
         self._client: Client | None = None
         self._stop: asyncio.Event | None = None
-        self._holder: concurrent.futures.Future[None] | None = None
+        self._holder: asyncio.Task[None] | None = None
+        self._released = threading.Event()  # set once _hold has ended (or never started)
         self._lost: BaseException | None = None
         self._closed = False
 
@@ -72,7 +73,7 @@ class Connection:
         """
         self._thread.start()
         ready: concurrent.futures.Future[list[mcp_types.Tool]] = concurrent.futures.Future()
-        self._holder = asyncio.run_coroutine_threadsafe(self._hold(ready), self._loop)
+        self._loop.call_soon_threadsafe(self._start_hold, ready)
         try:
             return ready.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
@@ -84,6 +85,18 @@ class Connection:
         except BaseException as exc:
             self.close()
             raise MCPConnectionError(f"MCP server {self.label}: cannot connect: {_describe(exc)}") from exc
+
+    def _start_hold(self, ready: concurrent.futures.Future[list[mcp_types.Tool]]) -> None:
+        # On the loop thread. The done callback fires however the task ends, even when it
+        # is cancelled before its first step, so close() can wait for the real end.
+        self._holder = self._loop.create_task(self._hold(ready))
+        self._holder.add_done_callback(lambda _: self._released.set())
+
+    def _cancel_hold(self) -> None:
+        if self._holder is not None:
+            self._holder.cancel()
+        else:  # close() came first: nothing will run
+            self._released.set()
 
     async def _hold(self, ready: concurrent.futures.Future[list[mcp_types.Tool]]) -> None:
         self._stop = asyncio.Event()
@@ -137,16 +150,17 @@ class Connection:
         self._closed = True
         if not self._thread.is_alive():
             return
-        holder = self._holder
-        if holder is not None:
-            if abort:
-                holder.cancel()  # the SDK's exits are shielded: a stdio server is still stopped
-            elif self._stop is not None:
-                self._loop.call_soon_threadsafe(self._stop.set)
-            try:
-                holder.result(timeout=_CLOSE_S)
-            except BaseException:  # a failure to close cleanly changes nothing now
-                pass
+        if abort:
+            # the SDK's shutdown is shielded: a stdio server is still stopped
+            self._loop.call_soon_threadsafe(self._cancel_hold)
+        elif self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        else:
+            self._loop.call_soon_threadsafe(self._cancel_hold)
+        # Wait for the hold task itself to end, the server stopped, before stopping the
+        # loop: stopping it earlier cancels that shutdown a second time, natively, which
+        # can defeat the SDK's shield and leave the server process running.
+        self._released.wait(_CLOSE_S)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(_CLOSE_S)
 
