@@ -288,6 +288,9 @@ class Formation:
         on_event: EventListener | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
+        blackboard: Blackboard | None = None,
     ) -> FormationResult:
         """Continue the journalled run ``run_id`` in this process: its process was killed,
         or it failed, was cancelled or suspended. Journalled node visits and fleet items
@@ -297,7 +300,10 @@ class Formation:
             run_id: the run.
             store: the run's store (a ``RunStore`` or its path).
             answer: for a suspended run, the value its pending ``interrupt()`` returns.
-            timeout, on_event, provider, work_dir: as for :meth:`run`.
+            timeout, on_event, provider, work_dir, backend, backend_options: as for
+                :meth:`run` (a journalled run needs ``backend="threads"`` in this version).
+            blackboard: the board the resumed nodes share, as for :meth:`run`. A board's
+                contents are not journalled: pass one holding what the rest of the run needs.
 
         Raises:
             wingman_actors.store.FormationMismatchError: this formation's nodes, kinds or
@@ -312,6 +318,7 @@ class Formation:
         plan = self.validate()
         return run_once(
             plan, None, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
+            backend=backend, backend_options=backend_options, blackboard=blackboard,
             journal=self._journal(store), run_id=run_id, resume=True, answer=answer,
         )
 
@@ -346,11 +353,15 @@ class Formation:
         timeout: float | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
+        backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
+        blackboard: Blackboard | None = None,
     ) -> Iterator[FormationEvent]:
         """:meth:`resume` as :meth:`run_stream` does :meth:`run`: yield the resumed run's
         events (journalled visits report ``node_finished`` with ``journalled: True``)."""
         plan = self.validate()
-        return run_stream(plan, None, timeout=timeout, provider=provider, work_dir=work_dir,
+        return run_stream(plan, None, timeout=timeout, provider=provider, work_dir=work_dir, backend=backend,
+                          backend_options=backend_options, blackboard=blackboard,
                           journal=self._journal(store), resume_id=run_id, answer=answer)
 
     def to_mermaid(self) -> str:

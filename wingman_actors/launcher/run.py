@@ -136,7 +136,8 @@ def _drive(
     """Run the formation, feeding every event to the board and the progress display."""
     if durable.resume_id is not None and durable.store is not None:
         stream = formation.resume_stream(durable.resume_id, store=durable.store, answer=durable.answer,
-                                         timeout=timeout, provider=provider)
+                                         timeout=timeout, provider=provider, backend=backend,
+                                         backend_options=backend_options)
     else:
         stream = formation.run_stream(value, timeout=timeout, provider=provider, store=durable.store,
                                       backend=backend, backend_options=backend_options)
