@@ -56,6 +56,11 @@ ANTHROPIC_API_KEY -> anthropic, else the formation's sample replies.
 input: --input TEXT_OR_PATH is passed as given (budget reads the PDF at that path);
 --input @FILE passes the file's text; --input - reads standard input.
 
+store: every run is journalled in runs.sqlite in your data directory (or in
+$WINGMAN_ACTORS_DATA_DIR), or in --store PATH; --no-store opts out. A run that fails or
+is cut short by Ctrl-C ends by printing the `wingman-actors resume RUN_ID` command that
+continues it; `wingman-actors runs` lists the runs.
+
 examples:
   wingman-actors run budget
   wingman-actors run formations/budget.py --input ~/statement-october.pdf --json
@@ -100,18 +105,21 @@ def _add_run(sub: Any) -> None:
     p.add_argument("formation", metavar="FORMATION",
                    help="a .py file, a module name, or a ready formation: budget, research")
     p.add_argument("--input", "-i", metavar="PATH_OR_TEXT", help="the run's input (default: the formation's)")
-    p.add_argument("--store", metavar="PATH", help="journal the run in this run store (SQLite file), so "
-                                                   "`wingman-actors resume` can continue it")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--store", metavar="PATH", help="journal the run in this run store (SQLite file) instead of "
+                                                       "the default one in your data directory")
+    where.add_argument("--no-store", action="store_true", help="do not journal the run (it cannot be resumed)")
     _run_options(p)
     p.set_defaults(func=_cmd_run)
 
 
 def _add_resume(sub: Any) -> None:
     p = sub.add_parser("resume", parents=[_common()], help="continue a journalled run (failed, cut short, suspended)",
-                       description="Continue a run journalled by `run --store`: journalled nodes are not run "
+                       description="Continue a run journalled by `run`: journalled nodes are not run "
                                    "again. Options as for `run`.")
-    p.add_argument("resume_id", metavar="RUN_ID", help="the run (see `wingman-actors runs --store PATH`)")
-    p.add_argument("--store", required=True, metavar="PATH", help="the run store the run is journalled in")
+    p.add_argument("resume_id", metavar="RUN_ID", help="the run (see `wingman-actors runs`)")
+    p.add_argument("--store", metavar="PATH", help="the run store the run is journalled in (default: the "
+                                                   "default store in your data directory)")
     p.add_argument("--answer", metavar="JSON", help="the answer to the run's pending interrupt (JSON, else text)")
     _run_options(p)
     p.set_defaults(func=_cmd_resume)

@@ -169,9 +169,10 @@ def test_model_without_a_provider_is_a_usage_error(capsys: pytest.CaptureFixture
 
 def test_a_missing_statement_fails_the_run_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "formations/budget.py", "--input", "missing.pdf"]) == 1
-    err = capsys.readouterr().err
-    assert err.splitlines()[-1] == ("wingman-actors: run failed at node 'parse': budget: cannot read statement "
-                           "'missing.pdf': file not found; pass the path of a PDF bank statement")
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2] == ("wingman-actors: run failed at node 'parse': budget: cannot read statement "
+                       "'missing.pdf': file not found; pass the path of a PDF bank statement")
+    assert err[-1].startswith("continue it with: wingman-actors resume ")  # journalled in the default store
 
 
 def test_a_non_pdf_input_fails_the_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -207,7 +208,7 @@ def test_a_failed_run_shows_no_traceback_without_debug(
     """)
     assert main(["run", str(path), "-i", "x"]) == 1
     err = capsys.readouterr().err
-    assert err.splitlines()[-1] == "wingman-actors: run failed at node 'divide': ZeroDivisionError: division by zero"
+    assert err.splitlines()[-2] == "wingman-actors: run failed at node 'divide': ZeroDivisionError: division by zero"
     assert "Traceback" not in err
 
 

@@ -1,9 +1,12 @@
-"""Durable runs from the command line: ``run FILE --store PATH``, ``resume RUN_ID --store
-PATH [--answer JSON]``.
+"""Durable runs from the command line: ``run FILE [--store PATH | --no-store]``,
+``resume RUN_ID [--store PATH] [--answer JSON]``.
 
-``resume`` reads which formation file the run came from (recorded by ``run --store``),
-loads it again and continues the run with the same options as ``run`` (provider, model,
-live view, ``--json``); journalled nodes show as done at once.
+``run`` journals into the store named with ``--store``, else into the default store in
+the user's data directory (:mod:`.stores`), unless ``--no-store``. A run that fails, is
+cut short by Ctrl-C or is suspended by ``interrupt()`` ends by printing, on stderr, the
+``resume`` command that continues it. ``resume`` reads which formation file the run came
+from (recorded by ``run``), loads it again and continues the run with the same options
+as ``run`` (provider, model, live view, ``--json``); journalled nodes show as done at once.
 """
 
 from __future__ import annotations
@@ -11,49 +14,105 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .errors import UsageError
+from .stores import StoreChoice, close_after_run, open_for_run
 
-__all__ = ["Durable", "resume_command"]
+if TYPE_CHECKING:
+    from ..store import RunStore
+
+__all__ = ["Durable", "parse_answer", "resume_command"]
+
+_SECRET_WORDS = ("key", "token", "secret", "password")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Durable:
-    """The durable options of one ``run`` or ``resume`` command.
+    """The durable side of one ``run`` or ``resume`` command.
 
     Attributes:
-        store: the run store's path, or None (not journalled).
+        store: the open run store the run is journalled in, or None (``--no-store``, or
+            the default store could not be used).
+        choice: which store that is (None with ``--no-store``).
         source: what the run records as its formation (an existing file as an absolute path).
         resume_id: the run to resume (``resume``), else None.
         answer: the answer to a suspended run's interrupt (``--answer``), else None.
+        rerun: the command-line flags a ``resume`` of this run needs again (provider,
+            model, options but secrets, params, backend).
+        dropped: the ``--option`` keys left out of ``rerun`` because they look secret.
     """
 
-    store: str | None
+    store: RunStore | None
+    choice: StoreChoice | None
     source: str
     resume_id: str | None = None
     answer: Any = None
+    rerun: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, args: argparse.Namespace, target: str) -> Durable:
+    def open(cls, args: argparse.Namespace, target: str, info: IO[str]) -> Durable:
+        """Open the command's store (see :func:`.stores.open_for_run`)."""
         source = str(Path(target).resolve()) if os.path.isfile(target) else target
-        return cls(getattr(args, "store", None), source, getattr(args, "resume_id", None),
-                   getattr(args, "answer_value", None))
+        choice = None if getattr(args, "no_store", False) else StoreChoice.of(getattr(args, "store", None))
+        resume_id = getattr(args, "resume_id", None)
+        store = None if choice is None else open_for_run(choice, info, required=resume_id is not None)
+        rerun, dropped = _rerun_flags(args)
+        return cls(store, choice, source, resume_id, getattr(args, "answer_value", None), rerun, dropped)
 
-    def tell_resume(self, run_id: str | None, interrupt: dict[str, Any] | None) -> None:
-        """Print (on stderr) the command that continues a failed or suspended run."""
+    def close(self) -> None:
+        """Close the store (pruning the default store's old runs)."""
+        if self.store is not None and self.choice is not None:
+            close_after_run(self.store, self.choice)
+            self.store = None
+
+    def resume_command(self, run_id: str) -> str:
+        """The ready-to-paste command that continues ``run_id``."""
+        flag = self.choice.flag if self.choice is not None else []
+        return shlex.join(["wingman-actors", "resume", run_id, *flag, *self.rerun])
+
+    def tell_resume(self, run_id: str | None, interrupt: dict[str, Any] | None, info: IO[str] | None = None) -> None:
+        """Print (on stderr) the command that continues a failed, cut-short or suspended run."""
+        out = info or sys.stderr
         if self.store is None or not run_id:
-            return
-        command = f"wingman-actors resume {run_id} --store {self.store}"
+            return  # not journalled: nothing to continue
+        command = self.resume_command(run_id)
         if interrupt is not None:
             payload = json.dumps(interrupt.get("payload"), default=str)
-            print(f"run {run_id} is waiting at node {interrupt.get('node')!r}: {payload}", file=sys.stderr)
-            print(f"answer it with: {command} --answer JSON", file=sys.stderr)
+            print(f"run {run_id} is waiting at node {interrupt.get('node')!r}: {payload}", file=out)
+            print(f"answer it with: {command} --answer JSON", file=out)
         else:
-            print(f"continue it with: {command}", file=sys.stderr)
+            print(f"continue it with: {command}", file=out)
+        if self.dropped:
+            keys = ", ".join(self.dropped)
+            print(f"(add your --option {keys} again: secrets are not echoed)", file=out, flush=True)
+
+
+def _rerun_flags(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    flags: list[str] = []
+    for flag, attr in (("--provider", "provider"), ("--model", "model")):
+        value = getattr(args, attr, None)
+        if value:
+            flags += [flag, value]
+    dropped: list[str] = []
+    for option in getattr(args, "option", None) or ():
+        key = option.partition("=")[0].strip()
+        if any(word in key.lower() for word in _SECRET_WORDS):
+            dropped.append(key)
+        else:
+            flags += ["--option", option]
+    for param in getattr(args, "param", None) or ():
+        flags += ["--param", param]
+    if getattr(args, "backend", "threads") != "threads":
+        flags += ["--backend", args.backend]
+    if getattr(args, "ray_address", None):
+        flags += ["--ray-address", args.ray_address]
+    return flags, dropped
 
 
 def parse_answer(text: str) -> Any:
@@ -65,22 +124,25 @@ def parse_answer(text: str) -> Any:
 
 
 def resume_command(args: argparse.Namespace) -> int:
-    """``wingman-actors resume RUN_ID --store PATH``: load the run's formation file, then
+    """``wingman-actors resume RUN_ID [--store PATH]``: load the run's formation file, then
     continue the run as ``run`` would run it."""
-    from ..store import RunStore, UnknownRunError
+    from ..store import RunStore, StoreError, UnknownRunError
     from .run import run_command
 
-    path = Path(args.store)
-    if not path.is_file():
-        raise UsageError(f"--store {path}: no such file; give the run store the run was journalled in")
-    with RunStore(path) as store:
-        try:
+    choice = StoreChoice.of(args.store)
+    if not choice.path.is_file():
+        raise UsageError(choice.missing())
+    listing = shlex.join(["wingman-actors", "runs", *choice.flag])
+    try:
+        with RunStore(choice.path) as store:
             record = store.get(args.resume_id)
-        except UnknownRunError as exc:
-            raise UsageError(f"{exc}; list the store's runs with: wingman-actors runs --store {path}") from exc
+    except UnknownRunError as exc:
+        raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
+    except StoreError as exc:
+        raise UsageError(f"cannot read the run store {choice.path}: {exc}") from exc
     if not record.source:
         raise UsageError(f"run {args.resume_id} does not record its formation file (it was not started by "
-                         "`wingman-actors run --store`); resume it from Python with Formation.resume")
+                         "`wingman-actors run`); resume it from Python with Formation.resume")
     args.formation = record.source
     args.input = None
     args.answer_value = None if args.answer is None else parse_answer(args.answer)

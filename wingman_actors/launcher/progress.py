@@ -111,7 +111,9 @@ class RunBoard:
             if row.started is None:
                 row.started = event.timestamp
         elif event.type is E.NODE_FINISHED:
-            row.status, row.ended, row.note = "done", event.timestamp, ""
+            # a resumed run's journalled visit: done before, its output fed from the journal
+            note = "from the journal" if data.get("journalled") else ""
+            row.status, row.ended, row.note = "done", event.timestamp, note
             with self._lock:
                 row.live_tokens = 0
             usage = data.get("usage")
@@ -348,6 +350,8 @@ def event_line(event: FormationEvent, t0: float) -> str | None:
     if t is E.NODE_STARTED:
         attempt = int(d.get("attempt", 1))
         return f"{at} {node}: started" + (f" (attempt {attempt})" if attempt > 1 else "")
+    if t is E.NODE_FINISHED and d.get("journalled"):
+        return f"{at} {node}: done (from the journal, not run again)"
     if t is E.NODE_FINISHED:
         tokens = int(getattr(d.get("usage"), "total_tokens", 0) or 0)
         return f"{at} {node}: done in {float(d.get('duration_s', 0.0)):.2f}s" + (f", {tokens:,} tokens" if tokens else "")

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -68,14 +69,10 @@ def run_command(args: argparse.Namespace) -> int:
     if per_agent is not None:
         per_agent.attach(formation)
     plan = formation.validate()
-    durable = Durable.of(args, loaded.target)
-    if durable.resume_id is not None:
-        value, label = None, f"resuming run {durable.resume_id} (journalled nodes are not run again)"
+    if getattr(args, "resume_id", None) is not None:
+        value, label = None, f"resuming run {args.resume_id} (journalled nodes are not run again)"
     else:
         value, label = resolve_input(args.input, loaded)
-    formation.source = durable.source  # type: ignore[attr-defined]  # recorded on the run, for `resume`
-    print(f"input: {label}", file=info, flush=True)
-
     board = RunBoard((name, plan.nodes[name].kind) for name in plan.order)
     usage.attach(formation, board)
     if live:
@@ -90,11 +87,26 @@ def run_command(args: argparse.Namespace) -> int:
     if address is not None and backend != "ray":
         raise UsageError("--ray-address needs --backend ray")
     options = {"address": address} if address is not None else None
-    outcome = _drive(formation, value, args.timeout, None if took_provider else provider, board, progress, durable,
-                     backend, options)
+    durable = Durable.open(args, loaded.target, info)
+    try:
+        formation.source = durable.source  # type: ignore[attr-defined]  # recorded on the run, for `resume`
+        print(f"input: {label}", file=info, flush=True)
+        outcome = _drive(formation, value, args.timeout, None if took_provider else provider, board, progress,
+                         durable, backend, options)
+        head = {"formation": formation.name, "provider": _provider_id(choice, samples),
+                "model": getattr(provider, "model", None), "sample_replies": samples}
+        return _report(outcome, head, samples, durable, args)
+    finally:
+        durable.close()
 
-    head = {"formation": formation.name, "provider": _provider_id(choice, samples),
-            "model": getattr(provider, "model", None), "sample_replies": samples}
+
+def _report(outcome: FormationResult | FormationRuntimeError | CutShort, head: dict[str, Any], samples: bool,
+            durable: Durable, args: argparse.Namespace) -> int:
+    """Print the outcome (outputs on stdout, the rest on stderr); the exit code."""
+    if isinstance(outcome, CutShort):  # Ctrl-C: the formation is stopped, the run journalled as interrupted
+        print(f"\nwingman-actors: interrupted{_journalled(outcome.run_id, durable)}", file=sys.stderr)
+        durable.tell_resume(outcome.run_id, None)
+        return 130
     if isinstance(outcome, FormationRuntimeError):
         print(f"wingman-actors: {failure_message(outcome)}", file=sys.stderr)
         durable.tell_resume(outcome.run_id, None)
@@ -110,6 +122,19 @@ def run_command(args: argparse.Namespace) -> int:
     if outcome.status == "suspended":
         durable.tell_resume(outcome.run_id, outcome.interrupt)
     return 0
+
+
+def _journalled(run_id: str | None, durable: Durable) -> str:
+    if run_id is None or durable.store is None:
+        return ""
+    return f"; run {run_id} is journalled (status interrupted) and can be resumed"
+
+
+@dataclass(frozen=True)
+class CutShort:
+    """The outcome of a run cut short by Ctrl-C (the run's id once it was seen, else None)."""
+
+    run_id: str | None
 
 
 def _provider_for(choice: ProviderChoice, loaded: FormationModule, latency_s: float) -> tuple[Provider | None, bool]:
@@ -132,8 +157,10 @@ def _drive(
     formation: Formation, value: Any, timeout: float | None, provider: Provider | None,
     board: RunBoard, progress: Any, durable: Durable, backend: str = "threads",
     backend_options: dict[str, Any] | None = None,
-) -> FormationResult | FormationRuntimeError:
-    """Run the formation, feeding every event to the board and the progress display."""
+) -> FormationResult | FormationRuntimeError | CutShort:
+    """Run the formation, feeding every event to the board and the progress display.
+    Ctrl-C stops the formation (a journalled run becomes ``interrupted``) and gives
+    :class:`CutShort`."""
     if durable.resume_id is not None and durable.store is not None:
         stream = formation.resume_stream(durable.resume_id, store=durable.store, answer=durable.answer,
                                          timeout=timeout, provider=provider, backend=backend,
@@ -142,15 +169,22 @@ def _drive(
         stream = formation.run_stream(value, timeout=timeout, provider=provider, store=durable.store,
                                       backend=backend, backend_options=backend_options)
     outcome: FormationResult | FormationRuntimeError | None = None
+    run_id: str | None = durable.resume_id
     live = progress if isinstance(progress, LiveProgress) else contextlib.nullcontext()
     try:
         with live:
             for event in stream:
+                run_id = event.run_id
                 if progress is not None:
                     progress(event)
                 if not isinstance(progress, LiveProgress):
                     board.apply(event)
                 outcome = _outcome(event) or outcome
+    except KeyboardInterrupt:
+        # Raised where the main thread waited for the next event, inside the stream: its
+        # generator has stopped the formation on the way out (runs in flight are journalled
+        # as interrupted), so only the report is left to do.
+        return CutShort(run_id)
     finally:
         close = getattr(stream, "close", None)  # a generator: closing it stops the formation
         if close is not None:

@@ -20,18 +20,24 @@ def add_runs_parser(sub: Any) -> None:
     p = sub.add_parser("runs", help="list the runs journalled in a run store",
                        description="List the runs of a run store (oldest first): id, formation, status, "
                                    "created and updated (UTC).")
-    p.add_argument("--store", required=True, metavar="PATH", help="the run store's SQLite file")
+    p.add_argument("--store", metavar="PATH", help="the run store's SQLite file (default: the default store "
+                                                   "in your data directory, where `run` journals)")
     p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.set_defaults(func=runs_command)
 
 
 def runs_command(args: argparse.Namespace) -> int:
-    """Print the store's runs. Exit 0; a missing store file is a usage error (exit 2)."""
+    """Print the store's runs. Exit 0 (a default store not created yet has no runs); a
+    missing ``--store`` file is a usage error (exit 2)."""
     from ..store import RunStore
+    from .stores import StoreChoice
 
-    path = Path(args.store)
+    choice = StoreChoice.of(args.store)
+    path = choice.path
     if not path.is_file():
+        if choice.default:  # `run` creates it on first use
+            return _print([], args.json, path)
         raise UsageError(f"--store {path}: no such file; give the path of a run store "
                          "(the file passed as store= to Formation.run or start)")
     with RunStore(path) as store:
@@ -39,7 +45,11 @@ def runs_command(args: argparse.Namespace) -> int:
     rows = [{"id": r.id, "formation": r.formation, "status": r.status,
              "created": r.created.isoformat(timespec="seconds"), "updated": r.updated.isoformat(timespec="seconds")}
             for r in runs]
-    if args.json:
+    return _print(rows, args.json, path)
+
+
+def _print(rows: list[dict[str, Any]], as_json: bool, path: Path) -> int:
+    if as_json:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
