@@ -36,6 +36,7 @@ from .agent import Agent
 from .core import Message
 from .errors import AgentError, ErrorKind
 from .integrations import otel
+from .interrupts import RunSuspended
 from .middleware import Middleware, RunContext
 from .result import Result
 from .session import Session
@@ -397,7 +398,7 @@ class Fleet:
             else:
                 data = task.data
                 result = self._run_session(index, task.message, task.work_dir, task.instructions)
-        except Exception as exc:
+        except (Exception, RunSuspended) as exc:  # RunSuspended: interrupt() in a journalled formation's item
             error = exc
         return FleetResult(index, self._worker_name(index), result, error, data, time.perf_counter() - started)
 

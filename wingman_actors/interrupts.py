@@ -8,8 +8,17 @@ interrupted visit again, and this time that call of ``interrupt`` returns ``valu
 (the i-th ``interrupt`` call of a visit returns the i-th answer given to that visit).
 
 Code before an ``interrupt`` call therefore runs again on resume: keep side effects after
-it, or make them idempotent. Sessions of a fleet node's items run on the fleet's own
-threads, outside the visit's scope: ``interrupt`` there raises :class:`NoStoreError`.
+it, or make them idempotent.
+
+In a fleet node each item's session has a scope of its own (:meth:`VisitScope.enter`):
+an item that interrupts stops, the other items go on and finish (and are journalled),
+then the node suspends. Resuming runs that item only. When several items interrupt,
+the one with the lowest index is recorded and answered first; the others run again on
+resume and ask again, one interrupt at a time.
+
+The model responses of a session are journalled only when its visit (or item)
+suspends: a resume replays exactly the responses of the attempt that interrupted, never
+those of an attempt that failed, and a run that never interrupts journals none of them.
 """
 
 from __future__ import annotations
@@ -55,12 +64,15 @@ class VisitScope:
         on_progress: journals a model response of the visit's agent session, or None.
         replies: the model responses the visit's agent session got before it was
             suspended: a resumed session takes them instead of calling the model again.
+        item: the fleet item this scope is for, or None for a whole visit.
     """
 
-    __slots__ = ("answers", "calls", "node", "on_progress", "replayed", "replies", "run_id", "session", "visit")
+    __slots__ = ("answers", "calls", "item", "kept", "node", "on_progress", "replayed", "replies", "run_id",
+                 "session", "visit")
 
     def __init__(self, run_id: str, node: str, visit: int, answers: list[Any],
-                 on_progress: Callable[[Any], None] | None = None, replies: list[Any] | None = None) -> None:
+                 on_progress: Callable[[Any], None] | None = None, replies: list[Any] | None = None,
+                 item: int | None = None) -> None:
         self.run_id = run_id
         self.node = node
         self.visit = visit
@@ -70,6 +82,8 @@ class VisitScope:
         self.replies = replies or []
         self.replayed = 0
         self.session: str | None = None
+        self.item = item
+        self.kept: list[Any] = []
 
     def owns(self, session_id: str) -> bool:
         """Whether the agent session ``session_id`` is the visit's own (the first session
@@ -87,9 +101,27 @@ class VisitScope:
         return None
 
     def record_reply(self, response: Any) -> None:
-        """Journal a model response the visit's session got (so a resume need not ask again)."""
+        """Keep a model response the visit's session got, to journal if the visit suspends
+        (:meth:`journal_replies`), so that a resume need not ask again."""
         if self.on_progress is not None:
-            self.on_progress(response)
+            self.kept.append(response)
+
+    def journal_replies(self) -> None:
+        """Journal the responses kept since the attempt began (the visit is suspending).
+        Only the suspending attempt's responses are journalled: a resume replays them,
+        never those of an attempt that failed."""
+        kept, self.kept = self.kept, []
+        if self.on_progress is not None:
+            for response in kept:
+                self.on_progress(response)
+
+    def enter(self) -> None:
+        """Make this scope the current one for the rest of the calling context.
+
+        For a fleet item: the fleet's worker renders the item, then runs its session, in
+        the worker's own context, so the item's scope entered while rendering is the one
+        its session, tools and middleware see (the next item's replaces it)."""
+        _current.set(self)
 
     def run(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Call ``fn(*args)`` with this scope current (``interrupt`` sees it)."""
@@ -97,6 +129,7 @@ class VisitScope:
         self.calls = 0
         self.replayed = 0
         self.session = None
+        self.kept = []
         token = _current.set(self)
         try:
             return fn(*args)
@@ -139,7 +172,7 @@ def interrupt(payload: Any) -> Any:
     if scope is None:
         raise NoStoreError(
             "interrupt() needs a journalled formation run to suspend: call it inside a function node, or a tool or "
-            "middleware of an agent node (fleet items cannot interrupt), of a formation run with a store, "
+            "middleware of an agent or fleet node, of a formation run with a store, "
             "e.g. formation.run(input, store='runs.sqlite')"
         )
     i = scope.calls

@@ -142,3 +142,40 @@ def test_an_answer_for_a_run_without_a_pending_interrupt_is_refused_and_the_run_
     assert store.get(run_id).status == "failed"
     state["down"] = False
     assert f.resume(run_id, store=store).output == 1
+
+
+class FailOnce(Middleware):
+    """Fails the session after its first model response, once (the node then retries)."""
+
+    def __init__(self) -> None:
+        self.failed = False
+
+    def after_model(self, ctx: RunContext, response: InferenceResponse) -> InferenceResponse | None:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("flaky middleware")
+        return None
+
+
+def test_a_retried_agent_visit_resumes_from_the_responses_of_the_attempt_that_interrupted(store: RunStore) -> None:
+    noted: list[str] = []
+
+    @tool
+    def note(text: str) -> str:
+        """Note something down."""
+        noted.append(text)
+        return "noted"
+
+    provider = ScriptedProvider([
+        InferenceResponse.of_tool_calls([("n1", "note", {"text": "from the failed attempt"})]),
+        InferenceResponse.of_tool_calls([("c1", "charge", {"amount": 5})]),
+        "done",
+    ])
+    agent = Agent("clerk", provider=provider, tools=[note, charge], middleware=[FailOnce()])
+    f = Formation("clerk").add_agent("clerk", agent, retries=1, backoff=0.01)
+    result = f.run("charge 5", store=store)
+    assert result.interrupt == {"node": "clerk", "payload": {"charge": 5}}
+    resumed = f.resume(result.run_id, store=store, answer="ok")
+    assert resumed.output == "done"
+    assert noted == []  # the failed attempt's tool call is not replayed into the resumed session
+    assert len(provider.requests[-1].messages) == 3  # the prompt, the charge call, its result

@@ -22,7 +22,7 @@ import pykka
 
 from ..core import StreamEvent, Usage
 from ..integrations.otel import node_work
-from ..interrupts import RunSuspended
+from ..interrupts import RunSuspended, VisitScope
 from ..orchestration.blackboard import Blackboard, use_blackboard
 from .envelope import Envelope, EnvelopeType, Work
 
@@ -62,6 +62,8 @@ class NodeObserver(Protocol):
     ) -> bool: ...
 
     def suspended(self, work: Work, attempt: int, signal: RunSuspended) -> None: ...
+
+    def item_scope(self, work: Work, index: int) -> VisitScope | None: ...
 
     def item_finished(self, work: Work, index: int, output: Any) -> None: ...
 

@@ -27,6 +27,7 @@ from ..cancel import CancelToken, cancel_scope
 from ..core import Usage
 from ..errors import FleetItemsError, PayloadError  # re-exported: their old home
 from ..fleet import DEFAULT_MAX_WORKERS, Fleet, Task
+from ..interrupts import RunSuspended
 from ..session import Session
 from .base import STOP, NodeActor, NodeObserver
 from .envelope import Work
@@ -196,16 +197,20 @@ class FleetActor(NodeActor):
         errors: dict[int, BaseException] = {}
         if todo:
             prompt, node, work_dir = self.prompt, self.name, self.work_dir
+            observer = self.observer if work.scope is not None else None
 
             def render(i: int) -> Task | str:  # runs in the worker that runs item i
                 message = render_input(items[i], prompt, node)
+                if observer is not None:  # a journalled run: the item's session may interrupt()
+                    scope = observer.item_scope(work, i)
+                    if scope is not None:
+                        scope.enter()
                 return message if work_dir is None else Task(message, work_dir=work_dir)
 
             fleet = Fleet(self.agent, todo, max_workers=self.max_workers, timeout=self._timeout(env), render=render)
             self._fleet = fleet
             if env.run is not None and env.run.done:  # cancelled before interrupt() could see the fleet
                 fleet.cancel("the run was cancelled")
-            observer = self.observer if work.scope is not None else None
             try:
                 if observer is None:
                     results = list(zip(todo, fleet.run(), strict=True))
@@ -225,6 +230,9 @@ class FleetActor(NodeActor):
                     memo[i] = fr.result.output
                     usages.append(fr.result.usage)
         if errors:
+            asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
+            if asking:  # one interrupt at a time: the others ask again when the run resumes
+                raise errors[min(asking)]
             raise FleetItemsError(self.name, len(items), errors)
         return [memo[i] for i in range(len(items))], _total(usages)
 

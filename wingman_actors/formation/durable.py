@@ -86,24 +86,25 @@ class Journal:
         """Take a run over for resuming (refuses another formation's shape)."""
         return self.store.claim_run(run_id, self.shape, formation=self.name)
 
-    def scope(self, run_id: str, node: str, visit: int, replay: Replay | None) -> VisitScope:
-        """The context ``interrupt()`` and agent sessions find while this visit runs."""
+    def scope(self, run_id: str, node: str, visit: int, replay: Replay | None, item: int | None = None) -> VisitScope:
+        """The context ``interrupt()`` and agent sessions find while this visit (or this
+        fleet item of it) runs."""
         store = self.store
         answers: list[Any] = []
         replies: list[Any] = []
         if replay is not None:
             journal = replay.journal
-            answers = journal.answers(node, visit)
+            answers = journal.answers(node, visit, item)
             # An agent suspended in a tool call continues from its journalled model
             # responses. A visit that failed or crashed starts its session afresh (a
             # bad answer replayed would fail it again).
-            if any((i.node, i.visit) == (node, visit) for i in journal.interrupts):
-                replies = list(journal.progress.get((node, visit, None), ()))
+            if any((i.node, i.visit, i.item) == (node, visit, item) for i in journal.interrupts):
+                replies = list(journal.progress.get((node, visit, item), ()))
 
         def progress(value: Any) -> None:
-            store.record_progress(run_id, node, visit, value)
+            store.record_progress(run_id, node, visit, value, item=item)
 
-        return VisitScope(run_id, node, visit, answers, progress, replies)
+        return VisitScope(run_id, node, visit, answers, progress, replies, item)
 
     def close(self) -> None:
         if self.owned:

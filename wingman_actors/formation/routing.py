@@ -27,7 +27,7 @@ from .supervision import AttemptFailed, AttemptTimedOut
 
 if TYPE_CHECKING:
     from ..actors.scheduler import Scheduler
-    from ..interrupts import RunSuspended
+    from ..interrupts import RunSuspended, VisitScope
     from .durable import Journal
     from .supervision import Supervision
 
@@ -239,8 +239,10 @@ class Router:
         if run.done or journal is None:
             return
         node = work.target
+        scope = signal.scope  # the visit's, or a fleet item's
         try:
-            journal.store.record_interrupt(run.id, node, work.visit, signal.payload)
+            scope.journal_replies()  # before the interrupt: a resume finds them
+            journal.store.record_interrupt(run.id, node, work.visit, signal.payload, item=scope.item)
         except Exception as exc:
             self.supervision.give_up(run, self.specs[node], attempt, exc, work.visit)
             return
@@ -257,6 +259,14 @@ class Router:
             emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
                  {"duration_s": duration, "usage": result.usage, "result": result, "suspended": True})
         self.release(run, f"run {run.id} was suspended by an interrupt in {node!r}", abandon=False)
+
+    def item_scope(self, work: Work, index: int) -> VisitScope | None:
+        """The scope of fleet item ``index`` of a journalled visit (its answers, its
+        journalled model responses), or None when runs are not journalled."""
+        journal = self.journal
+        if journal is None:
+            return None
+        return journal.scope(work.run_id, work.target, work.visit, work.run.replay, item=index)
 
     def item_finished(self, work: Work, index: int, output: Any) -> None:
         """A fleet item of a journalled run finished: journal it."""
