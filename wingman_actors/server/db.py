@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..store._schema import APPLICATION_ID
 from .ids import now
 
 __all__ = ["MIGRATIONS", "Database", "Migration"]
@@ -155,6 +156,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE agents ADD COLUMN delegates TEXT NOT NULL DEFAULT '[]'",
             "ALTER TABLE agents ADD COLUMN max_delegation_depth INTEGER NOT NULL DEFAULT 3",
             "ALTER TABLE agents ADD COLUMN skills TEXT NOT NULL DEFAULT '[]'",
+        ),
+    ),
+    Migration(
+        5,
+        "durable runs: the run journal shares this file (its tables: shapes, runs, journal, owners), so the "
+        "server's run records move to run_records and gain the pending interrupt",
+        (
+            "ALTER TABLE runs RENAME TO run_records",
+            "ALTER TABLE run_records ADD COLUMN interrupt TEXT",
+            "DROP INDEX runs_by_formation",
+            "DROP INDEX runs_by_fleet",
+            "CREATE INDEX run_records_by_formation ON run_records (formation_id, id)",
+            "CREATE INDEX run_records_by_fleet ON run_records (fleet_id, id)",
+            "CREATE INDEX run_records_by_status ON run_records (status)",
+            # the run journal (wingman_actors.store) opens only files marked as wingman's
+            f"PRAGMA application_id = {APPLICATION_ID}",
         ),
     ),
 )
