@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import networkx as nx  # type: ignore[import-untyped]
+import pytest
 
 from wingman_actors.server import Store
 from wingman_actors.server.recovery import recover_runs, refreshed
@@ -96,3 +97,9 @@ def test_the_journal_shares_the_database_file_with_the_servers_tables(tmp_path: 
     assert {"run_records", "agents", "runs", "journal", "shapes", "owners"} <= tables
     store = Store(tmp_path / "w.db")  # and the server still opens it
     store.close()
+
+
+def test_a_run_store_file_is_refused_as_a_server_database(tmp_path: Path) -> None:
+    RunStore(tmp_path / "runs.sqlite").close()
+    with pytest.raises(RuntimeError, match=r"is a run store .* give the server a --db of its own"):
+        Store(tmp_path / "runs.sqlite")

@@ -1,6 +1,6 @@
-"""A server killed with SIGKILL mid-run: after a restart on the same database the run shows
-``interrupted``, and ``POST /runs/{id}/resume`` finishes it without running the node
-visits journalled before the kill again."""
+"""A server killed with SIGKILL (or stopped) mid-run: after a restart on the same database the
+run shows ``interrupted``, and ``POST /runs/{id}/resume`` finishes it without running the
+node visits journalled before the kill again."""
 
 from __future__ import annotations
 
@@ -15,9 +15,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+
+from tests.server import functions_fixture as fx
+from tests.server.harness import FUNCTIONS_MODULE, RunningServer, running
+from wingman_actors.server import ServerConfig
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and /proc are POSIX")
 
@@ -143,3 +148,39 @@ def test_a_run_in_flight_when_the_server_is_killed_is_interrupted_and_resumes_ov
         assert client.get(f"/runs/{run_id}").json()["status"] == "succeeded"
     # first was journalled before the kill: it ran once; slow was in flight: it ran again
     assert calls(tmp_path) == ["first", "slow", "slow", "last"]
+
+
+def test_a_run_in_flight_when_the_server_stops_cleanly_is_interrupted_and_resumes(tmp_path: Path) -> None:
+    fx.GATE.clear()
+    fx.CALLS.clear()
+    config = ServerConfig(db_path=tmp_path / "w.db", work_root=tmp_path, functions=(FUNCTIONS_MODULE,),
+                          entry_points=False)
+    try:
+        server = RunningServer(config, graceful_timeout=0.5).start()
+        answers: list[Any] = []
+        with server.client() as client:
+            fid = client.post("/formations", json={"name": "g", "nodes": [
+                {"name": n, "kind": "function", "function": n} for n in ("counted", "gated")],
+                "edges": [{"from": "counted", "to": "gated"}]}).json()["id"]
+            waiting = threading.Thread(target=lambda: answers.append(client.post(f"/formations/{fid}/run",
+                                                                                 json={"input": "x"})))
+            waiting.start()
+            deadline = time.monotonic() + 10
+            while not fx.CALLS["gated"]:
+                assert time.monotonic() < deadline, "the run never reached its gated node"
+                time.sleep(0.02)
+            run_id = client.get("/runs", params={"formation_id": fid}).json()[0]["id"]
+            time.sleep(0.2)  # the journal commits a finished visit within about a millisecond
+            server.stop()  # waits 0.5 s for the request, then stops the run
+            waiting.join(10)
+        fx.GATE.set()
+        with running(config) as again, again.client() as client:
+            record = client.get(f"/runs/{run_id}").json()
+            assert record["status"] == "interrupted", record
+            assert record["nodes"]["counted"]["status"] == "succeeded"  # recorded by the stopping server
+            resumed = client.post(f"/runs/{run_id}/resume", json={})
+            assert resumed.status_code == 200, resumed.text
+            assert (resumed.json()["status"], resumed.json()["output"]) == ("succeeded", "x")
+        assert fx.CALLS["counted"] == 1
+    finally:
+        fx.GATE.set()

@@ -103,6 +103,24 @@ def test_cancel_stops_a_run_in_flight_and_its_request_answers_409(client: httpx.
     assert client.post(f"/runs/{run_id}/cancel").status_code == 409
 
 
+def test_cancel_ends_a_streamed_run_with_run_cancelled(client: httpx.Client, server: RunningServer) -> None:
+    fid = formation(client, "gated", "counted")
+    events: list[tuple[str, Any]] = []
+    thread = threading.Thread(target=lambda: events.extend(sse_events(client, f"/formations/{fid}/run/stream",
+                                                                      {"input": "x"})))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not fx.CALLS["gated"]:
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.02)
+    run_id = client.get("/runs", params={"formation_id": fid}).json()[0]["id"]
+    with server.client() as other:
+        assert other.post(f"/runs/{run_id}/cancel").status_code == 200
+    thread.join(10)
+    assert [name for name, _ in events][-2:] == ["run_cancelled", "done"]
+    assert events[-1][1] == {"run_id": run_id, "status": "cancelled"}
+
+
 def test_a_cancelled_run_can_be_resumed(client: httpx.Client, server: RunningServer, gate: threading.Event) -> None:
     fid = formation(client, "counted", "gated")
     run_id, thread, _ = in_flight(client, fid, {"input": "x"})

@@ -204,7 +204,11 @@ class Database:
                 f"database {self.path}: SQLite refused WAL mode (got {mode!r}); "
                 "put the database on a local disk (--db PATH)"
             )
-        self.migrate()
+        try:
+            self.migrate()
+        except BaseException:
+            self.close()
+            raise
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -282,6 +286,12 @@ class Database:
         failure leaves the schema at the previous version and is raised, never ignored.
         """
         with self.write() as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "journal" in tables and "schema_migrations" not in tables:
+                raise RuntimeError(
+                    f"database {self.path} is a run store (wingman-actors run --store), not a server database: "
+                    "give the server a --db of its own (it journals its formation runs in it)"
+                )
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"

@@ -3,7 +3,7 @@
 FastAPI documents a 422 validation error on every route with input, which this server never
 sends (it answers 400 ``{"error", "fields"}``), and knows nothing of the errors middleware
 gives. :func:`install_openapi` replaces the document's error responses with the real ones:
-400, 401 (when a token is required), 403, 404, 409, 415, 500, 502 and 504 where they can happen,
+400, 401 (when a token is required), 403, 404, 409, 415, 500, 502, 503 and 504 where they can happen,
 all with the :class:`~wingman_actors.server.schemas.ErrorOut` schema; a bearer security
 scheme when a token is required; and the ``Location`` header of every 201.
 """
@@ -57,6 +57,9 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     if path.endswith(_RUN_SUFFIXES) or path.startswith("/provider/{id}/models"):
         out["502"] = _error("The model provider failed (`kind`: agent, rate_limit, network, invalid, cancelled; "
                             "`provider`, `provider_status`).")
+    if path in ("/formations/{id}/run", "/runs/{id}/resume"):
+        out["503"] = _error("The server stopped while the run was in flight (`kind: interrupted`, with `run_id`): "
+                            "resume it with POST /runs/{id}/resume once the server is back.")
     if path.endswith(_RUN_SUFFIXES) or path.startswith("/provider/{id}/models"):
         out["504"] = _error("The run or request ran out of time (`kind: timeout`).")
     return out
