@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
+
+from wingman_actors import interrupt
 from wingman_actors.orchestration import Blackboard
 from wingman_actors.server import function, predicate
 
@@ -59,3 +63,32 @@ def remember(text: str, blackboard: Blackboard) -> str:
 def recall(text: str, blackboard: Blackboard) -> str:
     """Reads what an earlier node of the same run wrote."""
     return f"{blackboard.get('said')} / {text}"
+
+
+GATE = threading.Event()
+"""Opened by the tests: ``gated`` waits for it (a run to cancel while it is in flight)."""
+
+CALLS: Counter[str] = Counter()
+"""How many times each counting function ran (side effects a resume must not repeat)."""
+
+
+@function
+def gated(text: str) -> str:
+    """Waits until the test opens GATE, then passes the text on."""
+    CALLS["gated"] += 1
+    GATE.wait(30)
+    return text
+
+
+@function
+def counted(text: str) -> str:
+    """Counts its calls."""
+    CALLS["counted"] += 1
+    return text
+
+
+@function
+def ask(text: str) -> str:
+    """Asks a person whether to publish the text; returns the text with the answer."""
+    answer = interrupt({"question": f"publish {text!r}?"})
+    return f"{text}: {answer}"

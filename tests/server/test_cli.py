@@ -32,8 +32,10 @@ def test_flags_build_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("WINGMAN_TOKEN", raising=False)
     monkeypatch.setattr(sys, "path", list(sys.path))
     args = parse("--db", str(tmp_path / "x.db"), "--token", "t", "--work-root", str(tmp_path), "--no-bash",
-                 "--functions", "a.b", "--functions", "c", "--request-timeout", "5")
+                 "--functions", "a.b", "--functions", "c", "--request-timeout", "5", "--suspend-ttl", "3600")
     config = build_config(args)
+    assert config.suspend_ttl == 3600
+    assert build_config(parse()).suspend_ttl == 7 * 24 * 3600
     assert config.database == tmp_path / "x.db"
     assert (config.token, config.root, config.allow_bash) == ("t", tmp_path.resolve(), False)
     assert config.functions == ("a.b", "c") and config.request_timeout == 5

@@ -44,6 +44,19 @@ def test_each_route_lists_the_errors_it_can_answer(doc: dict[str, Any]) -> None:
     assert "401" not in doc["paths"]["/agents"]["get"]["responses"]  # this server has no token
 
 
+def test_cancel_and_resume_list_their_conflicts_and_resume_the_errors_of_a_run(doc: dict[str, Any]) -> None:
+    cancel = doc["paths"]["/runs/{id}/cancel"]["post"]["responses"]
+    resume = doc["paths"]["/runs/{id}/resume"]["post"]["responses"]
+    assert {"200", "404", "409"} <= set(cancel) and "500" not in cancel
+    assert {"200", "400", "404", "409", "500", "502", "503", "504"} <= set(resume)
+    assert "409" in doc["paths"]["/formations/{id}/run"]["post"]["responses"]
+    for responses in (cancel, resume):
+        assert responses["409"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorOut"}
+    assert "run_status" in doc["components"]["schemas"]["ErrorOut"]["properties"]
+    statuses = doc["components"]["schemas"]["RunOut"]["properties"]["status"]["enum"]
+    assert {"suspended", "interrupted", "expired"} <= set(statuses)
+
+
 def test_created_records_have_a_location(doc: dict[str, Any], client: httpx.Client) -> None:
     for path in ("/agents", "/sessions", "/fleets", "/formations"):
         assert "Location" in doc["paths"][path]["post"]["responses"]["201"]["headers"], path

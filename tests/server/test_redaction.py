@@ -94,7 +94,8 @@ def test_formation_runs_mask_the_key_in_answers_records_and_database(
     for response in (blocking, streamed, run, client.get("/runs")):
         assert KEY not in response.text
     with sqlite3.connect(server.config.database) as db:
-        stored = db.execute("SELECT * FROM runs").fetchall() + db.execute("SELECT * FROM messages").fetchall()
+        stored = [db.execute(f"SELECT * FROM {table}").fetchall()  # run records, the run journal, messages
+                  for table in ("run_records", "runs", "journal", "messages")]
     assert KEY not in repr(stored)
     assert KEY not in logs.text
 

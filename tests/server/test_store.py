@@ -86,20 +86,6 @@ def test_concurrent_appends_from_many_threads_lose_nothing(tmp_path: Path) -> No
         store.close()
 
 
-def test_runs_left_running_are_marked_failed_at_the_next_start(tmp_path: Path) -> None:
-    store = Store(tmp_path / "w.db")
-    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
-    run = store.create_run(formation, "x")
-    store.close()
-    store = Store(tmp_path / "w.db")
-    try:
-        again = store.get_run(run.id)
-        assert again.status == "failed" and again.error_kind == "cancelled"
-        assert again.finished_at is not None
-    finally:
-        store.close()
-
-
 def test_history_round_trips_every_block_type(tmp_path: Path) -> None:
     from wingman_actors.core import ContentBlock
 

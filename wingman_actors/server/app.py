@@ -1,5 +1,5 @@
 """The FastAPI application: routes, error shapes, middleware, and the lifespan that opens
-the database and starts the worker threads.
+the database (and the run journal in it) and starts the worker threads.
 
 Example:
     >>> from wingman_actors.server import ServerConfig, create_app
@@ -23,7 +23,8 @@ from starlette.responses import JSONResponse
 from .. import __version__
 from ..errors import AgentError
 from ..providers import list_providers
-from . import routes_agents, routes_fleets, routes_formations, routes_providers, routes_sessions
+from ..store import RunStore
+from . import routes_agents, routes_fleets, routes_formations, routes_providers, routes_runs, routes_sessions
 from .body import scrub
 from .config import ServerConfig
 from .context import ServerContext
@@ -31,6 +32,7 @@ from .docs import install_docs
 from .errors import ApiError, from_agent_error
 from .functions import FunctionRegistry
 from .guards import OriginHostMiddleware
+from .journal import MaskedJournal
 from .middleware import (
     CatchAllMiddleware,
     JsonBodyMiddleware,
@@ -38,6 +40,7 @@ from .middleware import (
     TokenMiddleware,
 )
 from .openapi import install_openapi
+from .recovery import recover_runs
 from .redact import RedactMiddleware, Redactor, environment_secrets, redact_logs
 from .store import Store
 from .threads import WorkerPool
@@ -112,15 +115,25 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = Store(config.database, redactor)
+        try:
+            # the run journal shares the database file (migration 5 made room for its tables);
+            # opening it marks the runs of a server that died interrupted
+            journal = MaskedJournal(RunStore(config.database, suspend_ttl=config.suspend_ttl), redactor)
+        except BaseException:
+            store.close()
+            raise
+        recover_runs(store, journal)
         redactor.add(*store.auth_keys())
         pool = WorkerPool(config.worker_threads).start()
-        context = app.state.wingman = ServerContext(config, store, pool, functions, redactor)
+        context = app.state.wingman = ServerContext(config, store, pool, functions, redactor, journal=journal)
         try:
             with redact_logs(redactor):
                 yield
         finally:
+            context.flights.interrupt_all()  # resumable after the restart
             pool.stop()
             context.providers.close()
+            journal.close()
             store.close()
 
     app = FastAPI(
@@ -160,7 +173,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         error = from_agent_error(exc)
         return JSONResponse(error.body(), status_code=error.status)
 
-    for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations):
+    for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations, routes_runs):
         app.include_router(module.router)
 
     # Added innermost first. A request meets, in order: CORS (when configured), the Host and

@@ -53,6 +53,9 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
                    help="do not load the wingman_actors.functions entry-point group")
     p.add_argument("--request-timeout", type=_positive(float), default=60.0, metavar="SECONDS",
                    help="time limit of non-streaming requests (default: 60)")
+    p.add_argument("--suspend-ttl", type=_positive(float), default=7 * 24 * 3600.0, metavar="SECONDS",
+                   help="how long a formation run suspended by interrupt() waits for its answer before it "
+                        "expires (default: 604800, 7 days)")
     p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                    help="let browser pages from ORIGIN call the API, e.g. http://localhost:5173 (repeatable)")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
@@ -167,6 +170,7 @@ def build_config(args: argparse.Namespace) -> ServerConfig:
         worker_threads=args.threads,
         cors_origins=tuple(args.cors_origin),
         allowed_hosts=(*args.allowed_host, *named),
+        suspend_ttl=args.suspend_ttl,
     )
 
 
@@ -217,6 +221,7 @@ def serve(args: argparse.Namespace) -> int:
     """Run the server until interrupted; returns the exit code (2 on a configuration error)."""
     import uvicorn
 
+    from ..store import RunStore
     from .app import create_app
     from .store import Store
 
@@ -224,6 +229,7 @@ def serve(args: argparse.Namespace) -> int:
         config = build_config(args)
         _import_functions(config.functions, args.functions)
         Store(config.database).close()  # create and migrate now: errors show before listening
+        RunStore(config.database, recover=False).close()  # and the run journal beside its tables
         app = create_app(config)
         sock = _listen(args.host, args.port)
     except (ValueError, ImportError, OSError, RuntimeError) as exc:

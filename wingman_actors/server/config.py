@@ -42,6 +42,8 @@ class ServerConfig:
             bound address and the loopback names (``localhost``, ``127.0.0.1``, ``::1``); a
             request with another ``Host`` is refused, so a web page cannot reach a local server
             through DNS rebinding. ``*.example.com`` allows the subdomains, ``*`` any name.
+        suspend_ttl: seconds a formation run suspended by ``interrupt()`` waits for its answer
+            (``POST /runs/{id}/resume``) before it expires; None: forever. Default 7 days.
 
     Example:
         >>> ServerConfig(db_path="/tmp/w.db", token="s3cret").work_root.is_absolute()
@@ -58,6 +60,7 @@ class ServerConfig:
     worker_threads: int = 64
     cors_origins: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
+    suspend_ttl: float | None = 7 * 24 * 3600.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "db_path", Path(os.path.expanduser(str(self.db_path))))
@@ -72,6 +75,8 @@ class ServerConfig:
             raise ValueError("token must not be empty: pass a secret, or None for no authentication")
         if not self.request_timeout > 0:
             raise ValueError(f"request_timeout must be > 0 seconds, got {self.request_timeout}")
+        if self.suspend_ttl is not None and not self.suspend_ttl > 0:
+            raise ValueError(f"suspend_ttl must be > 0 seconds or None, got {self.suspend_ttl}")
         if self.worker_threads < 2:
             raise ValueError(f"worker_threads must be >= 2, got {self.worker_threads}")
 

@@ -1,5 +1,5 @@
-"""What every route shares: the configuration, the store, the worker threads, the function
-registry, the per-session locks and runs in flight; and how a stored agent becomes a runnable
+"""What every route shares: the configuration, the store and run journal, the worker threads,
+the function registry, the per-session locks and runs in flight; and how a stored agent becomes a runnable
 :class:`~wingman_actors.Agent` with credentials from the auth store.
 """
 
@@ -20,10 +20,13 @@ from ..orchestration import AgentRegistry
 from ..providers import get_provider_meta, list_providers, new_provider
 from ..providers.base import Provider
 from ..session import Session
+from ..store import JournalStore
 from ..structured import OutputSchema
-from ..tools import BUILTIN_TOOL_NAMES
+from ..tools import BUILTIN_TOOL_NAMES, Tool
+from ..tools.human import ask_human
 from .config import ServerConfig
 from .errors import ApiError, invalid
+from .flights import Flights
 from .functions import FunctionRegistry
 from .redact import Redactor
 from .schemas import AgentOut
@@ -34,6 +37,12 @@ from .threads import WorkerPool
 __all__ = ["ProviderCache", "ServerContext"]
 
 _PLACEHOLDER_KEY = "validation-only-placeholder"
+_SERVER_TOOLS: dict[str, Tool] = {"ask_human": ask_human}
+"""Tools a stored agent may name beside the built-in ones: ``ask_human`` suspends a formation
+run until ``POST /runs/{id}/resume`` answers it (in a session message it answers the model
+with an error, as there is no run to suspend)."""
+TOOL_NAMES = (*BUILTIN_TOOL_NAMES, *_SERVER_TOOLS)
+"""Every tool name a stored agent may list."""
 _AUTH_HINT = 'PUT /provider/auth {{"providers": {{"{p}": {{"type": "api_key", "key": "..."}}}}}}'
 
 
@@ -147,15 +156,19 @@ class ServerContext:
         pool: the started worker threads.
         functions: the registered functions and predicates.
         redactor: the secrets to keep in (default: the store's).
+        journal: the run journal formation runs are journalled in (in the database's file).
     """
 
     def __init__(
         self, config: ServerConfig, store: Store, pool: WorkerPool, functions: FunctionRegistry,
-        redactor: Redactor | None = None,
+        redactor: Redactor | None = None, *, journal: JournalStore,
     ) -> None:
         self.config = config
         self.redactor = store.redactor if redactor is None else redactor
         self.store = store
+        self.journal = journal
+        self.flights = Flights()
+        """The formation runs in flight, by run id."""
         self.pool = pool
         self.functions = functions
         self.providers = ProviderCache()
@@ -280,9 +293,9 @@ class ServerContext:
         """Refuse an agent that could not run, naming the field: unknown tools (or ``bash``
         under ``--no-bash``), an unknown provider, options the provider refuses, an
         ``api_key`` in options, an output_schema that is not a JSON Schema."""
-        unknown = [t for t in agent.tools if t not in BUILTIN_TOOL_NAMES]
+        unknown = [t for t in agent.tools if t not in TOOL_NAMES]
         if unknown:
-            raise invalid("tools", f"unknown tool(s) {unknown}; the built-in tools are: {', '.join(BUILTIN_TOOL_NAMES)}")
+            raise invalid("tools", f"unknown tool(s) {unknown}; the tools are: {', '.join(TOOL_NAMES)}")
         if len(set(agent.tools)) != len(agent.tools):
             raise invalid("tools", f"a tool is listed twice in {agent.tools}; list each once")
         if "bash" in agent.tools and not self.config.allow_bash:
@@ -384,7 +397,8 @@ class ServerContext:
         except AgentError as exc:
             raise ApiError(400, f"agent {record.name!r} ({record.id}): {exc.message}", provider=record.provider) from None
         try:
-            tools = [t for t in record.tools if self.config.allow_bash or t != "bash"]
+            tools: list[Tool | str] = [_SERVER_TOOLS.get(t, t) for t in record.tools
+                                       if self.config.allow_bash or t != "bash"]
             try:
                 agent = Agent(
                     record.name, instructions=record.instructions, provider=entry.provider, tools=tools,
@@ -399,5 +413,6 @@ class ServerContext:
 
     def declared_agent(self, record: AgentOut) -> Agent:
         """The agent without a provider: enough to validate a formation declaration."""
-        return Agent(record.name, instructions=record.instructions, tools=list(record.tools),
+        tools = [_SERVER_TOOLS.get(t, t) for t in record.tools]
+        return Agent(record.name, instructions=record.instructions, tools=tools,
                      output_schema=record.output_schema)

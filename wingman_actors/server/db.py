@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..store._schema import APPLICATION_ID
 from .ids import now
 
 __all__ = ["MIGRATIONS", "Database", "Migration"]
@@ -157,6 +158,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE agents ADD COLUMN skills TEXT NOT NULL DEFAULT '[]'",
         ),
     ),
+    Migration(
+        5,
+        "durable runs: the run journal shares this file (its tables: shapes, runs, journal, owners), so the "
+        "server's run records move to run_records and gain the pending interrupt",
+        (
+            "ALTER TABLE runs RENAME TO run_records",
+            "ALTER TABLE run_records ADD COLUMN interrupt TEXT",
+            "DROP INDEX runs_by_formation",
+            "DROP INDEX runs_by_fleet",
+            "CREATE INDEX run_records_by_formation ON run_records (formation_id, id)",
+            "CREATE INDEX run_records_by_fleet ON run_records (fleet_id, id)",
+            "CREATE INDEX run_records_by_status ON run_records (status)",
+            # the run journal (wingman_actors.store) opens only files marked as wingman's
+            f"PRAGMA application_id = {APPLICATION_ID}",
+        ),
+    ),
 )
 """Every migration, oldest first. Append new ones; never edit an applied one."""
 
@@ -187,7 +204,11 @@ class Database:
                 f"database {self.path}: SQLite refused WAL mode (got {mode!r}); "
                 "put the database on a local disk (--db PATH)"
             )
-        self.migrate()
+        try:
+            self.migrate()
+        except BaseException:
+            self.close()
+            raise
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -265,6 +286,12 @@ class Database:
         failure leaves the schema at the previous version and is raised, never ignored.
         """
         with self.write() as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "journal" in tables and "schema_migrations" not in tables:
+                raise RuntimeError(
+                    f"database {self.path} is a run store (wingman-actors run --store), not a server database: "
+                    "give the server a --db of its own (it journals its formation runs in it)"
+                )
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"

@@ -3,7 +3,7 @@
 FastAPI documents a 422 validation error on every route with input, which this server never
 sends (it answers 400 ``{"error", "fields"}``), and knows nothing of the errors middleware
 gives. :func:`install_openapi` replaces the document's error responses with the real ones:
-400, 401 (when a token is required), 403, 404, 415, 500, 502 and 504 where they can happen,
+400, 401 (when a token is required), 403, 404, 409, 415, 500, 502, 503 and 504 where they can happen,
 all with the :class:`~wingman_actors.server.schemas.ErrorOut` schema; a bearer security
 scheme when a token is required; and the ``Location`` header of every 201.
 """
@@ -22,7 +22,7 @@ from .schemas import ErrorOut
 __all__ = ["install_openapi"]
 
 _ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
-_RUN_SUFFIXES = ("/message", "/message/stream", "/run", "/run/stream")
+_RUN_SUFFIXES = ("/message", "/message/stream", "/run", "/run/stream", "/runs/{id}/resume")
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -46,11 +46,20 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     if method in ("post", "put", "patch"):
         out["415"] = _error("The request does not say `Content-Type: application/json` (required even when "
                             "the body is empty).")
-    if path.startswith("/formations/") and path.endswith(("/run", "/run/stream")):
+    if path in ("/runs/{id}/cancel", "/runs/{id}/resume"):
+        out["409"] = _error("The run cannot be cancelled or resumed in its state (`run_status`; `kind`: the status, "
+                            "`mismatch` when its formation changed shape, `not_journalled`), or is a fleet run.")
+    elif path == "/formations/{id}/run":
+        out["409"] = _error("The run was cancelled (POST /runs/{id}/cancel) before it finished (`kind: cancelled`, "
+                            "with `run_id`).")
+    if path == "/runs/{id}/resume" or (path.startswith("/formations/") and path.endswith(("/run", "/run/stream"))):
         out["500"] = _error("A formation node failed in user code (`kind: runtime`, with `run_id` and `node`).")
     if path.endswith(_RUN_SUFFIXES) or path.startswith("/provider/{id}/models"):
         out["502"] = _error("The model provider failed (`kind`: agent, rate_limit, network, invalid, cancelled; "
                             "`provider`, `provider_status`).")
+    if path in ("/formations/{id}/run", "/runs/{id}/resume"):
+        out["503"] = _error("The server stopped while the run was in flight (`kind: interrupted`, with `run_id`): "
+                            "resume it with POST /runs/{id}/resume once the server is back.")
     if path.endswith(_RUN_SUFFIXES) or path.startswith("/provider/{id}/models"):
         out["504"] = _error("The run or request ran out of time (`kind: timeout`).")
     return out

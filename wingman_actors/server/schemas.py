@@ -34,6 +34,7 @@ __all__ = [
     "ProviderAuthOut",
     "ProviderOut",
     "RunOut",
+    "RunResumeIn",
     "SessionCreate",
     "SessionOut",
     "SessionUpdate",
@@ -54,9 +55,12 @@ class ErrorOut(BaseModel):
     fields: list[str] | None = Field(default=None, description="400: the fields at fault, e.g. tasks[1].message")
     problems: list[str] | None = Field(default=None, description="400: every problem of a formation declaration")
     kind: str | None = Field(
-        default=None, description="500/502/504: runtime, agent, rate_limit, network, invalid, cancelled or timeout"
+        default=None, description="500/502/504: runtime, agent, rate_limit, network, invalid, cancelled or timeout; "
+                                  "409: cancelled (the run was cancelled), mismatch (the formation changed shape "
+                                  "since the run began), not_journalled, or the run's status"
     )
     run_id: str | None = Field(default=None, description="a failed formation run's record (GET /runs/{id})")
+    run_status: str | None = Field(default=None, description="409: the run's status")
     node: str | None = Field(default=None, description="the formation node that failed")
     provider: str | None = Field(default=None, description="the provider that failed")
     provider_status: int | None = Field(default=None, description="the provider's HTTP status")
@@ -321,6 +325,16 @@ class FormationRunIn(_In):
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the whole run")
 
 
+class RunResumeIn(_In):
+    """``POST /runs/{id}/resume``."""
+
+    answer: Any = Field(
+        default=None,
+        description="for a suspended run: what its pending interrupt() returns (any JSON but null); "
+                    "omit it to resume a failed, cancelled or interrupted run")
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the resumed run")
+
+
 class RunOut(BaseModel):
     """A recorded run: of a formation (``kind`` = ``formation``) or of a fleet (``fleet``,
     whose ``input`` is its tasks and ``output`` its per-task results)."""
@@ -331,7 +345,12 @@ class RunOut(BaseModel):
     formation_name: str | None = None
     fleet_id: str | None = None
     fleet_name: str | None = None
-    status: Literal["running", "succeeded", "failed", "cancelled"]
+    status: Literal["running", "succeeded", "failed", "cancelled", "suspended", "interrupted", "expired"] = Field(
+        description="running; succeeded, failed or cancelled; suspended (waiting for an answer: see interrupt), "
+                    "interrupted (the server stopped while it ran) or expired (suspended too long). Suspended, "
+                    "interrupted, failed and cancelled formation runs can be resumed: POST /runs/{id}/resume")
+    interrupt: dict[str, Any] | None = Field(
+        default=None, description='a suspended run\'s pending question: {"node", "payload"}')
     input: Any = None
     output: Any = None
     outputs: dict[str, Any]

@@ -1,0 +1,105 @@
+"""Run records agree with the run journal at the next start, and expire with it."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import networkx as nx  # type: ignore[import-untyped]
+import pytest
+
+from wingman_actors.server import Store
+from wingman_actors.server.recovery import recover_runs, refreshed
+from wingman_actors.store import FormationShape, RunStore
+
+SHAPE = FormationShape.of(nx.DiGraph([("a", "b")]))
+
+
+def test_a_run_whose_server_stopped_is_interrupted_at_the_next_start(tmp_path: Path) -> None:
+    store = Store(tmp_path / "w.db")
+    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
+    run = store.create_run(formation, "x")
+    journal = RunStore(tmp_path / "w.db")
+    journal.begin_run("f", SHAPE, "x", run_id=run.id)
+    journal.close()  # a store closed with a run still running marks it interrupted
+    journal = RunStore(tmp_path / "w.db")
+    try:
+        assert recover_runs(store, journal) == 1
+        again = store.get_run(run.id)
+        assert again.status == "interrupted"
+        assert f"POST /runs/{run.id}/resume" in (again.error or "")
+    finally:
+        journal.close()
+        store.close()
+
+
+def test_a_run_the_journal_saw_settle_takes_the_journals_status(tmp_path: Path) -> None:
+    store = Store(tmp_path / "w.db")
+    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
+    run = store.create_run(formation, "x")
+    with RunStore(tmp_path / "w.db") as journal:
+        journal.begin_run("f", SHAPE, "x", run_id=run.id)
+        journal.record_interrupt(run.id, "a", 1, {"question": "ok?"})
+        journal.set_status(run.id, "suspended", wait=True)
+        assert recover_runs(store, journal) == 1
+    again = store.get_run(run.id)
+    store.close()
+    assert (again.status, again.interrupt) == ("suspended", {"node": "a", "payload": {"question": "ok?"}})
+
+
+def test_a_run_the_journal_never_saw_and_fleet_runs_are_failed(tmp_path: Path) -> None:
+    store = Store(tmp_path / "w.db")
+    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
+    fleet = store.create_fleet("crew", "agent", 2, None)
+    runs = [store.create_run(formation, "x"), store.create_fleet_run(fleet, [])]
+    with RunStore(tmp_path / "w.db") as journal:
+        assert recover_runs(store, journal) == 2
+    for run in runs:
+        again = store.get_run(run.id)
+        assert (again.status, again.error_kind) == ("failed", "cancelled")
+        assert again.finished_at is not None
+    store.close()
+
+
+def test_a_run_running_in_a_live_process_is_left_alone(tmp_path: Path) -> None:
+    store = Store(tmp_path / "w.db")
+    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
+    run = store.create_run(formation, "x")
+    with RunStore(tmp_path / "w.db") as journal:
+        journal.begin_run("f", SHAPE, "x", run_id=run.id)
+        assert recover_runs(store, journal) == 0
+        assert store.get_run(run.id).status == "running"
+    store.close()
+
+
+def test_a_suspended_run_past_the_suspend_time_reads_as_expired(tmp_path: Path) -> None:
+    store = Store(tmp_path / "w.db")
+    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
+    run = store.create_run(formation, "x")
+    with RunStore(tmp_path / "w.db", suspend_ttl=0.05) as journal:
+        journal.begin_run("f", SHAPE, "x", run_id=run.id)
+        journal.record_interrupt(run.id, "a", 1, "ok?")
+        journal.set_status(run.id, "suspended", wait=True)
+        suspended = store.set_run_status(run.id, "suspended", interrupt={"node": "a", "payload": "ok?"})
+        assert refreshed(store, journal, suspended).status == "suspended"
+        time.sleep(0.1)
+        assert refreshed(store, journal, suspended).status == "expired"
+    assert store.get_run(run.id).status == "expired"
+    store.close()
+
+
+def test_the_journal_shares_the_database_file_with_the_servers_tables(tmp_path: Path) -> None:
+    Store(tmp_path / "w.db").close()
+    RunStore(tmp_path / "w.db").close()
+    with sqlite3.connect(tmp_path / "w.db") as db:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"run_records", "agents", "runs", "journal", "shapes", "owners"} <= tables
+    store = Store(tmp_path / "w.db")  # and the server still opens it
+    store.close()
+
+
+def test_a_run_store_file_is_refused_as_a_server_database(tmp_path: Path) -> None:
+    RunStore(tmp_path / "runs.sqlite").close()
+    with pytest.raises(RuntimeError, match=r"is a run store .* give the server a --db of its own"):
+        Store(tmp_path / "runs.sqlite")
