@@ -73,6 +73,18 @@ def test_a_fleet_node_runs_one_session_per_item_on_each_backend(backend: str) ->
     assert formation.run(["a", "b", "c"], backend=backend).output == ["done", "done", "done"]
 
 
+def test_a_scripted_provider_counts_the_calls_of_every_replica_once_the_formation_stops_on_each_backend(
+    backend: str,
+) -> None:
+    provider = ScriptedProvider(["done"], cycle=True)
+    formation = Formation("count").add_agent("echo", Agent("echo", provider=provider), concurrency=2)
+    with formation.start(backend=backend) as running:
+        futures = [running.submit(f"q{i}") for i in range(4)]
+        assert [f.result().output for f in futures] == ["done"] * 4
+    assert provider.calls == 4  # on Ray: added from each replica process at stop()
+    assert sorted(r.messages[-1].content[0].text or "" for r in provider.requests) == ["q0", "q1", "q2", "q3"]
+
+
 def test_a_failed_attempt_is_retried_on_each_backend(backend: str, tmp_path: Path) -> None:
     marker = tmp_path / "failed-once"
 

@@ -175,6 +175,16 @@ class NodeHost:
         finally:
             observer.events = observer.out = None
 
+    def scripted_calls(self) -> tuple[int, list[Any]] | None:
+        """The calls (and recorded requests) of the node's ``ScriptedProvider`` in this
+        process, or None when its agent has none (the driver adds them to its own copy)."""
+        from ..providers.scripted import ScriptedProvider
+
+        provider = getattr(getattr(self.node, "agent", None), "provider", None)
+        if not isinstance(provider, ScriptedProvider):
+            return None
+        return provider.calls, list(provider.requests)
+
     def interrupt(self, reason: str) -> None:
         """Stop the agent or fleet work in progress at its next boundary."""
         self.node.interrupt(reason)

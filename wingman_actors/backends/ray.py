@@ -35,9 +35,11 @@ from typing import Any
 
 from ..actors.base import NodeActor
 from ..actors.envelope import Work
+from ..agent import Agent
 from ..core import Usage
 from ..errors import FormationSetupError
 from ..interrupts import RunSuspended, VisitScope
+from ..providers.scripted import ScriptedProvider
 from ._ray_host import NodeHost, portable
 from ._ray_keeper import RayKeeper, init_ray
 from ._ray_wire import AgentEvent, Call, Done, ItemDone, ModelReply, Suspended, VisitTicket
@@ -171,6 +173,9 @@ class RayNode(ThreadNode):
             "agent": agent, "fleet": recipe.cls.__name__ == "FleetActor", "name": recipe.name, "notify_start": bool(recipe.kwargs.get("notify_start")),
         })
         self.stale: set[int] = set()  # replicas whose Ray actor is restarting
+        # the agent's ScriptedProvider in this process: its replicas' calls are added at stop
+        self.scripted = next((a.provider for a in recipe.args if isinstance(a, Agent)
+                              and isinstance(a.provider, ScriptedProvider)), None)
         super().__init__(backend, proxy, concurrency, observer)
 
     def wait_ready(self, replica: int, limit: float = 60.0) -> None:
@@ -196,7 +201,27 @@ class RayNode(ThreadNode):
             self.ray.kill(self.handles[actor.replica], no_restart=False)
         super()._abandon(actor, env, why)
 
+    def collect_calls(self, timeout: float = 5.0) -> None:
+        """Add the calls the replicas' copies of the agent's ``ScriptedProvider`` made to
+        the driver's (tests count calls there); a replica that does not answer in time, or
+        whose process was restarted, loses its count."""
+        provider = self.scripted
+        if provider is None:
+            return
+        ray = self.ray
+        refs = [handle.scripted_calls.remote() for handle in self.handles]
+        deadline = time.monotonic() + timeout
+        for ref in refs:
+            try:
+                counted = ray.get(ref, timeout=max(0.1, deadline - time.monotonic()))
+            except Exception:  # gone, or stuck in work that never returns
+                log.debug("node %r: a replica did not report its scripted calls", self.name, exc_info=True)
+                continue
+            if counted is not None:
+                provider.merge_calls(*counted)
+
     def kill(self) -> None:
+        self.collect_calls()
         for handle in self.handles:
             try:
                 self.ray.kill(handle, no_restart=True)
