@@ -73,6 +73,18 @@ def test_a_fleet_node_runs_one_session_per_item_on_each_backend(backend: str) ->
     assert formation.run(["a", "b", "c"], backend=backend).output == ["done", "done", "done"]
 
 
+def test_a_scripted_provider_counts_the_calls_of_every_replica_once_the_formation_stops_on_each_backend(
+    backend: str,
+) -> None:
+    provider = ScriptedProvider(["done"], cycle=True)
+    formation = Formation("count").add_agent("echo", Agent("echo", provider=provider), concurrency=2)
+    with formation.start(backend=backend) as running:
+        futures = [running.submit(f"q{i}") for i in range(4)]
+        assert [f.result().output for f in futures] == ["done"] * 4
+    assert provider.calls == 4  # on Ray: added from each replica process at stop()
+    assert sorted(r.messages[-1].content[0].text or "" for r in provider.requests) == ["q0", "q1", "q2", "q3"]
+
+
 def test_a_failed_attempt_is_retried_on_each_backend(backend: str, tmp_path: Path) -> None:
     marker = tmp_path / "failed-once"
 
@@ -336,3 +348,44 @@ def test_the_launcher_refuses_a_ray_address_without_the_ray_backend(capsys: pyte
 
     assert main(["run", "formations/research.py", "--ray-address", "auto"]) == 2
     assert "--ray-address needs --backend ray" in capsys.readouterr().err
+
+
+_THREAD_DRIVER = """
+import threading
+import time
+
+import ray
+from wingman_actors import Formation
+
+def triple(x: int) -> int:
+    return x * 3
+
+formation = Formation("starter-thread").add_function("triple", triple)
+box = {}
+starter = threading.Thread(target=lambda: box.update(running=formation.start(backend="ray",
+                                                                             backend_options={"num_cpus": 1})))
+starter.start()
+starter.join()
+time.sleep(2)  # the thread that started Ray has ended: Ray's processes must still be there
+running = box["running"]
+print("output", running.submit(14).result(timeout=60).output)
+running.stop()
+print("left", [t.name for t in threading.enumerate() if t.name.startswith("wingman")], ray.is_initialized())
+"""
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_formation_started_from_a_short_lived_thread_keeps_its_ray_until_stop(tmp_path: Path) -> None:
+    import subprocess
+
+    pytest.importorskip("ray")
+    driver = tmp_path / "driver.py"
+    driver.write_text(_THREAD_DRIVER)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True, env=env, timeout=100,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "output 42" in proc.stdout
+    assert "left [] False" in proc.stdout  # stop() shut that Ray down and ended its thread

@@ -18,6 +18,8 @@ from typing import Any
 
 from ..actors.envelope import Envelope, EnvelopeType, Work
 from ..core import StreamEvent, Usage
+from ..interrupts import RunSuspended, VisitScope
+from ._ray_wire import AgentEvent, Call, Done, ItemDone, ModelReply, Suspended
 
 __all__ = ["NodeHost", "ProviderRecipe", "portable"]
 
@@ -70,21 +72,32 @@ def built(value: Any) -> Any:
 
 
 class _LocalObserver:
-    """The node's observer inside the Ray actor: the attempt's timeout, and its events."""
+    """The node's observer inside the Ray actor: the attempt's timeout, and where its
+    events and finished fleet items go (the call path's stream)."""
 
     def __init__(self) -> None:
         self.timeout: float | None = None
         self.events: queue.SimpleQueue[Any] | None = None
+        self.out: queue.SimpleQueue[Any] | None = None
 
     def wants_events(self, work: Work) -> bool:
         return self.events is not None
 
     def agent_event(self, work: Work, event: StreamEvent) -> None:
         if self.events is not None:
-            self.events.put(("event", event))
+            self.events.put(AgentEvent(event))
 
     def attempt_timeout(self, work: Work) -> float | None:
         return self.timeout
+
+    def item_finished(self, work: Work, index: int, output: Any) -> None:
+        if self.out is not None:
+            self.out.put(ItemDone(index, output))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Failed:
+    error: BaseException
 
 
 class NodeHost:
@@ -105,37 +118,72 @@ class NodeHost:
         return Work(Envelope(0, "", sender, EnvelopeType.WORK, payload, time.time(), self.node.name))
 
     def process(self, payload: Any, sender: str, timeout: float | None) -> tuple[Any, Usage | None]:
-        """Process one input; returns ``(output, usage)`` or raises what the node raised."""
+        """Process one input; returns ``(output, usage)`` or raises what the node raised
+        (the fast path: no store, no fleet, no listener)."""
         self.observer.timeout = timeout
-        self.observer.events = None
+        self.observer.events = self.observer.out = None
         result: tuple[Any, Usage | None] = self.node.process(self._work(payload, sender))
         return result
 
-    def stream(self, payload: Any, sender: str, timeout: float | None) -> Iterator[tuple[Any, ...]]:
-        """As :meth:`process`, yielding ``("event", StreamEvent)`` while the agent works and
-        ``("done", output, usage)`` last (a Ray streaming generator: events reach the driver
-        in order)."""
-        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.observer.timeout = timeout
-        self.observer.events = events
-        work = self._work(payload, sender)
+    def call(self, call: Call) -> Iterator[Any]:
+        """Process one input on the call path (see :mod:`._ray_wire`): yields the
+        attempt's events, finished fleet items and model responses as they happen, then
+        :class:`Done` or :class:`Suspended`, or raises what the node raised (after the
+        fleet items that finished, so a retry runs only the failed ones). A Ray streaming
+        generator: the messages reach the driver in order."""
+        out: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        observer = self.observer
+        observer.timeout = call.timeout
+        observer.events = out if call.events else None
+        observer.out = out
+        work = self._work(call.payload, call.sender)
+        sent: set[int] = set(call.memo or ())
+        if call.memo is not None:
+            work.memo = dict(call.memo)
+        scope: VisitScope | None = None
+        ticket = call.ticket
+        if ticket is not None:
+            scope = VisitScope(ticket.run_id, ticket.node, ticket.visit, list(ticket.answers),
+                               lambda response: out.put(ModelReply(response)), list(ticket.replies))
+            work.scope = scope
+        node = self.node
 
         def body() -> None:
             try:
-                events.put(("done", *self.node.process(work)))
+                output, usage = node.process(work) if scope is None else scope.run(node.process, work)
+                out.put(Done(output, usage))
+            except RunSuspended as signal:
+                out.put(Suspended(signal.payload))
             except BaseException as exc:  # handed to the generator, which raises it
-                events.put(("error", exc))
+                out.put(_Failed(exc))
 
-        thread = threading.Thread(target=body, name=f"wingman-ray-{self.node.name}", daemon=True)
+        thread = threading.Thread(target=body, name=f"wingman-ray-{node.name}", daemon=True)
         thread.start()
-        while True:
-            item = events.get()
-            if item[0] == "error":
-                raise item[1]
-            yield item
-            if item[0] == "done":
-                self.observer.events = None
-                return
+        try:
+            while True:
+                item = out.get()
+                if type(item) is _Failed:
+                    memo = work.memo or {}
+                    for index in sorted(set(memo) - sent):
+                        yield ItemDone(index, memo[index])
+                    raise item.error
+                if type(item) is ItemDone:
+                    sent.add(item.index)
+                yield item
+                if type(item) is Done or type(item) is Suspended:
+                    return
+        finally:
+            observer.events = observer.out = None
+
+    def scripted_calls(self) -> tuple[int, list[Any]] | None:
+        """The calls (and recorded requests) of the node's ``ScriptedProvider`` in this
+        process, or None when its agent has none (the driver adds them to its own copy)."""
+        from ..providers.scripted import ScriptedProvider
+
+        provider = getattr(getattr(self.node, "agent", None), "provider", None)
+        if not isinstance(provider, ScriptedProvider):
+            return None
+        return provider.calls, list(provider.requests)
 
     def interrupt(self, reason: str) -> None:
         """Stop the agent or fleet work in progress at its next boundary."""

@@ -14,6 +14,8 @@ CPU-bound functions; ``concurrency=k`` means k processes).
 * A Ray actor whose process dies fails the attempt in progress (retries apply) and is
   restarted by Ray (``max_restarts=-1``). An abandoned function attempt (timeout,
   cancellation) kills its process, which Ray restarts: the CPU is freed at once.
+* Ray is started so that its processes outlive the thread that started the formation
+  (see :mod:`._ray_keeper`).
 * Agent and fleet work is interrupted through the actor (a threaded Ray actor, so the
   interrupt reaches it while it works); with listeners, agent events stream back through
   a Ray streaming generator, in order per node.
@@ -33,9 +35,14 @@ from typing import Any
 
 from ..actors.base import NodeActor
 from ..actors.envelope import Work
+from ..agent import Agent
 from ..core import Usage
 from ..errors import FormationSetupError
+from ..interrupts import RunSuspended, VisitScope
+from ..providers.scripted import ScriptedProvider
 from ._ray_host import NodeHost, portable
+from ._ray_keeper import RayKeeper, init_ray
+from ._ray_wire import AgentEvent, Call, Done, ItemDone, ModelReply, Suspended, VisitTicket
 from .base import NodeRecipe
 from .threads import ThreadNode, ThreadsBackend
 
@@ -76,10 +83,11 @@ class RayReplica(NodeActor):
     """The driver-side proxy of one replica: takes work from the node's queue and runs it
     on the replica's Ray actor (see the module docstring)."""
 
-    def __init__(self, node: RayNode, *, agent: bool, **kwargs: Any) -> None:
+    def __init__(self, node: RayNode, *, agent: bool, fleet: bool, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.node = node
-        self.agent = agent
+        self.agent = agent  # an agent or a fleet: interruptible
+        self.fleet = fleet
 
     @property
     def interruptible(self) -> bool:
@@ -97,22 +105,61 @@ class RayReplica(NodeActor):
         handle = node.handles[self.replica]
         timeout = self._timeout(env)
         observer = self.observer
+        events = self.agent and observer is not None and observer.wants_events(env)
         try:
-            if self.agent and observer is not None and observer.wants_events(env):
-                stream = handle.stream.options(num_returns="streaming").remote(env.payload, env.sender, timeout)
-                for ref in stream:
-                    item = ray.get(ref)
-                    if item[0] == "event":
-                        observer.agent_event(env, item[1])
-                    else:
-                        return item[1], item[2]
-                raise RuntimeError(f"node {self.name!r}: the Ray actor's event stream ended without a result")
-            output, usage = ray.get(handle.process.remote(env.payload, env.sender, timeout))
-            return output, usage
+            if env.scope is None and not events and not self.fleet:
+                output, usage = ray.get(handle.process.remote(env.payload, env.sender, timeout))
+                return output, usage
+            return self._call(handle, env, timeout, events)
         except ray.exceptions.RayError as exc:
             if isinstance(exc, ray.exceptions.RayActorError):
                 node.stale.add(self.replica)  # Ray restarts it: the next call waits for that
             raise _unwrap(ray, exc) from None
+
+    def _call(self, handle: Any, env: Work, timeout: float | None, events: bool) -> tuple[Any, Usage | None]:
+        """The call path (see :mod:`._ray_wire`): apply the actor's messages as they come,
+        journalling each delta of a journalled run here, in the driver."""
+        ray = self.node.ray
+        observer = self.observer
+        scope: VisitScope | None = env.scope
+        memo: dict[int, Any] | None = None
+        if self.fleet:  # finished items are kept on the work across its retries
+            memo = env.memo if env.memo is not None else {}
+            env.memo = memo
+        ticket = None
+        if scope is not None:
+            ticket = VisitTicket(scope.run_id, scope.node, scope.visit, scope.answers, scope.replies)
+        call = Call(env.payload, env.sender, timeout, events, ticket, None if memo is None else dict(memo))
+        stream = handle.call.options(num_returns="streaming").remote(call)
+        try:
+            for ref in stream:
+                msg = ray.get(ref)
+                kind = type(msg)
+                if kind is AgentEvent:
+                    if observer is not None:
+                        observer.agent_event(env, msg.event)
+                elif kind is ItemDone:
+                    if memo is not None:
+                        memo[msg.index] = msg.output
+                    if scope is not None and observer is not None:
+                        observer.item_finished(env, msg.index, msg.output)
+                elif kind is ModelReply:
+                    if scope is not None:
+                        scope.record_reply(msg.response)
+                elif kind is Done:
+                    return msg.output, msg.usage
+                elif kind is Suspended:
+                    if scope is None:  # cannot happen: interrupt() needs the visit's scope
+                        raise RuntimeError(f"node {self.name!r} suspended a run that has no store")
+                    raise RunSuspended(msg.payload, scope)
+        except ray.exceptions.RayError:
+            raise
+        except BaseException:
+            # the driver gave up on the attempt (a journal write failed): stop the actor's work
+            if self.agent:
+                handle.interrupt.remote("the attempt failed in the driver")
+            raise
+        raise RuntimeError(f"node {self.name!r}: the Ray actor's stream ended without a result")
 
 
 class RayNode(ThreadNode):
@@ -123,9 +170,12 @@ class RayNode(ThreadNode):
         self.handles: list[Any] = [backend.host_actor(recipe) for _ in range(concurrency)]
         agent = recipe.cls.__name__ != "FunctionActor"
         proxy = NodeRecipe(recipe.name, RayReplica, (self,), {
-            "agent": agent, "name": recipe.name, "notify_start": bool(recipe.kwargs.get("notify_start")),
+            "agent": agent, "fleet": recipe.cls.__name__ == "FleetActor", "name": recipe.name, "notify_start": bool(recipe.kwargs.get("notify_start")),
         })
         self.stale: set[int] = set()  # replicas whose Ray actor is restarting
+        # the agent's ScriptedProvider in this process: its replicas' calls are added at stop
+        self.scripted = next((a.provider for a in recipe.args if isinstance(a, Agent)
+                              and isinstance(a.provider, ScriptedProvider)), None)
         super().__init__(backend, proxy, concurrency, observer)
 
     def wait_ready(self, replica: int, limit: float = 60.0) -> None:
@@ -151,7 +201,27 @@ class RayNode(ThreadNode):
             self.ray.kill(self.handles[actor.replica], no_restart=False)
         super()._abandon(actor, env, why)
 
+    def collect_calls(self, timeout: float = 5.0) -> None:
+        """Add the calls the replicas' copies of the agent's ``ScriptedProvider`` made to
+        the driver's (tests count calls there); a replica that does not answer in time, or
+        whose process was restarted, loses its count."""
+        provider = self.scripted
+        if provider is None:
+            return
+        ray = self.ray
+        refs = [handle.scripted_calls.remote() for handle in self.handles]
+        deadline = time.monotonic() + timeout
+        for ref in refs:
+            try:
+                counted = ray.get(ref, timeout=max(0.1, deadline - time.monotonic()))
+            except Exception:  # gone, or stuck in work that never returns
+                log.debug("node %r: a replica did not report its scripted calls", self.name, exc_info=True)
+                continue
+            if counted is not None:
+                provider.merge_calls(*counted)
+
     def kill(self) -> None:
+        self.collect_calls()
         for handle in self.handles:
             try:
                 self.ray.kill(handle, no_restart=True)
@@ -176,6 +246,7 @@ class RayBackend(ThreadsBackend):
         self.ray = import_ray(formation)
         self.options = options
         self.owns_ray = False  # whether stop() shuts Ray down (or disconnects from a cluster)
+        self._keeper: RayKeeper | None = None  # the thread that started Ray, when not the main thread
         self._remote: Any = None
 
     def _connect(self) -> None:
@@ -197,7 +268,7 @@ class RayBackend(ThreadsBackend):
         kwargs.update(self.options.get("init") or {})
         t0 = time.perf_counter()
         try:
-            ray.init(**kwargs)
+            self._keeper = init_ray(ray, kwargs)
         except Exception as exc:
             raise FormationSetupError(self.formation, [
                 f"backend 'ray' could not start or join Ray ({type(exc).__name__}: {exc}); "
@@ -242,6 +313,9 @@ class RayBackend(ThreadsBackend):
         deadline = time.monotonic() + 2.0
         for actor in [*self.spawned, *self.abandoned]:
             actor.thread.join(max(0.0, deadline - time.monotonic()))
-        if self.owns_ray and self.ray.is_initialized():
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.stop()  # shuts down the Ray it started, then ends
+        elif self.owns_ray and self.ray.is_initialized():
             self.ray.shutdown()  # a local Ray we started ends; a cluster we joined is only left
         self.owns_ray = False

@@ -80,12 +80,6 @@ class RunningFormation:
         self._work_dir = work_dir
         self._provider = provider
         try:
-            if journal is not None and backend != "threads":
-                # A journalled attempt carries its store, which cannot cross processes yet.
-                raise FormationSetupError(plan.name, [
-                    f"store= works with backend='threads' only in this version, not {backend!r}: "
-                    "drop store= or run on threads"
-                ])
             self._backend: Backend = new_backend(backend, formation=plan.name, options=backend_options)
         except BaseException:
             if journal is not None:

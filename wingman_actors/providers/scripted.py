@@ -84,6 +84,17 @@ class ScriptedProvider:
         with self._lock:
             return self._calls
 
+    def merge_calls(self, calls: int, requests: Iterable[InferenceRequest] = ()) -> None:
+        """Count ``calls`` made by copies of this provider in other processes, and keep
+        their ``requests`` when this provider records requests. The Ray backend calls it
+        when a formation stops: each replica process answers from its own copy of the
+        script, and its calls are added here then.
+        """
+        with self._lock:
+            self._calls += calls
+            if self.record:
+                self.requests.extend(requests)
+
     def add_replies(self, *replies: Reply) -> None:
         """Append replies to the script."""
         with self._lock:

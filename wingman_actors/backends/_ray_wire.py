@@ -1,0 +1,98 @@
+"""What crosses the process boundary between a replica's driver-side proxy and its Ray
+actor, beyond the plain ``(payload, sender, timeout)`` of the fast path.
+
+A journalled visit, a fleet, or an agent whose events someone listens to takes the
+*call* path: the proxy sends a :class:`Call` and the actor answers with a stream of
+messages, in order: :class:`AgentEvent`, :class:`ItemDone` (a fleet item finished),
+:class:`ModelReply` (a model response of the visit's agent session, to journal), and last
+:class:`Done` or :class:`Suspended` (or the node's exception). The store lives in the
+driver: the proxy journals each delta as it arrives, so the actor needs no store and a
+run on a cluster journals where it was started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core import StreamEvent, Usage
+
+__all__ = ["AgentEvent", "Call", "Done", "ItemDone", "ModelReply", "Suspended", "VisitTicket"]
+
+
+@dataclass(frozen=True, slots=True)
+class VisitTicket:
+    """The durable context of a journalled visit, as the actor needs it to rebuild its
+    :class:`~wingman_actors.interrupts.VisitScope`.
+
+    Attributes:
+        run_id: the run.
+        node: the node.
+        visit: the node's visit number.
+        answers: the answers given to the visit's interrupts, in order.
+        replies: journalled model responses its agent session replays (a resumed visit).
+    """
+
+    run_id: str
+    node: str
+    visit: int
+    answers: list[Any] = field(default_factory=list)
+    replies: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One attempt on the call path.
+
+    Attributes:
+        payload: the node's input.
+        sender: who sent it.
+        timeout: the attempt's time limit (an agent's session uses it).
+        events: stream the agent's events back.
+        ticket: the visit's durable context (journalled runs), else None.
+        memo: a fleet's items finished by earlier attempts (index -> output): not run again.
+    """
+
+    payload: Any
+    sender: str
+    timeout: float | None
+    events: bool = False
+    ticket: VisitTicket | None = None
+    memo: dict[int, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    """A stream event of the agent at work."""
+
+    event: StreamEvent
+
+
+@dataclass(frozen=True, slots=True)
+class ItemDone:
+    """A fleet item finished with ``output`` (kept for a retry; journalled when the run is)."""
+
+    index: int
+    output: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    """A model response the visit's agent session got (journalled: a resume replays it)."""
+
+    response: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The attempt succeeded."""
+
+    output: Any
+    usage: Usage | None
+
+
+@dataclass(frozen=True, slots=True)
+class Suspended:
+    """The visit called ``interrupt(payload)``: the run suspends."""
+
+    payload: Any
