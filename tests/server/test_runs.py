@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.server import functions_fixture as fx
-from tests.server.harness import RunningServer, openai_agent, sse_events
+from tests.server.harness import RunningServer, openai_agent, scripted_agent, sse_events
 from tests.support.loopback import LoopbackServer, Reply, Request
 
 
@@ -198,7 +198,19 @@ def test_resume_after_the_formation_was_deleted_is_409(client: httpx.Client) -> 
     assert client.delete(f"/formations/{fid}").status_code == 200
     response = client.post(f"/runs/{run_id}/resume", json={"answer": "yes"})
     assert response.status_code == 409
+    assert response.json()["kind"] == "formation_deleted"
     assert "was deleted" in response.json()["error"]
+
+
+def test_fleet_runs_cannot_be_cancelled_or_resumed(client: httpx.Client) -> None:
+    agent = scripted_agent(client, "done")
+    fleet = client.post("/fleets", json={"name": "crew", "agent_id": agent, "worker_count": 1}).json()["id"]
+    assert client.post(f"/fleets/{fleet}/run", json={"tasks": [{"message": "go"}]}).status_code == 200
+    run_id = client.get("/runs", params={"fleet_id": fleet}).json()[0]["id"]
+    for route in ("cancel", "resume"):
+        response = client.post(f"/runs/{run_id}/{route}", json={})
+        assert response.status_code == 409, route
+        assert response.json()["kind"] == "fleet"
 
 
 def test_a_streamed_run_that_calls_interrupt_ends_suspended(client: httpx.Client) -> None:
