@@ -262,3 +262,35 @@ def test_an_agent_node_asks_a_person_with_ask_human_and_resumes_without_asking_t
     assert done.status_code == 200, done.text
     assert done.json()["output"] == "Painting it teal."
     assert len(loopback.requests) == 2  # the model was not asked the first question again
+
+
+def test_concurrent_runs_and_resumes_share_the_database_without_losing_anything(
+    client: httpx.Client, server: RunningServer
+) -> None:
+    fid = formation(client, "counted", "ask")
+    errors: list[str] = []
+    outputs: list[str] = []
+
+    def work(i: int) -> None:
+        with server.client() as own:
+            for j in range(3):
+                first = own.post(f"/formations/{fid}/run", json={"input": f"{i}-{j}"})
+                if first.status_code != 200 or first.json()["status"] != "suspended":
+                    errors.append(first.text)
+                    continue
+                done = own.post(f"/runs/{first.json()['id']}/resume", json={"answer": "ok"})
+                if done.status_code != 200:
+                    errors.append(done.text)
+                    continue
+                outputs.append(done.json()["output"])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(50)
+    assert errors == []
+    assert sorted(outputs) == sorted(f"{i}-{j}: ok" for i in range(8) for j in range(3))
+    assert fx.CALLS["counted"] == 24
+    runs = client.get("/runs", params={"formation_id": fid}).json()
+    assert len(runs) == 24 and {r["status"] for r in runs} == {"succeeded"}
