@@ -103,3 +103,21 @@ def test_a_run_store_file_is_refused_as_a_server_database(tmp_path: Path) -> Non
     RunStore(tmp_path / "runs.sqlite").close()
     with pytest.raises(RuntimeError, match=r"is a run store .* give the server a --db of its own"):
         Store(tmp_path / "runs.sqlite")
+
+
+def test_the_masked_journal_masks_secrets_and_keeps_types(tmp_path: Path) -> None:
+    from wingman_actors.server.journal import MaskedJournal
+    from wingman_actors.server.redact import Redactor
+    from wingman_actors.store import JournalStore
+
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        journal = MaskedJournal(store, Redactor(["sk-secret-12345"]))
+        assert isinstance(journal, JournalStore)
+        run_id = journal.begin_run("f", SHAPE, {"key": "sk-secret-12345"})
+        journal.record_visit(run_id, "a", 1, ("sk-secret-12345 leaked", 7, {1: "x"}))
+        journal.set_status(run_id, "failed", error="Incorrect API key provided: sk-secret-12345")
+        loaded = journal.load(run_id)
+        assert loaded.run.input == {"key": "[redacted]"}
+        assert loaded.visits["a"][1] == ("[redacted] leaked", 7, {1: "x"})
+        assert loaded.run.error == "Incorrect API key provided: [redacted]"
+        assert journal.path == store.path  # what it does not wrap passes through

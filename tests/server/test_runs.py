@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.server import functions_fixture as fx
-from tests.server.harness import RunningServer, openai_agent, sse_events
+from tests.server.harness import RunningServer, openai_agent, scripted_agent, sse_events
 from tests.support.loopback import LoopbackServer, Reply, Request
 
 
@@ -198,7 +198,19 @@ def test_resume_after_the_formation_was_deleted_is_409(client: httpx.Client) -> 
     assert client.delete(f"/formations/{fid}").status_code == 200
     response = client.post(f"/runs/{run_id}/resume", json={"answer": "yes"})
     assert response.status_code == 409
+    assert response.json()["kind"] == "formation_deleted"
     assert "was deleted" in response.json()["error"]
+
+
+def test_fleet_runs_cannot_be_cancelled_or_resumed(client: httpx.Client) -> None:
+    agent = scripted_agent(client, "done")
+    fleet = client.post("/fleets", json={"name": "crew", "agent_id": agent, "worker_count": 1}).json()["id"]
+    assert client.post(f"/fleets/{fleet}/run", json={"tasks": [{"message": "go"}]}).status_code == 200
+    run_id = client.get("/runs", params={"fleet_id": fleet}).json()[0]["id"]
+    for route in ("cancel", "resume"):
+        response = client.post(f"/runs/{run_id}/{route}", json={})
+        assert response.status_code == 409, route
+        assert response.json()["kind"] == "fleet"
 
 
 def test_a_streamed_run_that_calls_interrupt_ends_suspended(client: httpx.Client) -> None:
@@ -250,3 +262,35 @@ def test_an_agent_node_asks_a_person_with_ask_human_and_resumes_without_asking_t
     assert done.status_code == 200, done.text
     assert done.json()["output"] == "Painting it teal."
     assert len(loopback.requests) == 2  # the model was not asked the first question again
+
+
+def test_concurrent_runs_and_resumes_share_the_database_without_losing_anything(
+    client: httpx.Client, server: RunningServer
+) -> None:
+    fid = formation(client, "counted", "ask")
+    errors: list[str] = []
+    outputs: list[str] = []
+
+    def work(i: int) -> None:
+        with server.client() as own:
+            for j in range(3):
+                first = own.post(f"/formations/{fid}/run", json={"input": f"{i}-{j}"})
+                if first.status_code != 200 or first.json()["status"] != "suspended":
+                    errors.append(first.text)
+                    continue
+                done = own.post(f"/runs/{first.json()['id']}/resume", json={"answer": "ok"})
+                if done.status_code != 200:
+                    errors.append(done.text)
+                    continue
+                outputs.append(done.json()["output"])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(50)
+    assert errors == []
+    assert sorted(outputs) == sorted(f"{i}-{j}: ok" for i in range(8) for j in range(3))
+    assert fx.CALLS["counted"] == 24
+    runs = client.get("/runs", params={"formation_id": fid}).json()
+    assert len(runs) == 24 and {r["status"] for r in runs} == {"succeeded"}

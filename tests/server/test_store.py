@@ -124,3 +124,25 @@ def test_formation_runs_recorded_before_fleet_runs_existed_survive_the_migration
         assert [r.id for r in store.list_runs("f1")] == ["r1"]
     finally:
         store.close()
+
+
+def test_a_database_from_before_durable_runs_keeps_its_runs_and_takes_the_run_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wingman_actors.server import db
+    from wingman_actors.store import RunStore
+
+    monkeypatch.setattr(db, "MIGRATIONS", MIGRATIONS[:4])
+    old = db.Database(tmp_path / "w.db")
+    with old.write() as conn:
+        conn.execute("INSERT INTO runs (id, formation_id, formation_name, status, created_at) "
+                     "VALUES ('r1', 'f1', 'digest', 'succeeded', '2026-01-01T00:00:00Z')")
+    old.close()
+    monkeypatch.setattr(db, "MIGRATIONS", MIGRATIONS)
+    store = Store(tmp_path / "w.db")
+    try:
+        assert store.get_run("r1").status == "succeeded"
+        with RunStore(tmp_path / "w.db") as journal:  # the journal accepts the file now
+            assert journal.runs() == []
+    finally:
+        store.close()

@@ -73,6 +73,15 @@ class Flight:
             return None
         return self.settle(lambda r: cancelled(r, self.tracker, self.started, reason))
 
+    def failure(self, exc: BaseException, timed_out: bool, entry: Collection[str]) -> Callable[[RunOut], RunOut]:
+        """How to record the run failing with ``exc``: ``interrupted`` when the server is
+        stopping (so it resumes after the restart), else ``failed``."""
+        if self.stopping:
+            return partial(cancelled, tracker=self.tracker, started=self.started, status="interrupted",
+                           reason=f"the server stopped before this run finished; continue it with "
+                                  f"POST /runs/{self.id}/resume")
+        return partial(failed, exc=exc, tracker=self.tracker, started=self.started, timed_out=timed_out, entry=entry)
+
     def interrupt(self) -> None:
         """The server is stopping: end the run ``interrupted`` (the journal marks it so too)."""
         self.stopping = True
@@ -136,18 +145,13 @@ def outcome(current: Flight, future: Future[FormationResult], timeout: float | N
                             f"continue it with POST /runs/{run_id}/resume",
                        kind="cancelled", run_id=run_id, run_status=record.status) from None
     except Exception as exc:
-        if current.stopping:
-            current.settle(lambda r: cancelled(
-                r, current.tracker, current.started,
-                f"the server stopped before this run finished; continue it with POST /runs/{run_id}/resume",
-                status="interrupted"))
+        elapsed = time.perf_counter() - current.started
+        timed_out = getattr(exc, "node", "") is None and timeout is not None and elapsed >= timeout * 0.99
+        record = current.settle(current.failure(exc, timed_out, entry))
+        if record.status == "interrupted":
             raise ApiError(503, f"the server is stopping: formation run {run_id} was interrupted; continue it with "
                                 f"POST /runs/{run_id}/resume once the server is back",
                            kind="interrupted", run_id=run_id) from exc
-        elapsed = time.perf_counter() - current.started
-        timed_out = getattr(exc, "node", "") is None and timeout is not None and elapsed >= timeout * 0.99
-        record = current.settle(partial(failed, exc=exc, tracker=current.tracker, started=current.started,
-                                        timed_out=timed_out, entry=entry))
         status, kind = failure(exc, timed_out, entry)
         raise ApiError(
             status, f"formation run {record.id} failed: {record.error}", kind=kind, run_id=record.id,

@@ -32,6 +32,10 @@ class MaskedJournal:
         self.store = store
         self.redactor = redactor
 
+    def __getattr__(self, name: str) -> Any:
+        # calls this class does not know (the store's own extras) reach the store unchanged
+        return getattr(self.store, name)
+
     def _mask(self, value: Any) -> Any:
         if self.redactor.empty:
             return value

@@ -48,7 +48,7 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
                             "the body is empty).")
     if path in ("/runs/{id}/cancel", "/runs/{id}/resume"):
         out["409"] = _error("The run cannot be cancelled or resumed in its state (`run_status`; `kind`: the status, "
-                            "`mismatch` when its formation changed shape, `not_journalled`), or is a fleet run.")
+                            "`mismatch` when its formation changed shape, `formation_deleted`, `not_journalled`, `fleet`).")
     elif path == "/formations/{id}/run":
         out["409"] = _error("The run was cancelled (POST /runs/{id}/cancel) before it finished (`kind: cancelled`, "
                             "with `run_id`).")

@@ -17,7 +17,7 @@ from .convert import jsonable
 from .declaration import FormationDecl, build_formation
 from .deps import Ctx
 from .flights import flight, outcome
-from .run_outcome import Tracker, cancelled, event_dict, failed, settled
+from .run_outcome import Tracker, cancelled, event_dict, settled
 from .runnable import load_formation, runnable
 from .schemas import FormationOut, FormationRunIn, RunOut, StatusOut
 from .sse import Event, ThreadedStream
@@ -144,8 +144,7 @@ def _stream_formation(
                     if event.type is FormationEventType.RUN_FINISHED:
                         current.settle(partial(settled, result=event.data["result"]))
                     elif event.type is FormationEventType.RUN_FAILED:
-                        current.settle(partial(failed, exc=event.data["exception"], tracker=current.tracker,
-                                               started=current.started, timed_out=timed_out, entry=plan.sources))
+                        current.settle(current.failure(event.data["exception"], timed_out, plan.sources))
                     if event.type in _ENDS:
                         break
             finally:

@@ -28,8 +28,9 @@ _CANCELLABLE = ("suspended", "interrupted")  # not in flight, not finished: wait
 _REGISTER_WAIT_S = 1.0
 
 
-def _conflict(run: RunOut, what: str, why: str) -> ApiError:
-    return ApiError(409, f"run {run.id} cannot be {what}: {why}", kind=run.status, run_id=run.id, run_status=run.status)
+def _conflict(run: RunOut, what: str, why: str, kind: str | None = None) -> ApiError:
+    return ApiError(409, f"run {run.id} cannot be {what}: {why}", kind=kind or run.status, run_id=run.id,
+                    run_status=run.status)
 
 
 @router.get("/runs", tags=["runs"], summary="List recorded formation and fleet runs (newest first)")
@@ -88,7 +89,7 @@ def _cancel(ctx: ServerContext, id: str) -> RunOut:
         run = ctx.store.get_run(id)
     run = refreshed(ctx.store, ctx.journal, run)
     if run.kind != "formation":
-        raise _conflict(run, "cancelled", "it is a fleet run; only formation runs can be cancelled here")
+        raise _conflict(run, "cancelled", "it is a fleet run; only formation runs can be cancelled here", "fleet")
     if run.status in _CANCELLABLE:
         ctx.journal.set_status(id, "cancelled", wait=True)
         return ctx.store.set_run_status(id, "cancelled", f"cancelled with POST /runs/{id}/cancel while {run.status}",
@@ -114,7 +115,7 @@ async def cancel(id: str, ctx: Ctx) -> RunOut:
 def _resume(ctx: ServerContext, id: str, body: RunResumeIn, deadline: float) -> RunOut:
     run = refreshed(ctx.store, ctx.journal, ctx.store.get_run(id))
     if run.kind != "formation" or run.formation_id is None:
-        raise _conflict(run, "resumed", "it is a fleet run; only formation runs are journalled")
+        raise _conflict(run, "resumed", "it is a fleet run; only formation runs are journalled", "fleet")
     if run.status not in _RESUMABLE:
         why = {"running": "it is running; wait for it, or cancel it first",
                "succeeded": "it has already succeeded",
@@ -124,7 +125,7 @@ def _resume(ctx: ServerContext, id: str, body: RunResumeIn, deadline: float) -> 
         _, decl = load_formation(ctx, run.formation_id)
     except ApiError:
         raise _conflict(run, "resumed", f"its formation {run.formation_id} was deleted; a run resumes with the "
-                                        "formation that began it") from None
+                                        "formation that began it", "formation_deleted") from None
     with runnable(ctx, decl) as formation:
         timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
         entry = formation.validate().sources
@@ -156,6 +157,6 @@ async def resume(id: str, body: RunResumeIn, ctx: Ctx) -> RunOut:
     run again; a suspended run's pending ``interrupt()`` returns ``answer``. 400 for an
     ``answer`` to a run with no pending interrupt; 404 for an unknown run; 409 when it
     cannot be resumed (``kind``: its status, ``mismatch`` when its formation changed shape,
-    ``not_journalled``); a resumed run that fails answers as a run does (500/502/504)."""
+    ``formation_deleted``, ``not_journalled``, ``fleet``); a resumed run that fails answers as a run does (500/502/504)."""
     deadline = time.monotonic() + ctx.config.request_timeout
     return await ctx.pool.run(_resume, ctx, id, body, deadline)

@@ -57,7 +57,8 @@ class ErrorOut(BaseModel):
     kind: str | None = Field(
         default=None, description="500/502/504: runtime, agent, rate_limit, network, invalid, cancelled or timeout; "
                                   "409: cancelled (the run was cancelled), mismatch (the formation changed shape "
-                                  "since the run began), not_journalled, or the run's status"
+                                  "since the run began), formation_deleted, not_journalled, fleet, or the run's "
+                                  "status"
     )
     run_id: str | None = Field(default=None, description="a failed formation run's record (GET /runs/{id})")
     run_status: str | None = Field(default=None, description="409: the run's status")
