@@ -5,6 +5,9 @@ Commands:
 * ``run FORMATION``: run a formation (a ``.py`` file, a module name exposing
   ``formation`` or ``build(**options)``, or a ready formation such as ``budget``) with
   live progress; prints its outputs on stdout, everything else on stderr.
+* ``resume RUN_ID``, ``runs``: continue a journalled run, list the runs of a store (``run``
+  journals every run in a store in the user's data directory unless given ``--store PATH``
+  or ``--no-store``; see :mod:`wingman_actors.launcher.stores`).
 * ``graph FORMATION``: draw it as Mermaid, DOT or PNG.
 * ``providers``: the registered providers, how to configure each, and which one ``run``
   would use now.
@@ -13,7 +16,8 @@ Commands:
 
 Exit codes: 0 done; 1 the run failed (one line naming the node and the cause; the
 traceback with ``--debug``); 2 bad usage, a bad formation, or a path, port or module
-that cannot be used; 130 interrupted; 141 stdout closed early (``| head``).
+that cannot be used; 130 interrupted (Ctrl-C; a journalled run ends by printing the
+``resume`` command that continues it); 141 stdout closed early (``| head``).
 
 Start-up stays fast: a command's modules are imported only when that command runs, so
 ``--help``, ``--version`` and ``version`` import neither the runtime nor the server.

@@ -14,7 +14,8 @@ In a fleet node each item's session has a scope of its own (:meth:`VisitScope.en
 an item that interrupts stops, the other items go on and finish (and are journalled),
 then the node suspends. Resuming runs that item only. When several items interrupt,
 the one with the lowest index is recorded and answered first; the others run again on
-resume and ask again, one interrupt at a time.
+resume and ask again, one interrupt at a time. An item that failed meanwhile runs again
+on resume too.
 
 The model responses of a session are journalled only when its visit (or item)
 suspends: a resume replays exactly the responses of the attempt that interrupted, never

@@ -5,6 +5,7 @@ store; a data directory that cannot be written costs a warning, not the run."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import shlex
@@ -18,6 +19,7 @@ from rich.console import Console
 from wingman_actors import Formation
 from wingman_actors.cli import main
 from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.launcher.durable import Durable
 from wingman_actors.launcher.progress import RunBoard, event_line, render_board
 from wingman_actors.launcher.stores import DATA_DIR_ENV, default_store_path
 from wingman_actors.store import RunStore
@@ -212,3 +214,23 @@ def test_resume_shows_journalled_nodes_as_done_on_the_live_view(tmp_path: Path) 
     assert "done" in fetch_row and "from the journal" in fetch_row
     with RunStore(store) as opened:
         assert opened.get(run_id).status == "succeeded"
+
+
+def test_a_run_on_a_backend_the_runtime_cannot_journal_goes_without_the_default_store() -> None:
+    info = io.StringIO()
+    args = argparse.Namespace(store=None, no_store=False, backend="ray", ray_address=None)
+    durable = Durable.open(args, "budget", info)
+    assert durable.store is None and durable.choice is None
+    assert "--backend ray are not journalled" in info.getvalue()
+    assert not default_store_path().exists()
+
+
+def test_resume_keeps_the_default_store_on_any_backend(flaky: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(flaky), "-i", "cats"]) == 1
+    run_id = resume_args(capsys.readouterr().err)[1]
+    args = argparse.Namespace(store=None, no_store=False, backend="ray", ray_address=None, resume_id=run_id)
+    durable = Durable.open(args, str(flaky), io.StringIO())
+    try:
+        assert durable.store is not None and durable.choice is not None and durable.choice.default
+    finally:
+        durable.close()

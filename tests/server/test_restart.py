@@ -23,6 +23,7 @@ import pytest
 from tests.server import functions_fixture as fx
 from tests.server.harness import FUNCTIONS_MODULE, RunningServer, running
 from wingman_actors.server import ServerConfig
+from wingman_actors.store import RunStore
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and /proc are POSIX")
 
@@ -130,7 +131,10 @@ def test_a_run_in_flight_when_the_server_is_killed_is_interrupted_and_resumes_ov
             assert time.monotonic() < deadline, "the run never reached its slow node"
             time.sleep(0.02)
         run_id = client.get("/runs", params={"formation_id": fid}).json()[0]["id"]
-        time.sleep(0.3)  # the journal commits a finished visit within about a millisecond
+        with RunStore(tmp_path / "w.db", recover=False) as journal:  # the journal commits within ~1 ms
+            while "first" not in journal.load(run_id).visits:
+                assert time.monotonic() < deadline, "the first visit was never journalled"
+                time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         waiting.join(10)
@@ -170,7 +174,10 @@ def test_a_run_in_flight_when_the_server_stops_cleanly_is_interrupted_and_resume
                 assert time.monotonic() < deadline, "the run never reached its gated node"
                 time.sleep(0.02)
             run_id = client.get("/runs", params={"formation_id": fid}).json()[0]["id"]
-            time.sleep(0.2)  # the journal commits a finished visit within about a millisecond
+            with RunStore(tmp_path / "w.db", recover=False) as journal:
+                while "counted" not in journal.load(run_id).visits:
+                    assert time.monotonic() < deadline, "the first visit was never journalled"
+                    time.sleep(0.02)
             server.stop()  # waits 0.5 s for the request, then stops the run
             waiting.join(10)
         fx.GATE.set()

@@ -161,7 +161,9 @@ def _drive(
     """Run the formation, feeding every event to the board and the progress display.
     Ctrl-C stops the formation (a journalled run becomes ``interrupted``) and gives
     :class:`CutShort`."""
-    if durable.resume_id is not None and durable.store is not None:
+    if durable.resume_id is not None:
+        if durable.store is None:
+            raise UsageError(f"resuming run {durable.resume_id} needs the run store it is journalled in")
         stream = formation.resume_stream(durable.resume_id, store=durable.store, answer=durable.answer,
                                          timeout=timeout, provider=provider, backend=backend,
                                          backend_options=backend_options)
