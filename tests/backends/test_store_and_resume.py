@@ -207,3 +207,41 @@ def test_a_tool_interrupt_in_an_agent_resumes_without_repeating_model_calls_on_e
     resumed = resume(f, result.run_id, store, backend, "ok")
     assert resumed.output == "done: charged"
     assert tally.count() == 2  # the tool-call response came from the journal
+
+
+def _reviewers(tally: Tally) -> Formation:
+    @tool
+    def approve_item(item: str) -> str:
+        """Ask a person to approve an item."""
+        return str(interrupt({"approve": item}))
+
+    def reply(request: InferenceRequest) -> Any:
+        item = request.messages[0].text
+        tally.add(item)
+        last = request.messages[-1].content[0]
+        if last.type == "tool_result":
+            return f"{item} approved: {last.content}"
+        if item.startswith("ask"):
+            return InferenceResponse.of_tool_calls([(f"call-{item}", "approve_item", {"item": item})])
+        return f"done {item}"
+
+    agent = Agent("reviewer", provider=ScriptedProvider([reply], cycle=True), tools=[approve_item])
+    return Formation("review").add_fleet("review", agent, max_workers=3)
+
+
+def test_an_interrupt_in_a_fleet_item_resumes_only_that_item_on_each_backend(
+    backend: str, store: RunStore, tmp_path: Path
+) -> None:
+    tally = Tally(tmp_path / "model-calls")
+    f = _reviewers(tally)
+    result = f.run(["a", "ask-b", "c"], store=store, backend=backend)
+    assert result.status == "suspended"
+    assert result.interrupt == {"node": "review", "payload": {"approve": "ask-b"}}
+    assert store.load(result.run_id).items[("review", 1)] == {0: "done a", 2: "done c"}
+    pending = store.get(result.run_id).interrupt
+    assert pending is not None and (pending.node, pending.item) == ("review", 1)
+    assert len(store.load(result.run_id).progress[("review", 1, 1)]) == 1  # ask-b's tool call, journalled
+    resumed = resume(f, result.run_id, store, backend, "yes")
+    assert (resumed.status, resumed.output) == ("succeeded", ["done a", "ask-b approved: yes", "done c"])
+    # one more model call in all: ask-b's tool call came from the journal; a and c were journalled
+    assert {k: tally.count(k) for k in ("a", "ask-b", "c")} == {"a": 1, "ask-b": 2, "c": 1}

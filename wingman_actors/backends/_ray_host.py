@@ -19,7 +19,7 @@ from typing import Any
 from ..actors.envelope import Envelope, EnvelopeType, Work
 from ..core import StreamEvent, Usage
 from ..interrupts import RunSuspended, VisitScope
-from ._ray_wire import AgentEvent, Call, Done, ItemDone, ModelReply, Suspended
+from ._ray_wire import AgentEvent, Call, Done, ItemDone, ModelReply, Suspended, VisitTicket
 
 __all__ = ["NodeHost", "ProviderRecipe", "portable"]
 
@@ -79,6 +79,7 @@ class _LocalObserver:
         self.timeout: float | None = None
         self.events: queue.SimpleQueue[Any] | None = None
         self.out: queue.SimpleQueue[Any] | None = None
+        self.ticket: VisitTicket | None = None
 
     def wants_events(self, work: Work) -> bool:
         return self.events is not None
@@ -93,6 +94,19 @@ class _LocalObserver:
     def item_finished(self, work: Work, index: int, output: Any) -> None:
         if self.out is not None:
             self.out.put(ItemDone(index, output))
+
+    def item_scope(self, work: Work, index: int) -> VisitScope | None:
+        """Fleet item ``index``'s scope in a journalled run: its answers and replies come
+        from the ticket; the model responses it gets go to the driver if it suspends."""
+        ticket, out = self.ticket, self.out
+        if ticket is None or out is None:
+            return None
+        answers, replies = ticket.items.get(index, ([], []))
+
+        def progress(response: Any) -> None:
+            out.put(ModelReply(response, index))
+
+        return VisitScope(ticket.run_id, ticket.node, ticket.visit, list(answers), progress, list(replies), index)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -136,6 +150,7 @@ class NodeHost:
         observer.timeout = call.timeout
         observer.events = out if call.events else None
         observer.out = out
+        observer.ticket = call.ticket
         work = self._work(call.payload, call.sender)
         sent: set[int] = set(call.memo or ())
         if call.memo is not None:
@@ -153,7 +168,8 @@ class NodeHost:
                 output, usage = node.process(work) if scope is None else scope.run(node.process, work)
                 out.put(Done(output, usage))
             except RunSuspended as signal:
-                out.put(Suspended(signal.payload))
+                signal.scope.journal_replies()  # the suspending attempt's model responses, to the driver
+                out.put(Suspended(signal.payload, signal.scope.item))
             except BaseException as exc:  # handed to the generator, which raises it
                 out.put(_Failed(exc))
 

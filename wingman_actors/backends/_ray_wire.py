@@ -31,6 +31,7 @@ class VisitTicket:
         visit: the node's visit number.
         answers: the answers given to the visit's interrupts, in order.
         replies: journalled model responses its agent session replays (a resumed visit).
+        items: a fleet's items that interrupted before: index -> (answers, replies).
     """
 
     run_id: str
@@ -38,6 +39,7 @@ class VisitTicket:
     visit: int
     answers: list[Any] = field(default_factory=list)
     replies: list[Any] = field(default_factory=list)
+    items: dict[int, tuple[list[Any], list[Any]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +80,11 @@ class ItemDone:
 
 @dataclass(frozen=True, slots=True)
 class ModelReply:
-    """A model response the visit's agent session got (journalled: a resume replays it)."""
+    """A model response the visit's agent session (or fleet item ``item``'s) got before
+    the visit suspended (journalled: a resume replays it)."""
 
     response: Any
+    item: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +97,7 @@ class Done:
 
 @dataclass(frozen=True, slots=True)
 class Suspended:
-    """The visit called ``interrupt(payload)``: the run suspends."""
+    """The visit (or its fleet item ``item``) called ``interrupt(payload)``: the run suspends."""
 
     payload: Any
+    item: int | None = None

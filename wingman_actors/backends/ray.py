@@ -128,7 +128,19 @@ class RayReplica(NodeActor):
             env.memo = memo
         ticket = None
         if scope is not None:
-            ticket = VisitTicket(scope.run_id, scope.node, scope.visit, scope.answers, scope.replies)
+            ticket = VisitTicket(scope.run_id, scope.node, scope.visit, scope.answers, scope.replies,
+                                 self._asked_items(env) if self.fleet else {})
+        item_scopes: dict[int, VisitScope] = {}
+
+        def item_scope(index: int) -> VisitScope:  # the driver's scope of a fleet item
+            found = item_scopes.get(index)
+            if found is None:
+                found = observer.item_scope(env, index) if observer is not None else None
+                if found is None:
+                    raise RuntimeError(f"fleet node {self.name!r} suspended a run that has no store")
+                item_scopes[index] = found
+            return found
+
         call = Call(env.payload, env.sender, timeout, events, ticket, None if memo is None else dict(memo))
         stream = handle.call.options(num_returns="streaming").remote(call)
         try:
@@ -144,14 +156,16 @@ class RayReplica(NodeActor):
                     if scope is not None and observer is not None:
                         observer.item_finished(env, msg.index, msg.output)
                 elif kind is ModelReply:
-                    if scope is not None:
+                    if msg.item is not None:
+                        item_scope(msg.item).record_reply(msg.response)
+                    elif scope is not None:
                         scope.record_reply(msg.response)
                 elif kind is Done:
                     return msg.output, msg.usage
                 elif kind is Suspended:
                     if scope is None:  # cannot happen: interrupt() needs the visit's scope
                         raise RuntimeError(f"node {self.name!r} suspended a run that has no store")
-                    raise RunSuspended(msg.payload, scope)
+                    raise RunSuspended(msg.payload, scope if msg.item is None else item_scope(msg.item))
         except ray.exceptions.RayError:
             raise
         except BaseException:
@@ -160,6 +174,24 @@ class RayReplica(NodeActor):
                 handle.interrupt.remote("the attempt failed in the driver")
             raise
         raise RuntimeError(f"node {self.name!r}: the Ray actor's stream ended without a result")
+
+
+    def _asked_items(self, env: Work) -> dict[int, tuple[list[Any], list[Any]]]:
+        """A resumed fleet visit's items that interrupted before: their answers and
+        journalled model responses, for the items' scopes in the actor."""
+        run = env.run
+        observer = self.observer
+        replay = run.replay if run is not None else None
+        if replay is None or observer is None:
+            return {}
+        asked = {i.item for i in replay.journal.interrupts
+                 if i.item is not None and (i.node, i.visit) == (env.target, env.visit)}
+        found: dict[int, tuple[list[Any], list[Any]]] = {}
+        for index in sorted(asked):
+            s = observer.item_scope(env, index)
+            if s is not None:
+                found[index] = (list(s.answers), list(s.replies))
+        return found
 
 
 class RayNode(ThreadNode):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .errors import UsageError
-from .stores import JOURNALLED_BACKENDS, StoreChoice, close_after_run, open_for_run
+from .stores import StoreChoice, close_after_run, open_for_run
 
 if TYPE_CHECKING:
     from ..store import RunStore
@@ -60,12 +60,7 @@ class Durable:
         """Open the command's store (see :func:`.stores.open_for_run`)."""
         source = str(Path(target).resolve()) if os.path.isfile(target) else target
         choice = None if getattr(args, "no_store", False) else StoreChoice.of(getattr(args, "store", None))
-        backend = getattr(args, "backend", "threads")
         resume_id = getattr(args, "resume_id", None)
-        if choice is not None and choice.default and backend not in JOURNALLED_BACKENDS and resume_id is None:
-            print(f"wingman-actors: note: runs on --backend {backend} are not journalled in this version "
-                  "(they cannot be resumed)", file=info, flush=True)
-            choice = None
         store = None if choice is None else open_for_run(choice, info, required=resume_id is not None)
         rerun, dropped = _rerun_flags(args)
         return cls(store, choice, source, resume_id, getattr(args, "answer_value", None), rerun, dropped)

@@ -25,7 +25,7 @@ from typing import IO
 
 from ..store import RunStore, StoreError
 
-__all__ = ["DATA_DIR_ENV", "JOURNALLED_BACKENDS", "PRUNE_AFTER", "StoreChoice", "default_store_path", "open_for_run"]
+__all__ = ["DATA_DIR_ENV", "PRUNE_AFTER", "StoreChoice", "default_store_path", "open_for_run"]
 
 log = logging.getLogger("wingman_actors.launcher")
 
@@ -38,11 +38,6 @@ PRUNE_AFTER = datetime.timedelta(days=30)
 
 STORE_FILE = "runs.sqlite"
 
-JOURNALLED_BACKENDS = frozenset({"threads"})
-"""Backends the default store journals runs on. The runtime refuses ``store=`` on the
-others in this version (a journalled attempt carries its store, which cannot cross
-processes yet): a run on them goes without the default store instead of failing. Widen
-this when the runtime accepts them; an explicit ``--store`` is always passed on."""
 
 
 def default_store_path() -> Path:
