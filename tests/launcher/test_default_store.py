@@ -216,13 +216,16 @@ def test_resume_shows_journalled_nodes_as_done_on_the_live_view(tmp_path: Path) 
         assert opened.get(run_id).status == "succeeded"
 
 
-def test_a_run_on_a_backend_the_runtime_cannot_journal_goes_without_the_default_store() -> None:
+def test_a_run_on_ray_is_journalled_in_the_default_store_too() -> None:
     info = io.StringIO()
     args = argparse.Namespace(store=None, no_store=False, backend="ray", ray_address=None)
     durable = Durable.open(args, "budget", info)
-    assert durable.store is None and durable.choice is None
-    assert "--backend ray are not journalled" in info.getvalue()
-    assert not default_store_path().exists()
+    try:
+        assert durable.store is not None and durable.choice is not None and durable.choice.default
+        assert "not journalled" not in info.getvalue()
+    finally:
+        durable.close()
+    assert default_store_path().exists()
 
 
 def test_resume_keeps_the_default_store_on_any_backend(flaky: Path, capsys: pytest.CaptureFixture[str]) -> None:
