@@ -19,6 +19,7 @@ import pytest
 from wingman_actors import Agent, Formation, interrupt, tool
 from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.formation.events import FormationEvent, FormationEventType
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
 
@@ -207,3 +208,15 @@ def test_a_tool_interrupt_in_an_agent_resumes_without_repeating_model_calls_on_e
     resumed = resume(f, result.run_id, store, backend, "ok")
     assert resumed.output == "done: charged"
     assert tally.count() == 2  # the tool-call response came from the journal
+
+
+def test_a_journalled_agent_with_listeners_streams_its_events_and_journals_its_model_replies_on_each_backend(
+    backend: str, store: RunStore, tmp_path: Path
+) -> None:
+    events: list[FormationEvent] = []
+    result = _clerk(Tally(tmp_path / "model-calls")).run("charge 5", store=store, backend=backend,
+                                                         on_event=events.append)
+    assert result.status == "suspended"
+    calls = [e.data["name"] for e in events if e.type == FormationEventType.AGENT_TOOL_CALL]
+    assert calls == ["charge"]
+    assert len(store.load(result.run_id).progress[("clerk", 1, None)]) == 1
