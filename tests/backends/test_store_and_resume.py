@@ -19,6 +19,7 @@ import pytest
 from wingman_actors import Agent, Formation, interrupt, tool
 from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.formation.events import FormationEvent, FormationEventType
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
 
@@ -245,3 +246,15 @@ def test_an_interrupt_in_a_fleet_item_resumes_only_that_item_on_each_backend(
     assert (resumed.status, resumed.output) == ("succeeded", ["done a", "ask-b approved: yes", "done c"])
     # one more model call in all: ask-b's tool call came from the journal; a and c were journalled
     assert {k: tally.count(k) for k in ("a", "ask-b", "c")} == {"a": 1, "ask-b": 2, "c": 1}
+
+
+def test_a_journalled_agent_with_listeners_streams_its_events_and_journals_its_model_replies_on_each_backend(
+    backend: str, store: RunStore, tmp_path: Path
+) -> None:
+    events: list[FormationEvent] = []
+    result = _clerk(Tally(tmp_path / "model-calls")).run("charge 5", store=store, backend=backend,
+                                                         on_event=events.append)
+    assert result.status == "suspended"
+    calls = [e.data["name"] for e in events if e.type == FormationEventType.AGENT_TOOL_CALL]
+    assert calls == ["charge"]
+    assert len(store.load(result.run_id).progress[("clerk", 1, None)]) == 1

@@ -17,8 +17,16 @@ CPU-bound functions; ``concurrency=k`` means k processes).
 * Ray is started so that its processes outlive the thread that started the formation
   (see :mod:`._ray_keeper`).
 * Agent and fleet work is interrupted through the actor (a threaded Ray actor, so the
-  interrupt reaches it while it works); with listeners, agent events stream back through
-  a Ray streaming generator, in order per node.
+  interrupt reaches it while it works).
+* A plain input takes the fast path (one actor call, ``(output, usage)`` back). A
+  journalled visit, a fleet, or an agent with listeners takes the *call* path
+  (:mod:`._ray_wire`): a Ray streaming generator brings back, in order, the agent's
+  events, finished fleet items (kept for a retry, so it reruns only the failed items),
+  model responses of a journalled agent session, and last the result or the
+  ``interrupt()`` that suspended the run. The run store stays in the driver, which
+  journals each delta as it arrives, exactly where the threads backend journals it.
+* An agent's ``ScriptedProvider`` is copied into each replica's process; when the
+  formation stops, the calls of every replica are added to the driver's provider.
 
 Options (``backend_options``): ``address`` (``"auto"``, ``"host:port"`` or
 ``"ray://..."``: join an existing cluster; default: a local Ray with this machine's CPUs,
@@ -166,7 +174,7 @@ class RayReplica(NodeActor):
                     if scope is None:  # cannot happen: interrupt() needs the visit's scope
                         raise RuntimeError(f"node {self.name!r} suspended a run that has no store")
                     raise RunSuspended(msg.payload, scope if msg.item is None else item_scope(msg.item))
-        except ray.exceptions.RayError:
+        except (ray.exceptions.RayError, RunSuspended):
             raise
         except BaseException:
             # the driver gave up on the attempt (a journal write failed): stop the actor's work
@@ -202,7 +210,8 @@ class RayNode(ThreadNode):
         self.handles: list[Any] = [backend.host_actor(recipe) for _ in range(concurrency)]
         agent = recipe.cls.__name__ != "FunctionActor"
         proxy = NodeRecipe(recipe.name, RayReplica, (self,), {
-            "agent": agent, "fleet": recipe.cls.__name__ == "FleetActor", "name": recipe.name, "notify_start": bool(recipe.kwargs.get("notify_start")),
+            "agent": agent, "fleet": recipe.cls.__name__ == "FleetActor", "name": recipe.name,
+            "notify_start": bool(recipe.kwargs.get("notify_start")),
         })
         self.stale: set[int] = set()  # replicas whose Ray actor is restarting
         # the agent's ScriptedProvider in this process: its replicas' calls are added at stop

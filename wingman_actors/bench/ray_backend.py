@@ -76,8 +76,9 @@ def _missing(name: str, unit: str, target: str) -> Measurement:
 
 def _makespan(formation: Formation, backend: str, inputs: list[Any], reps: int) -> list[float]:
     samples = []
+    replicas = max(int(formation.graph.nodes[n].get("concurrency", 1)) for n in formation.graph)
     with formation.start(backend=backend) as running:
-        for f in [running.submit(inputs[0]) for _ in range(2)]:  # warm both replicas
+        for f in [running.submit(inputs[0]) for _ in range(2 * replicas)]:  # warm every replica
             f.result()
         for _ in range(reps):
             t0 = time.perf_counter()
