@@ -15,6 +15,7 @@ import pytest
 from tests.server import functions_fixture as fx
 from tests.server.harness import RunningServer, openai_agent, scripted_agent, sse_events
 from tests.support.loopback import LoopbackServer, Reply, Request
+from wingman_actors.cli import main
 
 
 @pytest.fixture(autouse=True)
@@ -75,6 +76,16 @@ def test_resume_with_an_answer_finishes_without_running_journalled_visits_again(
     assert fx.CALLS["counted"] == 1
     assert client.get(f"/runs/{run_id}").json()["status"] == "succeeded"
     assert client.post(f"/runs/{run_id}/resume", json={}).status_code == 409
+
+
+def test_the_cli_sends_a_server_run_back_to_post_runs_resume(
+    client: httpx.Client, server: RunningServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fid = formation(client, "clean", "ask")
+    run_id = client.post(f"/formations/{fid}/run", json={"input": "x"}).json()["id"]
+    assert main(["resume", run_id, "--store", str(server.config.db_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"formation {fid}" in err and f"POST /runs/{run_id}/resume" in err
 
 
 def test_resume_without_an_answer_suspends_the_run_again(client: httpx.Client) -> None:

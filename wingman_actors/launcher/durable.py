@@ -126,7 +126,7 @@ def parse_answer(text: str) -> Any:
 def resume_command(args: argparse.Namespace) -> int:
     """``wingman-actors resume RUN_ID [--store PATH]``: load the run's formation file, then
     continue the run as ``run`` would run it."""
-    from ..store import RunStore, StoreError, UnknownRunError
+    from ..store import SERVER_SOURCE, RunStore, StoreError, UnknownRunError
     from .run import run_command
 
     choice = StoreChoice.of(args.store)
@@ -140,6 +140,10 @@ def resume_command(args: argparse.Namespace) -> int:
         raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
     except StoreError as exc:
         raise UsageError(f"cannot read the run store {choice.path}: {exc}") from exc
+    if record.source and record.source.startswith(SERVER_SOURCE):
+        raise UsageError(f"run {args.resume_id} was started by the HTTP server (`wingman-actors serve`, "
+                         f"formation {record.source.removeprefix(SERVER_SOURCE)}); resume it there: "
+                         f"POST /runs/{args.resume_id}/resume")
     if not record.source:
         raise UsageError(f"run {args.resume_id} does not record its formation file (it was not started by "
                          "`wingman-actors run`); resume it from Python with Formation.resume")

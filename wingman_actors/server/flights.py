@@ -21,6 +21,7 @@ from ..formation import Formation
 from ..formation.result import FormationResult
 from ..formation.runtime import RunningFormation
 from ..orchestration import Blackboard
+from ..store import SERVER_SOURCE
 from .errors import ApiError
 from .run_outcome import Tracker, cancelled, failed, failure, settled
 from .schemas import RunOut
@@ -121,6 +122,8 @@ class Flights:
 def flight(ctx: ServerContext, formation: Formation, run: RunOut, tracker: Tracker) -> Iterator[Flight]:
     """Start ``formation`` for the one run ``run`` (journalled, with a fresh blackboard
     shared by its nodes only), registered as in flight until the block ends."""
+    # recorded on the journal's run: `wingman-actors resume` tells the user to resume it here
+    formation.source = f"{SERVER_SOURCE}{run.formation_id}"  # type: ignore[attr-defined]
     with formation.start(store=ctx.journal, work_dir=ctx.config.work_root, on_event=tracker,
                          blackboard=Blackboard()) as running:
         current = Flight(ctx, running, run, tracker)

@@ -52,12 +52,22 @@ from ._errors import (
     UnknownRunError,
 )
 from ._protocol import JournalStore
-from ._records import RUN_STATUSES, Interrupt, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
+from ._records import (
+    RUN_STATUSES,
+    SERVER_SOURCE,
+    Interrupt,
+    JournalEntry,
+    RunJournal,
+    RunRecord,
+    RunStatus,
+    RunSummary,
+)
 from ._shape import EdgeShape, FormationShape, fingerprint
 from ._sqlite import RunStore
 
 __all__ = [
     "RUN_STATUSES",
+    "SERVER_SOURCE",
     "Codec",
     "EdgeShape",
     "FormationMismatchError",

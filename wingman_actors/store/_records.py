@@ -12,6 +12,7 @@ from ._shape import FormationShape
 __all__ = [
     "FINISHED",
     "RUN_STATUSES",
+    "SERVER_SOURCE",
     "Interrupt",
     "JournalEntry",
     "RunJournal",
@@ -26,6 +27,11 @@ interrupt, waiting for an answer (until the store's ``suspend_ttl``, then ``expi
 ``interrupted``: its process died (or closed the store) while it was running."""
 
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+
+SERVER_SOURCE = "wingman-actors serve: formation "
+"""How the HTTP server records where a run came from (then the formation's id): a run
+resumed over ``POST /runs/{id}/resume``, not from a file."""
+
 FINISHED: frozenset[RunStatus] = frozenset({"succeeded", "expired"})
 """Statuses a run is never resumed from."""
 
@@ -76,7 +82,8 @@ class RunRecord(RunSummary):
 
     Attributes:
         fingerprint: the fingerprint of the formation's shape when the run started.
-        source: where the formation came from (e.g. its file), as given at begin_run.
+        source: where the formation came from (e.g. its file), as given at begin_run;
+            :data:`SERVER_SOURCE` and the formation's id for a run of the HTTP server.
         input: the run's input, as the same type.
         error: the error text of a failed run, or None.
         expires: when a suspended run expires (UTC), or None.
