@@ -258,3 +258,33 @@ def test_a_journalled_agent_with_listeners_streams_its_events_and_journals_its_m
     calls = [e.data["name"] for e in events if e.type == FormationEventType.AGENT_TOOL_CALL]
     assert calls == ["charge"]
     assert len(store.load(result.run_id).progress[("clerk", 1, None)]) == 1
+
+
+_APPROVAL = '''
+from wingman_actors import Formation, interrupt
+
+def draft(topic: str) -> str:
+    return f"draft about {topic}"
+
+def approve(text: str) -> str:
+    return f"{text}: {interrupt({'approve?': text})}"
+
+formation = Formation("approve").add_function("draft", draft).add_function("approve", approve)
+formation.connect("draft", "approve")
+'''
+
+
+@pytest.mark.ray
+def test_the_launcher_journals_a_run_on_ray_and_resumes_it_from_the_command_line(
+    ray_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wingman_actors.cli import main
+
+    module, path = tmp_path / "approval.py", tmp_path / "runs.sqlite"
+    module.write_text(_APPROVAL)
+    assert main(["run", str(module), "--input", "cats", "--store", str(path), "--backend", "ray"]) == 0
+    captured = capsys.readouterr()
+    assert "is waiting at node 'approve'" in captured.err
+    run_id = captured.err.split("wingman-actors resume ")[1].split()[0]
+    assert main(["resume", run_id, "--store", str(path), "--answer", '"yes"']) == 0
+    assert capsys.readouterr().out.strip() == "draft about cats: yes"

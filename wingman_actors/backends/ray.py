@@ -50,6 +50,7 @@ from ..interrupts import RunSuspended, VisitScope
 from ..providers.scripted import ScriptedProvider
 from ._ray_host import NodeHost, portable
 from ._ray_keeper import RayKeeper, init_ray
+from ._ray_modules import ship_unimportable_by_value
 from ._ray_wire import AgentEvent, Call, Done, ItemDone, ModelReply, Suspended, VisitTicket
 from .base import NodeRecipe
 from .threads import ThreadNode, ThreadsBackend
@@ -325,6 +326,7 @@ class RayBackend(ThreadsBackend):
         if self._remote is None:
             self._remote = ray.remote(NodeHost)
         args = tuple(portable(a) for a in recipe.args)
+        ship_unimportable_by_value(ray.cloudpickle)  # e.g. a formation file the launcher loaded
         try:
             ray.cloudpickle.dumps((recipe.cls, args, recipe.kwargs))
         except Exception as exc:
