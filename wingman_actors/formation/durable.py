@@ -12,6 +12,7 @@ items, the skips, and the answers to interrupts.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -88,21 +89,17 @@ class Journal:
 
     def scope(self, run_id: str, node: str, visit: int, replay: Replay | None) -> VisitScope:
         """The context ``interrupt()`` and agent sessions find while this visit runs."""
-        store = self.store
-        answers: list[Any] = []
+        progress = functools.partial(self.store.record_progress, run_id, node, visit)
+        if replay is None:  # a new run (the common case): nothing journalled to replay
+            return VisitScope(run_id, node, visit, [], progress)
+        journal = replay.journal
+        answers = journal.answers(node, visit)
+        # An agent suspended in a tool call continues from its journalled model
+        # responses. A visit that failed or crashed starts its session afresh (a
+        # bad answer replayed would fail it again).
         replies: list[Any] = []
-        if replay is not None:
-            journal = replay.journal
-            answers = journal.answers(node, visit)
-            # An agent suspended in a tool call continues from its journalled model
-            # responses. A visit that failed or crashed starts its session afresh (a
-            # bad answer replayed would fail it again).
-            if any((i.node, i.visit) == (node, visit) for i in journal.interrupts):
-                replies = list(journal.progress.get((node, visit, None), ()))
-
-        def progress(value: Any) -> None:
-            store.record_progress(run_id, node, visit, value)
-
+        if any((i.node, i.visit) == (node, visit) for i in journal.interrupts):
+            replies = list(journal.progress.get((node, visit, None), ()))
         return VisitScope(run_id, node, visit, answers, progress, replies)
 
     def close(self) -> None:
