@@ -129,7 +129,8 @@ class Writer:
                 self._waiting += 1
             if isinstance(op, Stop):
                 self._closed = True
-            if wake and self._idle:
+            if wake and self._idle and not self._write.locked():
+                # (a holder of the write lock wakes the writer thread as it lets go, see _release)
                 self._cond.notify()
         return op
 
@@ -151,9 +152,7 @@ class Writer:
                     extra -= 1
             finally:
                 self._release()
-        else:
-            with self._cond:  # the holder may stop after its own op: make sure someone takes ours
-                self._cond.notify()
+        # else the holder of the write lock commits it, or wakes the writer thread to (_release)
         if op.done is not None:  # always, for an op that waits
             op.done.acquire()
         if op.error is not None:
@@ -182,10 +181,12 @@ class Writer:
     # --- applying batches ----------------------------------------------------------------
 
     def _release(self) -> None:
+        # Let go first, then look: an op queued by a caller that found the lock held is in
+        # the queue by now, so the writer thread is woken for it (the caller does not wake it).
+        self._write.release()
         with self._cond:
             if self._queue or self._stopped:
                 self._cond.notify()  # work left (or the end): the writer thread takes over
-        self._write.release()
 
     def _drain_once(self) -> bool:
         """Apply one batch of what is queued (the write lock held); False if nothing was."""
