@@ -48,6 +48,23 @@ def test_prune_deletes_old_finished_runs_and_their_journals(path: Path, shape: F
         conn.close()
 
 
+def test_a_run_begins_after_its_shape_was_pruned_by_this_or_another_store(path: Path, shape: FormationShape) -> None:
+    # A store writes a formation's shape with its first run only; a prune here or in
+    # another process may delete it meanwhile, and the next run must write it again.
+    with RunStore(path) as store, RunStore(path) as other:
+        first = store.begin_run("chain", shape, 0)
+        store.set_status(first, "succeeded")
+        store.flush()
+        assert other.prune(older_than=0) == 1  # the run and, with it, its shape
+        second = store.begin_run("chain", shape, 1)
+        store.set_status(second, "succeeded")
+        assert store.prune(older_than=0) == 1
+        third = store.begin_run("chain", shape, 2)
+        store.set_status(third, "failed")
+        assert store.claim_run(third, shape).run.id == third  # its shape is there to compare with
+        assert [r.id for r in other.runs()] == [third]
+
+
 def test_prune_refuses_a_bad_age(store: RunStore) -> None:
     with pytest.raises(ValueError, match="timedelta or a number of seconds"):
         store.prune(older_than=-1)

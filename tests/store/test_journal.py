@@ -243,3 +243,50 @@ def test_a_batch_interrupted_by_ctrl_c_leaves_the_store_usable_and_reports_what_
         store.flush()
     store.record_visit(run_id, "a", 1, "kept")
     assert store.load(run_id).visits == {"a": {1: "kept"}}
+
+
+
+def test_one_batch_of_begins_appends_and_statuses_keeps_each_runs_order_and_fails_a_bad_write_alone(
+    store: RunStore, shape: FormationShape
+) -> None:
+    # One transaction for the whole batch (consecutive appends share one statement); a
+    # failed batch is replayed op by op: each run's journal order, the statuses, and which
+    # write fails are as if every write had been applied alone.
+    import time
+
+    from wingman_actors.store._ops import Append, BeginRun, SetStatus
+
+    first = store.begin_run("chain", shape, 0)
+    second = "second-run"
+    writer = store._writer
+
+    def append(run_id: str, node: str, value: str) -> None:
+        writer.submit(Append((run_id, 1, node, 1, None, 0, f'"{value}"')), wake=False)
+
+    def status(run_id: str, value: str) -> None:
+        writer.submit(SetStatus(run_id, value, None, None, time.time(), store.path), wake=False)
+
+    now = time.time()
+    begin = BeginRun((second, "chain", shape.fingerprint, None, 0, "1", now, now, store._owner),
+                     (shape.fingerprint, shape.json), store.path, store._shapes)
+    with writer._write:  # nothing is applied until the whole batch is queued
+        append(first, "a", "a1")
+        status(first, "failed")
+        writer.submit(begin, wake=False)
+        append(second, "a", "x1")
+        append(first, "b", "b1")
+        status(first, "succeeded")
+        status(second, "suspended")
+    store.flush()
+    assert begin.result == second and begin.error is None
+    assert (store.get(first).status, store.get(second).status) == ("succeeded", "suspended")
+    assert [(e.node, e.value) for e in store.load(first).entries] == [("a", "a1"), ("b", "b1")]
+    assert store.load(second).visits == {"a": {1: "x1"}}
+    with writer._write:
+        status(first, "failed")
+        status("ghost", "failed")
+        append(second, "b", "x2")
+    with pytest.raises(StoreWriteError, match="ghost") as err:
+        store.flush()
+    assert len(err.value.errors) == 1
+    assert store.get(first).status == "failed" and store.load(second).visits == {"a": {1: "x1"}, "b": {1: "x2"}}

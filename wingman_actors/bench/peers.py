@@ -1,31 +1,40 @@
 """Peers measured on the same graph in the same run, when they are installed.
 
-Only LangGraph for now: the same three increment nodes compiled into a ``StateGraph``.
-Install it with ``pip install "wingman-actors[peers]"``; without it the scenarios report
-``"not installed"`` instead of a number. Peer numbers are context, never a target.
+Only LangGraph for now: the same three increment nodes compiled into a ``StateGraph``,
+without a checkpointer, and with its SQLite checkpointer (``SqliteSaver``, from
+``langgraph-checkpoint-sqlite``) for the durable scenario. Install them with
+``pip install "wingman-actors[peers]"``; without them the scenarios report that instead
+of a number. Peer numbers are context, except where an issue makes a ratio a target
+(``durable_pipeline_throughput``: >= 30 x LangGraph with SqliteSaver).
 """
 
 from __future__ import annotations
 
 import importlib
 import itertools
+import os
+import sqlite3
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypedDict
 
-__all__ = ["NOT_INSTALLED", "langgraph_overhead", "langgraph_throughput"]
+__all__ = ["NOT_INSTALLED", "SQLITE_NOT_INSTALLED", "langgraph_overhead", "langgraph_sqlite_throughput",
+           "langgraph_throughput"]
 
 NOT_INSTALLED = 'not installed (pip install "wingman-actors[peers]")'
+SQLITE_NOT_INSTALLED = 'skipped: install the peers extra (pip install "wingman-actors[peers]")'
 
 
 class _State(TypedDict):
     x: int
 
 
-def _langgraph_chain(fns: list[Callable[[int], int]]) -> Any | None:
-    """The chain as a compiled LangGraph graph, or None when LangGraph is missing."""
+def _langgraph_chain(fns: list[Callable[[int], int]], checkpointer: Any = None) -> Any | None:
+    """The chain as a compiled LangGraph graph (with ``checkpointer``, if given), or None
+    when LangGraph is missing."""
     try:
         graph_mod = importlib.import_module("langgraph.graph")
     except ImportError:
@@ -38,7 +47,7 @@ def _langgraph_chain(fns: list[Callable[[int], int]]) -> Any | None:
     for a, b in itertools.pairwise(names):
         graph.add_edge(a, b)
     graph.add_edge(names[-1], graph_mod.END)
-    return graph.compile()
+    return graph.compile(checkpointer=checkpointer)
 
 
 def _node(fn: Callable[[int], int]) -> Callable[[_State], dict[str, int]]:
@@ -48,9 +57,9 @@ def _node(fn: Callable[[int], int]) -> Callable[[_State], dict[str, int]]:
     return node
 
 
-def _version() -> str:
+def _version(package: str = "langgraph") -> str:
     try:
-        return version("langgraph")
+        return version(package)
     except PackageNotFoundError:  # importable without metadata (a source checkout)
         return "unknown"
 
@@ -84,3 +93,42 @@ def langgraph_throughput(fns: list[Callable[[int], int]], n: int, reps: int) -> 
         app.batch([{"x": i} for i in range(n)])
         rates.append(n / (time.perf_counter() - t0))
     return {"version": _version(), "batch_inputs_per_s": round(statistics.median(rates)), "inputs": n}
+
+
+def langgraph_sqlite_throughput(fns: list[Callable[[int], int]], n: int, reps: int) -> dict[str, Any] | str:
+    """Inputs/s of the chain checkpointed by LangGraph's ``SqliteSaver`` (a new SQLite file
+    per repetition, one ``thread_id`` per input, many in flight through ``batch``), median
+    over ``reps``; every run is checked to have reached the end.
+
+    The saver's file gets the durability of a ``RunStore``: WAL (the saver's own setting)
+    and ``synchronous=NORMAL``, so both survive a killed process and neither syncs the
+    disk at every commit. (With SQLite's default, ``FULL``, LangGraph is several times
+    slower on this kind of machine.)"""
+    try:
+        saver_cls = importlib.import_module("langgraph.checkpoint.sqlite").SqliteSaver
+    except ImportError:
+        return SQLITE_NOT_INSTALLED
+    rates = []
+    with tempfile.TemporaryDirectory(prefix="wingman-bench-langgraph-") as tmp:
+        for rep in range(reps + 1):  # the first repetition warms up
+            conn = sqlite3.connect(os.path.join(tmp, f"checkpoints-{rep}.sqlite"), check_same_thread=False)
+            try:
+                saver = saver_cls(conn)
+                saver.setup()  # its tables, and WAL
+                conn.execute("PRAGMA synchronous = NORMAL")
+                app = _langgraph_chain(fns, checkpointer=saver)
+                if app is None:
+                    return SQLITE_NOT_INSTALLED
+                size = n if rep else max(1, n // 10)
+                configs = [{"configurable": {"thread_id": f"{rep}-{i}"}} for i in range(size)]
+                t0 = time.perf_counter()
+                outputs = app.batch([{"x": i} for i in range(size)], configs)
+                elapsed = time.perf_counter() - t0
+            finally:
+                conn.close()
+            if [o["x"] for o in outputs] != [i + len(fns) for i in range(size)]:
+                raise RuntimeError("langgraph_sqlite_throughput: a LangGraph run did not reach the end")
+            if rep:
+                rates.append(size / elapsed)
+    return {"version": f"{_version()}, langgraph-checkpoint-sqlite {_version('langgraph-checkpoint-sqlite')}",
+            "batch_inputs_per_s": round(statistics.median(rates)), "inputs": n}

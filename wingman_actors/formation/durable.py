@@ -12,6 +12,7 @@ items, the skips, and the answers to interrupts.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -89,21 +90,17 @@ class Journal:
     def scope(self, run_id: str, node: str, visit: int, replay: Replay | None, item: int | None = None) -> VisitScope:
         """The context ``interrupt()`` and agent sessions find while this visit (or this
         fleet item of it) runs."""
-        store = self.store
-        answers: list[Any] = []
+        progress = functools.partial(self.store.record_progress, run_id, node, visit, item=item)
+        if replay is None:  # a new run (the common case): nothing journalled to replay
+            return VisitScope(run_id, node, visit, [], progress, None, item)
+        journal = replay.journal
+        answers = journal.answers(node, visit, item)
+        # An agent suspended in a tool call continues from its journalled model
+        # responses. A visit that failed or crashed starts its session afresh (a
+        # bad answer replayed would fail it again).
         replies: list[Any] = []
-        if replay is not None:
-            journal = replay.journal
-            answers = journal.answers(node, visit, item)
-            # An agent suspended in a tool call continues from its journalled model
-            # responses. A visit that failed or crashed starts its session afresh (a
-            # bad answer replayed would fail it again).
-            if any((i.node, i.visit, i.item) == (node, visit, item) for i in journal.interrupts):
-                replies = list(journal.progress.get((node, visit, item), ()))
-
-        def progress(value: Any) -> None:
-            store.record_progress(run_id, node, visit, value, item=item)
-
+        if any((i.node, i.visit, i.item) == (node, visit, item) for i in journal.interrupts):
+            replies = list(journal.progress.get((node, visit, item), ()))
         return VisitScope(run_id, node, visit, answers, progress, replies, item)
 
     def close(self) -> None:

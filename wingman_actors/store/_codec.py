@@ -77,6 +77,21 @@ def type_path(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_encode_str: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def _dumps(value: Any) -> str:
+    """``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``, without building
+    an encoder per call; a ``str`` or ``int`` (most node outputs in a pipeline) directly."""
+    t = type(value)
+    if t is str:
+        return str(_encode_str(value))
+    if t is int:
+        return int.__repr__(value)
+    return _ENCODER.encode(value)
+
+
 def _is_plain(v: Any) -> bool:
     t = type(v)
     if t in _SCALARS:
@@ -105,25 +120,26 @@ class Codec:
 
     # --- writing -------------------------------------------------------------------------
 
-    def encode(self, value: Any, where: str) -> tuple[int, str]:
+    def encode(self, value: Any, where: str, *args: Any) -> tuple[int, str]:
         """The codec number and JSON text of ``value``.
 
         Args:
             value: the value to journal.
-            where: what the value is, for errors (e.g. ``"output of node 'b'"``).
+            where: what the value is, for errors (e.g. ``"output of node 'b'"``); with
+                ``args``, a ``%`` format of them (only formatted for an error).
 
         Raises:
             SerializationError: a part of the value has an unsupported type (naming
                 where in the value, the type and the fixes), or a class is not importable.
         """
         if _is_plain(value):
-            return PLAIN, json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+            return PLAIN, _dumps(value)
         pickled: list[bool] = []
         try:
             tree = self._tag(value, "", pickled)
         except _Unsupported as exc:
-            raise self._refusal(exc, where) from None
-        return (PICKLED if pickled else TAGGED), json.dumps(tree, separators=(",", ":"), ensure_ascii=False)
+            raise self._refusal(exc, where % args if args else where) from None
+        return (PICKLED if pickled else TAGGED), _dumps(tree)
 
     def _tag(self, v: Any, at: str, pickled: list[bool]) -> Any:
         t = type(v)

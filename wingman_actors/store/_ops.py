@@ -28,21 +28,35 @@ KINDS = {"visit": 1, "item": 2, "progress": 3, "interrupt": 4, "answer": 5, "ski
 
 
 class BeginRun(Op):
-    """Insert a new run, status ``running``, owned by this store. Waited for (durable)."""
+    """Insert a new run, status ``running``, owned by this store. Waited for (durable).
 
-    __slots__ = ("row", "shape", "store_path")
+    ``shapes`` holds the fingerprints this writer knows are in the ``shapes`` table, so
+    that a formation's shape is written once, not with every run. If another process
+    pruned a known shape meanwhile, the run's insert fails its foreign key: the shape is
+    written again and the insert retried.
+    """
+
+    __slots__ = ("row", "shape", "shapes", "store_path")
     wait = True
 
-    def __init__(self, row: tuple[Any, ...], shape: tuple[str, str], store_path: str) -> None:
+    def __init__(self, row: tuple[Any, ...], shape: tuple[str, str], store_path: str,
+                 shapes: set[str] | None = None) -> None:
         super().__init__()
         self.row, self.shape, self.store_path = row, shape, store_path
+        self.shapes = set() if shapes is None else shapes
 
     def apply(self, conn: sqlite3.Connection) -> Any:
-        conn.execute("INSERT OR IGNORE INTO shapes (fingerprint, shape) VALUES (?, ?)", self.shape)
+        known = self.shape[0] in self.shapes
+        if not known:
+            self._insert_shape(conn)
         try:
-            conn.execute(
-                "INSERT INTO runs (id, formation, fingerprint, source, input_codec, input, status, created, "
-                "updated, owner) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)", self.row)
+            try:
+                conn.execute(_INSERT_RUN, self.row)
+            except sqlite3.IntegrityError as exc:
+                if not known or "FOREIGN KEY" not in str(exc):
+                    raise
+                self._insert_shape(conn)  # pruned by another process since this writer wrote it
+                conn.execute(_INSERT_RUN, self.row)
         except sqlite3.IntegrityError as exc:
             if "UNIQUE" not in str(exc):
                 raise
@@ -50,8 +64,16 @@ class BeginRun(Op):
                                     "pass a new run_id, or None for a generated one")
         return self.row[0]
 
+    def _insert_shape(self, conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT OR IGNORE INTO shapes (fingerprint, shape) VALUES (?, ?)", self.shape)
+        self.shapes.add(self.shape[0])  # forgotten by a Prune; a rolled-back batch is caught above
+
     def describe(self) -> str:
         return f"begin_run({self.row[0]!r})"
+
+
+_INSERT_RUN = ("INSERT INTO runs (id, formation, fingerprint, source, input_codec, input, status, created, updated, "
+               "owner) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)")
 
 
 class Append(Op):
@@ -178,18 +200,21 @@ class Answer(Op):
 
 
 class Prune(Op):
-    """Delete runs (and their journals) not running and not updated since ``cutoff``."""
+    """Delete runs (and their journals) not running and not updated since ``cutoff``,
+    and the shapes no run uses (forgetting them from ``shapes``, see :class:`BeginRun`)."""
 
-    __slots__ = ("cutoff",)
+    __slots__ = ("cutoff", "shapes")
     wait = True
 
-    def __init__(self, cutoff: float) -> None:
+    def __init__(self, cutoff: float, shapes: set[str] | None = None) -> None:
         super().__init__()
         self.cutoff = cutoff
+        self.shapes = set() if shapes is None else shapes
 
     def apply(self, conn: sqlite3.Connection) -> Any:
         count = conn.execute("DELETE FROM runs WHERE status != 'running' AND updated < ?", (self.cutoff,)).rowcount
         conn.execute("DELETE FROM shapes WHERE fingerprint NOT IN (SELECT fingerprint FROM runs)")
+        self.shapes.clear()
         return count
 
 

@@ -135,6 +135,7 @@ class RunStore:
                 conn.execute("ROLLBACK")
             conn.close()
             raise
+        self._shapes: set[str] = set()  # fingerprints known stored; used by ops, under the write lock
         self._writer = Writer(conn, "wingman-store-writer")
         path_ = self._path
         self._readers = ReaderPool(lambda: connect(path_, synchronous=synchronous, read_only=True))
@@ -194,10 +195,11 @@ class RunStore:
             run_id = _new_run_id()
         elif not isinstance(run_id, str) or not run_id:
             raise ValueError(f"begin_run: run_id must be a non-empty str or None, got {run_id!r}")
-        codec, text = self._codec.encode(input, f"the input of run {run_id!r}")
+        codec, text = self._codec.encode(input, "the input of run %r", run_id)
         now = time.time()
         row = (run_id, formation, shape.fingerprint, source, codec, text, now, now, self._owner)
-        result: str = self._writer.call(BeginRun(row, (shape.fingerprint, shape.json), self._path))
+        result: str = self._writer.call(BeginRun(row, (shape.fingerprint, shape.json), self._path,
+                                                     self._shapes))
         return result
 
     def record_visit(self, run_id: str, node: str, visit: int, output: Any) -> None:
@@ -207,19 +209,19 @@ class RunStore:
         Raises:
             SerializationError: the output cannot be journalled (raised here, at once).
         """
-        codec, text = self._codec.encode(output, f"the output of node {node!r} (visit {visit}) of run {run_id!r}")
+        codec, text = self._codec.encode(output, "the output of node %r (visit %s) of run %r", node, visit, run_id)
         self._writer.submit(Append((run_id, _VISIT, node, visit, None, codec, text)))
 
     def record_item(self, run_id: str, node: str, visit: int, index: int, output: Any) -> None:
         """Journal a finished fleet item's output (item ``index`` of the node's visit)."""
         codec, text = self._codec.encode(
-            output, f"the output of item {index} of fleet node {node!r} (visit {visit}) of run {run_id!r}")
+            output, "the output of item %s of fleet node %r (visit %s) of run %r", index, node, visit, run_id)
         self._writer.submit(Append((run_id, _ITEM, node, visit, index, codec, text)))
 
     def record_progress(self, run_id: str, node: str, visit: int, value: Any, *, item: int | None = None) -> None:
         """Journal a step inside an unfinished visit (e.g. the messages an agent session
         added), so a resumed visit can continue instead of starting over."""
-        codec, text = self._codec.encode(value, f"a progress value of node {node!r} (visit {visit}) of run {run_id!r}")
+        codec, text = self._codec.encode(value, "a progress value of node %r (visit %s) of run %r", node, visit, run_id)
         self._writer.submit(Append((run_id, _PROGRESS, node, visit, item, codec, text)))
 
     def record_skip(self, run_id: str, node: str, visit: int, reason: str) -> None:
@@ -229,7 +231,7 @@ class RunStore:
 
     def record_interrupt(self, run_id: str, node: str, visit: int, payload: Any, *, item: int | None = None) -> None:
         """Journal an ``interrupt(payload)`` raised by a node's visit (or a fleet item)."""
-        codec, text = self._codec.encode(payload, f"the interrupt payload of node {node!r} of run {run_id!r}")
+        codec, text = self._codec.encode(payload, "the interrupt payload of node %r of run %r", node, run_id)
         self._writer.submit(Append((run_id, _INTERRUPT, node, visit, item, codec, text)))
 
     def answer(self, run_id: str, answer: Any) -> None:
@@ -240,7 +242,7 @@ class RunStore:
             RunNotResumableError: the run expired (then it is marked so).
             StoreError: the run has no pending interrupt.
         """
-        codec, text = self._codec.encode(answer, f"the answer to run {run_id!r}")
+        codec, text = self._codec.encode(answer, "the answer to run %r", run_id)
         self._writer.call(Answer(run_id, codec, text, time.time(), self._path))
 
     def set_status(self, run_id: str, status: RunStatus, *, error: str | None = None, wait: bool = False) -> None:
@@ -341,7 +343,7 @@ class RunStore:
         """Delete the runs (and their journals) not ``running`` and not updated for
         ``older_than`` (timedelta or seconds). Returns how many were deleted."""
         seconds = _seconds(older_than, "prune(older_than=...)", allow_none=False) or 0.0
-        count: int = self._writer.call(Prune(time.time() - seconds))
+        count: int = self._writer.call(Prune(time.time() - seconds, self._shapes))
         return count
 
     def expire(self) -> int:

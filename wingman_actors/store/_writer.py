@@ -1,8 +1,9 @@
 """The store's single writer: one connection, one ordered queue, group commit.
 
 Every write is an :class:`Op` put on one queue. The writer takes everything queued (up
-to a batch limit; the writer thread first lets writes gather for up to a millisecond),
-applies it in queue order inside one transaction and commits once:
+to a batch limit; the writer thread first lets writes gather for up to a millisecond,
+unless a caller waits for one of them), applies it in queue order inside one transaction
+and commits once:
 concurrent callers share a commit (group commit), and because batches commit in queue
 order and each batch is atomic, a write is never durable unless every write queued
 before it is too. A caller that must know its write is durable (``wait=True``) blocks
@@ -30,6 +31,7 @@ _log = logging.getLogger("wingman_actors.store")
 _MAX_BATCH = 2_000
 _GATHER_S = 0.001
 _GATHER_BELOW = 256
+_LEADER_EXTRA = 2  # batches a caller that committed its own op also commits for waiting callers
 
 
 class Op:
@@ -87,7 +89,9 @@ class Writer:
     or a caller waiting for its own op that finds the lock free (it then commits
     everything queued so far itself, saving two thread switches on the path where a
     caller waits, e.g. ``begin_run`` inside ``submit()``). Either way one batch, one
-    commit, in queue order.
+    commit, in queue order. A caller that committed its own op goes on to commit the ops
+    other callers queued meanwhile and wait for (a bounded number of batches), so that
+    they need not wait for the writer thread to wake up.
     """
 
     def __init__(self, conn: sqlite3.Connection, name: str) -> None:
@@ -96,6 +100,7 @@ class Writer:
         self._cond = threading.Condition(threading.Lock())  # guards the queue, seq numbers, closed
         self._write = threading.Lock()  # held while applying a batch
         self._seq = 0
+        self._waiting = 0  # queued ops whose callers wait for them
         self._committed = 0
         self._closed = False
         self._stopped = False
@@ -120,9 +125,12 @@ class Writer:
             self._seq += 1
             op.seq = self._seq
             self._queue.append(op)
+            if op.done is not None:
+                self._waiting += 1
             if isinstance(op, Stop):
                 self._closed = True
-            if wake and self._idle:
+            if wake and self._idle and not self._write.locked():
+                # (a holder of the write lock wakes the writer thread as it lets go, see _release)
                 self._cond.notify()
         return op
 
@@ -139,11 +147,12 @@ class Writer:
             try:
                 while op.done is not None and op.done.locked() and self._drain_once():
                     pass
+                extra = _LEADER_EXTRA
+                while extra and self._waiting and self._drain_once():
+                    extra -= 1
             finally:
                 self._release()
-        else:
-            with self._cond:  # the holder may stop after its own op: make sure someone takes ours
-                self._cond.notify()
+        # else the holder of the write lock commits it, or wakes the writer thread to (_release)
         if op.done is not None:  # always, for an op that waits
             op.done.acquire()
         if op.error is not None:
@@ -172,10 +181,12 @@ class Writer:
     # --- applying batches ----------------------------------------------------------------
 
     def _release(self) -> None:
+        # Let go first, then look: an op queued by a caller that found the lock held is in
+        # the queue by now, so the writer thread is woken for it (the caller does not wake it).
+        self._write.release()
         with self._cond:
             if self._queue or self._stopped:
                 self._cond.notify()  # work left (or the end): the writer thread takes over
-        self._write.release()
 
     def _drain_once(self) -> bool:
         """Apply one batch of what is queued (the write lock held); False if nothing was."""
@@ -184,6 +195,7 @@ class Writer:
                 return False
             n = min(len(self._queue), _MAX_BATCH)
             batch = [self._queue.popleft() for _ in range(n)]
+            self._waiting -= sum(1 for op in batch if op.done is not None)
         try:
             self._run(batch)
         except BaseException as exc:  # e.g. Ctrl-C in a caller applying the batch itself
@@ -218,10 +230,10 @@ class Writer:
                         self._idle = False
                     if self._stopped:
                         return
-                    gather = len(self._queue) < _GATHER_BELOW
+                    gather = len(self._queue) < _GATHER_BELOW and not self._waiting
                 if gather:
-                    # Nobody waits for these writes (a waiting caller commits them itself):
-                    # let more arrive so that one commit carries many.
+                    # Nobody waits for these writes: let more arrive so that one commit
+                    # carries many.
                     time.sleep(_GATHER_S)
                 with self._write:
                     while self._drain_once():
