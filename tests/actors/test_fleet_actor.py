@@ -88,3 +88,27 @@ def test_interrupt_cancels_every_item_in_flight(actor_probe: ActorProbe) -> None
         actor.thread.join(5)
     assert isinstance(failure, FleetItemsError) and sorted(failure.errors) == [0, 1, 2]
     assert all(getattr(e, "kind", None) is ErrorKind.CANCELLED for e in failure.errors.values())
+
+
+def test_later_runs_reuse_the_workers_of_the_first_and_stopping_the_node_ends_them(actor_probe: ActorProbe) -> None:
+    seen: list[set[int]] = [set(), set()]
+    run = [0]
+
+    def record_thread(request: InferenceRequest) -> str:
+        seen[run[0]].add(threading.get_ident())
+        return last_text(request)
+
+    agent = Agent("r", provider=ScriptedProvider([record_thread], cycle=True))
+    actor = start_actor(FleetActor, agent, name="many", reply_to=actor_probe, max_workers=4)
+    try:
+        for i in range(2):
+            run[0] = i
+            actor.actor_ref.tell(new_envelope("work", [f"item {n}" for n in range(8)], sender="up"))
+            assert actor_probe.expect_message(timeout=10).type == "result"
+        workers = [t for t in threading.enumerate() if t.name.startswith("wingman-fleet-many-")]
+    finally:
+        actor.actor_ref.stop()
+        actor.thread.join(5)
+    assert len(workers) == 4
+    assert seen[1] and seen[1] <= seen[0]  # no thread started for the second run
+    assert not any(t.is_alive() for t in workers)  # stopped with the node, not left behind
