@@ -24,11 +24,13 @@ def test_a_pool_runs_jobs_and_reports_their_results_and_errors() -> None:
 def test_idle_workers_are_reused_instead_of_starting_new_threads() -> None:
     pool = WorkerPool("t")
     try:
-        first = [pool.submit(threading.get_ident) for _ in range(3)]
-        idents = {f.result(5) for f in first}
-        for _ in range(5):
-            [f.result(5) for f in [pool.submit(threading.get_ident) for _ in range(len(idents))]]
-        assert pool.size == len(idents) <= 3
+        [f.result(5) for f in [pool.submit(threading.get_ident) for _ in range(3)]]
+        started = pool.size
+        ran_on: set[int] = set()
+        for _ in range(5):  # each batch once the previous one has finished: every worker idle
+            ran_on |= {f.result(5) for f in [pool.submit(threading.get_ident) for _ in range(started)]}
+        assert pool.size == started <= 3
+        assert ran_on <= {t.ident for t in threading.enumerate() if t.name.startswith("wingman-fleet-t-")}
     finally:
         pool.shutdown()
 

@@ -105,21 +105,29 @@ class WorkerPool(Executor):
         return fut
 
     def _work(self) -> None:
-        get, put_idle = self._jobs.get, self._now_idle
+        get, now_idle = self._jobs.get, self._now_idle
         while True:
             job = get()
             if job is None:
                 return
             fn, fut = job
-            if fut.set_running_or_notify_cancel():
-                try:
-                    result = fn()
-                except BaseException as exc:
-                    fut.set_exception(exc)
-                else:
-                    fut.set_result(result)
-            del job, fn, fut  # hold nothing of the finished run while idle
-            put_idle()
+            del job
+            if not fut.set_running_or_notify_cancel():
+                now_idle()
+                continue
+            result: Any = None
+            try:
+                result = fn()
+            except BaseException as exc:
+                # Idle before the future resolves: whoever waits on it and submits again
+                # at once finds this worker free instead of starting another thread.
+                now_idle()
+                fut.set_exception(exc)
+                del exc
+            else:
+                now_idle()
+                fut.set_result(result)
+            del fn, fut, result  # hold nothing of the finished run while idle
 
     def _now_idle(self) -> None:
         with self._lock:

@@ -192,6 +192,9 @@ class FleetActor(NodeActor):
         if pool is not None:  # idle: a run waits for all its workers before it returns
             pool.shutdown()
 
+    def on_failure(self, *exc_info: Any) -> None:
+        self.on_stop()  # a crashed actor gets no on_stop: its workers end here instead
+
     def _workers(self) -> WorkerPool:
         if self._pool is None:  # on first use: a node that never runs starts no thread
             self._pool = WorkerPool(self.name)
