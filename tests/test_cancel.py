@@ -132,3 +132,24 @@ def test_cancel_scope_sets_and_restores_the_current_token() -> None:
             assert current_token() is inner
         assert current_token() is outer
     assert current_token() is None
+
+
+def test_a_released_child_is_no_longer_kept_or_cancelled_by_its_parent() -> None:
+    parent = CancelToken()
+    children = [CancelToken(parent=parent) for _ in range(3)]
+    children[0].release()
+    children[1].release()
+    parent.cancel("stop")
+    assert [c.cancelled for c in children] == [False, False, True]
+    assert parent._children is not None and list(parent._children) == [children[2]]
+
+
+def test_sessions_run_under_a_parent_token_let_go_of_it_when_they_end() -> None:
+    from wingman_actors import Agent, Session
+    from wingman_actors.testing import ScriptedProvider
+
+    parent = CancelToken()
+    agent = Agent("a", provider=ScriptedProvider(["ok"], cycle=True))
+    for _ in range(5):
+        Session(agent).run("hi", parent_token=parent)
+    assert not parent._children  # a long-lived parent (a fleet's run) keeps no finished run

@@ -89,13 +89,23 @@ def test_an_empty_fleet_returns_no_results() -> None:
 
 
 def test_run_stream_yields_results_in_completion_order() -> None:
-    def slower_for_early_tasks(request: InferenceRequest) -> str:
+    # Task i finishes only once the stream has yielded task i + 1: events fix the order,
+    # not sleeps (a stream in task order would leave task 0 waiting, then failing).
+    yielded = [threading.Event() for _ in range(3)]
+
+    def after_the_next_task(request: InferenceRequest) -> str:
         index = int(first_text(request)[1:])
-        time.sleep(0.05 * (3 - index))
+        if index < 2 and not yielded[index + 1].wait(10):
+            raise AssertionError(f"task {index + 1} was not yielded before task {index} finished")
         return "ok"
 
-    fleet = Fleet(agent_with(slower_for_early_tasks), ["t0", "t1", "t2"])
-    assert [r.task_index for r in fleet.run_stream()] == [2, 1, 0]
+    fleet = Fleet(agent_with(after_the_next_task), ["t0", "t1", "t2"])
+    order = []
+    for result in fleet.run_stream():
+        assert result.ok, result.error
+        order.append(result.task_index)
+        yielded[result.task_index].set()
+    assert order == [2, 1, 0]
 
 
 def test_a_result_records_the_task_duration() -> None:

@@ -1,13 +1,16 @@
 """The worker loops of a :class:`~wingman_actors.fleet.Fleet`: how task indices are
-handed out to its workers, and how one worker loop reports how it ended."""
+handed out to its workers, how one worker loop reports how it ended, and the long-lived
+pool of worker threads a fleet node keeps across its runs."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
+from queue import SimpleQueue
+from typing import Any
 
-__all__ = ["Dispatch", "run_loop"]
+__all__ = ["Dispatch", "WorkerPool", "run_loop"]
 
 
 class Dispatch:
@@ -48,7 +51,7 @@ class Dispatch:
 
 
 def run_loop(loop: Callable[[], None], fut: Future[None]) -> None:
-    """Run one worker loop on its own thread, reporting how it ended on ``fut``."""
+    """Run one worker loop, reporting how it ended on ``fut``."""
     if not fut.set_running_or_notify_cancel():
         return
     try:
@@ -57,3 +60,101 @@ def run_loop(loop: Callable[[], None], fut: Future[None]) -> None:
         fut.set_exception(exc)
     else:
         fut.set_result(None)
+
+
+_Job = tuple[Callable[[], Any], "Future[Any]"]
+
+
+class WorkerPool(Executor):
+    """Worker threads that outlive one fleet run: a fleet node hands its runs' worker loops
+    to them, so a run wakes idle threads instead of starting (and handshaking with) a new
+    thread per worker. Threads are started only when no idle one is left, and they are
+    daemon threads: one stuck in a model call never holds the interpreter at exit.
+
+    Args:
+        name: threads are named ``wingman-fleet-{name}-{i}``.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._jobs: SimpleQueue[_Job | None] = SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0  # threads waiting for a job and not yet promised one
+        self._shut = False
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Run ``fn(*args, **kwargs)`` on an idle worker, starting one when none is idle.
+
+        Raises:
+            RuntimeError: the pool was shut down, or no new thread could be started.
+        """
+        fut: Future[Any] = Future()
+        with self._lock:
+            if self._shut:
+                raise RuntimeError(f"worker pool {self._name!r} is shut down: it takes no new work")
+            if self._idle > 0:
+                self._idle -= 1
+            else:
+                thread = threading.Thread(
+                    target=self._work, name=f"wingman-fleet-{self._name}-{len(self._threads)}", daemon=True
+                )
+                thread.start()  # may raise RuntimeError (no more threads): nothing was queued
+                self._threads.append(thread)
+        self._jobs.put(((lambda: fn(*args, **kwargs)) if args or kwargs else fn, fut))
+        return fut
+
+    def _work(self) -> None:
+        get, now_idle = self._jobs.get, self._now_idle
+        while True:
+            job = get()
+            if job is None:
+                return
+            fn, fut = job
+            del job
+            if not fut.set_running_or_notify_cancel():
+                now_idle()
+                continue
+            result: Any = None
+            try:
+                result = fn()
+            except BaseException as exc:
+                # Idle before the future resolves: whoever waits on it and submits again
+                # at once finds this worker free instead of starting another thread.
+                now_idle()
+                fut.set_exception(exc)
+                del exc
+            else:
+                now_idle()
+                fut.set_result(result)
+            del fn, fut, result  # hold nothing of the finished run while idle
+
+    def _now_idle(self) -> None:
+        with self._lock:
+            self._idle += 1
+
+    @property
+    def size(self) -> int:
+        """How many worker threads the pool has started (idle or busy)."""
+        return len(self._threads)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop every worker once it has finished its job; with ``wait``, join them.
+
+        ``cancel_futures`` cancels jobs not yet started."""
+        with self._lock:
+            if self._shut:
+                threads: list[threading.Thread] = []
+            else:
+                self._shut = True
+                threads = list(self._threads)
+            if cancel_futures:
+                while not self._jobs.empty():
+                    job = self._jobs.get_nowait()
+                    if job is not None:
+                        job[1].cancel()
+            for _ in threads:
+                self._jobs.put(None)
+        if wait:
+            for thread in threads:
+                thread.join()

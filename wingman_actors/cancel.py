@@ -37,7 +37,7 @@ class CancelToken:
         # someone sleeps on the token (most runs never do), and costs a fraction of a
         # threading.Event, whose Condition allocates a lock and a deque entry per wait.
         self._latch: _thread.LockType | None = None
-        self._children: list[CancelToken] | None = None
+        self._children: dict[CancelToken, None] | None = None  # a dict: release() is O(1)
         self._parent = parent
         deadline: float | None = None if timeout is None else time.monotonic() + timeout
         if parent is not None:
@@ -57,15 +57,27 @@ class CancelToken:
             latch = self._latch
             if latch is not None:
                 latch.release()
-        for child in list(self._children or ()):
+            children = list(self._children or ())
+        for child in children:
             child.cancel(reason)
+
+    def release(self) -> None:
+        """Detach from the parent token: the run this token guards has ended. A long-lived
+        parent (a fleet's run, a delegating agent's) then keeps no finished child."""
+        parent = self._parent
+        if parent is not None:
+            self._parent = None
+            with _latch_lock:
+                if parent._children is not None:
+                    parent._children.pop(self, None)
 
     def _adopt(self, child: CancelToken) -> None:
         with _latch_lock:
             if self._children is None:
-                self._children = []
-            self._children.append(child)
-        if self._cancelled:
+                self._children = {}
+            self._children[child] = None
+            cancelled = self._cancelled
+        if cancelled:
             child.cancel(self._reason)
 
     @property

@@ -33,11 +33,10 @@ from typing import Any, TypeVar, overload
 
 from ._fleet_loops import Dispatch, run_loop
 from .agent import Agent
-from .core import Message
+from .cancel import CancelToken, current_token
 from .errors import AgentError, ErrorKind
 from .integrations import otel
 from .interrupts import RunSuspended
-from .middleware import Middleware, RunContext
 from .result import Result
 from .session import Session
 
@@ -105,23 +104,6 @@ class FleetResult:
     def response(self) -> str:
         """The final answer's text, or ``""`` when the task failed."""
         return self.result.response if self.result is not None else ""
-
-
-class _CancelGuard(Middleware):
-    """Fails a run that starts after :meth:`Fleet.cancel`.
-
-    It closes the gap between a session being registered and its run creating the cancel
-    token that :meth:`Session.cancel` acts on.
-    """
-
-    def __init__(self, fleet: Fleet) -> None:
-        self.fleet = fleet
-
-    def before_agent(self, ctx: RunContext, message: Message) -> Message | None:
-        reason = self.fleet._cancel_reason
-        if reason is not None:
-            raise AgentError(f"run cancelled: {reason}", kind=ErrorKind.CANCELLED)
-        return None
 
 
 class Fleet:
@@ -220,9 +202,10 @@ class Fleet:
         self.timeout = timeout
         self.executor = executor
         self._lock = threading.Lock()
-        self._running: set[Session] = set()
+        # One token per run in progress, the parent of its sessions' tokens: cancel()
+        # reaches every session, even one whose run has not made its own token yet.
+        self._tokens: set[CancelToken] = set()
         self._cancel_reason: str | None = None
-        self._guarded = agent.with_overrides(middleware=(_CancelGuard(self), *agent.middleware))
 
     @property
     def tasks(self) -> tuple[Task, ...]:
@@ -296,11 +279,18 @@ class Fleet:
         giving out tasks and wait for the loops (and their own threads, if any)."""
         cap = self.cap
         dispatch = Dispatch(len(self._items))
+        # The caller's token (a formation node's attempt, a delegating run) is its parent.
+        token = CancelToken(parent=current_token())
+        with self._lock:
+            self._tokens.add(token)
+            reason = self._cancel_reason
+        if reason is not None:
+            token.cancel(reason)
 
         def loop() -> None:
             index = dispatch.take()
             while index is not None:
-                result = self._run_task(index)
+                result = self._run_task(index, token)
                 index = dispatch.take(finished=index)
                 deliver(result)
 
@@ -344,6 +334,9 @@ class Fleet:
             wait(dispatch.loops)
             for thread in threads:
                 thread.join()
+            with self._lock:
+                self._tokens.discard(token)
+            token.release()
 
     def cancel(self, reason: str = "fleet cancelled") -> None:
         """Cancel the fleet (from another thread).
@@ -353,9 +346,9 @@ class Fleet:
         """
         with self._lock:
             self._cancel_reason = reason
-            running = list(self._running)
-        for session in running:
-            session.cancel(reason)
+            tokens = list(self._tokens)
+        for token in tokens:
+            token.cancel(reason)
 
     @property
     def cancelled(self) -> bool:
@@ -386,7 +379,7 @@ class Fleet:
             raise TypeError(f"Fleet render must return a Task or a str, got {type(task).__name__} for item {index}")
         return task  # a str stays a str: building a Task per item costs as much as rendering it
 
-    def _run_task(self, index: int) -> FleetResult:
+    def _run_task(self, index: int, token: CancelToken) -> FleetResult:
         started = time.perf_counter()
         result: Result | None = None
         error: BaseException | None = None
@@ -394,31 +387,25 @@ class Fleet:
         try:
             task = self._task(index)
             if isinstance(task, str):
-                result = self._run_session(index, task, None, None)
+                result = self._run_session(index, task, None, None, token)
             else:
                 data = task.data
-                result = self._run_session(index, task.message, task.work_dir, task.instructions)
+                result = self._run_session(index, task.message, task.work_dir, task.instructions, token)
         except (Exception, RunSuspended) as exc:  # RunSuspended: interrupt() in a journalled formation's item
             error = exc
-        return FleetResult(index, self._worker_name(index), result, error, data, time.perf_counter() - started)
+        return FleetResult(index, f"{self.agent.name}-{index}", result, error, data, time.perf_counter() - started)
 
     def _run_session(
-        self, index: int, message: str, work_dir: str | Path | None, instructions: str | None
+        self, index: int, message: str, work_dir: str | Path | None, instructions: str | None, token: CancelToken
     ) -> Result:
         reason = self._cancel_reason
         if reason is not None:
             raise AgentError(f"fleet cancelled before task {index} started: {reason}", kind=ErrorKind.CANCELLED)
-        agent = self._guarded
-        if instructions is not None:
-            agent = agent.with_overrides(instructions=instructions)
+        agent = self.agent if instructions is None else self.agent.with_overrides(instructions=instructions)
         session = Session(agent, work_dir=work_dir)
-        with self._lock:
-            self._running.add(session)
         try:
-            return session.run(message, timeout=self.timeout)
+            return session.run(message, timeout=self.timeout, parent_token=token)
         finally:
-            with self._lock:
-                self._running.discard(session)
             session.close()
 
     def _lost(self, index: int, loops: list[Future[None]]) -> FleetResult:

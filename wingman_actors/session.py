@@ -15,34 +15,27 @@ Example:
 
 from __future__ import annotations
 
-import contextvars
 import itertools
 import os
 import threading
 import time
 import weakref
 from collections.abc import Generator, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from ._model_calls import infer, infer_stream, traced_infer
+from ._tool_steps import ToolStep
 from .agent import Agent
 from .cancel import CancelToken, cancel_scope, current_token
 from .context_budget import ContextWindow
-from .core import (
-    ContentBlock,
-    InferenceRequest,
-    InferenceResponse,
-    Message,
-    StreamEvent,
-    StreamEventType,
-    Usage,
-)
-from .errors import AgentError, ErrorKind, ToolError
+from .core import InferenceRequest, InferenceResponse, Message, StreamEvent, StreamEventType, Usage
+from .errors import AgentError, ErrorKind
 from .integrations import otel
 from .interrupts import current_scope
 from .middleware import RunContext
-from .result import ChildRun, Result, StepTrace, ToolCall, collect_child_runs
+from .providers.base import Provider
+from .result import Result, StepTrace, ToolCall
 from .structured import OutputSchema, OutputValidationError
 from .tools import ToolContext
 
@@ -216,6 +209,7 @@ class Session:
         spans: otel.SessionSpans | None = None
         result: Result | None = None
         failure: BaseException | None = None
+        token: CancelToken | None = None
         try:
             provider = self.agent.provider
             if provider is None:
@@ -231,7 +225,7 @@ class Session:
             ctx = RunContext(self.agent, self.id, self.history, token)
             spans = self._spans = otel.session_spans(self.agent.name, provider, self.id)
             try:
-                result = yield from self._loop(ctx, msg, stream)
+                result = yield from self._loop(ctx, provider, msg, stream)
             except AgentError as exc:
                 failure = exc
                 if stream:
@@ -248,9 +242,11 @@ class Session:
                 spans.end(result.usage if result is not None else None, failure)
             self._spans = None
             self._token = None
+            if token is not None:
+                token.release()  # the parent (a fleet's run, a delegating run) lets it go
             self._busy.release()
 
-    def _loop(self, ctx: RunContext, msg: Message, stream: bool) -> RunGen:
+    def _loop(self, ctx: RunContext, provider: Provider, msg: Message, stream: bool) -> RunGen:
         started = time.perf_counter()
         mws = self.agent.middleware
         for mw in mws:
@@ -298,11 +294,11 @@ class Session:
             if replayed is not None:  # resumed after an interrupt: this call was made before
                 response = replayed
             elif self._spans is not None:
-                response = yield from self._traced_infer(self._spans, request, ctx.token, stream)
+                response = yield from traced_infer(self._spans, provider, request, ctx.token, stream)
             elif stream:
-                response = yield from self._infer_stream(request, ctx.token)
+                response = yield from infer_stream(provider, request, ctx.token)
             else:
-                response = self._infer(request, ctx.token)
+                response = infer(provider, request, ctx.token)
             if scope is not None and replayed is None:
                 scope.record_reply(response)
             for mw in mws:
@@ -327,7 +323,8 @@ class Session:
             )
             if tool_uses:
                 traced = len(trace)
-                results = yield from self._run_tools(ctx, tool_uses, step, calls, trace, stream)
+                tools = ToolStep(self.agent, self._tools, self._spans, self._context(ctx.token))
+                results = yield from tools.run(ctx, tool_uses, step, calls, trace, stream)
                 # Runs the tools started (delegated agents) count towards this run's usage.
                 usage = sum((entry.usage for entry in trace[traced:] if entry.children), usage)
                 ctx.usage = usage
@@ -386,45 +383,6 @@ class Session:
         provider = self.agent.provider
         return response.model or getattr(provider, "model", "") or getattr(provider, "id", "model")
 
-    def _infer(self, request: InferenceRequest, token: CancelToken) -> InferenceResponse:
-        provider = self.agent.provider
-        assert provider is not None  # checked in _run
-        with cancel_scope(token):
-            response = provider.run_inference(request)
-        token.check()
-        return response
-
-    def _traced_infer(
-        self, spans: otel.SessionSpans, request: InferenceRequest, token: CancelToken, stream: bool
-    ) -> Generator[StreamEvent, None, InferenceResponse]:
-        chat = spans.chat(request)
-        try:
-            if stream:
-                response = yield from self._infer_stream(request, token)
-            else:
-                with chat.current():
-                    response = self._infer(request, token)
-        except BaseException as exc:
-            chat.failed(exc)
-            raise
-        chat.done(response)
-        return response
-
-    def _infer_stream(self, request: InferenceRequest, token: CancelToken) -> Generator[StreamEvent, None, InferenceResponse]:
-        provider = self.agent.provider
-        assert provider is not None  # checked in _run
-        with cancel_scope(token):
-            events = provider.stream_inference(request)
-            try:
-                for event in events:
-                    yield event
-                    token.check()
-            finally:
-                close = getattr(events, "close", None)
-                if close is not None:
-                    close()
-            return events.response
-
     # -- tools ------------------------------------------------------------------------
 
     def _context(self, token: CancelToken) -> ToolContext:
@@ -436,141 +394,3 @@ class Session:
             weakref.finalize(self, self._tool_ctx.close)
         self._tool_ctx.token = token
         return self._tool_ctx
-
-    def _run_tools(
-        self,
-        ctx: RunContext,
-        uses: list[ContentBlock],
-        step: int,
-        calls: list[ToolCall],
-        trace: list[StepTrace],
-        stream: bool,
-    ) -> Generator[StreamEvent, None, list[ContentBlock]]:
-        tool_ctx = self._context(ctx.token)
-        planned: list[tuple[ContentBlock, ContentBlock | None]] = []
-        for use in uses:
-            call = use
-            short: ContentBlock | None = None
-            for mw in self.agent.middleware:
-                got = mw.before_tool(ctx, call)
-                if got is not None and got.type == "tool_result":
-                    short = got
-                    break
-                if got is not None:
-                    call = got
-            planned.append((call, short))
-            if stream:
-                yield StreamEvent(type=StreamEventType.TOOL_START, block=call)
-        outcomes: list[tuple[ContentBlock, float, list[ChildRun]] | None] = [None] * len(planned)
-        pending = {i for i, (_, short) in enumerate(planned) if short is None}
-        for i, (_, short) in enumerate(planned):
-            if short is not None:
-                outcomes[i] = (short, 0.0, [])
-        finished_order: list[int] = [i for i in range(len(planned)) if i not in pending]
-        if len(pending) == 1:
-            (i,) = pending
-            outcomes[i] = self._execute(planned[i][0], tool_ctx)
-            finished_order.append(i)
-        elif pending:
-            workers = min(len(pending), self.agent.tool_concurrency)
-            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wingman-tools-{self.agent.name}")
-            try:
-                # Each call runs in a copy of this context: tools see the run's context
-                # variables (a delegating agent's depth, for one) as they would inline.
-                futures: dict[Future[tuple[ContentBlock, float, list[ChildRun]]], int] = {
-                    pool.submit(contextvars.copy_context().run, self._execute, planned[i][0], tool_ctx): i
-                    for i in sorted(pending)
-                }
-                remaining = set(futures)
-                while remaining:
-                    done, remaining = wait(remaining, timeout=ctx.token.remaining(), return_when=FIRST_COMPLETED)
-                    if not done:
-                        ctx.token.check()
-                        continue
-                    for fut in done:
-                        outcomes[futures[fut]] = fut.result()
-                        finished_order.append(futures[fut])
-            finally:
-                pool.shutdown(wait=False, cancel_futures=True)
-        results: list[ContentBlock] = []
-        for i in finished_order:
-            call = planned[i][0]
-            outcome = outcomes[i]
-            assert outcome is not None
-            block, duration, children = outcome
-            for mw in self.agent.middleware:
-                block = mw.after_tool(ctx, call, block) or block
-            outcomes[i] = (block, duration, children)
-            if stream:
-                yield StreamEvent(type=StreamEventType.TOOL_END, block=block, duration_s=duration)
-        for i, (call, _) in enumerate(planned):
-            outcome = outcomes[i]
-            assert outcome is not None
-            block, duration, children = outcome
-            results.append(self._cap(block))
-            calls.append(
-                ToolCall(
-                    id=call.id or "", name=call.name or "", input=dict(call.input or {}),
-                    output=block.content or "", is_error=block.is_error, duration_s=duration,
-                )
-            )
-            trace.append(
-                StepTrace(
-                    kind="tool", name=call.name or "", step=step, input=call.input,
-                    output=block.content, duration_s=duration, is_error=block.is_error,
-                    usage=sum((c.usage for c in children), Usage()) if children else Usage(), children=children,
-                )
-            )
-        ctx.token.check()
-        return results
-
-    def _execute(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float, list[ChildRun]]:
-        spans = self._spans
-        with collect_child_runs() as children:
-            if spans is None:
-                block, duration, _ = self._execute_tool(call, tool_ctx)
-            else:
-                found = self._tools.get(call.name or "")
-                with spans.tool(call, found.description if found is not None else "") as span:
-                    block, duration, error = self._execute_tool(call, tool_ctx)
-                    span.result(block, error)
-        return block, duration, children
-
-    def _execute_tool(self, call: ContentBlock, tool_ctx: ToolContext) -> tuple[ContentBlock, float, Exception | None]:
-        t0 = time.perf_counter()
-        name = call.name or ""
-        tool = self._tools.get(name)
-        call_id = call.id or ""
-        if tool is None:
-            text = f"unknown tool {name!r}; available tools: {', '.join(self._tools.names) or 'none'}"
-            return ContentBlock.tool_result_block(call_id, text, is_error=True), time.perf_counter() - t0, None
-        error: Exception | None = None
-        try:
-            if tool_ctx.token is not None:
-                tool_ctx.token.check()
-            out = tool.execute(dict(call.input or {}), tool_ctx)
-            block = ContentBlock.tool_result_block(call_id, out if isinstance(out, str) else str(out))
-        except ToolError as exc:
-            error = exc
-            block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
-        except AgentError as exc:
-            error = exc
-            if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
-                block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
-            else:
-                block = ContentBlock.tool_result_block(call_id, f"Error: {exc}", is_error=True)
-        except Exception as exc:
-            error = exc
-            block = ContentBlock.tool_result_block(
-                call_id, f"Error: tool {name!r} raised {type(exc).__name__}: {exc}", is_error=True
-            )
-        return block, time.perf_counter() - t0, error
-
-    def _cap(self, block: ContentBlock) -> ContentBlock:
-        text = block.content or ""
-        cap = self.agent.max_tool_result_chars
-        if len(text) <= cap:
-            return block
-        head = text[: cap - 80]
-        marker = f"\n[... tool result truncated: {len(text) - len(head)} of {len(text)} characters omitted ...]"
-        return block.model_copy(update={"content": head + marker})

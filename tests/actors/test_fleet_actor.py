@@ -88,3 +88,52 @@ def test_interrupt_cancels_every_item_in_flight(actor_probe: ActorProbe) -> None
         actor.thread.join(5)
     assert isinstance(failure, FleetItemsError) and sorted(failure.errors) == [0, 1, 2]
     assert all(getattr(e, "kind", None) is ErrorKind.CANCELLED for e in failure.errors.values())
+
+
+def test_later_runs_reuse_the_workers_of_the_first_and_stopping_the_node_ends_them(actor_probe: ActorProbe) -> None:
+    ran_on: set[int] = set()
+    together = threading.Barrier(4, timeout=5)  # every run's 4 items run at once, on 4 workers
+
+    def record_thread(request: InferenceRequest) -> str:
+        ran_on.add(threading.get_ident())
+        together.wait()
+        return last_text(request)
+
+    def workers() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("wingman-fleet-many-")]
+
+    agent = Agent("r", provider=ScriptedProvider([record_thread], cycle=True))
+    actor = start_actor(FleetActor, agent, name="many", reply_to=actor_probe, max_workers=4)
+    try:
+        actor.actor_ref.tell(new_envelope("work", [f"item {n}" for n in range(4)], sender="up"))
+        assert actor_probe.expect_message(timeout=10).type == "result"
+        first = workers()
+        ran_on.clear()
+        for _ in range(3):
+            actor.actor_ref.tell(new_envelope("work", [f"item {n}" for n in range(4)], sender="up"))
+            assert actor_probe.expect_message(timeout=10).type == "result"
+        later = workers()
+    finally:
+        actor.actor_ref.stop()
+        actor.thread.join(5)
+    assert len(first) == 4 and later == first  # no thread started after the first run
+    assert ran_on <= {t.ident for t in first}
+    assert not any(t.is_alive() for t in first)  # stopped with the node, not left behind
+
+
+def test_a_crashed_fleet_node_ends_its_workers_too() -> None:
+    replied = threading.Event()
+
+    def broken_reply(envelope: object) -> None:  # raising here crashes the actor (Pykka's path)
+        replied.set()
+        raise RuntimeError("reply target is gone")
+
+    agent = Agent("r", provider=ScriptedProvider([last_text], cycle=True))
+    actor = start_actor(FleetActor, agent, name="crashy", reply_to=broken_reply, max_workers=3)
+    actor.actor_ref.tell(new_envelope("work", ["a", "b", "c"], sender="up"))
+    assert replied.wait(10)
+    actor.thread.join(5)
+    deadline = time.monotonic() + 5
+    while any(t.name.startswith("wingman-fleet-crashy-") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the crashed node left its fleet workers running"
+        time.sleep(0.01)

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
+from .._fleet_loops import WorkerPool
 from ..agent import Agent
 from ..cancel import CancelToken, cancel_scope
 from ..core import Usage
@@ -153,7 +154,11 @@ class FleetActor(NodeActor):
     up to ``max_workers``, on the worker loops of :class:`~wingman_actors.fleet.Fleet`
     (started at once; each worker renders its item into a prompt just before its session);
     the output is the list of per-item outputs in item order. Items that succeeded are
-    remembered across retries of the same envelope, so a retry reruns only the failed items."""
+    remembered across retries of the same envelope, so a retry reruns only the failed items.
+
+    The worker threads outlive a run (a :class:`~wingman_actors._fleet_loops.WorkerPool`,
+    started with the first run, stopped with the actor): each later run wakes idle workers
+    instead of starting ``max_workers`` threads one by one, which delays its last items."""
 
     def __init__(
         self,
@@ -171,6 +176,7 @@ class FleetActor(NodeActor):
         self.prompt = prompt
         self.work_dir = work_dir
         self._fleet: Fleet | None = None
+        self._pool: WorkerPool | None = None
 
     @property
     def interruptible(self) -> bool:
@@ -181,6 +187,19 @@ class FleetActor(NodeActor):
         fleet = self._fleet
         if fleet is not None:
             fleet.cancel(reason)
+
+    def on_stop(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:  # idle: a run waits for all its workers before it returns
+            pool.shutdown()
+
+    def on_failure(self, *exc_info: Any) -> None:
+        self.on_stop()  # a crashed actor gets no on_stop: its workers end here instead
+
+    def _workers(self) -> WorkerPool:
+        if self._pool is None:  # on first use: a node that never runs starts no thread
+            self._pool = WorkerPool(self.name)
+        return self._pool
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
         items = env.payload
@@ -207,7 +226,10 @@ class FleetActor(NodeActor):
                         scope.enter()
                 return message if work_dir is None else Task(message, work_dir=work_dir)
 
-            fleet = Fleet(self.agent, todo, max_workers=self.max_workers, timeout=self._timeout(env), render=render)
+            fleet = Fleet(
+                self.agent, todo, max_workers=self.max_workers, timeout=self._timeout(env), render=render,
+                executor=self._workers(),
+            )
             self._fleet = fleet
             if env.run is not None and env.run.done:  # cancelled before interrupt() could see the fleet
                 fleet.cancel("the run was cancelled")
