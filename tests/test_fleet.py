@@ -464,3 +464,14 @@ def test_render_works_with_run_stream_and_tasks() -> None:
 def test_a_non_callable_render_is_refused() -> None:
     with pytest.raises(TypeError, match="render must be a function of one item, got str"):
         Fleet(agent_with("ok"), [1], render="{input}")  # type: ignore[arg-type]
+
+
+def test_a_fleet_that_cannot_start_any_worker_lets_go_of_its_run_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wingman_actors.cancel import CancelToken, cancel_scope
+
+    _refuse_fleet_threads_after(monkeypatch, 0)
+    outer = CancelToken()
+    fleet = Fleet(agent_with(echo), ["a"], max_workers=1)
+    with cancel_scope(outer), pytest.raises(RuntimeError, match="could not start any worker"):
+        fleet.run()
+    assert not outer._children and not fleet._tokens

@@ -55,31 +55,3 @@ def test_shutdown_ends_every_worker_and_refuses_new_work() -> None:
         pool.submit(lambda: None)
     pool.shutdown()  # twice is harmless
 
-
-
-def test_a_loop_tree_runs_every_loop_on_its_own_thread_in_the_callers_context() -> None:
-    import contextvars
-    from concurrent.futures import wait
-
-    from wingman_actors._fleet_loops import LoopTree
-
-    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
-    seen: list[tuple[str, str]] = []
-    lock = threading.Lock()
-
-    def loop() -> None:
-        with lock:
-            seen.append((threading.current_thread().name, var.get()))
-
-    token = var.set("caller's")
-    try:
-        tree = LoopTree(10, loop, "wingman-fleet-tree", contextvars.copy_context())
-    finally:
-        var.reset(token)
-    tree.start()
-    wait(tree.loops, timeout=10)
-    for thread in tree.threads:
-        thread.join(5)
-    assert all(f.done() and f.exception() is None for f in tree.loops)
-    assert sorted(name for name, _ in seen) == sorted(f"wingman-fleet-tree-{i}" for i in range(10))
-    assert {value for _, value in seen} == {"caller's"}

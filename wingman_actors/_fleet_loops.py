@@ -4,14 +4,13 @@ pool of worker threads a fleet node keeps across its runs."""
 
 from __future__ import annotations
 
-import contextvars
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from queue import SimpleQueue
 from typing import Any
 
-__all__ = ["Dispatch", "LoopTree", "WorkerPool", "run_loop"]
+__all__ = ["Dispatch", "WorkerPool", "run_loop"]
 
 
 class Dispatch:
@@ -61,67 +60,6 @@ def run_loop(loop: Callable[[], None], fut: Future[None]) -> None:
         fut.set_exception(exc)
     else:
         fut.set_result(None)
-
-
-class LoopTree:
-    """Starts ``n`` worker loops on threads of their own, as a binary tree: the caller
-    starts the first thread, and each thread starts its two children before it runs its
-    loop. Starting a thread waits until the new thread runs, and under load that wait is
-    long; a tree makes the waits overlap (the last of 100 workers is 7 starts deep, not
-    100), so the last workers begin their first task sooner.
-
-    Args:
-        n: how many loops.
-        loop: the body of every loop.
-        name: thread names are ``f"{name}-{i}"``.
-        context: each thread runs in a copy of it (the caller's context variables).
-    """
-
-    def __init__(self, n: int, loop: Callable[[], None], name: str, context: contextvars.Context) -> None:
-        self._n = n
-        self._loop = loop
-        self._name = name
-        self._context = context
-        self.loops: list[Future[None]] = [Future() for _ in range(n)]
-        self.threads: list[threading.Thread] = []
-        self.refused: list[tuple[int, BaseException]] = []  # (workers lost, why), in no order
-
-    def start(self) -> None:
-        """Start the first thread (which starts the others).
-
-        Raises:
-            RuntimeError: not even the first thread could start.
-        """
-        self._start(0)
-
-    def _start(self, i: int) -> None:
-        thread = threading.Thread(
-            target=self._context.copy().run, args=(self._run, i), name=f"{self._name}-{i}", daemon=True
-        )
-        thread.start()
-        self.threads.append(thread)
-
-    def _run(self, i: int) -> None:
-        for child in (2 * i + 1, 2 * i + 2):
-            if child < self._n:
-                try:
-                    self._start(child)
-                except RuntimeError as exc:  # the system refuses threads: the subtree is lost
-                    lost = self._subtree(child)
-                    for j in lost:  # cancelled and notified: wait() counts it as done
-                        self.loops[j].cancel()
-                        self.loops[j].set_running_or_notify_cancel()
-                    self.refused.append((len(lost), exc))
-        run_loop(self._loop, self.loops[i])
-
-    def _subtree(self, i: int) -> list[int]:
-        out, todo = [], [i]
-        while todo:
-            j = todo.pop()
-            if j < self._n:
-                out.append(j)
-                todo += [2 * j + 1, 2 * j + 2]
-        return out
 
 
 _Job = tuple[Callable[[], Any], "Future[Any]"]

@@ -31,7 +31,7 @@ from concurrent.futures import Executor, Future, wait
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from ._fleet_loops import Dispatch, LoopTree
+from ._fleet_loops import Dispatch, run_loop
 from .agent import Agent
 from .cancel import CancelToken, current_token
 from .errors import AgentError, ErrorKind
@@ -296,52 +296,47 @@ class Fleet:
 
         loop = otel.carry_context(loop)  # with OpenTelemetry, sessions nest under the caller's span
 
-        tree: LoopTree | None = None
-        try:
-            if self.executor is None:
-                # Plain threads, one per loop, rather than a ThreadPoolExecutor: the pool's
-                # hand-off through its work queue makes starting 100 workers take half as
-                # long again, and every worker started late delays its whole chain of tasks.
-                # Each runs in a copy of the caller's context, so context variables (the
-                # active blackboard of a formation run, say) reach its sessions.
-                tree = LoopTree(cap, loop, f"wingman-fleet-{self.agent.name}", contextvars.copy_context())
+        threads: list[threading.Thread] = []
+
+        def start_loop(i: int) -> Future[None]:
+            # Each worker runs in a copy of the caller's context, so context variables
+            # (the active blackboard of a formation run, say) reach its sessions.
+            if self.executor is not None:
+                return self.executor.submit(contextvars.copy_context().run, loop)
+            # Plain threads, one per loop, rather than a ThreadPoolExecutor: the pool's
+            # hand-off through its work queue makes starting 100 workers take half as long
+            # again, and every worker started late delays its whole chain of tasks.
+            fut: Future[None] = Future()
+            thread = threading.Thread(
+                target=contextvars.copy_context().run, args=(run_loop, loop, fut), name=f"wingman-fleet-{self.agent.name}-{i}", daemon=True
+            )
+            thread.start()
+            threads.append(thread)
+            return fut
+
+        try:  # the run's token is let go of even when no worker starts
+            for i in range(cap):
                 try:
-                    tree.start()
-                except RuntimeError as exc:  # the system refuses new threads
-                    raise RuntimeError(f"fleet {self.agent.name!r} could not start any worker: {exc}") from exc
-                dispatch.loops = tree.loops
-            else:
-                self._submit_loops(dispatch, loop, cap)
+                    dispatch.loops.append(start_loop(i))
+                except RuntimeError as exc:  # no more threads, or the executor was shut down
+                    if not dispatch.loops:
+                        raise RuntimeError(
+                            f"fleet {self.agent.name!r} could not start any worker: {exc}"
+                        ) from exc
+                    log.warning(
+                        "fleet %r started only %d of %d workers (%s); they run all its tasks",
+                        self.agent.name, len(dispatch.loops), cap, exc,
+                    )
+                    break
             yield dispatch
         finally:
             dispatch.stop()
             wait(dispatch.loops)
-            if tree is not None:
-                for thread in tree.threads:
-                    thread.join()
-                if tree.refused:
-                    log.warning(
-                        "fleet %r started only %d of %d workers (%s); they ran all its tasks",
-                        self.agent.name, len(tree.threads), cap, tree.refused[0][1],
-                    )
+            for thread in threads:
+                thread.join()
             with self._lock:
                 self._tokens.discard(token)
             token.release()
-
-    def _submit_loops(self, dispatch: Dispatch, loop: Callable[[], None], cap: int) -> None:
-        """Hand ``cap`` loops to the given executor, each in a copy of the caller's context."""
-        assert self.executor is not None
-        for _ in range(cap):
-            try:
-                dispatch.loops.append(self.executor.submit(contextvars.copy_context().run, loop))
-            except RuntimeError as exc:  # no more threads, or the executor was shut down
-                if not dispatch.loops:
-                    raise RuntimeError(f"fleet {self.agent.name!r} could not start any worker: {exc}") from exc
-                log.warning(
-                    "fleet %r started only %d of %d workers (%s); they run all its tasks",
-                    self.agent.name, len(dispatch.loops), cap, exc,
-                )
-                break
 
     def cancel(self, reason: str = "fleet cancelled") -> None:
         """Cancel the fleet (from another thread).
