@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.store_fixtures import APPROVAL_FORMATION
 from wingman_actors import Agent, Formation, interrupt, tool
 from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import FormationRuntimeError
@@ -260,20 +261,6 @@ def test_a_journalled_agent_with_listeners_streams_its_events_and_journals_its_m
     assert len(store.load(result.run_id).progress[("clerk", 1, None)]) == 1
 
 
-_APPROVAL = '''
-from wingman_actors import Formation, interrupt
-
-def draft(topic: str) -> str:
-    return f"draft about {topic}"
-
-def approve(text: str) -> str:
-    return f"{text}: {interrupt({'approve?': text})}"
-
-formation = Formation("approve").add_function("draft", draft).add_function("approve", approve)
-formation.connect("draft", "approve")
-'''
-
-
 @pytest.mark.ray
 def test_the_launcher_journals_a_run_on_ray_and_resumes_it_from_the_command_line(
     ray_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -281,7 +268,7 @@ def test_the_launcher_journals_a_run_on_ray_and_resumes_it_from_the_command_line
     from wingman_actors.cli import main
 
     module, path = tmp_path / "approval.py", tmp_path / "runs.sqlite"
-    module.write_text(_APPROVAL)
+    module.write_text(APPROVAL_FORMATION)
     assert main(["run", str(module), "--input", "cats", "--store", str(path), "--backend", "ray"]) == 0
     captured = capsys.readouterr()
     assert "is waiting at node 'approve'" in captured.err

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.store_fixtures import APPROVAL_FORMATION
 from wingman_actors import Formation
 from wingman_actors.cli import main
 
@@ -28,25 +29,11 @@ def test_runs_with_a_missing_store_is_a_usage_error(tmp_path: Path, capsys: pyte
     assert "no such file" in capsys.readouterr().err
 
 
-APPROVAL = '''
-from wingman_actors import Formation, interrupt
-
-def draft(topic: str) -> str:
-    return f"draft about {topic}"
-
-def approve(text: str) -> str:
-    return f"{text}: {interrupt({'approve?': text})}"
-
-formation = Formation("approve").add_function("draft", draft).add_function("approve", approve)
-formation.connect("draft", "approve")
-'''
-
-
 def test_run_with_a_store_suspends_and_resume_answers_from_the_command_line(
     tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     module = tmp_path / "approval.py"
-    module.write_text(APPROVAL)
+    module.write_text(APPROVAL_FORMATION)
     assert main(["run", str(module), "--input", "cats", "--store", str(path)]) == 0
     captured = capsys.readouterr()
     assert "is waiting at node 'approve'" in captured.err

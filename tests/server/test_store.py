@@ -105,18 +105,24 @@ def test_history_round_trips_every_block_type(tmp_path: Path) -> None:
         store.close()
 
 
-def test_formation_runs_recorded_before_fleet_runs_existed_survive_the_migration(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _database_with_one_run(path: Path, monkeypatch: pytest.MonkeyPatch, *, migrations: int) -> None:
+    """A server database at ``path`` made with only its first ``migrations`` migrations,
+    holding one succeeded formation run ``r1`` of formation ``f1``."""
     from wingman_actors.server import db
 
-    monkeypatch.setattr(db, "MIGRATIONS", MIGRATIONS[:2])
-    old = db.Database(tmp_path / "w.db")
+    monkeypatch.setattr(db, "MIGRATIONS", MIGRATIONS[:migrations])
+    old = db.Database(path)
     with old.write() as conn:
         conn.execute("INSERT INTO runs (id, formation_id, formation_name, status, created_at) "
                      "VALUES ('r1', 'f1', 'digest', 'succeeded', '2026-01-01T00:00:00Z')")
     old.close()
     monkeypatch.setattr(db, "MIGRATIONS", MIGRATIONS)
+
+
+def test_formation_runs_recorded_before_fleet_runs_existed_survive_the_migration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _database_with_one_run(tmp_path / "w.db", monkeypatch, migrations=2)
     store = Store(tmp_path / "w.db")
     try:
         run = store.get_run("r1")
@@ -129,16 +135,9 @@ def test_formation_runs_recorded_before_fleet_runs_existed_survive_the_migration
 def test_a_database_from_before_durable_runs_keeps_its_runs_and_takes_the_run_journal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wingman_actors.server import db
     from wingman_actors.store import RunStore
 
-    monkeypatch.setattr(db, "MIGRATIONS", MIGRATIONS[:4])
-    old = db.Database(tmp_path / "w.db")
-    with old.write() as conn:
-        conn.execute("INSERT INTO runs (id, formation_id, formation_name, status, created_at) "
-                     "VALUES ('r1', 'f1', 'digest', 'succeeded', '2026-01-01T00:00:00Z')")
-    old.close()
-    monkeypatch.setattr(db, "MIGRATIONS", MIGRATIONS)
+    _database_with_one_run(tmp_path / "w.db", monkeypatch, migrations=4)
     store = Store(tmp_path / "w.db")
     try:
         assert store.get_run("r1").status == "succeeded"

@@ -1,5 +1,6 @@
 """Store fixtures shared by the run-store and durable-run tests: a store on a temporary
-file, closed after the test. Import them into a conftest.py."""
+file, closed after the test (import them into a conftest.py), and a formation file whose
+second node asks for approval with ``interrupt()``, for the launcher's durable-run tests."""
 
 from __future__ import annotations
 
@@ -20,3 +21,18 @@ def path(tmp_path: Path) -> Path:
 def store(path: Path) -> Iterator[RunStore]:
     with RunStore(path) as s:
         yield s
+
+
+APPROVAL_FORMATION = '''
+from wingman_actors import Formation, interrupt
+
+def draft(topic: str) -> str:
+    return f"draft about {topic}"
+
+def approve(text: str) -> str:
+    return f"{text}: {interrupt({'approve?': text})}"
+
+formation = Formation("approve").add_function("draft", draft).add_function("approve", approve)
+formation.connect("draft", "approve")
+'''
+"""A formation file: ``draft`` then ``approve``, which interrupts for an answer."""
