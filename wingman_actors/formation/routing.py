@@ -309,42 +309,40 @@ class Router:
     # -- joins and skips -----------------------------------------------------------------
 
     def arrive(self, run: RunState, target: str, pred: str, value: Any) -> None:
-        tspec = self.specs[target]
-        if len(tspec.forward_preds) == 1:
+        if len(self.specs[target].forward_preds) == 1:
             self.visit(run, target, value, pred)
             return
-        with run.lock:
-            joins = run.own("joins")
-            join = joins.get(target)
-            if join is None:
-                join = joins[target] = ({}, set())
-            values, resolved = join
-            values[pred] = value
-            resolved.add(pred)
-            if len(resolved) < len(tspec.forward_preds):
-                return
-            payload = dict(values)
-        self.visit(run, target, payload, pred)
+        payload = self._join(run, target, pred, {pred: value})
+        if payload is not None:
+            self.visit(run, target, payload, pred)
 
     def arrive_skip(self, run: RunState, target: str, pred: str, why: str) -> None:
-        tspec = self.specs[target]
-        if len(tspec.forward_preds) == 1:
+        if len(self.specs[target].forward_preds) == 1:
             self.skip(run, target, f"its only incoming edge, from {pred!r}, {why}")
             return
-        with run.lock:
-            joins = run.own("joins")
-            join = joins.get(target)
-            if join is None:
-                join = joins[target] = ({}, set())
-            values, resolved = join
-            resolved.add(pred)
-            if len(resolved) < len(tspec.forward_preds):
-                return
-            payload = dict(values)
+        payload = self._join(run, target, pred, {})
+        if payload is None:
+            return
         if payload:
             self.visit(run, target, payload, pred)
         else:
             self.skip(run, target, "none of its incoming edges fired")
+
+    def _join(self, run: RunState, target: str, pred: str, value: dict[str, Any]) -> dict[str, Any] | None:
+        """Record that ``pred`` resolved at ``target``'s fan-in join (with ``value``, its
+        output, or nothing when its edge was skipped); the inputs that arrived once every
+        forward predecessor has resolved, else None."""
+        with run.lock:
+            joins = run.own("joins")
+            join = joins.get(target)
+            if join is None:
+                join = joins[target] = ({}, set())
+            values, resolved = join
+            values.update(value)
+            resolved.add(pred)
+            if len(resolved) < len(self.specs[target].forward_preds):
+                return None
+            return dict(values)
 
     def skip(self, run: RunState, node: str, reason: str, error: str | None = None) -> None:
         with run.lock:
