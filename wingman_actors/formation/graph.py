@@ -301,7 +301,7 @@ class Formation:
             store: the run's store (a ``RunStore`` or its path).
             answer: for a suspended run, the value its pending ``interrupt()`` returns.
             timeout, on_event, provider, work_dir, backend, backend_options: as for
-                :meth:`run` (a journalled run needs ``backend="threads"`` in this version).
+                :meth:`run` (``backend="ray"`` journals in the driver's store, as threads do).
             blackboard: the board the resumed nodes share, as for :meth:`run`. A board's
                 contents are not journalled: pass one holding what the rest of the run needs.
 
