@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ._bulk import apply_segment
 from ._errors import RunNotResumableError, StoreError, UnknownRunError
 from ._owner import ProcessIdentity, is_alive
 from ._writer import Op
@@ -27,7 +29,18 @@ KINDS = {"visit": 1, "item": 2, "progress": 3, "interrupt": 4, "answer": 5, "ski
 """Journal entry kinds as stored."""
 
 
-class BeginRun(Op):
+class _Journalling(Op):
+    """A write of the journalling group: new runs, entries, statuses (see ``_bulk``)."""
+
+    __slots__ = ()
+    GROUP = "journalling"
+
+    @classmethod
+    def apply_group(cls, conn: sqlite3.Connection, ops: Sequence[Op]) -> None:
+        apply_segment(conn, ops)
+
+
+class BeginRun(_Journalling):
     """Insert a new run, status ``running``, owned by this store. Waited for (durable).
 
     ``shapes`` holds the fingerprints this writer knows are in the ``shapes`` table, so
@@ -48,14 +61,14 @@ class BeginRun(Op):
     def apply(self, conn: sqlite3.Connection) -> Any:
         known = self.shape[0] in self.shapes
         if not known:
-            self._insert_shape(conn)
+            self.insert_shape(conn)
         try:
             try:
                 conn.execute(_INSERT_RUN, self.row)
             except sqlite3.IntegrityError as exc:
                 if not known or "FOREIGN KEY" not in str(exc):
                     raise
-                self._insert_shape(conn)  # pruned by another process since this writer wrote it
+                self.insert_shape(conn)  # pruned by another process since this writer wrote it
                 conn.execute(_INSERT_RUN, self.row)
         except sqlite3.IntegrityError as exc:
             if "UNIQUE" not in str(exc):
@@ -64,7 +77,7 @@ class BeginRun(Op):
                                     "pass a new run_id, or None for a generated one")
         return self.row[0]
 
-    def _insert_shape(self, conn: sqlite3.Connection) -> None:
+    def insert_shape(self, conn: sqlite3.Connection) -> None:
         conn.execute("INSERT OR IGNORE INTO shapes (fingerprint, shape) VALUES (?, ?)", self.shape)
         self.shapes.add(self.shape[0])  # forgotten by a Prune; a rolled-back batch is caught above
 
@@ -76,13 +89,12 @@ _INSERT_RUN = ("INSERT INTO runs (id, formation, fingerprint, source, input_code
                "owner) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)")
 
 
-class Append(Op):
-    """Append one journal entry. Not waited for: ordered by the queue. The writer applies
-    consecutive appends with one ``executemany`` of :attr:`MANY`."""
+class Append(_Journalling):
+    """Append one journal entry. Not waited for: ordered by the queue."""
 
     __slots__ = ("row",)
-    MANY: ClassVar[str] = ("INSERT INTO journal (run, kind, node, visit, item, codec, value) "
-                           "VALUES ((SELECT key FROM runs WHERE id = ?), ?, ?, ?, ?, ?, ?)")
+    _INSERT: ClassVar[str] = ("INSERT INTO journal (run, kind, node, visit, item, codec, value) "
+                              "VALUES ((SELECT key FROM runs WHERE id = ?), ?, ?, ?, ?, ?, ?)")
 
     def __init__(self, row: tuple[str, int, str, int, int | None, int, str]) -> None:
         super().__init__()
@@ -90,7 +102,7 @@ class Append(Op):
 
     def apply(self, conn: sqlite3.Connection) -> Any:
         try:
-            conn.execute(self.MANY, self.row)
+            conn.execute(self._INSERT, self.row)
         except sqlite3.IntegrityError:
             self.error = KeyError(f"no run {self.row[0]!r} (begin_run it first)")
 
@@ -99,7 +111,7 @@ class Append(Op):
         return f"record {kind} of node {self.row[2]!r} (visit {self.row[3]}) of run {self.row[0]!r}"
 
 
-class SetStatus(Op):
+class SetStatus(_Journalling):
     """Set a run's status (and error, expiry)."""
 
     __slots__ = ("params", "store_path")

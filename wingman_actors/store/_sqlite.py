@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
 
+from ._checkpoint import Checkpointer
 from ._codec import Codec
 from ._errors import FormationMismatchError
 from ._ops import (
@@ -64,7 +65,8 @@ def _new_run_id() -> str:
     return f"{time.time_ns() // 1000:014x}{_RUN_PREFIX}{next(_RUN_COUNTER) % 16**10:010x}"
 
 
-def _shutdown(writer: Writer, readers: ReaderPool, owner: int) -> None:
+def _shutdown(writer: Writer, checkpointer: Checkpointer, readers: ReaderPool, owner: int) -> None:
+    checkpointer.stop()
     writer.stop(ReleaseOwn(owner, time.time()))
     readers.close()
 
@@ -81,10 +83,11 @@ class RunStore:
     Durability: ``begin_run``, ``claim_run`` and ``answer`` return once committed. The
     ``record_*`` calls and ``set_status`` return at once and commit in call order (what
     was recorded after something is never durable without it), within about a
-    millisecond or with the next call that waits; ``flush()`` waits for them. With ``synchronous="NORMAL"`` (the default) a commit survives the process being
-    killed, and SQLite syncs the file to disk at checkpoints: a power loss or OS crash may
-    lose the last commits, never corrupt the file. ``synchronous="FULL"`` syncs at every
-    commit (slower).
+    millisecond or with the next call that waits; ``flush()`` waits for them. With
+    ``synchronous="NORMAL"`` (the default) a commit survives the process being killed, and
+    SQLite syncs the file to disk at checkpoints (run by a background thread, off the
+    commit path): a power loss or OS crash may lose the last commits, never corrupt the
+    file. ``synchronous="FULL"`` syncs at every commit (slower).
 
     Args:
         path: the database file (created with its schema if missing; a file from an
@@ -136,11 +139,14 @@ class RunStore:
             conn.close()
             raise
         self._shapes: set[str] = set()  # fingerprints known stored; used by ops, under the write lock
-        self._writer = Writer(conn, "wingman-store-writer")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")  # checkpoints run on their own thread (see _checkpoint)
+        self._writer = writer = Writer(conn, "wingman-store-writer")
         path_ = self._path
+        checkpointer = Checkpointer(lambda: connect(path_, synchronous=synchronous), lambda: writer.committed,
+                                    "wingman-store-checkpoint")
         self._readers = ReaderPool(lambda: connect(path_, synchronous=synchronous, read_only=True))
         # Closes the store at interpreter exit (flushing pending writes) if close() was not called.
-        self._finalizer = weakref.finalize(self, _shutdown, self._writer, self._readers, self._owner)
+        self._finalizer = weakref.finalize(self, _shutdown, writer, checkpointer, self._readers, self._owner)
         self._close_lock = threading.Lock()
         if recover:
             self.mark_interrupted()

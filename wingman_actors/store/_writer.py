@@ -6,7 +6,8 @@ unless a caller waits for one of them), applies it in queue order inside one tra
 and commits once:
 concurrent callers share a commit (group commit), and because batches commit in queue
 order and each batch is atomic, a write is never durable unless every write queued
-before it is too. A caller that must know its write is durable (``wait=True``) blocks
+before it is too. Consecutive journalling ops (new runs, entries, statuses) are applied
+with a few multi-row statements (``_bulk``). A caller that must know its write is durable (``wait=True``) blocks
 until the batch holding it has committed.
 
 If a batch fails as a whole (a disk error, a bug), it is rolled back and replayed one op
@@ -21,6 +22,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ._errors import StoreClosedError, StoreError, StoreWriteError
@@ -44,6 +46,8 @@ class Op:
 
     __slots__ = ("done", "error", "result", "seq")
     wait: ClassVar[bool] = False
+    GROUP: ClassVar[str | None] = None
+    """Consecutive ops of one group are applied together, by :meth:`apply_group`."""
 
     def __init__(self) -> None:
         self.seq = 0
@@ -53,6 +57,12 @@ class Op:
 
     def apply(self, conn: sqlite3.Connection) -> Any:
         raise NotImplementedError
+
+    @classmethod
+    def apply_group(cls, conn: sqlite3.Connection, ops: Sequence[Op]) -> None:
+        """Apply consecutive ops of :attr:`GROUP` (as if one by one, in order)."""
+        for op in ops:
+            op.result = op.apply(conn)
 
     def describe(self) -> str:
         return type(self).__name__
@@ -108,6 +118,11 @@ class Writer:
         self._failures: list[str] = []
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
+
+    @property
+    def committed(self) -> int:
+        """The sequence number of the last op committed (grows with every commit)."""
+        return self._committed
 
     @property
     def pending(self) -> bool:
@@ -248,21 +263,17 @@ class Writer:
             conn.execute("BEGIN IMMEDIATE")
             i, n = 0, len(batch)
             while i < n:
-                op = batch[i]
-                many = getattr(op, "MANY", None)
-                if many is None:
-                    op.result = op.apply(conn)
+                group = batch[i].GROUP
+                if group is None:
+                    batch[i].result = batch[i].apply(conn)
                     i += 1
                     continue
-                # A run of ops that share one statement (journal appends): one executemany.
-                # If it raises, the batch is replayed op by op below, each with its own checks.
+                # A run of journalling ops (new runs, entries, statuses): a few multi-row
+                # statements (see _bulk). If one raises, the batch is replayed op by op below.
                 j = i + 1
-                while j < n and getattr(batch[j], "MANY", None) is many:
+                while j < n and batch[j].GROUP == group:
                     j += 1
-                if j - i == 1:
-                    op.result = op.apply(conn)
-                else:
-                    conn.executemany(many, [o.row for o in batch[i:j]])  # type: ignore[attr-defined,arg-type]
+                batch[i].apply_group(conn, batch[i:j])
                 i = j
             conn.execute("COMMIT")
             return
