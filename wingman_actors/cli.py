@@ -17,7 +17,8 @@ Commands:
 Exit codes: 0 done; 1 the run failed (one line naming the node and the cause; the
 traceback with ``--debug``); 2 bad usage, a bad formation, or a path, port or module
 that cannot be used; 130 interrupted (Ctrl-C; a journalled run ends by printing the
-``resume`` command that continues it); 141 stdout closed early (``| head``).
+``resume`` command that continues it); 143 terminated by SIGTERM (likewise); 141 stdout
+closed early (``| head``).
 
 Start-up stays fast: a command's modules are imported only when that command runs, so
 ``--help``, ``--version`` and ``version`` import neither the runtime nor the server.
@@ -313,8 +314,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
-    with _logging(args.log_level):
+    with _logging(args.log_level), _sigterm_stops_like_ctrl_c():
         return _dispatch(args)
+
+
+@contextlib.contextmanager
+def _sigterm_stops_like_ctrl_c() -> Iterator[None]:
+    """While the command runs, SIGTERM raises :class:`Terminated` (a ``KeyboardInterrupt``)
+    in the main thread instead of killing the process at once, so a run is stopped and
+    journalled as on Ctrl-C. The previous handler is put back afterwards."""
+    import signal
+    import threading
+
+    from .launcher.errors import Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -324,9 +349,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     debug = bool(getattr(args, "debug", False))
     try:
         code: int = args.func(args)
-    except KeyboardInterrupt:
-        print(f"\n{PROG}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        terminated = type(exc).__name__ == "Terminated"
+        print(f"\n{PROG}: {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
+        return 143 if terminated else 130
     except BrokenPipeError:  # `wingman-actors run ... | head`: the reader left; say nothing more
         _silence_stdout()
         return 141

@@ -1,6 +1,7 @@
-"""Ctrl-C during ``wingman-actors run``: the formation stops, the run is journalled as
-interrupted in the default store, stderr ends with the ``resume`` command, the exit code
-is 130; that command, pasted, finishes the run without running journalled nodes again."""
+"""Ctrl-C (or SIGTERM) during ``wingman-actors run``: the formation stops, the run is
+journalled as interrupted in the default store, stderr ends with the ``resume`` command,
+the exit code is 130 (143); that command, pasted, finishes the run without running
+journalled nodes again."""
 
 from __future__ import annotations
 
@@ -64,7 +65,11 @@ def wait_for(path: Path, text: str, timeout: float = 20.0) -> None:
     raise AssertionError(f"{path} never said {text!r}")
 
 
-def test_ctrl_c_journals_the_run_as_interrupted_and_the_printed_command_resumes_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "code", "said"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "terminated (SIGTERM)")],
+                         ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_journals_the_run_as_interrupted_and_the_printed_command_resumes_it(
+        tmp_path: Path, sig: signal.Signals, code: int, said: str) -> None:
     module = tmp_path / "slow.py"
     module.write_text(SLOW)
     log = tmp_path / "calls.log"
@@ -73,13 +78,14 @@ def test_ctrl_c_journals_the_run_as_interrupted_and_the_printed_command_resumes_
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(log, "second")  # 'first' is journalled, 'second' is in flight
-        child.send_signal(signal.SIGINT)
+        child.send_signal(sig)
         out, err = child.communicate(timeout=30)
     finally:
         if child.poll() is None:
             child.kill()
             child.communicate()
-    assert child.returncode == 130, err
+    assert child.returncode == code, err
+    assert f"wingman-actors: {said}; run " in err
     assert out == ""  # stdout is for outputs only
     line = err.strip().splitlines()[-1]
     assert line.startswith("continue it with: wingman-actors resume "), err

@@ -25,5 +25,5 @@ def test_commits_reach_the_database_file_while_the_store_is_open(store: RunStore
 
 def test_the_writer_does_not_checkpoint_inside_its_commits(store: RunStore) -> None:
     # the writer's connection (private; read to pin the setting this module relies on)
-    conn = store._writer._conn  # noqa: SLF001
+    conn = store._writer._conn
     assert conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)

@@ -1,10 +1,11 @@
-"""The launcher's own error: bad usage or a bad formation module (exit code 2)."""
+"""The launcher's own errors: bad usage or a bad formation module (exit code 2), and
+SIGTERM turned into an interrupt (exit code 143)."""
 
 from __future__ import annotations
 
 from ..errors import WingmanError
 
-__all__ = ["UsageError"]
+__all__ = ["Terminated", "UsageError"]
 
 
 class UsageError(WingmanError):
@@ -12,3 +13,9 @@ class UsageError(WingmanError):
 
     The launcher prints it on one line (no traceback unless ``--debug``) and exits with 2.
     """
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``, ``docker stop``, systemd), raised in the launcher's main thread
+    so that a run stops as on Ctrl-C: the formation is stopped, a journalled run becomes
+    ``interrupted`` and the ``resume`` command is printed; the exit code is 143."""

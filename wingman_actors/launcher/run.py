@@ -28,7 +28,7 @@ from ..formation.events import FormationEvent, FormationEventType
 from ..formation.result import FormationResult
 from ..providers.base import Provider
 from .durable import Durable
-from .errors import UsageError
+from .errors import Terminated, UsageError
 from .loading import FormationModule, load_module
 from .metering import LiveUsage, MeteredProvider
 from .progress import EventPrinter, LiveProgress, RunBoard
@@ -104,9 +104,10 @@ def _report(outcome: FormationResult | FormationRuntimeError | CutShort, head: d
             durable: Durable, args: argparse.Namespace) -> int:
     """Print the outcome (outputs on stdout, the rest on stderr); the exit code."""
     if isinstance(outcome, CutShort):  # Ctrl-C: the formation is stopped, the run journalled as interrupted
-        print(f"\nwingman-actors: interrupted{_journalled(outcome.run_id, durable)}", file=sys.stderr)
+        how = "terminated (SIGTERM)" if outcome.terminated else "interrupted"
+        print(f"\nwingman-actors: {how}{_journalled(outcome.run_id, durable)}", file=sys.stderr)
         durable.tell_resume(outcome.run_id, None)
-        return 130
+        return 143 if outcome.terminated else 130
     if isinstance(outcome, FormationRuntimeError):
         print(f"wingman-actors: {failure_message(outcome)}", file=sys.stderr)
         durable.tell_resume(outcome.run_id, None)
@@ -132,9 +133,11 @@ def _journalled(run_id: str | None, durable: Durable) -> str:
 
 @dataclass(frozen=True)
 class CutShort:
-    """The outcome of a run cut short by Ctrl-C (the run's id once it was seen, else None)."""
+    """The outcome of a run cut short by Ctrl-C or SIGTERM (the run's id once it was seen,
+    else None)."""
 
     run_id: str | None
+    terminated: bool = False  # by SIGTERM (exit code 143), not Ctrl-C (130)
 
 
 def _provider_for(choice: ProviderChoice, loaded: FormationModule, latency_s: float) -> tuple[Provider | None, bool]:
@@ -182,11 +185,11 @@ def _drive(
                 if not isinstance(progress, LiveProgress):
                     board.apply(event)
                 outcome = _outcome(event) or outcome
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
         # Raised where the main thread waited for the next event, inside the stream: its
         # generator has stopped the formation on the way out (runs in flight are journalled
         # as interrupted), so only the report is left to do.
-        return CutShort(run_id)
+        return CutShort(run_id, terminated=isinstance(exc, Terminated))
     finally:
         close = getattr(stream, "close", None)  # a generator: closing it stops the formation
         if close is not None:
