@@ -121,3 +121,38 @@ def test_the_masked_journal_masks_secrets_and_keeps_types(tmp_path: Path) -> Non
         assert loaded.visits["a"][1] == ("[redacted] leaked", 7, {1: "x"})
         assert loaded.run.error == "Incorrect API key provided: [redacted]"
         assert journal.path == store.path  # what it does not wrap passes through
+
+
+def test_the_server_prunes_finished_journals_older_than_the_retention_at_start(tmp_path: Path) -> None:
+    from tests.server.harness import RunningServer
+    from wingman_actors.server import ServerConfig
+
+    db = tmp_path / "w.db"
+    Store(db).close()
+    with RunStore(db, suspend_ttl=50 * 86400) as journal:
+        for run_id, status in (("old-done", "succeeded"), ("old-waiting", "suspended"), ("new-done", "failed")):
+            journal.begin_run("f", SHAPE, "x", run_id=run_id)
+            journal.set_status(run_id, status, wait=True)
+    with sqlite3.connect(db) as conn:  # two of them last changed 40 days ago
+        conn.execute("UPDATE runs SET updated = updated - 40 * 86400 WHERE id LIKE 'old-%'")
+    config = ServerConfig(db_path=db, work_root=tmp_path, suspend_ttl=50 * 86400, journal_retention=50 * 86400)
+    server = RunningServer(config).start()
+    server.stop()
+    with RunStore(db, recover=False) as journal:
+        assert {r.id for r in journal.runs()} == {"old-done", "old-waiting", "new-done"}  # 50 days: none pruned
+    server = RunningServer(ServerConfig(db_path=db, work_root=tmp_path, suspend_ttl=86400,
+                                        journal_retention=30 * 86400)).start()
+    server.stop()
+    with RunStore(db, recover=False) as journal:
+        # old-waiting still waits for its answer (its expiry is 10 days away): never pruned
+        assert {r.id for r in journal.runs()} == {"old-waiting", "new-done"}
+
+
+def test_a_retention_shorter_than_the_suspend_ttl_is_refused() -> None:
+    from wingman_actors.server import ServerConfig
+
+    with pytest.raises(ValueError, match=r"journal_retention .* must be at least suspend_ttl"):
+        ServerConfig(suspend_ttl=7 * 86400, journal_retention=86400)
+    with pytest.raises(ValueError, match=r"must be at least suspend_ttl .*forever"):
+        ServerConfig(suspend_ttl=None)
+    assert ServerConfig(suspend_ttl=None, journal_retention=None).journal_retention is None

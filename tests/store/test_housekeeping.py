@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import sqlite3
 import subprocess
 import sys
 import time
@@ -17,8 +18,6 @@ from .conftest import chain_shape
 
 def _age(path: Path, run_id: str, seconds: float) -> None:
     """Move a run's updated time into the past (as if it had been written long ago)."""
-    import sqlite3
-
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("UPDATE runs SET updated = updated - ?, created = created - ? WHERE id = ?",
@@ -41,11 +40,29 @@ def test_prune_deletes_old_finished_runs_and_their_journals(path: Path, shape: F
         assert [r.id for r in store.runs()] == [old_running, recent]
         assert store.prune(older_than=0) == 1  # recent; the running run stays
         assert [r.id for r in store.runs()] == [old_running]
-        import sqlite3
-
         conn = sqlite3.connect(path)
         assert conn.execute("SELECT count(*) FROM journal").fetchone()[0] == 0  # only the old run had entries
         conn.close()
+
+
+def test_prune_keeps_a_suspended_run_that_still_waits_and_expires_a_lapsed_one(
+        path: Path, shape: FormationShape) -> None:
+    with RunStore(path, suspend_ttl=3600) as store:
+        waiting, lapsed = store.begin_run("chain", shape, 0), store.begin_run("chain", shape, 1)
+        for run_id in (waiting, lapsed):
+            store.record_interrupt(run_id, "b", 1, "approve?")
+            store.set_status(run_id, "suspended", wait=True)
+        _age(path, waiting, 3 * 86400)
+        _age(path, lapsed, 3 * 86400)
+        conn = sqlite3.connect(path)
+        with conn:
+            conn.execute("UPDATE runs SET expires = ? WHERE id = ?", (time.time() - 1, lapsed))
+        conn.close()
+        # the lapsed run is marked expired, which updates it: pruned once that is old enough
+        assert store.prune(older_than=datetime.timedelta(days=1)) == 0
+        assert [(r.id, r.status) for r in store.runs()] == [(waiting, "suspended"), (lapsed, "expired")]
+        assert store.prune(older_than=0) == 1
+        assert [(r.id, r.status) for r in store.runs()] == [(waiting, "suspended")]
 
 
 def test_a_run_begins_after_its_shape_was_pruned_by_this_or_another_store(path: Path, shape: FormationShape) -> None:

@@ -123,6 +123,11 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             store.close()
             raise
         recover_runs(store, journal)
+        if config.journal_retention is not None:
+            pruned = journal.prune(config.journal_retention)
+            if pruned:
+                log.info("pruned %d finished run(s) older than %g s from the run journal", pruned,
+                          config.journal_retention)
         redactor.add(*store.auth_keys())
         pool = WorkerPool(config.worker_threads).start()
         context = app.state.wingman = ServerContext(config, store, pool, functions, redactor, journal=journal)

@@ -56,6 +56,9 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("--suspend-ttl", type=_positive(float), default=7 * 24 * 3600.0, metavar="SECONDS",
                    help="how long a formation run suspended by interrupt() waits for its answer before it "
                         "expires (default: 604800, 7 days)")
+    p.add_argument("--journal-retention", type=_retention, default=30 * 24 * 3600.0, metavar="SECONDS",
+                   help="how long finished formation runs stay in the run journal; older ones are pruned at "
+                        "start-up; 0 keeps them forever (default: 2592000, 30 days; at least --suspend-ttl)")
     p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                    help="let browser pages from ORIGIN call the API, e.g. http://localhost:5173 (repeatable)")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
@@ -88,6 +91,16 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
         return value
 
     return parse
+
+
+def _retention(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 seconds (0: keep finished runs forever), got {text}")
+    return value
 
 
 class ServeError(ValueError):
@@ -171,6 +184,7 @@ def build_config(args: argparse.Namespace) -> ServerConfig:
         cors_origins=tuple(args.cors_origin),
         allowed_hosts=(*args.allowed_host, *named),
         suspend_ttl=args.suspend_ttl,
+        journal_retention=args.journal_retention or None,
     )
 
 

@@ -44,6 +44,11 @@ class ServerConfig:
             through DNS rebinding. ``*.example.com`` allows the subdomains, ``*`` any name.
         suspend_ttl: seconds a formation run suspended by ``interrupt()`` waits for its answer
             (``POST /runs/{id}/resume``) before it expires; None: forever. Default 7 days.
+        journal_retention: seconds a finished formation run (succeeded, failed, cancelled,
+            expired...) stays in the run journal; older ones are pruned when the server
+            starts, so the database does not grow without end. None: keep them all. At
+            least ``suspend_ttl``, so a run waiting for its answer is never pruned. Default
+            30 days. The runs' records (``GET /runs``) stay; only their journals go.
 
     Example:
         >>> ServerConfig(db_path="/tmp/w.db", token="s3cret").work_root.is_absolute()
@@ -61,6 +66,7 @@ class ServerConfig:
     cors_origins: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
     suspend_ttl: float | None = 7 * 24 * 3600.0
+    journal_retention: float | None = 30 * 24 * 3600.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "db_path", Path(os.path.expanduser(str(self.db_path))))
@@ -77,6 +83,15 @@ class ServerConfig:
             raise ValueError(f"request_timeout must be > 0 seconds, got {self.request_timeout}")
         if self.suspend_ttl is not None and not self.suspend_ttl > 0:
             raise ValueError(f"suspend_ttl must be > 0 seconds or None, got {self.suspend_ttl}")
+        if self.journal_retention is not None:
+            if not self.journal_retention > 0:
+                raise ValueError(f"journal_retention must be > 0 seconds or None, got {self.journal_retention}")
+            if self.suspend_ttl is None or self.journal_retention < self.suspend_ttl:
+                raise ValueError(
+                    f"journal_retention (--journal-retention, {self.journal_retention:g} s) must be at least "
+                    f"suspend_ttl (--suspend-ttl, {'forever' if self.suspend_ttl is None else f'{self.suspend_ttl:g} s'})"
+                    ", or a run waiting for its answer could be pruned; raise the retention, lower the ttl, or "
+                    "keep finished runs forever (journal_retention=None, --journal-retention 0)")
         if self.worker_threads < 2:
             raise ValueError(f"worker_threads must be >= 2, got {self.worker_threads}")
 

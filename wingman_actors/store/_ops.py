@@ -212,19 +212,23 @@ class Answer(Op):
 
 
 class Prune(Op):
-    """Delete runs (and their journals) not running and not updated since ``cutoff``,
-    and the shapes no run uses (forgetting them from ``shapes``, see :class:`BeginRun`)."""
+    """Delete runs (and their journals) that are finished (not running, and not suspended
+    and still waiting for their answer) and not updated since ``cutoff``, and the shapes
+    no run uses (forgetting them from ``shapes``, see :class:`BeginRun`). Suspended runs
+    past their expiry are marked expired first (which updates them)."""
 
-    __slots__ = ("cutoff", "shapes")
+    __slots__ = ("cutoff", "now", "shapes")
     wait = True
 
-    def __init__(self, cutoff: float, shapes: set[str] | None = None) -> None:
+    def __init__(self, cutoff: float, now: float, shapes: set[str] | None = None) -> None:
         super().__init__()
-        self.cutoff = cutoff
+        self.cutoff, self.now = cutoff, now
         self.shapes = set() if shapes is None else shapes
 
     def apply(self, conn: sqlite3.Connection) -> Any:
-        count = conn.execute("DELETE FROM runs WHERE status != 'running' AND updated < ?", (self.cutoff,)).rowcount
+        Expire(self.now).apply(conn)
+        count = conn.execute("DELETE FROM runs WHERE status NOT IN ('running', 'suspended') AND updated < ?",
+                             (self.cutoff,)).rowcount
         conn.execute("DELETE FROM shapes WHERE fingerprint NOT IN (SELECT fingerprint FROM runs)")
         self.shapes.clear()
         return count

@@ -346,10 +346,14 @@ class RunStore:
     # --- housekeeping ----------------------------------------------------------------------
 
     def prune(self, older_than: datetime.timedelta | float) -> int:
-        """Delete the runs (and their journals) not ``running`` and not updated for
-        ``older_than`` (timedelta or seconds). Returns how many were deleted."""
+        """Delete the finished runs (and their journals) not updated for ``older_than``
+        (timedelta or seconds): every status but ``running``, and ``suspended`` while the
+        run still waits for its answer. A suspended run past its expiry is marked
+        ``expired`` (an update: it goes once that is ``older_than`` ago). Returns how many
+        were deleted."""
         seconds = _seconds(older_than, "prune(older_than=...)", allow_none=False) or 0.0
-        count: int = self._writer.call(Prune(time.time() - seconds, self._shapes))
+        now = time.time()
+        count: int = self._writer.call(Prune(now - seconds, now, self._shapes))
         return count
 
     def expire(self) -> int:
