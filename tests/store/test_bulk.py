@@ -1,4 +1,4 @@
-"""Journalling writes applied together leave the file as if applied one by one, in order."""
+"""Journalling writes applied as one statement leave the file as if applied one by one, in order."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.store.conftest import chain_shape
-from wingman_actors.store._bulk import apply_segment
+from wingman_actors.store._bulk import apply_group, install
 from wingman_actors.store._ops import Append, BeginRun, SetStatus
 from wingman_actors.store._schema import connect, migrate
 from wingman_actors.store._writer import Op
@@ -19,6 +21,7 @@ _SHAPE = chain_shape()
 def _database(path: Path) -> sqlite3.Connection:
     conn = connect(str(path), synchronous="NORMAL")
     migrate(conn, str(path))
+    install(conn)
     return conn
 
 
@@ -60,23 +63,28 @@ def _outcome(conn: sqlite3.Connection, ops: list[Op]) -> dict[str, Any]:
     }
 
 
-def _apply(conn: sqlite3.Connection, ops: list[Op], *, together: bool) -> None:
-    conn.execute("BEGIN IMMEDIATE")
+def _apply(conn: sqlite3.Connection, ops: list[Op], *, together: bool, size: int = 400) -> None:
+    """Apply ``ops`` one by one, or together in groups of ``size`` (outside a transaction:
+    each group commits itself, as the writer applies a batch of journalling ops only)."""
     if together:
-        apply_segment(conn, ops)
-    else:
-        for op in ops:
-            op.result = op.apply(conn)
+        for i in range(0, len(ops), size):
+            apply_group(conn, ops[i:i + size])
+        assert not conn.in_transaction
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    for op in ops:
+        op.result = op.apply(conn)
     conn.execute("COMMIT")
 
 
-def test_a_mixed_batch_applied_together_equals_it_applied_one_by_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", [400, 40, 3])  # beyond one statement's 64 rows; one statement; a few
+def test_a_mixed_batch_applied_together_equals_it_applied_one_by_one(tmp_path: Path, size: int) -> None:
     for seed in range(5):
         one_by_one, together = _database(tmp_path / f"a{seed}.sqlite"), _database(tmp_path / f"b{seed}.sqlite")
         try:
             expected_ops, ops = _ops(seed, 400), _ops(seed, 400)
             _apply(one_by_one, expected_ops, together=False)
-            _apply(together, ops, together=True)
+            _apply(together, ops, together=True, size=size)
             expected = _outcome(one_by_one, expected_ops)
             assert _outcome(together, ops) == expected
             # the mix did exercise every mistake

@@ -1,24 +1,21 @@
-"""Applying a run of journalling writes with a few multi-row statements.
+"""Applying a run of journalling writes with one SQL statement.
 
 A busy store's batches are mostly three kinds of write: new runs (``begin_run``), journal
 entries (``record_*``) and status changes (``set_status``). Applied one statement per
-write, every statement is a trip into SQLite during which the writer lets go of the GIL
-and must queue to take it back behind the formation's threads; with many runs in flight
-that waiting, not SQLite, is most of a write's cost. So the writer hands a run of such
-writes to :func:`apply_segment`, which writes all the new runs with one ``INSERT ...
-VALUES (...), (...)``, then all the entries with one, then all the status changes with
-one ``UPDATE ... FROM (VALUES ...)`` (statements of at most :data:`_CHUNK` rows).
+write, each statement is a trip into SQLite during which the writer lets go of the GIL,
+and must then queue to take it back behind the formation's threads: measured with eight
+threads submitting runs, a commit of a few writes held the write lock for ~0.7 ms, most of
+it waiting for the GIL, while every caller of ``begin_run`` waited for that commit.
 
-The result is the same as applying the writes one by one, in order, inside the batch's
-transaction:
+So the writer's connection has a temporary view, ``temp.journal_ops``, whose ``INSTEAD OF
+INSERT`` trigger applies one write per row (a shape, a run, an entry or a status, by
+``kind``), and a run of writes is one ``INSERT INTO temp.journal_ops VALUES (...), ...``:
+one trip into SQLite, rows applied in queue order, so the result is that of the writes
+applied one by one. Outside a transaction that statement is its own (atomic) commit.
 
-* entries and status changes only ever refer to runs begun before them, so writing the
-  segment's runs first changes nothing; a ``begin_run`` of an id an earlier write of the
-  segment refers to starts a new segment instead;
-* of several status changes of one run the last one wins, as it would in order;
-* a multi-row statement that fails (a duplicate run id, an entry of an unknown run) has
-  changed nothing (SQLite undoes a failed statement, not the transaction): its writes
-  and those after it are then applied one by one, each with its own checks and error.
+A write that breaks a rule (a duplicate run id, an entry or status of an unknown run)
+aborts the statement, which then has changed nothing; the writes are then applied one by
+one, each with its own checks and error, inside one transaction.
 """
 
 from __future__ import annotations
@@ -28,136 +25,103 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._ops import Append, BeginRun, SetStatus
     from ._writer import Op
 
-__all__ = ["apply_segment"]
+__all__ = ["ENTRY", "RUN", "SHAPE", "STATUS", "apply_group", "apply_rows", "install"]
 
+SHAPE, RUN, ENTRY, STATUS = 0, 1, 2, 3
+"""Row kinds: ``(kind, run, a, b, c, d, e, f, g)``; see :data:`_TRIGGER` for the columns."""
+
+_COLUMNS = 9
 _CHUNK = 64  # rows per statement: 64 x 9 parameters stays under SQLite's oldest limit (999)
-_UPDATE_FROM = sqlite3.sqlite_version_info >= (3, 33, 0)  # UPDATE ... FROM
 
-_RUN_ROW = "(?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)"
-_ENTRY_ROW = "((SELECT key FROM runs WHERE id = ?), ?, ?, ?, ?, ?, ?)"
-_SQL: dict[tuple[str, int], str] = {}
+_VIEW = ("CREATE TEMP VIEW IF NOT EXISTS journal_ops AS SELECT NULL AS kind, NULL AS run, NULL AS a, NULL AS b, "
+         "NULL AS c, NULL AS d, NULL AS e, NULL AS f, NULL AS g")
+_TRIGGER = """CREATE TEMP TRIGGER IF NOT EXISTS journal_ops_apply INSTEAD OF INSERT ON journal_ops BEGIN
+    INSERT OR IGNORE INTO shapes (fingerprint, shape)
+        SELECT NEW.a, NEW.b WHERE NEW.kind = 0;
+    INSERT INTO runs (id, formation, fingerprint, source, input_codec, input, status, created, updated, owner)
+        SELECT NEW.run, NEW.a, NEW.b, NEW.c, NEW.d, NEW.e, 'running', NEW.f, NEW.f, NEW.g WHERE NEW.kind = 1;
+    INSERT INTO journal (run, kind, node, visit, item, codec, value)
+        SELECT (SELECT key FROM main.runs WHERE id = NEW.run), NEW.a, NEW.b, NEW.c, NEW.d, NEW.e, NEW.f
+        WHERE NEW.kind = 2;
+    SELECT RAISE(ABORT, 'wingman-actors: status of an unknown run')
+        WHERE NEW.kind = 3 AND NOT EXISTS (SELECT 1 FROM main.runs WHERE id = NEW.run);
+    UPDATE runs SET status = NEW.a, error = NEW.b, expires = NEW.c, updated = NEW.d
+        WHERE NEW.kind = 3 AND id = NEW.run;
+END"""
+_SQL: dict[int, str] = {}
 
 
-def _statement(kind: str, rows: int) -> str:
-    sql = _SQL.get((kind, rows))
+def install(conn: sqlite3.Connection) -> None:
+    """Create the view and its trigger on ``conn`` (temporary: they live with the connection)."""
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute(_VIEW)
+    conn.execute(_TRIGGER)
+
+
+def _statement(rows: int) -> str:
+    sql = _SQL.get(rows)
     if sql is None:
-        if kind == "runs":
-            sql = ("INSERT INTO runs (id, formation, fingerprint, source, input_codec, input, status, created, "
-                   "updated, owner) VALUES " + ", ".join([_RUN_ROW] * rows))
-        elif kind == "journal":
-            sql = ("INSERT INTO journal (run, kind, node, visit, item, codec, value) VALUES "
-                   + ", ".join([_ENTRY_ROW] * rows))
-        else:
-            sql = ("UPDATE runs SET status = v.column1, error = v.column2, expires = v.column3, updated = v.column4 "
-                   "FROM (VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * rows) + ") AS v WHERE runs.id = v.column5")
-        _SQL[(kind, rows)] = sql
+        one = "(" + ", ".join("?" * _COLUMNS) + ")"
+        sql = _SQL[rows] = "INSERT INTO temp.journal_ops VALUES " + ", ".join([one] * rows)
     return sql
 
 
-class _Failed(Exception):
-    """A statement of :func:`_write` failed; the rows before it were written."""
+def apply_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> bool:
+    """Apply ``rows`` in order: one statement (outside a transaction, a commit of its own);
+    beyond 64 rows, statements of at most 64 rows, atomic together.
 
-    def __init__(self, written: int) -> None:
-        super().__init__(written)
-        self.written = written
-
-
-def _write(conn: sqlite3.Connection, kind: str, rows: Sequence[tuple[Any, ...]]) -> int:
-    """Write ``rows`` with statements of 64, 32, ... 1 rows (few distinct statements, so
-    SQLite's statement cache keeps them prepared); the number of rows changed.
-
-    Raises:
-        _Failed: a statement broke a constraint (it wrote nothing; those before it did).
+    Returns:
+        False if a write broke a rule: then nothing was applied.
     """
-    changed, i, n = 0, 0, len(rows)
-    while i < n:
-        k = _CHUNK
-        while k > n - i:
-            k //= 2
-        params = [value for row in rows[i:i + k] for value in row]
+    if len(rows) <= _CHUNK:
         try:
-            changed += conn.execute(_statement(kind, k), params).rowcount
+            conn.execute(_statement(len(rows)), [v for row in rows for v in row])
         except sqlite3.IntegrityError:
-            raise _Failed(i) from None
-        i += k
-    return changed
+            return False
+        return True
+    conn.execute("SAVEPOINT journal_ops")  # outside a transaction, this begins one
+    done = 0
+    try:
+        while done < len(rows):
+            k = min(_CHUNK, len(rows) - done)
+            conn.execute(_statement(k), [v for row in rows[done:done + k] for v in row])
+            done += k
+    except sqlite3.IntegrityError:
+        conn.execute("ROLLBACK TO journal_ops")
+        conn.execute("RELEASE journal_ops")
+        return False
+    conn.execute("RELEASE journal_ops")
+    return True
 
 
-class _Segment:
-    """The writes of one segment, sorted by kind (see the module docs)."""
+def apply_group(conn: sqlite3.Connection, ops: Sequence[Op]) -> None:
+    """Apply journalling ops (``BeginRun``, ``Append``, ``SetStatus``, in queue order) as
+    one statement, or, if one of them breaks a rule, one by one (in one transaction), each
+    with its own result or error. Outside a transaction, what this applies is committed."""
+    from ._ops import BeginRun, Journalling
 
-    def __init__(self) -> None:
-        self.begins: list[BeginRun] = []
-        self.appends: list[Append] = []
-        self.statuses: list[SetStatus] = []
-        self.referred: set[str] = set()  # run ids the segment's appends and statuses refer to
-
-    def apply(self, conn: sqlite3.Connection) -> None:
-        if self.begins:
-            self._begin(conn)
-        if self.appends:
-            if len(self.appends) == 1:
-                self.appends[0].apply(conn)
-            else:
-                try:
-                    _write(conn, "journal", [op.row for op in self.appends])
-                except _Failed as failed:  # an entry of an unknown run: each with its own error
-                    for op in self.appends[failed.written:]:
-                        op.apply(conn)
-        if self.statuses:
-            self._set_statuses(conn)
-
-    def _begin(self, conn: sqlite3.Connection) -> None:
-        ops = self.begins
-        if len(ops) == 1:
-            ops[0].result = ops[0].apply(conn)
-            return
-        for op in ops:
-            if op.shape[0] not in op.shapes:
-                op.insert_shape(conn)
-        written = len(ops)
-        try:
-            _write(conn, "runs", [op.row for op in ops])
-        except _Failed as failed:  # a duplicate id, or a shape pruned by another process
-            written = failed.written
-            for op in ops[written:]:
-                op.result = op.apply(conn)
-        for op in ops[:written]:
-            op.result = op.row[0]
-
-    def _set_statuses(self, conn: sqlite3.Connection) -> None:
-        ops = self.statuses
-        if len(ops) == 1 or not _UPDATE_FROM:
-            for op in ops:
-                op.apply(conn)
-            return
-        last = {op.params[-1]: op.params for op in ops}  # the last change of each run wins
-        if _write(conn, "status", list(last.values())) != len(last):  # (an UPDATE breaks no constraint)
-            for op in ops:  # some run is unknown: each op again (idempotent) finds which
-                op.apply(conn)
-
-
-def apply_segment(conn: sqlite3.Connection, ops: Sequence[Op]) -> None:
-    """Apply ``ops`` (``BeginRun``, ``Append`` and ``SetStatus`` ops, in queue order)
-    inside the open transaction; see the module docs."""
-    from ._ops import Append, BeginRun, SetStatus
-
-    segment = _Segment()
+    rows: list[tuple[Any, ...]] = []
     for op in ops:
-        if isinstance(op, BeginRun):
-            if op.row[0] in segment.referred:  # referred to before it begins: keep that order
-                segment.apply(conn)
-                segment = _Segment()
-            segment.begins.append(op)
-        elif isinstance(op, Append):
-            segment.appends.append(op)
-            segment.referred.add(op.row[0])
-        elif isinstance(op, SetStatus):
-            segment.statuses.append(op)
-            segment.referred.add(op.params[-1])
-        else:
-            raise TypeError(f"apply_segment cannot apply {op.describe()}")
-    segment.apply(conn)
+        if not isinstance(op, Journalling):
+            raise TypeError(f"the journal_ops statement cannot apply {op.describe()}")
+        op.add_rows(rows)
+    if apply_rows(conn, rows):
+        for op in ops:
+            if isinstance(op, BeginRun):
+                op.shapes.add(op.shape[0])
+                op.result = op.row[0]
+        return
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        for op in ops:
+            op.result = op.apply(conn)
+    except BaseException:
+        if own:
+            conn.execute("ROLLBACK")
+        raise
+    if own:
+        conn.execute("COMMIT")

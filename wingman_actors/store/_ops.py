@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ._bulk import apply_segment
+from . import _bulk
 from ._errors import RunNotResumableError, StoreError, UnknownRunError
 from ._owner import ProcessIdentity, is_alive
 from ._writer import Op
@@ -29,18 +29,23 @@ KINDS = {"visit": 1, "item": 2, "progress": 3, "interrupt": 4, "answer": 5, "ski
 """Journal entry kinds as stored."""
 
 
-class _Journalling(Op):
-    """A write of the journalling group: new runs, entries, statuses (see ``_bulk``)."""
+class Journalling(Op):
+    """A write of the journalling group (new runs, entries, statuses): consecutive ones
+    are applied as one statement (see ``_bulk``), each giving its rows."""
 
     __slots__ = ()
     GROUP = "journalling"
 
+    def add_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Append this write's rows of ``temp.journal_ops`` to ``rows``."""
+        raise NotImplementedError
+
     @classmethod
     def apply_group(cls, conn: sqlite3.Connection, ops: Sequence[Op]) -> None:
-        apply_segment(conn, ops)
+        _bulk.apply_group(conn, ops)
 
 
-class BeginRun(_Journalling):
+class BeginRun(Journalling):
     """Insert a new run, status ``running``, owned by this store. Waited for (durable).
 
     ``shapes`` holds the fingerprints this writer knows are in the ``shapes`` table, so
@@ -77,6 +82,12 @@ class BeginRun(_Journalling):
                                     "pass a new run_id, or None for a generated one")
         return self.row[0]
 
+    def add_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        if self.shape[0] not in self.shapes:  # (added to shapes once the rows are applied)
+            rows.append((_bulk.SHAPE, None, *self.shape, None, None, None, None, None))
+        run_id, formation, fingerprint, source, codec, text, created, _, owner = self.row
+        rows.append((_bulk.RUN, run_id, formation, fingerprint, source, codec, text, created, owner))
+
     def insert_shape(self, conn: sqlite3.Connection) -> None:
         conn.execute("INSERT OR IGNORE INTO shapes (fingerprint, shape) VALUES (?, ?)", self.shape)
         self.shapes.add(self.shape[0])  # forgotten by a Prune; a rolled-back batch is caught above
@@ -89,7 +100,7 @@ _INSERT_RUN = ("INSERT INTO runs (id, formation, fingerprint, source, input_code
                "owner) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)")
 
 
-class Append(_Journalling):
+class Append(Journalling):
     """Append one journal entry. Not waited for: ordered by the queue."""
 
     __slots__ = ("row",)
@@ -99,6 +110,10 @@ class Append(_Journalling):
     def __init__(self, row: tuple[str, int, str, int, int | None, int, str]) -> None:
         super().__init__()
         self.row = row
+
+    def add_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        run_id, kind, node, visit, item, codec, text = self.row
+        rows.append((_bulk.ENTRY, run_id, kind, node, visit, item, codec, text, None))
 
     def apply(self, conn: sqlite3.Connection) -> Any:
         try:
@@ -111,7 +126,7 @@ class Append(_Journalling):
         return f"record {kind} of node {self.row[2]!r} (visit {self.row[3]}) of run {self.row[0]!r}"
 
 
-class SetStatus(_Journalling):
+class SetStatus(Journalling):
     """Set a run's status (and error, expiry)."""
 
     __slots__ = ("params", "store_path")
@@ -121,6 +136,10 @@ class SetStatus(_Journalling):
         super().__init__()
         self.params = (status, error, expires, now, run_id)
         self.store_path = store_path
+
+    def add_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        status, error, expires, now, run_id = self.params
+        rows.append((_bulk.STATUS, run_id, status, error, expires, now, None, None, None))
 
     def apply(self, conn: sqlite3.Connection) -> Any:
         cur = conn.execute("UPDATE runs SET status = ?, error = ?, expires = ?, updated = ? WHERE id = ?", self.params)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
 
+from . import _bulk
 from ._checkpoint import Checkpointer
 from ._codec import Codec
 from ._errors import FormationMismatchError
@@ -128,6 +129,8 @@ class RunStore:
         conn = connect(self._path, synchronous=synchronous)
         try:
             migrate(conn, self._path)
+            conn.execute("PRAGMA wal_autocheckpoint = 0")  # checkpoints run on their own thread (see _checkpoint)
+            _bulk.install(conn)  # the journal_ops view the writer applies runs of writes through
             conn.execute("BEGIN IMMEDIATE")
             h = self._here
             self._owner = int(conn.execute("INSERT INTO owners (host, boot, pid, started, opened) VALUES (?, ?, ?, ?, ?)",
@@ -139,7 +142,6 @@ class RunStore:
             conn.close()
             raise
         self._shapes: set[str] = set()  # fingerprints known stored; used by ops, under the write lock
-        conn.execute("PRAGMA wal_autocheckpoint = 0")  # checkpoints run on their own thread (see _checkpoint)
         self._writer = writer = Writer(conn, "wingman-store-writer")
         path_ = self._path
         checkpointer = Checkpointer(lambda: connect(path_, synchronous=synchronous), lambda: writer.committed,

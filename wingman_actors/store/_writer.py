@@ -7,7 +7,7 @@ and commits once:
 concurrent callers share a commit (group commit), and because batches commit in queue
 order and each batch is atomic, a write is never durable unless every write queued
 before it is too. Consecutive journalling ops (new runs, entries, statuses) are applied
-with a few multi-row statements (``_bulk``). A caller that must know its write is durable (``wait=True``) blocks
+with one statement (``_bulk``). A caller that must know its write is durable (``wait=True``) blocks
 until the batch holding it has committed.
 
 If a batch fails as a whole (a disk error, a bug), it is rolled back and replayed one op
@@ -47,7 +47,8 @@ class Op:
     __slots__ = ("done", "error", "result", "seq")
     wait: ClassVar[bool] = False
     GROUP: ClassVar[str | None] = None
-    """Consecutive ops of one group are applied together, by :meth:`apply_group`."""
+    """Consecutive ops of one group are applied together, by :meth:`apply_group`; a batch
+    of one group only is applied by it outside a transaction, and it commits."""
 
     def __init__(self) -> None:
         self.seq = 0
@@ -60,9 +61,15 @@ class Op:
 
     @classmethod
     def apply_group(cls, conn: sqlite3.Connection, ops: Sequence[Op]) -> None:
-        """Apply consecutive ops of :attr:`GROUP` (as if one by one, in order)."""
+        """Apply consecutive ops of :attr:`GROUP` as if one by one, in order; outside a
+        transaction, commit them (atomically)."""
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN IMMEDIATE")
         for op in ops:
             op.result = op.apply(conn)
+        if own:
+            conn.execute("COMMIT")
 
     def describe(self) -> str:
         return type(self).__name__
@@ -260,6 +267,10 @@ class Writer:
     def _run(self, batch: list[Op]) -> None:
         conn = self._conn
         try:
+            group = batch[0].GROUP
+            if group is not None and all(op.GROUP == group for op in batch):
+                batch[0].apply_group(conn, batch)  # e.g. one statement: its own commit
+                return
             conn.execute("BEGIN IMMEDIATE")
             i, n = 0, len(batch)
             while i < n:
@@ -268,8 +279,8 @@ class Writer:
                     batch[i].result = batch[i].apply(conn)
                     i += 1
                     continue
-                # A run of journalling ops (new runs, entries, statuses): a few multi-row
-                # statements (see _bulk). If one raises, the batch is replayed op by op below.
+                # A run of journalling ops (new runs, entries, statuses): one statement (see
+                # _bulk). If it raises, the batch is replayed op by op below.
                 j = i + 1
                 while j < n and batch[j].GROUP == group:
                     j += 1
