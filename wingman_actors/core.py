@@ -16,6 +16,8 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._trusted import built
+
 __all__ = [
     "ContentBlock",
     "InferenceRequest",
@@ -103,6 +105,21 @@ class ContentBlock(_Model):
         return cls(type="image", data=data, media_type=media_type)
 
 
+_TEXT_BLOCK: dict[str, Any] = {
+    "type": "text", "text": "", "id": None, "name": None, "input": None, "tool_use_id": None,
+    "content": None, "is_error": False, "media_type": None, "data": None,
+}
+_TEXT_BLOCK_SET = frozenset({"type", "text"})
+_MESSAGE_SET = frozenset({"role", "content", "sender"})
+
+
+def _text_block(text: str) -> ContentBlock:
+    """``ContentBlock.text_block(text)`` for a ``str`` known to be one."""
+    values = _TEXT_BLOCK.copy()
+    values["text"] = text
+    return built(ContentBlock, values, _TEXT_BLOCK_SET)
+
+
 def _text_of(blocks: list[ContentBlock]) -> str:
     if len(blocks) == 1:  # the common case, without a generator
         block = blocks[0]
@@ -137,11 +154,9 @@ class Message(_Model):
     @classmethod
     def user(cls, content: str | ContentBlock | Iterable[ContentBlock], *, sender: str | None = None) -> Message:
         """A user message from text or blocks (``sender``: who wrote it, when an agent did)."""
-        if isinstance(content, str):
-            # One validation of plain data instead of two model constructions.
-            return cls.model_validate(
-                {"role": Role.USER, "content": [{"type": "text", "text": content}], "sender": sender}
-            )
+        if isinstance(content, str) and (sender is None or isinstance(sender, str)) and cls is Message:
+            # Every session run starts with one: nothing here needs validating.
+            return built(Message, {"role": Role.USER, "content": [_text_block(content)], "sender": sender}, _MESSAGE_SET)
         return cls(role=Role.USER, content=_blocks(content), sender=sender)
 
     @classmethod
@@ -238,6 +253,41 @@ class InferenceRequest(_Model):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+_REQUEST_SET = frozenset(InferenceRequest.model_fields)
+
+
+def session_request(
+    messages: list[Message], tools: list[ToolDefinition], instructions: str, output_schema: dict[str, Any] | None,
+    max_tokens: int | None, temperature: float | None,
+) -> InferenceRequest:
+    """``InferenceRequest(...)`` with every field, for a session's model call: built without
+    validating again what is already of its type (the session's messages, the agent's
+    settings); anything else (a history given as dicts, say) is validated as before, and so
+    is an output schema (validation copies it: a provider may adapt its copy)."""
+    trusted = (
+        type(instructions) is str
+        and output_schema is None
+        and (max_tokens is None or (type(max_tokens) is int and max_tokens > 0))
+        and (temperature is None or (type(temperature) is float and 0.0 <= temperature <= 2.0))
+    )
+    for m in messages:
+        if type(m) is not Message:
+            trusted = False
+    for t in tools:
+        if type(t) is not ToolDefinition:
+            trusted = False
+    if not trusted:
+        return InferenceRequest(
+            messages=messages, tools=tools, instructions=instructions, output_schema=output_schema,
+            max_tokens=max_tokens, temperature=temperature,
+        )
+    values = {
+        "messages": messages, "tools": tools, "instructions": instructions, "output_schema": output_schema,
+        "max_tokens": max_tokens, "temperature": temperature,
+    }
+    return built(InferenceRequest, values, _REQUEST_SET)
+
+
 class InferenceResponse(_Model):
     """A model's answer to one :class:`InferenceRequest`."""
 
@@ -272,6 +322,8 @@ class InferenceResponse(_Model):
 
     def to_message(self, *, sender: str | None = None) -> Message:
         """The assistant message this response appends to a history (``sender``: the agent)."""
+        if sender is None or isinstance(sender, str):  # the blocks are this (validated) response's
+            return built(Message, {"role": Role.ASSISTANT, "content": list(self.content), "sender": sender}, _MESSAGE_SET)
         return Message(role=Role.ASSISTANT, content=list(self.content), sender=sender)
 
 

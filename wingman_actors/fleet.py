@@ -75,6 +75,9 @@ class Task:
             raise TypeError(f"Task instructions must be a str, got {type(self.instructions).__name__}")
 
 
+_TASK_TYPES = (str, Task)  # what a render may return (a tuple: ``str | Task`` is built per call)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class FleetResult:
     """The outcome of one fleet task.
@@ -375,7 +378,7 @@ class Fleet:
         if self._render is None:
             return item  # type: ignore[no-any-return]  # checked in __init__
         task = self._render(item)
-        if not isinstance(task, str | Task):
+        if not isinstance(task, _TASK_TYPES):
             raise TypeError(f"Fleet render must return a Task or a str, got {type(task).__name__} for item {index}")
         return task  # a str stays a str: building a Task per item costs as much as rendering it
 

@@ -260,6 +260,14 @@ class FleetActor(NodeActor):
 
 
 def _total(usages: list[Usage]) -> Usage:
-    """The sum of many usages, built once (adding them one by one builds a model per item,
-    after the last item finished: time added to the node's makespan)."""
-    return Usage(**{field: sum(getattr(u, field) for u in usages) for field in Usage.model_fields})
+    """The sum of many usages, built once, in one pass (adding them one by one builds a
+    model per item, after the last item finished: time added to the node's makespan)."""
+    inp = out = created = read = 0
+    for u in usages:
+        inp += u.input_tokens
+        out += u.output_tokens
+        created += u.cache_creation_input_tokens
+        read += u.cache_read_input_tokens
+    return Usage(
+        input_tokens=inp, output_tokens=out, cache_creation_input_tokens=created, cache_read_input_tokens=read
+    )

@@ -27,6 +27,8 @@ __all__ = ["Reply", "ScriptedProvider"]
 
 Reply = Union[str, InferenceResponse, BaseException, Callable[[InferenceRequest], Any]]
 
+_NOT_CALLED = (BaseException, InferenceResponse)  # callable replies that are answers themselves
+
 
 class ScriptedProvider:
     """Answers each call with the next scripted reply.
@@ -127,8 +129,10 @@ class ScriptedProvider:
                 token.sleep(self.latency_s)
             else:
                 time.sleep(self.latency_s)
+        if type(reply) is str:  # the common case first
+            return self._text_response(request, reply)
         for _ in range(4):  # a callable may return another callable; bounded
-            if callable(reply) and not isinstance(reply, BaseException | InferenceResponse):
+            if callable(reply) and not isinstance(reply, _NOT_CALLED):
                 reply = reply(request)
             else:
                 break
@@ -180,7 +184,9 @@ def _estimate(request: InferenceRequest, reply: str) -> tuple[int, int]:
     # A deterministic, rough token count (4 characters a token) so usage sums are testable.
     chars = len(request.instructions)
     for m in request.messages:
-        chars += len(m.text)
+        for block in m.content:
+            if block.type == "text":
+                chars += len(block.text or "")
     return max(1, chars // 4), max(1, len(reply) // 4)
 
 
