@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
-from ._ray_wire import Done, Failed, Suspended
+from ._ray_wire import Done, Failed, Process, Suspended
 
 __all__ = ["Channel", "ChannelLost", "ChannelServer"]
 
@@ -36,11 +36,35 @@ log = logging.getLogger("wingman_actors.backends")
 _FINAL = (Done, Suspended, Failed)
 
 
+_SCALARS = frozenset({str, bytes, int, float, bool, type(None)})
+
+
 def _dumps(value: Any) -> bytes:
-    from ray import cloudpickle  # what Ray ships values with (modules registered by value too)
+    """``value`` pickled as Ray would (cloudpickle: a class or function that the other
+    process cannot import goes by value, as do the modules registered for that)."""
+    from ray import cloudpickle
 
     data: bytes = cloudpickle.dumps(value, protocol=5)  # type: ignore[no-untyped-call]
     return data
+
+
+def _request(request: Any) -> bytes:
+    """A request to the actor, pickled: a plain input with the C pickler (several times
+    faster), anything else as Ray would (the input may hold classes the actor's process
+    cannot import)."""
+    if type(request) is Process and type(request.payload) in _SCALARS:
+        return pickle.dumps(request, protocol=5)
+    return _dumps(request)
+
+
+def _reply(message: Any) -> bytes:
+    """A message to the driver, pickled: with the C pickler when it can (the driver runs
+    the same code, so what the actor imports by name the driver can too), else as Ray
+    would (a class the actor received by value goes back by value)."""
+    try:
+        return pickle.dumps(message, protocol=5)
+    except Exception:
+        return _dumps(message)
 
 
 def _keepalive(conn: Connection) -> None:
@@ -80,7 +104,7 @@ class Channel:
         the first message is asked for, whether or not the caller iterates."""
         conn = self._conn
         try:
-            conn.send_bytes(_dumps(request))
+            conn.send_bytes(_request(request))
         except (OSError, EOFError) as exc:
             raise ChannelLost(f"the connection to the node's Ray actor closed ({str(exc) or type(exc).__name__})") from exc
         return self._replies(conn)
@@ -197,7 +221,7 @@ class ChannelServer:
 def _pickled(message: Any) -> bytes:
     """``message`` pickled; one that cannot be becomes a :class:`Failed` saying so."""
     try:
-        return _dumps(message)
+        return _reply(message)
     except Exception as exc:
         what = (f"raised {type(message.error).__name__}: {message.error}" if type(message) is Failed
                 else f"sent a {type(message).__name__} message")
