@@ -3,13 +3,16 @@
 A :class:`NodeHost` is the body of the Ray actor (the backend wraps it with
 ``ray.remote``). It builds the node actor object from the recipe's plain declaration —
 an agent's provider is rebuilt from its configuration here, so no live HTTP client or
-lock crosses a process boundary — and calls its ``process`` for each input. The
-runtime's routing and supervision stay in the driver; this module imports nothing of Ray.
+lock crosses a process boundary — and calls its ``process`` for each input, which
+arrives over the actor's direct channel (:mod:`._ray_channel`) or, without one, as a Ray
+call. The runtime's routing and supervision stay in the driver; this module imports
+nothing of Ray.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import queue
 import threading
 import time
@@ -19,9 +22,12 @@ from typing import Any
 from ..actors.envelope import Envelope, EnvelopeType, Work
 from ..core import StreamEvent, Usage
 from ..interrupts import RunSuspended, VisitScope
-from ._ray_wire import AgentEvent, Call, Done, ItemDone, ModelReply, Suspended, VisitTicket
+from ._ray_channel import ChannelServer
+from ._ray_wire import AgentEvent, Call, Done, Failed, ItemDone, ModelReply, Process, Suspended, VisitTicket
 
 __all__ = ["NodeHost", "ProviderRecipe", "portable"]
+
+log = logging.getLogger("wingman_actors.backends")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,11 +115,6 @@ class _LocalObserver:
         return VisitScope(ticket.run_id, ticket.node, ticket.visit, list(answers), progress, list(replies), index)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Failed:
-    error: BaseException
-
-
 class NodeHost:
     """One node replica inside a Ray actor process.
 
@@ -121,12 +122,38 @@ class NodeHost:
         cls: the node actor class.
         args: its positional arguments (after :func:`portable`).
         kwargs: its keyword arguments.
+        channel_key: when given, listen for the driver's direct channel (see
+            :mod:`._ray_channel`), authenticated with this key.
+        channel_host: the address to listen on (None: this Ray node's).
     """
 
-    def __init__(self, cls: type[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self, cls: type[Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+        channel_key: bytes | None = None, channel_host: str | None = None,
+    ) -> None:
         self.observer = _LocalObserver()
         self.node = cls(*(built(a) for a in args), observer=self.observer, **kwargs)
         self.node.on_start()  # a fleet's pool; nothing for the others
+        self.channel: ChannelServer | None = None
+        if channel_key is not None:
+            try:
+                self.channel = ChannelServer(self.serve, channel_key, channel_host)
+            except Exception:  # e.g. no address to listen on: the driver uses Ray calls
+                log.warning("node %r: no direct channel (inputs go as Ray calls)", self.node.name, exc_info=True)
+
+    def endpoint(self) -> tuple[str, int] | None:
+        """Where the direct channel listens (None: there is none)."""
+        return None if self.channel is None else self.channel.address
+
+    def serve(self, request: Process | Call) -> Iterator[Any]:
+        """The messages answering one request of the direct channel (see :mod:`._ray_wire`)."""
+        if type(request) is Process:
+            output, usage = self.process(request.payload, request.sender, request.timeout)
+            yield Done(output, usage)
+        elif type(request) is Call:
+            yield from self.call(request)
+        else:
+            raise TypeError(f"node {self.node.name!r}: unknown request {type(request).__name__} on its channel")
 
     def _work(self, payload: Any, sender: str) -> Work:
         return Work(Envelope(0, "", sender, EnvelopeType.WORK, payload, time.time(), self.node.name))
@@ -171,14 +198,14 @@ class NodeHost:
                 signal.scope.journal_replies()  # the suspending attempt's model responses, to the driver
                 out.put(Suspended(signal.payload, signal.scope.item))
             except BaseException as exc:  # handed to the generator, which raises it
-                out.put(_Failed(exc))
+                out.put(Failed(exc))
 
         thread = threading.Thread(target=body, name=f"wingman-ray-{node.name}", daemon=True)
         thread.start()
         try:
             while True:
                 item = out.get()
-                if type(item) is _Failed:
+                if type(item) is Failed:
                     memo = work.memo or {}
                     for index in sorted(set(memo) - sent):
                         yield ItemDone(index, memo[index])

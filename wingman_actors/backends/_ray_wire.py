@@ -1,13 +1,14 @@
 """What crosses the process boundary between a replica's driver-side proxy and its Ray
-actor, beyond the plain ``(payload, sender, timeout)`` of the fast path.
+actor (over the direct channel of :mod:`._ray_channel`, or Ray calls when there is none).
 
-A journalled visit, a fleet, or an agent whose events someone listens to takes the
-*call* path: the proxy sends a :class:`Call` and the actor answers with a stream of
-messages, in order: :class:`AgentEvent`, :class:`ItemDone` (a fleet item finished),
-:class:`ModelReply` (a model response of the visit's agent session, to journal), and last
-:class:`Done` or :class:`Suspended` (or the node's exception). The store lives in the
-driver: the proxy journals each delta as it arrives, so the actor needs no store and a
-run on a cluster journals where it was started.
+A plain input is a :class:`Process` request, answered by one :class:`Done` (or
+:class:`Failed`). A journalled visit, a fleet, or an agent whose events someone listens
+to takes the *call* path: the proxy sends a :class:`Call` and the actor answers with a
+stream of messages, in order: :class:`AgentEvent`, :class:`ItemDone` (a fleet item
+finished), :class:`ModelReply` (a model response of the visit's agent session, to
+journal), and last :class:`Done` or :class:`Suspended` (or :class:`Failed`: the node's
+exception). The store lives in the driver: the proxy journals each delta as it arrives,
+so the actor needs no store and a run on a cluster journals where it was started.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from ..core import StreamEvent, Usage
 
-__all__ = ["AgentEvent", "Call", "Done", "ItemDone", "ModelReply", "Suspended", "VisitTicket"]
+__all__ = ["AgentEvent", "Call", "Done", "Failed", "ItemDone", "ModelReply", "Process", "Suspended", "VisitTicket"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,16 @@ class VisitTicket:
     answers: list[Any] = field(default_factory=list)
     replies: list[Any] = field(default_factory=list)
     items: dict[int, tuple[list[Any], list[Any]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Process:
+    """One attempt on the fast path (no store, no fleet, no listener): the node's input,
+    its sender, and the attempt's time limit."""
+
+    payload: Any
+    sender: str
+    timeout: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +112,10 @@ class Suspended:
 
     payload: Any
     item: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The attempt raised ``error`` (the last message of an exchange that failed)."""
+
+    error: BaseException

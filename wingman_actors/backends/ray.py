@@ -18,13 +18,18 @@ CPU-bound functions; ``concurrency=k`` means k processes).
   (see :mod:`._ray_keeper`).
 * Agent and fleet work is interrupted through the actor (a threaded Ray actor, so the
   interrupt reaches it while it works).
-* A plain input takes the fast path (one actor call, ``(output, usage)`` back). A
+* Inputs and results travel over a direct channel between each proxy and its actor
+  (:mod:`._ray_channel`; a Ray call costs about 1 ms of CPU on each side, a channel
+  message tens of microseconds); Ray places, restarts and kills the processes and
+  carries the control calls. A plain input is one request answered by its result. A
   journalled visit, a fleet, or an agent with listeners takes the *call* path
-  (:mod:`._ray_wire`): a Ray streaming generator brings back, in order, the agent's
-  events, finished fleet items (kept for a retry, so it reruns only the failed items),
-  model responses of a journalled agent session, and last the result or the
-  ``interrupt()`` that suspended the run. The run store stays in the driver, which
-  journals each delta as it arrives, exactly where the threads backend journals it.
+  (:mod:`._ray_wire`): the actor sends back, in order, the agent's events, finished
+  fleet items (kept for a retry, so it reruns only the failed items), model responses
+  of a journalled agent session, and last the result or the ``interrupt()`` that
+  suspended the run. The run store stays in the driver, which journals each delta as it
+  arrives, exactly where the threads backend journals it. Without a channel (through a
+  Ray Client, or an actor the driver cannot reach) the same requests go as Ray calls
+  (a streaming generator for the call path).
 * An agent's ``ScriptedProvider`` is copied into each replica's process; when the
   formation stops, the calls of every replica are added to the driver's provider.
 
@@ -37,21 +42,19 @@ unless one is already initialised in this process), ``num_cpus`` (of a local Ray
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..actors.base import NodeActor
 from ..actors.envelope import Work
 from ..agent import Agent
-from ..core import Usage
 from ..errors import FormationSetupError
-from ..interrupts import RunSuspended, VisitScope
 from ..providers.scripted import ScriptedProvider
 from ._ray_host import NodeHost, portable
 from ._ray_keeper import RayKeeper, init_ray
 from ._ray_modules import ship_unimportable_by_value
-from ._ray_wire import AgentEvent, Call, Done, ItemDone, ModelReply, Suspended, VisitTicket
+from ._ray_replica import RayReplica
 from .base import NodeRecipe
 from .threads import ThreadNode, ThreadsBackend
 
@@ -75,134 +78,6 @@ def import_ray(formation: str = "") -> Any:
     return ray
 
 
-def _unwrap(ray: Any, exc: BaseException) -> BaseException:
-    """The node's own exception from a Ray error (a process that died is a RuntimeError
-    naming what happened: a failed attempt like any other)."""
-    cause = getattr(exc, "cause", None)
-    if isinstance(exc, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
-        return cause
-    if isinstance(exc, ray.exceptions.RayActorError | ray.exceptions.WorkerCrashedError):
-        err = RuntimeError(f"the node's Ray actor process died ({type(exc).__name__}); Ray restarts it")
-        err.__cause__ = exc
-        return err
-    return exc
-
-
-class RayReplica(NodeActor):
-    """The driver-side proxy of one replica: takes work from the node's queue and runs it
-    on the replica's Ray actor (see the module docstring)."""
-
-    def __init__(self, node: RayNode, *, agent: bool, fleet: bool, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.node = node
-        self.agent = agent  # an agent or a fleet: interruptible
-        self.fleet = fleet
-
-    @property
-    def interruptible(self) -> bool:
-        return self.agent
-
-    def interrupt(self, reason: str = "the formation is stopping") -> None:
-        if self.agent:
-            self.node.handles[self.replica].interrupt.remote(reason)
-
-    def process(self, env: Work) -> tuple[Any, Usage | None]:
-        ray = self.node.ray
-        node = self.node
-        if self.replica in node.stale:
-            node.wait_ready(self.replica)
-        handle = node.handles[self.replica]
-        timeout = self._timeout(env)
-        observer = self.observer
-        events = self.agent and observer is not None and observer.wants_events(env)
-        try:
-            if env.scope is None and not events and not self.fleet:
-                output, usage = ray.get(handle.process.remote(env.payload, env.sender, timeout))
-                return output, usage
-            return self._call(handle, env, timeout, events)
-        except ray.exceptions.RayError as exc:
-            if isinstance(exc, ray.exceptions.RayActorError):
-                node.stale.add(self.replica)  # Ray restarts it: the next call waits for that
-            raise _unwrap(ray, exc) from None
-
-    def _call(self, handle: Any, env: Work, timeout: float | None, events: bool) -> tuple[Any, Usage | None]:
-        """The call path (see :mod:`._ray_wire`): apply the actor's messages as they come,
-        journalling each delta of a journalled run here, in the driver."""
-        ray = self.node.ray
-        observer = self.observer
-        scope: VisitScope | None = env.scope
-        memo: dict[int, Any] | None = None
-        if self.fleet:  # finished items are kept on the work across its retries
-            memo = env.memo if env.memo is not None else {}
-            env.memo = memo
-        ticket = None
-        if scope is not None:
-            ticket = VisitTicket(scope.run_id, scope.node, scope.visit, scope.answers, scope.replies,
-                                 self._asked_items(env) if self.fleet else {})
-        item_scopes: dict[int, VisitScope] = {}
-
-        def item_scope(index: int) -> VisitScope:  # the driver's scope of a fleet item
-            found = item_scopes.get(index)
-            if found is None:
-                found = observer.item_scope(env, index) if observer is not None else None
-                if found is None:
-                    raise RuntimeError(f"fleet node {self.name!r} suspended a run that has no store")
-                item_scopes[index] = found
-            return found
-
-        call = Call(env.payload, env.sender, timeout, events, ticket, None if memo is None else dict(memo))
-        stream = handle.call.options(num_returns="streaming").remote(call)
-        try:
-            for ref in stream:
-                msg = ray.get(ref)
-                kind = type(msg)
-                if kind is AgentEvent:
-                    if observer is not None:
-                        observer.agent_event(env, msg.event)
-                elif kind is ItemDone:
-                    if memo is not None:
-                        memo[msg.index] = msg.output
-                    if scope is not None and observer is not None:
-                        observer.item_finished(env, msg.index, msg.output)
-                elif kind is ModelReply:
-                    if msg.item is not None:
-                        item_scope(msg.item).record_reply(msg.response)
-                    elif scope is not None:
-                        scope.record_reply(msg.response)
-                elif kind is Done:
-                    return msg.output, msg.usage
-                elif kind is Suspended:
-                    if scope is None:  # cannot happen: interrupt() needs the visit's scope
-                        raise RuntimeError(f"node {self.name!r} suspended a run that has no store")
-                    raise RunSuspended(msg.payload, scope if msg.item is None else item_scope(msg.item))
-        except (ray.exceptions.RayError, RunSuspended):
-            raise
-        except BaseException:
-            # the driver gave up on the attempt (a journal write failed): stop the actor's work
-            if self.agent:
-                handle.interrupt.remote("the attempt failed in the driver")
-            raise
-        raise RuntimeError(f"node {self.name!r}: the Ray actor's stream ended without a result")
-
-
-    def _asked_items(self, env: Work) -> dict[int, tuple[list[Any], list[Any]]]:
-        """A resumed fleet visit's items that interrupted before: their answers and
-        journalled model responses, for the items' scopes in the actor."""
-        run = env.run
-        observer = self.observer
-        replay = run.replay if run is not None else None
-        if replay is None or observer is None:
-            return {}
-        asked = {i.item for i in replay.journal.interrupts
-                 if i.item is not None and (i.node, i.visit) == (env.target, env.visit)}
-        found: dict[int, tuple[list[Any], list[Any]]] = {}
-        for index in sorted(asked):
-            s = observer.item_scope(env, index)
-            if s is not None:
-                found[index] = (list(s.answers), list(s.replies))
-        return found
-
-
 class RayNode(ThreadNode):
     """One node's Ray actors (one per replica), their proxies and their shared queue."""
 
@@ -215,10 +90,26 @@ class RayNode(ThreadNode):
             "notify_start": bool(recipe.kwargs.get("notify_start")),
         })
         self.stale: set[int] = set()  # replicas whose Ray actor is restarting
+        self.key = backend.channel_key
+        self.direct = backend.direct  # whether proxies reach their actors over a channel
+        self.endpoints: dict[int, tuple[str, int] | None] = {}  # replica -> its actor's channel address
         # the agent's ScriptedProvider in this process: its replicas' calls are added at stop
         self.scripted = next((a.provider for a in recipe.args if isinstance(a, Agent)
                               and isinstance(a.provider, ScriptedProvider)), None)
         super().__init__(backend, proxy, concurrency, observer)
+
+    def lost(self, replica: int) -> None:
+        """The process of ``replica``'s Ray actor died (or is being killed): Ray restarts
+        it; the next input waits for that and connects anew."""
+        self.stale.add(replica)
+        self.endpoints.pop(replica, None)
+
+    def endpoint(self, replica: int) -> tuple[str, int] | None:
+        """Where ``replica``'s actor listens for its proxies' channels (asked once per
+        actor process), or None: it has no channel."""
+        if replica not in self.endpoints:
+            self.endpoints[replica] = self.ray.get(self.handles[replica].endpoint.remote())
+        return self.endpoints[replica]
 
     def wait_ready(self, replica: int, limit: float = 60.0) -> None:
         """Wait until the Ray actor of ``replica`` answers again after its process died
@@ -239,7 +130,7 @@ class RayNode(ThreadNode):
     def _abandon(self, actor: Any, env: Work, why: str) -> None:
         if not actor.interruptible:
             # the attempt is stuck in a function: end its process (Ray starts a fresh one)
-            self.stale.add(actor.replica)
+            self.lost(actor.replica)
             self.ray.kill(self.handles[actor.replica], no_restart=False)
         super()._abandon(actor, env, why)
 
@@ -290,6 +181,9 @@ class RayBackend(ThreadsBackend):
         self.owns_ray = False  # whether stop() shuts Ray down (or disconnects from a cluster)
         self._keeper: RayKeeper | None = None  # the thread that started Ray, when not the main thread
         self._remote: Any = None
+        self.channel_key = os.urandom(32)  # proves a connection to a replica's actor comes from here
+        self.channel_host: str | None = None  # where actors listen: their node's address, or the loopback
+        self.direct = True  # inputs go over direct channels (not through a Ray Client)
 
     def _connect(self) -> None:
         ray = self.ray
@@ -308,6 +202,8 @@ class RayBackend(ThreadsBackend):
             if self.options.get("num_cpus") is not None:
                 kwargs["num_cpus"] = self.options["num_cpus"]
         kwargs.update(self.options.get("init") or {})
+        if address is None and kwargs.get("address") == "local":
+            self.channel_host = "127.0.0.1"  # every actor runs on this machine
         t0 = time.perf_counter()
         try:
             self._keeper = init_ray(ray, kwargs)
@@ -324,6 +220,10 @@ class RayBackend(ThreadsBackend):
         ray = self.ray
         self._connect()
         if self._remote is None:
+            # through a Ray Client (ray://) the actors' addresses are out of the driver's reach
+            from ray.util.client import ray as client
+
+            self.direct = not client.is_connected()  # type: ignore[no-untyped-call]
             self._remote = ray.remote(NodeHost)
         args = tuple(portable(a) for a in recipe.args)
         ship_unimportable_by_value(ray.cloudpickle)  # e.g. a formation file the launcher loaded
@@ -340,7 +240,7 @@ class RayBackend(ThreadsBackend):
         # (our supervision decides).
         return self._remote.options(
             max_restarts=-1, max_task_retries=0, max_concurrency=2, name=None,
-        ).remote(recipe.cls, args, recipe.kwargs)
+        ).remote(recipe.cls, args, recipe.kwargs, self.channel_key, self.channel_host)
 
     def start_node(self, recipe: NodeRecipe, concurrency: int, observer: Any) -> RayNode:
         node = RayNode(self, recipe, concurrency, observer)

@@ -1,0 +1,231 @@
+"""The data path of the Ray backend: a direct connection between a replica's driver-side
+proxy and its Ray actor.
+
+A Ray actor call costs about a millisecond of CPU on each side (task submission, the
+reply's object, ``ray.get``): on a small machine running a dozen replicas that cost, not
+the node's work, bounds an agent formation's makespan. So Ray places, starts, restarts
+and kills the replicas' processes, and carries the control calls (``interrupt``,
+``ping``), while each input and its answer go over a socket the actor listens on: one
+pickled request, then the pickled messages of :mod:`._ray_wire` in order, the last one a
+:class:`~._ray_wire.Done`, :class:`~._ray_wire.Suspended` or :class:`~._ray_wire.Failed`
+(tens of microseconds a message).
+
+The connection is authenticated (``multiprocessing.connection``'s HMAC challenge, with a
+random key the driver hands the actor through Ray), the actor listens on its node's
+address (the loopback for a local Ray the formation started), and the socket sends TCP
+keepalives, so a node that vanishes from a cluster is noticed. A connection that closes
+mid-exchange means the actor's process died: :class:`ChannelLost`.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Client, Connection, Listener
+from typing import Any
+
+from ._ray_wire import Done, Failed, Process, Suspended
+
+__all__ = ["Channel", "ChannelLost", "ChannelServer"]
+
+log = logging.getLogger("wingman_actors.backends")
+
+_FINAL = (Done, Suspended, Failed)
+
+
+_SCALARS = frozenset({str, bytes, int, float, bool, type(None)})
+
+
+def _dumps(value: Any) -> bytes:
+    """``value`` pickled as Ray would (cloudpickle: a class or function that the other
+    process cannot import goes by value, as do the modules registered for that)."""
+    from ray import cloudpickle
+
+    data: bytes = cloudpickle.dumps(value, protocol=5)  # type: ignore[no-untyped-call]
+    return data
+
+
+def _request(request: Any) -> bytes:
+    """A request to the actor, pickled: a plain input with the C pickler (several times
+    faster), anything else as Ray would (the input may hold classes the actor's process
+    cannot import)."""
+    if type(request) is Process and type(request.payload) in _SCALARS:
+        return pickle.dumps(request, protocol=5)
+    return _dumps(request)
+
+
+def _reply(message: Any) -> bytes:
+    """A message to the driver, pickled: with the C pickler when it can (the driver runs
+    the same code, so what the actor imports by name the driver can too), else as Ray
+    would (a class the actor received by value goes back by value)."""
+    try:
+        return pickle.dumps(message, protocol=5)
+    except Exception:
+        return _dumps(message)
+
+
+def _keepalive(conn: Connection) -> None:
+    """TCP keepalives on the connection's socket: a peer gone with its machine is noticed
+    within ~15 s instead of never."""
+    sock = socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for name, value in (("TCP_KEEPIDLE", 5), ("TCP_KEEPINTVL", 2), ("TCP_KEEPCNT", 4)):
+            if hasattr(socket, name):
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    finally:
+        sock.close()  # a duplicate of the descriptor: the connection keeps its own
+
+
+class ChannelLost(RuntimeError):
+    """The connection to a replica's Ray actor closed mid-exchange: its process died."""
+
+
+class Channel:
+    """The driver's end: one proxy's connection to its replica's actor.
+
+    Args:
+        address: where the actor listens (``ChannelServer.address``).
+        key: the authentication key the actor was given.
+    """
+
+    def __init__(self, address: tuple[str, int], key: bytes) -> None:
+        self._conn = Client(address, authkey=key)
+        _keepalive(self._conn)
+
+    def exchange(self, request: Any) -> Iterator[Any]:
+        """Send ``request``; yield the actor's messages up to and including the final
+        one (a :class:`Failed` is raised as its error instead). Raises
+        :class:`ChannelLost` when the connection closes first; the request is sent before
+        the first message is asked for, whether or not the caller iterates."""
+        conn = self._conn
+        try:
+            conn.send_bytes(_request(request))
+        except (OSError, EOFError) as exc:
+            raise ChannelLost(f"the connection to the node's Ray actor closed ({str(exc) or type(exc).__name__})") from exc
+        return self._replies(conn)
+
+    @staticmethod
+    def _replies(conn: Connection) -> Iterator[Any]:
+        while True:
+            try:
+                data = conn.recv_bytes()
+            except (OSError, EOFError) as exc:
+                raise ChannelLost(
+                    f"the connection to the node's Ray actor closed ({str(exc) or type(exc).__name__})"
+                ) from exc
+            message = pickle.loads(data)
+            if type(message) is Failed:
+                raise message.error
+            yield message
+            if type(message) in _FINAL:
+                return
+
+    def closed(self) -> bool:
+        """Whether the actor closed the connection (between exchanges it sends nothing,
+        so anything to read means its end closed: its process died)."""
+        try:
+            return bool(self._conn.poll())
+        except (OSError, EOFError):
+            return True
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class ChannelServer:
+    """The actor's end: accepts the proxies' connections (one thread each) and answers
+    each request with the messages ``handle(request)`` yields.
+
+    Args:
+        handle: a request to its messages (the last one final); what it raises is sent
+            as :class:`Failed`.
+        key: the authentication key connections must prove they hold.
+        host: the address to listen on (None: this Ray node's address).
+    """
+
+    def __init__(self, handle: Callable[[Any], Iterator[Any]], key: bytes, host: str | None = None) -> None:
+        if host is None:
+            from ray.util import get_node_ip_address
+
+            host = get_node_ip_address()  # type: ignore[no-untyped-call]
+        self._handle = handle
+        self._key = key
+        self._closing = False
+        self._serving: list[threading.Thread] = []
+        self._listener = Listener((host, 0), authkey=key)
+        self.address: tuple[str, int] = self._listener.address  # type: ignore[assignment]
+        self._accepting = threading.Thread(target=self._accept, name="wingman-ray-channel", daemon=True)
+        self._accepting.start()
+
+    def _accept(self) -> None:
+        # in an actor, lives as long as its process (Ray ends the process, not the thread)
+        while True:
+            try:
+                conn = self._listener.accept()
+            except OSError:
+                return  # the listener closed
+            except Exception:  # a peer that failed the challenge (multiprocessing.AuthenticationError)
+                log.warning("a connection to a node's Ray actor failed authentication", exc_info=True)
+                continue
+            if self._closing:
+                conn.close()
+                return
+            _keepalive(conn)
+            thread = threading.Thread(target=self._serve, args=(conn,), name="wingman-ray-serve", daemon=True)
+            self._serving = [t for t in self._serving if t.is_alive()]
+            self._serving.append(thread)
+            thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop accepting connections and wait (up to ``timeout``) for the served ones to
+        end, which they do when their proxies close them."""
+        self._closing = True
+        try:
+            Client(self.address, authkey=self._key).close()  # wakes the accepting thread
+        except OSError:
+            pass
+        self._accepting.join(timeout)
+        self._listener.close()
+        for thread in self._serving:
+            thread.join(timeout)
+
+    def _serve(self, conn: Connection) -> None:
+        try:
+            while True:
+                try:
+                    request = pickle.loads(conn.recv_bytes())
+                except (OSError, EOFError):
+                    return  # the proxy ended (or gave up on an exchange): so does this thread
+                for message in self._answers(request):
+                    conn.send_bytes(message)
+        except (OSError, EOFError):
+            return
+        finally:
+            conn.close()
+
+    def _answers(self, request: Any) -> Iterator[bytes]:
+        try:
+            for message in self._handle(request):
+                yield _pickled(message)
+        except GeneratorExit:
+            raise
+        except BaseException as exc:  # the node's error, for the driver's supervision
+            yield _pickled(Failed(exc))
+
+
+def _pickled(message: Any) -> bytes:
+    """``message`` pickled; one that cannot be becomes a :class:`Failed` saying so."""
+    try:
+        return _reply(message)
+    except Exception as exc:
+        what = (f"raised {type(message.error).__name__}: {message.error}" if type(message) is Failed
+                else f"sent a {type(message).__name__} message")
+        return _dumps(Failed(RuntimeError(
+            f"the node {what}, which cannot be pickled back to the driver ({type(exc).__name__}: {exc}); "
+            "return plain data (str, dict, list, pydantic models) from a node on the Ray backend"
+        )))

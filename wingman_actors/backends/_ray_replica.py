@@ -1,0 +1,199 @@
+"""The driver-side proxy of one replica on the Ray backend (see :mod:`.ray`): a node
+actor on a thread of the driver that takes work from the node's shared queue, has the
+replica's Ray actor process it — over its own direct channel (:mod:`._ray_channel`), or
+as Ray calls when there is none — and reports the outcome to the runtime like any node
+actor, so routing and supervision do not know where the work ran.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..actors.base import NodeActor
+from ..actors.envelope import Work
+from ..core import Usage
+from ..interrupts import RunSuspended, VisitScope
+from ._ray_channel import Channel, ChannelLost
+from ._ray_wire import AgentEvent, Call, Done, ItemDone, ModelReply, Process, Suspended, VisitTicket
+
+if TYPE_CHECKING:
+    from .ray import RayNode
+
+__all__ = ["RayReplica"]
+
+log = logging.getLogger("wingman_actors.backends")
+
+
+def _unwrap(ray: Any, exc: BaseException) -> BaseException:
+    """The node's own exception from a Ray error (a process that died is a RuntimeError
+    naming what happened: a failed attempt like any other)."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(exc, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
+        return cause
+    if isinstance(exc, ray.exceptions.RayActorError | ray.exceptions.WorkerCrashedError):
+        err = RuntimeError(f"the node's Ray actor process died ({type(exc).__name__}); Ray restarts it")
+        err.__cause__ = exc
+        return err
+    return exc
+
+
+class RayReplica(NodeActor):
+    """The driver-side proxy of one replica: takes work from the node's queue and runs it
+    on the replica's Ray actor (see the module docstring), over its own direct channel
+    to the actor when it has one (:mod:`._ray_channel`), else as Ray calls."""
+
+    def __init__(self, node: RayNode, *, agent: bool, fleet: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.node = node
+        self.agent = agent  # an agent or a fleet: interruptible
+        self.fleet = fleet
+        self._channel: Channel | None = None
+
+    @property
+    def interruptible(self) -> bool:
+        return self.agent
+
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        if self.agent:
+            self.node.handles[self.replica].interrupt.remote(reason)
+
+    def on_stop(self) -> None:
+        self._drop_channel()
+
+    def _drop_channel(self) -> None:
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
+
+    def _connected(self) -> Channel | None:
+        """This proxy's channel to its actor (connected on first use, and again after the
+        actor's process was restarted), or None: Ray calls carry the work."""
+        node = self.node
+        channel = self._channel
+        if channel is not None and channel.closed():  # the idle actor's process died
+            self._drop_channel()
+            node.lost(self.replica)
+            channel = None
+        if self.replica in node.stale:
+            node.wait_ready(self.replica)
+        if channel is None and node.direct:
+            address = node.endpoint(self.replica)
+            if address is not None:
+                try:
+                    channel = self._channel = Channel(address, node.key)
+                except Exception as exc:  # unreachable (e.g. a cluster behind NAT): Ray calls then
+                    log.warning("node %r: no direct channel to its Ray actor at %s (%s: %s); "
+                                "inputs go as Ray calls", self.name, address, type(exc).__name__, exc)
+                    node.direct = False
+        return channel
+
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
+        ray = self.node.ray
+        node = self.node
+        observer = self.observer
+        events = self.agent and observer is not None and observer.wants_events(env)
+        fast = env.scope is None and not events and not self.fleet
+        try:
+            channel = self._connected()
+            timeout = self._timeout(env)
+            if channel is not None:
+                if fast:
+                    done = next(channel.exchange(Process(env.payload, env.sender, timeout)))
+                    return done.output, done.usage
+                return self._call(channel.exchange, env, timeout, events)
+            handle = node.handles[self.replica]
+            if fast:
+                output, usage = ray.get(handle.process.remote(env.payload, env.sender, timeout))
+                return output, usage
+
+            def by_ray(call: Call) -> Iterator[Any]:
+                for ref in handle.call.options(num_returns="streaming").remote(call):
+                    yield ray.get(ref)
+
+            return self._call(by_ray, env, timeout, events)
+        except ChannelLost as exc:
+            self._drop_channel()
+            node.lost(self.replica)  # Ray restarts it: the next call waits for that
+            raise RuntimeError(f"the node's Ray actor process died ({exc}); Ray restarts it") from None
+        except ray.exceptions.RayError as exc:
+            if isinstance(exc, ray.exceptions.RayActorError):
+                node.lost(self.replica)
+            raise _unwrap(ray, exc) from None
+
+    def _call(self, send: Callable[[Call], Iterator[Any]], env: Work, timeout: float | None,
+              events: bool) -> tuple[Any, Usage | None]:
+        """The call path (see :mod:`._ray_wire`): apply the actor's messages as they come,
+        journalling each delta of a journalled run here, in the driver."""
+        observer = self.observer
+        scope: VisitScope | None = env.scope
+        memo: dict[int, Any] | None = None
+        if self.fleet:  # finished items are kept on the work across its retries
+            memo = env.memo if env.memo is not None else {}
+            env.memo = memo
+        ticket = None
+        if scope is not None:
+            ticket = VisitTicket(scope.run_id, scope.node, scope.visit, scope.answers, scope.replies,
+                                 self._asked_items(env) if self.fleet else {})
+        item_scopes: dict[int, VisitScope] = {}
+
+        def item_scope(index: int) -> VisitScope:  # the driver's scope of a fleet item
+            found = item_scopes.get(index)
+            if found is None:
+                found = observer.item_scope(env, index) if observer is not None else None
+                if found is None:
+                    raise RuntimeError(f"fleet node {self.name!r} suspended a run that has no store")
+                item_scopes[index] = found
+            return found
+
+        call = Call(env.payload, env.sender, timeout, events, ticket, None if memo is None else dict(memo))
+        for msg in send(call):  # the node's error, or a lost actor, is raised from here
+            kind = type(msg)
+            if kind is Done:
+                return msg.output, msg.usage
+            try:
+                if kind is AgentEvent:
+                    if observer is not None:
+                        observer.agent_event(env, msg.event)
+                elif kind is ItemDone:
+                    if memo is not None:
+                        memo[msg.index] = msg.output
+                    if scope is not None and observer is not None:
+                        observer.item_finished(env, msg.index, msg.output)
+                elif kind is ModelReply:
+                    if msg.item is not None:
+                        item_scope(msg.item).record_reply(msg.response)
+                    elif scope is not None:
+                        scope.record_reply(msg.response)
+                elif kind is Suspended:
+                    if scope is None:  # cannot happen: interrupt() needs the visit's scope
+                        raise RuntimeError(f"node {self.name!r} suspended a run that has no store")
+                    raise RunSuspended(msg.payload, scope if msg.item is None else item_scope(msg.item))
+            except RunSuspended:
+                raise
+            except BaseException:
+                # the driver gave up on the attempt (a journal write failed): stop the
+                # actor's work, and drop the channel (the rest of the answer is unread)
+                self._drop_channel()
+                if self.agent:
+                    self.node.handles[self.replica].interrupt.remote("the attempt failed in the driver")
+                raise
+        raise RuntimeError(f"node {self.name!r}: the Ray actor's stream ended without a result")
+
+    def _asked_items(self, env: Work) -> dict[int, tuple[list[Any], list[Any]]]:
+        """A resumed fleet visit's items that interrupted before: their answers and
+        journalled model responses, for the items' scopes in the actor."""
+        run = env.run
+        observer = self.observer
+        replay = run.replay if run is not None else None
+        if replay is None or observer is None:
+            return {}
+        asked = {i.item for i in replay.journal.interrupts
+                 if i.item is not None and (i.node, i.visit) == (env.target, env.visit)}
+        found: dict[int, tuple[list[Any], list[Any]]] = {}
+        for index in sorted(asked):
+            s = observer.item_scope(env, index)
+            if s is not None:
+                found[index] = (list(s.answers), list(s.replies))
+        return found
