@@ -329,6 +329,39 @@ def test_a_formation_joins_a_separately_started_cluster_and_only_disconnects(tmp
             current.unlink()
 
 
+_SHARED_DRIVER = """
+import ray
+from wingman_actors import Formation
+
+def triple(x: int) -> int:
+    return x * 3
+
+a = Formation("a").add_function("triple", triple).start(backend="ray", backend_options={"num_cpus": 1})
+b = Formation("b").add_function("triple", triple).start(backend="ray")  # shares a's Ray
+a.stop()
+print("b after a stopped", b.submit(5).result(60).output)
+b.stop()
+print("ray up after both stopped", ray.is_initialized())
+"""
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_formations_share_the_ray_one_started_until_the_last_stops(tmp_path: Path) -> None:
+    import subprocess
+
+    pytest.importorskip("ray")
+    driver = tmp_path / "driver.py"
+    driver.write_text(_SHARED_DRIVER)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True, env=env, timeout=110,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "b after a stopped 15" in proc.stdout  # before: a's stop() shut down the Ray b used
+    assert "ray up after both stopped False" in proc.stdout
+
+
 @pytest.mark.ray
 def test_the_launcher_runs_a_ready_formation_on_ray(ray_session: Any, capsys: pytest.CaptureFixture[str]) -> None:
     import json

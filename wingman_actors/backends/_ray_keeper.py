@@ -10,6 +10,11 @@ handler, a worker pool), :func:`init_ray` calls ``ray.init`` on a thread of its 
 lives until the formation stops, and shuts Ray down from there; from the main thread it
 calls ``ray.init`` directly (the main thread lives as long as the process, and only there
 does Ray install its SIGTERM handler).
+
+Several formations of one process share that Ray: :func:`acquire_ray` starts it for the
+first and counts the others in, :func:`release_ray` shuts it down when the last of them
+stops (before, the first formation to stop shut down the Ray the others still used). A Ray
+the program set up itself is shared and never shut down by a formation.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["RayKeeper", "init_ray"]
+__all__ = ["RayKeeper", "acquire_ray", "init_ray", "release_ray"]
 
 log = logging.getLogger("wingman_actors.backends")
 
@@ -77,3 +82,44 @@ def init_ray(ray: Any, kwargs: Mapping[str, Any]) -> RayKeeper | None:
     keeper = RayKeeper(ray, kwargs)
     keeper.start()
     return keeper
+
+
+class _Shared:
+    """The Ray formations of this process started, and how many formations use it."""
+
+    lock = threading.Lock()
+    users = 0
+    keeper: RayKeeper | None = None
+
+
+def acquire_ray(ray: Any, kwargs: Mapping[str, Any]) -> bool:
+    """Make sure Ray is up for a formation: ``ray.init(**kwargs)`` (see :func:`init_ray`)
+    unless this process has a Ray already.
+
+    Returns:
+        True if the formation shares a Ray that formations started (it must call
+        :func:`release_ray` when it stops); False for a Ray the program set up itself.
+    """
+    with _Shared.lock:
+        if ray.is_initialized():
+            if _Shared.users == 0:
+                return False  # not ours: the program's own, left alone
+            _Shared.users += 1
+            return True
+        _Shared.keeper = init_ray(ray, kwargs)
+        _Shared.users = 1
+        return True
+
+
+def release_ray(ray: Any) -> None:
+    """A formation that :func:`acquire_ray` counted in stops: the last one shuts Ray down
+    (a local Ray ends; a cluster that was joined is only left)."""
+    with _Shared.lock:
+        _Shared.users = max(0, _Shared.users - 1)
+        if _Shared.users:
+            return
+        keeper, _Shared.keeper = _Shared.keeper, None
+    if keeper is not None:
+        keeper.stop()  # shuts down the Ray it started, then ends
+    elif ray.is_initialized():
+        ray.shutdown()

@@ -52,7 +52,7 @@ from ..agent import Agent
 from ..errors import FormationSetupError
 from ..providers.scripted import ScriptedProvider
 from ._ray_host import NodeHost, portable
-from ._ray_keeper import RayKeeper, init_ray
+from ._ray_keeper import acquire_ray, release_ray
 from ._ray_modules import ship_unimportable_by_value
 from ._ray_replica import RayReplica
 from .base import NodeRecipe
@@ -178,17 +178,17 @@ class RayBackend(ThreadsBackend):
             ])
         self.ray = import_ray(formation)
         self.options = options
-        self.owns_ray = False  # whether stop() shuts Ray down (or disconnects from a cluster)
-        self._keeper: RayKeeper | None = None  # the thread that started Ray, when not the main thread
+        self.owns_ray = False  # whether stop() releases a Ray formations started (see _ray_keeper)
+        self._acquired = False
         self._remote: Any = None
         self.channel_key = os.urandom(32)  # proves a connection to a replica's actor comes from here
         self.channel_host: str | None = None  # where actors listen: their node's address, or the loopback
         self.direct = True  # inputs go over direct channels (not through a Ray Client)
 
     def _connect(self) -> None:
+        if self._acquired:
+            return
         ray = self.ray
-        if ray.is_initialized():
-            return  # a Ray this process set up already (a session, another formation): share it
         kwargs: dict[str, Any] = {
             "include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING,
         }
@@ -202,18 +202,22 @@ class RayBackend(ThreadsBackend):
             if self.options.get("num_cpus") is not None:
                 kwargs["num_cpus"] = self.options["num_cpus"]
         kwargs.update(self.options.get("init") or {})
-        if address is None and kwargs.get("address") == "local":
-            self.channel_host = "127.0.0.1"  # every actor runs on this machine
+        # A Ray this process has already (the program's own, or one another formation
+        # started) is shared, and shut down by the last formation that started or shared it.
+        fresh = not ray.is_initialized()
         t0 = time.perf_counter()
         try:
-            self._keeper = init_ray(ray, kwargs)
+            self.owns_ray = acquire_ray(ray, kwargs)
         except Exception as exc:
             raise FormationSetupError(self.formation, [
                 f"backend 'ray' could not start or join Ray ({type(exc).__name__}: {exc}); "
                 "check backend_options['address'] (e.g. 'auto' for a cluster started with `ray start --head`)"
             ]) from exc
-        self.owns_ray = True
-        log.info("formation %r: Ray ready in %.1fs", self.formation, time.perf_counter() - t0)
+        self._acquired = True
+        if fresh:
+            if address is None and kwargs.get("address") == "local":
+                self.channel_host = "127.0.0.1"  # every actor runs on this machine
+            log.info("formation %r: Ray ready in %.1fs", self.formation, time.perf_counter() - t0)
 
     def host_actor(self, recipe: NodeRecipe) -> Any:
         """Start one Ray actor running a replica of ``recipe``."""
@@ -256,9 +260,6 @@ class RayBackend(ThreadsBackend):
         deadline = time.monotonic() + 2.0
         for actor in [*self.spawned, *self.abandoned]:
             actor.thread.join(max(0.0, deadline - time.monotonic()))
-        keeper, self._keeper = self._keeper, None
-        if keeper is not None:
-            keeper.stop()  # shuts down the Ray it started, then ends
-        elif self.owns_ray and self.ray.is_initialized():
-            self.ray.shutdown()  # a local Ray we started ends; a cluster we joined is only left
-        self.owns_ray = False
+        if self.owns_ray:
+            release_ray(self.ray)  # the last formation using it shuts it down (or leaves a cluster)
+        self.owns_ray = self._acquired = False
