@@ -252,3 +252,35 @@ def test_on_ray_inputs_and_outputs_of_classes_only_the_driver_can_import_cross_t
         del sys.modules[name]
     assert note.text == "HI" and type(note).__name__ == "Note"
     assert local.n == 42 and type(local).__name__ == "Local"
+
+
+def test_no_channels_with_rays_tls_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wingman_actors.backends.ray import channels_allowed
+
+    monkeypatch.delenv("RAY_USE_TLS", raising=False)
+    assert channels_allowed()
+    monkeypatch.setenv("RAY_USE_TLS", "1")
+    assert not channels_allowed()
+
+
+class _RefusedOnce(_Counted):
+    refused = 0
+
+    def __init__(self, address: tuple[str, int], key: bytes) -> None:
+        if not type(self).refused:  # as when the actor restarted since its address was asked
+            type(self).refused += 1
+            raise ConnectionRefusedError("refused")
+        super().__init__(address, key)
+
+
+@pytest.mark.ray
+def test_on_ray_a_refused_connection_asks_the_actors_address_again_before_giving_up_the_channel(
+    ray_session: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    from wingman_actors import Formation
+
+    monkeypatch.setattr("wingman_actors.backends._ray_replica.Channel", _RefusedOnce)
+    _RefusedOnce.exchanges = _RefusedOnce.refused = 0
+    assert Formation("refused").add_function("inc", _pid).run(1, backend="ray").output > 0
+    assert (_RefusedOnce.refused, _RefusedOnce.exchanges) == (1, 1)
+    assert "no direct channel" not in caplog.text
