@@ -84,6 +84,31 @@ def test_a_connection_without_the_key_is_refused_and_the_server_serves_on(
     assert next(channel.exchange(Process(3, "s", None))).output == 6
 
 
+def test_an_address_that_does_not_answer_times_out_instead_of_blocking() -> None:
+    import socket
+
+    # a listener whose queue of pending connections is full: Linux drops further attempts,
+    # as a firewall would
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    pending = []
+    try:
+        for _ in range(4):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(server.getsockname())
+            pending.append(s)
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            Channel(server.getsockname(), KEY, timeout=0.5)
+        assert time.monotonic() - started < 5
+    finally:
+        for s in pending:
+            s.close()
+        server.close()
+
+
 def test_a_connection_the_actor_closes_is_lost_mid_exchange_and_seen_closed_while_idle() -> None:
     # a bare listener stands for an actor whose process dies: its ends of the connections close
     listener = Listener(("127.0.0.1", 0), authkey=KEY)
