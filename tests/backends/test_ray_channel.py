@@ -84,6 +84,31 @@ def test_a_connection_without_the_key_is_refused_and_the_server_serves_on(
     assert next(channel.exchange(Process(3, "s", None))).output == 6
 
 
+def test_an_address_that_does_not_answer_times_out_instead_of_blocking() -> None:
+    import socket
+
+    # a listener whose queue of pending connections is full: Linux drops further attempts,
+    # as a firewall would
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    pending = []
+    try:
+        for _ in range(4):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(server.getsockname())
+            pending.append(s)
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            Channel(server.getsockname(), KEY, timeout=0.5)
+        assert time.monotonic() - started < 5
+    finally:
+        for s in pending:
+            s.close()
+        server.close()
+
+
 def test_a_connection_the_actor_closes_is_lost_mid_exchange_and_seen_closed_while_idle() -> None:
     # a bare listener stands for an actor whose process dies: its ends of the connections close
     listener = Listener(("127.0.0.1", 0), authkey=KEY)
@@ -252,3 +277,35 @@ def test_on_ray_inputs_and_outputs_of_classes_only_the_driver_can_import_cross_t
         del sys.modules[name]
     assert note.text == "HI" and type(note).__name__ == "Note"
     assert local.n == 42 and type(local).__name__ == "Local"
+
+
+def test_no_channels_with_rays_tls_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wingman_actors.backends.ray import channels_allowed
+
+    monkeypatch.delenv("RAY_USE_TLS", raising=False)
+    assert channels_allowed()
+    monkeypatch.setenv("RAY_USE_TLS", "1")
+    assert not channels_allowed()
+
+
+class _RefusedOnce(_Counted):
+    refused = 0
+
+    def __init__(self, address: tuple[str, int], key: bytes) -> None:
+        if not type(self).refused:  # as when the actor restarted since its address was asked
+            type(self).refused += 1
+            raise ConnectionRefusedError("refused")
+        super().__init__(address, key)
+
+
+@pytest.mark.ray
+def test_on_ray_a_refused_connection_asks_the_actors_address_again_before_giving_up_the_channel(
+    ray_session: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    from wingman_actors import Formation
+
+    monkeypatch.setattr("wingman_actors.backends._ray_replica.Channel", _RefusedOnce)
+    _RefusedOnce.exchanges = _RefusedOnce.refused = 0
+    assert Formation("refused").add_function("inc", _pid).run(1, backend="ray").output > 0
+    assert (_RefusedOnce.refused, _RefusedOnce.exchanges) == (1, 1)
+    assert "no direct channel" not in caplog.text

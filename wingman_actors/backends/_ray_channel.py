@@ -24,7 +24,7 @@ import pickle
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Client, Connection, Listener, answer_challenge, deliver_challenge
 from typing import Any
 
 from ._ray_wire import Done, Failed, Process, Suspended
@@ -67,18 +67,42 @@ def _reply(message: Any) -> bytes:
         return _dumps(message)
 
 
-def _keepalive(conn: Connection) -> None:
-    """TCP keepalives on the connection's socket: a peer gone with its machine is noticed
-    within ~15 s instead of never."""
+def _tune(sock: socket.socket) -> None:
+    """No delay for small messages, and TCP keepalives: a peer gone with its machine is
+    noticed within ~15 s instead of never."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (("TCP_KEEPIDLE", 5), ("TCP_KEEPINTVL", 2), ("TCP_KEEPCNT", 4)):
+        if hasattr(socket, name):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
+
+
+def _tune_accepted(conn: Connection) -> None:
     sock = socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        for name, value in (("TCP_KEEPIDLE", 5), ("TCP_KEEPINTVL", 2), ("TCP_KEEPCNT", 4)):
-            if hasattr(socket, name):
-                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _tune(sock)
     finally:
         sock.close()  # a duplicate of the descriptor: the connection keeps its own
+
+
+def _connect(address: tuple[str, int], key: bytes, timeout: float) -> Connection:
+    """What ``multiprocessing.connection.Client(address, authkey=key)`` does, with a time
+    limit on reaching the address (an unreachable one would block for minutes)."""
+    sock = socket.create_connection(address, timeout=timeout)
+    try:
+        sock.settimeout(None)  # blocking again: the connection's reads wait for the answer
+        _tune(sock)
+    except BaseException:
+        sock.close()
+        raise
+    conn: Connection = Connection(sock.detach())
+    try:
+        answer_challenge(conn, key)
+        deliver_challenge(conn, key)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 class ChannelLost(RuntimeError):
@@ -91,11 +115,11 @@ class Channel:
     Args:
         address: where the actor listens (``ChannelServer.address``).
         key: the authentication key the actor was given.
+        timeout: how long reaching the address may take.
     """
 
-    def __init__(self, address: tuple[str, int], key: bytes) -> None:
-        self._conn = Client(address, authkey=key)
-        _keepalive(self._conn)
+    def __init__(self, address: tuple[str, int], key: bytes, timeout: float = 5.0) -> None:
+        self._conn = _connect((address[0], address[1]), key, timeout)
 
     def exchange(self, request: Any) -> Iterator[Any]:
         """Send ``request``; yield the actor's messages up to and including the final
@@ -175,7 +199,7 @@ class ChannelServer:
             if self._closing:
                 conn.close()
                 return
-            _keepalive(conn)
+            _tune_accepted(conn)
             thread = threading.Thread(target=self._serve, args=(conn,), name="wingman-ray-serve", daemon=True)
             self._serving = [t for t in self._serving if t.is_alive()]
             self._serving.append(thread)

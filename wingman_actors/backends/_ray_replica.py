@@ -79,15 +79,25 @@ class RayReplica(NodeActor):
         if self.replica in node.stale:
             node.wait_ready(self.replica)
         if channel is None and node.direct:
-            address = node.endpoint(self.replica)
-            if address is not None:
-                try:
-                    channel = self._channel = Channel(address, node.key)
-                except Exception as exc:  # unreachable (e.g. a cluster behind NAT): Ray calls then
-                    log.warning("node %r: no direct channel to its Ray actor at %s (%s: %s); "
-                                "inputs go as Ray calls", self.name, address, type(exc).__name__, exc)
-                    node.direct = False
+            channel = self._channel = self._connect()
         return channel
+
+    def _connect(self) -> Channel | None:
+        node = self.node
+        failure = ""
+        for _ in range(2):  # a second time at the address Ray's restart of the actor gave it
+            address = node.endpoint(self.replica)
+            if address is None:
+                return None
+            try:
+                return Channel(address, node.key)
+            except Exception as exc:
+                node.endpoints.pop(self.replica, None)
+                failure = f"at {address} ({type(exc).__name__}: {exc})"
+        # unreachable (e.g. a cluster node behind NAT): Ray calls then, for the whole node
+        log.warning("node %r: no direct channel to its Ray actor %s; inputs go as Ray calls", self.name, failure)
+        node.direct = False
+        return None
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
         ray = self.node.ray

@@ -28,8 +28,8 @@ CPU-bound functions; ``concurrency=k`` means k processes).
   of a journalled agent session, and last the result or the ``interrupt()`` that
   suspended the run. The run store stays in the driver, which journals each delta as it
   arrives, exactly where the threads backend journals it. Without a channel (through a
-  Ray Client, or an actor the driver cannot reach) the same requests go as Ray calls
-  (a streaming generator for the call path).
+  Ray Client, with Ray's TLS on, or to an actor the driver cannot reach) the same
+  requests go as Ray calls (a streaming generator for the call path).
 * An agent's ``ScriptedProvider`` is copied into each replica's process; when the
   formation stops, the calls of every replica are added to the driver's provider.
 
@@ -76,6 +76,16 @@ def import_ray(formation: str = "") -> Any:
             "(or use the default backend='threads')"
         ]) from exc
     return ray
+
+
+def channels_allowed() -> bool:
+    """Whether inputs may go over direct channels (:mod:`._ray_channel`): not through a
+    Ray Client (``ray://``: the actors' addresses are out of the driver's reach), and not
+    with Ray's TLS on (they would travel unencrypted beside Ray's encrypted traffic)."""
+    from ray.util.client import ray as client
+
+    tls = os.environ.get("RAY_USE_TLS", "0").strip().lower() in ("1", "true", "yes")
+    return not tls and not client.is_connected()  # type: ignore[no-untyped-call]
 
 
 class RayNode(ThreadNode):
@@ -224,10 +234,7 @@ class RayBackend(ThreadsBackend):
         ray = self.ray
         self._connect()
         if self._remote is None:
-            # through a Ray Client (ray://) the actors' addresses are out of the driver's reach
-            from ray.util.client import ray as client
-
-            self.direct = not client.is_connected()  # type: ignore[no-untyped-call]
+            self.direct = channels_allowed()
             self._remote = ray.remote(NodeHost)
         args = tuple(portable(a) for a in recipe.args)
         ship_unimportable_by_value(ray.cloudpickle)  # e.g. a formation file the launcher loaded
