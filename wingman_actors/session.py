@@ -283,12 +283,8 @@ class Session:
                 limit_hit = True
                 self._add_user_text(_LIMIT_NOTE)
             request = session_request(
-                list(self.history),
-                self._tools.definitions() if with_tools else [],
-                instructions,
-                self._schema.schema if self._schema is not None else None,
-                self.agent.max_tokens,
-                self.agent.temperature,
+                list(self.history), self._tools.definitions() if with_tools else [], instructions,
+                self._schema.schema if self._schema is not None else None, self.agent.max_tokens, self.agent.temperature,
             )
             if self._window is not None:
                 with cancel_scope(ctx.token):
