@@ -141,7 +141,7 @@ def _run_options(p: Any) -> None:
     p.add_argument("--backend", choices=("threads", "ray"), default="threads",
                    help="where node actors live: threads (default) or ray (needs wingman-actors[ray])")
     p.add_argument("--ray-address", metavar="ADDR", help="with --backend ray: join this cluster ('auto', host:port, ray://...)")
-    p.add_argument("--sample-latency", type=_seconds_or_zero, metavar="SECONDS",
+    p.add_argument("--sample-latency", type=seconds_or_zero, metavar="SECONDS",
                    help="seconds each sample reply takes (default: the formation's SAMPLE_LATENCY_S on a "
                         "terminal, so the live view shows the run; 0 otherwise)")
 
@@ -289,7 +289,8 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _seconds_or_zero(text: str) -> float:
+def seconds_or_zero(text: str) -> float:
+    """An argparse type: a number of seconds >= 0."""
     try:
         value = float(text)
     except ValueError:

@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
+
+
+@contextmanager
+def module_from_file(source: Path, name: str) -> Iterator[ModuleType]:
+    """``source`` imported under ``name`` as the launcher loads a formation file (in
+    ``sys.modules``, but no import statement can find it); removed afterwards."""
+    spec = importlib.util.spec_from_file_location(name, source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules[name]
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -287,7 +288,6 @@ print("connected after stop", ray.is_initialized())
 @pytest.mark.timeout(120)
 def test_a_formation_joins_a_separately_started_cluster_and_only_disconnects(tmp_path: Path) -> None:
     import socket
-    import subprocess
 
     pytest.importorskip("ray")
     with socket.socket() as s:
@@ -329,6 +329,18 @@ def test_a_formation_joins_a_separately_started_cluster_and_only_disconnects(tmp
             current.unlink()
 
 
+def _run_driver(tmp_path: Path, source: str, *, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``source`` as a script in a fresh interpreter (its own Ray); it must succeed."""
+    pytest.importorskip("ray")
+    driver = tmp_path / "driver.py"
+    driver.write_text(source)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True, env=env, timeout=timeout,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
 _SHARED_DRIVER = """
 import ray
 from wingman_actors import Formation
@@ -349,15 +361,7 @@ print("ray up after both stopped", ray.is_initialized())
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_formations_share_the_ray_one_started_until_the_last_stops(tmp_path: Path) -> None:
-    import subprocess
-
-    pytest.importorskip("ray")
-    driver = tmp_path / "driver.py"
-    driver.write_text(_SHARED_DRIVER)
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    proc = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True, env=env, timeout=110,
-                          cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _run_driver(tmp_path, _SHARED_DRIVER, timeout=110)
     assert "b after a stopped 15" in proc.stdout  # before: a's stop() shut down the Ray b used
     assert "ray up after both stopped False" in proc.stdout
 
@@ -411,14 +415,6 @@ print("left", [t.name for t in threading.enumerate() if t.name.startswith("wingm
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_formation_started_from_a_short_lived_thread_keeps_its_ray_until_stop(tmp_path: Path) -> None:
-    import subprocess
-
-    pytest.importorskip("ray")
-    driver = tmp_path / "driver.py"
-    driver.write_text(_THREAD_DRIVER)
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    proc = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True, env=env, timeout=100,
-                          cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _run_driver(tmp_path, _THREAD_DRIVER, timeout=100)
     assert "output 42" in proc.stdout
     assert "left [] False" in proc.stdout  # stop() shut that Ray down and ended its thread

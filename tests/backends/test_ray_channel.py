@@ -250,9 +250,7 @@ def shout(note: Note) -> Note:
 def test_on_ray_inputs_and_outputs_of_classes_only_the_driver_can_import_cross_the_channel(
     ray_session: Any, tmp_path: Any,
 ) -> None:
-    import importlib.util
-    import sys
-
+    from tests.backends.conftest import module_from_file
     from wingman_actors import Formation
 
     class Local:  # not importable by name anywhere: goes by value, as Ray would send it
@@ -265,16 +263,9 @@ def test_on_ray_inputs_and_outputs_of_classes_only_the_driver_can_import_cross_t
     source = tmp_path / "flows.py"
     source.write_text(_FLOWS)
     name = "wingman_test_channel_flows"  # a formation file the launcher loaded: no import finds it
-    spec = importlib.util.spec_from_file_location(name, source)
-    assert spec is not None and spec.loader is not None
-    flows = importlib.util.module_from_spec(spec)
-    sys.modules[name] = flows
-    try:
-        spec.loader.exec_module(flows)
+    with module_from_file(source, name) as flows:
         note = Formation("by-value").add_function("shout", flows.shout).run(flows.Note("hi"), backend="ray").output
         local = Formation("local").add_function("wrap", wrap).run(21, backend="ray").output
-    finally:
-        del sys.modules[name]
     assert note.text == "HI" and type(note).__name__ == "Note"
     assert local.n == 42 and type(local).__name__ == "Local"
 

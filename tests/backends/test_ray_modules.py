@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
+from tests.backends.conftest import module_from_file
 from wingman_actors.backends._ray_modules import ship_unimportable_by_value
 
 
@@ -24,16 +23,9 @@ def test_a_module_loaded_from_a_file_under_a_name_no_import_finds_is_shipped_by_
     source = tmp_path / "flows.py"
     source.write_text("def double(x):\n    return 2 * x\n")
     name = "wingman_test_formation_flows"
-    spec = importlib.util.spec_from_file_location(name, source)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
+    with module_from_file(source, name) as module:
         recorder = Recorder()
         shipped = ship_unimportable_by_value(recorder)
-    finally:
-        del sys.modules[name]
     assert name in shipped
     assert module in recorder.by_value
     assert "json" not in shipped and "wingman_actors" not in shipped  # importable anywhere

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..cli import seconds_or_zero
 from .config import DEFAULT_DB_PATH, DEFAULT_PORT, TOKEN_ENV, ServerConfig
 
 __all__ = ["ServeError", "add_serve_parser", "build_config", "functions_modules", "serve"]
@@ -56,7 +57,7 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("--suspend-ttl", type=_positive(float), default=7 * 24 * 3600.0, metavar="SECONDS",
                    help="how long a formation run suspended by interrupt() waits for its answer before it "
                         "expires (default: 604800, 7 days)")
-    p.add_argument("--journal-retention", type=_retention, default=30 * 24 * 3600.0, metavar="SECONDS",
+    p.add_argument("--journal-retention", type=seconds_or_zero, default=30 * 24 * 3600.0, metavar="SECONDS",
                    help="how long finished formation runs stay in the run journal; older ones are pruned at "
                         "start-up; 0 keeps them forever (default: 2592000, 30 days; at least --suspend-ttl)")
     p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
@@ -91,16 +92,6 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
         return value
 
     return parse
-
-
-def _retention(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 seconds (0: keep finished runs forever), got {text}")
-    return value
 
 
 class ServeError(ValueError):
