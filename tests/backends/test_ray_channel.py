@@ -84,6 +84,45 @@ def test_a_connection_without_the_key_is_refused_and_the_server_serves_on(
     assert next(channel.exchange(Process(3, "s", None))).output == 6
 
 
+def test_a_peer_that_connects_and_stays_silent_does_not_stop_the_next_connection() -> None:
+    import socket
+
+    server = ChannelServer(_answers, KEY, "127.0.0.1", handshake_timeout=0.5)
+    silent = socket.create_connection(server.address)  # e.g. a port scanner: never answers
+    try:
+        box: list[Any] = []
+        connecting = threading.Thread(target=lambda: box.append(Channel(server.address, KEY, timeout=3.0)))
+        connecting.start()
+        connecting.join(10)
+        assert not connecting.is_alive() and len(box) == 1, box  # before: it waited behind the silent peer
+        channel = box[0]
+        try:
+            assert next(channel.exchange(Process(4, "s", None))).output == 8
+        finally:
+            channel.close()
+        silent.settimeout(5)
+        data = silent.recv(1024)  # the challenge
+        assert data and silent.recv(1024) == b""  # then, its time up, the actor hung up on it
+    finally:
+        silent.close()
+        server.close()
+
+
+def test_an_actor_that_accepts_but_never_starts_the_handshake_times_out() -> None:
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)  # the kernel accepts the connection; nobody ever speaks
+    try:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match="did not start the handshake"):
+            Channel(listener.getsockname(), KEY, timeout=0.5)
+        assert time.monotonic() - started < 5
+    finally:
+        listener.close()
+
+
 def test_an_address_that_does_not_answer_times_out_instead_of_blocking() -> None:
     import socket
 

@@ -24,7 +24,7 @@ import pickle
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from multiprocessing.connection import Client, Connection, Listener, answer_challenge, deliver_challenge
+from multiprocessing.connection import Connection, Listener, answer_challenge, deliver_challenge
 from typing import Any
 
 from ._ray_wire import Done, Failed, Process, Suspended
@@ -77,6 +77,21 @@ def _tune(sock: socket.socket) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
+def _shut(conn: Connection) -> None:
+    """Shut the connection's socket down both ways: a read blocked on it returns at once
+    (closing the descriptor alone would not wake it)."""
+    try:
+        sock = socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM)
+    except OSError:
+        return  # already closed
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()  # a duplicate of the descriptor
+
+
 def _tune_accepted(conn: Connection) -> None:
     sock = socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -97,6 +112,9 @@ def _connect(address: tuple[str, int], key: bytes, timeout: float) -> Connection
         raise
     conn: Connection = Connection(sock.detach())
     try:
+        if not conn.poll(timeout):  # an actor that accepted but never challenges: not forever
+            raise TimeoutError(f"the node's Ray actor at {address[0]}:{address[1]} accepted the connection but "
+                               f"did not start the handshake within {timeout:g}s")
         answer_challenge(conn, key)
         deliver_challenge(conn, key)
     except BaseException:
@@ -172,16 +190,21 @@ class ChannelServer:
         host: the address to listen on (None: this Ray node's address).
     """
 
-    def __init__(self, handle: Callable[[Any], Iterator[Any]], key: bytes, host: str | None = None) -> None:
+    def __init__(self, handle: Callable[[Any], Iterator[Any]], key: bytes, host: str | None = None,
+                 handshake_timeout: float = 5.0) -> None:
         if host is None:
             from ray.util import get_node_ip_address
 
             host = get_node_ip_address()  # type: ignore[no-untyped-call]
         self._handle = handle
         self._key = key
+        self._handshake_timeout = handshake_timeout
         self._closing = False
         self._serving: list[threading.Thread] = []
-        self._listener = Listener((host, 0), authkey=key)
+        # No authkey here: the listener would run the handshake inside accept(), and a peer
+        # that connects and stays silent would stop every later connection. Each connection
+        # gets its own thread, whose handshake has a time limit (_admit).
+        self._listener = Listener((host, 0))
         self.address: tuple[str, int] = self._listener.address  # type: ignore[assignment]
         self._accepting = threading.Thread(target=self._accept, name="wingman-ray-channel", daemon=True)
         self._accepting.start()
@@ -193,24 +216,45 @@ class ChannelServer:
                 conn = self._listener.accept()
             except OSError:
                 return  # the listener closed
-            except Exception:  # a peer that failed the challenge (multiprocessing.AuthenticationError)
-                log.warning("a connection to a node's Ray actor failed authentication", exc_info=True)
-                continue
             if self._closing:
                 conn.close()
                 return
-            _tune_accepted(conn)
-            thread = threading.Thread(target=self._serve, args=(conn,), name="wingman-ray-serve", daemon=True)
+            thread = threading.Thread(target=self._admit, args=(conn,), name="wingman-ray-serve", daemon=True)
             self._serving = [t for t in self._serving if t.is_alive()]
             self._serving.append(thread)
             thread.start()
+
+    def _admit(self, conn: Connection) -> None:
+        """The handshake (``multiprocessing``'s HMAC challenge, both ways), then serve. A
+        peer that does not finish it within the time limit is disconnected."""
+        admitted = threading.Event()
+
+        def give_up() -> None:
+            if not admitted.is_set():
+                _shut(conn)  # wakes the handshake's read
+
+        timer = threading.Timer(self._handshake_timeout, give_up)
+        timer.daemon = True
+        timer.start()
+        try:
+            deliver_challenge(conn, self._key)
+            answer_challenge(conn, self._key)
+        except Exception as exc:  # a wrong key (AuthenticationError), a silent or vanished peer
+            log.warning("a connection to a node's Ray actor failed its handshake (%s: %s)", type(exc).__name__, exc)
+            conn.close()
+            return
+        finally:
+            admitted.set()
+            timer.cancel()
+        _tune_accepted(conn)
+        self._serve(conn)
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop accepting connections and wait (up to ``timeout``) for the served ones to
         end, which they do when their proxies close them."""
         self._closing = True
         try:
-            Client(self.address, authkey=self._key).close()  # wakes the accepting thread
+            socket.create_connection(self.address, timeout=1.0).close()  # wakes the accepting thread
         except OSError:
             pass
         self._accepting.join(timeout)
