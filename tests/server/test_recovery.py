@@ -156,3 +156,27 @@ def test_a_retention_shorter_than_the_suspend_ttl_is_refused() -> None:
     with pytest.raises(ValueError, match=r"must be at least suspend_ttl .*forever"):
         ServerConfig(suspend_ttl=None)
     assert ServerConfig(suspend_ttl=None, journal_retention=None).journal_retention is None
+
+
+def test_a_running_server_prunes_the_journal_periodically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.server.harness import RunningServer
+    from wingman_actors.server import ServerConfig, app
+
+    monkeypatch.setattr(app, "PRUNE_EVERY_S", 0.1)
+    db = tmp_path / "w.db"
+    server = RunningServer(ServerConfig(db_path=db, work_root=tmp_path, suspend_ttl=60,
+                                        journal_retention=3600)).start()
+    try:
+        with RunStore(db, recover=False) as journal:  # runs that finished while the server runs
+            for run_id in ("old", "new"):
+                journal.begin_run("f", SHAPE, "x", run_id=run_id)
+                journal.set_status(run_id, "succeeded", wait=True)
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE runs SET updated = updated - 7200 WHERE id = 'old'")
+        deadline = time.monotonic() + 10
+        with RunStore(db, recover=False) as journal:
+            while {r.id for r in journal.runs()} != {"new"} and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert {r.id for r in journal.runs()} == {"new"}  # without a restart
+    finally:
+        server.stop()

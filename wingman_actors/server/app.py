@@ -9,6 +9,8 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -48,6 +50,9 @@ from .threads import WorkerPool
 __all__ = ["create_app", "validation_error"]
 
 log = logging.getLogger("wingman_actors.server")
+
+PRUNE_EVERY_S = 3600.0
+"""How often a running server prunes finished runs' journals (``journal_retention``)."""
 
 _TIMEOUT_GRACE_S = 2.0  # runs stop at the request timeout themselves; the middleware is the backstop
 
@@ -92,6 +97,22 @@ def validation_error(errors: Sequence[Any]) -> ApiError:
     return ApiError(400, "invalid request: " + "; ".join(problems), fields=fields)
 
 
+def _prune(journal: MaskedJournal, retention: float) -> None:
+    pruned = journal.prune(retention)
+    if pruned:
+        log.info("pruned %d finished run(s) older than %g s from the run journal", pruned, retention)
+
+
+async def _prune_every(interval: float, pool: WorkerPool, journal: MaskedJournal, retention: float) -> None:
+    """Prune the journal every ``interval`` seconds (on a worker thread), until cancelled."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await pool.run(_prune, journal, retention)
+        except Exception:  # a busy or failing database: say so, try again next time
+            log.warning("pruning the run journal failed; retrying in %g s", interval, exc_info=True)
+
+
 def create_app(config: ServerConfig | None = None) -> FastAPI:
     """Build the HTTP server's ASGI app.
 
@@ -123,18 +144,22 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             store.close()
             raise
         recover_runs(store, journal)
-        if config.journal_retention is not None:
-            pruned = journal.prune(config.journal_retention)
-            if pruned:
-                log.info("pruned %d finished run(s) older than %g s from the run journal", pruned,
-                          config.journal_retention)
+        retention = config.journal_retention
+        if retention is not None:
+            _prune(journal, retention)
         redactor.add(*store.auth_keys())
         pool = WorkerPool(config.worker_threads).start()
         context = app.state.wingman = ServerContext(config, store, pool, functions, redactor, journal=journal)
+        pruning = None if retention is None else asyncio.create_task(_prune_every(PRUNE_EVERY_S, pool, journal,
+                                                                                  retention))
         try:
             with redact_logs(redactor):
                 yield
         finally:
+            if pruning is not None:
+                pruning.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pruning
             context.flights.interrupt_all()  # resumable after the restart
             pool.stop()
             context.providers.close()

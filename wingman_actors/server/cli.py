@@ -59,7 +59,7 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
                         "expires (default: 604800, 7 days)")
     p.add_argument("--journal-retention", type=seconds_or_zero, default=30 * 24 * 3600.0, metavar="SECONDS",
                    help="how long finished formation runs stay in the run journal; older ones are pruned at "
-                        "start-up; 0 keeps them forever (default: 2592000, 30 days; at least --suspend-ttl)")
+                        "start-up and every hour; 0 keeps them forever (default: 2592000, 30 days; at least --suspend-ttl)")
     p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                    help="let browser pages from ORIGIN call the API, e.g. http://localhost:5173 (repeatable)")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",

@@ -46,9 +46,10 @@ class ServerConfig:
             (``POST /runs/{id}/resume``) before it expires; None: forever. Default 7 days.
         journal_retention: seconds a finished formation run (succeeded, failed, cancelled,
             expired...) stays in the run journal; older ones are pruned when the server
-            starts, so the database does not grow without end. None: keep them all. At
-            least ``suspend_ttl``, so a run waiting for its answer is never pruned. Default
-            30 days. The runs' records (``GET /runs``) stay; only their journals go.
+            starts and every hour, so the database does not grow without end. None: keep
+            them all. At least ``suspend_ttl``, so a run waiting for its answer is never
+            pruned. Default 30 days. The runs' records (``GET /runs``) stay; only their
+            journals go.
 
     Example:
         >>> ServerConfig(db_path="/tmp/w.db", token="s3cret").work_root.is_absolute()
