@@ -345,15 +345,15 @@ def _sigterm_stops_like_ctrl_c() -> Iterator[None]:
 
 def _dispatch(args: argparse.Namespace) -> int:
     from .errors import FormationSetupError, WingmanError
-    from .launcher.errors import UsageError
+    from .launcher.errors import UsageError, cut_short
 
     debug = bool(getattr(args, "debug", False))
     try:
         code: int = args.func(args)
     except KeyboardInterrupt as exc:
-        terminated = type(exc).__name__ == "Terminated"
-        print(f"\n{PROG}: {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
-        return 143 if terminated else 130
+        how, code = cut_short(exc)
+        print(f"\n{PROG}: {how}", file=sys.stderr)
+        return code
     except BrokenPipeError:  # `wingman-actors run ... | head`: the reader left; say nothing more
         _silence_stdout()
         return 141

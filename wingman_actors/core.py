@@ -105,10 +105,9 @@ class ContentBlock(_Model):
         return cls(type="image", data=data, media_type=media_type)
 
 
-_TEXT_BLOCK: dict[str, Any] = {
-    "type": "text", "text": "", "id": None, "name": None, "input": None, "tool_use_id": None,
-    "content": None, "is_error": False, "media_type": None, "data": None,
-}
+# every field of a text block, with its default (in declaration order, as validation stores them)
+_TEXT_BLOCK: dict[str, Any] = {name: field.default for name, field in ContentBlock.model_fields.items()}
+_TEXT_BLOCK.update(type="text", text="")
 _TEXT_BLOCK_SET = frozenset({"type", "text"})
 _MESSAGE_SET = frozenset({"role", "content", "sender"})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import WingmanError
 
-__all__ = ["Terminated", "UsageError"]
+__all__ = ["Terminated", "UsageError", "cut_short"]
 
 
 class UsageError(WingmanError):
@@ -19,3 +19,9 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (``kill PID``, ``docker stop``, systemd), raised in the launcher's main thread
     so that a run stops as on Ctrl-C: the formation is stopped, a journalled run becomes
     ``interrupted`` and the ``resume`` command is printed; the exit code is 143."""
+
+
+def cut_short(exc: KeyboardInterrupt) -> tuple[str, int]:
+    """What the launcher says of a command cut short by ``exc`` (Ctrl-C, or SIGTERM as
+    :class:`Terminated`), and its exit code."""
+    return ("terminated (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)

@@ -28,7 +28,7 @@ from ..formation.events import FormationEvent, FormationEventType
 from ..formation.result import FormationResult
 from ..providers.base import Provider
 from .durable import Durable
-from .errors import Terminated, UsageError
+from .errors import UsageError, cut_short
 from .loading import FormationModule, load_module
 from .metering import LiveUsage, MeteredProvider
 from .progress import EventPrinter, LiveProgress, RunBoard
@@ -104,10 +104,10 @@ def _report(outcome: FormationResult | FormationRuntimeError | CutShort, head: d
             durable: Durable, args: argparse.Namespace) -> int:
     """Print the outcome (outputs on stdout, the rest on stderr); the exit code."""
     if isinstance(outcome, CutShort):  # Ctrl-C: the formation is stopped, the run journalled as interrupted
-        how = "terminated (SIGTERM)" if outcome.terminated else "interrupted"
+        how, code = cut_short(outcome.signal)
         print(f"\nwingman-actors: {how}{_journalled(outcome.run_id, durable)}", file=sys.stderr)
         durable.tell_resume(outcome.run_id, None)
-        return 143 if outcome.terminated else 130
+        return code
     if isinstance(outcome, FormationRuntimeError):
         print(f"wingman-actors: {failure_message(outcome)}", file=sys.stderr)
         durable.tell_resume(outcome.run_id, None)
@@ -137,7 +137,7 @@ class CutShort:
     else None)."""
 
     run_id: str | None
-    terminated: bool = False  # by SIGTERM (exit code 143), not Ctrl-C (130)
+    signal: KeyboardInterrupt  # what cut it short: Ctrl-C, or SIGTERM (Terminated)
 
 
 def _provider_for(choice: ProviderChoice, loaded: FormationModule, latency_s: float) -> tuple[Provider | None, bool]:
@@ -189,7 +189,7 @@ def _drive(
         # Raised where the main thread waited for the next event, inside the stream: its
         # generator has stopped the formation on the way out (runs in flight are journalled
         # as interrupted), so only the report is left to do.
-        return CutShort(run_id, terminated=isinstance(exc, Terminated))
+        return CutShort(run_id, exc)
     finally:
         close = getattr(stream, "close", None)  # a generator: closing it stops the formation
         if close is not None:

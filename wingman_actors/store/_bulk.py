@@ -37,18 +37,18 @@ _CHUNK = 64  # rows per statement: 64 x 9 parameters stays under SQLite's oldest
 
 _VIEW = ("CREATE TEMP VIEW IF NOT EXISTS journal_ops AS SELECT NULL AS kind, NULL AS run, NULL AS a, NULL AS b, "
          "NULL AS c, NULL AS d, NULL AS e, NULL AS f, NULL AS g")
-_TRIGGER = """CREATE TEMP TRIGGER IF NOT EXISTS journal_ops_apply INSTEAD OF INSERT ON journal_ops BEGIN
+_TRIGGER = f"""CREATE TEMP TRIGGER IF NOT EXISTS journal_ops_apply INSTEAD OF INSERT ON journal_ops BEGIN
     INSERT OR IGNORE INTO shapes (fingerprint, shape)
-        SELECT NEW.a, NEW.b WHERE NEW.kind = 0;
+        SELECT NEW.a, NEW.b WHERE NEW.kind = {SHAPE};
     INSERT INTO runs (id, formation, fingerprint, source, input_codec, input, status, created, updated, owner)
-        SELECT NEW.run, NEW.a, NEW.b, NEW.c, NEW.d, NEW.e, 'running', NEW.f, NEW.f, NEW.g WHERE NEW.kind = 1;
+        SELECT NEW.run, NEW.a, NEW.b, NEW.c, NEW.d, NEW.e, 'running', NEW.f, NEW.f, NEW.g WHERE NEW.kind = {RUN};
     INSERT INTO journal (run, kind, node, visit, item, codec, value)
         SELECT (SELECT key FROM main.runs WHERE id = NEW.run), NEW.a, NEW.b, NEW.c, NEW.d, NEW.e, NEW.f
-        WHERE NEW.kind = 2;
+        WHERE NEW.kind = {ENTRY};
     SELECT RAISE(ABORT, 'wingman-actors: status of an unknown run')
-        WHERE NEW.kind = 3 AND NOT EXISTS (SELECT 1 FROM main.runs WHERE id = NEW.run);
+        WHERE NEW.kind = {STATUS} AND NOT EXISTS (SELECT 1 FROM main.runs WHERE id = NEW.run);
     UPDATE runs SET status = NEW.a, error = NEW.b, expires = NEW.c, updated = NEW.d
-        WHERE NEW.kind = 3 AND id = NEW.run;
+        WHERE NEW.kind = {STATUS} AND id = NEW.run;
 END"""
 _SQL: dict[int, str] = {}
 

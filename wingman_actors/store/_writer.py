@@ -62,14 +62,8 @@ class Op:
     @classmethod
     def apply_group(cls, conn: sqlite3.Connection, ops: Sequence[Op]) -> None:
         """Apply consecutive ops of :attr:`GROUP` as if one by one, in order; outside a
-        transaction, commit them (atomically)."""
-        own = not conn.in_transaction
-        if own:
-            conn.execute("BEGIN IMMEDIATE")
-        for op in ops:
-            op.result = op.apply(conn)
-        if own:
-            conn.execute("COMMIT")
+        transaction, commit them (atomically). Ops that set a ``GROUP`` implement it."""
+        raise NotImplementedError
 
     def describe(self) -> str:
         return type(self).__name__
