@@ -11,15 +11,21 @@ import pytest
 
 from wingman_actors.server import Store
 from wingman_actors.server.recovery import recover_runs, refreshed
+from wingman_actors.server.schemas import RunOut
 from wingman_actors.store import FormationShape, RunStore
 
 SHAPE = FormationShape.of(nx.DiGraph([("a", "b")]))
+_FORMATION = ("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
+
+
+def _server_with_one_run(tmp_path: Path) -> tuple[Store, RunOut]:
+    """The server's store in ``tmp_path/w.db``, with one formation and one run of it."""
+    store = Store(tmp_path / "w.db")
+    return store, store.create_run(store.create_formation(*_FORMATION), "x")
 
 
 def test_a_run_whose_server_stopped_is_interrupted_at_the_next_start(tmp_path: Path) -> None:
-    store = Store(tmp_path / "w.db")
-    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
-    run = store.create_run(formation, "x")
+    store, run = _server_with_one_run(tmp_path)
     journal = RunStore(tmp_path / "w.db")
     journal.begin_run("f", SHAPE, "x", run_id=run.id)
     journal.close()  # a store closed with a run still running marks it interrupted
@@ -35,9 +41,7 @@ def test_a_run_whose_server_stopped_is_interrupted_at_the_next_start(tmp_path: P
 
 
 def test_a_run_the_journal_saw_settle_takes_the_journals_status(tmp_path: Path) -> None:
-    store = Store(tmp_path / "w.db")
-    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
-    run = store.create_run(formation, "x")
+    store, run = _server_with_one_run(tmp_path)
     with RunStore(tmp_path / "w.db") as journal:
         journal.begin_run("f", SHAPE, "x", run_id=run.id)
         journal.record_interrupt(run.id, "a", 1, {"question": "ok?"})
@@ -50,7 +54,7 @@ def test_a_run_the_journal_saw_settle_takes_the_journals_status(tmp_path: Path) 
 
 def test_a_run_the_journal_never_saw_and_fleet_runs_are_failed(tmp_path: Path) -> None:
     store = Store(tmp_path / "w.db")
-    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
+    formation = store.create_formation(*_FORMATION)
     fleet = store.create_fleet("crew", "agent", 2, None)
     runs = [store.create_run(formation, "x"), store.create_fleet_run(fleet, [])]
     with RunStore(tmp_path / "w.db") as journal:
@@ -63,9 +67,7 @@ def test_a_run_the_journal_never_saw_and_fleet_runs_are_failed(tmp_path: Path) -
 
 
 def test_a_run_running_in_a_live_process_is_left_alone(tmp_path: Path) -> None:
-    store = Store(tmp_path / "w.db")
-    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
-    run = store.create_run(formation, "x")
+    store, run = _server_with_one_run(tmp_path)
     with RunStore(tmp_path / "w.db") as journal:
         journal.begin_run("f", SHAPE, "x", run_id=run.id)
         assert recover_runs(store, journal) == 0
@@ -74,9 +76,7 @@ def test_a_run_running_in_a_live_process_is_left_alone(tmp_path: Path) -> None:
 
 
 def test_a_suspended_run_past_the_suspend_time_reads_as_expired(tmp_path: Path) -> None:
-    store = Store(tmp_path / "w.db")
-    formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "clean"}], [])
-    run = store.create_run(formation, "x")
+    store, run = _server_with_one_run(tmp_path)
     with RunStore(tmp_path / "w.db", suspend_ttl=0.05) as journal:
         journal.begin_run("f", SHAPE, "x", run_id=run.id)
         journal.record_interrupt(run.id, "a", 1, "ok?")
