@@ -108,7 +108,10 @@ class Writer:
     def __init__(self, conn: sqlite3.Connection, name: str) -> None:
         self._conn = conn
         self._queue: collections.deque[Op] = collections.deque()
-        self._cond = threading.Condition(threading.Lock())  # guards the queue, seq numbers, closed
+        # guards the queue, seq numbers, closed; entered as the bare lock (a C-level context
+        # manager) where nobody waits or is notified, as Condition.__enter__ is Python code
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._write = threading.Lock()  # held while applying a batch
         self._seq = 0
         self._waiting = 0  # queued ops whose callers wait for them
@@ -135,7 +138,7 @@ class Writer:
         if op.wait:
             op.done = threading.Lock()
             op.done.acquire()
-        with self._cond:
+        with self._mutex:
             if self._closed:
                 raise StoreClosedError("the run store is closed; open a new RunStore(path)")
             self._seq += 1
@@ -177,14 +180,14 @@ class Writer:
 
     def take_failures(self) -> StoreWriteError | None:
         """The failures of ops nobody waited for, since the last call (then forgotten)."""
-        with self._cond:
+        with self._mutex:
             failures, self._failures = self._failures, []
         return StoreWriteError(failures) if failures else None
 
     def stop(self, final: Op | None = None) -> None:
         """Apply everything queued, then ``final``, commit, close the connection and end
         the thread. Idempotent."""
-        with self._cond:
+        with self._mutex:
             closed = self._closed
         if not closed:
             try:
@@ -200,13 +203,13 @@ class Writer:
         # Let go first, then look: an op queued by a caller that found the lock held is in
         # the queue by now, so the writer thread is woken for it (the caller does not wake it).
         self._write.release()
-        with self._cond:
+        with self._mutex:
             if self._queue or self._stopped:
                 self._cond.notify()  # work left (or the end): the writer thread takes over
 
     def _drain_once(self) -> bool:
         """Apply one batch of what is queued (the write lock held); False if nothing was."""
-        with self._cond:
+        with self._mutex:
             if not self._queue:
                 return False
             n = min(len(self._queue), _MAX_BATCH)
@@ -230,16 +233,16 @@ class Writer:
             if op.done is not None:
                 op.done.release()
             elif op.error is not None:
-                with self._cond:
+                with self._mutex:
                     self._failures.append(f"{op.describe()}: {op.error}")
         if isinstance(batch[-1], Stop):
-            with self._cond:
+            with self._mutex:
                 self._stopped = True
 
     def _loop(self) -> None:
         try:
             while True:
-                with self._cond:
+                with self._mutex:
                     while not self._queue and not self._stopped:
                         self._idle = True
                         self._cond.wait()
