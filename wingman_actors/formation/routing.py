@@ -175,11 +175,15 @@ class Router:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
                 "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE,
             })
-        if journal is None and not self.cyclic:
+        if not self.cyclic and (journal is None or run.replay is None):
             nxt = self.straight[name]
             if nxt is not None:
-                # the common pipeline step, inlined: straight into the next node's queue
-                self.nodes[nxt].tell(Work(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, run)))
+                # the common pipeline step, inlined: straight into the next node's queue (a
+                # resumed run takes route(): its next visit may be journalled already)
+                step = Work(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, run))
+                if journal is not None:
+                    step.scope = journal.scope(run.id, nxt, 1, None)  # acyclic: every visit is the first
+                self.nodes[nxt].tell(step)
                 return
         self.route(run, name, output, attempt, work.visit)
 
