@@ -45,6 +45,44 @@ def test_this_python_lays_out_future_as_the_lean_lock_expects() -> None:
     assert isinstance(new_run_future()._condition, future_mod._LockCondition)  # type: ignore[attr-defined]
 
 
+def test_a_future_nobody_looked_at_resolves_without_making_its_condition() -> None:
+    ok, failed = new_run_future(), new_run_future()
+    ok.set_result(5)
+    failed.set_exception(ValueError("no"))
+    assert ok.done() and ok.result() == 5 and failed.done()
+    assert ok._cond is None and failed._cond is None  # nothing was waiting: nothing was made
+    with pytest.raises(ValueError, match="no"):
+        failed.result()
+    assert isinstance(failed.exception(), ValueError)
+
+
+def test_resolving_twice_raises_as_a_standard_future_does() -> None:
+    from concurrent.futures import InvalidStateError
+
+    fut = new_run_future()
+    fut.set_result(1)
+    with pytest.raises(InvalidStateError):
+        fut.set_result(2)
+    with pytest.raises(InvalidStateError):
+        fut.set_exception(ValueError("late"))
+    assert fut.result() == 1
+
+
+def test_a_waiter_racing_the_result_always_wakes() -> None:
+    # the waiter makes the condition while another thread resolves a future that has none:
+    # each finds the other's work done, never half of it (a lost wake-up would hang here)
+    for i in range(300):
+        fut = new_run_future()
+        got: list[object] = []
+        waiter = threading.Thread(target=lambda f=fut, out=got: out.append(f.result(5)))
+        waiter.start()
+        if i % 2:
+            time.sleep(0)
+        fut.set_result(i)
+        waiter.join(5)
+        assert got == [i]
+
+
 def test_a_python_whose_future_differs_gets_a_standard_condition(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(future_mod, "LEAN", False)
     fut = new_run_future()
