@@ -109,6 +109,27 @@ class FleetResult:
         return self.result.response if self.result is not None else ""
 
 
+_new = object.__new__
+_set_index, _set_name, _set_result, _set_error, _set_data, _set_duration = (
+    FleetResult.__dict__[f].__set__ for f in ("task_index", "worker_name", "result", "error", "data", "duration_s")
+)
+
+
+def _fleet_result(
+    index: int, worker_name: str, result: Result | None, error: BaseException | None, data: Any, duration_s: float
+) -> FleetResult:
+    """``FleetResult(...)`` as each task ends, in half the time: the frozen dataclass's
+    ``__init__`` goes through ``object.__setattr__`` once per field."""
+    fr = _new(FleetResult)
+    _set_index(fr, index)
+    _set_name(fr, worker_name)
+    _set_result(fr, result)
+    _set_error(fr, error)
+    _set_data(fr, data)
+    _set_duration(fr, duration_s)
+    return fr
+
+
 class Fleet:
     """Runs ``agent`` over ``tasks``, at most ``max_workers`` sessions at once.
 
@@ -396,7 +417,7 @@ class Fleet:
                 result = self._run_session(index, task.message, task.work_dir, task.instructions, token)
         except (Exception, RunSuspended) as exc:  # RunSuspended: interrupt() in a journalled formation's item
             error = exc
-        return FleetResult(index, f"{self.agent.name}-{index}", result, error, data, time.perf_counter() - started)
+        return _fleet_result(index, f"{self.agent.name}-{index}", result, error, data, time.perf_counter() - started)
 
     def _run_session(
         self, index: int, message: str, work_dir: str | Path | None, instructions: str | None, token: CancelToken
