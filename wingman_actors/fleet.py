@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, wait
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 from ._fleet_loops import Dispatch, run_loop
 from .agent import Agent
@@ -261,11 +261,21 @@ class Fleet:
         def store(result: FleetResult) -> None:
             results[result.task_index] = result
 
-        # Workers write results in place: the caller sleeps until every worker is done
-        # instead of waking once per task.
-        with self._dispatch(store) as dispatch:
+        self._run_each(store)
+        return cast("list[FleetResult]", results)  # _run_each delivered one result per task
+
+    def _run_each(self, deliver: Callable[[FleetResult], object]) -> None:
+        """Run every task, handing each result to ``deliver`` on the worker that ran it (a
+        task whose worker loop was lost: on the caller, at the end). Not a public API: a
+        fleet node keeps what it needs of each result and lets the rest go at once."""
+        if not self._items:
+            return
+        # Workers deliver in place: the caller sleeps until every worker is done instead of
+        # waking once per task.
+        with self._dispatch(deliver) as dispatch:
             wait(dispatch.loops)
-        return [r if r is not None else self._lost(i, dispatch.loops) for i, r in enumerate(results)]
+        for index in dispatch.missing():
+            deliver(self._lost(index, dispatch.loops))
 
     def run_stream(self) -> Iterator[FleetResult]:
         """Run every task, yielding results as tasks finish (completion order).
@@ -317,6 +327,7 @@ class Fleet:
                 result = self._run_task(index, token)
                 index = dispatch.take(finished=index)
                 deliver(result)
+                del result  # not kept through the next task: deliver may have let it go
 
         loop = otel.carry_context(loop)  # with OpenTelemetry, sessions nest under the caller's span
 
