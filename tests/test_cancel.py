@@ -141,7 +141,46 @@ def test_a_released_child_is_no_longer_kept_or_cancelled_by_its_parent() -> None
     children[1].release()
     parent.cancel("stop")
     assert [c.cancelled for c in children] == [False, False, True]
-    assert parent._children is not None and list(parent._children) == [children[2]]
+    assert not parent._children  # none of them sleeps: the parent keeps none
+
+
+def test_a_parent_keeps_only_the_children_with_a_sleeper_and_lets_them_go_on_release() -> None:
+    grandparent = CancelToken()
+    parent = CancelToken(parent=grandparent)
+    idle, sleeper = CancelToken(parent=parent), CancelToken(parent=parent)
+    assert not grandparent._children and not parent._children
+    sleeper.sleep(0)  # a sleeper registers its token, and the chain above it
+    assert list(parent._children or ()) == [sleeper] and list(grandparent._children or ()) == [parent]
+    sleeper.release()
+    idle.release()
+    assert not parent._children
+
+
+def test_a_child_sees_its_grandparents_cancellation_and_keeps_it_once_released() -> None:
+    grandparent = CancelToken()
+    parent = CancelToken(parent=grandparent)
+    child = CancelToken(parent=parent)
+    assert not child.cancelled
+    grandparent.cancel("stopped above")
+    assert parent.cancelled and child.cancelled
+    with pytest.raises(AgentError, match="stopped above") as info:
+        child.check()
+    assert info.value.kind is ErrorKind.CANCELLED
+    child.release()
+    assert child.cancelled  # what it saw before it was let go stays
+    with pytest.raises(AgentError, match="stopped above"):
+        child.sleep(30)
+
+
+def test_cancelling_a_grandparent_wakes_a_sleeper_two_levels_down() -> None:
+    grandparent = CancelToken()
+    child = CancelToken(parent=CancelToken(parent=grandparent))
+    thread, errors = _sleep_in_thread(child, 30)
+    time.sleep(0.05)
+    grandparent.cancel("top stopped")
+    thread.join(5)
+    assert not thread.is_alive()
+    assert isinstance(errors[0], AgentError) and "top stopped" in errors[0].message
 
 
 def test_sessions_run_under_a_parent_token_let_go_of_it_when_they_end() -> None:

@@ -475,3 +475,19 @@ def test_a_fleet_that_cannot_start_any_worker_lets_go_of_its_run_token(monkeypat
     with cancel_scope(outer), pytest.raises(RuntimeError, match="could not start any worker"):
         fleet.run()
     assert not outer._children and not fleet._tokens
+
+
+def test_a_fleet_task_result_is_the_dataclass_its_constructor_makes() -> None:
+    import dataclasses
+
+    from wingman_actors.fleet import _fleet_result
+
+    error = ValueError("x")
+    made = _fleet_result(3, "a-3", None, error, {"id": 3}, 0.5)
+    assert made == FleetResult(3, "a-3", None, error, {"id": 3}, 0.5)
+    assert repr(made) == repr(FleetResult(3, "a-3", None, error, {"id": 3}, 0.5))
+    assert [f.name for f in dataclasses.fields(FleetResult)] == [
+        "task_index", "worker_name", "result", "error", "data", "duration_s"
+    ]  # _fleet_result sets each of these: a new field must be set there too
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.data = None  # type: ignore[misc]

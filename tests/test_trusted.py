@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from wingman_actors._trusted import fields_set
 from wingman_actors.core import (
     ContentBlock,
     InferenceRequest,
@@ -161,3 +162,28 @@ def test_a_run_result_validates_values_of_other_types() -> None:
     }
     with pytest.raises(ValidationError):
         run_result(**args)
+
+
+def test_built_instances_share_their_fields_set_and_no_instance_changes_another() -> None:
+    first, second = Message.user("a"), Message.user("b")
+    assert first.model_fields_set is second.model_fields_set  # one set, not one per instance
+    copied = first.model_copy(update={"sender": "x"})  # pydantic copies the set before changing it
+    assert second.model_fields_set == {"role", "content", "sender"}
+    assert copied.model_fields_set == {"role", "content", "sender"}
+    usage = Usage(input_tokens=1, output_tokens=1)
+    one, other = run_result("a", "a", [], usage, 1, "end_turn", False, [], 0.1), run_result(
+        "b", "b", [], usage, 1, "end_turn", False, [], 0.1
+    )
+    one.response = "changed"  # Result is not frozen: assignment adds the name, already there
+    assert other.model_fields_set == set(Result.model_fields)
+    step = model_step("m", 1, 1, "x", usage, 0.1)
+    assert step.model_copy(update={"is_error": True}).model_fields_set == step.model_fields_set | {"is_error"}
+    assert model_step("m", 2, 1, "y", usage, 0.1).model_fields_set == step.model_fields_set
+
+
+def test_a_shared_fields_set_of_a_model_that_is_not_frozen_must_name_every_field() -> None:
+    with pytest.raises(ValueError, match="Result is not frozen"):
+        fields_set(Result, ("response",))
+    with pytest.raises(ValueError, match="has no fields"):
+        fields_set(Message, ("role", "nope"))
+    assert fields_set(Message, ("role",)) == {"role"}  # frozen: nothing is ever added to it

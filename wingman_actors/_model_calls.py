@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Generator
 
 from .cancel import CancelToken, cancel_scope
+from .cancel import _current as _current_token  # set inline below: no scope object per call
 from .core import InferenceRequest, InferenceResponse, StreamEvent
 from .integrations import otel
 from .providers.base import Provider
@@ -19,8 +20,11 @@ __all__ = ["infer", "infer_stream", "traced_infer"]
 
 def infer(provider: Provider, request: InferenceRequest, token: CancelToken) -> InferenceResponse:
     """One blocking call; raises if the run was cancelled or timed out meanwhile."""
-    with cancel_scope(token):
+    reset = _current_token.set(token)  # what ``with cancel_scope(token):`` does, without its object
+    try:
         response = provider.run_inference(request)
+    finally:
+        _current_token.reset(reset)
     token.check()
     return response
 

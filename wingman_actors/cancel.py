@@ -37,13 +37,15 @@ class CancelToken:
         # someone sleeps on the token (most runs never do), and costs a fraction of a
         # threading.Event, whose Condition allocates a lock and a deque entry per wait.
         self._latch: _thread.LockType | None = None
+        # A child sees its ancestors' cancellation by looking up its chain of parents when
+        # asked (check(), cancelled); a parent keeps (and cancels, to wake them) only the
+        # children that have a sleeper on them or below them. A fleet's sessions, none of
+        # which sleeps, then cost the parent nothing: no registration, no shared lock.
         self._children: dict[CancelToken, None] | None = None  # a dict: release() is O(1)
         self._parent = parent
         deadline: float | None = None if timeout is None else time.monotonic() + timeout
-        if parent is not None:
-            if parent.deadline is not None:
-                deadline = parent.deadline if deadline is None else min(deadline, parent.deadline)
-            parent._adopt(self)
+        if parent is not None and parent.deadline is not None:
+            deadline = parent.deadline if deadline is None else min(deadline, parent.deadline)
         self.deadline: float | None = deadline
         self.timeout = timeout
 
@@ -63,27 +65,49 @@ class CancelToken:
 
     def release(self) -> None:
         """Detach from the parent token: the run this token guards has ended. A long-lived
-        parent (a fleet's run, a delegating agent's) then keeps no finished child."""
+        parent (a fleet's run, a delegating agent's) then keeps no finished child, and its
+        later cancellation no longer reaches this token (one already seen stays)."""
         parent = self._parent
-        if parent is not None:
-            self._parent = None
+        if parent is None:
+            return
+        stopper = parent._stopper()
+        if stopper is not None and not self._cancelled:
+            self.cancel(stopper._reason)
+        self._parent = None
+        # Registered with the parent only if a sleeper is on this token or below it; _attach
+        # sets those before it reads _parent, this reads them after clearing it: either it
+        # sees them (and unregisters under the lock) or the sleeper never registers it.
+        if self._latch is not None or self._children is not None:
             with _latch_lock:
                 if parent._children is not None:
                     parent._children.pop(self, None)
 
-    def _adopt(self, child: CancelToken) -> None:
-        with _latch_lock:
-            if self._children is None:
-                self._children = {}
-            self._children[child] = None
-            cancelled = self._cancelled
-        if cancelled:
-            child.cancel(self._reason)
+    def _stopper(self) -> CancelToken | None:
+        """This token or the nearest ancestor that is cancelled, if any."""
+        token: CancelToken | None = self
+        while token is not None:
+            if token._cancelled:
+                return token
+            token = token._parent
+        return None
+
+    def _attach(self) -> None:
+        """Register this token with its parent, and so on up, so that cancelling any
+        ancestor reaches (and wakes) its sleepers. Call with ``_latch_lock`` held."""
+        child = self
+        parent = child._parent
+        while parent is not None:
+            if parent._children is None:
+                parent._children = {}
+            elif child in parent._children:
+                return  # registered before: so is everything above
+            parent._children[child] = None
+            child, parent = parent, parent._parent
 
     @property
     def cancelled(self) -> bool:
         """True once cancelled (here or in a parent token)."""
-        return self._cancelled
+        return self._cancelled or (self._parent is not None and self._stopper() is not None)
 
     @property
     def expired(self) -> bool:
@@ -98,8 +122,9 @@ class CancelToken:
 
     def check(self) -> None:
         """Raise ``AgentError`` (kind ``cancelled`` or ``timeout``) if the run must stop."""
-        if self._cancelled:
-            raise AgentError(f"run cancelled: {self._reason or 'cancelled'}", kind=ErrorKind.CANCELLED)
+        stopper = self._stopper()
+        if stopper is not None:
+            raise AgentError(f"run cancelled: {stopper._reason or 'cancelled'}", kind=ErrorKind.CANCELLED)
         if self.expired:
             raise AgentError(
                 f"run timed out after {self._describe_timeout()}", kind=ErrorKind.TIMEOUT
@@ -116,9 +141,14 @@ class CancelToken:
                 if latch is None:
                     latch = _thread.allocate_lock()
                     latch.acquire()
-                    if self._cancelled:  # cancelled before any latch existed
+                    self._latch = latch  # before _attach reads the parents: see release()
+                    self._attach()
+                    stopper = self._stopper()
+                    if stopper is not None:  # cancelled (here or above) before any latch existed
+                        if not self._cancelled:
+                            self._reason = stopper._reason
+                            self._cancelled = True
                         latch.release()
-                    self._latch = latch
         if wait > 0 and latch.acquire(timeout=wait):
             latch.release()  # woken by cancel(): leave the latch open for the other sleepers
         self.check()

@@ -16,7 +16,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ._trusted import built
+from ._trusted import built, fields_set
 
 __all__ = [
     "ContentBlock",
@@ -108,8 +108,7 @@ class ContentBlock(_Model):
 # every field of a text block, with its default (in declaration order, as validation stores them)
 _TEXT_BLOCK: dict[str, Any] = {name: field.default for name, field in ContentBlock.model_fields.items()}
 _TEXT_BLOCK.update(type="text", text="")
-_TEXT_BLOCK_SET = frozenset({"type", "text"})
-_MESSAGE_SET = frozenset({"role", "content", "sender"})
+_TEXT_BLOCK_SET = fields_set(ContentBlock, ("type", "text"))
 
 
 def _text_block(text: str) -> ContentBlock:
@@ -188,6 +187,9 @@ class Message(_Model):
         return [b for b in self.content if b.type == "tool_result"]
 
 
+_MESSAGE_SET = fields_set(Message, ("role", "content", "sender"))
+
+
 class ToolDefinition(_Model):
     """What a model is told about a tool: its name, what it does, and a JSON Schema of its input."""
 
@@ -252,7 +254,7 @@ class InferenceRequest(_Model):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-_REQUEST_SET = frozenset(InferenceRequest.model_fields)
+_REQUEST_SET = fields_set(InferenceRequest, InferenceRequest.model_fields)
 
 
 def session_request(

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, wait
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 from ._fleet_loops import Dispatch, run_loop
 from .agent import Agent
@@ -107,6 +107,27 @@ class FleetResult:
     def response(self) -> str:
         """The final answer's text, or ``""`` when the task failed."""
         return self.result.response if self.result is not None else ""
+
+
+_new = object.__new__
+_set_index, _set_name, _set_result, _set_error, _set_data, _set_duration = (
+    FleetResult.__dict__[f].__set__ for f in ("task_index", "worker_name", "result", "error", "data", "duration_s")
+)
+
+
+def _fleet_result(
+    index: int, worker_name: str, result: Result | None, error: BaseException | None, data: Any, duration_s: float
+) -> FleetResult:
+    """``FleetResult(...)`` as each task ends, in half the time: the frozen dataclass's
+    ``__init__`` goes through ``object.__setattr__`` once per field."""
+    fr = _new(FleetResult)
+    _set_index(fr, index)
+    _set_name(fr, worker_name)
+    _set_result(fr, result)
+    _set_error(fr, error)
+    _set_data(fr, data)
+    _set_duration(fr, duration_s)
+    return fr
 
 
 class Fleet:
@@ -240,11 +261,21 @@ class Fleet:
         def store(result: FleetResult) -> None:
             results[result.task_index] = result
 
-        # Workers write results in place: the caller sleeps until every worker is done
-        # instead of waking once per task.
-        with self._dispatch(store) as dispatch:
+        self._run_each(store)
+        return cast("list[FleetResult]", results)  # _run_each delivered one result per task
+
+    def _run_each(self, deliver: Callable[[FleetResult], object]) -> None:
+        """Run every task, handing each result to ``deliver`` on the worker that ran it (a
+        task whose worker loop was lost: on the caller, at the end). Not a public API: a
+        fleet node keeps what it needs of each result and lets the rest go at once."""
+        if not self._items:
+            return
+        # Workers deliver in place: the caller sleeps until every worker is done instead of
+        # waking once per task.
+        with self._dispatch(deliver) as dispatch:
             wait(dispatch.loops)
-        return [r if r is not None else self._lost(i, dispatch.loops) for i, r in enumerate(results)]
+        for index in dispatch.missing():
+            deliver(self._lost(index, dispatch.loops))
 
     def run_stream(self) -> Iterator[FleetResult]:
         """Run every task, yielding results as tasks finish (completion order).
@@ -296,6 +327,7 @@ class Fleet:
                 result = self._run_task(index, token)
                 index = dispatch.take(finished=index)
                 deliver(result)
+                del result  # not kept through the next task: deliver may have let it go
 
         loop = otel.carry_context(loop)  # with OpenTelemetry, sessions nest under the caller's span
 
@@ -396,7 +428,7 @@ class Fleet:
                 result = self._run_session(index, task.message, task.work_dir, task.instructions, token)
         except (Exception, RunSuspended) as exc:  # RunSuspended: interrupt() in a journalled formation's item
             error = exc
-        return FleetResult(index, f"{self.agent.name}-{index}", result, error, data, time.perf_counter() - started)
+        return _fleet_result(index, f"{self.agent.name}-{index}", result, error, data, time.perf_counter() - started)
 
     def _run_session(
         self, index: int, message: str, work_dir: str | Path | None, instructions: str | None, token: CancelToken

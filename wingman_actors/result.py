@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._trusted import built
+from ._trusted import built, fields_set
 from .core import Message, StopReason, Usage
 
 __all__ = [
@@ -122,8 +122,8 @@ class Result(BaseModel):
 StepTrace.model_rebuild()
 ChildRun.model_rebuild()
 
-_MODEL_STEP_SET = frozenset({"kind", "name", "step", "input", "output", "usage", "duration_s"})
-_RESULT_SET = frozenset(Result.model_fields)
+_MODEL_STEP_SET = fields_set(StepTrace, ("kind", "name", "step", "input", "output", "usage", "duration_s"))
+_RESULT_SET = fields_set(Result, Result.model_fields)
 _STOP_REASONS = frozenset({"end_turn", "tool_use", "max_tokens"})
 
 

@@ -30,6 +30,7 @@ from .agent import Agent
 from .cancel import CancelToken, cancel_scope, current_token
 from .context_budget import ContextWindow
 from .core import (
+    ContentBlock,
     InferenceRequest,
     InferenceResponse,
     Message,
@@ -170,15 +171,25 @@ class Session:
             AgentError: the provider failed (after its retries), the run timed out
                 (``kind=timeout``), was cancelled, or the structured output stayed invalid.
         """
-        gen = self._run(message, timeout=timeout, stream=False, parent_token=parent_token)
+        # Drives the loop itself rather than through _run: one generator less per run.
+        ctx, provider, msg = self._open(message, timeout, parent_token)
+        result: Result | None = None
+        failure: BaseException | None = None
         try:
-            while True:
-                next(gen)
-        except StopIteration as stop:
-            result: Result = stop.value
-            return result
+            loop = self._loop(ctx, provider, msg, False)
+            try:
+                while True:
+                    next(loop)
+            except StopIteration as stop:
+                result = stop.value
+                return stop.value  # type: ignore[no-any-return]  # the loop returns a Result
+            finally:
+                loop.close()
+        except Exception as exc:
+            failure = exc
+            raise
         finally:
-            gen.close()
+            self._close(ctx.token, result, failure)
 
     def run_stream(
         self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None
@@ -207,16 +218,14 @@ class Session:
 
     # -- the loop ---------------------------------------------------------------------
 
-    def _run(
-        self, message: str | Message, *, timeout: float | None, stream: bool, parent_token: CancelToken | None = None
-    ) -> RunGen:
+    def _open(
+        self, message: str | Message, timeout: float | None, parent_token: CancelToken | None
+    ) -> tuple[RunContext, Provider, Message]:
+        """Start a run: the session is taken, the run's token and spans made."""
         if not self._busy.acquire(blocking=False):
             raise RuntimeError(
                 f"session {self.id} is already running a message; use one Session per concurrent conversation"
             )
-        spans: otel.SessionSpans | None = None
-        result: Result | None = None
-        failure: BaseException | None = None
         token: CancelToken | None = None
         try:
             provider = self.agent.provider
@@ -230,29 +239,48 @@ class Session:
             # (cancelling a formation node's attempt reaches this run even before it begins).
             token = CancelToken(timeout=timeout, parent=parent_token if parent_token is not None else current_token())
             self._token = token
-            ctx = RunContext(self.agent, self.id, self.history, token)
-            spans = self._spans = otel.session_spans(self.agent.name, provider, self.id)
-            try:
-                result = yield from self._loop(ctx, provider, msg, stream)
-            except AgentError as exc:
-                failure = exc
-                if stream:
-                    yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind=exc.kind.value)
-                raise
-            except Exception as exc:
-                failure = exc
-                if stream:
-                    yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind="agent")
-                raise
-            return result
-        finally:
-            if spans is not None:
-                spans.end(result.usage if result is not None else None, failure)
-            self._spans = None
+            self._spans = otel.session_spans(self.agent.name, provider, self.id)
+        except BaseException:
             self._token = None
             if token is not None:
-                token.release()  # the parent (a fleet's run, a delegating run) lets it go
+                token.release()
             self._busy.release()
+            raise
+        return RunContext(self.agent, self.id, self.history, token), provider, msg
+
+    def _close(self, token: CancelToken, result: Result | None, failure: BaseException | None) -> None:
+        """End a run started by :meth:`_open` (``failure``: what it raised, if anything)."""
+        spans = self._spans
+        try:
+            if spans is not None:
+                spans.end(result.usage if result is not None else None, failure)
+        finally:
+            self._spans = None
+            self._token = None
+            token.release()  # the parent (a fleet's run, a delegating run) lets it go
+            self._busy.release()
+
+    def _run(
+        self, message: str | Message, *, timeout: float | None, stream: bool, parent_token: CancelToken | None = None
+    ) -> RunGen:
+        ctx, provider, msg = self._open(message, timeout, parent_token)
+        result: Result | None = None
+        failure: BaseException | None = None
+        try:
+            result = yield from self._loop(ctx, provider, msg, stream)
+        except AgentError as exc:
+            failure = exc
+            if stream:
+                yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind=exc.kind.value)
+            raise
+        except Exception as exc:
+            failure = exc
+            if stream:
+                yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind="agent")
+            raise
+        finally:
+            self._close(ctx.token, result, failure)
+        return result
 
     def _loop(self, ctx: RunContext, provider: Provider, msg: Message, stream: bool) -> RunGen:
         started = time.perf_counter()
@@ -307,7 +335,11 @@ class Session:
                 scope.record_reply(response)
             for mw in mws:
                 response = mw.after_model(ctx, response) or response
-            tool_uses = response.tool_calls
+            content = response.content
+            if len(content) == 1 and content[0].type == "text":  # the common answer: one text block
+                tool_uses: list[ContentBlock] = []
+            else:
+                tool_uses = response.tool_calls
             if tool_uses and not with_tools:
                 # Tools were not offered (final call); drop stray calls rather than loop.
                 kept = [b for b in response.content if b.type != "tool_use"]

@@ -145,3 +145,21 @@ def test_the_usage_total_of_a_fleet_node_sums_every_usage_field() -> None:
     two = Usage(**{f: 10 * (i + 1) for i, f in enumerate(fields)})
     assert _total([one, two, one]) == Usage(**{f: 12 * (i + 1) for i, f in enumerate(fields)})
     assert _total([]) == Usage()
+
+
+def test_a_fleet_node_lets_go_of_each_items_result_as_the_item_finishes(actor_probe: ActorProbe) -> None:
+    import gc
+
+    from wingman_actors.result import Result
+
+    alive: list[int] = []
+
+    def reply(request: InferenceRequest) -> str:
+        gc.collect()
+        alive.append(sum(1 for o in gc.get_objects() if type(o) is Result and o.response.startswith("kept-")))
+        return f"kept-{last_text(request)}"
+
+    reply_ = run_fleet(actor_probe, ["a", "b", "c"], max_workers=1, provider=ScriptedProvider([reply], cycle=True))
+
+    assert reply_.type == "result" and reply_.payload == ["kept-a", "kept-b", "kept-c"]
+    assert alive == [0, 0, 0]  # the finished items' results were not kept until the run ended

@@ -143,6 +143,23 @@ def test_render_input_without_prompt_is_text_or_json() -> None:
     assert render_input({"a": [1, 2]}, None) == '{\n  "a": [\n    1,\n    2\n  ]\n}'
 
 
+def test_render_input_writes_the_json_pydantic_dump_json_writes() -> None:
+    import datetime
+    import decimal
+    import uuid
+
+    adapter: TypeAdapter[object] = TypeAdapter(object)
+    values: list[object] = [
+        {"id": 1, "topic": "t", "weight": 0.5}, [1, 2.5, None, True], {"a": {"b": [1, "x"]}}, (1, 2), {1: 2},
+        datetime.datetime(2020, 1, 2, 3, 4), uuid.UUID(int=7), decimal.Decimal("1.5"), b"hi", "é ünïcode",
+    ]
+    for value in values:
+        expected = value if isinstance(value, str) else adapter.dump_json(value, indent=2).decode()
+        assert render_input(value, None) == expected
+    unserializable = object()
+    assert render_input(unserializable, None) == str(unserializable)  # falls back to str()
+
+
 def test_actor_probe_reports_what_it_got_when_nothing_matches() -> None:
     probe = ActorProbe.start()
     try:

@@ -27,7 +27,7 @@ from ..agent import Agent
 from ..cancel import CancelToken, cancel_scope
 from ..core import Usage
 from ..errors import FleetItemsError, PayloadError  # re-exported: their old home
-from ..fleet import DEFAULT_MAX_WORKERS, Fleet, Task
+from ..fleet import DEFAULT_MAX_WORKERS, Fleet, FleetResult, Task
 from ..interrupts import RunSuspended
 from ..session import Session
 from .base import STOP, NodeActor, NodeObserver
@@ -50,6 +50,10 @@ log = logging.getLogger("wingman_actors.actors")
 
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)  # built once: building one costs more than using it
+# Its serializer, called directly: dump_json's Python wrapper (its keyword defaults passed
+# on one by one) cost as much as the serializing of a small item, and a fleet renders every
+# item. tests/actors/test_render.py fails if the two ever write different JSON.
+_ANY_JSON = _ANY.serializer.to_json
 
 
 def _text(value: Any) -> str:
@@ -60,7 +64,7 @@ def _text(value: Any) -> str:
     try:
         # pydantic writes the indented JSON itself: json.dumps(indent=...) runs the
         # pure-Python encoder, 20 times slower, and a fleet renders every item
-        return _ANY.dump_json(value, indent=2).decode()
+        return _ANY_JSON(value, indent=2).decode()
     except Exception:
         return str(value)
 
@@ -233,29 +237,33 @@ class FleetActor(NodeActor):
             self._fleet = fleet
             if env.run is not None and env.run.done:  # cancelled before interrupt() could see the fleet
                 fleet.cancel("the run was cancelled")
-            try:
-                if observer is None:
-                    results = list(zip(todo, fleet.run(), strict=True))
-                else:  # a journalled run: each item is journalled as it finishes
-                    results = []
-                    for fr in fleet.run_stream():
-                        i = todo[fr.task_index]
-                        results.append((i, fr))
-                        if fr.error is None and fr.result is not None:
-                            observer.item_finished(work, i, fr.result.output)
-            finally:
-                self._fleet = None
-            for i, fr in results:
+
+            def keep(fr: FleetResult) -> None:
+                # On the worker that ran the item: what the node needs of its result is kept,
+                # the rest (result, trace) is let go at once instead of at the end of the run,
+                # so the garbage collector does not see 1,000 of them pile up.
+                i = todo[fr.task_index]
                 if fr.error is not None:
                     errors[i] = fr.error
                 elif fr.result is not None:
                     memo[i] = fr.result.output
                     usages.append(fr.result.usage)
+
+            try:
+                if observer is None:
+                    fleet._run_each(keep)
+                else:  # a journalled run: each item is journalled as it finishes
+                    for fr in fleet.run_stream():
+                        keep(fr)
+                        if fr.error is None and fr.result is not None:
+                            observer.item_finished(work, todo[fr.task_index], fr.result.output)
+            finally:
+                self._fleet = None
         if errors:
             asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
             if asking:  # one interrupt at a time: the others ask again when the run resumes
                 raise errors[min(asking)]
-            raise FleetItemsError(self.name, len(items), errors)
+            raise FleetItemsError(self.name, len(items), dict(sorted(errors.items())))  # in item order
         return [memo[i] for i in range(len(items))], _total(usages)
 
 
