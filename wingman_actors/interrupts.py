@@ -25,7 +25,7 @@ those of an attempt that failed, and a run that never interrupts journals none o
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 __all__ = ["NoStoreError", "RunSuspended", "VisitScope", "current_scope", "interrupt"]
@@ -71,8 +71,8 @@ class VisitScope:
     __slots__ = ("answers", "calls", "item", "kept", "node", "on_progress", "replayed", "replies", "run_id",
                  "session", "visit")
 
-    def __init__(self, run_id: str, node: str, visit: int, answers: list[Any],
-                 on_progress: Callable[[Any], None] | None = None, replies: list[Any] | None = None,
+    def __init__(self, run_id: str, node: str, visit: int, answers: Sequence[Any],
+                 on_progress: Callable[[Any], None] | None = None, replies: Sequence[Any] | None = None,
                  item: int | None = None) -> None:
         self.run_id = run_id
         self.node = node
@@ -80,11 +80,13 @@ class VisitScope:
         self.answers = answers
         self.calls = 0
         self.on_progress = on_progress
-        self.replies = replies or []
+        self.replies: Sequence[Any] = replies or ()
         self.replayed = 0
         self.session: str | None = None
         self.item = item
-        self.kept: list[Any] = []
+        # what the session got this attempt: a list once the first arrives (most visits
+        # of a pipeline have no session, and a visit costs one object fewer per attempt)
+        self.kept: list[Any] | tuple[()] = ()
 
     def owns(self, session_id: str) -> bool:
         """Whether the agent session ``session_id`` is the visit's own (the first session
@@ -105,13 +107,17 @@ class VisitScope:
         """Keep a model response the visit's session got, to journal if the visit suspends
         (:meth:`journal_replies`), so that a resume need not ask again."""
         if self.on_progress is not None:
-            self.kept.append(response)
+            kept = self.kept
+            if isinstance(kept, list):
+                kept.append(response)
+            else:
+                self.kept = [response]
 
     def journal_replies(self) -> None:
         """Journal the responses kept since the attempt began (the visit is suspending).
         Only the suspending attempt's responses are journalled: a resume replays them,
         never those of an attempt that failed."""
-        kept, self.kept = self.kept, []
+        kept, self.kept = self.kept, ()
         if self.on_progress is not None:
             for response in kept:
                 self.on_progress(response)
@@ -130,7 +136,7 @@ class VisitScope:
         self.calls = 0
         self.replayed = 0
         self.session = None
-        self.kept = []
+        self.kept = ()
         token = _current.set(self)
         try:
             return fn(*args)

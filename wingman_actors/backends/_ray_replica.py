@@ -144,7 +144,7 @@ class RayReplica(NodeActor):
             env.memo = memo
         ticket = None
         if scope is not None:
-            ticket = VisitTicket(scope.run_id, scope.node, scope.visit, scope.answers, scope.replies,
+            ticket = VisitTicket(scope.run_id, scope.node, scope.visit, list(scope.answers), list(scope.replies),
                                  self._asked_items(env) if self.fleet else {})
         item_scopes: dict[int, VisitScope] = {}
 

@@ -92,7 +92,7 @@ class Journal:
         fleet item of it) runs."""
         progress = functools.partial(self.store.record_progress, run_id, node, visit, item=item)
         if replay is None:  # a new run (the common case): nothing journalled to replay
-            return VisitScope(run_id, node, visit, [], progress, None, item)
+            return VisitScope(run_id, node, visit, (), progress, None, item)
         journal = replay.journal
         answers = journal.answers(node, visit, item)
         # An agent suspended in a tool call continues from its journalled model
