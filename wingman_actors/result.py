@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -124,7 +124,7 @@ ChildRun.model_rebuild()
 
 _MODEL_STEP_SET = fields_set(StepTrace, ("kind", "name", "step", "input", "output", "usage", "duration_s"))
 _RESULT_SET = fields_set(Result, Result.model_fields)
-_STOP_REASONS = frozenset({"end_turn", "tool_use", "max_tokens"})
+_STOP_REASONS = frozenset(get_args(StopReason))
 
 
 def model_step(name: str, step: int, input: int, output: str | None, usage: Usage, duration_s: float) -> StepTrace:

@@ -111,24 +111,24 @@ class RunFuture(Future[Any]):
         self._cond = cond
 
     def set_result(self, result: Any) -> None:
-        if self._cond is None:
-            with _MAKING:
-                if self._cond is None and self._state not in _DONE:  # nobody to wake or call back
-                    self._result = result
-                    self._state = FINISHED
-                    return
-            # (resolved already: Future's own method raises InvalidStateError, outside _MAKING)
-        super().set_result(result)
+        if not self._settle_unwatched(result, None):
+            super().set_result(result)
 
     def set_exception(self, exception: BaseException | None) -> None:
+        if not self._settle_unwatched(None, exception):
+            super().set_exception(exception)
+
+    def _settle_unwatched(self, result: Any, exception: BaseException | None) -> bool:
+        """Resolve a future that has no condition yet (nobody to wake or call back), under
+        _MAKING; False if it has one, or is resolved already (then Future's own method
+        does the rest, or raises InvalidStateError, outside _MAKING)."""
         if self._cond is None:
             with _MAKING:
                 if self._cond is None and self._state not in _DONE:
-                    self._exception = exception
+                    self._result, self._exception = result, exception
                     self._state = FINISHED
-                    return
-            # (resolved already: Future's own method raises InvalidStateError, outside _MAKING)
-        super().set_exception(exception)
+                    return True
+        return False
 
     def result(self, timeout: float | None = None) -> Any:
         if self._state == FINISHED and self._exception is None:  # (set before _state)

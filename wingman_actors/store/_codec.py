@@ -132,11 +132,6 @@ class Codec:
             SerializationError: a part of the value has an unsupported type (naming
                 where in the value, the type and the fixes), or a class is not importable.
         """
-        t = type(value)
-        if t is str:  # a pipeline's outputs are mostly text or numbers: no walk over the value
-            return PLAIN, str(_encode_str(value))
-        if t is int:
-            return PLAIN, int.__repr__(value)
         if _is_plain(value):
             return PLAIN, _dumps(value)
         pickled: list[bool] = []
