@@ -200,12 +200,17 @@ def shout(text: str) -> str:
     return text.upper()
 
 
+def only_problem_but_cycles(f: Formation) -> str:
+    (problem,) = [p for p in problems_of(f) if not p.startswith("cycle ")]
+    return problem
+
+
 def test_a_cycle_nothing_enters_leaves_the_formation_without_a_source() -> None:
     f = chain(to_int, to_text)
     f.graph.add_edge("n1", "n0", when=bool)
     assert only_problem(f) == (
         "node(s) 'n0', 'n1' get no input: no node is a source (a node with no incoming edge but its own "
-        "self-loop), and cycle n0 → n1 → n0 is entered only from itself; add an entry node feeding 'n0', "
+        "self-loop), and nothing outside cycle n0 → n1 → n0 enters it; add an entry node feeding 'n0', "
         "e.g. add_function('start', fn).connect('start', 'n0')"
     )
 
@@ -215,15 +220,30 @@ def test_a_cycle_nothing_enters_beside_a_source_cannot_be_reached() -> None:
     f.graph.add_edge("x", "y")
     f.graph.add_edge("y", "x", when=bool)
     assert only_problem(f) == (
-        "node(s) 'x', 'y' cannot be reached from the source(s) 'n0': cycle x → y → x is entered only from "
-        "itself; connect 'x' from a node a source reaches, or remove them"
+        "node(s) 'x', 'y' cannot be reached from the source(s) 'n0': their only way in is cycle x → y → x, "
+        "which no source reaches; connect 'x' from a node a source reaches, or remove them"
     )
 
 
 def test_nodes_fed_only_by_an_unentered_cycle_are_named_with_it() -> None:
     f = chain(shout).add_function("x", shout).add_function("y", shout).add_function("z", shout).connect("x", "y", "z")
     f.graph.add_edge("y", "x", when=bool)
-    assert only_problem(f).startswith("node(s) 'x', 'y', 'z' cannot be reached from the source(s) 'n0': cycle x → y → x ")
+    assert only_problem(f).startswith(
+        "node(s) 'x', 'y', 'z' cannot be reached from the source(s) 'n0': their only way in is cycle x → y → x,"
+    )
+
+
+def test_an_unentered_component_of_several_cycles_is_named_whole() -> None:
+    f = Formation("f")
+    for name in ("a", "b", "c"):
+        f.add_function(name, shout)
+    f.connect("a", "b", "a").connect("b", "c", "b")
+    f.graph.add_edge("a", "a")
+    assert only_problem_but_cycles(f) == (
+        "node(s) 'a', 'b', 'c' get no input: no node is a source (a node with no incoming edge but its own "
+        "self-loop), and nothing outside the cycles among 'a', 'b', 'c' (one is a → b → a) enters them; add an "
+        "entry node feeding 'a', e.g. add_function('start', fn).connect('start', 'a')"
+    )
 
 
 def test_every_unentered_cycle_is_a_problem_of_its_own() -> None:

@@ -171,22 +171,32 @@ def cycle_problems(graph: nx.DiGraph) -> list[str]:
     return out
 
 
-def _shortest_cycle(graph: nx.DiGraph, start: Any, members: set[Any]) -> str:
-    """``a → b → a``: a shortest cycle through ``start`` within ``members`` (strongly
-    connected), found breadth first in the graph's own order."""
+def _shortest_cycle(graph: nx.DiGraph, start: Any, members: set[Any]) -> list[Any]:
+    """A shortest cycle through ``start`` within ``members`` (strongly connected, more than
+    a self-loop when it has several nodes), found breadth first in the graph's own order."""
     parents: dict[Any, Any] = {start: None}
     queue = [start]
     for node in queue:
         for child in graph.successors(node):
-            if child == start:
+            if child == start and (node != start or len(members) == 1):
                 cycle = [node]
                 while parents[cycle[-1]] is not None:
                     cycle.append(parents[cycle[-1]])
-                return " → ".join(str(n) for n in [*reversed(cycle), start])  # cycle ends at start
+                return cycle[::-1]  # from start
             if child in members and child not in parents:
                 parents[child] = node
                 queue.append(child)
-    raise ValueError(f"{start!r} is on no cycle within {members!r}")  # pragma: no cover (members is strongly connected)
+    raise ValueError(f"{start!r} is on no cycle within {members!r}")  # not reached: members is strongly connected
+
+
+def _loop(graph: nx.DiGraph, first: Any, members: set[Any]) -> tuple[str, str]:
+    """``cycle a → b → a`` (or, for a component of several cycles, its nodes and one of
+    them), and the pronoun for it."""
+    cycle = _shortest_cycle(graph, first, members)
+    path = " → ".join(str(n) for n in [*cycle, first])
+    if len(cycle) == len(members):
+        return f"cycle {path}", "it"
+    return f"the cycles among {quote(n for n in graph if n in members)} (one is {path})", "them"
 
 
 def reach_problems(graph: nx.DiGraph) -> list[str]:
@@ -217,13 +227,14 @@ def reach_problems(graph: nx.DiGraph) -> list[str]:
         downstream = nx.descendants(rest, first) | {first}
         group = [n for n in graph if n in downstream and n not in named]
         named.update(group)
-        path = _shortest_cycle(graph, first, members)
+        loop, pronoun = _loop(graph, first, members)
         if sources:
-            out.append(f"node(s) {quote(group)} cannot be reached from the source(s) {quote(sources)}: cycle {path} "
-                       f"is entered only from itself; connect {first!r} from a node a source reaches, or remove them")
+            out.append(f"node(s) {quote(group)} cannot be reached from the source(s) {quote(sources)}: their only "
+                       f"way in is {loop}, which no source reaches; connect {first!r} from a node a source "
+                       "reaches, or remove them")
         else:
             out.append(f"node(s) {quote(group)} get no input: no node is a source (a node with no incoming edge "
-                       f"but its own self-loop), and cycle {path} is entered only from itself; add an entry node "
+                       f"but its own self-loop), and nothing outside {loop} enters {pronoun}; add an entry node "
                        f"feeding {first!r}, e.g. add_function('start', fn).connect('start', {first!r})")
     return out
 
