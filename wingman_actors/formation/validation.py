@@ -209,9 +209,12 @@ def reach_problems(graph: nx.DiGraph) -> list[str]:
     for a source: none of its incoming edges closes a cycle on a path from a source.
     """
     sources = [n for n in graph if all(u == n for u in graph.predecessors(n))]
-    reached = set(sources)
-    for n in sources:
-        reached |= nx.descendants(graph, n)
+    reached, stack = set(sources), list(sources)
+    while stack:
+        for child in graph.successors(stack.pop()):
+            if child not in reached:
+                reached.add(child)
+                stack.append(child)
     if len(reached) == graph.number_of_nodes():
         return []
     rest = graph.subgraph([n for n in graph if n not in reached])
