@@ -40,6 +40,7 @@ from .validation import (
     node_problems,
     prompt_problems,
     quote,
+    reach_problems,
 )
 
 if TYPE_CHECKING:  # only a type: the formation module imports this one
@@ -269,10 +270,10 @@ def compile_plan(formation: Formation) -> Plan:
     back = back_edges(graph)
     fwd = {n: [u for u in graph.predecessors(n) if (u, n) not in back] for n in graph}
     bwd = {n: [u for u in graph.predecessors(n) if (u, n) in back] for n in graph}
-    # A source has no forward predecessor: a node entered only through back edges (its
-    # own self-loop, or a cycle it opens) receives the run's input too.
+    # A source has no forward predecessor: a node entered only through its own self-loop
+    # receives the run's input too (reach_problems refuses nodes no source reaches).
     sources = [n for n in graph if not fwd[n]]
-    problems += cycle_problems(graph)
+    problems += cycle_problems(graph) + reach_problems(graph)
     infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] == "function"}
     boards: dict[str, BoardNeed] = {}
     for n in infos:  # the blackboard parameter is not an input: match inputs without it

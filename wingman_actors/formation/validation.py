@@ -44,6 +44,7 @@ __all__ = [
     "policy_problems",
     "prompt_problems",
     "quote",
+    "reach_problems",
 ]
 
 KINDS = ("function", "agent", "fleet")
@@ -158,9 +159,7 @@ def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
 
 
 def cycle_problems(graph: nx.DiGraph) -> list[str]:
-    """Cycles that nothing can end. (Reachability needs no check: in every strongly
-    connected component that nothing else reaches, the first node the depth-first search
-    enters has only back edges coming in, so it is a source, and every node is reached.)"""
+    """Cycles that nothing can end."""
     out = []
     plain = nx.DiGraph([(u, v) for u, v, w in graph.edges(data="when") if w is None])
     for scc in nx.strongly_connected_components(plain):
@@ -169,6 +168,77 @@ def cycle_problems(graph: nx.DiGraph) -> list[str]:
             cycle = [u for u, _ in nx.find_cycle(plain.subgraph(scc), source=start)]
             path = " → ".join(str(n) for n in [*cycle, cycle[0]])
             out.append(f"cycle {path} has no conditional edge; add when= to one of its edges so it can end")
+    return out
+
+
+def _shortest_cycle(graph: nx.DiGraph, start: Any, members: set[Any]) -> list[Any]:
+    """A shortest cycle through ``start`` within ``members`` (strongly connected, more than
+    a self-loop when it has several nodes), found breadth first in the graph's own order."""
+    parents: dict[Any, Any] = {start: None}
+    queue = [start]
+    for node in queue:
+        for child in graph.successors(node):
+            if child == start and (node != start or len(members) == 1):
+                cycle = [node]
+                while parents[cycle[-1]] is not None:
+                    cycle.append(parents[cycle[-1]])
+                return cycle[::-1]  # from start
+            if child in members and child not in parents:
+                parents[child] = node
+                queue.append(child)
+    raise ValueError(f"{start!r} is on no cycle within {members!r}")  # not reached: members is strongly connected
+
+
+def _loop(graph: nx.DiGraph, first: Any, members: set[Any]) -> tuple[str, str]:
+    """``cycle a → b → a`` (or, for a component of several cycles, its nodes and one of
+    them), and the pronoun for it."""
+    cycle = _shortest_cycle(graph, first, members)
+    path = " → ".join(str(n) for n in [*cycle, first])
+    if len(cycle) == len(members):
+        return f"cycle {path}", "it"
+    return f"the cycles among {quote(n for n in graph if n in members)} (one is {path})", "them"
+
+
+def reach_problems(graph: nx.DiGraph) -> list[str]:
+    """Nodes the run's input never reaches, one problem per cycle nothing enters.
+
+    The sources are the nodes with no incoming edge but their own self-loop (a self-loop
+    closes a cycle whatever the search; the search for back edges starts from these). Every
+    other node needs a path from a source: a node entered only from a cycle that nothing
+    enters would never run, and nor would anything downstream of it. Such a node is not taken
+    for a source: none of its incoming edges closes a cycle on a path from a source.
+    """
+    sources = [n for n in graph if all(u == n for u in graph.predecessors(n))]
+    reached, stack = set(sources), list(sources)
+    while stack:
+        for child in graph.successors(stack.pop()):
+            if child not in reached:
+                reached.add(child)
+                stack.append(child)
+    if len(reached) == graph.number_of_nodes():
+        return []
+    rest = graph.subgraph([n for n in graph if n not in reached])
+    # Each strongly connected component of the rest with no edge in from the rest is a cycle
+    # (a lone node there would have no incoming edge, so it would be a source).
+    condensed = nx.condensation(rest)
+    order = {n: i for i, n in enumerate(graph)}
+    entries = sorted((condensed.nodes[c]["members"] for c in condensed if condensed.in_degree(c) == 0),
+                     key=lambda members: min(order[n] for n in members))
+    out, named = [], set()
+    for members in entries:
+        first = min(members, key=order.__getitem__)
+        downstream = nx.descendants(rest, first) | {first}
+        group = [n for n in graph if n in downstream and n not in named]
+        named.update(group)
+        loop, pronoun = _loop(graph, first, members)
+        if sources:
+            out.append(f"node(s) {quote(group)} cannot be reached from the source(s) {quote(sources)}: their only "
+                       f"way in is {loop}, which no source reaches; connect {first!r} from a node a source "
+                       "reaches, or remove them")
+        else:
+            out.append(f"node(s) {quote(group)} get no input: no node is a source (a node with no incoming edge "
+                       f"but its own self-loop), and nothing outside {loop} enters {pronoun}; add an entry node "
+                       f"feeding {first!r}, e.g. add_function('start', fn).connect('start', {first!r})")
     return out
 
 
