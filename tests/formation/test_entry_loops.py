@@ -56,10 +56,14 @@ def test_the_first_node_of_an_entry_cycle_is_its_source() -> None:
         Formation("ping")
         .add_function("ping", inc)
         .add_function("pong", inc)
+        .add_function("done", inc)
         .connect("ping", "pong", when=below_five)
         .connect("pong", "ping")
+        .connect("ping", "done", otherwise=True)
     )
     plan = f.validate()
     assert plan.sources == ("ping",)
-    assert [(e.source, e.target, e.back) for e in plan.edges] == [("ping", "pong", False), ("pong", "ping", True)]
-    assert f.run(0).outputs == {"pong": 4}  # ping 1, pong 2, ping 3, pong 4, ping 5 ends it
+    assert [(e.source, e.target, e.back) for e in plan.edges] == [
+        ("ping", "pong", False), ("ping", "done", False), ("pong", "ping", True),
+    ]
+    assert f.run(0).outputs == {"done": 6}  # ping 1, pong 2, ping 3, pong 4, ping 5 leaves the loop

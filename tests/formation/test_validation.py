@@ -174,7 +174,7 @@ def chain(*fns: Any) -> Formation:
 def test_edge_when_must_be_callable() -> None:
     f = chain(to_int, to_text)
     f.graph.edges["n0", "n1"]["when"] = "n0 > 1"
-    assert only_problem(f) == "edge 'n0' → 'n1': when must be a predicate on the output of 'n0', got str"
+    assert only_problem(f) == "edge 'n0' → 'n1': when must be a predicate on the output of 'n0', a type or a tuple of types, got str"
 
 
 def test_edge_when_must_take_one_argument() -> None:
@@ -198,7 +198,7 @@ def test_edge_attribute_close_to_when_is_a_likely_typo(typo: str) -> None:
 
 def test_graph_where_every_node_has_an_incoming_edge_starts_at_its_first_node() -> None:
     f = chain(to_int, to_text)
-    f.graph.add_edge("n1", "n0", when=bool)
+    f.graph.add_edge("n1", "n0", when=lambda text: bool(text))
     plan = f.validate()
     assert plan.sources == ("n0",) and plan.nodes["n0"].back_preds == ("n1",)
 
@@ -206,7 +206,7 @@ def test_graph_where_every_node_has_an_incoming_edge_starts_at_its_first_node() 
 def test_a_separate_component_entered_through_a_cycle_is_a_second_source() -> None:
     f = chain(to_int, to_text).add_function("x", to_text).add_function("y", to_int)
     f.graph.add_edge("x", "y")
-    f.graph.add_edge("y", "x", when=bool)
+    f.graph.add_edge("y", "x", when=lambda n: bool(n))
     assert f.validate().sources == ("n0", "x")
 
 

@@ -23,7 +23,7 @@ __all__ = ["RunState"]
 # traces need); computing it once saves a time.time() per run.
 _wall_offset = time.time() - time.perf_counter()
 # Shared empty sentinels, replaced by RunState.own() before the first write.
-_EMPTY_JOINS: dict[str, tuple[dict[str, Any], set[str]]] = {}
+_EMPTY_JOINS: dict[str, Any] = {}  # node -> routing.Join
 _EMPTY_VISITS: dict[str, int] = {}
 _EMPTY_FAILURES: list[tuple[str, int, float, float, str]] = []
 _EMPTY_SKIPPED: dict[str, str | None] = {}
@@ -80,7 +80,7 @@ class RunState:
         self.trace: WorkflowSpan | None = None  # the run's OpenTelemetry span, when in use
         self.replay: Any = None  # a resumed run's journal (formation.durable.Replay)
         # Created on first use: a straight pipeline run never needs them.
-        self.joins: dict[str, tuple[dict[str, Any], set[str]]] = _EMPTY_JOINS
+        self.joins: dict[str, Any] = _EMPTY_JOINS
         self.visits: dict[str, int] = _EMPTY_VISITS
         # (node, attempt, started, finished, error) per failed attempt
         self.failures: list[tuple[str, int, float, float, str]] = _EMPTY_FAILURES
