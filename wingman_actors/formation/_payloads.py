@@ -69,10 +69,15 @@ def _walk(value: Any, depth: int) -> Any:
         return value
     if depth > _DEPTH:
         raise _TooDeep
-    if t is dict:
-        return {k: _walk(v, depth + 1) for k, v in value.items()}
-    if t is list:
-        return [_walk(v, depth + 1) for v in value]
+    if t is dict or t is list:
+        # copy in C, then replace only the members that are not scalars (a dict of a few
+        # plain values costs one copy and one pass)
+        out = value.copy()
+        items = value.items() if t is dict else enumerate(value)
+        for k, v in items:
+            if type(v) not in _SCALARS:
+                out[k] = _walk(v, depth + 1)
+        return out
     if t is tuple:
         items = tuple(_walk(v, depth + 1) for v in value)
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
