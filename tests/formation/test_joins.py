@@ -260,3 +260,95 @@ def test_a_join_in_a_pipelined_formation_keeps_runs_apart() -> None:
     with f.start() as running:
         futures = [running.submit(i) for i in range(50)]
         assert [fut.result(10).output for fut in futures] == [i * 110 for i in range(50)]
+
+
+def test_join_any_cancels_the_rest_of_the_branches_that_feed_only_it() -> None:
+    ran: list[str] = []
+    gate = threading.Event()
+    slow_2_done = threading.Event()  # skipped or run
+
+    def slow_1(x: int) -> int:
+        gate.wait(5)  # still running when 'fast' fires the join
+        ran.append("slow_1")
+        return x
+
+    def slow_2(x: int) -> int:
+        ran.append("slow_2")
+        slow_2_done.set()
+        return x
+
+    def finish(values: dict[str, int]) -> dict[str, int]:
+        gate.set()  # the run is still going while slow_1 finishes
+        slow_2_done.wait(5)
+        return values
+
+    def watch(event: Any) -> None:
+        if event.type == "node_skipped" and event.node == "slow_2":
+            slow_2_done.set()
+
+    f = (
+        Formation("race")
+        .add_function("start", lambda x: x)
+        .add_function("fast", lambda x: x + 1)
+        .add_function("slow_1", slow_1)
+        .add_function("slow_2", slow_2)
+        .add_function("first", lambda values: values, join="any")
+        .add_function("finish", finish)
+        .connect("start", "fast", "first", "finish")
+        .connect("start", "slow_1", "slow_2", "first")
+    )
+    assert f.validate().nodes["first"].race == {"fast": frozenset({"slow_1", "slow_2"}), "slow_2": frozenset({"fast"})}
+    with f.start(on_event=watch) as running:
+        result = running.submit(1).result(10)
+    assert result.output == {"fast": 2}
+    assert ran == ["slow_1"]
+    assert result.nodes["slow_2"].status is NodeStatus.SKIPPED
+
+
+def test_join_any_keeps_a_branch_another_node_needs() -> None:
+    f = (
+        Formation("shared")
+        .add_function("start", lambda x: x)
+        .add_function("fast", lambda x: x)
+        .add_function("slow", lambda x: time.sleep(0.1) or x)
+        .add_function("first", lambda values: values, join="any")
+        .add_function("audit", lambda x: f"audited {x}")
+        .connect("start", "fast", "first")
+        .connect("start", "slow", "first")
+        .connect("slow", "audit")
+    )
+    assert f.validate().nodes["first"].race["fast"] == frozenset()
+    assert f.run(3).outputs == {"first": {"fast": 3}, "audit": "audited 3"}
+
+
+def test_join_any_inside_a_loop_runs_every_branch_again_on_the_next_visit() -> None:
+    counts = {"fast": 0, "slow": 0}
+
+    def fast(n: int) -> int:
+        counts["fast"] += 1
+        return n
+
+    def slow(n: int) -> int:
+        time.sleep(0.05)
+        counts["slow"] += 1
+        return n
+
+    def step(n: int) -> int:
+        return n + 1
+
+    f = (
+        Formation("loop")
+        .add_function("step", step)
+        .add_function("fast", fast)
+        .add_function("slow", slow)
+        .add_function("first", lambda values: next(iter(values.values())), join="any")
+        .add_function("done", lambda n: n)
+        .connect("step", "fast", "first")
+        .connect("step", "slow", "first")
+        .connect("first", "step", when=lambda n: n < 3)
+        .connect("first", "done", otherwise=True)
+    )
+    result = f.run(0)
+    assert result.output == 3
+    assert counts["fast"] == 3
+    assert result.nodes["first"].visits == 3

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -107,6 +107,8 @@ class NodeSpec:
             for it (function nodes).
         needs_route: every outgoing edge is conditional and none is ``otherwise``: an
             output none of them takes fails the run with ``NoRouteError``.
+        race: ``join="any"``: by predecessor, the nodes of the other branches that feed
+            only this node, cancelled for the visit when that predecessor's value fires it.
         blackboard: whether the function takes the run's blackboard (its ``blackboard``
             parameter): ``none``, ``required`` or ``optional`` (has a default).
     """
@@ -136,6 +138,7 @@ class NodeSpec:
     join: Literal["all", "any"] = "all"
     isolate: bool = False
     needs_route: bool = False
+    race: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,6 +373,18 @@ def compile_plan(formation: Formation) -> Plan:
     return _build(name, graph, sources, back, fwd, bwd, types, inputs, boards)
 
 
+def _race(forward: nx.DiGraph, node: str, preds: list[str]) -> Mapping[str, frozenset[str]]:
+    """For a ``join="any"`` node: by predecessor, the nodes to cancel when that
+    predecessor's value fires the visit — the nodes of the other branches whose every
+    forward path leads into ``node`` (so nothing else wants their work)."""
+    above = nx.ancestors(forward, node)
+    below = nx.descendants(forward, node) | {node}
+    only_here = {x for x in above if nx.descendants(forward, x) - below <= above}
+    return MappingProxyType({
+        p: frozenset(only_here - nx.ancestors(forward, p) - {p}) for p in preds
+    })
+
+
 def _is_instance(types: type | tuple[type, ...]) -> Callable[[Any], bool]:
     def when(output: Any) -> bool:
         return isinstance(output, types)
@@ -404,6 +419,7 @@ def _build(
     forward.add_edges_from((e.source, e.target) for e in edges if not e.back)
     index = {n: i for i, n in enumerate(graph)}
     order = tuple(nx.lexicographical_topological_sort(forward, key=index.__getitem__))
+    races = {n: _race(forward, n, fwd[n]) for n, a in graph.nodes(data=True) if a.get("join") == "any" and len(fwd[n]) > 1}
     nodes: dict[str, NodeSpec] = {}
     for n, attrs in graph.nodes(data=True):
         a = {**POLICY_DEFAULTS, **attrs}
@@ -436,6 +452,7 @@ def _build(
             join=a.get("join", "all"),
             isolate=a["kind"] == "function",
             needs_route=bool(out_edges[n]) and all(e.when is not None for e in out_edges[n]),
+            race=races.get(n, MappingProxyType({})),
         )
     sinks = tuple(n for n in graph if nodes[n].is_sink)
     return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges)

@@ -40,6 +40,7 @@ _WORK = EnvelopeType.WORK
 
 
 _NOTHING: Any = object()  # a predecessor resolved without a value (its edge did not fire, or it was skipped)
+ROUND_OVER: Any = {}  # a join="any" visit has taken every predecessor's resolution (compared by identity)
 
 
 class Join:
@@ -85,8 +86,10 @@ class Join:
             return False
         if not self.any:
             ready.append(self.values or None)
-        elif not self.fired:
-            ready.append(None)
+        else:
+            if not self.fired:
+                ready.append(None)
+            ready.append(ROUND_OVER)
         self.values = {}
         self.taken = set()
         self.fired = False
@@ -146,6 +149,9 @@ class Router:
 
     def visit(self, run: RunState, node: str, payload: Any, sender: str) -> None:
         if run.done:
+            return
+        if run.dropped and node in run.dropped:
+            self.skip(run, node, f"cancelled: {run.dropped[node]!r} (join='any') fired without it")
             return
         visits = 1
         if self.cyclic:
@@ -242,7 +248,7 @@ class Router:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
                 "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE,
             })
-        if not self.cyclic and (journal is None or run.replay is None):
+        if not self.cyclic and (journal is None or run.replay is None) and not run.dropped:
             nxt = self.straight[name]
             if nxt is not None:
                 # the common pipeline step, inlined: straight into the next node's queue (a
@@ -420,7 +426,20 @@ class Router:
         for payload in visits:
             if payload is None:
                 self.skip(run, target, "none of its incoming edges fired")
+            elif payload is ROUND_OVER:  # the other branches' work is wanted again (a loop's next visit)
+                with run.lock:
+                    dropped = run.dropped
+                    for node in [n for n, j in dropped.items() if j == target]:
+                        del dropped[node]
             else:
+                race = self.specs[target].race
+                if race:
+                    cancel = race[next(iter(payload))]
+                    if cancel:
+                        with run.lock:
+                            dropped = run.own("dropped")
+                            for node in cancel:
+                                dropped.setdefault(node, target)
                 self.visit(run, target, payload, pred)
 
     def _join(self, run: RunState, target: str, pred: str, value: Any) -> list[dict[str, Any] | None]:
