@@ -58,11 +58,15 @@ def _view(source: Any) -> tuple[list[_Node], list[_Edge], str]:
         raise TypeError(f"cannot draw a {type(source).__name__}; pass a Formation, a Plan or a networkx.DiGraph")
     back = back_edges(graph)
     nodes = [_Node(str(n), _kind(a.get("kind")), a.get("max_workers")) for n, a in graph.nodes(data=True)]
-    edges = [
-        _Edge(str(u), str(v), edge_label(w) if callable(w) else "", (u, v) in back)
-        for u, v, w in graph.edges(data="when")
-    ]
+    edges = [_Edge(str(u), str(v), _graph_label(a), (u, v) in back) for u, v, a in graph.edges(data=True)]
     return nodes, edges, source.name if isinstance(getattr(source, "name", None), str) else "formation"
+
+
+def _graph_label(attrs: Any) -> str:
+    if attrs.get("otherwise") is True:
+        return "otherwise"
+    when = attrs.get("when")
+    return edge_label(when) if callable(when) or isinstance(when, tuple) else ""
 
 
 def _kind(kind: Any) -> str | None:
@@ -84,7 +88,9 @@ def _label(node: _Node) -> str:
 def _edge_text(edge: _Edge) -> str:
     if not edge.label:
         return ""
-    return "when" if edge.label == "when" else f"when: {edge.label}"
+    if edge.label in ("when", "otherwise"):
+        return edge.label
+    return f"when: {edge.label}"
 
 
 def _mermaid_ids(names: list[str]) -> Iterator[tuple[str, str]]:

@@ -8,7 +8,8 @@ declaration layer has no import cycle.
 The node attributes: ``kind="function", fn=<callable>`` | ``kind="agent", agent=<Agent>``
 | ``kind="fleet", agent=<Agent>, max_workers=<int>``, plus the policies ``retries``,
 ``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits`` and, for agent and
-fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream output>``.
+fleet nodes, ``prompt``, and ``join`` (``"all"`` or ``"any"``, for fan-in). An edge may carry
+``when=<predicate on the upstream output, a type or a tuple of types>`` or ``otherwise=True``.
 
 Example:
     >>> policy_problems("fetch", {"retries": -1})
@@ -32,6 +33,7 @@ from ..agent import Agent
 from .typecheck import inspect_callable
 
 __all__ = [
+    "EDGE_ATTRS",
     "KINDS",
     "NODE_ATTRS",
     "OWNERS",
@@ -41,6 +43,7 @@ __all__ = [
     "edge_label",
     "edge_problems",
     "node_problems",
+    "otherwise_problems",
     "policy_problems",
     "prompt_problems",
     "quote",
@@ -51,7 +54,8 @@ KINDS = ("function", "agent", "fleet")
 """The node kinds."""
 
 POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {"retries": 0, "backoff": 0.1, "timeout": None, "on_error": "fail", "concurrency": 1, "max_visits": 10}
+    {"retries": 0, "backoff": 0.1, "timeout": None, "on_error": "fail", "concurrency": 1, "max_visits": 10,
+     "join": "all"}
 )
 """Policy attributes any node may carry, with the defaults the plan applies."""
 
@@ -63,9 +67,12 @@ OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)", "max_workers
 
 
 def edge_label(when: Any) -> str:
-    """The label of an edge carrying ``when``: the predicate's name, or ``"when"``."""
+    """The label of an edge carrying ``when``: the predicate's or the type's name (``int |
+    str`` for a tuple of types), or ``"when"``."""
     if when is None:
         return ""
+    if isinstance(when, tuple):
+        return " | ".join(getattr(t, "__name__", "?") for t in when)
     name = getattr(when, "__name__", None)
     return name if isinstance(name, str) and name.isidentifier() else "when"
 
@@ -104,6 +111,8 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "max_visits": (lambda v: _is_int(v, 1), "an int >= 1 (visits per run, bounds cycles)"),
     "max_workers": (lambda v: _is_int(v, 0), "an int >= 0 (0: one session per item, up to 100)"),
     "prompt": (lambda v: v is None or isinstance(v, str), "a str template using {input}, or None"),
+    "join": (lambda v: isinstance(v, str) and v in ("all", "any"),
+             "'all' (wait for every predecessor) or 'any' (fire with the first value)"),
 }
 
 
@@ -145,23 +154,50 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
     return out + policy_problems(node, attrs), usable
 
 
+EDGE_ATTRS = frozenset({"when", "otherwise"})
+
+
 def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
-    """Problems with one edge's attributes (``when`` and close typos of it)."""
+    """Problems with one edge's attributes (``when``, ``otherwise`` and close typos of them)."""
     where = f"edge {u!r} → {v!r}"
-    out = [p for key in attrs for p in _unknown_attr(where, key, frozenset({"when"}))]
+    out = [p for key in attrs for p in _unknown_attr(where, key, EDGE_ATTRS)]
     when = attrs.get("when")
-    if when is not None:
-        if not callable(when):
-            out.append(f"{where}: when must be a predicate on the output of {u!r}, got {type(when).__name__}")
-        elif not inspect_callable(when).accepts_one():
-            out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
+    otherwise = attrs.get("otherwise", False)
+    if not isinstance(otherwise, bool):
+        out.append(f"{where}: otherwise must be True or False, got {otherwise!r}")
+    elif otherwise and when is not None:
+        out.append(f"{where} has both when= and otherwise=True; an otherwise edge is taken when none of "
+                   f"{u!r}'s conditions fire, so it takes no condition of its own: drop one of them")
+    if when is None:
+        return out
+    if isinstance(when, tuple):
+        if not when or not all(isinstance(t, type) for t in when):
+            out.append(f"{where}: when=(...) must be a tuple of types (isinstance checks), got {when!r}")
+    elif isinstance(when, type):
+        pass  # when=int: isinstance(output, int)
+    elif not callable(when):
+        out.append(f"{where}: when must be a predicate on the output of {u!r}, a type or a tuple of types, "
+                   f"got {type(when).__name__}")
+    elif not inspect_callable(when).accepts_one():
+        out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
+    return out
+
+
+def otherwise_problems(graph: nx.DiGraph) -> list[str]:
+    """Nodes with more than one ``otherwise`` edge."""
+    out = []
+    for u in graph:
+        targets = [v for _, v, o in graph.out_edges(u, data="otherwise") if o is True]
+        if len(targets) > 1:
+            out.append(f"node {u!r} has {len(targets)} otherwise edges (to {quote(targets)}); a node may have "
+                       "one: keep one and give the others when= conditions")
     return out
 
 
 def cycle_problems(graph: nx.DiGraph) -> list[str]:
     """Cycles that nothing can end."""
     out = []
-    plain = nx.DiGraph([(u, v) for u, v, w in graph.edges(data="when") if w is None])
+    plain = nx.DiGraph([(u, v) for u, v, a in graph.edges(data=True) if a.get("when") is None and not a.get("otherwise")])
     for scc in nx.strongly_connected_components(plain):
         if len(scc) > 1 or any(plain.has_edge(n, n) for n in scc):
             start = next(n for n in graph if n in scc)
