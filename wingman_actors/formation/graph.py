@@ -38,7 +38,7 @@ from .plan import Plan, compile_plan
 from .render import to_dot, to_mermaid
 from .result import FormationResult
 from .runtime import EventListener, RunningFormation, run_once, run_stream
-from .validation import OWNERS, POLICY_DEFAULTS, policy_problems, quote
+from .validation import OWNERS, POLICY_DEFAULTS, close_name, policy_problems, quote
 
 __all__ = ["Formation"]
 
@@ -98,8 +98,9 @@ class Formation:
         Args:
             name: the node's name.
             fn: any callable; its annotations are checked against its neighbours'.
-            **policies: ``retries``, ``backoff``, ``timeout``, ``on_error``,
-                ``concurrency``, ``max_visits``.
+            **policies: ``retries``, ``backoff``, ``retry_on``, ``max_backoff``,
+                ``jitter``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits``
+                (see :mod:`wingman_actors.formation.supervision` for the retry policy).
 
         Raises:
             FormationSetupError: the name is taken or not a str, ``fn`` is not callable, a
@@ -149,17 +150,25 @@ class Formation:
             attrs["prompt"] = prompt
         return self._add("add_fleet", name, attrs, policies, _agent_problems(agent))
 
-    def connect(self, *names: str, when: Callable[[Any], bool] | None = None) -> Formation:
+    def connect(
+        self, *names: str, when: Callable[[Any], bool] | None = None, on_error: bool = False
+    ) -> Formation:
         """Add edges along ``names``: ``connect("a", "b", "c")`` adds a → b and b → c.
 
         Args:
             *names: two or more declared node names.
             when: a predicate on the upstream output; the edge carries a message only
                 when it returns true. Applies to every edge added.
+            on_error: make error edges (edge attribute ``on_error=True``): the edge is
+                taken only when its source fails after its retries (a timeout included),
+                and carries a :class:`~wingman_actors.formation.NodeFailure`; the run goes
+                on from the target instead of failing. When the source succeeds, the
+                target is skipped along this edge.
 
         Raises:
             FormationSetupError: fewer than two names, ``when`` is not callable, a name
-                is not declared, or an edge already exists (all listed). Nothing is added.
+                is not declared, an edge already exists, or ``on_error`` is not a bool or
+                comes with ``when`` (all listed). Nothing is added.
         """
         call = f"connect({', '.join(repr(n) for n in names)})"
         if len(names) < 2:
@@ -167,6 +176,12 @@ class Formation:
         problems = []
         if when is not None and not callable(when):
             problems.append(f"when must be a predicate on the upstream output, got {type(when).__name__}")
+        if not isinstance(on_error, bool):
+            problems.append(f"on_error must be True (error edges) or False, got {on_error!r}; to skip a failed "
+                            "node, give the node the policy on_error='skip' instead")
+        elif on_error and when is not None:
+            problems.append("an error edge is taken exactly when its source fails, so it cannot also carry "
+                            "when=; drop one of them")
         for n in dict.fromkeys(names):
             if n not in self.graph:
                 close = difflib.get_close_matches(str(n), [str(k) for k in self.graph], n=1)
@@ -178,7 +193,9 @@ class Formation:
                 problems.append(f"edge {u!r} → {v!r} is declared twice; connect each pair once")
         if problems:
             raise FormationSetupError(self.name, [f"{call}: {p}" for p in problems])
-        attrs = {} if when is None else {"when": when}
+        attrs: dict[str, Any] = {} if when is None else {"when": when}
+        if on_error is True:
+            attrs["on_error"] = True
         self.graph.add_edges_from(edges, **attrs)
         return self
 
@@ -382,8 +399,8 @@ class Formation:
             problems.insert(0, f"formation {self.name!r} already has a node named {name!r}; pick another name")
         unknown = sorted(set(policies) - set(POLICY_DEFAULTS))
         if unknown:
-            hints = [difflib.get_close_matches(k, list(POLICY_DEFAULTS), n=1, cutoff=0.6) for k in unknown]
-            guesses = "".join(f"; did you mean {h[0]!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
+            hints = [close_name(k, POLICY_DEFAULTS, cutoff=0.6) for k in unknown]
+            guesses = "".join(f"; did you mean {h!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
             guesses += "".join(f"; {k} applies only to {OWNERS[k]}" for k in unknown if k in OWNERS)
             problems.append(
                 f"unknown policy keyword(s) {quote(unknown)}{guesses} (policies: {', '.join(POLICY_DEFAULTS)})"

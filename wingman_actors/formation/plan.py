@@ -19,8 +19,9 @@ import networkx as nx  # type: ignore[import-untyped]
 from pydantic import TypeAdapter
 
 from ..agent import Agent
-from ..errors import FormationSetupError
+from ..errors import FormationSetupError, NodeTimeoutError
 from .board_param import BoardNeed, board_param
+from .failure import NodeFailure
 from .typecheck import (
     CallableInfo,
     adapter_for,
@@ -37,6 +38,8 @@ from .validation import (
     cycle_problems,
     edge_label,
     edge_problems,
+    error_edge_problems,
+    is_error_edge,
     node_problems,
     prompt_problems,
     quote,
@@ -62,6 +65,8 @@ class EdgeSpec:
         when: the routing predicate on the upstream output, None for an unconditional edge.
         back: True when the edge closes a cycle (found by depth-first search from the sources).
         label: the predicate's ``__name__`` (``"when"`` for lambdas) or ``""`` when unconditional.
+        on_error: an error edge (``connect(a, b, on_error=True)``): taken only when the
+            source fails after its retries, carrying a :class:`~.failure.NodeFailure`.
     """
 
     source: str
@@ -69,6 +74,7 @@ class EdgeSpec:
     when: Callable[[Any], bool] | None
     back: bool
     label: str
+    on_error: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +90,16 @@ class NodeSpec:
             payload against the first parameter's annotation; None when unannotated/Any.
         kwarg_adapters: ``kwargs`` mode: predecessor (= keyword) → adapter or None.
         output_type: the declared output type, None when unknown.
-        out_edges: all outgoing edges (forward and back), in graph order.
-        is_sink: no outgoing forward edges: the output is a run output.
+        out_edges: the outgoing edges (forward and back) but error edges, in graph order.
+        is_sink: no outgoing forward edges but error edges: the output is a run output.
         blackboard: whether the function takes the run's blackboard (its ``blackboard``
             parameter): ``none``, ``required`` or ``optional`` (has a default).
+        retry_on: the exception classes a failed attempt is retried for; None: every
+            error but those that say they are not retryable (``PayloadError``). A class
+            that covers ``TimeoutError`` covers :class:`NodeTimeoutError` too.
+        max_backoff: the longest wait between two attempts, in seconds.
+        jitter: draw each wait at random from the upper half of the backoff.
+        error_edges: the outgoing error edges (``on_error=True``), in graph order.
     """
 
     name: str
@@ -112,6 +124,10 @@ class NodeSpec:
     is_source: bool
     is_sink: bool
     blackboard: BoardNeed = "none"
+    retry_on: tuple[type[BaseException], ...] | None = None
+    max_backoff: float = 30.0
+    jitter: bool = True
+    error_edges: tuple[EdgeSpec, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +217,12 @@ def _function_inputs(
 def _edge_type_problem(u: str, v: str, back: bool, src: Any, param: str | None, dst: Any) -> list[str]:
     if compatible(src, dst):
         return []
+    if src is NodeFailure:
+        return [
+            f"error edge {u!r} → {v!r}: {v!r} receives a NodeFailure when {u!r} fails, but its parameter "
+            f"{param!r} expects {type_name(dst)}; annotate it as NodeFailure (from wingman_actors.formation "
+            "import NodeFailure), or leave it unannotated"
+        ]
     edge = f"{'back edge' if back else 'edge'} {u!r} → {v!r}"
     return [
         f"{edge}: {u!r} outputs {type_name(src)} but parameter {param!r} of {v!r} expects {type_name(dst)}; "
@@ -266,6 +288,7 @@ def compile_plan(formation: Formation) -> Plan:
             usable[node] = attrs
     for u, v, attrs in graph.edges(data=True):
         problems += edge_problems(u, v, attrs)
+    problems += error_edge_problems(graph)
     back = back_edges(graph)
     fwd = {n: [u for u in graph.predecessors(n) if (u, n) not in back] for n in graph}
     bwd = {n: [u for u in graph.predecessors(n) if (u, n) in back] for n in graph}
@@ -281,22 +304,39 @@ def compile_plan(formation: Formation) -> Plan:
     types = {n: _output_type(a, infos.get(n)) for n, a in usable.items()}
     inputs: dict[str, _Inputs] = {}
     for n, attrs in usable.items():
+        sent = _sent_types(graph, n, types)
         is_source = n in sources
         if n in infos:
             inputs[n], found = _function_inputs(n, attrs["fn"], infos[n], fwd[n], bwd[n], is_source)
             problems += found
         else:
             inputs[n] = _Inputs("dict" if len(fwd[n]) > 1 else "single")
-        problems += _type_problems(n, attrs["kind"], inputs[n], fwd[n], bwd[n], types)
+        problems += _type_problems(n, attrs["kind"], inputs[n], fwd[n], bwd[n], sent)
         if isinstance(attrs.get("prompt"), str):
-            fields = {u: types.get(u) for u in fwd[n]} if len(fwd[n]) > 1 else None
+            fields = {u: sent.get(u) for u in fwd[n]} if len(fwd[n]) > 1 else None
             if len(fwd[n]) == 1:
-                upstream = types.get(fwd[n][0])
+                upstream = sent.get(fwd[n][0])
                 fields = prompt_fields(item_type(upstream) if attrs["kind"] == "fleet" else upstream)
             problems += prompt_problems(n, attrs["prompt"], fields)
     if problems:
         raise FormationSetupError(name, problems)
     return _build(name, graph, sources, back, fwd, bwd, types, inputs, boards)
+
+
+def _sent_types(graph: nx.DiGraph, node: str, types: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What each predecessor sends ``node``: its output type, or NodeFailure along an error edge."""
+    errors = [u for u, _, a in graph.in_edges(node, data=True) if is_error_edge(a)]
+    return {**types, **dict.fromkeys(errors, NodeFailure)} if errors else types
+
+
+def _retry_on(value: Any) -> tuple[type[BaseException], ...] | None:
+    """``retry_on`` as a tuple; a class covering ``TimeoutError`` covers node timeouts too."""
+    if value is None:
+        return None
+    classes = tuple(value) if isinstance(value, tuple | list) else (value,)
+    if any(issubclass(TimeoutError, c) for c in classes) and not any(issubclass(NodeTimeoutError, c) for c in classes):
+        classes += (NodeTimeoutError,)
+    return classes
 
 
 def _build(
@@ -310,10 +350,12 @@ def _build(
     inputs: Mapping[str, _Inputs],
     boards: Mapping[str, BoardNeed],
 ) -> Plan:
-    edges = tuple(EdgeSpec(u, v, w, (u, v) in back, edge_label(w)) for u, v, w in graph.edges(data="when"))
+    edges = tuple(EdgeSpec(u, v, a.get("when"), (u, v) in back, edge_label(a.get("when")), is_error_edge(a))
+                  for u, v, a in graph.edges(data=True))
     out_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
+    error_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
     for e in edges:
-        out_edges[e.source].append(e)
+        (error_edges if e.on_error else out_edges)[e.source].append(e)
     forward = nx.DiGraph()
     forward.add_nodes_from(graph)
     forward.add_edges_from((e.source, e.target) for e in edges if not e.back)
@@ -348,6 +390,10 @@ def _build(
             is_source=n in sources,
             is_sink=not any(not e.back for e in out_edges[n]),
             blackboard=boards.get(n, "none"),
+            retry_on=_retry_on(a["retry_on"]),
+            max_backoff=float(a["max_backoff"]),
+            jitter=a["jitter"],
+            error_edges=tuple(error_edges[n]),
         )
     sinks = tuple(n for n in graph if nodes[n].is_sink)
     return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges)

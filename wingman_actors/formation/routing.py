@@ -18,6 +18,7 @@ from ..actors.envelope import Envelope, EnvelopeType, Work
 from ..backends.base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
 from ..errors import FormationRuntimeError
+from .error_routes import replay_failure, skip_error_targets
 from .events import FormationEventType, emit
 from .future import RunFuture
 from .plan import Plan
@@ -54,7 +55,7 @@ class Router:
         for name, spec in self.specs.items():
             edges = spec.out_edges
             nxt = None
-            if len(edges) == 1 and edges[0].when is None and not edges[0].back:
+            if len(edges) == 1 and edges[0].when is None and not edges[0].back and not spec.error_edges:
                 target = edges[0].target
                 if len(self.specs[target].forward_preds) == 1:
                     nxt = target
@@ -109,6 +110,10 @@ class Router:
                 return
             reason = replay.skipped.get((node, visits))
             if reason is not None:
+                failed = replay.failures.get((node, visits))
+                if failed is not None:  # it failed into its error edges: route the failure again
+                    replay_failure(self, run, node, visits, payload, failed)
+                    return
                 self.skip(run, node, str(reason), str(reason))
                 if self.cyclic:
                     self.finish_one(run)
@@ -214,6 +219,8 @@ class Router:
                     self.arrive(run, edge.target, name, output)
                 else:
                     self.arrive_skip(run, edge.target, name, "did not fire")
+            if spec.error_edges:
+                skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded")
             if spec.is_sink and not self.cyclic:
                 self.finish_one(run, sink=True)
         if self.cyclic:
@@ -359,6 +366,8 @@ class Router:
         for edge in spec.out_edges:
             if not edge.back:
                 self.arrive_skip(run, edge.target, node, f"was not taken because {node!r} was skipped")
+        if spec.error_edges:
+            skip_error_targets(self, run, spec, f"was not taken because {node!r} was skipped")
         if spec.is_sink and not self.cyclic:
             self.finish_one(run, sink=True)
 
