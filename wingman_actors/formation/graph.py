@@ -159,11 +159,9 @@ class Formation:
             *names: two or more declared node names.
             when: a predicate on the upstream output; the edge carries a message only
                 when it returns true. Applies to every edge added.
-            on_error: make error edges (edge attribute ``on_error=True``): the edge is
-                taken only when its source fails after its retries (a timeout included),
-                and carries a :class:`~wingman_actors.formation.NodeFailure`; the run goes
-                on from the target instead of failing. When the source succeeds, the
-                target is skipped along this edge.
+            on_error: add error edges (attribute ``on_error=True``), taken only when the
+                source fails after its retries (timeouts included), carrying a
+                :class:`~wingman_actors.formation.NodeFailure`: the run goes on from there.
 
         Raises:
             FormationSetupError: fewer than two names, ``when`` is not callable, a name
@@ -180,8 +178,7 @@ class Formation:
             problems.append(f"on_error must be True (error edges) or False, got {on_error!r}; to skip a failed "
                             "node, give the node the policy on_error='skip' instead")
         elif on_error and when is not None:
-            problems.append("an error edge is taken exactly when its source fails, so it cannot also carry "
-                            "when=; drop one of them")
+            problems.append("an error edge is taken when its source fails, so it cannot also carry when=; drop one")
         for n in dict.fromkeys(names):
             if n not in self.graph:
                 close = difflib.get_close_matches(str(n), [str(k) for k in self.graph], n=1)
