@@ -220,3 +220,22 @@ def test_node_failure_is_a_frozen_picklable_value() -> None:
     copy = pickle.loads(pickle.dumps(failure))
     assert (copy.node, copy.input, copy.attempts, copy.run_id, str(copy.error)) == ("a", {"k": [1]}, 2, "run-1", "x")
     assert str(failure) == "node 'a' failed after 2 attempt(s): ValueError: x"
+
+
+def test_an_error_edge_back_to_the_node_itself_hands_it_its_own_failure() -> None:
+    def parse(x: str | NodeFailure) -> int:
+        if isinstance(x, NodeFailure):
+            return -1  # the fallback visit
+        return int(x)
+
+    f = Formation("self").add_function("parse", parse).add_function("out", str)
+    f.connect("parse", "out").connect("parse", "parse", on_error=True)
+    result = f.run("not a number")
+    assert (result.outputs["out"], result.nodes["parse"].visits, result.nodes["parse"].status) == ("-1", 2, "succeeded")
+
+
+def test_a_loop_of_failures_through_an_error_edge_is_bounded_by_max_visits() -> None:
+    f = (Formation("stuck").add_function("a", lambda x: broken(0), max_visits=3).add_function("h", lambda e: 0)
+         .connect("a", "h", on_error=True).connect("h", "a"))
+    with pytest.raises(FormationRuntimeError, match="max_visits=3"):
+        f.run(1)

@@ -12,6 +12,14 @@ The node attributes: ``kind="function", fn=<callable>`` | ``kind="agent", agent=
 carry ``when=<predicate on the upstream output>``, or ``on_error=True`` (an error edge:
 taken only when its source fails, carrying a :class:`~.failure.NodeFailure`).
 
+The rules for error edges: ``on_error`` on an edge is a bool (True or False); an error
+edge carries no ``when=`` (nor ``otherwise=``); a node with error edges has no
+``on_error="skip"`` policy (its failures go to the edges); the handler's input must take a
+``NodeFailure`` (checked in :mod:`.plan` against its annotation, when it has one). A node
+may have several error edges (each handler gets the failure); an error edge may be a back
+edge (even to its own source: the node's next visit gets its own failure); and it counts
+as conditional, so a cycle through one is legal, bounded by ``max_visits``.
+
 Example:
     >>> policy_problems("fetch", {"retries": -1})
     ["node 'fetch': retries must be an int >= 0 (restarts after a failure), got -1"]
