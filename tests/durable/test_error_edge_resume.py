@@ -139,3 +139,20 @@ def test_a_resumed_run_reports_the_journalled_failure_as_node_failed(store: RunS
     f.resume(info.value.run_id or "", store=store, on_event=events.append)
     [failed] = [e for e in events if e.type == "node_failed"]
     assert (failed.node, failed.data) == ("a", {"attempts": 1, "error": "ValueError: bad", "journalled": True})
+
+
+class TwoPartError(Exception):
+    """An exception whose ``__init__`` takes other arguments than its ``args``: a pickle of
+    it cannot be loaded back."""
+
+    def __init__(self, service: str, code: int) -> None:
+        super().__init__(f"{service} answered {code}")
+
+
+def test_a_pickling_store_rebuilds_an_exception_that_does_not_unpickle(path: Path) -> None:
+    handler = Node(lambda e: "fixed")
+    with RunStore(path, allow_pickle=True) as store:
+        _, result = fail_then_resume(Node(error=TwoPartError("billing", 503)), handler, store)
+    error = handler.seen[-1].error
+    assert result.status == "succeeded"
+    assert isinstance(error, FormationRuntimeError) and str(error) == "TwoPartError: billing answered 503"

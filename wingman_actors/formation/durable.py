@@ -18,7 +18,7 @@ rebuilt: a built-in exception as its own class with its arguments, a
 :class:`~wingman_actors.errors.NodeTimeoutError` as one, any other as a
 :class:`~wingman_actors.errors.FormationRuntimeError` whose message starts with the
 original class name. A store opened with ``allow_pickle=True`` keeps the exception
-itself (pickled), and the handler gets it back as it was.
+itself (pickled) when it comes back from a pickle, and the handler gets it back as it was.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 import builtins
 import functools
 import os
+import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -136,9 +137,14 @@ class Journal:
         args = list(error.args) if all(type(a) in _PLAIN for a in error.args) else [str(error)]
         record = {_FAILURE: f"{type(error).__module__}:{type(error).__qualname__}", "message": str(error),
                   "args": args, "attempts": failure.attempts}
-        try:  # a store that pickles keeps the exception itself
-            self.store.record_progress(run_id, node, visit, {**record, "exception": error})
-        except SerializationError:
+        kept = False
+        if _unpickles(error):  # a store that pickles keeps the exception itself
+            try:
+                self.store.record_progress(run_id, node, visit, {**record, "exception": error})
+                kept = True
+            except SerializationError:
+                pass  # a store that does not pickle
+        if not kept:
             self.store.record_progress(run_id, node, visit, record)
         self.store.record_skip(run_id, node, visit, f"failed after {failure.attempts} attempt(s) into its error "
                                                     f"edges: {type(error).__name__}: {error}")
@@ -169,3 +175,13 @@ def _rebuilt(record: Mapping[str, Any], node: str, attempts: int, run_id: str) -
         except Exception:  # a signature the journalled arguments do not fit
             pass
     return FormationRuntimeError(f"{name}: {message}", node=node, attempts=attempts, run_id=run_id)
+
+
+def _unpickles(error: BaseException) -> bool:
+    """Whether ``error`` survives a pickle round trip (an exception whose ``__init__``
+    takes other arguments than its ``args`` does not, and would break loading the journal)."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return False
+    return True
