@@ -156,3 +156,17 @@ def test_a_pickling_store_rebuilds_an_exception_that_does_not_unpickle(path: Pat
     error = handler.seen[-1].error
     assert result.status == "succeeded"
     assert isinstance(error, FormationRuntimeError) and str(error) == "TwoPartError: billing answered 503"
+
+
+def test_a_handler_that_interrupts_resumes_with_the_answer_and_the_failure(store: RunStore) -> None:
+    from wingman_actors import interrupt
+
+    def ask(failure: NodeFailure) -> str:
+        return f"{interrupt({'failed': failure.node})} after {type(failure.error).__name__}"
+
+    a = Node(error=ValueError("nope"))
+    f = Formation("ask").add_function("a", a).add_function("ask", ask).connect("a", "ask", on_error=True)
+    suspended = f.run(1, store=store)
+    assert (suspended.status, suspended.interrupt) == ("suspended", {"node": "ask", "payload": {"failed": "a"}})
+    result = f.resume(suspended.run_id, store=store, answer="retry later")
+    assert (result.outputs, a.calls, result.nodes["a"].status) == ({"ask": "retry later after ValueError"}, 1, "failed")
