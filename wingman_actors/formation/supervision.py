@@ -202,7 +202,9 @@ class Supervision:
         work: Work | None = None,
     ) -> None:
         """The node's visit failed for good: its error edges take it (when it has some and
-        ``work``, the failed delivery, is known), else its ``on_error`` decides."""
+        ``work``, the failed delivery, is known: the node's own attempts raising or timing
+        out), else its ``on_error`` decides (also for failures around a finished attempt:
+        its output not journalled, a ``when=`` condition raising)."""
         error = f"{type(exc).__name__}: {exc}"
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FAILED, run.id, spec.name,
