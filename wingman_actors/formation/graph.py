@@ -38,7 +38,7 @@ from .plan import Plan, compile_plan
 from .render import to_dot, to_mermaid
 from .result import FormationResult
 from .runtime import EventListener, RunningFormation, run_once, run_stream
-from .validation import OWNERS, POLICY_DEFAULTS, edge_problems, policy_problems, quote
+from .validation import OWNERS, POLICY_DEFAULTS, close_name, edge_problems, policy_problems, quote
 
 __all__ = ["Formation"]
 
@@ -98,8 +98,9 @@ class Formation:
         Args:
             name: the node's name.
             fn: any callable; its annotations are checked against its neighbours'.
-            **policies: ``retries``, ``backoff``, ``timeout``, ``on_error``,
-                ``concurrency``, ``max_visits``.
+            **policies: ``retries``, ``backoff``, ``retry_on``, ``max_backoff``,
+                ``jitter``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits``
+                (see :mod:`wingman_actors.formation.supervision` for the retry policy).
 
         Raises:
             FormationSetupError: the name is taken or not a str, ``fn`` is not callable, a
@@ -154,6 +155,7 @@ class Formation:
         *names: str,
         when: Callable[[Any], bool] | type | tuple[type, ...] | None = None,
         otherwise: bool = False,
+        on_error: bool = False,
     ) -> Formation:
         """Add edges along ``names``: ``connect("a", "b", "c")`` adds a → b and b → c.
 
@@ -167,11 +169,15 @@ class Formation:
             otherwise: the edge is taken when none of the upstream's conditional edges
                 fire (one per node). A node whose outgoing edges are all conditional, with
                 no otherwise edge, fails the run with ``NoRouteError`` when none fires.
+            on_error: add error edges (attribute ``on_error=True``), taken only when the
+                source fails after its retries (timeouts included), carrying a
+                :class:`~wingman_actors.formation.NodeFailure`: the run goes on from there.
 
         Raises:
             FormationSetupError: fewer than two names, ``when`` is not a predicate or a
-                type, both ``when`` and ``otherwise``, a name is not declared, or an edge
-                already exists (all listed). Nothing is added.
+                type, both ``when`` and ``otherwise``, ``on_error`` is not a bool or comes
+                with a condition, a name is not declared, or an edge already exists (all
+                listed). Nothing is added.
         """
         call = f"connect({', '.join(repr(n) for n in names)})"
         if len(names) < 2:
@@ -179,6 +185,8 @@ class Formation:
         attrs: dict[str, Any] = {} if when is None else {"when": when}
         if otherwise is not False:
             attrs["otherwise"] = otherwise
+        if on_error is not False:
+            attrs["on_error"] = on_error
         problems = edge_problems(names[0], names[1], attrs)
         for n in dict.fromkeys(names):
             if n not in self.graph:
@@ -400,8 +408,8 @@ class Formation:
             problems.insert(0, f"formation {self.name!r} already has a node named {name!r}; pick another name")
         unknown = sorted(set(policies) - set(POLICY_DEFAULTS))
         if unknown:
-            hints = [difflib.get_close_matches(k, list(POLICY_DEFAULTS), n=1, cutoff=0.6) for k in unknown]
-            guesses = "".join(f"; did you mean {h[0]!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
+            hints = [close_name(k, POLICY_DEFAULTS, cutoff=0.6) for k in unknown]
+            guesses = "".join(f"; did you mean {h!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
             guesses += "".join(f"; {k} applies only to {OWNERS[k]}" for k in unknown if k in OWNERS)
             problems.append(
                 f"unknown policy keyword(s) {quote(unknown)}{guesses} (policies: {', '.join(POLICY_DEFAULTS)})"

@@ -19,8 +19,9 @@ import networkx as nx  # type: ignore[import-untyped]
 from pydantic import TypeAdapter
 
 from ..agent import Agent
-from ..errors import FormationSetupError
+from ..errors import FormationSetupError, NodeTimeoutError
 from .board_param import BoardNeed, board_param
+from .failure import NodeFailure
 from .typecheck import (
     CallableInfo,
     adapter_for,
@@ -41,6 +42,8 @@ from .validation import (
     cycle_problems,
     edge_label,
     edge_problems,
+    error_edge_problems,
+    is_error_edge,
     node_problems,
     otherwise_problems,
     prompt_problems,
@@ -71,6 +74,8 @@ class EdgeSpec:
         label: the predicate's ``__name__`` (``"when"`` for lambdas), the type's name,
             ``"otherwise"``, or ``""`` when unconditional.
         otherwise: taken when none of the source's conditional edges fire.
+        on_error: an error edge (``connect(a, b, on_error=True)``): taken only when the
+            source fails after its retries, carrying a :class:`~.failure.NodeFailure`.
     """
 
     source: str
@@ -79,11 +84,12 @@ class EdgeSpec:
     back: bool
     label: str
     otherwise: bool = False
+    on_error: bool = False
 
     @property
     def conditional(self) -> bool:
-        """Whether the edge may stay shut (a ``when=`` or an ``otherwise`` edge)."""
-        return self.when is not None or self.otherwise
+        """Whether the edge may stay shut (a ``when=``, ``otherwise`` or error edge)."""
+        return self.when is not None or self.otherwise or self.on_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +105,9 @@ class NodeSpec:
             payload against the first parameter's annotation; None when unannotated/Any.
         kwarg_adapters: ``kwargs`` mode: predecessor (= keyword) → adapter or None.
         output_type: the declared output type, None when unknown.
-        out_edges: all outgoing edges (forward and back), in graph order.
-        is_sink: no outgoing edges at all: the output is a run output (a node whose
-            outgoing edges are all back edges is not a sink).
+        out_edges: the outgoing edges (forward and back) but error edges, in graph order.
+        is_sink: no outgoing edges but error edges: the output is a run output (a node
+            whose outgoing edges are all back edges is not a sink).
         join: ``all`` (a fan-in visit waits for every forward predecessor) or ``any``
             (it fires with the first value of the visit; later ones are dropped).
         isolate: the node may change its input in place, so mutable payloads are copied
@@ -112,6 +118,12 @@ class NodeSpec:
             only this node, cancelled for the visit when that predecessor's value fires it.
         blackboard: whether the function takes the run's blackboard (its ``blackboard``
             parameter): ``none``, ``required`` or ``optional`` (has a default).
+        retry_on: the exception classes a failed attempt is retried for; None: every
+            error but those that say they are not retryable (``PayloadError``). A class
+            that covers ``TimeoutError`` covers :class:`NodeTimeoutError` too.
+        max_backoff: the longest wait between two attempts, in seconds.
+        jitter: draw each wait at random from the upper half of the backoff.
+        error_edges: the outgoing error edges (``on_error=True``), in graph order.
     """
 
     name: str
@@ -140,6 +152,10 @@ class NodeSpec:
     isolate: bool = False
     needs_route: bool = False
     race: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    retry_on: tuple[type[BaseException], ...] | None = None
+    max_backoff: float = 30.0
+    jitter: bool = True
+    error_edges: tuple[EdgeSpec, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +245,12 @@ def _function_inputs(
 def _edge_type_problem(u: str, v: str, back: bool, src: Any, param: str | None, dst: Any) -> list[str]:
     if compatible(src, dst):
         return []
+    if src is NodeFailure:
+        return [
+            f"error edge {u!r} → {v!r}: {v!r} receives a NodeFailure when {u!r} fails, but its parameter "
+            f"{param!r} expects {type_name(dst)}; annotate it as NodeFailure (from wingman_actors.formation "
+            "import NodeFailure), or leave it unannotated"
+        ]
     edge = f"{'back edge' if back else 'edge'} {u!r} → {v!r}"
     return [
         f"{edge}: {u!r} outputs {type_name(src)} but parameter {param!r} of {v!r} expects {type_name(dst)}; "
@@ -280,6 +302,9 @@ def _edge_types(graph: nx.DiGraph, types: Mapping[str, Any]) -> tuple[dict[tuple
         guards: list[Any] = []
         otherwise = None
         for _, v, attrs in graph.out_edges(u, data=True):
+            if is_error_edge(attrs):
+                along[(u, v)] = NodeFailure  # what an error edge carries
+                continue
             if attrs.get("otherwise"):
                 otherwise = v
                 continue
@@ -335,6 +360,7 @@ def compile_plan(formation: Formation) -> Plan:
             usable[node] = attrs
     for u, v, attrs in graph.edges(data=True):
         problems += edge_problems(u, v, attrs)
+    problems += error_edge_problems(graph)
     back = back_edges(graph)
     fwd = {n: [u for u in graph.predecessors(n) if (u, n) not in back] for n in graph}
     bwd = {n: [u for u in graph.predecessors(n) if (u, n) in back] for n in graph}
@@ -397,7 +423,17 @@ def _edge_spec(u: str, v: str, attrs: Mapping[str, Any], back: bool) -> EdgeSpec
     if attrs.get("otherwise"):
         return EdgeSpec(u, v, None, back, "otherwise", True)
     predicate = _is_instance(when) if isinstance(when, type | tuple) else when
-    return EdgeSpec(u, v, predicate, back, edge_label(when))
+    return EdgeSpec(u, v, predicate, back, edge_label(when), on_error=is_error_edge(attrs))
+
+
+def _retry_on(value: Any) -> tuple[type[BaseException], ...] | None:
+    """``retry_on`` as a tuple; a class covering ``TimeoutError`` covers node timeouts too."""
+    if value is None:
+        return None
+    classes = tuple(value) if isinstance(value, tuple | list) else (value,)
+    if any(issubclass(TimeoutError, c) for c in classes) and not any(issubclass(NodeTimeoutError, c) for c in classes):
+        classes += (NodeTimeoutError,)
+    return classes
 
 
 def _build(
@@ -413,8 +449,9 @@ def _build(
 ) -> Plan:
     edges = tuple(_edge_spec(u, v, attrs, (u, v) in back) for u, v, attrs in graph.edges(data=True))
     out_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
+    error_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
     for e in edges:
-        out_edges[e.source].append(e)
+        (error_edges if e.on_error else out_edges)[e.source].append(e)
     forward = nx.DiGraph()
     forward.add_nodes_from(graph)
     forward.add_edges_from((e.source, e.target) for e in edges if not e.back)
@@ -454,6 +491,10 @@ def _build(
             isolate=a["kind"] == "function",
             needs_route=bool(out_edges[n]) and all(e.when is not None for e in out_edges[n]),
             race=races.get(n, MappingProxyType({})),
+            retry_on=_retry_on(a["retry_on"]),
+            max_backoff=float(a["max_backoff"]),
+            jitter=a["jitter"],
+            error_edges=tuple(error_edges[n]),
         )
     sinks = tuple(n for n in graph if nodes[n].is_sink)
     return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges)

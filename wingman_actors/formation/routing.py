@@ -20,6 +20,7 @@ from ..backends.base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
 from ..errors import FormationRuntimeError, NoRouteError
 from ._payloads import isolate
+from .error_routes import replay_failure, skip_error_targets
 from .events import FormationEventType, emit
 from .future import RunFuture
 from .plan import EdgeSpec, Plan
@@ -124,7 +125,7 @@ class Router:
         for name, spec in self.specs.items():
             edges = spec.out_edges
             nxt = None
-            if len(edges) == 1 and not edges[0].conditional and not edges[0].back:
+            if len(edges) == 1 and not edges[0].conditional and not edges[0].back and not spec.error_edges:
                 target = edges[0].target
                 if len(self.specs[target].forward_preds) == 1:
                     nxt = target
@@ -182,6 +183,10 @@ class Router:
                 return
             reason = replay.skipped.get((node, visits))
             if reason is not None:
+                failed = replay.failures.get((node, visits))
+                if failed is not None:  # it failed into its error edges: route the failure again
+                    replay_failure(self, run, node, visits, payload, failed)
+                    return
                 self.skip(run, node, str(reason), str(reason))
                 if self.cyclic:
                     self.finish_one(run)
@@ -295,6 +300,8 @@ class Router:
                         self.arrive(run, edge.target, name, payload)
                 elif not edge.back:
                     self.arrive_skip(run, edge.target, name, "did not fire")
+            if spec.error_edges:
+                skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded")
             if spec.is_sink and not self.cyclic:
                 self.finish_one(run, sink=True)
         if self.cyclic:
@@ -468,6 +475,8 @@ class Router:
         for edge in spec.out_edges:
             if not edge.back:
                 self.arrive_skip(run, edge.target, node, f"was not taken because {node!r} was skipped")
+        if spec.error_edges:
+            skip_error_targets(self, run, spec, f"was not taken because {node!r} was skipped")
         if spec.is_sink and not self.cyclic:
             self.finish_one(run, sink=True)
 

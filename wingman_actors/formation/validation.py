@@ -7,9 +7,19 @@ declaration layer has no import cycle.
 
 The node attributes: ``kind="function", fn=<callable>`` | ``kind="agent", agent=<Agent>``
 | ``kind="fleet", agent=<Agent>, max_workers=<int>``, plus the policies ``retries``,
-``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits`` and, for agent and
-fleet nodes, ``prompt``, and ``join`` (``"all"`` or ``"any"``, for fan-in). An edge may carry
-``when=<predicate on the upstream output, a type or a tuple of types>`` or ``otherwise=True``.
+``backoff``, ``retry_on``, ``max_backoff``, ``jitter``, ``timeout``, ``on_error``,
+``concurrency``, ``max_visits``, ``join`` (``"all"`` or ``"any"``, for fan-in) and, for
+agent and fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream
+output, a type or a tuple of types>``, ``otherwise=True``, or ``on_error=True`` (an error
+edge: taken only when its source fails, carrying a :class:`~.failure.NodeFailure`).
+
+The rules for error edges: ``on_error`` on an edge is a bool (True or False); an error
+edge carries no ``when=`` (nor ``otherwise=``); a node with error edges has no
+``on_error="skip"`` policy (its failures go to the edges); the handler's input must take a
+``NodeFailure`` (checked in :mod:`.plan` against its annotation, when it has one). A node
+may have several error edges (each handler gets the failure); an error edge may be a back
+edge (even to its own source: the node's next visit gets its own failure); and it counts
+as conditional, so a cycle through one is legal, bounded by ``max_visits``.
 
 Example:
     >>> policy_problems("fetch", {"retries": -1})
@@ -35,6 +45,7 @@ from .typecheck import inspect_callable
 __all__ = [
     "EDGE_ATTRS",
     "KINDS",
+    "close_name",
     "NODE_ATTRS",
     "OWNERS",
     "POLICY_DEFAULTS",
@@ -42,6 +53,8 @@ __all__ = [
     "cycle_problems",
     "edge_label",
     "edge_problems",
+    "error_edge_problems",
+    "is_error_edge",
     "node_problems",
     "otherwise_problems",
     "policy_problems",
@@ -53,10 +66,10 @@ __all__ = [
 KINDS = ("function", "agent", "fleet")
 """The node kinds."""
 
-POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {"retries": 0, "backoff": 0.1, "timeout": None, "on_error": "fail", "concurrency": 1, "max_visits": 10,
-     "join": "all"}
-)
+POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType({
+    "retries": 0, "backoff": 0.1, "retry_on": None, "max_backoff": 30.0, "jitter": True, "timeout": None,
+    "on_error": "fail", "concurrency": 1, "max_visits": 10, "join": "all",
+})
 """Policy attributes any node may carry, with the defaults the plan applies."""
 
 _KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"}}
@@ -82,11 +95,18 @@ def quote(names: Any) -> str:
     return ", ".join(repr(n) for n in names)
 
 
+def close_name(key: str, known: Any, cutoff: float = 0.75) -> str | None:
+    """The name in ``known`` that ``key`` most likely misspells (a known alias first), or None."""
+    alias = _ALIASES.get(key)
+    if alias is not None and alias in known:
+        return alias
+    return next(iter(difflib.get_close_matches(key, sorted(known), n=1, cutoff=cutoff)), None)
+
+
 def _unknown_attr(where: str, key: Any, known: frozenset[str]) -> list[str]:
     if not isinstance(key, str) or key in known:
         return []
-    guess = _ALIASES.get(key) if _ALIASES.get(key) in known else None
-    guess = guess or next(iter(difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)), None)
+    guess = close_name(key, known)
     if guess is None:
         return []  # a user's own attribute (a label, a colour): allowed
     return [f"{where} has attribute {key!r}: did you mean {guess!r}? (rename it; unknown attributes are ignored)"]
@@ -94,6 +114,16 @@ def _unknown_attr(where: str, key: Any, known: frozenset[str]) -> list[str]:
 
 def _is_int(v: Any, low: int) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _is_error_class(v: Any) -> bool:
+    return isinstance(v, type) and issubclass(v, BaseException)
+
+
+def _is_retry_on(v: Any) -> bool:
+    if isinstance(v, tuple | list):
+        return all(_is_error_class(t) for t in v)
+    return v is None or _is_error_class(v)
 
 
 def _is_seconds(v: Any, positive: bool) -> bool:
@@ -105,6 +135,10 @@ def _is_seconds(v: Any, positive: bool) -> bool:
 _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "retries": (lambda v: _is_int(v, 0), "an int >= 0 (restarts after a failure)"),
     "backoff": (lambda v: _is_seconds(v, False), "a number of seconds >= 0 (base of the exponential backoff)"),
+    "retry_on": (_is_retry_on, "an exception class or a tuple of them (e.g. retry_on=(ConnectionError, "
+                 "TimeoutError)), or None for every error but PayloadError"),
+    "max_backoff": (lambda v: _is_seconds(v, False), "a number of seconds >= 0 (the longest wait between retries)"),
+    "jitter": (lambda v: isinstance(v, bool), "True (spread the waits between retries at random) or False"),
     "timeout": (lambda v: v is None or _is_seconds(v, True), "a number of seconds > 0, or None for no timeout"),
     "on_error": (lambda v: isinstance(v, str) and v in ("fail", "skip"), "'fail' or 'skip'"),
     "concurrency": (lambda v: _is_int(v, 1), "an int >= 1"),
@@ -154,13 +188,14 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
     return out + policy_problems(node, attrs), usable
 
 
-EDGE_ATTRS = frozenset({"when", "otherwise"})
+EDGE_ATTRS = frozenset({"when", "otherwise", "on_error"})
 
 
 def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
-    """Problems with one edge's attributes (``when``, ``otherwise`` and close typos of them)."""
+    """Problems with one edge's attributes (``when``, ``otherwise``, ``on_error`` and close typos of them)."""
     where = f"edge {u!r} → {v!r}"
     out = [p for key in attrs for p in _unknown_attr(where, key, EDGE_ATTRS)]
+    out += _error_edge_attr_problems(where, u, attrs)
     when = attrs.get("when")
     otherwise = attrs.get("otherwise", False)
     if not isinstance(otherwise, bool):
@@ -194,10 +229,42 @@ def otherwise_problems(graph: nx.DiGraph) -> list[str]:
     return out
 
 
+def _error_edge_attr_problems(where: str, u: Any, attrs: Mapping[str, Any]) -> list[str]:
+    flag = attrs.get("on_error", False)
+    if not isinstance(flag, bool):
+        return [f"{where}: on_error must be True (an error edge, taken when {u!r} fails) or False, got {flag!r}; "
+                f"to skip {u!r} when it fails, set the node policy instead: add_function({u!r}, ..., on_error='skip')"]
+    conditions = [k for k in ("when", "otherwise") if flag and attrs.get(k) not in (None, False)]
+    if conditions:
+        return [f"{where}: an error edge (on_error=True) is taken exactly when {u!r} fails, so it cannot also "
+                f"carry {' or '.join(f'{k}=' for k in conditions)}; drop one of them (route the handler's output "
+                "with conditional edges out of the handler instead)"]
+    return []
+
+
+def is_error_edge(attrs: Mapping[str, Any]) -> bool:
+    """Whether an edge with these attributes is an error edge (``on_error=True``)."""
+    return attrs.get("on_error") is True
+
+
+def error_edge_problems(graph: nx.DiGraph) -> list[str]:
+    """Problems of nodes with error edges: an ``on_error="skip"`` policy the error edges
+    would silently override."""
+    out = []
+    for u in dict.fromkeys(u for u, _, a in graph.edges(data=True) if is_error_edge(a)):
+        if graph.nodes[u].get("on_error") == "skip":
+            handlers = quote(v for _, v, a in graph.out_edges(u, data=True) if is_error_edge(a))
+            out.append(f"node {u!r} has on_error='skip' and error edge(s) to {handlers}; a failure goes to the "
+                       "error edges, so the policy would never apply: remove on_error='skip' or the error edges")
+    return out
+
+
 def cycle_problems(graph: nx.DiGraph) -> list[str]:
     """Cycles that nothing can end."""
     out = []
-    plain = nx.DiGraph([(u, v) for u, v, a in graph.edges(data=True) if a.get("when") is None and not a.get("otherwise")])
+    # otherwise and error edges are conditional too: each may stay shut
+    plain = nx.DiGraph([(u, v) for u, v, a in graph.edges(data=True)
+                        if a.get("when") is None and not a.get("otherwise") and not is_error_edge(a)])
     for scc in nx.strongly_connected_components(plain):
         if len(scc) > 1 or any(plain.has_edge(n, n) for n in scc):
             start = next(n for n in graph if n in scc)

@@ -2,9 +2,11 @@
 
 A declaration names what Python would pass as objects: agent and fleet nodes name a
 stored agent by ``agent_id``, function nodes a registered function by ``function``, and
-edge conditions a registered predicate by ``condition``. Policies (``retries``,
-``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits``) sit on the node,
-flat or under ``policies``::
+edge conditions a registered predicate by ``condition``; ``"on_error": true`` makes an
+error edge. Policies (``retries``, ``backoff``, ``retry_on``, ``max_backoff``, ``jitter``,
+``timeout``, ``on_error``, ``concurrency``, ``max_visits``) sit on the node, flat or under
+``policies``; ``retry_on`` names exception classes: built-in ones (``"ConnectionError"``)
+or those of :mod:`wingman_actors.errors` (``"NodeTimeoutError"``)::
 
     {"name": "digest",
      "nodes": [{"name": "clean", "kind": "function", "function": "strip_text"},
@@ -15,12 +17,14 @@ flat or under ``policies``::
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import errors
 from ..agent import Agent
 from ..errors import FormationSetupError
 from ..formation import Formation
@@ -28,9 +32,22 @@ from .errors import ApiError
 from .functions import FunctionRegistry
 from .limits import MAX_BACKOFF_S, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT_S, MAX_VISITS, MAX_WORKERS
 
-__all__ = ["EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "build_formation", "declaration_problems"]
+__all__ = [
+    "EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "build_formation", "declaration_problems",
+    "exception_class",
+]
 
-POLICY_FIELDS = ("retries", "backoff", "timeout", "on_error", "concurrency", "max_visits", "join")
+POLICY_FIELDS = ("retries", "backoff", "retry_on", "max_backoff", "jitter", "timeout", "on_error", "concurrency",
+                 "max_visits", "join")
+
+
+def exception_class(name: str) -> type[BaseException] | None:
+    """The exception class ``retry_on`` may name: a built-in one, or one of
+    :mod:`wingman_actors.errors`; None for any other name."""
+    found = getattr(builtins, name, None) if not name.startswith("_") else None
+    if found is None and name in errors.__all__:
+        found = getattr(errors, name)
+    return found if isinstance(found, type) and issubclass(found, BaseException) else None
 
 
 class PoliciesDecl(BaseModel):
@@ -42,6 +59,14 @@ class PoliciesDecl(BaseModel):
     backoff: float | None = Field(
         default=None, ge=0, le=MAX_BACKOFF_S, description="base seconds of the exponential backoff"
     )
+    retry_on: list[str] | str | None = Field(
+        default=None, description="exception class names retried (built-in or wingman_actors.errors); default: "
+                                  "every error but PayloadError"
+    )
+    max_backoff: float | None = Field(
+        default=None, ge=0, le=MAX_BACKOFF_S, description="the longest wait between retries, in seconds"
+    )
+    jitter: bool | None = Field(default=None, description="random waits between retries (default true)")
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds per attempt")
     on_error: Literal["fail", "skip"] | None = None
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY, description="replicas of the node's actor")
@@ -74,8 +99,8 @@ class NodeDecl(PoliciesDecl):
 
 class EdgeDecl(BaseModel):
     """An edge ``from`` → ``to``, carrying a message only when ``condition`` (a registered
-    predicate on the upstream output) holds, or, with ``otherwise``, when none of the
-    upstream's conditions holds."""
+    predicate on the upstream output) holds; with ``otherwise``, when none of the
+    upstream's conditions holds; with ``on_error``, only when ``from`` fails."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -84,6 +109,10 @@ class EdgeDecl(BaseModel):
     condition: str | None = None
     otherwise: bool | None = Field(
         default=None, strict=True, description="taken when none of the upstream's conditional edges fire"
+    )
+    on_error: bool | None = Field(
+        default=None, description="an error edge: taken only when 'from' fails after its retries, carrying "
+                                  "the failure (node, error, input, attempts, run_id) to 'to'"
     )
 
 
@@ -128,6 +157,7 @@ def declaration_problems(decl: FormationDecl, registry: FunctionRegistry, agent_
             both = sorted(f for f in n.policies.model_fields_set if getattr(n, f) is not None)
             if both:
                 problems.append(f"{where}: {', '.join(both)} given both flat and under policies; keep one")
+        problems += _retry_on_problems(where, n.policy_values().get("retry_on"))
         if n.kind == "function":
             if n.function is None:
                 problems.append(f"{where}: a function node needs \"function\": one of {_names(registry.functions)}")
@@ -165,6 +195,18 @@ def declaration_problems(decl: FormationDecl, registry: FunctionRegistry, agent_
     return problems
 
 
+def _retry_on_names(value: list[str] | str | None) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or ())
+
+
+def _retry_on_problems(where: str, value: list[str] | str | None) -> list[str]:
+    unknown = [name for name in _retry_on_names(value) if exception_class(name) is None]
+    if not unknown:
+        return []
+    return [f"{where}: retry_on names {', '.join(repr(u) for u in unknown)}, not a built-in exception nor one of "
+            f"wingman_actors.errors; use names such as \"ConnectionError\", \"TimeoutError\" or \"NodeTimeoutError\""]
+
+
 def setup_error(name: str, problems: list[str]) -> ApiError:
     """400 listing every problem of a declaration."""
     lines = "; ".join(problems)
@@ -190,6 +232,8 @@ def build_formation(
     graph = nx.DiGraph()
     for n in decl.nodes:
         attrs: dict[str, Any] = {"kind": n.kind, **n.policy_values()}
+        if "retry_on" in attrs:
+            attrs["retry_on"] = tuple(exception_class(name) for name in _retry_on_names(attrs["retry_on"]))
         if n.kind == "function":
             attrs["fn"] = registry.functions[n.function or ""]
         else:
@@ -203,6 +247,8 @@ def build_formation(
         attrs = {} if e.condition is None else {"when": registry.predicates[e.condition]}
         if e.otherwise:
             attrs["otherwise"] = True
+        if e.on_error:
+            attrs["on_error"] = True
         graph.add_edge(e.source, e.to, **attrs)
     formation = Formation(decl.name, graph)
     try:
