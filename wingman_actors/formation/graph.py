@@ -149,6 +149,37 @@ class Formation:
             attrs["prompt"] = prompt
         return self._add("add_fleet", name, attrs, policies, _agent_problems(agent))
 
+    def add_formation(self, name: str, formation: Formation, **policies: Any) -> Formation:
+        """Declare a formation node: ``formation`` runs as one node. Its input is the
+        inner run's input (every inner source receives it); its output is the inner
+        single sink's output, or the dict of sink outputs when there are several.
+
+        Inner events reach this formation's listeners with ``node`` set to the path
+        (``"name/inner_node"``); a journalled run journals the inner visits (in the same
+        store, as the run ``"<run id>/name/<visit>"``), so a resume does not repeat them;
+        an ``interrupt()`` inside suspends this run. The policies (``retries``,
+        ``timeout``, ``on_error``...) apply to the inner run as a whole.
+
+        Args:
+            name: the node's name.
+            formation: the formation to run (validated with this one; it may not contain
+                this formation, directly or through another nested one).
+            **policies: as for :meth:`add_function`.
+
+        Raises:
+            FormationSetupError: as for :meth:`add_function`; ``formation`` is not a Formation.
+
+        Example:
+            >>> inner = Formation("inner").add_function("double", lambda x: 2 * x)
+            >>> outer = Formation("outer").add_formation("sub", inner, retries=1)
+            >>> outer.graph.nodes["sub"]["kind"]
+            'formation'
+        """
+        bad: list[str] = [] if isinstance(formation, Formation) else [
+            f"formation must be a Formation, e.g. Formation('inner').add_function(...), got {type(formation).__name__}"
+        ]
+        return self._add("add_formation", name, {"kind": "formation", "formation": formation}, policies, bad)
+
     def connect(self, *names: str, when: Callable[[Any], bool] | None = None) -> Formation:
         """Add edges along ``names``: ``connect("a", "b", "c")`` adds a → b and b → c.
 

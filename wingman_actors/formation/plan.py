@@ -87,11 +87,14 @@ class NodeSpec:
         out_edges: all outgoing edges (forward and back), in graph order.
         is_sink: no outgoing forward edges: the output is a run output.
         blackboard: whether the function takes the run's blackboard (its ``blackboard``
-            parameter): ``none``, ``required`` or ``optional`` (has a default).
+            parameter): ``none``, ``required`` or ``optional`` (has a default); a
+            formation node's is ``required`` when one of its inner nodes' is.
+        formation: a formation node's inner formation (the declaration), else None.
+        subplan: a formation node's inner formation, compiled, else None.
     """
 
     name: str
-    kind: Literal["function", "agent", "fleet"]
+    kind: Literal["function", "agent", "fleet", "formation"]
     fn: Callable[..., Any] | None
     agent: Agent | None
     max_workers: int
@@ -112,6 +115,8 @@ class NodeSpec:
     is_source: bool
     is_sink: bool
     blackboard: BoardNeed = "none"
+    formation: Any = None
+    subplan: Plan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +131,8 @@ class Plan:
         sinks: nodes without outgoing forward edges; their outputs are the run's outputs.
         order: a topological order of the forward edges (earlier-declared nodes first).
         edges: every edge, in graph order.
+        accepts: what the run's input must fit: ``(source, type)`` per source (a nested
+            formation's sources named by path, ``"node/inner"``), None for any input.
     """
 
     name: str
@@ -134,6 +141,15 @@ class Plan:
     sinks: tuple[str, ...]
     order: tuple[str, ...]
     edges: tuple[EdgeSpec, ...]
+    accepts: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def output_type(self) -> Any:
+        """The type of the run's output: the single sink's output type, or
+        ``dict[str, Any]`` (outputs by sink) when there are several."""
+        if len(self.sinks) == 1:
+            return self.nodes[self.sinks[0]].output_type
+        return dict[str, Any]
 
 
 
@@ -253,6 +269,12 @@ def compile_plan(formation: Formation) -> Plan:
         FormationSetupError: listing every problem found, each naming the node or edge
             and how to fix it.
     """
+    return _compile(formation, ())
+
+
+def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
+    """:func:`compile_plan` of a formation nested in those of ``within`` ((id, name) each,
+    outermost first), which it must not contain."""
     name, graph = formation.name, formation.graph
     if graph.number_of_nodes() == 0:
         raise FormationSetupError(name, ["the graph has no nodes; declare at least one with "
@@ -278,7 +300,17 @@ def compile_plan(formation: Formation) -> Plan:
     for n in infos:  # the blackboard parameter is not an input: match inputs without it
         infos[n], boards[n], found = board_param(n, usable[n]["fn"], infos[n], fwd[n])
         problems += found
-    types = {n: _output_type(a, infos.get(n)) for n, a in usable.items()}
+    subplans: dict[str, Plan] = {}
+    for n, a in list(usable.items()):
+        if a["kind"] == "formation":
+            inner, found = _subplan(n, a["formation"], (*within, (id(formation), name)))
+            problems += found
+            if inner is None:
+                del usable[n]
+            else:
+                subplans[n] = inner
+                boards[n] = "required" if any(s.blackboard == "required" for s in inner.nodes.values()) else "none"
+    types = {n: subplans[n].output_type if n in subplans else _output_type(a, infos.get(n)) for n, a in usable.items()}
     inputs: dict[str, _Inputs] = {}
     for n, attrs in usable.items():
         is_source = n in sources
@@ -288,6 +320,8 @@ def compile_plan(formation: Formation) -> Plan:
         else:
             inputs[n] = _Inputs("dict" if len(fwd[n]) > 1 else "single")
         problems += _type_problems(n, attrs["kind"], inputs[n], fwd[n], bwd[n], types)
+        if n in subplans:
+            problems += _boundary_problems(n, attrs["formation"].name, subplans[n], inputs[n], fwd[n], bwd[n], types)
         if isinstance(attrs.get("prompt"), str):
             fields = {u: types.get(u) for u in fwd[n]} if len(fwd[n]) > 1 else None
             if len(fwd[n]) == 1:
@@ -296,7 +330,7 @@ def compile_plan(formation: Formation) -> Plan:
             problems += prompt_problems(n, attrs["prompt"], fields)
     if problems:
         raise FormationSetupError(name, problems)
-    return _build(name, graph, sources, back, fwd, bwd, types, inputs, boards)
+    return _build(name, graph, sources, back, fwd, bwd, types, inputs, boards, subplans)
 
 
 def _build(
@@ -309,6 +343,7 @@ def _build(
     types: Mapping[str, Any],
     inputs: Mapping[str, _Inputs],
     boards: Mapping[str, BoardNeed],
+    subplans: Mapping[str, Plan],
 ) -> Plan:
     edges = tuple(EdgeSpec(u, v, w, (u, v) in back, edge_label(w)) for u, v, w in graph.edges(data="when"))
     out_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
@@ -348,6 +383,53 @@ def _build(
             is_source=n in sources,
             is_sink=not any(not e.back for e in out_edges[n]),
             blackboard=boards.get(n, "none"),
+            formation=a.get("formation") if n in subplans else None,
+            subplan=subplans.get(n),
         )
     sinks = tuple(n for n in graph if nodes[n].is_sink)
-    return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges)
+    accepts: list[tuple[str, Any]] = []
+    for n in sources:
+        sub = subplans.get(n)
+        if sub is not None:
+            accepts += [(f"{n}/{path}", tp) for path, tp in sub.accepts]
+        elif nodes[n].kind == "fleet":
+            accepts.append((n, list[Any]))
+        else:
+            accepts.append((n, inputs[n].param_type if nodes[n].kind == "function" else None))
+    return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges, tuple(accepts))
+
+
+def _subplan(node: str, inner: Any, within: tuple[tuple[int, str], ...]) -> tuple[Plan | None, list[str]]:
+    """The compiled formation of formation node ``node``, or the problems that stop it:
+    its own (each named after the node), or its nesting itself."""
+    ids = [i for i, _ in within]
+    if id(inner) in ids:
+        path = " → ".join(repr(n) for _, n in [*within[ids.index(id(inner)):], (0, inner.name)])
+        return None, [f"formation node {node!r} nests formation {inner.name!r} inside itself ({path}); a formation "
+                      "cannot contain itself, directly or through another nested formation: nest a different one"]
+    try:
+        return _compile(inner, within), []
+    except FormationSetupError as exc:
+        return None, [f"formation node {node!r} (formation {inner.name!r}): {p}" for p in exc.problems]
+
+
+def _boundary_problems(
+    node: str, inner: str, sub: Plan, ins: _Inputs, fwd: list[str], back: list[str], types: Mapping[str, Any]
+) -> list[str]:
+    """Type problems across a formation node's boundary: what reaches it against what the
+    inner formation's sources accept (its output type is the inner sinks')."""
+    out = []
+    given = {u: types.get(u) for u in fwd + back} if ins.mode == "single" else {quote(fwd): dict[str, Any]}
+    for u, src in given.items():
+        for path, dst in sub.accepts:
+            if not compatible(src, dst):
+                out.append(
+                    f"edge {u!r} → {node!r}: {u!r} outputs {type_name(src)} but formation node {node!r} runs "
+                    f"formation {inner!r}, whose source {path!r} expects {type_name(dst)}; make them agree or "
+                    "put a converting function node between them"
+                    if ins.mode == "single" else
+                    f"formation node {node!r} receives a dict {{predecessor: output}} from {u} but formation "
+                    f"{inner!r}'s source {path!r} expects {type_name(dst)}; make that source take a "
+                    "dict[str, Any], or merge the predecessors in a function node first"
+                )
+    return out

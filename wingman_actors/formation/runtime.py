@@ -10,6 +10,7 @@ where the node actors live.
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import logging
 import queue
@@ -29,9 +30,11 @@ from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutErro
 from ..integrations import otel
 from ..orchestration.blackboard import Blackboard
 from ..providers.base import Provider
+from ..store import FormationShape
 from .durable import Journal, Replay
 from .events import FormationEvent, FormationEventType, emit
 from .future import RunFuture
+from .nesting import FormationActor
 from .plan import NodeSpec, Plan
 from .result import FormationResult
 from .routing import Router
@@ -122,7 +125,11 @@ class RunningFormation:
     def _recipe(self, spec: NodeSpec) -> NodeRecipe:
         common: dict[str, Any] = {"name": spec.name, "notify_start": spec.timeout is not None}
         recipe: NodeRecipe
-        if spec.kind == "function":
+        if spec.kind == "formation":
+            recipe = NodeRecipe(spec.name, FormationActor, (spec.subplan,), {
+                "launch": self._inner_launcher(spec), "store": self._journal and self._journal.store, **common,
+            })
+        elif spec.kind == "function":
             recipe = NodeRecipe(spec.name, FunctionActor, (spec.fn,), {
                 "mode": spec.input_mode, "input_adapter": spec.input_adapter,
                 "kwarg_adapters": spec.kwarg_adapters, "board_param": spec.blackboard, **common,
@@ -138,6 +145,17 @@ class RunningFormation:
                     "max_workers": spec.max_workers, "prompt": spec.prompt, "work_dir": self._work_dir, **common,
                 })
         return recipe
+
+    def _inner_launcher(self, spec: NodeSpec) -> Callable[[], RunningFormation]:
+        """Builds the inner running formation of formation node ``spec`` (one per replica):
+        threads, this formation's provider and work directory, and a journal in this
+        formation's store when it has one."""
+        assert spec.subplan is not None
+        journal = self._journal
+        inner = None if journal is None else Journal(
+            journal.store, False, spec.subplan.name, FormationShape.of(spec.formation.graph))
+        return functools.partial(RunningFormation, spec.subplan, provider=self._provider,
+                                 work_dir=self._work_dir, journal=inner)
 
     def __enter__(self) -> RunningFormation:
         return self

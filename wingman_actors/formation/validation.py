@@ -6,7 +6,8 @@ The declaration (:mod:`.graph`), the compiler (:mod:`.plan`) and the renderers
 declaration layer has no import cycle.
 
 The node attributes: ``kind="function", fn=<callable>`` | ``kind="agent", agent=<Agent>``
-| ``kind="fleet", agent=<Agent>, max_workers=<int>``, plus the policies ``retries``,
+| ``kind="fleet", agent=<Agent>, max_workers=<int>`` | ``kind="formation",
+formation=<Formation>`` (a nested formation run as one node), plus the policies ``retries``,
 ``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits`` and, for agent and
 fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream output>``.
 
@@ -40,13 +41,14 @@ __all__ = [
     "cycle_problems",
     "edge_label",
     "edge_problems",
+    "is_formation",
     "node_problems",
     "policy_problems",
     "prompt_problems",
     "quote",
 ]
 
-KINDS = ("function", "agent", "fleet")
+KINDS = ("function", "agent", "fleet", "formation")
 """The node kinds."""
 
 POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
@@ -54,8 +56,9 @@ POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
 )
 """Policy attributes any node may carry, with the defaults the plan applies."""
 
-_KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"}}
-NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", *POLICY_DEFAULTS})
+_KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"},
+               "formation": {"formation"}}
+NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", "formation", *POLICY_DEFAULTS})
 _ALIASES = {"retry": "retries", "func": "fn", "callable": "fn", "workers": "max_workers", "condition": "when", "predicate": "when"}
 _DECLARE = "declare it with add_function/add_agent/add_fleet"
 OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)", "max_workers": "fleet nodes (add_fleet)"}
@@ -137,11 +140,21 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
         got = "no fn" if "fn" not in attrs else f"fn={type(attrs['fn']).__name__}, not callable"
         out.append(f"function node {node!r} has {got}; set fn=<a callable taking the node's input>")
         usable = False
-    elif kind != "function" and not isinstance(attrs.get("agent"), Agent):
+    elif kind == "formation" and not is_formation(attrs.get("formation")):
+        got = "nothing" if "formation" not in attrs else type(attrs["formation"]).__name__
+        out.append(f"formation node {node!r} needs formation=<a Formation> (the formation it runs), got {got}")
+        usable = False
+    elif kind in ("agent", "fleet") and not isinstance(attrs.get("agent"), Agent):
         got = "nothing" if "agent" not in attrs else type(attrs["agent"]).__name__
         out.append(f"{kind} node {node!r} needs agent=<an Agent>, got {got}")
         usable = False
     return out + policy_problems(node, attrs), usable
+
+
+def is_formation(value: Any) -> bool:
+    """Whether ``value`` is a formation: a ``name`` and a ``networkx.DiGraph`` ``graph``
+    (a :class:`~wingman_actors.formation.Formation`, which this module cannot import)."""
+    return isinstance(getattr(value, "name", None), str) and isinstance(getattr(value, "graph", None), nx.DiGraph)
 
 
 def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,197 @@
+"""Nested formations: a formation run as one node of another (``add_formation``).
+
+A :class:`FormationActor` is the node actor of a ``kind="formation"`` node. It starts
+its inner formation (a :class:`~wingman_actors.formation.runtime.RunningFormation` on
+threads of its own) when it starts and stops it when it stops, so the inner actors live
+exactly as long as the outer node's replica. Each visit submits the visit's input as one
+inner run and waits for it; the node's output is the inner single sink's output, or the
+dict of sink outputs when there are several. So the node's policies (``retries``,
+``timeout``, ``on_error``, ``concurrency``) apply to the inner run as a whole, and a
+cancelled, failed or timed-out outer run cancels its inner run (the actor is
+interruptible).
+
+* Events: the inner run's node and agent events are re-emitted to the outer run's
+  listeners with ``node`` set to the path (``"outer_node/inner_node"``, deeper nesting
+  adds more parts); the inner run's own ``run_*`` events are not.
+* Journalling: when the outer run is journalled, the inner run is journalled in the same
+  store as the run ``"<outer run id>/<node>/<visit>"``. A visit that runs again (a retry,
+  or a resume after the process died, failed or was cancelled) resumes that inner run
+  instead of beginning it, so its journalled inner visits do not run again; an inner run
+  that had already succeeded gives its journalled outputs.
+* Interrupts: an inner run that suspends suspends the outer run (``interrupt`` names the
+  path of the inner node that asked); the answer given to the outer run's ``resume`` is
+  passed on to the inner run when the visit runs again.
+* Traces: the outer run's ``FormationResult.nodes`` has the formation node's trace (its
+  usage the inner run's), followed by the inner run's traces named by path, marked with
+  ``parent``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from ..actors.base import NodeActor
+from ..actors.envelope import Work
+from ..core import Usage
+from ..errors import FormationRuntimeError
+from ..interrupts import RunSuspended, VisitScope
+from ..store import JournalStore, UnknownRunError
+from .events import FormationEvent, FormationEventType, emit
+from .plan import Plan
+from .result import FormationResult
+
+if TYPE_CHECKING:  # only a type: the runtime imports this module
+    from .runtime import RunningFormation
+
+__all__ = ["FormationActor", "inner_run_id"]
+
+_RUN_EVENTS = frozenset({
+    FormationEventType.RUN_STARTED, FormationEventType.RUN_FINISHED,
+    FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED,
+})
+
+
+def inner_run_id(run_id: str, node: str, visit: int) -> str:
+    """The id under which a journalled run journals visit ``visit`` of its formation node
+    ``node``: ``"<run id>/<node>/<visit>"``."""
+    return f"{run_id}/{node}/{visit}"
+
+
+class _Forward:
+    """Re-emits an inner run's node events to the outer run's listeners, by path."""
+
+    __slots__ = ("listeners", "prefix", "run_id")
+
+    def __init__(self, listeners: list[Callable[[FormationEvent], None]], run_id: str, node: str) -> None:
+        self.listeners = listeners
+        self.run_id = run_id
+        self.prefix = node + "/"
+
+    def __call__(self, event: FormationEvent) -> None:
+        if event.node is not None and event.type not in _RUN_EVENTS:
+            emit(self.listeners, event.type, self.run_id, self.prefix + event.node, event.data)
+
+
+class FormationActor(NodeActor):
+    """A formation as a node actor: each visit is one run of the inner formation.
+
+    Args:
+        plan: the inner formation, compiled.
+        launch: builds the inner running formation (not started); the runtime gives it
+            the outer formation's provider, work directory and, for journalled runs, a
+            journal in the outer run's store.
+        store: the store journalled outer runs use (None without one).
+        name, **kwargs: as for :class:`~wingman_actors.actors.base.NodeActor`.
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        launch: Callable[[], RunningFormation],
+        store: JournalStore | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(name or plan.name, **kwargs)
+        self.plan = plan
+        self.store = store
+        self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
+        self._future: Future[FormationResult] | None = None
+        # Started with the replica (in the thread starting the outer formation, so a
+        # failure to start is the outer start's), stopped with it.
+        self.inner: RunningFormation = launch().start()
+
+    @property
+    def interruptible(self) -> bool:
+        return True
+
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        """Cancel the inner run in progress (called from another thread)."""
+        future = self._future
+        if future is not None:
+            future.cancel()
+
+    def on_stop(self) -> None:
+        self.inner.stop()
+
+    def on_failure(self, *exc_info: Any) -> None:
+        self.inner.stop()  # a crashed actor gets no on_stop
+
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
+        run = env.run
+        listeners = run.listeners if run is not None else None
+        on_event = _Forward(listeners, env.run_id, self.name) if listeners else None
+        board = getattr(run, "blackboard", None)
+        scope = env.scope
+        if scope is None or self.store is None:
+            future = self.inner.submit(env.payload, on_event=on_event, blackboard=board)
+        else:
+            future = self._durable(env, scope, on_event, board)
+        self._future = future
+        try:
+            if run is not None and run.done:  # cancelled before interrupt() could see the future
+                future.cancel()
+            result = future.result()
+        except FormationRuntimeError as exc:
+            raise NestedRunError(self.name, self.plan.name, exc) from exc
+        finally:
+            self._future = None
+        if result.status == "suspended":
+            assert result.interrupt is not None and scope is not None
+            raise RunSuspended(result.interrupt["payload"], scope, f"{self.name}/{result.interrupt['node']}")
+        if run is not None:
+            run.own("nested")[self.name] = result
+        output = result.output if self.single_sink is not None else result.outputs
+        return output, result.usage
+
+    def _durable(self, env: Work, scope: VisitScope, on_event: Any, board: Any) -> Future[FormationResult]:
+        """Begin the visit's inner run, or resume it when a former attempt began it."""
+        store = self.store
+        assert store is not None
+        run_id = inner_run_id(env.run_id, self.name, env.visit)
+        try:
+            record = store.get(run_id)
+        except UnknownRunError:
+            return self.inner.submit(env.payload, on_event=on_event, blackboard=board, run_id=run_id)
+        if record.status == "succeeded":  # it finished, and the process died before the outer visit was journalled
+            done: Future[FormationResult] = Future()
+            done.set_result(self._journalled(run_id))
+            return done
+        answer = None
+        pending = record.interrupt
+        if pending is not None:
+            # The outer visit's answers, in order: the inner run took one per answered
+            # interrupt so far; the next one (if given) answers the pending interrupt.
+            taken = sum(1 for i in store.load(run_id).interrupts if i.answered)
+            if taken >= len(scope.answers):
+                raise RunSuspended(pending.payload, scope, f"{self.name}/{pending.node}")
+            answer = scope.answers[taken]
+        return self.inner.resume(run_id, answer, on_event=on_event)
+
+    def _journalled(self, run_id: str) -> FormationResult:
+        assert self.store is not None
+        visits = self.store.load(run_id).visits
+        outputs = {s: visits[s][max(visits[s])] for s in self.plan.sinks if visits.get(s)}
+        output = outputs.get(self.single_sink) if self.single_sink is not None else None
+        return FormationResult(run_id, output, outputs, {}, 0.0)
+
+
+class NestedRunError(Exception):
+    """The inner run of a formation node failed (the outer node's attempt fails with it;
+    the inner :class:`~wingman_actors.errors.FormationRuntimeError` is the cause).
+
+    Attributes:
+        node: the formation node.
+        formation: the inner formation's name.
+        inner: the inner run's error (its ``node`` is the inner node that failed).
+    """
+
+    def __init__(self, node: str, formation: str, inner: FormationRuntimeError) -> None:
+        where = f" at node {node}/{inner.node}" if inner.node else ""
+        super().__init__(f"nested formation {formation!r} failed{where}: {inner.message}")
+        self.node = node
+        self.formation = formation
+        self.inner = inner
