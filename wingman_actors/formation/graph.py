@@ -178,6 +178,8 @@ class Formation:
         bad: list[str] = [] if isinstance(formation, Formation) else [
             f"formation must be a Formation, e.g. Formation('inner').add_function(...), got {type(formation).__name__}"
         ]
+        if formation is self:
+            bad.append(f"formation {self.name!r} cannot be nested in itself; nest a different formation")
         return self._add("add_formation", name, {"kind": "formation", "formation": formation}, policies, bad)
 
     def connect(self, *names: str, when: Callable[[Any], bool] | None = None) -> Formation:
