@@ -99,6 +99,8 @@ class FormationActor(NodeActor):
         self.plan = plan
         self.store = store
         self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
+        # A run of functions only uses no tokens: its usage is not summed (that builds its traces)
+        self.uses_tokens = _uses_tokens(plan)
         self._future: Future[FormationResult] | None = None
         # Started with the replica (in the thread starting the outer formation, so a
         # failure to start is the outer start's), stopped with it.
@@ -145,7 +147,7 @@ class FormationActor(NodeActor):
         if run is not None:
             run.own("nested")[self.name] = result
         output = result.output if self.single_sink is not None else result.outputs
-        return output, result.usage
+        return output, result.usage if self.uses_tokens else None
 
     def _durable(self, env: Work, scope: VisitScope, on_event: Any, board: Any) -> Future[FormationResult]:
         """Begin the visit's inner run, or resume it when a former attempt began it."""
@@ -177,6 +179,12 @@ class FormationActor(NodeActor):
         outputs = {s: visits[s][max(visits[s])] for s in self.plan.sinks if visits.get(s)}
         output = outputs.get(self.single_sink) if self.single_sink is not None else None
         return FormationResult(run_id, output, outputs, {}, 0.0)
+
+
+def _uses_tokens(plan: Plan) -> bool:
+    """Whether a run of ``plan`` may use tokens: it has an agent or fleet node, here or nested."""
+    return any(s.kind in ("agent", "fleet") or (s.subplan is not None and _uses_tokens(s.subplan))
+               for s in plan.nodes.values())
 
 
 class NestedRunError(Exception):
