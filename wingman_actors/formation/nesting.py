@@ -64,10 +64,10 @@ class _Forward:
 
     __slots__ = ("listeners", "prefix", "run_id")
 
-    def __init__(self, listeners: list[Callable[[FormationEvent], None]], run_id: str, node: str) -> None:
+    def __init__(self, listeners: list[Callable[[FormationEvent], None]], run_id: str, path: str) -> None:
         self.listeners = listeners
         self.run_id = run_id
-        self.prefix = node + "/"
+        self.prefix = path + "/"
 
     def __call__(self, event: FormationEvent) -> None:
         if event.node is not None and event.type not in _RUN_EVENTS:
@@ -101,7 +101,7 @@ class FormationActor(NodeActor):
         self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
         # A run of functions only uses no tokens: its usage is not summed (that builds its traces)
         self.uses_tokens = _uses_tokens(plan)
-        self._future: Future[FormationResult] | None = None
+        self._running: list[Future[FormationResult]] = []  # the inner runs in progress
         # Started with the replica (in the thread starting the outer formation, so a
         # failure to start is the outer start's), stopped with it.
         self.inner: RunningFormation = launch().start()
@@ -111,9 +111,8 @@ class FormationActor(NodeActor):
         return True
 
     def interrupt(self, reason: str = "the formation is stopping") -> None:
-        """Cancel the inner run in progress (called from another thread)."""
-        future = self._future
-        if future is not None:
+        """Cancel the inner runs in progress (called from another thread)."""
+        for future in list(self._running):
             future.cancel()
 
     def on_stop(self) -> None:
@@ -123,41 +122,59 @@ class FormationActor(NodeActor):
         self.inner.stop()  # a crashed actor gets no on_stop
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
-        run = env.run
-        listeners = run.listeners if run is not None else None
-        on_event = _Forward(listeners, env.run_id, self.name) if listeners else None
-        board = getattr(run, "blackboard", None)
         scope = env.scope
-        if scope is None or self.store is None:
-            future = self.inner.submit(env.payload, on_event=on_event, blackboard=board)
-        else:
-            future = self._durable(env, scope, on_event, board)
-        self._future = future
+        future = self.start_inner(env, env.payload, scope, self.name, inner_run_id(env.run_id, self.name, env.visit))
         try:
-            if run is not None and run.done:  # cancelled before interrupt() could see the future
-                future.cancel()
             result = future.result()
         except FormationRuntimeError as exc:
             raise NestedRunError(self.name, self.plan.name, exc) from exc
         finally:
-            self._future = None
+            self._running.remove(future)
         if result.status == "suspended":
             assert result.interrupt is not None and scope is not None
             raise RunSuspended(result.interrupt["payload"], scope, f"{self.name}/{result.interrupt['node']}")
+        run = env.run
         if run is not None:
             run.own("nested")[self.name] = result
-        output = result.output if self.single_sink is not None else result.outputs
-        return output, result.usage if self.uses_tokens else None
+        return self.output_of(result), result.usage if self.uses_tokens else None
 
-    def _durable(self, env: Work, scope: VisitScope, on_event: Any, board: Any) -> Future[FormationResult]:
-        """Begin the visit's inner run, or resume it when a former attempt began it."""
+    def output_of(self, result: FormationResult) -> Any:
+        """An inner run's output: its single sink's, or the dict of its sinks' outputs."""
+        return result.output if self.single_sink is not None else result.outputs
+
+    def start_inner(
+        self, env: Work, input: Any, scope: VisitScope | None, path: str, run_id: str
+    ) -> Future[FormationResult]:
+        """Start one inner run of ``input`` for ``env``: its events re-emitted under
+        ``path``; journalled as ``run_id`` when ``scope`` (the visit's, or an item's) is
+        durable. The future is in ``_running`` (cancelled by :meth:`interrupt`) until the
+        caller removes it.
+
+        Raises:
+            RunSuspended: the journalled inner run waits for an answer not given yet.
+        """
+        run = env.run
+        listeners = run.listeners if run is not None else None
+        on_event = _Forward(listeners, env.run_id, path) if listeners else None
+        board = getattr(run, "blackboard", None)
+        if scope is None or self.store is None:
+            future = self.inner.submit(input, on_event=on_event, blackboard=board)
+        else:
+            future = self._durable(input, scope, path, run_id, on_event, board)
+        self._running.append(future)
+        if run is not None and run.done:  # cancelled before interrupt() could see the future
+            future.cancel()
+        return future
+
+    def _durable(self, input: Any, scope: VisitScope, path: str, run_id: str, on_event: Any,
+                 board: Any) -> Future[FormationResult]:
+        """Begin the journalled inner run ``run_id``, or resume it when a former attempt began it."""
         store = self.store
         assert store is not None
-        run_id = inner_run_id(env.run_id, self.name, env.visit)
         try:
             record = store.get(run_id)
         except UnknownRunError:
-            return self.inner.submit(env.payload, on_event=on_event, blackboard=board, run_id=run_id)
+            return self.inner.submit(input, on_event=on_event, blackboard=board, run_id=run_id)
         if record.status == "succeeded":  # it finished, and the process died before the outer visit was journalled
             done: Future[FormationResult] = Future()
             done.set_result(self._journalled(run_id))
@@ -165,11 +182,11 @@ class FormationActor(NodeActor):
         answer = None
         pending = record.interrupt
         if pending is not None:
-            # The outer visit's answers, in order: the inner run took one per answered
+            # The scope's answers, in order: the inner run took one per answered
             # interrupt so far; the next one (if given) answers the pending interrupt.
             taken = sum(1 for i in store.load(run_id).interrupts if i.answered)
             if taken >= len(scope.answers):
-                raise RunSuspended(pending.payload, scope, f"{self.name}/{pending.node}")
+                raise RunSuspended(pending.payload, scope, f"{path}/{pending.node}")
             answer = scope.answers[taken]
         return self.inner.resume(run_id, answer, on_event=on_event)
 
