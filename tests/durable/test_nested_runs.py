@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.durable import nested_worker
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
@@ -146,6 +148,46 @@ def test_resumed_inner_visits_report_journalled_events_by_path(store: RunStore) 
     outer.resume(suspended.run_id, store=store, answer="yes", on_event=events.append)
     journalled = [e.node for e in events if e.type is FormationEventType.NODE_FINISHED and e.data.get("journalled")]
     assert journalled == ["topic", "sub/draft"]
+
+
+def _mapped(inner: Formation) -> Formation:
+    items = Formation("outer").add_function("items", logged([], "items", lambda n: list(range(n))))
+    return items.add_map("each", formation=inner, max_workers=2).connect("items", "each")
+
+
+def test_a_journalled_map_resumes_without_rerunning_the_items_that_finished(store: RunStore) -> None:
+    calls: list[int] = []
+    failing = [True]
+
+    def flaky(x: int) -> int:
+        calls.append(x)
+        if x == 1 and failing[0]:
+            raise ValueError("not yet")
+        return x
+
+    f = _mapped(Formation("per-item").add_function("flaky", flaky))
+    with pytest.raises(FormationRuntimeError):
+        f.run(3, store=store, run_id="r1")
+    failing[0] = False
+    assert f.resume("r1", store=store).output == [0, 1, 2]
+    assert sorted(calls) == [0, 1, 1, 2]
+    assert store.load("r1").items[("each", 1)] == {0: 0, 1: 1, 2: 2}
+    assert store.get(inner_run_id("r1", "each", 1) + "/1").status == "succeeded"
+
+
+def test_an_interrupt_in_an_item_suspends_the_run_and_the_answer_reaches_that_item(store: RunStore) -> None:
+    calls: list[int] = []
+
+    def ask(x: int) -> str:
+        calls.append(x)
+        return f"{x}:{interrupt({'item': x})}" if x == 1 else str(x)
+
+    f = _mapped(Formation("per-item").add_function("ask", ask))
+    suspended = f.run(3, store=store)
+    assert suspended.status == "suspended"
+    assert suspended.interrupt == {"node": "each/1/ask", "payload": {"item": 1}}
+    assert f.resume(suspended.run_id, store=store, answer="ok").output == ["0", "1:ok", "2"]
+    assert sorted(calls) == [0, 1, 1, 2]
 
 
 def test_a_run_killed_after_an_inner_node_finished_resumes_without_running_it_again(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from pydantic import TypeAdapter
 from ..agent import Agent
 from ..errors import FormationSetupError
 from .board_param import BoardNeed, board_param
+from .subplans import boundary_problems, nested_type, subplan
 from .typecheck import (
     CallableInfo,
     adapter_for,
@@ -89,12 +90,13 @@ class NodeSpec:
         blackboard: whether the function takes the run's blackboard (its ``blackboard``
             parameter): ``none``, ``required`` or ``optional`` (has a default); a
             formation node's is ``required`` when one of its inner nodes' is.
-        formation: a formation node's inner formation (the declaration), else None.
-        subplan: a formation node's inner formation, compiled, else None.
+        formation: a formation (or formation map) node's inner formation (the
+            declaration), else None.
+        subplan: that formation, compiled, else None.
     """
 
     name: str
-    kind: Literal["function", "agent", "fleet", "formation"]
+    kind: Literal["function", "agent", "fleet", "formation", "map"]
     fn: Callable[..., Any] | None
     agent: Agent | None
     max_workers: int
@@ -302,15 +304,16 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
         problems += found
     subplans: dict[str, Plan] = {}
     for n, a in list(usable.items()):
-        if a["kind"] == "formation":
-            inner, found = _subplan(n, a["formation"], (*within, (id(formation), name)))
+        if a["kind"] in ("formation", "map"):
+            inner, found = subplan(n, a["formation"], (*within, (id(formation), name)), _compile)
             problems += found
             if inner is None:
                 del usable[n]
             else:
                 subplans[n] = inner
                 boards[n] = "required" if any(s.blackboard == "required" for s in inner.nodes.values()) else "none"
-    types = {n: subplans[n].output_type if n in subplans else _output_type(a, infos.get(n)) for n, a in usable.items()}
+    types = {n: nested_type(usable[n]["kind"], subplans[n]) if n in subplans else _output_type(a, infos.get(n))
+             for n, a in usable.items()}
     inputs: dict[str, _Inputs] = {}
     for n, attrs in usable.items():
         is_source = n in sources
@@ -321,7 +324,7 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
             inputs[n] = _Inputs("dict" if len(fwd[n]) > 1 else "single")
         problems += _type_problems(n, attrs["kind"], inputs[n], fwd[n], bwd[n], types)
         if n in subplans:
-            problems += _boundary_problems(n, attrs["formation"].name, subplans[n], inputs[n], fwd[n], bwd[n], types)
+            problems += boundary_problems(n, attrs, subplans[n], inputs[n].mode, fwd[n], bwd[n], types)
         if isinstance(attrs.get("prompt"), str):
             fields = {u: types.get(u) for u in fwd[n]} if len(fwd[n]) > 1 else None
             if len(fwd[n]) == 1:
@@ -397,39 +400,3 @@ def _build(
         else:
             accepts.append((n, inputs[n].param_type if nodes[n].kind == "function" else None))
     return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges, tuple(accepts))
-
-
-def _subplan(node: str, inner: Any, within: tuple[tuple[int, str], ...]) -> tuple[Plan | None, list[str]]:
-    """The compiled formation of formation node ``node``, or the problems that stop it:
-    its own (each named after the node), or its nesting itself."""
-    ids = [i for i, _ in within]
-    if id(inner) in ids:
-        path = " → ".join(repr(n) for _, n in [*within[ids.index(id(inner)):], (0, inner.name)])
-        return None, [f"formation node {node!r} nests formation {inner.name!r} inside itself ({path}); a formation "
-                      "cannot contain itself, directly or through another nested formation: nest a different one"]
-    try:
-        return _compile(inner, within), []
-    except FormationSetupError as exc:
-        return None, [f"formation node {node!r} (formation {inner.name!r}): {p}" for p in exc.problems]
-
-
-def _boundary_problems(
-    node: str, inner: str, sub: Plan, ins: _Inputs, fwd: list[str], back: list[str], types: Mapping[str, Any]
-) -> list[str]:
-    """Type problems across a formation node's boundary: what reaches it against what the
-    inner formation's sources accept (its output type is the inner sinks')."""
-    out = []
-    given = {u: types.get(u) for u in fwd + back} if ins.mode == "single" else {quote(fwd): dict[str, Any]}
-    for u, src in given.items():
-        for path, dst in sub.accepts:
-            if not compatible(src, dst):
-                out.append(
-                    f"edge {u!r} → {node!r}: {u!r} outputs {type_name(src)} but formation node {node!r} runs "
-                    f"formation {inner!r}, whose source {path!r} expects {type_name(dst)}; make them agree or "
-                    "put a converting function node between them"
-                    if ins.mode == "single" else
-                    f"formation node {node!r} receives a dict {{predecessor: output}} from {u} but formation "
-                    f"{inner!r}'s source {path!r} expects {type_name(dst)}; make that source take a "
-                    "dict[str, Any], or merge the predecessors in a function node first"
-                )
-    return out

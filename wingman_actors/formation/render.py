@@ -29,7 +29,7 @@ from .validation import back_edges, edge_label, is_formation
 __all__ = ["to_dot", "to_mermaid"]
 
 _MERMAID_RESERVED = {"end", "graph", "subgraph", "flowchart", "style", "class", "classdef", "click", "linkstyle"}
-_DOT_SHAPES = {"function": "box", "agent": "ellipse", "fleet": "box3d", "formation": "box"}
+_DOT_SHAPES = {"function": "box", "agent": "ellipse", "fleet": "box3d", "formation": "box", "map": "box"}
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def _view(source: Any) -> tuple[list[_Node], list[_Edge], str]:
     back = back_edges(graph)
     nodes = [
         _Node(str(n), _kind(a.get("kind")), a.get("max_workers"),
-              a.get("formation") if a.get("kind") == "formation" and is_formation(a.get("formation")) else None)
+              a.get("formation") if a.get("kind") in ("formation", "map") and is_formation(a.get("formation")) else None)
         for n, a in graph.nodes(data=True)
     ]
     edges = [
@@ -92,10 +92,10 @@ def _kind(kind: Any) -> str | None:
 def _label(node: _Node) -> str:
     if node.kind == "agent":
         return f"agent: {node.name}"
-    if node.kind == "fleet":
+    if node.kind in ("fleet", "map"):
         n = node.max_workers
         workers = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else "n"
-        return f"fleet: {node.name} \u00d7{workers}"  # multiplication sign
+        return f"{node.kind}: {node.name} \u00d7{workers}"  # multiplication sign
     if node.kind == "formation":
         return f"formation: {node.name}"
     if node.kind is None:

@@ -10,6 +10,7 @@ where the node actors live.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import itertools
 import logging
@@ -20,6 +21,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..actors.address import start_actor
@@ -34,6 +36,7 @@ from ..store import FormationShape
 from .durable import Journal, Replay
 from .events import FormationEvent, FormationEventType, emit
 from .future import RunFuture
+from .nested_map import FormationMapActor, map_width
 from .nesting import FormationActor
 from .plan import NodeSpec, Plan
 from .result import FormationResult
@@ -129,6 +132,11 @@ class RunningFormation:
             recipe = NodeRecipe(spec.name, FormationActor, (spec.subplan,), {
                 "launch": self._inner_launcher(spec), "store": self._journal and self._journal.store, **common,
             })
+        elif spec.kind == "map" and spec.subplan is not None:
+            recipe = NodeRecipe(spec.name, FormationMapActor, (spec.subplan,), {
+                "launch": self._inner_launcher(spec, map_width(spec.max_workers)), "max_workers": spec.max_workers,
+                "store": self._journal and self._journal.store, **common,
+            })
         elif spec.kind == "function":
             recipe = NodeRecipe(spec.name, FunctionActor, (spec.fn,), {
                 "mode": spec.input_mode, "input_adapter": spec.input_adapter,
@@ -146,16 +154,21 @@ class RunningFormation:
                 })
         return recipe
 
-    def _inner_launcher(self, spec: NodeSpec) -> Callable[[], RunningFormation]:
+    def _inner_launcher(self, spec: NodeSpec, width: int = 1) -> Callable[[], RunningFormation]:
         """Builds the inner running formation of formation node ``spec`` (one per replica):
         threads, this formation's provider and work directory, and a journal in this
-        formation's store when it has one."""
-        assert spec.subplan is not None
+        formation's store when it has one; each inner node has at least ``width`` replicas
+        (a formation map runs that many items at once)."""
+        plan = spec.subplan
+        assert plan is not None
+        if width > 1:
+            nodes = {n: dataclasses.replace(s, concurrency=max(s.concurrency, width)) for n, s in plan.nodes.items()}
+            plan = dataclasses.replace(plan, nodes=MappingProxyType(nodes))
         journal = self._journal
         inner = None if journal is None else Journal(
-            journal.store, False, spec.subplan.name, FormationShape.of(spec.formation.graph))
-        return functools.partial(RunningFormation, spec.subplan, provider=self._provider,
-                                 work_dir=self._work_dir, journal=inner)
+            journal.store, False, plan.name, FormationShape.of(spec.formation.graph))
+        return functools.partial(RunningFormation, plan, provider=self._provider, work_dir=self._work_dir,
+                                 journal=inner)
 
     def __enter__(self) -> RunningFormation:
         return self

@@ -7,7 +7,9 @@ declaration layer has no import cycle.
 
 The node attributes: ``kind="function", fn=<callable>`` | ``kind="agent", agent=<Agent>``
 | ``kind="fleet", agent=<Agent>, max_workers=<int>`` | ``kind="formation",
-formation=<Formation>`` (a nested formation run as one node), plus the policies ``retries``,
+formation=<Formation>`` (a nested formation run as one node) | ``kind="map",
+formation=<Formation>, max_workers=<int>`` (a formation run once per item of a list), plus
+the policies ``retries``,
 ``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits`` and, for agent and
 fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream output>``.
 
@@ -48,7 +50,7 @@ __all__ = [
     "quote",
 ]
 
-KINDS = ("function", "agent", "fleet", "formation")
+KINDS = ("function", "agent", "fleet", "formation", "map")
 """The node kinds."""
 
 POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
@@ -57,11 +59,12 @@ POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
 """Policy attributes any node may carry, with the defaults the plan applies."""
 
 _KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"},
-               "formation": {"formation"}}
+               "formation": {"formation"}, "map": {"formation", "max_workers"}}
 NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", "formation", *POLICY_DEFAULTS})
 _ALIASES = {"retry": "retries", "func": "fn", "callable": "fn", "workers": "max_workers", "condition": "when", "predicate": "when"}
 _DECLARE = "declare it with add_function/add_agent/add_fleet"
-OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)", "max_workers": "fleet nodes (add_fleet)"}
+OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)",
+          "max_workers": "fleet and map nodes (add_fleet, add_map)"}
 
 
 def edge_label(when: Any) -> str:
@@ -140,9 +143,10 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
         got = "no fn" if "fn" not in attrs else f"fn={type(attrs['fn']).__name__}, not callable"
         out.append(f"function node {node!r} has {got}; set fn=<a callable taking the node's input>")
         usable = False
-    elif kind == "formation" and not is_formation(attrs.get("formation")):
+    elif kind in ("formation", "map") and not is_formation(attrs.get("formation")):
         got = "nothing" if "formation" not in attrs else type(attrs["formation"]).__name__
-        out.append(f"formation node {node!r} needs formation=<a Formation> (the formation it runs), got {got}")
+        what = "the formation it runs" if kind == "formation" else "the formation it runs per item"
+        out.append(f"{kind} node {node!r} needs formation=<a Formation> ({what}), got {got}")
         usable = False
     elif kind in ("agent", "fleet") and not isinstance(attrs.get("agent"), Agent):
         got = "nothing" if "agent" not in attrs else type(attrs["agent"]).__name__
