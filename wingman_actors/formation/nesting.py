@@ -86,6 +86,10 @@ class FormationActor(NodeActor):
         name, **kwargs: as for :class:`~wingman_actors.actors.base.NodeActor`.
     """
 
+    runs_in_driver = True
+    """It only drives its inner formation's runs: the Ray backend keeps it in the driver
+    (the inner formation's nodes are Ray actors there)."""
+
     def __init__(
         self,
         plan: Plan,

@@ -91,6 +91,7 @@ class RunningFormation:
             if journal is not None:
                 journal.close()
             raise
+        self._backend_options = backend_options  # a nested formation's inner runs take them too
         self._listeners = [on_event] if on_event is not None else []
         self._prefix = uuid.uuid4().hex[:8]
         self._seq = itertools.count(1)
@@ -156,7 +157,7 @@ class RunningFormation:
 
     def _inner_launcher(self, spec: NodeSpec, width: int = 1) -> Callable[[], RunningFormation]:
         """Builds the inner running formation of formation node ``spec`` (one per replica):
-        threads, this formation's provider and work directory, and a journal in this
+        this formation's backend, provider and work directory, and a journal in this
         formation's store when it has one; each inner node has at least ``width`` replicas
         (a formation map runs that many items at once)."""
         plan = spec.subplan
@@ -168,7 +169,7 @@ class RunningFormation:
         inner = None if journal is None else Journal(
             journal.store, False, plan.name, FormationShape.of(spec.formation.graph))
         return functools.partial(RunningFormation, plan, provider=self._provider, work_dir=self._work_dir,
-                                 journal=inner)
+                                 backend=self._backend.name, backend_options=self._backend_options, journal=inner)
 
     def __enter__(self) -> RunningFormation:
         return self
