@@ -62,7 +62,7 @@ class FormationMapActor(FormationActor):
         env.memo = memo
         todo = deque(i for i in range(len(items)) if i not in memo)
         observer = self.observer
-        durable = env.scope is not None and self.store is not None and observer is not None
+        durable = env.scope is not None and self.inner.store is not None and observer is not None
         running: dict[Future[FormationResult], tuple[int, VisitScope | None]] = {}
         errors: dict[int, BaseException] = {}
         usage = ZERO_USAGE
@@ -94,8 +94,8 @@ class FormationMapActor(FormationActor):
                         errors[i] = RunSuspended(result.interrupt["payload"], scope,
                                                  f"{self.name}/{i}/{result.interrupt['node']}")
                         continue
-                    memo[i] = output = self.output_of(result)
-                    if self.uses_tokens:
+                    memo[i] = output = self.inner.output_of(result)
+                    if self.inner.uses_tokens:
                         usage = usage + result.usage
                     if durable and observer is not None:
                         observer.item_finished(env, i, output)
@@ -108,4 +108,4 @@ class FormationMapActor(FormationActor):
             if asking:  # one interrupt at a time: the others ask again when the run resumes
                 raise errors[min(asking)]
             raise FleetItemsError(self.name, len(items), dict(sorted(errors.items())))
-        return [memo[i] for i in range(len(items))], usage if self.uses_tokens else None
+        return [memo[i] for i in range(len(items))], usage if self.inner.uses_tokens else None

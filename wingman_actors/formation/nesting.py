@@ -1,14 +1,18 @@
 """Nested formations: a formation run as one node of another (``add_formation``).
 
-A :class:`FormationActor` is the node actor of a ``kind="formation"`` node. It starts
-its inner formation (a :class:`~wingman_actors.formation.runtime.RunningFormation` on
-threads of its own) when it starts and stops it when it stops, so the inner actors live
-exactly as long as the outer node's replica. Each visit submits the visit's input as one
-inner run and waits for it; the node's output is the inner single sink's output, or the
-dict of sink outputs when there are several. So the node's policies (``retries``,
-``timeout``, ``on_error``, ``concurrency``) apply to the inner run as a whole, and a
-cancelled, failed or timed-out outer run cancels its inner run (the actor is
-interruptible).
+:class:`InnerFormation` is a formation node's inner formation, running (a
+:class:`~wingman_actors.formation.runtime.RunningFormation` of its own, on the outer
+formation's backend), and how one visit starts a run on it. Two things drive it:
+
+* inside a formation, a :class:`~wingman_actors.formation.nested_node.FormationNode`
+  (the node's group: no actor of its own, the visit's run starts on the thread that
+  delivers the input and the outer run goes on from the thread that finishes it);
+* :class:`FormationActor`, a node actor that runs one inner run per envelope and waits
+  for it (standalone use, and the base of a map over a formation).
+
+The node's output is the inner single sink's output, or the dict of sink outputs when
+there are several. Its policies (``retries``, ``timeout``, ``on_error``) apply to the
+inner run as a whole, and a cancelled, failed or timed-out outer run cancels its inner run.
 
 * Events: the inner run's node and agent events are re-emitted to the outer run's
   listeners with ``node`` set to the path (``"outer_node/inner_node"``, deeper nesting
@@ -45,7 +49,7 @@ from .result import FormationResult
 if TYPE_CHECKING:  # only a type: the runtime imports this module
     from .runtime import RunningFormation
 
-__all__ = ["FormationActor", "inner_run_id"]
+__all__ = ["FormationActor", "InnerFormation", "NestedRunError", "inner_run_id"]
 
 _RUN_EVENTS = frozenset({
     FormationEventType.RUN_STARTED, FormationEventType.RUN_FINISHED,
@@ -74,15 +78,105 @@ class _Forward:
             emit(self.listeners, event.type, self.run_id, self.prefix + event.node, event.data)
 
 
+class InnerFormation:
+    """A formation node's inner formation, started, and the runs visits start on it.
+
+    Args:
+        name: the formation node (the path of its inner events).
+        plan: the inner formation, compiled.
+        launch: builds the inner running formation (not started); the runtime gives it
+            the outer formation's backend, provider, work directory and, for journalled
+            runs, a journal in the outer run's store.
+        store: the store journalled outer runs use (None without one).
+    """
+
+    def __init__(self, name: str, plan: Plan, launch: Callable[[], RunningFormation],
+                 store: JournalStore | None = None) -> None:
+        self.name = name
+        self.plan = plan
+        self.store = store
+        self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
+        # A run of functions only uses no tokens: its usage is not summed (that builds its traces)
+        self.uses_tokens = _uses_tokens(plan)
+        self.running: RunningFormation = launch().start()
+
+    def stop(self) -> None:
+        """Stop the inner formation (its runs still in flight fail)."""
+        self.running.stop()
+
+    def start(self, env: Work, input: Any, scope: VisitScope | None, path: str, run_id: str) -> Future[FormationResult]:
+        """Start one inner run of ``input`` for ``env``: its events re-emitted under
+        ``path``; journalled as ``run_id`` when ``scope`` (the visit's, or an item's) is
+        durable, resumed when a former attempt began it.
+
+        Raises:
+            RunSuspended: the journalled inner run waits for an answer not given yet.
+        """
+        run = env.run
+        listeners = run.listeners if run is not None else None
+        on_event = _Forward(listeners, env.run_id, path) if listeners else None
+        board = getattr(run, "blackboard", None)
+        if scope is None or self.store is None:
+            return self.running.submit(input, on_event=on_event, blackboard=board)
+        return self._durable(input, scope, path, run_id, on_event, board)
+
+    def output_of(self, result: FormationResult) -> Any:
+        """An inner run's output: its single sink's, or the dict of its sinks' outputs."""
+        return result.output if self.single_sink is not None else result.outputs
+
+    def outcome(self, env: Work, result: FormationResult) -> tuple[Any, Usage | None]:
+        """A visit's output and usage from its succeeded inner run (kept for the outer
+        run's traces)."""
+        run = env.run
+        if run is not None:
+            run.own("nested")[self.name] = result
+        return self.output_of(result), result.usage if self.uses_tokens else None
+
+    def suspension(self, result: FormationResult, scope: VisitScope | None, path: str) -> RunSuspended:
+        """The signal that suspends the outer visit (``scope``) for a suspended inner run."""
+        assert result.interrupt is not None and scope is not None
+        return RunSuspended(result.interrupt["payload"], scope, f"{path}/{result.interrupt['node']}")
+
+    def _durable(self, input: Any, scope: VisitScope, path: str, run_id: str, on_event: Any,
+                 board: Any) -> Future[FormationResult]:
+        store = self.store
+        assert store is not None
+        try:
+            record = store.get(run_id)
+        except UnknownRunError:
+            return self.running.submit(input, on_event=on_event, blackboard=board, run_id=run_id)
+        if record.status == "succeeded":  # it finished, and the process died before the outer visit was journalled
+            done: Future[FormationResult] = Future()
+            done.set_result(self._journalled(run_id))
+            return done
+        answer = None
+        pending = record.interrupt
+        if pending is not None:
+            # The scope's answers, in order: the inner run took one per answered
+            # interrupt so far; the next one (if given) answers the pending interrupt.
+            taken = sum(1 for i in store.load(run_id).interrupts if i.answered)
+            if taken >= len(scope.answers):
+                raise RunSuspended(pending.payload, scope, f"{path}/{pending.node}")
+            answer = scope.answers[taken]
+        return self.running.resume(run_id, answer, on_event=on_event)
+
+    def _journalled(self, run_id: str) -> FormationResult:
+        assert self.store is not None
+        visits = self.store.load(run_id).visits
+        outputs = {s: visits[s][max(visits[s])] for s in self.plan.sinks if visits.get(s)}
+        output = outputs.get(self.single_sink) if self.single_sink is not None else None
+        return FormationResult(run_id, output, outputs, {}, 0.0)
+
+
 class FormationActor(NodeActor):
-    """A formation as a node actor: each visit is one run of the inner formation.
+    """A formation as a node actor: each envelope is one run of the inner formation,
+    waited for (inside a formation, a formation node is a
+    :class:`~wingman_actors.formation.nested_node.FormationNode` instead; this actor is
+    the base of a map over a formation, and runs a formation node alone).
 
     Args:
         plan: the inner formation, compiled.
-        launch: builds the inner running formation (not started); the runtime gives it
-            the outer formation's provider, work directory and, for journalled runs, a
-            journal in the outer run's store.
-        store: the store journalled outer runs use (None without one).
+        launch, store: as for :class:`InnerFormation`.
         name, **kwargs: as for :class:`~wingman_actors.actors.base.NodeActor`.
     """
 
@@ -101,14 +195,10 @@ class FormationActor(NodeActor):
     ) -> None:
         super().__init__(name or plan.name, **kwargs)
         self.plan = plan
-        self.store = store
-        self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
-        # A run of functions only uses no tokens: its usage is not summed (that builds its traces)
-        self.uses_tokens = _uses_tokens(plan)
         self._running: list[Future[FormationResult]] = []  # the inner runs in progress
-        # Started with the replica (in the thread starting the outer formation, so a
-        # failure to start is the outer start's), stopped with it.
-        self.inner: RunningFormation = launch().start()
+        # Started with the actor (in the thread starting it, so a failure to start is
+        # the starter's), stopped with it.
+        self.inner = InnerFormation(self.name, plan, launch, store)
 
     @property
     def interruptible(self) -> bool:
@@ -135,71 +225,20 @@ class FormationActor(NodeActor):
         finally:
             self._running.remove(future)
         if result.status == "suspended":
-            assert result.interrupt is not None and scope is not None
-            raise RunSuspended(result.interrupt["payload"], scope, f"{self.name}/{result.interrupt['node']}")
-        run = env.run
-        if run is not None:
-            run.own("nested")[self.name] = result
-        return self.output_of(result), result.usage if self.uses_tokens else None
-
-    def output_of(self, result: FormationResult) -> Any:
-        """An inner run's output: its single sink's, or the dict of its sinks' outputs."""
-        return result.output if self.single_sink is not None else result.outputs
+            raise self.inner.suspension(result, scope, self.name)
+        return self.inner.outcome(env, result)
 
     def start_inner(
         self, env: Work, input: Any, scope: VisitScope | None, path: str, run_id: str
     ) -> Future[FormationResult]:
-        """Start one inner run of ``input`` for ``env``: its events re-emitted under
-        ``path``; journalled as ``run_id`` when ``scope`` (the visit's, or an item's) is
-        durable. The future is in ``_running`` (cancelled by :meth:`interrupt`) until the
-        caller removes it.
-
-        Raises:
-            RunSuspended: the journalled inner run waits for an answer not given yet.
-        """
-        run = env.run
-        listeners = run.listeners if run is not None else None
-        on_event = _Forward(listeners, env.run_id, path) if listeners else None
-        board = getattr(run, "blackboard", None)
-        if scope is None or self.store is None:
-            future = self.inner.submit(input, on_event=on_event, blackboard=board)
-        else:
-            future = self._durable(input, scope, path, run_id, on_event, board)
+        """:meth:`InnerFormation.start`; the future is in ``_running`` (cancelled by
+        :meth:`interrupt`) until the caller removes it."""
+        future = self.inner.start(env, input, scope, path, run_id)
         self._running.append(future)
+        run = env.run
         if run is not None and run.done:  # cancelled before interrupt() could see the future
             future.cancel()
         return future
-
-    def _durable(self, input: Any, scope: VisitScope, path: str, run_id: str, on_event: Any,
-                 board: Any) -> Future[FormationResult]:
-        """Begin the journalled inner run ``run_id``, or resume it when a former attempt began it."""
-        store = self.store
-        assert store is not None
-        try:
-            record = store.get(run_id)
-        except UnknownRunError:
-            return self.inner.submit(input, on_event=on_event, blackboard=board, run_id=run_id)
-        if record.status == "succeeded":  # it finished, and the process died before the outer visit was journalled
-            done: Future[FormationResult] = Future()
-            done.set_result(self._journalled(run_id))
-            return done
-        answer = None
-        pending = record.interrupt
-        if pending is not None:
-            # The scope's answers, in order: the inner run took one per answered
-            # interrupt so far; the next one (if given) answers the pending interrupt.
-            taken = sum(1 for i in store.load(run_id).interrupts if i.answered)
-            if taken >= len(scope.answers):
-                raise RunSuspended(pending.payload, scope, f"{path}/{pending.node}")
-            answer = scope.answers[taken]
-        return self.inner.resume(run_id, answer, on_event=on_event)
-
-    def _journalled(self, run_id: str) -> FormationResult:
-        assert self.store is not None
-        visits = self.store.load(run_id).visits
-        outputs = {s: visits[s][max(visits[s])] for s in self.plan.sinks if visits.get(s)}
-        output = outputs.get(self.single_sink) if self.single_sink is not None else None
-        return FormationResult(run_id, output, outputs, {}, 0.0)
 
 
 def _uses_tokens(plan: Plan) -> bool:

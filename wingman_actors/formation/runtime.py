@@ -37,7 +37,8 @@ from .durable import Journal, Replay
 from .events import FormationEvent, FormationEventType, emit
 from .future import RunFuture
 from .nested_map import FormationMapActor, map_width
-from .nesting import FormationActor
+from .nested_node import FormationNode
+from .nesting import InnerFormation
 from .plan import NodeSpec, Plan
 from .result import FormationResult
 from .routing import Router
@@ -101,6 +102,7 @@ class RunningFormation:
         self._supervision = Supervision(self._router)
         self._runs = self._router.runs
         self._supervisor: Any = None
+        self._nested: list[FormationNode] = []  # the formation nodes (their inner formations)
         self._started = False
         self._stopped = False
         self._stop_lock = threading.Lock()
@@ -117,6 +119,14 @@ class RunningFormation:
             self._router.tell_supervisor = self._supervisor.actor_ref.tell
             for name in self.plan.order:
                 spec = self.plan.nodes[name]
+                if spec.kind == "formation":  # no actor: its inner formation's nodes do the work
+                    assert spec.subplan is not None
+                    store = None if self._journal is None else self._journal.store
+                    inner = InnerFormation(name, spec.subplan, self._inner_launcher(spec), store)
+                    self._router.nodes[name] = node = FormationNode(inner, self._router,
+                                                                    notify_start=spec.timeout is not None)
+                    self._nested.append(node)
+                    continue
                 self._router.nodes[name] = self._backend.start_node(
                     self._recipe(spec), spec.concurrency, self._router
                 )
@@ -129,14 +139,10 @@ class RunningFormation:
     def _recipe(self, spec: NodeSpec) -> NodeRecipe:
         common: dict[str, Any] = {"name": spec.name, "notify_start": spec.timeout is not None}
         recipe: NodeRecipe
-        if spec.kind == "formation":
-            recipe = NodeRecipe(spec.name, FormationActor, (spec.subplan,), {
-                "launch": self._inner_launcher(spec), "store": self._journal and self._journal.store, **common,
-            })
-        elif spec.kind == "map" and spec.subplan is not None:
+        if spec.kind == "map" and spec.subplan is not None:
             recipe = NodeRecipe(spec.name, FormationMapActor, (spec.subplan,), {
                 "launch": self._inner_launcher(spec, map_width(spec.max_workers)), "max_workers": spec.max_workers,
-                "store": self._journal and self._journal.store, **common,
+                "store": None if self._journal is None else self._journal.store, **common,
             })
         elif spec.kind == "function":
             recipe = NodeRecipe(spec.name, FunctionActor, (spec.fn,), {
@@ -198,6 +204,8 @@ class RunningFormation:
                 run_id=run.id, outputs=run.outputs,
             ))
         self._backend.stop(timeout)
+        for node in self._nested:  # after the actors that feed them
+            node.close()
         supervisor = self._supervisor
         if supervisor is not None:
             supervisor.actor_ref.stop(block=False)
