@@ -18,7 +18,7 @@ from wingman_actors.formation.events import FormationEvent, FormationEventType
 from wingman_actors.formation.nesting import NestedRunError
 from wingman_actors.formation.result import NodeStatus
 from wingman_actors.orchestration import Blackboard
-from wingman_actors.testing import ScriptedProvider
+from wingman_actors.testing import ScriptedProvider, run_node
 
 SLACK = 0.6
 
@@ -242,3 +242,9 @@ def test_an_inner_node_requiring_a_blackboard_is_a_setup_error_of_the_outer_run_
     outer = Formation("outer").add_formation("sub", Formation("inner").add_function("note", note))
     with pytest.raises(FormationSetupError, match="'sub' takes a 'blackboard' parameter"):
         outer.run(1)
+
+
+def test_run_node_runs_a_formation_node_alone() -> None:
+    ran = run_node(nested(pipeline()), "sub", 1)
+    assert ran.output == 4
+    assert ran.trace.status is NodeStatus.SUCCEEDED
