@@ -248,3 +248,12 @@ def test_run_node_runs_a_formation_node_alone() -> None:
     ran = run_node(nested(pipeline()), "sub", 1)
     assert ran.output == 4
     assert ran.trace.status is NodeStatus.SUCCEEDED
+
+
+def test_a_formation_node_in_a_loop_runs_its_formation_once_per_visit() -> None:
+    step = Formation("step").add_function("inc", inc)
+    loop = Formation("loop").add_function("start", inc).add_formation("step", step).add_function("done", show)
+    loop.connect("start", "step").connect("step", "step", when=lambda x: x < 5).connect("step", "done", when=lambda x: x >= 5)
+    result = loop.run(0)
+    assert result.output == "= 5"
+    assert result.nodes["step"].visits == 4
