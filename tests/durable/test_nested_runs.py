@@ -17,6 +17,7 @@ from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent, FormationEventType
 from wingman_actors.formation.nesting import inner_run_id
+from wingman_actors.orchestration import Blackboard
 from wingman_actors.store import RunStore
 
 
@@ -210,3 +211,15 @@ def test_a_run_killed_after_an_inner_node_finished_resumes_without_running_it_ag
         assert store.get(inner_run_id(nested_worker.RUN_ID, "sub", 1)).status == "succeeded"
     assert result.output == "out 22"  # ((1 + 1) * 10) + 2
     assert log.read_text().split("\n") == ["0 src", "0 a", "0 b", "1 b", "1 out", ""]
+
+
+def test_a_resumed_inner_run_shares_the_outer_runs_blackboard(store: RunStore) -> None:
+    def ask(x: int, blackboard: Blackboard) -> int:
+        blackboard.set("asked", interrupt("go?"))
+        return x
+
+    outer = Formation("outer").add_formation("sub", Formation("inner").add_function("ask", ask))
+    board = Blackboard()
+    suspended = outer.run(1, store=store, blackboard=board)
+    assert outer.resume(suspended.run_id, store=store, answer="yes", blackboard=board).output == 1
+    assert board.get("asked") == "yes"

@@ -158,7 +158,7 @@ class InnerFormation:
             if taken >= len(scope.answers):
                 raise RunSuspended(pending.payload, scope, f"{path}/{pending.node}")
             answer = scope.answers[taken]
-        return self.running.resume(run_id, answer, on_event=on_event)
+        return self.running.resume(run_id, answer, on_event=on_event, blackboard=board)
 
     def _journalled(self, run_id: str) -> FormationResult:
         assert self.store is not None

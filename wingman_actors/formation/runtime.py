@@ -259,7 +259,7 @@ class RunningFormation:
         return self._launch(run_id, input, timeout, on_event, None, board)
 
     def resume(self, run_id: str, answer: Any = None, *, timeout: float | None = None,
-               on_event: EventListener | None = None) -> Future[FormationResult]:
+               on_event: EventListener | None = None, blackboard: Blackboard | None = None) -> Future[FormationResult]:
         """Continue the journalled run ``run_id`` (its process died, or it failed, was
         cancelled or suspended): journalled visits and fleet items are not run again,
         their outputs are fed downstream; what was in flight runs again.
@@ -269,6 +269,8 @@ class RunningFormation:
             answer: for a suspended run, the value its pending ``interrupt()`` returns.
             timeout: bounds the resumed run, as for :meth:`submit`.
             on_event: called with this run's events.
+            blackboard: the resumed run's own board, as for :meth:`submit` (default: the
+                board given to ``start()``, if any).
 
         Returns:
             A future of the run's :class:`FormationResult`, as from :meth:`submit`.
@@ -292,13 +294,14 @@ class RunningFormation:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         if answer is not None and journal.store.get(run_id).interrupt is None:
             raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
-        if self._blackboard is None:
+        board = self._blackboard if blackboard is None else _check_board(blackboard)
+        if board is None:
             _require_no_board(self.plan)
         record = journal.claim(run_id)
         if answer is not None:
             journal.store.answer(run_id, answer)
             record = journal.store.load(run_id)
-        return self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), self._blackboard)
+        return self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), board)
 
     def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
                 replay: Replay | None, board: Blackboard | None) -> Future[FormationResult]:
