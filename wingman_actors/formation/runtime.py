@@ -133,7 +133,7 @@ class RunningFormation:
         except BaseException:
             self.stop()
             raise
-        _live.add(self)
+        _live[self] = None
         return self
 
     def _recipe(self, spec: NodeSpec) -> NodeRecipe:
@@ -195,7 +195,7 @@ class RunningFormation:
             if self._stopped:
                 return
             self._stopped = True
-        _live.discard(self)
+        _live.pop(self, None)
         router = self._router
         router.closing = True
         for run in list(self._runs.values()):
@@ -378,12 +378,16 @@ def _require_no_board(plan: Plan) -> None:
 
 # Started formations not yet stopped (strong references: their threads are running
 # anyway); a forgotten one is stopped at interpreter exit.
-_live: set[RunningFormation] = set()
+# In start order: a formation nested in another is started (and added) before it, and
+# stopped by it, so the outer one is stopped first and the inner one is not warned about.
+_live: dict[RunningFormation, None] = {}
 
 
 @atexit.register
 def _stop_forgotten() -> None:
-    for running in list(_live):
+    for running in reversed(list(_live)):
+        if running not in _live:
+            continue  # stopped meanwhile, by the formation it is nested in
         try:
             warnings.warn(
                 f"formation {running.name!r} was started and never stopped; stopping it at exit "
