@@ -38,7 +38,7 @@ from .plan import Plan, compile_plan
 from .render import to_dot, to_mermaid
 from .result import FormationResult
 from .runtime import EventListener, RunningFormation, run_once, run_stream
-from .validation import OWNERS, POLICY_DEFAULTS, policy_problems, quote
+from .validation import OWNERS, POLICY_DEFAULTS, edge_problems, policy_problems, quote
 
 __all__ = ["Formation"]
 
@@ -218,24 +218,37 @@ class Formation:
         attrs = {"kind": "map", "formation": formation, "max_workers": max_workers}
         return self._add("add_map", name, attrs, policies, bad)
 
-    def connect(self, *names: str, when: Callable[[Any], bool] | None = None) -> Formation:
+    def connect(
+        self,
+        *names: str,
+        when: Callable[[Any], bool] | type | tuple[type, ...] | None = None,
+        otherwise: bool = False,
+    ) -> Formation:
         """Add edges along ``names``: ``connect("a", "b", "c")`` adds a → b and b → c.
 
         Args:
             *names: two or more declared node names.
-            when: a predicate on the upstream output; the edge carries a message only
-                when it returns true. Applies to every edge added.
+            when: a condition on the upstream output; the edge carries a message only when
+                it holds: a predicate, or a type or tuple of types (``when=int`` means
+                ``isinstance(output, int)``; validation then narrows the upstream's output
+                type along the edge, as it does for a predicate annotated ``TypeGuard[T]``
+                or ``TypeIs[T]``). Applies to every edge added.
+            otherwise: the edge is taken when none of the upstream's conditional edges
+                fire (one per node). A node whose outgoing edges are all conditional, with
+                no otherwise edge, fails the run with ``NoRouteError`` when none fires.
 
         Raises:
-            FormationSetupError: fewer than two names, ``when`` is not callable, a name
-                is not declared, or an edge already exists (all listed). Nothing is added.
+            FormationSetupError: fewer than two names, ``when`` is not a predicate or a
+                type, both ``when`` and ``otherwise``, a name is not declared, or an edge
+                already exists (all listed). Nothing is added.
         """
         call = f"connect({', '.join(repr(n) for n in names)})"
         if len(names) < 2:
             raise FormationSetupError(self.name, [f"{call}: connect needs two or more node names, e.g. connect('a', 'b')"])
-        problems = []
-        if when is not None and not callable(when):
-            problems.append(f"when must be a predicate on the upstream output, got {type(when).__name__}")
+        attrs: dict[str, Any] = {} if when is None else {"when": when}
+        if otherwise is not False:
+            attrs["otherwise"] = otherwise
+        problems = edge_problems(names[0], names[1], attrs)
         for n in dict.fromkeys(names):
             if n not in self.graph:
                 close = difflib.get_close_matches(str(n), [str(k) for k in self.graph], n=1)
@@ -245,9 +258,14 @@ class Formation:
         for u, v in dict.fromkeys(edges):
             if self.graph.has_edge(u, v) or edges.count((u, v)) > 1:
                 problems.append(f"edge {u!r} → {v!r} is declared twice; connect each pair once")
+        if otherwise and not problems:
+            sources = {u for u, _ in edges}
+            taken = [u for u in sources if any(o is True for *_, o in self.graph.out_edges(u, data="otherwise"))]
+            problems += [f"node {u!r} has an otherwise edge already; a node may have one" for u in sorted(taken)]
+            if len(edges) != len(sources):
+                problems.append("otherwise=True applies to every edge added; give each node at most one")
         if problems:
             raise FormationSetupError(self.name, [f"{call}: {p}" for p in problems])
-        attrs = {} if when is None else {"when": when}
         self.graph.add_edges_from(edges, **attrs)
         return self
 

@@ -63,11 +63,15 @@ def _view(source: Any) -> tuple[list[_Node], list[_Edge], str]:
               a.get("formation") if a.get("kind") in ("formation", "map") and is_formation(a.get("formation")) else None)
         for n, a in graph.nodes(data=True)
     ]
-    edges = [
-        _Edge(str(u), str(v), edge_label(w) if callable(w) else "", (u, v) in back)
-        for u, v, w in graph.edges(data="when")
-    ]
+    edges = [_Edge(str(u), str(v), _graph_label(a), (u, v) in back) for u, v, a in graph.edges(data=True)]
     return nodes, edges, source.name if isinstance(getattr(source, "name", None), str) else "formation"
+
+
+def _graph_label(attrs: Any) -> str:
+    if attrs.get("otherwise") is True:
+        return "otherwise"
+    when = attrs.get("when")
+    return edge_label(when) if callable(when) or isinstance(when, tuple) else ""
 
 
 def _key(source: Any) -> int:
@@ -106,7 +110,9 @@ def _label(node: _Node) -> str:
 def _edge_text(edge: _Edge) -> str:
     if not edge.label:
         return ""
-    return "when" if edge.label == "when" else f"when: {edge.label}"
+    if edge.label in ("when", "otherwise"):
+        return edge.label
+    return f"when: {edge.label}"
 
 
 def _mermaid_ids(names: list[str], taken: set[str] | None = None) -> Iterator[tuple[str, str]]:

@@ -24,10 +24,11 @@ __all__ = ["RunState"]
 # traces need); computing it once saves a time.time() per run.
 _wall_offset = time.time() - time.perf_counter()
 # Shared empty sentinels, replaced by RunState.own() before the first write.
-_EMPTY_JOINS: dict[str, tuple[dict[str, Any], set[str]]] = {}
+_EMPTY_JOINS: dict[str, Any] = {}  # node -> routing.Join
 _EMPTY_VISITS: dict[str, int] = {}
 _EMPTY_FAILURES: list[tuple[str, int, float, float, str]] = []
 _EMPTY_SKIPPED: dict[str, str | None] = {}
+_EMPTY_DROPPED: dict[str, str] = {}
 _EMPTY_NESTED: dict[str, Any] = {}
 # Runs share a fixed set of locks (a run's lock guards its own counters for a few
 # bytecodes and is never held while taking another): a run costs no lock of its own,
@@ -37,7 +38,7 @@ _next_lock = itertools.count()
 _OWN_LOCK = threading.Lock()
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
-    "nested": _EMPTY_NESTED,
+    "dropped": _EMPTY_DROPPED, "nested": _EMPTY_NESTED,
 }
 
 
@@ -50,8 +51,9 @@ class RunState:
     """
 
     __slots__ = (
-        "blackboard", "cancelled", "done", "failures", "future", "id", "input", "joins", "listeners", "lock", "log",
-        "nested", "order", "outputs", "pending", "remaining", "replay", "skipped", "t0", "timer", "trace", "visits", "wall0",
+        "blackboard", "cancelled", "done", "dropped", "failures", "future", "id", "input", "joins", "listeners", "lock",
+        "log", "nested", "order", "outputs", "pending", "remaining", "replay", "skipped", "t0", "timer", "trace", "visits",
+        "wall0",
     )
 
     def __init__(
@@ -83,17 +85,19 @@ class RunState:
         self.trace: WorkflowSpan | None = None  # the run's OpenTelemetry span, when in use
         self.replay: Any = None  # a resumed run's journal (formation.durable.Replay)
         # Created on first use: a straight pipeline run never needs them.
-        self.joins: dict[str, tuple[dict[str, Any], set[str]]] = _EMPTY_JOINS
+        self.joins: dict[str, Any] = _EMPTY_JOINS
         self.visits: dict[str, int] = _EMPTY_VISITS
         # (node, attempt, started, finished, error) per failed attempt
         self.failures: list[tuple[str, int, float, float, str]] = _EMPTY_FAILURES
         self.skipped: dict[str, str | None] = _EMPTY_SKIPPED
+        # node -> the join="any" node whose visit fired without it: its work is not wanted
+        self.dropped: dict[str, str] = _EMPTY_DROPPED
         # formation nodes: the inner run's result of the node's last visit
         self.nested: dict[str, Any] = _EMPTY_NESTED
 
     def own(self, field: str) -> Any:
         """Give the run its own container for ``field`` (joins, visits, failures, skipped,
-        nested).
+        dropped, nested).
 
         Safe from any thread, with or without the run's lock held: the first use takes a
         separate lock (never held while taking another), so two threads cannot each

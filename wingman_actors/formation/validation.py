@@ -9,9 +9,9 @@ The node attributes: ``kind="function", fn=<callable>`` | ``kind="agent", agent=
 | ``kind="fleet", agent=<Agent>, max_workers=<int>`` | ``kind="formation",
 formation=<Formation>`` (a nested formation run as one node) | ``kind="map",
 formation=<Formation>, max_workers=<int>`` (a formation run once per item of a list), plus
-the policies ``retries``,
-``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits`` and, for agent and
-fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream output>``.
+the policies ``retries``, ``backoff``, ``timeout``, ``on_error``, ``concurrency``,
+``max_visits`` and, for agent and fleet nodes, ``prompt``, and ``join`` (``"all"`` or ``"any"``, for fan-in). An edge may carry
+``when=<predicate on the upstream output, a type or a tuple of types>`` or ``otherwise=True``.
 
 Example:
     >>> policy_problems("fetch", {"retries": -1})
@@ -35,6 +35,7 @@ from ..agent import Agent
 from .typecheck import inspect_callable
 
 __all__ = [
+    "EDGE_ATTRS",
     "KINDS",
     "NODE_ATTRS",
     "OWNERS",
@@ -45,16 +46,19 @@ __all__ = [
     "edge_problems",
     "is_formation",
     "node_problems",
+    "otherwise_problems",
     "policy_problems",
     "prompt_problems",
     "quote",
+    "reach_problems",
 ]
 
 KINDS = ("function", "agent", "fleet", "formation", "map")
 """The node kinds."""
 
 POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {"retries": 0, "backoff": 0.1, "timeout": None, "on_error": "fail", "concurrency": 1, "max_visits": 10}
+    {"retries": 0, "backoff": 0.1, "timeout": None, "on_error": "fail", "concurrency": 1, "max_visits": 10,
+     "join": "all"}
 )
 """Policy attributes any node may carry, with the defaults the plan applies."""
 
@@ -68,9 +72,12 @@ OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)",
 
 
 def edge_label(when: Any) -> str:
-    """The label of an edge carrying ``when``: the predicate's name, or ``"when"``."""
+    """The label of an edge carrying ``when``: the predicate's or the type's name (``int |
+    str`` for a tuple of types), or ``"when"``."""
     if when is None:
         return ""
+    if isinstance(when, tuple):
+        return " | ".join(getattr(t, "__name__", "?") for t in when)
     name = getattr(when, "__name__", None)
     return name if isinstance(name, str) and name.isidentifier() else "when"
 
@@ -109,6 +116,8 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "max_visits": (lambda v: _is_int(v, 1), "an int >= 1 (visits per run, bounds cycles)"),
     "max_workers": (lambda v: _is_int(v, 0), "an int >= 0 (0: one session per item, up to 100)"),
     "prompt": (lambda v: v is None or isinstance(v, str), "a str template using {input}, or None"),
+    "join": (lambda v: isinstance(v, str) and v in ("all", "any"),
+             "'all' (wait for every predecessor) or 'any' (fire with the first value)"),
 }
 
 
@@ -161,31 +170,127 @@ def is_formation(value: Any) -> bool:
     return isinstance(getattr(value, "name", None), str) and isinstance(getattr(value, "graph", None), nx.DiGraph)
 
 
+EDGE_ATTRS = frozenset({"when", "otherwise"})
+
+
 def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
-    """Problems with one edge's attributes (``when`` and close typos of it)."""
+    """Problems with one edge's attributes (``when``, ``otherwise`` and close typos of them)."""
     where = f"edge {u!r} → {v!r}"
-    out = [p for key in attrs for p in _unknown_attr(where, key, frozenset({"when"}))]
+    out = [p for key in attrs for p in _unknown_attr(where, key, EDGE_ATTRS)]
     when = attrs.get("when")
-    if when is not None:
-        if not callable(when):
-            out.append(f"{where}: when must be a predicate on the output of {u!r}, got {type(when).__name__}")
-        elif not inspect_callable(when).accepts_one():
-            out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
+    otherwise = attrs.get("otherwise", False)
+    if not isinstance(otherwise, bool):
+        out.append(f"{where}: otherwise must be True or False, got {otherwise!r}")
+    elif otherwise and when is not None:
+        out.append(f"{where} has both when= and otherwise=True; an otherwise edge is taken when none of "
+                   f"{u!r}'s conditions fire, so it takes no condition of its own: drop one of them")
+    if when is None:
+        return out
+    if isinstance(when, tuple):
+        if not when or not all(isinstance(t, type) for t in when):
+            out.append(f"{where}: when=(...) must be a tuple of types (isinstance checks), got {when!r}")
+    elif isinstance(when, type):
+        pass  # when=int: isinstance(output, int)
+    elif not callable(when):
+        out.append(f"{where}: when must be a predicate on the output of {u!r}, a type or a tuple of types, "
+                   f"got {type(when).__name__}")
+    elif not inspect_callable(when).accepts_one():
+        out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
+    return out
+
+
+def otherwise_problems(graph: nx.DiGraph) -> list[str]:
+    """Nodes with more than one ``otherwise`` edge."""
+    out = []
+    for u in graph:
+        targets = [v for _, v, o in graph.out_edges(u, data="otherwise") if o is True]
+        if len(targets) > 1:
+            out.append(f"node {u!r} has {len(targets)} otherwise edges (to {quote(targets)}); a node may have "
+                       "one: keep one and give the others when= conditions")
     return out
 
 
 def cycle_problems(graph: nx.DiGraph) -> list[str]:
-    """Cycles that nothing can end. (Reachability needs no check: in every strongly
-    connected component that nothing else reaches, the first node the depth-first search
-    enters has only back edges coming in, so it is a source, and every node is reached.)"""
+    """Cycles that nothing can end."""
     out = []
-    plain = nx.DiGraph([(u, v) for u, v, w in graph.edges(data="when") if w is None])
+    plain = nx.DiGraph([(u, v) for u, v, a in graph.edges(data=True) if a.get("when") is None and not a.get("otherwise")])
     for scc in nx.strongly_connected_components(plain):
         if len(scc) > 1 or any(plain.has_edge(n, n) for n in scc):
             start = next(n for n in graph if n in scc)
             cycle = [u for u, _ in nx.find_cycle(plain.subgraph(scc), source=start)]
             path = " → ".join(str(n) for n in [*cycle, cycle[0]])
             out.append(f"cycle {path} has no conditional edge; add when= to one of its edges so it can end")
+    return out
+
+
+def _shortest_cycle(graph: nx.DiGraph, start: Any, members: set[Any]) -> list[Any]:
+    """A shortest cycle through ``start`` within ``members`` (strongly connected, more than
+    a self-loop when it has several nodes), found breadth first in the graph's own order."""
+    parents: dict[Any, Any] = {start: None}
+    queue = [start]
+    for node in queue:
+        for child in graph.successors(node):
+            if child == start and (node != start or len(members) == 1):
+                cycle = [node]
+                while parents[cycle[-1]] is not None:
+                    cycle.append(parents[cycle[-1]])
+                return cycle[::-1]  # from start
+            if child in members and child not in parents:
+                parents[child] = node
+                queue.append(child)
+    raise ValueError(f"{start!r} is on no cycle within {members!r}")  # not reached: members is strongly connected
+
+
+def _loop(graph: nx.DiGraph, first: Any, members: set[Any]) -> tuple[str, str]:
+    """``cycle a → b → a`` (or, for a component of several cycles, its nodes and one of
+    them), and the pronoun for it."""
+    cycle = _shortest_cycle(graph, first, members)
+    path = " → ".join(str(n) for n in [*cycle, first])
+    if len(cycle) == len(members):
+        return f"cycle {path}", "it"
+    return f"the cycles among {quote(n for n in graph if n in members)} (one is {path})", "them"
+
+
+def reach_problems(graph: nx.DiGraph) -> list[str]:
+    """Nodes the run's input never reaches, one problem per cycle nothing enters.
+
+    The sources are the nodes with no incoming edge but their own self-loop (a self-loop
+    closes a cycle whatever the search; the search for back edges starts from these). Every
+    other node needs a path from a source: a node entered only from a cycle that nothing
+    enters would never run, and nor would anything downstream of it. Such a node is not taken
+    for a source: none of its incoming edges closes a cycle on a path from a source.
+    """
+    sources = [n for n in graph if all(u == n for u in graph.predecessors(n))]
+    reached, stack = set(sources), list(sources)
+    while stack:
+        for child in graph.successors(stack.pop()):
+            if child not in reached:
+                reached.add(child)
+                stack.append(child)
+    if len(reached) == graph.number_of_nodes():
+        return []
+    rest = graph.subgraph([n for n in graph if n not in reached])
+    # Each strongly connected component of the rest with no edge in from the rest is a cycle
+    # (a lone node there would have no incoming edge, so it would be a source).
+    condensed = nx.condensation(rest)
+    order = {n: i for i, n in enumerate(graph)}
+    entries = sorted((condensed.nodes[c]["members"] for c in condensed if condensed.in_degree(c) == 0),
+                     key=lambda members: min(order[n] for n in members))
+    out, named = [], set()
+    for members in entries:
+        first = min(members, key=order.__getitem__)
+        downstream = nx.descendants(rest, first) | {first}
+        group = [n for n in graph if n in downstream and n not in named]
+        named.update(group)
+        loop, pronoun = _loop(graph, first, members)
+        if sources:
+            out.append(f"node(s) {quote(group)} cannot be reached from the source(s) {quote(sources)}: their only "
+                       f"way in is {loop}, which no source reaches; connect {first!r} from a node a source "
+                       "reaches, or remove them")
+        else:
+            out.append(f"node(s) {quote(group)} get no input: no node is a source (a node with no incoming edge "
+                       f"but its own self-loop), and nothing outside {loop} enters {pronoun}; add an entry node "
+                       f"feeding {first!r}, e.g. add_function('start', fn).connect('start', {first!r})")
     return out
 
 

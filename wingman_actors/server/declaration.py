@@ -15,7 +15,7 @@ flat or under ``policies``::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
@@ -30,7 +30,7 @@ from .limits import MAX_BACKOFF_S, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT_S, 
 
 __all__ = ["EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "build_formation", "declaration_problems"]
 
-POLICY_FIELDS = ("retries", "backoff", "timeout", "on_error", "concurrency", "max_visits")
+POLICY_FIELDS = ("retries", "backoff", "timeout", "on_error", "concurrency", "max_visits", "join")
 
 
 class PoliciesDecl(BaseModel):
@@ -46,6 +46,9 @@ class PoliciesDecl(BaseModel):
     on_error: Literal["fail", "skip"] | None = None
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY, description="replicas of the node's actor")
     max_visits: int | None = Field(default=None, ge=1, le=MAX_VISITS, description="visits per run (bounds cycles)")
+    join: Literal["all", "any"] | None = Field(
+        default=None, description="fan-in: wait for every predecessor (all) or fire with the first value (any)"
+    )
 
 
 class NodeDecl(PoliciesDecl):
@@ -71,13 +74,17 @@ class NodeDecl(PoliciesDecl):
 
 class EdgeDecl(BaseModel):
     """An edge ``from`` → ``to``, carrying a message only when ``condition`` (a registered
-    predicate on the upstream output) holds."""
+    predicate on the upstream output) holds, or, with ``otherwise``, when none of the
+    upstream's conditions holds."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     source: str = Field(alias="from", min_length=1)
     to: str = Field(min_length=1)
     condition: str | None = None
+    otherwise: bool | None = Field(
+        default=None, strict=True, description="taken when none of the upstream's conditional edges fire"
+    )
 
 
 class FormationDecl(BaseModel):
@@ -149,6 +156,8 @@ def declaration_problems(decl: FormationDecl, registry: FunctionRegistry, agent_
         for end in (e.source, e.to):
             if end not in seen:
                 problems.append(f"{where}: no node named {end!r}; nodes: {', '.join(sorted(seen))}")
+        if e.otherwise and e.condition is not None:
+            problems.append(f"{where}: an otherwise edge takes no condition; drop one of them")
         if e.condition is not None and e.condition not in registry.predicates:
             problems.append(
                 f"{where}: no registered predicate {e.condition!r}; registered: {_names(registry.predicates)}"
@@ -191,8 +200,10 @@ def build_formation(
                 attrs["max_workers"] = n.max_workers or 0
         graph.add_node(n.name, **attrs)
     for e in decl.edges:
-        when: Callable[[Any], bool] | None = None if e.condition is None else registry.predicates[e.condition]
-        graph.add_edge(e.source, e.to, **({} if when is None else {"when": when}))
+        attrs = {} if e.condition is None else {"when": registry.predicates[e.condition]}
+        if e.otherwise:
+            attrs["otherwise"] = True
+        graph.add_edge(e.source, e.to, **attrs)
     formation = Formation(decl.name, graph)
     try:
         formation.validate()

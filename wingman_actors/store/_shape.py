@@ -77,7 +77,8 @@ class FormationShape:
         back = back_edges(graph)
         nodes = tuple(sorted((str(n), str(a.get("kind"))) for n, a in graph.nodes(data=True)))
         edges = tuple(sorted(
-            EdgeShape(str(u), str(v), (u, v) in back, a.get("when") is not None) for u, v, a in graph.edges(data=True)
+            EdgeShape(str(u), str(v), (u, v) in back, a.get("when") is not None or a.get("otherwise") is True)
+            for u, v, a in graph.edges(data=True)
         ))
         return cls(nodes, edges)
 
