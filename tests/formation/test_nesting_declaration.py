@@ -172,3 +172,13 @@ def test_a_formation_nested_in_itself_is_drawn_without_end() -> None:
     graph.add_node("me", kind="formation", formation=outer)
     assert to_mermaid(outer).splitlines() == ["flowchart TD", '    me["formation: me"]']
     assert '"me" [shape=box, label="formation: me"];' in to_dot(outer)
+
+
+def test_a_type_route_narrows_what_reaches_a_formation_node() -> None:
+    def either(x: int) -> str | int:
+        return str(x) if x % 2 else x
+
+    inner = Formation("inner").add_function("shout", shout)
+    outer = Formation("outer").add_function("either", either).add_formation("sub", inner).add_function("num", inc)
+    outer.connect("either", "sub", when=str).connect("either", "num", otherwise=True)
+    assert outer.validate().nodes["sub"].output_type is str
