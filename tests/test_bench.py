@@ -17,6 +17,7 @@ def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
         "fleet_makespan", "fleet_node_makespan", "dag_makespan", "inflight_runs", "actor_memory",
         "store_journal", "durable_pipeline_throughput", "durable_overhead", "resume_latency",
         "cancel_latency", "timeout_overshoot", "ray_cpu_stage", "ray_hop_overhead", "ray_agent_makespan",
+        "nested_overhead",
     ]
 
 

@@ -83,7 +83,7 @@ def test_node_created_by_an_edge_to_an_undeclared_name_has_no_kind() -> None:
 
 def test_unknown_kind_lists_the_kinds() -> None:
     message = only_problem(hand(a={"kind": "tool", "fn": to_int}))
-    assert message == "node 'a' has unknown kind 'tool'; use one of 'function', 'agent', 'fleet'"
+    assert message == "node 'a' has unknown kind 'tool'; use one of 'function', 'agent', 'fleet', 'formation', 'map'"
 
 
 def test_function_node_without_fn_is_a_problem() -> None:

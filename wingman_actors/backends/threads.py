@@ -90,10 +90,11 @@ class ThreadNode:
         return stopped
 
     def _abandon(self, actor: Any, env: Work, why: str) -> None:
-        # called with the lock held
+        # called with the lock held; marked first: an interrupted attempt may unwind at
+        # once, and the replica must then retire, not take the next input
+        actor.abandoned = True
         if actor.interruptible:
             actor.interrupt(why)
-        actor.abandoned = True
         pykka.ActorRegistry.unregister(actor.actor_ref)
         self._backend.abandoned.append(actor)
         if not actor.interruptible:

@@ -453,6 +453,12 @@ def ray_agent_makespan(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def nested_overhead(quick: bool) -> Measurement:
+    from .nesting import nested_overhead as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -472,6 +478,7 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "ray_cpu_stage": ray_cpu_stage,
     "ray_hop_overhead": ray_hop_overhead,
     "ray_agent_makespan": ray_agent_makespan,
+    "nested_overhead": nested_overhead,
 }
 
 

@@ -150,6 +150,75 @@ class Formation:
             attrs["prompt"] = prompt
         return self._add("add_fleet", name, attrs, policies, _agent_problems(agent))
 
+    def add_formation(self, name: str, formation: Formation, **policies: Any) -> Formation:
+        """Declare a formation node: ``formation`` runs as one node. Its input is the
+        inner run's input (every inner source receives it); its output is the inner
+        single sink's output, or the dict of sink outputs when there are several.
+
+        Inner events reach this formation's listeners with ``node`` set to the path
+        (``"name/inner_node"``); a journalled run journals the inner visits (in the same
+        store, as the run ``"<run id>/name/<visit>"``), so a resume does not repeat them;
+        an ``interrupt()`` inside suspends this run. The policies (``retries``,
+        ``backoff``, ``timeout``, ``on_error``) apply to the inner run as a whole; the node
+        has no actor of its own (its inner formation's nodes do the work, and pipeline its
+        visits as any formation does), so ``concurrency`` has no effect on it.
+
+        Args:
+            name: the node's name.
+            formation: the formation to run (validated with this one; it may not contain
+                this formation, directly or through another nested one).
+            **policies: as for :meth:`add_function`.
+
+        Raises:
+            FormationSetupError: as for :meth:`add_function`; ``formation`` is not a Formation.
+
+        Example:
+            >>> inner = Formation("inner").add_function("double", lambda x: 2 * x)
+            >>> outer = Formation("outer").add_formation("sub", inner, retries=1)
+            >>> outer.graph.nodes["sub"]["kind"]
+            'formation'
+        """
+        bad: list[str] = [] if isinstance(formation, Formation) else [
+            f"formation must be a Formation, e.g. Formation('inner').add_function(...), got {type(formation).__name__}"
+        ]
+        if formation is self:
+            bad.append(f"formation {self.name!r} cannot be nested in itself; nest a different formation")
+        return self._add("add_formation", name, {"kind": "formation", "formation": formation}, policies, bad)
+
+    def add_map(self, name: str, *, formation: Formation, max_workers: int = 0, **policies: Any) -> Formation:
+        """Declare a map node over a formation: takes a list and runs ``formation`` once per
+        item (as :meth:`add_formation` runs it once), at most ``max_workers`` items at once
+        (0: one per item, up to 100; the inner formation's nodes get that many replicas);
+        outputs the list of the inner outputs in item order.
+
+        ``retries`` rerun only the items that failed; an item that still fails fails the
+        node. A journalled run journals each item's inner run (as
+        ``"<run id>/name/<visit>/<item>"``) and each finished item, so a resume runs
+        neither again; an ``interrupt()`` inside an item suspends the run. Inner events
+        are named ``"name/<item>/<inner node>"``.
+
+        Args:
+            name: the node's name.
+            formation: the formation each item runs through (its sources receive the item).
+            max_workers: the most items at once.
+            **policies: as for :meth:`add_function`.
+
+        Raises:
+            FormationSetupError: as for :meth:`add_formation`; ``max_workers`` is not an int >= 0.
+
+        Example:
+            >>> inner = Formation("square").add_function("square", lambda x: x * x)
+            >>> Formation("squares").add_map("each", formation=inner, max_workers=2).run([1, 2, 3]).output
+            [1, 4, 9]
+        """
+        bad: list[str] = [] if isinstance(formation, Formation) else [
+            f"formation must be a Formation, e.g. Formation('inner').add_function(...), got {type(formation).__name__}"
+        ]
+        if formation is self:
+            bad.append(f"formation {self.name!r} cannot be mapped over inside itself; map a different formation")
+        attrs = {"kind": "map", "formation": formation, "max_workers": max_workers}
+        return self._add("add_map", name, attrs, policies, bad)
+
     def connect(
         self,
         *names: str,

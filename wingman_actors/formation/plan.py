@@ -22,6 +22,7 @@ from ..agent import Agent
 from ..errors import FormationSetupError, NodeTimeoutError
 from .board_param import BoardNeed, board_param
 from .failure import NodeFailure
+from .subplans import boundary_problems, nested_type, subplan
 from .typecheck import (
     CallableInfo,
     adapter_for,
@@ -117,17 +118,21 @@ class NodeSpec:
         race: ``join="any"``: by predecessor, the nodes of the other branches that feed
             only this node, cancelled for the visit when that predecessor's value fires it.
         blackboard: whether the function takes the run's blackboard (its ``blackboard``
-            parameter): ``none``, ``required`` or ``optional`` (has a default).
+            parameter): ``none``, ``required`` or ``optional`` (has a default); a
+            formation node's is ``required`` when one of its inner nodes' is.
         retry_on: the exception classes a failed attempt is retried for; None: every
             error but those that say they are not retryable (``PayloadError``). A class
             that covers ``TimeoutError`` covers :class:`NodeTimeoutError` too.
         max_backoff: the longest wait between two attempts, in seconds.
         jitter: draw each wait at random from the upper half of the backoff.
         error_edges: the outgoing error edges (``on_error=True``), in graph order.
+        formation: a formation (or formation map) node's inner formation (the
+            declaration), else None.
+        subplan: that formation, compiled, else None.
     """
 
     name: str
-    kind: Literal["function", "agent", "fleet"]
+    kind: Literal["function", "agent", "fleet", "formation", "map"]
     fn: Callable[..., Any] | None
     agent: Agent | None
     max_workers: int
@@ -156,6 +161,8 @@ class NodeSpec:
     max_backoff: float = 30.0
     jitter: bool = True
     error_edges: tuple[EdgeSpec, ...] = ()
+    formation: Any = None
+    subplan: Plan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +177,8 @@ class Plan:
         sinks: nodes without outgoing forward edges; their outputs are the run's outputs.
         order: a topological order of the forward edges (earlier-declared nodes first).
         edges: every edge, in graph order.
+        accepts: what the run's input must fit: ``(source, type)`` per source (a nested
+            formation's sources named by path, ``"node/inner"``), None for any input.
     """
 
     name: str
@@ -178,6 +187,15 @@ class Plan:
     sinks: tuple[str, ...]
     order: tuple[str, ...]
     edges: tuple[EdgeSpec, ...]
+    accepts: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def output_type(self) -> Any:
+        """The type of the run's output: the single sink's output type, or
+        ``dict[str, Any]`` (outputs by sink) when there are several."""
+        if len(self.sinks) == 1:
+            return self.nodes[self.sinks[0]].output_type
+        return dict[str, Any]
 
 
 
@@ -347,6 +365,12 @@ def compile_plan(formation: Formation) -> Plan:
         FormationSetupError: listing every problem found, each naming the node or edge
             and how to fix it.
     """
+    return _compile(formation, ())
+
+
+def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
+    """:func:`compile_plan` of a formation nested in those of ``within`` ((id, name) each,
+    outermost first), which it must not contain."""
     name, graph = formation.name, formation.graph
     if graph.number_of_nodes() == 0:
         raise FormationSetupError(name, ["the graph has no nodes; declare at least one with "
@@ -374,7 +398,18 @@ def compile_plan(formation: Formation) -> Plan:
         infos[n], boards[n], found = board_param(n, usable[n]["fn"], infos[n], fwd[n])
         problems += found
     problems += otherwise_problems(graph)
-    types = {n: _output_type(a, infos.get(n)) for n, a in usable.items()}
+    subplans: dict[str, Plan] = {}
+    for n, a in list(usable.items()):
+        if a["kind"] in ("formation", "map"):
+            inner, found = subplan(n, a["formation"], (*within, (id(formation), name)), _compile)
+            problems += found
+            if inner is None:
+                del usable[n]
+            else:
+                subplans[n] = inner
+                boards[n] = "required" if any(s.blackboard == "required" for s in inner.nodes.values()) else "none"
+    types = {n: nested_type(usable[n]["kind"], subplans[n]) if n in subplans else _output_type(a, infos.get(n))
+             for n, a in usable.items()}
     along, found = _edge_types(graph, types)
     problems += found
     inputs: dict[str, _Inputs] = {}
@@ -389,6 +424,8 @@ def compile_plan(formation: Formation) -> Plan:
             inputs[n] = _Inputs("dict" if len(fwd[n]) > 1 else "single")
         in_types = {u: along.get((u, n)) for u in fwd[n] + bwd[n]}
         problems += _type_problems(n, attrs["kind"], inputs[n], fwd[n], bwd[n], in_types)
+        if n in subplans:
+            problems += boundary_problems(n, attrs, subplans[n], inputs[n].mode, fwd[n], bwd[n], in_types)
         if isinstance(attrs.get("prompt"), str):
             fields = {u: in_types.get(u) for u in fwd[n]} if len(fwd[n]) > 1 else None
             if len(fwd[n]) == 1:
@@ -397,7 +434,7 @@ def compile_plan(formation: Formation) -> Plan:
             problems += prompt_problems(n, attrs["prompt"], fields)
     if problems:
         raise FormationSetupError(name, problems)
-    return _build(name, graph, sources, back, fwd, bwd, types, inputs, boards)
+    return _build(name, graph, sources, back, fwd, bwd, types, inputs, boards, subplans)
 
 
 def _race(forward: nx.DiGraph, node: str, preds: list[str]) -> Mapping[str, frozenset[str]]:
@@ -446,6 +483,7 @@ def _build(
     types: Mapping[str, Any],
     inputs: Mapping[str, _Inputs],
     boards: Mapping[str, BoardNeed],
+    subplans: Mapping[str, Plan],
 ) -> Plan:
     edges = tuple(_edge_spec(u, v, attrs, (u, v) in back) for u, v, attrs in graph.edges(data=True))
     out_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
@@ -495,6 +533,17 @@ def _build(
             max_backoff=float(a["max_backoff"]),
             jitter=a["jitter"],
             error_edges=tuple(error_edges[n]),
+            formation=a.get("formation") if n in subplans else None,
+            subplan=subplans.get(n),
         )
     sinks = tuple(n for n in graph if nodes[n].is_sink)
-    return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges)
+    accepts: list[tuple[str, Any]] = []
+    for n in sources:
+        sub = subplans.get(n)
+        if sub is not None:
+            accepts += [(f"{n}/{path}", tp) for path, tp in sub.accepts]
+        elif nodes[n].kind == "fleet":
+            accepts.append((n, list[Any]))
+        else:
+            accepts.append((n, inputs[n].param_type if nodes[n].kind == "function" else None))
+    return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges, tuple(accepts))

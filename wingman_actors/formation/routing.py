@@ -361,7 +361,7 @@ class Router:
         outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
         duration = time.perf_counter() - run.t0
         result = FormationResult(run.id, None, outputs, run, duration, "suspended",
-                                 {"node": node, "payload": signal.payload})
+                                 {"node": signal.node, "payload": signal.payload})
         future = self._resolved(run)
         future.set_result(result)
         if run.listeners:

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 
 from ..core import Usage
@@ -29,6 +30,7 @@ _EMPTY_FAILURES: list[tuple[str, int, float, float, str]] = []
 _EMPTY_SKIPPED: dict[str, str | None] = {}
 _EMPTY_DROPPED: dict[str, str] = {}
 _EMPTY_HANDLED: dict[str, float] = {}
+_EMPTY_NESTED: dict[str, Any] = {}
 # Runs share a fixed set of locks (a run's lock guards its own counters for a few
 # bytecodes and is never held while taking another): a run costs no lock of its own,
 # and a finished run kept by its caller holds nothing the garbage collector must scan.
@@ -37,8 +39,7 @@ _next_lock = itertools.count()
 _OWN_LOCK = threading.Lock()
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
-    "dropped": _EMPTY_DROPPED,
-    "handled": _EMPTY_HANDLED,
+    "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED,
 }
 
 
@@ -52,8 +53,8 @@ class RunState:
 
     __slots__ = (
         "blackboard", "cancelled", "done", "dropped", "failures", "future", "handled", "id", "input", "joins",
-        "listeners", "lock", "log", "order", "outputs", "pending", "remaining", "replay", "skipped", "t0", "timer",
-        "trace", "visits", "wall0",
+        "listeners", "lock", "log", "nested", "order", "outputs", "pending", "remaining", "replay", "skipped", "t0",
+        "timer", "trace", "visits", "wall0",
     )
 
     def __init__(
@@ -94,10 +95,12 @@ class RunState:
         self.dropped: dict[str, str] = _EMPTY_DROPPED
         # node -> perf_counter when its last failure went to its error edges
         self.handled: dict[str, float] = _EMPTY_HANDLED
+        # formation nodes: the inner run's result of the node's last visit
+        self.nested: dict[str, Any] = _EMPTY_NESTED
 
     def own(self, field: str) -> Any:
         """Give the run its own container for ``field`` (joins, visits, failures, skipped,
-        dropped, handled).
+        dropped, handled, nested).
 
         Safe from any thread, with or without the run's lock held: the first use takes a
         separate lock (never held while taking another), so two threads cannot each
@@ -176,9 +179,14 @@ class RunState:
             if name in traces:
                 traces[name].visits = max(traces[name].visits, self.visits[name])
         out: dict[str, NodeTrace] = {}
+        nested = self.nested
         for name in self.order:
             t = traces.get(name)
             if t is None:
                 t = NodeTrace(name, status=NodeStatus.SKIPPED)  # never reached in this run
             out[name] = t
+            inner = nested.get(name)
+            if inner is not None:  # a formation node: its inner run's traces, by path
+                for path, trace in inner.nodes.items():
+                    out[f"{name}/{path}"] = replace(trace, name=f"{name}/{path}", parent=name)
         return out

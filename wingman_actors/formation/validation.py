@@ -6,12 +6,15 @@ The declaration (:mod:`.graph`), the compiler (:mod:`.plan`) and the renderers
 declaration layer has no import cycle.
 
 The node attributes: ``kind="function", fn=<callable>`` | ``kind="agent", agent=<Agent>``
-| ``kind="fleet", agent=<Agent>, max_workers=<int>``, plus the policies ``retries``,
-``backoff``, ``retry_on``, ``max_backoff``, ``jitter``, ``timeout``, ``on_error``,
-``concurrency``, ``max_visits``, ``join`` (``"all"`` or ``"any"``, for fan-in) and, for
-agent and fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream
-output, a type or a tuple of types>``, ``otherwise=True``, or ``on_error=True`` (an error
-edge: taken only when its source fails, carrying a :class:`~.failure.NodeFailure`).
+| ``kind="fleet", agent=<Agent>, max_workers=<int>`` | ``kind="formation",
+formation=<Formation>`` (a nested formation run as one node) | ``kind="map",
+formation=<Formation>, max_workers=<int>`` (a formation run once per item of a list), plus
+the policies ``retries``, ``backoff``, ``retry_on``, ``max_backoff``, ``jitter``,
+``timeout``, ``on_error``, ``concurrency``, ``max_visits``, ``join`` (``"all"`` or
+``"any"``, for fan-in) and, for agent and fleet nodes, ``prompt``. An edge may carry
+``when=<predicate on the upstream output, a type or a tuple of types>``,
+``otherwise=True``, or ``on_error=True`` (an error edge: taken only when its source fails,
+carrying a :class:`~.failure.NodeFailure`).
 
 The rules for error edges: ``on_error`` on an edge is a bool (True or False); an error
 edge carries no ``when=`` (nor ``otherwise=``); a node with error edges has no
@@ -55,6 +58,7 @@ __all__ = [
     "edge_problems",
     "error_edge_problems",
     "is_error_edge",
+    "is_formation",
     "node_problems",
     "otherwise_problems",
     "policy_problems",
@@ -63,7 +67,7 @@ __all__ = [
     "reach_problems",
 ]
 
-KINDS = ("function", "agent", "fleet")
+KINDS = ("function", "agent", "fleet", "formation", "map")
 """The node kinds."""
 
 POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType({
@@ -72,11 +76,13 @@ POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType({
 })
 """Policy attributes any node may carry, with the defaults the plan applies."""
 
-_KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"}}
-NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", *POLICY_DEFAULTS})
+_KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"},
+               "formation": {"formation"}, "map": {"formation", "max_workers"}}
+NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", "formation", *POLICY_DEFAULTS})
 _ALIASES = {"retry": "retries", "func": "fn", "callable": "fn", "workers": "max_workers", "condition": "when", "predicate": "when"}
 _DECLARE = "declare it with add_function/add_agent/add_fleet"
-OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)", "max_workers": "fleet nodes (add_fleet)"}
+OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)",
+          "max_workers": "fleet and map nodes (add_fleet, add_map)"}
 
 
 def edge_label(when: Any) -> str:
@@ -181,11 +187,22 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
         got = "no fn" if "fn" not in attrs else f"fn={type(attrs['fn']).__name__}, not callable"
         out.append(f"function node {node!r} has {got}; set fn=<a callable taking the node's input>")
         usable = False
-    elif kind != "function" and not isinstance(attrs.get("agent"), Agent):
+    elif kind in ("formation", "map") and not is_formation(attrs.get("formation")):
+        got = "nothing" if "formation" not in attrs else type(attrs["formation"]).__name__
+        what = "the formation it runs" if kind == "formation" else "the formation it runs per item"
+        out.append(f"{kind} node {node!r} needs formation=<a Formation> ({what}), got {got}")
+        usable = False
+    elif kind in ("agent", "fleet") and not isinstance(attrs.get("agent"), Agent):
         got = "nothing" if "agent" not in attrs else type(attrs["agent"]).__name__
         out.append(f"{kind} node {node!r} needs agent=<an Agent>, got {got}")
         usable = False
     return out + policy_problems(node, attrs), usable
+
+
+def is_formation(value: Any) -> bool:
+    """Whether ``value`` is a formation: a ``name`` and a ``networkx.DiGraph`` ``graph``
+    (a :class:`~wingman_actors.formation.Formation`, which this module cannot import)."""
+    return isinstance(getattr(value, "name", None), str) and isinstance(getattr(value, "graph", None), nx.DiGraph)
 
 
 EDGE_ATTRS = frozenset({"when", "otherwise", "on_error"})
