@@ -44,7 +44,7 @@ __all__ = ["Formation"]
 
 
 class Formation:
-    """A formation: a named ``networkx.DiGraph`` of function, agent and fleet nodes.
+    """A formation: a named ``networkx.DiGraph`` of function, agent, fleet and map nodes.
 
     The builder methods write exactly the documented attributes (policy defaults are
     applied by the plan, not written), so a graph built by hand is the same thing. They
@@ -149,6 +149,37 @@ class Formation:
             attrs["prompt"] = prompt
         return self._add("add_fleet", name, attrs, policies, _agent_problems(agent))
 
+    def add_map(self, name: str, fn: Callable[[Any], Any], *, max_workers: int = 0, **policies: Any) -> Formation:
+        """Declare a map node: takes a list and calls ``fn`` on every item, at most
+        ``max_workers`` items at once (0: one per item, up to 100, as for a fleet); outputs
+        the list of results in item order. An ``async def`` function is awaited, on an event
+        loop the runtime owns.
+
+        ``retries`` apply per item: a retry reruns only the items that failed, and an item
+        that still fails fails the node (:class:`~wingman_actors.errors.MapItemsError`, its
+        ``errors`` by item index). ``timeout`` bounds the whole visit. A journalled run
+        journals each item as it finishes, so a resumed run does not run it again.
+
+        Args:
+            name: the node's name.
+            fn: a callable of one item; its parameter's annotation validates each item,
+                and the node outputs ``list[<its return type>]``.
+            max_workers: the most items at once.
+            **policies: as for :meth:`add_function`.
+
+        Raises:
+            FormationSetupError: as for :meth:`add_function`; ``max_workers`` is not an
+                int >= 0.
+
+        Example:
+            >>> def square(x: int) -> int:
+            ...     return x * x
+            >>> Formation("squares").add_map("square", square, max_workers=4).run([1, 2, 3]).output
+            [1, 4, 9]
+        """
+        bad: list[str] = [] if callable(fn) else [f"fn must be callable (a function of one item), got {type(fn).__name__}"]
+        return self._add("add_map", name, {"kind": "map", "fn": fn, "max_workers": max_workers}, policies, bad)
+
     def connect(self, *names: str, when: Callable[[Any], bool] | None = None) -> Formation:
         """Add edges along ``names``: ``connect("a", "b", "c")`` adds a → b and b → c.
 
@@ -171,7 +202,7 @@ class Formation:
             if n not in self.graph:
                 close = difflib.get_close_matches(str(n), [str(k) for k in self.graph], n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                problems.append(f"no node named {n!r}{hint}; declare it first with add_function/add_agent/add_fleet")
+                problems.append(f"no node named {n!r}{hint}; declare it first with add_function/add_agent/add_fleet/add_map")
         edges = list(pairwise(names))
         for u, v in dict.fromkeys(edges):
             if self.graph.has_edge(u, v) or edges.count((u, v)) > 1:

@@ -6,9 +6,9 @@ The declaration (:mod:`.graph`), the compiler (:mod:`.plan`) and the renderers
 declaration layer has no import cycle.
 
 The node attributes: ``kind="function", fn=<callable>`` | ``kind="agent", agent=<Agent>``
-| ``kind="fleet", agent=<Agent>, max_workers=<int>``, plus the policies ``retries``,
-``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits`` and, for agent and
-fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream output>``.
+| ``kind="fleet", agent=<Agent>, max_workers=<int>`` | ``kind="map", fn=<callable>,
+max_workers=<int>``, plus the policies ``retries``, ``backoff``, ``timeout``,
+``on_error``, ``concurrency``, ``max_visits`` and, for agent and fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream output>``.
 
 Example:
     >>> policy_problems("fetch", {"retries": -1})
@@ -47,7 +47,7 @@ __all__ = [
     "reach_problems",
 ]
 
-KINDS = ("function", "agent", "fleet")
+KINDS = ("function", "agent", "fleet", "map")
 """The node kinds."""
 
 POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
@@ -55,11 +55,15 @@ POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
 )
 """Policy attributes any node may carry, with the defaults the plan applies."""
 
-_KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"}}
+_KIND_ATTRS = {
+    "function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"},
+    "map": {"fn", "max_workers"},
+}
 NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", *POLICY_DEFAULTS})
 _ALIASES = {"retry": "retries", "func": "fn", "callable": "fn", "workers": "max_workers", "condition": "when", "predicate": "when"}
-_DECLARE = "declare it with add_function/add_agent/add_fleet"
-OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)", "max_workers": "fleet nodes (add_fleet)"}
+_DECLARE = "declare it with add_function/add_agent/add_fleet/add_map"
+OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)",
+          "max_workers": "fleet and map nodes (add_fleet, add_map)"}
 
 
 def edge_label(when: Any) -> str:
@@ -102,7 +106,7 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "on_error": (lambda v: isinstance(v, str) and v in ("fail", "skip"), "'fail' or 'skip'"),
     "concurrency": (lambda v: _is_int(v, 1), "an int >= 1"),
     "max_visits": (lambda v: _is_int(v, 1), "an int >= 1 (visits per run, bounds cycles)"),
-    "max_workers": (lambda v: _is_int(v, 0), "an int >= 0 (0: one session per item, up to 100)"),
+    "max_workers": (lambda v: _is_int(v, 0), "an int >= 0 (0: one worker per item, up to 100)"),
     "prompt": (lambda v: v is None or isinstance(v, str), "a str template using {input}, or None"),
 }
 
@@ -134,11 +138,12 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
         owners = " and ".join(k for k in KINDS if key in _KIND_ATTRS[k])
         out.append(f"{kind} node {node!r} has {key}=, which only applies to {owners} nodes; remove it")
     usable = True
-    if kind == "function" and not callable(attrs.get("fn")):
+    if kind in ("function", "map") and not callable(attrs.get("fn")):
         got = "no fn" if "fn" not in attrs else f"fn={type(attrs['fn']).__name__}, not callable"
-        out.append(f"function node {node!r} has {got}; set fn=<a callable taking the node's input>")
+        takes = "the node's input" if kind == "function" else "one item of the node's list input"
+        out.append(f"{kind} node {node!r} has {got}; set fn=<a callable taking {takes}>")
         usable = False
-    elif kind != "function" and not isinstance(attrs.get("agent"), Agent):
+    elif kind in ("agent", "fleet") and not isinstance(attrs.get("agent"), Agent):
         got = "nothing" if "agent" not in attrs else type(attrs["agent"]).__name__
         out.append(f"{kind} node {node!r} needs agent=<an Agent>, got {got}")
         usable = False
