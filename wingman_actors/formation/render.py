@@ -29,7 +29,7 @@ from .validation import back_edges, edge_label
 __all__ = ["to_dot", "to_mermaid"]
 
 _MERMAID_RESERVED = {"end", "graph", "subgraph", "flowchart", "style", "class", "classdef", "click", "linkstyle"}
-_DOT_SHAPES = {"function": "box", "agent": "ellipse", "fleet": "box3d"}
+_DOT_SHAPES = {"function": "box", "agent": "ellipse", "fleet": "box3d", "map": "parallelogram"}
 
 
 @dataclass(frozen=True)
@@ -72,10 +72,10 @@ def _kind(kind: Any) -> str | None:
 def _label(node: _Node) -> str:
     if node.kind == "agent":
         return f"agent: {node.name}"
-    if node.kind == "fleet":
+    if node.kind in ("fleet", "map"):
         n = node.max_workers
         workers = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else "n"
-        return f"fleet: {node.name} \u00d7{workers}"  # multiplication sign
+        return f"{node.kind}: {node.name} \u00d7{workers}"  # multiplication sign
     if node.kind is None:
         return f"? {node.name}"
     return node.name
@@ -108,7 +108,8 @@ def to_mermaid(source: Any) -> str:
     """A Mermaid flowchart of a formation, a plan or a graph.
 
     Function nodes are rectangles, agent nodes rounded (``agent: name``), fleet nodes
-    subroutines (``fleet: name`` and the worker count); conditional edges are labelled with their
+    subroutines (``fleet: name`` and the worker count), map nodes parallelograms
+    (``map: name`` and the worker count); conditional edges are labelled with their
     predicate, back edges dotted.
 
     Args:
@@ -122,7 +123,7 @@ def to_mermaid(source: Any) -> str:
     lines = ["flowchart TD"]
     for node in nodes:
         text = _mermaid_text(_label(node))
-        shape = {"agent": '("{}")', "fleet": '[["{}"]]'}.get(node.kind or "", '["{}"]')
+        shape = {"agent": '("{}")', "fleet": '[["{}"]]', "map": '[/"{}"/]'}.get(node.kind or "", '["{}"]')
         lines.append(f"    {ids[node.name]}{shape.format(text)}")
     for edge in edges:
         arrow = "-.->" if edge.back else "-->"
@@ -139,7 +140,8 @@ def _dot_quote(text: str) -> str:
 def to_dot(source: Any) -> str:
     """A Graphviz DOT digraph of a formation, a plan or a graph.
 
-    Function nodes are boxes, agent nodes ellipses, fleet nodes 3-D boxes; conditional
+    Function nodes are boxes, agent nodes ellipses, fleet nodes 3-D boxes, map nodes
+    parallelograms; conditional
     edges are labelled with their predicate, back edges dashed.
 
     Args:
