@@ -83,7 +83,7 @@ def test_node_created_by_an_edge_to_an_undeclared_name_has_no_kind() -> None:
 
 def test_unknown_kind_lists_the_kinds() -> None:
     message = only_problem(hand(a={"kind": "tool", "fn": to_int}))
-    assert message == "node 'a' has unknown kind 'tool'; use one of 'function', 'agent', 'fleet'"
+    assert message == "node 'a' has unknown kind 'tool'; use one of 'function', 'agent', 'fleet', 'map'"
 
 
 def test_function_node_without_fn_is_a_problem() -> None:
@@ -147,7 +147,7 @@ def test_other_unknown_attributes_are_allowed() -> None:
 
 def test_attribute_of_another_kind_is_a_problem() -> None:
     message = only_problem(hand(a={"kind": "agent", "agent": agent(), "fn": to_int}))
-    assert message == "agent node 'a' has fn=, which only applies to function nodes; remove it"
+    assert message == "agent node 'a' has fn=, which only applies to function and map nodes; remove it"
 
 
 def test_prompt_on_a_function_node_is_a_problem() -> None:

@@ -61,7 +61,7 @@ _KIND_ATTRS = {
 }
 NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", *POLICY_DEFAULTS})
 _ALIASES = {"retry": "retries", "func": "fn", "callable": "fn", "workers": "max_workers", "condition": "when", "predicate": "when"}
-_DECLARE = "declare it with add_function/add_agent/add_fleet/add_map"
+_DECLARE = "declare it with add_function/add_agent/add_fleet"
 OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)",
           "max_workers": "fleet and map nodes (add_fleet, add_map)"}
 
