@@ -1,4 +1,4 @@
-"""Map nodes on each backend (the Ray tests are marked ``ray``). Node code runs in Ray
+"""Map nodes on each backend (the Ray tests are marked ``ray``), journalled runs included. Node code runs in Ray
 worker processes there, so state across attempts lives in files under ``tmp_path``."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from wingman_actors import Formation
+from wingman_actors import Formation, interrupt
+from wingman_actors.store import RunStore
 
 
 def _square(x: int) -> int:
@@ -38,3 +39,27 @@ def test_a_retry_of_a_map_node_reruns_only_the_failed_items_on_each_backend(back
 
     assert result.output == [101, 102, 103]
     assert {x: len((tmp_path / f"calls-{x}").read_text()) for x in (1, 2, 3)} == {1: 1, 2: 2, 3: 1}
+
+
+def test_a_map_item_that_interrupts_suspends_the_run_and_resumes_alone_on_each_backend(
+    backend: str, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls"
+
+    def check(item: str) -> str:
+        with open(calls, "a") as fh:
+            fh.write(item + "\n")
+        if item == "ask":
+            return f"ask: {interrupt({'ok?': item})}"
+        return item.upper()
+
+    f = Formation("m").add_map("check", check, max_workers=3)
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        suspended = f.run(["a", "ask", "c"], store=store, backend=backend)
+        assert (suspended.status, suspended.interrupt) == ("suspended", {"node": "check", "payload": {"ok?": "ask"}})
+        assert store.load(suspended.run_id).items[("check", 1)] == {0: "A", 2: "C"}
+        with f.start(store=store, backend=backend) as running:
+            resumed = running.resume(suspended.run_id, answer="yes").result(timeout=50)
+
+    assert resumed.output == ["A", "ask: yes", "C"]
+    assert sorted(calls.read_text().split()) == ["a", "ask", "ask", "c"]
