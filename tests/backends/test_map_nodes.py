@@ -1,5 +1,6 @@
-"""Map nodes on each backend (the Ray tests are marked ``ray``), journalled runs included. Node code runs in Ray
-worker processes there, so state across attempts lives in files under ``tmp_path``."""
+"""Map nodes on each backend (the Ray tests are marked ``ray``), journalled runs included.
+Node code runs in Ray worker processes there, so state across attempts lives in files
+under ``tmp_path``."""
 
 from __future__ import annotations
 
