@@ -3,6 +3,7 @@ run (after a failure, or after its process was killed) runs only the items that 
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import signal
 import threading
@@ -54,7 +55,8 @@ def test_a_failed_run_resumes_running_only_the_items_not_journalled(store: RunSt
     assert calls == Counter({"q": 1})
 
 
-def test_an_item_that_calls_interrupt_suspends_the_run_and_resumes_alone(store: RunStore) -> None:
+@pytest.mark.parametrize("is_async", [False, True], ids=["function", "async-function"])
+def test_an_item_that_calls_interrupt_suspends_the_run_and_resumes_alone(store: RunStore, is_async: bool) -> None:
     calls: Counter[int] = Counter()
 
     def check(x: int) -> int:
@@ -63,7 +65,11 @@ def test_an_item_that_calls_interrupt_suspends_the_run_and_resumes_alone(store: 
             return x * (10 if interrupt({"ok?": x}) == "yes" else -1)
         return x * 10
 
-    f = Formation("m").add_map("check", check)
+    async def acheck(x: int) -> int:
+        await asyncio.sleep(0.001)
+        return check(x)
+
+    f = Formation("m").add_map("check", acheck if is_async else check)
     suspended = f.run([1, 2, 3], store=store)
     assert suspended.status == "suspended"
     assert suspended.interrupt == {"node": "check", "payload": {"ok?": 2}}

@@ -153,7 +153,8 @@ class Formation:
         """Declare a map node: takes a list and calls ``fn`` on every item, at most
         ``max_workers`` items at once (0: one per item, up to 100, as for a fleet); outputs
         the list of results in item order. An ``async def`` function is awaited, on an event
-        loop the runtime owns.
+        loop the runtime owns (one per node replica, shared by its items: it must not
+        block, or the other items wait).
 
         ``retries`` apply per item: a retry reruns only the items that failed, and an item
         that still fails fails the node (:class:`~wingman_actors.errors.MapItemsError`, its
