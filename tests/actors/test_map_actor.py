@@ -118,3 +118,32 @@ def test_async_functions_partials_of_them_and_objects_with_an_async_call_are_awa
 
 def test_an_object_with_an_async_call_is_awaited_per_item(actor_probe: ActorProbe) -> None:
     assert run_map(actor_probe, _AsyncCallable(), [1, 2]).payload == [2, 4]
+
+
+class _SlowToStart(MapActor):
+    """A map actor that pauses between taking work and setting up its visit."""
+
+    taken = threading.Event()
+    go_on = threading.Event()
+
+    def process(self, env: Any) -> Any:
+        self.taken.set()
+        self.go_on.wait(5)
+        return super().process(env)
+
+
+def test_an_interrupt_before_the_visit_is_set_up_still_stops_it(actor_probe: ActorProbe) -> None:
+    calls: list[int] = []
+    _SlowToStart.taken, _SlowToStart.go_on = threading.Event(), threading.Event()
+    actor = start_actor(_SlowToStart, calls.append, name="each", reply_to=actor_probe)
+    try:
+        actor.actor_ref.tell(new_envelope("work", [1, 2, 3], sender="up"))
+        assert _SlowToStart.taken.wait(5)
+        actor.interrupt("timed out")  # e.g. a node timeout on a busy machine
+        _SlowToStart.go_on.set()
+        failure = actor_probe.expect_message(type="failure", timeout=4).payload
+    finally:
+        actor.actor_ref.stop()
+        actor.thread.join(5)
+    assert isinstance(failure, MapItemsError) and sorted(failure.errors) == [0, 1, 2]
+    assert calls == []

@@ -120,6 +120,7 @@ class MapActor(NodeActor):
         self._visit: _Visit | None = None
         self._main: Future[Any] | None = None
         self._reason: str | None = None
+        self._asked: tuple[Work, int, str] | None = None  # the last interrupt: of which attempt, why
 
     @property
     def interruptible(self) -> bool:
@@ -129,6 +130,9 @@ class MapActor(NodeActor):
         """Start no further item of the visit in progress, and cancel the coroutines of
         its items in flight (called from another thread). A plain function's items
         already running finish on their own."""
+        work = self.current
+        if work is not None:  # heard by the visit even if it is not set up yet
+            self._asked = (work, work.attempt, reason)
         visit = self._visit
         if visit is None:
             return
@@ -165,8 +169,10 @@ class MapActor(NodeActor):
             self._reason = None
             self._visit = visit
             try:
-                run = env.run
-                if run is not None and run.done:  # cancelled before interrupt() could see the visit
+                run, asked = env.run, self._asked
+                if asked is not None and asked[0] is env and asked[1] == env.attempt:
+                    self.interrupt(asked[2])  # interrupted (a timeout, a cancel) before the visit was set up
+                elif run is not None and run.done:  # cancelled before interrupt() could see the visit
                     self.interrupt("the run was cancelled")
                 if self.is_async:
                     self._run_async(visit)
