@@ -9,6 +9,8 @@ Every error the library raises on purpose derives from :class:`WingmanError`::
     │                         (also a ValueError)
     ├── FormationSetupError   a formation is declared wrongly (before anything runs)
     ├── FormationRuntimeError a formation run failed (node, attempts, run id, partial outputs)
+    │   └── NoRouteError      a node's conditional edges all stayed shut and it had no
+    │                         ``otherwise`` edge (node, a preview of its output)
     ├── NodeTimeoutError      a node attempt ran past its ``timeout`` (retryable; the cause
     │                         of the FormationRuntimeError when retries are spent)
     ├── PayloadError          a payload does not fit the node that received it (never retried)
@@ -32,6 +34,7 @@ __all__ = [
     "FormationRuntimeError",
     "FormationSetupError",
     "MapItemsError",
+    "NoRouteError",
     "NodeTimeoutError",
     "OutputValidationError",
     "PayloadError",
@@ -213,6 +216,55 @@ class FormationRuntimeError(WingmanError):
         self.attempts = attempts
         self.run_id = run_id
         self.outputs = dict(outputs or {})
+
+
+class NoRouteError(FormationRuntimeError):
+    """A node's output matched none of its conditional edges, and the node has no
+    ``otherwise`` edge: the run fails instead of ending with no output.
+
+    Attributes:
+        node: the node whose output found no route.
+        preview: a short ``repr`` of that output (at most 200 characters).
+        edges: the labels of the conditional edges that did not fire.
+    """
+
+    def __init__(
+        self,
+        node: str,
+        output: Any,
+        edges: Sequence[str],
+        *,
+        attempts: int = 0,
+        run_id: str | None = None,
+        outputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        preview = _preview(output)
+        self.preview = preview
+        self.edges = list(edges)
+        super().__init__(
+            f"node {node!r} output {preview}, which matched none of its conditional edges "
+            f"({', '.join(self.edges)}), and it has no otherwise edge; add connect({node!r}, <node>, "
+            "otherwise=True) for the outputs no condition covers, or widen a condition",
+            node=node, attempts=attempts, run_id=run_id, outputs=outputs,
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_no_route, (self.args, dict(self.__dict__)))
+
+
+def _preview(value: Any, limit: int = 200) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ must not hide the routing error
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _rebuild_no_route(args: tuple[Any, ...], state: dict[str, Any]) -> NoRouteError:
+    err = NoRouteError.__new__(NoRouteError)
+    err.args = args
+    err.__dict__.update(state)
+    return err
 
 
 class OutputValidationError(WingmanError, ValueError):

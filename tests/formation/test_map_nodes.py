@@ -17,6 +17,7 @@ import pytest
 
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, MapItemsError, NodeTimeoutError, PayloadError
+from wingman_actors.formation import NodeFailure
 from wingman_actors.testing import run_node
 
 
@@ -144,6 +145,37 @@ def test_on_error_skip_skips_a_map_node_whose_item_keeps_failing() -> None:
 
     assert result.nodes["work"].status == "skipped"
     assert "MapItemsError" in (result.nodes["work"].error or "")
+
+
+def test_a_map_that_fails_hands_its_error_edge_a_node_failure_naming_the_items() -> None:
+    def handle(failure: NodeFailure) -> str:
+        assert isinstance(failure.error, MapItemsError)
+        return f"{failure.node} failed on items {sorted(failure.error.errors)} of {failure.input}"
+
+    f = (Formation("m").add_map("work", Counted(failing={1: 99, 3: 99})).add_function("handle", handle)
+         .connect("work", "handle", on_error=True))
+
+    result = f.run([0, 1, 2, 3])
+
+    assert result.outputs["handle"] == "work failed on items [1, 3] of [0, 1, 2, 3]"
+    assert result.nodes["work"].status == "failed"
+
+
+def test_retry_on_retries_a_map_only_when_every_failed_item_raised_a_named_error() -> None:
+    class Flaky(Counted):
+        def __call__(self, x: int) -> int:
+            if x == 1 and self.calls[x] == 0:
+                self.calls[x] += 1
+                raise ConnectionError("dropped")
+            return super().__call__(x)
+
+    retried = Flaky()
+    assert Formation("m").add_map("w", retried, retries=1, backoff=0, retry_on=ConnectionError).run([0, 1]).output == [0, 10]
+    assert retried.calls == Counter({0: 1, 1: 2})
+
+    refused = Flaky(failing={0: 1})  # item 0 raises ValueError, which retry_on does not name
+    with pytest.raises(FormationRuntimeError, match="after 1 attempt"):
+        Formation("m").add_map("w", refused, retries=1, backoff=0, retry_on=ConnectionError).run([0, 1])
 
 
 def test_an_item_that_does_not_fit_the_parameter_fails_the_node_without_retrying() -> None:

@@ -38,7 +38,7 @@ from .plan import Plan, compile_plan
 from .render import to_dot, to_mermaid
 from .result import FormationResult
 from .runtime import EventListener, RunningFormation, run_once, run_stream
-from .validation import OWNERS, POLICY_DEFAULTS, policy_problems, quote
+from .validation import OWNERS, POLICY_DEFAULTS, close_name, edge_problems, policy_problems, quote
 
 __all__ = ["Formation"]
 
@@ -98,8 +98,9 @@ class Formation:
         Args:
             name: the node's name.
             fn: any callable; its annotations are checked against its neighbours'.
-            **policies: ``retries``, ``backoff``, ``timeout``, ``on_error``,
-                ``concurrency``, ``max_visits``.
+            **policies: ``retries``, ``backoff``, ``retry_on``, ``max_backoff``,
+                ``jitter``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits``
+                (see :mod:`wingman_actors.formation.supervision` for the retry policy).
 
         Raises:
             FormationSetupError: the name is taken or not a str, ``fn`` is not callable, a
@@ -181,24 +182,44 @@ class Formation:
         bad: list[str] = [] if callable(fn) else [f"fn must be callable (a function of one item), got {type(fn).__name__}"]
         return self._add("add_map", name, {"kind": "map", "fn": fn, "max_workers": max_workers}, policies, bad)
 
-    def connect(self, *names: str, when: Callable[[Any], bool] | None = None) -> Formation:
+    def connect(
+        self,
+        *names: str,
+        when: Callable[[Any], bool] | type | tuple[type, ...] | None = None,
+        otherwise: bool = False,
+        on_error: bool = False,
+    ) -> Formation:
         """Add edges along ``names``: ``connect("a", "b", "c")`` adds a → b and b → c.
 
         Args:
             *names: two or more declared node names.
-            when: a predicate on the upstream output; the edge carries a message only
-                when it returns true. Applies to every edge added.
+            when: a condition on the upstream output; the edge carries a message only when
+                it holds: a predicate, or a type or tuple of types (``when=int`` means
+                ``isinstance(output, int)``; validation then narrows the upstream's output
+                type along the edge, as it does for a predicate annotated ``TypeGuard[T]``
+                or ``TypeIs[T]``). Applies to every edge added.
+            otherwise: the edge is taken when none of the upstream's conditional edges
+                fire (one per node). A node whose outgoing edges are all conditional, with
+                no otherwise edge, fails the run with ``NoRouteError`` when none fires.
+            on_error: add error edges (attribute ``on_error=True``), taken only when the
+                source fails after its retries (timeouts included), carrying a
+                :class:`~wingman_actors.formation.NodeFailure`: the run goes on from there.
 
         Raises:
-            FormationSetupError: fewer than two names, ``when`` is not callable, a name
-                is not declared, or an edge already exists (all listed). Nothing is added.
+            FormationSetupError: fewer than two names, ``when`` is not a predicate or a
+                type, both ``when`` and ``otherwise``, ``on_error`` is not a bool or comes
+                with a condition, a name is not declared, or an edge already exists (all
+                listed). Nothing is added.
         """
         call = f"connect({', '.join(repr(n) for n in names)})"
         if len(names) < 2:
             raise FormationSetupError(self.name, [f"{call}: connect needs two or more node names, e.g. connect('a', 'b')"])
-        problems = []
-        if when is not None and not callable(when):
-            problems.append(f"when must be a predicate on the upstream output, got {type(when).__name__}")
+        attrs: dict[str, Any] = {} if when is None else {"when": when}
+        if otherwise is not False:
+            attrs["otherwise"] = otherwise
+        if on_error is not False:
+            attrs["on_error"] = on_error
+        problems = edge_problems(names[0], names[1], attrs)
         for n in dict.fromkeys(names):
             if n not in self.graph:
                 close = difflib.get_close_matches(str(n), [str(k) for k in self.graph], n=1)
@@ -208,9 +229,14 @@ class Formation:
         for u, v in dict.fromkeys(edges):
             if self.graph.has_edge(u, v) or edges.count((u, v)) > 1:
                 problems.append(f"edge {u!r} → {v!r} is declared twice; connect each pair once")
+        if otherwise and not problems:
+            sources = {u for u, _ in edges}
+            taken = [u for u in sources if any(o is True for *_, o in self.graph.out_edges(u, data="otherwise"))]
+            problems += [f"node {u!r} has an otherwise edge already; a node may have one" for u in sorted(taken)]
+            if len(edges) != len(sources):
+                problems.append("otherwise=True applies to every edge added; give each node at most one")
         if problems:
             raise FormationSetupError(self.name, [f"{call}: {p}" for p in problems])
-        attrs = {} if when is None else {"when": when}
         self.graph.add_edges_from(edges, **attrs)
         return self
 
@@ -414,8 +440,8 @@ class Formation:
             problems.insert(0, f"formation {self.name!r} already has a node named {name!r}; pick another name")
         unknown = sorted(set(policies) - set(POLICY_DEFAULTS))
         if unknown:
-            hints = [difflib.get_close_matches(k, list(POLICY_DEFAULTS), n=1, cutoff=0.6) for k in unknown]
-            guesses = "".join(f"; did you mean {h[0]!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
+            hints = [close_name(k, POLICY_DEFAULTS, cutoff=0.6) for k in unknown]
+            guesses = "".join(f"; did you mean {h!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
             guesses += "".join(f"; {k} applies only to {OWNERS[k]}" for k in unknown if k in OWNERS)
             problems.append(
                 f"unknown policy keyword(s) {quote(unknown)}{guesses} (policies: {', '.join(POLICY_DEFAULTS)})"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,15 +19,20 @@ import networkx as nx  # type: ignore[import-untyped]
 from pydantic import TypeAdapter
 
 from ..agent import Agent
-from ..errors import FormationSetupError
+from ..errors import FormationSetupError, NodeTimeoutError
 from .board_param import BoardNeed, board_param
+from .failure import NodeFailure
 from .typecheck import (
     CallableInfo,
     adapter_for,
     compatible,
+    disjoint,
+    exclude,
+    guard_type,
     inspect_callable,
     is_sequence,
     item_type,
+    narrow,
     prompt_fields,
     type_name,
 )
@@ -37,7 +42,10 @@ from .validation import (
     cycle_problems,
     edge_label,
     edge_problems,
+    error_edge_problems,
+    is_error_edge,
     node_problems,
+    otherwise_problems,
     prompt_problems,
     quote,
     reach_problems,
@@ -60,9 +68,14 @@ class EdgeSpec:
     Attributes:
         source: the upstream node.
         target: the downstream node.
-        when: the routing predicate on the upstream output, None for an unconditional edge.
+        when: the routing predicate on the upstream output (``when=int`` becomes
+            ``isinstance(output, int)``), None for an unconditional or ``otherwise`` edge.
         back: True when the edge closes a cycle (found by depth-first search from the sources).
-        label: the predicate's ``__name__`` (``"when"`` for lambdas) or ``""`` when unconditional.
+        label: the predicate's ``__name__`` (``"when"`` for lambdas), the type's name,
+            ``"otherwise"``, or ``""`` when unconditional.
+        otherwise: taken when none of the source's conditional edges fire.
+        on_error: an error edge (``connect(a, b, on_error=True)``): taken only when the
+            source fails after its retries, carrying a :class:`~.failure.NodeFailure`.
     """
 
     source: str
@@ -70,6 +83,13 @@ class EdgeSpec:
     when: Callable[[Any], bool] | None
     back: bool
     label: str
+    otherwise: bool = False
+    on_error: bool = False
+
+    @property
+    def conditional(self) -> bool:
+        """Whether the edge may stay shut (a ``when=``, ``otherwise`` or error edge)."""
+        return self.when is not None or self.otherwise or self.on_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +106,25 @@ class NodeSpec:
             None when unannotated/Any.
         kwarg_adapters: ``kwargs`` mode: predecessor (= keyword) → adapter or None.
         output_type: the declared output type, None when unknown.
-        out_edges: all outgoing edges (forward and back), in graph order.
-        is_sink: no outgoing forward edges: the output is a run output.
+        out_edges: the outgoing edges (forward and back) but error edges, in graph order.
+        is_sink: no outgoing edges but error edges: the output is a run output (a node
+            whose outgoing edges are all back edges is not a sink).
+        join: ``all`` (a fan-in visit waits for every forward predecessor) or ``any``
+            (it fires with the first value of the visit; later ones are dropped).
+        isolate: the node may change its input in place, so mutable payloads are copied
+            for it (function nodes).
+        needs_route: every outgoing edge is conditional and none is ``otherwise``: an
+            output none of them takes fails the run with ``NoRouteError``.
+        race: ``join="any"``: by predecessor, the nodes of the other branches that feed
+            only this node, cancelled for the visit when that predecessor's value fires it.
         blackboard: whether the function takes the run's blackboard (its ``blackboard``
             parameter): ``none``, ``required`` or ``optional`` (has a default).
+        retry_on: the exception classes a failed attempt is retried for; None: every
+            error but those that say they are not retryable (``PayloadError``). A class
+            that covers ``TimeoutError`` covers :class:`NodeTimeoutError` too.
+        max_backoff: the longest wait between two attempts, in seconds.
+        jitter: draw each wait at random from the upper half of the backoff.
+        error_edges: the outgoing error edges (``on_error=True``), in graph order.
     """
 
     name: str
@@ -114,6 +149,14 @@ class NodeSpec:
     is_source: bool
     is_sink: bool
     blackboard: BoardNeed = "none"
+    join: Literal["all", "any"] = "all"
+    isolate: bool = False
+    needs_route: bool = False
+    race: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    retry_on: tuple[type[BaseException], ...] | None = None
+    max_backoff: float = 30.0
+    jitter: bool = True
+    error_edges: tuple[EdgeSpec, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +260,12 @@ def _map_inputs(node: str, fn: Any, info: CallableInfo) -> tuple[_Inputs, list[s
 def _edge_type_problem(u: str, v: str, back: bool, src: Any, param: str | None, dst: Any) -> list[str]:
     if compatible(src, dst):
         return []
+    if src is NodeFailure:
+        return [
+            f"error edge {u!r} → {v!r}: {v!r} receives a NodeFailure when {u!r} fails, but its parameter "
+            f"{param!r} expects {type_name(dst)}; annotate it as NodeFailure (from wingman_actors.formation "
+            "import NodeFailure), or leave it unannotated"
+        ]
     edge = f"{'back edge' if back else 'edge'} {u!r} → {v!r}"
     return [
         f"{edge}: {u!r} outputs {type_name(src)} but parameter {param!r} of {v!r} expects {type_name(dst)}; "
@@ -264,6 +313,50 @@ def _type_problems(node: str, kind: str, ins: _Inputs, fwd: list[str], back: lis
     return out
 
 
+def _edge_types(graph: nx.DiGraph, types: Mapping[str, Any]) -> tuple[dict[tuple[Any, Any], Any], list[str]]:
+    """The type of what each edge carries: its source's output type, narrowed by a
+    ``when=`` type (or ``TypeGuard``/``TypeIs`` predicate), and for an ``otherwise`` edge
+    beside type conditions, what none of them lets through; and the type conditions that
+    can never hold."""
+    along: dict[tuple[Any, Any], Any] = {}
+    problems: list[str] = []
+    for u in graph:
+        src = types.get(u)
+        guards: list[Any] = []
+        otherwise = None
+        for _, v, attrs in graph.out_edges(u, data=True):
+            if is_error_edge(attrs):
+                along[(u, v)] = NodeFailure  # what an error edge carries
+                continue
+            if attrs.get("otherwise"):
+                otherwise = v
+                continue
+            when = attrs.get("when")
+            guard = None if when is None else guard_type(when)
+            if when is not None:
+                guards.append(guard)
+            along[(u, v)] = src if guard is None else narrow(src, guard)
+            if isinstance(when, type | tuple) and guard is not None and disjoint(src, guard):
+                problems.append(
+                    f"edge {u!r} → {v!r}: when={edge_label(when)} means isinstance(output, {edge_label(when)}), "
+                    f"but {u!r} outputs {type_name(src)}, so the edge never fires; use a type {u!r} can "
+                    "output, or a predicate (e.g. when=lambda x: bool(x) for truthiness)")
+        if otherwise is not None:
+            typed = guards and all(g is not None for g in guards)
+            along[(u, otherwise)] = exclude(src, guards) if typed else src
+    return along, problems
+
+
+def _any_kwargs_problems(node: str, fn: Any, info: CallableInfo, preds: list[str]) -> list[str]:
+    bare = [p.name for p in info.params(_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY)
+            if p.name in preds and p.default is p.empty]
+    if not bare:
+        return []
+    return [f"function node {node!r} has join='any', so each visit passes only the keyword argument of the "
+            f"predecessor that delivered first, but {info.describe(fn)} requires {quote(bare)}; give those "
+            "parameters defaults (e.g. = None)"]
+
+
 def compile_plan(formation: Formation) -> Plan:
     """Validate ``formation`` and compile it into a :class:`Plan`.
 
@@ -290,6 +383,7 @@ def compile_plan(formation: Formation) -> Plan:
             usable[node] = attrs
     for u, v, attrs in graph.edges(data=True):
         problems += edge_problems(u, v, attrs)
+    problems += error_edge_problems(graph)
     back = back_edges(graph)
     fwd = {n: [u for u in graph.predecessors(n) if (u, n) not in back] for n in graph}
     bwd = {n: [u for u in graph.predecessors(n) if (u, n) in back] for n in graph}
@@ -303,7 +397,10 @@ def compile_plan(formation: Formation) -> Plan:
         # the blackboard parameter is not an input: match inputs without it
         infos[n], boards[n], found = board_param(n, usable[n]["fn"], infos[n], fwd[n])
         problems += found
+    problems += otherwise_problems(graph)
     types = {n: _output_type(a, infos.get(n)) for n, a in usable.items()}
+    along, found = _edge_types(graph, types)
+    problems += found
     inputs: dict[str, _Inputs] = {}
     for n, attrs in usable.items():
         is_source = n in sources
@@ -313,18 +410,57 @@ def compile_plan(formation: Formation) -> Plan:
         elif n in infos:
             inputs[n], found = _function_inputs(n, attrs["fn"], infos[n], fwd[n], bwd[n], is_source)
             problems += found
+            if attrs.get("join") == "any" and inputs[n].mode == "kwargs":
+                problems += _any_kwargs_problems(n, attrs["fn"], infos[n], fwd[n])
         else:
             inputs[n] = _Inputs("dict" if len(fwd[n]) > 1 else "single")
-        problems += _type_problems(n, attrs["kind"], inputs[n], fwd[n], bwd[n], types)
+        in_types = {u: along.get((u, n)) for u in fwd[n] + bwd[n]}
+        problems += _type_problems(n, attrs["kind"], inputs[n], fwd[n], bwd[n], in_types)
         if isinstance(attrs.get("prompt"), str):
-            fields = {u: types.get(u) for u in fwd[n]} if len(fwd[n]) > 1 else None
+            fields = {u: in_types.get(u) for u in fwd[n]} if len(fwd[n]) > 1 else None
             if len(fwd[n]) == 1:
-                upstream = types.get(fwd[n][0])
+                upstream = in_types.get(fwd[n][0])
                 fields = prompt_fields(item_type(upstream) if attrs["kind"] == "fleet" else upstream)
             problems += prompt_problems(n, attrs["prompt"], fields)
     if problems:
         raise FormationSetupError(name, problems)
     return _build(name, graph, sources, back, fwd, bwd, types, inputs, boards)
+
+
+def _race(forward: nx.DiGraph, node: str, preds: list[str]) -> Mapping[str, frozenset[str]]:
+    """For a ``join="any"`` node: by predecessor, the nodes to cancel when that
+    predecessor's value fires the visit — the nodes of the other branches whose every
+    forward path leads into ``node`` (so nothing else wants their work)."""
+    above = nx.ancestors(forward, node)
+    below = nx.descendants(forward, node) | {node}
+    only_here = {x for x in above if nx.descendants(forward, x) - below <= above}
+    return MappingProxyType({
+        p: frozenset(only_here - nx.ancestors(forward, p) - {p}) for p in preds
+    })
+
+
+def _is_instance(types: type | tuple[type, ...]) -> Callable[[Any], bool]:
+    def when(output: Any) -> bool:
+        return isinstance(output, types)
+    return when
+
+
+def _edge_spec(u: str, v: str, attrs: Mapping[str, Any], back: bool) -> EdgeSpec:
+    when = attrs.get("when")
+    if attrs.get("otherwise"):
+        return EdgeSpec(u, v, None, back, "otherwise", True)
+    predicate = _is_instance(when) if isinstance(when, type | tuple) else when
+    return EdgeSpec(u, v, predicate, back, edge_label(when), on_error=is_error_edge(attrs))
+
+
+def _retry_on(value: Any) -> tuple[type[BaseException], ...] | None:
+    """``retry_on`` as a tuple; a class covering ``TimeoutError`` covers node timeouts too."""
+    if value is None:
+        return None
+    classes = tuple(value) if isinstance(value, tuple | list) else (value,)
+    if any(issubclass(TimeoutError, c) for c in classes) and not any(issubclass(NodeTimeoutError, c) for c in classes):
+        classes += (NodeTimeoutError,)
+    return classes
 
 
 def _build(
@@ -338,15 +474,17 @@ def _build(
     inputs: Mapping[str, _Inputs],
     boards: Mapping[str, BoardNeed],
 ) -> Plan:
-    edges = tuple(EdgeSpec(u, v, w, (u, v) in back, edge_label(w)) for u, v, w in graph.edges(data="when"))
+    edges = tuple(_edge_spec(u, v, attrs, (u, v) in back) for u, v, attrs in graph.edges(data=True))
     out_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
+    error_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
     for e in edges:
-        out_edges[e.source].append(e)
+        (error_edges if e.on_error else out_edges)[e.source].append(e)
     forward = nx.DiGraph()
     forward.add_nodes_from(graph)
     forward.add_edges_from((e.source, e.target) for e in edges if not e.back)
     index = {n: i for i, n in enumerate(graph)}
     order = tuple(nx.lexicographical_topological_sort(forward, key=index.__getitem__))
+    races = {n: _race(forward, n, fwd[n]) for n, a in graph.nodes(data=True) if a.get("join") == "any" and len(fwd[n]) > 1}
     nodes: dict[str, NodeSpec] = {}
     for n, attrs in graph.nodes(data=True):
         a = {**POLICY_DEFAULTS, **attrs}
@@ -374,8 +512,16 @@ def _build(
             back_preds=tuple(bwd[n]),
             out_edges=tuple(out_edges[n]),
             is_source=n in sources,
-            is_sink=not any(not e.back for e in out_edges[n]),
+            is_sink=not out_edges[n],
             blackboard=boards.get(n, "none"),
+            join=a.get("join", "all"),
+            isolate=a["kind"] == "function",
+            needs_route=bool(out_edges[n]) and all(e.when is not None for e in out_edges[n]),
+            race=races.get(n, MappingProxyType({})),
+            retry_on=_retry_on(a["retry_on"]),
+            max_backoff=float(a["max_backoff"]),
+            jitter=a["jitter"],
+            error_edges=tuple(error_edges[n]),
         )
     sinks = tuple(n for n in graph if nodes[n].is_sink)
     return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges)

@@ -24,12 +24,14 @@ from typing import Any
 import networkx as nx  # type: ignore[import-untyped]
 
 from .plan import Plan
-from .validation import back_edges, edge_label
+from .validation import back_edges, edge_label, is_error_edge
 
 __all__ = ["to_dot", "to_mermaid"]
 
 _MERMAID_RESERVED = {"end", "graph", "subgraph", "flowchart", "style", "class", "classdef", "click", "linkstyle"}
 _DOT_SHAPES = {"function": "box", "agent": "ellipse", "fleet": "box3d", "map": "parallelogram"}
+_ON_ERROR = "on error"
+_ERROR_COLOUR = "#d62728"
 
 
 @dataclass(frozen=True)
@@ -45,24 +47,29 @@ class _Edge:
     target: str
     label: str
     back: bool
+    on_error: bool = False
 
 
 def _view(source: Any) -> tuple[list[_Node], list[_Edge], str]:
     """Nodes, edges and a title from a plan, a formation or a bare graph."""
     if isinstance(source, Plan):
         nodes = [_Node(n.name, n.kind, n.max_workers) for n in source.nodes.values()]
-        edges = [_Edge(e.source, e.target, e.label, e.back) for e in source.edges]
+        edges = [_Edge(e.source, e.target, e.label, e.back, e.on_error) for e in source.edges]
         return nodes, edges, source.name
     graph = source if isinstance(source, nx.DiGraph) else getattr(source, "graph", None)
     if not isinstance(graph, nx.DiGraph):
         raise TypeError(f"cannot draw a {type(source).__name__}; pass a Formation, a Plan or a networkx.DiGraph")
     back = back_edges(graph)
     nodes = [_Node(str(n), _kind(a.get("kind")), a.get("max_workers")) for n, a in graph.nodes(data=True)]
-    edges = [
-        _Edge(str(u), str(v), edge_label(w) if callable(w) else "", (u, v) in back)
-        for u, v, w in graph.edges(data="when")
-    ]
+    edges = [_Edge(str(u), str(v), _graph_label(a), (u, v) in back, is_error_edge(a)) for u, v, a in graph.edges(data=True)]
     return nodes, edges, source.name if isinstance(getattr(source, "name", None), str) else "formation"
+
+
+def _graph_label(attrs: Any) -> str:
+    if attrs.get("otherwise") is True:
+        return "otherwise"
+    when = attrs.get("when")
+    return edge_label(when) if callable(when) or isinstance(when, tuple) else ""
 
 
 def _kind(kind: Any) -> str | None:
@@ -82,9 +89,13 @@ def _label(node: _Node) -> str:
 
 
 def _edge_text(edge: _Edge) -> str:
+    if edge.on_error:
+        return _ON_ERROR
     if not edge.label:
         return ""
-    return "when" if edge.label == "when" else f"when: {edge.label}"
+    if edge.label in ("when", "otherwise"):
+        return edge.label
+    return f"when: {edge.label}"
 
 
 def _mermaid_ids(names: list[str]) -> Iterator[tuple[str, str]]:
@@ -110,7 +121,7 @@ def to_mermaid(source: Any) -> str:
     Function nodes are rectangles, agent nodes rounded (``agent: name``), fleet nodes
     subroutines (``fleet: name`` and the worker count), map nodes parallelograms
     (``map: name`` and the worker count); conditional edges are labelled with their
-    predicate, back edges dotted.
+    predicate, back edges dotted; error edges dotted, red and labelled ``on error``.
 
     Args:
         source: a ``Formation``, a ``Plan`` or a ``networkx.DiGraph``.
@@ -126,10 +137,13 @@ def to_mermaid(source: Any) -> str:
         shape = {"agent": '("{}")', "fleet": '[["{}"]]', "map": '[/"{}"/]'}.get(node.kind or "", '["{}"]')
         lines.append(f"    {ids[node.name]}{shape.format(text)}")
     for edge in edges:
-        arrow = "-.->" if edge.back else "-->"
+        arrow = "-.->" if edge.back or edge.on_error else "-->"
         text = _edge_text(edge)
         label = f"|{_mermaid_text(text)}|" if text else ""
         lines.append(f"    {ids[edge.source]} {arrow}{label} {ids[edge.target]}")
+    errors = [str(i) for i, edge in enumerate(edges) if edge.on_error]
+    if errors:  # links are numbered in the order they are drawn
+        lines.append(f"    linkStyle {','.join(errors)} stroke:{_ERROR_COLOUR}")
     return "\n".join(lines)
 
 
@@ -141,8 +155,8 @@ def to_dot(source: Any) -> str:
     """A Graphviz DOT digraph of a formation, a plan or a graph.
 
     Function nodes are boxes, agent nodes ellipses, fleet nodes 3-D boxes, map nodes
-    parallelograms; conditional
-    edges are labelled with their predicate, back edges dashed.
+    parallelograms; conditional edges are labelled with their predicate, back edges
+    dashed; error edges dashed, red and labelled ``on error``.
 
     Args:
         source: a ``Formation``, a ``Plan`` or a ``networkx.DiGraph``.
@@ -157,8 +171,9 @@ def to_dot(source: Any) -> str:
         style = "" if node.kind else ", style=dotted"
         lines.append(f"    {_dot_quote(node.name)} [shape={shape}, label={_dot_quote(_label(node))}{style}];")
     for edge in edges:
-        attrs = [f"label={_dot_quote(_edge_text(edge))}"] if edge.label else []
-        attrs += ["style=dashed"] if edge.back else []
+        attrs = [f"label={_dot_quote(_edge_text(edge))}"] if edge.label or edge.on_error else []
+        attrs += ["style=dashed"] if edge.back or edge.on_error else []
+        attrs += [f'color="{_ERROR_COLOUR}"', f'fontcolor="{_ERROR_COLOUR}"'] if edge.on_error else []
         suffix = f" [{', '.join(attrs)}]" if attrs else ""
         lines.append(f"    {_dot_quote(edge.source)} -> {_dot_quote(edge.target)}{suffix};")
     lines.append("}")
