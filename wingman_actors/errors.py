@@ -15,6 +15,7 @@ Every error the library raises on purpose derives from :class:`WingmanError`::
     │                         of the FormationRuntimeError when retries are spent)
     ├── PayloadError          a payload does not fit the node that received it (never retried)
     └── FleetItemsError       some items of a fleet node failed (``errors`` by item index)
+        └── MapItemsError     some items of a map node failed
 
 Causes are chained with ``raise ... from exc``; the structured facts live in attributes,
 not only in the message text.
@@ -32,6 +33,7 @@ __all__ = [
     "FleetItemsError",
     "FormationRuntimeError",
     "FormationSetupError",
+    "MapItemsError",
     "NoRouteError",
     "NodeTimeoutError",
     "OutputValidationError",
@@ -313,16 +315,34 @@ class FleetItemsError(WingmanError):
         retryable: whether every item's error may succeed on a retry.
     """
 
+    _kind = "fleet"
+
     def __init__(self, node: str, total: int, errors: dict[int, BaseException]) -> None:
         first = min(errors)
         super().__init__(
-            f"fleet node {node!r}: {len(errors)} of {total} item(s) failed; "
-            f"first: item {first}: {errors[first]}"
+            f"{self._kind} node {node!r}: {len(errors)} of {total} item(s) failed; "
+            f"first: item {first}: {self._show(errors[first])}"
         )
         self.node = node
         self.total = total
         self.errors = errors
         self.retryable = all(getattr(e, "retryable", True) for e in errors.values())
 
+    @staticmethod
+    def _show(error: BaseException) -> str:
+        return str(error)
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.node, self.total, self.errors))
+
+
+class MapItemsError(FleetItemsError):
+    """Some items of a map node failed (after the node's retries, which rerun only the
+    failed items). A :class:`FleetItemsError`, with the same attributes: code that
+    handles a fleet's failed items handles a map's."""
+
+    _kind = "map"
+
+    @staticmethod
+    def _show(error: BaseException) -> str:
+        return f"{type(error).__name__}: {error}"  # any exception: its type says what went wrong

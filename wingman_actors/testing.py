@@ -30,6 +30,7 @@ import pykka
 
 from .actors.address import start_actor
 from .actors.envelope import Envelope, EnvelopeType, new_envelope
+from .actors.mapping import MapActor
 from .actors.nodes import AgentActor, FleetActor, FunctionActor, NodeActor
 from .errors import FormationRuntimeError
 from .formation.nested_map import FormationMapActor
@@ -212,7 +213,7 @@ def run_node(
     agent = spec.agent
     if provider is not None and spec.subplan is None:
         if agent is None:
-            raise TypeError(f"node {name!r} is a function node: it has no provider to override")
+            raise TypeError(f"node {name!r} is a {spec.kind} node: it has no provider to override")
         agent = agent.with_overrides(provider=provider)
     reply: Future[Envelope] = Future()
     common: dict[str, Any] = {"name": name, "reply_to": reply.set_result, "blackboard": blackboard}
@@ -227,6 +228,9 @@ def run_node(
             actor = start_actor(FormationMapActor, spec.subplan, launch=launch, max_workers=spec.max_workers, **common)
         else:
             actor = start_actor(FormationActor, spec.subplan, launch=launch, **common)
+    elif spec.kind == "map":
+        assert spec.fn is not None
+        actor = start_actor(MapActor, spec.fn, max_workers=spec.max_workers, input_adapter=spec.input_adapter, **common)
     elif spec.kind == "agent":
         assert agent is not None
         actor = start_actor(AgentActor, agent, prompt=spec.prompt, **common)

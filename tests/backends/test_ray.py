@@ -259,8 +259,8 @@ def test_a_node_process_killed_mid_run_is_restarted_and_the_run_completes(ray_se
     with formation.start(backend="ray") as running:
         future = running.submit(7)
         deadline = time.monotonic() + 30
-        while not pids.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while not (pids.exists() and pids.read_text().split()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the file exists from open() on; wait for the pid written into it
         first = int(pids.read_text().split()[0])
         os.kill(first, signal.SIGKILL)
         result = future.result(timeout=40)

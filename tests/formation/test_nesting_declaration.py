@@ -85,7 +85,7 @@ def test_a_function_attribute_on_a_formation_node_is_reported() -> None:
     graph = nx.DiGraph()
     graph.add_node("sub", kind="formation", formation=Formation("inner").add_function("inc", inc), fn=inc)
     assert problems(Formation("hand", graph)) == [
-        "formation node 'sub' has fn=, which only applies to function nodes; remove it"
+        "formation node 'sub' has fn=, which only applies to function and map nodes; remove it"
     ]
 
 

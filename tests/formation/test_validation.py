@@ -147,7 +147,7 @@ def test_other_unknown_attributes_are_allowed() -> None:
 
 def test_attribute_of_another_kind_is_a_problem() -> None:
     message = only_problem(hand(a={"kind": "agent", "agent": agent(), "fn": to_int}))
-    assert message == "agent node 'a' has fn=, which only applies to function nodes; remove it"
+    assert message == "agent node 'a' has fn=, which only applies to function and map nodes; remove it"
 
 
 def test_prompt_on_a_function_node_is_a_problem() -> None:

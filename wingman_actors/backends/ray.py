@@ -99,7 +99,8 @@ class RayNode(ThreadNode):
         self.handles: list[Any] = [backend.host_actor(recipe) for _ in range(concurrency)]
         agent = recipe.cls.__name__ != "FunctionActor"
         proxy = NodeRecipe(recipe.name, RayReplica, (self,), {
-            "agent": agent, "fleet": recipe.cls.__name__ == "FleetActor", "name": recipe.name,
+            # a map node's items, like a fleet's, are kept for a retry and journalled one by one
+            "agent": agent, "fleet": recipe.cls.__name__ in ("FleetActor", "MapActor"), "name": recipe.name,
             "notify_start": bool(recipe.kwargs.get("notify_start")),
         })
         self.stale: set[int] = set()  # replicas whose Ray actor is restarting

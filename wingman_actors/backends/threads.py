@@ -90,8 +90,9 @@ class ThreadNode:
         return stopped
 
     def _abandon(self, actor: Any, env: Work, why: str) -> None:
-        # called with the lock held; marked first: an interrupted attempt may unwind at
-        # once, and the replica must then retire, not take the next input
+        # called with the lock held. Abandoned first: interrupted work may return at once,
+        # and a replica that found itself not abandoned would go back to the shared queue,
+        # taking inputs (and the STOP of stop()) meant for the fresh replica.
         actor.abandoned = True
         if actor.interruptible:
             actor.interrupt(why)

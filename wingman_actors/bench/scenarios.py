@@ -311,6 +311,12 @@ def fleet_node_makespan(quick: bool) -> Measurement:
     )
 
 
+def map_makespan(quick: bool) -> Measurement:
+    from .maps import map_makespan as measure
+
+    return measure(quick)
+
+
 def _research_dag(latency: float, width: int) -> Formation:
     sections = f"[{', '.join(f'{chr(34)}s{i}{chr(34)}' for i in range(width))}]"
     outline = Agent("outline", provider=_model([sections], latency), output_schema=list[str])
@@ -466,6 +472,7 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "hop_latency": hop_latency,
     "fleet_makespan": fleet_makespan,
     "fleet_node_makespan": fleet_node_makespan,
+    "map_makespan": map_makespan,
     "dag_makespan": dag_makespan,
     "inflight_runs": inflight_runs,
     "actor_memory": actor_memory,

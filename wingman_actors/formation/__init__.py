@@ -1,4 +1,4 @@
-"""Formations: graphs of function, agent and fleet nodes, declared with networkx.
+"""Formations: graphs of function, agent, fleet and map nodes, declared with networkx.
 
 The declaration layer: :class:`Formation` (the graph and its builder), the node contract
 and problem finders (:mod:`.validation`),

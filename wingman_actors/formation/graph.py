@@ -44,7 +44,7 @@ __all__ = ["Formation"]
 
 
 class Formation:
-    """A formation: a named ``networkx.DiGraph`` of function, agent and fleet nodes.
+    """A formation: a named ``networkx.DiGraph`` of function, agent, fleet and map nodes.
 
     The builder methods write exactly the documented attributes (policy defaults are
     applied by the plan, not written), so a graph built by hand is the same thing. They
@@ -185,33 +185,66 @@ class Formation:
             bad.append(f"formation {self.name!r} cannot be nested in itself; nest a different formation")
         return self._add("add_formation", name, {"kind": "formation", "formation": formation}, policies, bad)
 
-    def add_map(self, name: str, *, formation: Formation, max_workers: int = 0, **policies: Any) -> Formation:
-        """Declare a map node over a formation: takes a list and runs ``formation`` once per
-        item (as :meth:`add_formation` runs it once), at most ``max_workers`` items at once
-        (0: one per item, up to 100; the inner formation's nodes get that many replicas);
-        outputs the list of the inner outputs in item order.
+    def add_map(
+        self,
+        name: str,
+        fn: Callable[[Any], Any] | None = None,
+        *,
+        formation: Formation | None = None,
+        max_workers: int = 0,
+        **policies: Any,
+    ) -> Formation:
+        """Declare a map node: takes a list and applies ``fn`` to every item, or runs
+        ``formation`` once per item, at most ``max_workers`` items at once (0: one per item,
+        up to 100, as for a fleet); outputs the list of results in item order.
 
-        ``retries`` rerun only the items that failed; an item that still fails fails the
-        node. A journalled run journals each item's inner run (as
-        ``"<run id>/name/<visit>/<item>"``) and each finished item, so a resume runs
-        neither again; an ``interrupt()`` inside an item suspends the run. Inner events
-        are named ``"name/<item>/<inner node>"``.
+        With ``fn``: an ``async def`` function is awaited, on an event loop the runtime owns
+        (one per node replica, shared by its items: it must not block, or the other items
+        wait). With ``formation``: the inner formation's sources receive the item (as
+        :meth:`add_formation` runs it once), its nodes get ``max_workers`` replicas, inner
+        events are named ``"name/<item>/<inner node>"``, and a journalled run journals each
+        item's inner run (as ``"<run id>/name/<visit>/<item>"``).
+
+        ``retries`` apply per item: a retry reruns only the items that failed, and an item
+        that still fails fails the node (:class:`~wingman_actors.errors.MapItemsError`, its
+        ``errors`` by item index). ``timeout`` bounds the whole visit. A journalled run
+        journals each item as it finishes, so a resumed run does not run it again; an
+        ``interrupt()`` inside an item suspends the run.
 
         Args:
             name: the node's name.
-            formation: the formation each item runs through (its sources receive the item).
+            fn: a callable of one item; its parameter's annotation validates each item,
+                and the node outputs ``list[<its return type>]``.
+            formation: instead of ``fn``, the formation each item runs through.
             max_workers: the most items at once.
             **policies: as for :meth:`add_function`.
 
         Raises:
-            FormationSetupError: as for :meth:`add_formation`; ``max_workers`` is not an int >= 0.
+            max_workers: the most items at once.
+            **policies: as for :meth:`add_function`.
+
+        Raises:
+            FormationSetupError: as for :meth:`add_function`; neither or both of ``fn`` and
+                ``formation``; ``max_workers`` is not an int >= 0.
 
         Example:
-            >>> inner = Formation("square").add_function("square", lambda x: x * x)
+            >>> def square(x: int) -> int:
+            ...     return x * x
+            >>> Formation("squares").add_map("square", square, max_workers=4).run([1, 2, 3]).output
+            [1, 4, 9]
+            >>> inner = Formation("square").add_function("square", square)
             >>> Formation("squares").add_map("each", formation=inner, max_workers=2).run([1, 2, 3]).output
             [1, 4, 9]
         """
-        bad: list[str] = [] if isinstance(formation, Formation) else [
+        if (fn is None) == (formation is None):
+            has = "both fn and formation" if fn is not None else "neither fn nor formation"
+            bad = [f"add_map needs exactly one of fn (a function of one item) or formation= (a Formation run per "
+                   f"item), got {has}"]
+            return self._add("add_map", name, {"kind": "map", "max_workers": max_workers}, policies, bad)
+        if fn is not None:
+            bad = [] if callable(fn) else [f"fn must be callable (a function of one item), got {type(fn).__name__}"]
+            return self._add("add_map", name, {"kind": "map", "fn": fn, "max_workers": max_workers}, policies, bad)
+        bad = [] if isinstance(formation, Formation) else [
             f"formation must be a Formation, e.g. Formation('inner').add_function(...), got {type(formation).__name__}"
         ]
         if formation is self:

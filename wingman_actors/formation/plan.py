@@ -103,7 +103,8 @@ class NodeSpec:
             (a function whose parameters are named after its predecessors: call
             ``fn(**{pred: value})`` with exactly the keys of ``kwarg_adapters``).
         input_adapter: for function nodes in ``single`` or ``dict`` mode, validates the
-            payload against the first parameter's annotation; None when unannotated/Any.
+            payload against the first parameter's annotation; for map nodes, each item;
+            None when unannotated/Any.
         kwarg_adapters: ``kwargs`` mode: predecessor (= keyword) → adapter or None.
         output_type: the declared output type, None when unknown.
         out_edges: the outgoing edges (forward and back) but error edges, in graph order.
@@ -201,6 +202,8 @@ class Plan:
 
 def _output_type(attrs: Mapping[str, Any], info: CallableInfo | None) -> Any:
     if info is not None:
+        if attrs["kind"] == "map":  # an async def's annotation is what it returns once awaited
+            return None if info.returns is None else list[info.returns]  # type: ignore[name-defined]
         return info.returns
     schema = attrs["agent"].output_schema
     one: Any = str if schema is None else schema
@@ -260,6 +263,18 @@ def _function_inputs(
     return _Inputs(mode, first.name if first else None, info.annotation(first)), problems
 
 
+def _map_inputs(node: str, fn: Any, info: CallableInfo) -> tuple[_Inputs, list[str]]:
+    """A map node's item parameter and its type, and problems calling its function."""
+    first = next(iter(info.params(*_POSITIONAL)), None)
+    problems = []
+    if not info.accepts_one():
+        problems.append(
+            f"map node {node!r} calls its function with one item at a time, but {info.describe(fn)} cannot be "
+            "called with one argument; take the item as the first parameter and give the others defaults"
+        )
+    return _Inputs("single", first.name if first else None, info.annotation(first)), problems
+
+
 def _edge_type_problem(u: str, v: str, back: bool, src: Any, param: str | None, dst: Any) -> list[str]:
     if compatible(src, dst):
         return []
@@ -279,18 +294,26 @@ def _edge_type_problem(u: str, v: str, back: bool, src: Any, param: str | None, 
 
 def _type_problems(node: str, kind: str, ins: _Inputs, fwd: list[str], back: list[str], types: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
-    if kind == "fleet" and ins.mode == "dict":
+    each = {"fleet": "one session per item", "map": "one call per item"}.get(kind, "")
+    if each and len(fwd) > 1:
         out.append(
-            f"fleet node {node!r} has several forward predecessors ({quote(fwd)}), so it would receive a "
-            "dict, but a fleet needs a list (one session per item); merge them into a list in a function node first"
+            f"{kind} node {node!r} has several forward predecessors ({quote(fwd)}), so it would receive a "
+            f"dict, but a {kind} needs a list ({each}); merge them into a list in a function node first"
         )
-    elif kind == "fleet":
+    elif each:
         for u in fwd + back:
             if not is_sequence(types.get(u)):
                 out.append(
-                    f"edge {u!r} → {node!r}: fleet node {node!r} needs a list (one session per item) but {u!r} "
+                    f"edge {u!r} → {node!r}: {kind} node {node!r} needs a list ({each}) but {u!r} "
                     f"outputs {type_name(types.get(u))}; make {u!r} output a list (e.g. output_schema=list[str]) "
                     "or put a function node between them that splits its output into a list"
+                )
+            elif kind == "map" and not compatible(item_type(types.get(u)), ins.param_type):
+                out.append(
+                    f"{'back edge' if u in back else 'edge'} {u!r} → {node!r}: {u!r} outputs "
+                    f"{type_name(types.get(u))}, whose items are {type_name(item_type(types.get(u)))}, but "
+                    f"parameter {ins.param!r} of map node {node!r} expects {type_name(ins.param_type)}; make the "
+                    "item type and the parameter's annotation agree, or convert the items in a function node first"
                 )
     elif kind == "function" and ins.mode == "kwargs":
         for u in fwd:
@@ -374,7 +397,7 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
     name, graph = formation.name, formation.graph
     if graph.number_of_nodes() == 0:
         raise FormationSetupError(name, ["the graph has no nodes; declare at least one with "
-                                         "add_function, add_agent or add_fleet"])
+                                         "add_function, add_agent, add_fleet or add_map"])
     problems: list[str] = []
     usable: dict[str, Mapping[str, Any]] = {}
     for node, attrs in graph.nodes(data=True):
@@ -392,15 +415,16 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
     # receives the run's input too (reach_problems refuses nodes no source reaches).
     sources = [n for n in graph if not fwd[n]]
     problems += cycle_problems(graph) + reach_problems(graph)
-    infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] == "function"}
+    infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] in ("function", "map") and "fn" in a}
     boards: dict[str, BoardNeed] = {}
-    for n in infos:  # the blackboard parameter is not an input: match inputs without it
+    for n in [n for n in infos if usable[n]["kind"] == "function"]:
+        # the blackboard parameter is not an input: match inputs without it
         infos[n], boards[n], found = board_param(n, usable[n]["fn"], infos[n], fwd[n])
         problems += found
     problems += otherwise_problems(graph)
     subplans: dict[str, Plan] = {}
     for n, a in list(usable.items()):
-        if a["kind"] in ("formation", "map"):
+        if a["kind"] == "formation" or (a["kind"] == "map" and "formation" in a):
             inner, found = subplan(n, a["formation"], (*within, (id(formation), name)), _compile)
             problems += found
             if inner is None:
@@ -415,7 +439,10 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
     inputs: dict[str, _Inputs] = {}
     for n, attrs in usable.items():
         is_source = n in sources
-        if n in infos:
+        if attrs["kind"] == "map" and n in infos:
+            inputs[n], found = _map_inputs(n, attrs["fn"], infos[n])
+            problems += found
+        elif n in infos:
             inputs[n], found = _function_inputs(n, attrs["fn"], infos[n], fwd[n], bwd[n], is_source)
             problems += found
             if attrs.get("join") == "any" and inputs[n].mode == "kwargs":
@@ -423,7 +450,8 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
         else:
             inputs[n] = _Inputs("dict" if len(fwd[n]) > 1 else "single")
         in_types = {u: along.get((u, n)) for u in fwd[n] + bwd[n]}
-        problems += _type_problems(n, attrs["kind"], inputs[n], fwd[n], bwd[n], in_types)
+        # a formation node's (and a formation map's) types are checked across its boundary
+        problems += _type_problems(n, "formation" if n in subplans else attrs["kind"], inputs[n], fwd[n], bwd[n], in_types)
         if n in subplans:
             problems += boundary_problems(n, attrs, subplans[n], inputs[n].mode, fwd[n], bwd[n], in_types)
         if isinstance(attrs.get("prompt"), str):
@@ -500,7 +528,7 @@ def _build(
     for n, attrs in graph.nodes(data=True):
         a = {**POLICY_DEFAULTS, **attrs}
         ins = inputs[n]
-        is_fn = a["kind"] == "function"
+        is_fn = a["kind"] in ("function", "map")
         kwargs = {k: adapter_for(t) for k, t in (ins.kwarg_types or {}).items()}
         nodes[n] = NodeSpec(
             name=n,
@@ -526,7 +554,7 @@ def _build(
             is_sink=not out_edges[n],
             blackboard=boards.get(n, "none"),
             join=a.get("join", "all"),
-            isolate=a["kind"] == "function",
+            isolate=a["kind"] == "function" or (a["kind"] == "map" and "fn" in a),
             needs_route=bool(out_edges[n]) and all(e.when is not None for e in out_edges[n]),
             race=races.get(n, MappingProxyType({})),
             retry_on=_retry_on(a["retry_on"]),

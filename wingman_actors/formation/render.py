@@ -29,7 +29,7 @@ from .validation import back_edges, edge_label, is_error_edge, is_formation
 __all__ = ["to_dot", "to_mermaid"]
 
 _MERMAID_RESERVED = {"end", "graph", "subgraph", "flowchart", "style", "class", "classdef", "click", "linkstyle"}
-_DOT_SHAPES = {"function": "box", "agent": "ellipse", "fleet": "box3d", "formation": "box", "map": "box"}
+_DOT_SHAPES = {"function": "box", "agent": "ellipse", "fleet": "box3d", "formation": "box", "map": "parallelogram"}
 _ON_ERROR = "on error"
 _ERROR_COLOUR = "#d62728"
 
@@ -141,9 +141,10 @@ def to_mermaid(source: Any) -> str:
     """A Mermaid flowchart of a formation, a plan or a graph.
 
     Function nodes are rectangles, agent nodes rounded (``agent: name``), fleet nodes
-    subroutines (``fleet: name`` and the worker count); conditional edges are labelled with their
+    subroutines (``fleet: name`` and the worker count), map nodes parallelograms
+    (``map: name`` and the worker count); conditional edges are labelled with their
     predicate, back edges dotted; error edges dotted, red and labelled ``on error``; a
-    formation node is a subgraph holding its formation.
+    formation node (or a map over a formation) is a subgraph holding its formation.
 
     Args:
         source: a ``Formation``, a ``Plan`` or a ``networkx.DiGraph``.
@@ -178,7 +179,7 @@ def _mermaid_body(
             _mermaid_body(*inner, f"{ident}/", taken, (*drawing, _key(node.inner)), lines, indent + "    ", links)
             lines.append(f"{indent}end")
             continue
-        shape = {"agent": '("{}")', "fleet": '[["{}"]]'}.get(node.kind or "", '["{}"]')
+        shape = {"agent": '("{}")', "fleet": '[["{}"]]', "map": '[/"{}"/]'}.get(node.kind or "", '["{}"]')
         lines.append(f"{indent}{ident}{shape.format(text)}")
     for edge in edges:
         arrow = "-.->" if edge.back or edge.on_error else "-->"
@@ -195,9 +196,10 @@ def _dot_quote(text: str) -> str:
 def to_dot(source: Any) -> str:
     """A Graphviz DOT digraph of a formation, a plan or a graph.
 
-    Function nodes are boxes, agent nodes ellipses, fleet nodes 3-D boxes; conditional
-    edges are labelled with their predicate, back edges dashed; error edges dashed, red
-    and labelled ``on error``; a formation node is a cluster holding its formation.
+    Function nodes are boxes, agent nodes ellipses, fleet nodes 3-D boxes, map nodes
+    parallelograms; conditional edges are labelled with their predicate, back edges
+    dashed; error edges dashed, red and labelled ``on error``; a formation node (or a map
+    over a formation) is a cluster holding its formation.
 
     Args:
         source: a ``Formation``, a ``Plan`` or a ``networkx.DiGraph``.

@@ -370,7 +370,7 @@ class Router:
         self.release(run, f"run {run.id} was suspended by an interrupt in {node!r}", abandon=False)
 
     def item_scope(self, work: Work, index: int) -> VisitScope | None:
-        """The scope of fleet item ``index`` of a journalled visit (its answers, its
+        """The scope of fleet or map item ``index`` of a journalled visit (its answers, its
         journalled model responses), or None when runs are not journalled."""
         journal = self.journal
         if journal is None:
@@ -378,7 +378,8 @@ class Router:
         return journal.scope(work.run_id, work.target, work.visit, work.run.replay, item=index)
 
     def item_finished(self, work: Work, index: int, output: Any) -> None:
-        """A fleet item of a journalled run finished: journal it."""
+        """A fleet or map item of a journalled run finished: journal it (called on the
+        item's worker thread)."""
         journal = self.journal
         if journal is not None:
             journal.store.record_item(work.run_id, work.target, work.visit, index, output)

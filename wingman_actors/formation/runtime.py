@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..actors.address import start_actor
+from ..actors.mapping import MapActor
 from ..actors.nodes import AgentActor, FleetActor, FunctionActor
 from ..actors.scheduler import Scheduler
 from ..backends import Backend, NodeRecipe, new_backend
@@ -148,6 +149,10 @@ class RunningFormation:
             recipe = NodeRecipe(spec.name, FunctionActor, (spec.fn,), {
                 "mode": spec.input_mode, "input_adapter": spec.input_adapter,
                 "kwarg_adapters": spec.kwarg_adapters, "board_param": spec.blackboard, **common,
+            })
+        elif spec.kind == "map":
+            recipe = NodeRecipe(spec.name, MapActor, (spec.fn,), {
+                "max_workers": spec.max_workers, "input_adapter": spec.input_adapter, **common,
             })
         else:
             assert spec.agent is not None  # the plan guarantees it for agent and fleet nodes

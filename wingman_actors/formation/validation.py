@@ -7,14 +7,14 @@ declaration layer has no import cycle.
 
 The node attributes: ``kind="function", fn=<callable>`` | ``kind="agent", agent=<Agent>``
 | ``kind="fleet", agent=<Agent>, max_workers=<int>`` | ``kind="formation",
-formation=<Formation>`` (a nested formation run as one node) | ``kind="map",
-formation=<Formation>, max_workers=<int>`` (a formation run once per item of a list), plus
-the policies ``retries``, ``backoff``, ``retry_on``, ``max_backoff``, ``jitter``,
-``timeout``, ``on_error``, ``concurrency``, ``max_visits``, ``join`` (``"all"`` or
-``"any"``, for fan-in) and, for agent and fleet nodes, ``prompt``. An edge may carry
-``when=<predicate on the upstream output, a type or a tuple of types>``,
-``otherwise=True``, or ``on_error=True`` (an error edge: taken only when its source fails,
-carrying a :class:`~.failure.NodeFailure`).
+formation=<Formation>`` (a nested formation run as one node) | ``kind="map", fn=<callable>
+or formation=<Formation>, max_workers=<int>`` (a function, or a formation, applied to
+every item of a list), plus the policies ``retries``, ``backoff``, ``retry_on``,
+``max_backoff``, ``jitter``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits``,
+``join`` (``"all"`` or ``"any"``, for fan-in) and, for agent and fleet nodes, ``prompt``.
+An edge may carry ``when=<predicate on the upstream output, a type or a tuple of
+types>``, ``otherwise=True``, or ``on_error=True`` (an error edge: taken only when its
+source fails, carrying a :class:`~.failure.NodeFailure`).
 
 The rules for error edges: ``on_error`` on an edge is a bool (True or False); an error
 edge carries no ``when=`` (nor ``otherwise=``); a node with error edges has no
@@ -77,7 +77,7 @@ POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType({
 """Policy attributes any node may carry, with the defaults the plan applies."""
 
 _KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"},
-               "formation": {"formation"}, "map": {"formation", "max_workers"}}
+               "formation": {"formation"}, "map": {"fn", "formation", "max_workers"}}
 NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", "formation", *POLICY_DEFAULTS})
 _ALIASES = {"retry": "retries", "func": "fn", "callable": "fn", "workers": "max_workers", "condition": "when", "predicate": "when"}
 _DECLARE = "declare it with add_function/add_agent/add_fleet"
@@ -149,7 +149,7 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "on_error": (lambda v: isinstance(v, str) and v in ("fail", "skip"), "'fail' or 'skip'"),
     "concurrency": (lambda v: _is_int(v, 1), "an int >= 1"),
     "max_visits": (lambda v: _is_int(v, 1), "an int >= 1 (visits per run, bounds cycles)"),
-    "max_workers": (lambda v: _is_int(v, 0), "an int >= 0 (0: one session per item, up to 100)"),
+    "max_workers": (lambda v: _is_int(v, 0), "an int >= 0 (0: one worker per item, up to 100)"),
     "prompt": (lambda v: v is None or isinstance(v, str), "a str template using {input}, or None"),
     "join": (lambda v: isinstance(v, str) and v in ("all", "any"),
              "'all' (wait for every predecessor) or 'any' (fire with the first value)"),
@@ -183,11 +183,17 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
         owners = " and ".join(k for k in KINDS if key in _KIND_ATTRS[k])
         out.append(f"{kind} node {node!r} has {key}=, which only applies to {owners} nodes; remove it")
     usable = True
-    if kind == "function" and not callable(attrs.get("fn")):
-        got = "no fn" if "fn" not in attrs else f"fn={type(attrs['fn']).__name__}, not callable"
-        out.append(f"function node {node!r} has {got}; set fn=<a callable taking the node's input>")
+    if kind == "map" and ("fn" in attrs) == ("formation" in attrs):
+        has = "both fn= and formation=" if "fn" in attrs else "neither fn= nor formation="
+        out.append(f"map node {node!r} has {has}; give it one: fn=<a callable taking one item> "
+                   "(add_map(name, fn)) or formation=<a Formation run per item> (add_map(name, formation=sub))")
         usable = False
-    elif kind in ("formation", "map") and not is_formation(attrs.get("formation")):
+    elif (kind == "function" or (kind == "map" and "fn" in attrs)) and not callable(attrs.get("fn")):
+        got = "no fn" if "fn" not in attrs else f"fn={type(attrs['fn']).__name__}, not callable"
+        takes = "the node's input" if kind == "function" else "one item of the node's list input"
+        out.append(f"{kind} node {node!r} has {got}; set fn=<a callable taking {takes}>")
+        usable = False
+    elif kind in ("formation", "map") and "fn" not in attrs and not is_formation(attrs.get("formation")):
         got = "nothing" if "formation" not in attrs else type(attrs["formation"]).__name__
         what = "the formation it runs" if kind == "formation" else "the formation it runs per item"
         out.append(f"{kind} node {node!r} needs formation=<a Formation> ({what}), got {got}")

@@ -1,7 +1,8 @@
 """Formation declarations in JSON, and how one becomes a :class:`~wingman_actors.Formation`.
 
 A declaration names what Python would pass as objects: agent and fleet nodes name a
-stored agent by ``agent_id``, function nodes a registered function by ``function``, and
+stored agent by ``agent_id``, function and map nodes a registered function by ``function``
+(a map node calls it on every item of its list input, ``max_workers`` at once), and
 edge conditions a registered predicate by ``condition``; ``"on_error": true`` makes an
 error edge. Policies (``retries``, ``backoff``, ``retry_on``, ``max_backoff``, ``jitter``,
 ``timeout``, ``on_error``, ``concurrency``, ``max_visits``) sit on the node, flat or under
@@ -77,14 +78,18 @@ class PoliciesDecl(BaseModel):
 
 
 class NodeDecl(PoliciesDecl):
-    """One node: ``function`` (by registered name), ``agent`` or ``fleet`` (by ``agent_id``)."""
+    """One node: ``function`` or ``map`` (by registered name), ``agent`` or ``fleet`` (by
+    ``agent_id``)."""
 
     name: str = Field(min_length=1)
-    kind: Literal["function", "agent", "fleet"]
-    function: str | None = Field(default=None, description="function nodes: a registered function's name")
+    kind: Literal["function", "agent", "fleet", "map"]
+    function: str | None = Field(
+        default=None, description="function and map nodes: a registered function's name (a map calls it per item)"
+    )
     agent_id: str | None = Field(default=None, description="agent and fleet nodes: a stored agent's id")
     max_workers: int | None = Field(
-        default=None, ge=0, le=MAX_WORKERS, description="fleet nodes: sessions at once (0: one per item)"
+        default=None, ge=0, le=MAX_WORKERS,
+        description="fleet and map nodes: items at once (0: one per item, up to the server's limit)",
     )
     prompt: str | None = Field(default=None, description="agent and fleet nodes: a template using {input}")
     policies: PoliciesDecl | None = None
@@ -158,16 +163,19 @@ def declaration_problems(decl: FormationDecl, registry: FunctionRegistry, agent_
             if both:
                 problems.append(f"{where}: {', '.join(both)} given both flat and under policies; keep one")
         problems += _retry_on_problems(where, n.policy_values().get("retry_on"))
-        if n.kind == "function":
+        if n.kind in ("function", "map"):
             if n.function is None:
-                problems.append(f"{where}: a function node needs \"function\": one of {_names(registry.functions)}")
+                problems.append(f"{where}: a {n.kind} node needs \"function\": one of {_names(registry.functions)}")
             elif n.function not in registry.functions:
                 problems.append(
                     f"{where}: no registered function {n.function!r}; registered: {_names(registry.functions)}"
                 )
-            extra = [f for f in ("agent_id", "max_workers", "prompt") if getattr(n, f) is not None]
+            extra = [f for f in ("agent_id", "prompt") if getattr(n, f) is not None]
             if extra:
                 problems.append(f"{where}: {', '.join(extra)} only apply to agent and fleet nodes; remove them")
+            if n.kind == "function" and n.max_workers is not None:
+                problems.append(f"{where}: max_workers only applies to fleet and map nodes; remove it "
+                                "or use kind \"map\" to call the function once per item")
             continue
         if n.agent_id is None:
             problems.append(f"{where}: an {n.kind} node needs \"agent_id\" (create agents with POST /agents)")
@@ -234,8 +242,10 @@ def build_formation(
         attrs: dict[str, Any] = {"kind": n.kind, **n.policy_values()}
         if "retry_on" in attrs:
             attrs["retry_on"] = tuple(exception_class(name) for name in _retry_on_names(attrs["retry_on"]))
-        if n.kind == "function":
+        if n.kind in ("function", "map"):
             attrs["fn"] = registry.functions[n.function or ""]
+            if n.kind == "map":
+                attrs["max_workers"] = n.max_workers or 0
         else:
             attrs["agent"] = agents[n.agent_id or ""]
             if n.prompt is not None:
