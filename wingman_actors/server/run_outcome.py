@@ -10,11 +10,11 @@ from typing import Any
 
 from ..actors.nodes import PayloadError
 from ..errors import FormationRuntimeError
+from ..formation import Formation
 from ..formation.events import FormationEvent, FormationEventType
 from ..formation.result import FormationResult
 from ..formation.runtime import NodeTimeoutError
 from .convert import jsonable, usage_dict
-from .declaration import FormationDecl
 from .errors import find_agent_error, status_for_kind
 from .ids import rfc3339
 from .schemas import RunOut
@@ -23,20 +23,25 @@ __all__ = ["Tracker", "cancelled", "event_dict", "failed", "failure", "settled"]
 
 
 class Tracker:
-    """Per-node traces built from a run's events (the record of a failed run)."""
+    """Per-node traces built from a run's events (the record of a failed run): the
+    formation's own nodes, and the nodes inside its formation nodes once they start (named
+    by their path, ``"sub/inner_node"``, as the run's result names them; a formation map's
+    items are not traced apart, as in the result)."""
 
-    def __init__(self, decl: FormationDecl) -> None:
+    def __init__(self, formation: Formation) -> None:
         self.lock = threading.Lock()
-        self.nodes: dict[str, dict[str, Any]] = {
-            n.name: {"name": n.name, "status": "pending", "attempts": 0, "visits": 0, "started_at": None,
-                     "finished_at": None, "duration_s": 0.0, "usage": usage_dict(None), "error": None}
-            for n in decl.nodes
-        }
+        self.nodes: dict[str, dict[str, Any]] = {name: _trace(name) for name in formation.graph.nodes}
+        self.nested = _formation_paths(formation, "")
+        """The paths of formation nodes, at any depth: the nodes inside them are traced."""
 
     def __call__(self, event: FormationEvent) -> None:
         node = self.nodes.get(event.node or "")
         if node is None:
-            return
+            path = event.node or ""
+            if path.rpartition("/")[0] not in self.nested:
+                return
+            with self.lock:  # cancelled() and failed() copy the traces under it
+                node = self.nodes.setdefault(path, _trace(path))
         data, kind = event.data, event.type
         with self.lock:
             if kind is FormationEventType.NODE_STARTED:
@@ -58,6 +63,20 @@ class Tracker:
             elif kind is FormationEventType.NODE_SKIPPED:
                 node["status"] = "skipped"
                 node["error"] = data.get("error") or node["error"]
+
+
+def _trace(name: str) -> dict[str, Any]:
+    return {"name": name, "status": "pending", "attempts": 0, "visits": 0, "started_at": None, "finished_at": None,
+            "duration_s": 0.0, "usage": usage_dict(None), "error": None}
+
+
+def _formation_paths(formation: Formation, prefix: str) -> set[str]:
+    paths = set()
+    for name, attrs in formation.graph.nodes(data=True):
+        if attrs.get("kind") == "formation":
+            paths.add(prefix + name)
+            paths |= _formation_paths(attrs["formation"], f"{prefix}{name}/")
+    return paths
 
 
 def settled(run: RunOut, result: FormationResult) -> RunOut:
