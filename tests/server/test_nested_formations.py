@@ -265,3 +265,35 @@ def test_the_openapi_document_describes_nested_formations_and_the_delete_conflic
     jsonschema.Draft202012Validator(schema).validate(declaration)
     assert "409" in doc["paths"]["/formations/{id}"]["delete"]["responses"]
     assert "used_by" in doc["components"]["schemas"]["ErrorOut"]["properties"]
+
+
+def test_an_interrupt_inside_a_nested_formation_suspends_the_run_and_resume_answers_it(
+    client: httpx.Client
+) -> None:
+    asking = create(client, nesting("asking", {"name": "ask", "kind": "function", "function": "ask"}))
+    fid = create(client, nesting("outer", sub(asking), {"name": "shout", "kind": "function", "function": "shout"},
+                                 edges=[{"from": "sub", "to": "shout"}]))
+
+    suspended = client.post(f"/formations/{fid}/run", json={"input": "draft"}).json()
+    assert suspended["status"] == "suspended", suspended
+    assert suspended["interrupt"] == {"node": "sub/ask", "payload": {"question": "publish 'draft'?"}}
+    resumed = client.post(f"/runs/{suspended['id']}/resume", json={"answer": "yes"})
+
+    assert resumed.status_code == 200, resumed.text
+    assert (resumed.json()["status"], resumed.json()["output"]) == ("succeeded", "DRAFT: YES")
+
+
+def test_replacing_a_nested_formation_so_types_no_longer_agree_fails_the_outer_run_with_400(
+    client: httpx.Client
+) -> None:
+    inner = loud(client)
+    fid = create(client, nesting("outer", sub(inner), {"name": "split", "kind": "function", "function": "words"},
+                                 edges=[{"from": "sub", "to": "split"}]))
+    replaced = client.put(f"/formations/{inner}", json=nesting("splitting", {"name": "split", "kind": "function",
+                                                                             "function": "words"}))
+    assert replaced.status_code == 200, replaced.text
+
+    response = client.post(f"/formations/{fid}/run", json={"input": "a b"})
+
+    assert response.status_code == 400
+    assert any("'sub'" in p and "'split'" in p for p in response.json()["problems"]), response.json()
