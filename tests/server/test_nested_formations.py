@@ -297,3 +297,34 @@ def test_replacing_a_nested_formation_so_types_no_longer_agree_fails_the_outer_r
 
     assert response.status_code == 400
     assert any("'sub'" in p and "'split'" in p for p in response.json()["problems"]), response.json()
+
+
+def test_resuming_after_a_nested_formation_changed_shape_is_409_mismatch(client: httpx.Client) -> None:
+    asking = create(client, nesting("asking", {"name": "ask", "kind": "function", "function": "ask"}))
+    fid = create(client, nesting("outer", sub(asking)))
+    suspended = client.post(f"/formations/{fid}/run", json={"input": "draft"}).json()
+    other = nesting("asking", {"name": "other", "kind": "function", "function": "shout"})
+    assert client.put(f"/formations/{asking}", json=other).status_code == 200
+
+    response = client.post(f"/runs/{suspended['id']}/resume", json={"answer": "yes"})
+
+    assert response.status_code == 409, response.text
+    assert response.json()["kind"] == "mismatch"
+    assert "node 'ask' (function) is missing" in response.json()["error"]
+    assert client.get(f"/runs/{suspended['id']}").json()["error_kind"] == "mismatch"
+
+
+def test_a_run_failed_by_a_nested_mismatch_resumes_once_the_formation_is_restored(client: httpx.Client) -> None:
+    asking = nesting("asking", {"name": "ask", "kind": "function", "function": "ask"})
+    inner = create(client, asking)
+    suspended = client.post(f"/formations/{create(client, nesting('outer', sub(inner)))}/run",
+                            json={"input": "draft"}).json()
+    other = nesting("asking", {"name": "other", "kind": "function", "function": "shout"})
+    assert client.put(f"/formations/{inner}", json=other).status_code == 200
+    assert client.post(f"/runs/{suspended['id']}/resume", json={"answer": "yes"}).status_code == 409
+    assert client.put(f"/formations/{inner}", json=asking).status_code == 200
+
+    resumed = client.post(f"/runs/{suspended['id']}/resume", json={})
+
+    assert resumed.status_code == 200, resumed.text
+    assert (resumed.json()["status"], resumed.json()["output"]) == ("succeeded", "draft: yes")

@@ -14,6 +14,7 @@ from ..formation import Formation
 from ..formation.events import FormationEvent, FormationEventType
 from ..formation.result import FormationResult
 from ..formation.runtime import NodeTimeoutError
+from ..store import FormationMismatchError
 from .convert import jsonable, usage_dict
 from .errors import find_agent_error, status_for_kind
 from .ids import rfc3339
@@ -103,9 +104,12 @@ def cancelled(run: RunOut, tracker: Tracker, started: float, reason: str, status
 
 def failure(exc: BaseException, timed_out: bool, entry: Collection[str] = ()) -> tuple[int, str]:
     """The status and ``kind`` of a failed run: ``input`` (400) when the run's input did not
-    fit an entry node, else the provider's failure (502/504), a timeout, or ``runtime`` (500)."""
+    fit an entry node, ``mismatch`` (409) when a resumed run's nested formation changed shape
+    since the run began, else the provider's failure (502/504), a timeout, or ``runtime`` (500)."""
     if getattr(exc, "node", None) in entry and any(isinstance(e, PayloadError) for e in _chain(exc)):
         return 400, "input"
+    if any(isinstance(e, FormationMismatchError) for e in _chain(exc)):
+        return 409, "mismatch"
     agent_error = find_agent_error(exc)
     if agent_error is not None:
         return status_for_kind(agent_error.kind), agent_error.kind.value
