@@ -4,11 +4,12 @@ A declaration names what Python would pass as objects: agent and fleet nodes nam
 stored agent by ``agent_id``, function and map nodes a registered function by ``function``
 (a map node calls it on every item of its list input, ``max_workers`` at once), formation
 nodes a stored formation by ``formation_id`` (a map node may run one per item instead of a
-function; :mod:`.nesting` loads and checks them), and edge conditions a registered predicate by ``condition``; ``"on_error": true`` makes an
-error edge. Policies (``retries``, ``backoff``, ``retry_on``, ``max_backoff``, ``jitter``,
-``timeout``, ``on_error``, ``concurrency``, ``max_visits``) sit on the node, flat or under
-``policies``; ``retry_on`` names exception classes: built-in ones (``"ConnectionError"``)
-or those of :mod:`wingman_actors.errors` (``"NodeTimeoutError"``)::
+function; :mod:`.nesting` loads and checks them), and edge conditions a registered
+predicate by ``condition``; ``"on_error": true`` makes an error edge. Policies
+(``retries``, ``backoff``, ``retry_on``, ``max_backoff``, ``jitter``, ``timeout``,
+``on_error``, ``concurrency``, ``max_visits``) sit on the node, flat or under ``policies``;
+``retry_on`` names exception classes: built-in ones (``"ConnectionError"``) or those of
+:mod:`wingman_actors.errors` (``"NodeTimeoutError"``)::
 
     {"name": "digest",
      "nodes": [{"name": "clean", "kind": "function", "function": "strip_text"},
@@ -28,14 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import errors
 from ..agent import Agent
-from ..errors import FormationSetupError
 from ..formation import Formation
 from .errors import ApiError
 from .functions import FunctionRegistry
 from .limits import MAX_BACKOFF_S, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT_S, MAX_VISITS, MAX_WORKERS
 
 __all__ = [
-    "EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "assemble", "build_formation", "declaration_problems",
+    "EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "assemble", "declaration_problems",
     "exception_class", "setup_error",
 ]
 
@@ -257,39 +257,12 @@ def setup_error(name: str, problems: list[str]) -> ApiError:
     return ApiError(400, f"formation {name!r} is not valid ({len(problems)} problem(s)): {lines}", problems=problems)
 
 
-def build_formation(
-    decl: FormationDecl, registry: FunctionRegistry, agents: Mapping[str, Agent],
-    formations: Mapping[str, Formation] | None = None,
-) -> Formation:
-    """The formation ``decl`` declares, validated.
-
-    Args:
-        decl: the declaration.
-        registry: where function and predicate names are looked up.
-        agents: the agents by id (with or without providers: validation needs none).
-        formations: the formations its formation and map nodes nest, by id (built by
-            :func:`~wingman_actors.server.nesting.build_nested`).
-
-    Raises:
-        ApiError: 400 listing every problem, the formation validator's included.
-    """
-    formations = formations or {}
-    problems = declaration_problems(decl, registry, agents, formations)
-    if problems:
-        raise setup_error(decl.name, problems)
-    formation = assemble(decl, registry, agents, formations)
-    try:
-        formation.validate()
-    except FormationSetupError as exc:
-        raise setup_error(decl.name, exc.problems) from None
-    return formation
-
-
 def assemble(
     decl: FormationDecl, registry: FunctionRegistry, agents: Mapping[str, Agent], formations: Mapping[str, Formation]
 ) -> Formation:
-    """The formation ``decl`` declares, unchecked: ``decl`` must have no
-    :func:`declaration_problems` (its functions, agents and nested formations exist)."""
+    """The formation ``decl`` declares, unvalidated: ``decl`` must have no
+    :func:`declaration_problems` (its functions, agents and nested formations exist).
+    :func:`~wingman_actors.server.nesting.build_nested` checks, builds and validates."""
     graph = nx.DiGraph()
     for n in decl.nodes:
         attrs: dict[str, Any] = {"kind": n.kind, **n.policy_values()}
