@@ -328,3 +328,17 @@ def test_a_run_failed_by_a_nested_mismatch_resumes_once_the_formation_is_restore
 
     assert resumed.status_code == 200, resumed.text
     assert (resumed.json()["status"], resumed.json()["output"]) == ("succeeded", "draft: yes")
+
+
+def test_nesting_formations_more_than_32_levels_deep_is_400(client: httpx.Client) -> None:
+    fid = create(client, nesting("level0", {"name": "a", "kind": "function", "function": "clean"}))
+    for level in range(1, 33):
+        fid = create(client, nesting(f"level{level}", sub(fid)))
+    assert client.post(f"/formations/{fid}/run", json={"input": " deep "}).json()["output"] == "deep"
+
+    response = client.post("/formations", json=nesting("level33", sub(fid)))
+
+    assert response.status_code == 400
+    assert response.json()["problems"] == [
+        "nodes[0] ('sub'): nests formations 33 levels deep ('level32' → 'level31' → 'level30' → 'level29' → ...), "
+        "more than the 32 the server allows; flatten some of them"]

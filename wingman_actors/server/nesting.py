@@ -13,6 +13,7 @@ A formation that another one nests cannot be deleted (:func:`nested_in`).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from graphlib import TopologicalSorter
 
 from ..agent import Agent
 from ..errors import FormationSetupError
@@ -20,10 +21,11 @@ from ..formation import Formation
 from .declaration import FormationDecl, assemble, declaration_problems, setup_error
 from .errors import ApiError
 from .functions import FunctionRegistry
+from .limits import MAX_NESTING
 from .schemas import FormationOut
 from .store import Store
 
-__all__ = ["agent_ids", "build_nested", "declaration_of", "load_nested", "loop_problems", "nested_in"]
+__all__ = ["agent_ids", "build_nested", "declaration_of", "depth_problems", "load_nested", "loop_problems", "nested_in"]
 
 
 def declaration_of(record: FormationOut) -> FormationDecl:
@@ -109,6 +111,24 @@ def loop_problems(decl: FormationDecl, nested: Mapping[str, FormationDecl], own_
     return problems
 
 
+def depth_problems(decl: FormationDecl, nested: Mapping[str, FormationDecl]) -> list[str]:
+    """The nodes of ``decl`` that nest formations more than :data:`~.limits.MAX_NESTING`
+    deep. ``nested`` (what :func:`load_nested` found) must hold no loop."""
+    refs = {fid: [r for r in _ids(d) if r in nested] for fid, d in nested.items()}
+    deepest: dict[str, list[str]] = {}  # by id: its longest chain of nested ids, itself first
+    for fid in TopologicalSorter(refs).static_order():  # the nested before those nesting them
+        below = max((deepest[r] for r in refs[fid]), key=len, default=[])
+        deepest[fid] = [fid, *below]
+    problems = []
+    for i, n in enumerate(decl.nodes):
+        chain = deepest.get(n.formation_id or "")
+        if chain is not None and len(chain) > MAX_NESTING:
+            path = " → ".join(repr(nested[fid].name) for fid in chain[:4])
+            problems.append(f"nodes[{i}] ({n.name!r}): nests formations {len(chain)} levels deep ({path} → ...), "
+                            f"more than the {MAX_NESTING} the server allows; flatten some of them")
+    return problems
+
+
 def build_nested(
     decl: FormationDecl, registry: FunctionRegistry, agents: Mapping[str, Agent],
     nested: Mapping[str, FormationDecl], own_id: str | None = None,
@@ -132,7 +152,8 @@ def build_nested(
     problems = declaration_problems(decl, registry, agents, nested) + loops
     built: dict[str, Formation | list[str]] = {}
     if not loops:  # no loop below decl either, so the recursion ends
-        problems += _inner_problems(decl, registry, agents, nested, built)
+        deep = depth_problems(decl, nested)
+        problems += deep or _inner_problems(decl, registry, agents, nested, built)
     if problems:
         raise setup_error(decl.name, problems)
     formation = assemble(decl, registry, agents, _formations(built))
