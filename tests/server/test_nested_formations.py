@@ -342,3 +342,16 @@ def test_nesting_formations_more_than_32_levels_deep_is_400(client: httpx.Client
     assert response.json()["problems"] == [
         "nodes[0] ('sub'): nests formations 33 levels deep ('level32' → 'level31' → 'level30' → 'level29' → ...), "
         "more than the 32 the server allows; flatten some of them"]
+
+
+def test_a_formation_made_too_deep_by_a_put_below_it_is_400_when_run(client: httpx.Client) -> None:
+    bottom = fid = create(client, nesting("level0", {"name": "a", "kind": "function", "function": "clean"}))
+    for level in range(1, 33):
+        fid = create(client, nesting(f"level{level}", sub(fid)))
+    extra = create(client, nesting("extra", {"name": "a", "kind": "function", "function": "clean"}))
+    assert client.put(f"/formations/{bottom}", json=nesting("level0", sub(extra))).status_code == 200
+
+    response = client.post(f"/formations/{fid}/run", json={"input": "x"})
+
+    assert response.status_code == 400
+    assert "nests formations 33 levels deep" in response.json()["problems"][0]
