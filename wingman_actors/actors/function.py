@@ -11,6 +11,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from ..core import Usage
 from ..errors import PayloadError
 from ..orchestration.blackboard import current_blackboard
+from ._payloads import isolate
 from .base import NodeActor
 from .envelope import Work
 
@@ -64,7 +65,7 @@ class FunctionActor(NodeActor):
             )
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
-        payload = env.payload
+        payload = isolate(env.payload)  # the function may change it: a copy of its own
         board = _NO_BOARD
         if self.board_param != "none":
             found = current_blackboard()  # the run's board, made active by handle_work

@@ -32,6 +32,7 @@ from ..core import Usage
 from ..errors import AgentError, ErrorKind, MapItemsError, PayloadError
 from ..fleet import DEFAULT_MAX_WORKERS
 from ..interrupts import RunSuspended
+from ._payloads import isolate
 from .base import NodeActor, NodeObserver
 from .envelope import Work
 from .function import _plain_class, _type_name
@@ -154,7 +155,7 @@ class MapActor(NodeActor):
         self.on_stop()  # a crashed actor gets no on_stop: its workers end here instead
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
-        items = env.payload
+        items = isolate(env.payload)  # the function may change its items: copies of their own
         if not isinstance(items, list | tuple):
             raise PayloadError(
                 f"map node {self.name!r} needs a list input (one call per item), "
