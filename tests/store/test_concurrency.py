@@ -119,3 +119,31 @@ def test_two_processes_writing_one_file_lose_nothing(path: Path) -> None:
         assert len(listed) == 2 * runs
         for who in ("parent", "child"):
             assert store.load(f"{who}-{runs - 1}").visits == {"a": {1: 1}, "b": {1: 2}, "c": {1: 3}}
+
+
+_READ_AND_CLOSE = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+print(conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+conn.close()  # the last connection to the file checkpoints it and deletes its WAL
+"""
+
+
+def _count_in_another_process(path: Path) -> int:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _READ_AND_CLOSE, str(path)], capture_output=True, text=True,
+                          timeout=60, check=True)
+    return int(done.stdout)
+
+
+def test_opening_and_closing_a_second_store_keeps_the_first_one_visible_to_other_processes(path: Path) -> None:
+    shape = chain_shape()
+    with RunStore(path) as first:
+        first.begin_run("chain", shape, 1)
+        RunStore(path).close()  # must not drop the locks that tell other processes `first` uses the file
+        assert _count_in_another_process(path) == 1
+        assert path.with_name(path.name + "-wal").exists()  # another process's close left it to `first`
+        first.begin_run("chain", shape, 2)
+        assert _count_in_another_process(path) == 2

@@ -26,25 +26,32 @@ _STATUS = "CASE WHEN status = 'suspended' AND expires IS NOT NULL AND expires <=
 class ReaderPool:
     """Read-only connections, one per concurrent reader, reused (at most a few kept idle)."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(self, connect: Callable[[], sqlite3.Connection], path: str) -> None:
         self._connect = connect
+        self._path = path
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
 
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one read; SQLite's errors come out as :class:`StoreError`."""
         with self._lock:
             if self._closed:
                 raise StoreClosedError("the run store is closed; open a new RunStore(path)")
             conn = self._idle.pop() if self._idle else None
         if conn is None:
             conn = self._connect()
+        keep = True
         try:
             yield conn
+        except sqlite3.Error as exc:
+            keep = False  # not reused after a failure
+            raise StoreError(f"run store {self._path}: a read failed: {exc}; try again, and if it fails again "
+                             f"check the file (sqlite3 {self._path} 'PRAGMA integrity_check')") from exc
         finally:
             with self._lock:
-                keep = not self._closed and len(self._idle) < _MAX_IDLE
+                keep = keep and not self._closed and len(self._idle) < _MAX_IDLE
                 if keep:
                     self._idle.append(conn)
             if not keep:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import itertools
 import json
@@ -18,7 +19,7 @@ import networkx as nx  # type: ignore[import-untyped]
 from . import _bulk
 from ._checkpoint import Checkpointer
 from ._codec import Codec
-from ._errors import FormationMismatchError
+from ._errors import FormationMismatchError, StoreError
 from ._ops import (
     KINDS,
     Answer,
@@ -68,8 +69,10 @@ def _new_run_id() -> str:
 
 def _shutdown(writer: Writer, checkpointer: Checkpointer, readers: ReaderPool, owner: int) -> None:
     checkpointer.stop()
-    writer.stop(ReleaseOwn(owner, time.time()))
-    readers.close()
+    try:
+        writer.stop(ReleaseOwn(owner, time.time()))
+    finally:
+        readers.close()
 
 
 class RunStore:
@@ -146,13 +149,18 @@ class RunStore:
         path_ = self._path
         checkpointer = Checkpointer(lambda: connect(path_, synchronous=synchronous), lambda: writer.committed,
                                     "wingman-store-checkpoint")
-        self._readers = ReaderPool(lambda: connect(path_, synchronous=synchronous, read_only=True))
+        self._readers = ReaderPool(lambda: connect(path_, synchronous=synchronous, read_only=True), path_)
         # Closes the store at interpreter exit (flushing pending writes) if close() was not called.
         self._finalizer = weakref.finalize(self, _shutdown, writer, checkpointer, self._readers, self._owner)
         self._close_lock = threading.Lock()
         if recover:
-            self.mark_interrupted()
-            self.expire()
+            try:
+                self.mark_interrupted()
+                self.expire()
+            except BaseException:
+                with contextlib.suppress(StoreError):
+                    self._finalizer()  # the threads end with the failed open
+                raise
 
     def __repr__(self) -> str:
         return f"RunStore({self._path!r})"

@@ -175,6 +175,8 @@ class Writer:
         if op.done is not None:  # always, for an op that waits
             op.done.acquire()
         if op.error is not None:
+            if isinstance(op.error, sqlite3.Error):  # SQLite's own error: say which write it failed
+                raise StoreWriteError([f"{op.describe()}: {op.error}"]) from op.error
             raise op.error
         return op.result
 
@@ -229,12 +231,18 @@ class Writer:
 
     def _finish(self, batch: list[Op]) -> None:
         self._committed = batch[-1].seq
+        failed: list[str] = []
         for op in batch:
             if op.done is not None:
                 op.done.release()
             elif op.error is not None:
-                with self._mutex:
-                    self._failures.append(f"{op.describe()}: {op.error}")
+                failed.append(f"{op.describe()}: {op.error}")
+        if failed:
+            # Nobody waits for these: logged once here, and kept for the next flush() or close().
+            _log.error("run store: %d journal write(s) failed, e.g. %s; flush() or close() of the store raises "
+                       "them", len(failed), failed[0])
+            with self._mutex:
+                self._failures.extend(failed)
         if isinstance(batch[-1], Stop):
             with self._mutex:
                 self._stopped = True
@@ -255,8 +263,11 @@ class Writer:
                     # carries many.
                     time.sleep(_GATHER_S)
                 with self._write:
-                    while self._drain_once():
-                        pass
+                    try:
+                        while self._drain_once():
+                            pass
+                    except Exception:  # the batch's ops have their error: keep serving the others
+                        _log.exception("run store: the writer thread failed to apply a batch; carrying on")
         finally:
             with self._write:
                 self._conn.close()
