@@ -222,7 +222,15 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
         StoreVersionError: the file's schema is newer than this wingman-actors knows.
     """
     try:
-        version = _check_identity(conn, path)  # a read: opening a store of the latest version writes nothing
+        # A read (opening a store of the latest version writes nothing), in one transaction:
+        # its application id and tables from one moment, not from either side of another
+        # process's first migration.
+        conn.execute("BEGIN")
+        try:
+            version = _check_identity(conn, path)
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
         if version < LATEST_VERSION:
             version = _upgrade(conn, path)
     except sqlite3.DatabaseError as exc:
