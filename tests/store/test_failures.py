@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from wingman_actors import Formation
 from wingman_actors.store import RunStore, StoreError, StoreWriteError
 
 from .conftest import chain_shape
@@ -50,3 +51,30 @@ def test_a_failed_write_nobody_waits_for_is_logged_once_and_raised_by_flush(
         failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
         assert len(failures) == 1 and run_id in failures[0].getMessage()
         store.flush()  # reported once
+
+
+def _pair() -> Formation:
+    return Formation("pair").add_function("a", lambda x: x + 1).add_function("b", lambda x: x * 2).connect("a", "b")
+
+
+def test_a_run_whose_journal_writes_fail_raises_a_store_write_error_naming_it(path: Path) -> None:
+    with RunStore(path) as store:
+        _drop_the_journal(path)
+        with pytest.raises(StoreWriteError, match=r"record visit of node 'a' \(visit 1\) of run 'mine'"):
+            _pair().run(1, store=store, run_id="mine")
+
+
+def test_a_run_is_not_failed_by_the_failed_writes_of_another_run(path: Path) -> None:
+    with RunStore(path) as store:
+        store.record_visit("another", "a", 1, 0)  # no such run: this write fails
+        assert _pair().run(1, store=store, run_id="mine").output == 4
+        with pytest.raises(StoreWriteError, match="'another'"):
+            store.flush()
+
+
+def test_a_run_on_a_shared_store_returns_once_its_status_is_committed(path: Path) -> None:
+    with RunStore(path) as store:
+        _pair().run(1, store=store, run_id="mine")
+        conn = sqlite3.connect(path)  # another connection (as another process) sees it
+        assert conn.execute("SELECT status FROM runs WHERE id = 'mine'").fetchone() == ("succeeded",)
+        conn.close()

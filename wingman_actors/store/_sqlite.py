@@ -304,15 +304,20 @@ class RunStore:
         self._writer.call(Claim(run_id, self._owner, self._here, time.time(), self._path))
         return self.load(run_id)
 
-    def flush(self) -> None:
+    def flush(self, run_id: str | None = None) -> None:
         """Wait until every write made so far is committed.
+
+        Args:
+            run_id: report only this run's failed writes (the others are kept for the
+                next flush or close).
 
         Raises:
             StoreWriteError: writes that returned at once (record_*, set_status) failed
                 since the last flush; one line each.
         """
-        self._writer.call(Flush())
-        failures = self._writer.take_failures()
+        if self._writer.pending:
+            self._writer.call(Flush())
+        failures = self._writer.take_failures(run_id)
         if failures is not None:
             raise failures
 

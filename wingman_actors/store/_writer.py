@@ -68,6 +68,10 @@ class Op:
     def describe(self) -> str:
         return type(self).__name__
 
+    def belongs_to(self) -> str | None:
+        """The run this write belongs to, if one (its failure is reported with that run)."""
+        return None
+
 
 class Stop(Op):
     """The last op: the writer commits it and exits. ``final`` runs inside its batch."""
@@ -119,7 +123,7 @@ class Writer:
         self._closed = False
         self._stopped = False
         self._idle = False  # the writer thread waits for work
-        self._failures: list[str] = []
+        self._failures: list[tuple[str | None, str]] = []  # (run id, what failed)
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -180,11 +184,17 @@ class Writer:
             raise op.error
         return op.result
 
-    def take_failures(self) -> StoreWriteError | None:
-        """The failures of ops nobody waited for, since the last call (then forgotten)."""
+    def take_failures(self, run_id: str | None = None) -> StoreWriteError | None:
+        """The failures of ops nobody waited for, since the last call (then forgotten);
+        with ``run_id``, only that run's (the others are kept)."""
         with self._mutex:
-            failures, self._failures = self._failures, []
-        return StoreWriteError(failures) if failures else None
+            if run_id is None:
+                taken, self._failures = self._failures, []
+            else:
+                taken = [f for f in self._failures if f[0] == run_id]
+                if taken:
+                    self._failures = [f for f in self._failures if f[0] != run_id]
+        return StoreWriteError([line for _, line in taken]) if taken else None
 
     def stop(self, final: Op | None = None) -> None:
         """Apply everything queued, then ``final``, commit, close the connection and end
@@ -230,19 +240,19 @@ class Writer:
         return True
 
     def _finish(self, batch: list[Op]) -> None:
+        failed = [(op.belongs_to(), f"{op.describe()}: {op.error}") for op in batch
+                  if op.error is not None and op.done is None]
+        if failed:
+            # Nobody waits for these: logged once here, and kept for flush() or close() (kept
+            # before the batch counts as committed, so a flush that sees it committed sees them).
+            _log.error("run store: %d journal write(s) failed, e.g. %s; flush() or close() of the store raises "
+                       "them", len(failed), failed[0][1])
+            with self._mutex:
+                self._failures.extend(failed)
         self._committed = batch[-1].seq
-        failed: list[str] = []
         for op in batch:
             if op.done is not None:
                 op.done.release()
-            elif op.error is not None:
-                failed.append(f"{op.describe()}: {op.error}")
-        if failed:
-            # Nobody waits for these: logged once here, and kept for the next flush() or close().
-            _log.error("run store: %d journal write(s) failed, e.g. %s; flush() or close() of the store raises "
-                       "them", len(failed), failed[0])
-            with self._mutex:
-                self._failures.extend(failed)
         if isinstance(batch[-1], Stop):
             with self._mutex:
                 self._stopped = True
