@@ -4,7 +4,7 @@ runs on one store file that another process uses at the same time.
 ``work`` runs in a child process (the spawn context: a fresh interpreter, as a second
 worker process of a user's would be). Threads of even number pass the store's path to
 every ``run``/``resume`` (a store opened and closed per call); odd ones share one
-``RunStore`` of the process. One more thread lists runs and prunes old ones meanwhile.
+``RunStore`` of the process; half the resumes use the other kind. One more thread lists runs and prunes old ones meanwhile.
 Each run's outcome is written to ``<out>`` as JSON: ``{run_id: [status, detail]}`` for
 the parent to check against the store.
 """
@@ -50,18 +50,19 @@ def expected(x: int) -> tuple[str, int | None]:
     return "succeeded", (x + 1) * 2
 
 
-def _one(f: Formation, store: RunStore | str, run_id: str, x: int) -> list[Any]:
-    """Run ``x`` (resuming it if it suspends or fails): [status, output or error]."""
+def _one(f: Formation, store: RunStore | str, again: RunStore | str, run_id: str, x: int) -> list[Any]:
+    """Run ``x`` on ``store`` (resuming it on ``again`` if it suspends or fails): [status,
+    output or error]."""
     try:
         result = f.run(x, store=store, run_id=run_id)
         if result.status == "suspended":
-            result = f.resume(run_id, store=store, answer=1000 + x)
+            result = f.resume(run_id, store=again, answer=1000 + x)
         return [result.status, result.output]
     except FormationRuntimeError as exc:
         if "is refused" not in str(exc):
             return ["error", f"{type(exc).__name__}: {exc}"]
         try:
-            f.resume(run_id, store=store)
+            f.resume(run_id, store=again)
         except FormationRuntimeError as again:
             return ["failed", None] if "is refused" in str(again) else ["error", f"resume: {again}"]
         return ["error", "the resumed run of a refused input succeeded"]
@@ -81,7 +82,8 @@ def work(path: str, tag: str, threads: int, runs: int, out: str) -> None:
             store: RunStore | str = shared if t % 2 else path
             for i in range(runs):
                 run_id = f"{tag}-{t}-{i}"
-                outcome = _one(f, store, run_id, i)
+                # every other run resumes on the other kind of store
+                outcome = _one(f, store, (path if t % 2 else shared) if i % 4 >= 2 else store, run_id, i)
                 with lock:
                     outcomes[run_id] = outcome
 
