@@ -22,10 +22,19 @@ from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.store import FormationShape, RunStore
 
-__all__ = ["SEEDED", "expected", "open_fresh", "work"]
+__all__ = ["SEEDED", "expected", "open_fresh", "start_together", "work"]
 
 SEEDED = "seeded"
 """The formation name of the old runs the parent seeds (and the pruners delete)."""
+
+
+def start_together(folder: str | Path, tag: str) -> None:
+    """Say this process is ready (``ready-<tag>``), then wait for the parent's ``go``."""
+    Path(folder, f"ready-{tag}").touch()
+    go = Path(folder, "go")
+    deadline = time.monotonic() + 60
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 def _gate(x: int) -> int:
@@ -74,6 +83,7 @@ def work(path: str, tag: str, threads: int, runs: int, out: str) -> None:
     """Run ``threads`` x ``runs`` runs (ids ``<tag>-<thread>-<i>``, inputs ``i``) on ``path``
     while one more thread lists and prunes; write the outcomes to ``out``."""
     f = formation()
+    start_together(Path(out).parent, tag)
     outcomes: dict[str, list[Any]] = {}
     lock = threading.Lock()
     done = threading.Event()
@@ -118,6 +128,7 @@ def open_fresh(folder: str, tag: str, threads: int, files: int, out: str) -> Non
     errors: dict[str, str] = {}
     lock = threading.Lock()
     shape = FormationShape.of(formation().graph)
+    start_together(folder, tag)
 
     def opener(t: int) -> None:
         for k in range(files):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sqlite3
-import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -38,14 +38,24 @@ def _seed_old_runs(path: Path) -> None:
     conn.close()
 
 
+def _go_when_ready(folder: Path, tags: list[str]) -> None:
+    """Wait until every child is ready (see ``crowd_worker.start_together``), then let them go."""
+    deadline = time.monotonic() + 60
+    while not all((folder / f"ready-{tag}").exists() for tag in tags) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    (folder / "go").touch()
+
+
 def _run_processes(path: Path, tmp_path: Path, round_: int) -> dict[str, list[object]]:
     ctx = multiprocessing.get_context("spawn")
     outs = [tmp_path / f"outcomes-{round_}-{n}.json" for n in range(PROCESSES)]
-    children = [ctx.Process(target=crowd_worker.work, args=(str(path), f"r{round_}p{n}", THREADS, RUNS, str(out)),
-                            name=f"crowd-{n}") for n, out in enumerate(outs)]
+    tags = [f"r{round_}p{n}" for n in range(PROCESSES)]
+    children = [ctx.Process(target=crowd_worker.work, args=(str(path), tag, THREADS, RUNS, str(out)),
+                            name=f"crowd-{n}") for n, (tag, out) in enumerate(zip(tags, outs, strict=True))]
     for child in children:
         child.start()
     try:
+        _go_when_ready(tmp_path, tags)
         for child in children:
             child.join(120)
     finally:
@@ -95,9 +105,10 @@ def test_many_openers_of_a_file_that_does_not_exist_yet_all_open_it(tmp_path: Pa
     for child in children:
         child.start()
     try:
+        _go_when_ready(tmp_path, [f"p{n}" for n in range(PROCESSES)])
         for k in range(FRESH_FILES):  # the children wait for each go file, then all open at once
             (tmp_path / f"go-{k}").touch()
-            threading.Event().wait(0.1)
+            time.sleep(0.1)
         for child in children:
             child.join(60)
     finally:
