@@ -139,7 +139,8 @@ def check_path(path: str | os.PathLike[str]) -> str:
 
     Raises:
         StoreOpenError: the path is empty or ``:memory:``, a directory, in a folder that
-            does not exist, or an existing file that is not an SQLite database.
+            does not exist, or an existing file too short to be an SQLite database (the
+            header of a longer one is checked by SQLite, in :func:`connect`).
     """
     text = os.fspath(path)
     if not isinstance(text, str) or text in ("", ":memory:") or text.startswith("file:"):

@@ -81,8 +81,11 @@ class RunStore:
     One writer applies every write in call order and commits in groups (one commit for
     everything queued meanwhile, shared by concurrent callers); readers use their own
     connections (WAL: they never block the writer) and see every write made through this
-    store before the read. Several processes may share one file (SQLite's lock orders
-    their writers; a busy file is waited for up to 30 s, never "database is locked" at once).
+    store before the read. Any number of stores, in any number of threads and processes,
+    may open, use and close one file at once, a file that does not exist yet included
+    (SQLite's lock orders their writers; a busy file is waited for up to 30 s, never
+    "database is locked" at once). A store never opens the file other than through SQLite:
+    closing a descriptor of it would drop the process's locks on it, SQLite's included.
 
     Durability: ``begin_run``, ``claim_run`` and ``answer`` return once committed. The
     ``record_*`` calls and ``set_status`` return at once and commit in call order (what
