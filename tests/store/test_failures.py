@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wingman_actors import Formation
-from wingman_actors.store import RunStore, StoreError, StoreWriteError
+from wingman_actors.store import RunStore, StoreClosedError, StoreError, StoreWriteError
 
 from .conftest import chain_shape
 
@@ -78,3 +78,10 @@ def test_a_run_on_a_shared_store_returns_once_its_status_is_committed(path: Path
         conn = sqlite3.connect(path)  # another connection (as another process) sees it
         assert conn.execute("SELECT status FROM runs WHERE id = 'mine'").fetchone() == ("succeeded",)
         conn.close()
+
+
+def test_a_flush_of_a_closed_store_says_it_is_closed(path: Path) -> None:
+    store = RunStore(path)
+    store.close()
+    with pytest.raises(StoreClosedError, match="closed"):
+        store.flush()

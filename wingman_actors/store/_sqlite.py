@@ -318,7 +318,7 @@ class RunStore:
             StoreWriteError: writes that returned at once (record_*, set_status) failed
                 since the last flush; one line each.
         """
-        if self._writer.pending:
+        if self._writer.pending or self._writer.closed:  # (a closed store raises StoreClosedError)
             self._writer.call(Flush())
         failures = self._writer.take_failures(run_id)
         if failures is not None:

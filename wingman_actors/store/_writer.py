@@ -137,6 +137,11 @@ class Writer:
         """Whether some queued op has not committed yet."""
         return self._committed != self._seq
 
+    @property
+    def closed(self) -> bool:
+        """Whether the writer takes no more ops (it was stopped)."""
+        return self._closed
+
     def submit(self, op: Op, *, wake: bool = True) -> Op:
         """Queue ``op`` (it will be applied after every op queued before it)."""
         if op.wait:
