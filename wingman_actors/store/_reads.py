@@ -14,6 +14,7 @@ from ._errors import StoreClosedError, StoreError, UnknownRunError
 from ._ops import KINDS
 from ._records import Interrupt, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
 from ._shape import FormationShape
+from ._writer import FORKED, orphan_after_fork
 
 __all__ = ["ReaderPool", "get_run", "list_runs", "load_journal"]
 
@@ -32,13 +33,23 @@ class ReaderPool:
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._why = "the run store is closed; open a new RunStore(path)"
+        orphan_after_fork(self)
+
+    def orphan(self) -> None:
+        """In a child process made by ``fork()``: refuse reads; the parent's connections are
+        kept (never used, nor closed here)."""
+        self._lock = threading.Lock()
+        self._closed = True
+        self._why = FORKED
+        self._inherited, self._idle = self._idle, []
 
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
         """A connection for one read; SQLite's errors come out as :class:`StoreError`."""
         with self._lock:
             if self._closed:
-                raise StoreClosedError("the run store is closed; open a new RunStore(path)")
+                raise StoreClosedError(self._why)
             conn = self._idle.pop() if self._idle else None
         if conn is None:
             conn = self._connect()

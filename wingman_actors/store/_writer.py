@@ -19,21 +19,42 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ._errors import StoreClosedError, StoreError, StoreWriteError
 
-__all__ = ["Op", "Writer"]
+__all__ = ["Op", "Writer", "orphan_after_fork"]
 
 _log = logging.getLogger("wingman_actors.store")
 _MAX_BATCH = 2_000
 _GATHER_S = 0.001
 _GATHER_BELOW = 256
 _LEADER_EXTRA = 2  # batches a caller that committed its own op also commits for waiting callers
+_CLOSED = "the run store is closed; open a new RunStore(path)"
+FORKED = ("this RunStore was opened before the process forked: its SQLite connections belong to the parent "
+          "process, and using them here could damage the file; open a new RunStore(path) in this process")
+_orphans: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def orphan_after_fork(obj: Any) -> None:
+    """Call ``obj.orphan()`` in a child process made by ``fork()`` (it then refuses to be
+    used: SQLite connections must not cross a fork)."""
+    _orphans.add(obj)
+
+
+def _orphan_all() -> None:
+    for obj in list(_orphans):
+        obj.orphan()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_orphan_all)
 
 
 class Op:
@@ -124,8 +145,20 @@ class Writer:
         self._stopped = False
         self._idle = False  # the writer thread waits for work
         self._failures: list[tuple[str | None, str]] = []  # (run id, what failed)
+        self._why = _CLOSED
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        orphan_after_fork(self)
         self._thread.start()
+
+    def orphan(self) -> None:
+        """In a child process made by ``fork()``: refuse every op from now on, and never
+        touch the parent's connection (fresh locks: the parent's may have been held)."""
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
+        self._write = threading.Lock()
+        self._queue.clear()
+        self._closed = self._stopped = True
+        self._why = FORKED
 
     @property
     def committed(self) -> int:
@@ -149,7 +182,7 @@ class Writer:
             op.done.acquire()
         with self._mutex:
             if self._closed:
-                raise StoreClosedError("the run store is closed; open a new RunStore(path)")
+                raise StoreClosedError(self._why)
             self._seq += 1
             op.seq = self._seq
             self._queue.append(op)
