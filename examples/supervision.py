@@ -8,6 +8,9 @@
 3. ``on_error="fail"`` (the default): the run fails with ``FormationRuntimeError``
    carrying the node, its attempts, the run id, the partial outputs and the cause.
 4. ``timeout``: an attempt running past it counts as a failure (and is retried).
+5. ``retry_on`` and an error edge: only the errors ``retry_on`` names are retried, and
+   ``connect(node, handler, on_error=True)`` hands what still fails to a handler as a
+   ``NodeFailure``; the run goes on from the handler instead of failing.
 
 Run it with::
 
@@ -21,6 +24,7 @@ import time
 
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.formation import NodeFailure
 from wingman_actors.formation.events import FormationEvent
 
 
@@ -116,6 +120,27 @@ def main() -> None:
         f.run(1)
     except FormationRuntimeError as exc:
         print(f"   without retries: {exc}")
+
+    print("\n5. retry_on and an error edge")
+
+    def lookup(key: str) -> str:
+        raise KeyError(key)  # not a ConnectionError: not retried
+
+    def default(failure: NodeFailure) -> str:
+        return f"default for {failure.input!r} ({type(failure.error).__name__} after {failure.attempts} attempt)"
+
+    f = (
+        Formation("fallback")
+        .add_function("lookup", lookup, retries=3, backoff=0.01, retry_on=ConnectionError)
+        .add_function("shout", str.upper)
+        .add_function("default", default)
+        .connect("lookup", "shout")
+        .connect("lookup", "default", on_error=True)
+    )
+    result = f.run("colour", on_event=show_event)
+    print(f"   status={result.status} outputs={result.outputs}")
+    for name, t in result.nodes.items():
+        print(f"   {name:<8} {t.status:<9} attempts={t.attempts} error={t.error}")
 
 
 if __name__ == "__main__":

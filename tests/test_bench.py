@@ -14,10 +14,19 @@ from wingman_actors.cli import main
 def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
     assert list(SCENARIOS) == [
         "pipeline_throughput", "run_overhead", "cold_run", "hop_latency",
-        "fleet_makespan", "fleet_node_makespan", "dag_makespan", "inflight_runs", "actor_memory",
+        "fleet_makespan", "fleet_node_makespan", "map_makespan", "dag_makespan", "inflight_runs", "actor_memory",
         "store_journal", "durable_pipeline_throughput", "durable_overhead", "resume_latency",
         "cancel_latency", "timeout_overshoot", "ray_cpu_stage", "ray_hop_overhead", "ray_agent_makespan",
+        "nested_overhead",
     ]
+
+
+def test_map_makespan_reports_the_thread_floor_of_the_same_run() -> None:
+    result = SCENARIOS["map_makespan"](True)
+    assert (result.name, result.unit) == ("map_makespan", "x ideal")
+    assert result.baseline is not None and result.baseline > 0 and result.value > 0
+    assert result.meets == (round(result.value - result.baseline, 3) <= 0.02)
+    assert len(result.details["node_runs"]) == len(result.details["floor_runs"]) == 3
 
 
 def test_fleet_node_makespan_reports_the_bare_fleet_of_the_same_run() -> None:

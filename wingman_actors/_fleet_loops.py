@@ -1,6 +1,6 @@
 """The worker loops of a :class:`~wingman_actors.fleet.Fleet`: how task indices are
 handed out to its workers, how one worker loop reports how it ended, and the long-lived
-pool of worker threads a fleet node keeps across its runs."""
+pool of worker threads a fleet or map node keeps across its runs."""
 
 from __future__ import annotations
 
@@ -72,11 +72,13 @@ class WorkerPool(Executor):
     daemon threads: one stuck in a model call never holds the interpreter at exit.
 
     Args:
-        name: threads are named ``wingman-fleet-{name}-{i}``.
+        name: threads are named ``{prefix}-{name}-{i}``.
+        prefix: the first part of the threads' names.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, prefix: str = "wingman-fleet") -> None:
         self._name = name
+        self._prefix = prefix
         self._jobs: SimpleQueue[_Job | None] = SimpleQueue()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -97,7 +99,7 @@ class WorkerPool(Executor):
                 self._idle -= 1
             else:
                 thread = threading.Thread(
-                    target=self._work, name=f"wingman-fleet-{self._name}-{len(self._threads)}", daemon=True
+                    target=self._work, name=f"{self._prefix}-{self._name}-{len(self._threads)}", daemon=True
                 )
                 thread.start()  # may raise RuntimeError (no more threads): nothing was queued
                 self._threads.append(thread)

@@ -12,11 +12,12 @@ __all__ = ["back_edges"]
 
 def back_edges(graph: nx.DiGraph) -> set[tuple[Any, Any]]:
     """The edges closing a cycle: an edge to a node on the stack of a depth-first search
-    started from the sources in graph order (then from any node left unvisited)."""
+    started from the sources (nodes with no incoming edge but their own self-loop) in graph
+    order, then from any node left unvisited (a graph validation refuses)."""
     on_stack: set[Any] = set()
     done: set[Any] = set()
     back: set[tuple[Any, Any]] = set()
-    roots = [n for n in graph if graph.in_degree(n) == 0] + list(graph)
+    roots = [n for n in graph if all(u == n for u in graph.predecessors(n))] + list(graph)
     for root in roots:
         if root in on_stack or root in done:
             continue

@@ -9,10 +9,13 @@ Every error the library raises on purpose derives from :class:`WingmanError`::
     │                         (also a ValueError)
     ├── FormationSetupError   a formation is declared wrongly (before anything runs)
     ├── FormationRuntimeError a formation run failed (node, attempts, run id, partial outputs)
+    │   └── NoRouteError      a node's conditional edges all stayed shut and it had no
+    │                         ``otherwise`` edge (node, a preview of its output)
     ├── NodeTimeoutError      a node attempt ran past its ``timeout`` (retryable; the cause
     │                         of the FormationRuntimeError when retries are spent)
     ├── PayloadError          a payload does not fit the node that received it (never retried)
     └── FleetItemsError       some items of a fleet node failed (``errors`` by item index)
+        └── MapItemsError     some items of a map node failed
 
 Causes are chained with ``raise ... from exc``; the structured facts live in attributes,
 not only in the message text.
@@ -30,6 +33,8 @@ __all__ = [
     "FleetItemsError",
     "FormationRuntimeError",
     "FormationSetupError",
+    "MapItemsError",
+    "NoRouteError",
     "NodeTimeoutError",
     "OutputValidationError",
     "PayloadError",
@@ -213,6 +218,55 @@ class FormationRuntimeError(WingmanError):
         self.outputs = dict(outputs or {})
 
 
+class NoRouteError(FormationRuntimeError):
+    """A node's output matched none of its conditional edges, and the node has no
+    ``otherwise`` edge: the run fails instead of ending with no output.
+
+    Attributes:
+        node: the node whose output found no route.
+        preview: a short ``repr`` of that output (at most 200 characters).
+        edges: the labels of the conditional edges that did not fire.
+    """
+
+    def __init__(
+        self,
+        node: str,
+        output: Any,
+        edges: Sequence[str],
+        *,
+        attempts: int = 0,
+        run_id: str | None = None,
+        outputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        preview = _preview(output)
+        self.preview = preview
+        self.edges = list(edges)
+        super().__init__(
+            f"node {node!r} output {preview}, which matched none of its conditional edges "
+            f"({', '.join(self.edges)}), and it has no otherwise edge; add connect({node!r}, <node>, "
+            "otherwise=True) for the outputs no condition covers, or widen a condition",
+            node=node, attempts=attempts, run_id=run_id, outputs=outputs,
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_no_route, (self.args, dict(self.__dict__)))
+
+
+def _preview(value: Any, limit: int = 200) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ must not hide the routing error
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _rebuild_no_route(args: tuple[Any, ...], state: dict[str, Any]) -> NoRouteError:
+    err = NoRouteError.__new__(NoRouteError)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
+
 class OutputValidationError(WingmanError, ValueError):
     """An answer does not match the agent's output schema; the message is written for
     the model (the session sends it back and asks again)."""
@@ -261,16 +315,34 @@ class FleetItemsError(WingmanError):
         retryable: whether every item's error may succeed on a retry.
     """
 
+    _kind = "fleet"
+
     def __init__(self, node: str, total: int, errors: dict[int, BaseException]) -> None:
         first = min(errors)
         super().__init__(
-            f"fleet node {node!r}: {len(errors)} of {total} item(s) failed; "
-            f"first: item {first}: {errors[first]}"
+            f"{self._kind} node {node!r}: {len(errors)} of {total} item(s) failed; "
+            f"first: item {first}: {self._show(errors[first])}"
         )
         self.node = node
         self.total = total
         self.errors = errors
         self.retryable = all(getattr(e, "retryable", True) for e in errors.values())
 
+    @staticmethod
+    def _show(error: BaseException) -> str:
+        return str(error)
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.node, self.total, self.errors))
+
+
+class MapItemsError(FleetItemsError):
+    """Some items of a map node failed (after the node's retries, which rerun only the
+    failed items). A :class:`FleetItemsError`, with the same attributes: code that
+    handles a fleet's failed items handles a map's."""
+
+    _kind = "map"
+
+    @staticmethod
+    def _show(error: BaseException) -> str:
+        return f"{type(error).__name__}: {error}"  # any exception: its type says what went wrong

@@ -46,10 +46,13 @@ class RunSuspended(BaseException):
     Attributes:
         payload: what ``interrupt`` was called with.
         scope: the visit that interrupted.
+        node: the node that asked: the scope's node, or for an ``interrupt()`` inside a
+            nested formation the path to the inner node (``"outer_node/inner_node"``).
     """
 
-    def __init__(self, payload: Any, scope: VisitScope) -> None:
-        super().__init__(f"run {scope.run_id} suspended by node {scope.node!r}")
+    def __init__(self, payload: Any, scope: VisitScope, node: str | None = None) -> None:
+        self.node = scope.node if node is None else node
+        super().__init__(f"run {scope.run_id} suspended by node {self.node!r}")
         self.payload = payload
         self.scope = scope
 

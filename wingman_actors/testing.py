@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections import deque
@@ -29,9 +30,13 @@ import pykka
 
 from .actors.address import start_actor
 from .actors.envelope import Envelope, EnvelopeType, new_envelope
+from .actors.mapping import MapActor
 from .actors.nodes import AgentActor, FleetActor, FunctionActor, NodeActor
 from .errors import FormationRuntimeError
+from .formation.nested_map import FormationMapActor
+from .formation.nesting import FormationActor
 from .formation.result import NodeStatus, NodeTrace
+from .formation.runtime import RunningFormation
 from .orchestration.blackboard import Blackboard
 from .providers.base import Provider
 from .providers.scripted import ScriptedProvider
@@ -186,7 +191,8 @@ def run_node(
         formation: the formation (it is validated first).
         name: the node to run.
         input: what the node receives (for a fan-in node: the dict keyed by predecessor).
-        provider: replaces the provider of an agent or fleet node's agent.
+        provider: replaces the provider of an agent or fleet node's agent (of every
+            agent inside a formation node's formation, which runs alone).
         timeout: seconds to wait for the reply.
         blackboard: the board the node shares (its ``blackboard`` parameter, or
             ``current_blackboard()`` for agents), as in a formation run given one.
@@ -205,9 +211,9 @@ def run_node(
         raise TypeError(f"run_node cannot override {sorted(unknown)}; it can override {sorted(_SPEC_OVERRIDES)}")
     spec = dataclasses.replace(plan.nodes[name], **overrides)
     agent = spec.agent
-    if provider is not None:
+    if provider is not None and spec.subplan is None:
         if agent is None:
-            raise TypeError(f"node {name!r} is a function node: it has no provider to override")
+            raise TypeError(f"node {name!r} is a {spec.kind} node: it has no provider to override")
         agent = agent.with_overrides(provider=provider)
     reply: Future[Envelope] = Future()
     common: dict[str, Any] = {"name": name, "reply_to": reply.set_result, "blackboard": blackboard}
@@ -216,6 +222,15 @@ def run_node(
         assert spec.fn is not None
         actor = start_actor(FunctionActor, spec.fn, mode=spec.input_mode, input_adapter=spec.input_adapter,
                             kwarg_adapters=spec.kwarg_adapters, board_param=spec.blackboard, **common)
+    elif spec.subplan is not None:  # a formation node, or a map over a formation: its formation runs alone
+        launch = functools.partial(RunningFormation, spec.subplan, provider=provider)
+        if spec.kind == "map":
+            actor = start_actor(FormationMapActor, spec.subplan, launch=launch, max_workers=spec.max_workers, **common)
+        else:
+            actor = start_actor(FormationActor, spec.subplan, launch=launch, **common)
+    elif spec.kind == "map":
+        assert spec.fn is not None
+        actor = start_actor(MapActor, spec.fn, max_workers=spec.max_workers, input_adapter=spec.input_adapter, **common)
     elif spec.kind == "agent":
         assert agent is not None
         actor = start_actor(AgentActor, agent, prompt=spec.prompt, **common)

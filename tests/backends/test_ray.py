@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from wingman_actors import Agent, Formation
-from wingman_actors.errors import FormationRuntimeError, FormationSetupError
+from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NoRouteError
 from wingman_actors.formation.events import FormationEvent, FormationEventType
 from wingman_actors.testing import ScriptedProvider
 
@@ -48,6 +48,38 @@ def test_a_fan_in_joins_its_predecessors_by_keyword_on_each_backend(backend: str
     formation.add_function("inc", _inc).add_function("total", total)
     formation.connect("src", "double", "total").connect("src", "inc", "total")
     assert formation.run(5, backend=backend).output == 16
+
+
+def test_the_formation_language_routes_the_same_on_each_backend(backend: str) -> None:
+    # a per-visit join inside a loop, type routes with otherwise, join='any', NoRouteError
+    def step(n: int) -> int:
+        return n + 1
+
+    def meet(left: int, right: int) -> int:
+        assert left == right, (left, right)  # one iteration's values
+        return left
+
+    loop = (
+        Formation("loop").add_function("entry", lambda n: n).add_function("step", step).add_function("left", lambda n: n)
+        .add_function("right", lambda n: time.sleep(0.01) or n).add_function("meet", meet)
+        .add_function("done", lambda n: f"done {n}")
+        .connect("entry", "step", "left", "meet").connect("step", "right", "meet")
+        .connect("meet", "step", when=lambda n: n < 4).connect("meet", "done", otherwise=True)
+    )
+    result = loop.run(0, backend=backend)
+    assert (result.output, result.nodes["meet"].visits) == ("done 4", 4)
+    typed = (
+        Formation("typed").add_function("src", lambda x: x).add_function("text", lambda s: s.upper())
+        .add_function("other", lambda x: x).add_function("first", lambda values: values, join="any")
+        .connect("src", "text", when=str).connect("src", "other", otherwise=True)
+        .connect("text", "first").connect("other", "first")
+    )
+    assert typed.run("hi", backend=backend).output == {"text": "HI"}
+    assert typed.run(7, backend=backend).output == {"other": 7}
+    nowhere = Formation("nowhere").add_function("src", lambda x: x).add_function("big", lambda x: x)
+    nowhere.connect("src", "big", when=lambda x: x > 10)
+    with pytest.raises(NoRouteError, match="node 'src' output 3"):
+        nowhere.run(3, backend=backend)
 
 
 def test_conditional_edges_route_and_skip_on_each_backend(backend: str) -> None:
@@ -227,8 +259,8 @@ def test_a_node_process_killed_mid_run_is_restarted_and_the_run_completes(ray_se
     with formation.start(backend="ray") as running:
         future = running.submit(7)
         deadline = time.monotonic() + 30
-        while not pids.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while not (pids.exists() and pids.read_text().split()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the file exists from open() on; wait for the pid written into it
         first = int(pids.read_text().split()[0])
         os.kill(first, signal.SIGKILL)
         result = future.result(timeout=40)

@@ -81,3 +81,43 @@ def test_an_abandoned_replica_is_replaced_at_once_and_the_queue_keeps_flowing() 
     while first.thread.is_alive() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not first.thread.is_alive() and not fresh.thread.is_alive()
+
+
+class _QuickToStop(FunctionActor):
+    """An interruptible node whose work returns the moment it is interrupted, while the
+    caller of ``interrupt`` is still inside the call (a slow hand-off on a busy machine)."""
+
+    stop_now = threading.Event()
+
+    @property
+    def interruptible(self) -> bool:
+        return True
+
+    def interrupt(self, reason: str = "") -> None:
+        self.stop_now.set()
+        time.sleep(0.2)  # the work has returned by now: it must already count as abandoned
+
+
+def test_an_interruptible_replica_abandoned_mid_work_stops_instead_of_taking_more_work() -> None:
+    entered = threading.Event()
+    _QuickToStop.stop_now = threading.Event()
+
+    def fn(x: int) -> int:
+        entered.set()
+        _QuickToStop.stop_now.wait(10)
+        return x
+
+    backend = ThreadsBackend("t")
+    node = backend.start_node(NodeRecipe("f", _QuickToStop, (fn,), {"name": "f"}), 1, _Observer())
+    try:
+        stuck = _work(0, _Run())
+        node.tell(stuck)
+        assert entered.wait(3)
+        (first,) = node.actors()
+        assert node.abandon(stuck, "test gave up")
+        # Had it gone back to the shared queue, it would take inputs meant for the fresh
+        # replica, and the one STOP that stop() sends the live replica.
+        first.thread.join(3)
+        assert not first.thread.is_alive()
+    finally:
+        backend.stop(1.0)

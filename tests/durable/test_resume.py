@@ -167,3 +167,28 @@ def test_many_threads_submit_and_resume_against_one_store(store: RunStore) -> No
     assert len(results) == 20 * 11
     statuses = Counter(r.status for r in store.runs())
     assert statuses == {"succeeded": 220}
+
+
+def test_a_join_inside_a_loop_resumes_pairing_each_iteration(store: RunStore) -> None:
+    pairs: list[tuple[int, int]] = []
+    one, two = Flaky(lambda n: n), Flaky(lambda n: n)
+
+    def decide(one: int, two: int) -> int:
+        pairs.append((one, two))
+        if len(pairs) == 2 and two == 1 and not pairs_failed:
+            pairs_failed.append(True)
+            raise RuntimeError("decider outage on the second iteration")
+        return one + 1
+
+    pairs_failed: list[bool] = []
+    f = (Formation("loop").add_function("start", lambda n: n).add_function("rewrite", lambda n: n)
+         .add_function("one", one).add_function("two", two).add_function("decide", decide)
+         .add_function("done", lambda n: n)
+         .connect("start", "rewrite", "one", "decide").connect("rewrite", "two", "decide")
+         .connect("decide", "rewrite", when=lambda n: n < 3).connect("decide", "done", otherwise=True))
+    with pytest.raises(FormationRuntimeError) as info:
+        f.run(0, store=store)
+    result = f.resume(info.value.run_id or "", store=store)
+    assert result.output == 3
+    assert pairs == [(0, 0), (1, 1), (1, 1), (2, 2)]  # the failed second visit ran again
+    assert (sum(one.calls.values()), sum(two.calls.values())) == (3, 3)  # journalled visits did not

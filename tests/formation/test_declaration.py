@@ -328,13 +328,14 @@ def test_back_edge_is_the_one_closing_the_cycle() -> None:
     assert plan.nodes["write"].back_preds == ("check",)
 
 
-def test_a_node_whose_only_outgoing_edge_is_a_back_edge_is_a_sink() -> None:
+def test_a_node_whose_only_outgoing_edges_are_back_edges_is_not_a_sink() -> None:
     f = (
         Formation("f").add_function("s", double).add_function("a", double).add_function("b", double)
-        .connect("s", "a", "b").connect("b", "a", when=bool)
+        .add_function("end", double)
+        .connect("s", "a", "b").connect("b", "a", when=lambda x: x < 100).connect("a", "end", when=lambda x: x >= 100)
     )
     plan = f.validate()
-    assert plan.sinks == ("b",) and plan.nodes["b"].is_sink and not plan.nodes["a"].is_sink
+    assert plan.sinks == ("end",) and not plan.nodes["b"].is_sink and not plan.nodes["a"].is_sink
 
 
 def test_out_edges_hold_forward_and_back_edges_with_labels() -> None:

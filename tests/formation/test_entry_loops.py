@@ -51,15 +51,21 @@ def test_a_self_loop_entry_that_never_ends_fails_at_the_visit_limit() -> None:
     assert info.value.node == "spin"
 
 
-def test_the_first_node_of_an_entry_cycle_is_its_source() -> None:
+def test_a_cycle_entered_from_an_entry_node_runs_from_it() -> None:
     f = (
         Formation("ping")
+        .add_function("start", inc)
         .add_function("ping", inc)
         .add_function("pong", inc)
+        .add_function("done", inc)
+        .connect("start", "ping")
         .connect("ping", "pong", when=below_five)
         .connect("pong", "ping")
+        .connect("ping", "done", otherwise=True)
     )
     plan = f.validate()
-    assert plan.sources == ("ping",)
-    assert [(e.source, e.target, e.back) for e in plan.edges] == [("ping", "pong", False), ("pong", "ping", True)]
-    assert f.run(0).outputs == {"pong": 4}  # ping 1, pong 2, ping 3, pong 4, ping 5 ends it
+    assert plan.sources == ("start",)
+    assert [(e.source, e.target, e.back) for e in plan.edges] == [
+        ("start", "ping", False), ("ping", "pong", False), ("ping", "done", False), ("pong", "ping", True)
+    ]
+    assert f.run(-1).outputs == {"done": 6}  # start 0, ping 1, pong 2, ping 3, pong 4, ping 5 leaves the loop

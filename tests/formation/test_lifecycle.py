@@ -115,3 +115,16 @@ def test_stop_waits_at_most_its_grace_for_a_function_still_running(caplog: pytes
         assert any("still busy" in r.getMessage() for r in caplog.records)
     finally:
         release.set()
+
+
+def test_a_forgotten_formation_with_a_nested_one_is_warned_about_once_and_stops_both() -> None:
+    proc = _script("""
+        from wingman_actors import Formation
+        inner = Formation("inner").add_function("inc", lambda x: x + 1)
+        running = Formation("outer").add_formation("sub", inner).start()
+        print(running.submit(1).result(timeout=5).output)
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "2"
+    assert "'outer' was started and never stopped" in proc.stderr
+    assert "'inner' was started" not in proc.stderr

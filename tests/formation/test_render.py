@@ -138,3 +138,16 @@ def test_render_accepts_a_bare_digraph() -> None:
 def test_render_refuses_other_objects(render: Any) -> None:
     with pytest.raises(TypeError, match=r"pass a Formation, a Plan or a networkx\.DiGraph"):
         render([1, 2])
+
+
+def test_error_edges_inside_and_around_a_nested_formation_are_styled_by_their_link_numbers() -> None:
+    inner = Formation("inner").add_function("a", lambda x: x).add_function("h", lambda f: 0)
+    inner.connect("a", "h", on_error=True)
+    outer = (
+        Formation("outer").add_function("s", lambda x: x).add_formation("sub", inner).add_function("h2", lambda f: 1)
+        .connect("s", "sub").connect("sub", "h2", on_error=True)
+    )
+    lines = outer.to_mermaid().splitlines()
+    links = [line.strip() for line in lines if "-->" in line or "-.->" in line]
+    assert links == ["sub_a -.->|on error| sub_h", "s --> sub", "sub -.->|on error| h2"]
+    assert lines[-1] == "    linkStyle 0,2 stroke:#d62728"

@@ -351,7 +351,9 @@ def test_run_stream_reports_the_life_of_a_run() -> None:
         Formation("events")
         .add_function("flaky", flaky, retries=1, backoff=0.001)
         .add_function("small", inc)
+        .add_function("big", inc)
         .connect("flaky", "small", when=lambda x: x < 0)
+        .connect("flaky", "big", otherwise=True)
     )
     events = list(f.run_stream(1))
     types = [(e.type.value, e.node) for e in events]

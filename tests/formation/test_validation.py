@@ -83,7 +83,7 @@ def test_node_created_by_an_edge_to_an_undeclared_name_has_no_kind() -> None:
 
 def test_unknown_kind_lists_the_kinds() -> None:
     message = only_problem(hand(a={"kind": "tool", "fn": to_int}))
-    assert message == "node 'a' has unknown kind 'tool'; use one of 'function', 'agent', 'fleet'"
+    assert message == "node 'a' has unknown kind 'tool'; use one of 'function', 'agent', 'fleet', 'formation', 'map'"
 
 
 def test_function_node_without_fn_is_a_problem() -> None:
@@ -147,7 +147,7 @@ def test_other_unknown_attributes_are_allowed() -> None:
 
 def test_attribute_of_another_kind_is_a_problem() -> None:
     message = only_problem(hand(a={"kind": "agent", "agent": agent(), "fn": to_int}))
-    assert message == "agent node 'a' has fn=, which only applies to function nodes; remove it"
+    assert message == "agent node 'a' has fn=, which only applies to function and map nodes; remove it"
 
 
 def test_prompt_on_a_function_node_is_a_problem() -> None:
@@ -174,7 +174,7 @@ def chain(*fns: Any) -> Formation:
 def test_edge_when_must_be_callable() -> None:
     f = chain(to_int, to_text)
     f.graph.edges["n0", "n1"]["when"] = "n0 > 1"
-    assert only_problem(f) == "edge 'n0' → 'n1': when must be a predicate on the output of 'n0', got str"
+    assert only_problem(f) == "edge 'n0' → 'n1': when must be a predicate on the output of 'n0', a type or a tuple of types, got str"
 
 
 def test_edge_when_must_take_one_argument() -> None:
@@ -196,18 +196,82 @@ def test_edge_attribute_close_to_when_is_a_likely_typo(typo: str) -> None:
 # --- structure -----------------------------------------------------------------------
 
 
-def test_graph_where_every_node_has_an_incoming_edge_starts_at_its_first_node() -> None:
+def shout(text: str) -> str:
+    return text.upper()
+
+
+def only_problem_but_cycles(f: Formation) -> str:
+    (problem,) = [p for p in problems_of(f) if not p.startswith("cycle ")]
+    return problem
+
+
+def test_a_cycle_nothing_enters_leaves_the_formation_without_a_source() -> None:
     f = chain(to_int, to_text)
-    f.graph.add_edge("n1", "n0", when=bool)
-    plan = f.validate()
-    assert plan.sources == ("n0",) and plan.nodes["n0"].back_preds == ("n1",)
+    f.graph.add_edge("n1", "n0", when=lambda v: bool(v))
+    assert only_problem(f) == (
+        "node(s) 'n0', 'n1' get no input: no node is a source (a node with no incoming edge but its own "
+        "self-loop), and nothing outside cycle n0 → n1 → n0 enters it; add an entry node feeding 'n0', "
+        "e.g. add_function('start', fn).connect('start', 'n0')"
+    )
 
 
-def test_a_separate_component_entered_through_a_cycle_is_a_second_source() -> None:
+def test_a_cycle_nothing_enters_beside_a_source_cannot_be_reached() -> None:
     f = chain(to_int, to_text).add_function("x", to_text).add_function("y", to_int)
     f.graph.add_edge("x", "y")
-    f.graph.add_edge("y", "x", when=bool)
-    assert f.validate().sources == ("n0", "x")
+    f.graph.add_edge("y", "x", when=lambda v: bool(v))
+    assert only_problem(f) == (
+        "node(s) 'x', 'y' cannot be reached from the source(s) 'n0': their only way in is cycle x → y → x, "
+        "which no source reaches; connect 'x' from a node a source reaches, or remove them"
+    )
+
+
+def test_nodes_fed_only_by_an_unentered_cycle_are_named_with_it() -> None:
+    f = chain(shout).add_function("x", shout).add_function("y", shout).add_function("z", shout).connect("x", "y", "z")
+    f.graph.add_edge("y", "x", when=lambda v: bool(v))
+    assert only_problem(f).startswith(
+        "node(s) 'x', 'y', 'z' cannot be reached from the source(s) 'n0': their only way in is cycle x → y → x,"
+    )
+
+
+def test_an_unentered_component_of_several_cycles_is_named_whole() -> None:
+    f = Formation("f")
+    for name in ("a", "b", "c"):
+        f.add_function(name, shout)
+    f.connect("a", "b", "a").connect("b", "c", "b")
+    f.graph.add_edge("a", "a")
+    assert only_problem_but_cycles(f) == (
+        "node(s) 'a', 'b', 'c' get no input: no node is a source (a node with no incoming edge but its own "
+        "self-loop), and nothing outside the cycles among 'a', 'b', 'c' (one is a → b → a) enters them; add an "
+        "entry node feeding 'a', e.g. add_function('start', fn).connect('start', 'a')"
+    )
+
+
+def test_every_unentered_cycle_is_a_problem_of_its_own() -> None:
+    f = chain(shout)
+    for a, b in (("x", "y"), ("p", "q")):
+        f.add_function(a, shout).add_function(b, shout).connect(a, b).connect(b, a, when=lambda v: bool(v))
+    assert [p.split(":")[0] for p in problems_of(f)] == [
+        "node(s) 'x', 'y' cannot be reached from the source(s) 'n0'",
+        "node(s) 'p', 'q' cannot be reached from the source(s) 'n0'",
+    ]
+
+
+def test_a_cycle_nothing_enters_is_refused_even_when_it_could_not_end() -> None:
+    f = Formation("f").add_function("a", shout).add_function("b", shout).connect("a", "b", "a")
+    assert [p.split(" ")[0] for p in problems_of(f)] == ["cycle", "node(s)"]  # both problems, at once
+
+
+def test_a_source_is_searched_from_first_whatever_the_graph_order() -> None:
+    g = nx.DiGraph()
+    for name in ("y", "x", "r"):  # the self-looping entry r declared last
+        g.add_node(name, kind="function", fn=shout)
+    def truthy(text: str) -> bool:
+        return bool(text)
+
+    g.add_edges_from([("r", "r", {"when": truthy}), ("r", "x"), ("x", "y"), ("y", "x", {"when": truthy})])
+    plan = Formation("order", g).validate()
+    assert plan.sources == ("r",)
+    assert sorted((e.source, e.target) for e in plan.edges if e.back) == [("r", "r"), ("y", "x")]
 
 
 def test_cycle_without_a_conditional_edge_is_named() -> None:

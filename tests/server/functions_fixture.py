@@ -6,6 +6,7 @@ import threading
 from collections import Counter
 
 from wingman_actors import interrupt
+from wingman_actors.formation import NodeFailure
 from wingman_actors.orchestration import Blackboard
 from wingman_actors.server import function, predicate
 
@@ -32,6 +33,12 @@ def to_upper(text: str) -> str:
 def explode(text: str) -> str:
     """Always fails."""
     raise ValueError(f"cannot handle {text!r}")
+
+
+@function
+def explain_failure(failure: NodeFailure) -> str:
+    """What failed, for an error edge's handler."""
+    return f"{failure.node} failed after {failure.attempts} attempt(s): {type(failure.error).__name__}"
 
 
 @predicate

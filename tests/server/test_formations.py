@@ -247,3 +247,51 @@ def test_function_nodes_of_one_run_share_a_blackboard_and_runs_do_not(client: ht
     assert first.json()["output"] == "one / one"
     second = client.post(f"/formations/{fid}/run", json={"input": "two"}).json()
     assert second["output"] == "two / two"
+
+
+def test_an_otherwise_edge_takes_what_no_condition_does(client: httpx.Client) -> None:
+    body = {"name": "fallback", "nodes": [
+        {"name": "clean", "kind": "function", "function": "clean"},
+        {"name": "split", "kind": "function", "function": "words"},
+        {"name": "shout", "kind": "function", "function": "shout"},
+    ], "edges": [
+        {"from": "clean", "to": "split", "condition": "is_long"},
+        {"from": "clean", "to": "shout", "otherwise": True},
+    ]}
+    fid = create(client, body)
+    assert client.get(f"/formations/{fid}").json()["edges"][1] == {"from": "clean", "to": "shout", "otherwise": True}
+    run = client.post(f"/formations/{fid}/run", json={"input": " hi there "}).json()
+    assert run["outputs"] == {"shout": "HI THERE"}
+    assert run["nodes"]["split"]["status"] == "skipped"
+
+
+def test_a_decision_matching_no_branch_fails_the_run(client: httpx.Client) -> None:
+    body = {"name": "no_route", "nodes": [
+        {"name": "clean", "kind": "function", "function": "clean"},
+        {"name": "split", "kind": "function", "function": "words"},
+    ], "edges": [{"from": "clean", "to": "split", "condition": "is_long"}]}
+    response = client.post(f"/formations/{create(client, body)}/run", json={"input": "short"})
+    assert response.status_code == 500
+    assert response.json()["node"] == "clean" and "no otherwise edge" in response.json()["error"]
+
+
+def test_join_any_and_bad_otherwise_edges_are_declared_and_checked(client: httpx.Client) -> None:
+    body = {"name": "race", "join": "any", "nodes": [
+        {"name": "a", "kind": "function", "function": "clean", "join": "any"},
+    ]}
+    assert client.post("/formations", json=body).status_code == 400  # join is a node field
+    body = {"name": "race", "nodes": [
+        {"name": "a", "kind": "function", "function": "clean"},
+        {"name": "b", "kind": "function", "function": "shout"},
+        {"name": "c", "kind": "function", "function": "clean"},
+        {"name": "first", "kind": "function", "function": "words", "join": "sometimes"},
+    ], "edges": [{"from": "a", "to": "b"}, {"from": "a", "to": "c"}, {"from": "b", "to": "first"},
+                 {"from": "c", "to": "first"}]}
+    assert "join" in client.post("/formations", json=body).text
+    body["nodes"][3] = {"name": "first", "kind": "function", "function": "shout", "policies": {"join": "any"}}
+    response = client.post("/formations", json=body)
+    assert response.status_code == 400  # shout takes a str, a join gives a dict
+    assert "expects str" in response.text
+    body["edges"].append({"from": "b", "to": "c", "condition": "is_long", "otherwise": True})
+    problems = client.post("/formations", json=body).json()["problems"]
+    assert any("an otherwise edge takes no condition" in p for p in problems)

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from uvicorn.config import LOGGING_CONFIG
+from uvicorn.logging import AccessFormatter
 
 from tests.server.harness import FUNCTIONS_MODULE, RunningServer, running, scripted_agent
 from tests.support.loopback import LoopbackServer, Reply, Request
@@ -124,3 +127,123 @@ def test_only_key_like_values_are_masked_so_answers_stay_valid_json() -> None:
     redactor = Redactor(["short", "12345678", 'has "quotes" in it', "sk-real-key-42"])
     body = json.dumps({"n": 12345678, "a": "short", "k": "sk-real-key-42!"}).encode()
     assert json.loads(redactor.data(body)) == {"n": 12345678, "a": "short", "k": "[redacted]!"}
+
+
+# -- the server's log -----------------------------------------------------------------------
+
+
+class FormattedLog(logging.Handler):
+    """What a logger writes, formatted as the server's own handler would (``formatter``);
+    a record that fails to format is kept as what logging then prints to stderr: the
+    traceback of the failure, with the exception in flight chained to it."""
+
+    def __init__(self, formatter: logging.Formatter, lines: list[str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(formatter)
+        self.lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.lines.append(self.format(record))
+        except Exception:
+            self.handleError(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self.lines.append("--- Logging error ---\n" + traceback.format_exc())
+
+
+ACCESS_FORMAT = LOGGING_CONFIG["formatters"]["access"]["fmt"]
+
+
+@pytest.fixture
+def logged_server(tmp_path: Path) -> Iterator[RunningServer]:
+    """A server of its own with uvicorn's access log on, as ``wingman-actors serve`` runs."""
+    config = ServerConfig(db_path=tmp_path / "w.db", work_root=tmp_path, entry_points=False)
+    server = RunningServer(config, access_log=True).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def server_log(logged_server: RunningServer, caplog: pytest.LogCaptureFixture) -> Iterator[list[str]]:
+    """Every line ``logged_server``'s loggers write, at DEBUG, uvicorn's access log included
+    (it uses uvicorn's own formatter, which reads the record's arguments)."""
+    caplog.set_level(logging.DEBUG)  # after uvicorn set its levels: uvicorn.Config sets them
+    caplog.set_level(logging.INFO, logger="uvicorn.access")  # both restored after the test
+    lines: list[str] = []
+    plain = FormattedLog(logging.Formatter("%(name)s %(levelname)s %(message)s"), lines)
+    attached = [("", plain), ("uvicorn", plain), ("uvicorn.access", FormattedLog(AccessFormatter(ACCESS_FORMAT, use_colors=False), lines))]
+    for name, handler in attached:  # uvicorn's loggers do not propagate to the root
+        logging.getLogger(name).addHandler(handler)
+    try:
+        yield lines
+    finally:
+        for name, handler in attached:
+            logging.getLogger(name).removeHandler(handler)
+
+
+def refuse_then_reject(status: int = 429) -> Callable[[Request], Reply]:
+    """A provider (either wire format) that quotes the key back: ``status`` the first time
+    (retryable, so the retry is logged with the provider's words), then 401."""
+    calls: list[int] = []
+
+    def reply(request: Request) -> Reply:
+        given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
+        calls.append(1)
+        code, kind = (status, "rate_limit_error") if len(calls) == 1 else (401, "authentication_error")
+        return Reply.json({"type": "error", "error": {"type": kind, "message": f"Incorrect API key provided: {given}"}},
+                          status=code, headers={"retry-after": "0"})
+
+    return reply
+
+
+@pytest.mark.parametrize("route", ["session", "formation"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_the_server_log_masks_a_key_the_provider_repeats(
+    provider: str, route: str, loopback: LoopbackServer, logged_server: RunningServer, server_log: list[str]
+) -> None:
+    loopback.handler = refuse_then_reject()
+    with logged_server.client() as client:
+        assert client.put("/provider/auth", json={"providers": {provider: {"key": KEY}}}).status_code == 200
+        agent = client.post("/agents", json={"name": "leaky", "provider": provider, "model": "m",
+                                             "options": {"base_url": loopback.url, "max_retries": 1}}).json()["id"]
+        if route == "session":
+            sid = client.post("/sessions").json()["id"]
+            answer = client.post(f"/sessions/{sid}/message", json={"agent_id": agent, "message": "hi"})
+        else:
+            body = {"name": "leak", "nodes": [{"name": "ask", "kind": "agent", "agent_id": agent}]}
+            fid = client.post("/formations", json=body).json()["id"]
+            answer = client.post(f"/formations/{fid}/run", json={"input": "hi"})
+    assert answer.status_code == 502 and "[redacted]" in answer.text
+    assert [r.headers.get("x-api-key") or r.headers["authorization"][7:] for r in loopback.requests] == [KEY, KEY]
+    log = "\n".join(server_log)
+    assert KEY not in log
+    assert "Incorrect API key provided: [redacted]" in log  # the retry's line
+    assert '"POST /' in log and "Logging error" not in log  # the access log still writes its lines
+
+
+def test_the_access_log_masks_a_key_in_a_query_string(logged_server: RunningServer, server_log: list[str]) -> None:
+    with logged_server.client() as client:
+        assert client.put("/provider/auth", json={"providers": {"openai": {"key": KEY}}}).status_code == 200
+        assert client.get("/agents", params={"note": KEY}).status_code == 200
+    (line,) = [line for line in server_log if "GET /agents" in line]
+    assert line.endswith('"GET /agents?note=[redacted] HTTP/1.1" 200 OK')
+
+
+def test_a_logged_exception_that_quotes_a_key_is_kept_only_as_masked_text(caplog: pytest.LogCaptureFixture) -> None:
+    from wingman_actors.server.redact import Redactor, redact_logs
+
+    log = logging.getLogger("tests.redaction")
+    with redact_logs(Redactor([KEY])), caplog.at_level(logging.INFO, logger=log.name):
+        for error in (RuntimeError(f"refused {KEY}"), RuntimeError("refused nothing")):
+            try:
+                raise error
+            except RuntimeError:
+                log.exception("call failed")
+    leaky, plain = caplog.records
+    assert leaky.exc_info is None and leaky.exc_text is not None  # no handler can render the raw exception
+    assert "RuntimeError: refused [redacted]" in leaky.exc_text
+    assert plain.exc_info is not None and plain.exc_info[1] is not None  # the rest keep their exception
+    assert KEY not in caplog.text

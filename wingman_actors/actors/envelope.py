@@ -92,7 +92,7 @@ class Work:
         settled: whether the attempt's outcome was claimed (by the node or its timer).
         timer: the attempt's timeout timer, if its node has a ``timeout``.
         replica: the replica working on it.
-        memo: a fleet node's finished items by index, kept across retries.
+        memo: a fleet or map node's finished items by index, kept across retries.
         visit: the node's visit number in its run (1 unless a loop visits it again).
         scope: the durable-run context of the work (journalled runs only; None otherwise).
     """

@@ -16,6 +16,9 @@ CPU-bound functions; ``concurrency=k`` means k processes).
   cancellation) kills its process, which Ray restarts: the CPU is freed at once.
 * Ray is started so that its processes outlive the thread that started the formation
   (see :mod:`._ray_keeper`).
+* A node whose actor class sets ``runs_in_driver`` (a nested formation's, which only
+  drives the runs of its inner formation, whose nodes are Ray actors in turn) stays in
+  the driver on a thread, as on the threads backend.
 * Agent and fleet work is interrupted through the actor (a threaded Ray actor, so the
   interrupt reaches it while it works).
 * Inputs and results travel over a direct channel between each proxy and its actor
@@ -96,7 +99,8 @@ class RayNode(ThreadNode):
         self.handles: list[Any] = [backend.host_actor(recipe) for _ in range(concurrency)]
         agent = recipe.cls.__name__ != "FunctionActor"
         proxy = NodeRecipe(recipe.name, RayReplica, (self,), {
-            "agent": agent, "fleet": recipe.cls.__name__ == "FleetActor", "name": recipe.name,
+            # a map node's items, like a fleet's, are kept for a retry and journalled one by one
+            "agent": agent, "fleet": recipe.cls.__name__ in ("FleetActor", "MapActor"), "name": recipe.name,
             "notify_start": bool(recipe.kwargs.get("notify_start")),
         })
         self.stale: set[int] = set()  # replicas whose Ray actor is restarting
@@ -253,7 +257,11 @@ class RayBackend(ThreadsBackend):
             max_restarts=-1, max_task_retries=0, max_concurrency=2, name=None,
         ).remote(recipe.cls, args, recipe.kwargs, self.channel_key, self.channel_host)
 
-    def start_node(self, recipe: NodeRecipe, concurrency: int, observer: Any) -> RayNode:
+    def start_node(self, recipe: NodeRecipe, concurrency: int, observer: Any) -> ThreadNode:
+        if getattr(recipe.cls, "runs_in_driver", False):
+            # a node that only drives other actors (a nested formation, whose own nodes
+            # are Ray actors): it stays beside the router, as on the threads backend
+            return super().start_node(recipe, concurrency, observer)
         node = RayNode(self, recipe, concurrency, observer)
         self.nodes.append(node)
         return node

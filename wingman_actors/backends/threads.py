@@ -90,10 +90,12 @@ class ThreadNode:
         return stopped
 
     def _abandon(self, actor: Any, env: Work, why: str) -> None:
-        # called with the lock held
+        # called with the lock held. Abandoned first: interrupted work may return at once,
+        # and a replica that found itself not abandoned would go back to the shared queue,
+        # taking inputs (and the STOP of stop()) meant for the fresh replica.
+        actor.abandoned = True
         if actor.interruptible:
             actor.interrupt(why)
-        actor.abandoned = True
         pykka.ActorRegistry.unregister(actor.actor_ref)
         self._backend.abandoned.append(actor)
         if not actor.interruptible:

@@ -311,6 +311,12 @@ def fleet_node_makespan(quick: bool) -> Measurement:
     )
 
 
+def map_makespan(quick: bool) -> Measurement:
+    from .maps import map_makespan as measure
+
+    return measure(quick)
+
+
 def _research_dag(latency: float, width: int) -> Formation:
     sections = f"[{', '.join(f'{chr(34)}s{i}{chr(34)}' for i in range(width))}]"
     outline = Agent("outline", provider=_model([sections], latency), output_schema=list[str])
@@ -453,6 +459,12 @@ def ray_agent_makespan(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def nested_overhead(quick: bool) -> Measurement:
+    from .nesting import nested_overhead as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -460,6 +472,7 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "hop_latency": hop_latency,
     "fleet_makespan": fleet_makespan,
     "fleet_node_makespan": fleet_node_makespan,
+    "map_makespan": map_makespan,
     "dag_makespan": dag_makespan,
     "inflight_runs": inflight_runs,
     "actor_memory": actor_memory,
@@ -472,6 +485,7 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "ray_cpu_stage": ray_cpu_stage,
     "ray_hop_overhead": ray_hop_overhead,
     "ray_agent_makespan": ray_agent_makespan,
+    "nested_overhead": nested_overhead,
 }
 
 

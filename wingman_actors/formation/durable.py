@@ -7,21 +7,40 @@ the end of a run). Without a store the router holds None and pays nothing.
 
 :class:`Replay` is what a resumed run knows from its journal: the outputs of the visits
 that finished (fed downstream instead of running the node again), the finished fleet
-items, the skips, and the answers to interrupts.
+items, the skips, the failures taken by error edges, and the answers to interrupts.
+
+A failure taken by error edges is journalled as the visit's last progress value (a dict
+naming the error's class, its message, arguments and the attempts) followed by a skip of
+the visit, so a resume neither retries the node nor loses the failure: it sends the
+handlers a :class:`~.failure.NodeFailure` again (:meth:`Journal.failure`). Exceptions are
+not values the store can journal in general, so the one a resumed handler receives is
+rebuilt: a built-in exception as its own class with its arguments, a
+:class:`~wingman_actors.errors.NodeTimeoutError` as one, any other as a
+:class:`~wingman_actors.errors.FormationRuntimeError` whose message starts with the
+original class name. A store opened with ``allow_pickle=True`` keeps the exception
+itself (pickled) when it comes back from a pickle, and the handler gets it back as it was.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 import os
+import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import FormationRuntimeError, NodeTimeoutError
 from ..interrupts import VisitScope
-from ..store import FormationShape, JournalStore, RunJournal, RunStore
+from ..store import FormationShape, JournalStore, RunJournal, RunStore, SerializationError
+from .failure import NodeFailure
 
 __all__ = ["Journal", "Replay", "StoreArg", "open_store"]
+
+_FAILURE = "node_failure"  # the key that marks a progress value as a journalled failure
+_TIMEOUT = f"{NodeTimeoutError.__module__}:{NodeTimeoutError.__qualname__}"
+_PLAIN = (str, int, float, bool, type(None))
 
 StoreArg = JournalStore | str | os.PathLike[str]
 """What ``store=`` takes: a store, or the path of a SQLite file (a ``RunStore`` is opened)."""
@@ -48,16 +67,25 @@ class Replay:
         items: finished fleet items, ``(node, visit) -> {index: output}``.
         skipped: skipped visits, ``(node, visit) -> reason``.
         journal: the whole journal (answers to interrupts, progress).
+        failures: the skipped visits that failed into error edges, ``(node, visit) ->``
+            the record :meth:`Journal.record_failure` wrote.
     """
 
     visits: Mapping[str, Mapping[int, Any]]
     items: Mapping[tuple[str, int], Mapping[int, Any]]
     skipped: Mapping[tuple[str, int], Any]
     journal: RunJournal
+    failures: Mapping[tuple[str, int], Mapping[str, Any]]
 
     @classmethod
     def of(cls, journal: RunJournal) -> Replay:
-        return cls(journal.visits, journal.items, journal.skipped, journal)
+        failures = {}
+        for node, visit in journal.skipped:
+            steps = journal.progress.get((node, visit, None), ())
+            record = next((v for v in reversed(steps) if isinstance(v, dict) and _FAILURE in v), None)
+            if record is not None:
+                failures[(node, visit)] = record
+        return cls(journal.visits, journal.items, journal.skipped, journal, failures)
 
 
 class Journal:
@@ -103,6 +131,57 @@ class Journal:
             replies = list(journal.progress.get((node, visit, item), ()))
         return VisitScope(run_id, node, visit, answers, progress, replies, item)
 
+    def record_failure(self, run_id: str, node: str, visit: int, failure: NodeFailure) -> None:
+        """Journal that the visit failed into its node's error edges (see the module docs)."""
+        error = failure.error
+        args = list(error.args) if all(type(a) in _PLAIN for a in error.args) else [str(error)]
+        record = {_FAILURE: f"{type(error).__module__}:{type(error).__qualname__}", "message": str(error),
+                  "args": args, "attempts": failure.attempts}
+        kept = False
+        if _unpickles(error):  # a store that pickles keeps the exception itself
+            try:
+                self.store.record_progress(run_id, node, visit, {**record, "exception": error})
+                kept = True
+            except SerializationError:
+                pass  # a store that does not pickle
+        if not kept:
+            self.store.record_progress(run_id, node, visit, record)
+        self.store.record_skip(run_id, node, visit, f"failed after {failure.attempts} attempt(s) into its error "
+                                                    f"edges: {type(error).__name__}: {error}")
+
+    def failure(self, run_id: str, node: str, input: Any, record: Mapping[str, Any]) -> NodeFailure:
+        """The :class:`NodeFailure` a journalled failure ``record`` stands for (its error
+        rebuilt: see the module docs)."""
+        attempts = int(record["attempts"])
+        error = record.get("exception")
+        if not isinstance(error, BaseException):
+            error = _rebuilt(record, node, attempts, run_id)
+        return NodeFailure(node, error, input, attempts, run_id)
+
     def close(self) -> None:
         if self.owned:
             self.store.close()
+
+
+def _rebuilt(record: Mapping[str, Any], node: str, attempts: int, run_id: str) -> BaseException:
+    path, message = str(record[_FAILURE]), str(record["message"])
+    module, _, name = path.partition(":")
+    if path == _TIMEOUT:
+        return NodeTimeoutError(message, node=node, attempt=attempts, run_id=run_id)
+    cls = getattr(builtins, name, None) if module == "builtins" else None
+    if isinstance(cls, type) and issubclass(cls, BaseException):
+        try:
+            return cls(*record.get("args", [message]))
+        except Exception:  # a signature the journalled arguments do not fit
+            pass
+    return FormationRuntimeError(f"{name}: {message}", node=node, attempts=attempts, run_id=run_id)
+
+
+def _unpickles(error: BaseException) -> bool:
+    """Whether ``error`` survives a pickle round trip (an exception whose ``__init__``
+    takes other arguments than its ``args`` does not, and would break loading the journal)."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return False
+    return True

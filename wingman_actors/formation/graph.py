@@ -38,13 +38,13 @@ from .plan import Plan, compile_plan
 from .render import to_dot, to_mermaid
 from .result import FormationResult
 from .runtime import EventListener, RunningFormation, run_once, run_stream
-from .validation import OWNERS, POLICY_DEFAULTS, policy_problems, quote
+from .validation import OWNERS, POLICY_DEFAULTS, close_name, edge_problems, policy_problems, quote
 
 __all__ = ["Formation"]
 
 
 class Formation:
-    """A formation: a named ``networkx.DiGraph`` of function, agent and fleet nodes.
+    """A formation: a named ``networkx.DiGraph`` of function, agent, fleet and map nodes.
 
     The builder methods write exactly the documented attributes (policy defaults are
     applied by the plan, not written), so a graph built by hand is the same thing. They
@@ -98,8 +98,9 @@ class Formation:
         Args:
             name: the node's name.
             fn: any callable; its annotations are checked against its neighbours'.
-            **policies: ``retries``, ``backoff``, ``timeout``, ``on_error``,
-                ``concurrency``, ``max_visits``.
+            **policies: ``retries``, ``backoff``, ``retry_on``, ``max_backoff``,
+                ``jitter``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits``
+                (see :mod:`wingman_actors.formation.supervision` for the retry policy).
 
         Raises:
             FormationSetupError: the name is taken or not a str, ``fn`` is not callable, a
@@ -149,24 +150,146 @@ class Formation:
             attrs["prompt"] = prompt
         return self._add("add_fleet", name, attrs, policies, _agent_problems(agent))
 
-    def connect(self, *names: str, when: Callable[[Any], bool] | None = None) -> Formation:
+    def add_formation(self, name: str, formation: Formation, **policies: Any) -> Formation:
+        """Declare a formation node: ``formation`` runs as one node. Its input is the
+        inner run's input (every inner source receives it); its output is the inner
+        single sink's output, or the dict of sink outputs when there are several.
+
+        Inner events reach this formation's listeners with ``node`` set to the path
+        (``"name/inner_node"``); a journalled run journals the inner visits (in the same
+        store, as the run ``"<run id>/name/<visit>"``), so a resume does not repeat them;
+        an ``interrupt()`` inside suspends this run. The policies (``retries``,
+        ``backoff``, ``timeout``, ``on_error``) apply to the inner run as a whole; the node
+        has no actor of its own (its inner formation's nodes do the work, and pipeline its
+        visits as any formation does), so ``concurrency`` has no effect on it.
+
+        Args:
+            name: the node's name.
+            formation: the formation to run (validated with this one; it may not contain
+                this formation, directly or through another nested one).
+            **policies: as for :meth:`add_function`.
+
+        Raises:
+            FormationSetupError: as for :meth:`add_function`; ``formation`` is not a Formation.
+
+        Example:
+            >>> inner = Formation("inner").add_function("double", lambda x: 2 * x)
+            >>> outer = Formation("outer").add_formation("sub", inner, retries=1)
+            >>> outer.graph.nodes["sub"]["kind"]
+            'formation'
+        """
+        bad: list[str] = [] if isinstance(formation, Formation) else [
+            f"formation must be a Formation, e.g. Formation('inner').add_function(...), got {type(formation).__name__}"
+        ]
+        if formation is self:
+            bad.append(f"formation {self.name!r} cannot be nested in itself; nest a different formation")
+        return self._add("add_formation", name, {"kind": "formation", "formation": formation}, policies, bad)
+
+    def add_map(
+        self,
+        name: str,
+        fn: Callable[[Any], Any] | None = None,
+        *,
+        formation: Formation | None = None,
+        max_workers: int = 0,
+        **policies: Any,
+    ) -> Formation:
+        """Declare a map node: takes a list and applies ``fn`` to every item, or runs
+        ``formation`` once per item, at most ``max_workers`` items at once (0: one per item,
+        up to 100, as for a fleet); outputs the list of results in item order.
+
+        With ``fn``: an ``async def`` function is awaited, on an event loop the runtime owns
+        (one per node replica, shared by its items: it must not block, or the other items
+        wait). With ``formation``: the inner formation's sources receive the item (as
+        :meth:`add_formation` runs it once), its nodes get ``max_workers`` replicas, inner
+        events are named ``"name/<item>/<inner node>"``, and a journalled run journals each
+        item's inner run (as ``"<run id>/name/<visit>/<item>"``).
+
+        ``retries`` apply per item: a retry reruns only the items that failed, and an item
+        that still fails fails the node (:class:`~wingman_actors.errors.MapItemsError`, its
+        ``errors`` by item index). ``timeout`` bounds the whole visit. A journalled run
+        journals each item as it finishes, so a resumed run does not run it again; an
+        ``interrupt()`` inside an item suspends the run.
+
+        Args:
+            name: the node's name.
+            fn: a callable of one item; its parameter's annotation validates each item,
+                and the node outputs ``list[<its return type>]``.
+            formation: instead of ``fn``, the formation each item runs through.
+            max_workers: the most items at once.
+            **policies: as for :meth:`add_function`.
+
+        Raises:
+            max_workers: the most items at once.
+            **policies: as for :meth:`add_function`.
+
+        Raises:
+            FormationSetupError: as for :meth:`add_function`; neither or both of ``fn`` and
+                ``formation``; ``max_workers`` is not an int >= 0.
+
+        Example:
+            >>> def square(x: int) -> int:
+            ...     return x * x
+            >>> Formation("squares").add_map("square", square, max_workers=4).run([1, 2, 3]).output
+            [1, 4, 9]
+            >>> inner = Formation("square").add_function("square", square)
+            >>> Formation("squares").add_map("each", formation=inner, max_workers=2).run([1, 2, 3]).output
+            [1, 4, 9]
+        """
+        if (fn is None) == (formation is None):
+            has = "both fn and formation" if fn is not None else "neither fn nor formation"
+            bad = [f"add_map needs exactly one of fn (a function of one item) or formation= (a Formation run per "
+                   f"item), got {has}"]
+            return self._add("add_map", name, {"kind": "map", "max_workers": max_workers}, policies, bad)
+        if fn is not None:
+            bad = [] if callable(fn) else [f"fn must be callable (a function of one item), got {type(fn).__name__}"]
+            return self._add("add_map", name, {"kind": "map", "fn": fn, "max_workers": max_workers}, policies, bad)
+        bad = [] if isinstance(formation, Formation) else [
+            f"formation must be a Formation, e.g. Formation('inner').add_function(...), got {type(formation).__name__}"
+        ]
+        if formation is self:
+            bad.append(f"formation {self.name!r} cannot be mapped over inside itself; map a different formation")
+        attrs = {"kind": "map", "formation": formation, "max_workers": max_workers}
+        return self._add("add_map", name, attrs, policies, bad)
+
+    def connect(
+        self,
+        *names: str,
+        when: Callable[[Any], bool] | type | tuple[type, ...] | None = None,
+        otherwise: bool = False,
+        on_error: bool = False,
+    ) -> Formation:
         """Add edges along ``names``: ``connect("a", "b", "c")`` adds a → b and b → c.
 
         Args:
             *names: two or more declared node names.
-            when: a predicate on the upstream output; the edge carries a message only
-                when it returns true. Applies to every edge added.
+            when: a condition on the upstream output; the edge carries a message only when
+                it holds: a predicate, or a type or tuple of types (``when=int`` means
+                ``isinstance(output, int)``; validation then narrows the upstream's output
+                type along the edge, as it does for a predicate annotated ``TypeGuard[T]``
+                or ``TypeIs[T]``). Applies to every edge added.
+            otherwise: the edge is taken when none of the upstream's conditional edges
+                fire (one per node). A node whose outgoing edges are all conditional, with
+                no otherwise edge, fails the run with ``NoRouteError`` when none fires.
+            on_error: add error edges (attribute ``on_error=True``), taken only when the
+                source fails after its retries (timeouts included), carrying a
+                :class:`~wingman_actors.formation.NodeFailure`: the run goes on from there.
 
         Raises:
-            FormationSetupError: fewer than two names, ``when`` is not callable, a name
-                is not declared, or an edge already exists (all listed). Nothing is added.
+            FormationSetupError: fewer than two names, ``when`` is not a predicate or a
+                type, both ``when`` and ``otherwise``, ``on_error`` is not a bool or comes
+                with a condition, a name is not declared, or an edge already exists (all
+                listed). Nothing is added.
         """
         call = f"connect({', '.join(repr(n) for n in names)})"
         if len(names) < 2:
             raise FormationSetupError(self.name, [f"{call}: connect needs two or more node names, e.g. connect('a', 'b')"])
-        problems = []
-        if when is not None and not callable(when):
-            problems.append(f"when must be a predicate on the upstream output, got {type(when).__name__}")
+        attrs: dict[str, Any] = {} if when is None else {"when": when}
+        if otherwise is not False:
+            attrs["otherwise"] = otherwise
+        if on_error is not False:
+            attrs["on_error"] = on_error
+        problems = edge_problems(names[0], names[1], attrs)
         for n in dict.fromkeys(names):
             if n not in self.graph:
                 close = difflib.get_close_matches(str(n), [str(k) for k in self.graph], n=1)
@@ -176,9 +299,14 @@ class Formation:
         for u, v in dict.fromkeys(edges):
             if self.graph.has_edge(u, v) or edges.count((u, v)) > 1:
                 problems.append(f"edge {u!r} → {v!r} is declared twice; connect each pair once")
+        if otherwise and not problems:
+            sources = {u for u, _ in edges}
+            taken = [u for u in sources if any(o is True for *_, o in self.graph.out_edges(u, data="otherwise"))]
+            problems += [f"node {u!r} has an otherwise edge already; a node may have one" for u in sorted(taken)]
+            if len(edges) != len(sources):
+                problems.append("otherwise=True applies to every edge added; give each node at most one")
         if problems:
             raise FormationSetupError(self.name, [f"{call}: {p}" for p in problems])
-        attrs = {} if when is None else {"when": when}
         self.graph.add_edges_from(edges, **attrs)
         return self
 
@@ -382,8 +510,8 @@ class Formation:
             problems.insert(0, f"formation {self.name!r} already has a node named {name!r}; pick another name")
         unknown = sorted(set(policies) - set(POLICY_DEFAULTS))
         if unknown:
-            hints = [difflib.get_close_matches(k, list(POLICY_DEFAULTS), n=1, cutoff=0.6) for k in unknown]
-            guesses = "".join(f"; did you mean {h[0]!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
+            hints = [close_name(k, POLICY_DEFAULTS, cutoff=0.6) for k in unknown]
+            guesses = "".join(f"; did you mean {h!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
             guesses += "".join(f"; {k} applies only to {OWNERS[k]}" for k in unknown if k in OWNERS)
             problems.append(
                 f"unknown policy keyword(s) {quote(unknown)}{guesses} (policies: {', '.join(POLICY_DEFAULTS)})"

@@ -39,6 +39,9 @@ class NodeTrace:
         duration_s: summed run time of all visits and attempts.
         usage: tokens used by the node (agents and fleets).
         error: the error text, for failed or skipped-after-failure nodes.
+        parent: for the trace of a node inside a nested formation (named by its path,
+            ``"outer_node/inner_node"``), the outermost formation node it runs in (whose
+            own trace counts its usage); None for the run's own nodes.
     """
 
     name: str
@@ -50,6 +53,7 @@ class NodeTrace:
     duration_s: float = 0.0
     usage: Usage = ZERO_USAGE
     error: str | None = None
+    parent: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,7 +116,7 @@ class FormationResult:
     def usage(self) -> Usage:
         total = ZERO_USAGE
         for trace in self.nodes.values():
-            if trace.usage is not ZERO_USAGE:
+            if trace.usage is not ZERO_USAGE and trace.parent is None:
                 total = total + trace.usage
         return total
 

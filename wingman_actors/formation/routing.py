@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..actors.envelope import Envelope, EnvelopeType, Work
 from ..backends.base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
-from ..errors import FormationRuntimeError
+from ..errors import FormationRuntimeError, NoRouteError
+from ._payloads import isolate
+from .error_routes import replay_failure, skip_error_targets
 from .events import FormationEventType, emit
 from .future import RunFuture
-from .plan import Plan
+from .plan import EdgeSpec, Plan
 from .result import ZERO_USAGE, FormationResult
 from .runstate import RunState
 from .supervision import AttemptFailed, AttemptTimedOut
@@ -31,10 +34,78 @@ if TYPE_CHECKING:
     from .durable import Journal
     from .supervision import Supervision
 
-__all__ = ["Router"]
+__all__ = ["Join", "Router"]
 
 _ids = itertools.count(1)
 _WORK = EnvelopeType.WORK
+
+
+_NOTHING: Any = object()  # a predecessor resolved without a value (its edge did not fire, or it was skipped)
+ROUND_OVER: Any = {}  # a join="any" visit has taken every predecessor's resolution (compared by identity)
+
+
+class Join:
+    """The fan-in of one node in one run, visit by visit.
+
+    A visit takes one resolution (a value or a skip) from each forward predecessor. A
+    predecessor that resolves again before the visit is complete (a loop's next
+    iteration arriving early) is queued, oldest first, for the next visit: values of one
+    iteration never meet another's, and none is lost. With ``any``, the visit fires at its
+    first value; the rest of that visit's resolutions are taken and dropped.
+    """
+
+    __slots__ = ("any", "fired", "preds", "queued", "taken", "values")
+
+    def __init__(self, preds: tuple[str, ...], any: bool) -> None:
+        self.preds = len(preds)
+        self.any = any
+        self.values: dict[str, Any] = {}
+        self.taken: set[str] = set()
+        self.fired = False
+        self.queued: deque[tuple[str, Any]] | None = None
+
+    def offer(self, pred: str, value: Any, ready: list[dict[str, Any] | None]) -> None:
+        """Take ``pred``'s resolution into the current visit (or queue it), appending
+        to ``ready`` every visit that fires or is skipped as a result."""
+        if pred in self.taken:
+            if self.queued is None:
+                self.queued = deque()
+            self.queued.append((pred, value))
+            return
+        if self._take(pred, value, ready):
+            self._drain(ready)
+
+    def _take(self, pred: str, value: Any, ready: list[dict[str, Any] | None]) -> bool:
+        self.taken.add(pred)
+        if value is not _NOTHING:
+            if not self.any:
+                self.values[pred] = value
+            elif not self.fired:
+                self.fired = True
+                ready.append({pred: value})
+        if len(self.taken) < self.preds:
+            return False
+        if not self.any:
+            ready.append(self.values or None)
+        else:
+            if not self.fired:
+                ready.append(None)
+            ready.append(ROUND_OVER)
+        self.values = {}
+        self.taken = set()
+        self.fired = False
+        return True
+
+    def _drain(self, ready: list[dict[str, Any] | None]) -> None:
+        queued = self.queued
+        while queued:
+            for i, (pred, value) in enumerate(queued):
+                if pred not in self.taken:
+                    del queued[i]
+                    self._take(pred, value, ready)
+                    break
+            else:
+                return
 
 
 class Router:
@@ -54,7 +125,7 @@ class Router:
         for name, spec in self.specs.items():
             edges = spec.out_edges
             nxt = None
-            if len(edges) == 1 and edges[0].when is None and not edges[0].back:
+            if len(edges) == 1 and not edges[0].conditional and not edges[0].back and not spec.error_edges:
                 target = edges[0].target
                 if len(self.specs[target].forward_preds) == 1:
                     nxt = target
@@ -73,12 +144,15 @@ class Router:
         """Queue the run's input for every source."""
         input = run.input
         for source in self.plan.sources:
-            self.visit(run, source, input, "input")
+            self.visit(run, source, isolate(input) if self.specs[source].isolate else input, "input")
         if self.cyclic:
             self.finish_one(run)
 
     def visit(self, run: RunState, node: str, payload: Any, sender: str) -> None:
         if run.done:
+            return
+        if run.dropped and node in run.dropped:
+            self.skip(run, node, f"cancelled: {run.dropped[node]!r} (join='any') fired without it")
             return
         visits = 1
         if self.cyclic:
@@ -109,6 +183,10 @@ class Router:
                 return
             reason = replay.skipped.get((node, visits))
             if reason is not None:
+                failed = replay.failures.get((node, visits))
+                if failed is not None:  # it failed into its error edges: route the failure again
+                    replay_failure(self, run, node, visits, payload, failed)
+                    return
                 self.skip(run, node, str(reason), str(reason))
                 if self.cyclic:
                     self.finish_one(run)
@@ -175,12 +253,13 @@ class Router:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
                 "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE,
             })
-        if not self.cyclic and (journal is None or run.replay is None):
+        if not self.cyclic and (journal is None or run.replay is None) and not run.dropped:
             nxt = self.straight[name]
             if nxt is not None:
                 # the common pipeline step, inlined: straight into the next node's queue (a
                 # resumed run takes route(): its next visit may be journalled already)
-                step = Work(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, run))
+                payload = isolate(output) if self.specs[nxt].isolate else output
+                step = Work(Envelope(next(_ids), run.id, name, _WORK, payload, time.time(), nxt, run))
                 if journal is not None:
                     step.scope = journal.scope(run.id, nxt, 1, None)  # acyclic: every visit is the first
                 self.nodes[nxt].tell(step)
@@ -188,14 +267,15 @@ class Router:
         self.route(run, name, output, attempt, work.visit)
 
     def route(self, run: RunState, name: str, output: Any, attempt: int, visit: int) -> None:
-        """Send a finished visit's output along the node's out-edges."""
+        """Send a finished visit's output along the node's out-edges (a mutable output is
+        copied for each receiver that may change it)."""
         nxt = self.straight[name]
         if nxt is not None:
-            self.visit(run, nxt, output, name)
+            self.visit(run, nxt, isolate(output) if self.specs[nxt].isolate else output, name)
         else:
             spec = self.specs[name]
             try:
-                firing = [(e, e.when is None or bool(e.when(output))) for e in spec.out_edges]
+                firing = self._firing(spec.out_edges, output)
             except Exception as exc:
                 edge = next(e for e in spec.out_edges if e.when is not None)
                 err = FormationRuntimeError(
@@ -206,18 +286,43 @@ class Router:
                 err.__cause__ = exc
                 self.supervision.give_up(run, spec, attempt, err, visit)
                 return
-            for edge, fire in firing:
-                if edge.back:
-                    if fire:
-                        self.visit(run, edge.target, output, name)
-                elif fire:
-                    self.arrive(run, edge.target, name, output)
-                else:
+            if spec.needs_route and not any(firing):
+                labels = [e.label or "when" for e in spec.out_edges]
+                self.supervision.give_up(run, spec, attempt, NoRouteError(
+                    name, output, labels, attempts=attempt, run_id=run.id, outputs=run.outputs), visit)
+                return
+            for edge, fire in zip(spec.out_edges, firing, strict=True):
+                if fire:
+                    payload = isolate(output) if self.specs[edge.target].isolate else output
+                    if edge.back:
+                        self.visit(run, edge.target, payload, name)
+                    else:
+                        self.arrive(run, edge.target, name, payload)
+                elif not edge.back:
                     self.arrive_skip(run, edge.target, name, "did not fire")
+            if spec.error_edges:
+                skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded")
             if spec.is_sink and not self.cyclic:
                 self.finish_one(run, sink=True)
         if self.cyclic:
             self.finish_one(run)
+
+    @staticmethod
+    def _firing(edges: tuple[EdgeSpec, ...], output: Any) -> list[bool]:
+        """Which of ``edges`` carry ``output``: unconditional ones always, ``when=`` ones
+        when their condition holds, the ``otherwise`` edge when no condition held."""
+        firing = []
+        matched = False
+        for e in edges:
+            fire = e.when is None or bool(e.when(output))
+            if fire and e.when is not None:
+                matched = True
+            firing.append(fire)
+        if matched:
+            for i, e in enumerate(edges):
+                if e.otherwise:
+                    firing[i] = False
+        return firing
 
     def failed(
         self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any
@@ -256,7 +361,7 @@ class Router:
         outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
         duration = time.perf_counter() - run.t0
         result = FormationResult(run.id, None, outputs, run, duration, "suspended",
-                                 {"node": node, "payload": signal.payload})
+                                 {"node": signal.node, "payload": signal.payload})
         future = self._resolved(run)
         future.set_result(result)
         if run.listeners:
@@ -265,7 +370,7 @@ class Router:
         self.release(run, f"run {run.id} was suspended by an interrupt in {node!r}", abandon=False)
 
     def item_scope(self, work: Work, index: int) -> VisitScope | None:
-        """The scope of fleet item ``index`` of a journalled visit (its answers, its
+        """The scope of fleet or map item ``index`` of a journalled visit (its answers, its
         journalled model responses), or None when runs are not journalled."""
         journal = self.journal
         if journal is None:
@@ -273,7 +378,8 @@ class Router:
         return journal.scope(work.run_id, work.target, work.visit, work.run.replay, item=index)
 
     def item_finished(self, work: Work, index: int, output: Any) -> None:
-        """A fleet item of a journalled run finished: journal it."""
+        """A fleet or map item of a journalled run finished: journal it (called on the
+        item's worker thread)."""
         journal = self.journal
         if journal is not None:
             journal.store.record_item(work.run_id, work.target, work.visit, index, output)
@@ -316,37 +422,48 @@ class Router:
         if len(self.specs[target].forward_preds) == 1:
             self.visit(run, target, value, pred)
             return
-        payload = self._join(run, target, pred, {pred: value})
-        if payload is not None:
-            self.visit(run, target, payload, pred)
+        self._fire(run, target, pred, self._join(run, target, pred, value))
 
     def arrive_skip(self, run: RunState, target: str, pred: str, why: str) -> None:
         if len(self.specs[target].forward_preds) == 1:
             self.skip(run, target, f"its only incoming edge, from {pred!r}, {why}")
             return
-        payload = self._join(run, target, pred, {})
-        if payload is None:
-            return
-        if payload:
-            self.visit(run, target, payload, pred)
-        else:
-            self.skip(run, target, "none of its incoming edges fired")
+        self._fire(run, target, pred, self._join(run, target, pred, _NOTHING))
 
-    def _join(self, run: RunState, target: str, pred: str, value: dict[str, Any]) -> dict[str, Any] | None:
-        """Record that ``pred`` resolved at ``target``'s fan-in join (with ``value``, its
-        output, or nothing when its edge was skipped); the inputs that arrived once every
-        forward predecessor has resolved, else None."""
+    def _fire(self, run: RunState, target: str, pred: str, visits: list[dict[str, Any] | None]) -> None:
+        for payload in visits:
+            if payload is None:
+                self.skip(run, target, "none of its incoming edges fired")
+            elif payload is ROUND_OVER:  # the other branches' work is wanted again (a loop's next visit)
+                with run.lock:
+                    dropped = run.dropped
+                    for node in [n for n, j in dropped.items() if j == target]:
+                        del dropped[node]
+            else:
+                race = self.specs[target].race
+                if race:
+                    cancel = race[next(iter(payload))]
+                    if cancel:
+                        with run.lock:
+                            dropped = run.own("dropped")
+                            for node in cancel:
+                                dropped.setdefault(node, target)
+                self.visit(run, target, payload, pred)
+
+    def _join(self, run: RunState, target: str, pred: str, value: Any) -> list[dict[str, Any] | None]:
+        """Record that ``pred`` resolved at ``target``'s fan-in join, with ``value`` (its
+        output, or ``_NOTHING`` when its edge was skipped). Returns the visits this makes
+        ready, in order: a payload ``{pred: value}``, or None for a visit none of whose
+        edges fired (the node is skipped)."""
+        spec = self.specs[target]
+        ready: list[dict[str, Any] | None] = []
         with run.lock:
             joins = run.own("joins")
             join = joins.get(target)
             if join is None:
-                join = joins[target] = ({}, set())
-            values, resolved = join
-            values.update(value)
-            resolved.add(pred)
-            if len(resolved) < len(self.specs[target].forward_preds):
-                return None
-            return dict(values)
+                join = joins[target] = Join(spec.forward_preds, spec.join == "any")
+            join.offer(pred, value, ready)
+        return ready
 
     def skip(self, run: RunState, node: str, reason: str, error: str | None = None) -> None:
         with run.lock:
@@ -359,6 +476,8 @@ class Router:
         for edge in spec.out_edges:
             if not edge.back:
                 self.arrive_skip(run, edge.target, node, f"was not taken because {node!r} was skipped")
+        if spec.error_edges:
+            skip_error_targets(self, run, spec, f"was not taken because {node!r} was skipped")
         if spec.is_sink and not self.cyclic:
             self.finish_one(run, sink=True)
 

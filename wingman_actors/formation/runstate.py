@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 
 from ..core import Usage
@@ -23,10 +24,13 @@ __all__ = ["RunState"]
 # traces need); computing it once saves a time.time() per run.
 _wall_offset = time.time() - time.perf_counter()
 # Shared empty sentinels, replaced by RunState.own() before the first write.
-_EMPTY_JOINS: dict[str, tuple[dict[str, Any], set[str]]] = {}
+_EMPTY_JOINS: dict[str, Any] = {}  # node -> routing.Join
 _EMPTY_VISITS: dict[str, int] = {}
 _EMPTY_FAILURES: list[tuple[str, int, float, float, str]] = []
 _EMPTY_SKIPPED: dict[str, str | None] = {}
+_EMPTY_DROPPED: dict[str, str] = {}
+_EMPTY_HANDLED: dict[str, float] = {}
+_EMPTY_NESTED: dict[str, Any] = {}
 # Runs share a fixed set of locks (a run's lock guards its own counters for a few
 # bytecodes and is never held while taking another): a run costs no lock of its own,
 # and a finished run kept by its caller holds nothing the garbage collector must scan.
@@ -35,6 +39,7 @@ _next_lock = itertools.count()
 _OWN_LOCK = threading.Lock()
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
+    "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED,
 }
 
 
@@ -47,8 +52,9 @@ class RunState:
     """
 
     __slots__ = (
-        "blackboard", "cancelled", "done", "failures", "future", "id", "input", "joins", "listeners", "lock", "log",
-        "order", "outputs", "pending", "remaining", "replay", "skipped", "t0", "timer", "trace", "visits", "wall0",
+        "blackboard", "cancelled", "done", "dropped", "failures", "future", "handled", "id", "input", "joins",
+        "listeners", "lock", "log", "nested", "order", "outputs", "pending", "remaining", "replay", "skipped", "t0",
+        "timer", "trace", "visits", "wall0",
     )
 
     def __init__(
@@ -80,14 +86,21 @@ class RunState:
         self.trace: WorkflowSpan | None = None  # the run's OpenTelemetry span, when in use
         self.replay: Any = None  # a resumed run's journal (formation.durable.Replay)
         # Created on first use: a straight pipeline run never needs them.
-        self.joins: dict[str, tuple[dict[str, Any], set[str]]] = _EMPTY_JOINS
+        self.joins: dict[str, Any] = _EMPTY_JOINS
         self.visits: dict[str, int] = _EMPTY_VISITS
         # (node, attempt, started, finished, error) per failed attempt
         self.failures: list[tuple[str, int, float, float, str]] = _EMPTY_FAILURES
         self.skipped: dict[str, str | None] = _EMPTY_SKIPPED
+        # node -> the join="any" node whose visit fired without it: its work is not wanted
+        self.dropped: dict[str, str] = _EMPTY_DROPPED
+        # node -> perf_counter when its last failure went to its error edges
+        self.handled: dict[str, float] = _EMPTY_HANDLED
+        # formation nodes: the inner run's result of the node's last visit
+        self.nested: dict[str, Any] = _EMPTY_NESTED
 
     def own(self, field: str) -> Any:
-        """Give the run its own container for ``field`` (joins, visits, failures, skipped).
+        """Give the run its own container for ``field`` (joins, visits, failures, skipped,
+        dropped, handled, nested).
 
         Safe from any thread, with or without the run's lock held: the first use takes a
         separate lock (never held while taking another), so two threads cannot each
@@ -108,7 +121,7 @@ class RunState:
 
     def unfinished(self) -> list[str]:
         """Nodes that were visited (or are sinks) and have neither finished nor been skipped."""
-        finished = {entry[0] for entry in self.log} | set(self.skipped)
+        finished = {entry[0] for entry in self.log} | set(self.skipped) | set(self.handled)
         started = {entry[0] for entry in self.failures} | set(self.visits)
         return [n for n in self.order if n in started and n not in finished]
 
@@ -132,6 +145,11 @@ class RunState:
             t.duration_s += finished - started
             if usage is not None and usage is not ZERO_USAGE:
                 t.usage = t.usage + usage
+        for name, when in self.handled.items():  # failed into error edges, after any success
+            t = traces.get(name)
+            if t is None or t.finished_at is None or self.wall(when) >= t.finished_at:
+                traces[name] = t or NodeTrace(name)
+                traces[name].status = NodeStatus.FAILED
         for name, attempt, started, finished, error in self.failures:
             t = traces.get(name)
             if t is None:
@@ -161,9 +179,14 @@ class RunState:
             if name in traces:
                 traces[name].visits = max(traces[name].visits, self.visits[name])
         out: dict[str, NodeTrace] = {}
+        nested = self.nested
         for name in self.order:
             t = traces.get(name)
             if t is None:
                 t = NodeTrace(name, status=NodeStatus.SKIPPED)  # never reached in this run
             out[name] = t
+            inner = nested.get(name)
+            if inner is not None:  # a formation node: its inner run's traces, by path
+                for path, trace in inner.nodes.items():
+                    out[f"{name}/{path}"] = replace(trace, name=f"{name}/{path}", parent=name)
         return out

@@ -10,6 +10,8 @@ where the node actors live.
 from __future__ import annotations
 
 import atexit
+import dataclasses
+import functools
 import itertools
 import logging
 import queue
@@ -19,9 +21,11 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..actors.address import start_actor
+from ..actors.mapping import MapActor
 from ..actors.nodes import AgentActor, FleetActor, FunctionActor
 from ..actors.scheduler import Scheduler
 from ..backends import Backend, NodeRecipe, new_backend
@@ -29,10 +33,13 @@ from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutErro
 from ..integrations import otel
 from ..orchestration.blackboard import Blackboard
 from ..providers.base import Provider
-from ..store import StoreWriteError
+from ..store import FormationShape, StoreWriteError
 from .durable import Journal, Replay
 from .events import FormationEvent, FormationEventType, emit
 from .future import RunFuture
+from .nested_map import FormationMapActor, map_width
+from .nested_node import FormationNode
+from .nesting import InnerFormation
 from .plan import NodeSpec, Plan
 from .result import FormationResult
 from .routing import Router
@@ -86,6 +93,7 @@ class RunningFormation:
             if journal is not None:
                 journal.close()
             raise
+        self._backend_options = backend_options  # a nested formation's inner runs take them too
         self._listeners = [on_event] if on_event is not None else []
         self._prefix = uuid.uuid4().hex[:8]
         self._seq = itertools.count(1)
@@ -95,6 +103,7 @@ class RunningFormation:
         self._supervision = Supervision(self._router)
         self._runs = self._router.runs
         self._supervisor: Any = None
+        self._nested: list[FormationNode] = []  # the formation nodes (their inner formations)
         self._started = False
         self._stopped = False
         self._stop_lock = threading.Lock()
@@ -111,22 +120,39 @@ class RunningFormation:
             self._router.tell_supervisor = self._supervisor.actor_ref.tell
             for name in self.plan.order:
                 spec = self.plan.nodes[name]
+                if spec.kind == "formation":  # no actor: its inner formation's nodes do the work
+                    assert spec.subplan is not None
+                    store = None if self._journal is None else self._journal.store
+                    inner = InnerFormation(name, spec.subplan, self._inner_launcher(spec), store)
+                    self._router.nodes[name] = node = FormationNode(inner, self._router,
+                                                                    notify_start=spec.timeout is not None)
+                    self._nested.append(node)
+                    continue
                 self._router.nodes[name] = self._backend.start_node(
                     self._recipe(spec), spec.concurrency, self._router
                 )
         except BaseException:
             self.stop()
             raise
-        _live.add(self)
+        _live[self] = None
         return self
 
     def _recipe(self, spec: NodeSpec) -> NodeRecipe:
         common: dict[str, Any] = {"name": spec.name, "notify_start": spec.timeout is not None}
         recipe: NodeRecipe
-        if spec.kind == "function":
+        if spec.kind == "map" and spec.subplan is not None:
+            recipe = NodeRecipe(spec.name, FormationMapActor, (spec.subplan,), {
+                "launch": self._inner_launcher(spec, map_width(spec.max_workers)), "max_workers": spec.max_workers,
+                "store": None if self._journal is None else self._journal.store, **common,
+            })
+        elif spec.kind == "function":
             recipe = NodeRecipe(spec.name, FunctionActor, (spec.fn,), {
                 "mode": spec.input_mode, "input_adapter": spec.input_adapter,
                 "kwarg_adapters": spec.kwarg_adapters, "board_param": spec.blackboard, **common,
+            })
+        elif spec.kind == "map":
+            recipe = NodeRecipe(spec.name, MapActor, (spec.fn,), {
+                "max_workers": spec.max_workers, "input_adapter": spec.input_adapter, **common,
             })
         else:
             assert spec.agent is not None  # the plan guarantees it for agent and fleet nodes
@@ -139,6 +165,22 @@ class RunningFormation:
                     "max_workers": spec.max_workers, "prompt": spec.prompt, "work_dir": self._work_dir, **common,
                 })
         return recipe
+
+    def _inner_launcher(self, spec: NodeSpec, width: int = 1) -> Callable[[], RunningFormation]:
+        """Builds the inner running formation of formation node ``spec`` (one per replica):
+        this formation's backend, provider and work directory, and a journal in this
+        formation's store when it has one; each inner node has at least ``width`` replicas
+        (a formation map runs that many items at once)."""
+        plan = spec.subplan
+        assert plan is not None
+        if width > 1:
+            nodes = {n: dataclasses.replace(s, concurrency=max(s.concurrency, width)) for n, s in plan.nodes.items()}
+            plan = dataclasses.replace(plan, nodes=MappingProxyType(nodes))
+        journal = self._journal
+        inner = None if journal is None else Journal(
+            journal.store, False, plan.name, FormationShape.of(spec.formation.graph))
+        return functools.partial(RunningFormation, plan, provider=self._provider, work_dir=self._work_dir,
+                                 backend=self._backend.name, backend_options=self._backend_options, journal=inner)
 
     def __enter__(self) -> RunningFormation:
         return self
@@ -158,7 +200,7 @@ class RunningFormation:
             if self._stopped:
                 return
             self._stopped = True
-        _live.discard(self)
+        _live.pop(self, None)
         router = self._router
         router.closing = True
         for run in list(self._runs.values()):
@@ -167,6 +209,8 @@ class RunningFormation:
                 run_id=run.id, outputs=run.outputs,
             ))
         self._backend.stop(timeout)
+        for node in self._nested:  # after the actors that feed them
+            node.close()
         supervisor = self._supervisor
         if supervisor is not None:
             supervisor.actor_ref.stop(block=False)
@@ -220,7 +264,7 @@ class RunningFormation:
         return self._launch(run_id, input, timeout, on_event, None, board)
 
     def resume(self, run_id: str, answer: Any = None, *, timeout: float | None = None,
-               on_event: EventListener | None = None) -> Future[FormationResult]:
+               on_event: EventListener | None = None, blackboard: Blackboard | None = None) -> Future[FormationResult]:
         """Continue the journalled run ``run_id`` (its process died, or it failed, was
         cancelled or suspended): journalled visits and fleet items are not run again,
         their outputs are fed downstream; what was in flight runs again.
@@ -230,6 +274,8 @@ class RunningFormation:
             answer: for a suspended run, the value its pending ``interrupt()`` returns.
             timeout: bounds the resumed run, as for :meth:`submit`.
             on_event: called with this run's events.
+            blackboard: the resumed run's own board, as for :meth:`submit` (default: the
+                board given to ``start()``, if any).
 
         Returns:
             A future of the run's :class:`FormationResult`, as from :meth:`submit`.
@@ -253,13 +299,14 @@ class RunningFormation:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         if answer is not None and journal.store.get(run_id).interrupt is None:
             raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
-        if self._blackboard is None:
+        board = self._blackboard if blackboard is None else _check_board(blackboard)
+        if board is None:
             _require_no_board(self.plan)
         record = journal.claim(run_id)
         if answer is not None:
             journal.store.answer(run_id, answer)
             record = journal.store.load(run_id)
-        return self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), self._blackboard)
+        return self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), board)
 
     def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
                 replay: Replay | None, board: Blackboard | None) -> Future[FormationResult]:
@@ -336,12 +383,16 @@ def _require_no_board(plan: Plan) -> None:
 
 # Started formations not yet stopped (strong references: their threads are running
 # anyway); a forgotten one is stopped at interpreter exit.
-_live: set[RunningFormation] = set()
+# In start order: a formation nested in another is started (and added) before it, and
+# stopped by it, so the outer one is stopped first and the inner one is not warned about.
+_live: dict[RunningFormation, None] = {}
 
 
 @atexit.register
 def _stop_forgotten() -> None:
-    for running in list(_live):
+    for running in reversed(list(_live)):
+        if running not in _live:
+            continue  # stopped meanwhile, by the formation it is nested in
         try:
             warnings.warn(
                 f"formation {running.name!r} was started and never stopped; stopping it at exit "

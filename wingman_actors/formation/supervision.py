@@ -1,12 +1,28 @@
 """Supervision: what happens when a node attempt fails or runs out of time.
 
 A failed attempt is restarted on a fresh replica and redelivered, up to the node's
-``retries``, after an exponential backoff with jitter (:func:`backoff_delay`); when the
-retries are spent the node's ``on_error`` decides: ``"fail"`` fails the run with a
+``retries``, after an exponential backoff (:func:`backoff_delay`: ``backoff *
+2**(attempt-1)`` seconds, at most ``max_backoff``, drawn at random from the upper half of
+that when ``jitter`` is on). Only errors the node's ``retry_on`` names are retried
+(:func:`retryable`; by default every error but ``PayloadError``); any other gives up at
+once. An error that says it cannot succeed on a retry (``retryable = False``: a
+``PayloadError``, a provider's 4xx) is never retried, whatever ``retry_on`` says.
+
+An attempt that runs past its ``timeout`` is abandoned (a fresh replica takes new work at
+once) and counts as a failure with a :class:`~wingman_actors.errors.NodeTimeoutError`: it
+is retried when ``retry_on`` is None or names ``NodeTimeoutError`` or a class covering the
+built-in ``TimeoutError`` (``TimeoutError``, ``OSError``, ``Exception``), and not when
+``retry_on`` names only other errors (as in LangGraph's ``RetryPolicy(retry_on=...)``, the
+policy lists what is worth another try).
+
+When the retries are spent (or the error is not retried), the node's error edges
+(``connect(node, handler, on_error=True)``) take the failure: each handler receives a
+:class:`~wingman_actors.formation.NodeFailure`, the node's other out-edges are skipped,
+and the run goes on (:mod:`.error_routes`). Without error edges the node's ``on_error``
+decides: ``"fail"`` fails the run with a
 :class:`~wingman_actors.errors.FormationRuntimeError` naming the node, its attempts and
-the cause; ``"skip"`` skips the node and what depends only on it. An attempt that runs
-past its ``timeout`` is abandoned (a fresh replica takes new work at once) and counts as
-a failure. Other runs in flight are never touched.
+the cause; ``"skip"`` skips the node and what depends only on it. Other runs in flight are
+never touched.
 
 The policy (:class:`Supervision`) runs on one thread, the :class:`Supervisor` actor's
 (one per running formation), away from the node threads. Node actors and the timer send
@@ -25,8 +41,10 @@ from typing import TYPE_CHECKING, Any
 import pykka
 
 from ..actors.envelope import Work
-from ..errors import FormationRuntimeError, NodeTimeoutError
+from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError
+from .error_routes import route_failure
 from .events import FormationEventType, emit
+from .failure import NodeFailure
 from .plan import NodeSpec
 from .runstate import RunState
 
@@ -41,18 +59,43 @@ __all__ = [
     "Supervisor",
     "SupervisorMessage",
     "backoff_delay",
+    "retryable",
 ]
 
 log = logging.getLogger("wingman_actors.formation")
 
 
-def backoff_delay(base: float, attempt: int, cap: float = 30.0) -> float:
-    """Delay before retry number ``attempt`` (1-based): ``base * 2**(attempt-1)``, capped,
-    with jitter drawn from the upper half so retries of many runs spread out."""
+def backoff_delay(base: float, attempt: int, cap: float = 30.0, jitter: bool = True) -> float:
+    """Delay in seconds before retry number ``attempt`` (1-based).
+
+    Args:
+        base: the node's ``backoff``: the first delay (0: retry at once).
+        attempt: the attempt that failed (1 for the first).
+        cap: the node's ``max_backoff``: no delay is longer.
+        jitter: draw the delay at random from the upper half of the exponential one, so
+            retries of many runs spread out; False: exactly ``min(cap, base * 2**(attempt-1))``.
+
+    Example:
+        >>> [backoff_delay(0.5, n, cap=3.0, jitter=False) for n in (1, 2, 3, 4)]
+        [0.5, 1.0, 2.0, 3.0]
+    """
     if base <= 0:
         return 0.0
-    ceiling = min(cap, base * (2 ** (attempt - 1)))
-    return random.uniform(ceiling / 2, ceiling)
+    ceiling = min(cap, base * 2.0 ** min(attempt - 1, 1000))  # a huge attempt is inf, not OverflowError
+    return random.uniform(ceiling / 2, ceiling) if jitter else ceiling
+
+
+def retryable(retry_on: tuple[type[BaseException], ...] | None, error: BaseException) -> bool:
+    """Whether a node with this ``retry_on`` (see :class:`~.plan.NodeSpec`) retries ``error``.
+
+    An error with ``retryable = False`` never is. A fleet's ``FleetItemsError`` is retried
+    when ``retry_on`` names it, or names every failed item's error.
+    """
+    if not getattr(error, "retryable", True):
+        return False
+    if retry_on is None or isinstance(error, retry_on):
+        return True
+    return isinstance(error, FleetItemsError) and all(isinstance(e, retry_on) for e in error.errors.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +160,8 @@ class Supervision:
             self.router.nodes[spec.name].restart(failure.replica, failure.actor)
         if run.done:
             return
-        if getattr(exc, "retryable", True) and work.attempt <= spec.retries:
-            delay = backoff_delay(spec.backoff, work.attempt)
+        if work.attempt <= spec.retries and retryable(spec.retry_on, exc):
+            delay = backoff_delay(spec.backoff, work.attempt, spec.max_backoff, spec.jitter)
             if run.listeners:
                 emit(run.listeners, FormationEventType.NODE_RETRY, run.id, spec.name, {
                     "attempt": work.attempt, "delay_s": delay, "error": error,
@@ -132,7 +175,7 @@ class Supervision:
             else:
                 self.redeliver(work)
             return
-        self.give_up(run, spec, work.attempt, exc, work.visit)
+        self.give_up(run, spec, work.attempt, exc, work.visit, work)
 
     def redeliver(self, work: Work) -> None:
         if work.run.done or self.router.closing:
@@ -154,11 +197,22 @@ class Supervision:
         err = NodeTimeoutError(f"node {spec.name!r} {why}", node=spec.name, attempt=attempt, run_id=work.run_id)
         self.on_failure(AttemptFailed(work, attempt, err, work.started or now, now, work.replica, False))
 
-    def give_up(self, run: RunState, spec: NodeSpec, attempts: int, exc: BaseException, visit: int = 1) -> None:
+    def give_up(
+        self, run: RunState, spec: NodeSpec, attempts: int, exc: BaseException, visit: int = 1,
+        work: Work | None = None,
+    ) -> None:
+        """The node's visit failed for good: its error edges take it (when it has some and
+        ``work``, the failed delivery, is known: the node's own attempts raising or timing
+        out), else its ``on_error`` decides (also for failures around a finished attempt:
+        its output not journalled, a ``when=`` condition raising)."""
         error = f"{type(exc).__name__}: {exc}"
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FAILED, run.id, spec.name,
                  {"attempts": attempts, "error": error})
+        if spec.error_edges and work is not None:
+            failure = NodeFailure(spec.name, exc, work.envelope.payload, attempts, run.id)
+            if route_failure(self.router, run, spec, failure, visit):
+                return
         if spec.on_error == "skip":
             journal = self.router.journal
             if journal is not None and not run.done:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
+import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 from pydantic.errors import PydanticSchemaGenerationError
 
@@ -33,7 +34,9 @@ __all__ = [
     "compatible",
     "inspect_callable",
     "is_sequence",
+    "guard_type",
     "item_type",
+    "narrow",
     "prompt_fields",
     "type_name",
 ]
@@ -149,6 +152,84 @@ def _tuple_compatible(s_args: tuple[Any, ...], d_args: tuple[Any, ...]) -> bool:
     if len(s_args) != len(d_args):
         return False
     return all(compatible(s, d) for s, d in zip(s_args, d_args, strict=True))
+
+
+_GUARDS = {typing.TypeGuard, typing_extensions.TypeGuard, typing_extensions.TypeIs}
+if hasattr(typing, "TypeIs"):  # Python 3.13+
+    _GUARDS.add(typing.TypeIs)
+
+
+def guard_type(when: Any) -> Any:
+    """The type a ``when=`` condition lets through, or None when it does not say.
+
+    ``when=int`` → ``int``; ``when=(int, str)`` → ``int | str``; a predicate annotated
+    ``-> TypeGuard[T]`` or ``-> TypeIs[T]`` → ``T``.
+    """
+    if isinstance(when, type):
+        return when
+    if isinstance(when, tuple):
+        return Union[when] if when and all(isinstance(t, type) for t in when) else None
+    if callable(when):
+        returns = inspect_callable(when).returns
+        if get_origin(returns) in _GUARDS:
+            return get_args(returns)[0]
+    return None
+
+
+def _members(tp: Any) -> tuple[Any, ...]:
+    tp = _strip(tp)
+    return get_args(tp) if get_origin(tp) in _UNIONS else (tp,)
+
+
+def _within(member: Any, guard: Any) -> bool | None:
+    """Whether every value of ``member`` passes ``guard`` (True), none does (False), or
+    some may (None)."""
+    m_cls, _ = _split(_strip(member))
+    if member is None or member is type(None):
+        m_cls = type(None)
+    answers = set()
+    for g in _members(guard):
+        g_cls, _ = _split(_strip(g))
+        if g is None:
+            g_cls = type(None)
+        if not isinstance(m_cls, type) or not isinstance(g_cls, type):
+            return None
+        if _issubclass(m_cls, g_cls):
+            return True
+        answers.add(None if _issubclass(g_cls, m_cls) is not False else False)
+    return None if None in answers else False
+
+
+def disjoint(src: Any, guard: Any) -> bool:
+    """Whether no value of type ``src`` can pass a condition letting ``guard`` through
+    (``disjoint(str, int)``); False whenever the checker cannot tell."""
+    if _is_unknown(_strip(src)):
+        return False
+    return all(_within(m, guard) is False for m in _members(src))
+
+
+def narrow(src: Any, guard: Any) -> Any:
+    """The type of the values of type ``src`` that pass a condition letting ``guard``
+    through: ``narrow(str | int, int)`` → ``int``; the guard itself when ``src`` is
+    unknown or the checker cannot tell."""
+    if _is_unknown(_strip(src)):
+        return guard
+    kept = [m for m in _members(src) if _within(m, guard)]
+    if kept:
+        return kept[0] if len(kept) == 1 else Union[tuple(kept)]
+    return guard
+
+
+def exclude(src: Any, guards: list[Any]) -> Any:
+    """The type of the values of type ``src`` that pass none of ``guards`` (an
+    ``otherwise`` edge beside type conditions): ``exclude(str | int | None, [str])`` →
+    ``int | None``; ``src`` when the checker cannot tell."""
+    if _is_unknown(_strip(src)):
+        return src
+    kept = [m for m in _members(src) if not any(_within(m, g) for g in guards)]
+    if not kept:
+        return src
+    return kept[0] if len(kept) == 1 else Union[tuple(kept)]
 
 
 def is_sequence(tp: Any) -> bool:

@@ -6,9 +6,23 @@ The declaration (:mod:`.graph`), the compiler (:mod:`.plan`) and the renderers
 declaration layer has no import cycle.
 
 The node attributes: ``kind="function", fn=<callable>`` | ``kind="agent", agent=<Agent>``
-| ``kind="fleet", agent=<Agent>, max_workers=<int>``, plus the policies ``retries``,
-``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits`` and, for agent and
-fleet nodes, ``prompt``. An edge may carry ``when=<predicate on the upstream output>``.
+| ``kind="fleet", agent=<Agent>, max_workers=<int>`` | ``kind="formation",
+formation=<Formation>`` (a nested formation run as one node) | ``kind="map", fn=<callable>
+or formation=<Formation>, max_workers=<int>`` (a function, or a formation, applied to
+every item of a list), plus the policies ``retries``, ``backoff``, ``retry_on``,
+``max_backoff``, ``jitter``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits``,
+``join`` (``"all"`` or ``"any"``, for fan-in) and, for agent and fleet nodes, ``prompt``.
+An edge may carry ``when=<predicate on the upstream output, a type or a tuple of
+types>``, ``otherwise=True``, or ``on_error=True`` (an error edge: taken only when its
+source fails, carrying a :class:`~.failure.NodeFailure`).
+
+The rules for error edges: ``on_error`` on an edge is a bool (True or False); an error
+edge carries no ``when=`` (nor ``otherwise=``); a node with error edges has no
+``on_error="skip"`` policy (its failures go to the edges); the handler's input must take a
+``NodeFailure`` (checked in :mod:`.plan` against its annotation, when it has one). A node
+may have several error edges (each handler gets the failure); an error edge may be a back
+edge (even to its own source: the node's next visit gets its own failure); and it counts
+as conditional, so a cycle through one is legal, bounded by ``max_visits``.
 
 Example:
     >>> policy_problems("fetch", {"retries": -1})
@@ -32,7 +46,9 @@ from ..agent import Agent
 from .typecheck import inspect_callable
 
 __all__ = [
+    "EDGE_ATTRS",
     "KINDS",
+    "close_name",
     "NODE_ATTRS",
     "OWNERS",
     "POLICY_DEFAULTS",
@@ -40,31 +56,42 @@ __all__ = [
     "cycle_problems",
     "edge_label",
     "edge_problems",
+    "error_edge_problems",
+    "is_error_edge",
+    "is_formation",
     "node_problems",
+    "otherwise_problems",
     "policy_problems",
     "prompt_problems",
     "quote",
+    "reach_problems",
 ]
 
-KINDS = ("function", "agent", "fleet")
+KINDS = ("function", "agent", "fleet", "formation", "map")
 """The node kinds."""
 
-POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {"retries": 0, "backoff": 0.1, "timeout": None, "on_error": "fail", "concurrency": 1, "max_visits": 10}
-)
+POLICY_DEFAULTS: Mapping[str, Any] = MappingProxyType({
+    "retries": 0, "backoff": 0.1, "retry_on": None, "max_backoff": 30.0, "jitter": True, "timeout": None,
+    "on_error": "fail", "concurrency": 1, "max_visits": 10, "join": "all",
+})
 """Policy attributes any node may carry, with the defaults the plan applies."""
 
-_KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"}}
-NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", *POLICY_DEFAULTS})
+_KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agent", "max_workers", "prompt"},
+               "formation": {"formation"}, "map": {"fn", "formation", "max_workers"}}
+NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", "formation", *POLICY_DEFAULTS})
 _ALIASES = {"retry": "retries", "func": "fn", "callable": "fn", "workers": "max_workers", "condition": "when", "predicate": "when"}
 _DECLARE = "declare it with add_function/add_agent/add_fleet"
-OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)", "max_workers": "fleet nodes (add_fleet)"}
+OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)",
+          "max_workers": "fleet and map nodes (add_fleet, add_map)"}
 
 
 def edge_label(when: Any) -> str:
-    """The label of an edge carrying ``when``: the predicate's name, or ``"when"``."""
+    """The label of an edge carrying ``when``: the predicate's or the type's name (``int |
+    str`` for a tuple of types), or ``"when"``."""
     if when is None:
         return ""
+    if isinstance(when, tuple):
+        return " | ".join(getattr(t, "__name__", "?") for t in when)
     name = getattr(when, "__name__", None)
     return name if isinstance(name, str) and name.isidentifier() else "when"
 
@@ -74,11 +101,18 @@ def quote(names: Any) -> str:
     return ", ".join(repr(n) for n in names)
 
 
+def close_name(key: str, known: Any, cutoff: float = 0.75) -> str | None:
+    """The name in ``known`` that ``key`` most likely misspells (a known alias first), or None."""
+    alias = _ALIASES.get(key)
+    if alias is not None and alias in known:
+        return alias
+    return next(iter(difflib.get_close_matches(key, sorted(known), n=1, cutoff=cutoff)), None)
+
+
 def _unknown_attr(where: str, key: Any, known: frozenset[str]) -> list[str]:
     if not isinstance(key, str) or key in known:
         return []
-    guess = _ALIASES.get(key) if _ALIASES.get(key) in known else None
-    guess = guess or next(iter(difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)), None)
+    guess = close_name(key, known)
     if guess is None:
         return []  # a user's own attribute (a label, a colour): allowed
     return [f"{where} has attribute {key!r}: did you mean {guess!r}? (rename it; unknown attributes are ignored)"]
@@ -86,6 +120,16 @@ def _unknown_attr(where: str, key: Any, known: frozenset[str]) -> list[str]:
 
 def _is_int(v: Any, low: int) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _is_error_class(v: Any) -> bool:
+    return isinstance(v, type) and issubclass(v, BaseException)
+
+
+def _is_retry_on(v: Any) -> bool:
+    if isinstance(v, tuple | list):
+        return all(_is_error_class(t) for t in v)
+    return v is None or _is_error_class(v)
 
 
 def _is_seconds(v: Any, positive: bool) -> bool:
@@ -97,12 +141,18 @@ def _is_seconds(v: Any, positive: bool) -> bool:
 _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "retries": (lambda v: _is_int(v, 0), "an int >= 0 (restarts after a failure)"),
     "backoff": (lambda v: _is_seconds(v, False), "a number of seconds >= 0 (base of the exponential backoff)"),
+    "retry_on": (_is_retry_on, "an exception class or a tuple of them (e.g. retry_on=(ConnectionError, "
+                 "TimeoutError)), or None for every error but PayloadError"),
+    "max_backoff": (lambda v: _is_seconds(v, False), "a number of seconds >= 0 (the longest wait between retries)"),
+    "jitter": (lambda v: isinstance(v, bool), "True (spread the waits between retries at random) or False"),
     "timeout": (lambda v: v is None or _is_seconds(v, True), "a number of seconds > 0, or None for no timeout"),
     "on_error": (lambda v: isinstance(v, str) and v in ("fail", "skip"), "'fail' or 'skip'"),
     "concurrency": (lambda v: _is_int(v, 1), "an int >= 1"),
     "max_visits": (lambda v: _is_int(v, 1), "an int >= 1 (visits per run, bounds cycles)"),
-    "max_workers": (lambda v: _is_int(v, 0), "an int >= 0 (0: one session per item, up to 100)"),
+    "max_workers": (lambda v: _is_int(v, 0), "an int >= 0 (0: one worker per item, up to 100)"),
     "prompt": (lambda v: v is None or isinstance(v, str), "a str template using {input}, or None"),
+    "join": (lambda v: isinstance(v, str) and v in ("all", "any"),
+             "'all' (wait for every predecessor) or 'any' (fire with the first value)"),
 }
 
 
@@ -133,42 +183,188 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
         owners = " and ".join(k for k in KINDS if key in _KIND_ATTRS[k])
         out.append(f"{kind} node {node!r} has {key}=, which only applies to {owners} nodes; remove it")
     usable = True
-    if kind == "function" and not callable(attrs.get("fn")):
-        got = "no fn" if "fn" not in attrs else f"fn={type(attrs['fn']).__name__}, not callable"
-        out.append(f"function node {node!r} has {got}; set fn=<a callable taking the node's input>")
+    if kind == "map" and ("fn" in attrs) == ("formation" in attrs):
+        has = "both fn= and formation=" if "fn" in attrs else "neither fn= nor formation="
+        out.append(f"map node {node!r} has {has}; give it one: fn=<a callable taking one item> "
+                   "(add_map(name, fn)) or formation=<a Formation run per item> (add_map(name, formation=sub))")
         usable = False
-    elif kind != "function" and not isinstance(attrs.get("agent"), Agent):
+    elif (kind == "function" or (kind == "map" and "fn" in attrs)) and not callable(attrs.get("fn")):
+        got = "no fn" if "fn" not in attrs else f"fn={type(attrs['fn']).__name__}, not callable"
+        takes = "the node's input" if kind == "function" else "one item of the node's list input"
+        out.append(f"{kind} node {node!r} has {got}; set fn=<a callable taking {takes}>")
+        usable = False
+    elif kind in ("formation", "map") and "fn" not in attrs and not is_formation(attrs.get("formation")):
+        got = "nothing" if "formation" not in attrs else type(attrs["formation"]).__name__
+        what = "the formation it runs" if kind == "formation" else "the formation it runs per item"
+        out.append(f"{kind} node {node!r} needs formation=<a Formation> ({what}), got {got}")
+        usable = False
+    elif kind in ("agent", "fleet") and not isinstance(attrs.get("agent"), Agent):
         got = "nothing" if "agent" not in attrs else type(attrs["agent"]).__name__
         out.append(f"{kind} node {node!r} needs agent=<an Agent>, got {got}")
         usable = False
     return out + policy_problems(node, attrs), usable
 
 
+def is_formation(value: Any) -> bool:
+    """Whether ``value`` is a formation: a ``name`` and a ``networkx.DiGraph`` ``graph``
+    (a :class:`~wingman_actors.formation.Formation`, which this module cannot import)."""
+    return isinstance(getattr(value, "name", None), str) and isinstance(getattr(value, "graph", None), nx.DiGraph)
+
+
+EDGE_ATTRS = frozenset({"when", "otherwise", "on_error"})
+
+
 def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
-    """Problems with one edge's attributes (``when`` and close typos of it)."""
+    """Problems with one edge's attributes (``when``, ``otherwise``, ``on_error`` and close typos of them)."""
     where = f"edge {u!r} → {v!r}"
-    out = [p for key in attrs for p in _unknown_attr(where, key, frozenset({"when"}))]
+    out = [p for key in attrs for p in _unknown_attr(where, key, EDGE_ATTRS)]
+    out += _error_edge_attr_problems(where, u, attrs)
     when = attrs.get("when")
-    if when is not None:
-        if not callable(when):
-            out.append(f"{where}: when must be a predicate on the output of {u!r}, got {type(when).__name__}")
-        elif not inspect_callable(when).accepts_one():
-            out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
+    otherwise = attrs.get("otherwise", False)
+    if not isinstance(otherwise, bool):
+        out.append(f"{where}: otherwise must be True or False, got {otherwise!r}")
+    elif otherwise and when is not None:
+        out.append(f"{where} has both when= and otherwise=True; an otherwise edge is taken when none of "
+                   f"{u!r}'s conditions fire, so it takes no condition of its own: drop one of them")
+    if when is None:
+        return out
+    if isinstance(when, tuple):
+        if not when or not all(isinstance(t, type) for t in when):
+            out.append(f"{where}: when=(...) must be a tuple of types (isinstance checks), got {when!r}")
+    elif isinstance(when, type):
+        pass  # when=int: isinstance(output, int)
+    elif not callable(when):
+        out.append(f"{where}: when must be a predicate on the output of {u!r}, a type or a tuple of types, "
+                   f"got {type(when).__name__}")
+    elif not inspect_callable(when).accepts_one():
+        out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
+    return out
+
+
+def otherwise_problems(graph: nx.DiGraph) -> list[str]:
+    """Nodes with more than one ``otherwise`` edge."""
+    out = []
+    for u in graph:
+        targets = [v for _, v, o in graph.out_edges(u, data="otherwise") if o is True]
+        if len(targets) > 1:
+            out.append(f"node {u!r} has {len(targets)} otherwise edges (to {quote(targets)}); a node may have "
+                       "one: keep one and give the others when= conditions")
+    return out
+
+
+def _error_edge_attr_problems(where: str, u: Any, attrs: Mapping[str, Any]) -> list[str]:
+    flag = attrs.get("on_error", False)
+    if not isinstance(flag, bool):
+        return [f"{where}: on_error must be True (an error edge, taken when {u!r} fails) or False, got {flag!r}; "
+                f"to skip {u!r} when it fails, set the node policy instead: add_function({u!r}, ..., on_error='skip')"]
+    conditions = [k for k in ("when", "otherwise") if flag and attrs.get(k) not in (None, False)]
+    if conditions:
+        return [f"{where}: an error edge (on_error=True) is taken exactly when {u!r} fails, so it cannot also "
+                f"carry {' or '.join(f'{k}=' for k in conditions)}; drop one of them (route the handler's output "
+                "with conditional edges out of the handler instead)"]
+    return []
+
+
+def is_error_edge(attrs: Mapping[str, Any]) -> bool:
+    """Whether an edge with these attributes is an error edge (``on_error=True``)."""
+    return attrs.get("on_error") is True
+
+
+def error_edge_problems(graph: nx.DiGraph) -> list[str]:
+    """Problems of nodes with error edges: an ``on_error="skip"`` policy the error edges
+    would silently override."""
+    out = []
+    for u in dict.fromkeys(u for u, _, a in graph.edges(data=True) if is_error_edge(a)):
+        if graph.nodes[u].get("on_error") == "skip":
+            handlers = quote(v for _, v, a in graph.out_edges(u, data=True) if is_error_edge(a))
+            out.append(f"node {u!r} has on_error='skip' and error edge(s) to {handlers}; a failure goes to the "
+                       "error edges, so the policy would never apply: remove on_error='skip' or the error edges")
     return out
 
 
 def cycle_problems(graph: nx.DiGraph) -> list[str]:
-    """Cycles that nothing can end. (Reachability needs no check: in every strongly
-    connected component that nothing else reaches, the first node the depth-first search
-    enters has only back edges coming in, so it is a source, and every node is reached.)"""
+    """Cycles that nothing can end."""
     out = []
-    plain = nx.DiGraph([(u, v) for u, v, w in graph.edges(data="when") if w is None])
+    # otherwise and error edges are conditional too: each may stay shut
+    plain = nx.DiGraph([(u, v) for u, v, a in graph.edges(data=True)
+                        if a.get("when") is None and not a.get("otherwise") and not is_error_edge(a)])
     for scc in nx.strongly_connected_components(plain):
         if len(scc) > 1 or any(plain.has_edge(n, n) for n in scc):
             start = next(n for n in graph if n in scc)
             cycle = [u for u, _ in nx.find_cycle(plain.subgraph(scc), source=start)]
             path = " → ".join(str(n) for n in [*cycle, cycle[0]])
             out.append(f"cycle {path} has no conditional edge; add when= to one of its edges so it can end")
+    return out
+
+
+def _shortest_cycle(graph: nx.DiGraph, start: Any, members: set[Any]) -> list[Any]:
+    """A shortest cycle through ``start`` within ``members`` (strongly connected, more than
+    a self-loop when it has several nodes), found breadth first in the graph's own order."""
+    parents: dict[Any, Any] = {start: None}
+    queue = [start]
+    for node in queue:
+        for child in graph.successors(node):
+            if child == start and (node != start or len(members) == 1):
+                cycle = [node]
+                while parents[cycle[-1]] is not None:
+                    cycle.append(parents[cycle[-1]])
+                return cycle[::-1]  # from start
+            if child in members and child not in parents:
+                parents[child] = node
+                queue.append(child)
+    raise ValueError(f"{start!r} is on no cycle within {members!r}")  # not reached: members is strongly connected
+
+
+def _loop(graph: nx.DiGraph, first: Any, members: set[Any]) -> tuple[str, str]:
+    """``cycle a → b → a`` (or, for a component of several cycles, its nodes and one of
+    them), and the pronoun for it."""
+    cycle = _shortest_cycle(graph, first, members)
+    path = " → ".join(str(n) for n in [*cycle, first])
+    if len(cycle) == len(members):
+        return f"cycle {path}", "it"
+    return f"the cycles among {quote(n for n in graph if n in members)} (one is {path})", "them"
+
+
+def reach_problems(graph: nx.DiGraph) -> list[str]:
+    """Nodes the run's input never reaches, one problem per cycle nothing enters.
+
+    The sources are the nodes with no incoming edge but their own self-loop (a self-loop
+    closes a cycle whatever the search; the search for back edges starts from these). Every
+    other node needs a path from a source: a node entered only from a cycle that nothing
+    enters would never run, and nor would anything downstream of it. Such a node is not taken
+    for a source: none of its incoming edges closes a cycle on a path from a source.
+    """
+    sources = [n for n in graph if all(u == n for u in graph.predecessors(n))]
+    reached, stack = set(sources), list(sources)
+    while stack:
+        for child in graph.successors(stack.pop()):
+            if child not in reached:
+                reached.add(child)
+                stack.append(child)
+    if len(reached) == graph.number_of_nodes():
+        return []
+    rest = graph.subgraph([n for n in graph if n not in reached])
+    # Each strongly connected component of the rest with no edge in from the rest is a cycle
+    # (a lone node there would have no incoming edge, so it would be a source).
+    condensed = nx.condensation(rest)
+    order = {n: i for i, n in enumerate(graph)}
+    entries = sorted((condensed.nodes[c]["members"] for c in condensed if condensed.in_degree(c) == 0),
+                     key=lambda members: min(order[n] for n in members))
+    out, named = [], set()
+    for members in entries:
+        first = min(members, key=order.__getitem__)
+        downstream = nx.descendants(rest, first) | {first}
+        group = [n for n in graph if n in downstream and n not in named]
+        named.update(group)
+        loop, pronoun = _loop(graph, first, members)
+        if sources:
+            out.append(f"node(s) {quote(group)} cannot be reached from the source(s) {quote(sources)}: their only "
+                       f"way in is {loop}, which no source reaches; connect {first!r} from a node a source "
+                       "reaches, or remove them")
+        else:
+            out.append(f"node(s) {quote(group)} get no input: no node is a source (a node with no incoming edge "
+                       f"but its own self-loop), and nothing outside {loop} enters {pronoun}; add an entry node "
+                       f"feeding {first!r}, e.g. add_function('start', fn).connect('start', {first!r})")
     return out
 
 

@@ -35,7 +35,7 @@ class NodeRow:
 
     Attributes:
         name: the node.
-        kind: ``function``, ``agent`` or ``fleet``.
+        kind: ``function``, ``agent``, ``fleet`` or ``map``.
         status: ``waiting``, ``running``, ``retrying``, ``done``, ``failed`` or ``skipped``.
         started: wall-clock time of its first start in the run.
         ended: wall-clock time it last finished, failed or was skipped.

@@ -25,6 +25,7 @@ from ..actors.nodes import render_input
 from ..errors import FormationRuntimeError, WingmanError
 from ..formation import Formation
 from ..formation.events import FormationEvent, FormationEventType
+from ..formation.plan import Plan
 from ..formation.result import FormationResult
 from ..providers.base import Provider
 from .durable import Durable
@@ -73,7 +74,7 @@ def run_command(args: argparse.Namespace) -> int:
         value, label = None, f"resuming run {args.resume_id} (journalled nodes are not run again)"
     else:
         value, label = resolve_input(args.input, loaded)
-    board = RunBoard((name, plan.nodes[name].kind) for name in plan.order)
+    board = RunBoard(_rows(plan))
     usage.attach(formation, board)
     if live:
         progress: Any = LiveProgress(board, f"formation {formation.name}", console=Console(stderr=True),
@@ -292,3 +293,15 @@ def _print_outputs(result: FormationResult, samples: bool, out: IO[str], info: I
 def _print_json(doc: dict[str, Any], *, compact: bool) -> None:
     text = json.dumps(doc, default=str) if compact else json.dumps(doc, indent=2, default=str)
     print(text, flush=True)
+
+
+def _rows(plan: Plan, prefix: str = "") -> list[tuple[str, str]]:
+    """``(name, kind)`` of the nodes the live board shows, in run order: a formation
+    node's inner nodes follow it, named by path (``"outer/inner"``) as their events are."""
+    rows: list[tuple[str, str]] = []
+    for name in plan.order:
+        spec = plan.nodes[name]
+        rows.append((prefix + name, spec.kind))
+        if spec.kind == "formation" and spec.subplan is not None:
+            rows += _rows(spec.subplan, f"{prefix}{name}/")
+    return rows

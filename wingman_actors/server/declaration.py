@@ -1,10 +1,13 @@
 """Formation declarations in JSON, and how one becomes a :class:`~wingman_actors.Formation`.
 
 A declaration names what Python would pass as objects: agent and fleet nodes name a
-stored agent by ``agent_id``, function nodes a registered function by ``function``, and
-edge conditions a registered predicate by ``condition``. Policies (``retries``,
-``backoff``, ``timeout``, ``on_error``, ``concurrency``, ``max_visits``) sit on the node,
-flat or under ``policies``::
+stored agent by ``agent_id``, function and map nodes a registered function by ``function``
+(a map node calls it on every item of its list input, ``max_workers`` at once), and
+edge conditions a registered predicate by ``condition``; ``"on_error": true`` makes an
+error edge. Policies (``retries``, ``backoff``, ``retry_on``, ``max_backoff``, ``jitter``,
+``timeout``, ``on_error``, ``concurrency``, ``max_visits``) sit on the node, flat or under
+``policies``; ``retry_on`` names exception classes: built-in ones (``"ConnectionError"``)
+or those of :mod:`wingman_actors.errors` (``"NodeTimeoutError"``)::
 
     {"name": "digest",
      "nodes": [{"name": "clean", "kind": "function", "function": "strip_text"},
@@ -15,12 +18,14 @@ flat or under ``policies``::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import builtins
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import errors
 from ..agent import Agent
 from ..errors import FormationSetupError
 from ..formation import Formation
@@ -28,9 +33,22 @@ from .errors import ApiError
 from .functions import FunctionRegistry
 from .limits import MAX_BACKOFF_S, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT_S, MAX_VISITS, MAX_WORKERS
 
-__all__ = ["EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "build_formation", "declaration_problems"]
+__all__ = [
+    "EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "build_formation", "declaration_problems",
+    "exception_class",
+]
 
-POLICY_FIELDS = ("retries", "backoff", "timeout", "on_error", "concurrency", "max_visits")
+POLICY_FIELDS = ("retries", "backoff", "retry_on", "max_backoff", "jitter", "timeout", "on_error", "concurrency",
+                 "max_visits", "join")
+
+
+def exception_class(name: str) -> type[BaseException] | None:
+    """The exception class ``retry_on`` may name: a built-in one, or one of
+    :mod:`wingman_actors.errors`; None for any other name."""
+    found = getattr(builtins, name, None) if not name.startswith("_") else None
+    if found is None and name in errors.__all__:
+        found = getattr(errors, name)
+    return found if isinstance(found, type) and issubclass(found, BaseException) else None
 
 
 class PoliciesDecl(BaseModel):
@@ -42,21 +60,36 @@ class PoliciesDecl(BaseModel):
     backoff: float | None = Field(
         default=None, ge=0, le=MAX_BACKOFF_S, description="base seconds of the exponential backoff"
     )
+    retry_on: list[str] | str | None = Field(
+        default=None, description="exception class names retried (built-in or wingman_actors.errors); default: "
+                                  "every error but PayloadError"
+    )
+    max_backoff: float | None = Field(
+        default=None, ge=0, le=MAX_BACKOFF_S, description="the longest wait between retries, in seconds"
+    )
+    jitter: bool | None = Field(default=None, description="random waits between retries (default true)")
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds per attempt")
     on_error: Literal["fail", "skip"] | None = None
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY, description="replicas of the node's actor")
     max_visits: int | None = Field(default=None, ge=1, le=MAX_VISITS, description="visits per run (bounds cycles)")
+    join: Literal["all", "any"] | None = Field(
+        default=None, description="fan-in: wait for every predecessor (all) or fire with the first value (any)"
+    )
 
 
 class NodeDecl(PoliciesDecl):
-    """One node: ``function`` (by registered name), ``agent`` or ``fleet`` (by ``agent_id``)."""
+    """One node: ``function`` or ``map`` (by registered name), ``agent`` or ``fleet`` (by
+    ``agent_id``)."""
 
     name: str = Field(min_length=1)
-    kind: Literal["function", "agent", "fleet"]
-    function: str | None = Field(default=None, description="function nodes: a registered function's name")
+    kind: Literal["function", "agent", "fleet", "map"]
+    function: str | None = Field(
+        default=None, description="function and map nodes: a registered function's name (a map calls it per item)"
+    )
     agent_id: str | None = Field(default=None, description="agent and fleet nodes: a stored agent's id")
     max_workers: int | None = Field(
-        default=None, ge=0, le=MAX_WORKERS, description="fleet nodes: sessions at once (0: one per item)"
+        default=None, ge=0, le=MAX_WORKERS,
+        description="fleet and map nodes: items at once (0: one per item, up to the server's limit)",
     )
     prompt: str | None = Field(default=None, description="agent and fleet nodes: a template using {input}")
     policies: PoliciesDecl | None = None
@@ -71,13 +104,21 @@ class NodeDecl(PoliciesDecl):
 
 class EdgeDecl(BaseModel):
     """An edge ``from`` → ``to``, carrying a message only when ``condition`` (a registered
-    predicate on the upstream output) holds."""
+    predicate on the upstream output) holds; with ``otherwise``, when none of the
+    upstream's conditions holds; with ``on_error``, only when ``from`` fails."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     source: str = Field(alias="from", min_length=1)
     to: str = Field(min_length=1)
     condition: str | None = None
+    otherwise: bool | None = Field(
+        default=None, strict=True, description="taken when none of the upstream's conditional edges fire"
+    )
+    on_error: bool | None = Field(
+        default=None, description="an error edge: taken only when 'from' fails after its retries, carrying "
+                                  "the failure (node, error, input, attempts, run_id) to 'to'"
+    )
 
 
 class FormationDecl(BaseModel):
@@ -121,16 +162,20 @@ def declaration_problems(decl: FormationDecl, registry: FunctionRegistry, agent_
             both = sorted(f for f in n.policies.model_fields_set if getattr(n, f) is not None)
             if both:
                 problems.append(f"{where}: {', '.join(both)} given both flat and under policies; keep one")
-        if n.kind == "function":
+        problems += _retry_on_problems(where, n.policy_values().get("retry_on"))
+        if n.kind in ("function", "map"):
             if n.function is None:
-                problems.append(f"{where}: a function node needs \"function\": one of {_names(registry.functions)}")
+                problems.append(f"{where}: a {n.kind} node needs \"function\": one of {_names(registry.functions)}")
             elif n.function not in registry.functions:
                 problems.append(
                     f"{where}: no registered function {n.function!r}; registered: {_names(registry.functions)}"
                 )
-            extra = [f for f in ("agent_id", "max_workers", "prompt") if getattr(n, f) is not None]
+            extra = [f for f in ("agent_id", "prompt") if getattr(n, f) is not None]
             if extra:
                 problems.append(f"{where}: {', '.join(extra)} only apply to agent and fleet nodes; remove them")
+            if n.kind == "function" and n.max_workers is not None:
+                problems.append(f"{where}: max_workers only applies to fleet and map nodes; remove it "
+                                "or use kind \"map\" to call the function once per item")
             continue
         if n.agent_id is None:
             problems.append(f"{where}: an {n.kind} node needs \"agent_id\" (create agents with POST /agents)")
@@ -149,11 +194,25 @@ def declaration_problems(decl: FormationDecl, registry: FunctionRegistry, agent_
         for end in (e.source, e.to):
             if end not in seen:
                 problems.append(f"{where}: no node named {end!r}; nodes: {', '.join(sorted(seen))}")
+        if e.otherwise and e.condition is not None:
+            problems.append(f"{where}: an otherwise edge takes no condition; drop one of them")
         if e.condition is not None and e.condition not in registry.predicates:
             problems.append(
                 f"{where}: no registered predicate {e.condition!r}; registered: {_names(registry.predicates)}"
             )
     return problems
+
+
+def _retry_on_names(value: list[str] | str | None) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or ())
+
+
+def _retry_on_problems(where: str, value: list[str] | str | None) -> list[str]:
+    unknown = [name for name in _retry_on_names(value) if exception_class(name) is None]
+    if not unknown:
+        return []
+    return [f"{where}: retry_on names {', '.join(repr(u) for u in unknown)}, not a built-in exception nor one of "
+            f"wingman_actors.errors; use names such as \"ConnectionError\", \"TimeoutError\" or \"NodeTimeoutError\""]
 
 
 def setup_error(name: str, problems: list[str]) -> ApiError:
@@ -181,8 +240,12 @@ def build_formation(
     graph = nx.DiGraph()
     for n in decl.nodes:
         attrs: dict[str, Any] = {"kind": n.kind, **n.policy_values()}
-        if n.kind == "function":
+        if "retry_on" in attrs:
+            attrs["retry_on"] = tuple(exception_class(name) for name in _retry_on_names(attrs["retry_on"]))
+        if n.kind in ("function", "map"):
             attrs["fn"] = registry.functions[n.function or ""]
+            if n.kind == "map":
+                attrs["max_workers"] = n.max_workers or 0
         else:
             attrs["agent"] = agents[n.agent_id or ""]
             if n.prompt is not None:
@@ -191,8 +254,12 @@ def build_formation(
                 attrs["max_workers"] = n.max_workers or 0
         graph.add_node(n.name, **attrs)
     for e in decl.edges:
-        when: Callable[[Any], bool] | None = None if e.condition is None else registry.predicates[e.condition]
-        graph.add_edge(e.source, e.to, **({} if when is None else {"when": when}))
+        attrs = {} if e.condition is None else {"when": registry.predicates[e.condition]}
+        if e.otherwise:
+            attrs["otherwise"] = True
+        if e.on_error:
+            attrs["on_error"] = True
+        graph.add_edge(e.source, e.to, **attrs)
     formation = Formation(decl.name, graph)
     try:
         formation.validate()

@@ -20,7 +20,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -174,33 +174,76 @@ _active_lock = threading.Lock()
 _previous_factory: Callable[..., logging.LogRecord] | None = None
 
 
+def _mask(redactors: list[Redactor], text: str) -> str:
+    for redactor in redactors:
+        text = redactor.text(text)
+    return text
+
+
+def _masked_arg(redactors: list[Redactor], value: Any) -> Any:
+    """``value`` as it was, unless its text holds a secret: then that text, masked. Formatters
+    that read a record's arguments themselves (uvicorn's access log unpacks five and takes
+    the last as an int) keep working, since a number's text never holds a key."""
+    if isinstance(value, str):
+        return _mask(redactors, value)
+    if value is None or isinstance(value, int | float):
+        return value
+    text = str(value)
+    masked = _mask(redactors, text)
+    return value if masked == text else masked
+
+
+def _mask_record(record: logging.LogRecord, redactors: list[Redactor]) -> None:
+    try:
+        message: str | None = record.getMessage()
+    except Exception:  # a broken format string: logging reports it, with the message and arguments
+        message = None
+    if message is None or _mask(redactors, message) != message:
+        # Mask the pieces, keeping the arguments' shape; a secret split across them, or hidden
+        # in a repr the pieces' text does not show, leaves only the whole message, masked.
+        record.msg = _masked_arg(redactors, record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_masked_arg(redactors, a) for a in record.args)
+        elif isinstance(record.args, Mapping):
+            record.args = {k: _masked_arg(redactors, v) for k, v in record.args.items()}
+        if message is not None:
+            try:
+                masked_pieces = record.getMessage()
+            except Exception:
+                masked_pieces = message
+            if _mask(redactors, masked_pieces) != masked_pieces:
+                record.msg, record.args = _mask(redactors, message), ()
+    if record.exc_info and record.exc_info[1] is not None:
+        text = record.exc_text or logging.Formatter().formatException(record.exc_info)
+        masked = _mask(redactors, text)
+        if masked != text:
+            # The exception itself still holds the secret: no handler may render it again.
+            record.exc_text, record.exc_info = masked, None
+    if record.stack_info:
+        record.stack_info = _mask(redactors, record.stack_info)
+
+
 def _masked_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
     factory = _previous_factory or logging.LogRecord  # read once: the last server may be stopping
     record = factory(*args, **kwargs)
-    redactors = list(_active)
-    if all(r.empty for r in redactors):
-        return record
-    try:
-        message = record.getMessage()
-    except Exception:  # a broken format string: leave it for logging to report
-        return record
-    exc_text = record.exc_text
-    if record.exc_info and not exc_text:
-        exc_text = logging.Formatter().formatException(record.exc_info)
-    for redactor in redactors:
-        message = redactor.text(message)
-        exc_text = redactor.text(exc_text) if exc_text else exc_text
-    record.msg, record.args = message, None
-    if exc_text:
-        record.exc_text = exc_text
+    redactors = [r for r in _active if not r.empty]
+    if redactors:
+        _mask_record(record, redactors)
     return record
 
 
 @contextmanager
 def redact_logs(redactor: Redactor) -> Iterator[None]:
     """While inside, every log record made in this process (any logger: the server's, the
-    library's, httpx's, the SDKs') has ``redactor``'s secrets masked in its message and
-    traceback text. Nests, and several servers in one process each add their own."""
+    library's, httpx's, the SDKs', uvicorn's access log) has ``redactor``'s secrets masked.
+
+    The masking happens as the record is made (a log record factory), so it holds for every
+    handler and formatter, including ones configured later. A record whose message holds a
+    secret keeps its arguments' shape with each argument's text masked (formatters such as
+    uvicorn's read them); its traceback text is masked, and an exception that quotes a
+    secret is dropped from the record (``exc_info``), leaving only the masked text, so no
+    handler can render it again. Text added through ``extra=`` is not masked. Nests, and
+    several servers in one process each add their own."""
     global _previous_factory
     with _active_lock:
         if not _active:

@@ -41,7 +41,7 @@ class EdgeShape:
         source: the upstream node.
         target: the downstream node.
         back: the edge closes a cycle (found by depth-first search from the sources).
-        conditional: the edge carries a ``when`` predicate.
+        conditional: the edge carries a ``when`` predicate, or is an error edge (``on_error=True``).
     """
 
     source: str
@@ -77,7 +77,9 @@ class FormationShape:
         back = back_edges(graph)
         nodes = tuple(sorted((str(n), str(a.get("kind"))) for n, a in graph.nodes(data=True)))
         edges = tuple(sorted(
-            EdgeShape(str(u), str(v), (u, v) in back, a.get("when") is not None) for u, v, a in graph.edges(data=True)
+            EdgeShape(str(u), str(v), (u, v) in back,
+                      a.get("when") is not None or a.get("otherwise") is True or a.get("on_error") is True)
+            for u, v, a in graph.edges(data=True)
         ))
         return cls(nodes, edges)
 

@@ -224,14 +224,15 @@ class Writer:
 
     def take_failures(self, run_id: str | None = None) -> StoreWriteError | None:
         """The failures of ops nobody waited for, since the last call (then forgotten);
-        with ``run_id``, only that run's (the others are kept)."""
+        with ``run_id``, only that run's and its nested runs' (the others are kept)."""
         with self._mutex:
             if run_id is None:
                 taken, self._failures = self._failures, []
             else:
-                taken = [f for f in self._failures if f[0] == run_id]
+                inner = run_id + "/"  # a nested formation's runs are "<run id>/<node>/<visit>"
+                taken = [f for f in self._failures if f[0] is not None and (f[0] == run_id or f[0].startswith(inner))]
                 if taken:
-                    self._failures = [f for f in self._failures if f[0] != run_id]
+                    self._failures = [f for f in self._failures if f not in taken]
         return StoreWriteError([line for _, line in taken]) if taken else None
 
     def stop(self, final: Op | None = None) -> None:

@@ -1,0 +1,52 @@
+"""Nested formations on both backends: on Ray the formation node stays in the driver
+and its inner formation's nodes are Ray actors; results, events by path, traces,
+retries, interrupts and resumes behave as on threads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wingman_actors import Formation, interrupt
+from wingman_actors.formation.events import FormationEvent, FormationEventType
+from wingman_actors.store import RunStore
+
+
+def _inc(x: int) -> int:
+    return x + 1
+
+
+def _double(x: int) -> int:
+    return x * 2
+
+
+def _ask(x: int) -> str:
+    return f"{x}: {interrupt({'ok?': x})}"
+
+
+def _inner() -> Formation:
+    return Formation("inner").add_function("inc", _inc).add_function("double", _double).connect("inc", "double")
+
+
+def test_a_nested_formation_runs_and_reports_its_inner_nodes_on_each_backend(backend: str) -> None:
+    outer = Formation("outer").add_function("src", _inc).add_formation("sub", _inner()).add_function("out", _inc)
+    events: list[FormationEvent] = []
+    result = outer.connect("src", "sub", "out").run(1, backend=backend, on_event=events.append)
+    assert result.output == 7
+    assert [e.node for e in events if e.type is FormationEventType.NODE_FINISHED] == [
+        "src", "sub/inc", "sub/double", "sub", "out"]
+    assert list(result.nodes) == ["src", "sub", "sub/inc", "sub/double", "out"]
+
+
+def test_a_map_over_a_formation_runs_on_each_backend(backend: str) -> None:
+    outer = Formation("outer").add_map("each", formation=_inner(), max_workers=2)
+    assert outer.run([1, 2, 3], backend=backend).output == [4, 6, 8]
+
+
+def test_an_interrupt_inside_a_nested_formation_suspends_and_resumes_on_each_backend(
+    backend: str, tmp_path: Path
+) -> None:
+    outer = Formation("outer").add_formation("sub", Formation("inner").add_function("ask", _ask))
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        suspended = outer.run(5, store=store, backend=backend)
+        assert suspended.interrupt == {"node": "sub/ask", "payload": {"ok?": 5}}
+        assert outer.resume(suspended.run_id, store=store, answer="yes", backend=backend).output == "5: yes"

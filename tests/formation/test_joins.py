@@ -1,0 +1,357 @@
+"""Fan-in joins are per visit: values of one loop iteration never meet another's,
+early values queue, and ``join="any"`` fires with the first value of a visit."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from wingman_actors import Formation
+from wingman_actors.errors import FormationSetupError
+from wingman_actors.formation.result import NodeStatus
+
+
+class Calls:
+    """Counts the calls of each node (thread-safe) and keeps what each received."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.seen: dict[str, list[Any]] = {}
+
+    def record(self, node: str, value: Any) -> None:
+        with self.lock:
+            self.seen.setdefault(node, []).append(value)
+
+
+def rag_loop(calls: Calls, *, slow_two: float = 0.0) -> Formation:
+    """LangGraph's own test case: rewrite → analyzer → (retriever_one | retriever_two) →
+    decider → rewrite, twice round the loop."""
+
+    def rewrite(query: Any) -> str:
+        calls.record("rewrite", query)
+        return f"q{len(calls.seen['rewrite'])}"
+
+    def analyzer(query: str) -> str:
+        calls.record("analyzer", query)
+        return query
+
+    def retriever_one(query: str) -> str:
+        calls.record("retriever_one", query)
+        return f"one:{query}"
+
+    def retriever_two(query: str) -> str:
+        time.sleep(slow_two)
+        calls.record("retriever_two", query)
+        return f"two:{query}"
+
+    def decider(retriever_one: str, retriever_two: str) -> str:
+        calls.record("decider", (retriever_one, retriever_two))
+        return retriever_one.split(":")[1]
+
+    def finish(query: str) -> str:
+        calls.record("finish", query)
+        return query
+
+    return (
+        Formation("rag")
+        .add_function("start", lambda query: query)  # LangGraph's START
+        .add_function("rewrite", rewrite)
+        .add_function("analyzer", analyzer)
+        .add_function("retriever_one", retriever_one)
+        .add_function("retriever_two", retriever_two)
+        .add_function("decider", decider)
+        .add_function("finish", finish)
+        .connect("start", "rewrite", "analyzer")
+        .connect("analyzer", "retriever_one", "decider")
+        .connect("analyzer", "retriever_two", "decider")
+        .connect("decider", "rewrite", when=lambda q: q == "q1")
+        .connect("decider", "finish", otherwise=True)
+    )
+
+
+def test_a_join_inside_a_loop_pairs_the_values_of_one_iteration() -> None:
+    calls = Calls()
+    result = rag_loop(calls, slow_two=0.05).run("start")
+    assert result.output == "q2"
+    assert calls.seen["decider"] == [("one:q1", "two:q1"), ("one:q2", "two:q2")]
+    assert len(calls.seen["finish"]) == 1
+    assert result.nodes["decider"].visits == 2
+
+
+def test_a_join_inside_a_loop_fires_once_per_iteration_with_branches_of_unequal_length() -> None:
+    fast_seen: list[tuple[int, int]] = []
+
+    def start(n: int) -> int:
+        return n
+
+    def fast(n: int) -> int:
+        return n
+
+    def slow_1(n: int) -> int:
+        time.sleep(0.01)
+        return n
+
+    def slow_2(n: int) -> int:
+        return n
+
+    def slow_3(n: int) -> int:
+        time.sleep(0.01)
+        return n
+
+    def meet(fast: int, slow_3: int) -> int:
+        fast_seen.append((fast, slow_3))
+        return fast + 1
+
+    def done(n: int) -> int:
+        return n
+
+    f = (
+        Formation("uneven")
+        .add_function("entry", start)
+        .add_function("start", start)
+        .add_function("fast", fast)
+        .add_function("slow_1", slow_1)
+        .add_function("slow_2", slow_2)
+        .add_function("slow_3", slow_3)
+        .add_function("meet", meet)
+        .add_function("done", done)
+        .connect("entry", "start", "fast", "meet")
+        .connect("start", "slow_1", "slow_2", "slow_3", "meet")
+        .connect("meet", "start", when=lambda n: n < 5)
+        .connect("meet", "done", otherwise=True)
+    )
+    result = f.run(0)
+    assert result.output == 5
+    assert fast_seen == [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)]
+    assert result.nodes["meet"].visits == 5
+
+
+def test_a_predecessor_that_delivers_twice_before_the_join_fires_queues_its_values() -> None:
+    # 'often' loops on itself and delivers 1, 2, 3 to the join before 'late' delivers its
+    # one value: the join pairs the oldest, instead of the last one overwriting the others.
+    pairs: list[tuple[int, int]] = []
+
+    def often(n: int) -> int:
+        return n + 1
+
+    def late(n: int) -> int:
+        time.sleep(0.2)
+        return n + 1
+
+    def meet(often: int, late: int) -> int:
+        pairs.append((often, late))
+        return often + late
+
+    f = (
+        Formation("queue")
+        .add_function("src", lambda n: n)
+        .add_function("often", often)
+        .add_function("late", late)
+        .add_function("meet", meet)
+        .connect("src", "often", "meet")
+        .connect("src", "late", "meet")
+        .connect("often", "often", when=lambda n: n < 3)
+    )
+    result = f.run(0)
+    assert pairs == [(1, 1)]
+    assert result.output == 2
+    assert result.nodes["often"].visits == 3
+
+
+def test_join_any_fires_with_the_first_value_and_drops_the_late_ones() -> None:
+    received: list[dict[str, Any]] = []
+    late_done = threading.Event()
+
+    def fast(x: int) -> str:
+        return f"fast:{x}"
+
+    def slow(x: int) -> str:
+        time.sleep(0.2)
+        late_done.set()
+        return f"slow:{x}"
+
+    def first(values: dict[str, Any]) -> str:
+        received.append(values)
+        return next(iter(values.values()))
+
+    f = (
+        Formation("race")
+        .add_function("start", lambda x: x)
+        .add_function("fast", fast)
+        .add_function("slow", slow)
+        .add_function("first", first, join="any")
+        .connect("start", "fast", "first")
+        .connect("start", "slow", "first")
+    )
+    result = f.run(1)
+    assert result.output == "fast:1"
+    assert received == [{"fast": "fast:1"}]
+    assert result.nodes["first"].visits == 1
+
+
+def test_join_any_passes_one_keyword_argument() -> None:
+    def pick(a: str | None = None, b: str | None = None) -> str:
+        return f"a={a} b={b}"
+
+    f = (
+        Formation("kw")
+        .add_function("start", lambda x: x)
+        .add_function("a", lambda x: "A")
+        .add_function("b", lambda x: time.sleep(0.1) or "B")
+        .add_function("pick", pick, join="any")
+        .connect("start", "a", "pick")
+        .connect("start", "b", "pick")
+    )
+    assert f.run(0).output == "a=A b=None"
+
+
+def test_join_any_skips_the_node_when_every_branch_was_skipped() -> None:
+    f = (
+        Formation("none")
+        .add_function("start", lambda x: x)
+        .add_function("a", lambda x: x)
+        .add_function("b", lambda x: x)
+        .add_function("merge", lambda values: values, join="any")
+        .add_function("other", lambda x: x)
+        .connect("start", "a", when=lambda x: x > 10)
+        .connect("start", "b", when=lambda x: x > 20)
+        .connect("start", "other", otherwise=True)
+        .connect("a", "merge")
+        .connect("b", "merge")
+    )
+    result = f.run(1)
+    assert result.nodes["merge"].status is NodeStatus.SKIPPED
+    assert result.outputs == {"other": 1}
+
+
+def test_join_any_refuses_keyword_parameters_without_defaults() -> None:
+    def pick(a: str, b: str) -> str:
+        return a + b
+
+    f = (
+        Formation("kw")
+        .add_function("start", lambda x: x)
+        .add_function("a", lambda x: "A")
+        .add_function("b", lambda x: "B")
+        .add_function("pick", pick, join="any")
+        .connect("start", "a", "pick")
+        .connect("start", "b", "pick")
+    )
+    with pytest.raises(FormationSetupError, match=r"join='any'.*requires 'a', 'b'; give those parameters defaults"):
+        f.validate()
+
+
+def test_join_must_be_all_or_any() -> None:
+    with pytest.raises(FormationSetupError, match="join must be 'all'"):
+        Formation("f").add_function("a", lambda x: x, join="first")
+
+
+def test_a_join_in_a_pipelined_formation_keeps_runs_apart() -> None:
+    f = (
+        Formation("many")
+        .add_function("start", lambda x: x)
+        .add_function("left", lambda x: x * 10)
+        .add_function("right", lambda x: x * 100)
+        .add_function("sum", lambda left, right: left + right)
+        .connect("start", "left", "sum")
+        .connect("start", "right", "sum")
+    )
+    with f.start() as running:
+        futures = [running.submit(i) for i in range(50)]
+        assert [fut.result(10).output for fut in futures] == [i * 110 for i in range(50)]
+
+
+def test_join_any_cancels_the_rest_of_the_branches_that_feed_only_it() -> None:
+    ran: list[str] = []
+    gate = threading.Event()
+    slow_2_done = threading.Event()  # skipped or run
+
+    def slow_1(x: int) -> int:
+        gate.wait(5)  # still running when 'fast' fires the join
+        ran.append("slow_1")
+        return x
+
+    def slow_2(x: int) -> int:
+        ran.append("slow_2")
+        slow_2_done.set()
+        return x
+
+    def finish(values: dict[str, int]) -> dict[str, int]:
+        gate.set()  # the run is still going while slow_1 finishes
+        slow_2_done.wait(5)
+        return values
+
+    def watch(event: Any) -> None:
+        if event.type == "node_skipped" and event.node == "slow_2":
+            slow_2_done.set()
+
+    f = (
+        Formation("race")
+        .add_function("start", lambda x: x)
+        .add_function("fast", lambda x: x + 1)
+        .add_function("slow_1", slow_1)
+        .add_function("slow_2", slow_2)
+        .add_function("first", lambda values: values, join="any")
+        .add_function("finish", finish)
+        .connect("start", "fast", "first", "finish")
+        .connect("start", "slow_1", "slow_2", "first")
+    )
+    assert f.validate().nodes["first"].race == {"fast": frozenset({"slow_1", "slow_2"}), "slow_2": frozenset({"fast"})}
+    with f.start(on_event=watch) as running:
+        result = running.submit(1).result(10)
+    assert result.output == {"fast": 2}
+    assert ran == ["slow_1"]
+    assert result.nodes["slow_2"].status is NodeStatus.SKIPPED
+
+
+def test_join_any_keeps_a_branch_another_node_needs() -> None:
+    f = (
+        Formation("shared")
+        .add_function("start", lambda x: x)
+        .add_function("fast", lambda x: x)
+        .add_function("slow", lambda x: time.sleep(0.1) or x)
+        .add_function("first", lambda values: values, join="any")
+        .add_function("audit", lambda x: f"audited {x}")
+        .connect("start", "fast", "first")
+        .connect("start", "slow", "first")
+        .connect("slow", "audit")
+    )
+    assert f.validate().nodes["first"].race["fast"] == frozenset()
+    assert f.run(3).outputs == {"first": {"fast": 3}, "audit": "audited 3"}
+
+
+def test_join_any_inside_a_loop_runs_every_branch_again_on_the_next_visit() -> None:
+    counts = {"fast": 0, "slow": 0}
+
+    def fast(n: int) -> int:
+        counts["fast"] += 1
+        return n
+
+    def slow(n: int) -> int:
+        time.sleep(0.05)
+        counts["slow"] += 1
+        return n
+
+    def step(n: int) -> int:
+        return n + 1
+
+    f = (
+        Formation("loop")
+        .add_function("entry", lambda n: n)
+        .add_function("step", step)
+        .add_function("fast", fast)
+        .add_function("slow", slow)
+        .add_function("first", lambda values: next(iter(values.values())), join="any")
+        .add_function("done", lambda n: n)
+        .connect("entry", "step", "fast", "first")
+        .connect("step", "slow", "first")
+        .connect("first", "step", when=lambda n: n < 3)
+        .connect("first", "done", otherwise=True)
+    )
+    result = f.run(0)
+    assert result.output == 3
+    assert counts["fast"] == 3
+    assert result.nodes["first"].visits == 3

@@ -1,0 +1,46 @@
+"""`wingman-actors run` of a formation with a nested formation: the live table has a row
+per inner node, named by path, and the event lines name them so."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from wingman_actors.cli import main
+
+NESTED = """
+    from wingman_actors import Formation
+
+    def shout(text: str) -> str:
+        return text.upper()
+
+    def mark(text: str) -> str:
+        return text + "!"
+
+    inner = Formation("inner").add_function("shout", shout).add_function("mark", mark)
+    inner.connect("shout", "mark")
+    formation = Formation("outer").add_formation("sub", inner)
+"""
+
+
+def test_the_live_table_shows_the_inner_nodes_by_path(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, formation_file: Callable[[str, str], Path]
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["run", str(formation_file("nested", NESTED)), "--input", "hi", "--no-store"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "HI!\n"
+    assert "sub/shout" in err and "sub/mark" in err
+    assert err.count("✓ done") >= 3
+
+
+def test_event_lines_name_the_inner_nodes_by_path(
+    capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path]
+) -> None:
+    assert main(["run", str(formation_file("nested", NESTED)), "--input", "hi", "--events", "--no-store"]) == 0
+    err = capsys.readouterr().err
+    assert "sub/shout: done" in err and "sub/mark: done" in err
