@@ -85,3 +85,15 @@ def test_a_flush_of_a_closed_store_says_it_is_closed(path: Path) -> None:
     store.close()
     with pytest.raises(StoreClosedError, match="closed"):
         store.flush()
+
+
+def test_a_flush_of_one_run_raises_its_own_and_its_nested_runs_failed_writes_only(path: Path) -> None:
+    with RunStore(path) as store:
+        for run_id in ("outer/inner/1", "outer2", "other"):  # no such runs: these writes fail
+            store.record_visit(run_id, "a", 1, 0)
+        with pytest.raises(StoreWriteError, match="'outer/inner/1'") as info:
+            store.flush("outer")
+        assert len(info.value.errors) == 1
+        with pytest.raises(StoreWriteError) as rest:
+            store.flush()
+        assert len(rest.value.errors) == 2
