@@ -100,13 +100,15 @@ class FunctionActor(NodeActor):
             return adapter.validate_python(value)
         except ValidationError as exc:
             what = f"parameter {param!r}" if param else "its input parameter"
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5]
-            )
             raise PayloadError(
                 f"{edge}: a {type(value).__name__} does not fit {what} of type "
-                f"{_type_name(adapter)}: {problems}"
+                f"{_type_name(adapter)}: {_problems(exc)}"
             ) from exc
+
+
+def _problems(exc: ValidationError) -> str:
+    """The first five problems pydantic found, ``loc: message`` each."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
 
 
 def _plain_class(adapter: TypeAdapter[Any] | None) -> type | None:
