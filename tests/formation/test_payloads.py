@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from wingman_actors import Formation
+from wingman_actors.actors._payloads import is_immutable, isolate
 from wingman_actors.errors import FormationRuntimeError
-from wingman_actors.formation._payloads import is_immutable, isolate
 
 
 def fan_out(mutate: Any, keep: Any) -> Formation:
@@ -122,3 +122,25 @@ def test_a_back_edge_delivery_is_isolated_too() -> None:
     )
     assert f.run([]).output == [0, 1, 2]
     assert seen == [[0], [0, 1], [0, 1, 2]]
+
+
+def test_a_dataclass_is_rebuilt_with_copies_of_its_fields_and_exceptions_pass() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Failure:
+        error: Exception
+        input: dict[str, Any]
+
+    error = ValueError("x")
+    failure = Failure(error, {"k": [1]})
+    twin = isolate(failure)
+    assert twin == failure and twin is not failure
+    assert twin.error is error and twin.input["k"] is not failure.input["k"]
+    assert isolate(Failure(error, {})) == Failure(error, {})
+
+
+def test_a_value_deepcopy_refuses_passes_as_it_is() -> None:
+    lock = threading.Lock()
+    payload = {"lock": lock}
+    assert isolate(payload)["lock"] is lock

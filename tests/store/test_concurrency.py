@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
-from wingman_actors.store import RunStore
+from wingman_actors.store import RunStore, StoreClosedError
 
 from .conftest import chain_shape
 
@@ -119,3 +120,63 @@ def test_two_processes_writing_one_file_lose_nothing(path: Path) -> None:
         assert len(listed) == 2 * runs
         for who in ("parent", "child"):
             assert store.load(f"{who}-{runs - 1}").visits == {"a": {1: 1}, "b": {1: 2}, "c": {1: 3}}
+
+
+_READ_AND_CLOSE = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+print(conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+conn.close()  # the last connection to the file checkpoints it and deletes its WAL
+"""
+
+
+def _count_in_another_process(path: Path) -> int:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _READ_AND_CLOSE, str(path)], capture_output=True, text=True,
+                          timeout=60, check=True)
+    return int(done.stdout)
+
+
+def test_opening_and_closing_a_second_store_keeps_the_first_one_visible_to_other_processes(path: Path) -> None:
+    shape = chain_shape()
+    with RunStore(path) as first:
+        first.begin_run("chain", shape, 1)
+        RunStore(path).close()  # must not drop the locks that tell other processes `first` uses the file
+        assert _count_in_another_process(path) == 1
+        assert path.with_name(path.name + "-wal").exists()  # another process's close left it to `first`
+        first.begin_run("chain", shape, 2)
+        assert _count_in_another_process(path) == 2
+
+
+def _use_the_inherited_store(store: RunStore, queue: Any) -> None:
+    outcome = []
+    for attempt in (lambda: store.begin_run("chain", chain_shape(), 2), store.runs, store.flush):
+        try:
+            attempt()
+            outcome.append("used")
+        except StoreClosedError as exc:
+            outcome.append(str(exc))
+    store.close()  # touches nothing of the parent's
+    queue.put(outcome)
+
+
+def test_a_store_inherited_by_a_forked_child_refuses_to_be_used_there(path: Path) -> None:
+    import multiprocessing
+    import warnings
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.SimpleQueue()
+    with RunStore(path) as store:
+        store.begin_run("chain", chain_shape(), 1)
+        child = ctx.Process(target=_use_the_inherited_store, args=(store, queue))
+        with warnings.catch_warnings():  # Python 3.12+ warns about fork() in a process with threads
+            warnings.simplefilter("ignore", DeprecationWarning)
+            child.start()
+        child.join(30)
+        assert child.exitcode == 0
+        outcome = queue.get()
+        assert all("opened before the process forked" in o for o in outcome), outcome
+        store.begin_run("chain", chain_shape(), 3)  # the parent's store goes on
+        assert [store.get(r.id).input for r in store.runs()] == [1, 3]

@@ -11,6 +11,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from ..core import Usage
 from ..errors import PayloadError
 from ..orchestration.blackboard import current_blackboard
+from ._payloads import isolate
 from .base import NodeActor
 from .envelope import Work
 
@@ -64,7 +65,7 @@ class FunctionActor(NodeActor):
             )
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
-        payload = env.payload
+        payload = isolate(env.payload)  # the function may change it: a copy of its own
         board = _NO_BOARD
         if self.board_param != "none":
             found = current_blackboard()  # the run's board, made active by handle_work
@@ -99,13 +100,15 @@ class FunctionActor(NodeActor):
             return adapter.validate_python(value)
         except ValidationError as exc:
             what = f"parameter {param!r}" if param else "its input parameter"
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5]
-            )
             raise PayloadError(
                 f"{edge}: a {type(value).__name__} does not fit {what} of type "
-                f"{_type_name(adapter)}: {problems}"
+                f"{_type_name(adapter)}: {_problems(exc)}"
             ) from exc
+
+
+def _problems(exc: ValidationError) -> str:
+    """The first five problems pydantic found, ``loc: message`` each."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
 
 
 def _plain_class(adapter: TypeAdapter[Any] | None) -> type | None:

@@ -32,9 +32,10 @@ from ..core import Usage
 from ..errors import AgentError, ErrorKind, MapItemsError, PayloadError
 from ..fleet import DEFAULT_MAX_WORKERS
 from ..interrupts import RunSuspended
+from ._payloads import isolate
 from .base import NodeActor, NodeObserver
 from .envelope import Work
-from .function import _plain_class, _type_name
+from .function import _plain_class, _problems, _type_name
 
 __all__ = ["MapActor", "is_async_callable"]
 
@@ -154,7 +155,7 @@ class MapActor(NodeActor):
         self.on_stop()  # a crashed actor gets no on_stop: its workers end here instead
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
-        items = env.payload
+        items = isolate(env.payload)  # the function may change its items: copies of their own
         if not isinstance(items, list | tuple):
             raise PayloadError(
                 f"map node {self.name!r} needs a list input (one call per item), "
@@ -199,12 +200,9 @@ class MapActor(NodeActor):
         try:
             return adapter.validate_python(value)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5]
-            )
             raise PayloadError(
                 f"map node {self.name!r}: item {i} from {visit.work.sender!r}, a {type(value).__name__}, does "
-                f"not fit the parameter of type {_type_name(adapter)}: {problems}"
+                f"not fit the parameter of type {_type_name(adapter)}: {_problems(exc)}"
             ) from exc
 
     def _lost(self, visit: _Visit) -> None:

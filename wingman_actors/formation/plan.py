@@ -112,8 +112,6 @@ class NodeSpec:
             whose outgoing edges are all back edges is not a sink).
         join: ``all`` (a fan-in visit waits for every forward predecessor) or ``any``
             (it fires with the first value of the visit; later ones are dropped).
-        isolate: the node may change its input in place, so mutable payloads are copied
-            for it (function nodes).
         needs_route: every outgoing edge is conditional and none is ``otherwise``: an
             output none of them takes fails the run with ``NoRouteError``.
         race: ``join="any"``: by predecessor, the nodes of the other branches that feed
@@ -155,7 +153,6 @@ class NodeSpec:
     is_sink: bool
     blackboard: BoardNeed = "none"
     join: Literal["all", "any"] = "all"
-    isolate: bool = False
     needs_route: bool = False
     race: Mapping[str, frozenset[str]] = field(default_factory=dict)
     retry_on: tuple[type[BaseException], ...] | None = None
@@ -554,7 +551,6 @@ def _build(
             is_sink=not out_edges[n],
             blackboard=boards.get(n, "none"),
             join=a.get("join", "all"),
-            isolate=a["kind"] == "function" or (a["kind"] == "map" and "fn" in a),
             needs_route=bool(out_edges[n]) and all(e.when is not None for e in out_edges[n]),
             race=races.get(n, MappingProxyType({})),
             retry_on=_retry_on(a["retry_on"]),

@@ -19,7 +19,6 @@ from ..actors.envelope import Envelope, EnvelopeType, Work
 from ..backends.base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
 from ..errors import FormationRuntimeError, NoRouteError
-from ._payloads import isolate
 from .error_routes import replay_failure, skip_error_targets
 from .events import FormationEventType, emit
 from .future import RunFuture
@@ -144,7 +143,7 @@ class Router:
         """Queue the run's input for every source."""
         input = run.input
         for source in self.plan.sources:
-            self.visit(run, source, isolate(input) if self.specs[source].isolate else input, "input")
+            self.visit(run, source, input, "input")
         if self.cyclic:
             self.finish_one(run)
 
@@ -258,8 +257,7 @@ class Router:
             if nxt is not None:
                 # the common pipeline step, inlined: straight into the next node's queue (a
                 # resumed run takes route(): its next visit may be journalled already)
-                payload = isolate(output) if self.specs[nxt].isolate else output
-                step = Work(Envelope(next(_ids), run.id, name, _WORK, payload, time.time(), nxt, run))
+                step = Work(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, run))
                 if journal is not None:
                     step.scope = journal.scope(run.id, nxt, 1, None)  # acyclic: every visit is the first
                 self.nodes[nxt].tell(step)
@@ -267,11 +265,11 @@ class Router:
         self.route(run, name, output, attempt, work.visit)
 
     def route(self, run: RunState, name: str, output: Any, attempt: int, visit: int) -> None:
-        """Send a finished visit's output along the node's out-edges (a mutable output is
-        copied for each receiver that may change it)."""
+        """Send a finished visit's output along the node's out-edges (the node actors that
+        hand it to user code copy a mutable one first: actors/_payloads.py)."""
         nxt = self.straight[name]
         if nxt is not None:
-            self.visit(run, nxt, isolate(output) if self.specs[nxt].isolate else output, name)
+            self.visit(run, nxt, output, name)
         else:
             spec = self.specs[name]
             try:
@@ -293,11 +291,10 @@ class Router:
                 return
             for edge, fire in zip(spec.out_edges, firing, strict=True):
                 if fire:
-                    payload = isolate(output) if self.specs[edge.target].isolate else output
                     if edge.back:
-                        self.visit(run, edge.target, payload, name)
+                        self.visit(run, edge.target, output, name)
                     else:
-                        self.arrive(run, edge.target, name, payload)
+                        self.arrive(run, edge.target, name, output)
                 elif not edge.back:
                     self.arrive_skip(run, edge.target, name, "did not fire")
             if spec.error_edges:

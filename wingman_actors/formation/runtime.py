@@ -33,7 +33,7 @@ from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutErro
 from ..integrations import otel
 from ..orchestration.blackboard import Blackboard
 from ..providers.base import Provider
-from ..store import FormationShape
+from ..store import FormationShape, StoreWriteError
 from .durable import Journal, Replay
 from .events import FormationEvent, FormationEventType, emit
 from .future import RunFuture
@@ -432,8 +432,30 @@ def run_once(
     with running.start():
         if resume:
             assert run_id is not None
-            return running.resume(run_id, answer, timeout=timeout).result()
-        return running.submit(input, timeout=timeout, run_id=run_id).result()
+            future = running.resume(run_id, answer, timeout=timeout)
+        else:
+            future = running.submit(input, timeout=timeout, run_id=run_id)
+        try:
+            result = future.result()
+        except BaseException:
+            _settle(journal, future, quiet=True)
+            raise
+        _settle(journal, future)
+        return result
+
+
+def _settle(journal: Journal | None, future: Future[FormationResult], *, quiet: bool = False) -> None:
+    """Before ``run``/``resume`` returns on a store it did not open: the run's journal
+    writes (its last status included) are committed, and those that failed are raised
+    (logged only, with ``quiet``, when the run failed already). A store it opened is
+    closed when the formation stops, which does the same."""
+    if journal is None or journal.owned:
+        return
+    try:
+        journal.store.flush(getattr(future, "run_id", None))
+    except StoreWriteError:
+        if not quiet:
+            raise
 
 
 def run_stream(

@@ -91,8 +91,8 @@ class MaskedJournal:
     def prune(self, older_than: datetime.timedelta | float) -> int:
         return self.store.prune(older_than)
 
-    def flush(self) -> None:
-        self.store.flush()
+    def flush(self, run_id: str | None = None) -> None:
+        self.store.flush(run_id)
 
     def close(self) -> None:
         self.store.close()

@@ -121,6 +121,9 @@ class Append(Journalling):
         except sqlite3.IntegrityError:
             self.error = KeyError(f"no run {self.row[0]!r} (begin_run it first)")
 
+    def belongs_to(self) -> str | None:
+        return str(self.row[0])
+
     def describe(self) -> str:
         kind = next(k for k, v in KINDS.items() if v == self.row[1])
         return f"record {kind} of node {self.row[2]!r} (visit {self.row[3]}) of run {self.row[0]!r}"
@@ -145,6 +148,9 @@ class SetStatus(Journalling):
         cur = conn.execute("UPDATE runs SET status = ?, error = ?, expires = ?, updated = ? WHERE id = ?", self.params)
         if cur.rowcount == 0:
             self.error = UnknownRunError(self.params[-1], self.store_path)
+
+    def belongs_to(self) -> str | None:
+        return str(self.params[-1])
 
     def describe(self) -> str:
         return f"set_status({self.params[-1]!r}, {self.params[0]!r})"

@@ -14,6 +14,7 @@ from ._errors import StoreClosedError, StoreError, UnknownRunError
 from ._ops import KINDS
 from ._records import Interrupt, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
 from ._shape import FormationShape
+from ._writer import FORKED, orphan_after_fork
 
 __all__ = ["ReaderPool", "get_run", "list_runs", "load_journal"]
 
@@ -26,25 +27,42 @@ _STATUS = "CASE WHEN status = 'suspended' AND expires IS NOT NULL AND expires <=
 class ReaderPool:
     """Read-only connections, one per concurrent reader, reused (at most a few kept idle)."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(self, connect: Callable[[], sqlite3.Connection], path: str) -> None:
         self._connect = connect
+        self._path = path
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._why = "the run store is closed; open a new RunStore(path)"
+        orphan_after_fork(self)
+
+    def orphan(self) -> None:
+        """In a child process made by ``fork()``: refuse reads; the parent's connections are
+        kept (never used, nor closed here)."""
+        self._lock = threading.Lock()
+        self._closed = True
+        self._why = FORKED
+        self._inherited, self._idle = self._idle, []
 
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one read; SQLite's errors come out as :class:`StoreError`."""
         with self._lock:
             if self._closed:
-                raise StoreClosedError("the run store is closed; open a new RunStore(path)")
+                raise StoreClosedError(self._why)
             conn = self._idle.pop() if self._idle else None
         if conn is None:
             conn = self._connect()
+        keep = True
         try:
             yield conn
+        except sqlite3.Error as exc:
+            keep = False  # not reused after a failure
+            raise StoreError(f"run store {self._path}: a read failed: {exc}; try again, and if it fails again "
+                             f"check the file (sqlite3 {self._path} 'PRAGMA integrity_check')") from exc
         finally:
             with self._lock:
-                keep = not self._closed and len(self._idle) < _MAX_IDLE
+                keep = keep and not self._closed and len(self._idle) < _MAX_IDLE
                 if keep:
                     self._idle.append(conn)
             if not keep:

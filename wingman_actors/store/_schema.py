@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,8 @@ __all__ = ["APPLICATION_ID", "LATEST_VERSION", "MIGRATIONS", "Migration", "check
 APPLICATION_ID = 0x574D524A  # "WMRJ": wingman run journal
 _STATUSES = "'running', 'succeeded', 'failed', 'cancelled', 'suspended', 'expired', 'interrupted'"
 _BUSY_TIMEOUT_MS = 30_000
-_SQLITE_MAGIC = b"SQLite format 3\x00"
+_MIN_PAGE = 512
+_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 @dataclass(frozen=True)
@@ -127,12 +129,18 @@ MIGRATIONS: tuple[Migration, ...] = (
 LATEST_VERSION = MIGRATIONS[-1].version
 
 
+def _not_sqlite(path: str) -> StoreOpenError:
+    return StoreOpenError(f"RunStore path {path} exists and is not an SQLite database; pass the path of a run "
+                          "store, or of a file that does not exist yet", path=path)
+
+
 def check_path(path: str | os.PathLike[str]) -> str:
     """The path as a string, once it is known to be usable for a store file.
 
     Raises:
         StoreOpenError: the path is empty or ``:memory:``, a directory, in a folder that
-            does not exist, or an existing file that is not an SQLite database.
+            does not exist, or an existing file too short to be an SQLite database (the
+            header of a longer one is checked by SQLite, in :func:`connect`).
     """
     text = os.fspath(path)
     if not isinstance(text, str) or text in ("", ":memory:") or text.startswith("file:"):
@@ -147,12 +155,12 @@ def check_path(path: str | os.PathLike[str]) -> str:
     if not p.parent.is_dir():
         raise StoreOpenError(f"RunStore path {text}: the folder {p.parent} does not exist; create it "
                              f"(mkdir -p {p.parent}) or pass another path", path=text)
-    if p.is_file() and p.stat().st_size > 0:
-        with p.open("rb") as fh:
-            head = fh.read(len(_SQLITE_MAGIC))
-        if head != _SQLITE_MAGIC:
-            raise StoreOpenError(f"RunStore path {text} exists and is not an SQLite database; pass the path of "
-                                 "a run store, or of a file that does not exist yet", path=text)
+    # The header is left to SQLite to read (see connect): opening the file here and closing
+    # it would drop every POSIX lock this process holds on it, those of its open stores'
+    # connections included, and let another process delete their WAL under them. A file
+    # shorter than the smallest SQLite page is no database, and SQLite would overwrite it.
+    if p.is_file() and 0 < p.stat().st_size < _MIN_PAGE:
+        raise _not_sqlite(text)
     return text
 
 
@@ -166,7 +174,7 @@ def connect(path: str, *, synchronous: str, read_only: bool = False) -> sqlite3.
         conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
         if not read_only:
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = _wal(conn)
             if str(mode).lower() != "wal":
                 raise StoreOpenError(f"RunStore {path}: SQLite refused WAL mode (got {mode!r}); put the store on a "
                                      "local file system", path=path)
@@ -178,9 +186,33 @@ def connect(path: str, *, synchronous: str, read_only: bool = False) -> sqlite3.
             conn.close()
         if isinstance(exc, StoreOpenError):
             raise
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_NOTADB:
+            raise StoreOpenError(f"RunStore cannot open {path}: the file exists and is not an SQLite database, or "
+                                 f"is a damaged one ({exc}); pass the path of a run store, or of a file that does "
+                                 "not exist yet", path=path) from exc
         raise StoreOpenError(f"RunStore cannot open {path}: {exc}; check the file's permissions, or pass "
                              "another path", path=path) from exc
     return conn
+
+
+def _wal(conn: sqlite3.Connection) -> object:
+    """Switch ``conn``'s file to WAL (a no-op once it is): the journal mode it ends in.
+
+    While the file is new, and so not yet in WAL mode, the switch is a rollback-journal
+    transaction, and SQLite answers "database is locked" at once, without waiting, when
+    another connection creating the file holds its lock: wait and try again, as long as
+    the busy timeout.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    pause = 0.001
+    while True:
+        try:
+            return conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF not in _BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def migrate(conn: sqlite3.Connection, path: str) -> int:
@@ -191,29 +223,48 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
         StoreVersionError: the file's schema is newer than this wingman-actors knows.
     """
     try:
-        # Foreign keys can only be switched outside a transaction: off for the whole upgrade,
-        # checked before it commits, on again after.
-        conn.execute("PRAGMA foreign_keys = OFF")
-        conn.execute("BEGIN IMMEDIATE")
+        # A read (opening a store of the latest version writes nothing), in one transaction:
+        # its application id and tables from one moment, not from either side of another
+        # process's first migration.
+        conn.execute("BEGIN")
         try:
             version = _check_identity(conn, path)
-            for m in MIGRATIONS:
-                if m.version > version:
-                    for statement in m.statements:
-                        conn.execute(statement)
-            broken = conn.execute("PRAGMA foreign_key_check").fetchall()
-            if broken:
-                raise sqlite3.IntegrityError(f"the upgraded file breaks {len(broken)} foreign key(s), e.g. {broken[0]}")
-            conn.execute(f"PRAGMA user_version = {LATEST_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         finally:
-            conn.execute("PRAGMA foreign_keys = ON")
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        if version < LATEST_VERSION:
+            version = _upgrade(conn, path)
     except sqlite3.DatabaseError as exc:
         raise StoreOpenError(f"RunStore cannot prepare {path}: {exc}; check that the file is a run store and "
                              "writable, or pass another path", path=path) from exc
+    return version
+
+
+def _upgrade(conn: sqlite3.Connection, path: str) -> int:
+    # Foreign keys can only be switched outside a transaction: off for the whole upgrade,
+    # checked before it commits, on again after.
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = _check_identity(conn, path)  # again: another process may have upgraded it meanwhile
+            if version < LATEST_VERSION:
+                for m in MIGRATIONS:
+                    if m.version > version:
+                        for statement in m.statements:
+                            conn.execute(statement)
+                broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise sqlite3.IntegrityError(
+                        f"the upgraded file breaks {len(broken)} foreign key(s), e.g. {broken[0]}")
+                conn.execute(f"PRAGMA user_version = {LATEST_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:  # an I/O error may have rolled it back already
+                conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.execute("PRAGMA foreign_keys = ON")
     return version
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import itertools
 import json
@@ -18,7 +19,7 @@ import networkx as nx  # type: ignore[import-untyped]
 from . import _bulk
 from ._checkpoint import Checkpointer
 from ._codec import Codec
-from ._errors import FormationMismatchError
+from ._errors import FormationMismatchError, StoreError
 from ._ops import (
     KINDS,
     Answer,
@@ -68,8 +69,10 @@ def _new_run_id() -> str:
 
 def _shutdown(writer: Writer, checkpointer: Checkpointer, readers: ReaderPool, owner: int) -> None:
     checkpointer.stop()
-    writer.stop(ReleaseOwn(owner, time.time()))
-    readers.close()
+    try:
+        writer.stop(ReleaseOwn(owner, time.time()))
+    finally:
+        readers.close()
 
 
 class RunStore:
@@ -78,8 +81,11 @@ class RunStore:
     One writer applies every write in call order and commits in groups (one commit for
     everything queued meanwhile, shared by concurrent callers); readers use their own
     connections (WAL: they never block the writer) and see every write made through this
-    store before the read. Several processes may share one file (SQLite's lock orders
-    their writers; a busy file is waited for up to 30 s, never "database is locked" at once).
+    store before the read. Any number of stores, in any number of threads and processes,
+    may open, use and close one file at once, a file that does not exist yet included
+    (SQLite's lock orders their writers; a busy file is waited for up to 30 s, never
+    "database is locked" at once). A store never opens the file other than through SQLite:
+    closing a descriptor of it would drop the process's locks on it, SQLite's included.
 
     Durability: ``begin_run``, ``claim_run`` and ``answer`` return once committed. The
     ``record_*`` calls and ``set_status`` return at once and commit in call order (what
@@ -146,13 +152,18 @@ class RunStore:
         path_ = self._path
         checkpointer = Checkpointer(lambda: connect(path_, synchronous=synchronous), lambda: writer.committed,
                                     "wingman-store-checkpoint")
-        self._readers = ReaderPool(lambda: connect(path_, synchronous=synchronous, read_only=True))
+        self._readers = ReaderPool(lambda: connect(path_, synchronous=synchronous, read_only=True), path_)
         # Closes the store at interpreter exit (flushing pending writes) if close() was not called.
         self._finalizer = weakref.finalize(self, _shutdown, writer, checkpointer, self._readers, self._owner)
         self._close_lock = threading.Lock()
         if recover:
-            self.mark_interrupted()
-            self.expire()
+            try:
+                self.mark_interrupted()
+                self.expire()
+            except BaseException:
+                with contextlib.suppress(StoreError):
+                    self._finalizer()  # the threads end with the failed open
+                raise
 
     def __repr__(self) -> str:
         return f"RunStore({self._path!r})"
@@ -296,15 +307,20 @@ class RunStore:
         self._writer.call(Claim(run_id, self._owner, self._here, time.time(), self._path))
         return self.load(run_id)
 
-    def flush(self) -> None:
+    def flush(self, run_id: str | None = None) -> None:
         """Wait until every write made so far is committed.
+
+        Args:
+            run_id: report only this run's failed writes (the others are kept for the
+                next flush or close).
 
         Raises:
             StoreWriteError: writes that returned at once (record_*, set_status) failed
                 since the last flush; one line each.
         """
-        self._writer.call(Flush())
-        failures = self._writer.take_failures()
+        if self._writer.pending or self._writer.closed:  # (a closed store raises StoreClosedError)
+            self._writer.call(Flush())
+        failures = self._writer.take_failures(run_id)
         if failures is not None:
             raise failures
 

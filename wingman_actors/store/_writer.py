@@ -19,21 +19,42 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ._errors import StoreClosedError, StoreError, StoreWriteError
 
-__all__ = ["Op", "Writer"]
+__all__ = ["Op", "Writer", "orphan_after_fork"]
 
 _log = logging.getLogger("wingman_actors.store")
 _MAX_BATCH = 2_000
 _GATHER_S = 0.001
 _GATHER_BELOW = 256
 _LEADER_EXTRA = 2  # batches a caller that committed its own op also commits for waiting callers
+_CLOSED = "the run store is closed; open a new RunStore(path)"
+FORKED = ("this RunStore was opened before the process forked: its SQLite connections belong to the parent "
+          "process, and using them here could damage the file; open a new RunStore(path) in this process")
+_orphans: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def orphan_after_fork(obj: Any) -> None:
+    """Call ``obj.orphan()`` in a child process made by ``fork()`` (it then refuses to be
+    used: SQLite connections must not cross a fork)."""
+    _orphans.add(obj)
+
+
+def _orphan_all() -> None:
+    for obj in list(_orphans):
+        obj.orphan()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_orphan_all)
 
 
 class Op:
@@ -67,6 +88,10 @@ class Op:
 
     def describe(self) -> str:
         return type(self).__name__
+
+    def belongs_to(self) -> str | None:
+        """The run this write belongs to, if one (its failure is reported with that run)."""
+        return None
 
 
 class Stop(Op):
@@ -119,9 +144,21 @@ class Writer:
         self._closed = False
         self._stopped = False
         self._idle = False  # the writer thread waits for work
-        self._failures: list[str] = []
+        self._failures: list[tuple[str | None, str]] = []  # (run id, what failed)
+        self._why = _CLOSED
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        orphan_after_fork(self)
         self._thread.start()
+
+    def orphan(self) -> None:
+        """In a child process made by ``fork()``: refuse every op from now on, and never
+        touch the parent's connection (fresh locks: the parent's may have been held)."""
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
+        self._write = threading.Lock()
+        self._queue.clear()
+        self._closed = self._stopped = True
+        self._why = FORKED
 
     @property
     def committed(self) -> int:
@@ -133,6 +170,11 @@ class Writer:
         """Whether some queued op has not committed yet."""
         return self._committed != self._seq
 
+    @property
+    def closed(self) -> bool:
+        """Whether the writer takes no more ops (it was stopped)."""
+        return self._closed
+
     def submit(self, op: Op, *, wake: bool = True) -> Op:
         """Queue ``op`` (it will be applied after every op queued before it)."""
         if op.wait:
@@ -140,7 +182,7 @@ class Writer:
             op.done.acquire()
         with self._mutex:
             if self._closed:
-                raise StoreClosedError("the run store is closed; open a new RunStore(path)")
+                raise StoreClosedError(self._why)
             self._seq += 1
             op.seq = self._seq
             self._queue.append(op)
@@ -175,14 +217,23 @@ class Writer:
         if op.done is not None:  # always, for an op that waits
             op.done.acquire()
         if op.error is not None:
+            if isinstance(op.error, sqlite3.Error):  # SQLite's own error: say which write it failed
+                raise StoreWriteError([f"{op.describe()}: {op.error}"]) from op.error
             raise op.error
         return op.result
 
-    def take_failures(self) -> StoreWriteError | None:
-        """The failures of ops nobody waited for, since the last call (then forgotten)."""
+    def take_failures(self, run_id: str | None = None) -> StoreWriteError | None:
+        """The failures of ops nobody waited for, since the last call (then forgotten);
+        with ``run_id``, only that run's and its nested runs' (the others are kept)."""
         with self._mutex:
-            failures, self._failures = self._failures, []
-        return StoreWriteError(failures) if failures else None
+            if run_id is None:
+                taken, self._failures = self._failures, []
+            else:
+                inner = run_id + "/"  # a nested formation's runs are "<run id>/<node>/<visit>"
+                taken = [f for f in self._failures if f[0] is not None and (f[0] == run_id or f[0].startswith(inner))]
+                if taken:
+                    self._failures = [f for f in self._failures if f not in taken]
+        return StoreWriteError([line for _, line in taken]) if taken else None
 
     def stop(self, final: Op | None = None) -> None:
         """Apply everything queued, then ``final``, commit, close the connection and end
@@ -228,13 +279,19 @@ class Writer:
         return True
 
     def _finish(self, batch: list[Op]) -> None:
+        failed = [(op.belongs_to(), f"{op.describe()}: {op.error}") for op in batch
+                  if op.error is not None and op.done is None]
+        if failed:
+            # Nobody waits for these: logged once here, and kept for flush() or close() (kept
+            # before the batch counts as committed, so a flush that sees it committed sees them).
+            _log.error("run store: %d journal write(s) failed, e.g. %s; flush() or close() of the store raises "
+                       "them", len(failed), failed[0][1])
+            with self._mutex:
+                self._failures.extend(failed)
         self._committed = batch[-1].seq
         for op in batch:
             if op.done is not None:
                 op.done.release()
-            elif op.error is not None:
-                with self._mutex:
-                    self._failures.append(f"{op.describe()}: {op.error}")
         if isinstance(batch[-1], Stop):
             with self._mutex:
                 self._stopped = True
@@ -255,8 +312,11 @@ class Writer:
                     # carries many.
                     time.sleep(_GATHER_S)
                 with self._write:
-                    while self._drain_once():
-                        pass
+                    try:
+                        while self._drain_once():
+                            pass
+                    except Exception:  # the batch's ops have their error: keep serving the others
+                        _log.exception("run store: the writer thread failed to apply a batch; carrying on")
         finally:
             with self._write:
                 self._conn.close()

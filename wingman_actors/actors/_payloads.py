@@ -1,6 +1,11 @@
 """Payload isolation: a value delivered to several receivers, or kept in a run's result,
 is never changed by one receiver's in-place mutation.
 
+Function and map node actors call :func:`isolate` on their payload just before they hand
+it to user code, not when it is routed: every receiver still gets a copy of its own, and
+the copies live only while the node works on them (a queue of pending inputs holds the
+one shared original, not a copy per receiver, which would keep the garbage collector busy).
+
 :func:`isolate` returns the value itself when it is immutable (str, numbers, bytes,
 None, enums, frozen pydantic models, and tuples and frozensets of immutables) and a
 copy otherwise. Plain dicts and lists of immutables are copied by a fast walk (a dict
@@ -8,12 +13,16 @@ payload of a few keys costs well under a microsecond); anything else, and struct
 nested deeper than the walk goes or that contain themselves, by :func:`copy.deepcopy`.
 
 The fast walk copies a value shared by two places inside one payload twice (deepcopy
-would keep them one object); equality is kept, identity inside a payload is not.
+would keep them one object); equality is kept, identity inside a payload is not. A
+dataclass is rebuilt with copies of its fields (``dataclasses.replace``). Exceptions pass
+as they are (many cannot be rebuilt from their arguments), and so does a value that
+``deepcopy`` refuses (a lock, a live client): isolation is best effort for those.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import enum
 import types
 from typing import Any
@@ -39,7 +48,7 @@ def is_immutable(value: Any) -> bool:
         return True
     if t is tuple or t is frozenset:
         return all(is_immutable(v) for v in value)
-    if isinstance(value, enum.Enum | type):
+    if isinstance(value, enum.Enum | type | BaseException):
         return True
     return isinstance(value, BaseModel) and bool(value.model_config.get("frozen"))
 
@@ -55,12 +64,22 @@ def isolate(value: Any) -> Any:
         >>> isolate("text") is isolate("text")
         True
     """
-    if type(value) in _SCALARS:
+    t = type(value)
+    if t in _SCALARS:
         return value
     try:
+        if t is dict:  # the common payload, inlined: one C copy, then only its containers walked
+            out = value.copy()
+            for k, v in value.items():
+                if type(v) not in _SCALARS:
+                    out[k] = _walk(v, 1)
+            return out
         return _walk(value, 0)
     except _TooDeep:
-        return copy.deepcopy(value)
+        try:
+            return copy.deepcopy(value)
+        except Exception:  # cannot be copied: passed as it is
+            return value
 
 
 def _walk(value: Any, depth: int) -> Any:
@@ -83,4 +102,18 @@ def _walk(value: Any, depth: int) -> Any:
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if is_immutable(value):
         return value
-    return copy.deepcopy(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changed = {}
+        for f in dataclasses.fields(value):
+            member = getattr(value, f.name)
+            twin = _walk(member, depth + 1)
+            if twin is not member:
+                changed[f.name] = twin
+        try:
+            return dataclasses.replace(value, **changed) if changed else value
+        except (TypeError, ValueError):  # a field that __init__ does not take
+            pass
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # cannot be copied: passed as it is
+        return value
