@@ -168,6 +168,8 @@ class ServerContext:
         self.store = store
         self.journal = journal
         self.flights = Flights()
+        self.formation_writes = threading.Lock()
+        """Held while a formation is created, replaced or deleted: no two writes make a nesting loop."""
         """The formation runs in flight, by run id."""
         self.pool = pool
         self.functions = functions

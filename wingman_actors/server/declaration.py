@@ -2,12 +2,14 @@
 
 A declaration names what Python would pass as objects: agent and fleet nodes name a
 stored agent by ``agent_id``, function and map nodes a registered function by ``function``
-(a map node calls it on every item of its list input, ``max_workers`` at once), and
-edge conditions a registered predicate by ``condition``; ``"on_error": true`` makes an
-error edge. Policies (``retries``, ``backoff``, ``retry_on``, ``max_backoff``, ``jitter``,
-``timeout``, ``on_error``, ``concurrency``, ``max_visits``) sit on the node, flat or under
-``policies``; ``retry_on`` names exception classes: built-in ones (``"ConnectionError"``)
-or those of :mod:`wingman_actors.errors` (``"NodeTimeoutError"``)::
+(a map node calls it on every item of its list input, ``max_workers`` at once), formation
+nodes a stored formation by ``formation_id`` (a map node may run one per item instead of a
+function; :mod:`.nesting` loads and checks them), and edge conditions a registered
+predicate by ``condition``; ``"on_error": true`` makes an error edge. Policies
+(``retries``, ``backoff``, ``retry_on``, ``max_backoff``, ``jitter``, ``timeout``,
+``on_error``, ``concurrency``, ``max_visits``) sit on the node, flat or under ``policies``;
+``retry_on`` names exception classes: built-in ones (``"ConnectionError"``) or those of
+:mod:`wingman_actors.errors` (``"NodeTimeoutError"``)::
 
     {"name": "digest",
      "nodes": [{"name": "clean", "kind": "function", "function": "strip_text"},
@@ -19,7 +21,7 @@ or those of :mod:`wingman_actors.errors` (``"NodeTimeoutError"``)::
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
@@ -27,15 +29,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import errors
 from ..agent import Agent
-from ..errors import FormationSetupError
 from ..formation import Formation
 from .errors import ApiError
 from .functions import FunctionRegistry
 from .limits import MAX_BACKOFF_S, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT_S, MAX_VISITS, MAX_WORKERS
 
 __all__ = [
-    "EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "build_formation", "declaration_problems",
-    "exception_class",
+    "EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "assemble", "declaration_problems",
+    "exception_class", "setup_error",
 ]
 
 POLICY_FIELDS = ("retries", "backoff", "retry_on", "max_backoff", "jitter", "timeout", "on_error", "concurrency",
@@ -78,15 +79,20 @@ class PoliciesDecl(BaseModel):
 
 
 class NodeDecl(PoliciesDecl):
-    """One node: ``function`` or ``map`` (by registered name), ``agent`` or ``fleet`` (by
-    ``agent_id``)."""
+    """One node: ``function`` (by registered name), ``agent`` or ``fleet`` (by ``agent_id``),
+    ``formation`` (a stored formation, by ``formation_id``), or ``map`` (a registered
+    ``function`` or a stored formation by ``formation_id``, run per item)."""
 
     name: str = Field(min_length=1)
-    kind: Literal["function", "agent", "fleet", "map"]
+    kind: Literal["function", "agent", "fleet", "formation", "map"]
     function: str | None = Field(
         default=None, description="function and map nodes: a registered function's name (a map calls it per item)"
     )
     agent_id: str | None = Field(default=None, description="agent and fleet nodes: a stored agent's id")
+    formation_id: str | None = Field(
+        default=None, description="formation and map nodes: a stored formation's id, run as one node (a map runs "
+                                  "it per item); a map takes this or 'function', not both"
+    )
     max_workers: int | None = Field(
         default=None, ge=0, le=MAX_WORKERS,
         description="fleet and map nodes: items at once (0: one per item, up to the server's limit)",
@@ -148,9 +154,19 @@ def _names(values: Mapping[str, Any]) -> str:
     return ", ".join(sorted(values)) or "none (start the server with --functions my.module)"
 
 
-def declaration_problems(decl: FormationDecl, registry: FunctionRegistry, agent_ids: set[str]) -> list[str]:
+def declaration_problems(
+    decl: FormationDecl, registry: FunctionRegistry, agent_ids: Collection[str], formation_ids: Collection[str] = ()
+) -> list[str]:
     """What is wrong with ``decl`` before it reaches the formation validator, every problem
-    naming where it is (``nodes[1]``, ``edges[0]``) and the fix."""
+    naming where it is (``nodes[1]``, ``edges[0]``) and the fix.
+
+    Args:
+        decl: the declaration.
+        registry: where function and predicate names are looked up.
+        agent_ids: the ids of the stored agents nodes may name.
+        formation_ids: the ids of the stored formations nodes may nest (whether nesting
+            one would make a formation contain itself is :mod:`.nesting`'s concern).
+    """
     problems: list[str] = []
     seen: set[str] = set()
     for i, n in enumerate(decl.nodes):
@@ -163,28 +179,7 @@ def declaration_problems(decl: FormationDecl, registry: FunctionRegistry, agent_
             if both:
                 problems.append(f"{where}: {', '.join(both)} given both flat and under policies; keep one")
         problems += _retry_on_problems(where, n.policy_values().get("retry_on"))
-        if n.kind in ("function", "map"):
-            if n.function is None:
-                problems.append(f"{where}: a {n.kind} node needs \"function\": one of {_names(registry.functions)}")
-            elif n.function not in registry.functions:
-                problems.append(
-                    f"{where}: no registered function {n.function!r}; registered: {_names(registry.functions)}"
-                )
-            extra = [f for f in ("agent_id", "prompt") if getattr(n, f) is not None]
-            if extra:
-                problems.append(f"{where}: {', '.join(extra)} only apply to agent and fleet nodes; remove them")
-            if n.kind == "function" and n.max_workers is not None:
-                problems.append(f"{where}: max_workers only applies to fleet and map nodes; remove it "
-                                "or use kind \"map\" to call the function once per item")
-            continue
-        if n.agent_id is None:
-            problems.append(f"{where}: an {n.kind} node needs \"agent_id\" (create agents with POST /agents)")
-        elif n.agent_id not in agent_ids:
-            problems.append(f"{where}: no agent with id {n.agent_id!r}; create it with POST /agents or fix the id")
-        if n.function is not None:
-            problems.append(f"{where}: \"function\" only applies to function nodes; remove it")
-        if n.kind == "agent" and n.max_workers is not None:
-            problems.append(f"{where}: max_workers only applies to fleet nodes; remove it or use kind \"fleet\"")
+        problems += _node_problems(where, n, registry, agent_ids, formation_ids)
     pairs: set[tuple[str, str]] = set()
     for j, e in enumerate(decl.edges):
         where = f"edges[{j}] ({e.source!r} → {e.to!r})"
@@ -201,6 +196,47 @@ def declaration_problems(decl: FormationDecl, registry: FunctionRegistry, agent_
                 f"{where}: no registered predicate {e.condition!r}; registered: {_names(registry.predicates)}"
             )
     return problems
+
+
+def _node_problems(
+    where: str, n: NodeDecl, registry: FunctionRegistry, agent_ids: Collection[str], formation_ids: Collection[str]
+) -> list[str]:
+    """What is wrong with node ``n``'s kind and the fields that go with it."""
+    out: list[str] = []
+    if n.kind == "map" and n.function is not None and n.formation_id is not None:
+        out.append(f"{where}: a map node takes \"function\" (called per item) or \"formation_id\" (a stored "
+                   "formation run per item), not both; remove one")
+    elif n.kind == "function" or (n.kind == "map" and n.formation_id is None):
+        if n.function is None:
+            also = ", or \"formation_id\": a stored formation's id (GET /formations)" if n.kind == "map" else ""
+            out.append(f"{where}: a {n.kind} node needs \"function\": one of {_names(registry.functions)}{also}")
+        elif n.function not in registry.functions:
+            out.append(f"{where}: no registered function {n.function!r}; registered: {_names(registry.functions)}")
+    elif n.kind in ("formation", "map"):
+        if n.formation_id is None:
+            out.append(f"{where}: a formation node needs \"formation_id\": a stored formation's id (GET /formations "
+                       "lists them; create one with POST /formations)")
+        elif n.formation_id not in formation_ids:
+            out.append(f"{where}: no formation with id {n.formation_id!r}; create it with POST /formations or fix the "
+                       "id (GET /formations lists them)")
+    elif n.agent_id is None:
+        out.append(f"{where}: an {n.kind} node needs \"agent_id\" (create agents with POST /agents)")
+    elif n.agent_id not in agent_ids:
+        out.append(f"{where}: no agent with id {n.agent_id!r}; create it with POST /agents or fix the id")
+    agentish = [f for f in ("agent_id", "prompt") if getattr(n, f) is not None]
+    if agentish and n.kind not in ("agent", "fleet"):
+        out.append(f"{where}: {', '.join(agentish)} only apply to agent and fleet nodes; remove them")
+    if n.function is not None and n.kind not in ("function", "map"):
+        out.append(f"{where}: \"function\" only applies to function and map nodes; remove it")
+    if n.formation_id is not None and n.kind not in ("formation", "map"):
+        out.append(f"{where}: formation_id only applies to formation and map nodes; remove it or use kind "
+                   "\"formation\"")
+    if n.max_workers is not None and n.kind in ("function", "agent", "formation"):
+        instead = {"function": "kind \"map\" to call the function once per item",
+                   "agent": "kind \"fleet\" to run the agent once per item",
+                   "formation": "kind \"map\" to run the formation once per item"}[n.kind]
+        out.append(f"{where}: max_workers only applies to fleet and map nodes; remove it or use {instead}")
+    return out
 
 
 def _retry_on_names(value: list[str] | str | None) -> list[str]:
@@ -221,37 +257,27 @@ def setup_error(name: str, problems: list[str]) -> ApiError:
     return ApiError(400, f"formation {name!r} is not valid ({len(problems)} problem(s)): {lines}", problems=problems)
 
 
-def build_formation(
-    decl: FormationDecl, registry: FunctionRegistry, agents: Mapping[str, Agent]
+def assemble(
+    decl: FormationDecl, registry: FunctionRegistry, agents: Mapping[str, Agent], formations: Mapping[str, Formation]
 ) -> Formation:
-    """The formation ``decl`` declares, validated.
-
-    Args:
-        decl: the declaration.
-        registry: where function and predicate names are looked up.
-        agents: the agents by id (with or without providers: validation needs none).
-
-    Raises:
-        ApiError: 400 listing every problem, the formation validator's included.
-    """
-    problems = declaration_problems(decl, registry, set(agents))
-    if problems:
-        raise setup_error(decl.name, problems)
+    """The formation ``decl`` declares, unvalidated: ``decl`` must have no
+    :func:`declaration_problems` (its functions, agents and nested formations exist).
+    :func:`~wingman_actors.server.nesting.build_nested` checks, builds and validates."""
     graph = nx.DiGraph()
     for n in decl.nodes:
         attrs: dict[str, Any] = {"kind": n.kind, **n.policy_values()}
         if "retry_on" in attrs:
             attrs["retry_on"] = tuple(exception_class(name) for name in _retry_on_names(attrs["retry_on"]))
-        if n.kind in ("function", "map"):
+        if n.formation_id is not None:
+            attrs["formation"] = formations[n.formation_id]
+        elif n.kind in ("function", "map"):
             attrs["fn"] = registry.functions[n.function or ""]
-            if n.kind == "map":
-                attrs["max_workers"] = n.max_workers or 0
         else:
             attrs["agent"] = agents[n.agent_id or ""]
             if n.prompt is not None:
                 attrs["prompt"] = n.prompt
-            if n.kind == "fleet":
-                attrs["max_workers"] = n.max_workers or 0
+        if n.kind in ("fleet", "map"):
+            attrs["max_workers"] = n.max_workers or 0
         graph.add_node(n.name, **attrs)
     for e in decl.edges:
         attrs = {} if e.condition is None else {"when": registry.predicates[e.condition]}
@@ -260,9 +286,4 @@ def build_formation(
         if e.on_error:
             attrs["on_error"] = True
         graph.add_edge(e.source, e.to, **attrs)
-    formation = Formation(decl.name, graph)
-    try:
-        formation.validate()
-    except FormationSetupError as exc:
-        raise setup_error(decl.name, exc.problems) from None
-    return formation
+    return Formation(decl.name, graph)

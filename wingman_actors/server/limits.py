@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "MAX_BACKOFF_S",
     "MAX_CONCURRENCY",
+    "MAX_NESTING",
     "MAX_RETRIES",
     "MAX_TASKS",
     "MAX_TIMEOUT_S",
@@ -38,3 +39,8 @@ MAX_TIMEOUT_S = 86_400.0
 
 MAX_BACKOFF_S = 3_600.0
 """A node's ``backoff`` base in seconds (one hour)."""
+
+MAX_NESTING = 32
+"""How deep formations may nest formations (formation nodes and formation maps): a
+formation that nests one that nests another is 2 deep. Far below the depth where a run's
+nested calls would exhaust Python's recursion limit."""

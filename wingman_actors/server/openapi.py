@@ -49,6 +49,9 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     if path in ("/runs/{id}/cancel", "/runs/{id}/resume"):
         out["409"] = _error("The run cannot be cancelled or resumed in its state (`run_status`; `kind`: the status, "
                             "`mismatch` when its formation changed shape, `formation_deleted`, `not_journalled`, `fleet`).")
+    elif path == "/formations/{id}" and method == "delete":
+        out["409"] = _error("Other formations nest this one (`kind: in_use`; `used_by` lists their ids): remove "
+                            "those nodes or delete those formations first.")
     elif path == "/formations/{id}/run":
         out["409"] = _error("The run was cancelled (POST /runs/{id}/cancel) before it finished (`kind: cancelled`, "
                             "with `run_id`).")

@@ -14,9 +14,11 @@ from starlette.responses import Response
 from ..formation.events import FormationEvent, FormationEventType
 from .context import ServerContext
 from .convert import jsonable
-from .declaration import FormationDecl, build_formation
+from .declaration import FormationDecl
 from .deps import Ctx
+from .errors import ApiError
 from .flights import flight, outcome
+from .nesting import agent_ids, build_nested, load_nested, nested_in
 from .run_outcome import Tracker, cancelled, event_dict, settled
 from .runnable import load_formation, runnable
 from .schemas import FormationOut, FormationRunIn, RunOut, StatusOut
@@ -31,23 +33,25 @@ router = APIRouter()
 # -- declarations ---------------------------------------------------------------------
 
 
-def _validated(ctx: ServerContext, decl: FormationDecl) -> None:
-    ids = {n.agent_id for n in decl.nodes if n.agent_id}
+def _validated(ctx: ServerContext, decl: FormationDecl, own_id: str | None = None) -> None:
+    nested = load_nested(ctx.store, decl, own_id)
+    ids = agent_ids(decl, nested)
     agents = {}
     for agent in ctx.store.list_agents():
         if agent.id in ids:
             agents[agent.id] = ctx.declared_agent(agent)
-    build_formation(decl, ctx.functions, agents)
+    build_nested(decl, ctx.functions, agents, nested, own_id)
 
 
 @router.post("/formations", status_code=201, tags=["formations"], summary="Create a formation")
 async def create(body: FormationDecl, ctx: Ctx, response: Response) -> FormationOut:
     """Validated in full first: 400 lists every problem (unknown agents, functions,
-    predicates, edges, types, cycles without a condition...)."""
+    predicates, nested formations, edges, types, cycles without a condition...)."""
 
     def apply() -> FormationOut:
-        _validated(ctx, body)
-        return ctx.store.create_formation(body.name, body.stored_nodes(), body.stored_edges())
+        with ctx.formation_writes:
+            _validated(ctx, body)
+            return ctx.store.create_formation(body.name, body.stored_nodes(), body.stored_edges())
 
     formation = await ctx.pool.run(apply)
     response.headers["Location"] = f"/formations/{formation.id}"
@@ -68,20 +72,35 @@ async def get_one(id: str, ctx: Ctx) -> FormationOut:
 
 @router.put("/formations/{id}", tags=["formations"], summary="Replace a formation's declaration")
 async def replace(id: str, body: FormationDecl, ctx: Ctx) -> FormationOut:
-    """The whole declaration, validated as for create."""
+    """The whole declaration, validated as for create (it may not nest this formation,
+    directly or through others)."""
 
     def apply() -> FormationOut:
-        ctx.store.get_formation(id)
-        _validated(ctx, body)
-        return ctx.store.replace_formation(id, body.name, body.stored_nodes(), body.stored_edges())
+        with ctx.formation_writes:
+            ctx.store.get_formation(id)
+            _validated(ctx, body, id)
+            return ctx.store.replace_formation(id, body.name, body.stored_nodes(), body.stored_edges())
 
     return await ctx.pool.run(apply)
 
 
 @router.delete("/formations/{id}", tags=["formations"], summary="Delete a formation (its runs are kept)")
 async def delete(id: str, ctx: Ctx) -> StatusOut:
-    """``{"status": "deleted"}``; 404 for an unknown id."""
-    await ctx.pool.run(ctx.store.delete_formation, id)
+    """``{"status": "deleted"}``; 404 for an unknown id; 409 (``kind: "in_use"``, with
+    ``used_by``) while other formations nest it."""
+
+    def apply() -> None:
+        with ctx.formation_writes:
+            ctx.store.get_formation(id)
+            users = nested_in(ctx.store, id)
+            if users:
+                named = ", ".join(f"{f.name!r} ({f.id})" for f in users)
+                raise ApiError(409, f"formation {id} is nested in formation {named}; remove those nodes "
+                                    "(PUT /formations/{id}) or delete those formations first",
+                               kind="in_use", used_by=[f.id for f in users])
+            ctx.store.delete_formation(id)
+
+    await ctx.pool.run(apply)
     return StatusOut(status="deleted")
 
 
@@ -90,11 +109,11 @@ async def delete(id: str, ctx: Ctx) -> StatusOut:
 
 def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: float) -> RunOut:
     record, decl = load_formation(ctx, id)
-    with runnable(ctx, decl) as formation:
+    with runnable(ctx, decl, id) as formation:
         timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
         entry = formation.validate().sources
         run = ctx.store.create_run(record, jsonable(body.input))
-        with flight(ctx, formation, run, Tracker(decl)) as current:
+        with flight(ctx, formation, run, Tracker(formation)) as current:
             future = current.running.submit(body.input, timeout=timeout, run_id=run.id)  # journalled on return
             return outcome(current, future, timeout, entry)
 
@@ -126,11 +145,11 @@ _ENDS = (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED, Formati
 def _stream_formation(
     ctx: ServerContext, record: FormationOut, decl: FormationDecl, body: FormationRunIn, canceller: Canceller
 ) -> Iterator[Event]:
-    with runnable(ctx, decl) as formation:
+    with runnable(ctx, decl, record.id) as formation:
         plan = formation.validate()
         run = ctx.store.create_run(record, jsonable(body.input))
         events: queue.SimpleQueue[FormationEvent | None] = queue.SimpleQueue()
-        with flight(ctx, formation, run, Tracker(decl)) as current:
+        with flight(ctx, formation, run, Tracker(formation)) as current:
             canceller.target = _Stop(events)
             try:
                 current.running.submit(body.input, timeout=body.timeout, on_event=events.put, run_id=run.id)

@@ -126,10 +126,10 @@ def _resume(ctx: ServerContext, id: str, body: RunResumeIn, deadline: float) -> 
     except ApiError:
         raise _conflict(run, "resumed", f"its formation {run.formation_id} was deleted; a run resumes with the "
                                         "formation that began it", "formation_deleted") from None
-    with runnable(ctx, decl) as formation:
+    with runnable(ctx, decl, run.formation_id) as formation:
         timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
         entry = formation.validate().sources
-        with flight(ctx, formation, run, Tracker(decl)) as current:
+        with flight(ctx, formation, run, Tracker(formation)) as current:
             try:
                 future = current.running.resume(id, body.answer, timeout=timeout)
             except FormationMismatchError as exc:

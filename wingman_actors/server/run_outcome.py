@@ -10,11 +10,12 @@ from typing import Any
 
 from ..actors.nodes import PayloadError
 from ..errors import FormationRuntimeError
+from ..formation import Formation
 from ..formation.events import FormationEvent, FormationEventType
 from ..formation.result import FormationResult
 from ..formation.runtime import NodeTimeoutError
+from ..store import FormationMismatchError
 from .convert import jsonable, usage_dict
-from .declaration import FormationDecl
 from .errors import find_agent_error, status_for_kind
 from .ids import rfc3339
 from .schemas import RunOut
@@ -23,20 +24,25 @@ __all__ = ["Tracker", "cancelled", "event_dict", "failed", "failure", "settled"]
 
 
 class Tracker:
-    """Per-node traces built from a run's events (the record of a failed run)."""
+    """Per-node traces built from a run's events (the record of a failed run): the
+    formation's own nodes, and the nodes inside its formation nodes once they start (named
+    by their path, ``"sub/inner_node"``, as the run's result names them; a formation map's
+    items are not traced apart, as in the result)."""
 
-    def __init__(self, decl: FormationDecl) -> None:
+    def __init__(self, formation: Formation) -> None:
         self.lock = threading.Lock()
-        self.nodes: dict[str, dict[str, Any]] = {
-            n.name: {"name": n.name, "status": "pending", "attempts": 0, "visits": 0, "started_at": None,
-                     "finished_at": None, "duration_s": 0.0, "usage": usage_dict(None), "error": None}
-            for n in decl.nodes
-        }
+        self.nodes: dict[str, dict[str, Any]] = {name: _trace(name) for name in formation.graph.nodes}
+        self.nested = _formation_paths(formation, "")
+        """The paths of formation nodes, at any depth: the nodes inside them are traced."""
 
     def __call__(self, event: FormationEvent) -> None:
         node = self.nodes.get(event.node or "")
         if node is None:
-            return
+            path = event.node or ""
+            if path.rpartition("/")[0] not in self.nested:
+                return
+            with self.lock:  # cancelled() and failed() copy the traces under it
+                node = self.nodes.setdefault(path, _trace(path))
         data, kind = event.data, event.type
         with self.lock:
             if kind is FormationEventType.NODE_STARTED:
@@ -58,6 +64,20 @@ class Tracker:
             elif kind is FormationEventType.NODE_SKIPPED:
                 node["status"] = "skipped"
                 node["error"] = data.get("error") or node["error"]
+
+
+def _trace(name: str) -> dict[str, Any]:
+    return {"name": name, "status": "pending", "attempts": 0, "visits": 0, "started_at": None, "finished_at": None,
+            "duration_s": 0.0, "usage": usage_dict(None), "error": None}
+
+
+def _formation_paths(formation: Formation, prefix: str) -> set[str]:
+    paths = set()
+    for name, attrs in formation.graph.nodes(data=True):
+        if attrs.get("kind") == "formation":
+            paths.add(prefix + name)
+            paths |= _formation_paths(attrs["formation"], f"{prefix}{name}/")
+    return paths
 
 
 def settled(run: RunOut, result: FormationResult) -> RunOut:
@@ -84,9 +104,12 @@ def cancelled(run: RunOut, tracker: Tracker, started: float, reason: str, status
 
 def failure(exc: BaseException, timed_out: bool, entry: Collection[str] = ()) -> tuple[int, str]:
     """The status and ``kind`` of a failed run: ``input`` (400) when the run's input did not
-    fit an entry node, else the provider's failure (502/504), a timeout, or ``runtime`` (500)."""
+    fit an entry node, ``mismatch`` (409) when a resumed run's nested formation changed shape
+    since the run began, else the provider's failure (502/504), a timeout, or ``runtime`` (500)."""
     if getattr(exc, "node", None) in entry and any(isinstance(e, PayloadError) for e in _chain(exc)):
         return 400, "input"
+    if any(isinstance(e, FormationMismatchError) for e in _chain(exc)):
+        return 409, "mismatch"
     agent_error = find_agent_error(exc)
     if agent_error is not None:
         return status_for_kind(agent_error.kind), agent_error.kind.value

@@ -58,13 +58,16 @@ class ErrorOut(BaseModel):
         default=None, description="500/502/504: runtime, agent, rate_limit, network, invalid, cancelled or timeout; "
                                   "409: cancelled (the run was cancelled), mismatch (the formation changed shape "
                                   "since the run began), formation_deleted, not_journalled, fleet, or the run's "
-                                  "status"
+                                  "status; in_use (a formation other formations nest)"
     )
     run_id: str | None = Field(default=None, description="a failed formation run's record (GET /runs/{id})")
     run_status: str | None = Field(default=None, description="409: the run's status")
     node: str | None = Field(default=None, description="the formation node that failed")
     provider: str | None = Field(default=None, description="the provider that failed")
     provider_status: int | None = Field(default=None, description="the provider's HTTP status")
+    used_by: list[str] | None = Field(
+        default=None, description="409 (kind in_use): the ids of the formations that nest the formation"
+    )
 
 
 # -- providers and auth ----------------------------------------------------------------
