@@ -67,6 +67,8 @@ class NodeObserver(Protocol):
 
     def item_finished(self, work: Work, index: int, output: Any) -> None: ...
 
+    def dropped(self, work: Work) -> None: ...
+
 
 class NodeActor(pykka.ThreadingActor):
     """Base of the node actors: receive ``work``, call :meth:`process`, reply.
@@ -214,6 +216,11 @@ class NodeActor(pykka.ThreadingActor):
             self.current = None
             return False  # the run ended (failed, cancelled, timed out, stopped): drop its leftovers
         observer = self.observer
+        dropped = getattr(run, "dropped", None)
+        if dropped and env.target in dropped and observer is not None:
+            self.current = None
+            observer.dropped(work)  # a join="any" fired without this branch: its work is not wanted
+            return False
         attempt = work.attempt  # the supervisor may bump it (after a timeout) while we work
         work.replica = self.replica
         if observer is not None and (self.notify_start or run.listeners):

@@ -101,6 +101,10 @@ class _LocalObserver:
         if self.out is not None:
             self.out.put(ItemDone(index, output))
 
+    def dropped(self, work: Work) -> None:
+        """Never called here: the run's join state lives in the driver, which drops what
+        a cancelled branch delivers."""
+
     def item_scope(self, work: Work, index: int) -> VisitScope | None:
         """Fleet item ``index``'s scope in a journalled run: its answers and replies come
         from the ticket; the model responses it gets go to the driver if it suspends."""

@@ -333,6 +333,11 @@ class Router:
             # the run was cancelled or failed meanwhile: keep the record, nothing to retry
             run.own("failures").append((work.target, attempt, started, finished, f"{type(exc).__name__}: {exc}"))
             return False
+        if run.dropped and work.target in run.dropped:  # interrupted: a join="any" fired without it
+            self.skip(run, work.target, f"cancelled: {run.dropped[work.target]!r} (join='any') fired without it")
+            if self.cyclic:
+                self.finish_one(run)
+            return False
         self.tell_supervisor(AttemptFailed(work, attempt, exc, started, finished, actor.replica, True, actor))
         return True
 
@@ -380,6 +385,13 @@ class Router:
         journal = self.journal
         if journal is not None:
             journal.store.record_item(work.run_id, work.target, work.visit, index, output)
+
+    def dropped(self, work: Work) -> None:
+        """A queued visit whose branch a ``join="any"`` cancelled reached its node: skip it."""
+        run = work.run
+        self.skip(run, work.target, f"cancelled: {run.dropped.get(work.target)!r} (join='any') fired without it")
+        if self.cyclic:
+            self.finish_one(run)
 
     def wants_events(self, work: Work) -> bool:
         run = work.envelope.run
@@ -445,6 +457,9 @@ class Router:
                             dropped = run.own("dropped")
                             for node in cancel:
                                 dropped.setdefault(node, target)
+                        why = f"{target!r} (join='any') fired without it"
+                        for node in cancel:  # agent and fleet work in progress stops at its next boundary
+                            self.nodes[node].release(run, why, abandon=False)
                 self.visit(run, target, payload, pred)
 
     def _join(self, run: RunState, target: str, pred: str, value: Any) -> list[dict[str, Any] | None]:
