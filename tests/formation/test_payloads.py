@@ -8,6 +8,8 @@ import threading
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
 from wingman_actors import Formation
@@ -144,3 +146,29 @@ def test_a_value_deepcopy_refuses_passes_as_it_is() -> None:
     lock = threading.Lock()
     payload = {"lock": lock}
     assert isolate(payload)["lock"] is lock
+
+
+def _containers(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [value, *(c for v in value.values() for c in _containers(v))]
+    if isinstance(value, list | tuple):
+        return ([value] if isinstance(value, list) else []) + [c for v in value for c in _containers(v)]
+    return []
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+    | st.tuples(inner, inner),
+    max_leaves=20,
+)
+
+
+@given(_json)
+@settings(max_examples=300, deadline=None)
+def test_isolate_equals_deepcopy_and_shares_no_mutable_container(value: Any) -> None:
+    import copy
+
+    twin = isolate(value)
+    assert twin == copy.deepcopy(value)
+    assert not {id(c) for c in _containers(twin)} & {id(c) for c in _containers(value)}

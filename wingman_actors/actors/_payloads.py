@@ -68,12 +68,10 @@ def isolate(value: Any) -> Any:
     if t in _SCALARS:
         return value
     try:
-        if t is dict:  # the common payload, inlined: one C copy, then only its containers walked
-            out = value.copy()
-            for k, v in value.items():
-                if type(v) not in _SCALARS:
-                    out[k] = _walk(v, 1)
-            return out
+        if t is dict:  # the common payloads, called directly
+            return _dict(value, 0)
+        if t is list:
+            return _list(value, 0)
         return _walk(value, 0)
     except _TooDeep:
         try:
@@ -82,21 +80,49 @@ def isolate(value: Any) -> Any:
             return value
 
 
+def _dict(value: dict[Any, Any], depth: int) -> dict[Any, Any]:
+    # one C copy, then only the members that are not scalars are replaced
+    if depth > _DEPTH:
+        raise _TooDeep
+    out = value.copy()
+    for k, v in value.items():
+        tv = type(v)
+        if tv in _SCALARS:
+            continue
+        if tv is list:  # a list of scalars (tags, ids) is copied without a call per list
+            for x in v:
+                if type(x) not in _SCALARS:
+                    out[k] = _list(v, depth + 1)
+                    break
+            else:
+                out[k] = v.copy()
+            continue
+        out[k] = _dict(v, depth + 1) if tv is dict else _walk(v, depth + 1)
+    return out
+
+
+def _list(value: list[Any], depth: int) -> list[Any]:
+    if depth > _DEPTH:
+        raise _TooDeep
+    out = value.copy()
+    for i, v in enumerate(value):
+        tv = type(v)
+        if tv in _SCALARS:
+            continue
+        out[i] = _list(v, depth + 1) if tv is list else _dict(v, depth + 1) if tv is dict else _walk(v, depth + 1)
+    return out
+
+
 def _walk(value: Any, depth: int) -> Any:
     t = type(value)
     if t in _SCALARS:
         return value
     if depth > _DEPTH:
         raise _TooDeep
-    if t is dict or t is list:
-        # copy in C, then replace only the members that are not scalars (a dict of a few
-        # plain values costs one copy and one pass)
-        out = value.copy()
-        items = value.items() if t is dict else enumerate(value)
-        for k, v in items:
-            if type(v) not in _SCALARS:
-                out[k] = _walk(v, depth + 1)
-        return out
+    if t is dict:
+        return _dict(value, depth)
+    if t is list:
+        return _list(value, depth)
     if t is tuple:
         items = tuple(_walk(v, depth + 1) for v in value)
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
