@@ -44,3 +44,35 @@ def test_event_lines_name_the_inner_nodes_by_path(
     assert main(["run", str(formation_file("nested", NESTED)), "--input", "hi", "--events", "--no-store"]) == 0
     err = capsys.readouterr().err
     assert "sub/shout: done" in err and "sub/mark: done" in err
+
+
+def test_runs_lists_a_nested_runs_outer_run_only(
+    capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    import json
+
+    store = str(tmp_path / "runs.sqlite")
+    assert main(["run", str(formation_file("nested", NESTED)), "--input", "hi", "--store", store]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--store", store, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["formation"], r["status"]) for r in rows] == [("outer", "succeeded")]
+    assert main(["runs", "--store", store]) == 0
+    table = capsys.readouterr().out
+    assert "outer" in table and "/sub/1" not in table
+
+
+def test_resume_of_an_inner_run_is_refused_naming_the_outer_run_and_its_command(
+    capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    from wingman_actors.store import RunStore
+
+    store = str(tmp_path / "runs.sqlite")
+    assert main(["run", str(formation_file("nested", NESTED)), "--input", "hi", "--store", store]) == 0
+    with RunStore(store) as opened:
+        (outer,) = opened.runs()
+    capsys.readouterr()
+    assert main(["resume", f"{outer.id}/sub/1", "--store", store]) == 2
+    err = capsys.readouterr().err
+    assert f"is an inner run of run {outer.id}" in err
+    assert f"wingman-actors resume {outer.id} --store {store}" in err

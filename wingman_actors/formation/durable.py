@@ -97,23 +97,43 @@ class Journal:
         name: the formation's name.
         shape: ``FormationShape.of(formation.graph)``.
         source: where the formation came from (e.g. its file), recorded on each run.
+        inner_of: for the journal of a formation node's inner formation, the node and how
+            many numbered parts follow its name in the inner run ids (1: ``"<outer run
+            id>/<node>/<visit>"``; 2 for a map's ``.../<visit>/<item>``): each run is
+            begun and claimed as an inner run of the outer run the id names.
     """
 
     def __init__(self, store: JournalStore, owned: bool, name: str, shape: FormationShape,
-                 source: str | None = None) -> None:
+                 source: str | None = None, inner_of: tuple[str, int] | None = None) -> None:
         self.store = store
         self.owned = owned
         self.name = name
         self.shape = shape
         self.source = source
+        self.inner_of = inner_of
+
+    def parent(self, run_id: str | None) -> str | None:
+        """The outer run of the inner run ``run_id`` (None outside a nested formation)."""
+        if self.inner_of is None or run_id is None:
+            return None
+        node, parts = self.inner_of
+        head = run_id.rsplit("/", parts)[0]  # the numbers hold no "/"; the node name may
+        suffix = "/" + node
+        return head[:-len(suffix)] if head.endswith(suffix) and len(head) > len(suffix) else None
 
     def begin(self, input: Any, run_id: str | None) -> str:
         """Record a new run (durable on return) and give its id."""
-        return self.store.begin_run(self.name, self.shape, input, run_id=run_id, source=self.source)
+        parent = self.parent(run_id)
+        if parent is None:
+            return self.store.begin_run(self.name, self.shape, input, run_id=run_id, source=self.source)
+        return self.store.begin_run(self.name, self.shape, input, run_id=run_id, source=self.source, parent=parent)
 
     def claim(self, run_id: str) -> RunJournal:
         """Take a run over for resuming (refuses another formation's shape)."""
-        return self.store.claim_run(run_id, self.shape, formation=self.name)
+        parent = self.parent(run_id)
+        if parent is None:
+            return self.store.claim_run(run_id, self.shape, formation=self.name)
+        return self.store.claim_run(run_id, self.shape, formation=self.name, parent=parent)
 
     def scope(self, run_id: str, node: str, visit: int, replay: Replay | None, item: int | None = None) -> VisitScope:
         """The context ``interrupt()`` and agent sessions find while this visit (or this

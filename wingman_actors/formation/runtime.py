@@ -178,7 +178,8 @@ class RunningFormation:
             plan = dataclasses.replace(plan, nodes=MappingProxyType(nodes))
         journal = self._journal
         inner = None if journal is None else Journal(
-            journal.store, False, plan.name, FormationShape.of(spec.formation.graph))
+            journal.store, False, plan.name, FormationShape.of(spec.formation.graph),
+            inner_of=(spec.name, 2 if spec.kind == "map" else 1))
         return functools.partial(RunningFormation, plan, provider=self._provider, work_dir=self._work_dir,
                                  backend=self._backend.name, backend_options=self._backend_options, journal=inner)
 

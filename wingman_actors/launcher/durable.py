@@ -135,11 +135,18 @@ def resume_command(args: argparse.Namespace) -> int:
     listing = shlex.join(["wingman-actors", "runs", *choice.flag])
     try:
         with RunStore(choice.path) as store:
-            record = store.get(args.resume_id)
+            record = top = store.get(args.resume_id)
+            while top.parent is not None:  # an inner run of a nested formation: its top-level run
+                top = store.get(top.parent)
     except UnknownRunError as exc:
         raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
     except StoreError as exc:
         raise UsageError(f"cannot read the run store {choice.path}: {exc}") from exc
+    if top is not record:
+        command = shlex.join(["wingman-actors", "resume", top.id, *choice.flag])
+        raise UsageError(f"run {args.resume_id} is an inner run of run {record.parent} (a nested formation's run, "
+                         f"journalled with its outer run) and is not resumed on its own; resume run {top.id} "
+                         f"instead, which resumes it: {command}")
     if record.source and record.source.startswith(SERVER_SOURCE):
         raise UsageError(f"run {args.resume_id} was started by the HTTP server (`wingman-actors serve`, "
                          f"formation {record.source.removeprefix(SERVER_SOURCE)}); resume it there: "

@@ -50,8 +50,8 @@ class MaskedJournal:
         return value
 
     def begin_run(self, formation: str, shape: FormationShape, input: Any, *, run_id: str | None = None,
-                  source: str | None = None) -> str:
-        return self.store.begin_run(formation, shape, self._mask(input), run_id=run_id, source=source)
+                  source: str | None = None, parent: str | None = None) -> str:
+        return self.store.begin_run(formation, shape, self._mask(input), run_id=run_id, source=source, parent=parent)
 
     def record_visit(self, run_id: str, node: str, visit: int, output: Any) -> None:
         self.store.record_visit(run_id, node, visit, self._mask(output))
@@ -76,8 +76,8 @@ class MaskedJournal:
         self.store.set_status(run_id, status, error=self._mask(error), wait=wait)
 
     def claim_run(self, run_id: str, shape: FormationShape | None = None, *,
-                  formation: str | None = None) -> RunJournal:
-        return self.store.claim_run(run_id, shape, formation=formation)
+                  formation: str | None = None, parent: str | None = None) -> RunJournal:
+        return self.store.claim_run(run_id, shape, formation=formation, parent=parent)
 
     def load(self, run_id: str) -> RunJournal:
         return self.store.load(run_id)
@@ -85,8 +85,8 @@ class MaskedJournal:
     def get(self, run_id: str) -> RunRecord:
         return self.store.get(run_id)
 
-    def runs(self, status: RunStatus | None = None) -> list[RunSummary]:
-        return self.store.runs(status)
+    def runs(self, status: RunStatus | None = None, *, nested: bool = False) -> list[RunSummary]:
+        return self.store.runs(status, nested=nested)
 
     def prune(self, older_than: datetime.timedelta | float) -> int:
         return self.store.prune(older_than)

@@ -8,12 +8,13 @@ threads submitting runs, a commit of a few writes held the write lock for ~0.7 m
 it waiting for the GIL, while every caller of ``begin_run`` waited for that commit.
 
 So the writer's connection has a temporary view, ``temp.journal_ops``, whose ``INSTEAD OF
-INSERT`` triggers apply one write per row (a shape, a run, an entry or a status, by
+INSERT`` triggers apply one write per row (a shape, a run, a run's parent, an entry or a status, by
 ``kind``), and a run of writes is one ``INSERT INTO temp.journal_ops VALUES (...), ...``:
 one trip into SQLite, rows applied in queue order, so the result is that of the writes
 applied one by one. Outside a transaction that statement is its own (atomic) commit.
 
-A write that breaks a rule (a duplicate run id, an entry or status of an unknown run)
+A write that breaks a rule (a duplicate run id, an unknown parent, an entry or status of an
+unknown run)
 aborts the statement, which then has changed nothing; the writes are then applied one by
 one, each with its own checks and error, inside one transaction.
 """
@@ -27,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._writer import Op
 
-__all__ = ["ENTRY", "RUN", "SHAPE", "STATUS", "apply_group", "apply_rows", "install"]
+__all__ = ["ENTRY", "PARENT", "RUN", "SHAPE", "STATUS", "apply_group", "apply_rows", "install"]
 
-SHAPE, RUN, ENTRY, STATUS = 0, 1, 2, 3
+SHAPE, RUN, ENTRY, STATUS, PARENT = 0, 1, 2, 3, 4
 """Row kinds: ``(kind, run, a, b, c, d, e, f, g)``; see :data:`_TRIGGERS` for the columns."""
 
 _COLUMNS = 9
@@ -61,6 +62,12 @@ END""",
     SELECT RAISE(ABORT, 'wingman-actors: status of an unknown run')
         WHERE NOT EXISTS (SELECT 1 FROM main.runs WHERE id = NEW.run);
     UPDATE runs SET status = NEW.a, error = NEW.b, expires = NEW.c, updated = NEW.d WHERE id = NEW.run;
+END""",
+    # An inner run's parent, right after its RUN row (a row of its own: a top-level run,
+    # the common case, binds no more parameters). An unknown parent fails its foreign key.
+    f"""CREATE TEMP TRIGGER IF NOT EXISTS journal_ops_parent INSTEAD OF INSERT ON journal_ops
+    WHEN NEW.kind = {PARENT} BEGIN
+    UPDATE runs SET parent = NEW.a WHERE id = NEW.run;
 END""",
 )
 _SQL: dict[int, str] = {}

@@ -23,6 +23,7 @@ __all__ = [
     "ReleaseOwn",
     "SetStatus",
     "SetStatusWaited",
+    "inner_run_refused",
 ]
 
 KINDS = {"visit": 1, "item": 2, "progress": 3, "interrupt": 4, "answer": 5, "skip": 6}
@@ -54,16 +55,20 @@ class BeginRun(Journalling):
     written again and the insert retried.
     """
 
-    __slots__ = ("row", "shape", "shapes", "store_path")
+    __slots__ = ("parent", "row", "shape", "shapes", "store_path")
     wait = True
 
     def __init__(self, row: tuple[Any, ...], shape: tuple[str, str], store_path: str,
-                 shapes: set[str] | None = None) -> None:
+                 shapes: set[str] | None = None, parent: str | None = None) -> None:
         super().__init__()
-        self.row, self.shape, self.store_path = row, shape, store_path
+        self.row, self.shape, self.store_path, self.parent = row, shape, store_path, parent
         self.shapes = set() if shapes is None else shapes
 
     def apply(self, conn: sqlite3.Connection) -> Any:
+        if self.parent is not None and conn.execute("SELECT 1 FROM runs WHERE id = ?", (self.parent,)).fetchone() is None:
+            self.error = StoreError(f"begin_run({self.row[0]!r}): its parent run {self.parent!r} is not in the run "
+                                    f"store {self.store_path}; begin the outer run first, or pass parent=None")
+            return None
         known = self.shape[0] in self.shapes
         if not known:
             self.insert_shape(conn)
@@ -80,6 +85,9 @@ class BeginRun(Journalling):
                 raise
             self.error = StoreError(f"run id {self.row[0]!r} already exists in the run store {self.store_path}; "
                                     "pass a new run_id, or None for a generated one")
+            return self.row[0]
+        if self.parent is not None:
+            conn.execute("UPDATE runs SET parent = ? WHERE id = ?", (self.parent, self.row[0]))
         return self.row[0]
 
     def add_rows(self, rows: list[tuple[Any, ...]]) -> None:
@@ -87,6 +95,8 @@ class BeginRun(Journalling):
             rows.append((_bulk.SHAPE, None, *self.shape, None, None, None, None, None))
         run_id, formation, fingerprint, source, codec, text, created, _, owner = self.row
         rows.append((_bulk.RUN, run_id, formation, fingerprint, source, codec, text, created, owner))
+        if self.parent is not None:
+            rows.append((_bulk.PARENT, run_id, self.parent, None, None, None, None, None, None))
 
     def insert_shape(self, conn: sqlite3.Connection) -> None:
         conn.execute("INSERT OR IGNORE INTO shapes (fingerprint, shape) VALUES (?, ?)", self.shape)
@@ -166,21 +176,26 @@ class SetStatusWaited(SetStatus):
 class Claim(Op):
     """Make a run ``running`` and owned by this store, unless it cannot be resumed."""
 
-    __slots__ = ("here", "now", "owner", "run_id", "store_path")
+    __slots__ = ("here", "now", "owner", "parent", "run_id", "store_path")
     wait = True
 
-    def __init__(self, run_id: str, owner: int, here: ProcessIdentity, now: float, store_path: str) -> None:
+    def __init__(self, run_id: str, owner: int, here: ProcessIdentity, now: float, store_path: str,
+                 parent: str | None = None) -> None:
         super().__init__()
         self.run_id, self.owner, self.here, self.now, self.store_path = run_id, owner, here, now, store_path
+        self.parent = parent
 
     def apply(self, conn: sqlite3.Connection) -> Any:
         row = conn.execute(
-            "SELECT r.status, r.expires, o.host, o.boot, o.pid, o.started, r.owner FROM runs r "
+            "SELECT r.status, r.expires, o.host, o.boot, o.pid, o.started, r.owner, r.parent FROM runs r "
             "LEFT JOIN owners o ON o.id = r.owner WHERE r.id = ?", (self.run_id,)).fetchone()
         if row is None:
             self.error = UnknownRunError(self.run_id, self.store_path)
             return None
         status, expires = row[0], row[1]
+        if row[7] is not None and row[7] != self.parent:
+            self.error = inner_run_refused(conn, self.run_id, row[7], status)
+            return None
         if status == "suspended" and expires is not None and expires <= self.now:
             conn.execute("UPDATE runs SET status = 'expired', updated = ? WHERE id = ?", (self.now, self.run_id))
             status = "expired"
@@ -202,6 +217,22 @@ class Claim(Op):
 
     def describe(self) -> str:
         return f"claim_run({self.run_id!r})"
+
+
+def inner_run_refused(conn: sqlite3.Connection, run_id: str, parent: str, status: str) -> RunNotResumableError:
+    """The error refusing to resume the inner run ``run_id`` of ``parent`` on its own
+    (naming the top-level run it belongs to)."""
+    top = parent
+    for _ in range(1000):  # (a cycle cannot be made: a parent exists before its inner runs)
+        row = conn.execute("SELECT parent FROM runs WHERE id = ?", (top,)).fetchone()
+        if row is None or row[0] is None:
+            break
+        top = row[0]
+    within = "" if top == parent else f" (itself inside run {top!r})"
+    return RunNotResumableError(
+        f"run {run_id!r} cannot be resumed on its own: it is an inner run of run {parent!r}{within}, a nested "
+        f"formation's run journalled with its outer run; resume run {top!r} instead (formation.resume({top!r}, "
+        f"store=...) or `wingman-actors resume {top}`), which resumes this one", run_id=run_id, status=status)
 
 
 class Answer(Op):
@@ -237,7 +268,7 @@ class Answer(Op):
 
 
 class Prune(Op):
-    """Delete runs (and their journals) that are finished (not running, and not suspended
+    """Delete top-level runs (and their journals, and their inner runs) that are finished (not running, and not suspended
     and still waiting for their answer) and not updated since ``cutoff``, and the shapes
     no run uses (forgetting them from ``shapes``, see :class:`BeginRun`). Suspended runs
     past their expiry are marked expired first (which updates them)."""
@@ -252,8 +283,9 @@ class Prune(Op):
 
     def apply(self, conn: sqlite3.Connection) -> Any:
         Expire(self.now).apply(conn)
-        count = conn.execute("DELETE FROM runs WHERE status NOT IN ('running', 'suspended') AND updated < ?",
-                             (self.cutoff,)).rowcount
+        # Top-level runs only: their inner runs go with them (the foreign key cascades).
+        count = conn.execute("DELETE FROM runs WHERE parent IS NULL AND status NOT IN ('running', 'suspended') "
+                             "AND updated < ?", (self.cutoff,)).rowcount
         conn.execute("DELETE FROM shapes WHERE fingerprint NOT IN (SELECT fingerprint FROM runs)")
         self.shapes.clear()
         return count

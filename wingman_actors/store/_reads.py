@@ -84,14 +84,18 @@ def _utc(t: float) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(t, datetime.UTC)
 
 
-def list_runs(conn: sqlite3.Connection, status: RunStatus | None, now: float) -> list[RunSummary]:
-    sql = f"SELECT id, formation, {_STATUS}, created, updated FROM runs"
+def list_runs(conn: sqlite3.Connection, status: RunStatus | None, now: float, nested: bool = False,
+              ) -> list[RunSummary]:
+    sql = f"SELECT id, formation, {_STATUS}, created, updated, parent FROM runs"
+    where = [] if nested else ["parent IS NULL"]
     params: dict[str, Any] = {"now": now}
     if status is not None:
-        sql += f" WHERE {_STATUS} = :status"
+        where.append(f"{_STATUS} = :status")
         params["status"] = status
+    if where:
+        sql += " WHERE " + " AND ".join(where)
     rows = conn.execute(sql + " ORDER BY created, id", params).fetchall()
-    return [RunSummary(r[0], r[1], r[2], _utc(r[3]), _utc(r[4])) for r in rows]
+    return [RunSummary(r[0], r[1], r[2], _utc(r[3]), _utc(r[4]), r[5]) for r in rows]
 
 
 def _entry(codec: Codec, run_id: str, row: tuple[Any, ...]) -> JournalEntry:
@@ -109,7 +113,7 @@ def get_run(conn: sqlite3.Connection, codec: Codec, run_id: str, now: float, pat
     """The run record (with its pending interrupt), its stored shape JSON and its key."""
     row = conn.execute(
         f"SELECT r.id, r.formation, {_STATUS}, r.created, r.updated, r.fingerprint, r.source, r.input_codec, "
-        "r.input, r.error, r.expires, s.shape, r.key FROM runs r JOIN shapes s ON s.fingerprint = r.fingerprint "
+        "r.input, r.error, r.expires, s.shape, r.key, r.parent FROM runs r JOIN shapes s ON s.fingerprint = r.fingerprint "
         "WHERE r.id = :id", {"now": now, "id": run_id}).fetchone()
     if row is None:
         raise UnknownRunError(run_id, path)
@@ -120,8 +124,8 @@ def get_run(conn: sqlite3.Connection, codec: Codec, run_id: str, now: float, pat
         e = _entry(codec, run_id, last)
         pending = Interrupt(e.node, e.visit, e.item, e.value)
     value = codec.decode(row[7], row[8], f"the input of run {run_id!r}")
-    record = RunRecord(row[0], row[1], row[2], _utc(row[3]), _utc(row[4]), fingerprint=row[5], source=row[6],
-                       input=value, error=row[9], expires=_time(row[10]), interrupt=pending)
+    record = RunRecord(row[0], row[1], row[2], _utc(row[3]), _utc(row[4]), parent=row[13], fingerprint=row[5],
+                       source=row[6], input=value, error=row[9], expires=_time(row[10]), interrupt=pending)
     return record, row[11], row[12]
 
 

@@ -46,6 +46,9 @@ class RunSummary:
         status: the run's status.
         created: when the run was accepted (UTC).
         updated: when its status last changed or it was last claimed (UTC).
+        parent: for the inner run of a nested formation (journalled with its outer run,
+            as ``"<outer run id>/<node>/<visit>"``), the outer run's id; None for a
+            top-level run. :meth:`RunStore.runs` lists inner runs only with ``nested=True``.
     """
 
     id: str
@@ -53,6 +56,7 @@ class RunSummary:
     status: RunStatus
     created: datetime.datetime
     updated: datetime.datetime
+    parent: str | None = None
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "CREATE INDEX journal_by_run ON journal (run, seq)",
         "CREATE INDEX runs_by_status ON runs (status, updated)",
     )),
+    Migration(4, "runs record their parent: the outer run of a nested formation's inner run", (
+        # Deleting an outer run deletes its inner runs (and theirs). The partial index
+        # (inner runs only) finds them, and costs a top-level run's insert nothing.
+        "ALTER TABLE runs ADD COLUMN parent TEXT REFERENCES runs (id) ON DELETE CASCADE",
+        "CREATE INDEX runs_by_parent ON runs (parent) WHERE parent IS NOT NULL",
+    )),
 )
 """Every migration, oldest first. Append new ones; never edit one that was released."""
 

@@ -32,6 +32,7 @@ from ._ops import (
     ReleaseOwn,
     SetStatus,
     SetStatusWaited,
+    inner_run_refused,
 )
 from ._owner import ProcessIdentity
 from ._reads import ReaderPool, get_run, list_runs, load_journal
@@ -187,7 +188,7 @@ class RunStore:
     # --- writes the runtime makes ----------------------------------------------------------
 
     def begin_run(self, formation: str, shape: FormationShape | nx.DiGraph, input: Any, *,
-                  run_id: str | None = None, source: str | None = None) -> str:
+                  run_id: str | None = None, source: str | None = None, parent: str | None = None) -> str:
         """Record a new run (status ``running``, owned by this store); durable on return.
 
         Args:
@@ -197,13 +198,15 @@ class RunStore:
             input: the run's input (any value the store can journal).
             run_id: the run's id; a new one (32 hex digits, sorting by creation time) when None.
             source: where the formation came from (e.g. its file), for ``resume``.
+            parent: the outer run this run is an inner run of (a nested formation's run,
+                begun by the runtime): it is listed, resumed and pruned with that run.
 
         Returns:
             The run id.
 
         Raises:
             SerializationError: the input cannot be journalled.
-            StoreError: ``run_id`` already exists.
+            StoreError: ``run_id`` already exists, or ``parent`` does not.
         """
         if not isinstance(shape, FormationShape):
             if not isinstance(shape, nx.DiGraph):
@@ -217,8 +220,10 @@ class RunStore:
         codec, text = self._codec.encode(input, "the input of run %r", run_id)
         now = time.time()
         row = (run_id, formation, shape.fingerprint, source, codec, text, now, now, self._owner)
+        if parent is not None and (not isinstance(parent, str) or not parent):
+            raise ValueError(f"begin_run: parent must be a non-empty str (the outer run's id) or None, got {parent!r}")
         result: str = self._writer.call(BeginRun(row, (shape.fingerprint, shape.json), self._path,
-                                                     self._shapes))
+                                                     self._shapes, parent))
         return result
 
     def record_visit(self, run_id: str, node: str, visit: int, output: Any) -> None:
@@ -283,7 +288,7 @@ class RunStore:
             self._writer.submit(SetStatus(run_id, status, error, expires, now, self._path))
 
     def claim_run(self, run_id: str, shape: FormationShape | None = None, *,
-                  formation: str | None = None) -> RunJournal:
+                  formation: str | None = None, parent: str | None = None) -> RunJournal:
         """Take a run over for resuming: check the formation's shape, make the run
         ``running`` and owned by this store (durable), and return its journal.
 
@@ -291,20 +296,26 @@ class RunStore:
             run_id: the run.
             shape: the shape of the formation that will resume it; refused if it differs.
             formation: the formation's name, for the mismatch error.
+            parent: the outer run resuming this inner run (the runtime passes it); an
+                inner run is resumed only through its outer run.
 
         Raises:
             UnknownRunError: no such run.
             FormationMismatchError: ``shape`` differs from the run's (says what differs).
-            RunNotResumableError: the run is running in a live process, succeeded or expired.
+            RunNotResumableError: the run is running in a live process, succeeded or
+                expired, or is an inner run of another run than ``parent`` (the message
+                names the outer run to resume instead).
         """
         if shape is not None:
             self._sync()
             with self._readers.connection() as conn:
                 record, recorded, _ = get_run(conn, self._codec, run_id, time.time(), self._path)
+                if record.parent is not None and record.parent != parent:
+                    raise inner_run_refused(conn, run_id, record.parent, record.status)
             if record.fingerprint != shape.fingerprint:
                 diff = FormationShape.from_json(recorded).diff(shape) or ["the fingerprints differ"]
                 raise FormationMismatchError(formation or record.formation, run_id, diff)
-        self._writer.call(Claim(run_id, self._owner, self._here, time.time(), self._path))
+        self._writer.call(Claim(run_id, self._owner, self._here, time.time(), self._path, parent))
         return self.load(run_id)
 
     def flush(self, run_id: str | None = None) -> None:
@@ -352,14 +363,21 @@ class RunStore:
         with self._readers.connection() as conn:
             return load_journal(conn, self._codec, run_id, time.time(), self._path)
 
-    def runs(self, status: RunStatus | None = None) -> list[RunSummary]:
-        """The runs (oldest first), or those with ``status``. A suspended run past its
-        expiry is listed as ``expired``."""
+    def runs(self, status: RunStatus | None = None, *, nested: bool = False) -> list[RunSummary]:
+        """The top-level runs (oldest first), or those with ``status``. A suspended run
+        past its expiry is listed as ``expired``.
+
+        Args:
+            status: only runs with this status.
+            nested: list the inner runs of nested formations too (each with its
+                ``parent``); they are journalled with their outer run, and resumed and
+                pruned with it.
+        """
         if status is not None and status not in RUN_STATUSES:
             raise ValueError(f"runs: status must be one of {', '.join(RUN_STATUSES)} or None, got {status!r}")
         self._sync()
         with self._readers.connection() as conn:
-            return list_runs(conn, status, time.time())
+            return list_runs(conn, status, time.time(), bool(nested))
 
     # --- housekeeping ----------------------------------------------------------------------
 
@@ -367,8 +385,9 @@ class RunStore:
         """Delete the finished runs (and their journals) not updated for ``older_than``
         (timedelta or seconds): every status but ``running``, and ``suspended`` while the
         run still waits for its answer. A suspended run past its expiry is marked
-        ``expired`` (an update: it goes once that is ``older_than`` ago). Returns how many
-        were deleted."""
+        ``expired`` (an update: it goes once that is ``older_than`` ago). A deleted run's
+        inner runs (nested formations) are deleted with it, whatever their status; an inner
+        run is never deleted on its own. Returns how many top-level runs were deleted."""
         seconds = _seconds(older_than, "prune(older_than=...)", allow_none=False) or 0.0
         now = time.time()
         count: int = self._writer.call(Prune(now - seconds, now, self._shapes))
