@@ -182,3 +182,17 @@ def test_a_type_route_narrows_what_reaches_a_formation_node() -> None:
     outer = Formation("outer").add_function("either", either).add_formation("sub", inner).add_function("num", inc)
     outer.connect("either", "sub", when=str).connect("either", "num", otherwise=True)
     assert outer.validate().nodes["sub"].output_type is str
+
+
+def test_formations_nested_deeper_than_the_limit_are_refused_and_the_limit_runs() -> None:
+    from wingman_actors.formation.subplans import MAX_NESTING
+
+    def tower(levels: int) -> Formation:
+        f = Formation("l0").add_function("inc", inc)
+        for i in range(1, levels + 1):
+            f = Formation(f"l{i}").add_formation("sub", f)
+        return f
+
+    assert tower(MAX_NESTING).run(0).output == 1  # the deepest nesting allowed completes
+    with pytest.raises(FormationSetupError, match=rf"nest more than {MAX_NESTING} levels deep .*flatten some"):
+        tower(MAX_NESTING + 1).validate()

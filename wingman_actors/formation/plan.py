@@ -22,7 +22,7 @@ from ..agent import Agent
 from ..errors import FormationSetupError, NodeTimeoutError
 from .board_param import BoardNeed, board_param
 from .failure import NodeFailure
-from .subplans import boundary_problems, nested_type, subplan
+from .subplans import boundary_problems, nested_type, nesting_problems, subplan
 from .typecheck import (
     CallableInfo,
     adapter_for,
@@ -385,6 +385,9 @@ def compile_plan(formation: Formation) -> Plan:
         FormationSetupError: listing every problem found, each naming the node or edge
             and how to fix it.
     """
+    too_deep = nesting_problems(formation)
+    if too_deep:
+        raise FormationSetupError(formation.name, too_deep)
     return _compile(formation, ())
 
 

@@ -10,12 +10,40 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import FormationSetupError
 from .typecheck import compatible, is_sequence, item_type, type_name
-from .validation import quote
+from .validation import is_formation, quote
 
 if TYPE_CHECKING:  # only a type: the plan module imports this one
     from .plan import Plan
 
 __all__ = ["boundary_problems", "nested_type", "subplan"]
+
+
+MAX_NESTING = 64
+"""How deep formations may nest. A nested run completes its outer node from the thread that
+finishes it, one call deeper per level, so much deeper nesting would exhaust Python's
+recursion limit and leave the outer run waiting."""
+
+
+def nesting_problems(formation: Any) -> list[str]:
+    """A problem when ``formation`` nests formations deeper than :data:`MAX_NESTING`,
+    naming the deepest path (formations nested in themselves are left to :func:`subplan`)."""
+    deepest: list[str] = []
+    stack: list[tuple[Any, list[str], tuple[int, ...]]] = [(formation, [], (id(formation),))]
+    while stack:
+        current, path, seen = stack.pop()
+        if len(path) > len(deepest):
+            deepest = path
+            if len(deepest) > MAX_NESTING:
+                break
+        for node, attrs in current.graph.nodes(data=True):
+            inner = attrs.get("formation")
+            if attrs.get("kind") in ("formation", "map") and is_formation(inner) and id(inner) not in seen:
+                stack.append((inner, [*path, str(node)], (*seen, id(inner))))
+    if len(deepest) <= MAX_NESTING:
+        return []
+    shown = "/".join(deepest[:3]) + "/.../" + "/".join(deepest[-2:])
+    return [f"formations nest more than {MAX_NESTING} levels deep (along {shown}); at most {MAX_NESTING} are "
+            "supported: flatten some of them (declare their nodes in the formation that nests them)"]
 
 
 def subplan(
