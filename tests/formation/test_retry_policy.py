@@ -146,24 +146,6 @@ def test_max_backoff_caps_the_wait_of_a_run() -> None:
     assert time.perf_counter() - t0 < 2.0
 
 
-def test_a_timeout_is_retried_by_default() -> None:
-    gate = threading.Event()
-    calls: list[int] = []
-
-    def slow_once(x: int) -> int:
-        calls.append(x)
-        if len(calls) == 1:
-            gate.wait(5)
-        return x
-
-    f = Formation("f").add_function("a", slow_once, timeout=0.1, retries=1, backoff=0)
-    try:
-        assert f.run(3).output == 3
-    finally:
-        gate.set()
-    assert len(calls) == 2
-
-
 def test_a_timeout_is_not_retried_when_retry_on_names_only_other_errors() -> None:
     gate = threading.Event()
     f = Formation("f").add_function("a", lambda x: gate.wait(5), timeout=0.1, retries=3, retry_on=ValueError)
@@ -176,8 +158,8 @@ def test_a_timeout_is_not_retried_when_retry_on_names_only_other_errors() -> Non
     assert info.value.attempts == 1
 
 
-@pytest.mark.parametrize("retry_on", [TimeoutError, NodeTimeoutError, OSError])
-def test_a_timeout_is_retried_when_retry_on_covers_timeouts(retry_on: type[BaseException]) -> None:
+@pytest.mark.parametrize("retry_on", [None, TimeoutError, NodeTimeoutError, OSError])  # None: the default
+def test_a_timeout_is_retried_by_default_or_when_retry_on_covers_timeouts(retry_on: type[BaseException] | None) -> None:
     gate = threading.Event()
     calls: list[int] = []
 

@@ -46,6 +46,16 @@ def _go_when_ready(folder: Path, tags: list[str]) -> None:
     (folder / "go").touch()
 
 
+def _join_all(children: list[multiprocessing.process.BaseProcess], timeout: float) -> None:
+    """Wait for every child (``timeout`` seconds each); kill and reap any still running."""
+    for child in children:
+        child.join(timeout)
+    for child in children:
+        if child.is_alive():
+            child.kill()
+            child.join(10)
+
+
 def _run_processes(path: Path, tmp_path: Path, round_: int) -> dict[str, list[object]]:
     ctx = multiprocessing.get_context("spawn")
     outs = [tmp_path / f"outcomes-{round_}-{n}.json" for n in range(PROCESSES)]
@@ -56,13 +66,8 @@ def _run_processes(path: Path, tmp_path: Path, round_: int) -> dict[str, list[ob
         child.start()
     try:
         _go_when_ready(tmp_path, tags)
-        for child in children:
-            child.join(120)
     finally:
-        for child in children:
-            if child.is_alive():
-                child.kill()
-                child.join(10)
+        _join_all(children, 120)
     assert [c.exitcode for c in children] == [0] * PROCESSES
     outcomes: dict[str, list[object]] = {}
     for out in outs:
@@ -109,13 +114,8 @@ def test_many_openers_of_a_file_that_does_not_exist_yet_all_open_it(tmp_path: Pa
         for k in range(FRESH_FILES):  # the children wait for each go file, then all open at once
             (tmp_path / f"go-{k}").touch()
             time.sleep(0.1)
-        for child in children:
-            child.join(60)
     finally:
-        for child in children:
-            if child.is_alive():
-                child.kill()
-                child.join(10)
+        _join_all(children, 60)
     assert [c.exitcode for c in children] == [0] * PROCESSES
     errors = {run_id: e for out in outs for run_id, e in json.loads(out.read_text()).items()}
     assert errors == {}
