@@ -18,8 +18,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from wingman_actors import Agent, Formation
-from wingman_actors.actors.envelope import new_envelope
-from wingman_actors.actors.nodes import FunctionActor
+from wingman_actors.actors._envelope import new_envelope
+from wingman_actors.actors._nodes import FunctionActor
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.providers import new_provider
 from wingman_actors.testing import ActorProbe, ScriptedProvider, run_node

@@ -40,7 +40,7 @@ from pypdf.errors import DependencyError, PyPdfError
 from wingman_actors import Agent, Formation
 from wingman_actors.core import InferenceRequest
 from wingman_actors.errors import AgentError, ErrorKind, WingmanError
-from wingman_actors.providers.base import Provider
+from wingman_actors.providers import Provider
 from wingman_actors.testing import ScriptedProvider
 
 __all__ = [

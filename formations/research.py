@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from wingman_actors import Agent, Formation
 from wingman_actors.core import InferenceRequest
 from wingman_actors.errors import AgentError, ErrorKind
-from wingman_actors.providers.base import Provider
+from wingman_actors.providers import Provider
 from wingman_actors.testing import ScriptedProvider
 
 __all__ = ["DEFAULT_INPUT", "SAMPLE_LATENCY_S", "Outline", "Section", "SectionTask", "build", "draft_report",

@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from wingman_actors import Agent, tool
-from wingman_actors.agent import DEFAULT_MAX_STEPS
+from wingman_actors.agents._agent import DEFAULT_MAX_STEPS
 from wingman_actors.testing import ScriptedProvider
 
 

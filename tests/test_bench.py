@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from wingman_actors.bench import SCENARIOS
+from wingman_actors._bench import SCENARIOS
 from wingman_actors.cli import main
 
 
@@ -55,7 +55,7 @@ def test_bench_refuses_an_unknown_scenario(capsys: pytest.CaptureFixture[str]) -
 def test_a_missing_peer_is_reported_as_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from wingman_actors.bench.peers import NOT_INSTALLED, langgraph_overhead, langgraph_throughput
+    from wingman_actors._bench.peers import NOT_INSTALLED, langgraph_overhead, langgraph_throughput
 
     monkeypatch.setitem(sys.modules, "langgraph.graph", None)  # makes the import fail
     assert langgraph_overhead([abs], 10, 1) == NOT_INSTALLED
@@ -64,7 +64,7 @@ def test_a_missing_peer_is_reported_as_not_installed(monkeypatch: pytest.MonkeyP
 
 
 def test_peer_lines_compare_with_ours() -> None:
-    from wingman_actors.bench.cli import _peer_lines
+    from wingman_actors._bench.cli import _peer_lines
 
     lines = _peer_lines("run_overhead", 50.0, {"langgraph": {"version": "1.2", "invoke_us": 1000.0}})
     assert lines == ["run_overhead: langgraph 1.2: 1000 µs per invoke (20.0 x ours)"]
@@ -76,7 +76,7 @@ def test_peer_lines_compare_with_ours() -> None:
 def test_the_ray_scenarios_report_ray_not_installed_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from wingman_actors.bench.ray_backend import (
+    from wingman_actors._bench.ray_backend import (
         NOT_INSTALLED,
         ray_agent_makespan,
         ray_cpu_stage,

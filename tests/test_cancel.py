@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from wingman_actors.cancel import CancelToken, cancel_scope, current_token
+from wingman_actors._cancel import CancelToken, cancel_scope, current_token
 from wingman_actors.errors import AgentError, ErrorKind
 
 

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from wingman_actors import Agent, Session, tool
-from wingman_actors.context_budget import estimate_request
+from wingman_actors.agents._context_budget import estimate_request
 from wingman_actors.core import InferenceRequest, InferenceResponse, Message, Usage
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.testing import ScriptedProvider

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from wingman_actors import Agent, tool
-from wingman_actors.cancel import current_token
+from wingman_actors._cancel import current_token
+from wingman_actors.agents._fleet import DEFAULT_MAX_WORKERS, Fleet, FleetResult, Task
 from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import AgentError, ErrorKind
-from wingman_actors.fleet import DEFAULT_MAX_WORKERS, Fleet, FleetResult, Task
 from wingman_actors.testing import ScriptedProvider
 from wingman_actors.tools import ToolContext
 
@@ -467,7 +467,7 @@ def test_a_non_callable_render_is_refused() -> None:
 
 
 def test_a_fleet_that_cannot_start_any_worker_lets_go_of_its_run_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wingman_actors.cancel import CancelToken, cancel_scope
+    from wingman_actors._cancel import CancelToken, cancel_scope
 
     _refuse_fleet_threads_after(monkeypatch, 0)
     outer = CancelToken()
@@ -480,7 +480,7 @@ def test_a_fleet_that_cannot_start_any_worker_lets_go_of_its_run_token(monkeypat
 def test_a_fleet_task_result_is_the_dataclass_its_constructor_makes() -> None:
     import dataclasses
 
-    from wingman_actors.fleet import _fleet_result
+    from wingman_actors.agents._fleet import _fleet_result
 
     error = ValueError("x")
     made = _fleet_result(3, "a-3", None, error, {"id": 3}, 0.5)

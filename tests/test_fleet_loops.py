@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from wingman_actors._fleet_loops import WorkerPool
+from wingman_actors.agents._fleet_loops import WorkerPool
 
 
 def test_a_pool_runs_jobs_and_reports_their_results_and_errors() -> None:

@@ -8,9 +8,7 @@ import time
 import pytest
 
 from wingman_actors import Agent, Session, tool
-from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Message
-from wingman_actors.errors import AgentError, ErrorKind
-from wingman_actors.middleware import (
+from wingman_actors.agents._middleware import (
     Halt,
     LoggingMiddleware,
     Middleware,
@@ -18,7 +16,9 @@ from wingman_actors.middleware import (
     RunContext,
     TimeoutMiddleware,
 )
-from wingman_actors.result import Result
+from wingman_actors.agents._result import Result
+from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Message
+from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.testing import ScriptedProvider
 
 
@@ -177,7 +177,7 @@ def test_timeout_middleware_refuses_non_positive_seconds() -> None:
 
 
 def test_logging_middleware_logs_every_stage(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="wingman_actors.session")
+    caplog.set_level(logging.INFO, logger="wingman_actors.agents._session")
     agent = Agent("logger", provider=ScriptedProvider(one_tool_then("done")), tools=[echo],
                   middleware=[LoggingMiddleware()])
     Session(agent).run("go")

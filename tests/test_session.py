@@ -397,7 +397,7 @@ def test_the_sessions_answers_carry_the_agents_name_as_sender() -> None:
 
 
 def test_child_runs_a_tool_reports_hang_under_its_call_and_add_their_usage() -> None:
-    from wingman_actors.result import ChildRun, Result, report_child_run
+    from wingman_actors.agents._result import ChildRun, Result, report_child_run
 
     child_usage = Usage(input_tokens=100, output_tokens=7)
 
@@ -418,7 +418,7 @@ def test_child_runs_a_tool_reports_hang_under_its_call_and_add_their_usage() -> 
 
 
 def test_parent_token_cancellation_stops_the_run() -> None:
-    from wingman_actors.cancel import CancelToken
+    from wingman_actors._cancel import CancelToken
 
     parent = CancelToken()
     parent.cancel("parent stopped")

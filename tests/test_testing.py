@@ -6,7 +6,7 @@ import pytest
 
 from wingman_actors import Agent, Formation
 from wingman_actors.errors import FormationRuntimeError
-from wingman_actors.formation.result import NodeStatus
+from wingman_actors.formation._result import NodeStatus
 from wingman_actors.testing import ScriptedProvider, run_node
 
 pytest_plugins = ["pytester"]
@@ -64,8 +64,8 @@ def test_plugin_fixtures_and_leak_check_fail_a_test_that_leaks_an_actor(pytester
     pytester.makeini("[pytest]\nfilterwarnings = error\nwingman_leak_check = true\n")
     pytester.makepyfile(
         """
-        from wingman_actors.actors.nodes import FunctionActor
-        from wingman_actors.actors.envelope import new_envelope
+        from wingman_actors.actors._nodes import FunctionActor
+        from wingman_actors.actors._envelope import new_envelope
 
         def test_probe_fixture(actor_probe, scripted_provider):
             assert scripted_provider(["x"]).run_inference is not None

@@ -14,6 +14,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from wingman_actors._trusted import fields_set
+from wingman_actors.agents._result import Result, StepTrace, ToolCall, model_step, run_result
 from wingman_actors.core import (
     ContentBlock,
     InferenceRequest,
@@ -24,7 +25,6 @@ from wingman_actors.core import (
     Usage,
     session_request,
 )
-from wingman_actors.result import Result, StepTrace, ToolCall, model_step, run_result
 
 
 def _same(built: BaseModel, validated: BaseModel) -> None:

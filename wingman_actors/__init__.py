@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .agent import Agent
-    from .fleet import Fleet, FleetResult, Task
+    from ._interrupts import interrupt
+    from .agents._agent import Agent
+    from .agents._fleet import Fleet, FleetResult, Task
+    from .agents._result import Result, StepTrace, ToolCall
+    from .agents._session import Session, SessionStream
     from .formation import Formation
-    from .formation.result import FormationResult, NodeTrace
-    from .interrupts import interrupt
-    from .result import Result, StepTrace, ToolCall
-    from .session import Session, SessionStream
+    from .formation._result import FormationResult, NodeTrace
     from .tools import tool
-    from .tools.human import ask_human
+    from .tools._human import ask_human
 
 __version__ = "0.1.0.dev0"
 
@@ -28,20 +28,20 @@ __version__ = "0.1.0.dev0"
 # the command line's --help and --version) stays fast; `from wingman_actors import Agent`
 # works as before.
 _WHERE = {
-    "Agent": ".agent",
-    "Fleet": ".fleet",
-    "FleetResult": ".fleet",
+    "Agent": ".agents._agent",
+    "Fleet": ".agents._fleet",
+    "FleetResult": ".agents._fleet",
     "Formation": ".formation",
-    "FormationResult": ".formation.result",
-    "NodeTrace": ".formation.result",
-    "Result": ".result",
-    "Session": ".session",
-    "SessionStream": ".session",
-    "StepTrace": ".result",
-    "Task": ".fleet",
-    "ToolCall": ".result",
-    "ask_human": ".tools.human",
-    "interrupt": ".interrupts",
+    "FormationResult": ".formation._result",
+    "NodeTrace": ".formation._result",
+    "Result": ".agents._result",
+    "Session": ".agents._session",
+    "SessionStream": ".agents._session",
+    "StepTrace": ".agents._result",
+    "Task": ".agents._fleet",
+    "ToolCall": ".agents._result",
+    "ask_human": ".tools._human",
+    "interrupt": "._interrupts",
     "tool": ".tools",
 }
 

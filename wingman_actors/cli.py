@@ -7,7 +7,7 @@ Commands:
   live progress; prints its outputs on stdout, everything else on stderr.
 * ``resume RUN_ID``, ``runs``: continue a journalled run, list the runs of a store (``run``
   journals every run in a store in the user's data directory unless given ``--store PATH``
-  or ``--no-store``; see :mod:`wingman_actors.launcher.stores`).
+  or ``--no-store``; see :mod:`wingman_actors._launcher.stores`).
 * ``graph FORMATION``: draw it as Mermaid, DOT or PNG.
 * ``providers``: the registered providers, how to configure each, and which one ``run``
   would use now.
@@ -170,12 +170,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "continue a journalled run (failed, cut short, suspended)", _add_resume),
     Command("graph", "draw a formation (Mermaid, DOT or PNG)", _add_graph),
     Command("providers", "list providers, how to configure each, and which `run` uses", _add_providers),
-    Command("bench", "measure the runtime against its targets", "wingman_actors.bench.cli:add_bench_parser"),
+    Command("bench", "measure the runtime against its targets", "wingman_actors._bench.cli:add_bench_parser"),
     Command("serve", "serve agents, sessions, fleets and formations over HTTP (SQLite persistence)",
-            "wingman_actors.server.cli:add_serve_parser"),
+            "wingman_actors.server._cli:add_serve_parser"),
     Command("mcp", "Model Context Protocol: serve tools to MCP clients",
-            "wingman_actors.integrations.mcp_command:add_mcp_parser"),
-    Command("runs", "list the runs journalled in a run store", "wingman_actors.launcher.runs:add_runs_parser"),
+            "wingman_actors.integrations._mcp_command:add_mcp_parser"),
+    Command("runs", "list the runs journalled in a run store", "wingman_actors._launcher.runs:add_runs_parser"),
     Command("version", "print the version", _add_version),
 )
 """The launcher's commands, in the order ``--help`` lists them."""
@@ -193,25 +193,25 @@ def _common() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .launcher.run import run_command
+    from ._launcher.run import run_command
 
     return run_command(args)
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
-    from .launcher.durable import resume_command
+    from ._launcher.durable import resume_command
 
     return resume_command(args)
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
-    from .launcher.graph import graph_command
+    from ._launcher.graph import graph_command
 
     return graph_command(args)
 
 
 def _cmd_providers(args: argparse.Namespace) -> int:
-    from .launcher.providers import providers_text
+    from ._launcher.providers import providers_text
 
     print(providers_text())
     return 0
@@ -327,7 +327,7 @@ def _sigterm_stops_like_ctrl_c() -> Iterator[None]:
     import signal
     import threading
 
-    from .launcher.errors import Terminated
+    from ._launcher.errors import Terminated
 
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers can only be set from the main thread
@@ -344,8 +344,8 @@ def _sigterm_stops_like_ctrl_c() -> Iterator[None]:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    from ._launcher.errors import UsageError, cut_short
     from .errors import FormationSetupError, WingmanError
-    from .launcher.errors import UsageError, cut_short
 
     debug = bool(getattr(args, "debug", False))
     try:

@@ -28,18 +28,18 @@ from typing import Any
 
 import pykka
 
-from .actors.address import start_actor
-from .actors.envelope import Envelope, EnvelopeType, new_envelope
-from .actors.mapping import MapActor
-from .actors.nodes import AgentActor, FleetActor, FunctionActor, NodeActor
+from .actors._address import start_actor
+from .actors._envelope import Envelope, EnvelopeType, new_envelope
+from .actors._mapping import MapActor
+from .actors._nodes import AgentActor, FleetActor, FunctionActor, NodeActor
 from .errors import FormationRuntimeError
-from .formation.nested_map import FormationMapActor
-from .formation.nesting import FormationActor
-from .formation.result import NodeStatus, NodeTrace
-from .formation.runtime import RunningFormation
-from .orchestration.blackboard import Blackboard
-from .providers.base import Provider
-from .providers.scripted import ScriptedProvider
+from .formation._nested_map import FormationMapActor
+from .formation._nesting import FormationActor
+from .formation._result import NodeStatus, NodeTrace
+from .formation._runtime import RunningFormation
+from .orchestration._blackboard import Blackboard
+from .providers._base import Provider
+from .providers._scripted import ScriptedProvider
 
 __all__ = ["ActorProbe", "NodeRun", "ScriptedProvider", "run_node"]
 

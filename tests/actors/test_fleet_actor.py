@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 from wingman_actors import Agent
-from wingman_actors.actors.address import start_actor
-from wingman_actors.actors.envelope import new_envelope
-from wingman_actors.actors.nodes import FleetActor, FleetItemsError, PayloadError, _total
+from wingman_actors.actors._address import start_actor
+from wingman_actors.actors._envelope import new_envelope
+from wingman_actors.actors._nodes import FleetActor, FleetItemsError, PayloadError, _total
 from wingman_actors.core import InferenceRequest, Usage
 from wingman_actors.errors import ErrorKind
 from wingman_actors.testing import ActorProbe, ScriptedProvider
@@ -150,7 +150,7 @@ def test_the_usage_total_of_a_fleet_node_sums_every_usage_field() -> None:
 def test_a_fleet_node_lets_go_of_each_items_result_as_the_item_finishes(actor_probe: ActorProbe) -> None:
     import gc
 
-    from wingman_actors.result import Result
+    from wingman_actors.agents._result import Result
 
     alive: list[int] = []
 

@@ -9,9 +9,9 @@ import threading
 import time
 from typing import Any
 
-from wingman_actors.actors.address import start_actor
-from wingman_actors.actors.envelope import new_envelope
-from wingman_actors.actors.mapping import MapActor, is_async_callable
+from wingman_actors.actors._address import start_actor
+from wingman_actors.actors._envelope import new_envelope
+from wingman_actors.actors._mapping import MapActor, is_async_callable
 from wingman_actors.errors import ErrorKind, MapItemsError, PayloadError
 from wingman_actors.testing import ActorProbe
 

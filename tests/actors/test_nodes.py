@@ -9,9 +9,9 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 
 from wingman_actors import Agent
-from wingman_actors.actors.address import start_actor
-from wingman_actors.actors.envelope import Envelope, EnvelopeType, new_envelope
-from wingman_actors.actors.nodes import AgentActor, FleetActor, FunctionActor, PayloadError, render_input
+from wingman_actors.actors._address import start_actor
+from wingman_actors.actors._envelope import Envelope, EnvelopeType, new_envelope
+from wingman_actors.actors._nodes import AgentActor, FleetActor, FunctionActor, PayloadError, render_input
 from wingman_actors.errors import AgentError
 from wingman_actors.testing import ActorProbe, ScriptedProvider
 
@@ -180,7 +180,7 @@ def test_actor_probe_expect_no_message_fails_on_a_message() -> None:
 
 
 def test_an_envelope_is_immutable_and_its_delivery_carries_the_attempt_bookkeeping() -> None:
-    from wingman_actors.actors.envelope import Work
+    from wingman_actors.actors._envelope import Work
 
     env = new_envelope("work", {"x": 1}, run_id="r1", sender="a", target="b")
     with pytest.raises(AttributeError):

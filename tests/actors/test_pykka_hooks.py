@@ -20,7 +20,7 @@ from typing import Any
 
 import pykka
 
-from wingman_actors.actors.address import start_actor
+from wingman_actors.actors._address import start_actor
 
 # sha256 of the source of the Pykka methods whose behaviour nodes.py mirrors or relies on
 # (Pykka 4.5). A change means: read the new source, adapt nodes.py, update the digest.

@@ -310,7 +310,7 @@ def test_on_ray_inputs_and_outputs_of_classes_only_the_driver_can_import_cross_t
 
 
 def test_no_channels_with_rays_tls_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wingman_actors.backends.ray import channels_allowed
+    from wingman_actors.backends._ray import channels_allowed
 
     monkeypatch.delenv("RAY_USE_TLS", raising=False)
     assert channels_allowed()

@@ -6,8 +6,8 @@ import threading
 import time
 from typing import Any
 
-from wingman_actors.actors.envelope import EnvelopeType, Work, new_envelope
-from wingman_actors.actors.function import FunctionActor
+from wingman_actors.actors._envelope import EnvelopeType, Work, new_envelope
+from wingman_actors.actors._function import FunctionActor
 from wingman_actors.backends import BACKENDS, NodeRecipe, ThreadsBackend, new_backend
 
 

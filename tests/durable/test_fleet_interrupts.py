@@ -11,8 +11,8 @@ from collections import Counter
 from typing import Any
 
 from wingman_actors import Agent, Formation, interrupt, tool
+from wingman_actors.agents._middleware import Middleware, RunContext
 from wingman_actors.core import InferenceRequest, InferenceResponse, Role
-from wingman_actors.middleware import Middleware, RunContext
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from wingman_actors import Agent, Formation, ask_human, interrupt, tool
+from wingman_actors._interrupts import NoStoreError
+from wingman_actors.agents._middleware import Middleware, RunContext
 from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import FormationRuntimeError
-from wingman_actors.interrupts import NoStoreError
-from wingman_actors.middleware import Middleware, RunContext
 from wingman_actors.store import RunNotResumableError, RunStore
 from wingman_actors.testing import ScriptedProvider
 

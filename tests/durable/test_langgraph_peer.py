@@ -1,5 +1,5 @@
 """The durable throughput scenario's peer: LangGraph with its SQLite checkpointer
-(wingman_actors.bench.peers.langgraph_sqlite_throughput). Benchmarks measure; these
+(wingman_actors._bench.peers.langgraph_sqlite_throughput). Benchmarks measure; these
 tests check only that the peer is skipped cleanly without the peers extra, and that
 with it every LangGraph run reaches the end."""
 
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from wingman_actors.bench.peers import SQLITE_NOT_INSTALLED, langgraph_sqlite_throughput
+from wingman_actors._bench.peers import SQLITE_NOT_INSTALLED, langgraph_sqlite_throughput
 
 
 def _inc(x: int) -> int:

@@ -15,8 +15,8 @@ import pytest
 from tests.durable import nested_worker
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.formation._nesting import inner_run_id
 from wingman_actors.formation.events import FormationEvent, FormationEventType
-from wingman_actors.formation.nesting import inner_run_id
 from wingman_actors.orchestration import Blackboard
 from wingman_actors.store import RunStore
 

@@ -12,8 +12,8 @@ import pytest
 
 from wingman_actors import Agent, Formation
 from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.formation._result import NodeStatus
 from wingman_actors.formation.events import FormationEvent, FormationEventType
-from wingman_actors.formation.result import NodeStatus
 from wingman_actors.testing import ScriptedProvider
 
 

@@ -12,8 +12,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import pytest
 
 from wingman_actors import Formation
-from wingman_actors.formation import future as future_mod
-from wingman_actors.formation.future import RunFuture
+from wingman_actors.formation import _future as future_mod
+from wingman_actors.formation._future import RunFuture
 
 
 def new_run_future() -> RunFuture:

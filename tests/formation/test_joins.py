@@ -11,7 +11,7 @@ import pytest
 
 from wingman_actors import Formation
 from wingman_actors.errors import FormationSetupError
-from wingman_actors.formation.result import NodeStatus
+from wingman_actors.formation._result import NodeStatus
 
 
 class Calls:

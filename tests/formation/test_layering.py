@@ -1,5 +1,5 @@
 """The declaration layer imports without cycles: the contract and problem finders live in
-``formation/validation.py``, which imports none of graph, plan or render, and none of
+``formation/_validation.py``, which imports none of graph, plan or render, and none of
 those hides an import inside a function to dodge a cycle."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import wingman_actors.formation
 
 PACKAGE = Path(wingman_actors.formation.__file__).parent
-DECLARATION = ("graph", "plan", "render", "typecheck", "validation")
+DECLARATION = ("_graph", "_plan", "_render", "_typecheck", "_validation")
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -43,7 +43,7 @@ def test_the_declaration_modules_import_each_other_without_a_cycle() -> None:
         top, _ = _sibling_imports(ast.parse((PACKAGE / f"{name}.py").read_text()))
         graph.add_edges_from((name, other) for other in top)
     assert nx.is_directed_acyclic_graph(graph), nx.find_cycle(graph)
-    assert not set(graph.successors("validation")) & {"graph", "plan", "render"}
+    assert not set(graph.successors("_validation")) & {"_graph", "_plan", "_render"}
 
 
 @pytest.mark.parametrize("name", DECLARATION)

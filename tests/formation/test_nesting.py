@@ -14,9 +14,9 @@ import pytest
 
 from wingman_actors import Agent, Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError
+from wingman_actors.formation._nesting import NestedRunError
+from wingman_actors.formation._result import NodeStatus
 from wingman_actors.formation.events import FormationEvent, FormationEventType
-from wingman_actors.formation.nesting import NestedRunError
-from wingman_actors.formation.result import NodeStatus
 from wingman_actors.orchestration import Blackboard
 from wingman_actors.testing import ScriptedProvider, run_node
 

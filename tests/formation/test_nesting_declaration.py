@@ -185,7 +185,7 @@ def test_a_type_route_narrows_what_reaches_a_formation_node() -> None:
 
 
 def test_formations_nested_deeper_than_the_limit_are_refused_and_the_limit_runs() -> None:
-    from wingman_actors.formation.subplans import MAX_NESTING
+    from wingman_actors.formation._subplans import MAX_NESTING
 
     def tower(levels: int) -> Formation:
         f = Formation("l0").add_function("inc", inc)

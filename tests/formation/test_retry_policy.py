@@ -18,8 +18,8 @@ from wingman_actors.errors import (
     NodeTimeoutError,
     PayloadError,
 )
+from wingman_actors.formation._supervision import backoff_delay, retryable
 from wingman_actors.formation.events import FormationEvent
-from wingman_actors.formation.supervision import backoff_delay, retryable
 from wingman_actors.testing import ScriptedProvider
 
 

@@ -12,7 +12,7 @@ import typing_extensions
 
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NoRouteError
-from wingman_actors.formation.result import NodeStatus
+from wingman_actors.formation._result import NodeStatus
 
 
 def parse(text: str) -> str | int:

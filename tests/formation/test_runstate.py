@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from wingman_actors.formation.runstate import RunState
+from wingman_actors.formation._runstate import RunState
 
 
 def test_own_gives_every_thread_the_same_container_on_concurrent_first_use() -> None:

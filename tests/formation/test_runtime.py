@@ -12,8 +12,8 @@ from pydantic import BaseModel
 
 from wingman_actors import Agent, Formation
 from wingman_actors.errors import AgentError, ErrorKind, FormationRuntimeError
+from wingman_actors.formation._result import NodeStatus
 from wingman_actors.formation.events import FormationEvent
-from wingman_actors.formation.result import NodeStatus
 from wingman_actors.testing import ScriptedProvider
 
 

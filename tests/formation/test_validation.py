@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from wingman_actors import Agent
 from wingman_actors.errors import FormationSetupError
 from wingman_actors.formation import Formation, compatible
-from wingman_actors.formation.typecheck import is_sequence, type_name
+from wingman_actors.formation._typecheck import is_sequence, type_name
 from wingman_actors.testing import ScriptedProvider
 
 

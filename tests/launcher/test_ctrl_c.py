@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from wingman_actors.launcher.stores import default_store_path
+from wingman_actors._launcher.stores import default_store_path
 from wingman_actors.store import RunStore
 
 pytestmark = [pytest.mark.slow,

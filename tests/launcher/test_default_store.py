@@ -17,11 +17,11 @@ import pytest
 from rich.console import Console
 
 from wingman_actors import Formation
+from wingman_actors._launcher.durable import Durable
+from wingman_actors._launcher.progress import RunBoard, event_line, render_board
+from wingman_actors._launcher.stores import DATA_DIR_ENV, default_store_path
 from wingman_actors.cli import main
 from wingman_actors.errors import FormationRuntimeError
-from wingman_actors.launcher.durable import Durable
-from wingman_actors.launcher.progress import RunBoard, event_line, render_board
-from wingman_actors.launcher.stores import DATA_DIR_ENV, default_store_path
 from wingman_actors.store import RunStore
 
 FLAKY = """

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from wingman_actors import Formation
-from wingman_actors.launcher.errors import UsageError
-from wingman_actors.launcher.loading import load_module
+from wingman_actors._launcher.errors import UsageError
+from wingman_actors._launcher.loading import load_module
 from wingman_actors.testing import ScriptedProvider
 
 

@@ -8,11 +8,11 @@ import sys
 import pytest
 
 from wingman_actors import Agent, Formation
+from wingman_actors._launcher.metering import LiveUsage, MeteredProvider, NodeMeter
+from wingman_actors._launcher.progress import RunBoard
 from wingman_actors.cli import main
 from wingman_actors.core import InferenceRequest, InferenceResponse, Message
 from wingman_actors.formation.events import FormationEvent, FormationEventType
-from wingman_actors.launcher.metering import LiveUsage, MeteredProvider, NodeMeter
-from wingman_actors.launcher.progress import RunBoard
 from wingman_actors.testing import ScriptedProvider
 
 

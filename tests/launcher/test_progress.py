@@ -7,9 +7,7 @@ import json
 
 from rich.console import Console
 
-from wingman_actors.core import Usage
-from wingman_actors.formation.events import FormationEvent, FormationEventType
-from wingman_actors.launcher.progress import (
+from wingman_actors._launcher.progress import (
     EventPrinter,
     LiveProgress,
     RunBoard,
@@ -17,6 +15,8 @@ from wingman_actors.launcher.progress import (
     event_line,
     render_board,
 )
+from wingman_actors.core import Usage
+from wingman_actors.formation.events import FormationEvent, FormationEventType
 
 E = FormationEventType
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from wingman_actors.cli import main
-from wingman_actors.launcher.errors import UsageError
-from wingman_actors.launcher.providers import (
+from wingman_actors._launcher.errors import UsageError
+from wingman_actors._launcher.providers import (
     ProviderChoice,
     choose_provider,
     describe_choice,
     make_provider,
     parse_assignments,
 )
+from wingman_actors.cli import main
 
 
 def test_provider_flag_wins_over_the_environment() -> None:

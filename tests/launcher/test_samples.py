@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from wingman_actors._launcher.errors import UsageError
+from wingman_actors._launcher.samples import SampleReplies
 from wingman_actors.cli import main
-from wingman_actors.launcher.errors import UsageError
-from wingman_actors.launcher.samples import SampleReplies
 
 PAIR = """
     from wingman_actors import Agent, Formation

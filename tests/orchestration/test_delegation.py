@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from wingman_actors import Agent, Formation, Session
+from wingman_actors.agents._result import Result
 from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.orchestration import AgentRegistry
-from wingman_actors.result import Result
 from wingman_actors.testing import ScriptedProvider
 
 

@@ -21,7 +21,7 @@ from wingman_actors.core import (
 )
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import RetryPolicy, new_provider
-from wingman_actors.providers.anthropic import DEFAULT_MODEL, AnthropicProvider, build_anthropic
+from wingman_actors.providers._anthropic import DEFAULT_MODEL, AnthropicProvider, build_anthropic
 
 MODEL = "claude-test-model"  # not one the SDK warns about as deprecated
 MakeProvider = Callable[..., AnthropicProvider]

@@ -21,8 +21,8 @@ from wingman_actors.core import (
 )
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import new_provider
-from wingman_actors.providers.ollama import OllamaProvider, build_ollama
-from wingman_actors.providers.retry import RetryPolicy
+from wingman_actors.providers._ollama import OllamaProvider, build_ollama
+from wingman_actors.providers._retry import RetryPolicy
 
 MODEL = "llama3.2"
 WEATHER = ToolDefinition(

@@ -21,8 +21,8 @@ from wingman_actors.core import (
 )
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import new_provider
-from wingman_actors.providers.openai import OpenAIProvider, build_openai
-from wingman_actors.providers.retry import RetryPolicy
+from wingman_actors.providers._openai import OpenAIProvider, build_openai
+from wingman_actors.providers._retry import RetryPolicy
 
 MODEL = "gpt-4o-mini"
 SERVED_MODEL = "gpt-4o-mini-2024-07-18"

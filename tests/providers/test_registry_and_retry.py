@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from wingman_actors.cancel import CancelToken, cancel_scope
+from wingman_actors._cancel import CancelToken, cancel_scope
 from wingman_actors.core import InferenceRequest, InferenceResponse, Message, StreamEvent
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import (
@@ -24,9 +24,9 @@ from wingman_actors.providers import (
     new_provider,
     register_provider,
 )
-from wingman_actors.providers import registry as registry_module
-from wingman_actors.providers import retry as retry_module
-from wingman_actors.providers.base import ResponseBuilder
+from wingman_actors.providers import _registry as registry_module
+from wingman_actors.providers import _retry as retry_module
+from wingman_actors.providers._base import ResponseBuilder
 
 
 @pytest.fixture

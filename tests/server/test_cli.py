@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wingman_actors.server.cli import ServeError, add_serve_parser, build_config, functions_modules
-from wingman_actors.server.config import DEFAULT_PORT, ServerConfig
+from wingman_actors.server._cli import ServeError, add_serve_parser, build_config, functions_modules
+from wingman_actors.server._config import DEFAULT_PORT, ServerConfig
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -10,8 +10,8 @@ import networkx as nx  # type: ignore[import-untyped]
 import pytest
 
 from wingman_actors.server import Store
-from wingman_actors.server.recovery import recover_runs, refreshed
-from wingman_actors.server.schemas import RunOut
+from wingman_actors.server._recovery import recover_runs, refreshed
+from wingman_actors.server._schemas import RunOut
 from wingman_actors.store import FormationShape, RunStore
 
 SHAPE = FormationShape.of(nx.DiGraph([("a", "b")]))
@@ -106,8 +106,8 @@ def test_a_run_store_file_is_refused_as_a_server_database(tmp_path: Path) -> Non
 
 
 def test_the_masked_journal_masks_secrets_and_keeps_types(tmp_path: Path) -> None:
-    from wingman_actors.server.journal import MaskedJournal
-    from wingman_actors.server.redact import Redactor
+    from wingman_actors.server._journal import MaskedJournal
+    from wingman_actors.server._redact import Redactor
     from wingman_actors.store import JournalStore
 
     with RunStore(tmp_path / "runs.sqlite") as store:
@@ -160,7 +160,8 @@ def test_a_retention_shorter_than_the_suspend_ttl_is_refused() -> None:
 
 def test_a_running_server_prunes_the_journal_periodically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.server.harness import RunningServer
-    from wingman_actors.server import ServerConfig, app
+    from wingman_actors.server import ServerConfig
+    from wingman_actors.server import _app as app
 
     monkeypatch.setattr(app, "PRUNE_EVERY_S", 0.1)
     db = tmp_path / "w.db"

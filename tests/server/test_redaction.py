@@ -122,7 +122,7 @@ def test_environment_keys_are_masked_too(tmp_path: Path, monkeypatch: pytest.Mon
 def test_only_key_like_values_are_masked_so_answers_stay_valid_json() -> None:
     import json
 
-    from wingman_actors.server.redact import Redactor
+    from wingman_actors.server._redact import Redactor
 
     redactor = Redactor(["short", "12345678", 'has "quotes" in it', "sk-real-key-42"])
     body = json.dumps({"n": 12345678, "a": "short", "k": "sk-real-key-42!"}).encode()
@@ -233,7 +233,7 @@ def test_the_access_log_masks_a_key_in_a_query_string(logged_server: RunningServ
 
 
 def test_a_logged_exception_that_quotes_a_key_is_kept_only_as_masked_text(caplog: pytest.LogCaptureFixture) -> None:
-    from wingman_actors.server.redact import Redactor, redact_logs
+    from wingman_actors.server._redact import Redactor, redact_logs
 
     log = logging.getLogger("tests.redaction")
     with redact_logs(Redactor([KEY])), caplog.at_level(logging.INFO, logger=log.name):

@@ -10,7 +10,7 @@ import pytest
 
 from wingman_actors.core import Message
 from wingman_actors.server import Store
-from wingman_actors.server.db import MIGRATIONS
+from wingman_actors.server._db import MIGRATIONS
 
 
 def test_new_database_gets_every_migration_recorded(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_history_round_trips_every_block_type(tmp_path: Path) -> None:
 def _database_with_one_run(path: Path, monkeypatch: pytest.MonkeyPatch, *, migrations: int) -> None:
     """A server database at ``path`` made with only its first ``migrations`` migrations,
     holding one succeeded formation run ``r1`` of formation ``f1``."""
-    from wingman_actors.server import db
+    from wingman_actors.server import _db as db
 
     monkeypatch.setattr(db, "MIGRATIONS", MIGRATIONS[:migrations])
     old = db.Database(path)

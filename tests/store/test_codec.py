@@ -157,3 +157,30 @@ def test_an_unknown_codec_or_tag_asks_for_an_upgrade() -> None:
 def test_a_path_object_round_trips(store: RunStore, shape: FormationShape, tmp_path: Path) -> None:
     run_id = store.begin_run("f", shape, tmp_path)
     assert store.get(run_id).input == tmp_path
+
+
+def test_a_value_journalled_under_a_module_name_from_before_the_rename_still_loads() -> None:
+    from wingman_actors.agents import Result
+
+    codec = Codec()
+    kind, text = codec.encode(Result(response="hi"), "visit a")
+    assert "wingman_actors.agents._result" in text
+    old = text.replace("wingman_actors.agents._result", "wingman_actors.result")
+    back = codec.decode(kind, old, "visit a")
+    assert isinstance(back, Result) and back.response == "hi"
+
+
+def test_a_pickled_value_from_before_the_rename_still_loads() -> None:
+    import base64
+    import json
+    import pickle
+
+    from wingman_actors.formation import NodeFailure
+
+    codec = Codec(allow_pickle=True)
+    data = pickle.dumps(NodeFailure(node="a", error=ValueError("x"), input=1, attempts=1, run_id="r"))
+    old = data.replace(b"wingman_actors.formation._failure", b"wingman_actors.formation.failure")
+    assert old != data
+    text = json.dumps({"__t": "pickle", "v": base64.b64encode(old).decode()})
+    back = codec.decode(PICKLED, text, "visit a")
+    assert isinstance(back, NodeFailure) and back.node == "a"

@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 
 from wingman_actors import Formation
-from wingman_actors.formation.plan import back_edges as plan_back_edges
+from wingman_actors.formation._plan import back_edges as plan_back_edges
 from wingman_actors.store import FormationMismatchError, FormationShape, RunStore, fingerprint
 
 

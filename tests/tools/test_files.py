@@ -10,7 +10,7 @@ import pytest
 
 from wingman_actors.errors import ToolError
 from wingman_actors.tools import BUILTIN_TOOL_NAMES, Tool, ToolContext, builtin_tool, builtin_tools
-from wingman_actors.tools.files import glob_regex
+from wingman_actors.tools._files import glob_regex
 
 
 @pytest.fixture

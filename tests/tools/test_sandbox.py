@@ -10,7 +10,7 @@ import pytest
 
 from wingman_actors.errors import ToolError
 from wingman_actors.tools import ToolContext, builtin_tool
-from wingman_actors.tools.sandbox import display_path, resolve_in
+from wingman_actors.tools._sandbox import display_path, resolve_in
 
 
 @pytest.fixture

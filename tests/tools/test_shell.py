@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from wingman_actors.cancel import CancelToken
+from wingman_actors._cancel import CancelToken
 from wingman_actors.errors import AgentError, ErrorKind, ToolError
 from wingman_actors.tools import ToolContext, builtin_tool
-from wingman_actors.tools.shell import STATE_KEY, Shell, close_shell, truncate_middle
+from wingman_actors.tools._shell import STATE_KEY, Shell, close_shell, truncate_middle
 
 bash = builtin_tool("bash")
 

@@ -11,7 +11,7 @@ import pytest
 from tests.support.loopback import LoopbackServer, Reply, free_port
 from wingman_actors.errors import ToolError
 from wingman_actors.tools import ToolContext, builtin_tool
-from wingman_actors.tools.web import html_to_text
+from wingman_actors.tools._web import html_to_text
 
 webfetch = builtin_tool("webfetch")
 

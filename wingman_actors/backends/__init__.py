@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import FormationSetupError
-from .base import Backend, NodeGroup, NodeRecipe
-from .ray import RayBackend
-from .threads import ThreadsBackend
+from ._base import Backend, NodeGroup, NodeRecipe
+from ._ray import RayBackend
+from ._threads import ThreadsBackend
 
 __all__ = ["BACKENDS", "Backend", "NodeGroup", "NodeRecipe", "RayBackend", "ThreadsBackend", "new_backend"]
 

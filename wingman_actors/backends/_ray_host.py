@@ -19,9 +19,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..actors.envelope import Envelope, EnvelopeType, Work
+from .._interrupts import RunSuspended, VisitScope
+from ..actors._envelope import Envelope, EnvelopeType, Work
 from ..core import StreamEvent, Usage
-from ..interrupts import RunSuspended, VisitScope
 from ._ray_channel import ChannelServer
 from ._ray_wire import AgentEvent, Call, Done, Failed, ItemDone, ModelReply, Process, Suspended, VisitTicket
 
@@ -44,8 +44,8 @@ class ProviderRecipe:
 
 def _provider_recipe(provider: Any) -> Any:
     """A recipe for ``provider`` when we know how to rebuild it, else the provider."""
-    from ..providers.base import BaseProvider
-    from ..providers.scripted import ScriptedProvider
+    from ..providers._base import BaseProvider
+    from ..providers._scripted import ScriptedProvider
 
     if isinstance(provider, BaseProvider):
         return ProviderRecipe(type(provider), (provider.options,))
@@ -61,7 +61,7 @@ def _provider_recipe(provider: Any) -> Any:
 def portable(value: Any) -> Any:
     """``value`` made fit to ship to another process: an agent's provider becomes a
     :class:`ProviderRecipe` (see :func:`built`)."""
-    from ..agent import Agent
+    from ..agents._agent import Agent
 
     if isinstance(value, Agent) and value.provider is not None:
         return dataclasses.replace(value, provider=_provider_recipe(value.provider))
@@ -70,7 +70,7 @@ def portable(value: Any) -> Any:
 
 def built(value: Any) -> Any:
     """The inverse of :func:`portable`, in the process that runs the node."""
-    from ..agent import Agent
+    from ..agents._agent import Agent
 
     if isinstance(value, Agent) and isinstance(value.provider, ProviderRecipe):
         return dataclasses.replace(value, provider=value.provider.build())
@@ -225,7 +225,7 @@ class NodeHost:
     def scripted_calls(self) -> tuple[int, list[Any]] | None:
         """The calls (and recorded requests) of the node's ``ScriptedProvider`` in this
         process, or None when its agent has none (the driver adds them to its own copy)."""
-        from ..providers.scripted import ScriptedProvider
+        from ..providers._scripted import ScriptedProvider
 
         provider = getattr(getattr(self.node, "agent", None), "provider", None)
         if not isinstance(provider, ScriptedProvider):

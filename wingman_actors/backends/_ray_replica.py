@@ -11,15 +11,15 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..actors.base import NodeActor
-from ..actors.envelope import Work
+from .._interrupts import RunSuspended, VisitScope
+from ..actors._base import NodeActor
+from ..actors._envelope import Work
 from ..core import Usage
-from ..interrupts import RunSuspended, VisitScope
 from ._ray_channel import Channel, ChannelLost
 from ._ray_wire import AgentEvent, Call, Done, ItemDone, ModelReply, Process, Suspended, VisitTicket
 
 if TYPE_CHECKING:
-    from .ray import RayNode
+    from ._ray import RayNode
 
 __all__ = ["RayReplica"]
 

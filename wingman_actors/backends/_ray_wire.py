@@ -24,7 +24,7 @@ __all__ = ["AgentEvent", "Call", "Done", "Failed", "ItemDone", "ModelReply", "Pr
 @dataclass(frozen=True, slots=True)
 class VisitTicket:
     """The durable context of a journalled visit, as the actor needs it to rebuild its
-    :class:`~wingman_actors.interrupts.VisitScope`.
+    :class:`~wingman_actors._interrupts.VisitScope`.
 
     Attributes:
         run_id: the run.

@@ -7,11 +7,11 @@ and problem finders (:mod:`.validation`),
 :class:`NodeFailure` (what an error edge carries).
 """
 
-from .failure import NodeFailure
-from .graph import Formation
-from .plan import EdgeSpec, NodeSpec, Plan, compile_plan
-from .render import to_dot, to_mermaid
-from .typecheck import compatible
+from ._failure import NodeFailure
+from ._graph import Formation
+from ._plan import EdgeSpec, NodeSpec, Plan, compile_plan
+from ._render import to_dot, to_mermaid
+from ._typecheck import compatible
 
 __all__ = [
     "EdgeSpec", "Formation", "NodeFailure", "NodeSpec", "Plan", "compatible", "compile_plan", "to_dot", "to_mermaid",

@@ -10,10 +10,10 @@
   with code that does not hold it.
 """
 
-from .blackboard import Blackboard, blackboard_tools, current_blackboard, use_blackboard
-from .delegation import DelegationTask
-from .registry import AgentFactory, AgentInfo, AgentRegistry
-from .skills import Skill, SkillError, load_skill, load_skills
+from ._blackboard import Blackboard, blackboard_tools, current_blackboard, use_blackboard
+from ._delegation import DelegationTask
+from ._registry import AgentFactory, AgentInfo, AgentRegistry
+from ._skills import Skill, SkillError, load_skill, load_skills
 
 __all__ = [
     "AgentFactory",

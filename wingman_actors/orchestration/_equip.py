@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..tools import Tool
-from .delegation import DelegateTool, ListAgentsTool, agents_section
-from .registry import AgentRegistry
-from .skills import LoadSkillTool, load_skills, skills_section
+from ._delegation import DelegateTool, ListAgentsTool, agents_section
+from ._registry import AgentRegistry
+from ._skills import LoadSkillTool, load_skills, skills_section
 
 if TYPE_CHECKING:
-    from ..agent import Agent
+    from ..agents._agent import Agent
 
 __all__ = ["equip"]
 

@@ -5,17 +5,17 @@ Example:
     >>> provider = new_provider("scripted", {"replies": ["Hello!"]})
 """
 
-from .base import BaseProvider, InferenceStream, Provider, ProviderOptions, ResponseBuilder
-from .registry import (
+from ._base import BaseProvider, InferenceStream, Provider, ProviderOptions, ResponseBuilder
+from ._registry import (
     ProviderMeta,
     get_provider_meta,
     list_providers,
     new_provider,
     register_provider,
 )
-from .replay import RecordingProvider, ReplayProvider
-from .retry import RetryPolicy
-from .scripted import ScriptedProvider
+from ._replay import RecordingProvider, ReplayProvider
+from ._retry import RetryPolicy
+from ._scripted import ScriptedProvider
 
 __all__ = [
     "BaseProvider",

@@ -4,36 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Provider
-from .registry import ProviderMeta, register_provider
+from ._base import Provider
+from ._registry import ProviderMeta, register_provider
 
 
 def _anthropic(options: dict[str, Any]) -> Provider:
-    from .anthropic import build_anthropic
+    from ._anthropic import build_anthropic
 
     return build_anthropic(options)
 
 
 def _ollama(options: dict[str, Any]) -> Provider:
-    from .ollama import build_ollama
+    from ._ollama import build_ollama
 
     return build_ollama(options)
 
 
 def _openai(options: dict[str, Any]) -> Provider:
-    from .openai import build_openai
+    from ._openai import build_openai
 
     return build_openai(options)
 
 
 def _scripted(options: dict[str, Any]) -> Provider:
-    from .scripted import build_scripted
+    from ._scripted import build_scripted
 
     return build_scripted(options)
 
 
 def _replay(options: dict[str, Any]) -> Provider:
-    from .replay import build_replay
+    from ._replay import build_replay
 
     return build_replay(options)
 

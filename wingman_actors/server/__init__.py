@@ -9,9 +9,9 @@ Formation declarations name Python callables registered with :func:`function` an
 :func:`predicate` in modules loaded at start (``--functions my.module``).
 """
 
-from .app import create_app
-from .config import ServerConfig
-from .functions import FunctionRegistry, function, predicate
-from .store import Store
+from ._app import create_app
+from ._config import ServerConfig
+from ._functions import FunctionRegistry, function, predicate
+from ._store import Store
 
 __all__ = ["FunctionRegistry", "ServerConfig", "Store", "create_app", "function", "predicate"]

@@ -40,6 +40,7 @@ import datetime
 import decimal
 import enum
 import importlib
+import io
 import json
 import pathlib
 import pickle
@@ -61,6 +62,16 @@ _ADAPTED = (datetime.datetime, datetime.date, datetime.time, datetime.timedelta,
             pathlib.PurePath)
 _OBJ_TYPES = (enum.Enum, *_ADAPTED)
 _TAG = "__t"
+# Modules of the library's journal-able classes that moved when internal modules got
+# `_`-prefixed names (0.1.0): journals written before still load.
+_MOVED = {
+    "wingman_actors.formation.failure": "wingman_actors.formation._failure",
+    "wingman_actors.formation.result": "wingman_actors.formation._result",
+    "wingman_actors.fleet": "wingman_actors.agents._fleet",
+    "wingman_actors.result": "wingman_actors.agents._result",
+    "wingman_actors.structured": "wingman_actors.agents._structured",
+    "wingman_actors.actors.envelope": "wingman_actors.actors._envelope",
+}
 _MAPPINGS: dict[str, type[dict[Any, Any]]] = {"collections:Counter": Counter, "collections:OrderedDict": OrderedDict}
 _SUPPORTED = ("JSON data (dict with str keys, list, str, int, float, bool, None), tuple, set, frozenset, bytes, "
               "a pydantic model, a dataclass, an Enum, datetime/date/time/timedelta, UUID, Decimal or a path")
@@ -269,7 +280,7 @@ class Codec:
             if not self.allow_pickle:  # a pickle inside a value marked TAGGED: refuse all the same
                 raise SerializationError(f"{where} holds a pickled part; reopen the store with allow_pickle=True "
                                          "only if you trust the file", where=where, type_name="pickle")
-            return pickle.loads(base64.b64decode(data))  # only with allow_pickle=True
+            return _Unpickler(io.BytesIO(base64.b64decode(data))).load()  # only with allow_pickle=True
         raise SerializationError(f"{where} holds a value tagged {kind!r}, unknown to this wingman-actors "
                                  "(written by a newer version?); upgrade wingman-actors",
                                  where=where, type_name=str(kind))
@@ -299,6 +310,7 @@ class Codec:
     @staticmethod
     def _resolve(path: str) -> type:
         module_name, _, qualname = path.partition(":")
+        module_name = _MOVED.get(module_name, module_name)
         module = sys.modules.get(module_name) or importlib.import_module(module_name)
         obj: Any = module
         for part in qualname.split("."):
@@ -306,3 +318,10 @@ class Codec:
         if not isinstance(obj, type):
             raise TypeError(f"{path} is not a class")
         return obj
+
+
+class _Unpickler(pickle.Unpickler):
+    """``pickle.loads`` that finds the library's classes under their modules' old names too."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(_MOVED.get(module, module), name)

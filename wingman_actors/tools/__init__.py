@@ -4,8 +4,8 @@ Built-ins (``bash``, ``read``, ``write``, ``edit``, ``glob``, ``grep``, ``webfet
 built by name with :func:`builtin_tool`; file tools are confined to the session's work_dir.
 """
 
-from .base import FunctionTool, Tool, ToolContext, ToolRegistry, format_validation_error, tool
-from .builtins import BUILTIN_TOOL_NAMES, builtin_tool, builtin_tools
+from ._base import FunctionTool, Tool, ToolContext, ToolRegistry, format_validation_error, tool
+from ._builtins import BUILTIN_TOOL_NAMES, builtin_tool, builtin_tools
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",

@@ -22,7 +22,7 @@ from mcp import MCPError, StdioServerParameters
 
 from ...core import ToolDefinition
 from ...errors import AgentError, ToolError
-from ...tools.base import Tool, ToolContext
+from ...tools._base import Tool, ToolContext
 from ._connection import Connection, MCPConnectionError, http_transport, stdio_transport
 
 __all__ = ["MCPConnectionError", "MCPTool", "mcp_tools"]

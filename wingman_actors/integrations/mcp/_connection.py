@@ -26,7 +26,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from ...cancel import CancelToken
+from ..._cancel import CancelToken
 from ...errors import WingmanError
 
 __all__ = ["Connection", "MCPConnectionError"]

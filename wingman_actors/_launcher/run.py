@@ -1,0 +1,307 @@
+"""The ``run`` command: load a formation, choose its provider, run it with progress, print
+the outputs (text, or one JSON document with ``--json``).
+
+stdout carries only the outputs (``run budget > report.md`` writes a clean report, and
+``--json`` one document, or JSON lines with ``--events``); the provider and input lines,
+the live view, readable event lines and the closing summary go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import TypeAdapter
+from rich.console import Console
+
+from ..actors._nodes import render_input
+from ..errors import FormationRuntimeError, WingmanError
+from ..formation import Formation
+from ..formation._plan import Plan
+from ..formation._result import FormationResult
+from ..formation.events import FormationEvent, FormationEventType
+from ..providers._base import Provider
+from .durable import Durable
+from .errors import UsageError, cut_short
+from .loading import FormationModule, load_module
+from .metering import LiveUsage, MeteredProvider
+from .progress import EventPrinter, LiveProgress, RunBoard
+from .providers import (
+    SAMPLE,
+    ProviderChoice,
+    choose_provider,
+    describe_choice,
+    make_provider,
+    parse_assignments,
+)
+from .samples import SampleReplies
+
+__all__ = ["failure_message", "format_output", "resolve_input", "run_command"]
+
+SAMPLE_LABEL = "sample replies: offline, not from a model"
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``wingman-actors run``: 0 when the run succeeds, 1 when it fails.
+
+    Raises:
+        UsageError: bad flags, input or formation module (the launcher exits with 2).
+        FormationSetupError: the formation is not valid (exit 2).
+    """
+    info = sys.stderr  # stdout is for the outputs only
+    loaded = load_module(args.formation)
+    live = not args.json and sys.stderr.isatty()
+    choice = choose_provider(args.provider, args.model, args.option or (), os.environ)
+    latency = args.sample_latency if args.sample_latency is not None else (loaded.sample_latency() if live else 0.0)
+    provider, samples = _provider_for(choice, loaded, latency)
+    per_agent = provider if isinstance(provider, SampleReplies) else None
+    print(describe_choice(choice, provider, samples=samples), file=info, flush=True)
+    usage = LiveUsage()
+    if live and provider is not None:  # tokens and fleet items show while nodes run
+        provider = MeteredProvider(provider, usage)
+    formation, took_provider = loaded.build(provider, parse_assignments(args.param or (), "--param"))
+    if per_agent is not None:
+        per_agent.attach(formation)
+    plan = formation.validate()
+    if getattr(args, "resume_id", None) is not None:
+        value, label = None, f"resuming run {args.resume_id} (journalled nodes are not run again)"
+    else:
+        value, label = resolve_input(args.input, loaded)
+    board = RunBoard(_rows(plan))
+    usage.attach(formation, board)
+    if live:
+        progress: Any = LiveProgress(board, f"formation {formation.name}", console=Console(stderr=True),
+                                     echo=args.events)
+    elif args.events:  # JSON lines are output (the result document ends them); text lines are not
+        progress = EventPrinter(sys.stdout if args.json else sys.stderr, as_json=args.json)
+    else:
+        progress = None
+    backend = getattr(args, "backend", "threads")
+    address = getattr(args, "ray_address", None)
+    if address is not None and backend != "ray":
+        raise UsageError("--ray-address needs --backend ray")
+    options = {"address": address} if address is not None else None
+    durable = Durable.open(args, loaded.target, info)
+    try:
+        formation.source = durable.source  # type: ignore[attr-defined]  # recorded on the run, for `resume`
+        print(f"input: {label}", file=info, flush=True)
+        outcome = _drive(formation, value, args.timeout, None if took_provider else provider, board, progress,
+                         durable, backend, options)
+        head = {"formation": formation.name, "provider": _provider_id(choice, samples),
+                "model": getattr(provider, "model", None), "sample_replies": samples}
+        return _report(outcome, head, samples, durable, args)
+    finally:
+        durable.close()
+
+
+def _report(outcome: FormationResult | FormationRuntimeError | CutShort, head: dict[str, Any], samples: bool,
+            durable: Durable, args: argparse.Namespace) -> int:
+    """Print the outcome (outputs on stdout, the rest on stderr); the exit code."""
+    if isinstance(outcome, CutShort):  # Ctrl-C: the formation is stopped, the run journalled as interrupted
+        how, code = cut_short(outcome.signal)
+        print(f"\nwingman-actors: {how}{_journalled(outcome.run_id, durable)}", file=sys.stderr)
+        durable.tell_resume(outcome.run_id, None)
+        return code
+    if isinstance(outcome, FormationRuntimeError):
+        print(f"wingman-actors: {failure_message(outcome)}", file=sys.stderr)
+        durable.tell_resume(outcome.run_id, None)
+        if args.debug:
+            traceback.print_exception(outcome, file=sys.stderr)
+        if args.json:
+            _print_json({**head, **_failure_dict(outcome)}, compact=args.events)
+        return 1
+    if args.json:
+        _print_json({**head, **outcome.to_dict()}, compact=args.events)
+    elif outcome.status != "suspended":
+        _print_outputs(outcome, samples, sys.stdout, sys.stderr)
+    if outcome.status == "suspended":
+        durable.tell_resume(outcome.run_id, outcome.interrupt)
+    return 0
+
+
+def _journalled(run_id: str | None, durable: Durable) -> str:
+    if run_id is None or durable.store is None:
+        return ""
+    return f"; run {run_id} is journalled (status interrupted) and can be resumed"
+
+
+@dataclass(frozen=True)
+class CutShort:
+    """The outcome of a run cut short by Ctrl-C or SIGTERM (the run's id once it was seen,
+    else None)."""
+
+    run_id: str | None
+    signal: KeyboardInterrupt  # what cut it short: Ctrl-C, or SIGTERM (Terminated)
+
+
+def _provider_for(choice: ProviderChoice, loaded: FormationModule, latency_s: float) -> tuple[Provider | None, bool]:
+    if choice.real:
+        return make_provider(choice), False
+    sample = loaded.sample_provider(latency_s)
+    if sample is None and choice.id == SAMPLE:
+        raise UsageError(f"{loaded.target} ships no sample replies (no sample_provider() or SAMPLE_REPLIES); "
+                         "choose a real provider with --provider ID")
+    return sample, sample is not None
+
+
+def _provider_id(choice: ProviderChoice, samples: bool) -> str:
+    if samples:
+        return SAMPLE
+    return choice.id if choice.real and choice.id else "own"
+
+
+def _drive(
+    formation: Formation, value: Any, timeout: float | None, provider: Provider | None,
+    board: RunBoard, progress: Any, durable: Durable, backend: str = "threads",
+    backend_options: dict[str, Any] | None = None,
+) -> FormationResult | FormationRuntimeError | CutShort:
+    """Run the formation, feeding every event to the board and the progress display.
+    Ctrl-C stops the formation (a journalled run becomes ``interrupted``) and gives
+    :class:`CutShort`."""
+    if durable.resume_id is not None:
+        if durable.store is None:
+            raise UsageError(f"resuming run {durable.resume_id} needs the run store it is journalled in")
+        stream = formation.resume_stream(durable.resume_id, store=durable.store, answer=durable.answer,
+                                         timeout=timeout, provider=provider, backend=backend,
+                                         backend_options=backend_options)
+    else:
+        stream = formation.run_stream(value, timeout=timeout, provider=provider, store=durable.store,
+                                      backend=backend, backend_options=backend_options)
+    outcome: FormationResult | FormationRuntimeError | None = None
+    run_id: str | None = durable.resume_id
+    live = progress if isinstance(progress, LiveProgress) else contextlib.nullcontext()
+    try:
+        with live:
+            for event in stream:
+                run_id = event.run_id
+                if progress is not None:
+                    progress(event)
+                if not isinstance(progress, LiveProgress):
+                    board.apply(event)
+                outcome = _outcome(event) or outcome
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+        # Raised where the main thread waited for the next event, inside the stream: its
+        # generator has stopped the formation on the way out (runs in flight are journalled
+        # as interrupted), so only the report is left to do.
+        return CutShort(run_id, exc)
+    finally:
+        close = getattr(stream, "close", None)  # a generator: closing it stops the formation
+        if close is not None:
+            close()
+    return outcome or FormationRuntimeError(f"formation {formation.name!r} ended without a result")
+
+
+def _outcome(event: FormationEvent) -> FormationResult | FormationRuntimeError | None:
+    if event.type is FormationEventType.RUN_FINISHED:
+        result: FormationResult = event.data["result"]
+        return result
+    if event.type is FormationEventType.RUN_FAILED:
+        exc = event.data.get("exception")
+        if isinstance(exc, FormationRuntimeError):
+            return exc
+        return FormationRuntimeError(str(event.data.get("error", "the run failed")), node=event.node)
+    return None
+
+
+def failure_message(exc: FormationRuntimeError) -> str:
+    """One line naming the failed node and the cause, e.g.
+    ``run failed at node 'parse': budget: cannot read statement 'x.pdf': file not found``."""
+    cause = exc.__cause__
+    if exc.node is None or cause is None:
+        return f"run failed: {exc.message}"
+    after = f" after {exc.attempts} attempts" if exc.attempts > 1 else ""
+    text = str(cause) if isinstance(cause, WingmanError) else f"{type(cause).__name__}: {cause}"
+    return f"run failed at node {exc.node!r}{after}: {' '.join(text.split())}"
+
+
+def _failure_dict(exc: FormationRuntimeError) -> dict[str, Any]:
+    cause = exc.__cause__
+    return {
+        "run_id": exc.run_id,
+        "error": {
+            "message": failure_message(exc),
+            "node": exc.node,
+            "attempts": exc.attempts,
+            "cause": None if cause is None else f"{type(cause).__name__}: {cause}",
+        },
+        "outputs": TypeAdapter(Any).dump_python(exc.outputs, mode="json", fallback=str),
+    }
+
+
+def resolve_input(value: str | None, loaded: FormationModule) -> tuple[Any, str]:
+    """The run's input and how to show it: ``--input TEXT`` as given (a file path stays a
+    path: the formation decides what to do with it), ``@FILE`` the file's text, ``-``
+    standard input, nothing the formation's default.
+
+    Raises:
+        UsageError: no input and no default, or an ``@FILE`` that cannot be read as text.
+    """
+    if value is None:
+        default = loaded.default_input()
+        if default is None:
+            raise UsageError(f"{loaded.target} has no default input: pass --input TEXT_OR_PATH, "
+                             "--input @FILE (the file's text) or --input - (standard input)")
+        return default, f"{_short(default)} (the formation's default)"
+    if value == "-":
+        return sys.stdin.read(), "standard input"
+    if value.startswith("@") and len(value) > 1:
+        path = Path(value[1:]).expanduser()
+        try:
+            return path.read_text(encoding="utf-8"), f"the text of {value[1:]}"
+        except FileNotFoundError:
+            raise UsageError(f"--input {value}: no file {value[1:]!r} (without @ the text is passed as is)") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--input {value}: cannot read it as UTF-8 text ({exc}); pass the path "
+                             "without @ if the formation reads the file itself") from None
+    return value, _short(value)
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = " ".join((value if isinstance(value, str) else repr(value)).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def format_output(value: Any) -> str:
+    """An output as text: strings as they are, models and data as indented JSON (the same
+    rendering agent nodes use for their input)."""
+    return render_input(value, None)
+
+
+def _print_outputs(result: FormationResult, samples: bool, out: IO[str], info: IO[str]) -> None:
+    """The outputs on ``out``: the text of a single sink as it is; several sinks each under
+    a ``--- output of 'NAME' ---`` line. What is not output goes to ``info``."""
+    label = f" ({SAMPLE_LABEL})" if samples else ""
+    if not result.outputs:
+        print(f"--- no output{label}: every sink was skipped ---", file=info)
+    several = len(result.outputs) > 1
+    for name, value in result.outputs.items():
+        if several:
+            print(f"--- output of {name!r} ---", file=out)
+        print(format_output(value), file=out, flush=True)
+    tokens = result.usage.total_tokens
+    print(f"---\ndone in {result.duration_s:.2f}s: {len(result.nodes)} nodes, {tokens:,} tokens, "
+          f"run {result.run_id}{label}", file=info, flush=True)
+
+
+def _print_json(doc: dict[str, Any], *, compact: bool) -> None:
+    text = json.dumps(doc, default=str) if compact else json.dumps(doc, indent=2, default=str)
+    print(text, flush=True)
+
+
+def _rows(plan: Plan, prefix: str = "") -> list[tuple[str, str]]:
+    """``(name, kind)`` of the nodes the live board shows, in run order: a formation
+    node's inner nodes follow it, named by path (``"outer/inner"``) as their events are."""
+    rows: list[tuple[str, str]] = []
+    for name in plan.order:
+        spec = plan.nodes[name]
+        rows.append((prefix + name, spec.kind))
+        if spec.kind == "formation" and spec.subplan is not None:
+            rows += _rows(spec.subplan, f"{prefix}{name}/")
+    return rows

@@ -1,0 +1,281 @@
+"""Node actors: a function, an agent or a fleet behind a Pykka mailbox.
+
+Each actor handles ``work`` envelopes one at a time and replies with a ``result`` or a
+``failure`` envelope to its ``reply_to``: another actor (anything with ``tell``) or a
+callable. They are usable on their own:
+
+    >>> ref = FunctionActor.start(lambda x: x * 2, name="double", reply_to=print)  # doctest: +SKIP
+    >>> ref.tell(new_envelope("work", 21))                                          # doctest: +SKIP
+
+Inside a formation the runtime's router observes them and routes the output downstream
+on the node's own thread, so a hop costs one queue put. The base class is in
+:mod:`.base`, the function actor in :mod:`.function`; this module has the agent and
+fleet actors and re-exports the others.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+
+from .._cancel import CancelToken, cancel_scope
+from .._interrupts import RunSuspended
+from ..agents._agent import Agent
+from ..agents._fleet import DEFAULT_MAX_WORKERS, Fleet, FleetResult, Task
+from ..agents._fleet_loops import WorkerPool
+from ..agents._session import Session
+from ..core import Usage
+from ..errors import FleetItemsError, PayloadError  # re-exported: their old home
+from ._base import STOP, NodeActor, NodeObserver
+from ._envelope import Work
+from ._function import FunctionActor
+
+__all__ = [
+    "STOP",
+    "AgentActor",
+    "FleetActor",
+    "FleetItemsError",
+    "FunctionActor",
+    "NodeActor",
+    "NodeObserver",
+    "PayloadError",
+    "render_input",
+]
+
+log = logging.getLogger("wingman_actors.actors")
+
+
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)  # built once: building one costs more than using it
+# Its serializer, called directly: dump_json's Python wrapper (its keyword defaults passed
+# on one by one) cost as much as the serializing of a small item, and a fleet renders every
+# item. tests/actors/test_render.py fails if the two ever write different JSON.
+_ANY_JSON = _ANY.serializer.to_json
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json(indent=2)
+    try:
+        # pydantic writes the indented JSON itself: json.dumps(indent=...) runs the
+        # pure-Python encoder, 20 times slower, and a fleet renders every item
+        return _ANY_JSON(value, indent=2).decode()
+    except Exception:
+        return str(value)
+
+
+class _Fields(dict[str, Any]):
+    def __init__(self, node: str, data: Mapping[str, Any]) -> None:
+        super().__init__(data)
+        self.node = node
+
+    def __missing__(self, key: str) -> Any:
+        raise PayloadError(
+            f"prompt of node {self.node!r} uses {{{key}}}, but the input has no such field "
+            f"(available: {', '.join(sorted(self))})"
+        )
+
+
+def render_input(payload: Any, prompt: str | None, node: str = "") -> str:
+    """The user message for an agent: ``prompt`` filled with ``{input}`` (the payload as
+    text) and, for dict or model payloads, their fields; without a prompt, the payload as
+    text (JSON for structured data)."""
+    text = _text(payload)
+    if prompt is None:
+        return text
+    fields: dict[str, Any] = {}
+    if isinstance(payload, BaseModel):
+        fields.update(payload.model_dump())
+    elif isinstance(payload, Mapping):
+        fields.update({str(k): v for k, v in payload.items()})
+    fields["input"] = text
+    return prompt.format_map(_Fields(node, fields))
+
+
+class AgentActor(NodeActor):
+    """An agent as an actor: each ``work`` envelope runs a fresh :class:`Session`.
+
+    The payload is rendered into the user message (``prompt`` template, else text or JSON);
+    the output is the text answer, or the validated object of the agent's output schema.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        name: str | None = None,
+        prompt: str | None = None,
+        work_dir: str | Path | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(name or agent.name, **kwargs)
+        self.agent = agent
+        self.prompt = prompt
+        self.work_dir = work_dir
+        self._token: CancelToken | None = None
+
+    @property
+    def interruptible(self) -> bool:
+        return True
+
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        """Cancel the session in progress (called from another thread)."""
+        token = self._token
+        if token is not None:
+            token.cancel(reason)
+
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
+        message = render_input(env.payload, self.prompt, self.name)
+        timeout = self._timeout(env)
+        # The attempt's token is the parent of the session's: interrupt() reaches the
+        # session even before its run has begun.
+        token = self._token = CancelToken()
+        run = env.run
+        if run is not None and run.done:  # cancelled between the check in handle_work and here
+            token.cancel("the run was cancelled")
+        try:
+            with Session(self.agent, work_dir=self.work_dir) as session, cancel_scope(token):
+                observer = self.observer
+                if observer is not None and observer.wants_events(env):
+                    stream = session.run_stream(message, timeout=timeout)
+                    for event in stream:
+                        observer.agent_event(env, event)
+                    result = stream.result()
+                else:
+                    result = session.run(message, timeout=timeout)
+        finally:
+            self._token = None
+        return result.output, result.usage
+
+
+class FleetActor(NodeActor):
+    """A fleet as an actor: a list payload runs one agent session per item, concurrently
+    up to ``max_workers``, on the worker loops of :class:`~wingman_actors.agents._fleet.Fleet`
+    (started at once; each worker renders its item into a prompt just before its session);
+    the output is the list of per-item outputs in item order. Items that succeeded are
+    remembered across retries of the same envelope, so a retry reruns only the failed items.
+
+    The worker threads outlive a run (a :class:`~wingman_actors.agents._fleet_loops.WorkerPool`,
+    started with the first run, stopped with the actor): each later run wakes idle workers
+    instead of starting ``max_workers`` threads one by one, which delays its last items."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        name: str | None = None,
+        max_workers: int = 0,
+        prompt: str | None = None,
+        work_dir: str | Path | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(name or agent.name, **kwargs)
+        self.agent = agent
+        self.max_workers = max_workers or DEFAULT_MAX_WORKERS
+        self.prompt = prompt
+        self.work_dir = work_dir
+        self._fleet: Fleet | None = None
+        self._pool: WorkerPool | None = None
+
+    @property
+    def interruptible(self) -> bool:
+        return True
+
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        """Cancel every item of the fleet in progress (called from another thread)."""
+        fleet = self._fleet
+        if fleet is not None:
+            fleet.cancel(reason)
+
+    def on_stop(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:  # idle: a run waits for all its workers before it returns
+            pool.shutdown()
+
+    def on_failure(self, *exc_info: Any) -> None:
+        self.on_stop()  # a crashed actor gets no on_stop: its workers end here instead
+
+    def _workers(self) -> WorkerPool:
+        if self._pool is None:  # on first use: a node that never runs starts no thread
+            self._pool = WorkerPool(self.name)
+        return self._pool
+
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
+        items = env.payload
+        if not isinstance(items, list | tuple):
+            raise PayloadError(
+                f"fleet node {self.name!r} needs a list input (one session per item), "
+                f"got {type(items).__name__} from {env.sender!r}"
+            )
+        work = env.cause if env.cause is not None else env
+        memo = work.memo if work.memo is not None else {}
+        work.memo = memo
+        todo = [i for i in range(len(items)) if i not in memo]
+        usages: list[Usage] = []
+        errors: dict[int, BaseException] = {}
+        if todo:
+            prompt, node, work_dir = self.prompt, self.name, self.work_dir
+            observer = self.observer if work.scope is not None else None
+
+            def render(i: int) -> Task | str:  # runs in the worker that runs item i
+                message = render_input(items[i], prompt, node)
+                if observer is not None:  # a journalled run: the item's session may interrupt()
+                    scope = observer.item_scope(work, i)
+                    if scope is not None:
+                        scope.enter()
+                return message if work_dir is None else Task(message, work_dir=work_dir)
+
+            fleet = Fleet(
+                self.agent, todo, max_workers=self.max_workers, timeout=self._timeout(env), render=render,
+                executor=self._workers(),
+            )
+            self._fleet = fleet
+            if env.run is not None and env.run.done:  # cancelled before interrupt() could see the fleet
+                fleet.cancel("the run was cancelled")
+
+            def keep(fr: FleetResult) -> None:
+                # On the worker that ran the item: what the node needs of its result is kept,
+                # the rest (result, trace) is let go at once instead of at the end of the run,
+                # so the garbage collector does not see 1,000 of them pile up.
+                i = todo[fr.task_index]
+                if fr.error is not None:
+                    errors[i] = fr.error
+                elif fr.result is not None:
+                    memo[i] = fr.result.output
+                    usages.append(fr.result.usage)
+
+            try:
+                if observer is None:
+                    fleet._run_each(keep)
+                else:  # a journalled run: each item is journalled as it finishes
+                    for fr in fleet.run_stream():
+                        keep(fr)
+                        if fr.error is None and fr.result is not None:
+                            observer.item_finished(work, todo[fr.task_index], fr.result.output)
+            finally:
+                self._fleet = None
+        if errors:
+            asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
+            if asking:  # one interrupt at a time: the others ask again when the run resumes
+                raise errors[min(asking)]
+            raise FleetItemsError(self.name, len(items), dict(sorted(errors.items())))  # in item order
+        return [memo[i] for i in range(len(items))], _total(usages)
+
+
+def _total(usages: list[Usage]) -> Usage:
+    """The sum of many usages, built once, in one pass (adding them one by one builds a
+    model per item, after the last item finished: time added to the node's makespan)."""
+    inp = out = created = read = 0
+    for u in usages:
+        inp += u.input_tokens
+        out += u.output_tokens
+        created += u.cache_creation_input_tokens
+        read += u.cache_read_input_tokens
+    return Usage(
+        input_tokens=inp, output_tokens=out, cache_creation_input_tokens=created, cache_read_input_tokens=read
+    )

@@ -1,0 +1,162 @@
+"""Agent: a named, immutable configuration bundle (provider, instructions, tools, schema).
+
+Example:
+    >>> from wingman_actors import Agent
+    >>> from wingman_actors.testing import ScriptedProvider
+    >>> a = Agent("helper", instructions="Be brief.", provider=ScriptedProvider(["ok"]))
+    >>> a.with_overrides(instructions="Be thorough.").instructions
+    'Be thorough.'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..providers._base import Provider
+from ..tools import Tool, ToolRegistry, builtin_tool
+
+if TYPE_CHECKING:
+    from ..orchestration import AgentRegistry
+    from ._middleware import Middleware
+
+__all__ = ["DEFAULT_MAX_STEPS", "Agent"]
+
+DEFAULT_MAX_STEPS = 50
+"""Model calls per run when an agent sets no ``max_steps``: a guard against endless tool loops."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Agent:
+    """An agent's configuration. Immutable: derive variants with :meth:`with_overrides`.
+
+    Args:
+        name: a name for logs, traces and fleet workers.
+        instructions: the system prompt.
+        provider: the model provider (see :func:`wingman_actors.providers.new_provider`).
+        tools: tools the model may call: :class:`~wingman_actors.tools.Tool` objects, or
+            names of built-ins (``"bash"``, ``"read"``, ``"write"``, ``"edit"``, ``"glob"``,
+            ``"grep"``, ``"webfetch"``).
+        output_schema: a pydantic model class (or any type pydantic can validate, or a
+            JSON Schema dict) the final answer must match; the result's ``output`` holds the
+            validated object.
+        max_steps: the most model calls with tools per run (default 50); when reached,
+            one last call without tools asks for the answer.
+        max_tokens: per-request output token cap (else the provider's option).
+        temperature: per-request temperature (else the provider's option).
+        middleware: hooks run at the six stages of the loop, in order.
+        max_tool_result_chars: tool results longer than this are truncated in history.
+        tool_concurrency: tool calls of one step run concurrently, at most this many at once.
+        delegates: an :class:`~wingman_actors.orchestration.AgentRegistry` of agents this
+            one may hand tasks to: adds the tools ``list_agents`` and ``delegate`` and an
+            "Available agents" section to the system prompt.
+        max_delegation_depth: how deep a tree of delegations started by this agent may grow
+            (its children are depth 1); the root agent's limit bounds the whole tree.
+        skills: folders holding a ``SKILL.md`` (YAML front matter ``name`` and
+            ``description``, then the instructions): adds the tool ``load_skill`` and a
+            "Skills" section to the system prompt. Bad folders fail here, not at run time.
+        context_budget: the most (estimated) input tokens of one request; older turns are
+            left out of requests to stay under it (see :mod:`wingman_actors.agents._context_budget`).
+        compactor: with ``context_budget``, a provider that summarises the left-out turns
+            into one message (one extra model call each time, counted in the usage).
+    """
+
+    name: str
+    _: dataclasses.KW_ONLY
+    instructions: str = ""
+    provider: Provider | None = None
+    tools: Sequence[Tool | str] = ()
+    output_schema: Any = None
+    max_steps: int | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    middleware: Sequence[Middleware] = ()
+    max_tool_result_chars: int = 50_000
+    tool_concurrency: int = 10
+    # Cooperation (wingman_actors.orchestration): delegation and skills.
+    delegates: AgentRegistry | None = None
+    max_delegation_depth: int = 3
+    skills: Sequence[str | os.PathLike[str]] = ()
+    # Long sessions: fit every request to a token budget (context_budget.py).
+    context_budget: int | None = None
+    compactor: Provider | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError("Agent needs a non-empty name, e.g. Agent('researcher', ...)")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ValueError(f"agent {self.name!r}: max_steps must be >= 1, got {self.max_steps}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"agent {self.name!r}: max_tokens must be >= 1, got {self.max_tokens}")
+        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
+            raise ValueError(f"agent {self.name!r}: temperature must be within 0..2, got {self.temperature}")
+        if not 1 <= self.tool_concurrency <= 10:
+            raise ValueError(
+                f"agent {self.name!r}: tool_concurrency must be within 1..10, got {self.tool_concurrency}"
+            )
+        if self.max_tool_result_chars < 100:
+            raise ValueError(f"agent {self.name!r}: max_tool_result_chars must be >= 100")
+        if self.context_budget is not None and (
+            isinstance(self.context_budget, bool) or not isinstance(self.context_budget, int) or self.context_budget < 256
+        ):
+            raise ValueError(
+                f"agent {self.name!r}: context_budget must be a number of tokens >= 256, got {self.context_budget!r}"
+            )
+        if self.compactor is not None and self.context_budget is None:
+            raise ValueError(
+                f"agent {self.name!r}: compactor= summarises what context_budget leaves out; set context_budget too"
+            )
+        if isinstance(self.tools, str | bytes) or not isinstance(self.tools, Iterable):
+            raise TypeError(f"agent {self.name!r}: tools must be a list of tools or built-in names")
+        resolved = tuple(builtin_tool(t) if isinstance(t, str) else t for t in self.tools)
+        extra: Sequence[Tool] = ()
+        sections: tuple[Any, ...] = ()
+        if self.delegates is not None or self.skills:
+            # Imported here: orchestration is a layer above agents and builds on them.
+            from ..orchestration._equip import equip
+
+            extra, sections = equip(self)
+        object.__setattr__(self, "_sections", sections)
+        # Refuses duplicate names and non-tools with a clear message; kept, since the tools
+        # never change, for every session of this agent to share.
+        object.__setattr__(self, "_registry", ToolRegistry((*resolved, *extra)))
+        object.__setattr__(self, "tools", resolved)
+        object.__setattr__(self, "middleware", tuple(self.middleware))
+        if self.output_schema is not None:
+            from ._structured import OutputSchema
+
+            OutputSchema.of(self.output_schema)  # fails now, not at the first run
+
+    @property
+    def tool_registry(self) -> ToolRegistry:
+        """The agent's tools by name (built once, when the agent was made)."""
+        registry: ToolRegistry = self.__dict__["_registry"]
+        return registry
+
+    @property
+    def system_prompt(self) -> str:
+        """The instructions, plus the sections delegation and skills add (agents, skills)."""
+        sections = self.__dict__["_sections"]
+        if not sections:
+            return self.instructions
+        parts = [self.instructions] if self.instructions else []
+        parts += [text for section in sections if (text := section())]
+        return "\n\n".join(parts)
+
+    @property
+    def steps_limit(self) -> int:
+        """``max_steps``, or the default when unset."""
+        return self.max_steps if self.max_steps is not None else DEFAULT_MAX_STEPS
+
+    def with_overrides(self, **changes: Any) -> Agent:
+        """A copy with some fields changed, e.g. ``agent.with_overrides(instructions=...)``."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(f"Agent has no field(s) {sorted(unknown)}")
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self) -> str:
+        tools = [t.name for t in self.tools if not isinstance(t, str)]
+        return f"Agent(name={self.name!r}, provider={self.provider!r}, tools={tools})"

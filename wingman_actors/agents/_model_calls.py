@@ -1,0 +1,64 @@
+"""One model call of a session run, blocking or streamed, under the run's cancel token
+(the provider's waits and retries stop when it is cancelled or its deadline passes) and,
+when OpenTelemetry is in use, inside a ``chat`` span.
+
+Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+from .._cancel import CancelToken, cancel_scope
+from .._cancel import _current as _current_token  # set inline below: no scope object per call
+from ..core import InferenceRequest, InferenceResponse, StreamEvent
+from ..integrations import otel
+from ..providers._base import Provider
+
+__all__ = ["infer", "infer_stream", "traced_infer"]
+
+
+def infer(provider: Provider, request: InferenceRequest, token: CancelToken) -> InferenceResponse:
+    """One blocking call; raises if the run was cancelled or timed out meanwhile."""
+    reset = _current_token.set(token)  # what ``with cancel_scope(token):`` does, without its object
+    try:
+        response = provider.run_inference(request)
+    finally:
+        _current_token.reset(reset)
+    token.check()
+    return response
+
+
+def infer_stream(
+    provider: Provider, request: InferenceRequest, token: CancelToken
+) -> Generator[StreamEvent, None, InferenceResponse]:
+    """One streamed call: yields the provider's events, returns the whole response."""
+    with cancel_scope(token):
+        events = provider.stream_inference(request)
+        try:
+            for event in events:
+                yield event
+                token.check()
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+        return events.response
+
+
+def traced_infer(
+    spans: otel.SessionSpans, provider: Provider, request: InferenceRequest, token: CancelToken, stream: bool
+) -> Generator[StreamEvent, None, InferenceResponse]:
+    """:func:`infer` or :func:`infer_stream` inside the run's ``chat`` span."""
+    chat = spans.chat(request)
+    try:
+        if stream:
+            response = yield from infer_stream(provider, request, token)
+        else:
+            with chat.current():
+                response = infer(provider, request, token)
+    except BaseException as exc:
+        chat.failed(exc)
+        raise
+    chat.done(response)
+    return response

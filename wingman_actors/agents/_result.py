@@ -1,0 +1,194 @@
+"""What a session run returns: the result, its tool calls and its per-step trace.
+
+A tool that runs other agents (delegation) reports their runs with
+:func:`report_child_run`; the session hangs them under that tool call's
+:class:`StepTrace` (``children``) and adds their usage to its own, so a result is a tree
+a user can walk (:meth:`Result.walk`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._trusted import built, fields_set
+from ..core import Message, StopReason, Usage
+
+__all__ = [
+    "ChildRun", "Result", "StepTrace", "ToolCall", "collect_child_runs", "model_step", "report_child_run", "run_result",
+]
+
+
+class ToolCall(BaseModel):
+    """One tool call made during a run, with its outcome."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    output: str = ""
+    is_error: bool = False
+    duration_s: float = 0.0
+
+
+class StepTrace(BaseModel):
+    """One entry of a run's trace: a model call or a tool execution."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["model", "tool"]
+    name: str
+    step: int
+    input: Any = None
+    output: Any = None
+    usage: Usage = Field(default_factory=Usage)
+    duration_s: float = 0.0
+    is_error: bool = False
+    children: list[ChildRun] = Field(default_factory=list)
+    """Runs this tool call started (delegated agents), in the order it reported them."""
+
+
+class ChildRun(BaseModel):
+    """A run of another agent started by a tool call, e.g. one task of ``delegate``.
+
+    Attributes:
+        agent: the name of the agent that ran.
+        task: the message it was given.
+        result: its result, when it finished.
+        error: why it did not finish (failed or cancelled), else None.
+        depth: its delegation depth (1 for a task handed out by a root agent).
+        messages: its conversation; each message's ``sender`` says who wrote it.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    agent: str
+    task: str
+    result: Result | None = None
+    error: str | None = None
+    depth: int = 1
+    messages: list[Message] = Field(default_factory=list)
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens the child used (its own children's included); none when it failed."""
+        return self.result.usage if self.result is not None else Usage()
+
+
+class Result(BaseModel):
+    """The outcome of :meth:`Session.run`.
+
+    Attributes:
+        response: the final answer's text.
+        output: the validated object when the agent has an ``output_schema``, else the text.
+        tool_calls: every tool call of the run, in the order the model made them.
+        usage: tokens summed over every model call of the run.
+        steps: how many model calls the run made.
+        stop_reason: why the last model call stopped.
+        max_steps_reached: True when the step limit forced a final call without tools.
+        trace: per-step records (kind, name, input, output, usage, duration).
+        duration_s: wall time of the run.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    response: str = ""
+    output: Any = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    steps: int = 0
+    stop_reason: StopReason = "end_turn"
+    max_steps_reached: bool = False
+    trace: list[StepTrace] = Field(default_factory=list)
+    duration_s: float = 0.0
+
+    @property
+    def child_runs(self) -> list[ChildRun]:
+        """The runs this run's tool calls started (direct children only), in trace order."""
+        return [child for entry in self.trace for child in entry.children]
+
+    def walk(self) -> Iterator[ChildRun]:
+        """Every run below this one, depth first (children, then their children...)."""
+        for child in self.child_runs:
+            yield child
+            if child.result is not None:
+                yield from child.result.walk()
+
+
+StepTrace.model_rebuild()
+ChildRun.model_rebuild()
+
+_MODEL_STEP_SET = fields_set(StepTrace, ("kind", "name", "step", "input", "output", "usage", "duration_s"))
+_RESULT_SET = fields_set(Result, Result.model_fields)
+_STOP_REASONS = frozenset(get_args(StopReason))
+
+
+def model_step(name: str, step: int, input: int, output: str | None, usage: Usage, duration_s: float) -> StepTrace:
+    """``StepTrace(kind="model", name=..., ...)``, the trace entry of one model call of a
+    session, built without validating what the session made itself (a value of another
+    type, say a provider's non-str ``model``, goes through validation as before)."""
+    if type(name) is not str or not isinstance(usage, Usage) or not (output is None or type(output) is str):
+        return StepTrace(
+            kind="model", name=name, step=step, input=input, output=output, usage=usage, duration_s=duration_s
+        )
+    values = {
+        "kind": "model", "name": name, "step": step, "input": input, "output": output, "usage": usage,
+        "duration_s": duration_s, "is_error": False, "children": [],
+    }
+    return built(StepTrace, values, _MODEL_STEP_SET)
+
+
+def run_result(
+    response: str, output: Any, tool_calls: list[ToolCall], usage: Usage, steps: int, stop_reason: StopReason,
+    max_steps_reached: bool, trace: list[StepTrace], duration_s: float,
+) -> Result:
+    """``Result(...)`` with every field, as a session run ends, built without validating
+    what the session made itself (values of other types are validated as before)."""
+    if type(response) is not str or not isinstance(usage, Usage) or stop_reason not in _STOP_REASONS:
+        return Result(
+            response=response, output=output, tool_calls=tool_calls, usage=usage, steps=steps,
+            stop_reason=stop_reason, max_steps_reached=max_steps_reached, trace=trace, duration_s=duration_s,
+        )
+    values = {
+        "response": response, "output": output, "tool_calls": tool_calls, "usage": usage, "steps": steps,
+        "stop_reason": stop_reason, "max_steps_reached": max_steps_reached, "trace": trace, "duration_s": duration_s,
+    }
+    return built(Result, values, _RESULT_SET)
+
+_collector: contextvars.ContextVar[list[ChildRun] | None] = contextvars.ContextVar(
+    "wingman_child_runs", default=None
+)
+
+
+def report_child_run(child: ChildRun) -> None:
+    """Attach ``child`` to the tool call being executed (no-op outside a session's tool call).
+
+    Call it from the thread (or context) that runs the tool.
+    """
+    runs = _collector.get()
+    if runs is not None:
+        runs.append(child)
+
+
+class collect_child_runs:  # lower-case: used like a function, `with collect_child_runs() as runs:`
+    """Collect the :class:`ChildRun` objects reported inside the ``with`` block.
+
+    The session wraps each tool execution in one; a nested block (a child's own tool
+    call) collects separately, so each run sees only its direct children.
+    """
+
+    __slots__ = ("_reset", "runs")
+
+    def __init__(self) -> None:
+        self.runs: list[ChildRun] = []
+
+    def __enter__(self) -> list[ChildRun]:
+        self._reset = _collector.set(self.runs)
+        return self.runs
+
+    def __exit__(self, *exc: object) -> None:
+        _collector.reset(self._reset)

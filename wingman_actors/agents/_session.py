@@ -1,0 +1,430 @@
+"""Session: the agentic loop, blocking (:meth:`Session.run`) and streaming
+(:meth:`Session.run_stream`).
+
+One run: add the user message; then repeatedly call the model, add its answer, execute its
+tool calls (concurrently, results back in call order) and add the results, until the model
+answers without tools. At ``max_steps`` one final call without tools asks for the answer.
+
+Example:
+    >>> from wingman_actors import Agent, Session
+    >>> from wingman_actors.testing import ScriptedProvider
+    >>> session = Session(Agent("a", provider=ScriptedProvider(["Paris."])))
+    >>> session.run("Capital of France?").response
+    'Paris.'
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+import weakref
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+from .._cancel import CancelToken, cancel_scope, current_token
+from .._interrupts import current_scope
+from ..core import (
+    ContentBlock,
+    InferenceRequest,
+    InferenceResponse,
+    Message,
+    StreamEvent,
+    StreamEventType,
+    Usage,
+    session_request,
+)
+from ..errors import AgentError, ErrorKind
+from ..integrations import otel
+from ..providers._base import Provider
+from ..tools import ToolContext
+from ._agent import Agent
+from ._context_budget import ContextWindow
+from ._middleware import RunContext
+from ._model_calls import infer, infer_stream, traced_infer
+from ._result import Result, StepTrace, ToolCall, model_step, run_result
+from ._structured import OutputSchema, OutputValidationError
+from ._tool_steps import ToolStep
+
+__all__ = ["Result", "Session", "SessionStream"]
+
+_LIMIT_NOTE = (
+    "You have reached the maximum number of steps for this task. Do not call any more tools: "
+    "give your final answer now, using what you have."
+)
+
+RunGen = Generator[StreamEvent, None, Result]
+
+_ID_PREFIX = os.urandom(8).hex()
+_id_counter = itertools.count(1)
+
+
+def _reseed_ids() -> None:  # a forked child must not repeat its parent's ids
+    global _ID_PREFIX, _id_counter
+    _ID_PREFIX = os.urandom(8).hex()
+    _id_counter = itertools.count(1)
+
+
+os.register_at_fork(after_in_child=_reseed_ids)
+
+
+def _new_session_id() -> str:
+    """32 hex digits, unique: a random per-process prefix and a counter (a fresh
+    ``os.urandom`` per session costs a system call on every fleet task)."""
+    return f"{_ID_PREFIX}{next(_id_counter):016x}"
+
+
+class SessionStream:
+    """The events of a streamed run; :meth:`result` once iteration has ended.
+
+    Iterate it once. If the run fails, an ``error`` event is yielded and then the error is
+    raised from the iteration.
+    """
+
+    def __init__(self, gen: RunGen, on_close: Any = None) -> None:
+        self._gen = gen
+        self._result: Result | None = None
+        self._error: BaseException | None = None
+        self._on_close = on_close
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        try:
+            self._result = yield from self._gen
+        except BaseException as exc:
+            self._error = exc
+            raise
+        finally:
+            self._gen.close()
+
+    def result(self) -> Result:
+        """The run's result; raises the run's error if it failed."""
+        if self._error is not None:
+            raise self._error
+        if self._result is None:
+            raise RuntimeError("the stream has not finished: iterate it to the end first")
+        return self._result
+
+
+class Session:
+    """A conversation with an agent: history plus the loop that extends it.
+
+    Args:
+        agent: the agent to run.
+        work_dir: where tools work (file tools are confined to it); default the cwd.
+        history: messages to start from (e.g. a stored conversation).
+        id: the session's id (generated when not given).
+
+    A session runs one message at a time; use one session per concurrent conversation.
+    Close it (or use it as a context manager) to release tool resources such as the
+    persistent bash shell.
+    """
+
+    __slots__ = (
+        "__weakref__", "_busy", "_schema", "_spans", "_token", "_tool_ctx", "_tools", "_window", "_work_dir", "agent",
+        "history", "id",
+    )
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        work_dir: str | Path | None = None,
+        history: list[Message] | None = None,
+        id: str | None = None,
+    ) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"Session needs an Agent, got {type(agent).__name__}")
+        self.agent = agent
+        self.id = id or _new_session_id()
+        if work_dir is not None and not Path(work_dir).is_dir():
+            raise ValueError(f"work_dir {str(work_dir)!r} is not an existing directory")
+        self._work_dir = Path(work_dir).resolve() if work_dir is not None else None
+        self.history: list[Message] = list(history or [])
+        self._tools = agent.tool_registry
+        self._schema = OutputSchema.of(agent.output_schema) if agent.output_schema is not None else None
+        self._tool_ctx: ToolContext | None = None
+        self._busy = threading.Lock()
+        self._token: CancelToken | None = None
+        self._spans: otel.SessionSpans | None = None
+        self._window = (
+            ContextWindow(agent.context_budget, agent.compactor, agent.name) if agent.context_budget is not None else None
+        )
+
+    @property
+    def work_dir(self) -> Path:
+        """Where the session's tools work (the current directory when none was given)."""
+        return self._work_dir if self._work_dir is not None else Path.cwd()
+
+    # -- public API -------------------------------------------------------------------
+
+    def run(
+        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None
+    ) -> Result:
+        """Run the loop on ``message`` and return the :class:`Result`.
+
+        ``parent_token``: the run also stops when this token is cancelled or its deadline
+        passes (a delegating agent passes its own run's token to the runs it starts).
+
+        Raises:
+            AgentError: the provider failed (after its retries), the run timed out
+                (``kind=timeout``), was cancelled, or the structured output stayed invalid.
+        """
+        # Drives the loop itself rather than through _run: one generator less per run.
+        ctx, provider, msg = self._open(message, timeout, parent_token)
+        result: Result | None = None
+        failure: BaseException | None = None
+        try:
+            loop = self._loop(ctx, provider, msg, False)
+            try:
+                while True:
+                    next(loop)
+            except StopIteration as stop:
+                result = stop.value
+                return stop.value  # type: ignore[no-any-return]  # the loop returns a Result
+            finally:
+                loop.close()
+        except Exception as exc:
+            failure = exc
+            raise
+        finally:
+            self._close(ctx.token, result, failure)
+
+    def run_stream(
+        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None
+    ) -> SessionStream:
+        """Run the loop on ``message``, streaming provider events and ``tool_start`` /
+        ``tool_end`` events; call ``.result()`` on the stream after iterating it."""
+        return SessionStream(self._run(message, timeout=timeout, stream=True, parent_token=parent_token))
+
+    def cancel(self, reason: str = "cancelled by caller") -> None:
+        """Cancel the run in progress (from another thread); it stops at its next boundary."""
+        token = self._token
+        if token is not None:
+            token.cancel(reason)
+
+    def close(self) -> None:
+        """Release tool resources (the bash shell...). The session stays usable."""
+        ctx, self._tool_ctx = self._tool_ctx, None
+        if ctx is not None:
+            ctx.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def _open(
+        self, message: str | Message, timeout: float | None, parent_token: CancelToken | None
+    ) -> tuple[RunContext, Provider, Message]:
+        """Start a run: the session is taken, the run's token and spans made."""
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError(
+                f"session {self.id} is already running a message; use one Session per concurrent conversation"
+            )
+        token: CancelToken | None = None
+        try:
+            provider = self.agent.provider
+            if provider is None:
+                raise AgentError(
+                    f"agent {self.agent.name!r} has no provider: pass provider=new_provider(...) to Agent",
+                    kind=ErrorKind.INVALID,
+                )
+            msg = Message.user(message) if isinstance(message, str) else message
+            # A child of the caller's token: the delegating parent's, else the current one
+            # (cancelling a formation node's attempt reaches this run even before it begins).
+            token = CancelToken(timeout=timeout, parent=parent_token if parent_token is not None else current_token())
+            self._token = token
+            self._spans = otel.session_spans(self.agent.name, provider, self.id)
+        except BaseException:
+            self._token = None
+            if token is not None:
+                token.release()
+            self._busy.release()
+            raise
+        return RunContext(self.agent, self.id, self.history, token), provider, msg
+
+    def _close(self, token: CancelToken, result: Result | None, failure: BaseException | None) -> None:
+        """End a run started by :meth:`_open` (``failure``: what it raised, if anything)."""
+        spans = self._spans
+        try:
+            if spans is not None:
+                spans.end(result.usage if result is not None else None, failure)
+        finally:
+            self._spans = None
+            self._token = None
+            token.release()  # the parent (a fleet's run, a delegating run) lets it go
+            self._busy.release()
+
+    def _run(
+        self, message: str | Message, *, timeout: float | None, stream: bool, parent_token: CancelToken | None = None
+    ) -> RunGen:
+        ctx, provider, msg = self._open(message, timeout, parent_token)
+        result: Result | None = None
+        failure: BaseException | None = None
+        try:
+            result = yield from self._loop(ctx, provider, msg, stream)
+        except AgentError as exc:
+            failure = exc
+            if stream:
+                yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind=exc.kind.value)
+            raise
+        except Exception as exc:
+            failure = exc
+            if stream:
+                yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind="agent")
+            raise
+        finally:
+            self._close(ctx.token, result, failure)
+        return result
+
+    def _loop(self, ctx: RunContext, provider: Provider, msg: Message, stream: bool) -> RunGen:
+        started = time.perf_counter()
+        mws = self.agent.middleware
+        for mw in mws:
+            msg = mw.before_agent(ctx, msg) or msg
+        prompt_index = len(self.history)
+        self.history.append(msg)
+        instructions = self.agent.system_prompt
+        if self._schema is not None:
+            instructions = (instructions + "\n\n" if instructions else "") + self._schema.instruction()
+        calls: list[ToolCall] = []
+        trace: list[StepTrace] = []
+        usage: Usage | None = None
+        limit = self.agent.steps_limit
+        limit_hit = False
+        corrected = False
+        step = 0
+        scope = current_scope()  # a journalled formation visit: model responses are journalled
+        if scope is not None and not scope.owns(self.id):
+            scope = None
+        while True:
+            ctx.token.check()
+            step += 1
+            ctx.step = step
+            with_tools = step <= limit and len(self._tools) > 0
+            if step > limit and not limit_hit:
+                limit_hit = True
+                self._add_user_text(_LIMIT_NOTE)
+            request = session_request(
+                list(self.history), self._tools.definitions() if with_tools else [], instructions,
+                self._schema.schema if self._schema is not None else None, self.agent.max_tokens, self.agent.temperature,
+            )
+            if self._window is not None:
+                with cancel_scope(ctx.token):
+                    request, spent = self._fit(request, prompt_index, step, trace)
+                if spent is not None:
+                    usage = spent if usage is None else usage + spent
+            for mw in mws:
+                request = mw.before_model(ctx, request) or request
+            t0 = time.perf_counter()
+            replayed = scope.next_reply() if scope is not None else None
+            if replayed is not None:  # resumed after an interrupt: this call was made before
+                response = replayed
+            elif self._spans is not None:
+                response = yield from traced_infer(self._spans, provider, request, ctx.token, stream)
+            elif stream:
+                response = yield from infer_stream(provider, request, ctx.token)
+            else:
+                response = infer(provider, request, ctx.token)
+            if scope is not None and replayed is None:
+                scope.record_reply(response)
+            for mw in mws:
+                response = mw.after_model(ctx, response) or response
+            content = response.content
+            if len(content) == 1 and content[0].type == "text":  # the common answer: one text block
+                tool_uses: list[ContentBlock] = []
+            else:
+                tool_uses = response.tool_calls
+            if tool_uses and not with_tools:
+                # Tools were not offered (final call); drop stray calls rather than loop.
+                kept = [b for b in response.content if b.type != "tool_use"]
+                response = response.model_copy(update={"content": kept, "stop_reason": "end_turn"})
+                tool_uses = []
+            # Responses are immutable, so a one-step run's usage is its response's.
+            usage = response.usage if usage is None else usage + response.usage
+            ctx.usage = usage
+            self.history.append(response.to_message(sender=self.agent.name))
+            text = response.text
+            trace.append(
+                model_step(
+                    self._model_name(response), step, len(request.messages), text or None, response.usage,
+                    time.perf_counter() - t0,
+                )
+            )
+            if tool_uses:
+                traced = len(trace)
+                tools = ToolStep(self.agent, self._tools, self._spans, self._context(ctx.token))
+                results = yield from tools.run(ctx, tool_uses, step, calls, trace, stream)
+                # Runs the tools started (delegated agents) count towards this run's usage.
+                usage = sum((entry.usage for entry in trace[traced:] if entry.children), usage)
+                ctx.usage = usage
+                self.history.append(Message.tool_results(results))
+                continue
+            output: Any = text
+            if self._schema is not None:
+                try:
+                    output = self._schema.validate_text(text)
+                except OutputValidationError as exc:
+                    if corrected:
+                        raise AgentError(
+                            f"agent {self.agent.name!r}: the answer does not match the output schema "
+                            f"after one corrective retry: {exc}",
+                            kind=ErrorKind.INVALID,
+                        ) from exc
+                    corrected = True
+                    self._add_user_text(
+                        f"Your answer does not match the required output schema: {exc}. "
+                        "Reply again with only a JSON document that matches the schema."
+                    )
+                    continue
+            result = run_result(
+                text, output, calls, usage, step, response.stop_reason, limit_hit, trace,
+                time.perf_counter() - started,
+            )
+            for mw in mws:
+                result = mw.after_agent(ctx, result) or result
+            return result
+
+    def _fit(
+        self, request: InferenceRequest, prompt_index: int, step: int, trace: list[StepTrace]
+    ) -> tuple[InferenceRequest, Usage | None]:
+        """Fit the request to the agent's context budget; a compaction goes into the trace
+        and its usage is returned."""
+        assert self._window is not None
+        t0 = time.perf_counter()
+        spans = self._spans
+        fitted = self._window.fit(request, prompt_index, call=spans.traced_call if spans is not None else None)
+        compaction = fitted.compaction
+        if compaction is None:
+            return fitted.request, None
+        trace.append(
+            StepTrace(
+                kind="model", name=f"compact {self._model_name(compaction)}", step=step, input=fitted.dropped,
+                output=compaction.text, usage=compaction.usage, duration_s=time.perf_counter() - t0,
+            )
+        )
+        return fitted.request, compaction.usage
+
+    def _add_user_text(self, text: str) -> None:
+        self.history.append(Message.user(text))
+
+    def _model_name(self, response: InferenceResponse) -> str:
+        provider = self.agent.provider
+        return response.model or getattr(provider, "model", "") or getattr(provider, "id", "model")
+
+    # -- tools ------------------------------------------------------------------------
+
+    def _context(self, token: CancelToken) -> ToolContext:
+        if self._tool_ctx is None:
+            self._tool_ctx = ToolContext(self.work_dir, token=token)
+            # A session dropped without close() still releases its tools (the bash shell)
+            # when collected. Registered here, not in __init__: most sessions never run a
+            # tool, and a finaliser on every one of them costs each fleet task.
+            weakref.finalize(self, self._tool_ctx.close)
+        self._tool_ctx.token = token
+        return self._tool_ctx

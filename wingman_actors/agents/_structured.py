@@ -1,0 +1,111 @@
+"""Structured output: turning an agent's ``output_schema`` into a JSON Schema for the model
+and validating the final answer against it."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..errors import OutputValidationError  # defined with the other errors; kept importable here
+
+__all__ = ["OutputSchema", "OutputValidationError", "extract_json"]
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
+
+
+def extract_json(text: str) -> str:
+    """The JSON document in ``text``: the whole text, a fenced block, or the outermost braces."""
+    stripped = text.strip()
+    if stripped[:1] in "{[" and stripped[-1:] in "}]":
+        return stripped
+    m = _FENCE.search(text)
+    if m:
+        return m.group(1).strip()
+    for open_, close in (("{", "}"), ("[", "]")):
+        start, end = text.find(open_), text.rfind(close)
+        if 0 <= start < end:
+            return text[start : end + 1]
+    return stripped
+
+
+@dataclass(frozen=True)
+class OutputSchema:
+    """A validated wrapper around an ``output_schema``: a type pydantic can validate
+    (usually a ``BaseModel`` subclass) or a JSON Schema dict."""
+
+    source: Any
+    adapter: TypeAdapter[Any] | None
+    schema: dict[str, Any]
+
+    @classmethod
+    def of(cls, source: Any) -> OutputSchema:
+        if isinstance(source, OutputSchema):
+            return source
+        if not isinstance(source, dict):
+            try:
+                return _cached_of(source)
+            except TypeError as exc:
+                if "unhashable" not in str(exc):
+                    raise
+        return cls._build(source)
+
+    @classmethod
+    def _build(cls, source: Any) -> OutputSchema:
+        if isinstance(source, dict):
+            if source.get("type") not in (None, "object", "array", "string", "number", "integer", "boolean"):
+                raise ValueError(f"output_schema dict is not a JSON Schema: type={source.get('type')!r}")
+            return cls(source, None, dict(source))
+        try:
+            adapter: TypeAdapter[Any] = TypeAdapter(source)
+            schema = adapter.json_schema()
+        except Exception as exc:
+            raise TypeError(
+                f"output_schema {source!r} is not a type pydantic can validate "
+                "(use a pydantic BaseModel subclass or a JSON Schema dict)"
+            ) from exc
+        return cls(source, adapter, schema)
+
+    def instruction(self) -> str:
+        """The instruction appended to the system prompt."""
+        return (
+            "When you give your final answer, reply with only a JSON document (no prose, no code "
+            "fences) that matches this JSON Schema:\n" + json.dumps(self.schema, separators=(",", ":"))
+        )
+
+    def validate_text(self, text: str) -> Any:
+        """Parse and validate the answer; raises :class:`OutputValidationError`."""
+        doc = extract_json(text)
+        if self.adapter is not None:
+            try:
+                return self.adapter.validate_json(doc)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
+                )
+                raise OutputValidationError(problems) from exc
+        try:
+            value = json.loads(doc)
+        except json.JSONDecodeError as exc:
+            raise OutputValidationError(f"not valid JSON: {exc}") from exc
+        expected = self.schema.get("type")
+        if expected == "object":
+            if not isinstance(value, dict):
+                raise OutputValidationError(f"expected a JSON object, got {type(value).__name__}")
+            missing = [k for k in self.schema.get("required", []) if k not in value]
+            if missing:
+                raise OutputValidationError(f"missing required field(s): {', '.join(missing)}")
+        elif expected == "array" and not isinstance(value, list):
+            raise OutputValidationError(f"expected a JSON array, got {type(value).__name__}")
+        return value
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_of(source: Any) -> OutputSchema:
+    # Building a TypeAdapter costs far more than a session run; agents built per task
+    # (fleets with per-task instructions) share one per schema type.
+    return OutputSchema._build(source)

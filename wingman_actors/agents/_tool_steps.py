@@ -1,0 +1,191 @@
+"""One step's tool calls in a session run: middleware around each call, the calls run
+(concurrently, at most ``tool_concurrency`` at once, results back in call order), their
+outcomes recorded as :class:`~wingman_actors.agents._result.ToolCall` and
+:class:`~wingman_actors.agents._result.StepTrace` entries (with the runs a delegating tool started).
+
+Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Generator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from ..core import ContentBlock, StreamEvent, StreamEventType, Usage
+from ..errors import AgentError, ErrorKind, ToolError
+from ..integrations import otel
+from ..tools import ToolContext, ToolRegistry
+from ._agent import Agent
+from ._middleware import RunContext
+from ._result import ChildRun, StepTrace, ToolCall, collect_child_runs
+
+__all__ = ["ToolStep"]
+
+_Outcome = tuple[ContentBlock, float, list[ChildRun]]
+
+
+class ToolStep:
+    """The tool calls of one model answer, run for a session's agent.
+
+    Args:
+        agent: the session's agent (its middleware, tool concurrency and result cap).
+        tools: the agent's tools by name.
+        spans: the run's OpenTelemetry spans, or None when not in use.
+        tool_ctx: what tools get (work dir, cancel token, bash shell...).
+    """
+
+    __slots__ = ("agent", "spans", "tool_ctx", "tools")
+
+    def __init__(
+        self, agent: Agent, tools: ToolRegistry, spans: otel.SessionSpans | None, tool_ctx: ToolContext
+    ) -> None:
+        self.agent = agent
+        self.tools = tools
+        self.spans = spans
+        self.tool_ctx = tool_ctx
+
+    def run(
+        self,
+        ctx: RunContext,
+        uses: list[ContentBlock],
+        step: int,
+        calls: list[ToolCall],
+        trace: list[StepTrace],
+        stream: bool,
+    ) -> Generator[StreamEvent, None, list[ContentBlock]]:
+        """Run ``uses``; append to ``calls`` and ``trace``; return the result blocks in call
+        order. Streams ``tool_start`` / ``tool_end`` events when ``stream``."""
+        planned: list[tuple[ContentBlock, ContentBlock | None]] = []
+        for use in uses:
+            call = use
+            short: ContentBlock | None = None
+            for mw in self.agent.middleware:
+                got = mw.before_tool(ctx, call)
+                if got is not None and got.type == "tool_result":
+                    short = got
+                    break
+                if got is not None:
+                    call = got
+            planned.append((call, short))
+            if stream:
+                yield StreamEvent(type=StreamEventType.TOOL_START, block=call)
+        outcomes: list[_Outcome | None] = [None] * len(planned)
+        pending = {i for i, (_, short) in enumerate(planned) if short is None}
+        for i, (_, short) in enumerate(planned):
+            if short is not None:
+                outcomes[i] = (short, 0.0, [])
+        finished_order: list[int] = [i for i in range(len(planned)) if i not in pending]
+        if len(pending) == 1:
+            (i,) = pending
+            outcomes[i] = self.execute(planned[i][0])
+            finished_order.append(i)
+        elif pending:
+            workers = min(len(pending), self.agent.tool_concurrency)
+            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wingman-tools-{self.agent.name}")
+            try:
+                # Each call runs in a copy of this context: tools see the run's context
+                # variables (a delegating agent's depth, for one) as they would inline.
+                futures: dict[Future[_Outcome], int] = {
+                    pool.submit(contextvars.copy_context().run, self.execute, planned[i][0]): i
+                    for i in sorted(pending)
+                }
+                remaining = set(futures)
+                while remaining:
+                    done, remaining = wait(remaining, timeout=ctx.token.remaining(), return_when=FIRST_COMPLETED)
+                    if not done:
+                        ctx.token.check()
+                        continue
+                    for fut in done:
+                        outcomes[futures[fut]] = fut.result()
+                        finished_order.append(futures[fut])
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+        results: list[ContentBlock] = []
+        for i in finished_order:
+            call = planned[i][0]
+            outcome = outcomes[i]
+            assert outcome is not None
+            block, duration, children = outcome
+            for mw in self.agent.middleware:
+                block = mw.after_tool(ctx, call, block) or block
+            outcomes[i] = (block, duration, children)
+            if stream:
+                yield StreamEvent(type=StreamEventType.TOOL_END, block=block, duration_s=duration)
+        for i, (call, _) in enumerate(planned):
+            outcome = outcomes[i]
+            assert outcome is not None
+            block, duration, children = outcome
+            results.append(self.cap(block))
+            calls.append(
+                ToolCall(
+                    id=call.id or "", name=call.name or "", input=dict(call.input or {}),
+                    output=block.content or "", is_error=block.is_error, duration_s=duration,
+                )
+            )
+            trace.append(
+                StepTrace(
+                    kind="tool", name=call.name or "", step=step, input=call.input,
+                    output=block.content, duration_s=duration, is_error=block.is_error,
+                    usage=sum((c.usage for c in children), Usage()) if children else Usage(), children=children,
+                )
+            )
+        ctx.token.check()
+        return results
+
+    def execute(self, call: ContentBlock) -> _Outcome:
+        """One call, with the runs it started (delegation) and, when in use, its span."""
+        spans = self.spans
+        with collect_child_runs() as children:
+            if spans is None:
+                block, duration, _ = self.execute_tool(call)
+            else:
+                found = self.tools.get(call.name or "")
+                with spans.tool(call, found.description if found is not None else "") as span:
+                    block, duration, error = self.execute_tool(call)
+                    span.result(block, error)
+        return block, duration, children
+
+    def execute_tool(self, call: ContentBlock) -> tuple[ContentBlock, float, Exception | None]:
+        """One call: its result block (an error block when the tool failed), its duration
+        and the exception it raised, if any."""
+        t0 = time.perf_counter()
+        name = call.name or ""
+        tool = self.tools.get(name)
+        call_id = call.id or ""
+        if tool is None:
+            text = f"unknown tool {name!r}; available tools: {', '.join(self.tools.names) or 'none'}"
+            return ContentBlock.tool_result_block(call_id, text, is_error=True), time.perf_counter() - t0, None
+        tool_ctx = self.tool_ctx
+        error: Exception | None = None
+        try:
+            if tool_ctx.token is not None:
+                tool_ctx.token.check()
+            out = tool.execute(dict(call.input or {}), tool_ctx)
+            block = ContentBlock.tool_result_block(call_id, out if isinstance(out, str) else str(out))
+        except ToolError as exc:
+            error = exc
+            block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
+        except AgentError as exc:
+            error = exc
+            if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
+                block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
+            else:
+                block = ContentBlock.tool_result_block(call_id, f"Error: {exc}", is_error=True)
+        except Exception as exc:
+            error = exc
+            block = ContentBlock.tool_result_block(
+                call_id, f"Error: tool {name!r} raised {type(exc).__name__}: {exc}", is_error=True
+            )
+        return block, time.perf_counter() - t0, error
+
+    def cap(self, block: ContentBlock) -> ContentBlock:
+        """``block``, its text cut to the agent's ``max_tool_result_chars`` with a note."""
+        text = block.content or ""
+        cap = self.agent.max_tool_result_chars
+        if len(text) <= cap:
+            return block
+        head = text[: cap - 80]
+        marker = f"\n[... tool result truncated: {len(text) - len(head)} of {len(text)} characters omitted ...]"
+        return block.model_copy(update={"content": head + marker})

@@ -1,0 +1,64 @@
+"""The ``blackboard`` parameter of a function node: found, checked and set aside.
+
+A function node that declares a parameter named ``blackboard`` receives the run's
+:class:`~wingman_actors.orchestration.Blackboard` through it (``Formation.start(blackboard=...)``,
+``run(..., blackboard=...)`` or ``submit(..., blackboard=...)``). The parameter is not an
+input: it takes no part in fan-in keyword matching or input type checks, so the plan
+compiles the function as if it were not there.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Literal
+
+from ..orchestration._blackboard import Blackboard
+from ._typecheck import CallableInfo, compatible, type_name
+
+__all__ = ["BOARD_PARAM", "BoardNeed", "board_param"]
+
+BOARD_PARAM = "blackboard"
+"""The parameter name that asks for the run's blackboard."""
+
+BoardNeed = Literal["none", "required", "optional"]
+"""Whether a node function takes the board: not at all, without a default (a run must
+have a board), or with a default (kept when the run has none)."""
+
+_P = inspect.Parameter
+
+
+def board_param(node: str, fn: Any, info: CallableInfo, preds: list[str]) -> tuple[CallableInfo, BoardNeed, list[str]]:
+    """Split the ``blackboard`` parameter off a node function's signature.
+
+    Returns:
+        The signature info without that parameter (what inputs are matched against), whether
+        the function needs a board, and the problems with how the parameter is declared.
+    """
+    sig = info.signature
+    param = None if sig is None else sig.parameters.get(BOARD_PARAM)
+    if sig is None or param is None or param.kind in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD):
+        return info, "none", []
+    where = f"function node {node!r}: parameter {BOARD_PARAM!r} of {info.describe(fn)}"
+    problems: list[str] = []
+    positional = [p for p in sig.parameters.values() if p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)]
+    if param.kind is _P.POSITIONAL_ONLY or (positional and positional[0] is param):
+        problems.append(
+            f"{where} receives the run's Blackboard by keyword, so it cannot be positional-only or the first "
+            f"parameter (which receives the input); put it after the input, or make it keyword-only: "
+            f"`def {getattr(fn, '__name__', 'fn')}(x, *, blackboard: Blackboard)`"
+        )
+    hint = info.annotation(param)
+    if not compatible(Blackboard, hint):
+        problems.append(
+            f"{where} receives the run's Blackboard but is annotated {type_name(hint)}; annotate it "
+            "`blackboard: Blackboard` (or `Blackboard | None = None` to run without a board)"
+        )
+    if BOARD_PARAM in preds:
+        problems.append(
+            f"function node {node!r} has a predecessor named {BOARD_PARAM!r} and a {BOARD_PARAM!r} parameter "
+            "(which receives the run's Blackboard); rename that node"
+        )
+    rest = [p for p in sig.parameters.values() if p is not param]
+    hints = None if info.hints is None else {k: v for k, v in info.hints.items() if k != BOARD_PARAM}
+    stripped = CallableInfo(sig.replace(parameters=rest), hints, info.returns)
+    return stripped, "required" if param.default is param.empty else "optional", problems

@@ -1,0 +1,207 @@
+"""Durable runs: what a running formation with a store journals, and what a resume replays.
+
+:class:`Journal` is the runtime's side of a :class:`~wingman_actors.store.RunStore`: one
+per started formation with ``store=``. The router calls it at the points the store's
+contract names (a run accepted, a visit or fleet item finished, a skip, an interrupt,
+the end of a run). Without a store the router holds None and pays nothing.
+
+:class:`Replay` is what a resumed run knows from its journal: the outputs of the visits
+that finished (fed downstream instead of running the node again), the finished fleet
+items, the skips, the failures taken by error edges, and the answers to interrupts.
+
+A failure taken by error edges is journalled as the visit's last progress value (a dict
+naming the error's class, its message, arguments and the attempts) followed by a skip of
+the visit, so a resume neither retries the node nor loses the failure: it sends the
+handlers a :class:`~.failure.NodeFailure` again (:meth:`Journal.failure`). Exceptions are
+not values the store can journal in general, so the one a resumed handler receives is
+rebuilt: a built-in exception as its own class with its arguments, a
+:class:`~wingman_actors.errors.NodeTimeoutError` as one, any other as a
+:class:`~wingman_actors.errors.FormationRuntimeError` whose message starts with the
+original class name. A store opened with ``allow_pickle=True`` keeps the exception
+itself (pickled) when it comes back from a pickle, and the handler gets it back as it was.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import os
+import pickle
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._interrupts import VisitScope
+from ..errors import FormationRuntimeError, NodeTimeoutError
+from ..store import FormationShape, JournalStore, RunJournal, RunStore, SerializationError
+from ._failure import NodeFailure
+
+__all__ = ["Journal", "Replay", "StoreArg", "open_store"]
+
+_FAILURE = "node_failure"  # the key that marks a progress value as a journalled failure
+_TIMEOUT = f"{NodeTimeoutError.__module__}:{NodeTimeoutError.__qualname__}"
+_PLAIN = (str, int, float, bool, type(None))
+
+StoreArg = JournalStore | str | os.PathLike[str]
+"""What ``store=`` takes: a store, or the path of a SQLite file (a ``RunStore`` is opened)."""
+
+
+def open_store(store: StoreArg) -> tuple[JournalStore, bool]:
+    """The store for ``store=``, and whether the caller opened it (and must close it)."""
+    if isinstance(store, str | os.PathLike):
+        return RunStore(store), True
+    if isinstance(store, JournalStore):
+        return store, False
+    raise TypeError(
+        f"store must be a RunStore (wingman_actors.store.RunStore(path)) or the path of its SQLite file, "
+        f"got {type(store).__name__}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """What a resumed run already has (read from its journal once, at resume).
+
+    Attributes:
+        visits: finished visits' outputs, ``node -> {visit: output}``.
+        items: finished fleet items, ``(node, visit) -> {index: output}``.
+        skipped: skipped visits, ``(node, visit) -> reason``.
+        journal: the whole journal (answers to interrupts, progress).
+        failures: the skipped visits that failed into error edges, ``(node, visit) ->``
+            the record :meth:`Journal.record_failure` wrote.
+    """
+
+    visits: Mapping[str, Mapping[int, Any]]
+    items: Mapping[tuple[str, int], Mapping[int, Any]]
+    skipped: Mapping[tuple[str, int], Any]
+    journal: RunJournal
+    failures: Mapping[tuple[str, int], Mapping[str, Any]]
+
+    @classmethod
+    def of(cls, journal: RunJournal) -> Replay:
+        failures = {}
+        for node, visit in journal.skipped:
+            steps = journal.progress.get((node, visit, None), ())
+            record = next((v for v in reversed(steps) if isinstance(v, dict) and _FAILURE in v), None)
+            if record is not None:
+                failures[(node, visit)] = record
+        return cls(journal.visits, journal.items, journal.skipped, journal, failures)
+
+
+class Journal:
+    """The journalling side of one running formation.
+
+    Args:
+        store: where runs are journalled.
+        owned: close the store when the formation stops (it was opened from a path).
+        name: the formation's name.
+        shape: ``FormationShape.of(formation.graph)``.
+        source: where the formation came from (e.g. its file), recorded on each run.
+        inner_of: for the journal of a formation node's inner formation, the node and how
+            many numbered parts follow its name in the inner run ids (1: ``"<outer run
+            id>/<node>/<visit>"``; 2 for a map's ``.../<visit>/<item>``): each run is
+            begun and claimed as an inner run of the outer run the id names.
+    """
+
+    def __init__(self, store: JournalStore, owned: bool, name: str, shape: FormationShape,
+                 source: str | None = None, inner_of: tuple[str, int] | None = None) -> None:
+        self.store = store
+        self.owned = owned
+        self.name = name
+        self.shape = shape
+        self.source = source
+        self.inner_of = inner_of
+
+    def parent(self, run_id: str | None) -> str | None:
+        """The outer run of the inner run ``run_id`` (None outside a nested formation)."""
+        if self.inner_of is None or run_id is None:
+            return None
+        node, parts = self.inner_of
+        head = run_id.rsplit("/", parts)[0]  # the numbers hold no "/"; the node name may
+        suffix = "/" + node
+        return head[:-len(suffix)] if head.endswith(suffix) and len(head) > len(suffix) else None
+
+    def begin(self, input: Any, run_id: str | None) -> str:
+        """Record a new run (durable on return) and give its id."""
+        parent = self.parent(run_id)
+        if parent is None:
+            return self.store.begin_run(self.name, self.shape, input, run_id=run_id, source=self.source)
+        return self.store.begin_run(self.name, self.shape, input, run_id=run_id, source=self.source, parent=parent)
+
+    def claim(self, run_id: str) -> RunJournal:
+        """Take a run over for resuming (refuses another formation's shape)."""
+        parent = self.parent(run_id)
+        if parent is None:
+            return self.store.claim_run(run_id, self.shape, formation=self.name)
+        return self.store.claim_run(run_id, self.shape, formation=self.name, parent=parent)
+
+    def scope(self, run_id: str, node: str, visit: int, replay: Replay | None, item: int | None = None) -> VisitScope:
+        """The context ``interrupt()`` and agent sessions find while this visit (or this
+        fleet item of it) runs."""
+        progress = functools.partial(self.store.record_progress, run_id, node, visit, item=item)
+        if replay is None:  # a new run (the common case): nothing journalled to replay
+            return VisitScope(run_id, node, visit, (), progress, None, item)
+        journal = replay.journal
+        answers = journal.answers(node, visit, item)
+        # An agent suspended in a tool call continues from its journalled model
+        # responses. A visit that failed or crashed starts its session afresh (a
+        # bad answer replayed would fail it again).
+        replies: list[Any] = []
+        if any((i.node, i.visit, i.item) == (node, visit, item) for i in journal.interrupts):
+            replies = list(journal.progress.get((node, visit, item), ()))
+        return VisitScope(run_id, node, visit, answers, progress, replies, item)
+
+    def record_failure(self, run_id: str, node: str, visit: int, failure: NodeFailure) -> None:
+        """Journal that the visit failed into its node's error edges (see the module docs)."""
+        error = failure.error
+        args = list(error.args) if all(type(a) in _PLAIN for a in error.args) else [str(error)]
+        record = {_FAILURE: f"{type(error).__module__}:{type(error).__qualname__}", "message": str(error),
+                  "args": args, "attempts": failure.attempts}
+        kept = False
+        if _unpickles(error):  # a store that pickles keeps the exception itself
+            try:
+                self.store.record_progress(run_id, node, visit, {**record, "exception": error})
+                kept = True
+            except SerializationError:
+                pass  # a store that does not pickle
+        if not kept:
+            self.store.record_progress(run_id, node, visit, record)
+        self.store.record_skip(run_id, node, visit, f"failed after {failure.attempts} attempt(s) into its error "
+                                                    f"edges: {type(error).__name__}: {error}")
+
+    def failure(self, run_id: str, node: str, input: Any, record: Mapping[str, Any]) -> NodeFailure:
+        """The :class:`NodeFailure` a journalled failure ``record`` stands for (its error
+        rebuilt: see the module docs)."""
+        attempts = int(record["attempts"])
+        error = record.get("exception")
+        if not isinstance(error, BaseException):
+            error = _rebuilt(record, node, attempts, run_id)
+        return NodeFailure(node, error, input, attempts, run_id)
+
+    def close(self) -> None:
+        if self.owned:
+            self.store.close()
+
+
+def _rebuilt(record: Mapping[str, Any], node: str, attempts: int, run_id: str) -> BaseException:
+    path, message = str(record[_FAILURE]), str(record["message"])
+    module, _, name = path.partition(":")
+    if path == _TIMEOUT:
+        return NodeTimeoutError(message, node=node, attempt=attempts, run_id=run_id)
+    cls = getattr(builtins, name, None) if module == "builtins" else None
+    if isinstance(cls, type) and issubclass(cls, BaseException):
+        try:
+            return cls(*record.get("args", [message]))
+        except Exception:  # a signature the journalled arguments do not fit
+            pass
+    return FormationRuntimeError(f"{name}: {message}", node=node, attempts=attempts, run_id=run_id)
+
+
+def _unpickles(error: BaseException) -> bool:
+    """Whether ``error`` survives a pickle round trip (an exception whose ``__init__``
+    takes other arguments than its ``args`` does not, and would break loading the journal)."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return False
+    return True

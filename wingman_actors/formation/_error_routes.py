@@ -1,0 +1,86 @@
+"""Error edges at run time: where a failure goes when its node has error edges.
+
+A node with error edges (``connect(a, handler, on_error=True)``) that fails after its
+retries does not fail the run: :func:`route_failure` journals the failure (a resume must
+not retry it), sends a :class:`~.failure.NodeFailure` along every error edge, and skips
+the node's other out-edges (it produced no output). Its trace says ``failed``. When the
+node succeeds, or is skipped, its error edges are not taken: :func:`skip_error_targets`
+skips their targets along them, as a conditional edge that did not fire.
+
+Kept apart from :mod:`.routing` so its hot path stays as it is: a node without error
+edges never reaches this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from ._failure import NodeFailure
+from ._plan import NodeSpec
+from ._runstate import RunState
+from .events import FormationEventType, emit
+
+if TYPE_CHECKING:
+    from ._routing import Router
+
+__all__ = ["replay_failure", "route_failure", "skip_error_targets"]
+
+log = logging.getLogger("wingman_actors.formation")
+
+
+def route_failure(router: Router, run: RunState, spec: NodeSpec, failure: NodeFailure, visit: int) -> bool:
+    """Journal ``failure`` (visit ``visit`` of ``spec``'s node) and route it along the
+    node's error edges. False when it could not be journalled (the caller fails the run)."""
+    journal = router.journal
+    if journal is not None:
+        try:
+            journal.record_failure(run.id, spec.name, visit, failure)
+        except Exception:
+            log.exception("could not journal the failure of node %r in run %s", spec.name, run.id)
+            return False
+    _take(router, run, spec, failure)
+    return True
+
+
+def replay_failure(router: Router, run: RunState, node: str, visit: int, payload: Any, record: Any) -> None:
+    """A resumed run reached a visit whose journal says it failed into its error edges:
+    route the failure again instead of running the node (``payload`` is the visit's input,
+    ``record`` what :meth:`~.durable.Journal.record_failure` wrote)."""
+    assert router.journal is not None  # only a journalled run replays
+    failure = router.journal.failure(run.id, node, payload, record)
+    now = time.perf_counter()
+    error = f"{type(failure.error).__name__}: {failure.error}"
+    run.own("failures").append((node, failure.attempts, now, now, error))
+    if run.listeners:
+        emit(run.listeners, FormationEventType.NODE_FAILED, run.id, node,
+             {"attempts": failure.attempts, "error": error, "journalled": True})
+    _take(router, run, router.specs[node], failure)
+
+
+def skip_error_targets(router: Router, run: RunState, spec: NodeSpec, why: str) -> None:
+    """``spec``'s node did not fail (it finished, or was skipped): its forward error edges
+    are not taken."""
+    for edge in spec.error_edges:
+        if not edge.back:
+            router.arrive_skip(run, edge.target, spec.name, why)
+
+
+def _take(router: Router, run: RunState, spec: NodeSpec, failure: NodeFailure) -> None:
+    name = spec.name
+    with run.lock:
+        run.own("handled")[name] = time.perf_counter()
+    for edge in spec.error_edges:
+        if edge.back:
+            router.visit(run, edge.target, failure, name)
+        else:
+            router.arrive(run, edge.target, name, failure)
+    why = f"was not taken because {name!r} failed"
+    for edge in spec.out_edges:
+        if not edge.back:
+            router.arrive_skip(run, edge.target, name, why)
+    if router.cyclic:
+        router.finish_one(run)
+    elif spec.is_sink:
+        router.finish_one(run, sink=True)

@@ -1,0 +1,111 @@
+"""A map over a formation: ``add_map(name, formation=sub)`` runs ``sub`` once per item.
+
+A :class:`FormationMapActor` is the node actor of a ``kind="map"`` node carrying
+``formation=`` (instead of ``fn=``). It takes a list, starts one inner run per item (at
+most ``max_workers`` at once, on the inner formation it owns, as a
+:class:`~wingman_actors.formation._nesting.FormationActor` does) and outputs the list of
+the inner runs' outputs in item order.
+
+* Retries: items that finished are kept across the node's retries (``Work.memo``), so a
+  retry reruns only the items that failed.
+* Journalling: each item's inner run is journalled as ``"<run id>/<node>/<visit>/<item>"``
+  and each finished item's output as a fleet item's is, so a resume runs neither again.
+* Interrupts: an item whose inner run suspends suspends the outer run once the other
+  items have finished (the lowest such item first, as for a fleet); the answer reaches
+  that item's inner run when the visit runs again.
+* Events are re-emitted under ``"<node>/<item>/<inner node>"``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import Any
+
+from .._interrupts import RunSuspended, VisitScope
+from ..actors._envelope import Work
+from ..agents._fleet import DEFAULT_MAX_WORKERS
+from ..core import Usage
+from ..errors import FleetItemsError, FormationRuntimeError, PayloadError
+from ._nesting import FormationActor, NestedRunError, inner_run_id
+from ._result import ZERO_USAGE, FormationResult
+
+__all__ = ["FormationMapActor", "map_width"]
+
+
+def map_width(max_workers: int) -> int:
+    """How many items a formation map runs at once (0: up to 100, as for a fleet); the
+    inner formation's nodes get at least as many replicas, so items do not queue."""
+    return max_workers or DEFAULT_MAX_WORKERS
+
+
+class FormationMapActor(FormationActor):
+    """A formation mapped over a list: one inner run per item.
+
+    Args:
+        max_workers: the most items in flight at once (0: up to 100).
+        *args, **kwargs: as for :class:`~wingman_actors.formation._nesting.FormationActor`.
+    """
+
+    def __init__(self, *args: Any, max_workers: int = 0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_workers = map_width(max_workers)
+
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
+        items = env.payload
+        if not isinstance(items, list | tuple):
+            raise PayloadError(
+                f"map node {self.name!r} needs a list input (one run of formation {self.plan.name!r} per item), "
+                f"got {type(items).__name__} from {env.sender!r}"
+            )
+        memo = env.memo if env.memo is not None else {}
+        env.memo = memo
+        todo = deque(i for i in range(len(items)) if i not in memo)
+        observer = self.observer
+        durable = env.scope is not None and self.inner.store is not None and observer is not None
+        running: dict[Future[FormationResult], tuple[int, VisitScope | None]] = {}
+        errors: dict[int, BaseException] = {}
+        usage = ZERO_USAGE
+        try:
+            while todo or running:
+                while todo and len(running) < self.max_workers:
+                    i = todo.popleft()
+                    scope = observer.item_scope(env, i) if durable and observer is not None else None
+                    try:
+                        future = self.start_inner(env, items[i], scope, f"{self.name}/{i}",
+                                                  f"{inner_run_id(env.run_id, self.name, env.visit)}/{i}")
+                    except RunSuspended as signal:
+                        errors[i] = signal
+                        continue
+                    running[future] = (i, scope)
+                if not running:
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    i, scope = running.pop(future)
+                    self._running.remove(future)
+                    try:
+                        result = future.result()  # a cancelled item (the run was) raises: the visit is over
+                    except FormationRuntimeError as exc:
+                        errors[i] = NestedRunError(f"{self.name}/{i}", self.plan.name, exc)
+                        continue
+                    if result.status == "suspended":
+                        assert result.interrupt is not None and scope is not None
+                        errors[i] = RunSuspended(result.interrupt["payload"], scope,
+                                                 f"{self.name}/{i}/{result.interrupt['node']}")
+                        continue
+                    memo[i] = output = self.inner.output_of(result)
+                    if self.inner.uses_tokens:
+                        usage = usage + result.usage
+                    if durable and observer is not None:
+                        observer.item_finished(env, i, output)
+        finally:
+            for future in running:  # the visit ended early (cancelled): stop the items still running
+                future.cancel()
+                self._running.remove(future)
+        if errors:
+            asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
+            if asking:  # one interrupt at a time: the others ask again when the run resumes
+                raise errors[min(asking)]
+            raise FleetItemsError(self.name, len(items), dict(sorted(errors.items())))
+        return [memo[i] for i in range(len(items))], usage if self.inner.uses_tokens else None

@@ -1,0 +1,145 @@
+"""A formation node inside a running formation: a node group with no actor of its own.
+
+A formation node does no work itself: its inner formation's nodes do. So instead of a
+node actor that would wake for each input, submit the inner run and sleep until it
+ends (two thread switches more per visit than the same nodes declared flat), its
+:class:`FormationNode` starts the visit's inner run on the thread that delivers the
+input, and reports the outcome to the router from the thread that finishes the inner
+run, exactly where a node actor would (``started``, ``completed``, ``failed``,
+``suspended``). Supervision treats it as a node whose attempts can be abandoned: a
+retry starts (or, journalled, resumes) the inner run again; a timeout, a cancel or a
+failed run cancels the inner run in progress.
+
+The inner formation is started with the outer formation and stopped with it. Visits do
+not queue: each starts its inner run at once, and the inner formation pipelines them as
+any formation does (its own nodes' ``concurrency`` applies), so a formation node's own
+``concurrency`` has no effect.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import Future
+from typing import Any
+
+from .._interrupts import RunSuspended
+from ..actors._envelope import Work
+from ..errors import FormationRuntimeError
+from ._nesting import InnerFormation, NestedRunError, inner_run_id
+from ._result import FormationResult
+
+__all__ = ["FormationNode"]
+
+log = logging.getLogger("wingman_actors.formation")
+
+
+class FormationNode:
+    """The node group of a formation node (see the module docs).
+
+    Args:
+        inner: the node's inner formation, started.
+        observer: the router (a :class:`~wingman_actors.actors._base.NodeObserver`).
+        notify_start: report each attempt's start (the node has a ``timeout``).
+    """
+
+    replica = 0  # what a failed attempt names as its replica (there is no other)
+
+    def __init__(self, inner: InnerFormation, observer: Any, *, notify_start: bool = False) -> None:
+        self.name = inner.name
+        self.inner = inner
+        self.observer = observer
+        self.notify_start = notify_start
+        self._lock = threading.Lock()
+        self._inflight: dict[Work, Future[FormationResult]] = {}
+
+    def tell(self, work: Work) -> None:
+        """Start the visit's inner run now (on the calling thread)."""
+        run = work.run
+        if run.done:
+            return  # the run ended (failed, cancelled, timed out, stopped): drop its leftovers
+        observer = self.observer
+        attempt = work.attempt
+        if self.notify_start or run.listeners:
+            observer.started(work)
+        started = time.perf_counter()
+        try:
+            future = self.inner.start(work, work.payload, work.scope, self.name,
+                                      inner_run_id(work.run_id, self.name, work.visit))
+        except RunSuspended as signal:
+            observer.suspended(work, attempt, signal)
+            return
+        except Exception as exc:  # e.g. the store failed: the attempt fails, never the caller's thread
+            observer.failed(work, attempt, exc, started, time.perf_counter(), self)
+            return
+        with self._lock:
+            self._inflight[work] = future
+        if run.done:  # cancelled before release() could see it
+            future.cancel()
+        future.add_done_callback(lambda done: self._finished(work, attempt, started, done))
+
+    def _finished(self, work: Work, attempt: int, started: float, future: Future[FormationResult]) -> None:
+        """On the thread that finished the inner run: report the attempt's outcome."""
+        with self._lock:
+            if self._inflight.get(work) is future:
+                del self._inflight[work]
+        observer = self.observer
+        try:
+            if future.cancelled():
+                observer.failed(work, attempt, FormationRuntimeError(
+                    f"the inner run of formation node {self.name!r} was cancelled", node=self.name,
+                    run_id=work.run_id), started, time.perf_counter(), self)
+                return
+            exc = future.exception()
+            if exc is not None:
+                if isinstance(exc, FormationRuntimeError):
+                    exc = NestedRunError(self.name, self.inner.plan.name, exc)
+                    exc.__cause__ = future.exception()
+                observer.failed(work, attempt, exc, started, time.perf_counter(), self)
+                return
+            result = future.result()
+            if result.status == "suspended":
+                observer.suspended(work, attempt, self.inner.suspension(result, work.scope, self.name))
+                return
+            output, usage = self.inner.outcome(work, result)
+            observer.completed(work, attempt, output, usage, started, time.perf_counter())
+        except Exception:  # a callback's error would only be logged by the future: say where
+            log.exception("formation node %r: reporting attempt %d of run %s failed", self.name, attempt,
+                          work.run_id)
+
+    # -- the NodeGroup protocol (supervision and cancellation) ---------------------------
+
+    def restart(self, replica: int, retired: Any) -> None:
+        """Nothing to restart: a retry starts a new inner run."""
+
+    def abandon(self, env: Work, why: str) -> bool:
+        """Cancel the inner run of ``env``'s attempt, if it is in progress."""
+        with self._lock:
+            future = self._inflight.pop(env, None)
+        if future is None:
+            return False
+        future.cancel()
+        return True
+
+    def working_on(self, run: Any) -> bool:
+        with self._lock:
+            return any(work.run is run for work in self._inflight)
+
+    def release(self, run: Any, reason: str, *, abandon: bool) -> list[str]:
+        """Cancel the inner runs of ``run`` in progress."""
+        with self._lock:
+            mine = [(w, f) for w, f in self._inflight.items() if w.run is run]
+            for work, _ in mine:
+                del self._inflight[work]
+        for _, future in mine:
+            future.cancel()
+        return [self.name] if mine else []
+
+    def actors(self) -> Iterable[Any]:
+        return ()
+
+    def close(self) -> None:
+        """Stop the inner formation (with the outer one)."""
+        self.inner.stop()

@@ -1,0 +1,265 @@
+"""Nested formations: a formation run as one node of another (``add_formation``).
+
+:class:`InnerFormation` is a formation node's inner formation, running (a
+:class:`~wingman_actors.formation._runtime.RunningFormation` of its own, on the outer
+formation's backend), and how one visit starts a run on it. Two things drive it:
+
+* inside a formation, a :class:`~wingman_actors.formation._nested_node.FormationNode`
+  (the node's group: no actor of its own, the visit's run starts on the thread that
+  delivers the input and the outer run goes on from the thread that finishes it);
+* :class:`FormationActor`, a node actor that runs one inner run per envelope and waits
+  for it (standalone use, and the base of a map over a formation).
+
+The node's output is the inner single sink's output, or the dict of sink outputs when
+there are several. Its policies (``retries``, ``timeout``, ``on_error``) apply to the
+inner run as a whole, and a cancelled, failed or timed-out outer run cancels its inner run.
+
+* Events: the inner run's node and agent events are re-emitted to the outer run's
+  listeners with ``node`` set to the path (``"outer_node/inner_node"``, deeper nesting
+  adds more parts); the inner run's own ``run_*`` events are not.
+* Journalling: when the outer run is journalled, the inner run is journalled in the same
+  store as the run ``"<outer run id>/<node>/<visit>"``. A visit that runs again (a retry,
+  or a resume after the process died, failed or was cancelled) resumes that inner run
+  instead of beginning it, so its journalled inner visits do not run again; an inner run
+  that had already succeeded gives its journalled outputs.
+* Interrupts: an inner run that suspends suspends the outer run (``interrupt`` names the
+  path of the inner node that asked); the answer given to the outer run's ``resume`` is
+  passed on to the inner run when the visit runs again.
+* Traces: the outer run's ``FormationResult.nodes`` has the formation node's trace (its
+  usage the inner run's), followed by the inner run's traces named by path, marked with
+  ``parent``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from .._interrupts import RunSuspended, VisitScope
+from ..actors._base import NodeActor
+from ..actors._envelope import Work
+from ..core import Usage
+from ..errors import FormationRuntimeError
+from ..store import JournalStore, UnknownRunError
+from ._plan import Plan
+from ._result import FormationResult
+from .events import FormationEvent, FormationEventType, emit
+
+if TYPE_CHECKING:  # only a type: the runtime imports this module
+    from ._runtime import RunningFormation
+
+__all__ = ["FormationActor", "InnerFormation", "NestedRunError", "inner_run_id"]
+
+_RUN_EVENTS = frozenset({
+    FormationEventType.RUN_STARTED, FormationEventType.RUN_FINISHED,
+    FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED,
+})
+
+
+def inner_run_id(run_id: str, node: str, visit: int) -> str:
+    """The id under which a journalled run journals visit ``visit`` of its formation node
+    ``node``: ``"<run id>/<node>/<visit>"``."""
+    return f"{run_id}/{node}/{visit}"
+
+
+class _Forward:
+    """Re-emits an inner run's node events to the outer run's listeners, by path."""
+
+    __slots__ = ("listeners", "prefix", "run_id")
+
+    def __init__(self, listeners: list[Callable[[FormationEvent], None]], run_id: str, path: str) -> None:
+        self.listeners = listeners
+        self.run_id = run_id
+        self.prefix = path + "/"
+
+    def __call__(self, event: FormationEvent) -> None:
+        if event.node is not None and event.type not in _RUN_EVENTS:
+            emit(self.listeners, event.type, self.run_id, self.prefix + event.node, event.data)
+
+
+class InnerFormation:
+    """A formation node's inner formation, started, and the runs visits start on it.
+
+    Args:
+        name: the formation node (the path of its inner events).
+        plan: the inner formation, compiled.
+        launch: builds the inner running formation (not started); the runtime gives it
+            the outer formation's backend, provider, work directory and, for journalled
+            runs, a journal in the outer run's store.
+        store: the store journalled outer runs use (None without one).
+    """
+
+    def __init__(self, name: str, plan: Plan, launch: Callable[[], RunningFormation],
+                 store: JournalStore | None = None) -> None:
+        self.name = name
+        self.plan = plan
+        self.store = store
+        self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
+        # A run of functions only uses no tokens: its usage is not summed (that builds its traces)
+        self.uses_tokens = _uses_tokens(plan)
+        self.running: RunningFormation = launch().start()
+
+    def stop(self) -> None:
+        """Stop the inner formation (its runs still in flight fail)."""
+        self.running.stop()
+
+    def start(self, env: Work, input: Any, scope: VisitScope | None, path: str, run_id: str) -> Future[FormationResult]:
+        """Start one inner run of ``input`` for ``env``: its events re-emitted under
+        ``path``; journalled as ``run_id`` when ``scope`` (the visit's, or an item's) is
+        durable, resumed when a former attempt began it.
+
+        Raises:
+            RunSuspended: the journalled inner run waits for an answer not given yet.
+        """
+        run = env.run
+        listeners = run.listeners if run is not None else None
+        on_event = _Forward(listeners, env.run_id, path) if listeners else None
+        board = getattr(run, "blackboard", None)
+        if scope is None or self.store is None:
+            return self.running.submit(input, on_event=on_event, blackboard=board)
+        return self._durable(input, scope, path, run_id, on_event, board)
+
+    def output_of(self, result: FormationResult) -> Any:
+        """An inner run's output: its single sink's, or the dict of its sinks' outputs."""
+        return result.output if self.single_sink is not None else result.outputs
+
+    def outcome(self, env: Work, result: FormationResult) -> tuple[Any, Usage | None]:
+        """A visit's output and usage from its succeeded inner run (kept for the outer
+        run's traces)."""
+        run = env.run
+        if run is not None:
+            run.own("nested")[self.name] = result
+        return self.output_of(result), result.usage if self.uses_tokens else None
+
+    def suspension(self, result: FormationResult, scope: VisitScope | None, path: str) -> RunSuspended:
+        """The signal that suspends the outer visit (``scope``) for a suspended inner run."""
+        assert result.interrupt is not None and scope is not None
+        return RunSuspended(result.interrupt["payload"], scope, f"{path}/{result.interrupt['node']}")
+
+    def _durable(self, input: Any, scope: VisitScope, path: str, run_id: str, on_event: Any,
+                 board: Any) -> Future[FormationResult]:
+        store = self.store
+        assert store is not None
+        try:
+            record = store.get(run_id)
+        except UnknownRunError:
+            return self.running.submit(input, on_event=on_event, blackboard=board, run_id=run_id)
+        if record.status == "succeeded":  # it finished, and the process died before the outer visit was journalled
+            done: Future[FormationResult] = Future()
+            done.set_result(self._journalled(run_id))
+            return done
+        answer = None
+        pending = record.interrupt
+        if pending is not None:
+            # The scope's answers, in order: the inner run took one per answered
+            # interrupt so far; the next one (if given) answers the pending interrupt.
+            taken = sum(1 for i in store.load(run_id).interrupts if i.answered)
+            if taken >= len(scope.answers):
+                raise RunSuspended(pending.payload, scope, f"{path}/{pending.node}")
+            answer = scope.answers[taken]
+        return self.running.resume(run_id, answer, on_event=on_event, blackboard=board)
+
+    def _journalled(self, run_id: str) -> FormationResult:
+        assert self.store is not None
+        visits = self.store.load(run_id).visits
+        outputs = {s: visits[s][max(visits[s])] for s in self.plan.sinks if visits.get(s)}
+        output = outputs.get(self.single_sink) if self.single_sink is not None else None
+        return FormationResult(run_id, output, outputs, {}, 0.0)
+
+
+class FormationActor(NodeActor):
+    """A formation as a node actor: each envelope is one run of the inner formation,
+    waited for (inside a formation, a formation node is a
+    :class:`~wingman_actors.formation._nested_node.FormationNode` instead; this actor is
+    the base of a map over a formation, and runs a formation node alone).
+
+    Args:
+        plan: the inner formation, compiled.
+        launch, store: as for :class:`InnerFormation`.
+        name, **kwargs: as for :class:`~wingman_actors.actors._base.NodeActor`.
+    """
+
+    runs_in_driver = True
+    """It only drives its inner formation's runs: the Ray backend keeps it in the driver
+    (the inner formation's nodes are Ray actors there)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        launch: Callable[[], RunningFormation],
+        store: JournalStore | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(name or plan.name, **kwargs)
+        self.plan = plan
+        self._running: list[Future[FormationResult]] = []  # the inner runs in progress
+        # Started with the actor (in the thread starting it, so a failure to start is
+        # the starter's), stopped with it.
+        self.inner = InnerFormation(self.name, plan, launch, store)
+
+    @property
+    def interruptible(self) -> bool:
+        return True
+
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        """Cancel the inner runs in progress (called from another thread)."""
+        for future in list(self._running):
+            future.cancel()
+
+    def on_stop(self) -> None:
+        self.inner.stop()
+
+    def on_failure(self, *exc_info: Any) -> None:
+        self.inner.stop()  # a crashed actor gets no on_stop
+
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
+        scope = env.scope
+        future = self.start_inner(env, env.payload, scope, self.name, inner_run_id(env.run_id, self.name, env.visit))
+        try:
+            result = future.result()
+        except FormationRuntimeError as exc:
+            raise NestedRunError(self.name, self.plan.name, exc) from exc
+        finally:
+            self._running.remove(future)
+        if result.status == "suspended":
+            raise self.inner.suspension(result, scope, self.name)
+        return self.inner.outcome(env, result)
+
+    def start_inner(
+        self, env: Work, input: Any, scope: VisitScope | None, path: str, run_id: str
+    ) -> Future[FormationResult]:
+        """:meth:`InnerFormation.start`; the future is in ``_running`` (cancelled by
+        :meth:`interrupt`) until the caller removes it."""
+        future = self.inner.start(env, input, scope, path, run_id)
+        self._running.append(future)
+        run = env.run
+        if run is not None and run.done:  # cancelled before interrupt() could see the future
+            future.cancel()
+        return future
+
+
+def _uses_tokens(plan: Plan) -> bool:
+    """Whether a run of ``plan`` may use tokens: it has an agent or fleet node, here or nested."""
+    return any(s.kind in ("agent", "fleet") or (s.subplan is not None and _uses_tokens(s.subplan))
+               for s in plan.nodes.values())
+
+
+class NestedRunError(Exception):
+    """The inner run of a formation node failed (the outer node's attempt fails with it;
+    the inner :class:`~wingman_actors.errors.FormationRuntimeError` is the cause).
+
+    Attributes:
+        node: the formation node.
+        formation: the inner formation's name.
+        inner: the inner run's error (its ``node`` is the inner node that failed).
+    """
+
+    def __init__(self, node: str, formation: str, inner: FormationRuntimeError) -> None:
+        where = f" at node {node}/{inner.node}" if inner.node else ""
+        super().__init__(f"nested formation {formation!r} failed{where}: {inner.message}")
+        self.node = node
+        self.formation = formation
+        self.inner = inner

@@ -1,0 +1,608 @@
+"""Routing and completion of runs: where a node's output goes, and when a run is over.
+
+Runs on the node threads (no supervisor hop when things go well): a node actor finishes
+an envelope and calls :meth:`Router.completed`, which evaluates the ``when=`` predicates
+of the node's out-edges, joins fan-in per run, propagates skips, and queues the next
+envelope for the next node. The last unit of a run resolves its future: with a result
+(:meth:`Router.complete`), an error (:meth:`Router.fail_run`) or a cancellation
+(:meth:`Router.cancel_run`). Failed attempts go to the supervisor as typed messages.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from ..actors._envelope import Envelope, EnvelopeType, Work
+from ..backends._base import NodeGroup
+from ..core import StreamEvent, StreamEventType, Usage
+from ..errors import FormationRuntimeError, NoRouteError
+from ._error_routes import replay_failure, skip_error_targets
+from ._future import RunFuture
+from ._plan import EdgeSpec, Plan
+from ._result import ZERO_USAGE, FormationResult
+from ._runstate import RunState
+from ._supervision import AttemptFailed, AttemptTimedOut
+from .events import FormationEventType, emit
+
+if TYPE_CHECKING:
+    from .._interrupts import RunSuspended, VisitScope
+    from ..actors._scheduler import Scheduler
+    from ._durable import Journal
+    from ._supervision import Supervision
+
+__all__ = ["Join", "Router"]
+
+_ids = itertools.count(1)
+_WORK = EnvelopeType.WORK
+
+
+_NOTHING: Any = object()  # a predecessor resolved without a value (its edge did not fire, or it was skipped)
+ROUND_OVER: Any = {}  # a join="any" visit has taken every predecessor's resolution (compared by identity)
+
+
+class Join:
+    """The fan-in of one node in one run, visit by visit.
+
+    A visit takes one resolution (a value or a skip) from each forward predecessor. A
+    predecessor that resolves again before the visit is complete (a loop's next
+    iteration arriving early) is queued, oldest first, for the next visit: values of one
+    iteration never meet another's, and none is lost. With ``any``, the visit fires at its
+    first value; the rest of that visit's resolutions are taken and dropped.
+    """
+
+    __slots__ = ("any", "fired", "preds", "queued", "taken", "values")
+
+    def __init__(self, preds: tuple[str, ...], any: bool) -> None:
+        self.preds = len(preds)
+        self.any = any
+        self.values: dict[str, Any] = {}
+        self.taken: set[str] = set()
+        self.fired = False
+        self.queued: deque[tuple[str, Any]] | None = None
+
+    def offer(self, pred: str, value: Any, ready: list[dict[str, Any] | None]) -> None:
+        """Take ``pred``'s resolution into the current visit (or queue it), appending
+        to ``ready`` every visit that fires or is skipped as a result."""
+        if pred in self.taken:
+            if self.queued is None:
+                self.queued = deque()
+            self.queued.append((pred, value))
+            return
+        if self._take(pred, value, ready):
+            self._drain(ready)
+
+    def _take(self, pred: str, value: Any, ready: list[dict[str, Any] | None]) -> bool:
+        self.taken.add(pred)
+        if value is not _NOTHING:
+            if not self.any:
+                self.values[pred] = value
+            elif not self.fired:
+                self.fired = True
+                ready.append({pred: value})
+        if len(self.taken) < self.preds:
+            return False
+        if not self.any:
+            ready.append(self.values or None)
+        else:
+            if not self.fired:
+                ready.append(None)
+            ready.append(ROUND_OVER)
+        self.values = {}
+        self.taken = set()
+        self.fired = False
+        return True
+
+    def _drain(self, ready: list[dict[str, Any] | None]) -> None:
+        queued = self.queued
+        while queued:
+            for i, (pred, value) in enumerate(queued):
+                if pred not in self.taken:
+                    del queued[i]
+                    self._take(pred, value, ready)
+                    break
+            else:
+                return
+
+
+class Router:
+    """Moves outputs along edges and completes runs; the node actors' observer."""
+
+    def __init__(self, plan: Plan, scheduler: Scheduler) -> None:
+        self.name = plan.name
+        self.plan = plan
+        self.specs = dict(plan.nodes)
+        self.order = plan.order
+        self.sinks = plan.sinks
+        self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
+        self.cyclic = any(e.back for e in plan.edges)
+        # A node whose only out-edge is unconditional and leads to a node with only this
+        # predecessor hands its output straight on: the common pipeline step.
+        self.straight: dict[str, str | None] = {}
+        for name, spec in self.specs.items():
+            edges = spec.out_edges
+            nxt = None
+            if len(edges) == 1 and not edges[0].conditional and not edges[0].back and not spec.error_edges:
+                target = edges[0].target
+                if len(self.specs[target].forward_preds) == 1:
+                    nxt = target
+            self.straight[name] = nxt
+        self.nodes: dict[str, NodeGroup] = {}
+        self.runs: dict[str, RunState] = {}
+        self.scheduler = scheduler
+        self.supervision: Supervision  # set by the runtime once both exist
+        self.tell_supervisor: Any = None
+        self.closing = False
+        self.journal: Journal | None = None  # set by the runtime when runs are journalled
+
+    # -- entering a run -----------------------------------------------------------------
+
+    def begin(self, run: RunState) -> None:
+        """Queue the run's input for every source."""
+        input = run.input
+        for source in self.plan.sources:
+            self.visit(run, source, input, "input")
+        if self.cyclic:
+            self.finish_one(run)
+
+    def visit(self, run: RunState, node: str, payload: Any, sender: str) -> None:
+        if run.done:
+            return
+        if run.dropped and node in run.dropped:
+            self.skip(run, node, f"cancelled: {run.dropped[node]!r} (join='any') fired without it")
+            return
+        visits = 1
+        if self.cyclic:
+            spec = self.specs[node]
+            with run.lock:
+                seen = run.own("visits")
+                visits = seen.get(node, 0) + 1
+                seen[node] = visits
+                run.pending += 1
+            if visits > spec.max_visits:
+                self.fail_run(run, FormationRuntimeError(
+                    f"node {node!r} was visited more than max_visits={spec.max_visits} times in run {run.id}: "
+                    "the loop through it did not end; check the when= conditions of its back edges "
+                    "or raise its max_visits",
+                    node=node, attempts=0, run_id=run.id, outputs=run.outputs,
+                ))
+                return
+        journal = self.journal
+        if journal is None:
+            self.nodes[node].tell(Work(Envelope(next(_ids), run.id, sender, _WORK, payload, time.time(), node, run),
+                                       visits))
+            return
+        replay = run.replay
+        if replay is not None:
+            done = replay.visits.get(node)
+            if done is not None and visits in done:
+                self.replayed(run, node, visits, done[visits])
+                return
+            reason = replay.skipped.get((node, visits))
+            if reason is not None:
+                failed = replay.failures.get((node, visits))
+                if failed is not None:  # it failed into its error edges: route the failure again
+                    replay_failure(self, run, node, visits, payload, failed)
+                    return
+                self.skip(run, node, str(reason), str(reason))
+                if self.cyclic:
+                    self.finish_one(run)
+                return
+        work = Work(Envelope(next(_ids), run.id, sender, _WORK, payload, time.time(), node, run), visits)
+        work.scope = journal.scope(run.id, node, visits, replay)
+        if replay is not None:
+            items = replay.items.get((node, visits))
+            if items:
+                work.memo = dict(items)
+        self.nodes[node].tell(work)
+
+    def replayed(self, run: RunState, node: str, visit: int, output: Any) -> None:
+        """A resumed run reached a visit its journal has: route the journalled output on
+        instead of running the node again."""
+        now = time.perf_counter()
+        run.log.append((node, 0, now, now, None))
+        run.outputs[node] = output
+        if run.listeners:
+            emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
+                "attempt": 0, "duration_s": 0.0, "usage": ZERO_USAGE, "journalled": True,
+            })
+        self.route(run, node, output, 0, visit)
+
+    # -- node actor hooks (called on node threads) ---------------------------------------
+
+    def started(self, work: Work) -> None:
+        env = work.envelope
+        spec = self.specs[env.target]
+        run = env.run
+        work.started = time.perf_counter()
+        if not self.cyclic:
+            with run.lock:
+                run.own("visits").setdefault(spec.name, 1)
+        if spec.timeout is not None:
+            attempt = work.attempt
+            tell = self.tell_supervisor
+            work.timer = self.scheduler.call_later(spec.timeout, lambda: tell(AttemptTimedOut(work, attempt)))
+        if run.listeners:
+            emit(run.listeners, FormationEventType.NODE_STARTED, run.id, spec.name, {"attempt": work.attempt})
+
+    def completed(
+        self, work: Work, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
+    ) -> None:
+        """A node succeeded: record it and route the output."""
+        if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
+            return  # a late reply from an attempt that timed out
+        env = work.envelope
+        run = env.run
+        if run.done:
+            return
+        name = env.target
+        journal = self.journal
+        if journal is not None:
+            # journalled before anything downstream of it can be
+            try:
+                journal.store.record_visit(run.id, name, work.visit, output)
+            except Exception as exc:
+                self.supervision.give_up(run, self.specs[name], attempt, exc, work.visit)
+                return
+        run.log.append((name, attempt, started, finished, usage))
+        run.outputs[name] = output
+        if run.listeners:
+            emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
+                "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE,
+            })
+        if not self.cyclic and (journal is None or run.replay is None) and not run.dropped:
+            nxt = self.straight[name]
+            if nxt is not None:
+                # the common pipeline step, inlined: straight into the next node's queue (a
+                # resumed run takes route(): its next visit may be journalled already)
+                step = Work(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, run))
+                if journal is not None:
+                    step.scope = journal.scope(run.id, nxt, 1, None)  # acyclic: every visit is the first
+                self.nodes[nxt].tell(step)
+                return
+        self.route(run, name, output, attempt, work.visit)
+
+    def route(self, run: RunState, name: str, output: Any, attempt: int, visit: int) -> None:
+        """Send a finished visit's output along the node's out-edges (the node actors that
+        hand it to user code copy a mutable one first: actors/_payloads.py)."""
+        nxt = self.straight[name]
+        if nxt is not None:
+            self.visit(run, nxt, output, name)
+        else:
+            spec = self.specs[name]
+            try:
+                firing = self._firing(spec.out_edges, output)
+            except Exception as exc:
+                edge = next(e for e in spec.out_edges if e.when is not None)
+                err = FormationRuntimeError(
+                    f"condition {edge.label or 'when'} on an edge out of {name!r} raised "
+                    f"{type(exc).__name__}: {exc}",
+                    node=name, attempts=attempt, run_id=run.id, outputs=run.outputs,
+                )
+                err.__cause__ = exc
+                self.supervision.give_up(run, spec, attempt, err, visit)
+                return
+            if spec.needs_route and not any(firing):
+                labels = [e.label or "when" for e in spec.out_edges]
+                self.supervision.give_up(run, spec, attempt, NoRouteError(
+                    name, output, labels, attempts=attempt, run_id=run.id, outputs=run.outputs), visit)
+                return
+            for edge, fire in zip(spec.out_edges, firing, strict=True):
+                if fire:
+                    if edge.back:
+                        self.visit(run, edge.target, output, name)
+                    else:
+                        self.arrive(run, edge.target, name, output)
+                elif not edge.back:
+                    self.arrive_skip(run, edge.target, name, "did not fire")
+            if spec.error_edges:
+                skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded")
+            if spec.is_sink and not self.cyclic:
+                self.finish_one(run, sink=True)
+        if self.cyclic:
+            self.finish_one(run)
+
+    @staticmethod
+    def _firing(edges: tuple[EdgeSpec, ...], output: Any) -> list[bool]:
+        """Which of ``edges`` carry ``output``: unconditional ones always, ``when=`` ones
+        when their condition holds, the ``otherwise`` edge when no condition held."""
+        firing = []
+        matched = False
+        for e in edges:
+            fire = e.when is None or bool(e.when(output))
+            if fire and e.when is not None:
+                matched = True
+            firing.append(fire)
+        if matched:
+            for i, e in enumerate(edges):
+                if e.otherwise:
+                    firing[i] = False
+        return firing
+
+    def failed(
+        self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any
+    ) -> bool:
+        """A node raised: hand it to the supervisor. Returns True when the replica must
+        retire (the supervisor starts a fresh one)."""
+        if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
+            return False  # the attempt timed out before: it was abandoned already
+        run = work.run
+        if run.done:
+            # the run was cancelled or failed meanwhile: keep the record, nothing to retry
+            run.own("failures").append((work.target, attempt, started, finished, f"{type(exc).__name__}: {exc}"))
+            return False
+        if run.dropped and work.target in run.dropped:  # interrupted: a join="any" fired without it
+            self.skip(run, work.target, f"cancelled: {run.dropped[work.target]!r} (join='any') fired without it")
+            if self.cyclic:
+                self.finish_one(run)
+            return False
+        self.tell_supervisor(AttemptFailed(work, attempt, exc, started, finished, actor.replica, True, actor))
+        return True
+
+    def suspended(self, work: Work, attempt: int, signal: RunSuspended) -> None:
+        """A visit called ``interrupt()``: journal it and suspend the run."""
+        if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
+            return
+        run = work.run
+        journal = self.journal
+        if run.done or journal is None:
+            return
+        node = work.target
+        scope = signal.scope  # the visit's, or a fleet item's
+        try:
+            scope.journal_replies()  # before the interrupt: a resume finds them
+            journal.store.record_interrupt(run.id, node, work.visit, signal.payload, item=scope.item)
+        except Exception as exc:
+            self.supervision.give_up(run, self.specs[node], attempt, exc, work.visit)
+            return
+        if not self._claim(run):
+            return
+        journal.store.set_status(run.id, "suspended")
+        outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
+        duration = time.perf_counter() - run.t0
+        result = FormationResult(run.id, None, outputs, run, duration, "suspended",
+                                 {"node": signal.node, "payload": signal.payload})
+        future = self._resolved(run)
+        future.set_result(result)
+        if run.listeners:
+            emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
+                 {"duration_s": duration, "usage": result.usage, "result": result, "suspended": True})
+        self.release(run, f"run {run.id} was suspended by an interrupt in {node!r}", abandon=False)
+
+    def item_scope(self, work: Work, index: int) -> VisitScope | None:
+        """The scope of fleet or map item ``index`` of a journalled visit (its answers, its
+        journalled model responses), or None when runs are not journalled."""
+        journal = self.journal
+        if journal is None:
+            return None
+        return journal.scope(work.run_id, work.target, work.visit, work.run.replay, item=index)
+
+    def item_finished(self, work: Work, index: int, output: Any) -> None:
+        """A fleet or map item of a journalled run finished: journal it (called on the
+        item's worker thread)."""
+        journal = self.journal
+        if journal is not None:
+            journal.store.record_item(work.run_id, work.target, work.visit, index, output)
+
+    def dropped(self, work: Work) -> None:
+        """A queued visit whose branch a ``join="any"`` cancelled reached its node: skip it."""
+        run = work.run
+        self.skip(run, work.target, f"cancelled: {run.dropped.get(work.target)!r} (join='any') fired without it")
+        if self.cyclic:
+            self.finish_one(run)
+
+    def wants_events(self, work: Work) -> bool:
+        run = work.envelope.run
+        return bool(run is not None and run.listeners)
+
+    def attempt_timeout(self, work: Work) -> float | None:
+        return self.specs[work.envelope.target].timeout
+
+    def agent_event(self, work: Work, event: StreamEvent) -> None:
+        env = work.envelope
+        t = event.type
+        run = env.run
+        if t is StreamEventType.TEXT_DELTA:
+            emit(run.listeners, FormationEventType.AGENT_TEXT, run.id, env.target, {"text": event.text or ""})
+        elif t is StreamEventType.TOOL_START and event.block is not None:
+            b = event.block
+            emit(run.listeners, FormationEventType.AGENT_TOOL_CALL, run.id, env.target,
+                 {"id": b.id, "name": b.name, "input": b.input})
+        elif t is StreamEventType.TOOL_END and event.block is not None:
+            b = event.block
+            emit(run.listeners, FormationEventType.AGENT_TOOL_RESULT, run.id, env.target,
+                 {"id": b.tool_use_id, "output": b.content, "is_error": b.is_error})
+
+    def settle(self, work: Work) -> bool:
+        """Claim the outcome of an attempt that has a timer; False when the timer won."""
+        with work.run.lock:
+            if work.settled:
+                return False
+            work.settled = True
+        if work.timer is not None:
+            work.timer.cancel()
+        return True
+
+    # -- joins and skips -----------------------------------------------------------------
+
+    def arrive(self, run: RunState, target: str, pred: str, value: Any) -> None:
+        if len(self.specs[target].forward_preds) == 1:
+            self.visit(run, target, value, pred)
+            return
+        self._fire(run, target, pred, self._join(run, target, pred, value))
+
+    def arrive_skip(self, run: RunState, target: str, pred: str, why: str) -> None:
+        if len(self.specs[target].forward_preds) == 1:
+            self.skip(run, target, f"its only incoming edge, from {pred!r}, {why}")
+            return
+        self._fire(run, target, pred, self._join(run, target, pred, _NOTHING))
+
+    def _fire(self, run: RunState, target: str, pred: str, visits: list[dict[str, Any] | None]) -> None:
+        for payload in visits:
+            if payload is None:
+                self.skip(run, target, "none of its incoming edges fired")
+            elif payload is ROUND_OVER:  # the other branches' work is wanted again (a loop's next visit)
+                with run.lock:
+                    dropped = run.dropped
+                    for node in [n for n, j in dropped.items() if j == target]:
+                        del dropped[node]
+            else:
+                race = self.specs[target].race
+                if race:
+                    cancel = race[next(iter(payload))]
+                    if cancel:
+                        with run.lock:
+                            dropped = run.own("dropped")
+                            for node in cancel:
+                                dropped.setdefault(node, target)
+                        why = f"{target!r} (join='any') fired without it"
+                        for node in cancel:  # agent and fleet work in progress stops at its next boundary
+                            self.nodes[node].release(run, why, abandon=False)
+                self.visit(run, target, payload, pred)
+
+    def _join(self, run: RunState, target: str, pred: str, value: Any) -> list[dict[str, Any] | None]:
+        """Record that ``pred`` resolved at ``target``'s fan-in join, with ``value`` (its
+        output, or ``_NOTHING`` when its edge was skipped). Returns the visits this makes
+        ready, in order: a payload ``{pred: value}``, or None for a visit none of whose
+        edges fired (the node is skipped)."""
+        spec = self.specs[target]
+        ready: list[dict[str, Any] | None] = []
+        with run.lock:
+            joins = run.own("joins")
+            join = joins.get(target)
+            if join is None:
+                join = joins[target] = Join(spec.forward_preds, spec.join == "any")
+            join.offer(pred, value, ready)
+        return ready
+
+    def skip(self, run: RunState, node: str, reason: str, error: str | None = None) -> None:
+        with run.lock:
+            skipped = run.own("skipped")
+            if node not in skipped:
+                skipped[node] = error
+        if run.listeners:
+            emit(run.listeners, FormationEventType.NODE_SKIPPED, run.id, node, {"reason": reason})
+        spec = self.specs[node]
+        for edge in spec.out_edges:
+            if not edge.back:
+                self.arrive_skip(run, edge.target, node, f"was not taken because {node!r} was skipped")
+        if spec.error_edges:
+            skip_error_targets(self, run, spec, f"was not taken because {node!r} was skipped")
+        if spec.is_sink and not self.cyclic:
+            self.finish_one(run, sink=True)
+
+    # -- the end of a run ----------------------------------------------------------------
+
+    def finish_one(self, run: RunState, *, sink: bool = False) -> None:
+        """One unit of the run is over — a sink resolved (acyclic formations) or a visit
+        finished (cyclic ones); the last one completes the run."""
+        with run.lock:
+            if sink:
+                run.remaining -= 1
+                left = run.remaining
+            else:
+                run.pending -= 1
+                left = run.pending
+            if left or run.done:
+                return
+            run.done = True
+        self.complete(run)
+
+    def _claim(self, run: RunState) -> bool:
+        with run.lock:
+            if run.done:
+                return False
+            run.done = True
+            return True
+
+    def _resolved(self, run: RunState) -> Any:
+        if run.timer is not None:
+            run.timer.cancel()
+            run.timer = None  # its callback refers to the run
+        self.runs.pop(run.id, None)
+        # The result keeps the run (its traces are built from it on demand); the run lets
+        # go of the future, so no cycle keeps a finished run alive for the collector.
+        future, run.future = run.future, None
+        if type(future) is RunFuture:
+            future.detach()
+        return future
+
+    def complete(self, run: RunState) -> None:
+        sink = self.single_sink
+        if sink is not None:
+            outputs = {sink: run.outputs[sink]} if sink in run.outputs else {}
+            output = outputs.get(sink)
+        else:
+            outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
+            output = None
+        duration = time.perf_counter() - run.t0
+        result = FormationResult(run.id, output, outputs, run, duration)
+        if run.trace is not None:  # ended before the caller can see the result
+            run.trace.end(usage=result.usage)
+        if self.journal is not None:
+            self.journal.store.set_status(run.id, "succeeded")
+        future = self._resolved(run)
+        future.set_result(result)
+        if run.listeners:
+            emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
+                 {"duration_s": duration, "usage": result.usage, "result": result})
+
+    def fail_run(self, run: RunState, error: FormationRuntimeError, *, abandon: bool = False) -> None:
+        """Fail a run that has not finished. Agent and fleet work still in progress on it
+        is interrupted; with ``abandon`` (a run timeout) function attempts are abandoned
+        too, so the failure holds at the limit."""
+        if not self._claim(run):
+            return
+        if run.trace is not None:
+            run.trace.end(error)
+        if self.journal is not None:
+            # a run cut short by stop() can be resumed like one whose process died
+            self.journal.store.set_status(run.id, "interrupted" if self.closing else "failed", error=str(error))
+        future = self._resolved(run)
+        future.set_exception(error)
+        if run.listeners:
+            emit(run.listeners, FormationEventType.RUN_FAILED, run.id, error.node, {
+                "error": str(error), "exception": error, "duration_s": time.perf_counter() - run.t0,
+            })
+        if not self.closing:
+            self.release(run, f"run {run.id} failed", abandon=abandon)
+
+    def cancel_run(self, run_id: str) -> bool:
+        """Cancel a run that has not finished: resolve its future as cancelled, stop its
+        work in progress, emit ``run_cancelled``. False when it had already finished."""
+        run = self.runs.get(run_id)
+        if run is None or not self._claim(run):
+            return False
+        running = self.unfinished(run)
+        run.cancelled = tuple(running)
+        if run.trace is not None:
+            run.trace.end(cancelled=True)
+        if self.journal is not None:
+            self.journal.store.set_status(run.id, "cancelled")
+        future = self._resolved(run)
+        if type(future) is RunFuture:
+            future.settle_cancelled()
+        else:
+            future.cancel()
+        self.release(run, f"run {run.id} was cancelled", abandon=True)
+        if run.listeners:
+            emit(run.listeners, FormationEventType.RUN_CANCELLED, run.id, None, {
+                "duration_s": time.perf_counter() - run.t0, "outputs": dict(run.outputs),
+                "unfinished": running, "nodes": run.traces(),
+            })
+        return True
+
+    def unfinished(self, run: RunState) -> list[str]:
+        """Nodes of ``run`` that started and have not finished, in node order."""
+        known = set(run.unfinished())
+        known.update(name for name, node in self.nodes.items() if node.working_on(run))
+        return [n for n in self.order if n in known]
+
+    def release(self, run: RunState, reason: str, *, abandon: bool) -> None:
+        """Stop the attempts of ``run`` still in progress (its result is no longer wanted):
+        agent and fleet sessions are interrupted; function attempts are abandoned when
+        ``abandon`` is set, else left to finish (their result is dropped)."""
+        for node in self.nodes.values():
+            node.release(run, reason, abandon=abandon)

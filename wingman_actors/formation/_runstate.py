@@ -1,0 +1,192 @@
+"""Per-run bookkeeping shared by the node actors working on one run.
+
+Kept lean on purpose: the success path appends one tuple per node visit to ``log`` and
+builds :class:`NodeTrace` objects only when someone reads ``FormationResult.nodes``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import replace
+from typing import Any
+
+from ..core import Usage
+from ..integrations.otel import WorkflowSpan
+from ._result import ZERO_USAGE, FormationResult, NodeStatus, NodeTrace
+
+__all__ = ["RunState"]
+
+# perf_counter and wall clock differ by a constant within a process (to the precision
+# traces need); computing it once saves a time.time() per run.
+_wall_offset = time.time() - time.perf_counter()
+# Shared empty sentinels, replaced by RunState.own() before the first write.
+_EMPTY_JOINS: dict[str, Any] = {}  # node -> routing.Join
+_EMPTY_VISITS: dict[str, int] = {}
+_EMPTY_FAILURES: list[tuple[str, int, float, float, str]] = []
+_EMPTY_SKIPPED: dict[str, str | None] = {}
+_EMPTY_DROPPED: dict[str, str] = {}
+_EMPTY_HANDLED: dict[str, float] = {}
+_EMPTY_NESTED: dict[str, Any] = {}
+# Runs share a fixed set of locks (a run's lock guards its own counters for a few
+# bytecodes and is never held while taking another): a run costs no lock of its own,
+# and a finished run kept by its caller holds nothing the garbage collector must scan.
+_LOCKS = tuple(threading.Lock() for _ in range(64))
+_next_lock = itertools.count()
+_OWN_LOCK = threading.Lock()
+_SHARED: dict[str, Any] = {
+    "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
+    "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED,
+}
+
+
+class RunState:
+    """Bookkeeping of one run.
+
+    Termination: in a formation without back edges a run is done when every sink has
+    produced an output or been skipped (``remaining`` counts them down); with back edges
+    it is done when no work is pending (``pending`` counts dispatched, unfinished visits).
+    """
+
+    __slots__ = (
+        "blackboard", "cancelled", "done", "dropped", "failures", "future", "handled", "id", "input", "joins",
+        "listeners", "lock", "log", "nested", "order", "outputs", "pending", "remaining", "replay", "skipped", "t0",
+        "timer", "trace", "visits", "wall0",
+    )
+
+    def __init__(
+        self,
+        run_id: str,
+        input: Any,
+        listeners: list[Callable[[Any], None]],
+        sinks: int,
+        order: Sequence[str],
+        future: Future[FormationResult] | None = None,
+    ) -> None:
+        self.id = run_id
+        self.input = input
+        self.order = order
+        self.future: Future[FormationResult] | None = future if future is not None else Future()  # None once resolved
+        self.cancelled: tuple[str, ...] = ()  # nodes that were running when the run was cancelled
+        self.lock = _LOCKS[next(_next_lock) % len(_LOCKS)]
+        self.done = False
+        self.remaining = sinks
+        self.pending = 1  # cyclic formations: a guard released once the sources are dispatched
+        self.outputs: dict[str, Any] = {}
+        # (node, attempt, started, finished, usage) per successful visit
+        self.log: list[tuple[str, int, float, float, Usage | None]] = []
+        self.listeners = listeners
+        self.t0 = time.perf_counter()
+        self.wall0 = _wall_offset + self.t0
+        self.timer: Any = None
+        self.blackboard: Any = None  # the Blackboard its nodes share (submit's, else start's), if any
+        self.trace: WorkflowSpan | None = None  # the run's OpenTelemetry span, when in use
+        self.replay: Any = None  # a resumed run's journal (formation.durable.Replay)
+        # Created on first use: a straight pipeline run never needs them.
+        self.joins: dict[str, Any] = _EMPTY_JOINS
+        self.visits: dict[str, int] = _EMPTY_VISITS
+        # (node, attempt, started, finished, error) per failed attempt
+        self.failures: list[tuple[str, int, float, float, str]] = _EMPTY_FAILURES
+        self.skipped: dict[str, str | None] = _EMPTY_SKIPPED
+        # node -> the join="any" node whose visit fired without it: its work is not wanted
+        self.dropped: dict[str, str] = _EMPTY_DROPPED
+        # node -> perf_counter when its last failure went to its error edges
+        self.handled: dict[str, float] = _EMPTY_HANDLED
+        # formation nodes: the inner run's result of the node's last visit
+        self.nested: dict[str, Any] = _EMPTY_NESTED
+
+    def own(self, field: str) -> Any:
+        """Give the run its own container for ``field`` (joins, visits, failures, skipped,
+        dropped, handled, nested).
+
+        Safe from any thread, with or without the run's lock held: the first use takes a
+        separate lock (never held while taking another), so two threads cannot each
+        install a container and lose the other's writes.
+        """
+        current = getattr(self, field)
+        if current is _SHARED[field]:
+            with _OWN_LOCK:
+                current = getattr(self, field)
+                if current is _SHARED[field]:
+                    current = [] if field == "failures" else {}
+                    setattr(self, field, current)
+        return current
+
+    def wall(self, perf: float) -> float:
+        """Wall-clock time of a ``perf_counter`` reading taken during this run."""
+        return self.wall0 + (perf - self.t0)
+
+    def unfinished(self) -> list[str]:
+        """Nodes that were visited (or are sinks) and have neither finished nor been skipped."""
+        finished = {entry[0] for entry in self.log} | set(self.skipped) | set(self.handled)
+        started = {entry[0] for entry in self.failures} | set(self.visits)
+        return [n for n in self.order if n in started and n not in finished]
+
+    def __call__(self) -> dict[str, NodeTrace]:
+        """The run's traces: a finished run is its result's lazy trace builder (no
+        closure to allocate per run)."""
+        return self.traces()
+
+    def traces(self) -> dict[str, NodeTrace]:
+        """Per-node traces from the log, in node order (called lazily, once per result)."""
+        traces: dict[str, NodeTrace] = {}
+        for name, attempt, started, finished, usage in self.log:
+            t = traces.get(name)
+            if t is None:
+                t = traces[name] = NodeTrace(name)
+            t.status = NodeStatus.SUCCEEDED
+            t.attempts = attempt
+            t.visits += 1
+            t.started_at = self.wall(started)
+            t.finished_at = self.wall(finished)
+            t.duration_s += finished - started
+            if usage is not None and usage is not ZERO_USAGE:
+                t.usage = t.usage + usage
+        for name, when in self.handled.items():  # failed into error edges, after any success
+            t = traces.get(name)
+            if t is None or t.finished_at is None or self.wall(when) >= t.finished_at:
+                traces[name] = t or NodeTrace(name)
+                traces[name].status = NodeStatus.FAILED
+        for name, attempt, started, finished, error in self.failures:
+            t = traces.get(name)
+            if t is None:
+                t = traces[name] = NodeTrace(name, status=NodeStatus.FAILED)
+            t.duration_s += finished - started
+            if t.status is not NodeStatus.SUCCEEDED or attempt > t.attempts:
+                t.attempts = max(t.attempts, attempt)
+                t.error = error
+                if t.started_at is None:
+                    t.started_at = self.wall(started)
+                t.finished_at = self.wall(finished)
+        for name, skip_error in self.skipped.items():
+            t = traces.get(name)
+            if t is None:
+                t = traces[name] = NodeTrace(name)
+            if t.status is not NodeStatus.SUCCEEDED:
+                t.status = NodeStatus.SKIPPED
+                if skip_error is not None:
+                    t.error = skip_error
+        for name in self.cancelled:
+            t = traces.get(name)
+            if t is None:
+                t = traces[name] = NodeTrace(name)
+            if t.status is not NodeStatus.SUCCEEDED:
+                t.status = NodeStatus.CANCELLED
+        for name in self.visits:
+            if name in traces:
+                traces[name].visits = max(traces[name].visits, self.visits[name])
+        out: dict[str, NodeTrace] = {}
+        nested = self.nested
+        for name in self.order:
+            t = traces.get(name)
+            if t is None:
+                t = NodeTrace(name, status=NodeStatus.SKIPPED)  # never reached in this run
+            out[name] = t
+            inner = nested.get(name)
+            if inner is not None:  # a formation node: its inner run's traces, by path
+                for path, trace in inner.nodes.items():
+                    out[f"{name}/{path}"] = replace(trace, name=f"{name}/{path}", parent=name)
+        return out

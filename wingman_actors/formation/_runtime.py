@@ -1,0 +1,496 @@
+"""A started formation: the public handle on its node actors and its runs.
+
+:class:`RunningFormation` is what ``Formation.start()`` returns: ``submit`` (many runs in
+flight at once), ``cancel``, ``stop`` and context management. The work is split by
+concern: :mod:`.routing` moves outputs along edges and completes runs, :mod:`.supervision`
+restarts, retries and gives up, and a backend (:mod:`wingman_actors.backends`) decides
+where the node actors live.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import functools
+import itertools
+import logging
+import queue
+import threading
+import uuid
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ..actors._address import start_actor
+from ..actors._mapping import MapActor
+from ..actors._nodes import AgentActor, FleetActor, FunctionActor
+from ..actors._scheduler import Scheduler
+from ..backends import Backend, NodeRecipe, new_backend
+from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutError
+from ..integrations import otel
+from ..orchestration._blackboard import Blackboard
+from ..providers._base import Provider
+from ..store import FormationShape, StoreWriteError
+from ._durable import Journal, Replay
+from ._future import RunFuture
+from ._nested_map import FormationMapActor, map_width
+from ._nested_node import FormationNode
+from ._nesting import InnerFormation
+from ._plan import NodeSpec, Plan
+from ._result import FormationResult
+from ._routing import Router
+from ._runstate import RunState
+from ._supervision import Supervision, Supervisor
+from .events import FormationEvent, FormationEventType, emit
+
+__all__ = ["EventListener", "NodeTimeoutError", "RunState", "RunningFormation", "run_once", "run_stream"]
+
+log = logging.getLogger("wingman_actors.formation")
+
+EventListener = Callable[[FormationEvent], None]
+
+STOP_GRACE_S = 1.0
+"""How long ``stop()`` waits for node code still running before leaving it behind."""
+
+
+class RunningFormation:
+    """A started formation: submit inputs, get futures of :class:`FormationResult`.
+
+    Use it as a context manager, or call :meth:`stop`. Many runs can be in flight at once;
+    each future has a ``run_id``, and ``future.cancel()`` (or :meth:`cancel`) stops its
+    run, queued or in flight. A ``blackboard`` given here is shared by every node of every
+    run submitted without one of its own (``submit(..., blackboard=...)``).
+
+    Example:
+        >>> with formation.start() as running:                          # doctest: +SKIP
+        ...     futures = [running.submit(x) for x in inputs]
+        ...     results = [f.result() for f in futures]
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        on_event: EventListener | None = None,
+        provider: Provider | None = None,
+        work_dir: str | Path | None = None,
+        backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
+        blackboard: Blackboard | None = None,
+        journal: Journal | None = None,
+    ) -> None:
+        self._blackboard = _check_board(blackboard)
+        self.plan = plan
+        self.name = plan.name
+        self._work_dir = work_dir
+        self._provider = provider
+        try:
+            self._backend: Backend = new_backend(backend, formation=plan.name, options=backend_options)
+        except BaseException:
+            if journal is not None:
+                journal.close()
+            raise
+        self._backend_options = backend_options  # a nested formation's inner runs take them too
+        self._listeners = [on_event] if on_event is not None else []
+        self._prefix = uuid.uuid4().hex[:8]
+        self._seq = itertools.count(1)
+        self._scheduler = Scheduler(name=f"wingman-timer-{plan.name}")
+        self._router = Router(plan, self._scheduler)
+        self._router.journal = self._journal = journal
+        self._supervision = Supervision(self._router)
+        self._runs = self._router.runs
+        self._supervisor: Any = None
+        self._nested: list[FormationNode] = []  # the formation nodes (their inner formations)
+        self._started = False
+        self._stopped = False
+        self._stop_lock = threading.Lock()
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> RunningFormation:
+        """Start the supervisor and every node actor (``concurrency`` replicas each)."""
+        if self._started:
+            raise RuntimeError(f"formation {self.name!r} is already started")
+        self._started = True
+        try:
+            self._supervisor = start_actor(Supervisor, self._supervision, name=self.name)
+            self._router.tell_supervisor = self._supervisor.actor_ref.tell
+            for name in self.plan.order:
+                spec = self.plan.nodes[name]
+                if spec.kind == "formation":  # no actor: its inner formation's nodes do the work
+                    assert spec.subplan is not None
+                    store = None if self._journal is None else self._journal.store
+                    inner = InnerFormation(name, spec.subplan, self._inner_launcher(spec), store)
+                    self._router.nodes[name] = node = FormationNode(inner, self._router,
+                                                                    notify_start=spec.timeout is not None)
+                    self._nested.append(node)
+                    continue
+                self._router.nodes[name] = self._backend.start_node(
+                    self._recipe(spec), spec.concurrency, self._router
+                )
+        except BaseException:
+            self.stop()
+            raise
+        _live[self] = None
+        return self
+
+    def _recipe(self, spec: NodeSpec) -> NodeRecipe:
+        common: dict[str, Any] = {"name": spec.name, "notify_start": spec.timeout is not None}
+        recipe: NodeRecipe
+        if spec.kind == "map" and spec.subplan is not None:
+            recipe = NodeRecipe(spec.name, FormationMapActor, (spec.subplan,), {
+                "launch": self._inner_launcher(spec, map_width(spec.max_workers)), "max_workers": spec.max_workers,
+                "store": None if self._journal is None else self._journal.store, **common,
+            })
+        elif spec.kind == "function":
+            recipe = NodeRecipe(spec.name, FunctionActor, (spec.fn,), {
+                "mode": spec.input_mode, "input_adapter": spec.input_adapter,
+                "kwarg_adapters": spec.kwarg_adapters, "board_param": spec.blackboard, **common,
+            })
+        elif spec.kind == "map":
+            recipe = NodeRecipe(spec.name, MapActor, (spec.fn,), {
+                "max_workers": spec.max_workers, "input_adapter": spec.input_adapter, **common,
+            })
+        else:
+            assert spec.agent is not None  # the plan guarantees it for agent and fleet nodes
+            agent = spec.agent if self._provider is None else spec.agent.with_overrides(provider=self._provider)
+            if spec.kind == "agent":
+                recipe = NodeRecipe(spec.name, AgentActor, (agent,),
+                                    {"prompt": spec.prompt, "work_dir": self._work_dir, **common})
+            else:
+                recipe = NodeRecipe(spec.name, FleetActor, (agent,), {
+                    "max_workers": spec.max_workers, "prompt": spec.prompt, "work_dir": self._work_dir, **common,
+                })
+        return recipe
+
+    def _inner_launcher(self, spec: NodeSpec, width: int = 1) -> Callable[[], RunningFormation]:
+        """Builds the inner running formation of formation node ``spec`` (one per replica):
+        this formation's backend, provider and work directory, and a journal in this
+        formation's store when it has one; each inner node has at least ``width`` replicas
+        (a formation map runs that many items at once)."""
+        plan = spec.subplan
+        assert plan is not None
+        if width > 1:
+            nodes = {n: dataclasses.replace(s, concurrency=max(s.concurrency, width)) for n, s in plan.nodes.items()}
+            plan = dataclasses.replace(plan, nodes=MappingProxyType(nodes))
+        journal = self._journal
+        inner = None if journal is None else Journal(
+            journal.store, False, plan.name, FormationShape.of(spec.formation.graph),
+            inner_of=(spec.name, 2 if spec.kind == "map" else 1))
+        return functools.partial(RunningFormation, plan, provider=self._provider, work_dir=self._work_dir,
+                                 backend=self._backend.name, backend_options=self._backend_options, journal=inner)
+
+    def __enter__(self) -> RunningFormation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self, timeout: float = STOP_GRACE_S) -> None:
+        """Stop every actor (nodes in reverse topological order, then the supervisor).
+
+        Runs still in flight fail with :class:`FormationRuntimeError`; no future is left
+        unresolved. Agent and fleet sessions are cancelled; node code still running after
+        ``timeout`` seconds (1 by default) is left to finish on a daemon thread, logged,
+        so it never blocks the caller or interpreter exit.
+        """
+        with self._stop_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        _live.pop(self, None)
+        router = self._router
+        router.closing = True
+        for run in list(self._runs.values()):
+            router.fail_run(run, FormationRuntimeError(
+                f"formation {self.name!r} stopped before run {run.id} finished",
+                run_id=run.id, outputs=run.outputs,
+            ))
+        self._backend.stop(timeout)
+        for node in self._nested:  # after the actors that feed them
+            node.close()
+        supervisor = self._supervisor
+        if supervisor is not None:
+            supervisor.actor_ref.stop(block=False)
+            if supervisor.thread is not threading.current_thread():
+                supervisor.thread.join(timeout)
+        self._scheduler.stop(timeout)
+        if self._journal is not None:
+            self._journal.close()
+
+    # -- runs -------------------------------------------------------------------------
+
+    def submit(
+        self,
+        input: Any,
+        *,
+        timeout: float | None = None,
+        on_event: EventListener | None = None,
+        blackboard: Blackboard | None = None,
+        run_id: str | None = None,
+    ) -> Future[FormationResult]:
+        """Start one run on ``input``.
+
+        ``blackboard`` is this run's own board (shared by its nodes only); without one, the
+        run shares the board given to ``start()``, if any, with every other such run.
+        With a store (``start(store=...)``) the run is recorded before this returns, under
+        ``run_id`` (a new id when None); without one, ``run_id`` must be None.
+
+        Returns:
+            A ``concurrent.futures.Future`` with a ``run_id`` attribute; it resolves to
+            the run's :class:`FormationResult`, fails with
+            :class:`FormationRuntimeError`, or is cancelled by ``future.cancel()``.
+
+        Raises:
+            FormationSetupError: a function node takes a ``blackboard`` parameter without a
+                default and the run has no board.
+        """
+        if self._stopped or not self._started:
+            raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        board = self._blackboard if blackboard is None else _check_board(blackboard)
+        if board is None:
+            _require_no_board(self.plan)
+        if self._journal is not None:
+            run_id = self._journal.begin(input, run_id)  # durable before submit() returns
+        elif run_id is not None:
+            raise ValueError(f"run_id={run_id!r} names a journalled run: it needs a store, "
+                             "e.g. formation.start(store='runs.sqlite')")
+        else:
+            run_id = f"{self._prefix}-{next(self._seq)}"
+        return self._launch(run_id, input, timeout, on_event, None, board)
+
+    def resume(self, run_id: str, answer: Any = None, *, timeout: float | None = None,
+               on_event: EventListener | None = None, blackboard: Blackboard | None = None) -> Future[FormationResult]:
+        """Continue the journalled run ``run_id`` (its process died, or it failed, was
+        cancelled or suspended): journalled visits and fleet items are not run again,
+        their outputs are fed downstream; what was in flight runs again.
+
+        Args:
+            run_id: the run, from ``result.run_id``, ``future.run_id`` or ``store.runs()``.
+            answer: for a suspended run, the value its pending ``interrupt()`` returns.
+            timeout: bounds the resumed run, as for :meth:`submit`.
+            on_event: called with this run's events.
+            blackboard: the resumed run's own board, as for :meth:`submit` (default: the
+                board given to ``start()``, if any).
+
+        Returns:
+            A future of the run's :class:`FormationResult`, as from :meth:`submit`.
+
+        Raises:
+            ValueError: the formation was started without a store, or ``answer`` was
+                given for a run that has no pending interrupt.
+            wingman_actors.store.FormationMismatchError: the run was made by a formation
+                whose nodes, kinds or edges differ (the message says what differs).
+            wingman_actors.store.RunNotResumableError: the run succeeded, expired, or is
+                running in a live process.
+            wingman_actors.store.UnknownRunError: no such run in the store.
+        """
+        if self._stopped or not self._started:
+            raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
+        journal = self._journal
+        if journal is None:
+            raise ValueError(f"resume({run_id!r}) needs the run's store: start the formation with "
+                             "formation.start(store=...) (a RunStore or its path)")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        if answer is not None and journal.store.get(run_id).interrupt is None:
+            raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
+        board = self._blackboard if blackboard is None else _check_board(blackboard)
+        if board is None:
+            _require_no_board(self.plan)
+        record = journal.claim(run_id)
+        if answer is not None:
+            journal.store.answer(run_id, answer)
+            record = journal.store.load(run_id)
+        return self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), board)
+
+    def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
+                replay: Replay | None, board: Blackboard | None) -> Future[FormationResult]:
+        listeners = self._listeners if on_event is None else [*self._listeners, on_event]
+        future = RunFuture(run_id, self.cancel)  # taken now: the run may finish, and drop it, before we return
+        run = RunState(run_id, input, listeners, len(self.plan.sinks), self.plan.order, future)
+        run.blackboard = board
+        run.trace = otel.start_workflow(self.name, run_id)  # None unless OpenTelemetry is in use
+        run.replay = replay
+        self._runs[run_id] = run
+        if timeout is not None:
+            run.timer = self._scheduler.call_later(timeout, lambda: self._run_timeout(run, timeout))
+        if listeners:
+            emit(listeners, FormationEventType.RUN_STARTED, run_id, None, {})
+        self._router.begin(run)
+        return future
+
+    def cancel(self, run_id: str) -> bool:
+        """Cancel the run ``run_id``, queued or in flight: its future is cancelled
+        (``result()`` raises ``concurrent.futures.CancelledError``), agent and fleet
+        sessions working on it stop at their next boundary, a function attempt is
+        abandoned, and ``run_cancelled`` is emitted. Other runs are untouched.
+
+        Returns:
+            True, or False when the run had already finished (or is unknown).
+        """
+        return self._router.cancel_run(run_id)
+
+    def _run_timeout(self, run: RunState, timeout: float) -> None:
+        running = self._router.unfinished(run)
+        busy = f"; unfinished: {', '.join(running)}" if running else ""
+        self._router.fail_run(run, FormationRuntimeError(
+            f"run {run.id} of formation {self.name!r} timed out after {timeout:g}s{busy}",
+            run_id=run.id, outputs=run.outputs,
+        ), abandon=True)
+
+    # -- introspection ----------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        """Runs submitted and not yet finished."""
+        return len(self._runs)
+
+    @property
+    def backend(self) -> str:
+        """The name of the backend the node actors live on."""
+        return self._backend.name
+
+    def actors(self) -> Iterable[Any]:
+        """Every node actor currently serving (for tests and tooling)."""
+        for node in self._router.nodes.values():
+            yield from node.actors()
+
+
+def _check_board(board: Any) -> Blackboard | None:
+    if board is not None and not isinstance(board, Blackboard):
+        raise TypeError(
+            f"blackboard must be a wingman_actors.orchestration.Blackboard, got {type(board).__name__}"
+        )
+    return board
+
+
+def _require_no_board(plan: Plan) -> None:
+    needy = [n for n, spec in plan.nodes.items() if spec.blackboard == "required"]
+    if needy:
+        raise FormationSetupError(plan.name, [
+            f"function node {n!r} takes a 'blackboard' parameter without a default, but no blackboard "
+            "was given; pass one (Formation.run(..., blackboard=Blackboard()), Formation.start(blackboard=...) "
+            "or submit(..., blackboard=...)), or give the parameter a default "
+            "(`blackboard: Blackboard | None = None`)"
+            for n in needy
+        ])
+
+
+# Started formations not yet stopped (strong references: their threads are running
+# anyway); a forgotten one is stopped at interpreter exit.
+# In start order: a formation nested in another is started (and added) before it, and
+# stopped by it, so the outer one is stopped first and the inner one is not warned about.
+_live: dict[RunningFormation, None] = {}
+
+
+@atexit.register
+def _stop_forgotten() -> None:
+    for running in reversed(list(_live)):
+        if running not in _live:
+            continue  # stopped meanwhile, by the formation it is nested in
+        try:
+            warnings.warn(
+                f"formation {running.name!r} was started and never stopped; stopping it at exit "
+                "(use `with formation.start() as running:` or call running.stop())",
+                ResourceWarning,
+                stacklevel=1,
+            )
+        finally:  # also when warnings are errors
+            running.stop()
+
+
+def run_once(
+    plan: Plan,
+    input: Any,
+    *,
+    timeout: float | None = None,
+    on_event: EventListener | None = None,
+    provider: Provider | None = None,
+    work_dir: str | Path | None = None,
+    backend: str = "threads",
+    backend_options: Mapping[str, Any] | None = None,
+    blackboard: Blackboard | None = None,
+    journal: Journal | None = None,
+    run_id: str | None = None,
+    resume: bool = False,
+    answer: Any = None,
+) -> FormationResult:
+    """Start the formation, run ``input`` through it (or, with ``resume``, continue the
+    journalled run ``run_id``), stop it; return the result or raise
+    :class:`FormationRuntimeError`."""
+    if _check_board(blackboard) is None:
+        _require_no_board(plan)  # before any actor starts
+    running = RunningFormation(
+        plan, on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
+        backend_options=backend_options, blackboard=blackboard, journal=journal,
+    )
+    with running.start():
+        if resume:
+            assert run_id is not None
+            future = running.resume(run_id, answer, timeout=timeout)
+        else:
+            future = running.submit(input, timeout=timeout, run_id=run_id)
+        try:
+            result = future.result()
+        except BaseException:
+            _settle(journal, future, quiet=True)
+            raise
+        _settle(journal, future)
+        return result
+
+
+def _settle(journal: Journal | None, future: Future[FormationResult], *, quiet: bool = False) -> None:
+    """Before ``run``/``resume`` returns on a store it did not open: the run's journal
+    writes (its last status included) are committed, and those that failed are raised
+    (logged only, with ``quiet``, when the run failed already). A store it opened is
+    closed when the formation stops, which does the same."""
+    if journal is None or journal.owned:
+        return
+    try:
+        journal.store.flush(getattr(future, "run_id", None))
+    except StoreWriteError:
+        if not quiet:
+            raise
+
+
+def run_stream(
+    plan: Plan,
+    input: Any,
+    *,
+    timeout: float | None = None,
+    provider: Provider | None = None,
+    work_dir: str | Path | None = None,
+    backend: str = "threads",
+    backend_options: Mapping[str, Any] | None = None,
+    blackboard: Blackboard | None = None,
+    journal: Journal | None = None,
+    resume_id: str | None = None,
+    answer: Any = None,
+) -> Iterator[FormationEvent]:
+    """Start the formation, run ``input`` (or, with ``resume_id``, continue that journalled
+    run), and yield its events until ``run_finished`` (whose ``data["result"]`` is the
+    :class:`FormationResult`) or ``run_failed`` (whose ``data["exception"]`` is the
+    error); the formation is stopped when the generator ends, also when the consumer
+    stops early."""
+    events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
+    if _check_board(blackboard) is None:
+        _require_no_board(plan)
+    running = RunningFormation(plan, provider=provider, work_dir=work_dir, backend=backend,
+                               backend_options=backend_options, blackboard=blackboard, journal=journal)
+    with running.start():
+        if resume_id is not None:
+            running.resume(resume_id, answer, timeout=timeout, on_event=events.put)
+        else:
+            running.submit(input, timeout=timeout, on_event=events.put)
+        while True:
+            event = events.get()
+            yield event
+            if event.type in (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED,
+                              FormationEventType.RUN_CANCELLED):
+                return

@@ -1,0 +1,264 @@
+"""Supervision: what happens when a node attempt fails or runs out of time.
+
+A failed attempt is restarted on a fresh replica and redelivered, up to the node's
+``retries``, after an exponential backoff (:func:`backoff_delay`: ``backoff *
+2**(attempt-1)`` seconds, at most ``max_backoff``, drawn at random from the upper half of
+that when ``jitter`` is on). Only errors the node's ``retry_on`` names are retried
+(:func:`retryable`; by default every error but ``PayloadError``); any other gives up at
+once. An error that says it cannot succeed on a retry (``retryable = False``: a
+``PayloadError``, a provider's 4xx) is never retried, whatever ``retry_on`` says.
+
+An attempt that runs past its ``timeout`` is abandoned (a fresh replica takes new work at
+once) and counts as a failure with a :class:`~wingman_actors.errors.NodeTimeoutError`: it
+is retried when ``retry_on`` is None or names ``NodeTimeoutError`` or a class covering the
+built-in ``TimeoutError`` (``TimeoutError``, ``OSError``, ``Exception``), and not when
+``retry_on`` names only other errors (as in LangGraph's ``RetryPolicy(retry_on=...)``, the
+policy lists what is worth another try).
+
+When the retries are spent (or the error is not retried), the node's error edges
+(``connect(node, handler, on_error=True)``) take the failure: each handler receives a
+:class:`~wingman_actors.formation.NodeFailure`, the node's other out-edges are skipped,
+and the run goes on (:mod:`.error_routes`). Without error edges the node's ``on_error``
+decides: ``"fail"`` fails the run with a
+:class:`~wingman_actors.errors.FormationRuntimeError` naming the node, its attempts and
+the cause; ``"skip"`` skips the node and what depends only on it. Other runs in flight are
+never touched.
+
+The policy (:class:`Supervision`) runs on one thread, the :class:`Supervisor` actor's
+(one per running formation), away from the node threads. Node actors and the timer send
+it typed messages: :class:`AttemptFailed`, :class:`AttemptTimedOut`, :class:`Redeliver`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pykka
+
+from ..actors._envelope import Work
+from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError
+from ._error_routes import route_failure
+from ._failure import NodeFailure
+from ._plan import NodeSpec
+from ._runstate import RunState
+from .events import FormationEventType, emit
+
+if TYPE_CHECKING:
+    from ._routing import Router
+
+__all__ = [
+    "AttemptFailed",
+    "AttemptTimedOut",
+    "Redeliver",
+    "Supervision",
+    "Supervisor",
+    "SupervisorMessage",
+    "backoff_delay",
+    "retryable",
+]
+
+log = logging.getLogger("wingman_actors.formation")
+
+
+def backoff_delay(base: float, attempt: int, cap: float = 30.0, jitter: bool = True) -> float:
+    """Delay in seconds before retry number ``attempt`` (1-based).
+
+    Args:
+        base: the node's ``backoff``: the first delay (0: retry at once).
+        attempt: the attempt that failed (1 for the first).
+        cap: the node's ``max_backoff``: no delay is longer.
+        jitter: draw the delay at random from the upper half of the exponential one, so
+            retries of many runs spread out; False: exactly ``min(cap, base * 2**(attempt-1))``.
+
+    Example:
+        >>> [backoff_delay(0.5, n, cap=3.0, jitter=False) for n in (1, 2, 3, 4)]
+        [0.5, 1.0, 2.0, 3.0]
+    """
+    if base <= 0:
+        return 0.0
+    ceiling = min(cap, base * 2.0 ** min(attempt - 1, 1000))  # a huge attempt is inf, not OverflowError
+    return random.uniform(ceiling / 2, ceiling) if jitter else ceiling
+
+
+def retryable(retry_on: tuple[type[BaseException], ...] | None, error: BaseException) -> bool:
+    """Whether a node with this ``retry_on`` (see :class:`~.plan.NodeSpec`) retries ``error``.
+
+    An error with ``retryable = False`` never is. A fleet's ``FleetItemsError`` is retried
+    when ``retry_on`` names it, or names every failed item's error.
+    """
+    if not getattr(error, "retryable", True):
+        return False
+    if retry_on is None or isinstance(error, retry_on):
+        return True
+    return isinstance(error, FleetItemsError) and all(isinstance(e, retry_on) for e in error.errors.values())
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFailed:
+    """An attempt at ``work`` raised (or timed out: see :class:`AttemptTimedOut`).
+
+    Attributes:
+        work: the delivery of the work envelope.
+        attempt: which attempt failed (1-based).
+        error: what it raised.
+        started: ``perf_counter`` when the attempt began.
+        finished: ``perf_counter`` when it failed.
+        replica: the replica index that ran it.
+        retired: the replica retired after the failure and needs a fresh successor.
+        actor: the replica's actor object, when it retired (the one to replace).
+    """
+
+    work: Work
+    attempt: int
+    error: BaseException
+    started: float
+    finished: float
+    replica: int
+    retired: bool
+    actor: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptTimedOut:
+    """Attempt ``attempt`` at ``work`` ran past its node's ``timeout``."""
+
+    work: Work
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class Redeliver:
+    """The backoff before retrying ``work`` is over: deliver it again."""
+
+    work: Work
+
+
+SupervisorMessage = AttemptFailed | AttemptTimedOut | Redeliver
+
+
+class Supervision:
+    """The restart, backoff and give-up policy of one running formation."""
+
+    def __init__(self, router: Router) -> None:
+        self.router = router
+        router.supervision = self
+
+    def on_failure(self, failure: AttemptFailed) -> None:
+        work = failure.work
+        run = work.run
+        spec = self.router.specs[work.target]
+        exc = failure.error
+        error = f"{type(exc).__name__}: {exc}"
+        run.own("failures").append((spec.name, failure.attempt, failure.started or failure.finished,
+                                    failure.finished, error))
+        if failure.retired:
+            self.router.nodes[spec.name].restart(failure.replica, failure.actor)
+        if run.done:
+            return
+        if work.attempt <= spec.retries and retryable(spec.retry_on, exc):
+            delay = backoff_delay(spec.backoff, work.attempt, spec.max_backoff, spec.jitter)
+            if run.listeners:
+                emit(run.listeners, FormationEventType.NODE_RETRY, run.id, spec.name, {
+                    "attempt": work.attempt, "delay_s": delay, "error": error,
+                })
+            work.attempt += 1
+            work.settled = False
+            work.timer = None
+            if delay > 0:
+                tell = self.router.tell_supervisor
+                self.router.scheduler.call_later(delay, lambda: tell(Redeliver(work)))
+            else:
+                self.redeliver(work)
+            return
+        self.give_up(run, spec, work.attempt, exc, work.visit, work)
+
+    def redeliver(self, work: Work) -> None:
+        if work.run.done or self.router.closing:
+            return
+        self.router.nodes[work.target].tell(work)
+
+    def on_timeout(self, timeout: AttemptTimedOut) -> None:
+        work, attempt = timeout.work, timeout.attempt
+        if work.attempt != attempt or work.run.done:
+            return
+        with work.run.lock:
+            if work.settled:
+                return
+            work.settled = True
+        spec = self.router.specs[work.target]
+        why = f"attempt {attempt} timed out after {spec.timeout:g}s"
+        self.router.nodes[spec.name].abandon(work, why)
+        now = time.perf_counter()
+        err = NodeTimeoutError(f"node {spec.name!r} {why}", node=spec.name, attempt=attempt, run_id=work.run_id)
+        self.on_failure(AttemptFailed(work, attempt, err, work.started or now, now, work.replica, False))
+
+    def give_up(
+        self, run: RunState, spec: NodeSpec, attempts: int, exc: BaseException, visit: int = 1,
+        work: Work | None = None,
+    ) -> None:
+        """The node's visit failed for good: its error edges take it (when it has some and
+        ``work``, the failed delivery, is known: the node's own attempts raising or timing
+        out), else its ``on_error`` decides (also for failures around a finished attempt:
+        its output not journalled, a ``when=`` condition raising)."""
+        error = f"{type(exc).__name__}: {exc}"
+        if run.listeners:
+            emit(run.listeners, FormationEventType.NODE_FAILED, run.id, spec.name,
+                 {"attempts": attempts, "error": error})
+        if spec.error_edges and work is not None:
+            failure = NodeFailure(spec.name, exc, work.envelope.payload, attempts, run.id)
+            if route_failure(self.router, run, spec, failure, visit):
+                return
+        if spec.on_error == "skip":
+            journal = self.router.journal
+            if journal is not None and not run.done:
+                journal.store.record_skip(run.id, spec.name, visit, error)
+            self.router.skip(run, spec.name, f"failed after {attempts} attempt(s) and on_error='skip'", error)
+            if self.router.cyclic:
+                self.router.finish_one(run)
+            return
+        err: Any
+        if isinstance(exc, FormationRuntimeError):
+            err = exc
+        else:
+            err = FormationRuntimeError(
+                f"node {spec.name!r} failed after {attempts} attempt(s) in run {run.id}: {error}",
+                node=spec.name, attempts=attempts, run_id=run.id, outputs=run.outputs,
+            )
+            err.__cause__ = exc
+        self.router.fail_run(run, err)
+
+
+class Supervisor(pykka.ThreadingActor):
+    """Takes :data:`SupervisorMessage` objects and hands them to its policy."""
+
+    use_daemon_thread = True  # never keeps the interpreter alive (a forgotten formation)
+
+    def __init__(self, policy: Supervision, name: str = "supervisor") -> None:
+        super().__init__()
+        self.policy = policy
+        self.name = name
+
+    def _start_actor_loop(self) -> None:
+        thread = threading.Thread(target=self._actor_loop, name=f"wingman-supervisor-{self.name}")
+        thread.daemon = self.use_daemon_thread
+        self.thread = thread
+        thread.start()
+
+    def on_receive(self, message: Any) -> Any:
+        try:
+            if type(message) is AttemptFailed:
+                self.policy.on_failure(message)
+            elif type(message) is AttemptTimedOut:
+                self.policy.on_timeout(message)
+            elif type(message) is Redeliver:
+                self.policy.redeliver(message.work)
+            else:
+                log.warning("supervisor %s ignored %r", self.name, message)
+        except Exception:  # the supervisor must survive its policy's bugs
+            log.exception("supervisor %s failed to handle %r", self.name, message)
+        return None

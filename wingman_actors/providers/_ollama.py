@@ -1,0 +1,248 @@
+"""The Ollama provider: a local or remote Ollama server through its native ``/api/chat``.
+
+Example:
+    >>> from wingman_actors.providers import new_provider
+    >>> provider = new_provider("ollama", {"model": "llama3.2"})     # doctest: +SKIP
+    >>> provider.run_inference(request).text                          # doctest: +SKIP
+
+Ollama gives tool calls no ids (older servers), so the provider makes them up; tool results
+go back as ``{"role": "tool", "tool_name": ...}`` messages, the name looked up from the
+matching earlier tool call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
+from ..errors import AgentError, ErrorKind
+from ._base import BaseProvider, ProviderOptions, ResponseBuilder, tool_arguments
+from ._http import HttpClientHolder, open_stream, post_json
+
+__all__ = ["OllamaOptions", "OllamaProvider", "build_ollama"]
+
+DEFAULT_BASE_URL = "http://localhost:11434"
+_PATH = "/api/chat"
+
+
+class OllamaOptions(ProviderOptions):
+    """Options of ``new_provider("ollama", {...})``.
+
+    Attributes:
+        keep_alive: how long the server keeps the model loaded (``"5m"``, seconds, ``-1``).
+        num_ctx: the context window size to run the model with.
+    """
+
+    keep_alive: str | int | float | None = None
+    num_ctx: int | None = None
+
+
+def _host_url(host: str) -> str:
+    # OLLAMA_HOST may be "0.0.0.0", "example.com:11434" or a full URL.
+    host = host.strip().rstrip("/")
+    if "://" in host:
+        return host
+    if ":" not in host.rsplit("]", 1)[-1]:
+        host = f"{host}:11434"
+    return f"http://{host}"
+
+
+class OllamaProvider(BaseProvider):
+    """Talks to an Ollama server's ``/api/chat`` endpoint.
+
+    Args:
+        options: the parsed options; ``model`` is required.
+
+    Raises:
+        AgentError: ``invalid`` when no model is given.
+    """
+
+    id: ClassVar[str] = "ollama"
+
+    def __init__(self, options: OllamaOptions) -> None:
+        self.require_model(options, "llama3.2")
+        super().__init__(options)
+        self.ollama_options = options
+        env_host = os.environ.get("OLLAMA_HOST", "").strip()
+        self.base_url = options.base_url or (_host_url(env_host) if env_host else DEFAULT_BASE_URL)
+        self._http = HttpClientHolder(self.base_url, options.timeout)
+
+    # -- request -------------------------------------------------------------------
+
+    def build_body(self, request: InferenceRequest, *, stream: bool) -> dict[str, Any]:
+        """The JSON body of ``/api/chat`` for ``request``."""
+        run_options: dict[str, Any] = {"num_predict": self.max_tokens_for(request)}
+        temperature = self.temperature_for(request)
+        if temperature is not None:
+            run_options["temperature"] = temperature
+        if self.ollama_options.num_ctx is not None:
+            run_options["num_ctx"] = self.ollama_options.num_ctx
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": _messages(request),
+            "stream": stream,
+            "options": run_options,
+        }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+                }
+                for t in request.tools
+            ]
+        if request.output_schema is not None and not request.tools:
+            # Ollama forces every reply into `format`, which would rule out tool calls; with
+            # tools offered, the schema travels in the instructions and the session validates.
+            body["format"] = request.output_schema
+        if self.ollama_options.keep_alive is not None:
+            body["keep_alive"] = self.ollama_options.keep_alive
+        return body
+
+    # -- calls -----------------------------------------------------------------------
+
+
+    def _infer(self, request: InferenceRequest) -> InferenceResponse:
+        data = post_json(self._http, self.id, _PATH, self.build_body(request, stream=False))
+        if not isinstance(data, dict):
+            raise AgentError(f"ollama answered with {type(data).__name__}, not an object", provider=self.id)
+        if data.get("error"):
+            raise AgentError(f"ollama error: {data['error']}", kind=ErrorKind.AGENT, provider=self.id)
+        message = data.get("message") or {}
+        content: list[ContentBlock] = []
+        if message.get("content"):
+            content.append(ContentBlock.text_block(message["content"]))
+        calls = [self._tool_block(i, c) for i, c in enumerate(message.get("tool_calls") or [])]
+        content += calls
+        return InferenceResponse(
+            content=content,
+            stop_reason=_stop_reason(data.get("done_reason"), bool(calls)),
+            usage=_usage(data),
+            model=data.get("model") or self.model,
+        )
+
+    def _stream(self, request: InferenceRequest) -> Iterator[StreamEvent]:
+        body = self.build_body(request, stream=True)
+        with open_stream(self._http, self.id, _PATH, body) as response:
+            b = ResponseBuilder(self.id, self.model)
+            yield b.message_start()
+            next_index = 0
+            text_index: int | None = None
+            tools = 0
+            done = False
+            for line in response.iter_lines():
+                if not line.strip():
+                    continue
+                data = self._decode_line(line)
+                b.model = data.get("model") or b.model
+                message = data.get("message") or {}
+                if message.get("content"):
+                    if text_index is None:
+                        text_index, next_index = next_index, next_index + 1
+                        yield b.start_text(text_index)
+                    yield b.text(text_index, message["content"])
+                for call in message.get("tool_calls") or []:
+                    if text_index is not None:  # keep blocks sequential: text, then the calls
+                        yield b.stop(text_index)
+                        text_index = None
+                    block = self._tool_block(tools, call)
+                    tools += 1
+                    index, next_index = next_index, next_index + 1
+                    yield b.start_tool(index, block.id or "", block.name or "")
+                    yield b.tool_json(index, json.dumps(block.input or {}))
+                    yield b.stop(index)
+                if data.get("done"):
+                    done = True
+                    yield b.message_delta(_stop_reason(data.get("done_reason"), tools > 0), _usage(data))
+                    break
+            if not done:
+                raise AgentError(
+                    "ollama stream ended before its final (done) line", kind=ErrorKind.AGENT, provider=self.id
+                )
+            yield from b.finish()
+
+    def _decode_line(self, line: str) -> dict[str, Any]:
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise AgentError(
+                f"ollama sent a stream line that is not JSON: {line[:200]!r}", provider=self.id
+            ) from exc
+        if not isinstance(data, dict):
+            raise AgentError(
+                f"ollama sent a stream line that is not an object: {line[:200]!r}", provider=self.id
+            )
+        if data.get("error"):
+            raise AgentError(f"ollama error: {data['error']}", kind=ErrorKind.AGENT, provider=self.id)
+        return data
+
+    def _tool_block(self, index: int, call: dict[str, Any]) -> ContentBlock:
+        fn = call.get("function") or {}
+        name = str(fn.get("name") or "")
+        args = tool_arguments(self.id, name, fn.get("arguments") or {})
+        call_id = call.get("id") or f"call_{index}_{uuid.uuid4().hex[:12]}"
+        return ContentBlock.tool_use_block(str(call_id), name, args)
+
+    def close(self) -> None:
+        """Close the HTTP client; a later call opens a new one."""
+        self._http.close()
+
+
+def _messages(request: InferenceRequest) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if request.instructions:
+        out.append({"role": "system", "content": request.instructions})
+    tool_names: dict[str, str] = {}
+    for message in request.messages:
+        if message.role is Role.ASSISTANT:
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text}
+            calls = message.tool_calls
+            if calls:
+                entry["tool_calls"] = [
+                    {"function": {"name": c.name, "arguments": dict(c.input or {})}} for c in calls
+                ]
+                tool_names.update({c.id or "": c.name or "" for c in calls})
+            out.append(entry)
+            continue
+        for result in message.tool_results_blocks:
+            text = result.content or ""
+            tool: dict[str, Any] = {"role": "tool", "content": f"Error: {text}" if result.is_error else text}
+            name = tool_names.get(result.tool_use_id or "")
+            if name:
+                tool["tool_name"] = name
+            out.append(tool)
+        images = [b.data for b in message.content if b.type == "image"]
+        if message.text or images or not message.tool_results_blocks:
+            user: dict[str, Any] = {"role": "user", "content": message.text}
+            if images:
+                user["images"] = images
+            out.append(user)
+    return out
+
+
+def _stop_reason(done_reason: Any, has_tool_calls: bool) -> StopReason:
+    if has_tool_calls:
+        return "tool_use"
+    if done_reason == "length":
+        return "max_tokens"
+    return "end_turn"
+
+
+def _usage(data: dict[str, Any]) -> Usage:
+    return Usage(
+        input_tokens=int(data.get("prompt_eval_count") or 0),
+        output_tokens=int(data.get("eval_count") or 0),
+    )
+
+
+def build_ollama(options: dict[str, Any]) -> OllamaProvider:
+    """Factory for the registry: ``new_provider("ollama", {"model": "llama3.2", ...})``.
+
+    Raises:
+        AgentError: ``invalid`` for unknown options or a missing model.
+    """
+    return OllamaProvider(OllamaOptions.parse("ollama", options))

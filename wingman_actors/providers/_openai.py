@@ -1,0 +1,315 @@
+"""The OpenAI-compatible provider: any ``/chat/completions`` endpoint (OpenAI, Grok, vLLM,
+llama.cpp, LM Studio...), over plain HTTP with SSE streaming.
+
+Example:
+    >>> from wingman_actors.providers import new_provider
+    >>> provider = new_provider("openai", {"model": "gpt-4o-mini"})              # doctest: +SKIP
+    >>> local = new_provider(
+    ...     "openai", {"model": "qwen2.5", "base_url": "http://localhost:8000/v1"}
+    ... )  # doctest: +SKIP
+
+The API key comes from the ``api_key`` option or ``OPENAI_API_KEY``; it may be left out for
+servers other than api.openai.com. ``output_schema`` is sent as ``response_format`` only
+with ``structured_output: True``, since many compatible servers refuse it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import httpx
+from httpx_sse import EventSource
+
+from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
+from ..errors import AgentError, ErrorKind
+from ._base import BaseProvider, ProviderOptions, ResponseBuilder, tool_arguments
+from ._http import HttpClientHolder, open_stream, post_json
+
+__all__ = ["OpenAIOptions", "OpenAIProvider", "build_openai"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_PATH = "/chat/completions"
+_STOP: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+
+
+class OpenAIOptions(ProviderOptions):
+    """Options of ``new_provider("openai", {...})``.
+
+    Attributes:
+        structured_output: send ``output_schema`` as a ``json_schema`` ``response_format``.
+        max_tokens_param: the body key of the token limit; newer OpenAI models want
+            ``"max_completion_tokens"``.
+    """
+
+    structured_output: bool = False
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+
+
+class OpenAIProvider(BaseProvider):
+    """Talks to an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    Args:
+        options: the parsed options; ``model`` is required, and ``api_key`` (or
+            ``OPENAI_API_KEY``) when the server is api.openai.com.
+
+    Raises:
+        AgentError: ``invalid`` when the model, or the key for api.openai.com, is missing.
+    """
+
+    id: ClassVar[str] = "openai"
+
+    def __init__(self, options: OpenAIOptions) -> None:
+        self.require_model(options, "gpt-4o-mini")
+        super().__init__(options)
+        self.openai_options = options
+        self.base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        # None means "not given" (fall back to the environment); "" means "no key" (a local
+        # server, or the HTTP server, whose keys come only from its auth store).
+        api_key = options.api_key if options.api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not api_key and httpx.URL(self.base_url).host == "api.openai.com":
+            raise AgentError(
+                "the openai provider needs an API key for api.openai.com: pass the api_key option "
+                "or set OPENAI_API_KEY (servers at another base_url may go without one)",
+                kind=ErrorKind.INVALID,
+                provider=self.id,
+            )
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = HttpClientHolder(self.base_url, options.timeout, headers)
+
+    # -- request -------------------------------------------------------------------
+
+    def build_body(self, request: InferenceRequest, *, stream: bool) -> dict[str, Any]:
+        """The JSON body of ``/chat/completions`` for ``request``."""
+        body: dict[str, Any] = {"model": self.model, "messages": _messages(request)}
+        body[self.openai_options.max_tokens_param] = self.max_tokens_for(request)
+        temperature = self.temperature_for(request)
+        if temperature is not None:
+            body["temperature"] = temperature
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+                }
+                for t in request.tools
+            ]
+        if request.output_schema is not None and self.openai_options.structured_output:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": request.output_schema},
+            }
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    # -- calls -----------------------------------------------------------------------
+
+
+    def _infer(self, request: InferenceRequest) -> InferenceResponse:
+        data = post_json(self._http, self.id, _PATH, self.build_body(request, stream=False))
+        if not isinstance(data, dict):
+            raise AgentError(f"openai answered with {type(data).__name__}, not an object", provider=self.id)
+        self._raise_error_object(data)
+        choices = data.get("choices") or []
+        if not choices:
+            raise AgentError("openai answered with no choices", kind=ErrorKind.AGENT, provider=self.id)
+        message = choices[0].get("message") or {}
+        content: list[ContentBlock] = []
+        if isinstance(message.get("content"), str) and message["content"]:
+            content.append(ContentBlock.text_block(message["content"]))
+        calls = [self._tool_block(i, c) for i, c in enumerate(message.get("tool_calls") or [])]
+        content += calls
+        stop = _STOP.get(choices[0].get("finish_reason") or "", "end_turn")
+        return InferenceResponse(
+            content=content,
+            stop_reason="tool_use" if calls else stop,
+            usage=_usage(data.get("usage")),
+            model=data.get("model") or self.model,
+        )
+
+    def _stream(self, request: InferenceRequest) -> Iterator[StreamEvent]:
+        body = self.build_body(request, stream=True)
+        accept = {"Accept": "text/event-stream"}
+        with open_stream(self._http, self.id, _PATH, body, accept) as response:
+            ctype = response.headers.get("content-type", "")
+            if "text/event-stream" not in ctype:
+                response.read()
+                raise AgentError(
+                    f"openai answered a streaming request with content-type {ctype!r}, not "
+                    f"text/event-stream: {response.text[:200]!r}",
+                    kind=ErrorKind.AGENT,
+                    provider=self.id,
+                )
+            b = ResponseBuilder(self.id, self.model)
+            yield b.message_start()
+            state = _StreamState()
+            for sse in EventSource(response).iter_sse():
+                data = sse.data.strip()
+                if data == "[DONE]":
+                    state.done = True
+                    break
+                if not data:
+                    continue
+                yield from self._chunk_events(b, state, self._decode_chunk(sse.event, data))
+            if not state.done and state.finish_reason is None:
+                raise AgentError(
+                    "openai stream ended before [DONE] or a finish_reason",
+                    kind=ErrorKind.AGENT,
+                    provider=self.id,
+                )
+            stop = _STOP.get(state.finish_reason or "", "end_turn")
+            yield b.message_delta("tool_use" if state.tools else stop, state.usage)
+            yield from b.finish()
+
+    def _decode_chunk(self, event: str, data: str) -> dict[str, Any]:
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise AgentError(
+                f"openai sent an event that is not JSON: {data[:200]!r}", provider=self.id
+            ) from exc
+        if not isinstance(chunk, dict):
+            raise AgentError(f"openai sent an event that is not an object: {data[:200]!r}", provider=self.id)
+        if event == "error" and "error" not in chunk:
+            chunk = {"error": chunk}
+        self._raise_error_object(chunk)
+        return chunk
+
+    def _chunk_events(
+        self, b: ResponseBuilder, state: _StreamState, chunk: dict[str, Any]
+    ) -> Iterator[StreamEvent]:
+        b.model = chunk.get("model") or b.model
+        if chunk.get("usage"):
+            state.usage = _usage(chunk["usage"])
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                if state.text_index is None:
+                    state.text_index = state.allocate()
+                    yield b.start_text(state.text_index)
+                yield b.text(state.text_index, text)
+            for position, call in enumerate(delta.get("tool_calls") or []):
+                key = call.get("index", position)
+                fn = call.get("function") or {}
+                if key not in state.tools:
+                    if state.text_index is not None:  # keep blocks sequential: text, then calls
+                        yield b.stop(state.text_index)
+                        state.text_index = None
+                    state.tools[key] = state.allocate()
+                    call_id = call.get("id") or f"call_{key}_{uuid.uuid4().hex[:12]}"
+                    yield b.start_tool(state.tools[key], str(call_id), str(fn.get("name") or ""))
+                if fn.get("arguments"):
+                    yield b.tool_json(state.tools[key], str(fn["arguments"]))
+            if choice.get("finish_reason"):
+                state.finish_reason = str(choice["finish_reason"])
+
+    def _raise_error_object(self, data: dict[str, Any]) -> None:
+        err = data.get("error")
+        if not err:
+            return
+        message = (err.get("message") or json.dumps(err)) if isinstance(err, dict) else str(err)
+        raise AgentError(f"openai error: {message}", kind=ErrorKind.AGENT, provider=self.id)
+
+    def _tool_block(self, index: int, call: dict[str, Any]) -> ContentBlock:
+        fn = call.get("function") or {}
+        name = str(fn.get("name") or "")
+        args = tool_arguments(self.id, name, fn.get("arguments"))
+        call_id = call.get("id") or f"call_{index}_{uuid.uuid4().hex[:12]}"
+        return ContentBlock.tool_use_block(str(call_id), name, args)
+
+    def close(self) -> None:
+        """Close the HTTP client; a later call opens a new one."""
+        self._http.close()
+
+
+@dataclass
+class _StreamState:
+    text_index: int | None = None
+    tools: dict[Any, int] = field(default_factory=dict)  # wire tool-call index -> block index
+    next_index: int = 0
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    done: bool = False
+
+    def allocate(self) -> int:
+        index, self.next_index = self.next_index, self.next_index + 1
+        return index
+
+
+def _messages(request: InferenceRequest) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if request.instructions:
+        out.append({"role": "system", "content": request.instructions})
+    for message in request.messages:
+        if message.role is Role.ASSISTANT:
+            calls = message.tool_calls
+            entry: dict[str, Any] = {
+                "role": "assistant",
+                "content": (message.text or None) if calls else message.text,
+            }
+            if calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.input or {})},
+                    }
+                    for c in calls
+                ]
+            out.append(entry)
+            continue
+        results = message.tool_results_blocks
+        for r in results:
+            text = r.content or ""
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": r.tool_use_id,
+                    "content": f"Error: {text}" if r.is_error else text,
+                }
+            )
+        parts = [b for b in message.content if b.type in ("text", "image")]
+        if parts or not results:
+            out.append({"role": "user", "content": _user_content(parts)})
+    return out
+
+
+def _user_content(blocks: list[ContentBlock]) -> str | list[dict[str, Any]]:
+    if all(b.type == "text" for b in blocks):
+        return "".join(b.text or "" for b in blocks)
+    parts: list[dict[str, Any]] = []
+    for b in blocks:
+        if b.type == "text":
+            parts.append({"type": "text", "text": b.text or ""})
+        else:
+            parts.append({"type": "image_url", "image_url": {"url": f"data:{b.media_type};base64,{b.data}"}})
+    return parts
+
+
+def _usage(raw: Any) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage()
+    details = raw.get("prompt_tokens_details") or {}
+    return Usage(
+        input_tokens=int(raw.get("prompt_tokens") or 0),
+        output_tokens=int(raw.get("completion_tokens") or 0),
+        cache_read_input_tokens=int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0,
+    )
+
+
+def build_openai(options: dict[str, Any]) -> OpenAIProvider:
+    """Factory for the registry: ``new_provider("openai", {"model": "gpt-4o-mini", ...})``.
+
+    Raises:
+        AgentError: ``invalid`` for unknown options, a missing model or a missing key.
+    """
+    return OpenAIProvider(OpenAIOptions.parse("openai", options))

@@ -1,0 +1,70 @@
+"""One retry policy for every provider: exponential backoff with full jitter.
+
+Retries rate limits (honouring ``retry-after``), network errors, timeouts and 5xx answers;
+never ``invalid`` requests. Sleeps through the current :class:`~wingman_actors._cancel.CancelToken`
+so a cancelled or timed-out run stops waiting at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from .._cancel import current_token
+from ..errors import AgentError
+
+__all__ = ["RetryPolicy"]
+
+T = TypeVar("T")
+log = logging.getLogger("wingman_actors.providers")
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a provider retries a failed call.
+
+    Attributes:
+        max_retries: retries after the first attempt (0 = never retry).
+        base_delay: the first backoff ceiling, in seconds; it doubles each retry.
+        max_delay: the largest backoff ceiling, in seconds.
+        max_retry_after: the longest ``retry-after`` honoured, in seconds.
+    """
+
+    max_retries: int = 2
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    max_retry_after: float = 60.0
+
+    def delay(self, attempt: int, error: AgentError) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based) after ``error``."""
+        if error.retry_after is not None:
+            return min(max(error.retry_after, 0.0), self.max_retry_after)
+        ceiling = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
+        return random.uniform(ceiling / 2, ceiling)
+
+    def call(self, fn: Callable[[], T], *, describe: str = "model call") -> T:
+        """Run ``fn``, retrying retryable :class:`AgentError` failures."""
+        attempt = 0
+        while True:
+            token = current_token()
+            if token is not None:
+                token.check()
+            try:
+                return fn()
+            except AgentError as exc:
+                attempt += 1
+                if not exc.retryable or attempt > self.max_retries:
+                    raise
+                wait = self.delay(attempt, exc)
+                log.info(
+                    "%s failed (%s); retry %d/%d in %.2fs",
+                    describe, exc, attempt, self.max_retries, wait,
+                )
+                if token is not None:
+                    token.sleep(wait)
+                else:
+                    time.sleep(wait)

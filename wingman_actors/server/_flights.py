@@ -1,0 +1,168 @@
+"""Formation runs in flight on this server.
+
+Every formation run over HTTP is journalled in the run journal (the server's
+:class:`~wingman_actors.store.RunStore`, in the same database file), so its finished node
+visits survive a crash and the run can be resumed. While it runs, a :class:`Flight` makes
+it reachable by id (``POST /runs/{id}/cancel``) and writes its run record exactly once,
+whoever gets there first: the request waiting for the run, a cancel, or the server stopping.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator
+from concurrent.futures import CancelledError, Future
+from contextlib import contextmanager
+from functools import partial
+from typing import TYPE_CHECKING
+
+from ..formation import Formation
+from ..formation._result import FormationResult
+from ..formation._runtime import RunningFormation
+from ..orchestration import Blackboard
+from ..store import SERVER_SOURCE
+from ._errors import ApiError
+from ._run_outcome import Tracker, cancelled, failed, failure, settled
+from ._schemas import RunOut
+
+if TYPE_CHECKING:
+    from ._context import ServerContext
+
+__all__ = ["Flight", "Flights", "flight", "outcome", "settle_wait"]
+
+_SETTLE_WAIT_S = 5.0
+
+
+class Flight:
+    """One formation run in flight on this server.
+
+    Args:
+        ctx: the server.
+        running: the started formation the run belongs to (one per run).
+        run: the run's record.
+        tracker: builds node traces from the run's events.
+    """
+
+    def __init__(self, ctx: ServerContext, running: RunningFormation, run: RunOut, tracker: Tracker) -> None:
+        self.ctx = ctx
+        self.running = running
+        self.record = run
+        self.tracker = tracker
+        self.started = time.perf_counter()
+        self.stopping = False
+        """Set when the server stops: the run ends ``interrupted``, resumable after a restart."""
+        self.settled = threading.Event()
+        self._lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    def settle(self, build: Callable[[RunOut], RunOut]) -> RunOut:
+        """Write the run's outcome ``build(record)``, unless it was written already; the record."""
+        with self._lock:
+            if not self.settled.is_set():
+                self.record = self.ctx.store.finish_run(build(self.record))
+                self.settled.set()
+            return self.record
+
+    def cancel(self, reason: str) -> RunOut | None:
+        """Cancel the run (its work stops at the next boundary) and record it ``cancelled``;
+        None when it had already finished."""
+        if not self.running.cancel(self.id):
+            return None
+        return self.settle(lambda r: cancelled(r, self.tracker, self.started, reason))
+
+    def failure(self, exc: BaseException, timed_out: bool, entry: Collection[str]) -> Callable[[RunOut], RunOut]:
+        """How to record the run failing with ``exc``: ``interrupted`` when the server is
+        stopping (so it resumes after the restart), else ``failed``."""
+        if self.stopping:
+            return partial(cancelled, tracker=self.tracker, started=self.started, status="interrupted",
+                           reason=f"the server stopped before this run finished; continue it with "
+                                  f"POST /runs/{self.id}/resume")
+        return partial(failed, exc=exc, tracker=self.tracker, started=self.started, timed_out=timed_out, entry=entry)
+
+    def interrupt(self) -> None:
+        """The server is stopping: end the run ``interrupted`` (the journal marks it so too)."""
+        self.stopping = True
+        self.running.stop()
+
+
+class Flights:
+    """The formation runs in flight on this server, by run id."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._flights: dict[str, Flight] = {}
+
+    def get(self, run_id: str) -> Flight | None:
+        with self._lock:
+            return self._flights.get(run_id)
+
+    def add(self, flight: Flight) -> None:
+        with self._lock:
+            self._flights[flight.id] = flight
+
+    def remove(self, flight: Flight) -> None:
+        with self._lock:
+            if self._flights.get(flight.id) is flight:
+                del self._flights[flight.id]
+
+    def interrupt_all(self) -> int:
+        """Stop every run in flight (the server is stopping); return how many."""
+        with self._lock:
+            flights = list(self._flights.values())
+        for flight in flights:
+            flight.interrupt()
+        return len(flights)
+
+
+@contextmanager
+def flight(ctx: ServerContext, formation: Formation, run: RunOut, tracker: Tracker) -> Iterator[Flight]:
+    """Start ``formation`` for the one run ``run`` (journalled, with a fresh blackboard
+    shared by its nodes only), registered as in flight until the block ends."""
+    # recorded on the journal's run: `wingman-actors resume` tells the user to resume it here
+    formation.source = f"{SERVER_SOURCE}{run.formation_id}"  # type: ignore[attr-defined]
+    with formation.start(store=ctx.journal, work_dir=ctx.config.work_root, on_event=tracker,
+                         blackboard=Blackboard()) as running:
+        current = Flight(ctx, running, run, tracker)
+        ctx.flights.add(current)
+        try:
+            yield current
+        finally:
+            ctx.flights.remove(current)
+
+
+def outcome(current: Flight, future: Future[FormationResult], timeout: float | None,
+            entry: Collection[str] = ()) -> RunOut:
+    """Wait for the run, record its outcome and return the record; or raise the error that
+    answers it: 409 ``cancelled``, 503 when the server stopped, else as :func:`failure` says
+    (400 ``input``, 500 ``runtime``, 502 provider, 504 ``timeout``)."""
+    run_id = current.id
+    try:
+        result = future.result()
+    except CancelledError:
+        record = current.settle(lambda r: cancelled(r, current.tracker, current.started, "the run was cancelled"))
+        raise ApiError(409, f"formation run {run_id} was cancelled before it finished (POST /runs/{run_id}/cancel); "
+                            f"continue it with POST /runs/{run_id}/resume",
+                       kind="cancelled", run_id=run_id, run_status=record.status) from None
+    except Exception as exc:
+        elapsed = time.perf_counter() - current.started
+        timed_out = getattr(exc, "node", "") is None and timeout is not None and elapsed >= timeout * 0.99
+        record = current.settle(current.failure(exc, timed_out, entry))
+        if record.status == "interrupted":
+            raise ApiError(503, f"the server is stopping: formation run {run_id} was interrupted; continue it with "
+                                f"POST /runs/{run_id}/resume once the server is back",
+                           kind="interrupted", run_id=run_id) from exc
+        status, kind = failure(exc, timed_out, entry)
+        raise ApiError(
+            status, f"formation run {record.id} failed: {record.error}", kind=kind, run_id=record.id,
+            node=record.failed_node, fields=["input"] if kind == "input" else None,
+        ) from exc
+    return current.settle(lambda r: settled(r, result))
+
+
+def settle_wait(current: Flight) -> bool:
+    """Wait (a few seconds at most) until the run's record is written; whether it was."""
+    return current.settled.wait(_SETTLE_WAIT_S)

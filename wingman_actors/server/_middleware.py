@@ -1,0 +1,200 @@
+"""ASGI middleware: bearer-token check, JSON-only bodies (and what they may hold), the
+request timeout of non-streaming routes, and a last-resort 500 in the ``{"error"}`` shape."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ._body import body_problems
+
+__all__ = [
+    "DOCS_ASSETS", "OPEN_PATHS", "CatchAllMiddleware", "JsonBodyMiddleware", "TimeoutMiddleware", "TokenMiddleware",
+    "is_open_path",
+]
+
+log = logging.getLogger("wingman_actors.server")
+
+OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+"""Paths served without a token: they hold no data."""
+
+DOCS_ASSETS = "/static-offline-docs"
+"""Where the Swagger UI and ReDoc assets are served from (no token needed)."""
+
+
+def is_open_path(path: str) -> bool:
+    """Whether ``path`` is served without a token."""
+    return path in OPEN_PATHS or path.startswith(DOCS_ASSETS + "/")
+
+
+class TokenMiddleware:
+    """Requires ``Authorization: Bearer <token>`` on every path but :data:`OPEN_PATHS`."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or is_open_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"authorization", b"")
+        if not hmac.compare_digest(given, self.expected):
+            why = "missing" if not given else "invalid"
+            response = JSONResponse(
+                {"error": f"{why} bearer token: send the header 'Authorization: Bearer <token>' "
+                          "with the token the server was started with (--token or WINGMAN_TOKEN)"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class JsonBodyMiddleware:
+    """Bodies are JSON: a POST, PUT or PATCH must say ``Content-Type: application/json``
+    (or another ``+json`` type), even with an empty body, else 415; a JSON body holding what
+    cannot be stored (see :func:`~wingman_actors.server._body.body_problems`) is a 400
+    naming the fields.
+
+    Refusing every other type, a missing one included, matters: a web page can send a form,
+    text or an untyped ``Blob`` (``sendBeacon``, ``fetch`` in ``no-cors`` mode) cross-origin
+    without a CORS preflight, so accepting them would let any site drive a server on
+    localhost. ``application/json`` always needs a preflight, which the CORS policy refuses.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
+            types = [v.decode("latin-1").lower() for k, v in scope["headers"] if k == b"content-type"]
+            if not types or not any(_is_json(t) for t in types):
+                got = f"Content-Type {types[0]!r}" if types else "no Content-Type"
+                response = JSONResponse(
+                    {"error": f"request bodies must be JSON, got {got}: send 'Content-Type: application/json', "
+                              "even with an empty body (curl: -H 'Content-Type: application/json')"},
+                    status_code=415,
+                )
+                await response(scope, receive, send)
+                return
+            body = await _read_body(receive)
+            problems = body_problems(body) if body.strip() else []
+            if problems:
+                response = JSONResponse(
+                    {"error": "invalid request: " + "; ".join(f"{f}: {m}" for f, m in problems),
+                     "fields": [f for f, _ in problems]},
+                    status_code=400,
+                )
+                await response(scope, receive, send)
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, receive, send)
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that gives the already read ``body`` first, then what the client sends
+    next (a disconnect: streaming responses listen for it)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+class TimeoutMiddleware:
+    """Answers 504 when a non-streaming request takes longer than ``timeout`` seconds.
+
+    Runs also carry their own deadline (so they stop, store nothing, and answer 504
+    themselves); this is the backstop for everything else.
+    """
+
+    def __init__(self, app: ASGIApp, timeout: float) -> None:
+        self.app = app
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].rstrip("/").endswith("/stream"):
+            await self.app(scope, receive, send)
+            return
+        tracking_send = _StartTracker(send)
+
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self.app(scope, receive, tracking_send)
+        except TimeoutError:
+            if tracking_send.started:
+                raise
+            response = JSONResponse(
+                {"error": f"the request took longer than the server's {self.timeout:g}s request timeout",
+                 "kind": "timeout"},
+                status_code=504,
+            )
+            await response(scope, receive, send)
+
+
+class _StartTracker:
+    """Wraps ``send`` and remembers whether the response has started (after that, an
+    error can no longer become a JSON error response)."""
+
+    __slots__ = ("send", "started")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self.send(message)
+
+
+class CatchAllMiddleware:
+    """Turns an unexpected exception into ``500 {"error": ...}`` (and logs it)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        tracking_send = _StartTracker(send)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            log.exception("unexpected error on %s %s", scope["method"], scope["path"])
+            if tracking_send.started:
+                raise
+            response = JSONResponse(
+                {"error": f"internal server error: {type(exc).__name__}: {exc}"}, status_code=500
+            )
+            await response(scope, receive, send)

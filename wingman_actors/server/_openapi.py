@@ -1,0 +1,108 @@
+"""The OpenAPI document, told as the server really answers.
+
+FastAPI documents a 422 validation error on every route with input, which this server never
+sends (it answers 400 ``{"error", "fields"}``), and knows nothing of the errors middleware
+gives. :func:`install_openapi` replaces the document's error responses with the real ones:
+400, 401 (when a token is required), 403, 404, 409, 415, 500, 502, 503 and 504 where they can happen,
+all with the :class:`~wingman_actors.server._schemas.ErrorOut` schema; a bearer security
+scheme when a token is required; and the ``Location`` header of every 201.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from ._config import ServerConfig
+from ._middleware import is_open_path
+from ._schemas import ErrorOut
+
+__all__ = ["install_openapi"]
+
+_ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
+_RUN_SUFFIXES = ("/message", "/message/stream", "/run", "/run/stream", "/runs/{id}/resume")
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ERROR_REF}}}
+
+
+def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    has_input = "requestBody" in operation or bool(operation.get("parameters"))
+    if has_input:
+        out["400"] = _error("Malformed JSON, a failed validation or an unusable configuration; `fields` names "
+                            "the fields at fault (`problems` lists a formation's problems). Also: a Host the "
+                            "server does not serve.")
+    else:
+        out["400"] = _error("A Host the server does not serve (start it with --allowed-host NAME).")
+    if token and not is_open_path(path):
+        out["401"] = _error("Missing or wrong bearer token.")
+    out["403"] = _error("The request's Origin is not allowed (start the server with --cors-origin ORIGIN).")
+    if "{" in path:
+        out["404"] = _error("Unknown id.")
+    if method in ("post", "put", "patch"):
+        out["415"] = _error("The request does not say `Content-Type: application/json` (required even when "
+                            "the body is empty).")
+    if path in ("/runs/{id}/cancel", "/runs/{id}/resume"):
+        out["409"] = _error("The run cannot be cancelled or resumed in its state (`run_status`; `kind`: the status, "
+                            "`mismatch` when its formation changed shape, `formation_deleted`, `not_journalled`, `fleet`).")
+    elif path == "/formations/{id}" and method == "delete":
+        out["409"] = _error("Other formations nest this one (`kind: in_use`; `used_by` lists their ids): remove "
+                            "those nodes or delete those formations first.")
+    elif path == "/formations/{id}/run":
+        out["409"] = _error("The run was cancelled (POST /runs/{id}/cancel) before it finished (`kind: cancelled`, "
+                            "with `run_id`).")
+    if path == "/runs/{id}/resume" or (path.startswith("/formations/") and path.endswith(("/run", "/run/stream"))):
+        out["500"] = _error("A formation node failed in user code (`kind: runtime`, with `run_id` and `node`).")
+    if path.endswith(_RUN_SUFFIXES) or path.startswith("/provider/{id}/models"):
+        out["502"] = _error("The model provider failed (`kind`: agent, rate_limit, network, invalid, cancelled; "
+                            "`provider`, `provider_status`).")
+    if path in ("/formations/{id}/run", "/runs/{id}/resume"):
+        out["503"] = _error("The server stopped while the run was in flight (`kind: interrupted`, with `run_id`): "
+                            "resume it with POST /runs/{id}/resume once the server is back.")
+    if path.endswith(_RUN_SUFFIXES) or path.startswith("/provider/{id}/models"):
+        out["504"] = _error("The run or request ran out of time (`kind: timeout`).")
+    return out
+
+
+def build_openapi(app: FastAPI, config: ServerConfig) -> dict[str, Any]:
+    """The OpenAPI document of ``app`` with the real error responses."""
+    doc = get_openapi(title=app.title, version=app.version, summary=app.summary, description=app.description,
+                      routes=app.routes)
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    schemas["ErrorOut"] = ErrorOut.model_json_schema(ref_template="#/components/schemas/{model}")
+    token = config.token is not None
+    if token:
+        doc["components"]["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer",
+                       "description": "The token the server was started with (--token or WINGMAN_TOKEN)."}
+        }
+        doc["security"] = [{"bearer": []}]
+    for path, operations in doc.get("paths", {}).items():
+        for method, operation in operations.items():
+            responses = operation.setdefault("responses", {})
+            responses.pop("422", None)
+            responses.update(_errors(path, method, operation, token))
+            if "201" in responses:
+                responses["201"]["headers"] = {
+                    "Location": {"description": "The path of the created record.", "schema": {"type": "string"}}
+                }
+            if token and is_open_path(path):
+                operation["security"] = []
+    return doc
+
+
+def install_openapi(app: FastAPI, config: ServerConfig) -> None:
+    """Serve :func:`build_openapi`'s document at ``/openapi.json`` (built once, on first use)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = build_openapi(app, config)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

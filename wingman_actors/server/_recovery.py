@@ -1,0 +1,65 @@
+"""Run records and the run journal agree after a crash, and when a suspended run expires.
+
+The journal (:class:`~wingman_actors.store.RunStore`) knows which runs were in flight in a
+process that died: it marks them ``interrupted`` when it opens (by owner pid, boot id and
+process start time). A run record still ``running`` at the server's start takes the
+journal's status, so ``GET /runs/{id}`` says ``interrupted`` and the run can be resumed.
+"""
+
+from __future__ import annotations
+
+from ..store import JournalStore, RunRecord, UnknownRunError
+from ._convert import jsonable
+from ._run_records import RunRecords
+from ._schemas import RunOut
+
+__all__ = ["interrupt_of", "recover_runs", "refreshed"]
+
+_STOPPED = "the server stopped before this run finished"
+
+
+def interrupt_of(record: RunRecord) -> dict[str, object] | None:
+    """A journal record's pending interrupt as the API shows it: ``{"node", "payload"}``."""
+    pending = record.interrupt
+    return None if pending is None else {"node": pending.node, "payload": jsonable(pending.payload)}
+
+
+def recover_runs(records: RunRecords, journal: JournalStore) -> int:
+    """Give each run recorded ``running`` the status its journal has; return how many changed.
+
+    A formation run whose journal says ``interrupted`` (its server died or stopped) becomes
+    ``interrupted``, resumable with ``POST /runs/{id}/resume``; one the journal saw settle
+    takes that status; one still ``running`` in the journal belongs to a live process (another
+    server on this file) and is left alone. A fleet run, or a formation run the journal never
+    saw, cannot be resumed: it is marked ``failed``, as before durable runs.
+    """
+    changed = 0
+    for run_id, kind in records.running_ids():
+        try:
+            record = journal.get(run_id) if kind == "formation" else None
+        except UnknownRunError:
+            record = None
+        if record is None:
+            records.set_run_status(run_id, "failed", f"{_STOPPED} (it cannot be resumed)", error_kind="cancelled")
+        elif record.status == "running":
+            continue
+        elif record.status == "interrupted":
+            records.set_run_status(run_id, "interrupted", f"{_STOPPED}; continue it with POST /runs/{run_id}/resume")
+        else:
+            records.set_run_status(run_id, record.status, record.error, interrupt=interrupt_of(record))
+        changed += 1
+    return changed
+
+
+def refreshed(records: RunRecords, journal: JournalStore, run: RunOut) -> RunOut:
+    """``run``, marked ``expired`` if it was suspended past the journal's ``suspend_ttl``."""
+    if run.status != "suspended":
+        return run
+    try:
+        status = journal.get(run.id).status
+    except UnknownRunError:
+        return run
+    if status != "expired":
+        return run
+    return records.set_run_status(run.id, "expired", "it waited for an answer longer than the server's suspend "
+                                                      "time; start a new run", interrupt=run.interrupt)

@@ -1,0 +1,185 @@
+"""``/formations``: declarations, runs and streamed runs (their records: ``routes_runs``)."""
+
+from __future__ import annotations
+
+import math
+import queue
+import time
+from collections.abc import Iterator
+from functools import partial
+
+from fastapi import APIRouter
+from starlette.responses import Response
+
+from ..formation.events import FormationEvent, FormationEventType
+from ._context import ServerContext
+from ._convert import jsonable
+from ._declaration import FormationDecl
+from ._deps import Ctx
+from ._errors import ApiError
+from ._flights import flight, outcome
+from ._nesting import agent_ids, build_nested, load_nested, nested_in
+from ._run_outcome import Tracker, cancelled, event_dict, settled
+from ._runnable import load_formation, runnable
+from ._schemas import FormationOut, FormationRunIn, RunOut, StatusOut
+from ._sse import Event, ThreadedStream
+from ._streaming import Canceller, start_stream
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+# -- declarations ---------------------------------------------------------------------
+
+
+def _validated(ctx: ServerContext, decl: FormationDecl, own_id: str | None = None) -> None:
+    nested = load_nested(ctx.store, decl, own_id)
+    ids = agent_ids(decl, nested)
+    agents = {}
+    for agent in ctx.store.list_agents():
+        if agent.id in ids:
+            agents[agent.id] = ctx.declared_agent(agent)
+    build_nested(decl, ctx.functions, agents, nested, own_id)
+
+
+@router.post("/formations", status_code=201, tags=["formations"], summary="Create a formation")
+async def create(body: FormationDecl, ctx: Ctx, response: Response) -> FormationOut:
+    """Validated in full first: 400 lists every problem (unknown agents, functions,
+    predicates, nested formations, edges, types, cycles without a condition...)."""
+
+    def apply() -> FormationOut:
+        with ctx.formation_writes:
+            _validated(ctx, body)
+            return ctx.store.create_formation(body.name, body.stored_nodes(), body.stored_edges())
+
+    formation = await ctx.pool.run(apply)
+    response.headers["Location"] = f"/formations/{formation.id}"
+    return formation
+
+
+@router.get("/formations", tags=["formations"], summary="List formations (newest first)")
+async def list_all(ctx: Ctx) -> list[FormationOut]:
+    """Every stored formation."""
+    return await ctx.pool.run(ctx.store.list_formations)
+
+
+@router.get("/formations/{id}", tags=["formations"], summary="Get a formation")
+async def get_one(id: str, ctx: Ctx) -> FormationOut:
+    """404 for an unknown id."""
+    return await ctx.pool.run(ctx.store.get_formation, id)
+
+
+@router.put("/formations/{id}", tags=["formations"], summary="Replace a formation's declaration")
+async def replace(id: str, body: FormationDecl, ctx: Ctx) -> FormationOut:
+    """The whole declaration, validated as for create (it may not nest this formation,
+    directly or through others)."""
+
+    def apply() -> FormationOut:
+        with ctx.formation_writes:
+            ctx.store.get_formation(id)
+            _validated(ctx, body, id)
+            return ctx.store.replace_formation(id, body.name, body.stored_nodes(), body.stored_edges())
+
+    return await ctx.pool.run(apply)
+
+
+@router.delete("/formations/{id}", tags=["formations"], summary="Delete a formation (its runs are kept)")
+async def delete(id: str, ctx: Ctx) -> StatusOut:
+    """``{"status": "deleted"}``; 404 for an unknown id; 409 (``kind: "in_use"``, with
+    ``used_by``) while other formations nest it."""
+
+    def apply() -> None:
+        with ctx.formation_writes:
+            ctx.store.get_formation(id)
+            users = nested_in(ctx.store, id)
+            if users:
+                named = ", ".join(f"{f.name!r} ({f.id})" for f in users)
+                raise ApiError(409, f"formation {id} is nested in formation {named}; remove those nodes "
+                                    "(PUT /formations/{id}) or delete those formations first",
+                               kind="in_use", used_by=[f.id for f in users])
+            ctx.store.delete_formation(id)
+
+    await ctx.pool.run(apply)
+    return StatusOut(status="deleted")
+
+
+# -- running --------------------------------------------------------------------------
+
+
+def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: float) -> RunOut:
+    record, decl = load_formation(ctx, id)
+    with runnable(ctx, decl, id) as formation:
+        timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
+        entry = formation.validate().sources
+        run = ctx.store.create_run(record, jsonable(body.input))
+        with flight(ctx, formation, run, Tracker(formation)) as current:
+            future = current.running.submit(body.input, timeout=timeout, run_id=run.id)  # journalled on return
+            return outcome(current, future, timeout, entry)
+
+
+@router.post("/formations/{id}/run", tags=["formations"], summary="Run a formation and wait for its result")
+async def run(id: str, body: FormationRunIn, ctx: Ctx) -> RunOut:
+    """``{"input": ..., "timeout": seconds?}`` → the recorded run (status, outputs, node
+    traces); ``status`` is ``suspended`` (with ``interrupt``) when a node called
+    ``interrupt()``: answer it with ``POST /runs/{id}/resume``. A failed run answers 502/504
+    (provider failure or timeout, with ``kind``) or 500 (``kind`` = ``runtime``), a run
+    cancelled meanwhile 409 (``kind`` = ``cancelled``), each with ``run_id`` to read its record."""
+    deadline = time.monotonic() + ctx.config.request_timeout
+    return await ctx.pool.run(_run_formation, ctx, id, body, deadline)
+
+
+class _Stop:
+    """Wakes the streaming loop when the client leaves (which then cancels the run)."""
+
+    def __init__(self, events: queue.SimpleQueue[FormationEvent | None]) -> None:
+        self.events = events
+
+    def cancel(self, reason: str) -> None:
+        self.events.put(None)
+
+
+_ENDS = (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED)
+
+
+def _stream_formation(
+    ctx: ServerContext, record: FormationOut, decl: FormationDecl, body: FormationRunIn, canceller: Canceller
+) -> Iterator[Event]:
+    with runnable(ctx, decl, record.id) as formation:
+        plan = formation.validate()
+        run = ctx.store.create_run(record, jsonable(body.input))
+        events: queue.SimpleQueue[FormationEvent | None] = queue.SimpleQueue()
+        with flight(ctx, formation, run, Tracker(formation)) as current:
+            canceller.target = _Stop(events)
+            try:
+                current.running.submit(body.input, timeout=body.timeout, on_event=events.put, run_id=run.id)
+                while not canceller.cancelled.is_set():
+                    event = events.get()
+                    if event is None:
+                        break
+                    timed_out = event.node is None and body.timeout is not None and (
+                        time.perf_counter() - current.started >= body.timeout * 0.99)
+                    yield event.type.value, event_dict(event, run.id, timed_out, plan.sources)
+                    if event.type is FormationEventType.RUN_FINISHED:
+                        current.settle(partial(settled, result=event.data["result"]))
+                    elif event.type is FormationEventType.RUN_FAILED:
+                        current.settle(current.failure(event.data["exception"], timed_out, plan.sources))
+                    if event.type in _ENDS:
+                        break
+            finally:
+                current.cancel("the client disconnected before the run finished")
+                run = current.settle(lambda r: cancelled(r, current.tracker, current.started,
+                                                         "the run was cancelled before it finished"))
+        yield "done", {"run_id": run.id, "status": run.status}
+
+
+@router.post("/formations/{id}/run/stream", tags=["formations"], summary="Run a formation, streaming its events")
+async def run_stream(id: str, body: FormationRunIn, ctx: Ctx) -> Response:
+    """One SSE event per formation event, named by its type (``run_started``,
+    ``node_started``, ``agent_text``, ``node_finished``, ``run_finished``, ``run_failed`` or
+    ``run_cancelled``...), then ``done`` with the run id and status (``suspended`` when a node
+    called ``interrupt()``: the ``run_finished`` data has the ``interrupt``). No request timeout."""
+    record, decl = await ctx.pool.run(load_formation, ctx, id)
+    canceller = Canceller()
+    stream = ThreadedStream(ctx.pool, lambda: _stream_formation(ctx, record, decl, body, canceller), canceller)
+    return await start_stream(stream)

@@ -1,0 +1,180 @@
+"""How a formation run's outcome becomes its run record: node traces built from its
+events, and the record of a run that succeeded, was suspended, failed or was cancelled."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Collection, Iterator
+from typing import Any
+
+from ..actors._nodes import PayloadError
+from ..errors import FormationRuntimeError
+from ..formation import Formation
+from ..formation._result import FormationResult
+from ..formation._runtime import NodeTimeoutError
+from ..formation.events import FormationEvent, FormationEventType
+from ..store import FormationMismatchError
+from ._convert import jsonable, usage_dict
+from ._errors import find_agent_error, status_for_kind
+from ._ids import rfc3339
+from ._schemas import RunOut
+
+__all__ = ["Tracker", "cancelled", "event_dict", "failed", "failure", "settled"]
+
+
+class Tracker:
+    """Per-node traces built from a run's events (the record of a failed run): the
+    formation's own nodes, and the nodes inside its formation nodes once they start (named
+    by their path, ``"sub/inner_node"``, as the run's result names them; a formation map's
+    items are not traced apart, as in the result)."""
+
+    def __init__(self, formation: Formation) -> None:
+        self.lock = threading.Lock()
+        self.nodes: dict[str, dict[str, Any]] = {name: _trace(name) for name in formation.graph.nodes}
+        self.nested = _formation_paths(formation, "")
+        """The paths of formation nodes, at any depth: the nodes inside them are traced."""
+
+    def __call__(self, event: FormationEvent) -> None:
+        node = self.nodes.get(event.node or "")
+        if node is None:
+            path = event.node or ""
+            if path.rpartition("/")[0] not in self.nested:
+                return
+            with self.lock:  # cancelled() and failed() copy the traces under it
+                node = self.nodes.setdefault(path, _trace(path))
+        data, kind = event.data, event.type
+        with self.lock:
+            if kind is FormationEventType.NODE_STARTED:
+                node["started_at"] = rfc3339(event.timestamp)
+                node["attempts"] = data.get("attempt", node["attempts"])
+                if node["attempts"] == 1:
+                    node["visits"] += 1
+            elif kind is FormationEventType.NODE_FINISHED:
+                node["status"] = "succeeded"
+                node["finished_at"] = rfc3339(event.timestamp)
+                node["duration_s"] += float(data.get("duration_s") or 0.0)
+                if data.get("usage") is not None:
+                    node["usage"] = usage_dict(data["usage"])
+            elif kind in (FormationEventType.NODE_FAILED, FormationEventType.NODE_RETRY):
+                node["error"] = data.get("error")
+                if kind is FormationEventType.NODE_FAILED:
+                    node["status"] = "failed"
+                    node["finished_at"] = rfc3339(event.timestamp)
+            elif kind is FormationEventType.NODE_SKIPPED:
+                node["status"] = "skipped"
+                node["error"] = data.get("error") or node["error"]
+
+
+def _trace(name: str) -> dict[str, Any]:
+    return {"name": name, "status": "pending", "attempts": 0, "visits": 0, "started_at": None, "finished_at": None,
+            "duration_s": 0.0, "usage": usage_dict(None), "error": None}
+
+
+def _formation_paths(formation: Formation, prefix: str) -> set[str]:
+    paths = set()
+    for name, attrs in formation.graph.nodes(data=True):
+        if attrs.get("kind") == "formation":
+            paths.add(prefix + name)
+            paths |= _formation_paths(attrs["formation"], f"{prefix}{name}/")
+    return paths
+
+
+def settled(run: RunOut, result: FormationResult) -> RunOut:
+    """The record of a run that finished: ``succeeded``, or ``suspended`` by ``interrupt()``
+    (with its pending interrupt and the outputs it had)."""
+    return run.model_copy(update={
+        "status": "suspended" if result.status == "suspended" else "succeeded",
+        "interrupt": jsonable(result.interrupt), "output": jsonable(result.output),
+        "outputs": jsonable(result.outputs), "nodes": _traces({k: v.to_dict() for k, v in result.nodes.items()}),
+        "usage": usage_dict(result.usage), "duration_s": result.duration_s,
+    })
+
+
+def cancelled(run: RunOut, tracker: Tracker, started: float, reason: str, status: str = "cancelled") -> RunOut:
+    """The record of a run cancelled (or, with ``status="interrupted"``, cut short by the
+    server stopping) before it finished: the node traces so far and ``reason``."""
+    with tracker.lock:
+        nodes = {k: dict(v) for k, v in tracker.nodes.items()}
+    return run.model_copy(update={
+        "status": status, "nodes": nodes, "error": reason, "error_kind": "cancelled" if status == "cancelled" else None,
+        "duration_s": time.perf_counter() - started,
+    })
+
+
+def failure(exc: BaseException, timed_out: bool, entry: Collection[str] = ()) -> tuple[int, str]:
+    """The status and ``kind`` of a failed run: ``input`` (400) when the run's input did not
+    fit an entry node, ``mismatch`` (409) when a resumed run's nested formation changed shape
+    since the run began, else the provider's failure (502/504), a timeout, or ``runtime`` (500)."""
+    if getattr(exc, "node", None) in entry and any(isinstance(e, PayloadError) for e in _chain(exc)):
+        return 400, "input"
+    if any(isinstance(e, FormationMismatchError) for e in _chain(exc)):
+        return 409, "mismatch"
+    agent_error = find_agent_error(exc)
+    if agent_error is not None:
+        return status_for_kind(agent_error.kind), agent_error.kind.value
+    if timed_out or any(isinstance(e, NodeTimeoutError) for e in _chain(exc)):
+        return 504, "timeout"
+    return 500, "runtime"
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    current: BaseException | None = exc
+    while current is not None:
+        yield current
+        current = current.__cause__
+
+
+def _one_id(value: Any, library_id: str | None, run_id: str) -> Any:
+    """``value`` with the runtime's own id of a run replaced by the server's record id, so
+    one run has one id in every message."""
+    if not library_id or library_id == run_id:
+        return value
+    if isinstance(value, str):
+        return value.replace(library_id, run_id)
+    if isinstance(value, dict):
+        return {k: _one_id(v, library_id, run_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_one_id(v, library_id, run_id) for v in value]
+    return value
+
+
+def _traces(nodes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Node traces with their wall-clock times in RFC 3339."""
+    out = {}
+    for name, trace in nodes.items():
+        trace = dict(trace)
+        for key in ("started_at", "finished_at"):
+            if isinstance(trace.get(key), int | float):
+                trace[key] = rfc3339(trace[key])
+        out[name] = trace
+    return out
+
+
+def failed(run: RunOut, exc: BaseException, tracker: Tracker, started: float, timed_out: bool,
+            entry: Collection[str] = ()) -> RunOut:
+    _, kind = failure(exc, timed_out, entry)
+    outputs = getattr(exc, "outputs", {}) or {}
+    message = exc.message if isinstance(exc, FormationRuntimeError) else f"{type(exc).__name__}: {exc}"
+    if kind == "input":
+        message = f"input: does not fit the entry node {getattr(exc, 'node', '')!r}: {message}"
+    message = _one_id(message, getattr(exc, "run_id", None), run.id)
+    with tracker.lock:
+        nodes = {k: dict(v) for k, v in tracker.nodes.items()}
+    return run.model_copy(update={
+        "status": "failed", "outputs": jsonable(outputs), "nodes": nodes, "error": message, "error_kind": kind,
+        "failed_node": getattr(exc, "node", None), "duration_s": time.perf_counter() - started,
+    })
+
+
+def event_dict(event: FormationEvent, run_id: str, timed_out: bool, entry: Collection[str]) -> dict[str, Any]:
+    data = {k: v for k, v in event.data.items() if k not in ("result", "exception")}
+    if event.type is FormationEventType.RUN_FINISHED:
+        result: FormationResult = event.data["result"]
+        data.update(output=result.output, outputs=result.outputs, status=result.status, interrupt=result.interrupt)
+    elif event.type is FormationEventType.RUN_FAILED:
+        data["kind"] = failure(event.data["exception"], timed_out, entry)[1]
+    return {"type": event.type.value, "run_id": run_id, "node": event.node, "timestamp": rfc3339(event.timestamp),
+            "data": _one_id(jsonable(data), event.run_id, run_id)}
+
+

@@ -1,0 +1,145 @@
+"""Run records: every formation run and fleet run, from start to end (``/runs``).
+
+A formation run also lives in the run journal (:class:`~wingman_actors.store.RunStore`, in
+the same file): the journal holds what a resume needs (each finished node visit, the
+interrupts and answers), the record what ``GET /runs/{id}`` answers (outputs, node
+traces, usage, error). Both carry the same id and, once a run has settled, the same status;
+:func:`~wingman_actors.server._recovery.recover_runs` makes them agree again after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ._body import scrub
+from ._db import Database
+from ._errors import not_found
+from ._ids import new_id, now
+from ._redact import Redactor
+from ._schemas import FleetOut, FormationOut, RunOut
+
+__all__ = ["RunRecords"]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+class RunRecords(Database):
+    """The ``runs`` table. What it writes is scrubbed of lone surrogates (so it can always
+    be answered) and of secrets (``redactor``).
+
+    Args:
+        path: the database file.
+        redactor: the secrets to mask in what runs write (default: none).
+    """
+
+    def __init__(self, path: str | Path, redactor: Redactor | None = None) -> None:
+        super().__init__(path)
+        self.redactor = Redactor() if redactor is None else redactor
+        """Masks secrets in what is written from runs: messages and run records."""
+
+    def _clean(self, value: Any) -> Any:
+        return self.redactor.value(scrub(value))
+
+    @staticmethod
+    def _run(row: sqlite3.Row) -> RunOut:
+        return RunOut(
+            id=row["id"], kind=row["kind"], formation_id=row["formation_id"], formation_name=row["formation_name"],
+            fleet_id=row["fleet_id"], fleet_name=row["fleet_name"],
+            status=row["status"], input=_loads(row["input"]), output=_loads(row["output"]),
+            outputs=json.loads(row["outputs"]), nodes=json.loads(row["nodes"]), usage=json.loads(row["usage"]),
+            interrupt=_loads(row["interrupt"]),
+            error=row["error"], error_kind=row["error_kind"], failed_node=row["failed_node"],
+            duration_s=row["duration_s"], created_at=row["created_at"], finished_at=row["finished_at"],
+        )
+
+    def create_run(self, formation: FormationOut, input: Any) -> RunOut:
+        """Record a run of ``formation`` as ``running``."""
+        return self._insert(RunOut(id=new_id(), formation_id=formation.id, formation_name=formation.name,
+                                   status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()))
+
+    def create_fleet_run(self, fleet: FleetOut, input: Any) -> RunOut:
+        """Record a run of ``fleet`` (``input``: its tasks) as ``running``."""
+        return self._insert(RunOut(id=new_id(), kind="fleet", fleet_id=fleet.id, fleet_name=fleet.name,
+                                   status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()))
+
+    def _insert(self, run: RunOut) -> RunOut:
+        run = RunOut.model_validate(self._clean(run.model_dump()))
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO run_records (id, kind, formation_id, formation_name, fleet_id, fleet_name, status, input, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run.id, run.kind, run.formation_id, run.formation_name, run.fleet_id, run.fleet_name, run.status,
+                 _dumps(run.input), run.created_at),
+            )
+        return run
+
+    def finish_run(self, run: RunOut) -> RunOut:
+        """Store ``run``'s outcome (status, outputs, node traces, error) and its finish time."""
+        run = RunOut.model_validate(self._clean(run.model_copy(update={"finished_at": now()}).model_dump()))
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE run_records SET status = ?, interrupt = ?, output = ?, outputs = ?, nodes = ?, usage = ?, "
+                "error = ?, error_kind = ?, failed_node = ?, duration_s = ?, finished_at = ? WHERE id = ?",
+                (run.status, None if run.interrupt is None else _dumps(run.interrupt), _dumps(run.output),
+                 _dumps(run.outputs), _dumps(run.nodes), _dumps(run.usage), run.error, run.error_kind,
+                 run.failed_node, run.duration_s, run.finished_at, run.id),
+            )
+        return run
+
+    def get_run(self, id: str) -> RunOut:
+        """Run ``id``."""
+        with self.read() as conn:
+            row = conn.execute("SELECT * FROM run_records WHERE id = ?", (id,)).fetchone()
+        if row is None:
+            raise not_found("run", id)
+        return self._run(row)
+
+    def list_runs(
+        self, formation_id: str | None = None, limit: int = 100, fleet_id: str | None = None,
+        status: str | None = None,
+    ) -> list[RunOut]:
+        """Runs, newest first; only ``formation_id``'s, ``fleet_id``'s and/or those with
+        ``status`` when given."""
+        where, args = [], []
+        for column, value in (("formation_id", formation_id), ("fleet_id", fleet_id), ("status", status)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        clause = f"WHERE {' AND '.join(where)} " if where else ""
+        with self.read() as conn:
+            rows = conn.execute(f"SELECT * FROM run_records {clause}ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
+        return [self._run(r) for r in rows]
+
+    def reopen_run(self, id: str) -> RunOut:
+        """Mark a resumed run ``running`` again: its error, interrupt and finish time cleared."""
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE run_records SET status = 'running', interrupt = NULL, error = NULL, error_kind = NULL, "
+                "failed_node = NULL, finished_at = NULL WHERE id = ?", (id,))
+        return self.get_run(id)
+
+    def set_run_status(self, id: str, status: str, error: str | None = None,
+                       interrupt: Any = None, error_kind: str | None = None) -> RunOut:
+        """Change a run's status (and error, interrupt) without touching its outputs."""
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE run_records SET status = ?, error = ?, error_kind = ?, interrupt = ?, "
+                "finished_at = COALESCE(finished_at, ?) WHERE id = ?",
+                (status, None if error is None else self._clean(error), error_kind,
+                 None if interrupt is None else _dumps(self._clean(interrupt)), now(), id))
+        return self.get_run(id)
+
+    def running_ids(self) -> list[tuple[str, str]]:
+        """``(id, kind)`` of every run recorded as ``running``."""
+        with self.read() as conn:
+            rows = conn.execute("SELECT id, kind FROM run_records WHERE status = 'running'").fetchall()
+        return [(str(r["id"]), str(r["kind"])) for r in rows]

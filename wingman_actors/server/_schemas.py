@@ -1,0 +1,368 @@
+"""The JSON shapes of the HTTP API: request bodies (unknown fields refused) and responses.
+
+Field names follow the Wingman reference API.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._limits import MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
+from ._redact import SECRET_ALPHABET
+
+__all__ = [
+    "AbortOut",
+    "AgentCreate",
+    "AgentOut",
+    "AgentUpdate",
+    "AuthCredentialIn",
+    "AuthSetIn",
+    "AuthStatusOut",
+    "DelegationOut",
+    "ErrorOut",
+    "FleetCreate",
+    "FleetOut",
+    "FleetResultOut",
+    "FleetRunIn",
+    "FleetUpdate",
+    "FormationOut",
+    "FormationRunIn",
+    "MessageIn",
+    "MessageOut",
+    "ProviderAuthOut",
+    "ProviderOut",
+    "RunOut",
+    "RunResumeIn",
+    "SessionCreate",
+    "SessionOut",
+    "SessionUpdate",
+    "StatusOut",
+    "TaskIn",
+]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorOut(BaseModel):
+    """Every error: ``error`` says what went wrong and how to fix it; the other fields appear
+    when they apply."""
+
+    error: str
+    fields: list[str] | None = Field(default=None, description="400: the fields at fault, e.g. tasks[1].message")
+    problems: list[str] | None = Field(default=None, description="400: every problem of a formation declaration")
+    kind: str | None = Field(
+        default=None, description="500/502/504: runtime, agent, rate_limit, network, invalid, cancelled or timeout; "
+                                  "409: cancelled (the run was cancelled), mismatch (the formation changed shape "
+                                  "since the run began), formation_deleted, not_journalled, fleet, or the run's "
+                                  "status; in_use (a formation other formations nest)"
+    )
+    run_id: str | None = Field(default=None, description="a failed formation run's record (GET /runs/{id})")
+    run_status: str | None = Field(default=None, description="409: the run's status")
+    node: str | None = Field(default=None, description="the formation node that failed")
+    provider: str | None = Field(default=None, description="the provider that failed")
+    provider_status: int | None = Field(default=None, description="the provider's HTTP status")
+    used_by: list[str] | None = Field(
+        default=None, description="409 (kind in_use): the ids of the formations that nest the formation"
+    )
+
+
+# -- providers and auth ----------------------------------------------------------------
+
+
+class ProviderOut(BaseModel):
+    """A registered model provider."""
+
+    id: str
+    name: str
+    auth_types: list[str]
+    description: str
+    env: list[str]
+
+
+class AuthCredentialIn(_In):
+    """One provider's credential."""
+
+    type: Literal["api_key"] = "api_key"
+    key: str = Field(
+        min_length=1, pattern=rf"^{SECRET_ALPHABET}+$",
+        description="the secret (letters, digits and ._~+/=-); stored in SQLite, never returned in full",
+    )
+
+
+class AuthSetIn(_In):
+    """``PUT /provider/auth``: credentials by provider id (others are kept)."""
+
+    providers: dict[str, AuthCredentialIn]
+
+
+class ProviderAuthOut(BaseModel):
+    """Whether a provider has a credential; the key itself is never returned."""
+
+    type: str
+    configured: bool
+    key_hint: str = Field(description="the key's last four characters, e.g. '…wxyz'")
+
+
+class AuthStatusOut(BaseModel):
+    """``GET /provider/auth``."""
+
+    providers: dict[str, ProviderAuthOut]
+    updated_at: str | None = None
+
+
+class StatusOut(BaseModel):
+    """A plain acknowledgement: ``{"status": "ok"}`` or ``{"status": "deleted"}``."""
+
+    status: str
+
+
+# -- agents ----------------------------------------------------------------------------
+
+
+class AgentCreate(_In):
+    """``POST /agents``."""
+
+    name: str = Field(min_length=1)
+    instructions: str = ""
+    tools: list[str] = Field(default_factory=list, description="built-in tool names")
+    provider: str | None = Field(default=None, description="a provider id from GET /provider")
+    model: str | None = None
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="provider options (max_tokens, temperature, base_url, ...)"
+    )
+    output_schema: dict[str, Any] | None = Field(default=None, description="a JSON Schema the answer must match")
+    delegates: list[str] = Field(
+        default_factory=list, description="ids of agents this one may delegate tasks to (tools list_agents, delegate)"
+    )
+    max_delegation_depth: int = Field(default=3, ge=0, le=10, description="how deep the delegation tree may grow")
+    skills: list[str] = Field(
+        default_factory=list, description="skill folders (each with a SKILL.md) under the work root; relative to it"
+    )
+
+
+class AgentUpdate(_In):
+    """``PUT /agents/{id}``: a partial update; omitted fields are unchanged, null clears."""
+
+    name: str | None = Field(default=None, min_length=1)
+    instructions: str | None = None
+    tools: list[str] | None = None
+    provider: str | None = None
+    model: str | None = None
+    options: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    delegates: list[str] | None = None
+    max_delegation_depth: int | None = Field(default=None, ge=0, le=10)
+    skills: list[str] | None = None
+
+
+class AgentOut(BaseModel):
+    """A stored agent."""
+
+    id: str
+    name: str
+    instructions: str
+    tools: list[str]
+    provider: str | None
+    model: str | None
+    options: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    delegates: list[str] = Field(default_factory=list)
+    max_delegation_depth: int = 3
+    skills: list[str] = Field(default_factory=list)
+    created_at: str
+    updated_at: str
+
+
+# -- sessions --------------------------------------------------------------------------
+
+
+class SessionCreate(_In):
+    """``POST /sessions`` (the body may be omitted)."""
+
+    title: str = ""
+    work_dir: str | None = Field(default=None, description="under the server's work root; relative to it")
+
+
+class SessionUpdate(_In):
+    """``PUT /sessions/{id}``: metadata only; history grows through the message routes."""
+
+    title: str | None = None
+    work_dir: str | None = None
+
+
+class SessionOut(BaseModel):
+    """A stored session; ``history`` holds its messages, oldest first."""
+
+    id: str
+    title: str
+    work_dir: str
+    history: list[dict[str, Any]]
+    created_at: str
+    updated_at: str
+
+
+class MessageIn(_In):
+    """``POST /sessions/{id}/message`` and ``/message/stream``."""
+
+    agent_id: str = Field(min_length=1)
+    message: str = Field(min_length=1)
+
+
+class AbortOut(BaseModel):
+    """``POST /sessions/{id}/abort``: how many runs in flight were cancelled."""
+
+    session_id: str
+    aborted: int
+
+
+class DelegationOut(BaseModel):
+    """One delegated run (a task of the ``delegate`` tool), with the runs it delegated."""
+
+    agent: str = Field(description="the name of the agent that ran the task")
+    task: str
+    depth: int = Field(description="1 for a task handed out by the agent the message was sent to")
+    response: str | None = Field(default=None, description="its final answer; null when it failed")
+    error: str | None = Field(default=None, description="why it failed or was cancelled")
+    usage: dict[str, int]
+    delegations: list[DelegationOut] = Field(default_factory=list)
+
+
+class MessageOut(BaseModel):
+    """The result of one message."""
+
+    response: str
+    output: Any = None
+    tool_calls: list[dict[str, Any]]
+    usage: dict[str, int]
+    steps: int
+    delegations: list[DelegationOut] = Field(
+        default_factory=list, description="the delegation tree: runs the agent's delegate calls started, in order"
+    )
+
+
+# -- fleets ----------------------------------------------------------------------------
+
+
+class FleetCreate(_In):
+    """``POST /fleets``."""
+
+    name: str = Field(min_length=1)
+    agent_id: str = Field(min_length=1)
+    worker_count: int = Field(
+        default=0, ge=0, le=MAX_WORKERS, description=f"sessions at once, at most {MAX_WORKERS}; 0: one per task, up to {MAX_WORKERS}"
+    )
+    work_dir: str | None = None
+
+
+class FleetUpdate(_In):
+    """``PUT /fleets/{id}``: a partial update."""
+
+    name: str | None = Field(default=None, min_length=1)
+    agent_id: str | None = Field(default=None, min_length=1)
+    worker_count: int | None = Field(default=None, ge=0, le=MAX_WORKERS)
+    work_dir: str | None = None
+
+
+class FleetOut(BaseModel):
+    """A stored fleet."""
+
+    id: str
+    name: str
+    agent_id: str
+    worker_count: int
+    work_dir: str | None
+    created_at: str
+    updated_at: str
+
+
+class TaskIn(_In):
+    """One task of a fleet run."""
+
+    message: str = Field(min_length=1)
+    work_dir: str | None = Field(default=None, description="relative to the fleet's work_dir")
+    instructions: str | None = None
+    data: Any = None
+
+
+class FleetRunIn(_In):
+    """``POST /fleets/{id}/run`` and ``/run/stream``."""
+
+    tasks: list[TaskIn] = Field(min_length=1, max_length=MAX_TASKS)
+
+
+class FleetResultOut(BaseModel):
+    """One task's outcome; ``error`` is null when it succeeded."""
+
+    task_index: int
+    worker_name: str
+    response: str
+    output: Any = None
+    steps: int
+    usage: dict[str, int]
+    data: Any = None
+    error: str | None = None
+    error_kind: str | None = None
+
+
+# -- formations and runs -----------------------------------------------------------------
+
+
+class FormationOut(BaseModel):
+    """A stored formation declaration."""
+
+    id: str
+    name: str
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    created_at: str
+    updated_at: str
+
+
+class FormationRunIn(_In):
+    """``POST /formations/{id}/run`` and ``/run/stream``."""
+
+    input: Any = Field(default=None, description="what the source nodes receive")
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the whole run")
+
+
+class RunResumeIn(_In):
+    """``POST /runs/{id}/resume``."""
+
+    answer: Any = Field(
+        default=None,
+        description="for a suspended run: what its pending interrupt() returns (any JSON but null); "
+                    "omit it to resume a failed, cancelled or interrupted run")
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the resumed run")
+
+
+class RunOut(BaseModel):
+    """A recorded run: of a formation (``kind`` = ``formation``) or of a fleet (``fleet``,
+    whose ``input`` is its tasks and ``output`` its per-task results)."""
+
+    id: str
+    kind: Literal["formation", "fleet"] = "formation"
+    formation_id: str | None = None
+    formation_name: str | None = None
+    fleet_id: str | None = None
+    fleet_name: str | None = None
+    status: Literal["running", "succeeded", "failed", "cancelled", "suspended", "interrupted", "expired"] = Field(
+        description="running; succeeded, failed or cancelled; suspended (waiting for an answer: see interrupt), "
+                    "interrupted (the server stopped while it ran) or expired (suspended too long). Suspended, "
+                    "interrupted, failed and cancelled formation runs can be resumed: POST /runs/{id}/resume")
+    interrupt: dict[str, Any] | None = Field(
+        default=None, description='a suspended run\'s pending question: {"node", "payload"}')
+    input: Any = None
+    output: Any = None
+    outputs: dict[str, Any]
+    nodes: dict[str, Any]
+    usage: dict[str, int]
+    error: str | None = None
+    error_kind: str | None = None
+    failed_node: str | None = None
+    duration_s: float | None = None
+    created_at: str
+    finished_at: str | None = None

@@ -1,0 +1,305 @@
+"""The tool protocol, the per-session tool context, the ``@tool`` decorator and the registry.
+
+Example:
+    >>> from wingman_actors import tool
+    >>> @tool
+    ... def add(a: int, b: int) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> add.definition.input_schema["required"]
+    ['a', 'b']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import threading
+import types
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic_core import PydanticSerializationError
+
+from .._cancel import CancelToken
+from ..core import ToolDefinition
+from ..errors import ToolError
+
+__all__ = [
+    "FunctionTool",
+    "Tool",
+    "ToolContext",
+    "ToolRegistry",
+    "format_validation_error",
+    "tool",
+]
+
+_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class ToolContext:
+    """What a tool sees of the session that calls it.
+
+    Attributes:
+        work_dir: the session's working directory (file tools are confined to it).
+        token: the run's cancel token, if any (check it in long loops).
+        state: per-session storage for tools (e.g. the persistent bash shell).
+    """
+
+    def __init__(self, work_dir: str | Path | None = None, *, token: CancelToken | None = None) -> None:
+        self.work_dir = Path(work_dir or Path.cwd()).resolve()
+        self.token = token
+        self.state: dict[str, Any] = {}
+        self._closers: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+
+    def on_close(self, fn: Callable[[], None]) -> None:
+        """Register ``fn`` to run when the session closes (release processes, files...)."""
+        with self._lock:
+            self._closers.append(fn)
+
+    def close(self) -> None:
+        """Run the registered closers, newest first. Safe to call more than once."""
+        with self._lock:
+            closers, self._closers = self._closers[::-1], []
+            self.state.clear()
+        for fn in closers:
+            fn()
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A tool a model can call.
+
+    ``execute`` receives the validated-or-not input dict and the session's
+    :class:`ToolContext`, and returns the text sent back to the model. Raise
+    :class:`~wingman_actors.errors.ToolError` with a message the model can act on.
+    """
+
+    name: str
+    description: str
+
+    @property
+    def definition(self) -> ToolDefinition: ...
+
+    def execute(self, input: dict[str, Any], ctx: ToolContext) -> str: ...
+
+
+def format_validation_error(tool_name: str, exc: ValidationError) -> str:
+    """A model-readable account of bad tool arguments."""
+    problems = []
+    for e in exc.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(input)"
+        problems.append(f"{loc}: {e['msg']}")
+    return f"invalid arguments for tool {tool_name!r}: " + "; ".join(problems) + ". Call it again with arguments matching its input schema."
+
+
+def to_text(value: Any) -> str:
+    """Render a tool's return value as the text the model receives."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    try:
+        return json.dumps(pydantic.TypeAdapter(Any).dump_python(value, mode="json"), ensure_ascii=False)
+    except (TypeError, ValueError, PydanticSerializationError):
+        return str(value)
+
+
+def _doc_parts(doc: str) -> tuple[str, dict[str, str]]:
+    """Summary and per-argument descriptions from a Google-style docstring."""
+    doc = inspect.cleandoc(doc or "")
+    summary_lines: list[str] = []
+    args: dict[str, str] = {}
+    section = "summary"
+    current: str | None = None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if re.match(r"^(Args|Arguments|Parameters):\s*$", stripped):
+            section = "args"
+            continue
+        if re.match(r"^(Returns|Raises|Yields|Example|Examples|Note|Notes):\s*$", stripped):
+            section = "other"
+            continue
+        if section == "summary":
+            summary_lines.append(line)
+        elif section == "args":
+            m = re.match(r"^(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$", stripped)
+            if m and line.startswith((" ", "\t")) and not line.startswith(("        ", "\t\t")):
+                current = m.group(1)
+                args[current] = m.group(3)
+            elif current and stripped:
+                args[current] += " " + stripped
+    return "\n".join(summary_lines).strip(), args
+
+
+class FunctionTool:
+    """A tool built from a typed Python function by :func:`tool`.
+
+    The function may take a parameter annotated :class:`ToolContext` (any name); it is
+    passed the session's context and left out of the schema.
+    """
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        if not _NAME_RE.match(self.name):
+            raise ValueError(
+                f"tool name {self.name!r} must be 1-64 characters of letters, digits, '_' or '-'"
+            )
+        summary, arg_docs = _doc_parts(fn.__doc__ or "")
+        self.description = description if description is not None else summary
+        self._ctx_param: str | None = None
+        self._is_async = inspect.iscoroutinefunction(fn)
+        sig = inspect.signature(fn)
+        # Only the parameters matter; the return annotation may name a type that is not
+        # resolvable here (a class local to a function, under postponed annotations).
+        param_anns = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "return"}
+        shim = types.SimpleNamespace(__annotations__=param_anns)
+        try:
+            # ToolContext resolves even where the tool's module imported it only locally.
+            hints = get_type_hints(
+                shim, globalns=getattr(fn, "__globals__", {}), localns={"ToolContext": ToolContext},
+                include_extras=True,
+            )
+        except Exception as exc:  # unresolved forward references
+            raise TypeError(f"tool {self.name!r}: cannot resolve type hints: {exc}") from exc
+        fields: dict[str, Any] = {}
+        for pname, param in sig.parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"tool {self.name!r}: *args/**kwargs are not supported; name each parameter")
+            annotation = hints.get(pname, Any)
+            if annotation is ToolContext:
+                self._ctx_param = pname
+                continue
+            default = ... if param.default is param.empty else param.default
+            fields[pname] = (annotation, pydantic.Field(default, description=arg_docs.get(pname)))
+        self.arguments: type[BaseModel] = create_model(  # type: ignore[call-overload]
+            f"{self.name}_arguments",
+            __config__=ConfigDict(extra="forbid"),
+            **fields,
+        )
+        schema = self.arguments.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        self._definition = ToolDefinition(name=self.name, description=self.description, input_schema=schema)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """The definition sent to the model."""
+        return self._definition
+
+    def execute(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        """Validate ``input``, call the function, and render its result as text."""
+        try:
+            args = self.arguments.model_validate(input or {})
+        except ValidationError as exc:
+            raise ToolError(format_validation_error(self.name, exc), tool=self.name) from exc
+        kwargs = {k: getattr(args, k) for k in type(args).model_fields}
+        if self._ctx_param:
+            kwargs[self._ctx_param] = ctx
+        if self._is_async:
+            result = asyncio.run(self.fn(**kwargs))
+        else:
+            result = self.fn(**kwargs)
+        return to_text(result)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (no validation)."""
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<tool {self.name}>"
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Turn a typed function into a :class:`Tool`.
+
+    The name is the function's name, the description the docstring's summary, and the
+    JSON Schema comes from the annotations (via pydantic); ``Args:`` lines of a
+    Google-style docstring describe the parameters. Arguments are validated before the call.
+
+    Example:
+        >>> @tool(name="lookup")
+        ... def find(city: str, limit: int = 3) -> list[str]:
+        ...     '''Find places in a city.
+        ...
+        ...     Args:
+        ...         city: the city to search.
+        ...     '''
+        ...     return [city] * limit
+        >>> find.name, find.definition.input_schema["properties"]["city"]["description"]
+        ('lookup', 'the city to search.')
+    """
+    if fn is not None:
+        return FunctionTool(fn, name=name, description=description)
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, name=name, description=description)
+
+    return wrap
+
+
+class ToolRegistry:
+    """Tools by name, in registration order. Duplicate names are refused.
+
+    Example:
+        >>> reg = ToolRegistry()
+        >>> reg.register(add)            # doctest: +SKIP
+    """
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.register(t)
+
+    def register(self, t: Tool) -> Tool:
+        """Add ``t``; a second tool with the same name is an error."""
+        if not isinstance(t, Tool):
+            raise TypeError(
+                f"{t!r} is not a tool: decorate a function with @tool, or implement "
+                "name, description, definition and execute(input, ctx)"
+            )
+        if t.name in self._tools:
+            raise ValueError(f"duplicate tool name {t.name!r}: each tool of an agent needs its own name")
+        self._tools[t.name] = t
+        return t
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def definitions(self) -> list[ToolDefinition]:
+        """The definitions sent to the model."""
+        return [t.definition for t in self._tools.values()]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
