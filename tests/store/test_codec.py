@@ -178,7 +178,7 @@ def test_a_pickled_value_from_before_the_rename_still_loads() -> None:
     from wingman_actors.formation import NodeFailure
 
     codec = Codec(allow_pickle=True)
-    data = pickle.dumps(NodeFailure(node="a", error=ValueError("x"), input=1, attempts=1, run_id="r"))
+    data = pickle.dumps(NodeFailure(node="a", error=ValueError("x"), input=1, attempts=1, run_id="r"), protocol=0)
     old = data.replace(b"wingman_actors.formation._failure", b"wingman_actors.formation.failure")
     assert old != data
     text = json.dumps({"__t": "pickle", "v": base64.b64encode(old).decode()})
