@@ -277,6 +277,7 @@ def test_an_interrupt_inside_a_nested_formation_suspends_the_run_and_resume_answ
     suspended = client.post(f"/formations/{fid}/run", json={"input": "draft"}).json()
     assert suspended["status"] == "suspended", suspended
     assert suspended["interrupt"] == {"node": "sub/ask", "payload": {"question": "publish 'draft'?"}}
+    assert suspended["nodes"]["sub/ask"]["status"] != "pending"
     resumed = client.post(f"/runs/{suspended['id']}/resume", json={"answer": "yes"})
 
     assert resumed.status_code == 200, resumed.text
