@@ -65,11 +65,25 @@ def isolate(value: Any) -> Any:
         True
     """
     t = type(value)
-    if t in _SCALARS:
-        return value
     try:
-        if t is dict:  # the common payloads, called directly
-            return _dict(value, 0)
+        if t is dict:  # the common payload: _dict's first level, inline (a call less per payload)
+            out = value.copy()
+            for k, v in value.items():
+                tv = type(v)
+                if tv in _SCALARS:
+                    continue
+                if tv is list:
+                    for x in v:
+                        if type(x) not in _SCALARS:
+                            out[k] = _list(v, 1)
+                            break
+                    else:
+                        out[k] = v.copy()
+                    continue
+                out[k] = _dict(v, 1) if tv is dict else _walk(v, 1)
+            return out
+        if t in _SCALARS:
+            return value
         if t is list:
             return _list(value, 0)
         return _walk(value, 0)
