@@ -1,0 +1,85 @@
+"""Every ```python block of README.md and of the docs site (docs/**/*.md) runs.
+
+Each block runs in a fresh namespace, in this process, so every example is complete on its
+own (a reader can copy any one of them). Tracebacks name the page and its line. A marker
+on the line before a block changes how it runs, and says why in the page's source:
+
+* ``<!-- docs-test: own process -->`` runs the block in a fresh interpreter (for an
+  example that sets process-wide state, such as OpenTelemetry's tracer provider);
+* ``<!-- docs-test: skip, REASON -->`` does not run it (only for what cannot run offline,
+  such as a real provider's API key); the skips are counted below and kept few.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+MAX_SKIPPED = 2
+
+_FENCE = re.compile(
+    r"^(?:<!-- docs-test: (?P<marker>[^\n]*?) -->\n)?(?P<indent>[ \t]*)```python[^\n]*\n(?P<code>.*?)^(?P=indent)```",
+    re.DOTALL | re.MULTILINE,
+)
+_MARKER = re.compile(r"own process|skip, \S.*")
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str
+    index: int
+    line: int  # the page's line of the block's first line of code
+    code: str
+    marker: str | None
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}#{self.index}"
+
+
+def _blocks(path: Path) -> list[Block]:
+    text = path.read_text(encoding="utf-8")
+    page = path.relative_to(ROOT).as_posix()
+    found = []
+    for index, match in enumerate(_FENCE.finditer(text)):
+        line = text.count("\n", 0, match.start("code")) + 1
+        code = textwrap.dedent(match["code"]) if match["indent"] else match["code"]
+        found.append(Block(page, index, line, code, match["marker"]))
+    return found
+
+
+BLOCKS = [block for path in PAGES for block in _blocks(path)]
+
+
+def test_every_page_of_the_site_is_found() -> None:
+    names = {Path(block.page).name for block in BLOCKS}
+    assert {"README.md", "index.md", "formations.md", "agents.md", "durable-runs.md"} <= names
+
+
+def test_markers_are_known_and_skips_are_few() -> None:
+    unknown = [(b.id, b.marker) for b in BLOCKS if b.marker is not None and not _MARKER.fullmatch(b.marker)]
+    assert unknown == [], "use '<!-- docs-test: own process -->' or '<!-- docs-test: skip, REASON -->'"
+    skipped = [b.id for b in BLOCKS if b.marker is not None and b.marker.startswith("skip")]
+    assert len(skipped) <= MAX_SKIPPED, f"make these run offline (a ScriptedProvider) instead: {skipped}"
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[block.id for block in BLOCKS])
+def test_docs_example_runs(block: Block, capsys: pytest.CaptureFixture[str]) -> None:
+    if block.marker is not None and block.marker.startswith("skip"):
+        pytest.skip(block.marker.removeprefix("skip, "))
+    source = "\n" * (block.line - 1) + block.code  # line numbers of tracebacks are the page's
+    if block.marker == "own process":
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=50, env=env)
+        assert done.returncode == 0, f"{block.page}, line {block.line}:\n{done.stderr}"
+        return
+    exec(compile(source, block.page, "exec"), {"__name__": f"docs_block_{block.index}"})
