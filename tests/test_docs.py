@@ -1,4 +1,5 @@
-"""Every ```python block of README.md and of the docs site (docs/**/*.md) runs.
+"""Every ```python block of README.md and of the docs site (docs/**/*.md, and the files
+its pages include) runs.
 
 Each block runs in a fresh namespace, in this process, so every example is complete on its
 own (a reader can copy any one of them). Tracebacks name the page and its line. A marker
@@ -23,7 +24,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+_SITE = sorted((ROOT / "docs").rglob("*.md"))
+_INCLUDED = re.compile(r'^--8<-- "([^"]+)"$', re.MULTILINE)  # pymdownx.snippets: a file the site includes
+PAGES = [
+    ROOT / "README.md",
+    *_SITE,
+    *sorted({ROOT / name for page in _SITE for name in _INCLUDED.findall(page.read_text(encoding="utf-8"))}),
+]
 MAX_SKIPPED = 2
 
 _FENCE = re.compile(
