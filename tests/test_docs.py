@@ -5,6 +5,8 @@ Each block runs in a fresh namespace, in this process, so every example is compl
 own (a reader can copy any one of them). Tracebacks name the page and its line. A marker
 on the line before a block changes how it runs, and says why in the page's source:
 
+* ``<!-- docs-test: continues -->``: the block goes on from the block before it (which runs
+  first, in the same namespace), as the page's text says;
 * ``<!-- docs-test: own process -->`` runs the block in a fresh interpreter (for an
   example that sets process-wide state, such as OpenTelemetry's tracer provider);
 * ``<!-- docs-test: skip, REASON -->`` does not run it (only for what cannot run offline,
@@ -37,7 +39,7 @@ _FENCE = re.compile(
     r"^(?:<!-- docs-test: (?P<marker>[^\n]*?) -->\n)?(?P<indent>[ \t]*)```python[^\n]*\n(?P<code>.*?)^(?P=indent)```",
     re.DOTALL | re.MULTILINE,
 )
-_MARKER = re.compile(r"own process|skip, \S.*")
+_MARKER = re.compile(r"continues|own process|skip, \S.*")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,11 @@ class Block:
     line: int  # the page's line of the block's first line of code
     code: str
     marker: str | None
+    before: Block | None  # the block this one continues
+
+    def chain(self) -> list[Block]:
+        """This block, after the blocks it continues (oldest first)."""
+        return [*(self.before.chain() if self.before else []), self]
 
     @property
     def id(self) -> str:
@@ -56,11 +63,12 @@ class Block:
 def _blocks(path: Path) -> list[Block]:
     text = path.read_text(encoding="utf-8")
     page = path.relative_to(ROOT).as_posix()
-    found = []
+    found: list[Block] = []
     for index, match in enumerate(_FENCE.finditer(text)):
         line = text.count("\n", 0, match.start("code")) + 1
         code = textwrap.dedent(match["code"]) if match["indent"] else match["code"]
-        found.append(Block(page, index, line, code, match["marker"]))
+        before = found[-1] if match["marker"] == "continues" and found else None
+        found.append(Block(page, index, line, code, match["marker"], before))
     return found
 
 
@@ -74,7 +82,9 @@ def test_every_page_of_the_site_is_found() -> None:
 
 def test_markers_are_known_and_skips_are_few() -> None:
     unknown = [(b.id, b.marker) for b in BLOCKS if b.marker is not None and not _MARKER.fullmatch(b.marker)]
-    assert unknown == [], "use '<!-- docs-test: own process -->' or '<!-- docs-test: skip, REASON -->'"
+    assert unknown == [], "markers: 'continues', 'own process' or 'skip, REASON' (see this module's docstring)"
+    orphans = [b.id for b in BLOCKS if b.marker == "continues" and b.before is None]
+    assert orphans == [], "a block marked 'continues' needs a block before it on its page"
     skipped = [b.id for b in BLOCKS if b.marker is not None and b.marker.startswith("skip")]
     assert len(skipped) <= MAX_SKIPPED, f"make these run offline (a ScriptedProvider) instead: {skipped}"
 
@@ -83,10 +93,12 @@ def test_markers_are_known_and_skips_are_few() -> None:
 def test_docs_example_runs(block: Block, capsys: pytest.CaptureFixture[str]) -> None:
     if block.marker is not None and block.marker.startswith("skip"):
         pytest.skip(block.marker.removeprefix("skip, "))
-    source = "\n" * (block.line - 1) + block.code  # line numbers of tracebacks are the page's
     if block.marker == "own process":
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-        done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=50, env=env)
+        done = subprocess.run([sys.executable, "-c", block.code], capture_output=True, text=True, timeout=50, env=env)
         assert done.returncode == 0, f"{block.page}, line {block.line}:\n{done.stderr}"
         return
-    exec(compile(source, block.page, "exec"), {"__name__": f"docs_block_{block.index}"})
+    namespace = {"__name__": f"docs_block_{block.index}"}
+    for step in block.chain():
+        source = "\n" * (step.line - 1) + step.code  # line numbers of tracebacks are the page's
+        exec(compile(source, step.page, "exec"), namespace)
