@@ -9,6 +9,8 @@ on the line before a block changes how it runs, and says why in the page's sourc
   first, in the same namespace), as the page's text says;
 * ``<!-- docs-test: own process -->`` runs the block in a fresh interpreter (for an
   example that sets process-wide state, such as OpenTelemetry's tracer provider);
+* ``<!-- docs-test: ray -->``: the block uses the Ray backend; it is marked ``ray``, so it
+  runs in the Ray step of the test command (``-m ray``), with the other Ray tests;
 * ``<!-- docs-test: skip, REASON -->`` does not run it (only for what cannot run offline,
   such as a real provider's API key); the skips are counted below and kept few.
 """
@@ -39,7 +41,7 @@ _FENCE = re.compile(
     r"^(?:<!-- docs-test: (?P<marker>[^\n]*?) -->\n)?(?P<indent>[ \t]*)```python[^\n]*\n(?P<code>.*?)^(?P=indent)```",
     re.DOTALL | re.MULTILINE,
 )
-_MARKER = re.compile(r"continues|own process|skip, \S.*")
+_MARKER = re.compile(r"continues|own process|ray|skip, \S.*")
 
 
 @dataclass(frozen=True)
@@ -82,17 +84,21 @@ def test_every_page_of_the_site_is_found() -> None:
 
 def test_markers_are_known_and_skips_are_few() -> None:
     unknown = [(b.id, b.marker) for b in BLOCKS if b.marker is not None and not _MARKER.fullmatch(b.marker)]
-    assert unknown == [], "markers: 'continues', 'own process' or 'skip, REASON' (see this module's docstring)"
+    assert unknown == [], "markers: 'continues', 'own process', 'ray' or 'skip, REASON' (see this module's docstring)"
     orphans = [b.id for b in BLOCKS if b.marker == "continues" and b.before is None]
     assert orphans == [], "a block marked 'continues' needs a block before it on its page"
     skipped = [b.id for b in BLOCKS if b.marker is not None and b.marker.startswith("skip")]
     assert len(skipped) <= MAX_SKIPPED, f"make these run offline (a ScriptedProvider) instead: {skipped}"
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[block.id for block in BLOCKS])
+@pytest.mark.parametrize(
+    "block", [pytest.param(b, id=b.id, marks=[pytest.mark.ray] if b.marker == "ray" else []) for b in BLOCKS]
+)
 def test_docs_example_runs(block: Block, capsys: pytest.CaptureFixture[str]) -> None:
     if block.marker is not None and block.marker.startswith("skip"):
         pytest.skip(block.marker.removeprefix("skip, "))
+    if block.marker == "ray":
+        pytest.importorskip("ray")
     if block.marker == "own process":
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         done = subprocess.run([sys.executable, "-c", block.code], capture_output=True, text=True, timeout=50, env=env)
