@@ -108,3 +108,14 @@ def test_docs_example_runs(block: Block, capsys: pytest.CaptureFixture[str]) -> 
     for step in block.chain():
         source = "\n" * (step.line - 1) + step.code  # line numbers of tracebacks are the page's
         exec(compile(source, step.page, "exec"), namespace)
+
+
+def test_ci_runs_exactly_the_test_commands_of_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (line,) = [line for line in readme.splitlines() if line.startswith('pip install -e ".[dev') and "pytest" in line]
+    install, *tests = line.split(" && ")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert tests and all(command in ci for command in tests), (tests, ".ci/run")
+    extras = set(install.split('"')[1].removeprefix(".[").removesuffix("]").split(","))
+    (ci_install,) = [c for c in ci if c.startswith("python -m pip install") and "-e" in c]
+    assert extras <= set(ci_install.split('"')[1].removeprefix(".[").removesuffix("]").split(","))
