@@ -428,8 +428,13 @@ class Formation:
             run_id: the run.
             store: the run's store (a ``RunStore`` or its path).
             answer: for a suspended run, the value its pending ``interrupt()`` returns.
-            timeout, on_event, provider, work_dir, backend, backend_options: as for
-                :meth:`run` (``backend="ray"`` journals in the driver's store, as threads do).
+            timeout: as for :meth:`run`.
+            on_event: as for :meth:`run`.
+            provider: as for :meth:`run`.
+            work_dir: as for :meth:`run`.
+            backend: as for :meth:`run` (``backend="ray"`` journals in the driver's store,
+                as threads do).
+            backend_options: as for :meth:`run`.
             blackboard: the board the resumed nodes share, as for :meth:`run`. A board's
                 contents are not journalled: pass one holding what the rest of the run needs.
 
