@@ -2,6 +2,18 @@
 
 Kept lean on purpose: the success path appends one tuple per node visit to ``log`` and
 builds :class:`NodeTrace` objects only when someone reads ``FormationResult.nodes``.
+
+Why a run starts with shared empty containers and a shared lock (this module's one
+speed trick, and it stays here): ``submit()`` of many inputs keeps thousands of runs in
+flight, and every container a run allocates is one more allocation the interpreter's
+cyclic collector counts and one more object its full passes walk. Measured on the
+3-node pipeline with 10,000 runs in flight (CPU time per input, all threads): 17 µs with
+this module as it is, 30 µs when each run allocated its own seven containers and lock
+(11.6 µs against 9.2 µs with the collector off: most of the difference is the
+collector's). Readers elsewhere see one rule: write to ``joins``, ``visits``,
+``failures``, ``skipped``, ``dropped``, ``handled`` and ``nested`` only through
+:meth:`RunState.own`; reading them directly is fine. tests/formation/test_runstate.py
+checks that no run's writes reach another run, also under concurrent first use.
 """
 
 from __future__ import annotations
@@ -32,8 +44,8 @@ _EMPTY_DROPPED: dict[str, str] = {}
 _EMPTY_HANDLED: dict[str, float] = {}
 _EMPTY_NESTED: dict[str, Any] = {}
 # Runs share a fixed set of locks (a run's lock guards its own counters for a few
-# bytecodes and is never held while taking another): a run costs no lock of its own,
-# and a finished run kept by its caller holds nothing the garbage collector must scan.
+# bytecodes and is never held while taking another, so sharing one cannot deadlock):
+# a run allocates no lock of its own.
 _LOCKS = tuple(threading.Lock() for _ in range(64))
 _next_lock = itertools.count()
 _OWN_LOCK = threading.Lock()
