@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 import threading
 
+import pytest
+
 from wingman_actors.formation._runstate import RunState
 
 
@@ -49,3 +51,13 @@ def test_a_runs_writes_through_own_never_reach_another_run() -> None:
 
     assert {field: len(getattr(first, field)) for field in fields} == dict.fromkeys(fields, 1)
     assert {field: len(getattr(second, field)) for field in fields} == dict.fromkeys(fields, 0)
+
+
+def test_a_write_that_bypasses_own_raises_instead_of_reaching_every_run() -> None:
+    run = RunState("r", None, [], 1, ["a"])
+
+    with pytest.raises(TypeError):
+        run.visits["a"] = 1
+    with pytest.raises(AttributeError):
+        run.failures.append(("a", 1, 0.0, 0.0, "boom"))
+    assert RunState("other", None, [], 1, ["a"]).visits == {}

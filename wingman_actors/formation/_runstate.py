@@ -12,7 +12,8 @@ this module as it is, 30 µs when each run allocated its own seven containers an
 (11.6 µs against 9.2 µs with the collector off: most of the difference is the
 collector's). Readers elsewhere see one rule: write to ``joins``, ``visits``,
 ``failures``, ``skipped``, ``dropped``, ``handled`` and ``nested`` only through
-:meth:`RunState.own`; reading them directly is fine. tests/formation/test_runstate.py
+:meth:`RunState.own`; reading them directly is fine (the shared placeholders are
+read-only: a write that bypasses ``own()`` raises). tests/formation/test_runstate.py
 checks that no run's writes reach another run, also under concurrent first use.
 """
 
@@ -24,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from ..core import Usage
@@ -35,14 +37,15 @@ __all__ = ["RunState"]
 # perf_counter and wall clock differ by a constant within a process (to the precision
 # traces need); computing it once saves a time.time() per run.
 _wall_offset = time.time() - time.perf_counter()
-# Shared empty sentinels, replaced by RunState.own() before the first write.
-_EMPTY_JOINS: dict[str, Any] = {}  # node -> routing.Join
-_EMPTY_VISITS: dict[str, int] = {}
-_EMPTY_FAILURES: list[tuple[str, int, float, float, str]] = []
-_EMPTY_SKIPPED: dict[str, str | None] = {}
-_EMPTY_DROPPED: dict[str, str] = {}
-_EMPTY_HANDLED: dict[str, float] = {}
-_EMPTY_NESTED: dict[str, Any] = {}
+# Shared empty placeholders, replaced by RunState.own() before the first write. They are
+# read-only, so a write that bypasses own() raises at once instead of reaching every run.
+_EMPTY_JOINS: Any = MappingProxyType({})  # node -> routing.Join
+_EMPTY_VISITS: Any = MappingProxyType({})
+_EMPTY_FAILURES: Any = ()
+_EMPTY_SKIPPED: Any = MappingProxyType({})
+_EMPTY_DROPPED: Any = MappingProxyType({})
+_EMPTY_HANDLED: Any = MappingProxyType({})
+_EMPTY_NESTED: Any = MappingProxyType({})
 # Runs share a fixed set of locks (a run's lock guards its own counters for a few
 # bytecodes and is never held while taking another, so sharing one cannot deadlock):
 # a run allocates no lock of its own.
