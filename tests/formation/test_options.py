@@ -120,6 +120,11 @@ def test_run_options_refuse_a_backend_that_is_not_a_name() -> None:
         RunOptions(backend=None)  # type: ignore[arg-type]
 
 
+def test_a_run_with_a_timeout_that_is_not_positive_is_refused_before_anything_starts() -> None:
+    with pytest.raises(ValueError, match="timeout must be > 0 seconds, got -1"):
+        chain().run(1, timeout=-1)
+
+
 def test_run_options_are_immutable() -> None:
     options = RunOptions(timeout=5)
     with pytest.raises(dataclasses.FrozenInstanceError):

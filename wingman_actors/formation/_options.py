@@ -67,15 +67,15 @@ class RunOptions:
     def __post_init__(self) -> None:
         timeout = self.timeout
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
-            raise TypeError(f"RunOptions: timeout must be a number of seconds or None, got {timeout!r}")
+            raise TypeError(f"timeout must be a number of seconds or None, got {timeout!r}")
         if timeout is not None and timeout <= 0:
-            raise ValueError(f"RunOptions: timeout must be > 0 seconds, got {timeout}")
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         if self.on_event is not None and not callable(self.on_event):
-            raise TypeError(f"RunOptions: on_event must be a callable taking a FormationEvent, got {self.on_event!r}")
+            raise TypeError(f"on_event must be a callable taking a FormationEvent, got {self.on_event!r}")
         if not isinstance(self.backend, str):
-            raise TypeError(f"RunOptions: backend must be a name, 'threads' or 'ray', got {self.backend!r}")
+            raise TypeError(f"backend must be a name, 'threads' or 'ray', got {self.backend!r}")
         if self.run_id is not None and not isinstance(self.run_id, str):
-            raise TypeError(f"RunOptions: run_id must be a str or None, got {self.run_id!r}")
+            raise TypeError(f"run_id must be a str or None, got {self.run_id!r}")
 
 
 _DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunOptions)}
