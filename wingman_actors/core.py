@@ -169,7 +169,6 @@ class Message(_Model):
         return [b for b in self.content if b.type == "tool_result"]
 
 
-
 class ToolDefinition(_Model):
     """What a model is told about a tool: its name, what it does, and a JSON Schema of its input."""
 
