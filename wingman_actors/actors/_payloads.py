@@ -4,7 +4,7 @@ is never changed by one receiver's in-place mutation.
 Function and map node actors call :func:`isolate` on their payload just before they hand
 it to user code, not when it is routed: every receiver still gets a copy of its own, and
 the copies live only while the node works on them (a queue of pending inputs holds the
-one shared original, not a copy per receiver, which would keep the garbage collector busy).
+one shared original, not a copy per receiver waiting in memory).
 
 :func:`isolate` returns the value itself when it is immutable (str, numbers, bytes,
 None, enums, frozen pydantic models, and tuples and frozensets of immutables) and a
