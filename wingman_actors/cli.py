@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import __version__
-from .errors import MissingExtraError
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
@@ -252,6 +251,8 @@ def _add_command(cmd: Command, sub: Any) -> None:
         try:
             add = getattr(importlib.import_module(module), name)
         except ImportError as exc:
+            from .errors import MissingExtraError
+
             # A missing extra says which one to install (MissingExtraError); anything else is a broken install.
             extra = isinstance(exc, MissingExtraError)
             reason = str(exc) if extra else f"{type(exc).__name__}: {exc}"
