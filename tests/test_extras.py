@@ -129,14 +129,14 @@ def test_the_launcher_run_command_without_rich_fails_in_one_line_naming_the_cli_
     assert done.stderr.splitlines() == [f"wingman-actors: error: the launcher's terminal view {_hint('cli')}"]
 
 
-def test_the_launcher_default_store_without_platformdirs_names_the_cli_extra(tmp_path: Path) -> None:
+def test_the_launcher_default_store_without_platformdirs_names_the_cli_extra() -> None:
     done = _launcher(("platformdirs",), "runs", env={"WINGMAN_ACTORS_DATA_DIR": ""})
 
     assert done.returncode == 2
     assert done.stderr.splitlines() == [f"wingman-actors: error: the launcher's default run store {_hint('cli')}"]
 
 
-def test_the_launcher_run_command_without_pypdf_fails_in_one_line_naming_the_pdf_extra(tmp_path: Path) -> None:
+def test_the_launcher_run_command_without_pypdf_fails_in_one_line_naming_the_pdf_extra() -> None:
     done = _launcher(("pypdf",), "run", "formations/budget.py", "--no-store")
 
     assert done.returncode == 2
