@@ -28,7 +28,7 @@ from typing import Any
 
 import pykka
 
-from .actors._address import start_actor
+from .actors._address import RuntimeActor, start_actor
 from .actors._envelope import Envelope, EnvelopeType, new_envelope
 from .actors._mapping import MapActor
 from .actors._nodes import AgentActor, FleetActor, FunctionActor, NodeActor
@@ -44,15 +44,13 @@ from .providers._scripted import ScriptedProvider
 __all__ = ["ActorProbe", "NodeRun", "ScriptedProvider", "run_node"]
 
 
-class _ProbeActor(pykka.ThreadingActor):
+class _ProbeActor(RuntimeActor):
+    use_daemon_thread = False  # Pykka's default: a test waits for its probe
+
     def __init__(self, probe: ActorProbe) -> None:
         super().__init__()
         self.probe = probe
-
-    def _start_actor_loop(self) -> None:
-        thread = threading.Thread(target=self._actor_loop, name=f"wingman-probe-{self.probe.name}")
-        self.thread = thread
-        thread.start()
+        self.thread_name = f"wingman-probe-{probe.name}"
 
     def on_receive(self, message: Any) -> Any:
         self.probe._record(message)
