@@ -116,8 +116,40 @@ def test_an_interruptible_replica_abandoned_mid_work_stops_instead_of_taking_mor
         (first,) = node.actors()
         assert node.abandon(stuck, "test gave up")
         # Had it gone back to the shared queue, it would take inputs meant for the fresh
-        # replica, and the one STOP that stop() sends the live replica.
+        # replica, and the one stop that stop() tells the live replica.
         first.thread.join(3)
         assert not first.thread.is_alive()
+    finally:
+        backend.stop(1.0)
+
+
+class _Retiring(_Observer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures: list[BaseException] = []
+
+    def failed(self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any) -> bool:
+        self.failures.append(exc)
+        return True  # retire: the test plays the supervisor and restarts it
+
+
+def test_work_told_while_no_replica_is_alive_waits_for_the_fresh_replica() -> None:
+    def fn(x: int) -> int:
+        if x == 0:
+            raise ValueError("first input fails")
+        return x
+
+    observer = _Retiring()
+    backend = ThreadsBackend("t")
+    node = backend.start_node(NodeRecipe("f", FunctionActor, (fn,), {"name": "f"}), 1, observer)
+    try:
+        node.tell(_work(0, _Run()))
+        (first,) = node.actors()
+        first.thread.join(3)
+        assert not first.actor_ref.is_alive() and len(observer.failures) == 1  # it retired
+        node.tell(_work(7, _Run()))  # no replica alive: kept for the next one
+        assert not observer.got.wait(0.1)
+        node.restart(0, first)
+        assert observer.got.wait(3) and observer.outputs == [7]
     finally:
         backend.stop(1.0)
