@@ -9,6 +9,8 @@ from typing import Any
 from wingman_actors.actors._envelope import EnvelopeType, Work, new_envelope
 from wingman_actors.actors._function import FunctionActor
 from wingman_actors.backends import BACKENDS, NodeRecipe, ThreadsBackend, new_backend
+from wingman_actors.backends._threads import tell_through_any
+from wingman_actors.testing import ActorProbe
 
 
 class _Run:
@@ -153,3 +155,31 @@ def test_work_told_while_no_replica_is_alive_waits_for_the_fresh_replica() -> No
         assert observer.got.wait(3) and observer.outputs == [7]
     finally:
         backend.stop(1.0)
+
+
+def test_stop_tells_every_leave_through_a_live_ref_when_some_refs_are_dead() -> None:
+    # A replica takes whatever LEAVE comes first from the shared queue, so the one told
+    # through replica A's ref may stop replica B before B's turn: B's ref is then dead,
+    # and a LEAVE not told through another ref would leave a replica waiting forever.
+    with ActorProbe.start("alive") as alive, ActorProbe.start("stopped") as stopped:
+        stopped.ref.stop()
+        told = tell_through_any([alive.ref, stopped.ref], "leave", 2)
+        assert told == 2
+        alive.expect_message()
+        alive.expect_message()
+        assert alive.messages == ["leave", "leave"]
+
+
+def test_nothing_is_told_when_every_ref_is_dead() -> None:
+    with ActorProbe.start("gone") as gone:
+        gone.ref.stop()
+        assert tell_through_any([gone.ref], "leave", 3) == 0
+
+
+def test_stop_ends_every_replica_of_a_node_with_many() -> None:
+    for _ in range(5):
+        backend = ThreadsBackend("t")
+        node = backend.start_node(NodeRecipe("f", FunctionActor, (abs,), {"name": "f"}), 16, _Observer())
+        actors = list(node.actors())
+        backend.stop(3.0)
+        assert not [a.thread.name for a in actors if a.thread.is_alive()]

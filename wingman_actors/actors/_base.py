@@ -26,11 +26,22 @@ from ._address import RuntimeActor
 from ._envelope import Envelope, EnvelopeType, Work
 from ._inbox import Lane
 
-__all__ = ["NodeActor", "NodeObserver", "ReplyTo"]
+__all__ = ["LEAVE", "NodeActor", "NodeObserver", "ReplyTo"]
 
 log = logging.getLogger("wingman_actors.actors")
 
 ReplyTo = Callable[[Envelope], Any] | pykka.ActorRef[Any] | Any
+
+
+class _Leave:
+    def __repr__(self) -> str:
+        return "LEAVE"
+
+
+LEAVE: Any = _Leave()
+"""Told to one of a node's replicas (through any replica's ref): the replica that takes
+it from the shared queue stops. Stopping ``k`` replicas is telling ``k`` of them, each
+through any ref that is still alive."""
 
 
 class NodeObserver(Protocol):
@@ -138,6 +149,9 @@ class NodeActor(RuntimeActor):
                 # abandoned in a stuck attempt (a fresh replica already serves): stop
                 # before taking another input
                 self._retire()
+            return None
+        if message is LEAVE:
+            self._retire()
             return None
         if type(message) is Envelope and message.type == EnvelopeType.WORK:
             self.handle_work(Work(message))

@@ -6,8 +6,8 @@ ref (``ActorRef.tell``: one put per hop). A replica that fails retires itself an
 supervisor asks for a fresh one (:meth:`ThreadNode.restart`); a replica stuck past a
 time limit or on a cancelled run is abandoned: a fresh replica takes its place at once,
 and the old thread, a daemon, ends whenever its code returns without blocking ``stop()``
-or interpreter exit. ``stop()`` tells every live replica ``ref.stop()``: each replica
-takes one stop from the shared queue, after the inputs queued before it.
+or interpreter exit. ``stop()`` tells one ``LEAVE`` per replica: each replica takes one
+from the shared queue, after the inputs queued before it, and stops.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from typing import Any
 import pykka
 
 from ..actors._address import start_actor
+from ..actors._base import LEAVE
 from ..actors._envelope import Work
 from ._base import NodeRecipe
 
-__all__ = ["ThreadNode", "ThreadsBackend"]
+__all__ = ["ThreadNode", "ThreadsBackend", "tell_through_any"]
 
 log = logging.getLogger("wingman_actors.backends")
 
@@ -33,7 +34,9 @@ log = logging.getLogger("wingman_actors.backends")
 class ThreadNode:
     """One node's replicas (Pykka actors) and the queue they share."""
 
-    __slots__ = ("_backend", "_lock", "_observer", "_pending", "_recipe", "_tell", "inbox", "name", "replicas")
+    __slots__ = (
+        "_abandoned", "_backend", "_lock", "_observer", "_pending", "_recipe", "_tell", "inbox", "name", "replicas",
+    )
 
     def __init__(self, backend: ThreadsBackend, recipe: NodeRecipe, concurrency: int, observer: Any) -> None:
         self._backend = backend
@@ -43,6 +46,7 @@ class ThreadNode:
         self.name = recipe.name
         self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._pending: list[Work] = []  # told while no replica was alive: for the next one
+        self._abandoned: list[Any] = []  # replaced replicas, until they stop
         self.replicas: list[Any] = [self._spawn(i) for i in range(concurrency)]
         self._tell: Callable[[Any], None] = self.replicas[0].actor_ref.tell
 
@@ -129,6 +133,8 @@ class ThreadNode:
             actor.interrupt(why)
         pykka.ActorRegistry.unregister(actor.actor_ref)
         self._backend.abandoned.append(actor)
+        self._abandoned = [a for a in self._abandoned if not a.actor_stopped.is_set()]
+        self._abandoned.append(actor)
         if not actor.interruptible:
             log.warning(
                 "node %r: abandoned attempt %d of run %s (%s); its thread %s runs on until the "
@@ -142,14 +148,38 @@ class ThreadNode:
         return list(self.replicas)
 
     def close(self, reason: str) -> None:
-        """Interrupt work in progress and ask every live replica to stop."""
+        """Interrupt work in progress and ask every replica to stop.
+
+        A replica takes one :data:`LEAVE` from the shared queue, whichever replica's ref
+        it was told through, and stops; so one is told for every replica that may still
+        take from the queue: the live ones, and the abandoned ones not stopped yet (one
+        abandoned just as its attempt returned may have gone back to the queue; one still
+        stuck stops on its own when it returns, leaving its LEAVE over, which is harmless).
+        Each is told through a ref that is still alive: a replica that took one is gone."""
         with self._lock:
             live = [a for a in self.replicas if not a.abandoned and not a.actor_stopped.is_set()]
+            gone = [a for a in self._abandoned if not a.actor_stopped.is_set()]
         for actor in live:
             if actor.current is not None and actor.interruptible:
                 actor.interrupt(reason)
-        for actor in live:  # one stop per live replica, each taken by one replica
-            actor.actor_ref.stop(block=False)
+        actors = live + gone
+        tell_through_any([a.actor_ref for a in actors], LEAVE, len(actors))
+
+
+def tell_through_any(refs: list[pykka.ActorRef[Any]], message: Any, count: int) -> int:
+    """Tell ``message`` ``count`` times, each time through one of ``refs`` that is still
+    alive (the refs of actors sharing one queue: any of them may take it). Returns how
+    many were told: fewer when every actor had stopped."""
+    refs = list(refs)
+    told = 0
+    while told < count and refs:
+        try:
+            refs[-1].tell(message)
+        except pykka.ActorDeadError:
+            refs.pop()  # stopped: tell through the next one
+        else:
+            told += 1
+    return told
 
 
 class ThreadsBackend:
