@@ -3,8 +3,10 @@
 A :class:`NodeActor` handles ``work`` deliveries one at a time and replies with a
 ``result`` or a ``failure`` envelope to its ``reply_to`` (another actor, anything with
 ``tell``, or a callable), or, inside a formation, calls its :class:`NodeObserver` (the
-runtime's router) on its own thread, so a hop costs one queue put. Replicas of one node
-share one queue (``inbox``): an idle replica pulls the next input.
+runtime's router) on its own thread, so a hop costs one ``ActorRef.tell``. Replicas of
+one node share one queue (``inbox``, see :mod:`._inbox`): an idle replica pulls the next
+input, and a replica that must stop before the next one (retired after a failure,
+abandoned in stuck code, or told :data:`LEAVE`) stops through the stop request it holds.
 """
 
 from __future__ import annotations
@@ -160,7 +162,10 @@ class NodeActor(RuntimeActor):
         return None
 
     def _retire(self) -> None:
-        if not self._lane.release_stop():  # pragma: no cover - replicas hold their stop
+        # Stop before the next input: a replica releases the stop it holds (queued behind
+        # the node's inputs, a stop would come too late); a standalone actor has nothing
+        # queued for others and stops as Pykka's actors do.
+        if not self._lane.release_stop():
             self.stop()
 
     def handle_work(self, work: Work) -> bool:
