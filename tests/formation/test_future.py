@@ -152,11 +152,12 @@ def test_asyncio_can_await_it() -> None:
 def test_cancel_asks_the_runtime_and_returns_its_answer() -> None:
     asked: list[str] = []
 
-    def refuse(run_id: str) -> bool:
-        asked.append(run_id)
-        return False
+    class Refusing:
+        def cancel(self, run_id: str) -> bool:
+            asked.append(run_id)
+            return False
 
-    fut = RunFuture("r7", refuse)
+    fut = RunFuture("r7", Refusing())
     assert fut.cancel() is False
     assert asked == ["r7"] and not fut.cancelled()
     assert fut.settle_cancelled() and fut.cancelled()

@@ -8,11 +8,16 @@ methods only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["RunFuture"]
+__all__ = ["Canceller", "RunFuture"]
+
+
+class Canceller(Protocol):
+    """What cancels a run by id (the running formation)."""
+
+    def cancel(self, run_id: str) -> bool: ...
 
 
 class RunFuture(Future[Any]):
@@ -20,8 +25,9 @@ class RunFuture(Future[Any]):
 
     Args:
         run_id: the id of the run it resolves to (also the attribute ``run_id``).
-        canceller: what ``cancel()`` calls with the run id to cancel the run (the
-            runtime's ``cancel``); None: ``cancel()`` is ``Future.cancel``.
+        canceller: whose ``cancel(run_id)`` ``cancel()`` calls to cancel the run (the
+            running formation: an object, not a bound method, which would be one more
+            object per run for the collector); None: ``cancel()`` is ``Future.cancel``.
 
     Example:
         >>> future = running.submit(7)                                  # doctest: +SKIP
@@ -29,7 +35,7 @@ class RunFuture(Future[Any]):
         True
     """
 
-    def __init__(self, run_id: str, canceller: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, run_id: str, canceller: Canceller | None = None) -> None:
         super().__init__()
         self.run_id = run_id
         self._canceller = canceller
@@ -38,7 +44,7 @@ class RunFuture(Future[Any]):
         """Cancel the run (queued or in flight); False when it had already finished."""
         canceller = self._canceller
         if canceller is not None:
-            return canceller(self.run_id)
+            return canceller.cancel(self.run_id)
         return super().cancel()
 
     def settle_cancelled(self) -> bool:

@@ -202,7 +202,7 @@ class Router:
         """A resumed run reached a visit its journal has: route the journalled output on
         instead of running the node again."""
         now = time.perf_counter()
-        run.log.append((node, 0, now, now, None))
+        run.log += (node, 0, now, now, None)
         run.outputs[node] = output
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
@@ -246,7 +246,7 @@ class Router:
             except Exception as exc:
                 self.supervision.give_up(run, self.specs[name], attempt, exc, work.visit)
                 return
-        run.log.append((name, attempt, started, finished, usage))
+        run.log += (name, attempt, started, finished, usage)
         run.outputs[name] = output
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {

@@ -28,7 +28,6 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from ..core import Usage
 from ..integrations.otel import WorkflowSpan
 from ._result import ZERO_USAGE, FormationResult, NodeStatus, NodeTrace
 
@@ -52,6 +51,7 @@ _EMPTY_NESTED: Any = MappingProxyType({})
 _LOCKS = tuple(threading.Lock() for _ in range(64))
 _next_lock = itertools.count()
 _OWN_LOCK = threading.Lock()
+_LOG_STRIDE = 5  # items per visit in RunState.log
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
     "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED,
@@ -91,8 +91,9 @@ class RunState:
         self.remaining = sinks
         self.pending = 1  # cyclic formations: a guard released once the sources are dispatched
         self.outputs: dict[str, Any] = {}
-        # (node, attempt, started, finished, usage) per successful visit
-        self.log: list[tuple[str, int, float, float, Usage | None]] = []
+        # node, attempt, started, finished, usage: five items per successful visit, flat (a
+        # list of scalars adds nothing for the collector to count or walk; a tuple per visit did)
+        self.log: list[Any] = []
         self.listeners = listeners
         self.t0 = time.perf_counter()
         self.wall0 = _wall_offset + self.t0
@@ -136,7 +137,7 @@ class RunState:
 
     def unfinished(self) -> list[str]:
         """Nodes that were visited (or are sinks) and have neither finished nor been skipped."""
-        finished = {entry[0] for entry in self.log} | set(self.skipped) | set(self.handled)
+        finished = set(self.log[::_LOG_STRIDE]) | set(self.skipped) | set(self.handled)
         started = {entry[0] for entry in self.failures} | set(self.visits)
         return [n for n in self.order if n in started and n not in finished]
 
@@ -148,7 +149,8 @@ class RunState:
     def traces(self) -> dict[str, NodeTrace]:
         """Per-node traces from the log, in node order (called lazily, once per result)."""
         traces: dict[str, NodeTrace] = {}
-        for name, attempt, started, finished, usage in self.log:
+        entries = iter(self.log)
+        for name, attempt, started, finished, usage in zip(entries, entries, entries, entries, entries, strict=True):
             t = traces.get(name)
             if t is None:
                 t = traces[name] = NodeTrace(name)

@@ -321,7 +321,7 @@ class RunningFormation:
     def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
                 replay: Replay | None, board: Blackboard | None) -> Future[FormationResult]:
         listeners = self._listeners if on_event is None else [*self._listeners, on_event]
-        future = RunFuture(run_id, self.cancel)  # taken now: the run may finish, and drop it, before we return
+        future = RunFuture(run_id, self)  # taken now: the run may finish, and drop it, before we return
         run = RunState(run_id, input, listeners, len(self.plan.sinks), self.plan.order, future)
         run.blackboard = board
         run.trace = otel.start_workflow(self.name, run_id)  # None unless OpenTelemetry is in use
