@@ -27,7 +27,7 @@ def test_map_makespan_reports_the_thread_floor_of_the_same_run() -> None:
     result = SCENARIOS["map_makespan"](True)
     assert (result.name, result.unit) == ("map_makespan", "x ideal")
     assert result.baseline is not None and result.baseline > 0 and result.value > 0
-    assert result.meets == (round(result.value - result.baseline, 3) <= 0.02)
+    assert result.meets == (result.details["over_floor"] <= 0.02)
     assert len(result.details["node_runs"]) == len(result.details["floor_runs"]) == 3
 
 
@@ -35,7 +35,6 @@ def test_fleet_node_makespan_is_judged_against_the_thread_floor_of_the_same_run(
     result = SCENARIOS["fleet_node_makespan"](True)
     assert (result.name, result.unit) == ("fleet_node_makespan", "x ideal")
     assert result.baseline is not None and result.baseline > 0 and result.value > 0
-    assert result.details["over_floor"] == round(result.value - result.baseline, 3)
     assert result.meets == (result.details["over_floor"] <= 0.02)
     assert len(result.details["node_runs"]) == len(result.details["bare_runs"]) == len(result.details["floor_runs"]) == 3
 
@@ -43,7 +42,6 @@ def test_fleet_node_makespan_is_judged_against_the_thread_floor_of_the_same_run(
 def test_fleet_makespan_is_judged_against_the_thread_floor_of_the_same_run() -> None:
     result = SCENARIOS["fleet_makespan"](True)
     assert result.baseline is not None and result.baseline > 0 and result.value > 0
-    assert result.details["over_floor"] == round(result.value - result.baseline, 3)
     assert result.meets == (result.details["over_floor"] <= 0.02)
     assert len(result.details["runs"]) == len(result.details["floor_runs"]) == 3
 
@@ -73,6 +71,13 @@ def test_a_ratio_target_without_langgraph_reports_it_missing_and_is_not_met(monk
     result = SCENARIOS["cold_run"](True)
     assert result.details["peers"] == {"langgraph": NOT_INSTALLED}
     assert result.value > 0 and result.baseline is None and not result.meets
+
+
+def test_a_makespan_is_judged_on_the_median_margin_of_each_run_over_the_floor_right_after_it() -> None:
+    from wingman_actors._bench.scenarios import _over_floor
+
+    # one run slowed by a burst of load (1.30) does not move the judged margin
+    assert _over_floor([1.03, 1.30, 1.04, 1.02, 1.03], [1.02, 1.03, 1.02, 1.01, 1.02]) == 0.01
 
 
 def test_the_table_shows_what_each_target_was_judged_on() -> None:
