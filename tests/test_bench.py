@@ -143,3 +143,9 @@ def test_resume_latency_resumes_journalled_runs_to_their_outputs() -> None:
     assert result.unit == "ms beyond the last node's work"
     assert result.details["runs"] == 10
     assert result.value > 0
+
+
+def test_dag_makespan_reports_the_thread_floor_of_its_fleet_step() -> None:
+    result = SCENARIOS["dag_makespan"](True)
+    assert result.meets == (result.value <= 1.05)
+    assert result.details["fleet_step_thread_floor_ms"] >= 0 and len(result.details["runs"]) == 3
