@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 from pydantic import ValidationError
@@ -197,6 +198,26 @@ def test_usages_sum_from_zero() -> None:
 
 def test_summing_no_usages_from_an_empty_usage_gives_an_empty_usage() -> None:
     assert sum([], Usage()) == Usage()
+
+
+def test_usage_sum_adds_every_usage_field() -> None:
+    fields = list(Usage.model_fields)  # a field added to Usage and forgotten by Usage.sum fails here
+    one = Usage(**{f: i + 1 for i, f in enumerate(fields)})
+    two = Usage(**{f: 10 * (i + 1) for i, f in enumerate(fields)})
+
+    assert Usage.sum([one, two, one]) == Usage(**{f: 12 * (i + 1) for i, f in enumerate(fields)})
+
+
+def test_usage_sum_of_no_usages_is_an_empty_usage() -> None:
+    assert Usage.sum([]) == Usage()
+
+
+def test_usage_sum_is_what_adding_the_usages_one_by_one_gives() -> None:
+    rng = random.Random(23)
+    for _ in range(50):
+        usages = [Usage(**{f: rng.randrange(1000) for f in Usage.model_fields}) for _ in range(rng.randrange(8))]
+
+        assert Usage.sum(usages) == sum(usages, Usage())
 
 
 def test_adding_a_non_usage_is_a_type_error() -> None:

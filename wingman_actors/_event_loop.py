@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -75,6 +75,11 @@ class LoopThread:
                 coro.close()
                 raise RuntimeError(f"event loop {self._thread.name!r} is stopped: it takes no new work")
             return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def call_soon(self, fn: Callable[..., object], *args: Any) -> None:
+        """Call ``fn(*args)`` on the loop's thread, from any thread (it may create tasks
+        there with ``asyncio.get_running_loop()``)."""
+        self._loop.call_soon_threadsafe(fn, *args)
 
     def stop(self, grace: float = 1.0) -> None:
         """Cancel what still runs, close the loop and join its thread (at most ``grace``

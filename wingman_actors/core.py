@@ -16,8 +16,6 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ._trusted import built, fields_set
-
 __all__ = [
     "ContentBlock",
     "InferenceRequest",
@@ -105,19 +103,6 @@ class ContentBlock(_Model):
         return cls(type="image", data=data, media_type=media_type)
 
 
-# every field of a text block, with its default (in declaration order, as validation stores them)
-_TEXT_BLOCK: dict[str, Any] = {name: field.default for name, field in ContentBlock.model_fields.items()}
-_TEXT_BLOCK.update(type="text", text="")
-_TEXT_BLOCK_SET = fields_set(ContentBlock, ("type", "text"))
-
-
-def _text_block(text: str) -> ContentBlock:
-    """``ContentBlock.text_block(text)`` for a ``str`` known to be one."""
-    values = _TEXT_BLOCK.copy()
-    values["text"] = text
-    return built(ContentBlock, values, _TEXT_BLOCK_SET)
-
-
 def _text_of(blocks: list[ContentBlock]) -> str:
     if len(blocks) == 1:  # the common case, without a generator
         block = blocks[0]
@@ -152,9 +137,6 @@ class Message(_Model):
     @classmethod
     def user(cls, content: str | ContentBlock | Iterable[ContentBlock], *, sender: str | None = None) -> Message:
         """A user message from text or blocks (``sender``: who wrote it, when an agent did)."""
-        if isinstance(content, str) and (sender is None or isinstance(sender, str)) and cls is Message:
-            # Every session run starts with one: nothing here needs validating.
-            return built(Message, {"role": Role.USER, "content": [_text_block(content)], "sender": sender}, _MESSAGE_SET)
         return cls(role=Role.USER, content=_blocks(content), sender=sender)
 
     @classmethod
@@ -187,9 +169,6 @@ class Message(_Model):
         return [b for b in self.content if b.type == "tool_result"]
 
 
-_MESSAGE_SET = fields_set(Message, ("role", "content", "sender"))
-
-
 class ToolDefinition(_Model):
     """What a model is told about a tool: its name, what it does, and a JSON Schema of its input."""
 
@@ -209,11 +188,27 @@ class Usage(_Model):
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
-            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+        return Usage.sum((self, other))
+
+    @classmethod
+    def sum(cls, usages: Iterable[Usage]) -> Usage:
+        """The total of ``usages`` (zero when there are none), built once.
+
+        What ``sum(usages, Usage())`` gives, without building a model per addition: a
+        fleet node sums one usage per item, after its last item finished.
+
+        Example:
+            >>> Usage.sum([Usage(input_tokens=2), Usage(input_tokens=3, output_tokens=1)]).total_tokens
+            6
+        """
+        inp = out = created = read = 0
+        for u in usages:
+            inp += u.input_tokens
+            out += u.output_tokens
+            created += u.cache_creation_input_tokens
+            read += u.cache_read_input_tokens
+        return cls(
+            input_tokens=inp, output_tokens=out, cache_creation_input_tokens=created, cache_read_input_tokens=read
         )
 
     def __radd__(self, other: Any) -> Usage:
@@ -254,41 +249,6 @@ class InferenceRequest(_Model):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-_REQUEST_SET = fields_set(InferenceRequest, InferenceRequest.model_fields)
-
-
-def session_request(
-    messages: list[Message], tools: list[ToolDefinition], instructions: str, output_schema: dict[str, Any] | None,
-    max_tokens: int | None, temperature: float | None,
-) -> InferenceRequest:
-    """``InferenceRequest(...)`` with every field, for a session's model call: built without
-    validating again what is already of its type (the session's messages, the agent's
-    settings); anything else (a history given as dicts, say) is validated as before, and so
-    is an output schema (validation copies it: a provider may adapt its copy)."""
-    trusted = (
-        type(instructions) is str
-        and output_schema is None
-        and (max_tokens is None or (type(max_tokens) is int and max_tokens > 0))
-        and (temperature is None or (type(temperature) is float and 0.0 <= temperature <= 2.0))
-    )
-    for m in messages:
-        if type(m) is not Message:
-            trusted = False
-    for t in tools:
-        if type(t) is not ToolDefinition:
-            trusted = False
-    if not trusted:
-        return InferenceRequest(
-            messages=messages, tools=tools, instructions=instructions, output_schema=output_schema,
-            max_tokens=max_tokens, temperature=temperature,
-        )
-    values = {
-        "messages": messages, "tools": tools, "instructions": instructions, "output_schema": output_schema,
-        "max_tokens": max_tokens, "temperature": temperature,
-    }
-    return built(InferenceRequest, values, _REQUEST_SET)
-
-
 class InferenceResponse(_Model):
     """A model's answer to one :class:`InferenceRequest`."""
 
@@ -323,8 +283,6 @@ class InferenceResponse(_Model):
 
     def to_message(self, *, sender: str | None = None) -> Message:
         """The assistant message this response appends to a history (``sender``: the agent)."""
-        if sender is None or isinstance(sender, str):  # the blocks are this (validated) response's
-            return built(Message, {"role": Role.ASSISTANT, "content": list(self.content), "sender": sender}, _MESSAGE_SET)
         return Message(role=Role.ASSISTANT, content=list(self.content), sender=sender)
 
 

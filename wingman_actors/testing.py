@@ -35,6 +35,7 @@ from .actors._nodes import AgentActor, FleetActor, FunctionActor, NodeActor
 from .errors import FormationRuntimeError
 from .formation._nested_map import FormationMapActor
 from .formation._nesting import FormationActor
+from .formation._options import RunOptions
 from .formation._result import NodeStatus, NodeTrace
 from .formation._runtime import RunningFormation
 from .orchestration._blackboard import Blackboard
@@ -223,7 +224,7 @@ def run_node(
         actor = start_actor(FunctionActor, spec.fn, mode=spec.input_mode, input_adapter=spec.input_adapter,
                             kwarg_adapters=spec.kwarg_adapters, board_param=spec.blackboard, **common)
     elif spec.subplan is not None:  # a formation node, or a map over a formation: its formation runs alone
-        launch = functools.partial(RunningFormation, spec.subplan, provider=provider)
+        launch = functools.partial(RunningFormation, spec.subplan, RunOptions(provider=provider))
         if spec.kind == "map":
             actor = start_actor(FormationMapActor, spec.subplan, launch=launch, max_workers=spec.max_workers, **common)
         else:

@@ -11,8 +11,8 @@ from typing import Any
 from wingman_actors import Agent
 from wingman_actors.actors._address import start_actor
 from wingman_actors.actors._envelope import new_envelope
-from wingman_actors.actors._nodes import FleetActor, FleetItemsError, PayloadError, _total
-from wingman_actors.core import InferenceRequest, Usage
+from wingman_actors.actors._nodes import FleetActor, FleetItemsError, PayloadError
+from wingman_actors.core import InferenceRequest
 from wingman_actors.errors import ErrorKind
 from wingman_actors.testing import ActorProbe, ScriptedProvider
 
@@ -137,14 +137,6 @@ def test_a_crashed_fleet_node_ends_its_workers_too() -> None:
     while any(t.name.startswith("wingman-fleet-crashy-") for t in threading.enumerate()):
         assert time.monotonic() < deadline, "the crashed node left its fleet workers running"
         time.sleep(0.01)
-
-
-def test_the_usage_total_of_a_fleet_node_sums_every_usage_field() -> None:
-    fields = list(Usage.model_fields)
-    one = Usage(**{f: i + 1 for i, f in enumerate(fields)})
-    two = Usage(**{f: 10 * (i + 1) for i, f in enumerate(fields)})
-    assert _total([one, two, one]) == Usage(**{f: 12 * (i + 1) for i, f in enumerate(fields)})
-    assert _total([]) == Usage()
 
 
 def test_a_fleet_node_lets_go_of_each_items_result_as_the_item_finishes(actor_probe: ActorProbe) -> None:

@@ -82,6 +82,30 @@ def test_the_formation_language_routes_the_same_on_each_backend(backend: str) ->
         nowhere.run(3, backend=backend)
 
 
+def test_join_any_skips_the_rest_of_a_slower_branch_on_each_backend(backend: str, tmp_path: Path) -> None:
+    marks = tmp_path / "ran"
+
+    def slow_1(x: int) -> int:
+        time.sleep(0.5)  # still running when 'fast' fires the join
+        return x
+
+    def slow_2(x: int) -> int:
+        with open(marks, "a") as f:  # runs in a Ray worker: a file is the shared state
+            f.write("slow_2\n")
+        return x
+
+    race = (
+        Formation("race").add_function("start", lambda x: x).add_function("fast", lambda x: x + 1)
+        .add_function("slow_1", slow_1).add_function("slow_2", slow_2)
+        .add_function("first", lambda values: values, join="any")
+        .connect("start", "fast", "first").connect("start", "slow_1", "slow_2", "first")
+    )
+    result = race.run(1, backend=backend)
+    assert result.output == {"fast": 2}
+    assert result.nodes["slow_2"].status == "skipped"
+    assert not marks.exists()
+
+
 def test_conditional_edges_route_and_skip_on_each_backend(backend: str) -> None:
     formation = Formation("cond").add_function("src", lambda x: x)
     formation.add_function("big", lambda x: f"big {x}").add_function("small", lambda x: f"small {x}")

@@ -55,6 +55,20 @@ def test_an_interrupt_inside_suspends_the_outer_run_saying_where(store: RunStore
     assert store.get(result.run_id).status == "suspended"
 
 
+def test_a_suspended_outer_run_traces_the_inner_nodes_that_ran(store: RunStore) -> None:
+    calls: list[str] = []
+    result = outer_of(approval(calls), calls).run(" cats ", store=store)
+    assert result.status == "suspended"
+    assert result.nodes["sub/draft"].status == "succeeded" and result.nodes["sub/draft"].parent == "sub"
+    assert "sub/ask" in result.nodes
+
+
+def test_an_interrupt_two_formations_deep_traces_every_level_while_suspended(store: RunStore) -> None:
+    middle = Formation("middle").add_formation("deep", approval([]))
+    suspended = Formation("outer").add_formation("mid", middle).run("dogs", store=store)
+    assert suspended.nodes["mid/deep/draft"].status == "succeeded"
+
+
 def test_resume_with_an_answer_finishes_the_inner_run_without_repeating_its_finished_visits(store: RunStore) -> None:
     calls: list[str] = []
     outer = outer_of(approval(calls), calls)

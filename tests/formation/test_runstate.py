@@ -1,9 +1,12 @@
-"""Per-run bookkeeping: RunState's lazily owned containers under concurrent first use."""
+"""Per-run bookkeeping: RunState's lazily owned containers (shared empty ones until a run
+writes) never let one run's writes reach another, also under concurrent first use."""
 
 from __future__ import annotations
 
 import sys
 import threading
+
+import pytest
 
 from wingman_actors.formation._runstate import RunState
 
@@ -32,3 +35,29 @@ def test_own_gives_every_thread_the_same_container_on_concurrent_first_use() -> 
     finally:
         sys.setswitchinterval(old)
     assert lost == 0, f"{lost} writes were lost to a race in RunState.own()"
+
+
+def test_a_runs_writes_through_own_never_reach_another_run() -> None:
+    fields = ("joins", "visits", "failures", "skipped", "dropped", "handled", "nested")
+    first = RunState("r1", None, [], 1, ["a"])
+    for field in fields:
+        owned = first.own(field)
+        if isinstance(owned, list):
+            owned.append(("a", 1, 0.0, 0.0, "boom"))
+        else:
+            owned["a"] = 1
+
+    second = RunState("r2", None, [], 1, ["a"])
+
+    assert {field: len(getattr(first, field)) for field in fields} == dict.fromkeys(fields, 1)
+    assert {field: len(getattr(second, field)) for field in fields} == dict.fromkeys(fields, 0)
+
+
+def test_a_write_that_bypasses_own_raises_instead_of_reaching_every_run() -> None:
+    run = RunState("r", None, [], 1, ["a"])
+
+    with pytest.raises(TypeError):
+        run.visits["a"] = 1
+    with pytest.raises(AttributeError):
+        run.failures.append(("a", 1, 0.0, 0.0, "boom"))
+    assert RunState("other", None, [], 1, ["a"]).visits == {}

@@ -268,12 +268,12 @@ def test_sessions_fleets_and_formation_runs_import_nothing_of_opentelemetry(hide
     assert out.stdout.strip() == "[]"
 
 
-def test_the_readme_telemetry_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    (block,) = [b for b in re.findall(r"^```py\n(.*?)^```", readme, re.DOTALL | re.MULTILINE) if "set_tracer_provider" in b]
+def test_the_docs_telemetry_example_runs_and_prints_what_it_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"^```python\n(.*?)^```", page, re.DOTALL | re.MULTILINE) if "set_tracer_provider" in b]
     reset_globals()
     try:
-        exec(compile(block, "README.md[telemetry example]", "exec"), {"__name__": "readme_telemetry"})
+        exec(compile(block, "docs/agents.md[telemetry example]", "exec"), {"__name__": "docs_telemetry"})
     finally:
         trace.get_tracer_provider().shutdown()  # type: ignore[attr-defined]
         reset_globals()
@@ -284,7 +284,7 @@ def test_the_readme_telemetry_example_runs(capsys: pytest.CaptureFixture[str]) -
         "invoke_agent calc     under invoke_workflow quiz",
         "chat scripted         under invoke_agent calc",
     ]
-    assert all(f"# {line}\n" in block for line in printed)  # the README shows what it prints
+    assert all(f"# {line}\n" in block for line in printed)  # the page shows what it prints
 
 
 def test_delegated_agents_nest_under_the_delegate_tool_span(spans: InMemorySpanExporter) -> None:

@@ -277,21 +277,43 @@ def test_an_interrupt_inside_a_nested_formation_suspends_the_run_and_resume_answ
     suspended = client.post(f"/formations/{fid}/run", json={"input": "draft"}).json()
     assert suspended["status"] == "suspended", suspended
     assert suspended["interrupt"] == {"node": "sub/ask", "payload": {"question": "publish 'draft'?"}}
+    assert suspended["nodes"]["sub/ask"]["status"] != "pending"
     resumed = client.post(f"/runs/{suspended['id']}/resume", json={"answer": "yes"})
 
     assert resumed.status_code == 200, resumed.text
     assert (resumed.json()["status"], resumed.json()["output"]) == ("succeeded", "DRAFT: YES")
 
 
-def test_replacing_a_nested_formation_so_types_no_longer_agree_fails_the_outer_run_with_400(
+def test_replacing_a_nested_formation_so_types_no_longer_agree_is_409_naming_who_nests_it(
     client: httpx.Client
 ) -> None:
     inner = loud(client)
     fid = create(client, nesting("outer", sub(inner), {"name": "split", "kind": "function", "function": "words"},
                                  edges=[{"from": "sub", "to": "split"}]))
+    top = create(client, nesting("top", sub(fid, "whole")))
+
     replaced = client.put(f"/formations/{inner}", json=nesting("splitting", {"name": "split", "kind": "function",
                                                                              "function": "words"}))
-    assert replaced.status_code == 200, replaced.text
+
+    assert replaced.status_code == 409, replaced.text
+    body = replaced.json()
+    assert body["kind"] == "in_use" and sorted(body["used_by"]) == sorted([fid, top])
+    assert any(f"'outer' ({fid})" in p and "'split'" in p for p in body["problems"]), body
+    assert client.get(f"/formations/{inner}").json()["name"] == "loud"
+    assert client.post(f"/formations/{fid}/run", json={"input": "a b"}).json()["output"] == ["A", "B"]
+
+
+def test_a_nested_formation_replaced_behind_the_servers_back_fails_the_outer_run_with_400(
+    server: RunningServer, client: httpx.Client
+) -> None:
+    inner = loud(client)
+    fid = create(client, nesting("outer", sub(inner), {"name": "split", "kind": "function", "function": "words"},
+                                 edges=[{"from": "sub", "to": "split"}]))
+    store = Store(server.config.db_path)  # as a second server sharing the file would: not the checked route
+    try:
+        store.replace_formation(inner, "splitting", [{"name": "split", "kind": "function", "function": "words"}], [])
+    finally:
+        store.close()
 
     response = client.post(f"/formations/{fid}/run", json={"input": "a b"})
 
@@ -344,12 +366,22 @@ def test_nesting_formations_more_than_32_levels_deep_is_400(client: httpx.Client
         "more than the 32 the server allows; flatten some of them"]
 
 
-def test_a_formation_made_too_deep_by_a_put_below_it_is_400_when_run(client: httpx.Client) -> None:
+def test_a_put_below_that_would_nest_formations_too_deep_is_409_and_such_a_store_is_400_when_run(
+    client: httpx.Client, server: RunningServer
+) -> None:
     bottom = fid = create(client, nesting("level0", {"name": "a", "kind": "function", "function": "clean"}))
     for level in range(1, 33):
         fid = create(client, nesting(f"level{level}", sub(fid)))
     extra = create(client, nesting("extra", {"name": "a", "kind": "function", "function": "clean"}))
-    assert client.put(f"/formations/{bottom}", json=nesting("level0", sub(extra))).status_code == 200
+    deeper = nesting("level0", sub(extra))
+    refused = client.put(f"/formations/{bottom}", json=deeper)
+    assert refused.status_code == 409, refused.text
+    assert any("levels deep" in p for p in refused.json()["problems"]), refused.json()
+    store = Store(server.config.db_path)  # as a second server sharing the file could have written it
+    try:
+        store.replace_formation(bottom, "level0", deeper["nodes"], [])
+    finally:
+        store.close()
 
     response = client.post(f"/formations/{fid}/run", json={"input": "x"})
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wingman_actors.store import FormationShape, RunNotResumableError, RunStore, StoreError
-from wingman_actors.store._schema import APPLICATION_ID, MIGRATIONS
+from wingman_actors.store._schema import APPLICATION_ID, LATEST_VERSION, MIGRATIONS
 
 from .conftest import chain_shape
 
@@ -124,15 +124,16 @@ def _write_v3(path: Path, shape: FormationShape) -> None:
     conn.close()
 
 
-def test_a_store_file_of_schema_version_3_is_migrated_with_no_parents(path: Path) -> None:
+def test_a_store_file_of_schema_version_3_is_migrated_with_parents_read_from_inner_run_ids(path: Path) -> None:
     shape = chain_shape()
     _write_v3(path, shape)
     with RunStore(path) as store:
-        assert [(r.id, r.parent) for r in store.runs()] == [("old", None), ("old/sub/1", None)]
+        assert [(r.id, r.parent) for r in store.runs(nested=True)] == [("old", None), ("old/sub/1", "old")]
+        assert [r.id for r in store.runs()] == ["old"]
         store.begin_run("inner", shape, 1, run_id="old/sub/2", parent="old")
         assert store.get("old/sub/2").parent == "old"
-        assert store.prune(0) == 2
+        assert store.prune(0) == 1
         assert store.runs(nested=True) == []
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
     conn.close()

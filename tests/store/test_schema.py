@@ -59,7 +59,7 @@ def test_a_store_file_of_schema_version_1_is_migrated_and_keeps_its_runs(path: P
         time.sleep(0.05)
         assert store.get("old-running").status == "expired"
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION == 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION == 5
     assert conn.execute("SELECT typeof(run) FROM journal").fetchall() == [("integer",)] * 2
     conn.close()
 
@@ -78,7 +78,7 @@ def test_a_newer_schema_version_is_refused_asking_for_an_upgrade(path: Path) -> 
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA user_version = 99")
     conn.close()
-    with pytest.raises(StoreVersionError, match=r"schema version 99.*up to 4.*pip install -U") as err:
+    with pytest.raises(StoreVersionError, match=r"schema version 99.*up to 5.*pip install -U") as err:
         RunStore(path)
     assert (err.value.version, err.value.supported) == (99, LATEST_VERSION)
 
@@ -134,3 +134,24 @@ def test_a_corrupt_sqlite_file_is_refused_with_a_clear_error(tmp_path: Path) -> 
     broken.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 16)
     with pytest.raises(StoreOpenError, match=r"RunStore cannot (open|prepare) .*broken.sqlite"):
         RunStore(broken)
+
+
+def test_inner_runs_journalled_before_version_4_get_their_parent_and_are_hidden(path: Path) -> None:
+    shape = chain_shape()
+    _write_v1(path, shape)
+    conn = sqlite3.connect(path)
+    now = time.time()
+    with conn:
+        for run_id in ("old-done/sub/1", "old-done/sub/1/deeper/2", "old-done/each/12", "x/y/not-a-visit",
+                       "gone/sub/1"):
+            conn.execute("INSERT INTO runs VALUES (?, 'inner', ?, NULL, 0, '7', 'succeeded', ?, ?, NULL)",
+                         (run_id, shape.fingerprint, now, now))
+    conn.close()
+
+    with RunStore(path) as store:
+        assert sorted(r.id for r in store.runs()) == ["gone/sub/1", "old-done", "old-running", "x/y/not-a-visit"]
+    conn = sqlite3.connect(path)
+    parents = dict(conn.execute("SELECT id, parent FROM runs WHERE parent IS NOT NULL").fetchall())
+    conn.close()
+    assert parents == {"old-done/sub/1": "old-done", "old-done/sub/1/deeper/2": "old-done/sub/1",
+                       "old-done/each/12": "old-done"}

@@ -23,7 +23,7 @@ from rich.console import Console
 
 from ..actors._nodes import render_input
 from ..errors import FormationRuntimeError, WingmanError
-from ..formation import Formation
+from ..formation import Formation, RunOptions
 from ..formation._plan import Plan
 from ..formation._result import FormationResult
 from ..formation.events import FormationEvent, FormationEventType
@@ -87,13 +87,16 @@ def run_command(args: argparse.Namespace) -> int:
     address = getattr(args, "ray_address", None)
     if address is not None and backend != "ray":
         raise UsageError("--ray-address needs --backend ray")
-    options = {"address": address} if address is not None else None
     durable = Durable.open(args, loaded.target, info)
     try:
         formation.source = durable.source  # type: ignore[attr-defined]  # recorded on the run, for `resume`
         print(f"input: {label}", file=info, flush=True)
-        outcome = _drive(formation, value, args.timeout, None if took_provider else provider, board, progress,
-                         durable, backend, options)
+        options = RunOptions(
+            timeout=args.timeout, provider=None if took_provider else provider, backend=backend,
+            backend_options={"address": address} if address is not None else None, store=durable.store,
+            run_id=durable.resume_id,
+        )
+        outcome = _drive(formation, value, options, board, progress, durable)
         head = {"formation": formation.name, "provider": _provider_id(choice, samples),
                 "model": getattr(provider, "model", None), "sample_replies": samples}
         return _report(outcome, head, samples, durable, args)
@@ -158,22 +161,17 @@ def _provider_id(choice: ProviderChoice, samples: bool) -> str:
 
 
 def _drive(
-    formation: Formation, value: Any, timeout: float | None, provider: Provider | None,
-    board: RunBoard, progress: Any, durable: Durable, backend: str = "threads",
-    backend_options: dict[str, Any] | None = None,
+    formation: Formation, value: Any, options: RunOptions, board: RunBoard, progress: Any, durable: Durable,
 ) -> FormationResult | FormationRuntimeError | CutShort:
-    """Run the formation, feeding every event to the board and the progress display.
-    Ctrl-C stops the formation (a journalled run becomes ``interrupted``) and gives
-    :class:`CutShort`."""
-    if durable.resume_id is not None:
-        if durable.store is None:
-            raise UsageError(f"resuming run {durable.resume_id} needs the run store it is journalled in")
-        stream = formation.resume_stream(durable.resume_id, store=durable.store, answer=durable.answer,
-                                         timeout=timeout, provider=provider, backend=backend,
-                                         backend_options=backend_options)
+    """Run the formation with ``options`` (its ``run_id``, when set, is the run to
+    resume), feeding every event to the board and the progress display. Ctrl-C stops
+    the formation (a journalled run becomes ``interrupted``) and gives :class:`CutShort`."""
+    if options.run_id is not None:
+        if options.store is None:
+            raise UsageError(f"resuming run {options.run_id} needs the run store it is journalled in")
+        stream = formation.resume_stream(options.run_id, store=options.store, answer=durable.answer, options=options)
     else:
-        stream = formation.run_stream(value, timeout=timeout, provider=provider, store=durable.store,
-                                      backend=backend, backend_options=backend_options)
+        stream = formation.run_stream(value, options=options)
     outcome: FormationResult | FormationRuntimeError | None = None
     run_id: str | None = durable.resume_id
     live = progress if isinstance(progress, LiveProgress) else contextlib.nullcontext()

@@ -4,7 +4,7 @@ is never changed by one receiver's in-place mutation.
 Function and map node actors call :func:`isolate` on their payload just before they hand
 it to user code, not when it is routed: every receiver still gets a copy of its own, and
 the copies live only while the node works on them (a queue of pending inputs holds the
-one shared original, not a copy per receiver, which would keep the garbage collector busy).
+one shared original, not a copy per receiver waiting in memory).
 
 :func:`isolate` returns the value itself when it is immutable (str, numbers, bytes,
 None, enums, frozen pydantic models, and tuples and frozensets of immutables) and a
@@ -65,11 +65,25 @@ def isolate(value: Any) -> Any:
         True
     """
     t = type(value)
-    if t in _SCALARS:
-        return value
     try:
-        if t is dict:  # the common payloads, called directly
-            return _dict(value, 0)
+        if t is dict:  # the common payload: _dict's first level, inline (a call less per payload)
+            out = value.copy()
+            for k, v in value.items():
+                tv = type(v)
+                if tv in _SCALARS:
+                    continue
+                if tv is list:
+                    for x in v:
+                        if type(x) not in _SCALARS:
+                            out[k] = _list(v, 1)
+                            break
+                    else:
+                        out[k] = v.copy()
+                    continue
+                out[k] = _dict(v, 1) if tv is dict else _walk(v, 1)
+            return out
+        if t in _SCALARS:
+            return value
         if t is list:
             return _list(value, 0)
         return _walk(value, 0)

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Iterator
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._trusted import built, fields_set
 from ..core import Message, StopReason, Usage
 
 __all__ = [
-    "ChildRun", "Result", "StepTrace", "ToolCall", "collect_child_runs", "model_step", "report_child_run", "run_result",
+    "ChildRun", "Result", "StepTrace", "ToolCall", "collect_child_runs", "report_child_run",
 ]
 
 
@@ -121,43 +120,6 @@ class Result(BaseModel):
 
 StepTrace.model_rebuild()
 ChildRun.model_rebuild()
-
-_MODEL_STEP_SET = fields_set(StepTrace, ("kind", "name", "step", "input", "output", "usage", "duration_s"))
-_RESULT_SET = fields_set(Result, Result.model_fields)
-_STOP_REASONS = frozenset(get_args(StopReason))
-
-
-def model_step(name: str, step: int, input: int, output: str | None, usage: Usage, duration_s: float) -> StepTrace:
-    """``StepTrace(kind="model", name=..., ...)``, the trace entry of one model call of a
-    session, built without validating what the session made itself (a value of another
-    type, say a provider's non-str ``model``, goes through validation as before)."""
-    if type(name) is not str or not isinstance(usage, Usage) or not (output is None or type(output) is str):
-        return StepTrace(
-            kind="model", name=name, step=step, input=input, output=output, usage=usage, duration_s=duration_s
-        )
-    values = {
-        "kind": "model", "name": name, "step": step, "input": input, "output": output, "usage": usage,
-        "duration_s": duration_s, "is_error": False, "children": [],
-    }
-    return built(StepTrace, values, _MODEL_STEP_SET)
-
-
-def run_result(
-    response: str, output: Any, tool_calls: list[ToolCall], usage: Usage, steps: int, stop_reason: StopReason,
-    max_steps_reached: bool, trace: list[StepTrace], duration_s: float,
-) -> Result:
-    """``Result(...)`` with every field, as a session run ends, built without validating
-    what the session made itself (values of other types are validated as before)."""
-    if type(response) is not str or not isinstance(usage, Usage) or stop_reason not in _STOP_REASONS:
-        return Result(
-            response=response, output=output, tool_calls=tool_calls, usage=usage, steps=steps,
-            stop_reason=stop_reason, max_steps_reached=max_steps_reached, trace=trace, duration_s=duration_s,
-        )
-    values = {
-        "response": response, "output": output, "tool_calls": tool_calls, "usage": usage, "steps": steps,
-        "stop_reason": stop_reason, "max_steps_reached": max_steps_reached, "trace": trace, "duration_s": duration_s,
-    }
-    return built(Result, values, _RESULT_SET)
 
 _collector: contextvars.ContextVar[list[ChildRun] | None] = contextvars.ContextVar(
     "wingman_child_runs", default=None

@@ -34,7 +34,6 @@ from ..core import (
     StreamEvent,
     StreamEventType,
     Usage,
-    session_request,
 )
 from ..errors import AgentError, ErrorKind
 from ..integrations import otel
@@ -44,7 +43,7 @@ from ._agent import Agent
 from ._context_budget import ContextWindow
 from ._middleware import RunContext
 from ._model_calls import infer, infer_stream, traced_infer
-from ._result import Result, StepTrace, ToolCall, model_step, run_result
+from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolStep
 
@@ -310,9 +309,10 @@ class Session:
             if step > limit and not limit_hit:
                 limit_hit = True
                 self._add_user_text(_LIMIT_NOTE)
-            request = session_request(
-                list(self.history), self._tools.definitions() if with_tools else [], instructions,
-                self._schema.schema if self._schema is not None else None, self.agent.max_tokens, self.agent.temperature,
+            request = InferenceRequest(
+                messages=list(self.history), tools=self._tools.definitions() if with_tools else [],
+                instructions=instructions, output_schema=self._schema.schema if self._schema is not None else None,
+                max_tokens=self.agent.max_tokens, temperature=self.agent.temperature,
             )
             if self._window is not None:
                 with cancel_scope(ctx.token):
@@ -351,9 +351,9 @@ class Session:
             self.history.append(response.to_message(sender=self.agent.name))
             text = response.text
             trace.append(
-                model_step(
-                    self._model_name(response), step, len(request.messages), text or None, response.usage,
-                    time.perf_counter() - t0,
+                StepTrace(
+                    kind="model", name=self._model_name(response), step=step, input=len(request.messages),
+                    output=text or None, usage=response.usage, duration_s=time.perf_counter() - t0,
                 )
             )
             if tool_uses:
@@ -382,9 +382,10 @@ class Session:
                         "Reply again with only a JSON document that matches the schema."
                     )
                     continue
-            result = run_result(
-                text, output, calls, usage, step, response.stop_reason, limit_hit, trace,
-                time.perf_counter() - started,
+            result = Result(
+                response=text, output=output, tool_calls=calls, usage=usage, steps=step,
+                stop_reason=response.stop_reason, max_steps_reached=limit_hit, trace=trace,
+                duration_s=time.perf_counter() - started,
             )
             for mw in mws:
                 result = mw.after_agent(ctx, result) or result

@@ -33,6 +33,7 @@ from ..orchestration._blackboard import Blackboard
 from ..providers._base import Provider
 from ..store import FormationShape
 from ._durable import Journal, StoreArg, open_store
+from ._options import RunOptions, merge_options
 from ._plan import Plan, compile_plan
 from ._render import to_dot, to_mermaid
 from ._result import FormationResult
@@ -331,6 +332,7 @@ class Formation:
         backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
         store: StoreArg | None = None,
+        options: RunOptions | None = None,
     ) -> RunningFormation:
         """Validate, then start every node actor (the supervisor starts when first needed).
 
@@ -353,16 +355,24 @@ class Formation:
             store: journal every run in this :class:`~wingman_actors.store.RunStore` (or
                 the SQLite file at this path, opened now and closed on stop), so runs can
                 be resumed (``running.resume(run_id)``) and can ``interrupt()``.
+            options: a :class:`~wingman_actors.formation.RunOptions` giving any of the
+                above instead of the keywords (``timeout`` and ``run_id`` go to
+                ``submit()``).
 
         Returns:
             The running formation: ``submit(input) -> Future[FormationResult]``; use it
             as a context manager so it stops.
+
+        Raises:
+            TypeError: ``options`` and a keyword give one option different values, or
+                ``options`` sets ``timeout`` or ``run_id``.
         """
+        opts = merge_options(
+            options, "Formation.start()", on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
+            backend_options=backend_options, blackboard=blackboard, store=store,
+        )
         plan = self.validate()
-        return RunningFormation(
-            plan, on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
-            backend_options=backend_options, blackboard=blackboard, journal=self._journal(store),
-        ).start()
+        return RunningFormation(plan, opts, journal=self._journal(opts.store)).start()
 
     def _journal(self, store: StoreArg | None) -> Journal | None:
         if store is None:
@@ -384,11 +394,14 @@ class Formation:
         blackboard: Blackboard | None = None,
         store: StoreArg | None = None,
         run_id: str | None = None,
+        options: RunOptions | None = None,
     ) -> FormationResult:
         """Start, run ``input`` through, stop. ``timeout`` bounds the whole run;
         ``backend``, ``backend_options``, ``blackboard`` (shared with every node) and
         ``store`` are as for :meth:`start`; ``run_id`` names the journalled run (a new id
-        when None).
+        when None). ``options`` (a :class:`~wingman_actors.formation.RunOptions`) may
+        give any of them instead: ``run(x, options=RunOptions(timeout=5))`` is
+        ``run(x, timeout=5)``; giving one option two different values is a ``TypeError``.
 
         Returns:
             The result; with a store, ``status`` is ``"suspended"`` (and ``interrupt`` set)
@@ -399,12 +412,12 @@ class Formation:
                 ``blackboard`` parameter without a default and no board was given.
             FormationRuntimeError: the run failed (node, attempts, run id, partial outputs).
         """
-        plan = self.validate()
-        return run_once(
-            plan, input, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
-            backend=backend, backend_options=backend_options, blackboard=blackboard,
-            journal=self._journal(store), run_id=run_id,
+        opts = merge_options(
+            options, "Formation.run()", timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
+            backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
         )
+        plan = self.validate()
+        return run_once(plan, input, opts, self._journal(opts.store))
 
     def resume(
         self,
@@ -419,6 +432,7 @@ class Formation:
         backend: str = "threads",
         backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
+        options: RunOptions | None = None,
     ) -> FormationResult:
         """Continue the journalled run ``run_id`` in this process: its process was killed,
         or it failed, was cancelled or suspended. Journalled node visits and fleet items
@@ -428,10 +442,17 @@ class Formation:
             run_id: the run.
             store: the run's store (a ``RunStore`` or its path).
             answer: for a suspended run, the value its pending ``interrupt()`` returns.
-            timeout, on_event, provider, work_dir, backend, backend_options: as for
-                :meth:`run` (``backend="ray"`` journals in the driver's store, as threads do).
+            timeout: as for :meth:`run`.
+            on_event: as for :meth:`run`.
+            provider: as for :meth:`run`.
+            work_dir: as for :meth:`run`.
+            backend: as for :meth:`run` (``backend="ray"`` journals in the driver's store,
+                as threads do).
+            backend_options: as for :meth:`run`.
             blackboard: the board the resumed nodes share, as for :meth:`run`. A board's
                 contents are not journalled: pass one holding what the rest of the run needs.
+            options: a :class:`~wingman_actors.formation.RunOptions` giving any of the
+                above instead of the keywords, as for :meth:`run`.
 
         Raises:
             wingman_actors.store.FormationMismatchError: this formation's nodes, kinds or
@@ -443,12 +464,12 @@ class Formation:
         Example:
             >>> result = formation.resume(run_id, store="runs.sqlite", answer="yes")  # doctest: +SKIP
         """
-        plan = self.validate()
-        return run_once(
-            plan, None, timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
-            backend=backend, backend_options=backend_options, blackboard=blackboard,
-            journal=self._journal(store), run_id=run_id, resume=True, answer=answer,
+        opts = merge_options(
+            options, "Formation.resume()", timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
+            backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
         )
+        plan = self.validate()
+        return run_once(plan, None, opts, self._journal(opts.store), resume=True, answer=answer)
 
     def run_stream(
         self,
@@ -461,16 +482,18 @@ class Formation:
         backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
         store: StoreArg | None = None,
+        options: RunOptions | None = None,
     ) -> Iterator[FormationEvent]:
         """Start, run ``input``, yield its events (ending with ``run_finished``, whose
         ``data["result"]`` is the result, or ``run_failed``), stop. ``backend``,
-        ``backend_options``, ``blackboard`` and ``store`` are as for :meth:`start`."""
-        plan = self.validate()
-        return run_stream(
-            plan, input, timeout=timeout, provider=provider, work_dir=work_dir,
-            backend=backend, backend_options=backend_options, blackboard=blackboard,
-            journal=self._journal(store),
+        ``backend_options``, ``blackboard`` and ``store`` are as for :meth:`start`;
+        ``options`` as for :meth:`run` (without ``on_event``: the events are yielded)."""
+        opts = merge_options(
+            options, "Formation.run_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
+            backend=backend, backend_options=backend_options, blackboard=blackboard, store=store,
         )
+        plan = self.validate()
+        return run_stream(plan, input, opts, self._journal(opts.store))
 
     def resume_stream(
         self,
@@ -484,13 +507,16 @@ class Formation:
         backend: str = "threads",
         backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
+        options: RunOptions | None = None,
     ) -> Iterator[FormationEvent]:
         """:meth:`resume` as :meth:`run_stream` does :meth:`run`: yield the resumed run's
         events (journalled visits report ``node_finished`` with ``journalled: True``)."""
+        opts = merge_options(
+            options, "Formation.resume_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
+            backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
+        )
         plan = self.validate()
-        return run_stream(plan, None, timeout=timeout, provider=provider, work_dir=work_dir, backend=backend,
-                          backend_options=backend_options, blackboard=blackboard,
-                          journal=self._journal(store), resume_id=run_id, answer=answer)
+        return run_stream(plan, None, opts, self._journal(opts.store), resume_id=run_id, answer=answer)
 
     def to_mermaid(self) -> str:
         """The formation as a Mermaid flowchart (works on an invalid formation too)."""

@@ -101,7 +101,7 @@ class FormationNode:
                 return
             result = future.result()
             if result.status == "suspended":
-                observer.suspended(work, attempt, self.inner.suspension(result, work.scope, self.name))
+                observer.suspended(work, attempt, self.inner.suspension(work, result, self.name))
                 return
             output, usage = self.inner.outcome(work, result)
             observer.completed(work, attempt, output, usage, started, time.perf_counter())

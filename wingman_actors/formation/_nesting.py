@@ -127,15 +127,21 @@ class InnerFormation:
     def outcome(self, env: Work, result: FormationResult) -> tuple[Any, Usage | None]:
         """A visit's output and usage from its succeeded inner run (kept for the outer
         run's traces)."""
+        self._keep(env, result)
+        return self.output_of(result), result.usage if self.uses_tokens else None
+
+    def suspension(self, env: Work, result: FormationResult, path: str) -> RunSuspended:
+        """The signal that suspends the outer visit for a suspended inner run (whose traces
+        the outer run's result keeps, as for a finished one)."""
+        scope = env.scope
+        assert result.interrupt is not None and scope is not None
+        self._keep(env, result)
+        return RunSuspended(result.interrupt["payload"], scope, f"{path}/{result.interrupt['node']}")
+
+    def _keep(self, env: Work, result: FormationResult) -> None:
         run = env.run
         if run is not None:
             run.own("nested")[self.name] = result
-        return self.output_of(result), result.usage if self.uses_tokens else None
-
-    def suspension(self, result: FormationResult, scope: VisitScope | None, path: str) -> RunSuspended:
-        """The signal that suspends the outer visit (``scope``) for a suspended inner run."""
-        assert result.interrupt is not None and scope is not None
-        return RunSuspended(result.interrupt["payload"], scope, f"{path}/{result.interrupt['node']}")
 
     def _durable(self, input: Any, scope: VisitScope, path: str, run_id: str, on_event: Any,
                  board: Any) -> Future[FormationResult]:
@@ -225,7 +231,7 @@ class FormationActor(NodeActor):
         finally:
             self._running.remove(future)
         if result.status == "suspended":
-            raise self.inner.suspension(result, scope, self.name)
+            raise self.inner.suspension(env, result, self.name)
         return self.inner.outcome(env, result)
 
     def start_inner(

@@ -252,16 +252,6 @@ class Router:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
                 "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE,
             })
-        if not self.cyclic and (journal is None or run.replay is None) and not run.dropped:
-            nxt = self.straight[name]
-            if nxt is not None:
-                # the common pipeline step, inlined: straight into the next node's queue (a
-                # resumed run takes route(): its next visit may be journalled already)
-                step = Work(Envelope(next(_ids), run.id, name, _WORK, output, time.time(), nxt, run))
-                if journal is not None:
-                    step.scope = journal.scope(run.id, nxt, 1, None)  # acyclic: every visit is the first
-                self.nodes[nxt].tell(step)
-                return
         self.route(run, name, output, attempt, work.visit)
 
     def route(self, run: RunState, name: str, output: Any, attempt: int, visit: int) -> None:
@@ -523,7 +513,7 @@ class Router:
             run.timer = None  # its callback refers to the run
         self.runs.pop(run.id, None)
         # The result keeps the run (its traces are built from it on demand); the run lets
-        # go of the future, so no cycle keeps a finished run alive for the collector.
+        # go of the future, so no reference cycle keeps a finished run alive.
         future, run.future = run.future, None
         if type(future) is RunFuture:
             future.detach()

@@ -2,6 +2,19 @@
 
 Kept lean on purpose: the success path appends one tuple per node visit to ``log`` and
 builds :class:`NodeTrace` objects only when someone reads ``FormationResult.nodes``.
+
+Why a run starts with shared empty containers and a shared lock (this module's one
+speed trick, and it stays here): ``submit()`` of many inputs keeps thousands of runs in
+flight, and every container a run allocates is one more allocation the interpreter's
+cyclic collector counts and one more object its full passes walk. Measured on the
+3-node pipeline with 10,000 runs in flight (CPU time per input, all threads): 17 µs with
+this module as it is, 30 µs when each run allocated its own seven containers and lock
+(11.6 µs against 9.2 µs with the collector off: most of the difference is the
+collector's). Readers elsewhere see one rule: write to ``joins``, ``visits``,
+``failures``, ``skipped``, ``dropped``, ``handled`` and ``nested`` only through
+:meth:`RunState.own`; reading them directly is fine (the shared placeholders are
+read-only: a write that bypasses ``own()`` raises). tests/formation/test_runstate.py
+checks that no run's writes reach another run, also under concurrent first use.
 """
 
 from __future__ import annotations
@@ -12,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from ..core import Usage
@@ -23,17 +37,18 @@ __all__ = ["RunState"]
 # perf_counter and wall clock differ by a constant within a process (to the precision
 # traces need); computing it once saves a time.time() per run.
 _wall_offset = time.time() - time.perf_counter()
-# Shared empty sentinels, replaced by RunState.own() before the first write.
-_EMPTY_JOINS: dict[str, Any] = {}  # node -> routing.Join
-_EMPTY_VISITS: dict[str, int] = {}
-_EMPTY_FAILURES: list[tuple[str, int, float, float, str]] = []
-_EMPTY_SKIPPED: dict[str, str | None] = {}
-_EMPTY_DROPPED: dict[str, str] = {}
-_EMPTY_HANDLED: dict[str, float] = {}
-_EMPTY_NESTED: dict[str, Any] = {}
+# Shared empty placeholders, replaced by RunState.own() before the first write. They are
+# read-only, so a write that bypasses own() raises at once instead of reaching every run.
+_EMPTY_JOINS: Any = MappingProxyType({})  # node -> routing.Join
+_EMPTY_VISITS: Any = MappingProxyType({})
+_EMPTY_FAILURES: Any = ()
+_EMPTY_SKIPPED: Any = MappingProxyType({})
+_EMPTY_DROPPED: Any = MappingProxyType({})
+_EMPTY_HANDLED: Any = MappingProxyType({})
+_EMPTY_NESTED: Any = MappingProxyType({})
 # Runs share a fixed set of locks (a run's lock guards its own counters for a few
-# bytecodes and is never held while taking another): a run costs no lock of its own,
-# and a finished run kept by its caller holds nothing the garbage collector must scan.
+# bytecodes and is never held while taking another, so sharing one cannot deadlock):
+# a run allocates no lock of its own.
 _LOCKS = tuple(threading.Lock() for _ in range(64))
 _next_lock = itertools.count()
 _OWN_LOCK = threading.Lock()

@@ -18,9 +18,8 @@ import queue
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -32,13 +31,13 @@ from ..backends import Backend, NodeRecipe, new_backend
 from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutError
 from ..integrations import otel
 from ..orchestration._blackboard import Blackboard
-from ..providers._base import Provider
 from ..store import FormationShape, StoreWriteError
 from ._durable import Journal, Replay
 from ._future import RunFuture
 from ._nested_map import FormationMapActor, map_width
 from ._nested_node import FormationNode
 from ._nesting import InnerFormation
+from ._options import RunOptions, merge_options
 from ._plan import NodeSpec, Plan
 from ._result import FormationResult
 from ._routing import Router
@@ -51,6 +50,8 @@ __all__ = ["EventListener", "NodeTimeoutError", "RunState", "RunningFormation", 
 log = logging.getLogger("wingman_actors.formation")
 
 EventListener = Callable[[FormationEvent], None]
+
+_NO_OPTIONS = RunOptions()
 
 STOP_GRACE_S = 1.0
 """How long ``stop()`` waits for node code still running before leaving it behind."""
@@ -70,31 +71,23 @@ class RunningFormation:
         ...     results = [f.result() for f in futures]
     """
 
-    def __init__(
-        self,
-        plan: Plan,
-        *,
-        on_event: EventListener | None = None,
-        provider: Provider | None = None,
-        work_dir: str | Path | None = None,
-        backend: str = "threads",
-        backend_options: Mapping[str, Any] | None = None,
-        blackboard: Blackboard | None = None,
-        journal: Journal | None = None,
-    ) -> None:
-        self._blackboard = _check_board(blackboard)
+    def __init__(self, plan: Plan, options: RunOptions = _NO_OPTIONS, *, journal: Journal | None = None) -> None:
+        # Of the options, a started formation takes on_event (every run's), provider, work_dir,
+        # backend, backend_options and blackboard (the default board); the caller opened
+        # options.store as ``journal``; timeout and run_id belong to each submit().
+        self._blackboard = _check_board(options.blackboard)
         self.plan = plan
         self.name = plan.name
-        self._work_dir = work_dir
-        self._provider = provider
+        self._work_dir = options.work_dir
+        self._provider = options.provider
         try:
-            self._backend: Backend = new_backend(backend, formation=plan.name, options=backend_options)
+            self._backend: Backend = new_backend(options.backend, formation=plan.name, options=options.backend_options)
         except BaseException:
             if journal is not None:
                 journal.close()
             raise
-        self._backend_options = backend_options  # a nested formation's inner runs take them too
-        self._listeners = [on_event] if on_event is not None else []
+        self._backend_options = options.backend_options  # a nested formation's inner runs take them too
+        self._listeners = [options.on_event] if options.on_event is not None else []
         self._prefix = uuid.uuid4().hex[:8]
         self._seq = itertools.count(1)
         self._scheduler = Scheduler(name=f"wingman-timer-{plan.name}")
@@ -197,8 +190,9 @@ class RunningFormation:
         inner = None if journal is None else Journal(
             journal.store, False, plan.name, FormationShape.of(spec.formation.graph),
             inner_of=(spec.name, 2 if spec.kind == "map" else 1))
-        return functools.partial(RunningFormation, plan, provider=self._provider, work_dir=self._work_dir,
-                                 backend=self._backend.name, backend_options=self._backend_options, journal=inner)
+        options = RunOptions(provider=self._provider, work_dir=self._work_dir, backend=self._backend.name,
+                             backend_options=self._backend_options)
+        return functools.partial(RunningFormation, plan, options, journal=inner)
 
     def __enter__(self) -> RunningFormation:
         return self
@@ -250,6 +244,7 @@ class RunningFormation:
         on_event: EventListener | None = None,
         blackboard: Blackboard | None = None,
         run_id: str | None = None,
+        options: RunOptions | None = None,
     ) -> Future[FormationResult]:
         """Start one run on ``input``.
 
@@ -257,6 +252,8 @@ class RunningFormation:
         run shares the board given to ``start()``, if any, with every other such run.
         With a store (``start(store=...)``) the run is recorded before this returns, under
         ``run_id`` (a new id when None); without one, ``run_id`` must be None.
+        ``options`` (a :class:`~wingman_actors.formation.RunOptions`) may give ``timeout``,
+        ``on_event``, ``blackboard`` and ``run_id`` instead of the keywords.
 
         Returns:
             A ``concurrent.futures.Future`` with a ``run_id`` attribute; it resolves to
@@ -267,6 +264,10 @@ class RunningFormation:
             FormationSetupError: a function node takes a ``blackboard`` parameter without a
                 default and the run has no board.
         """
+        if options is not None:
+            merged = merge_options(options, "RunningFormation.submit()", timeout=timeout, on_event=on_event,
+                                   blackboard=blackboard, run_id=run_id)
+            timeout, on_event, blackboard, run_id = merged.timeout, merged.on_event, merged.blackboard, merged.run_id
         if self._stopped or not self._started:
             raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
         if timeout is not None and timeout <= 0:
@@ -284,7 +285,8 @@ class RunningFormation:
         return self._launch(run_id, input, timeout, on_event, None, board)
 
     def resume(self, run_id: str, answer: Any = None, *, timeout: float | None = None,
-               on_event: EventListener | None = None, blackboard: Blackboard | None = None) -> Future[FormationResult]:
+               on_event: EventListener | None = None, blackboard: Blackboard | None = None,
+               options: RunOptions | None = None) -> Future[FormationResult]:
         """Continue the journalled run ``run_id`` (its process died, or it failed, was
         cancelled or suspended): journalled visits and fleet items are not run again,
         their outputs are fed downstream; what was in flight runs again.
@@ -296,6 +298,9 @@ class RunningFormation:
             on_event: called with this run's events.
             blackboard: the resumed run's own board, as for :meth:`submit` (default: the
                 board given to ``start()``, if any).
+            options: a :class:`~wingman_actors.formation.RunOptions` giving ``timeout``,
+                ``on_event`` or ``blackboard`` instead of the keywords (its ``run_id``, if
+                set, must be ``run_id``).
 
         Returns:
             A future of the run's :class:`FormationResult`, as from :meth:`submit`.
@@ -309,6 +314,10 @@ class RunningFormation:
                 running in a live process.
             wingman_actors.store.UnknownRunError: no such run in the store.
         """
+        if options is not None:
+            merged = merge_options(options, "RunningFormation.resume()", timeout=timeout, on_event=on_event,
+                                   blackboard=blackboard, run_id=run_id)
+            timeout, on_event, blackboard = merged.timeout, merged.on_event, merged.blackboard
         if self._stopped or not self._started:
             raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
         journal = self._journal
@@ -425,36 +434,21 @@ def _stop_forgotten() -> None:
 
 
 def run_once(
-    plan: Plan,
-    input: Any,
-    *,
-    timeout: float | None = None,
-    on_event: EventListener | None = None,
-    provider: Provider | None = None,
-    work_dir: str | Path | None = None,
-    backend: str = "threads",
-    backend_options: Mapping[str, Any] | None = None,
-    blackboard: Blackboard | None = None,
-    journal: Journal | None = None,
-    run_id: str | None = None,
-    resume: bool = False,
+    plan: Plan, input: Any, options: RunOptions, journal: Journal | None = None, *, resume: bool = False,
     answer: Any = None,
 ) -> FormationResult:
     """Start the formation, run ``input`` through it (or, with ``resume``, continue the
-    journalled run ``run_id``), stop it; return the result or raise
-    :class:`FormationRuntimeError`."""
-    if _check_board(blackboard) is None:
+    journalled run ``options.run_id``), stop it; return the result or raise
+    :class:`FormationRuntimeError`. ``journal`` is ``options.store``, opened by the caller."""
+    if _check_board(options.blackboard) is None:
         _require_no_board(plan)  # before any actor starts
-    running = RunningFormation(
-        plan, on_event=on_event, provider=provider, work_dir=work_dir, backend=backend,
-        backend_options=backend_options, blackboard=blackboard, journal=journal,
-    )
+    running = RunningFormation(plan, options, journal=journal)
     with running.start():
         if resume:
-            assert run_id is not None
-            future = running.resume(run_id, answer, timeout=timeout)
+            assert options.run_id is not None
+            future = running.resume(options.run_id, answer, timeout=options.timeout)
         else:
-            future = running.submit(input, timeout=timeout, run_id=run_id)
+            future = running.submit(input, timeout=options.timeout, run_id=options.run_id)
         try:
             result = future.result()
         except BaseException:
@@ -479,34 +473,24 @@ def _settle(journal: Journal | None, future: Future[FormationResult], *, quiet: 
 
 
 def run_stream(
-    plan: Plan,
-    input: Any,
-    *,
-    timeout: float | None = None,
-    provider: Provider | None = None,
-    work_dir: str | Path | None = None,
-    backend: str = "threads",
-    backend_options: Mapping[str, Any] | None = None,
-    blackboard: Blackboard | None = None,
-    journal: Journal | None = None,
-    resume_id: str | None = None,
+    plan: Plan, input: Any, options: RunOptions, journal: Journal | None = None, *, resume_id: str | None = None,
     answer: Any = None,
 ) -> Iterator[FormationEvent]:
     """Start the formation, run ``input`` (or, with ``resume_id``, continue that journalled
     run), and yield its events until ``run_finished`` (whose ``data["result"]`` is the
     :class:`FormationResult`) or ``run_failed`` (whose ``data["exception"]`` is the
     error); the formation is stopped when the generator ends, also when the consumer
-    stops early."""
+    stops early. ``journal`` is ``options.store``, opened by the caller; ``options.on_event``
+    is not used (the events are what it yields)."""
     events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
-    if _check_board(blackboard) is None:
+    if _check_board(options.blackboard) is None:
         _require_no_board(plan)
-    running = RunningFormation(plan, provider=provider, work_dir=work_dir, backend=backend,
-                               backend_options=backend_options, blackboard=blackboard, journal=journal)
+    running = RunningFormation(plan, dataclasses.replace(options, on_event=None), journal=journal)
     with running.start():
         if resume_id is not None:
-            running.resume(resume_id, answer, timeout=timeout, on_event=events.put)
+            running.resume(resume_id, answer, timeout=options.timeout, on_event=events.put)
         else:
-            running.submit(input, timeout=timeout, on_event=events.put)
+            running.submit(input, timeout=options.timeout, on_event=events.put)
         while True:
             event = events.get()
             yield event

@@ -49,7 +49,7 @@ class ScriptedProvider:
         stream_chunk: characters per ``text_delta`` when streaming.
         record: keep every request in ``.requests`` (for assertions). Benchmarks turn it
             off: a real provider keeps nothing, and thousands of kept requests would make
-            the garbage collector's work part of what they measure.
+            the memory they hold part of what they measure.
     """
 
     id: ClassVar[str] = "scripted"

@@ -25,7 +25,8 @@ from ._limits import MAX_NESTING
 from ._schemas import FormationOut
 from ._store import Store
 
-__all__ = ["agent_ids", "build_nested", "declaration_of", "depth_problems", "load_nested", "loop_problems", "nested_in"]
+__all__ = ["agent_ids", "build_nested", "declaration_of", "depth_problems", "load_nested", "loop_problems", "nested_in",
+           "nesting_users"]
 
 
 def declaration_of(record: FormationOut) -> FormationDecl:
@@ -37,16 +38,23 @@ def _ids(decl: FormationDecl) -> list[str]:
     return list(dict.fromkeys(n.formation_id for n in decl.nodes if n.formation_id is not None))
 
 
-def load_nested(store: Store, decl: FormationDecl, own_id: str | None = None) -> dict[str, FormationDecl]:
+def load_nested(
+    store: Store, decl: FormationDecl, own_id: str | None = None, replacing: Mapping[str, FormationDecl] | None = None,
+) -> dict[str, FormationDecl]:
     """The declarations of every stored formation ``decl`` nests, directly or through others,
     by id; ids no stored formation has are left out. With ``own_id`` (``decl`` replaces that
-    formation, or is its stored declaration) ``decl`` stands for it, so a loop through it shows."""
+    formation, or is its stored declaration) ``decl`` stands for it, so a loop through it shows;
+    ``replacing`` stands for stored declarations by id (a replacement not yet stored)."""
     found: dict[str, FormationDecl] = {} if own_id is None else {own_id: decl}
     missing: set[str] = set()
     todo = _ids(decl)
     while todo:
         fid = todo.pop()
         if fid in found or fid in missing:
+            continue
+        if replacing is not None and fid in replacing:
+            found[fid] = inner = replacing[fid]
+            todo += _ids(inner)
             continue
         try:
             found[fid] = inner = declaration_of(store.get_formation(fid))
@@ -205,4 +213,18 @@ def nested_in(store: Store, id: str) -> list[FormationOut]:
     """The stored formations that nest formation ``id`` directly."""
     return [f for f in store.list_formations()
             if f.id != id and any(n.get("formation_id") == id for n in f.nodes)]
+
+
+def nesting_users(store: Store, id: str) -> list[FormationOut]:
+    """The stored formations that nest formation ``id``, directly or through others."""
+    formations = store.list_formations()
+    users: dict[str, FormationOut] = {}
+    todo = [id]
+    while todo:
+        target = todo.pop()
+        for f in formations:
+            if f.id != id and f.id not in users and any(n.get("formation_id") == target for n in f.nodes):
+                users[f.id] = f
+                todo.append(f.id)
+    return list(users.values())
 

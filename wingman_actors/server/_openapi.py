@@ -52,6 +52,9 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     elif path == "/formations/{id}" and method == "delete":
         out["409"] = _error("Other formations nest this one (`kind: in_use`; `used_by` lists their ids): remove "
                             "those nodes or delete those formations first.")
+    elif path == "/formations/{id}" and method == "put":
+        out["409"] = _error("Formations that nest this one would no longer validate with the new declaration "
+                            "(`kind: in_use`; `used_by` lists their ids, `problems` what breaks): change them first.")
     elif path == "/formations/{id}/run":
         out["409"] = _error("The run was cancelled (POST /runs/{id}/cancel) before it finished (`kind: cancelled`, "
                             "with `run_id`).")

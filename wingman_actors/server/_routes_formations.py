@@ -18,7 +18,7 @@ from ._declaration import FormationDecl
 from ._deps import Ctx
 from ._errors import ApiError
 from ._flights import flight, outcome
-from ._nesting import agent_ids, build_nested, load_nested, nested_in
+from ._nesting import agent_ids, build_nested, declaration_of, load_nested, nested_in, nesting_users
 from ._run_outcome import Tracker, cancelled, event_dict, settled
 from ._runnable import load_formation, runnable
 from ._schemas import FormationOut, FormationRunIn, RunOut, StatusOut
@@ -33,8 +33,11 @@ router = APIRouter()
 # -- declarations ---------------------------------------------------------------------
 
 
-def _validated(ctx: ServerContext, decl: FormationDecl, own_id: str | None = None) -> None:
-    nested = load_nested(ctx.store, decl, own_id)
+def _validated(
+    ctx: ServerContext, decl: FormationDecl, own_id: str | None = None,
+    replacing: dict[str, FormationDecl] | None = None,
+) -> None:
+    nested = load_nested(ctx.store, decl, own_id, replacing)
     ids = agent_ids(decl, nested)
     agents = {}
     for agent in ctx.store.list_agents():
@@ -79,9 +82,31 @@ async def replace(id: str, body: FormationDecl, ctx: Ctx) -> FormationOut:
         with ctx.formation_writes:
             ctx.store.get_formation(id)
             _validated(ctx, body, id)
+            _users_still_valid(ctx, id, body)
             return ctx.store.replace_formation(id, body.name, body.stored_nodes(), body.stored_edges())
 
     return await ctx.pool.run(apply)
+
+
+def _users_still_valid(ctx: ServerContext, id: str, body: FormationDecl) -> None:
+    """409 ``in_use`` when the formations nesting ``id`` would no longer validate with ``body``
+    in its place (types across the boundary, a node they route to that is gone...)."""
+    broken: list[FormationOut] = []
+    problems: list[str] = []
+    for user in nesting_users(ctx.store, id):
+        try:
+            _validated(ctx, declaration_of(user), user.id, {id: body})
+        except ApiError as exc:
+            if exc.status != 400:
+                raise
+            broken.append(user)
+            found = exc.extra.get("problems") or [str(exc)]
+            problems += [f"formation {user.name!r} ({user.id}): {p}" for p in found]
+    if broken:
+        named = ", ".join(f"{f.name!r} ({f.id})" for f in broken)
+        raise ApiError(409, f"replacing formation {id} would break formation {named}, which nests it: "
+                            f"{'; '.join(problems)}; change those formations first, or keep what they rely on",
+                       kind="in_use", used_by=[f.id for f in broken], problems=problems)
 
 
 @router.delete("/formations/{id}", tags=["formations"], summary="Delete a formation (its runs are kept)")

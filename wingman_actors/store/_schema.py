@@ -35,6 +35,10 @@ class Migration:
     statements: tuple[str, ...]
 
 
+_NODE_PATH = "substr(rtrim(runs.id, '0123456789'), 1, length(rtrim(runs.id, '0123456789')) - 1)"  # "<outer>/<node>"
+_OUTER = (f"substr(rtrim({_NODE_PATH}, replace({_NODE_PATH}, '/', '')), 1, "
+          f"length(rtrim({_NODE_PATH}, replace({_NODE_PATH}, '/', ''))) - 1)")
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs, formation shapes and the journal of deltas", (
         f"PRAGMA application_id = {APPLICATION_ID}",
@@ -128,6 +132,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         # (inner runs only) finds them, and costs a top-level run's insert nothing.
         "ALTER TABLE runs ADD COLUMN parent TEXT REFERENCES runs (id) ON DELETE CASCADE",
         "CREATE INDEX runs_by_parent ON runs (parent) WHERE parent IS NOT NULL",
+    )),
+    Migration(5, "inner runs journalled before version 4 get their parent from their id", (
+        # An inner run's id is "<outer run id>/<node>/<visit>": strip the visit's digits and
+        # the "/<node>/" before them (rtrim(x, replace(x, '/', '')) cuts x after its last '/').
+        f"""UPDATE runs SET parent = {_OUTER}
+            WHERE parent IS NULL AND id GLOB '*/*/[0-9]*'
+              AND EXISTS (SELECT 1 FROM runs AS outer_run WHERE outer_run.id = {_OUTER})""",
     )),
 )
 """Every migration, oldest first. Append new ones; never edit one that was released."""

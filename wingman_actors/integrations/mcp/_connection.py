@@ -27,6 +27,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from ..._cancel import CancelToken
+from ..._event_loop import LoopThread
 from ...errors import WingmanError
 
 __all__ = ["Connection", "MCPConnectionError"]
@@ -53,8 +54,8 @@ class Connection:
         self.label = label
         self.call_timeout = call_timeout
         self._server = server
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run_loop, name=f"wingman-mcp-{next(_ids)}", daemon=True)
+        self._name = f"wingman-mcp-{next(_ids)}"
+        self._loop: LoopThread | None = None  # started by open()
         self._client: Client | None = None
         self._stop: asyncio.Event | None = None
         self._holder: asyncio.Task[None] | None = None
@@ -71,9 +72,9 @@ class Connection:
             MCPConnectionError: the server could not be started or reached, or the
                 handshake did not finish within ``timeout`` seconds.
         """
-        self._thread.start()
+        self._loop = LoopThread(self._name)
         ready: concurrent.futures.Future[list[mcp_types.Tool]] = concurrent.futures.Future()
-        self._loop.call_soon_threadsafe(self._start_hold, ready)
+        self._loop.call_soon(self._start_hold, ready)
         try:
             return ready.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
@@ -89,7 +90,7 @@ class Connection:
     def _start_hold(self, ready: concurrent.futures.Future[list[mcp_types.Tool]]) -> None:
         # On the loop thread. The done callback fires however the task ends, even when it
         # is cancelled before its first step, so close() can wait for the real end.
-        self._holder = self._loop.create_task(self._hold(ready))
+        self._holder = asyncio.get_running_loop().create_task(self._hold(ready))
         self._holder.add_done_callback(lambda _: self._released.set())
 
     def _cancel_hold(self) -> None:
@@ -123,21 +124,6 @@ class Connection:
         finally:
             self._client = None
 
-    def _run_loop(self) -> None:
-        loop = self._loop
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_forever()
-            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
-        finally:
-            loop.close()
-
     def close(self, *, abort: bool = False) -> None:
         """Close the connection (the SDK stops a stdio server) and stop the thread. Idempotent.
 
@@ -145,24 +131,24 @@ class Connection:
             abort: cancel the connection where it stands (a handshake that hangs) rather
                 than leaving it cleanly.
         """
+        loop = self._loop
         if self._closed:
             return
         self._closed = True
-        if not self._thread.is_alive():
+        if loop is None:
             return
         if abort:
             # the SDK's shutdown is shielded: a stdio server is still stopped
-            self._loop.call_soon_threadsafe(self._cancel_hold)
+            loop.call_soon(self._cancel_hold)
         elif self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
+            loop.call_soon(self._stop.set)
         else:
-            self._loop.call_soon_threadsafe(self._cancel_hold)
+            loop.call_soon(self._cancel_hold)
         # Wait for the hold task itself to end, the server stopped, before stopping the
         # loop: stopping it earlier cancels that shutdown a second time, natively, which
         # can defeat the SDK's shield and leave the server process running.
         self._released.wait(_CLOSE_S)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(_CLOSE_S)
+        loop.stop(grace=_CLOSE_S)
 
     # -- calls ----------------------------------------------------------------------------
 
@@ -175,12 +161,13 @@ class Connection:
             AgentError: the run was cancelled or timed out (``token``).
             mcp.MCPError: the server answered with a protocol error.
         """
-        client = self._client
-        if self._closed or client is None or self._lost is not None:
+        client, loop = self._client, self._loop
+        if self._closed or client is None or loop is None or self._lost is not None:
             raise ConnectionError(self._gone())
-        fut = asyncio.run_coroutine_threadsafe(
-            client.call_tool(name, arguments, read_timeout_seconds=self.call_timeout), self._loop
-        )
+        try:
+            fut = loop.submit(client.call_tool(name, arguments, read_timeout_seconds=self.call_timeout))
+        except RuntimeError:  # closed meanwhile
+            raise ConnectionError(self._gone()) from None
         # The SDK enforces call_timeout; ours is a backstop should a transport hang anyway.
         deadline = time.monotonic() + self.call_timeout + 1.0
         while True:

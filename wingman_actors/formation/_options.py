@@ -1,0 +1,143 @@
+"""The options of a run, as one object: :class:`RunOptions`.
+
+``Formation.run``, ``run_stream``, ``resume``, ``resume_stream``, ``start`` and
+``RunningFormation.submit``/``resume`` take these options as keywords, and also as one
+``options=RunOptions(...)``; inside the package they travel as one :class:`RunOptions`
+(the running formation, ``run_once``/``run_stream``, the launcher), not as nine keywords
+repeated through every signature (as Temporal's SDK passes a worker's settings as one
+``WorkerConfig``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..orchestration._blackboard import Blackboard
+    from ..providers._base import Provider
+    from ._durable import StoreArg
+    from .events import FormationEvent
+
+__all__ = ["RunOptions", "merge_options"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """How to run a formation: every option of ``Formation.run``, as one value.
+
+    Build one and pass it around, or to any run method as ``options=``; the method's
+    own keywords still work, alone or beside it. A keyword left at its default takes
+    the options' value; naming the same option both ways with different values is a
+    ``TypeError``, and so is an option the method does not take (``start()`` takes no
+    ``timeout``: a timeout belongs to each run, given to ``submit()``).
+
+    Attributes:
+        timeout: seconds the whole run may take (None: no limit).
+        on_event: called with every :class:`~wingman_actors.formation.events.FormationEvent`.
+        provider: replaces the provider of every agent and fleet node.
+        work_dir: where agent and fleet sessions run their tools (default: the current
+            directory).
+        backend: where the node actors live: ``"threads"`` (the default) or ``"ray"``.
+        backend_options: for ``backend="ray"``: ``address``, ``num_cpus``, ``init``.
+        blackboard: a :class:`~wingman_actors.orchestration.Blackboard` the nodes share.
+        store: journal runs in this :class:`~wingman_actors.store.RunStore` (or the
+            SQLite file at this path), so they can be resumed.
+        run_id: the id of a journalled run (a new one when None).
+
+    Example:
+        >>> from wingman_actors.formation import RunOptions
+        >>> options = RunOptions(timeout=30, backend="threads")
+        >>> result = formation.run("input", options=options)  # doctest: +SKIP
+        >>> result = formation.run("input", timeout=30)  # the same run  # doctest: +SKIP
+    """
+
+    timeout: float | None = None
+    on_event: Callable[[FormationEvent], None] | None = None
+    provider: Provider | None = None
+    work_dir: str | Path | None = None
+    backend: str = "threads"
+    backend_options: Mapping[str, Any] | None = None
+    blackboard: Blackboard | None = None
+    store: StoreArg | None = None
+    run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        timeout = self.timeout
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
+            raise TypeError(f"timeout must be a number of seconds or None, got {timeout!r}")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        if self.on_event is not None and not callable(self.on_event):
+            raise TypeError(f"on_event must be a callable taking a FormationEvent, got {self.on_event!r}")
+        if not isinstance(self.backend, str):
+            raise TypeError(f"backend must be a name, 'threads' or 'ray', got {self.backend!r}")
+        if self.run_id is not None and not isinstance(self.run_id, str):
+            raise TypeError(f"run_id must be a str or None, got {self.run_id!r}")
+
+
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunOptions)}
+_PER_RUN = ("timeout", "run_id")  # options of one run, given to submit() of a started formation
+_PER_START = ("provider", "work_dir", "backend", "backend_options", "store")  # fixed by start()
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # a value whose == does not give a bool: only itself is the same
+        return False
+
+
+def merge_options(options: RunOptions | None, call: str, **keywords: Any) -> RunOptions:
+    """The options of the call ``call`` (e.g. ``"Formation.run()"``): its ``keywords``,
+    each one it takes, merged with ``options``.
+
+    A keyword at its default takes the value of ``options``; a keyword that differs
+    from its default wins over a default in ``options``.
+
+    Raises:
+        TypeError: ``options`` is not a :class:`RunOptions`; it sets an option the call
+            does not take; or a keyword and ``options`` give the same option two
+            different values.
+    """
+    if options is None:
+        return RunOptions(**keywords)
+    if not isinstance(options, RunOptions):
+        raise TypeError(
+            f"{call}: options must be a wingman_actors.formation.RunOptions, got {type(options).__name__}; "
+            f"e.g. options=RunOptions(timeout=30)"
+        )
+    unused = [n for n, default in _DEFAULTS.items() if n not in keywords and not _same(getattr(options, n), default)]
+    if unused:
+        where = ""
+        if any(n in _PER_RUN for n in unused):
+            where = " (timeout and run_id belong to one run: give them to submit())"
+        elif any(n in _PER_START for n in unused):
+            where = " (provider, work_dir, backend, backend_options and store are fixed by start())"
+        raise TypeError(
+            f"{call} does not take {', '.join(unused)}{where}, but options sets it; it takes "
+            f"{', '.join(keywords)}: leave the others unset in the RunOptions given to it"
+        )
+    changes: dict[str, Any] = {}
+    clashes: list[str] = []
+    for name, value in keywords.items():
+        default = _DEFAULTS[name]
+        if _same(value, default):
+            continue
+        theirs = getattr(options, name)
+        if _same(theirs, default):
+            changes[name] = value
+        elif not _same(theirs, value):
+            clashes.append(f"{name}={value!r} and options.{name}={theirs!r}")
+    if clashes:
+        raise TypeError(
+            f"{call} got two values for the same option: {'; '.join(clashes)}; "
+            "give each option once, as a keyword or in options"
+        )
+    return dataclasses.replace(options, **changes) if changes else options
