@@ -26,7 +26,6 @@ from ._failure import NodeFailure
 from ._subplans import boundary_problems, nested_type, nesting_problems, subplan
 from ._typecheck import (
     CallableInfo,
-    adapter_for,
     compatible,
     disjoint,
     exclude,
@@ -36,6 +35,7 @@ from ._typecheck import (
     item_type,
     narrow,
     prompt_fields,
+    shared_adapters,
     type_name,
 )
 from ._validation import (
@@ -503,24 +503,6 @@ def _retry_on(value: Any) -> tuple[type[BaseException], ...] | None:
     return classes
 
 
-def _adapters() -> Callable[[Any], TypeAdapter[Any] | None]:
-    """:func:`adapter_for`, building one adapter per type for the nodes of one plan: nodes
-    that take the same type share its (stateless) validator, and building one costs more
-    than the rest of a node's plan (about 18 µs for ``int``)."""
-    made: dict[Any, TypeAdapter[Any] | None] = {}
-
-    def adapter(tp: Any) -> TypeAdapter[Any] | None:
-        try:
-            return made[tp]
-        except KeyError:
-            built = made[tp] = adapter_for(tp)
-            return built
-        except TypeError:  # an unhashable annotation (e.g. Annotated with a list in it)
-            return adapter_for(tp)
-
-    return adapter
-
-
 def _build(
     name: str,
     graph: nx.DiGraph,
@@ -546,7 +528,7 @@ def _build(
     racing = [n for n, a in graph.nodes(data=True) if a.get("join") == "any" and len(fwd[n]) > 1]
     forward = nx.DiGraph([(u, v) for u, vs in successors.items() for v in vs]) if racing else None
     races = {n: _race(forward, n, fwd[n]) for n in racing}
-    adapter = _adapters()
+    adapter = shared_adapters()
     nodes: dict[str, NodeSpec] = {}
     for n, attrs in graph.nodes(data=True):
         a = {**POLICY_DEFAULTS, **attrs}
