@@ -34,14 +34,17 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
-from pypdf import PdfReader
-from pypdf.errors import DependencyError, PyPdfError
 
 from wingman_actors import Agent, Formation
+from wingman_actors._extras import require
 from wingman_actors.core import InferenceRequest
 from wingman_actors.errors import AgentError, ErrorKind, WingmanError
 from wingman_actors.providers import Provider
 from wingman_actors.testing import ScriptedProvider
+
+with require("pdf", "the budget formation"):  # reads the statement with pypdf
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, PyPdfError
 
 __all__ = [
     "CATEGORIES",

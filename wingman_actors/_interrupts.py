@@ -28,13 +28,11 @@ import contextvars
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from .errors import NoStoreError
+
 __all__ = ["NoStoreError", "RunSuspended", "VisitScope", "current_scope", "interrupt"]
 
 _T = TypeVar("_T")
-
-
-class NoStoreError(RuntimeError):
-    """``interrupt()`` was called where no run store journals the run."""
 
 
 class RunSuspended(BaseException):

@@ -81,7 +81,7 @@ class _Parser(argparse.ArgumentParser):
 
     def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
         parsed, extras = self.parse_known_args(args, namespace)
-        if extras:
+        if extras and not getattr(parsed, "unavailable", False):  # an unavailable command says why instead
             target = self.commands.get(getattr(parsed, "command", None) or "", self)
             target.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed
@@ -251,16 +251,23 @@ def _add_command(cmd: Command, sub: Any) -> None:
         try:
             add = getattr(importlib.import_module(module), name)
         except ImportError as exc:
-            reason = f"{type(exc).__name__}: {exc}"
+            from .errors import MissingExtraError
+
+            # A missing extra says which one to install (MissingExtraError); anything else is a broken install.
+            extra = isinstance(exc, MissingExtraError)
+            reason = str(exc) if extra else f"{type(exc).__name__}: {exc}"
             p = sub.add_parser(cmd.name, help=cmd.help, add_help=False)
-            p.set_defaults(func=lambda args: _unavailable(cmd.name, reason))
+            p.set_defaults(func=lambda args: _unavailable(cmd.name, reason, extra), unavailable=True)
             return
     add(sub)
 
 
-def _unavailable(name: str, reason: str) -> int:
-    print(f"{PROG}: error: the {name} command is not available here ({reason}); "
-          f"reinstall wingman-actors with its dependencies", file=sys.stderr)
+def _unavailable(name: str, reason: str, extra: bool = False) -> int:
+    if extra:  # the message names the extra and the pip command
+        print(f"{PROG}: error: {reason}", file=sys.stderr)
+    else:
+        print(f"{PROG}: error: the {name} command is not available here ({reason}); "
+              f"reinstall wingman-actors with its dependencies", file=sys.stderr)
     return 2
 
 
@@ -345,7 +352,7 @@ def _sigterm_stops_like_ctrl_c() -> Iterator[None]:
 
 def _dispatch(args: argparse.Namespace) -> int:
     from ._launcher.errors import UsageError, cut_short
-    from .errors import FormationSetupError, WingmanError
+    from .errors import FormationSetupError, MissingExtraError, WingmanError
 
     debug = bool(getattr(args, "debug", False))
     try:
@@ -360,7 +367,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     except FormationSetupError as exc:
         _report(exc, debug, hint="fix the formation's declaration")
         return 2
-    except UsageError as exc:
+    except (UsageError, MissingExtraError) as exc:
         _report(exc, debug)
         return 2
     except WingmanError as exc:

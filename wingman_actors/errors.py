@@ -1,21 +1,56 @@
 """The error hierarchy of wingman-actors.
 
-Every error the library raises on purpose derives from :class:`WingmanError`::
+Every error the library raises on purpose derives from :class:`WingmanError`; where
+users could catch a builtin before, it stays a second base (``also a ValueError``). The
+classes live here unless a module is named in brackets::
 
     WingmanError
-    ├── AgentError            a model call or agent run failed; ``kind`` says how
-    │   └── ToolError         a tool failed (kind = ErrorKind.TOOL)
-    ├── OutputValidationError an answer does not match the agent's output schema
-    │                         (also a ValueError)
-    ├── FormationSetupError   a formation is declared wrongly (before anything runs)
-    ├── FormationRuntimeError a formation run failed (node, attempts, run id, partial outputs)
-    │   └── NoRouteError      a node's conditional edges all stayed shut and it had no
-    │                         ``otherwise`` edge (node, a preview of its output)
-    ├── NodeTimeoutError      a node attempt ran past its ``timeout`` (retryable; the cause
-    │                         of the FormationRuntimeError when retries are spent)
-    ├── PayloadError          a payload does not fit the node that received it (never retried)
-    └── FleetItemsError       some items of a fleet node failed (``errors`` by item index)
-        └── MapItemsError     some items of a map node failed
+    ├── AgentError              a model call or agent run failed; ``kind`` says how
+    │   ├── ToolError           a tool failed (kind = ErrorKind.TOOL)
+    │   └── Halt                a middleware hook stopped the run [agents]
+    ├── OutputValidationError   an answer does not match the agent's output schema
+    │                           (also a ValueError)
+    ├── FormationSetupError     a formation is declared wrongly (before anything runs;
+    │   │                       also a ValueError)
+    │   └── FormationMismatchError  a resumed run's formation differs from the one it
+    │                           was recorded with [store]
+    ├── FormationRuntimeError   a formation run failed (node, attempts, run id, partial outputs)
+    │   └── NoRouteError        a node's conditional edges all stayed shut and it had no
+    │                           ``otherwise`` edge (node, a preview of its output)
+    ├── NestedRunError          the inner run of a formation node failed; the outer node's
+    │                           attempt fails with it [formation._nesting]
+    ├── NodeTimeoutError        a node attempt ran past its ``timeout`` (retryable; the cause
+    │                           of the FormationRuntimeError when retries are spent)
+    ├── PayloadError            a payload does not fit the node that received it (never retried)
+    ├── FleetItemsError         some items of a fleet node failed (``errors`` by item index)
+    │   └── MapItemsError       some items of a map node failed
+    ├── NoStoreError            ``interrupt()`` was called where no run store journals the
+    │                           run (also a RuntimeError)
+    ├── StoreError              the run store refused or failed to do something [store]
+    │   ├── StoreOpenError      the path is not a usable run store (also a ValueError)
+    │   │   └── StoreVersionError  the file was written by a newer wingman-actors
+    │   ├── UnknownRunError     no run with that id (also a KeyError)
+    │   ├── RunNotResumableError  the run cannot be claimed (running elsewhere, finished)
+    │   ├── SerializationError  a value cannot be journalled or loaded (also a TypeError)
+    │   ├── StoreWriteError     journal writes failed (reported at flush() / close())
+    │   └── StoreClosedError    the store was used after close()
+    ├── SkillError              a skill folder cannot be used [orchestration] (also a ValueError)
+    ├── MCPConnectionError      an MCP server cannot be reached or did not complete the
+    │                           handshake [integrations.mcp] (also a ConnectionError)
+    ├── MissingExtraError       an optional library is not installed; the message names the
+    │                           extra to install (also a ModuleNotFoundError)
+    ├── ChannelLost             the connection to a node's Ray actor closed: its process
+    │                           died [backends._ray_channel] (also a RuntimeError)
+    ├── UsageError              the launcher's command line or formation module is wrong
+    │                           (exit code 2) [_launcher.errors]
+    ├── ServeError              a ``wingman-actors serve`` argument cannot work
+    │                           [server._cli] (also a ValueError)
+    └── ApiError                the HTTP server's error answer: a status and a JSON body
+                                [server._errors]
+
+Not errors, and so not under :class:`WingmanError`: ``RunSuspended`` (a ``BaseException``
+that unwinds the visit calling ``interrupt()``, so that ``except Exception`` does not
+swallow it) and the launcher's ``Terminated`` (SIGTERM as a ``KeyboardInterrupt``).
 
 Causes are chained with ``raise ... from exc``; the structured facts live in attributes,
 not only in the message text.
@@ -34,6 +69,8 @@ __all__ = [
     "FormationRuntimeError",
     "FormationSetupError",
     "MapItemsError",
+    "MissingExtraError",
+    "NoStoreError",
     "NoRouteError",
     "NodeTimeoutError",
     "OutputValidationError",
@@ -346,3 +383,35 @@ class MapItemsError(FleetItemsError):
     @staticmethod
     def _show(error: BaseException) -> str:
         return f"{type(error).__name__}: {error}"  # any exception: its type says what went wrong
+
+
+class NoStoreError(WingmanError, RuntimeError):
+    """``interrupt()`` was called where no run store journals the run.
+
+    It is also a ``RuntimeError``, as it was before it joined :class:`WingmanError`.
+    """
+
+
+class MissingExtraError(WingmanError, ModuleNotFoundError):
+    """An optional library is not installed; the message is one line naming the extra
+    that brings it, e.g. ``the anthropic provider needs the 'anthropic' extra: pip install
+    "wingman-actors[anthropic]"``.
+
+    Also a ``ModuleNotFoundError`` (an ``ImportError``), so ``except ImportError`` around an
+    optional feature keeps working.
+
+    Attributes:
+        extra: the extra to install (``"anthropic"``, ``"cli"``, ``"pdf"``...).
+        what: the feature that needs it (``"the anthropic provider"``).
+        name: the module that could not be imported, when known.
+    """
+
+    def __init__(self, extra: str, what: str, module: str | None = None) -> None:
+        super().__init__(
+            f'{what} needs the {extra!r} extra: pip install "wingman-actors[{extra}]"', name=module
+        )
+        self.extra = extra
+        self.what = what
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.extra, self.what, self.name))

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import FormationSetupError
+from ..errors import FormationSetupError, MissingExtraError
 from ..formation import Formation
 from ..providers._base import Provider
 from ..providers._scripted import ScriptedProvider
@@ -222,6 +222,8 @@ def _import_failed(target: str, exc: BaseException) -> UsageError:
     where = ""
     if isinstance(exc, SyntaxError) and exc.lineno:
         where = f" (line {exc.lineno})"
+    if isinstance(exc, MissingExtraError):  # its message names the extra to install
+        return UsageError(f"cannot load formation {target!r}: {exc}")
     return UsageError(f"cannot load formation {target!r}: {type(exc).__name__}{where}: {exc}")
 
 

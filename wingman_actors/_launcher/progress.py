@@ -1,5 +1,5 @@
-"""Showing a run as it goes: a live table on a terminal (rich), plain lines or JSON lines
-when piped.
+"""Showing a run as it goes: a live table on a terminal (rich, from the ``cli`` extra), plain
+lines or JSON lines when piped.
 
 Both are driven by the run's :class:`~wingman_actors.formation.events.FormationEvent`s:
 :class:`RunBoard` folds them into one row per node (status, elapsed time, tokens,
@@ -16,13 +16,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import IO, Any, Literal
 
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
-from rich.live import Live
-from rich.spinner import Spinner
-from rich.table import Table
-from rich.text import Text
-
+from .._extras import require
 from ..formation.events import FormationEvent, FormationEventType
+
+with require("cli", "the launcher's terminal view"):
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.live import Live
+    from rich.spinner import Spinner
+    from rich.table import Table
+    from rich.text import Text
 
 __all__ = ["EventPrinter", "LiveProgress", "NodeRow", "RunBoard", "event_dict", "event_line", "render_board"]
 

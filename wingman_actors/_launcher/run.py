@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from pydantic import TypeAdapter
-from rich.console import Console
 
+from .._extras import require
 from ..actors._nodes import render_input
 from ..errors import FormationRuntimeError, WingmanError
 from ..formation import Formation, RunOptions
@@ -42,6 +42,9 @@ from .providers import (
     parse_assignments,
 )
 from .samples import SampleReplies
+
+with require("cli", "the launcher's terminal view"):
+    from rich.console import Console
 
 __all__ = ["failure_message", "format_output", "resolve_input", "run_command"]
 

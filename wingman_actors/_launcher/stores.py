@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from .._extras import require
 from ..store import RunStore, StoreError
 
 __all__ = ["DATA_DIR_ENV", "PRUNE_AFTER", "StoreChoice", "default_store_path", "open_for_run"]
@@ -46,7 +47,8 @@ def default_store_path() -> Path:
     override = os.environ.get(DATA_DIR_ENV)
     if override:
         return Path(override).expanduser() / STORE_FILE
-    import platformdirs  # imported by the commands that journal only: --help stays fast
+    with require("cli", "the launcher's default run store"):
+        import platformdirs  # imported by the commands that journal only: --help stays fast
 
     return Path(platformdirs.user_data_dir("wingman-actors", appauthor=False)) / STORE_FILE
 

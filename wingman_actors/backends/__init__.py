@@ -8,17 +8,24 @@ in its own process (the optional extra ``wingman-actors[ray]``; Ray is imported 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_exports
 from ..errors import FormationSetupError
 from ._base import Backend, NodeGroup, NodeRecipe
-from ._ray import RayBackend
 from ._threads import ThreadsBackend
+
+if TYPE_CHECKING:
+    from ._ray import RayBackend
 
 __all__ = ["BACKENDS", "Backend", "NodeGroup", "NodeRecipe", "RayBackend", "ThreadsBackend", "new_backend"]
 
-BACKENDS: dict[str, type[Any]] = {"threads": ThreadsBackend, "ray": RayBackend}
+BACKENDS: tuple[str, ...] = ("threads", "ray")
 """The backends of this version, by name."""
+
+# The Ray backend's seven modules (and multiprocessing's) load when it is chosen, not with
+# every formation: `from wingman_actors.backends import RayBackend` still works.
+__getattr__ = lazy_exports(__name__, {"RayBackend": "._ray"}, globals())
 
 
 def new_backend(name: str, *, formation: str = "", options: Mapping[str, Any] | None = None) -> Backend:
@@ -29,7 +36,13 @@ def new_backend(name: str, *, formation: str = "", options: Mapping[str, Any] | 
         FormationSetupError: no backend has that name (the message lists the available
             ones), the options do not fit it, or Ray is needed and not installed.
     """
-    cls = BACKENDS.get(name) if isinstance(name, str) else None
+    cls: type[Any] | None = None
+    if name == "threads":
+        cls = ThreadsBackend
+    elif name == "ray":
+        from ._ray import RayBackend
+
+        cls = RayBackend
     if cls is None:
         available = ", ".join(repr(n) for n in sorted(BACKENDS))
         raise FormationSetupError(formation, [

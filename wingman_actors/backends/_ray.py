@@ -50,9 +50,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .._extras import require
 from ..actors._envelope import Work
 from ..agents._agent import Agent
-from ..errors import FormationSetupError
+from ..errors import FormationSetupError, MissingExtraError
 from ..providers._scripted import ScriptedProvider
 from ._base import NodeRecipe
 from ._ray_host import NodeHost, portable
@@ -65,19 +66,16 @@ __all__ = ["RayBackend", "RayNode", "RayReplica", "import_ray"]
 
 log = logging.getLogger("wingman_actors.backends")
 
-EXTRA_HINT = 'pip install "wingman-actors[ray]"'
 _OPTIONS = ("address", "num_cpus", "init")
 
 
 def import_ray(formation: str = "") -> Any:
     """Import Ray, or raise a :class:`FormationSetupError` naming the extra to install."""
     try:
-        import ray
-    except ImportError as exc:
-        raise FormationSetupError(formation, [
-            f"backend 'ray' needs Ray, which is not installed: {EXTRA_HINT} "
-            "(or use the default backend='threads')"
-        ]) from exc
+        with require("ray", "backend 'ray'"):
+            import ray
+    except MissingExtraError as exc:
+        raise FormationSetupError(formation, [f"{exc} (or use the default backend='threads')"]) from exc
     return ray
 
 

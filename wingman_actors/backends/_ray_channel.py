@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection, Listener, answer_challenge, deliver_challenge
 from typing import Any
 
+from ..errors import WingmanError
 from ._ray_wire import Done, Failed, Process, Suspended
 
 __all__ = ["Channel", "ChannelLost", "ChannelServer"]
@@ -123,7 +124,7 @@ def _connect(address: tuple[str, int], key: bytes, timeout: float) -> Connection
     return conn
 
 
-class ChannelLost(RuntimeError):
+class ChannelLost(WingmanError, RuntimeError):
     """The connection to a replica's Ray actor closed mid-exchange: its process died."""
 
 

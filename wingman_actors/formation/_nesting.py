@@ -40,7 +40,7 @@ from .._interrupts import RunSuspended, VisitScope
 from ..actors._base import NodeActor
 from ..actors._envelope import Work
 from ..core import Usage
-from ..errors import FormationRuntimeError
+from ..errors import FormationRuntimeError, WingmanError
 from ..store import JournalStore, UnknownRunError
 from ._plan import Plan
 from ._result import FormationResult
@@ -253,7 +253,7 @@ def _uses_tokens(plan: Plan) -> bool:
                for s in plan.nodes.values())
 
 
-class NestedRunError(Exception):
+class NestedRunError(WingmanError):
     """The inner run of a formation node failed (the outer node's attempt fails with it;
     the inner :class:`~wingman_actors.errors.FormationRuntimeError` is the cause).
 

@@ -10,10 +10,34 @@
   with code that does not hold it.
 """
 
-from ._blackboard import Blackboard, blackboard_tools, current_blackboard, use_blackboard
-from ._delegation import DelegationTask
-from ._registry import AgentFactory, AgentInfo, AgentRegistry
-from ._skills import Skill, SkillError, load_skill, load_skills
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._blackboard import Blackboard, blackboard_tools, current_blackboard, use_blackboard
+    from ._delegation import DelegationTask
+    from ._registry import AgentFactory, AgentInfo, AgentRegistry
+    from ._skills import Skill, SkillError, load_skill, load_skills
+
+# Imported on first use (PEP 562): a formation shares a Blackboard without importing
+# delegation, the agent registry or skills.
+_WHERE = {
+    "Blackboard": "._blackboard",
+    "blackboard_tools": "._blackboard",
+    "current_blackboard": "._blackboard",
+    "use_blackboard": "._blackboard",
+    "DelegationTask": "._delegation",
+    "AgentFactory": "._registry",
+    "AgentInfo": "._registry",
+    "AgentRegistry": "._registry",
+    "Skill": "._skills",
+    "SkillError": "._skills",
+    "load_skill": "._skills",
+    "load_skills": "._skills",
+}
 
 __all__ = [
     "AgentFactory",
@@ -29,3 +53,9 @@ __all__ = [
     "load_skills",
     "use_blackboard",
 ]
+
+__getattr__ = lazy_exports(__name__, _WHERE, globals())
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import frontmatter
-
+from .._extras import require
 from ..core import ToolDefinition
-from ..errors import ToolError
+from ..errors import ToolError, WingmanError
 from ..tools import ToolContext
 
 __all__ = ["LoadSkillTool", "Skill", "SkillError", "load_skill", "load_skills", "skills_section"]
@@ -35,8 +34,11 @@ __all__ = ["LoadSkillTool", "Skill", "SkillError", "load_skill", "load_skills", 
 SKILL_FILE = "SKILL.md"
 
 
-class SkillError(ValueError):
-    """A skill folder cannot be used (no SKILL.md, no front matter, missing fields, duplicates)."""
+class SkillError(WingmanError, ValueError):
+    """A skill folder cannot be used (no SKILL.md, no front matter, missing fields, duplicates).
+
+    Also a ``ValueError``, as it was before it joined :class:`~wingman_actors.errors.WingmanError`.
+    """
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ def load_skill(folder: str | os.PathLike[str]) -> Skill:
 @functools.lru_cache(maxsize=256)
 def _parse(file: str, mtime_ns: int, size: int) -> tuple[str, str, str]:
     text = Path(file).read_text(encoding="utf-8")
+    with require("skills", "skills (SKILL.md front matter)"):
+        import frontmatter  # with PyYAML: imported by the first skill loaded, not by every program
     try:
         post = frontmatter.loads(text)
     except Exception as exc:  # the YAML parser's errors, of several types

@@ -18,25 +18,28 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, Required, TypedDict, cast
 
-import anthropic
-from anthropic.types import (
-    InputJSONDelta,
-    RawContentBlockDeltaEvent,
-    RawContentBlockStartEvent,
-    RawContentBlockStopEvent,
-    RawMessageDeltaEvent,
-    RawMessageStartEvent,
-    RawMessageStreamEvent,
-    TextBlock,
-    TextDelta,
-    ToolUseBlock,
-)
 from pydantic import Field
 
+from .._extras import require
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Message, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ._base import BaseProvider, ProviderOptions, ResponseBuilder
 from ._http import kind_for_status, parse_retry_after
+
+with require("anthropic", "the anthropic provider"):
+    import anthropic
+    from anthropic.types import (
+        InputJSONDelta,
+        RawContentBlockDeltaEvent,
+        RawContentBlockStartEvent,
+        RawContentBlockStopEvent,
+        RawMessageDeltaEvent,
+        RawMessageStartEvent,
+        RawMessageStreamEvent,
+        TextBlock,
+        TextDelta,
+        ToolUseBlock,
+    )
 
 if TYPE_CHECKING:
     from anthropic.types import MessageParam, ToolParam

@@ -17,7 +17,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .._extras import require
 from ..cli import seconds_or_zero
+from ..errors import WingmanError
 from ._config import DEFAULT_DB_PATH, DEFAULT_PORT, TOKEN_ENV, ServerConfig
 
 __all__ = ["ServeError", "add_serve_parser", "build_config", "functions_modules", "serve"]
@@ -94,8 +96,8 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
     return parse
 
 
-class ServeError(ValueError):
-    """A ``serve`` argument that cannot work; the message names it and the fix."""
+class ServeError(WingmanError, ValueError):
+    """A ``serve`` argument that cannot work; the message names it and the fix (also a ``ValueError``)."""
 
 
 def functions_modules(values: Sequence[str], cwd: Path | None = None) -> tuple[str, ...]:
@@ -224,7 +226,8 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def serve(args: argparse.Namespace) -> int:
     """Run the server until interrupted; returns the exit code (2 on a configuration error)."""
-    import uvicorn
+    with require("server", "wingman-actors serve"):
+        import uvicorn
 
     from ..store import RunStore
     from ._app import create_app

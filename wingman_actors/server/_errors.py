@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import AgentError, ErrorKind
+from ..errors import AgentError, ErrorKind, WingmanError
 from ._body import scrub
 
 __all__ = ["ApiError", "find_agent_error", "from_agent_error", "invalid", "not_found", "status_for_kind"]
 
 
-class ApiError(Exception):
+class ApiError(WingmanError):
     """An error answered as ``{"error": message, **extra}`` with ``status``.
 
     Args:

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field
 
+from .._extras import require
 from ..errors import AgentError, ErrorKind
 from ..providers import new_provider
 from ..providers._http import error_from_exception, error_from_response
@@ -65,7 +66,8 @@ def _get_json(provider: str, url: str, headers: dict[str, str], timeout: float) 
 
 
 def _anthropic(options: dict[str, Any], timeout: float) -> list[ModelOut]:
-    import anthropic  # the SDK is heavy: imported only when asked
+    with require("anthropic", "listing the anthropic provider's models"):
+        import anthropic  # the SDK is heavy: imported only when asked
 
     client = anthropic.Anthropic(api_key=options.get("api_key") or None, base_url=options.get("base_url") or None,
                                  max_retries=0, timeout=timeout)

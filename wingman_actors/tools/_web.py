@@ -1,14 +1,13 @@
 """The ``webfetch`` tool: GET an http(s) URL and return it as readable text.
 
-HTML is converted to Markdown-like text with ``html2text``; plain text, JSON, XML and other
-textual types come back as they are. Each call uses its own short-lived ``httpx.Client``.
+HTML is converted to Markdown-like text with ``html2text`` (the ``web`` extra, imported at the
+first call); plain text, JSON, XML and other textual types come back as they are. Each call
+uses its own short-lived ``httpx.Client``.
 """
 
 from __future__ import annotations
 
-import html2text
-import httpx
-
+from .._extras import require
 from ..errors import ToolError
 from ._base import FunctionTool, ToolContext
 
@@ -35,6 +34,8 @@ def html_to_text(html: str, base_url: str = "") -> str:
     Returns:
         The text, without scripts, styles or tags.
     """
+    with require("web", "the webfetch tool"):
+        import html2text  # imported by the first page fetched: not by every program that imports the tools
     converter = html2text.HTML2Text(baseurl=base_url)
     converter.body_width = 0  # no hard wrapping
     converter.ignore_images = True
@@ -78,6 +79,9 @@ def webfetch(ctx: ToolContext, url: str, timeout: float = DEFAULT_TIMEOUT, max_c
         raise ToolError(f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}", tool="webfetch")
     if max_chars < 100:
         raise ToolError(f"max_chars must be at least 100, got {max_chars}", tool="webfetch")
+    with require("web", "the webfetch tool"):
+        import html2text  # noqa: F401  (fail before fetching, naming the extra, when it is missing)
+    import httpx  # at the first call: importing the tools (and so a formation) stays light
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError) as exc:

@@ -16,14 +16,10 @@ Example:
 
 from __future__ import annotations
 
-try:
-    import mcp as _sdk  # noqa: F401  (fail here, with the fix, when the extra is missing)
-except ImportError as exc:  # pragma: no cover - only without the extra
-    raise ImportError(
-        'the MCP integration needs the official `mcp` SDK: pip install "wingman-actors[mcp]"'
-    ) from exc
+from ..._extras import require
 
-from ._client import MCPConnectionError, MCPTool, mcp_tools
-from ._server import build_server, load_tools, serve_stdio
+with require("mcp", "the MCP integration"):  # the official SDK, and jsonschema
+    from ._client import MCPConnectionError, MCPTool, mcp_tools
+    from ._server import build_server, load_tools, serve_stdio
 
 __all__ = ["MCPConnectionError", "MCPTool", "build_server", "load_tools", "mcp_tools", "serve_stdio"]
