@@ -1,8 +1,9 @@
 """The testkit: unit-test actors and formation nodes alone, offline.
 
 1. ``ActorProbe``: an actor that records what it receives. Make it the ``reply_to`` of a
-   ``FunctionActor``, tell the actor a ``work`` envelope, then ``expect_message`` the
-   ``result`` (or ``failure``) envelope it sends back.
+   node actor (``node_actor(function_or_agent)``), tell the actor a ``work(payload)``
+   message, then ``expect_message`` the ``ReplyKind.RESULT`` (or ``ReplyKind.FAILURE``)
+   envelope it sends back.
 2. ``run_node(formation, "node", input, provider=ScriptedProvider([...]))``: run one
    node of a formation by itself, with its agent's provider swapped for a scripted one;
    you get its output and trace. (The pytest plugin offers the same as the fixtures
@@ -18,11 +19,9 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from wingman_actors import Agent, Formation
-from wingman_actors.actors._envelope import new_envelope
-from wingman_actors.actors._nodes import FunctionActor
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.providers import new_provider
-from wingman_actors.testing import ActorProbe, ScriptedProvider, run_node
+from wingman_actors.testing import ActorProbe, ReplyKind, ScriptedProvider, node_actor, run_node, work
 
 
 class Summary(BaseModel):
@@ -37,17 +36,17 @@ def word_count(text: str) -> int:
 
 
 def probe_an_actor() -> None:
-    print("1. ActorProbe + FunctionActor")
+    print("1. ActorProbe + node_actor")
     with ActorProbe.start() as probe:
-        ref = FunctionActor.start(word_count, name="count", reply_to=probe)
+        ref = node_actor(word_count, name="count", reply_to=probe)
         try:
-            ref.tell(new_envelope("work", "the quick brown fox", run_id="r1", sender="test", target="count"))
-            reply = probe.expect_message(type="result", timeout=2)
+            ref.tell(work("the quick brown fox", run_id="r1"))
+            reply = probe.expect_message(ReplyKind.RESULT, timeout=2)
             print(f"   result envelope: sender={reply.sender!r} run_id={reply.run_id!r} payload={reply.payload!r}")
             assert reply.payload == 4
 
-            ref.tell(new_envelope("work", "", sender="test", target="count"))
-            failure = probe.expect_message(type="failure", timeout=2)
+            ref.tell(work(""))
+            failure = probe.expect_message(ReplyKind.FAILURE, timeout=2)
             print(f"   failure envelope: payload={failure.payload!r}")
             probe.expect_no_message(0.05)
             print(f"   the probe received {len(probe.messages)} messages: {[str(m.type) for m in probe.messages]}")

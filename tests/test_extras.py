@@ -196,7 +196,7 @@ def _pyproject() -> dict[str, list[str]]:
 
 
 def test_the_extras_known_to_the_code_are_those_pyproject_declares() -> None:
-    declared = set(_pyproject()) - {"all", "dev", "peers"}
+    declared = set(_pyproject()) - {"all", "dev", "docs", "peers"}  # for working on wingman-actors, not using it
 
     assert declared == set(EXTRAS)
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import doctest
+
 import pytest
 
+import wingman_actors.testing
 from wingman_actors import Agent, Formation
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation._result import NodeStatus
-from wingman_actors.testing import ScriptedProvider, run_node
+from wingman_actors.testing import ActorProbe, ReplyKind, ScriptedProvider, node_actor, run_node, work
 
 pytest_plugins = ["pytester"]
 
@@ -64,18 +67,17 @@ def test_plugin_fixtures_and_leak_check_fail_a_test_that_leaks_an_actor(pytester
     pytester.makeini("[pytest]\nfilterwarnings = error\nwingman_leak_check = true\n")
     pytester.makepyfile(
         """
-        from wingman_actors.actors._nodes import FunctionActor
-        from wingman_actors.actors._envelope import new_envelope
+        from wingman_actors.testing import ReplyKind, node_actor, work
 
         def test_probe_fixture(actor_probe, scripted_provider):
             assert scripted_provider(["x"]).run_inference is not None
-            ref = FunctionActor.start(lambda x: x + 1, reply_to=actor_probe)
-            ref.tell(new_envelope("work", 1))
-            assert actor_probe.expect_message(type="result").payload == 2
+            ref = node_actor(lambda x: x + 1, reply_to=actor_probe)
+            ref.tell(work(1))
+            assert actor_probe.expect_message(ReplyKind.RESULT).payload == 2
             ref.stop()
 
         def test_leaks_an_actor():
-            FunctionActor.start(lambda x: x)
+            node_actor(lambda x: x)
         """
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
@@ -95,3 +97,71 @@ def test_plugin_leak_check_can_be_disabled_with_a_marker(pytester: pytest.Pytest
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_a_function_node_actor_replies_a_result_to_a_work_message(actor_probe: ActorProbe) -> None:
+    ref = node_actor(lambda x: x * 2, name="double", reply_to=actor_probe)
+    try:
+        ref.tell(work(21, run_id="r1"))
+        reply = actor_probe.expect_message(ReplyKind.RESULT)
+    finally:
+        ref.stop()
+    assert (reply.payload, reply.sender, reply.run_id, reply.type) == (42, "double", "r1", ReplyKind.RESULT)
+
+
+def test_a_node_actor_that_raises_replies_a_failure_carrying_the_exception(actor_probe: ActorProbe) -> None:
+    def fail(x: int) -> int:
+        raise ValueError(f"no {x}")
+
+    ref = node_actor(fail, reply_to=actor_probe)
+    try:
+        ref.tell(work(3))
+        reply = actor_probe.expect_message(ReplyKind.FAILURE)
+    finally:
+        ref.stop()
+    assert isinstance(reply.payload, ValueError) and str(reply.payload) == "no 3"
+    assert reply.sender == "fail"  # named after the function
+
+
+def test_an_agent_node_actor_answers_with_its_provider_and_prompt(actor_probe: ActorProbe) -> None:
+    provider = ScriptedProvider(["Owls hunt at night."])
+    ref = node_actor(Agent("owl", provider=provider), prompt="Summarise: {input}", reply_to=actor_probe)
+    try:
+        ref.tell(work("Owls are nocturnal."))
+        reply = actor_probe.expect_message(ReplyKind.RESULT)
+    finally:
+        ref.stop()
+    assert reply.payload == "Owls hunt at night." and reply.sender == "owl"
+    assert provider.requests[0].messages[-1].text == "Summarise: Owls are nocturnal."
+
+
+def test_node_actor_refuses_what_is_neither_a_function_nor_an_agent() -> None:
+    with pytest.raises(TypeError, match="takes a function or an Agent, got int"):
+        node_actor(42)  # type: ignore[arg-type]
+
+
+def test_node_actor_refuses_a_prompt_for_a_function() -> None:
+    with pytest.raises(TypeError, match="prompt= applies to an agent node"):
+        node_actor(lambda x: x, prompt="{input}")
+
+
+def test_reply_kinds_compare_equal_to_the_envelope_types() -> None:
+    assert [k.value for k in ReplyKind] == ["result", "failure"]
+    assert ReplyKind.RESULT == "result"
+
+
+def test_the_testkit_examples_in_its_docstrings_run() -> None:
+    failed, attempted = doctest.testmod(wingman_actors.testing)
+    assert attempted >= 10 and failed == 0
+
+
+def test_the_testkit_example_imports_no_private_module() -> None:
+    import ast
+    from pathlib import Path
+
+    source = (Path(__file__).parent.parent / "examples" / "testkit.py").read_text()
+    modules = [
+        node.module or "" for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)
+    ] + [alias.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Import) for alias in node.names]
+    private = [m for m in modules if any(part.startswith("_") for part in m.split(".") if part != "__future__")]
+    assert private == []

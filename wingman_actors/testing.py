@@ -1,13 +1,35 @@
 """Testkit for users: unit-test agents and formation nodes in isolation, offline.
 
-* :class:`ScriptedProvider` — canned model replies (text, responses, exceptions, callables).
-* :class:`ActorProbe` — an actor that records the envelopes it receives, with
-  ``expect_message`` / ``expect_no_message``.
+Everything an actor test needs is here; no test has to import a private module or
+spell a message kind as a string:
+
+* :func:`node_actor` — a node actor from a function or an agent (a Pykka ``ActorRef``).
+* :func:`work` — a work message to tell it.
+* :class:`ReplyKind` — what a node replies: ``ReplyKind.RESULT`` or ``ReplyKind.FAILURE``.
+* :class:`ActorProbe` — an actor that records the messages it receives, with
+  ``expect_message`` / ``expect_no_message``; make it the node's ``reply_to``.
 * :func:`run_node` — run one node of a formation alone, get its output and trace.
-* A pytest plugin (installed with the package) adds the fixtures ``actor_probe`` and
-  ``scripted_provider`` and fails any test that leaves an actor or thread alive.
+* :class:`ScriptedProvider` — canned model replies (text, responses, exceptions, callables).
+* :class:`Envelope` — the type of the replies (``payload``, ``sender``, ``run_id``, ``type``...).
+
+Fixtures of the pytest plugin (installed with the package, no ``conftest.py`` needed):
+
+* ``actor_probe`` — a started :class:`ActorProbe`, stopped after the test.
+* ``scripted_provider`` — a factory: ``scripted_provider(["reply", ...], latency_s=0.0,
+  cycle=False)`` makes a :class:`ScriptedProvider`.
+* A leak check fails any test that uses these fixtures (or is marked
+  ``wingman_leak_check``, or every test with the ini option ``wingman_leak_check = true``)
+  and leaves an actor or a thread running; ``@pytest.mark.wingman_allow_leaks`` turns it
+  off for a test.
 
 Example:
+    >>> with ActorProbe.start() as probe:
+    ...     ref = node_actor(lambda x: x * 2, name="double", reply_to=probe)
+    ...     ref.tell(work(21))
+    ...     reply = probe.expect_message(ReplyKind.RESULT)
+    ...     stopped = ref.stop()
+    >>> reply.payload, reply.sender
+    (42, 'double')
     >>> from wingman_actors import Formation
     >>> f = Formation("math").add_function("double", lambda x: x * 2)
     >>> run_node(f, "double", 21).output
@@ -17,10 +39,12 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -28,10 +52,11 @@ from typing import Any
 
 import pykka
 
-from .actors._address import start_actor
+from .actors._address import RuntimeActor, start_actor
 from .actors._envelope import Envelope, EnvelopeType, new_envelope
 from .actors._mapping import MapActor
 from .actors._nodes import AgentActor, FleetActor, FunctionActor, NodeActor
+from .agents._agent import Agent
 from .errors import FormationRuntimeError
 from .formation._nested_map import FormationMapActor
 from .formation._nesting import FormationActor
@@ -42,18 +67,88 @@ from .orchestration._blackboard import Blackboard
 from .providers._base import Provider
 from .providers._scripted import ScriptedProvider
 
-__all__ = ["ActorProbe", "NodeRun", "ScriptedProvider", "run_node"]
+__all__ = [
+    "ActorProbe", "Envelope", "NodeRun", "ReplyKind", "ScriptedProvider", "node_actor", "run_node", "work",
+]
 
 
-class _ProbeActor(pykka.ThreadingActor):
+class ReplyKind(enum.StrEnum):
+    """What a node actor replies to a work message (an envelope's ``type``).
+
+    * ``RESULT``: the node's output is the ``payload``.
+    * ``FAILURE``: the node raised; the ``payload`` is the exception.
+
+    A ``StrEnum``: ``ReplyKind.RESULT == "result"``.
+    """
+
+    RESULT = EnvelopeType.RESULT.value
+    FAILURE = EnvelopeType.FAILURE.value
+
+
+def work(payload: Any, *, run_id: str = "", sender: str = "test", target: str = "") -> Envelope:
+    """A work message for a node actor: tell it with ``ref.tell(work(payload))``.
+
+    Args:
+        payload: what the node receives (a function node's argument, an agent's input).
+        run_id: copied to the reply's ``run_id`` (to tell replies apart).
+        sender: who sent it (a node's name, or ``"input"``); the node's input when it
+            takes a dict keyed by predecessor.
+        target: the node it is for (its name; informational when told directly).
+    """
+    return new_envelope(EnvelopeType.WORK, payload, run_id=run_id, sender=sender, target=target)
+
+
+def node_actor(
+    node: Callable[..., Any] | Agent,
+    *,
+    reply_to: Any = None,
+    name: str | None = None,
+    prompt: str | None = None,
+    blackboard: Blackboard | None = None,
+) -> pykka.ActorRef[Any]:
+    """Start a node actor from a function or an agent, as a formation would run it.
+
+    Tell it :func:`work` messages; it replies to ``reply_to`` with an :class:`Envelope`
+    of kind :class:`ReplyKind` (``RESULT``, its output as ``payload``; or ``FAILURE``,
+    the exception). Stop it with ``ref.stop()`` when done.
+
+    Args:
+        node: a function (called with the payload) or an :class:`~wingman_actors.Agent`
+            (each message runs a fresh session on the payload rendered as text).
+        reply_to: where replies go: an :class:`ActorProbe`, an actor ref, or a callable
+            taking the reply envelope (None: replies are dropped).
+        name: the node's name, the ``sender`` of its replies (default: the function's
+            or the agent's name).
+        prompt: an agent's prompt template (``{input}`` is the payload); agents only.
+        blackboard: the board the node sees as ``current_blackboard()``.
+
+    Returns:
+        The actor's Pykka ``ActorRef`` (``tell``, ``stop``).
+
+    Raises:
+        TypeError: ``node`` is neither a function nor an agent, or ``prompt`` was given
+            for a function.
+    """
+    common: dict[str, Any] = {"name": name, "reply_to": reply_to, "blackboard": blackboard}
+    if isinstance(node, Agent):
+        return AgentActor.start(node, prompt=prompt, **common)
+    if not callable(node):
+        raise TypeError(
+            f"node_actor takes a function or an Agent, got {type(node).__name__}: pass e.g. "
+            "node_actor(lambda x: x + 1, reply_to=probe) or node_actor(Agent(...), reply_to=probe)"
+        )
+    if prompt is not None:
+        raise TypeError("prompt= applies to an agent node; a function node takes its payload as it is")
+    return FunctionActor.start(node, **common)
+
+
+class _ProbeActor(RuntimeActor):
+    use_daemon_thread = False  # Pykka's default: a test waits for its probe
+
     def __init__(self, probe: ActorProbe) -> None:
         super().__init__()
         self.probe = probe
-
-    def _start_actor_loop(self) -> None:
-        thread = threading.Thread(target=self._actor_loop, name=f"wingman-probe-{self.probe.name}")
-        self.thread = thread
-        thread.start()
+        self.thread_name = f"wingman-probe-{probe.name}"
 
     def on_receive(self, message: Any) -> Any:
         self.probe._record(message)
@@ -68,11 +163,13 @@ class ActorProbe:
 
     Example:
         >>> probe = ActorProbe.start()
-        >>> ref = FunctionActor.start(lambda x: x + 1, name="inc", reply_to=probe)
-        >>> ref.tell(new_envelope("work", 1))
-        >>> probe.expect_message(type="result").payload
+        >>> ref = node_actor(lambda x: x + 1, name="inc", reply_to=probe)
+        >>> ref.tell(work(1))
+        >>> probe.expect_message(ReplyKind.RESULT).payload
         2
-        >>> ref.stop(); probe.stop()
+        >>> ref.stop()
+        True
+        >>> probe.stop()
     """
 
     def __init__(self, name: str = "probe") -> None:
@@ -112,10 +209,11 @@ class ActorProbe:
         with self._cond:
             return list(self._all)
 
-    def expect_message(self, type: str | None = None, timeout: float = 3.0) -> Any:
-        """Wait for the next unread message (of ``type``, for envelopes) and return it.
+    def expect_message(self, type: ReplyKind | str | None = None, timeout: float = 3.0) -> Any:
+        """Wait for the next unread message (of kind ``type``, for envelopes: a
+        :class:`ReplyKind`) and return it.
 
-        Unread messages of other types before it are skipped. Raises ``AssertionError``
+        Unread messages of other kinds before it are skipped. Raises ``AssertionError``
         if none arrives within ``timeout`` seconds.
         """
         deadline = time.monotonic() + timeout

@@ -9,6 +9,8 @@ from typing import Any
 from wingman_actors.actors._envelope import EnvelopeType, Work, new_envelope
 from wingman_actors.actors._function import FunctionActor
 from wingman_actors.backends import BACKENDS, NodeRecipe, ThreadsBackend, new_backend
+from wingman_actors.backends._threads import tell_through_any
+from wingman_actors.testing import ActorProbe
 
 
 class _Run:
@@ -116,11 +118,71 @@ def test_an_interruptible_replica_abandoned_mid_work_stops_instead_of_taking_mor
         (first,) = node.actors()
         assert node.abandon(stuck, "test gave up")
         # Had it gone back to the shared queue, it would take inputs meant for the fresh
-        # replica, and the one STOP that stop() sends the live replica.
+        # replica, and the one stop that stop() tells the live replica.
         first.thread.join(3)
         assert not first.thread.is_alive()
     finally:
         backend.stop(1.0)
+
+
+class _Retiring(_Observer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures: list[BaseException] = []
+
+    def failed(self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any) -> bool:
+        self.failures.append(exc)
+        return True  # retire: the test plays the supervisor and restarts it
+
+
+def test_work_told_while_no_replica_is_alive_waits_for_the_fresh_replica() -> None:
+    def fn(x: int) -> int:
+        if x == 0:
+            raise ValueError("first input fails")
+        return x
+
+    observer = _Retiring()
+    backend = ThreadsBackend("t")
+    node = backend.start_node(NodeRecipe("f", FunctionActor, (fn,), {"name": "f"}), 1, observer)
+    try:
+        node.tell(_work(0, _Run()))
+        (first,) = node.actors()
+        first.thread.join(3)
+        assert not first.actor_ref.is_alive() and len(observer.failures) == 1  # it retired
+        node.tell(_work(7, _Run()))  # no replica alive: kept for the next one
+        assert not observer.got.wait(0.1)
+        node.restart(0, first)
+        assert observer.got.wait(3) and observer.outputs == [7]
+    finally:
+        backend.stop(1.0)
+
+
+def test_stop_tells_every_leave_through_a_live_ref_when_some_refs_are_dead() -> None:
+    # A replica takes whatever LEAVE comes first from the shared queue, so the one told
+    # through replica A's ref may stop replica B before B's turn: B's ref is then dead,
+    # and a LEAVE not told through another ref would leave a replica waiting forever.
+    with ActorProbe.start("alive") as alive, ActorProbe.start("stopped") as stopped:
+        stopped.ref.stop()
+        told = tell_through_any([alive.ref, stopped.ref], "leave", 2)
+        assert told == 2
+        alive.expect_message()
+        alive.expect_message()
+        assert alive.messages == ["leave", "leave"]
+
+
+def test_nothing_is_told_when_every_ref_is_dead() -> None:
+    with ActorProbe.start("gone") as gone:
+        gone.ref.stop()
+        assert tell_through_any([gone.ref], "leave", 3) == 0
+
+
+def test_stop_ends_every_replica_of_a_node_with_many() -> None:
+    for _ in range(5):
+        backend = ThreadsBackend("t")
+        node = backend.start_node(NodeRecipe("f", FunctionActor, (abs,), {"name": "f"}), 16, _Observer())
+        actors = list(node.actors())
+        backend.stop(3.0)
+        assert not [a.thread.name for a in actors if a.thread.is_alive()]
 
 
 class _CountedThread:

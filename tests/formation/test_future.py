@@ -12,7 +12,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import pytest
 
 from wingman_actors import Formation
-from wingman_actors.formation import _future as future_mod
 from wingman_actors.formation._future import RunFuture
 
 
@@ -39,18 +38,11 @@ def test_it_is_a_future_with_a_run_id() -> None:
     assert not fut.done() and not fut.running() and not fut.cancelled()
 
 
-def test_this_python_lays_out_future_as_the_lean_lock_expects() -> None:
-    # fails when a Python release changes Future.__init__: check RunFuture's fields then
-    assert future_mod.LEAN
-    assert isinstance(new_run_future()._condition, future_mod._LockCondition)  # type: ignore[attr-defined]
-
-
-def test_a_future_nobody_looked_at_resolves_without_making_its_condition() -> None:
+def test_a_result_or_an_error_set_before_anyone_looks_is_kept() -> None:
     ok, failed = new_run_future(), new_run_future()
     ok.set_result(5)
     failed.set_exception(ValueError("no"))
     assert ok.done() and ok.result() == 5 and failed.done()
-    assert ok._cond is None and failed._cond is None  # nothing was waiting: nothing was made
     with pytest.raises(ValueError, match="no"):
         failed.result()
     assert isinstance(failed.exception(), ValueError)
@@ -69,8 +61,7 @@ def test_resolving_twice_raises_as_a_standard_future_does() -> None:
 
 
 def test_a_waiter_racing_the_result_always_wakes() -> None:
-    # the waiter makes the condition while another thread resolves a future that has none:
-    # each finds the other's work done, never half of it (a lost wake-up would hang here)
+    # a lost wake-up would hang here
     for i in range(300):
         fut = new_run_future()
         got: list[object] = []
@@ -81,14 +72,6 @@ def test_a_waiter_racing_the_result_always_wakes() -> None:
         fut.set_result(i)
         waiter.join(5)
         assert got == [i]
-
-
-def test_a_python_whose_future_differs_gets_a_standard_condition(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(future_mod, "LEAN", False)
-    fut = new_run_future()
-    assert not isinstance(fut._condition, future_mod._LockCondition)  # type: ignore[attr-defined]
-    fut.set_result(3)
-    assert fut.result() == 3
 
 
 def test_result_waits_for_a_value_set_by_another_thread() -> None:

@@ -3,8 +3,10 @@
 A :class:`NodeActor` handles ``work`` deliveries one at a time and replies with a
 ``result`` or a ``failure`` envelope to its ``reply_to`` (another actor, anything with
 ``tell``, or a callable), or, inside a formation, calls its :class:`NodeObserver` (the
-runtime's router) on its own thread, so a hop costs one queue put. Replicas of one node
-share one queue (``inbox``): an idle replica pulls the next input.
+runtime's router) on its own thread, so a hop costs one ``ActorRef.tell``. Replicas of
+one node share one queue (``inbox``, see :mod:`._inbox`): an idle replica pulls the next
+input, and a replica that must stop before the next one (retired after a failure,
+abandoned in stuck code, or told :data:`LEAVE`) stops through the stop request it holds.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
@@ -24,22 +24,26 @@ from .._interrupts import RunSuspended, VisitScope
 from ..core import StreamEvent, Usage
 from ..integrations.otel import node_work
 from ..orchestration._blackboard import Blackboard, use_blackboard
+from ._address import RuntimeActor
 from ._envelope import Envelope, EnvelopeType, Work
+from ._inbox import Lane
 
-__all__ = ["STOP", "NodeActor", "NodeObserver", "ReplyTo"]
+__all__ = ["LEAVE", "NodeActor", "NodeObserver", "ReplyTo"]
 
 log = logging.getLogger("wingman_actors.actors")
 
 ReplyTo = Callable[[Envelope], Any] | pykka.ActorRef[Any] | Any
 
 
-class _Stop:
+class _Leave:
     def __repr__(self) -> str:
-        return "STOP"
+        return "LEAVE"
 
 
-STOP: Any = _Stop()
-"""Put in a node's shared queue, stops the one replica that takes it."""
+LEAVE: Any = _Leave()
+"""Told to one of a node's replicas (through any replica's ref): the replica that takes
+it from the shared queue stops. Stopping ``k`` replicas is telling ``k`` of them, each
+through any ref that is still alive."""
 
 
 class NodeObserver(Protocol):
@@ -70,21 +74,22 @@ class NodeObserver(Protocol):
     def dropped(self, work: Work) -> None: ...
 
 
-class NodeActor(pykka.ThreadingActor):
+class NodeActor(RuntimeActor):
     """Base of the node actors: receive ``work``, call :meth:`process`, reply.
+
+    A Pykka ``ThreadingActor`` through Pykka's public API: work arrives as a told
+    message (``ref.tell``) and is handled in :meth:`on_receive`; the one seam used is
+    ``_create_actor_inbox`` (a :class:`~._inbox.Lane`: a node's replicas share a queue).
 
     Args:
         name: the node's name (the ``sender`` of its replies).
         reply_to: where replies go: an actor ref (or anything with ``tell``) or a callable.
         observer: runtime hooks (formations set it; standalone actors leave it None).
         replica: index of this replica when a node runs several.
+        inbox: the queue the node's replicas share (None: the actor's own queue).
         blackboard: the board active while this actor works (``current_blackboard()``)
             when the work belongs to no formation run; inside a formation, the run's board.
     """
-
-    # Daemon threads: an attempt abandoned in stuck user code must not keep the
-    # interpreter alive (Pykka documents this attribute for actor implementors).
-    use_daemon_thread = True
 
     def __init__(
         self,
@@ -99,15 +104,19 @@ class NodeActor(pykka.ThreadingActor):
     ) -> None:
         super().__init__()
         self.name = name
+        self.thread_name = f"wingman-node-{name}-{replica}"
         self.blackboard = blackboard
         self.observer = observer
         self.replica = replica
         self.notify_start = notify_start
-        # Replicas of one node share one queue: an idle replica pulls the next input,
-        # so a replica stuck in user code holds only the input it is working on.
-        self.shared_inbox = inbox is not None
+        lane = self.actor_inbox
+        assert isinstance(lane, Lane)
+        self._lane = lane
         if inbox is not None:
-            self.actor_inbox = inbox
+            # Replicas of one node share one queue: an idle replica pulls the next input,
+            # so a replica stuck in user code holds only the input it is working on.
+            lane.share(inbox)
+            lane.hold_stop(self.actor_ref)  # released when this replica must retire
         self.current: Work | None = None  # the work in progress, read by cancel and timeouts
         self.abandoned = False  # set when the runtime gave up on the attempt in progress
         self._reply: Callable[[Envelope], Any] | None
@@ -121,9 +130,8 @@ class NodeActor(pykka.ThreadingActor):
             raise TypeError(f"reply_to must be an actor ref or a callable, got {type(reply_to).__name__}")
 
     @staticmethod
-    def _create_actor_inbox() -> Any:
-        # A C-level queue: put/get cost a fraction of queue.Queue's Python code.
-        return queue.SimpleQueue()
+    def _create_actor_inbox() -> Lane:
+        return Lane()
 
     def interrupt(self, reason: str = "the formation is stopping") -> None:
         """Stop the work in progress at its next boundary (from another thread). Function
@@ -134,77 +142,31 @@ class NodeActor(pykka.ThreadingActor):
         """Whether :meth:`interrupt` stops the work in progress."""
         return False
 
-    def _start_actor_loop(self) -> None:
-        # Pykka names threads after the class; name them after the node for debugging.
-        thread = threading.Thread(target=self._actor_loop, name=f"wingman-node-{self.name}-{self.replica}")
-        thread.daemon = self.use_daemon_thread
-        self.thread = thread
-        thread.start()
-
-    def _actor_loop_running(self) -> None:
-        # Pykka's loop, with a fast lane for work envelopes (no wrapper, no dispatch
-        # chain, no reply future); every other message takes Pykka's own path.
-        get = self.actor_inbox.get
-        stopped = self.actor_stopped
-        handle_work = self.handle_work
-        if stopped.is_set():  # on_start failed
-            return
-        while True:
-            item: Any = get()
-            if type(item) is Work:
-                try:
-                    if not handle_work(item) and not self.abandoned:
-                        continue  # the common case: on to the next input
-                    # retired after a failure (the supervisor starts a fresh replica), or
-                    # abandoned in a stuck attempt (a fresh replica already serves)
-                    self._stop()
-                except Exception:
-                    self._crash()
-                except BaseException:
-                    self._halt_all()
-            elif item is STOP:
-                self._stop()
-                return
-            else:
-                self._pykka_one(item)
-            if stopped.is_set():
-                return
-
-    def _pykka_one(self, envelope: Any) -> None:
-        # One iteration of pykka.Actor._actor_loop_running, for non-work messages.
-        try:
-            response = self._handle_receive(envelope.message)
-            if envelope.reply_to is not None:
-                envelope.reply_to.set(response)
-        except Exception:
-            if envelope.reply_to is not None:
-                envelope.reply_to.set_exception()
-            else:
-                self._crash()
-        except BaseException:
-            self._halt_all()
-
-    def _crash(self) -> None:
-        # As Pykka does for an unhandled exception: log, stop this actor, call on_failure.
-        self._handle_failure(*sys.exc_info())
-        try:
-            self.on_failure(*sys.exc_info())
-        except Exception:
-            self._handle_failure(*sys.exc_info())
-
-    def _halt_all(self) -> None:
-        # As Pykka does for KeyboardInterrupt/SystemExit: stop every actor.
-        self._stop()
-        pykka.ActorRegistry.stop_all()
-
     def on_receive(self, message: Any) -> Any:
-        # An envelope told to a standalone actor (inside a formation, work arrives as
-        # Work in the fast lane of the loop and never gets here).
+        """Handle a delivery: :class:`Work` (inside a formation) or a ``work``
+        :class:`Envelope` (told to a standalone actor)."""
+        if type(message) is Work:
+            if self.handle_work(message) or self.abandoned:
+                # retired after a failure (the supervisor starts a fresh replica), or
+                # abandoned in a stuck attempt (a fresh replica already serves): stop
+                # before taking another input
+                self._retire()
+            return None
+        if message is LEAVE:
+            self._retire()
+            return None
         if type(message) is Envelope and message.type == EnvelopeType.WORK:
             self.handle_work(Work(message))
             return None
         log.warning("node %r ignored a message it does not understand: %r", self.name, message)
         return None
+
+    def _retire(self) -> None:
+        # Stop before the next input: a replica releases the stop it holds (queued behind
+        # the node's inputs, a stop would come too late); a standalone actor has nothing
+        # queued for others and stops as Pykka's actors do.
+        if not self._lane.release_stop():
+            self.stop()
 
     def handle_work(self, work: Work) -> bool:
         """Process one delivery of a ``work`` envelope and reply. Returns True when this
@@ -265,12 +227,6 @@ class NodeActor(pykka.ThreadingActor):
     def process(self, env: Work) -> tuple[Any, Usage | None]:
         """Compute the output of one work envelope. Subclasses implement it."""
         raise NotImplementedError
-
-    def _actor_loop_teardown(self) -> None:
-        # A shared queue belongs to the node, not to this replica: what waits in it is
-        # for the replicas that stay (Pykka's teardown would answer it as dead letters).
-        if not self.shared_inbox:
-            super()._actor_loop_teardown()
 
     def _timeout(self, env: Work) -> float | None:
         return self.observer.attempt_timeout(env) if self.observer is not None else None

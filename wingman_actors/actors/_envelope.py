@@ -71,16 +71,6 @@ class Envelope(NamedTuple):
     finished: float = 0.0
     replica: int = 0
 
-    # Pykka's actor loop reads ``.message`` and ``.reply_to`` from what it dequeues: an
-    # envelope put in a mailbox as it is reads as a told message.
-    @property
-    def message(self) -> Envelope:
-        return self
-
-    @property
-    def reply_to(self) -> None:
-        return None
-
 
 class Work:
     """One delivery of a ``work`` envelope to a node, with its per-attempt bookkeeping.

@@ -30,12 +30,11 @@ from ..agents._fleet_loops import WorkerPool
 from ..agents._session import Session
 from ..core import Usage
 from ..errors import FleetItemsError, PayloadError  # re-exported: their old home
-from ._base import STOP, NodeActor, NodeObserver
+from ._base import NodeActor, NodeObserver
 from ._envelope import Work
 from ._function import FunctionActor
 
 __all__ = [
-    "STOP",
     "AgentActor",
     "FleetActor",
     "FleetItemsError",

@@ -1,10 +1,13 @@
 """The threads backend: every node replica is a Pykka actor on its own thread.
 
-A node's replicas share one ``queue.SimpleQueue`` as their Pykka inbox (a C-level queue:
-one put per hop). A replica that fails retires itself and the supervisor asks for a fresh
-one (:meth:`ThreadNode.restart`); a replica stuck past a time limit or on a cancelled run
-is abandoned: a fresh replica takes its place at once, and the old thread, a daemon,
-ends whenever its code returns without blocking ``stop()`` or interpreter exit.
+A node's replicas share one ``queue.SimpleQueue``: each replica's Pykka inbox is a lane
+of it (:mod:`wingman_actors.actors._inbox`), and work is told through a live replica's
+ref (``ActorRef.tell``: one put per hop). A replica that fails retires itself and the
+supervisor asks for a fresh one (:meth:`ThreadNode.restart`); a replica stuck past a
+time limit or on a cancelled run is abandoned: a fresh replica takes its place at once,
+and the old thread, a daemon, ends whenever its code returns without blocking ``stop()``
+or interpreter exit. ``stop()`` tells one ``LEAVE`` per replica: each replica takes one
+from the shared queue, after the inputs queued before it, and stops.
 """
 
 from __future__ import annotations
@@ -19,11 +22,11 @@ from typing import Any
 import pykka
 
 from ..actors._address import start_actor
-from ..actors._base import STOP
+from ..actors._base import LEAVE
 from ..actors._envelope import Work
 from ._base import NodeRecipe
 
-__all__ = ["ThreadNode", "ThreadsBackend"]
+__all__ = ["ThreadNode", "ThreadsBackend", "tell_through_any"]
 
 log = logging.getLogger("wingman_actors.backends")
 
@@ -31,7 +34,9 @@ log = logging.getLogger("wingman_actors.backends")
 class ThreadNode:
     """One node's replicas (Pykka actors) and the queue they share."""
 
-    __slots__ = ("_backend", "_lock", "_observer", "_recipe", "inbox", "name", "replicas", "tell")
+    __slots__ = (
+        "_abandoned", "_backend", "_lock", "_observer", "_pending", "_recipe", "_tell", "inbox", "name", "replicas",
+    )
 
     def __init__(self, backend: ThreadsBackend, recipe: NodeRecipe, concurrency: int, observer: Any) -> None:
         self._backend = backend
@@ -40,13 +45,43 @@ class ThreadNode:
         self._lock = threading.Lock()
         self.name = recipe.name
         self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.tell: Callable[[Work], None] = self.inbox.put  # the hot path: one put
+        self._pending: list[Work] = []  # told while no replica was alive: for the next one
+        self._abandoned: list[Any] = []  # replaced replicas, until they stop
         self.replicas: list[Any] = [self._spawn(i) for i in range(concurrency)]
+        self._tell: Callable[[Any], None] = self.replicas[0].actor_ref.tell
+
+    def tell(self, work: Work) -> None:
+        """Queue ``work`` for whichever replica is free first (the hot path: one
+        ``ActorRef.tell``, through the ref of a live replica)."""
+        try:
+            self._tell(work)
+        except pykka.ActorDeadError:  # that replica stopped (retired, abandoned): another
+            self._tell_live(work)
+
+    def _tell_live(self, work: Work) -> None:
+        with self._lock:
+            for actor in self.replicas:
+                ref = actor.actor_ref
+                if not actor.abandoned and ref.is_alive():
+                    try:
+                        ref.tell(work)
+                    except pykka.ActorDeadError:
+                        continue  # it stopped meanwhile
+                    self._tell = ref.tell
+                    return
+            # none alive: the supervisor is starting a fresh one (or the node is closing)
+            if not self._backend.closing:
+                self._pending.append(work)
 
     def _spawn(self, replica: int) -> Any:
         r = self._recipe
         actor = start_actor(r.cls, *r.args, observer=self._observer, inbox=self.inbox, replica=replica, **r.kwargs)
         self._backend.remember(actor)
+        if self._pending:  # called with the lock held (restart, abandon)
+            pending, self._pending = self._pending, []
+            for work in pending:
+                actor.actor_ref.tell(work)
+            self._tell = actor.actor_ref.tell
         return actor
 
     def restart(self, replica: int, retired: Any) -> None:
@@ -89,12 +124,14 @@ class ThreadNode:
     def _abandon(self, actor: Any, env: Work, why: str) -> None:
         # called with the lock held. Abandoned first: interrupted work may return at once,
         # and a replica that found itself not abandoned would go back to the shared queue,
-        # taking inputs (and the STOP of stop()) meant for the fresh replica.
+        # taking inputs (and a stop of stop()) meant for the fresh replica.
         actor.abandoned = True
         if actor.interruptible:
             actor.interrupt(why)
         pykka.ActorRegistry.unregister(actor.actor_ref)
         self._backend.abandoned.append(actor)
+        self._abandoned = [a for a in self._abandoned if not a.actor_stopped.is_set()]
+        self._abandoned.append(actor)
         if not actor.interruptible:
             log.warning(
                 "node %r: abandoned attempt %d of run %s (%s); its thread %s runs on until the "
@@ -108,14 +145,38 @@ class ThreadNode:
         return list(self.replicas)
 
     def close(self, reason: str) -> None:
-        """Interrupt work in progress and ask every live replica to stop."""
+        """Interrupt work in progress and ask every replica to stop.
+
+        A replica takes one :data:`LEAVE` from the shared queue, whichever replica's ref
+        it was told through, and stops; so one is told for every replica that may still
+        take from the queue: the live ones, and the abandoned ones not stopped yet (one
+        abandoned just as its attempt returned may have gone back to the queue; one still
+        stuck stops on its own when it returns, leaving its LEAVE over, which is harmless).
+        Each is told through a ref that is still alive: a replica that took one is gone."""
         with self._lock:
             live = [a for a in self.replicas if not a.abandoned and not a.actor_stopped.is_set()]
+            gone = [a for a in self._abandoned if not a.actor_stopped.is_set()]
         for actor in live:
             if actor.current is not None and actor.interruptible:
                 actor.interrupt(reason)
-        for _ in live:
-            self.inbox.put(STOP)
+        actors = live + gone
+        tell_through_any([a.actor_ref for a in actors], LEAVE, len(actors))
+
+
+def tell_through_any(refs: list[pykka.ActorRef[Any]], message: Any, count: int) -> int:
+    """Tell ``message`` ``count`` times, each time through one of ``refs`` that is still
+    alive (the refs of actors sharing one queue: any of them may take it). Returns how
+    many were told: fewer when every actor had stopped."""
+    refs = list(refs)
+    told = 0
+    while told < count and refs:
+        try:
+            refs[-1].tell(message)
+        except pykka.ActorDeadError:
+            refs.pop()  # stopped: tell through the next one
+        else:
+            told += 1
+    return told
 
 
 class ThreadsBackend:

@@ -33,13 +33,11 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pykka
-
+from ..actors._address import RuntimeActor
 from ..actors._envelope import Work
 from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError
 from ._error_routes import route_failure
@@ -233,21 +231,15 @@ class Supervision:
         self.router.fail_run(run, err)
 
 
-class Supervisor(pykka.ThreadingActor):
-    """Takes :data:`SupervisorMessage` objects and hands them to its policy."""
-
-    use_daemon_thread = True  # never keeps the interpreter alive (a forgotten formation)
+class Supervisor(RuntimeActor):
+    """Takes :data:`SupervisorMessage` objects and hands them to its policy (on a daemon
+    thread: a forgotten formation never keeps the interpreter alive)."""
 
     def __init__(self, policy: Supervision, name: str = "supervisor") -> None:
         super().__init__()
         self.policy = policy
         self.name = name
-
-    def _start_actor_loop(self) -> None:
-        thread = threading.Thread(target=self._actor_loop, name=f"wingman-supervisor-{self.name}")
-        thread.daemon = self.use_daemon_thread
-        self.thread = thread
-        thread.start()
+        self.thread_name = f"wingman-supervisor-{name}"
 
     def on_receive(self, message: Any) -> Any:
         try:
