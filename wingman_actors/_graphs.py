@@ -3,11 +3,15 @@ the run store both need the same notion of a back edge)."""
 
 from __future__ import annotations
 
-from typing import Any
+import heapq
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import networkx as nx  # type: ignore[import-untyped]
 
-__all__ = ["back_edges"]
+__all__ = ["back_edges", "topological_order"]
+
+_N = TypeVar("_N", bound=Hashable)
 
 
 def back_edges(graph: nx.DiGraph) -> set[tuple[Any, Any]]:
@@ -37,3 +41,31 @@ def back_edges(graph: nx.DiGraph) -> set[tuple[Any, Any]]:
                 done.add(node)
                 stack.pop()
     return back
+
+
+def topological_order(nodes: Sequence[_N], successors: Mapping[_N, Iterable[_N]]) -> tuple[_N, ...]:
+    """The nodes in topological order of the acyclic ``successors`` (each node's forward
+    successors; every node is a key), the earliest of ``nodes`` first among those ready:
+    what ``networkx.lexicographical_topological_sort`` returns with the nodes' positions
+    as keys, without building a graph for it (one pass over the edges, a heap of positions).
+
+    Raises:
+        ValueError: the edges have a cycle.
+    """
+    position = {n: i for i, n in enumerate(nodes)}
+    waiting = dict.fromkeys(nodes, 0)  # unvisited predecessors
+    for n in nodes:
+        for s in successors[n]:
+            waiting[s] += 1
+    ready = [i for i, n in enumerate(nodes) if not waiting[n]]  # sorted: already a heap
+    order: list[_N] = []
+    while ready:
+        node = nodes[heapq.heappop(ready)]
+        order.append(node)
+        for s in successors[node]:
+            waiting[s] -= 1
+            if not waiting[s]:
+                heapq.heappush(ready, position[s])
+    if len(order) != len(nodes):
+        raise ValueError("the edges have a cycle: no topological order")
+    return tuple(order)

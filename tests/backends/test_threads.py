@@ -183,3 +183,41 @@ def test_stop_ends_every_replica_of_a_node_with_many() -> None:
         actors = list(node.actors())
         backend.stop(3.0)
         assert not [a.thread.name for a in actors if a.thread.is_alive()]
+
+
+class _CountedThread:
+    """Stands in for an actor's thread: counts how often it is asked whether it is alive."""
+
+    asked = 0
+
+    def __init__(self, alive: bool) -> None:
+        self.alive = alive
+
+    def is_alive(self) -> bool:
+        _CountedThread.asked += 1
+        return self.alive
+
+
+class _Actor:
+    def __init__(self, alive: bool) -> None:
+        self.thread = _CountedThread(alive)
+
+
+def test_remembering_started_actors_costs_time_linear_in_their_number() -> None:
+    backend = ThreadsBackend("big")
+    _CountedThread.asked = 0
+    for _ in range(5_000):
+        backend.remember(_Actor(alive=True))
+    assert len(backend.spawned) == 5_000
+    # the old per-start check of every actor once past 256 asked ~12 million times here
+    assert _CountedThread.asked <= 2 * 5_000
+
+
+def test_actors_that_have_ended_are_forgotten_as_restarts_add_more() -> None:
+    backend = ThreadsBackend("restarts")
+    ended = [_Actor(alive=False) for _ in range(256)]
+    for actor in ended:
+        backend.remember(actor)
+    live = _Actor(alive=True)
+    backend.remember(live)
+    assert backend.spawned == [live]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -128,3 +129,28 @@ def test_a_forgotten_formation_with_a_nested_one_is_warned_about_once_and_stops_
     assert proc.stdout.strip() == "2"
     assert "'outer' was started and never stopped" in proc.stderr
     assert "'inner' was started" not in proc.stderr
+
+
+def _supervisor_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("wingman-supervisor-lazy")]
+
+
+def test_a_formation_whose_runs_all_succeed_never_starts_its_supervisor() -> None:
+    with Formation("lazy").add_function("inc", lambda x: x + 1).start() as running:
+        assert running.submit(1).result(5).output == 2
+        assert _supervisor_threads() == []
+
+
+def test_the_supervisor_starts_with_the_first_failure_and_stops_with_the_formation() -> None:
+    tries: list[int] = []
+
+    def flaky(x: int) -> int:
+        tries.append(x)
+        if len(tries) == 1:
+            raise RuntimeError("once")
+        return x + 1
+
+    with Formation("lazy").add_function("flaky", flaky, retries=1, backoff=0).start() as running:
+        assert running.submit(1).result(5).output == 2  # retried by the supervisor
+        assert _supervisor_threads() == ["wingman-supervisor-lazy"]
+    assert _supervisor_threads() == []

@@ -9,7 +9,7 @@ import platform
 import sys
 from typing import Any
 
-__all__ = ["add_bench_parser", "machine_facts"]
+__all__ = ["add_bench_parser", "judged", "machine_facts"]
 
 
 def machine_facts() -> dict[str, Any]:
@@ -61,20 +61,33 @@ def _run(args: argparse.Namespace) -> int:
     facts = machine_facts()
     print(f"machine: {facts.get('cpu', '?')}, {facts.get('cpus')} cpus, Python {facts['python']}"
           + (" (quick run)" if args.quick else ""))
-    header = f"{'scenario':<20} {'value':>12} {'unit':<16} {'baseline':>10} {'target':<40} meets"
+    header = (f"{'scenario':<28} {'value':>10} {'unit':<16} {'baseline':>10} {'judged':>12}  "
+              f"{'target':<52} meets")
     print(header)
     print("-" * len(header))
     for r in results:
         base = "" if r.baseline is None else f"{r.baseline:g}"
-        ratio = r.details.get("ratio")
-        target = r.target + (f" (ratio {ratio:g})" if ratio is not None else "")
-        print(f"{r.name:<20} {r.value:>12g} {r.unit:<16} {base:>10} {target:<40} {'yes' if r.meets else 'NO'}")
+        print(f"{r.name:<28} {r.value:>10g} {r.unit:<16} {base:>10} {judged(r.details):>12}  {r.target:<52} "
+              f"{'yes' if r.meets else 'NO'}")
+    print("\njudged: what the target compares, from numbers of the same run: a ratio to the baseline "
+          "(x), or the margin over it (+)")
     peers = [line for r in results for line in _peer_lines(r.name, r.value, r.details.get("peers") or {})]
     if peers:
-        print("\npeers on the same graph, same run (context, not targets):")
+        print("\npeers on the same graph, same run:")
         for line in peers:
             print(f"  {line}")
     return 0
+
+
+def judged(details: dict[str, Any]) -> str:
+    """What a scenario's target was judged on, as the table shows it: ``x0.62`` for a
+    ratio to its same-run baseline (``details["ratio"]``), ``+0.012`` for a margin over
+    it (``details["over_floor"]``), empty for an absolute target."""
+    if details.get("ratio") is not None:
+        return f"x{details['ratio']:g}"
+    if details.get("over_floor") is not None:
+        return f"{details['over_floor']:+.3f}"
+    return ""
 
 
 def _peer_lines(scenario: str, ours: float, peers: dict[str, Any]) -> list[str]:

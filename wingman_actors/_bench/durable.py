@@ -4,9 +4,10 @@
   flight, submitted from 8 threads: inputs/s (every run begun durably before its
   ``submit`` returns, three visits journalled, status set). Concurrent submitters share
   a commit; one thread submitting alone pays a commit per ``submit`` (reported as a detail).
-  The baseline is the same chain without a store; with the ``peers`` extra installed, the
-  same graph in LangGraph with its SQLite checkpointer (``SqliteSaver``) runs in the same
-  process, and ours must be >= 30 x faster (else the detail says it was skipped).
+  The same chain without a store is reported as a detail; the target is a ratio: the same graph
+  in LangGraph with its SQLite checkpointer (``SqliteSaver``) runs in the same process,
+  and ours must be >= 30 x faster (without the ``peers`` extra the detail says it was
+  skipped, and the target is not met).
 * ``durable_overhead``: a 3-agent-node chain at 50 ms per model call, one run at a time:
   the median run time with a store over the median without.
 * ``resume_latency``: a 20-node chain whose first 19 visits are journalled (its last node
@@ -86,14 +87,15 @@ def durable_pipeline_throughput(quick: bool) -> Measurement:
         "one_submitter": [round(r) for r in alone], "without_store": [round(r) for r in plain],
         "peers": {"langgraph_sqlite": peer},
     }
-    meets = value >= 5_000
-    target = ">= 5,000 inputs/s with a store"
-    if isinstance(peer, dict):
-        details["x_langgraph_sqlite"] = round(value / peer["batch_inputs_per_s"], 1)
-        meets = meets and details["x_langgraph_sqlite"] >= 30
-        target += ", >= 30 x LangGraph+SQLite"
-    return Measurement("durable_pipeline_throughput", round(value), "inputs/s", target, meets,
-                       round(statistics.median(plain)), details)
+    # A ratio to LangGraph measured in this run, so a busy machine slows both; inputs/s
+    # is reported, not judged. Without the peers extra there is nothing to judge against.
+    details["without_store_median"] = round(statistics.median(plain))
+    target = ">= 30 x LangGraph + SqliteSaver, same run"
+    if not isinstance(peer, dict):
+        return Measurement("durable_pipeline_throughput", round(value), "inputs/s", target, False, None, details)
+    details["ratio"] = round(value / peer["batch_inputs_per_s"], 1)
+    return Measurement("durable_pipeline_throughput", round(value), "inputs/s", target, details["ratio"] >= 30,
+                       peer["batch_inputs_per_s"], details)
 
 
 def _agents(latency: float) -> Formation:

@@ -4,8 +4,10 @@ Only LangGraph for now: the same three increment nodes compiled into a ``StateGr
 without a checkpointer, and with its SQLite checkpointer (``SqliteSaver``, from
 ``langgraph-checkpoint-sqlite``) for the durable scenario. Install them with
 ``pip install "wingman-actors[peers]"``; without them the scenarios report that instead
-of a number. Peer numbers are context, except where an issue makes a ratio a target
-(``durable_pipeline_throughput``: >= 30 x LangGraph with SqliteSaver).
+of a number. Peer numbers are context, except where a target is a ratio to LangGraph
+(``durable_pipeline_throughput``: >= 30 x LangGraph with SqliteSaver; ``cold_run`` and
+``large_formation``: ours over LangGraph's build, compile (and invoke) of the same chain);
+those scenarios time :func:`langgraph_graph` themselves, alternating with ours.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypedDict
 
-__all__ = ["NOT_INSTALLED", "SQLITE_NOT_INSTALLED", "langgraph_overhead", "langgraph_sqlite_throughput",
-           "langgraph_throughput"]
+__all__ = ["NOT_INSTALLED", "SQLITE_NOT_INSTALLED", "langgraph_graph", "langgraph_overhead",
+           "langgraph_sqlite_throughput", "langgraph_throughput", "langgraph_version"]
 
 NOT_INSTALLED = 'not installed (pip install "wingman-actors[peers]")'
 SQLITE_NOT_INSTALLED = 'skipped: install the peers extra (pip install "wingman-actors[peers]")'
@@ -32,9 +34,10 @@ class _State(TypedDict):
     x: int
 
 
-def _langgraph_chain(fns: list[Callable[[int], int]], checkpointer: Any = None) -> Any | None:
-    """The chain as a compiled LangGraph graph (with ``checkpointer``, if given), or None
-    when LangGraph is missing."""
+def langgraph_graph(fns: list[Callable[[int], int]]) -> Any | None:
+    """The chain of ``fns`` as an uncompiled LangGraph ``StateGraph`` (one node per
+    function, ``START`` to the first, the last to ``END``; each node maps ``{"x": v}`` to
+    ``{"x": fn(v)}``), or None when LangGraph is missing. ``.compile()`` makes it runnable."""
     try:
         graph_mod = importlib.import_module("langgraph.graph")
     except ImportError:
@@ -47,7 +50,14 @@ def _langgraph_chain(fns: list[Callable[[int], int]], checkpointer: Any = None) 
     for a, b in itertools.pairwise(names):
         graph.add_edge(a, b)
     graph.add_edge(names[-1], graph_mod.END)
-    return graph.compile(checkpointer=checkpointer)
+    return graph
+
+
+def _langgraph_chain(fns: list[Callable[[int], int]], checkpointer: Any = None) -> Any | None:
+    """The chain as a compiled LangGraph graph (with ``checkpointer``, if given), or None
+    when LangGraph is missing."""
+    graph = langgraph_graph(fns)
+    return None if graph is None else graph.compile(checkpointer=checkpointer)
 
 
 def _node(fn: Callable[[int], int]) -> Callable[[_State], dict[str, int]]:
@@ -57,7 +67,8 @@ def _node(fn: Callable[[int], int]) -> Callable[[_State], dict[str, int]]:
     return node
 
 
-def _version(package: str = "langgraph") -> str:
+def langgraph_version(package: str = "langgraph") -> str:
+    """The installed version of ``package`` ("unknown" without its metadata)."""
     try:
         return version(package)
     except PackageNotFoundError:  # importable without metadata (a source checkout)
@@ -78,7 +89,7 @@ def langgraph_overhead(fns: list[Callable[[int], int]], n: int, reps: int) -> di
             app.invoke({"x": i})
             samples.append(time.perf_counter() - t0)
         medians.append(statistics.median(samples))
-    return {"version": _version(), "invoke_us": round(statistics.median(medians) * 1e6, 1)}
+    return {"version": langgraph_version(), "invoke_us": round(statistics.median(medians) * 1e6, 1)}
 
 
 def langgraph_throughput(fns: list[Callable[[int], int]], n: int, reps: int) -> dict[str, Any] | str:
@@ -92,7 +103,7 @@ def langgraph_throughput(fns: list[Callable[[int], int]], n: int, reps: int) -> 
         t0 = time.perf_counter()
         app.batch([{"x": i} for i in range(n)])
         rates.append(n / (time.perf_counter() - t0))
-    return {"version": _version(), "batch_inputs_per_s": round(statistics.median(rates)), "inputs": n}
+    return {"version": langgraph_version(), "batch_inputs_per_s": round(statistics.median(rates)), "inputs": n}
 
 
 def langgraph_sqlite_throughput(fns: list[Callable[[int], int]], n: int, reps: int) -> dict[str, Any] | str:
@@ -130,5 +141,5 @@ def langgraph_sqlite_throughput(fns: list[Callable[[int], int]], n: int, reps: i
                 raise RuntimeError("langgraph_sqlite_throughput: a LangGraph run did not reach the end")
             if rep:
                 rates.append(size / elapsed)
-    return {"version": f"{_version()}, langgraph-checkpoint-sqlite {_version('langgraph-checkpoint-sqlite')}",
+    return {"version": f"{langgraph_version()}, langgraph-checkpoint-sqlite {langgraph_version('langgraph-checkpoint-sqlite')}",
             "batch_inputs_per_s": round(statistics.median(rates)), "inputs": n}

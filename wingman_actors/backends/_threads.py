@@ -76,10 +76,7 @@ class ThreadNode:
     def _spawn(self, replica: int) -> Any:
         r = self._recipe
         actor = start_actor(r.cls, *r.args, observer=self._observer, inbox=self.inbox, replica=replica, **r.kwargs)
-        backend = self._backend
-        if len(backend.spawned) > 256:  # restarts add actors: forget those that have ended
-            backend.spawned = [a for a in backend.spawned if a.thread.is_alive()]
-        backend.spawned.append(actor)
+        self._backend.remember(actor)
         if self._pending:  # called with the lock held (restart, abandon)
             pending, self._pending = self._pending, []
             for work in pending:
@@ -193,6 +190,19 @@ class ThreadsBackend:
         self.nodes: list[ThreadNode] = []
         self.spawned: list[Any] = []
         self.abandoned: list[Any] = []
+        self._prune_at = 256
+        self._spawn_lock = threading.Lock()
+
+    def remember(self, actor: Any) -> None:
+        """Keep ``actor`` for :meth:`stop` to join. Restarts add actors, so those that have
+        ended are forgotten whenever the list has doubled since it was last pruned: the
+        pruning costs O(1) per actor (amortised), however many nodes start."""
+        with self._spawn_lock:  # restarts of different nodes may come at once
+            spawned = self.spawned
+            spawned.append(actor)
+            if len(spawned) > self._prune_at:
+                self.spawned = spawned = [a for a in spawned if a.thread.is_alive()]
+                self._prune_at = max(256, 2 * len(spawned))
 
     def start_node(self, recipe: NodeRecipe, concurrency: int, observer: Any) -> ThreadNode:
         node = ThreadNode(self, recipe, concurrency, observer)

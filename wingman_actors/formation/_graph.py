@@ -334,7 +334,7 @@ class Formation:
         store: StoreArg | None = None,
         options: RunOptions | None = None,
     ) -> RunningFormation:
-        """Validate, then start every node actor and the supervisor.
+        """Validate, then start every node actor (the supervisor starts when first needed).
 
         Args:
             on_event: called with every :class:`FormationEvent` of every run.

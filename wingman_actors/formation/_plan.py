@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import networkx as nx  # type: ignore[import-untyped]
 from pydantic import TypeAdapter
 
+from .._graphs import topological_order
 from ..agents._agent import Agent
 from ..errors import FormationSetupError, NodeTimeoutError
 from ._board_param import BoardNeed, board_param
@@ -25,7 +26,6 @@ from ._failure import NodeFailure
 from ._subplans import boundary_problems, nested_type, nesting_problems, subplan
 from ._typecheck import (
     CallableInfo,
-    adapter_for,
     compatible,
     disjoint,
     exclude,
@@ -35,6 +35,7 @@ from ._typecheck import (
     item_type,
     narrow,
     prompt_fields,
+    shared_adapters,
     type_name,
 )
 from ._validation import (
@@ -414,7 +415,8 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
     # A source has no forward predecessor: a node entered only through its own self-loop
     # receives the run's input too (reach_problems refuses nodes no source reaches).
     sources = [n for n in graph if not fwd[n]]
-    problems += cycle_problems(graph) + reach_problems(graph)
+    # a depth-first search finds a back edge on every cycle: without one, there is none
+    problems += (cycle_problems(graph) if back else []) + reach_problems(graph)
     infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] in ("function", "map") and "fn" in a}
     boards: dict[str, BoardNeed] = {}
     for n in [n for n in infos if usable[n]["kind"] == "function"]:
@@ -518,18 +520,21 @@ def _build(
     error_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
     for e in edges:
         (error_edges if e.on_error else out_edges)[e.source].append(e)
-    forward = nx.DiGraph()
-    forward.add_nodes_from(graph)
-    forward.add_edges_from((e.source, e.target) for e in edges if not e.back)
-    index = {n: i for i, n in enumerate(graph)}
-    order = tuple(nx.lexicographical_topological_sort(forward, key=index.__getitem__))
-    races = {n: _race(forward, n, fwd[n]) for n, a in graph.nodes(data=True) if a.get("join") == "any" and len(fwd[n]) > 1}
+    successors: dict[str, list[str]] = {n: [] for n in graph}
+    for e in edges:
+        if not e.back:
+            successors[e.source].append(e.target)
+    order = topological_order(list(graph), successors)
+    racing = [n for n, a in graph.nodes(data=True) if a.get("join") == "any" and len(fwd[n]) > 1]
+    forward = nx.DiGraph([(u, v) for u, vs in successors.items() for v in vs]) if racing else None
+    races = {n: _race(forward, n, fwd[n]) for n in racing}
+    adapter = shared_adapters()
     nodes: dict[str, NodeSpec] = {}
     for n, attrs in graph.nodes(data=True):
         a = {**POLICY_DEFAULTS, **attrs}
         ins = inputs[n]
         is_fn = a["kind"] in ("function", "map")
-        kwargs = {k: adapter_for(t) for k, t in (ins.kwarg_types or {}).items()}
+        kwargs = {k: adapter(t) for k, t in (ins.kwarg_types or {}).items()}
         nodes[n] = NodeSpec(
             name=n,
             kind=a["kind"],
@@ -544,7 +549,7 @@ def _build(
             prompt=a.get("prompt"),
             max_visits=a["max_visits"],
             input_mode=ins.mode,
-            input_adapter=adapter_for(ins.param_type) if is_fn and ins.mode != "kwargs" else None,
+            input_adapter=adapter(ins.param_type) if is_fn and ins.mode != "kwargs" else None,
             kwarg_adapters=MappingProxyType(kwargs),
             output_type=types.get(n),
             forward_preds=tuple(fwd[n]),

@@ -95,7 +95,9 @@ class RunningFormation:
         self._router.journal = self._journal = journal
         self._supervision = Supervision(self._router)
         self._runs = self._router.runs
-        self._supervisor: Any = None
+        self._supervisor: Any = None  # started on its first message (_tell_supervisor)
+        self._supervisor_lock = threading.Lock()
+        self._supervisor_closed = False
         self._nested: list[FormationNode] = []  # the formation nodes (their inner formations)
         self._started = False
         self._stopped = False
@@ -104,13 +106,13 @@ class RunningFormation:
     # -- lifecycle --------------------------------------------------------------------
 
     def start(self) -> RunningFormation:
-        """Start the supervisor and every node actor (``concurrency`` replicas each)."""
+        """Start every node actor (``concurrency`` replicas each); the supervisor starts
+        with the first failure, timeout or retry it is told about."""
         if self._started:
             raise RuntimeError(f"formation {self.name!r} is already started")
         self._started = True
         try:
-            self._supervisor = start_actor(Supervisor, self._supervision, name=self.name)
-            self._router.tell_supervisor = self._supervisor.actor_ref.tell
+            self._router.tell_supervisor = self._tell_supervisor
             for name in self.plan.order:
                 spec = self.plan.nodes[name]
                 if spec.kind == "formation":  # no actor: its inner formation's nodes do the work
@@ -129,6 +131,21 @@ class RunningFormation:
             raise
         _live[self] = None
         return self
+
+    def _tell_supervisor(self, message: Any) -> None:
+        """Tell the supervisor ``message``, starting it on the first one: runs whose
+        attempts never fail, time out or wait to be retried never need it, so a formation
+        that only runs them (a short ``Formation.run``) starts one thread fewer."""
+        supervisor = self._supervisor
+        if supervisor is None:
+            with self._supervisor_lock:
+                supervisor = self._supervisor
+                if supervisor is None:
+                    if self._supervisor_closed:
+                        return  # stop() is past the supervisor: every run has failed already
+                    supervisor = self._supervisor = start_actor(Supervisor, self._supervision, name=self.name)
+                    self._router.tell_supervisor = supervisor.actor_ref.tell  # later messages go straight
+        supervisor.actor_ref.tell(message)
 
     def _recipe(self, spec: NodeSpec) -> NodeRecipe:
         common: dict[str, Any] = {"name": spec.name, "notify_start": spec.timeout is not None}
@@ -184,7 +201,7 @@ class RunningFormation:
         self.stop()
 
     def stop(self, timeout: float = STOP_GRACE_S) -> None:
-        """Stop every actor (nodes in reverse topological order, then the supervisor).
+        """Stop every actor (nodes in reverse topological order, then the supervisor if it started).
 
         Runs still in flight fail with :class:`FormationRuntimeError`; no future is left
         unresolved. Agent and fleet sessions are cancelled; node code still running after
@@ -206,7 +223,9 @@ class RunningFormation:
         self._backend.stop(timeout)
         for node in self._nested:  # after the actors that feed them
             node.close()
-        supervisor = self._supervisor
+        with self._supervisor_lock:
+            self._supervisor_closed = True
+            supervisor = self._supervisor
         if supervisor is not None:
             supervisor.actor_ref.stop(block=False)
             if supervisor.thread is not threading.current_thread():

@@ -20,7 +20,7 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
@@ -31,6 +31,7 @@ from pydantic.errors import PydanticSchemaGenerationError
 __all__ = [
     "CallableInfo",
     "adapter_for",
+    "shared_adapters",
     "compatible",
     "inspect_callable",
     "is_sequence",
@@ -316,6 +317,25 @@ def adapter_for(tp: Any) -> TypeAdapter[Any] | None:
         return TypeAdapter(tp, config=ConfigDict(arbitrary_types_allowed=True))
     except Exception:
         return None
+
+
+def shared_adapters() -> Callable[[Any], TypeAdapter[Any] | None]:
+    """:func:`adapter_for` for the nodes of one plan, building one adapter per type: nodes
+    that take the same type share its (stateless) validator, and building one costs more
+    than the rest of a node's plan (about 18 µs for ``int``). Made per plan, so a type
+    whose annotations change between two validations gets a fresh adapter."""
+    made: dict[Any, TypeAdapter[Any] | None] = {}
+
+    def adapter(tp: Any) -> TypeAdapter[Any] | None:
+        try:
+            return made[tp]
+        except KeyError:
+            built = made[tp] = adapter_for(tp)
+            return built
+        except TypeError:  # an unhashable annotation (e.g. Annotated with a list in it)
+            return adapter_for(tp)
+
+    return adapter
 
 
 @dataclass(frozen=True)

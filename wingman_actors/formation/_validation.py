@@ -244,8 +244,11 @@ def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
 def otherwise_problems(graph: nx.DiGraph) -> list[str]:
     """Nodes with more than one ``otherwise`` edge."""
     out = []
-    for u in graph:
-        targets = [v for _, v, o in graph.out_edges(u, data="otherwise") if o is True]
+    by_source: dict[Any, list[Any]] = {}
+    for u, v, o in graph.edges(data="otherwise"):  # one pass, in graph order
+        if o is True:
+            by_source.setdefault(u, []).append(v)
+    for u, targets in by_source.items():
         if len(targets) > 1:
             out.append(f"node {u!r} has {len(targets)} otherwise edges (to {quote(targets)}); a node may have "
                        "one: keep one and give the others when= conditions")
