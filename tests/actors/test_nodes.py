@@ -185,7 +185,7 @@ def test_an_envelope_is_immutable_and_its_delivery_carries_the_attempt_bookkeepi
     env = new_envelope("work", {"x": 1}, run_id="r1", sender="a", target="b")
     with pytest.raises(AttributeError):
         env.payload = 2  # type: ignore[misc]
-    work = Work(env)
+    work = Work.of(env)
     assert (work.payload, work.sender, work.run_id, work.target, work.attempt) == ({"x": 1}, "a", "r1", "b", 1)
     work.attempt += 1
     assert work.envelope is env and env.attempt == 1

@@ -44,7 +44,7 @@ class _Observer:
 
 
 def _work(payload: Any, run: Any) -> Work:
-    return Work(new_envelope(EnvelopeType.WORK, payload, run_id="r", sender="input", target="f", run=run))
+    return Work.of(new_envelope(EnvelopeType.WORK, payload, run_id="r", sender="input", target="f", run=run))
 
 
 def test_the_threads_backend_is_the_default_one_and_new_backend_builds_it() -> None:

@@ -156,7 +156,7 @@ class NodeActor(RuntimeActor):
             self._retire()
             return None
         if type(message) is Envelope and message.type == EnvelopeType.WORK:
-            self.handle_work(Work(message))
+            self.handle_work(Work.of(message))
             return None
         log.warning("node %r ignored a message it does not understand: %r", self.name, message)
         return None
@@ -171,15 +171,14 @@ class NodeActor(RuntimeActor):
     def handle_work(self, work: Work) -> bool:
         """Process one delivery of a ``work`` envelope and reply. Returns True when this
         replica must retire (the runtime restarts a fresh one after a failure)."""
-        env = work.envelope
-        run = env.run
+        run = work.run
         self.current = work  # first: a cancel that misses the check below sees this
         if run is not None and run.done:
             self.current = None
             return False  # the run ended (failed, cancelled, timed out, stopped): drop its leftovers
         observer = self.observer
         dropped = getattr(run, "dropped", None)
-        if dropped and env.target in dropped and observer is not None:
+        if dropped and work.target in dropped and observer is not None:
             self.current = None
             observer.dropped(work)  # a join="any" fired without this branch: its work is not wanted
             return False
@@ -195,7 +194,7 @@ class NodeActor(RuntimeActor):
             if board is None and trace is None:
                 output, usage = self.process(work) if scope is None else scope.run(self.process, work)
             else:  # the run's board (blackboard_tools, delegates) and/or its trace context
-                with _node_scope(board, trace, self.name, env.run_id, attempt):
+                with _node_scope(board, trace, self.name, work.run_id, attempt):
                     output, usage = self.process(work) if scope is None else scope.run(self.process, work)
         except RunSuspended as signal:
             self.current = None
@@ -208,8 +207,8 @@ class NodeActor(RuntimeActor):
             if observer is not None:
                 return observer.failed(work, attempt, exc, started, time.perf_counter(), self)
             reply = Envelope(
-                0, env.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(), env.target, run,
-                attempt, env, None, started, time.perf_counter(), self.replica,
+                0, work.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(), work.target, run,
+                attempt, work.envelope, None, started, time.perf_counter(), self.replica,
             )
         else:
             self.current = None
@@ -217,8 +216,8 @@ class NodeActor(RuntimeActor):
                 observer.completed(work, attempt, output, usage, started, time.perf_counter())
                 return False
             reply = Envelope(
-                0, env.run_id, self.name, EnvelopeType.RESULT, output, time.time(), env.target, run,
-                attempt, env, usage, started, time.perf_counter(), self.replica,
+                0, work.run_id, self.name, EnvelopeType.RESULT, output, time.time(), work.target, run,
+                attempt, work.envelope, usage, started, time.perf_counter(), self.replica,
             )
         if self._reply is not None:
             self._reply(reply)

@@ -3,10 +3,11 @@
 An :class:`Envelope` is immutable: the contract fields ``id``, ``run_id``, ``sender``,
 ``type``, ``payload`` and ``timestamp``, where it is going (``target``, and the ``run``
 it belongs to), and, on a node's reply, the facts of the attempt that made it. What
-changes while a node works on an envelope — which attempt this is, when it started,
+changes while a node works on its input — which attempt this is, when it started,
 whether a timer or the node settled it first, which replica has it, a fleet's finished
-items — lives in a :class:`Work` that wraps it, mutated under the run's lock. A node's
-queue carries ``Work``; a standalone actor told an ``Envelope`` wraps it itself.
+items — lives in a :class:`Work`, which carries the work envelope's fields itself and is
+mutated under the run's lock. A node's queue carries ``Work``; a standalone actor told an
+``Envelope`` makes one of it.
 """
 
 from __future__ import annotations
@@ -73,10 +74,13 @@ class Envelope(NamedTuple):
 
 
 class Work:
-    """One delivery of a ``work`` envelope to a node, with its per-attempt bookkeeping.
+    """One delivery of work to a node: the message (the fields of a ``work`` envelope)
+    and its per-attempt bookkeeping, in one object (a queued visit is one object for the
+    collector to count, not a wrapper around an envelope).
 
     Attributes:
-        envelope: the immutable message.
+        id, run_id, sender, payload, timestamp, target, run: as on :class:`Envelope`
+            (``type`` is always ``work``).
         attempt: the attempt in progress (1-based); the supervisor bumps it on a retry.
         started: ``perf_counter`` when the current attempt began (0 before).
         settled: whether the attempt's outcome was claimed (by the node or its timer).
@@ -87,51 +91,53 @@ class Work:
         scope: the durable-run context of the work (journalled runs only; None otherwise).
     """
 
-    __slots__ = ("attempt", "envelope", "memo", "replica", "scope", "settled", "started", "timer", "visit")
+    __slots__ = ("_envelope", "attempt", "id", "memo", "payload", "replica", "run", "run_id", "scope", "sender",
+                 "settled", "started", "target", "timer", "timestamp", "visit")
 
-    def __init__(self, envelope: Envelope, visit: int = 1) -> None:
-        self.envelope = envelope
+    type = EnvelopeType.WORK
+    cause = None
+    """Always None: work answers nothing (a reply's ``cause`` is its work envelope)."""
+
+    def __init__(
+        self, id: int, run_id: str, sender: str, payload: Any, timestamp: float, target: str = "",
+        run: Any = None, visit: int = 1,
+    ) -> None:
+        self.id = id
+        self.run_id = run_id
+        self.sender = sender
+        self.payload = payload
+        self.timestamp = timestamp
+        self.target = target
+        self.run = run
+        self.visit = visit
         self.attempt = 1
         self.started = 0.0
         self.settled = False
         self.timer: Any = None
         self.replica = 0
         self.memo: dict[int, Any] | None = None
-        self.visit = visit
         self.scope: Any = None
+        self._envelope: Envelope | None = None
 
-    # The envelope's fields, read through (node code reads ``work.payload``).
-    @property
-    def payload(self) -> Any:
-        return self.envelope.payload
-
-    @property
-    def sender(self) -> str:
-        return self.envelope.sender
-
-    @property
-    def run_id(self) -> str:
-        return self.envelope.run_id
+    @classmethod
+    def of(cls, envelope: Envelope, visit: int = 1) -> Work:
+        """The delivery of a ``work`` envelope (told to a standalone actor)."""
+        work = cls(envelope.id, envelope.run_id, envelope.sender, envelope.payload, envelope.timestamp,
+                   envelope.target, envelope.run, visit)
+        work._envelope = envelope
+        return work
 
     @property
-    def target(self) -> str:
-        return self.envelope.target
-
-    @property
-    def run(self) -> Any:
-        return self.envelope.run
-
-    @property
-    def type(self) -> str:
-        return self.envelope.type
-
-    @property
-    def cause(self) -> Work | None:
-        """Always None: work answers nothing (a reply's ``cause`` is its work envelope)."""
-        return None
+    def envelope(self) -> Envelope:
+        """The work as an :class:`Envelope` (the one told, for a standalone actor)."""
+        env = self._envelope
+        if env is None:
+            env = self._envelope = Envelope(self.id, self.run_id, self.sender, EnvelopeType.WORK, self.payload,
+                                            self.timestamp, self.target, self.run)
+        return env
 
     def __repr__(self) -> str:
-        return f"Work({self.envelope.target!r}, run_id={self.envelope.run_id!r}, attempt={self.attempt})"
+        return f"Work({self.target!r}, run_id={self.run_id!r}, attempt={self.attempt})"
 
 
 def new_envelope(

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._interrupts import RunSuspended, VisitScope
-from ..actors._envelope import Envelope, EnvelopeType, Work
+from ..actors._envelope import Work
 from ..core import StreamEvent, Usage
 from ._ray_channel import ChannelServer
 from ._ray_wire import AgentEvent, Call, Done, Failed, ItemDone, ModelReply, Process, Suspended, VisitTicket
@@ -160,7 +160,7 @@ class NodeHost:
             raise TypeError(f"node {self.node.name!r}: unknown request {type(request).__name__} on its channel")
 
     def _work(self, payload: Any, sender: str) -> Work:
-        return Work(Envelope(0, "", sender, EnvelopeType.WORK, payload, time.time(), self.node.name))
+        return Work(0, "", sender, payload, time.time(), self.node.name)
 
     def process(self, payload: Any, sender: str, timeout: float | None) -> tuple[Any, Usage | None]:
         """Process one input; returns ``(output, usage)`` or raises what the node raised

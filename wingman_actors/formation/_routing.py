@@ -15,7 +15,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ..actors._envelope import Envelope, EnvelopeType, Work
+from ..actors._envelope import EnvelopeType, Work
 from ..backends._base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
 from ..errors import FormationRuntimeError, NoRouteError
@@ -171,8 +171,7 @@ class Router:
                 return
         journal = self.journal
         if journal is None:
-            self.nodes[node].tell(Work(Envelope(next(_ids), run.id, sender, _WORK, payload, time.time(), node, run),
-                                       visits))
+            self.nodes[node].tell(Work(next(_ids), run.id, sender, payload, time.time(), node, run, visits))
             return
         replay = run.replay
         if replay is not None:
@@ -190,7 +189,7 @@ class Router:
                 if self.cyclic:
                     self.finish_one(run)
                 return
-        work = Work(Envelope(next(_ids), run.id, sender, _WORK, payload, time.time(), node, run), visits)
+        work = Work(next(_ids), run.id, sender, payload, time.time(), node, run, visits)
         work.scope = journal.scope(run.id, node, visits, replay)
         if replay is not None:
             items = replay.items.get((node, visits))
@@ -202,7 +201,7 @@ class Router:
         """A resumed run reached a visit its journal has: route the journalled output on
         instead of running the node again."""
         now = time.perf_counter()
-        run.log += (node, 0, now, now, None)
+        run.record(node, 0, now, now, None)
         run.outputs[node] = output
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
@@ -213,9 +212,8 @@ class Router:
     # -- node actor hooks (called on node threads) ---------------------------------------
 
     def started(self, work: Work) -> None:
-        env = work.envelope
-        spec = self.specs[env.target]
-        run = env.run
+        spec = self.specs[work.target]
+        run = work.run
         work.started = time.perf_counter()
         if not self.cyclic:
             with run.lock:
@@ -233,11 +231,10 @@ class Router:
         """A node succeeded: record it and route the output."""
         if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
             return  # a late reply from an attempt that timed out
-        env = work.envelope
-        run = env.run
+        run = work.run
         if run.done:
             return
-        name = env.target
+        name = work.target
         journal = self.journal
         if journal is not None:
             # journalled before anything downstream of it can be
@@ -246,7 +243,7 @@ class Router:
             except Exception as exc:
                 self.supervision.give_up(run, self.specs[name], attempt, exc, work.visit)
                 return
-        run.log += (name, attempt, started, finished, usage)
+        run.record(name, attempt, started, finished, usage)
         run.outputs[name] = output
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
@@ -384,25 +381,24 @@ class Router:
             self.finish_one(run)
 
     def wants_events(self, work: Work) -> bool:
-        run = work.envelope.run
+        run = work.run
         return bool(run is not None and run.listeners)
 
     def attempt_timeout(self, work: Work) -> float | None:
-        return self.specs[work.envelope.target].timeout
+        return self.specs[work.target].timeout
 
     def agent_event(self, work: Work, event: StreamEvent) -> None:
-        env = work.envelope
         t = event.type
-        run = env.run
+        run = work.run
         if t is StreamEventType.TEXT_DELTA:
-            emit(run.listeners, FormationEventType.AGENT_TEXT, run.id, env.target, {"text": event.text or ""})
+            emit(run.listeners, FormationEventType.AGENT_TEXT, run.id, work.target, {"text": event.text or ""})
         elif t is StreamEventType.TOOL_START and event.block is not None:
             b = event.block
-            emit(run.listeners, FormationEventType.AGENT_TOOL_CALL, run.id, env.target,
+            emit(run.listeners, FormationEventType.AGENT_TOOL_CALL, run.id, work.target,
                  {"id": b.id, "name": b.name, "input": b.input})
         elif t is StreamEventType.TOOL_END and event.block is not None:
             b = event.block
-            emit(run.listeners, FormationEventType.AGENT_TOOL_RESULT, run.id, env.target,
+            emit(run.listeners, FormationEventType.AGENT_TOOL_RESULT, run.id, work.target,
                  {"id": b.tool_use_id, "output": b.content, "is_error": b.is_error})
 
     def settle(self, work: Work) -> bool:

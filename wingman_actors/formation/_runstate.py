@@ -28,6 +28,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from ..core import Usage
 from ..integrations.otel import WorkflowSpan
 from ._result import ZERO_USAGE, FormationResult, NodeStatus, NodeTrace
 
@@ -41,6 +42,7 @@ _wall_offset = time.time() - time.perf_counter()
 _EMPTY_JOINS: Any = MappingProxyType({})  # node -> routing.Join
 _EMPTY_VISITS: Any = MappingProxyType({})
 _EMPTY_FAILURES: Any = ()
+_EMPTY_LOG: Any = ()
 _EMPTY_SKIPPED: Any = MappingProxyType({})
 _EMPTY_DROPPED: Any = MappingProxyType({})
 _EMPTY_HANDLED: Any = MappingProxyType({})
@@ -54,7 +56,7 @@ _OWN_LOCK = threading.Lock()
 _LOG_STRIDE = 5  # items per visit in RunState.log
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
-    "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED,
+    "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED, "log": _EMPTY_LOG,
 }
 
 
@@ -92,8 +94,9 @@ class RunState:
         self.pending = 1  # cyclic formations: a guard released once the sources are dispatched
         self.outputs: dict[str, Any] = {}
         # node, attempt, started, finished, usage: five items per successful visit, flat (a
-        # list of scalars adds nothing for the collector to count or walk; a tuple per visit did)
-        self.log: list[Any] = []
+        # list of scalars adds nothing for the collector to count or walk; a tuple per visit
+        # did); its own list from the first visit on (record())
+        self.log: list[Any] = _EMPTY_LOG
         self.listeners = listeners
         self.t0 = time.perf_counter()
         self.wall0 = _wall_offset + self.t0
@@ -116,7 +119,7 @@ class RunState:
 
     def own(self, field: str) -> Any:
         """Give the run its own container for ``field`` (joins, visits, failures, skipped,
-        dropped, handled, nested).
+        dropped, handled, nested, log).
 
         Safe from any thread, with or without the run's lock held: the first use takes a
         separate lock (never held while taking another), so two threads cannot each
@@ -127,9 +130,16 @@ class RunState:
             with _OWN_LOCK:
                 current = getattr(self, field)
                 if current is _SHARED[field]:
-                    current = [] if field == "failures" else {}
+                    current = [] if field in ("failures", "log") else {}
                     setattr(self, field, current)
         return current
+
+    def record(self, node: str, attempt: int, started: float, finished: float, usage: Usage | None) -> None:
+        """Log a successful visit (safe from any thread)."""
+        log = self.log
+        if log is _EMPTY_LOG:
+            log = self.own("log")
+        log += (node, attempt, started, finished, usage)
 
     def wall(self, perf: float) -> float:
         """Wall-clock time of a ``perf_counter`` reading taken during this run."""

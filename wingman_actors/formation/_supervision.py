@@ -208,7 +208,7 @@ class Supervision:
             emit(run.listeners, FormationEventType.NODE_FAILED, run.id, spec.name,
                  {"attempts": attempts, "error": error})
         if spec.error_edges and work is not None:
-            failure = NodeFailure(spec.name, exc, work.envelope.payload, attempts, run.id)
+            failure = NodeFailure(spec.name, exc, work.payload, attempts, run.id)
             if route_failure(self.router, run, spec, failure, visit):
                 return
         if spec.on_error == "skip":
