@@ -34,6 +34,7 @@ from typing import Any
 from .._interrupts import VisitScope
 from ..errors import FormationRuntimeError, NodeTimeoutError
 from ..store import FormationShape, JournalStore, RunJournal, RunStore, SerializationError
+from ._breakpoints import is_breakpoint
 from ._failure import NodeFailure
 
 __all__ = ["Journal", "Replay", "StoreArg", "open_store"]
@@ -142,7 +143,9 @@ class Journal:
         if replay is None:  # a new run (the common case): nothing journalled to replay
             return VisitScope(run_id, node, visit, (), progress, None, item)
         journal = replay.journal
-        answers = journal.answers(node, visit, item)
+        # a breakpoint's answer is none of the visit's own interrupt() calls'
+        answers = [i.answer for i in journal.interrupts if i.answered and (i.node, i.visit, i.item) == (node, visit, item)
+                   and not is_breakpoint(i.payload)]
         # An agent suspended in a tool call continues from its journalled model
         # responses. A visit that failed or crashed starts its session afresh (a
         # bad answer replayed would fail it again).

@@ -20,7 +20,7 @@ are defined, and checked, in :mod:`wingman_actors.formation._validation`.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -394,12 +394,17 @@ class Formation:
         blackboard: Blackboard | None = None,
         store: StoreArg | None = None,
         run_id: str | None = None,
+        break_before: Collection[str] | None = None,
+        break_after: Collection[str] | None = None,
         options: RunOptions | None = None,
     ) -> FormationResult:
         """Start, run ``input`` through, stop. ``timeout`` bounds the whole run;
         ``backend``, ``backend_options``, ``blackboard`` (shared with every node) and
         ``store`` are as for :meth:`start`; ``run_id`` names the journalled run (a new id
-        when None). ``options`` (a :class:`~wingman_actors.formation.RunOptions`) may
+        when None). ``break_before``/``break_after`` name nodes where a journalled run
+        stops (``status == "suspended"``, ``interrupt == {"node": n, "payload":
+        {"breakpoint": "before", "input": ...}}`` or ``"after"`` with ``"output"``) until
+        :meth:`resume`. ``options`` (a :class:`~wingman_actors.formation.RunOptions`) may
         give any of them instead: ``run(x, options=RunOptions(timeout=5))`` is
         ``run(x, timeout=5)``; giving one option two different values is a ``TypeError``.
 
@@ -408,13 +413,15 @@ class Formation:
             when a node called ``interrupt()``: continue with :meth:`resume`.
 
         Raises:
-            FormationSetupError: the formation is not valid, or a function node takes a
-                ``blackboard`` parameter without a default and no board was given.
+            FormationSetupError: the formation is not valid, a function node takes a
+                ``blackboard`` parameter without a default and no board was given, or a
+                breakpoint names no node (or has no store).
             FormationRuntimeError: the run failed (node, attempts, run id, partial outputs).
         """
         opts = merge_options(
             options, "Formation.run()", timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
+            break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
         return run_once(plan, input, opts, self._journal(opts.store))
@@ -432,6 +439,8 @@ class Formation:
         backend: str = "threads",
         backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
+        break_before: Collection[str] | None = None,
+        break_after: Collection[str] | None = None,
         options: RunOptions | None = None,
     ) -> FormationResult:
         """Continue the journalled run ``run_id`` in this process: its process was killed,
@@ -451,6 +460,9 @@ class Formation:
             backend_options: as for :meth:`run`.
             blackboard: the board the resumed nodes share, as for :meth:`run`. A board's
                 contents are not journalled: pass one holding what the rest of the run needs.
+            break_before: replaces the run's breakpoints before nodes (None keeps those it
+                was given; the one it stopped at does not stop it again).
+            break_after: likewise, after nodes.
             options: a :class:`~wingman_actors.formation.RunOptions` giving any of the
                 above instead of the keywords, as for :meth:`run`.
 
@@ -467,6 +479,7 @@ class Formation:
         opts = merge_options(
             options, "Formation.resume()", timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
+            break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
         return run_once(plan, None, opts, self._journal(opts.store), resume=True, answer=answer)
@@ -482,15 +495,19 @@ class Formation:
         backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
         store: StoreArg | None = None,
+        break_before: Collection[str] | None = None,
+        break_after: Collection[str] | None = None,
         options: RunOptions | None = None,
     ) -> Iterator[FormationEvent]:
         """Start, run ``input``, yield its events (ending with ``run_finished``, whose
         ``data["result"]`` is the result, or ``run_failed``), stop. ``backend``,
         ``backend_options``, ``blackboard`` and ``store`` are as for :meth:`start`;
-        ``options`` as for :meth:`run` (without ``on_event``: the events are yielded)."""
+        ``break_before``, ``break_after`` and ``options`` as for :meth:`run` (without
+        ``on_event``: the events are yielded)."""
         opts = merge_options(
             options, "Formation.run_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store,
+            break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
         return run_stream(plan, input, opts, self._journal(opts.store))
@@ -507,6 +524,8 @@ class Formation:
         backend: str = "threads",
         backend_options: Mapping[str, Any] | None = None,
         blackboard: Blackboard | None = None,
+        break_before: Collection[str] | None = None,
+        break_after: Collection[str] | None = None,
         options: RunOptions | None = None,
     ) -> Iterator[FormationEvent]:
         """:meth:`resume` as :meth:`run_stream` does :meth:`run`: yield the resumed run's
@@ -514,6 +533,7 @@ class Formation:
         opts = merge_options(
             options, "Formation.resume_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
+            break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
         return run_stream(plan, None, opts, self._journal(opts.store), resume_id=run_id, answer=answer)

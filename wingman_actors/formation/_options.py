@@ -11,7 +11,7 @@ repeated through every signature (as Temporal's SDK passes a worker's settings a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,10 @@ class RunOptions:
         store: journal runs in this :class:`~wingman_actors.store.RunStore` (or the
             SQLite file at this path), so they can be resumed.
         run_id: the id of a journalled run (a new one when None).
+        break_before: names of nodes to stop the run before (a journalled run suspends
+            there, as at an ``interrupt()``; ``resume`` continues it).
+        break_after: names of nodes to stop the run after (likewise). For a resume, None
+            keeps the run's own breakpoints and a list replaces them.
 
     Example:
         >>> from wingman_actors.formation import RunOptions
@@ -63,6 +67,8 @@ class RunOptions:
     blackboard: Blackboard | None = None
     store: StoreArg | None = None
     run_id: str | None = None
+    break_before: Collection[str] | None = None
+    break_after: Collection[str] | None = None
 
     def __post_init__(self) -> None:
         timeout = self.timeout
@@ -79,7 +85,8 @@ class RunOptions:
 
 
 _DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunOptions)}
-_PER_RUN = ("timeout", "run_id")  # options of one run, given to submit() of a started formation
+# options of one run, given to submit() of a started formation
+_PER_RUN = ("timeout", "run_id", "break_before", "break_after")
 _PER_START = ("provider", "work_dir", "backend", "backend_options", "store")  # fixed by start()
 
 
@@ -117,7 +124,7 @@ def merge_options(options: RunOptions | None, call: str, **keywords: Any) -> Run
     if unused:
         where = ""
         if any(n in _PER_RUN for n in unused):
-            where = " (timeout and run_id belong to one run: give them to submit())"
+            where = " (timeout, run_id, break_before and break_after belong to one run: give them to submit())"
         elif any(n in _PER_START for n in unused):
             where = " (provider, work_dir, backend, backend_options and store are fixed by start())"
         raise TypeError(

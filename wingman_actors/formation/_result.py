@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import Usage
@@ -39,6 +39,11 @@ class NodeTrace:
         duration_s: summed run time of all visits and attempts.
         usage: tokens used by the node (agents and fleets).
         error: the error text, for failed or skipped-after-failure nodes.
+        output: the output of the node's last successful visit (None if none succeeded);
+            a map or fleet node's is its list of item outputs; a visit a resumed run took
+            from its journal has its journalled output.
+        outputs: the output of every successful visit, in visit order (a loop's node has
+            one per iteration).
         parent: for the trace of a node inside a nested formation (named by its path,
             ``"outer_node/inner_node"``), the outermost formation node it runs in (whose
             own trace counts its usage); None for the run's own nodes.
@@ -54,12 +59,17 @@ class NodeTrace:
     usage: Usage = ZERO_USAGE
     error: str | None = None
     parent: str | None = None
+    output: Any = None
+    outputs: list[Any] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """A dict of the trace (outputs as they are: :meth:`FormationResult.to_dict`
+        makes them JSON-friendly)."""
         return {
             "name": self.name, "status": self.status.value, "attempts": self.attempts,
             "visits": self.visits, "started_at": self.started_at, "finished_at": self.finished_at,
             "duration_s": self.duration_s, "usage": self.usage.model_dump(), "error": self.error,
+            "output": self.output, "outputs": self.outputs,
         }
 
 
@@ -136,7 +146,7 @@ class FormationResult:
             "interrupt": dump(self.interrupt, mode="json"),
             "output": dump(self.output, mode="json"),
             "outputs": dump(self.outputs, mode="json"),
-            "nodes": {k: v.to_dict() for k, v in self.nodes.items()},
+            "nodes": {k: dump(v.to_dict(), mode="json") for k, v in self.nodes.items()},
             "usage": self.usage.model_dump(),
             "duration_s": self.duration_s,
         }

@@ -19,6 +19,7 @@ from ..actors._envelope import EnvelopeType, Work
 from ..backends._base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
 from ..errors import FormationRuntimeError, NoRouteError
+from ._breakpoints import passed
 from ._error_routes import replay_failure, skip_error_targets
 from ._future import RunFuture
 from ._plan import EdgeSpec, Plan
@@ -189,6 +190,10 @@ class Router:
                 if self.cyclic:
                     self.finish_one(run)
                 return
+        breaks = run.breaks
+        if breaks is not None and node in breaks.before and (replay is None or not passed(replay.journal, node, visits)):
+            self.breakpoint(run, node, visits, {"breakpoint": "before", "input": payload})
+            return
         work = Work(next(_ids), run.id, sender, payload, time.time(), node, run, visits)
         work.scope = journal.scope(run.id, node, visits, replay)
         if replay is not None:
@@ -201,11 +206,11 @@ class Router:
         """A resumed run reached a visit its journal has: route the journalled output on
         instead of running the node again."""
         now = time.perf_counter()
-        run.record(node, 0, now, now, None)
+        run.record(node, 0, now, now, None, output)
         run.outputs[node] = output
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
-                "attempt": 0, "duration_s": 0.0, "usage": ZERO_USAGE, "journalled": True,
+                "attempt": 0, "duration_s": 0.0, "usage": ZERO_USAGE, "journalled": True, "output": output,
             })
         self.route(run, node, output, 0, visit)
 
@@ -223,7 +228,8 @@ class Router:
             tell = self.tell_supervisor
             work.timer = self.scheduler.call_later(spec.timeout, lambda: tell(AttemptTimedOut(work, attempt)))
         if run.listeners:
-            emit(run.listeners, FormationEventType.NODE_STARTED, run.id, spec.name, {"attempt": work.attempt})
+            emit(run.listeners, FormationEventType.NODE_STARTED, run.id, spec.name,
+                 {"attempt": work.attempt, "input": work.payload})
 
     def completed(
         self, work: Work, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
@@ -243,12 +249,15 @@ class Router:
             except Exception as exc:
                 self.supervision.give_up(run, self.specs[name], attempt, exc, work.visit)
                 return
-        run.record(name, attempt, started, finished, usage)
+        run.record(name, attempt, started, finished, usage, output)
         run.outputs[name] = output
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
-                "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE,
+                "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE, "output": output,
             })
+        if run.breaks is not None and name in run.breaks.after:  # journalled: a resume routes the output on
+            self.breakpoint(run, name, work.visit, {"breakpoint": "after", "output": output})
+            return
         self.route(run, name, output, attempt, work.visit)
 
     def route(self, run: RunState, name: str, output: Any, attempt: int, visit: int) -> None:
@@ -344,19 +353,35 @@ class Router:
         except Exception as exc:
             self.supervision.give_up(run, self.specs[node], attempt, exc, work.visit)
             return
+        self._suspend(run, signal.node, signal.payload, f"run {run.id} was suspended by an interrupt in {node!r}")
+
+    def breakpoint(self, run: RunState, node: str, visit: int, payload: dict[str, Any]) -> None:
+        """A journalled run reached a breakpoint (``break_before``/``break_after``):
+        journal it as an interrupt of the visit and suspend the run."""
+        journal = self.journal
+        assert journal is not None  # breakpoints need a store (checked when the run is submitted)
+        try:
+            journal.store.record_interrupt(run.id, node, visit, payload)
+        except Exception as exc:
+            self.supervision.give_up(run, self.specs[node], 0, exc, visit)
+            return
+        self._suspend(run, node, payload, f"run {run.id} stopped at a breakpoint {payload['breakpoint']} {node!r}")
+
+    def _suspend(self, run: RunState, node: str, payload: Any, reason: str) -> None:
+        journal = self.journal
+        assert journal is not None
         if not self._claim(run):
             return
         journal.store.set_status(run.id, "suspended")
         outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
         duration = time.perf_counter() - run.t0
-        result = FormationResult(run.id, None, outputs, run, duration, "suspended",
-                                 {"node": signal.node, "payload": signal.payload})
+        result = FormationResult(run.id, None, outputs, run, duration, "suspended", {"node": node, "payload": payload})
         future = self._resolved(run)
         future.set_result(result)
         if run.listeners:
             emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
                  {"duration_s": duration, "usage": result.usage, "result": result, "suspended": True})
-        self.release(run, f"run {run.id} was suspended by an interrupt in {node!r}", abandon=False)
+        self.release(run, reason, abandon=False)
 
     def item_scope(self, work: Work, index: int) -> VisitScope | None:
         """The scope of fleet or map item ``index`` of a journalled visit (its answers, its

@@ -1,7 +1,7 @@
 """Per-run bookkeeping shared by the node actors working on one run.
 
-Kept lean on purpose: the success path appends one tuple per node visit to ``log`` and
-builds :class:`NodeTrace` objects only when someone reads ``FormationResult.nodes``.
+Kept lean on purpose: the success path appends six items per node visit to the flat
+``log`` (its output among them: :attr:`NodeTrace.outputs`) and builds :class:`NodeTrace` objects only when someone reads ``FormationResult.nodes``.
 
 Why a run starts with shared empty containers and a shared lock (this module's one
 speed trick, and it stays here): ``submit()`` of many inputs keeps thousands of runs in
@@ -53,7 +53,7 @@ _EMPTY_NESTED: Any = MappingProxyType({})
 _LOCKS = tuple(threading.Lock() for _ in range(64))
 _next_lock = itertools.count()
 _OWN_LOCK = threading.Lock()
-_LOG_STRIDE = 5  # items per visit in RunState.log
+_LOG_STRIDE = 6  # items per visit in RunState.log
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
     "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED, "log": _EMPTY_LOG,
@@ -69,7 +69,7 @@ class RunState:
     """
 
     __slots__ = (
-        "blackboard", "cancelled", "done", "dropped", "failures", "future", "handled", "id", "input", "joins",
+        "blackboard", "breaks", "cancelled", "done", "dropped", "failures", "future", "handled", "id", "input", "joins",
         "listeners", "lock", "log", "nested", "order", "outputs", "pending", "remaining", "replay", "skipped", "t0",
         "timer", "trace", "visits", "wall0",
     )
@@ -93,7 +93,7 @@ class RunState:
         self.remaining = sinks
         self.pending = 1  # cyclic formations: a guard released once the sources are dispatched
         self.outputs: dict[str, Any] = {}
-        # node, attempt, started, finished, usage: five items per successful visit, flat (a
+        # node, attempt, started, finished, usage, output: six items per successful visit, flat (a
         # list of scalars adds nothing for the collector to count or walk; a tuple per visit
         # did); its own list from the first visit on (record())
         self.log: list[Any] = _EMPTY_LOG
@@ -104,6 +104,7 @@ class RunState:
         self.blackboard: Any = None  # the Blackboard its nodes share (submit's, else start's), if any
         self.trace: WorkflowSpan | None = None  # the run's OpenTelemetry span, when in use
         self.replay: Any = None  # a resumed run's journal (formation.durable.Replay)
+        self.breaks: Any = None  # a journalled run's Breakpoints (formation._breakpoints), if any
         # Created on first use: a straight pipeline run never needs them.
         self.joins: dict[str, Any] = _EMPTY_JOINS
         self.visits: dict[str, int] = _EMPTY_VISITS
@@ -134,12 +135,14 @@ class RunState:
                     setattr(self, field, current)
         return current
 
-    def record(self, node: str, attempt: int, started: float, finished: float, usage: Usage | None) -> None:
-        """Log a successful visit (safe from any thread)."""
+    def record(
+        self, node: str, attempt: int, started: float, finished: float, usage: Usage | None, output: Any
+    ) -> None:
+        """Log a successful visit and its output (safe from any thread)."""
         log = self.log
         if log is _EMPTY_LOG:
             log = self.own("log")
-        log += (node, attempt, started, finished, usage)
+        log += (node, attempt, started, finished, usage, output)
 
     def wall(self, perf: float) -> float:
         """Wall-clock time of a ``perf_counter`` reading taken during this run."""
@@ -160,7 +163,9 @@ class RunState:
         """Per-node traces from the log, in node order (called lazily, once per result)."""
         traces: dict[str, NodeTrace] = {}
         entries = iter(self.log)
-        for name, attempt, started, finished, usage in zip(entries, entries, entries, entries, entries, strict=True):
+        for name, attempt, started, finished, usage, output in zip(
+            entries, entries, entries, entries, entries, entries, strict=True
+        ):
             t = traces.get(name)
             if t is None:
                 t = traces[name] = NodeTrace(name)
@@ -172,6 +177,8 @@ class RunState:
             t.duration_s += finished - started
             if usage is not None and usage is not ZERO_USAGE:
                 t.usage = t.usage + usage
+            t.output = output
+            t.outputs.append(output)
         for name, when in self.handled.items():  # failed into error edges, after any success
             t = traces.get(name)
             if t is None or t.finished_at is None or self.wall(when) >= t.finished_at:

@@ -18,7 +18,7 @@ import queue
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future
 from types import MappingProxyType
 from typing import Any
@@ -32,6 +32,7 @@ from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutErro
 from ..integrations import otel
 from ..orchestration._blackboard import Blackboard
 from ..store import FormationShape, StoreWriteError
+from ._breakpoints import JOURNAL_KEY, Breakpoints, is_breakpoint
 from ._durable import Journal, Replay
 from ._future import RunFuture
 from ._nested_map import FormationMapActor, map_width
@@ -74,7 +75,7 @@ class RunningFormation:
     def __init__(self, plan: Plan, options: RunOptions = _NO_OPTIONS, *, journal: Journal | None = None) -> None:
         # Of the options, a started formation takes on_event (every run's), provider, work_dir,
         # backend, backend_options and blackboard (the default board); the caller opened
-        # options.store as ``journal``; timeout and run_id belong to each submit().
+        # options.store as ``journal``; timeout, run_id and breakpoints belong to each submit().
         self._blackboard = _check_board(options.blackboard)
         self.plan = plan
         self.name = plan.name
@@ -244,6 +245,8 @@ class RunningFormation:
         on_event: EventListener | None = None,
         blackboard: Blackboard | None = None,
         run_id: str | None = None,
+        break_before: Collection[str] | None = None,
+        break_after: Collection[str] | None = None,
         options: RunOptions | None = None,
     ) -> Future[FormationResult]:
         """Start one run on ``input``.
@@ -252,8 +255,10 @@ class RunningFormation:
         run shares the board given to ``start()``, if any, with every other such run.
         With a store (``start(store=...)``) the run is recorded before this returns, under
         ``run_id`` (a new id when None); without one, ``run_id`` must be None.
+        ``break_before``/``break_after`` name nodes where the run stops, as for
+        ``Formation.run`` (they need a store).
         ``options`` (a :class:`~wingman_actors.formation.RunOptions`) may give ``timeout``,
-        ``on_event``, ``blackboard`` and ``run_id`` instead of the keywords.
+        ``on_event``, ``blackboard``, ``run_id`` and the breakpoints instead of the keywords.
 
         Returns:
             A ``concurrent.futures.Future`` with a ``run_id`` attribute; it resolves to
@@ -262,12 +267,15 @@ class RunningFormation:
 
         Raises:
             FormationSetupError: a function node takes a ``blackboard`` parameter without a
-                default and the run has no board.
+                default and the run has no board; or a breakpoint names no node, or the
+                formation has no store.
         """
         if options is not None:
             merged = merge_options(options, "RunningFormation.submit()", timeout=timeout, on_event=on_event,
-                                   blackboard=blackboard, run_id=run_id)
+                                   blackboard=blackboard, run_id=run_id, break_before=break_before,
+                                   break_after=break_after)
             timeout, on_event, blackboard, run_id = merged.timeout, merged.on_event, merged.blackboard, merged.run_id
+            break_before, break_after = merged.break_before, merged.break_after
         if self._stopped or not self._started:
             raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
         if timeout is not None and timeout <= 0:
@@ -275,17 +283,23 @@ class RunningFormation:
         board = self._blackboard if blackboard is None else _check_board(blackboard)
         if board is None:
             _require_no_board(self.plan)
+        breaks = None
+        if break_before is not None or break_after is not None:
+            breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, self._journal is not None)
         if self._journal is not None:
             run_id = self._journal.begin(input, run_id)  # durable before submit() returns
+            if breaks is not None:  # journalled with the run: a resume keeps them
+                self._journal.store.record_progress(run_id, JOURNAL_KEY[0], JOURNAL_KEY[1], breaks.to_json())
         elif run_id is not None:
             raise ValueError(f"run_id={run_id!r} names a journalled run: it needs a store, "
                              "e.g. formation.start(store='runs.sqlite')")
         else:
             run_id = f"{self._prefix}-{next(self._seq)}"
-        return self._launch(run_id, input, timeout, on_event, None, board)
+        return self._launch(run_id, input, timeout, on_event, None, board, breaks)
 
     def resume(self, run_id: str, answer: Any = None, *, timeout: float | None = None,
                on_event: EventListener | None = None, blackboard: Blackboard | None = None,
+               break_before: Collection[str] | None = None, break_after: Collection[str] | None = None,
                options: RunOptions | None = None) -> Future[FormationResult]:
         """Continue the journalled run ``run_id`` (its process died, or it failed, was
         cancelled or suspended): journalled visits and fleet items are not run again,
@@ -298,6 +312,9 @@ class RunningFormation:
             on_event: called with this run's events.
             blackboard: the resumed run's own board, as for :meth:`submit` (default: the
                 board given to ``start()``, if any).
+            break_before: replaces the run's breakpoints before nodes (None keeps those
+                it was given); the visit it stopped at does not stop it again.
+            break_after: likewise, after nodes.
             options: a :class:`~wingman_actors.formation.RunOptions` giving ``timeout``,
                 ``on_event`` or ``blackboard`` instead of the keywords (its ``run_id``, if
                 set, must be ``run_id``).
@@ -316,8 +333,10 @@ class RunningFormation:
         """
         if options is not None:
             merged = merge_options(options, "RunningFormation.resume()", timeout=timeout, on_event=on_event,
-                                   blackboard=blackboard, run_id=run_id)
+                                   blackboard=blackboard, run_id=run_id, break_before=break_before,
+                                   break_after=break_after)
             timeout, on_event, blackboard = merged.timeout, merged.on_event, merged.blackboard
+            break_before, break_after = merged.break_before, merged.break_after
         if self._stopped or not self._started:
             raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
         journal = self._journal
@@ -331,20 +350,30 @@ class RunningFormation:
         board = self._blackboard if blackboard is None else _check_board(blackboard)
         if board is None:
             _require_no_board(self.plan)
+        given = break_before is not None or break_after is not None
+        breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, True) if given else None
         record = journal.claim(run_id)
-        if answer is not None:
-            journal.store.answer(run_id, answer)
+        pending = record.pending_interrupt
+        if answer is not None or (pending is not None and is_breakpoint(pending.payload)):
+            journal.store.answer(run_id, answer)  # a breakpoint is passed: its visit goes on
             record = journal.store.load(run_id)
-        return self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), board)
+        if given:
+            journal.store.record_progress(run_id, JOURNAL_KEY[0], JOURNAL_KEY[1],
+                                          (breaks or Breakpoints(frozenset(), frozenset())).to_json())
+        else:
+            breaks = Breakpoints.journalled(record)
+        return self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), board, breaks)
 
     def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
-                replay: Replay | None, board: Blackboard | None) -> Future[FormationResult]:
+                replay: Replay | None, board: Blackboard | None,
+                breaks: Breakpoints | None = None) -> Future[FormationResult]:
         listeners = self._listeners if on_event is None else [*self._listeners, on_event]
         future = RunFuture(run_id, self)  # taken now: the run may finish, and drop it, before we return
         run = RunState(run_id, input, listeners, len(self.plan.sinks), self.plan.order, future)
         run.blackboard = board
         run.trace = otel.start_workflow(self.name, run_id)  # None unless OpenTelemetry is in use
         run.replay = replay
+        run.breaks = breaks
         self._runs[run_id] = run
         if timeout is not None:
             run.timer = self._scheduler.call_later(timeout, lambda: self._run_timeout(run, timeout))
@@ -446,9 +475,11 @@ def run_once(
     with running.start():
         if resume:
             assert options.run_id is not None
-            future = running.resume(options.run_id, answer, timeout=options.timeout)
+            future = running.resume(options.run_id, answer, timeout=options.timeout,
+                                    break_before=options.break_before, break_after=options.break_after)
         else:
-            future = running.submit(input, timeout=options.timeout, run_id=options.run_id)
+            future = running.submit(input, timeout=options.timeout, run_id=options.run_id,
+                                    break_before=options.break_before, break_after=options.break_after)
         try:
             result = future.result()
         except BaseException:
@@ -488,9 +519,11 @@ def run_stream(
     running = RunningFormation(plan, dataclasses.replace(options, on_event=None), journal=journal)
     with running.start():
         if resume_id is not None:
-            running.resume(resume_id, answer, timeout=options.timeout, on_event=events.put)
+            running.resume(resume_id, answer, timeout=options.timeout, on_event=events.put,
+                           break_before=options.break_before, break_after=options.break_after)
         else:
-            running.submit(input, timeout=options.timeout, on_event=events.put)
+            running.submit(input, timeout=options.timeout, on_event=events.put,
+                           break_before=options.break_before, break_after=options.break_after)
         while True:
             event = events.get()
             yield event

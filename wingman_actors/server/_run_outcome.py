@@ -86,7 +86,7 @@ def settled(run: RunOut, result: FormationResult) -> RunOut:
     return run.model_copy(update={
         "status": "suspended" if result.status == "suspended" else "succeeded",
         "interrupt": jsonable(result.interrupt), "output": jsonable(result.output),
-        "outputs": jsonable(result.outputs), "nodes": _traces({k: v.to_dict() for k, v in result.nodes.items()}),
+        "outputs": jsonable(result.outputs), "nodes": _traces({k: jsonable(v.to_dict()) for k, v in result.nodes.items()}),
         "usage": usage_dict(result.usage), "duration_s": result.duration_s,
     })
 

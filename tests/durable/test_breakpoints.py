@@ -1,0 +1,163 @@
+"""break_before/break_after suspend a journalled run at a node like interrupt();
+resume continues it, without stopping again at the visit it stopped at."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from wingman_actors import Formation, interrupt
+from wingman_actors.errors import FormationSetupError
+from wingman_actors.formation import RunOptions
+from wingman_actors.store import RunStore
+
+
+def chain(calls: Counter[str] | None = None) -> Formation:
+    seen: Counter[str] = Counter() if calls is None else calls
+
+    def step(name: str) -> Any:
+        def fn(x: str) -> str:
+            seen[name] += 1
+            return x + name
+        return fn
+
+    return (Formation("chain").add_function("a", step("a")).add_function("b", step("b"))
+            .add_function("c", step("c")).connect("a", "b").connect("b", "c"))
+
+
+def inc(n: int) -> int:
+    return n + 1
+
+
+def loop() -> Formation:
+    return (Formation("loop").add_function("inc", inc).add_function("show", str)
+            .connect("inc", "inc", when=lambda n: n < 3).connect("inc", "show", when=lambda n: n >= 3))
+
+
+def test_break_before_suspends_the_run_with_the_nodes_input(store: RunStore) -> None:
+    calls: Counter[str] = Counter()
+    result = chain(calls).run("x", store=store, break_before=["b"])
+    assert result.status == "suspended"
+    assert result.interrupt == {"node": "b", "payload": {"breakpoint": "before", "input": "xa"}}
+    assert calls == Counter(a=1)
+    assert store.get(result.run_id).status == "suspended"
+
+
+def test_break_after_suspends_the_run_with_the_nodes_output(store: RunStore) -> None:
+    calls: Counter[str] = Counter()
+    result = chain(calls).run("x", store=store, break_after=["b"])
+    assert result.interrupt == {"node": "b", "payload": {"breakpoint": "after", "output": "xab"}}
+    assert result.nodes["b"].output == "xab"
+    assert calls == Counter(a=1, b=1)
+
+
+def test_resume_runs_the_visit_it_stopped_before_without_stopping_again(store: RunStore) -> None:
+    calls: Counter[str] = Counter()
+    f = chain(calls)
+    stopped = f.run("x", store=store, break_before=["b"])
+    result = f.resume(stopped.run_id, store=store)
+    assert (result.status, result.output) == ("succeeded", "xabc")
+    assert calls == Counter(a=1, b=1, c=1)
+
+
+def test_resume_after_a_break_after_sends_the_journalled_output_on(store: RunStore) -> None:
+    calls: Counter[str] = Counter()
+    f = chain(calls)
+    stopped = f.run("x", store=store, break_after=["b"])
+    result = f.resume(stopped.run_id, store=store)
+    assert (result.status, result.output) == ("succeeded", "xabc")
+    assert calls == Counter(a=1, b=1, c=1)
+
+
+def test_a_resumed_run_stops_at_its_later_breakpoints(store: RunStore) -> None:
+    f = chain()
+    first = f.run("x", store=store, break_before=["b"], break_after=["c"])
+    second = f.resume(first.run_id, store=store)
+    assert second.interrupt == {"node": "c", "payload": {"breakpoint": "after", "output": "xabc"}}
+    assert f.resume(second.run_id, store=store).output == "xabc"
+
+
+def test_a_loop_node_with_a_breakpoint_stops_at_every_visit(store: RunStore) -> None:
+    f = loop()
+    result = f.run(0, store=store, break_after=["inc"])
+    seen = []
+    while result.status == "suspended":
+        assert result.interrupt is not None
+        seen.append(result.interrupt["payload"]["output"])
+        result = f.resume(result.run_id, store=store)
+    assert seen == [1, 2, 3]
+    assert result.output == "3"
+
+
+def test_breakpoints_given_to_resume_replace_the_runs_own(store: RunStore) -> None:
+    f = chain()
+    first = f.run("x", store=store, break_before=["b"], break_after=["c"])
+    result = f.resume(first.run_id, store=store, break_after=[])
+    assert (result.status, result.output) == ("succeeded", "xabc")
+
+
+def test_a_node_interrupt_after_a_breakpoint_still_asks(store: RunStore) -> None:
+    def ask(x: str) -> str:
+        return f"{x}:{interrupt('ok?')}"
+
+    f = Formation("ask").add_function("a", str.upper).add_function("ask", ask).connect("a", "ask")
+    stopped = f.run("x", store=store, break_before=["ask"])
+    asked = f.resume(stopped.run_id, store=store)
+    assert asked.interrupt == {"node": "ask", "payload": "ok?"}
+    assert f.resume(asked.run_id, store=store, answer="yes").output == "X:yes"
+
+
+def test_breakpoints_come_through_run_options(store: RunStore) -> None:
+    result = chain().run("x", options=RunOptions(store=store, break_before=["c"]))
+    assert result.interrupt == {"node": "c", "payload": {"breakpoint": "before", "input": "xab"}}
+
+
+def test_breakpoints_work_on_submitted_runs(store: RunStore) -> None:
+    with chain().start(store=store) as running:
+        result = running.submit("x", break_after=["a"]).result(timeout=10)
+        assert result.interrupt == {"node": "a", "payload": {"breakpoint": "after", "output": "xa"}}
+        assert running.resume(result.run_id).result(timeout=10).output == "xabc"
+
+
+def test_a_breakpoint_without_a_store_is_refused_naming_the_fix() -> None:
+    with pytest.raises(FormationSetupError, match=r"store='runs.sqlite'"):
+        chain().run("x", break_before=["b"])
+
+
+def test_a_breakpoint_on_an_unknown_node_is_refused_listing_the_nodes(store: RunStore) -> None:
+    with pytest.raises(FormationSetupError, match=r"no node named 'bb'; the nodes are 'a', 'b', 'c'"):
+        chain().run("x", store=store, break_after=["bb"])
+
+
+def test_a_breakpoint_given_as_one_string_is_refused(store: RunStore) -> None:
+    with pytest.raises(FormationSetupError, match=r"list of node names"):
+        chain().run("x", store=store, break_after="b")  # type: ignore[arg-type]
+
+
+def test_start_refuses_breakpoints_in_its_options(store: RunStore) -> None:
+    with pytest.raises(TypeError, match="give them to submit"):
+        chain().start(options=RunOptions(store=store, break_before=["b"]))
+
+
+def test_a_resumed_runs_journalled_visits_carry_their_outputs(store: RunStore) -> None:
+    f = chain()
+    stopped = f.run("x", store=store, break_before=["c"])
+    result = f.resume(stopped.run_id, store=store)
+    assert result.nodes["a"].outputs == ["xa"]
+    assert (result.nodes["b"].output, result.nodes["b"].attempts) == ("xab", 0)
+
+
+def test_run_stream_stops_at_a_breakpoint(store: RunStore) -> None:
+    events = list(chain().run_stream("x", store=store, break_after=["a"]))
+    result = events[-1].data["result"]
+    assert result.interrupt == {"node": "a", "payload": {"breakpoint": "after", "output": "xa"}}
+
+
+def test_a_journalled_visits_node_finished_event_carries_its_output(store: RunStore) -> None:
+    f = chain()
+    stopped = f.run("x", store=store, break_before=["c"])
+    events = list(f.resume_stream(stopped.run_id, store=store))
+    journalled = {e.node: e.data["output"] for e in events if e.data.get("journalled")}
+    assert journalled == {"a": "xa", "b": "xab"}

@@ -1,0 +1,99 @@
+"""Breakpoints: ``run(..., break_before=[...], break_after=[...], store=...)`` suspends a
+journalled run before or after a node's visits, as ``interrupt()`` would.
+
+The run stops with ``status == "suspended"`` and ``interrupt == {"node": n, "payload":
+{"breakpoint": "before", "input": value}}`` (before the visit runs: the input it would
+get) or ``{"breakpoint": "after", "output": value}`` (after it finished and was
+journalled, before its output moves on). ``Formation.resume`` continues it:
+
+* the visit it stopped at does not stop again (a "before" stop runs that visit; an
+  "after" stop sends its journalled output on);
+* every other visit of a breakpoint's node stops, later ones of the same node (a loop)
+  included, and so do the other breakpoints;
+* the run keeps its breakpoints across resumes (they are journalled with it); a resume
+  given ``break_before``/``break_after`` replaces them (``[]`` clears them).
+
+An answer given to a breakpoint's resume is recorded and ignored: a breakpoint asks
+nothing. Breakpoints name the run's own nodes (not the nodes inside a nested formation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from ..errors import FormationSetupError
+from ..store import RunJournal
+
+__all__ = ["JOURNAL_KEY", "Breakpoints", "is_breakpoint", "passed"]
+
+JOURNAL_KEY = ("", 0, None)
+"""Where a run's breakpoints are journalled: a progress value of no node (``""``), visit 0."""
+
+
+class Breakpoints:
+    """The breakpoints of one run: node names to stop ``before`` and ``after``."""
+
+    __slots__ = ("after", "before")
+
+    def __init__(self, before: frozenset[str], after: frozenset[str]) -> None:
+        self.before = before
+        self.after = after
+
+    @classmethod
+    def of(cls, plan_name: str, nodes: Collection[str], before: Collection[str] | None,
+           after: Collection[str] | None, journalled: bool) -> Breakpoints | None:
+        """Checked breakpoints (None when there are none).
+
+        Raises:
+            FormationSetupError: a name is not a node of the formation, or the run has no
+                store to suspend into.
+        """
+        problems = []
+        names: dict[str, frozenset[str]] = {}
+        for option, given in (("break_before", before), ("break_after", after)):
+            if given is None:
+                names[option] = frozenset()
+                continue
+            if isinstance(given, str) or not all(isinstance(n, str) for n in given):
+                problems.append(f"{option} must be a list of node names, e.g. {option}=['review'], got {given!r}")
+                continue
+            unknown = [n for n in given if n not in nodes]
+            if unknown:
+                problems.append(f"{option}: no node named {', '.join(map(repr, unknown))}; "
+                                f"the nodes are {', '.join(map(repr, nodes))}")
+            names[option] = frozenset(given)
+        if problems:
+            raise FormationSetupError(plan_name, problems)
+        if not names["break_before"] and not names["break_after"]:
+            return None
+        if not journalled:
+            raise FormationSetupError(plan_name, [
+                "break_before/break_after suspend the run like interrupt(), which needs a journalled run: "
+                "give it a store, e.g. formation.run(input, break_before=[...], store='runs.sqlite')"])
+        return cls(names["break_before"], names["break_after"])
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"break_before": sorted(self.before), "break_after": sorted(self.after)}
+
+    @classmethod
+    def journalled(cls, journal: RunJournal) -> Breakpoints | None:
+        """The breakpoints a run was given, as journalled (None when it had none)."""
+        values = journal.progress.get(JOURNAL_KEY)
+        if not values:
+            return None
+        last = values[-1]
+        before, after = frozenset(last.get("break_before", ())), frozenset(last.get("break_after", ()))
+        return cls(before, after) if before or after else None
+
+
+def is_breakpoint(payload: Any) -> bool:
+    """Whether an interrupt's payload is a breakpoint's."""
+    return (type(payload) is dict and len(payload) == 2 and payload.get("breakpoint") in ("before", "after")
+            and ("input" in payload or "output" in payload))
+
+
+def passed(journal: RunJournal, node: str, visit: int) -> bool:
+    """Whether the run stopped before this visit already (it runs now, without stopping)."""
+    return any(i.node == node and i.visit == visit and i.item is None and is_breakpoint(i.payload)
+               and i.payload["breakpoint"] == "before" for i in journal.interrupts)
