@@ -126,6 +126,10 @@ def _add_resume(sub: Any) -> None:
     p.add_argument("--store", metavar="PATH", help="the run store the run is journalled in (default: the "
                                                    "default store in your data directory)")
     p.add_argument("--answer", metavar="JSON", help="the answer to the run's pending interrupt (JSON, else text)")
+    p.add_argument("--formation", metavar="FORMATION", dest="formation_file",
+                   help="the formation to continue the run with (a .py file, a module name or a ready formation), "
+                        "for a run that does not record its file (one started from Python); default: the "
+                        "file the run records")
     _run_options(p)
     p.set_defaults(func=_cmd_resume)
 

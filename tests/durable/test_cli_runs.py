@@ -21,7 +21,7 @@ def test_runs_lists_the_store_runs_as_a_table_and_as_json(path: Path, capsys: py
     assert table[1].split()[:3] == [run_id, "listed", "succeeded"]
     assert main(["runs", "--store", str(path), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [(r["id"], r["status"]) for r in rows] == [(run_id, "succeeded")]
+    assert [(r["run_id"], r["status"]) for r in rows] == [(run_id, "succeeded")]
 
 
 def test_runs_with_a_missing_store_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,11 +1,12 @@
 """Durable runs from the command line: ``run FILE [--store PATH | --no-store]``,
-``resume RUN_ID [--store PATH] [--answer JSON]``.
+``resume RUN_ID [--store PATH] [--answer JSON] [--formation FILE]``.
 
 ``run`` journals into the store named with ``--store``, else into the default store in
 the user's data directory (:mod:`.stores`), unless ``--no-store``. A run that fails, is
 cut short by Ctrl-C or is suspended by ``interrupt()`` ends by printing, on stderr, the
 ``resume`` command that continues it. ``resume`` reads which formation file the run came
-from (recorded by ``run``), loads it again and continues the run with the same options
+from (recorded by ``run``; ``--formation FILE`` names it for a run started from Python,
+which records none), loads it again and continues the run with the same options
 as ``run`` (provider, model, live view, ``--json``); journalled nodes show as done at once.
 """
 
@@ -147,14 +148,17 @@ def resume_command(args: argparse.Namespace) -> int:
         raise UsageError(f"run {args.resume_id} is an inner run of run {record.parent} (a nested formation's run, "
                          f"journalled with its outer run) and is not resumed on its own; resume run {top.id} "
                          f"instead, which resumes it: {command}")
-    if record.source and record.source.startswith(SERVER_SOURCE):
+    given = getattr(args, "formation_file", None)
+    if given is None and record.source and record.source.startswith(SERVER_SOURCE):
         raise UsageError(f"run {args.resume_id} was started by the HTTP server (`wingman-actors serve`, "
                          f"formation {record.source.removeprefix(SERVER_SOURCE)}); resume it there: "
                          f"POST /runs/{args.resume_id}/resume")
-    if not record.source:
+    if given is None and not record.source:
+        command = shlex.join(["wingman-actors", "resume", args.resume_id, *choice.flag, "--formation", "FILE"])
         raise UsageError(f"run {args.resume_id} does not record its formation file (it was not started by "
-                         "`wingman-actors run`); resume it from Python with Formation.resume")
-    args.formation = record.source
+                         f"`wingman-actors run`); name the file that builds formation {record.formation!r}: "
+                         f"{command}, or resume it from Python with Formation.resume")
+    args.formation = given or record.source
     args.input = None
     args.answer_value = None if args.answer is None else parse_answer(args.answer)
     return run_command(args)

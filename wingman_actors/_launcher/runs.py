@@ -1,4 +1,5 @@
-"""The ``runs`` command: list the runs journalled in a run store (a table, or ``--json``)."""
+"""The ``runs`` command: list the runs journalled in a run store (a table, or ``--json``);
+``runs show RUN_ID`` shows one (:mod:`.run_show`). JSON names a run's id ``run_id``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ __all__ = ["add_runs_parser", "runs_command"]
 
 
 def add_runs_parser(sub: Any) -> None:
-    """Register ``runs --store PATH [--status S] [--json]``."""
+    """Register ``runs --store PATH [--status S] [--json]`` and ``runs show RUN_ID``."""
     from ..store import RUN_STATUSES
 
     p = sub.add_parser("runs", help="list the runs journalled in a run store",
@@ -25,6 +26,9 @@ def add_runs_parser(sub: Any) -> None:
     p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.set_defaults(func=runs_command)
+    from .run_show import add_show_parser
+
+    add_show_parser(p.add_subparsers(title="commands", metavar="show", dest="runs_command"))
 
 
 def runs_command(args: argparse.Namespace) -> int:
@@ -42,7 +46,7 @@ def runs_command(args: argparse.Namespace) -> int:
                          "(the file passed as store= to Formation.run or start)")
     with RunStore(path) as store:
         runs = store.runs(args.status)
-    rows = [{"id": r.id, "formation": r.formation, "status": r.status,
+    rows = [{"run_id": r.id, "formation": r.formation, "status": r.status,
              "created": r.created.isoformat(timespec="seconds"), "updated": r.updated.isoformat(timespec="seconds")}
             for r in runs]
     return _print(rows, args.json, path)
@@ -55,9 +59,9 @@ def _print(rows: list[dict[str, Any]], as_json: bool, path: Path) -> int:
     if not rows:
         print(f"no runs in {path}", file=sys.stderr)
         return 0
-    columns = ("id", "formation", "status", "created", "updated")
+    columns = ("run_id", "formation", "status", "created", "updated")
     widths = {c: max(len(c), *(len(str(row[c])) for row in rows)) for c in columns}
-    print("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
+    print("  ".join(("ID" if c == "run_id" else c.upper()).ljust(widths[c]) for c in columns).rstrip())
     for row in rows:
         print("  ".join(str(row[c]).ljust(widths[c]) for c in columns).rstrip())
     return 0

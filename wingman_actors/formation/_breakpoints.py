@@ -28,7 +28,8 @@ from ..store import RunJournal
 __all__ = ["JOURNAL_KEY", "Breakpoints", "is_breakpoint", "passed"]
 
 JOURNAL_KEY = ("", 0, None)
-"""Where a run's breakpoints are journalled: a progress value of no node (``""``), visit 0."""
+"""Where a run's breakpoints are journalled: a progress value of no node (``""``), visit 0
+(``RunJournal.notes[0]``)."""
 
 
 class Breakpoints:
@@ -79,7 +80,7 @@ class Breakpoints:
     @classmethod
     def journalled(cls, journal: RunJournal) -> Breakpoints | None:
         """The breakpoints a run was given, as journalled (None when it had none)."""
-        values = journal.progress.get(JOURNAL_KEY)
+        values = journal.notes.get(JOURNAL_KEY[1])
         if not values:
             return None
         last = values[-1]

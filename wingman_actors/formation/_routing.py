@@ -11,6 +11,7 @@ envelope for the next node. The last unit of a run resolves its future: with a r
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from ._plan import EdgeSpec, Plan
 from ._result import ZERO_USAGE, FormationResult
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut
+from ._trace_journal import TRACE_KEY, summary
 from .events import FormationEventType, emit
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Join", "Router"]
 
+log = logging.getLogger("wingman_actors.formation")
 _ids = itertools.count(1)
 _WORK = EnvelopeType.WORK
 
@@ -372,7 +375,7 @@ class Router:
         assert journal is not None
         if not self._claim(run):
             return
-        journal.store.set_status(run.id, "suspended")
+        self._journal_end(run, "suspended")
         outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
         duration = time.perf_counter() - run.t0
         result = FormationResult(run.id, None, outputs, run, duration, "suspended", {"node": node, "payload": payload})
@@ -553,12 +556,23 @@ class Router:
         if run.trace is not None:  # ended before the caller can see the result
             run.trace.end(usage=result.usage)
         if self.journal is not None:
-            self.journal.store.set_status(run.id, "succeeded")
+            self._journal_end(run, "succeeded")
         future = self._resolved(run)
         future.set_result(result)
         if run.listeners:
             emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
                  {"duration_s": duration, "usage": result.usage, "result": result})
+
+    def _journal_end(self, run: RunState, status: Any, error: str | None = None) -> None:
+        """Journal the run's node traces (for ``runs show``), then its final status."""
+        journal = self.journal
+        assert journal is not None
+        store = journal.store
+        try:
+            store.record_progress(run.id, TRACE_KEY[0], TRACE_KEY[1], summary(run))
+        except Exception:  # a trace the store cannot take must not keep the run from ending
+            log.warning("run %s: could not journal its node traces", run.id, exc_info=True)
+        store.set_status(run.id, status, error=error)
 
     def fail_run(self, run: RunState, error: FormationRuntimeError, *, abandon: bool = False) -> None:
         """Fail a run that has not finished. Agent and fleet work still in progress on it
@@ -570,7 +584,7 @@ class Router:
             run.trace.end(error)
         if self.journal is not None:
             # a run cut short by stop() can be resumed like one whose process died
-            self.journal.store.set_status(run.id, "interrupted" if self.closing else "failed", error=str(error))
+            self._journal_end(run, "interrupted" if self.closing else "failed", str(error))
         future = self._resolved(run)
         future.set_exception(error)
         if run.listeners:
@@ -591,7 +605,7 @@ class Router:
         if run.trace is not None:
             run.trace.end(cancelled=True)
         if self.journal is not None:
-            self.journal.store.set_status(run.id, "cancelled")
+            self._journal_end(run, "cancelled")
         future = self._resolved(run)
         if type(future) is RunFuture:
             future.settle_cancelled()

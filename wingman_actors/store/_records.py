@@ -139,6 +139,10 @@ class RunJournal:
         progress: progress values by ``(node, visit, item)``, in write order.
         skipped: the skipped visits, ``(node, visit)`` → the reason given.
         interrupts: every interrupt in order, with its answer when given.
+        notes: what the runtime journals about the run itself rather than a node (a
+            progress value of node ``""``), by visit number, in write order: the run's
+            breakpoints (visit 0) and its node traces when it ended (visit -1, what
+            ``wingman-actors runs show`` prints). Not in ``entries`` nor ``progress``.
     """
 
     run: RunRecord
@@ -149,6 +153,7 @@ class RunJournal:
     progress: Mapping[tuple[str, int, int | None], list[Any]] = field(default_factory=dict)
     skipped: Mapping[tuple[str, int], Any] = field(default_factory=dict)
     interrupts: tuple[Interrupt, ...] = ()
+    notes: Mapping[int, list[Any]] = field(default_factory=dict)
 
     @property
     def pending_interrupt(self) -> Interrupt | None:
@@ -171,7 +176,13 @@ class RunJournal:
         progress: dict[tuple[str, int, int | None], list[Any]] = {}
         skipped: dict[tuple[str, int], Any] = {}
         interrupts: list[Interrupt] = []
+        notes: dict[int, list[Any]] = {}
+        kept: list[JournalEntry] = []
         for e in entries:
+            if e.kind == "progress" and not e.node:
+                notes.setdefault(e.visit, []).append(e.value)
+                continue
+            kept.append(e)
             if e.kind == "visit":
                 visits.setdefault(e.node, {})[e.visit] = e.value
             elif e.kind == "item" and e.item is not None:
@@ -186,4 +197,4 @@ class RunJournal:
                 last = interrupts[-1]
                 interrupts[-1] = Interrupt(last.node, last.visit, last.item, last.payload, True, e.value)
         ordered = {node: dict(sorted(outputs.items())) for node, outputs in visits.items()}
-        return cls(run, shape, entries, ordered, items, progress, skipped, tuple(interrupts))
+        return cls(run, shape, tuple(kept), ordered, items, progress, skipped, tuple(interrupts), notes)

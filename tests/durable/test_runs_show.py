@@ -1,0 +1,125 @@
+"""``wingman-actors runs show RUN_ID``: one journalled run node by node (a table, or
+``--json`` with values whole), and ``resume RUN_ID --formation FILE`` for a run started
+from Python."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.store_fixtures import APPROVAL_FORMATION
+from wingman_actors import Formation
+from wingman_actors.cli import main
+from wingman_actors.errors import FormationRuntimeError
+
+LONG = "x" * 300
+
+
+def chain() -> Formation:
+    return (Formation("chain").add_function("fetch", lambda x: x + LONG).add_function("count", len)
+            .connect("fetch", "count"))
+
+
+def show(path: Path, run_id: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["runs", "show", run_id, "--store", str(path), "--json"]) == 0
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return document
+
+
+def load_approval(tmp_path: Path) -> tuple[Path, Formation]:
+    module = tmp_path / "approval.py"
+    module.write_text(APPROVAL_FORMATION)
+    spec = importlib.util.spec_from_file_location("approval_for_show", module)
+    assert spec is not None and spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    formation: Formation = loaded.formation
+    return module, formation
+
+
+def test_runs_show_json_has_every_nodes_status_visits_attempts_and_whole_outputs(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = chain().run("a", store=path).run_id
+    document = show(path, run_id, capsys)
+    assert (document["run_id"], document["status"], document["interrupt"]) == (run_id, "succeeded", None)
+    fetch = document["nodes"]["fetch"]
+    assert (fetch["status"], fetch["visits"], fetch["attempts"], fetch["outputs"]) == ("succeeded", 1, 1, ["a" + LONG])
+    assert fetch["duration_s"] >= 0 and fetch["usage"] == {"input_tokens": 0, "output_tokens": 0}
+    assert document["nodes"]["count"]["output"] == 301
+
+
+def test_runs_show_table_lists_every_node_with_outputs_cut_to_one_line(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = chain().run("a", store=path).run_id
+    assert main(["runs", "show", run_id, "--store", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == ["NODE", "STATUS", "VISITS", "ATTEMPTS", "DURATION", "TOKENS", "ERROR", "OUTPUT"]
+    fetch = next(line for line in lines if line.startswith("fetch"))
+    assert fetch.split()[:3] == ["fetch", "succeeded", "1"] and fetch.endswith("…") and len(fetch) < 140
+
+
+def test_runs_show_names_a_failed_nodes_error(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def boom(x: str) -> str:
+        raise ValueError("bad statement")
+
+    f = Formation("fails").add_function("a", str.upper).add_function("b", boom).connect("a", "b")
+    with pytest.raises(FormationRuntimeError) as info:
+        f.run("x", store=path)
+    document = show(path, info.value.run_id or "", capsys)
+    assert document["status"] == "failed"
+    assert document["nodes"]["b"]["status"] == "failed"
+    assert "bad statement" in document["nodes"]["b"]["error"]
+    assert document["nodes"]["a"]["output"] == "X"
+
+
+def test_runs_show_prints_the_pending_interrupt_and_how_to_continue(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, formation = load_approval(tmp_path)
+    run_id = formation.run("cats", store=path).run_id
+    assert main(["runs", "show", run_id, "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "waiting at node 'approve'" in out and "--formation FILE" in out
+    document = show(path, run_id, capsys)
+    assert document["interrupt"]["payload"] == {"approve?": "draft about cats"}
+    assert document["nodes"]["approve"]["status"] == "suspended"
+
+
+def test_runs_show_of_a_nested_formation_lists_inner_nodes_with_outputs(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outer = Formation("outer").add_formation("inner", chain()).add_function("half", lambda n: n // 2)
+    run_id = outer.connect("inner", "half").run("a", store=path).run_id
+    nodes = show(path, run_id, capsys)["nodes"]
+    assert nodes["inner/fetch"]["output"] == "a" + LONG
+    assert nodes["half"]["output"] == 150
+
+
+def test_runs_show_of_an_unknown_run_is_a_usage_error(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chain().run("a", store=path)
+    assert main(["runs", "show", "nope", "--store", str(path)]) == 2
+    assert "runs --store" in capsys.readouterr().err
+
+
+def test_resume_with_formation_continues_a_run_started_from_python(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module, formation = load_approval(tmp_path)
+    run_id = formation.run("cats", store=path).run_id
+    assert main(["resume", run_id, "--store", str(path), "--formation", str(module), "--answer", '"yes"']) == 0
+    assert capsys.readouterr().out.strip() == "draft about cats: yes"
+
+
+def test_resume_without_formation_of_a_python_run_names_the_flag(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, formation = load_approval(tmp_path)
+    run_id = formation.run("cats", store=path).run_id
+    assert main(["resume", run_id, "--store", str(path)]) == 2
+    assert "--formation FILE" in capsys.readouterr().err

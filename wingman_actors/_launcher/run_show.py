@@ -1,0 +1,162 @@
+"""``runs show RUN_ID [--store PATH] [--json]``: one journalled run, node by node.
+
+Read from the run store (``RunStore.load``): every node's status, visits, attempts,
+durations, tokens, error and outputs, and the run's pending interrupt. Outputs come from
+the journal's visits (every visit's, in order); attempts, durations and tokens from the
+node traces a run journals when it ends (a run whose process died while it ran has
+none: those columns are empty). A visit a resume took from the journal keeps the
+attempts and time of the run that made it. The table cuts long values to one line; the
+JSON has them whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from ..store import RunJournal, RunStore
+
+__all__ = ["add_show_parser", "show_command"]
+
+_CUT = 48  # characters of an output or error in the table
+
+
+def add_show_parser(sub: Any) -> None:
+    """Register ``runs show RUN_ID [--store PATH] [--json]`` under ``runs``."""
+    p = sub.add_parser("show", help="show one run: every node's status, visits, attempts, durations, tokens, "
+                                    "errors and outputs, and its pending interrupt",
+                       description="Show one journalled run, node by node (long values cut in the table, whole "
+                                   "with --json).")
+    p.add_argument("run_id", metavar="RUN_ID", help="the run (see `wingman-actors runs`)")
+    p.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS,
+                   help="the run store's SQLite file (default: the default store in your data directory)")
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document")
+    p.set_defaults(func=show_command)
+
+
+def show_command(args: argparse.Namespace) -> int:
+    """Print the run. A missing store or an unknown run is a usage error (exit 2)."""
+    from ..store import RunStore, StoreError, UnknownRunError
+    from .stores import StoreChoice
+
+    choice = StoreChoice.of(getattr(args, "store", None))
+    if not choice.path.is_file():
+        raise UsageError(choice.missing())
+    try:
+        with RunStore(choice.path) as store:
+            document = run_document(store, args.run_id)
+    except UnknownRunError as exc:
+        listing = shlex.join(["wingman-actors", "runs", *choice.flag])
+        raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
+    except StoreError as exc:
+        raise UsageError(f"cannot read the run store {choice.path}: {exc}") from exc
+    if getattr(args, "json", False):
+        print(json.dumps(document, indent=2))
+    else:
+        _print_table(document, choice.flag)
+    return 0
+
+
+def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
+    """The run as one JSON-friendly dict (what ``--json`` prints)."""
+    from pydantic_core import to_jsonable_python
+
+    from ..formation._trace_journal import journalled_traces
+
+    journal = store.load(run_id)
+    record = journal.run
+    pending = journal.pending_interrupt
+    traces = journalled_traces(journal)
+    names = list(traces) or [name for name, _ in journal.shape.nodes]
+    nodes: dict[str, dict[str, Any]] = {}
+    for name in names:
+        outputs = _outputs(store, journal, name)
+        t = traces.get(name, {})
+        if not t.get("visits") and not t.get("attempts"):  # never ran: nothing to time
+            t = {"status": t.get("status")}
+        status = t.get("status") or ("succeeded" if outputs else "pending")
+        if pending is not None and pending.node == name:
+            status = "suspended"
+        elif name not in traces and any(n == name for n, _ in journal.skipped):
+            status = "skipped"
+        nodes[name] = {
+            "status": status, "visits": max(t.get("visits") or 0, len(outputs)), "attempts": t.get("attempts"),
+            "duration_s": t.get("duration_s"), "started_at": t.get("started_at"), "finished_at": t.get("finished_at"),
+            "usage": {"input_tokens": t.get("input_tokens"), "output_tokens": t.get("output_tokens")},
+            "error": t.get("error") or _skip_reason(journal, name),
+            "output": outputs[-1] if outputs else None, "outputs": outputs,
+        }
+    interrupt = None if pending is None else {"node": pending.node, "visit": pending.visit, "item": pending.item,
+                                              "payload": pending.payload}
+    document: dict[str, Any] = to_jsonable_python({
+        "run_id": record.id, "formation": record.formation, "status": record.status,
+        "created": record.created.isoformat(timespec="seconds"), "updated": record.updated.isoformat(timespec="seconds"),
+        "source": record.source, "input": record.input, "error": record.error, "interrupt": interrupt, "nodes": nodes,
+    }, fallback=str)
+    return document
+
+
+def _outputs(store: RunStore, journal: RunJournal, name: str) -> list[Any]:
+    """Every visit's output of node ``name`` (a path ``"outer/inner"`` reads the inner
+    run of the outer node's last visit)."""
+    visits = journal.visits.get(name)
+    if visits:
+        return list(visits.values())
+    outer, _, inner = name.partition("/")
+    if not inner:
+        return []
+    last = max(journal.visits.get(outer, {}) or {0: None})
+    if not last:
+        return []
+    from ..store import UnknownRunError
+
+    try:
+        return _outputs(store, store.load(f"{journal.run.id}/{outer}/{last}"), inner)
+    except UnknownRunError:  # a map's items run apart (their ids number each item)
+        return []
+
+
+def _skip_reason(journal: RunJournal, name: str) -> str | None:
+    reasons = [str(reason) for (node, _), reason in journal.skipped.items() if node == name]
+    return reasons[-1] if reasons else None
+
+
+def _cut(value: Any) -> str:
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value)
+    text = " ".join(text.split())
+    return text if len(text) <= _CUT else text[:_CUT - 1] + "…"
+
+
+def _print_table(document: dict[str, Any], flag: list[str]) -> None:
+    print(f"run {document['run_id']}  formation {document['formation']}  status {document['status']}  "
+          f"updated {document['updated']}")
+    if document["error"]:
+        print(f"error: {document['error']}")
+    rows = []
+    for name, n in document["nodes"].items():
+        tokens = n["usage"]["input_tokens"], n["usage"]["output_tokens"]
+        rows.append({
+            "node": name, "status": n["status"], "visits": str(n["visits"]),
+            "attempts": "" if n["attempts"] is None else str(n["attempts"]),
+            "duration": "" if n["duration_s"] is None else f"{n['duration_s']:.3f}s",
+            "tokens": "" if tokens[0] is None else f"{tokens[0]}/{tokens[1]}",
+            "error": _cut(n["error"]), "output": _cut(n["output"]),
+        })
+    columns = ("node", "status", "visits", "attempts", "duration", "tokens", "error", "output")
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) if rows else len(c) for c in columns}
+    print("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
+    for r in rows:
+        print("  ".join(r[c].ljust(widths[c]) for c in columns).rstrip())
+    interrupt = document["interrupt"]
+    if interrupt is not None:
+        formation = [] if document["source"] else ["--formation", "FILE"]  # a run started from Python
+        command = shlex.join(["wingman-actors", "resume", document["run_id"], *flag, *formation])
+        print(f"waiting at node {interrupt['node']!r}: {_cut(interrupt['payload'])}")
+        print(f"continue it with: {command} [--answer JSON]")
