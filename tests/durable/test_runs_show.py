@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,13 @@ from wingman_actors.errors import FormationRuntimeError
 LONG = "x" * 300
 
 
+def fetch(x: str) -> str:
+    time.sleep(0.002)  # a run that takes time journals its node traces (a quick clean one does not)
+    return x + LONG
+
+
 def chain() -> Formation:
-    return (Formation("chain").add_function("fetch", lambda x: x + LONG).add_function("count", len)
-            .connect("fetch", "count"))
+    return Formation("chain").add_function("fetch", fetch).add_function("count", len).connect("fetch", "count")
 
 
 def show(path: Path, run_id: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -47,9 +52,9 @@ def test_runs_show_json_has_every_nodes_status_visits_attempts_and_whole_outputs
     run_id = chain().run("a", store=path).run_id
     document = show(path, run_id, capsys)
     assert (document["run_id"], document["status"], document["interrupt"]) == (run_id, "succeeded", None)
-    fetch = document["nodes"]["fetch"]
-    assert (fetch["status"], fetch["visits"], fetch["attempts"], fetch["outputs"]) == ("succeeded", 1, 1, ["a" + LONG])
-    assert fetch["duration_s"] >= 0 and fetch["usage"] == {"input_tokens": 0, "output_tokens": 0}
+    node = document["nodes"]["fetch"]
+    assert (node["status"], node["visits"], node["attempts"], node["outputs"]) == ("succeeded", 1, 1, ["a" + LONG])
+    assert node["duration_s"] >= 0.002 and node["usage"] == {"input_tokens": 0, "output_tokens": 0}
     assert document["nodes"]["count"]["output"] == 301
 
 
@@ -60,8 +65,16 @@ def test_runs_show_table_lists_every_node_with_outputs_cut_to_one_line(
     assert main(["runs", "show", run_id, "--store", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split() == ["NODE", "STATUS", "VISITS", "ATTEMPTS", "DURATION", "TOKENS", "ERROR", "OUTPUT"]
-    fetch = next(line for line in lines if line.startswith("fetch"))
-    assert fetch.split()[:3] == ["fetch", "succeeded", "1"] and fetch.endswith("…") and len(fetch) < 140
+    row = next(line for line in lines if line.startswith("fetch"))
+    assert row.split()[:3] == ["fetch", "succeeded", "1"] and row.endswith("…") and len(row) < 140
+
+
+def test_runs_show_of_a_quick_clean_success_has_outputs_and_one_attempt_but_no_timings(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = Formation("quick").add_function("a", str.upper).add_function("b", len).connect("a", "b")
+    node = show(path, f.run("x", store=path).run_id, capsys)["nodes"]["a"]
+    assert (node["status"], node["attempts"], node["output"], node["duration_s"]) == ("succeeded", 1, "X", None)
 
 
 def test_runs_show_names_a_failed_nodes_error(path: Path, capsys: pytest.CaptureFixture[str]) -> None:

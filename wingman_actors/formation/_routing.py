@@ -27,7 +27,7 @@ from ._plan import EdgeSpec, Plan
 from ._result import ZERO_USAGE, FormationResult
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut
-from ._trace_journal import TRACE_KEY, summary
+from ._trace_journal import TRACE_KEY, summary, worth_journalling
 from .events import FormationEventType, emit
 
 if TYPE_CHECKING:
@@ -564,14 +564,16 @@ class Router:
                  {"duration_s": duration, "usage": result.usage, "result": result})
 
     def _journal_end(self, run: RunState, status: Any, error: str | None = None) -> None:
-        """Journal the run's node traces (for ``runs show``), then its final status."""
+        """Journal the run's node traces (for ``runs show``; skipped for a quick clean
+        success, see formation/_trace_journal.py), then its final status."""
         journal = self.journal
         assert journal is not None
         store = journal.store
-        try:
-            store.record_progress(run.id, TRACE_KEY[0], TRACE_KEY[1], summary(run))
-        except Exception:  # a trace the store cannot take must not keep the run from ending
-            log.warning("run %s: could not journal its node traces", run.id, exc_info=True)
+        if worth_journalling(run, status):
+            try:
+                store.record_progress(run.id, TRACE_KEY[0], TRACE_KEY[1], summary(run))
+            except Exception:  # a trace the store cannot take must not keep the run from ending
+                log.warning("run %s: could not journal its node traces", run.id, exc_info=True)
         store.set_status(run.id, status, error=error)
 
     def fail_run(self, run: RunState, error: FormationRuntimeError, *, abandon: bool = False) -> None:

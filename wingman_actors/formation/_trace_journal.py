@@ -2,10 +2,17 @@
 cancelled or suspended), so ``wingman-actors runs show`` can print what the journal's
 deltas do not hold: each node's attempts, durations, tokens and errors.
 
-One progress value of no node (``""``), visit -1 (``RunJournal.notes[-1]``), per end of the run (a resumed run
-journals its own when it ends again; the last one is the run's latest): per node, a list
-``[status, attempts, visits, duration_s, started_at, finished_at, input_tokens,
-output_tokens, error]``. Outputs are not in it: the journal has every visit's output.
+One progress value of no node (``""``), visit -1 (``RunJournal.notes[-1]``), per end
+of the run (a resumed run journals its own when it ends again): a flat list of ints and
+text (cheap to journal: the end of every journalled run pays for it), ten items per node
+``name, status, attempts, visits, duration (µs), started, finished (ms since the epoch),
+input tokens, output tokens, error``. Outputs are not in it: the journal has every
+visit's output.
+
+A run that succeeded with no failed attempt, no tokens used, and whose nodes ran for
+less than :data:`QUICK_S` in all journals none (``runs show`` shows its visits and outputs, and
+no timings): the trace costs a journalled 3-node pipeline of tiny functions about a
+fifth of its throughput, and such a run has nothing in it to debug.
 """
 
 from __future__ import annotations
@@ -13,35 +20,56 @@ from __future__ import annotations
 from typing import Any
 
 from ..store import RunJournal
-from ._runstate import RunState
+from ._result import ZERO_USAGE
+from ._runstate import _LOG_STRIDE, RunState
 
-__all__ = ["TRACE_KEY", "FIELDS", "journalled_traces", "summary"]
+__all__ = ["FIELDS", "QUICK_S", "TRACE_KEY", "journalled_traces", "summary", "worth_journalling"]
 
 TRACE_KEY = ("", -1, None)
 FIELDS = ("status", "attempts", "visits", "duration_s", "started_at", "finished_at", "input_tokens",
           "output_tokens", "error")
+_STRIDE = 1 + len(FIELDS)
 
 
-def summary(run: RunState) -> dict[str, list[Any]]:
+QUICK_S = 0.001
+"""Node time (summed) under which a clean success journals no traces."""
+
+
+def worth_journalling(run: RunState, status: str) -> bool:
+    """Whether the run's end journals its traces (see the module docs)."""
+    if status != "succeeded" or run.failures or run.handled or run.nested:
+        return True
+    log = run.log
+    if sum(log[3::_LOG_STRIDE]) - sum(log[2::_LOG_STRIDE]) >= QUICK_S:
+        return True
+    return any(u is not None and u is not ZERO_USAGE for u in log[4::_LOG_STRIDE])
+
+
+def summary(run: RunState) -> list[Any]:
     """The run's node traces, compact (see the module docs)."""
-    out = {}
+    out: list[Any] = []
     for name, t in run.traces().items():
         u = t.usage
-        out[name] = [t.status.value, t.attempts, t.visits, t.duration_s, t.started_at, t.finished_at,
-                     u.input_tokens, u.output_tokens, t.error]
+        out += (name, t.status.value, t.attempts, t.visits, round(t.duration_s * 1e6),
+                None if t.started_at is None else round(t.started_at * 1e3),
+                None if t.finished_at is None else round(t.finished_at * 1e3), u.input_tokens, u.output_tokens, t.error)
     return out
 
 
 def journalled_traces(journal: RunJournal) -> dict[str, dict[str, Any]]:
     """The node traces the run journalled when it last ended, by node (empty when it
-    never ended: its process died while it ran). A node whose visits a resume took from
-    the journal (0 attempts) keeps the trace of the run that made them."""
+    never ended: its process died while it ran), times in seconds. A node whose visits a
+    resume took from the journal (0 attempts) keeps the trace of the run that made them."""
     traces: dict[str, dict[str, Any]] = {}
     for value in journal.notes.get(TRACE_KEY[1], ()):
-        for name, row in value.items():
-            trace = dict(zip(FIELDS, row, strict=False))
+        for i in range(0, len(value) - _STRIDE + 1, _STRIDE):
+            name, status, attempts, visits, duration, started, finished, tin, tout, error = value[i:i + _STRIDE]
+            trace = {"status": status, "attempts": attempts, "visits": visits, "duration_s": duration / 1e6,
+                     "started_at": None if started is None else started / 1e3,
+                     "finished_at": None if finished is None else finished / 1e3,
+                     "input_tokens": tin, "output_tokens": tout, "error": error}
             kept = traces.get(name)
-            if kept is not None and trace["status"] == "succeeded" and not trace["attempts"]:
-                trace = {**kept, "status": "succeeded", "visits": max(kept["visits"] or 0, trace["visits"] or 0)}
+            if kept is not None and status == "succeeded" and not attempts:
+                trace = {**kept, "status": "succeeded", "visits": max(kept["visits"] or 0, visits or 0)}
             traces[name] = trace
     return traces
