@@ -275,3 +275,22 @@ def test_the_launcher_journals_a_run_on_ray_and_resumes_it_from_the_command_line
     run_id = captured.err.split("wingman-actors resume ")[1].split()[0]
     assert main(["resume", run_id, "--store", str(path), "--answer", '"yes"']) == 0
     assert capsys.readouterr().out.strip() == "draft about cats: yes"
+
+
+def test_node_outputs_events_and_a_breakpoint_work_on_each_backend(store: RunStore, backend: str) -> None:
+    f = Formation("bp").add_function("a", _upper).add_function("b", _exclaim).connect("a", "b")
+    events: list[FormationEvent] = []
+    with f.start(store=store, backend=backend, on_event=events.append) as running:
+        stopped = running.submit("hi", break_after=["a"]).result(timeout=50)
+    assert stopped.interrupt == {"node": "a", "payload": {"breakpoint": "after", "output": "HI"}}
+    assert [e.data["input"] for e in events if e.type is FormationEventType.NODE_STARTED] == ["hi"]
+    done = resume(f, stopped.run_id, store, backend)
+    assert (done.output, done.nodes["a"].output, done.nodes["b"].outputs) == ("HI!", "HI", ["HI!"])
+
+
+def _upper(text: str) -> str:
+    return text.upper()
+
+
+def _exclaim(text: str) -> str:
+    return text + "!"
