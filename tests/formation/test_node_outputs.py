@@ -72,3 +72,13 @@ def test_node_started_carries_the_visits_input_and_node_finished_its_output() ->
     finished = [e.data["output"] for e in events if e.type is FormationEventType.NODE_FINISHED]
     assert started == ["a long report", "a lo"]
     assert finished == ["a lo", "A LO"]
+
+
+def test_the_result_dict_gives_a_node_output_that_is_no_json_as_text() -> None:
+    class Handle:
+        def __str__(self) -> str:
+            return "handle"
+
+    result = (Formation("t").add_function("open", lambda x: Handle()).add_function("close", lambda h: str(h))
+              .connect("open", "close")).run(1)
+    assert result.to_dict()["nodes"]["open"]["output"] == "handle"

@@ -136,8 +136,10 @@ class FormationResult:
         return f"FormationResult(run_id={self.run_id!r}, output={self.output!r}, duration_s={self.duration_s:.4f})"
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-friendly dict (outputs dumped with pydantic where they are models)."""
+        """A JSON-friendly dict (outputs dumped with pydantic where they are models; a
+        node trace's output that is not JSON data as its ``str``)."""
         from pydantic import TypeAdapter
+        from pydantic_core import to_jsonable_python
 
         dump = TypeAdapter(Any).dump_python
         return {
@@ -146,7 +148,8 @@ class FormationResult:
             "interrupt": dump(self.interrupt, mode="json"),
             "output": dump(self.output, mode="json"),
             "outputs": dump(self.outputs, mode="json"),
-            "nodes": {k: dump(v.to_dict(), mode="json") for k, v in self.nodes.items()},
+            # a node's output that is no JSON (an object passed between nodes) as its str
+            "nodes": {k: to_jsonable_python(v.to_dict(), fallback=str) for k, v in self.nodes.items()},
             "usage": self.usage.model_dump(),
             "duration_s": self.duration_s,
         }
