@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from wingman_actors import Formation, interrupt
-from wingman_actors.errors import FormationSetupError
+from wingman_actors.errors import FormationRuntimeError, FormationSetupError
 from wingman_actors.formation import RunOptions
 from wingman_actors.store import RunStore
 
@@ -161,3 +161,21 @@ def test_a_journalled_visits_node_finished_event_carries_its_output(store: RunSt
     events = list(f.resume_stream(stopped.run_id, store=store))
     journalled = {e.node: e.data["output"] for e in events if e.data.get("journalled")}
     assert journalled == {"a": "xa", "b": "xab"}
+
+
+def test_a_resumed_runs_inner_journalled_visits_carry_their_outputs(store: RunStore) -> None:
+    broken = {"b": True}
+
+    def flaky(x: str) -> str:
+        if broken["b"]:
+            raise RuntimeError("provider outage")
+        return x + "?"
+
+    inner = Formation("inner").add_function("a", str.upper).add_function("b", flaky).connect("a", "b")
+    outer = Formation("outer").add_formation("sub", inner).add_function("n", len).connect("sub", "n")
+    with pytest.raises(FormationRuntimeError) as info:
+        outer.run("hey", store=store)
+    broken["b"] = False
+    result = outer.resume(info.value.run_id or "", store=store)
+    assert (result.nodes["sub/a"].output, result.nodes["sub/a"].attempts) == ("HEY", 0)  # from the inner journal
+    assert result.nodes["sub/b"].output == "HEY?"
