@@ -20,7 +20,7 @@ def add_runs_parser(sub: Any) -> None:
 
     p = sub.add_parser("runs", help="list the runs journalled in a run store",
                        description="List the runs of a run store (oldest first): id, formation, status, "
-                                   "created and updated (UTC).")
+                                   "created and updated (UTC). `runs show RUN_ID` shows one run node by node.")
     p.add_argument("--store", metavar="PATH", help="the run store's SQLite file (default: the default store "
                                                    "in your data directory, where `run` journals)")
     p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
