@@ -20,10 +20,12 @@ nothing. Breakpoints name the run's own nodes (not the nodes inside a nested for
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FormationSetupError
-from ..store import RunJournal
+
+if TYPE_CHECKING:
+    from ..store import RunJournal
 
 __all__ = ["JOURNAL_KEY", "Breakpoints", "is_breakpoint", "passed"]
 

@@ -17,11 +17,14 @@ fifth of its throughput, and such a run has nothing in it to debug.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..store import RunJournal
 from ._result import ZERO_USAGE
-from ._runstate import _LOG_STRIDE, RunState
+from ._runstate import _LOG_STRIDE
+
+if TYPE_CHECKING:
+    from ..store import RunJournal
+    from ._runstate import RunState
 
 __all__ = ["FIELDS", "QUICK_S", "TRACE_KEY", "journalled_traces", "summary", "worth_journalling"]
 
