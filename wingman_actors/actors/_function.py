@@ -116,7 +116,7 @@ def _plain_class(adapter: TypeAdapter[Any] | None) -> type | None:
     through unchanged (int, str, a BaseModel subclass...): a payload of exactly that class
     needs no validation. None for generics, unions and the like."""
     core = getattr(adapter, "_type", None)
-    if core in (int, float, str, bytes):
+    if core in (int, float, str, bytes, dict, list):  # bare dict/list: pydantic would only copy it
         return core  # type: ignore[no-any-return]
     if (
         isinstance(core, type)

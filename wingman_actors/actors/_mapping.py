@@ -28,8 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .._event_loop import LoopThread
 from .._interrupts import RunSuspended
-from ..agents._fleet import DEFAULT_MAX_WORKERS
-from ..agents._fleet_loops import Dispatch, WorkerPool
+from ..agents._fleet_loops import DEFAULT_MAX_WORKERS, Dispatch, WorkerPool
 from ..core import Usage
 from ..errors import AgentError, ErrorKind, MapItemsError, PayloadError
 from ._base import NodeActor, NodeObserver

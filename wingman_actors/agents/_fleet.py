@@ -36,7 +36,7 @@ from .._interrupts import RunSuspended
 from ..errors import AgentError, ErrorKind
 from ..integrations import otel
 from ._agent import Agent
-from ._fleet_loops import Dispatch, run_loop
+from ._fleet_loops import DEFAULT_MAX_WORKERS, Dispatch, run_loop
 from ._result import Result
 from ._session import Session
 
@@ -45,9 +45,6 @@ __all__ = ["DEFAULT_MAX_WORKERS", "Fleet", "FleetResult", "Task"]
 log = logging.getLogger(__name__)
 
 _Item = TypeVar("_Item")
-
-DEFAULT_MAX_WORKERS = 100
-"""Concurrent sessions when a fleet is given ``max_workers=0``: ``min(len(tasks), 100)``."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,11 @@ from concurrent.futures import Executor, Future
 from queue import SimpleQueue
 from typing import Any
 
-__all__ = ["Dispatch", "WorkerPool", "run_loop"]
+__all__ = ["DEFAULT_MAX_WORKERS", "Dispatch", "WorkerPool", "run_loop"]
+
+DEFAULT_MAX_WORKERS = 100
+"""Concurrent sessions when a fleet is given ``max_workers=0``: ``min(len(tasks), 100)``.
+(Here, beside the worker loops, so map nodes use it without loading the agent layer.)"""
 
 
 class Dispatch:

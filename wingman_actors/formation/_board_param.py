@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 from typing import Any, Literal
 
-from ..orchestration._blackboard import Blackboard
 from ._typecheck import CallableInfo, compatible, type_name
 
 __all__ = ["BOARD_PARAM", "BoardNeed", "board_param"]
@@ -48,6 +47,8 @@ def board_param(node: str, fn: Any, info: CallableInfo, preds: list[str]) -> tup
             f"`def {getattr(fn, '__name__', 'fn')}(x, *, blackboard: Blackboard)`"
         )
     hint = info.annotation(param)
+    from ..orchestration._blackboard import Blackboard  # loads with the first node that takes a board
+
     if not compatible(Blackboard, hint):
         problems.append(
             f"{where} receives the run's Blackboard but is annotated {type_name(hint)}; annotate it "

@@ -23,23 +23,27 @@ import difflib
 from collections.abc import Callable, Collection, Iterator, Mapping
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx  # type: ignore[import-untyped]
 
-from ..agents._agent import Agent
 from ..errors import FormationSetupError
-from ..orchestration._blackboard import Blackboard
-from ..providers._base import Provider
-from ..store import FormationShape
-from ._durable import Journal, StoreArg, open_store
 from ._options import RunOptions, merge_options
 from ._plan import Plan, compile_plan
 from ._render import to_dot, to_mermaid
-from ._result import FormationResult
-from ._runtime import EventListener, RunningFormation, run_once, run_stream
-from ._validation import OWNERS, POLICY_DEFAULTS, close_name, edge_problems, policy_problems, quote
-from .events import FormationEvent
+from ._validation import OWNERS, POLICY_DEFAULTS, close_name, edge_problems, is_agent, policy_problems, quote
+
+# Declaring a formation loads neither the agent layer, nor the store, nor the runtime: each
+# is imported where it is first needed (an agent node's check, a durable run's journal,
+# start() or run()), so `from wingman_actors import Formation` stays light.
+if TYPE_CHECKING:
+    from ..agents._agent import Agent
+    from ..orchestration._blackboard import Blackboard
+    from ..providers._base import Provider
+    from ._durable import Journal, StoreArg
+    from ._result import FormationResult
+    from ._runtime import EventListener, RunningFormation
+    from .events import FormationEvent
 
 __all__ = ["Formation"]
 
@@ -372,11 +376,16 @@ class Formation:
             backend_options=backend_options, blackboard=blackboard, store=store,
         )
         plan = self.validate()
+        from ._runtime import RunningFormation  # the runtime loads at the first start
+
         return RunningFormation(plan, opts, journal=self._journal(opts.store)).start()
 
     def _journal(self, store: StoreArg | None) -> Journal | None:
         if store is None:
             return None
+        from ..store import FormationShape  # the store loads for a durable run only
+        from ._durable import Journal, open_store
+
         opened, owned = open_store(store)
         return Journal(opened, owned, self.name, FormationShape.of(self.graph),
                        getattr(self, "source", None))  # the launcher sets the file it loaded
@@ -424,6 +433,8 @@ class Formation:
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
+        from ._runtime import run_once
+
         return run_once(plan, input, opts, self._journal(opts.store))
 
     def resume(
@@ -482,6 +493,8 @@ class Formation:
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
+        from ._runtime import run_once
+
         return run_once(plan, None, opts, self._journal(opts.store), resume=True, answer=answer)
 
     def run_stream(
@@ -510,6 +523,8 @@ class Formation:
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
+        from ._runtime import run_stream
+
         return run_stream(plan, input, opts, self._journal(opts.store))
 
     def resume_stream(
@@ -536,6 +551,8 @@ class Formation:
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
+        from ._runtime import run_stream
+
         return run_stream(plan, None, opts, self._journal(opts.store), resume_id=run_id, answer=answer)
 
     def to_mermaid(self) -> str:
@@ -572,6 +589,6 @@ class Formation:
 
 
 def _agent_problems(agent: Any) -> list[str]:
-    if isinstance(agent, Agent):
+    if is_agent(agent):
         return []
     return [f"agent must be an Agent, e.g. Agent('writer', provider=...), got {type(agent).__name__}"]

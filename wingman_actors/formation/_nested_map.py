@@ -24,7 +24,7 @@ from typing import Any
 
 from .._interrupts import RunSuspended, VisitScope
 from ..actors._envelope import Work
-from ..agents._fleet import DEFAULT_MAX_WORKERS
+from ..agents._fleet_loops import DEFAULT_MAX_WORKERS
 from ..core import Usage
 from ..errors import FleetItemsError, FormationRuntimeError, PayloadError
 from ._nesting import FormationActor, NestedRunError, inner_run_id

@@ -41,13 +41,13 @@ from ..actors._base import NodeActor
 from ..actors._envelope import Work
 from ..core import Usage
 from ..errors import FormationRuntimeError, WingmanError
-from ..store import JournalStore, UnknownRunError
 from ._plan import Plan
 from ._result import FormationResult
 from .events import FormationEvent, FormationEventType, emit
 
-if TYPE_CHECKING:  # only a type: the runtime imports this module
-    from ._runtime import RunningFormation
+if TYPE_CHECKING:
+    from ..store import JournalStore  # only a type: a durable run brings its store
+    from ._runtime import RunningFormation  # only a type: the runtime imports this module
 
 __all__ = ["FormationActor", "InnerFormation", "NestedRunError", "inner_run_id"]
 
@@ -147,6 +147,8 @@ class InnerFormation:
                  board: Any) -> Future[FormationResult]:
         store = self.store
         assert store is not None
+        from ..store import UnknownRunError  # loaded with the store (a look-up beside the store's read)
+
         try:
             record = store.get(run_id)
         except UnknownRunError:

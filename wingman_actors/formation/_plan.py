@@ -19,7 +19,6 @@ import networkx as nx  # type: ignore[import-untyped]
 from pydantic import TypeAdapter
 
 from .._graphs import topological_order
-from ..agents._agent import Agent
 from ..errors import FormationSetupError, NodeTimeoutError
 from ._board_param import BoardNeed, board_param
 from ._failure import NodeFailure
@@ -53,8 +52,9 @@ from ._validation import (
     reach_problems,
 )
 
-if TYPE_CHECKING:  # only a type: the formation module imports this one
-    from ._graph import Formation
+if TYPE_CHECKING:
+    from ..agents._agent import Agent  # only a type: agent nodes load the agent layer (_validation.is_agent)
+    from ._graph import Formation  # only a type: the formation module imports this one
 
 __all__ = ["EdgeSpec", "NodeSpec", "Plan", "compile_plan"]
 

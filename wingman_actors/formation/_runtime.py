@@ -21,19 +21,17 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..actors._address import start_actor
+from ..actors._function import FunctionActor
 from ..actors._mapping import MapActor
-from ..actors._nodes import AgentActor, FleetActor, FunctionActor
 from ..actors._scheduler import Scheduler
 from ..backends import Backend, NodeRecipe, new_backend
 from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutError
 from ..integrations import otel
 from ..orchestration._blackboard import Blackboard
-from ..store import FormationShape, StoreWriteError
 from ._breakpoints import JOURNAL_KEY, Breakpoints, is_breakpoint
-from ._durable import Journal, Replay
 from ._future import RunFuture
 from ._nested_map import FormationMapActor, map_width
 from ._nested_node import FormationNode
@@ -45,6 +43,9 @@ from ._routing import Router
 from ._runstate import RunState
 from ._supervision import Supervision, Supervisor
 from .events import FormationEvent, FormationEventType, emit
+
+if TYPE_CHECKING:  # only types: the store and the journal load for durable runs (store=...)
+    from ._durable import Journal, Replay
 
 __all__ = ["EventListener", "NodeTimeoutError", "RunState", "RunningFormation", "run_once", "run_stream"]
 
@@ -168,6 +169,8 @@ class RunningFormation:
         else:
             assert spec.agent is not None  # the plan guarantees it for agent and fleet nodes
             agent = spec.agent if self._provider is None else spec.agent.with_overrides(provider=self._provider)
+            from ..actors._nodes import AgentActor, FleetActor  # the agent layer, for agent nodes only
+
             if spec.kind == "agent":
                 recipe = NodeRecipe(spec.name, AgentActor, (agent,),
                                     {"prompt": spec.prompt, "work_dir": self._work_dir, **common})
@@ -188,9 +191,13 @@ class RunningFormation:
             nodes = {n: dataclasses.replace(s, concurrency=max(s.concurrency, width)) for n, s in plan.nodes.items()}
             plan = dataclasses.replace(plan, nodes=MappingProxyType(nodes))
         journal = self._journal
-        inner = None if journal is None else Journal(
-            journal.store, False, plan.name, FormationShape.of(spec.formation.graph),
-            inner_of=(spec.name, 2 if spec.kind == "map" else 1))
+        inner: Journal | None = None
+        if journal is not None:
+            from ..store import FormationShape
+            from ._durable import Journal
+
+            inner = Journal(journal.store, False, plan.name, FormationShape.of(spec.formation.graph),
+                            inner_of=(spec.name, 2 if spec.kind == "map" else 1))
         options = RunOptions(provider=self._provider, work_dir=self._work_dir, backend=self._backend.name,
                              backend_options=self._backend_options)
         return functools.partial(RunningFormation, plan, options, journal=inner)
@@ -362,6 +369,8 @@ class RunningFormation:
                                           (breaks or Breakpoints(frozenset(), frozenset())).to_json())
         else:
             breaks = Breakpoints.journalled(record)
+        from ._durable import Replay
+
         return self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), board, breaks)
 
     def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
@@ -496,6 +505,8 @@ def _settle(journal: Journal | None, future: Future[FormationResult], *, quiet: 
     closed when the formation stops, which does the same."""
     if journal is None or journal.owned:
         return
+    from ..store import StoreWriteError
+
     try:
         journal.store.flush(getattr(future, "run_id", None))
     except StoreWriteError:

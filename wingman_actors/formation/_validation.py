@@ -42,7 +42,6 @@ from typing import Any
 import networkx as nx  # type: ignore[import-untyped]
 
 from .._graphs import back_edges
-from ..agents._agent import Agent
 from ._typecheck import inspect_callable
 
 __all__ = [
@@ -57,6 +56,7 @@ __all__ = [
     "edge_label",
     "edge_problems",
     "error_edge_problems",
+    "is_agent",
     "is_error_edge",
     "is_formation",
     "node_problems",
@@ -198,11 +198,20 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
         what = "the formation it runs" if kind == "formation" else "the formation it runs per item"
         out.append(f"{kind} node {node!r} needs formation=<a Formation> ({what}), got {got}")
         usable = False
-    elif kind in ("agent", "fleet") and not isinstance(attrs.get("agent"), Agent):
+    elif kind in ("agent", "fleet") and not is_agent(attrs.get("agent")):
         got = "nothing" if "agent" not in attrs else type(attrs["agent"]).__name__
         out.append(f"{kind} node {node!r} needs agent=<an Agent>, got {got}")
         usable = False
     return out + policy_problems(node, attrs), usable
+
+
+def is_agent(value: Any) -> bool:
+    """Whether ``value`` is an :class:`~wingman_actors.Agent`. The agent layer is imported
+    here, at the first agent or fleet node checked, not with this module: a formation of
+    functions never loads it (an Agent passed in has loaded it already)."""
+    from ..agents._agent import Agent
+
+    return isinstance(value, Agent)
 
 
 def is_formation(value: Any) -> bool:

@@ -27,11 +27,13 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core import ToolDefinition
 from ..errors import ToolError
-from ..tools import Tool, ToolContext
+
+if TYPE_CHECKING:  # only types: a run's board needs no tool machinery until an agent uses it
+    from ..tools import Tool, ToolContext
 
 __all__ = ["Blackboard", "blackboard_tools", "current_blackboard", "use_blackboard"]
 
