@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -196,38 +195,6 @@ def test_max_workers_zero_runs_every_task_at_once_for_small_fleets() -> None:
     assert all(r.ok for r in fleet.run())
 
 
-def test_twenty_workers_started_by_one_another_all_run_at_once() -> None:
-    barrier = threading.Barrier(20, timeout=5)
-
-    def meet(request: InferenceRequest) -> str:
-        barrier.wait()  # would time out if a worker deep in the tree never started
-        return "ok"
-
-    results = Fleet(agent_with(meet), [f"t{i}" for i in range(20)], max_workers=20).run()
-    assert all(r.ok for r in results)
-
-
-_CALLER_VALUE: contextvars.ContextVar[str] = contextvars.ContextVar("caller_value", default="unset")
-
-
-def test_every_worker_sees_the_callers_context_variables_however_deep_it_was_started() -> None:
-    seen: list[str] = []
-    barrier = threading.Barrier(9, timeout=5)  # nine workers: three levels of the tree
-
-    def look(request: InferenceRequest) -> str:
-        seen.append(_CALLER_VALUE.get())
-        barrier.wait()
-        return "ok"
-
-    token = _CALLER_VALUE.set("from the caller")
-    try:
-        results = Fleet(agent_with(look), [f"t{i}" for i in range(9)], max_workers=9).run()
-    finally:
-        _CALLER_VALUE.reset(token)
-    assert all(r.ok for r in results)
-    assert seen == ["from the caller"] * 9
-
-
 def test_max_workers_zero_is_capped_at_the_default_for_large_fleets() -> None:
     fleet = Fleet(agent_with("ok"), ["t"] * (DEFAULT_MAX_WORKERS + 5))
     assert fleet.cap == DEFAULT_MAX_WORKERS
@@ -418,18 +385,6 @@ def test_when_the_system_refuses_more_threads_the_started_workers_run_every_task
     assert [r.response for r in results] == [f"echo t{i}" for i in range(7)]
     assert [r.worker_name for r in results] == [f"w-{i}" for i in range(7)]
     assert "started only 2 of 5 workers" in caplog.text
-
-
-def test_a_worker_the_system_refuses_takes_the_workers_it_would_start_with_it(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    # Workers start as a tree (worker i starts 2i+1 and 2i+2): with one start allowed after
-    # worker 0, worker 1 starts, worker 2 is refused, and so are worker 1's children.
-    _refuse_fleet_threads_after(monkeypatch, 2)
-    results = Fleet(agent_with(echo), [f"t{i}" for i in range(12)], max_workers=7).run()
-
-    assert [r.response for r in results] == [f"echo t{i}" for i in range(12)]
-    assert "started only 2 of 7 workers (can't start new thread)" in caplog.text
 
 
 def test_a_fleet_that_cannot_start_any_worker_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

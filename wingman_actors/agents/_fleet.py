@@ -130,23 +130,6 @@ def _fleet_result(
     return fr
 
 
-def _never_start(futures: list[Future[None]], first: int, cap: int) -> None:
-    """Worker ``first`` of a tree started fleet could not start, so neither can the
-    workers it would have started: their loops never run."""
-    todo = [first]
-    while todo:
-        i = todo.pop()
-        _never_runs(futures[i])
-        todo.extend(c for c in (2 * i + 1, 2 * i + 2) if c < cap)
-
-
-def _never_runs(fut: Future[None]) -> None:
-    """Settle the future of a worker loop that will not run: cancelled, and notified as
-    such (``concurrent.futures.wait`` counts a future done only once notified)."""
-    fut.cancel()
-    fut.set_running_or_notify_cancel()
-
-
 class Fleet:
     """Runs ``agent`` over ``tasks``, at most ``max_workers`` sessions at once.
 
@@ -349,82 +332,46 @@ class Fleet:
         loop = otel.carry_context(loop)  # with OpenTelemetry, sessions nest under the caller's span
 
         threads: list[threading.Thread] = []
-        if self.executor is not None:
-            executor = self.executor
-            try:  # the run's token is let go of even when no worker starts
-                for _ in range(cap):
-                    try:
-                        # Each worker runs in a copy of the caller's context, so context variables
-                        # (the active blackboard of a formation run, say) reach its sessions.
-                        dispatch.loops.append(executor.submit(contextvars.copy_context().run, loop))
-                    except RuntimeError as exc:  # the executor was shut down, or has no more threads
-                        self._started_only(len(dispatch.loops), cap, exc)
-                        break
-                yield dispatch
-            finally:
-                dispatch.stop()
-                wait(dispatch.loops)
-                with self._lock:
-                    self._tokens.discard(token)
-                token.release()
-            return
 
-        # Plain threads, one per loop, started as a binary tree: worker i starts workers 2i+1
-        # and 2i+2 before it runs its loop. Each start waits for the new thread to begin, and
-        # started one after another the last of ``cap`` workers (and its chain of tasks) would
-        # begin ``cap`` starts late; as a tree, about 2*log2(cap) starts late, the waits of
-        # different workers overlapping. (A ThreadPoolExecutor's hand-off through its work
-        # queue makes starting 100 workers take half as long again.) Each worker runs in a
-        # copy of the caller's context, so context variables (the active blackboard of a
-        # formation run, say) reach its sessions: a worker copies its own context before its
-        # sessions can change it.
-        futures: list[Future[None]] = [Future() for _ in range(cap)]
-        dispatch.loops.extend(futures)
-        prefix = f"wingman-fleet-{self.agent.name}"
-        refused: list[RuntimeError] = []  # the system refused a worker thread
-
-        def start_worker(i: int) -> None:
+        def start_loop(i: int) -> Future[None]:
+            # Each worker runs in a copy of the caller's context, so context variables
+            # (the active blackboard of a formation run, say) reach its sessions.
+            if self.executor is not None:
+                return self.executor.submit(contextvars.copy_context().run, loop)
+            # Plain threads, one per loop, rather than a ThreadPoolExecutor: the pool's
+            # hand-off through its work queue makes starting 100 workers take half as long
+            # again, and every worker started late delays its whole chain of tasks.
+            fut: Future[None] = Future()
             thread = threading.Thread(
-                target=contextvars.copy_context().run, args=(worker, i), name=f"{prefix}-{i}", daemon=True
+                target=contextvars.copy_context().run, args=(run_loop, loop, fut), name=f"wingman-fleet-{self.agent.name}-{i}", daemon=True
             )
-            thread.start()  # may raise RuntimeError (no more threads)
-            threads.append(thread)  # before worker i's future can resolve: joined after them all
-
-        def worker(i: int) -> None:
-            for child in (2 * i + 1, 2 * i + 2):
-                if child < cap:
-                    try:
-                        start_worker(child)
-                    except RuntimeError as exc:  # neither it nor the workers it would start run
-                        refused.append(exc)
-                        _never_start(futures, child, cap)
-            run_loop(loop, futures[i])
+            thread.start()
+            threads.append(thread)
+            return fut
 
         try:  # the run's token is let go of even when no worker starts
-            try:
-                start_worker(0)
-            except RuntimeError as exc:
-                for fut in futures:
-                    _never_runs(fut)
-                raise RuntimeError(f"fleet {self.agent.name!r} could not start any worker: {exc}") from exc
+            for i in range(cap):
+                try:
+                    dispatch.loops.append(start_loop(i))
+                except RuntimeError as exc:  # no more threads, or the executor was shut down
+                    if not dispatch.loops:
+                        raise RuntimeError(
+                            f"fleet {self.agent.name!r} could not start any worker: {exc}"
+                        ) from exc
+                    log.warning(
+                        "fleet %r started only %d of %d workers (%s); they run all its tasks",
+                        self.agent.name, len(dispatch.loops), cap, exc,
+                    )
+                    break
             yield dispatch
         finally:
             dispatch.stop()
             wait(dispatch.loops)
             for thread in threads:
                 thread.join()
-            if refused:
-                self._started_only(len(threads), cap, refused[0])
             with self._lock:
                 self._tokens.discard(token)
             token.release()
-
-    def _started_only(self, started: int, cap: int, exc: RuntimeError) -> None:
-        if not started:
-            raise RuntimeError(f"fleet {self.agent.name!r} could not start any worker: {exc}") from exc
-        log.warning(
-            "fleet %r started only %d of %d workers (%s); they run all its tasks", self.agent.name, started, cap, exc
-        )
 
     def cancel(self, reason: str = "fleet cancelled") -> None:
         """Cancel the fleet (from another thread).
