@@ -1,8 +1,8 @@
 """A guard of exactly what the node actors rely on in Pykka, beyond its plain public API.
 
 Node actors are ``pykka.ThreadingActor`` subclasses that use Pykka's public API
-(``start``, ``on_start``, ``on_receive``, ``on_stop``, ``on_failure``, ``ActorRef.tell`` and
-``stop``, ``ActorRegistry``, ``use_daemon_thread``) and one of the methods Pykka documents
+(``start``, ``on_start``, ``on_receive``, ``on_stop``, ``on_failure``, ``Actor.stop``,
+``ActorRef.tell`` and ``stop``, ``ActorRegistry``, ``use_daemon_thread``) and one of the methods Pykka documents
 for implementors of new actor types: ``_create_actor_inbox``, which returns a
 :class:`~wingman_actors.actors._inbox.Lane`. What the lane relies on is tested here, on
 Pykka's own actors: every test fails if a Pykka release changes it. CI runs these with
@@ -45,7 +45,7 @@ class _Recorder(pykka.ThreadingActor):
         if shared is not None:
             self.lane.share(shared)
         if hold:
-            self.lane.hold_stop(self.actor_ref)
+            self.lane.hold_stop(self)
         _Recorder.instances.append(self)
 
     @staticmethod
@@ -123,7 +123,7 @@ def test_a_stopped_actor_leaves_what_waits_in_a_shared_queue_to_the_others() -> 
 def test_a_held_stop_is_one_put_and_stops_the_actor_when_released_before_queued_messages() -> None:
     shared: queue.SimpleQueue[Any] = queue.SimpleQueue()
     actor, ref = _start(shared=shared, hold=True)
-    assert shared.empty()  # ref.stop(block=False) at birth put its request in the lane only
+    assert shared.empty()  # Actor.stop() at birth put its request in the lane only
     gate = threading.Event()
 
     def hold_then_retire(message: Any) -> Any:
@@ -138,6 +138,24 @@ def test_a_held_stop_is_one_put_and_stops_the_actor_when_released_before_queued_
     _wait_for(lambda: actor.events == ["stop"])  # Pykka stopped it as for any stop: on_stop ran
     assert actor.seen == ["retire"]
     assert shared.qsize() == 1  # "after" is left for the other replicas
+
+
+def test_holding_a_stop_makes_no_reply_future() -> None:
+    made: list[Any] = []
+
+    class Counting(_Recorder):
+        @staticmethod
+        def _create_future() -> pykka.Future[Any]:
+            made.append(1)
+            return pykka.ThreadingActor._create_future()
+
+    _Recorder.made.clear()
+    ref = Counting.start(shared=queue.SimpleQueue(), hold=True)
+    try:
+        assert made == []  # Actor.stop() tells; ref.stop(block=False) would have made two
+    finally:
+        ref.tell("retire")
+        ref.actor_stopped.wait(3)
     assert ref not in pykka.ActorRegistry.get_all()
 
 

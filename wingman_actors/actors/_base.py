@@ -116,7 +116,7 @@ class NodeActor(RuntimeActor):
             # Replicas of one node share one queue: an idle replica pulls the next input,
             # so a replica stuck in user code holds only the input it is working on.
             lane.share(inbox)
-            lane.hold_stop(self.actor_ref)  # released when this replica must retire
+            lane.hold_stop(self)  # released when this replica must retire
         self.current: Work | None = None  # the work in progress, read by cancel and timeouts
         self.abandoned = False  # set when the runtime gave up on the attempt in progress
         self._reply: Callable[[Envelope], Any] | None

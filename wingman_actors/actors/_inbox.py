@@ -14,9 +14,10 @@ an object with ``put``, ``get`` and ``empty``). Node actors take a :class:`Lane`
   queue belongs to the replicas that stay.
 * a replica that must stop before the next input (it failed and the supervisor starts a
   fresh one, or it was abandoned in stuck code) cannot queue its own stop behind the
-  inputs. So its stop request is made at birth (``ref.stop(block=False)``, Pykka's
-  public call) and held in the lane (:meth:`Lane.hold_stop`); :meth:`Lane.release_stop`
-  hands it to the replica's next ``get()``, and Pykka stops the actor as for any stop.
+  inputs. So its stop request is made at birth (``Actor.stop()``, Pykka's public call:
+  one told message, no reply future) and held in the lane (:meth:`Lane.hold_stop`);
+  :meth:`Lane.release_stop` hands it to the replica's next ``get()``, and Pykka stops
+  the actor as for any stop.
 
 ``put`` and ``get`` are the queue's own C methods (no Python frame on a hop); releasing
 the held stop swaps ``get`` for one call. ``tests/actors/test_pykka_hooks.py`` fails if
@@ -59,13 +60,15 @@ class Lane:
         """Whether nothing waits for this actor (a shared lane: nothing of its own)."""
         return self.shared or self._queue.empty()
 
-    def hold_stop(self, ref: pykka.ActorRef[Any]) -> None:
-        """Ask the actor to stop, and hold that request here until :meth:`release_stop`
-        (call before the actor starts: nothing else is told it meanwhile)."""
+    def hold_stop(self, actor: pykka.Actor) -> None:
+        """Ask ``actor`` (this lane's) to stop, and hold that request here until
+        :meth:`release_stop` (call before the actor starts: nothing else is told it
+        meanwhile). ``Actor.stop()`` tells the request (``ref.stop(block=False)`` would
+        also make two reply futures that nobody reads)."""
         put = self.put
         self.put = self._hold
         try:
-            ref.stop(block=False)
+            actor.stop()
         finally:
             self.put = put
 
