@@ -11,17 +11,31 @@ be cancelled, and its daemon thread never holds the interpreter at exit).
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import logging
 import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from typing import Any, TypeVar
 
-__all__ = ["LoopThread"]
+__all__ = ["LoopThread", "OwnedLoop", "is_async_callable"]
 
 log = logging.getLogger("wingman_actors.actors")
 
 _T = TypeVar("_T")
+
+
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling ``fn`` returns a coroutine to await: an ``async def`` function, a
+    ``functools.partial`` of one, or an object whose ``__call__`` is one."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    if inspect.isroutine(fn) or isinstance(fn, type):
+        return False
+    return inspect.iscoroutinefunction(getattr(type(fn), "__call__", None))  # noqa: B004  (its own async __call__)
 
 
 class LoopThread:
@@ -94,3 +108,52 @@ class LoopThread:
             if self._thread.is_alive():
                 log.warning("event loop %r is still busy %.1fs after stop (blocking code in a coroutine); "
                             "its daemon thread is left to finish on its own", self._thread.name, grace)
+
+
+class OwnedLoop:
+    """A node actor's event loop, started when first needed, and the coroutine it is
+    awaiting for the actor: one attempt at a time, cancelled from any thread.
+
+    The actor's thread blocks in :meth:`run` while the coroutine runs on the loop's
+    thread (in a copy of the actor thread's context: the run's board and trace reach it);
+    :meth:`cancel` cancels the asyncio task, so the coroutine's ``finally`` runs.
+
+    Args:
+        name: the loop thread's name.
+    """
+
+    __slots__ = ("_loop", "_main", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._loop: LoopThread | None = None
+        self._main: Future[Any] | None = None
+
+    def run(self, coro: Coroutine[Any, Any, _T], cancelled: Callable[[], bool]) -> Future[_T]:
+        """Await ``coro`` on the loop and return its finished (or cancelled) future.
+
+        ``cancelled`` is asked once the coroutine is on the loop: True (a cancel that came
+        before :meth:`cancel` could see the coroutine) cancels it at once.
+        """
+        if self._loop is None:  # on first use: an actor that never awaits starts no thread
+            self._loop = LoopThread(self.name)
+        done = self._main = self._loop.submit(coro)
+        try:
+            if cancelled():
+                done.cancel()
+            wait([done])
+        finally:
+            self._main = None
+        return done
+
+    def cancel(self) -> None:
+        """Cancel the coroutine being awaited, if any (from any thread)."""
+        main = self._main
+        if main is not None:
+            main.cancel()
+
+    def stop(self) -> None:
+        """Stop the loop (when the actor stops): what still runs on it is cancelled."""
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.stop()

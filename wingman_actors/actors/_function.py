@@ -1,4 +1,11 @@
-"""A pure Python function as a node actor."""
+"""A pure Python function as a node actor.
+
+An ``async def`` function (or a partial of one, or an object with an ``async def
+__call__``) makes an :class:`AsyncFunctionActor`: each attempt's coroutine is awaited on
+an event loop the replica owns (:class:`~wingman_actors._event_loop.OwnedLoop`, started
+on first use and stopped with the actor), and a timeout or a cancel cancels it. Plain
+functions take the synchronous path unchanged.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +15,15 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from .._event_loop import OwnedLoop, is_async_callable
 from ..core import Usage
-from ..errors import PayloadError
+from ..errors import AgentError, ErrorKind, PayloadError
 from ..orchestration._blackboard import current_blackboard
 from ._base import NodeActor
 from ._envelope import Work
 from ._payloads import isolate
 
-__all__ = ["FunctionActor"]
+__all__ = ["AsyncFunctionActor", "FunctionActor"]
 
 _NO_BOARD: dict[str, Any] = {}  # never written: the keywords of a call without the board
 
@@ -32,7 +40,14 @@ class FunctionActor(NodeActor):
         board_param: ``required`` or ``optional`` when ``fn`` takes the run's blackboard
             as its ``blackboard`` keyword (optional: not passed when there is no board, so
             its default applies); ``none`` otherwise.
+
+    Constructing it with an async ``fn`` makes an :class:`AsyncFunctionActor`.
     """
+
+    def __new__(cls, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> FunctionActor:
+        if cls is FunctionActor and is_async_callable(fn):
+            cls = AsyncFunctionActor
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -104,6 +119,55 @@ class FunctionActor(NodeActor):
                 f"{edge}: a {type(value).__name__} does not fit {what} of type "
                 f"{_type_name(adapter)}: {_problems(exc)}"
             ) from exc
+
+
+class AsyncFunctionActor(FunctionActor):
+    """A function node whose function is ``async def``: each attempt awaits a fresh
+    coroutine on the replica's own event loop (its thread, ``wingman-node-<name>-loop-<replica>``,
+    starts on first use and stops with the actor). :meth:`interrupt` (a timeout, a cancel,
+    a stop) cancels the coroutine: its ``finally`` runs, and the attempt ends with an
+    :class:`~wingman_actors.errors.AgentError` of kind ``CANCELLED``.
+
+    Args: those of :class:`FunctionActor`.
+    """
+
+    def __init__(self, fn: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(fn, **kwargs)
+        self._loop = OwnedLoop(f"wingman-node-{self.name}-loop-{self.replica}")
+        self._asked: tuple[Work, int, str] | None = None  # the last interrupt: of which attempt, why
+
+    @property
+    def interruptible(self) -> bool:
+        return True
+
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        """Cancel the coroutine of the attempt in progress (called from another thread)."""
+        work = self.current
+        if work is not None:  # heard by the attempt even if its coroutine is not on the loop yet
+            self._asked = (work, work.attempt, reason)
+        self._loop.cancel()
+
+    def on_stop(self) -> None:
+        self._loop.stop()
+
+    def on_failure(self, *exc_info: Any) -> None:
+        self.on_stop()  # a crashed actor gets no on_stop: its loop ends here instead
+
+    def process(self, env: Work) -> tuple[Any, Usage | None]:
+        coro, _ = super().process(env)  # the arguments checked, the coroutine made (not started)
+        attempt = env.attempt
+
+        def cancelled() -> bool:  # interrupted before the coroutine was on the loop
+            asked, run = self._asked, env.run
+            return (self.abandoned or (asked is not None and asked[0] is env and asked[1] == attempt)
+                    or (run is not None and run.done))
+
+        done = self._loop.run(coro, cancelled)
+        if done.cancelled():
+            asked = self._asked
+            reason = asked[2] if asked is not None and asked[0] is env else "the run was cancelled"
+            raise AgentError(f"function node {self.name!r} was cancelled: {reason}", kind=ErrorKind.CANCELLED)
+        return done.result(), None
 
 
 def _problems(exc: ValidationError) -> str:

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
-import inspect
 from collections.abc import Callable
-from concurrent.futures import Future, wait
+from concurrent.futures import wait
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from .._event_loop import LoopThread
+from .._event_loop import OwnedLoop, is_async_callable
 from .._interrupts import RunSuspended
 from ..agents._fleet_loops import DEFAULT_MAX_WORKERS, Dispatch, WorkerPool
 from ..core import Usage
@@ -37,18 +35,6 @@ from ._function import _plain_class, _problems, _type_name
 from ._payloads import isolate
 
 __all__ = ["MapActor", "is_async_callable"]
-
-
-def is_async_callable(fn: Any) -> bool:
-    """Whether calling ``fn`` returns a coroutine to await: an ``async def`` function, a
-    ``functools.partial`` of one, or an object whose ``__call__`` is one."""
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    if inspect.iscoroutinefunction(fn):
-        return True
-    if inspect.isroutine(fn) or isinstance(fn, type):
-        return False
-    return inspect.iscoroutinefunction(getattr(type(fn), "__call__", None))  # noqa: B004  (its own async __call__)
 
 
 class _Visit:
@@ -116,9 +102,8 @@ class MapActor(NodeActor):
         self._fast_type = _plain_class(input_adapter)
         self.is_async = is_async_callable(fn)
         self._pool: WorkerPool | None = None
-        self._loop: LoopThread | None = None
+        self._loop = OwnedLoop(f"wingman-map-{self.name}-loop-{self.replica}")
         self._visit: _Visit | None = None
-        self._main: Future[Any] | None = None
         self._reason: str | None = None
         self._asked: tuple[Work, int, str] | None = None  # the last interrupt: of which attempt, why
 
@@ -138,17 +123,13 @@ class MapActor(NodeActor):
             return
         self._reason = reason
         visit.dispatch.stop()
-        main = self._main
-        if main is not None:
-            main.cancel()
+        self._loop.cancel()
 
     def on_stop(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:  # idle: a visit waits for all its items before it returns
             pool.shutdown()
-        loop, self._loop = self._loop, None
-        if loop is not None:
-            loop.stop()
+        self._loop.stop()
 
     def on_failure(self, *exc_info: Any) -> None:
         self.on_stop()  # a crashed actor gets no on_stop: its workers end here instead
@@ -179,7 +160,7 @@ class MapActor(NodeActor):
                 else:
                     self._run_threads(visit)
             finally:
-                self._visit = self._main = None
+                self._visit = None
             errors = visit.errors
             if errors:
                 asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
@@ -265,14 +246,8 @@ class MapActor(NodeActor):
             # each worker is a task with a copy of this context: an item's scope is its own
             await asyncio.gather(*(worker() for _ in range(self._cap(visit))))
 
-        if self._loop is None:
-            self._loop = LoopThread(f"wingman-map-{self.name}-loop-{self.replica}")
-        # The task runs in a copy of this thread's context (run_coroutine_threadsafe's
-        # callback carries it): the run's board and trace reach the items.
-        done = self._main = self._loop.submit(main())
-        if self._reason is not None:  # interrupted while the visit was being set up
-            done.cancel()
-        wait([done])
+        # The task runs in a copy of this thread's context: the run's board and trace reach the items.
+        done = self._loop.run(main(), lambda: self._reason is not None)  # interrupted while being set up
         failure = None if done.cancelled() else done.exception()
         if failure is not None:  # a fault of the loop itself: the items' own errors are kept
             raise failure
