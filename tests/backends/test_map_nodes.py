@@ -5,9 +5,13 @@ under ``tmp_path``."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
+import pytest
+
 from wingman_actors import Formation, interrupt
+from wingman_actors.errors import FormationRuntimeError, NodeTimeoutError
 from wingman_actors.store import RunStore
 
 
@@ -25,6 +29,33 @@ def test_a_map_node_maps_a_function_and_an_async_function_on_each_backend(backen
                  .connect("square", "later"))
 
     assert formation.run([1, 2, 3], backend=backend).output == ["<1>", "<4>", "<9>"]
+
+
+def test_an_async_function_node_is_awaited_on_each_backend(backend: str) -> None:
+    formation = Formation("awaits").add_function("later", _later).add_function("shout", str.upper).connect("later", "shout")
+
+    assert formation.run(4, backend=backend).output == "<4>"
+
+
+def test_a_timeout_cancels_an_async_function_node_on_each_backend(backend: str, tmp_path: Path) -> None:
+    marker = tmp_path / "unwound"
+
+    async def stuck(x: int) -> int:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            marker.write_text("yes")
+        return x
+
+    formation = Formation("stuck").add_function("stuck", stuck, timeout=0.5)
+    with pytest.raises(FormationRuntimeError) as info:
+        formation.run(1, backend=backend)
+
+    assert isinstance(info.value.__cause__, NodeTimeoutError)
+    deadline = time.monotonic() + 10
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert marker.read_text() == "yes"
 
 
 def test_a_retry_of_a_map_node_reruns_only_the_failed_items_on_each_backend(backend: str, tmp_path: Path) -> None:

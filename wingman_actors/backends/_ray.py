@@ -50,6 +50,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .._event_loop import is_async_callable
 from .._extras import require
 from ..actors._envelope import Work
 from ..agents._agent import Agent
@@ -95,7 +96,8 @@ class RayNode(ThreadNode):
     def __init__(self, backend: RayBackend, recipe: NodeRecipe, concurrency: int, observer: Any) -> None:
         self.ray = backend.ray
         self.handles: list[Any] = [backend.host_actor(recipe) for _ in range(concurrency)]
-        agent = recipe.cls.__name__ != "FunctionActor"
+        # interruptible: agents, fleets, maps, and async functions (their coroutine is cancelled)
+        agent = recipe.cls.__name__ != "FunctionActor" or is_async_callable(recipe.args[0])
         proxy = NodeRecipe(recipe.name, RayReplica, (self,), {
             # a map node's items, like a fleet's, are kept for a retry and journalled one by one
             "agent": agent, "fleet": recipe.cls.__name__ in ("FleetActor", "MapActor"), "name": recipe.name,
