@@ -9,14 +9,16 @@ import asyncio
 import threading
 import time
 from concurrent.futures import CancelledError
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from wingman_actors import Formation
+from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NodeTimeoutError
 from wingman_actors.orchestration import Blackboard
-from wingman_actors.testing import run_node
+from wingman_actors.store import RunStore
+from wingman_actors.testing import ActorProbe, ReplyKind, node_actor, run_node, work
 
 
 async def fetch(x: int) -> int:
@@ -184,3 +186,25 @@ def test_an_async_node_serves_many_runs_in_flight_on_one_loop() -> None:
         futures: list[Any] = [running.submit(i) for i in range(20)]
         assert [fut.result(10).output for fut in futures] == list(range(20))
     assert len(loops) == 1
+
+
+def test_an_async_node_that_calls_interrupt_suspends_a_journalled_run_and_resumes(tmp_path: Path) -> None:
+    async def ask(x: str) -> str:
+        await asyncio.sleep(0)
+        return f"{x}:{interrupt('ok?')}"
+
+    f = Formation("ask").add_function("ask", ask)
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        asked = f.run("x", store=store)
+        assert (asked.status, asked.interrupt) == ("suspended", {"node": "ask", "payload": "ok?"})
+        assert f.resume(asked.run_id, store=store, answer="yes").output == "x:yes"
+
+
+def test_a_standalone_node_actor_of_an_async_function_replies_the_awaited_value(actor_probe: ActorProbe) -> None:
+    ref = node_actor(fetch, name="fetch", reply_to=actor_probe)
+    try:
+        ref.tell(work(41))
+        reply = actor_probe.expect_message(ReplyKind.RESULT)
+    finally:
+        ref.stop()
+    assert reply.payload == 42
