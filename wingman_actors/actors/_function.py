@@ -44,8 +44,8 @@ class FunctionActor(NodeActor):
     Constructing it with an async ``fn`` makes an :class:`AsyncFunctionActor`.
     """
 
-    def __new__(cls, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> FunctionActor:
-        if cls is FunctionActor and is_async_callable(fn):
+    def __new__(cls, *args: Any, **kwargs: Any) -> FunctionActor:
+        if cls is FunctionActor and is_async_callable(args[0] if args else kwargs.get("fn")):
             cls = AsyncFunctionActor
         return super().__new__(cls)
 
