@@ -41,20 +41,23 @@ def test_a_timeout_cancels_an_async_function_node_on_each_backend(backend: str, 
     marker = tmp_path / "unwound"
 
     async def stuck(x: int) -> int:
+        if x == 0:
+            return x  # the warm-up: the node's (Ray) actor is up before the timed attempt
         try:
             await asyncio.sleep(30)
         finally:
             marker.write_text("yes")
         return x
 
-    formation = Formation("stuck").add_function("stuck", stuck, timeout=0.5)
-    with pytest.raises(FormationRuntimeError) as info:
-        formation.run(1, backend=backend)
+    with Formation("stuck").add_function("stuck", stuck, timeout=0.5).start(backend=backend) as running:
+        assert running.submit(0).result(60).output == 0
+        with pytest.raises(FormationRuntimeError) as info:
+            running.submit(1).result(60)
 
     assert isinstance(info.value.__cause__, NodeTimeoutError)
     deadline = time.monotonic() + 10
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    while not (marker.exists() and marker.read_text() == "yes") and time.monotonic() < deadline:
+        time.sleep(0.02)  # written by the node's process (a Ray worker's, on Ray)
     assert marker.read_text() == "yes"
 
 
