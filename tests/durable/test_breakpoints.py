@@ -53,19 +53,14 @@ def test_break_after_suspends_the_run_with_the_nodes_output(store: RunStore) -> 
     assert calls == Counter(a=1, b=1)
 
 
-def test_resume_runs_the_visit_it_stopped_before_without_stopping_again(store: RunStore) -> None:
+@pytest.mark.parametrize("where", ["break_before", "break_after"])
+def test_resume_continues_from_the_breakpoint_it_stopped_at_without_stopping_again(
+    store: RunStore, where: str
+) -> None:
+    # before: the visit it stopped before runs; after: the journalled output is sent on
     calls: Counter[str] = Counter()
     f = chain(calls)
-    stopped = f.run("x", store=store, break_before=["b"])
-    result = f.resume(stopped.run_id, store=store)
-    assert (result.status, result.output) == ("succeeded", "xabc")
-    assert calls == Counter(a=1, b=1, c=1)
-
-
-def test_resume_after_a_break_after_sends_the_journalled_output_on(store: RunStore) -> None:
-    calls: Counter[str] = Counter()
-    f = chain(calls)
-    stopped = f.run("x", store=store, break_after=["b"])
+    stopped = f.run("x", store=store, **{where: ["b"]})
     result = f.resume(stopped.run_id, store=store)
     assert (result.status, result.output) == ("succeeded", "xabc")
     assert calls == Counter(a=1, b=1, c=1)
