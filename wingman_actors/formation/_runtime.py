@@ -79,6 +79,7 @@ class RunningFormation:
         # options.store as ``journal``; timeout, run_id and breakpoints belong to each submit().
         self._blackboard = _check_board(options.blackboard)
         self.plan = plan
+        self._board_needed = _board_needed(plan)  # checked by every submit without a board
         self.name = plan.name
         self._work_dir = options.work_dir
         self._provider = options.provider
@@ -288,8 +289,8 @@ class RunningFormation:
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         board = self._blackboard if blackboard is None else _check_board(blackboard)
-        if board is None:
-            _require_no_board(self.plan)
+        if board is None and self._board_needed:
+            _require_no_board(self.plan, self._board_needed)
         breaks = None
         if break_before is not None or break_after is not None:
             breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, self._journal is not None)
@@ -355,8 +356,8 @@ class RunningFormation:
         if answer is not None and journal.store.get(run_id).interrupt is None:
             raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
         board = self._blackboard if blackboard is None else _check_board(blackboard)
-        if board is None:
-            _require_no_board(self.plan)
+        if board is None and self._board_needed:
+            _require_no_board(self.plan, self._board_needed)
         given = break_before is not None or break_after is not None
         breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, True) if given else None
         record = journal.claim(run_id)
@@ -436,8 +437,14 @@ def _check_board(board: Any) -> Blackboard | None:
     return board
 
 
-def _require_no_board(plan: Plan) -> None:
-    needy = [n for n, spec in plan.nodes.items() if spec.blackboard == "required"]
+def _board_needed(plan: Plan) -> tuple[str, ...]:
+    """The function nodes of ``plan`` that take a ``blackboard`` parameter without a default."""
+    return tuple(n for n, spec in plan.nodes.items() if spec.blackboard == "required")
+
+
+def _require_no_board(plan: Plan, needy: tuple[str, ...] | None = None) -> None:
+    if needy is None:
+        needy = _board_needed(plan)
     if needy:
         raise FormationSetupError(plan.name, [
             f"function node {n!r} takes a 'blackboard' parameter without a default, but no blackboard "
