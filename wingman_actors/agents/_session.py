@@ -19,7 +19,6 @@ import itertools
 import os
 import threading
 import time
-import types
 import weakref
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
@@ -37,15 +36,16 @@ from ..core import (
     Usage,
 )
 from ..errors import AgentError, ErrorKind
-from ..events import Event, EventBus
+from ..events import Event
 from ..integrations import otel
 from ..providers._base import Provider
-from ..tools import ToolContext, ToolRegistry
+from ..tools import ToolContext
 from ._agent import Agent
 from ._context_budget import ContextWindow
-from ._middleware import NO_METADATA, RunContext
+from ._hooks import emit_stop, read_only
+from ._middleware import RunContext
 from ._model_calls import infer, infer_stream, traced_infer
-from ._prepare import Prepared, Prepares, check_prepared
+from ._prepare import Prepares, check_prepared
 from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolStep
@@ -308,7 +308,7 @@ class Session:
         if metadata is None:
             ctx = RunContext(self.agent, self.id, self.history, token)
         else:
-            ctx = RunContext(self.agent, self.id, self.history, token, metadata=_read_only(metadata))
+            ctx = RunContext(self.agent, self.id, self.history, token, metadata=read_only(metadata))
         bus = self.agent.events
         if bus is not None:
             bus.emit(Event("session_start", self.agent.name, self.id, message=msg.text))
@@ -320,7 +320,7 @@ class Session:
         token = ctx.token
         bus = self.agent.events
         if bus is not None:
-            _emit_stop(bus, ctx, result, failure)
+            emit_stop(bus, ctx, result, failure)
         if failure is not None and not isinstance(failure, Exception):
             failure = None  # a suspension (or an exit) is no error of the run's
         try:
@@ -387,7 +387,10 @@ class Session:
                 assert self.agent.prepare is not None
                 prepared = check_prepared(self.agent, self.agent.prepare(ctx))
                 if prepared is not None:
-                    tools, model, prompt = self._prepared(prepares, prepared, tools, model, prompt)
+                    tools = prepares.tools(prepared.tools) if prepared.tools is not None else tools
+                    model = prepared.model if prepared.model is not None else model
+                    if prepared.instructions is not None:
+                        prompt = self._instructions(self.agent.prompt_with(prepared.instructions))
             with_tools = step <= limit and len(tools) > 0
             if step > limit and not limit_hit:
                 limit_hit = True
@@ -508,18 +511,6 @@ class Session:
             return prompt
         return (prompt + "\n\n" if prompt else "") + self._schema.instruction()
 
-    def _prepared(
-        self, prepares: Prepares, prepared: Prepared, tools: ToolRegistry, model: Provider, prompt: str
-    ) -> tuple[ToolRegistry, Provider, str]:
-        """What one model call uses after the agent's ``prepare`` chose ``prepared``."""
-        if prepared.tools is not None:
-            tools = prepares.tools(prepared.tools)
-        if prepared.model is not None:
-            model = prepared.model
-        if prepared.instructions is not None:
-            prompt = self._instructions(self.agent.prompt_with(prepared.instructions))
-        return tools, model, prompt
-
     def _add_user_text(self, text: str) -> None:
         self.history.append(Message.user(text))
 
@@ -542,20 +533,3 @@ class Session:
         tool_ctx.session_id = self.id  # resume() may have given the session another id
         return tool_ctx
 
-
-def _read_only(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
-    if not isinstance(metadata, Mapping):
-        raise TypeError(f"metadata must be a dict (a mapping of names to values), got {type(metadata).__name__}")
-    return types.MappingProxyType(dict(metadata)) if metadata else NO_METADATA
-
-
-def _emit_stop(bus: EventBus, ctx: RunContext, result: Result | None, failure: BaseException | None) -> None:
-    agent = ctx.agent.name
-    if result is not None:
-        bus.emit(Event("session_stop", agent, ctx.session_id, status=result.status, result=result, usage=result.usage,
-                       duration_s=result.duration_s))
-    elif isinstance(failure, RunSuspended):
-        bus.emit(Event("session_stop", agent, ctx.session_id, status="suspended", usage=ctx.usage))
-    else:
-        error = str(failure) if failure is not None else "the run stopped before it finished"
-        bus.emit(Event("session_stop", agent, ctx.session_id, status="failed", error=error, usage=ctx.usage))
