@@ -69,8 +69,8 @@ class Event:
         session_id: the session's id (for sub-agent events, the delegated session's).
         time: when it happened (``time.time()``).
         step: the model call number of the run, from 1 (model and tool events).
-        depth: the delegation depth of the session (0 for a root agent; sub-agent events
-            carry the child's depth, 1 for a task handed out by a root agent).
+        depth: sub-agent events: the child's delegation depth (1 for a task handed out
+            by a root agent); 0 on other events.
         parent_session_id: sub-agent events: the delegating session's id.
         message: ``session_start``: the user message's text; ``subagent_start``: the task.
         request: ``model_start``: the request about to be sent.
@@ -234,13 +234,14 @@ class Subscription:
                 self._cond.wait(left)
             return True
 
-    def _close(self) -> None:
+    def _close(self, deadline: float | None) -> None:
         with self._cond:
             self._closing = True
             self._cond.notify_all()
             worker = self._worker
         if worker is not None and worker is not threading.current_thread():
-            worker.join()
+            # a subscriber without a timeout that is stuck keeps its worker: give up at the deadline
+            worker.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
 
 class EventBus:
@@ -314,15 +315,15 @@ class EventBus:
         return all(sub._drain(deadline) for sub in self._subs)
 
     def close(self, timeout: float | None = 5.0) -> None:
-        """Deliver what is queued (waiting at most ``timeout`` seconds), then stop the
-        workers. Later events are dropped. Safe to call twice."""
+        """Deliver what is queued (waiting at most ``timeout`` seconds in all), then stop
+        the workers. Later events are dropped. Safe to call twice."""
         with self._lock:
             self._closed = True
             subs, self._subs = self._subs, ()
         deadline = None if timeout is None else time.monotonic() + timeout
         for sub in subs:
             sub._drain(deadline)
-            sub._close()
+            sub._close(deadline)
 
     def _remove(self, sub: Subscription) -> None:
         with self._lock:

@@ -208,3 +208,16 @@ def test_every_kind_the_design_names_is_a_kind() -> None:
         "session_start", "session_stop", "model_start", "model_end", "tool_start", "tool_end", "subagent_start",
         "subagent_stop",
     }
+
+
+def test_close_gives_up_on_a_stuck_subscriber_at_its_timeout() -> None:
+    bus = EventBus()
+    release = threading.Event()
+    bus.subscribe("*", lambda e: release.wait(5), timeout=None)
+    Session(Agent("a", provider=ScriptedProvider(["hi"]), events=bus)).run("hello")
+    t0 = time.perf_counter()
+    bus.close(timeout=0.2)
+    took = time.perf_counter() - t0
+    release.set()
+
+    assert took < 1.0
