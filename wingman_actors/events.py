@@ -189,19 +189,7 @@ class Subscription:
                 self._cond.notify()
 
     def _work(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue:
-                    if self._closing or (not self._cond.wait(_IDLE_S) and not self._queue):
-                        self._worker = None
-                        self._busy = False
-                        runner, self._runner = self._runner, None
-                        self._cond.notify_all()
-                        if runner is not None:
-                            runner.stop()
-                        return
-                event = self._queue.popleft()
-                self._busy = True
+        while (event := self._next()) is not None:
             if self.timeout is None:
                 _deliver(self.fn, event)
             else:
@@ -209,6 +197,23 @@ class Subscription:
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
+
+    def _next(self) -> Event | None:
+        """The next event to deliver; None once idle or closing (the worker then exits)."""
+        with self._cond:
+            while not self._queue:
+                if self._closing or (not self._cond.wait(_IDLE_S) and not self._queue):
+                    self._worker = None
+                    runner, self._runner = self._runner, None
+                    self._cond.notify_all()
+                    break
+            else:
+                self._busy = True
+                return self._queue.popleft()
+        if runner is not None:  # idle, so not in a call: it exits at once
+            runner.stop()
+            runner.thread.join()
+        return None
 
     def _call(self, event: Event, timeout: float) -> None:
         runner = self._runner

@@ -178,6 +178,7 @@ def test_a_closed_bus_refuses_subscriptions_and_drops_events() -> None:
 
 
 def test_close_delivers_what_is_queued_then_stops_the_workers() -> None:
+    before = set(threading.enumerate())
     bus = EventBus()
     got: list[str] = []
     bus.subscribe("*", lambda e: (time.sleep(0.01), got.append(e.kind)))
@@ -185,7 +186,7 @@ def test_close_delivers_what_is_queued_then_stops_the_workers() -> None:
     bus.close()
 
     assert got == ["session_start", "model_start", "model_end", "session_stop"]
-    assert not [t for t in threading.enumerate() if t.name.startswith("wingman-events")]
+    assert [t.name for t in threading.enumerate() if t not in before and t.name.startswith("wingman-events")] == []
 
 
 def test_a_cancelled_subscription_gets_no_further_events(bus: EventBus) -> None:
