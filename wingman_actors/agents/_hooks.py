@@ -11,7 +11,7 @@ from typing import Any
 
 from .._interrupts import RunSuspended
 from ..events import Event, EventBus
-from ._middleware import NO_METADATA, RunContext
+from ._middleware import NO_METADATA
 from ._result import Result
 
 __all__ = ["emit_stop", "read_only"]
@@ -24,14 +24,15 @@ def read_only(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
     return types.MappingProxyType(dict(metadata)) if metadata else NO_METADATA
 
 
-def emit_stop(bus: EventBus, ctx: RunContext, result: Result | None, failure: BaseException | None) -> None:
+def emit_stop(
+    bus: EventBus, agent: str, session_id: str, result: Result | None, failure: BaseException | None
+) -> None:
     """The run's ``session_stop`` event: succeeded (or suspended) with its result, or failed."""
-    agent = ctx.agent.name
     if result is not None:
-        bus.emit(Event("session_stop", agent, ctx.session_id, status=result.status, result=result, usage=result.usage,
+        bus.emit(Event("session_stop", agent, session_id, status=result.status, result=result, usage=result.usage,
                        duration_s=result.duration_s))
     elif isinstance(failure, RunSuspended):
-        bus.emit(Event("session_stop", agent, ctx.session_id, status="suspended", usage=ctx.usage))
+        bus.emit(Event("session_stop", agent, session_id, status="suspended"))
     else:
         error = str(failure) if failure is not None else "the run stopped before it finished"
-        bus.emit(Event("session_stop", agent, ctx.session_id, status="failed", error=error, usage=ctx.usage))
+        bus.emit(Event("session_stop", agent, session_id, status="failed", error=error))

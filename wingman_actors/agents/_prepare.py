@@ -22,11 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import AgentError, ErrorKind
 from ..providers._base import Provider
 from ..tools import Tool, ToolRegistry
 from ._agent import Agent
+
+if TYPE_CHECKING:
+    from ._middleware import RunContext
 
 __all__ = ["Prepared", "Prepares"]
 
@@ -70,6 +74,11 @@ class Prepares:
         self._agent = agent
         self._last: tuple[object, ...] | None = None
         self._registry: ToolRegistry | None = None
+
+    def call(self, ctx: RunContext) -> Prepared | None:
+        """What the agent's ``prepare`` chose for the model call ``ctx`` is about to make."""
+        prepare = self._agent.prepare
+        return check_prepared(self._agent, prepare(ctx)) if prepare is not None else None
 
     def tools(self, chosen: Sequence[Tool | str]) -> ToolRegistry:
         """The registry of the tools ``chosen`` names or gives."""

@@ -45,7 +45,7 @@ from ._context_budget import ContextWindow
 from ._hooks import emit_stop, read_only
 from ._middleware import RunContext
 from ._model_calls import infer, infer_stream, traced_infer
-from ._prepare import Prepares, check_prepared
+from ._prepare import Prepares
 from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolStep
@@ -244,7 +244,7 @@ class Session:
             failure = exc
             raise
         finally:
-            self._close(ctx, result, failure)
+            self._close(ctx.token, result, failure)
 
     def run_stream(
         self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
@@ -314,13 +314,12 @@ class Session:
             bus.emit(Event("session_start", self.agent.name, self.id, message=msg.text))
         return ctx, provider, msg
 
-    def _close(self, ctx: RunContext, result: Result | None, failure: BaseException | None) -> None:
+    def _close(self, token: CancelToken, result: Result | None, failure: BaseException | None) -> None:
         """End a run started by :meth:`_open` (``failure``: what it raised, if anything)."""
         spans = self._spans
-        token = ctx.token
         bus = self.agent.events
         if bus is not None:
-            emit_stop(bus, ctx, result, failure)
+            emit_stop(bus, self.agent.name, self.id, result, failure)
         if failure is not None and not isinstance(failure, Exception):
             failure = None  # a suspension (or an exit) is no error of the run's
         try:
@@ -355,7 +354,7 @@ class Session:
             failure = exc
             raise
         finally:
-            self._close(ctx, result, failure)
+            self._close(ctx.token, result, failure)
         return result
 
     def _loop(self, ctx: RunContext, provider: Provider, msg: Message, stream: bool) -> RunGen:
@@ -384,8 +383,7 @@ class Session:
             ctx.step = step
             tools, model, prompt = self._tools, provider, instructions
             if prepares is not None:
-                assert self.agent.prepare is not None
-                prepared = check_prepared(self.agent, self.agent.prepare(ctx))
+                prepared = prepares.call(ctx)
                 if prepared is not None:
                     tools = prepares.tools(prepared.tools) if prepared.tools is not None else tools
                     model = prepared.model if prepared.model is not None else model
