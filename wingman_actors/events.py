@@ -266,6 +266,8 @@ class EventBus:
         self._lock = threading.Lock()
         self._subs: tuple[Subscription, ...] = ()
         self._closed = False
+        self.kinds: frozenset[str] = frozenset()
+        """The kinds some subscriber wants: agents build no event of another kind."""
 
     @property
     def subscriptions(self) -> tuple[Subscription, ...]:
@@ -304,6 +306,7 @@ class EventBus:
             if self._closed:
                 raise RuntimeError("this EventBus is closed; make a new one to subscribe")
             self._subs = (*self._subs, sub)
+            self.kinds = self.kinds | wanted
         return sub
 
     def emit(self, event: Event) -> None:
@@ -325,6 +328,7 @@ class EventBus:
         with self._lock:
             self._closed = True
             subs, self._subs = self._subs, ()
+            self.kinds = frozenset()
         deadline = None if timeout is None else time.monotonic() + timeout
         for sub in subs:
             sub._drain(deadline)
@@ -333,6 +337,7 @@ class EventBus:
     def _remove(self, sub: Subscription) -> None:
         with self._lock:
             self._subs = tuple(s for s in self._subs if s is not sub)
+            self.kinds = frozenset().union(*(s.kinds for s in self._subs))
 
     def __enter__(self) -> EventBus:
         return self

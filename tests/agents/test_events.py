@@ -222,3 +222,14 @@ def test_close_gives_up_on_a_stuck_subscriber_at_its_timeout() -> None:
     release.set()
 
     assert took < 1.0
+
+
+def test_a_bus_knows_the_kinds_its_subscribers_want(bus: EventBus) -> None:
+    first = bus.subscribe("tool_end", print)
+    bus.subscribe(["model_start", "tool_end"], print)
+    assert bus.kinds == {"tool_end", "model_start"}
+
+    first.cancel()
+    assert bus.kinds == {"tool_end", "model_start"}
+    bus.close()
+    assert bus.kinds == frozenset()

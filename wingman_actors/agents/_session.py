@@ -310,7 +310,7 @@ class Session:
         else:
             ctx = RunContext(self.agent, self.id, self.history, token, metadata=read_only(metadata))
         bus = self.agent.events
-        if bus is not None:
+        if bus is not None and "session_start" in bus.kinds:
             bus.emit(Event("session_start", self.agent.name, self.id, message=msg.text))
         return ctx, provider, msg
 
@@ -318,7 +318,7 @@ class Session:
         """End a run started by :meth:`_open` (``failure``: what it raised, if anything)."""
         spans = self._spans
         bus = self.agent.events
-        if bus is not None:
+        if bus is not None and "session_stop" in bus.kinds:
             emit_stop(bus, self.agent.name, self.id, result, failure)
         if failure is not None and not isinstance(failure, Exception):
             failure = None  # a suspension (or an exit) is no error of the run's
@@ -405,7 +405,7 @@ class Session:
                     usage = spent if usage is None else usage + spent
             for mw in mws:
                 request = mw.before_model(ctx, request) or request
-            if bus is not None:
+            if bus is not None and "model_start" in bus.kinds:
                 bus.emit(Event("model_start", self.agent.name, self.id, step=step, request=request))
             t0 = time.perf_counter()
             replayed = scope.next_reply() if scope is not None else None
@@ -417,7 +417,7 @@ class Session:
                 response = yield from infer_stream(model, request, ctx.token)
             else:
                 response = infer(model, request, ctx.token)
-            if bus is not None:
+            if bus is not None and "model_end" in bus.kinds:
                 bus.emit(Event("model_end", self.agent.name, self.id, step=step, response=response,
                                usage=response.usage, duration_s=time.perf_counter() - t0))
             if scope is not None and replayed is None:

@@ -71,7 +71,7 @@ class ToolStep:
                 if got is not None:
                     call = got
             planned.append((call, short))
-            if bus is not None:
+            if bus is not None and "tool_start" in bus.kinds:
                 bus.emit(Event("tool_start", self.agent.name, ctx.session_id, step=step, call=call))
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_START, block=call)
@@ -115,7 +115,7 @@ class ToolStep:
             for mw in self.agent.middleware:
                 block = mw.after_tool(ctx, call, block) or block
             outcomes[i] = (block, duration, children)
-            if bus is not None:
+            if bus is not None and "tool_end" in bus.kinds:
                 bus.emit(Event("tool_end", self.agent.name, ctx.session_id, step=step, call=call, result=block,
                                duration_s=duration))
             if stream:

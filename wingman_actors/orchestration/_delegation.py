@@ -258,8 +258,9 @@ class DelegateTool:
             group.check()  # a sibling failed, or the delegating run stopped, before this task started
             session = Session(agent, work_dir=ctx.work_dir, history=history)
             for bus in frame.buses:
-                bus.emit(Event("subagent_start", task.agent, session.id, depth=frame.depth,
-                               parent_session_id=ctx.session_id or None, message=task.task))
+                if "subagent_start" in bus.kinds:
+                    bus.emit(Event("subagent_start", task.agent, session.id, depth=frame.depth,
+                                   parent_session_id=ctx.session_id or None, message=task.task))
             with session:
                 result = session.run(Message.user(task.task, sender=self.owner), parent_token=group)
         except AgentError as exc:
@@ -275,9 +276,10 @@ class DelegateTool:
         if session is not None:
             status = "succeeded" if run.result is not None else "failed"
             for bus in frame.buses:
-                bus.emit(Event("subagent_stop", run.agent, session.id, depth=run.depth,
-                               parent_session_id=ctx.session_id or None, result=run.result, status=status,
-                               error=run.error, usage=run.usage))
+                if "subagent_stop" in bus.kinds:
+                    bus.emit(Event("subagent_stop", run.agent, session.id, depth=run.depth,
+                                   parent_session_id=ctx.session_id or None, result=run.result, status=status,
+                                   error=run.error, usage=run.usage))
         return run
 
 
