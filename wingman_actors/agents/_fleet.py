@@ -26,7 +26,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, wait
 from pathlib import Path
 from typing import Any, TypeVar, cast, overload
@@ -55,7 +55,9 @@ class Task:
         message: the user message the task's session runs.
         work_dir: the session's working directory (default: the current directory).
         instructions: replaces the agent's instructions for this task only.
-        data: anything; handed back untouched on the task's :class:`FleetResult`.
+        data: anything; handed back untouched on the task's :class:`FleetResult`, and the
+            metadata of the task's run (``RunContext.metadata``, ``ToolContext.metadata``):
+            a dict as it is, any other value as ``{"data": value}``.
     """
 
     message: str
@@ -422,13 +424,14 @@ class Fleet:
                 result = self._run_session(index, task, None, None, token)
             else:
                 data = task.data
-                result = self._run_session(index, task.message, task.work_dir, task.instructions, token)
+                result = self._run_session(index, task.message, task.work_dir, task.instructions, token, data)
         except (Exception, RunSuspended) as exc:  # RunSuspended: interrupt() in a journalled formation's item
             error = exc
         return _fleet_result(index, f"{self.agent.name}-{index}", result, error, data, time.perf_counter() - started)
 
     def _run_session(
-        self, index: int, message: str, work_dir: str | Path | None, instructions: str | None, token: CancelToken
+        self, index: int, message: str, work_dir: str | Path | None, instructions: str | None, token: CancelToken,
+        data: Any = None,
     ) -> Result:
         reason = self._cancel_reason
         if reason is not None:
@@ -436,7 +439,11 @@ class Fleet:
         agent = self.agent if instructions is None else self.agent.with_overrides(instructions=instructions)
         session = Session(agent, work_dir=work_dir)
         try:
-            return session.run(message, timeout=self.timeout, parent_token=token)
+            if data is None:
+                return session.run(message, timeout=self.timeout, parent_token=token)
+            # The task's data is the run's metadata (a non-mapping value as {"data": value}).
+            metadata = data if isinstance(data, Mapping) else {"data": data}
+            return session.run(message, timeout=self.timeout, parent_token=token, metadata=metadata)
         finally:
             session.close()
 

@@ -15,6 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from ..core import ContentBlock, StreamEvent, StreamEventType, Usage
 from ..errors import AgentError, ErrorKind, ToolError
+from ..events import Event
 from ..integrations import otel
 from ..tools import ToolContext, ToolRegistry
 from ._agent import Agent
@@ -58,6 +59,7 @@ class ToolStep:
         """Run ``uses``; append to ``calls`` and ``trace``; return the result blocks in call
         order. Streams ``tool_start`` / ``tool_end`` events when ``stream``."""
         planned: list[tuple[ContentBlock, ContentBlock | None]] = []
+        bus = self.agent.events
         for use in uses:
             call = use
             short: ContentBlock | None = None
@@ -69,6 +71,8 @@ class ToolStep:
                 if got is not None:
                     call = got
             planned.append((call, short))
+            if bus is not None and "tool_start" in bus.kinds:
+                bus.emit(Event("tool_start", self.agent.name, ctx.session_id, step=step, call=call))
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_START, block=call)
         outcomes: list[_Outcome | None] = [None] * len(planned)
@@ -111,6 +115,9 @@ class ToolStep:
             for mw in self.agent.middleware:
                 block = mw.after_tool(ctx, call, block) or block
             outcomes[i] = (block, duration, children)
+            if bus is not None and "tool_end" in bus.kinds:
+                bus.emit(Event("tool_end", self.agent.name, ctx.session_id, step=step, call=call, result=block,
+                               duration_s=duration))
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_END, block=block, duration_s=duration)
         for i, (call, _) in enumerate(planned):

@@ -39,8 +39,8 @@ __all__ = ["ProviderCache", "ServerContext"]
 _PLACEHOLDER_KEY = "validation-only-placeholder"
 _SERVER_TOOLS: dict[str, Tool] = {"ask_human": ask_human}
 """Tools a stored agent may name beside the built-in ones: ``ask_human`` suspends a formation
-run until ``POST /runs/{id}/resume`` answers it (in a session message it answers the model
-with an error, as there is no run to suspend)."""
+run until ``POST /runs/{id}/resume`` answers it, and a session message until
+``POST /sessions/{id}/resume`` does (a streamed message answers the model with an error)."""
 TOOL_NAMES = (*BUILTIN_TOOL_NAMES, *_SERVER_TOOLS)
 """Every tool name a stored agent may list."""
 _AUTH_HINT = 'PUT /provider/auth {{"providers": {{"{p}": {{"type": "api_key", "key": "..."}}}}}}'
@@ -198,10 +198,11 @@ class ServerContext:
         self, session_id: str, agent: Agent, work_dir: str, history: list[Message]
     ) -> Iterator[Session]:
         """A :class:`Session` on the stored history, reachable by :meth:`abort` while open,
-        closed (tool resources released) afterwards."""
+        closed (tool resources released) afterwards. It suspends in the run journal when a
+        tool asks a person (``ask_human``, ``interrupt()``)."""
         guard = _AbortGuard()
         session = Session(agent.with_overrides(middleware=(guard, *agent.middleware)), work_dir=work_dir,
-                          history=history, id=session_id)
+                          history=history, id=session_id, store=self.journal)
         entry = (session, guard)
         with self._locks_guard:
             self._live.setdefault(session_id, set()).add(entry)

@@ -22,7 +22,7 @@ from ._schemas import ErrorOut
 __all__ = ["install_openapi"]
 
 _ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
-_RUN_SUFFIXES = ("/message", "/message/stream", "/run", "/run/stream", "/runs/{id}/resume")
+_RUN_SUFFIXES = ("/message", "/message/stream", "/run", "/run/stream", "/runs/{id}/resume", "/sessions/{id}/resume")
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -55,6 +55,10 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     elif path == "/formations/{id}" and method == "put":
         out["409"] = _error("Formations that nest this one would no longer validate with the new declaration "
                             "(`kind: in_use`; `used_by` lists their ids, `problems` what breaks): change them first.")
+    elif path == "/sessions/{id}/resume":
+        out["409"] = _error("The session is not waiting for an answer (`kind: not_suspended`), its wait expired or "
+                            "it was answered already (`kind: not_resumable`), or it waits for another agent "
+                            "(`kind: mismatch`).")
     elif path == "/formations/{id}/run":
         out["409"] = _error("The run was cancelled (POST /runs/{id}/cancel) before it finished (`kind: cancelled`, "
                             "with `run_id`).")

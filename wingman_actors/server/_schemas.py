@@ -31,6 +31,7 @@ __all__ = [
     "FormationRunIn",
     "MessageIn",
     "MessageOut",
+    "SessionResumeIn",
     "ProviderAuthOut",
     "ProviderOut",
     "RunOut",
@@ -212,6 +213,13 @@ class MessageIn(_In):
     message: str = Field(min_length=1)
 
 
+class SessionResumeIn(_In):
+    """``POST /sessions/{id}/resume``."""
+
+    agent_id: str = Field(min_length=1, description="the agent that was running when the session was suspended")
+    answer: Any = Field(description="what the pending interrupt() (or ask_human) returns: any JSON")
+
+
 class AbortOut(BaseModel):
     """``POST /sessions/{id}/abort``: how many runs in flight were cancelled."""
 
@@ -242,6 +250,11 @@ class MessageOut(BaseModel):
     delegations: list[DelegationOut] = Field(
         default_factory=list, description="the delegation tree: runs the agent's delegate calls started, in order"
     )
+    status: Literal["succeeded", "suspended"] = Field(
+        default="succeeded",
+        description="suspended: a tool asked a person (ask_human, interrupt()); answer with "
+                    "POST /sessions/{id}/resume. Nothing of a suspended message is kept in the history until then.")
+    interrupt: Any = Field(default=None, description="a suspended message's question: the interrupt's payload")
 
 
 # -- fleets ----------------------------------------------------------------------------

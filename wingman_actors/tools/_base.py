@@ -18,7 +18,7 @@ import json
 import re
 import threading
 import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
 
@@ -39,6 +39,7 @@ __all__ = [
     "tool",
 ]
 
+_NO_METADATA: Mapping[str, Any] = types.MappingProxyType({})
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -49,11 +50,21 @@ class ToolContext:
         work_dir: the session's working directory (file tools are confined to it).
         token: the run's cancel token, if any (check it in long loops).
         state: per-session storage for tools (e.g. the persistent bash shell).
+        agent: the name of the agent whose session calls the tool ("" outside a session).
+        session_id: that session's id ("" outside a session).
+        metadata: the run's metadata (``Session.run(message, metadata={...})``, a fleet
+            task's ``data``), read-only; empty when none was given.
     """
 
-    def __init__(self, work_dir: str | Path | None = None, *, token: CancelToken | None = None) -> None:
+    def __init__(
+        self, work_dir: str | Path | None = None, *, token: CancelToken | None = None, agent: str = "",
+        session_id: str = "", metadata: Mapping[str, Any] | None = None,
+    ) -> None:
         self.work_dir = Path(work_dir or Path.cwd()).resolve()
         self.token = token
+        self.agent = agent
+        self.session_id = session_id
+        self.metadata: Mapping[str, Any] = metadata if metadata is not None else _NO_METADATA
         self.state: dict[str, Any] = {}
         self._closers: list[Callable[[], None]] = []
         self._lock = threading.Lock()
