@@ -1,4 +1,4 @@
-"""The Anthropic provider: Claude models through the official ``anthropic`` SDK (sync client).
+"""The Anthropic provider: Claude models through the official ``anthropic`` SDK.
 
 The SDK's own retries are off (``max_retries=0``): :class:`BaseProvider` retries with the one
 :class:`~wingman_actors.providers._retry.RetryPolicy`. SDK failures become :class:`AgentError`:
@@ -12,9 +12,9 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
-import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, Required, TypedDict, cast
 
@@ -23,6 +23,7 @@ from pydantic import Field
 from .._extras import require
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Message, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
+from ._abort import ClientPool, Lease, remaining_timeout
 from ._base import BaseProvider, ProviderOptions, ResponseBuilder
 from ._http import kind_for_status, parse_retry_after
 
@@ -43,6 +44,11 @@ with require("anthropic", "the anthropic provider"):
 
 if TYPE_CHECKING:
     from anthropic.types import MessageParam, ToolParam
+
+# The HTTP library the SDK is built on: httpx (SDK 1.x) or its fork httpx2 (SDK 2.x).
+_HTTP = importlib.import_module(
+    next(c for c in anthropic.DefaultHttpxClient.__mro__ if c.__name__ == "Client").__module__.split(".")[0]
+)
 
 __all__ = ["DEFAULT_MODEL", "AnthropicOptions", "AnthropicProvider", "build_anthropic", "to_anthropic_messages"]
 
@@ -112,32 +118,27 @@ class AnthropicProvider(BaseProvider):
                 provider=_ID,
             )
         self._api_key = api_key
-        self._client: anthropic.Anthropic | None = None
-        self._lock = threading.Lock()
+        self._base_url = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+        # A client of the SDK's HTTP library lent per request (closed by a cancel), each
+        # with its SDK client built on it.
+        self._pool = ClientPool(self._base_url, opts.timeout, http=_HTTP, factory=anthropic.DefaultHttpxClient)
 
-    @property
-    def client(self) -> anthropic.Anthropic:
-        """The SDK client, created on first use (and again after :meth:`close`)."""
-        with self._lock:
-            if self._client is None:
-                self._client = anthropic.Anthropic(
-                    api_key=self._api_key,
-                    base_url=self.options.base_url,
-                    timeout=self.options.timeout,
-                    max_retries=0,
-                )
-            return self._client
+    def _sdk(self, lease: Lease) -> anthropic.Anthropic:
+        """The SDK client of ``lease`` (made on its first request)."""
+        if lease.sdk is None:
+            lease.sdk = anthropic.Anthropic(
+                api_key=self._api_key, base_url=self._base_url, timeout=self.options.timeout,
+                max_retries=0, http_client=lease.client,
+            )
+        client: anthropic.Anthropic = lease.sdk
+        return client
 
     def close(self) -> None:
-        """Close the SDK client and its connection pool; a later call opens a new one."""
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        """Close the SDK clients and their connections; a later call opens new ones."""
+        self._pool.close()
 
     def _where(self) -> str:
-        client = self._client
-        return str(client.base_url) if client is not None else (self.options.base_url or "the Anthropic API")
+        return self._base_url
 
     def _create_args(self, request: InferenceRequest) -> _CreateArgs:
         args: _CreateArgs = {
@@ -164,7 +165,9 @@ class AnthropicProvider(BaseProvider):
 
     def _infer(self, request: InferenceRequest) -> InferenceResponse:
         try:
-            message = self.client.messages.create(**self._create_args(request))
+            with self._pool.lease() as lease:
+                timeout = remaining_timeout(self.options.timeout)
+                message = self._sdk(lease).messages.create(**self._create_args(request), timeout=timeout)
         except Exception as exc:
             self._raise_mapped(exc)
         return _from_message(message)
@@ -172,13 +175,15 @@ class AnthropicProvider(BaseProvider):
     def _stream(self, request: InferenceRequest) -> Iterator[StreamEvent]:
         stream: anthropic.Stream[RawMessageStreamEvent] | None = None
         try:
-            stream = self.client.messages.create(**self._create_args(request), stream=True)
-            yield from _events(stream, ResponseBuilder(_ID, self.model))
+            with self._pool.lease() as lease:
+                timeout = remaining_timeout(self.options.timeout)
+                stream = self._sdk(lease).messages.create(**self._create_args(request), stream=True, timeout=timeout)
+                try:
+                    yield from _events(stream, ResponseBuilder(_ID, self.model))
+                finally:
+                    stream.close()
         except Exception as exc:
             self._raise_mapped(exc)
-        finally:
-            if stream is not None:
-                stream.close()
 
     def _raise_mapped(self, exc: Exception) -> NoReturn:
         """Raise the :class:`AgentError` for an SDK or transport failure; re-raise anything else."""

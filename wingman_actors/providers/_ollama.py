@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ._base import BaseProvider, ProviderOptions, ResponseBuilder, tool_arguments
-from ._http import HttpClientHolder, open_stream, post_json
+from ._http import ClientPool, open_stream, post_json
 
 __all__ = ["OllamaOptions", "OllamaProvider", "build_ollama"]
 
@@ -69,7 +69,7 @@ class OllamaProvider(BaseProvider):
         self.ollama_options = options
         env_host = os.environ.get("OLLAMA_HOST", "").strip()
         self.base_url = options.base_url or (_host_url(env_host) if env_host else DEFAULT_BASE_URL)
-        self._http = HttpClientHolder(self.base_url, options.timeout)
+        self._http = ClientPool(self.base_url, options.timeout)
 
     # -- request -------------------------------------------------------------------
 

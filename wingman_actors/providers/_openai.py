@@ -28,7 +28,7 @@ from httpx_sse import EventSource
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ._base import BaseProvider, ProviderOptions, ResponseBuilder, tool_arguments
-from ._http import HttpClientHolder, open_stream, post_json
+from ._http import ClientPool, open_stream, post_json
 
 __all__ = ["OpenAIOptions", "OpenAIProvider", "build_openai"]
 
@@ -79,7 +79,7 @@ class OpenAIProvider(BaseProvider):
                 provider=self.id,
             )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = HttpClientHolder(self.base_url, options.timeout, headers)
+        self._http = ClientPool(self.base_url, options.timeout, headers)
 
     # -- request -------------------------------------------------------------------
 

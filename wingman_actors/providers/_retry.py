@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .._cancel import current_token
+from .._cancel import CancelToken, current_token
 from ..errors import AgentError
 
-__all__ = ["RetryPolicy"]
+__all__ = ["RetryPolicy", "stopped"]
 
 T = TypeVar("T")
 log = logging.getLogger("wingman_actors.providers")
@@ -56,6 +56,8 @@ class RetryPolicy:
             try:
                 return fn()
             except AgentError as exc:
+                if token is not None and (token.cancelled or token.expired):
+                    stopped(token, exc)  # the run ended it (a closed request): say so
                 attempt += 1
                 if not exc.retryable or attempt > self.max_retries:
                     raise
@@ -68,3 +70,12 @@ class RetryPolicy:
                     token.sleep(wait)
                 else:
                     time.sleep(wait)
+
+
+def stopped(token: CancelToken, cause: BaseException) -> None:
+    """Raise the run's cancel or timeout error from ``cause`` if ``token`` says the run
+    must stop (a request the cancel closed fails as a network error: this names why)."""
+    try:
+        token.check()
+    except AgentError as stop:
+        raise stop from cause

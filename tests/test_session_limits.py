@@ -1,0 +1,225 @@
+"""Limits that hold for agents: ``Session.run(timeout=)``, ``Session.cancel()``, an agent
+node's ``timeout`` and a run's cancel return within 0.1 s while a tool is stuck or a
+provider request hangs; the stuck tool call is abandoned, the request closed (seen closed
+by the loopback server that never answered it)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.loopback import LoopbackServer, Reply
+from wingman_actors import Agent, Formation, Session, tool
+from wingman_actors.core import InferenceResponse
+from wingman_actors.errors import AgentError, ErrorKind, FormationRuntimeError
+from wingman_actors.providers._anthropic import build_anthropic
+from wingman_actors.providers._base import BaseProvider
+from wingman_actors.providers._ollama import build_ollama
+from wingman_actors.providers._openai import build_openai
+from wingman_actors.testing import ScriptedProvider
+
+# The promise is 0.1 s; a shared CI machine gets some slack, but a run that waits for the
+# stuck tool or the hung request (10 s) fails every bound.
+LIMIT = 0.1
+SLACK = 0.4
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    """Set when the test ends: the stuck tools return then, so no thread outlives the test."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+@pytest.fixture
+def stuck(release: threading.Event) -> Any:
+    @tool
+    def wait_forever() -> str:
+        """Never returns (within the test)."""
+        release.wait(10)
+        return "too late"
+
+    return wait_forever
+
+
+def tool_calls(count: int) -> InferenceResponse:
+    return InferenceResponse.of_tool_calls([(f"c{i}", "wait_forever", {}) for i in range(count)])
+
+
+def cancel_later(session: Session, after: float) -> tuple[threading.Timer, list[float]]:
+    at: list[float] = []
+
+    def cancel() -> None:
+        at.append(time.perf_counter())
+        session.cancel("stop")
+
+    timer = threading.Timer(after, cancel)
+    timer.start()
+    return timer, at
+
+
+# --- stuck tools -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_cancel_returns_at_once_while_tools_are_stuck(stuck: Any, count: int) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(count), "never"]), tools=[stuck]))
+    timer, at = cancel_later(session, 0.2)
+    with pytest.raises(AgentError) as info:
+        session.run("go")
+    returned = time.perf_counter()
+    timer.join()
+    assert info.value.kind is ErrorKind.CANCELLED
+    assert returned - at[0] < LIMIT + SLACK
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_run_timeout_holds_while_tools_are_stuck(stuck: Any, count: int) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(count), "never"]), tools=[stuck]))
+    t0 = time.perf_counter()
+    with pytest.raises(AgentError) as info:
+        session.run("go", timeout=0.3)
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+
+
+def test_the_timeout_error_says_how_long_the_run_really_took(stuck: Any) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(1), "never"]), tools=[stuck]))
+    with pytest.raises(AgentError, match=r"timed out after 0\.2s \(it ran \d+\.\d\ds\)"):
+        session.run("go", timeout=0.2)
+
+
+def test_an_abandoned_tool_call_is_logged_once(stuck: Any, caplog: pytest.LogCaptureFixture) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(1), "never"]), tools=[stuck]))
+    with caplog.at_level(logging.WARNING, logger="wingman_actors.agents"), pytest.raises(AgentError):
+        session.run("go", timeout=0.2)
+    abandoned = [r for r in caplog.records if "abandoned" in r.getMessage()]
+    assert len(abandoned) == 1
+    assert "wait_forever" in abandoned[0].getMessage()
+
+
+def test_the_session_runs_again_at_once_after_abandoning_a_stuck_tool(stuck: Any) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(1), "again"]), tools=[stuck]))
+    with pytest.raises(AgentError):
+        session.run("go", timeout=0.2)
+    t0 = time.perf_counter()
+    assert session.run("once more").response == "again"
+    assert time.perf_counter() - t0 < 1
+
+
+# --- hanging providers -------------------------------------------------------------------
+
+Build = Callable[[str], BaseProvider]
+PROVIDERS: dict[str, Build] = {
+    "openai": lambda url: build_openai({"model": "m", "base_url": f"{url}/v1", "api_key": "k"}),
+    "ollama": lambda url: build_ollama({"model": "m", "base_url": url}),
+    "anthropic": lambda url: build_anthropic({"model": "claude-test-model", "base_url": url, "api_key": "k"}),
+}
+
+
+@pytest.fixture(params=sorted(PROVIDERS))
+def hanging(request: pytest.FixtureRequest, loopback: LoopbackServer) -> Iterator[BaseProvider]:
+    """A provider whose every request the loopback server reads and never answers."""
+    loopback.handler = lambda _req: Reply.never()
+    provider = PROVIDERS[request.param](loopback.url)
+    yield provider
+    provider.close()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_run_timeout_closes_a_provider_request_that_never_answers(
+    hanging: BaseProvider, loopback: LoopbackServer, stream: bool
+) -> None:
+    session = Session(Agent("a", provider=hanging))
+    t0 = time.perf_counter()
+    with pytest.raises(AgentError) as info:
+        if stream:
+            list(session.run_stream("hi", timeout=0.3))
+        else:
+            session.run("hi", timeout=0.3)
+    assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert loopback.wait_closed(1, timeout=2)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_cancel_closes_a_provider_request_that_never_answers(
+    hanging: BaseProvider, loopback: LoopbackServer, stream: bool
+) -> None:
+    session = Session(Agent("a", provider=hanging))
+    timer, at = cancel_later(session, 0.2)
+    with pytest.raises(AgentError) as info:
+        if stream:
+            list(session.run_stream("hi"))
+        else:
+            session.run("hi")
+    returned = time.perf_counter()
+    timer.join()
+    assert info.value.kind is ErrorKind.CANCELLED
+    assert returned - at[0] < LIMIT + SLACK
+    assert loopback.wait_closed(1, timeout=2)
+    assert loopback.closed_at[0] - at[0] < 1  # closed by the cancel, not by a timeout
+
+
+def test_cancel_closes_a_stream_that_stops_midway(loopback: LoopbackServer) -> None:
+    first = {"choices": [{"index": 0, "delta": {"content": "Hel"}}]}
+    loopback.handler = lambda _req: Reply(200, iter([f"data: {__import__('json').dumps(first)}\n\n".encode()]),
+                                          {"content-type": "text/event-stream"}, hang=True)
+    provider = PROVIDERS["openai"](loopback.url)
+    try:
+        session = Session(Agent("a", provider=provider))
+        timer, at = cancel_later(session, 0.3)
+        with pytest.raises(AgentError) as info:
+            list(session.run_stream("hi"))
+        returned = time.perf_counter()
+        timer.join()
+    finally:
+        provider.close()
+    assert info.value.kind is ErrorKind.CANCELLED
+    assert returned - at[0] < LIMIT + SLACK
+    assert loopback.wait_closed(1, timeout=2)
+
+
+# --- formations -------------------------------------------------------------------------
+
+
+def test_an_agent_node_timeout_closes_a_request_that_never_answers(loopback: LoopbackServer) -> None:
+    loopback.handler = lambda _req: Reply.never()
+    provider = PROVIDERS["openai"](loopback.url)
+    try:
+        formation = Formation("f").add_agent("ask", Agent("a", provider=provider), timeout=0.3, retries=0)
+        t0 = time.perf_counter()
+        with pytest.raises(FormationRuntimeError):
+            formation.run("hi")
+        assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+        assert loopback.wait_closed(1, timeout=2)
+    finally:
+        provider.close()
+
+
+def test_a_cancelled_run_frees_its_agent_node_stuck_in_a_tool(stuck: Any) -> None:
+    provider = ScriptedProvider([tool_calls(1), "first", "second"])
+    formation = Formation("f").add_agent("ask", Agent("a", provider=provider, tools=[stuck]))
+    with formation.start() as running:
+        first = running.submit("one")
+        time.sleep(0.2)  # the node is in the stuck tool
+        assert first.cancel()
+        t0 = time.perf_counter()
+        assert running.submit("two").result(timeout=5).output == "first"
+        assert time.perf_counter() - t0 < LIMIT + SLACK
+
+
+def test_a_fleet_node_timeout_holds_while_its_tools_are_stuck(stuck: Any) -> None:
+    provider = ScriptedProvider([tool_calls(1)] * 2)
+    agent = Agent("a", provider=provider, tools=[stuck])
+    formation = Formation("f").add_fleet("each", agent, timeout=0.3, retries=0)
+    t0 = time.perf_counter()
+    with pytest.raises(FormationRuntimeError):
+        formation.run(["x", "y"])
+    assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
