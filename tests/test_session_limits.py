@@ -6,6 +6,8 @@ by the loopback server that never answered it)."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -223,3 +225,28 @@ def test_a_fleet_node_timeout_holds_while_its_tools_are_stuck(stuck: Any) -> Non
     with pytest.raises(FormationRuntimeError):
         formation.run(["x", "y"])
     assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+
+
+def test_an_abandoned_tool_call_does_not_delay_interpreter_exit() -> None:
+    script = """
+import time
+from wingman_actors import Agent, Session, tool
+from wingman_actors.core import InferenceResponse
+from wingman_actors.testing import ScriptedProvider
+
+@tool
+def stuck() -> str:
+    '''Sleeps.'''
+    time.sleep(30)
+    return "late"
+
+agent = Agent("a", provider=ScriptedProvider([InferenceResponse.of_tool_calls([("c", "stuck", {})])]), tools=[stuck])
+try:
+    Session(agent).run("go", timeout=0.2)
+except Exception as exc:
+    print(type(exc).__name__)
+"""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
+    assert done.stdout.strip() == "AgentError", done.stderr
+    assert time.perf_counter() - t0 < 10
