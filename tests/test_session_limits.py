@@ -54,6 +54,23 @@ def tool_calls(count: int) -> InferenceResponse:
     return InferenceResponse.of_tool_calls([(f"c{i}", "wait_forever", {}) for i in range(count)])
 
 
+def cancel_once_requested(session: Session, loopback: LoopbackServer) -> tuple[threading.Thread, list[float]]:
+    """Cancel ``session`` once the server has read its request (so there is one to close)."""
+    at: list[float] = []
+
+    def cancel() -> None:
+        deadline = time.monotonic() + 5
+        while not loopback.requests and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.05)
+        at.append(time.perf_counter())
+        session.cancel("stop")
+
+    thread = threading.Thread(target=cancel)
+    thread.start()
+    return thread, at
+
+
 def cancel_later(session: Session, after: float) -> tuple[threading.Timer, list[float]]:
     at: list[float] = []
 
@@ -155,7 +172,7 @@ def test_cancel_closes_a_provider_request_that_never_answers(
     hanging: BaseProvider, loopback: LoopbackServer, stream: bool
 ) -> None:
     session = Session(Agent("a", provider=hanging))
-    timer, at = cancel_later(session, 0.2)
+    timer, at = cancel_once_requested(session, loopback)
     with pytest.raises(AgentError) as info:
         if stream:
             list(session.run_stream("hi"))
@@ -176,7 +193,7 @@ def test_cancel_closes_a_stream_that_stops_midway(loopback: LoopbackServer) -> N
     provider = PROVIDERS["openai"](loopback.url)
     try:
         session = Session(Agent("a", provider=provider))
-        timer, at = cancel_later(session, 0.3)
+        timer, at = cancel_once_requested(session, loopback)
         with pytest.raises(AgentError) as info:
             list(session.run_stream("hi"))
         returned = time.perf_counter()

@@ -24,11 +24,13 @@ from typing import Any
 import httpx
 
 from .._cancel import current_token
+from ._aio import AsyncClients
 
 __all__ = ["ClientPool", "Lease", "remaining_timeout", "request_timeout"]
 
 _CONNECT_TIMEOUT = 10.0
 _MAX_IDLE = 32  # idle clients (each with its keep-alive connection) a provider keeps
+_MAX_ASYNC_CONNECTIONS = 1000  # an async client's, over all its requests in flight
 
 
 def remaining_timeout(own: float) -> float:
@@ -144,13 +146,36 @@ class ClientPool:
         self._lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None  # made once: certificates load slowly
         self._epoch = 0
+        # The async path needs no client per request: cancelling a task closes its request.
+        self._async = AsyncClients(self._make_async)
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        with self._lock:
+            if self._ssl is None:
+                self._ssl = self._http.create_ssl_context()
+            return self._ssl
+
+    def _make_async(self) -> Any:
+        http = self._http
+        return http.AsyncClient(
+            base_url=self.base_url,
+            timeout=http.Timeout(self.timeout, connect=min(self.timeout, _CONNECT_TIMEOUT)),
+            headers=self.headers,
+            limits=http.Limits(max_connections=_MAX_ASYNC_CONNECTIONS, max_keepalive_connections=_MAX_IDLE * 4),
+            verify=self._ssl_context(),
+        )
+
+    def async_client(self) -> Any:
+        """The running event loop's async client (of the same library, headers and timeout)."""
+        return self._async.get()
+
+    async def aclose(self) -> None:
+        """Close the running event loop's async client."""
+        await self._async.aclose()
 
     def _make(self, hooks: dict[str, Any]) -> Any:
         http = self._http
-        with self._lock:
-            if self._ssl is None:
-                self._ssl = http.create_ssl_context()
-            verify = self._ssl
+        verify = self._ssl_context()
         return self._factory(
             base_url=self.base_url,
             timeout=http.Timeout(self.timeout, connect=min(self.timeout, _CONNECT_TIMEOUT)),
@@ -184,9 +209,10 @@ class ClientPool:
                 lease.client.close()
 
     def close(self) -> None:
-        """Close the idle clients; those lent out are closed when given back."""
+        """Close the idle clients (those lent out are closed when given back) and the async ones."""
         with self._lock:
             idle, self._idle = self._idle, []
             self._epoch += 1
         for lease in idle:
             lease.client.close()
+        self._async.close()

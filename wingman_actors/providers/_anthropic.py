@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, Required, TypedDict, cast
 
 from pydantic import Field
@@ -24,6 +24,7 @@ from .._extras import require
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Message, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ._abort import ClientPool, Lease, remaining_timeout
+from ._aio import AsyncClients
 from ._base import BaseProvider, ProviderOptions, ResponseBuilder
 from ._http import kind_for_status, parse_retry_after
 
@@ -122,6 +123,16 @@ class AnthropicProvider(BaseProvider):
         # A client of the SDK's HTTP library lent per request (closed by a cancel), each
         # with its SDK client built on it.
         self._pool = ClientPool(self._base_url, opts.timeout, http=_HTTP, factory=anthropic.DefaultHttpxClient)
+        # The async path: one AsyncAnthropic per event loop (cancelling a task closes its request).
+        self._async = AsyncClients(self._make_async, _close_async)
+
+    def _make_async(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=self._api_key, base_url=self._base_url, timeout=self.options.timeout, max_retries=0,
+            http_client=anthropic.DefaultAsyncHttpxClient(
+                limits=_HTTP.Limits(max_connections=1000, max_keepalive_connections=128)
+            ),
+        )
 
     def _sdk(self, lease: Lease) -> anthropic.Anthropic:
         """The SDK client of ``lease`` (made on its first request)."""
@@ -136,6 +147,11 @@ class AnthropicProvider(BaseProvider):
     def close(self) -> None:
         """Close the SDK clients and their connections; a later call opens new ones."""
         self._pool.close()
+        self._async.close()
+
+    async def aclose(self) -> None:
+        """Close the running event loop's async SDK client."""
+        await self._async.aclose()
 
     def _where(self) -> str:
         return self._base_url
@@ -179,9 +195,35 @@ class AnthropicProvider(BaseProvider):
                 timeout = remaining_timeout(self.options.timeout)
                 stream = self._sdk(lease).messages.create(**self._create_args(request), stream=True, timeout=timeout)
                 try:
-                    yield from _events(stream, ResponseBuilder(_ID, self.model))
+                    mapper = _EventMapper(ResponseBuilder(_ID, self.model))
+                    for event in stream:
+                        yield from mapper.feed(event)
+                    mapper.end()
                 finally:
                     stream.close()
+        except Exception as exc:
+            self._raise_mapped(exc)
+
+    async def _ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        try:
+            timeout = remaining_timeout(self.options.timeout)
+            message = await self._async.get().messages.create(**self._create_args(request), timeout=timeout)
+        except Exception as exc:
+            self._raise_mapped(exc)
+        return _from_message(message)
+
+    async def _astream(self, request: InferenceRequest) -> AsyncGenerator[StreamEvent, None]:
+        try:
+            timeout = remaining_timeout(self.options.timeout)
+            stream = await self._async.get().messages.create(**self._create_args(request), stream=True, timeout=timeout)
+            try:
+                mapper = _EventMapper(ResponseBuilder(_ID, self.model))
+                async for event in stream:
+                    for mapped in mapper.feed(event):
+                        yield mapped
+                mapper.end()
+            finally:
+                await stream.close()
         except Exception as exc:
             self._raise_mapped(exc)
 
@@ -193,19 +235,28 @@ class AnthropicProvider(BaseProvider):
         raise mapped from exc
 
 
-def _events(stream: anthropic.Stream[RawMessageStreamEvent], b: ResponseBuilder) -> Iterator[StreamEvent]:
-    """Map the SDK's raw stream events onto :class:`StreamEvent` (dispatching on ``type``,
-    since the SDK builds unknown event types into whatever model fits)."""
-    start, finished = Usage(), False
-    for event in stream:
+class _EventMapper:
+    """Maps the SDK's raw stream events onto :class:`StreamEvent`, one at a time (for the
+    sync and the async stream alike), dispatching on ``type``: the SDK builds unknown
+    event types into whatever model fits."""
+
+    __slots__ = ("b", "finished", "start")
+
+    def __init__(self, b: ResponseBuilder) -> None:
+        self.b = b
+        self.start = Usage()
+        self.finished = False
+
+    def feed(self, event: RawMessageStreamEvent) -> Iterator[StreamEvent]:
+        b = self.b
         kind = getattr(event, "type", None)
-        if finished:
-            continue
+        if self.finished:
+            return
         if kind == "message_start" and isinstance(event, RawMessageStartEvent):
             b.model = event.message.model or b.model
             u = event.message.usage
-            start = _usage(u.input_tokens, u.output_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens)
-            b.usage = start
+            self.start = _usage(u.input_tokens, u.output_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens)
+            b.usage = self.start
             yield b.message_start()
         elif kind == "content_block_start" and isinstance(event, RawContentBlockStartEvent):
             block = event.content_block
@@ -227,7 +278,7 @@ def _events(stream: anthropic.Stream[RawMessageStreamEvent], b: ResponseBuilder)
             if b.has(event.index):
                 yield b.stop(event.index)
         elif kind == "message_delta" and isinstance(event, RawMessageDeltaEvent):
-            d = event.usage
+            d, start = event.usage, self.start
             usage = _usage(
                 d.input_tokens if d.input_tokens is not None else start.input_tokens,
                 d.output_tokens,
@@ -239,17 +290,23 @@ def _events(stream: anthropic.Stream[RawMessageStreamEvent], b: ResponseBuilder)
             reason = event.delta.stop_reason
             yield b.message_delta(_stop_reason(reason) if reason else None, usage)
         elif kind == "message_stop":
-            finished = True
+            self.finished = True
             yield from b.finish()
         # ping, thinking/signature/citation deltas and unknown events are skipped
-    # Reading to the end of the body (not returning at message_stop) keeps the connection reusable.
-    if finished:
-        return
-    raise AgentError(
-        "the Anthropic stream ended before message_stop (the connection closed early)",
-        kind=ErrorKind.NETWORK,
-        provider=_ID,
-    )
+
+    def end(self) -> None:
+        """The body has ended (read to its end, which keeps the connection reusable):
+        raise if no message_stop came."""
+        if not self.finished:
+            raise AgentError(
+                "the Anthropic stream ended before message_stop (the connection closed early)",
+                kind=ErrorKind.NETWORK,
+                provider=_ID,
+            )
+
+
+async def _close_async(client: anthropic.AsyncAnthropic) -> None:
+    await client.close()
 
 
 def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ import contextlib
 import email.utils
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -22,6 +22,8 @@ from ._abort import ClientPool, request_timeout
 
 __all__ = [
     "ClientPool",
+    "aopen_stream",
+    "apost_json",
     "error_from_exception",
     "error_from_response",
     "open_stream",
@@ -130,6 +132,22 @@ def post_json(holder: ClientPool, provider: str, path: str, body: dict[str, Any]
             response = lease.client.post(path, json=body, timeout=request_timeout(holder.timeout))
     except httpx.HTTPError as exc:
         raise error_from_exception(provider, exc, url) from exc
+    return json_answer(provider, response)
+
+
+async def apost_json(holder: ClientPool, provider: str, path: str, body: dict[str, Any]) -> Any:
+    """:func:`post_json` on the running event loop's async client."""
+    url = holder.base_url + path
+    try:
+        response = await holder.async_client().post(path, json=body, timeout=request_timeout(holder.timeout))
+    except httpx.HTTPError as exc:
+        raise error_from_exception(provider, exc, url) from exc
+    return json_answer(provider, response)
+
+
+def json_answer(provider: str, response: httpx.Response) -> Any:
+    """The decoded JSON body of a read ``response``; an error status or a body that is not
+    JSON raises :class:`AgentError`."""
     if response.status_code >= 400:
         raise error_from_response(provider, response.status_code, response.headers, response.content)
     try:
@@ -169,6 +187,27 @@ def open_stream(
         ) as response:
             if response.status_code >= 400:
                 response.read()
+                raise error_from_response(provider, response.status_code, response.headers, response.content)
+            yield response
+    except httpx.HTTPError as exc:
+        raise error_from_exception(provider, exc, url) from exc
+
+
+@contextlib.asynccontextmanager
+async def aopen_stream(
+    holder: ClientPool,
+    provider: str,
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> AsyncIterator[httpx.Response]:
+    """:func:`open_stream` on the running event loop's async client."""
+    url = holder.base_url + path
+    timeout = request_timeout(holder.timeout)
+    try:
+        async with holder.async_client().stream("POST", path, json=body, headers=headers, timeout=timeout) as response:
+            if response.status_code >= 400:
+                await response.aread()
                 raise error_from_response(provider, response.status_code, response.headers, response.content)
             yield response
     except httpx.HTTPError as exc:
