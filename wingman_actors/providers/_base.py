@@ -40,7 +40,12 @@ __all__ = [
 
 @runtime_checkable
 class Provider(Protocol):
-    """What every provider offers. ``id`` is the registry id, ``model`` the model used."""
+    """What every provider offers. ``id`` is the registry id, ``model`` the model used.
+
+    A provider may also implement ``async def arun_inference(request)`` and
+    ``astream_inference(request)`` (an :class:`~wingman_actors.providers._aio.AsyncInferenceStream`),
+    mirroring the two methods below; :class:`BaseProvider` and the built-in providers do.
+    """
 
     model: str
 
