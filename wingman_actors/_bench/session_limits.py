@@ -115,9 +115,12 @@ def _cases() -> Iterator[dict[str, tuple[Callable[[], Session], Callable[[int], 
     def hanging_session() -> Session:
         return Session(Agent("bench", provider=provider))
 
+    def in_tool(_n: int) -> None:
+        entered.acquire(timeout=5)
+
     try:
         yield {
-            "stuck_tool": (stuck_session, lambda _n: entered.acquire(timeout=5), None),
+            "stuck_tool": (stuck_session, in_tool, None),
             "hanging_provider": (hanging_session, lambda n: server.wait_requests(n), server),
         }
     finally:
