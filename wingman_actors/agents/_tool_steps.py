@@ -141,10 +141,15 @@ class ToolStep:
                         return
                     i, call, context = todo.pop()
                     in_flight[i] = call.name or ""
+                outcome: _Outcome | None = None
+                error: BaseException | None = None
                 try:
-                    finished.put((i, context.run(self.execute, call), None))
+                    outcome = context.run(self.execute, call)
                 except BaseException as exc:  # RunSuspended (an interrupt), SystemExit...: re-raised below
-                    finished.put((i, None, exc))
+                    error = exc
+                with lock:
+                    del in_flight[i]
+                finished.put((i, outcome, error))
 
         workers = min(len(calls), self.agent.tool_concurrency)
         for n in range(workers):
@@ -163,8 +168,6 @@ class ToolStep:
                         token.check()
                     continue
                 i, outcome, error = item
-                with lock:
-                    in_flight.pop(i, None)
                 if error is not None:
                     with lock:
                         todo.clear()
