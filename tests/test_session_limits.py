@@ -5,6 +5,7 @@ by the loopback server that never answered it)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
@@ -186,11 +187,26 @@ def test_cancel_closes_a_provider_request_that_never_answers(
     assert loopback.closed_at[0] - at[0] < 1  # closed by the cancel, not by a timeout
 
 
-def test_cancel_closes_a_stream_that_stops_midway(loopback: LoopbackServer) -> None:
-    first = {"choices": [{"index": 0, "delta": {"content": "Hel"}}]}
-    loopback.handler = lambda _req: Reply(200, iter([f"data: {__import__('json').dumps(first)}\n\n".encode()]),
-                                          {"content-type": "text/event-stream"}, hang=True)
-    provider = PROVIDERS["openai"](loopback.url)
+def _first_chunk_then_hang(wire: str) -> Reply:
+    """A stream that sends its first piece, then nothing more (the connection held open)."""
+    if wire == "openai":
+        first = {"choices": [{"index": 0, "delta": {"content": "Hel"}}]}
+        body = [f"data: {json.dumps(first)}\n\n".encode()]
+        return Reply(200, iter(body), {"content-type": "text/event-stream"}, hang=True)
+    if wire == "ollama":
+        line = {"model": "m", "message": {"role": "assistant", "content": "Hel"}, "done": False}
+        return Reply(200, iter([json.dumps(line).encode() + b"\n"]), {"content-type": "application/x-ndjson"}, hang=True)
+    start = {"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test-model", "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 0}}}
+    body = [f"event: message_start\ndata: {json.dumps(start)}\n\n".encode()]
+    return Reply(200, iter(body), {"content-type": "text/event-stream"}, hang=True)
+
+
+@pytest.mark.parametrize("wire", sorted(PROVIDERS))
+def test_cancel_closes_a_stream_that_stops_midway(loopback: LoopbackServer, wire: str) -> None:
+    loopback.handler = lambda _req: _first_chunk_then_hang(wire)
+    provider = PROVIDERS[wire](loopback.url)
     try:
         session = Session(Agent("a", provider=provider))
         timer, at = cancel_once_requested(session, loopback)
@@ -220,6 +236,43 @@ def test_an_agent_node_timeout_closes_a_request_that_never_answers(loopback: Loo
         assert loopback.wait_closed(1, timeout=2)
     finally:
         provider.close()
+
+
+def test_a_cancelled_run_closes_its_agent_nodes_request(loopback: LoopbackServer) -> None:
+    loopback.handler = lambda _req: Reply.never()
+    provider = PROVIDERS["anthropic"](loopback.url)
+    try:
+        with Formation("f").add_agent("ask", Agent("a", provider=provider)).start() as running:
+            future = running.submit("hi")
+            assert _wait_for(lambda: bool(loopback.requests))
+            assert future.cancel()
+            assert loopback.wait_closed(1, timeout=2)
+    finally:
+        provider.close()
+
+
+def test_a_fleet_node_timeout_closes_every_request_that_never_answers(loopback: LoopbackServer) -> None:
+    loopback.handler = lambda _req: Reply.never()
+    provider = PROVIDERS["ollama"](loopback.url)
+    try:
+        formation = Formation("f").add_fleet("each", Agent("a", provider=provider), timeout=0.5, retries=0)
+        t0 = time.perf_counter()
+        with pytest.raises(FormationRuntimeError):
+            formation.run(["x", "y", "z"])
+        assert time.perf_counter() - t0 < 0.5 + LIMIT + SLACK
+        assert loopback.wait_closed(len(loopback.requests), timeout=2)
+        assert len(loopback.requests) == 3
+    finally:
+        provider.close()
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def test_a_cancelled_run_frees_its_agent_node_stuck_in_a_tool(stuck: Any) -> None:

@@ -29,7 +29,7 @@ from ._aio import AsyncClients
 __all__ = ["ClientPool", "Lease", "remaining_timeout", "request_timeout"]
 
 _CONNECT_TIMEOUT = 10.0
-_MAX_IDLE = 32  # idle clients (each with its keep-alive connection) a provider keeps
+_MAX_IDLE = 100  # idle clients (each with its keep-alive connection) a provider keeps (httpx: 20)
 _MAX_ASYNC_CONNECTIONS = 1000  # an async client's, over all its requests in flight
 
 
@@ -161,7 +161,7 @@ class ClientPool:
             base_url=self.base_url,
             timeout=http.Timeout(self.timeout, connect=min(self.timeout, _CONNECT_TIMEOUT)),
             headers=self.headers,
-            limits=http.Limits(max_connections=_MAX_ASYNC_CONNECTIONS, max_keepalive_connections=_MAX_IDLE * 4),
+            limits=http.Limits(max_connections=_MAX_ASYNC_CONNECTIONS, max_keepalive_connections=_MAX_IDLE),
             verify=self._ssl_context(),
         )
 
