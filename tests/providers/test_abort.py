@@ -66,3 +66,15 @@ def test_a_cancel_after_the_request_ended_closes_nothing_later(loopback: Loopbac
         assert provider.run_inference(ask()).text == "two"
     finally:
         provider.close()
+
+
+def test_sequential_requests_reuse_one_keep_alive_connection(loopback: LoopbackServer) -> None:
+    loopback.queue(completion("one"), completion("two"), completion("three"))
+    provider = build_openai({"model": "m", "base_url": loopback.url, "api_key": "k"})
+    try:
+        for _ in range(3):
+            with cancel_scope(CancelToken()):
+                provider.run_inference(ask())
+    finally:
+        provider.close()
+    assert len({r.peer for r in loopback.requests}) == 1

@@ -26,6 +26,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: bytes
+    peer: Any = None  # the client's (host, port): one per connection
 
     def json(self) -> Any:
         return json.loads(self.body or b"null")
@@ -98,7 +99,9 @@ class LoopbackServer:
             def _serve(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
-                req = Request(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                req = Request(
+                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address
+                )
                 reply = outer._reply_for(req)
                 if reply.status == 0:
                     self._hang()
