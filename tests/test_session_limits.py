@@ -320,3 +320,16 @@ except Exception as exc:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
     assert done.stdout.strip() == "AgentError", done.stderr
     assert time.perf_counter() - t0 < 10
+
+
+def test_an_abandoned_tool_call_does_not_delay_stop(stuck: Any) -> None:
+    provider = ScriptedProvider([tool_calls(1)])
+    running = Formation("f").add_agent("ask", Agent("a", provider=provider, tools=[stuck]), timeout=0.3, retries=0).start()
+    try:
+        with pytest.raises(FormationRuntimeError):
+            running.submit("go").result(timeout=5)
+    finally:
+        t0 = time.perf_counter()
+        running.stop()
+        stopped_in = time.perf_counter() - t0
+    assert stopped_in < 1
