@@ -166,6 +166,29 @@ def test_a_server_error_is_retried_then_succeeds(provider: BaseProvider, wire: W
     assert len(loopback.requests) == 2
 
 
+def test_a_stream_is_retried_after_a_server_error_before_any_event(
+    provider: BaseProvider, wire: Wire, loopback: LoopbackServer
+) -> None:
+    loopback.queue(Reply.json({"error": {"message": "overloaded"}}, status=503), wire.stream())
+    got = run(provider, lambda: provider.astream_inference(ask()).consume())
+    assert got.text == "The sky is blue."
+    assert len(loopback.requests) == 2
+
+
+def test_close_from_another_thread_closes_the_client_of_a_running_loop(
+    provider: BaseProvider, wire: Wire, loopback: LoopbackServer
+) -> None:
+    loopback.handler = lambda _req: wire.reply()
+
+    async def body() -> str:
+        first = await provider.arun_inference(ask())
+        await asyncio.to_thread(provider.close)  # sync close() while this loop runs
+        second = await provider.arun_inference(ask())  # a new client
+        return first.text + " / " + second.text
+
+    assert run(provider, body) == "Hello there! / Hello there!"
+
+
 def test_an_error_inside_a_stream_raises_an_agent_error(
     provider: BaseProvider, wire: Wire, loopback: LoopbackServer
 ) -> None:
