@@ -9,9 +9,12 @@ Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 from __future__ import annotations
 
 import contextvars
+import logging
+import queue
+import threading
 import time
 from collections.abc import Generator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
 
 from ..core import ContentBlock, StreamEvent, StreamEventType, Usage
 from ..errors import AgentError, ErrorKind, ToolError
@@ -25,6 +28,7 @@ from ._result import ChildRun, StepTrace, ToolCall, collect_child_runs
 __all__ = ["ToolStep"]
 
 _Outcome = tuple[ContentBlock, float, list[ChildRun]]
+log = logging.getLogger("wingman_actors.agents")
 
 
 class ToolStep:
@@ -81,31 +85,10 @@ class ToolStep:
             if short is not None:
                 outcomes[i] = (short, 0.0, [])
         finished_order: list[int] = [i for i in range(len(planned)) if i not in pending]
-        if len(pending) == 1:
-            (i,) = pending
-            outcomes[i] = self.execute(planned[i][0])
-            finished_order.append(i)
-        elif pending:
-            workers = min(len(pending), self.agent.tool_concurrency)
-            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wingman-tools-{self.agent.name}")
-            try:
-                # Each call runs in a copy of this context: tools see the run's context
-                # variables (a delegating agent's depth, for one) as they would inline.
-                futures: dict[Future[_Outcome], int] = {
-                    pool.submit(contextvars.copy_context().run, self.execute, planned[i][0]): i
-                    for i in sorted(pending)
-                }
-                remaining = set(futures)
-                while remaining:
-                    done, remaining = wait(remaining, timeout=ctx.token.remaining(), return_when=FIRST_COMPLETED)
-                    if not done:
-                        ctx.token.check()
-                        continue
-                    for fut in done:
-                        outcomes[futures[fut]] = fut.result()
-                        finished_order.append(futures[fut])
-            finally:
-                pool.shutdown(wait=False, cancel_futures=True)
+        if pending:
+            for i, finished in self.run_calls(ctx, [(i, planned[i][0]) for i in sorted(pending)]):
+                outcomes[i] = finished
+                finished_order.append(i)
         results: list[ContentBlock] = []
         for i in finished_order:
             call = planned[i][0]
@@ -140,6 +123,82 @@ class ToolStep:
             )
         ctx.token.check()
         return results
+
+    def run_calls(self, ctx: RunContext, calls: list[tuple[int, ContentBlock]]) -> list[tuple[int, _Outcome]]:
+        """Run ``calls`` (index, call) on daemon threads, at most ``tool_concurrency`` at
+        once, and return their outcomes as they finish.
+
+        The session thread only waits: a cancel or the run's deadline wakes it at once, and
+        the calls still in flight are abandoned as a formation abandons a stuck function
+        attempt: logged once, their threads (daemons) left to end whenever the tools
+        return, blocking neither the session, ``stop()`` nor interpreter exit.
+        """
+        token = ctx.token
+        # Each call runs in a copy of the session's context, made here on its thread: tools
+        # see the run's context variables (a delegating agent's depth, a visit's scope).
+        todo = [(i, call, contextvars.copy_context()) for i, call in reversed(calls)]  # popped from the end
+        finished: queue.SimpleQueue[tuple[int, _Outcome | None, BaseException | None] | None] = queue.SimpleQueue()
+        lock = threading.Lock()
+        in_flight: dict[int, str] = {}
+
+        def work() -> None:
+            while True:
+                with lock:
+                    if not todo:
+                        return
+                    i, call, context = todo.pop()
+                    in_flight[i] = call.name or ""
+                outcome: _Outcome | None = None
+                error: BaseException | None = None
+                try:
+                    outcome = context.run(self.execute, call)
+                except BaseException as exc:  # RunSuspended (an interrupt), SystemExit...: re-raised below
+                    error = exc
+                with lock:
+                    del in_flight[i]
+                finished.put((i, outcome, error))
+
+        workers = min(len(calls), self.agent.tool_concurrency)
+        for n in range(workers):
+            threading.Thread(target=work, name=f"wingman-tool-{self.agent.name}-{n}", daemon=True).start()
+        unregister = token.on_cancel(lambda: finished.put(None))
+        out: list[tuple[int, _Outcome]] = []
+        try:
+            while len(out) < len(calls):
+                try:
+                    item = finished.get(timeout=token.remaining())
+                except queue.Empty:
+                    item = None
+                if item is None:  # cancelled, or the deadline passed
+                    if token.cancelled or token.expired:
+                        self._abandon(ctx, todo, in_flight, lock)
+                        token.check()
+                    continue
+                i, outcome, error = item
+                if error is not None:
+                    with lock:
+                        todo.clear()
+                    raise error
+                assert outcome is not None
+                out.append((i, outcome))
+        finally:
+            unregister()
+        return out
+
+    def _abandon(
+        self, ctx: RunContext, todo: list[Any], in_flight: dict[int, str], lock: threading.Lock
+    ) -> None:
+        """Give up on the calls in flight (and start no more): logged once."""
+        with lock:
+            todo.clear()
+            names = sorted(in_flight.values())
+        if names:
+            why = "the run was cancelled" if ctx.token.cancelled else "the run's deadline passed"
+            log.warning(
+                "agent %r: abandoned %d tool call(s) in flight (%s) of session %s: %s; their threads run on "
+                "until the tools return, and the session goes on without them",
+                self.agent.name, len(names), ", ".join(names), ctx.session_id, why,
+            )
 
     def execute(self, call: ContentBlock) -> _Outcome:
         """One call, with the runs it started (delegation) and, when in use, its span."""
