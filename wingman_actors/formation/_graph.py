@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx  # type: ignore[import-untyped]
 
 from ..errors import FormationSetupError
+from ._async_api import AsyncRuns
 from ._options import RunOptions, merge_options
 from ._plan import Plan, compile_plan
 from ._render import to_dot, to_mermaid
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["Formation"]
 
 
-class Formation:
+class Formation(AsyncRuns):
     """A formation: a named ``networkx.DiGraph`` of function, agent, fleet and map nodes.
 
     The builder methods write exactly the documented attributes (policy defaults are
