@@ -7,6 +7,7 @@ Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator
 
 from .._cancel import CancelToken, cancel_scope
@@ -15,7 +16,19 @@ from ..core import InferenceRequest, InferenceResponse, StreamEvent
 from ..integrations import otel
 from ..providers._base import Provider
 
-__all__ = ["infer", "infer_stream", "traced_infer"]
+__all__ = ["ModelCall", "infer", "infer_stream", "traced_infer"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ModelCall:
+    """A model call of a run driven by the async driver (``Session.arun``/``astream``):
+    the loop yields it, the driver makes the call and sends back the response."""
+
+    provider: Provider
+    request: InferenceRequest
+    token: CancelToken
+    stream: bool
+    spans: otel.SessionSpans | None
 
 
 def infer(provider: Provider, request: InferenceRequest, token: CancelToken) -> InferenceResponse:
