@@ -19,7 +19,7 @@ def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
         "fleet_makespan", "fleet_node_makespan", "map_makespan", "dag_makespan", "inflight_runs", "actor_memory",
         "store_journal", "durable_pipeline_throughput", "durable_overhead", "resume_latency",
         "cancel_latency", "timeout_overshoot", "ray_cpu_stage", "ray_hop_overhead", "ray_agent_makespan",
-        "nested_overhead",
+        "nested_overhead", "async_concurrency", "async_sessions",
     ]
 
 
@@ -149,3 +149,12 @@ def test_dag_makespan_reports_the_thread_floor_of_its_fleet_step() -> None:
     result = SCENARIOS["dag_makespan"](True)
     assert result.meets == (result.value <= 1.05)
     assert result.details["fleet_step_thread_floor_ms"] >= 0 and len(result.details["runs"]) == 3
+
+
+def test_async_sessions_reports_its_peak_threads_heartbeat_stall_and_whether_the_provider_awaits() -> None:
+    result = SCENARIOS["async_sessions"](True)
+    assert (result.name, result.unit, result.baseline) == ("async_sessions", "x ideal", 0.1)
+    assert result.value > 0 and result.details["peak_threads"] >= 1 and result.details["max_stall_ms"] >= 0
+    assert isinstance(result.details["provider_has_arun_inference"], bool)
+    assert result.meets == (result.value <= 1.3 and result.details["peak_threads"] < 30
+                            and result.details["max_stall_ms"] <= 50)
