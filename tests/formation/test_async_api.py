@@ -107,7 +107,7 @@ def test_a_node_timeout_cancels_an_async_node_awaited_through_arun() -> None:
 
     with pytest.raises(FormationRuntimeError, match="timed out"):
         asyncio.run(f.arun(1))
-    assert unwound.is_set()
+    assert unwound.wait(5)
 
 
 def test_cancelling_the_task_awaiting_arun_cancels_the_async_node_and_its_finally_runs() -> None:
@@ -123,7 +123,22 @@ def test_cancelling_the_task_awaiting_arun_cancels_the_async_node_and_its_finall
 
     asyncio.run(main())
 
-    assert unwound.is_set()  # before arun gave up: the formation was stopped first
+    assert unwound.wait(5)
+
+
+def test_cancelling_arun_while_the_formation_starts_stops_it_before_the_cancel_goes_on() -> None:
+    started, unwound = threading.Event(), threading.Event()
+    f = _hanging(started, unwound)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(f.arun(1))
+        await asyncio.sleep(0)  # arun is starting the formation on a worker thread
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not started.is_set() or unwound.wait(5)  # what started was cancelled
+
+    asyncio.run(main())  # the leak check: no actor or thread left running
 
 
 def test_astream_yields_the_runs_events_in_order_ending_with_its_result() -> None:
@@ -151,7 +166,7 @@ def test_leaving_astream_early_stops_the_run_and_its_formation() -> None:
 
     asyncio.run(main())  # the async generator is closed when the loop shuts down
 
-    assert unwound.is_set()
+    assert unwound.wait(5)
 
 
 def test_asubmit_returns_an_awaitable_with_the_run_id_of_its_result() -> None:

@@ -160,8 +160,10 @@ async def _off_loop(fn: Callable[[], _T]) -> _T:
 
 
 async def _begin(fn: Callable[[], _T], undo: Callable[[_T], object]) -> _T:
-    """``fn()`` (which starts node actors) on a worker thread; if the awaiting task is
-    cancelled while it runs, what it started is undone by ``undo`` once it returns."""
+    """``fn()`` (which starts node actors) on a worker thread. If the awaiting task is
+    cancelled while it runs, what it started is undone by ``undo`` (on a worker thread)
+    before the ``CancelledError`` goes on; cancelled again meanwhile, the undoing is left
+    to finish on its own."""
     loop = asyncio.get_running_loop()
     started = asyncio.ensure_future(asyncio.to_thread(fn))
     try:
@@ -171,7 +173,14 @@ async def _begin(fn: Callable[[], _T], undo: Callable[[_T], object]) -> _T:
             if not done.cancelled() and done.exception() is None:
                 loop.run_in_executor(None, undo, done.result())
 
-        started.add_done_callback(late)
+        try:
+            begun = await asyncio.shield(started)
+        except asyncio.CancelledError:
+            started.add_done_callback(late)
+            raise
+        except Exception:
+            raise asyncio.CancelledError() from None  # it failed: nothing to undo
+        await _off_loop(functools.partial(undo, begun))
         raise
 
 

@@ -62,10 +62,10 @@ class AsyncRuns:
     ) -> FormationResult:
         """:meth:`run`, awaited: start, run ``input`` through, stop, without blocking the
         event loop (node actors start and stop on a worker thread; the result comes back
-        to the loop). Cancelling the awaiting task cancels the run: ``async def`` nodes
-        have their coroutine cancelled (their ``finally`` runs), agent sessions stop at
-        their next boundary, and the formation is stopped before the ``CancelledError``
-        propagates. The options are those of :meth:`run`.
+        to the loop). Cancelling the awaiting task cancels the run, as ``future.cancel()``
+        does: ``async def`` nodes have their coroutine cancelled (their ``finally`` runs),
+        agent sessions stop at their next boundary; the formation is stopped before the
+        ``CancelledError`` propagates. The options are those of :meth:`run`.
 
         Returns:
             The :class:`FormationResult`, as from :meth:`run`.
