@@ -221,6 +221,31 @@ def test_fleet_arun_reports_a_failing_task_in_its_result() -> None:
     assert results[0].ok and not results[1].ok and "bad" in str(results[1].error)
 
 
+def test_cancelling_the_task_awaiting_fleet_arun_cancels_its_sessions_model_calls() -> None:
+    provider = AsyncScripted(["never"], delay=30, cycle=True)
+    fleet = Fleet(Agent("a", provider=provider), ["one", "two"], max_workers=2)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(fleet.arun())
+        while len(provider.threads) < 2:
+            await asyncio.sleep(0.005)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+
+    assert provider.unwound.is_set()
+
+
+def test_the_blocking_fleet_run_works_inside_a_running_event_loop() -> None:
+    async def main() -> list[str]:
+        fleet = Fleet(Agent("a", provider=ScriptedProvider(["ok"], cycle=True)), ["one", "two"])
+        return [r.response for r in fleet.run()]
+
+    assert asyncio.run(main()) == ["ok", "ok"]
+
+
 def test_the_blocking_run_awaits_an_async_tool_inside_a_running_event_loop() -> None:
     @tool
     async def later(n: int) -> int:

@@ -61,10 +61,10 @@ class LoopInbox(Generic[_T]):
         handle: called on the loop with each item, in arrival order.
     """
 
-    __slots__ = ("__weakref__", "_handle", "_items", "_lock", "_loop", "_scheduled")
+    __slots__ = ("_handle", "_items", "_lock", "_loop", "_scheduled")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, handle: Callable[[_T], object]) -> None:
-        self._loop = loop
+        self._loop = weakref.ref(loop)  # weak: the inbox of a loop lives in a dict keyed weakly by it
         self._handle = handle
         self._items: deque[_T] = deque()
         self._lock = threading.Lock()
@@ -77,8 +77,11 @@ class LoopInbox(Generic[_T]):
             if self._scheduled:
                 return  # the drain already scheduled takes it
             self._scheduled = True
+        loop = self._loop()
         try:
-            self._loop.call_soon_threadsafe(self._drain)
+            if loop is None:
+                raise RuntimeError("the loop is gone")
+            loop.call_soon_threadsafe(self._drain)
         except RuntimeError:  # the loop is closed: nobody awaits these any more
             with self._lock:
                 self._items.clear()
@@ -111,17 +114,20 @@ class AsyncRun(asyncio.Future["FormationResult"]):
     def __init__(self, future: RunFuture, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop=loop)
         self.run_id: str = future.run_id
-        self._run = future
+        self._run: RunFuture | None = future  # None once settled: the run's callback holds this
 
     def cancel(self, msg: Any | None = None) -> bool:
-        """Cancel the run (queued or in flight) and this future."""
-        self._run.cancel()
+        """Cancel the run (queued or in flight) and this future; False when done."""
+        run = self._run
+        if run is None or self.done():
+            return False
+        run.cancel()
         return super().cancel(msg)
 
     def _settle(self) -> None:
-        if self.done():
+        run, self._run = self._run, None
+        if run is None or self.done():
             return
-        run = self._run
         if run.cancelled():
             super().cancel()
             return
