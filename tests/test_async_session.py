@@ -146,6 +146,19 @@ def test_astream_yields_text_and_tool_events_then_gives_the_result() -> None:
     assert types[-1] is StreamEventType.MESSAGE_STOP
 
 
+def test_astream_takes_an_astream_inference_that_is_a_coroutine_returning_the_iterator() -> None:
+    class Returns(AsyncScripted):
+        async def astream_inference(self, request: InferenceRequest) -> AsyncIterator[StreamEvent]:  # type: ignore[override]
+            return super().astream_inference(request)
+
+    async def main() -> str:
+        stream = Session(Agent("a", provider=Returns(["hi there"]))).astream("hi")
+        [event async for event in stream]
+        return stream.result().response
+
+    assert asyncio.run(main()) == "hi there"
+
+
 def test_astream_of_a_blocking_provider_streams_its_events_from_a_worker_thread() -> None:
     async def main() -> str:
         stream = Session(Agent("a", provider=ScriptedProvider(["hello there"]))).astream("hi")

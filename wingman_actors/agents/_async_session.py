@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
@@ -144,7 +145,10 @@ async def _stream(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceRespo
     response: InferenceResponse | None = None
     if astream is not None:
         with cancel_scope(token):
-            events = astream(call.request).__aiter__()
+            made = astream(call.request)
+            if inspect.isawaitable(made):  # an ``async def`` that returns the iterator
+                made = await made
+            events = made.__aiter__()
         try:
             while True:
                 with cancel_scope(token):
