@@ -92,6 +92,13 @@ def test_concurrent_aruns_overlap_and_the_event_loop_keeps_ticking() -> None:
     assert len(ticks) >= 10  # the loop ran its other task all along
 
 
+def test_arun_awaits_an_async_map_function_over_every_item() -> None:
+    f = Formation("map").add_function("items", lambda n: list(range(n))).add_map("each", plus_one, max_workers=4)
+    f.connect("items", "each")
+
+    assert asyncio.run(f.arun(5)).output == [1, 2, 3, 4, 5]
+
+
 def test_a_failed_run_raises_formation_runtime_error_from_arun() -> None:
     async def boom(x: int) -> int:
         raise ValueError("no")
