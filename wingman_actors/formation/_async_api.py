@@ -1,6 +1,7 @@
-"""The async methods of :class:`~wingman_actors.formation.Formation`: ``arun``, ``astream``
-and ``astart``, the twins of ``run``, ``run_stream`` and ``start`` for code running on an
-asyncio event loop. They never block the loop: see :mod:`._aio` for how.
+"""The async methods of :class:`~wingman_actors.formation.Formation` (``arun``, ``astream``,
+``astart``: the twins of ``run``, ``run_stream`` and ``start``) and of the running formation
+(``asubmit``, the twin of ``submit``), for code running on an asyncio event loop. They
+never block the loop: see :mod:`._aio` for how.
 
 Example:
     >>> import asyncio
@@ -17,10 +18,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Collection, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._aio import AsyncStart, arun_plan, astream_plan, running_loop
+from ._aio import AsyncRun, AsyncStart, arun_plan, astream_plan, running_loop, watch
 from ._options import RunOptions, merge_options
 
 if TYPE_CHECKING:
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     from ._runtime import EventListener, RunningFormation
     from .events import FormationEvent
 
-__all__ = ["AsyncRuns"]
+__all__ = ["AsyncRuns", "AsyncSubmit"]
 
 
 class AsyncRuns:
@@ -151,6 +153,47 @@ class AsyncRuns:
         )
         self.validate()  # a setup error is raised here, not on entry
         return AsyncStart(functools.partial(self.start, options=opts))
+
+
+class AsyncSubmit:
+    """``asubmit``: a run of a started formation, awaited on an event loop."""
+
+    if TYPE_CHECKING:  # given by RunningFormation
+        def submit(self, input: Any, *, timeout: float | None = None, on_event: EventListener | None = None,
+                   blackboard: Blackboard | None = None, run_id: str | None = None,
+                   break_before: Collection[str] | None = None, break_after: Collection[str] | None = None,
+                   options: RunOptions | None = None) -> Future[FormationResult]: ...
+
+    def asubmit(
+        self,
+        input: Any,
+        *,
+        timeout: float | None = None,
+        on_event: EventListener | None = None,
+        blackboard: Blackboard | None = None,
+        run_id: str | None = None,
+        break_before: Collection[str] | None = None,
+        break_after: Collection[str] | None = None,
+        options: RunOptions | None = None,
+    ) -> AsyncRun:
+        """:meth:`submit`, for a coroutine: the same run, as an awaitable on the running
+        event loop (call it there). The options are those of :meth:`submit`. Submitting
+        is done on the caller's thread, as ``submit`` does it (with a store, that includes
+        journalling the run's start before this returns).
+
+        Returns:
+            An :class:`~wingman_actors.formation._aio.AsyncRun` (an ``asyncio.Future``)
+            with a ``run_id``: ``await`` it for the :class:`FormationResult`; cancelling
+            it, or the task awaiting it, cancels the run.
+
+        Example:
+            >>> async with formation.astart() as running:             # doctest: +SKIP
+            ...     run = running.asubmit("question")
+            ...     print(run.run_id, (await run).output)
+        """
+        loop = running_loop("RunningFormation.asubmit()")
+        return watch(self.submit(input, timeout=timeout, on_event=on_event, blackboard=blackboard, run_id=run_id,
+                                 break_before=break_before, break_after=break_after, options=options), loop)
 
 
 async def _lazy_stream(formation: AsyncRuns, plan: Plan, input: Any, opts: RunOptions) -> AsyncIterator[FormationEvent]:

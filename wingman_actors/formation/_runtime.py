@@ -31,6 +31,7 @@ from ..backends import Backend, NodeRecipe, new_backend
 from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutError
 from ..integrations import otel
 from ..orchestration._blackboard import Blackboard
+from ._async_api import AsyncSubmit
 from ._breakpoints import JOURNAL_KEY, Breakpoints, is_breakpoint
 from ._future import RunFuture
 from ._nested_map import FormationMapActor, map_width
@@ -45,7 +46,6 @@ from ._supervision import Supervision, Supervisor
 from .events import FormationEvent, FormationEventType, emit
 
 if TYPE_CHECKING:  # only types: the store and the journal load for durable runs (store=...)
-    from ._aio import AsyncRun
     from ._durable import Journal, Replay
 
 __all__ = ["EventListener", "NodeTimeoutError", "RunState", "RunningFormation", "run_once", "run_stream"]
@@ -64,7 +64,7 @@ STOP_GRACE_S = 1.0
 """How long ``stop()`` waits for node code still running before leaving it behind."""
 
 
-class RunningFormation:
+class RunningFormation(AsyncSubmit):
     """A started formation: submit inputs, get futures of :class:`FormationResult`.
 
     Use it as a context manager, or call :meth:`stop`. Many runs can be in flight at once;
@@ -308,37 +308,6 @@ class RunningFormation:
         else:
             run_id = f"{self._prefix}-{next(self._seq)}"
         return self._launch(run_id, input, timeout, on_event, None, board, breaks)
-
-    def asubmit(
-        self,
-        input: Any,
-        *,
-        timeout: float | None = None,
-        on_event: EventListener | None = None,
-        blackboard: Blackboard | None = None,
-        run_id: str | None = None,
-        break_before: Collection[str] | None = None,
-        break_after: Collection[str] | None = None,
-        options: RunOptions | None = None,
-    ) -> AsyncRun:
-        """:meth:`submit`, for a coroutine: the same run, as an awaitable on the running
-        event loop (call it there). The options are those of :meth:`submit`.
-
-        Returns:
-            An :class:`~wingman_actors.formation._aio.AsyncRun` (an ``asyncio.Future``)
-            with a ``run_id``: ``await`` it for the :class:`FormationResult`; cancelling
-            it, or the task awaiting it, cancels the run.
-
-        Example:
-            >>> async with formation.astart() as running:             # doctest: +SKIP
-            ...     run = running.asubmit("question")
-            ...     print(run.run_id, (await run).output)
-        """
-        from ._aio import running_loop, watch
-
-        loop = running_loop("RunningFormation.asubmit()")
-        return watch(self.submit(input, timeout=timeout, on_event=on_event, blackboard=blackboard, run_id=run_id,
-                                 break_before=break_before, break_after=break_after, options=options), loop)
 
     def resume(self, run_id: str, answer: Any = None, *, timeout: float | None = None,
                on_event: EventListener | None = None, blackboard: Blackboard | None = None,
