@@ -499,6 +499,18 @@ def nested_overhead(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def async_concurrency(quick: bool) -> Measurement:
+    from .aio import async_concurrency as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
+def async_sessions(quick: bool) -> Measurement:
+    from .aio import async_sessions as measure
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -523,6 +535,8 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "ray_hop_overhead": ray_hop_overhead,
     "ray_agent_makespan": ray_agent_makespan,
     "nested_overhead": nested_overhead,
+    "async_concurrency": async_concurrency,
+    "async_sessions": async_sessions,
 }
 
 

@@ -8,6 +8,7 @@ Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator
 
 from .._cancel import CancelToken, cancel_scope
@@ -18,7 +19,19 @@ from ..integrations import otel
 from ..providers._base import Provider
 from ..providers._retry import stopped
 
-__all__ = ["infer", "infer_stream", "traced_infer"]
+__all__ = ["ModelCall", "infer", "infer_stream", "traced_infer"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ModelCall:
+    """A model call of a run driven by the async driver (``Session.arun``/``astream``):
+    the loop yields it, the driver makes the call and sends back the response."""
+
+    provider: Provider
+    request: InferenceRequest
+    token: CancelToken
+    stream: bool
+    spans: otel.SessionSpans | None
 
 
 def infer(provider: Provider, request: InferenceRequest, token: CancelToken) -> InferenceResponse:

@@ -22,7 +22,7 @@ import time
 import weakref
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken, cancel_scope, current_token
 from .._interrupts import RunSuspended, current_scope
@@ -44,11 +44,14 @@ from ._agent import Agent
 from ._context_budget import ContextWindow
 from ._hooks import emit_stop, read_only
 from ._middleware import RunContext
-from ._model_calls import infer, infer_stream, traced_infer
+from ._model_calls import ModelCall, infer, infer_stream, traced_infer
 from ._prepare import Prepares
 from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
-from ._tool_steps import ToolStep
+from ._tool_steps import ToolBatch, ToolStep
+
+if TYPE_CHECKING:
+    from ._async_session import AsyncSessionStream
 
 __all__ = ["Result", "Session", "SessionStream"]
 
@@ -57,7 +60,9 @@ _LIMIT_NOTE = (
     "give your final answer now, using what you have."
 )
 
-RunGen = Generator[StreamEvent, None, Result]
+RunGen = Generator[StreamEvent | ModelCall | ToolBatch, Any, Result]
+"""A run of the loop: it yields stream events and, driven by the async driver
+(``aio``), the model calls and tool batches for the driver to make."""
 
 _ID_PREFIX = os.urandom(8).hex()
 _id_counter = itertools.count(1)
@@ -93,7 +98,7 @@ class SessionStream:
 
     def __iter__(self) -> Iterator[StreamEvent]:
         try:
-            self._result = yield from self._gen
+            self._result = yield from cast("Generator[StreamEvent, None, Result]", self._gen)
         except BaseException as exc:
             self._error = exc
             raise
@@ -178,7 +183,9 @@ class Session:
         self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> Result:
-        """Run the loop on ``message`` and return the :class:`Result`.
+        """Run the loop on ``message`` and return the :class:`Result`. Blocks the calling
+        thread until the run ends (also inside a running event loop, which it stalls:
+        from a coroutine, ``await session.arun(message)``).
 
         ``parent_token``: the run also stops when this token is cancelled or its deadline
         passes (a delegating agent passes its own run's token to the runs it starts).
@@ -251,10 +258,56 @@ class Session:
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionStream:
         """Run the loop on ``message``, streaming provider events and ``tool_start`` /
-        ``tool_end`` events; call ``.result()`` on the stream after iterating it."""
+        ``tool_end`` events; call ``.result()`` on the stream after iterating it. Each
+        step of the iteration blocks the calling thread (from a coroutine, use
+        :meth:`astream`)."""
         return SessionStream(
             self._run(message, timeout=timeout, stream=True, parent_token=parent_token, metadata=metadata)
         )
+
+    async def arun(
+        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Result:
+        """:meth:`run`, awaited on the caller's event loop, which it never blocks: the same
+        loop (middleware, retries, tools, journalling), its model calls made with the
+        provider's ``arun_inference`` when it has one (no thread of its own; otherwise
+        ``run_inference`` on a worker thread), ``async def`` tools awaited, other tools on
+        a worker thread. Cancelling the awaiting task cancels the run: the awaited call
+        is cancelled and the session is free for the next message.
+
+        Raises:
+            AgentError: as for :meth:`run`.
+            asyncio.CancelledError: the awaiting task was cancelled.
+
+        Example:
+            >>> result = await session.arun("Capital of France?")  # doctest: +SKIP
+        """
+        from ._async_session import drive
+
+        result: Any = None
+        async for item in drive(self._run(message, timeout=timeout, stream=False, parent_token=parent_token,
+                                          metadata=metadata, aio=True)):
+            result = item
+        return cast(Result, result)
+
+    def astream(
+        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AsyncSessionStream:
+        """:meth:`run_stream`, for ``async for``: the provider's events (its
+        ``astream_inference`` when it has one) and ``tool_start``/``tool_end`` events, as
+        :meth:`arun` runs the loop; call ``.result()`` on the stream after iterating it.
+
+        Example:
+            >>> stream = session.astream("Capital of France?")  # doctest: +SKIP
+            >>> async for event in stream:                       # doctest: +SKIP
+            ...     print(event.text or "", end="")
+        """
+        from ._async_session import AsyncSessionStream
+
+        return AsyncSessionStream(self._run(message, timeout=timeout, stream=True, parent_token=parent_token,
+                                            metadata=metadata, aio=True))
 
     def cancel(self, reason: str = "cancelled by caller") -> None:
         """Cancel the run in progress (from another thread); it stops at its next boundary."""
@@ -334,12 +387,13 @@ class Session:
     def _run(
         self, message: str | Message, *, timeout: float | None, stream: bool, parent_token: CancelToken | None = None,
         metadata: Mapping[str, Any] | None = None,
+        aio: bool = False,
     ) -> RunGen:
         ctx, provider, msg = self._open(message, timeout, parent_token, metadata)
         result: Result | None = None
         failure: BaseException | None = None
         try:
-            result = yield from self._loop(ctx, provider, msg, stream)
+            result = yield from self._loop(ctx, provider, msg, stream, aio)
         except AgentError as exc:
             failure = exc
             if stream:
@@ -357,7 +411,7 @@ class Session:
             self._close(ctx.token, result, failure)
         return result
 
-    def _loop(self, ctx: RunContext, provider: Provider, msg: Message, stream: bool) -> RunGen:
+    def _loop(self, ctx: RunContext, provider: Provider, msg: Message, stream: bool, aio: bool = False) -> RunGen:
         started = time.perf_counter()
         mws = self.agent.middleware
         for mw in mws:
@@ -411,6 +465,8 @@ class Session:
             replayed = scope.next_reply() if scope is not None else None
             if replayed is not None:  # resumed after an interrupt: this call was made before
                 response = replayed
+            elif aio:  # the async driver makes the call (Session.arun/astream)
+                response = yield ModelCall(model, request, ctx.token, stream, self._spans)
             elif self._spans is not None:
                 response = yield from traced_infer(self._spans, model, request, ctx.token, stream)
             elif stream:
@@ -448,7 +504,7 @@ class Session:
             if tool_uses:
                 traced = len(trace)
                 step_tools = ToolStep(self.agent, tools, self._spans, self._context(ctx))
-                results = yield from step_tools.run(ctx, tool_uses, step, calls, trace, stream)
+                results = yield from step_tools.run(ctx, tool_uses, step, calls, trace, stream, aio)
                 # Runs the tools started (delegated agents) count towards this run's usage.
                 usage = sum((entry.usage for entry in trace[traced:] if entry.children), usage)
                 ctx.usage = usage

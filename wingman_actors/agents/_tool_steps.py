@@ -9,6 +9,7 @@ Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import logging
 import queue
 import threading
@@ -25,7 +26,7 @@ from ._agent import Agent
 from ._middleware import RunContext
 from ._result import ChildRun, StepTrace, ToolCall, collect_child_runs
 
-__all__ = ["ToolStep"]
+__all__ = ["ToolBatch", "ToolStep", "failure_block"]
 
 _Outcome = tuple[ContentBlock, float, list[ChildRun]]
 log = logging.getLogger("wingman_actors.agents")
@@ -59,9 +60,12 @@ class ToolStep:
         calls: list[ToolCall],
         trace: list[StepTrace],
         stream: bool,
-    ) -> Generator[StreamEvent, None, list[ContentBlock]]:
+        aio: bool = False,
+    ) -> Generator[StreamEvent | ToolBatch, Any, list[ContentBlock]]:
         """Run ``uses``; append to ``calls`` and ``trace``; return the result blocks in call
-        order. Streams ``tool_start`` / ``tool_end`` events when ``stream``."""
+        order. Streams ``tool_start`` / ``tool_end`` events when ``stream``. With ``aio``,
+        the calls are not run here: a :class:`ToolBatch` is yielded to the async driver,
+        which sends back their outcomes in completion order."""
         planned: list[tuple[ContentBlock, ContentBlock | None]] = []
         bus = self.agent.events
         for use in uses:
@@ -85,7 +89,12 @@ class ToolStep:
             if short is not None:
                 outcomes[i] = (short, 0.0, [])
         finished_order: list[int] = [i for i in range(len(planned)) if i not in pending]
-        if pending:
+        if aio and pending:
+            ran: list[tuple[int, _Outcome]] = yield ToolBatch(self, [(i, planned[i][0]) for i in sorted(pending)])
+            for index, done_call in ran:
+                outcomes[index] = done_call
+                finished_order.append(index)
+        elif pending:
             for i, finished in self.run_calls(ctx, [(i, planned[i][0]) for i in sorted(pending)]):
                 outcomes[i] = finished
                 finished_order.append(i)
@@ -230,20 +239,9 @@ class ToolStep:
                 tool_ctx.token.check()
             out = tool.execute(dict(call.input or {}), tool_ctx)
             block = ContentBlock.tool_result_block(call_id, out if isinstance(out, str) else str(out))
-        except ToolError as exc:
-            error = exc
-            block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
-        except AgentError as exc:
-            error = exc
-            if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
-                block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
-            else:
-                block = ContentBlock.tool_result_block(call_id, f"Error: {exc}", is_error=True)
         except Exception as exc:
             error = exc
-            block = ContentBlock.tool_result_block(
-                call_id, f"Error: tool {name!r} raised {type(exc).__name__}: {exc}", is_error=True
-            )
+            block = failure_block(call_id, name, exc)
         return block, time.perf_counter() - t0, error
 
     def cap(self, block: ContentBlock) -> ContentBlock:
@@ -255,3 +253,23 @@ class ToolStep:
         head = text[: cap - 80]
         marker = f"\n[... tool result truncated: {len(text) - len(head)} of {len(text)} characters omitted ...]"
         return block.model_copy(update={"content": head + marker})
+
+
+def failure_block(call_id: str, name: str, exc: Exception) -> ContentBlock:
+    """The error result block of a tool call that raised ``exc`` (sync and async calls)."""
+    if isinstance(exc, ToolError):
+        text = f"Error: {exc.message}"
+    elif isinstance(exc, AgentError):
+        text = f"Error: {exc.message}" if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT) else f"Error: {exc}"
+    else:
+        text = f"Error: tool {name!r} raised {type(exc).__name__}: {exc}"
+    return ContentBlock.tool_result_block(call_id, text, is_error=True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolBatch:
+    """The tool calls of one step, handed to the async driver (``Session.arun``) to run:
+    ``calls`` are ``(index, call)`` pairs; it sends back ``(index, outcome)`` pairs."""
+
+    step: ToolStep
+    calls: list[tuple[int, ContentBlock]]
