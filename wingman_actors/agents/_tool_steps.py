@@ -167,9 +167,12 @@ class ToolStep:
                     del in_flight[i]
                 finished.put((i, outcome, error))
 
-        workers = min(len(calls), self.agent.tool_concurrency)
-        for n in range(workers):
-            threading.Thread(target=work, name=f"wingman-tool-{self.agent.name}-{n}", daemon=True).start()
+        workers = [
+            threading.Thread(target=work, name=f"wingman-tool-{self.agent.name}-{n}", daemon=True)
+            for n in range(min(len(calls), self.agent.tool_concurrency))
+        ]
+        for thread in workers:
+            thread.start()
         unregister = token.on_cancel(lambda: finished.put(None))
         out: list[tuple[int, _Outcome]] = []
         try:
@@ -192,6 +195,8 @@ class ToolStep:
                 out.append((i, outcome))
         finally:
             unregister()
+        for thread in workers:  # every call is done: they are only returning (and let go of the session)
+            thread.join()
         return out
 
     def _abandon(
