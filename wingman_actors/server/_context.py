@@ -34,7 +34,7 @@ from ._store import Store
 from ._team import build_team, check_team, skill_paths
 from ._threads import WorkerPool
 
-__all__ = ["ProviderCache", "ServerContext"]
+__all__ = ["ProviderCache", "ServerContext", "agent_tool_names"]
 
 _PLACEHOLDER_KEY = "validation-only-placeholder"
 _SERVER_TOOLS: dict[str, Tool] = {"ask_human": ask_human}
@@ -43,6 +43,13 @@ run until ``POST /runs/{id}/resume`` answers it (in a session message it answers
 with an error, as there is no run to suspend)."""
 TOOL_NAMES = (*BUILTIN_TOOL_NAMES, *_SERVER_TOOLS)
 """Every tool name a stored agent may list."""
+
+
+def agent_tool_names(config: ServerConfig, functions: FunctionRegistry) -> list[str]:
+    """The tool names a stored agent may list on this server."""
+    return [t for t in TOOL_NAMES if config.allow_bash or t != "bash"]
+
+
 _AUTH_HINT = 'PUT /provider/auth {{"providers": {{"{p}": {{"type": "api_key", "key": "..."}}}}}}'
 
 

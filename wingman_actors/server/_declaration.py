@@ -55,7 +55,7 @@ def exception_class(name: str) -> type[BaseException] | None:
 class PoliciesDecl(BaseModel):
     """A node's supervision policies; unset ones take the runtime's defaults."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     retries: int | None = Field(default=None, ge=0, le=MAX_RETRIES, description="restarts after a failure")
     backoff: float | None = Field(
@@ -113,7 +113,7 @@ class EdgeDecl(BaseModel):
     predicate on the upstream output) holds; with ``otherwise``, when none of the
     upstream's conditions holds; with ``on_error``, only when ``from`` fails."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     source: str = Field(alias="from", min_length=1)
     to: str = Field(min_length=1)
@@ -130,7 +130,7 @@ class EdgeDecl(BaseModel):
 class FormationDecl(BaseModel):
     """``POST /formations`` and ``PUT /formations/{id}``: a whole declaration."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(min_length=1)
     nodes: list[NodeDecl] = Field(min_length=1)

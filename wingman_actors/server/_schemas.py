@@ -1,13 +1,15 @@
-"""The JSON shapes of the HTTP API: request bodies (unknown fields refused) and responses.
+"""The JSON shapes of the HTTP API: request bodies (unknown fields refused, JSON types
+strict: ``false`` is not ``0``, ``"2"`` is not ``2``) and responses.
 
 Field names follow the Wingman reference API.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from ._limits import MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
 from ._redact import SECRET_ALPHABET
@@ -31,6 +33,7 @@ __all__ = [
     "FormationRunIn",
     "MessageIn",
     "MessageOut",
+    "RUN_STATUSES",
     "ProviderAuthOut",
     "ProviderOut",
     "RunOut",
@@ -43,8 +46,20 @@ __all__ = [
 ]
 
 
+NO_NUL = r"^[^\x00]*$"
+"""The pattern the document gives file paths: no path can hold a NUL character (the server
+refuses one itself, naming the field)."""
+
+PathText = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
+"""A file path in a request: a string without NUL characters."""
+
+
+RUN_STATUSES = ("running", "succeeded", "failed", "cancelled", "suspended", "interrupted", "expired")
+"""The statuses a recorded run may have (``GET /runs?status=``)."""
+
+
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ErrorOut(BaseModel):
@@ -139,7 +154,7 @@ class AgentCreate(_In):
         default_factory=list, description="ids of agents this one may delegate tasks to (tools list_agents, delegate)"
     )
     max_delegation_depth: int = Field(default=3, ge=0, le=10, description="how deep the delegation tree may grow")
-    skills: list[str] = Field(
+    skills: list[PathText] = Field(
         default_factory=list, description="skill folders (each with a SKILL.md) under the work root; relative to it"
     )
 
@@ -147,7 +162,7 @@ class AgentCreate(_In):
 class AgentUpdate(_In):
     """``PUT /agents/{id}``: a partial update; omitted fields are unchanged, null clears."""
 
-    name: str | None = Field(default=None, min_length=1)
+    name: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(default=None, description="cannot be null")
     instructions: str | None = None
     tools: list[str] | None = None
     provider: str | None = None
@@ -156,7 +171,7 @@ class AgentUpdate(_In):
     output_schema: dict[str, Any] | None = None
     delegates: list[str] | None = None
     max_delegation_depth: int | None = Field(default=None, ge=0, le=10)
-    skills: list[str] | None = None
+    skills: list[PathText] | None = None
 
 
 class AgentOut(BaseModel):
@@ -184,14 +199,14 @@ class SessionCreate(_In):
     """``POST /sessions`` (the body may be omitted)."""
 
     title: str = ""
-    work_dir: str | None = Field(default=None, description="under the server's work root; relative to it")
+    work_dir: PathText | None = Field(default=None, description="under the server's work root; relative to it")
 
 
 class SessionUpdate(_In):
     """``PUT /sessions/{id}``: metadata only; history grows through the message routes."""
 
     title: str | None = None
-    work_dir: str | None = None
+    work_dir: PathText | None = None
 
 
 class SessionOut(BaseModel):
@@ -255,16 +270,18 @@ class FleetCreate(_In):
     worker_count: int = Field(
         default=0, ge=0, le=MAX_WORKERS, description=f"sessions at once, at most {MAX_WORKERS}; 0: one per task, up to {MAX_WORKERS}"
     )
-    work_dir: str | None = None
+    work_dir: PathText | None = None
 
 
 class FleetUpdate(_In):
     """``PUT /fleets/{id}``: a partial update."""
 
-    name: str | None = Field(default=None, min_length=1)
-    agent_id: str | None = Field(default=None, min_length=1)
-    worker_count: int | None = Field(default=None, ge=0, le=MAX_WORKERS)
-    work_dir: str | None = None
+    name: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(default=None, description="cannot be null")
+    agent_id: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(
+        default=None, description="cannot be null")
+    worker_count: Annotated[int, Field(ge=0, le=MAX_WORKERS)] | SkipJsonSchema[None] = Field(
+        default=None, description="cannot be null")
+    work_dir: PathText | None = Field(default=None, description="null: the work root")
 
 
 class FleetOut(BaseModel):
@@ -283,7 +300,7 @@ class TaskIn(_In):
     """One task of a fleet run."""
 
     message: str = Field(min_length=1)
-    work_dir: str | None = Field(default=None, description="relative to the fleet's work_dir")
+    work_dir: PathText | None = Field(default=None, description="relative to the fleet's work_dir")
     instructions: str | None = None
     data: Any = None
 
