@@ -52,6 +52,19 @@ def test_a_boolean_is_not_an_integer(client: httpx.Client) -> None:
     assert response.json()["fields"] == ["worker_count"]
 
 
+def test_a_whole_number_written_with_a_point_is_an_integer(client: httpx.Client) -> None:
+    agent = scripted_agent(client)
+    response = client.post("/fleets", json={"name": "f", "agent_id": agent, "worker_count": 4.0})
+    assert response.status_code == 201
+    assert response.json()["worker_count"] == 4
+
+
+def test_a_fraction_is_not_an_integer(client: httpx.Client) -> None:
+    response = client.post("/agents", json={"name": "a", "max_delegation_depth": 2.5})
+    assert response.status_code == 400
+    assert response.json()["fields"] == ["max_delegation_depth"]
+
+
 def test_a_string_is_not_a_number(client: httpx.Client) -> None:
     response = client.post("/agents", json={"name": "a", "max_delegation_depth": "2"})
     assert response.status_code == 400
@@ -97,6 +110,11 @@ def test_posts_without_a_body_declare_the_json_body_they_need(doc: dict[str, Any
         body = doc["paths"][path]["post"]["requestBody"]
         assert body["required"] is True, path
         assert list(body["content"]) == ["application/json"], path
+
+
+def test_streaming_routes_document_server_sent_events(doc: dict[str, Any]) -> None:
+    for path in ("/sessions/{id}/message/stream", "/fleets/{id}/run/stream", "/formations/{id}/run/stream"):
+        assert list(doc["paths"][path]["post"]["responses"]["200"]["content"]) == ["text/event-stream"], path
 
 
 def test_an_unreachable_provider_is_a_documented_502(doc: dict[str, Any]) -> None:

@@ -33,6 +33,7 @@ from ..formation import Formation
 from ._errors import ApiError
 from ._functions import FunctionRegistry
 from ._limits import MAX_BACKOFF_S, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT_S, MAX_VISITS, MAX_WORKERS
+from ._schemas import Integer
 
 __all__ = [
     "EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "assemble", "declaration_problems",
@@ -57,7 +58,7 @@ class PoliciesDecl(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    retries: int | None = Field(default=None, ge=0, le=MAX_RETRIES, description="restarts after a failure")
+    retries: Integer | None = Field(default=None, ge=0, le=MAX_RETRIES, description="restarts after a failure")
     backoff: float | None = Field(
         default=None, ge=0, le=MAX_BACKOFF_S, description="base seconds of the exponential backoff"
     )
@@ -71,8 +72,8 @@ class PoliciesDecl(BaseModel):
     jitter: bool | None = Field(default=None, description="random waits between retries (default true)")
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds per attempt")
     on_error: Literal["fail", "skip"] | None = None
-    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY, description="replicas of the node's actor")
-    max_visits: int | None = Field(default=None, ge=1, le=MAX_VISITS, description="visits per run (bounds cycles)")
+    concurrency: Integer | None = Field(default=None, ge=1, le=MAX_CONCURRENCY, description="replicas of the node's actor")
+    max_visits: Integer | None = Field(default=None, ge=1, le=MAX_VISITS, description="visits per run (bounds cycles)")
     join: Literal["all", "any"] | None = Field(
         default=None, description="fan-in: wait for every predecessor (all) or fire with the first value (any)"
     )
@@ -93,7 +94,7 @@ class NodeDecl(PoliciesDecl):
         default=None, description="formation and map nodes: a stored formation's id, run as one node (a map runs "
                                   "it per item); a map takes this or 'function', not both"
     )
-    max_workers: int | None = Field(
+    max_workers: Integer | None = Field(
         default=None, ge=0, le=MAX_WORKERS,
         description="fleet and map nodes: items at once (0: one per item, up to the server's limit)",
     )

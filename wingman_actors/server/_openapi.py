@@ -10,8 +10,9 @@ scheme when a token is required; and the ``Location`` header of every 201.
 It also declares what the server enforces beyond the models' types, so a request the
 document calls valid is not refused: the registered provider ids (path parameters, the keys
 of ``PUT /provider/auth``), the run statuses ``GET /runs`` filters by, the tool names an
-agent may list (each once), and a JSON body on every POST, PUT and PATCH (``Content-Type:
-application/json`` is required even where the body is ignored).
+agent may list (each once), a JSON body on every POST, PUT and PATCH (``Content-Type:
+application/json`` is required even where the body is ignored), and the ``text/event-stream``
+answers of the streaming routes.
 """
 
 from __future__ import annotations
@@ -116,8 +117,11 @@ def _declare(doc: dict[str, Any], tools: Sequence[str]) -> None:
             prop.update(names)
         else:
             prop["anyOf"] = [names, {"type": "null"}]
-    for operations in paths.values():
+    for path, operations in paths.items():
         for method, operation in operations.items():
+            if path.endswith("/stream") and "200" in operation.get("responses", {}):
+                operation["responses"]["200"]["description"] = "Server-sent events, one per event of the run."
+                operation["responses"]["200"]["content"] = {"text/event-stream": {"schema": {"type": "string"}}}
             if method in ("post", "put", "patch"):
                 if "requestBody" in operation:
                     operation["requestBody"]["required"] = True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from ._limits import MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
@@ -24,6 +24,7 @@ __all__ = [
     "AuthStatusOut",
     "DelegationOut",
     "ErrorOut",
+    "Integer",
     "FleetCreate",
     "FleetOut",
     "FleetResultOut",
@@ -33,6 +34,7 @@ __all__ = [
     "FormationRunIn",
     "MessageIn",
     "MessageOut",
+    "PathText",
     "RUN_STATUSES",
     "ProviderAuthOut",
     "ProviderOut",
@@ -51,6 +53,15 @@ NO_NUL = r"^[^\x00]*$"
 refuses one itself, naming the field)."""
 
 PathText = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
+
+
+def _whole(value: Any) -> Any:
+    # JSON Schema's integer includes 2.0; strict validation refuses it, and booleans and strings
+    return int(value) if type(value) is float and value.is_integer() else value
+
+
+Integer = Annotated[int, BeforeValidator(_whole)]
+"""A JSON integer in a request (``2`` or ``2.0``): not a boolean, not a string of digits."""
 """A file path in a request: a string without NUL characters."""
 
 
@@ -153,7 +164,7 @@ class AgentCreate(_In):
     delegates: list[str] = Field(
         default_factory=list, description="ids of agents this one may delegate tasks to (tools list_agents, delegate)"
     )
-    max_delegation_depth: int = Field(default=3, ge=0, le=10, description="how deep the delegation tree may grow")
+    max_delegation_depth: Integer = Field(default=3, ge=0, le=10, description="how deep the delegation tree may grow")
     skills: list[PathText] = Field(
         default_factory=list, description="skill folders (each with a SKILL.md) under the work root; relative to it"
     )
@@ -170,7 +181,7 @@ class AgentUpdate(_In):
     options: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
     delegates: list[str] | None = None
-    max_delegation_depth: int | None = Field(default=None, ge=0, le=10)
+    max_delegation_depth: Integer | None = Field(default=None, ge=0, le=10)
     skills: list[PathText] | None = None
 
 
@@ -267,7 +278,7 @@ class FleetCreate(_In):
 
     name: str = Field(min_length=1)
     agent_id: str = Field(min_length=1)
-    worker_count: int = Field(
+    worker_count: Integer = Field(
         default=0, ge=0, le=MAX_WORKERS, description=f"sessions at once, at most {MAX_WORKERS}; 0: one per task, up to {MAX_WORKERS}"
     )
     work_dir: PathText | None = None
@@ -279,7 +290,7 @@ class FleetUpdate(_In):
     name: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(default=None, description="cannot be null")
     agent_id: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(
         default=None, description="cannot be null")
-    worker_count: Annotated[int, Field(ge=0, le=MAX_WORKERS)] | SkipJsonSchema[None] = Field(
+    worker_count: Annotated[Integer, Field(ge=0, le=MAX_WORKERS)] | SkipJsonSchema[None] = Field(
         default=None, description="cannot be null")
     work_dir: PathText | None = Field(default=None, description="null: the work root")
 
