@@ -169,6 +169,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             context.flights.interrupt_all()  # resumable after the restart
             pool.stop()
             context.providers.close()
+            context.mcp.close()
             journal.close()
             store.close()
 

@@ -28,6 +28,7 @@ from ._config import ServerConfig
 from ._errors import ApiError, invalid
 from ._flights import Flights
 from ._functions import FunctionRegistry
+from ._mcp import MCPPool, check_mcp
 from ._redact import Redactor
 from ._schemas import AgentOut
 from ._store import Store
@@ -46,8 +47,9 @@ TOOL_NAMES = (*BUILTIN_TOOL_NAMES, *_SERVER_TOOLS)
 
 
 def agent_tool_names(config: ServerConfig, functions: FunctionRegistry) -> list[str]:
-    """The tool names a stored agent may list on this server."""
-    return [t for t in TOOL_NAMES if config.allow_bash or t != "bash"]
+    """The tool names a stored agent may list on this server: the built-in ones (``bash``
+    unless ``--no-bash``), ``ask_human``, and the ``@tool`` functions of ``--functions``."""
+    return [*(t for t in TOOL_NAMES if config.allow_bash or t != "bash"), *sorted(functions.tools)]
 
 
 _AUTH_HINT = 'PUT /provider/auth {{"providers": {{"{p}": {{"type": "api_key", "key": "..."}}}}}}'
@@ -181,6 +183,8 @@ class ServerContext:
         self.pool = pool
         self.functions = functions
         self.providers = ProviderCache()
+        self.mcp = MCPPool(config.root, config.mcp_commands, connect_timeout=min(30.0, config.request_timeout))
+        """The MCP connections of stored agents, closed when the server stops."""
         self._locks: dict[str, threading.Lock] = {}
         self._live: dict[str, set[tuple[Session, _AbortGuard]]] = {}
         self._locks_guard = threading.Lock()
@@ -302,9 +306,11 @@ class ServerContext:
         """Refuse an agent that could not run, naming the field: unknown tools (or ``bash``
         under ``--no-bash``), an unknown provider, options the provider refuses, an
         ``api_key`` in options, an output_schema that is not a JSON Schema."""
-        unknown = [t for t in agent.tools if t not in TOOL_NAMES]
+        known = [*TOOL_NAMES, *sorted(self.functions.tools)]
+        unknown = [t for t in agent.tools if t not in known]
         if unknown:
-            raise invalid("tools", f"unknown tool(s) {unknown}; the tools are: {', '.join(TOOL_NAMES)}")
+            raise invalid("tools", f"unknown tool(s) {unknown}; the tools are: {', '.join(known)} (@tool functions "
+                                   "come from the server's --functions modules)")
         if len(set(agent.tools)) != len(agent.tools):
             raise invalid("tools", f"a tool is listed twice in {agent.tools}; list each once")
         if "bash" in agent.tools and not self.config.allow_bash:
@@ -319,6 +325,7 @@ class ServerContext:
                 "options.api_key",
                 "keys are not stored on agents; store the provider's key with " + _AUTH_HINT.format(p=agent.provider),
             )
+        check_mcp(agent.mcp, root=self.config.root, allowed=self.config.mcp_commands)
         check_team(self, agent)
         if agent.provider is None:
             return
@@ -406,22 +413,29 @@ class ServerContext:
         except AgentError as exc:
             raise ApiError(400, f"agent {record.name!r} ({record.id}): {exc.message}", provider=record.provider) from None
         try:
-            tools: list[Tool | str] = [_SERVER_TOOLS.get(t, t) for t in record.tools
-                                       if self.config.allow_bash or t != "bash"]
+            tools = self._tools(record)
+            for server in record.mcp:
+                tools.extend(self.mcp.tools(server, agent=f"{record.name!r} ({record.id})"))
             try:
                 agent = Agent(
                     record.name, instructions=record.instructions, provider=entry.provider, tools=tools,
                     output_schema=record.output_schema, delegates=delegates,
                     max_delegation_depth=record.max_delegation_depth, skills=skill_paths(self, record),
+                    max_steps=record.max_steps, context_budget=record.context_budget,
                 )
             except (TypeError, ValueError) as exc:
-                raise ApiError(400, f"agent {record.name!r} ({record.id}) cannot run: {exc}") from None
+                hint = "; give its MCP servers a \"prefix\"" if record.mcp else ""
+                raise ApiError(400, f"agent {record.name!r} ({record.id}) cannot run: {exc}{hint}") from None
             yield agent
         finally:
             self.providers.release(entry)
 
+    def _tools(self, record: AgentOut) -> list[Tool | str]:
+        """The agent's listed tools: server tools and ``@tool`` functions as objects, built-in ones by name."""
+        return [_SERVER_TOOLS.get(t) or self.functions.tools.get(t) or t for t in record.tools
+                if self.config.allow_bash or t != "bash"]
+
     def declared_agent(self, record: AgentOut) -> Agent:
-        """The agent without a provider: enough to validate a formation declaration."""
-        tools = [_SERVER_TOOLS.get(t, t) for t in record.tools]
-        return Agent(record.name, instructions=record.instructions, tools=tools,
+        """The agent without a provider (nor its MCP tools): enough to validate a formation declaration."""
+        return Agent(record.name, instructions=record.instructions, tools=self._tools(record),
                      output_schema=record.output_schema)

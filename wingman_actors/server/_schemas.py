@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from ._limits import MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
+from ._limits import MAX_CONTEXT_BUDGET, MAX_MCP_SERVERS, MAX_STEPS, MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
 from ._redact import SECRET_ALPHABET
 
 __all__ = [
@@ -32,6 +32,8 @@ __all__ = [
     "FleetUpdate",
     "FormationOut",
     "FormationRunIn",
+    "MCPCommandIn",
+    "MCPUrlIn",
     "MessageIn",
     "MessageOut",
     "PathText",
@@ -149,6 +151,35 @@ class StatusOut(BaseModel):
 # -- agents ----------------------------------------------------------------------------
 
 
+class _MCPServerIn(_In):
+    prefix: str = Field(
+        default="", pattern=r"^[A-Za-z0-9_-]{0,32}$",
+        description="prepended to the server's tool names (to tell two servers' tools apart)",
+    )
+    include: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None, description="only these of the server's tools (by its names); all when omitted"
+    )
+
+
+class MCPCommandIn(_MCPServerIn):
+    """An MCP server the server starts, speaking MCP over stdio."""
+
+    command: list[Annotated[str, Field(min_length=1, pattern=NO_NUL)]] = Field(
+        min_length=1,
+        description="the program and its arguments; the program is an executable under the work root (relative "
+                    "to it) or one the server allows (serve --mcp-command PROGRAM); it runs in the work root",
+    )
+
+
+class MCPUrlIn(_MCPServerIn):
+    """An MCP server reached over streamable HTTP."""
+
+    url: str = Field(pattern=r"^https?://[^\x00\s]+$", description="its endpoint, e.g. http://127.0.0.1:8000/mcp")
+
+
+MCPServerIn = MCPCommandIn | MCPUrlIn
+
+
 class AgentCreate(_In):
     """``POST /agents``."""
 
@@ -168,6 +199,18 @@ class AgentCreate(_In):
     skills: list[PathText] = Field(
         default_factory=list, description="skill folders (each with a SKILL.md) under the work root; relative to it"
     )
+    mcp: list[MCPServerIn] = Field(
+        default_factory=list, max_length=MAX_MCP_SERVERS,
+        description="MCP servers whose tools the agent gets: {\"command\": [...]} or {\"url\": ...}; one "
+                    "connection per server, shared by every run and closed when the server stops",
+    )
+    max_steps: Integer | None = Field(
+        default=None, ge=1, le=MAX_STEPS, description="the most model calls with tools per run (default 50)"
+    )
+    context_budget: Integer | None = Field(
+        default=None, ge=256, le=MAX_CONTEXT_BUDGET,
+        description="the most (estimated) input tokens of one request: the oldest turns are left out to stay under it",
+    )
 
 
 class AgentUpdate(_In):
@@ -183,6 +226,9 @@ class AgentUpdate(_In):
     delegates: list[str] | None = None
     max_delegation_depth: Integer | None = Field(default=None, ge=0, le=10)
     skills: list[PathText] | None = None
+    mcp: list[MCPServerIn] | None = Field(default=None, max_length=MAX_MCP_SERVERS)
+    max_steps: Integer | None = Field(default=None, ge=1, le=MAX_STEPS)
+    context_budget: Integer | None = Field(default=None, ge=256, le=MAX_CONTEXT_BUDGET)
 
 
 class AgentOut(BaseModel):
@@ -199,6 +245,9 @@ class AgentOut(BaseModel):
     delegates: list[str] = Field(default_factory=list)
     max_delegation_depth: int = 3
     skills: list[str] = Field(default_factory=list)
+    mcp: list[dict[str, Any]] = Field(default_factory=list, description="its MCP servers, as given")
+    max_steps: int | None = None
+    context_budget: int | None = None
     created_at: str
     updated_at: str
 
