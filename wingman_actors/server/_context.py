@@ -5,7 +5,6 @@ the function registry, the per-session locks and runs in flight; and how a store
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -20,7 +19,6 @@ from ..core import Message
 from ..errors import AgentError, ErrorKind
 from ..orchestration import AgentRegistry
 from ..providers import get_provider_meta, list_providers, new_provider
-from ..providers._base import Provider
 from ..store import JournalStore
 from ..tools import BUILTIN_TOOL_NAMES, Tool
 from ..tools._human import ask_human
@@ -29,13 +27,14 @@ from ._errors import ApiError, invalid
 from ._flights import Flights
 from ._functions import FunctionRegistry
 from ._mcp import MCPPool, check_mcp
+from ._provider_cache import ProviderCache, close_provider
 from ._redact import Redactor
 from ._schemas import AgentOut
 from ._store import Store
 from ._team import build_team, check_team, skill_paths
 from ._threads import WorkerPool
 
-__all__ = ["ProviderCache", "ServerContext", "agent_tool_names"]
+__all__ = ["ServerContext", "agent_tool_names"]
 
 _PLACEHOLDER_KEY = "validation-only-placeholder"
 _SERVER_TOOLS: dict[str, Tool] = {"ask_human": ask_human}
@@ -53,12 +52,6 @@ def agent_tool_names(config: ServerConfig, functions: FunctionRegistry) -> list[
 
 
 _AUTH_HINT = 'PUT /provider/auth {{"providers": {{"{p}": {{"type": "api_key", "key": "..."}}}}}}'
-
-
-def _close(provider: Provider | None) -> None:
-    close = getattr(provider, "close", None)
-    if close is not None:
-        close()
 
 
 def _needs_stored_key(provider: str, options: Mapping[str, Any]) -> bool:
@@ -86,74 +79,6 @@ class _AbortGuard(Middleware):
         if self.reason is not None:
             raise AgentError(f"run cancelled: {self.reason}", kind=ErrorKind.CANCELLED)
         return None
-
-
-class _Cached:
-    """A provider shared by the runs of one agent configuration, closed when it is replaced
-    (or the server stops) and no run still uses it."""
-
-    def __init__(self, signature: str, provider: Provider) -> None:
-        self.signature = signature
-        self.provider = provider
-        self.users = 0
-        self.stale = False
-
-
-class ProviderCache:
-    """Providers by agent id, rebuilt when the agent's provider, model, options or stored key
-    change. Sharing keeps HTTP connections alive between messages and lets a scripted
-    provider's replies advance from one message to the next, as in the library."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[str, _Cached] = {}
-
-    def acquire(self, agent_id: str, provider_id: str, options: dict[str, Any]) -> _Cached:
-        """The cached provider for this configuration, built on a miss (may raise AgentError)."""
-        signature = json.dumps([provider_id, options], sort_keys=True, default=str)
-        with self._lock:
-            entry = self._entries.get(agent_id)
-            if entry is not None and entry.signature == signature:
-                entry.users += 1
-                return entry
-        provider = new_provider(provider_id, options)  # outside the lock: building may be slow
-        fresh = _Cached(signature, provider)
-        fresh.users = 1
-        with self._lock:
-            old = self._entries.get(agent_id)
-            self._entries[agent_id] = fresh
-            if old is not None:
-                old.stale = True
-                if old.users == 0:
-                    _close(old.provider)
-        return fresh
-
-    def release(self, entry: _Cached) -> None:
-        """A run is done with ``entry``'s provider."""
-        with self._lock:
-            entry.users -= 1
-            done = entry.stale and entry.users == 0
-        if done:
-            _close(entry.provider)
-
-    def forget(self, agent_id: str) -> None:
-        """Drop a deleted agent's provider (closed once unused)."""
-        with self._lock:
-            entry = self._entries.pop(agent_id, None)
-            if entry is None:
-                return
-            entry.stale = True
-            done = entry.users == 0
-        if done:
-            _close(entry.provider)
-
-    def close(self) -> None:
-        """Close every provider (at shutdown)."""
-        with self._lock:
-            entries = list(self._entries.values())
-            self._entries.clear()
-        for entry in entries:
-            _close(entry.provider)
 
 
 class ServerContext:
@@ -336,7 +261,7 @@ class ServerContext:
         if "api_key" in get_provider_meta(agent.provider).auth_types:
             options["api_key"] = _PLACEHOLDER_KEY  # options are checked here; the key at run time
         try:
-            _close(new_provider(agent.provider, options))
+            close_provider(new_provider(agent.provider, options))
         except AgentError as exc:
             raise invalid("options", exc.message) from None
         except (TypeError, ValueError, OSError) as exc:
