@@ -71,6 +71,16 @@ def test_a_string_is_not_a_number(client: httpx.Client) -> None:
     assert response.json()["fields"] == ["max_delegation_depth"]
 
 
+def test_integer_bounds_are_declared_as_minimum_and_maximum(doc: dict[str, Any]) -> None:
+    schemas = doc["components"]["schemas"]
+    count = schemas["FleetUpdate"]["properties"]["worker_count"]
+    assert (count["minimum"], count["maximum"]) == (0, 100)
+    visits = next(s for s in schemas["PoliciesDecl"]["properties"]["max_visits"]["anyOf"] if s["type"] == "integer")
+    assert (visits["minimum"], visits["maximum"]) == (1, 10000)
+    budget = next(s for s in schemas["AgentUpdate"]["properties"]["context_budget"]["anyOf"] if s["type"] == "integer")
+    assert budget["minimum"] == 256
+
+
 def test_path_fields_declare_that_they_hold_no_nul(doc: dict[str, Any]) -> None:
     schemas = doc["components"]["schemas"]
     for model, field in (("SessionCreate", "work_dir"), ("FleetCreate", "work_dir"), ("TaskIn", "work_dir")):

@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from .. import errors
 from ..agents._agent import Agent
@@ -33,7 +33,7 @@ from ..formation import Formation
 from ._errors import ApiError
 from ._functions import FunctionRegistry
 from ._limits import MAX_BACKOFF_S, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT_S, MAX_VISITS, MAX_WORKERS
-from ._schemas import Integer
+from ._schemas import StrictIn
 
 __all__ = [
     "EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "assemble", "declaration_problems",
@@ -53,12 +53,10 @@ def exception_class(name: str) -> type[BaseException] | None:
     return found if isinstance(found, type) and issubclass(found, BaseException) else None
 
 
-class PoliciesDecl(BaseModel):
+class PoliciesDecl(StrictIn):
     """A node's supervision policies; unset ones take the runtime's defaults."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    retries: Integer | None = Field(default=None, ge=0, le=MAX_RETRIES, description="restarts after a failure")
+    retries: int | None = Field(default=None, ge=0, le=MAX_RETRIES, description="restarts after a failure")
     backoff: float | None = Field(
         default=None, ge=0, le=MAX_BACKOFF_S, description="base seconds of the exponential backoff"
     )
@@ -72,8 +70,8 @@ class PoliciesDecl(BaseModel):
     jitter: bool | None = Field(default=None, description="random waits between retries (default true)")
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds per attempt")
     on_error: Literal["fail", "skip"] | None = None
-    concurrency: Integer | None = Field(default=None, ge=1, le=MAX_CONCURRENCY, description="replicas of the node's actor")
-    max_visits: Integer | None = Field(default=None, ge=1, le=MAX_VISITS, description="visits per run (bounds cycles)")
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY, description="replicas of the node's actor")
+    max_visits: int | None = Field(default=None, ge=1, le=MAX_VISITS, description="visits per run (bounds cycles)")
     join: Literal["all", "any"] | None = Field(
         default=None, description="fan-in: wait for every predecessor (all) or fire with the first value (any)"
     )
@@ -94,7 +92,7 @@ class NodeDecl(PoliciesDecl):
         default=None, description="formation and map nodes: a stored formation's id, run as one node (a map runs "
                                   "it per item); a map takes this or 'function', not both"
     )
-    max_workers: Integer | None = Field(
+    max_workers: int | None = Field(
         default=None, ge=0, le=MAX_WORKERS,
         description="fleet and map nodes: items at once (0: one per item, up to the server's limit)",
     )
@@ -109,12 +107,12 @@ class NodeDecl(PoliciesDecl):
         return values
 
 
-class EdgeDecl(BaseModel):
+class EdgeDecl(StrictIn):
     """An edge ``from`` → ``to``, carrying a message only when ``condition`` (a registered
     predicate on the upstream output) holds; with ``otherwise``, when none of the
     upstream's conditions holds; with ``on_error``, only when ``from`` fails."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "from" is a keyword
 
     source: str = Field(alias="from", min_length=1)
     to: str = Field(min_length=1)
@@ -128,10 +126,8 @@ class EdgeDecl(BaseModel):
     )
 
 
-class FormationDecl(BaseModel):
+class FormationDecl(StrictIn):
     """``POST /formations`` and ``PUT /formations/{id}``: a whole declaration."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(min_length=1)
     nodes: list[NodeDecl] = Field(min_length=1)

@@ -6,9 +6,9 @@ Field names follow the Wingman reference API.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from ._limits import MAX_CONTEXT_BUDGET, MAX_MCP_SERVERS, MAX_STEPS, MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
@@ -24,7 +24,7 @@ __all__ = [
     "AuthStatusOut",
     "DelegationOut",
     "ErrorOut",
-    "Integer",
+    "StrictIn",
     "FleetCreate",
     "FleetOut",
     "FleetResultOut",
@@ -55,24 +55,43 @@ NO_NUL = r"^[^\x00]*$"
 refuses one itself, naming the field)."""
 
 PathText = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
-
-
-def _whole(value: Any) -> Any:
-    # JSON Schema's integer includes 2.0; strict validation refuses it, and booleans and strings
-    return int(value) if type(value) is float and value.is_integer() else value
-
-
-Integer = Annotated[int, BeforeValidator(_whole)]
-"""A JSON integer in a request (``2`` or ``2.0``): not a boolean, not a string of digits."""
 """A file path in a request: a string without NUL characters."""
+
+
+def _is_int(annotation: Any) -> bool:
+    if annotation is int:
+        return True
+    return any(_is_int(arg) for arg in get_args(annotation) if arg is not type(None))
+
+
+class StrictIn(BaseModel):
+    """A request body: unknown fields refused, JSON types strict (``false`` is not ``0``, ``"2"``
+    is not ``2``), and an integer field takes ``2.0`` too, as JSON Schema's integer does."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _whole_numbers(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        ints = _INT_FIELDS.get(cls)
+        if ints is None:
+            ints = _INT_FIELDS[cls] = frozenset(n for n, f in cls.model_fields.items() if _is_int(f.annotation))
+        if not ints:
+            return data
+        return {k: int(v) if k in ints and type(v) is float and v.is_integer() else v for k, v in data.items()}
+
+
+_INT_FIELDS: dict[type[BaseModel], frozenset[str]] = {}
 
 
 RUN_STATUSES = ("running", "succeeded", "failed", "cancelled", "suspended", "interrupted", "expired")
 """The statuses a recorded run may have (``GET /runs?status=``)."""
 
 
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class _In(StrictIn):
+    pass
 
 
 class ErrorOut(BaseModel):
@@ -195,7 +214,7 @@ class AgentCreate(_In):
     delegates: list[str] = Field(
         default_factory=list, description="ids of agents this one may delegate tasks to (tools list_agents, delegate)"
     )
-    max_delegation_depth: Integer = Field(default=3, ge=0, le=10, description="how deep the delegation tree may grow")
+    max_delegation_depth: int = Field(default=3, ge=0, le=10, description="how deep the delegation tree may grow")
     skills: list[PathText] = Field(
         default_factory=list, description="skill folders (each with a SKILL.md) under the work root; relative to it"
     )
@@ -204,10 +223,10 @@ class AgentCreate(_In):
         description="MCP servers whose tools the agent gets: {\"command\": [...]} or {\"url\": ...}; one "
                     "connection per server, shared by every run and closed when the server stops",
     )
-    max_steps: Integer | None = Field(
+    max_steps: int | None = Field(
         default=None, ge=1, le=MAX_STEPS, description="the most model calls with tools per run (default 50)"
     )
-    context_budget: Integer | None = Field(
+    context_budget: int | None = Field(
         default=None, ge=256, le=MAX_CONTEXT_BUDGET,
         description="the most (estimated) input tokens of one request: the oldest turns are left out to stay under it",
     )
@@ -224,11 +243,11 @@ class AgentUpdate(_In):
     options: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
     delegates: list[str] | None = None
-    max_delegation_depth: Integer | None = Field(default=None, ge=0, le=10)
+    max_delegation_depth: int | None = Field(default=None, ge=0, le=10)
     skills: list[PathText] | None = None
     mcp: list[MCPServerIn] | None = Field(default=None, max_length=MAX_MCP_SERVERS)
-    max_steps: Integer | None = Field(default=None, ge=1, le=MAX_STEPS)
-    context_budget: Integer | None = Field(default=None, ge=256, le=MAX_CONTEXT_BUDGET)
+    max_steps: int | None = Field(default=None, ge=1, le=MAX_STEPS)
+    context_budget: int | None = Field(default=None, ge=256, le=MAX_CONTEXT_BUDGET)
 
 
 class AgentOut(BaseModel):
@@ -327,7 +346,7 @@ class FleetCreate(_In):
 
     name: str = Field(min_length=1)
     agent_id: str = Field(min_length=1)
-    worker_count: Integer = Field(
+    worker_count: int = Field(
         default=0, ge=0, le=MAX_WORKERS, description=f"sessions at once, at most {MAX_WORKERS}; 0: one per task, up to {MAX_WORKERS}"
     )
     work_dir: PathText | None = None
@@ -339,7 +358,7 @@ class FleetUpdate(_In):
     name: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(default=None, description="cannot be null")
     agent_id: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(
         default=None, description="cannot be null")
-    worker_count: Annotated[Integer, Field(ge=0, le=MAX_WORKERS)] | SkipJsonSchema[None] = Field(
+    worker_count: Annotated[int, Field(ge=0, le=MAX_WORKERS)] | SkipJsonSchema[None] = Field(
         default=None, description="cannot be null")
     work_dir: PathText | None = Field(default=None, description="null: the work root")
 
