@@ -127,6 +127,11 @@ def test_streaming_routes_document_server_sent_events(doc: dict[str, Any]) -> No
         assert list(doc["paths"][path]["post"]["responses"]["200"]["content"]) == ["text/event-stream"], path
 
 
+def test_the_document_states_the_rules_of_every_body(doc: dict[str, Any]) -> None:
+    assert "lone UTF-16 surrogate" in doc["info"]["description"]
+    assert "64 levels" in doc["info"]["description"]
+
+
 def test_an_unreachable_provider_is_a_documented_502(doc: dict[str, Any]) -> None:
     answer = doc["paths"]["/provider/{id}/models"]["get"]["responses"]["502"]
     assert "network" in answer["description"]

@@ -35,6 +35,11 @@ _RUN_SUFFIXES = ("/message", "/message/stream", "/run", "/run/stream", "/runs/{i
 _PROVIDER_PARAMS = {"/provider/auth/{provider}": "provider", "/provider/{id}": "id", "/provider/{id}/models": "id",
                     "/provider/{id}/models/{model}": "id"}
 _NAMES_IDS = ("/fleets",)  # bodies naming a stored record by id: 404 when it does not exist
+_BODY_RULES = (
+    " Every JSON body, at any depth: no string or key holding a lone UTF-16 surrogate, no NaN or Infinity, at "
+    "most 64 levels of nesting (else 400 naming the field). Types are strict: a boolean is not an integer. A "
+    "method a path does not have is a 405 whose Allow lists the path's methods."
+)
 _IGNORED_BODY = {
     "description": "Ignored: send no body or `{}`, with `Content-Type: application/json` (required on every POST).",
     "required": True,
@@ -139,6 +144,7 @@ def build_openapi(app: FastAPI, config: ServerConfig, tools: Sequence[str] = ())
         schemas.pop(name, None)
     schemas["ErrorOut"] = ErrorOut.model_json_schema(ref_template="#/components/schemas/{model}")
     _declare(doc, tools)
+    doc["info"]["description"] = doc["info"].get("description", "") + _BODY_RULES
     token = config.token is not None
     if token:
         doc["components"]["securitySchemes"] = {
