@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -21,7 +22,7 @@ from tests.server.harness import FUNCTIONS_MODULE, completion, openai_agent, run
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.server import ServerConfig
 
-PID_SERVER = str(Path(__file__).with_name("mcp_pid_server.py"))
+PID_SERVER = Path(__file__).with_name("mcp_pid_server.py")
 
 
 def call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
@@ -47,11 +48,12 @@ def tool_call_completion(name: str, arguments: dict[str, Any]) -> dict[str, Any]
 
 @pytest.fixture
 def mcp_server(tmp_path: Path) -> Iterator[httpx.Client]:
-    """A server of its own (its MCP connections start threads and processes), allowing the
-    Python interpreter as an MCP program."""
+    """A server of its own (its MCP connections start threads and processes), with the MCP
+    test server's script in its work root."""
     pytest.importorskip("mcp", reason='needs the mcp extra: pip install -e ".[mcp]"')
+    shutil.copy(PID_SERVER, tmp_path / PID_SERVER.name)
     config = ServerConfig(db_path=tmp_path / "w.db", work_root=tmp_path, functions=(FUNCTIONS_MODULE,),
-                          entry_points=False, mcp_commands=(sys.executable,))
+                          entry_points=False)
     with running(config) as server, server.client() as client:
         yield client
 
@@ -154,7 +156,7 @@ def test_context_budget_leaves_old_turns_out_of_requests(client: httpx.Client, l
 
 def test_an_agent_calls_the_tools_of_an_mcp_server_over_stdio(mcp_server: httpx.Client, tmp_path: Path) -> None:
     agent = scripted_agent(mcp_server, call("where", {}), "found it",
-                           mcp=[{"command": [sys.executable, PID_SERVER]}], options={"cycle": False})
+                           mcp=[{"command": [sys.executable, PID_SERVER.name]}], options={"cycle": False})
     (tool_call,) = message(mcp_server, agent)["tool_calls"]
     assert tool_call["is_error"] is False
     assert tool_call["output"] == str(tmp_path)  # it runs in the work root
@@ -162,11 +164,12 @@ def test_an_agent_calls_the_tools_of_an_mcp_server_over_stdio(mcp_server: httpx.
 
 def test_runs_share_one_mcp_connection_closed_when_the_server_stops(tmp_path: Path) -> None:
     pytest.importorskip("mcp", reason='needs the mcp extra: pip install -e ".[mcp]"')
-    config = ServerConfig(db_path=tmp_path / "w.db", work_root=tmp_path, entry_points=False,
-                          mcp_commands=(sys.executable,))
+    shutil.copy(PID_SERVER, tmp_path / PID_SERVER.name)
+    config = ServerConfig(db_path=tmp_path / "w.db", work_root=tmp_path, entry_points=False)
     with running(config) as server, server.client() as client:
         agents = [scripted_agent(client, call("p_pid", {}), "ok", name=f"a{i}", options={"cycle": True},
-                                 mcp=[{"command": [sys.executable, PID_SERVER], "prefix": "p_"}]) for i in range(2)]
+                                 mcp=[{"command": [sys.executable, PID_SERVER.name], "prefix": "p_"}])
+                  for i in range(2)]
         pids = {message(client, agent)["tool_calls"][0]["output"] for agent in (*agents, agents[0])}
         assert len(pids) == 1
     pid = int(pids.pop())
@@ -196,6 +199,23 @@ def test_an_mcp_program_neither_allowed_nor_under_the_work_root_is_400(client: h
     assert response.status_code == 400
     assert response.json()["fields"] == ["mcp[0].command"]
     assert "--mcp-command /bin/sh" in response.json()["error"]
+
+
+def test_an_mcp_argument_that_is_a_path_outside_the_work_root_is_400(client: httpx.Client) -> None:
+    response = client.post("/agents", json={"name": "a", "mcp": [{"command": [sys.executable, str(PID_SERVER)]}]})
+    assert response.status_code == 400
+    assert response.json()["fields"] == ["mcp[0].command"]
+    assert "outside the work root" in response.json()["error"]
+
+
+def test_without_bash_the_servers_python_needs_mcp_command(tmp_path: Path) -> None:
+    refusing = ServerConfig(db_path=tmp_path / "a.db", work_root=tmp_path, entry_points=False, allow_bash=False)
+    allowing = ServerConfig(db_path=tmp_path / "b.db", work_root=tmp_path, entry_points=False, allow_bash=False,
+                            mcp_commands=(sys.executable,))
+    body = {"name": "a", "mcp": [{"command": [sys.executable, "server.py"]}]}
+    for config, status in ((refusing, 400), (allowing, 201)):
+        with running(config) as server, server.client() as client:
+            assert client.post("/agents", json=body).status_code == status
 
 
 def test_an_executable_under_the_work_root_may_be_an_mcp_server(client: httpx.Client, work_root: Path) -> None:

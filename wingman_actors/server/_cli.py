@@ -54,7 +54,7 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
                         "for formation functions and predicates (repeatable)")
     p.add_argument("--mcp-command", action="append", default=[], metavar="PROGRAM",
                    help="a program stored agents' MCP servers may run ({\"command\": [PROGRAM, ...]}), beside "
-                        "executables under the work root; repeatable, e.g. --mcp-command npx")
+                        "executables under the work root and this Python; repeatable, e.g. --mcp-command npx")
     p.add_argument("--no-entry-points", action="store_true",
                    help="do not load the wingman_actors.functions entry-point group")
     p.add_argument("--request-timeout", type=_positive(float), default=60.0, metavar="SECONDS",

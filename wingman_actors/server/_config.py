@@ -45,9 +45,10 @@ class ServerConfig:
         suspend_ttl: seconds a formation run suspended by ``interrupt()`` waits for its answer
             (``POST /runs/{id}/resume``) before it expires; None: forever. Default 7 days.
         mcp_commands: programs the ``{"command": [...]}`` MCP servers of stored agents may run
-            (``--mcp-command``) beside the executables under the work root: ``npx``, ``uvx``,
-            a path. An allowed program runs with any arguments, in the work root, with the MCP
-            SDK's minimal environment (no keys).
+            (``--mcp-command``) beside the executables under the work root and the server's
+            own Python (unless ``allow_bash`` is False): ``npx``, ``uvx``, a path. Path
+            arguments must lie under the work root; the server runs in the work root, with
+            the MCP SDK's minimal environment (no keys).
         journal_retention: seconds a finished formation run (succeeded, failed, cancelled,
             expired...) stays in the run journal; older ones are pruned when the server
             starts and every hour, so the database does not grow without end. None: keep

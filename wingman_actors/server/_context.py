@@ -26,7 +26,7 @@ from ._config import ServerConfig
 from ._errors import ApiError, invalid
 from ._flights import Flights
 from ._functions import FunctionRegistry
-from ._mcp import MCPPool, check_mcp
+from ._mcp import MCPPool, allowed_programs, check_mcp
 from ._provider_cache import ProviderCache, close_provider
 from ._redact import Redactor
 from ._schemas import AgentOut
@@ -108,7 +108,8 @@ class ServerContext:
         self.pool = pool
         self.functions = functions
         self.providers = ProviderCache()
-        self.mcp = MCPPool(config.root, config.mcp_commands, connect_timeout=min(30.0, config.request_timeout))
+        self.mcp = MCPPool(config.root, allowed_programs(config.mcp_commands, config.allow_bash),
+                           connect_timeout=min(30.0, config.request_timeout))
         """The MCP connections of stored agents, closed when the server stops."""
         self._locks: dict[str, threading.Lock] = {}
         self._live: dict[str, set[tuple[Session, _AbortGuard]]] = {}
@@ -250,7 +251,7 @@ class ServerContext:
                 "options.api_key",
                 "keys are not stored on agents; store the provider's key with " + _AUTH_HINT.format(p=agent.provider),
             )
-        check_mcp(agent.mcp, root=self.config.root, allowed=self.config.mcp_commands)
+        check_mcp(agent.mcp, root=self.config.root, allowed=self.mcp.allowed)
         check_team(self, agent)
         if agent.provider is None:
             return

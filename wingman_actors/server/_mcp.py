@@ -2,16 +2,18 @@
 server, opened at the first run that needs it and closed when the server stops.
 
 A ``{"command": [...]}`` server is a program the HTTP server starts: an executable under the
-work root (the path relative to it, symlinks followed), or a program allowed with ``serve
---mcp-command PROGRAM``. It runs in the work root with the MCP SDK's minimal environment
-(``PATH``, ``HOME``...: no keys). A ``{"url": ...}`` server is reached over streamable HTTP.
+work root (the path relative to it, symlinks followed), the server's own Python (unless
+``--no-bash``: a Python runs any code, as ``bash`` does), or a program allowed with ``serve
+--mcp-command PROGRAM``. Its arguments that are paths (absolute, or holding ``..``) must lie
+under the work root too, like every other path of a request. It runs in the work root with
+the MCP SDK's minimal environment (``PATH``, ``HOME``...: no keys). A ``{"url": ...}`` server is reached over streamable HTTP.
 The connection (through :func:`wingman_actors.integrations.mcp.mcp_tools`) is shared by
 every run of every agent naming the same server, as the library shares one ``mcp_tools``
 block between sessions.
 
 Example:
-    >>> check_program(["npx", "-y", "server"], root=Path("/srv"), allowed=("npx",))
-    >>> check_program(["/bin/sh"], root=Path("/srv"), allowed=())
+    >>> check_command(["npx", "-y", "server"], root=Path("/srv"), allowed=("npx",))
+    >>> check_command(["/bin/sh"], root=Path("/srv"), allowed=())
     Traceback (most recent call last):
     ...
     ValueError: program '/bin/sh' is neither under the work root '/srv' nor allowed on this server; ...
@@ -23,6 +25,7 @@ import importlib.util
 import json
 import logging
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -32,27 +35,41 @@ from typing import Any
 from ..tools import Tool
 from ._errors import ApiError, invalid
 
-__all__ = ["MCPPool", "check_mcp", "check_program"]
+__all__ = ["MCPPool", "allowed_programs", "check_command", "check_mcp"]
 
 log = logging.getLogger("wingman_actors.server")
 
 _CONNECT_S = 30.0
 
 
-def check_program(command: Sequence[str], *, root: Path, allowed: Sequence[str]) -> None:
-    """Refuse ``command`` unless its program is allowed or an executable under ``root``.
+def allowed_programs(mcp_commands: Sequence[str], allow_bash: bool) -> tuple[str, ...]:
+    """The programs MCP commands may run beside those under the work root: ``--mcp-command``
+    ones, and the server's own Python unless ``--no-bash``."""
+    return (*mcp_commands, sys.executable) if allow_bash else tuple(mcp_commands)
+
+
+def _resolve(value: str, root: Path) -> Path:
+    try:
+        return (Path(value) if os.path.isabs(value) else root / value).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return Path("/")  # unresolvable: refused like any path outside the root
+
+
+def check_command(command: Sequence[str], *, root: Path, allowed: Sequence[str]) -> None:
+    """Refuse ``command`` unless its program is allowed or an executable under ``root``, and
+    its path arguments (absolute, or holding ``..``) lie under ``root``.
 
     Raises:
-        ValueError: the program is neither (the message names the fix).
+        ValueError: what is refused (the message names the fix).
     """
+    for arg in command[1:]:
+        if (os.path.isabs(arg) or ".." in Path(arg).parts) and not _resolve(arg, root).is_relative_to(root):
+            raise ValueError(f"argument {arg!r} is a path outside the work root {str(root)!r}; put the file "
+                             "under the work root (relative paths are taken from it)")
     program = command[0]
     if program in allowed:
         return
-    path = Path(program) if os.path.isabs(program) else root / program
-    try:
-        resolved = path.resolve()
-    except (OSError, RuntimeError, ValueError):
-        resolved = Path("/")
+    resolved = _resolve(program, root)
     inside = resolved.is_relative_to(root)
     if inside and resolved.is_file() and os.access(resolved, os.X_OK):
         return
@@ -74,7 +91,7 @@ def check_mcp(servers: Sequence[dict[str, Any]], *, root: Path, allowed: Sequenc
         command = server.get("command")
         if command is not None:
             try:
-                check_program(command, root=root, allowed=allowed)
+                check_command(command, root=root, allowed=allowed)
             except ValueError as exc:
                 raise invalid(f"mcp[{i}].command", str(exc)) from None
 
@@ -121,7 +138,7 @@ class MCPPool:
         where = " ".join(command) if command is not None else str(server.get("url"))
         if command is not None:
             try:
-                check_program(command, root=self.root, allowed=self.allowed)
+                check_command(command, root=self.root, allowed=self.allowed)
             except ValueError as exc:
                 raise ApiError(400, f"agent {agent}: MCP server {where!r}: {exc}", fields=["mcp"]) from None
         stack = ExitStack()
