@@ -6,9 +6,10 @@ Field names follow the Wingman reference API.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from ._limits import MAX_CONTEXT_BUDGET, MAX_MCP_SERVERS, MAX_STEPS, MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
@@ -32,8 +33,7 @@ __all__ = [
     "FleetUpdate",
     "FormationOut",
     "FormationRunIn",
-    "MCPCommandIn",
-    "MCPUrlIn",
+    "MCPServerIn",
     "MessageIn",
     "MessageOut",
     "PathText",
@@ -170,7 +170,26 @@ class StatusOut(BaseModel):
 # -- agents ----------------------------------------------------------------------------
 
 
-class _MCPServerIn(_In):
+_URL = re.compile(r"^https?://[^\x00\s]+$")
+
+
+class MCPServerIn(_In):
+    """An MCP server of an agent: ``command`` (started by the server, speaking MCP over stdio)
+    or ``url`` (streamable HTTP), not both."""
+
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["command"]}, {"required": ["url"]}]})
+
+    command: list[str] | SkipJsonSchema[None] = Field(
+        default=None,
+        json_schema_extra={"minItems": 1, "items": {"type": "string", "minLength": 1, "pattern": NO_NUL}},
+        description="the program and its arguments: an executable under the work root (relative to it), the "
+                    "server's Python, or a program the server allows (serve --mcp-command PROGRAM); path "
+                    "arguments under the work root; it runs in the work root",
+    )
+    url: str | SkipJsonSchema[None] = Field(
+        default=None, json_schema_extra={"pattern": _URL.pattern},
+        description="a streamable HTTP endpoint, e.g. http://127.0.0.1:8000/mcp",
+    )
     prefix: str = Field(
         default="", pattern=r"^[A-Za-z0-9_-]{0,32}$",
         description="prepended to the server's tool names (to tell two servers' tools apart)",
@@ -179,24 +198,27 @@ class _MCPServerIn(_In):
         default=None, description="only these of the server's tools (by its names); all when omitted"
     )
 
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or not all(value) or any("\x00" in v for v in value)):
+            raise ValueError('give the program and its arguments, e.g. ["npx", "-y", "@scope/server"]: '
+                             "no empty string, no NUL character")
+        return value
 
-class MCPCommandIn(_MCPServerIn):
-    """An MCP server the server starts, speaking MCP over stdio."""
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not _URL.match(value):
+            raise ValueError(f"give an http:// or https:// endpoint, e.g. http://127.0.0.1:8000/mcp, got {value!r}")
+        return value
 
-    command: list[Annotated[str, Field(min_length=1, pattern=NO_NUL)]] = Field(
-        min_length=1,
-        description="the program and its arguments; the program is an executable under the work root (relative "
-                    "to it) or one the server allows (serve --mcp-command PROGRAM); it runs in the work root",
-    )
-
-
-class MCPUrlIn(_MCPServerIn):
-    """An MCP server reached over streamable HTTP."""
-
-    url: str = Field(pattern=r"^https?://[^\x00\s]+$", description="its endpoint, e.g. http://127.0.0.1:8000/mcp")
-
-
-MCPServerIn = MCPCommandIn | MCPUrlIn
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPServerIn:
+        if (self.command is None) == (self.url is None):
+            raise ValueError('give exactly one of "command": ["program", "arg", ...] (stdio) or "url": '
+                             '"http://host:port/mcp" (streamable HTTP)')
+        return self
 
 
 class AgentCreate(_In):
