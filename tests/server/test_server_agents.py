@@ -94,6 +94,15 @@ def test_an_agent_calls_a_tool_function_of_the_functions_modules(client: httpx.C
     assert (tool_call["name"], tool_call["output"], tool_call["is_error"]) == ("count_words", "3 words", False)
 
 
+def test_a_formation_agent_node_may_use_a_tool_function(client: httpx.Client) -> None:
+    agent = scripted_agent(client, call("count_words", {"text": "a b"}), "two words", tools=["count_words"],
+                           options={"cycle": False})
+    declaration = {"name": "counting", "nodes": [{"name": "count", "kind": "agent", "agent_id": agent}]}
+    fid = client.post("/formations", json=declaration).json()["id"]
+    run = client.post(f"/formations/{fid}/run", json={"input": "count a b"}).json()
+    assert (run["status"], run["output"]) == ("succeeded", "two words")
+
+
 def test_an_unknown_tool_is_refused_listing_the_tool_functions_too(client: httpx.Client) -> None:
     response = client.post("/agents", json={"name": "a", "tools": ["count_letters"]})
     assert response.status_code == 400
