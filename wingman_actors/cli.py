@@ -11,7 +11,8 @@ Commands:
 * ``graph FORMATION``: draw it as Mermaid, DOT or PNG.
 * ``providers``: the registered providers, how to configure each, and which one ``run``
   would use now.
-* ``bench``, ``serve``: from their own layers (see :data:`COMMANDS`).
+* ``bench``, ``serve``, ``ui`` (the run viewer over a run store): from their own layers (see
+  :data:`COMMANDS`).
 * ``version`` (also ``--version``).
 
 Exit codes: 0 done; 1 the run failed (one line naming the node and the cause; the
@@ -177,6 +178,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("bench", "measure the runtime against its targets", "wingman_actors._bench.cli:add_bench_parser"),
     Command("serve", "serve agents, sessions, fleets and formations over HTTP (SQLite persistence)",
             "wingman_actors.server._cli:add_serve_parser"),
+    Command("ui", "open the run viewer over a run store in the browser",
+            "wingman_actors.server._viewer_store:add_ui_parser"),
     Command("mcp", "Model Context Protocol: serve tools to MCP clients",
             "wingman_actors.integrations._mcp_command:add_mcp_parser"),
     Command("runs", "list the runs journalled in a run store", "wingman_actors._launcher.runs:add_runs_parser"),
