@@ -99,7 +99,7 @@ def _view(ctx: ServerContext, id: str) -> dict[str, Any]:
         raise ApiError(404, f"run {id} is not in the run journal yet (or began before runs were journalled); "
                             "try again in a moment") from None
     view.update(run_id=record.id, formation_id=record.formation_id, formation_name=record.formation_name,
-                output=record.output, error=record.error or view.get("error"), error_kind=record.error_kind,
+                output=record.output, outputs=record.outputs, error=record.error or view.get("error"), error_kind=record.error_kind,
                 usage=record.usage, duration_s=record.duration_s, created_at=record.created_at,
                 finished_at=record.finished_at, resume=None)
     return view
