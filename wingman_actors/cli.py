@@ -146,6 +146,11 @@ def _run_options(p: Any) -> None:
     p.add_argument("--backend", choices=("threads", "ray"), default="threads",
                    help="where node actors live: threads (default) or ray (needs wingman-actors[ray])")
     p.add_argument("--ray-address", metavar="ADDR", help="with --backend ray: join this cluster ('auto', host:port, ray://...)")
+    p.add_argument("--break-before", action="append", metavar="NODE",
+                   help="suspend the run before NODE runs, as interrupt() does (repeatable; needs a store); "
+                        "continue it with `resume`")
+    p.add_argument("--break-after", action="append", metavar="NODE",
+                   help="suspend the run after NODE ran, with its output (repeatable; needs a store)")
     p.add_argument("--sample-latency", type=seconds_or_zero, metavar="SECONDS",
                    help="seconds each sample reply takes (default: the formation's SAMPLE_LATENCY_S on a "
                         "terminal, so the live view shows the run; 0 otherwise)")
