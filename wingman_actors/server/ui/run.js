@@ -43,6 +43,14 @@ function apply(live, name, e) {
       else steps.push(name === "agent_text" ? { kind: "text", text: d.text } : { kind: name.slice(6), ...d });
       return null;
     }
+    case "run_finished": case "run_failed": case "run_cancelled": {
+      // visits still open end with the run: suspended at the interrupt, else cut short
+      const waiting = name === "run_finished" && d.status === "suspended" ? d.interrupt?.node : null;
+      for (const v of live.visits.filter((v) => v.finished === null)) {
+        Object.assign(v, { finished: at, status: v.node === waiting ? "suspended" : "cancelled" });
+      }
+      return null;
+    }
     default: return null;
   }
 }
