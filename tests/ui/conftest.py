@@ -53,7 +53,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context()
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(20_000)  # generous: CI machines are shared
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -3,8 +3,10 @@ a run live, and starts, answers, cancels and resumes runs from the page."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -84,13 +86,16 @@ def test_a_formation_is_drawn_with_one_element_per_node(page: Any, server: Runni
 def test_a_run_started_from_the_page_goes_from_running_to_succeeded_without_a_reload(
     page: Any, server: RunningServer, client: httpx.Client
 ) -> None:
-    fid = create_formation(client, "live", "slow", "shout")
+    functions_ui.GATE.clear()
+    fid = create_formation(client, "live", "gated", "shout")
     open_formation(page, server, fid)
     page.evaluate("window.sameDocument = true")
     start_run(page, "hello")
-    page.wait_for_selector('[data-node="slow"][data-status="running"]')
+    page.wait_for_selector('[data-node="gated"][data-status="running"]')
+    assert page.get_attribute('[data-node="shout"]', "data-status") == "pending"
+    functions_ui.GATE.set()
     page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')
-    assert page.get_attribute('[data-node="slow"]', "data-status") == "succeeded"
+    assert page.get_attribute('[data-node="gated"]', "data-status") == "succeeded"
     assert page.evaluate("window.sameDocument") is True  # updated from the events, not reloaded
 
 
@@ -177,3 +182,28 @@ def test_the_assets_weigh_under_a_megabyte() -> None:
     size = sum(f.stat().st_size for f in folder.iterdir())
     print(f"\nviewer assets: {size / 1024:.1f} KiB")
     assert size < 1_000_000
+
+
+def test_a_run_of_200_nodes_streams_to_the_page_without_falling_behind(page: Any, server: RunningServer,
+                                                                       client: httpx.Client) -> None:
+    names = [f"n{i:03}" for i in range(200)]
+    nodes = [{"name": n, "kind": "function", "function": "shout"} for n in names]
+    edges = [{"from": a, "to": b} for a, b in itertools.pairwise(names)]
+    fid = client.post("/formations", json={"name": "long", "nodes": nodes, "edges": edges}).json()["id"]
+    open_formation(page, server, fid)
+    # the moment the page draws the last node succeeded, by the page's clock (the server's is the same)
+    page.evaluate("""() => {
+        window.lastSeen = new Promise((resolve) => new MutationObserver((_, observer) => {
+            const last = document.querySelector('[data-node="n199"][data-status="succeeded"]');
+            if (last) { observer.disconnect(); resolve(Date.now()); }
+        }).observe(document.body, {subtree: true, attributes: true, childList: true}));
+    }""")
+    start_run(page, "go")
+    seen_ms = page.evaluate("window.lastSeen")
+    run_id = page.url.rsplit("/", 1)[1]
+    record = client.get(f"/runs/{run_id}").json()
+    finished = record["nodes"]["n199"]["finished_at"]
+    finished_ms = datetime.fromisoformat(finished.replace("Z", "+00:00")).timestamp() * 1000
+    lag_s = (seen_ms - finished_ms) / 1000
+    print(f"\n200-node run: the page drew the last node {lag_s:.3f} s after it finished on the server")
+    assert lag_s < 5  # the target is 1 s (printed above); this bound only catches a page that stalls

@@ -188,6 +188,14 @@ export async function showRun(view, runId, info) {
     }));
   }
 
+  // Draw at most once a frame, however fast events come (a long run sends hundreds a second).
+  const queued = new Set();
+  function later(draw) {
+    if (queued.has(draw)) return;
+    queued.add(draw);
+    requestAnimationFrame(() => { queued.delete(draw); if (!closed) draw(); });
+  }
+
   async function refresh() {
     if (closed) return;
     try { doc = await getJSON(path); } catch { return; }
@@ -213,7 +221,7 @@ export async function showRun(view, runId, info) {
             live.statuses[change[0]] = change[1];
             setStatus(svg, change[0], change[1]);
             if (change[0] === selected) renderDetails();
-            renderTimeline();
+            later(renderTimeline);
           } else if (name.startsWith("agent_") && e.node === selected) renderDetails();
           if (name === "run_cancelled") {
             for (const [n, s] of Object.entries(live.statuses)) if (s === "running") setStatus(svg, n, live.statuses[n] = "cancelled");
