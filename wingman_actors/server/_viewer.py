@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx  # type: ignore[import-untyped]
 
-from ..store import FormationShape, UnknownRunError
+from ..store import FormationShape
 
 if TYPE_CHECKING:
     from ..store import RunJournal, RunStore
@@ -115,7 +115,7 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
     record's node ``traces`` and ``status``, which know more than a quick run journals).
 
     Raises:
-        UnknownRunError: the store has no such run.
+        wingman_actors.store.UnknownRunError: the store has no such run.
     """
     from .._launcher.run_show import run_document
 
@@ -178,10 +178,3 @@ def _jsonable(value: Any) -> Any:
 
     return to_jsonable_python(value, fallback=str)
 
-
-def load_or_none(store: RunStore, run_id: str) -> RunJournal | None:
-    """The run's journal, or None when the store has no such run."""
-    try:
-        return store.load(run_id)
-    except UnknownRunError:
-        return None
