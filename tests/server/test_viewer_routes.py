@@ -14,7 +14,7 @@ from tests.server.test_runs import formation
 from wingman_actors.cli import main
 from wingman_actors.server import ServerConfig
 from wingman_actors.server._viewer import graph_layout
-from wingman_actors.store import FormationShape
+from wingman_actors.store import FormationShape, RunStore
 
 
 def test_the_page_is_served_at_ui_with_a_policy_that_allows_only_its_own_origin(client: httpx.Client) -> None:
@@ -109,3 +109,32 @@ def test_ui_with_a_missing_store_is_a_usage_error_naming_it(tmp_path: Path, caps
     missing = tmp_path / "none.sqlite"
     assert main(["ui", "--store", str(missing), "--port", "0"]) == 2
     assert str(missing) in capsys.readouterr().err
+
+
+def test_the_viewer_s_data_is_refused_to_another_site_s_page(client: httpx.Client, server: RunningServer) -> None:
+    response = client.get("/ui/api/runs", headers={"Origin": "http://evil.example"})
+    assert response.status_code == 403
+    same = client.get("/ui/api/runs", headers={"Origin": server.url})
+    assert same.status_code == 200
+
+
+def test_the_store_viewer_follows_a_run_going_on_in_another_process(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from wingman_actors.server._viewer_store import create_store_viewer
+
+    graph = nx.DiGraph([("a", "b")])
+    nx.set_node_attributes(graph, "function", "kind")
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        run_id = store.begin_run("pair", FormationShape.of(graph), "x")
+        store.flush()
+        with TestClient(create_store_viewer(tmp_path / "runs.sqlite"), base_url="http://127.0.0.1") as viewer:
+            assert viewer.get("/ui/api/formations").json()[0]["name"] == "pair"
+            assert viewer.get(f"/ui/api/runs/{run_id}").json()["nodes"]["a"]["status"] == "pending"
+            with viewer.stream("GET", f"/ui/api/runs/{run_id}/stream") as events:
+                store.record_visit(run_id, "a", 1, "X")
+                store.set_status(run_id, "succeeded", wait=True)
+                names = [line for line in events.iter_lines() if line.startswith("event: ")]
+            assert names[-1] == "event: end" and "event: refresh" in names
+            view = viewer.get(f"/ui/api/runs/{run_id}").json()
+            assert (view["status"], view["nodes"]["a"]["status"], view["resume"]) == ("succeeded", "succeeded", None)

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.server.harness import RunningServer
+from tests.server.harness import RunningServer, scripted_agent
 from tests.ui import functions_ui
 from tests.ui.conftest import create_formation, start_server
 
@@ -207,3 +207,32 @@ def test_a_run_of_200_nodes_streams_to_the_page_without_falling_behind(page: Any
     lag_s = (seen_ms - finished_ms) / 1000
     print(f"\n200-node run: the page drew the last node {lag_s:.3f} s after it finished on the server")
     assert lag_s < 5  # the target is 1 s (printed above); this bound only catches a page that stalls
+
+
+GLOB = {"content": [{"type": "tool_use", "id": "c1", "name": "glob", "input": {"pattern": "*.md"}}],
+        "stop_reason": "tool_use"}
+
+
+def test_an_agent_node_shows_its_steps_tool_calls_and_results(page: Any, server: RunningServer,
+                                                              client: httpx.Client) -> None:
+    agent = scripted_agent(client, GLOB, "two notes found", tools=["glob"], name="scout")
+    body = {"name": "scouting", "nodes": [{"name": "scout", "kind": "agent", "agent_id": agent}], "edges": []}
+    fid = client.post("/formations", json=body).json()["id"]
+    open_formation(page, server, fid)
+    start_run(page, "find the notes")
+    page.wait_for_selector('[data-node="scout"][data-status="succeeded"]')
+    page.click('[data-node="scout"]')
+    steps = page.locator("ol.steps")
+    steps.get_by_text("tool call glob").wait_for()
+    assert "*.md" in steps.inner_text()
+    assert "tool result" in steps.inner_text()
+    assert "two notes found" in steps.inner_text()
+
+
+def test_clicking_a_run_in_the_list_opens_it(page: Any, server: RunningServer, client: httpx.Client) -> None:
+    fid = create_formation(client, "clicked", "shout")
+    run_id = client.post(f"/formations/{fid}/run", json={"input": "a"}).json()["id"]
+    page.goto(f"{server.url}/ui/#/runs")
+    page.click(f'[data-run-id="{run_id}"]')
+    page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')
+    assert page.url.endswith(f"#/runs/{run_id}")

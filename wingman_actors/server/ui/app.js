@@ -38,7 +38,8 @@ function runTable(runs) {
   if (!runs.length) return h("p", { class: "muted" }, "No runs yet.");
   return h("table", { class: "runs" },
     h("thead", {}, h("tr", {}, ["run", "formation", "status", "started", "duration"].map((c) => h("th", {}, c)))),
-    h("tbody", {}, runs.map((r) => h("tr", { "data-run-id": r.run_id },
+    h("tbody", {}, runs.map((r) => h("tr", { "data-run-id": r.run_id,
+      onclick: () => { location.hash = `#/runs/${encodeURIComponent(r.run_id)}`; } },
       h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(r.run_id)}` }, r.run_id)),
       h("td", {}, r.formation_name || r.formation_id || ""),
       h("td", {}, badge(r.status)),
