@@ -61,7 +61,7 @@ def ui_command(args: argparse.Namespace) -> int:
     with require("server", "wingman-actors ui"):
         import uvicorn
     from .._launcher.stores import StoreChoice
-    from ._cli import ServeError, _listen
+    from ._cli import ServeError, _is_loopback, _listen
 
     choice = StoreChoice.of(args.store)
     if not choice.path.is_file():
@@ -72,6 +72,9 @@ def ui_command(args: argparse.Namespace) -> int:
     except ServeError as exc:
         print(f"wingman-actors ui: error: {exc}", file=sys.stderr)
         return 2
+    if args.token is None and not _is_loopback(args.host):
+        print(f"wingman-actors ui: warning: listening on {args.host} without a token; anyone who can reach it "
+              "can read the runs' inputs and outputs. Pass --token.", file=sys.stderr)
     port = sock.getsockname()[1]
     app = create_store_viewer(choice.path, token=args.token)
     print(f"wingman-actors ui: http://{args.host}:{port}/ui/ (run store {choice.path})", file=sys.stderr, flush=True)
