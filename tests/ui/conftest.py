@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,3 +78,11 @@ def create_formation(client: httpx.Client, name: str, *functions: str) -> str:
     response = client.post("/formations", json={"name": name, "nodes": nodes, "edges": edges})
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
+
+
+def wait_for_status(client: httpx.Client, run_id: str, status: str) -> None:
+    """Until the run's record says ``status`` (the page may show it a moment before it is written)."""
+    deadline = time.monotonic() + 10
+    while (now := client.get(f"/runs/{run_id}").json()["status"]) != status:
+        assert time.monotonic() < deadline, f"run {run_id} is {now}, not {status}"
+        time.sleep(0.05)

@@ -16,7 +16,7 @@ import pytest
 
 from tests.server.harness import RunningServer, scripted_agent
 from tests.ui import functions_ui
-from tests.ui.conftest import create_formation, start_server
+from tests.ui.conftest import create_formation, start_server, wait_for_status
 
 pytestmark = pytest.mark.browser
 
@@ -35,6 +35,17 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 def client(server: RunningServer) -> Iterator[httpx.Client]:
     with server.client() as c:
         yield c
+
+
+@pytest.fixture
+def gate() -> Iterator[None]:
+    """``gated`` nodes wait until the test opens the gate; it is opened after the test in any case,
+    so an abandoned attempt's thread ends."""
+    functions_ui.GATE.clear()
+    try:
+        yield
+    finally:
+        functions_ui.GATE.set()
 
 
 def open_formation(page: Any, server: RunningServer, formation_id: str) -> None:
@@ -84,9 +95,8 @@ def test_a_formation_is_drawn_with_one_element_per_node(page: Any, server: Runni
 
 
 def test_a_run_started_from_the_page_goes_from_running_to_succeeded_without_a_reload(
-    page: Any, server: RunningServer, client: httpx.Client
+    page: Any, server: RunningServer, client: httpx.Client, gate: None
 ) -> None:
-    functions_ui.GATE.clear()
     fid = create_formation(client, "live", "gated", "shout")
     open_formation(page, server, fid)
     page.evaluate("window.sameDocument = true")
@@ -129,25 +139,23 @@ def test_an_interrupt_answered_from_the_page_resumes_the_run(page: Any, server: 
     page.fill('textarea[name="answer"]', "yes")
     page.click('[data-action="answer"]')
     page.wait_for_selector('[data-node="ask"][data-status="succeeded"]')
+    wait_for_status(client, run_id, "succeeded")
     assert client.get(f"/runs/{run_id}").json()["output"] == "draft: yes"
 
 
 def test_cancel_from_the_page_cancels_a_run_in_flight(page: Any, server: RunningServer,
-                                                      client: httpx.Client) -> None:
-    functions_ui.GATE.clear()
+                                                      client: httpx.Client, gate: None) -> None:
     fid = create_formation(client, "cancelled", "gated", "shout")
     open_formation(page, server, fid)
     run_id = start_run(page, "stop me")
     page.wait_for_selector('[data-node="gated"][data-status="running"]')
     page.click('[data-action="cancel"]')
     page.wait_for_selector('[data-node="gated"][data-status="cancelled"]')
-    assert client.get(f"/runs/{run_id}").json()["status"] == "cancelled"
-    functions_ui.GATE.set()
+    wait_for_status(client, run_id, "cancelled")
 
 
 def test_resume_from_the_page_continues_a_cancelled_run(page: Any, server: RunningServer,
-                                                        client: httpx.Client) -> None:
-    functions_ui.GATE.clear()
+                                                        client: httpx.Client, gate: None) -> None:
     fid = create_formation(client, "resumed", "gated", "shout")
     open_formation(page, server, fid)
     run_id = start_run(page, "again")
@@ -157,6 +165,7 @@ def test_resume_from_the_page_continues_a_cancelled_run(page: Any, server: Runni
     functions_ui.GATE.set()
     page.click('[data-action="resume"]')
     page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')
+    wait_for_status(client, run_id, "succeeded")
     assert client.get(f"/runs/{run_id}").json()["output"] == "AGAIN"
 
 
@@ -201,6 +210,7 @@ def test_a_run_of_200_nodes_streams_to_the_page_without_falling_behind(page: Any
     start_run(page, "go")
     seen_ms = page.evaluate("window.lastSeen")
     run_id = page.url.rsplit("/", 1)[1]
+    wait_for_status(client, run_id, "succeeded")
     record = client.get(f"/runs/{run_id}").json()
     finished = record["nodes"]["n199"]["finished_at"]
     finished_ms = datetime.fromisoformat(finished.replace("Z", "+00:00")).timestamp() * 1000

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.server.harness import RunningServer
-from tests.ui.conftest import create_formation, start_server
+from tests.ui.conftest import create_formation, start_server, wait_for_status
 
 pytestmark = pytest.mark.browser
 
@@ -71,4 +71,5 @@ def test_a_run_started_from_the_page_sends_the_token(page: Any, server: RunningS
     page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')
     run_id = page.url.rsplit("/", 1)[1]
     with server.client(TOKEN) as client:
+        wait_for_status(client, run_id, "succeeded")
         assert client.get(f"/runs/{run_id}").json()["output"] == "QUIET"
