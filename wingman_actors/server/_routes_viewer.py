@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,6 +34,7 @@ router = APIRouter(prefix="/ui/api", tags=["viewer"])
 
 VIEWER_STATUSES = ("running", "succeeded", "failed", "cancelled", "suspended", "interrupted", "expired")
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+_SETTLE_WAIT_S = 5.0
 _ENDS = (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED)
 
 
@@ -113,6 +115,15 @@ async def run(id: str, ctx: Ctx) -> dict[str, Any]:
     return await ctx.pool.run(_view, ctx, id)
 
 
+async def _settled(ctx: ServerContext, id: str) -> None:
+    """Wait (a few seconds at most) until a run that just ended has its record written, so
+    a page that reads the run at ``end`` sees how it ended."""
+    current = ctx.flights.get(id)
+    deadline = time.monotonic() + _SETTLE_WAIT_S
+    while current is not None and not current.settled.is_set() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+
+
 @router.get("/runs/{id}/stream", summary="A run's events: those so far, then live until it ends")
 async def stream(id: str, ctx: Ctx) -> Response:
     """SSE: one event per formation event (as ``POST /formations/{id}/run/stream`` sends them),
@@ -138,6 +149,7 @@ async def stream(id: str, ctx: Ctx) -> Response:
                     yield encode(live.type.value, event_dict(live, id, False, ()))
                     if live.type in _ENDS:
                         break
+            await _settled(ctx, id)
             yield encode("end", {"run_id": id})
         finally:
             if log is not None:

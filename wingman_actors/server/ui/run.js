@@ -6,8 +6,6 @@ import { events, getJSON, postJSON, valueOf } from "./api.js";
 import { badge, fill, h, pre, seconds, tokens } from "./dom.js";
 import { drawGraph, markSelected, setStatus } from "./graph.js";
 
-const ENDS = new Set(["run_finished", "run_failed", "run_cancelled"]);
-
 // Apply one formation event to the live model; returns [node, status] to draw, if any.
 function apply(live, name, e) {
   const node = e.node && !e.node.includes("/") ? e.node : null;  // inner nodes of nested formations: not drawn
@@ -216,6 +214,7 @@ export async function showRun(view, runId, info) {
         await events(`${path}/stream`, (name, e) => {
           seen += 1;
           if (info.mode === "store") { if (name === "refresh") refresh(); return; }
+          if (name === "end") { refresh(); return; }  // sent once the run's record is written
           const change = apply(live, name, e);
           if (change) {
             live.statuses[change[0]] = change[1];
@@ -226,7 +225,6 @@ export async function showRun(view, runId, info) {
           if (name === "run_cancelled") {
             for (const [n, s] of Object.entries(live.statuses)) if (s === "running") setStatus(svg, n, live.statuses[n] = "cancelled");
           }
-          if (ENDS.has(name)) refresh();
         }, { signal: controller.signal });
       } catch { /* aborted, or the server went away */ }
       if (pending && !closed) await new Promise((r) => setTimeout(r, seen ? 50 : 150));
