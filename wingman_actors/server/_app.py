@@ -32,6 +32,7 @@ from . import _routes_formations as routes_formations
 from . import _routes_providers as routes_providers
 from . import _routes_runs as routes_runs
 from . import _routes_sessions as routes_sessions
+from . import _routes_viewer as routes_viewer
 from ._body import scrub
 from ._config import ServerConfig
 from ._context import ServerContext, agent_tool_names
@@ -52,6 +53,7 @@ from ._recovery import recover_runs
 from ._redact import RedactMiddleware, Redactor, environment_secrets, redact_logs
 from ._store import Store
 from ._threads import WorkerPool
+from ._ui_page import page_router
 
 __all__ = ["create_app", "validation_error"]
 
@@ -210,8 +212,10 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         error = from_agent_error(exc)
         return JSONResponse(error.body(), status_code=error.status)
 
-    for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations, routes_runs):
+    for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations, routes_runs,
+                   routes_viewer):
         app.include_router(module.router)
+    app.include_router(page_router())  # the run viewer's page, at /ui/
 
     # Added innermost first. A request meets, in order: CORS (when configured), the method
     # (405 with Allow), the Host and Origin checks, secret masking of the answer, the token,

@@ -28,10 +28,15 @@ OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redir
 DOCS_ASSETS = "/static-offline-docs"
 """Where the Swagger UI and ReDoc assets are served from (no token needed)."""
 
+VIEWER_PAGE = frozenset({"/ui", "/ui/"})
+VIEWER_ASSETS = "/ui/assets/"
+"""The run viewer's page and assets: no data, no token (its JSON routes, /ui/api/, need it)."""
+
 
 def is_open_path(path: str) -> bool:
     """Whether ``path`` is served without a token."""
-    return path in OPEN_PATHS or path.startswith(DOCS_ASSETS + "/")
+    return (path in OPEN_PATHS or path in VIEWER_PAGE or path.startswith(DOCS_ASSETS + "/")
+            or path.startswith(VIEWER_ASSETS))
 
 
 class MethodMiddleware:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from ._limits import MAX_CONTEXT_BUDGET, MAX_MCP_SERVERS, MAX_STEPS, MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
@@ -470,6 +470,9 @@ class RunResumeIn(_In):
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the resumed run")
 
 
+_RUN_ID_DOC = "the run's id again: JSON names a run's id `run_id` everywhere (`id` is kept for the clients that read it)"
+
+
 class RunOut(BaseModel):
     """A recorded run: of a formation (``kind`` = ``formation``) or of a fleet (``fleet``,
     whose ``input`` is its tasks and ``output`` its per-task results)."""
@@ -497,3 +500,8 @@ class RunOut(BaseModel):
     duration_s: float | None = None
     created_at: str
     finished_at: str | None = None
+
+    @computed_field(description=_RUN_ID_DOC)  # type: ignore[prop-decorator]
+    @property
+    def run_id(self) -> str:
+        return self.id
