@@ -135,3 +135,20 @@ def test_the_document_states_the_rules_of_every_body(doc: dict[str, Any]) -> Non
 def test_an_unreachable_provider_is_a_documented_502(doc: dict[str, Any]) -> None:
     answer = doc["paths"]["/provider/{id}/models"]["get"]["responses"]["502"]
     assert "network" in answer["description"]
+
+
+def test_a_formation_named_only_by_a_character_python_counts_as_whitespace_is_400_not_500(
+    client: httpx.Client,
+) -> None:
+    # U+0085 (next line) is not whitespace to JSON Schema's patterns, but Formation() refuses it
+    response = client.post("/formations", json={"name": "\u0085", "nodes": [
+        {"kind": "function", "name": "a", "function": "shout"}]})
+    assert response.status_code == 400
+    assert "non-empty name" in response.json()["error"]
+
+
+def test_the_viewers_run_filter_declares_the_run_statuses(doc: dict[str, Any]) -> None:
+    params = doc["paths"]["/ui/api/runs"]["get"]["parameters"]
+    status = next(p for p in params if p["name"] == "status")
+    assert {"type": "string", "enum": ["running", "succeeded", "failed", "cancelled", "suspended", "interrupted",
+                                       "expired"]} in status["schema"]["anyOf"]

@@ -164,8 +164,8 @@ def build_nested(
         problems += deep or _inner_problems(decl, registry, agents, nested, built)
     if problems:
         raise setup_error(decl.name, problems)
-    formation = assemble(decl, registry, agents, _formations(built))
-    try:
+    try:  # Formation() itself refuses some names (one of whitespace only, as Python's str.isspace sees it)
+        formation = assemble(decl, registry, agents, _formations(built))
         formation.validate()
     except FormationSetupError as exc:
         raise setup_error(decl.name, exc.problems) from None

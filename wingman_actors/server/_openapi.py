@@ -106,7 +106,8 @@ def _declare(doc: dict[str, Any], tools: Sequence[str]) -> None:
             for param in operation.get("parameters", ()):
                 if param["in"] == "path" and param["name"] == name:
                     param["schema"] = {**param["schema"], "enum": providers}
-    for param in paths.get("/runs", {}).get("get", {}).get("parameters", ()):
+    for param in (*paths.get("/runs", {}).get("get", {}).get("parameters", ()),
+                  *paths.get("/ui/api/runs", {}).get("get", {}).get("parameters", ())):
         if param["name"] == "status":
             param["schema"] = {**param["schema"],
                                "anyOf": [{"type": "string", "enum": list(RUN_STATUSES)}, {"type": "null"}]}
