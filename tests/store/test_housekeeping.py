@@ -65,10 +65,10 @@ def test_prune_keeps_a_suspended_run_that_still_waits_and_expires_a_lapsed_one(
         assert [(r.id, r.status) for r in store.runs()] == [(waiting, "suspended")]
 
 
-def test_a_run_begins_after_its_shape_was_pruned_by_this_or_another_store(path: Path, shape: FormationShape) -> None:
+def test_a_run_begins_after_its_shape_was_pruned_by_this_or_another_store(location: str, shape: FormationShape) -> None:
     # A store writes a formation's shape with its first run only; a prune here or in
     # another process may delete it meanwhile, and the next run must write it again.
-    with RunStore(path) as store, RunStore(path) as other:
+    with RunStore(location) as store, RunStore(location) as other:
         first = store.begin_run("chain", shape, 0)
         store.set_status(first, "succeeded")
         store.flush()
@@ -89,8 +89,8 @@ def test_prune_refuses_a_bad_age(store: RunStore) -> None:
         store.prune(older_than="2 days")  # type: ignore[arg-type]
 
 
-def test_a_suspended_run_expires_after_the_store_suspend_ttl(path: Path, shape: FormationShape) -> None:
-    with RunStore(path, suspend_ttl=0.3) as store:
+def test_a_suspended_run_expires_after_the_store_suspend_ttl(location: str, shape: FormationShape) -> None:
+    with RunStore(location, suspend_ttl=0.3) as store:
         run_id = store.begin_run("chain", shape, 0)
         store.record_interrupt(run_id, "b", 1, "approve?")
         store.set_status(run_id, "suspended", wait=True)
@@ -105,15 +105,15 @@ def test_a_suspended_run_expires_after_the_store_suspend_ttl(path: Path, shape: 
         with pytest.raises(RunNotResumableError, match="expired") as err:
             store.claim_run(run_id)
         assert err.value.status == "expired"
-    with RunStore(path) as store:  # persisted when refused
+    with RunStore(location) as store:  # persisted when refused
         assert store.get(run_id).status == "expired"
 
 
-def test_expire_persists_the_expiry_and_a_store_without_ttl_never_expires(path: Path, shape: FormationShape) -> None:
-    with RunStore(path, suspend_ttl=None) as store:
+def test_expire_persists_the_expiry_and_a_store_without_ttl_never_expires(location: str, shape: FormationShape) -> None:
+    with RunStore(location, suspend_ttl=None) as store:
         forever = store.begin_run("chain", shape, 0)
         store.set_status(forever, "suspended")
-    with RunStore(path, suspend_ttl=0.01) as store:
+    with RunStore(location, suspend_ttl=0.01) as store:
         soon = store.begin_run("chain", shape, 1)
         store.set_status(soon, "suspended")
         time.sleep(0.05)
@@ -121,9 +121,9 @@ def test_expire_persists_the_expiry_and_a_store_without_ttl_never_expires(path: 
         assert store.get(soon).status == "expired" and store.get(forever).status == "suspended"
 
 
-def test_a_bad_suspend_ttl_is_refused(path: Path) -> None:
+def test_a_bad_suspend_ttl_is_refused(location: str) -> None:
     with pytest.raises(ValueError, match="suspend_ttl"):
-        RunStore(path, suspend_ttl=-5)
+        RunStore(location, suspend_ttl=-5)
 
 
 _CHILD = """
