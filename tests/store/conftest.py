@@ -10,7 +10,7 @@ import networkx as nx
 import pytest
 
 from tests.support.postgres import postgres_server, postgres_url
-from tests.support.store_fixtures import path
+from tests.support.store_fixtures import location, path
 from wingman_actors.store import FormationShape, RunStore
 
 __all__ = ["chain_shape", "location", "path", "postgres_server", "postgres_url", "sqlite_store", "store"]
@@ -29,14 +29,6 @@ def chain_shape(*nodes: str) -> FormationShape:
 @pytest.fixture
 def shape() -> FormationShape:
     return chain_shape()
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, path: Path) -> str:
-    """Where a store lives: a SQLite file's path, or a PostgreSQL URL (a fresh schema)."""
-    if request.param == "sqlite":
-        return str(path)
-    return str(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture
