@@ -110,20 +110,21 @@ def duplicate_run(run_id: str, store_path: str) -> StoreError:
 class Append(Journalling):
     """Append one journal entry. Not waited for: ordered by the queue."""
 
-    __slots__ = ("row",)
-    _INSERT: ClassVar[str] = ("INSERT INTO journal (run, kind, node, visit, item, codec, value) "
-                              "SELECT key, ?, ?, ?, ?, ?, ? FROM runs WHERE id = ?")
+    __slots__ = ("at", "row")
+    _INSERT: ClassVar[str] = ("INSERT INTO journal (run, kind, node, visit, item, codec, value, at) "
+                              "SELECT key, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE id = ?")
 
-    def __init__(self, row: tuple[str, int, str, int, int | None, int, str]) -> None:
+    def __init__(self, row: tuple[str, int, str, int, int | None, int, str], at: float | None = None) -> None:
         super().__init__()
         self.row = row
+        self.at = at  # when it was recorded (seconds since the epoch)
 
     def add_rows(self, rows: list[tuple[Any, ...]]) -> None:
         run_id, kind, node, visit, item, codec, text = self.row
-        rows.append((_bulk.ENTRY, run_id, kind, node, visit, item, codec, text, None))
+        rows.append((_bulk.ENTRY, run_id, kind, node, visit, item, codec, text, self.at))
 
     def apply(self, conn: Any) -> Any:
-        if conn.execute(self._INSERT, (*self.row[1:], self.row[0])).rowcount == 0:
+        if conn.execute(self._INSERT, (*self.row[1:], self.at, self.row[0])).rowcount == 0:
             self.error = KeyError(f"no run {self.row[0]!r} (begin_run it first)")
 
     def belongs_to(self) -> str | None:
@@ -266,8 +267,8 @@ class Answer(Op):
             self.error = StoreError(f"run {self.run_id!r} has no pending interrupt to answer; resume it "
                                     "without an answer")
             return None
-        conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value) VALUES (?, 5, ?, ?, ?, ?, ?)",
-                     (run[2], last[1], last[2], last[3], self.codec, self.text))
+        conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value, at) "
+                     "VALUES (?, 5, ?, ?, ?, ?, ?, ?)", (run[2], last[1], last[2], last[3], self.codec, self.text, self.now))
         return None
 
 

@@ -65,7 +65,8 @@ _SCHEMA = (
     "CREATE INDEX runs_by_status ON runs (status, updated)",
     "CREATE INDEX runs_by_parent ON runs (parent) WHERE parent IS NOT NULL",
     "CREATE INDEX runs_by_owner ON runs (owner)",
-    # seq is the global write order; kind: 1 visit, 2 item, 3 progress, 4 interrupt, 5 answer, 6 skip
+    # seq is the global write order; kind: 1 visit, 2 item, 3 progress, 4 interrupt, 5 answer, 6 skip;
+    # at: when it was recorded (seconds since the epoch)
     """CREATE TABLE journal (
         seq BIGSERIAL PRIMARY KEY,
         run BIGINT NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
@@ -74,7 +75,8 @@ _SCHEMA = (
         visit INTEGER NOT NULL,
         item INTEGER,
         codec INTEGER NOT NULL,
-        value TEXT NOT NULL
+        value TEXT NOT NULL,
+        at DOUBLE PRECISION
     )""",
     "CREATE INDEX journal_by_run ON journal (run, seq)",
     # The rows of a run of journalling writes (see _bulk: the same rows, as JSON), applied in
@@ -93,9 +95,9 @@ BEGIN
             VALUES (r->>1, r->>2, r->>3, r->>4, CAST(r->>5 AS integer), r->>6, 'running',
                     CAST(r->>7 AS double precision), CAST(r->>7 AS double precision), CAST(r->>8 AS bigint));
         WHEN 2 THEN
-            INSERT INTO journal (run, kind, node, visit, item, codec, value)
+            INSERT INTO journal (run, kind, node, visit, item, codec, value, at)
             SELECT key, CAST(r->>2 AS integer), r->>3, CAST(r->>4 AS integer), CAST(r->>5 AS integer),
-                   CAST(r->>6 AS integer), r->>7
+                   CAST(r->>6 AS integer), r->>7, CAST(r->>8 AS double precision)
             FROM runs WHERE id = r->>1 AND owner = me;
             IF NOT FOUND THEN
                 RAISE EXCEPTION 'wingman-actors: a journal entry of run % (unknown, or owned by another store)', r->>1;

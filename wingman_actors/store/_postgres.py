@@ -54,11 +54,11 @@ class PgAppend(Append):
     """``Append``, writing only into the journal of a run this store owns."""
 
     __slots__ = ()
-    _INSERT = ("INSERT INTO journal (run, kind, node, visit, item, codec, value) "
-               "SELECT key, ?, ?, ?, ?, ?, ? FROM runs WHERE id = ? AND owner = ?")
+    _INSERT = ("INSERT INTO journal (run, kind, node, visit, item, codec, value, at) "
+               "SELECT key, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE id = ? AND owner = ?")
 
     def apply(self, conn: Any) -> Any:
-        if conn.execute(self._INSERT, (*self.row[1:], self.row[0], conn.owner)).rowcount:
+        if conn.execute(self._INSERT, (*self.row[1:], self.at, self.row[0], conn.owner)).rowcount:
             return
         if conn.execute("SELECT 1 FROM runs WHERE id = ?", (self.row[0],)).fetchone() is None:
             self.error = KeyError(f"no run {self.row[0]!r} (begin_run it first)")

@@ -110,7 +110,8 @@ def _entry(codec: Codec, run_id: str, row: tuple[Any, ...]) -> JournalEntry:
                          "(written by a newer version?); upgrade wingman-actors")
     where = f"the {kind} of node {row[1]!r} (visit {row[2]}{'' if row[3] is None else f', item {row[3]}'}) " \
             f"in run {run_id!r}"
-    return JournalEntry(kind, row[1], row[2], row[3], codec.decode(row[4], row[5], where))  # type: ignore[arg-type]
+    return JournalEntry(kind, row[1], row[2], row[3], codec.decode(row[4], row[5], where),  # type: ignore[arg-type]
+                        row[6] if len(row) > 6 else None)
 
 
 def get_run(conn: Any, codec: Codec, run_id: str, now: float, path: str, status_sql: str = STATUS,
@@ -140,7 +141,7 @@ def load_journal(conn: Any, codec: Codec, run_id: str, now: float, path: str, st
     conn.execute(begin)
     try:
         record, shape, key = get_run(conn, codec, run_id, now, path, status_sql)
-        rows = conn.execute("SELECT kind, node, visit, item, codec, value FROM journal WHERE run = ? ORDER BY seq",
+        rows = conn.execute("SELECT kind, node, visit, item, codec, value, at FROM journal WHERE run = ? ORDER BY seq",
                             (key,)).fetchall()
     finally:
         conn.execute("COMMIT")

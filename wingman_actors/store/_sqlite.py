@@ -272,29 +272,29 @@ class RunStore:
             SerializationError: the output cannot be journalled (raised here, at once).
         """
         codec, text = self._codec.encode(output, "the output of node %r (visit %s) of run %r", node, visit, run_id)
-        self._writer.submit(self._Append((run_id, _VISIT, node, visit, None, codec, text)))
+        self._writer.submit(self._Append((run_id, _VISIT, node, visit, None, codec, text), time.time()))
 
     def record_item(self, run_id: str, node: str, visit: int, index: int, output: Any) -> None:
         """Journal a finished fleet item's output (item ``index`` of the node's visit)."""
         codec, text = self._codec.encode(
             output, "the output of item %s of fleet node %r (visit %s) of run %r", index, node, visit, run_id)
-        self._writer.submit(self._Append((run_id, _ITEM, node, visit, index, codec, text)))
+        self._writer.submit(self._Append((run_id, _ITEM, node, visit, index, codec, text), time.time()))
 
     def record_progress(self, run_id: str, node: str, visit: int, value: Any, *, item: int | None = None) -> None:
         """Journal a step inside an unfinished visit (e.g. the messages an agent session
         added), so a resumed visit can continue instead of starting over."""
         codec, text = self._codec.encode(value, "a progress value of node %r (visit %s) of run %r", node, visit, run_id)
-        self._writer.submit(self._Append((run_id, _PROGRESS, node, visit, item, codec, text)))
+        self._writer.submit(self._Append((run_id, _PROGRESS, node, visit, item, codec, text), time.time()))
 
     def record_skip(self, run_id: str, node: str, visit: int, reason: str) -> None:
         """Journal that a node visit was skipped after its retries were spent
         (``on_error="skip"``), so a resume skips it again instead of retrying it."""
-        self._writer.submit(self._Append((run_id, _SKIP, node, visit, None, 0, json.dumps(str(reason)))))
+        self._writer.submit(self._Append((run_id, _SKIP, node, visit, None, 0, json.dumps(str(reason))), time.time()))
 
     def record_interrupt(self, run_id: str, node: str, visit: int, payload: Any, *, item: int | None = None) -> None:
         """Journal an ``interrupt(payload)`` raised by a node's visit (or a fleet item)."""
         codec, text = self._codec.encode(payload, "the interrupt payload of node %r of run %r", node, run_id)
-        self._writer.submit(self._Append((run_id, _INTERRUPT, node, visit, item, codec, text)))
+        self._writer.submit(self._Append((run_id, _INTERRUPT, node, visit, item, codec, text), time.time()))
 
     def answer(self, run_id: str, answer: Any) -> None:
         """Record the answer to the run's pending interrupt; durable on return.
