@@ -21,6 +21,7 @@ from . import _bulk
 from ._checkpoint import Checkpointer
 from ._codec import Codec
 from ._errors import FormationMismatchError, StoreError
+from ._history import Visit, history
 from ._ops import (
     KINDS,
     Answer,
@@ -400,6 +401,17 @@ class RunStore:
         self._sync()
         with self._readers.connection() as conn:
             return load_journal(conn, self._codec, run_id, time.time(), self._path, self._STATUS_SQL, self._SNAPSHOT)
+
+    def history(self, run_id: str) -> list[Visit]:
+        """The run's node visits in the order they finished: each one's node, visit
+        number, output, status (``succeeded``, ``skipped``, or ``suspended`` at an
+        unanswered interrupt) and times (see :class:`~wingman_actors.store.Visit`). Fork
+        the run at one of them with ``Formation.fork(run_id, store=..., at=node)``.
+
+        Raises:
+            UnknownRunError: no such run.
+        """
+        return history(self.load(run_id))
 
     def runs(self, status: RunStatus | None = None, *, nested: bool = False) -> list[RunSummary]:
         """The top-level runs (oldest first), or those with ``status``. A suspended run
