@@ -51,8 +51,9 @@ def _free_port() -> int:
 class PostgresServer:
     """One server in a temporary directory; :meth:`start` then :meth:`stop`."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, *, fsync: bool = False) -> None:
         self.bindir = bindir
+        self.fsync = fsync
         self.dir = Path(tempfile.mkdtemp(prefix="wingman-pg-"))
         self.port = 0
         self._as: dict[str, Any] = {}
@@ -75,9 +76,10 @@ class PostgresServer:
         self._run("initdb", "-D", str(data), "-U", USER, "--auth=trust", "-E", "UTF8", "--no-sync")
         for attempt in range(5):
             self.port = _free_port()
-            # fsync off: the tests kill clients, never the server; the bench uses its own server
+            # fsync off for tests (they kill clients, never the server); on for measurements
+            sync = "" if self.fsync else "-c fsync=off -c full_page_writes=off "
             options = (f"-c port={self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.dir} "
-                       "-c fsync=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=32MB")
+                       f"{sync}-c max_connections=300 -c shared_buffers=32MB")
             try:
                 self._run("pg_ctl", "-D", str(data), "-l", str(self.dir / "server.log"), "-o", options, "-w",
                           "-t", "60", "start")
