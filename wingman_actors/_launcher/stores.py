@@ -25,7 +25,7 @@ from typing import IO
 
 from .._extras import require
 from ..store import RunStore, StoreError
-from ..store._sqlite import POSTGRES_SCHEMES
+from ..store._values import POSTGRES_SCHEMES
 
 __all__ = ["DATA_DIR_ENV", "PRUNE_AFTER", "StoreChoice", "default_store_path", "open_for_run"]
 

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["UNSET", "fork"]
 
-UNSET: Any = object()
-"""No ``output=`` / ``input=`` given."""
+UNSET: Any = ...
+"""No ``output=`` / ``input=`` given (``Formation.fork``'s default)."""
 
 
 def _target(formation: Formation, at: Any) -> tuple[str, int]:
@@ -82,7 +82,23 @@ def _write(store: JournalStore, run_id: str, entries: list[JournalEntry]) -> Non
 
 def fork(formation: Formation, run_id: str, *, store: StoreArg, at: str | tuple[str, int], output: Any = UNSET,
          input: Any = UNSET, timeout: float | None = None, options: RunOptions | None = None) -> str:
-    """See :meth:`Formation.fork`."""
+    """``Formation.fork``: a new run from the journal of ``run_id`` before node ``at``'s visit
+    (a node name: its first visit; or ``(node, visit)``), with that visit's output replaced
+    by ``output``, or the visit run again with ``input`` (for a source node, the new run's
+    input; else the output of its one predecessor, which must feed it alone). The journalled
+    visits before it are not executed again; the rest runs to the end (``timeout`` and
+    ``options`` as for ``Formation.resume``). The original run is unchanged.
+
+    Returns:
+        The new run's id once it ended (succeeded, failed or suspended: its status and
+        error are in the store).
+
+    Raises:
+        ValueError: neither or both of ``output`` and ``input``, an unknown node, or an
+            ``input`` that node cannot be given.
+        wingman_actors.store.UnknownRunError: no such run.
+        wingman_actors.store.FormationMismatchError: the formation differs from the run's.
+    """
     if (output is UNSET) == (input is UNSET):
         raise ValueError("fork: give exactly one of output= (the visit's new output) or input= (run the visit "
                          "again with this input)")

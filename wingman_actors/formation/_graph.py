@@ -28,15 +28,13 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx  # type: ignore[import-untyped]
 
 from ..errors import FormationSetupError
-from . import _fork
 from ._options import RunOptions, merge_options
 from ._plan import Plan, compile_plan
 from ._render import to_dot, to_mermaid
 from ._validation import OWNERS, POLICY_DEFAULTS, close_name, edge_problems, is_agent, policy_problems, quote
 
-# Declaring a formation loads neither the agent layer, nor the store, nor the runtime: each
-# is imported where it is first needed (an agent node's check, a durable run's journal,
-# start() or run()), so `from wingman_actors import Formation` stays light.
+# Declaring a formation loads neither the agent layer, nor the store, nor the runtime: each is imported where
+# first needed (an agent's check, a journal, start(), run(), fork()): `import Formation` stays light.
 if TYPE_CHECKING:
     from ..agents._agent import Agent
     from ..orchestration._blackboard import Blackboard
@@ -498,40 +496,12 @@ class Formation:
 
         return run_once(plan, None, opts, self._journal(opts.store), resume=True, answer=answer)
 
-    def fork(self, run_id: str, *, store: StoreArg, at: str | tuple[str, int], output: Any = _fork.UNSET,
-             input: Any = _fork.UNSET, timeout: float | None = None, options: RunOptions | None = None) -> str:
-        """Start a new run from the journalled run ``run_id``, as if node ``at``'s visit
-        had given ``output`` (or run again with ``input``), and run it to its end: the
-        journal before that visit is reused (those visits are not executed again), the
-        rest runs. The original run is left unchanged. See ``store.history(run_id)`` for
-        the visits to fork at.
-
-        Args:
-            run_id: the run to fork (any status; the formation must have its shape).
-            store: the run's store (a ``RunStore`` or its path); the fork is journalled there.
-            at: the node, for its first visit, or ``(node, visit)``.
-            output: the visit's output in the new run.
-            input: instead of ``output``, run the visit again with this input: for a
-                source node, the new run's input; else the output of its one
-                predecessor, which must feed it alone.
-            timeout: the new run's time limit, as for :meth:`run`.
-            options: other run options, as for :meth:`resume`.
-
-        Returns:
-            The new run's id, once it has ended (succeeded, failed, or suspended at an
-            interrupt: read it with ``store.get(new_id)`` / ``store.load(new_id)``).
-
-        Raises:
-            ValueError: neither or both of ``output`` and ``input``, an unknown node, or an
-                ``input`` this node cannot be given.
-            wingman_actors.store.UnknownRunError: no such run.
-            wingman_actors.store.FormationMismatchError: this formation differs from the run's.
-
-        Example:
-            >>> new_id = formation.fork(run_id, store="runs.sqlite", at="draft", output="a better draft")  # doctest: +SKIP
-        """
-        return _fork.fork(self, run_id, store=store, at=at, output=output, input=input, timeout=timeout,
-                          options=options)
+    def fork(self, run_id: str, *, store: StoreArg, at: str | tuple[str, int], output: Any = ...,
+             input: Any = ..., timeout: float | None = None, options: RunOptions | None = None) -> str:
+        """A new run of run ``run_id``'s journal up to node ``at``'s visit (``node`` or ``(node, visit)``), that visit
+        giving ``output`` (or run with ``input``), run to its end; returns its id (see "History and forks")."""
+        from ._fork import fork
+        return fork(self, run_id, store=store, at=at, output=output, input=input, timeout=timeout, options=options)
 
     def run_stream(
         self,

@@ -37,6 +37,7 @@ from ._owner import ProcessIdentity
 from ._pg_schema import LIVE, NOW, PgConnection, connect, masked, migrate
 from ._reads import STATUS, ReaderPool
 from ._sqlite import RunStore
+from ._values import duration
 from ._writer import Op, Writer
 
 __all__ = ["DEFAULT_LEASE_S", "PostgresRunStore"]
@@ -189,11 +190,10 @@ class PostgresRunStore(RunStore):
                  suspend_ttl: datetime.timedelta | float | None = datetime.timedelta(days=7),
                  allow_pickle: bool = False, synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
                  recover: bool = True, lease: datetime.timedelta | float | None = None) -> None:
-        from ._sqlite import _seconds
-        self._ttl = _seconds(suspend_ttl, "suspend_ttl", allow_none=True)
+        self._ttl = duration(suspend_ttl, "suspend_ttl", allow_none=True)
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"RunStore: synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
-        seconds = _seconds(DEFAULT_LEASE_S if lease is None else lease, "lease", allow_none=False) or 0.0
+        seconds = duration(DEFAULT_LEASE_S if lease is None else lease, "lease", allow_none=False) or 0.0
         if not seconds > 0 or math.isinf(seconds):
             raise ValueError(f"RunStore: lease must be more than 0 seconds, got {lease!r}")
         self._lease_s = seconds

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import itertools
 import json
-import math
 import os
 import threading
 import time
-import uuid
 import weakref
 from typing import Any, Literal
 
@@ -41,36 +38,12 @@ from ._reads import STATUS, ReaderPool, get_run, list_runs, load_journal
 from ._records import RUN_STATUSES, RunJournal, RunRecord, RunStatus, RunSummary
 from ._schema import check_path, connect, migrate
 from ._shape import FormationShape
+from ._values import POSTGRES_SCHEMES, duration, new_run_id
 from ._writer import Flush, Writer
 
-__all__ = ["POSTGRES_SCHEMES", "RunStore"]
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-"""The URL schemes ``RunStore`` opens on PostgreSQL."""
+__all__ = ["RunStore"]
 
 _VISIT, _ITEM, _PROGRESS, _INTERRUPT, _SKIP = (KINDS[k] for k in ("visit", "item", "progress", "interrupt", "skip"))
-
-
-def _seconds(value: Any, name: str, *, allow_none: bool) -> float | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, datetime.timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"RunStore: {name} must be a datetime.timedelta or a number of seconds >= 0"
-                         f"{' or None' if allow_none else ''}, got {value!r}")
-    return float(value)
-
-
-_RUN_PREFIX = uuid.uuid4().hex[:8]
-_RUN_COUNTER = itertools.count()
-
-
-def _new_run_id() -> str:
-    """32 hex digits: the time in microseconds, a per-process random prefix and a counter.
-    Ids made later sort later, so new rows are appended to the tables' B-trees instead of
-    landing on random pages (fewer pages written per commit)."""
-    return f"{time.time_ns() // 1000:014x}{_RUN_PREFIX}{next(_RUN_COUNTER) % 16**10:010x}"
 
 
 def _shutdown(writer: Writer, checkpointer: Checkpointer, readers: ReaderPool, owner: int) -> None:
@@ -165,7 +138,7 @@ class RunStore:
         if lease is not None:
             raise ValueError("RunStore: lease applies to a PostgreSQL store (RunStore('postgresql://...', lease=...)); "
                              "a SQLite store checks whether a run's process is alive instead; drop lease=")
-        self._ttl = _seconds(suspend_ttl, "suspend_ttl", allow_none=True)
+        self._ttl = duration(suspend_ttl, "suspend_ttl", allow_none=True)
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"RunStore: synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         self._path = check_path(path)
@@ -253,7 +226,7 @@ class RunStore:
                                 f"got {type(shape).__name__}")
             shape = FormationShape.of(shape)
         if run_id is None:
-            run_id = _new_run_id()
+            run_id = new_run_id()
         elif not isinstance(run_id, str) or not run_id:
             raise ValueError(f"begin_run: run_id must be a non-empty str or None, got {run_id!r}")
         codec, text = self._codec.encode(input, "the input of run %r", run_id)
@@ -438,7 +411,7 @@ class RunStore:
         ``expired`` (an update: it goes once that is ``older_than`` ago). A deleted run's
         inner runs (nested formations) are deleted with it, whatever their status; an inner
         run is never deleted on its own. Returns how many top-level runs were deleted."""
-        seconds = _seconds(older_than, "prune(older_than=...)", allow_none=False) or 0.0
+        seconds = duration(older_than, "prune(older_than=...)", allow_none=False) or 0.0
         now = time.time()
         count: int = self._writer.call(Prune(now - seconds, now, self._shapes))
         return count
