@@ -96,3 +96,26 @@ def test_bad_forks_are_refused_naming_the_fix(path: str) -> None:
         with pytest.raises(ValueError, match=r"at must be a node name, or \(node, visit\)"):
             f.fork(run_id, store=store, at=("b", 0), output=1)
         assert [r.id for r in store.runs()] == [run_id]
+
+
+def test_history_shows_a_visit_waiting_at_an_interrupt_as_suspended(location: str) -> None:
+    from wingman_actors import interrupt
+
+    f = Formation("ask").add_function("a", lambda x: x + 1).add_function("ask", lambda x: interrupt({"ok?": x}))
+    with RunStore(location) as store:
+        result = f.connect("a", "ask").run(1, store=store)
+        assert result.status == "suspended"
+        history = store.history(result.run_id)
+    assert [(v.node, v.status, v.output) for v in history] == [("a", "succeeded", 2), ("ask", "suspended", {"ok?": 2})]
+
+
+def test_history_shows_a_visit_skipped_after_its_retries_as_skipped(location: str) -> None:
+    def broken(x: int) -> int:
+        raise RuntimeError("down")
+
+    f = Formation("skip").add_function("a", lambda x: x + 1).add_function("gone", broken, retries=0, on_error="skip")
+    with RunStore(location) as store:
+        result = f.connect("a", "gone").run(1, store=store)
+        history = store.history(result.run_id)
+    assert [(v.node, v.status) for v in history] == [("a", "succeeded"), ("gone", "skipped")]
+    assert "down" in str(history[1].output)
