@@ -131,3 +131,22 @@ def test_a_postgres_url_without_the_extra_names_it() -> None:
     assert done.returncode == 1
     assert f"{MissingExtraError.__name__}: a run store on PostgreSQL needs the 'postgres' extra" in done.stderr
     assert 'pip install "wingman-actors[postgres]"' in done.stderr
+
+
+def test_a_store_whose_writer_connection_the_server_dropped_reconnects_and_keeps_its_runs(postgres_url: str) -> None:
+    import psycopg
+
+    with RunStore(postgres_url) as store, RunStore(postgres_url) as other:
+        run_id = store.begin_run("chain", chain_shape(), 0)
+        backend = "SELECT backend FROM owners WHERE id = (SELECT owner FROM runs WHERE id = %s)"
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            (before,) = admin.execute(backend, (run_id,)).fetchone() or (None,)
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (before,))
+            store.record_visit(run_id, "a", 1, "after the drop")
+            store.flush()
+            (after,) = admin.execute(backend, (run_id,)).fetchone() or (None,)
+        assert after != before
+        assert store.load(run_id).visits == {"a": {1: "after the drop"}}
+        assert other.get(run_id).status == "running"  # its owner is live again
+        with pytest.raises(RunNotResumableError, match="running"):
+            other.claim_run(run_id, chain_shape())

@@ -128,15 +128,30 @@ def _translate(sql: str) -> str:
 
 class PgConnection:
     """A psycopg connection (autocommit; transactions are explicit) that takes the shared
-    queries' SQLite placeholders. ``owner`` is the owner id of the store writing through it."""
+    queries' SQLite placeholders. ``owner`` is the owner id of the store writing through it.
 
-    __slots__ = ("owner", "raw")
+    The writer's connection is given ``url``: when the server dropped it (a restart, a
+    network cut), the next statement opens a new one and records its server process as
+    the owner's (``owners.backend``), so the store's runs read as running again.
+    """
 
-    def __init__(self, raw: psycopg.Connection[Any], owner: int = 0) -> None:
+    __slots__ = ("owner", "raw", "url")
+
+    def __init__(self, raw: psycopg.Connection[Any], owner: int = 0, url: str | None = None) -> None:
         self.raw = raw
         self.owner = owner
+        self.url = url
+
+    def ensure(self) -> None:
+        """Reconnect a writer's connection the server dropped (see the class docs)."""
+        if self.url is not None and self.raw.broken:
+            raw = psycopg.connect(self.url, autocommit=True, connect_timeout=10, application_name="wingman-actors")
+            raw.execute("UPDATE owners SET backend = pg_backend_pid() WHERE id = %s", (self.owner,))
+            self.raw = raw
 
     def execute(self, sql: str, params: Any = None) -> psycopg.Cursor[Any]:
+        if self.url is not None and self.raw.broken:
+            self.ensure()
         if params is None:
             return self.raw.execute(sql)  # (sent as it is: no placeholders)
         return self.raw.execute(_translate(sql), params)

@@ -106,6 +106,7 @@ def apply_group(conn: PgConnection, ops: Sequence[Op]) -> None:
         if not isinstance(op, Journalling):
             raise TypeError(f"the journal_ops statement cannot apply {op.describe()}")
         op.add_rows(rows)
+    conn.ensure()
     raw = conn.raw
     own = raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     try:
@@ -213,6 +214,7 @@ class PostgresRunStore(RunStore):
             raise
         assert row is not None
         self._owner = conn.owner = int(row[0])
+        conn.url = url  # the writer's connection reconnects
         self._shapes: set[str] = set()
         self._writer = writer = Writer(conn, "wingman-store-writer", begin="BEGIN", errors=(psycopg.Error,),
                                        bulk=apply_group)  # type: ignore[arg-type]
