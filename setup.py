@@ -12,5 +12,7 @@ setup(
         "wingman_actors.formations",
     ],
     package_dir={"wingman_actors.formations": "formations"},
-    package_data={"wingman_actors": ["py.typed"], "wingman_actors.formations": ["data/*.pdf"]},
+    # the run viewer's page and assets (/ui/) ship in the wheel: a user needs no Node.js, no CDN
+    package_data={"wingman_actors": ["py.typed"], "wingman_actors.formations": ["data/*.pdf"],
+                  "wingman_actors.server.ui": ["*.html", "*.js", "*.css"]},
 )

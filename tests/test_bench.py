@@ -18,8 +18,9 @@ def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
         "pipeline_throughput", "run_overhead", "cold_run", "large_formation", "hop_latency",
         "fleet_makespan", "fleet_node_makespan", "map_makespan", "dag_makespan", "inflight_runs", "actor_memory",
         "store_journal", "durable_pipeline_throughput", "durable_overhead", "resume_latency",
-        "cancel_latency", "timeout_overshoot", "ray_cpu_stage", "ray_hop_overhead", "ray_agent_makespan",
-        "nested_overhead",
+        "cancel_latency", "timeout_overshoot", "session_cancel_latency", "session_timeout_overshoot",
+        "ray_cpu_stage", "ray_hop_overhead", "ray_agent_makespan", "nested_overhead", "async_concurrency",
+        "async_sessions",
     ]
 
 
@@ -149,3 +150,20 @@ def test_dag_makespan_reports_the_thread_floor_of_its_fleet_step() -> None:
     result = SCENARIOS["dag_makespan"](True)
     assert result.meets == (result.value <= 1.05)
     assert result.details["fleet_step_thread_floor_ms"] >= 0 and len(result.details["runs"]) == 3
+
+
+@pytest.mark.parametrize("name", ["session_cancel_latency", "session_timeout_overshoot"])
+def test_the_session_limit_scenarios_see_every_hung_request_closed(name: str) -> None:
+    result = SCENARIOS[name](True)
+    runs = len(result.details["hanging_provider_s"]) if "hanging_provider_s" in result.details else 10
+    assert result.details["requests_closed"] == runs
+    assert result.value > 0
+
+
+def test_async_sessions_reports_its_peak_threads_heartbeat_stall_and_whether_the_provider_awaits() -> None:
+    result = SCENARIOS["async_sessions"](True)
+    assert (result.name, result.unit, result.baseline) == ("async_sessions", "x ideal", 0.1)
+    assert result.value > 0 and result.details["peak_threads"] >= 1 and result.details["max_stall_ms"] >= 0
+    assert isinstance(result.details["provider_has_arun_inference"], bool)
+    assert result.meets == (result.value <= 1.3 and result.details["peak_threads"] < 30
+                            and result.details["max_stall_ms"] <= 50)

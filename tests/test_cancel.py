@@ -184,3 +184,39 @@ def test_sessions_run_under_a_parent_token_let_go_of_it_when_they_end() -> None:
     for _ in range(5):
         Session(agent).run("hi", parent_token=parent)
     assert not parent._children  # a long-lived parent (a fleet's run) keeps no finished run
+
+
+def test_on_cancel_calls_back_once_when_an_ancestor_is_cancelled() -> None:
+    parent = CancelToken()
+    child = CancelToken(parent=CancelToken(parent=parent))
+    calls: list[str] = []
+    child.on_cancel(lambda: calls.append("aborted"))
+    parent.cancel()
+    child.cancel()
+    assert calls == ["aborted"]
+
+
+def test_on_cancel_of_a_cancelled_token_calls_back_at_once() -> None:
+    token = CancelToken()
+    token.cancel()
+    calls: list[str] = []
+    token.on_cancel(lambda: calls.append("aborted"))
+    assert calls == ["aborted"]
+
+
+def test_an_unregistered_callback_is_not_called() -> None:
+    token = CancelToken()
+    calls: list[str] = []
+    unregister = token.on_cancel(lambda: calls.append("aborted"))
+    unregister()
+    token.cancel()
+    assert calls == []
+
+
+def test_a_timeout_error_says_how_long_the_run_really_took() -> None:
+    token = CancelToken(timeout=0.01)
+    time.sleep(0.05)
+    with pytest.raises(AgentError, match=r"timed out after 0\.01s \(it ran \d+\.\d\ds\)") as info:
+        token.check()
+    ran = float(info.value.message.split("it ran ")[1].rstrip("s)"))
+    assert ran >= 0.05

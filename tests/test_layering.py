@@ -30,8 +30,9 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("orchestration", frozenset({"orchestration"})),
     ("integrations", frozenset({"integrations"})),
     ("agents", frozenset({"agents"})),
-    # (DESIGN's events.py, the bus of session hooks, has no module of its own: the hooks are
-    # the agent layer's middleware, and formation events live in formation/events.py)
+    # the bus of agent hooks (session, model, tool, sub-agent events); formation events live
+    # in formation/events.py
+    ("events", frozenset({"events"})),
     ("tools", frozenset({"tools"})),
     ("providers", frozenset({"providers"})),
     # core.py and the helpers that build on errors.py only. The package's own __init__ is
@@ -60,6 +61,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "agent layer in fact, while its public home stays wingman_actors.integrations.otel"
     ),
     ("agents/_tool_steps.py", "integrations"): "OpenTelemetry spans (integrations/otel.py, see above)",
+    ("agents/_waiting.py", "store"): (
+        "Session(store=RunStore(...)) journals a suspended session as a one-node run (its FormationShape, "
+        "the store's errors); imported inside functions, only when a session is given a store"
+    ),
 }
 
 RANK = {unit: i for i, (_, units) in enumerate(LAYERS) for unit in units}

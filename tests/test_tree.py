@@ -13,7 +13,7 @@ PACKAGE = Path(wingman_actors.__file__).parent
 MAX_LINES = 600
 
 PUBLIC = {
-    "__init__.py", "__main__.py", "cli.py", "core.py", "errors.py", "pytest_plugin.py", "testing.py",
+    "__init__.py", "__main__.py", "cli.py", "core.py", "errors.py", "events.py", "pytest_plugin.py", "testing.py",
     "actors/__init__.py", "agents/__init__.py", "backends/__init__.py", "formation/__init__.py",
     "formation/events.py", "integrations/__init__.py", "integrations/mcp/__init__.py", "integrations/otel.py",
     "orchestration/__init__.py", "providers/__init__.py", "server/__init__.py", "store/__init__.py",

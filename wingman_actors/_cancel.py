@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import _thread
 import contextvars
+import itertools
 import threading
 import time
+from collections.abc import Callable
 
 from .errors import AgentError, ErrorKind
 
@@ -42,8 +44,15 @@ class CancelToken:
         # children that have a sleeper on them or below them. A fleet's sessions, none of
         # which sleeps, then cost the parent nothing: no registration, no shared lock.
         self._children: dict[CancelToken, None] | None = None  # a dict: release() is O(1)
+        # What on_cancel() registered (a request to close, a tool wait to wake): made on
+        # first use, like the latch, so a run that registers nothing pays nothing.
+        self._callbacks: dict[int, Callable[[], None]] | None = None
         self._parent = parent
-        deadline: float | None = None if timeout is None else time.monotonic() + timeout
+        self._started: float | None = None
+        deadline: float | None = None
+        if timeout is not None:
+            self._started = time.monotonic()
+            deadline = self._started + timeout
         if parent is not None and parent.deadline is not None:
             deadline = parent.deadline if deadline is None else min(deadline, parent.deadline)
         self.deadline: float | None = deadline
@@ -60,8 +69,39 @@ class CancelToken:
             if latch is not None:
                 latch.release()
             children = list(self._children or ())
+            callbacks = self._callbacks
+            if callbacks:
+                self._callbacks = {}  # not None: release() still unregisters from the parent
+        for fn in (callbacks or {}).values():
+            fn()
         for child in children:
             child.cancel(reason)
+
+    def on_cancel(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call ``fn`` once when this token (or an ancestor) is cancelled: from the
+        cancelling thread, or at once when it is cancelled already. Used to abort what a
+        check between steps cannot reach: an HTTP request in flight, a wait on a tool.
+
+        Returns:
+            A function that unregisters ``fn`` (call it when the guarded work has ended).
+        """
+        key = next(_callback_keys)
+        with _latch_lock:
+            if self._callbacks is None:
+                self._callbacks = {}
+            self._callbacks[key] = fn
+            self._attach()  # set before _attach reads the parents: see release()
+            stopper = self._stopper()
+            late = self._callbacks.pop(key) if stopper is not None else None
+        if late is not None:
+            late()
+
+        def unregister() -> None:
+            with _latch_lock:
+                if self._callbacks is not None:
+                    self._callbacks.pop(key, None)
+
+        return unregister
 
     def release(self) -> None:
         """Detach from the parent token: the run this token guards has ended. A long-lived
@@ -77,7 +117,7 @@ class CancelToken:
         # Registered with the parent only if a sleeper is on this token or below it; _attach
         # sets those before it reads _parent, this reads them after clearing it: either it
         # sees them (and unregisters under the lock) or the sleeper never registers it.
-        if self._latch is not None or self._children is not None:
+        if self._latch is not None or self._children is not None or self._callbacks is not None:
             with _latch_lock:
                 if parent._children is not None:
                     parent._children.pop(self, None)
@@ -154,10 +194,14 @@ class CancelToken:
         self.check()
 
     def _describe_timeout(self) -> str:
-        return f"{self.timeout:g}s" if self.timeout is not None else "its deadline"
+        # The limit, and how long the run really took (a stuck call may have held it past).
+        if self.timeout is None or self._started is None:
+            return "its deadline"
+        return f"{self.timeout:g}s (it ran {time.monotonic() - self._started:.2f}s)"
 
 
 _latch_lock = threading.Lock()
+_callback_keys = itertools.count()
 
 _current: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar(
     "wingman_cancel_token", default=None

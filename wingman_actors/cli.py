@@ -13,7 +13,8 @@ Commands:
 * ``graph FORMATION``: draw it as Mermaid, DOT or PNG.
 * ``providers``: the registered providers, how to configure each, and which one ``run``
   would use now.
-* ``bench``, ``serve``: from their own layers (see :data:`COMMANDS`).
+* ``bench``, ``serve``, ``ui`` (the run viewer over a run store): from their own layers (see
+  :data:`COMMANDS`).
 * ``version`` (also ``--version``).
 
 Exit codes: 0 done; 1 the run failed (one line naming the node and the cause; the
@@ -147,6 +148,11 @@ def _run_options(p: Any) -> None:
     p.add_argument("--backend", choices=("threads", "ray"), default="threads",
                    help="where node actors live: threads (default) or ray (needs wingman-actors[ray])")
     p.add_argument("--ray-address", metavar="ADDR", help="with --backend ray: join this cluster ('auto', host:port, ray://...)")
+    p.add_argument("--break-before", action="append", metavar="NODE",
+                   help="suspend the run before NODE runs, as interrupt() does (repeatable; needs a store); "
+                        "continue it with `resume`")
+    p.add_argument("--break-after", action="append", metavar="NODE",
+                   help="suspend the run after NODE ran, with its output (repeatable; needs a store)")
     p.add_argument("--sample-latency", type=seconds_or_zero, metavar="SECONDS",
                    help="seconds each sample reply takes (default: the formation's SAMPLE_LATENCY_S on a "
                         "terminal, so the live view shows the run; 0 otherwise)")
@@ -179,6 +185,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("bench", "measure the runtime against its targets", "wingman_actors._bench.cli:add_bench_parser"),
     Command("serve", "serve agents, sessions, fleets and formations over HTTP (SQLite persistence)",
             "wingman_actors.server._cli:add_serve_parser"),
+    Command("ui", "open the run viewer over a run store in the browser",
+            "wingman_actors.server._viewer_store:add_ui_parser"),
     Command("mcp", "Model Context Protocol: serve tools to MCP clients",
             "wingman_actors.integrations._mcp_command:add_mcp_parser"),
     Command("runs", "list the runs journalled in a run store", "wingman_actors._launcher.runs:add_runs_parser"),

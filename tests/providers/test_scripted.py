@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from wingman_actors._cancel import CancelToken, cancel_scope
 from wingman_actors.core import InferenceRequest, InferenceResponse, Message, StreamEventType
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import ScriptedProvider, new_provider
@@ -226,3 +228,43 @@ def test_new_provider_builds_a_scripted_provider_from_options() -> None:
     texts = [provider.run_inference(_request()).text for _ in range(3)]
 
     assert (provider.id, provider.model, texts) == ("scripted", "m", ["a", "b", "a"])
+
+
+def test_arun_inference_awaits_the_latency_on_the_loop_and_returns_the_next_reply() -> None:
+    provider = ScriptedProvider(["one", "two"], latency_s=0.2)
+    request = InferenceRequest(messages=[Message.user("hi")])
+
+    async def both() -> list[str]:
+        replies = await asyncio.gather(provider.arun_inference(request), provider.arun_inference(request))
+        return sorted(r.text for r in replies)
+
+    t0 = time.perf_counter()
+    assert asyncio.run(both()) == ["one", "two"]
+    assert time.perf_counter() - t0 < 0.35  # concurrent, not one after the other
+
+
+def test_astream_inference_streams_the_scripted_reply() -> None:
+    provider = ScriptedProvider(["Hello there"])
+    request = InferenceRequest(messages=[Message.user("hi")])
+
+    async def text() -> str:
+        stream = provider.astream_inference(request)
+        deltas = [e.text or "" async for e in stream]
+        assert stream.response.text == "Hello there"
+        return "".join(deltas)
+
+    assert asyncio.run(text()) == "Hello there"
+
+
+def test_a_cancel_of_the_runs_token_ends_an_async_scripted_wait() -> None:
+    provider = ScriptedProvider(["late"], latency_s=5)
+    token = CancelToken()
+
+    async def call() -> None:
+        with cancel_scope(token):
+            threading.Timer(0.1, token.cancel).start()
+            await provider.arun_inference(InferenceRequest(messages=[Message.user("hi")]))
+
+    with pytest.raises(AgentError) as info:
+        asyncio.run(call())
+    assert info.value.kind is ErrorKind.CANCELLED

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from wingman_actors import interrupt
+from wingman_actors import interrupt, tool
 from wingman_actors.formation import NodeFailure
 from wingman_actors.orchestration import Blackboard
 from wingman_actors.server import function, predicate
@@ -99,3 +99,13 @@ def ask(text: str) -> str:
     """Asks a person whether to publish the text; returns the text with the answer."""
     answer = interrupt({"question": f"publish {text!r}?"})
     return f"{text}: {answer}"
+
+
+@tool
+def count_words(text: str) -> str:
+    """Count the words of a text.
+
+    Args:
+        text: the text to count.
+    """
+    return f"{len(text.split())} words"

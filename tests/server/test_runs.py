@@ -305,3 +305,11 @@ def test_concurrent_runs_and_resumes_share_the_database_without_losing_anything(
     assert fx.CALLS["counted"] == 24
     runs = client.get("/runs", params={"formation_id": fid}).json()
     assert len(runs) == 24 and {r["status"] for r in runs} == {"succeeded"}
+
+
+def test_a_run_record_names_its_id_run_id_too(client: httpx.Client) -> None:
+    fid = formation(client, "clean", name="named")
+    body = client.post(f"/formations/{fid}/run", json={"input": " a "}).json()
+    assert body["run_id"] == body["id"]
+    assert client.get(f"/runs/{body['id']}").json()["run_id"] == body["id"]
+    assert all(r["run_id"] == r["id"] for r in client.get("/runs").json())

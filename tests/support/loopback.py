@@ -2,14 +2,18 @@
 
 Each test scripts the answers: a handler gets the parsed request and returns a
 :class:`Reply` (status, headers, body) whose body may be bytes or an iterator of byte
-chunks (flushed one by one, for SSE and NDJSON streaming).
+chunks (flushed one by one, for SSE and NDJSON streaming). :meth:`Reply.never` never
+answers, and ``Reply(..., hang=True)`` stops before the end of its body; both hold the
+connection until the client closes it, which the server counts (``wait_closed``).
 """
 
 from __future__ import annotations
 
 import json
+import select
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +26,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: bytes
+    peer: Any = None  # the client's (host, port): one per connection
 
     def json(self) -> Any:
         return json.loads(self.body or b"null")
@@ -32,6 +37,12 @@ class Reply:
     status: int = 200
     body: bytes | Iterable[bytes] = b""
     headers: dict[str, str] = field(default_factory=dict)
+    hang: bool = False  # after the body's chunks, wait for the client to hang up
+
+    @classmethod
+    def never(cls) -> Reply:
+        """No answer at all: the request is read, then nothing is sent until the client closes."""
+        return cls(status=0, hang=True)
 
     @classmethod
     def json(cls, data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
@@ -67,6 +78,9 @@ class LoopbackServer:
         self.requests: list[Request] = []
         self.replies: list[Reply | Handler] = []
         self.handler: Handler | None = None
+        self.closed = 0  # connections the client closed while a reply was hanging
+        self.closed_at: list[float] = []  # when (time.monotonic()) each of them closed
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
         outer = self
 
@@ -85,8 +99,13 @@ class LoopbackServer:
             def _serve(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
-                req = Request(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                req = Request(
+                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address
+                )
                 reply = outer._reply_for(req)
+                if reply.status == 0:
+                    self._hang()
+                    return
                 self.send_response(reply.status)
                 for k, v in reply.headers.items():
                     self.send_header(k, v)
@@ -101,10 +120,32 @@ class LoopbackServer:
                         for chunk in reply.body:
                             self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                             self.wfile.flush()
+                        if reply.hang:
+                            self._hang()
+                            return
                         self.wfile.write(b"0\r\n\r\n")
                     except (BrokenPipeError, ConnectionResetError):
                         pass
                 self.wfile.flush()
+
+            def _hang(self) -> None:
+                """Send nothing more; return once the client has closed the connection
+                (or the server stops), counting a close in ``outer.closed``."""
+                conn = self.connection
+                while not outer._stopping.is_set():
+                    ready, _, _ = select.select([conn], [], [], 0.02)
+                    if not ready:
+                        continue
+                    try:
+                        data = conn.recv(65536)
+                    except OSError:
+                        data = b""
+                    if not data:
+                        with outer._lock:
+                            outer.closed += 1
+                            outer.closed_at.append(time.monotonic())
+                        break
+                self.close_connection = True
 
             do_GET = do_POST = do_PUT = do_DELETE = _serve
 
@@ -140,7 +181,18 @@ class LoopbackServer:
         self._thread.start()
         return self
 
+    def wait_closed(self, count: int = 1, timeout: float = 5.0) -> bool:
+        """Wait until ``count`` hanging connections have been closed by the client."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self.closed >= count:
+                    return True
+            time.sleep(0.005)
+        return False
+
     def stop(self) -> None:
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)

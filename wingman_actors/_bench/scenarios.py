@@ -463,6 +463,18 @@ def timeout_overshoot(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def session_cancel_latency(quick: bool) -> Measurement:
+    from .session_limits import session_cancel_latency as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
+def session_timeout_overshoot(quick: bool) -> Measurement:
+    from .session_limits import session_timeout_overshoot as measure
+
+    return measure(quick)
+
+
 def ray_cpu_stage(quick: bool) -> Measurement:
     from .ray_backend import ray_cpu_stage as measure  # it imports Measurement from here
 
@@ -487,6 +499,18 @@ def nested_overhead(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def async_concurrency(quick: bool) -> Measurement:
+    from .aio import async_concurrency as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
+def async_sessions(quick: bool) -> Measurement:
+    from .aio import async_sessions as measure
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -505,10 +529,14 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "resume_latency": resume_latency,
     "cancel_latency": cancel_latency,
     "timeout_overshoot": timeout_overshoot,
+    "session_cancel_latency": session_cancel_latency,
+    "session_timeout_overshoot": session_timeout_overshoot,
     "ray_cpu_stage": ray_cpu_stage,
     "ray_hop_overhead": ray_hop_overhead,
     "ray_agent_makespan": ray_agent_makespan,
     "nested_overhead": nested_overhead,
+    "async_concurrency": async_concurrency,
+    "async_sessions": async_sessions,
 }
 
 

@@ -97,7 +97,8 @@ def run_command(args: argparse.Namespace) -> int:
         options = RunOptions(
             timeout=args.timeout, provider=None if took_provider else provider, backend=backend,
             backend_options={"address": address} if address is not None else None, store=durable.store,
-            run_id=durable.resume_id,
+            run_id=durable.resume_id, break_before=getattr(args, "break_before", None),
+            break_after=getattr(args, "break_after", None),
         )
         outcome = _drive(formation, value, options, board, progress, durable)
         head = {"formation": formation.name, "provider": _provider_id(choice, samples),

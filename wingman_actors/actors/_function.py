@@ -117,7 +117,7 @@ class FunctionActor(NodeActor):
             what = f"parameter {param!r}" if param else "its input parameter"
             raise PayloadError(
                 f"{edge}: a {type(value).__name__} does not fit {what} of type "
-                f"{_type_name(adapter)}: {_problems(exc)}"
+                f"{exc.title}: {_problems(exc)}"
             ) from exc
 
 
@@ -175,22 +175,31 @@ def _problems(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
 
 
+_SCALAR_KINDS: dict[str, type] = {"int": int, "float": float, "str": str, "bytes": bytes}
+_ANY = {"type": "any"}
+
+
 def _plain_class(adapter: TypeAdapter[Any] | None) -> type | None:
-    """The annotation when it is a plain class whose exact instances pydantic passes
-    through unchanged (int, str, a BaseModel subclass...): a payload of exactly that class
-    needs no validation. None for generics, unions and the like."""
-    core = getattr(adapter, "_type", None)
-    if core in (int, float, str, bytes, dict, list):  # bare dict/list: pydantic would only copy it
-        return core  # type: ignore[no-any-return]
-    if (
-        isinstance(core, type)
-        and issubclass(core, BaseModel)
-        and core.model_config.get("revalidate_instances", "never") == "never"
-    ):
-        return core
+    """The class whose exact instances ``adapter`` passes through unchanged, read from its
+    core schema (pydantic's public ``core_schema``): a bare ``int``, ``float``, ``str`` or
+    ``bytes`` (no constraints), a bare ``dict`` or ``list`` (pydantic would only copy it),
+    or a ``BaseModel`` subclass that does not revalidate instances. A payload of exactly
+    that class needs no validation. None for anything else (generics, unions,
+    constrained or wrapped types)."""
+    if adapter is None:
+        return None
+    schema: Any = adapter.core_schema
+    if schema.get("type") == "definitions":  # a model that refers to itself
+        inner, refs = schema["schema"], {d.get("ref"): d for d in schema["definitions"]}
+        schema = refs.get(inner.get("schema_ref"), inner) if inner.get("type") == "definition-ref" else inner
+    kind = schema.get("type")
+    if kind in _SCALAR_KINDS and set(schema) <= {"type", "metadata"}:
+        return _SCALAR_KINDS[kind]
+    if kind == "dict" and schema.get("keys_schema") == _ANY and schema.get("values_schema") == _ANY and len(schema) == 3:
+        return dict
+    if kind == "list" and schema.get("items_schema") == _ANY and len(schema) == 2:
+        return list
+    cls = schema.get("cls") if kind == "model" else None
+    if isinstance(cls, type) and issubclass(cls, BaseModel) and cls.model_config.get("revalidate_instances", "never") == "never":
+        return cls
     return None
-
-
-def _type_name(adapter: TypeAdapter[Any]) -> str:
-    core = getattr(adapter, "_type", None)
-    return getattr(core, "__name__", None) or str(core)

@@ -31,7 +31,7 @@ from ..core import Usage
 from ..errors import AgentError, ErrorKind, MapItemsError, PayloadError
 from ._base import NodeActor, NodeObserver
 from ._envelope import Work
-from ._function import _plain_class, _problems, _type_name
+from ._function import _plain_class, _problems
 from ._payloads import isolate
 
 __all__ = ["MapActor", "is_async_callable"]
@@ -182,7 +182,7 @@ class MapActor(NodeActor):
         except ValidationError as exc:
             raise PayloadError(
                 f"map node {self.name!r}: item {i} from {visit.work.sender!r}, a {type(value).__name__}, does "
-                f"not fit the parameter of type {_type_name(adapter)}: {_problems(exc)}"
+                f"not fit the parameter of type {exc.title}: {_problems(exc)}"
             ) from exc
 
     def _lost(self, visit: _Visit) -> None:

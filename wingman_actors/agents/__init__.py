@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         RunContext,
         TimeoutMiddleware,
     )
+    from ._prepare import Prepared
     from ._result import Result, StepTrace, ToolCall
     from ._session import Session, SessionStream
     from ._structured import OutputValidationError
@@ -52,6 +53,7 @@ _WHERE = {
     "OutputGuardrail": "._middleware",
     "RunContext": "._middleware",
     "TimeoutMiddleware": "._middleware",
+    "Prepared": "._prepare",
     "Result": "._result",
     "StepTrace": "._result",
     "ToolCall": "._result",
@@ -73,6 +75,7 @@ __all__ = [
     "Middleware",
     "OutputGuardrail",
     "OutputValidationError",
+    "Prepared",
     "Result",
     "RunContext",
     "Session",

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..events import EventBus
 from ..providers._base import Provider
 from ..tools import Tool, ToolRegistry, builtin_tool
 
 if TYPE_CHECKING:
     from ..orchestration import AgentRegistry
-    from ._middleware import Middleware
+    from ._middleware import Middleware, RunContext
+    from ._prepare import Prepared
 
 __all__ = ["DEFAULT_MAX_STEPS", "Agent"]
 
@@ -60,7 +62,15 @@ class Agent:
         context_budget: the most (estimated) input tokens of one request; older turns are
             left out of requests to stay under it (see :mod:`wingman_actors.agents._context_budget`).
         compactor: with ``context_budget``, a provider that summarises the left-out turns
-            into one message (one extra model call each time, counted in the usage).
+            into one message (one extra model call each time, counted in the usage). When
+            it fails, the agent's own provider summarises instead, and when that fails too
+            the turns are left out without a summary; the trace says so.
+        events: an :class:`~wingman_actors.events.EventBus` that receives this agent's
+            session, model, tool and sub-agent events (see :mod:`wingman_actors.events`).
+        prepare: called before each model call with the
+            :class:`~wingman_actors.agents.RunContext`; it may return a
+            :class:`~wingman_actors.agents.Prepared` choosing that call's provider, tools
+            and instructions (None, or a field left None, keeps the agent's).
     """
 
     name: str
@@ -82,6 +92,9 @@ class Agent:
     # Long sessions: fit every request to a token budget (context_budget.py).
     context_budget: int | None = None
     compactor: Provider | None = None
+    # Hooks: an event bus, and per-request choices (agents/_prepare.py).
+    events: EventBus | None = None
+    prepare: Callable[[RunContext], Prepared | None] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -107,6 +120,16 @@ class Agent:
         if self.compactor is not None and self.context_budget is None:
             raise ValueError(
                 f"agent {self.name!r}: compactor= summarises what context_budget leaves out; set context_budget too"
+            )
+        if self.events is not None and not isinstance(self.events, EventBus):
+            raise TypeError(
+                f"agent {self.name!r}: events must be an EventBus (from wingman_actors.events import EventBus), "
+                f"got {type(self.events).__name__}"
+            )
+        if self.prepare is not None and not callable(self.prepare):
+            raise TypeError(
+                f"agent {self.name!r}: prepare must be a function taking a RunContext and returning a Prepared "
+                f"or None, got {type(self.prepare).__name__}"
             )
         if isinstance(self.tools, str | bytes) or not isinstance(self.tools, Iterable):
             raise TypeError(f"agent {self.name!r}: tools must be a list of tools or built-in names")
@@ -138,10 +161,15 @@ class Agent:
     @property
     def system_prompt(self) -> str:
         """The instructions, plus the sections delegation and skills add (agents, skills)."""
+        return self.prompt_with(self.instructions)
+
+    def prompt_with(self, instructions: str) -> str:
+        """The system prompt with ``instructions`` in place of the agent's own (the
+        sections of delegation and skills follow them)."""
         sections = self.__dict__["_sections"]
         if not sections:
-            return self.instructions
-        parts = [self.instructions] if self.instructions else []
+            return instructions
+        parts = [instructions] if instructions else []
         parts += [text for section in sections if (text := section())]
         return "\n\n".join(parts)
 

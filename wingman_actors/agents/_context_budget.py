@@ -10,6 +10,9 @@ is sent:
   message carrying their results (a tool call is never separated from its result);
 * with ``compactor=provider`` the dropped turns are summarised, in one extra model call,
   into one message that takes their place (its usage counts in the run's usage and trace).
+  A compactor that fails does not fail the run: the agent's own provider summarises
+  instead, and if that fails too the turns are left out without a summary. Each failure
+  is a trace entry (``name`` "compact failed", ``is_error``) saying what was done instead.
 
 Requests are fitted before the middleware's ``before_model`` hooks see them (a hook that
 adds to a request adds to its size). When it has to trim, it trims down to 80% of the budget (60% with a compactor), so the
@@ -96,11 +99,14 @@ class Fitted:
         request: the request to send.
         compaction: the compactor's response when this fitting summarised turns.
         dropped: how many history messages this fitting newly left out.
+        failures: what went wrong summarising, and what was done instead (one line per
+            provider that failed).
     """
 
     request: InferenceRequest
     compaction: InferenceResponse | None = None
     dropped: int = 0
+    failures: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -111,11 +117,13 @@ class ContextWindow:
         budget: the most estimated input tokens of a request.
         compactor: a provider that summarises dropped turns, or None to drop them.
         agent_name: for error messages.
+        fallback: the provider that summarises when the compactor fails (the agent's own).
     """
 
     budget: int
     compactor: Provider | None = None
     agent_name: str = "agent"
+    fallback: Provider | None = None
     cut: int = 1  # history[1:cut] is left out of requests (except the pinned prompt)
     summary: Message | None = None
     _sizes: list[int] = field(default_factory=list)
@@ -158,9 +166,10 @@ class ContextWindow:
             total -= sum(sizes[i] for i in range(max(begin, self.cut), end) if i != pinned)
             self.cut = end
         compaction: InferenceResponse | None = None
+        failures: list[str] = []
         dropped = [m for i, m in enumerate(history[start_cut:self.cut], start_cut) if i != pinned]
         if self.compactor is not None and dropped:
-            compaction = self._compact(dropped, call)
+            compaction = self._compact_or_trim(dropped, call, failures)
         total = fixed + self._window_size(sizes, pinned)
         if total > self.budget:
             parts = [f"instructions and tools ~{fixed}", f"first message ~{sizes[0]}"]
@@ -177,7 +186,7 @@ class ContextWindow:
                 kind=ErrorKind.INVALID,
             )
         fitted = request.model_copy(update={"messages": self._window(history, pinned)})
-        return Fitted(fitted, compaction, len(dropped))
+        return Fitted(fitted, compaction, len(dropped), failures)
 
     def _fixed(self, request: InferenceRequest) -> int:
         # The same tool definitions come back every step: measure them once.
@@ -211,8 +220,32 @@ class ContextWindow:
         window.extend(history[self.cut:])
         return window
 
-    def _compact(self, dropped: list[Message], call: ModelCall | None) -> InferenceResponse:
+    def _compact_or_trim(
+        self, dropped: list[Message], call: ModelCall | None, failures: list[str]
+    ) -> InferenceResponse | None:
+        """Summarise ``dropped`` with the compactor, else the fallback provider, else
+        leave them out unsummarised; ``failures`` says what failed and what was done."""
         assert self.compactor is not None
+        providers = [("compactor", self.compactor)]
+        if self.fallback is not None and self.fallback is not self.compactor:
+            providers.append(("the agent's provider", self.fallback))
+        for i, (which, provider) in enumerate(providers):
+            try:
+                return self._compact(provider, dropped, call)
+            except AgentError as exc:
+                if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
+                    raise  # the run stops: no fallback would be wanted
+                error: Exception = exc
+            except Exception as exc:
+                error = exc
+            instead = (
+                "summarising with the agent's provider instead" if i + 1 < len(providers)
+                else f"leaving {len(dropped)} message(s) out without a summary"
+            )
+            failures.append(f"{which} failed ({type(error).__name__}: {error}); {instead}")
+        return None
+
+    def _compact(self, provider: Provider, dropped: list[Message], call: ModelCall | None) -> InferenceResponse:
         room = max(self.budget // 4, 256)  # the summary's share of the budget, in tokens
         transcript = _transcript(dropped, self.summary)
         limit = self.budget * CHARS_PER_TOKEN  # the compaction request stays within the budget too
@@ -220,9 +253,9 @@ class ContextWindow:
             transcript = "[...]\n" + transcript[-limit:]
         request = InferenceRequest(messages=[Message.user(transcript)], instructions=COMPACT_INSTRUCTIONS, max_tokens=room)
         if call is not None:
-            response = call(self.compactor, request)
+            response = call(provider, request)
         else:
-            response = self.compactor.run_inference(request)
+            response = provider.run_inference(request)
         text = response.text.strip()[: room * CHARS_PER_TOKEN]
         self.summary = Message.user(SUMMARY_HEADER + text)
         return response

@@ -26,7 +26,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, wait
 from pathlib import Path
 from typing import Any, TypeVar, cast, overload
@@ -55,7 +55,9 @@ class Task:
         message: the user message the task's session runs.
         work_dir: the session's working directory (default: the current directory).
         instructions: replaces the agent's instructions for this task only.
-        data: anything; handed back untouched on the task's :class:`FleetResult`.
+        data: anything; handed back untouched on the task's :class:`FleetResult`, and the
+            metadata of the task's run (``RunContext.metadata``, ``ToolContext.metadata``):
+            a dict as it is, any other value as ``{"data": value}``.
     """
 
     message: str
@@ -243,7 +245,8 @@ class Fleet:
     # -- public API -------------------------------------------------------------------
 
     def run(self) -> list[FleetResult]:
-        """Run every task; return one result per task, in task order.
+        """Run every task; return one result per task, in task order. Blocks the calling
+        thread until every task is done (from a coroutine, ``await fleet.arun()``).
 
         Raises:
             RuntimeError: not one worker could start (the system refuses new threads, or
@@ -260,6 +263,19 @@ class Fleet:
 
         self._run_each(store)
         return cast("list[FleetResult]", results)  # _run_each delivered one result per task
+
+    async def arun(self) -> list[FleetResult]:
+        """:meth:`run`, awaited: every task's session runs on the caller's event loop
+        (``Session.arun``: with a provider that has ``arun_inference``, no thread per
+        session), at most :attr:`cap` at once; one result per task, in task order.
+        Cancelling the awaiting task cancels the fleet's sessions.
+
+        Example:
+            >>> results = await Fleet(agent, ["a", "b"]).arun()  # doctest: +SKIP
+        """
+        from ._async_session import arun_fleet
+
+        return await arun_fleet(self)
 
     def _run_each(self, deliver: Callable[[FleetResult], object]) -> None:
         """Run every task, handing each result to ``deliver`` on the worker that ran it (a
@@ -312,11 +328,7 @@ class Fleet:
         dispatch = Dispatch(len(self._items))
         # The caller's token (a formation node's attempt, a delegating run) is its parent.
         token = CancelToken(parent=current_token())
-        with self._lock:
-            self._tokens.add(token)
-            reason = self._cancel_reason
-        if reason is not None:
-            token.cancel(reason)
+        self._track(token)
 
         def loop() -> None:
             index = dispatch.take()
@@ -366,8 +378,7 @@ class Fleet:
             wait(dispatch.loops)
             for thread in threads:
                 thread.join()
-            with self._lock:
-                self._tokens.discard(token)
+            self._untrack(token)
             token.release()
 
     def cancel(self, reason: str = "fleet cancelled") -> None:
@@ -417,28 +428,38 @@ class Fleet:
         error: BaseException | None = None
         data = None
         try:
-            task = self._task(index)
-            if isinstance(task, str):
-                result = self._run_session(index, task, None, None, token)
-            else:
-                data = task.data
-                result = self._run_session(index, task.message, task.work_dir, task.instructions, token)
+            session, message, data = self._open_session(index)
+            try:
+                result = session.run(message, timeout=self.timeout, parent_token=token, metadata=task_metadata(data))
+            finally:
+                session.close()
         except (Exception, RunSuspended) as exc:  # RunSuspended: interrupt() in a journalled formation's item
             error = exc
         return _fleet_result(index, f"{self.agent.name}-{index}", result, error, data, time.perf_counter() - started)
 
-    def _run_session(
-        self, index: int, message: str, work_dir: str | Path | None, instructions: str | None, token: CancelToken
-    ) -> Result:
+    def _open_session(self, index: int) -> tuple[Session, str, Any]:
+        """Task ``index``'s session, message and data (the same for ``run`` and ``arun``)."""
+        task = self._task(index)
+        message, work_dir, instructions, data = (
+            (task, None, None, None) if isinstance(task, str) else (task.message, task.work_dir, task.instructions, task.data)
+        )
         reason = self._cancel_reason
         if reason is not None:
             raise AgentError(f"fleet cancelled before task {index} started: {reason}", kind=ErrorKind.CANCELLED)
         agent = self.agent if instructions is None else self.agent.with_overrides(instructions=instructions)
-        session = Session(agent, work_dir=work_dir)
-        try:
-            return session.run(message, timeout=self.timeout, parent_token=token)
-        finally:
-            session.close()
+        return Session(agent, work_dir=work_dir), message, data
+
+    def _track(self, token: CancelToken) -> None:
+        """Make ``token`` (a run's) reachable by :meth:`cancel`, cancelled now if it was."""
+        with self._lock:
+            self._tokens.add(token)
+            reason = self._cancel_reason
+        if reason is not None:
+            token.cancel(reason)
+
+    def _untrack(self, token: CancelToken) -> None:
+        with self._lock:
+            self._tokens.discard(token)
 
     def _lost(self, index: int, loops: list[Future[None]]) -> FleetResult:
         """The result of a task whose worker loop was cancelled or died."""
@@ -450,3 +471,10 @@ class Fleet:
         item = self._items[index]
         data = item.data if isinstance(item, Task) else None  # an unrendered item has no data yet
         return FleetResult(index, self._worker_name(index), None, error, data)
+
+
+def task_metadata(data: Any) -> Mapping[str, Any] | None:
+    """A task's ``data`` as its run's metadata (a value that is not a mapping as ``{"data": value}``)."""
+    if data is None:
+        return None
+    return data if isinstance(data, Mapping) else {"data": data}

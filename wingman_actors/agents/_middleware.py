@@ -24,7 +24,8 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,11 +56,12 @@ class Halt(AgentError):
 
 
 _NO_USAGE = Usage()  # immutable, so every context may start from the same one
+NO_METADATA: Mapping[str, Any] = types.MappingProxyType({})  # a run given no metadata (read-only, shared)
 
 
 @dataclass(slots=True)
 class RunContext:
-    """What middleware sees of the run in progress.
+    """What middleware and an agent's ``prepare`` function see of the run in progress.
 
     Attributes:
         agent: the agent being run.
@@ -69,6 +71,8 @@ class RunContext:
         step: the current step (model call number, from 1).
         usage: usage so far in this run.
         state: free storage for middleware, per run.
+        metadata: what the caller passed as ``Session.run(message, metadata={...})`` (a
+            fleet task's ``data``), read-only; empty when nothing was passed.
     """
 
     agent: Agent
@@ -78,6 +82,12 @@ class RunContext:
     step: int = 0
     usage: Usage = _NO_USAGE
     state: dict[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=lambda: NO_METADATA)
+
+    @property
+    def messages(self) -> list[Message]:
+        """The conversation so far (the session's history, the current message included)."""
+        return self.history
 
     def limit_time(self, seconds: float) -> None:
         """Make the run time out after ``seconds`` from now (or earlier if already due)."""

@@ -1,21 +1,37 @@
 """One model call of a session run, blocking or streamed, under the run's cancel token
-(the provider's waits and retries stop when it is cancelled or its deadline passes) and,
-when OpenTelemetry is in use, inside a ``chat`` span.
+(the provider's waits and retries stop when it is cancelled or its deadline passes, and
+the built-in providers close their request) and, when OpenTelemetry is in use, inside a
+``chat`` span. A call that fails because the run was stopped raises the run's error.
 
 Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator
 
 from .._cancel import CancelToken, cancel_scope
 from .._cancel import _current as _current_token  # set inline below: no scope object per call
 from ..core import InferenceRequest, InferenceResponse, StreamEvent
+from ..errors import AgentError
 from ..integrations import otel
 from ..providers._base import Provider
+from ..providers._retry import stopped
 
-__all__ = ["infer", "infer_stream", "traced_infer"]
+__all__ = ["ModelCall", "infer", "infer_stream", "traced_infer"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ModelCall:
+    """A model call of a run driven by the async driver (``Session.arun``/``astream``):
+    the loop yields it, the driver makes the call and sends back the response."""
+
+    provider: Provider
+    request: InferenceRequest
+    token: CancelToken
+    stream: bool
+    spans: otel.SessionSpans | None
 
 
 def infer(provider: Provider, request: InferenceRequest, token: CancelToken) -> InferenceResponse:
@@ -23,6 +39,9 @@ def infer(provider: Provider, request: InferenceRequest, token: CancelToken) -> 
     reset = _current_token.set(token)  # what ``with cancel_scope(token):`` does, without its object
     try:
         response = provider.run_inference(request)
+    except AgentError as exc:
+        stopped(token, exc)  # a request the cancel or the deadline closed: the run's error
+        raise
     finally:
         _current_token.reset(reset)
     token.check()
@@ -39,6 +58,9 @@ def infer_stream(
             for event in events:
                 yield event
                 token.check()
+        except AgentError as exc:
+            stopped(token, exc)
+            raise
         finally:
             close = getattr(events, "close", None)
             if close is not None:

@@ -91,6 +91,10 @@ class Result(BaseModel):
         max_steps_reached: True when the step limit forced a final call without tools.
         trace: per-step records (kind, name, input, output, usage, duration).
         duration_s: wall time of the run.
+        status: ``"succeeded"``, or ``"suspended"`` when a tool of a session with a store
+            called ``interrupt()`` (or ``ask_human``): the run waits for
+            :meth:`Session.resume <wingman_actors.Session.resume>`.
+        interrupt: the payload ``interrupt()`` was called with, when suspended.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -104,6 +108,8 @@ class Result(BaseModel):
     max_steps_reached: bool = False
     trace: list[StepTrace] = Field(default_factory=list)
     duration_s: float = 0.0
+    status: Literal["succeeded", "suspended"] = "succeeded"
+    interrupt: Any = None
 
     @property
     def child_runs(self) -> list[ChildRun]:

@@ -20,12 +20,12 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken, cancel_scope, current_token
-from .._interrupts import current_scope
+from .._interrupts import RunSuspended, current_scope
 from ..core import (
     ContentBlock,
     InferenceRequest,
@@ -36,16 +36,22 @@ from ..core import (
     Usage,
 )
 from ..errors import AgentError, ErrorKind
+from ..events import Event
 from ..integrations import otel
 from ..providers._base import Provider
 from ..tools import ToolContext
 from ._agent import Agent
 from ._context_budget import ContextWindow
+from ._hooks import emit_stop, read_only
 from ._middleware import RunContext
-from ._model_calls import infer, infer_stream, traced_infer
+from ._model_calls import ModelCall, infer, infer_stream, traced_infer
+from ._prepare import Prepares
 from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
-from ._tool_steps import ToolStep
+from ._tool_steps import ToolBatch, ToolStep
+
+if TYPE_CHECKING:
+    from ._async_session import AsyncSessionStream
 
 __all__ = ["Result", "Session", "SessionStream"]
 
@@ -54,7 +60,9 @@ _LIMIT_NOTE = (
     "give your final answer now, using what you have."
 )
 
-RunGen = Generator[StreamEvent, None, Result]
+RunGen = Generator[StreamEvent | ModelCall | ToolBatch, Any, Result]
+"""A run of the loop: it yields stream events and, driven by the async driver
+(``aio``), the model calls and tool batches for the driver to make."""
 
 _ID_PREFIX = os.urandom(8).hex()
 _id_counter = itertools.count(1)
@@ -90,7 +98,7 @@ class SessionStream:
 
     def __iter__(self) -> Iterator[StreamEvent]:
         try:
-            self._result = yield from self._gen
+            self._result = yield from cast("Generator[StreamEvent, None, Result]", self._gen)
         except BaseException as exc:
             self._error = exc
             raise
@@ -114,6 +122,11 @@ class Session:
         work_dir: where tools work (file tools are confined to it); default the cwd.
         history: messages to start from (e.g. a stored conversation).
         id: the session's id (generated when not given).
+        store: a :class:`~wingman_actors.store.RunStore`: a tool that calls
+            :func:`~wingman_actors.interrupt` (or ``ask_human``) then suspends the run
+            instead of failing it: :meth:`run` returns a result with
+            ``status="suspended"``, and :meth:`resume` (in any process, with the same
+            agent) continues it with an answer, without repeating its model calls.
 
     A session runs one message at a time; use one session per concurrent conversation.
     Close it (or use it as a context manager) to release tool resources such as the
@@ -121,8 +134,8 @@ class Session:
     """
 
     __slots__ = (
-        "__weakref__", "_busy", "_schema", "_spans", "_token", "_tool_ctx", "_tools", "_window", "_work_dir", "agent",
-        "history", "id",
+        "__weakref__", "_busy", "_prepares", "_schema", "_spans", "_store", "_token", "_tool_ctx", "_tools", "_window",
+        "_work_dir", "agent", "history", "id",
     )
 
     def __init__(
@@ -132,9 +145,16 @@ class Session:
         work_dir: str | Path | None = None,
         history: list[Message] | None = None,
         id: str | None = None,
+        store: Any = None,
     ) -> None:
         if not isinstance(agent, Agent):
             raise TypeError(f"Session needs an Agent, got {type(agent).__name__}")
+        if store is not None:
+            from ._waiting import check_store
+
+            check_store(store)
+        self._store = store
+        self._prepares = Prepares(agent) if agent.prepare is not None else None
         self.agent = agent
         self.id = id or _new_session_id()
         if work_dir is not None and not Path(work_dir).is_dir():
@@ -148,7 +168,8 @@ class Session:
         self._token: CancelToken | None = None
         self._spans: otel.SessionSpans | None = None
         self._window = (
-            ContextWindow(agent.context_budget, agent.compactor, agent.name) if agent.context_budget is not None else None
+            ContextWindow(agent.context_budget, agent.compactor, agent.name, fallback=agent.provider)
+            if agent.context_budget is not None else None
         )
 
     @property
@@ -159,19 +180,61 @@ class Session:
     # -- public API -------------------------------------------------------------------
 
     def run(
-        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None
+        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Result:
-        """Run the loop on ``message`` and return the :class:`Result`.
+        """Run the loop on ``message`` and return the :class:`Result`. Blocks the calling
+        thread until the run ends (also inside a running event loop, which it stalls:
+        from a coroutine, ``await session.arun(message)``).
 
         ``parent_token``: the run also stops when this token is cancelled or its deadline
         passes (a delegating agent passes its own run's token to the runs it starts).
+        ``metadata``: what the run is about (a tenant, a user, a task's data): the agent's
+        ``prepare`` and middleware see it as ``RunContext.metadata``, tools as
+        ``ToolContext.metadata``.
+
+        With a ``store``, a tool's ``interrupt()`` ends the run with ``status="suspended"``
+        (see :meth:`resume`).
 
         Raises:
             AgentError: the provider failed (after its retries), the run timed out
                 (``kind=timeout``), was cancelled, or the structured output stayed invalid.
         """
+        if self._store is not None:
+            from ._waiting import run_waiting
+
+            return run_waiting(self, message, timeout, parent_token, metadata)
+        return self._run_blocking(message, timeout, parent_token, metadata)
+
+    def resume(
+        self, session_id: str, *, store: Any = None, answer: Any = None, timeout: float | None = None
+    ) -> Result:
+        """Continue the suspended run of session ``session_id`` with ``answer``.
+
+        The call of ``interrupt()`` that suspended it returns ``answer``; the model calls
+        made before it are not made again (tools before it run again). This session takes
+        over that session's id and history; it must have the same agent (by name).
+
+        Args:
+            session_id: the id of the suspended session (``session.id``).
+            store: the store it was suspended in (default: this session's store).
+            answer: what the interrupt is answered with.
+            timeout: as for :meth:`run`.
+
+        Raises:
+            ValueError: no store given, or nothing of that session is waiting in it.
+            StoreError: the run cannot be resumed (expired, finished, another agent's).
+        """
+        from ._waiting import resume_waiting
+
+        return resume_waiting(self, session_id, store if store is not None else self._store, answer, timeout)
+
+    def _run_blocking(
+        self, message: str | Message, timeout: float | None, parent_token: CancelToken | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> Result:
         # Drives the loop itself rather than through _run: one generator less per run.
-        ctx, provider, msg = self._open(message, timeout, parent_token)
+        ctx, provider, msg = self._open(message, timeout, parent_token, metadata)
         result: Result | None = None
         failure: BaseException | None = None
         try:
@@ -184,18 +247,67 @@ class Session:
                 return stop.value  # type: ignore[no-any-return]  # the loop returns a Result
             finally:
                 loop.close()
-        except Exception as exc:
+        except BaseException as exc:
             failure = exc
             raise
         finally:
             self._close(ctx.token, result, failure)
 
     def run_stream(
-        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None
+        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> SessionStream:
         """Run the loop on ``message``, streaming provider events and ``tool_start`` /
-        ``tool_end`` events; call ``.result()`` on the stream after iterating it."""
-        return SessionStream(self._run(message, timeout=timeout, stream=True, parent_token=parent_token))
+        ``tool_end`` events; call ``.result()`` on the stream after iterating it. Each
+        step of the iteration blocks the calling thread (from a coroutine, use
+        :meth:`astream`)."""
+        return SessionStream(
+            self._run(message, timeout=timeout, stream=True, parent_token=parent_token, metadata=metadata)
+        )
+
+    async def arun(
+        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Result:
+        """:meth:`run`, awaited on the caller's event loop, which it never blocks: the same
+        loop (middleware, retries, tools, journalling), its model calls made with the
+        provider's ``arun_inference`` when it has one (no thread of its own; otherwise
+        ``run_inference`` on a worker thread), ``async def`` tools awaited, other tools on
+        a worker thread. Cancelling the awaiting task cancels the run: the awaited call
+        is cancelled and the session is free for the next message.
+
+        Raises:
+            AgentError: as for :meth:`run`.
+            asyncio.CancelledError: the awaiting task was cancelled.
+
+        Example:
+            >>> result = await session.arun("Capital of France?")  # doctest: +SKIP
+        """
+        from ._async_session import drive
+
+        result: Any = None
+        async for item in drive(self._run(message, timeout=timeout, stream=False, parent_token=parent_token,
+                                          metadata=metadata, aio=True)):
+            result = item
+        return cast(Result, result)
+
+    def astream(
+        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AsyncSessionStream:
+        """:meth:`run_stream`, for ``async for``: the provider's events (its
+        ``astream_inference`` when it has one) and ``tool_start``/``tool_end`` events, as
+        :meth:`arun` runs the loop; call ``.result()`` on the stream after iterating it.
+
+        Example:
+            >>> stream = session.astream("Capital of France?")  # doctest: +SKIP
+            >>> async for event in stream:                       # doctest: +SKIP
+            ...     print(event.text or "", end="")
+        """
+        from ._async_session import AsyncSessionStream
+
+        return AsyncSessionStream(self._run(message, timeout=timeout, stream=True, parent_token=parent_token,
+                                            metadata=metadata, aio=True))
 
     def cancel(self, reason: str = "cancelled by caller") -> None:
         """Cancel the run in progress (from another thread); it stops at its next boundary."""
@@ -218,7 +330,8 @@ class Session:
     # -- the loop ---------------------------------------------------------------------
 
     def _open(
-        self, message: str | Message, timeout: float | None, parent_token: CancelToken | None
+        self, message: str | Message, timeout: float | None, parent_token: CancelToken | None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> tuple[RunContext, Provider, Message]:
         """Start a run: the session is taken, the run's token and spans made."""
         if not self._busy.acquire(blocking=False):
@@ -245,11 +358,23 @@ class Session:
                 token.release()
             self._busy.release()
             raise
-        return RunContext(self.agent, self.id, self.history, token), provider, msg
+        if metadata is None:
+            ctx = RunContext(self.agent, self.id, self.history, token)
+        else:
+            ctx = RunContext(self.agent, self.id, self.history, token, metadata=read_only(metadata))
+        bus = self.agent.events
+        if bus is not None and "session_start" in bus.kinds:
+            bus.emit(Event("session_start", self.agent.name, self.id, message=msg.text))
+        return ctx, provider, msg
 
     def _close(self, token: CancelToken, result: Result | None, failure: BaseException | None) -> None:
         """End a run started by :meth:`_open` (``failure``: what it raised, if anything)."""
         spans = self._spans
+        bus = self.agent.events
+        if bus is not None and "session_stop" in bus.kinds:
+            emit_stop(bus, self.agent.name, self.id, result, failure)
+        if failure is not None and not isinstance(failure, Exception):
+            failure = None  # a suspension (or an exit) is no error of the run's
         try:
             if spans is not None:
                 spans.end(result.usage if result is not None else None, failure)
@@ -260,13 +385,15 @@ class Session:
             self._busy.release()
 
     def _run(
-        self, message: str | Message, *, timeout: float | None, stream: bool, parent_token: CancelToken | None = None
+        self, message: str | Message, *, timeout: float | None, stream: bool, parent_token: CancelToken | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        aio: bool = False,
     ) -> RunGen:
-        ctx, provider, msg = self._open(message, timeout, parent_token)
+        ctx, provider, msg = self._open(message, timeout, parent_token, metadata)
         result: Result | None = None
         failure: BaseException | None = None
         try:
-            result = yield from self._loop(ctx, provider, msg, stream)
+            result = yield from self._loop(ctx, provider, msg, stream, aio)
         except AgentError as exc:
             failure = exc
             if stream:
@@ -277,20 +404,23 @@ class Session:
             if stream:
                 yield StreamEvent(type=StreamEventType.ERROR, error=str(exc), error_kind="agent")
             raise
+        except RunSuspended as exc:
+            failure = exc
+            raise
         finally:
             self._close(ctx.token, result, failure)
         return result
 
-    def _loop(self, ctx: RunContext, provider: Provider, msg: Message, stream: bool) -> RunGen:
+    def _loop(self, ctx: RunContext, provider: Provider, msg: Message, stream: bool, aio: bool = False) -> RunGen:
         started = time.perf_counter()
         mws = self.agent.middleware
         for mw in mws:
             msg = mw.before_agent(ctx, msg) or msg
         prompt_index = len(self.history)
         self.history.append(msg)
-        instructions = self.agent.system_prompt
-        if self._schema is not None:
-            instructions = (instructions + "\n\n" if instructions else "") + self._schema.instruction()
+        instructions = self._instructions(self.agent.system_prompt)
+        prepares = self._prepares
+        bus = self.agent.events
         calls: list[ToolCall] = []
         trace: list[StepTrace] = []
         usage: Usage | None = None
@@ -305,13 +435,21 @@ class Session:
             ctx.token.check()
             step += 1
             ctx.step = step
-            with_tools = step <= limit and len(self._tools) > 0
+            tools, model, prompt = self._tools, provider, instructions
+            if prepares is not None:
+                prepared = prepares.call(ctx)
+                if prepared is not None:
+                    tools = prepares.tools(prepared.tools) if prepared.tools is not None else tools
+                    model = prepared.model if prepared.model is not None else model
+                    if prepared.instructions is not None:
+                        prompt = self._instructions(self.agent.prompt_with(prepared.instructions))
+            with_tools = step <= limit and len(tools) > 0
             if step > limit and not limit_hit:
                 limit_hit = True
                 self._add_user_text(_LIMIT_NOTE)
             request = InferenceRequest(
-                messages=list(self.history), tools=self._tools.definitions() if with_tools else [],
-                instructions=instructions, output_schema=self._schema.schema if self._schema is not None else None,
+                messages=list(self.history), tools=tools.definitions() if with_tools else [],
+                instructions=prompt, output_schema=self._schema.schema if self._schema is not None else None,
                 max_tokens=self.agent.max_tokens, temperature=self.agent.temperature,
             )
             if self._window is not None:
@@ -321,16 +459,23 @@ class Session:
                     usage = spent if usage is None else usage + spent
             for mw in mws:
                 request = mw.before_model(ctx, request) or request
+            if bus is not None and "model_start" in bus.kinds:
+                bus.emit(Event("model_start", self.agent.name, self.id, step=step, request=request))
             t0 = time.perf_counter()
             replayed = scope.next_reply() if scope is not None else None
             if replayed is not None:  # resumed after an interrupt: this call was made before
                 response = replayed
+            elif aio:  # the async driver makes the call (Session.arun/astream)
+                response = yield ModelCall(model, request, ctx.token, stream, self._spans)
             elif self._spans is not None:
-                response = yield from traced_infer(self._spans, provider, request, ctx.token, stream)
+                response = yield from traced_infer(self._spans, model, request, ctx.token, stream)
             elif stream:
-                response = yield from infer_stream(provider, request, ctx.token)
+                response = yield from infer_stream(model, request, ctx.token)
             else:
-                response = infer(provider, request, ctx.token)
+                response = infer(model, request, ctx.token)
+            if bus is not None and "model_end" in bus.kinds:
+                bus.emit(Event("model_end", self.agent.name, self.id, step=step, response=response,
+                               usage=response.usage, duration_s=time.perf_counter() - t0))
             if scope is not None and replayed is None:
                 scope.record_reply(response)
             for mw in mws:
@@ -358,8 +503,8 @@ class Session:
             )
             if tool_uses:
                 traced = len(trace)
-                tools = ToolStep(self.agent, self._tools, self._spans, self._context(ctx.token))
-                results = yield from tools.run(ctx, tool_uses, step, calls, trace, stream)
+                step_tools = ToolStep(self.agent, tools, self._spans, self._context(ctx))
+                results = yield from step_tools.run(ctx, tool_uses, step, calls, trace, stream, aio)
                 # Runs the tools started (delegated agents) count towards this run's usage.
                 usage = sum((entry.usage for entry in trace[traced:] if entry.children), usage)
                 ctx.usage = usage
@@ -400,6 +545,9 @@ class Session:
         t0 = time.perf_counter()
         spans = self._spans
         fitted = self._window.fit(request, prompt_index, call=spans.traced_call if spans is not None else None)
+        for note in fitted.failures:  # the compactor failed: the trace says what was done instead
+            trace.append(StepTrace(kind="model", name="compact failed", step=step, input=fitted.dropped, output=note,
+                                   is_error=True))
         compaction = fitted.compaction
         if compaction is None:
             return fitted.request, None
@@ -411,6 +559,12 @@ class Session:
         )
         return fitted.request, compaction.usage
 
+    def _instructions(self, prompt: str) -> str:
+        """The system prompt of a request: ``prompt`` and, with an output schema, its note."""
+        if self._schema is None:
+            return prompt
+        return (prompt + "\n\n" if prompt else "") + self._schema.instruction()
+
     def _add_user_text(self, text: str) -> None:
         self.history.append(Message.user(text))
 
@@ -420,12 +574,16 @@ class Session:
 
     # -- tools ------------------------------------------------------------------------
 
-    def _context(self, token: CancelToken) -> ToolContext:
-        if self._tool_ctx is None:
-            self._tool_ctx = ToolContext(self.work_dir, token=token)
+    def _context(self, ctx: RunContext) -> ToolContext:
+        tool_ctx = self._tool_ctx
+        if tool_ctx is None:
+            tool_ctx = self._tool_ctx = ToolContext(self.work_dir, agent=self.agent.name, session_id=self.id)
             # A session dropped without close() still releases its tools (the bash shell)
             # when collected. Registered here, not in __init__: most sessions never run a
             # tool, and a finaliser on every one of them costs each fleet task.
-            weakref.finalize(self, self._tool_ctx.close)
-        self._tool_ctx.token = token
-        return self._tool_ctx
+            weakref.finalize(self, tool_ctx.close)
+        tool_ctx.token = ctx.token
+        tool_ctx.metadata = ctx.metadata
+        tool_ctx.session_id = self.id  # resume() may have given the session another id
+        return tool_ctx
+

@@ -9,21 +9,27 @@ Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
+import logging
+import queue
+import threading
 import time
 from collections.abc import Generator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
 
 from ..core import ContentBlock, StreamEvent, StreamEventType, Usage
 from ..errors import AgentError, ErrorKind, ToolError
+from ..events import Event
 from ..integrations import otel
 from ..tools import ToolContext, ToolRegistry
 from ._agent import Agent
 from ._middleware import RunContext
 from ._result import ChildRun, StepTrace, ToolCall, collect_child_runs
 
-__all__ = ["ToolStep"]
+__all__ = ["ToolBatch", "ToolStep", "failure_block"]
 
 _Outcome = tuple[ContentBlock, float, list[ChildRun]]
+log = logging.getLogger("wingman_actors.agents")
 
 
 class ToolStep:
@@ -54,10 +60,14 @@ class ToolStep:
         calls: list[ToolCall],
         trace: list[StepTrace],
         stream: bool,
-    ) -> Generator[StreamEvent, None, list[ContentBlock]]:
+        aio: bool = False,
+    ) -> Generator[StreamEvent | ToolBatch, Any, list[ContentBlock]]:
         """Run ``uses``; append to ``calls`` and ``trace``; return the result blocks in call
-        order. Streams ``tool_start`` / ``tool_end`` events when ``stream``."""
+        order. Streams ``tool_start`` / ``tool_end`` events when ``stream``. With ``aio``,
+        the calls are not run here: a :class:`ToolBatch` is yielded to the async driver,
+        which sends back their outcomes in completion order."""
         planned: list[tuple[ContentBlock, ContentBlock | None]] = []
+        bus = self.agent.events
         for use in uses:
             call = use
             short: ContentBlock | None = None
@@ -69,6 +79,8 @@ class ToolStep:
                 if got is not None:
                     call = got
             planned.append((call, short))
+            if bus is not None and "tool_start" in bus.kinds:
+                bus.emit(Event("tool_start", self.agent.name, ctx.session_id, step=step, call=call))
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_START, block=call)
         outcomes: list[_Outcome | None] = [None] * len(planned)
@@ -77,31 +89,15 @@ class ToolStep:
             if short is not None:
                 outcomes[i] = (short, 0.0, [])
         finished_order: list[int] = [i for i in range(len(planned)) if i not in pending]
-        if len(pending) == 1:
-            (i,) = pending
-            outcomes[i] = self.execute(planned[i][0])
-            finished_order.append(i)
+        if aio and pending:
+            ran: list[tuple[int, _Outcome]] = yield ToolBatch(self, [(i, planned[i][0]) for i in sorted(pending)])
+            for index, done_call in ran:
+                outcomes[index] = done_call
+                finished_order.append(index)
         elif pending:
-            workers = min(len(pending), self.agent.tool_concurrency)
-            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wingman-tools-{self.agent.name}")
-            try:
-                # Each call runs in a copy of this context: tools see the run's context
-                # variables (a delegating agent's depth, for one) as they would inline.
-                futures: dict[Future[_Outcome], int] = {
-                    pool.submit(contextvars.copy_context().run, self.execute, planned[i][0]): i
-                    for i in sorted(pending)
-                }
-                remaining = set(futures)
-                while remaining:
-                    done, remaining = wait(remaining, timeout=ctx.token.remaining(), return_when=FIRST_COMPLETED)
-                    if not done:
-                        ctx.token.check()
-                        continue
-                    for fut in done:
-                        outcomes[futures[fut]] = fut.result()
-                        finished_order.append(futures[fut])
-            finally:
-                pool.shutdown(wait=False, cancel_futures=True)
+            for i, finished in self.run_calls(ctx, [(i, planned[i][0]) for i in sorted(pending)]):
+                outcomes[i] = finished
+                finished_order.append(i)
         results: list[ContentBlock] = []
         for i in finished_order:
             call = planned[i][0]
@@ -111,6 +107,9 @@ class ToolStep:
             for mw in self.agent.middleware:
                 block = mw.after_tool(ctx, call, block) or block
             outcomes[i] = (block, duration, children)
+            if bus is not None and "tool_end" in bus.kinds:
+                bus.emit(Event("tool_end", self.agent.name, ctx.session_id, step=step, call=call, result=block,
+                               duration_s=duration))
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_END, block=block, duration_s=duration)
         for i, (call, _) in enumerate(planned):
@@ -133,6 +132,87 @@ class ToolStep:
             )
         ctx.token.check()
         return results
+
+    def run_calls(self, ctx: RunContext, calls: list[tuple[int, ContentBlock]]) -> list[tuple[int, _Outcome]]:
+        """Run ``calls`` (index, call) on daemon threads, at most ``tool_concurrency`` at
+        once, and return their outcomes as they finish.
+
+        The session thread only waits: a cancel or the run's deadline wakes it at once, and
+        the calls still in flight are abandoned as a formation abandons a stuck function
+        attempt: logged once, their threads (daemons) left to end whenever the tools
+        return, blocking neither the session, ``stop()`` nor interpreter exit.
+        """
+        token = ctx.token
+        # Each call runs in a copy of the session's context, made here on its thread: tools
+        # see the run's context variables (a delegating agent's depth, a visit's scope).
+        todo = [(i, call, contextvars.copy_context()) for i, call in reversed(calls)]  # popped from the end
+        finished: queue.SimpleQueue[tuple[int, _Outcome | None, BaseException | None] | None] = queue.SimpleQueue()
+        lock = threading.Lock()
+        in_flight: dict[int, str] = {}
+
+        def work() -> None:
+            while True:
+                with lock:
+                    if not todo:
+                        return
+                    i, call, context = todo.pop()
+                    in_flight[i] = call.name or ""
+                outcome: _Outcome | None = None
+                error: BaseException | None = None
+                try:
+                    outcome = context.run(self.execute, call)
+                except BaseException as exc:  # RunSuspended (an interrupt), SystemExit...: re-raised below
+                    error = exc
+                with lock:
+                    del in_flight[i]
+                finished.put((i, outcome, error))
+
+        workers = [
+            threading.Thread(target=work, name=f"wingman-tool-{self.agent.name}-{n}", daemon=True)
+            for n in range(min(len(calls), self.agent.tool_concurrency))
+        ]
+        for thread in workers:
+            thread.start()
+        unregister = token.on_cancel(lambda: finished.put(None))
+        out: list[tuple[int, _Outcome]] = []
+        try:
+            while len(out) < len(calls):
+                try:
+                    item = finished.get(timeout=token.remaining())
+                except queue.Empty:
+                    item = None
+                if item is None:  # cancelled, or the deadline passed
+                    if token.cancelled or token.expired:
+                        self._abandon(ctx, todo, in_flight, lock)
+                        token.check()
+                    continue
+                i, outcome, error = item
+                if error is not None:
+                    with lock:
+                        todo.clear()
+                    raise error
+                assert outcome is not None
+                out.append((i, outcome))
+        finally:
+            unregister()
+        for thread in workers:  # every call is done: they are only returning (and let go of the session)
+            thread.join()
+        return out
+
+    def _abandon(
+        self, ctx: RunContext, todo: list[Any], in_flight: dict[int, str], lock: threading.Lock
+    ) -> None:
+        """Give up on the calls in flight (and start no more): logged once."""
+        with lock:
+            todo.clear()
+            names = sorted(in_flight.values())
+        if names:
+            why = "the run was cancelled" if ctx.token.cancelled else "the run's deadline passed"
+            log.warning(
+                "agent %r: abandoned %d tool call(s) in flight (%s) of session %s: %s; their threads run on "
+                "until the tools return, and the session goes on without them",
+                self.agent.name, len(names), ", ".join(names), ctx.session_id, why,
+            )
 
     def execute(self, call: ContentBlock) -> _Outcome:
         """One call, with the runs it started (delegation) and, when in use, its span."""
@@ -164,20 +244,9 @@ class ToolStep:
                 tool_ctx.token.check()
             out = tool.execute(dict(call.input or {}), tool_ctx)
             block = ContentBlock.tool_result_block(call_id, out if isinstance(out, str) else str(out))
-        except ToolError as exc:
-            error = exc
-            block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
-        except AgentError as exc:
-            error = exc
-            if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
-                block = ContentBlock.tool_result_block(call_id, f"Error: {exc.message}", is_error=True)
-            else:
-                block = ContentBlock.tool_result_block(call_id, f"Error: {exc}", is_error=True)
         except Exception as exc:
             error = exc
-            block = ContentBlock.tool_result_block(
-                call_id, f"Error: tool {name!r} raised {type(exc).__name__}: {exc}", is_error=True
-            )
+            block = failure_block(call_id, name, exc)
         return block, time.perf_counter() - t0, error
 
     def cap(self, block: ContentBlock) -> ContentBlock:
@@ -189,3 +258,23 @@ class ToolStep:
         head = text[: cap - 80]
         marker = f"\n[... tool result truncated: {len(text) - len(head)} of {len(text)} characters omitted ...]"
         return block.model_copy(update={"content": head + marker})
+
+
+def failure_block(call_id: str, name: str, exc: Exception) -> ContentBlock:
+    """The error result block of a tool call that raised ``exc`` (sync and async calls)."""
+    if isinstance(exc, ToolError):
+        text = f"Error: {exc.message}"
+    elif isinstance(exc, AgentError):
+        text = f"Error: {exc.message}" if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT) else f"Error: {exc}"
+    else:
+        text = f"Error: tool {name!r} raised {type(exc).__name__}: {exc}"
+    return ContentBlock.tool_result_block(call_id, text, is_error=True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolBatch:
+    """The tool calls of one step, handed to the async driver (``Session.arun``) to run:
+    ``calls`` are ``(index, call)`` pairs; it sends back ``(index, outcome)`` pairs."""
+
+    step: ToolStep
+    calls: list[tuple[int, ContentBlock]]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx  # type: ignore[import-untyped]
 
 from ..errors import FormationSetupError
+from ._async_api import AsyncRuns
 from ._options import RunOptions, merge_options
 from ._plan import Plan, compile_plan
 from ._render import to_dot, to_mermaid
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["Formation"]
 
 
-class Formation:
+class Formation(AsyncRuns):
     """A formation: a named ``networkx.DiGraph`` of function, agent, fleet and map nodes.
 
     The builder methods write exactly the documented attributes (policy defaults are
@@ -416,6 +417,9 @@ class Formation:
         give any of them instead: ``run(x, options=RunOptions(timeout=5))`` is
         ``run(x, timeout=5)``; giving one option two different values is a ``TypeError``.
 
+        Blocks the calling thread until the run ends, also inside a running event loop
+        (which waits meanwhile): from a coroutine, ``await formation.arun(...)``.
+
         Returns:
             The result; with a store, ``status`` is ``"suspended"`` (and ``interrupt`` set)
             when a node called ``interrupt()``: continue with :meth:`resume`.
@@ -455,7 +459,8 @@ class Formation:
     ) -> FormationResult:
         """Continue the journalled run ``run_id`` in this process: its process was killed,
         or it failed, was cancelled or suspended. Journalled node visits and fleet items
-        are not run again; what was in flight runs again.
+        are not run again; what was in flight runs again. Blocks the calling thread until
+        the run ends, as :meth:`run` does.
 
         Args:
             run_id: the run.
@@ -522,7 +527,8 @@ class Formation:
         ``data["result"]`` is the result, or ``run_failed``), stop. ``backend``,
         ``backend_options``, ``blackboard`` and ``store`` are as for :meth:`start`;
         ``break_before``, ``break_after`` and ``options`` as for :meth:`run` (without
-        ``on_event``: the events are yielded)."""
+        ``on_event``: the events are yielded). Each step of the iteration blocks the
+        calling thread until the next event: from a coroutine, ``formation.astream(...)``."""
         opts = merge_options(
             options, "Formation.run_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store,

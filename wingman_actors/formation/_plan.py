@@ -36,6 +36,7 @@ from ._typecheck import (
     prompt_fields,
     shared_adapters,
     type_name,
+    warn_unresolved,
 )
 from ._validation import (
     POLICY_DEFAULTS,
@@ -418,6 +419,7 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
     # a depth-first search finds a back edge on every cycle: without one, there is none
     problems += (cycle_problems(graph) if back else []) + reach_problems(graph)
     infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] in ("function", "map") and "fn" in a}
+    warn_unresolved(name, {n: (usable[n]["fn"], info) for n, info in infos.items()})
     boards: dict[str, BoardNeed] = {}
     for n in [n for n in infos if usable[n]["kind"] == "function"]:
         # the blackboard parameter is not an input: match inputs without it

@@ -31,6 +31,7 @@ from ..backends import Backend, NodeRecipe, new_backend
 from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutError
 from ..integrations import otel
 from ..orchestration._blackboard import Blackboard
+from ._async_api import AsyncSubmit
 from ._breakpoints import JOURNAL_KEY, Breakpoints, is_breakpoint
 from ._future import RunFuture
 from ._nested_map import FormationMapActor, map_width
@@ -55,11 +56,15 @@ EventListener = Callable[[FormationEvent], None]
 
 _NO_OPTIONS = RunOptions()
 
+RUN_ENDED = frozenset({FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED,
+                       FormationEventType.RUN_CANCELLED})
+"""The event types that end a run's stream of events."""
+
 STOP_GRACE_S = 1.0
 """How long ``stop()`` waits for node code still running before leaving it behind."""
 
 
-class RunningFormation:
+class RunningFormation(AsyncSubmit):
     """A started formation: submit inputs, get futures of :class:`FormationResult`.
 
     Use it as a context manager, or call :meth:`stop`. Many runs can be in flight at once;
@@ -79,6 +84,7 @@ class RunningFormation:
         # options.store as ``journal``; timeout, run_id and breakpoints belong to each submit().
         self._blackboard = _check_board(options.blackboard)
         self.plan = plan
+        self._board_needed = _board_needed(plan)  # checked by every submit without a board
         self.name = plan.name
         self._work_dir = options.work_dir
         self._provider = options.provider
@@ -288,8 +294,8 @@ class RunningFormation:
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         board = self._blackboard if blackboard is None else _check_board(blackboard)
-        if board is None:
-            _require_no_board(self.plan)
+        if board is None and self._board_needed:
+            _require_no_board(self.plan, self._board_needed)
         breaks = None
         if break_before is not None or break_after is not None:
             breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, self._journal is not None)
@@ -355,8 +361,8 @@ class RunningFormation:
         if answer is not None and journal.store.get(run_id).interrupt is None:
             raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
         board = self._blackboard if blackboard is None else _check_board(blackboard)
-        if board is None:
-            _require_no_board(self.plan)
+        if board is None and self._board_needed:
+            _require_no_board(self.plan, self._board_needed)
         given = break_before is not None or break_after is not None
         breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, True) if given else None
         record = journal.claim(run_id)
@@ -436,8 +442,14 @@ def _check_board(board: Any) -> Blackboard | None:
     return board
 
 
-def _require_no_board(plan: Plan) -> None:
-    needy = [n for n, spec in plan.nodes.items() if spec.blackboard == "required"]
+def _board_needed(plan: Plan) -> tuple[str, ...]:
+    """The function nodes of ``plan`` that take a ``blackboard`` parameter without a default."""
+    return tuple(n for n, spec in plan.nodes.items() if spec.blackboard == "required")
+
+
+def _require_no_board(plan: Plan, needy: tuple[str, ...] | None = None) -> None:
+    if needy is None:
+        needy = _board_needed(plan)
     if needy:
         raise FormationSetupError(plan.name, [
             f"function node {n!r} takes a 'blackboard' parameter without a default, but no blackboard "
@@ -471,6 +483,32 @@ def _stop_forgotten() -> None:
             running.stop()
 
 
+def begin_once(
+    plan: Plan, input: Any, options: RunOptions, journal: Journal | None = None, *, resume: bool = False,
+    answer: Any = None, on_event: EventListener | None = None,
+) -> tuple[RunningFormation, RunFuture]:
+    """Start the formation and submit ``input`` (or, with ``resume``, continue the
+    journalled run ``options.run_id``): the first half of ``run``/``run_stream`` and of
+    their async twins (:mod:`._aio`), which wait for the future, :func:`settle` the
+    journal and stop the formation. ``journal`` is ``options.store``, opened by the caller."""
+    if _check_board(options.blackboard) is None:
+        _require_no_board(plan)  # before any actor starts
+    running = RunningFormation(plan, options, journal=journal).start()
+    try:
+        if resume:
+            assert options.run_id is not None
+            future = running.resume(options.run_id, answer, timeout=options.timeout, on_event=on_event,
+                                    break_before=options.break_before, break_after=options.break_after)
+        else:
+            future = running.submit(input, timeout=options.timeout, run_id=options.run_id, on_event=on_event,
+                                    break_before=options.break_before, break_after=options.break_after)
+    except BaseException:
+        running.stop()
+        raise
+    assert isinstance(future, RunFuture)
+    return running, future
+
+
 def run_once(
     plan: Plan, input: Any, options: RunOptions, journal: Journal | None = None, *, resume: bool = False,
     answer: Any = None,
@@ -478,27 +516,18 @@ def run_once(
     """Start the formation, run ``input`` through it (or, with ``resume``, continue the
     journalled run ``options.run_id``), stop it; return the result or raise
     :class:`FormationRuntimeError`. ``journal`` is ``options.store``, opened by the caller."""
-    if _check_board(options.blackboard) is None:
-        _require_no_board(plan)  # before any actor starts
-    running = RunningFormation(plan, options, journal=journal)
-    with running.start():
-        if resume:
-            assert options.run_id is not None
-            future = running.resume(options.run_id, answer, timeout=options.timeout,
-                                    break_before=options.break_before, break_after=options.break_after)
-        else:
-            future = running.submit(input, timeout=options.timeout, run_id=options.run_id,
-                                    break_before=options.break_before, break_after=options.break_after)
+    running, future = begin_once(plan, input, options, journal, resume=resume, answer=answer)
+    with running:
         try:
-            result = future.result()
+            result: FormationResult = future.result()
         except BaseException:
-            _settle(journal, future, quiet=True)
+            settle(journal, future, quiet=True)
             raise
-        _settle(journal, future)
+        settle(journal, future)
         return result
 
 
-def _settle(journal: Journal | None, future: Future[FormationResult], *, quiet: bool = False) -> None:
+def settle(journal: Journal | None, future: Future[FormationResult], *, quiet: bool = False) -> None:
     """Before ``run``/``resume`` returns on a store it did not open: the run's journal
     writes (its last status included) are committed, and those that failed are raised
     (logged only, with ``quiet``, when the run failed already). A store it opened is
@@ -525,19 +554,13 @@ def run_stream(
     stops early. ``journal`` is ``options.store``, opened by the caller; ``options.on_event``
     is not used (the events are what it yields)."""
     events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
-    if _check_board(options.blackboard) is None:
-        _require_no_board(plan)
-    running = RunningFormation(plan, dataclasses.replace(options, on_event=None), journal=journal)
-    with running.start():
-        if resume_id is not None:
-            running.resume(resume_id, answer, timeout=options.timeout, on_event=events.put,
-                           break_before=options.break_before, break_after=options.break_after)
-        else:
-            running.submit(input, timeout=options.timeout, on_event=events.put,
-                           break_before=options.break_before, break_after=options.break_after)
+    if resume_id is not None:
+        options = dataclasses.replace(options, run_id=resume_id)
+    running, _ = begin_once(plan, input, dataclasses.replace(options, on_event=None), journal,
+                            resume=resume_id is not None, answer=answer, on_event=events.put)
+    with running:
         while True:
             event = events.get()
             yield event
-            if event.type in (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED,
-                              FormationEventType.RUN_CANCELLED):
+            if event.type in RUN_ENDED:
                 return

@@ -18,8 +18,10 @@ from __future__ import annotations
 import collections.abc as cabc
 import functools
 import inspect
+import logging
 import types
 import typing
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
@@ -28,12 +30,15 @@ import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 from pydantic.errors import PydanticSchemaGenerationError
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "CallableInfo",
     "adapter_for",
     "shared_adapters",
     "compatible",
     "inspect_callable",
+    "warn_unresolved",
     "is_sequence",
     "guard_type",
     "item_type",
@@ -347,11 +352,15 @@ class CallableInfo:
         hints: resolved annotations by parameter name (and ``"return"``), or None when
             they cannot be resolved (then every type is unknown).
         returns: the declared return type, None when unknown.
+        unresolved: why the annotations could not be resolved (a name they use is not
+            defined where the function was: e.g. a class defined inside another function,
+            with ``from __future__ import annotations``), None when they were.
     """
 
     signature: inspect.Signature | None
     hints: Mapping[str, Any] | None
     returns: Any
+    unresolved: str | None = None
 
     def accepts_one(self) -> bool:
         """Whether the function can be called with one positional argument (True if unknown)."""
@@ -416,8 +425,11 @@ def inspect_callable(fn: Any) -> CallableInfo:
         target = base.__init__  # type: ignore[misc]
     elif not inspect.isroutine(target):
         target = type(target).__call__  # an object with __call__
+    unresolved = None
     try:
         hints: dict[str, Any] | None = typing.get_type_hints(target, include_extras=True)
+    except NameError as exc:
+        hints, unresolved = None, str(exc)
     except Exception:
         hints = None
     if hints is not None and signature is not None:
@@ -427,4 +439,28 @@ def inspect_callable(fn: Any) -> CallableInfo:
                 if not isinstance(p.annotation, str):
                     hints[p.name] = p.annotation
     returns = base if isinstance(base, type) else (hints or {}).get("return")
-    return CallableInfo(signature, hints, returns)
+    return CallableInfo(signature, hints, returns, unresolved)
+
+
+_warned: weakref.WeakSet[Any] = weakref.WeakSet()  # functions whose unresolvable annotations were logged
+
+
+def warn_unresolved(formation: str, infos: Mapping[str, tuple[Any, CallableInfo]]) -> None:
+    """Log, once per function, each node function whose annotations cannot be resolved
+    (``infos``: node -> (function, its info)); its input is then neither checked nor
+    converted, which the user should hear about (each run validates its formation again)."""
+    for node, (fn, info) in infos.items():
+        if info.unresolved is None:
+            continue
+        try:
+            if fn in _warned:
+                continue
+            _warned.add(fn)
+        except TypeError:  # an object that takes no weak reference: said every time
+            pass
+        log.warning(
+            "formation %r, node %r: the type annotations of %s cannot be resolved (%s), so its input is neither "
+            "checked nor converted; define the named type at module level (a class defined inside a function "
+            "is not visible to a module with `from __future__ import annotations`), or annotate with Any",
+            formation, node, getattr(fn, "__qualname__", repr(fn)), info.unresolved,
+        )

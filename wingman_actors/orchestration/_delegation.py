@@ -9,6 +9,15 @@ it under the ``delegate`` call's trace entry and adds its usage to the parent's.
 
 Depth travels in a context variable: a child runs at its parent's depth + 1, under the
 root agent's ``max_delegation_depth`` (the limit of the agent that started the tree).
+
+Delegation nests: a registered agent built without ``delegates=`` that is reached through
+``delegate`` gets the delegating agent's registry for that run, while the depth limit
+leaves room for another level, so it may hand tasks on in turn.
+
+Sub-agent events: each task's start and end are ``subagent_start`` / ``subagent_stop``
+events (:mod:`wingman_actors.events`) on the delegating agent's bus and on the buses of
+the agents above it in the tree, as they happen, with the child's depth and session id
+and the delegating session's id.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from ..agents._result import ChildRun, Result, report_child_run
 from ..agents._session import Session
 from ..core import Message, ToolDefinition
 from ..errors import AgentError, ErrorKind, ToolError
+from ..events import Event, EventBus
 from ..tools import ToolContext, format_validation_error
 from ._registry import AgentRegistry
 
@@ -40,6 +50,8 @@ class _Frame:
     """How many delegations separate the running agent from the root (0: the root)."""
     limit: int
     """The root agent's ``max_delegation_depth``."""
+    buses: tuple[EventBus, ...] = ()
+    """The event buses of the delegating agents above, which see sub-agent events."""
 
 
 _frame: contextvars.ContextVar[_Frame | None] = contextvars.ContextVar("wingman_delegation", default=None)
@@ -138,11 +150,14 @@ class DelegateTool:
         '{"agent", "result"} or {"agent", "error"}. If one task fails, the others are cancelled.'
     )
 
-    def __init__(self, registry: AgentRegistry, owner: str, *, max_depth: int, concurrency: int) -> None:
+    def __init__(
+        self, registry: AgentRegistry, owner: str, *, max_depth: int, concurrency: int, events: EventBus | None = None
+    ) -> None:
         self.registry = registry
         self.owner = owner
         self.max_depth = max_depth
         self.concurrency = concurrency
+        self.events = events
         self._definition = ToolDefinition(name=self.name, description=self.description, input_schema=_DELEGATE_SCHEMA)
 
     @property
@@ -166,7 +181,13 @@ class DelegateTool:
                 tool=self.name,
             )
         agents = self._resolve(tasks)
-        children = self._run_all(tasks, agents, _Frame(depth + 1, limit), ctx)
+        buses = frame.buses if frame is not None else ()
+        if self.events is not None and self.events not in buses:
+            buses = (*buses, self.events)
+        child_frame = _Frame(depth + 1, limit, buses)
+        if depth + 1 < limit:  # room for one more level: children without a registry of their own inherit this one
+            agents = [a if a.delegates is not None else a.with_overrides(delegates=self.registry) for a in agents]
+        children = self._run_all(tasks, agents, child_frame, ctx)
         for child in children:
             report_child_run(child)
         if ctx.token is not None:
@@ -236,13 +257,30 @@ class DelegateTool:
         try:
             group.check()  # a sibling failed, or the delegating run stopped, before this task started
             session = Session(agent, work_dir=ctx.work_dir, history=history)
+            for bus in frame.buses:
+                if "subagent_start" in bus.kinds:
+                    bus.emit(Event("subagent_start", task.agent, session.id, depth=frame.depth,
+                                   parent_session_id=ctx.session_id or None, message=task.task))
             with session:
                 result = session.run(Message.user(task.task, sender=self.owner), parent_token=group)
         except AgentError as exc:
-            return child(error=exc.message if exc.kind is ErrorKind.CANCELLED else str(exc))
+            return self._stopped(frame, ctx, session, child(error=exc.message if exc.kind is ErrorKind.CANCELLED
+                                                             else str(exc)))
         except Exception as exc:
-            return child(error=f"{type(exc).__name__}: {exc}")
-        return child(result=result)
+            return self._stopped(frame, ctx, session, child(error=f"{type(exc).__name__}: {exc}"))
+        return self._stopped(frame, ctx, session, child(result=result))
+
+    @staticmethod
+    def _stopped(frame: _Frame, ctx: ToolContext, session: Session | None, run: ChildRun) -> ChildRun:
+        """``run``, after its ``subagent_stop`` event went to the buses above it."""
+        if session is not None:
+            status = "succeeded" if run.result is not None else "failed"
+            for bus in frame.buses:
+                if "subagent_stop" in bus.kinds:
+                    bus.emit(Event("subagent_stop", run.agent, session.id, depth=run.depth,
+                                   parent_session_id=ctx.session_id or None, result=run.result, status=status,
+                                   error=run.error, usage=run.usage))
+        return run
 
 
 def _answer(child: ChildRun) -> dict[str, Any]:

@@ -45,7 +45,8 @@ def equip(agent: Agent) -> tuple[list[Tool], tuple[Callable[[], str], ...]]:
             )
         tools += [
             ListAgentsTool(registry, agent.name),
-            DelegateTool(registry, agent.name, max_depth=depth, concurrency=agent.tool_concurrency),
+            DelegateTool(registry, agent.name, max_depth=depth, concurrency=agent.tool_concurrency,
+                         events=agent.events),
         ]
         sections.append(functools.partial(agents_section, registry, agent.name))
     if agent.skills:

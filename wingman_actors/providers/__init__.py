@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ._aio import AsyncInferenceStream
     from ._base import BaseProvider, InferenceStream, Provider, ProviderOptions, ResponseBuilder
     from ._registry import (
         ProviderMeta,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 # Imported on first use (PEP 562): a formation imports the Provider protocol (._base) without
 # the registry, the replay provider or the scripted one.
 _WHERE = {
+    "AsyncInferenceStream": "._aio",
     "BaseProvider": "._base",
     "InferenceStream": "._base",
     "Provider": "._base",
@@ -44,6 +46,7 @@ _WHERE = {
 }
 
 __all__ = [
+    "AsyncInferenceStream",
     "BaseProvider",
     "InferenceStream",
     "Provider",

@@ -25,6 +25,7 @@ from ..core import (
     Usage,
 )
 from ..errors import AgentError, ErrorKind
+from ._aio import AsyncProviderMethods, final_response
 from ._retry import RetryPolicy
 
 __all__ = [
@@ -39,7 +40,12 @@ __all__ = [
 
 @runtime_checkable
 class Provider(Protocol):
-    """What every provider offers. ``id`` is the registry id, ``model`` the model used."""
+    """What every provider offers. ``id`` is the registry id, ``model`` the model used.
+
+    A provider may also implement ``async def arun_inference(request)`` and
+    ``astream_inference(request)`` (an :class:`~wingman_actors.providers._aio.AsyncInferenceStream`),
+    mirroring the two methods below; :class:`BaseProvider` and the built-in providers do.
+    """
 
     model: str
 
@@ -287,11 +293,13 @@ def events_for_response(
     yield from b.finish()
 
 
-class BaseProvider:
-    """Base of the built-in providers: retry around ``_infer`` and ``_stream``.
+class BaseProvider(AsyncProviderMethods):
+    """Base of the built-in providers: retry around ``_infer`` and ``_stream``, and around
+    their async twins ``_ainfer`` and ``_astream`` (``arun_inference``, ``astream_inference``).
 
     Subclasses set ``id`` and implement ``_infer`` (or rely on the default, which consumes
-    ``_stream``) and ``_stream``.
+    ``_stream``) and ``_stream``; the built-in ones also ``_ainfer`` and ``_astream`` on
+    their async clients (without them, ``_astream`` runs ``_stream`` on a worker thread).
     """
 
     id: ClassVar[str] = "base"
@@ -341,11 +349,7 @@ class BaseProvider:
         for event in self._stream(request):
             if event.type is StreamEventType.MESSAGE_STOP:
                 response = event.response
-        if response is None:
-            raise AgentError(
-                "the stream ended without a final message", kind=ErrorKind.AGENT, provider=self.id
-            )
-        return response
+        return final_response(self.id, response)
 
     def _stream(self, request: InferenceRequest) -> Iterator[StreamEvent]:
         raise NotImplementedError

@@ -1,5 +1,6 @@
-"""Shared httpx plumbing for the HTTP providers (Ollama, OpenAI-compatible): one client per
-provider, and the mapping of HTTP failures onto :class:`ErrorKind`.
+"""Shared httpx plumbing for the HTTP providers (Ollama, OpenAI-compatible): requests
+through the provider's :class:`~wingman_actors.providers._abort.ClientPool` (closed by a
+cancel, timed out by the run's deadline), and the mapping of HTTP failures onto :class:`ErrorKind`.
 
 Mapping: 429 → rate_limit (``retry-after`` honoured); 400/401/403/404/422 and other 4xx →
 invalid; 5xx and 529 → agent; refused/reset/DNS → network; read/connect timeout → timeout.
@@ -10,17 +11,19 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 
 from ..errors import AgentError, ErrorKind
+from ._abort import ClientPool, request_timeout
 
 __all__ = [
-    "HttpClientHolder",
+    "ClientPool",
+    "aopen_stream",
+    "apost_json",
     "error_from_exception",
     "error_from_response",
     "open_stream",
@@ -107,39 +110,12 @@ def error_from_exception(provider: str, exc: httpx.HTTPError, url: str = "") -> 
     return AgentError(f"{provider} request failed{where}: {exc!r}", kind=ErrorKind.AGENT, provider=provider)
 
 
-class HttpClientHolder:
-    """One lazily created, thread-safe ``httpx.Client`` per provider instance."""
-
-    def __init__(self, base_url: str, timeout: float, headers: dict[str, str] | None = None) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
-        self.headers = dict(headers or {})
-        self._client: httpx.Client | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def client(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                self._client = httpx.Client(
-                    base_url=self.base_url,
-                    timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-                    headers=self.headers,
-                )
-            return self._client
-
-    def close(self) -> None:
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
-
-
-def post_json(holder: HttpClientHolder, provider: str, path: str, body: dict[str, Any]) -> Any:
-    """POST ``body`` as JSON to ``path`` and return the decoded JSON answer.
+def post_json(holder: ClientPool, provider: str, path: str, body: dict[str, Any]) -> Any:
+    """POST ``body`` as JSON to ``path`` and return the decoded JSON answer. A cancel of
+    the current run closes the request; its timeout is cut to the run's remaining time.
 
     Args:
-        holder: the provider's client holder.
+        holder: the provider's client pool.
         provider: the provider id, named in errors.
         path: the path under the holder's base URL, e.g. ``"/api/chat"``.
         body: the JSON request body.
@@ -152,9 +128,26 @@ def post_json(holder: HttpClientHolder, provider: str, path: str, body: dict[str
     """
     url = holder.base_url + path
     try:
-        response = holder.client.post(path, json=body)
+        with holder.lease() as lease:
+            response = lease.client.post(path, json=body, timeout=request_timeout(holder.timeout))
     except httpx.HTTPError as exc:
         raise error_from_exception(provider, exc, url) from exc
+    return json_answer(provider, response)
+
+
+async def apost_json(holder: ClientPool, provider: str, path: str, body: dict[str, Any]) -> Any:
+    """:func:`post_json` on the running event loop's async client."""
+    url = holder.base_url + path
+    try:
+        response = await holder.async_client().post(path, json=body, timeout=request_timeout(holder.timeout))
+    except httpx.HTTPError as exc:
+        raise error_from_exception(provider, exc, url) from exc
+    return json_answer(provider, response)
+
+
+def json_answer(provider: str, response: httpx.Response) -> Any:
+    """The decoded JSON body of a read ``response``; an error status or a body that is not
+    JSON raises :class:`AgentError`."""
     if response.status_code >= 400:
         raise error_from_response(provider, response.status_code, response.headers, response.content)
     try:
@@ -170,7 +163,7 @@ def post_json(holder: HttpClientHolder, provider: str, path: str, body: dict[str
 
 @contextlib.contextmanager
 def open_stream(
-    holder: HttpClientHolder,
+    holder: ClientPool,
     provider: str,
     path: str,
     body: dict[str, Any],
@@ -180,16 +173,41 @@ def open_stream(
 
     An error status is read in full and raised as :func:`error_from_response`. Transport
     failures, at the start or while the caller reads the body inside the ``with`` block,
-    are raised as :func:`error_from_exception`. The response is closed on leaving the block.
+    are raised as :func:`error_from_exception`. The response is closed on leaving the block,
+    and by a cancel of the current run at any time.
 
     Raises:
         AgentError: for an HTTP error status or a transport failure.
     """
     url = holder.base_url + path
+    timeout = request_timeout(holder.timeout)
     try:
-        with holder.client.stream("POST", path, json=body, headers=headers) as response:
+        with holder.lease() as lease, lease.client.stream(
+            "POST", path, json=body, headers=headers, timeout=timeout
+        ) as response:
             if response.status_code >= 400:
                 response.read()
+                raise error_from_response(provider, response.status_code, response.headers, response.content)
+            yield response
+    except httpx.HTTPError as exc:
+        raise error_from_exception(provider, exc, url) from exc
+
+
+@contextlib.asynccontextmanager
+async def aopen_stream(
+    holder: ClientPool,
+    provider: str,
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> AsyncIterator[httpx.Response]:
+    """:func:`open_stream` on the running event loop's async client."""
+    url = holder.base_url + path
+    timeout = request_timeout(holder.timeout)
+    try:
+        async with holder.async_client().stream("POST", path, json=body, headers=headers, timeout=timeout) as response:
+            if response.status_code >= 400:
+                await response.aread()
                 raise error_from_response(provider, response.status_code, response.headers, response.content)
             yield response
     except httpx.HTTPError as exc:

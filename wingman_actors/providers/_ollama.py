@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ._base import BaseProvider, ProviderOptions, ResponseBuilder, tool_arguments
-from ._http import HttpClientHolder, open_stream, post_json
+from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
 
 __all__ = ["OllamaOptions", "OllamaProvider", "build_ollama"]
 
@@ -69,7 +70,7 @@ class OllamaProvider(BaseProvider):
         self.ollama_options = options
         env_host = os.environ.get("OLLAMA_HOST", "").strip()
         self.base_url = options.base_url or (_host_url(env_host) if env_host else DEFAULT_BASE_URL)
-        self._http = HttpClientHolder(self.base_url, options.timeout)
+        self._http = ClientPool(self.base_url, options.timeout)
 
     # -- request -------------------------------------------------------------------
 
@@ -107,7 +108,13 @@ class OllamaProvider(BaseProvider):
 
 
     def _infer(self, request: InferenceRequest) -> InferenceResponse:
-        data = post_json(self._http, self.id, _PATH, self.build_body(request, stream=False))
+        return self._answer(post_json(self._http, self.id, _PATH, self.build_body(request, stream=False)))
+
+    async def _ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        return self._answer(await apost_json(self._http, self.id, _PATH, self.build_body(request, stream=False)))
+
+    def _answer(self, data: Any) -> InferenceResponse:
+        """The response of a non-streamed answer's decoded JSON body."""
         if not isinstance(data, dict):
             raise AgentError(f"ollama answered with {type(data).__name__}, not an object", provider=self.id)
         if data.get("error"):
@@ -126,44 +133,61 @@ class OllamaProvider(BaseProvider):
         )
 
     def _stream(self, request: InferenceRequest) -> Iterator[StreamEvent]:
-        body = self.build_body(request, stream=True)
-        with open_stream(self._http, self.id, _PATH, body) as response:
-            b = ResponseBuilder(self.id, self.model)
-            yield b.message_start()
-            next_index = 0
-            text_index: int | None = None
-            tools = 0
-            done = False
+        with open_stream(self._http, self.id, _PATH, self.build_body(request, stream=True)) as response:
+            state = _LineState(ResponseBuilder(self.id, self.model))
+            yield state.builder.message_start()
             for line in response.iter_lines():
-                if not line.strip():
-                    continue
-                data = self._decode_line(line)
-                b.model = data.get("model") or b.model
-                message = data.get("message") or {}
-                if message.get("content"):
-                    if text_index is None:
-                        text_index, next_index = next_index, next_index + 1
-                        yield b.start_text(text_index)
-                    yield b.text(text_index, message["content"])
-                for call in message.get("tool_calls") or []:
-                    if text_index is not None:  # keep blocks sequential: text, then the calls
-                        yield b.stop(text_index)
-                        text_index = None
-                    block = self._tool_block(tools, call)
-                    tools += 1
-                    index, next_index = next_index, next_index + 1
-                    yield b.start_tool(index, block.id or "", block.name or "")
-                    yield b.tool_json(index, json.dumps(block.input or {}))
-                    yield b.stop(index)
-                if data.get("done"):
-                    done = True
-                    yield b.message_delta(_stop_reason(data.get("done_reason"), tools > 0), _usage(data))
+                yield from self._line_events(state, line)
+                if state.done:
                     break
-            if not done:
-                raise AgentError(
-                    "ollama stream ended before its final (done) line", kind=ErrorKind.AGENT, provider=self.id
-                )
-            yield from b.finish()
+            yield from self._end_events(state)
+
+    async def _astream(self, request: InferenceRequest) -> AsyncGenerator[StreamEvent, None]:
+        async with aopen_stream(self._http, self.id, _PATH, self.build_body(request, stream=True)) as response:
+            state = _LineState(ResponseBuilder(self.id, self.model))
+            yield state.builder.message_start()
+            async for line in response.aiter_lines():
+                for event in self._line_events(state, line):
+                    yield event
+                if state.done:
+                    break
+            for event in self._end_events(state):
+                yield event
+
+    def _line_events(self, state: _LineState, line: str) -> Iterator[StreamEvent]:
+        """The events of one NDJSON line (the final one marks the state done)."""
+        if not line.strip():
+            return
+        b = state.builder
+        data = self._decode_line(line)
+        b.model = data.get("model") or b.model
+        message = data.get("message") or {}
+        if message.get("content"):
+            if state.text_index is None:
+                state.text_index = state.allocate()
+                yield b.start_text(state.text_index)
+            yield b.text(state.text_index, message["content"])
+        for call in message.get("tool_calls") or []:
+            if state.text_index is not None:  # keep blocks sequential: text, then the calls
+                yield b.stop(state.text_index)
+                state.text_index = None
+            block = self._tool_block(state.tools, call)
+            state.tools += 1
+            index = state.allocate()
+            yield b.start_tool(index, block.id or "", block.name or "")
+            yield b.tool_json(index, json.dumps(block.input or {}))
+            yield b.stop(index)
+        if data.get("done"):
+            state.done = True
+            yield b.message_delta(_stop_reason(data.get("done_reason"), state.tools > 0), _usage(data))
+
+    def _end_events(self, state: _LineState) -> Iterator[StreamEvent]:
+        """The closing events once the body has ended; raises if it ended early."""
+        if not state.done:
+            raise AgentError(
+                "ollama stream ended before its final (done) line", kind=ErrorKind.AGENT, provider=self.id
+            )
+        yield from state.builder.finish()
 
     def _decode_line(self, line: str) -> dict[str, Any]:
         try:
@@ -188,8 +212,25 @@ class OllamaProvider(BaseProvider):
         return ContentBlock.tool_use_block(str(call_id), name, args)
 
     def close(self) -> None:
-        """Close the HTTP client; a later call opens a new one."""
+        """Close the HTTP clients; a later call opens new ones."""
         self._http.close()
+
+    async def aclose(self) -> None:
+        """Close the running event loop's async client."""
+        await self._http.aclose()
+
+
+@dataclass
+class _LineState:
+    builder: ResponseBuilder
+    text_index: int | None = None
+    next_index: int = 0
+    tools: int = 0
+    done: bool = False
+
+    def allocate(self) -> int:
+        index, self.next_index = self.next_index, self.next_index + 1
+        return index
 
 
 def _messages(request: InferenceRequest) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -28,12 +28,13 @@ from httpx_sse import EventSource
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ._base import BaseProvider, ProviderOptions, ResponseBuilder, tool_arguments
-from ._http import HttpClientHolder, open_stream, post_json
+from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
 
 __all__ = ["OpenAIOptions", "OpenAIProvider", "build_openai"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _PATH = "/chat/completions"
+_ACCEPT = {"Accept": "text/event-stream"}
 _STOP: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
 
@@ -79,7 +80,7 @@ class OpenAIProvider(BaseProvider):
                 provider=self.id,
             )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = HttpClientHolder(self.base_url, options.timeout, headers)
+        self._http = ClientPool(self.base_url, options.timeout, headers)
 
     # -- request -------------------------------------------------------------------
 
@@ -112,7 +113,13 @@ class OpenAIProvider(BaseProvider):
 
 
     def _infer(self, request: InferenceRequest) -> InferenceResponse:
-        data = post_json(self._http, self.id, _PATH, self.build_body(request, stream=False))
+        return self._completion(post_json(self._http, self.id, _PATH, self.build_body(request, stream=False)))
+
+    async def _ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        return self._completion(await apost_json(self._http, self.id, _PATH, self.build_body(request, stream=False)))
+
+    def _completion(self, data: Any) -> InferenceResponse:
+        """The response of a non-streamed answer's decoded JSON body."""
         if not isinstance(data, dict):
             raise AgentError(f"openai answered with {type(data).__name__}, not an object", provider=self.id)
         self._raise_error_object(data)
@@ -134,38 +141,63 @@ class OpenAIProvider(BaseProvider):
         )
 
     def _stream(self, request: InferenceRequest) -> Iterator[StreamEvent]:
-        body = self.build_body(request, stream=True)
-        accept = {"Accept": "text/event-stream"}
-        with open_stream(self._http, self.id, _PATH, body, accept) as response:
-            ctype = response.headers.get("content-type", "")
-            if "text/event-stream" not in ctype:
+        with open_stream(self._http, self.id, _PATH, self.build_body(request, stream=True), _ACCEPT) as response:
+            if not _is_sse(response):
                 response.read()
-                raise AgentError(
-                    f"openai answered a streaming request with content-type {ctype!r}, not "
-                    f"text/event-stream: {response.text[:200]!r}",
-                    kind=ErrorKind.AGENT,
-                    provider=self.id,
-                )
-            b = ResponseBuilder(self.id, self.model)
-            yield b.message_start()
-            state = _StreamState()
+                raise self._not_sse(response)
+            state = _StreamState(ResponseBuilder(self.id, self.model))
+            yield state.builder.message_start()
             for sse in EventSource(response).iter_sse():
-                data = sse.data.strip()
-                if data == "[DONE]":
-                    state.done = True
+                yield from self._sse_events(state, sse.event, sse.data)
+                if state.done:
                     break
-                if not data:
-                    continue
-                yield from self._chunk_events(b, state, self._decode_chunk(sse.event, data))
-            if not state.done and state.finish_reason is None:
-                raise AgentError(
-                    "openai stream ended before [DONE] or a finish_reason",
-                    kind=ErrorKind.AGENT,
-                    provider=self.id,
-                )
-            stop = _STOP.get(state.finish_reason or "", "end_turn")
-            yield b.message_delta("tool_use" if state.tools else stop, state.usage)
-            yield from b.finish()
+            yield from self._end_events(state)
+
+    async def _astream(self, request: InferenceRequest) -> AsyncGenerator[StreamEvent, None]:
+        body = self.build_body(request, stream=True)
+        async with aopen_stream(self._http, self.id, _PATH, body, _ACCEPT) as response:
+            if not _is_sse(response):
+                await response.aread()
+                raise self._not_sse(response)
+            state = _StreamState(ResponseBuilder(self.id, self.model))
+            yield state.builder.message_start()
+            async for sse in EventSource(response).aiter_sse():
+                for event in self._sse_events(state, sse.event, sse.data):
+                    yield event
+                if state.done:
+                    break
+            for event in self._end_events(state):
+                yield event
+
+    def _not_sse(self, response: httpx.Response) -> AgentError:
+        ctype = response.headers.get("content-type", "")
+        return AgentError(
+            f"openai answered a streaming request with content-type {ctype!r}, not "
+            f"text/event-stream: {response.text[:200]!r}",
+            kind=ErrorKind.AGENT,
+            provider=self.id,
+        )
+
+    def _sse_events(self, state: _StreamState, event: str, data: str) -> Iterator[StreamEvent]:
+        """The events of one server-sent event (``[DONE]`` marks the state done)."""
+        data = data.strip()
+        if data == "[DONE]":
+            state.done = True
+            return
+        if data:
+            yield from self._chunk_events(state.builder, state, self._decode_chunk(event, data))
+
+    def _end_events(self, state: _StreamState) -> Iterator[StreamEvent]:
+        """The closing events once the body has ended; raises if it ended early."""
+        if not state.done and state.finish_reason is None:
+            raise AgentError(
+                "openai stream ended before [DONE] or a finish_reason",
+                kind=ErrorKind.AGENT,
+                provider=self.id,
+            )
+        stop = _STOP.get(state.finish_reason or "", "end_turn")
+        yield state.builder.message_delta("tool_use" if state.tools else stop, state.usage)
+        yield from state.builder.finish()
 
     def _decode_chunk(self, event: str, data: str) -> dict[str, Any]:
         try:
@@ -227,12 +259,21 @@ class OpenAIProvider(BaseProvider):
         return ContentBlock.tool_use_block(str(call_id), name, args)
 
     def close(self) -> None:
-        """Close the HTTP client; a later call opens a new one."""
+        """Close the HTTP clients; a later call opens new ones."""
         self._http.close()
+
+    async def aclose(self) -> None:
+        """Close the running event loop's async client."""
+        await self._http.aclose()
+
+
+def _is_sse(response: httpx.Response) -> bool:
+    return "text/event-stream" in response.headers.get("content-type", "")
 
 
 @dataclass
 class _StreamState:
+    builder: ResponseBuilder
     text_index: int | None = None
     tools: dict[Any, int] = field(default_factory=dict)  # wire tool-call index -> block index
     next_index: int = 0

@@ -10,14 +10,14 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .._cancel import current_token
+from .._cancel import CancelToken, current_token
 from ..errors import AgentError
 
-__all__ = ["RetryPolicy"]
+__all__ = ["RetryPolicy", "stopped"]
 
 T = TypeVar("T")
 log = logging.getLogger("wingman_actors.providers")
@@ -57,14 +57,45 @@ class RetryPolicy:
                 return fn()
             except AgentError as exc:
                 attempt += 1
-                if not exc.retryable or attempt > self.max_retries:
-                    raise
-                wait = self.delay(attempt, exc)
-                log.info(
-                    "%s failed (%s); retry %d/%d in %.2fs",
-                    describe, exc, attempt, self.max_retries, wait,
-                )
+                wait = self.wait_after(exc, attempt, token, describe)
                 if token is not None:
                     token.sleep(wait)
                 else:
                     time.sleep(wait)
+
+    async def acall(self, fn: Callable[[], Awaitable[T]], *, describe: str = "model call") -> T:
+        """:meth:`call` for a coroutine function: the same policy, awaited. A cancel of
+        the current run's token cancels the attempt in flight (its request is closed)."""
+        from ._aio import TokenBridge  # the async plumbing, loaded by async callers only
+
+        bridge = TokenBridge()
+        try:
+            attempt = 0
+            while True:
+                try:
+                    return await bridge.run(fn())
+                except AgentError as exc:
+                    attempt += 1
+                    await bridge.sleep(self.wait_after(exc, attempt, bridge.token, describe))
+        finally:
+            bridge.close()
+
+    def wait_after(self, error: AgentError, attempt: int, token: CancelToken | None, describe: str) -> float:
+        """The wait before retry number ``attempt`` after ``error``; raises instead when the
+        run has stopped (its error, from ``error``), or ``error`` is not to be retried."""
+        if token is not None and (token.cancelled or token.expired):
+            stopped(token, error)  # the run ended it (a closed request): say so
+        if not error.retryable or attempt > self.max_retries:
+            raise error
+        wait = self.delay(attempt, error)
+        log.info("%s failed (%s); retry %d/%d in %.2fs", describe, error, attempt, self.max_retries, wait)
+        return wait
+
+
+def stopped(token: CancelToken, cause: BaseException) -> None:
+    """Raise the run's cancel or timeout error from ``cause`` if ``token`` says the run
+    must stop (a request the cancel closed fails as a network error: this names why)."""
+    try:
+        token.check()
+    except AgentError as stop:
+        raise stop from cause

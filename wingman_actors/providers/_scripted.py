@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, ClassVar, Union
 
 from pydantic import Field
@@ -21,6 +21,7 @@ from pydantic import Field
 from .._cancel import current_token
 from ..core import InferenceRequest, InferenceResponse, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
+from ._aio import AsyncInferenceStream
 from ._base import InferenceStream, ProviderOptions, events_for_response
 
 __all__ = ["Reply", "ScriptedProvider"]
@@ -129,6 +130,21 @@ class ScriptedProvider:
                 token.sleep(self.latency_s)
             else:
                 time.sleep(self.latency_s)
+        return self._answer(request, reply)
+
+    async def _aresolve(self, request: InferenceRequest) -> InferenceResponse:
+        reply = self._take(request)
+        if self.latency_s:
+            from ._aio import TokenBridge  # the async plumbing, loaded by async callers only
+
+            bridge = TokenBridge()  # a cancel of the run's token ends the wait at once
+            try:
+                await bridge.sleep(self.latency_s)
+            finally:
+                bridge.close()
+        return self._answer(request, reply)
+
+    def _answer(self, request: InferenceRequest, reply: Reply) -> InferenceResponse:
         if type(reply) is str:  # the common case first
             return self._text_response(request, reply)
         for _ in range(4):  # a callable may return another callable; bounded
@@ -168,6 +184,22 @@ class ScriptedProvider:
     def stream_inference(self, request: InferenceRequest) -> InferenceStream:
         """Stream the next scripted reply as deltas."""
         return InferenceStream(self._events(request))
+
+    async def arun_inference(self, request: InferenceRequest) -> InferenceResponse:
+        """Return the next scripted reply, awaiting ``latency_s`` on the running loop."""
+        return await self._aresolve(request)
+
+    def astream_inference(self, request: InferenceRequest) -> AsyncInferenceStream:
+        """Stream the next scripted reply as deltas, awaiting ``latency_s`` first."""
+        return AsyncInferenceStream(self._aevents(request))
+
+    async def _aevents(self, request: InferenceRequest) -> AsyncIterator[StreamEvent]:
+        response = await self._aresolve(request)
+        for event in events_for_response(self.id, response, self.stream_chunk):
+            yield event
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
     def _events(self, request: InferenceRequest) -> Iterator[StreamEvent]:
         response = self._resolve(request)

@@ -32,9 +32,10 @@ from . import _routes_formations as routes_formations
 from . import _routes_providers as routes_providers
 from . import _routes_runs as routes_runs
 from . import _routes_sessions as routes_sessions
+from . import _routes_viewer as routes_viewer
 from ._body import scrub
 from ._config import ServerConfig
-from ._context import ServerContext
+from ._context import ServerContext, agent_tool_names
 from ._docs import install_docs
 from ._errors import ApiError, from_agent_error
 from ._functions import FunctionRegistry
@@ -43,6 +44,7 @@ from ._journal import MaskedJournal
 from ._middleware import (
     CatchAllMiddleware,
     JsonBodyMiddleware,
+    MethodMiddleware,
     TimeoutMiddleware,
     TokenMiddleware,
 )
@@ -51,6 +53,7 @@ from ._recovery import recover_runs
 from ._redact import RedactMiddleware, Redactor, environment_secrets, redact_logs
 from ._store import Store
 from ._threads import WorkerPool
+from ._ui_page import page_router
 
 __all__ = ["create_app", "validation_error"]
 
@@ -168,6 +171,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             context.flights.interrupt_all()  # resumable after the restart
             pool.stop()
             context.providers.close()
+            context.mcp.close()
             journal.close()
             store.close()
 
@@ -181,7 +185,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         docs_url=None,  # install_docs serves them with no CDN
         redoc_url=None,
     )
-    install_openapi(app, config)
+    install_openapi(app, config, agent_tool_names(config, functions))
     install_docs(app)
 
     @app.exception_handler(ApiError)
@@ -208,11 +212,14 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         error = from_agent_error(exc)
         return JSONResponse(error.body(), status_code=error.status)
 
-    for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations, routes_runs):
+    for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations, routes_runs,
+                   routes_viewer):
         app.include_router(module.router)
+    app.include_router(page_router())  # the run viewer's page, at /ui/
 
-    # Added innermost first. A request meets, in order: CORS (when configured), the Host and
-    # Origin checks, secret masking of the answer, the token, the JSON body rules, the timeout.
+    # Added innermost first. A request meets, in order: CORS (when configured), the method
+    # (405 with Allow), the Host and Origin checks, secret masking of the answer, the token,
+    # the JSON body rules, the timeout.
     app.add_middleware(CatchAllMiddleware)
     app.add_middleware(TimeoutMiddleware, timeout=config.request_timeout + _TIMEOUT_GRACE_S)
     app.add_middleware(JsonBodyMiddleware)
@@ -220,6 +227,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         app.add_middleware(TokenMiddleware, token=config.token)
     app.add_middleware(RedactMiddleware, redactor=redactor)  # outside the catch-all: its 500s may quote a key
     app.add_middleware(OriginHostMiddleware, allowed_hosts=config.allowed_hosts, allowed_origins=config.cors_origins)
+    app.add_middleware(MethodMiddleware, routes=app.router.routes)
     if config.cors_origins:  # outermost: preflight requests carry no token
         app.add_middleware(
             CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST", "PUT", "DELETE"],

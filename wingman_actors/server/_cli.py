@@ -52,6 +52,9 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("--functions", action="append", default=[], metavar="MODULE",
                    help="a module name (resolved from the current directory too) or a .py file to import "
                         "for formation functions and predicates (repeatable)")
+    p.add_argument("--mcp-command", action="append", default=[], metavar="PROGRAM",
+                   help="a program stored agents' MCP servers may run ({\"command\": [PROGRAM, ...]}), beside "
+                        "executables under the work root and this Python; repeatable, e.g. --mcp-command npx")
     p.add_argument("--no-entry-points", action="store_true",
                    help="do not load the wingman_actors.functions entry-point group")
     p.add_argument("--request-timeout", type=_positive(float), default=60.0, metavar="SECONDS",
@@ -178,6 +181,7 @@ def build_config(args: argparse.Namespace) -> ServerConfig:
         allowed_hosts=(*args.allowed_host, *named),
         suspend_ttl=args.suspend_ttl,
         journal_retention=args.journal_retention or None,
+        mcp_commands=tuple(args.mcp_command),
     )
 
 

@@ -44,6 +44,11 @@ class ServerConfig:
             through DNS rebinding. ``*.example.com`` allows the subdomains, ``*`` any name.
         suspend_ttl: seconds a formation run suspended by ``interrupt()`` waits for its answer
             (``POST /runs/{id}/resume``) before it expires; None: forever. Default 7 days.
+        mcp_commands: programs the ``{"command": [...]}`` MCP servers of stored agents may run
+            (``--mcp-command``) beside the executables under the work root and the server's
+            own Python (unless ``allow_bash`` is False): ``npx``, ``uvx``, a path. Path
+            arguments must lie under the work root; the server runs in the work root, with
+            the MCP SDK's minimal environment (no keys).
         journal_retention: seconds a finished formation run (succeeded, failed, cancelled,
             expired...) stays in the run journal; older ones are pruned when the server
             starts and every hour, so the database does not grow without end. None: keep
@@ -68,11 +73,15 @@ class ServerConfig:
     allowed_hosts: tuple[str, ...] = ()
     suspend_ttl: float | None = 7 * 24 * 3600.0
     journal_retention: float | None = 30 * 24 * 3600.0
+    mcp_commands: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "db_path", Path(os.path.expanduser(str(self.db_path))))
         object.__setattr__(self, "work_root", Path(os.path.expanduser(str(self.work_root))).resolve())
         object.__setattr__(self, "functions", tuple(self.functions))
+        object.__setattr__(self, "mcp_commands", tuple(self.mcp_commands))
+        if any(not c or "\x00" in c for c in self.mcp_commands):
+            raise ValueError(f"mcp_commands holds {self.mcp_commands!r}: give program names or paths, e.g. 'npx'")
         object.__setattr__(self, "cors_origins", tuple(o.rstrip("/") for o in self.cors_origins))
         object.__setattr__(self, "allowed_hosts", tuple(h.strip().lower().rstrip(".") for h in self.allowed_hosts))
         bad = [h for h in self.allowed_hosts if not h or "/" in h]

@@ -5,7 +5,6 @@ the function registry, the per-session locks and runs in flight; and how a store
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -20,7 +19,6 @@ from ..core import Message
 from ..errors import AgentError, ErrorKind
 from ..orchestration import AgentRegistry
 from ..providers import get_provider_meta, list_providers, new_provider
-from ..providers._base import Provider
 from ..store import JournalStore
 from ..tools import BUILTIN_TOOL_NAMES, Tool
 from ..tools._human import ask_human
@@ -28,28 +26,32 @@ from ._config import ServerConfig
 from ._errors import ApiError, invalid
 from ._flights import Flights
 from ._functions import FunctionRegistry
+from ._mcp import MCPPool, allowed_programs, check_mcp
+from ._provider_cache import ProviderCache, close_provider
 from ._redact import Redactor
 from ._schemas import AgentOut
 from ._store import Store
 from ._team import build_team, check_team, skill_paths
 from ._threads import WorkerPool
 
-__all__ = ["ProviderCache", "ServerContext"]
+__all__ = ["ServerContext", "agent_tool_names"]
 
 _PLACEHOLDER_KEY = "validation-only-placeholder"
 _SERVER_TOOLS: dict[str, Tool] = {"ask_human": ask_human}
 """Tools a stored agent may name beside the built-in ones: ``ask_human`` suspends a formation
-run until ``POST /runs/{id}/resume`` answers it (in a session message it answers the model
-with an error, as there is no run to suspend)."""
+run until ``POST /runs/{id}/resume`` answers it, and a session message until
+``POST /sessions/{id}/resume`` does (a streamed message answers the model with an error)."""
 TOOL_NAMES = (*BUILTIN_TOOL_NAMES, *_SERVER_TOOLS)
 """Every tool name a stored agent may list."""
+
+
+def agent_tool_names(config: ServerConfig, functions: FunctionRegistry) -> list[str]:
+    """The tool names a stored agent may list on this server: the built-in ones (``bash``
+    unless ``--no-bash``), ``ask_human``, and the ``@tool`` functions of ``--functions``."""
+    return [*(t for t in TOOL_NAMES if config.allow_bash or t != "bash"), *sorted(functions.tools)]
+
+
 _AUTH_HINT = 'PUT /provider/auth {{"providers": {{"{p}": {{"type": "api_key", "key": "..."}}}}}}'
-
-
-def _close(provider: Provider | None) -> None:
-    close = getattr(provider, "close", None)
-    if close is not None:
-        close()
 
 
 def _needs_stored_key(provider: str, options: Mapping[str, Any]) -> bool:
@@ -79,74 +81,6 @@ class _AbortGuard(Middleware):
         return None
 
 
-class _Cached:
-    """A provider shared by the runs of one agent configuration, closed when it is replaced
-    (or the server stops) and no run still uses it."""
-
-    def __init__(self, signature: str, provider: Provider) -> None:
-        self.signature = signature
-        self.provider = provider
-        self.users = 0
-        self.stale = False
-
-
-class ProviderCache:
-    """Providers by agent id, rebuilt when the agent's provider, model, options or stored key
-    change. Sharing keeps HTTP connections alive between messages and lets a scripted
-    provider's replies advance from one message to the next, as in the library."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[str, _Cached] = {}
-
-    def acquire(self, agent_id: str, provider_id: str, options: dict[str, Any]) -> _Cached:
-        """The cached provider for this configuration, built on a miss (may raise AgentError)."""
-        signature = json.dumps([provider_id, options], sort_keys=True, default=str)
-        with self._lock:
-            entry = self._entries.get(agent_id)
-            if entry is not None and entry.signature == signature:
-                entry.users += 1
-                return entry
-        provider = new_provider(provider_id, options)  # outside the lock: building may be slow
-        fresh = _Cached(signature, provider)
-        fresh.users = 1
-        with self._lock:
-            old = self._entries.get(agent_id)
-            self._entries[agent_id] = fresh
-            if old is not None:
-                old.stale = True
-                if old.users == 0:
-                    _close(old.provider)
-        return fresh
-
-    def release(self, entry: _Cached) -> None:
-        """A run is done with ``entry``'s provider."""
-        with self._lock:
-            entry.users -= 1
-            done = entry.stale and entry.users == 0
-        if done:
-            _close(entry.provider)
-
-    def forget(self, agent_id: str) -> None:
-        """Drop a deleted agent's provider (closed once unused)."""
-        with self._lock:
-            entry = self._entries.pop(agent_id, None)
-            if entry is None:
-                return
-            entry.stale = True
-            done = entry.users == 0
-        if done:
-            _close(entry.provider)
-
-    def close(self) -> None:
-        """Close every provider (at shutdown)."""
-        with self._lock:
-            entries = list(self._entries.values())
-            self._entries.clear()
-        for entry in entries:
-            _close(entry.provider)
-
-
 class ServerContext:
     """The server's shared state. Built by :func:`~wingman_actors.server._app.create_app`.
 
@@ -174,6 +108,9 @@ class ServerContext:
         self.pool = pool
         self.functions = functions
         self.providers = ProviderCache()
+        self.mcp = MCPPool(config.root, allowed_programs(config.mcp_commands, config.allow_bash),
+                           connect_timeout=min(30.0, config.request_timeout))
+        """The MCP connections of stored agents, closed when the server stops."""
         self._locks: dict[str, threading.Lock] = {}
         self._live: dict[str, set[tuple[Session, _AbortGuard]]] = {}
         self._locks_guard = threading.Lock()
@@ -198,10 +135,11 @@ class ServerContext:
         self, session_id: str, agent: Agent, work_dir: str, history: list[Message]
     ) -> Iterator[Session]:
         """A :class:`Session` on the stored history, reachable by :meth:`abort` while open,
-        closed (tool resources released) afterwards."""
+        closed (tool resources released) afterwards. It suspends in the run journal when a
+        tool asks a person (``ask_human``, ``interrupt()``)."""
         guard = _AbortGuard()
         session = Session(agent.with_overrides(middleware=(guard, *agent.middleware)), work_dir=work_dir,
-                          history=history, id=session_id)
+                          history=history, id=session_id, store=self.journal)
         entry = (session, guard)
         with self._locks_guard:
             self._live.setdefault(session_id, set()).add(entry)
@@ -295,9 +233,11 @@ class ServerContext:
         """Refuse an agent that could not run, naming the field: unknown tools (or ``bash``
         under ``--no-bash``), an unknown provider, options the provider refuses, an
         ``api_key`` in options, an output_schema that is not a JSON Schema."""
-        unknown = [t for t in agent.tools if t not in TOOL_NAMES]
+        known = [*TOOL_NAMES, *sorted(self.functions.tools)]
+        unknown = [t for t in agent.tools if t not in known]
         if unknown:
-            raise invalid("tools", f"unknown tool(s) {unknown}; the tools are: {', '.join(TOOL_NAMES)}")
+            raise invalid("tools", f"unknown tool(s) {unknown}; the tools are: {', '.join(known)} (@tool functions "
+                                   "come from the server's --functions modules)")
         if len(set(agent.tools)) != len(agent.tools):
             raise invalid("tools", f"a tool is listed twice in {agent.tools}; list each once")
         if "bash" in agent.tools and not self.config.allow_bash:
@@ -312,6 +252,7 @@ class ServerContext:
                 "options.api_key",
                 "keys are not stored on agents; store the provider's key with " + _AUTH_HINT.format(p=agent.provider),
             )
+        check_mcp(agent.mcp, root=self.config.root, allowed=self.mcp.allowed)
         check_team(self, agent)
         if agent.provider is None:
             return
@@ -322,7 +263,7 @@ class ServerContext:
         if "api_key" in get_provider_meta(agent.provider).auth_types:
             options["api_key"] = _PLACEHOLDER_KEY  # options are checked here; the key at run time
         try:
-            _close(new_provider(agent.provider, options))
+            close_provider(new_provider(agent.provider, options))
         except AgentError as exc:
             raise invalid("options", exc.message) from None
         except (TypeError, ValueError, OSError) as exc:
@@ -399,22 +340,29 @@ class ServerContext:
         except AgentError as exc:
             raise ApiError(400, f"agent {record.name!r} ({record.id}): {exc.message}", provider=record.provider) from None
         try:
-            tools: list[Tool | str] = [_SERVER_TOOLS.get(t, t) for t in record.tools
-                                       if self.config.allow_bash or t != "bash"]
+            tools = self._tools(record)
+            for server in record.mcp:
+                tools.extend(self.mcp.tools(server, agent=f"{record.name!r} ({record.id})"))
             try:
                 agent = Agent(
                     record.name, instructions=record.instructions, provider=entry.provider, tools=tools,
                     output_schema=record.output_schema, delegates=delegates,
                     max_delegation_depth=record.max_delegation_depth, skills=skill_paths(self, record),
+                    max_steps=record.max_steps, context_budget=record.context_budget,
                 )
             except (TypeError, ValueError) as exc:
-                raise ApiError(400, f"agent {record.name!r} ({record.id}) cannot run: {exc}") from None
+                hint = "; give its MCP servers a \"prefix\"" if record.mcp else ""
+                raise ApiError(400, f"agent {record.name!r} ({record.id}) cannot run: {exc}{hint}") from None
             yield agent
         finally:
             self.providers.release(entry)
 
+    def _tools(self, record: AgentOut) -> list[Tool | str]:
+        """The agent's listed tools: server tools and ``@tool`` functions as objects, built-in ones by name."""
+        return [_SERVER_TOOLS.get(t) or self.functions.tools.get(t) or t for t in record.tools
+                if self.config.allow_bash or t != "bash"]
+
     def declared_agent(self, record: AgentOut) -> Agent:
-        """The agent without a provider: enough to validate a formation declaration."""
-        tools = [_SERVER_TOOLS.get(t, t) for t in record.tools]
-        return Agent(record.name, instructions=record.instructions, tools=tools,
+        """The agent without a provider (nor its MCP tools): enough to validate a formation declaration."""
+        return Agent(record.name, instructions=record.instructions, tools=self._tools(record),
                      output_schema=record.output_schema)

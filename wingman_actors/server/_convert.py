@@ -51,6 +51,8 @@ def result_fields(result: Result) -> dict[str, Any]:
         "usage": usage_dict(result.usage),
         "steps": result.steps,
         "delegations": delegation_tree(result),
+        "status": result.status,
+        "interrupt": jsonable(result.interrupt),
     }
 
 

@@ -174,6 +174,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             f"PRAGMA application_id = {APPLICATION_ID}",
         ),
     ),
+    Migration(
+        6,
+        "agents as capable as the library's: MCP servers, max_steps, context_budget",
+        (
+            "ALTER TABLE agents ADD COLUMN mcp TEXT NOT NULL DEFAULT '[]'",
+            "ALTER TABLE agents ADD COLUMN max_steps INTEGER",
+            "ALTER TABLE agents ADD COLUMN context_budget INTEGER",
+        ),
+    ),
 )
 """Every migration, oldest first. Append new ones; never edit an applied one."""
 

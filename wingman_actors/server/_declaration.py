@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from .. import errors
 from ..agents._agent import Agent
@@ -33,6 +33,7 @@ from ..formation import Formation
 from ._errors import ApiError
 from ._functions import FunctionRegistry
 from ._limits import MAX_BACKOFF_S, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT_S, MAX_VISITS, MAX_WORKERS
+from ._schemas import StrictIn
 
 __all__ = [
     "EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "assemble", "declaration_problems",
@@ -52,10 +53,8 @@ def exception_class(name: str) -> type[BaseException] | None:
     return found if isinstance(found, type) and issubclass(found, BaseException) else None
 
 
-class PoliciesDecl(BaseModel):
+class PoliciesDecl(StrictIn):
     """A node's supervision policies; unset ones take the runtime's defaults."""
-
-    model_config = ConfigDict(extra="forbid")
 
     retries: int | None = Field(default=None, ge=0, le=MAX_RETRIES, description="restarts after a failure")
     backoff: float | None = Field(
@@ -108,12 +107,12 @@ class NodeDecl(PoliciesDecl):
         return values
 
 
-class EdgeDecl(BaseModel):
+class EdgeDecl(StrictIn):
     """An edge ``from`` → ``to``, carrying a message only when ``condition`` (a registered
     predicate on the upstream output) holds; with ``otherwise``, when none of the
     upstream's conditions holds; with ``on_error``, only when ``from`` fails."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)  # "from" is a keyword
 
     source: str = Field(alias="from", min_length=1)
     to: str = Field(min_length=1)
@@ -127,10 +126,8 @@ class EdgeDecl(BaseModel):
     )
 
 
-class FormationDecl(BaseModel):
+class FormationDecl(StrictIn):
     """``POST /formations`` and ``PUT /formations/{id}``: a whole declaration."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1)
     nodes: list[NodeDecl] = Field(min_length=1)

@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING
 from ..formation import Formation
 from ..formation._result import FormationResult
 from ..formation._runtime import RunningFormation
+from ..formation.events import FormationEvent
 from ..orchestration import Blackboard
 from ..store import SERVER_SOURCE
 from ._errors import ApiError
+from ._live import RunLog, RunLogs
 from ._run_outcome import Tracker, cancelled, failed, failure, settled
 from ._schemas import RunOut
 
@@ -95,6 +97,8 @@ class Flights:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._flights: dict[str, Flight] = {}
+        self.logs = RunLogs()
+        """The events of the last runs, for the run viewer."""
 
     def get(self, run_id: str) -> Flight | None:
         with self._lock:
@@ -124,7 +128,8 @@ def flight(ctx: ServerContext, formation: Formation, run: RunOut, tracker: Track
     shared by its nodes only), registered as in flight until the block ends."""
     # recorded on the journal's run: `wingman-actors resume` tells the user to resume it here
     formation.source = f"{SERVER_SOURCE}{run.formation_id}"  # type: ignore[attr-defined]
-    with formation.start(store=ctx.journal, work_dir=ctx.config.work_root, on_event=tracker,
+    log = ctx.flights.logs.start(run.id)
+    with formation.start(store=ctx.journal, work_dir=ctx.config.work_root, on_event=_both(tracker, log),
                          blackboard=Blackboard()) as running:
         current = Flight(ctx, running, run, tracker)
         ctx.flights.add(current)
@@ -132,6 +137,15 @@ def flight(ctx: ServerContext, formation: Formation, run: RunOut, tracker: Track
             yield current
         finally:
             ctx.flights.remove(current)
+            log.close()
+
+
+def _both(tracker: Tracker, log: RunLog) -> Callable[[FormationEvent], None]:
+    def on_event(event: FormationEvent) -> None:
+        tracker(event)
+        log(event)
+
+    return on_event
 
 
 def outcome(current: Flight, future: Future[FormationResult], timeout: float | None,

@@ -1,9 +1,11 @@
-"""Functions and predicates that formation declarations sent over HTTP may name.
+"""Functions, predicates and tools that declarations sent over HTTP may name.
 
 A JSON declaration cannot carry Python code, so function nodes and edge conditions name
-callables registered on the server. Mark them in a module with :func:`function` and
-:func:`predicate`, then load the module at start (``wingman-actors serve --functions
-my.module``) or list it in the ``wingman_actors.functions`` entry-point group of a package.
+callables registered on the server, and agents name tools. Mark them in a module with
+:func:`function` and :func:`predicate`, or make tools with :func:`wingman_actors.tool`,
+then load the module at start (``wingman-actors serve --functions my.module``) or list it in
+the ``wingman_actors.functions`` entry-point group of a package. An agent's ``"tools"``
+may then name the module's ``@tool`` functions beside the built-in tools.
 
 Example:
     >>> # my/module.py
@@ -25,14 +27,19 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any, Literal, TypeVar, overload
 
-__all__ = ["ENTRY_POINT_GROUP", "FunctionRegistry", "function", "predicate"]
+from ..tools import BUILTIN_TOOL_NAMES, FunctionTool, Tool
+
+__all__ = ["ENTRY_POINT_GROUP", "RESERVED_TOOL_NAMES", "FunctionRegistry", "function", "predicate"]
 
 ENTRY_POINT_GROUP = "wingman_actors.functions"
 """Entry-point group whose values are modules (or marked callables) to load at start."""
 
+RESERVED_TOOL_NAMES = (*BUILTIN_TOOL_NAMES, "ask_human", "list_agents", "delegate")
+"""Tool names of the server itself (built-in, ``ask_human``, delegation): a ``@tool`` may not take them."""
+
 _MARK = "__wingman_server__"
 F = TypeVar("F", bound=Callable[..., Any])
-Kind = Literal["function", "predicate"]
+Kind = Literal["function", "predicate", "tool"]
 
 
 def _marker(kind: Kind, name: str | None) -> Callable[[F], F]:
@@ -69,21 +76,30 @@ def predicate(fn: Any = None, /, *, name: str | None = None) -> Any:
 
 
 class FunctionRegistry:
-    """The functions and predicates a server knows, by name.
+    """The functions, predicates and tools a server knows, by name.
 
     Raises:
-        ValueError: two callables claim the same name.
+        ValueError: two callables (or tools) claim the same name, or a tool takes the name
+            of one of the server's own tools.
         ImportError: a module cannot be imported (the message names it).
     """
 
     def __init__(self) -> None:
         self.functions: dict[str, Callable[..., Any]] = {}
         self.predicates: dict[str, Callable[[Any], bool]] = {}
+        self.tools: dict[str, Tool] = {}
         self._origin: dict[tuple[str, str], str] = {}
 
-    def add(self, kind: Kind, name: str, fn: Callable[..., Any], origin: str = "") -> None:
-        """Register ``fn`` as ``kind`` ``name``."""
-        table: dict[str, Any] = self.functions if kind == "function" else self.predicates
+    def add(self, kind: Kind, name: str, fn: Any, origin: str = "") -> None:
+        """Register ``fn`` as ``kind`` ``name`` (a tool: a :class:`~wingman_actors.tools.FunctionTool`)."""
+        tables: dict[str, dict[str, Any]] = {"function": self.functions, "predicate": self.predicates,
+                                             "tool": self.tools}
+        table = tables[kind]
+        if kind == "tool" and name in RESERVED_TOOL_NAMES:
+            raise ValueError(
+                f"the @tool {name!r} of {origin or '?'} takes the name of a tool of the server "
+                f"({', '.join(RESERVED_TOOL_NAMES)}); rename it with @tool(name=...)"
+            )
         existing = table.get(name)
         if existing is not None and existing is not fn:
             raise ValueError(
@@ -104,6 +120,10 @@ class FunctionRegistry:
                 ) from exc
         found = 0
         for _, value in inspect.getmembers(module):
+            if isinstance(value, FunctionTool):
+                self.add("tool", value.name, value, module.__name__)
+                found += 1
+                continue
             mark = getattr(value, _MARK, None)
             if isinstance(mark, tuple) and len(mark) == 2:
                 kind, name = mark
@@ -119,11 +139,15 @@ class FunctionRegistry:
             if isinstance(value, ModuleType):
                 found += self.load_module(value)
                 continue
+            if isinstance(value, FunctionTool):
+                self.add("tool", value.name, value, ep.value)
+                found += 1
+                continue
             mark = getattr(value, _MARK, None)
             if not isinstance(mark, tuple):
                 raise ValueError(
-                    f"entry point {ep.name!r} = {ep.value!r} of group {group!r} is neither a module nor a "
-                    "callable marked with @function / @predicate"
+                    f"entry point {ep.name!r} = {ep.value!r} of group {group!r} is neither a module, a "
+                    "callable marked with @function / @predicate, nor a @tool"
                 )
             self.add(mark[0], mark[1], value, ep.value)
             found += 1

@@ -10,8 +10,11 @@ from __future__ import annotations
 __all__ = [
     "MAX_BACKOFF_S",
     "MAX_CONCURRENCY",
+    "MAX_CONTEXT_BUDGET",
+    "MAX_MCP_SERVERS",
     "MAX_NESTING",
     "MAX_RETRIES",
+    "MAX_STEPS",
     "MAX_TASKS",
     "MAX_TIMEOUT_S",
     "MAX_VISITS",
@@ -44,3 +47,12 @@ MAX_NESTING = 32
 """How deep formations may nest formations (formation nodes and formation maps): a
 formation that nests one that nests another is 2 deep. Far below the depth where a run's
 nested calls would exhaust Python's recursion limit."""
+
+MAX_STEPS = 1000
+"""The most model calls with tools a stored agent's run may make (its ``max_steps``)."""
+
+MAX_CONTEXT_BUDGET = 10_000_000
+"""The largest ``context_budget`` (tokens) of a stored agent."""
+
+MAX_MCP_SERVERS = 16
+"""The most MCP servers one stored agent may list."""

@@ -1,20 +1,23 @@
-"""ASGI middleware: bearer-token check, JSON-only bodies (and what they may hold), the
-request timeout of non-streaming routes, and a last-resort 500 in the ``{"error"}`` shape."""
+"""ASGI middleware: 405 for a method a path does not have, bearer-token check, JSON-only
+bodies (and what they may hold), the request timeout of non-streaming routes, and a
+last-resort 500 in the ``{"error"}`` shape."""
 
 from __future__ import annotations
 
 import asyncio
 import hmac
 import logging
+from collections.abc import Sequence
 
 from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ._body import body_problems
+from ._body import body_problems, scrub
 
 __all__ = [
-    "DOCS_ASSETS", "OPEN_PATHS", "CatchAllMiddleware", "JsonBodyMiddleware", "TimeoutMiddleware", "TokenMiddleware",
-    "is_open_path",
+    "DOCS_ASSETS", "OPEN_PATHS", "CatchAllMiddleware", "JsonBodyMiddleware", "MethodMiddleware", "TimeoutMiddleware",
+    "TokenMiddleware", "is_open_path",
 ]
 
 log = logging.getLogger("wingman_actors.server")
@@ -25,10 +28,63 @@ OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redir
 DOCS_ASSETS = "/static-offline-docs"
 """Where the Swagger UI and ReDoc assets are served from (no token needed)."""
 
+VIEWER_PAGE = frozenset({"/ui", "/ui/"})
+VIEWER_ASSETS = "/ui/assets/"
+"""The run viewer's page and assets: no data, no token (its JSON routes, /ui/api/, need it)."""
+
 
 def is_open_path(path: str) -> bool:
     """Whether ``path`` is served without a token."""
-    return path in OPEN_PATHS or path.startswith(DOCS_ASSETS + "/")
+    return (path in OPEN_PATHS or path in VIEWER_PAGE or path.startswith(DOCS_ASSETS + "/")
+            or path.startswith(VIEWER_ASSETS))
+
+
+class MethodMiddleware:
+    """Answers 405 with ``Allow`` (every method of the path) when a path the routes know is
+    asked with a method none of them has, before any other check: a PUT on ``/agents`` is a
+    405, not a 415 for its missing body type nor a 401 for its missing token.
+
+    Starlette's own 405 names only the first route matching the path, and FastAPI makes one
+    route per method, so its ``Allow`` would miss the others. The routes are asked through
+    their public ``matches``; the answers for the last :data:`CACHED` paths are kept.
+    """
+
+    METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+    CACHED = 4096
+
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute]) -> None:
+        self.app = app
+        self.routes = routes
+        self._cache: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def _has(self, method: str, path: str) -> bool:
+        scope = {"type": "http", "path": path, "method": method, "root_path": ""}
+        return any(route.matches(scope)[0] is Match.FULL for route in self.routes)
+
+    def refused(self, method: str, path: str) -> tuple[str, ...]:
+        """The methods ``path`` allows when ``method`` is not one of them; empty when it is
+        (or when no route has the path: the router answers 404)."""
+        key = (method, path)
+        found = self._cache.get(key)
+        if found is None:
+            found = () if self._has(method, path) else tuple(m for m in self.METHODS if self._has(m, path))
+            if len(self._cache) >= self.CACHED:
+                self._cache.clear()
+            self._cache[key] = found
+        return found
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            allowed = self.refused(scope["method"], scope["path"])
+            if allowed:
+                listed = ", ".join(allowed)
+                response = JSONResponse(
+                    {"error": scrub(f"method {scope['method']} is not allowed on {scope['path']}; it allows {listed}")},
+                    status_code=405, headers={"Allow": listed},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class TokenMiddleware:

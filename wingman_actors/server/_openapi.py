@@ -6,23 +6,45 @@ gives. :func:`install_openapi` replaces the document's error responses with the 
 400, 401 (when a token is required), 403, 404, 409, 415, 500, 502, 503 and 504 where they can happen,
 all with the :class:`~wingman_actors.server._schemas.ErrorOut` schema; a bearer security
 scheme when a token is required; and the ``Location`` header of every 201.
+
+It also declares what the server enforces beyond the models' types, so a request the
+document calls valid is not refused: the registered provider ids (path parameters, the keys
+of ``PUT /provider/auth``), the run statuses ``GET /runs`` filters by, the tool names an
+agent may list (each once), a JSON body on every POST, PUT and PATCH (``Content-Type:
+application/json`` is required even where the body is ignored), and the ``text/event-stream``
+answers of the streaming routes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from ..providers import list_providers
 from ._config import ServerConfig
 from ._middleware import is_open_path
-from ._schemas import ErrorOut
+from ._schemas import RUN_STATUSES, ErrorOut
 
 __all__ = ["install_openapi"]
 
 _ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
-_RUN_SUFFIXES = ("/message", "/message/stream", "/run", "/run/stream", "/runs/{id}/resume")
+_RUN_SUFFIXES = ("/message", "/message/stream", "/run", "/run/stream", "/runs/{id}/resume", "/sessions/{id}/resume")
+_PROVIDER_PARAMS = {"/provider/auth/{provider}": "provider", "/provider/{id}": "id", "/provider/{id}/models": "id",
+                    "/provider/{id}/models/{model}": "id"}
+_NAMES_IDS = ("/fleets",)  # bodies naming a stored record by id: 404 when it does not exist
+_BODY_RULES = (
+    " Every JSON body, at any depth: no string or key holding a lone UTF-16 surrogate, no NaN or Infinity, at "
+    "most 64 levels of nesting (else 400 naming the field). Types are strict: a boolean is not an integer. A "
+    "method a path does not have is a 405 whose Allow lists the path's methods."
+)
+_IGNORED_BODY = {
+    "description": "Ignored: send no body or `{}`, with `Content-Type: application/json` (required on every POST).",
+    "required": True,
+    "content": {"application/json": {"schema": {}}},
+}
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -41,8 +63,8 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     if token and not is_open_path(path):
         out["401"] = _error("Missing or wrong bearer token.")
     out["403"] = _error("The request's Origin is not allowed (start the server with --cors-origin ORIGIN).")
-    if "{" in path:
-        out["404"] = _error("Unknown id.")
+    if "{" in path or (path in _NAMES_IDS and method == "post"):
+        out["404"] = _error("Unknown id (of the path, or a record the body names).")
     if method in ("post", "put", "patch"):
         out["415"] = _error("The request does not say `Content-Type: application/json` (required even when "
                             "the body is empty).")
@@ -55,6 +77,10 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     elif path == "/formations/{id}" and method == "put":
         out["409"] = _error("Formations that nest this one would no longer validate with the new declaration "
                             "(`kind: in_use`; `used_by` lists their ids, `problems` what breaks): change them first.")
+    elif path == "/sessions/{id}/resume":
+        out["409"] = _error("The session is not waiting for an answer (`kind: not_suspended`), its wait expired or "
+                            "it was answered already (`kind: not_resumable`), or it waits for another agent "
+                            "(`kind: mismatch`).")
     elif path == "/formations/{id}/run":
         out["409"] = _error("The run was cancelled (POST /runs/{id}/cancel) before it finished (`kind: cancelled`, "
                             "with `run_id`).")
@@ -71,14 +97,58 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     return out
 
 
-def build_openapi(app: FastAPI, config: ServerConfig) -> dict[str, Any]:
-    """The OpenAPI document of ``app`` with the real error responses."""
+def _declare(doc: dict[str, Any], tools: Sequence[str]) -> None:
+    """Write into ``doc`` the constraints the routes check themselves."""
+    providers = sorted(m.id for m in list_providers())
+    paths = doc.get("paths", {})
+    for path, name in _PROVIDER_PARAMS.items():
+        for operation in paths.get(path, {}).values():
+            for param in operation.get("parameters", ()):
+                if param["in"] == "path" and param["name"] == name:
+                    param["schema"] = {**param["schema"], "enum": providers}
+    for param in paths.get("/runs", {}).get("get", {}).get("parameters", ()):
+        if param["name"] == "status":
+            param["schema"] = {**param["schema"],
+                               "anyOf": [{"type": "string", "enum": list(RUN_STATUSES)}, {"type": "null"}]}
+    schemas = doc.get("components", {}).get("schemas", {})
+    if "AuthSetIn" in schemas:
+        schemas["AuthSetIn"]["properties"]["providers"]["propertyNames"] = {"enum": providers}
+        schemas["AuthSetIn"]["properties"]["providers"]["minProperties"] = 1
+    for model in ("AgentCreate", "AgentUpdate"):
+        prop = schemas.get(model, {}).get("properties", {}).get("tools")
+        if prop is None:
+            continue
+        names = {"type": "array", "items": {"type": "string", "enum": list(tools)}, "uniqueItems": True}
+        described = {k: v for k, v in prop.items() if k in ("description", "title", "default")}
+        prop.clear()
+        prop.update(described)
+        if model == "AgentCreate":
+            prop.update(names)
+        else:
+            prop["anyOf"] = [names, {"type": "null"}]
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            if path.endswith("/stream") and "200" in operation.get("responses", {}):
+                operation["responses"]["200"]["description"] = "Server-sent events, one per event of the run."
+                operation["responses"]["200"]["content"] = {"text/event-stream": {"schema": {"type": "string"}}}
+            if method in ("post", "put", "patch"):
+                if "requestBody" in operation:
+                    operation["requestBody"]["required"] = True
+                else:
+                    operation["requestBody"] = dict(_IGNORED_BODY)
+
+
+def build_openapi(app: FastAPI, config: ServerConfig, tools: Sequence[str] = ()) -> dict[str, Any]:
+    """The OpenAPI document of ``app`` with the real error responses and the constraints
+    the server enforces; ``tools`` are the tool names an agent may list."""
     doc = get_openapi(title=app.title, version=app.version, summary=app.summary, description=app.description,
                       routes=app.routes)
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
     schemas["ErrorOut"] = ErrorOut.model_json_schema(ref_template="#/components/schemas/{model}")
+    _declare(doc, tools)
+    doc["info"]["description"] = doc["info"].get("description", "") + _BODY_RULES
     token = config.token is not None
     if token:
         doc["components"]["securitySchemes"] = {
@@ -100,12 +170,12 @@ def build_openapi(app: FastAPI, config: ServerConfig) -> dict[str, Any]:
     return doc
 
 
-def install_openapi(app: FastAPI, config: ServerConfig) -> None:
+def install_openapi(app: FastAPI, config: ServerConfig, tools: Sequence[str] = ()) -> None:
     """Serve :func:`build_openapi`'s document at ``/openapi.json`` (built once, on first use)."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = build_openapi(app, config)
+            app.openapi_schema = build_openapi(app, config, tools)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -16,8 +16,11 @@ router = APIRouter(prefix="/agents", tags=["agents"])
 
 @router.post("", status_code=201, summary="Create an agent")
 async def create(body: AgentCreate, ctx: Ctx, response: Response) -> AgentOut:
-    """Tools are built-in names; the provider's options are checked now (its key at run time)."""
+    """Tools are built-in names or the ``@tool`` functions of the server's ``--functions``
+    modules; the provider's options and the MCP servers' programs are checked now (the
+    provider's key, and the MCP connection, at the first run)."""
     fields = body.model_dump()
+    fields["mcp"] = [server.model_dump(exclude_defaults=True) for server in body.mcp]
     draft = AgentOut(id="", created_at=now(), updated_at=now(), **fields)
     await ctx.pool.run(ctx.check_agent, draft)
     agent = await ctx.pool.run(ctx.store.create_agent, fields)
@@ -39,9 +42,11 @@ async def get_one(id: str, ctx: Ctx) -> AgentOut:
 
 @router.put("/{id}", summary="Update an agent (omitted fields unchanged)")
 async def update(id: str, body: AgentUpdate, ctx: Ctx) -> AgentOut:
-    """A partial update: only the fields present change; ``null`` clears provider, model and
-    output_schema, and resets tools and options to empty."""
+    """A partial update: only the fields present change; ``null`` clears provider, model,
+    output_schema, max_steps and context_budget, and resets tools, options and mcp to empty."""
     changes = body.model_dump(exclude_unset=True)
+    if body.mcp is not None:
+        changes["mcp"] = [server.model_dump(exclude_defaults=True) for server in body.mcp]
     if "name" in changes and changes["name"] is None:
         raise invalid("name", "cannot be null; give the agent a name")
     return await ctx.pool.run(ctx.store.update_agent, id, changes, ctx.check_agent)

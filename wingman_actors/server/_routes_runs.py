@@ -16,13 +16,13 @@ from ._flights import Flight, flight, outcome, settle_wait
 from ._recovery import refreshed
 from ._run_outcome import Tracker
 from ._runnable import load_formation, runnable
-from ._schemas import RunOut, RunResumeIn
+from ._schemas import RUN_STATUSES, RunOut, RunResumeIn
 
 __all__ = ["router"]
 
 router = APIRouter()
 
-_STATUSES = ("running", "succeeded", "failed", "cancelled", "suspended", "interrupted", "expired")
+_STATUSES = RUN_STATUSES
 _RESUMABLE = ("suspended", "failed", "cancelled", "interrupted")
 _CANCELLABLE = ("suspended", "interrupted")  # not in flight, not finished: waiting to be resumed
 _REGISTER_WAIT_S = 1.0

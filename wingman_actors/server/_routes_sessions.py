@@ -14,7 +14,9 @@ from typing import Annotated
 from fastapi import APIRouter, Body
 from starlette.responses import Response
 
+from ..core import Message
 from ..errors import AgentError
+from ..store import FormationMismatchError, StoreError
 from ._context import ServerContext
 from ._convert import delegation_tree, result_fields, usage_dict
 from ._deps import Ctx
@@ -26,6 +28,7 @@ from ._schemas import (
     MessageOut,
     SessionCreate,
     SessionOut,
+    SessionResumeIn,
     SessionUpdate,
     StatusOut,
 )
@@ -113,10 +116,66 @@ def _run_message(ctx: ServerContext, id: str, body: MessageIn, deadline: float) 
 @router.post("/{id}/message", summary="Send a message and wait for the result")
 async def message(id: str, body: MessageIn, ctx: Ctx) -> MessageOut:
     """Runs the agent ``agent_id`` on the session's history plus ``message``; returns
-    ``{"response", "output", "tool_calls", "usage", "steps", "delegations"}`` (the delegation tree).
+    ``{"response", "output", "tool_calls", "usage", "steps", "delegations", "status", "interrupt"}``
+    (the delegation tree). ``status: "suspended"`` when a tool asked a person (``ask_human``):
+    ``interrupt`` is the question; answer it with ``POST /sessions/{id}/resume``.
     502/504 when the provider fails."""
     deadline = time.monotonic() + ctx.config.request_timeout
     return await ctx.pool.run(_run_message, ctx, id, body, deadline)
+
+
+def _common_prefix(a: list[Message], b: list[Message]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _resume_message(ctx: ServerContext, id: str, body: SessionResumeIn, deadline: float) -> MessageOut:
+    agent_record, work_dir = _prepare(ctx, id, body.agent_id)
+    lock = ctx.session_lock(id)
+    if not lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        raise ApiError(504, f"session {id} stayed busy with earlier messages past the request timeout; retry later",
+                       kind="timeout")
+    try:
+        history = ctx.store.load_history(id)
+        with (
+            ctx.runnable_agent(agent_record) as agent,
+            ctx.open_session(id, agent, work_dir, history) as session,
+        ):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ApiError(504, "the request timed out before the run started", kind="timeout")
+            try:
+                result = session.resume(id, answer=body.answer, timeout=remaining)
+            except AgentError as exc:
+                raise from_agent_error(exc) from exc
+            except FormationMismatchError as exc:
+                raise ApiError(409, f"session {id} waits for another agent than {agent_record.name!r}: {exc}",
+                               kind="mismatch") from None
+            except StoreError as exc:
+                raise ApiError(409, f"session {id} cannot be resumed: {exc}", kind="not_resumable") from None
+            except ValueError as exc:
+                raise ApiError(409, f"session {id} is not waiting for an answer: send it a message instead ({exc})",
+                               kind="not_suspended") from None
+            # The resumed turn follows the history the session had when it was suspended
+            # (a prefix of the stored one, which may have grown since).
+            ctx.store.append_messages(id, session.history[_common_prefix(session.history, history):])
+    finally:
+        lock.release()
+    return MessageOut(**result_fields(result))
+
+
+@router.post("/{id}/resume", summary="Answer a suspended session's question and continue its message")
+async def resume(id: str, body: SessionResumeIn, ctx: Ctx) -> MessageOut:
+    """Continues the message that ended ``status: "suspended"``: the pending ``ask_human`` (or
+    ``interrupt()``) returns ``answer``, and the model calls made before it are not made again.
+    Answers like ``POST /sessions/{id}/message`` (it may suspend again). 409 when the session
+    is not waiting, its wait expired, or ``agent_id`` is not the agent that waits."""
+    deadline = time.monotonic() + ctx.config.request_timeout
+    return await ctx.pool.run(_resume_message, ctx, id, body, deadline)
 
 
 def _stream_message(

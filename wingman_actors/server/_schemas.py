@@ -1,15 +1,18 @@
-"""The JSON shapes of the HTTP API: request bodies (unknown fields refused) and responses.
+"""The JSON shapes of the HTTP API: request bodies (unknown fields refused, JSON types
+strict: ``false`` is not ``0``, ``"2"`` is not ``2``) and responses.
 
 Field names follow the Wingman reference API.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from ._limits import MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
+from ._limits import MAX_CONTEXT_BUDGET, MAX_MCP_SERVERS, MAX_STEPS, MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
 from ._redact import SECRET_ALPHABET
 
 __all__ = [
@@ -22,6 +25,7 @@ __all__ = [
     "AuthStatusOut",
     "DelegationOut",
     "ErrorOut",
+    "StrictIn",
     "FleetCreate",
     "FleetOut",
     "FleetResultOut",
@@ -29,8 +33,12 @@ __all__ = [
     "FleetUpdate",
     "FormationOut",
     "FormationRunIn",
+    "MCPServerIn",
     "MessageIn",
     "MessageOut",
+    "PathText",
+    "RUN_STATUSES",
+    "SessionResumeIn",
     "ProviderAuthOut",
     "ProviderOut",
     "RunOut",
@@ -43,8 +51,48 @@ __all__ = [
 ]
 
 
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+NO_NUL = r"^[^\x00]*$"
+"""The pattern the document gives file paths: no path can hold a NUL character (the server
+refuses one itself, naming the field)."""
+
+PathText = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
+"""A file path in a request: a string without NUL characters."""
+
+
+def _is_int(annotation: Any) -> bool:
+    if annotation is int:
+        return True
+    return any(_is_int(arg) for arg in get_args(annotation) if arg is not type(None))
+
+
+class StrictIn(BaseModel):
+    """A request body: unknown fields refused, JSON types strict (``false`` is not ``0``, ``"2"``
+    is not ``2``), and an integer field takes ``2.0`` too, as JSON Schema's integer does."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _whole_numbers(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        ints = _INT_FIELDS.get(cls)
+        if ints is None:
+            ints = _INT_FIELDS[cls] = frozenset(n for n, f in cls.model_fields.items() if _is_int(f.annotation))
+        if not ints:
+            return data
+        return {k: int(v) if k in ints and type(v) is float and v.is_integer() else v for k, v in data.items()}
+
+
+_INT_FIELDS: dict[type[BaseModel], frozenset[str]] = {}
+
+
+RUN_STATUSES = ("running", "succeeded", "failed", "cancelled", "suspended", "interrupted", "expired")
+"""The statuses a recorded run may have (``GET /runs?status=``)."""
+
+
+class _In(StrictIn):
+    pass
 
 
 class ErrorOut(BaseModel):
@@ -123,6 +171,57 @@ class StatusOut(BaseModel):
 # -- agents ----------------------------------------------------------------------------
 
 
+_URL = re.compile(r"^https?://[^\x00\s]+$")
+
+
+class MCPServerIn(_In):
+    """An MCP server of an agent: ``command`` (started by the server, speaking MCP over stdio)
+    or ``url`` (streamable HTTP), not both."""
+
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["command"]}, {"required": ["url"]}]})
+
+    command: list[str] | SkipJsonSchema[None] = Field(
+        default=None,
+        json_schema_extra={"minItems": 1, "items": {"type": "string", "minLength": 1, "pattern": NO_NUL}},
+        description="the program and its arguments: an executable under the work root (relative to it), the "
+                    "server's Python, or a program the server allows (serve --mcp-command PROGRAM); path "
+                    "arguments under the work root; it runs in the work root",
+    )
+    url: str | SkipJsonSchema[None] = Field(
+        default=None, json_schema_extra={"pattern": _URL.pattern},
+        description="a streamable HTTP endpoint, e.g. http://127.0.0.1:8000/mcp",
+    )
+    prefix: str = Field(
+        default="", pattern=r"^[A-Za-z0-9_-]{0,32}$",
+        description="prepended to the server's tool names (to tell two servers' tools apart)",
+    )
+    include: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None, description="only these of the server's tools (by its names); all when omitted"
+    )
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or not all(value) or any("\x00" in v for v in value)):
+            raise ValueError('give the program and its arguments, e.g. ["npx", "-y", "@scope/server"]: '
+                             "no empty string, no NUL character")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not _URL.match(value):
+            raise ValueError(f"give an http:// or https:// endpoint, e.g. http://127.0.0.1:8000/mcp, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPServerIn:
+        if (self.command is None) == (self.url is None):
+            raise ValueError('give exactly one of "command": ["program", "arg", ...] (stdio) or "url": '
+                             '"http://host:port/mcp" (streamable HTTP)')
+        return self
+
+
 class AgentCreate(_In):
     """``POST /agents``."""
 
@@ -139,15 +238,27 @@ class AgentCreate(_In):
         default_factory=list, description="ids of agents this one may delegate tasks to (tools list_agents, delegate)"
     )
     max_delegation_depth: int = Field(default=3, ge=0, le=10, description="how deep the delegation tree may grow")
-    skills: list[str] = Field(
+    skills: list[PathText] = Field(
         default_factory=list, description="skill folders (each with a SKILL.md) under the work root; relative to it"
+    )
+    mcp: list[MCPServerIn] = Field(
+        default_factory=list, max_length=MAX_MCP_SERVERS,
+        description="MCP servers whose tools the agent gets: {\"command\": [...]} or {\"url\": ...}; one "
+                    "connection per server, shared by every run and closed when the server stops",
+    )
+    max_steps: int | None = Field(
+        default=None, ge=1, le=MAX_STEPS, description="the most model calls with tools per run (default 50)"
+    )
+    context_budget: int | None = Field(
+        default=None, ge=256, le=MAX_CONTEXT_BUDGET,
+        description="the most (estimated) input tokens of one request: the oldest turns are left out to stay under it",
     )
 
 
 class AgentUpdate(_In):
     """``PUT /agents/{id}``: a partial update; omitted fields are unchanged, null clears."""
 
-    name: str | None = Field(default=None, min_length=1)
+    name: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(default=None, description="cannot be null")
     instructions: str | None = None
     tools: list[str] | None = None
     provider: str | None = None
@@ -156,7 +267,10 @@ class AgentUpdate(_In):
     output_schema: dict[str, Any] | None = None
     delegates: list[str] | None = None
     max_delegation_depth: int | None = Field(default=None, ge=0, le=10)
-    skills: list[str] | None = None
+    skills: list[PathText] | None = None
+    mcp: list[MCPServerIn] | None = Field(default=None, max_length=MAX_MCP_SERVERS)
+    max_steps: int | None = Field(default=None, ge=1, le=MAX_STEPS)
+    context_budget: int | None = Field(default=None, ge=256, le=MAX_CONTEXT_BUDGET)
 
 
 class AgentOut(BaseModel):
@@ -173,6 +287,9 @@ class AgentOut(BaseModel):
     delegates: list[str] = Field(default_factory=list)
     max_delegation_depth: int = 3
     skills: list[str] = Field(default_factory=list)
+    mcp: list[dict[str, Any]] = Field(default_factory=list, description="its MCP servers, as given")
+    max_steps: int | None = None
+    context_budget: int | None = None
     created_at: str
     updated_at: str
 
@@ -184,14 +301,14 @@ class SessionCreate(_In):
     """``POST /sessions`` (the body may be omitted)."""
 
     title: str = ""
-    work_dir: str | None = Field(default=None, description="under the server's work root; relative to it")
+    work_dir: PathText | None = Field(default=None, description="under the server's work root; relative to it")
 
 
 class SessionUpdate(_In):
     """``PUT /sessions/{id}``: metadata only; history grows through the message routes."""
 
     title: str | None = None
-    work_dir: str | None = None
+    work_dir: PathText | None = None
 
 
 class SessionOut(BaseModel):
@@ -210,6 +327,13 @@ class MessageIn(_In):
 
     agent_id: str = Field(min_length=1)
     message: str = Field(min_length=1)
+
+
+class SessionResumeIn(_In):
+    """``POST /sessions/{id}/resume``."""
+
+    agent_id: str = Field(min_length=1, description="the agent that was running when the session was suspended")
+    answer: Any = Field(description="what the pending interrupt() (or ask_human) returns: any JSON")
 
 
 class AbortOut(BaseModel):
@@ -242,6 +366,11 @@ class MessageOut(BaseModel):
     delegations: list[DelegationOut] = Field(
         default_factory=list, description="the delegation tree: runs the agent's delegate calls started, in order"
     )
+    status: Literal["succeeded", "suspended"] = Field(
+        default="succeeded",
+        description="suspended: a tool asked a person (ask_human, interrupt()); answer with "
+                    "POST /sessions/{id}/resume. Nothing of a suspended message is kept in the history until then.")
+    interrupt: Any = Field(default=None, description="a suspended message's question: the interrupt's payload")
 
 
 # -- fleets ----------------------------------------------------------------------------
@@ -255,16 +384,18 @@ class FleetCreate(_In):
     worker_count: int = Field(
         default=0, ge=0, le=MAX_WORKERS, description=f"sessions at once, at most {MAX_WORKERS}; 0: one per task, up to {MAX_WORKERS}"
     )
-    work_dir: str | None = None
+    work_dir: PathText | None = None
 
 
 class FleetUpdate(_In):
     """``PUT /fleets/{id}``: a partial update."""
 
-    name: str | None = Field(default=None, min_length=1)
-    agent_id: str | None = Field(default=None, min_length=1)
-    worker_count: int | None = Field(default=None, ge=0, le=MAX_WORKERS)
-    work_dir: str | None = None
+    name: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(default=None, description="cannot be null")
+    agent_id: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(
+        default=None, description="cannot be null")
+    worker_count: Annotated[int, Field(ge=0, le=MAX_WORKERS)] | SkipJsonSchema[None] = Field(
+        default=None, description="cannot be null")
+    work_dir: PathText | None = Field(default=None, description="null: the work root")
 
 
 class FleetOut(BaseModel):
@@ -283,7 +414,7 @@ class TaskIn(_In):
     """One task of a fleet run."""
 
     message: str = Field(min_length=1)
-    work_dir: str | None = Field(default=None, description="relative to the fleet's work_dir")
+    work_dir: PathText | None = Field(default=None, description="relative to the fleet's work_dir")
     instructions: str | None = None
     data: Any = None
 
@@ -339,6 +470,9 @@ class RunResumeIn(_In):
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the resumed run")
 
 
+_RUN_ID_DOC = "the run's id again: JSON names a run's id `run_id` everywhere (`id` is kept for the clients that read it)"
+
+
 class RunOut(BaseModel):
     """A recorded run: of a formation (``kind`` = ``formation``) or of a fleet (``fleet``,
     whose ``input`` is its tasks and ``output`` its per-task results)."""
@@ -366,3 +500,8 @@ class RunOut(BaseModel):
     duration_s: float | None = None
     created_at: str
     finished_at: str | None = None
+
+    @computed_field(description=_RUN_ID_DOC)  # type: ignore[prop-decorator]
+    @property
+    def run_id(self) -> str:
+        return self.id

@@ -30,7 +30,7 @@ __all__ = ["Store", "dump_message"]
 
 _AGENT_FIELDS = (
     "name", "instructions", "tools", "provider", "model", "options", "output_schema", "delegates",
-    "max_delegation_depth", "skills",
+    "max_delegation_depth", "skills", "mcp", "max_steps", "context_budget",
 )
 
 
@@ -61,6 +61,8 @@ def _merge_agent(agent: AgentOut, changes: Mapping[str, Any]) -> AgentOut:
         merged.delegates = []
     if merged.skills is None:
         merged.skills = []
+    if merged.mcp is None:
+        merged.mcp = []
     if merged.max_delegation_depth is None:
         merged.max_delegation_depth = 3
     return merged
@@ -81,6 +83,7 @@ class Store(RunRecords):
             provider=row["provider"], model=row["model"], options=json.loads(row["options"]),
             output_schema=_loads(row["output_schema"]), delegates=json.loads(row["delegates"]),
             max_delegation_depth=row["max_delegation_depth"], skills=json.loads(row["skills"]),
+            mcp=json.loads(row["mcp"]), max_steps=row["max_steps"], context_budget=row["context_budget"],
             created_at=row["created_at"], updated_at=row["updated_at"],
         )
 
@@ -92,16 +95,19 @@ class Store(RunRecords):
             tools=list(fields.get("tools") or []), provider=fields.get("provider"), model=fields.get("model"),
             options=dict(fields.get("options") or {}), output_schema=fields.get("output_schema"),
             delegates=list(fields.get("delegates") or []), skills=list(fields.get("skills") or []),
-            max_delegation_depth=fields.get("max_delegation_depth", 3), created_at=stamp, updated_at=stamp,
+            max_delegation_depth=fields.get("max_delegation_depth", 3), mcp=list(fields.get("mcp") or []),
+            max_steps=fields.get("max_steps"), context_budget=fields.get("context_budget"),
+            created_at=stamp, updated_at=stamp,
         )
         with self.write() as conn:
             conn.execute(
                 "INSERT INTO agents (id, name, instructions, tools, provider, model, options, output_schema, "
-                "delegates, max_delegation_depth, skills, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "delegates, max_delegation_depth, skills, mcp, max_steps, context_budget, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (agent.id, agent.name, agent.instructions, _dumps(agent.tools), agent.provider, agent.model,
                  _dumps(agent.options), None if agent.output_schema is None else _dumps(agent.output_schema),
-                 _dumps(agent.delegates), agent.max_delegation_depth, _dumps(agent.skills), stamp, stamp),
+                 _dumps(agent.delegates), agent.max_delegation_depth, _dumps(agent.skills), _dumps(agent.mcp),
+                 agent.max_steps, agent.context_budget, stamp, stamp),
             )
         return agent
 
@@ -142,11 +148,12 @@ class Store(RunRecords):
             merged.updated_at = now()
             conn.execute(
                 "UPDATE agents SET name = ?, instructions = ?, tools = ?, provider = ?, model = ?, options = ?, "
-                "output_schema = ?, delegates = ?, max_delegation_depth = ?, skills = ?, updated_at = ? WHERE id = ?",
+                "output_schema = ?, delegates = ?, max_delegation_depth = ?, skills = ?, mcp = ?, max_steps = ?, "
+                "context_budget = ?, updated_at = ? WHERE id = ?",
                 (merged.name, merged.instructions, _dumps(merged.tools), merged.provider, merged.model,
                  _dumps(merged.options), None if merged.output_schema is None else _dumps(merged.output_schema),
-                 _dumps(merged.delegates), merged.max_delegation_depth, _dumps(merged.skills),
-                 merged.updated_at, id),
+                 _dumps(merged.delegates), merged.max_delegation_depth, _dumps(merged.skills), _dumps(merged.mcp),
+                 merged.max_steps, merged.context_budget, merged.updated_at, id),
             )
         return merged
 

@@ -18,15 +18,18 @@ import json
 import re
 import threading
 import types
-from collections.abc import Callable, Iterable, Iterator
+import weakref
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
+from typing import Any, Protocol, TypeVar, get_type_hints, overload, runtime_checkable
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import PydanticSerializationError
 
 from .._cancel import CancelToken
+from .._event_loop import LoopThread
 from ..core import ToolDefinition
 from ..errors import ToolError
 
@@ -39,6 +42,9 @@ __all__ = [
     "tool",
 ]
 
+_NO_METADATA: Mapping[str, Any] = types.MappingProxyType({})
+_T = TypeVar("_T")
+
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -49,27 +55,65 @@ class ToolContext:
         work_dir: the session's working directory (file tools are confined to it).
         token: the run's cancel token, if any (check it in long loops).
         state: per-session storage for tools (e.g. the persistent bash shell).
+        agent: the name of the agent whose session calls the tool ("" outside a session).
+        session_id: that session's id ("" outside a session).
+        metadata: the run's metadata (``Session.run(message, metadata={...})``, a fleet
+            task's ``data``), read-only; empty when none was given.
     """
 
-    def __init__(self, work_dir: str | Path | None = None, *, token: CancelToken | None = None) -> None:
+    def __init__(
+        self, work_dir: str | Path | None = None, *, token: CancelToken | None = None, agent: str = "",
+        session_id: str = "", metadata: Mapping[str, Any] | None = None,
+    ) -> None:
         self.work_dir = Path(work_dir or Path.cwd()).resolve()
         self.token = token
+        self.agent = agent
+        self.session_id = session_id
+        self.metadata: Mapping[str, Any] = metadata if metadata is not None else _NO_METADATA
         self.state: dict[str, Any] = {}
         self._closers: list[Callable[[], None]] = []
         self._lock = threading.Lock()
+        self._loop: LoopThread | None = None
 
     def on_close(self, fn: Callable[[], None]) -> None:
         """Register ``fn`` to run when the session closes (release processes, files...)."""
         with self._lock:
             self._closers.append(fn)
 
+    def await_coroutine(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        """Await ``coro`` on this context's event loop (a thread of the runtime, started
+        on first use and stopped by :meth:`close` or when the context is collected) and
+        return its value, blocking the calling thread: an ``async def`` tool's way in from
+        a blocking run, which works inside a running event loop too (``asyncio.run``
+        would not). The run's deadline bounds it: past it the coroutine is cancelled and
+        ``AgentError(kind=timeout)`` is raised.
+        """
+        with self._lock:
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = LoopThread("wingman-tools-loop")
+                weakref.finalize(self, loop.stop)
+        future = loop.submit(coro)
+        token = self.token
+        try:
+            return future.result(timeout=None if token is None else token.remaining())
+        except FutureTimeout:
+            future.cancel()
+            if token is not None:
+                token.check()
+            raise
+
     def close(self) -> None:
-        """Run the registered closers, newest first. Safe to call more than once."""
+        """Run the registered closers, newest first, and stop the context's event loop,
+        if it started. Safe to call more than once."""
         with self._lock:
             closers, self._closers = self._closers[::-1], []
             self.state.clear()
+            loop, self._loop = self._loop, None
         for fn in closers:
             fn()
+        if loop is not None:
+            loop.stop()
 
 
 @runtime_checkable
@@ -200,7 +244,27 @@ class FunctionTool:
         return self._definition
 
     def execute(self, input: dict[str, Any], ctx: ToolContext) -> str:
-        """Validate ``input``, call the function, and render its result as text."""
+        """Validate ``input``, call the function, and render its result as text. An
+        ``async def`` function is awaited on an event loop the session's context owns
+        (:meth:`ToolContext.await_coroutine`); this blocks the calling thread."""
+        kwargs = self._arguments(input, ctx)
+        if self._is_async:  # awaited on the session's event loop (started on first use)
+            result = ctx.await_coroutine(self.fn(**kwargs))
+        else:
+            result = self.fn(**kwargs)
+        return to_text(result)
+
+    async def aexecute(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        """:meth:`execute`, awaited (``Session.arun``): an ``async def`` function is
+        awaited on the caller's loop; a plain one runs on a worker thread."""
+        kwargs = self._arguments(input, ctx)
+        if self._is_async:
+            result = await self.fn(**kwargs)
+        else:
+            result = await asyncio.to_thread(self.fn, **kwargs)
+        return to_text(result)
+
+    def _arguments(self, input: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         try:
             args = self.arguments.model_validate(input or {})
         except ValidationError as exc:
@@ -208,11 +272,7 @@ class FunctionTool:
         kwargs = {k: getattr(args, k) for k in type(args).model_fields}
         if self._ctx_param:
             kwargs[self._ctx_param] = ctx
-        if self._is_async:
-            result = asyncio.run(self.fn(**kwargs))
-        else:
-            result = self.fn(**kwargs)
-        return to_text(result)
+        return kwargs
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (no validation)."""

@@ -15,13 +15,13 @@ from collections.abc import Iterable
 
 from ._base import Tool
 from ._files import edit_tool, glob_tool, grep_tool, read_tool, write_tool
-from ._shell import bash_tool
+from ._shell import BASH
 from ._web import webfetch_tool
 
 __all__ = ["BUILTIN_TOOL_NAMES", "builtin_tool", "builtin_tools"]
 
 _BUILTINS: dict[str, Tool] = {
-    "bash": bash_tool,
+    "bash": BASH,
     "read": read_tool,
     "write": write_tool,
     "edit": edit_tool,

@@ -4,6 +4,11 @@ The shell is a ``bash`` subprocess started lazily in the session's work_dir and 
 ``ctx.state``, so ``cd`` and exported variables carry over from one call to the next. Each
 command is sent on the shell's stdin followed by a ``printf`` of a unique sentinel and the
 exit code; the merged stdout+stderr is read (with a selector, no threads) until the sentinel.
+
+The shell starts with this process's environment stripped of secrets (provider keys and
+variables named ``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``); :func:`bash_tool`
+builds a bash tool that passes chosen ones on purpose. Known secret values are masked in
+what the tool returns (:mod:`wingman_actors.tools._secrets`).
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Iterable, Mapping
 
 from ..errors import ToolError
 from ._base import FunctionTool, ToolContext
+from ._secrets import ShellEnv, mask
 
 __all__ = ["MAX_OUTPUT_CHARS", "MAX_TIMEOUT", "Shell", "bash_tool", "close_shell", "truncate_middle"]
 
@@ -71,20 +78,22 @@ class Shell:
 
     Args:
         work_dir: the shell's starting directory.
+        env: what its environment is made of (default: this process's, without secrets).
     """
 
-    def __init__(self, work_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, work_dir: str | os.PathLike[str], env: ShellEnv | None = None) -> None:
         exe = shutil.which("bash")
         if exe is None:
             raise ToolError("bash is not installed on this machine; the bash tool is unavailable", tool="bash")
-        env = dict(os.environ, PAGER="cat", GIT_PAGER="cat", TERM="dumb")
+        base, self.secrets = (env or ShellEnv()).build()
+        environ = dict(base, PAGER="cat", GIT_PAGER="cat", TERM="dumb")
         self.proc = subprocess.Popen(
             [exe, "--noprofile", "--norc"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=work_dir,
-            env=env,
+            env=environ,
             start_new_session=True,  # its own process group, so close() kills children too
         )
         self._lock = threading.Lock()
@@ -130,7 +139,8 @@ class Shell:
                 while True:
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        raise TimeoutError("bash command timed out", (head + buf).decode("utf-8", "replace"))
+                        partial = mask((head + buf).decode("utf-8", "replace"), self.secrets)
+                        raise TimeoutError("bash command timed out", partial)
                     wait = min(left, _CANCEL_CHECK_INTERVAL) if token is not None else left
                     if not sel.select(wait):
                         if token is not None and token.cancelled:
@@ -140,13 +150,13 @@ class Shell:
                     chunk = os.read(fd, 65536)
                     if not chunk:  # EOF: the command exited the shell
                         self.close()
-                        text = (head + buf).decode("utf-8", "replace")
+                        text = mask((head + buf).decode("utf-8", "replace"), self.secrets)
                         return truncate_middle(text, MAX_OUTPUT_CHARS, dropped), None
                     start = max(0, len(buf) - len(marker) - 32)
                     buf += chunk
                     m = sentinel.search(buf, start)
                     if m:
-                        text = (head + buf[: m.start()]).decode("utf-8", "replace")
+                        text = mask((head + buf[: m.start()]).decode("utf-8", "replace"), self.secrets)
                         return truncate_middle(text, MAX_OUTPUT_CHARS, dropped), int(m.group(1))
                     if len(buf) > 4 * _KEEP_BYTES:  # bound memory: keep head, drop the middle
                         if not head:
@@ -177,11 +187,11 @@ class Shell:
                     pass
 
 
-def _shell_for(ctx: ToolContext) -> Shell:
+def _shell_for(ctx: ToolContext, env: ShellEnv) -> Shell:
     shell = ctx.state.get(STATE_KEY)
     if isinstance(shell, Shell) and shell.alive:
         return shell
-    shell = Shell(ctx.work_dir)
+    shell = Shell(ctx.work_dir, env)
     ctx.state[STATE_KEY] = shell
     ctx.on_close(shell.close)
     return shell
@@ -194,22 +204,7 @@ def close_shell(ctx: ToolContext) -> None:
         shell.close()
 
 
-def bash(ctx: ToolContext, command: str, timeout: float = DEFAULT_TIMEOUT) -> str:
-    """Run a command in a persistent bash shell and return its combined stdout and stderr.
-
-    The shell lives for the whole session and starts in the working directory: `cd`,
-    exported variables, functions and aliases carry over to later calls. Commands run
-    non-interactively with stdin from /dev/null, so do not start editors, pagers or
-    prompts; pass flags such as `-y` instead. Output over 30,000 characters keeps its
-    beginning and end with a truncation marker, so filter noisy output (e.g. with `head`,
-    `tail` or `grep`). A non-zero exit code is reported after the output. If the command
-    runs past the timeout the shell is killed and restarted, losing its directory and
-    variables. Prefer the read, write, edit, glob and grep tools for file work.
-
-    Args:
-        command: the bash command(s) to run; may span several lines.
-        timeout: seconds to wait for the command before killing the shell (default 120, at most 600).
-    """
+def _run_bash(ctx: ToolContext, command: str, timeout: float, env: ShellEnv) -> str:
     if not 0 < timeout <= MAX_TIMEOUT:
         raise ToolError(f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}", tool="bash")
     if not command.strip():
@@ -219,7 +214,7 @@ def bash(ctx: ToolContext, command: str, timeout: float = DEFAULT_TIMEOUT) -> st
         remaining = ctx.token.remaining()
         if remaining is not None:
             timeout = min(timeout, max(remaining, 0.001))
-    shell = _shell_for(ctx)
+    shell = _shell_for(ctx, env)
     try:
         output, code = shell.run(command, timeout, ctx)
     except TimeoutError as exc:
@@ -245,5 +240,50 @@ def bash(ctx: ToolContext, command: str, timeout: float = DEFAULT_TIMEOUT) -> st
     return output if output else "(no output)"
 
 
-bash_tool = FunctionTool(bash, name="bash")
-"""The ``bash`` tool (stateless object; the shell lives in each session's ``ctx.state``)."""
+def bash_tool(*, pass_env: Iterable[str] = (), env: Mapping[str, str] | None = None) -> FunctionTool:
+    """A ``bash`` tool whose shell gets chosen secrets on purpose.
+
+    The built-in ``"bash"`` starts its shell with this process's environment stripped of
+    secrets: provider keys and variables whose names end in ``_KEY``, ``_TOKEN``,
+    ``_SECRET`` or ``_PASSWORD``. Build your own to pass some of them; the model cannot.
+    The values of all secrets, passed or not, are masked in the tool's output.
+
+    Args:
+        pass_env: names of secret variables of this process to pass to the shell.
+        env: variables to set in the shell (strings; they win over the process's).
+
+    Raises:
+        ValueError: a name or value is not a valid variable.
+
+    Example:
+        >>> from wingman_actors import Agent
+        >>> from wingman_actors.tools import bash_tool
+        >>> ops = Agent("ops", tools=[bash_tool(pass_env=["GITHUB_TOKEN"])])
+    """
+    config = ShellEnv.of(pass_env, env)
+
+    def bash(ctx: ToolContext, command: str, timeout: float = DEFAULT_TIMEOUT) -> str:
+        return _run_bash(ctx, command, timeout, config)
+
+    bash.__doc__ = _BASH_DOC
+    return FunctionTool(bash, name="bash")
+
+
+_BASH_DOC = """Run a command in a persistent bash shell and return its combined stdout and stderr.
+
+    The shell lives for the whole session and starts in the working directory: `cd`,
+    exported variables, functions and aliases carry over to later calls. Commands run
+    non-interactively with stdin from /dev/null, so do not start editors, pagers or
+    prompts; pass flags such as `-y` instead. Output over 30,000 characters keeps its
+    beginning and end with a truncation marker, so filter noisy output (e.g. with `head`,
+    `tail` or `grep`). A non-zero exit code is reported after the output. If the command
+    runs past the timeout the shell is killed and restarted, losing its directory and
+    variables. Prefer the read, write, edit, glob and grep tools for file work.
+
+    Args:
+        command: the bash command(s) to run; may span several lines.
+        timeout: seconds to wait for the command before killing the shell (default 120, at most 600).
+    """
+
+BASH = bash_tool()
+"""The built-in ``bash`` tool (stateless object; the shell lives in each session's ``ctx.state``)."""

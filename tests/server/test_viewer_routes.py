@@ -1,0 +1,140 @@
+"""The run viewer's routes on the server: the page and its assets (no token, no data), and
+the JSON behind every view (``/ui/api/...``), readable without a browser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import networkx as nx
+import pytest
+
+from tests.server.harness import RunningServer, running
+from tests.server.test_runs import formation
+from wingman_actors.cli import main
+from wingman_actors.server import ServerConfig
+from wingman_actors.server._viewer import graph_layout
+from wingman_actors.store import FormationShape, RunStore
+
+
+def test_the_page_is_served_at_ui_with_a_policy_that_allows_only_its_own_origin(client: httpx.Client) -> None:
+    page = client.get("/ui/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "assets/app.js" in page.text
+    assert "connect-src 'self'" in page.headers["content-security-policy"]
+    assert client.get("/ui/assets/app.js").headers["content-type"].startswith("text/javascript")
+
+
+def test_an_unknown_asset_is_a_404_naming_the_assets(client: httpx.Client) -> None:
+    response = client.get("/ui/assets/evil.js")
+    assert response.status_code == 404 and "app.js" in response.json()["error"]
+
+
+def test_with_a_token_the_page_is_open_but_its_data_is_not(tmp_path_factory: pytest.TempPathFactory) -> None:
+    db = tmp_path_factory.mktemp("viewer-token") / "w.db"
+    with running(ServerConfig(db_path=db, token="viewer-token-5678")) as server, server.client() as anonymous:
+        assert anonymous.get("/ui/").status_code == 200
+        assert anonymous.get("/ui/assets/run.js").status_code == 200
+        assert anonymous.get("/ui/api/runs").status_code == 401
+        with server.client("viewer-token-5678") as client:
+            assert client.get("/ui/api/runs").json() == []
+
+
+def test_formations_come_with_their_graph_laid_out_in_columns(client: httpx.Client) -> None:
+    fid = formation(client, "clean", "shout", name="drawn")
+    found = next(f for f in client.get("/ui/api/formations").json() if f["id"] == fid)
+    assert [(n["name"], n["column"]) for n in found["graph"]["nodes"]] == [("clean", 0), ("shout", 1)]
+    assert found["graph"]["edges"] == [{"source": "clean", "target": "shout", "back": False, "conditional": False}]
+
+
+def test_a_back_edge_is_drawn_as_one_and_makes_room_under_the_nodes() -> None:
+    graph = nx.DiGraph([("a", "b"), ("b", "a")])
+    nx.set_node_attributes(graph, "function", "kind")
+    forward = nx.DiGraph([("a", "b")])
+    nx.set_node_attributes(forward, "function", "kind")
+    looped, straight = graph_layout(FormationShape.of(graph)), graph_layout(FormationShape.of(forward))
+    assert [e["back"] for e in looped["edges"]] == [False, True]
+    assert looped["height"] > straight["height"]
+
+
+def test_runs_are_filtered_by_status_and_formation(client: httpx.Client) -> None:
+    fid = formation(client, "clean", name="filtered")
+    done = client.post(f"/formations/{fid}/run", json={"input": " a "}).json()["id"]
+    asks = formation(client, "ask", name="filtered-asks")
+    waiting = client.post(f"/formations/{asks}/run", json={"input": "b"}).json()["id"]
+    suspended = [r["run_id"] for r in client.get("/ui/api/runs", params={"status": "suspended"}).json()]
+    assert waiting in suspended and done not in suspended
+    assert [r["run_id"] for r in client.get("/ui/api/runs", params={"formation_id": fid}).json()] == [done]
+
+
+def test_an_unknown_status_filter_is_a_400_listing_the_statuses(client: httpx.Client) -> None:
+    response = client.get("/ui/api/runs", params={"status": "done"})
+    assert response.status_code == 400 and "succeeded" in response.json()["error"]
+
+
+def test_a_run_shows_each_node_s_status_visits_input_and_output(client: httpx.Client) -> None:
+    fid = formation(client, "clean", "shout", name="shown")
+    run_id = client.post(f"/formations/{fid}/run", json={"input": " hi "}).json()["id"]
+    view = client.get(f"/ui/api/runs/{run_id}").json()
+    assert (view["run_id"], view["status"], view["output"]) == (run_id, "succeeded", "HI")
+    assert {n: v["status"] for n, v in view["nodes"].items()} == {"clean": "succeeded", "shout": "succeeded"}
+    assert [(v["node"], v["input"], v["output"]) for v in view["visits"]] == [("clean", " hi ", "hi"),
+                                                                               ("shout", "hi", "HI")]
+
+
+def test_a_suspended_run_shows_its_node_suspended(client: httpx.Client) -> None:
+    fid = formation(client, "clean", "ask", name="waits")
+    run_id = client.post(f"/formations/{fid}/run", json={"input": "x"}).json()["id"]
+    view = client.get(f"/ui/api/runs/{run_id}").json()
+    assert view["nodes"]["ask"]["status"] == "suspended" and view["interrupt"]["node"] == "ask"
+    assert view["resumable"] is True
+
+
+def test_an_unknown_run_is_a_404(client: httpx.Client) -> None:
+    assert client.get("/ui/api/runs/01NOSUCHRUN").status_code == 404
+    assert client.get("/ui/api/runs/01NOSUCHRUN/stream").status_code == 404
+
+
+def test_a_finished_run_s_stream_replays_its_events_then_ends(client: httpx.Client, server: RunningServer) -> None:
+    fid = formation(client, "clean", "shout", name="replayed")
+    run_id = client.post(f"/formations/{fid}/run", json={"input": "a"}).json()["id"]
+    with client.stream("GET", f"/ui/api/runs/{run_id}/stream") as response:
+        text = "".join(response.iter_text())
+    names = [line.removeprefix("event: ") for line in text.splitlines() if line.startswith("event: ")]
+    assert names[0] == "run_started" and names[-2:] == ["run_finished", "end"]
+    assert names.count("node_finished") == 2
+
+
+def test_ui_with_a_missing_store_is_a_usage_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "none.sqlite"
+    assert main(["ui", "--store", str(missing), "--port", "0"]) == 2
+    assert str(missing) in capsys.readouterr().err
+
+
+def test_the_viewer_s_data_is_refused_to_another_site_s_page(client: httpx.Client, server: RunningServer) -> None:
+    response = client.get("/ui/api/runs", headers={"Origin": "http://evil.example"})
+    assert response.status_code == 403
+    same = client.get("/ui/api/runs", headers={"Origin": server.url})
+    assert same.status_code == 200
+
+
+def test_the_store_viewer_follows_a_run_going_on_in_another_process(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from wingman_actors.server._viewer_store import create_store_viewer
+
+    graph = nx.DiGraph([("a", "b")])
+    nx.set_node_attributes(graph, "function", "kind")
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        run_id = store.begin_run("pair", FormationShape.of(graph), "x")
+        store.flush()
+        with TestClient(create_store_viewer(tmp_path / "runs.sqlite"), base_url="http://127.0.0.1") as viewer:
+            assert viewer.get("/ui/api/formations").json()[0]["name"] == "pair"
+            assert viewer.get(f"/ui/api/runs/{run_id}").json()["nodes"]["a"]["status"] == "pending"
+            with viewer.stream("GET", f"/ui/api/runs/{run_id}/stream") as events:
+                store.record_visit(run_id, "a", 1, "X")
+                store.set_status(run_id, "succeeded", wait=True)
+                names = [line for line in events.iter_lines() if line.startswith("event: ")]
+            assert names[-1] == "event: end" and "event: refresh" in names
+            view = viewer.get(f"/ui/api/runs/{run_id}").json()
+            assert (view["status"], view["nodes"]["a"]["status"], view["resume"]) == ("succeeded", "succeeded", None)

@@ -1,0 +1,335 @@
+"""Limits that hold for agents: ``Session.run(timeout=)``, ``Session.cancel()``, an agent
+node's ``timeout`` and a run's cancel return within 0.1 s while a tool is stuck or a
+provider request hangs; the stuck tool call is abandoned, the request closed (seen closed
+by the loopback server that never answered it)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.loopback import LoopbackServer, Reply
+from wingman_actors import Agent, Formation, Session, tool
+from wingman_actors.core import InferenceResponse
+from wingman_actors.errors import AgentError, ErrorKind, FormationRuntimeError
+from wingman_actors.providers._anthropic import build_anthropic
+from wingman_actors.providers._base import BaseProvider
+from wingman_actors.providers._ollama import build_ollama
+from wingman_actors.providers._openai import build_openai
+from wingman_actors.testing import ScriptedProvider
+
+# The promise is 0.1 s; a shared CI machine gets some slack, but a run that waits for the
+# stuck tool or the hung request (10 s) fails every bound.
+LIMIT = 0.1
+SLACK = 0.4
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    """Set when the test ends: the stuck tools return then, so no thread outlives the test."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+@pytest.fixture
+def stuck(release: threading.Event) -> Any:
+    @tool
+    def wait_forever() -> str:
+        """Never returns (within the test)."""
+        release.wait(10)
+        return "too late"
+
+    return wait_forever
+
+
+def tool_calls(count: int) -> InferenceResponse:
+    return InferenceResponse.of_tool_calls([(f"c{i}", "wait_forever", {}) for i in range(count)])
+
+
+def cancel_once_requested(session: Session, loopback: LoopbackServer) -> tuple[threading.Thread, list[float]]:
+    """Cancel ``session`` once the server has read its request (so there is one to close)."""
+    at: list[float] = []
+
+    def cancel() -> None:
+        deadline = time.monotonic() + 5
+        while not loopback.requests and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.05)
+        at.append(time.perf_counter())
+        session.cancel("stop")
+
+    thread = threading.Thread(target=cancel)
+    thread.start()
+    return thread, at
+
+
+def cancel_later(session: Session, after: float) -> tuple[threading.Timer, list[float]]:
+    at: list[float] = []
+
+    def cancel() -> None:
+        at.append(time.perf_counter())
+        session.cancel("stop")
+
+    timer = threading.Timer(after, cancel)
+    timer.start()
+    return timer, at
+
+
+# --- stuck tools -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_cancel_returns_at_once_while_tools_are_stuck(stuck: Any, count: int) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(count), "never"]), tools=[stuck]))
+    timer, at = cancel_later(session, 0.2)
+    with pytest.raises(AgentError) as info:
+        session.run("go")
+    returned = time.perf_counter()
+    timer.join()
+    assert info.value.kind is ErrorKind.CANCELLED
+    assert returned - at[0] < LIMIT + SLACK
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_run_timeout_holds_while_tools_are_stuck(stuck: Any, count: int) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(count), "never"]), tools=[stuck]))
+    t0 = time.perf_counter()
+    with pytest.raises(AgentError) as info:
+        session.run("go", timeout=0.3)
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+
+
+def test_the_timeout_error_says_how_long_the_run_really_took(stuck: Any) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(1), "never"]), tools=[stuck]))
+    with pytest.raises(AgentError, match=r"timed out after 0\.2s \(it ran \d+\.\d\ds\)"):
+        session.run("go", timeout=0.2)
+
+
+def test_an_abandoned_tool_call_is_logged_once(stuck: Any, caplog: pytest.LogCaptureFixture) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(1), "never"]), tools=[stuck]))
+    with caplog.at_level(logging.WARNING, logger="wingman_actors.agents"), pytest.raises(AgentError):
+        session.run("go", timeout=0.2)
+    abandoned = [r for r in caplog.records if "abandoned" in r.getMessage()]
+    assert len(abandoned) == 1
+    assert "wait_forever" in abandoned[0].getMessage()
+
+
+def test_the_session_runs_again_at_once_after_abandoning_a_stuck_tool(stuck: Any) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(1), "again"]), tools=[stuck]))
+    with pytest.raises(AgentError):
+        session.run("go", timeout=0.2)
+    t0 = time.perf_counter()
+    assert session.run("once more").response == "again"
+    assert time.perf_counter() - t0 < 1
+
+
+# --- hanging providers -------------------------------------------------------------------
+
+Build = Callable[[str], BaseProvider]
+PROVIDERS: dict[str, Build] = {
+    "openai": lambda url: build_openai({"model": "m", "base_url": f"{url}/v1", "api_key": "k"}),
+    "ollama": lambda url: build_ollama({"model": "m", "base_url": url}),
+    "anthropic": lambda url: build_anthropic({"model": "claude-test-model", "base_url": url, "api_key": "k"}),
+}
+
+
+@pytest.fixture(params=sorted(PROVIDERS))
+def hanging(request: pytest.FixtureRequest, loopback: LoopbackServer) -> Iterator[BaseProvider]:
+    """A provider whose every request the loopback server reads and never answers."""
+    loopback.handler = lambda _req: Reply.never()
+    provider = PROVIDERS[request.param](loopback.url)
+    yield provider
+    provider.close()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_run_timeout_closes_a_provider_request_that_never_answers(
+    hanging: BaseProvider, loopback: LoopbackServer, stream: bool
+) -> None:
+    session = Session(Agent("a", provider=hanging))
+    t0 = time.perf_counter()
+    with pytest.raises(AgentError) as info:
+        if stream:
+            list(session.run_stream("hi", timeout=0.3))
+        else:
+            session.run("hi", timeout=0.3)
+    assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert loopback.wait_closed(1, timeout=2)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_cancel_closes_a_provider_request_that_never_answers(
+    hanging: BaseProvider, loopback: LoopbackServer, stream: bool
+) -> None:
+    session = Session(Agent("a", provider=hanging))
+    timer, at = cancel_once_requested(session, loopback)
+    with pytest.raises(AgentError) as info:
+        if stream:
+            list(session.run_stream("hi"))
+        else:
+            session.run("hi")
+    returned = time.perf_counter()
+    timer.join()
+    assert info.value.kind is ErrorKind.CANCELLED
+    assert returned - at[0] < LIMIT + SLACK
+    assert loopback.wait_closed(1, timeout=2)
+    assert loopback.closed_at[0] - at[0] < 1  # closed by the cancel, not by a timeout
+
+
+def _first_chunk_then_hang(wire: str) -> Reply:
+    """A stream that sends its first piece, then nothing more (the connection held open)."""
+    if wire == "openai":
+        first = {"choices": [{"index": 0, "delta": {"content": "Hel"}}]}
+        body = [f"data: {json.dumps(first)}\n\n".encode()]
+        return Reply(200, iter(body), {"content-type": "text/event-stream"}, hang=True)
+    if wire == "ollama":
+        line = {"model": "m", "message": {"role": "assistant", "content": "Hel"}, "done": False}
+        return Reply(200, iter([json.dumps(line).encode() + b"\n"]), {"content-type": "application/x-ndjson"}, hang=True)
+    start = {"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test-model", "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 0}}}
+    body = [f"event: message_start\ndata: {json.dumps(start)}\n\n".encode()]
+    return Reply(200, iter(body), {"content-type": "text/event-stream"}, hang=True)
+
+
+@pytest.mark.parametrize("wire", sorted(PROVIDERS))
+def test_cancel_closes_a_stream_that_stops_midway(loopback: LoopbackServer, wire: str) -> None:
+    loopback.handler = lambda _req: _first_chunk_then_hang(wire)
+    provider = PROVIDERS[wire](loopback.url)
+    try:
+        session = Session(Agent("a", provider=provider))
+        timer, at = cancel_once_requested(session, loopback)
+        with pytest.raises(AgentError) as info:
+            list(session.run_stream("hi"))
+        returned = time.perf_counter()
+        timer.join()
+    finally:
+        provider.close()
+    assert info.value.kind is ErrorKind.CANCELLED
+    assert returned - at[0] < LIMIT + SLACK
+    assert loopback.wait_closed(1, timeout=2)
+
+
+# --- formations -------------------------------------------------------------------------
+
+
+def test_an_agent_node_timeout_closes_a_request_that_never_answers(loopback: LoopbackServer) -> None:
+    loopback.handler = lambda _req: Reply.never()
+    provider = PROVIDERS["openai"](loopback.url)
+    try:
+        formation = Formation("f").add_agent("ask", Agent("a", provider=provider), timeout=0.3, retries=0)
+        t0 = time.perf_counter()
+        with pytest.raises(FormationRuntimeError):
+            formation.run("hi")
+        assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+        assert loopback.wait_closed(1, timeout=2)
+    finally:
+        provider.close()
+
+
+def test_a_cancelled_run_closes_its_agent_nodes_request(loopback: LoopbackServer) -> None:
+    loopback.handler = lambda _req: Reply.never()
+    provider = PROVIDERS["anthropic"](loopback.url)
+    try:
+        with Formation("f").add_agent("ask", Agent("a", provider=provider)).start() as running:
+            future = running.submit("hi")
+            assert _wait_for(lambda: bool(loopback.requests))
+            assert future.cancel()
+            assert loopback.wait_closed(1, timeout=2)
+    finally:
+        provider.close()
+
+
+def test_a_fleet_node_timeout_closes_every_request_that_never_answers(loopback: LoopbackServer) -> None:
+    loopback.handler = lambda _req: Reply.never()
+    provider = PROVIDERS["ollama"](loopback.url)
+    try:
+        formation = Formation("f").add_fleet("each", Agent("a", provider=provider), timeout=1.0, retries=0)
+        t0 = time.perf_counter()
+        with pytest.raises(FormationRuntimeError):
+            formation.run(["x", "y", "z"])
+        assert time.perf_counter() - t0 < 1.0 + LIMIT + SLACK
+        assert loopback.requests  # (under load, not every session may have sent its request by then)
+        assert loopback.wait_closed(len(loopback.requests), timeout=2)
+    finally:
+        provider.close()
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def test_a_cancelled_run_frees_its_agent_node_stuck_in_a_tool(stuck: Any) -> None:
+    provider = ScriptedProvider([tool_calls(1), "first", "second"])
+    formation = Formation("f").add_agent("ask", Agent("a", provider=provider, tools=[stuck]))
+    with formation.start() as running:
+        first = running.submit("one")
+        time.sleep(0.2)  # the node is in the stuck tool
+        assert first.cancel()
+        t0 = time.perf_counter()
+        assert running.submit("two").result(timeout=5).output == "first"
+        assert time.perf_counter() - t0 < LIMIT + SLACK
+
+
+def test_a_fleet_node_timeout_holds_while_its_tools_are_stuck(stuck: Any) -> None:
+    provider = ScriptedProvider([tool_calls(1)] * 2)
+    agent = Agent("a", provider=provider, tools=[stuck])
+    formation = Formation("f").add_fleet("each", agent, timeout=0.3, retries=0)
+    t0 = time.perf_counter()
+    with pytest.raises(FormationRuntimeError):
+        formation.run(["x", "y"])
+    assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+
+
+def test_an_abandoned_tool_call_does_not_delay_interpreter_exit() -> None:
+    script = """
+import time
+from wingman_actors import Agent, Session, tool
+from wingman_actors.core import InferenceResponse
+from wingman_actors.testing import ScriptedProvider
+
+@tool
+def stuck() -> str:
+    '''Sleeps.'''
+    time.sleep(30)
+    return "late"
+
+agent = Agent("a", provider=ScriptedProvider([InferenceResponse.of_tool_calls([("c", "stuck", {})])]), tools=[stuck])
+try:
+    Session(agent).run("go", timeout=0.2)
+except Exception as exc:
+    print(type(exc).__name__)
+"""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
+    assert done.stdout.strip() == "AgentError", done.stderr
+    assert time.perf_counter() - t0 < 10
+
+
+def test_an_abandoned_tool_call_does_not_delay_stop(stuck: Any) -> None:
+    provider = ScriptedProvider([tool_calls(1)])
+    running = Formation("f").add_agent("ask", Agent("a", provider=provider, tools=[stuck]), timeout=0.3, retries=0).start()
+    try:
+        with pytest.raises(FormationRuntimeError):
+            running.submit("go").result(timeout=5)
+    finally:
+        t0 = time.perf_counter()
+        running.stop()
+        stopped_in = time.perf_counter() - t0
+    assert stopped_in < 1

@@ -1,0 +1,140 @@
+"""Benchmark scenarios of the async API, each with an asyncio heartbeat every 10 ms whose
+longest stall is reported (target: <= 50 ms), and the process's peak thread count.
+
+* ``async_concurrency``: 1,000 concurrent ``asubmit`` of a started 3-node formation of
+  ``async def`` nodes, each awaiting 100 ms: makespan over the ideal 0.3 s (target
+  <= 1.2x, fewer than 50 threads).
+* ``async_sessions``: 200 concurrent ``Session.arun`` against a loopback OpenAI-compatible
+  server (a process of its own) answering in 100 ms: makespan over the ideal 0.1 s
+  (target <= 1.3x, fewer than 30 threads). Whether a session waits on a thread depends on
+  the provider: with ``arun_inference`` it does not; without, each call runs on one of the
+  loop's default executor threads, and the makespan shows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..agents._agent import Agent
+from ..agents._session import Session
+from ..formation import Formation
+from ..providers import new_provider
+from .scenarios import Measurement
+
+__all__ = ["async_concurrency", "async_sessions"]
+
+_BEAT_S = 0.01
+
+
+class _Watch:
+    """A heartbeat task on the loop (the longest gap between its ticks beyond 10 ms) and
+    the peak thread count it sees."""
+
+    def __init__(self) -> None:
+        self.stall = 0.0
+        self.peak_threads = threading.active_count()
+        self._task: asyncio.Task[None] | None = None
+
+    async def _beat(self) -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(_BEAT_S)
+            now = time.perf_counter()
+            self.stall = max(self.stall, now - last - _BEAT_S)
+            self.peak_threads = max(self.peak_threads, threading.active_count())
+            last = now
+
+    def __enter__(self) -> _Watch:
+        self._task = asyncio.ensure_future(self._beat())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+async def _timed(work: Callable[[], Awaitable[Any]]) -> tuple[float, float, int]:
+    """Seconds ``work()`` took, the heartbeat's longest stall (s) and the peak threads."""
+    with _Watch() as watch:
+        t0 = time.perf_counter()
+        await work()
+        elapsed = time.perf_counter() - t0
+    return elapsed, watch.stall, watch.peak_threads
+
+
+def _judge(name: str, ideal: float, runs: list[tuple[float, float, int]], ratio_target: float, thread_cap: int,
+           details: dict[str, Any]) -> Measurement:
+    ratio = statistics.median(t / ideal for t, _, _ in runs)
+    stall_ms = max(s for _, s, _ in runs) * 1e3
+    peak = max(p for _, _, p in runs)
+    meets = ratio <= ratio_target and peak < thread_cap and stall_ms <= 50
+    return Measurement(
+        name, round(ratio, 3), "x ideal",
+        f"<= {ratio_target}x ideal {ideal:g} s, < {thread_cap} threads, heartbeat stall <= 50 ms", meets, ideal,
+        {"ideal_s": ideal, "runs_s": [round(t, 3) for t, _, _ in runs], "max_stall_ms": round(stall_ms, 1),
+         "peak_threads": peak, **details},
+    )
+
+
+async def _step(x: int) -> int:
+    await asyncio.sleep(0.1)
+    return x + 1
+
+
+def async_concurrency(quick: bool) -> Measurement:
+    # Each replica of an async node awaits one coroutine at a time on its own loop thread,
+    # so a node runs `concurrency` coroutines at once: what the thread budget allows.
+    n, conc = (200 if quick else 1_000), 7
+    formation = (
+        Formation("bench-async").add_function("a", _step, concurrency=conc).add_function("b", _step, concurrency=conc)
+        .add_function("c", _step, concurrency=conc).connect("a", "b", "c")
+    )
+
+    async def once() -> tuple[float, float, int]:
+        async with formation.astart() as running:
+            async def burst() -> None:
+                await asyncio.gather(*(running.asubmit(i) for i in range(n)))
+
+            return await _timed(burst)
+
+    runs = [asyncio.run(once()) for _ in range(1 if quick else 3)]
+    return _judge("async_concurrency", 0.3, runs, 1.2, 50, {"runs": n, "concurrency_per_node": conc})
+
+
+def async_sessions(quick: bool) -> Measurement:
+    n, delay = (50 if quick else 200), 0.1
+    server = subprocess.Popen([sys.executable, "-m", "wingman_actors._bench.openai_loopback", str(delay)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    provider: Any = None
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        provider = new_provider("openai", {"model": "bench", "base_url": f"http://127.0.0.1:{port}/v1",
+                                           "api_key": "bench", "max_retries": 0})
+        agent = Agent("bench", provider=provider)
+        has_async = callable(getattr(provider, "arun_inference", None))
+
+        async def once() -> tuple[float, float, int]:
+            async def burst() -> None:
+                await asyncio.gather(*(Session(agent).arun(f"q{i}") for i in range(n)))
+
+            return await _timed(burst)
+
+        asyncio.run(once())  # warm: connections opened, modules loaded
+        runs = [asyncio.run(once()) for _ in range(1 if quick else 3)]
+    finally:
+        if provider is not None:
+            provider.close()
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(10)
+        if server.stdout is not None:
+            server.stdout.close()
+    return _judge("async_sessions", delay, runs, 1.3, 30, {"sessions": n, "provider_has_arun_inference": has_async})

@@ -1,0 +1,304 @@
+"""The async driver of a session run: ``Session.arun``/``astream`` and ``Fleet.arun``.
+
+The loop itself (retries, middleware, tools, journalling, structured output) is the one
+generator :meth:`Session._loop` the blocking ``run`` drives; driven with ``aio``, it yields
+the work that waits — a :class:`~._model_calls.ModelCall`, a
+:class:`~._tool_steps.ToolBatch` — and this driver does that work on the caller's event
+loop and sends the outcome back:
+
+* a model call awaits the provider's ``arun_inference(request)`` (or iterates its
+  ``astream_inference(request)``, an async iterator of stream events) when it has them,
+  so the run waits on no thread of its own; a provider without them has its blocking
+  ``run_inference``/``stream_inference`` called on a worker thread;
+* ``async def`` tools are awaited here; other tools run on a worker thread, as the
+  blocking run runs them.
+
+The run's deadline bounds every await; cancelling the awaiting task cancels the run's
+token (what its tools and delegated runs watch), closes the loop (its ``finally`` blocks
+run: the session is free again) and re-raises ``CancelledError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, cast
+
+from .._cancel import CancelToken, cancel_scope, current_token
+from .._interrupts import RunSuspended
+from ..core import ContentBlock, InferenceResponse, StreamEvent, StreamEventType
+from ._model_calls import ModelCall
+from ._result import Result, collect_child_runs
+from ._tool_steps import ToolBatch, ToolStep, failure_block
+
+if TYPE_CHECKING:
+    from ._fleet import Fleet, FleetResult
+    from ._session import RunGen
+
+__all__ = ["AsyncSessionStream", "arun_fleet", "drive"]
+
+_Outcome = tuple[ContentBlock, float, list[Any]]
+_END = object()
+
+
+@contextlib.asynccontextmanager
+async def _deadline(token: CancelToken) -> AsyncIterator[None]:
+    """Bound the awaits inside by the run's deadline: past it, ``AgentError(kind=timeout)``."""
+    remaining = token.remaining()
+    if remaining is None:
+        yield
+        return
+    try:
+        async with asyncio.timeout(remaining):
+            yield
+    except TimeoutError:
+        token.check()  # the deadline passed: the run's timeout error
+        raise
+
+
+async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:
+    """Drive a run of the loop made with ``aio``: yield its stream events, then its
+    :class:`Result` (last)."""
+    send: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                item = gen.throw(error) if error is not None else gen.send(send)
+            except StopIteration as stop:
+                yield cast(Result, stop.value)
+                return
+            send = error = None
+            if type(item) is ModelCall:
+                try:
+                    async for got in _model(item):
+                        if type(got) is InferenceResponse:
+                            send = got
+                        else:
+                            yield cast(StreamEvent, got)
+                except asyncio.CancelledError:
+                    item.token.cancel("the task awaiting the run was cancelled")
+                    raise
+                except Exception as exc:
+                    error = exc
+            elif type(item) is ToolBatch:
+                try:
+                    send = await _run_tools(item)
+                except asyncio.CancelledError:
+                    item.step.tool_ctx.token.cancel("the task awaiting the run was cancelled")  # type: ignore[union-attr]
+                    raise
+                except Exception as exc:
+                    error = exc
+            else:
+                yield cast(StreamEvent, item)
+    finally:
+        gen.close()
+
+
+async def _model(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceResponse]:
+    """One model call, in its ``chat`` span when OpenTelemetry is in use: the stream's
+    events (when streaming), then the response."""
+    chat = call.spans.chat(call.request) if call.spans is not None else None
+    try:
+        if call.stream:
+            response = None
+            async for got in _stream(call):
+                if type(got) is InferenceResponse:
+                    response = got
+                else:
+                    yield got
+            assert response is not None
+        elif chat is not None:
+            with chat.current():
+                response = await _infer(call)
+        else:
+            response = await _infer(call)
+    except BaseException as exc:
+        if chat is not None:
+            chat.failed(exc)
+        raise
+    if chat is not None:
+        chat.done(response)
+    yield response
+
+
+async def _infer(call: ModelCall) -> InferenceResponse:
+    provider, token = call.provider, call.token
+    ainfer = getattr(provider, "arun_inference", None)
+    with cancel_scope(token):  # the provider's retries see the token
+        async with _deadline(token):
+            if ainfer is not None:
+                response: InferenceResponse = await ainfer(call.request)
+            else:
+                response = await asyncio.to_thread(provider.run_inference, call.request)
+    token.check()
+    return response
+
+
+async def _stream(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceResponse]:
+    """A streamed call: the events, then the response (from ``message_stop``)."""
+    provider, token = call.provider, call.token
+    astream = getattr(provider, "astream_inference", None)
+    response: InferenceResponse | None = None
+    if astream is not None:
+        with cancel_scope(token):
+            made = astream(call.request)
+            if inspect.isawaitable(made):  # an ``async def`` that returns the iterator
+                made = await made
+            events = made.__aiter__()
+        try:
+            while True:
+                with cancel_scope(token):
+                    try:
+                        async with _deadline(token):
+                            event = await events.__anext__()
+                    except StopAsyncIteration:
+                        break
+                if event.type is StreamEventType.MESSAGE_STOP and event.response is not None:
+                    response = event.response
+                yield event
+                token.check()
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if response is None:
+            response = getattr(events, "response", None)
+    else:
+        with cancel_scope(token):
+            stream = await asyncio.to_thread(provider.stream_inference, call.request)
+            it = iter(stream)
+        try:
+            while True:
+                with cancel_scope(token):
+                    async with _deadline(token):
+                        event = await asyncio.to_thread(next, it, _END)
+                if event is _END:
+                    break
+                yield event
+                token.check()
+        finally:
+            stream.close()
+        response = stream.response
+    if response is None:
+        raise RuntimeError(f"provider {getattr(provider, 'id', provider)!r}: its stream ended without a response "
+                           "(no message_stop event carrying it)")
+    yield response
+
+
+async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
+    """The batch's calls, at most the agent's ``tool_concurrency`` at once; their
+    outcomes in completion order."""
+    step = batch.step
+    token = step.tool_ctx.token
+    room = asyncio.Semaphore(step.agent.tool_concurrency)
+    done: list[tuple[int, _Outcome]] = []
+
+    async def one(index: int, call: ContentBlock) -> None:
+        async with room:
+            done.append((index, await _execute(step, call)))
+
+    if token is None:
+        await asyncio.gather(*(one(i, c) for i, c in batch.calls))
+    else:
+        async with _deadline(token):
+            await asyncio.gather(*(one(i, c) for i, c in batch.calls))
+    return done
+
+
+async def _execute(step: ToolStep, call: ContentBlock) -> _Outcome:
+    """One call: an ``async def`` tool awaited here, any other on a worker thread
+    (:meth:`ToolStep.execute`, as the blocking run calls it)."""
+    tool = step.tools.get(call.name or "")
+    aexecute = getattr(tool, "aexecute", None)
+    if aexecute is None:
+        return await asyncio.to_thread(step.execute, call)
+    spans, name, call_id = step.spans, call.name or "", call.id or ""
+    with collect_child_runs() as children, contextlib.ExitStack() as stack:
+        span = stack.enter_context(spans.tool(call, tool.description)) if spans is not None else None  # type: ignore[union-attr]
+        t0 = time.perf_counter()
+        error: Exception | None = None
+        try:
+            if step.tool_ctx.token is not None:
+                step.tool_ctx.token.check()
+            out = await aexecute(dict(call.input or {}), step.tool_ctx)
+            block = ContentBlock.tool_result_block(call_id, out if isinstance(out, str) else str(out))
+        except Exception as exc:
+            error = exc
+            block = failure_block(call_id, name, exc)
+        duration = time.perf_counter() - t0
+        if span is not None:
+            span.result(block, error)
+    return block, duration, children
+
+
+class AsyncSessionStream:
+    """The events of a streamed async run (``Session.astream``), for ``async for``;
+    :meth:`result` once iteration has ended. If the run fails, an ``error`` event is
+    yielded and then the error is raised from the iteration."""
+
+    def __init__(self, gen: RunGen) -> None:
+        self._gen = gen
+        self._result: Result | None = None
+        self._error: BaseException | None = None
+
+    async def __aiter__(self) -> AsyncIterator[StreamEvent]:
+        try:
+            async for item in drive(self._gen):
+                if type(item) is Result:
+                    self._result = item
+                else:
+                    yield cast(StreamEvent, item)
+        except BaseException as exc:
+            self._error = exc
+            raise
+
+    def result(self) -> Result:
+        """The run's result; raises the run's error if it failed."""
+        if self._error is not None:
+            raise self._error
+        if self._result is None:
+            raise RuntimeError("the stream has not finished: iterate it to the end first")
+        return self._result
+
+
+async def arun_fleet(fleet: Fleet) -> list[FleetResult]:
+    """Every task of ``fleet`` as an async session on the caller's loop, at most
+    ``fleet.cap`` at once; one result per task, in task order."""
+    from ._fleet import _fleet_result, task_metadata
+
+    n = len(fleet)
+    if n == 0:
+        return []
+    token = CancelToken(parent=current_token())
+    fleet._track(token)
+    room = asyncio.Semaphore(fleet.cap)
+
+    async def one(index: int) -> FleetResult:
+        async with room:
+            started = time.perf_counter()
+            result: Result | None = None
+            error: BaseException | None = None
+            data = None
+            try:
+                session, message, data = fleet._open_session(index)
+                try:
+                    result = await session.arun(message, timeout=fleet.timeout, parent_token=token,
+                                                metadata=task_metadata(data))
+                finally:
+                    session.close()
+            except (Exception, RunSuspended) as exc:
+                error = exc
+            return _fleet_result(index, fleet._worker_name(index), result, error, data, time.perf_counter() - started)
+
+    try:
+        return list(await asyncio.gather(*(one(i) for i in range(n))))
+    except asyncio.CancelledError:
+        token.cancel("the task awaiting the fleet was cancelled")
+        raise
+    finally:
+        fleet._untrack(token)
+        token.release()

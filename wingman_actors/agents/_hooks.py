@@ -1,0 +1,38 @@
+"""What a session run gives its hooks: read-only run metadata, and its ``session_stop`` event.
+
+Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from typing import Any
+
+from .._interrupts import RunSuspended
+from ..events import Event, EventBus
+from ._middleware import NO_METADATA
+from ._result import Result
+
+__all__ = ["emit_stop", "read_only"]
+
+
+def read_only(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A read-only copy of a run's ``metadata`` (hooks and tools of concurrent runs share nothing)."""
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a dict (a mapping of names to values), got {type(metadata).__name__}")
+    return types.MappingProxyType(dict(metadata)) if metadata else NO_METADATA
+
+
+def emit_stop(
+    bus: EventBus, agent: str, session_id: str, result: Result | None, failure: BaseException | None
+) -> None:
+    """The run's ``session_stop`` event: succeeded (or suspended) with its result, or failed."""
+    if result is not None:
+        bus.emit(Event("session_stop", agent, session_id, status=result.status, result=result, usage=result.usage,
+                       duration_s=result.duration_s))
+    elif isinstance(failure, RunSuspended):
+        bus.emit(Event("session_stop", agent, session_id, status="suspended"))
+    else:
+        error = str(failure) if failure is not None else "the run stopped before it finished"
+        bus.emit(Event("session_stop", agent, session_id, status="failed", error=error))

@@ -1,0 +1,171 @@
+"""Sessions that wait: ``Session(agent, store=RunStore(...))`` suspends a run on ``interrupt()``.
+
+A tool (or middleware) of such a session that calls :func:`~wingman_actors.interrupt` (the
+``ask_human`` tool does) ends the run with ``Result(status="suspended", interrupt=payload)``
+instead of an error. The run is then journalled in the store as a one-node run (the node is
+the agent; the formation name ``"session:<agent name>"``): the history before the message,
+the message, its metadata, the model responses of the run so far, and the interrupt.
+Nothing is written to the store by a run that does not suspend.
+
+:meth:`Session.resume <wingman_actors.Session.resume>` (in any process, with an agent of the
+same name) records the answer, restores the history, and runs the message again: the
+journalled model responses are replayed instead of calling the model, tools run again (so
+keep side effects after the ``interrupt()`` call, or make them idempotent), and that call
+of ``interrupt()`` returns the answer. A suspended session expires after the store's
+``suspend_ttl``, like a suspended formation run.
+
+The store's run id is the session id; a later turn of the same session that suspends too
+gets ``"<session id>:2"``, ``":3"``... and :meth:`resume` takes the newest.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._cancel import CancelToken
+from .._interrupts import RunSuspended, VisitScope
+from ..core import Message
+from ._result import Result
+
+if TYPE_CHECKING:
+    from ..store import FormationShape, JournalStore
+    from ._agent import Agent
+    from ._session import Session
+
+__all__ = ["check_store", "resume_waiting", "run_waiting"]
+
+_VISIT = 1  # a session's run is one visit of its one node
+
+
+def check_store(store: object) -> None:
+    """Refuse what is not a run store, with the fix."""
+    from ..store import JournalStore  # the store layer sits above agents: imported only when store= is used
+
+    if not isinstance(store, JournalStore):
+        raise TypeError(
+            f"Session(store=...) takes a RunStore, got {type(store).__name__}; e.g. "
+            "Session(agent, store=RunStore('runs.sqlite')) (from wingman_actors.store import RunStore)"
+        )
+
+
+def _shape(agent: Agent) -> FormationShape:
+    from ..store import FormationShape
+
+    return FormationShape(((agent.name, "agent"),), ())
+
+
+def _formation(agent: Agent) -> str:
+    return f"session:{agent.name}"
+
+
+def _hold(response: Any) -> None:
+    """Until a run suspends it has no record in the store: its scope keeps the model
+    responses (:meth:`VisitScope.record_reply`) and journals them only then."""
+
+
+def run_waiting(
+    session: Session, message: str | Message, timeout: float | None, parent_token: CancelToken | None,
+    metadata: Mapping[str, Any] | None,
+) -> Result:
+    """:meth:`Session.run` of a session with a store."""
+    scope = VisitScope("", session.agent.name, _VISIT, (), _hold, None)
+    msg = Message.user(message) if isinstance(message, str) else message
+    return _attempt(session, session._store, scope, None, list(session.history), msg, timeout, parent_token, metadata)
+
+
+def resume_waiting(session: Session, session_id: str, store: Any, answer: Any, timeout: float | None) -> Result:
+    """:meth:`Session.resume`."""
+    if store is None:
+        raise ValueError(
+            "resume needs the store the session was suspended in: Session(agent, store=store).resume(session_id, "
+            "answer=...) or session.resume(session_id, store=RunStore(path), answer=...)"
+        )
+    check_store(store)
+    if session._busy.locked():
+        raise RuntimeError(f"session {session.id} is running a message; resume in another Session")
+    agent = session.agent
+    run_id = _newest(store, session_id)
+    journal = store.claim_run(run_id, _shape(agent), formation=_formation(agent))
+    if journal.pending_interrupt is not None:
+        store.answer(run_id, answer)
+        journal = store.load(run_id)
+    node = agent.name
+    saved = journal.run.input
+    record = functools.partial(store.record_progress, run_id, node, _VISIT)
+    scope = VisitScope(run_id, node, _VISIT, journal.answers(node, _VISIT), record,
+                       list(journal.progress.get((node, _VISIT, None), ())))
+    history = list(saved["history"])
+    session.id = session_id
+    session.history = list(history)
+    return _attempt(session, store, scope, run_id, history, saved["message"], timeout, None, saved["metadata"] or None)
+
+
+def _newest(store: JournalStore, session_id: str) -> str:
+    """The store's newest run of session ``session_id`` (see the module docs)."""
+    from ..store import UnknownRunError
+
+    found: str | None = None
+    n = 1
+    while True:
+        run_id = session_id if n == 1 else f"{session_id}:{n}"
+        try:
+            store.get(run_id)
+        except UnknownRunError:
+            break
+        found, n = run_id, n + 1
+    if found is None:
+        raise ValueError(
+            f"no suspended session {session_id!r} in this store: pass the id of a session whose run returned "
+            "status='suspended' (session.id), and the store it ran with"
+        )
+    return found
+
+
+def _free_id(store: JournalStore, session_id: str) -> str:
+    newest = None
+    try:
+        newest = _newest(store, session_id)
+    except ValueError:
+        return session_id
+    n = 2 if newest == session_id else int(newest.rsplit(":", 1)[1]) + 1
+    return f"{session_id}:{n}"
+
+
+def _attempt(
+    session: Session, store: Any, scope: VisitScope, run_id: str | None, history: list[Message], msg: Message,
+    timeout: float | None, parent_token: CancelToken | None, metadata: Mapping[str, Any] | None,
+) -> Result:
+    """Run ``msg`` under ``scope`` (where ``interrupt()`` finds its answers); suspend on it."""
+    try:
+        result = scope.run(session._run_blocking, msg, timeout, parent_token, metadata)
+    except RunSuspended as signal:
+        if signal.scope is not scope:
+            raise  # an interrupt of an enclosing formation run: that run suspends
+        return _suspend(session, store, scope, run_id, history, msg, metadata, signal.payload)
+    except BaseException as exc:
+        if run_id is not None:
+            store.set_status(run_id, "failed", error=f"{type(exc).__name__}: {exc}", wait=True)
+        raise
+    if run_id is not None:
+        store.set_status(run_id, "succeeded", wait=True)
+    return result
+
+
+def _suspend(
+    session: Session, store: Any, scope: VisitScope, run_id: str | None, history: list[Message], msg: Message,
+    metadata: Mapping[str, Any] | None, payload: Any,
+) -> Result:
+    agent = session.agent
+    node = agent.name
+    if run_id is None:
+        run_id = _free_id(store, session.id)
+        saved = {"history": history, "message": msg, "metadata": dict(metadata) if metadata else None}
+        store.begin_run(_formation(agent), _shape(agent), saved, run_id=run_id)
+    scope.on_progress = functools.partial(store.record_progress, run_id, node, _VISIT)
+    scope.journal_replies()
+    store.record_interrupt(run_id, node, _VISIT, payload)
+    store.set_status(run_id, "suspended", wait=True)
+    session.history = list(history)  # the turn is not over: resume() runs it again
+    return Result(status="suspended", interrupt=payload, stop_reason="tool_use")

@@ -1,0 +1,293 @@
+"""Formation runs awaited from asyncio: the bridge from the runtime's threads to the
+caller's event loop.
+
+A run's :class:`~._future.RunFuture` resolves on a runtime thread; :class:`AsyncRun` is its
+``asyncio.Future`` on the caller's loop. Completions reach the loop through a
+:class:`LoopInbox`: the first completion into an empty inbox schedules one
+``call_soon_threadsafe``, and the loop then settles every completion that arrived
+meanwhile in one go. Handing each run to the loop on its own (one thread-safe call per run)
+measured 1.8-3.1x the ideal time at 1,000 concurrent runs; batched, 1.3-1.4x. Run events
+(:func:`astream_plan`) travel the same way.
+
+``arun``, ``astream`` and ``astart`` are the sync paths' own halves (``begin_once``,
+``settle``, ``stop``), the blocking ones (starting and stopping node actors, which may wait
+for threads) called on a worker thread so the caller's loop never waits on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import threading
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ._future import RunFuture
+from ._options import RunOptions
+
+if TYPE_CHECKING:
+    from ._durable import Journal
+    from ._plan import Plan
+    from ._result import FormationResult
+    from ._runtime import RunningFormation
+    from .events import FormationEvent
+
+__all__ = ["AsyncRun", "AsyncStart", "LoopInbox", "arun_plan", "astream_plan", "running_loop", "watch"]
+
+_T = TypeVar("_T")
+
+
+def running_loop(call: str) -> asyncio.AbstractEventLoop:
+    """The running event loop, or a ``RuntimeError`` saying ``call`` needs one."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(
+            f"{call} must be called from a coroutine running on an event loop (e.g. inside `async def main()` "
+            "run by asyncio.run(main())); from plain code, use the blocking twin without the 'a'"
+        ) from None
+
+
+class LoopInbox(Generic[_T]):
+    """Items handed to an event loop from any thread, in batches: one
+    ``call_soon_threadsafe`` per batch, not per item.
+
+    Args:
+        loop: the loop ``handle`` runs on.
+        handle: called on the loop with each item, in arrival order.
+    """
+
+    __slots__ = ("_handle", "_items", "_lock", "_loop", "_scheduled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, handle: Callable[[_T], object]) -> None:
+        self._loop = weakref.ref(loop)  # weak: the inbox of a loop lives in a dict keyed weakly by it
+        self._handle = handle
+        self._items: deque[_T] = deque()
+        self._lock = threading.Lock()
+        self._scheduled = False
+
+    def put(self, item: _T) -> None:
+        """Hand ``item`` to the loop (from any thread); dropped if the loop is closed."""
+        with self._lock:
+            self._items.append(item)
+            if self._scheduled:
+                return  # the drain already scheduled takes it
+            self._scheduled = True
+        loop = self._loop()
+        try:
+            if loop is None:
+                raise RuntimeError("the loop is gone")
+            loop.call_soon_threadsafe(self._drain)
+        except RuntimeError:  # the loop is closed: nobody awaits these any more
+            with self._lock:
+                self._items.clear()
+                self._scheduled = False
+
+    def _drain(self) -> None:
+        with self._lock:
+            items, self._items = self._items, deque()
+            self._scheduled = False
+        handle = self._handle
+        for item in items:
+            handle(item)
+
+
+class AsyncRun(asyncio.Future["FormationResult"]):
+    """A formation run awaited on an event loop: ``await`` it for the
+    :class:`~wingman_actors.formation._result.FormationResult`.
+
+    Cancelling it (or the task awaiting it: asyncio cancels the future a task waits on)
+    cancels the run itself; a run cancelled elsewhere cancels it.
+
+    Attributes:
+        run_id: the run's id.
+
+    Example:
+        >>> run = running.asubmit(7)                                       # doctest: +SKIP
+        >>> run.run_id, (await run).output                                 # doctest: +SKIP
+    """
+
+    def __init__(self, future: RunFuture, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop=loop)
+        self.run_id: str = future.run_id
+        self._run: RunFuture | None = future  # None once settled: the run's callback holds this
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        """Cancel the run (queued or in flight) and this future; False when done."""
+        run = self._run
+        if run is None or self.done():
+            return False
+        run.cancel()
+        return super().cancel(msg)
+
+    def _settle(self) -> None:
+        run, self._run = self._run, None
+        if run is None or self.done():
+            return
+        if run.cancelled():
+            super().cancel()
+            return
+        exc = run.exception()
+        if exc is not None:
+            self.set_exception(exc)
+        else:
+            self.set_result(run.result())
+
+
+_settlers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopInbox[AsyncRun]] = weakref.WeakKeyDictionary()
+_settlers_lock = threading.Lock()
+
+
+def watch(future: Future[FormationResult], loop: asyncio.AbstractEventLoop) -> AsyncRun:
+    """The :class:`AsyncRun` of ``future`` (a :class:`RunFuture`) on ``loop`` (the running
+    one: call it there). Every run watched on one loop shares its inbox, so runs finishing
+    together are settled together."""
+    assert isinstance(future, RunFuture)
+    inbox = _settlers.get(loop)
+    if inbox is None:
+        with _settlers_lock:
+            inbox = _settlers.get(loop)
+            if inbox is None:
+                inbox = _settlers[loop] = LoopInbox(loop, AsyncRun._settle)
+    run = AsyncRun(future, loop)
+    put = inbox.put
+    future.add_done_callback(lambda _: put(run))
+    return run
+
+
+async def _off_loop(fn: Callable[[], _T]) -> _T:
+    """``fn()`` on a worker thread (the loop's default executor, in a copy of the
+    caller's context), shielded: a cancel of the awaiting task does not abandon it."""
+    return await asyncio.shield(asyncio.to_thread(fn))
+
+
+async def _begin(fn: Callable[[], _T], undo: Callable[[_T], object]) -> _T:
+    """``fn()`` (which starts node actors) on a worker thread. If the awaiting task is
+    cancelled while it runs, what it started is undone by ``undo`` (on a worker thread)
+    before the ``CancelledError`` goes on; cancelled again meanwhile, the undoing is left
+    to finish on its own."""
+    loop = asyncio.get_running_loop()
+    started = asyncio.ensure_future(asyncio.to_thread(fn))
+    try:
+        return await asyncio.shield(started)
+    except asyncio.CancelledError:
+        def late(done: asyncio.Future[_T]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                loop.run_in_executor(None, undo, done.result())
+
+        try:
+            begun = await asyncio.shield(started)
+        except asyncio.CancelledError:
+            started.add_done_callback(late)
+            raise
+        except Exception:
+            raise asyncio.CancelledError() from None  # it failed: nothing to undo
+        await _off_loop(functools.partial(undo, begun))
+        raise
+
+
+def _cancel_and_stop(begun: tuple[RunningFormation, RunFuture]) -> None:
+    running, future = begun
+    future.cancel()
+    running.stop()
+
+
+async def arun_plan(
+    plan: Plan, input: Any, options: RunOptions, journal: Journal | None, *, resume: bool = False, answer: Any = None,
+) -> FormationResult:
+    """``run_once`` awaited: start, submit (or resume), await the result, settle the
+    journal, stop. Cancelling the awaiting task cancels the run."""
+    from ._runtime import begin_once, settle
+
+    loop = asyncio.get_running_loop()
+    running, future = await _begin(
+        functools.partial(begin_once, plan, input, options, journal, resume=resume, answer=answer), _cancel_and_stop
+    )
+    try:
+        try:
+            result = await watch(future, loop)
+        except BaseException:
+            if journal is not None and not journal.owned:  # else settle() has nothing to do
+                await _off_loop(functools.partial(settle, journal, future, quiet=True))
+            raise
+        if journal is not None and not journal.owned:
+            await _off_loop(functools.partial(settle, journal, future))
+        return result
+    finally:
+        await _off_loop(running.stop)
+
+
+async def astream_plan(
+    plan: Plan, input: Any, options: RunOptions, journal: Journal | None, *, resume_id: str | None = None,
+    answer: Any = None,
+) -> AsyncIterator[FormationEvent]:
+    """``run_stream`` awaited: the run's events, handed to the loop in batches, until the
+    event that ends it; the formation stops when the iteration ends (also early)."""
+    from ._runtime import RUN_ENDED, begin_once
+
+    loop = asyncio.get_running_loop()
+    events: deque[FormationEvent] = deque()
+    waiter: list[asyncio.Future[None]] = []
+
+    def arrived(event: FormationEvent) -> None:  # on the loop
+        events.append(event)
+        if waiter and not waiter[0].done():
+            waiter[0].set_result(None)
+
+    inbox: LoopInbox[FormationEvent] = LoopInbox(loop, arrived)
+    if resume_id is not None:
+        options = dataclasses.replace(options, run_id=resume_id)
+    running, future = await _begin(functools.partial(
+        begin_once, plan, input, dataclasses.replace(options, on_event=None), journal, resume=resume_id is not None,
+        answer=answer, on_event=inbox.put,
+    ), _cancel_and_stop)
+    try:
+        while True:
+            while not events:
+                waiter[:] = [loop.create_future()]
+                await waiter[0]
+            event = events.popleft()
+            yield event
+            if event.type in RUN_ENDED:
+                return
+    finally:
+        if not future.done():
+            future.cancel()
+        await _off_loop(running.stop)
+
+
+class AsyncStart:
+    """``async with formation.astart(...) as running:``: the formation is started on a
+    worker thread on entry and stopped the same way on exit, so the caller's loop never
+    waits on its threads; ``running`` is the
+    :class:`~wingman_actors.formation._runtime.RunningFormation`, whose ``asubmit``
+    returns an awaitable :class:`AsyncRun`.
+
+    Args:
+        start: starts the formation (``Formation.start`` with its options bound).
+    """
+
+    __slots__ = ("_running", "_start")
+
+    def __init__(self, start: Callable[[], RunningFormation]) -> None:
+        self._start = start
+        self._running: RunningFormation | None = None
+
+    async def __aenter__(self) -> RunningFormation:
+        if self._running is not None:
+            raise RuntimeError("this astart() is already entered: call formation.astart() again for another")
+        self._running = await _begin(self._start, _stop)
+        return self._running
+
+    async def __aexit__(self, *exc: object) -> None:
+        running, self._running = self._running, None
+        if running is not None:
+            await _off_loop(running.stop)
+
+
+def _stop(running: RunningFormation) -> None:
+    running.stop()

@@ -1,0 +1,254 @@
+"""HTTP requests a cancel closes, and timeouts cut to the run's deadline.
+
+A blocking httpx request sits in a socket read on the session's own thread: a check
+between steps cannot reach it, and closing a socket from another thread does not wake a
+read blocked on it. So each request in flight uses an httpx client of its own
+(:class:`ClientPool` lends one, with at most one connection, and takes it back for the next
+request: keep-alive is kept), whose connection's socket is known from httpx's documented
+``trace`` extension. A cancel of the run's :class:`~wingman_actors._cancel.CancelToken`
+shuts that socket down: the read ends at once, the server sees the connection closed,
+and the run raises its cancel error. The run's deadline needs no callback: every request's
+timeout is the smaller of the provider's own and the time the run has left
+(:func:`request_timeout`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import socket
+import ssl
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+
+from .._cancel import current_token
+from ._aio import AsyncClients
+
+__all__ = ["ClientPool", "Lease", "remaining_timeout", "request_timeout"]
+
+_CONNECT_TIMEOUT = 10.0
+_MAX_IDLE = 100  # idle clients (each with its keep-alive connection) a provider keeps (httpx: 20)
+_MAX_ASYNC_CONNECTIONS = 1000  # an async client's, over all its requests in flight
+_ASYNC_SHARDS = 32  # httpx clients behind one async client (see ShardedAsyncClient)
+
+
+def remaining_timeout(own: float) -> float:
+    """``own``, or less: the time the current run has left before its deadline."""
+    token = current_token()
+    remaining = token.remaining() if token is not None else None
+    if remaining is None:
+        return own
+    return max(min(own, remaining), 0.001)
+
+
+def request_timeout(own: float) -> httpx.Timeout:
+    """The httpx timeout of one request: the provider's ``own`` (connect at most 10 s),
+    cut to the current run's remaining time."""
+    timeout = remaining_timeout(own)
+    return httpx.Timeout(timeout, connect=min(timeout, _CONNECT_TIMEOUT))
+
+
+class Lease:
+    """One client lent for one request: the client, and what a cancel needs to close it.
+
+    Attributes:
+        client: the httpx client (at most one connection).
+        sdk: a provider's own client built on ``client`` (the Anthropic SDK's), kept with it.
+    """
+
+    __slots__ = ("_aborted", "_generation", "_lock", "_sock", "client", "sdk")
+
+    def __init__(self, make: Callable[[dict[str, Any]], Any]) -> None:
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._aborted = False
+        self._generation = 0
+        self.sdk: Any = None
+        # The hook puts the trace on every request the client sends (the SDK's too).
+        self.client: Any = make({"request": [self._add_trace]})
+
+    def _add_trace(self, request: Any) -> None:
+        request.extensions["trace"] = self._trace
+
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        if event != "connection.connect_tcp.complete":
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            self._sock = sock
+            aborted = self._aborted
+        if aborted:  # cancelled while connecting
+            _shutdown(sock)
+
+    def aborter(self) -> Callable[[], None]:
+        """A function that closes this lease's request in flight (and nothing lent later)."""
+        generation = self._generation
+
+        def abort() -> None:
+            with self._lock:
+                if self._generation != generation:
+                    return  # that request has ended; the client serves another now
+                self._aborted = True
+                sock = self._sock
+            if sock is not None:
+                _shutdown(sock)
+
+        return abort
+
+    def settle(self) -> bool:
+        """End the request: later aborts are ignored. Returns whether it was aborted."""
+        with self._lock:
+            self._generation += 1
+            aborted, self._aborted = self._aborted, False
+            return aborted
+
+
+def _shutdown(sock: socket.socket) -> None:
+    # shutdown(), not close(): it wakes a read blocked in another thread, and sends the FIN.
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+class ClientPool:
+    """The httpx clients of one provider: one lent per request in flight, kept for reuse.
+
+    Args:
+        base_url: the provider's base URL.
+        timeout: the provider's own timeout in seconds (connect at most 10 s).
+        headers: headers sent with every request.
+        http: the httpx module, or an API-compatible one (the Anthropic SDK 2.x uses
+            ``httpx2``): its ``Client``, ``Timeout``, ``Limits`` and ``create_ssl_context``.
+        factory: builds a client from that module's ``Client`` keyword arguments (default
+            its ``Client``; the Anthropic provider passes the SDK's ``DefaultHttpxClient``).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float,
+        headers: dict[str, str] | None = None,
+        *,
+        http: Any = httpx,
+        factory: Callable[..., Any] | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.headers = dict(headers or {})
+        self._http = http
+        self._factory = factory if factory is not None else http.Client
+        self._idle: list[Lease] = []
+        self._lock = threading.Lock()
+        self._ssl: ssl.SSLContext | None = None  # made once: certificates load slowly
+        self._epoch = 0
+        # The async path needs no client per request: cancelling a task closes its request.
+        self._async = AsyncClients(self._make_async)
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        with self._lock:
+            if self._ssl is None:
+                self._ssl = self._http.create_ssl_context()
+            return self._ssl
+
+    def _make_async(self) -> Any:
+        http = self._http
+        ssl_context = self._ssl_context()
+        return ShardedAsyncClient([
+            http.AsyncClient(
+                base_url=self.base_url,
+                timeout=http.Timeout(self.timeout, connect=min(self.timeout, _CONNECT_TIMEOUT)),
+                headers=self.headers,
+                limits=http.Limits(max_connections=_MAX_ASYNC_CONNECTIONS // _ASYNC_SHARDS,
+                                   max_keepalive_connections=max(1, _MAX_IDLE // _ASYNC_SHARDS)),
+                verify=ssl_context,
+            )
+            for _ in range(_ASYNC_SHARDS)
+        ])
+
+    def async_client(self) -> Any:
+        """The running event loop's async client (of the same library, headers and timeout)."""
+        return self._async.get()
+
+    async def aclose(self) -> None:
+        """Close the running event loop's async client."""
+        await self._async.aclose()
+
+    def _make(self, hooks: dict[str, Any]) -> Any:
+        http = self._http
+        verify = self._ssl_context()
+        return self._factory(
+            base_url=self.base_url,
+            timeout=http.Timeout(self.timeout, connect=min(self.timeout, _CONNECT_TIMEOUT)),
+            headers=self.headers,
+            limits=http.Limits(max_connections=1, max_keepalive_connections=1),
+            verify=verify,
+            event_hooks=hooks,
+        )
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[Lease]:
+        """Lend a client for one request; a cancel of the current run's token closes it."""
+        with self._lock:
+            lease = self._idle.pop() if self._idle else None
+            epoch = self._epoch
+        if lease is None:
+            lease = Lease(self._make)
+        token = current_token()
+        unregister = token.on_cancel(lease.aborter()) if token is not None else None
+        try:
+            yield lease
+        finally:
+            if unregister is not None:
+                unregister()
+            lease.settle()
+            with self._lock:
+                keep = epoch == self._epoch and len(self._idle) < _MAX_IDLE
+                if keep:
+                    self._idle.append(lease)
+            if not keep:
+                lease.client.close()
+
+    def close(self) -> None:
+        """Close the idle clients (those lent out are closed when given back) and the async ones."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            self._epoch += 1
+        for lease in idle:
+            lease.client.close()
+        self._async.close()
+
+
+class ShardedAsyncClient:
+    """httpx ``AsyncClient`` s taking requests in turn, as one client (``post``, ``stream``,
+    ``aclose``).
+
+    httpcore's connection pool walks all its connections each time a request arrives or
+    one ends (encode/httpcore#1035; fixed in pydantic/httpx2#974 and #1075, not in httpx):
+    one client serving 200 concurrent sessions against a loopback server answering in
+    100 ms spent 1.3 s of CPU in those walks (1.5 s wall); 32 clients with a 32nd of the
+    pool each, 0.15 s of CPU (0.24 s wall). Connections are not shared between shards.
+    """
+
+    def __init__(self, clients: list[Any]) -> None:
+        self.clients = clients
+        self._turn = itertools.cycle(clients)
+
+    def post(self, *args: Any, **kwargs: Any) -> Any:
+        """The next shard's ``post``."""
+        return next(self._turn).post(*args, **kwargs)
+
+    def stream(self, *args: Any, **kwargs: Any) -> Any:
+        """The next shard's ``stream``."""
+        return next(self._turn).stream(*args, **kwargs)
+
+    async def aclose(self) -> None:
+        """Close every shard."""
+        for client in self.clients:
+            await client.aclose()

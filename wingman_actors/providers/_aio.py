@@ -1,0 +1,281 @@
+"""Async plumbing of the providers: the async stream type, the run's cancel token reaching
+an awaiting task, and one async HTTP client per event loop.
+
+A provider's ``arun_inference(request)`` and ``astream_inference(request)`` mirror
+``run_inference`` and ``stream_inference``: the same request building, response parsing,
+retries (:meth:`~wingman_actors.providers._retry.RetryPolicy.acall`) and error mapping,
+awaited on the caller's event loop without a thread. Cancelling the awaiting task closes
+the request (httpx closes a connection whose task is cancelled); so does a cancel of the
+run's :class:`~wingman_actors._cancel.CancelToken` from any thread (:class:`TokenBridge`
+cancels the task, and the run's cancel error is raised), and every request's timeout is
+cut to the run's remaining time, as in the sync path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, ClassVar, TypeVar
+
+from .._cancel import CancelToken, current_token
+from ..core import InferenceRequest, InferenceResponse, StreamEvent, StreamEventType
+from ..errors import AgentError, ErrorKind
+from ._retry import RetryPolicy, stopped
+
+__all__ = ["AsyncClients", "AsyncInferenceStream", "AsyncProviderMethods", "TokenBridge", "final_response"]
+
+T = TypeVar("T")
+
+
+class AsyncInferenceStream:
+    """An async iterable of :class:`StreamEvent` whose final response is ready after iteration.
+
+    Example:
+        >>> stream = provider.astream_inference(request)                     # doctest: +SKIP
+        >>> text = "".join([e.text or "" async for e in stream])             # doctest: +SKIP
+        >>> stream.response.usage                                             # doctest: +SKIP
+    """
+
+    def __init__(self, events: AsyncIterator[StreamEvent], close: Callable[[], Awaitable[None]] | None = None) -> None:
+        self._events = events
+        self._close = close
+        self._response: InferenceResponse | None = None
+        self._started = False
+
+    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+        if self._started:
+            raise RuntimeError("an AsyncInferenceStream can be iterated only once")
+        self._started = True
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[StreamEvent]:
+        try:
+            async for event in self._events:
+                if event.type is StreamEventType.MESSAGE_STOP and event.response is not None:
+                    self._response = event.response
+                yield event
+        finally:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release the connection; safe to call more than once."""
+        close, self._close = self._close, None
+        if close is not None:
+            await close()
+
+    @property
+    def response(self) -> InferenceResponse:
+        """The assembled response. Raises if the stream has not been consumed to its end."""
+        if self._response is None:
+            raise RuntimeError("the stream has not finished: iterate it to the end first")
+        return self._response
+
+    async def consume(self) -> InferenceResponse:
+        """Iterate to the end, dropping events, and return the response."""
+        async for _ in self:
+            pass
+        return self.response
+
+
+class TokenBridge:
+    """Lets a cancel of the current run's token (from any thread) cancel the awaiting task,
+    while it awaits through :meth:`run`; the task then raises the run's cancel error.
+
+    Made inside the task; :meth:`close` when done. Without a current token it only awaits.
+    """
+
+    __slots__ = ("_active", "_fired", "_loop", "_task", "_unregister", "token")
+
+    def __init__(self) -> None:
+        self.token: CancelToken | None = current_token()
+        self._active = False
+        self._fired = False
+        self._unregister: Callable[[], None] | None = None
+        if self.token is None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._unregister = self.token.on_cancel(self._on_cancel)
+
+    def _on_cancel(self) -> None:  # any thread
+        try:
+            self._loop.call_soon_threadsafe(self._cancel_now)
+        except RuntimeError:  # the loop has closed: nothing awaits any more
+            pass
+
+    def _cancel_now(self) -> None:  # the loop's thread
+        if self._active and self._task is not None and not self._fired:
+            self._fired = True
+            self._task.cancel()
+
+    async def run(self, awaitable: Awaitable[T]) -> T:
+        """Await ``awaitable``; raise the run's cancel error if the token cancelled it."""
+        if self.token is None:
+            return await awaitable
+        self.token.check()
+        self._active = True
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if self._fired and self._task is not None:
+                self._task.uncancel()
+                self._fired = False
+                self.token.check()  # raises: cancelled
+            raise
+        finally:
+            self._active = False
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep up to ``seconds``, ending early (raising) on cancel or the deadline."""
+        token = self.token
+        remaining = token.remaining() if token is not None else None
+        await self.run(asyncio.sleep(seconds if remaining is None else min(seconds, remaining)))
+        if token is not None:
+            token.check()
+
+    def close(self) -> None:
+        """Stop listening to the token."""
+        unregister, self._unregister = self._unregister, None
+        if unregister is not None:
+            unregister()
+
+
+class AsyncClients:
+    """One async client per event loop (an async client's connections belong to the loop
+    that opened them), made by ``make`` on first use in that loop and closed by ``aclose``
+    (default: its ``aclose()`` method)."""
+
+    def __init__(self, make: Callable[[], Any], aclose: Callable[[Any], Awaitable[None]] | None = None) -> None:
+        self._make = make
+        self._aclose: Callable[[Any], Awaitable[None]] = aclose if aclose is not None else _aclose
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        """The running loop's client."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = self._clients[loop] = self._make()
+            return client
+
+    async def aclose(self) -> None:
+        """Close the running loop's client."""
+        with self._lock:
+            client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await self._aclose(client)
+
+    def close(self) -> None:
+        """Close every loop's client from sync code: on its loop when that loop runs in
+        another thread, at once when it is not running; a closed loop's is dropped."""
+        with self._lock:
+            clients, self._clients = list(self._clients.items()), weakref.WeakKeyDictionary()
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        for loop, client in clients:
+            if loop.is_closed():
+                continue
+            closing = self._aclose(client)
+            if loop is here:  # sync close() called on the loop itself: close when it can
+                loop.create_task(_awaited(closing))
+            elif loop.is_running():
+                asyncio.run_coroutine_threadsafe(_awaited(closing), loop).result(timeout=5)
+            else:
+                loop.run_until_complete(closing)
+
+
+async def _aclose(client: Any) -> None:
+    await client.aclose()
+
+
+async def _awaited(awaitable: Awaitable[None]) -> None:
+    await awaitable
+
+
+class AsyncProviderMethods:
+    """``arun_inference`` and ``astream_inference`` of :class:`~wingman_actors.providers.BaseProvider`:
+    the retry policy around ``_ainfer`` and ``_astream``, as the sync methods wrap ``_infer``
+    and ``_stream``. A provider without async code of its own gets ``_astream`` running its
+    sync ``_stream`` a step at a time on a worker thread."""
+
+    id: ClassVar[str]
+    retry: RetryPolicy
+
+    def _stream(self, request: InferenceRequest) -> Iterator[StreamEvent]:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Release what the running event loop's calls opened (nothing here)."""
+
+    async def arun_inference(self, request: InferenceRequest) -> InferenceResponse:
+        """One model call, awaited."""
+        return await self.retry.acall(lambda: self._ainfer(request), describe=f"{self.id} inference")
+
+    def astream_inference(self, request: InferenceRequest) -> AsyncInferenceStream:
+        """One streamed model call: ``async for`` its events, then read ``.response``."""
+        events = self._astream_with_retry(request)
+        return AsyncInferenceStream(events, close=events.aclose)
+
+    async def _astream_with_retry(self, request: InferenceRequest) -> AsyncGenerator[StreamEvent, None]:
+        # Retry only while nothing has been yielded, as the sync path does.
+        async def first() -> tuple[AsyncGenerator[StreamEvent, None], StreamEvent | None]:
+            it = self._astream(request)
+            try:
+                return it, await it.__anext__()
+            except StopAsyncIteration:
+                return it, None
+            except BaseException:
+                await it.aclose()
+                raise
+
+        it, head = await self.retry.acall(first, describe=f"{self.id} stream")
+        bridge = TokenBridge()
+        try:
+            if head is not None:
+                yield head
+            while True:
+                try:
+                    event = await bridge.run(it.__anext__())
+                except StopAsyncIteration:
+                    break
+                yield event
+        except AgentError as exc:
+            if bridge.token is not None and (bridge.token.cancelled or bridge.token.expired):
+                stopped(bridge.token, exc)
+            raise
+        finally:
+            bridge.close()
+            await it.aclose()
+
+    async def _ainfer(self, request: InferenceRequest) -> InferenceResponse:
+        response: InferenceResponse | None = None
+        async for event in self._astream(request):
+            if event.type is StreamEventType.MESSAGE_STOP:
+                response = event.response
+        return final_response(self.id, response)
+
+    async def _astream(self, request: InferenceRequest) -> AsyncGenerator[StreamEvent, None]:
+        it = iter(self._stream(request))
+        try:
+            while True:
+                event = await asyncio.to_thread(next, it, None)
+                if event is None:
+                    return
+                yield event
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
+
+
+def final_response(provider: str, response: InferenceResponse | None) -> InferenceResponse:
+    """``response``, the final message of a consumed stream; raises if there was none."""
+    if response is None:
+        raise AgentError("the stream ended without a final message", kind=ErrorKind.AGENT, provider=provider)
+    return response
