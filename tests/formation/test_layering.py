@@ -26,7 +26,6 @@ DEFERRED: dict[tuple[str, str], str] = {
         "a formation does not need it"
     ),
     ("_graph", "_durable"): "the journal, and with it the store, loads for a durable run (store=...) only",
-    ("_graph", "_fork"): "forking a journalled run needs the store: it loads at fork() only",
 }
 
 

@@ -29,6 +29,7 @@ import networkx as nx  # type: ignore[import-untyped]
 
 from ..errors import FormationSetupError
 from ._async_api import AsyncRuns
+from ._fork_api import Forks
 from ._options import RunOptions, merge_options
 from ._plan import Plan, compile_plan
 from ._render import to_dot, to_mermaid
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["Formation"]
 
 
-class Formation(AsyncRuns):
+class Formation(AsyncRuns, Forks):
     """A formation: a named ``networkx.DiGraph`` of function, agent, fleet and map nodes.
 
     The builder methods write exactly the documented attributes (policy defaults are
@@ -500,13 +501,6 @@ class Formation(AsyncRuns):
         from ._runtime import run_once
 
         return run_once(plan, None, opts, self._journal(opts.store), resume=True, answer=answer)
-
-    def fork(self, run_id: str, *, store: StoreArg, at: str | tuple[str, int], output: Any = ...,
-             input: Any = ..., timeout: float | None = None, options: RunOptions | None = None) -> str:
-        """A new run of run ``run_id``'s journal up to node ``at``'s visit (``node`` or ``(node, visit)``), that visit
-        giving ``output`` (or run with ``input``), run to its end; returns its id (see "History and forks")."""
-        from ._fork import fork
-        return fork(self, run_id, store=store, at=at, output=output, input=input, timeout=timeout, options=options)
 
     def run_stream(
         self,
