@@ -1,5 +1,6 @@
 """Ray with the PostgreSQL store: a run journalled by one driver process on Ray resumes
-from another driver, on Ray, without running its journalled visits again."""
+from another driver, on Ray, without running its journalled visits again; a killed
+replica's visit is retried and journalled once."""
 
 from __future__ import annotations
 
@@ -95,3 +96,28 @@ def test_a_run_journalled_on_ray_resumes_from_another_driver_without_rerunning_i
             result = running.resume(run_id).result(timeout=60)
     assert (result.status, result.output) == ("succeeded", "=20")
     assert sorted(calls.read_text().split()) == ["a", "b", "c", "c"]  # c was in flight: it ran again
+
+
+def test_a_journalled_run_on_ray_whose_replica_is_killed_retries_the_visit_and_journals_each_visit_once(
+        ray_session: Any, postgres_url: str, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+
+    def slow(x: int) -> int:
+        with pids.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+        if len(pids.read_text().split()) == 1:
+            time.sleep(30)  # the first attempt waits to be killed
+        return x * 3
+
+    f = Formation("kill").add_function("a", lambda x: x + 1).add_function("slow", slow, retries=1).connect("a", "slow")
+    with RunStore(postgres_url) as store:
+        with f.start(store=store, backend="ray") as running:
+            future = running.submit(1)
+            deadline = time.monotonic() + 30
+            while not (pids.exists() and pids.read_text().split()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            os.kill(int(pids.read_text().split()[0]), signal.SIGKILL)
+            result = future.result(timeout=40)
+        assert (result.output, result.nodes["slow"].attempts) == (6, 2)
+        assert [(v.node, v.visit, v.output) for v in store.history(future.run_id)] == [("a", 1, 2), ("slow", 1, 6)]
+        assert store.get(future.run_id).status == "succeeded"
