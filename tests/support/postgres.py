@@ -54,7 +54,9 @@ class PostgresServer:
     def __init__(self, bindir: Path, *, fsync: bool = False) -> None:
         self.bindir = bindir
         self.fsync = fsync
-        self.dir = Path(tempfile.mkdtemp(prefix="wingman-pg-"))
+        # In /tmp: the server's user (nobody, under root) can reach it whatever TMPDIR is, and
+        # the Unix socket's path stays under its length limit (~107 bytes).
+        self.dir = Path(tempfile.mkdtemp(prefix="wingman-pg-", dir="/tmp" if os.path.isdir("/tmp") else None))
         self.port = 0
         self._as: dict[str, Any] = {}
         if os.geteuid() == 0:  # initdb refuses root: run the server as nobody
