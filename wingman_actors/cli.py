@@ -7,7 +7,9 @@ Commands:
   live progress; prints its outputs on stdout, everything else on stderr.
 * ``resume RUN_ID``, ``runs``: continue a journalled run, list the runs of a store (``run``
   journals every run in a store in the user's data directory unless given ``--store PATH``
-  or ``--no-store``; see :mod:`wingman_actors._launcher.stores`).
+  or ``--no-store``; see :mod:`wingman_actors._launcher.stores`); ``runs history RUN_ID``
+  lists a run's visits and ``fork RUN_ID --at NODE --output JSON`` starts a new run from
+  one (:mod:`wingman_actors._launcher.history`).
 * ``graph FORMATION``: draw it as Mermaid, DOT or PNG.
 * ``providers``: the registered providers, how to configure each, and which one ``run``
   would use now.
@@ -188,6 +190,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("mcp", "Model Context Protocol: serve tools to MCP clients",
             "wingman_actors.integrations._mcp_command:add_mcp_parser"),
     Command("runs", "list the runs journalled in a run store", "wingman_actors._launcher.runs:add_runs_parser"),
+    Command("fork", "start a new run from a journalled run, with one node visit's output replaced",
+            "wingman_actors._launcher.history:add_fork_parser"),
     Command("version", "print the version", _add_version),
 )
 """The launcher's commands, in the order ``--help`` lists them."""

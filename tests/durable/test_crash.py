@@ -1,5 +1,5 @@
-"""The crash test: a child process running a journalled formation is killed with SIGKILL
-at random points, 50 times; after each kill a new process resumes. Every run ends with
+"""The crash test, on both stores (SQLite, PostgreSQL): a child process running a
+journalled formation is killed with SIGKILL at random points, 50 times; after each kill a new process resumes. Every run ends with
 the output of an uninterrupted run, and no visit journalled before a kill runs again."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ KILLS = 50
 RUNS_PER_LIFE = 6
 
 
-def journalled(store_path: Path) -> set[tuple[int, str]]:
+def journalled(store_path: str) -> set[tuple[int, str]]:
     """(run number, node) of every visit journalled so far (opening the store marks the
     killed process's runs interrupted, as the next process would)."""
     with RunStore(store_path) as store:
@@ -33,9 +33,10 @@ def journalled(store_path: Path) -> set[tuple[int, str]]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_killed_runs_resume_to_the_uninterrupted_output_and_journalled_visits_never_rerun(tmp_path: Path) -> None:
+def test_killed_runs_resume_to_the_uninterrupted_output_and_journalled_visits_never_rerun(
+        tmp_path: Path, location: str) -> None:
     rng = random.Random(12)
-    store_path, log = tmp_path / "runs.sqlite", tmp_path / "visits.log"
+    store_path, log = location, tmp_path / "visits.log"
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["tests.durable.crash_worker"])
     journalled_at: list[set[tuple[int, str]]] = []

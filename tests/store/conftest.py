@@ -1,14 +1,19 @@
-"""Fixtures of the run store tests: a store on a temporary file, closed after the test."""
+"""Fixtures of the run store tests: a store, closed after the test, on both backends — a
+temporary SQLite file and a fresh schema of a real PostgreSQL server (``location``)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
 
 import networkx as nx
 import pytest
 
-from tests.support.store_fixtures import path, store
-from wingman_actors.store import FormationShape
+from tests.support.postgres import postgres_server, postgres_url
+from tests.support.store_fixtures import location, path
+from wingman_actors.store import FormationShape, RunStore
 
-__all__ = ["chain_shape", "path", "store"]
+__all__ = ["chain_shape", "location", "path", "postgres_server", "postgres_url", "sqlite_store", "store"]
 
 
 def chain_shape(*nodes: str) -> FormationShape:
@@ -24,3 +29,16 @@ def chain_shape(*nodes: str) -> FormationShape:
 @pytest.fixture
 def shape() -> FormationShape:
     return chain_shape()
+
+
+@pytest.fixture
+def store(location: str) -> Iterator[RunStore]:
+    with RunStore(location) as s:
+        yield s
+
+
+@pytest.fixture
+def sqlite_store(path: Path) -> Iterator[RunStore]:
+    """A store on a SQLite file (for what only SQLite has, e.g. its checkpoints)."""
+    with RunStore(path) as s:
+        yield s

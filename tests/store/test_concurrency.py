@@ -15,11 +15,11 @@ THREADS = 20
 RUNS_PER_THREAD = 15
 
 
-def test_twenty_threads_writing_and_reading_lose_nothing_and_never_hit_a_lock(path: Path) -> None:
+def test_twenty_threads_writing_and_reading_lose_nothing_and_never_hit_a_lock(location: str) -> None:
     shape = chain_shape()
     errors: list[BaseException] = []
     started: dict[int, list[str]] = {}
-    with RunStore(path) as first, RunStore(path) as second:
+    with RunStore(location) as first, RunStore(location) as second:
         def work(n: int) -> None:
             store = first if n % 2 else second  # two writers on one file, as two processes would be
             mine = started.setdefault(n, [])
@@ -47,7 +47,7 @@ def test_twenty_threads_writing_and_reading_lose_nothing_and_never_hit_a_lock(pa
         first.flush()
         second.flush()
     assert errors == []
-    with RunStore(path) as store:
+    with RunStore(location) as store:
         listed = {r.id: r.status for r in store.runs()}
         assert len(listed) == THREADS * RUNS_PER_THREAD
         for n, ids in started.items():
@@ -59,13 +59,13 @@ def test_twenty_threads_writing_and_reading_lose_nothing_and_never_hit_a_lock(pa
                 assert listed[run_id] == ("succeeded" if i % 3 else "failed")
 
 
-def test_concurrent_claims_of_one_run_let_exactly_one_win(path: Path) -> None:
+def test_concurrent_claims_of_one_run_let_exactly_one_win(location: str) -> None:
     from wingman_actors.store import RunNotResumableError
 
     shape = chain_shape()
     wins: list[str] = []
     refusals: list[str] = []
-    with RunStore(path) as store:
+    with RunStore(location) as store:
         run_id = store.begin_run("chain", shape, 0)
         store.set_status(run_id, "failed")
         barrier = threading.Barrier(10)
@@ -99,16 +99,16 @@ with RunStore(sys.argv[1]) as store:
 """
 
 
-def test_two_processes_writing_one_file_lose_nothing(path: Path) -> None:
+def test_two_processes_writing_one_file_lose_nothing(location: str) -> None:
     import subprocess
     import sys
 
     runs = 300
-    RunStore(path).close()  # the schema exists before both start
-    child = subprocess.Popen([sys.executable, "-c", _OTHER_PROCESS, str(path), str(runs)],
+    RunStore(location).close()  # the schema exists before both start
+    child = subprocess.Popen([sys.executable, "-c", _OTHER_PROCESS, location, str(runs)],
                              cwd=Path(__file__).parents[2], stderr=subprocess.PIPE, text=True)
     shape = chain_shape()
-    with RunStore(path) as store:
+    with RunStore(location) as store:
         for i in range(runs):
             run_id = store.begin_run("chain", shape, i, run_id=f"parent-{i}")
             for v, node in enumerate("abc", start=1):
@@ -162,13 +162,13 @@ def _use_the_inherited_store(store: RunStore, queue: Any) -> None:
     queue.put(outcome)
 
 
-def test_a_store_inherited_by_a_forked_child_refuses_to_be_used_there(path: Path) -> None:
+def test_a_store_inherited_by_a_forked_child_refuses_to_be_used_there(location: str) -> None:
     import multiprocessing
     import warnings
 
     ctx = multiprocessing.get_context("fork")
     queue = ctx.SimpleQueue()
-    with RunStore(path) as store:
+    with RunStore(location) as store:
         store.begin_run("chain", chain_shape(), 1)
         child = ctx.Process(target=_use_the_inherited_store, args=(store, queue))
         with warnings.catch_warnings():  # Python 3.12+ warns about fork() in a process with threads

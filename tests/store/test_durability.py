@@ -48,9 +48,9 @@ def _run(code: str, *args: str) -> int:
     return proc.returncode
 
 
-def test_a_run_is_durable_when_begin_run_returns_even_if_the_process_is_killed_at_once(path: Path) -> None:
-    assert _run(_BEGIN_THEN_DIE, str(path), "run-1") == -signal.SIGKILL
-    with RunStore(path) as store:
+def test_a_run_is_durable_when_begin_run_returns_even_if_the_process_is_killed_at_once(location: str) -> None:
+    assert _run(_BEGIN_THEN_DIE, location, "run-1") == -signal.SIGKILL
+    with RunStore(location) as store:
         assert [(r.id, r.status) for r in store.runs()] == [("run-1", "interrupted")]
         assert store.get("run-1").input == {"n": 1}
 

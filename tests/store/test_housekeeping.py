@@ -65,10 +65,10 @@ def test_prune_keeps_a_suspended_run_that_still_waits_and_expires_a_lapsed_one(
         assert [(r.id, r.status) for r in store.runs()] == [(waiting, "suspended")]
 
 
-def test_a_run_begins_after_its_shape_was_pruned_by_this_or_another_store(path: Path, shape: FormationShape) -> None:
+def test_a_run_begins_after_its_shape_was_pruned_by_this_or_another_store(location: str, shape: FormationShape) -> None:
     # A store writes a formation's shape with its first run only; a prune here or in
     # another process may delete it meanwhile, and the next run must write it again.
-    with RunStore(path) as store, RunStore(path) as other:
+    with RunStore(location) as store, RunStore(location) as other:
         first = store.begin_run("chain", shape, 0)
         store.set_status(first, "succeeded")
         store.flush()
@@ -89,8 +89,8 @@ def test_prune_refuses_a_bad_age(store: RunStore) -> None:
         store.prune(older_than="2 days")  # type: ignore[arg-type]
 
 
-def test_a_suspended_run_expires_after_the_store_suspend_ttl(path: Path, shape: FormationShape) -> None:
-    with RunStore(path, suspend_ttl=0.3) as store:
+def test_a_suspended_run_expires_after_the_store_suspend_ttl(location: str, shape: FormationShape) -> None:
+    with RunStore(location, suspend_ttl=0.3) as store:
         run_id = store.begin_run("chain", shape, 0)
         store.record_interrupt(run_id, "b", 1, "approve?")
         store.set_status(run_id, "suspended", wait=True)
@@ -105,15 +105,15 @@ def test_a_suspended_run_expires_after_the_store_suspend_ttl(path: Path, shape: 
         with pytest.raises(RunNotResumableError, match="expired") as err:
             store.claim_run(run_id)
         assert err.value.status == "expired"
-    with RunStore(path) as store:  # persisted when refused
+    with RunStore(location) as store:  # persisted when refused
         assert store.get(run_id).status == "expired"
 
 
-def test_expire_persists_the_expiry_and_a_store_without_ttl_never_expires(path: Path, shape: FormationShape) -> None:
-    with RunStore(path, suspend_ttl=None) as store:
+def test_expire_persists_the_expiry_and_a_store_without_ttl_never_expires(location: str, shape: FormationShape) -> None:
+    with RunStore(location, suspend_ttl=None) as store:
         forever = store.begin_run("chain", shape, 0)
         store.set_status(forever, "suspended")
-    with RunStore(path, suspend_ttl=0.01) as store:
+    with RunStore(location, suspend_ttl=0.01) as store:
         soon = store.begin_run("chain", shape, 1)
         store.set_status(soon, "suspended")
         time.sleep(0.05)
@@ -121,9 +121,9 @@ def test_expire_persists_the_expiry_and_a_store_without_ttl_never_expires(path: 
         assert store.get(soon).status == "expired" and store.get(forever).status == "suspended"
 
 
-def test_a_bad_suspend_ttl_is_refused(path: Path) -> None:
+def test_a_bad_suspend_ttl_is_refused(location: str) -> None:
     with pytest.raises(ValueError, match="suspend_ttl"):
-        RunStore(path, suspend_ttl=-5)
+        RunStore(location, suspend_ttl=-5)
 
 
 _CHILD = """
@@ -139,30 +139,34 @@ os._exit(0)  # no close(): as if the process died
 """
 
 
-def _child(path: Path, mode: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", _CHILD, str(path), mode], stdin=subprocess.PIPE,
+def _child(location: str, mode: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", _CHILD, location, mode], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
 
 
-def test_runs_of_a_dead_process_are_marked_interrupted_when_a_store_opens(path: Path) -> None:
-    child = _child(path, "exit")
+def test_runs_of_a_dead_process_are_marked_interrupted_when_a_store_opens(location: str) -> None:
+    child = _child(location, "exit")
     run_id = child.communicate(timeout=30)[0].strip()
-    with RunStore(path) as store:
+    with RunStore(location) as store:
         assert store.get(run_id).status == "interrupted"
         assert store.claim_run(run_id).run.status == "running"
 
 
-def test_runs_of_a_live_process_stay_running_until_it_dies(path: Path) -> None:
-    child = _child(path, "wait")
+def test_runs_of_a_live_process_stay_running_until_it_dies(location: str) -> None:
+    child = _child(location, "wait")
     try:
         assert child.stdout is not None
         run_id = child.stdout.readline().strip()
-        with RunStore(path) as store:
+        with RunStore(location) as store:
             assert store.get(run_id).status == "running"
             with pytest.raises(RunNotResumableError, match="running"):
                 store.claim_run(run_id)
             child.kill()
             child.wait(timeout=30)
+            if location.startswith("postgresql://"):  # the server notices the closed connection in a moment
+                deadline = time.monotonic() + 5
+                while store.get(run_id).status == "running" and time.monotonic() < deadline:
+                    time.sleep(0.01)
             assert store.mark_interrupted() == 1
             assert store.get(run_id).status == "interrupted"
     finally:
@@ -170,10 +174,10 @@ def test_runs_of_a_live_process_stay_running_until_it_dies(path: Path) -> None:
         child.communicate(timeout=30)
 
 
-def test_another_open_store_in_this_process_keeps_its_runs_running(path: Path) -> None:
-    with RunStore(path) as first:
+def test_another_open_store_in_this_process_keeps_its_runs_running(location: str) -> None:
+    with RunStore(location) as first:
         run_id = first.begin_run("chain", chain_shape(), 0)
-        with RunStore(path) as second:
+        with RunStore(location) as second:
             assert second.get(run_id).status == "running"
             assert second.mark_interrupted() == 0
         assert first.get(run_id).status == "running"

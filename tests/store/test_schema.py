@@ -59,7 +59,7 @@ def test_a_store_file_of_schema_version_1_is_migrated_and_keeps_its_runs(path: P
         time.sleep(0.05)
         assert store.get("old-running").status == "expired"
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION == 6
     assert conn.execute("SELECT typeof(run) FROM journal").fetchall() == [("integer",)] * 2
     conn.close()
 
@@ -78,7 +78,7 @@ def test_a_newer_schema_version_is_refused_asking_for_an_upgrade(path: Path) -> 
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA user_version = 99")
     conn.close()
-    with pytest.raises(StoreVersionError, match=r"schema version 99.*up to 5.*pip install -U") as err:
+    with pytest.raises(StoreVersionError, match=r"schema version 99.*up to 6.*pip install -U") as err:
         RunStore(path)
     assert (err.value.version, err.value.supported) == (99, LATEST_VERSION)
 

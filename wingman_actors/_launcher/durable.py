@@ -131,18 +131,18 @@ def resume_command(args: argparse.Namespace) -> int:
     from .run import run_command
 
     choice = StoreChoice.of(args.store)
-    if not choice.path.is_file():
+    if not choice.exists():
         raise UsageError(choice.missing())
     listing = shlex.join(["wingman-actors", "runs", *choice.flag])
     try:
-        with RunStore(choice.path) as store:
+        with RunStore(choice.target) as store:
             record = top = store.get(args.resume_id)
             while top.parent is not None:  # an inner run of a nested formation: its top-level run
                 top = store.get(top.parent)
     except UnknownRunError as exc:
         raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
     except StoreError as exc:
-        raise UsageError(f"cannot read the run store {choice.path}: {exc}") from exc
+        raise UsageError(f"cannot read the run store {choice.target}: {exc}") from exc
     if top is not record:
         command = shlex.join(["wingman-actors", "resume", top.id, *choice.flag])
         raise UsageError(f"run {args.resume_id} is an inner run of run {record.parent} (a nested formation's run, "

@@ -46,16 +46,16 @@ def show_command(args: argparse.Namespace) -> int:
     from .stores import StoreChoice
 
     choice = StoreChoice.of(getattr(args, "store", None))
-    if not choice.path.is_file():
+    if not choice.exists():
         raise UsageError(choice.missing())
     try:
-        with RunStore(choice.path) as store:
+        with RunStore(choice.target) as store:
             document = run_document(store, args.run_id)
     except UnknownRunError as exc:
         listing = shlex.join(["wingman-actors", "runs", *choice.flag])
         raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
     except StoreError as exc:
-        raise UsageError(f"cannot read the run store {choice.path}: {exc}") from exc
+        raise UsageError(f"cannot read the run store {choice.target}: {exc}") from exc
     if getattr(args, "json", False):
         print(json.dumps(document, indent=2))
     else:

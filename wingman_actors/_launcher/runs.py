@@ -21,14 +21,17 @@ def add_runs_parser(sub: Any) -> None:
     p = sub.add_parser("runs", help="list the runs journalled in a run store",
                        description="List the runs of a run store (oldest first): id, formation, status, "
                                    "created and updated (UTC). `runs show RUN_ID` shows one run node by node.")
-    p.add_argument("--store", metavar="PATH", help="the run store's SQLite file (default: the default store "
-                                                   "in your data directory, where `run` journals)")
+    p.add_argument("--store", metavar="PATH", help="the run store's SQLite file, or a postgresql:// URL (default: "
+                                                   "the default store in your data directory, where `run` journals)")
     p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.set_defaults(func=runs_command)
+    from .history import add_history_parser
     from .run_show import add_show_parser
 
-    add_show_parser(p.add_subparsers(title="commands", metavar="show", dest="runs_command"))
+    commands = p.add_subparsers(title="commands", metavar="{show,history}", dest="runs_command")
+    add_show_parser(commands)
+    add_history_parser(commands)
 
 
 def runs_command(args: argparse.Namespace) -> int:
@@ -38,8 +41,8 @@ def runs_command(args: argparse.Namespace) -> int:
     from .stores import StoreChoice
 
     choice = StoreChoice.of(args.store)
-    path = choice.path
-    if not path.is_file():
+    path = choice.target
+    if not choice.exists():
         if choice.default:  # `run` creates it on first use
             return _print([], args.json, path)
         raise UsageError(f"--store {path}: no such file; give the path of a run store "
@@ -52,7 +55,7 @@ def runs_command(args: argparse.Namespace) -> int:
     return _print(rows, args.json, path)
 
 
-def _print(rows: list[dict[str, Any]], as_json: bool, path: Path) -> int:
+def _print(rows: list[dict[str, Any]], as_json: bool, path: str | Path) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0

@@ -25,6 +25,7 @@ from typing import IO
 
 from .._extras import require
 from ..store import RunStore, StoreError
+from ..store._values import POSTGRES_SCHEMES
 
 __all__ = ["DATA_DIR_ENV", "PRUNE_AFTER", "StoreChoice", "default_store_path", "open_for_run"]
 
@@ -58,24 +59,37 @@ class StoreChoice:
     """The run store of one command.
 
     Attributes:
-        path: the store's file.
+        path: the store's file (for a PostgreSQL store, its URL as a path: use ``target``).
         default: whether it is the default store (commands that name it need no ``--store``).
+        url: a PostgreSQL store's URL (``--store postgresql://...``), else None.
     """
 
     path: Path
     default: bool
+    url: str | None = None
 
     @classmethod
     def of(cls, store: str | None) -> StoreChoice:
-        """``--store PATH`` when given, else the default store."""
+        """``--store PATH`` (or ``--store postgresql://...``) when given, else the default store."""
+        if store is not None and store.startswith(POSTGRES_SCHEMES):
+            return cls(Path(store), False, store)
         if store is not None:
             return cls(Path(store), False)
         return cls(default_store_path(), True)
 
     @property
+    def target(self) -> str:
+        """What ``RunStore(...)`` opens: the file's path, or the URL."""
+        return self.url if self.url is not None else str(self.path)
+
+    def exists(self) -> bool:
+        """Whether the store is there to read (a PostgreSQL store is assumed to be)."""
+        return self.url is not None or self.path.is_file()
+
+    @property
     def flag(self) -> list[str]:
         """The ``--store PATH`` arguments that name this store (none for the default)."""
-        return [] if self.default else ["--store", str(self.path)]
+        return [] if self.default else ["--store", self.target]
 
     def missing(self) -> str:
         """Why a command that reads the store finds nothing (the store file is missing)."""
@@ -97,7 +111,7 @@ def open_for_run(choice: StoreChoice, info: IO[str] | None = None, *, required: 
         StoreError: a ``--store`` file, or a required store, cannot be used as a run store.
     """
     if required or not choice.default:
-        return RunStore(choice.path)
+        return RunStore(choice.target)
     try:
         choice.path.parent.mkdir(parents=True, exist_ok=True)
         return RunStore(choice.path)
@@ -121,4 +135,4 @@ def close_after_run(store: RunStore, choice: StoreChoice) -> None:
         try:
             store.close()
         except StoreError as exc:
-            log.warning("closing the run store %s: %s", choice.path, exc)
+            log.warning("closing the run store %s: %s", choice.target, exc)

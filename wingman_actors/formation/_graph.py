@@ -29,14 +29,14 @@ import networkx as nx  # type: ignore[import-untyped]
 
 from ..errors import FormationSetupError
 from ._async_api import AsyncRuns
+from ._fork_api import Forks
 from ._options import RunOptions, merge_options
 from ._plan import Plan, compile_plan
 from ._render import to_dot, to_mermaid
 from ._validation import OWNERS, POLICY_DEFAULTS, close_name, edge_problems, is_agent, policy_problems, quote
 
-# Declaring a formation loads neither the agent layer, nor the store, nor the runtime: each
-# is imported where it is first needed (an agent node's check, a durable run's journal,
-# start() or run()), so `from wingman_actors import Formation` stays light.
+# Declaring a formation loads neither the agent layer, nor the store, nor the runtime: each is imported where
+# first needed (an agent's check, a journal, start(), run(), fork()): `import Formation` stays light.
 if TYPE_CHECKING:
     from ..agents._agent import Agent
     from ..orchestration._blackboard import Blackboard
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["Formation"]
 
 
-class Formation(AsyncRuns):
+class Formation(AsyncRuns, Forks):
     """A formation: a named ``networkx.DiGraph`` of function, agent, fleet and map nodes.
 
     The builder methods write exactly the documented attributes (policy defaults are

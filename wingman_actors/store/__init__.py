@@ -51,6 +51,7 @@ from ._errors import (
     StoreWriteError,
     UnknownRunError,
 )
+from ._history import Visit
 from ._protocol import JournalStore
 from ._records import (
     RUN_STATUSES,
@@ -88,5 +89,6 @@ __all__ = [
     "StoreVersionError",
     "StoreWriteError",
     "UnknownRunError",
+    "Visit",
     "fingerprint",
 ]

@@ -54,8 +54,8 @@ END""",
 END""",
     f"""CREATE TEMP TRIGGER IF NOT EXISTS journal_ops_entry INSTEAD OF INSERT ON journal_ops
     WHEN NEW.kind = {ENTRY} BEGIN
-    INSERT INTO journal (run, kind, node, visit, item, codec, value)
-        VALUES ((SELECT key FROM main.runs WHERE id = NEW.run), NEW.a, NEW.b, NEW.c, NEW.d, NEW.e, NEW.f);
+    INSERT INTO journal (run, kind, node, visit, item, codec, value, at)
+        VALUES ((SELECT key FROM main.runs WHERE id = NEW.run), NEW.a, NEW.b, NEW.c, NEW.d, NEW.e, NEW.f, NEW.g);
 END""",
     f"""CREATE TEMP TRIGGER IF NOT EXISTS journal_ops_status INSTEAD OF INSERT ON journal_ops
     WHEN NEW.kind = {STATUS} BEGIN

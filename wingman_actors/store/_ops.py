@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -42,7 +41,7 @@ class Journalling(Op):
         raise NotImplementedError
 
     @classmethod
-    def apply_group(cls, conn: sqlite3.Connection, ops: Sequence[Op]) -> None:
+    def apply_group(cls, conn: Any, ops: Sequence[Op]) -> None:
         _bulk.apply_group(conn, ops)
 
 
@@ -50,9 +49,9 @@ class BeginRun(Journalling):
     """Insert a new run, status ``running``, owned by this store. Waited for (durable).
 
     ``shapes`` holds the fingerprints this writer knows are in the ``shapes`` table, so
-    that a formation's shape is written once, not with every run. If another process
-    pruned a known shape meanwhile, the run's insert fails its foreign key: the shape is
-    written again and the insert retried.
+    that a batch's bulk statement writes a formation's shape once, not with every run. If
+    another process pruned a known shape meanwhile, the bulk statement fails the run's
+    foreign key, and the batch is replayed op by op, where :meth:`apply` writes the shape.
     """
 
     __slots__ = ("parent", "row", "shape", "shapes", "store_path")
@@ -64,27 +63,17 @@ class BeginRun(Journalling):
         self.row, self.shape, self.store_path, self.parent = row, shape, store_path, parent
         self.shapes = set() if shapes is None else shapes
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
+    def apply(self, conn: Any) -> Any:
+        # Plain SQL both stores run (this is the path of a batch replayed op by op; a run
+        # of journalling ops is applied by the backend's bulk statement).
         if self.parent is not None and conn.execute("SELECT 1 FROM runs WHERE id = ?", (self.parent,)).fetchone() is None:
-            self.error = StoreError(f"begin_run({self.row[0]!r}): its parent run {self.parent!r} is not in the run "
-                                    f"store {self.store_path}; begin the outer run first, or pass parent=None")
+            self.error = unknown_parent(self.row[0], self.parent, self.store_path)
             return None
-        known = self.shape[0] in self.shapes
-        if not known:
-            self.insert_shape(conn)
-        try:
-            try:
-                conn.execute(_INSERT_RUN, self.row)
-            except sqlite3.IntegrityError as exc:
-                if not known or "FOREIGN KEY" not in str(exc):
-                    raise
-                self.insert_shape(conn)  # pruned by another process since this writer wrote it
-                conn.execute(_INSERT_RUN, self.row)
-        except sqlite3.IntegrityError as exc:
-            if "UNIQUE" not in str(exc):
-                raise
-            self.error = StoreError(f"run id {self.row[0]!r} already exists in the run store {self.store_path}; "
-                                    "pass a new run_id, or None for a generated one")
+        # Written even when this writer wrote it before: another process may have pruned it.
+        conn.execute("INSERT INTO shapes (fingerprint, shape) VALUES (?, ?) ON CONFLICT DO NOTHING", self.shape)
+        self.shapes.add(self.shape[0])  # forgotten by a Prune; a rolled-back batch is replayed
+        if conn.execute(_INSERT_RUN, self.row).rowcount == 0:
+            self.error = duplicate_run(self.row[0], self.store_path)
             return self.row[0]
         if self.parent is not None:
             conn.execute("UPDATE runs SET parent = ? WHERE id = ?", (self.parent, self.row[0]))
@@ -98,37 +87,44 @@ class BeginRun(Journalling):
         if self.parent is not None:
             rows.append((_bulk.PARENT, run_id, self.parent, None, None, None, None, None, None))
 
-    def insert_shape(self, conn: sqlite3.Connection) -> None:
-        conn.execute("INSERT OR IGNORE INTO shapes (fingerprint, shape) VALUES (?, ?)", self.shape)
-        self.shapes.add(self.shape[0])  # forgotten by a Prune; a rolled-back batch is caught above
-
     def describe(self) -> str:
         return f"begin_run({self.row[0]!r})"
 
 
 _INSERT_RUN = ("INSERT INTO runs (id, formation, fingerprint, source, input_codec, input, status, created, updated, "
-               "owner) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)")
+               "owner) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (id) DO NOTHING")
+
+
+def unknown_parent(run_id: str, parent: str, store_path: str) -> StoreError:
+    """The error of ``begin_run`` given a parent run the store does not have."""
+    return StoreError(f"begin_run({run_id!r}): its parent run {parent!r} is not in the run store {store_path}; "
+                      "begin the outer run first, or pass parent=None")
+
+
+def duplicate_run(run_id: str, store_path: str) -> StoreError:
+    """The error of ``begin_run`` given a run id the store has already."""
+    return StoreError(f"run id {run_id!r} already exists in the run store {store_path}; pass a new run_id, or None "
+                      "for a generated one")
 
 
 class Append(Journalling):
     """Append one journal entry. Not waited for: ordered by the queue."""
 
-    __slots__ = ("row",)
-    _INSERT: ClassVar[str] = ("INSERT INTO journal (run, kind, node, visit, item, codec, value) "
-                              "VALUES ((SELECT key FROM runs WHERE id = ?), ?, ?, ?, ?, ?, ?)")
+    __slots__ = ("at", "row")
+    _INSERT: ClassVar[str] = ("INSERT INTO journal (run, kind, node, visit, item, codec, value, at) "
+                              "SELECT key, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE id = ?")
 
-    def __init__(self, row: tuple[str, int, str, int, int | None, int, str]) -> None:
+    def __init__(self, row: tuple[str, int, str, int, int | None, int, str], at: float | None = None) -> None:
         super().__init__()
         self.row = row
+        self.at = at  # when it was recorded (seconds since the epoch)
 
     def add_rows(self, rows: list[tuple[Any, ...]]) -> None:
         run_id, kind, node, visit, item, codec, text = self.row
-        rows.append((_bulk.ENTRY, run_id, kind, node, visit, item, codec, text, None))
+        rows.append((_bulk.ENTRY, run_id, kind, node, visit, item, codec, text, self.at))
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
-        try:
-            conn.execute(self._INSERT, self.row)
-        except sqlite3.IntegrityError:
+    def apply(self, conn: Any) -> Any:
+        if conn.execute(self._INSERT, (*self.row[1:], self.at, self.row[0])).rowcount == 0:
             self.error = KeyError(f"no run {self.row[0]!r} (begin_run it first)")
 
     def belongs_to(self) -> str | None:
@@ -154,7 +150,7 @@ class SetStatus(Journalling):
         status, error, expires, now, run_id = self.params
         rows.append((_bulk.STATUS, run_id, status, error, expires, now, None, None, None))
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
+    def apply(self, conn: Any) -> Any:
         cur = conn.execute("UPDATE runs SET status = ?, error = ?, expires = ?, updated = ? WHERE id = ?", self.params)
         if cur.rowcount == 0:
             self.error = UnknownRunError(self.params[-1], self.store_path)
@@ -185,23 +181,32 @@ class Claim(Op):
         self.run_id, self.owner, self.here, self.now, self.store_path = run_id, owner, here, now, store_path
         self.parent = parent
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
+    def fetch(self, conn: Any) -> tuple[str, float | None, str | None, bool] | None:
+        """The run's status, expiry, parent, and whether a live owner other than this store
+        runs it (this store's process check; the PostgreSQL store checks leases)."""
         row = conn.execute(
             "SELECT r.status, r.expires, o.host, o.boot, o.pid, o.started, r.owner, r.parent FROM runs r "
             "LEFT JOIN owners o ON o.id = r.owner WHERE r.id = ?", (self.run_id,)).fetchone()
         if row is None:
+            return None
+        live = row[6] == self.owner or (
+            row[2] is not None and is_alive(ProcessIdentity(row[2], row[3], row[4], row[5]), self.here))
+        return row[0], row[1], row[7], live
+
+    def apply(self, conn: Any) -> Any:
+        row = self.fetch(conn)
+        if row is None:
             self.error = UnknownRunError(self.run_id, self.store_path)
             return None
         status, expires = row[0], row[1]
-        if row[7] is not None and row[7] != self.parent:
-            self.error = inner_run_refused(conn, self.run_id, row[7], status)
+        if row[2] is not None and row[2] != self.parent:
+            self.error = inner_run_refused(conn, self.run_id, row[2], status)
             return None
         if status == "suspended" and expires is not None and expires <= self.now:
             conn.execute("UPDATE runs SET status = 'expired', updated = ? WHERE id = ?", (self.now, self.run_id))
             status = "expired"
         refusal = None
-        if status == "running" and (row[6] == self.owner or (
-                row[2] is not None and is_alive(ProcessIdentity(row[2], row[3], row[4], row[5]), self.here))):
+        if status == "running" and row[3]:
             refusal = "is running (in this or another live process); wait for it or cancel it first"
         elif status == "succeeded":
             refusal = "already succeeded; read its outputs with store.load(run_id)"
@@ -219,7 +224,7 @@ class Claim(Op):
         return f"claim_run({self.run_id!r})"
 
 
-def inner_run_refused(conn: sqlite3.Connection, run_id: str, parent: str, status: str) -> RunNotResumableError:
+def inner_run_refused(conn: Any, run_id: str, parent: str, status: str) -> RunNotResumableError:
     """The error refusing to resume the inner run ``run_id`` of ``parent`` on its own
     (naming the top-level run it belongs to)."""
     top = parent
@@ -245,7 +250,7 @@ class Answer(Op):
         super().__init__()
         self.run_id, self.codec, self.text, self.now, self.store_path = run_id, codec, text, now, store_path
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
+    def apply(self, conn: Any) -> Any:
         run = conn.execute("SELECT status, expires, key FROM runs WHERE id = ?", (self.run_id,)).fetchone()
         if run is None:
             self.error = UnknownRunError(self.run_id, self.store_path)
@@ -262,8 +267,8 @@ class Answer(Op):
             self.error = StoreError(f"run {self.run_id!r} has no pending interrupt to answer; resume it "
                                     "without an answer")
             return None
-        conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value) VALUES (?, 5, ?, ?, ?, ?, ?)",
-                     (run[2], last[1], last[2], last[3], self.codec, self.text))
+        conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value, at) "
+                     "VALUES (?, 5, ?, ?, ?, ?, ?, ?)", (run[2], last[1], last[2], last[3], self.codec, self.text, self.now))
         return None
 
 
@@ -281,7 +286,7 @@ class Prune(Op):
         self.cutoff, self.now = cutoff, now
         self.shapes = set() if shapes is None else shapes
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
+    def apply(self, conn: Any) -> Any:
         Expire(self.now).apply(conn)
         # Top-level runs only: their inner runs go with them (the foreign key cascades).
         count = conn.execute("DELETE FROM runs WHERE parent IS NULL AND status NOT IN ('running', 'suspended') "
@@ -301,7 +306,7 @@ class Expire(Op):
         super().__init__()
         self.now = now
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
+    def apply(self, conn: Any) -> Any:
         return conn.execute("UPDATE runs SET status = 'expired', updated = ? WHERE status = 'suspended' "
                             "AND expires IS NOT NULL AND expires <= ?", (self.now, self.now)).rowcount
 
@@ -316,7 +321,7 @@ class MarkInterrupted(Op):
         super().__init__()
         self.owner, self.here, self.now = owner, here, now
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
+    def apply(self, conn: Any) -> Any:
         rows = conn.execute("SELECT r.id, o.host, o.boot, o.pid, o.started, r.owner FROM runs r "
                             "LEFT JOIN owners o ON o.id = r.owner WHERE r.status = 'running'").fetchall()
         dead = [(self.now, r[0]) for r in rows if r[5] != self.owner and (
@@ -339,6 +344,6 @@ class ReleaseOwn(Op):
         super().__init__()
         self.owner, self.now = owner, now
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
+    def apply(self, conn: Any) -> Any:
         return conn.execute("UPDATE runs SET status = 'interrupted', updated = ? WHERE status = 'running' "
                             "AND owner = ?", (self.now, self.owner)).rowcount

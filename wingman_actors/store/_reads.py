@@ -1,4 +1,6 @@
-"""The reads of the SQLite run store: a pool of read-only connections and the queries."""
+"""The reads of the run store: a pool of read connections and the queries (shared by the
+SQLite and PostgreSQL stores: the queries are plain SQL, with the backend's expression of a
+run's status and the statement that begins a consistent read passed in)."""
 
 from __future__ import annotations
 
@@ -21,16 +23,19 @@ __all__ = ["ReaderPool", "get_run", "list_runs", "load_journal"]
 _KIND_NAMES = {v: k for k, v in KINDS.items()}
 _MAX_IDLE = 8
 # A suspended run past its expiry reads as expired even before the writer marks it.
-_STATUS = "CASE WHEN status = 'suspended' AND expires IS NOT NULL AND expires <= :now THEN 'expired' ELSE status END"
+STATUS = "CASE WHEN status = 'suspended' AND expires IS NOT NULL AND expires <= :now THEN 'expired' ELSE status END"
 
 
 class ReaderPool:
     """Read-only connections, one per concurrent reader, reused (at most a few kept idle)."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection], path: str) -> None:
+    def __init__(self, connect: Callable[[], Any], path: str, *,
+                 errors: tuple[type[BaseException], ...] = (sqlite3.Error,), check: str | None = None) -> None:
         self._connect = connect
         self._path = path
-        self._idle: list[sqlite3.Connection] = []
+        self._errors = errors
+        self._check = check or f"check the file (sqlite3 {path} 'PRAGMA integrity_check')"
+        self._idle: list[Any] = []
         self._lock = threading.Lock()
         self._closed = False
         self._why = "the run store is closed; open a new RunStore(path)"
@@ -45,8 +50,8 @@ class ReaderPool:
         self._inherited, self._idle = self._idle, []
 
     @contextmanager
-    def connection(self) -> Iterator[sqlite3.Connection]:
-        """A connection for one read; SQLite's errors come out as :class:`StoreError`."""
+    def connection(self) -> Iterator[Any]:
+        """A connection for one read; the database's errors come out as :class:`StoreError`."""
         with self._lock:
             if self._closed:
                 raise StoreClosedError(self._why)
@@ -56,10 +61,10 @@ class ReaderPool:
         keep = True
         try:
             yield conn
-        except sqlite3.Error as exc:
+        except self._errors as exc:
             keep = False  # not reused after a failure
             raise StoreError(f"run store {self._path}: a read failed: {exc}; try again, and if it fails again "
-                             f"check the file (sqlite3 {self._path} 'PRAGMA integrity_check')") from exc
+                             f"{self._check}") from exc
         finally:
             with self._lock:
                 keep = keep and not self._closed and len(self._idle) < _MAX_IDLE
@@ -84,13 +89,13 @@ def _utc(t: float) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(t, datetime.UTC)
 
 
-def list_runs(conn: sqlite3.Connection, status: RunStatus | None, now: float, nested: bool = False,
+def list_runs(conn: Any, status: RunStatus | None, now: float, nested: bool = False, status_sql: str = STATUS,
               ) -> list[RunSummary]:
-    sql = f"SELECT id, formation, {_STATUS}, created, updated, parent FROM runs"
+    sql = f"SELECT id, formation, {status_sql}, created, updated, parent FROM runs"
     where = [] if nested else ["parent IS NULL"]
     params: dict[str, Any] = {"now": now}
     if status is not None:
-        where.append(f"{_STATUS} = :status")
+        where.append(f"{status_sql} = :status")
         params["status"] = status
     if where:
         sql += " WHERE " + " AND ".join(where)
@@ -105,14 +110,15 @@ def _entry(codec: Codec, run_id: str, row: tuple[Any, ...]) -> JournalEntry:
                          "(written by a newer version?); upgrade wingman-actors")
     where = f"the {kind} of node {row[1]!r} (visit {row[2]}{'' if row[3] is None else f', item {row[3]}'}) " \
             f"in run {run_id!r}"
-    return JournalEntry(kind, row[1], row[2], row[3], codec.decode(row[4], row[5], where))  # type: ignore[arg-type]
+    return JournalEntry(kind, row[1], row[2], row[3], codec.decode(row[4], row[5], where),  # type: ignore[arg-type]
+                        row[6] if len(row) > 6 else None)
 
 
-def get_run(conn: sqlite3.Connection, codec: Codec, run_id: str, now: float, path: str,
+def get_run(conn: Any, codec: Codec, run_id: str, now: float, path: str, status_sql: str = STATUS,
             ) -> tuple[RunRecord, str, int]:
     """The run record (with its pending interrupt), its stored shape JSON and its key."""
     row = conn.execute(
-        f"SELECT r.id, r.formation, {_STATUS}, r.created, r.updated, r.fingerprint, r.source, r.input_codec, "
+        f"SELECT r.id, r.formation, {status_sql}, r.created, r.updated, r.fingerprint, r.source, r.input_codec, "
         "r.input, r.error, r.expires, s.shape, r.key, r.parent FROM runs r JOIN shapes s ON s.fingerprint = r.fingerprint "
         "WHERE r.id = :id", {"now": now, "id": run_id}).fetchone()
     if row is None:
@@ -129,12 +135,13 @@ def get_run(conn: sqlite3.Connection, codec: Codec, run_id: str, now: float, pat
     return record, row[11], row[12]
 
 
-def load_journal(conn: sqlite3.Connection, codec: Codec, run_id: str, now: float, path: str) -> RunJournal:
+def load_journal(conn: Any, codec: Codec, run_id: str, now: float, path: str, status_sql: str = STATUS,
+                 begin: str = "BEGIN") -> RunJournal:
     """The run and its whole journal, read in one transaction (a consistent snapshot)."""
-    conn.execute("BEGIN")
+    conn.execute(begin)
     try:
-        record, shape, key = get_run(conn, codec, run_id, now, path)
-        rows = conn.execute("SELECT kind, node, visit, item, codec, value FROM journal WHERE run = ? ORDER BY seq",
+        record, shape, key = get_run(conn, codec, run_id, now, path, status_sql)
+        rows = conn.execute("SELECT kind, node, visit, item, codec, value, at FROM journal WHERE run = ? ORDER BY seq",
                             (key,)).fetchall()
     finally:
         conn.execute("COMMIT")

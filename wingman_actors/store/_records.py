@@ -115,6 +115,8 @@ class JournalEntry:
         visit: the node's visit number.
         item: the fleet item index (items, and progress/interrupts inside an item).
         value: the output, progress value, skip reason, interrupt payload or answer.
+        at: when it was recorded (seconds since the epoch; None for entries written
+            before version 0.2 of the store kept it).
     """
 
     kind: Literal["visit", "item", "progress", "skip", "interrupt", "answer"]
@@ -122,6 +124,7 @@ class JournalEntry:
     visit: int
     item: int | None
     value: Any
+    at: float | None = None
 
 
 @dataclass(frozen=True)

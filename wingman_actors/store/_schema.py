@@ -140,6 +140,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             WHERE parent IS NULL AND id GLOB '*/*/[0-9]*'
               AND EXISTS (SELECT 1 FROM runs AS outer_run WHERE outer_run.id = {_OUTER})""",
     )),
+    Migration(6, "journal entries record when they were written (a run's history gives each visit's times)", (
+        "ALTER TABLE journal ADD COLUMN at REAL",
+    )),
 )
 """Every migration, oldest first. Append new ones; never edit one that was released."""
 

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import itertools
 import json
-import math
 import os
 import threading
 import time
-import uuid
 import weakref
 from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
 
+from .._extras import require
 from . import _bulk
 from ._checkpoint import Checkpointer
 from ._codec import Codec
 from ._errors import FormationMismatchError, StoreError
+from ._history import Visit, history
 from ._ops import (
     KINDS,
     Answer,
@@ -35,37 +34,16 @@ from ._ops import (
     inner_run_refused,
 )
 from ._owner import ProcessIdentity
-from ._reads import ReaderPool, get_run, list_runs, load_journal
+from ._reads import STATUS, ReaderPool, get_run, list_runs, load_journal
 from ._records import RUN_STATUSES, RunJournal, RunRecord, RunStatus, RunSummary
 from ._schema import check_path, connect, migrate
 from ._shape import FormationShape
+from ._values import POSTGRES_SCHEMES, duration, new_run_id
 from ._writer import Flush, Writer
 
 __all__ = ["RunStore"]
 
 _VISIT, _ITEM, _PROGRESS, _INTERRUPT, _SKIP = (KINDS[k] for k in ("visit", "item", "progress", "interrupt", "skip"))
-
-
-def _seconds(value: Any, name: str, *, allow_none: bool) -> float | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, datetime.timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"RunStore: {name} must be a datetime.timedelta or a number of seconds >= 0"
-                         f"{' or None' if allow_none else ''}, got {value!r}")
-    return float(value)
-
-
-_RUN_PREFIX = uuid.uuid4().hex[:8]
-_RUN_COUNTER = itertools.count()
-
-
-def _new_run_id() -> str:
-    """32 hex digits: the time in microseconds, a per-process random prefix and a counter.
-    Ids made later sort later, so new rows are appended to the tables' B-trees instead of
-    landing on random pages (fewer pages written per commit)."""
-    return f"{time.time_ns() // 1000:014x}{_RUN_PREFIX}{next(_RUN_COUNTER) % 16**10:010x}"
 
 
 def _shutdown(writer: Writer, checkpointer: Checkpointer, readers: ReaderPool, owner: int) -> None:
@@ -77,7 +55,15 @@ def _shutdown(writer: Writer, checkpointer: Checkpointer, readers: ReaderPool, o
 
 
 class RunStore:
-    """The run journal in one SQLite file: run records, and the deltas a resume needs.
+    """The run journal in one SQLite file, or on a PostgreSQL server: run records, and the
+    deltas a resume needs.
+
+    ``RunStore(path)`` opens a SQLite file; ``RunStore("postgresql://user:password@host/db")``
+    (the ``postgres`` extra, psycopg 3) opens a store on PostgreSQL that processes on any
+    number of machines share, with the same API, semantics and journal format. There a
+    run's owner is recognised by a lease its store renews rather than by its process: a
+    running run whose store stopped renewing (its process died or froze) reads as
+    ``interrupted`` once the lease lapses, and any process may resume it.
 
     One writer applies every write in call order and commits in groups (one commit for
     everything queued meanwhile, shared by concurrent callers); readers use their own
@@ -99,18 +85,25 @@ class RunStore:
 
     Args:
         path: the database file (created with its schema if missing; a file from an
-            older version of this store is migrated).
+            older version of this store is migrated), or a ``postgresql://`` URL (the schema
+            is created in the connection's schema if missing).
         suspend_ttl: how long a suspended run waits for its answer before it expires
             (timedelta or seconds; None: never). Default 7 days.
         allow_pickle: journal values of types the store does not support with pickle,
             and load them. Only for files you trust: loading a pickle can run any code.
         synchronous: ``"NORMAL"`` or ``"FULL"`` (see above).
-        recover: on open, mark ``interrupted`` the running runs whose process has died,
-            and ``expired`` the suspended runs past their expiry.
+        recover: on open, mark ``interrupted`` the running runs whose process has died
+            (on PostgreSQL: whose owner's lease lapsed), and ``expired`` the suspended runs
+            past their expiry.
+        lease: PostgreSQL only: how long a store's runs stay ``running`` after its last
+            lease renewal (timedelta or seconds; default 15 s). The store renews it every
+            third of that on a thread of its own, stopped by ``close()``.
 
     Raises:
         StoreOpenError: the path is not usable (missing folder, a directory, not SQLite,
-            another application's database); ``StoreVersionError`` if it is newer.
+            another application's database; a PostgreSQL server that cannot be reached);
+            ``StoreVersionError`` if it is newer.
+        MissingExtraError: a ``postgresql://`` URL without the ``postgres`` extra.
 
     Example:
         >>> import tempfile, os, networkx as nx
@@ -123,11 +116,29 @@ class RunStore:
         {'a': {1: 2}}
     """
 
+    # The backend's pieces (the PostgreSQL store, a subclass, replaces them).
+    _BeginRun: type[BeginRun] = BeginRun
+    _Append: type[Append] = Append
+    _Claim: type[Claim] = Claim
+    _MarkInterrupted: type[MarkInterrupted] = MarkInterrupted
+    _STATUS_SQL = STATUS  # a run's status as a read shows it
+    _SNAPSHOT = "BEGIN"  # begins a read of one consistent snapshot
+
+    def __new__(cls, path: str | os.PathLike[str], *args: Any, **kwargs: Any) -> RunStore:
+        if cls is RunStore and isinstance(path, str) and path.startswith(POSTGRES_SCHEMES):
+            with require("postgres", "a run store on PostgreSQL"):
+                from ._postgres import PostgresRunStore
+            return super().__new__(PostgresRunStore)
+        return super().__new__(cls)
+
     def __init__(self, path: str | os.PathLike[str], *,
                  suspend_ttl: datetime.timedelta | float | None = datetime.timedelta(days=7),
                  allow_pickle: bool = False, synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
-                 recover: bool = True) -> None:
-        self._ttl = _seconds(suspend_ttl, "suspend_ttl", allow_none=True)
+                 recover: bool = True, lease: datetime.timedelta | float | None = None) -> None:
+        if lease is not None:
+            raise ValueError("RunStore: lease applies to a PostgreSQL store (RunStore('postgresql://...', lease=...)); "
+                             "a SQLite store checks whether a run's process is alive instead; drop lease=")
+        self._ttl = duration(suspend_ttl, "suspend_ttl", allow_none=True)
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"RunStore: synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         self._path = check_path(path)
@@ -155,7 +166,8 @@ class RunStore:
                                     "wingman-store-checkpoint")
         self._readers = ReaderPool(lambda: connect(path_, synchronous=synchronous, read_only=True), path_)
         # Closes the store at interpreter exit (flushing pending writes) if close() was not called.
-        self._finalizer = weakref.finalize(self, _shutdown, writer, checkpointer, self._readers, self._owner)
+        self._finalizer: weakref.finalize[..., Any] = weakref.finalize(
+            self, _shutdown, writer, checkpointer, self._readers, self._owner)
         self._close_lock = threading.Lock()
         if recover:
             try:
@@ -214,7 +226,7 @@ class RunStore:
                                 f"got {type(shape).__name__}")
             shape = FormationShape.of(shape)
         if run_id is None:
-            run_id = _new_run_id()
+            run_id = new_run_id()
         elif not isinstance(run_id, str) or not run_id:
             raise ValueError(f"begin_run: run_id must be a non-empty str or None, got {run_id!r}")
         codec, text = self._codec.encode(input, "the input of run %r", run_id)
@@ -222,7 +234,7 @@ class RunStore:
         row = (run_id, formation, shape.fingerprint, source, codec, text, now, now, self._owner)
         if parent is not None and (not isinstance(parent, str) or not parent):
             raise ValueError(f"begin_run: parent must be a non-empty str (the outer run's id) or None, got {parent!r}")
-        result: str = self._writer.call(BeginRun(row, (shape.fingerprint, shape.json), self._path,
+        result: str = self._writer.call(self._BeginRun(row, (shape.fingerprint, shape.json), self._path,
                                                      self._shapes, parent))
         return result
 
@@ -234,29 +246,29 @@ class RunStore:
             SerializationError: the output cannot be journalled (raised here, at once).
         """
         codec, text = self._codec.encode(output, "the output of node %r (visit %s) of run %r", node, visit, run_id)
-        self._writer.submit(Append((run_id, _VISIT, node, visit, None, codec, text)))
+        self._writer.submit(self._Append((run_id, _VISIT, node, visit, None, codec, text), time.time()))
 
     def record_item(self, run_id: str, node: str, visit: int, index: int, output: Any) -> None:
         """Journal a finished fleet item's output (item ``index`` of the node's visit)."""
         codec, text = self._codec.encode(
             output, "the output of item %s of fleet node %r (visit %s) of run %r", index, node, visit, run_id)
-        self._writer.submit(Append((run_id, _ITEM, node, visit, index, codec, text)))
+        self._writer.submit(self._Append((run_id, _ITEM, node, visit, index, codec, text), time.time()))
 
     def record_progress(self, run_id: str, node: str, visit: int, value: Any, *, item: int | None = None) -> None:
         """Journal a step inside an unfinished visit (e.g. the messages an agent session
         added), so a resumed visit can continue instead of starting over."""
         codec, text = self._codec.encode(value, "a progress value of node %r (visit %s) of run %r", node, visit, run_id)
-        self._writer.submit(Append((run_id, _PROGRESS, node, visit, item, codec, text)))
+        self._writer.submit(self._Append((run_id, _PROGRESS, node, visit, item, codec, text), time.time()))
 
     def record_skip(self, run_id: str, node: str, visit: int, reason: str) -> None:
         """Journal that a node visit was skipped after its retries were spent
         (``on_error="skip"``), so a resume skips it again instead of retrying it."""
-        self._writer.submit(Append((run_id, _SKIP, node, visit, None, 0, json.dumps(str(reason)))))
+        self._writer.submit(self._Append((run_id, _SKIP, node, visit, None, 0, json.dumps(str(reason))), time.time()))
 
     def record_interrupt(self, run_id: str, node: str, visit: int, payload: Any, *, item: int | None = None) -> None:
         """Journal an ``interrupt(payload)`` raised by a node's visit (or a fleet item)."""
         codec, text = self._codec.encode(payload, "the interrupt payload of node %r of run %r", node, run_id)
-        self._writer.submit(Append((run_id, _INTERRUPT, node, visit, item, codec, text)))
+        self._writer.submit(self._Append((run_id, _INTERRUPT, node, visit, item, codec, text), time.time()))
 
     def answer(self, run_id: str, answer: Any) -> None:
         """Record the answer to the run's pending interrupt; durable on return.
@@ -309,13 +321,13 @@ class RunStore:
         if shape is not None:
             self._sync()
             with self._readers.connection() as conn:
-                record, recorded, _ = get_run(conn, self._codec, run_id, time.time(), self._path)
+                record, recorded, _ = get_run(conn, self._codec, run_id, time.time(), self._path, self._STATUS_SQL)
                 if record.parent is not None and record.parent != parent:
                     raise inner_run_refused(conn, run_id, record.parent, record.status)
             if record.fingerprint != shape.fingerprint:
                 diff = FormationShape.from_json(recorded).diff(shape) or ["the fingerprints differ"]
                 raise FormationMismatchError(formation or record.formation, run_id, diff)
-        self._writer.call(Claim(run_id, self._owner, self._here, time.time(), self._path, parent))
+        self._writer.call(self._Claim(run_id, self._owner, self._here, time.time(), self._path, parent))
         return self.load(run_id)
 
     def flush(self, run_id: str | None = None) -> None:
@@ -349,7 +361,7 @@ class RunStore:
         """
         self._sync()
         with self._readers.connection() as conn:
-            return get_run(conn, self._codec, run_id, time.time(), self._path)[0]
+            return get_run(conn, self._codec, run_id, time.time(), self._path, self._STATUS_SQL)[0]
 
     def load(self, run_id: str) -> RunJournal:
         """The run and its whole journal in one consistent read: what a resume needs.
@@ -361,7 +373,18 @@ class RunStore:
         """
         self._sync()
         with self._readers.connection() as conn:
-            return load_journal(conn, self._codec, run_id, time.time(), self._path)
+            return load_journal(conn, self._codec, run_id, time.time(), self._path, self._STATUS_SQL, self._SNAPSHOT)
+
+    def history(self, run_id: str) -> list[Visit]:
+        """The run's node visits in the order they finished: each one's node, visit
+        number, output, status (``succeeded``, ``skipped``, or ``suspended`` at an
+        unanswered interrupt) and times (see :class:`~wingman_actors.store.Visit`). Fork
+        the run at one of them with ``Formation.fork(run_id, store=..., at=node)``.
+
+        Raises:
+            UnknownRunError: no such run.
+        """
+        return history(self.load(run_id))
 
     def runs(self, status: RunStatus | None = None, *, nested: bool = False) -> list[RunSummary]:
         """The top-level runs (oldest first), or those with ``status``. A suspended run
@@ -377,7 +400,7 @@ class RunStore:
             raise ValueError(f"runs: status must be one of {', '.join(RUN_STATUSES)} or None, got {status!r}")
         self._sync()
         with self._readers.connection() as conn:
-            return list_runs(conn, status, time.time(), bool(nested))
+            return list_runs(conn, status, time.time(), bool(nested), self._STATUS_SQL)
 
     # --- housekeeping ----------------------------------------------------------------------
 
@@ -388,7 +411,7 @@ class RunStore:
         ``expired`` (an update: it goes once that is ``older_than`` ago). A deleted run's
         inner runs (nested formations) are deleted with it, whatever their status; an inner
         run is never deleted on its own. Returns how many top-level runs were deleted."""
-        seconds = _seconds(older_than, "prune(older_than=...)", allow_none=False) or 0.0
+        seconds = duration(older_than, "prune(older_than=...)", allow_none=False) or 0.0
         now = time.time()
         count: int = self._writer.call(Prune(now - seconds, now, self._shapes))
         return count
@@ -402,7 +425,7 @@ class RunStore:
     def mark_interrupted(self) -> int:
         """Mark ``interrupted`` the running runs whose process has died (done on open).
         Runs of live processes, and of other hosts, are left alone. Returns how many."""
-        count: int = self._writer.call(MarkInterrupted(self._owner, self._here, time.time()))
+        count: int = self._writer.call(self._MarkInterrupted(self._owner, self._here, time.time()))
         return count
 
     def close(self) -> None:

@@ -24,7 +24,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from ._errors import StoreClosedError, StoreError, StoreWriteError
@@ -37,8 +37,8 @@ _GATHER_S = 0.001
 _GATHER_BELOW = 256
 _LEADER_EXTRA = 2  # batches a caller that committed its own op also commits for waiting callers
 _CLOSED = "the run store is closed; open a new RunStore(path)"
-FORKED = ("this RunStore was opened before the process forked: its SQLite connections belong to the parent "
-          "process, and using them here could damage the file; open a new RunStore(path) in this process")
+FORKED = ("this RunStore was opened before the process forked: its database connections belong to the parent "
+          "process, and using them here could damage the store; open a new RunStore(path) in this process")
 _orphans: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
@@ -77,11 +77,11 @@ class Op:
         self.error: BaseException | None = None
         self.done: threading.Lock | None = None
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
+    def apply(self, conn: Any) -> Any:
         raise NotImplementedError
 
     @classmethod
-    def apply_group(cls, conn: sqlite3.Connection, ops: Sequence[Op]) -> None:
+    def apply_group(cls, conn: Any, ops: Sequence[Op]) -> None:
         """Apply consecutive ops of :attr:`GROUP` as if one by one, in order; outside a
         transaction, commit them (atomically). Ops that set a ``GROUP`` implement it."""
         raise NotImplementedError
@@ -104,7 +104,7 @@ class Stop(Op):
         super().__init__()
         self.final = final
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
+    def apply(self, conn: Any) -> Any:
         return self.final.apply(conn) if self.final is not None else None
 
 
@@ -114,7 +114,7 @@ class Flush(Op):
     __slots__ = ()
     wait = True
 
-    def apply(self, conn: sqlite3.Connection) -> Any:
+    def apply(self, conn: Any) -> Any:
         return None
 
 
@@ -130,8 +130,13 @@ class Writer:
     they need not wait for the writer thread to wake up.
     """
 
-    def __init__(self, conn: sqlite3.Connection, name: str) -> None:
+    def __init__(self, conn: Any, name: str, *, begin: str = "BEGIN IMMEDIATE",
+                 errors: tuple[type[BaseException], ...] = (sqlite3.Error,),
+                 bulk: Callable[[Any, Sequence[Op]], None] | None = None) -> None:
         self._conn = conn
+        self._bulk = bulk  # applies a run of one group's ops (else the group's own apply_group)
+        self._begin = begin  # how a batch's transaction begins
+        self._errors = errors  # the database driver's own errors
         self._queue: collections.deque[Op] = collections.deque()
         # guards the queue, seq numbers, closed; entered as the bare lock (a C-level context
         # manager) where nobody waits or is notified, as Condition.__enter__ is Python code
@@ -217,7 +222,7 @@ class Writer:
         if op.done is not None:  # always, for an op that waits
             op.done.acquire()
         if op.error is not None:
-            if isinstance(op.error, sqlite3.Error):  # SQLite's own error: say which write it failed
+            if isinstance(op.error, self._errors):  # the database's own error: say which write it failed
                 raise StoreWriteError([f"{op.describe()}: {op.error}"]) from op.error
             raise op.error
         return op.result
@@ -326,9 +331,9 @@ class Writer:
         try:
             group = batch[0].GROUP
             if group is not None and all(op.GROUP == group for op in batch):
-                batch[0].apply_group(conn, batch)  # e.g. one statement: its own commit
+                (self._bulk or batch[0].apply_group)(conn, batch)  # e.g. one statement: its own commit
                 return
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(self._begin)
             i, n = 0, len(batch)
             while i < n:
                 group = batch[i].GROUP
@@ -341,7 +346,7 @@ class Writer:
                 j = i + 1
                 while j < n and batch[j].GROUP == group:
                     j += 1
-                batch[i].apply_group(conn, batch[i:j])
+                (self._bulk or batch[i].apply_group)(conn, batch[i:j])
                 i = j
             conn.execute("COMMIT")
             return
@@ -351,7 +356,7 @@ class Writer:
         for op in batch:
             op.result, op.error = None, None
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(self._begin)
                 op.result = op.apply(conn)
                 conn.execute("COMMIT")
             except Exception as exc:
@@ -361,5 +366,5 @@ class Writer:
     def _rollback(self) -> None:
         try:
             self._conn.execute("ROLLBACK")
-        except sqlite3.Error:
+        except self._errors:
             pass  # no transaction was open

@@ -1,0 +1,69 @@
+"""``wingman-actors runs history RUN_ID`` and ``wingman-actors fork RUN_ID --at NODE
+--output JSON``, on both stores (``--store`` a SQLite file or a postgresql:// URL)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from wingman_actors.cli import main
+
+CHAIN = '''
+from wingman_actors import Formation
+
+formation = Formation("chain").add_function("a", lambda x: x + "a").add_function("b", lambda x: x + "b")
+formation.add_function("c", lambda x: x + "c").connect("a", "b").connect("b", "c")
+'''
+
+
+def _run(tmp_path: Path, location: str, capsys: pytest.CaptureFixture[str]) -> str:
+    module = tmp_path / "chain.py"
+    module.write_text(CHAIN)
+    assert main(["run", str(module), "--input", "x", "--store", location]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--store", location, "--json"]) == 0
+    run_id: str = json.loads(capsys.readouterr().out)[0]["run_id"]
+    return run_id
+
+
+def test_runs_history_prints_each_visit_in_order(tmp_path: Path, location: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = _run(tmp_path, location, capsys)
+    assert main(["runs", "history", run_id, "--store", location, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["node"], r["visit"], r["status"], r["output"]) for r in rows] == [
+        ("a", 1, "succeeded", "xa"), ("b", 1, "succeeded", "xab"), ("c", 1, "succeeded", "xabc")]
+    assert all(r["finished"] for r in rows)
+    assert main(["runs", "history", run_id, "--store", location]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["NODE", "VISIT", "STATUS", "FINISHED", "OUTPUT"]
+    assert table[2].split()[0] == "b" and table[2].split()[-1] == "xab"
+
+
+def test_fork_replaces_a_visits_output_and_prints_the_new_run(tmp_path: Path, location: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = _run(tmp_path, location, capsys)
+    assert main(["fork", run_id, "--at", "b", "--output", '"B!"', "--store", location]) == 0
+    new_id = capsys.readouterr().out.strip()
+    assert new_id and new_id != run_id
+    assert main(["runs", "history", new_id, "--store", location, "--json"]) == 0
+    assert [r["output"] for r in json.loads(capsys.readouterr().out)] == ["xa", "B!", "B!c"]
+    assert main(["runs", "history", run_id, "--store", location, "--json"]) == 0
+    assert [r["output"] for r in json.loads(capsys.readouterr().out)] == ["xa", "xab", "xabc"]
+
+
+def test_fork_at_an_unknown_node_is_a_usage_error_naming_the_nodes(tmp_path: Path, path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = _run(tmp_path, str(path), capsys)
+    assert main(["fork", run_id, "--at", "zz", "--output", "1", "--store", str(path)]) == 2
+    assert "has no node 'zz' to fork at; its nodes are 'a', 'b', 'c'" in capsys.readouterr().err
+
+
+def test_history_of_an_unknown_run_is_a_usage_error(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from wingman_actors.store import RunStore
+
+    RunStore(path).close()
+    assert main(["runs", "history", "ghost", "--store", str(path)]) == 2
+    assert "no run 'ghost'" in capsys.readouterr().err

@@ -1,0 +1,133 @@
+"""Forking a journalled run (``Formation.fork``): a new run that reuses the journal of
+another up to one node visit, replaces that visit's output (or runs it again with another
+input), and continues from there. The original run is not touched.
+
+The fork is written through the store's public calls: ``begin_run`` (the original's input
+and source), then the original's journal entries from before the visit, in their order
+(visits, fleet items, steps, skips, interrupts and their answers; the visit's own steps
+and everything journalled after it are left out), then the replaced output; then the
+new run is resumed, so the journalled visits are not executed again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import FormationRuntimeError
+from ..store import FormationMismatchError, FormationShape, JournalEntry, JournalStore, RunJournal
+from ._durable import StoreArg, open_store
+
+if TYPE_CHECKING:
+    from ._graph import Formation
+    from ._options import RunOptions
+
+__all__ = ["UNSET", "fork"]
+
+UNSET: Any = ...
+"""No ``output=`` / ``input=`` given (``Formation.fork``'s default)."""
+
+
+def _target(formation: Formation, at: Any) -> tuple[str, int]:
+    node, visit = (at, 1) if isinstance(at, str) else (tuple(at) if isinstance(at, tuple | list) else (None, None))
+    if not isinstance(node, str) or isinstance(visit, bool) or not isinstance(visit, int) or visit < 1:
+        raise ValueError(f"fork: at must be a node name, or (node, visit) with a visit number >= 1, got {at!r}")
+    if node not in formation.graph:
+        raise ValueError(f"fork: formation {formation.name!r} has no node {node!r} to fork at; its nodes are "
+                         f"{', '.join(map(repr, formation.graph.nodes))}")
+    return node, visit
+
+
+def _cut(journal: RunJournal, node: str, visit: int) -> list[JournalEntry]:
+    """The entries a fork at ``(node, visit)`` reuses (see the module docs)."""
+    entries = journal.entries
+    end = next((i for i, e in enumerate(entries) if (e.node, e.visit) == (node, visit) and e.kind in ("visit", "skip")),
+               len(entries))
+    return [e for e in entries[:end] if (e.node, e.visit) != (node, visit)]
+
+
+def _feed_input(formation: Formation, kept: list[JournalEntry], node: str, value: Any) -> tuple[bool, Any]:
+    """For ``input=``: (the fork's run input is ``value``: ``node`` is a source) or
+    replace the output of ``node``'s one predecessor's last kept visit by ``value``."""
+    preds = [p for p in formation.graph.predecessors(node) if not formation.graph.edges[p, node].get("back")]
+    if not preds:
+        return True, value
+    pred = preds[0]
+    if len(preds) == 1 and set(formation.graph.successors(pred)) == {node}:
+        for i in range(len(kept) - 1, -1, -1):
+            e = kept[i]
+            if e.kind == "visit" and e.node == pred:
+                kept[i] = JournalEntry("visit", e.node, e.visit, e.item, value, e.at)
+                return False, None
+    raise ValueError(
+        f"fork: input= reruns node {node!r} with a new input only when it is a source, or its one predecessor "
+        f"feeds it alone and was journalled ({node!r} has predecessors {preds}); give its output= instead, or "
+        f"fork at a predecessor")
+
+
+def _write(store: JournalStore, run_id: str, entries: list[JournalEntry]) -> None:
+    for e in entries:
+        if e.kind == "visit":
+            store.record_visit(run_id, e.node, e.visit, e.value)
+        elif e.kind == "item" and e.item is not None:
+            store.record_item(run_id, e.node, e.visit, e.item, e.value)
+        elif e.kind == "progress":
+            store.record_progress(run_id, e.node, e.visit, e.value, item=e.item)
+        elif e.kind == "skip":
+            store.record_skip(run_id, e.node, e.visit, str(e.value))
+        elif e.kind == "interrupt":
+            store.record_interrupt(run_id, e.node, e.visit, e.value, item=e.item)
+        elif e.kind == "answer":
+            store.answer(run_id, e.value)  # (after the interrupt above: writes apply in call order)
+
+
+def fork(formation: Formation, run_id: str, *, store: StoreArg, at: str | tuple[str, int], output: Any = UNSET,
+         input: Any = UNSET, timeout: float | None = None, options: RunOptions | None = None) -> str:
+    """``Formation.fork``: a new run from the journal of ``run_id`` before node ``at``'s visit
+    (a node name: its first visit; or ``(node, visit)``), with that visit's output replaced
+    by ``output``, or the visit run again with ``input`` (for a source node, the new run's
+    input; else the output of its one predecessor, which must feed it alone). The journalled
+    visits before it are not executed again; the rest runs to the end (``timeout`` and
+    ``options`` as for ``Formation.resume``). The original run is unchanged.
+
+    Returns:
+        The new run's id once it ended (succeeded, failed or suspended: its status and
+        error are in the store).
+
+    Raises:
+        ValueError: neither or both of ``output`` and ``input``, an unknown node, or an
+            ``input`` that node cannot be given.
+        wingman_actors.store.UnknownRunError: no such run.
+        wingman_actors.store.FormationMismatchError: the formation differs from the run's.
+    """
+    if (output is UNSET) == (input is UNSET):
+        raise ValueError("fork: give exactly one of output= (the visit's new output) or input= (run the visit "
+                         "again with this input)")
+    node, visit = _target(formation, at)
+    shape = FormationShape.of(formation.graph)
+    journal_store, owned = open_store(store)
+    try:
+        journal = journal_store.load(run_id)
+        if journal.run.parent is not None:
+            raise ValueError(f"fork: run {run_id!r} is an inner run of run {journal.run.parent!r}; fork that run")
+        if journal.shape.fingerprint != shape.fingerprint:
+            raise FormationMismatchError(formation.name, run_id, journal.shape.diff(shape) or ["the fingerprints differ"])
+        kept = _cut(journal, node, visit)
+        run_input = journal.run.input
+        if input is not UNSET:
+            as_run_input, _ = _feed_input(formation, kept, node, input)
+            if as_run_input:
+                run_input = input
+        new_id = journal_store.begin_run(formation.name, shape, run_input, source=journal.run.source)
+        _write(journal_store, new_id, kept)
+        if output is not UNSET:
+            journal_store.record_visit(new_id, node, visit, output)
+        journal_store.set_status(new_id, "interrupted", wait=True)  # ready to be resumed (below)
+        journal_store.flush(new_id)
+        try:
+            formation.resume(new_id, store=journal_store, timeout=timeout, options=options)
+        except FormationRuntimeError:
+            pass  # the new run failed: its status and error are in the store
+    finally:
+        if owned:
+            journal_store.close()
+    return new_id

@@ -1,0 +1,217 @@
+"""The PostgreSQL run store's database: connections, the versioned schema, and the bulk
+statement that applies a run of journalling writes in one trip.
+
+The tables are those of the SQLite store (``shapes``, ``owners``, ``runs``, ``journal``,
+same columns, same journal format: a codec number and JSON text per value), created in the
+connection's schema (the first of its ``search_path``; choose one with
+``?options=-csearch_path%3Dmyschema`` in the URL). ``wingman_run_store`` marks the schema as
+a run store and holds its version, so another application's ``runs`` table is refused
+instead of being written into. Owners hold a lease (``owners.lease_until``, in the
+server's clock, so machines with skewed clocks agree on it) while their writer's connection
+(``owners.backend``, its server process) is open.
+
+The queries shared with the SQLite store are written with SQLite's placeholders (``?``,
+``:name``); :class:`PgConnection` translates them for psycopg (``%s``, ``%(name)s``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import psycopg
+
+from ._errors import StoreOpenError, StoreVersionError
+
+__all__ = ["LATEST_VERSION", "LIVE", "NOW", "PgConnection", "connect", "masked", "migrate"]
+
+LATEST_VERSION = 1
+NOW = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)"
+"""The database server's clock, in seconds since the epoch (leases are measured by it)."""
+LIVE = f"(o.lease_until > {NOW} AND EXISTS (SELECT 1 FROM pg_stat_get_activity(o.backend)))"
+"""Whether owner ``o`` is live: its lease holds, and its writer's connection is open (a
+process that died has its connections closed by its kernel, and the server sees that at
+once; a frozen one keeps them, and its lease lapses)."""
+
+_STATUSES = "'running', 'succeeded', 'failed', 'cancelled', 'suspended', 'expired', 'interrupted'"
+_SCHEMA = (
+    "CREATE TABLE wingman_run_store (version INTEGER NOT NULL)",
+    "CREATE TABLE shapes (fingerprint TEXT PRIMARY KEY, shape TEXT NOT NULL)",
+    """CREATE TABLE owners (
+        id BIGSERIAL PRIMARY KEY,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        opened DOUBLE PRECISION NOT NULL,
+        lease_until DOUBLE PRECISION NOT NULL,
+        backend INTEGER NOT NULL
+    )""",
+    f"""CREATE TABLE runs (
+        key BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        formation TEXT NOT NULL,
+        fingerprint TEXT NOT NULL REFERENCES shapes (fingerprint),
+        source TEXT,
+        input_codec INTEGER NOT NULL,
+        input TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ({_STATUSES})),
+        created DOUBLE PRECISION NOT NULL,
+        updated DOUBLE PRECISION NOT NULL,
+        error TEXT,
+        owner BIGINT REFERENCES owners (id),
+        expires DOUBLE PRECISION,
+        parent TEXT REFERENCES runs (id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX runs_by_status ON runs (status, updated)",
+    "CREATE INDEX runs_by_parent ON runs (parent) WHERE parent IS NOT NULL",
+    "CREATE INDEX runs_by_owner ON runs (owner)",
+    # seq is the global write order; kind: 1 visit, 2 item, 3 progress, 4 interrupt, 5 answer, 6 skip;
+    # at: when it was recorded (seconds since the epoch)
+    """CREATE TABLE journal (
+        seq BIGSERIAL PRIMARY KEY,
+        run BIGINT NOT NULL REFERENCES runs (key) ON DELETE CASCADE,
+        kind INTEGER NOT NULL,
+        node TEXT NOT NULL,
+        visit INTEGER NOT NULL,
+        item INTEGER,
+        codec INTEGER NOT NULL,
+        value TEXT NOT NULL,
+        at DOUBLE PRECISION
+    )""",
+    "CREATE INDEX journal_by_run ON journal (run, seq)",
+    # The rows of a run of journalling writes (see _bulk: the same rows, as JSON), applied in
+    # order by one call. An entry is written only for a run this store owns (``me``): a store
+    # whose lease lapsed and whose run was taken over cannot write into that run's journal.
+    """CREATE FUNCTION wingman_journal_ops(ops TEXT, me BIGINT) RETURNS void LANGUAGE plpgsql AS $f$
+DECLARE
+    r json;
+BEGIN
+    FOR r IN SELECT value FROM json_array_elements(CAST(ops AS json)) LOOP
+        CASE CAST(r->>0 AS integer)
+        WHEN 0 THEN
+            INSERT INTO shapes (fingerprint, shape) VALUES (r->>2, r->>3) ON CONFLICT DO NOTHING;
+        WHEN 1 THEN
+            INSERT INTO runs (id, formation, fingerprint, source, input_codec, input, status, created, updated, owner)
+            VALUES (r->>1, r->>2, r->>3, r->>4, CAST(r->>5 AS integer), r->>6, 'running',
+                    CAST(r->>7 AS double precision), CAST(r->>7 AS double precision), CAST(r->>8 AS bigint));
+        WHEN 2 THEN
+            INSERT INTO journal (run, kind, node, visit, item, codec, value, at)
+            SELECT key, CAST(r->>2 AS integer), r->>3, CAST(r->>4 AS integer), CAST(r->>5 AS integer),
+                   CAST(r->>6 AS integer), r->>7, CAST(r->>8 AS double precision)
+            FROM runs WHERE id = r->>1 AND owner = me;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'wingman-actors: a journal entry of run % (unknown, or owned by another store)', r->>1;
+            END IF;
+        WHEN 3 THEN
+            UPDATE runs SET status = r->>2, error = r->>3, expires = CAST(r->>4 AS double precision),
+                            updated = CAST(r->>5 AS double precision)
+            WHERE id = r->>1;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'wingman-actors: the status of an unknown run %', r->>1;
+            END IF;
+        ELSE
+            UPDATE runs SET parent = r->>2 WHERE id = r->>1;
+        END CASE;
+    END LOOP;
+END
+$f$""",
+    f"INSERT INTO wingman_run_store (version) VALUES ({LATEST_VERSION})",
+)
+
+_PLACEHOLDER = re.compile(r"\?|(?<![:\w]):([A-Za-z_]\w*)")
+
+
+@functools.lru_cache(maxsize=256)
+def _translate(sql: str) -> str:
+    return _PLACEHOLDER.sub(lambda m: "%s" if m.group(0) == "?" else f"%({m.group(1)})s", sql)
+
+
+class PgConnection:
+    """A psycopg connection (autocommit; transactions are explicit) that takes the shared
+    queries' SQLite placeholders. ``owner`` is the owner id of the store writing through it.
+
+    The writer's connection is given ``url``: when the server dropped it (a restart, a
+    network cut), the next statement opens a new one and records its server process as
+    the owner's (``owners.backend``), so the store's runs read as running again.
+    """
+
+    __slots__ = ("owner", "raw", "url")
+
+    def __init__(self, raw: psycopg.Connection[Any], owner: int = 0, url: str | None = None) -> None:
+        self.raw = raw
+        self.owner = owner
+        self.url = url
+
+    def ensure(self) -> None:
+        """Reconnect a writer's connection the server dropped (see the class docs)."""
+        if self.url is not None and self.raw.broken:
+            raw = psycopg.connect(self.url, autocommit=True, connect_timeout=10, application_name="wingman-actors")
+            raw.execute("UPDATE owners SET backend = pg_backend_pid() WHERE id = %s", (self.owner,))
+            self.raw = raw
+
+    def execute(self, sql: str, params: Any = None) -> psycopg.Cursor[Any]:
+        if self.url is not None and self.raw.broken:
+            self.ensure()
+        if params is None:
+            return self.raw.execute(sql)  # (sent as it is: no placeholders)
+        return self.raw.execute(_translate(sql), params)
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def masked(url: str) -> str:
+    """The URL with its password hidden (as messages and ``repr`` show it)."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def connect(url: str, shown: str) -> PgConnection:
+    """A connection with the store's settings (autocommit, a connect timeout).
+
+    Raises:
+        StoreOpenError: the server cannot be reached or refuses the connection.
+    """
+    try:
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="wingman-actors")
+    except psycopg.Error as exc:
+        raise StoreOpenError(f"RunStore cannot connect to {shown}: {str(exc).strip()}; check that the PostgreSQL "
+                             "server runs and the URL (postgresql://user:password@host:port/database) is right",
+                             path=shown) from exc
+    return PgConnection(raw)
+
+
+def migrate(conn: PgConnection, shown: str) -> int:
+    """Create the schema in the connection's schema if it has none; the version it had
+    (0: created now).
+
+    Raises:
+        StoreOpenError: the schema holds another application's ``runs`` table, or cannot be
+            created (permissions).
+        StoreVersionError: the store was written by a newer wingman-actors.
+    """
+    raw = conn.raw
+    try:
+        with raw.transaction():
+            # Several processes may open a new store at once: one creates it, the others wait.
+            raw.execute("SELECT pg_advisory_xact_lock(hashtext('wingman-actors run store ' || current_schema()))")
+            marker, runs = raw.execute("SELECT to_regclass('wingman_run_store'), to_regclass('runs')").fetchone() \
+                or (None, None)
+            if marker is None:
+                if runs is not None:
+                    raise StoreOpenError(
+                        f"RunStore {shown}: the schema already has a 'runs' table of another application; use "
+                        "another database or schema (e.g. ?options=-csearch_path%3Dwingman in the URL)", path=shown)
+                for statement in _SCHEMA:
+                    raw.execute(statement)
+                return 0
+            row = raw.execute("SELECT max(version) FROM wingman_run_store").fetchone()
+            version = int(row[0]) if row and row[0] is not None else 0
+    except psycopg.Error as exc:
+        raise StoreOpenError(f"RunStore cannot prepare {shown}: {str(exc).strip()}; check that the user may create "
+                             "tables there, or pass another database", path=shown) from exc
+    if version > LATEST_VERSION:
+        raise StoreVersionError(
+            f"RunStore {shown} has schema version {version}, written by a newer wingman-actors; this one "
+            f"understands versions up to {LATEST_VERSION}. Upgrade wingman-actors (pip install -U wingman-actors), "
+            "or use another database", path=shown, version=version, supported=LATEST_VERSION)
+    return version

@@ -1,0 +1,250 @@
+"""``RunStore("postgresql://...")``: the run journal on a PostgreSQL server, shared by
+processes on any number of machines.
+
+Same API, semantics and journal format as the SQLite store (a subclass of it: the public
+methods, the ops and the reads are shared): one writer thread and connection per store,
+applying writes in call order and committing in groups (a run of journalling writes is one
+call of a server-side function, so one round trip); reads on their own connections, in
+one snapshot where they need one.
+
+Ownership is by lease instead of a process check: each open store registers an owner row
+whose ``lease_until`` (the server's clock) a renewal thread pushes forward every third of
+the lease. A running run whose owner's lease has lapsed (its process froze, or lost the
+network), or whose owner's writer connection closed (its process died: the server sees
+that at once), reads as ``interrupted`` and can be claimed by any store, on any machine; a
+lapsed owner that comes back cannot write into the journal of a run claimed meanwhile.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import math
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import psycopg
+
+from ._codec import Codec
+from ._errors import StoreError
+from ._ops import Append, BeginRun, Claim, Journalling, MarkInterrupted, ReleaseOwn
+from ._owner import ProcessIdentity
+from ._pg_schema import LIVE, NOW, PgConnection, connect, masked, migrate
+from ._reads import STATUS, ReaderPool
+from ._sqlite import RunStore
+from ._values import duration
+from ._writer import Op, Writer
+
+__all__ = ["DEFAULT_LEASE_S", "PostgresRunStore"]
+
+_log = logging.getLogger("wingman_actors.store")
+DEFAULT_LEASE_S = 15.0
+
+# A running run whose owner's lease lapsed reads as interrupted (as a suspended run past its
+# expiry reads as expired).
+_STATUS = (STATUS.replace(" ELSE status END", "") + " WHEN status = 'running' AND NOT EXISTS (SELECT 1 FROM owners o "
+           f"WHERE o.id = owner AND {LIVE}) THEN 'interrupted' ELSE status END")
+
+
+class PgAppend(Append):
+    """``Append``, writing only into the journal of a run this store owns."""
+
+    __slots__ = ()
+    _INSERT = ("INSERT INTO journal (run, kind, node, visit, item, codec, value, at) "
+               "SELECT key, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE id = ? AND owner = ?")
+
+    def apply(self, conn: Any) -> Any:
+        if conn.execute(self._INSERT, (*self.row[1:], self.at, self.row[0], conn.owner)).rowcount:
+            return
+        if conn.execute("SELECT 1 FROM runs WHERE id = ?", (self.row[0],)).fetchone() is None:
+            self.error = KeyError(f"no run {self.row[0]!r} (begin_run it first)")
+        else:
+            self.error = StoreError(f"run {self.row[0]!r} is owned by another store now (this store's lease lapsed "
+                                    "and the run was claimed elsewhere): its journal takes no more writes from here")
+
+
+class PgClaim(Claim):
+    """``Claim``, where a run's owner is live while its lease holds (the row locked meanwhile)."""
+
+    __slots__ = ()
+
+    def fetch(self, conn: Any) -> tuple[str, float | None, str | None, bool] | None:
+        row = conn.execute(
+            f"SELECT r.status, r.expires, r.parent, r.owner = ? OR COALESCE({LIVE}, FALSE) "
+            "FROM runs r LEFT JOIN owners o ON o.id = r.owner WHERE r.id = ? FOR UPDATE OF r",
+            (self.owner, self.run_id)).fetchone()
+        return None if row is None else (row[0], row[1], row[2], bool(row[3]))
+
+
+class PgMarkInterrupted(MarkInterrupted):
+    """Mark ``interrupted`` the running runs whose owner's lease lapsed; forget owners
+    lapsed for a day that own no run."""
+
+    __slots__ = ()
+
+    def apply(self, conn: Any) -> Any:
+        count = conn.execute(
+            "UPDATE runs SET status = 'interrupted', updated = ? WHERE status = 'running' AND owner IS DISTINCT FROM ? "
+            f"AND NOT EXISTS (SELECT 1 FROM owners o WHERE o.id = runs.owner AND {LIVE})",
+            (self.now, self.owner)).rowcount
+        conn.execute(f"DELETE FROM owners o WHERE o.lease_until < {NOW} - 86400 AND o.id <> ? "
+                     "AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.owner = o.id)", (self.owner,))
+        return count
+
+
+def apply_group(conn: PgConnection, ops: Sequence[Op]) -> None:
+    """Apply a run of journalling ops with one call of ``wingman_journal_ops`` (their rows
+    as JSON, applied in order); if one breaks a rule, apply them one by one (outside a
+    transaction: in one of their own), each with its own result or error."""
+    rows: list[tuple[Any, ...]] = []
+    for op in ops:
+        if not isinstance(op, Journalling):
+            raise TypeError(f"the journal_ops statement cannot apply {op.describe()}")
+        op.add_rows(rows)
+    conn.ensure()
+    raw = conn.raw
+    own = raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    try:
+        raw.execute("SELECT wingman_journal_ops(%s, %s)", (json.dumps(rows), conn.owner))
+    except psycopg.Error:
+        if not own:
+            raise  # the writer rolls the batch back and replays it op by op
+    else:
+        for op in ops:
+            if isinstance(op, BeginRun):
+                op.shapes.add(op.shape[0])
+                op.result = op.row[0]
+        return
+    raw.execute("BEGIN")
+    try:
+        for op in ops:
+            op.result = op.apply(conn)
+    except BaseException:
+        raw.execute("ROLLBACK")
+        raise
+    raw.execute("COMMIT")
+
+
+class Lease:
+    """Renews the owner's lease every third of it, on its own connection and thread."""
+
+    def __init__(self, connect_: Callable[[], PgConnection], owner: int, here: ProcessIdentity, backend: int,
+                 seconds: float, name: str) -> None:
+        self._connect, self._owner, self._here, self._seconds = connect_, owner, here, seconds
+        self._backend = backend
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        conn: PgConnection | None = None
+        try:
+            while not self._stop.wait(self._seconds / 3):
+                try:
+                    if conn is None:
+                        conn = self._connect()
+                    # (an upsert: an owner row lapsed for a day may have been deleted meanwhile)
+                    conn.execute(f"INSERT INTO owners (id, host, pid, opened, lease_until, backend) VALUES (%s, %s, %s, "
+                                 f"%s, {NOW} + %s, %s) ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until",
+                                 (self._owner, self._here.host, self._here.pid, time.time(), self._seconds,
+                                  self._backend))
+                except (psycopg.Error, StoreError) as exc:  # the server is away: try again next time
+                    _log.warning("run store: renewing the lease failed (%s); retrying", str(exc).strip())
+                    if conn is not None:
+                        conn.close()
+                    conn = None
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+
+def _shutdown(writer: Writer, lease: Lease, readers: ReaderPool, owner: int) -> None:
+    lease.stop()
+    try:
+        writer.stop(ReleaseOwn(owner, time.time()))
+    finally:
+        readers.close()
+
+
+class PostgresRunStore(RunStore):
+    """The run journal on PostgreSQL: ``RunStore("postgresql://user:password@host/db")``
+    returns one (see :class:`RunStore` for the API; ``lease`` is how long a store's runs
+    stay ``running`` without a renewal, default 15 s)."""
+
+    _Append = PgAppend
+    _Claim = PgClaim
+    _MarkInterrupted = PgMarkInterrupted
+    _STATUS_SQL = _STATUS
+    _SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+    def __init__(self, path: str | os.PathLike[str], *,
+                 suspend_ttl: datetime.timedelta | float | None = datetime.timedelta(days=7),
+                 allow_pickle: bool = False, synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+                 recover: bool = True, lease: datetime.timedelta | float | None = None) -> None:
+        self._ttl = duration(suspend_ttl, "suspend_ttl", allow_none=True)
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError(f"RunStore: synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        seconds = duration(DEFAULT_LEASE_S if lease is None else lease, "lease", allow_none=False) or 0.0
+        if not seconds > 0 or math.isinf(seconds):
+            raise ValueError(f"RunStore: lease must be more than 0 seconds, got {lease!r}")
+        self._lease_s = seconds
+        url = os.fspath(path)
+        self._url, self._path = url, masked(url)
+        self._codec = Codec(allow_pickle=allow_pickle)
+        self._here = ProcessIdentity.current()
+        shown = self._path
+        conn = connect(url, shown)
+        try:
+            migrate(conn, shown)
+            row = conn.execute(f"INSERT INTO owners (host, pid, opened, lease_until, backend) VALUES (?, ?, ?, {NOW} + ?, "
+                               "pg_backend_pid()) RETURNING id, backend",
+                               (self._here.host, self._here.pid, time.time(), seconds)).fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        assert row is not None
+        self._owner = conn.owner = int(row[0])
+        conn.url = url  # the writer's connection reconnects
+        self._shapes: set[str] = set()
+        self._writer = writer = Writer(conn, "wingman-store-writer", begin="BEGIN", errors=(psycopg.Error,),
+                                       bulk=apply_group)  # type: ignore[arg-type]
+        self._readers = ReaderPool(lambda: connect(url, shown), shown, errors=(psycopg.Error,),
+                                   check="check that the PostgreSQL server is up")
+        lease_ = Lease(lambda: connect(url, shown), self._owner, self._here, int(row[1]), seconds, "wingman-store-lease")
+        self._finalizer = weakref.finalize(self, _shutdown, writer, lease_, self._readers, self._owner)
+        self._close_lock = threading.Lock()
+        if recover:
+            try:
+                self.mark_interrupted()
+                self.expire()
+            except BaseException:
+                self._finalizer()
+                raise
+
+    def __repr__(self) -> str:
+        return f"RunStore({self._path!r})"
+
+    @property
+    def path(self) -> str:
+        """The store's URL (its password hidden)."""
+        return self._path
+
+    @property
+    def lease(self) -> datetime.timedelta:
+        """How long this store's runs stay ``running`` after its last lease renewal."""
+        return datetime.timedelta(seconds=self._lease_s)
+
+    def mark_interrupted(self) -> int:
+        """Mark ``interrupted`` the running runs whose owner's lease has lapsed (done on
+        open; reads already show them interrupted). Returns how many."""
+        return super().mark_interrupted()
