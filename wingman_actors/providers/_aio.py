@@ -14,6 +14,7 @@ cut to the run's remaining time, as in the sync path.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
@@ -145,28 +146,50 @@ class TokenBridge:
 class AsyncClients:
     """One async client per event loop (an async client's connections belong to the loop
     that opened them), made by ``make`` on first use in that loop and closed by ``aclose``
-    (default: its ``aclose()`` method)."""
+    (default: its ``aclose()`` method).
+
+    A loop's client is also closed when the loop shuts down through ``asyncio.run`` (or
+    any runner that cancels the tasks left when its main coroutine ends): a guard task,
+    started with the client, closes it when cancelled. So ``asyncio.run(session.arun(...))``
+    called again and again leaves no connection open (each call's loop is new).
+    """
 
     def __init__(self, make: Callable[[], Any], aclose: Callable[[Any], Awaitable[None]] | None = None) -> None:
         self._make = make
         self._aclose: Callable[[Any], Awaitable[None]] = aclose if aclose is not None else _aclose
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        # loop -> (client, the guard task that closes it at the loop's shutdown)
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, asyncio.Task[None]]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._lock = threading.Lock()
 
     def get(self) -> Any:
         """The running loop's client."""
         loop = asyncio.get_running_loop()
         with self._lock:
-            client = self._clients.get(loop)
-            if client is None:
-                client = self._clients[loop] = self._make()
-            return client
+            entry = self._clients.get(loop)
+            if entry is None:
+                client = self._make()
+                entry = self._clients[loop] = (client, loop.create_task(self._guard(loop, client)))
+            return entry[0]
+
+    async def _guard(self, loop: asyncio.AbstractEventLoop, client: Any) -> None:
+        try:
+            await asyncio.Event().wait()  # until cancelled: aclose(), or the loop's runner ending
+        finally:
+            with self._lock:
+                entry = self._clients.get(loop)
+                if entry is not None and entry[0] is client:
+                    del self._clients[loop]
+            await self._aclose(client)
 
     async def aclose(self) -> None:
         """Close the running loop's client."""
         with self._lock:
-            client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
+            entry = self._clients.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            client, guard = entry
+            guard.cancel()
             await self._aclose(client)
 
     def close(self) -> None:
@@ -178,24 +201,26 @@ class AsyncClients:
             here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             here = None
-        for loop, client in clients:
+        for loop, (_client, guard) in clients:
             if loop.is_closed():
                 continue
-            closing = self._aclose(client)
-            if loop is here:  # sync close() called on the loop itself: close when it can
-                loop.create_task(_awaited(closing))
+            if loop is here:  # sync close() called on the loop itself: the guard closes it soon
+                guard.cancel()
             elif loop.is_running():
-                asyncio.run_coroutine_threadsafe(_awaited(closing), loop).result(timeout=5)
+                asyncio.run_coroutine_threadsafe(_settled(guard), loop).result(timeout=5)
             else:
-                loop.run_until_complete(closing)
+                loop.run_until_complete(_settled(guard))
 
 
 async def _aclose(client: Any) -> None:
     await client.aclose()
 
 
-async def _awaited(awaitable: Awaitable[None]) -> None:
-    await awaitable
+async def _settled(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait until it has ended."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 class AsyncProviderMethods:

@@ -1,0 +1,50 @@
+"""An async provider's connections belong to the event loop that opened them: each loop's
+client is closed when that loop's ``asyncio.run`` ends, so calling ``asyncio.run`` again
+and again leaves no connection open and no ``ResourceWarning`` behind."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+
+import pytest
+
+from tests.providers.test_async import WIRES
+from tests.support.loopback import LoopbackServer
+from wingman_actors.core import InferenceRequest, Message
+
+
+@pytest.fixture
+def loopback() -> Iterator[LoopbackServer]:
+    server = LoopbackServer().start()
+    yield server
+    server.stop()
+
+
+def _server_connections() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "loopback-http-conn")
+
+
+@pytest.mark.parametrize("name", sorted(WIRES))
+def test_each_asyncio_run_closes_the_connections_its_loop_opened(name: str, loopback: LoopbackServer) -> None:
+    wire = WIRES[name]
+    provider = wire.build(loopback.url)
+    request = InferenceRequest(messages=[Message.user("hello")])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(3):
+                loopback.queue(wire.reply())
+                response = asyncio.run(provider.arun_inference(request))
+                assert response.text == "Hello there!"
+                gc.collect()
+        deadline = time.monotonic() + 5
+        while _server_connections() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _server_connections() == 0  # the server saw every connection closed
+    finally:
+        provider.close()
