@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._cancel import current_token
 from ..core import (
     ContentBlock,
     InferenceRequest,
@@ -26,7 +27,7 @@ from ..core import (
 )
 from ..errors import AgentError, ErrorKind
 from ._aio import AsyncProviderMethods, final_response
-from ._retry import RetryPolicy
+from ._retry import RetryPolicy, stopped
 
 __all__ = [
     "BaseProvider",
@@ -370,6 +371,11 @@ class BaseProvider(AsyncProviderMethods):
             if head is not None:
                 yield head
             yield from it
+        except AgentError as exc:  # a read the run's cancel closed names the cancel, as async does
+            token = current_token()
+            if token is not None:
+                stopped(token, exc)
+            raise
         finally:
             close = getattr(it, "close", None)
             if close is not None:
