@@ -29,8 +29,6 @@ from ..core import (
     ContentBlock,
     InferenceRequest,
     InferenceResponse,
-    Message,
-    Role,
     StopReason,
     StreamEvent,
     Usage,
@@ -38,6 +36,8 @@ from ..core import (
 from ..errors import AgentError, ErrorKind
 from ._base import BaseProvider, ResponseBuilder, tool_arguments
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
+from ._openai_wire import messages as _messages
+from ._openai_wire import usage as _usage
 from ._options import RemoteOptions
 
 __all__ = ["OpenAIOptions", "OpenAIProvider", "build_openai"]
@@ -325,83 +325,6 @@ class _StreamState:
         if self.thinking_index is not None:
             yield self.builder.stop(self.thinking_index)
             self.thinking_index = None
-
-
-def _messages(request: InferenceRequest) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    if request.instructions:
-        out.append({"role": "system", "content": request.instructions})
-    loop_start = _tool_loop_start(request.messages)
-    for position, message in enumerate(request.messages):
-        if message.role is Role.ASSISTANT:
-            calls = message.tool_calls
-            entry: dict[str, Any] = {
-                "role": "assistant",
-                "content": (message.text or None) if calls else message.text,
-            }
-            if position >= loop_start:
-                reasoning = "".join(b.text or "" for b in message.content if b.type == "thinking")
-                if reasoning:
-                    entry["reasoning_content"] = reasoning
-            if calls:
-                entry["tool_calls"] = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": json.dumps(c.input or {})},
-                    }
-                    for c in calls
-                ]
-            out.append(entry)
-            continue
-        results = message.tool_results_blocks
-        for r in results:
-            text = r.content or ""
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": r.tool_use_id,
-                    "content": f"Error: {text}" if r.is_error else text,
-                }
-            )
-        parts = [b for b in message.content if b.type in ("text", "image")]
-        if parts or not results:
-            out.append({"role": "user", "content": _user_content(parts)})
-    return out
-
-
-def _tool_loop_start(messages: list[Message]) -> int:
-    """Where the current turn's tool loop starts: after the last user message that is not
-    only tool results. Its assistant messages carry their reasoning back (DeepSeek asks
-    for that); earlier turns' reasoning is left out, as those servers want."""
-    for position in range(len(messages) - 1, -1, -1):
-        message = messages[position]
-        if message.role is Role.USER and any(b.type != "tool_result" for b in message.content):
-            return position + 1
-    return 0
-
-
-def _user_content(blocks: list[ContentBlock]) -> str | list[dict[str, Any]]:
-    if all(b.type == "text" for b in blocks):
-        return "".join(b.text or "" for b in blocks)
-    parts: list[dict[str, Any]] = []
-    for b in blocks:
-        if b.type == "text":
-            parts.append({"type": "text", "text": b.text or ""})
-        else:
-            parts.append({"type": "image_url", "image_url": {"url": f"data:{b.media_type};base64,{b.data}"}})
-    return parts
-
-
-def _usage(raw: Any) -> Usage:
-    if not isinstance(raw, dict):
-        return Usage()
-    details = raw.get("prompt_tokens_details") or {}
-    return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0),
-        output_tokens=int(raw.get("completion_tokens") or 0),
-        cache_read_input_tokens=int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0,
-    )
 
 
 def build_openai(options: dict[str, Any]) -> OpenAIProvider:
