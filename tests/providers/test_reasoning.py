@@ -250,3 +250,22 @@ def test_openai_reasoning_of_an_earlier_turn_is_not_sent_again(
 
     sent = loopback.requests[0].json()["messages"]
     assert sent[1] == {"role": "assistant", "content": "12231"}
+
+
+# --- offline providers ------------------------------------------------------------------------
+
+
+def test_an_offline_provider_streams_a_scripted_thinking_block_as_thinking_delta() -> None:
+    from wingman_actors.core import InferenceResponse
+    from wingman_actors.testing import ScriptedProvider
+
+    scripted = InferenceResponse(content=[
+        ContentBlock.thinking_block("27 * 453 = 12231", signature=SIGNATURE),
+        ContentBlock.redacted_thinking_block(REDACTED),
+        ContentBlock.text_block("12231"),
+    ])
+    stream = ScriptedProvider([scripted]).stream_inference(ask())
+    events = list(stream)
+
+    assert [e.text for e in events if e.type is StreamEventType.THINKING_DELTA] == ["27 * 453 = 12231"]
+    assert stream.response.content == scripted.content
