@@ -269,3 +269,15 @@ def test_an_offline_provider_streams_a_scripted_thinking_block_as_thinking_delta
 
     assert [e.text for e in events if e.type is StreamEventType.THINKING_DELTA] == ["27 * 453 = 12231"]
     assert stream.response.content == scripted.content
+
+
+def test_anthropic_leaves_out_thinking_without_a_signature_from_another_provider(
+    providers: Callable[..., Provider], loopback: LoopbackServer
+) -> None:
+    loopback.queue(Reply.json(message_json()))
+    earlier = Message.assistant([ContentBlock.thinking_block("from deepseek"), ContentBlock.text_block("12231")])
+    request = InferenceRequest(messages=[Message.user("27 * 453?"), earlier, Message.user("And halved?")])
+
+    anthropic(providers, loopback).run_inference(request)
+
+    assert loopback.requests[0].json()["messages"][1]["content"] == [{"type": "text", "text": "12231"}]

@@ -141,11 +141,12 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
     Consecutive messages of one role are merged (the API wants user and assistant to
     alternate), tool results lead their user message (the API wants them first), and empty
-    text blocks and empty messages are dropped (the API refuses them).
+    text blocks, thinking blocks without a signature and empty messages are dropped (the
+    API refuses them).
     """
     out: list[dict[str, Any]] = []
     for message in messages:
-        blocks = [_block_param(b) for b in message.content if not (b.type == "text" and not b.text)]
+        blocks = [_block_param(b) for b in message.content if _sendable(b)]
         if not blocks:
             continue
         role = message.role.value
@@ -157,6 +158,14 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if param["role"] == "user":
             param["content"].sort(key=lambda block: block["type"] != "tool_result")  # stable
     return out
+
+
+def _sendable(block: ContentBlock) -> bool:
+    # Empty text is refused by the API, and so is thinking without Anthropic's signature
+    # (another provider's reasoning, in a history moved to Claude).
+    if block.type == "text":
+        return bool(block.text)
+    return block.type != "thinking" or block.signature is not None
 
 
 def _block_param(block: ContentBlock) -> dict[str, Any]:
