@@ -37,7 +37,7 @@ class Role(enum.StrEnum):
     ASSISTANT = "assistant"
 
 
-BlockType = Literal["text", "tool_use", "tool_result", "image"]
+BlockType = Literal["text", "tool_use", "tool_result", "image", "thinking", "redacted_thinking"]
 StopReason = Literal["end_turn", "tool_use", "max_tokens"]
 
 _REQUIRED: dict[str, tuple[str, ...]] = {
@@ -45,6 +45,8 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "tool_use": ("id", "name"),
     "tool_result": ("tool_use_id",),
     "image": ("media_type", "data"),
+    "thinking": ("text",),
+    "redacted_thinking": ("data",),
 }
 
 
@@ -53,7 +55,10 @@ class _Model(BaseModel):
 
 
 class ContentBlock(_Model):
-    """One block of a message: text, a tool call, a tool result, or an image.
+    """One block of a message: text, a tool call, a tool result, an image, or the model's
+    reasoning (``thinking``, with the provider's ``signature`` when it gives one; or
+    ``redacted_thinking``, its encrypted ``data``). Reasoning blocks are not part of
+    :attr:`Message.text`; they stay in the history and go back to the provider unchanged.
 
     Build blocks with the constructors rather than by hand::
 
@@ -62,6 +67,7 @@ class ContentBlock(_Model):
         ContentBlock.tool_result_block("call_1", "3")
         ContentBlock.tool_result_block("call_1", "no such file", is_error=True)
         ContentBlock.image_block(base64_png, "image/png")
+        ContentBlock.thinking_block("The user wants...", signature="EqQB...")
     """
 
     type: BlockType
@@ -74,6 +80,7 @@ class ContentBlock(_Model):
     is_error: bool = False
     media_type: str | None = None
     data: str | None = None
+    signature: str | None = None
 
     @model_validator(mode="after")
     def _check_fields(self) -> Self:
@@ -101,6 +108,17 @@ class ContentBlock(_Model):
     def image_block(cls, data: str, media_type: str) -> ContentBlock:
         """An image, as base64 ``data`` of the given ``media_type`` (e.g. ``image/png``)."""
         return cls(type="image", data=data, media_type=media_type)
+
+    @classmethod
+    def thinking_block(cls, text: str, signature: str | None = None) -> ContentBlock:
+        """The model's reasoning ``text``; ``signature`` is the provider's proof of it
+        (Anthropic's), sent back with the block in a tool loop."""
+        return cls(type="thinking", text=text, signature=signature)
+
+    @classmethod
+    def redacted_thinking_block(cls, data: str) -> ContentBlock:
+        """Reasoning the provider sent encrypted (Anthropic's ``redacted_thinking``), as its ``data``."""
+        return cls(type="redacted_thinking", data=data)
 
 
 def _text_of(blocks: list[ContentBlock]) -> str:
@@ -243,8 +261,11 @@ class InferenceRequest(_Model):
         import hashlib
 
         # What the model sees: a message's sender is bookkeeping, never sent, so it does
-        # not change the key (recordings made before senders existed still replay).
-        data = self.model_dump(mode="json", exclude={"messages": {"__all__": {"sender"}}})
+        # not change the key (recordings made before senders existed still replay); nor
+        # does a block's opaque signature (keys made before it existed stay the same).
+        data = self.model_dump(
+            mode="json", exclude={"messages": {"__all__": {"sender": True, "content": {"__all__": {"signature"}}}}}
+        )
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -296,6 +317,7 @@ class StreamEventType(enum.StrEnum):
     MESSAGE_START = "message_start"
     CONTENT_BLOCK_START = "content_block_start"
     TEXT_DELTA = "text_delta"
+    THINKING_DELTA = "thinking_delta"
     INPUT_JSON_DELTA = "input_json_delta"
     CONTENT_BLOCK_STOP = "content_block_stop"
     MESSAGE_DELTA = "message_delta"
@@ -311,8 +333,10 @@ class StreamEvent(_Model):
     Fields used per type:
 
     * ``message_start``: ``model``
-    * ``content_block_start``: ``index``, ``block`` (a text block, or a tool_use block with empty input)
+    * ``content_block_start``: ``index``, ``block`` (a text or thinking block, empty, or a
+      tool_use block with empty input)
     * ``text_delta``: ``index``, ``text``
+    * ``thinking_delta``: ``index``, ``text`` (a piece of a thinking block's reasoning)
     * ``input_json_delta``: ``index``, ``partial_json``
     * ``content_block_stop``: ``index``, ``block`` (the completed block)
     * ``message_delta``: ``stop_reason``, ``usage``

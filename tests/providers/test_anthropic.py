@@ -361,14 +361,11 @@ def test_streaming_tool_call_assembles_input_json_deltas_into_a_dict(
     assert stream.response.usage.output_tokens == 40
 
 
-def test_streaming_skips_thinking_blocks_and_unknown_events(
-    make_provider: MakeProvider, loopback: LoopbackServer
-) -> None:
+def test_streaming_skips_unknown_events_and_blocks(make_provider: MakeProvider, loopback: LoopbackServer) -> None:
+    # Thinking blocks are kept (tests/providers/test_reasoning.py); unknown ones are not.
     events = [
         message_start(),
-        block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
-        delta(0, {"type": "thinking_delta", "thinking": "Let me think"}),
-        delta(0, {"type": "signature_delta", "signature": "EqQBCgIYAhIM"}),
+        block_start(0, {"type": "brand_new_block", "detail": ""}),
         block_stop(0),
         ("brand_new_event", {"type": "brand_new_event", "detail": 1}),
         block_start(1, {"type": "text", "text": ""}),
@@ -642,12 +639,14 @@ def test_defaults_are_claude_sonnet_and_4096_tokens(monkeypatch: pytest.MonkeyPa
         provider.close()
 
 
-def test_unknown_option_is_refused_as_invalid() -> None:
-    with pytest.raises(AgentError) as info:
-        build_anthropic({"api_key": "k", "modle": MODEL})
+def test_an_option_that_looks_like_a_typo_is_sent_and_logged_with_a_suggestion(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="wingman_actors.providers._options"):
+        provider = build_anthropic({"api_key": "k", "modle": MODEL})
 
-    assert info.value.kind is ErrorKind.INVALID
-    assert "modle" in str(info.value)
+    assert provider.options.extra_body() == {"modle": MODEL}
+    assert "'modle'" in caplog.text and "did you mean 'model'?" in caplog.text
 
 
 def test_new_provider_builds_a_working_anthropic_provider(loopback: LoopbackServer) -> None:

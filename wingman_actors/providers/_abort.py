@@ -58,16 +58,23 @@ class Lease:
         sdk: a provider's own client built on ``client`` (the Anthropic SDK's), kept with it.
     """
 
-    __slots__ = ("_aborted", "_generation", "_lock", "_sock", "client", "sdk")
+    __slots__ = ("_aborted", "_generation", "_lock", "_sock", "client", "extensions", "sdk")
 
-    def __init__(self, make: Callable[[dict[str, Any]], Any]) -> None:
+    def __init__(self, make: Callable[[dict[str, Any]], Any], *, shared: Any = None, sdk: Any = None) -> None:
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._aborted = False
         self._generation = 0
-        self.sdk: Any = None
+        self.sdk: Any = sdk
+        if shared is not None:
+            # A client of the user's: no hook of ours on it; the trace rides on each request
+            # (``extensions``), and a stream's socket is known once its answer starts (attach).
+            self.client: Any = shared
+            self.extensions: dict[str, Any] = {"trace": self._trace}
+            return
+        self.extensions = {}
         # The hook puts the trace on every request the client sends (the SDK's too).
-        self.client: Any = make({"request": [self._add_trace]})
+        self.client = make({"request": [self._add_trace]})
 
     def _add_trace(self, request: Any) -> None:
         request.extensions["trace"] = self._trace
@@ -76,7 +83,15 @@ class Lease:
         if event != "connection.connect_tcp.complete":
             return
         stream = info.get("return_value")
-        sock = stream.get_extra_info("socket") if stream is not None else None
+        self._set_socket(stream.get_extra_info("socket") if stream is not None else None)
+
+    def attach(self, response: Any) -> None:
+        """Know the socket of ``response`` (a request through a user's client that reused a
+        connection), so that a cancel can close it."""
+        stream = response.extensions.get("network_stream")
+        self._set_socket(stream.get_extra_info("socket") if stream is not None else None)
+
+    def _set_socket(self, sock: Any) -> None:
         if not isinstance(sock, socket.socket):
             return
         with self._lock:
@@ -137,8 +152,15 @@ class ClientPool:
         *,
         http: Any = httpx,
         factory: Callable[..., Any] | None = None,
+        client: Any = None,
+        async_client: Any = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        # Clients of the user's (the http_client and async_http_client options): used as
+        # they are, shared by every request, never closed here.
+        self.user_client = client
+        self.user_async_client = async_client
+        self.user_sdk: Any = None  # a provider's own client built on user_client, made once
         self.timeout = timeout
         self.headers = dict(headers or {})
         self._http = http
@@ -172,8 +194,18 @@ class ClientPool:
 
         return ShardedAsyncClient(shard, _ASYNC_SHARDS)
 
+    def target(self, path: str, headers: dict[str, str] | None = None) -> tuple[str, dict[str, str] | None]:
+        """The URL and headers of one request to ``path``: a user's client has neither our
+        base URL nor our headers, so it gets them per request."""
+        if self.user_client is None and self.user_async_client is None:
+            return path, headers
+        return self.base_url + path, {**self.headers, **(headers or {})}
+
     def async_client(self) -> Any:
-        """The running event loop's async client (of the same library, headers and timeout)."""
+        """The running event loop's async client (of the same library, headers and timeout),
+        or the user's."""
+        if self.user_async_client is not None:
+            return self.user_async_client
         return self._async.get()
 
     async def aclose(self) -> None:
@@ -194,7 +226,12 @@ class ClientPool:
 
     @contextlib.contextmanager
     def lease(self) -> Iterator[Lease]:
-        """Lend a client for one request; a cancel of the current run's token closes it."""
+        """Lend a client for one request; a cancel of the current run's token closes it
+        (with a user's client: its connection, once known)."""
+        if self.user_client is not None:
+            with self._shared_lease() as shared:
+                yield shared
+            return
         with self._lock:
             lease = self._idle.pop() if self._idle else None
             epoch = self._epoch
@@ -215,8 +252,22 @@ class ClientPool:
             if not keep:
                 lease.client.close()
 
+    @contextlib.contextmanager
+    def _shared_lease(self) -> Iterator[Lease]:
+        lease = Lease(self._make, shared=self.user_client, sdk=self.user_sdk)
+        token = current_token()
+        unregister = token.on_cancel(lease.aborter()) if token is not None else None
+        try:
+            yield lease
+        finally:
+            if unregister is not None:
+                unregister()
+            lease.settle()
+            self.user_sdk = lease.sdk
+
     def close(self) -> None:
-        """Close the idle clients (those lent out are closed when given back) and the async ones."""
+        """Close the idle clients (those lent out are closed when given back) and the async
+        ones; a user's clients are left open."""
         with self._lock:
             idle, self._idle = self._idle, []
             self._epoch += 1

@@ -15,11 +15,11 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import AsyncGenerator, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, Required, TypedDict, cast
 
+import httpx
 from pydantic import Field
 
 from .._extras import require
@@ -27,8 +27,11 @@ from ..core import InferenceRequest, InferenceResponse, StreamEvent
 from ..errors import AgentError, ErrorKind
 from ._abort import ClientPool, Lease, remaining_timeout
 from ._aio import AsyncClients
+from ._anthropic_client import HTTP as _HTTP
+from ._anthropic_client import sdk_async_client, sdk_client
 from ._anthropic_wire import EventMapper, from_message, map_error, to_anthropic_messages
-from ._base import BaseProvider, ProviderOptions, ResponseBuilder
+from ._base import BaseProvider, ResponseBuilder
+from ._options import RemoteOptions
 
 with require("anthropic", "the anthropic provider"):
     import anthropic
@@ -37,25 +40,38 @@ with require("anthropic", "the anthropic provider"):
 if TYPE_CHECKING:
     from anthropic.types import MessageParam, ToolParam
 
-# The HTTP library the SDK is built on: httpx (SDK 1.x) or its fork httpx2 (SDK 2.x).
-_HTTP = importlib.import_module(
-    next(c for c in anthropic.DefaultHttpxClient.__mro__ if c.__name__ == "Client").__module__.split(".")[0]
-)
-
 __all__ = ["DEFAULT_MODEL", "AnthropicOptions", "AnthropicProvider", "build_anthropic", "to_anthropic_messages"]
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 _ID = "anthropic"
 
 
-class AnthropicOptions(ProviderOptions):
-    """Options of ``new_provider("anthropic", {...})``.
+class AnthropicOptions(RemoteOptions):
+    """Options of ``new_provider("anthropic", {...})``: the common ones, ``top_p``,
+    ``top_k``, ``stop`` (sent as ``stop_sequences``), ``headers``, ``http_client`` and
+    ``async_http_client`` (an httpx client, or one of the SDK's own HTTP library,
+    ``httpx2`` for SDK 2.x), and any other key sent in the body as it is (``thinking``,
+    ``metadata``, ``tool_choice``...).
 
     ``api_key`` falls back to the ``ANTHROPIC_API_KEY`` environment variable; ``base_url``
     to the SDK's default (``ANTHROPIC_BASE_URL`` or https://api.anthropic.com).
+
+    Attributes:
+        top_k: sample from the k likeliest tokens.
     """
 
     model: str = Field(default=DEFAULT_MODEL, min_length=1)
+    top_k: int | None = Field(default=None, gt=0)
+
+    @classmethod
+    def sync_client_types(cls) -> tuple[type, ...]:
+        """An ``httpx.Client``, or a client of the SDK's HTTP library."""
+        return (httpx.Client, _HTTP.Client)
+
+    @classmethod
+    def async_client_types(cls) -> tuple[type, ...]:
+        """An ``httpx.AsyncClient``, or an async client of the SDK's HTTP library."""
+        return (httpx.AsyncClient, _HTTP.AsyncClient)
 
 
 class _CreateArgs(TypedDict, total=False):
@@ -65,6 +81,7 @@ class _CreateArgs(TypedDict, total=False):
     system: str
     tools: list[ToolParam]
     extra_body: dict[str, object]
+    extra_headers: dict[str, str]
 
 
 class AnthropicProvider(BaseProvider):
@@ -97,17 +114,33 @@ class AnthropicProvider(BaseProvider):
         self._base_url = opts.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
         # A client of the SDK's HTTP library lent per request (closed by a cancel), each
         # with its SDK client built on it.
-        self._pool = ClientPool(self._base_url, opts.timeout, http=_HTTP, factory=anthropic.DefaultHttpxClient)
-        # The async path: one AsyncAnthropic per event loop (cancelling a task closes its request).
-        self._async = AsyncClients(self._make_async, _close_async)
+        # A user's client (http_client) is shared by every request, with one SDK client on it.
+        self._pool = ClientPool(
+            self._base_url, opts.timeout, http=_HTTP, factory=anthropic.DefaultHttpxClient,
+            client=sdk_client(opts.http_client),
+        )
+        # The async path: one AsyncAnthropic per event loop (cancelling a task closes its
+        # request), or one on the user's async_http_client.
+        self._user_async = sdk_async_client(opts.async_http_client)
+        self._async = AsyncClients(self._make_async, self._close_async)
+        self._extra_body: dict[str, object] = {
+            key: value
+            for key, value in (("top_p", opts.top_p), ("top_k", opts.top_k), ("stop_sequences", opts.stop))
+            if value is not None
+        }
+        self._extra_body.update(opts.extra_body())
 
     def _make_async(self) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(
             api_key=self._api_key, base_url=self._base_url, timeout=self.options.timeout, max_retries=0,
-            http_client=anthropic.DefaultAsyncHttpxClient(
+            http_client=self._user_async or anthropic.DefaultAsyncHttpxClient(
                 limits=_HTTP.Limits(max_connections=1000, max_keepalive_connections=128)
             ),
         )
+
+    async def _close_async(self, client: anthropic.AsyncAnthropic) -> None:
+        if self._user_async is None:  # a user's client is theirs to close
+            await client.close()
 
     def _sdk(self, lease: Lease) -> anthropic.Anthropic:
         """The SDK client of ``lease`` (made on its first request)."""
@@ -147,10 +180,16 @@ class AnthropicProvider(BaseProvider):
                 cast("ToolParam", {"name": t.name, "description": t.description, "input_schema": t.input_schema})
                 for t in request.tools
             ]
+        # The SDK (>= 1.0) dropped sampling parameters from its signature; the API takes
+        # them. Options it does not know go the same way, as they are.
+        extra = dict(self._extra_body)
         temperature = self.temperature_for(request)
         if temperature is not None:
-            # The SDK (>= 1.0) dropped sampling parameters from its signature; the API takes them.
-            args["extra_body"] = {"temperature": temperature}
+            extra["temperature"] = temperature
+        if extra:
+            args["extra_body"] = extra
+        if self.options.headers:
+            args["extra_headers"] = self.options.headers
         return args
 
 
@@ -169,6 +208,8 @@ class AnthropicProvider(BaseProvider):
             with self._pool.lease() as lease:
                 timeout = remaining_timeout(self.options.timeout)
                 stream = self._sdk(lease).messages.create(**self._create_args(request), stream=True, timeout=timeout)
+                if lease.extensions:  # a user's client: its socket is known now
+                    lease.attach(stream.response)
                 try:
                     mapper = EventMapper(ResponseBuilder(_ID, self.model))
                     for event in stream:
@@ -210,8 +251,6 @@ class AnthropicProvider(BaseProvider):
         raise mapped from exc
 
 
-async def _close_async(client: anthropic.AsyncAnthropic) -> None:
-    await client.close()
 
 
 def build_anthropic(options: dict[str, Any]) -> AnthropicProvider:

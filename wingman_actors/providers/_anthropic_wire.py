@@ -26,8 +26,12 @@ with require("anthropic", "the anthropic provider"):
         RawMessageDeltaEvent,
         RawMessageStartEvent,
         RawMessageStreamEvent,
+        RedactedThinkingBlock,
+        SignatureDelta,
         TextBlock,
         TextDelta,
+        ThinkingBlock,
+        ThinkingDelta,
         ToolUseBlock,
     )
 
@@ -85,12 +89,22 @@ class EventMapper:
                 yield b.start_tool(event.index, block.id, block.name)
                 if block.input:
                     yield b.tool_json(event.index, json.dumps(block.input))
+            elif isinstance(block, ThinkingBlock) and block.type == "thinking":
+                yield b.start_thinking(event.index, signature=block.signature or None)
+                if block.thinking:
+                    yield b.thinking(event.index, block.thinking)
+            elif isinstance(block, RedactedThinkingBlock) and block.type == "redacted_thinking":
+                yield b.redacted_thinking(event.index, block.data)
         elif kind == "content_block_delta" and isinstance(event, RawContentBlockDeltaEvent):
             delta, open_type = event.delta, b.blocks.get(event.index, {}).get("type")
             if isinstance(delta, TextDelta) and open_type == "text":
                 yield b.text(event.index, delta.text)
             elif isinstance(delta, InputJSONDelta) and open_type == "tool_use":
                 yield b.tool_json(event.index, delta.partial_json)
+            elif isinstance(delta, ThinkingDelta) and open_type == "thinking":
+                yield b.thinking(event.index, delta.thinking)
+            elif isinstance(delta, SignatureDelta) and open_type == "thinking":
+                b.signature(event.index, delta.signature)
         elif kind == "content_block_stop" and isinstance(event, RawContentBlockStopEvent):
             if b.has(event.index):
                 yield b.stop(event.index)
@@ -109,7 +123,7 @@ class EventMapper:
         elif kind == "message_stop":
             self.finished = True
             yield from b.finish()
-        # ping, thinking/signature/citation deltas and unknown events are skipped
+        # ping, citation deltas and unknown events are skipped
 
     def end(self) -> None:
         """The body has ended (read to its end, which keeps the connection reusable):
@@ -127,11 +141,12 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
     Consecutive messages of one role are merged (the API wants user and assistant to
     alternate), tool results lead their user message (the API wants them first), and empty
-    text blocks and empty messages are dropped (the API refuses them).
+    text blocks, thinking blocks without a signature and empty messages are dropped (the
+    API refuses them).
     """
     out: list[dict[str, Any]] = []
     for message in messages:
-        blocks = [_block_param(b) for b in message.content if not (b.type == "text" and not b.text)]
+        blocks = [_block_param(b) for b in message.content if _sendable(b)]
         if not blocks:
             continue
         role = message.role.value
@@ -145,11 +160,26 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
+def _sendable(block: ContentBlock) -> bool:
+    # Empty text is refused by the API, and so is thinking without Anthropic's signature
+    # (another provider's reasoning, in a history moved to Claude).
+    if block.type == "text":
+        return bool(block.text)
+    return block.type != "thinking" or block.signature is not None
+
+
 def _block_param(block: ContentBlock) -> dict[str, Any]:
     if block.type == "text":
         return {"type": "text", "text": block.text}
     if block.type == "tool_use":
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input or {})}
+    if block.type == "thinking":  # back unchanged, as the API requires in a tool loop
+        param: dict[str, Any] = {"type": "thinking", "thinking": block.text}
+        if block.signature is not None:
+            param["signature"] = block.signature
+        return param
+    if block.type == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.data}
     if block.type == "tool_result":
         return {
             "type": "tool_result",
@@ -171,6 +201,10 @@ def from_message(message: anthropic.types.Message) -> InferenceResponse:
         elif isinstance(block, ToolUseBlock) and block.type == "tool_use":
             args = block.input if isinstance(block.input, dict) else {"value": block.input}
             content.append(ContentBlock.tool_use_block(block.id, block.name, dict(args)))
+        elif isinstance(block, ThinkingBlock) and block.type == "thinking":
+            content.append(ContentBlock.thinking_block(block.thinking, block.signature))
+        elif isinstance(block, RedactedThinkingBlock) and block.type == "redacted_thinking":
+            content.append(ContentBlock.redacted_thinking_block(block.data))
     u = message.usage
     return InferenceResponse(
         content=content,

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._cancel import current_token
 from ..core import (
     ContentBlock,
     InferenceRequest,
@@ -26,7 +27,7 @@ from ..core import (
 )
 from ..errors import AgentError, ErrorKind
 from ._aio import AsyncProviderMethods, final_response
-from ._retry import RetryPolicy
+from ._retry import RetryPolicy, stopped
 
 __all__ = [
     "BaseProvider",
@@ -204,6 +205,29 @@ class ResponseBuilder:
         self.blocks[index]["text"] += delta
         return StreamEvent(type=StreamEventType.TEXT_DELTA, index=index, text=delta)
 
+    def start_thinking(self, index: int, text: str = "", signature: str | None = None) -> StreamEvent:
+        self.blocks[index] = {"type": "thinking", "text": text, "signature": signature}
+        self.order.append(index)
+        return StreamEvent(
+            type=StreamEventType.CONTENT_BLOCK_START, index=index, block=ContentBlock.thinking_block(text, signature)
+        )
+
+    def thinking(self, index: int, delta: str) -> StreamEvent:
+        self.blocks[index]["text"] += delta
+        return StreamEvent(type=StreamEventType.THINKING_DELTA, index=index, text=delta)
+
+    def signature(self, index: int, delta: str) -> None:
+        """Add to a thinking block's signature (no event: it comes with the finished block)."""
+        raw = self.blocks[index]
+        raw["signature"] = (raw["signature"] or "") + delta
+
+    def redacted_thinking(self, index: int, data: str) -> StreamEvent:
+        """A redacted thinking block, whole: its start event (its stop comes as any block's)."""
+        block = ContentBlock.redacted_thinking_block(data)
+        self.blocks[index] = {"type": "redacted_thinking", "done": block}
+        self.order.append(index)
+        return StreamEvent(type=StreamEventType.CONTENT_BLOCK_START, index=index, block=block)
+
     def start_tool(self, index: int, id: str, name: str) -> StreamEvent:
         self.blocks[index] = {"type": "tool_use", "id": id, "name": name, "json": ""}
         self.order.append(index)
@@ -231,6 +255,8 @@ class ResponseBuilder:
             return done
         if raw["type"] == "text":
             block = ContentBlock.text_block(raw["text"])
+        elif raw["type"] == "thinking":
+            block = ContentBlock.thinking_block(raw["text"], raw["signature"])
         else:
             args = tool_arguments(self.provider, raw["name"], raw["json"])
             block = ContentBlock.tool_use_block(raw["id"], raw["name"], args)
@@ -269,7 +295,8 @@ def events_for_response(
     """Stream a complete ``response`` as the events a live provider would send.
 
     Text is split into ``text_delta`` events of ``chunk`` characters; each tool call's input
-    is sent as one ``input_json_delta``. Blocks other than text and tool_use are skipped.
+    is sent as one ``input_json_delta``, each thinking block's text as one ``thinking_delta``.
+    Other blocks are skipped.
     The last event is ``message_stop`` carrying the response as a :class:`ResponseBuilder`
     assembles it. Used by the offline providers (scripted, replay).
     """
@@ -286,6 +313,11 @@ def events_for_response(
         elif block.type == "tool_use":
             yield b.start_tool(index, block.id or "", block.name or "")
             yield b.tool_json(index, json.dumps(block.input or {}))
+        elif block.type == "thinking":
+            yield b.start_thinking(index, signature=block.signature)
+            yield b.thinking(index, block.text or "")
+        elif block.type == "redacted_thinking":
+            yield b.redacted_thinking(index, block.data or "")
         else:
             continue
         yield b.stop(index)
@@ -339,6 +371,11 @@ class BaseProvider(AsyncProviderMethods):
             if head is not None:
                 yield head
             yield from it
+        except AgentError as exc:  # a read the run's cancel closed names the cancel, as async does
+            token = current_token()
+            if token is not None:
+                stopped(token, exc)
+            raise
         finally:
             close = getattr(it, "close", None)
             if close is not None:

@@ -129,7 +129,10 @@ def post_json(holder: ClientPool, provider: str, path: str, body: dict[str, Any]
     url = holder.base_url + path
     try:
         with holder.lease() as lease:
-            response = lease.client.post(path, json=body, timeout=request_timeout(holder.timeout))
+            target, headers = holder.target(path)
+            response = lease.client.post(
+                target, json=body, headers=headers, timeout=request_timeout(holder.timeout), extensions=lease.extensions
+            )
     except httpx.HTTPError as exc:
         raise error_from_exception(provider, exc, url) from exc
     return json_answer(provider, response)
@@ -139,7 +142,10 @@ async def apost_json(holder: ClientPool, provider: str, path: str, body: dict[st
     """:func:`post_json` on the running event loop's async client."""
     url = holder.base_url + path
     try:
-        response = await holder.async_client().post(path, json=body, timeout=request_timeout(holder.timeout))
+        target, headers = holder.target(path)
+        response = await holder.async_client().post(
+            target, json=body, headers=headers, timeout=request_timeout(holder.timeout)
+        )
     except httpx.HTTPError as exc:
         raise error_from_exception(provider, exc, url) from exc
     return json_answer(provider, response)
@@ -182,9 +188,12 @@ def open_stream(
     url = holder.base_url + path
     timeout = request_timeout(holder.timeout)
     try:
+        target, headers = holder.target(path, headers)
         with holder.lease() as lease, lease.client.stream(
-            "POST", path, json=body, headers=headers, timeout=timeout
+            "POST", target, json=body, headers=headers, timeout=timeout, extensions=lease.extensions
         ) as response:
+            if lease.extensions:
+                lease.attach(response)
             if response.status_code >= 400:
                 response.read()
                 raise error_from_response(provider, response.status_code, response.headers, response.content)
@@ -205,7 +214,10 @@ async def aopen_stream(
     url = holder.base_url + path
     timeout = request_timeout(holder.timeout)
     try:
-        async with holder.async_client().stream("POST", path, json=body, headers=headers, timeout=timeout) as response:
+        target, headers = holder.target(path, headers)
+        async with holder.async_client().stream(
+            "POST", target, json=body, headers=headers, timeout=timeout
+        ) as response:
             if response.status_code >= 400:
                 await response.aread()
                 raise error_from_response(provider, response.status_code, response.headers, response.content)

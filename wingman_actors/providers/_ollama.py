@@ -19,10 +19,13 @@ from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
-from ._base import BaseProvider, ProviderOptions, ResponseBuilder, tool_arguments
+from ._base import BaseProvider, ResponseBuilder, tool_arguments
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
+from ._options import RemoteOptions
 
 __all__ = ["OllamaOptions", "OllamaProvider", "build_ollama"]
 
@@ -30,14 +33,20 @@ DEFAULT_BASE_URL = "http://localhost:11434"
 _PATH = "/api/chat"
 
 
-class OllamaOptions(ProviderOptions):
-    """Options of ``new_provider("ollama", {...})``.
+class OllamaOptions(RemoteOptions):
+    """Options of ``new_provider("ollama", {...})``: the common ones, ``top_p``, ``stop``,
+    ``headers``, ``http_client``, ``async_http_client``, and the keys below. ``top_p``,
+    ``top_k``, ``stop`` and ``num_ctx`` go in the body's ``options``; any other key goes in
+    the body as it is (``think``, ``format``...), except an ``options`` dict, which is
+    merged into the run options (``{"options": {"seed": 7, "min_p": 0.05}}``).
 
     Attributes:
+        top_k: sample from the k likeliest tokens.
         keep_alive: how long the server keeps the model loaded (``"5m"``, seconds, ``-1``).
         num_ctx: the context window size to run the model with.
     """
 
+    top_k: int | None = Field(default=None, gt=0)
     keep_alive: str | int | float | None = None
     num_ctx: int | None = None
 
@@ -70,7 +79,20 @@ class OllamaProvider(BaseProvider):
         self.ollama_options = options
         env_host = os.environ.get("OLLAMA_HOST", "").strip()
         self.base_url = options.base_url or (_host_url(env_host) if env_host else DEFAULT_BASE_URL)
-        self._http = ClientPool(self.base_url, options.timeout)
+        self._http = ClientPool(
+            self.base_url, options.timeout, options.headers,
+            client=options.http_client, async_client=options.async_http_client,
+        )
+        self._extra = options.extra_body()
+        extra_options = self._extra.pop("options", None)
+        if extra_options is not None and not isinstance(extra_options, dict):
+            raise AgentError(
+                f"the ollama option 'options' must be a dict of run options, e.g. {{'seed': 7}} "
+                f"(got {type(extra_options).__name__})",
+                kind=ErrorKind.INVALID,
+                provider=self.id,
+            )
+        self._extra_options: dict[str, Any] = extra_options or {}
 
     # -- request -------------------------------------------------------------------
 
@@ -80,8 +102,13 @@ class OllamaProvider(BaseProvider):
         temperature = self.temperature_for(request)
         if temperature is not None:
             run_options["temperature"] = temperature
-        if self.ollama_options.num_ctx is not None:
-            run_options["num_ctx"] = self.ollama_options.num_ctx
+        opts = self.ollama_options
+        for key, value in (("num_ctx", opts.num_ctx), ("top_p", opts.top_p), ("top_k", opts.top_k)):
+            if value is not None:
+                run_options[key] = value
+        if opts.stop:
+            run_options["stop"] = opts.stop
+        run_options.update(self._extra_options)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": _messages(request),
@@ -102,6 +129,8 @@ class OllamaProvider(BaseProvider):
             body["format"] = request.output_schema
         if self.ollama_options.keep_alive is not None:
             body["keep_alive"] = self.ollama_options.keep_alive
+        if self._extra:
+            body.update(self._extra)
         return body
 
     # -- calls -----------------------------------------------------------------------

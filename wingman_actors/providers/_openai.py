@@ -25,10 +25,20 @@ from typing import Any, ClassVar, Literal
 import httpx
 from httpx_sse import EventSource
 
-from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
+from ..core import (
+    ContentBlock,
+    InferenceRequest,
+    InferenceResponse,
+    StopReason,
+    StreamEvent,
+    Usage,
+)
 from ..errors import AgentError, ErrorKind
-from ._base import BaseProvider, ProviderOptions, ResponseBuilder, tool_arguments
+from ._base import BaseProvider, ResponseBuilder, tool_arguments
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
+from ._openai_wire import messages as _messages
+from ._openai_wire import usage as _usage
+from ._options import RemoteOptions
 
 __all__ = ["OpenAIOptions", "OpenAIProvider", "build_openai"]
 
@@ -38,8 +48,10 @@ _ACCEPT = {"Accept": "text/event-stream"}
 _STOP: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
 
-class OpenAIOptions(ProviderOptions):
-    """Options of ``new_provider("openai", {...})``.
+class OpenAIOptions(RemoteOptions):
+    """Options of ``new_provider("openai", {...})``: the common ones, ``top_p``, ``stop``,
+    ``headers``, ``http_client``, ``async_http_client``, any other key sent in the body as
+    it is (``top_k``, ``seed``, ``reasoning_effort``...), and:
 
     Attributes:
         structured_output: send ``output_schema`` as a ``json_schema`` ``response_format``.
@@ -80,7 +92,11 @@ class OpenAIProvider(BaseProvider):
                 provider=self.id,
             )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = ClientPool(self.base_url, options.timeout, headers)
+        self._http = ClientPool(
+            self.base_url, options.timeout, {**headers, **options.headers},
+            client=options.http_client, async_client=options.async_http_client,
+        )
+        self._extra = options.extra_body()
 
     # -- request -------------------------------------------------------------------
 
@@ -91,6 +107,11 @@ class OpenAIProvider(BaseProvider):
         temperature = self.temperature_for(request)
         if temperature is not None:
             body["temperature"] = temperature
+        options = self.openai_options
+        if options.top_p is not None:
+            body["top_p"] = options.top_p
+        if options.stop:
+            body["stop"] = options.stop
         if request.tools:
             body["tools"] = [
                 {
@@ -107,6 +128,8 @@ class OpenAIProvider(BaseProvider):
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        if self._extra:
+            body.update(self._extra)
         return body
 
     # -- calls -----------------------------------------------------------------------
@@ -128,6 +151,9 @@ class OpenAIProvider(BaseProvider):
             raise AgentError("openai answered with no choices", kind=ErrorKind.AGENT, provider=self.id)
         message = choices[0].get("message") or {}
         content: list[ContentBlock] = []
+        reasoning = message.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            content.append(ContentBlock.thinking_block(reasoning))
         if isinstance(message.get("content"), str) and message["content"]:
             content.append(ContentBlock.text_block(message["content"]))
         calls = [self._tool_block(i, c) for i, c in enumerate(message.get("tool_calls") or [])]
@@ -223,8 +249,15 @@ class OpenAIProvider(BaseProvider):
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content")
+            if isinstance(reasoning, str) and reasoning:
+                if state.thinking_index is None:
+                    state.thinking_index = state.allocate()
+                    yield b.start_thinking(state.thinking_index)
+                yield b.thinking(state.thinking_index, reasoning)
             text = delta.get("content")
             if isinstance(text, str) and text:
+                yield from state.end_thinking()
                 if state.text_index is None:
                     state.text_index = state.allocate()
                     yield b.start_text(state.text_index)
@@ -233,6 +266,7 @@ class OpenAIProvider(BaseProvider):
                 key = call.get("index", position)
                 fn = call.get("function") or {}
                 if key not in state.tools:
+                    yield from state.end_thinking()
                     if state.text_index is not None:  # keep blocks sequential: text, then calls
                         yield b.stop(state.text_index)
                         state.text_index = None
@@ -275,6 +309,7 @@ def _is_sse(response: httpx.Response) -> bool:
 class _StreamState:
     builder: ResponseBuilder
     text_index: int | None = None
+    thinking_index: int | None = None
     tools: dict[Any, int] = field(default_factory=dict)  # wire tool-call index -> block index
     next_index: int = 0
     finish_reason: str | None = None
@@ -285,66 +320,11 @@ class _StreamState:
         index, self.next_index = self.next_index, self.next_index + 1
         return index
 
-
-def _messages(request: InferenceRequest) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    if request.instructions:
-        out.append({"role": "system", "content": request.instructions})
-    for message in request.messages:
-        if message.role is Role.ASSISTANT:
-            calls = message.tool_calls
-            entry: dict[str, Any] = {
-                "role": "assistant",
-                "content": (message.text or None) if calls else message.text,
-            }
-            if calls:
-                entry["tool_calls"] = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": json.dumps(c.input or {})},
-                    }
-                    for c in calls
-                ]
-            out.append(entry)
-            continue
-        results = message.tool_results_blocks
-        for r in results:
-            text = r.content or ""
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": r.tool_use_id,
-                    "content": f"Error: {text}" if r.is_error else text,
-                }
-            )
-        parts = [b for b in message.content if b.type in ("text", "image")]
-        if parts or not results:
-            out.append({"role": "user", "content": _user_content(parts)})
-    return out
-
-
-def _user_content(blocks: list[ContentBlock]) -> str | list[dict[str, Any]]:
-    if all(b.type == "text" for b in blocks):
-        return "".join(b.text or "" for b in blocks)
-    parts: list[dict[str, Any]] = []
-    for b in blocks:
-        if b.type == "text":
-            parts.append({"type": "text", "text": b.text or ""})
-        else:
-            parts.append({"type": "image_url", "image_url": {"url": f"data:{b.media_type};base64,{b.data}"}})
-    return parts
-
-
-def _usage(raw: Any) -> Usage:
-    if not isinstance(raw, dict):
-        return Usage()
-    details = raw.get("prompt_tokens_details") or {}
-    return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0),
-        output_tokens=int(raw.get("completion_tokens") or 0),
-        cache_read_input_tokens=int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0,
-    )
+    def end_thinking(self) -> Iterator[StreamEvent]:
+        """Stop the open reasoning block (the answer or a call follows it)."""
+        if self.thinking_index is not None:
+            yield self.builder.stop(self.thinking_index)
+            self.thinking_index = None
 
 
 def build_openai(options: dict[str, Any]) -> OpenAIProvider:

@@ -92,7 +92,9 @@ def get_provider_meta(id: str) -> ProviderMeta:
 def new_provider(id: str, options: dict[str, Any] | None = None) -> Provider:
     """Build the provider ``id`` from one options dict (``model``, ``max_tokens``,
     ``temperature``, ``api_key``, ``base_url``, ``timeout``, ``max_retries``, plus keys of
-    the provider's own)."""
+    the provider's own; the HTTP providers also take ``top_p``, ``top_k``, ``stop``,
+    ``headers``, ``http_client``, ``async_http_client`` and pass any other key into the
+    request body as it is)."""
     if options is not None and not isinstance(options, dict):
         raise AgentError(
             f"provider options must be a dict, got {type(options).__name__}",

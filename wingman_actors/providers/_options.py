@@ -1,0 +1,103 @@
+"""The options of the HTTP providers (OpenAI-compatible, Ollama, Anthropic): the common keys,
+the sampling keys the APIs share, extra headers, a client of the user's, and pass-through
+keys.
+
+Example:
+    >>> from wingman_actors.providers._options import RemoteOptions
+    >>> opts = RemoteOptions.parse("openai", {"model": "m", "top_p": 0.9, "seed": 7})
+    >>> opts.top_p, opts.extra_body()
+    (0.9, {'seed': 7})
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from typing import Any, Self
+
+import httpx
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from ._base import ProviderOptions
+
+__all__ = ["RemoteOptions", "check_client"]
+
+log = logging.getLogger(__name__)
+
+
+def check_client(key: str, value: Any, types: tuple[type, ...]) -> Any:
+    """``value`` if it is ``None`` or one of ``types``; else a ``ValueError`` naming ``key``
+    and the types it takes."""
+    if value is None or isinstance(value, types):
+        return value
+    names = " or ".join(f"{t.__module__.split('.')[0]}.{t.__name__}" for t in types)
+    raise ValueError(f"{key} must be an {names} (got {type(value).__name__})")
+
+
+class RemoteOptions(ProviderOptions):
+    """Options of the providers that talk HTTP to a model server.
+
+    Attributes:
+        top_p: nucleus sampling, 0 to 1.
+        stop: sequences that end the answer (a string or a list of them).
+        headers: HTTP headers added to every request (they override the provider's own,
+            e.g. ``Authorization``).
+        http_client: an ``httpx.Client`` to send the sync requests through, used as it is
+            (its own base URL, headers and timeouts are overridden per request only where
+            the provider sets them); the provider does not close it.
+        async_http_client: an ``httpx.AsyncClient`` for the async requests, likewise.
+
+    Any other key is sent in the request body as it is (``extra_body``): a vendor
+    parameter this library does not know needs no new release.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    stop: list[str] | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    http_client: Any = None
+    async_http_client: Any = None
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _one_stop(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("http_client")
+    @classmethod
+    def _sync_client(cls, value: Any) -> Any:
+        return check_client("http_client", value, cls.sync_client_types())
+
+    @field_validator("async_http_client")
+    @classmethod
+    def _async_client(cls, value: Any) -> Any:
+        return check_client("async_http_client", value, cls.async_client_types())
+
+    @classmethod
+    def sync_client_types(cls) -> tuple[type, ...]:
+        """The types ``http_client`` takes."""
+        return (httpx.Client,)
+
+    @classmethod
+    def async_client_types(cls) -> tuple[type, ...]:
+        """The types ``async_http_client`` takes."""
+        return (httpx.AsyncClient,)
+
+    @model_validator(mode="after")
+    def _near_misses(self) -> Self:
+        # A pass-through key is sent, not refused; one that looks like a typo of an option
+        # of ours is worth a word (the server may well refuse it).
+        known = list(type(self).model_fields)
+        for key in self.model_extra or {}:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+            if close:
+                log.warning(
+                    "provider option %r is not one of ours, so it is sent in the request body as it is; "
+                    "did you mean %r?", key, close[0],
+                )
+        return self
+
+    def extra_body(self) -> dict[str, Any]:
+        """The keys this model does not define, to send in the request body as they are."""
+        return dict(self.model_extra or {})
