@@ -28,6 +28,7 @@ from ..providers import list_providers
 from . import _routes_agents as routes_agents
 from . import _routes_fleets as routes_fleets
 from . import _routes_formations as routes_formations
+from . import _routes_history as routes_history
 from . import _routes_providers as routes_providers
 from . import _routes_runs as routes_runs
 from . import _routes_sessions as routes_sessions
@@ -216,7 +217,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         return JSONResponse(error.body(), status_code=error.status)
 
     for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations, routes_runs,
-                   routes_viewer):
+                   routes_history, routes_viewer):
         app.include_router(module.router)
     app.include_router(page_router())  # the run viewer's page, at /ui/
 
