@@ -66,6 +66,37 @@ def test_a_run_of_a_killed_server_is_resumed_on_another_server_sharing_the_run_s
     assert calls(tmp_path) == ["first", "slow", "slow", "last"]  # first journalled: not run again
 
 
+def test_a_frozen_servers_run_is_resumed_on_another_server_and_the_thawed_server_cannot_journal_into_it(
+        tmp_path: Path, postgres_url: str) -> None:
+    (tmp_path / "steps.py").write_text(FUNCTIONS)
+    (tmp_path / "block").touch()
+    shared = ("--run-store", postgres_url, "--run-store-lease", "1")
+    with server_process(tmp_path, *shared) as (proc_a, url_a), server_process(tmp_path, *shared) as (_, url_b), \
+            httpx.Client(base_url=url_a, headers=HEADERS, timeout=30) as a, \
+            httpx.Client(base_url=url_b, headers=HEADERS, timeout=30) as b:
+        fid = a.post("/formations", json=PIPELINE).json()["id"]
+        threading.Thread(target=lambda: _post_dying(a, f"/formations/{fid}/run"), daemon=True).start()
+        deadline = time.monotonic() + 20
+        while "slow" not in calls(tmp_path):
+            assert time.monotonic() < deadline, "the run never reached its slow node"
+            time.sleep(0.02)
+        run_id = b.get("/runs", params={"formation_id": fid}).json()[0]["id"]
+        os.kill(proc_a.pid, signal.SIGSTOP)
+        try:
+            while b.get(f"/runs/{run_id}").json()["status"] == "running":
+                assert time.monotonic() < deadline, "the frozen server's run never read as interrupted"
+                time.sleep(0.05)
+            (tmp_path / "block").unlink()
+            resumed = b.post(f"/runs/{run_id}/resume", json={})
+            assert (resumed.status_code, resumed.json()["status"]) == (200, "succeeded"), resumed.text
+        finally:
+            os.kill(proc_a.pid, signal.SIGCONT)
+        time.sleep(1.5)  # server A finishes its slow visit (the block is gone) and tries to journal it
+    with RunStore(postgres_url, recover=False) as journal:
+        run = journal.load(run_id)
+        assert (run.run.status, run.visits["slow"], run.visits["last"]) == ("succeeded", {1: "x 1 2"}, {1: "x 1 2 3"})
+
+
 def _post_dying(client: httpx.Client, path: str) -> None:
     try:
         client.post(path, json={"input": "x"})
