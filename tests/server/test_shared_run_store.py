@@ -52,9 +52,11 @@ def test_a_run_of_a_killed_server_is_resumed_on_another_server_sharing_the_run_s
         os.kill(proc_a.pid, signal.SIGKILL)
         proc_a.wait(10)
         killed = time.monotonic()
-        while (record := b.get(f"/runs/{run_id}").json())["status"] == "running":
-            assert time.monotonic() - killed < 10, "the run never read as interrupted on server B"
+        while not (listed := b.get("/runs", params={"status": "interrupted"}).json()):
+            assert time.monotonic() - killed < 10, "the run was never listed as interrupted on server B"
             time.sleep(0.05)
+        assert [r["id"] for r in listed] == [run_id]
+        record = b.get(f"/runs/{run_id}").json()
         assert record["status"] == "interrupted", record
         assert f"POST /runs/{run_id}/resume" in record["error"]
         (tmp_path / "block").unlink()
