@@ -41,6 +41,13 @@ _BODY_RULES = (
     "most 64 levels of nesting (else 400 naming the field). Types are strict: a boolean is not an integer. A "
     "method a path does not have is a 405 whose Allow lists the path's methods."
 )
+_SSE_EVENT = {  # (OpenAPI 3.1: an event stream's schema describes one event)
+    "type": "object",
+    "description": "One server-sent event: `event: NAME` and `data: JSON` lines.",
+    "properties": {"event": {"type": "string", "description": "the event's name"},
+                   "data": {"type": "string", "description": "the event's JSON"}},
+    "required": ["data"],
+}
 _IGNORED_BODY = {
     "description": "Ignored: send no body or `{}`, with `Content-Type: application/json` (required on every POST).",
     "required": True,
@@ -138,7 +145,7 @@ def _declare(doc: dict[str, Any], tools: Sequence[str]) -> None:
         for method, operation in operations.items():
             if path.endswith("/stream") and "200" in operation.get("responses", {}):
                 operation["responses"]["200"]["description"] = "Server-sent events, one per event of the run."
-                operation["responses"]["200"]["content"] = {"text/event-stream": {"schema": {"type": "string"}}}
+                operation["responses"]["200"]["content"] = {"text/event-stream": {"schema": _SSE_EVENT}}
             if method in ("post", "put", "patch"):
                 if "requestBody" in operation:
                     operation["requestBody"]["required"] = True
