@@ -67,3 +67,15 @@ def test_history_of_an_unknown_run_is_a_usage_error(path: Path, capsys: pytest.C
     RunStore(path).close()
     assert main(["runs", "history", "ghost", "--store", str(path)]) == 2
     assert "no run 'ghost'" in capsys.readouterr().err
+
+
+def test_fork_of_a_server_run_points_to_the_servers_fork_route(tmp_path: Path, path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.store.conftest import chain_shape
+    from wingman_actors.store import SERVER_SOURCE, RunStore
+
+    with RunStore(path) as store:
+        run_id = store.begin_run("chain", chain_shape(), "x", source=f"{SERVER_SOURCE}01FORMATION")
+        store.set_status(run_id, "succeeded", wait=True)
+    assert main(["fork", run_id, "--at", "b", "--output", "1", "--store", str(path)]) == 2
+    assert f"was started by the HTTP server; fork it there (POST /runs/{run_id}/fork" in capsys.readouterr().err

@@ -9,7 +9,10 @@ import httpx
 import pytest
 
 from tests.server.harness import FUNCTIONS_MODULE, RunningServer
+from tests.support.postgres import postgres_server, postgres_url
 from wingman_actors.server import ServerConfig
+
+__all__ = ["client", "postgres_server", "postgres_url", "server", "work_root"]
 
 
 @pytest.fixture(scope="module")

@@ -133,3 +133,22 @@ def test_a_server_bound_to_a_name_allows_that_name(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("WINGMAN_TOKEN", raising=False)
     assert build_config(parse("--host", "wingman.lan")).allowed_hosts == ("wingman.lan",)
     assert build_config(parse("--host", "0.0.0.0")).allowed_hosts == ()
+
+
+def test_an_unreachable_run_store_is_one_line_without_its_password(tmp_path: Path) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    proc = serve(tmp_path, "--run-store", f"postgresql://me:s3cret@127.0.0.1:{port}/db")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"wingman-actors serve: error: RunStore cannot connect to "
+                                  f"postgresql://me:***@127.0.0.1:{port}/db"), proc.stderr
+    assert "s3cret" not in proc.stderr
+
+
+def test_a_run_store_that_is_not_a_url_is_one_line(tmp_path: Path) -> None:
+    proc = serve(tmp_path, "--run-store", "runs.sqlite")
+    assert proc.returncode == 2
+    assert proc.stderr == ("wingman-actors serve: error: run_store must be a postgresql:// URL, got 'runs.sqlite'; "
+                           "leave it out to journal runs in the database file\n")

@@ -127,6 +127,23 @@ def test_streaming_routes_document_server_sent_events(doc: dict[str, Any]) -> No
         assert list(doc["paths"][path]["post"]["responses"]["200"]["content"]) == ["text/event-stream"], path
 
 
+def test_streaming_routes_describe_each_event_as_its_name_and_json_data(doc: dict[str, Any]) -> None:
+    import jsonschema
+
+    # (OpenAPI 3.1: an event stream's `schema` describes one event; schemathesis checks each)
+    event = {"event": "end", "data": '{"run_id": "01J"}'}
+    streams = 0
+    for operations in doc["paths"].values():
+        for operation in operations.values():
+            content = operation["responses"].get("200", {}).get("content", {})
+            if "text/event-stream" in content:
+                streams += 1
+                jsonschema.validate(event, content["text/event-stream"]["schema"])
+                with pytest.raises(jsonschema.ValidationError):
+                    jsonschema.validate({"event": "end", "data": 3}, content["text/event-stream"]["schema"])
+    assert streams == 4  # a session message, a fleet run, a formation run, the viewer's run events
+
+
 def test_the_document_states_the_rules_of_every_body(doc: dict[str, Any]) -> None:
     assert "lone UTF-16 surrogate" in doc["info"]["description"]
     assert "64 levels" in doc["info"]["description"]

@@ -66,12 +66,13 @@ FUNCTIONS = textwrap.dedent('''
 
 
 @contextmanager
-def server_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``wingman-actors serve`` on a free port in a subprocess; its process and URL."""
+def server_process(tmp_path: Path, *extra: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``wingman-actors serve`` (with ``extra`` arguments) on a free port in a subprocess;
+    its process and URL."""
     env = {**os.environ, "WINGMAN_TEST_LOG": str(tmp_path / "calls.log"),
            "WINGMAN_TEST_BLOCK": str(tmp_path / "block")}
     command = [sys.executable, "-m", "wingman_actors", "serve", "--port", "0", "--db", str(tmp_path / "w.db"),
-               "--functions", str(tmp_path / "steps.py"), "--work-root", str(tmp_path), "--no-entry-points"]
+               "--functions", str(tmp_path / "steps.py"), "--work-root", str(tmp_path), "--no-entry-points", *extra]
     proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
                             cwd=tmp_path)
     try:

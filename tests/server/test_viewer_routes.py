@@ -138,3 +138,35 @@ def test_the_store_viewer_follows_a_run_going_on_in_another_process(tmp_path: Pa
             assert names[-1] == "event: end" and "event: refresh" in names
             view = viewer.get(f"/ui/api/runs/{run_id}").json()
             assert (view["status"], view["nodes"]["a"]["status"], view["resume"]) == ("succeeded", "succeeded", None)
+
+
+def test_the_store_viewer_reads_a_postgresql_run_store(postgres_url: str) -> None:
+    from starlette.testclient import TestClient
+
+    from wingman_actors.server._viewer_store import create_store_viewer
+
+    graph = nx.DiGraph([("a", "b")])
+    nx.set_node_attributes(graph, "function", "kind")
+    with RunStore(postgres_url) as store:
+        run_id = store.begin_run("pair", FormationShape.of(graph), "x")
+        store.record_visit(run_id, "a", 1, "X")
+        store.set_status(run_id, "failed", error="b broke", wait=True)
+    with TestClient(create_store_viewer(postgres_url), base_url="http://127.0.0.1") as viewer:
+        assert [r["run_id"] for r in viewer.get("/ui/api/runs").json()] == [run_id]
+        view = viewer.get(f"/ui/api/runs/{run_id}").json()
+        assert (view["status"], view["nodes"]["a"]["status"]) == ("failed", "succeeded")
+        assert view["resume"].startswith(f"wingman-actors resume {run_id} --store 'postgresql://")
+
+
+def test_ui_with_an_unreachable_postgresql_store_is_one_line_without_its_password(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    assert main(["ui", "--store", f"postgresql://me:s3cret@127.0.0.1:{port}/db", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("wingman-actors ui: error: RunStore cannot connect to postgresql://me:***@") and \
+        len(err.splitlines()) == 1, err
+    assert "s3cret" not in err

@@ -126,8 +126,9 @@ def _formation(record: RunRecord, given: str | None, params: list[str] | None, c
     from .loading import load_module
 
     if given is None and record.source and record.source.startswith(SERVER_SOURCE):
-        raise UsageError(f"run {record.id} was started by the HTTP server; fork it with --formation FILE naming "
-                         "a file that builds the same formation")
+        raise UsageError(f"run {record.id} was started by the HTTP server; fork it there (POST /runs/{record.id}/fork "
+                         '{"at": NODE, "output": ...}), or here with --formation FILE naming a file that builds the '
+                         "same formation")
     if given is None and not record.source:
         command = shlex.join(["wingman-actors", "fork", record.id, *choice.flag, "--formation", "FILE"])
         raise UsageError(f"run {record.id} does not record its formation file (it was not started by "

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ._graph import Formation
     from ._options import RunOptions
 
-__all__ = ["UNSET", "fork"]
+__all__ = ["UNSET", "begin_fork", "fork"]
 
 UNSET: Any = ...
 """No ``output=`` / ``input=`` given (``Formation.fork``'s default)."""
@@ -80,6 +80,40 @@ def _write(store: JournalStore, run_id: str, entries: list[JournalEntry]) -> Non
             store.answer(run_id, e.value)  # (after the interrupt above: writes apply in call order)
 
 
+def begin_fork(formation: Formation, journal_store: JournalStore, run_id: str, *, at: str | tuple[str, int],
+               output: Any = UNSET, input: Any = UNSET, new_id: str | None = None) -> str:
+    """Write the fork of ``run_id`` (see :func:`fork`) into ``journal_store`` as a new run,
+    ``interrupted`` and ready to be resumed (``new_id``: its id, default a fresh one);
+    return its id. :func:`fork` resumes it; the HTTP server resumes it as its own runs.
+
+    Raises:
+        ValueError, UnknownRunError, FormationMismatchError: as :func:`fork`.
+    """
+    if (output is UNSET) == (input is UNSET):
+        raise ValueError("fork: give exactly one of output= (the visit's new output) or input= (run the visit "
+                         "again with this input)")
+    node, visit = _target(formation, at)
+    shape = FormationShape.of(formation.graph)
+    journal = journal_store.load(run_id)
+    if journal.run.parent is not None:
+        raise ValueError(f"fork: run {run_id!r} is an inner run of run {journal.run.parent!r}; fork that run")
+    if journal.shape.fingerprint != shape.fingerprint:
+        raise FormationMismatchError(formation.name, run_id, journal.shape.diff(shape) or ["the fingerprints differ"])
+    kept = _cut(journal, node, visit)
+    run_input = journal.run.input
+    if input is not UNSET:
+        as_run_input, _ = _feed_input(formation, kept, node, input)
+        if as_run_input:
+            run_input = input
+    new_id = journal_store.begin_run(formation.name, shape, run_input, run_id=new_id, source=journal.run.source)
+    _write(journal_store, new_id, kept)
+    if output is not UNSET:
+        journal_store.record_visit(new_id, node, visit, output)
+    journal_store.set_status(new_id, "interrupted", wait=True)  # ready to be resumed
+    journal_store.flush(new_id)
+    return new_id
+
+
 def fork(formation: Formation, run_id: str, *, store: StoreArg, at: str | tuple[str, int], output: Any = UNSET,
          input: Any = UNSET, timeout: float | None = None, options: RunOptions | None = None) -> str:
     """``Formation.fork``: a new run from the journal of ``run_id`` before node ``at``'s visit
@@ -102,27 +136,10 @@ def fork(formation: Formation, run_id: str, *, store: StoreArg, at: str | tuple[
     if (output is UNSET) == (input is UNSET):
         raise ValueError("fork: give exactly one of output= (the visit's new output) or input= (run the visit "
                          "again with this input)")
-    node, visit = _target(formation, at)
-    shape = FormationShape.of(formation.graph)
+    _target(formation, at)  # a bad `at` is refused before the store is opened
     journal_store, owned = open_store(store)
     try:
-        journal = journal_store.load(run_id)
-        if journal.run.parent is not None:
-            raise ValueError(f"fork: run {run_id!r} is an inner run of run {journal.run.parent!r}; fork that run")
-        if journal.shape.fingerprint != shape.fingerprint:
-            raise FormationMismatchError(formation.name, run_id, journal.shape.diff(shape) or ["the fingerprints differ"])
-        kept = _cut(journal, node, visit)
-        run_input = journal.run.input
-        if input is not UNSET:
-            as_run_input, _ = _feed_input(formation, kept, node, input)
-            if as_run_input:
-                run_input = input
-        new_id = journal_store.begin_run(formation.name, shape, run_input, source=journal.run.source)
-        _write(journal_store, new_id, kept)
-        if output is not UNSET:
-            journal_store.record_visit(new_id, node, visit, output)
-        journal_store.set_status(new_id, "interrupted", wait=True)  # ready to be resumed (below)
-        journal_store.flush(new_id)
+        new_id = begin_fork(formation, journal_store, run_id, at=at, output=output, input=input)
         try:
             formation.resume(new_id, store=journal_store, timeout=timeout, options=options)
         except FormationRuntimeError:

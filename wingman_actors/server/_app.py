@@ -25,10 +25,10 @@ from starlette.responses import JSONResponse
 from .. import __version__
 from ..errors import AgentError
 from ..providers import list_providers
-from ..store import RunStore
 from . import _routes_agents as routes_agents
 from . import _routes_fleets as routes_fleets
 from . import _routes_formations as routes_formations
+from . import _routes_history as routes_history
 from . import _routes_providers as routes_providers
 from . import _routes_runs as routes_runs
 from . import _routes_sessions as routes_sessions
@@ -40,7 +40,7 @@ from ._docs import install_docs
 from ._errors import ApiError, from_agent_error
 from ._functions import FunctionRegistry
 from ._guards import OriginHostMiddleware
-from ._journal import MaskedJournal
+from ._journal import MaskedJournal, open_journal, run_store_secret
 from ._middleware import (
     CatchAllMiddleware,
     JsonBodyMiddleware,
@@ -140,14 +140,18 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     redactor = Redactor(environment_secrets(name for meta in list_providers() for name in meta.env))
     if config.token is not None:
         redactor.add(config.token)
+    secret = run_store_secret(config)
+    if secret is not None:
+        redactor.add(secret)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = Store(config.database, redactor)
         try:
-            # the run journal shares the database file (migration 5 made room for its tables);
-            # opening it marks the runs of a server that died interrupted
-            journal = MaskedJournal(RunStore(config.database, suspend_ttl=config.suspend_ttl), redactor)
+            # the run journal shares the database file (migration 5 made room for its tables), or
+            # is the PostgreSQL store of --run-store; opening it marks the runs of a server that
+            # died interrupted
+            journal = MaskedJournal(open_journal(config), redactor)
         except BaseException:
             store.close()
             raise
@@ -213,7 +217,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         return JSONResponse(error.body(), status_code=error.status)
 
     for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations, routes_runs,
-                   routes_viewer):
+                   routes_history, routes_viewer):
         app.include_router(module.router)
     app.include_router(page_router())  # the run viewer's page, at /ui/
 

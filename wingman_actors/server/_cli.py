@@ -12,6 +12,7 @@ import argparse
 import importlib
 import ipaddress
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -70,6 +71,13 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                    help="a host name clients may reach the server by, besides the bound address and "
                         "loopback names, e.g. wingman.lan (repeatable)")
+    p.add_argument("--run-store", default=None, metavar="URL",
+                   help="journal formation runs in this PostgreSQL run store (postgresql://user:password@host/db; "
+                        "the postgres extra) instead of the database file, so several server processes share "
+                        "runs; agents, sessions, fleets, formations and run records stay in --db")
+    p.add_argument("--run-store-lease", type=_positive(float), default=None, metavar="SECONDS",
+                   help="with --run-store: how long this server's runs stay running after its last lease renewal "
+                        "before another server may resume them (default: the store's, 15)")
     p.add_argument("--threads", type=_positive(int), default=64,
                    help="worker threads for database work and runs (default: 64)")
     p.set_defaults(func=serve)
@@ -182,7 +190,14 @@ def build_config(args: argparse.Namespace) -> ServerConfig:
         suspend_ttl=args.suspend_ttl,
         journal_retention=args.journal_retention or None,
         mcp_commands=tuple(args.mcp_command),
+        run_store=args.run_store,
+        run_store_lease=args.run_store_lease,
     )
+
+
+def _shown(url: str) -> str:
+    """``url`` with its password hidden."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 def _is_ip(host: str) -> bool:
@@ -233,19 +248,20 @@ def serve(args: argparse.Namespace) -> int:
     with require("server", "wingman-actors serve"):
         import uvicorn
 
-    from ..store import RunStore
     from ._app import create_app
+    from ._journal import open_journal
     from ._store import Store
 
     try:
         config = build_config(args)
         _import_functions(config.functions, args.functions)
         Store(config.database).close()  # create and migrate now: errors show before listening
-        RunStore(config.database, recover=False).close()  # and the run journal beside its tables
+        open_journal(config, recover=False).close()  # and the run journal (beside its tables, or PostgreSQL)
         app = create_app(config)
         sock = _listen(args.host, args.port)
     except (ValueError, ImportError, OSError, RuntimeError) as exc:
-        print(f"wingman-actors serve: error: {exc}", file=sys.stderr)
+        one_line = " ".join(part.strip() for part in str(exc).splitlines())  # (a driver's may hold several)
+        print(f"wingman-actors serve: error: {one_line}", file=sys.stderr)
         return 2
     if config.token is None and not _is_loopback(args.host):
         print(
@@ -254,7 +270,8 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     port = sock.getsockname()[1]
-    print(f"wingman-actors serve: http://{args.host}:{port} (database {config.database})", file=sys.stderr)
+    journal = "" if config.run_store is None else f", run store {_shown(config.run_store)}"
+    print(f"wingman-actors serve: http://{args.host}:{port} (database {config.database}{journal})", file=sys.stderr)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=port, log_level="info",
                                            timeout_graceful_shutdown=10))
     try:

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..store._values import POSTGRES_SCHEMES
+
 __all__ = ["DEFAULT_DB_PATH", "DEFAULT_PORT", "TOKEN_ENV", "ServerConfig"]
 
 DEFAULT_PORT = 8787
@@ -74,6 +76,8 @@ class ServerConfig:
     suspend_ttl: float | None = 7 * 24 * 3600.0
     journal_retention: float | None = 30 * 24 * 3600.0
     mcp_commands: tuple[str, ...] = ()
+    run_store: str | None = None
+    run_store_lease: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "db_path", Path(os.path.expanduser(str(self.db_path))))
@@ -102,6 +106,16 @@ class ServerConfig:
                     f"suspend_ttl (--suspend-ttl, {'forever' if self.suspend_ttl is None else f'{self.suspend_ttl:g} s'})"
                     ", or a run waiting for its answer could be pruned; raise the retention, lower the ttl, or "
                     "keep finished runs forever (journal_retention=None, --journal-retention 0)")
+        if self.run_store is not None and not self.run_store.startswith(POSTGRES_SCHEMES):
+            shown = self.run_store.rpartition("@")[2]  # never echo a password
+            raise ValueError(f"run_store must be a postgresql:// URL, got {shown!r}; leave it out to journal runs "
+                             "in the database file")
+        if self.run_store_lease is not None:
+            if self.run_store is None:
+                raise ValueError("run_store_lease applies to a PostgreSQL run store: give run_store "
+                                 "(--run-store postgresql://...) too, or leave the lease out")
+            if not self.run_store_lease > 0:
+                raise ValueError(f"run_store_lease must be > 0 seconds, got {self.run_store_lease}")
         if self.worker_threads < 2:
             raise ValueError(f"worker_threads must be >= 2, got {self.worker_threads}")
 
@@ -109,6 +123,11 @@ class ServerConfig:
     def database(self) -> Path:
         """``db_path`` as a Path."""
         return Path(self.db_path)
+
+    @property
+    def journal_location(self) -> str | Path:
+        """Where formation runs are journalled: ``run_store`` if given, else the database file."""
+        return self.database if self.run_store is None else self.run_store
 
     @property
     def root(self) -> Path:

@@ -12,11 +12,44 @@ from __future__ import annotations
 
 import datetime
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-from ..store import FormationShape, JournalStore, RunJournal, RunRecord, RunStatus, RunSummary
+from ..store import (
+    FormationShape,
+    JournalStore,
+    RunJournal,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    RunSummary,
+    Visit,
+)
+from ._config import ServerConfig
 from ._redact import Redactor
 
-__all__ = ["MaskedJournal"]
+__all__ = ["MaskedJournal", "open_journal", "run_store_secret"]
+
+
+def open_journal(config: ServerConfig, *, recover: bool = True) -> RunStore:
+    """The run journal ``config`` names: its PostgreSQL ``run_store``, or the database file.
+
+    Opening it (``recover``) marks interrupted the runs of a server that died (on the file:
+    by process check; on PostgreSQL: those whose lease lapsed).
+    """
+    if config.run_store is None:
+        return RunStore(config.database, suspend_ttl=config.suspend_ttl, recover=recover)
+    return RunStore(config.run_store, suspend_ttl=config.suspend_ttl, recover=recover, lease=config.run_store_lease)
+
+
+def run_store_secret(config: ServerConfig) -> str | None:
+    """The password in ``config.run_store``'s URL, masked like the server's other secrets."""
+    if config.run_store is None:
+        return None
+    try:
+        password = urlsplit(config.run_store).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
 
 
 class MaskedJournal:
@@ -81,6 +114,9 @@ class MaskedJournal:
 
     def load(self, run_id: str) -> RunJournal:
         return self.store.load(run_id)
+
+    def history(self, run_id: str) -> list[Visit]:
+        return self.store.history(run_id)  # type: ignore[attr-defined,no-any-return]
 
     def get(self, run_id: str) -> RunRecord:
         return self.store.get(run_id)

@@ -31,7 +31,8 @@ from ._schemas import RUN_STATUSES, ErrorOut
 __all__ = ["install_openapi"]
 
 _ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
-_RUN_SUFFIXES = ("/message", "/message/stream", "/run", "/run/stream", "/runs/{id}/resume", "/sessions/{id}/resume")
+_RUN_SUFFIXES = ("/message", "/message/stream", "/run", "/run/stream", "/runs/{id}/resume", "/runs/{id}/fork",
+                 "/sessions/{id}/resume")
 _PROVIDER_PARAMS = {"/provider/auth/{provider}": "provider", "/provider/{id}": "id", "/provider/{id}/models": "id",
                     "/provider/{id}/models/{model}": "id"}
 _NAMES_IDS = ("/fleets",)  # bodies naming a stored record by id: 404 when it does not exist
@@ -40,6 +41,13 @@ _BODY_RULES = (
     "most 64 levels of nesting (else 400 naming the field). Types are strict: a boolean is not an integer. A "
     "method a path does not have is a 405 whose Allow lists the path's methods."
 )
+_SSE_EVENT = {  # (OpenAPI 3.1: an event stream's schema describes one event)
+    "type": "object",
+    "description": "One server-sent event: `event: NAME` and `data: JSON` lines.",
+    "properties": {"event": {"type": "string", "description": "the event's name"},
+                   "data": {"type": "string", "description": "the event's JSON"}},
+    "required": ["data"],
+}
 _IGNORED_BODY = {
     "description": "Ignored: send no body or `{}`, with `Content-Type: application/json` (required on every POST).",
     "required": True,
@@ -71,6 +79,12 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     if path in ("/runs/{id}/cancel", "/runs/{id}/resume"):
         out["409"] = _error("The run cannot be cancelled or resumed in its state (`run_status`; `kind`: the status, "
                             "`mismatch` when its formation changed shape, `formation_deleted`, `not_journalled`, `fleet`).")
+    elif path == "/runs/{id}/fork":
+        out["409"] = _error("The run cannot be forked (`kind`: `fleet`, `not_journalled`, `formation_deleted`, "
+                            "`mismatch` when its formation changed shape; `run_status`), or the new run was cancelled "
+                            "before it finished (`kind: cancelled`, with `run_id`).")
+    elif path == "/runs/{id}/history":
+        out["409"] = _error("The run has no journal to read (`kind`: `fleet`, or `not_journalled`).")
     elif path == "/formations/{id}" and method == "delete":
         out["409"] = _error("Other formations nest this one (`kind: in_use`; `used_by` lists their ids): remove "
                             "those nodes or delete those formations first.")
@@ -84,12 +98,12 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     elif path == "/formations/{id}/run":
         out["409"] = _error("The run was cancelled (POST /runs/{id}/cancel) before it finished (`kind: cancelled`, "
                             "with `run_id`).")
-    if path == "/runs/{id}/resume" or (path.startswith("/formations/") and path.endswith(("/run", "/run/stream"))):
+    if path in ("/runs/{id}/resume", "/runs/{id}/fork") or (path.startswith("/formations/") and path.endswith(("/run", "/run/stream"))):
         out["500"] = _error("A formation node failed in user code (`kind: runtime`, with `run_id` and `node`).")
     if path.endswith(_RUN_SUFFIXES) or path.startswith("/provider/{id}/models"):
         out["502"] = _error("The model provider failed (`kind`: agent, rate_limit, network, invalid, cancelled; "
                             "`provider`, `provider_status`).")
-    if path in ("/formations/{id}/run", "/runs/{id}/resume"):
+    if path in ("/formations/{id}/run", "/runs/{id}/resume", "/runs/{id}/fork"):
         out["503"] = _error("The server stopped while the run was in flight (`kind: interrupted`, with `run_id`): "
                             "resume it with POST /runs/{id}/resume once the server is back.")
     if path.endswith(_RUN_SUFFIXES) or path.startswith("/provider/{id}/models"):
@@ -131,7 +145,7 @@ def _declare(doc: dict[str, Any], tools: Sequence[str]) -> None:
         for method, operation in operations.items():
             if path.endswith("/stream") and "200" in operation.get("responses", {}):
                 operation["responses"]["200"]["description"] = "Server-sent events, one per event of the run."
-                operation["responses"]["200"]["content"] = {"text/event-stream": {"schema": {"type": "string"}}}
+                operation["responses"]["200"]["content"] = {"text/event-stream": {"schema": _SSE_EVENT}}
             if method in ("post", "put", "patch"):
                 if "requestBody" in operation:
                     operation["requestBody"]["required"] = True

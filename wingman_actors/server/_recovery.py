@@ -52,13 +52,19 @@ def recover_runs(records: RunRecords, journal: JournalStore) -> int:
 
 
 def refreshed(records: RunRecords, journal: JournalStore, run: RunOut) -> RunOut:
-    """``run``, marked ``expired`` if it was suspended past the journal's ``suspend_ttl``."""
-    if run.status != "suspended":
+    """``run``, marked ``expired`` if it was suspended past the journal's ``suspend_ttl``, or
+    ``interrupted`` if it was running in a server that has died since (on a shared
+    PostgreSQL run store: once that server's lease lapsed), so it can be resumed here."""
+    if run.status not in ("suspended", "running") or run.kind != "formation":
         return run
     try:
         status = journal.get(run.id).status
     except UnknownRunError:
         return run
+    if run.status == "running":
+        if status != "interrupted":
+            return run
+        return records.set_run_status(run.id, "interrupted", f"{_STOPPED}; continue it with POST /runs/{run.id}/resume")
     if status != "expired":
         return run
     return records.set_run_status(run.id, "expired", "it waited for an answer longer than the server's suspend "

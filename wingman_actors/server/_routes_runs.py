@@ -48,8 +48,17 @@ async def list_runs(
                        fields=["status"])
 
     def read() -> list[RunOut]:
-        return [refreshed(ctx.store, ctx.journal, r)
-                for r in ctx.store.list_runs(formation_id, limit, fleet_id, status)]
+        found = [refreshed(ctx.store, ctx.journal, r) for r in ctx.store.list_runs(formation_id, limit, fleet_id, status)]
+        if status == "running":
+            found = [r for r in found if r.status == "running"]
+        elif status == "interrupted":
+            # a run recorded running whose server has died since (another server sharing the
+            # run store, or a process on this file) is interrupted now: list it so
+            stale = [refreshed(ctx.store, ctx.journal, r)
+                     for r in ctx.store.list_runs(formation_id, limit, fleet_id, "running")]
+            found = sorted([*found, *(r for r in stale if r.status == "interrupted")],
+                           key=lambda r: r.id, reverse=True)[:limit]
+        return found
 
     return await ctx.pool.run(read)
 

@@ -61,9 +61,9 @@ class RunRecords(Database):
             duration_s=row["duration_s"], created_at=row["created_at"], finished_at=row["finished_at"],
         )
 
-    def create_run(self, formation: FormationOut, input: Any) -> RunOut:
-        """Record a run of ``formation`` as ``running``."""
-        return self._insert(RunOut(id=new_id(), formation_id=formation.id, formation_name=formation.name,
+    def create_run(self, formation: FormationOut, input: Any, id: str | None = None) -> RunOut:
+        """Record a run of ``formation`` as ``running`` (``id``: its id, default a new one)."""
+        return self._insert(RunOut(id=id or new_id(), formation_id=formation.id, formation_name=formation.name,
                                    status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()))
 
     def create_fleet_run(self, fleet: FleetOut, input: Any) -> RunOut:

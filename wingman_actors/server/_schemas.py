@@ -42,7 +42,9 @@ __all__ = [
     "ProviderAuthOut",
     "ProviderOut",
     "RunOut",
+    "RunForkIn",
     "RunResumeIn",
+    "VisitOut",
     "SessionCreate",
     "SessionOut",
     "SessionUpdate",
@@ -468,6 +470,59 @@ class RunResumeIn(_In):
         description="for a suspended run: what its pending interrupt() returns (any JSON but null); "
                     "omit it to resume a failed, cancelled or interrupted run")
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the resumed run")
+
+
+class RunForkIn(_In):
+    """``POST /runs/{id}/fork``: exactly one of ``output`` and ``input``."""
+
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["output"]}, {"required": ["input"]}]})
+
+    at: Any = Field(
+        description='the node to fork at, for its first visit, or ["node", visit] (a visit number >= 1; '
+                    "GET /runs/{id}/history lists them)",
+        json_schema_extra={"anyOf": [{"type": "string"}, {"type": "array", "prefixItems": [
+            {"type": "string"}, {"type": "integer", "minimum": 1}], "minItems": 2, "maxItems": 2}]})
+    output: Any = Field(default=None, description="that visit's output in the new run (any JSON, null included)")
+    input: Any = Field(
+        default=None, description="instead of output: run the visit again with this input (a source node's: the new "
+                                  "run's input; else the output of its one predecessor, which must feed it alone)")
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the new run")
+
+    @field_validator("at")
+    @classmethod
+    def _node_or_visit(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and type(value[1]) in (int, float):
+            visit = value[1]
+            if visit >= 1 and visit == int(visit):
+                return [value[0], int(visit)]
+        raise ValueError(f'give a node name, or ["node", visit] with a visit number >= 1, e.g. ["draft", 2]; '
+                         f"got {value!r}")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> RunForkIn:
+        if len({"output", "input"} & self.model_fields_set) != 1:
+            raise ValueError("give exactly one of output (the visit's new output) or input (run the visit again "
+                             "with this input)")
+        return self
+
+    def target(self) -> str | tuple[str, int]:
+        """``at`` as ``Formation.fork`` takes it."""
+        return self.at if isinstance(self.at, str) else (str(self.at[0]), int(self.at[1]))
+
+
+class VisitOut(BaseModel):
+    """One node visit of a run, in the order visits finished (``GET /runs/{id}/history``)."""
+
+    node: str
+    visit: int = Field(description="the node's visit number, 1 for its first")
+    status: Literal["succeeded", "skipped", "suspended"] = Field(
+        description="succeeded (output journalled), skipped (on_error=skip) or suspended (waiting at an interrupt)")
+    output: Any = Field(default=None, description="the output; for skipped the reason, for suspended the interrupt's "
+                                                  "payload")
+    started: str | None = Field(default=None, description="when its input was ready (ISO 8601, UTC)")
+    finished: str | None = Field(default=None, description="when it was journalled (ISO 8601, UTC)")
 
 
 _RUN_ID_DOC = "the run's id again: JSON names a run's id `run_id` everywhere (`id` is kept for the clients that read it)"

@@ -1,6 +1,7 @@
 """``wingman-actors ui --store PATH [--port N]``: the run viewer over a launcher's run store.
 
-The same page as the server's ``/ui/``, answered from a run store (SQLite) instead of the
+The same page as the server's ``/ui/``, answered from a run store (a SQLite file, or a
+``postgresql://`` URL: the store several processes or servers share) instead of the
 server's database: the formations that have runs in it (drawn from the shape each run
 records), their runs, and each run's nodes, visits and outputs, refreshed while a run in
 another process goes on (the journal is read every :data:`POLL_S` seconds).
@@ -48,7 +49,8 @@ def add_ui_parser(subparsers: Any) -> Any:
                     "store, read-only: formations drawn as graphs, runs filtered by status and formation, each "
                     "run's nodes, visits and outputs, live while a run goes on.")
     p.add_argument("--store", metavar="PATH", default=None,
-                   help="the run store's SQLite file (default: the default store in your data directory)")
+                   help="the run store's SQLite file or postgresql:// URL (default: the default store in your "
+                        "data directory)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=_port, default=DEFAULT_UI_PORT, help=f"port (default: {DEFAULT_UI_PORT}; 0: any free one)")
     p.add_argument("--token", default=None, help="require 'Authorization: Bearer TOKEN' (the page asks for it once)")
@@ -61,12 +63,20 @@ def ui_command(args: argparse.Namespace) -> int:
     with require("server", "wingman-actors ui"):
         import uvicorn
     from .._launcher.stores import StoreChoice
-    from ._cli import ServeError, _is_loopback, _listen
+    from ..store import RunStore, StoreError
+    from ._cli import ServeError, _is_loopback, _listen, _shown
 
     choice = StoreChoice.of(args.store)
-    if not choice.path.is_file():
+    if not choice.exists():
         print(f"wingman-actors ui: error: {choice.missing()}", file=sys.stderr)
         return 2
+    if choice.url is not None:  # a server that cannot be reached: one line now, not a failing page
+        try:
+            RunStore(choice.url, recover=False).close()
+        except (StoreError, ImportError) as exc:
+            one_line = " ".join(part.strip() for part in str(exc).splitlines())
+            print(f"wingman-actors ui: error: {one_line}", file=sys.stderr)
+            return 2
     try:
         sock = _listen(args.host, args.port)
     except ServeError as exc:
@@ -76,8 +86,9 @@ def ui_command(args: argparse.Namespace) -> int:
         print(f"wingman-actors ui: warning: listening on {args.host} without a token; anyone who can reach it "
               "can read the runs' inputs and outputs. Pass --token.", file=sys.stderr)
     port = sock.getsockname()[1]
-    app = create_store_viewer(choice.path, token=args.token)
-    print(f"wingman-actors ui: http://{args.host}:{port}/ui/ (run store {choice.path})", file=sys.stderr, flush=True)
+    app = create_store_viewer(choice.target, token=args.token)
+    print(f"wingman-actors ui: http://{args.host}:{port}/ui/ (run store {_shown(choice.target)})", file=sys.stderr,
+          flush=True)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=port, log_level="warning",
                                            timeout_graceful_shutdown=2))
     try:
@@ -88,12 +99,15 @@ def ui_command(args: argparse.Namespace) -> int:
 
 
 def create_store_viewer(path: str | Path, *, token: str | None = None) -> Any:
-    """The viewer's ASGI app over the run store at ``path`` (opened when the app starts,
-    without marking any run interrupted: a viewer changes nothing)."""
+    """The viewer's ASGI app over the run store at ``path`` (a SQLite file or a
+    ``postgresql://`` URL; opened when the app starts, without marking any run
+    interrupted: a viewer changes nothing)."""
     from fastapi import FastAPI, Query, Request
     from starlette.responses import JSONResponse, Response, StreamingResponse
 
     from ..store import RunStore, UnknownRunError
+    from ..store._values import POSTGRES_SCHEMES
+    from ._cli import _shown
     from ._errors import ApiError
     from ._guards import OriginHostMiddleware
     from ._middleware import JsonBodyMiddleware, TokenMiddleware
@@ -103,12 +117,13 @@ def create_store_viewer(path: str | Path, *, token: str | None = None) -> Any:
     from ._ui_page import page_router
     from ._viewer import graph_layout, run_view
 
-    path = Path(path)
+    location: str | Path = path if isinstance(path, str) and path.startswith(POSTGRES_SCHEMES) else Path(path)
+    shown = _shown(str(location))  # (a URL's password is never shown)
     state: dict[str, Any] = {}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        state["store"] = RunStore(path, recover=False)
+        state["store"] = RunStore(location, recover=False)
         state["pool"] = WorkerPool(4).start()
         try:
             yield
@@ -127,11 +142,11 @@ def create_store_viewer(path: str | Path, *, token: str | None = None) -> Any:
         return await state["pool"].run(fn, *args)
 
     def unknown(run_id: str) -> ApiError:
-        return ApiError(404, f"no run {run_id!r} in the run store {path}; GET /ui/api/runs lists them")
+        return ApiError(404, f"no run {run_id!r} in the run store {shown}; GET /ui/api/runs lists them")
 
     @app.get("/ui/api/info")
     async def info() -> dict[str, Any]:
-        return {"mode": "store", "actions": False, "store": str(path), "statuses": list(VIEWER_STATUSES)}
+        return {"mode": "store", "actions": False, "store": shown, "statuses": list(VIEWER_STATUSES)}
 
     def formations() -> list[dict[str, Any]]:
         store: RunStore = state["store"]
@@ -163,7 +178,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None) -> Any:
             doc = run_view(state["store"], run_id)
         except UnknownRunError:
             raise unknown(run_id) from None
-        command = ["wingman-actors", "resume", run_id, "--store", str(path)]
+        command = ["wingman-actors", "resume", run_id, "--store", shown]
         if not doc["source"]:
             command += ["--formation", "FILE"]
         doc.update(formation_id=doc["formation"], formation_name=doc["formation"],

@@ -1,0 +1,143 @@
+"""Several servers on one PostgreSQL run store (``serve --run-store postgresql://...``): a run
+started on one server that is killed mid-run reads ``interrupted`` on another once the
+first server's lease lapses, and resumes there without running its journalled visits again."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server.harness import FUNCTIONS_MODULE, running
+from tests.server.test_restart import FUNCTIONS, calls, server_process
+from wingman_actors.server import ServerConfig
+from wingman_actors.server._cli import build_config
+from wingman_actors.store import RunStore
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
+
+HEADERS = {"Content-Type": "application/json"}
+PIPELINE = {"name": "pipeline", "nodes": [{"name": n, "kind": "function", "function": n}
+                                          for n in ("first", "slow", "last")],
+            "edges": [{"from": "first", "to": "slow"}, {"from": "slow", "to": "last"}]}
+
+
+def test_a_run_of_a_killed_server_is_resumed_on_another_server_sharing_the_run_store(
+        tmp_path: Path, postgres_url: str) -> None:
+    (tmp_path / "steps.py").write_text(FUNCTIONS)
+    (tmp_path / "block").touch()
+    shared = ("--run-store", postgres_url, "--run-store-lease", "1")
+    with server_process(tmp_path, *shared) as (proc_a, url_a), server_process(tmp_path, *shared) as (_, url_b), \
+            httpx.Client(base_url=url_a, headers=HEADERS, timeout=30) as a, \
+            httpx.Client(base_url=url_b, headers=HEADERS, timeout=30) as b:
+        fid = a.post("/formations", json=PIPELINE).json()["id"]
+        threading.Thread(target=lambda: _post_dying(a, f"/formations/{fid}/run"), daemon=True).start()
+        deadline = time.monotonic() + 20
+        while "slow" not in calls(tmp_path):
+            assert time.monotonic() < deadline, "the run never reached its slow node"
+            time.sleep(0.02)
+        run_id = b.get("/runs", params={"formation_id": fid}).json()[0]["id"]
+        with RunStore(postgres_url, recover=False) as journal:
+            while "first" not in journal.load(run_id).visits:
+                assert time.monotonic() < deadline, "the first visit was never journalled"
+                time.sleep(0.02)
+        assert b.get(f"/runs/{run_id}").json()["status"] == "running"  # server A holds its lease
+        os.kill(proc_a.pid, signal.SIGKILL)
+        proc_a.wait(10)
+        killed = time.monotonic()
+        while not (listed := b.get("/runs", params={"status": "interrupted"}).json()):
+            assert time.monotonic() - killed < 10, "the run was never listed as interrupted on server B"
+            time.sleep(0.05)
+        assert [r["id"] for r in listed] == [run_id]
+        record = b.get(f"/runs/{run_id}").json()
+        assert record["status"] == "interrupted", record
+        assert f"POST /runs/{run_id}/resume" in record["error"]
+        (tmp_path / "block").unlink()
+        resumed = b.post(f"/runs/{run_id}/resume", json={})
+        assert resumed.status_code == 200, resumed.text
+        assert (resumed.json()["status"], resumed.json()["output"]) == ("succeeded", "x 1 2 3")
+    with RunStore(postgres_url, recover=False) as journal:
+        assert journal.get(run_id).status == "succeeded"
+    assert calls(tmp_path) == ["first", "slow", "slow", "last"]  # first journalled: not run again
+
+
+def test_a_frozen_servers_run_is_resumed_on_another_server_and_the_thawed_server_cannot_journal_into_it(
+        tmp_path: Path, postgres_url: str) -> None:
+    (tmp_path / "steps.py").write_text(FUNCTIONS)
+    (tmp_path / "block").touch()
+    shared = ("--run-store", postgres_url, "--run-store-lease", "1")
+    with server_process(tmp_path, *shared) as (proc_a, url_a), server_process(tmp_path, *shared) as (_, url_b), \
+            httpx.Client(base_url=url_a, headers=HEADERS, timeout=30) as a, \
+            httpx.Client(base_url=url_b, headers=HEADERS, timeout=30) as b:
+        fid = a.post("/formations", json=PIPELINE).json()["id"]
+        threading.Thread(target=lambda: _post_dying(a, f"/formations/{fid}/run"), daemon=True).start()
+        deadline = time.monotonic() + 20
+        while "slow" not in calls(tmp_path):
+            assert time.monotonic() < deadline, "the run never reached its slow node"
+            time.sleep(0.02)
+        run_id = b.get("/runs", params={"formation_id": fid}).json()[0]["id"]
+        os.kill(proc_a.pid, signal.SIGSTOP)
+        try:
+            while b.get(f"/runs/{run_id}").json()["status"] == "running":
+                assert time.monotonic() < deadline, "the frozen server's run never read as interrupted"
+                time.sleep(0.05)
+            (tmp_path / "block").unlink()
+            resumed = b.post(f"/runs/{run_id}/resume", json={})
+            assert (resumed.status_code, resumed.json()["status"]) == (200, "succeeded"), resumed.text
+        finally:
+            os.kill(proc_a.pid, signal.SIGCONT)
+        time.sleep(1.5)  # server A finishes its slow visit (the block is gone) and tries to journal it
+    with RunStore(postgres_url, recover=False) as journal:
+        run = journal.load(run_id)
+        assert (run.run.status, run.visits["slow"], run.visits["last"]) == ("succeeded", {1: "x 1 2"}, {1: "x 1 2 3"})
+
+
+def _post_dying(client: httpx.Client, path: str) -> None:
+    try:
+        client.post(path, json={"input": "x"})
+    except httpx.TransportError:  # the server dies under the request
+        pass
+
+
+def test_a_server_on_a_postgresql_run_store_journals_its_runs_there(tmp_path: Path, postgres_url: str) -> None:
+    config = ServerConfig(db_path=tmp_path / "w.db", work_root=tmp_path, functions=(FUNCTIONS_MODULE,),
+                          entry_points=False, run_store=postgres_url)
+    declaration = {"name": "upper", "nodes": [{"name": "up", "kind": "function", "function": "shout"}]}
+    with running(config) as server, server.client() as client:
+        fid = client.post("/formations", json=declaration).json()["id"]
+        run = client.post(f"/formations/{fid}/run", json={"input": "hi"}).json()
+        assert run["status"] == "succeeded", run
+    with RunStore(postgres_url, recover=False) as journal:
+        assert (journal.get(run["id"]).status, journal.load(run["id"]).visits["up"][1]) == ("succeeded", "HI")
+    with RunStore(tmp_path / "w.db", recover=False) as local:
+        assert local.runs() == []  # nothing journalled in the database file
+
+
+def test_a_run_store_that_is_not_a_postgresql_url_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=re.escape("run_store must be a postgresql:// URL, got 'runs.sqlite'")):
+        ServerConfig(db_path=tmp_path / "w.db", run_store="runs.sqlite")
+
+
+def test_a_run_store_lease_without_a_run_store_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="run_store_lease applies to a PostgreSQL run store"):
+        ServerConfig(db_path=tmp_path / "w.db", run_store_lease=5.0)
+
+
+def test_the_run_store_options_reach_the_configuration(tmp_path: Path) -> None:
+    import argparse
+
+    from wingman_actors.server._cli import add_serve_parser
+
+    parser = argparse.ArgumentParser()
+    add_serve_parser(parser.add_subparsers())
+    args = parser.parse_args(["serve", "--db", str(tmp_path / "w.db"), "--run-store", "postgresql://u:pw@h/db",
+                              "--run-store-lease", "3"])
+    config = build_config(args)
+    assert (config.run_store, config.run_store_lease) == ("postgresql://u:pw@h/db", 3.0)
