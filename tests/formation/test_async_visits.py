@@ -191,3 +191,32 @@ def test_a_visit_stuck_in_blocking_code_is_abandoned_and_its_retry_runs_on_a_fre
 
     assert result.output == 4 and len(calls) == 2
     assert elapsed < 2
+
+
+def test_a_replica_has_at_most_max_in_flight_visits_and_the_rest_wait_in_the_queue() -> None:
+    from wingman_actors.actors._async_function import MAX_IN_FLIGHT
+
+    held: dict[str, Any] = {"running": 0, "peak": 0}
+
+    async def hold(x: int) -> int:
+        if "gate" not in held:
+            held["loop"], held["gate"] = asyncio.get_running_loop(), asyncio.Event()
+        held["running"] += 1
+        held["peak"] = max(held["peak"], held["running"])
+        try:
+            await held["gate"].wait()
+        finally:
+            held["running"] -= 1
+        return x
+
+    with Formation("cap").add_function("hold", hold).start() as running:
+        futures = [running.submit(i) for i in range(MAX_IN_FLIGHT + 20)]
+        deadline = time.monotonic() + 20
+        while held["running"] < MAX_IN_FLIGHT and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # room for any visit beyond the limit to start
+        peak = held["peak"]
+        held["loop"].call_soon_threadsafe(held["gate"].set)
+        assert [f.result(20).output for f in futures] == list(range(MAX_IN_FLIGHT + 20))
+
+    assert peak == MAX_IN_FLIGHT

@@ -178,7 +178,7 @@ class AsyncFunctionActor(FunctionActor):
         if visits is None or type(message) is not Work:
             return super().on_receive(message)
         if self.abandoned:  # replaced (its loop was stuck): the input is the fresh replica's
-            self._lane.put(message)
+            self.actor_ref.tell(message)  # back to the node's queue (this actor is alive till it retires)
             self._retire()
             return None
         visits.wait_for_slot()
