@@ -220,3 +220,27 @@ def test_a_replica_has_at_most_max_in_flight_visits_and_the_rest_wait_in_the_que
         assert [f.result(20).output for f in futures] == list(range(MAX_IN_FLIGHT + 20))
 
     assert peak == MAX_IN_FLIGHT
+
+
+def test_a_replica_replaced_for_a_stuck_visit_finishes_its_other_visits_as_usual() -> None:
+    release = threading.Event()
+
+    async def step(x: int) -> int:
+        if x == 0:
+            release.wait(1.0)  # blocking code: the loop and its other visits wait
+        else:
+            await asyncio.sleep(0.05)
+        return x
+
+    try:
+        with Formation("d").add_function("step", step).start() as running:
+            other = running.submit(1)  # in flight on the loop before the stuck one
+            stuck = running.submit(0, timeout=0.3)
+            with pytest.raises(FormationRuntimeError):
+                stuck.result(5)
+            t0 = time.perf_counter()
+            assert running.submit(2).result(5).output == 2  # on the fresh replica, at once
+            assert time.perf_counter() - t0 < 0.5
+            assert other.result(5).output == 1  # not cancelled: it ends when the loop is free
+    finally:
+        release.set()

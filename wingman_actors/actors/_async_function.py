@@ -19,7 +19,9 @@ one to end before it takes the next input, which then stays in the node's queue 
 another replica, when there are several). Cancelling a visit (its node's timeout, its
 run's cancel or time limit, the formation's stop) cancels its task, so its ``finally``
 runs; a visit whose task is stuck in blocking code cannot be cancelled, and is reported
-so (:meth:`AsyncVisits.cancel`) for the backend to replace the replica.
+so (:meth:`AsyncVisits.cancel`) for the backend to replace the replica: the replaced
+replica takes no further input, and its other visits finish and report as usual
+(:meth:`AsyncVisits.drain`) before its loop stops.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class AsyncVisits:
         # places for visits in flight, as tokens in a queue: a C-level get and put per visit
         # (a threading.Semaphore costs several Python-level lock round trips)
         self._slots: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._limit = limit
         for _ in range(limit):
             self._slots.put(None)
         self._batch: deque[_Visit] = deque()
@@ -161,6 +164,14 @@ class AsyncVisits:
         except RuntimeError:  # the loop is stopped: its tasks were cancelled
             pass
         return stuck
+
+    def drain(self) -> None:
+        """Wait until every visit in flight has ended (on the actor thread of a replica
+        that was replaced: its visits finish and report as usual)."""
+        for _ in range(self._limit):
+            self._slots.get()
+        for _ in range(self._limit):
+            self._slots.put(None)
 
     def stop(self) -> None:
         """Stop the loop (the replica stops): its tasks are cancelled (their ``finally``

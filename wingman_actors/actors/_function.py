@@ -166,8 +166,11 @@ class AsyncFunctionActor(FunctionActor):
         self._loop.cancel()
 
     def on_stop(self) -> None:
-        if self.in_flight is not None:
-            self.in_flight.stop()
+        visits = self.in_flight
+        if visits is not None:
+            if self.abandoned:  # replaced (a visit was stuck): the others finish first
+                visits.drain()
+            visits.stop()
         self._loop.stop()
 
     def on_failure(self, *exc_info: Any) -> None:

@@ -142,7 +142,7 @@ class ThreadNode:
         # and a replica that found itself not abandoned would go back to the shared queue,
         # taking inputs (and a stop of stop()) meant for the fresh replica.
         actor.abandoned = True
-        if actor.interruptible:
+        if actor.interruptible and actor.in_flight is None:  # many in flight: the stuck one is cancelled already
             actor.interrupt(why)
         pykka.ActorRegistry.unregister(actor.actor_ref)
         self._backend.abandoned.append(actor)
@@ -174,6 +174,9 @@ class ThreadNode:
             gone = [a for a in self._abandoned if not a.actor_stopped.is_set()]
         for actor in live:
             if (actor.current is not None or actor.in_flight is not None) and actor.interruptible:
+                actor.interrupt(reason)
+        for actor in gone:
+            if actor.in_flight is not None:  # replaced, its visits still finishing: cancel them
                 actor.interrupt(reason)
         actors = live + gone
         tell_through_any([a.actor_ref for a in actors], LEAVE, len(actors))
