@@ -95,7 +95,6 @@ class AsyncVisits:
         self._batch: deque[_Visit] = deque()
         self._lock = threading.Lock()
         self._scheduled = False
-        self._stopped = False
 
     # -- on the actor thread -------------------------------------------------------------
 
@@ -106,8 +105,8 @@ class AsyncVisits:
             self._thread = LoopThread(self._name)
             self._loop = self._thread.loop
         visit = _Visit(work, attempt, started, coro, ctx)
-        self._visits[work] = visit  # first: a cancel of the run from now on finds it
         with self._lock:
+            self._visits[work] = visit  # first: a cancel of the run from now on finds it
             self._batch.append(visit)
             if self._scheduled:
                 return  # the drain already scheduled starts it
@@ -138,7 +137,12 @@ class AsyncVisits:
     def cancel(self, work: Work, reason: str) -> Work | None:
         """Cancel the attempt at ``work`` in flight (its ``finally`` runs). Returns ``work``
         when its task is stuck in blocking code on the loop (it cannot be cancelled:
-        the caller replaces the replica), else None."""
+        the caller replaces the replica), else None.
+
+        Stuck means the loop is stepping that very task as the cancel comes (a visit past
+        its time limit that is still inside one step). A visit held up by *another*
+        coroutine's blocking code is not seen as stuck: it is cancelled once the loop is
+        free."""
         visit = self._visits.get(work)
         if visit is None:
             return None
@@ -176,7 +180,6 @@ class AsyncVisits:
     def stop(self) -> None:
         """Stop the loop (the replica stops): its tasks are cancelled (their ``finally``
         runs, and each reports its attempt as cancelled), and the thread is joined."""
-        self._stopped = True
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.stop()
@@ -214,8 +217,9 @@ class AsyncVisits:
         """Report the attempt's outcome to the runtime, as the sync path does."""
         finished = time.perf_counter()
         work = visit.work
-        if self._visits.get(work) is visit:
-            del self._visits[work]
+        with self._lock:  # a retry of the same work may have taken its place meanwhile
+            if self._visits.get(work) is visit:
+                del self._visits[work]
         self._slots.put(None)
         actor = self._actor
         observer = actor.observer
@@ -245,5 +249,6 @@ class AsyncVisits:
             coro, visit.coro = visit.coro, None
             if coro is not None:
                 coro.close()
-            if self._visits.get(visit.work) is visit:
-                del self._visits[visit.work]
+            with self._lock:
+                if self._visits.get(visit.work) is visit:
+                    del self._visits[visit.work]
