@@ -59,15 +59,16 @@ small ``Work`` objects instead of as a thousand more coroutines holding their so
 class _Visit:
     """One attempt in flight: its coroutine until the loop starts it, then its task."""
 
-    __slots__ = ("attempt", "coro", "ctx", "reason", "started", "task", "work")
+    __slots__ = ("announce", "attempt", "coro", "ctx", "reason", "started", "task", "work")
 
     def __init__(self, work: Work, attempt: int, started: float, coro: Coroutine[Any, Any, Any],
-                 ctx: contextvars.Context) -> None:
+                 ctx: contextvars.Context, announce: bool) -> None:
         self.work = work
         self.attempt = attempt
         self.started = started
-        self.coro: Coroutine[Any, Any, Any] | None = coro
+        self.coro = coro
         self.ctx = ctx
+        self.announce = announce  # observer.started(work) when the task first runs
         self.task: asyncio.Task[Any] | None = None
         self.reason: str | None = None  # set when it was cancelled, and why
 
@@ -99,12 +100,15 @@ class AsyncVisits:
     # -- on the actor thread -------------------------------------------------------------
 
     def start(self, work: Work, attempt: int, started: float, coro: Coroutine[Any, Any, Any],
-              ctx: contextvars.Context) -> None:
-        """Hand the attempt's coroutine to the loop (``ctx``: the context it runs in)."""
+              ctx: contextvars.Context, announce: bool) -> None:
+        """Hand the attempt's coroutine to the loop (``ctx``: the context it runs in).
+        With ``announce``, the runtime hears that the attempt started (its event, its
+        timer) from the task's first step: a cancel, which reaches the task through the
+        loop, then finds the coroutine at its first ``await``, so its ``finally`` runs."""
         if self._loop is None:  # on first use: a node that never runs starts no thread
             self._thread = LoopThread(self._name)
             self._loop = self._thread.loop
-        visit = _Visit(work, attempt, started, coro, ctx)
+        visit = _Visit(work, attempt, started, coro, ctx, announce)
         with self._lock:
             self._visits[work] = visit  # first: a cancel of the run from now on finds it
             self._batch.append(visit)
@@ -194,15 +198,18 @@ class AsyncVisits:
         loop = self._loop
         assert loop is not None
         for visit in batch:
-            coro, visit.coro = visit.coro, None
-            assert coro is not None
-            run = visit.work.run
-            if visit.reason is not None or run.done:  # cancelled before it could start
-                coro.close()
+            if visit.reason is not None or visit.work.run.done:  # cancelled before it could start
                 self._ended(visit, None)
                 continue
+            coro = self._announced(visit) if visit.announce else visit.coro
             task = visit.task = loop.create_task(coro, context=visit.ctx)
             task.add_done_callback(functools.partial(self._ended, visit))
+
+    async def _announced(self, visit: _Visit) -> Any:
+        observer = self._actor.observer
+        assert observer is not None
+        observer.started(visit.work)
+        return await visit.coro
 
     def _cancel_on_loop(self, visits: list[_Visit], reason: str) -> None:
         for visit in visits:
@@ -225,6 +232,7 @@ class AsyncVisits:
         observer = actor.observer
         assert observer is not None
         attempt = visit.attempt
+        visit.coro.close()  # a no-op once it ran; one that never ran (a cancel came first) warns unless closed
         if task is None or task.cancelled():
             reason = visit.reason or ("the run was cancelled" if work.run.done else "the node is stopping")
             exc: BaseException | None = AgentError(
@@ -246,9 +254,7 @@ class AsyncVisits:
             batch, self._batch = self._batch, deque()
             self._scheduled = False
         for visit in batch:
-            coro, visit.coro = visit.coro, None
-            if coro is not None:
-                coro.close()
+            visit.coro.close()
             with self._lock:
                 if self._visits.get(visit.work) is visit:
                     del self._visits[visit.work]

@@ -203,8 +203,6 @@ class AsyncFunctionActor(FunctionActor):
             return False
         attempt = work.attempt
         work.replica = self.replica
-        if self.notify_start or run.listeners:
-            observer.started(work)
         started = time.perf_counter()
         board = run.blackboard
         trace = run.trace
@@ -218,7 +216,7 @@ class AsyncFunctionActor(FunctionActor):
         except Exception as exc:  # its input did not fit: fails as a plain function's would
             observer.failed(work, attempt, exc, started, time.perf_counter(), self)
             return False
-        visits.start(work, attempt, started, coro, ctx)
+        visits.start(work, attempt, started, coro, ctx, self.notify_start or bool(run.listeners))
         return True
 
     def _prepare(self, work: Work) -> tuple[Any, contextvars.Context]:
