@@ -78,6 +78,11 @@ class LoopThread:
                 asyncio.set_event_loop(None)
                 loop.close()
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop (schedule on it from other threads with ``call_soon_threadsafe``)."""
+        return self._loop
+
     def submit(self, coro: Coroutine[Any, Any, _T]) -> Future[_T]:
         """Run ``coro`` on the loop; its future's ``cancel()`` cancels the coroutine.
 

@@ -28,7 +28,7 @@ from ._address import RuntimeActor
 from ._envelope import Envelope, EnvelopeType, Work
 from ._inbox import Lane
 
-__all__ = ["LEAVE", "NodeActor", "NodeObserver", "ReplyTo"]
+__all__ = ["LEAVE", "NodeActor", "NodeObserver", "ReplyTo", "node_scope"]
 
 log = logging.getLogger("wingman_actors.actors")
 
@@ -129,6 +129,14 @@ class NodeActor(RuntimeActor):
         else:
             raise TypeError(f"reply_to must be an actor ref or a callable, got {type(reply_to).__name__}")
 
+    retires_on_failure = True
+    """Whether a failed attempt retires this replica (the supervisor starts a fresh one);
+    a replica with other visits in flight (an async function node's) serves on."""
+
+    in_flight: Any = None
+    """The visits this replica has in flight besides :attr:`current` (an async function
+    node's :class:`~._async_function.AsyncVisits`), or None: one attempt at a time."""
+
     @staticmethod
     def _create_actor_inbox() -> Lane:
         return Lane()
@@ -194,7 +202,7 @@ class NodeActor(RuntimeActor):
             if board is None and trace is None:
                 output, usage = self.process(work) if scope is None else scope.run(self.process, work)
             else:  # the run's board (blackboard_tools, delegates) and/or its trace context
-                with _node_scope(board, trace, self.name, work.run_id, attempt):
+                with node_scope(board, trace, self.name, work.run_id, attempt):
                     output, usage = self.process(work) if scope is None else scope.run(self.process, work)
         except RunSuspended as signal:
             self.current = None
@@ -232,7 +240,7 @@ class NodeActor(RuntimeActor):
 
 
 @contextlib.contextmanager
-def _node_scope(board: Blackboard | None, trace: Any, node: str, run_id: str, attempt: int) -> Iterator[None]:
+def node_scope(board: Blackboard | None, trace: Any, node: str, run_id: str, attempt: int) -> Iterator[None]:
     """One node attempt inside its run's blackboard (``current_blackboard()``) and, when
     OpenTelemetry is in use, under the run's trace context."""
     with contextlib.ExitStack() as stack:

@@ -1,15 +1,19 @@
 """A pure Python function as a node actor.
 
 An ``async def`` function (or a partial of one, or an object with an ``async def
-__call__``) makes an :class:`AsyncFunctionActor`: each attempt's coroutine is awaited on
-an event loop the replica owns (:class:`~wingman_actors._event_loop.OwnedLoop`, started
-on first use and stopped with the actor), and a timeout or a cancel cancels it. Plain
-functions take the synchronous path unchanged.
+__call__``) makes an :class:`AsyncFunctionActor`: inside a formation each visit's
+coroutine is a task on an event loop the replica owns, many in flight at once
+(:mod:`._async_function`); alone (a standalone actor, a Ray replica's process) each
+attempt's coroutine is awaited in turn (:class:`~wingman_actors._event_loop.OwnedLoop`).
+Either way a timeout or a cancel cancels it. Plain functions take the synchronous path
+unchanged.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,7 +23,8 @@ from .._event_loop import OwnedLoop, is_async_callable
 from ..core import Usage
 from ..errors import AgentError, ErrorKind, PayloadError
 from ..orchestration._blackboard import current_blackboard
-from ._base import NodeActor
+from ._async_function import AsyncVisits
+from ._base import NodeActor, node_scope
 from ._envelope import Work
 from ._payloads import isolate
 
@@ -122,11 +127,19 @@ class FunctionActor(NodeActor):
 
 
 class AsyncFunctionActor(FunctionActor):
-    """A function node whose function is ``async def``: each attempt awaits a fresh
-    coroutine on the replica's own event loop (its thread, ``wingman-node-<name>-loop-<replica>``,
-    starts on first use and stops with the actor). :meth:`interrupt` (a timeout, a cancel,
-    a stop) cancels the coroutine: its ``finally`` runs, and the attempt ends with an
-    :class:`~wingman_actors.errors.AgentError` of kind ``CANCELLED``.
+    """A function node whose function is ``async def``.
+
+    Inside a formation (an observer is set) the replica has many visits in flight: its
+    thread checks each input, makes the coroutine and starts it as a task on the
+    replica's event loop (its thread, ``wingman-node-<name>-loop-<replica>``, starts on
+    first use and stops with the actor), then takes the next input at once; the task
+    reports its outcome to the runtime when it ends (:class:`~._async_function.AsyncVisits`,
+    at most :data:`~._async_function.MAX_IN_FLIGHT` at once). A failed visit does not
+    retire the replica (its other visits go on). Alone (no observer), or in a Ray
+    replica's process, each attempt's coroutine is awaited in turn.
+
+    A timeout or a cancel cancels the visit's coroutine: its ``finally`` runs, and the
+    attempt ends with an :class:`~wingman_actors.errors.AgentError` of kind ``CANCELLED``.
 
     Args: those of :class:`FunctionActor`.
     """
@@ -135,23 +148,82 @@ class AsyncFunctionActor(FunctionActor):
         super().__init__(fn, **kwargs)
         self._loop = OwnedLoop(f"wingman-node-{self.name}-loop-{self.replica}")
         self._asked: tuple[Work, int, str] | None = None  # the last interrupt: of which attempt, why
+        self.in_flight: AsyncVisits | None = AsyncVisits(self) if self.observer is not None else None
+        self.retires_on_failure = self.in_flight is None
 
     @property
     def interruptible(self) -> bool:
         return True
 
     def interrupt(self, reason: str = "the formation is stopping") -> None:
-        """Cancel the coroutine of the attempt in progress (called from another thread)."""
+        """Cancel the coroutine of the attempt in progress, or of every visit in flight
+        (called from another thread)."""
+        if self.in_flight is not None:
+            self.in_flight.cancel_all(reason)
         work = self.current
         if work is not None:  # heard by the attempt even if its coroutine is not on the loop yet
             self._asked = (work, work.attempt, reason)
         self._loop.cancel()
 
     def on_stop(self) -> None:
+        visits = self.in_flight
+        if visits is not None:
+            if self.abandoned:  # replaced (a visit was stuck): the others finish first
+                visits.drain()
+            visits.stop()
         self._loop.stop()
 
     def on_failure(self, *exc_info: Any) -> None:
         self.on_stop()  # a crashed actor gets no on_stop: its loop ends here instead
+
+    def on_receive(self, message: Any) -> Any:
+        visits = self.in_flight
+        if visits is None or type(message) is not Work:
+            return super().on_receive(message)
+        if self.abandoned:  # replaced (its loop was stuck): the input is the fresh replica's
+            self.actor_ref.tell(message)  # back to the node's queue (this actor is alive till it retires)
+            self._retire()
+            return None
+        visits.wait_for_slot()
+        if not self._begin(message, visits):
+            visits.give_back_slot()
+        return None
+
+    def _begin(self, work: Work, visits: AsyncVisits) -> bool:
+        """The sync path's start of a visit (:meth:`NodeActor.handle_work`), ending with
+        the coroutine handed to the loop instead of awaited. False when it never got there."""
+        run = work.run
+        if run.done:
+            return False  # the run ended (failed, cancelled, timed out, stopped): drop its leftovers
+        observer = self.observer
+        assert observer is not None
+        dropped = run.dropped
+        if dropped and work.target in dropped:
+            observer.dropped(work)  # a join="any" fired without this branch: its work is not wanted
+            return False
+        attempt = work.attempt
+        work.replica = self.replica
+        started = time.perf_counter()
+        board = run.blackboard
+        trace = run.trace
+        scope = work.scope  # a journalled run: interrupt() inside the coroutine finds its visit
+        try:
+            if board is None and trace is None:
+                coro, ctx = self._prepare(work) if scope is None else scope.run(self._prepare, work)
+            else:  # the run's board and/or trace context, copied into the coroutine's context
+                with node_scope(board, trace, self.name, work.run_id, attempt):
+                    coro, ctx = self._prepare(work) if scope is None else scope.run(self._prepare, work)
+        except Exception as exc:  # its input did not fit: fails as a plain function's would
+            observer.failed(work, attempt, exc, started, time.perf_counter(), self)
+            return False
+        visits.start(work, attempt, started, coro, ctx, self.notify_start or bool(run.listeners))
+        return True
+
+    def _prepare(self, work: Work) -> tuple[Any, contextvars.Context]:
+        """The attempt's coroutine (its arguments checked, not started) and the context
+        it is to run in (this thread's, with the run's board, trace and visit)."""
+        coro, _ = FunctionActor.process(self, work)
+        return coro, contextvars.copy_context()
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
         coro, _ = super().process(env)  # the arguments checked, the coroutine made (not started)

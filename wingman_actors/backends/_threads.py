@@ -94,7 +94,13 @@ class ThreadNode:
         with self._lock:
             actor = next((a for a in self.replicas if a.current is env), None)
             if actor is None:
-                return False
+                # a replica with many visits in flight cancels that visit's task, and is
+                # replaced only when the task is stuck in blocking code on its loop
+                actor = next((a for a in self.replicas if a.in_flight is not None and a.in_flight.holds(env)), None)
+                if actor is None:
+                    return False
+                if actor.in_flight.cancel(env, why) is None or actor.abandoned:
+                    return True
             self._abandon(actor, env, why)
         return True
 
@@ -103,12 +109,22 @@ class ThreadNode:
             env = actor.current
             if env is not None and env.run is run:
                 return True
+            if actor.in_flight is not None and actor.in_flight.has_run(run):
+                return True
         return False
 
     def release(self, run: Any, reason: str, *, abandon: bool) -> list[str]:
         stopped: list[str] = []
         with self._lock:
             for actor in list(self.replicas):
+                visits = actor.in_flight
+                if visits is not None:  # many visits in flight: the run's tasks are cancelled
+                    stuck = visits.cancel_run(run, reason)
+                    if stuck is not None and abandon and not actor.abandoned:
+                        self._abandon(actor, stuck, reason)
+                    if stuck is not None or visits.has_run(run):
+                        stopped.append(self.name)
+                    continue
                 env = actor.current
                 if env is None or env.run is not run:
                     continue
@@ -126,7 +142,7 @@ class ThreadNode:
         # and a replica that found itself not abandoned would go back to the shared queue,
         # taking inputs (and a stop of stop()) meant for the fresh replica.
         actor.abandoned = True
-        if actor.interruptible:
+        if actor.interruptible and actor.in_flight is None:  # many in flight: the stuck one is cancelled already
             actor.interrupt(why)
         pykka.ActorRegistry.unregister(actor.actor_ref)
         self._backend.abandoned.append(actor)
@@ -157,7 +173,10 @@ class ThreadNode:
             live = [a for a in self.replicas if not a.abandoned and not a.actor_stopped.is_set()]
             gone = [a for a in self._abandoned if not a.actor_stopped.is_set()]
         for actor in live:
-            if actor.current is not None and actor.interruptible:
+            if (actor.current is not None or actor.in_flight is not None) and actor.interruptible:
+                actor.interrupt(reason)
+        for actor in gone:
+            if actor.in_flight is not None:  # replaced, its visits still finishing: cancel them
                 actor.interrupt(reason)
         actors = live + gone
         tell_through_any([a.actor_ref for a in actors], LEAVE, len(actors))

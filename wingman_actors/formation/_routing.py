@@ -270,8 +270,10 @@ class Router:
             if self.cyclic:
                 self.finish_one(run)
             return False
-        self.tell_supervisor(AttemptFailed(work, attempt, exc, started, finished, actor.replica, True, actor))
-        return True
+        retire: bool = getattr(actor, "retires_on_failure", True)  # not one with other visits in flight
+        self.tell_supervisor(AttemptFailed(work, attempt, exc, started, finished, actor.replica, retire,
+                                           actor if retire else None))
+        return retire
 
     def suspended(self, work: Work, attempt: int, signal: RunSuspended) -> None:
         """A visit called ``interrupt()``: journal it and suspend the run."""

@@ -1,0 +1,260 @@
+"""The visits an ``async def`` function node's replica has in flight, each a task on the
+replica's event loop.
+
+Inside a formation (threads backend) an async function node's actor thread does not
+await: it checks a visit's input, makes its coroutine and hands it to :class:`AsyncVisits`,
+then takes the next input at once. The coroutine runs as a task on the replica's loop
+(:class:`~wingman_actors._event_loop.LoopThread`, started on first use), in a copy of the
+actor thread's context (the run's board, trace and journalled visit reach it); when it
+ends, the loop thread reports to the runtime (``completed``, ``failed`` or
+``suspended``), exactly as the actor thread does for a plain function, so attempts,
+timers, retries and error edges are the same.
+
+Hand-offs to the loop are batched: the first visit into an empty batch schedules one
+``call_soon_threadsafe``, and the loop starts every visit that arrived meanwhile (a
+thread-safe call per visit costs the loop several times more at a thousand visits).
+
+A replica has at most :data:`MAX_IN_FLIGHT` visits in flight; its actor thread waits for
+one to end before it takes the next input, which then stays in the node's queue (for
+another replica, when there are several). Cancelling a visit (its node's timeout, its
+run's cancel or time limit, the formation's stop) cancels its task, so its ``finally``
+runs; a visit whose task is stuck in blocking code cannot be cancelled, and is reported
+so (:meth:`AsyncVisits.cancel`) for the backend to replace the replica: the replaced
+replica takes no further input, and its other visits finish and report as usual
+(:meth:`AsyncVisits.drain`) before its loop stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Coroutine, Iterable
+from typing import TYPE_CHECKING, Any
+
+from .._event_loop import LoopThread
+from .._interrupts import RunSuspended
+from ..errors import AgentError, ErrorKind
+from ._envelope import Work
+
+if TYPE_CHECKING:
+    from ._base import NodeActor
+
+__all__ = ["MAX_IN_FLIGHT", "AsyncVisits"]
+
+log = logging.getLogger("wingman_actors.actors")
+
+MAX_IN_FLIGHT = 1_000
+"""The most visits one replica of an async function node has in flight. High enough that
+a thousand concurrent runs through a node of one replica all await at once (the bench's
+``async_concurrency``), low enough that a flood of inputs waits in the node's queue as
+small ``Work`` objects instead of as a thousand more coroutines holding their sockets."""
+
+
+class _Visit:
+    """One attempt in flight: its coroutine until the loop starts it, then its task."""
+
+    __slots__ = ("announce", "attempt", "coro", "ctx", "reason", "started", "task", "work")
+
+    def __init__(self, work: Work, attempt: int, started: float, coro: Coroutine[Any, Any, Any],
+                 ctx: contextvars.Context, announce: bool) -> None:
+        self.work = work
+        self.attempt = attempt
+        self.started = started
+        self.coro = coro
+        self.ctx = ctx
+        self.announce = announce  # observer.started(work) when the task first runs
+        self.task: asyncio.Task[Any] | None = None
+        self.reason: str | None = None  # set when it was cancelled, and why
+
+
+class AsyncVisits:
+    """The visits of one async function node replica in flight on its event loop.
+
+    Args:
+        actor: the replica (its ``name``, ``replica`` and ``observer``).
+        limit: the most visits in flight at once.
+    """
+
+    def __init__(self, actor: NodeActor, limit: int = MAX_IN_FLIGHT) -> None:
+        self._actor = actor
+        self._name = f"wingman-node-{actor.name}-loop-{actor.replica}"
+        self._thread: LoopThread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._visits: dict[Work, _Visit] = {}  # the latest attempt of each work in flight
+        # places for visits in flight, as tokens in a queue: a C-level get and put per visit
+        # (a threading.Semaphore costs several Python-level lock round trips)
+        self._slots: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._limit = limit
+        for _ in range(limit):
+            self._slots.put(None)
+        self._batch: deque[_Visit] = deque()
+        self._lock = threading.Lock()
+        self._scheduled = False
+
+    # -- on the actor thread -------------------------------------------------------------
+
+    def start(self, work: Work, attempt: int, started: float, coro: Coroutine[Any, Any, Any],
+              ctx: contextvars.Context, announce: bool) -> None:
+        """Hand the attempt's coroutine to the loop (``ctx``: the context it runs in).
+        With ``announce``, the runtime hears that the attempt started (its event, its
+        timer) from the task's first step: a cancel, which reaches the task through the
+        loop, then finds the coroutine at its first ``await``, so its ``finally`` runs."""
+        if self._loop is None:  # on first use: a node that never runs starts no thread
+            self._thread = LoopThread(self._name)
+            self._loop = self._thread.loop
+        visit = _Visit(work, attempt, started, coro, ctx, announce)
+        with self._lock:
+            self._visits[work] = visit  # first: a cancel of the run from now on finds it
+            self._batch.append(visit)
+            if self._scheduled:
+                return  # the drain already scheduled starts it
+            self._scheduled = True
+        try:
+            self._loop.call_soon_threadsafe(self._drain)
+        except RuntimeError:  # the loop is stopped (the formation is stopping)
+            self._close_batch()
+
+    def wait_for_slot(self) -> None:
+        """Wait until fewer than the limit of visits are in flight, and take a place."""
+        self._slots.get()
+
+    def give_back_slot(self) -> None:
+        """Give back a place taken for a visit that never reached the loop."""
+        self._slots.put(None)
+
+    # -- from any thread -----------------------------------------------------------------
+
+    def holds(self, work: Work) -> bool:
+        """Whether an attempt at ``work`` is in flight."""
+        return work in self._visits
+
+    def has_run(self, run: Any) -> bool:
+        """Whether a visit of ``run`` is in flight."""
+        return any(v.work.run is run for v in tuple(self._visits.values()))
+
+    def cancel(self, work: Work, reason: str) -> Work | None:
+        """Cancel the attempt at ``work`` in flight (its ``finally`` runs). Returns ``work``
+        when its task is stuck in blocking code on the loop (it cannot be cancelled:
+        the caller replaces the replica), else None.
+
+        Stuck means the loop is stepping that very task as the cancel comes (a visit past
+        its time limit that is still inside one step). A visit held up by *another*
+        coroutine's blocking code is not seen as stuck: it is cancelled once the loop is
+        free."""
+        visit = self._visits.get(work)
+        if visit is None:
+            return None
+        return self._cancel([visit], reason)
+
+    def cancel_run(self, run: Any, reason: str) -> Work | None:
+        """Cancel every visit of ``run`` in flight; as :meth:`cancel` for one stuck."""
+        return self._cancel([v for v in tuple(self._visits.values()) if v.work.run is run], reason)
+
+    def cancel_all(self, reason: str) -> None:
+        """Cancel every visit in flight."""
+        self._cancel(tuple(self._visits.values()), reason)
+
+    def _cancel(self, visits: Iterable[_Visit], reason: str) -> Work | None:
+        visits = list(visits)
+        loop = self._loop
+        if not visits or loop is None:
+            return None
+        running = asyncio.current_task(loop)  # a task the loop is stepping now, from another thread
+        stuck = next((v.work for v in visits if v.task is not None and v.task is running), None)
+        try:
+            loop.call_soon_threadsafe(self._cancel_on_loop, visits, reason)
+        except RuntimeError:  # the loop is stopped: its tasks were cancelled
+            pass
+        return stuck
+
+    def drain(self) -> None:
+        """Wait until every visit in flight has ended (on the actor thread of a replica
+        that was replaced: its visits finish and report as usual)."""
+        for _ in range(self._limit):
+            self._slots.get()
+        for _ in range(self._limit):
+            self._slots.put(None)
+
+    def stop(self) -> None:
+        """Stop the loop (the replica stops): its tasks are cancelled (their ``finally``
+        runs, and each reports its attempt as cancelled), and the thread is joined."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.stop()
+        self._close_batch()
+
+    # -- on the loop thread --------------------------------------------------------------
+
+    def _drain(self) -> None:
+        with self._lock:
+            batch, self._batch = self._batch, deque()
+            self._scheduled = False
+        loop = self._loop
+        assert loop is not None
+        for visit in batch:
+            if visit.reason is not None or visit.work.run.done:  # cancelled before it could start
+                self._ended(visit, None)
+                continue
+            coro = self._announced(visit) if visit.announce else visit.coro
+            task = visit.task = loop.create_task(coro, context=visit.ctx)
+            task.add_done_callback(functools.partial(self._ended, visit))
+
+    async def _announced(self, visit: _Visit) -> Any:
+        observer = self._actor.observer
+        assert observer is not None
+        observer.started(visit.work)
+        return await visit.coro
+
+    def _cancel_on_loop(self, visits: list[_Visit], reason: str) -> None:
+        for visit in visits:
+            if visit.reason is None:
+                visit.reason = reason
+            task = visit.task
+            if task is not None:
+                task.cancel()
+            # not started yet: _drain sees the reason and does not start it
+
+    def _ended(self, visit: _Visit, task: asyncio.Task[Any] | None) -> None:
+        """Report the attempt's outcome to the runtime, as the sync path does."""
+        finished = time.perf_counter()
+        work = visit.work
+        with self._lock:  # a retry of the same work may have taken its place meanwhile
+            if self._visits.get(work) is visit:
+                del self._visits[work]
+        self._slots.put(None)
+        actor = self._actor
+        observer = actor.observer
+        assert observer is not None
+        attempt = visit.attempt
+        visit.coro.close()  # a no-op once it ran; one that never ran (a cancel came first) warns unless closed
+        if task is None or task.cancelled():
+            reason = visit.reason or ("the run was cancelled" if work.run.done else "the node is stopping")
+            exc: BaseException | None = AgentError(
+                f"function node {actor.name!r} was cancelled: {reason}", kind=ErrorKind.CANCELLED)
+        else:
+            exc = task.exception()
+        if exc is None:
+            assert task is not None
+            observer.completed(work, attempt, task.result(), None, visit.started, finished)
+        elif isinstance(exc, RunSuspended):
+            observer.suspended(work, attempt, exc)
+        else:
+            observer.failed(work, attempt, exc, visit.started, finished, actor)
+
+    def _close_batch(self) -> None:
+        """Close the coroutines of visits that never reached a stopped loop (a coroutine
+        never awaited warns when collected)."""
+        with self._lock:
+            batch, self._batch = self._batch, deque()
+            self._scheduled = False
+        for visit in batch:
+            visit.coro.close()
+            with self._lock:
+                if self._visits.get(visit.work) is visit:
+                    del self._visits[visit.work]
