@@ -101,7 +101,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None) -> Any:
     from ._sse import encode
     from ._threads import WorkerPool
     from ._ui_page import page_router
-    from ._viewer import graph_layout, run_view
+    from ._viewer import graph_document, run_view
 
     path = Path(path)
     state: dict[str, Any] = {}
@@ -138,7 +138,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None) -> Any:
         newest: dict[str, str] = {}
         for summary in store.runs():  # newest first
             newest.setdefault(summary.formation, summary.id)
-        return [{"id": name, "name": name, "graph": graph_layout(store.load(run_id).shape)}
+        return [{"id": name, "name": name, "graph": graph_document(store.load(run_id).shape)}
                 for name, run_id in newest.items()]
 
     @app.get("/ui/api/formations")
