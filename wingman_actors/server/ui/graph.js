@@ -3,7 +3,7 @@
 // the layout and drawn looping under the nodes. Each node is a
 // <g data-node="name" data-status="...">; the status is its CSS class too.
 import { Graph, layout } from "./vendor/dagre.mjs";
-import { html, useMemo } from "./view.js";
+import { Component, html, useMemo } from "./view.js";
 
 const W = 160, H = 44, GAP_Y = 26;
 const looping = (e) => e.back || e.source === e.target;
@@ -34,6 +34,16 @@ export function place(graph) {
   return { nodes: Object.values(at), edges, width, height: height + (edges.some((e) => /back/.test(e.cls)) ? 2 * GAP_Y : 0) };
 }
 
+// The last few layouts, by graph: a formation's page and its runs' pages draw the same graph.
+const placed = new Map();
+function placedOnce(key, graph) {
+  if (!placed.has(key)) {
+    placed.set(key, place(graph));
+    if (placed.size > 8) placed.delete(placed.keys().next().value);
+  }
+  return placed.get(key);
+}
+
 function loop(a, b) {  // under the nodes, from a's bottom to b's
   const y = Math.max(a.y, b.y) + H + GAP_Y;
   return `M${a.x + W / 2},${a.y + H} C${a.x + W / 2},${y} ${b.x + W / 2},${y} ${b.x + W / 2},${b.y + H}`;
@@ -49,21 +59,33 @@ function curve(points) {  // through dagre's points, rounded at each bend
   return d;
 }
 
-const Node = ({ n, status, selected, onSelect }) => html`
-  <g data-node=${n.name} data-status=${status} class=${`node ${status}${selected ? " selected" : ""}`}
-     transform=${`translate(${n.x},${n.y})`} tabindex="0" role="button"
-     onClick=${onSelect && (() => onSelect(n.name))}
-     onKeyDown=${onSelect && ((e) => { if (e.key === "Enter") onSelect(n.name); })}>
-    <rect width=${W} height=${H} rx="8" />
-    <text x="10" y="19" class="name">${n.name.length > 20 ? `${n.name.slice(0, 19)}…` : n.name}</text>
-    <text x="10" y="35" class="kind">${`${n.kind} · ${status}`}</text>
-    <title>${`${n.name} (${n.kind})`}</title>
-  </g>`;
+// One drawn node; drawn again only when its status or selection changes (a long run's
+// events change a node or two at a time, among hundreds).
+class Node extends Component {
+  shouldComponentUpdate(next) {
+    const now = this.props;
+    return next.n !== now.n || next.status !== now.status || next.selected !== now.selected
+      || next.onSelect !== now.onSelect;
+  }
+
+  render({ n, status, selected, onSelect }) {
+    return html`
+      <g data-node=${n.name} data-status=${status} class=${`node ${status}${selected ? " selected" : ""}`}
+         transform=${`translate(${n.x},${n.y})`} tabindex="0" role="button"
+         onClick=${onSelect && (() => onSelect(n.name))}
+         onKeyDown=${onSelect && ((e) => { if (e.key === "Enter") onSelect(n.name); })}>
+        <rect width=${W} height=${H} rx="8" />
+        <text x="10" y="19" class="name">${n.name.length > 20 ? `${n.name.slice(0, 19)}…` : n.name}</text>
+        <text x="10" y="35" class="kind">${`${n.kind} · ${status}`}</text>
+        <title>${`${n.name} (${n.kind})`}</title>
+      </g>`;
+  }
+}
 
 // `graph` ({nodes, edges}) drawn, with each node's status by name; `onSelect(name)` on a click.
 export function GraphView({ graph, statuses = {}, selected = null, onSelect = null }) {
   const key = JSON.stringify([graph.nodes, graph.edges]);
-  const drawn = useMemo(() => place(graph), [key]);
+  const drawn = useMemo(() => placedOnce(key, graph), [key]);
   return html`<div class="graph-box">
     <svg viewBox=${`0 0 ${drawn.width} ${drawn.height}`} width=${drawn.width} height=${drawn.height}
          class="graph" role="img" aria-label="formation graph">

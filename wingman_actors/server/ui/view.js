@@ -1,12 +1,12 @@
 // The page's view layer: Preact (a reactive view, 12 KiB) with htm (tagged templates in
 // place of JSX, so there is no build step), both vendored in vendor/ (see vendor/README.md).
 // htm builds Preact elements; text is always set as text (never parsed as HTML).
-import { h, render } from "./vendor/preact.mjs";
+import { Component, h, render } from "./vendor/preact.mjs";
 import { useEffect, useMemo, useRef, useState } from "./vendor/hooks.mjs";
 import htm from "./vendor/htm.mjs";
 
 export const html = htm.bind(h);
-export { render, useEffect, useMemo, useRef, useState };
+export { Component, render, useEffect, useMemo, useRef, useState };
 
 // A value as readable text: strings as they are, anything else as indented JSON.
 export function show(value) {
