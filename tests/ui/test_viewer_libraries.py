@@ -49,6 +49,7 @@ def boxes(page: Any) -> dict[str, dict[str, float]]:
 def test_the_vendored_libraries_are_loaded_from_the_server_and_nothing_else(page: Any, server: RunningServer,
                                                                             fork: str) -> None:
     seen: list[str] = []
+    complaints: list[str] = []
 
     def check(route: Any) -> None:
         seen.append(route.request.url)
@@ -58,8 +59,10 @@ def test_the_vendored_libraries_are_loaded_from_the_server_and_nothing_else(page
             route.abort()
 
     page.route("**/*", check)
+    page.on("console", lambda message: message.type == "error" and complaints.append(message.text))
     page.goto(f"{server.url}/ui/#/formations/{fork}")
     page.wait_for_selector("[data-node]")
+    assert not complaints, complaints  # a script the policy refused would be logged here
     assert urlsplit(server.url).hostname == "127.0.0.1"
     assert all(urlsplit(url).hostname == "127.0.0.1" for url in seen), seen
     assert {f"/ui/assets/{name}" for name in VENDORED} <= {urlsplit(url).path for url in seen}

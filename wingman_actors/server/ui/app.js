@@ -15,8 +15,8 @@ function route() {
   return { parts, params: new URLSearchParams(query), hash: location.hash };
 }
 
-// Data loaded for a view: `[value, error]`; the value is null until it arrives. A view keeps
-// showing what it showed while the next one loads, as the page did before the libraries.
+// Data loaded for a view: `[value, error]`; the value is null until it first arrives, and
+// stays the last one while new data loads (a filter changed), so the view does not blink.
 function useLoad(load, deps) {
   const [state, setState] = useState([null, null]);
   useEffect(() => {
