@@ -12,7 +12,9 @@ setup(
         "wingman_actors.formations",
     ],
     package_dir={"wingman_actors.formations": "formations"},
-    # the run viewer's page and assets (/ui/) ship in the wheel: a user needs no Node.js, no CDN
+    # the run viewer's page and assets (/ui/), its vendored libraries with their licences, ship in
+    # the wheel: a user needs no Node.js, no CDN
     package_data={"wingman_actors": ["py.typed"], "wingman_actors.formations": ["data/*.pdf"],
-                  "wingman_actors.server.ui": ["*.html", "*.js", "*.css"]},
+                  "wingman_actors.server.ui": ["*.html", "*.js", "*.css", "vendor/*.mjs", "vendor/LICENSE.*",
+                                               "vendor/README.md"]},
 )

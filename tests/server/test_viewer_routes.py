@@ -13,7 +13,8 @@ from tests.server.harness import RunningServer, running
 from tests.server.test_runs import formation
 from wingman_actors.cli import main
 from wingman_actors.server import ServerConfig
-from wingman_actors.server._viewer import graph_layout
+from wingman_actors.server._ui_page import VENDORED
+from wingman_actors.server._viewer import graph_document
 from wingman_actors.store import FormationShape, RunStore
 
 
@@ -40,21 +41,29 @@ def test_with_a_token_the_page_is_open_but_its_data_is_not(tmp_path_factory: pyt
             assert client.get("/ui/api/runs").json() == []
 
 
-def test_formations_come_with_their_graph_laid_out_in_columns(client: httpx.Client) -> None:
+def test_formations_come_with_their_nodes_and_edges_for_the_page_to_lay_out(client: httpx.Client) -> None:
     fid = formation(client, "clean", "shout", name="drawn")
     found = next(f for f in client.get("/ui/api/formations").json() if f["id"] == fid)
-    assert [(n["name"], n["column"]) for n in found["graph"]["nodes"]] == [("clean", 0), ("shout", 1)]
-    assert found["graph"]["edges"] == [{"source": "clean", "target": "shout", "back": False, "conditional": False}]
+    assert found["graph"] == {"nodes": [{"name": "clean", "kind": "function"}, {"name": "shout", "kind": "function"}],
+                              "edges": [{"source": "clean", "target": "shout", "back": False, "conditional": False}]}
 
 
-def test_a_back_edge_is_drawn_as_one_and_makes_room_under_the_nodes() -> None:
+def test_a_back_edge_is_marked_as_one_for_the_page_to_draw_under_the_nodes() -> None:
     graph = nx.DiGraph([("a", "b"), ("b", "a")])
     nx.set_node_attributes(graph, "function", "kind")
-    forward = nx.DiGraph([("a", "b")])
-    nx.set_node_attributes(forward, "function", "kind")
-    looped, straight = graph_layout(FormationShape.of(graph)), graph_layout(FormationShape.of(forward))
-    assert [e["back"] for e in looped["edges"]] == [False, True]
-    assert looped["height"] > straight["height"]
+    assert [e["back"] for e in graph_document(FormationShape.of(graph))["edges"]] == [False, True]
+
+
+@pytest.mark.parametrize("name", VENDORED)
+def test_each_vendored_library_is_served_as_a_javascript_module(client: httpx.Client, name: str) -> None:
+    response = client.get(f"/ui/assets/{name}")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/javascript")
+    assert "export" in response.text
+
+
+@pytest.mark.parametrize("name", ["vendor/README.md", "vendor/LICENSE.dagre", "vendor/dagre.mjs.map", "vendor%2F..%2F_viewer.py"])
+def test_only_the_listed_assets_are_served(client: httpx.Client, name: str) -> None:
+    assert client.get(f"/ui/assets/{name}").status_code == 404
 
 
 def test_runs_are_filtered_by_status_and_formation(client: httpx.Client) -> None:

@@ -26,7 +26,7 @@ from ._recovery import refreshed
 from ._run_outcome import event_dict
 from ._schemas import FormationOut, RunOut
 from ._sse import encode
-from ._viewer import graph_layout, run_view, shape_of_declaration
+from ._viewer import graph_document, run_view, shape_of_declaration
 
 __all__ = ["SSE_HEADERS", "VIEWER_STATUSES", "router"]
 
@@ -40,7 +40,7 @@ _ENDS = (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED, Formati
 
 def _formation(record: FormationOut) -> dict[str, Any]:
     return {"id": record.id, "name": record.name,
-            "graph": graph_layout(shape_of_declaration(record.nodes, record.edges))}
+            "graph": graph_document(shape_of_declaration(record.nodes, record.edges))}
 
 
 def _summary(run: RunOut) -> dict[str, Any]:
@@ -64,8 +64,8 @@ async def info() -> dict[str, Any]:
 
 @router.get("/formations", summary="The formations, each with its graph laid out")
 async def formations(ctx: Ctx) -> list[dict[str, Any]]:
-    """``[{"id", "name", "graph": {"nodes": [{"name", "kind", "x", "y", "column"}], "edges", "width",
-    "height"}}]``, newest first."""
+    """``[{"id", "name", "graph": {"nodes": [{"name", "kind"}], "edges": [{"source", "target", "back",
+    "conditional"}]}}]`` (the page lays the graph out), newest first."""
     return [_formation(f) for f in await ctx.pool.run(ctx.store.list_formations)]
 
 

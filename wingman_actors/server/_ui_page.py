@@ -1,5 +1,7 @@
 """The run viewer's page and assets (``/ui/``), shipped in the package (``server/ui/``):
-plain HTML, CSS and JavaScript modules, no build step, no outside URL.
+HTML, CSS and JavaScript modules written on Preact + htm (the view) and dagre (the graph
+layout), which are vendored as their published, built files in ``server/ui/vendor/``: no
+build step, no Node.js, no outside URL.
 
 They hold no data, so they are served without a token (the page asks for it and sends it
 on every call of the viewer's JSON routes).
@@ -15,18 +17,19 @@ from starlette.responses import RedirectResponse, Response
 
 from ._errors import ApiError
 
-__all__ = ["ASSETS", "PAGE", "page_router"]
+__all__ = ["ASSETS", "PAGE", "VENDORED", "page_router"]
 
 PAGE = "/ui/"
 """Where the viewer is."""
 
+_JS, _CSS = "text/javascript; charset=utf-8", "text/css; charset=utf-8"
+
+VENDORED = ("vendor/preact.mjs", "vendor/hooks.mjs", "vendor/htm.mjs", "vendor/dagre.mjs")
+"""The libraries the page imports (``vendor/README.md`` names their versions and sources)."""
+
 ASSETS = {
-    "app.js": "text/javascript; charset=utf-8",
-    "dom.js": "text/javascript; charset=utf-8",
-    "api.js": "text/javascript; charset=utf-8",
-    "graph.js": "text/javascript; charset=utf-8",
-    "run.js": "text/javascript; charset=utf-8",
-    "style.css": "text/css; charset=utf-8",
+    **dict.fromkeys(("app.js", "api.js", "graph.js", "run.js", "view.js", *VENDORED), _JS),
+    "style.css": _CSS,
 }
 """The files under ``/ui/assets/``, with their types."""
 
@@ -37,7 +40,10 @@ _POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'se
 
 @functools.cache
 def _read(name: str) -> bytes:
-    return (files("wingman_actors.server") / "ui" / name).read_bytes()
+    path = files("wingman_actors.server") / "ui"
+    for part in name.split("/"):
+        path = path / part
+    return path.read_bytes()
 
 
 def page_router() -> APIRouter:
@@ -54,7 +60,7 @@ def page_router() -> APIRouter:
                         headers={"Content-Security-Policy": _POLICY, "Cache-Control": "no-cache",
                                  "X-Frame-Options": "DENY"})
 
-    @router.get("/ui/assets/{name}")
+    @router.get("/ui/assets/{name:path}")
     async def asset(name: str) -> Response:
         if name not in ASSETS:
             raise ApiError(404, f"no viewer asset {name!r}; the assets are: {', '.join(ASSETS)}")

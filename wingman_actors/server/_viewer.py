@@ -1,22 +1,19 @@
-"""What the run viewer (``/ui/``) shows, as JSON: a formation's graph laid out, and one
+"""What the run viewer (``/ui/``) shows, as JSON: a formation's graph, and one
 run's nodes, visits, agent steps and timeline, read from the run journal.
 
 Both the server (``wingman-actors serve``) and ``wingman-actors ui --store PATH`` answer
 the viewer's routes with these documents, so the page is one page for both.
 
-The layout is computed here with networkx, so the page needs no layout library: nodes
-are placed in columns by topological generation of the graph without its back edges
-(:func:`networkx.topological_generations`), and each column is ordered by the mean row
-of the node's predecessors (one barycentre sweep, which removes most crossings in the
-pipelines formations are).
+The page lays a graph out itself (with dagre, vendored in ``server/ui/vendor/``): a
+formation's graph is sent as its nodes and edges only.
 
 Example:
     >>> import networkx as nx
     >>> from wingman_actors.store import FormationShape
-    >>> g = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+    >>> g = nx.DiGraph([("a", "b"), ("b", "a")])
     >>> nx.set_node_attributes(g, "function", "kind")
-    >>> [(n["name"], n["column"]) for n in graph_layout(FormationShape.of(g))["nodes"]]
-    [('a', 0), ('b', 1), ('c', 1), ('d', 2)]
+    >>> graph_document(FormationShape.of(g))["edges"][1]
+    {'source': 'b', 'target': 'a', 'back': True, 'conditional': False}
 """
 
 from __future__ import annotations
@@ -31,13 +28,8 @@ if TYPE_CHECKING:
     from ..store import RunJournal, RunStore
 
 __all__ = [
-    "NODE_H", "NODE_W", "NODE_STATUSES", "RESUMABLE", "graph_layout", "node_status", "run_view", "shape_of_declaration",
+    "NODE_STATUSES", "RESUMABLE", "graph_document", "node_status", "run_view", "shape_of_declaration",
 ]
-
-NODE_W, NODE_H = 160, 44
-"""A drawn node's box, in the page's SVG units."""
-
-_GAP_X, _GAP_Y, _MARGIN = 70, 26, 16
 
 NODE_STATUSES = ("pending", "running", "succeeded", "failed", "skipped", "cancelled", "suspended")
 """The states a drawn node shows (its ``data-status``)."""
@@ -46,41 +38,15 @@ RESUMABLE = ("suspended", "failed", "cancelled", "interrupted")
 """Run statuses a run can be resumed from."""
 
 
-def graph_layout(shape: FormationShape) -> dict[str, Any]:
-    """The formation's nodes with their boxes' top-left corners, its edges, and the size.
+def graph_document(shape: FormationShape) -> dict[str, Any]:
+    """The formation's graph as the page draws it (the page lays it out).
 
     Returns:
-        ``{"nodes": [{"name", "kind", "x", "y", "column"}], "edges": [{"source", "target",
-        "back", "conditional"}], "width", "height"}``.
+        ``{"nodes": [{"name", "kind"}], "edges": [{"source", "target", "back", "conditional"}]}``.
     """
-    kinds = dict(shape.nodes)
-    forward = nx.DiGraph()
-    forward.add_nodes_from(kinds)
-    forward.add_edges_from((e.source, e.target) for e in shape.edges if not e.back and e.source != e.target)
-    columns = [sorted(c) for c in nx.topological_generations(forward)]
-    row: dict[str, float] = {}
-    for column in columns:
-        def barycentre(name: str) -> float:
-            rows = [row[p] for p in forward.predecessors(name) if p in row]
-            return sum(rows) / len(rows) if rows else 0.0
-
-        column.sort(key=barycentre)  # stable: ties keep the names' order
-        for i, name in enumerate(column):
-            row[name] = float(i)
-    tallest = max((len(c) for c in columns), default=0)
-    nodes = []
-    for x, column in enumerate(columns):
-        offset = (tallest - len(column)) * (NODE_H + _GAP_Y) / 2  # centre each column
-        for y, name in enumerate(column):
-            nodes.append({"name": name, "kind": kinds[name], "column": x,
-                          "x": _MARGIN + x * (NODE_W + _GAP_X), "y": _MARGIN + offset + y * (NODE_H + _GAP_Y)})
-    edges = [{"source": e.source, "target": e.target, "back": e.back, "conditional": e.conditional}
-             for e in shape.edges]
-    width = 2 * _MARGIN + len(columns) * NODE_W + max(len(columns) - 1, 0) * _GAP_X
-    height = 2 * _MARGIN + tallest * NODE_H + max(tallest - 1, 0) * _GAP_Y
-    if any(e["back"] for e in edges):
-        height += 2 * _GAP_Y  # back edges loop under the nodes
-    return {"nodes": nodes, "edges": edges, "width": width, "height": height}
+    return {"nodes": [{"name": name, "kind": kind} for name, kind in shape.nodes],
+            "edges": [{"source": e.source, "target": e.target, "back": e.back, "conditional": e.conditional}
+                      for e in shape.edges]}
 
 
 def shape_of_declaration(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> FormationShape:
@@ -132,7 +98,7 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
                                                "usage", "error") if k in trace})
         node["status"] = node_status(trace, status, pending, name)
     doc["status"] = status
-    doc["graph"] = graph_layout(journal.shape)
+    doc["graph"] = graph_document(journal.shape)
     doc["visits"] = _visits(journal, doc)
     doc["steps"] = _steps(journal)
     doc["resumable"] = status in RESUMABLE

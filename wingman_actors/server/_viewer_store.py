@@ -115,7 +115,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None) -> Any:
     from ._sse import encode
     from ._threads import WorkerPool
     from ._ui_page import page_router
-    from ._viewer import graph_layout, run_view
+    from ._viewer import graph_document, run_view
 
     location: str | Path = path if isinstance(path, str) and path.startswith(POSTGRES_SCHEMES) else Path(path)
     shown = _shown(str(location))  # (a URL's password is never shown)
@@ -153,7 +153,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None) -> Any:
         newest: dict[str, str] = {}
         for summary in store.runs():  # newest first
             newest.setdefault(summary.formation, summary.id)
-        return [{"id": name, "name": name, "graph": graph_layout(store.load(run_id).shape)}
+        return [{"id": name, "name": name, "graph": graph_document(store.load(run_id).shape)}
                 for name, run_id in newest.items()]
 
     @app.get("/ui/api/formations")

@@ -3,125 +3,145 @@
 //   #/                    the newest formation      #/formations/ID   that formation
 //   #/runs?status=&formation=   the runs            #/runs/ID         one run
 import { events, getJSON, valueOf } from "./api.js";
-import { badge, fill, h, seconds } from "./dom.js";
-import { drawGraph } from "./graph.js";
-import { showRun } from "./run.js";
+import { GraphView } from "./graph.js";
+import { RunView } from "./run.js";
+import { Badge, html, render, seconds, useEffect, useRef, useState } from "./view.js";
 
-const view = document.getElementById("view");
-export const app = { info: null, leave: null };
+const runLink = (id) => `#/runs/${encodeURIComponent(id)}`;
 
 function route() {
   const [path, query = ""] = location.hash.replace(/^#/, "").split("?");
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
-  return { parts, params: new URLSearchParams(query) };
+  return { parts, params: new URLSearchParams(query), hash: location.hash };
 }
 
-async function render() {
-  if (app.leave) app.leave();
-  app.leave = null;
-  const { parts, params } = route();
-  try {
-    if (!app.info) {
-      app.info = await getJSON("api/info");
-      document.getElementById("mode").textContent =
-        app.info.mode === "store" ? `run store ${app.info.store} (read-only)` : "server";
-    }
-    if (parts[0] === "runs" && parts[1]) app.leave = await showRun(view, parts[1], app.info);
-    else if (parts[0] === "runs") await showRuns(params);
-    else await showFormation(parts[0] === "formations" ? parts[1] : null);
-  } catch (error) {
-    fill(view, h("p", { class: "error" }, error.message));
-  }
+// Data loaded for a view: `[value, error]`; the value is null until it first arrives, and
+// stays the last one while new data loads (a filter changed), so the view does not blink.
+function useLoad(load, deps) {
+  const [state, setState] = useState([null, null]);
+  useEffect(() => {
+    let live = true;
+    load().then((value) => live && setState([value, null]), (error) => live && setState([null, error]));
+    return () => { live = false; };
+  }, deps);
+  return state;
 }
 
-function runTable(runs) {
-  if (!runs.length) return h("p", { class: "muted" }, "No runs yet.");
-  return h("table", { class: "runs" },
-    h("thead", {}, h("tr", {}, ["run", "formation", "status", "started", "duration"].map((c) => h("th", {}, c)))),
-    h("tbody", {}, runs.map((r) => h("tr", { "data-run-id": r.run_id,
-      onclick: () => { location.hash = `#/runs/${encodeURIComponent(r.run_id)}`; } },
-      h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(r.run_id)}` }, r.run_id)),
-      h("td", {}, r.formation_name || r.formation_id || ""),
-      h("td", {}, badge(r.status)),
-      h("td", {}, r.created_at || ""),
-      h("td", {}, seconds(r.duration_s))))));
+const Failed = ({ error }) => html`<p class="error">${error.message}</p>`;
+
+function RunTable({ runs }) {
+  if (!runs.length) return html`<p class="muted">No runs yet.</p>`;
+  return html`<table class="runs">
+    <thead><tr>${["run", "formation", "status", "started", "duration"].map((c) => html`<th>${c}</th>`)}</tr></thead>
+    <tbody>${runs.map((r) => html`<tr key=${r.run_id} data-run-id=${r.run_id}
+        onClick=${() => { location.hash = runLink(r.run_id); }}>
+      <td><a href=${runLink(r.run_id)}>${r.run_id}</a></td>
+      <td>${r.formation_name || r.formation_id || ""}</td>
+      <td><${Badge} status=${r.status} /></td>
+      <td>${r.created_at || ""}</td>
+      <td>${seconds(r.duration_s)}</td></tr>`)}</tbody></table>`;
 }
 
-async function showRuns(params) {
+function Runs({ info, params }) {
   const status = params.get("status") || "";
   const formation = params.get("formation") || "";
-  const query = new URLSearchParams();
-  if (status) query.set("status", status);
-  if (formation) query.set("formation_id", formation);
-  const [runs, formations] = await Promise.all([getJSON(`api/runs?${query}`), getJSON("api/formations")]);
-  const filter = (key, value) => {
+  const [data, error] = useLoad(() => {
+    const query = new URLSearchParams();
+    if (status) query.set("status", status);
+    if (formation) query.set("formation_id", formation);
+    return Promise.all([getJSON(`api/runs?${query}`), getJSON("api/formations")]);
+  }, [status, formation]);
+  if (error) return html`<${Failed} error=${error} />`;
+  if (!data) return html`<p class="muted">Loading…</p>`;
+  const [runs, formations] = data;
+  const filter = (key) => (e) => {
     const next = new URLSearchParams(params);
-    if (value) next.set(key, value); else next.delete(key);
+    if (e.target.value) next.set(key, e.target.value); else next.delete(key);
     location.hash = `#/runs?${next}`;
   };
-  fill(view,
-    h("h1", {}, "Runs"),
-    h("div", { class: "filters" },
-      h("label", {}, "Status ", h("select", { name: "status", onchange: (e) => filter("status", e.target.value) },
-        h("option", { value: "" }, "any"),
-        app.info.statuses.map((s) => h("option", { value: s, selected: s === status }, s)))),
-      h("label", {}, "Formation ", h("select", { name: "formation", onchange: (e) => filter("formation", e.target.value) },
-        h("option", { value: "" }, "any"),
-        formations.map((f) => h("option", { value: f.id, selected: f.id === formation }, f.name))))),
-    runTable(runs));
-}
-
-async function showFormation(id) {
-  const formations = await getJSON("api/formations");
-  if (!formations.length) {
-    fill(view, h("h1", {}, "Formations"), h("p", { class: "muted" }, app.info.mode === "store"
-      ? "No runs in this store yet: run a formation with `wingman-actors run FILE --store PATH`."
-      : "No formations yet: create one with POST /formations (see /docs)."));
-    return;
-  }
-  const formation = formations.find((f) => f.id === id) || formations[0];
-  const graph = h("div", { class: "graph-box" });
-  const runs = h("div", {}, h("p", { class: "muted" }, "Loading runs…"));
-  fill(view,
-    h("div", { class: "columns" },
-      h("aside", {}, h("h2", {}, "Formations"), h("ul", { class: "formations" }, formations.map((f) =>
-        h("li", { class: f.id === formation.id ? "current" : null, "data-formation-id": f.id },
-          h("a", { href: `#/formations/${encodeURIComponent(f.id)}` }, f.name))))),
-      h("section", {},
-        h("h1", {}, formation.name, " ", h("small", { class: "muted" }, formation.id)),
-        graph,
-        app.info.actions ? startForm(formation) : null,
-        h("h2", {}, "Runs ", h("a", { class: "small", href: `#/runs?formation=${encodeURIComponent(formation.id)}` },
-          "filter…")),
-        runs)));
-  drawGraph(graph, formation.graph);
-  fill(runs, runTable(await getJSON(`api/runs?formation_id=${encodeURIComponent(formation.id)}&limit=20`)));
+  return html`<h1>Runs</h1>
+    <div class="filters">
+      <label>Status <select name="status" value=${status} onChange=${filter("status")}>
+        <option value="">any</option>${info.statuses.map((s) => html`<option value=${s}>${s}</option>`)}</select></label>
+      <label>Formation <select name="formation" value=${formation} onChange=${filter("formation")}>
+        <option value="">any</option>${formations.map((f) => html`<option value=${f.id}>${f.name}</option>`)}</select></label>
+    </div>
+    <${RunTable} runs=${runs} />`;
 }
 
 // Start a run: the streamed run route carries its events; the run's page opens on the first.
-function startForm(formation) {
-  const error = h("p", { class: "error" });
-  const input = h("textarea", { name: "input", rows: 3, placeholder: "the run's input: JSON, or text" });
-  const button = h("button", { type: "submit", "data-action": "start" }, "Start a run");
-  const form = h("form", { class: "start" }, h("label", {}, "Input (JSON, else text)", input), button, error);
-  form.addEventListener("submit", (e) => {
+function StartForm({ formation }) {
+  const input = useRef(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState("");
+  const submit = (e) => {
     e.preventDefault();
-    error.textContent = "";
-    button.disabled = true;
+    setError("");
+    setBusy(true);
     let opened = false;
     // The stream stays open in the background while the run goes on: closing it would cancel the run.
     events(`/formations/${encodeURIComponent(formation.id)}/run/stream`, (name, data) => {
       if (!opened && data.run_id) {
         opened = true;
-        location.hash = `#/runs/${encodeURIComponent(data.run_id)}`;
+        location.hash = runLink(data.run_id);
       }
-      if (name === "error" && !opened) error.textContent = data.error;
-    }, { method: "POST", body: { input: valueOf(input.value) } })
-      .catch((err) => { error.textContent = err.message; })
-      .finally(() => { button.disabled = false; });
-  });
-  return form;
+      if (name === "error" && !opened) setError(data.error);
+    }, { method: "POST", body: { input: valueOf(input.current.value) } })
+      .catch((err) => setError(err.message))
+      .finally(() => setBusy(false));
+  };
+  return html`<form class="start" onSubmit=${submit}>
+    <label>Input (JSON, else text)<textarea ref=${input} name="input" rows="3"
+      placeholder="the run's input: JSON, or text"></textarea></label>
+    <button type="submit" data-action="start" disabled=${busy}>Start a run</button>
+    <p class="error">${error}</p></form>`;
 }
 
-window.addEventListener("hashchange", render);
-render();
+function Formation({ info, id }) {
+  const [formations, error] = useLoad(() => getJSON("api/formations"), [id]);
+  const chosen = formations && (formations.find((f) => f.id === id) || formations[0]);
+  const [runs] = useLoad(() => chosen ? getJSON(`api/runs?formation_id=${encodeURIComponent(chosen.id)}&limit=20`)
+    : Promise.resolve([]), [chosen?.id]);
+  if (error) return html`<${Failed} error=${error} />`;
+  if (!formations) return html`<p class="muted">Loading…</p>`;
+  if (!chosen) {
+    return html`<h1>Formations</h1><p class="muted">${info.mode === "store"
+      ? "No runs in this store yet: run a formation with `wingman-actors run FILE --store PATH`."
+      : "No formations yet: create one with POST /formations (see /docs)."}</p>`;
+  }
+  return html`<div class="columns">
+    <aside><h2>Formations</h2><ul class="formations">${formations.map((f) => html`<li key=${f.id}
+      class=${f.id === chosen.id ? "current" : null} data-formation-id=${f.id}>
+      <a href=${`#/formations/${encodeURIComponent(f.id)}`}>${f.name}</a></li>`)}</ul></aside>
+    <section>
+      <h1>${chosen.name} <small class="muted">${chosen.id}</small></h1>
+      <${GraphView} graph=${chosen.graph} />
+      ${info.actions ? html`<${StartForm} key=${chosen.id} formation=${chosen} />` : null}
+      <h2>Runs <a class="small" href=${`#/runs?formation=${encodeURIComponent(chosen.id)}`}>filter…</a></h2>
+      ${runs ? html`<${RunTable} runs=${runs} />` : html`<p class="muted">Loading runs…</p>`}
+    </section></div>`;
+}
+
+function App() {
+  const [where, setWhere] = useState(route);
+  const [info, error] = useLoad(() => getJSON("api/info"), []);
+  useEffect(() => {
+    const moved = () => setWhere(route());
+    window.addEventListener("hashchange", moved);
+    return () => window.removeEventListener("hashchange", moved);
+  }, []);
+  useEffect(() => {
+    if (info) document.getElementById("mode").textContent =
+      info.mode === "store" ? `run store ${info.store} (read-only)` : "server";
+  }, [info]);
+  if (error) return html`<${Failed} error=${error} />`;
+  if (!info) return html`<p class="muted">Loading…</p>`;
+  const { parts, params } = where;
+  if (parts[0] === "runs" && parts[1]) return html`<${RunView} key=${parts[1]} runId=${parts[1]} info=${info} />`;
+  if (parts[0] === "runs") return html`<${Runs} info=${info} params=${params} />`;
+  return html`<${Formation} info=${info} id=${parts[0] === "formations" ? parts[1] : null} />`;
+}
+
+const view = document.getElementById("view");
+view.replaceChildren();  // the static "Loading…"
+render(html`<${App} />`, view);

@@ -3,8 +3,8 @@
 // from the run's events (GET api/runs/ID/stream: those so far, then live); the rest from
 // the run's document (GET api/runs/ID), fetched again when the run ends.
 import { events, getJSON, postJSON, valueOf } from "./api.js";
-import { badge, fill, h, pre, seconds, tokens } from "./dom.js";
-import { drawGraph, markSelected, setStatus } from "./graph.js";
+import { GraphView } from "./graph.js";
+import { Badge, html, Pre, seconds, tokens, useEffect, useRef, useState } from "./view.js";
 
 // Apply one formation event to the live model; returns [node, status] to draw, if any.
 function apply(live, name, e) {
@@ -53,187 +53,183 @@ function apply(live, name, e) {
   }
 }
 
-export async function showRun(view, runId, info) {
+// The run's header: its id and status, formation, error, pending interrupt and output.
+const Head = ({ doc }) => html`<div class="run-head">
+  <h1>Run <code data-current-run=${doc.run_id}>${doc.run_id}</code> <${Badge} status=${doc.status} /></h1>
+  <p>Formation <a href=${`#/formations/${encodeURIComponent(doc.formation_id || "")}`}>${doc.formation_name
+    || doc.formation_id}</a>${doc.duration_s != null ? ` · ${seconds(doc.duration_s)}` : ""}${doc.created_at
+    ? ` · started ${doc.created_at}` : ""}</p>
+  ${doc.error ? html`<p class="error">${doc.error}</p>` : null}
+  ${doc.interrupt ? html`<div class="interrupt"><strong>${`Waiting at ${doc.interrupt.node}: `}</strong>
+    <${Pre} value=${doc.interrupt.payload} /></div>` : null}
+  ${doc.status === "succeeded" ? html`<details open><summary>Output</summary>
+    <${Pre} value=${doc.output ?? doc.outputs} /></details>` : null}</div>`;
+
+// Answer, resume, cancel (on the server); the command that continues the run (ui --store).
+function Actions({ doc, info, act }) {
+  const answer = useRef(null);
+  const [error, setError] = useState("");
+  const run = (call) => async (e) => {
+    e.preventDefault();
+    setError("");
+    const err = await act(call);
+    if (err) setError(err.message);
+  };
+  const runPath = `/runs/${encodeURIComponent(doc.run_id)}`;
+  let controls = [];
+  if (!info.actions) {
+    if (doc.resume) controls = [html`<p>Continue it with: <code>${doc.resume}</code>${doc.status === "suspended"
+      ? " --answer JSON" : ""}</p>`];
+  } else {
+    if (doc.status === "suspended") {
+      controls.push(html`<form class="answer"><label>Answer (JSON, else text)<textarea ref=${answer} name="answer"
+        rows="2" placeholder="the answer: JSON, or text"></textarea></label>
+        <button type="submit" data-action="answer" onClick=${run(() => postJSON(`${runPath}/resume`,
+          { answer: valueOf(answer.current.value) }))}>Answer and resume</button></form>`);
+    } else if (doc.resumable) {
+      controls.push(html`<button type="button" data-action="resume"
+        onClick=${run(() => postJSON(`${runPath}/resume`))}>Resume</button>`);
+    }
+    if (["running", "suspended", "interrupted"].includes(doc.status)) {
+      controls.push(html`<button type="button" data-action="cancel" class="danger"
+        onClick=${run(() => postJSON(`${runPath}/cancel`))}>Cancel</button>`);
+    }
+  }
+  return html`<div class="actions">${controls}<p class="error">${error}</p></div>`;
+}
+
+function Step({ s }) {
+  const title = s.kind === "tool_call" ? `tool call ${s.name}`
+    : s.kind === "tool_result" ? `tool result${s.is_error ? " (error)" : ""}` : s.kind;
+  const value = s.kind === "text" ? s.text : s.kind === "tool_call" ? s.input : s.kind === "tool_result" ? s.output : s;
+  return html`<li class=${s.kind}><strong>${title}</strong><${Pre} value=${value} /></li>`;
+}
+
+// The selected node: its figures, its visits (input, output, error) and an agent's steps.
+function Details({ doc, live, selected }) {
+  if (!selected) return html`<p class="muted">Select a node in the graph.</p>`;
+  const n = doc.nodes[selected] || {};
+  const status = live.statuses[selected] || n.status || "pending";
+  const visits = live.visits.filter((v) => v.node === selected);
+  const stored = doc.visits.filter((v) => v.node === selected);
+  const steps = live.steps[selected] || (doc.steps[selected] || []).map((s) => ({ kind: "response", ...s }));
+  const shown = visits.length ? visits : stored;
+  return html`<h3 data-selected-node=${selected}>${selected} <${Badge} status=${status} /></h3>
+    <dl><dt>visits</dt><dd>${n.visits ?? visits.length}</dd><dt>attempts</dt><dd>${n.attempts ?? ""}</dd>
+      <dt>duration</dt><dd>${seconds(n.duration_s)}</dd><dt>tokens</dt><dd>${tokens(n.usage)}</dd>
+      <dt>started</dt><dd>${n.started_at || ""}</dd><dt>finished</dt><dd>${n.finished_at || ""}</dd></dl>
+    ${n.error ? html`<p class="error">${n.error}</p>` : null}
+    <h4>Visits</h4>
+    ${shown.map((v, i) => html`<details class="visit" open=${i === 0}>
+      <summary>${`visit ${v.visit ?? i + 1}`} <${Badge} status=${v.status} />${v.attempts > 1
+        ? ` · ${v.attempts} attempts` : ""}${v.finished && v.started ? ` · ${seconds(v.finished - v.started)}`
+        : ""}${v.usage ? ` · ${tokens(v.usage)}` : ""}</summary>
+      <h5>input</h5><${Pre} value=${v.input} />
+      ${v.output !== undefined ? html`<h5>output</h5><${Pre} value=${v.output} />` : null}
+      ${v.error ? html`<p class="error">${v.error}</p>` : null}</details>`)}
+    ${shown.length ? null : html`<p class="muted">No visit recorded.</p>`}
+    ${steps.length ? html`<h4>Agent steps</h4><ol class="steps">${steps.map((s) => html`<${Step} s=${s} />`)}</ol>`
+      : null}`;
+}
+
+function Timeline({ doc, live }) {
+  let bars = live.visits.map((v) => ({ node: v.node, start: v.started, end: v.finished, status: v.status }));
+  if (!bars.length) {
+    bars = Object.entries(doc.nodes).filter(([, n]) => n.started_at).map(([node, n]) => ({
+      node, start: Date.parse(n.started_at) / 1000,
+      end: n.finished_at ? Date.parse(n.finished_at) / 1000 : null, status: n.status }));
+  }
+  if (!bars.length) return html`<p class="muted">No timings recorded for this run.</p>`;
+  const now = Date.now() / 1000;
+  const t0 = Math.min(...bars.map((b) => b.start));
+  const span = Math.max(...bars.map((b) => b.end ?? now)) - t0 || 1;
+  return bars.sort((a, b) => a.start - b.start).map((b) => html`<div class="lane" data-timeline-node=${b.node}
+      title=${`${b.node}: ${seconds((b.end ?? now) - b.start)}`}><span class="label">${b.node}</span>
+    <span class="track"><span class=${`bar ${b.status}`} style=${{ left: `${((b.start - t0) / span) * 100}%`,
+      width: `${Math.max(((b.end ?? now) - b.start) / span * 100, 0.5)}%` }}></span></span></div>`);
+}
+
+// One run's page. `doc` is the run's document; `live` the model its events build (kept in a
+// ref, changed in place as events arrive, drawn at most once a frame however fast they come).
+export function RunView({ runId, info }) {
   const path = `api/runs/${encodeURIComponent(runId)}`;
-  const live = { visits: [], steps: {}, statuses: {} };
-  let doc = await getJSON(path);
-  let selected = null;
-  let svg = null;
-  let closed = false;
-  let controller = null;
-  let pending = 0;  // actions waiting for the server (a resume runs until the run ends)
+  const [doc, setDoc] = useState(null);
+  const [failure, setFailure] = useState(null);
+  const [selected, setSelected] = useState(null);
+  const [, setFrame] = useState(0);
+  const live = useRef({ visits: [], steps: {}, statuses: {} }).current;
+  const run = useRef({ closed: false, controller: null, pending: 0, following: false, queued: false }).current;
 
-  const header = h("div", { class: "run-head" });
-  const actions = h("div", { class: "actions" });
-  const graph = h("div", { class: "graph-box" });
-  const details = h("div", { class: "details" });
-  const timeline = h("div", { class: "timeline" });
-  fill(view, header, actions, graph, h("div", { class: "columns" },
-    h("section", {}, h("h2", {}, "Node"), details), h("section", {}, h("h2", {}, "Timeline"), timeline)));
-
-  const select = (name) => { selected = name; markSelected(svg, name); renderDetails(); };
-
-  function renderAll() {
-    fill(header,
-      h("h1", {}, "Run ", h("code", { "data-current-run": doc.run_id }, doc.run_id), " ", badge(doc.status)),
-      h("p", {}, "Formation ", h("a", { href: `#/formations/${encodeURIComponent(doc.formation_id || "")}` },
-        doc.formation_name || doc.formation_id), doc.duration_s != null ? ` · ${seconds(doc.duration_s)}` : "",
-        doc.created_at ? ` · started ${doc.created_at}` : ""),
-      doc.error ? h("p", { class: "error" }, doc.error) : null,
-      doc.interrupt ? h("div", { class: "interrupt" }, h("strong", {}, `Waiting at ${doc.interrupt.node}: `),
-        pre(doc.interrupt.payload)) : null,
-      doc.status === "succeeded" ? h("details", { open: true }, h("summary", {}, "Output"),
-        pre(doc.output ?? doc.outputs)) : null);
-    renderActions();
-    const statuses = Object.fromEntries(Object.entries(doc.nodes).map(([n, v]) => [n, v.status]));
-    svg = drawGraph(graph, doc.graph, { ...statuses, ...live.statuses }, select);
-    if (selected) markSelected(svg, selected);
-    renderDetails();
-    renderTimeline();
-  }
-
-  function renderActions() {
-    const error = h("p", { class: "error" });
-    const act = (fn) => async (e) => {
-      e.preventDefault();
-      error.textContent = "";
-      pending += 1;
-      follow();
-      try { doc = await fn(); } catch (err) { error.textContent = err.message; }
-      pending -= 1;
-      await refresh();
+  useEffect(() => {
+    const redraw = () => {
+      if (run.queued) return;
+      run.queued = true;
+      requestAnimationFrame(() => { run.queued = false; if (!run.closed) setFrame((f) => f + 1); });
     };
-    const out = [];
-    if (!info.actions) {
-      if (doc.resume) out.push(h("p", {}, "Continue it with: ", h("code", {}, doc.resume),
-        doc.status === "suspended" ? " --answer JSON" : ""));
-    } else {
-      if (doc.status === "suspended") {
-        const answer = h("textarea", { name: "answer", rows: 2, placeholder: "the answer: JSON, or text" });
-        out.push(h("form", { class: "answer" }, h("label", {}, "Answer (JSON, else text)", answer),
-          h("button", { type: "submit", "data-action": "answer",
-            onclick: act(() => postJSON(`/runs/${encodeURIComponent(doc.run_id)}/resume`, { answer: valueOf(answer.value) })) },
-          "Answer and resume")));
-      } else if (doc.resumable) {
-        out.push(h("button", { type: "button", "data-action": "resume",
-          onclick: act(() => postJSON(`/runs/${encodeURIComponent(doc.run_id)}/resume`)) }, "Resume"));
-      }
-      if (["running", "suspended", "interrupted"].includes(doc.status)) {
-        out.push(h("button", { type: "button", "data-action": "cancel", class: "danger",
-          onclick: act(() => postJSON(`/runs/${encodeURIComponent(doc.run_id)}/cancel`)) }, "Cancel"));
-      }
+
+    async function refresh() {
+      if (run.closed) return;
+      let next;
+      try { next = await getJSON(path); } catch { return; }
+      if (run.closed) return;
+      live.statuses = {};
+      setDoc(next);
     }
-    fill(actions, ...out, error);
-  }
 
-  function renderDetails() {
-    if (!selected) {
-      fill(details, h("p", { class: "muted" }, "Select a node in the graph."));
-      return;
+    // Follow the run's events; while an action is pending, look again (a resumed run
+    // registers its events a moment after the request arrives).
+    async function follow() {
+      if (run.following || run.closed) return;
+      run.following = true;
+      do {
+        run.controller = new AbortController();
+        let seen = 0;
+        try {
+          await events(`${path}/stream`, (name, e) => {
+            seen += 1;
+            if (info.mode === "store") { if (name === "refresh") refresh(); return; }
+            if (name === "end") { refresh(); return; }  // sent once the run's record is written
+            const change = apply(live, name, e);
+            if (change) live.statuses[change[0]] = change[1];
+            if (name === "run_cancelled") {
+              for (const [n, s] of Object.entries(live.statuses)) if (s === "running") live.statuses[n] = "cancelled";
+            }
+            if (change || name.startsWith("agent_") || name === "run_cancelled") redraw();
+          }, { signal: run.controller.signal });
+        } catch { /* aborted, or the server went away */ }
+        if (run.pending && !run.closed) await new Promise((r) => setTimeout(r, seen ? 50 : 150));
+      } while (run.pending && !run.closed);
+      run.following = false;
+      await refresh();
     }
-    const n = doc.nodes[selected] || {};
-    const status = live.statuses[selected] || n.status || "pending";
-    const visits = live.visits.filter((v) => v.node === selected);
-    const stored = doc.visits.filter((v) => v.node === selected);
-    const steps = live.steps[selected] || (doc.steps[selected] || []).map((s) => ({ kind: "response", ...s }));
-    fill(details,
-      h("h3", { "data-selected-node": selected }, selected, " ", badge(status)),
-      h("dl", {},
-        h("dt", {}, "visits"), h("dd", {}, n.visits ?? visits.length),
-        h("dt", {}, "attempts"), h("dd", {}, n.attempts ?? ""),
-        h("dt", {}, "duration"), h("dd", {}, seconds(n.duration_s)),
-        h("dt", {}, "tokens"), h("dd", {}, tokens(n.usage)),
-        h("dt", {}, "started"), h("dd", {}, n.started_at || ""),
-        h("dt", {}, "finished"), h("dd", {}, n.finished_at || "")),
-      n.error ? h("p", { class: "error" }, n.error) : null,
-      h("h4", {}, "Visits"),
-      (visits.length ? visits : stored).map((v, i) => h("details", { class: "visit", open: i === 0 },
-        h("summary", {}, `visit ${v.visit ?? i + 1}`, " ", badge(v.status),
-          v.attempts > 1 ? ` · ${v.attempts} attempts` : "",
-          v.finished && v.started ? ` · ${seconds(v.finished - v.started)}` : "", v.usage ? ` · ${tokens(v.usage)}` : ""),
-        h("h5", {}, "input"), pre(v.input),
-        v.output !== undefined ? [h("h5", {}, "output"), pre(v.output)] : null,
-        v.error ? h("p", { class: "error" }, v.error) : null)),
-      !visits.length && !stored.length ? h("p", { class: "muted" }, "No visit recorded.") : null,
-      steps.length ? [h("h4", {}, "Agent steps"), h("ol", { class: "steps" }, steps.map((s) => h("li", { class: s.kind },
-        h("strong", {}, s.kind === "tool_call" ? `tool call ${s.name}` : s.kind === "tool_result"
-          ? `tool result${s.is_error ? " (error)" : ""}` : s.kind),
-        pre(s.kind === "text" ? s.text : s.kind === "tool_call" ? s.input : s.kind === "tool_result" ? s.output
-          : s))))] : null);
-  }
 
-  function renderTimeline() {
-    let bars = live.visits.map((v) => ({ node: v.node, start: v.started, end: v.finished, status: v.status }));
-    if (!bars.length) {
-      bars = Object.entries(doc.nodes).filter(([, n]) => n.started_at).map(([node, n]) => ({
-        node, start: Date.parse(n.started_at) / 1000,
-        end: n.finished_at ? Date.parse(n.finished_at) / 1000 : null, status: n.status }));
-    }
-    if (!bars.length) {
-      fill(timeline, h("p", { class: "muted" }, "No timings recorded for this run."));
-      return;
-    }
-    const now = Date.now() / 1000;
-    const t0 = Math.min(...bars.map((b) => b.start));
-    const span = Math.max(...bars.map((b) => b.end ?? now)) - t0 || 1;
-    fill(timeline, ...bars.sort((a, b) => a.start - b.start).map((b) => {
-      const bar = h("span", { class: `bar ${b.status}` });
-      bar.style.left = `${((b.start - t0) / span) * 100}%`;
-      bar.style.width = `${Math.max(((b.end ?? now) - b.start) / span * 100, 0.5)}%`;
-      return h("div", { class: "lane", "data-timeline-node": b.node,
-        title: `${b.node}: ${seconds((b.end ?? now) - b.start)}` }, h("span", { class: "label" }, b.node),
-        h("span", { class: "track" }, bar));
-    }));
-  }
+    // An action: followed by the run's document, fetched again; returns the action's error, if any.
+    run.act = async (call) => {
+      run.pending += 1;
+      follow();
+      let error = null;
+      try { await call(); } catch (err) { error = err; }
+      run.pending -= 1;
+      await refresh();
+      return error;
+    };
 
-  // Draw at most once a frame, however fast events come (a long run sends hundreds a second).
-  const queued = new Set();
-  function later(draw) {
-    if (queued.has(draw)) return;
-    queued.add(draw);
-    requestAnimationFrame(() => { queued.delete(draw); if (!closed) draw(); });
-  }
+    getJSON(path).then((first) => {
+      if (run.closed) return;
+      setDoc(first);
+      follow();
+    }, (err) => { if (!run.closed) setFailure(err); });
+    return () => { run.closed = true; run.controller?.abort(); };
+  }, [path]);
 
-  async function refresh() {
-    if (closed) return;
-    try { doc = await getJSON(path); } catch { return; }
-    live.statuses = {};
-    renderAll();
-  }
-
-  // Follow the run's events; while an action is pending, look again (a resumed run
-  // registers its events a moment after the request arrives).
-  let following = false;
-  async function follow() {
-    if (following || closed) return;
-    following = true;
-    do {
-      controller = new AbortController();
-      let seen = 0;
-      try {
-        await events(`${path}/stream`, (name, e) => {
-          seen += 1;
-          if (info.mode === "store") { if (name === "refresh") refresh(); return; }
-          if (name === "end") { refresh(); return; }  // sent once the run's record is written
-          const change = apply(live, name, e);
-          if (change) {
-            live.statuses[change[0]] = change[1];
-            setStatus(svg, change[0], change[1]);
-            if (change[0] === selected) renderDetails();
-            later(renderTimeline);
-          } else if (name.startsWith("agent_") && e.node === selected) renderDetails();
-          if (name === "run_cancelled") {
-            for (const [n, s] of Object.entries(live.statuses)) if (s === "running") setStatus(svg, n, live.statuses[n] = "cancelled");
-          }
-        }, { signal: controller.signal });
-      } catch { /* aborted, or the server went away */ }
-      if (pending && !closed) await new Promise((r) => setTimeout(r, seen ? 50 : 150));
-    } while (pending && !closed);
-    following = false;
-    await refresh();
-  }
-
-  renderAll();
-  follow();
-  return () => { closed = true; controller?.abort(); };
+  if (failure) return html`<p class="error">${failure.message}</p>`;
+  if (!doc) return html`<p class="muted">Loading…</p>`;
+  const statuses = { ...Object.fromEntries(Object.entries(doc.nodes).map(([n, v]) => [n, v.status])), ...live.statuses };
+  return html`<${Head} doc=${doc} />
+    <${Actions} doc=${doc} info=${info} act=${(call) => run.act(call)} />
+    <${GraphView} graph=${doc.graph} statuses=${statuses} selected=${selected} onSelect=${setSelected} />
+    <div class="columns">
+      <section><h2>Node</h2><div class="details"><${Details} doc=${doc} live=${live} selected=${selected} /></div></section>
+      <section><h2>Timeline</h2><div class="timeline"><${Timeline} doc=${doc} live=${live} /></div></section>
+    </div>`;
 }

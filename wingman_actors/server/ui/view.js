@@ -1,0 +1,29 @@
+// The page's view layer: Preact (a reactive view, 12 KiB) with htm (tagged templates in
+// place of JSX, so there is no build step), both vendored in vendor/ (see vendor/README.md).
+// htm builds Preact elements; text is always set as text (never parsed as HTML).
+import { Component, h, render } from "./vendor/preact.mjs";
+import { useEffect, useMemo, useRef, useState } from "./vendor/hooks.mjs";
+import htm from "./vendor/htm.mjs";
+
+export const html = htm.bind(h);
+export { Component, render, useEffect, useMemo, useRef, useState };
+
+// A value as readable text: strings as they are, anything else as indented JSON.
+export function show(value) {
+  if (value === undefined) return "";
+  return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+}
+
+export const Pre = ({ value }) => html`<pre class="value">${show(value)}</pre>`;
+
+export function seconds(s) {
+  if (s === null || s === undefined) return "";
+  return s < 1 ? `${Math.round(s * 1000)} ms` : `${s.toFixed(2)} s`;
+}
+
+export function tokens(usage) {
+  if (!usage || usage.input_tokens == null) return "";
+  return `${usage.input_tokens} in / ${usage.output_tokens} out`;
+}
+
+export const Badge = ({ status }) => html`<span class=${`badge ${status}`} data-run-status=${status}>${status}</span>`;
