@@ -179,3 +179,23 @@ def test_ui_with_an_unreachable_postgresql_store_is_one_line_without_its_passwor
     assert err.startswith("wingman-actors ui: error: RunStore cannot connect to postgresql://me:***@") and \
         len(err.splitlines()) == 1, err
     assert "s3cret" not in err
+
+
+def test_a_store_run_that_succeeded_shows_its_output_by_sink(tmp_path: Path) -> None:
+    from wingman_actors import Formation
+    from wingman_actors.server._viewer import run_view
+
+    def add(x: int) -> int:
+        return x + 1
+
+    def double(x: int) -> int:
+        return x * 2
+
+    formation = Formation("two").add_function("add", add).add_function("double", double).connect("add", "double")
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        run_id = formation.run(3, store=store).run_id
+        doc = run_view(store, run_id)
+    finally:
+        store.close()
+    assert (doc["output"], doc["outputs"]) == (8, {"double": 8})

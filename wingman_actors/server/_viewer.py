@@ -99,6 +99,13 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
         node["status"] = node_status(trace, status, pending, name)
     doc["status"] = status
     doc["graph"] = graph_document(journal.shape)
+    if status == "succeeded":  # the run's output, as FormationResult has it: by sink, and the single sink's
+        senders = {e["source"] for e in doc["graph"]["edges"] if not e["back"]}
+        sinks = [n["name"] for n in doc["graph"]["nodes"] if n["name"] not in senders]
+        outputs = {s: doc["nodes"][s].get("output") for s in sinks
+                   if s in doc["nodes"] and doc["nodes"][s].get("status") == "succeeded"}
+        doc.setdefault("outputs", outputs)
+        doc.setdefault("output", outputs.get(sinks[0]) if len(sinks) == 1 else None)
     doc["visits"] = _visits(journal, doc)
     doc["steps"] = _steps(journal)
     doc["resumable"] = status in RESUMABLE
