@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -40,16 +41,23 @@ def test_a_providers_own_timeout_is_cut_to_the_runs_remaining_time(loopback: Loo
 
 
 def test_a_cancel_closes_the_request_of_a_direct_provider_call(loopback: LoopbackServer) -> None:
-    loopback.handler = lambda _req: Reply.never()
+    arrived = threading.Event()
+
+    def hang(_req: Any) -> Reply:
+        arrived.set()
+        return Reply.never()
+
+    loopback.handler = hang
     provider = build_openai({"model": "m", "base_url": loopback.url, "api_key": "k"})
     token = CancelToken()
-    timer = threading.Timer(0.2, token.cancel)
+    # cancelled once the server holds the request (a fixed delay raced a loaded machine's connect)
+    timer = threading.Thread(target=lambda: arrived.wait(10) and token.cancel())
     timer.start()
     try:
         with cancel_scope(token), pytest.raises(AgentError) as info:
             provider.run_inference(ask())
         assert info.value.kind is ErrorKind.CANCELLED
-        assert loopback.wait_closed(1, timeout=2)
+        assert loopback.wait_closed(1, timeout=5)
     finally:
         timer.join()
         provider.close()
