@@ -8,12 +8,13 @@ never lose a turn. A failed run stores nothing: the session is as it was before 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Annotated
 
 from fastapi import APIRouter, Body
 from starlette.responses import Response
 
+from ..agents import Result, Session
 from ..core import Message
 from ..errors import AgentError
 from ..store import FormationMismatchError, StoreError
@@ -36,6 +37,9 @@ from ._sse import Event, ThreadedStream
 from ._streaming import Canceller, Reported, start_stream
 
 __all__ = ["router"]
+
+# runs one turn on the opened session: (session, agent record, stored history, seconds left) -> its result
+_Step = Callable[[Session, AgentOut, list[Message], float], Result]
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
 
@@ -88,8 +92,11 @@ def _prepare(ctx: ServerContext, id: str, agent_id: str) -> tuple[AgentOut, str]
     return agent, ctx.check_work_dir(session.work_dir)
 
 
-def _run_message(ctx: ServerContext, id: str, body: MessageIn, deadline: float) -> MessageOut:
-    agent_record, work_dir = _prepare(ctx, id, body.agent_id)
+def _turn(ctx: ServerContext, id: str, agent_id: str, deadline: float, step: _Step) -> MessageOut:
+    """One turn of session ``id`` with agent ``agent_id``, under the session's lock and the
+    request's ``deadline``: ``step(session, agent_record, history, remaining)`` runs it
+    (and stores the new messages) on the session opened with the stored ``history``."""
+    agent_record, work_dir = _prepare(ctx, id, agent_id)
     lock = ctx.session_lock(id)
     if not lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
         raise ApiError(504, f"session {id} stayed busy with earlier messages past the request timeout; retry later",
@@ -103,14 +110,22 @@ def _run_message(ctx: ServerContext, id: str, body: MessageIn, deadline: float) 
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise ApiError(504, "the request timed out before the run started", kind="timeout")
-            try:
-                result = session.run(body.message, timeout=remaining)
-            except AgentError as exc:
-                raise from_agent_error(exc) from exc
-            ctx.store.append_messages(id, session.history[len(history):])
+            result = step(session, agent_record, history, remaining)
     finally:
         lock.release()
     return MessageOut(**result_fields(result))
+
+
+def _run_message(ctx: ServerContext, id: str, body: MessageIn, deadline: float) -> MessageOut:
+    def step(session: Session, _agent: AgentOut, history: list[Message], remaining: float) -> Result:
+        try:
+            result = session.run(body.message, timeout=remaining)
+        except AgentError as exc:
+            raise from_agent_error(exc) from exc
+        ctx.store.append_messages(id, session.history[len(history):])
+        return result
+
+    return _turn(ctx, id, body.agent_id, deadline, step)
 
 
 @router.post("/{id}/message", summary="Send a message and wait for the result")
@@ -134,38 +149,25 @@ def _common_prefix(a: list[Message], b: list[Message]) -> int:
 
 
 def _resume_message(ctx: ServerContext, id: str, body: SessionResumeIn, deadline: float) -> MessageOut:
-    agent_record, work_dir = _prepare(ctx, id, body.agent_id)
-    lock = ctx.session_lock(id)
-    if not lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-        raise ApiError(504, f"session {id} stayed busy with earlier messages past the request timeout; retry later",
-                       kind="timeout")
-    try:
-        history = ctx.store.load_history(id)
-        with (
-            ctx.runnable_agent(agent_record) as agent,
-            ctx.open_session(id, agent, work_dir, history) as session,
-        ):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise ApiError(504, "the request timed out before the run started", kind="timeout")
-            try:
-                result = session.resume(id, answer=body.answer, timeout=remaining)
-            except AgentError as exc:
-                raise from_agent_error(exc) from exc
-            except FormationMismatchError as exc:
-                raise ApiError(409, f"session {id} waits for another agent than {agent_record.name!r}: {exc}",
-                               kind="mismatch") from None
-            except StoreError as exc:
-                raise ApiError(409, f"session {id} cannot be resumed: {exc}", kind="not_resumable") from None
-            except ValueError as exc:
-                raise ApiError(409, f"session {id} is not waiting for an answer: send it a message instead ({exc})",
-                               kind="not_suspended") from None
-            # The resumed turn follows the history the session had when it was suspended
-            # (a prefix of the stored one, which may have grown since).
-            ctx.store.append_messages(id, session.history[_common_prefix(session.history, history):])
-    finally:
-        lock.release()
-    return MessageOut(**result_fields(result))
+    def step(session: Session, agent_record: AgentOut, history: list[Message], remaining: float) -> Result:
+        try:
+            result = session.resume(id, answer=body.answer, timeout=remaining)
+        except AgentError as exc:
+            raise from_agent_error(exc) from exc
+        except FormationMismatchError as exc:
+            raise ApiError(409, f"session {id} waits for another agent than {agent_record.name!r}: {exc}",
+                           kind="mismatch") from None
+        except StoreError as exc:
+            raise ApiError(409, f"session {id} cannot be resumed: {exc}", kind="not_resumable") from None
+        except ValueError as exc:
+            raise ApiError(409, f"session {id} is not waiting for an answer: send it a message instead ({exc})",
+                           kind="not_suspended") from None
+        # The resumed turn follows the history the session had when it was suspended
+        # (a prefix of the stored one, which may have grown since).
+        ctx.store.append_messages(id, session.history[_common_prefix(session.history, history):])
+        return result
+
+    return _turn(ctx, id, body.agent_id, deadline, step)
 
 
 @router.post("/{id}/resume", summary="Answer a suspended session's question and continue its message")
