@@ -4,12 +4,15 @@ first server's lease lapses, and resumes there without running its journalled vi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -31,19 +34,7 @@ PIPELINE = {"name": "pipeline", "nodes": [{"name": n, "kind": "function", "funct
 
 def test_a_run_of_a_killed_server_is_resumed_on_another_server_sharing_the_run_store(
         tmp_path: Path, postgres_url: str) -> None:
-    (tmp_path / "steps.py").write_text(FUNCTIONS)
-    (tmp_path / "block").touch()
-    shared = ("--run-store", postgres_url, "--run-store-lease", "1")
-    with server_process(tmp_path, *shared) as (proc_a, url_a), server_process(tmp_path, *shared) as (_, url_b), \
-            httpx.Client(base_url=url_a, headers=HEADERS, timeout=30) as a, \
-            httpx.Client(base_url=url_b, headers=HEADERS, timeout=30) as b:
-        fid = a.post("/formations", json=PIPELINE).json()["id"]
-        threading.Thread(target=lambda: _post_dying(a, f"/formations/{fid}/run"), daemon=True).start()
-        deadline = time.monotonic() + 20
-        while "slow" not in calls(tmp_path):
-            assert time.monotonic() < deadline, "the run never reached its slow node"
-            time.sleep(0.02)
-        run_id = b.get("/runs", params={"formation_id": fid}).json()[0]["id"]
+    with _a_run_held_by_server_a(tmp_path, postgres_url) as (proc_a, b, run_id, deadline):
         with RunStore(postgres_url, recover=False) as journal:
             while "first" not in journal.load(run_id).visits:
                 assert time.monotonic() < deadline, "the first visit was never journalled"
@@ -70,19 +61,7 @@ def test_a_run_of_a_killed_server_is_resumed_on_another_server_sharing_the_run_s
 
 def test_a_frozen_servers_run_is_resumed_on_another_server_and_the_thawed_server_cannot_journal_into_it(
         tmp_path: Path, postgres_url: str) -> None:
-    (tmp_path / "steps.py").write_text(FUNCTIONS)
-    (tmp_path / "block").touch()
-    shared = ("--run-store", postgres_url, "--run-store-lease", "1")
-    with server_process(tmp_path, *shared) as (proc_a, url_a), server_process(tmp_path, *shared) as (_, url_b), \
-            httpx.Client(base_url=url_a, headers=HEADERS, timeout=30) as a, \
-            httpx.Client(base_url=url_b, headers=HEADERS, timeout=30) as b:
-        fid = a.post("/formations", json=PIPELINE).json()["id"]
-        threading.Thread(target=lambda: _post_dying(a, f"/formations/{fid}/run"), daemon=True).start()
-        deadline = time.monotonic() + 20
-        while "slow" not in calls(tmp_path):
-            assert time.monotonic() < deadline, "the run never reached its slow node"
-            time.sleep(0.02)
-        run_id = b.get("/runs", params={"formation_id": fid}).json()[0]["id"]
+    with _a_run_held_by_server_a(tmp_path, postgres_url) as (proc_a, b, run_id, deadline):
         os.kill(proc_a.pid, signal.SIGSTOP)
         try:
             while b.get(f"/runs/{run_id}").json()["status"] == "running":
@@ -97,6 +76,28 @@ def test_a_frozen_servers_run_is_resumed_on_another_server_and_the_thawed_server
     with RunStore(postgres_url, recover=False) as journal:
         run = journal.load(run_id)
         assert (run.run.status, run.visits["slow"], run.visits["last"]) == ("succeeded", {1: "x 1 2"}, {1: "x 1 2 3"})
+
+
+@contextlib.contextmanager
+def _a_run_held_by_server_a(
+        tmp_path: Path, postgres_url: str) -> Iterator[tuple[subprocess.Popen[str], httpx.Client, str, float]]:
+    """Servers A and B on one PostgreSQL run store (lease 1 s); a run started on A that is
+    held in its ``slow`` node (until ``block`` is removed). Yields A's process, a client of
+    B, the run's id and a deadline 20 s from the start."""
+    (tmp_path / "steps.py").write_text(FUNCTIONS)
+    (tmp_path / "block").touch()
+    shared = ("--run-store", postgres_url, "--run-store-lease", "1")
+    with server_process(tmp_path, *shared) as (proc_a, url_a), server_process(tmp_path, *shared) as (_, url_b), \
+            httpx.Client(base_url=url_a, headers=HEADERS, timeout=30) as a, \
+            httpx.Client(base_url=url_b, headers=HEADERS, timeout=30) as b:
+        fid = a.post("/formations", json=PIPELINE).json()["id"]
+        threading.Thread(target=lambda: _post_dying(a, f"/formations/{fid}/run"), daemon=True).start()
+        deadline = time.monotonic() + 20
+        while "slow" not in calls(tmp_path):
+            assert time.monotonic() < deadline, "the run never reached its slow node"
+            time.sleep(0.02)
+        run_id = b.get("/runs", params={"formation_id": fid}).json()[0]["id"]
+        yield proc_a, b, run_id, deadline
 
 
 def _post_dying(client: httpx.Client, path: str) -> None:
