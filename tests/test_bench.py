@@ -20,8 +20,26 @@ def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
         "store_journal", "durable_pipeline_throughput", "durable_overhead", "resume_latency",
         "cancel_latency", "timeout_overshoot", "session_cancel_latency", "session_timeout_overshoot",
         "ray_cpu_stage", "ray_hop_overhead", "ray_agent_makespan", "nested_overhead", "async_concurrency",
-        "async_sessions",
+        "async_sessions", "payload_isolation",
     ]
+
+
+def test_payload_isolation_switches_the_nodes_between_a_copy_and_the_payload_itself() -> None:
+    from wingman_actors import Formation
+    from wingman_actors._bench.payloads import isolation_replaced
+
+    original: dict[str, list[int]] = {"tags": [1]}
+    same = Formation("same").add_function("check", lambda d: d is original)
+    assert same.run(original).output is False  # isolated: the node got a copy
+    with isolation_replaced(lambda v: v):
+        assert same.run(original).output is True  # what the bench's "before" blocks measure
+
+
+def test_payload_isolation_reports_both_kinds_of_receiver_and_is_judged_on_the_worse() -> None:
+    result = SCENARIOS["payload_isolation"](True)
+    typed, plain = result.details["typed_receivers"], result.details["unannotated_receivers"]
+    assert result.value == max(typed["throughput_cost_pct"], plain["throughput_cost_pct"])
+    assert result.meets == (result.value <= 5.0)
 
 
 def test_map_makespan_reports_the_thread_floor_of_the_same_run() -> None:

@@ -511,6 +511,12 @@ def async_sessions(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def payload_isolation(quick: bool) -> Measurement:
+    from .payloads import payload_isolation as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -537,6 +543,7 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "nested_overhead": nested_overhead,
     "async_concurrency": async_concurrency,
     "async_sessions": async_sessions,
+    "payload_isolation": payload_isolation,
 }
 
 
