@@ -207,3 +207,14 @@ def test_a_nested_formation_given_to_the_viewer_is_drawn_with_its_insides(
     found = viewer_of(formations=[str(files["nested"])]).get("/ui/api/formations").json()
     sub = next(n for n in found[0]["graph"]["nodes"] if n["name"] == "sub")
     assert sub["kind"] == "formation" and sub["graph"]["edges"][0]["source"] == "wait"
+
+
+def test_ui_with_a_formation_file_that_cannot_be_loaded_is_a_usage_error_naming_it(
+        files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from wingman_actors.cli import main
+
+    run_file(files["notes"], tmp_path / "runs.sqlite", "x")
+    missing = tmp_path / "missing.py"
+    assert main(["ui", "--store", str(tmp_path / "runs.sqlite"), "--formation", str(missing), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("wingman-actors ui: error: ") and "missing.py" in err, err

@@ -38,8 +38,8 @@ __all__ = ["StoreActions", "actions_router"]
 _LOOK = 20
 """How many of a formation's newest runs are read for a recorded file, at most."""
 
-_ELSEWHERE = ("it is running in another process (the one that started or resumed it); cancel it there "
-              "(Ctrl-C in its terminal, or RunningFormation.cancel in Python): this viewer cancels the runs it runs")
+_ELSEWHERE = "running in another process (the one that started or resumed it)"
+_THERE = "cancel it there (Ctrl-C in its terminal, or RunningFormation.cancel in Python)"
 
 
 class StartIn(BaseModel):
@@ -105,7 +105,8 @@ class StoreActions:
         file = None if record.parent else self.file_for(record)
         doc["file"] = file
         doc["can_resume"] = bool(doc["resumable"] and file is not None and not here)
-        doc["cancel_blocked"] = _ELSEWHERE if doc["status"] == "running" and not here else None
+        doc["cancel_blocked"] = (f"This run is {_ELSEWHERE}: {_THERE}. This viewer cancels the runs it runs itself"
+                                 if doc["status"] == "running" and not here else None)
         command = None
         if doc["resumable"] and file is None and record.source:  # a run of the HTTP server
             command = f"POST /runs/{record.id}/resume on the server that ran it (wingman-actors serve)"
@@ -151,7 +152,7 @@ class StoreActions:
         if record.status == "running" and self.store.mark_interrupted():
             record = self._record(run_id)  # its process had died: now interrupted
         if record.status == "running":
-            raise ApiError(409, f"run {run_id} cannot be resumed: {_ELSEWHERE.replace('cancel it there', 'wait for it')}",
+            raise ApiError(409, f"run {run_id} cannot be resumed: it is {_ELSEWHERE}; wait for it, or {_THERE}",
                            kind="running", run_id=run_id)
         if record.status not in RESUMABLE:
             raise ApiError(409, f"run {run_id} cannot be resumed: it is {record.status}", kind=record.status,
@@ -183,7 +184,7 @@ class StoreActions:
                                   wait=True)
             return {"run_id": run_id, "status": "cancelled"}
         if record.status == "running":
-            raise ApiError(409, f"run {run_id} cannot be cancelled here: {_ELSEWHERE}", kind="elsewhere",
+            raise ApiError(409, f"run {run_id} cannot be cancelled here: it is {_ELSEWHERE}; {_THERE}", kind="elsewhere",
                            run_id=run_id)
         raise ApiError(409, f"run {run_id} cannot be cancelled: it has already finished ({record.status})",
                        kind=record.status, run_id=run_id)

@@ -87,7 +87,10 @@ function Actions({ doc, info, act }) {
   const resumable = info.actions && (doc.can_resume ?? doc.resumable);
   const controls = [];
   if (doc.resume) {
-    controls.push(html`<p>Continue it with: <code>${doc.resume}${doc.status === "suspended" ? " --answer JSON" : ""}</code></p>`);
+    const here = info.mode === "store" && doc.resume.startsWith("wingman-actors")
+      ? " (or start this viewer with --formation FILE to continue it here)" : "";
+    controls.push(html`<p>Continue it with: <code>${doc.resume}${doc.status === "suspended" ? " --answer JSON" : ""}</code>
+      <span class="muted small">${here}</span></p>`);
   }
   if (resumable && doc.status === "suspended") {
     controls.push(html`<form class="answer"><label>Answer (JSON, else text)<textarea ref=${answer} name="answer"
@@ -102,7 +105,7 @@ function Actions({ doc, info, act }) {
     const blocked = doc.cancel_blocked || null;
     controls.push(html`<button type="button" data-action="cancel" class="danger" disabled=${!!blocked}
       title=${blocked || "cancel the run"} onClick=${run(() => postJSON(`${runPath}/cancel`))}>Cancel</button>`);
-    if (blocked) controls.push(html`<p class="muted small">${`Cancel: ${blocked}.`}</p>`);
+    if (blocked) controls.push(html`<p class="muted small" data-cancel-blocked>${`${blocked}.`}</p>`);
   }
   return html`<div class="actions">${controls}<p class="error">${error}</p></div>`;
 }
