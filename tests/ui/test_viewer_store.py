@@ -187,3 +187,29 @@ def test_a_nested_formation_is_drawn_as_a_cluster_whose_inner_nodes_go_live(page
     open_gate(folder, "deep")
     page.wait_for_selector('[data-node="sub/shout"][data-status="succeeded"]')
     page.wait_for_selector('[data-node="last"][data-status="succeeded"]')
+
+
+def test_ui_store_behind_a_token_asks_for_it_and_sends_it_with_its_actions(page: Any, store: Path,
+                                                                           folder: Path) -> None:
+    token = "ui-store-token-5678"
+    command = [sys.executable, "-m", "wingman_actors", "ui", "--store", str(store), "--port", "0", "--token", token]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               env={**os.environ, "PYTHONPATH": str(ROOT), "UI_GATES": str(folder / "gates")})
+    try:
+        assert process.stderr is not None
+        url = next(word for word in process.stderr.readline().split() if word.startswith("http://"))
+        posts: list[dict[str, str]] = []
+        page.on("request", lambda r: posts.append(r.headers) if r.method == "POST" else None)
+        page.goto(f"{url}#/formations/notes")
+        page.fill('input[name="token"]', token)
+        page.click('#token-form button[type="submit"]')
+        run_id = _start(page, url, "notes", " guarded ")
+        page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')
+        assert _status(store, run_id) == "succeeded"
+        assert posts and all(h.get("authorization") == f"Bearer {token}" and h.get("content-type") == "application/json"
+                             for h in posts), posts
+    finally:
+        process.terminate()
+        process.wait(10)
+        if process.stderr is not None:
+            process.stderr.close()

@@ -14,6 +14,7 @@ When the viewer stops, the runs still going on here are stopped: the journal mar
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from ..store import RunStore
 
 __all__ = ["Offered", "UiRuns"]
+
+_log = logging.getLogger(__name__)
 
 _SETTLE_S = 5.0
 
@@ -195,8 +198,8 @@ class UiRuns:
             wait_for([current.future])
             current.running.stop()
             self.store.flush()
-        except Exception:
-            pass
+        except Exception:  # the run's outcome is in the journal, which the page reads; say what went wrong here
+            _log.warning("wingman-actors ui: run %s did not end cleanly", current.run_id, exc_info=True)
         finally:
             with self._lock:
                 if self._flights.get(current.run_id) is current:
