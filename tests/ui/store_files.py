@@ -32,6 +32,8 @@ def ask(text: str) -> str:
 
 FILES = {
     "notes.py": GATED + '''
+DEFAULT_INPUT = "  default words  "
+
 
 def build(asking: bool = False):
     f = Formation("notes").add_function("clean", str.strip).add_function("shout", str.upper)

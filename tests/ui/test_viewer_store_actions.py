@@ -85,6 +85,13 @@ def test_a_run_started_over_the_route_runs_in_the_viewer_and_is_journalled_with_
         assert store.get(run_id).source == str(files["notes"])
 
 
+def test_a_run_started_over_the_route_without_an_input_gets_the_file_s_default_input(
+        files: dict[str, Path], viewer_of: Any) -> None:
+    viewer = viewer_of(formations=[str(files["notes"])])
+    run_id = viewer.post("/ui/api/formations/notes/runs", json={}).json()["run_id"]
+    assert until(viewer, run_id, "succeeded")["output"] == "DEFAULT WORDS"
+
+
 def test_a_formation_whose_runs_record_no_file_cannot_be_started_and_the_409_says_how(
         files: dict[str, Path], tmp_path: Path, viewer_of: Any) -> None:
     run_file(files["notes"], tmp_path / "runs.sqlite", "x", source=False)

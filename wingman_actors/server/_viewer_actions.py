@@ -19,7 +19,8 @@ with the token when the viewer has one (the middleware of :func:`._viewer_store.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
@@ -83,19 +84,20 @@ class StoreActions:
             return None
         return next((o.file for o in self.runs.offered() if o.name == record.formation), None)
 
-    def formation_file(self, name: str) -> str | None:
-        """The file to start a run of formation ``name`` from: a ``--formation`` file
-        building it, else the newest file its runs record."""
-        offered = next((o.file for o in self.runs.offered() if o.name == name), None)
-        if offered is not None:
-            return offered
-        looked = 0
+    def files(self, names: Collection[str] | None = None) -> dict[str, str | None]:
+        """The file to start runs of each formation from (``names``, else every one the
+        store has runs of or a ``--formation`` file builds), by name: a ``--formation`` file
+        building it, else the newest file its runs record (among its :data:`_LOOK` newest
+        runs); None when neither. One pass over the store's runs."""
+        found: dict[str, str | None] = {o.name: o.file for o in self.runs.offered()}
+        looked: Counter[str] = Counter()
         for summary in self.store.runs():  # newest first
-            if summary.formation == name:
-                file = self.file_for(self.store.get(summary.id))
-                if file is not None or (looked := looked + 1) >= _LOOK:
-                    return file
-        return None
+            name = summary.formation
+            if found.get(name) is not None or looked[name] >= _LOOK or (names is not None and name not in names):
+                continue
+            looked[name] += 1
+            found[name] = self.file_for(self.store.get(summary.id))
+        return found
 
     def controls(self, doc: dict[str, Any], record: RunRecord) -> None:
         """Tell the page what it may do with the run ``doc`` shows: ``can_resume`` (resume or
@@ -120,7 +122,7 @@ class StoreActions:
         from .._launcher.errors import UsageError
         from ..errors import FormationSetupError
 
-        file = self.formation_file(formation_id)
+        file = self.files({formation_id}).get(formation_id)
         if file is None:
             raise ApiError(409, f"formation {formation_id!r}: no run of it records its file (runs started from "
                                 "Python record none), so this viewer cannot build it; give the file with "

@@ -220,8 +220,9 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
                                             "graph": journal_graph(store, store.load(summary.id))}
         for offered in state["runs"].offered():  # --formation files, and files loaded since: as they build it
             found.setdefault(offered.name, {"id": offered.name, "name": offered.name})["graph"] = offered.graph
+        files = actions.files()
         for entry in found.values():
-            entry["file"] = actions.formation_file(entry["name"])
+            entry["file"] = files.get(entry["name"])
         return list(found.values())
 
     @app.get("/ui/api/formations")

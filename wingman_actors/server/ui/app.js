@@ -81,7 +81,8 @@ function StartForm({ formation, info }) {
     setError("");
     setBusy(true);
     if (info.mode === "store") {
-      postJSON(`api/formations/${encodeURIComponent(formation.id)}/runs`, { input: valueOf(input.current.value) })
+      const text = input.current.value;  // empty: the file's default input, as `wingman-actors run` without --input
+      postJSON(`api/formations/${encodeURIComponent(formation.id)}/runs`, text.trim() ? { input: valueOf(text) } : {})
         .then((run) => { location.hash = runLink(run.run_id); }, (err) => setError(err.message))
         .finally(() => setBusy(false));
       return;
@@ -100,7 +101,8 @@ function StartForm({ formation, info }) {
   };
   return html`<form class="start" onSubmit=${submit}>
     <label>Input (JSON, else text)<textarea ref=${input} name="input" rows="3"
-      placeholder="the run's input: JSON, or text"></textarea></label>
+      placeholder=${info.mode === "store" ? "the run's input: JSON, or text (empty: the file's default input)"
+        : "the run's input: JSON, or text"}></textarea></label>
     <button type="submit" data-action="start" disabled=${busy}>Start a run</button>
     <p class="error">${error}</p></form>`;
 }
