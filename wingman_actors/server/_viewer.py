@@ -19,20 +19,20 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx  # type: ignore[import-untyped]
 
 from ..store import FormationShape
+from ._ids import rfc3339
 
 if TYPE_CHECKING:
     from ..formation import Formation
     from ..store import RunJournal, RunStore
 
 __all__ = [
-    "NODE_STATUSES", "RESUMABLE", "Declaration", "declaration_graph", "formation_graph", "graph_document", "journal_graph", "node_status", "run_view",
-    "shape_of_declaration",
+    "NODE_STATUSES", "RESUMABLE", "Declaration", "declaration_graph", "formation_graph", "graph_document",
+    "journal_graph", "node_status", "run_view", "shape_of_declaration",
 ]
 
 NODE_STATUSES = ("pending", "running", "succeeded", "failed", "skipped", "cancelled", "suspended")
@@ -156,8 +156,7 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
     for name, node in doc["nodes"].items():
         for key in ("started_at", "finished_at"):  # one format for the page: RFC 3339, as the server's traces
             if isinstance(node.get(key), int | float):
-                node[key] = datetime.fromtimestamp(node[key], UTC).isoformat(timespec="milliseconds").replace(
-                    "+00:00", "Z")
+                node[key] = rfc3339(node[key])
         trace = dict(node)
         if traces and name in traces:
             trace.update({k: v for k, v in traces[name].items() if v is not None})
