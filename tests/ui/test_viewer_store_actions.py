@@ -225,3 +225,14 @@ def test_ui_with_a_formation_file_that_cannot_be_loaded_is_a_usage_error_naming_
     assert main(["ui", "--store", str(tmp_path / "runs.sqlite"), "--formation", str(missing), "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("wingman-actors ui: error: ") and "missing.py" in err, err
+
+
+def test_a_run_still_going_when_the_viewer_stops_is_journalled_interrupted_and_resumable(
+        files: dict[str, Path], tmp_path: Path) -> None:
+    with TestClient(create_store_viewer(tmp_path / "runs.sqlite", formations=[str(files["gated"])]),
+                    base_url="http://127.0.0.1") as viewer:
+        run_id = viewer.post("/ui/api/formations/gated/runs", json={"input": "left"}).json()["run_id"]
+        until(viewer, run_id, "running", node="wait")
+    open_gate(tmp_path, "left")  # the abandoned attempt ends
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        assert store.get(run_id).status == "interrupted"
