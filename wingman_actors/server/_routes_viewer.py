@@ -22,11 +22,12 @@ from ..store import UnknownRunError
 from ._context import ServerContext
 from ._deps import Ctx
 from ._errors import ApiError
+from ._nesting import declaration_of, load_nested
 from ._recovery import refreshed
 from ._run_outcome import event_dict
 from ._schemas import FormationOut, RunOut
 from ._sse import encode
-from ._viewer import graph_document, run_view, shape_of_declaration
+from ._viewer import Declaration, declaration_graph, run_view
 
 __all__ = ["SSE_HEADERS", "VIEWER_STATUSES", "router"]
 
@@ -38,9 +39,12 @@ _SETTLE_WAIT_S = 5.0
 _ENDS = (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED)
 
 
-def _formation(record: FormationOut) -> dict[str, Any]:
-    return {"id": record.id, "name": record.name,
-            "graph": graph_document(shape_of_declaration(record.nodes, record.edges))}
+def _formation(ctx: ServerContext, record: FormationOut) -> dict[str, Any]:
+    nested: dict[str, Declaration] = {}
+    if any(n.get("kind") == "formation" for n in record.nodes):  # its formation nodes drawn with their insides
+        found = load_nested(ctx.store, declaration_of(record), record.id)
+        nested = {fid: (d.stored_nodes(), d.stored_edges()) for fid, d in found.items()}
+    return {"id": record.id, "name": record.name, "graph": declaration_graph(record.nodes, record.edges, nested)}
 
 
 def _summary(run: RunOut) -> dict[str, Any]:
@@ -66,7 +70,10 @@ async def info() -> dict[str, Any]:
 async def formations(ctx: Ctx) -> list[dict[str, Any]]:
     """``[{"id", "name", "graph": {"nodes": [{"name", "kind"}], "edges": [{"source", "target", "back",
     "conditional"}]}}]`` (the page lays the graph out), newest first."""
-    return [_formation(f) for f in await ctx.pool.run(ctx.store.list_formations)]
+    def read() -> list[dict[str, Any]]:
+        return [_formation(ctx, f) for f in ctx.store.list_formations()]
+
+    return await ctx.pool.run(read)
 
 
 @router.get("/runs", summary="Formation runs, newest first, filtered by status and formation")

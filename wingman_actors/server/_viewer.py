@@ -18,17 +18,21 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx  # type: ignore[import-untyped]
 
 from ..store import FormationShape
+from ._ids import rfc3339
 
 if TYPE_CHECKING:
+    from ..formation import Formation
     from ..store import RunJournal, RunStore
 
 __all__ = [
-    "NODE_STATUSES", "RESUMABLE", "graph_document", "node_status", "run_view", "shape_of_declaration",
+    "NODE_STATUSES", "RESUMABLE", "Declaration", "declaration_graph", "formation_graph", "graph_document",
+    "journal_graph", "node_status", "run_view", "shape_of_declaration",
 ]
 
 NODE_STATUSES = ("pending", "running", "succeeded", "failed", "skipped", "cancelled", "suspended")
@@ -37,16 +41,55 @@ NODE_STATUSES = ("pending", "running", "succeeded", "failed", "skipped", "cancel
 RESUMABLE = ("suspended", "failed", "cancelled", "interrupted")
 """Run statuses a run can be resumed from."""
 
+_MAX_DEPTH = 8  # formation nodes inside formation nodes drawn at most this deep
 
-def graph_document(shape: FormationShape) -> dict[str, Any]:
+
+def graph_document(shape: FormationShape, inner: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The formation's graph as the page draws it (the page lays it out).
 
+    Args:
+        shape: the formation's nodes and edges.
+        inner: the graphs of its formation nodes (``add_formation``), by node, where known:
+            the page draws each as a cluster holding the inner nodes, named by their path
+            (``"outer/inner"``, as the run's events name them).
+
     Returns:
-        ``{"nodes": [{"name", "kind"}], "edges": [{"source", "target", "back", "conditional"}]}``.
+        ``{"nodes": [{"name", "kind", "graph"?}], "edges": [{"source", "target", "back", "conditional"}]}``.
     """
-    return {"nodes": [{"name": name, "kind": kind} for name, kind in shape.nodes],
+    inner = inner or {}
+    return {"nodes": [{"name": name, "kind": kind, **({"graph": inner[name]} if name in inner else {})}
+                      for name, kind in shape.nodes],
             "edges": [{"source": e.source, "target": e.target, "back": e.back, "conditional": e.conditional}
                       for e in shape.edges]}
+
+
+def formation_graph(formation: Formation) -> dict[str, Any]:
+    """A built formation's graph document, its formation nodes' inner graphs included."""
+    inner = {str(name): formation_graph(attrs["formation"]) for name, attrs in formation.graph.nodes(data=True)
+             if attrs.get("kind") == "formation" and attrs.get("formation") is not None}
+    return graph_document(FormationShape.of(formation.graph), inner)
+
+
+def journal_graph(store: RunStore, journal: RunJournal, depth: int = 0) -> dict[str, Any]:
+    """A journalled run's graph document, with the inner graph of each formation node whose
+    inner run has begun (read from that inner run's journal: the visit in flight, else the
+    last journalled one)."""
+    from ..formation._nesting import inner_run_id
+    from ..store import UnknownRunError
+
+    inner: dict[str, dict[str, Any]] = {}
+    for name, kind in journal.shape.nodes:
+        if kind != "formation" or depth >= _MAX_DEPTH:
+            continue
+        last = max(journal.visits.get(name) or {0: None})
+        for visit in dict.fromkeys((last + 1, max(last, 1))):
+            try:
+                found = store.load(inner_run_id(journal.run.id, name, visit))
+            except UnknownRunError:
+                continue
+            inner[name] = journal_graph(store, found, depth + 1)
+            break
+    return graph_document(journal.shape, inner)
 
 
 def shape_of_declaration(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> FormationShape:
@@ -58,6 +101,22 @@ def shape_of_declaration(nodes: list[dict[str, Any]], edges: list[dict[str, Any]
         conditional = any(edge.get(k) for k in ("condition", "on_error", "otherwise"))
         graph.add_edge(str(edge["from"]), str(edge["to"]), when=True if conditional else None)
     return FormationShape.of(graph)
+
+
+Declaration = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+"""A server formation's stored nodes and edges."""
+
+
+def declaration_graph(nodes: list[dict[str, Any]], edges: list[dict[str, Any]],
+                      nested: Mapping[str, Declaration] | None = None, depth: int = 0) -> dict[str, Any]:
+    """A server formation's graph document, with the inner graph of each formation node
+    whose stored formation (``formation_id``) is in ``nested`` (by id)."""
+    inner = {}
+    for node in nodes:
+        fid = str(node.get("formation_id"))
+        if node.get("kind") == "formation" and nested and fid in nested and depth < _MAX_DEPTH:
+            inner[str(node["name"])] = declaration_graph(*nested[fid], nested, depth + 1)
+    return graph_document(shape_of_declaration(nodes, edges), inner)
 
 
 def node_status(trace: dict[str, Any], run_status: str, interrupt_node: str | None, name: str) -> str:
@@ -90,15 +149,27 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
     status = status or doc["status"]
     interrupt = doc["interrupt"]
     pending = interrupt["node"] if interrupt else None
+    for name in traces or ():  # nodes inside formation nodes that the journal does not trace yet
+        doc["nodes"].setdefault(name, {"status": "pending", "visits": 0, "attempts": None, "duration_s": None,
+                                       "started_at": None, "finished_at": None, "usage": None, "error": None,
+                                       "output": None, "outputs": []})
     for name, node in doc["nodes"].items():
+        for key in ("started_at", "finished_at"):  # one format for the page: RFC 3339, as the server's traces
+            if isinstance(node.get(key), int | float):
+                node[key] = rfc3339(node[key])
         trace = dict(node)
         if traces and name in traces:
             trace.update({k: v for k, v in traces[name].items() if v is not None})
             node.update({k: trace[k] for k in ("attempts", "visits", "duration_s", "started_at", "finished_at",
                                                "usage", "error") if k in trace})
         node["status"] = node_status(trace, status, pending, name)
+        if node["status"] in ("skipped", "pending") and status != "running" and node.get("outputs") and (
+                len(node["outputs"]) >= (node.get("visits") or 0)):
+            # every visit journalled an output: it succeeded, whatever an older trace says (a run
+            # resumed from an interrupt that then ends quickly journals no new traces)
+            node["status"] = "succeeded"
     doc["status"] = status
-    doc["graph"] = graph_document(journal.shape)
+    doc["graph"] = journal_graph(store, journal)
     if status == "succeeded":  # the run's output, as FormationResult has it: by sink, and the single sink's
         senders = {e["source"] for e in doc["graph"]["edges"] if not e["back"]}
         sinks = [n["name"] for n in doc["graph"]["nodes"] if n["name"] not in senders]
@@ -106,13 +177,32 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
                    if s in doc["nodes"] and doc["nodes"][s].get("status") == "succeeded"}
         doc.setdefault("outputs", outputs)
         doc.setdefault("output", outputs.get(sinks[0]) if len(sinks) == 1 else None)
-    doc["visits"] = _visits(journal, doc)
+    doc["visits"] = _visits(journal, doc["input"]) + _inner_visits(store, journal, 0)
     doc["steps"] = _steps(journal)
     doc["resumable"] = status in RESUMABLE
     return doc
 
 
-def _visits(journal: RunJournal, doc: dict[str, Any]) -> list[dict[str, Any]]:
+def _inner_visits(store: RunStore, journal: RunJournal, depth: int) -> list[dict[str, Any]]:
+    """The journalled visits inside the run's formation nodes, named by path (``"outer/inner"``)."""
+    from ..formation._nesting import inner_run_id
+    from ..store import UnknownRunError
+
+    out: list[dict[str, Any]] = []
+    for name, kind in journal.shape.nodes:
+        if kind != "formation" or depth >= _MAX_DEPTH:
+            continue
+        for visit in range(1, max(journal.visits.get(name) or {0: None}) + 2):  # the one in flight too
+            try:
+                inner = store.load(inner_run_id(journal.run.id, name, visit))
+            except UnknownRunError:
+                continue
+            for v in _visits(inner, _jsonable(inner.run.input)) + _inner_visits(store, inner, depth + 1):
+                out.append({**v, "node": f"{name}/{v['node']}"})
+    return out
+
+
+def _visits(journal: RunJournal, given_input: Any) -> list[dict[str, Any]]:
     """Every journalled visit, in the order the journal wrote them: node, visit number,
     input (the run's input for a source; the outputs of its predecessors' same visits
     otherwise, when they are journalled), output or skip reason."""
@@ -126,7 +216,7 @@ def _visits(journal: RunJournal, doc: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         sources = preds.get(entry.node, [])
         if not sources:
-            given: Any = doc["input"]
+            given: Any = given_input
         else:
             found = {p: journal.visits.get(p, {}).get(entry.visit) for p in sources}
             given = found[sources[0]] if len(sources) == 1 else found

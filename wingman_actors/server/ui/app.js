@@ -2,7 +2,7 @@
 // by status and formation), and one run (run.js). Views live in the URL's hash:
 //   #/                    the newest formation      #/formations/ID   that formation
 //   #/runs?status=&formation=   the runs            #/runs/ID         one run
-import { events, getJSON, valueOf } from "./api.js";
+import { events, getJSON, postJSON, valueOf } from "./api.js";
 import { GraphView } from "./graph.js";
 import { RunView } from "./run.js";
 import { Badge, html, render, seconds, useEffect, useRef, useState } from "./view.js";
@@ -69,8 +69,10 @@ function Runs({ info, params }) {
     <${RunTable} runs=${runs} />`;
 }
 
-// Start a run: the streamed run route carries its events; the run's page opens on the first.
-function StartForm({ formation }) {
+// Start a run. On the server the streamed run route carries its events, and the run's page
+// opens on the first; under `ui --store` the viewer starts it in its own process, and the
+// run's page follows it.
+function StartForm({ formation, info }) {
   const input = useRef(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
@@ -78,6 +80,13 @@ function StartForm({ formation }) {
     e.preventDefault();
     setError("");
     setBusy(true);
+    if (info.mode === "store") {
+      const text = input.current.value;  // empty: the file's default input, as `wingman-actors run` without --input
+      postJSON(`api/formations/${encodeURIComponent(formation.id)}/runs`, text.trim() ? { input: valueOf(text) } : {})
+        .then((run) => { location.hash = runLink(run.run_id); }, (err) => setError(err.message))
+        .finally(() => setBusy(false));
+      return;
+    }
     let opened = false;
     // The stream stays open in the background while the run goes on: closing it would cancel the run.
     events(`/formations/${encodeURIComponent(formation.id)}/run/stream`, (name, data) => {
@@ -92,7 +101,8 @@ function StartForm({ formation }) {
   };
   return html`<form class="start" onSubmit=${submit}>
     <label>Input (JSON, else text)<textarea ref=${input} name="input" rows="3"
-      placeholder="the run's input: JSON, or text"></textarea></label>
+      placeholder=${info.mode === "store" ? "the run's input: JSON, or text (empty: the file's default input)"
+        : "the run's input: JSON, or text"}></textarea></label>
     <button type="submit" data-action="start" disabled=${busy}>Start a run</button>
     <p class="error">${error}</p></form>`;
 }
@@ -116,7 +126,12 @@ function Formation({ info, id }) {
     <section>
       <h1>${chosen.name} <small class="muted">${chosen.id}</small></h1>
       <${GraphView} graph=${chosen.graph} />
-      ${info.actions ? html`<${StartForm} key=${chosen.id} formation=${chosen} />` : null}
+      ${!info.actions ? null : info.mode === "store" && !chosen.file
+        ? html`<p class="muted" data-no-start=${chosen.id}>Runs of ${chosen.name} record no formation file (they were
+          started from Python): start the viewer with <code>--formation FILE</code> to start runs of it here.</p>`
+        : html`<${StartForm} key=${chosen.id} formation=${chosen} info=${info} />`}
+      ${info.mode === "store" && chosen.file ? html`<p class="muted small">Runs start in this viewer's process, from
+        <code>${chosen.file}</code>, journalled in the run store.</p>` : null}
       <h2>Runs <a class="small" href=${`#/runs?formation=${encodeURIComponent(chosen.id)}`}>filter…</a></h2>
       ${runs ? html`<${RunTable} runs=${runs} />` : html`<p class="muted">Loading runs…</p>`}
     </section></div>`;
@@ -132,7 +147,7 @@ function App() {
   }, []);
   useEffect(() => {
     if (info) document.getElementById("mode").textContent =
-      info.mode === "store" ? `run store ${info.store} (read-only)` : "server";
+      info.mode === "store" ? `run store ${info.store}` : "server";
   }, [info]);
   if (error) return html`<${Failed} error=${error} />`;
   if (!info) return html`<p class="muted">Loading…</p>`;

@@ -3,12 +3,17 @@
 // from the run's events (GET api/runs/ID/stream: those so far, then live); the rest from
 // the run's document (GET api/runs/ID), fetched again when the run ends.
 import { events, getJSON, postJSON, valueOf } from "./api.js";
-import { GraphView } from "./graph.js";
+import { drawnNodes, GraphView } from "./graph.js";
 import { Badge, html, Pre, seconds, tokens, useEffect, useRef, useState } from "./view.js";
 
-// Apply one formation event to the live model; returns [node, status] to draw, if any.
+// Apply one formation event to the live model; returns [node, status] to draw, if any. A node
+// is a drawn one: the formation's own, or one inside a formation node ("outer/inner", as the
+// events name it). An event of an inner node whose formation node is drawn without its
+// insides yet (its inner run had not begun when the run's document was read) sets
+// `live.hollow`: the run's document, read again, brings them.
 function apply(live, name, e) {
-  const node = e.node && !e.node.includes("/") ? e.node : null;  // inner nodes of nested formations: not drawn
+  const node = e.node && live.drawn.has(e.node) ? e.node : null;
+  if (e.node && !node && live.hollowNodes.has(e.node.slice(0, e.node.lastIndexOf("/")))) live.hollow = true;
   const d = e.data || {};
   const at = Date.parse(e.timestamp) / 1000;
   const open = (n) => live.visits.findLast((v) => v.node === n && v.finished === null);
@@ -65,7 +70,10 @@ const Head = ({ doc }) => html`<div class="run-head">
   ${doc.status === "succeeded" ? html`<details open><summary>Output</summary>
     <${Pre} value=${doc.output ?? doc.outputs} /></details>` : null}</div>`;
 
-// Answer, resume, cancel (on the server); the command that continues the run (ui --store).
+// Answer, resume, cancel. On the server they are the API's routes; under `ui --store` the
+// viewer's own (api/runs/ID/...), for the runs whose formation it can build (`doc.can_resume`),
+// and the command that continues the others. Cancel is shown disabled, saying why
+// (`doc.cancel_blocked`), for a run another process runs.
 function Actions({ doc, info, act }) {
   const answer = useRef(null);
   const [error, setError] = useState("");
@@ -75,25 +83,29 @@ function Actions({ doc, info, act }) {
     const err = await act(call);
     if (err) setError(err.message);
   };
-  const runPath = `/runs/${encodeURIComponent(doc.run_id)}`;
-  let controls = [];
-  if (!info.actions) {
-    if (doc.resume) controls = [html`<p>Continue it with: <code>${doc.resume}</code>${doc.status === "suspended"
-      ? " --answer JSON" : ""}</p>`];
-  } else {
-    if (doc.status === "suspended") {
-      controls.push(html`<form class="answer"><label>Answer (JSON, else text)<textarea ref=${answer} name="answer"
-        rows="2" placeholder="the answer: JSON, or text"></textarea></label>
-        <button type="submit" data-action="answer" onClick=${run(() => postJSON(`${runPath}/resume`,
-          { answer: valueOf(answer.current.value) }))}>Answer and resume</button></form>`);
-    } else if (doc.resumable) {
-      controls.push(html`<button type="button" data-action="resume"
-        onClick=${run(() => postJSON(`${runPath}/resume`))}>Resume</button>`);
-    }
-    if (["running", "suspended", "interrupted"].includes(doc.status)) {
-      controls.push(html`<button type="button" data-action="cancel" class="danger"
-        onClick=${run(() => postJSON(`${runPath}/cancel`))}>Cancel</button>`);
-    }
+  const runPath = `${info.mode === "store" ? "api" : ""}/runs/${encodeURIComponent(doc.run_id)}`;
+  const resumable = info.actions && (doc.can_resume ?? doc.resumable);
+  const controls = [];
+  if (doc.resume) {
+    const here = info.mode === "store" && doc.resume.startsWith("wingman-actors")
+      ? " (or start this viewer with --formation FILE to continue it here)" : "";
+    controls.push(html`<p>Continue it with: <code>${doc.resume}${doc.status === "suspended" ? " --answer JSON" : ""}</code>
+      <span class="muted small">${here}</span></p>`);
+  }
+  if (resumable && doc.status === "suspended") {
+    controls.push(html`<form class="answer"><label>Answer (JSON, else text)<textarea ref=${answer} name="answer"
+      rows="2" placeholder="the answer: JSON, or text"></textarea></label>
+      <button type="submit" data-action="answer" onClick=${run(() => postJSON(`${runPath}/resume`,
+        { answer: valueOf(answer.current.value) }))}>Answer and resume</button></form>`);
+  } else if (resumable) {
+    controls.push(html`<button type="button" data-action="resume"
+      onClick=${run(() => postJSON(`${runPath}/resume`))}>Resume</button>`);
+  }
+  if (info.actions && ["running", "suspended", "interrupted"].includes(doc.status)) {
+    const blocked = doc.cancel_blocked || null;
+    controls.push(html`<button type="button" data-action="cancel" class="danger" disabled=${!!blocked}
+      title=${blocked || "cancel the run"} onClick=${run(() => postJSON(`${runPath}/cancel`))}>Cancel</button>`);
+    if (blocked) controls.push(html`<p class="muted small" data-cancel-blocked>${`${blocked}.`}</p>`);
   }
   return html`<div class="actions">${controls}<p class="error">${error}</p></div>`;
 }
@@ -105,24 +117,40 @@ function Step({ s }) {
   return html`<li class=${s.kind}><strong>${title}</strong><${Pre} value=${value} /></li>`;
 }
 
+// A visit's wall time: from its first attempt's start to its end (retries and their backoff
+// included), from its events' timestamps, or from the journal's times of a node visited once.
+const wall = (v) => (v.started != null && v.finished != null ? v.finished - v.started : null);
+const at = (text) => (text ? Date.parse(text) / 1000 : null);
+
 // The selected node: its figures, its visits (input, output, error) and an agent's steps.
+// Its time is the sum of the wall times of the visits it lists, so the two always agree.
 function Details({ doc, live, selected }) {
   if (!selected) return html`<p class="muted">Select a node in the graph.</p>`;
   const n = doc.nodes[selected] || {};
   const status = live.statuses[selected] || n.status || "pending";
   const visits = live.visits.filter((v) => v.node === selected);
-  const stored = doc.visits.filter((v) => v.node === selected);
+  let stored = doc.visits.filter((v) => v.node === selected);
+  if (stored.length === 1 && n.started_at && n.finished_at) {
+    stored = [{ ...stored[0], started: at(n.started_at), finished: at(n.finished_at) }];
+  }
   const steps = live.steps[selected] || (doc.steps[selected] || []).map((s) => ({ kind: "response", ...s }));
   const shown = visits.length ? visits : stored;
+  const times = shown.map(wall).filter((t) => t !== null);
+  const total = times.length ? times.reduce((a, b) => a + b, 0) : null;
+  const timeNote = !times.length ? "" : times.length < shown.length ? ` (${times.length} of ${shown.length} visits timed)`
+    : shown.length > 1 ? ` (${shown.length} visits)` : "";
   return html`<h3 data-selected-node=${selected}>${selected} <${Badge} status=${status} /></h3>
     <dl><dt>visits</dt><dd>${n.visits ?? visits.length}</dd><dt>attempts</dt><dd>${n.attempts ?? ""}</dd>
-      <dt>duration</dt><dd>${seconds(n.duration_s)}</dd><dt>tokens</dt><dd>${tokens(n.usage)}</dd>
+      <dt title="from each visit's first attempt's start to its end, retries and backoff included; summed over the visits listed below">wall time</dt>
+      <dd data-node-wall-time>${total === null ? "not recorded" : `${seconds(total)}${timeNote}`}</dd>
+      <dt>tokens</dt><dd>${tokens(n.usage)}</dd>
       <dt>started</dt><dd>${n.started_at || ""}</dd><dt>finished</dt><dd>${n.finished_at || ""}</dd></dl>
     ${n.error ? html`<p class="error">${n.error}</p>` : null}
     <h4>Visits</h4>
     ${shown.map((v, i) => html`<details class="visit" open=${i === 0}>
       <summary>${`visit ${v.visit ?? i + 1}`} <${Badge} status=${v.status} />${v.attempts > 1
-        ? ` · ${v.attempts} attempts` : ""}${v.finished && v.started ? ` · ${seconds(v.finished - v.started)}`
+        ? ` · ${v.attempts} attempts` : ""}${wall(v) !== null ? html` · <span data-visit-wall-time
+        title="wall time: first attempt's start to the visit's end">${seconds(wall(v))} wall</span>`
         : ""}${v.usage ? ` · ${tokens(v.usage)}` : ""}</summary>
       <h5>input</h5><${Pre} value=${v.input} />
       ${v.output !== undefined ? html`<h5>output</h5><${Pre} value=${v.output} />` : null}
@@ -133,18 +161,19 @@ function Details({ doc, live, selected }) {
 }
 
 function Timeline({ doc, live }) {
-  let bars = live.visits.map((v) => ({ node: v.node, start: v.started, end: v.finished, status: v.status }));
-  if (!bars.length) {
-    bars = Object.entries(doc.nodes).filter(([, n]) => n.started_at).map(([node, n]) => ({
-      node, start: Date.parse(n.started_at) / 1000,
-      end: n.finished_at ? Date.parse(n.finished_at) / 1000 : null, status: n.status }));
+  // the visits seen live; a node without one (it ran before the page followed the run, or
+  // in another process) as the journal times it: its first start to its last finish
+  const bars = live.visits.map((v) => ({ node: v.node, start: v.started, end: v.finished, status: v.status }));
+  const seen = new Set(bars.map((b) => b.node));
+  for (const [node, n] of Object.entries(doc.nodes)) {
+    if (!seen.has(node) && n.started_at) bars.push({ node, start: at(n.started_at), end: at(n.finished_at), status: n.status });
   }
   if (!bars.length) return html`<p class="muted">No timings recorded for this run.</p>`;
   const now = Date.now() / 1000;
   const t0 = Math.min(...bars.map((b) => b.start));
   const span = Math.max(...bars.map((b) => b.end ?? now)) - t0 || 1;
   return bars.sort((a, b) => a.start - b.start).map((b) => html`<div class="lane" data-timeline-node=${b.node}
-      title=${`${b.node}: ${seconds((b.end ?? now) - b.start)}`}><span class="label">${b.node}</span>
+      title=${`${b.node}: ${seconds((b.end ?? now) - b.start)} wall time`}><span class="label">${b.node}</span>
     <span class="track"><span class=${`bar ${b.status}`} style=${{ left: `${((b.start - t0) / span) * 100}%`,
       width: `${Math.max(((b.end ?? now) - b.start) / span * 100, 0.5)}%` }}></span></span></div>`);
 }
@@ -157,8 +186,10 @@ export function RunView({ runId, info }) {
   const [failure, setFailure] = useState(null);
   const [selected, setSelected] = useState(null);
   const [, setFrame] = useState(0);
-  const live = useRef({ visits: [], steps: {}, statuses: {} }).current;
-  const run = useRef({ closed: false, controller: null, pending: 0, following: false, queued: false }).current;
+  const live = useRef({ visits: [], steps: {}, statuses: {}, drawn: new Set(), hollowNodes: new Set(), hollow: false })
+    .current;
+  const run = useRef({ closed: false, controller: null, pending: 0, following: false, queued: false, reading: false })
+    .current;
 
   useEffect(() => {
     const redraw = () => {
@@ -167,17 +198,33 @@ export function RunView({ runId, info }) {
       requestAnimationFrame(() => { run.queued = false; if (!run.closed) setFrame((f) => f + 1); });
     };
 
-    async function refresh() {
-      if (run.closed) return;
-      let next;
-      try { next = await getJSON(path); } catch { return; }
-      if (run.closed) return;
-      live.statuses = {};
+    const show = (next) => {
+      const { drawn, hollow } = drawnNodes(next.graph);
+      Object.assign(live, { drawn, hollowNodes: hollow });
       setDoc(next);
+    };
+
+    // The run's document, read again; `keep`: the live node states stay (a formation
+    // node's insides arrived while the run goes on).
+    async function refresh(keep = false) {
+      if (run.closed) return null;
+      let next;
+      try { next = await getJSON(path); } catch { return null; }
+      if (run.closed) return null;
+      if (!keep) live.statuses = {};
+      show(next);
+      return next;
+    }
+
+    function insides() {  // at most one read at a time, however many inner events arrive
+      if (run.reading) return;
+      run.reading = true;
+      setTimeout(() => refresh(true).finally(() => { run.reading = false; }), 100);
     }
 
     // Follow the run's events; while an action is pending, look again (a resumed run
-    // registers its events a moment after the request arrives).
+    // registers its events a moment after the request arrives). A run another process
+    // runs (under `ui --store`) sends `refresh` when its journal changes.
     async function follow() {
       if (run.following || run.closed) return;
       run.following = true;
@@ -187,10 +234,10 @@ export function RunView({ runId, info }) {
         try {
           await events(`${path}/stream`, (name, e) => {
             seen += 1;
-            if (info.mode === "store") { if (name === "refresh") refresh(); return; }
-            if (name === "end") { refresh(); return; }  // sent once the run's record is written
+            if (name === "refresh" || name === "end") { refresh(); return; }  // end: once the run's record is written
             const change = apply(live, name, e);
             if (change) live.statuses[change[0]] = change[1];
+            if (live.hollow) { live.hollow = false; insides(); }
             if (name === "run_cancelled") {
               for (const [n, s] of Object.entries(live.statuses)) if (s === "running") live.statuses[n] = "cancelled";
             }
@@ -204,19 +251,25 @@ export function RunView({ runId, info }) {
     }
 
     // An action: followed by the run's document, fetched again; returns the action's error, if any.
+    // On the server a resume answers once the run is over (its events are followed meanwhile);
+    // under `ui --store` it answers once the run goes on in the viewer, which is then followed.
     run.act = async (call) => {
-      run.pending += 1;
-      follow();
+      const store = info.mode === "store";
+      if (!store) {
+        run.pending += 1;
+        follow();
+      }
       let error = null;
       try { await call(); } catch (err) { error = err; }
-      run.pending -= 1;
+      if (!store) run.pending -= 1;
       await refresh();
+      if (store) follow();
       return error;
     };
 
     getJSON(path).then((first) => {
       if (run.closed) return;
-      setDoc(first);
+      show(first);
       follow();
     }, (err) => { if (!run.closed) setFailure(err); });
     return () => { run.closed = true; run.controller?.abort(); };
