@@ -104,6 +104,18 @@ def test_runs_show_prints_the_pending_interrupt_and_how_to_continue(
     assert document["nodes"]["approve"]["status"] == "suspended"
 
 
+def test_runs_show_of_a_run_resumed_with_an_answer_shows_the_answered_node_succeeded(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, formation = load_approval(tmp_path)
+    run_id = formation.run("cats", store=path).run_id
+    assert formation.resume(run_id, store=path, answer="yes").output == "draft about cats: yes"
+    document = show(path, run_id, capsys)
+    assert (document["status"], document["interrupt"]) == ("succeeded", None)
+    node = document["nodes"]["approve"]
+    assert (node["status"], node["output"]) == ("succeeded", "draft about cats: yes")
+
+
 def test_runs_show_of_a_nested_formation_lists_inner_nodes_with_outputs(
     path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

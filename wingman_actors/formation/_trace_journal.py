@@ -9,7 +9,7 @@ text (cheap to journal: the end of every journalled run pays for it), ten items 
 input tokens, output tokens, error``. Outputs are not in it: the journal has every
 visit's output.
 
-A run that succeeded with no failed attempt, no tokens used, and whose nodes ran for
+A run (not a resumed one) that succeeded with no failed attempt, no tokens used, and whose nodes ran for
 less than :data:`QUICK_S` in all journals none (``runs show`` shows its visits and outputs, and
 no timings): the trace costs a journalled 3-node pipeline of tiny functions about a
 fifth of its throughput, and such a run has nothing in it to debug.
@@ -41,6 +41,8 @@ QUICK_S = 0.001
 def worth_journalling(run: RunState, status: str) -> bool:
     """Whether the run's end journals its traces (see the module docs)."""
     if status != "succeeded" or run.failures or run.handled or run.nested:
+        return True
+    if run.replay is not None:  # resumed: the traces of its earlier end (suspended...) must not stay the last
         return True
     log = run.log
     if sum(log[3::_LOG_STRIDE]) - sum(log[2::_LOG_STRIDE]) >= QUICK_S:
