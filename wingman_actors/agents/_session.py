@@ -45,7 +45,7 @@ from ._context_budget import ContextWindow
 from ._hooks import emit_stop, read_only
 from ._middleware import RunContext
 from ._model_calls import ModelCall, infer, infer_stream, traced_infer
-from ._prepare import Prepares
+from ._prepare import Prepares, check_model_name
 from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolBatch, ToolStep
@@ -436,11 +436,15 @@ class Session:
             step += 1
             ctx.step = step
             tools, model, prompt = self._tools, provider, instructions
+            model_name: str | None = None
             if prepares is not None:
                 prepared = prepares.call(ctx)
                 if prepared is not None:
                     tools = prepares.tools(prepared.tools) if prepared.tools is not None else tools
-                    model = prepared.model if prepared.model is not None else model
+                    if isinstance(prepared.model, str):
+                        model_name = check_model_name(self.agent, model, prepared.model)
+                    elif prepared.model is not None:
+                        model = prepared.model
                     if prepared.instructions is not None:
                         prompt = self._instructions(self.agent.prompt_with(prepared.instructions))
             with_tools = step <= limit and len(tools) > 0
@@ -450,7 +454,7 @@ class Session:
             request = InferenceRequest(
                 messages=list(self.history), tools=tools.definitions() if with_tools else [],
                 instructions=prompt, output_schema=self._schema.schema if self._schema is not None else None,
-                max_tokens=self.agent.max_tokens, temperature=self.agent.temperature,
+                max_tokens=self.agent.max_tokens, temperature=self.agent.temperature, model=model_name,
             )
             if self._window is not None:
                 with cancel_scope(ctx.token):
