@@ -25,14 +25,18 @@ def read_only(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def emit_stop(
-    bus: EventBus, agent: str, session_id: str, result: Result | None, failure: BaseException | None
+    bus: EventBus, agent: str, session_id: str, result: Result | None, failure: BaseException | None,
+    lineage: tuple[int, str | None] | None = None,
 ) -> None:
-    """The run's ``session_stop`` event: succeeded (or suspended) with its result, or failed."""
+    """The run's ``session_stop`` event: succeeded (or suspended) with its result, or failed.
+    ``lineage``: a delegated run's depth and parent session id."""
+    depth, parent = lineage if lineage is not None else (0, None)
     if result is not None:
-        bus.emit(Event("session_stop", agent, session_id, status=result.status, result=result, usage=result.usage,
-                       duration_s=result.duration_s))
+        bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent,
+                       status=result.status, result=result, usage=result.usage, duration_s=result.duration_s))
     elif isinstance(failure, RunSuspended):
-        bus.emit(Event("session_stop", agent, session_id, status="suspended"))
+        bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent, status="suspended"))
     else:
         error = str(failure) if failure is not None else "the run stopped before it finished"
-        bus.emit(Event("session_stop", agent, session_id, status="failed", error=error))
+        bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent, status="failed",
+                       error=error))

@@ -134,8 +134,8 @@ class Session:
     """
 
     __slots__ = (
-        "__weakref__", "_busy", "_prepares", "_schema", "_spans", "_store", "_token", "_tool_ctx", "_tools", "_window",
-        "_work_dir", "agent", "history", "id",
+        "__weakref__", "_busy", "_lineage", "_prepares", "_schema", "_spans", "_store", "_token", "_tool_ctx", "_tools",
+        "_window", "_work_dir", "agent", "history", "id",
     )
 
     def __init__(
@@ -154,6 +154,8 @@ class Session:
 
             check_store(store)
         self._store = store
+        # (depth, parent session id) of a session a delegate call started (set by it); None at the root
+        self._lineage: tuple[int, str | None] | None = None
         self._prepares = Prepares(agent) if agent.prepare is not None else None
         self.agent = agent
         self.id = id or _new_session_id()
@@ -362,9 +364,12 @@ class Session:
             ctx = RunContext(self.agent, self.id, self.history, token)
         else:
             ctx = RunContext(self.agent, self.id, self.history, token, metadata=read_only(metadata))
+        if self._lineage is not None:
+            ctx.depth, ctx.parent_session_id = self._lineage
         bus = self.agent.events
         if bus is not None and "session_start" in bus.kinds:
-            bus.emit(Event("session_start", self.agent.name, self.id, message=msg.text))
+            bus.emit(Event("session_start", self.agent.name, self.id, depth=ctx.depth,
+                           parent_session_id=ctx.parent_session_id, message=msg.text))
         return ctx, provider, msg
 
     def _close(self, token: CancelToken, result: Result | None, failure: BaseException | None) -> None:
@@ -372,7 +377,7 @@ class Session:
         spans = self._spans
         bus = self.agent.events
         if bus is not None and "session_stop" in bus.kinds:
-            emit_stop(bus, self.agent.name, self.id, result, failure)
+            emit_stop(bus, self.agent.name, self.id, result, failure, self._lineage)
         if failure is not None and not isinstance(failure, Exception):
             failure = None  # a suspension (or an exit) is no error of the run's
         try:
@@ -464,7 +469,8 @@ class Session:
             for mw in mws:
                 request = mw.before_model(ctx, request) or request
             if bus is not None and "model_start" in bus.kinds:
-                bus.emit(Event("model_start", self.agent.name, self.id, step=step, request=request))
+                bus.emit(Event("model_start", self.agent.name, self.id, step=step, depth=ctx.depth,
+                               parent_session_id=ctx.parent_session_id, request=request))
             t0 = time.perf_counter()
             replayed = scope.next_reply() if scope is not None else None
             if replayed is not None:  # resumed after an interrupt: this call was made before
@@ -478,8 +484,9 @@ class Session:
             else:
                 response = infer(model, request, ctx.token)
             if bus is not None and "model_end" in bus.kinds:
-                bus.emit(Event("model_end", self.agent.name, self.id, step=step, response=response,
-                               usage=response.usage, duration_s=time.perf_counter() - t0))
+                bus.emit(Event("model_end", self.agent.name, self.id, step=step, depth=ctx.depth,
+                               parent_session_id=ctx.parent_session_id, response=response, usage=response.usage,
+                               duration_s=time.perf_counter() - t0))
             if scope is not None and replayed is None:
                 scope.record_reply(response)
             for mw in mws:

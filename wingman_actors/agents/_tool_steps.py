@@ -80,7 +80,8 @@ class ToolStep:
                     call = got
             planned.append((call, short))
             if bus is not None and "tool_start" in bus.kinds:
-                bus.emit(Event("tool_start", self.agent.name, ctx.session_id, step=step, call=call))
+                bus.emit(Event("tool_start", self.agent.name, ctx.session_id, step=step, depth=ctx.depth,
+                               parent_session_id=ctx.parent_session_id, call=call))
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_START, block=call)
         outcomes: list[_Outcome | None] = [None] * len(planned)
@@ -108,8 +109,8 @@ class ToolStep:
                 block = mw.after_tool(ctx, call, block) or block
             outcomes[i] = (block, duration, children)
             if bus is not None and "tool_end" in bus.kinds:
-                bus.emit(Event("tool_end", self.agent.name, ctx.session_id, step=step, call=call, result=block,
-                               duration_s=duration))
+                bus.emit(Event("tool_end", self.agent.name, ctx.session_id, step=step, depth=ctx.depth,
+                               parent_session_id=ctx.parent_session_id, call=call, result=block, duration_s=duration))
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_END, block=block, duration_s=duration)
         for i, (call, _) in enumerate(planned):
