@@ -262,7 +262,14 @@ class Session:
         """Run the loop on ``message``, streaming provider events and ``tool_start`` /
         ``tool_end`` events; call ``.result()`` on the stream after iterating it. Each
         step of the iteration blocks the calling thread (from a coroutine, use
-        :meth:`astream`)."""
+        :meth:`astream`).
+
+        With a ``store``, a tool's ``interrupt()`` ends the stream, and ``.result()`` is
+        the suspended result :meth:`run` would return (continue with :meth:`resume`)."""
+        if self._store is not None:
+            from ._waiting import stream_waiting
+
+            return SessionStream(stream_waiting(self, message, timeout, parent_token, metadata))
         return SessionStream(
             self._run(message, timeout=timeout, stream=True, parent_token=parent_token, metadata=metadata)
         )
