@@ -1,4 +1,4 @@
-"""What a session run gives its hooks: read-only run metadata, and its ``session_stop`` event.
+"""What a session run gives its hooks: read-only run metadata, and its events.
 
 Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 """
@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._interrupts import RunSuspended
-from ..events import Event, EventBus
-from ._middleware import NO_METADATA
+from ..events import Event, EventBus, EventKind
+from ._middleware import NO_METADATA, RunContext
 from ._result import Result
 
-__all__ = ["emit_stop", "read_only"]
+__all__ = ["emit", "emit_stop", "read_only"]
 
 
 def read_only(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -22,6 +22,12 @@ def read_only(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(metadata, Mapping):
         raise TypeError(f"metadata must be a dict (a mapping of names to values), got {type(metadata).__name__}")
     return types.MappingProxyType(dict(metadata)) if metadata else NO_METADATA
+
+
+def emit(bus: EventBus, kind: EventKind, ctx: RunContext, **fields: Any) -> None:
+    """Emit a ``kind`` event of the run ``ctx`` (its agent, session, depth and parent)."""
+    bus.emit(Event(kind, ctx.agent.name, ctx.session_id, depth=ctx.depth, parent_session_id=ctx.parent_session_id,
+                   **fields))
 
 
 def emit_stop(

@@ -84,6 +84,13 @@ class Prepares:
         prepare = self._agent.prepare
         return check_prepared(self._agent, prepare(ctx)) if prepare is not None else None
 
+    def model(self, chosen: Provider | str, provider: Provider) -> tuple[Provider, str | None]:
+        """The provider to call and the request's model name, for ``Prepared(model=chosen)``
+        (a name goes to ``provider``, the agent's, when it takes one: :func:`check_model_name`)."""
+        if isinstance(chosen, str):
+            return provider, check_model_name(self._agent, provider, chosen)
+        return chosen, None
+
     def tools(self, chosen: Sequence[Tool | str]) -> ToolRegistry:
         """The registry of the tools ``chosen`` names or gives."""
         key = tuple(t if isinstance(t, str) else id(t) for t in chosen)

@@ -36,16 +36,15 @@ from ..core import (
     Usage,
 )
 from ..errors import AgentError, ErrorKind
-from ..events import Event
 from ..integrations import otel
 from ..providers._base import Provider
 from ..tools import ToolContext
 from ._agent import Agent
 from ._context_budget import ContextWindow
-from ._hooks import emit_stop, read_only
+from ._hooks import emit, emit_stop, read_only
 from ._middleware import RunContext
 from ._model_calls import ModelCall, infer, infer_stream, traced_infer
-from ._prepare import Prepares, check_model_name
+from ._prepare import Prepares
 from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolBatch, ToolStep
@@ -154,8 +153,7 @@ class Session:
 
             check_store(store)
         self._store = store
-        # (depth, parent session id) of a session a delegate call started (set by it); None at the root
-        self._lineage: tuple[int, str | None] | None = None
+        self._lineage: tuple[int, str | None] | None = None  # (depth, parent's id), set by a delegate call
         self._prepares = Prepares(agent) if agent.prepare is not None else None
         self.agent = agent
         self.id = id or _new_session_id()
@@ -262,10 +260,8 @@ class Session:
         """Run the loop on ``message``, streaming provider events and ``tool_start`` /
         ``tool_end`` events; call ``.result()`` on the stream after iterating it. Each
         step of the iteration blocks the calling thread (from a coroutine, use
-        :meth:`astream`).
-
-        With a ``store``, a tool's ``interrupt()`` ends the stream, and ``.result()`` is
-        the suspended result :meth:`run` would return (continue with :meth:`resume`)."""
+        :meth:`astream`). With a ``store``, an ``interrupt()`` ends the stream, and ``.result()``
+        is the suspended result :meth:`run` would return (continue with :meth:`resume`)."""
         if self._store is not None:
             from ._waiting import stream_waiting
 
@@ -375,8 +371,7 @@ class Session:
             ctx.depth, ctx.parent_session_id = self._lineage
         bus = self.agent.events
         if bus is not None and "session_start" in bus.kinds:
-            bus.emit(Event("session_start", self.agent.name, self.id, depth=ctx.depth,
-                           parent_session_id=ctx.parent_session_id, message=msg.text))
+            emit(bus, "session_start", ctx, message=msg.text)
         return ctx, provider, msg
 
     def _close(self, token: CancelToken, result: Result | None, failure: BaseException | None) -> None:
@@ -453,10 +448,8 @@ class Session:
                 prepared = prepares.call(ctx)
                 if prepared is not None:
                     tools = prepares.tools(prepared.tools) if prepared.tools is not None else tools
-                    if isinstance(prepared.model, str):
-                        model_name = check_model_name(self.agent, model, prepared.model)
-                    elif prepared.model is not None:
-                        model = prepared.model
+                    if prepared.model is not None:
+                        model, model_name = prepares.model(prepared.model, model)
                     if prepared.instructions is not None:
                         prompt = self._instructions(self.agent.prompt_with(prepared.instructions))
             with_tools = step <= limit and len(tools) > 0
@@ -476,8 +469,7 @@ class Session:
             for mw in mws:
                 request = mw.before_model(ctx, request) or request
             if bus is not None and "model_start" in bus.kinds:
-                bus.emit(Event("model_start", self.agent.name, self.id, step=step, depth=ctx.depth,
-                               parent_session_id=ctx.parent_session_id, request=request))
+                emit(bus, "model_start", ctx, step=step, request=request)
             t0 = time.perf_counter()
             replayed = scope.next_reply() if scope is not None else None
             if replayed is not None:  # resumed after an interrupt: this call was made before
@@ -491,9 +483,8 @@ class Session:
             else:
                 response = infer(model, request, ctx.token)
             if bus is not None and "model_end" in bus.kinds:
-                bus.emit(Event("model_end", self.agent.name, self.id, step=step, depth=ctx.depth,
-                               parent_session_id=ctx.parent_session_id, response=response, usage=response.usage,
-                               duration_s=time.perf_counter() - t0))
+                emit(bus, "model_end", ctx, step=step, response=response, usage=response.usage,
+                     duration_s=time.perf_counter() - t0)
             if scope is not None and replayed is None:
                 scope.record_reply(response)
             for mw in mws:
