@@ -246,7 +246,9 @@ class InferenceRequest(_Model):
 
     ``output_schema`` is a JSON Schema the final answer should follow (providers pass it on
     where the API supports it; the session validates the answer either way).
-    ``max_tokens`` and ``temperature`` override the provider's options for this call.
+    ``max_tokens`` and ``temperature`` override the provider's options for this call, and
+    ``model`` the provider's model (an agent's ``prepare`` sets it with
+    ``Prepared(model="name")``; the built-in providers honour it).
     """
 
     messages: list[Message]
@@ -255,6 +257,7 @@ class InferenceRequest(_Model):
     output_schema: dict[str, Any] | None = None
     max_tokens: int | None = Field(default=None, gt=0)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    model: str | None = Field(default=None, min_length=1)
 
     def fingerprint(self) -> str:
         """A stable hash of the request, the key of replay cassettes."""
@@ -266,6 +269,8 @@ class InferenceRequest(_Model):
         data = self.model_dump(
             mode="json", exclude={"messages": {"__all__": {"sender": True, "content": {"__all__": {"signature"}}}}}
         )
+        if data["model"] is None:  # keys made before requests named a model stay the same
+            del data["model"]
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -69,9 +69,12 @@ class Event:
         session_id: the session's id (for sub-agent events, the delegated session's).
         time: when it happened (``time.time()``).
         step: the model call number of the run, from 1 (model and tool events).
-        depth: sub-agent events: the child's delegation depth (1 for a task handed out
-            by a root agent); 0 on other events.
-        parent_session_id: sub-agent events: the delegating session's id.
+        depth: the delegation depth of the session the event is about (1 for a task handed
+            out by a root agent, 2 for one that task handed on...; 0 for a session no
+            ``delegate`` call started): sub-agent events give the child's, the events of a
+            delegated session its own.
+        parent_session_id: the delegating session's id, on sub-agent events and on the
+            events of a delegated session; None at the root.
         message: ``session_start``: the user message's text; ``subagent_start``: the task.
         request: ``model_start``: the request about to be sent.
         response: ``model_end``: the model's answer.

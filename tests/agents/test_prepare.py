@@ -3,13 +3,14 @@ run metadata reaches RunContext.metadata and ToolContext.metadata."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from wingman_actors import Agent, Fleet, Session, Task, tool
 from wingman_actors.agents import Prepared, RunContext
-from wingman_actors.core import InferenceResponse
+from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import AgentError
 from wingman_actors.testing import ScriptedProvider
 from wingman_actors.tools import ToolContext
@@ -97,9 +98,56 @@ def test_prepare_returning_something_else_fails_the_run_clearly() -> None:
         Session(agent).run("hi")
 
 
-def test_prepared_refuses_a_model_name_in_place_of_a_provider() -> None:
-    with pytest.raises(TypeError, match=r"takes a provider.*new_provider"):
-        Prepared(model="gpt-4o")  # type: ignore[arg-type]
+def test_prepared_model_name_goes_with_the_request_to_the_agents_own_provider() -> None:
+    provider = ScriptedProvider(["big answer", "small answer"], model="small")
+    agent = Agent("a", provider=provider,
+                  prepare=lambda ctx: Prepared(model="big") if ctx.metadata.get("vip") else None)
+
+    vip = Session(agent).run("hi", metadata={"vip": True})
+    plain = Session(agent).run("hi")
+
+    assert [r.model for r in provider.requests] == ["big", None]
+    assert (vip.response, plain.response) == ("big answer", "small answer")  # one script, in order
+    assert (vip.trace[0].name, plain.trace[0].name) == ("big", "small")
+
+
+def test_prepared_model_name_reaches_the_request_of_an_async_run() -> None:
+    provider = ScriptedProvider(["ok"])
+    agent = Agent("a", provider=provider, prepare=lambda ctx: Prepared(model="big"))
+
+    assert asyncio.run(Session(agent).arun("hi")).response == "ok"
+    assert provider.requests[0].model == "big"
+
+
+class _FixedModelProvider:
+    """A provider of the user's own that does not read a request's model."""
+
+    id = "fixed"
+    model = "fixed-model"
+
+    def run_inference(self, request: InferenceRequest) -> InferenceResponse:
+        return InferenceResponse.of_text("ok")
+
+    def stream_inference(self, request: InferenceRequest) -> Any:
+        raise NotImplementedError
+
+
+def test_prepared_model_name_is_refused_for_a_provider_that_cannot_take_it() -> None:
+    agent = Agent("a", provider=_FixedModelProvider(), prepare=lambda ctx: Prepared(model="big"))
+
+    with pytest.raises(AgentError, match=r"'big' by name.*_FixedModelProvider cannot take a model per request.*"
+                                         r"Prepared\(model=new_provider"):
+        Session(agent).run("hi")
+
+
+def test_prepared_refuses_a_model_that_is_neither_a_name_nor_a_provider() -> None:
+    with pytest.raises(TypeError, match=r"takes a model name or a provider, got int"):
+        Prepared(model=42)  # type: ignore[arg-type]
+
+
+def test_prepared_refuses_an_empty_model_name() -> None:
+    with pytest.raises(ValueError, match="empty model name"):
+        Prepared(model=" ")
 
 
 def test_an_agent_refuses_a_prepare_that_is_not_callable() -> None:

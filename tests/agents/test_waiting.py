@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from wingman_actors import Agent, Session, interrupt, tool
-from wingman_actors.core import InferenceResponse
+from wingman_actors.core import InferenceResponse, StreamEventType
 from wingman_actors.errors import NoStoreError
 from wingman_actors.store import RunNotResumableError, RunStore
 from wingman_actors.testing import ScriptedProvider
@@ -72,6 +72,42 @@ def test_a_suspended_session_resumes_in_another_process(store: RunStore, tmp_pat
     )
 
     assert json.loads(out.stdout) == {"status": "succeeded", "response": "Booked for Porto", "calls": 1}
+
+
+def test_a_streamed_run_that_interrupts_ends_its_stream_with_a_suspended_result(store: RunStore) -> None:
+    session = Session(agent(ScriptedProvider([ASK])), store=store)
+
+    stream = session.run_stream("Book me a trip.")
+    kinds = [event.type for event in stream]
+    result = stream.result()
+
+    assert (result.status, result.interrupt) == ("suspended", {"question": "Which city?"})
+    assert StreamEventType.TOOL_START in kinds and StreamEventType.ERROR not in kinds
+    assert store.get(session.id).status == "suspended"
+    assert session.history == []  # the turn is not over: resume runs it again
+
+
+def test_a_suspended_streamed_run_resumes_without_repeating_model_calls(store: RunStore) -> None:
+    provider = ScriptedProvider([ASK, confirm])
+    session = Session(agent(provider), store=store)
+    stream = session.run_stream("Book me a trip.")
+    for _ in stream:
+        pass
+
+    result = Session(agent(provider), store=store).resume(session.id, answer="Lisbon")
+
+    assert (result.status, result.response) == ("succeeded", "Booked for Lisbon")
+    assert provider.calls == 2
+
+
+def test_a_streamed_run_that_finishes_with_a_store_streams_and_succeeds(store: RunStore) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider(["hello there"])), store=store)
+
+    stream = session.run_stream("hi")
+    text = "".join(event.text or "" for event in stream if event.type is StreamEventType.TEXT_DELTA)
+
+    assert (text, stream.result().status) == ("hello there", "succeeded")
+    assert store.runs() == []
 
 
 def test_interrupt_in_a_session_without_a_store_still_says_to_use_one() -> None:

@@ -119,3 +119,51 @@ def test_subagent_start_arrives_while_the_child_still_runs(bus: EventBus) -> Non
     result = Session(root).run("go")
 
     assert json.loads(result.response.removeprefix("done: ")) == [{"agent": "child", "result": "child done"}]
+
+
+def test_the_events_of_delegated_sessions_carry_their_depth_and_parent_session_id(bus: EventBus) -> None:
+    # root (depth 0) -> middle (1) -> leaf (2), every agent on one bus; middle and leaf use a tool
+    seen: list[Event] = []
+    bus.subscribe(["session_start", "session_stop", "model_start", "model_end", "tool_start", "tool_end"],
+                  seen.append)
+    registry = AgentRegistry()
+    registry.register(Agent("middle", provider=ScriptedProvider([delegate_call("leaf", "dig"), echo_tool_result]),
+                            events=bus), description="delegates on")
+    leaf_calls = InferenceResponse.of_tool_calls([("t1", "list_agents", {})])
+    registry.register(Agent("leaf", provider=ScriptedProvider([leaf_calls, "found it"]), events=bus),
+                      description="answers")
+    root = Agent("root", provider=ScriptedProvider([delegate_call("middle", "find it"), echo_tool_result]),
+                 delegates=registry, events=bus)
+    session = Session(root)
+
+    session.run("go")
+    assert bus.flush(5)
+
+    by_agent: dict[str, set[tuple[int, str | None]]] = {}
+    kinds: dict[str, set[str]] = {}
+    for e in seen:
+        by_agent.setdefault(e.agent, set()).add((e.depth, e.parent_session_id))
+        kinds.setdefault(e.agent, set()).add(e.kind)
+    middle_id = next(e.session_id for e in seen if e.agent == "middle")
+    assert by_agent == {"root": {(0, None)}, "middle": {(1, session.id)}, "leaf": {(2, middle_id)}}
+    assert kinds["leaf"] == kinds["root"] == {"session_start", "session_stop", "model_start", "model_end",
+                                              "tool_start", "tool_end"}
+
+
+def test_a_delegated_run_context_knows_its_depth_and_parent() -> None:
+    from wingman_actors.agents import RunContext
+
+    seen: list[tuple[str, int, str | None]] = []
+
+    def note(ctx: RunContext) -> None:
+        seen.append((ctx.agent.name, ctx.depth, ctx.parent_session_id))
+
+    registry = AgentRegistry()
+    registry.register(Agent("leaf", provider=ScriptedProvider(["found it"]), prepare=note), description="answers")
+    root = Agent("root", provider=ScriptedProvider([delegate_call("leaf", "dig"), echo_tool_result]),
+                 delegates=registry, prepare=note)
+    session = Session(root)
+
+    session.run("go")
+
+    assert seen == [("root", 0, None), ("leaf", 1, session.id), ("root", 0, None)]

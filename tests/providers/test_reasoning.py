@@ -1,6 +1,7 @@
-"""Reasoning as content blocks, against the loopback Anthropic and OpenAI wire servers:
+"""Reasoning as content blocks, against the loopback Anthropic, OpenAI and Ollama wire servers:
 Anthropic ``thinking`` and ``redacted_thinking`` blocks and OpenAI-compatible
-``reasoning_content``, answered whole and streamed, and passed back in a tool loop."""
+``reasoning_content`` and Ollama's ``message.thinking``, answered whole and streamed, and passed
+back in a tool loop."""
 
 from __future__ import annotations
 
@@ -281,3 +282,122 @@ def test_anthropic_leaves_out_thinking_without_a_signature_from_another_provider
     anthropic(providers, loopback).run_inference(request)
 
     assert loopback.requests[0].json()["messages"][1]["content"] == [{"type": "text", "text": "12231"}]
+
+
+# --- Ollama ---------------------------------------------------------------------------------
+
+
+def ollama(make: Callable[..., Provider], loopback: LoopbackServer) -> Provider:
+    return make("ollama", {"base_url": loopback.url, "model": "qwen3", "think": True})
+
+
+def _ollama_reply(content: str = "12231", **message: Any) -> dict[str, Any]:
+    """A non-streamed /api/chat answer of a thinking model, as Ollama sends it."""
+    return {
+        "model": "qwen3", "created_at": "2025-05-29T09:35:56.012222Z",
+        "message": {"role": "assistant", "content": content, "thinking": "27 * 453 = 12231", **message},
+        "done_reason": "stop", "done": True, "prompt_eval_count": 18, "eval_count": 40,
+    }
+
+
+def _ollama_line(content: str = "", thinking: str | None = None, done: bool = False) -> dict[str, Any]:
+    """One NDJSON line of a streamed answer: a thinking piece or a content piece."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if thinking is not None:
+        message["thinking"] = thinking
+    line: dict[str, Any] = {"model": "qwen3", "created_at": "2025-05-29T09:35:56.012222Z", "message": message,
+                            "done": done}
+    if done:
+        line.update(done_reason="stop", prompt_eval_count=18, eval_count=40)
+    return line
+
+
+def _ollama_thinking_stream() -> Reply:
+    return Reply.ndjson([
+        _ollama_line(thinking="27 * 453 "), _ollama_line(thinking="= 12231"),
+        _ollama_line("122"), _ollama_line("31"), _ollama_line(done=True),
+    ])
+
+
+def test_ollama_think_option_is_sent_in_the_request_body(
+    providers: Callable[..., Provider], loopback: LoopbackServer
+) -> None:
+    loopback.queue(Reply.json(_ollama_reply()))
+
+    ollama(providers, loopback).run_inference(ask())
+
+    assert loopback.requests[0].json()["think"] is True
+
+
+def test_ollama_message_thinking_comes_back_as_a_thinking_block_without_signature(
+    providers: Callable[..., Provider], loopback: LoopbackServer
+) -> None:
+    loopback.queue(Reply.json(_ollama_reply()))
+
+    response = ollama(providers, loopback).run_inference(ask())
+
+    assert response.content == [ContentBlock.thinking_block("27 * 453 = 12231"), ContentBlock.text_block("12231")]
+
+
+def test_ollama_streamed_thinking_arrives_as_thinking_delta_events(
+    providers: Callable[..., Provider], loopback: LoopbackServer
+) -> None:
+    loopback.queue(_ollama_thinking_stream())
+
+    stream = ollama(providers, loopback).stream_inference(ask())
+    events = list(stream)
+
+    assert [e.text for e in events if e.type is StreamEventType.THINKING_DELTA] == ["27 * 453 ", "= 12231"]
+    stops = [e.block.type for e in events if e.type is StreamEventType.CONTENT_BLOCK_STOP and e.block]
+    assert stops == ["thinking", "text"]  # the thinking block ends before the answer starts
+    assert stream.response.content == [
+        ContentBlock.thinking_block("27 * 453 = 12231"), ContentBlock.text_block("12231"),
+    ]
+
+
+def test_ollama_async_calls_keep_the_thinking_block(
+    providers: Callable[..., Provider], loopback: LoopbackServer
+) -> None:
+    loopback.queue(Reply.json(_ollama_reply()), _ollama_thinking_stream())
+    provider = ollama(providers, loopback)
+
+    async def both() -> tuple[Any, list[Any], Any]:
+        whole = await provider.arun_inference(ask())  # type: ignore[attr-defined]
+        stream = provider.astream_inference(ask())  # type: ignore[attr-defined]
+        events = [event async for event in stream]
+        await provider.aclose()  # type: ignore[attr-defined]
+        return whole, events, stream.response
+
+    whole, events, streamed = asyncio.run(both())
+
+    thinking = ContentBlock.thinking_block("27 * 453 = 12231")
+    assert whole.content[0] == thinking
+    assert [e.text for e in events if e.type is StreamEventType.THINKING_DELTA] == ["27 * 453 ", "= 12231"]
+    assert streamed.content[0] == thinking
+
+
+def test_ollama_tool_loop_sends_the_thinking_back_with_the_tool_calls(
+    providers: Callable[..., Provider], loopback: LoopbackServer
+) -> None:
+    call = {"function": {"name": "multiply", "arguments": {"a": 27, "b": 453}}}
+    loopback.queue(Reply.json(_ollama_reply("", tool_calls=[call])), Reply.json(_ollama_reply("It is 12231.")))
+    agent = Agent("calc", provider=ollama(providers, loopback), tools=[multiply])
+
+    result = Session(agent).run("What is 27 * 453?")
+
+    assistant = loopback.requests[1].json()["messages"][1]
+    assert assistant["thinking"] == "27 * 453 = 12231"
+    assert assistant["tool_calls"][0]["function"]["name"] == "multiply"
+    assert result.response == "It is 12231."
+
+
+def test_ollama_thinking_of_an_earlier_turn_is_not_sent_again(
+    providers: Callable[..., Provider], loopback: LoopbackServer
+) -> None:
+    loopback.queue(Reply.json(_ollama_reply("ok")))
+    earlier = Message.assistant([ContentBlock.thinking_block("old reasoning"), ContentBlock.text_block("12231")])
+    request = InferenceRequest(messages=[Message.user("27 * 453?"), earlier, Message.user("And halved?")])
+
+    ollama(providers, loopback).run_inference(request)
+
+    assert loopback.requests[0].json()["messages"][1] == {"role": "assistant", "content": "12231"}

@@ -15,6 +15,7 @@ import pytest
 from uvicorn.config import LOGGING_CONFIG
 from uvicorn.logging import AccessFormatter
 
+from tests.providers.test_openai import completion
 from tests.server.harness import FUNCTIONS_MODULE, RunningServer, running, scripted_agent
 from tests.support.loopback import LoopbackServer, Reply, Request
 from wingman_actors.server import ServerConfig
@@ -247,3 +248,91 @@ def test_a_logged_exception_that_quotes_a_key_is_kept_only_as_masked_text(caplog
     assert "RuntimeError: refused [redacted]" in leaky.exc_text
     assert plain.exc_info is not None and plain.exc_info[1] is not None  # the rest keep their exception
     assert KEY not in caplog.text
+
+
+# --- agents' provider headers ---------------------------------------------------------------
+
+HEADER_TOKEN = "tok-header-0123456789abcdef"
+
+
+def _header_agent(client: httpx.Client, loopback: LoopbackServer) -> dict[str, object]:
+    response = client.post("/agents", json={
+        "name": "headed", "provider": "openai", "model": "m",
+        "options": {"base_url": loopback.url, "max_retries": 0,
+                    "headers": {"Authorization": f"Bearer {HEADER_TOKEN}", "X-Team": "research-and-development"}},
+    })
+    assert response.status_code == 201, response.text
+    agent: dict[str, object] = response.json()
+    return agent
+
+
+def _ok(request: Request) -> Reply:
+    return Reply.json(completion("hi"))
+
+
+def test_agent_answers_show_header_names_with_their_values_masked(
+    loopback: LoopbackServer, client: httpx.Client
+) -> None:
+    created = _header_agent(client, loopback)
+    shown = {"Authorization": "[redacted]", "X-Team": "[redacted]"}
+
+    fetched = client.get(f"/agents/{created['id']}")
+    listed = client.get("/agents")
+
+    assert created["options"]["headers"] == shown  # type: ignore[index]
+    assert fetched.json()["options"]["headers"] == shown
+    assert next(a for a in listed.json() if a["id"] == created["id"])["options"]["headers"] == shown
+    for text in (fetched.text, listed.text):
+        assert HEADER_TOKEN not in text and "research-and-development" not in text
+
+
+def test_a_run_sends_the_stored_header_values(loopback: LoopbackServer, client: httpx.Client) -> None:
+    loopback.handler = _ok
+    agent = _header_agent(client, loopback)
+    sid = client.post("/sessions").json()["id"]
+
+    response = client.post(f"/sessions/{sid}/message", json={"agent_id": agent["id"], "message": "hi"})
+
+    assert response.status_code == 200, response.text
+    assert loopback.requests[-1].headers["authorization"] == f"Bearer {HEADER_TOKEN}"
+    assert loopback.requests[-1].headers["x-team"] == "research-and-development"
+
+
+def test_an_update_that_sends_the_masked_headers_back_keeps_their_values(
+    loopback: LoopbackServer, client: httpx.Client
+) -> None:
+    loopback.handler = _ok
+    agent = _header_agent(client, loopback)
+    options = client.get(f"/agents/{agent['id']}").json()["options"]
+
+    updated = client.put(f"/agents/{agent['id']}", json={"options": {**options, "temperature": 0.5}})
+    sid = client.post("/sessions").json()["id"]
+    client.post(f"/sessions/{sid}/message", json={"agent_id": agent["id"], "message": "hi"})
+
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["options"]["headers"]["Authorization"] == "[redacted]"
+    assert loopback.requests[-1].headers["authorization"] == f"Bearer {HEADER_TOKEN}"
+
+
+def test_a_new_agent_with_a_masked_header_value_is_refused_naming_the_header(
+    loopback: LoopbackServer, client: httpx.Client
+) -> None:
+    response = client.post("/agents", json={"name": "copied", "provider": "openai", "model": "m",
+                                            "options": {"base_url": loopback.url, "headers": {"X-Key": "[redacted]"}}})
+
+    assert response.status_code == 400
+    assert "options.headers.X-Key" in response.json()["error"]
+
+
+def test_a_provider_error_quoting_an_authorization_header_is_masked(
+    loopback: LoopbackServer, client: httpx.Client, logs: pytest.LogCaptureFixture
+) -> None:
+    loopback.handler = echo_key  # quotes the bearer token back
+    agent = _header_agent(client, loopback)
+    sid = client.post("/sessions").json()["id"]
+
+    response = client.post(f"/sessions/{sid}/message", json={"agent_id": agent["id"], "message": "hi"})
+
+    assert response.status_code == 502
+    assert "Incorrect API key provided: [redacted]" in response.json()["error"]
+    assert HEADER_TOKEN not in response.text and HEADER_TOKEN not in logs.text

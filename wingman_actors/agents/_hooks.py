@@ -1,4 +1,4 @@
-"""What a session run gives its hooks: read-only run metadata, and its ``session_stop`` event.
+"""What a session run gives its hooks: read-only run metadata, and its events.
 
 Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 """
@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._interrupts import RunSuspended
-from ..events import Event, EventBus
-from ._middleware import NO_METADATA
+from ..events import Event, EventBus, EventKind
+from ._middleware import NO_METADATA, RunContext
 from ._result import Result
 
-__all__ = ["emit_stop", "read_only"]
+__all__ = ["emit", "emit_stop", "read_only"]
 
 
 def read_only(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -24,15 +24,25 @@ def read_only(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
     return types.MappingProxyType(dict(metadata)) if metadata else NO_METADATA
 
 
+def emit(bus: EventBus, kind: EventKind, ctx: RunContext, **fields: Any) -> None:
+    """Emit a ``kind`` event of the run ``ctx`` (its agent, session, depth and parent)."""
+    bus.emit(Event(kind, ctx.agent.name, ctx.session_id, depth=ctx.depth, parent_session_id=ctx.parent_session_id,
+                   **fields))
+
+
 def emit_stop(
-    bus: EventBus, agent: str, session_id: str, result: Result | None, failure: BaseException | None
+    bus: EventBus, agent: str, session_id: str, result: Result | None, failure: BaseException | None,
+    lineage: tuple[int, str | None] | None = None,
 ) -> None:
-    """The run's ``session_stop`` event: succeeded (or suspended) with its result, or failed."""
+    """The run's ``session_stop`` event: succeeded (or suspended) with its result, or failed.
+    ``lineage``: a delegated run's depth and parent session id."""
+    depth, parent = lineage if lineage is not None else (0, None)
     if result is not None:
-        bus.emit(Event("session_stop", agent, session_id, status=result.status, result=result, usage=result.usage,
-                       duration_s=result.duration_s))
+        bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent,
+                       status=result.status, result=result, usage=result.usage, duration_s=result.duration_s))
     elif isinstance(failure, RunSuspended):
-        bus.emit(Event("session_stop", agent, session_id, status="suspended"))
+        bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent, status="suspended"))
     else:
         error = str(failure) if failure is not None else "the run stopped before it finished"
-        bus.emit(Event("session_stop", agent, session_id, status="failed", error=error))
+        bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent, status="failed",
+                       error=error))

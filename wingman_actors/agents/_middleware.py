@@ -73,6 +73,9 @@ class RunContext:
         state: free storage for middleware, per run.
         metadata: what the caller passed as ``Session.run(message, metadata={...})`` (a
             fleet task's ``data``), read-only; empty when nothing was passed.
+        depth: how many delegations separate this run from the root agent's (0 for a run
+            no ``delegate`` call started; 1 for a task a root agent handed out...).
+        parent_session_id: the delegating session's id, for a delegated run; else None.
     """
 
     agent: Agent
@@ -83,6 +86,8 @@ class RunContext:
     usage: Usage = _NO_USAGE
     state: dict[str, Any] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=lambda: NO_METADATA)
+    depth: int = 0
+    parent_session_id: str | None = None
 
     @property
     def messages(self) -> list[Message]:

@@ -32,7 +32,7 @@ from ._agent import Agent
 if TYPE_CHECKING:
     from ._middleware import RunContext
 
-__all__ = ["Prepared", "Prepares"]
+__all__ = ["Prepared", "Prepares", "check_model_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,23 +40,27 @@ class Prepared:
     """What one model call uses instead of the agent's configuration (None keeps the agent's).
 
     Attributes:
-        model: the provider to call this time (e.g. a cheaper or a stronger model:
-            ``new_provider("openai", {"model": ...})``).
+        model: the model to use this time: a model name, sent with the request to the
+            agent's provider (``"gpt-4o"``; the built-in providers take it), or another
+            provider to call (``new_provider("openai", {"model": ...})``).
         tools: the tools offered this time: names of the agent's own tools (an allow-list)
             and/or :class:`~wingman_actors.tools.Tool` objects. ``[]`` offers none.
         instructions: the instructions this time, in place of the agent's (the sections
             delegation and skills add, and the output-schema note, still follow).
     """
 
-    model: Provider | None = None
+    model: Provider | str | None = None
     tools: Sequence[Tool | str] | None = None
     instructions: str | None = None
 
     def __post_init__(self) -> None:
-        if self.model is not None and not callable(getattr(self.model, "run_inference", None)):
+        if isinstance(self.model, str):
+            if not self.model.strip():
+                raise ValueError("Prepared(model=...) got an empty model name; pass a name such as 'gpt-4o', or None")
+        elif self.model is not None and not callable(getattr(self.model, "run_inference", None)):
             raise TypeError(
-                f"Prepared(model=...) takes a provider, got {type(self.model).__name__}; build one with "
-                "new_provider(id, {'model': ...})"
+                f"Prepared(model=...) takes a model name or a provider, got {type(self.model).__name__}; e.g. "
+                "Prepared(model='gpt-4o') or Prepared(model=new_provider(id, {'model': ...}))"
             )
         if self.tools is not None and (isinstance(self.tools, str | bytes) or not isinstance(self.tools, Sequence)):
             raise TypeError("Prepared(tools=...) takes a list of tools or names of the agent's tools")
@@ -79,6 +83,13 @@ class Prepares:
         """What the agent's ``prepare`` chose for the model call ``ctx`` is about to make."""
         prepare = self._agent.prepare
         return check_prepared(self._agent, prepare(ctx)) if prepare is not None else None
+
+    def model(self, chosen: Provider | str, provider: Provider) -> tuple[Provider, str | None]:
+        """The provider to call and the request's model name, for ``Prepared(model=chosen)``
+        (a name goes to ``provider``, the agent's, when it takes one: :func:`check_model_name`)."""
+        if isinstance(chosen, str):
+            return provider, check_model_name(self._agent, provider, chosen)
+        return chosen, None
 
     def tools(self, chosen: Sequence[Tool | str]) -> ToolRegistry:
         """The registry of the tools ``chosen`` names or gives."""
@@ -110,6 +121,18 @@ class Prepares:
                              kind=ErrorKind.INVALID) from exc
         self._last, self._registry = key, registry
         return registry
+
+
+def check_model_name(agent: Agent, provider: Provider, name: str) -> str:
+    """``name`` when ``provider`` takes a model per request; a clear error otherwise."""
+    if getattr(provider, "per_request_model", False):
+        return name
+    raise AgentError(
+        f"agent {agent.name!r}: prepare chose model {name!r} by name, but its provider "
+        f"{type(provider).__name__} cannot take a model per request (it does not set per_request_model = True); "
+        f"pass a provider instead: Prepared(model=new_provider(id, {{'model': {name!r}}}))",
+        kind=ErrorKind.INVALID,
+    )
 
 
 def check_prepared(agent: Agent, got: object) -> Prepared | None:

@@ -36,13 +36,12 @@ from ..core import (
     Usage,
 )
 from ..errors import AgentError, ErrorKind
-from ..events import Event
 from ..integrations import otel
 from ..providers._base import Provider
 from ..tools import ToolContext
 from ._agent import Agent
 from ._context_budget import ContextWindow
-from ._hooks import emit_stop, read_only
+from ._hooks import emit, emit_stop, read_only
 from ._middleware import RunContext
 from ._model_calls import ModelCall, infer, infer_stream, traced_infer
 from ._prepare import Prepares
@@ -134,8 +133,8 @@ class Session:
     """
 
     __slots__ = (
-        "__weakref__", "_busy", "_prepares", "_schema", "_spans", "_store", "_token", "_tool_ctx", "_tools", "_window",
-        "_work_dir", "agent", "history", "id",
+        "__weakref__", "_busy", "_lineage", "_prepares", "_schema", "_spans", "_store", "_token", "_tool_ctx", "_tools",
+        "_window", "_work_dir", "agent", "history", "id",
     )
 
     def __init__(
@@ -154,6 +153,7 @@ class Session:
 
             check_store(store)
         self._store = store
+        self._lineage: tuple[int, str | None] | None = None  # (depth, parent's id), set by a delegate call
         self._prepares = Prepares(agent) if agent.prepare is not None else None
         self.agent = agent
         self.id = id or _new_session_id()
@@ -260,7 +260,12 @@ class Session:
         """Run the loop on ``message``, streaming provider events and ``tool_start`` /
         ``tool_end`` events; call ``.result()`` on the stream after iterating it. Each
         step of the iteration blocks the calling thread (from a coroutine, use
-        :meth:`astream`)."""
+        :meth:`astream`). With a ``store``, an ``interrupt()`` ends the stream, and ``.result()``
+        is the suspended result :meth:`run` would return (continue with :meth:`resume`)."""
+        if self._store is not None:
+            from ._waiting import stream_waiting
+
+            return SessionStream(stream_waiting(self, message, timeout, parent_token, metadata))
         return SessionStream(
             self._run(message, timeout=timeout, stream=True, parent_token=parent_token, metadata=metadata)
         )
@@ -362,9 +367,11 @@ class Session:
             ctx = RunContext(self.agent, self.id, self.history, token)
         else:
             ctx = RunContext(self.agent, self.id, self.history, token, metadata=read_only(metadata))
+        if self._lineage is not None:
+            ctx.depth, ctx.parent_session_id = self._lineage
         bus = self.agent.events
         if bus is not None and "session_start" in bus.kinds:
-            bus.emit(Event("session_start", self.agent.name, self.id, message=msg.text))
+            emit(bus, "session_start", ctx, message=msg.text)
         return ctx, provider, msg
 
     def _close(self, token: CancelToken, result: Result | None, failure: BaseException | None) -> None:
@@ -372,7 +379,7 @@ class Session:
         spans = self._spans
         bus = self.agent.events
         if bus is not None and "session_stop" in bus.kinds:
-            emit_stop(bus, self.agent.name, self.id, result, failure)
+            emit_stop(bus, self.agent.name, self.id, result, failure, self._lineage)
         if failure is not None and not isinstance(failure, Exception):
             failure = None  # a suspension (or an exit) is no error of the run's
         try:
@@ -436,11 +443,13 @@ class Session:
             step += 1
             ctx.step = step
             tools, model, prompt = self._tools, provider, instructions
+            model_name: str | None = None
             if prepares is not None:
                 prepared = prepares.call(ctx)
                 if prepared is not None:
                     tools = prepares.tools(prepared.tools) if prepared.tools is not None else tools
-                    model = prepared.model if prepared.model is not None else model
+                    if prepared.model is not None:
+                        model, model_name = prepares.model(prepared.model, model)
                     if prepared.instructions is not None:
                         prompt = self._instructions(self.agent.prompt_with(prepared.instructions))
             with_tools = step <= limit and len(tools) > 0
@@ -450,7 +459,7 @@ class Session:
             request = InferenceRequest(
                 messages=list(self.history), tools=tools.definitions() if with_tools else [],
                 instructions=prompt, output_schema=self._schema.schema if self._schema is not None else None,
-                max_tokens=self.agent.max_tokens, temperature=self.agent.temperature,
+                max_tokens=self.agent.max_tokens, temperature=self.agent.temperature, model=model_name,
             )
             if self._window is not None:
                 with cancel_scope(ctx.token):
@@ -460,7 +469,7 @@ class Session:
             for mw in mws:
                 request = mw.before_model(ctx, request) or request
             if bus is not None and "model_start" in bus.kinds:
-                bus.emit(Event("model_start", self.agent.name, self.id, step=step, request=request))
+                emit(bus, "model_start", ctx, step=step, request=request)
             t0 = time.perf_counter()
             replayed = scope.next_reply() if scope is not None else None
             if replayed is not None:  # resumed after an interrupt: this call was made before
@@ -474,8 +483,8 @@ class Session:
             else:
                 response = infer(model, request, ctx.token)
             if bus is not None and "model_end" in bus.kinds:
-                bus.emit(Event("model_end", self.agent.name, self.id, step=step, response=response,
-                               usage=response.usage, duration_s=time.perf_counter() - t0))
+                emit(bus, "model_end", ctx, step=step, response=response, usage=response.usage,
+                     duration_s=time.perf_counter() - t0)
             if scope is not None and replayed is None:
                 scope.record_reply(response)
             for mw in mws:

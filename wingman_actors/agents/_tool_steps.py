@@ -19,10 +19,10 @@ from typing import Any
 
 from ..core import ContentBlock, StreamEvent, StreamEventType, Usage
 from ..errors import AgentError, ErrorKind, ToolError
-from ..events import Event
 from ..integrations import otel
 from ..tools import ToolContext, ToolRegistry
 from ._agent import Agent
+from ._hooks import emit
 from ._middleware import RunContext
 from ._result import ChildRun, StepTrace, ToolCall, collect_child_runs
 
@@ -80,7 +80,7 @@ class ToolStep:
                     call = got
             planned.append((call, short))
             if bus is not None and "tool_start" in bus.kinds:
-                bus.emit(Event("tool_start", self.agent.name, ctx.session_id, step=step, call=call))
+                emit(bus, "tool_start", ctx, step=step, call=call)
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_START, block=call)
         outcomes: list[_Outcome | None] = [None] * len(planned)
@@ -108,8 +108,7 @@ class ToolStep:
                 block = mw.after_tool(ctx, call, block) or block
             outcomes[i] = (block, duration, children)
             if bus is not None and "tool_end" in bus.kinds:
-                bus.emit(Event("tool_end", self.agent.name, ctx.session_id, step=step, call=call, result=block,
-                               duration_s=duration))
+                emit(bus, "tool_end", ctx, step=step, call=call, result=block, duration_s=duration)
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_END, block=block, duration_s=duration)
         for i, (call, _) in enumerate(planned):

@@ -20,6 +20,7 @@ gets ``"<session id>:2"``, ``":3"``... and :meth:`resume` takes the newest.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -32,9 +33,9 @@ from ._result import Result
 if TYPE_CHECKING:
     from ..store import FormationShape, JournalStore
     from ._agent import Agent
-    from ._session import Session
+    from ._session import RunGen, Session
 
-__all__ = ["check_store", "resume_waiting", "run_waiting"]
+__all__ = ["check_store", "resume_waiting", "run_waiting", "stream_waiting"]
 
 _VISIT = 1  # a session's run is one visit of its one node
 
@@ -73,6 +74,37 @@ def run_waiting(
     scope = VisitScope("", session.agent.name, _VISIT, (), _hold, None)
     msg = Message.user(message) if isinstance(message, str) else message
     return _attempt(session, session._store, scope, None, list(session.history), msg, timeout, parent_token, metadata)
+
+
+def stream_waiting(
+    session: Session, message: str | Message, timeout: float | None, parent_token: CancelToken | None,
+    metadata: Mapping[str, Any] | None,
+) -> RunGen:
+    """:meth:`Session.run_stream` of a session with a store: the run's events, then its
+    result, suspended on ``interrupt()`` as :func:`run_waiting`'s."""
+    scope = VisitScope("", session.agent.name, _VISIT, (), _hold, None)
+    msg = Message.user(message) if isinstance(message, str) else message
+    history = list(session.history)
+    # interrupt() finds the scope in the context; the loop runs step by step in whichever
+    # thread iterates the stream, so every step runs in this one context, the scope current.
+    context = contextvars.copy_context()
+    context.run(scope.enter)
+    run: RunGen = session._run(msg, timeout=timeout, stream=True, parent_token=parent_token, metadata=metadata)
+    try:
+        sent: Any = None
+        while True:
+            try:
+                item = context.run(run.send, sent)
+            except StopIteration as stop:
+                result: Result = stop.value
+                return result
+            sent = yield item
+    except RunSuspended as signal:
+        if signal.scope is not scope:
+            raise  # an interrupt of an enclosing formation run: that run suspends
+        return _suspend(session, session._store, scope, None, history, msg, metadata, signal.payload)
+    finally:
+        context.run(run.close)
 
 
 def resume_waiting(session: Session, session_id: str, store: Any, answer: Any, timeout: float | None) -> Result:

@@ -35,6 +35,10 @@ CPU-bound functions; ``concurrency=k`` means k processes).
   requests go as Ray calls (a streaming generator for the call path).
 * An agent's ``ScriptedProvider`` is copied into each replica's process; when the
   formation stops, the calls of every replica are added to the driver's provider.
+* An agent's ``events=`` bus stays in the driver: the actor gets a stand-in that sends
+  the events back over the call path, and the proxy emits them on the driver's bus
+  (:mod:`._ray_hooks`). ``prepare=`` and other functions (lambdas too) travel by value,
+  with cloudpickle.
 
 Options (``backend_options``): ``address`` (``"auto"``, ``"host:port"`` or
 ``"ray://..."``: join an existing cluster; default: a local Ray with this machine's CPUs,
@@ -55,8 +59,11 @@ from .._extras import require
 from ..actors._envelope import Work
 from ..agents._agent import Agent
 from ..errors import FormationSetupError, MissingExtraError
+from ..events import EventBus
 from ..providers._scripted import ScriptedProvider
 from ._base import NodeRecipe
+from ._ray_hooks import collecting
+from ._ray_hooks import install as install_hooks
 from ._ray_host import NodeHost, portable
 from ._ray_keeper import acquire_ray, release_ray
 from ._ray_modules import ship_unimportable_by_value
@@ -95,7 +102,8 @@ class RayNode(ThreadNode):
 
     def __init__(self, backend: RayBackend, recipe: NodeRecipe, concurrency: int, observer: Any) -> None:
         self.ray = backend.ray
-        self.handles: list[Any] = [backend.host_actor(recipe) for _ in range(concurrency)]
+        args, self.hooks = backend.shipped(recipe)  # hooks: the driver's event buses of its agents, by token
+        self.handles: list[Any] = [backend.host_actor(recipe, args) for _ in range(concurrency)]
         # interruptible: agents, fleets, maps, and async functions (their coroutine is cancelled)
         agent = recipe.cls.__name__ != "FunctionActor" or is_async_callable(recipe.args[0])
         proxy = NodeRecipe(recipe.name, RayReplica, (self,), {
@@ -111,6 +119,11 @@ class RayNode(ThreadNode):
         self.scripted = next((a.provider for a in recipe.args if isinstance(a, Agent)
                               and isinstance(a.provider, ScriptedProvider)), None)
         super().__init__(backend, proxy, concurrency, observer)
+
+    def hook_kinds(self) -> dict[str, frozenset[str]] | None:
+        """What the node's event buses want now (token -> kinds), or None: nothing."""
+        wanted = {token: bus.kinds for token, bus in self.hooks.items() if bus.kinds}
+        return wanted or None
 
     def lost(self, replica: int) -> None:
         """The process of ``replica``'s Ray actor died (or is being killed): Ray restarts
@@ -233,23 +246,35 @@ class RayBackend(ThreadsBackend):
                 self.channel_host = "127.0.0.1"  # every actor runs on this machine
             log.info("formation %r: Ray ready in %.1fs", self.formation, time.perf_counter() - t0)
 
-    def host_actor(self, recipe: NodeRecipe) -> Any:
-        """Start one Ray actor running a replica of ``recipe``."""
+    def shipped(self, recipe: NodeRecipe) -> tuple[tuple[Any, ...], dict[str, EventBus]]:
+        """``recipe``'s arguments as its Ray actors get them, and the event buses of its
+        agents (which stay here: see :mod:`._ray_hooks`), by token.
+
+        Raises:
+            FormationSetupError: the node cannot be pickled.
+        """
         ray = self.ray
         self._connect()
-        if self._remote is None:
-            self.direct = channels_allowed()
-            self._remote = ray.remote(NodeHost)
+        install_hooks(ray)
         args = tuple(portable(a) for a in recipe.args)
         ship_unimportable_by_value(ray.cloudpickle)  # e.g. a formation file the launcher loaded
         try:
-            ray.cloudpickle.dumps((recipe.cls, args, recipe.kwargs))
+            with collecting() as buses:
+                ray.cloudpickle.dumps((recipe.cls, args, recipe.kwargs))
         except Exception as exc:
             raise FormationSetupError(self.formation, [
                 f"node {recipe.name!r} cannot be pickled for the Ray backend ({type(exc).__name__}: {exc}): "
                 "its function, agent, tools or provider hold something live (a lock, a client, an open "
                 "file); build such things inside the node's code, or use backend='threads'"
             ]) from exc
+        return args, dict(buses)
+
+    def host_actor(self, recipe: NodeRecipe, args: tuple[Any, ...]) -> Any:
+        """Start one Ray actor running a replica of ``recipe`` (``args``: see :meth:`shipped`)."""
+        ray = self.ray
+        if self._remote is None:
+            self.direct = channels_allowed()
+            self._remote = ray.remote(NodeHost)
         # threaded (max_concurrency=2): an interrupt reaches the actor while it works;
         # restarted by Ray when its process dies; a failed call is not retried by Ray
         # (our supervision decides).

@@ -23,6 +23,7 @@ from .._interrupts import RunSuspended, VisitScope
 from ..actors._envelope import Work
 from ..core import StreamEvent, Usage
 from ._ray_channel import ChannelServer
+from ._ray_hooks import open_call
 from ._ray_wire import AgentEvent, Call, Done, Failed, ItemDone, ModelReply, Process, Suspended, VisitTicket
 
 __all__ = ["NodeHost", "ProviderRecipe", "portable"]
@@ -205,20 +206,21 @@ class NodeHost:
                 out.put(Failed(exc))
 
         thread = threading.Thread(target=body, name=f"wingman-ray-{node.name}", daemon=True)
-        thread.start()
         try:
-            while True:
-                item = out.get()
-                if type(item) is Failed:
-                    memo = work.memo or {}
-                    for index in sorted(set(memo) - sent):
-                        yield ItemDone(index, memo[index])
-                    raise item.error
-                if type(item) is ItemDone:
-                    sent.add(item.index)
-                yield item
-                if type(item) is Done or type(item) is Suspended:
-                    return
+            with open_call(call.hooks, out.put):  # the agents' hook events go back in the stream too
+                thread.start()
+                while True:
+                    item = out.get()
+                    if type(item) is Failed:
+                        memo = work.memo or {}
+                        for index in sorted(set(memo) - sent):
+                            yield ItemDone(index, memo[index])
+                        raise item.error
+                    if type(item) is ItemDone:
+                        sent.add(item.index)
+                    yield item
+                    if type(item) is Done or type(item) is Suspended:
+                        return
         finally:
             observer.events = observer.out = None
 

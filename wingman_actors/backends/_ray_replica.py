@@ -16,7 +16,17 @@ from ..actors._base import NodeActor
 from ..actors._envelope import Work
 from ..core import Usage
 from ._ray_channel import Channel, ChannelLost
-from ._ray_wire import AgentEvent, Call, Done, ItemDone, ModelReply, Process, Suspended, VisitTicket
+from ._ray_wire import (
+    AgentEvent,
+    Call,
+    Done,
+    HookEvent,
+    ItemDone,
+    ModelReply,
+    Process,
+    Suspended,
+    VisitTicket,
+)
 
 if TYPE_CHECKING:
     from ._ray import RayNode
@@ -104,7 +114,8 @@ class RayReplica(NodeActor):
         node = self.node
         observer = self.observer
         events = self.agent and observer is not None and observer.wants_events(env)
-        fast = env.scope is None and not events and not self.fleet
+        hooks = node.hook_kinds() if node.hooks else None
+        fast = env.scope is None and not events and not self.fleet and not hooks
         try:
             channel = self._connected()
             timeout = self._timeout(env)
@@ -112,7 +123,7 @@ class RayReplica(NodeActor):
                 if fast:
                     done = next(channel.exchange(Process(env.payload, env.sender, timeout)))
                     return done.output, done.usage
-                return self._call(channel.exchange, env, timeout, events)
+                return self._call(channel.exchange, env, timeout, events, hooks)
             handle = node.handles[self.replica]
             if fast:
                 output, usage = ray.get(handle.process.remote(env.payload, env.sender, timeout))
@@ -122,7 +133,7 @@ class RayReplica(NodeActor):
                 for ref in handle.call.options(num_returns="streaming").remote(call):
                     yield ray.get(ref)
 
-            return self._call(by_ray, env, timeout, events)
+            return self._call(by_ray, env, timeout, events, hooks)
         except ChannelLost as exc:
             self._drop_channel()
             node.lost(self.replica)  # Ray restarts it: the next call waits for that
@@ -133,7 +144,7 @@ class RayReplica(NodeActor):
             raise _unwrap(ray, exc) from None
 
     def _call(self, send: Callable[[Call], Iterator[Any]], env: Work, timeout: float | None,
-              events: bool) -> tuple[Any, Usage | None]:
+              events: bool, hooks: dict[str, frozenset[str]] | None = None) -> tuple[Any, Usage | None]:
         """The call path (see :mod:`._ray_wire`): apply the actor's messages as they come,
         journalling each delta of a journalled run here, in the driver."""
         observer = self.observer
@@ -157,7 +168,7 @@ class RayReplica(NodeActor):
                 item_scopes[index] = found
             return found
 
-        call = Call(env.payload, env.sender, timeout, events, ticket, None if memo is None else dict(memo))
+        call = Call(env.payload, env.sender, timeout, events, ticket, None if memo is None else dict(memo), hooks)
         for msg in send(call):  # the node's error, or a lost actor, is raised from here
             kind = type(msg)
             if kind is Done:
@@ -166,6 +177,10 @@ class RayReplica(NodeActor):
                 if kind is AgentEvent:
                     if observer is not None:
                         observer.agent_event(env, msg.event)
+                elif kind is HookEvent:
+                    bus = self.node.hooks.get(msg.token)
+                    if bus is not None:
+                        bus.emit(msg.event)
                 elif kind is ItemDone:
                     if memo is not None:
                         memo[msg.index] = msg.output

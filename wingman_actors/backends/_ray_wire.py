@@ -2,9 +2,10 @@
 actor (over the direct channel of :mod:`._ray_channel`, or Ray calls when there is none).
 
 A plain input is a :class:`Process` request, answered by one :class:`Done` (or
-:class:`Failed`). A journalled visit, a fleet, or an agent whose events someone listens
-to takes the *call* path: the proxy sends a :class:`Call` and the actor answers with a
-stream of messages, in order: :class:`AgentEvent`, :class:`ItemDone` (a fleet item
+:class:`Failed`). A journalled visit, a fleet, or an agent whose events (stream or hook
+events) someone listens to takes the *call* path: the proxy sends a :class:`Call` and the actor answers with a
+stream of messages, in order: :class:`AgentEvent`, :class:`HookEvent` (an agent hook's
+event, for the driver's bus), :class:`ItemDone` (a fleet item
 finished), :class:`ModelReply` (a model response of the visit's agent session, to
 journal), and last :class:`Done` or :class:`Suspended` (or :class:`Failed`: the node's
 exception). The store lives in the driver: the proxy journals each delta as it arrives,
@@ -17,8 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import StreamEvent, Usage
+from ..events import Event
 
-__all__ = ["AgentEvent", "Call", "Done", "Failed", "ItemDone", "ModelReply", "Process", "Suspended", "VisitTicket"]
+__all__ = [
+    "AgentEvent", "Call", "Done", "Failed", "HookEvent", "ItemDone", "ModelReply", "Process", "Suspended", "VisitTicket",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,8 @@ class Call:
         events: stream the agent's events back.
         ticket: the visit's durable context (journalled runs), else None.
         memo: a fleet's items finished by earlier attempts (index -> output): not run again.
+        hooks: the kinds of event the driver's buses want (bus token -> kinds), sent
+            back as :class:`HookEvent` (see :mod:`._ray_hooks`); None: none.
     """
 
     payload: Any
@@ -72,6 +78,15 @@ class Call:
     events: bool = False
     ticket: VisitTicket | None = None
     memo: dict[int, Any] | None = None
+    hooks: dict[str, frozenset[str]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HookEvent:
+    """An agent hook event (:class:`~wingman_actors.events.Event`) for the driver's bus ``token``."""
+
+    token: str
+    event: Event
 
 
 @dataclass(frozen=True, slots=True)

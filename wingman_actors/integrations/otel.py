@@ -260,6 +260,8 @@ class ChatSpan:
         if provider is not None:
             model = str(getattr(provider, "model", "") or "")
             attributes["gen_ai.provider.name"] = _provider_name(provider)
+        if request.model:  # Prepared(model="name"): this call's model
+            model = request.model
         if model:
             attributes["gen_ai.request.model"] = model
         if request.max_tokens is not None:

@@ -17,7 +17,8 @@ leaves room for another level, so it may hand tasks on in turn.
 Sub-agent events: each task's start and end are ``subagent_start`` / ``subagent_stop``
 events (:mod:`wingman_actors.events`) on the delegating agent's bus and on the buses of
 the agents above it in the tree, as they happen, with the child's depth and session id
-and the delegating session's id.
+and the delegating session's id. The child session's own events (session, model, tool), on
+the child agent's bus, carry the same depth and parent session id.
 """
 
 from __future__ import annotations
@@ -257,6 +258,7 @@ class DelegateTool:
         try:
             group.check()  # a sibling failed, or the delegating run stopped, before this task started
             session = Session(agent, work_dir=ctx.work_dir, history=history)
+            session._lineage = (frame.depth, ctx.session_id or None)  # its own events carry them too
             for bus in frame.buses:
                 if "subagent_start" in bus.kinds:
                     bus.emit(Event("subagent_start", task.agent, session.id, depth=frame.depth,

@@ -95,6 +95,7 @@ class AnthropicProvider(BaseProvider):
     """
 
     id: ClassVar[str] = _ID
+    per_request_model: ClassVar[bool] = True  # its requests name model_for(request)
     options: AnthropicOptions
 
     def __init__(self, options: AnthropicOptions | None = None) -> None:
@@ -166,7 +167,7 @@ class AnthropicProvider(BaseProvider):
 
     def _create_args(self, request: InferenceRequest) -> _CreateArgs:
         args: _CreateArgs = {
-            "model": self.model,
+            "model": self.model_for(request),
             "max_tokens": self.max_tokens_for(request),
             "messages": cast("list[MessageParam]", to_anthropic_messages(request.messages)),
         }
@@ -211,7 +212,7 @@ class AnthropicProvider(BaseProvider):
                 if lease.extensions:  # a user's client: its socket is known now
                     lease.attach(stream.response)
                 try:
-                    mapper = EventMapper(ResponseBuilder(_ID, self.model))
+                    mapper = EventMapper(ResponseBuilder(_ID, self.model_for(request)))
                     for event in stream:
                         yield from mapper.feed(event)
                     mapper.end()
@@ -233,7 +234,7 @@ class AnthropicProvider(BaseProvider):
             timeout = remaining_timeout(self.options.timeout)
             stream = await self._async.get().messages.create(**self._create_args(request), stream=True, timeout=timeout)
             try:
-                mapper = EventMapper(ResponseBuilder(_ID, self.model))
+                mapper = EventMapper(ResponseBuilder(_ID, self.model_for(request)))
                 async for event in stream:
                     for mapped in mapper.feed(event):
                         yield mapped

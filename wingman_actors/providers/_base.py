@@ -46,6 +46,11 @@ class Provider(Protocol):
     A provider may also implement ``async def arun_inference(request)`` and
     ``astream_inference(request)`` (an :class:`~wingman_actors.providers._aio.AsyncInferenceStream`),
     mirroring the two methods below; :class:`BaseProvider` and the built-in providers do.
+
+    A provider that honours a request's ``model`` (:attr:`InferenceRequest.model`, which an
+    agent's ``prepare`` sets with ``Prepared(model="name")``) says so with a class attribute
+    ``per_request_model = True``; the built-in providers do (a :class:`BaseProvider`
+    subclass reads it with :meth:`BaseProvider.model_for`).
     """
 
     model: str
@@ -400,6 +405,10 @@ class BaseProvider(AsyncProviderMethods):
                 kind=ErrorKind.INVALID,
                 provider=cls.id,
             )
+
+    def model_for(self, request: InferenceRequest) -> str:
+        """The model of this call: the request's (``Prepared(model="name")``), else the provider's."""
+        return request.model or self.model
 
     def max_tokens_for(self, request: InferenceRequest) -> int:
         return request.max_tokens or self.options.max_tokens

@@ -8,6 +8,14 @@ Example:
 Ollama gives tool calls no ids (older servers), so the provider makes them up; tool results
 go back as ``{"role": "tool", "tool_name": ...}`` messages, the name looked up from the
 matching earlier tool call.
+
+Reasoning: with the ``think`` option (``True``, or ``"low"``/``"medium"``/``"high"`` for
+gpt-oss) the server answers the model's reasoning in ``message.thinking``; it comes back as a
+``thinking`` content block (streamed as ``thinking_delta`` events). Ollama's tool-calling docs
+append the whole assistant message, ``thinking`` included, to the history of an agent loop, so
+the assistant messages of the current tool loop carry their ``thinking`` back; earlier turns'
+reasoning is left out (as for the OpenAI-compatible provider), which the models' templates
+drop anyway.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, Stop
 from ..errors import AgentError, ErrorKind
 from ._base import BaseProvider, ResponseBuilder, tool_arguments
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
+from ._openai_wire import tool_loop_start
 from ._options import RemoteOptions
 
 __all__ = ["OllamaOptions", "OllamaProvider", "build_ollama"]
@@ -72,6 +81,7 @@ class OllamaProvider(BaseProvider):
     """
 
     id: ClassVar[str] = "ollama"
+    per_request_model: ClassVar[bool] = True  # its requests name model_for(request)
 
     def __init__(self, options: OllamaOptions) -> None:
         self.require_model(options, "llama3.2")
@@ -110,7 +120,7 @@ class OllamaProvider(BaseProvider):
             run_options["stop"] = opts.stop
         run_options.update(self._extra_options)
         body: dict[str, Any] = {
-            "model": self.model,
+            "model": self.model_for(request),
             "messages": _messages(request),
             "stream": stream,
             "options": run_options,
@@ -137,12 +147,14 @@ class OllamaProvider(BaseProvider):
 
 
     def _infer(self, request: InferenceRequest) -> InferenceResponse:
-        return self._answer(post_json(self._http, self.id, _PATH, self.build_body(request, stream=False)))
+        body = self.build_body(request, stream=False)
+        return self._answer(post_json(self._http, self.id, _PATH, body), body["model"])
 
     async def _ainfer(self, request: InferenceRequest) -> InferenceResponse:
-        return self._answer(await apost_json(self._http, self.id, _PATH, self.build_body(request, stream=False)))
+        body = self.build_body(request, stream=False)
+        return self._answer(await apost_json(self._http, self.id, _PATH, body), body["model"])
 
-    def _answer(self, data: Any) -> InferenceResponse:
+    def _answer(self, data: Any, model: str) -> InferenceResponse:
         """The response of a non-streamed answer's decoded JSON body."""
         if not isinstance(data, dict):
             raise AgentError(f"ollama answered with {type(data).__name__}, not an object", provider=self.id)
@@ -150,6 +162,9 @@ class OllamaProvider(BaseProvider):
             raise AgentError(f"ollama error: {data['error']}", kind=ErrorKind.AGENT, provider=self.id)
         message = data.get("message") or {}
         content: list[ContentBlock] = []
+        thinking = message.get("thinking")
+        if isinstance(thinking, str) and thinking:
+            content.append(ContentBlock.thinking_block(thinking))
         if message.get("content"):
             content.append(ContentBlock.text_block(message["content"]))
         calls = [self._tool_block(i, c) for i, c in enumerate(message.get("tool_calls") or [])]
@@ -158,12 +173,13 @@ class OllamaProvider(BaseProvider):
             content=content,
             stop_reason=_stop_reason(data.get("done_reason"), bool(calls)),
             usage=_usage(data),
-            model=data.get("model") or self.model,
+            model=data.get("model") or model,
         )
 
     def _stream(self, request: InferenceRequest) -> Iterator[StreamEvent]:
-        with open_stream(self._http, self.id, _PATH, self.build_body(request, stream=True)) as response:
-            state = _LineState(ResponseBuilder(self.id, self.model))
+        body = self.build_body(request, stream=True)
+        with open_stream(self._http, self.id, _PATH, body) as response:
+            state = _LineState(ResponseBuilder(self.id, body["model"]))
             yield state.builder.message_start()
             for line in response.iter_lines():
                 yield from self._line_events(state, line)
@@ -172,8 +188,9 @@ class OllamaProvider(BaseProvider):
             yield from self._end_events(state)
 
     async def _astream(self, request: InferenceRequest) -> AsyncGenerator[StreamEvent, None]:
-        async with aopen_stream(self._http, self.id, _PATH, self.build_body(request, stream=True)) as response:
-            state = _LineState(ResponseBuilder(self.id, self.model))
+        body = self.build_body(request, stream=True)
+        async with aopen_stream(self._http, self.id, _PATH, body) as response:
+            state = _LineState(ResponseBuilder(self.id, body["model"]))
             yield state.builder.message_start()
             async for line in response.aiter_lines():
                 for event in self._line_events(state, line):
@@ -191,12 +208,20 @@ class OllamaProvider(BaseProvider):
         data = self._decode_line(line)
         b.model = data.get("model") or b.model
         message = data.get("message") or {}
+        thinking = message.get("thinking")
+        if isinstance(thinking, str) and thinking:
+            if state.thinking_index is None:
+                state.thinking_index = state.allocate()
+                yield b.start_thinking(state.thinking_index)
+            yield b.thinking(state.thinking_index, thinking)
         if message.get("content"):
+            yield from state.end_thinking()
             if state.text_index is None:
                 state.text_index = state.allocate()
                 yield b.start_text(state.text_index)
             yield b.text(state.text_index, message["content"])
         for call in message.get("tool_calls") or []:
+            yield from state.end_thinking()
             if state.text_index is not None:  # keep blocks sequential: text, then the calls
                 yield b.stop(state.text_index)
                 state.text_index = None
@@ -253,6 +278,7 @@ class OllamaProvider(BaseProvider):
 class _LineState:
     builder: ResponseBuilder
     text_index: int | None = None
+    thinking_index: int | None = None
     next_index: int = 0
     tools: int = 0
     done: bool = False
@@ -261,15 +287,26 @@ class _LineState:
         index, self.next_index = self.next_index, self.next_index + 1
         return index
 
+    def end_thinking(self) -> Iterator[StreamEvent]:
+        """Stop the open reasoning block (the answer or a call follows it)."""
+        if self.thinking_index is not None:
+            yield self.builder.stop(self.thinking_index)
+            self.thinking_index = None
+
 
 def _messages(request: InferenceRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.instructions:
         out.append({"role": "system", "content": request.instructions})
     tool_names: dict[str, str] = {}
-    for message in request.messages:
+    loop_start = tool_loop_start(request.messages)
+    for position, message in enumerate(request.messages):
         if message.role is Role.ASSISTANT:
             entry: dict[str, Any] = {"role": "assistant", "content": message.text}
+            if position >= loop_start:  # the current tool loop's reasoning goes back (see the module docs)
+                thinking = "".join(b.text or "" for b in message.content if b.type == "thinking")
+                if thinking:
+                    entry["thinking"] = thinking
             calls = message.tool_calls
             if calls:
                 entry["tool_calls"] = [

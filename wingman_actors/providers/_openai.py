@@ -75,6 +75,7 @@ class OpenAIProvider(BaseProvider):
     """
 
     id: ClassVar[str] = "openai"
+    per_request_model: ClassVar[bool] = True  # its requests name model_for(request)
 
     def __init__(self, options: OpenAIOptions) -> None:
         self.require_model(options, "gpt-4o-mini")
@@ -102,7 +103,7 @@ class OpenAIProvider(BaseProvider):
 
     def build_body(self, request: InferenceRequest, *, stream: bool) -> dict[str, Any]:
         """The JSON body of ``/chat/completions`` for ``request``."""
-        body: dict[str, Any] = {"model": self.model, "messages": _messages(request)}
+        body: dict[str, Any] = {"model": self.model_for(request), "messages": _messages(request)}
         body[self.openai_options.max_tokens_param] = self.max_tokens_for(request)
         temperature = self.temperature_for(request)
         if temperature is not None:
@@ -136,12 +137,14 @@ class OpenAIProvider(BaseProvider):
 
 
     def _infer(self, request: InferenceRequest) -> InferenceResponse:
-        return self._completion(post_json(self._http, self.id, _PATH, self.build_body(request, stream=False)))
+        body = self.build_body(request, stream=False)
+        return self._completion(post_json(self._http, self.id, _PATH, body), body["model"])
 
     async def _ainfer(self, request: InferenceRequest) -> InferenceResponse:
-        return self._completion(await apost_json(self._http, self.id, _PATH, self.build_body(request, stream=False)))
+        body = self.build_body(request, stream=False)
+        return self._completion(await apost_json(self._http, self.id, _PATH, body), body["model"])
 
-    def _completion(self, data: Any) -> InferenceResponse:
+    def _completion(self, data: Any, model: str) -> InferenceResponse:
         """The response of a non-streamed answer's decoded JSON body."""
         if not isinstance(data, dict):
             raise AgentError(f"openai answered with {type(data).__name__}, not an object", provider=self.id)
@@ -163,15 +166,16 @@ class OpenAIProvider(BaseProvider):
             content=content,
             stop_reason="tool_use" if calls else stop,
             usage=_usage(data.get("usage")),
-            model=data.get("model") or self.model,
+            model=data.get("model") or model,
         )
 
     def _stream(self, request: InferenceRequest) -> Iterator[StreamEvent]:
-        with open_stream(self._http, self.id, _PATH, self.build_body(request, stream=True), _ACCEPT) as response:
+        body = self.build_body(request, stream=True)
+        with open_stream(self._http, self.id, _PATH, body, _ACCEPT) as response:
             if not _is_sse(response):
                 response.read()
                 raise self._not_sse(response)
-            state = _StreamState(ResponseBuilder(self.id, self.model))
+            state = _StreamState(ResponseBuilder(self.id, body["model"]))
             yield state.builder.message_start()
             for sse in EventSource(response).iter_sse():
                 yield from self._sse_events(state, sse.event, sse.data)
@@ -185,7 +189,7 @@ class OpenAIProvider(BaseProvider):
             if not _is_sse(response):
                 await response.aread()
                 raise self._not_sse(response)
-            state = _StreamState(ResponseBuilder(self.id, self.model))
+            state = _StreamState(ResponseBuilder(self.id, body["model"]))
             yield state.builder.message_start()
             async for sse in EventSource(response).aiter_sse():
                 for event in self._sse_events(state, sse.event, sse.data):

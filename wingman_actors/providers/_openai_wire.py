@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core import ContentBlock, InferenceRequest, Message, Role, Usage
 
-__all__ = ["messages", "usage"]
+__all__ = ["messages", "tool_loop_start", "usage"]
 
 
 def messages(request: InferenceRequest) -> list[dict[str, Any]]:
@@ -18,7 +18,7 @@ def messages(request: InferenceRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.instructions:
         out.append({"role": "system", "content": request.instructions})
-    loop_start = _tool_loop_start(request.messages)
+    loop_start = tool_loop_start(request.messages)
     for position, message in enumerate(request.messages):
         if message.role is Role.ASSISTANT:
             calls = message.tool_calls
@@ -57,7 +57,7 @@ def messages(request: InferenceRequest) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_loop_start(messages: list[Message]) -> int:
+def tool_loop_start(messages: list[Message]) -> int:
     """Where the current turn's tool loop starts: after the last user message that is not
     only tool results. Its assistant messages carry their reasoning back (DeepSeek asks
     for that); earlier turns' reasoning is left out, as those servers want."""

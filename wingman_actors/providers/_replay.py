@@ -114,6 +114,8 @@ class ReplayProvider:
     """
 
     id: ClassVar[str] = "replay"
+    per_request_model: ClassVar[bool] = True
+    """A request's ``model`` is part of its key: a call recorded with it replays with it."""
 
     def __init__(
         self, cassette: str | os.PathLike[str], *, model: str = "replay", stream_chunk: int = 8
@@ -180,6 +182,7 @@ class RecordingProvider:
     def __init__(self, inner: Provider, path: str | os.PathLike[str]) -> None:
         self.inner = inner
         self.model = inner.model
+        self.per_request_model: bool = bool(getattr(inner, "per_request_model", False))
         self.path = Path(path)
         self._lock = threading.Lock()
         self.recorded = 0

@@ -54,6 +54,8 @@ class ScriptedProvider:
     """
 
     id: ClassVar[str] = "scripted"
+    per_request_model: ClassVar[bool] = True
+    """A request's ``model`` (``Prepared(model="name")``) is the model its answer reports."""
 
     def __init__(
         self,
@@ -79,7 +81,7 @@ class ScriptedProvider:
         self._calls = 0
         self.record = record
         self.requests: list[InferenceRequest] = []
-        self._responses: dict[tuple[str, int, int], InferenceResponse] = {}
+        self._responses: dict[tuple[str, str, int, int], InferenceResponse] = {}
 
     @property
     def calls(self) -> int:
@@ -157,7 +159,7 @@ class ScriptedProvider:
         if isinstance(reply, str):
             return self._text_response(request, reply)
         if isinstance(reply, InferenceResponse):
-            return reply if reply.model else reply.model_copy(update={"model": self.model})
+            return reply if reply.model else reply.model_copy(update={"model": request.model or self.model})
         raise AgentError(
             f"scripted reply must be a str, InferenceResponse, exception or callable; "
             f"got {type(reply).__name__}",
@@ -169,10 +171,11 @@ class ScriptedProvider:
         # Responses are immutable: a repeated reply with the same token estimate (a cycled
         # script, a benchmark) reuses one object instead of validating a new one per call.
         tokens = _estimate(request, reply)
-        key = (reply, *tokens)
+        model = request.model or self.model
+        key = (reply, model, *tokens)
         cached = self._responses.get(key)
         if cached is None:
-            cached = InferenceResponse.of_text(reply, model=self.model, usage=_usage(*tokens))
+            cached = InferenceResponse.of_text(reply, model=model, usage=_usage(*tokens))
             if len(self._responses) < 256:
                 self._responses[key] = cached
         return cached

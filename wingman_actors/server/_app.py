@@ -50,7 +50,7 @@ from ._middleware import (
 )
 from ._openapi import install_openapi
 from ._recovery import recover_runs
-from ._redact import RedactMiddleware, Redactor, environment_secrets, redact_logs
+from ._redact import RedactMiddleware, Redactor, environment_secrets, header_secrets, redact_logs
 from ._store import Store
 from ._threads import WorkerPool
 from ._ui_page import page_router
@@ -160,6 +160,8 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         if retention is not None:
             _prune(journal, retention)
         redactor.add(*store.auth_keys())
+        for agent in store.list_agents():  # header values are secrets too (see _routes_agents)
+            redactor.add(*header_secrets(agent.options))
         pool = WorkerPool(config.worker_threads).start()
         context = app.state.wingman = ServerContext(config, store, pool, functions, redactor, journal=journal)
         pruning = None if retention is None else asyncio.create_task(_prune_every(PRUNE_EVERY_S, pool, journal,

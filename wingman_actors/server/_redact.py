@@ -27,7 +27,10 @@ from typing import Any
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["MASK", "MIN_SECRET_LENGTH", "SECRET_ALPHABET", "RedactMiddleware", "Redactor", "environment_secrets", "redact_logs"]
+__all__ = [
+    "MASK", "MIN_SECRET_LENGTH", "SECRET_ALPHABET", "RedactMiddleware", "Redactor", "environment_secrets",
+    "header_secrets", "masked_headers", "redact_logs",
+]
 
 MASK = "[redacted]"
 """What a secret is replaced with."""
@@ -52,6 +55,32 @@ def environment_secrets(names: Iterable[str]) -> list[str]:
     """The values of the environment variables among ``names`` that hold secrets (their
     names end in KEY, TOKEN or SECRET)."""
     return [os.environ[n] for n in names if _SECRET_NAME.search(n) and os.environ.get(n)]
+
+
+_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|password|cookie|signature", re.IGNORECASE)
+
+
+def header_secrets(options: Mapping[str, Any]) -> list[str]:
+    """The values of the ``headers`` of a provider's ``options`` that carry credentials
+    (``Authorization``, ``X-Api-Key``, ``Cookie``...: names with auth, key, token, secret,
+    password, cookie or signature), to mask wherever text leaves the server: each value and
+    each word of it (the token of ``"Bearer sk-..."``). Other header values are masked in
+    the agent's own answers only (:func:`masked_headers`): masking ``application/json``
+    everywhere would garble answers."""
+    headers = options.get("headers")
+    if not isinstance(headers, Mapping):
+        return []
+    values = [v for k, v in headers.items() if isinstance(v, str) and _CREDENTIAL_HEADER.search(str(k))]
+    return [*values, *(word for v in values for word in v.split())]
+
+
+def masked_headers(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` as an answer shows them: the ``headers`` keep their names, every value
+    is :data:`MASK` (the stored options keep the values)."""
+    headers = options.get("headers")
+    if not isinstance(headers, Mapping) or not headers:
+        return options
+    return {**options, "headers": dict.fromkeys(headers, MASK)}
 
 
 class Redactor:
