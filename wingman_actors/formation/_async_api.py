@@ -1,7 +1,8 @@
 """The async methods of :class:`~wingman_actors.formation.Formation` (``arun``, ``astream``,
-``astart``: the twins of ``run``, ``run_stream`` and ``start``) and of the running formation
-(``asubmit``, the twin of ``submit``), for code running on an asyncio event loop. They
-never block the loop: see :mod:`._aio` for how.
+``astart``, ``aresume``, ``aresume_stream``: the twins of ``run``, ``run_stream``, ``start``,
+``resume`` and ``resume_stream``) and of the running formation (``asubmit`` and
+``aresume``, the twins of ``submit`` and ``resume``), for code running on an asyncio event
+loop. They never block the loop: see :mod:`._aio` for how.
 
 Example:
     >>> import asyncio
@@ -17,18 +18,29 @@ Example:
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Collection, Mapping
-from concurrent.futures import Future
+import os
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._aio import AsyncRun, AsyncStart, arun_plan, astream_plan, running_loop, watch
+from ._aio import (
+    AsyncRun,
+    AsyncStart,
+    arun_plan,
+    astream_plan,
+    begin_off_loop,
+    lane_of,
+    launch,
+    running_loop,
+    watch,
+)
 from ._options import RunOptions, merge_options
 
 if TYPE_CHECKING:
     from ..orchestration._blackboard import Blackboard
     from ..providers._base import Provider
     from ._durable import Journal, StoreArg
+    from ._future import RunFuture
     from ._plan import Plan
     from ._result import FormationResult
     from ._runtime import EventListener, RunningFormation
@@ -87,7 +99,52 @@ class AsyncRuns:
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
-        return await arun_plan(plan, input, opts, self._journal(opts.store))
+        return await arun_plan(plan, input, opts, await _journal_of(self, opts.store))
+
+    async def aresume(
+        self,
+        run_id: str,
+        *,
+        store: StoreArg,
+        answer: Any = None,
+        timeout: float | None = None,
+        on_event: EventListener | None = None,
+        provider: Provider | None = None,
+        work_dir: str | Path | None = None,
+        backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
+        blackboard: Blackboard | None = None,
+        break_before: Collection[str] | None = None,
+        break_after: Collection[str] | None = None,
+        options: RunOptions | None = None,
+    ) -> FormationResult:
+        """:meth:`resume`, awaited: continue the journalled run ``run_id`` without blocking
+        the event loop (the store is read, claimed and written on worker threads; node
+        actors start and stop there). Cancelling the awaiting task cancels the resumed
+        run, as for :meth:`arun`; the run can be resumed again later. The arguments are
+        those of :meth:`resume`.
+
+        Returns:
+            The :class:`FormationResult`, as from :meth:`resume` (``status ==
+            "suspended"`` again when a node interrupts again).
+
+        Raises:
+            The errors of :meth:`resume`, and ``asyncio.CancelledError`` when the
+            awaiting task was cancelled.
+
+        Example:
+            >>> result = await formation.arun(draft, store="runs.sqlite")                   # doctest: +SKIP
+            >>> if result.status == "suspended":                                           # doctest: +SKIP
+            ...     result = await formation.aresume(result.run_id, store="runs.sqlite", answer="yes")
+        """
+        running_loop("Formation.aresume()")
+        opts = merge_options(
+            options, "Formation.aresume()", timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
+            backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
+            break_before=break_before, break_after=break_after,
+        )
+        plan = self.validate()
+        return await arun_plan(plan, None, opts, await _journal_of(self, opts.store), resume=True, answer=answer)
 
     def astream(
         self,
@@ -121,6 +178,38 @@ class AsyncRuns:
         )
         plan = self.validate()
         return _lazy_stream(self, plan, input, opts)
+
+    def aresume_stream(
+        self,
+        run_id: str,
+        *,
+        store: StoreArg,
+        answer: Any = None,
+        timeout: float | None = None,
+        provider: Provider | None = None,
+        work_dir: str | Path | None = None,
+        backend: str = "threads",
+        backend_options: Mapping[str, Any] | None = None,
+        blackboard: Blackboard | None = None,
+        break_before: Collection[str] | None = None,
+        break_after: Collection[str] | None = None,
+        options: RunOptions | None = None,
+    ) -> AsyncIterator[FormationEvent]:
+        """:meth:`resume_stream`, for ``async for``: the resumed run's events, as
+        :meth:`astream` yields a new run's (journalled visits report ``node_finished``
+        with ``journalled: True``). Nothing starts before the first ``__anext__``.
+
+        Example:
+            >>> async for event in formation.aresume_stream(run_id, store=store, answer="yes"):  # doctest: +SKIP
+            ...     print(event.type, event.node)
+        """
+        opts = merge_options(
+            options, "Formation.aresume_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
+            backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
+            break_before=break_before, break_after=break_after,
+        )
+        plan = self.validate()
+        return _lazy_stream(self, plan, None, opts, resume_id=run_id, answer=answer)
 
     def astart(
         self,
@@ -156,13 +245,20 @@ class AsyncRuns:
 
 
 class AsyncSubmit:
-    """``asubmit``: a run of a started formation, awaited on an event loop."""
+    """``asubmit`` and ``aresume``: runs of a started formation, awaited on an event loop."""
 
     if TYPE_CHECKING:  # given by RunningFormation
-        def submit(self, input: Any, *, timeout: float | None = None, on_event: EventListener | None = None,
-                   blackboard: Blackboard | None = None, run_id: str | None = None,
-                   break_before: Collection[str] | None = None, break_after: Collection[str] | None = None,
-                   options: RunOptions | None = None) -> Future[FormationResult]: ...
+        _journal: Journal | None
+
+        def _admit(self, input: Any, timeout: float | None, on_event: EventListener | None,
+                   blackboard: Blackboard | None, run_id: str | None, break_before: Collection[str] | None,
+                   break_after: Collection[str] | None, options: RunOptions | None,
+                   call: str = ...) -> tuple[str, Callable[[], RunFuture]]: ...
+
+        def _readmit(self, run_id: str, answer: Any, timeout: float | None, on_event: EventListener | None,
+                     blackboard: Blackboard | None, break_before: Collection[str] | None,
+                     break_after: Collection[str] | None, options: RunOptions | None,
+                     call: str = ...) -> Callable[[], RunFuture]: ...
 
     def asubmit(
         self,
@@ -177,14 +273,16 @@ class AsyncSubmit:
         options: RunOptions | None = None,
     ) -> AsyncRun:
         """:meth:`submit`, for a coroutine: the same run, as an awaitable on the running
-        event loop (call it there). The options are those of :meth:`submit`. Submitting
-        is done on the caller's thread, as ``submit`` does it (with a store, that includes
-        journalling the run's start before this returns).
+        event loop (call it there). The options are those of :meth:`submit`, and so are
+        the errors raised here. With a store, the journal's record of the run's start
+        (a commit) is written on a worker thread, not on the loop: the run starts once
+        it is durable, and its ``run_id`` is known at once.
 
         Returns:
             An :class:`~wingman_actors.formation._aio.AsyncRun` (an ``asyncio.Future``)
             with a ``run_id``: ``await`` it for the :class:`FormationResult`; cancelling
-            it, or the task awaiting it, cancels the run.
+            it, or the task awaiting it, cancels the run. A store's refusal (a
+            ``run_id`` it already has) is raised when it is awaited.
 
         Example:
             >>> async with formation.astart() as running:             # doctest: +SKIP
@@ -192,10 +290,66 @@ class AsyncSubmit:
             ...     print(run.run_id, (await run).output)
         """
         loop = running_loop("RunningFormation.asubmit()")
-        return watch(self.submit(input, timeout=timeout, on_event=on_event, blackboard=blackboard, run_id=run_id,
-                                 break_before=break_before, break_after=break_after, options=options), loop)
+        run_id, begin = self._admit(input, timeout, on_event, blackboard, run_id, break_before, break_after, options,
+                                    "RunningFormation.asubmit()")
+        if self._journal is None:  # nothing blocks: start it here
+            return watch(begin(), loop)
+        return launch(begin, run_id, lane_of(self._journal), loop)
+
+    def aresume(
+        self,
+        run_id: str,
+        answer: Any = None,
+        *,
+        timeout: float | None = None,
+        on_event: EventListener | None = None,
+        blackboard: Blackboard | None = None,
+        break_before: Collection[str] | None = None,
+        break_after: Collection[str] | None = None,
+        options: RunOptions | None = None,
+    ) -> AsyncRun:
+        """:meth:`resume`, for a coroutine: the continued run as an awaitable on the
+        running event loop (call it there). Its journal is read and claimed on a worker
+        thread, not on the loop. The arguments are those of :meth:`resume`.
+
+        Returns:
+            An :class:`~wingman_actors.formation._aio.AsyncRun` with the ``run_id``:
+            ``await`` it for the :class:`FormationResult`; cancelling it, or the task
+            awaiting it, cancels the run.
+
+        Raises:
+            ValueError: the formation was started without a store (raised here). The
+                store's refusals (an unknown run, one that cannot be resumed, a formation
+                that differs, an ``answer`` with no interrupt pending) are raised when it
+                is awaited.
+
+        Example:
+            >>> async with formation.astart(store=store) as running:   # doctest: +SKIP
+            ...     result = await running.aresume(run_id, answer="yes")
+        """
+        loop = running_loop("RunningFormation.aresume()")
+        begin = self._readmit(run_id, answer, timeout, on_event, blackboard, break_before, break_after, options,
+                              "RunningFormation.aresume()")
+        assert self._journal is not None  # _readmit refuses a formation without a store
+        return launch(begin, run_id, lane_of(self._journal), loop)
 
 
-async def _lazy_stream(formation: AsyncRuns, plan: Plan, input: Any, opts: RunOptions) -> AsyncIterator[FormationEvent]:
-    async for event in astream_plan(plan, input, opts, formation._journal(opts.store)):
+async def _lazy_stream(
+    formation: AsyncRuns, plan: Plan, input: Any, opts: RunOptions, *, resume_id: str | None = None, answer: Any = None,
+) -> AsyncIterator[FormationEvent]:
+    journal = await _journal_of(formation, opts.store)
+    async for event in astream_plan(plan, input, opts, journal, resume_id=resume_id, answer=answer):
         yield event
+
+
+async def _journal_of(formation: AsyncRuns, store: StoreArg | None) -> Journal | None:
+    """The run's journal in ``store``: a store given by path is opened (its SQLite file,
+    perhaps created) on a worker thread, not on the loop."""
+    if isinstance(store, str | os.PathLike):
+        return await begin_off_loop(functools.partial(formation._journal, store), _close)
+    return formation._journal(store)
+
+
+def _close(journal: Journal | None) -> None:
+    if journal is not None:
+        journal.close()

@@ -34,7 +34,8 @@ from typing import Any
 from .._interrupts import VisitScope
 from ..errors import FormationRuntimeError, NodeTimeoutError
 from ..store import FormationShape, JournalStore, RunJournal, RunStore, SerializationError
-from ._breakpoints import is_breakpoint
+from ..store._values import new_run_id
+from ._breakpoints import JOURNAL_KEY, Breakpoints, is_breakpoint
 from ._failure import NodeFailure
 
 __all__ = ["Journal", "Replay", "StoreArg", "open_store"]
@@ -128,6 +129,40 @@ class Journal:
         if parent is None:
             return self.store.begin_run(self.name, self.shape, input, run_id=run_id, source=self.source)
         return self.store.begin_run(self.name, self.shape, input, run_id=run_id, source=self.source, parent=parent)
+
+    def new_id(self, run_id: str | None) -> str:
+        """``run_id``, or a new run's id (as the store would choose it) when None."""
+        return new_run_id() if run_id is None else run_id
+
+    def open_run(self, input: Any, run_id: str, breaks: Breakpoints | None) -> None:
+        """Record the new run ``run_id`` with its breakpoints, if any (durable on return)."""
+        self.begin(input, run_id)
+        if breaks is not None:  # journalled with the run: a resume keeps them
+            self.store.record_progress(run_id, JOURNAL_KEY[0], JOURNAL_KEY[1], breaks.to_json())
+
+    def reopen(self, run_id: str, answer: Any, breaks: Breakpoints | None,
+               given: bool) -> tuple[RunJournal, Breakpoints | None]:
+        """Take the run ``run_id`` over for resuming: claim it, record ``answer`` to its
+        pending interrupt (a breakpoint it stopped at is passed), and journal the
+        breakpoints ``given`` in place of its own. Returns its journal and its breakpoints.
+
+        Raises:
+            ValueError: ``answer`` was given for a run with no pending interrupt.
+            StoreError: the store refuses the claim (see ``claim_run``).
+        """
+        store = self.store
+        if answer is not None and store.get(run_id).interrupt is None:
+            raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
+        record = self.claim(run_id)
+        pending = record.pending_interrupt
+        if answer is not None or (pending is not None and is_breakpoint(pending.payload)):
+            store.answer(run_id, answer)  # a breakpoint is passed: its visit goes on
+            record = store.load(run_id)
+        if given:
+            store.record_progress(run_id, JOURNAL_KEY[0], JOURNAL_KEY[1],
+                                  (breaks or Breakpoints(frozenset(), frozenset())).to_json())
+            return record, breaks
+        return record, Breakpoints.journalled(record)
 
     def claim(self, run_id: str) -> RunJournal:
         """Take a run over for resuming (refuses another formation's shape)."""

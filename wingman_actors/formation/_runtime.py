@@ -32,7 +32,7 @@ from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutErro
 from ..integrations import otel
 from ..orchestration._blackboard import Blackboard
 from ._async_api import AsyncSubmit
-from ._breakpoints import JOURNAL_KEY, Breakpoints, is_breakpoint
+from ._breakpoints import Breakpoints
 from ._future import RunFuture
 from ._nested_map import FormationMapActor, map_width
 from ._nested_node import FormationNode
@@ -283,14 +283,23 @@ class RunningFormation(AsyncSubmit):
                 default and the run has no board; or a breakpoint names no node, or the
                 formation has no store.
         """
+        return self._admit(input, timeout, on_event, blackboard, run_id, break_before, break_after, options)[1]()
+
+    def _admit(
+        self, input: Any, timeout: float | None, on_event: EventListener | None, blackboard: Blackboard | None,
+        run_id: str | None, break_before: Collection[str] | None, break_after: Collection[str] | None,
+        options: RunOptions | None, call: str = "RunningFormation.submit()",
+    ) -> tuple[str, Callable[[], RunFuture]]:
+        """The checks of :meth:`submit` (raised here); the run's id (with a store, a new
+        one when ``run_id`` is None) and what then starts the run: a callable that
+        journals its start (with a store: the one blocking part) and launches it.
+        ``asubmit`` calls that off the event loop."""
         if options is not None:
-            merged = merge_options(options, "RunningFormation.submit()", timeout=timeout, on_event=on_event,
-                                   blackboard=blackboard, run_id=run_id, break_before=break_before,
-                                   break_after=break_after)
+            merged = merge_options(options, call, timeout=timeout, on_event=on_event, blackboard=blackboard,
+                                   run_id=run_id, break_before=break_before, break_after=break_after)
             timeout, on_event, blackboard, run_id = merged.timeout, merged.on_event, merged.blackboard, merged.run_id
             break_before, break_after = merged.break_before, merged.break_after
-        if self._stopped or not self._started:
-            raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
+        self._check_running()
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         board = self._blackboard if blackboard is None else _check_board(blackboard)
@@ -300,15 +309,38 @@ class RunningFormation(AsyncSubmit):
         if break_before is not None or break_after is not None:
             breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, self._journal is not None)
         if self._journal is not None:
-            run_id = self._journal.begin(input, run_id)  # durable before submit() returns
-            if breaks is not None:  # journalled with the run: a resume keeps them
-                self._journal.store.record_progress(run_id, JOURNAL_KEY[0], JOURNAL_KEY[1], breaks.to_json())
-        elif run_id is not None:
+            run_id = self._journal.new_id(run_id)
+            return run_id, functools.partial(self._begin_journalled, self._journal, run_id, input, timeout, on_event,
+                                             board, breaks)
+        if run_id is not None:
             raise ValueError(f"run_id={run_id!r} names a journalled run: it needs a store, "
                              "e.g. formation.start(store='runs.sqlite')")
-        else:
-            run_id = f"{self._prefix}-{next(self._seq)}"
-        return self._launch(run_id, input, timeout, on_event, None, board, breaks)
+        run_id = f"{self._prefix}-{next(self._seq)}"
+        return run_id, functools.partial(self._launch, run_id, input, timeout, on_event, None, board, breaks)
+
+    def _begin_journalled(self, journal: Journal, run_id: str, input: Any, timeout: float | None,
+                          on_event: EventListener | None, board: Blackboard | None,
+                          breaks: Breakpoints | None) -> RunFuture:
+        self._check_running()  # asubmit: the formation may have stopped since
+        journal.open_run(input, run_id, breaks)  # durable before the run starts
+        return self._launched(self._launch(run_id, input, timeout, on_event, None, board, breaks))
+
+    def _check_running(self) -> None:
+        if self._stopped or not self._started:
+            raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
+
+    def _launched(self, future: RunFuture) -> RunFuture:
+        """``future``, its run failed as :meth:`stop` fails the runs it finds when the
+        formation stopped while the run's journal record was written (``stop`` did not
+        see it)."""
+        if self._stopped:
+            run = self._runs.get(future.run_id)
+            if run is not None:
+                self._router.fail_run(run, FormationRuntimeError(
+                    f"formation {self.name!r} stopped before run {run.id} finished", run_id=run.id,
+                    outputs=run.outputs,
+                ))
+        return future
 
     def resume(self, run_id: str, answer: Any = None, *, timeout: float | None = None,
                on_event: EventListener | None = None, blackboard: Blackboard | None = None,
@@ -344,44 +376,49 @@ class RunningFormation(AsyncSubmit):
                 running in a live process.
             wingman_actors.store.UnknownRunError: no such run in the store.
         """
+        return self._readmit(run_id, answer, timeout, on_event, blackboard, break_before, break_after, options)()
+
+    def _readmit(
+        self, run_id: str, answer: Any, timeout: float | None, on_event: EventListener | None,
+        blackboard: Blackboard | None, break_before: Collection[str] | None, break_after: Collection[str] | None,
+        options: RunOptions | None, call: str = "RunningFormation.resume()",
+    ) -> Callable[[], RunFuture]:
+        """The checks of :meth:`resume` that need no store (raised here), and what then
+        continues the run: a callable that reads and claims it in the journal (the
+        blocking part, with the checks that need the store) and launches it. ``aresume``
+        calls that off the event loop."""
         if options is not None:
-            merged = merge_options(options, "RunningFormation.resume()", timeout=timeout, on_event=on_event,
-                                   blackboard=blackboard, run_id=run_id, break_before=break_before,
-                                   break_after=break_after)
+            merged = merge_options(options, call, timeout=timeout, on_event=on_event, blackboard=blackboard,
+                                   run_id=run_id, break_before=break_before, break_after=break_after)
             timeout, on_event, blackboard = merged.timeout, merged.on_event, merged.blackboard
             break_before, break_after = merged.break_before, merged.break_after
-        if self._stopped or not self._started:
-            raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
+        self._check_running()
         journal = self._journal
         if journal is None:
             raise ValueError(f"resume({run_id!r}) needs the run's store: start the formation with "
                              "formation.start(store=...) (a RunStore or its path)")
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-        if answer is not None and journal.store.get(run_id).interrupt is None:
-            raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
         board = self._blackboard if blackboard is None else _check_board(blackboard)
         if board is None and self._board_needed:
             _require_no_board(self.plan, self._board_needed)
         given = break_before is not None or break_after is not None
         breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, True) if given else None
-        record = journal.claim(run_id)
-        pending = record.pending_interrupt
-        if answer is not None or (pending is not None and is_breakpoint(pending.payload)):
-            journal.store.answer(run_id, answer)  # a breakpoint is passed: its visit goes on
-            record = journal.store.load(run_id)
-        if given:
-            journal.store.record_progress(run_id, JOURNAL_KEY[0], JOURNAL_KEY[1],
-                                          (breaks or Breakpoints(frozenset(), frozenset())).to_json())
-        else:
-            breaks = Breakpoints.journalled(record)
+        return functools.partial(self._reopen, journal, run_id, answer, timeout, on_event, board, given, breaks)
+
+    def _reopen(self, journal: Journal, run_id: str, answer: Any, timeout: float | None,
+                on_event: EventListener | None, board: Blackboard | None, given: bool,
+                breaks: Breakpoints | None) -> RunFuture:
+        self._check_running()  # aresume: the formation may have stopped since
+        record, breaks = journal.reopen(run_id, answer, breaks, given)
         from ._durable import Replay
 
-        return self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), board, breaks)
+        return self._launched(self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), board,
+                                           breaks))
 
     def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
                 replay: Replay | None, board: Blackboard | None,
-                breaks: Breakpoints | None = None) -> Future[FormationResult]:
+                breaks: Breakpoints | None = None) -> RunFuture:
         listeners = self._listeners if on_event is None else [*self._listeners, on_event]
         future = RunFuture(run_id, self)  # taken now: the run may finish, and drop it, before we return
         run = RunState(run_id, input, listeners, len(self.plan.sinks), self.plan.order, future)
