@@ -210,6 +210,55 @@ def test_an_arun_timeout_stops_an_awaited_model_call() -> None:
     assert raised.value.kind is ErrorKind.TIMEOUT and provider.unwound.is_set()
 
 
+def test_session_cancel_from_another_thread_cancels_an_awaited_async_tool_at_once() -> None:
+    started, unwound = threading.Event(), threading.Event()
+
+    @tool
+    async def wait_long(ctx: ToolContext) -> str:
+        """Wait a long time."""
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            unwound.set()
+        return "late"
+
+    session = Session(Agent("a", provider=ScriptedProvider([calls(("w1", "wait_long", {})), "unused"]),
+                            tools=[wait_long]))
+    canceller = threading.Thread(target=lambda: started.wait(5) and session.cancel("stop"))
+    canceller.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(AgentError) as info:
+            asyncio.run(session.arun("go"))
+    finally:
+        canceller.join(5)
+
+    assert info.value.kind is ErrorKind.CANCELLED
+    assert unwound.is_set() and time.perf_counter() - t0 < 5  # the tool's coroutine was cancelled: its finally ran
+
+
+def test_an_arun_timeout_cancels_an_awaited_async_tool() -> None:
+    unwound = threading.Event()
+
+    @tool
+    async def wait_long(ctx: ToolContext) -> str:
+        """Wait a long time."""
+        try:
+            await asyncio.sleep(30)
+        finally:
+            unwound.set()
+        return "late"
+
+    session = Session(Agent("a", provider=ScriptedProvider([calls(("w1", "wait_long", {})), "unused"]),
+                            tools=[wait_long]))
+
+    with pytest.raises(AgentError) as info:
+        asyncio.run(session.arun("go", timeout=0.2))
+
+    assert info.value.kind is ErrorKind.TIMEOUT and unwound.is_set()
+
+
 def test_fleet_arun_returns_one_result_per_task_in_order_running_them_concurrently() -> None:
     provider = AsyncScripted(["ok"], delay=0.2, cycle=True)
     fleet = Fleet(Agent("a", provider=provider), [f"task {i}" for i in range(10)], max_workers=10)

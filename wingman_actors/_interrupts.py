@@ -24,8 +24,9 @@ those of an attempt that failed, and a run that never interrupts journals none o
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from .errors import NoStoreError
@@ -133,16 +134,29 @@ class VisitScope:
 
     def run(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Call ``fn(*args)`` with this scope current (``interrupt`` sees it)."""
+        token = self._begin()
+        try:
+            return fn(*args)
+        finally:
+            _current.reset(token)
+
+    @contextlib.contextmanager
+    def attempt(self) -> Iterator[None]:
+        """What :meth:`run` does around its call, for a ``with`` block: in a coroutine
+        (an async session's run), the scope is current in its task's context."""
+        token = self._begin()
+        try:
+            yield
+        finally:
+            _current.reset(token)
+
+    def _begin(self) -> contextvars.Token[VisitScope | None]:
         # a retried attempt asks its questions again from the first, in a new session
         self.calls = 0
         self.replayed = 0
         self.session = None
         self.kept = ()
-        token = _current.set(self)
-        try:
-            return fn(*args)
-        finally:
-            _current.reset(token)
+        return _current.set(self)
 
 
 _current: contextvars.ContextVar[VisitScope | None] = contextvars.ContextVar("wingman_visit_scope", default=None)

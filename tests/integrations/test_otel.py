@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -165,6 +166,17 @@ def test_a_compaction_is_a_chat_span_of_the_compactor(spans: InMemorySpanExporte
     compactions = got["chat small"]
     assert compactions and {parent_id(c) for c in compactions} == {span_id(agent_span)}
     assert compactions[0].attributes is not None and compactions[0].attributes["gen_ai.usage.input_tokens"] == 7
+
+
+def test_a_compaction_of_an_awaited_session_is_a_chat_span_of_the_compactor(spans: InMemorySpanExporter) -> None:
+    script = [InferenceResponse.of_tool_calls([(f"c{i}", "add", {"a": i, "b": 0})], text="x" * 2000) for i in range(8)]
+    compactor = ScriptedProvider([InferenceResponse.of_text("summary")], cycle=True, model="small")
+    agent = Agent("long", provider=ScriptedProvider([*script, "end"]), tools=[add], context_budget=2_000,
+                  compactor=compactor)
+    asyncio.run(Session(agent).arun("go"))
+    got = by_name(spans.get_finished_spans())
+    (agent_span,) = got["invoke_agent long"]
+    assert got["chat small"] and {parent_id(c) for c in got["chat small"]} == {span_id(agent_span)}
 
 
 def test_node_work_nests_sessions_directly_under_the_workflow_span_and_tags_them(spans: InMemorySpanExporter) -> None:

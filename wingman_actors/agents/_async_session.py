@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .._cancel import CancelToken, cancel_scope, current_token
 from .._interrupts import RunSuspended
 from ..core import ContentBlock, InferenceResponse, StreamEvent, StreamEventType
+from ..providers._aio import TokenBridge
 from ._model_calls import ModelCall
 from ._result import Result, collect_child_runs
 from ._tool_steps import ToolBatch, ToolStep, failure_block
@@ -90,7 +91,7 @@ async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:
                 except asyncio.CancelledError:
                     item.step.tool_ctx.token.cancel("the task awaiting the run was cancelled")  # type: ignore[union-attr]
                     raise
-                except Exception as exc:
+                except (Exception, RunSuspended) as exc:  # an interrupt() unwinds the loop as in the blocking run
                     error = exc
             else:
                 yield cast(StreamEvent, item)
@@ -101,7 +102,7 @@ async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:
 async def _model(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceResponse]:
     """One model call, in its ``chat`` span when OpenTelemetry is in use: the stream's
     events (when streaming), then the response."""
-    chat = call.spans.chat(call.request) if call.spans is not None else None
+    chat = call.spans.chat(call.request, call.provider if call.aside else None) if call.spans is not None else None
     try:
         if call.stream:
             response = None
@@ -191,9 +192,14 @@ async def _stream(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceRespo
 
 async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
     """The batch's calls, at most the agent's ``tool_concurrency`` at once; their
-    outcomes in completion order."""
+    outcomes in completion order. A cancel of the run's token (``session.cancel()``, from
+    any thread) cancels the calls in flight at once: an ``async def`` tool's coroutine gets
+    ``CancelledError`` at its ``await`` (its ``finally`` runs), a blocking tool's thread is
+    left to finish, as the blocking run leaves it; then the run's cancel error is raised.
+    So does the run's deadline (its timeout error)."""
     step = batch.step
     token = step.tool_ctx.token
+    assert token is not None  # the session gives its tools the run's token
     room = asyncio.Semaphore(step.agent.tool_concurrency)
     done: list[tuple[int, _Outcome]] = []
 
@@ -201,11 +207,18 @@ async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
         async with room:
             done.append((index, await _execute(step, call)))
 
-    if token is None:
-        await asyncio.gather(*(one(i, c) for i, c in batch.calls))
-    else:
+    tasks = [asyncio.ensure_future(one(i, c)) for i, c in batch.calls]
+    with cancel_scope(token):
+        bridge = TokenBridge()  # a cancel of the token cancels this task's await below
+    try:
         async with _deadline(token):
-            await asyncio.gather(*(one(i, c) for i, c in batch.calls))
+            await bridge.run(asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:  # one call raised (an interrupt), or the run stopped: the others stop too
+            task.cancel()
+        raise
+    finally:
+        bridge.close()
     return done
 
 

@@ -14,6 +14,10 @@ is sent:
   instead, and if that fails too the turns are left out without a summary. Each failure
   is a trace entry (``name`` "compact failed", ``is_error``) saying what was done instead.
 
+The compaction logic is one generator (:meth:`ContextWindow.fitting`) that yields the
+compactor's model calls: a blocking session makes them with ``run_inference``, an async
+one (``Session.arun``) awaits ``arun_inference`` on its event loop.
+
 Requests are fitted before the middleware's ``before_model`` hooks see them (a hook that
 adds to a request adds to its size). When it has to trim, it trims down to 80% of the budget (60% with a compactor), so the
 following requests share their beginning (providers cache a stable prefix) and
@@ -30,7 +34,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +45,10 @@ from ..providers._base import Provider
 __all__ = ["ContextWindow", "Fitted", "estimate_message", "estimate_request", "estimate_text"]
 
 ModelCall = Callable[[Provider, InferenceRequest], InferenceResponse]
+CompactionCall = tuple[Provider, InferenceRequest]
+"""A compactor's model call, yielded by :meth:`ContextWindow.fitting` for its driver to make."""
+Fitting = Generator[CompactionCall, InferenceResponse, "Fitted"]
+"""A fitting in progress (:meth:`ContextWindow.fitting`)."""
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 1_600  # about what providers charge for a mid-sized image
@@ -143,6 +151,27 @@ class ContextWindow:
             AgentError: ``kind=invalid`` when even the smallest request (instructions,
                 tools, first message, current prompt, newest turn) is over the budget.
         """
+        steps = self.fitting(request, pinned)
+        try:
+            ask = next(steps)
+            while True:
+                provider, compaction = ask
+                try:
+                    response = call(provider, compaction) if call is not None else provider.run_inference(compaction)
+                except Exception as exc:
+                    ask = steps.throw(exc)
+                else:
+                    ask = steps.send(response)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]  # fitting returns a Fitted
+
+    def fitting(self, request: InferenceRequest, pinned: int) -> Fitting:
+        """:meth:`fit`, as a generator that leaves the compactor's model calls to its
+        driver: it yields ``(provider, request)`` for each, takes the response sent back
+        (or the call's exception thrown in) and returns the :class:`Fitted` request.
+        :meth:`fit` drives it with blocking calls; an async session (``Session.arun``)
+        awaits the provider's ``arun_inference`` instead, so a compaction does not block
+        its event loop. The compaction logic is this one either way."""
         history = request.messages
         if not history:
             return Fitted(request)
@@ -169,7 +198,7 @@ class ContextWindow:
         failures: list[str] = []
         dropped = [m for i, m in enumerate(history[start_cut:self.cut], start_cut) if i != pinned]
         if self.compactor is not None and dropped:
-            compaction = self._compact_or_trim(dropped, call, failures)
+            compaction = yield from self._compact_or_trim(dropped, failures)
         total = fixed + self._window_size(sizes, pinned)
         if total > self.budget:
             parts = [f"instructions and tools ~{fixed}", f"first message ~{sizes[0]}"]
@@ -221,8 +250,8 @@ class ContextWindow:
         return window
 
     def _compact_or_trim(
-        self, dropped: list[Message], call: ModelCall | None, failures: list[str]
-    ) -> InferenceResponse | None:
+        self, dropped: list[Message], failures: list[str]
+    ) -> Generator[CompactionCall, InferenceResponse, InferenceResponse | None]:
         """Summarise ``dropped`` with the compactor, else the fallback provider, else
         leave them out unsummarised; ``failures`` says what failed and what was done."""
         assert self.compactor is not None
@@ -231,7 +260,7 @@ class ContextWindow:
             providers.append(("the agent's provider", self.fallback))
         for i, (which, provider) in enumerate(providers):
             try:
-                return self._compact(provider, dropped, call)
+                return (yield from self._compact(provider, dropped))
             except AgentError as exc:
                 if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
                     raise  # the run stops: no fallback would be wanted
@@ -245,17 +274,16 @@ class ContextWindow:
             failures.append(f"{which} failed ({type(error).__name__}: {error}); {instead}")
         return None
 
-    def _compact(self, provider: Provider, dropped: list[Message], call: ModelCall | None) -> InferenceResponse:
+    def _compact(
+        self, provider: Provider, dropped: list[Message]
+    ) -> Generator[CompactionCall, InferenceResponse, InferenceResponse]:
         room = max(self.budget // 4, 256)  # the summary's share of the budget, in tokens
         transcript = _transcript(dropped, self.summary)
         limit = self.budget * CHARS_PER_TOKEN  # the compaction request stays within the budget too
         if len(transcript) > limit:
             transcript = "[...]\n" + transcript[-limit:]
         request = InferenceRequest(messages=[Message.user(transcript)], instructions=COMPACT_INSTRUCTIONS, max_tokens=room)
-        if call is not None:
-            response = call(provider, request)
-        else:
-            response = provider.run_inference(request)
+        response = yield provider, request
         text = response.text.strip()[: room * CHARS_PER_TOKEN]
         self.summary = Message.user(SUMMARY_HEADER + text)
         return response

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
 
 from .._cancel import CancelToken, cancel_scope
 from .._cancel import _current as _current_token  # set inline below: no scope object per call
@@ -19,7 +20,10 @@ from ..integrations import otel
 from ..providers._base import Provider
 from ..providers._retry import stopped
 
-__all__ = ["ModelCall", "infer", "infer_stream", "traced_infer"]
+if TYPE_CHECKING:
+    from ._context_budget import Fitted, Fitting
+
+__all__ = ["ModelCall", "compactions", "infer", "infer_stream", "traced_infer"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -32,6 +36,26 @@ class ModelCall:
     token: CancelToken
     stream: bool
     spans: otel.SessionSpans | None
+    aside: bool = False
+    """A call beside the run's own answers (a context-budget compaction): its ``chat``
+    span names its provider."""
+
+
+def compactions(steps: Fitting, token: CancelToken, spans: otel.SessionSpans | None) -> Generator[ModelCall, Any, Fitted]:
+    """Drive a context-window fitting (:meth:`ContextWindow.fitting`) in a run made for
+    the async driver: each compactor call is yielded as a :class:`ModelCall` (the driver
+    awaits it, and sends back its response or throws in its error)."""
+    try:
+        provider, request = next(steps)
+        while True:
+            try:
+                response = yield ModelCall(provider, request, token, False, spans, True)
+            except Exception as exc:
+                provider, request = steps.throw(exc)
+            else:
+                provider, request = steps.send(response)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]  # a fitting returns a Fitted
 
 
 def infer(provider: Provider, request: InferenceRequest, token: CancelToken) -> InferenceResponse:

@@ -43,7 +43,7 @@ from ._agent import Agent
 from ._context_budget import ContextWindow
 from ._hooks import emit, emit_stop, read_only
 from ._middleware import RunContext
-from ._model_calls import ModelCall, infer, infer_stream, traced_infer
+from ._model_calls import ModelCall, compactions, infer, infer_stream, traced_infer
 from ._prepare import Prepares
 from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
@@ -281,6 +281,9 @@ class Session:
         a worker thread. Cancelling the awaiting task cancels the run: the awaited call
         is cancelled and the session is free for the next message.
 
+        With a ``store``, a tool's ``interrupt()`` ends the run with ``status="suspended"``
+        (see :meth:`aresume`); the store is written on a worker thread.
+
         Raises:
             AgentError: as for :meth:`run`.
             asyncio.CancelledError: the awaiting task was cancelled.
@@ -288,6 +291,37 @@ class Session:
         Example:
             >>> result = await session.arun("Capital of France?")  # doctest: +SKIP
         """
+        if self._store is not None:
+            from ._waiting import arun_waiting
+
+            return await arun_waiting(self, message, timeout, parent_token, metadata)
+        return await self._arun(message, timeout, parent_token, metadata)
+
+    async def aresume(
+        self, session_id: str, *, store: Any = None, answer: Any = None, timeout: float | None = None
+    ) -> Result:
+        """:meth:`resume`, awaited on the caller's event loop, which it never blocks: the
+        store is read and written on a worker thread, the run is awaited as :meth:`arun`
+        awaits it. Cancelling the awaiting task cancels the resumed run (the store marks
+        it failed; the answer it was given stays recorded, and a later resume continues
+        from it). The arguments are those of :meth:`resume`.
+
+        Raises:
+            ValueError: no store given, or nothing of that session is waiting in it.
+            StoreError: the run cannot be resumed (expired, finished, another agent's).
+            asyncio.CancelledError: the awaiting task was cancelled.
+
+        Example:
+            >>> result = await session.aresume(session_id, store=store, answer="Lisbon")  # doctest: +SKIP
+        """
+        from ._waiting import aresume_waiting
+
+        return await aresume_waiting(self, session_id, store if store is not None else self._store, answer, timeout)
+
+    async def _arun(
+        self, message: str | Message, timeout: float | None, parent_token: CancelToken | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> Result:
         from ._async_session import drive
 
         result: Any = None
@@ -462,8 +496,7 @@ class Session:
                 max_tokens=self.agent.max_tokens, temperature=self.agent.temperature, model=model_name,
             )
             if self._window is not None:
-                with cancel_scope(ctx.token):
-                    request, spent = self._fit(request, prompt_index, step, trace)
+                request, spent = yield from self._fit(request, prompt_index, step, trace, ctx.token, aio)
                 if spent is not None:
                     usage = spent if usage is None else usage + spent
             for mw in mws:
@@ -546,14 +579,20 @@ class Session:
             return result
 
     def _fit(
-        self, request: InferenceRequest, prompt_index: int, step: int, trace: list[StepTrace]
-    ) -> tuple[InferenceRequest, Usage | None]:
+        self, request: InferenceRequest, prompt_index: int, step: int, trace: list[StepTrace], token: CancelToken,
+        aio: bool,
+    ) -> Generator[ModelCall, Any, tuple[InferenceRequest, Usage | None]]:
         """Fit the request to the agent's context budget; a compaction goes into the trace
-        and its usage is returned."""
+        and its usage is returned. With ``aio`` the compactor's calls are yielded to the
+        async driver (which awaits them), else made here, blocking."""
         assert self._window is not None
         t0 = time.perf_counter()
         spans = self._spans
-        fitted = self._window.fit(request, prompt_index, call=spans.traced_call if spans is not None else None)
+        if aio:
+            fitted = yield from compactions(self._window.fitting(request, prompt_index), token, spans)
+        else:
+            with cancel_scope(token):
+                fitted = self._window.fit(request, prompt_index, call=spans.traced_call if spans is not None else None)
         for note in fitted.failures:  # the compactor failed: the trace says what was done instead
             trace.append(StepTrace(kind="model", name="compact failed", step=step, input=fitted.dropped, output=note,
                                    is_error=True))

@@ -14,16 +14,22 @@ keep side effects after the ``interrupt()`` call, or make them idempotent), and 
 of ``interrupt()`` returns the answer. A suspended session expires after the store's
 ``suspend_ttl``, like a suspended formation run.
 
+:meth:`Session.arun <wingman_actors.Session.arun>` and :meth:`Session.aresume` do the same
+on an event loop: the run is awaited there, the store's reads and writes are made on a
+worker thread.
+
 The store's run id is the session id; a later turn of the same session that suspends too
 gets ``"<session id>:2"``, ``":3"``... and :meth:`resume` takes the newest.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._cancel import CancelToken
 from .._interrupts import RunSuspended, VisitScope
@@ -35,8 +41,9 @@ if TYPE_CHECKING:
     from ._agent import Agent
     from ._session import RunGen, Session
 
-__all__ = ["check_store", "resume_waiting", "run_waiting", "stream_waiting"]
+__all__ = ["arun_waiting", "aresume_waiting", "check_store", "resume_waiting", "run_waiting", "stream_waiting"]
 
+_T = TypeVar("_T")
 _VISIT = 1  # a session's run is one visit of its one node
 
 
@@ -71,9 +78,17 @@ def run_waiting(
     metadata: Mapping[str, Any] | None,
 ) -> Result:
     """:meth:`Session.run` of a session with a store."""
-    scope = VisitScope("", session.agent.name, _VISIT, (), _hold, None)
-    msg = Message.user(message) if isinstance(message, str) else message
-    return _attempt(session, session._store, scope, None, list(session.history), msg, timeout, parent_token, metadata)
+    turn = _fresh(session, message, metadata)
+    return _attempt(session, turn, timeout, parent_token)
+
+
+async def arun_waiting(
+    session: Session, message: str | Message, timeout: float | None, parent_token: CancelToken | None,
+    metadata: Mapping[str, Any] | None,
+) -> Result:
+    """:meth:`Session.arun` of a session with a store."""
+    turn = _fresh(session, message, metadata)
+    return await _aattempt(session, turn, timeout, parent_token)
 
 
 def stream_waiting(
@@ -82,14 +97,13 @@ def stream_waiting(
 ) -> RunGen:
     """:meth:`Session.run_stream` of a session with a store: the run's events, then its
     result, suspended on ``interrupt()`` as :func:`run_waiting`'s."""
-    scope = VisitScope("", session.agent.name, _VISIT, (), _hold, None)
-    msg = Message.user(message) if isinstance(message, str) else message
-    history = list(session.history)
+    turn = _fresh(session, message, metadata)
     # interrupt() finds the scope in the context; the loop runs step by step in whichever
     # thread iterates the stream, so every step runs in this one context, the scope current.
     context = contextvars.copy_context()
-    context.run(scope.enter)
-    run: RunGen = session._run(msg, timeout=timeout, stream=True, parent_token=parent_token, metadata=metadata)
+    context.run(turn.scope.enter)
+    run: RunGen = session._run(turn.message, timeout=timeout, stream=True, parent_token=parent_token,
+                               metadata=metadata)
     try:
         sent: Any = None
         while True:
@@ -100,15 +114,51 @@ def stream_waiting(
                 return result
             sent = yield item
     except RunSuspended as signal:
-        if signal.scope is not scope:
+        if signal.scope is not turn.scope:
             raise  # an interrupt of an enclosing formation run: that run suspends
-        return _suspend(session, session._store, scope, None, history, msg, metadata, signal.payload)
+        return _suspend(session, turn, signal.payload)
     finally:
         context.run(run.close)
 
 
 def resume_waiting(session: Session, session_id: str, store: Any, answer: Any, timeout: float | None) -> Result:
     """:meth:`Session.resume`."""
+    _check_resume(session, store)
+    turn = _reopen(session, session_id, store, answer)
+    _take_over(session, session_id, turn)
+    return _attempt(session, turn, timeout, None)
+
+
+async def aresume_waiting(
+    session: Session, session_id: str, store: Any, answer: Any, timeout: float | None
+) -> Result:
+    """:meth:`Session.aresume`: :func:`resume_waiting` with the store's reads and writes
+    on a worker thread and the run awaited on the caller's loop."""
+    _check_resume(session, store)
+    turn = await _off_loop(_reopen, session, session_id, store, answer)
+    _take_over(session, session_id, turn)
+    return await _aattempt(session, turn, timeout, None)
+
+
+@dataclass(slots=True)
+class _Turn:
+    """One attempt at a message of a waiting session: what its run needs and journals."""
+
+    store: Any
+    scope: VisitScope
+    run_id: str | None  # None until the turn first suspends
+    history: list[Message]  # the history before the message
+    message: Message
+    metadata: Mapping[str, Any] | None
+
+
+def _fresh(session: Session, message: str | Message, metadata: Mapping[str, Any] | None) -> _Turn:
+    scope = VisitScope("", session.agent.name, _VISIT, (), _hold, None)
+    msg = Message.user(message) if isinstance(message, str) else message
+    return _Turn(session._store, scope, None, list(session.history), msg, metadata)
+
+
+def _check_resume(session: Session, store: Any) -> None:
     if store is None:
         raise ValueError(
             "resume needs the store the session was suspended in: Session(agent, store=store).resume(session_id, "
@@ -117,6 +167,11 @@ def resume_waiting(session: Session, session_id: str, store: Any, answer: Any, t
     check_store(store)
     if session._busy.locked():
         raise RuntimeError(f"session {session.id} is running a message; resume in another Session")
+
+
+def _reopen(session: Session, session_id: str, store: Any, answer: Any) -> _Turn:
+    """Claim the newest suspended run of ``session_id`` and record ``answer`` (blocking:
+    the store's reads and durable writes)."""
     agent = session.agent
     run_id = _newest(store, session_id)
     journal = store.claim_run(run_id, _shape(agent), formation=_formation(agent))
@@ -128,10 +183,12 @@ def resume_waiting(session: Session, session_id: str, store: Any, answer: Any, t
     record = functools.partial(store.record_progress, run_id, node, _VISIT)
     scope = VisitScope(run_id, node, _VISIT, journal.answers(node, _VISIT), record,
                        list(journal.progress.get((node, _VISIT, None), ())))
-    history = list(saved["history"])
+    return _Turn(store, scope, run_id, list(saved["history"]), saved["message"], saved["metadata"] or None)
+
+
+def _take_over(session: Session, session_id: str, turn: _Turn) -> None:
     session.id = session_id
-    session.history = list(history)
-    return _attempt(session, store, scope, run_id, history, saved["message"], timeout, None, saved["metadata"] or None)
+    session.history = list(turn.history)
 
 
 def _newest(store: JournalStore, session_id: str) -> str:
@@ -165,39 +222,70 @@ def _free_id(store: JournalStore, session_id: str) -> str:
     return f"{session_id}:{n}"
 
 
-def _attempt(
-    session: Session, store: Any, scope: VisitScope, run_id: str | None, history: list[Message], msg: Message,
-    timeout: float | None, parent_token: CancelToken | None, metadata: Mapping[str, Any] | None,
-) -> Result:
-    """Run ``msg`` under ``scope`` (where ``interrupt()`` finds its answers); suspend on it."""
+def _attempt(session: Session, turn: _Turn, timeout: float | None, parent_token: CancelToken | None) -> Result:
+    """Run the turn's message under its scope (where ``interrupt()`` finds its answers);
+    suspend on it."""
     try:
-        result = scope.run(session._run_blocking, msg, timeout, parent_token, metadata)
+        result = turn.scope.run(session._run_blocking, turn.message, timeout, parent_token, turn.metadata)
     except RunSuspended as signal:
-        if signal.scope is not scope:
+        if signal.scope is not turn.scope:
             raise  # an interrupt of an enclosing formation run: that run suspends
-        return _suspend(session, store, scope, run_id, history, msg, metadata, signal.payload)
+        return _suspend(session, turn, signal.payload)
     except BaseException as exc:
-        if run_id is not None:
-            store.set_status(run_id, "failed", error=f"{type(exc).__name__}: {exc}", wait=True)
+        _ended(turn, exc)
         raise
-    if run_id is not None:
-        store.set_status(run_id, "succeeded", wait=True)
+    _ended(turn, None)
     return result
 
 
-def _suspend(
-    session: Session, store: Any, scope: VisitScope, run_id: str | None, history: list[Message], msg: Message,
-    metadata: Mapping[str, Any] | None, payload: Any,
+async def _aattempt(
+    session: Session, turn: _Turn, timeout: float | None, parent_token: CancelToken | None
 ) -> Result:
+    """:func:`_attempt` awaited: the run on the caller's loop, the store's writes on a
+    worker thread (finished even when the awaiting task is cancelled)."""
+    try:
+        with turn.scope.attempt():
+            result = await session._arun(turn.message, timeout, parent_token, turn.metadata)
+    except RunSuspended as signal:
+        if signal.scope is not turn.scope:
+            raise
+        return await _off_loop(_suspend, session, turn, signal.payload)
+    except BaseException as exc:
+        if turn.run_id is not None:
+            await _off_loop(_ended, turn, exc)
+        raise
+    if turn.run_id is not None:
+        await _off_loop(_ended, turn, None)
+    return result
+
+
+async def _off_loop(fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` on a worker thread; a cancel of the awaiting task does not stop it."""
+    return await asyncio.shield(asyncio.to_thread(fn, *args))
+
+
+def _ended(turn: _Turn, error: BaseException | None) -> None:
+    """Journal how a resumed turn ended (a turn never suspended has no record)."""
+    if turn.run_id is None:
+        return
+    if error is None:
+        turn.store.set_status(turn.run_id, "succeeded", wait=True)
+    else:
+        turn.store.set_status(turn.run_id, "failed", error=f"{type(error).__name__}: {error}", wait=True)
+
+
+def _suspend(session: Session, turn: _Turn, payload: Any) -> Result:
     agent = session.agent
     node = agent.name
+    store, scope, run_id = turn.store, turn.scope, turn.run_id
     if run_id is None:
         run_id = _free_id(store, session.id)
-        saved = {"history": history, "message": msg, "metadata": dict(metadata) if metadata else None}
+        saved = {"history": turn.history, "message": turn.message,
+                 "metadata": dict(turn.metadata) if turn.metadata else None}
         store.begin_run(_formation(agent), _shape(agent), saved, run_id=run_id)
     scope.on_progress = functools.partial(store.record_progress, run_id, node, _VISIT)
     scope.journal_replies()
     store.record_interrupt(run_id, node, _VISIT, payload)
     store.set_status(run_id, "suspended", wait=True)
-    session.history = list(history)  # the turn is not over: resume() runs it again
+    session.history = list(turn.history)  # the turn is not over: resume() runs it again
     return Result(status="suspended", interrupt=payload, stop_reason="tool_use")

@@ -170,7 +170,7 @@ def _inbox(loop: asyncio.AbstractEventLoop, inboxes: weakref.WeakKeyDictionary[a
             inbox = inboxes.get(loop)
             if inbox is None:
                 inbox = inboxes[loop] = LoopInbox(loop, handle)
-    return inbox  # type: ignore[no-any-return]
+    return inbox
 
 
 def _follow(run: AsyncRun, future: RunFuture, loop: asyncio.AbstractEventLoop) -> None:
