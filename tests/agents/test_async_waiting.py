@@ -142,6 +142,26 @@ def test_a_session_whose_aresume_was_cancelled_resumes_again_with_its_answer(sto
     assert attempts == ["yes", "yes"] and provider.calls == 2
 
 
+def test_a_session_whose_aresume_was_cancelled_at_once_stays_resumable(store: RunStore) -> None:
+    provider = ScriptedProvider([ASK, confirm])
+    session = Session(agent(provider), store=store)
+
+    async def main() -> str | None:
+        await session.arun("Book me a trip.")
+        task = asyncio.ensure_future(session.aresume(session.id, answer="Lisbon"))
+        await asyncio.sleep(0)  # it is claiming the run on a worker thread
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(500):  # the claim ends, then the run is marked failed
+            if store.get(session.id).status == "failed":
+                break
+            await asyncio.sleep(0.01)
+        return (await session.aresume(session.id)).response
+
+    assert asyncio.run(main()) == "Booked for Lisbon"
+
+
 def test_aresume_of_a_finished_session_is_refused(store: RunStore) -> None:
     session = Session(agent(ScriptedProvider([ASK, confirm])), store=store)
 

@@ -22,7 +22,7 @@ import time
 import weakref
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from .._cancel import CancelToken, cancel_scope, current_token
 from .._interrupts import RunSuspended, current_scope
@@ -40,6 +40,7 @@ from ..integrations import otel
 from ..providers._base import Provider
 from ..tools import ToolContext
 from ._agent import Agent
+from ._async_api import AsyncSessionRuns
 from ._context_budget import ContextWindow
 from ._hooks import emit, emit_stop, read_only
 from ._middleware import RunContext
@@ -48,9 +49,6 @@ from ._prepare import Prepares
 from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolBatch, ToolStep
-
-if TYPE_CHECKING:
-    from ._async_session import AsyncSessionStream
 
 __all__ = ["Result", "Session", "SessionStream"]
 
@@ -113,7 +111,7 @@ class SessionStream:
         return self._result
 
 
-class Session:
+class Session(AsyncSessionRuns):
     """A conversation with an agent: history plus the loop that extends it.
 
     Args:
@@ -269,84 +267,6 @@ class Session:
         return SessionStream(
             self._run(message, timeout=timeout, stream=True, parent_token=parent_token, metadata=metadata)
         )
-
-    async def arun(
-        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Result:
-        """:meth:`run`, awaited on the caller's event loop, which it never blocks: the same
-        loop (middleware, retries, tools, journalling), its model calls made with the
-        provider's ``arun_inference`` when it has one (no thread of its own; otherwise
-        ``run_inference`` on a worker thread), ``async def`` tools awaited, other tools on
-        a worker thread. Cancelling the awaiting task cancels the run: the awaited call
-        is cancelled and the session is free for the next message.
-
-        With a ``store``, a tool's ``interrupt()`` ends the run with ``status="suspended"``
-        (see :meth:`aresume`); the store is written on a worker thread.
-
-        Raises:
-            AgentError: as for :meth:`run`.
-            asyncio.CancelledError: the awaiting task was cancelled.
-
-        Example:
-            >>> result = await session.arun("Capital of France?")  # doctest: +SKIP
-        """
-        if self._store is not None:
-            from ._waiting import arun_waiting
-
-            return await arun_waiting(self, message, timeout, parent_token, metadata)
-        return await self._arun(message, timeout, parent_token, metadata)
-
-    async def aresume(
-        self, session_id: str, *, store: Any = None, answer: Any = None, timeout: float | None = None
-    ) -> Result:
-        """:meth:`resume`, awaited on the caller's event loop, which it never blocks: the
-        store is read and written on a worker thread, the run is awaited as :meth:`arun`
-        awaits it. Cancelling the awaiting task cancels the resumed run (the store marks
-        it failed; the answer it was given stays recorded, and a later resume continues
-        from it). The arguments are those of :meth:`resume`.
-
-        Raises:
-            ValueError: no store given, or nothing of that session is waiting in it.
-            StoreError: the run cannot be resumed (expired, finished, another agent's).
-            asyncio.CancelledError: the awaiting task was cancelled.
-
-        Example:
-            >>> result = await session.aresume(session_id, store=store, answer="Lisbon")  # doctest: +SKIP
-        """
-        from ._waiting import aresume_waiting
-
-        return await aresume_waiting(self, session_id, store if store is not None else self._store, answer, timeout)
-
-    async def _arun(
-        self, message: str | Message, timeout: float | None, parent_token: CancelToken | None,
-        metadata: Mapping[str, Any] | None,
-    ) -> Result:
-        from ._async_session import drive
-
-        result: Any = None
-        async for item in drive(self._run(message, timeout=timeout, stream=False, parent_token=parent_token,
-                                          metadata=metadata, aio=True)):
-            result = item
-        return cast(Result, result)
-
-    def astream(
-        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> AsyncSessionStream:
-        """:meth:`run_stream`, for ``async for``: the provider's events (its
-        ``astream_inference`` when it has one) and ``tool_start``/``tool_end`` events, as
-        :meth:`arun` runs the loop; call ``.result()`` on the stream after iterating it.
-
-        Example:
-            >>> stream = session.astream("Capital of France?")  # doctest: +SKIP
-            >>> async for event in stream:                       # doctest: +SKIP
-            ...     print(event.text or "", end="")
-        """
-        from ._async_session import AsyncSessionStream
-
-        return AsyncSessionStream(self._run(message, timeout=timeout, stream=True, parent_token=parent_token,
-                                            metadata=metadata, aio=True))
 
     def cancel(self, reason: str = "cancelled by caller") -> None:
         """Cancel the run in progress (from another thread); it stops at its next boundary."""

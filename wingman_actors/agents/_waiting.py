@@ -135,7 +135,17 @@ async def aresume_waiting(
     """:meth:`Session.aresume`: :func:`resume_waiting` with the store's reads and writes
     on a worker thread and the run awaited on the caller's loop."""
     _check_resume(session, store)
-    turn = await _off_loop(_reopen, session, session_id, store, answer)
+    loop = asyncio.get_running_loop()
+    reopening = asyncio.ensure_future(asyncio.to_thread(_reopen, session, session_id, store, answer))
+    try:
+        turn = await asyncio.shield(reopening)
+    except asyncio.CancelledError:
+        def claimed(done: asyncio.Future[_Turn]) -> None:  # cancelled while claiming: the run did not run
+            if not done.cancelled() and done.exception() is None:
+                loop.run_in_executor(None, _ended, done.result(), asyncio.CancelledError())
+
+        reopening.add_done_callback(claimed)
+        raise
     _take_over(session, session_id, turn)
     return await _aattempt(session, turn, timeout, None)
 

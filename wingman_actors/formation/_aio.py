@@ -11,7 +11,9 @@ measured 1.8-3.1x the ideal time at 1,000 concurrent runs; batched, 1.3-1.4x. Ru
 
 ``arun``, ``astream`` and ``astart`` are the sync paths' own halves (``begin_once``,
 ``settle``, ``stop``), the blocking ones (starting and stopping node actors, which may wait
-for threads) called on a worker thread so the caller's loop never waits on them.
+for threads) called on a worker thread so the caller's loop never waits on them. A
+journalled ``asubmit``/``aresume`` is checked on the loop and begun (its journal written)
+by a :class:`Lane` on a worker thread.
 """
 
 from __future__ import annotations

@@ -290,10 +290,9 @@ class RunningFormation(AsyncSubmit):
         run_id: str | None, break_before: Collection[str] | None, break_after: Collection[str] | None,
         options: RunOptions | None, call: str = "RunningFormation.submit()",
     ) -> tuple[str, Callable[[], RunFuture]]:
-        """The checks of :meth:`submit` (raised here); the run's id (with a store, a new
-        one when ``run_id`` is None) and what then starts the run: a callable that
-        journals its start (with a store: the one blocking part) and launches it.
-        ``asubmit`` calls that off the event loop."""
+        """The checks of :meth:`submit` (raised here); the run's id (with a store, a new one
+        when None) and a callable that journals the run's start (with a store: the one
+        blocking part) and launches it, which ``asubmit`` calls off the event loop."""
         if options is not None:
             merged = merge_options(options, call, timeout=timeout, on_event=on_event, blackboard=blackboard,
                                    run_id=run_id, break_before=break_before, break_after=break_after)
@@ -330,16 +329,11 @@ class RunningFormation(AsyncSubmit):
             raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
 
     def _launched(self, future: RunFuture) -> RunFuture:
-        """``future``, its run failed as :meth:`stop` fails the runs it finds when the
-        formation stopped while the run's journal record was written (``stop`` did not
-        see it)."""
-        if self._stopped:
-            run = self._runs.get(future.run_id)
-            if run is not None:
-                self._router.fail_run(run, FormationRuntimeError(
-                    f"formation {self.name!r} stopped before run {run.id} finished", run_id=run.id,
-                    outputs=run.outputs,
-                ))
+        """``future``; if the formation stopped while its run's start was journalled
+        (``stop`` did not see the run), the run is failed as ``stop`` fails runs."""
+        if self._stopped and (run := self._runs.get(future.run_id)) is not None:
+            self._router.fail_run(run, FormationRuntimeError(
+                f"formation {self.name!r} stopped before run {run.id} finished", run_id=run.id, outputs=run.outputs))
         return future
 
     def resume(self, run_id: str, answer: Any = None, *, timeout: float | None = None,
@@ -383,10 +377,9 @@ class RunningFormation(AsyncSubmit):
         blackboard: Blackboard | None, break_before: Collection[str] | None, break_after: Collection[str] | None,
         options: RunOptions | None, call: str = "RunningFormation.resume()",
     ) -> Callable[[], RunFuture]:
-        """The checks of :meth:`resume` that need no store (raised here), and what then
-        continues the run: a callable that reads and claims it in the journal (the
-        blocking part, with the checks that need the store) and launches it. ``aresume``
-        calls that off the event loop."""
+        """The checks of :meth:`resume` that need no store (raised here), and a callable
+        that claims the run in the journal (blocking) and launches it (``aresume`` calls
+        it off the event loop)."""
         if options is not None:
             merged = merge_options(options, call, timeout=timeout, on_event=on_event, blackboard=blackboard,
                                    run_id=run_id, break_before=break_before, break_after=break_after)
@@ -413,8 +406,8 @@ class RunningFormation(AsyncSubmit):
         record, breaks = journal.reopen(run_id, answer, breaks, given)
         from ._durable import Replay
 
-        return self._launched(self._launch(run_id, record.run.input, timeout, on_event, Replay.of(record), board,
-                                           breaks))
+        replay = Replay.of(record)
+        return self._launched(self._launch(run_id, record.run.input, timeout, on_event, replay, board, breaks))
 
     def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
                 replay: Replay | None, board: Blackboard | None,
