@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from wingman_actors import Formation, interrupt
-from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.errors import FormationRuntimeError, FormationSetupError
 from wingman_actors.store import RunStore, StoreError, UnknownRunError
 
 
@@ -181,9 +181,13 @@ def test_running_aresume_of_an_unknown_run_raises_the_stores_error_when_awaited(
 def test_a_journalled_asubmit_left_unawaited_when_the_formation_stops_fails_with_a_clear_error(
     store: RunStore,
 ) -> None:
+    async def hang(x: int) -> int:
+        await asyncio.sleep(30)
+        return x
+
     async def main() -> asyncio.Future[object]:
-        async with approval().astart(store=store) as running:
-            run = running.asubmit("memo")
+        async with Formation("hang").add_function("hang", hang).astart(store=store) as running:
+            run = running.asubmit(1)
         return run
 
     async def outcome() -> BaseException | None:
@@ -227,6 +231,18 @@ def test_a_journalled_asubmit_under_a_taken_run_id_raises_the_stores_error_when_
                 await running.asubmit("memo", run_id="r1")
 
     asyncio.run(main())
+
+
+def test_a_journalled_asubmit_raises_a_bad_argument_at_the_call(store: RunStore) -> None:
+    async def main() -> None:
+        async with approval().astart(store=store) as running:
+            with pytest.raises(ValueError, match="timeout must be > 0"):
+                running.asubmit("memo", timeout=0)
+            with pytest.raises(FormationSetupError, match="nope"):
+                running.asubmit("memo", break_before=["nope"])
+
+    asyncio.run(main())
+    assert store.runs() == []
 
 
 def test_cancelling_a_journalled_asubmit_at_once_cancels_its_run(store: RunStore) -> None:
