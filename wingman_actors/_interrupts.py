@@ -148,7 +148,10 @@ class VisitScope:
         try:
             yield
         finally:
-            _current.reset(token)
+            try:
+                _current.reset(token)
+            except ValueError:  # left in another context (an async stream its loop closed): none to restore here
+                pass
 
     def _begin(self) -> contextvars.Token[VisitScope | None]:
         # a retried attempt asks its questions again from the first, in a new session

@@ -177,3 +177,33 @@ def test_aresume_of_a_finished_session_is_refused(store: RunStore) -> None:
 def test_aresume_without_a_store_says_where_to_give_one() -> None:
     with pytest.raises(ValueError, match="resume needs the store"):
         asyncio.run(Session(agent(ScriptedProvider())).aresume("some-id", answer="x"))
+
+
+def test_astream_of_a_session_with_a_store_ends_on_an_interrupt_with_the_suspended_result(store: RunStore) -> None:
+    provider = ScriptedProvider([ASK, confirm])
+    session = Session(agent(provider), store=store)
+
+    async def main() -> tuple[list[str], str, object, str | None]:
+        stream = session.astream("Book me a trip.")
+        kinds = [event.type.value async for event in stream]
+        suspended = stream.result()
+        resumed = await session.aresume(session.id, answer="Lisbon")
+        return kinds, suspended.status, suspended.interrupt, resumed.response
+
+    kinds, status, payload, response = asyncio.run(main())
+
+    assert (status, payload) == ("suspended", {"question": "Which city?"})
+    assert "tool_start" in kinds and "error" not in kinds
+    assert response == "Booked for Lisbon" and provider.calls == 2
+
+
+def test_leaving_an_astream_of_a_session_with_a_store_early_frees_the_session(store: RunStore) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider(["Hello there, friend."])), store=store)
+
+    async def main() -> None:
+        async for _ in session.astream("hi"):
+            break
+
+    asyncio.run(main())
+
+    assert not session._busy.locked() and store.runs() == []

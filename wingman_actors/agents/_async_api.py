@@ -106,12 +106,18 @@ class AsyncSessionRuns:
         """:meth:`run_stream`, for ``async for``: the provider's events (its
         ``astream_inference`` when it has one) and ``tool_start``/``tool_end`` events, as
         :meth:`arun` runs the loop; call ``.result()`` on the stream after iterating it.
+        With a ``store``, an ``interrupt()`` ends the stream, and ``.result()`` is the
+        suspended result :meth:`arun` would return (continue with :meth:`aresume`).
 
         Example:
             >>> stream = session.astream("Capital of France?")  # doctest: +SKIP
             >>> async for event in stream:                       # doctest: +SKIP
             ...     print(event.text or "", end="")
         """
+        if self._store is not None:
+            from ._waiting import astream_waiting
+
+            return astream_waiting(cast("Session", self), message, timeout, parent_token, metadata)
         from ._async_session import AsyncSessionStream
 
         return AsyncSessionStream(self._run(message, timeout=timeout, stream=True, parent_token=parent_token,

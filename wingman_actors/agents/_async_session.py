@@ -24,11 +24,11 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken, cancel_scope, current_token
-from .._interrupts import RunSuspended
+from .._interrupts import RunSuspended, VisitScope
 from ..core import ContentBlock, InferenceResponse, StreamEvent, StreamEventType
 from ..providers._aio import TokenBridge
 from ._model_calls import ModelCall
@@ -251,20 +251,36 @@ async def _execute(step: ToolStep, call: ContentBlock) -> _Outcome:
 class AsyncSessionStream:
     """The events of a streamed async run (``Session.astream``), for ``async for``;
     :meth:`result` once iteration has ended. If the run fails, an ``error`` event is
-    yielded and then the error is raised from the iteration."""
+    yielded and then the error is raised from the iteration.
 
-    def __init__(self, gen: RunGen) -> None:
+    Args:
+        gen: the run, made for the async driver.
+        scope: a waiting session's turn (where ``interrupt()`` finds its answers), current
+            while the run goes on; None for a session without a store.
+        on_suspend: with ``scope``, what makes the suspended result of an ``interrupt()``.
+    """
+
+    def __init__(self, gen: RunGen, *, scope: VisitScope | None = None,
+                 on_suspend: Callable[[RunSuspended], Awaitable[Result]] | None = None) -> None:
         self._gen = gen
+        self._scope = scope
+        self._on_suspend = on_suspend
         self._result: Result | None = None
         self._error: BaseException | None = None
 
     async def __aiter__(self) -> AsyncIterator[StreamEvent]:
         try:
-            async for item in drive(self._gen):
-                if type(item) is Result:
-                    self._result = item
-                else:
-                    yield cast(StreamEvent, item)
+            with self._scope.attempt() if self._scope is not None else contextlib.nullcontext():
+                async for item in drive(self._gen):
+                    if type(item) is Result:
+                        self._result = item
+                    else:
+                        yield cast(StreamEvent, item)
+        except RunSuspended as signal:
+            if self._on_suspend is None:
+                self._error = signal
+                raise
+            self._result = await self._on_suspend(signal)  # the stream ends; result() is the suspended one
         except BaseException as exc:
             self._error = exc
             raise

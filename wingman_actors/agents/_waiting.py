@@ -39,9 +39,13 @@ from ._result import Result
 if TYPE_CHECKING:
     from ..store import FormationShape, JournalStore
     from ._agent import Agent
+    from ._async_session import AsyncSessionStream
     from ._session import RunGen, Session
 
-__all__ = ["arun_waiting", "aresume_waiting", "check_store", "resume_waiting", "run_waiting", "stream_waiting"]
+__all__ = [
+    "arun_waiting", "aresume_waiting", "astream_waiting", "check_store", "resume_waiting", "run_waiting",
+    "stream_waiting",
+]
 
 _T = TypeVar("_T")
 _VISIT = 1  # a session's run is one visit of its one node
@@ -119,6 +123,25 @@ def stream_waiting(
         return _suspend(session, turn, signal.payload)
     finally:
         context.run(run.close)
+
+
+def astream_waiting(
+    session: Session, message: str | Message, timeout: float | None, parent_token: CancelToken | None,
+    metadata: Mapping[str, Any] | None,
+) -> AsyncSessionStream:
+    """:meth:`Session.astream` of a session with a store: :func:`stream_waiting`, awaited."""
+    from ._async_session import AsyncSessionStream
+
+    turn = _fresh(session, message, metadata)
+    run = session._run(turn.message, timeout=timeout, stream=True, parent_token=parent_token, metadata=metadata,
+                       aio=True)
+
+    async def suspended(signal: RunSuspended) -> Result:
+        if signal.scope is not turn.scope:
+            raise signal  # an interrupt of an enclosing formation run: that run suspends
+        return await _off_loop(_suspend, session, turn, signal.payload)
+
+    return AsyncSessionStream(run, scope=turn.scope, on_suspend=suspended)
 
 
 def resume_waiting(session: Session, session_id: str, store: Any, answer: Any, timeout: float | None) -> Result:
