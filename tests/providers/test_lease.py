@@ -142,3 +142,39 @@ def test_a_request_that_fails_gives_its_transport_and_its_place_back() -> None:
         return made
 
     assert [inner.served for inner in asyncio.run(main())] == [2]
+
+
+def test_a_cancelled_request_gives_its_place_back() -> None:
+    async def main() -> None:
+        made: list[_Inner] = []
+        gate = asyncio.Event()
+        async with _client(made, gate, most=1) as client:
+            for _ in range(3):  # each cancel frees the only place
+                hanging = asyncio.ensure_future(client.post("/chat", json={}))
+                await asyncio.sleep(0.01)
+                hanging.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await hanging
+            gate.set()
+            (await client.post("/chat", json={}, timeout=httpx.Timeout(5.0, pool=0.05))).raise_for_status()
+
+    asyncio.run(main())
+
+
+def test_a_stream_cancelled_midway_gives_its_place_back() -> None:
+    async def main() -> None:
+        made: list[_Inner] = []
+        async with _client(made, _open(), most=1) as client:
+
+            async def read_forever() -> None:
+                async with client.stream("POST", "/chat", json={}):
+                    await asyncio.Event().wait()  # holds the answer open until cancelled
+
+            reader = asyncio.ensure_future(read_forever())
+            await asyncio.sleep(0.01)
+            reader.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await reader
+            (await client.post("/chat", json={}, timeout=httpx.Timeout(5.0, pool=0.05))).raise_for_status()
+
+    asyncio.run(main())
