@@ -5,11 +5,11 @@ closed.
 httpcore's connection pool (behind httpx's ``AsyncClient``) serves N concurrent requests
 at a cost that grows with N squared: each request walks every connection when it arrives
 and when one ends, and requests that arrive together are all given the same idle
-connection, then all but one retry (encode/httpcore#1035; fixed in httpx2, not in httpx).
-200 concurrent requests through one client cost 1.3 s of CPU; through this transport, one
-httpx ``AsyncHTTPTransport`` per connection (a pool of one) lent per request, 0.1 s. The
-client in front stays an ordinary ``httpx.AsyncClient``: its requests, errors and
-timeouts are httpx's own.
+connection, then all but one retry (encode/httpcore#1035). A burst of 200 concurrent
+requests against a loopback server cost 5 s of CPU through one client of 1,000
+connections, 0.12-0.15 s spread over 32 clients, and 0.08-0.10 s through this transport:
+one httpx ``AsyncHTTPTransport`` of one connection lent per request. The client in front
+stays an ordinary ``httpx.AsyncClient``: its requests, errors and timeouts are httpx's own.
 """
 
 from __future__ import annotations
