@@ -183,5 +183,7 @@ def test_async_sessions_reports_its_peak_threads_heartbeat_stall_and_whether_the
     assert (result.name, result.unit, result.baseline) == ("async_sessions", "x ideal", 0.1)
     assert result.value > 0 and result.details["peak_threads"] >= 1 and result.details["max_stall_ms"] >= 0
     assert isinstance(result.details["provider_has_arun_inference"], bool)
+    assert result.details["first_burst_s"] > 0  # the burst that opened the connections, apart
+    assert all(cpu > 0 for cpu in result.details["cpu_s"])
     assert result.meets == (result.value <= 1.3 and result.details["peak_threads"] < 30
                             and result.details["max_stall_ms"] <= 50)

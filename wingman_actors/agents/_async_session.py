@@ -75,11 +75,14 @@ async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:
             send = error = None
             if type(item) is ModelCall:
                 try:
-                    async for got in _model(item):
-                        if type(got) is InferenceResponse:
-                            send = got
-                        else:
-                            yield cast(StreamEvent, got)
+                    if item.stream or item.spans is not None:
+                        async for got in _model(item):
+                            if type(got) is InferenceResponse:
+                                send = got
+                            else:
+                                yield cast(StreamEvent, got)
+                    else:  # the common call: no generator of its own
+                        send = await _infer(item)
                 except asyncio.CancelledError:
                     item.token.cancel("the task awaiting the run was cancelled")
                     raise
@@ -130,11 +133,12 @@ async def _infer(call: ModelCall) -> InferenceResponse:
     provider, token = call.provider, call.token
     ainfer = getattr(provider, "arun_inference", None)
     with cancel_scope(token):  # the provider's retries see the token
-        async with _deadline(token):
-            if ainfer is not None:
-                response: InferenceResponse = await ainfer(call.request)
-            else:
-                response = await asyncio.to_thread(provider.run_inference, call.request)
+        pending = ainfer(call.request) if ainfer is not None else asyncio.to_thread(provider.run_inference, call.request)
+        if token.remaining() is None:
+            response: InferenceResponse = await pending
+        else:
+            async with _deadline(token):
+                response = await pending
     token.check()
     return response
 

@@ -18,20 +18,20 @@ import contextlib
 import socket
 import ssl
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 
 from .._cancel import current_token
 from ._aio import AsyncClients
+from ._lease import LeasingTransport
 
 __all__ = ["ClientPool", "Lease", "remaining_timeout", "request_timeout"]
 
 _CONNECT_TIMEOUT = 10.0
 _MAX_IDLE = 100  # idle clients (each with its keep-alive connection) a provider keeps (httpx: 20)
 _MAX_ASYNC_CONNECTIONS = 1000  # an async client's, over all its requests in flight
-_ASYNC_SHARDS = 32  # httpx clients behind one async client (see ShardedAsyncClient)
 
 
 def remaining_timeout(own: float) -> float:
@@ -181,18 +181,19 @@ class ClientPool:
     def _make_async(self) -> Any:
         http = self._http
         ssl_context = self._ssl_context()
-
-        def shard() -> Any:
+        timeout = http.Timeout(self.timeout, connect=min(self.timeout, _CONNECT_TIMEOUT))
+        if http is not httpx:  # another library's client: its own pool
             return http.AsyncClient(
-                base_url=self.base_url,
-                timeout=http.Timeout(self.timeout, connect=min(self.timeout, _CONNECT_TIMEOUT)),
-                headers=self.headers,
-                limits=http.Limits(max_connections=_MAX_ASYNC_CONNECTIONS // _ASYNC_SHARDS,
-                                   max_keepalive_connections=max(1, _MAX_IDLE // _ASYNC_SHARDS)),
-                verify=ssl_context,
+                base_url=self.base_url, timeout=timeout, headers=self.headers, verify=ssl_context,
+                limits=http.Limits(max_connections=_MAX_ASYNC_CONNECTIONS, max_keepalive_connections=_MAX_IDLE),
             )
-
-        return ShardedAsyncClient(shard, _ASYNC_SHARDS)
+        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        # A connection of its own per request in flight (see LeasingTransport), every one
+        # kept alive for httpx's keep-alive expiry.
+        transport = LeasingTransport(
+            lambda: httpx.AsyncHTTPTransport(verify=ssl_context, limits=one), _MAX_ASYNC_CONNECTIONS,
+        )
+        return httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=self.headers, transport=transport)
 
     def target(self, path: str, headers: dict[str, str] | None = None) -> tuple[str, dict[str, str] | None]:
         """The URL and headers of one request to ``path``: a user's client has neither our
@@ -274,59 +275,3 @@ class ClientPool:
         for lease in idle:
             lease.client.close()
         self._async.close()
-
-
-class ShardedAsyncClient:
-    """httpx ``AsyncClient`` s sharing the requests of one event loop, as one client
-    (``post``, ``stream``, ``aclose``).
-
-    httpcore's connection pool walks all its connections each time a request arrives or
-    one ends (encode/httpcore#1035; fixed in pydantic/httpx2#974 and #1075, not in httpx):
-    one client serving 200 concurrent sessions against a loopback server answering in
-    100 ms spent 1.3 s of CPU in those walks (1.5 s wall); spread over 32 clients, 0.15 s
-    (0.24 s wall). A shard is made only when every shard has ``per_shard`` requests in
-    flight (making one costs milliseconds: one ``asyncio.run`` of one request makes one),
-    and a request goes to the shard with the fewest in flight. Connections are not
-    shared between shards.
-    """
-
-    def __init__(self, make: Callable[[], Any], most: int, per_shard: int = 8) -> None:
-        self._make = make
-        self._most = most
-        self._per_shard = per_shard
-        self.clients: list[Any] = []
-        self._busy: list[int] = []
-
-    def _pick(self) -> int:
-        busy = self._busy
-        if busy:
-            i = min(range(len(busy)), key=busy.__getitem__)
-            if busy[i] < self._per_shard or len(busy) >= self._most:
-                busy[i] += 1
-                return i
-        self.clients.append(self._make())
-        busy.append(1)
-        return len(busy) - 1
-
-    async def post(self, *args: Any, **kwargs: Any) -> Any:
-        """``post`` on the least busy shard."""
-        i = self._pick()
-        try:
-            return await self.clients[i].post(*args, **kwargs)
-        finally:
-            self._busy[i] -= 1
-
-    @contextlib.asynccontextmanager
-    async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        """``stream`` on the least busy shard."""
-        i = self._pick()
-        try:
-            async with self.clients[i].stream(*args, **kwargs) as response:
-                yield response
-        finally:
-            self._busy[i] -= 1
-
-    async def aclose(self) -> None:
-        """Close every shard."""
-        for client in self.clients:
-            await client.aclose()
