@@ -80,7 +80,8 @@ _SCHEMA = (
     )""",
     "CREATE INDEX journal_by_run ON journal (run, seq)",
     # The rows of a run of journalling writes (see _bulk: the same rows, as JSON), applied in
-    # order by one call. An entry is written only for a run this store owns (``me``): a store
+    # order by one call. An entry is written only for a run this store owns (``me``), and so is
+    # the status of a run this store is running (its owner in the row's 7th item): a store
     # whose lease lapsed and whose run was taken over cannot write into that run's journal.
     """CREATE FUNCTION wingman_journal_ops(ops TEXT, me BIGINT) RETURNS void LANGUAGE plpgsql AS $f$
 DECLARE
@@ -105,9 +106,9 @@ BEGIN
         WHEN 3 THEN
             UPDATE runs SET status = r->>2, error = r->>3, expires = CAST(r->>4 AS double precision),
                             updated = CAST(r->>5 AS double precision)
-            WHERE id = r->>1;
+            WHERE id = r->>1 AND (r->>6 IS NULL OR owner = CAST(r->>6 AS bigint));
             IF NOT FOUND THEN
-                RAISE EXCEPTION 'wingman-actors: the status of an unknown run %', r->>1;
+                RAISE EXCEPTION 'wingman-actors: the status of run % (unknown, or owned by another store)', r->>1;
             END IF;
         ELSE
             UPDATE runs SET parent = r->>2 WHERE id = r->>1;

@@ -132,8 +132,10 @@ class Writer:
 
     def __init__(self, conn: Any, name: str, *, begin: str = "BEGIN IMMEDIATE",
                  errors: tuple[type[BaseException], ...] = (sqlite3.Error,),
-                 bulk: Callable[[Any, Sequence[Op]], None] | None = None) -> None:
+                 bulk: Callable[[Any, Sequence[Op]], None] | None = None,
+                 refused: Callable[[BaseException], None] | None = None) -> None:
         self._conn = conn
+        self._refused = refused  # told the error of each failed op nobody waits for (after its batch)
         self._bulk = bulk  # applies a run of one group's ops (else the group's own apply_group)
         self._begin = begin  # how a batch's transaction begins
         self._errors = errors  # the database driver's own errors
@@ -293,6 +295,10 @@ class Writer:
                        "them", len(failed), failed[0][1])
             with self._mutex:
                 self._failures.extend(failed)
+            if self._refused is not None:
+                for op in batch:
+                    if op.error is not None and op.done is None:
+                        self._refused(op.error)
         self._committed = batch[-1].seq
         for op in batch:
             if op.done is not None:
