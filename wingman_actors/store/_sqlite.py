@@ -9,7 +9,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
@@ -36,7 +36,7 @@ from ._ops import (
 )
 from ._owner import ProcessIdentity
 from ._reads import STATUS, ReaderPool, get_run, list_runs, load_journal
-from ._records import RUN_STATUSES, RunJournal, RunRecord, RunStatus, RunSummary
+from ._records import RUN_STATUSES, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
 from ._schema import check_path, connect, migrate
 from ._shape import FormationShape
 from ._values import POSTGRES_SCHEMES, duration, new_run_id
@@ -272,6 +272,19 @@ class RunStore:
         """Journal an ``interrupt(payload)`` raised by a node's visit (or a fleet item)."""
         codec, text = self._codec.encode(payload, "the interrupt payload of node %r of run %r", node, run_id)
         self._submit(self._Append((run_id, _INTERRUPT, node, visit, item, codec, text), time.time()))
+
+    def record_entries(self, run_id: str, entries: Iterable[JournalEntry]) -> None:
+        """Journal entries of another run (``store.load(other).entries``) into ``run_id``,
+        in order, each keeping its recorded time (``at``): a fork's reused visits show
+        their original times in :meth:`history`. Returns at once; durable in call order.
+
+        Raises:
+            SerializationError: a value cannot be journalled (raised here, at once).
+        """
+        for e in entries:
+            codec, text = self._codec.encode(e.value, "the %s of node %r (visit %s) copied into run %r", e.kind,
+                                             e.node, e.visit, run_id)
+            self._submit(self._Append((run_id, KINDS[e.kind], e.node, e.visit, e.item, codec, text), e.at))
 
     def answer(self, run_id: str, answer: Any) -> None:
         """Record the answer to the run's pending interrupt; durable on return.
