@@ -83,10 +83,15 @@ _SCHEMA = (
     # order by one call. An entry is written only for a run this store owns (``me``), and so is
     # the status of a run this store is running (its owner in the row's 7th item): a store
     # whose lease lapsed and whose run was taken over cannot write into that run's journal.
-    """CREATE FUNCTION wingman_journal_ops(ops TEXT, me BIGINT) RETURNS void LANGUAGE plpgsql AS $f$
+    # Without ``sync`` (writes nobody waits for) its transaction commits without waiting for
+    # the WAL flush.
+    """CREATE FUNCTION wingman_journal_ops(ops TEXT, me BIGINT, sync BOOLEAN) RETURNS void LANGUAGE plpgsql AS $f$
 DECLARE
     r json;
 BEGIN
+    IF NOT sync THEN  -- the commit of this call's transaction does not wait for the WAL flush
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
     FOR r IN SELECT value FROM json_array_elements(CAST(ops AS json)) LOOP
         CASE CAST(r->>0 AS integer)
         WHEN 0 THEN

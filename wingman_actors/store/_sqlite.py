@@ -82,7 +82,10 @@ class RunStore:
     ``synchronous="NORMAL"`` (the default) a commit survives the process being killed, and
     SQLite syncs the file to disk at checkpoints (run by a background thread, off the
     commit path): a power loss or OS crash may lose the last commits, never corrupt the
-    file. ``synchronous="FULL"`` syncs at every commit (slower).
+    file. ``synchronous="FULL"`` syncs at every commit (slower). On PostgreSQL a commit
+    that someone waits for waits for the server's WAL flush; with ``"NORMAL"`` a commit of
+    writes nobody waits for does not (the server has it; the next commit that waits
+    flushes it first), with ``"FULL"`` every commit does.
 
     Args:
         path: the database file (created with its schema if missing; a file from an
