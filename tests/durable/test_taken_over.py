@@ -37,9 +37,12 @@ def _frozen_owner_taken_over(postgres_url: str, log: Path) -> Iterator[subproces
             assert owner.poll() is None, owner.communicate()
             assert time.monotonic() < deadline, "the run never reached its slow node"
             time.sleep(0.02)
-        os.kill(owner.pid, signal.SIGSTOP)
-        (log.parent / f"go-{os.getpid()}").touch()  # this process's slow visit does not wait
         with RunStore(postgres_url) as store:
+            while "first" not in store.load(RUN_ID).visits:  # (journalled after it returned, at once)
+                assert time.monotonic() < deadline, "the first visit was never journalled"
+                time.sleep(0.02)
+            os.kill(owner.pid, signal.SIGSTOP)
+            (log.parent / f"go-{os.getpid()}").touch()  # this process's slow visit does not wait
             while True:
                 try:
                     result = build(log).resume(RUN_ID, store=store)

@@ -85,7 +85,10 @@ _SCHEMA = (
     # whose lease lapsed and whose run was taken over cannot write into that run's journal.
     # Without ``sync`` (writes nobody waits for) its transaction commits without waiting for
     # the WAL flush.
-    """CREATE FUNCTION wingman_journal_ops(ops TEXT, me BIGINT, sync BOOLEAN) RETURNS void LANGUAGE plpgsql AS $f$
+    # Its statements find runs by id through their index whatever the table's size when their
+    # plans were made and cached (a plan made on a near-empty table scans it, for every row).
+    """CREATE FUNCTION wingman_journal_ops(ops TEXT, me BIGINT, sync BOOLEAN) RETURNS void LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $f$
 DECLARE
     j jsonb := CAST(ops AS jsonb);
     wanted integer;
@@ -96,7 +99,8 @@ BEGIN
     END IF;
     -- One statement per kind of row, each over every row of that kind (a row at a time in
     -- PL/pgSQL cost ~5 times the server's CPU): shapes, runs and their parents first, then
-    -- the entries in their order (seq follows it), then each run's last status.
+    -- the entries in their order (seq follows it), then each run's last status. Runs are found
+    -- by id (``owner + 0``: a plan through runs_by_owner walked every run of the owner per row).
     INSERT INTO shapes (fingerprint, shape)
     SELECT v->>2, v->>3 FROM jsonb_array_elements(j) v WHERE v->>0 = '0' ON CONFLICT DO NOTHING;
     INSERT INTO runs (id, formation, fingerprint, source, input_codec, input, status, created, updated, owner)
@@ -109,7 +113,7 @@ BEGIN
         INSERT INTO journal (run, kind, node, visit, item, codec, value, at)
         SELECT r.key, CAST(v->>2 AS integer), v->>3, CAST(v->>4 AS integer), CAST(v->>5 AS integer),
                CAST(v->>6 AS integer), v->>7, CAST(v->>8 AS double precision)
-        FROM jsonb_array_elements(j) WITH ORDINALITY e(v, i) JOIN runs r ON r.id = v->>1 AND r.owner = me
+        FROM jsonb_array_elements(j) WITH ORDINALITY e(v, i) JOIN runs r ON r.id = v->>1 AND r.owner + 0 = me
         WHERE v->>0 = '2' ORDER BY i;
         GET DIAGNOSTICS done = ROW_COUNT;
         IF done < wanted THEN
@@ -122,7 +126,7 @@ BEGIN
                           updated = CAST(s.v->>5 AS double precision)
         FROM (SELECT DISTINCT ON (v->>1) v FROM jsonb_array_elements(j) WITH ORDINALITY e(v, i)
               WHERE v->>0 = '3' ORDER BY v->>1, i DESC) s
-        WHERE r.id = s.v->>1 AND (s.v->>6 IS NULL OR r.owner = CAST(s.v->>6 AS bigint));
+        WHERE r.id = s.v->>1 AND (s.v->>6 IS NULL OR r.owner + 0 = CAST(s.v->>6 AS bigint));
         GET DIAGNOSTICS done = ROW_COUNT;
         IF done < wanted THEN
             RAISE EXCEPTION 'wingman-actors: the status of a run unknown, or owned by another store';

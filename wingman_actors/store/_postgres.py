@@ -61,7 +61,7 @@ class PgAppend(Append):
 
     __slots__ = ()
     _INSERT = ("INSERT INTO journal (run, kind, node, visit, item, codec, value, at) "
-               "SELECT key, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE id = ? AND owner = ?")
+               "SELECT key, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE id = ? AND owner + 0 = ?")  # (by id: see _pg_schema)
 
     def apply(self, conn: Any) -> Any:
         if conn.execute(self._INSERT, (*self.row[1:], self.at, self.row[0], conn.owner)).rowcount:
@@ -90,7 +90,7 @@ class PgSetStatus(SetStatus):
     def apply(self, conn: Any) -> Any:
         if self.owner is None:
             return super().apply(conn)
-        cur = conn.execute("UPDATE runs SET status = ?, error = ?, expires = ?, updated = ? WHERE id = ? AND owner = ?",
+        cur = conn.execute("UPDATE runs SET status = ?, error = ?, expires = ?, updated = ? WHERE id = ? AND owner + 0 = ?",
                            (*self.params, self.owner))
         if cur.rowcount == 0:
             run_id = self.params[-1]
