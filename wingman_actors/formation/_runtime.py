@@ -101,9 +101,8 @@ class RunningFormation(AsyncSubmit):
         self._scheduler = Scheduler(name=f"wingman-timer-{plan.name}")
         self._router = Router(plan, self._scheduler)
         self._router.journal = self._journal = journal
-        # a PostgreSQL store tells of the runs another process took over: they end here
-        watch = None if journal is None else getattr(journal.store, "on_run_lost", None)
-        self._unwatch = None if watch is None else watch(self._router.lost)
+        if journal is not None:  # runs another process took over end here (until the journal closes)
+            journal.watch(self._router.lost)
         self._supervision = Supervision(self._router)
         self._runs = self._router.runs
         self._supervisor: Any = None  # started on its first message (_tell_supervisor)
@@ -248,8 +247,6 @@ class RunningFormation(AsyncSubmit):
             if supervisor.thread is not threading.current_thread():
                 supervisor.thread.join(timeout)
         self._scheduler.stop(timeout)
-        if self._unwatch is not None:
-            self._unwatch()
         if self._journal is not None:
             self._journal.close()
 
