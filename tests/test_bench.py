@@ -5,19 +5,24 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 
 import pytest
 
+from tests.support.postgres import postgres_server, postgres_url
 from wingman_actors._bench import SCENARIOS
 from wingman_actors.cli import main
+
+__all__ = ["postgres_server", "postgres_url"]  # fixtures
 
 
 def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
     assert list(SCENARIOS) == [
         "pipeline_throughput", "run_overhead", "cold_run", "large_formation", "hop_latency",
         "fleet_makespan", "fleet_node_makespan", "map_makespan", "dag_makespan", "inflight_runs", "actor_memory",
-        "store_journal", "durable_pipeline_throughput", "durable_overhead", "resume_latency",
+        "store_journal", "durable_pipeline_throughput", "durable_pipeline_throughput_postgres", "durable_overhead",
+        "resume_latency",
         "cancel_latency", "timeout_overshoot", "session_cancel_latency", "session_timeout_overshoot",
         "ray_cpu_stage", "ray_hop_overhead", "ray_agent_makespan", "nested_overhead", "async_concurrency",
         "async_sessions", "payload_isolation",
@@ -187,3 +192,28 @@ def test_async_sessions_reports_its_peak_threads_heartbeat_stall_and_whether_the
     assert all(cpu > 0 for cpu in result.details["cpu_s"])
     assert result.meets == (result.value <= 1.3 and result.details["peak_threads"] < 30
                             and result.details["max_stall_ms"] <= 50)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("langgraph.checkpoint.postgres") is None,
+                    reason="the peers extra is not installed")
+def test_the_postgres_durable_scenario_measures_on_the_server_given_and_is_judged_against_langgraph(
+        postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wingman_actors._bench.durable_postgres import ENV
+
+    monkeypatch.setenv(ENV, postgres_url.split("?")[0])
+    result = SCENARIOS["durable_pipeline_throughput_postgres"](True)
+    assert (result.name, result.unit) == ("durable_pipeline_throughput_postgres", "inputs/s")
+    assert result.details["server"] == f"given by {ENV}" and len(result.details["runs"]) == 3
+    assert result.baseline is not None and result.baseline > 0 and result.value > 0
+    assert result.meets == (result.details["ratio"] >= 10)
+
+
+def test_the_postgres_durable_scenario_without_psycopg_is_skipped_saying_why() -> None:
+    code = ("import sys; sys.modules['psycopg'] = None\n"
+            "from wingman_actors._bench import SCENARIOS\n"
+            "r = SCENARIOS['durable_pipeline_throughput_postgres'](True)\n"
+            "print(r.meets, r.details)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "durable_pipeline_throughput_postgres: skipped: psycopg is not installed" in done.stderr
+    assert done.stdout.startswith("False {'skipped': 'psycopg is not installed")

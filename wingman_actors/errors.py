@@ -33,7 +33,9 @@ classes live here unless a module is named in brackets::
     │   ├── RunNotResumableError  the run cannot be claimed (running elsewhere, finished)
     │   ├── SerializationError  a value cannot be journalled or loaded (also a TypeError)
     │   ├── StoreWriteError     journal writes failed (reported at flush() / close())
-    │   └── StoreClosedError    the store was used after close()
+    │   ├── StoreClosedError    the store was used after close()
+    │   └── RunTakenOverError   another store took the run over (this one's lease lapsed);
+    │                           also a FormationRuntimeError
     ├── SkillError              a skill folder cannot be used [orchestration] (also a ValueError)
     ├── MCPConnectionError      an MCP server cannot be reached or did not complete the
     │                           handshake [integrations.mcp] (also a ConnectionError)

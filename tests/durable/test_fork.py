@@ -119,3 +119,15 @@ def test_history_shows_a_visit_skipped_after_its_retries_as_skipped(location: st
         history = store.history(result.run_id)
     assert [(v.node, v.status) for v in history] == [("a", "succeeded"), ("gone", "skipped")]
     assert "down" in str(history[1].output)
+
+
+def test_a_forks_reused_visits_keep_the_times_of_the_original_run(location: str) -> None:
+    f = chain()
+    with RunStore(location) as store:
+        original = f.run(0, store=store).run_id
+        forked = f.fork(original, store=store, at="c", output=0)
+        before, after = store.history(original), store.history(forked)
+    assert [(v.node, v.started, v.finished) for v in after[1:2]] == [(v.node, v.started, v.finished)
+                                                                     for v in before[1:2]]  # b: reused
+    assert (after[0].node, after[0].finished, after[0].started) == ("a", before[0].finished, None)  # a: reused source
+    assert after[2].finished is not None and before[3].finished is not None and after[2].finished > before[3].finished

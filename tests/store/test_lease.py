@@ -15,7 +15,13 @@ import pytest
 
 from tests.support.postgres import PostgresServer
 from wingman_actors.errors import MissingExtraError
-from wingman_actors.store import RunNotResumableError, RunStore, StoreOpenError
+from wingman_actors.store import (
+    RunNotResumableError,
+    RunStore,
+    RunTakenOverError,
+    StoreOpenError,
+    StoreWriteError,
+)
 
 from .conftest import chain_shape
 
@@ -67,7 +73,7 @@ def test_a_frozen_owners_run_is_taken_over_within_the_lease_and_the_thawed_owner
             child.stdin.write("go\n")
             child.stdin.flush()
             said = child.stdout.readline()
-            assert said.startswith("refused:") and "owned by another store" in said, said
+            assert said.startswith("refused:") and f"run {run_id!r} was taken over by another owner" in said, said
             assert store.load(run_id).visits == {"a": {1: "before"}}
             assert store.get(run_id).status == "running"  # this store's now
     finally:
@@ -150,3 +156,64 @@ def test_a_store_whose_writer_connection_the_server_dropped_reconnects_and_keeps
         assert other.get(run_id).status == "running"  # its owner is live again
         with pytest.raises(RunNotResumableError, match="running"):
             other.claim_run(run_id, chain_shape())
+
+
+def _lapse(postgres_url: str, run_id: str, *, interrupt: bool = False) -> None:
+    """Make the lease of ``run_id``'s owner lapse on the server, as a frozen process's would
+    (with ``interrupt``, mark the run interrupted, as a store recovering meanwhile would)."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as admin, admin.transaction():
+        admin.execute("UPDATE owners SET lease_until = 0 WHERE id = (SELECT owner FROM runs WHERE id = %s)", (run_id,))
+        if interrupt:
+            admin.execute("UPDATE runs SET status = 'interrupted' WHERE id = %s", (run_id,))
+
+
+def test_a_write_refused_because_the_run_was_taken_over_tells_the_stores_lost_run_listeners(
+        postgres_url: str) -> None:
+    told: list[RunTakenOverError] = []
+    arrived = threading.Event()
+    with RunStore(postgres_url, lease=60) as owner, RunStore(postgres_url) as other:
+        unsubscribe = owner.on_run_lost(lambda error: (told.append(error), arrived.set()))
+        run_id = owner.begin_run("chain", chain_shape(), 0)
+        _lapse(postgres_url, run_id)
+        other.claim_run(run_id, chain_shape())
+        owner.record_visit(run_id, "a", 1, "late")
+        with pytest.raises(StoreWriteError, match=f"run {run_id!r} was taken over by another owner"):
+            owner.flush()
+        assert arrived.wait(10)
+        assert [(type(e), e.run_id) for e in told] == [(RunTakenOverError, run_id)]
+        unsubscribe()
+        assert other.load(run_id).visits == {}
+
+
+def test_the_end_of_a_run_taken_over_is_not_written_by_its_former_owner(postgres_url: str) -> None:
+    with RunStore(postgres_url, lease=60) as owner, RunStore(postgres_url) as other:
+        run_id = owner.begin_run("chain", chain_shape(), 0)
+        waited = owner.begin_run("chain", chain_shape(), 0)
+        _lapse(postgres_url, run_id)
+        for taken in (run_id, waited):
+            other.claim_run(taken, chain_shape())
+        owner.set_status(run_id, "succeeded")
+        with pytest.raises(StoreWriteError, match=f"run {run_id!r} was taken over by another owner"):
+            owner.flush()
+        with pytest.raises(RunTakenOverError, match=f"run {waited!r} was taken over by another owner"):
+            owner.set_status(waited, "failed", error="too late", wait=True)
+        for taken in (run_id, waited):
+            assert (other.get(taken).status, other.get(taken).error) == ("running", None)
+
+
+def test_a_renewal_that_finds_the_lease_lapsed_takes_back_its_runs_that_were_only_marked_interrupted(
+        postgres_url: str) -> None:
+    with RunStore(postgres_url, lease=0.6) as owner, RunStore(postgres_url) as other:
+        run_id = owner.begin_run("chain", chain_shape(), 0)
+        _lapse(postgres_url, run_id, interrupt=True)
+        deadline = time.monotonic() + 10
+        while other.get(run_id).status != "running":
+            assert time.monotonic() < deadline, "the owner never took its run back"
+            time.sleep(0.05)
+        with pytest.raises(RunNotResumableError, match="is running"):
+            other.claim_run(run_id, chain_shape())
+        owner.record_visit(run_id, "a", 1, "still mine")
+        owner.flush()
+        assert other.load(run_id).visits == {"a": {1: "still mine"}}

@@ -1,5 +1,6 @@
 """A real PostgreSQL server for the tests: started once per test session (per xdist
-worker) in a temporary directory, on a free loopback port, and stopped at the end.
+worker) in a temporary directory, on a free loopback port, and stopped at the end (the
+bench's throwaway server, ``wingman_actors._bench.pg_server``).
 
 The server's binaries are Debian's (``/usr/lib/postgresql/<version>/bin``) or on PATH.
 ``initdb`` refuses to run as root: as root, the server runs as ``nobody``. Without the
@@ -11,95 +12,16 @@ Each test gets a schema of its own (``postgres_url``), dropped after it.
 
 from __future__ import annotations
 
-import contextlib
-import glob
 import os
-import pwd
-import shutil
-import socket
-import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
+from wingman_actors._bench.pg_server import PostgresServer, find_bindir
+
 __all__ = ["PostgresServer", "find_bindir", "postgres_server", "postgres_url"]
-
-USER = "wingman"
-
-
-def find_bindir() -> Path | None:
-    """The folder of ``initdb``, ``pg_ctl`` and ``postgres`` (the newest Debian version
-    first, then PATH), or None."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4] or 0))
-    if found:
-        return Path(found[-1]).parent
-    initdb = shutil.which("initdb")
-    return Path(initdb).parent if initdb else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class PostgresServer:
-    """One server in a temporary directory; :meth:`start` then :meth:`stop`."""
-
-    def __init__(self, bindir: Path, *, fsync: bool = False) -> None:
-        self.bindir = bindir
-        self.fsync = fsync
-        # In /tmp: the server's user (nobody, under root) can reach it whatever TMPDIR is, and
-        # the Unix socket's path stays under its length limit (~107 bytes).
-        self.dir = Path(tempfile.mkdtemp(prefix="wingman-pg-", dir="/tmp" if os.path.isdir("/tmp") else None))
-        self.port = 0
-        self._as: dict[str, Any] = {}
-        if os.geteuid() == 0:  # initdb refuses root: run the server as nobody
-            nobody = pwd.getpwnam("nobody")
-            os.chown(self.dir, nobody.pw_uid, nobody.pw_gid)
-            self._as = {"user": nobody.pw_uid, "group": nobody.pw_gid, "extra_groups": []}
-
-    def _run(self, *args: str) -> None:
-        env = {**os.environ, "HOME": str(self.dir), "LC_ALL": "C"}
-        done = subprocess.run([str(self.bindir / args[0]), *args[1:]], cwd=self.dir, env=env, capture_output=True,
-                              text=True, timeout=120, check=False, **self._as)
-        if done.returncode != 0:
-            log = self.dir / "server.log"
-            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise RuntimeError(f"{' '.join(args)} failed ({done.returncode}): {done.stdout}{done.stderr}{tail}")
-
-    def start(self) -> PostgresServer:
-        data = self.dir / "data"
-        self._run("initdb", "-D", str(data), "-U", USER, "--auth=trust", "-E", "UTF8", "--no-sync")
-        for attempt in range(5):
-            self.port = _free_port()
-            # fsync off for tests (they kill clients, never the server); on for measurements
-            sync = "" if self.fsync else "-c fsync=off -c full_page_writes=off "
-            options = (f"-c port={self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.dir} "
-                       f"{sync}-c max_connections=300 -c shared_buffers=32MB")
-            try:
-                self._run("pg_ctl", "-D", str(data), "-l", str(self.dir / "server.log"), "-o", options, "-w",
-                          "-t", "60", "start")
-                return self
-            except RuntimeError:
-                if attempt == 4:
-                    raise
-        return self
-
-    def url(self, database: str = "postgres", schema: str | None = None) -> str:
-        """A connection URL (in ``schema``, created by the caller, when given)."""
-        url = f"postgresql://{USER}@127.0.0.1:{self.port}/{database}"
-        return url + (f"?options=-csearch_path%3D{schema}" if schema else "")
-
-    def stop(self) -> None:
-        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
-            self._run("pg_ctl", "-D", str(self.dir / "data"), "-m", "immediate", "-w", "stop")
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _unavailable(reason: str) -> None:

@@ -41,6 +41,10 @@ def machine_facts() -> dict[str, Any]:
 def _run(args: argparse.Namespace) -> int:
     from .scenarios import SCENARIOS, run_scenarios
 
+    if args.postgres:  # the server durable_pipeline_throughput_postgres measures on
+        from .durable_postgres import ENV
+
+        os.environ[ENV] = args.postgres
     names = args.scenario or None
     unknown = [n for n in names or [] if n not in SCENARIOS]
     if unknown:
@@ -115,4 +119,7 @@ def add_bench_parser(subparsers: Any) -> None:
     p.add_argument("--quick", action="store_true", help="smaller sizes and fewer repetitions (seconds, not minutes)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--scenario", action="append", metavar="NAME", help="run only this scenario (repeatable)")
+    p.add_argument("--postgres", metavar="URL",
+                   help="the PostgreSQL server of durable_pipeline_throughput_postgres (default: a throwaway one when "
+                        "PostgreSQL's binaries are installed, else the scenario is skipped)")
     p.set_defaults(func=_run)

@@ -439,6 +439,12 @@ def durable_pipeline_throughput(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def durable_pipeline_throughput_postgres(quick: bool) -> Measurement:
+    from .durable_postgres import durable_pipeline_throughput_postgres as measure
+
+    return measure(quick)
+
+
 def durable_overhead(quick: bool) -> Measurement:
     from .durable import durable_overhead as measure
 
@@ -531,6 +537,7 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "actor_memory": actor_memory,
     "store_journal": store_journal,
     "durable_pipeline_throughput": durable_pipeline_throughput,
+    "durable_pipeline_throughput_postgres": durable_pipeline_throughput_postgres,
     "durable_overhead": durable_overhead,
     "resume_latency": resume_latency,
     "cancel_latency": cancel_latency,

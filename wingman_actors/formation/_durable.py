@@ -27,7 +27,7 @@ import builtins
 import functools
 import os
 import pickle
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +113,7 @@ class Journal:
         self.shape = shape
         self.source = source
         self.inner_of = inner_of
+        self._unwatch: Callable[[], None] | None = None
 
     def parent(self, run_id: str | None) -> str | None:
         """The outer run of the inner run ``run_id`` (None outside a nested formation)."""
@@ -216,7 +217,16 @@ class Journal:
             error = _rebuilt(record, node, attempts, run_id)
         return NodeFailure(node, error, input, attempts, run_id)
 
+    def watch(self, listener: Callable[[Any], None]) -> None:
+        """Tell ``listener`` of the runs the store loses to another (a PostgreSQL store's
+        ``on_run_lost``: runs taken over by another process) until :meth:`close`."""
+        subscribe = getattr(self.store, "on_run_lost", None)  # (a JournalStore need not have it)
+        if subscribe is not None:
+            self._unwatch = subscribe(listener)
+
     def close(self) -> None:
+        if self._unwatch is not None:
+            self._unwatch()
         if self.owned:
             self.store.close()
 

@@ -5,8 +5,10 @@ input), and continues from there. The original run is not touched.
 The fork is written through the store's public calls: ``begin_run`` (the original's input
 and source), then the original's journal entries from before the visit, in their order
 (visits, fleet items, steps, skips, interrupts and their answers; the visit's own steps
-and everything journalled after it are left out), then the replaced output; then the
-new run is resumed, so the journalled visits are not executed again.
+and everything journalled after it are left out) with their recorded times (a
+``RunStore``'s ``record_entries``; another store's ``record_*`` calls, timed now), then
+the replaced output; then the new run is resumed, so the journalled visits are not
+executed again.
 """
 
 from __future__ import annotations
@@ -106,7 +108,11 @@ def begin_fork(formation: Formation, journal_store: JournalStore, run_id: str, *
         if as_run_input:
             run_input = input
     new_id = journal_store.begin_run(formation.name, shape, run_input, run_id=new_id, source=journal.run.source)
-    _write(journal_store, new_id, kept)
+    copy = getattr(journal_store, "record_entries", None)  # a RunStore keeps their times
+    if copy is not None:
+        copy(new_id, kept)
+    else:
+        _write(journal_store, new_id, kept)
     if output is not UNSET:
         journal_store.record_visit(new_id, node, visit, output)
     journal_store.set_status(new_id, "interrupted", wait=True)  # ready to be resumed

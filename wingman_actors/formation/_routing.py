@@ -34,6 +34,7 @@ from .events import FormationEventType, emit
 if TYPE_CHECKING:
     from .._interrupts import RunSuspended, VisitScope
     from ..actors._scheduler import Scheduler
+    from ..store import RunTakenOverError
     from ._durable import Journal
     from ._supervision import Supervision
 
@@ -184,6 +185,8 @@ class Router:
                 journal.store.record_visit(run.id, name, work.visit, output)
             except Exception as exc:
                 self.supervision.give_up(run, self.specs[name], attempt, exc, work.visit)
+                return
+            if run.done:  # the write found the run taken over by another store (see lost)
                 return
         run.record(name, attempt, started, finished, usage, output)
         run.outputs[name] = output
@@ -511,15 +514,27 @@ class Router:
                 log.warning("run %s: could not journal its node traces", run.id, exc_info=True)
         store.set_status(run.id, status, error=error)
 
-    def fail_run(self, run: RunState, error: FormationRuntimeError, *, abandon: bool = False) -> None:
+    def lost(self, error: RunTakenOverError) -> None:
+        """The store lost run ``error.run_id`` (a ``RunTakenOverError``: another process
+        took it over while this one's lease had lapsed): end it here with that error, its
+        work in flight abandoned, journalling nothing more (the run is the other owner's).
+        Called by the store (``on_run_lost``), on any thread; a run not here is left alone."""
+        run = self.runs.get(error.run_id or "")
+        if run is not None:
+            self.fail_run(run, type(error)(run.id, error.store_path, outputs=run.outputs), abandon=True,
+                          journalled=False)
+
+    def fail_run(self, run: RunState, error: FormationRuntimeError, *, abandon: bool = False,
+                 journalled: bool = True) -> None:
         """Fail a run that has not finished. Agent and fleet work still in progress on it
         is interrupted; with ``abandon`` (a run timeout) function attempts are abandoned
-        too, so the failure holds at the limit."""
+        too, so the failure holds at the limit. Without ``journalled`` its end is not
+        journalled (the run was taken over elsewhere)."""
         if not self._claim(run):
             return
         if run.trace is not None:
             run.trace.end(error)
-        if self.journal is not None:
+        if self.journal is not None and journalled:
             # a run cut short by stop() can be resumed like one whose process died
             self._journal_end(run, "interrupted" if self.closing else "failed", str(error))
         future = self._resolved(run)

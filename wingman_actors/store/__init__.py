@@ -43,6 +43,7 @@ from ._codec import Codec
 from ._errors import (
     FormationMismatchError,
     RunNotResumableError,
+    RunTakenOverError,
     SerializationError,
     StoreClosedError,
     StoreError,
@@ -82,6 +83,7 @@ __all__ = [
     "RunStatus",
     "RunStore",
     "RunSummary",
+    "RunTakenOverError",
     "SerializationError",
     "StoreClosedError",
     "StoreError",

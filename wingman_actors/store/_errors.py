@@ -10,7 +10,9 @@
         ├── RunNotResumableError    the run cannot be claimed (running elsewhere, finished, expired)
         ├── SerializationError      a value cannot be journalled or loaded (also a TypeError)
         ├── StoreWriteError         journal writes failed (reported at flush() / close())
-        └── StoreClosedError        the store was used after close()
+        ├── StoreClosedError        the store was used after close()
+        └── RunTakenOverError       another store took the run over (this one's lease lapsed);
+                                    also a FormationRuntimeError: the run ends with it here
     FormationSetupError
     └── FormationMismatchError      the formation differs from the one the run was recorded with
 """
@@ -20,11 +22,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import FormationSetupError, WingmanError
+from ..errors import FormationRuntimeError, FormationSetupError, WingmanError
 
 __all__ = [
     "FormationMismatchError",
     "RunNotResumableError",
+    "RunTakenOverError",
     "SerializationError",
     "StoreClosedError",
     "StoreError",
@@ -101,6 +104,33 @@ class StoreWriteError(StoreError):
 
 class StoreClosedError(StoreError):
     """The store was used after ``close()``."""
+
+
+class RunTakenOverError(StoreError, FormationRuntimeError):
+    """Another store took the run over: this store's lease lapsed (its process froze or
+    lost the server) and another process claimed the run, which now journals it. This
+    store's writes into the run are refused, and a formation running it here ends it with
+    this error (its work in flight abandoned, nothing more journalled from here), while
+    the other owner carries it on.
+
+    Attributes:
+        run_id: the run.
+        store_path: the store (its URL, password hidden).
+        outputs: the outputs of the nodes that finished here before the run was lost (when
+            a formation's run ended with it).
+    """
+
+    def __init__(self, run_id: str, store_path: str, *, outputs: Any = None) -> None:
+        super().__init__(
+            f"run {run_id!r} was taken over by another owner: this store's lease lapsed (its process was frozen, "
+            f"or cut off from {store_path}, for longer than the lease) and another process claimed the run and "
+            "carries it on; its journal takes no more writes from this store (a formation running it here stops "
+            "it). Give the store a longer lease (RunStore(url, lease=...)) if its processes pause that long",
+            run_id=run_id, outputs=outputs)
+        self.store_path = store_path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.run_id, self.store_path), {"outputs": self.outputs})
 
 
 class FormationMismatchError(FormationSetupError):

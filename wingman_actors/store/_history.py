@@ -27,7 +27,9 @@ class Visit:
             spent, ``on_error="skip"``) or ``suspended`` (at an interrupt not yet answered).
         started: when its input was ready: when the last visit of a predecessor before it
             was journalled (the run's creation for a source), or its first step inside the
-            visit if earlier; None for entries of a store from before version 6.
+            visit if earlier; None for entries of a store from before version 6, and for a
+            source's visit a fork reused (it predates the fork's run). A fork's reused
+            visits keep the times of the run they were reused from.
         finished: when the visit's output (or skip, or interrupt) was journalled.
     """
 
@@ -69,7 +71,8 @@ def history(journal: RunJournal) -> list[Visit]:
                 first_step.setdefault(key, e.at)
             continue
         ready = [t for p in preds.get(e.node, ()) if (t := last_done.get(p)) is not None]
-        started = max(ready) if ready else (created if e.at is not None else None)
+        # (a source's visit reused by a fork predates the fork's run: when it started is not known)
+        started = max(ready) if ready else (created if e.at is not None and created <= e.at else None)
         step = first_step.get(key)
         if step is not None and (started is None or step < started):
             started = step

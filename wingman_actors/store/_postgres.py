@@ -18,6 +18,7 @@ lapsed owner that comes back cannot write into the journal of a run claimed mean
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import logging
 import math
@@ -30,20 +31,24 @@ from typing import Any, Literal
 
 import psycopg
 
+from . import _bulk
 from ._codec import Codec
-from ._errors import StoreError
-from ._ops import Append, BeginRun, Claim, Journalling, MarkInterrupted, ReleaseOwn
+from ._errors import RunTakenOverError, UnknownRunError
+from ._lease import Lease, Ownership
+from ._ops import Append, BeginRun, Claim, Journalling, MarkInterrupted, ReleaseOwn, SetStatus
 from ._owner import ProcessIdentity
 from ._pg_schema import LIVE, NOW, PgConnection, connect, masked, migrate
 from ._reads import STATUS, ReaderPool
+from ._records import RunJournal
 from ._sqlite import RunStore
 from ._values import duration
-from ._writer import Op, Writer
+from ._writer import Flush, Op, Writer
 
 __all__ = ["DEFAULT_LEASE_S", "PostgresRunStore"]
 
 _log = logging.getLogger("wingman_actors.store")
 DEFAULT_LEASE_S = 15.0
+_REGROUP = 0.5  # see Writer._regroup_waiters: measured 4 -> 5.5-7 runs per commit, 8 submitters
 
 # A running run whose owner's lease lapsed reads as interrupted (as a suspended run past its
 # expiry reads as expired).
@@ -56,7 +61,7 @@ class PgAppend(Append):
 
     __slots__ = ()
     _INSERT = ("INSERT INTO journal (run, kind, node, visit, item, codec, value, at) "
-               "SELECT key, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE id = ? AND owner = ?")
+               "SELECT key, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE id = ? AND owner + 0 = ?")  # (by id: see _pg_schema)
 
     def apply(self, conn: Any) -> Any:
         if conn.execute(self._INSERT, (*self.row[1:], self.at, self.row[0], conn.owner)).rowcount:
@@ -64,8 +69,41 @@ class PgAppend(Append):
         if conn.execute("SELECT 1 FROM runs WHERE id = ?", (self.row[0],)).fetchone() is None:
             self.error = KeyError(f"no run {self.row[0]!r} (begin_run it first)")
         else:
-            self.error = StoreError(f"run {self.row[0]!r} is owned by another store now (this store's lease lapsed "
-                                    "and the run was claimed elsewhere): its journal takes no more writes from here")
+            self.error = RunTakenOverError(self.row[0], masked(conn.url or ""))
+
+
+class PgSetStatus(SetStatus):
+    """``SetStatus``; with ``owner`` (the store is running the run), only while the run is
+    still this store's (not taken over by another)."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, run_id: str, status: str, error: str | None, expires: float | None, now: float,
+                 store_path: str, owner: int | None = None) -> None:
+        super().__init__(run_id, status, error, expires, now, store_path)
+        self.owner = owner
+
+    def add_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        status, error, expires, now, run_id = self.params
+        rows.append((_bulk.STATUS, run_id, status, error, expires, now, self.owner, None, None))
+
+    def apply(self, conn: Any) -> Any:
+        if self.owner is None:
+            return super().apply(conn)
+        cur = conn.execute("UPDATE runs SET status = ?, error = ?, expires = ?, updated = ? WHERE id = ? AND owner + 0 = ?",
+                           (*self.params, self.owner))
+        if cur.rowcount == 0:
+            run_id = self.params[-1]
+            gone = conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None
+            self.error = UnknownRunError(run_id, self.store_path) if gone else RunTakenOverError(run_id, self.store_path)
+        return None
+
+
+class PgSetStatusWaited(PgSetStatus):
+    """``PgSetStatus`` whose caller waits until it is committed."""
+
+    __slots__ = ()
+    wait = True
 
 
 class PgClaim(Claim):
@@ -97,10 +135,15 @@ class PgMarkInterrupted(MarkInterrupted):
         return count
 
 
-def apply_group(conn: PgConnection, ops: Sequence[Op]) -> None:
+def apply_group(conn: PgConnection, ops: Sequence[Op], *, full: bool = False) -> None:
     """Apply a run of journalling ops with one call of ``wingman_journal_ops`` (their rows
     as JSON, applied in order); if one breaks a rule, apply them one by one (outside a
-    transaction: in one of their own), each with its own result or error."""
+    transaction: in one of their own), each with its own result or error.
+
+    Outside a transaction, a call whose ops nobody waits for commits without waiting for
+    the server's WAL flush (``synchronous_commit`` off for it), unless ``full``: the
+    server has it (a client killed loses nothing), and the next commit that waits flushes
+    it first (the WAL is one sequence), so writes still become durable in call order."""
     rows: list[tuple[Any, ...]] = []
     for op in ops:
         if not isinstance(op, Journalling):
@@ -110,7 +153,8 @@ def apply_group(conn: PgConnection, ops: Sequence[Op]) -> None:
     raw = conn.raw
     own = raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     try:
-        raw.execute("SELECT wingman_journal_ops(%s, %s)", (json.dumps(rows), conn.owner))
+        sync = full or not own or any(op.done is not None for op in ops)
+        raw.execute("SELECT wingman_journal_ops(%s, %s, %s)", (json.dumps(rows), conn.owner, sync))
     except psycopg.Error:
         if not own:
             raise  # the writer rolls the batch back and replays it op by op
@@ -128,44 +172,6 @@ def apply_group(conn: PgConnection, ops: Sequence[Op]) -> None:
         raw.execute("ROLLBACK")
         raise
     raw.execute("COMMIT")
-
-
-class Lease:
-    """Renews the owner's lease every third of it, on its own connection and thread."""
-
-    def __init__(self, connect_: Callable[[], PgConnection], owner: int, here: ProcessIdentity, backend: int,
-                 seconds: float, name: str) -> None:
-        self._connect, self._owner, self._here, self._seconds = connect_, owner, here, seconds
-        self._backend = backend
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        conn: PgConnection | None = None
-        try:
-            while not self._stop.wait(self._seconds / 3):
-                try:
-                    if conn is None:
-                        conn = self._connect()
-                    # (an upsert: an owner row lapsed for a day may have been deleted meanwhile)
-                    conn.execute(f"INSERT INTO owners (id, host, pid, opened, lease_until, backend) VALUES (%s, %s, %s, "
-                                 f"%s, {NOW} + %s, %s) ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until",
-                                 (self._owner, self._here.host, self._here.pid, time.time(), self._seconds,
-                                  self._backend))
-                except (psycopg.Error, StoreError) as exc:  # the server is away: try again next time
-                    _log.warning("run store: renewing the lease failed (%s); retrying", str(exc).strip())
-                    if conn is not None:
-                        conn.close()
-                    conn = None
-        finally:
-            if conn is not None:
-                conn.close()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
 
 
 def _shutdown(writer: Writer, lease: Lease, readers: ReaderPool, owner: int) -> None:
@@ -203,6 +209,7 @@ class PostgresRunStore(RunStore):
         self._codec = Codec(allow_pickle=allow_pickle)
         self._here = ProcessIdentity.current()
         shown = self._path
+        self._own = own = Ownership(shown, seconds)  # (the lease holds from before it is taken)
         conn = connect(url, shown)
         try:
             migrate(conn, shown)
@@ -217,10 +224,13 @@ class PostgresRunStore(RunStore):
         conn.url = url  # the writer's connection reconnects
         self._shapes: set[str] = set()
         self._writer = writer = Writer(conn, "wingman-store-writer", begin="BEGIN", errors=(psycopg.Error,),
-                                       bulk=apply_group)  # type: ignore[arg-type]
+                                       bulk=functools.partial(apply_group, full=synchronous == "FULL"),
+                                       refused=own.refused, regroup=_REGROUP)
+        self._submit = self._submit_owned
         self._readers = ReaderPool(lambda: connect(url, shown), shown, errors=(psycopg.Error,),
                                    check="check that the PostgreSQL server is up")
-        lease_ = Lease(lambda: connect(url, shown), self._owner, self._here, int(row[1]), seconds, "wingman-store-lease")
+        lease_ = Lease(lambda: connect(url, shown), self._owner, self._here, int(row[1]), seconds, "wingman-store-lease",
+                       own)
         self._finalizer = weakref.finalize(self, _shutdown, writer, lease_, self._readers, self._owner)
         self._close_lock = threading.Lock()
         if recover:
@@ -248,3 +258,39 @@ class PostgresRunStore(RunStore):
         """Mark ``interrupted`` the running runs whose owner's lease has lapsed (done on
         open; reads already show them interrupted). Returns how many."""
         return super().mark_interrupted()
+
+    # --- the runs this store is running (see _lease) ------------------------------------------
+
+    def begin_run(self, formation: str, shape: Any, input: Any, *, run_id: str | None = None,
+                  source: str | None = None, parent: str | None = None) -> str:
+        run_id = super().begin_run(formation, shape, input, run_id=run_id, source=source, parent=parent)
+        self._own.claimed(run_id)
+        return run_id
+
+    def claim_run(self, run_id: str, shape: Any = None, *, formation: str | None = None,
+                  parent: str | None = None) -> RunJournal:
+        journal = super().claim_run(run_id, shape, formation=formation, parent=parent)
+        self._own.claimed(run_id)
+        return journal
+
+    def _status_op(self, run_id: str, status: str, error: str | None, expires: float | None, now: float,
+                   wait: bool) -> SetStatus:
+        # The end of a run this store is running: written only while the run is its own.
+        owner = self._owner if run_id in self._own.mine else None
+        self._own.mine.discard(run_id)
+        return (PgSetStatusWaited if wait else PgSetStatus)(run_id, status, error, expires, now, self._path, owner)
+
+    def _submit_owned(self, op: Op) -> Op:
+        """Queue a journal write; while the lease is not known to hold (no renewal within
+        it, e.g. the process was frozen), wait for its commit: a run taken over meanwhile
+        is then known lost (and its listeners told, on this thread) before the caller goes on."""
+        self._writer.submit(op)
+        if time.monotonic() >= self._own.fresh_until:
+            self._writer.call(Flush())
+            lost = self._own.lost.get(op.belongs_to() or "")
+            if lost is not None:
+                self._own.tell(lost)
+        return op
+
+    def on_run_lost(self, listener: Callable[[RunTakenOverError], None]) -> Callable[[], None]:
+        return self._own.subscribe(listener)

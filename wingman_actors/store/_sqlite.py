@@ -9,6 +9,7 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
@@ -17,7 +18,7 @@ from .._extras import require
 from . import _bulk
 from ._checkpoint import Checkpointer
 from ._codec import Codec
-from ._errors import FormationMismatchError, StoreError
+from ._errors import FormationMismatchError, RunTakenOverError, StoreError
 from ._history import Visit, history
 from ._ops import (
     KINDS,
@@ -35,11 +36,11 @@ from ._ops import (
 )
 from ._owner import ProcessIdentity
 from ._reads import STATUS, ReaderPool, get_run, list_runs, load_journal
-from ._records import RUN_STATUSES, RunJournal, RunRecord, RunStatus, RunSummary
+from ._records import RUN_STATUSES, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
 from ._schema import check_path, connect, migrate
 from ._shape import FormationShape
 from ._values import POSTGRES_SCHEMES, duration, new_run_id
-from ._writer import Flush, Writer
+from ._writer import Flush, Op, Writer
 
 __all__ = ["RunStore"]
 
@@ -81,7 +82,10 @@ class RunStore:
     ``synchronous="NORMAL"`` (the default) a commit survives the process being killed, and
     SQLite syncs the file to disk at checkpoints (run by a background thread, off the
     commit path): a power loss or OS crash may lose the last commits, never corrupt the
-    file. ``synchronous="FULL"`` syncs at every commit (slower).
+    file. ``synchronous="FULL"`` syncs at every commit (slower). On PostgreSQL a commit
+    that someone waits for waits for the server's WAL flush; with ``"NORMAL"`` a commit of
+    writes nobody waits for does not (the server has it; the next commit that waits
+    flushes it first), with ``"FULL"`` every commit does.
 
     Args:
         path: the database file (created with its schema if missing; a file from an
@@ -161,6 +165,7 @@ class RunStore:
             raise
         self._shapes: set[str] = set()  # fingerprints known stored; used by ops, under the write lock
         self._writer = writer = Writer(conn, "wingman-store-writer")
+        self._submit: Callable[[Op], Op] = writer.submit  # how a journal write is queued
         path_ = self._path
         checkpointer = Checkpointer(lambda: connect(path_, synchronous=synchronous), lambda: writer.committed,
                                     "wingman-store-checkpoint")
@@ -169,6 +174,7 @@ class RunStore:
         self._finalizer: weakref.finalize[..., Any] = weakref.finalize(
             self, _shutdown, writer, checkpointer, self._readers, self._owner)
         self._close_lock = threading.Lock()
+        self._lost_listeners: list[Callable[[RunTakenOverError], None]] = []  # never told: see on_run_lost
         if recover:
             try:
                 self.mark_interrupted()
@@ -246,29 +252,42 @@ class RunStore:
             SerializationError: the output cannot be journalled (raised here, at once).
         """
         codec, text = self._codec.encode(output, "the output of node %r (visit %s) of run %r", node, visit, run_id)
-        self._writer.submit(self._Append((run_id, _VISIT, node, visit, None, codec, text), time.time()))
+        self._submit(self._Append((run_id, _VISIT, node, visit, None, codec, text), time.time()))
 
     def record_item(self, run_id: str, node: str, visit: int, index: int, output: Any) -> None:
         """Journal a finished fleet item's output (item ``index`` of the node's visit)."""
         codec, text = self._codec.encode(
             output, "the output of item %s of fleet node %r (visit %s) of run %r", index, node, visit, run_id)
-        self._writer.submit(self._Append((run_id, _ITEM, node, visit, index, codec, text), time.time()))
+        self._submit(self._Append((run_id, _ITEM, node, visit, index, codec, text), time.time()))
 
     def record_progress(self, run_id: str, node: str, visit: int, value: Any, *, item: int | None = None) -> None:
         """Journal a step inside an unfinished visit (e.g. the messages an agent session
         added), so a resumed visit can continue instead of starting over."""
         codec, text = self._codec.encode(value, "a progress value of node %r (visit %s) of run %r", node, visit, run_id)
-        self._writer.submit(self._Append((run_id, _PROGRESS, node, visit, item, codec, text), time.time()))
+        self._submit(self._Append((run_id, _PROGRESS, node, visit, item, codec, text), time.time()))
 
     def record_skip(self, run_id: str, node: str, visit: int, reason: str) -> None:
         """Journal that a node visit was skipped after its retries were spent
         (``on_error="skip"``), so a resume skips it again instead of retrying it."""
-        self._writer.submit(self._Append((run_id, _SKIP, node, visit, None, 0, json.dumps(str(reason))), time.time()))
+        self._submit(self._Append((run_id, _SKIP, node, visit, None, 0, json.dumps(str(reason))), time.time()))
 
     def record_interrupt(self, run_id: str, node: str, visit: int, payload: Any, *, item: int | None = None) -> None:
         """Journal an ``interrupt(payload)`` raised by a node's visit (or a fleet item)."""
         codec, text = self._codec.encode(payload, "the interrupt payload of node %r of run %r", node, run_id)
-        self._writer.submit(self._Append((run_id, _INTERRUPT, node, visit, item, codec, text), time.time()))
+        self._submit(self._Append((run_id, _INTERRUPT, node, visit, item, codec, text), time.time()))
+
+    def record_entries(self, run_id: str, entries: Iterable[JournalEntry]) -> None:
+        """Journal entries of another run (``store.load(other).entries``) into ``run_id``,
+        in order, each keeping its recorded time (``at``): a fork's reused visits show
+        their original times in :meth:`history`. Returns at once; durable in call order.
+
+        Raises:
+            SerializationError: a value cannot be journalled (raised here, at once).
+        """
+        for e in entries:
+            codec, text = self._codec.encode(e.value, "the %s of node %r (visit %s) copied into run %r", e.kind,
+                                             e.node, e.visit, run_id)
+            self._submit(self._Append((run_id, KINDS[e.kind], e.node, e.visit, e.item, codec, text), e.at))
 
     def answer(self, run_id: str, answer: Any) -> None:
         """Record the answer to the run's pending interrupt; durable on return.
@@ -294,10 +313,15 @@ class RunStore:
                              f" (a run becomes running through begin_run or claim_run), got {status!r}")
         now = time.time()
         expires = now + self._ttl if status == "suspended" and self._ttl is not None else None
+        op = self._status_op(run_id, status, error, expires, now, wait)
         if wait:
-            self._writer.call(SetStatusWaited(run_id, status, error, expires, now, self._path))
+            self._writer.call(op)
         else:
-            self._writer.submit(SetStatus(run_id, status, error, expires, now, self._path))
+            self._submit(op)
+
+    def _status_op(self, run_id: str, status: str, error: str | None, expires: float | None, now: float,
+                   wait: bool) -> SetStatus:
+        return (SetStatusWaited if wait else SetStatus)(run_id, status, error, expires, now, self._path)
 
     def claim_run(self, run_id: str, shape: FormationShape | None = None, *,
                   formation: str | None = None, parent: str | None = None) -> RunJournal:
@@ -346,6 +370,28 @@ class RunStore:
         failures = self._writer.take_failures(run_id)
         if failures is not None:
             raise failures
+
+    def on_run_lost(self, listener: Callable[[RunTakenOverError], None]) -> Callable[[], None]:
+        """Call ``listener(error)`` when another store takes over a run this store is
+        running (a formation started with this store ends the run with ``error``). Only a
+        PostgreSQL store loses runs: one whose lease lapsed (its process froze, or lost the
+        server) finds them claimed by another process when it comes back, at its first
+        refused write or lease renewal. A SQLite store never does (a run of a live process
+        is not taken over), so its listeners are never called.
+
+        ``listener`` runs on one of the store's threads (or the thread whose write found
+        the loss) and must return quickly; it may be told of a run more than once.
+
+        Returns:
+            A call that stops telling ``listener``.
+        """
+        self._lost_listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._lost_listeners.remove(listener)
+
+        return unsubscribe
 
     # --- reads ---------------------------------------------------------------------------
 
