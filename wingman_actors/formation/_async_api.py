@@ -129,8 +129,8 @@ class AsyncRuns:
             "suspended"`` again when a node interrupts again).
 
         Raises:
-            The errors of :meth:`resume`, and ``asyncio.CancelledError`` when the
-            awaiting task was cancelled.
+            asyncio.CancelledError: the awaiting task was cancelled (the run is
+                cancelled too). Otherwise the errors of :meth:`resume`.
 
         Example:
             >>> result = await formation.arun(draft, store="runs.sqlite")                   # doctest: +SKIP
