@@ -22,7 +22,7 @@ def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
         "pipeline_throughput", "run_overhead", "cold_run", "large_formation", "hop_latency",
         "fleet_makespan", "fleet_node_makespan", "map_makespan", "dag_makespan", "inflight_runs", "actor_memory",
         "store_journal", "durable_pipeline_throughput", "durable_pipeline_throughput_postgres", "durable_overhead",
-        "resume_latency",
+        "resume_latency", "lease_takeover", "fork_cost",
         "cancel_latency", "timeout_overshoot", "session_cancel_latency", "session_timeout_overshoot",
         "ray_cpu_stage", "ray_hop_overhead", "ray_agent_makespan", "nested_overhead", "async_concurrency",
         "async_sessions", "payload_isolation",
@@ -217,3 +217,53 @@ def test_the_postgres_durable_scenario_without_psycopg_is_skipped_saying_why() -
     assert done.returncode == 0, done.stderr
     assert "durable_pipeline_throughput_postgres: skipped: psycopg is not installed" in done.stderr
     assert done.stdout.startswith("False {'skipped': 'psycopg is not installed")
+
+
+def test_lease_takeover_resumes_a_frozen_owners_run_and_is_judged_against_the_lease(
+        postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wingman_actors._bench.durable_postgres import ENV
+
+    monkeypatch.setenv(ENV, postgres_url.split("?")[0])
+    result = SCENARIOS["lease_takeover"](True)
+    assert (result.name, result.unit) == ("lease_takeover", "s")
+    assert result.details["server"] == f"given by {ENV}" and len(result.details["runs"]) == 3
+    assert result.value >= result.details["lease_s"]  # (never taken over before the lease lapsed)
+    assert result.meets == (result.value <= result.details["lease_s"] + 1)
+
+
+def test_lease_takeover_without_psycopg_is_skipped_saying_why() -> None:
+    code = ("import sys; sys.modules['psycopg'] = None\n"
+            "from wingman_actors._bench import SCENARIOS\n"
+            "r = SCENARIOS['lease_takeover'](True)\n"
+            "print(r.meets, r.details)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "lease_takeover: skipped: psycopg is not installed" in done.stderr
+    assert done.stdout.startswith("False {'skipped': 'psycopg is not installed")
+
+
+def test_fork_cost_compares_the_fork_with_running_its_last_two_nodes_alone_on_both_stores(
+        postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wingman_actors._bench.durable_postgres import ENV
+
+    monkeypatch.setenv(ENV, postgres_url.split("?")[0])
+    result = SCENARIOS["fork_cost"](True)
+    assert (result.name, result.unit) == ("fork_cost", "ms")
+    stores = [result.details["sqlite"], result.details["postgres"]]
+    assert (result.value, result.baseline) == (stores[0]["fork_ms"], stores[0]["alone_ms"])
+    for numbers in stores:
+        assert numbers["fork_ms"] > 0 and numbers["alone_ms"] > 0 and numbers["fork_input_ms"] > 0
+        assert numbers["meets"] == (numbers["fork_ms"] <= 2 * numbers["alone_ms"] + 10)
+        assert len(numbers["fork_runs_ms"]) == len(numbers["alone_runs_ms"]) == result.details["repetitions"]
+    assert result.meets == (stores[0]["meets"] and stores[1]["meets"])
+
+
+def test_fork_cost_without_psycopg_measures_sqlite_and_says_why_postgresql_was_skipped() -> None:
+    code = ("import sys; sys.modules['psycopg'] = None\n"
+            "from wingman_actors._bench import SCENARIOS\n"
+            "r = SCENARIOS['fork_cost'](True)\n"
+            "print(r.meets == r.details['sqlite']['meets'], r.details['postgres'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "fork_cost: on PostgreSQL: skipped: psycopg is not installed" in done.stderr
+    assert done.stdout.startswith("True {'skipped': 'psycopg is not installed")

@@ -120,6 +120,6 @@ def add_bench_parser(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--scenario", action="append", metavar="NAME", help="run only this scenario (repeatable)")
     p.add_argument("--postgres", metavar="URL",
-                   help="the PostgreSQL server of durable_pipeline_throughput_postgres (default: a throwaway one when "
-                        "PostgreSQL's binaries are installed, else the scenario is skipped)")
+                   help="the PostgreSQL server of the PostgreSQL scenarios (default: a throwaway one when "
+                        "PostgreSQL's binaries are installed, else they are skipped)")
     p.set_defaults(func=_run)

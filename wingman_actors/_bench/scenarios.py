@@ -499,6 +499,18 @@ def ray_agent_makespan(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def lease_takeover(quick: bool) -> Measurement:
+    from .durable_extra import lease_takeover as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
+def fork_cost(quick: bool) -> Measurement:
+    from .durable_extra import fork_cost as measure
+
+    return measure(quick)
+
+
 def nested_overhead(quick: bool) -> Measurement:
     from .nesting import nested_overhead as measure  # it imports Measurement from here
 
@@ -540,6 +552,8 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "durable_pipeline_throughput_postgres": durable_pipeline_throughput_postgres,
     "durable_overhead": durable_overhead,
     "resume_latency": resume_latency,
+    "lease_takeover": lease_takeover,
+    "fork_cost": fork_cost,
     "cancel_latency": cancel_latency,
     "timeout_overshoot": timeout_overshoot,
     "session_cancel_latency": session_cancel_latency,
