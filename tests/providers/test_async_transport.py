@@ -6,6 +6,9 @@ drops, and a read timeout map onto the error kinds the sync path gives; and the
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 
 import pytest
@@ -90,15 +93,42 @@ def test_the_async_transport_is_aiohttp_by_default_when_the_extra_is_installed()
     assert ClientPool("http://127.0.0.1:1", 5.0).async_transport == "aiohttp"
 
 
-@pytest.mark.skipif(aiohttp_installed(), reason="the aiohttp extra is installed")
+# Run in a Python of its own where aiohttp cannot be imported, as without the extra.
+_WITHOUT_AIOHTTP = """
+import importlib.abc, sys
+class _Hide(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] in ("aiohttp", "httpx_aiohttp"):
+            raise ModuleNotFoundError(name)
+        return None
+sys.meta_path.insert(0, _Hide())
+"""
+
+
+def _without_aiohttp(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", _WITHOUT_AIOHTTP + textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=30, check=True)
+    return done.stdout.strip()
+
+
 def test_the_async_transport_is_httpx_by_default_without_the_extra() -> None:
-    assert ClientPool("http://127.0.0.1:1", 5.0).async_transport == "httpx"
+    assert _without_aiohttp("""
+        from wingman_actors.providers import new_provider
+        print(new_provider("openai", {"model": "m", "base_url": "http://127.0.0.1:1/v1"})._http.async_transport)
+    """) == "httpx"
 
 
-@pytest.mark.skipif(aiohttp_installed(), reason="the aiohttp extra is installed")
 def test_asking_for_aiohttp_without_the_extra_names_the_extra_to_install() -> None:
-    with pytest.raises(AgentError, match=r'pip install "wingman-actors\[aiohttp\]"'):
-        new_provider("openai", {"model": "m", "base_url": "http://127.0.0.1:1/v1", "async_transport": "aiohttp"})
+    out = _without_aiohttp("""
+        from wingman_actors.errors import AgentError
+        from wingman_actors.providers import new_provider
+        try:
+            new_provider("openai", {"model": "m", "base_url": "http://127.0.0.1:1/v1", "async_transport": "aiohttp"})
+        except AgentError as exc:
+            print(exc.kind.value, exc.message)
+    """)
+    assert out.startswith("invalid")
+    assert 'pip install "wingman-actors[aiohttp]"' in out
 
 
 def test_an_unknown_async_transport_is_refused_naming_the_choices() -> None:

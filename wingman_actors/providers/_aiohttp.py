@@ -34,7 +34,10 @@ _MISSING = 'async_transport "aiohttp" needs the aiohttp extra: pip install "wing
 def aiohttp_installed() -> bool:
     """Whether the ``aiohttp`` extra (``aiohttp`` and ``httpx-aiohttp``) is installed.
     Nothing is imported: aiohttp loads (about 90 ms) with the first async client on it."""
-    return all(importlib.util.find_spec(name) is not None for name in ("aiohttp", "httpx_aiohttp"))
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in ("aiohttp", "httpx_aiohttp"))
+    except (ImportError, ValueError):  # a finder that refuses it, or a module without a spec
+        return False
 
 
 class AiohttpPool(httpx.AsyncBaseTransport):
