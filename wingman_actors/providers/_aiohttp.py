@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
 
+from ._lease import take_slot
+
 if TYPE_CHECKING:
     import aiohttp
 
@@ -71,10 +73,7 @@ class AiohttpPool(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through aiohttp, with httpx's errors."""
         slots = self._slots
-        if slots.locked():
-            await self._wait_for_slot(request)
-        else:
-            await slots.acquire()  # does not wait
+        await take_slot(slots, request)
         try:
             try:
                 response = await self._inner.handle_async_request(request)
@@ -85,14 +84,6 @@ class AiohttpPool(httpx.AsyncBaseTransport):
             raise
         response.stream = _Body(response.stream, slots, request)  # as httpx's client wraps it too
         return response
-
-    async def _wait_for_slot(self, request: httpx.Request) -> None:
-        timeout = request.extensions.get("timeout", {}).get("pool")
-        try:
-            async with asyncio.timeout(timeout):
-                await self._slots.acquire()
-        except TimeoutError:
-            raise httpx.PoolTimeout("every connection is busy (the pool timeout passed)", request=request) from None
 
     async def aclose(self) -> None:
         """Close the aiohttp session and its connections."""
