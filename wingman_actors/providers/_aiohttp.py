@@ -22,15 +22,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
 
+from .._extras import require
 from ._lease import take_slot
 
 if TYPE_CHECKING:
     import aiohttp
 
 __all__ = ["AiohttpPool", "aiohttp_installed"]
-
-_MISSING = 'async_transport "aiohttp" needs the aiohttp extra: pip install "wingman-actors[aiohttp]"'
-
 
 @functools.cache
 def aiohttp_installed() -> bool:
@@ -52,14 +50,13 @@ class AiohttpPool(httpx.AsyncBaseTransport):
         expiry: seconds an idle connection is kept alive (httpx's ``keepalive_expiry``).
 
     Raises:
-        RuntimeError: the ``aiohttp`` extra is not installed.
+        MissingExtraError: the ``aiohttp`` extra is not installed.
     """
 
     def __init__(self, ssl_context: ssl.SSLContext, most: int, expiry: float = 5.0) -> None:
-        if not aiohttp_installed():
-            raise RuntimeError(_MISSING)
-        import aiohttp
-        from httpx_aiohttp import AiohttpTransport
+        with require("aiohttp", 'async_transport "aiohttp"'):
+            import aiohttp
+            from httpx_aiohttp import AiohttpTransport
 
         def session() -> aiohttp.ClientSession:
             # No pool limit of aiohttp's (the semaphore is the limit, with httpx's pool
