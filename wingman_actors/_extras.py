@@ -31,6 +31,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "otel": ("opentelemetry",),
     "ray": ("ray",),
     "postgres": ("psycopg",),
+    "aiohttp": ("aiohttp", "httpx_aiohttp"),
 }
 """Each extra of the distribution (pyproject.toml's optional dependencies) and the
 top-level modules it installs."""

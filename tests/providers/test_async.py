@@ -23,6 +23,7 @@ from wingman_actors._cancel import CancelToken, cancel_scope
 from wingman_actors.core import InferenceRequest, InferenceResponse, Message, StreamEvent
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import RetryPolicy
+from wingman_actors.providers._aiohttp import aiohttp_installed
 from wingman_actors.providers._anthropic import build_anthropic
 from wingman_actors.providers._base import BaseProvider
 from wingman_actors.providers._ollama import build_ollama
@@ -34,7 +35,7 @@ class Wire:
     """One provider's wire format: how to build it, a reply, a stream, an error, a stream
     that fails midway."""
 
-    build: Callable[[str], BaseProvider]
+    build: Callable[..., BaseProvider]  # (base URL, **options)
     reply: Callable[[], Reply]
     stream: Callable[[], Reply]
     bad_request: Callable[[], Reply]
@@ -43,21 +44,21 @@ class Wire:
 
 WIRES: dict[str, Wire] = {
     "openai": Wire(
-        build=lambda url: build_openai({"model": "m", "base_url": f"{url}/v1", "api_key": "k"}),
+        build=lambda url, **o: build_openai({"model": "m", "base_url": f"{url}/v1", "api_key": "k", **o}),
         reply=lambda: Reply.json(oai.completion("Hello there!")),
         stream=lambda: oai.text_stream("The ", "sky ", "is blue."),
         bad_request=lambda: Reply.json({"error": {"message": "bad model"}}, status=400),
         broken_stream=lambda: oai.sse(oai.chunk({"content": "Hi"}), {"error": {"message": "boom"}}),
     ),
     "ollama": Wire(
-        build=lambda url: build_ollama({"model": oll.MODEL, "base_url": url}),
+        build=lambda url, **o: build_ollama({"model": oll.MODEL, "base_url": url, **o}),
         reply=lambda: Reply.json(oll.chat_reply("Hello there!")),
         stream=lambda: Reply.ndjson([oll.line("The "), oll.line("sky "), oll.line("is blue."), oll.final_line()]),
         bad_request=lambda: Reply.json({"error": "bad model"}, status=400),
         broken_stream=lambda: Reply.ndjson([oll.line("Hi"), {"error": "boom"}]),
     ),
     "anthropic": Wire(
-        build=lambda url: build_anthropic({"model": anth.MODEL, "base_url": url, "api_key": "k"}),
+        build=lambda url, **o: build_anthropic({"model": anth.MODEL, "base_url": url, "api_key": "k", **o}),
         reply=lambda: Reply.json(anth.message_json([{"type": "text", "text": "Hello there!"}])),
         stream=lambda: anth.text_stream("The ", "sky ", "is blue."),
         bad_request=lambda: anth.error_reply(400, "invalid_request_error", "bad model"),
@@ -68,14 +69,29 @@ WIRES: dict[str, Wire] = {
 }
 
 
+# The async transports every async test runs on: httpx's own, and aiohttp's (the extra).
+TRANSPORTS = [
+    "httpx",
+    pytest.param("aiohttp", marks=pytest.mark.skipif(
+        not aiohttp_installed(), reason='the aiohttp extra is not installed (pip install "wingman-actors[aiohttp]")',
+    )),
+]
+
+
 @pytest.fixture(params=sorted(WIRES))
 def wire(request: pytest.FixtureRequest) -> Wire:
     return WIRES[request.param]
 
 
+@pytest.fixture(params=TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
 @pytest.fixture
-def provider(wire: Wire, loopback: LoopbackServer) -> Iterator[BaseProvider]:
-    made = wire.build(loopback.url)
+def provider(wire: Wire, transport: str, loopback: LoopbackServer) -> Iterator[BaseProvider]:
+    made = wire.build(loopback.url, async_transport=transport)
     made.retry = RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.002)
     yield made
     made.close()

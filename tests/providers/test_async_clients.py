@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.providers.test_async import WIRES
+from tests.providers.test_async import TRANSPORTS, WIRES
 from tests.support.loopback import LoopbackServer
 from wingman_actors.core import InferenceRequest, Message
 
@@ -30,9 +30,12 @@ def _server_connections() -> int:
 
 
 @pytest.mark.parametrize("name", sorted(WIRES))
-def test_each_asyncio_run_closes_the_connections_its_loop_opened(name: str, loopback: LoopbackServer) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_each_asyncio_run_closes_the_connections_its_loop_opened(
+    name: str, transport: str, loopback: LoopbackServer
+) -> None:
     wire = WIRES[name]
-    provider = wire.build(loopback.url)
+    provider = wire.build(loopback.url, async_transport=transport)
     request = InferenceRequest(messages=[Message.user("hello")])
     try:
         with warnings.catch_warnings():

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.providers.test_async import WIRES
+from tests.providers.test_async import TRANSPORTS, WIRES
 from tests.support.loopback import LoopbackServer, Reply, Request
 from wingman_actors.core import InferenceRequest, Message
 
@@ -25,8 +25,9 @@ def loopback() -> Iterator[LoopbackServer]:
 
 
 @pytest.mark.parametrize("name", ["ollama", "openai"])
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_second_burst_of_concurrent_calls_reuses_every_connection_of_the_first(
-    name: str, loopback: LoopbackServer
+    name: str, transport: str, loopback: LoopbackServer
 ) -> None:
     wire = WIRES[name]
 
@@ -35,7 +36,7 @@ def test_a_second_burst_of_concurrent_calls_reuses_every_connection_of_the_first
         return wire.reply()
 
     loopback.handler = slow
-    provider = wire.build(loopback.url)
+    provider = wire.build(loopback.url, async_transport=transport)
     request = InferenceRequest(messages=[Message.user("hello")])
 
     async def bursts() -> None:

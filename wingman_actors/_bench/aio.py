@@ -10,7 +10,9 @@ longest stall is reported (target: <= 50 ms), and the process's peak thread coun
   another, as in a service: the first opens the connections (reported apart, as
   ``first_burst_s``), the measured ones reuse them. Whether a session waits on a thread depends on
   the provider: with ``arun_inference`` it does not; without, each call runs on one of the
-  loop's default executor threads, and the makespan shows it.
+  loop's default executor threads, and the makespan shows it. The provider's async
+  transport is its default (aiohttp when the ``aiohttp`` extra is installed), reported as
+  ``async_transport``.
 """
 
 from __future__ import annotations
@@ -127,6 +129,7 @@ def async_sessions(quick: bool) -> Measurement:
                                            "api_key": "bench", "max_retries": 0})
         agent = Agent("bench", provider=provider)
         has_async = callable(getattr(provider, "arun_inference", None))
+        transport = provider._http.async_transport  # aiohttp when the extra is installed
 
         async def burst() -> None:
             await asyncio.gather(*(Session(agent).arun(f"q{i}") for i in range(n)))
@@ -147,6 +150,7 @@ def async_sessions(quick: bool) -> Measurement:
         if server.stdout is not None:
             server.stdout.close()
     return _judge("async_sessions", delay, runs, 1.3, 30, {
-        "sessions": n, "provider_has_arun_inference": has_async, "first_burst_s": round(first[0], 3),
+        "sessions": n, "provider_has_arun_inference": has_async, "async_transport": transport,
+        "first_burst_s": round(first[0], 3),
         "first_burst_max_stall_ms": round(first[1] * 1e3, 1),
     })

@@ -25,6 +25,7 @@ import httpx
 
 from .._cancel import current_token
 from ._aio import AsyncClients
+from ._aiohttp import AiohttpPool, aiohttp_installed
 from ._lease import LeasingTransport
 
 __all__ = ["ClientPool", "Lease", "remaining_timeout", "request_timeout"]
@@ -154,7 +155,9 @@ class ClientPool:
         factory: Callable[..., Any] | None = None,
         client: Any = None,
         async_client: Any = None,
+        async_transport: str | None = None,
     ) -> None:
+        self.async_transport = async_transport or ("aiohttp" if aiohttp_installed() else "httpx")
         self.base_url = base_url.rstrip("/")
         # Clients of the user's (the http_client and async_http_client options): used as
         # they are, shared by every request, never closed here.
@@ -187,6 +190,9 @@ class ClientPool:
                 base_url=self.base_url, timeout=timeout, headers=self.headers, verify=ssl_context,
                 limits=http.Limits(max_connections=_MAX_ASYNC_CONNECTIONS, max_keepalive_connections=_MAX_IDLE),
             )
+        if self.async_transport == "aiohttp":
+            aio = AiohttpPool(ssl_context, _MAX_ASYNC_CONNECTIONS)
+            return httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=self.headers, transport=aio)
         one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         # A connection of its own per request in flight (see LeasingTransport), every one
         # kept alive for httpx's keep-alive expiry.

@@ -27,6 +27,7 @@ from ..core import InferenceRequest, InferenceResponse, StreamEvent
 from ..errors import AgentError, ErrorKind
 from ._abort import ClientPool, Lease, remaining_timeout
 from ._aio import AsyncClients
+from ._aiohttp import aiohttp_installed
 from ._anthropic_client import HTTP as _HTTP
 from ._anthropic_client import sdk_async_client, sdk_client
 from ._anthropic_wire import EventMapper, from_message, map_error, to_anthropic_messages
@@ -123,6 +124,13 @@ class AnthropicProvider(BaseProvider):
         # The async path: one AsyncAnthropic per event loop (cancelling a task closes its
         # request), or one on the user's async_http_client.
         self._user_async = sdk_async_client(opts.async_http_client)
+        self._async_transport = opts.async_transport or ("aiohttp" if _sdk_aiohttp() else "httpx")
+        if self._async_transport == "aiohttp" and not _sdk_aiohttp():
+            raise AgentError(
+                f'async_transport "aiohttp" needs an anthropic SDK with DefaultAioHttpClient; this is '
+                f'anthropic {anthropic.__version__}: upgrade it, or set async_transport to "httpx"',
+                kind=ErrorKind.INVALID, provider=_ID,
+            )
         self._async = AsyncClients(self._make_async, self._close_async)
         self._extra_body: dict[str, object] = {
             key: value
@@ -132,11 +140,15 @@ class AnthropicProvider(BaseProvider):
         self._extra_body.update(opts.extra_body())
 
     def _make_async(self) -> anthropic.AsyncAnthropic:
+        http_client = self._user_async
+        if http_client is None:
+            limits = _HTTP.Limits(max_connections=1000, max_keepalive_connections=128)
+            # The SDK's own aiohttp client (its aiohttp extra's), when ours is installed.
+            aio = self._async_transport == "aiohttp"
+            http_client = (anthropic.DefaultAioHttpClient if aio else anthropic.DefaultAsyncHttpxClient)(limits=limits)
         return anthropic.AsyncAnthropic(
             api_key=self._api_key, base_url=self._base_url, timeout=self.options.timeout, max_retries=0,
-            http_client=self._user_async or anthropic.DefaultAsyncHttpxClient(
-                limits=_HTTP.Limits(max_connections=1000, max_keepalive_connections=128)
-            ),
+            http_client=http_client,
         )
 
     async def _close_async(self, client: anthropic.AsyncAnthropic) -> None:
@@ -252,6 +264,11 @@ class AnthropicProvider(BaseProvider):
         raise mapped from exc
 
 
+
+
+def _sdk_aiohttp() -> bool:
+    """Whether the SDK offers its aiohttp client and our ``aiohttp`` extra is installed."""
+    return aiohttp_installed() and hasattr(anthropic, "DefaultAioHttpClient")
 
 
 def build_anthropic(options: dict[str, Any]) -> AnthropicProvider:

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
-__all__ = ["LeasingTransport"]
+__all__ = ["LeasingTransport", "take_slot"]
 
 
 class LeasingTransport(httpx.AsyncBaseTransport):
@@ -46,10 +46,7 @@ class LeasingTransport(httpx.AsyncBaseTransport):
         if self._closed:
             raise RuntimeError("the transport is closed: the provider's client was closed")
         slots = self._slots
-        if slots.locked():
-            await self._wait_for_slot(request)
-        else:
-            await slots.acquire()  # does not wait
+        await take_slot(slots, request)
         try:
             transport = await self._take()
             try:
@@ -64,14 +61,6 @@ class LeasingTransport(httpx.AsyncBaseTransport):
             status_code=response.status_code, headers=response.headers, extensions=response.extensions,
             stream=_GivenBack(response.stream, self, transport),
         )
-
-    async def _wait_for_slot(self, request: httpx.Request) -> None:
-        timeout = request.extensions.get("timeout", {}).get("pool")
-        try:
-            async with asyncio.timeout(timeout):
-                await self._slots.acquire()
-        except TimeoutError:
-            raise httpx.PoolTimeout("every connection is busy (the pool timeout passed)", request=request) from None
 
     async def _take(self) -> httpx.AsyncBaseTransport:
         idle = self._idle
@@ -99,6 +88,20 @@ class LeasingTransport(httpx.AsyncBaseTransport):
         idle, self._idle = self._idle, deque()
         for _, transport in idle:
             await transport.aclose()
+
+
+async def take_slot(slots: asyncio.Semaphore, request: httpx.Request) -> None:
+    """Take one of ``slots`` for ``request``, waiting up to its ``pool`` timeout (then
+    ``httpx.PoolTimeout``, as httpx's pool raises)."""
+    if not slots.locked():
+        await slots.acquire()  # does not wait
+        return
+    timeout = request.extensions.get("timeout", {}).get("pool")
+    try:
+        async with asyncio.timeout(timeout):
+            await slots.acquire()
+    except TimeoutError:
+        raise httpx.PoolTimeout("every connection is busy (the pool timeout passed)", request=request) from None
 
 
 class _GivenBack(httpx.AsyncByteStream):

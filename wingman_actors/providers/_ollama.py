@@ -92,6 +92,7 @@ class OllamaProvider(BaseProvider):
         self._http = ClientPool(
             self.base_url, options.timeout, options.headers,
             client=options.http_client, async_client=options.async_http_client,
+            async_transport=options.async_transport,
         )
         self._extra = options.extra_body()
         extra_options = self._extra.pop("options", None)

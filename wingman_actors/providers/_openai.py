@@ -96,6 +96,7 @@ class OpenAIProvider(BaseProvider):
         self._http = ClientPool(
             self.base_url, options.timeout, {**headers, **options.headers},
             client=options.http_client, async_client=options.async_http_client,
+            async_transport=options.async_transport,
         )
         self._extra = options.extra_body()
 
