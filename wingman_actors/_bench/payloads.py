@@ -121,7 +121,7 @@ def _cost(formation: Formation, before: Callable[[Any], Any], n: int, pairs: int
 
 
 def payload_isolation(quick: bool) -> Measurement:
-    n, pairs = (500, 5) if quick else (2_000, 15)
+    n, pairs = (300, 3) if quick else (2_000, 15)
     typed = _cost(_fan(_left_typed, _right_typed), _validated, n, pairs)
     plain = _cost(_fan(_left_plain, _right_plain), _as_is, n, pairs)
     worst = max(typed["throughput_cost_pct"], plain["throughput_cost_pct"])
