@@ -1,6 +1,7 @@
-"""``asubmit`` calls made in one loop step are launched together at the loop's next
-iteration (formation/_handoff.py): each call still checks its arguments and returns its
-run id at once, and each run stays its own (its errors, its cancel)."""
+"""Many ``asubmit`` calls made in one loop step (as ``asyncio.gather`` of them does): every
+run starts, each call checks its own arguments and returns its run id at once, and each run
+stays its own (its errors, its cancel). (Holding them for one launch per loop iteration was
+measured and not kept: see docs/benchmarks.md, "Async concurrency".)"""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def test_every_run_submitted_in_one_loop_step_starts_and_resolves() -> None:
 
     async def main() -> list[int]:
         async with Formation("rec").add_function("rec", record).astart() as running:
-            runs = [running.asubmit(i) for i in range(200)]  # one step: none launched yet
+            runs = [running.asubmit(i) for i in range(200)]  # one loop step
             results = await asyncio.gather(*runs)
         return [r.output for r in results]
 
@@ -42,7 +43,7 @@ def test_every_run_submitted_in_one_loop_step_starts_and_resolves() -> None:
     assert sorted(seen) == list(range(200))
 
 
-def test_each_asubmit_returns_its_own_run_id_before_any_run_is_launched() -> None:
+def test_each_asubmit_of_one_loop_step_returns_its_own_run_id_at_once() -> None:
     async def main() -> tuple[list[str], list[str]]:
         async with _pair().astart() as running:
             runs = [running.asubmit(i) for i in range(5)]
@@ -79,11 +80,11 @@ def test_an_input_the_first_node_refuses_fails_only_its_own_run_in_a_batch() -> 
     assert [getattr(good, "output", None), getattr(other, "output", None)] == [3, 5]
 
 
-def test_cancelling_one_run_of_a_batch_before_its_launch_cancels_only_that_run() -> None:
+def test_cancelling_one_run_of_a_batch_in_the_step_it_was_submitted_cancels_only_that_run() -> None:
     async def main() -> tuple[bool, list[int], int]:
         async with _pair().astart() as running:
             runs = [running.asubmit(i) for i in range(4)]
-            runs[1].cancel()  # still held: cancelled as soon as it is launched
+            runs[1].cancel()  # in the step it was submitted in
             outcomes = await asyncio.gather(*runs, return_exceptions=True)
             return (isinstance(outcomes[1], asyncio.CancelledError),
                     [o.output for i, o in enumerate(outcomes) if i != 1],  # type: ignore[union-attr]
@@ -94,19 +95,19 @@ def test_cancelling_one_run_of_a_batch_before_its_launch_cancels_only_that_run()
     assert cancelled and outputs == [2, 4, 5] and in_flight == 0
 
 
-def test_cancel_by_run_id_right_after_asubmit_cancels_the_held_run() -> None:
+def test_cancel_by_run_id_right_after_asubmit_cancels_that_run() -> None:
     async def main() -> tuple[bool, int, bool]:
         async with _pair().astart() as running:
             run = running.asubmit(1)
-            held = running.in_flight
+            counted = running.in_flight
             told = running.cancel(run.run_id)
             with pytest.raises(asyncio.CancelledError):
                 await run
-            return told, held, (await running.asubmit(2)).output == 4
+            return told, counted, (await running.asubmit(2)).output == 4
 
-    told, held, others_run = asyncio.run(main())
+    told, counted, others_run = asyncio.run(main())
 
-    assert told and held == 1 and others_run
+    assert told and counted == 1 and others_run
 
 
 def test_leaving_astart_in_the_step_of_an_asubmit_fails_that_run_as_a_stop_does() -> None:

@@ -393,7 +393,6 @@ class AsyncStart:
     async def __aexit__(self, *exc: object) -> None:
         running, self._running = self._running, None
         if running is not None:
-            running._holds.release()  # runs asubmit'ed in this step: launched first, then stopped with the rest
             await _off_loop(running.stop)
 
 

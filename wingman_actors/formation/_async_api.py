@@ -32,8 +32,8 @@ from ._aio import (
     lane_of,
     launch,
     running_loop,
+    watch,
 )
-from ._handoff import Holds, hold
 from ._options import RunOptions, merge_options
 
 if TYPE_CHECKING:
@@ -249,7 +249,6 @@ class AsyncSubmit:
 
     if TYPE_CHECKING:  # given by RunningFormation
         _journal: Journal | None
-        _holds: Holds
 
         def _admit(self, input: Any, timeout: float | None, on_event: EventListener | None,
                    blackboard: Blackboard | None, run_id: str | None, break_before: Collection[str] | None,
@@ -293,8 +292,8 @@ class AsyncSubmit:
         loop = running_loop("RunningFormation.asubmit()")
         run_id, begin = self._admit(input, timeout, on_event, blackboard, run_id, break_before, break_after, options,
                                     "RunningFormation.asubmit()")
-        if self._journal is None:  # nothing blocks: launched with the others of this loop step
-            return hold(self._holds, begin, run_id, loop)
+        if self._journal is None:  # nothing blocks: start it here
+            return watch(begin(), loop)
         return launch(begin, run_id, lane_of(self._journal), loop)
 
     def aresume(

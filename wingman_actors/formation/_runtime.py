@@ -34,7 +34,6 @@ from ..orchestration._blackboard import Blackboard
 from ._async_api import AsyncSubmit
 from ._breakpoints import Breakpoints
 from ._future import RunFuture
-from ._handoff import Holds
 from ._nested_map import FormationMapActor, map_width
 from ._nested_node import FormationNode
 from ._nesting import InnerFormation
@@ -104,7 +103,6 @@ class RunningFormation(AsyncSubmit):
         self._router.journal = self._journal = journal
         self._supervision = Supervision(self._router)
         self._runs = self._router.runs
-        self._holds = Holds(self._launched)  # runs asubmit'ed and not yet launched (._handoff)
         self._supervisor: Any = None  # started on its first message (_tell_supervisor)
         self._supervisor_lock = threading.Lock()
         self._supervisor_closed = False
@@ -224,7 +222,6 @@ class RunningFormation(AsyncSubmit):
         ``timeout`` seconds (1 by default) is left to finish on a daemon thread, logged,
         so it never blocks the caller or interpreter exit.
         """
-        self._holds.release()  # runs asubmit'ed in this loop step: launched, then stopped as the others
         with self._stop_lock:
             if self._stopped:
                 return
@@ -439,8 +436,7 @@ class RunningFormation(AsyncSubmit):
         Returns:
             True, or False when the run had already finished (or is unknown).
         """
-        held = self._holds.cancel(run_id) if self._holds.runs else None
-        return self._router.cancel_run(run_id) if held is None else held
+        return self._router.cancel_run(run_id)
 
     def _run_timeout(self, run: RunState, timeout: float) -> None:
         running = self._router.unfinished(run)
@@ -455,7 +451,7 @@ class RunningFormation(AsyncSubmit):
     @property
     def in_flight(self) -> int:
         """Runs submitted and not yet finished."""
-        return len(self._runs) + len(self._holds.runs)
+        return len(self._runs)
 
     @property
     def backend(self) -> str:
