@@ -241,13 +241,13 @@ class AsyncVisits:
     def _ended(self, visit: _Visit, output: tuple[Any] | None, exc: BaseException | None) -> None:
         """Report the attempt's outcome to the runtime, as the sync path does: ``output``
         (a 1-tuple) when it returned, ``exc`` when it raised, neither when it was cancelled."""
-        if visit.ended:
-            return
-        visit.ended = True
         finished = time.perf_counter()
         work = visit.work
-        with self._lock:  # a retry of the same work may have taken its place meanwhile
-            if self._visits.get(work) is visit:
+        with self._lock:
+            if visit.ended:  # reported already (a stop reports those left from its own thread)
+                return
+            visit.ended = True
+            if self._visits.get(work) is visit:  # a retry of the same work may have taken its place meanwhile
                 del self._visits[work]
         self._slots.put(None)
         actor = self._actor
