@@ -8,7 +8,11 @@ then takes the next input at once. The coroutine runs as a task on the replica's
 actor thread's context (the run's board, trace and journalled visit reach it); when it
 ends, the loop thread reports to the runtime (``completed``, ``failed`` or
 ``suspended``), exactly as the actor thread does for a plain function, so attempts,
-timers, retries and error edges are the same.
+timers, retries and error edges are the same. The task reports from its own last step
+(it awaits the coroutine inside :meth:`AsyncVisits._visit`), not from a done callback:
+asyncio runs each done callback as one more loop handle, and at a thousand visits that
+was about a fifth of a burst's CPU. A task cancelled before its first step never runs the
+wrapper: whoever cancelled it reports it.
 
 Hand-offs to the loop are batched: the first visit into an empty batch schedules one
 ``call_soon_threadsafe``, and the loop starts every visit that arrived meanwhile (a
@@ -28,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import logging
 import queue
 import threading
@@ -59,7 +62,7 @@ small ``Work`` objects instead of as a thousand more coroutines holding their so
 class _Visit:
     """One attempt in flight: its coroutine until the loop starts it, then its task."""
 
-    __slots__ = ("announce", "attempt", "coro", "ctx", "reason", "started", "task", "work")
+    __slots__ = ("announce", "attempt", "begun", "coro", "ctx", "ended", "reason", "started", "task", "work")
 
     def __init__(self, work: Work, attempt: int, started: float, coro: Coroutine[Any, Any, Any],
                  ctx: contextvars.Context, announce: bool) -> None:
@@ -71,6 +74,8 @@ class _Visit:
         self.announce = announce  # observer.started(work) when the task first runs
         self.task: asyncio.Task[Any] | None = None
         self.reason: str | None = None  # set when it was cancelled, and why
+        self.begun = False  # its task took its first step
+        self.ended = False  # reported
 
 
 class AsyncVisits:
@@ -188,6 +193,8 @@ class AsyncVisits:
         if thread is not None:
             thread.stop()
         self._close_batch()
+        for visit in tuple(self._visits.values()):  # tasks cancelled before their first step
+            self._ended(visit, None, None)
 
     # -- on the loop thread --------------------------------------------------------------
 
@@ -197,19 +204,32 @@ class AsyncVisits:
             self._scheduled = False
         loop = self._loop
         assert loop is not None
+        create_task = loop.create_task
         for visit in batch:
             if visit.reason is not None or visit.work.run.done:  # cancelled before it could start
-                self._ended(visit, None)
+                self._ended(visit, None, None)
                 continue
-            coro = self._announced(visit) if visit.announce else visit.coro
-            task = visit.task = loop.create_task(coro, context=visit.ctx)
-            task.add_done_callback(functools.partial(self._ended, visit))
+            visit.task = create_task(self._visit(visit), context=visit.ctx)
 
-    async def _announced(self, visit: _Visit) -> Any:
-        observer = self._actor.observer
-        assert observer is not None
-        observer.started(visit.work)
-        return await visit.coro
+    async def _visit(self, visit: _Visit) -> None:
+        """A visit's task: awaits its coroutine and reports the outcome from its own last
+        step (no done callback: one loop handle fewer per visit). With ``announce``, the
+        runtime hears of the start from its first step."""
+        visit.begun = True
+        if visit.announce:
+            observer = self._actor.observer
+            assert observer is not None
+            observer.started(visit.work)
+        try:
+            output = await visit.coro
+        except asyncio.CancelledError:
+            self._ended(visit, None, None)
+        except BaseException as exc:
+            self._ended(visit, None, exc)
+            if not isinstance(exc, Exception):
+                raise  # SystemExit, KeyboardInterrupt: as a task lets them out
+        else:
+            self._ended(visit, (output,), None)
 
     def _cancel_on_loop(self, visits: list[_Visit], reason: str) -> None:
         for visit in visits:
@@ -218,31 +238,34 @@ class AsyncVisits:
             task = visit.task
             if task is not None:
                 task.cancel()
+                if not visit.begun:  # its coroutine never runs: reported here
+                    self._ended(visit, None, None)
             # not started yet: _drain sees the reason and does not start it
 
-    def _ended(self, visit: _Visit, task: asyncio.Task[Any] | None) -> None:
-        """Report the attempt's outcome to the runtime, as the sync path does."""
+    def _ended(self, visit: _Visit, output: tuple[Any] | None, exc: BaseException | None) -> None:
+        """Report the attempt's outcome to the runtime, as the sync path does: ``output``
+        (a 1-tuple) when it returned, ``exc`` when it raised, neither when it was cancelled."""
         finished = time.perf_counter()
         work = visit.work
-        with self._lock:  # a retry of the same work may have taken its place meanwhile
-            if self._visits.get(work) is visit:
+        with self._lock:
+            if visit.ended:  # reported already (a stop reports those left from its own thread)
+                return
+            visit.ended = True
+            if self._visits.get(work) is visit:  # a retry of the same work may have taken its place meanwhile
                 del self._visits[work]
         self._slots.put(None)
         actor = self._actor
         observer = actor.observer
         assert observer is not None
         attempt = visit.attempt
+        if output is not None:
+            observer.completed(work, attempt, output[0], None, visit.started, finished)
+            return
         visit.coro.close()  # a no-op once it ran; one that never ran (a cancel came first) warns unless closed
-        if task is None or task.cancelled():
-            reason = visit.reason or ("the run was cancelled" if work.run.done else "the node is stopping")
-            exc: BaseException | None = AgentError(
-                f"function node {actor.name!r} was cancelled: {reason}", kind=ErrorKind.CANCELLED)
-        else:
-            exc = task.exception()
         if exc is None:
-            assert task is not None
-            observer.completed(work, attempt, task.result(), None, visit.started, finished)
-        elif isinstance(exc, RunSuspended):
+            reason = visit.reason or ("the run was cancelled" if work.run.done else "the node is stopping")
+            exc = AgentError(f"function node {actor.name!r} was cancelled: {reason}", kind=ErrorKind.CANCELLED)
+        if isinstance(exc, RunSuspended):
             observer.suspended(work, attempt, exc)
         else:
             observer.failed(work, attempt, exc, visit.started, finished, actor)
