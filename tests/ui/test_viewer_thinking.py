@@ -1,9 +1,15 @@
 """An agent node's reasoning in the run viewer: among its steps, collapsed and labelled
-"thinking", followed live and shown again for a finished run."""
+"thinking", followed live, shown again for a finished run, and in a journalled model
+response (``ui --store``, a run suspended in an agent's tool call)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,6 +19,8 @@ from tests.server.harness import RunningServer, scripted_agent
 from tests.ui.conftest import start_server, wait_for_status
 
 pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
 
 REASONING = "27 * 453: 27 * 400 = 10800, 27 * 53 = 1431, so 12231"
 ANSWER = {"content": [{"type": "thinking", "text": REASONING, "signature": "sig"},
@@ -79,3 +87,67 @@ def test_the_reasoning_of_a_finished_run_opens_to_its_text(page: Any, server: Ru
     steps.locator("details.thinking summary").click()
 
     assert steps.get_by_text(REASONING).is_visible()
+
+
+SUSPENDING = textwrap.dedent('''
+    from wingman_actors import Agent, Formation, interrupt, tool
+    from wingman_actors.core import ContentBlock, InferenceResponse
+    from wingman_actors.testing import ScriptedProvider
+
+
+    @tool
+    def approve(text: str) -> str:
+        """Asks a person to approve the text."""
+        return str(interrupt({"question": text}))
+
+
+    def build():
+        call = InferenceResponse(content=[ContentBlock.thinking_block("The total needs a person's approval.",
+                                                                      signature="sig"),
+                                          ContentBlock.tool_use_block("c1", "approve", {"text": "12231?"})],
+                                 stop_reason="tool_use")
+        agent = Agent("calc", provider=ScriptedProvider([call, "approved"]), tools=[approve])
+        return Formation("reasoning").add_agent("calc", agent)
+''')
+
+
+@pytest.fixture(scope="module")
+def store_viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``ui --store`` over a store whose one run is suspended in the agent's tool call (so the
+    journal kept the agent's model response); the URL of that run's page."""
+    folder = tmp_path_factory.mktemp("thinking-store")
+    (folder / "reasoning.py").write_text(SUSPENDING)
+    store = folder / "runs.sqlite"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run([sys.executable, "-m", "wingman_actors", "run", str(folder / "reasoning.py"), "--input", "x",
+                          "--store", str(store)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60,
+                         check=False)
+    assert "waiting at node 'calc'" in run.stderr, run.stderr
+    run_id = run.stderr.split("run ", 1)[1].split()[0]
+    process = subprocess.Popen([sys.executable, "-m", "wingman_actors", "ui", "--store", str(store), "--port", "0"],
+                               stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert "/ui/" in line, line
+        yield next(w for w in line.split() if w.startswith("http://")) + f"#/runs/{run_id}"
+    finally:
+        process.terminate()
+        process.wait(10)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+def test_a_journalled_model_response_shows_its_reasoning_collapsed_under_thinking(page: Any,
+                                                                                   store_viewer: str) -> None:
+    page.goto(store_viewer)
+    page.wait_for_selector('[data-node="calc"][data-status="suspended"]')
+    page.click('[data-node="calc"]')
+    response = page.locator("ol.steps li.response")
+    thinking = response.locator("details.thinking")
+    thinking.locator("summary").wait_for()
+
+    assert thinking.get_attribute("open") is None
+    assert "approve" in response.inner_text()
+    thinking.locator("summary").click()
+    assert thinking.get_by_text("The total needs a person's approval.").is_visible()
