@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 REASONING = "27 * 453: 27 * 400 = 10800, 27 * 53 = 1431, so 12231"
 ANSWER = {"content": [{"type": "thinking", "text": REASONING, "signature": "sig"},
-                      {"type": "text", "text": "The product is 12231."}]}
+                      {"type": "text", "text": "The product is 12231."}],
+          "usage": {"input_tokens": 12, "output_tokens": 40, "reasoning_tokens": 31}}
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +88,15 @@ def test_the_reasoning_of_a_finished_run_opens_to_its_text(page: Any, server: Ru
     steps.locator("details.thinking summary").click()
 
     assert steps.get_by_text(REASONING).is_visible()
+
+
+def test_a_node_s_tokens_say_how_many_of_its_output_tokens_were_reasoning(
+    page: Any, server: RunningServer, finished: str
+) -> None:
+    page.goto(f"{server.url}/ui/#/runs/{finished}")
+    _calc_steps(page)
+
+    assert "12 in / 40 out (31 reasoning)" in page.locator("details.visit summary").inner_text()
 
 
 SUSPENDING = textwrap.dedent('''
