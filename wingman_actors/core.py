@@ -196,12 +196,20 @@ class ToolDefinition(_Model):
 
 
 class Usage(_Model):
-    """Token counts. Addable: ``total = a + b``."""
+    """Token counts. Addable: ``total = a + b``.
+
+    ``reasoning_tokens`` is the part of ``output_tokens`` the model spent reasoning, where
+    the provider reports it (OpenAI-compatible APIs'
+    ``completion_tokens_details.reasoning_tokens``); it is already counted in
+    ``output_tokens`` and ``total_tokens``. Anthropic and Ollama do not report it apart (their
+    thinking is counted in ``output_tokens`` only), so it stays 0 for them.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
@@ -219,14 +227,16 @@ class Usage(_Model):
             >>> Usage.sum([Usage(input_tokens=2), Usage(input_tokens=3, output_tokens=1)]).total_tokens
             6
         """
-        inp = out = created = read = 0
+        inp = out = created = read = reasoning = 0
         for u in usages:
             inp += u.input_tokens
             out += u.output_tokens
             created += u.cache_creation_input_tokens
             read += u.cache_read_input_tokens
+            reasoning += u.reasoning_tokens
         return cls(
-            input_tokens=inp, output_tokens=out, cache_creation_input_tokens=created, cache_read_input_tokens=read
+            input_tokens=inp, output_tokens=out, cache_creation_input_tokens=created, cache_read_input_tokens=read,
+            reasoning_tokens=reasoning,
         )
 
     def __radd__(self, other: Any) -> Usage:
@@ -306,6 +316,15 @@ class InferenceResponse(_Model):
     def tool_calls(self) -> list[ContentBlock]:
         """The tool_use blocks, in order."""
         return [b for b in self.content if b.type == "tool_use"]
+
+    @property
+    def thinking(self) -> str:
+        """The model's reasoning: the text of its thinking blocks, blank-line separated, with
+        ``[redacted]`` for each ``redacted_thinking`` block ("" when it gave none)."""
+        return "\n\n".join(
+            b.text or "" if b.type == "thinking" else "[redacted]"
+            for b in self.content if b.type in ("thinking", "redacted_thinking")
+        )
 
     def to_message(self, *, sender: str | None = None) -> Message:
         """The assistant message this response appends to a history (``sender``: the agent)."""

@@ -298,7 +298,7 @@ class LiveProgress:
             line = event_line(event, self._t0)
             if line is not None:
                 self._live.console.print(line, markup=False, highlight=False)
-        if event.type is not E.AGENT_TEXT:  # text deltas wait for the next timed refresh
+        if event.type is not E.AGENT_TEXT and event.type is not E.AGENT_THINKING:  # deltas wait for the next refresh
             self._live.refresh()
 
 

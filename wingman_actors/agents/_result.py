@@ -35,7 +35,13 @@ class ToolCall(BaseModel):
 
 
 class StepTrace(BaseModel):
-    """One entry of a run's trace: a model call or a tool execution."""
+    """One entry of a run's trace: a model call or a tool execution.
+
+    A model call's ``output`` is its answer's text, and ``thinking`` its reasoning
+    (:attr:`InferenceResponse.thinking <wingman_actors.core.InferenceResponse.thinking>`:
+    the text of its thinking blocks, ``[redacted]`` for an encrypted one), None when it gave
+    none; its ``usage.reasoning_tokens`` counts the reasoning where the provider reports it.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -47,6 +53,7 @@ class StepTrace(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     duration_s: float = 0.0
     is_error: bool = False
+    thinking: str | None = None
     children: list[ChildRun] = Field(default_factory=list)
     """Runs this tool call started (delegated agents), in the order it reported them."""
 

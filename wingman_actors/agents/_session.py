@@ -443,10 +443,12 @@ class Session(AsyncSessionRuns):
             for mw in mws:
                 response = mw.after_model(ctx, response) or response
             content = response.content
+            thinking: str | None = None
             if len(content) == 1 and content[0].type == "text":  # the common answer: one text block
                 tool_uses: list[ContentBlock] = []
             else:
                 tool_uses = response.tool_calls
+                thinking = response.thinking or None
             if tool_uses and not with_tools:
                 # Tools were not offered (final call); drop stray calls rather than loop.
                 kept = [b for b in response.content if b.type != "tool_use"]
@@ -461,6 +463,7 @@ class Session(AsyncSessionRuns):
                 StepTrace(
                     kind="model", name=self._model_name(response), step=step, input=len(request.messages),
                     output=text or None, usage=response.usage, duration_s=time.perf_counter() - t0,
+                    thinking=thinking,
                 )
             )
             if tool_uses:

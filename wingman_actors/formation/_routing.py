@@ -358,6 +358,8 @@ class Router:
         run = work.run
         if t is StreamEventType.TEXT_DELTA:
             emit(run.listeners, FormationEventType.AGENT_TEXT, run.id, work.target, {"text": event.text or ""})
+        elif t is StreamEventType.THINKING_DELTA:
+            emit(run.listeners, FormationEventType.AGENT_THINKING, run.id, work.target, {"text": event.text or ""})
         elif t is StreamEventType.TOOL_START and event.block is not None:
             b = event.block
             emit(run.listeners, FormationEventType.AGENT_TOOL_CALL, run.id, work.target,

@@ -29,6 +29,8 @@ class FormationEventType(enum.StrEnum):
     * ``node_failed``: a node failed for good (``data``: ``attempts``, ``error``).
     * ``node_skipped``: a node was skipped (``data``: ``reason``).
     * ``agent_text``: a text delta from an agent node (``data``: ``text``).
+    * ``agent_thinking``: a delta of an agent node's reasoning, from its model's thinking
+      blocks (``data``: ``text``); reasoning the provider sends encrypted is not reported.
     * ``agent_tool_call``: an agent node calls a tool (``data``: ``id``, ``name``, ``input``).
     * ``agent_tool_result``: the tool's result (``data``: ``id`` — the call's id —,
       ``output``, ``is_error``).
@@ -44,6 +46,7 @@ class FormationEventType(enum.StrEnum):
     NODE_FAILED = "node_failed"
     NODE_SKIPPED = "node_skipped"
     AGENT_TEXT = "agent_text"
+    AGENT_THINKING = "agent_thinking"
     AGENT_TOOL_CALL = "agent_tool_call"
     AGENT_TOOL_RESULT = "agent_tool_result"
 

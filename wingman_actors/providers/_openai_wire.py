@@ -81,12 +81,15 @@ def _user_content(blocks: list[ContentBlock]) -> str | list[dict[str, Any]]:
 
 
 def usage(raw: Any) -> Usage:
-    """Our usage of an answer's ``usage`` object (cached prompt tokens as cache reads)."""
+    """Our usage of an answer's ``usage`` object (cached prompt tokens as cache reads, and
+    ``completion_tokens_details.reasoning_tokens`` as reasoning tokens)."""
     if not isinstance(raw, dict):
         return Usage()
     details = raw.get("prompt_tokens_details") or {}
+    completion = raw.get("completion_tokens_details") or {}
     return Usage(
         input_tokens=int(raw.get("prompt_tokens") or 0),
         output_tokens=int(raw.get("completion_tokens") or 0),
         cache_read_input_tokens=int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0,
+        reasoning_tokens=int(completion.get("reasoning_tokens") or 0) if isinstance(completion, dict) else 0,
     )

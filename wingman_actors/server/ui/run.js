@@ -38,12 +38,14 @@ function apply(live, name, e) {
       return node && [node, "failed"];
     }
     case "node_skipped": return node && [node, "skipped"];
-    case "agent_text": case "agent_tool_call": case "agent_tool_result": {
+    case "agent_text": case "agent_thinking": case "agent_tool_call": case "agent_tool_result": {
       if (!node) return null;
       const steps = (live.steps[node] ||= []);
       const last = steps[steps.length - 1];
-      if (name === "agent_text" && last?.kind === "text") last.text += d.text;
-      else steps.push(name === "agent_text" ? { kind: "text", text: d.text } : { kind: name.slice(6), ...d });
+      const kind = name.slice(6);  // text, thinking (deltas, joined while they follow each other), tool_call, tool_result
+      const delta = kind === "text" || kind === "thinking";
+      if (delta && last?.kind === kind) last.text += d.text;
+      else steps.push(delta ? { kind, text: d.text } : { kind, ...d });
       return null;
     }
     case "run_finished": case "run_failed": case "run_cancelled": {
@@ -110,7 +112,22 @@ function Actions({ doc, info, act }) {
   return html`<div class="actions">${controls}<p class="error">${error}</p></div>`;
 }
 
+// A model's reasoning, collapsed until opened.
+const Thinking = ({ text }) => html`<details class="thinking"><summary>thinking</summary><${Pre} value=${text} />
+  </details>`;
+
+const reasoning = (b) => b.type === "thinking" || b.type === "redacted_thinking";
+
+// One agent step: live, a text or thinking delta run, a tool call or result; from the
+// journal, a model response (its reasoning collapsed, then the rest of it).
 function Step({ s }) {
+  if (s.kind === "thinking") return html`<li class="thinking"><${Thinking} text=${s.text} /></li>`;
+  const thoughts = s.kind === "response" && Array.isArray(s.content) ? s.content.filter(reasoning) : [];
+  if (thoughts.length) {
+    const rest = { ...s, content: s.content.filter((b) => !reasoning(b)) };
+    return html`<li class="response"><strong>response</strong>${thoughts.map((b) => html`<${Thinking}
+      text=${b.type === "thinking" ? b.text : "[redacted]"} />`)}<${Pre} value=${rest} /></li>`;
+  }
   const title = s.kind === "tool_call" ? `tool call ${s.name}`
     : s.kind === "tool_result" ? `tool result${s.is_error ? " (error)" : ""}` : s.kind;
   const value = s.kind === "text" ? s.text : s.kind === "tool_call" ? s.input : s.kind === "tool_result" ? s.output : s;

@@ -23,7 +23,8 @@ export function seconds(s) {
 
 export function tokens(usage) {
   if (!usage || usage.input_tokens == null) return "";
-  return `${usage.input_tokens} in / ${usage.output_tokens} out`;
+  const reasoning = usage.reasoning_tokens ? ` (${usage.reasoning_tokens} reasoning)` : "";
+  return `${usage.input_tokens} in / ${usage.output_tokens} out${reasoning}`;
 }
 
 export const Badge = ({ status }) => html`<span class=${`badge ${status}`} data-run-status=${status}>${status}</span>`;
