@@ -181,3 +181,38 @@ def test_stopping_the_server_stops_its_idle_started_formations(tmp_path: Path, w
     finally:
         server.stop()
     assert not alive(ident)
+
+
+def test_a_run_in_flight_on_a_reused_formation_is_interrupted_when_the_server_stops_and_resumes(
+    tmp_path: Path, work_root: Path, gate: threading.Event
+) -> None:
+    config = ServerConfig(db_path=tmp_path / "w.db", work_root=work_root, functions=(FUNCTIONS_MODULE,),
+                          entry_points=False)
+    server = RunningServer(config, graceful_timeout=0.5).start()
+    answers: list[httpx.Response] = []
+    try:
+        with server.client() as client:
+            fid = chain(client, "counted", "gated")
+            gate.set()
+            assert run(client, fid).json()["status"] == "succeeded"  # its started formation is kept
+            gate.clear()
+            waiting = threading.Thread(target=lambda: answers.append(run(client, fid)))
+            waiting.start()
+            deadline = time.monotonic() + 10
+            while fx.CALLS["gated"] < 2:
+                assert time.monotonic() < deadline, "the second run never reached its gated node"
+                time.sleep(0.02)
+            run_id = client.get("/runs", params={"formation_id": fid}).json()[0]["id"]
+            server.stop()  # waits 0.5 s for the request, then stops the run
+            waiting.join(10)
+    finally:
+        server.stop()
+    gate.set()
+    again = RunningServer(config).start()
+    try:
+        with again.client() as client:
+            assert client.get(f"/runs/{run_id}").json()["status"] == "interrupted"
+            resumed = client.post(f"/runs/{run_id}/resume", json={})
+            assert (resumed.json()["status"], resumed.json()["output"]) == ("succeeded", "x")
+    finally:
+        again.stop()
