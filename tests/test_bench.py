@@ -25,7 +25,7 @@ def test_bench_lists_the_scenarios_of_the_targets_table() -> None:
         "resume_latency", "lease_takeover", "fork_cost",
         "cancel_latency", "timeout_overshoot", "session_cancel_latency", "session_timeout_overshoot",
         "ray_cpu_stage", "ray_hop_overhead", "ray_agent_makespan", "nested_overhead", "async_concurrency",
-        "async_sessions", "payload_isolation",
+        "async_sessions", "payload_isolation", "http_formation_runs",
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import Counter
 
@@ -70,6 +71,25 @@ def remember(text: str, blackboard: Blackboard) -> str:
 def recall(text: str, blackboard: Blackboard) -> str:
     """Reads what an earlier node of the same run wrote."""
     return f"{blackboard.get('said')} / {text}"
+
+
+@function
+def peek(text: str, blackboard: Blackboard) -> str:
+    """The text with what the run's blackboard holds under "said" (None on a fresh board)."""
+    return f"{text} (board: {blackboard.get('said')})"
+
+
+_THREADS = itertools.count(1)
+_THREAD = threading.local()
+
+
+@function
+def node_thread(text: str) -> str:
+    """``"serial:ident"`` of the thread running this node (a started formation's node
+    actor): its serial is new for every thread, however the OS reuses idents."""
+    if not hasattr(_THREAD, "serial"):
+        _THREAD.serial = next(_THREADS)
+    return f"{_THREAD.serial}:{threading.get_ident()}"
 
 
 GATE = threading.Event()

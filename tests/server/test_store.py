@@ -145,3 +145,29 @@ def test_a_database_from_before_durable_runs_keeps_its_runs_and_takes_the_run_jo
             assert journal.runs() == []
     finally:
         store.close()
+
+
+def test_grouped_changes_of_many_threads_commit_together_and_a_failing_one_rolls_back_alone(tmp_path: Path) -> None:
+    store = Store(tmp_path / "w.db")
+    try:
+        store.grouped(lambda conn: conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)"))
+        errors: list[BaseException] = []
+        results: list[int] = []
+
+        def change(n: int) -> None:
+            try:
+                results.append(store.grouped(lambda conn: conn.execute("INSERT INTO t VALUES (?)", (n % 20,)).rowcount))
+            except sqlite3.IntegrityError as exc:  # n and n + 20 clash: one of them fails alone
+                errors.append(exc)
+
+        threads = [threading.Thread(target=change, args=(n,)) for n in range(40)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        with store.read() as conn:
+            rows = sorted(r[0] for r in conn.execute("SELECT n FROM t"))
+        assert rows == list(range(20))
+        assert (len(results), len(errors)) == (20, 20)
+    finally:
+        store.close()

@@ -535,6 +535,12 @@ def payload_isolation(quick: bool) -> Measurement:
     return measure(quick)
 
 
+def http_formation_runs(quick: bool) -> Measurement:
+    from .http_runs import http_formation_runs as measure  # it imports Measurement from here
+
+    return measure(quick)
+
+
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
@@ -565,6 +571,7 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "async_concurrency": async_concurrency,
     "async_sessions": async_sessions,
     "payload_isolation": payload_isolation,
+    "http_formation_runs": http_formation_runs,
 }
 
 

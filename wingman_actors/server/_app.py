@@ -175,6 +175,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
                 with contextlib.suppress(asyncio.CancelledError):
                     await pruning
             context.flights.interrupt_all()  # resumable after the restart
+            context.started.close()
             pool.stop()
             context.providers.close()
             context.mcp.close()

@@ -30,6 +30,7 @@ from ._mcp import MCPPool, allowed_programs, check_mcp
 from ._provider_cache import ProviderCache, close_provider
 from ._redact import Redactor
 from ._schemas import AgentOut
+from ._started import StartedFormations
 from ._store import Store
 from ._team import build_team, check_team, skill_paths
 from ._threads import WorkerPool
@@ -102,6 +103,8 @@ class ServerContext:
         self.store = store
         self.journal = journal
         self.flights = Flights()
+        self.started = StartedFormations()
+        """Started formations kept for the next runs of their declarations (see :mod:`._started`)."""
         self.formation_writes = threading.Lock()
         """Held while a formation is created, replaced or deleted: no two writes make a nesting loop."""
         """The formation runs in flight, by run id."""

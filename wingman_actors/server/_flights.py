@@ -17,19 +17,20 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..formation import Formation
 from ..formation._result import FormationResult
 from ..formation._runtime import RunningFormation
 from ..formation.events import FormationEvent
 from ..orchestration import Blackboard
-from ..store import SERVER_SOURCE
 from ._errors import ApiError
 from ._live import RunLog, RunLogs
 from ._run_outcome import Tracker, cancelled, failed, failure, settled
 from ._schemas import RunOut
+from ._started import Started
 
 if TYPE_CHECKING:
     from ._context import ServerContext
+
+EventListener = Callable[[FormationEvent], None]
 
 __all__ = ["Flight", "Flights", "flight", "outcome", "settle_wait"]
 
@@ -41,16 +42,22 @@ class Flight:
 
     Args:
         ctx: the server.
-        running: the started formation the run belongs to (one per run).
+        running: the started formation the run is on (it has it to itself while it runs;
+            see :mod:`._started`).
         run: the run's record.
         tracker: builds node traces from the run's events.
+        on_event: the run's own listener of its events (its trace and its log).
     """
 
-    def __init__(self, ctx: ServerContext, running: RunningFormation, run: RunOut, tracker: Tracker) -> None:
+    def __init__(self, ctx: ServerContext, running: RunningFormation, run: RunOut, tracker: Tracker,
+                 on_event: EventListener | None = None) -> None:
         self.ctx = ctx
         self.running = running
         self.record = run
         self.tracker = tracker
+        self.on_event = on_event
+        self.blackboard = Blackboard()
+        """The run's own blackboard, shared by its nodes only."""
         self.started = time.perf_counter()
         self.stopping = False
         """Set when the server stops: the run ends ``interrupted``, resumable after a restart."""
@@ -60,6 +67,28 @@ class Flight:
     @property
     def id(self) -> str:
         return self.record.id
+
+    def submit(self, input: object, timeout: float | None, also: EventListener | None = None) -> Future[FormationResult]:
+        """Start the run on ``input`` (journalled when this returns), its events to the run's
+        listener and ``also``."""
+        return self.running.submit(input, timeout=timeout, on_event=self._listener(also), blackboard=self.blackboard,
+                                   run_id=self.id)
+
+    def resume(self, answer: object = None, timeout: float | None = None) -> Future[FormationResult]:
+        """Continue the journalled run (with ``answer`` for its pending interrupt)."""
+        return self.running.resume(self.id, answer, timeout=timeout, on_event=self.on_event,
+                                   blackboard=self.blackboard)
+
+    def _listener(self, also: EventListener | None) -> EventListener | None:
+        first = self.on_event
+        if also is None or first is None:
+            return first if also is None else also
+
+        def on_event(event: FormationEvent) -> None:
+            first(event)
+            also(event)
+
+        return on_event
 
     def settle(self, build: Callable[[RunOut], RunOut]) -> RunOut:
         """Write the run's outcome ``build(record)``, unless it was written already; the record."""
@@ -122,22 +151,24 @@ class Flights:
         return len(flights)
 
 
+_CLEAN = ("succeeded", "suspended")
+
+
 @contextmanager
-def flight(ctx: ServerContext, formation: Formation, run: RunOut, tracker: Tracker) -> Iterator[Flight]:
-    """Start ``formation`` for the one run ``run`` (journalled, with a fresh blackboard
-    shared by its nodes only), registered as in flight until the block ends."""
-    # recorded on the journal's run: `wingman-actors resume` tells the user to resume it here
-    formation.source = f"{SERVER_SOURCE}{run.formation_id}"  # type: ignore[attr-defined]
+def flight(ctx: ServerContext, started: Started, run: RunOut) -> Iterator[Flight]:
+    """The one run ``run`` on ``started`` (journalled, with a fresh blackboard shared by its
+    nodes only), registered as in flight until the block ends; ``started`` is marked
+    reusable when the run ended cleanly."""
     log = ctx.flights.logs.start(run.id)
-    with formation.start(store=ctx.journal, work_dir=ctx.config.work_root, on_event=_both(tracker, log),
-                         blackboard=Blackboard()) as running:
-        current = Flight(ctx, running, run, tracker)
-        ctx.flights.add(current)
-        try:
-            yield current
-        finally:
-            ctx.flights.remove(current)
-            log.close()
+    tracker = Tracker(started.formation)
+    current = Flight(ctx, started.running, run, tracker, _both(tracker, log))
+    ctx.flights.add(current)
+    try:
+        yield current
+    finally:
+        ctx.flights.remove(current)
+        log.close()
+        started.reusable = current.settled.is_set() and current.record.status in _CLEAN and not current.stopping
 
 
 def _both(tracker: Tracker, log: RunLog) -> Callable[[FormationEvent], None]:

@@ -19,10 +19,11 @@ from ._deps import Ctx
 from ._errors import ApiError
 from ._flights import flight, outcome
 from ._nesting import agent_ids, build_nested, declaration_of, load_nested, nested_in, nesting_users
-from ._run_outcome import Tracker, cancelled, event_dict, settled
-from ._runnable import load_formation, runnable
+from ._run_outcome import cancelled, event_dict, settled
+from ._runnable import load_formation
 from ._schemas import FormationOut, FormationRunIn, RunOut, StatusOut
 from ._sse import Event, ThreadedStream
+from ._started import started
 from ._streaming import Canceller, start_stream
 
 __all__ = ["router"]
@@ -83,7 +84,9 @@ async def replace(id: str, body: FormationDecl, ctx: Ctx) -> FormationOut:
             ctx.store.get_formation(id)
             _validated(ctx, body, id)
             _users_still_valid(ctx, id, body)
-            return ctx.store.replace_formation(id, body.name, body.stored_nodes(), body.stored_edges())
+            replaced = ctx.store.replace_formation(id, body.name, body.stored_nodes(), body.stored_edges())
+        ctx.started.drop(id)  # the old declaration's actors are no longer wanted
+        return replaced
 
     return await ctx.pool.run(apply)
 
@@ -124,6 +127,7 @@ async def delete(id: str, ctx: Ctx) -> StatusOut:
                                     "(PUT /formations/{id}) or delete those formations first",
                                kind="in_use", used_by=[f.id for f in users])
             ctx.store.delete_formation(id)
+        ctx.started.drop(id)
 
     await ctx.pool.run(apply)
     return StatusOut(status="deleted")
@@ -134,13 +138,12 @@ async def delete(id: str, ctx: Ctx) -> StatusOut:
 
 def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: float) -> RunOut:
     record, decl = load_formation(ctx, id)
-    with runnable(ctx, decl, id) as formation:
+    with started(ctx, decl, id) as formation:
         timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
-        entry = formation.validate().sources
         run = ctx.store.create_run(record, jsonable(body.input))
-        with flight(ctx, formation, run, Tracker(formation)) as current:
-            future = current.running.submit(body.input, timeout=timeout, run_id=run.id)  # journalled on return
-            return outcome(current, future, timeout, entry)
+        with flight(ctx, formation, run) as current:
+            future = current.submit(body.input, timeout)  # journalled on return
+            return outcome(current, future, timeout, formation.entry)
 
 
 @router.post("/formations/{id}/run", tags=["formations"], summary="Run a formation and wait for its result")
@@ -170,25 +173,24 @@ _ENDS = (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED, Formati
 def _stream_formation(
     ctx: ServerContext, record: FormationOut, decl: FormationDecl, body: FormationRunIn, canceller: Canceller
 ) -> Iterator[Event]:
-    with runnable(ctx, decl, record.id) as formation:
-        plan = formation.validate()
+    with started(ctx, decl, record.id) as formation:
         run = ctx.store.create_run(record, jsonable(body.input))
         events: queue.SimpleQueue[FormationEvent | None] = queue.SimpleQueue()
-        with flight(ctx, formation, run, Tracker(formation)) as current:
+        with flight(ctx, formation, run) as current:
             canceller.target = _Stop(events)
             try:
-                current.running.submit(body.input, timeout=body.timeout, on_event=events.put, run_id=run.id)
+                current.submit(body.input, body.timeout, events.put)
                 while not canceller.cancelled.is_set():
                     event = events.get()
                     if event is None:
                         break
                     timed_out = event.node is None and body.timeout is not None and (
                         time.perf_counter() - current.started >= body.timeout * 0.99)
-                    yield event.type.value, event_dict(event, run.id, timed_out, plan.sources)
+                    yield event.type.value, event_dict(event, run.id, timed_out, formation.entry)
                     if event.type is FormationEventType.RUN_FINISHED:
                         current.settle(partial(settled, result=event.data["result"]))
                     elif event.type is FormationEventType.RUN_FAILED:
-                        current.settle(current.failure(event.data["exception"], timed_out, plan.sources))
+                        current.settle(current.failure(event.data["exception"], timed_out, formation.entry))
                     if event.type in _ENDS:
                         break
             finally:

@@ -20,9 +20,9 @@ from ._errors import ApiError
 from ._flights import flight, outcome
 from ._ids import new_id
 from ._recovery import refreshed
-from ._run_outcome import Tracker
-from ._runnable import load_formation, runnable
+from ._runnable import load_formation
 from ._schemas import RunForkIn, RunOut, VisitOut
+from ._started import started
 
 __all__ = ["router"]
 
@@ -76,13 +76,13 @@ def _fork(ctx: ServerContext, id: str, body: RunForkIn, deadline: float) -> RunO
                        run_status=original.status) from None
     given = body.model_fields_set
     at = body.target()
-    with runnable(ctx, decl, record.id) as formation:
+    with started(ctx, decl, record.id) as one:
+        formation = one.formation
         node = at if isinstance(at, str) else at[0]
         if node not in formation.graph:
             raise ApiError(400, f"at: formation {record.name!r} has no node {node!r} to fork at; its nodes are "
                                 f"{', '.join(map(repr, formation.graph.nodes))}", fields=["at"], run_id=id)
         timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
-        entry = formation.validate().sources
         try:
             fork_id = begin_fork(formation, ctx.journal, id, at=at, new_id=new_id(),
                                  output=body.output if "output" in given else UNSET,
@@ -96,9 +96,9 @@ def _fork(ctx: ServerContext, id: str, body: RunForkIn, deadline: float) -> RunO
         except ValueError as exc:  # an input that node cannot be given (the node is known)
             raise ApiError(400, f"input: {str(exc).removeprefix('fork: ')}", fields=["input"], run_id=id) from None
         run = ctx.store.create_run(record, jsonable(ctx.journal.get(fork_id).input), id=fork_id)
-        with flight(ctx, formation, run, Tracker(formation)) as current:
-            future = current.running.resume(fork_id, timeout=timeout)
-            return outcome(current, future, timeout, entry)
+        with flight(ctx, one, run) as current:
+            future = current.resume(timeout=timeout)
+            return outcome(current, future, timeout, one.entry)
 
 
 @router.post("/runs/{id}/fork", status_code=201, tags=["runs"],

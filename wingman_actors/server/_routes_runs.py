@@ -14,9 +14,9 @@ from ._deps import Ctx
 from ._errors import ApiError
 from ._flights import Flight, flight, outcome, settle_wait
 from ._recovery import refreshed
-from ._run_outcome import Tracker
-from ._runnable import load_formation, runnable
+from ._runnable import load_formation
 from ._schemas import RUN_STATUSES, RunOut, RunResumeIn
+from ._started import started
 
 __all__ = ["router"]
 
@@ -135,12 +135,11 @@ def _resume(ctx: ServerContext, id: str, body: RunResumeIn, deadline: float) -> 
     except ApiError:
         raise _conflict(run, "resumed", f"its formation {run.formation_id} was deleted; a run resumes with the "
                                         "formation that began it", "formation_deleted") from None
-    with runnable(ctx, decl, run.formation_id) as formation:
+    with started(ctx, decl, run.formation_id) as formation:
         timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
-        entry = formation.validate().sources
-        with flight(ctx, formation, run, Tracker(formation)) as current:
+        with flight(ctx, formation, run) as current:
             try:
-                future = current.running.resume(id, body.answer, timeout=timeout)
+                future = current.resume(body.answer, timeout)
             except FormationMismatchError as exc:
                 raise ApiError(409, f"run {id} cannot be resumed: its formation was changed since the run began "
                                     f"({'; '.join(exc.differences)}); start a new run", kind="mismatch",
@@ -156,7 +155,7 @@ def _resume(ctx: ServerContext, id: str, body: RunResumeIn, deadline: float) -> 
             except ValueError as exc:  # an answer for a run with no pending interrupt
                 raise ApiError(400, f"answer: {exc}", fields=["answer"], run_id=id) from None
             current.record = ctx.store.reopen_run(id)
-            return outcome(current, future, timeout, entry)
+            return outcome(current, future, timeout, formation.entry)
 
 
 @router.post("/runs/{id}/resume", tags=["runs"], summary="Resume a suspended, failed, cancelled or interrupted run")

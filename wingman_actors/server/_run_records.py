@@ -73,26 +73,24 @@ class RunRecords(Database):
 
     def _insert(self, run: RunOut) -> RunOut:
         run = RunOut.model_validate(self._clean(run.model_dump()))
-        with self.write() as conn:
-            conn.execute(
-                "INSERT INTO run_records (id, kind, formation_id, formation_name, fleet_id, fleet_name, status, input, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run.id, run.kind, run.formation_id, run.formation_name, run.fleet_id, run.fleet_name, run.status,
-                 _dumps(run.input), run.created_at),
-            )
+        self.grouped(lambda conn: conn.execute(
+            "INSERT INTO run_records (id, kind, formation_id, formation_name, fleet_id, fleet_name, status, input, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run.id, run.kind, run.formation_id, run.formation_name, run.fleet_id, run.fleet_name, run.status,
+             _dumps(run.input), run.created_at),
+        ))
         return run
 
     def finish_run(self, run: RunOut) -> RunOut:
         """Store ``run``'s outcome (status, outputs, node traces, error) and its finish time."""
         run = RunOut.model_validate(self._clean(run.model_copy(update={"finished_at": now()}).model_dump()))
-        with self.write() as conn:
-            conn.execute(
-                "UPDATE run_records SET status = ?, interrupt = ?, output = ?, outputs = ?, nodes = ?, usage = ?, "
-                "error = ?, error_kind = ?, failed_node = ?, duration_s = ?, finished_at = ? WHERE id = ?",
-                (run.status, None if run.interrupt is None else _dumps(run.interrupt), _dumps(run.output),
-                 _dumps(run.outputs), _dumps(run.nodes), _dumps(run.usage), run.error, run.error_kind,
-                 run.failed_node, run.duration_s, run.finished_at, run.id),
-            )
+        self.grouped(lambda conn: conn.execute(
+            "UPDATE run_records SET status = ?, interrupt = ?, output = ?, outputs = ?, nodes = ?, usage = ?, "
+            "error = ?, error_kind = ?, failed_node = ?, duration_s = ?, finished_at = ? WHERE id = ?",
+            (run.status, None if run.interrupt is None else _dumps(run.interrupt), _dumps(run.output),
+             _dumps(run.outputs), _dumps(run.nodes), _dumps(run.usage), run.error, run.error_kind,
+             run.failed_node, run.duration_s, run.finished_at, run.id),
+        ))
         return run
 
     def get_run(self, id: str) -> RunOut:
