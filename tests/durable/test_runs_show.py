@@ -70,8 +70,12 @@ def test_runs_show_table_lists_every_node_with_outputs_cut_to_one_line(
 
 
 def test_runs_show_of_a_quick_clean_success_has_outputs_and_one_attempt_but_no_timings(
-    path: Path, capsys: pytest.CaptureFixture[str]
+    path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from wingman_actors.formation import _trace_journal
+
+    # "quick" is under QUICK_S of node time; a loaded machine can stretch str.upper past 1 ms
+    monkeypatch.setattr(_trace_journal, "QUICK_S", 60.0)
     f = Formation("quick").add_function("a", str.upper).add_function("b", len).connect("a", "b")
     node = show(path, f.run("x", store=path).run_id, capsys)["nodes"]["a"]
     assert (node["status"], node["attempts"], node["output"], node["duration_s"]) == ("succeeded", 1, "X", None)
