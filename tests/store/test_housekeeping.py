@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.store_fixtures import until_the_server_has_seen_dead_owners_go
 from wingman_actors.store import FormationShape, RunNotResumableError, RunStore
 
 from .conftest import chain_shape
@@ -144,31 +145,10 @@ def _child(location: str, mode: str) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
 
 
-def _until_the_server_has_seen_its_owners_go(location: str) -> None:
-    """Wait (up to 10 s) until no owner's writer connection is open on the PostgreSQL server.
-
-    A dead process's kernel closes its sockets at once, but the server's process for each
-    connection notices only when it next runs: on a loaded machine, a moment after the
-    child has exited. Until then the owner counts as live (its lease holds), as it should.
-    """
-    if not location.startswith("postgresql://"):
-        return  # SQLite: the dead process's file lock is gone with it
-    import psycopg
-
-    deadline = time.monotonic() + 10
-    with psycopg.connect(location, autocommit=True) as conn:
-        while time.monotonic() < deadline:
-            row = conn.execute("SELECT count(*) FROM owners o, pg_stat_get_activity(o.backend)").fetchone()
-            if row is not None and row[0] == 0:
-                return
-            time.sleep(0.01)
-    raise AssertionError("the server still shows the dead process's connection after 10 s")
-
-
 def test_runs_of_a_dead_process_are_marked_interrupted_when_a_store_opens(location: str) -> None:
     child = _child(location, "exit")
     run_id = child.communicate(timeout=30)[0].strip()
-    _until_the_server_has_seen_its_owners_go(location)
+    until_the_server_has_seen_dead_owners_go(location)
     with RunStore(location) as store:
         assert store.get(run_id).status == "interrupted"
         assert store.claim_run(run_id).run.status == "running"
