@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.durable import crash_worker
+from tests.support.store_fixtures import until_the_server_has_seen_dead_owners_go
 from wingman_actors.store import RunStore
 
 KILLS = 50
@@ -56,6 +57,8 @@ def test_killed_runs_resume_to_the_uninterrupted_output_and_journalled_visits_ne
             child.kill()  # SIGKILL (a no-op if the child has just finished)
             child.join(10)
             assert child.exitcode in (0, -signal.SIGKILL)
+            # the next child resumes only runs whose owner is seen gone (not those of a live one)
+            until_the_server_has_seen_dead_owners_go(store_path)
             journalled_at.append(journalled(store_path))
         else:
             child.join(60)

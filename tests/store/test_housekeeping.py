@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.store_fixtures import until_the_server_has_seen_dead_owners_go
 from wingman_actors.store import FormationShape, RunNotResumableError, RunStore
 
 from .conftest import chain_shape
@@ -147,6 +148,7 @@ def _child(location: str, mode: str) -> subprocess.Popen[str]:
 def test_runs_of_a_dead_process_are_marked_interrupted_when_a_store_opens(location: str) -> None:
     child = _child(location, "exit")
     run_id = child.communicate(timeout=30)[0].strip()
+    until_the_server_has_seen_dead_owners_go(location)
     with RunStore(location) as store:
         assert store.get(run_id).status == "interrupted"
         assert store.claim_run(run_id).run.status == "running"

@@ -5,6 +5,7 @@ second node asks for approval with ``interrupt()``, for the launcher's durable-r
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +33,30 @@ def location(request: pytest.FixtureRequest, path: Path) -> str:
     if request.param == "sqlite":
         return str(path)
     return str(request.getfixturevalue("postgres_url"))
+
+
+def until_the_server_has_seen_dead_owners_go(location: str) -> None:
+    """Wait (up to 10 s) until no owner's writer connection is open on the PostgreSQL server.
+
+    A dead process's kernel closes its sockets at once, but the server's process for each
+    connection notices only when it next runs: on a loaded machine, a moment after the
+    child has exited. Until then the owner counts as live (its lease holds), as it should.
+    """
+    if not location.startswith("postgresql://"):
+        return  # SQLite: the dead process's file lock is gone with it
+    import psycopg
+
+    deadline = time.monotonic() + 10
+    with psycopg.connect(location, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            try:
+                row = conn.execute("SELECT count(*) FROM owners o, pg_stat_get_activity(o.backend)").fetchone()
+            except psycopg.errors.UndefinedTable:
+                return  # the process died before it made the store: no owner at all
+            if row is not None and row[0] == 0:
+                return
+            time.sleep(0.01)
+    raise AssertionError("the server still shows the dead process's connection after 10 s")
 
 
 APPROVAL_FORMATION = '''
