@@ -244,14 +244,10 @@ class ClientPool:
             epoch = self._epoch
         if lease is None:
             lease = Lease(self._make)
-        token = current_token()
-        unregister = token.on_cancel(lease.aborter()) if token is not None else None
         try:
-            yield lease
+            with _aborted_on_cancel(lease):
+                yield lease
         finally:
-            if unregister is not None:
-                unregister()
-            lease.settle()
             with self._lock:
                 keep = epoch == self._epoch and len(self._idle) < _MAX_IDLE
                 if keep:
@@ -262,14 +258,10 @@ class ClientPool:
     @contextlib.contextmanager
     def _shared_lease(self) -> Iterator[Lease]:
         lease = Lease(self._make, shared=self.user_client, sdk=self.user_sdk)
-        token = current_token()
-        unregister = token.on_cancel(lease.aborter()) if token is not None else None
         try:
-            yield lease
+            with _aborted_on_cancel(lease):
+                yield lease
         finally:
-            if unregister is not None:
-                unregister()
-            lease.settle()
             self.user_sdk = lease.sdk
 
     def close(self) -> None:
@@ -281,3 +273,17 @@ class ClientPool:
         for lease in idle:
             lease.client.close()
         self._async.close()
+
+
+@contextlib.contextmanager
+def _aborted_on_cancel(lease: Lease) -> Iterator[None]:
+    """While the block runs, a cancel of the current run's token aborts ``lease``'s
+    request; the lease is settled when the block ends."""
+    token = current_token()
+    unregister = token.on_cancel(lease.aborter()) if token is not None else None
+    try:
+        yield
+    finally:
+        if unregister is not None:
+            unregister()
+        lease.settle()
