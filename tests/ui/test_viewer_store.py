@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -79,11 +80,18 @@ def _run_ids(store: Path) -> dict[str, str]:
         return {f"{r.formation}:{r.status}": r.id for r in runs.runs()}
 
 
-def _status(store: Path, run_id: str) -> str:
+def _status(store: Path, run_id: str, expected: str) -> str:
+    """The run's status in the store once it is ``expected``, or after 10 s whatever it is:
+    the page shows an event as soon as it happens, the store's write commits just after."""
     from wingman_actors.store import RunStore
 
-    with RunStore(store, recover=False) as runs:
-        return runs.get(run_id).status
+    deadline = time.monotonic() + 10
+    while True:
+        with RunStore(store, recover=False) as runs:
+            status = runs.get(run_id).status
+        if status == expected or time.monotonic() > deadline:
+            return status
+        time.sleep(0.05)
 
 
 def _start(page: Any, viewer: str, formation: str, text: str) -> str:
@@ -128,7 +136,7 @@ def test_an_interrupt_answered_from_ui_store_resumes_the_run_in_the_viewer(page:
     page.click('[data-action="answer"]')
     page.wait_for_selector('[data-node="ask"][data-status="succeeded"]')
     page.locator(".run-head").get_by_text("DRAFT: yes").wait_for()
-    assert _status(store, run_id) == "succeeded"
+    assert _status(store, run_id, "succeeded") == "succeeded"
 
 
 def test_a_run_started_from_ui_store_goes_from_running_to_succeeded_live(page: Any, viewer: str, store: Path,
@@ -141,7 +149,7 @@ def test_a_run_started_from_ui_store_goes_from_running_to_succeeded_live(page: A
     page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')
     assert page.evaluate("window.sameDocument") is True  # updated from the run's events, not reloaded
     page.locator(".run-head").get_by_text("LIVE").wait_for()
-    assert _status(store, run_id) == "succeeded"
+    assert _status(store, run_id, "succeeded") == "succeeded"
 
 
 def test_cancel_from_ui_store_cancels_a_run_of_the_viewer_and_resume_continues_it(
@@ -150,11 +158,11 @@ def test_cancel_from_ui_store_cancels_a_run_of_the_viewer_and_resume_continues_i
     page.wait_for_selector('[data-node="wait"][data-status="running"]')
     page.click('[data-action="cancel"]')
     page.wait_for_selector('[data-node="wait"][data-status="cancelled"]')
-    assert _status(store, run_id) == "cancelled"
+    assert _status(store, run_id, "cancelled") == "cancelled"
     open_gate(folder, "cut")
     page.click('[data-action="resume"]')
     page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')
-    assert _status(store, run_id) == "succeeded"
+    assert _status(store, run_id, "succeeded") == "succeeded"
 
 
 def test_ui_store_shows_cancel_disabled_for_a_run_another_process_runs(page: Any, viewer: str, store: Path,
@@ -205,7 +213,7 @@ def test_ui_store_behind_a_token_asks_for_it_and_sends_it_with_its_actions(page:
         page.click('#token-form button[type="submit"]')
         run_id = _start(page, url, "notes", " guarded ")
         page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')
-        assert _status(store, run_id) == "succeeded"
+        assert _status(store, run_id, "succeeded") == "succeeded"
         assert posts and all(h.get("authorization") == f"Bearer {token}" and h.get("content-type") == "application/json"
                              for h in posts), posts
     finally:
