@@ -26,6 +26,7 @@ import httpx
 from .._cancel import current_token
 from ._aio import AsyncClients
 from ._aiohttp import AiohttpPool, aiohttp_installed
+from ._asend import OwnAsyncClient
 from ._lease import LeasingTransport
 
 __all__ = ["ClientPool", "Lease", "remaining_timeout", "request_timeout"]
@@ -190,16 +191,18 @@ class ClientPool:
                 base_url=self.base_url, timeout=timeout, headers=self.headers, verify=ssl_context,
                 limits=http.Limits(max_connections=_MAX_ASYNC_CONNECTIONS, max_keepalive_connections=_MAX_IDLE),
             )
+        transport: httpx.AsyncBaseTransport
         if self.async_transport == "aiohttp":
-            aio = AiohttpPool(ssl_context, _MAX_ASYNC_CONNECTIONS)
-            return httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=self.headers, transport=aio)
-        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        # A connection of its own per request in flight (see LeasingTransport), every one
-        # kept alive for httpx's keep-alive expiry.
-        transport = LeasingTransport(
-            lambda: httpx.AsyncHTTPTransport(verify=ssl_context, limits=one), _MAX_ASYNC_CONNECTIONS,
-        )
-        return httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=self.headers, transport=transport)
+            transport = AiohttpPool(ssl_context, _MAX_ASYNC_CONNECTIONS)
+        else:
+            one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+            # A connection of its own per request in flight (see LeasingTransport), every
+            # one kept alive for httpx's keep-alive expiry.
+            transport = LeasingTransport(
+                lambda: httpx.AsyncHTTPTransport(verify=ssl_context, limits=one), _MAX_ASYNC_CONNECTIONS,
+            )
+        client = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=self.headers, transport=transport)
+        return OwnAsyncClient(client, transport, self.base_url)
 
     def target(self, path: str, headers: dict[str, str] | None = None) -> tuple[str, dict[str, str] | None]:
         """The URL and headers of one request to ``path``: a user's client has neither our
@@ -213,7 +216,23 @@ class ClientPool:
         or the user's."""
         if self.user_async_client is not None:
             return self.user_async_client
-        return self._async.get()
+        client = self._async.get()
+        return client.client if isinstance(client, OwnAsyncClient) else client
+
+    async def apost(self, path: str, content: bytes, headers: dict[str, str] | None = None, *,
+                    stream: bool = False) -> httpx.Response:
+        """POST ``content`` (JSON) to ``path`` on the running loop's async client (the
+        user's, else the provider's own, straight to its transport: see ``_asend.py``),
+        timed out by :func:`request_timeout`. Without ``stream`` the answer is read; with
+        it, the caller closes it."""
+        timeout = request_timeout(self.timeout)
+        own = self._async.get() if self.user_async_client is None else None
+        if isinstance(own, OwnAsyncClient):
+            return await own.post(path, content, headers, timeout, stream=stream)
+        client = self.user_async_client if own is None else own
+        target, headers = self.target(path, {"Content-Type": "application/json", **(headers or {})})
+        request = client.build_request("POST", target, content=content, headers=headers, timeout=timeout)
+        return await client.send(request, stream=stream)  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
         """Close the running event loop's async client."""

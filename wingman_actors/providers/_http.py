@@ -19,6 +19,7 @@ import httpx
 
 from ..errors import AgentError, ErrorKind
 from ._abort import ClientPool, request_timeout
+from ._asend import json_body
 
 __all__ = [
     "ClientPool",
@@ -140,14 +141,11 @@ def post_json(holder: ClientPool, provider: str, path: str, body: dict[str, Any]
 
 async def apost_json(holder: ClientPool, provider: str, path: str, body: dict[str, Any]) -> Any:
     """:func:`post_json` on the running event loop's async client."""
-    url = holder.base_url + path
+    content = json_body(body)
     try:
-        target, headers = holder.target(path)
-        response = await holder.async_client().post(
-            target, json=body, headers=headers, timeout=request_timeout(holder.timeout)
-        )
+        response = await holder.apost(path, content)
     except httpx.HTTPError as exc:
-        raise error_from_exception(provider, exc, url) from exc
+        raise error_from_exception(provider, exc, holder.base_url + path) from exc
     return json_answer(provider, response)
 
 
@@ -211,16 +209,18 @@ async def aopen_stream(
     headers: dict[str, str] | None = None,
 ) -> AsyncIterator[httpx.Response]:
     """:func:`open_stream` on the running event loop's async client."""
-    url = holder.base_url + path
-    timeout = request_timeout(holder.timeout)
+    content = json_body(body)
     try:
-        target, headers = holder.target(path, headers)
-        async with holder.async_client().stream(
-            "POST", target, json=body, headers=headers, timeout=timeout
-        ) as response:
+        response = await holder.apost(path, content, headers, stream=True)
+    except httpx.HTTPError as exc:
+        raise error_from_exception(provider, exc, holder.base_url + path) from exc
+    try:
+        try:
             if response.status_code >= 400:
                 await response.aread()
                 raise error_from_response(provider, response.status_code, response.headers, response.content)
             yield response
+        finally:
+            await response.aclose()
     except httpx.HTTPError as exc:
-        raise error_from_exception(provider, exc, url) from exc
+        raise error_from_exception(provider, exc, holder.base_url + path) from exc

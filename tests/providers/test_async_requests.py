@@ -1,0 +1,98 @@
+"""What the async path of the OpenAI-compatible and Ollama providers puts on the wire: a
+provider's own client sends its requests straight to its transport (``_asend.py``), and
+the server sees the request the sync path sends; a user's ``async_http_client`` is sent
+through as it is, its event hooks included."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+
+import httpx
+import pytest
+
+from tests.providers.test_async import TRANSPORTS, WIRES, ask, run
+from tests.support.loopback import LoopbackServer
+from wingman_actors.providers import new_provider
+
+pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
+
+# headers a client sets as it likes (the connection's, the body's compression)
+_THE_CLIENTS_OWN = {"connection", "accept-encoding"}
+
+
+def _wire(loopback: LoopbackServer, index: int) -> tuple[str, str, dict[str, str], object]:
+    request = loopback.requests[index]
+    headers = {k: v for k, v in request.headers.items() if k not in _THE_CLIENTS_OWN}
+    return request.method, request.path, headers, json.loads(request.body)
+
+
+@pytest.mark.parametrize("name", ["openai", "ollama"])
+def test_an_async_request_carries_the_method_path_headers_and_body_of_a_sync_one(
+    name: str, transport: str, loopback: LoopbackServer
+) -> None:
+    wire = WIRES[name]
+    provider = wire.build(loopback.url, async_transport=transport, headers={"X-Team": "blue"}, seed=7)
+    try:
+        for _ in range(2):
+            loopback.queue(wire.reply())
+        provider.run_inference(ask())
+        run(provider, lambda: provider.arun_inference(ask()))
+    finally:
+        provider.close()
+
+    sync, async_ = _wire(loopback, 0), _wire(loopback, 1)
+    assert async_ == sync
+    assert async_[2]["x-team"] == "blue"
+    assert async_[2]["content-type"] == "application/json"
+
+
+def test_an_async_streamed_request_asks_for_server_sent_events(transport: str, loopback: LoopbackServer) -> None:
+    wire = WIRES["openai"]
+    provider = wire.build(loopback.url, async_transport=transport)
+    loopback.queue(wire.stream())
+
+    async def stream() -> str:
+        return "".join([e.text or "" async for e in provider.astream_inference(ask())])
+
+    try:
+        assert run(provider, stream) == "The sky is blue."
+    finally:
+        provider.close()
+
+    headers = loopback.requests[0].headers
+    assert (headers["accept"], headers["content-type"]) == ("text/event-stream", "application/json")
+
+
+def test_a_body_with_nan_is_refused_before_anything_is_sent(transport: str, loopback: LoopbackServer) -> None:
+    provider = WIRES["openai"].build(loopback.url, async_transport=transport, temperature_bias=math.nan)
+    try:
+        with pytest.raises(ValueError, match="JSON"):
+            run(provider, lambda: provider.arun_inference(ask()))
+    finally:
+        provider.close()
+
+    assert loopback.requests == []
+
+
+def test_a_users_async_client_sends_with_its_own_event_hooks(transport: str, loopback: LoopbackServer) -> None:
+    loopback.queue(WIRES["openai"].reply())
+    seen: list[str] = []
+
+    async def hook(request: httpx.Request) -> None:
+        seen.append(f"{request.method} {request.url.path}")
+
+    async def main() -> str:
+        async with httpx.AsyncClient(event_hooks={"request": [hook]}) as client:
+            provider = new_provider("openai", {"model": "m", "base_url": f"{loopback.url}/v1", "api_key": "k",
+                                               "max_retries": 0, "async_http_client": client,
+                                               "async_transport": transport})
+            try:
+                return (await provider.arun_inference(ask())).text  # type: ignore[attr-defined, no-any-return]
+            finally:
+                provider.close()  # type: ignore[attr-defined]
+
+    assert asyncio.run(main()) == "Hello there!"
+    assert seen == ["POST /v1/chat/completions"]
+    assert loopback.requests[0].headers["authorization"] == "Bearer k"
