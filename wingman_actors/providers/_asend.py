@@ -48,10 +48,10 @@ class OwnAsyncClient:
         self.client = client
         self.transport = transport
         self._base_url = base_url
-        # (path, extra headers) -> (URL, headers): a provider posts to one or two paths
-        self._prepared: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[httpx.URL, httpx.Headers]] = {}
+        # (path, extra headers) -> (URL, raw headers): a provider posts to one or two paths
+        self._prepared: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[httpx.URL, list[tuple[bytes, bytes]]]] = {}
 
-    def _prepare(self, path: str, headers: dict[str, str] | None) -> tuple[httpx.URL, httpx.Headers]:
+    def _prepare(self, path: str, headers: dict[str, str] | None) -> tuple[httpx.URL, list[tuple[bytes, bytes]]]:
         key = (path, tuple(headers.items()) if headers else ())
         prepared = self._prepared.get(key)
         if prepared is None:
@@ -60,7 +60,8 @@ class OwnAsyncClient:
             merged["Content-Type"] = "application/json"
             merged.update(headers or {})
             merged["Host"] = url.netloc.decode("ascii")
-            prepared = self._prepared[key] = (url, merged)
+            merged.pop("Content-Length", None)  # each request's own
+            prepared = self._prepared[key] = (url, merged.raw)
         return prepared
 
     async def post(self, path: str, content: bytes, headers: dict[str, str] | None, timeout: httpx.Timeout, *,
@@ -68,8 +69,11 @@ class OwnAsyncClient:
         """POST ``content`` (JSON) to ``path`` through the transport. Without ``stream``
         the answer is read and closed; with it, the caller closes it (``aclose``)."""
         url, prepared = self._prepare(path, headers)
-        request = httpx.Request("POST", url, headers=prepared, content=content,
-                                extensions={"timeout": timeout.as_dict()})
+        # stream=, not content=: the headers are complete (Content-Length added here), so
+        # httpx adds none; read() then holds the body as content= would.
+        request = httpx.Request("POST", url, headers=[*prepared, (b"Content-Length", str(len(content)).encode())],
+                                stream=httpx.ByteStream(content), extensions={"timeout": timeout.as_dict()})
+        request.read()
         response = await self.transport.handle_async_request(request)
         response.request = request
         if not stream:
