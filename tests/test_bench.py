@@ -194,6 +194,14 @@ def test_async_sessions_reports_its_peak_threads_heartbeat_stall_and_whether_the
                             and result.details["max_stall_ms"] <= 50)
 
 
+@pytest.mark.parametrize("name", ["async_concurrency", "async_sessions"])
+def test_the_async_scenarios_report_the_collectors_share_of_the_stall(name: str) -> None:
+    details = SCENARIOS[name](True).details
+    full, cpu = details["max_full_collection_ms"], details["max_full_collection_cpu_ms"]
+    besides, stall = details["max_stall_besides_collector_ms"], details["max_stall_ms"]
+    assert full >= 0 and cpu >= 0 and besides <= stall
+
+
 def _installed(module: str) -> bool:
     try:  # find_spec of a submodule imports its parents, and raises when they are missing
         return importlib.util.find_spec(module) is not None
