@@ -1,22 +1,26 @@
 """What the async path of the OpenAI-compatible and Ollama providers puts on the wire: a
 provider's own client sends its requests straight to its transport (``_asend.py``), and
-the server sees the request the sync path sends; a user's ``async_http_client`` is sent
-through as it is, its event hooks included."""
+the server sees the request the sync path sends, and the aiohttp transport reads a whole
+answer when asked; a user's ``async_http_client`` is sent through as it is, its event
+hooks included."""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import math
+import ssl
 
 import httpx
 import pytest
 
 from tests.providers.test_async import TRANSPORTS, WIRES, ask, run
-from tests.support.loopback import LoopbackServer
+from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.providers import new_provider
+from wingman_actors.providers._aiohttp import READ_WHOLE, AiohttpPool, aiohttp_installed
 
-pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
+ON_EACH_TRANSPORT = pytest.mark.parametrize("transport", TRANSPORTS)
 
 # headers a client sets as it likes (the connection's, the body's compression)
 _THE_CLIENTS_OWN = {"connection", "accept-encoding"}
@@ -28,6 +32,7 @@ def _wire(loopback: LoopbackServer, index: int) -> tuple[str, str, dict[str, str
     return request.method, request.path, headers, json.loads(request.body)
 
 
+@ON_EACH_TRANSPORT
 @pytest.mark.parametrize("name", ["openai", "ollama"])
 def test_an_async_request_carries_the_method_path_headers_and_body_of_a_sync_one(
     name: str, transport: str, loopback: LoopbackServer
@@ -48,6 +53,7 @@ def test_an_async_request_carries_the_method_path_headers_and_body_of_a_sync_one
     assert async_[2]["content-type"] == "application/json"
 
 
+@ON_EACH_TRANSPORT
 def test_an_async_streamed_request_asks_for_server_sent_events(transport: str, loopback: LoopbackServer) -> None:
     wire = WIRES["openai"]
     provider = wire.build(loopback.url, async_transport=transport)
@@ -65,6 +71,7 @@ def test_an_async_streamed_request_asks_for_server_sent_events(transport: str, l
     assert (headers["accept"], headers["content-type"]) == ("text/event-stream", "application/json")
 
 
+@ON_EACH_TRANSPORT
 def test_a_body_with_nan_is_refused_before_anything_is_sent(transport: str, loopback: LoopbackServer) -> None:
     provider = WIRES["openai"].build(loopback.url, async_transport=transport, temperature_bias=math.nan)
     try:
@@ -76,6 +83,7 @@ def test_a_body_with_nan_is_refused_before_anything_is_sent(transport: str, loop
     assert loopback.requests == []
 
 
+@ON_EACH_TRANSPORT
 def test_a_users_async_client_sends_with_its_own_event_hooks(transport: str, loopback: LoopbackServer) -> None:
     loopback.queue(WIRES["openai"].reply())
     seen: list[str] = []
@@ -96,3 +104,22 @@ def test_a_users_async_client_sends_with_its_own_event_hooks(transport: str, loo
     assert asyncio.run(main()) == "Hello there!"
     assert seen == ["POST /v1/chat/completions"]
     assert loopback.requests[0].headers["authorization"] == "Bearer k"
+
+
+@pytest.mark.skipif(not aiohttp_installed(), reason="the aiohttp extra is not installed")
+@pytest.mark.parametrize("chunked", [False, True])
+def test_the_aiohttp_transport_reads_a_whole_gzipped_answer_when_asked(chunked: bool, loopback: LoopbackServer) -> None:
+    body = gzip.compress(b'{"answer": 42}')
+    parts: bytes | list[bytes] = [body[:5], body[5:]] if chunked else body
+    loopback.queue(Reply(200, parts, {"content-type": "application/json", "content-encoding": "gzip"}))
+
+    async def main() -> tuple[bool, object]:
+        pool = AiohttpPool(ssl.create_default_context(), 4)
+        try:
+            request = httpx.Request("POST", f"{loopback.url}/x", content=b"{}", extensions={READ_WHOLE: True})
+            response = await pool.handle_async_request(request)
+            return response.is_closed, response.json()
+        finally:
+            await pool.aclose()
+
+    assert asyncio.run(main()) == (True, {"answer": 42})

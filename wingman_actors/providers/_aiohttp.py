@@ -28,7 +28,11 @@ from ._lease import take_slot
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["AiohttpPool", "aiohttp_installed"]
+__all__ = ["READ_WHOLE", "AiohttpPool", "aiohttp_installed"]
+
+READ_WHOLE = "wingman.read_whole"
+"""A request extension (any true value): the transport reads the answer's body before it
+returns (a provider's own request that is not streamed; see ``_asend.py``)."""
 
 @functools.cache
 def aiohttp_installed() -> bool:
@@ -79,8 +83,16 @@ class AiohttpPool(httpx.AsyncBaseTransport):
         except BaseException:
             slots.release()
             raise
-        response.stream = _Body(response.stream, slots, request)  # as httpx's client wraps it too
-        return response
+        body = _Body(response.stream, slots, request)  # as httpx's client wraps it too
+        if not request.extensions.get(READ_WHOLE):
+            response.stream = body
+            return response
+        try:  # read here: the answer is bytes, not four async iterators deep
+            content = b"".join([chunk async for chunk in body])
+        finally:
+            await body.aclose()
+        return httpx.Response(response.status_code, headers=response.headers, content=content,
+                              extensions=response.extensions, request=request)
 
     async def aclose(self) -> None:
         """Close the aiohttp session and its connections."""

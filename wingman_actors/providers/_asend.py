@@ -13,7 +13,9 @@ So a request is built once per path as far as it can be (the ``httpx.URL`` and t
 headers: the client's defaults, the provider's, the content type and ``Host``), and each
 request is an ``httpx.Request`` handed to the transport through httpx's documented
 transport API (``AsyncBaseTransport.handle_async_request``), with the timeouts in the
-request's ``timeout`` extension, as the client sets them. A user's own
+request's ``timeout`` extension, as the client sets them; a request that is not streamed
+asks the aiohttp transport to read the answer before it returns (``READ_WHOLE``), so it
+comes back as bytes rather than through four layers of async iterators. A user's own
 ``async_http_client`` is sent through as it is (``client.send``): its auth, hooks and
 cookies are the user's.
 """
@@ -24,6 +26,8 @@ import json
 from typing import Any
 
 import httpx
+
+from ._aiohttp import READ_WHOLE
 
 __all__ = ["OwnAsyncClient", "json_body"]
 
@@ -72,11 +76,12 @@ class OwnAsyncClient:
         # stream=, not content=: the headers are complete (Content-Length added here), so
         # httpx adds none; read() then holds the body as content= would.
         request = httpx.Request("POST", url, headers=[*prepared, (b"Content-Length", str(len(content)).encode())],
-                                stream=httpx.ByteStream(content), extensions={"timeout": timeout.as_dict()})
+                                stream=httpx.ByteStream(content),
+                                extensions={"timeout": timeout.as_dict(), READ_WHOLE: not stream})
         request.read()
         response = await self.transport.handle_async_request(request)
         response.request = request
-        if not stream:
+        if not stream and not response.is_closed:  # a transport that streamed it anyway
             try:
                 await response.aread()
             finally:
