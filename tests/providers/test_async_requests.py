@@ -123,3 +123,16 @@ def test_the_aiohttp_transport_reads_a_whole_gzipped_answer_when_asked(chunked: 
             await pool.aclose()
 
     assert asyncio.run(main()) == (True, {"answer": 42})
+
+
+@ON_EACH_TRANSPORT
+def test_a_content_type_in_the_headers_option_is_sent_as_it_is(transport: str, loopback: LoopbackServer) -> None:
+    wire = WIRES["openai"]
+    provider = wire.build(loopback.url, async_transport=transport, headers={"Content-Type": "application/json; v=2"})
+    loopback.queue(wire.reply())
+    try:
+        run(provider, lambda: provider.arun_inference(ask()))
+    finally:
+        provider.close()
+
+    assert loopback.requests[0].headers["content-type"] == "application/json; v=2"

@@ -230,8 +230,9 @@ class ClientPool:
         if isinstance(own, OwnAsyncClient):
             return await own.post(path, content, headers, timeout, stream=stream)
         client = self.user_async_client if own is None else own
-        target, headers = self.target(path, {"Content-Type": "application/json", **(headers or {})})
-        request = client.build_request("POST", target, content=content, headers=headers, timeout=timeout)
+        target, merged = self.target(path, headers)
+        merged = {"Content-Type": "application/json", **(merged or {})}  # the provider's headers first
+        request = client.build_request("POST", target, content=content, headers=merged, timeout=timeout)
         return await client.send(request, stream=stream)  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:

@@ -60,10 +60,11 @@ class OwnAsyncClient:
         prepared = self._prepared.get(key)
         if prepared is None:
             url = httpx.URL(self._base_url + path)
-            merged = httpx.Headers(self.client.headers)
-            merged["Content-Type"] = "application/json"
+            merged = httpx.Headers(self.client.headers)  # the client's defaults and the provider's
             merged.update(headers or {})
-            merged["Host"] = url.netloc.decode("ascii")
+            # as httpx sets them: only where the provider's headers have none
+            merged.setdefault("Content-Type", "application/json")
+            merged.setdefault("Host", url.netloc.decode("ascii"))
             merged.pop("Content-Length", None)  # each request's own
             prepared = self._prepared[key] = (url, merged.raw)
         return prepared
