@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import threading
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
@@ -115,7 +116,12 @@ class TokenBridge:
         """Await ``awaitable``; raise the run's cancel error if the token cancelled it."""
         if self.token is None:
             return await awaitable
-        self.token.check()
+        try:
+            self.token.check()
+        except BaseException:
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()  # never awaited: closed, or the collector warns wherever it finds it
+            raise
         self._active = True
         try:
             return await awaitable
