@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -17,16 +16,7 @@ from tests.server.harness import RunningServer, openai_agent, scripted_agent, ss
 from tests.support.loopback import LoopbackServer, Reply, Request
 from wingman_actors.cli import main
 
-
-@pytest.fixture(autouse=True)
-def gate() -> Iterator[threading.Event]:
-    """A closed gate for ``gated``; opened at the end so no node thread is left waiting."""
-    fx.GATE.clear()
-    fx.CALLS.clear()
-    try:
-        yield fx.GATE
-    finally:
-        fx.GATE.set()
+pytestmark = pytest.mark.usefixtures("gate")
 
 
 def formation(client: httpx.Client, *functions: str, name: str = "durable") -> str:

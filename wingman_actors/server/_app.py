@@ -219,7 +219,8 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         error = from_agent_error(exc)
         return JSONResponse(error.body(), status_code=error.status)
 
-    for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations, routes_runs,
+    # Routes are matched in order, one by one: the runs' routes come first (the hot path)
+    for module in (routes_formations, routes_runs, routes_providers, routes_agents, routes_sessions, routes_fleets,
                    routes_history, routes_viewer):
         app.include_router(module.router)
     app.include_router(page_router())  # the run viewer's page, at /ui/

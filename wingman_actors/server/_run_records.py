@@ -49,6 +49,19 @@ class RunRecords(Database):
     def _clean(self, value: Any) -> Any:
         return self.redactor.value(scrub(value))
 
+    def _cleaned(self, run: RunOut) -> RunOut:
+        """``run`` with lone surrogates and secrets replaced in its text. A record with
+        neither (the usual case, found by encoding it once as JSON) is returned as it is,
+        without walking every value of its node traces."""
+        try:
+            text = run.model_dump_json()  # refuses lone surrogates (not UTF-8)
+        except ValueError:
+            pass
+        else:
+            if self.redactor.text(text) == text:
+                return run
+        return RunOut.model_validate(self._clean(run.model_dump()))
+
     @staticmethod
     def _run(row: sqlite3.Row) -> RunOut:
         return RunOut(
@@ -72,7 +85,7 @@ class RunRecords(Database):
                                    status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()))
 
     def _insert(self, run: RunOut) -> RunOut:
-        run = RunOut.model_validate(self._clean(run.model_dump()))
+        run = self._cleaned(run)
         self.grouped(lambda conn: conn.execute(
             "INSERT INTO run_records (id, kind, formation_id, formation_name, fleet_id, fleet_name, status, input, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -83,7 +96,7 @@ class RunRecords(Database):
 
     def finish_run(self, run: RunOut) -> RunOut:
         """Store ``run``'s outcome (status, outputs, node traces, error) and its finish time."""
-        run = RunOut.model_validate(self._clean(run.model_copy(update={"finished_at": now()}).model_dump()))
+        run = self._cleaned(run.model_copy(update={"finished_at": now()}))
         self.grouped(lambda conn: conn.execute(
             "UPDATE run_records SET status = ?, interrupt = ?, output = ?, outputs = ?, nodes = ?, usage = ?, "
             "error = ?, error_kind = ?, failed_node = ?, duration_s = ?, finished_at = ? WHERE id = ?",
