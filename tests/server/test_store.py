@@ -205,3 +205,21 @@ def test_a_clean_finished_run_record_is_stored_as_given(tmp_path: Path) -> None:
     record = _finished(tmp_path, {"a": ["x", 1, 2.5, None, True], "b": {"n": "é"}}, error="plain")
     assert record["outputs"] == {"a": ["x", 1, 2.5, None, True], "b": {"n": "é"}}
     assert record["error"] == "plain"
+
+
+def test_run_records_written_with_the_journal_commit_on_their_own_once_it_is_closed(tmp_path: Path) -> None:
+    from wingman_actors.store import RunStore
+
+    store = Store(tmp_path / "w.db")
+    journal = RunStore(tmp_path / "w.db")
+    try:
+        store.commit_with(journal)
+        formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "f"}], [])
+        run = store.create_run(formation, "x")
+        assert store.get_run(run.id).status == "running"
+        journal.close()  # as when the server stops
+        store.finish_run(run.model_copy(update={"status": "interrupted"}))
+        assert store.get_run(run.id).status == "interrupted"
+    finally:
+        journal.close()
+        store.close()
