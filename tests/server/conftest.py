@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.server import functions_fixture as fx
 from tests.server.harness import FUNCTIONS_MODULE, RunningServer
 from tests.support.postgres import postgres_server, postgres_url
 from wingman_actors.server import ServerConfig
 
-__all__ = ["client", "postgres_server", "postgres_url", "server", "work_root"]
+__all__ = ["client", "gate", "postgres_server", "postgres_url", "server", "work_root"]
 
 
 @pytest.fixture(scope="module")
@@ -37,3 +39,16 @@ def server(tmp_path_factory: pytest.TempPathFactory, work_root: Path) -> Iterato
 def client(server: RunningServer) -> Iterator[httpx.Client]:
     with server.client() as c:
         yield c
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    """The closed gate of ``functions_fixture.gated`` (its calls list emptied); opened at the
+    end so no node thread is left waiting. Modules whose every test needs it use it with
+    ``pytestmark = pytest.mark.usefixtures("gate")``."""
+    fx.GATE.clear()
+    fx.CALLS.clear()
+    try:
+        yield fx.GATE
+    finally:
+        fx.GATE.set()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -17,16 +16,7 @@ from tests.server.harness import RunningServer, openai_agent, scripted_agent, ss
 from tests.support.loopback import LoopbackServer, Reply, Request
 from wingman_actors.cli import main
 
-
-@pytest.fixture(autouse=True)
-def gate() -> Iterator[threading.Event]:
-    """A closed gate for ``gated``; opened at the end so no node thread is left waiting."""
-    fx.GATE.clear()
-    fx.CALLS.clear()
-    try:
-        yield fx.GATE
-    finally:
-        fx.GATE.set()
+pytestmark = pytest.mark.usefixtures("gate")
 
 
 def formation(client: httpx.Client, *functions: str, name: str = "durable") -> str:
@@ -313,3 +303,25 @@ def test_a_run_record_names_its_id_run_id_too(client: httpx.Client) -> None:
     assert body["run_id"] == body["id"]
     assert client.get(f"/runs/{body['id']}").json()["run_id"] == body["id"]
     assert all(r["run_id"] == r["id"] for r in client.get("/runs").json())
+
+
+def test_a_run_answered_has_its_record_and_its_journal_committed_with_its_outcome(
+    client: httpx.Client, server: RunningServer
+) -> None:
+    import sqlite3
+
+    from wingman_actors.store import RunStore
+
+    fid = formation(client, "clean", "shout", name="committed")
+    ids = []
+    for i in range(20):
+        response = client.post(f"/formations/{fid}/run", json={"input": f" run {i} "})
+        assert response.status_code == 200, response.text
+        ids.append(response.json()["id"])
+        # read at once on a connection of its own: only what is committed shows
+        with sqlite3.connect(server.config.database) as conn:
+            (record,) = conn.execute("SELECT status FROM run_records WHERE id = ?", (ids[-1],)).fetchone()
+            (journalled,) = conn.execute("SELECT status FROM runs WHERE id = ?", (ids[-1],)).fetchone()
+        assert (record, journalled) == ("succeeded", "succeeded")
+    with RunStore(server.config.database, recover=False) as journal:
+        assert journal.load(ids[-1]).visits == {"clean": {1: "run 19"}, "shout": {1: "RUN 19"}}

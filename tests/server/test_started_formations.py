@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,7 @@ from tests.server.harness import FUNCTIONS_MODULE, RunningServer, sse_events
 from wingman_actors.server import ServerConfig
 from wingman_actors.server._started import IDLE_S
 
-
-@pytest.fixture(autouse=True)
-def gate() -> Iterator[threading.Event]:
-    """A closed gate for ``gated``; opened at the end so no node thread is left waiting."""
-    fx.GATE.clear()
-    fx.CALLS.clear()
-    try:
-        yield fx.GATE
-    finally:
-        fx.GATE.set()
+pytestmark = pytest.mark.usefixtures("gate")
 
 
 def chain(client: httpx.Client, *functions: str, name: str = "kept") -> str:

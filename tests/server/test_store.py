@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,4 +171,55 @@ def test_grouped_changes_of_many_threads_commit_together_and_a_failing_one_rolls
         assert rows == list(range(20))
         assert (len(results), len(errors)) == (20, 20)
     finally:
+        store.close()
+
+
+def _finished(tmp_path: Path, outputs: dict[str, object], error: str | None = None, secret: str | None = None) -> dict[str, Any]:
+    from wingman_actors.server._redact import Redactor
+
+    store = Store(tmp_path / "w.db", Redactor([secret] if secret else []))
+    try:
+        formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "f"}], [])
+        run = store.create_run(formation, "x")
+        returned = store.finish_run(run.model_copy(update={"status": "failed", "outputs": outputs, "error": error}))
+        stored = store.get_run(run.id)
+        assert returned.model_dump() == stored.model_dump()  # the answer is what was stored
+        return stored.model_dump()
+    finally:
+        store.close()
+
+
+def test_a_finished_run_record_masks_a_secret_in_its_outputs_and_error(tmp_path: Path) -> None:
+    secret = "sk-test-0123456789abcdef"
+    record = _finished(tmp_path, {"a": {"said": f"key {secret}"}}, error=f"refused {secret}", secret=secret)
+    assert record["outputs"] == {"a": {"said": "key [redacted]"}}
+    assert record["error"] == "refused [redacted]"
+
+
+def test_a_finished_run_record_replaces_a_lone_surrogate_in_its_outputs(tmp_path: Path) -> None:
+    record = _finished(tmp_path, {"a": ["ok", "bad \ud800"], "\udc00": 1})
+    assert record["outputs"] == {"a": ["ok", "bad \ufffd"], "\ufffd": 1}
+
+
+def test_a_clean_finished_run_record_is_stored_as_given(tmp_path: Path) -> None:
+    record = _finished(tmp_path, {"a": ["x", 1, 2.5, None, True], "b": {"n": "é"}}, error="plain")
+    assert record["outputs"] == {"a": ["x", 1, 2.5, None, True], "b": {"n": "é"}}
+    assert record["error"] == "plain"
+
+
+def test_run_records_written_with_the_journal_commit_on_their_own_once_it_is_closed(tmp_path: Path) -> None:
+    from wingman_actors.store import RunStore
+
+    store = Store(tmp_path / "w.db")
+    journal = RunStore(tmp_path / "w.db")
+    try:
+        store.commit_with(journal)
+        formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "f"}], [])
+        run = store.create_run(formation, "x")
+        assert store.get_run(run.id).status == "running"
+        journal.close()  # as when the server stops
+        store.finish_run(run.model_copy(update={"status": "interrupted"}))
+        assert store.get_run(run.id).status == "interrupted"
+    finally:
+        journal.close()
         store.close()

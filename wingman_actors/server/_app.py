@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse
 from .. import __version__
 from ..errors import AgentError
 from ..providers import list_providers
+from ..store import RunStore
 from . import _routes_agents as routes_agents
 from . import _routes_fleets as routes_fleets
 from . import _routes_formations as routes_formations
@@ -155,6 +156,8 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         except BaseException:
             store.close()
             raise
+        if config.run_store is None and isinstance(journal.store, RunStore):
+            store.commit_with(journal.store)  # the journal is in the database file: records commit with its writes
         recover_runs(store, journal)
         retention = config.journal_retention
         if retention is not None:
@@ -179,6 +182,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             pool.stop()
             context.providers.close()
             context.mcp.close()
+            store.commit_with(None)
             journal.close()
             store.close()
 
@@ -219,7 +223,8 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         error = from_agent_error(exc)
         return JSONResponse(error.body(), status_code=error.status)
 
-    for module in (routes_providers, routes_agents, routes_sessions, routes_fleets, routes_formations, routes_runs,
+    # Routes are matched in order, one by one: the runs' routes come first (the hot path)
+    for module in (routes_formations, routes_runs, routes_providers, routes_agents, routes_sessions, routes_fleets,
                    routes_history, routes_viewer):
         app.include_router(module.router)
     app.include_router(page_router())  # the run viewer's page, at /ui/

@@ -140,7 +140,7 @@ def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: 
     record, decl = load_formation(ctx, id)
     with started(ctx, decl, id) as formation:
         timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
-        run = ctx.store.create_run(record, jsonable(body.input))
+        run = ctx.store.create_run(record, jsonable(body.input), wait=False)  # committed with the journal's begin_run
         with flight(ctx, formation, run) as current:
             future = current.submit(body.input, timeout)  # journalled on return
             return outcome(current, future, timeout, formation.entry)
@@ -174,7 +174,7 @@ def _stream_formation(
     ctx: ServerContext, record: FormationOut, decl: FormationDecl, body: FormationRunIn, canceller: Canceller
 ) -> Iterator[Event]:
     with started(ctx, decl, record.id) as formation:
-        run = ctx.store.create_run(record, jsonable(body.input))
+        run = ctx.store.create_run(record, jsonable(body.input), wait=False)  # committed with the journal's begin_run
         events: queue.SimpleQueue[FormationEvent | None] = queue.SimpleQueue()
         with flight(ctx, formation, run) as current:
             canceller.target = _Stop(events)

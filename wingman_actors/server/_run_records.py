@@ -5,15 +5,24 @@ the same file): the journal holds what a resume needs (each finished node visit,
 interrupts and answers), the record what ``GET /runs/{id}`` answers (outputs, node
 traces, usage, error). Both carry the same id and, once a run has settled, the same status;
 :func:`~wingman_actors.server._recovery.recover_runs` makes them agree again after a crash.
+
+When the journal is the SQLite store in this file (no ``--run-store``), a record's insert
+and outcome are written through the journal's writer (:meth:`RunRecords.commit_with`), in
+the journal's group commits: a run's record is inserted in the commit of its journal's
+``begin_run``, and its outcome commits with (or after) the journal's last writes of the run
+(its visits and final status), so a run answered over HTTP has both durable. Otherwise (a
+PostgreSQL journal, or once the journal is closed) they commit in groups of their own.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..store import RunStore, StoreClosedError
 from ._body import scrub
 from ._db import Database
 from ._errors import not_found
@@ -45,9 +54,40 @@ class RunRecords(Database):
         super().__init__(path)
         self.redactor = Redactor() if redactor is None else redactor
         """Masks secrets in what is written from runs: messages and run records."""
+        self._journal: RunStore | None = None
+
+    def commit_with(self, journal: RunStore | None) -> None:
+        """Write run records through ``journal``'s writer, in its commits (``journal``: the
+        SQLite run store in this database file); None: in commits of their own."""
+        self._journal = journal
+
+    def _change(self, apply: Callable[[sqlite3.Connection], object], wait: bool = True) -> None:
+        """Commit ``apply``: with the journal's writes when there is one (``wait=False``: in
+        its next commit, e.g. the ``begin_run`` that follows), else grouped (waited for)."""
+        journal = self._journal
+        if journal is not None:
+            try:
+                journal.write_alongside(apply, wait=wait)
+                return
+            except StoreClosedError:  # the server is stopping: the journal closes first
+                pass
+        self.grouped(apply)
 
     def _clean(self, value: Any) -> Any:
         return self.redactor.value(scrub(value))
+
+    def _cleaned(self, run: RunOut) -> RunOut:
+        """``run`` with lone surrogates and secrets replaced in its text. A record with
+        neither (the usual case, found by encoding it once as JSON) is returned as it is,
+        without walking every value of its node traces."""
+        try:
+            text = run.model_dump_json()  # refuses lone surrogates (not UTF-8)
+        except ValueError:
+            pass
+        else:
+            if self.redactor.text(text) == text:
+                return run
+        return RunOut.model_validate(self._clean(run.model_dump()))
 
     @staticmethod
     def _run(row: sqlite3.Row) -> RunOut:
@@ -61,30 +101,37 @@ class RunRecords(Database):
             duration_s=row["duration_s"], created_at=row["created_at"], finished_at=row["finished_at"],
         )
 
-    def create_run(self, formation: FormationOut, input: Any, id: str | None = None) -> RunOut:
-        """Record a run of ``formation`` as ``running`` (``id``: its id, default a new one)."""
+    def create_run(self, formation: FormationOut, input: Any, id: str | None = None, *, wait: bool = True) -> RunOut:
+        """Record a run of ``formation`` as ``running`` (``id``: its id, default a new one).
+
+        Args:
+            wait: return once committed. False (the run's journal ``begin_run`` follows at
+                once): with the journal's writer, return at once, committed with the
+                ``begin_run``; without it, this waits all the same.
+        """
         return self._insert(RunOut(id=id or new_id(), formation_id=formation.id, formation_name=formation.name,
-                                   status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()))
+                                   status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()),
+                            wait)
 
     def create_fleet_run(self, fleet: FleetOut, input: Any) -> RunOut:
         """Record a run of ``fleet`` (``input``: its tasks) as ``running``."""
         return self._insert(RunOut(id=new_id(), kind="fleet", fleet_id=fleet.id, fleet_name=fleet.name,
                                    status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()))
 
-    def _insert(self, run: RunOut) -> RunOut:
-        run = RunOut.model_validate(self._clean(run.model_dump()))
-        self.grouped(lambda conn: conn.execute(
+    def _insert(self, run: RunOut, wait: bool = True) -> RunOut:
+        run = self._cleaned(run)
+        self._change(lambda conn: conn.execute(
             "INSERT INTO run_records (id, kind, formation_id, formation_name, fleet_id, fleet_name, status, input, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run.id, run.kind, run.formation_id, run.formation_name, run.fleet_id, run.fleet_name, run.status,
              _dumps(run.input), run.created_at),
-        ))
+        ), wait)
         return run
 
     def finish_run(self, run: RunOut) -> RunOut:
         """Store ``run``'s outcome (status, outputs, node traces, error) and its finish time."""
-        run = RunOut.model_validate(self._clean(run.model_copy(update={"finished_at": now()}).model_dump()))
-        self.grouped(lambda conn: conn.execute(
+        run = self._cleaned(run.model_copy(update={"finished_at": now()}))
+        self._change(lambda conn: conn.execute(
             "UPDATE run_records SET status = ?, interrupt = ?, output = ?, outputs = ?, nodes = ?, usage = ?, "
             "error = ?, error_kind = ?, failed_node = ?, duration_s = ?, finished_at = ? WHERE id = ?",
             (run.status, None if run.interrupt is None else _dumps(run.interrupt), _dumps(run.output),

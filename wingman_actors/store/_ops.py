@@ -14,6 +14,8 @@ __all__ = [
     "KINDS",
     "Append",
     "Answer",
+    "Alongside",
+    "AlongsideWaited",
     "BeginRun",
     "Claim",
     "Expire",
@@ -238,6 +240,27 @@ def inner_run_refused(conn: Any, run_id: str, parent: str, status: str) -> RunNo
         f"run {run_id!r} cannot be resumed on its own: it is an inner run of run {parent!r}{within}, a nested "
         f"formation's run journalled with its outer run; resume run {top!r} instead (formation.resume({top!r}, "
         f"store=...) or `wingman-actors resume {top}`), which resumes this one", run_id=run_id, status=status)
+
+
+class Alongside(Op):
+    """A write of the store's user on the store's connection (``RunStore.write_alongside``),
+    committed with the journal's writes around it. Not waited for: ordered by the queue."""
+
+    __slots__ = ("change",)
+
+    def __init__(self, change: Any) -> None:
+        super().__init__()
+        self.change = change
+
+    def apply(self, conn: Any) -> Any:
+        return self.change(conn)
+
+
+class AlongsideWaited(Alongside):
+    """``Alongside`` whose caller waits until it is committed, for its result."""
+
+    __slots__ = ()
+    wait = True
 
 
 class Answer(Op):

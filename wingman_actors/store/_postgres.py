@@ -259,6 +259,11 @@ class PostgresRunStore(RunStore):
         open; reads already show them interrupted). Returns how many."""
         return super().mark_interrupted()
 
+    def write_alongside(self, change: Any, *, wait: bool = True) -> Any:
+        """Not on PostgreSQL: the writes of :meth:`RunStore.write_alongside` are SQLite's."""
+        raise NotImplementedError("write_alongside applies SQLite writes to a SQLite run store's file; this store is "
+                                  "on PostgreSQL: commit your own tables' writes on a connection of your own")
+
     # --- the runs this store is running (see _lease) ------------------------------------------
 
     def begin_run(self, formation: str, shape: Any, input: Any, *, run_id: str | None = None,

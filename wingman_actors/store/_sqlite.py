@@ -6,11 +6,12 @@ import contextlib
 import datetime
 import json
 import os
+import sqlite3
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import networkx as nx  # type: ignore[import-untyped]
 
@@ -22,6 +23,8 @@ from ._errors import FormationMismatchError, RunTakenOverError, StoreError
 from ._history import Visit, history
 from ._ops import (
     KINDS,
+    Alongside,
+    AlongsideWaited,
     Answer,
     Append,
     BeginRun,
@@ -43,6 +46,8 @@ from ._values import POSTGRES_SCHEMES, duration, new_run_id
 from ._writer import Flush, Op, Writer
 
 __all__ = ["RunStore"]
+
+_T = TypeVar("_T")
 
 _VISIT, _ITEM, _PROGRESS, _INTERRUPT, _SKIP = (KINDS[k] for k in ("visit", "item", "progress", "interrupt", "skip"))
 
@@ -353,6 +358,29 @@ class RunStore:
                 raise FormationMismatchError(formation or record.formation, run_id, diff)
         self._writer.call(self._Claim(run_id, self._owner, self._here, time.time(), self._path, parent))
         return self.load(run_id)
+
+    def write_alongside(self, change: Callable[[sqlite3.Connection], _T], *, wait: bool = True) -> _T | None:
+        """Apply ``change(conn)`` on the store's writer connection, in call order with the
+        journal's writes, committed together with them: tables of the caller's own in the
+        store's file (the server's run records) gain the journal's group commits. ``change``
+        runs on the writer thread inside a transaction; what it raises fails it alone (the
+        batch is replayed write by write). SQLite stores only.
+
+        Args:
+            change: the write; it must not commit nor roll back.
+            wait: return once committed, with ``change``'s result (else return None at
+                once: committed with the next commit, e.g. a ``begin_run`` that follows;
+                a failure is reported by the next ``flush()`` or ``close()``).
+
+        Raises:
+            StoreClosedError: the store is closed.
+            StoreWriteError: (``wait``) ``change`` raised a database error.
+        """
+        if not wait:
+            self._writer.submit(Alongside(change), wake=False)
+            return None
+        result: _T = self._writer.call(AlongsideWaited(change))
+        return result
 
     def flush(self, run_id: str | None = None) -> None:
         """Wait until every write made so far is committed.
