@@ -16,6 +16,7 @@ import networkx as nx  # type: ignore[import-untyped]
 
 from .._extras import require
 from . import _bulk
+from ._cancels import CancelListener, CancelWatch, RequestCancel
 from ._checkpoint import Checkpointer
 from ._codec import Codec
 from ._errors import FormationMismatchError, RunTakenOverError, StoreError
@@ -164,7 +165,8 @@ class RunStore:
             conn.close()
             raise
         self._shapes: set[str] = set()  # fingerprints known stored; used by ops, under the write lock
-        self._writer = writer = Writer(conn, "wingman-store-writer")
+        self._cancels = CancelWatch(self._owner, set())
+        self._writer = writer = Writer(conn, "wingman-store-writer", tick=self._cancels)
         self._submit: Callable[[Op], Op] = writer.submit  # how a journal write is queued
         path_ = self._path
         checkpointer = Checkpointer(lambda: connect(path_, synchronous=synchronous), lambda: writer.committed,
@@ -242,7 +244,16 @@ class RunStore:
             raise ValueError(f"begin_run: parent must be a non-empty str (the outer run's id) or None, got {parent!r}")
         result: str = self._writer.call(self._BeginRun(row, (shape.fingerprint, shape.json), self._path,
                                                      self._shapes, parent))
+        self._running(result)
         return result
+
+    def _running(self, run_id: str) -> None:
+        """``run_id`` is running here (begun or claimed): it may be asked to cancel."""
+        mine = self._cancels.mine
+        idle = not mine
+        mine.add(run_id)
+        if idle:  # the writer thread may wait with no look for cancel requests due: it is now
+            self._writer.wake()
 
     def record_visit(self, run_id: str, node: str, visit: int, output: Any) -> None:
         """Journal a finished node visit's output (visit numbers start at 1). Returns at
@@ -314,6 +325,7 @@ class RunStore:
         now = time.time()
         expires = now + self._ttl if status == "suspended" and self._ttl is not None else None
         op = self._status_op(run_id, status, error, expires, now, wait)
+        self._cancels.mine.discard(run_id)
         if wait:
             self._writer.call(op)
         else:
@@ -352,7 +364,61 @@ class RunStore:
                 diff = FormationShape.from_json(recorded).diff(shape) or ["the fingerprints differ"]
                 raise FormationMismatchError(formation or record.formation, run_id, diff)
         self._writer.call(self._Claim(run_id, self._owner, self._here, time.time(), self._path, parent))
+        self._running(run_id)
         return self.load(run_id)
+
+    def request_cancel(self, run_id: str) -> bool:
+        """Ask the process running ``run_id`` to cancel it, wherever it runs: the store it
+        was begun or claimed with (in another process, or on another machine sharing a
+        PostgreSQL store) finds the request within a quarter of a second and tells its
+        :meth:`on_cancel_requested` listeners. A formation started with that store cancels
+        the run as ``RunningFormation.cancel(run_id)`` does: its nodes stop at their next
+        boundary, ``run_cancelled`` is emitted, its future's ``result()`` raises
+        ``concurrent.futures.CancelledError``, the run is journalled ``cancelled`` (it
+        can be resumed) and its other runs are untouched. Durable on return; the run's
+        status changes once its owner has acted (poll :meth:`get`).
+
+        A run journalled without a formation watching its store (``begin_run`` called
+        directly) keeps the request pending (``RunRecord.cancel_requested``) until its
+        owner ends it. Resuming a run clears a request it still carries.
+
+        Args:
+            run_id: a top-level run (an inner run of a nested formation ends with its
+                outer run: request the outer run's cancel).
+
+        Returns:
+            True once requested; False when the run is not running (it finished, is
+            suspended, or its process died: then it reads ``interrupted``), so there is
+            nothing to cancel; ``set_status(run_id, "cancelled")`` ends a suspended or
+            interrupted run.
+
+        Raises:
+            UnknownRunError: no such run.
+            StoreError: ``run_id`` is an inner run (the message names its outer run).
+        """
+        probe = self._Claim(run_id, self._owner, self._here, time.time(), self._path)
+        requested: bool = self._writer.call(RequestCancel(probe, time.time()))
+        if requested and run_id in self._cancels.mine:  # a run of this store: look at once
+            self._cancels.due = 0.0
+            self._writer.wake(due=True)
+        return requested
+
+    def on_cancel_requested(self, listener: CancelListener) -> Callable[[], None]:
+        """Call ``listener(run_id)`` when a cancel of a run this store is running is
+        requested (:meth:`request_cancel`, from any process); a formation started with
+        this store listens, and cancels the run. While someone listens and the store runs
+        runs, it looks for requests every quarter of a second (one indexed read on its
+        writer thread).
+
+        ``listener`` runs on a short-lived thread of the store's and should return
+        quickly; it may be told of a run that has finished meanwhile.
+
+        Returns:
+            A call that stops telling ``listener``.
+        """
+        unsubscribe = self._cancels.subscribe(listener)
+        self._writer.wake()  # (a look may be needed now)
+        return unsubscribe
 
     def flush(self, run_id: str | None = None) -> None:
         """Wait until every write made so far is committed.
