@@ -25,7 +25,7 @@ from typing import Any
 
 from ._errors import StoreError, UnknownRunError
 from ._ops import Claim
-from ._writer import Op
+from ._writer import Op, Writer
 
 __all__ = ["CHECK_S", "CancelListener", "CancelWatch", "RequestCancel"]
 
@@ -107,6 +107,14 @@ class CancelWatch:
                 self._listeners = tuple(x for x in self._listeners if x is not listener)
 
         return unsubscribe
+
+    def started(self, run_id: str, writer: Writer) -> None:
+        """``run_id`` is running in this store now (begun or claimed): it may be asked to
+        cancel. The first one wakes the writer thread, which may wait with no look due."""
+        idle = not self.mine
+        self.mine.add(run_id)
+        if idle:
+            writer.wake()
 
     def wait(self) -> float | None:
         """Seconds until the next look (<= 0: due), or None while none is needed."""

@@ -244,16 +244,8 @@ class RunStore:
             raise ValueError(f"begin_run: parent must be a non-empty str (the outer run's id) or None, got {parent!r}")
         result: str = self._writer.call(self._BeginRun(row, (shape.fingerprint, shape.json), self._path,
                                                      self._shapes, parent))
-        self._running(result)
+        self._cancels.started(result, self._writer)
         return result
-
-    def _running(self, run_id: str) -> None:
-        """``run_id`` is running here (begun or claimed): it may be asked to cancel."""
-        mine = self._cancels.mine
-        idle = not mine
-        mine.add(run_id)
-        if idle:  # the writer thread may wait with no look for cancel requests due: it is now
-            self._writer.wake()
 
     def record_visit(self, run_id: str, node: str, visit: int, output: Any) -> None:
         """Journal a finished node visit's output (visit numbers start at 1). Returns at
@@ -364,54 +356,44 @@ class RunStore:
                 diff = FormationShape.from_json(recorded).diff(shape) or ["the fingerprints differ"]
                 raise FormationMismatchError(formation or record.formation, run_id, diff)
         self._writer.call(self._Claim(run_id, self._owner, self._here, time.time(), self._path, parent))
-        self._running(run_id)
+        self._cancels.started(run_id, self._writer)
         return self.load(run_id)
 
     def request_cancel(self, run_id: str) -> bool:
-        """Ask the process running ``run_id`` to cancel it, wherever it runs: the store it
-        was begun or claimed with (in another process, or on another machine sharing a
-        PostgreSQL store) finds the request within a quarter of a second and tells its
-        :meth:`on_cancel_requested` listeners. A formation started with that store cancels
-        the run as ``RunningFormation.cancel(run_id)`` does: its nodes stop at their next
-        boundary, ``run_cancelled`` is emitted, its future's ``result()`` raises
-        ``concurrent.futures.CancelledError``, the run is journalled ``cancelled`` (it
-        can be resumed) and its other runs are untouched. Durable on return; the run's
-        status changes once its owner has acted (poll :meth:`get`).
-
-        A run journalled without a formation watching its store (``begin_run`` called
-        directly) keeps the request pending (``RunRecord.cancel_requested``) until its
-        owner ends it. Resuming a run clears a request it still carries.
-
-        Args:
-            run_id: a top-level run (an inner run of a nested formation ends with its
-                outer run: request the outer run's cancel).
+        """Ask the process running ``run_id`` to cancel it, wherever it runs (another
+        process; on PostgreSQL, another machine): durable on return. The store running the
+        run finds the request within a quarter of a second and tells its
+        :meth:`on_cancel_requested` listeners; a formation started with that store cancels
+        the run as ``RunningFormation.cancel(run_id)`` does (``run_cancelled``, its future
+        raises ``CancelledError``, the run journalled ``cancelled`` and resumable, its other
+        runs untouched). Poll :meth:`get` to see it end. A run whose process runs no
+        formation with its store keeps the request (``RunRecord.cancel_requested``) until
+        it ends; resuming a run clears a request it still carries.
 
         Returns:
-            True once requested; False when the run is not running (it finished, is
-            suspended, or its process died: then it reads ``interrupted``), so there is
-            nothing to cancel; ``set_status(run_id, "cancelled")`` ends a suspended or
-            interrupted run.
+            True once requested; False when the run is not running (finished, suspended,
+            or its process died: it reads ``interrupted``), so there is nothing to cancel
+            (``set_status(run_id, "cancelled")`` ends a suspended or interrupted run).
 
         Raises:
             UnknownRunError: no such run.
-            StoreError: ``run_id`` is an inner run (the message names its outer run).
+            StoreError: ``run_id`` is an inner run of a nested formation (the message names
+                its outer run, whose cancel to request).
         """
         probe = self._Claim(run_id, self._owner, self._here, time.time(), self._path)
         requested: bool = self._writer.call(RequestCancel(probe, time.time()))
-        if requested and run_id in self._cancels.mine:  # a run of this store: look at once
+        if requested and run_id in self._cancels.mine:  # a run of this very store: look at once
             self._cancels.due = 0.0
             self._writer.wake(due=True)
         return requested
 
     def on_cancel_requested(self, listener: CancelListener) -> Callable[[], None]:
         """Call ``listener(run_id)`` when a cancel of a run this store is running is
-        requested (:meth:`request_cancel`, from any process); a formation started with
-        this store listens, and cancels the run. While someone listens and the store runs
-        runs, it looks for requests every quarter of a second (one indexed read on its
-        writer thread).
-
-        ``listener`` runs on a short-lived thread of the store's and should return
-        quickly; it may be told of a run that has finished meanwhile.
+        requested (:meth:`request_cancel`, from any process); a formation started with the
+        store listens. While someone listens and the store runs runs, it looks every
+        quarter of a second (one indexed read, on its writer thread). ``listener`` runs on a
+        short-lived thread of the store's, should return quickly, and may be told of a run
+        that has finished meanwhile.
 
         Returns:
             A call that stops telling ``listener``.
