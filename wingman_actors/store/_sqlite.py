@@ -359,6 +359,45 @@ class RunStore:
         self._cancels.started(run_id, self._writer)
         return self.load(run_id)
 
+    def flush(self, run_id: str | None = None) -> None:
+        """Wait until every write made so far is committed.
+
+        Args:
+            run_id: report only this run's failed writes (the others are kept for the
+                next flush or close).
+
+        Raises:
+            StoreWriteError: writes that returned at once (record_*, set_status) failed
+                since the last flush; one line each.
+        """
+        if self._writer.pending or self._writer.closed:  # (a closed store raises StoreClosedError)
+            self._writer.call(Flush())
+        failures = self._writer.take_failures(run_id)
+        if failures is not None:
+            raise failures
+
+    def on_run_lost(self, listener: Callable[[RunTakenOverError], None]) -> Callable[[], None]:
+        """Call ``listener(error)`` when another store takes over a run this store is
+        running (a formation started with this store ends the run with ``error``). Only a
+        PostgreSQL store loses runs: one whose lease lapsed (its process froze, or lost the
+        server) finds them claimed by another process when it comes back, at its first
+        refused write or lease renewal. A SQLite store never does (a run of a live process
+        is not taken over), so its listeners are never called.
+
+        ``listener`` runs on one of the store's threads (or the thread whose write found
+        the loss) and must return quickly; it may be told of a run more than once.
+
+        Returns:
+            A call that stops telling ``listener``.
+        """
+        self._lost_listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._lost_listeners.remove(listener)
+
+        return unsubscribe
+
     def request_cancel(self, run_id: str) -> bool:
         """Ask the process running ``run_id`` to cancel it, wherever it runs (another
         process; on PostgreSQL, another machine): durable on return. The store running the
@@ -400,45 +439,6 @@ class RunStore:
         """
         unsubscribe = self._cancels.subscribe(listener)
         self._writer.wake()  # (a look may be needed now)
-        return unsubscribe
-
-    def flush(self, run_id: str | None = None) -> None:
-        """Wait until every write made so far is committed.
-
-        Args:
-            run_id: report only this run's failed writes (the others are kept for the
-                next flush or close).
-
-        Raises:
-            StoreWriteError: writes that returned at once (record_*, set_status) failed
-                since the last flush; one line each.
-        """
-        if self._writer.pending or self._writer.closed:  # (a closed store raises StoreClosedError)
-            self._writer.call(Flush())
-        failures = self._writer.take_failures(run_id)
-        if failures is not None:
-            raise failures
-
-    def on_run_lost(self, listener: Callable[[RunTakenOverError], None]) -> Callable[[], None]:
-        """Call ``listener(error)`` when another store takes over a run this store is
-        running (a formation started with this store ends the run with ``error``). Only a
-        PostgreSQL store loses runs: one whose lease lapsed (its process froze, or lost the
-        server) finds them claimed by another process when it comes back, at its first
-        refused write or lease renewal. A SQLite store never does (a run of a live process
-        is not taken over), so its listeners are never called.
-
-        ``listener`` runs on one of the store's threads (or the thread whose write found
-        the loss) and must return quickly; it may be told of a run more than once.
-
-        Returns:
-            A call that stops telling ``listener``.
-        """
-        self._lost_listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._lost_listeners.remove(listener)
-
         return unsubscribe
 
     # --- reads ---------------------------------------------------------------------------
