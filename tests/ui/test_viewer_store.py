@@ -193,6 +193,24 @@ def test_cancel_from_ui_store_cancels_a_run_a_launcher_in_another_process_runs(p
             launcher.communicate()
 
 
+def test_ui_store_says_a_cancel_was_requested_until_the_run_s_process_acts(page: Any, viewer: str, store: Path,
+                                                                         folder: Path) -> None:
+    import networkx as nx
+
+    from wingman_actors.store import FormationShape, RunStore
+
+    graph = nx.DiGraph([("clean", "shout")])
+    nx.set_node_attributes(graph, "function", "kind")
+    with RunStore(store, recover=False) as elsewhere:  # this test's process: alive, running no formation
+        run_id = elsewhere.begin_run("notes", FormationShape.of(graph), "x", source=str(folder / "notes.py"))
+        page.goto(f"{viewer}#/runs/{run_id}")
+        page.click('[data-action="cancel"]')
+        note = page.locator("[data-cancel-requested]")
+        note.wait_for()
+        assert "waiting for the process that runs it" in note.inner_text()
+        elsewhere.set_status(run_id, "failed", error="ended here", wait=True)
+
+
 def test_a_nested_formation_is_drawn_as_a_cluster_whose_inner_nodes_go_live(page: Any, viewer: str,
                                                                             folder: Path) -> None:
     page.goto(f"{viewer}#/formations/nested")
