@@ -9,7 +9,8 @@ Commands:
   journals every run in a store in the user's data directory unless given ``--store PATH``
   or ``--no-store``; see :mod:`wingman_actors._launcher.stores`); ``runs history RUN_ID``
   lists a run's visits and ``fork RUN_ID --at NODE --output JSON`` starts a new run from
-  one (:mod:`wingman_actors._launcher.history`).
+  one (:mod:`wingman_actors._launcher.history`); ``runs cancel RUN_ID`` cancels a run in
+  whatever process runs it (:mod:`wingman_actors._launcher.run_cancel`).
 * ``graph FORMATION``: draw it as Mermaid, DOT or PNG.
 * ``providers``: the registered providers, how to configure each, and which one ``run``
   would use now.

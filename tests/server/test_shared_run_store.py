@@ -1,6 +1,7 @@
 """Several servers on one PostgreSQL run store (``serve --run-store postgresql://...``): a run
 started on one server that is killed mid-run reads ``interrupted`` on another once the
-first server's lease lapses, and resumes there without running its journalled visits again."""
+first server's lease lapses, and resumes there without running its journalled visits again;
+a run going on in one is cancelled from another, through the store."""
 
 from __future__ import annotations
 
@@ -76,6 +77,20 @@ def test_a_frozen_servers_run_is_resumed_on_another_server_and_the_thawed_server
     with RunStore(postgres_url, recover=False) as journal:
         run = journal.load(run_id)
         assert (run.run.status, run.visits["slow"], run.visits["last"]) == ("succeeded", {1: "x 1 2"}, {1: "x 1 2 3"})
+
+
+def test_a_run_of_another_server_sharing_the_run_store_is_cancelled_through_it(
+        tmp_path: Path, postgres_url: str) -> None:
+    with _a_run_held_by_server_a(tmp_path, postgres_url) as (_, b, run_id, deadline):
+        requested = b.post(f"/runs/{run_id}/cancel", json={})
+        assert (requested.status_code, requested.json()["status"]) == (202, "running"), requested.text
+        while (record := b.get(f"/runs/{run_id}").json())["status"] == "running":
+            assert time.monotonic() < deadline, "server A never cancelled the run"
+            time.sleep(0.05)
+        assert record["status"] == "cancelled", record
+        (tmp_path / "block").unlink()  # the abandoned attempt ends
+    with RunStore(postgres_url, recover=False) as journal:
+        assert journal.get(run_id).status == "cancelled"
 
 
 @contextlib.contextmanager

@@ -167,6 +167,46 @@ def test_the_store_viewer_reads_a_postgresql_run_store(postgres_url: str) -> Non
         assert view["resume"].startswith(f"wingman-actors resume {run_id} --store 'postgresql://")
 
 
+def test_the_store_viewer_cancels_a_run_a_launcher_runs_on_a_postgresql_run_store(
+        tmp_path: Path, postgres_url: str) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from starlette.testclient import TestClient
+
+    from tests.durable.test_runs_cancel import SLOW
+    from wingman_actors.server._viewer_store import create_store_viewer
+
+    (tmp_path / "slow.py").write_text(SLOW)
+    root = Path(__file__).resolve().parents[2]
+    launcher = subprocess.Popen([sys.executable, "-m", "wingman_actors", "run", str(tmp_path / "slow.py"), "--input",
+                                 "x", "--store", postgres_url], cwd=root, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE,
+                                env={**os.environ, "PYTHONPATH": str(root), "GATE": str(tmp_path / "gate")})
+    try:
+        with TestClient(create_store_viewer(postgres_url), base_url="http://127.0.0.1") as viewer:
+            deadline = time.monotonic() + 20
+            while not (listed := viewer.get("/ui/api/runs", params={"status": "running"}).json()):
+                assert launcher.poll() is None and time.monotonic() < deadline, "the launcher's run never showed"
+                time.sleep(0.05)
+            run_id = listed[0]["run_id"]
+            requested = viewer.post(f"/ui/api/runs/{run_id}/cancel", json={})
+            assert (requested.status_code, requested.json()["cancel_requested"]) == (202, True), requested.text
+            while (status := viewer.get(f"/ui/api/runs/{run_id}").json()["status"]) == "running":
+                assert time.monotonic() < deadline, "the launcher never cancelled its run"
+                time.sleep(0.05)
+            assert status == "cancelled"
+        _, err = launcher.communicate(timeout=30)
+        assert launcher.returncode == 1 and f"run {run_id} was cancelled" in err, err
+    finally:
+        (tmp_path / "gate").touch()  # the abandoned attempt ends
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.communicate()
+
+
 def test_ui_with_an_unreachable_postgresql_store_is_one_line_without_its_password(
         capsys: pytest.CaptureFixture[str]) -> None:
     import socket

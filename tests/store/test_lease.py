@@ -112,6 +112,23 @@ def test_a_password_in_the_url_is_hidden_from_messages(postgres_server: Postgres
     assert "hunter2" not in str(info.value)
 
 
+def test_a_store_of_schema_version_1_is_migrated_and_takes_cancel_requests(postgres_url: str) -> None:
+    import psycopg
+
+    from wingman_actors.store import _pg_schema
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for statement in _pg_schema._SCHEMA:  # version 1, as released
+            conn.execute(statement)
+        assert conn.execute("SELECT version FROM wingman_run_store").fetchone() == (1,)
+    with RunStore(postgres_url) as store:
+        run_id = store.begin_run("chain", chain_shape(), 1)
+        assert store.request_cancel(run_id) is True
+        assert store.get(run_id).cancel_requested is not None
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert conn.execute("SELECT version FROM wingman_run_store").fetchone() == (_pg_schema.LATEST_VERSION,)
+
+
 def test_a_schema_with_another_applications_runs_table_is_refused(postgres_url: str) -> None:
     import psycopg
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wingman_actors.store import FormationShape, RunStore, StoreOpenError, StoreVersionError
-from wingman_actors.store._schema import APPLICATION_ID, LATEST_VERSION
+from wingman_actors.store._schema import APPLICATION_ID, LATEST_VERSION, MIGRATIONS
 
 from .conftest import chain_shape
 
@@ -59,8 +59,29 @@ def test_a_store_file_of_schema_version_1_is_migrated_and_keeps_its_runs(path: P
         time.sleep(0.05)
         assert store.get("old-running").status == "expired"
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION == 7
     assert conn.execute("SELECT typeof(run) FROM journal").fetchall() == [("integer",)] * 2
+    conn.close()
+
+
+def test_a_store_file_of_schema_version_6_is_migrated_and_takes_cancel_requests(path: Path) -> None:
+    _write_v1(path, chain_shape())
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("BEGIN")
+    for migration in MIGRATIONS[1:6]:  # versions 2 to 6, as released
+        for statement in migration.statements:
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 6")
+    conn.execute("COMMIT")
+    conn.close()
+    with RunStore(path) as store:
+        assert {r.id: r.status for r in store.runs()} == {"old-done": "succeeded", "old-running": "interrupted"}
+        run_id = store.begin_run("chain", chain_shape(), 1)
+        assert store.request_cancel(run_id) is True
+        assert store.get(run_id).cancel_requested is not None
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
     conn.close()
 
 
@@ -78,7 +99,7 @@ def test_a_newer_schema_version_is_refused_asking_for_an_upgrade(path: Path) -> 
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA user_version = 99")
     conn.close()
-    with pytest.raises(StoreVersionError, match=r"schema version 99.*up to 6.*pip install -U") as err:
+    with pytest.raises(StoreVersionError, match=r"schema version 99.*up to 7.*pip install -U") as err:
         RunStore(path)
     assert (err.value.version, err.value.supported) == (99, LATEST_VERSION)
 

@@ -1,6 +1,6 @@
 """``wingman-actors ui --store PATH`` in a real browser: the viewer over a launcher's run store
 lists and shows its runs, starts, answers, cancels and resumes runs in its own process (live),
-disables cancel for a run of another process, and draws nested formations as clusters."""
+cancels a run of another process through the store, and draws nested formations as clusters."""
 
 from __future__ import annotations
 
@@ -165,21 +165,50 @@ def test_cancel_from_ui_store_cancels_a_run_of_the_viewer_and_resume_continues_i
     assert _status(store, run_id, "succeeded") == "succeeded"
 
 
-def test_ui_store_shows_cancel_disabled_for_a_run_another_process_runs(page: Any, viewer: str, store: Path,
-                                                                       folder: Path) -> None:
+def test_cancel_from_ui_store_cancels_a_run_a_launcher_in_another_process_runs(page: Any, viewer: str, store: Path,
+                                                                              folder: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "UI_GATES": str(folder / "gates")}
+    launcher = subprocess.Popen([sys.executable, "-m", "wingman_actors", "run", str(folder / "gated.py"), "--input",
+                                 "elsewhere", "--store", str(store)], cwd=ROOT, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while (run_id := _run_ids(store).get("gated:running")) is None:
+            assert launcher.poll() is None and time.monotonic() < deadline, "the launcher's run never started"
+            time.sleep(0.05)
+        page.goto(f"{viewer}#/runs/{run_id}")
+        page.wait_for_selector('[data-node="clean"][data-status="succeeded"]')
+        cancel = page.locator('[data-action="cancel"]')
+        assert cancel.is_enabled()
+        cancel.click()
+        page.wait_for_selector('[data-node="wait"][data-status="cancelled"]')
+        page.locator(".run-head").get_by_text("cancelled").first.wait_for()
+        assert _status(store, run_id, "cancelled") == "cancelled"
+        _, err = launcher.communicate(timeout=30)
+        assert launcher.returncode == 1 and "was cancelled" in err, err
+    finally:
+        open_gate(folder, "elsewhere")  # the abandoned attempt ends
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.communicate()
+
+
+def test_ui_store_says_a_cancel_was_requested_until_the_run_s_process_acts(page: Any, viewer: str, store: Path,
+                                                                         folder: Path) -> None:
     import networkx as nx
 
     from wingman_actors.store import FormationShape, RunStore
 
     graph = nx.DiGraph([("clean", "shout")])
     nx.set_node_attributes(graph, "function", "kind")
-    with RunStore(store, recover=False) as elsewhere:  # this test's process: alive, and not the viewer
+    with RunStore(store, recover=False) as elsewhere:  # this test's process: alive, running no formation
         run_id = elsewhere.begin_run("notes", FormationShape.of(graph), "x", source=str(folder / "notes.py"))
         page.goto(f"{viewer}#/runs/{run_id}")
-        cancel = page.locator('[data-action="cancel"]')
-        cancel.wait_for()
-        assert cancel.is_disabled()
-        assert "running in another process" in (cancel.get_attribute("title") or "")
+        page.click('[data-action="cancel"]')
+        note = page.locator("[data-cancel-requested]")
+        note.wait_for()
+        assert "waiting for the process that runs it" in note.inner_text()
+        elsewhere.set_status(run_id, "failed", error="ended here", wait=True)
 
 
 def test_a_nested_formation_is_drawn_as_a_cluster_whose_inner_nodes_go_live(page: Any, viewer: str,

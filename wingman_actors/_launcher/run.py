@@ -108,7 +108,7 @@ def run_command(args: argparse.Namespace) -> int:
         durable.close()
 
 
-def _report(outcome: FormationResult | FormationRuntimeError | CutShort, head: dict[str, Any], samples: bool,
+def _report(outcome: FormationResult | FormationRuntimeError | CutShort | Cancelled, head: dict[str, Any], samples: bool,
             durable: Durable, args: argparse.Namespace) -> int:
     """Print the outcome (outputs on stdout, the rest on stderr); the exit code."""
     if isinstance(outcome, CutShort):  # Ctrl-C: the formation is stopped, the run journalled as interrupted
@@ -116,6 +116,14 @@ def _report(outcome: FormationResult | FormationRuntimeError | CutShort, head: d
         print(f"\nwingman-actors: {how}{_journalled(outcome.run_id, durable)}", file=sys.stderr)
         durable.tell_resume(outcome.run_id, None)
         return code
+    if isinstance(outcome, Cancelled):  # asked to through the run store (`runs cancel`, the run viewer)
+        print(f"wingman-actors: run {outcome.run_id} was cancelled (a cancel requested through the run store)"
+              f"{'; it is journalled (status cancelled) and can be resumed' if durable.store is not None else ''}",
+              file=sys.stderr)
+        durable.tell_resume(outcome.run_id, None)
+        if args.json:
+            _print_json({**head, "run_id": outcome.run_id, "status": "cancelled"}, compact=args.events)
+        return 1
     if isinstance(outcome, FormationRuntimeError):
         print(f"wingman-actors: {failure_message(outcome)}", file=sys.stderr)
         durable.tell_resume(outcome.run_id, None)
@@ -148,6 +156,14 @@ class CutShort:
     signal: KeyboardInterrupt  # what cut it short: Ctrl-C, or SIGTERM (Terminated)
 
 
+@dataclass(frozen=True)
+class Cancelled:
+    """The outcome of a run cancelled while it ran (``run_cancelled``: a cancel requested
+    through the run store, e.g. with ``wingman-actors runs cancel``)."""
+
+    run_id: str
+
+
 def _provider_for(choice: ProviderChoice, loaded: FormationModule, latency_s: float) -> tuple[Provider | None, bool]:
     if choice.real:
         return make_provider(choice), False
@@ -166,7 +182,7 @@ def _provider_id(choice: ProviderChoice, samples: bool) -> str:
 
 def _drive(
     formation: Formation, value: Any, options: RunOptions, board: RunBoard, progress: Any, durable: Durable,
-) -> FormationResult | FormationRuntimeError | CutShort:
+) -> FormationResult | FormationRuntimeError | CutShort | Cancelled:
     """Run the formation with ``options`` (its ``run_id``, when set, is the run to
     resume), feeding every event to the board and the progress display. Ctrl-C stops
     the formation (a journalled run becomes ``interrupted``) and gives :class:`CutShort`."""
@@ -176,7 +192,7 @@ def _drive(
         stream = formation.resume_stream(options.run_id, store=options.store, answer=durable.answer, options=options)
     else:
         stream = formation.run_stream(value, options=options)
-    outcome: FormationResult | FormationRuntimeError | None = None
+    outcome: FormationResult | FormationRuntimeError | Cancelled | None = None
     run_id: str | None = durable.resume_id
     live = progress if isinstance(progress, LiveProgress) else contextlib.nullcontext()
     try:
@@ -200,7 +216,9 @@ def _drive(
     return outcome or FormationRuntimeError(f"formation {formation.name!r} ended without a result")
 
 
-def _outcome(event: FormationEvent) -> FormationResult | FormationRuntimeError | None:
+def _outcome(event: FormationEvent) -> FormationResult | FormationRuntimeError | Cancelled | None:
+    if event.type is FormationEventType.RUN_CANCELLED:
+        return Cancelled(event.run_id)
     if event.type is FormationEventType.RUN_FINISHED:
         result: FormationResult = event.data["result"]
         return result

@@ -1,5 +1,6 @@
 """The ``runs`` command: list the runs journalled in a run store (a table, or ``--json``);
-``runs show RUN_ID`` shows one (:mod:`.run_show`). JSON names a run's id ``run_id``."""
+``runs show RUN_ID`` shows one (:mod:`.run_show`), ``runs cancel RUN_ID`` cancels one
+(:mod:`.run_cancel`). JSON names a run's id ``run_id``."""
 
 from __future__ import annotations
 
@@ -20,18 +21,21 @@ def add_runs_parser(sub: Any) -> None:
 
     p = sub.add_parser("runs", help="list the runs journalled in a run store",
                        description="List the runs of a run store (oldest first): id, formation, status, "
-                                   "created and updated (UTC). `runs show RUN_ID` shows one run node by node.")
+                                   "created and updated (UTC). `runs show RUN_ID` shows one run node by node; "
+                                   "`runs cancel RUN_ID` cancels one, in whatever process runs it.")
     p.add_argument("--store", metavar="PATH", help="the run store's SQLite file, or a postgresql:// URL (default: "
                                                    "the default store in your data directory, where `run` journals)")
     p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.set_defaults(func=runs_command)
     from .history import add_history_parser
+    from .run_cancel import add_cancel_parser
     from .run_show import add_show_parser
 
-    commands = p.add_subparsers(title="commands", metavar="{show,history}", dest="runs_command")
+    commands = p.add_subparsers(title="commands", metavar="{show,history,cancel}", dest="runs_command")
     add_show_parser(commands)
     add_history_parser(commands)
+    add_cancel_parser(commands)
 
 
 def runs_command(args: argparse.Namespace) -> int:

@@ -113,7 +113,7 @@ class Journal:
         self.shape = shape
         self.source = source
         self.inner_of = inner_of
-        self._unwatch: Callable[[], None] | None = None
+        self._unwatch: list[Callable[[], None]] = []
 
     def parent(self, run_id: str | None) -> str | None:
         """The outer run of the inner run ``run_id`` (None outside a nested formation)."""
@@ -217,16 +217,19 @@ class Journal:
             error = _rebuilt(record, node, attempts, run_id)
         return NodeFailure(node, error, input, attempts, run_id)
 
-    def watch(self, listener: Callable[[Any], None]) -> None:
-        """Tell ``listener`` of the runs the store loses to another (a PostgreSQL store's
-        ``on_run_lost``: runs taken over by another process) until :meth:`close`."""
-        subscribe = getattr(self.store, "on_run_lost", None)  # (a JournalStore need not have it)
-        if subscribe is not None:
-            self._unwatch = subscribe(listener)
+    def watch(self, lost: Callable[[Any], None], cancel: Callable[[str], Any]) -> None:
+        """Until :meth:`close`, tell ``lost`` of the runs the store loses to another (a
+        PostgreSQL store's ``on_run_lost``: runs taken over by another process), and
+        ``cancel`` of the runs whose cancel another process requested (the store's
+        ``on_cancel_requested``; see ``RunStore.request_cancel``)."""
+        for name, listener in (("on_run_lost", lost), ("on_cancel_requested", cancel)):
+            subscribe = getattr(self.store, name, None)  # (a JournalStore need not have them)
+            if subscribe is not None:
+                self._unwatch.append(subscribe(listener))
 
     def close(self) -> None:
-        if self._unwatch is not None:
-            self._unwatch()
+        for unwatch in self._unwatch:
+            unwatch()
         if self.owned:
             self.store.close()
 

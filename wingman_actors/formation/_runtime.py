@@ -101,8 +101,8 @@ class RunningFormation(AsyncSubmit):
         self._scheduler = Scheduler(name=f"wingman-timer-{plan.name}")
         self._router = Router(plan, self._scheduler)
         self._router.journal = self._journal = journal
-        if journal is not None:  # runs another process took over end here (until the journal closes)
-            journal.watch(self._router.lost)
+        if journal is not None:  # runs another process took over, or asked to cancel, end here
+            journal.watch(self._router.lost, self._router.cancel_run)
         self._supervision = Supervision(self._router)
         self._runs = self._router.runs
         self._supervisor: Any = None  # started on its first message (_tell_supervisor)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from ..store import FormationMismatchError, RunNotResumableError, UnknownRunError
 from ._context import ServerContext
@@ -87,7 +87,7 @@ def _in_flight(ctx: ServerContext, run: RunOut) -> Flight | None:
         time.sleep(0.01)
 
 
-def _cancel(ctx: ServerContext, id: str) -> RunOut:
+def _cancel(ctx: ServerContext, id: str, response: Response) -> RunOut:
     run = ctx.store.get_run(id)
     current = _in_flight(ctx, run)
     if current is not None:
@@ -99,23 +99,44 @@ def _cancel(ctx: ServerContext, id: str) -> RunOut:
     run = refreshed(ctx.store, ctx.journal, run)
     if run.kind != "formation":
         raise _conflict(run, "cancelled", "it is a fleet run; only formation runs can be cancelled here", "fleet")
+    if run.status == "running":  # in another server process sharing the run store: ask it to
+        if _request_cancel(ctx, id):
+            response.status_code = 202
+            return run
+        run = refreshed(ctx.store, ctx.journal, ctx.store.get_run(id))  # it ended meanwhile
     if run.status in _CANCELLABLE:
         ctx.journal.set_status(id, "cancelled", wait=True)
         return ctx.store.set_run_status(id, "cancelled", f"cancelled with POST /runs/{id}/cancel while {run.status}",
                                         interrupt=run.interrupt, error_kind="cancelled")
     if run.status == "running":
-        raise _conflict(run, "cancelled", "it is running in another server process on this database; cancel it "
-                                          "there")
+        raise _conflict(run, "cancelled", "it is running in another server process, and its run store takes no "
+                                          "cancel request; cancel it there")
     raise _conflict(run, "cancelled", f"it has already finished ({run.status})")
 
 
-@router.post("/runs/{id}/cancel", tags=["runs"], summary="Cancel a formation run")
-async def cancel(id: str, ctx: Ctx) -> RunOut:
+def _request_cancel(ctx: ServerContext, id: str) -> bool:
+    """Ask the process running run ``id`` to cancel it, through the run store; whether it
+    was asked (False: the run is not running there, or the store takes no requests)."""
+    request = getattr(ctx.journal, "request_cancel", None)  # (a JournalStore need not have it)
+    try:
+        return request is not None and bool(request(id))
+    except UnknownRunError:  # a run the journal does not have
+        return False
+
+
+@router.post("/runs/{id}/cancel", tags=["runs"], summary="Cancel a formation run",
+             responses={202: {"model": RunOut, "description": "The run, still running: it runs in another server "
+                                                                 "process sharing the run store, which was asked to "
+                                                                 "cancel it (it does within a second)."}})
+async def cancel(id: str, ctx: Ctx, response: Response) -> RunOut:
     """Cancel a formation run in flight (its nodes stop at their next boundary; a function
     node's attempt is abandoned), or a suspended or interrupted run waiting to be resumed:
-    200 with the run, now ``cancelled`` (it can still be resumed). 404 for an unknown run;
+    200 with the run, now ``cancelled`` (it can still be resumed). A run in flight on
+    another server process sharing the run store is asked to stop through the store
+    (``RunStore.request_cancel``): 202 with the run, still ``running``; that server
+    cancels it within a second (read it with ``GET /runs/{id}``). 404 for an unknown run;
     409 (``status`` says which) when it has already finished or is a fleet run."""
-    return await ctx.pool.run(_cancel, ctx, id)
+    return await ctx.pool.run(_cancel, ctx, id, response)
 
 
 # -- resume ---------------------------------------------------------------------------

@@ -8,9 +8,11 @@ the run is journalled; the run goes on in the viewer's process (follow it with `
 optional) resumes a suspended, failed, cancelled or interrupted run: 202 once it is claimed.
 ``POST /ui/api/runs/{id}/cancel`` cancels a run going on in this viewer, or a suspended or
 interrupted run (nothing runs it: its status becomes ``cancelled``, and it can still be
-resumed): 200 ``{"run_id", "status"}``. A run that another live process runs is a 409
-naming that: the store holds no request another process would see, so it is cancelled where
-it runs.
+resumed): 200 ``{"run_id", "status"}``. A run that another live process runs (a launcher, a
+Python program, a server, on this machine or, on PostgreSQL, another) is asked to stop
+through the store (``RunStore.request_cancel``): 202 ``{"run_id", "status": "running",
+"cancel_requested": true}``; its process cancels it within a second, and the page, which
+follows the run's journal, shows it ``cancelled``.
 
 Like every POST of the server, these take JSON bodies only, from the page's own origin,
 with the token when the viewer has one (the middleware of :func:`._viewer_store.create_store_viewer`).
@@ -40,7 +42,7 @@ _LOOK = 20
 """How many of a formation's newest runs are read for a recorded file, at most."""
 
 _ELSEWHERE = "running in another process (the one that started or resumed it)"
-_THERE = "cancel it there (Ctrl-C in its terminal, or RunningFormation.cancel in Python)"
+_THERE = "cancel it first (Cancel on its page asks its process to)"
 
 
 class StartIn(BaseModel):
@@ -101,14 +103,18 @@ class StoreActions:
 
     def controls(self, doc: dict[str, Any], record: RunRecord) -> None:
         """Tell the page what it may do with the run ``doc`` shows: ``can_resume`` (resume or
-        answer it here), ``cancel_blocked`` (why cancel is disabled), ``resume`` (the command
-        that resumes it elsewhere, when it cannot be resumed here)."""
+        answer it here), ``cancel_blocked`` (why cancel is disabled: an inner run, cancelled
+        with its outer run), ``cancel_requested`` (when a cancel was asked of the process that
+        runs it, not acted on yet), ``resume`` (the command that resumes it elsewhere, when it
+        cannot be resumed here)."""
         here = self.runs.runs_here(record.id)
         file = None if record.parent else self.file_for(record)
         doc["file"] = file
         doc["can_resume"] = bool(doc["resumable"] and file is not None and not here)
-        doc["cancel_blocked"] = (f"This run is {_ELSEWHERE}: {_THERE}. This viewer cancels the runs it runs itself"
-                                 if doc["status"] == "running" and not here else None)
+        doc["cancel_blocked"] = (f"This is an inner run of run {record.parent}: cancel that run"
+                                 if record.parent and doc["status"] == "running" else None)
+        requested = record.cancel_requested
+        doc["cancel_requested"] = None if requested is None else requested.isoformat(timespec="seconds")
         command = None
         if doc["resumable"] and file is None and record.source:  # a run of the HTTP server
             command = f"POST /runs/{record.id}/resume on the server that ran it (wingman-actors serve)"
@@ -176,18 +182,26 @@ class StoreActions:
         return {"run_id": run_id, "status": "running"}
 
     def cancel(self, run_id: str) -> dict[str, Any]:
+        """Cancel the run (see the module docs); ``cancel_requested`` in the answer when
+        its process was asked to."""
+        from ..store import StoreError
+
         if self.runs.cancel(run_id):
             return {"run_id": run_id, "status": self._record(run_id).status}
         record = self._record(run_id)
         if record.status == "running" and self.store.mark_interrupted():
             record = self._record(run_id)
+        if record.status == "running":  # in another live process: ask it to
+            try:
+                if self.store.request_cancel(run_id):
+                    return {"run_id": run_id, "status": "running", "cancel_requested": True}
+            except StoreError as exc:  # an inner run
+                raise ApiError(409, str(exc), kind="inner", run_id=run_id) from None
+            record = self._record(run_id)  # it ended meanwhile
         if record.status in ("suspended", "interrupted"):  # nothing runs it: only its status changes
             self.store.set_status(run_id, "cancelled", error=f"cancelled from the run viewer while {record.status}",
                                   wait=True)
             return {"run_id": run_id, "status": "cancelled"}
-        if record.status == "running":
-            raise ApiError(409, f"run {run_id} cannot be cancelled here: it is {_ELSEWHERE}; {_THERE}", kind="elsewhere",
-                           run_id=run_id)
         raise ApiError(409, f"run {run_id} cannot be cancelled: it has already finished ({record.status})",
                        kind=record.status, run_id=run_id)
 
@@ -216,7 +230,8 @@ def actions_router(actions: Callable[[], StoreActions],
         return JSONResponse(done, status_code=202)
 
     @router.post("/runs/{run_id}/cancel")
-    async def cancel(run_id: str) -> dict[str, Any]:
-        return await work(actions().cancel, run_id)  # type: ignore[no-any-return]
+    async def cancel(run_id: str) -> JSONResponse:
+        done = await work(actions().cancel, run_id)
+        return JSONResponse(done, status_code=202 if done.get("cancel_requested") else 200)
 
     return router

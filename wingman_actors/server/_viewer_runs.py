@@ -6,8 +6,8 @@ run records (``wingman-actors run`` records it), or from a file given with ``ui 
 FILE`` that builds a formation of the same name (for a run started from Python, which
 records none). Each run gets its own started formation, journalled into the viewer's store,
 and keeps its events (:class:`~._live.RunLog`) for the page, as the server does. It is
-cancelled from the page while it runs here; a run that another live process runs can only
-be cancelled there (the store holds no request to cancel: :meth:`UiRuns.cancel` says so).
+cancelled from the page while it runs here (a run that another live process runs is asked
+to stop through the store instead: see :mod:`._viewer_actions`).
 When the viewer stops, the runs still going on here are stopped: the journal marks them
 ``interrupted``, and any process can resume them.
 """

@@ -10,8 +10,9 @@ It acts where it can build a run's formation (:mod:`._viewer_runs`): a run that 
 formation file (``wingman-actors run`` records it) is resumed, or its interrupt answered, in
 this process, journalled into the same store and followed live as the server's page follows
 its runs; a run of a recorded file, or of a file given with ``--formation FILE``, is
-started from the page; a run going on here is cancelled from it. A run that another live
-process runs is cancelled there (the control is shown disabled, saying so); a run that
+started from the page; a run going on here is cancelled from it, and a run that another
+live process runs is asked to stop through the store (``RunStore.request_cancel``: its
+process cancels it within a second, and the page follows it to ``cancelled``); a run that
 records no file (started from Python) shows the ``wingman-actors resume ... --formation
 FILE`` command instead, unless a ``--formation`` file builds a formation of its name.
 The action routes (:mod:`._viewer_actions`) keep the server's cross-site rules: JSON

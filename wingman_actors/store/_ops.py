@@ -218,8 +218,9 @@ class Claim(Op):
             self.error = RunNotResumableError(f"run {self.run_id!r} cannot be resumed: it {refusal}",
                                               run_id=self.run_id, status=status)
             return None
-        conn.execute("UPDATE runs SET status = 'running', owner = ?, error = NULL, expires = NULL, updated = ? "
-                     "WHERE id = ?", (self.owner, self.now, self.run_id))
+        # (a cancel request the run still carries was for its last owner: see _cancels)
+        conn.execute("UPDATE runs SET status = 'running', owner = ?, error = NULL, expires = NULL, "
+                     "cancel_requested = NULL, updated = ? WHERE id = ?", (self.owner, self.now, self.run_id))
         return status
 
     def describe(self) -> str:

@@ -26,7 +26,6 @@ from ._errors import StoreOpenError, StoreVersionError
 
 __all__ = ["LATEST_VERSION", "LIVE", "NOW", "PgConnection", "connect", "masked", "migrate"]
 
-LATEST_VERSION = 1
 NOW = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)"
 """The database server's clock, in seconds since the epoch (leases are measured by it)."""
 LIVE = f"(o.lease_until > {NOW} AND EXISTS (SELECT 1 FROM pg_stat_get_activity(o.backend)))"
@@ -134,8 +133,20 @@ BEGIN
     END IF;
 END
 $f$""",
-    f"INSERT INTO wingman_run_store (version) VALUES ({LATEST_VERSION})",
+    "INSERT INTO wingman_run_store (version) VALUES (1)",
 )
+"""Version 1 of the schema, as it was released (a new store is made with it, then migrated)."""
+
+_MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (2, (  # a running run can carry a request to cancel it (see the SQLite store's migration 7)
+        "ALTER TABLE runs ADD COLUMN cancel_requested DOUBLE PRECISION",
+        "CREATE INDEX runs_cancel_requested ON runs (owner) WHERE cancel_requested IS NOT NULL",
+    )),
+)
+"""Every change since version 1, oldest first: (version, statements). Append new ones;
+never edit one that was released."""
+
+LATEST_VERSION = _MIGRATIONS[-1][0]
 
 _PLACEHOLDER = re.compile(r"\?|(?<![:\w]):([A-Za-z_]\w*)")
 
@@ -200,8 +211,9 @@ def connect(url: str, shown: str) -> PgConnection:
 
 
 def migrate(conn: PgConnection, shown: str) -> int:
-    """Create the schema in the connection's schema if it has none; the version it had
-    (0: created now).
+    """Create the schema in the connection's schema if it has none, or upgrade an older
+    one to :data:`LATEST_VERSION` (one transaction, under a lock other openers wait for);
+    the version it had (0: created now).
 
     Raises:
         StoreOpenError: the schema holds another application's ``runs`` table, or cannot be
@@ -222,9 +234,12 @@ def migrate(conn: PgConnection, shown: str) -> int:
                         "another database or schema (e.g. ?options=-csearch_path%3Dwingman in the URL)", path=shown)
                 for statement in _SCHEMA:
                     raw.execute(statement)
+                _upgrade(raw, 1)
                 return 0
             row = raw.execute("SELECT max(version) FROM wingman_run_store").fetchone()
             version = int(row[0]) if row and row[0] is not None else 0
+            if version < LATEST_VERSION:
+                _upgrade(raw, version)
     except psycopg.Error as exc:
         raise StoreOpenError(f"RunStore cannot prepare {shown}: {str(exc).strip()}; check that the user may create "
                              "tables there, or pass another database", path=shown) from exc
@@ -234,3 +249,12 @@ def migrate(conn: PgConnection, shown: str) -> int:
             f"understands versions up to {LATEST_VERSION}. Upgrade wingman-actors (pip install -U wingman-actors), "
             "or use another database", path=shown, version=version, supported=LATEST_VERSION)
     return version
+
+
+def _upgrade(raw: psycopg.Connection[Any], version: int) -> None:
+    """Apply the migrations after ``version`` (inside the caller's transaction)."""
+    for number, statements in _MIGRATIONS:
+        if number > version:
+            for statement in statements:
+                raw.execute(statement)
+    raw.execute("UPDATE wingman_run_store SET version = %s", (LATEST_VERSION,))

@@ -32,6 +32,7 @@ from typing import Any, Literal
 import psycopg
 
 from . import _bulk
+from ._cancels import CancelWatch
 from ._codec import Codec
 from ._errors import RunTakenOverError, UnknownRunError
 from ._lease import Lease, Ownership
@@ -223,9 +224,10 @@ class PostgresRunStore(RunStore):
         self._owner = conn.owner = int(row[0])
         conn.url = url  # the writer's connection reconnects
         self._shapes: set[str] = set()
+        self._cancels = CancelWatch(self._owner, own.mine)  # (the runs it is running: one set)
         self._writer = writer = Writer(conn, "wingman-store-writer", begin="BEGIN", errors=(psycopg.Error,),
                                        bulk=functools.partial(apply_group, full=synchronous == "FULL"),
-                                       refused=own.refused, regroup=_REGROUP)
+                                       refused=own.refused, regroup=_REGROUP, tick=self._cancels)
         self._submit = self._submit_owned
         self._readers = ReaderPool(lambda: connect(url, shown), shown, errors=(psycopg.Error,),
                                    check="check that the PostgreSQL server is up")
@@ -281,8 +283,7 @@ class PostgresRunStore(RunStore):
     def _status_op(self, run_id: str, status: str, error: str | None, expires: float | None, now: float,
                    wait: bool) -> SetStatus:
         # The end of a run this store is running: written only while the run is its own.
-        owner = self._owner if run_id in self._own.mine else None
-        self._own.mine.discard(run_id)
+        owner = self._owner if run_id in self._own.mine else None  # (set_status then forgets it)
         return (PgSetStatusWaited if wait else PgSetStatus)(run_id, status, error, expires, now, self._path, owner)
 
     def _submit_owned(self, op: Op) -> Op:

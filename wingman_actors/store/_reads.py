@@ -119,7 +119,7 @@ def get_run(conn: Any, codec: Codec, run_id: str, now: float, path: str, status_
     """The run record (with its pending interrupt), its stored shape JSON and its key."""
     row = conn.execute(
         f"SELECT r.id, r.formation, {status_sql}, r.created, r.updated, r.fingerprint, r.source, r.input_codec, "
-        "r.input, r.error, r.expires, s.shape, r.key, r.parent FROM runs r JOIN shapes s ON s.fingerprint = r.fingerprint "
+        "r.input, r.error, r.expires, s.shape, r.key, r.parent, r.cancel_requested FROM runs r JOIN shapes s ON s.fingerprint = r.fingerprint "
         "WHERE r.id = :id", {"now": now, "id": run_id}).fetchone()
     if row is None:
         raise UnknownRunError(run_id, path)
@@ -131,7 +131,8 @@ def get_run(conn: Any, codec: Codec, run_id: str, now: float, path: str, status_
         pending = Interrupt(e.node, e.visit, e.item, e.value)
     value = codec.decode(row[7], row[8], f"the input of run {run_id!r}")
     record = RunRecord(row[0], row[1], row[2], _utc(row[3]), _utc(row[4]), parent=row[13], fingerprint=row[5],
-                       source=row[6], input=value, error=row[9], expires=_time(row[10]), interrupt=pending)
+                       source=row[6], input=value, error=row[9], expires=_time(row[10]), interrupt=pending,
+                       cancel_requested=_time(row[14]) if row[2] == "running" else None)
     return record, row[11], row[12]
 
 

@@ -92,6 +92,9 @@ class RunRecord(RunSummary):
         error: the error text of a failed run, or None.
         expires: when a suspended run expires (UTC), or None.
         interrupt: the pending (unanswered) interrupt, or None.
+        cancel_requested: when a cancel of the running run was requested
+            (``RunStore.request_cancel``) and its process has not acted on it yet (UTC);
+            None otherwise.
     """
 
     fingerprint: str = ""
@@ -100,6 +103,7 @@ class RunRecord(RunSummary):
     error: str | None = None
     expires: datetime.datetime | None = None
     interrupt: Interrupt | None = None
+    cancel_requested: datetime.datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "journal entries record when they were written (a run's history gives each visit's times)", (
         "ALTER TABLE journal ADD COLUMN at REAL",
     )),
+    Migration(7, "a running run can carry a request to cancel it (RunStore.request_cancel), for its owner", (
+        # When it was requested; cleared by the owner once it acts, and by a claim. The partial
+        # index holds only the runs with a pending request (nearly always none): the owner's
+        # look for its own is a read of an empty index.
+        "ALTER TABLE runs ADD COLUMN cancel_requested REAL",
+        "CREATE INDEX runs_cancel_requested ON runs (owner) WHERE cancel_requested IS NOT NULL",
+    )),
 )
 """Every migration, oldest first. Append new ones; never edit one that was released."""
 

@@ -17,6 +17,7 @@ import networkx as nx  # type: ignore[import-untyped]
 
 from .._extras import require
 from . import _bulk
+from ._cancels import CancelListener, CancelWatch, RequestCancel
 from ._checkpoint import Checkpointer
 from ._codec import Codec
 from ._errors import FormationMismatchError, RunTakenOverError, StoreError
@@ -169,7 +170,8 @@ class RunStore:
             conn.close()
             raise
         self._shapes: set[str] = set()  # fingerprints known stored; used by ops, under the write lock
-        self._writer = writer = Writer(conn, "wingman-store-writer")
+        self._cancels = CancelWatch(self._owner, set())
+        self._writer = writer = Writer(conn, "wingman-store-writer", tick=self._cancels)
         self._submit: Callable[[Op], Op] = writer.submit  # how a journal write is queued
         path_ = self._path
         checkpointer = Checkpointer(lambda: connect(path_, synchronous=synchronous), lambda: writer.committed,
@@ -247,6 +249,7 @@ class RunStore:
             raise ValueError(f"begin_run: parent must be a non-empty str (the outer run's id) or None, got {parent!r}")
         result: str = self._writer.call(self._BeginRun(row, (shape.fingerprint, shape.json), self._path,
                                                      self._shapes, parent))
+        self._cancels.started(result, self._writer)
         return result
 
     def record_visit(self, run_id: str, node: str, visit: int, output: Any) -> None:
@@ -319,6 +322,7 @@ class RunStore:
         now = time.time()
         expires = now + self._ttl if status == "suspended" and self._ttl is not None else None
         op = self._status_op(run_id, status, error, expires, now, wait)
+        self._cancels.mine.discard(run_id)
         if wait:
             self._writer.call(op)
         else:
@@ -357,6 +361,7 @@ class RunStore:
                 diff = FormationShape.from_json(recorded).diff(shape) or ["the fingerprints differ"]
                 raise FormationMismatchError(formation or record.formation, run_id, diff)
         self._writer.call(self._Claim(run_id, self._owner, self._here, time.time(), self._path, parent))
+        self._cancels.started(run_id, self._writer)
         return self.load(run_id)
 
     def write_alongside(self, change: Callable[[sqlite3.Connection], _T], *, wait: bool = True) -> _T | None:
@@ -419,6 +424,49 @@ class RunStore:
             with contextlib.suppress(ValueError):
                 self._lost_listeners.remove(listener)
 
+        return unsubscribe
+
+    def request_cancel(self, run_id: str) -> bool:
+        """Ask the process running ``run_id`` to cancel it, wherever it runs (another
+        process; on PostgreSQL, another machine): durable on return. The store running the
+        run finds the request within a quarter of a second and tells its
+        :meth:`on_cancel_requested` listeners; a formation started with that store cancels
+        the run as ``RunningFormation.cancel(run_id)`` does (``run_cancelled``, its future
+        raises ``CancelledError``, the run journalled ``cancelled`` and resumable, its other
+        runs untouched). Poll :meth:`get` to see it end. A run whose process runs no
+        formation with its store keeps the request (``RunRecord.cancel_requested``) until
+        it ends; resuming a run clears a request it still carries.
+
+        Returns:
+            True once requested; False when the run is not running (finished, suspended,
+            or its process died: it reads ``interrupted``), so there is nothing to cancel
+            (``set_status(run_id, "cancelled")`` ends a suspended or interrupted run).
+
+        Raises:
+            UnknownRunError: no such run.
+            StoreError: ``run_id`` is an inner run of a nested formation (the message names
+                its outer run, whose cancel to request).
+        """
+        probe = self._Claim(run_id, self._owner, self._here, time.time(), self._path)
+        requested: bool = self._writer.call(RequestCancel(probe, time.time()))
+        if requested and run_id in self._cancels.mine:  # a run of this very store: look at once
+            self._cancels.due = 0.0
+            self._writer.wake(due=True)
+        return requested
+
+    def on_cancel_requested(self, listener: CancelListener) -> Callable[[], None]:
+        """Call ``listener(run_id)`` when a cancel of a run this store is running is
+        requested (:meth:`request_cancel`, from any process); a formation started with the
+        store listens. While someone listens and the store runs runs, it looks every
+        quarter of a second (one indexed read, on its writer thread). ``listener`` runs on a
+        short-lived thread of the store's, should return quickly, and may be told of a run
+        that has finished meanwhile.
+
+        Returns:
+            A call that stops telling ``listener``.
+        """
+        unsubscribe = self._cancels.subscribe(listener)
+        self._writer.wake()  # (a look may be needed now)
         return unsubscribe
 
     # --- reads ---------------------------------------------------------------------------

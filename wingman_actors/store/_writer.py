@@ -10,6 +10,10 @@ before it is too. Consecutive journalling ops (new runs, entries, statuses) are 
 with one statement (``_bulk``). A caller that must know its write is durable (``wait=True``) blocks
 until the batch holding it has committed.
 
+Between batches, and when it has waited a while for one, the writer thread runs the
+store's ``tick`` (if it has one): the look for requests to cancel the store's runs
+(``_cancels``), which costs a batch a time check and runs only while it is due.
+
 If a batch fails as a whole (a disk error, a bug), it is rolled back and replayed one op
 per transaction, so one bad op fails alone: a waiting caller gets its error; the error
 of an op nobody waits for is kept and reported by the next ``flush()`` or ``close()``.
@@ -25,11 +29,11 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from ._errors import StoreClosedError, StoreError, StoreWriteError
 
-__all__ = ["Op", "Writer", "orphan_after_fork"]
+__all__ = ["Op", "Tick", "Writer", "orphan_after_fork"]
 
 _log = logging.getLogger("wingman_actors.store")
 _MAX_BATCH = 2_000
@@ -56,6 +60,17 @@ def _orphan_all() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_orphan_all)
+
+
+class Tick(Protocol):
+    """Work the writer thread does now and then between batches (see the module docs)."""
+
+    def wait(self) -> float | None:
+        """Seconds until it is due (<= 0: now), or None while it is not needed. Called with
+        the writer's mutex held: quick, and no call into the writer."""
+
+    def __call__(self, conn: Any, begin: str, errors: tuple[type[BaseException], ...]) -> None:
+        """Do it, if due (the write lock held, no transaction open on ``conn``)."""
 
 
 class Op:
@@ -134,8 +149,10 @@ class Writer:
     def __init__(self, conn: Any, name: str, *, begin: str = "BEGIN IMMEDIATE",
                  errors: tuple[type[BaseException], ...] = (sqlite3.Error,),
                  bulk: Callable[[Any, Sequence[Op]], None] | None = None,
-                 refused: Callable[[BaseException], None] | None = None, regroup: float = 0.0) -> None:
+                 refused: Callable[[BaseException], None] | None = None, regroup: float = 0.0,
+                 tick: Tick | None = None) -> None:
         self._conn = conn
+        self._tick = tick
         # Before a batch that follows one whose callers waited, wait up to this fraction of
         # that batch's time (at most _REGROUP_MAX_S) for as many waiting callers to queue again
         # (0: never): see _regroup.
@@ -160,6 +177,7 @@ class Writer:
         self._closed = False
         self._stopped = False
         self._idle = False  # the writer thread waits for work
+        self._untimed = False  # ... and for nothing else (its tick is not needed)
         self._failures: list[tuple[str | None, str]] = []  # (run id, what failed)
         self._why = _CLOSED
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
@@ -191,6 +209,14 @@ class Writer:
     def closed(self) -> bool:
         """Whether the writer takes no more ops (it was stopped)."""
         return self._closed
+
+    def wake(self, *, due: bool = False) -> None:
+        """Have the writer thread look at its tick again if it waits for work with no tick
+        needed (the tick became needed; a wait for a tick due later ends by itself), or with
+        ``due`` whatever it waits for (the tick became due now)."""
+        with self._mutex:
+            if self._idle and (due or self._untimed):
+                self._cond.notify()
 
     def submit(self, op: Op, *, wake: bool = True) -> Op:
         """Queue ``op`` (it will be applied after every op queued before it)."""
@@ -346,24 +372,32 @@ class Writer:
                 self._stopped = True
 
     def _loop(self) -> None:
+        tick = self._tick
         try:
             while True:
                 with self._mutex:
                     while not self._queue and not self._stopped:
-                        self._idle = True
-                        self._cond.wait()
-                        self._idle = False
+                        wait = None if tick is None else tick.wait()
+                        if wait is not None and wait <= 0:
+                            break  # the tick is due
+                        self._idle, self._untimed = True, wait is None
+                        self._cond.wait(wait)
+                        self._idle = self._untimed = False
                     if self._stopped:
                         return
-                    gather = len(self._queue) < _GATHER_BELOW and not self._waiting
+                    gather = 0 < len(self._queue) < _GATHER_BELOW and not self._waiting
                 if gather:
                     # Nobody waits for these writes: let more arrive so that one commit
                     # carries many.
                     time.sleep(_GATHER_S)
                 with self._write:
                     try:
-                        while self._drain_once():
-                            pass
+                        while True:
+                            drained = self._drain_once()
+                            if tick is not None:
+                                tick(self._conn, self._begin, self._errors)  # (returns at once unless due)
+                            if not drained:
+                                break
                     except Exception:  # the batch's ops have their error: keep serving the others
                         _log.exception("run store: the writer thread failed to apply a batch; carrying on")
         finally:

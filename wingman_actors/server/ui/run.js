@@ -74,8 +74,9 @@ const Head = ({ doc }) => html`<div class="run-head">
 
 // Answer, resume, cancel. On the server they are the API's routes; under `ui --store` the
 // viewer's own (api/runs/ID/...), for the runs whose formation it can build (`doc.can_resume`),
-// and the command that continues the others. Cancel is shown disabled, saying why
-// (`doc.cancel_blocked`), for a run another process runs.
+// and the command that continues the others. Cancel of a run another process runs asks that
+// process to stop it (`doc.cancel_requested` until it does); it is shown disabled, saying why
+// (`doc.cancel_blocked`), for an inner run of a nested formation.
 function Actions({ doc, info, act }) {
   const answer = useRef(null);
   const [error, setError] = useState("");
@@ -108,6 +109,10 @@ function Actions({ doc, info, act }) {
     controls.push(html`<button type="button" data-action="cancel" class="danger" disabled=${!!blocked}
       title=${blocked || "cancel the run"} onClick=${run(() => postJSON(`${runPath}/cancel`))}>Cancel</button>`);
     if (blocked) controls.push(html`<p class="muted small" data-cancel-blocked>${`${blocked}.`}</p>`);
+    if (doc.cancel_requested && doc.status === "running") {
+      controls.push(html`<p class="muted small" data-cancel-requested>${`Cancel requested at ${doc.cancel_requested} (UTC): `
+        + "waiting for the process that runs it to stop it."}</p>`);
+    }
   }
   return html`<div class="actions">${controls}<p class="error">${error}</p></div>`;
 }
