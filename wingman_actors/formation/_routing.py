@@ -492,6 +492,7 @@ class Router:
             outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
             output = None
         duration = time.perf_counter() - run.t0
+        run.seal()
         result = FormationResult(run.id, output, outputs, run, duration)
         if run.trace is not None:  # ended before the caller can see the result
             run.trace.end(usage=result.usage)
