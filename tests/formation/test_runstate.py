@@ -93,3 +93,20 @@ def test_a_succeeded_runs_result_keeps_no_container_the_collector_tracks_beyond_
     assert type(run) is RunState
     assert not gc.is_tracked(run.log) and not gc.is_tracked(result.outputs)
     assert result.nodes["b"].output == 3
+
+
+def test_a_runs_outputs_are_each_nodes_last_successful_output_read_from_its_log() -> None:
+    run = RunState("r", 0, [], 1, ["a", "b"])
+    run.record("a", 1, 0.0, 0.1, None, "first")
+    run.record("b", 1, 0.1, 0.2, None, "b's")
+    run.record("a", 1, 0.2, 0.3, None, "second")  # a loop visited a again
+    assert run.outputs == {"a": "second", "b": "b's"}
+    assert (run.output_of("a"), run.output_of("b")) == ("second", "b's")
+
+
+def test_output_of_a_node_that_has_not_succeeded_is_the_default() -> None:
+    run = RunState("r", 0, [], 1, ["a", "b"])
+    missing = object()
+    assert run.output_of("a", missing) is missing
+    run.record("a", 1, 0.0, 0.1, None, None)
+    assert run.output_of("a", missing) is None and run.output_of("b", missing) is missing

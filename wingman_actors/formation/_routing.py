@@ -144,7 +144,6 @@ class Router:
         instead of running the node again."""
         now = time.perf_counter()
         run.record(node, 0, now, now, None, output)
-        run.outputs[node] = output
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
                 "attempt": 0, "duration_s": 0.0, "usage": ZERO_USAGE, "journalled": True, "output": output,
@@ -189,7 +188,6 @@ class Router:
             if run.done:  # the write found the run taken over by another store (see lost)
                 return
         run.record(name, attempt, started, finished, usage, output)
-        run.outputs[name] = output
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
                 "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE, "output": output,
@@ -314,7 +312,8 @@ class Router:
         if not self._claim(run):
             return
         self._journal_end(run, "suspended")
-        outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
+        produced = run.outputs
+        outputs = {s: produced[s] for s in self.sinks if s in produced}
         duration = time.perf_counter() - run.t0
         result = FormationResult(run.id, None, outputs, run, duration, "suspended", {"node": node, "payload": payload})
         future = self._resolved(run)
@@ -486,10 +485,13 @@ class Router:
     def complete(self, run: RunState) -> None:
         sink = self.single_sink
         if sink is not None:
-            outputs = {sink: run.outputs[sink]} if sink in run.outputs else {}
-            output = outputs.get(sink)
+            output = run.output_of(sink, _NOTHING)
+            outputs = {} if output is _NOTHING else {sink: output}
+            if output is _NOTHING:
+                output = None
         else:
-            outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
+            produced = run.outputs
+            outputs = {s: produced[s] for s in self.sinks if s in produced}
             output = None
         duration = time.perf_counter() - run.t0
         run.seal()

@@ -72,7 +72,7 @@ class RunState:
 
     __slots__ = (
         "blackboard", "breaks", "cancelled", "done", "dropped", "failures", "future", "handled", "id", "input", "joins",
-        "listeners", "lock", "log", "nested", "order", "outputs", "pending", "remaining", "replay", "skipped", "t0",
+        "listeners", "lock", "log", "nested", "order", "pending", "remaining", "replay", "skipped", "t0",
         "timer", "trace", "visits", "wall0",
     )
 
@@ -94,7 +94,6 @@ class RunState:
         self.done = False
         self.remaining = sinks
         self.pending = 1  # cyclic formations: a guard released once the sources are dispatched
-        self.outputs: dict[str, Any] = {}
         # node, attempt, started, finished, usage, output: six items per successful visit, flat (a
         # list of scalars adds nothing for the collector to count or walk; a tuple per visit
         # did); its own list from the first visit on (record())
@@ -147,6 +146,22 @@ class RunState:
                 return  # sealed: the run succeeded before this late visit ended
             log = cast("list[Any]", self.own("log"))
         log += (node, attempt, started, finished, usage, output)
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """The output of every node's last successful visit so far, by name (a new dict,
+        read from the log: the log is the one record of what succeeded)."""
+        log = self.log[:]  # one snapshot: another thread may log a visit meanwhile
+        return dict(zip(log[::_LOG_STRIDE], log[_LOG_STRIDE - 1::_LOG_STRIDE], strict=True))
+
+    def output_of(self, node: str, default: Any = None) -> Any:
+        """The output of ``node``'s last successful visit, or ``default`` when it has none
+        (read from the end of the log: a run's sink usually finished last)."""
+        log = self.log
+        for i in range(len(log) - _LOG_STRIDE, -1, -_LOG_STRIDE):
+            if log[i] == node:
+                return log[i + _LOG_STRIDE - 1]
+        return default
 
     def seal(self) -> None:
         """The run succeeded: its log no longer changes, and is kept as a tuple (a tuple of
