@@ -67,6 +67,10 @@ class Router:
                 if len(self.specs[target].forward_preds) == 1:
                     nxt = target
             self.straight[name] = nxt
+        # Sinks without error edges in a formation without cycles: a visit's output goes nowhere.
+        self.bare_sinks = frozenset(
+            name for name, spec in self.specs.items() if spec.is_sink and not spec.error_edges and not self.cyclic
+        )
         self.nodes: dict[str, NodeGroup] = {}
         self.runs: dict[str, RunState] = {}
         self.scheduler = scheduler
@@ -203,6 +207,8 @@ class Router:
         nxt = self.straight[name]
         if nxt is not None:
             self.visit(run, nxt, output, name)
+        elif name in self.bare_sinks:  # no edge to take: one sink fewer to wait for
+            self.finish_one(run, sink=True)
         else:
             spec = self.specs[name]
             try:
