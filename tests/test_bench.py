@@ -282,3 +282,9 @@ def test_fork_cost_without_psycopg_measures_sqlite_and_says_why_postgresql_was_s
     assert done.returncode == 0, done.stderr
     assert "fork_cost: on PostgreSQL: skipped: psycopg is not installed" in done.stderr
     assert done.stdout.startswith("True {'skipped': 'psycopg is not installed")
+
+
+def test_pipeline_throughput_reports_the_paired_cpu_time_ratio_and_the_load_beside_the_judged_one() -> None:
+    result = SCENARIOS["pipeline_throughput"](True)
+    assert result.meets == (result.details["ratio"] >= 0.8)
+    assert result.details["cpu_ratio"] > 0 and len(result.details["load"]) == 3

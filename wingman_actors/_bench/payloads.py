@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -144,5 +145,5 @@ def payload_isolation(quick: bool) -> Measurement:
         "payload_isolation", worst, "% CPU/input",
         "<= 5 % of a fan-out pipeline's throughput (dict to 2 receivers; median paired CPU ratio)",
         worst <= 5.0, None, {"typed_receivers": typed, "unannotated_receivers": plain, "inputs_per_block": n,
-                             "pairs": pairs},
+                             "pairs": pairs, "load": [round(x, 1) for x in os.getloadavg()]},
     )
