@@ -490,18 +490,18 @@ class Router:
 
     def complete(self, run: RunState) -> None:
         sink = self.single_sink
+        outputs: dict[str, Any] | None = None  # the one sink's output: FormationResult makes the dict
         if sink is not None:
             output = run.output_of(sink, _NOTHING)
-            outputs = {} if output is _NOTHING else {sink: output}
-            if output is _NOTHING:
-                output = None
+            if output is _NOTHING:  # the sink was skipped
+                output, outputs = None, {}
         else:
             produced = run.outputs
             outputs = {s: produced[s] for s in self.sinks if s in produced}
             output = None
         duration = time.perf_counter() - run.t0
         run.seal()
-        result = FormationResult(run.id, output, outputs, run, duration)
+        result = FormationResult(run.id, output, outputs, run, duration, sink=sink or "")
         if run.trace is not None:  # ended before the caller can see the result
             run.trace.end(usage=result.usage)
         if self.journal is not None:
