@@ -40,11 +40,20 @@ def test_payload_isolation_switches_the_nodes_between_a_copy_and_the_payload_its
         assert same.run(original).output is True  # what the bench's "before" blocks measure
 
 
-def test_payload_isolation_reports_both_kinds_of_receiver_and_is_judged_on_the_worse() -> None:
+def test_payload_isolation_reports_both_kinds_of_receiver_and_is_judged_on_the_worse_cpu_cost() -> None:
     result = SCENARIOS["payload_isolation"](True)
     typed, plain = result.details["typed_receivers"], result.details["unannotated_receivers"]
-    assert result.value == max(typed["throughput_cost_pct"], plain["throughput_cost_pct"])
+    assert result.value == max(typed["cpu_cost_pct"], plain["cpu_cost_pct"])
     assert result.meets == (result.value <= 5.0)
+
+
+def test_payload_isolation_reports_the_quartiles_around_each_median_cost() -> None:
+    result = SCENARIOS["payload_isolation"](True)
+    for receivers in ("typed_receivers", "unannotated_receivers"):
+        costs = result.details[receivers]
+        for kind in ("cpu", "throughput"):
+            q1, q3 = costs[f"{kind}_cost_quartiles"]
+            assert q1 <= costs[f"{kind}_cost_pct"] <= q3
 
 
 def test_map_makespan_reports_the_thread_floor_of_the_same_run() -> None:
@@ -281,3 +290,9 @@ def test_fork_cost_without_psycopg_measures_sqlite_and_says_why_postgresql_was_s
     assert done.returncode == 0, done.stderr
     assert "fork_cost: on PostgreSQL: skipped: psycopg is not installed" in done.stderr
     assert done.stdout.startswith("True {'skipped': 'psycopg is not installed")
+
+
+def test_pipeline_throughput_reports_the_paired_cpu_time_ratio_and_the_load_beside_the_judged_one() -> None:
+    result = SCENARIOS["pipeline_throughput"](True)
+    assert result.meets == (result.details["ratio"] >= 0.8)
+    assert result.details["cpu_ratio"] > 0 and len(result.details["load"]) == 3

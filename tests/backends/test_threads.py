@@ -18,6 +18,9 @@ class _Run:
 
     done = False
     listeners: list[Any] = []  # noqa: RUF012
+    dropped: dict[str, str] = {}  # noqa: RUF012
+    blackboard = None
+    trace = None
 
 
 class _Observer:

@@ -61,3 +61,52 @@ def test_a_write_that_bypasses_own_raises_instead_of_reaching_every_run() -> Non
     with pytest.raises(AttributeError):
         run.failures.append(("a", 1, 0.0, 0.0, "boom"))
     assert RunState("other", None, [], 1, ["a"]).visits == {}
+
+
+def test_a_sealed_run_keeps_its_traces_and_ignores_a_visit_that_ends_after_it() -> None:
+    run = RunState("r", 1, [], 1, ["a", "b"])
+    run.record("a", 1, 0.0, 0.1, None, 2)
+    run.record("b", 1, 0.1, 0.2, None, 3)
+    run.seal()
+    run.record("a", 1, 0.3, 0.4, None, 99)  # a late visit (a branch a join="any" left behind)
+    traces = run.traces()
+    assert [t.outputs for t in traces.values()] == [[2], [3]]
+    assert [t.status.value for t in traces.values()] == ["succeeded", "succeeded"]
+
+
+def test_a_succeeded_runs_result_keeps_no_container_the_collector_tracks_beyond_the_run_itself() -> None:
+    # The guard of RunState.seal: a finished run's log holds plain values, and a sealed
+    # log is a tuple the collector stops tracking once it has seen it, so results kept by
+    # thousands (submit() of many inputs) cost the collector the result and the run only.
+    import gc
+
+    from wingman_actors import Formation
+
+    def inc(x: int) -> int:
+        return x + 1
+
+    chain = Formation("chain").add_function("a", inc).add_function("b", inc).connect("a", "b")
+    with chain.start() as running:
+        result = running.submit(1).result(10)
+    gc.collect()
+    run = result._build  # the RunState the result builds its traces from
+    assert type(run) is RunState
+    assert not gc.is_tracked(run.log) and not gc.is_tracked(result.outputs)
+    assert result.nodes["b"].output == 3
+
+
+def test_a_runs_outputs_are_each_nodes_last_successful_output_read_from_its_log() -> None:
+    run = RunState("r", 0, [], 1, ["a", "b"])
+    run.record("a", 1, 0.0, 0.1, None, "first")
+    run.record("b", 1, 0.1, 0.2, None, "b's")
+    run.record("a", 1, 0.2, 0.3, None, "second")  # a loop visited a again
+    assert run.outputs == {"a": "second", "b": "b's"}
+    assert (run.output_of("a"), run.output_of("b")) == ("second", "b's")
+
+
+def test_output_of_a_node_that_has_not_succeeded_is_the_default() -> None:
+    run = RunState("r", 0, [], 1, ["a", "b"])
+    missing = object()
+    assert run.output_of("a", missing) is missing
+    run.record("a", 1, 0.0, 0.1, None, None)
+    assert run.output_of("a", missing) is None and run.output_of("b", missing) is missing

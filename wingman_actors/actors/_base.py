@@ -185,18 +185,19 @@ class NodeActor(RuntimeActor):
             self.current = None
             return False  # the run ended (failed, cancelled, timed out, stopped): drop its leftovers
         observer = self.observer
-        dropped = getattr(run, "dropped", None)
-        if dropped and work.target in dropped and observer is not None:
-            self.current = None
-            observer.dropped(work)  # a join="any" fired without this branch: its work is not wanted
-            return False
+        if run is None:  # a standalone actor's work
+            board, trace = self.blackboard, None
+        else:  # the run's board, and its OpenTelemetry span when in use
+            board, trace = run.blackboard, run.trace
+            if run.dropped and work.target in run.dropped and observer is not None:
+                self.current = None
+                observer.dropped(work)  # a join="any" fired without this branch: its work is not wanted
+                return False
         attempt = work.attempt  # the supervisor may bump it (after a timeout) while we work
         work.replica = self.replica
         if observer is not None and (self.notify_start or run.listeners):
             observer.started(work)
         started = time.perf_counter()
-        board = self.blackboard if run is None else getattr(run, "blackboard", None)
-        trace = getattr(run, "trace", None)  # the run's OpenTelemetry span (formations, when in use)
         try:
             scope = work.scope  # a journalled run: interrupt() finds its visit
             if board is None and trace is None:

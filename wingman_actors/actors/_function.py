@@ -86,17 +86,7 @@ class FunctionActor(NodeActor):
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
         payload = isolate(env.payload)  # the function may change it: a copy of its own
-        board = _NO_BOARD
-        if self.board_param != "none":
-            found = current_blackboard()  # the run's board, made active by handle_work
-            if found is not None:
-                board = {"blackboard": found}
-            elif self.board_param == "required":
-                raise PayloadError(
-                    f"function node {self.name!r} takes a 'blackboard' parameter but no blackboard was "
-                    "shared; pass blackboard=Blackboard() (to the formation, or to the actor), or give the "
-                    "parameter a default"
-                )
+        board = _NO_BOARD if self.board_param == "none" else self._board()
         if self.mode == "kwargs":
             args = dict(payload)
             missing = self._required - args.keys()
@@ -113,7 +103,23 @@ class FunctionActor(NodeActor):
         adapter = self.input_adapter
         if adapter is not None and type(payload) is not self._fast_type:
             payload = self._check(adapter, payload, f"edge {env.sender!r} → {self.name!r}", None)
+        if board is _NO_BOARD:  # a plain call: `**board` would build a dict and a tuple per visit
+            return self.fn(payload), None
         return self.fn(payload, **board), None
+
+    def _board(self) -> dict[str, Any]:
+        """The ``blackboard`` keyword of a function that takes the run's board: ``{}`` when
+        there is none and the parameter has a default."""
+        found = current_blackboard()  # the run's board, made active by handle_work
+        if found is not None:
+            return {"blackboard": found}
+        if self.board_param == "required":
+            raise PayloadError(
+                f"function node {self.name!r} takes a 'blackboard' parameter but no blackboard was "
+                "shared; pass blackboard=Blackboard() (to the formation, or to the actor), or give the "
+                "parameter a default"
+            )
+        return _NO_BOARD
 
     def _check(self, adapter: TypeAdapter[Any], value: Any, edge: str, param: str | None) -> Any:
         try:

@@ -67,20 +67,19 @@ def isolate(value: Any) -> Any:
     t = type(value)
     try:
         if t is dict:  # the common payload: _dict's first level, inline (a call less per payload)
+            scalars = _SCALARS
             out = value.copy()
             for k, v in value.items():
-                tv = type(v)
-                if tv in _SCALARS:
-                    continue
-                if tv is list:
-                    for x in v:
-                        if type(x) not in _SCALARS:
-                            out[k] = _list(v, 1)
-                            break
+                if type(v) not in scalars:  # a scalar stays as the C copy left it
+                    if type(v) is list:  # a list of scalars (tags, ids) is copied without a call
+                        for x in v:
+                            if type(x) not in scalars:
+                                out[k] = _list(v, 1)
+                                break
+                        else:
+                            out[k] = v.copy()
                     else:
-                        out[k] = v.copy()
-                    continue
-                out[k] = _dict(v, 1) if tv is dict else _walk(v, 1)
+                        out[k] = _dict(v, 1) if type(v) is dict else _walk(v, 1)
             return out
         if t in _SCALARS:
             return value

@@ -87,25 +87,36 @@ class FormationResult:
         status: ``"succeeded"`` for a finished run; ``"suspended"`` for a journalled run
             stopped by ``interrupt()`` (resume it with ``Formation.resume``).
         interrupt: for a suspended run, ``{"node": ..., "payload": ...}``; else None.
+
+    The runtime builds results; ``outputs=None`` with ``sink=<name>`` stands for
+    ``{sink: output}`` (made on first read of ``outputs``).
     """
 
-    __slots__ = ("_build", "_nodes", "duration_s", "interrupt", "output", "outputs", "run_id", "status")
+    __slots__ = ("_build", "_nodes", "_outputs", "_sink", "duration_s", "interrupt", "output", "run_id", "status")
 
     def __init__(
         self,
         run_id: str,
         output: Any,
-        outputs: dict[str, Any],
+        outputs: dict[str, Any] | None,
         nodes: dict[str, NodeTrace] | Callable[[], dict[str, NodeTrace]],
         duration_s: float,
         status: str = "succeeded",
         interrupt: dict[str, Any] | None = None,
+        *,
+        sink: str = "",
     ) -> None:
+        # outputs=None: the run's one sink is ``sink`` and its output ``output`` (the dict
+        # is made on first read, like the traces: a result many are kept of allocates less)
+        if outputs is None and not sink:
+            raise ValueError("FormationResult needs outputs (a dict of sink outputs), or sink= naming the one sink "
+                             "whose output is `output`")
         self.run_id = run_id
         self.status = status
         self.interrupt = interrupt
         self.output = output
-        self.outputs = outputs
+        self._outputs = outputs
+        self._sink = sink
         self.duration_s = duration_s
         # Traces are assembled lazily: pipelines that only read outputs never pay for them.
         if callable(nodes):
@@ -114,6 +125,13 @@ class FormationResult:
         else:
             self._build = None
             self._nodes = nodes
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        outputs = self._outputs
+        if outputs is None:
+            outputs = self._outputs = {self._sink: self.output}
+        return outputs
 
     @property
     def nodes(self) -> dict[str, NodeTrace]:

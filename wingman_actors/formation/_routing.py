@@ -67,6 +67,10 @@ class Router:
                 if len(self.specs[target].forward_preds) == 1:
                     nxt = target
             self.straight[name] = nxt
+        # Sinks without error edges in a formation without cycles: a visit's output goes nowhere.
+        self.bare_sinks = frozenset(
+            name for name, spec in self.specs.items() if spec.is_sink and not spec.error_edges and not self.cyclic
+        )
         self.nodes: dict[str, NodeGroup] = {}
         self.runs: dict[str, RunState] = {}
         self.scheduler = scheduler
@@ -144,7 +148,6 @@ class Router:
         instead of running the node again."""
         now = time.perf_counter()
         run.record(node, 0, now, now, None, output)
-        run.outputs[node] = output
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
                 "attempt": 0, "duration_s": 0.0, "usage": ZERO_USAGE, "journalled": True, "output": output,
@@ -189,7 +192,6 @@ class Router:
             if run.done:  # the write found the run taken over by another store (see lost)
                 return
         run.record(name, attempt, started, finished, usage, output)
-        run.outputs[name] = output
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
                 "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE, "output": output,
@@ -205,6 +207,8 @@ class Router:
         nxt = self.straight[name]
         if nxt is not None:
             self.visit(run, nxt, output, name)
+        elif name in self.bare_sinks:  # no edge to take: one sink fewer to wait for
+            self.finish_one(run, sink=True)
         else:
             spec = self.specs[name]
             try:
@@ -314,7 +318,8 @@ class Router:
         if not self._claim(run):
             return
         self._journal_end(run, "suspended")
-        outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
+        produced = run.outputs
+        outputs = {s: produced[s] for s in self.sinks if s in produced}
         duration = time.perf_counter() - run.t0
         result = FormationResult(run.id, None, outputs, run, duration, "suspended", {"node": node, "payload": payload})
         future = self._resolved(run)
@@ -485,14 +490,18 @@ class Router:
 
     def complete(self, run: RunState) -> None:
         sink = self.single_sink
+        outputs: dict[str, Any] | None = None  # the one sink's output: FormationResult makes the dict
         if sink is not None:
-            outputs = {sink: run.outputs[sink]} if sink in run.outputs else {}
-            output = outputs.get(sink)
+            output = run.output_of(sink, _NOTHING)
+            if output is _NOTHING:  # the sink was skipped
+                output, outputs = None, {}
         else:
-            outputs = {s: run.outputs[s] for s in self.sinks if s in run.outputs}
+            produced = run.outputs
+            outputs = {s: produced[s] for s in self.sinks if s in produced}
             output = None
         duration = time.perf_counter() - run.t0
-        result = FormationResult(run.id, output, outputs, run, duration)
+        run.seal()
+        result = FormationResult(run.id, output, outputs, run, duration, sink=sink or "")
         if run.trace is not None:  # ended before the caller can see the result
             run.trace.end(usage=result.usage)
         if self.journal is not None:

@@ -1,7 +1,9 @@
 """Per-run bookkeeping shared by the node actors working on one run.
 
 Kept lean on purpose: the success path appends six items per node visit to the flat
-``log`` (its output among them: :attr:`NodeTrace.outputs`) and builds :class:`NodeTrace` objects only when someone reads ``FormationResult.nodes``.
+``log`` (its output among them: :attr:`NodeTrace.outputs`), :meth:`RunState.seal` makes it
+a tuple when the run succeeds, and :class:`NodeTrace` objects are built only when someone
+reads ``FormationResult.nodes``.
 
 Why a run starts with shared empty containers and a shared lock (this module's one
 speed trick, and it stays here): ``submit()`` of many inputs keeps thousands of runs in
@@ -26,7 +28,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from ..core import Usage
 from ..integrations.otel import WorkflowSpan
@@ -70,7 +72,7 @@ class RunState:
 
     __slots__ = (
         "blackboard", "breaks", "cancelled", "done", "dropped", "failures", "future", "handled", "id", "input", "joins",
-        "listeners", "lock", "log", "nested", "order", "outputs", "pending", "remaining", "replay", "skipped", "t0",
+        "listeners", "lock", "log", "nested", "order", "pending", "remaining", "replay", "skipped", "t0",
         "timer", "trace", "visits", "wall0",
     )
 
@@ -92,11 +94,10 @@ class RunState:
         self.done = False
         self.remaining = sinks
         self.pending = 1  # cyclic formations: a guard released once the sources are dispatched
-        self.outputs: dict[str, Any] = {}
         # node, attempt, started, finished, usage, output: six items per successful visit, flat (a
         # list of scalars adds nothing for the collector to count or walk; a tuple per visit
         # did); its own list from the first visit on (record())
-        self.log: list[Any] = _EMPTY_LOG
+        self.log: list[Any] | tuple[Any, ...] = _EMPTY_LOG
         self.listeners = listeners
         self.t0 = time.perf_counter()
         self.wall0 = _wall_offset + self.t0
@@ -140,9 +141,33 @@ class RunState:
     ) -> None:
         """Log a successful visit and its output (safe from any thread)."""
         log = self.log
-        if log is _EMPTY_LOG:
-            log = self.own("log")
+        if isinstance(log, tuple):  # the shared empty log, or a sealed one
+            if log is not _EMPTY_LOG:
+                return  # sealed: the run succeeded before this late visit ended
+            log = cast("list[Any]", self.own("log"))
         log += (node, attempt, started, finished, usage, output)
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """The output of every node's last successful visit so far, by name (a new dict,
+        read from the log: the log is the one record of what succeeded)."""
+        log = self.log[:]  # one snapshot: another thread may log a visit meanwhile
+        return dict(zip(log[::_LOG_STRIDE], log[_LOG_STRIDE - 1::_LOG_STRIDE], strict=True))
+
+    def output_of(self, node: str, default: Any = None) -> Any:
+        """The output of ``node``'s last successful visit, or ``default`` when it has none
+        (read from the end of the log: a run's sink usually finished last)."""
+        log = self.log
+        for i in range(len(log) - _LOG_STRIDE, -1, -_LOG_STRIDE):
+            if log[i] == node:
+                return log[i + _LOG_STRIDE - 1]
+        return default
+
+    def seal(self) -> None:
+        """The run succeeded: its log no longer changes, and is kept as a tuple (a tuple of
+        plain values costs the collector nothing once it has seen it; a finished run's
+        result may be kept long after the run)."""
+        self.log = tuple(self.log)
 
     def wall(self, perf: float) -> float:
         """Wall-clock time of a ``perf_counter`` reading taken during this run."""
