@@ -4,6 +4,7 @@ a run live, and starts, answers, cancels and resumes runs from the page."""
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -246,3 +247,27 @@ def test_clicking_a_run_in_the_list_opens_it(page: Any, server: RunningServer, c
     page.click(f'[data-run-id="{run_id}"]')
     page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')
     assert page.url.endswith(f"#/runs/{run_id}")
+
+
+def test_a_screenshot_of_a_finished_run_is_kept_as_a_test_artefact_outside_the_repository(
+    page: Any, server: RunningServer, client: httpx.Client, tmp_path: Path
+) -> None:
+    # WINGMAN_SCREENSHOT_DIR (set by .ci/run to a folder outside the checkout) keeps it for a person to look at
+    folder = Path(os.environ.get("WINGMAN_SCREENSHOT_DIR") or tmp_path)
+    repository = Path(__file__).resolve().parents[2]
+    assert not folder.resolve().is_relative_to(repository), f"{folder} is inside the repository"
+    fid = create_formation(client, "pictured", "slow", "shout")
+    open_formation(page, server, fid)
+    start_run(page, "a run to look at")
+    page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')
+    page.click('[data-node="shout"]')
+    page.locator(".details").get_by_text("A RUN TO LOOK AT", exact=True).wait_for()
+    folder.mkdir(parents=True, exist_ok=True)
+    shot = folder / "viewer-run.png"
+    page.set_viewport_size({"width": 1280, "height": 800})
+    data = page.screenshot(full_page=True)  # written here: with path=, Playwright starts an executor thread
+    shot.write_bytes(data)
+    print(f"\nviewer screenshot: {shot}")
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width == 1280 and height >= 800, (width, height)
