@@ -325,3 +325,17 @@ def test_a_run_answered_has_its_record_and_its_journal_committed_with_its_outcom
         assert (record, journalled) == ("succeeded", "succeeded")
     with RunStore(server.config.database, recover=False) as journal:
         assert journal.load(ids[-1]).visits == {"clean": {1: "run 19"}, "shout": {1: "RUN 19"}}
+
+
+def test_the_answers_of_run_and_resume_are_the_json_of_the_run_record(client: httpx.Client) -> None:
+    # both routes answer pre-encoded JSON: it must be what FastAPI's response model gave
+    fid = formation(client, "clean", "ask", name="same-json")
+    run = client.post(f"/formations/{fid}/run", json={"input": " é\u2028 "})
+    assert run.status_code == 200, run.text
+    assert run.headers["content-type"] == "application/json"
+    run_id = run.json()["id"]
+    assert run.json() == client.get(f"/runs/{run_id}").json()
+    resumed = client.post(f"/runs/{run_id}/resume", json={"answer": "yes"})
+    assert resumed.status_code == 200, resumed.text
+    assert resumed.headers["content-type"] == "application/json"
+    assert resumed.json() == client.get(f"/runs/{run_id}").json()

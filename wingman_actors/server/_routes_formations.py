@@ -8,14 +8,14 @@ import time
 from collections.abc import Iterator
 from functools import partial
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from ..formation.events import FormationEvent, FormationEventType
 from ._context import ServerContext
 from ._convert import jsonable
 from ._declaration import FormationDecl
-from ._deps import Ctx
+from ._deps import Ctx, context_of, json_response
 from ._errors import ApiError
 from ._flights import flight, outcome
 from ._nesting import agent_ids, build_nested, declaration_of, load_nested, nested_in, nesting_users
@@ -146,15 +146,17 @@ def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: 
             return outcome(current, future, timeout, formation.entry)
 
 
-@router.post("/formations/{id}/run", tags=["formations"], summary="Run a formation and wait for its result")
-async def run(id: str, body: FormationRunIn, ctx: Ctx) -> RunOut:
+@router.post("/formations/{id}/run", tags=["formations"], summary="Run a formation and wait for its result",
+             response_model=RunOut)
+async def run(id: str, body: FormationRunIn, request: Request) -> Response:
     """``{"input": ..., "timeout": seconds?}`` → the recorded run (status, outputs, node
     traces); ``status`` is ``suspended`` (with ``interrupt``) when a node called
     ``interrupt()``: answer it with ``POST /runs/{id}/resume``. A failed run answers 502/504
     (provider failure or timeout, with ``kind``) or 500 (``kind`` = ``runtime``), a run
     cancelled meanwhile 409 (``kind`` = ``cancelled``), each with ``run_id`` to read its record."""
+    ctx = context_of(request)
     deadline = time.monotonic() + ctx.config.request_timeout
-    return await ctx.pool.run(_run_formation, ctx, id, body, deadline)
+    return json_response(await ctx.pool.run(_run_formation, ctx, id, body, deadline))
 
 
 class _Stop:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 import time
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from ..store import FormationMismatchError, RunNotResumableError, UnknownRunError
 from ._context import ServerContext
-from ._deps import Ctx
+from ._deps import Ctx, context_of, json_response
 from ._errors import ApiError
 from ._flights import Flight, flight, outcome, settle_wait
 from ._recovery import refreshed
@@ -179,13 +179,15 @@ def _resume(ctx: ServerContext, id: str, body: RunResumeIn, deadline: float) -> 
             return outcome(current, future, timeout, formation.entry)
 
 
-@router.post("/runs/{id}/resume", tags=["runs"], summary="Resume a suspended, failed, cancelled or interrupted run")
-async def resume(id: str, body: RunResumeIn, ctx: Ctx) -> RunOut:
+@router.post("/runs/{id}/resume", tags=["runs"], summary="Resume a suspended, failed, cancelled or interrupted run",
+             response_model=RunOut)
+async def resume(id: str, body: RunResumeIn, request: Request) -> Response:
     """``{"answer": ..., "timeout": seconds?}`` (both optional) → the run, continued and
     waited for as ``POST /formations/{id}/run`` does. Node visits already journalled are not
     run again; a suspended run's pending ``interrupt()`` returns ``answer``. 400 for an
     ``answer`` to a run with no pending interrupt; 404 for an unknown run; 409 when it
     cannot be resumed (``kind``: its status, ``mismatch`` when its formation changed shape,
     ``formation_deleted``, ``not_journalled``, ``fleet``); a resumed run that fails answers as a run does (500/502/504)."""
+    ctx = context_of(request)
     deadline = time.monotonic() + ctx.config.request_timeout
-    return await ctx.pool.run(_resume, ctx, id, body, deadline)
+    return json_response(await ctx.pool.run(_resume, ctx, id, body, deadline))
