@@ -39,10 +39,12 @@ def test_an_async_function_node_is_awaited_on_each_backend(backend: str) -> None
 
 def test_a_timeout_cancels_an_async_function_node_on_each_backend(backend: str, tmp_path: Path) -> None:
     marker = tmp_path / "unwound"
+    began = tmp_path / "began"
 
     async def stuck(x: int) -> int:
         if x == 0:
             return x  # the warm-up: the node's (Ray) actor is up before the timed attempt
+        began.write_text("yes")
         try:
             await asyncio.sleep(30)
         finally:
@@ -61,7 +63,8 @@ def test_a_timeout_cancels_an_async_function_node_on_each_backend(backend: str, 
         deadline = time.monotonic() + 10
         while not (marker.exists() and marker.read_text() == "yes") and time.monotonic() < deadline:
             time.sleep(0.02)  # written by the node's process (a Ray worker's, on Ray)
-        assert marker.read_text() == "yes"
+        # on a loaded machine the input may reach the Ray actor after the interrupt: it never runs
+        assert marker.exists() or not began.exists(), "the coroutine began and was not cancelled"
 
 
 def test_a_retry_of_a_map_node_reruns_only_the_failed_items_on_each_backend(backend: str, tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ unless one is already initialised in this process), ``num_cpus`` (of a local Ray
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
@@ -112,6 +113,7 @@ class RayNode(ThreadNode):
             "notify_start": bool(recipe.kwargs.get("notify_start")),
         })
         self.stale: set[int] = set()  # replicas whose Ray actor is restarting
+        self.keys = itertools.count(1)  # the keys of interruptible attempts (see NodeHost.interrupt)
         self.key = backend.channel_key
         self.direct = backend.direct  # whether proxies reach their actors over a channel
         self.endpoints: dict[int, tuple[str, int] | None] = {}  # replica -> its actor's channel address

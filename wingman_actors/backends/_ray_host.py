@@ -21,7 +21,9 @@ from typing import Any
 
 from .._interrupts import RunSuspended, VisitScope
 from ..actors._envelope import Work
+from ..actors._function import AsyncFunctionActor
 from ..core import StreamEvent, Usage
+from ..errors import AgentError, ErrorKind
 from ._ray_channel import ChannelServer
 from ._ray_hooks import open_call
 from ._ray_wire import AgentEvent, Call, Done, Failed, ItemDone, ModelReply, Process, Suspended, VisitTicket
@@ -29,6 +31,8 @@ from ._ray_wire import AgentEvent, Call, Done, Failed, ItemDone, ModelReply, Pro
 __all__ = ["NodeHost", "ProviderRecipe", "portable"]
 
 log = logging.getLogger("wingman_actors.backends")
+
+_EARLY = 64  # interrupts kept for attempts that have not arrived (the oldest dropped first)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +143,16 @@ class NodeHost:
         self.observer = _LocalObserver()
         self.node = cls(*(built(a) for a in args), observer=self.observer, **kwargs)
         self.node.on_start()  # a fleet's pool; nothing for the others
+        # An interruptible node's attempts come with keys, and an interrupt names the
+        # attempt it is for (see :meth:`interrupt`): one that arrives before its attempt
+        # (the interrupt is a Ray call, the input travels over the channel) is kept here.
+        self._lock = threading.Lock()
+        self._live: set[int] = set()  # the keys of the attempts on the node
+        self._early: dict[int, str] = {}  # key -> reason: interrupts that came before their attempt
+        # An async function awaits one attempt at a time (its loop has one slot): a late
+        # attempt of a replaced proxy waits for the one in progress (and is dropped when
+        # its own interrupt came meanwhile) instead of taking that slot.
+        self._one = threading.Lock() if isinstance(self.node, AsyncFunctionActor) else None
         self.channel: ChannelServer | None = None
         if channel_key is not None:
             try:
@@ -153,7 +167,7 @@ class NodeHost:
     def serve(self, request: Process | Call) -> Iterator[Any]:
         """The messages answering one request of the direct channel (see :mod:`._ray_wire`)."""
         if type(request) is Process:
-            output, usage = self.process(request.payload, request.sender, request.timeout)
+            output, usage = self.process(request.payload, request.sender, request.timeout, request.key)
             yield Done(output, usage)
         elif type(request) is Call:
             yield from self.call(request)
@@ -163,12 +177,52 @@ class NodeHost:
     def _work(self, payload: Any, sender: str) -> Work:
         return Work(0, "", sender, payload, time.time(), self.node.name)
 
-    def process(self, payload: Any, sender: str, timeout: float | None) -> tuple[Any, Usage | None]:
+    def _enter(self, key: int, work: Work) -> None:
+        """Attempt ``key`` starts on the node, or raises the cancellation its interrupt,
+        which came first, asked for."""
+        one = self._one
+        if one is not None:
+            one.acquire()
+        with self._lock:
+            reason = self._early.pop(key, None)
+            if reason is None:
+                self._live.add(key)
+                if one is not None:
+                    self.node.current = work  # what the node's interrupt() cancels
+                return
+        if one is not None:
+            one.release()
+        raise AgentError(f"node {self.node.name!r} was cancelled before its attempt began: {reason}",
+                         kind=ErrorKind.CANCELLED)
+
+    def _leave(self, key: int) -> None:
+        """Attempt ``key`` has ended on the node."""
+        one = self._one
+        with self._lock:
+            self._live.discard(key)
+            if one is not None:
+                self.node.current = None
+        if one is not None:
+            one.release()
+
+    def process(
+        self, payload: Any, sender: str, timeout: float | None, key: int | None = None,
+    ) -> tuple[Any, Usage | None]:
         """Process one input; returns ``(output, usage)`` or raises what the node raised
-        (the fast path: no store, no fleet, no listener)."""
+        (the fast path: no store, no fleet, no listener). ``key`` names the attempt (an
+        interruptible node's: see :meth:`interrupt`)."""
         self.observer.timeout = timeout
         self.observer.events = self.observer.out = None
-        result: tuple[Any, Usage | None] = self.node.process(self._work(payload, sender))
+        work = self._work(payload, sender)
+        result: tuple[Any, Usage | None]
+        if key is None:
+            result = self.node.process(work)
+            return result
+        self._enter(key, work)
+        try:
+            result = self.node.process(work)
+        finally:
+            self._leave(key)
         return result
 
     def call(self, call: Call) -> Iterator[Any]:
@@ -194,10 +248,17 @@ class NodeHost:
                                lambda response: out.put(ModelReply(response)), list(ticket.replies))
             work.scope = scope
         node = self.node
+        key = call.key
 
         def body() -> None:
             try:
-                output, usage = node.process(work) if scope is None else scope.run(node.process, work)
+                if key is not None:
+                    self._enter(key, work)
+                try:
+                    output, usage = node.process(work) if scope is None else scope.run(node.process, work)
+                finally:
+                    if key is not None:
+                        self._leave(key)
                 out.put(Done(output, usage))
             except RunSuspended as signal:
                 signal.scope.journal_replies()  # the suspending attempt's model responses, to the driver
@@ -234,9 +295,27 @@ class NodeHost:
             return None
         return provider.calls, list(provider.requests)
 
-    def interrupt(self, reason: str) -> None:
-        """Stop the agent or fleet work in progress at its next boundary."""
-        self.node.interrupt(reason)
+    def interrupt(self, reason: str, key: int | None = None) -> None:
+        """Stop the agent or fleet work in progress at its next boundary, or cancel the
+        async function's coroutine.
+
+        Args:
+            reason: why (the cancelled attempt's error names it).
+            key: the attempt it is for (None: whatever is in progress). An attempt that
+                has not arrived yet is cancelled as soon as it does (before the node
+                sees it); one that has ended is not touched, nor is any other attempt.
+        """
+        if key is None:
+            self.node.interrupt(reason)
+            return
+        with self._lock:  # held: the attempt cannot end and another begin meanwhile
+            if key in self._live:
+                self.node.interrupt(reason)
+                return
+            early = self._early
+            early[key] = reason  # for an attempt that ended already: never matched (keys are not reused)
+            if len(early) > _EARLY:
+                del early[next(iter(early))]
 
     def ping(self) -> int:
         """The process id (tests kill it to see the node restarted)."""

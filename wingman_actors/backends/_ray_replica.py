@@ -60,6 +60,7 @@ class RayReplica(NodeActor):
         self.agent = agent  # an agent or a fleet: interruptible
         self.fleet = fleet
         self._channel: Channel | None = None
+        self._key: int | None = None  # the attempt in progress (an interruptible node's), named by interrupt()
 
     @property
     def interruptible(self) -> bool:
@@ -67,7 +68,7 @@ class RayReplica(NodeActor):
 
     def interrupt(self, reason: str = "the formation is stopping") -> None:
         if self.agent:
-            self.node.handles[self.replica].interrupt.remote(reason)
+            self.node.handles[self.replica].interrupt.remote(reason, self._key)
 
     def on_stop(self) -> None:
         self._drop_channel()
@@ -116,24 +117,25 @@ class RayReplica(NodeActor):
         events = self.agent and observer is not None and observer.wants_events(env)
         hooks = node.hook_kinds() if node.hooks else None
         fast = env.scope is None and not events and not self.fleet and not hooks
+        key = self._key = next(node.keys) if self.agent else None  # before sending: interrupt() names it
         try:
             channel = self._connected()
             timeout = self._timeout(env)
             if channel is not None:
                 if fast:
-                    done = next(channel.exchange(Process(env.payload, env.sender, timeout)))
+                    done = next(channel.exchange(Process(env.payload, env.sender, timeout, key)))
                     return done.output, done.usage
-                return self._call(channel.exchange, env, timeout, events, hooks)
+                return self._call(channel.exchange, env, timeout, events, hooks, key)
             handle = node.handles[self.replica]
             if fast:
-                output, usage = ray.get(handle.process.remote(env.payload, env.sender, timeout))
+                output, usage = ray.get(handle.process.remote(env.payload, env.sender, timeout, key))
                 return output, usage
 
             def by_ray(call: Call) -> Iterator[Any]:
                 for ref in handle.call.options(num_returns="streaming").remote(call):
                     yield ray.get(ref)
 
-            return self._call(by_ray, env, timeout, events, hooks)
+            return self._call(by_ray, env, timeout, events, hooks, key)
         except ChannelLost as exc:
             self._drop_channel()
             node.lost(self.replica)  # Ray restarts it: the next call waits for that
@@ -144,7 +146,8 @@ class RayReplica(NodeActor):
             raise _unwrap(ray, exc) from None
 
     def _call(self, send: Callable[[Call], Iterator[Any]], env: Work, timeout: float | None,
-              events: bool, hooks: dict[str, frozenset[str]] | None = None) -> tuple[Any, Usage | None]:
+              events: bool, hooks: dict[str, frozenset[str]] | None = None,
+              key: int | None = None) -> tuple[Any, Usage | None]:
         """The call path (see :mod:`._ray_wire`): apply the actor's messages as they come,
         journalling each delta of a journalled run here, in the driver."""
         observer = self.observer
@@ -168,7 +171,7 @@ class RayReplica(NodeActor):
                 item_scopes[index] = found
             return found
 
-        call = Call(env.payload, env.sender, timeout, events, ticket, None if memo is None else dict(memo), hooks)
+        call = Call(env.payload, env.sender, timeout, events, ticket, None if memo is None else dict(memo), hooks, key)
         for msg in send(call):  # the node's error, or a lost actor, is raised from here
             kind = type(msg)
             if kind is Done:
@@ -202,7 +205,7 @@ class RayReplica(NodeActor):
                 # actor's work, and drop the channel (the rest of the answer is unread)
                 self._drop_channel()
                 if self.agent:
-                    self.node.handles[self.replica].interrupt.remote("the attempt failed in the driver")
+                    self.node.handles[self.replica].interrupt.remote("the attempt failed in the driver", key)
                 raise
         raise RuntimeError(f"node {self.name!r}: the Ray actor's stream ended without a result")
 

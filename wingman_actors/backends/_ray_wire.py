@@ -50,11 +50,13 @@ class VisitTicket:
 @dataclass(frozen=True, slots=True)
 class Process:
     """One attempt on the fast path (no store, no fleet, no listener): the node's input,
-    its sender, and the attempt's time limit."""
+    its sender, the attempt's time limit, and the attempt's key (an interruptible node's:
+    an interrupt names the attempt it is for; None otherwise)."""
 
     payload: Any
     sender: str
     timeout: float | None
+    key: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +72,8 @@ class Call:
         memo: a fleet's items finished by earlier attempts (index -> output): not run again.
         hooks: the kinds of event the driver's buses want (bus token -> kinds), sent
             back as :class:`HookEvent` (see :mod:`._ray_hooks`); None: none.
+        key: the attempt's key (an interruptible node's: an interrupt names the
+            attempt it is for); None otherwise.
     """
 
     payload: Any
@@ -79,6 +83,7 @@ class Call:
     ticket: VisitTicket | None = None
     memo: dict[int, Any] | None = None
     hooks: dict[str, frozenset[str]] | None = None
+    key: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
