@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ._errors import StoreError, UnknownRunError
+from ._listeners import Listeners
 from ._ops import Claim
 from ._writer import Op, Writer
 
@@ -87,26 +87,18 @@ class CancelWatch:
             kept by the store; no look while it is empty.
     """
 
-    __slots__ = ("_failing", "_listeners", "_lock", "due", "mine", "owner")
+    __slots__ = ("_failing", "due", "listeners", "mine", "owner")
 
     def __init__(self, owner: int, mine: set[str]) -> None:
         self.owner = owner
         self.mine = mine
         self.due = 0.0  # when (time.monotonic()) to look next
-        self._listeners: tuple[CancelListener, ...] = ()
-        self._lock = threading.Lock()
+        self.listeners: Listeners[str] = Listeners("cancel requests")
         self._failing = False
 
     def subscribe(self, listener: CancelListener) -> Callable[[], None]:
         """Tell ``listener`` of every request found from now on; returns the unsubscribe call."""
-        with self._lock:
-            self._listeners = (*self._listeners, listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                self._listeners = tuple(x for x in self._listeners if x is not listener)
-
-        return unsubscribe
+        return self.listeners.subscribe(listener)
 
     def started(self, run_id: str, writer: Writer) -> None:
         """``run_id`` is running in this store now (begun or claimed): it may be asked to
@@ -118,14 +110,14 @@ class CancelWatch:
 
     def wait(self) -> float | None:
         """Seconds until the next look (<= 0: due), or None while none is needed."""
-        if not self._listeners or not self.mine:
+        if not self.listeners.all or not self.mine:
             return None
         return self.due - time.monotonic()
 
     def __call__(self, conn: Any, begin: str, errors: tuple[type[BaseException], ...]) -> None:
         """Look, if a look is due (on the writer thread, the write lock held, outside a batch)."""
         now = time.monotonic()
-        if now < self.due or not self._listeners or not self.mine:
+        if now < self.due or not self.listeners.all or not self.mine:
             return
         self.due = now + CHECK_S
         try:
@@ -147,15 +139,4 @@ class CancelWatch:
             self._failing = True
             return
         self._failing = False
-        if found:
-            threading.Thread(target=self._tell, args=(self._listeners, found), name="wingman-store-cancel",
-                             daemon=True).start()
-
-    @staticmethod
-    def _tell(listeners: tuple[CancelListener, ...], found: list[str]) -> None:
-        for run_id in found:
-            for listener in listeners:
-                try:
-                    listener(run_id)
-                except Exception:
-                    _log.exception("run store: a listener of cancel requests failed on run %s", run_id)
+        self.listeners.tell(found, thread="wingman-store-cancel")

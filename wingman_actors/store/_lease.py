@@ -27,6 +27,7 @@ from typing import Any
 import psycopg
 
 from ._errors import RunTakenOverError, StoreError
+from ._listeners import Listeners
 from ._owner import ProcessIdentity
 from ._pg_schema import NOW, PgConnection
 
@@ -50,26 +51,19 @@ class Ownership:
         fresh_until: until when (``time.monotonic()``) the lease is known to hold.
     """
 
-    __slots__ = ("_listeners", "_lock", "fresh_until", "lost", "mine", "path")
+    __slots__ = ("_lock", "fresh_until", "listeners", "lost", "mine", "path")
 
     def __init__(self, path: str, seconds: float) -> None:
         self.path = path
         self.mine: set[str] = set()
         self.lost: dict[str, RunTakenOverError] = {}
         self.fresh_until = time.monotonic() + seconds
-        self._listeners: tuple[LostListener, ...] = ()
+        self.listeners: Listeners[RunTakenOverError] = Listeners("lost runs")
         self._lock = threading.Lock()
 
     def subscribe(self, listener: LostListener) -> Callable[[], None]:
         """Tell ``listener`` of every run lost from now on; returns the unsubscribe call."""
-        with self._lock:
-            self._listeners = (*self._listeners, listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                self._listeners = tuple(x for x in self._listeners if x is not listener)
-
-        return unsubscribe
+        return self.listeners.subscribe(listener)
 
     def claimed(self, run_id: str) -> None:
         """The store began or claimed ``run_id``: it is running it."""
@@ -88,21 +82,7 @@ class Ownership:
     def tell(self, error: RunTakenOverError, *, thread: bool = False) -> None:
         """Tell the listeners that ``error.run_id`` was lost (on a short-lived thread of its
         own with ``thread``: the writer thread must not run a formation's ending)."""
-        listeners = self._listeners
-        if not listeners:
-            return
-        if thread:
-            threading.Thread(target=self._tell, args=(listeners, error), name="wingman-store-lost", daemon=True).start()
-        else:
-            self._tell(listeners, error)
-
-    @staticmethod
-    def _tell(listeners: tuple[LostListener, ...], error: RunTakenOverError) -> None:
-        for listener in listeners:
-            try:
-                listener(error)
-            except Exception:
-                _log.exception("run store: a listener of lost runs failed on run %s", error.run_id)
+        self.listeners.tell([error], thread="wingman-store-lost" if thread else None)
 
     def refused(self, error: BaseException) -> None:
         """The writer's hook: a write of a run the store no longer owns was refused."""
