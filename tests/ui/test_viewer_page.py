@@ -271,3 +271,12 @@ def test_a_screenshot_of_a_finished_run_is_kept_as_a_test_artefact_outside_the_r
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert width == 1280 and height >= 800, (width, height)
+
+
+def test_a_visit_shorter_than_a_millisecond_shows_as_under_one_not_zero(page: Any, server: RunningServer) -> None:
+    page.goto(f"{server.url}/ui/")
+    shown = page.evaluate("""async () => {
+        const { seconds } = await import("./assets/view.js");
+        return [0, 0.0002, 0.0006, 0.25, 1.5].map(seconds);
+    }""")
+    assert shown == ["0 ms", "< 1 ms", "1 ms", "250 ms", "1.50 s"]

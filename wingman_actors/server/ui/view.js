@@ -18,6 +18,7 @@ export const Pre = ({ value }) => html`<pre class="value">${show(value)}</pre>`;
 
 export function seconds(s) {
   if (s === null || s === undefined) return "";
+  if (s > 0 && s < 0.0005) return "< 1 ms"; // a visit that took time, not none
   return s < 1 ? `${Math.round(s * 1000)} ms` : `${s.toFixed(2)} s`;
 }
 
