@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -130,6 +131,35 @@ def test_bench_json_has_machine_and_scenario_fields(capsys: pytest.CaptureFixtur
     for s in doc["scenarios"]:
         assert {"name", "value", "unit", "target", "meets"} <= set(s)
         assert isinstance(s["meets"], bool) and s["value"] > 0
+
+
+def test_each_scenario_is_measured_in_an_interpreter_of_its_own() -> None:
+    from wingman_actors._bench._child import measure_in_child
+
+    pid, measurement = measure_in_child("hop_latency", True)
+    assert pid != os.getpid()
+    assert measurement.name == "hop_latency" and measurement.value > 0 and measurement.baseline
+
+
+def test_a_scenario_that_fails_in_its_process_is_named_in_the_error(capfd: pytest.CaptureFixture[str]) -> None:
+    from wingman_actors._bench._child import measure_in_child
+
+    with pytest.raises(RuntimeError, match=r"bench scenario 'warp_speed' failed in its process \(exit code 1"):
+        measure_in_child("warp_speed", True)
+    assert "KeyError: 'warp_speed'" in capfd.readouterr().err  # the child's traceback passed through
+
+
+def test_bench_in_process_runs_the_scenarios_in_this_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wingman_actors._bench import Measurement
+
+    here = Measurement("hop_latency", 12345.0, "µs p50", "p50 <= 1.5 x raw Pykka ask; p99 <= 1 ms", False)
+    monkeypatch.setitem(SCENARIOS, "hop_latency", lambda quick: here)  # only this process sees it
+    assert main(["bench", "--quick", "--json", "--in-process", "--scenario", "hop_latency"]) == 0
+    assert [s["value"] for s in json.loads(capsys.readouterr().out)["scenarios"]] == [12345.0]
+    assert main(["bench", "--quick", "--json", "--scenario", "hop_latency"]) == 0  # a fresh interpreter measures
+    assert [s["value"] for s in json.loads(capsys.readouterr().out)["scenarios"]] != [12345.0]
 
 
 def test_bench_refuses_an_unknown_scenario(capsys: pytest.CaptureFixture[str]) -> None:

@@ -56,7 +56,7 @@ def _run(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"running {name}...", file=sys.stderr, flush=True)
 
-    results = run_scenarios(names, quick=args.quick, progress=progress)
+    results = run_scenarios(names, quick=args.quick, progress=progress, in_process=args.in_process)
     if args.json:
         doc = {"machine": machine_facts(), "quick": args.quick,
                "scenarios": [r.to_dict() for r in results]}
@@ -113,12 +113,15 @@ def add_bench_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "bench",
         help="measure the runtime against its targets (scripted model latency, same-run baselines)",
-        description="Run the benchmark scenarios. Each measures itself and its baseline in the same "
-        "process over several repetitions and reports the median.",
+        description="Run the benchmark scenarios. Each runs in a fresh interpreter and measures itself "
+        "and its baseline in that process over several repetitions, and reports the median.",
     )
     p.add_argument("--quick", action="store_true", help="smaller sizes and fewer repetitions (seconds, not minutes)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--scenario", action="append", metavar="NAME", help="run only this scenario (repeatable)")
+    p.add_argument("--in-process", action="store_true",
+                   help="run every scenario in this process (default: each in a fresh interpreter, so one "
+                        "scenario's imports and garbage do not weigh on the next; this one is for a profiler)")
     p.add_argument("--postgres", metavar="URL",
                    help="the PostgreSQL server of the PostgreSQL scenarios (default: a throwaway one when "
                         "PostgreSQL's binaries are installed, else they are skipped)")

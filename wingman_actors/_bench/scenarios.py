@@ -583,15 +583,19 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
 
 
 def run_scenarios(names: list[str] | None = None, *, quick: bool = False,
-                  progress: Callable[[str], None] | None = None) -> list[Measurement]:
-    """Run the named scenarios (all when None), in order."""
+                  progress: Callable[[str], None] | None = None, in_process: bool = False) -> list[Measurement]:
+    """Run the named scenarios (all when None), in order, each in an interpreter of its own
+    (see :mod:`._child`) unless ``in_process``: one scenario's imports (Ray, LangGraph,
+    psycopg...), threads and garbage then never weigh on the next one's numbers."""
     chosen = names or list(SCENARIOS)
     unknown = [n for n in chosen if n not in SCENARIOS]
     if unknown:
         raise ValueError(f"unknown scenario(s) {unknown}; scenarios: {', '.join(SCENARIOS)}")
+    from ._child import measure_in_child
+
     out = []
     for name in chosen:
         if progress is not None:
             progress(name)
-        out.append(SCENARIOS[name](quick))
+        out.append(SCENARIOS[name](quick) if in_process else measure_in_child(name, quick)[1])
     return out
