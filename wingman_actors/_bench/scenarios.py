@@ -585,14 +585,12 @@ SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
 def run_scenarios(names: list[str] | None = None, *, quick: bool = False,
                   progress: Callable[[str], None] | None = None, in_process: bool = False) -> list[Measurement]:
     """Run the named scenarios (all when None), in order, each in an interpreter of its own
-    (see :mod:`._child`) unless ``in_process``: one scenario's imports (Ray, LangGraph,
-    psycopg...), threads and garbage then never weigh on the next one's numbers."""
+    unless ``in_process`` (see :mod:`._child` for why)."""
     chosen = names or list(SCENARIOS)
     unknown = [n for n in chosen if n not in SCENARIOS]
     if unknown:
         raise ValueError(f"unknown scenario(s) {unknown}; scenarios: {', '.join(SCENARIOS)}")
     from ._child import measure_in_child
-
     out = []
     for name in chosen:
         if progress is not None:
