@@ -18,7 +18,7 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from .errors import UsageError
+from .errors import UsageError, unknown_run
 
 if TYPE_CHECKING:
     from ..store import RunJournal, RunStore
@@ -53,8 +53,7 @@ def show_command(args: argparse.Namespace) -> int:
         with RunStore(choice.target) as store:
             document = run_document(store, args.run_id)
     except UnknownRunError as exc:
-        listing = shlex.join(["wingman-actors", "runs", *choice.flag])
-        raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
+        raise unknown_run(exc, choice.flag) from exc
     except StoreError as exc:
         raise UsageError(f"cannot read the run store {choice.target}: {exc}") from exc
     if getattr(args, "json", False):
