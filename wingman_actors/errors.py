@@ -19,6 +19,8 @@ classes live here unless a module is named in brackets::
     │                           ``otherwise`` edge (node, a preview of its output)
     ├── NestedRunError          the inner run of a formation node failed; the outer node's
     │                           attempt fails with it [formation._nesting]
+    ├── ForkPointError          a fork's ``at`` names no node, or a visit the run never made
+    │                           [formation._fork] (also a ValueError)
     ├── NodeTimeoutError        a node attempt ran past its ``timeout`` (retryable; the cause
     │                           of the FormationRuntimeError when retries are spent)
     ├── PayloadError            a payload does not fit the node that received it (never retried)

@@ -48,3 +48,17 @@ def test_resume_of_an_unknown_run_is_a_usage_error(path: Path, capsys: pytest.Ca
     Formation("x").add_function("a", lambda x: x).run(1, store=path)
     assert main(["resume", "no-such-run", "--store", str(path)]) == 2
     assert "runs --store" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ["resume", "no-such-run"], ["runs", "show", "no-such-run"], ["runs", "history", "no-such-run"],
+    ["runs", "cancel", "no-such-run"], ["fork", "no-such-run", "--at", "a", "--output", "1"],
+])
+def test_an_unknown_run_is_named_once_with_the_command_that_lists_the_runs(
+    command: list[str], path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Formation("x").add_function("a", lambda x: x).run(1, store=path)
+    assert main([*command, "--store", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"wingman-actors: error: no run 'no-such-run' in the run store {path}; "
+                   f"list its runs with: wingman-actors runs --store {path}")

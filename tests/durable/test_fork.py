@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from wingman_actors import Formation
+from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.store import RunStore
 
 calls: collections.Counter[str] = collections.Counter()
@@ -96,6 +97,41 @@ def test_bad_forks_are_refused_naming_the_fix(path: str) -> None:
         with pytest.raises(ValueError, match=r"at must be a node name, or \(node, visit\)"):
             f.fork(run_id, store=store, at=("b", 0), output=1)
         assert [r.id for r in store.runs()] == [run_id]
+
+
+def test_a_fork_at_a_visit_the_run_never_made_is_refused_naming_the_visits_it_made(path: str) -> None:
+    f = chain()
+    with RunStore(path) as store:
+        run_id = f.run(0, store=store).run_id
+        with pytest.raises(ValueError, match=r"run .* never made visit 2 of node 'b' \(it made 1\)"):
+            f.fork(run_id, store=store, at=("b", 2), output=1)
+        with pytest.raises(ValueError, match=r"never made visit 5 of node 'c'"):
+            f.fork(run_id, store=store, at=("c", 5), input=1)
+        assert [r.id for r in store.runs()] == [run_id]
+
+
+def test_a_fork_at_a_node_a_finished_run_never_reached_is_refused(path: str) -> None:
+    f = (Formation("route").add_function("s", lambda x: x).add_function("i", lambda x: ("int", x))
+         .add_function("o", lambda x: ("other", x)).connect("s", "i", when=int).connect("s", "o", otherwise=True))
+    with RunStore(path) as store:
+        run_id = f.run(1, store=store).run_id
+        with pytest.raises(ValueError, match=r"never made visit 1 of node 'o' \(it made none\)"):
+            f.fork(run_id, store=store, at="o", output="x")
+        assert [r.id for r in store.runs()] == [run_id]
+
+
+def test_a_fork_of_a_failed_run_at_the_node_that_failed_gives_it_an_output(path: str) -> None:
+    def broken(x: int) -> int:
+        raise RuntimeError("down")
+
+    f = (Formation("mend").add_function("a", lambda x: x + 1).add_function("b", broken)
+         .add_function("c", lambda x: x * 2).connect("a", "b").connect("b", "c"))
+    with RunStore(path) as store:
+        with pytest.raises(FormationRuntimeError):
+            f.run(1, store=store)
+        (failed,) = store.runs()
+        forked = f.fork(failed.id, store=store, at="b", output=10)
+        assert store.get(forked).status == "succeeded" and store.load(forked).visits["c"] == {1: 20}
 
 
 def test_history_shows_a_visit_waiting_at_an_interrupt_as_suspended(location: str) -> None:

@@ -69,7 +69,7 @@ def test_runs_show_table_lists_every_node_with_outputs_cut_to_one_line(
     assert row.split()[:3] == ["fetch", "succeeded", "1"] and row.endswith("…") and len(row) < 140
 
 
-def test_runs_show_of_a_quick_clean_success_has_outputs_and_one_attempt_but_no_timings(
+def test_runs_show_of_a_quick_clean_success_has_outputs_one_attempt_and_no_tokens(
     path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from wingman_actors.formation import _trace_journal
@@ -78,7 +78,27 @@ def test_runs_show_of_a_quick_clean_success_has_outputs_and_one_attempt_but_no_t
     monkeypatch.setattr(_trace_journal, "QUICK_S", 60.0)
     f = Formation("quick").add_function("a", str.upper).add_function("b", len).connect("a", "b")
     node = show(path, f.run("x", store=path).run_id, capsys)["nodes"]["a"]
-    assert (node["status"], node["attempts"], node["output"], node["duration_s"]) == ("succeeded", 1, "X", None)
+    assert (node["status"], node["attempts"], node["output"]) == ("succeeded", 1, "X")
+    assert node["usage"] == {"input_tokens": 0, "output_tokens": 0}  # a run that used tokens journals its traces
+
+
+def test_runs_show_of_a_quick_clean_success_times_each_node_by_its_journalled_visits(
+    path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wingman_actors.formation import _trace_journal
+    from wingman_actors.store import RunStore
+
+    monkeypatch.setattr(_trace_journal, "QUICK_S", 60.0)  # no node traces journalled, however slow the machine
+    f = Formation("quick").add_function("a", str.upper).add_function("b", len).connect("a", "b")
+    run_id = f.run("x", store=path).run_id
+    with RunStore(path) as store:
+        visits = {v.node: v for v in store.history(run_id)}
+    nodes = show(path, run_id, capsys)["nodes"]
+    for name, visit in visits.items():
+        assert visit.started is not None and visit.finished is not None
+        node = nodes[name]
+        assert node["started_at"] == visit.started.timestamp() and node["finished_at"] == visit.finished.timestamp()
+        assert node["duration_s"] == (visit.finished - visit.started).total_seconds()
 
 
 def test_runs_show_names_a_failed_nodes_error(path: Path, capsys: pytest.CaptureFixture[str]) -> None:

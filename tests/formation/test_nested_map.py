@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from wingman_actors import Formation
-from wingman_actors.errors import FleetItemsError, FormationRuntimeError, FormationSetupError
+from wingman_actors.errors import FleetItemsError, FormationRuntimeError, FormationSetupError, MapItemsError
 from wingman_actors.formation import to_mermaid
 from wingman_actors.formation.events import FormationEvent, FormationEventType
 
@@ -89,6 +89,19 @@ def test_a_failing_item_fails_the_node_naming_the_item() -> None:
     error = caught.value.__cause__
     assert isinstance(error, FleetItemsError) and list(error.errors) == [2]
     assert "not two" in str(error)
+
+
+def test_a_failing_item_fails_the_node_with_a_map_items_error_naming_the_map_node() -> None:
+    def picky(x: int) -> int:
+        if x == 1:
+            raise ValueError("not one")
+        return x
+
+    with pytest.raises(FormationRuntimeError) as caught:
+        Formation("outer").add_map("each", formation=per_item(picky)).run([0, 1])
+    error = caught.value.__cause__
+    assert isinstance(error, MapItemsError) and (error.node, error.total, list(error.errors)) == ("each", 2, [1])
+    assert str(error).startswith("map node 'each': 1 of 2 item(s) failed; first: item 1: NestedRunError: ")
 
 
 def test_a_retry_reruns_only_the_items_that_failed() -> None:

@@ -96,6 +96,14 @@ def test_a_fork_at_an_unknown_node_is_a_400_naming_the_nodes(client: httpx.Clien
                                       "'counted', 'shout'")
 
 
+def test_a_fork_at_a_visit_the_run_never_made_is_a_400_on_at(client: httpx.Client) -> None:
+    run = _run(client)
+    answer = client.post(f"/runs/{run['id']}/fork", json={"at": ["shout", 2], "output": 1})
+    assert (answer.status_code, answer.json()["fields"]) == (400, ["at"])
+    assert answer.json()["error"].startswith(f"at: run '{run['id']}' never made visit 2 of node 'shout' (it made 1)")
+    assert len(client.get("/runs", params={"formation_id": run["formation_id"]}).json()) == 1
+
+
 @pytest.mark.parametrize("body", [{"at": "shout"}, {"at": "shout", "output": 1, "input": 2}])
 def test_a_fork_needs_exactly_one_of_output_and_input(client: httpx.Client, body: dict[str, Any]) -> None:
     run = _run(client)

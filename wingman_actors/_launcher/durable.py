@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .errors import UsageError
+from .errors import UsageError, unknown_run
 from .stores import StoreChoice, close_after_run, open_for_run
 
 if TYPE_CHECKING:
@@ -133,14 +133,13 @@ def resume_command(args: argparse.Namespace) -> int:
     choice = StoreChoice.of(args.store)
     if not choice.exists():
         raise UsageError(choice.missing())
-    listing = shlex.join(["wingman-actors", "runs", *choice.flag])
     try:
         with RunStore(choice.target) as store:
             record = top = store.get(args.resume_id)
             while top.parent is not None:  # an inner run of a nested formation: its top-level run
                 top = store.get(top.parent)
     except UnknownRunError as exc:
-        raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
+        raise unknown_run(exc, choice.flag) from exc
     except StoreError as exc:
         raise UsageError(f"cannot read the run store {choice.target}: {exc}") from exc
     if top is not record:

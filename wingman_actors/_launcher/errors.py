@@ -3,9 +3,16 @@ SIGTERM turned into an interrupt (exit code 143)."""
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from ..errors import WingmanError
 
-__all__ = ["Terminated", "UsageError", "cut_short"]
+if TYPE_CHECKING:
+    from ..store import UnknownRunError
+
+__all__ = ["Terminated", "UsageError", "cut_short", "unknown_run"]
 
 
 class UsageError(WingmanError):
@@ -25,3 +32,10 @@ def cut_short(exc: KeyboardInterrupt) -> tuple[str, int]:
     """What the launcher says of a command cut short by ``exc`` (Ctrl-C, or SIGTERM as
     :class:`Terminated`), and its exit code."""
     return ("terminated (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
+
+
+def unknown_run(exc: UnknownRunError, flag: Sequence[str]) -> UsageError:
+    """The usage error for a run id the store does not have, with the command that lists
+    its runs (``flag``: the ``--store`` arguments that name the store, if any)."""
+    listing = shlex.join(["wingman-actors", "runs", *flag])
+    return UsageError(f"no run {exc.run_id!r} in the run store {exc.store_path}; list its runs with: {listing}")

@@ -10,7 +10,7 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from .errors import UsageError
+from .errors import UsageError, unknown_run
 
 if TYPE_CHECKING:
     from ..store import RunRecord, RunStore
@@ -76,8 +76,7 @@ def _rows(store: RunStore, run_id: str, choice: StoreChoice) -> list[dict[str, A
     try:
         visits = store.history(run_id)
     except UnknownRunError as exc:
-        listing = shlex.join(["wingman-actors", "runs", *choice.flag])
-        raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
+        raise unknown_run(exc, choice.flag) from exc
     rows: list[dict[str, Any]] = to_jsonable_python([
         {"node": v.node, "visit": v.visit, "status": v.status,
          "started": None if v.started is None else v.started.isoformat(timespec="milliseconds"),
@@ -153,8 +152,7 @@ def fork_command(args: argparse.Namespace) -> int:
         try:
             record = store.get(args.run_id)
         except UnknownRunError as exc:
-            listing = shlex.join(["wingman-actors", "runs", *choice.flag])
-            raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
+            raise unknown_run(exc, choice.flag) from exc
         formation = _formation(record, args.formation_file, args.param, choice)
         value = parse_answer(args.output if args.output is not None else args.input)
         given = {"output": value} if args.output is not None else {"input": value}

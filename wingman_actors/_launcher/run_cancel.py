@@ -11,12 +11,11 @@ way the run can be resumed later. A run that has finished is left alone (exit 1)
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from typing import Any
 
-from .errors import UsageError
+from .errors import UsageError, unknown_run
 
 __all__ = ["add_cancel_parser", "cancel_command"]
 
@@ -63,8 +62,7 @@ def cancel_command(args: argparse.Namespace) -> int:
                 print(f"run {run_id} cancelled (it was {status}; resume it to continue)")
                 return 0
     except UnknownRunError as exc:
-        listing = shlex.join(["wingman-actors", "runs", *choice.flag])
-        raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
+        raise unknown_run(exc, choice.flag) from exc
     except StoreError as exc:
         raise UsageError(f"cannot cancel run {run_id}: {exc}") from exc
     print(f"wingman-actors: run {run_id} has already finished ({status}): nothing to cancel", file=sys.stderr)

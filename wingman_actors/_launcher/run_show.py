@@ -4,8 +4,9 @@ Read from the run store (``RunStore.load``): every node's status, visits, attemp
 durations, tokens, error and outputs, and the run's pending interrupt. Outputs come from
 the journal's visits (every visit's, in order); attempts, durations and tokens from the
 node traces a run journals when it ends (a run whose process died while it ran has
-none, and a quick clean success journals none: see formation/_trace_journal.py; those
-columns are then empty). A visit a resume took from the journal keeps the
+none, and those columns are then empty). A quick clean success journals none either
+(see formation/_trace_journal.py): its nodes show one attempt, no tokens, and the times
+of their journalled visits. A visit a resume took from the journal keeps the
 attempts and time of the run that made it. The table cuts long values to one line; the
 JSON has them whole.
 """
@@ -17,7 +18,7 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from .errors import UsageError
+from .errors import UsageError, unknown_run
 
 if TYPE_CHECKING:
     from ..store import RunJournal, RunStore
@@ -52,8 +53,7 @@ def show_command(args: argparse.Namespace) -> int:
         with RunStore(choice.target) as store:
             document = run_document(store, args.run_id)
     except UnknownRunError as exc:
-        listing = shlex.join(["wingman-actors", "runs", *choice.flag])
-        raise UsageError(f"{exc}; list the store's runs with: {listing}") from exc
+        raise unknown_run(exc, choice.flag) from exc
     except StoreError as exc:
         raise UsageError(f"cannot read the run store {choice.target}: {exc}") from exc
     if getattr(args, "json", False):
@@ -74,14 +74,16 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
     pending = journal.pending_interrupt
     traces = journalled_traces(journal)
     names = list(traces) or [name for name, _ in journal.shape.nodes]
+    quick = not traces and record.status == "succeeded"  # a quick clean success: no traces journalled
+    timed = _visit_times(store, run_id) if quick else {}
     nodes: dict[str, dict[str, Any]] = {}
     for name in names:
         outputs = _outputs(store, journal, name)
         t = traces.get(name, {})
         if not t.get("visits") and not t.get("attempts"):  # never ran: nothing to time
             t = {"status": t.get("status")}
-        if not traces and record.status == "succeeded" and outputs:  # a quick clean success: one attempt each
-            t = {"attempts": 1}
+        if quick and outputs:  # one attempt each, timed by its visits, no tokens (or it would have traces)
+            t = {"attempts": 1, "input_tokens": 0, "output_tokens": 0, **timed.get(name, {})}
         status = t.get("status") or ("succeeded" if outputs else "pending")
         if pending is not None and pending.node == name:
             status = "suspended"
@@ -102,6 +104,19 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
         "source": record.source, "input": record.input, "error": record.error, "interrupt": interrupt, "nodes": nodes,
     }, fallback=str)
     return document
+
+
+def _visit_times(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
+    """Each node's time from its journalled visits: the first one's start, the last one's
+    end, and the visits' durations summed (for a run that journalled no node traces)."""
+    times: dict[str, dict[str, float]] = {}
+    for visit in store.history(run_id):
+        if visit.started is None or visit.finished is None:
+            continue
+        t = times.setdefault(visit.node, {"started_at": visit.started.timestamp(), "duration_s": 0.0})
+        t["finished_at"] = visit.finished.timestamp()
+        t["duration_s"] += (visit.finished - visit.started).total_seconds()
+    return times
 
 
 def _outputs(store: RunStore, journal: RunJournal, name: str) -> list[Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import FormationRuntimeError
+from ..errors import FormationRuntimeError, WingmanError
 from ..store import FormationMismatchError, FormationShape, JournalEntry, JournalStore, RunJournal
 from ._durable import StoreArg, open_store
 
@@ -23,20 +23,38 @@ if TYPE_CHECKING:
     from ._graph import Formation
     from ._options import RunOptions
 
-__all__ = ["UNSET", "begin_fork", "fork"]
+__all__ = ["UNSET", "ForkPointError", "begin_fork", "fork"]
 
 UNSET: Any = ...
 """No ``output=`` / ``input=`` given (``Formation.fork``'s default)."""
 
 
+class ForkPointError(WingmanError, ValueError):
+    """A fork's ``at`` names no visit to fork at (the HTTP server answers it as a 400 on ``at``).
+    Also a ``ValueError``, as ``Formation.fork`` documents."""
+
+
 def _target(formation: Formation, at: Any) -> tuple[str, int]:
     node, visit = (at, 1) if isinstance(at, str) else (tuple(at) if isinstance(at, tuple | list) else (None, None))
     if not isinstance(node, str) or isinstance(visit, bool) or not isinstance(visit, int) or visit < 1:
-        raise ValueError(f"fork: at must be a node name, or (node, visit) with a visit number >= 1, got {at!r}")
+        raise ForkPointError(f"fork: at must be a node name, or (node, visit) with a visit number >= 1, got {at!r}")
     if node not in formation.graph:
-        raise ValueError(f"fork: formation {formation.name!r} has no node {node!r} to fork at; its nodes are "
-                         f"{', '.join(map(repr, formation.graph.nodes))}")
+        raise ForkPointError(f"fork: formation {formation.name!r} has no node {node!r} to fork at; its nodes are "
+                             f"{', '.join(map(repr, formation.graph.nodes))}")
     return node, visit
+
+
+def _check_visit(journal: RunJournal, node: str, visit: int) -> None:
+    """Refuse a visit the run never made: one it journalled (done or skipped) may be forked
+    at, and so may a node's next visit in a run that did not succeed (the fork's resume
+    makes it: the node that failed, or one the run never reached). Any other would be
+    journalled where no visit of the new run reads it."""
+    made = {e.visit for e in journal.entries if e.node == node and e.kind in ("visit", "skip") and e.item is None}
+    if visit in made or (visit == max(made, default=0) + 1 and journal.run.status != "succeeded"):
+        return
+    raise ForkPointError(
+        f"fork: run {journal.run.id!r} never made visit {visit} of node {node!r} (it made {len(made) or 'none'}); "
+        f"fork at a visit its history lists (store.history(run_id), or `wingman-actors runs history RUN_ID`)")
 
 
 def _cut(journal: RunJournal, node: str, visit: int) -> list[JournalEntry]:
@@ -101,6 +119,7 @@ def begin_fork(formation: Formation, journal_store: JournalStore, run_id: str, *
         raise ValueError(f"fork: run {run_id!r} is an inner run of run {journal.run.parent!r}; fork that run")
     if journal.shape.fingerprint != shape.fingerprint:
         raise FormationMismatchError(formation.name, run_id, journal.shape.diff(shape) or ["the fingerprints differ"])
+    _check_visit(journal, node, visit)
     kept = _cut(journal, node, visit)
     run_input = journal.run.input
     if input is not UNSET:
@@ -134,7 +153,8 @@ def fork(formation: Formation, run_id: str, *, store: StoreArg, at: str | tuple[
         error are in the store).
 
     Raises:
-        ValueError: neither or both of ``output`` and ``input``, an unknown node, or an
+        ValueError: neither or both of ``output`` and ``input``, an unknown node, a visit
+            the run never made (:class:`ForkPointError`, as an unknown node), or an
             ``input`` that node cannot be given.
         wingman_actors.store.UnknownRunError: no such run.
         wingman_actors.store.FormationMismatchError: the formation differs from the run's.

@@ -42,8 +42,10 @@ class Forks:
             interrupt: read it with ``store.get(new_id)`` or ``store.history(new_id)``).
 
         Raises:
-            ValueError: neither or both of ``output`` and ``input``, an unknown node, or an
-                ``input`` that node cannot be given.
+            ValueError: neither or both of ``output`` and ``input``, an unknown node, a visit
+                the run never made (a finished run's visits are those its history lists; one
+                that did not succeed may also be forked at a node's next visit, such as
+                the visit that failed), or an ``input`` that node cannot be given.
             wingman_actors.store.UnknownRunError: no such run.
             wingman_actors.store.FormationMismatchError: this formation differs from the run's.
 

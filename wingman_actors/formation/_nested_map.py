@@ -26,7 +26,7 @@ from .._interrupts import RunSuspended, VisitScope
 from ..actors._envelope import Work
 from ..agents._fleet_loops import DEFAULT_MAX_WORKERS
 from ..core import Usage
-from ..errors import FleetItemsError, FormationRuntimeError, PayloadError
+from ..errors import FormationRuntimeError, MapItemsError, PayloadError
 from ._nesting import FormationActor, NestedRunError, inner_run_id
 from ._result import ZERO_USAGE, FormationResult
 
@@ -107,5 +107,5 @@ class FormationMapActor(FormationActor):
             asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
             if asking:  # one interrupt at a time: the others ask again when the run resumes
                 raise errors[min(asking)]
-            raise FleetItemsError(self.name, len(items), dict(sorted(errors.items())))
+            raise MapItemsError(self.name, len(items), dict(sorted(errors.items())))
         return [memo[i] for i in range(len(items))], usage if self.inner.uses_tokens else None

@@ -11,7 +11,7 @@ import time
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from ..formation._fork import UNSET, begin_fork
+from ..formation._fork import UNSET, ForkPointError, begin_fork
 from ..store import FormationMismatchError, UnknownRunError
 from ._context import ServerContext
 from ._convert import jsonable
@@ -93,6 +93,8 @@ def _fork(ctx: ServerContext, id: str, body: RunForkIn, deadline: float) -> RunO
             raise ApiError(409, f"run {id} cannot be forked: its formation was changed since the run began "
                                 f"({'; '.join(exc.differences)})", kind="mismatch", run_id=id,
                            run_status=original.status) from None
+        except ForkPointError as exc:  # a visit the run never made
+            raise ApiError(400, f"at: {str(exc).removeprefix('fork: ')}", fields=["at"], run_id=id) from None
         except ValueError as exc:  # an input that node cannot be given (the node is known)
             raise ApiError(400, f"input: {str(exc).removeprefix('fork: ')}", fields=["input"], run_id=id) from None
         run = ctx.store.create_run(record, jsonable(ctx.journal.get(fork_id).input), id=fork_id)
@@ -109,8 +111,9 @@ async def fork(id: str, body: RunForkIn, ctx: Ctx, response: Response) -> RunOut
     /formations/{id}/run`` does. The new run reuses the journal before that visit (those
     visits are not run again), takes ``output`` as the visit's output (or runs the visit
     again with ``input``) and continues; the original run is unchanged. 400 for an unknown
-    node or an ``input`` that node cannot be given; 404 for an unknown run; 409 (``kind``)
-    for a fleet run, one not journalled, its formation deleted or changed (``mismatch``);
+    node, a visit the run never made, or an ``input`` that node cannot be given; 404 for an
+    unknown run; 409 (``kind``) for a fleet run, one not journalled, its formation deleted
+    or changed (``mismatch``);
     a new run that fails answers as a run does (500/502/504, with its ``run_id``)."""
     deadline = time.monotonic() + ctx.config.request_timeout
     run = await ctx.pool.run(_fork, ctx, id, body, deadline)

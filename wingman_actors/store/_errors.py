@@ -39,7 +39,21 @@ __all__ = [
 
 
 class StoreError(WingmanError):
-    """Base class of the run store's errors."""
+    """Base class of the run store's errors.
+
+    They survive pickling with their attributes (an error a node raises on the Ray backend
+    reaches the driver pickled), though their constructors take more than the message.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[StoreError], args: tuple[Any, ...], state: dict[str, Any]) -> StoreError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class StoreOpenError(StoreError, ValueError):
@@ -61,7 +75,12 @@ class StoreVersionError(StoreOpenError):
 
 
 class UnknownRunError(StoreError, KeyError):
-    """No run with this id in the store."""
+    """No run with this id in the store.
+
+    Attributes:
+        run_id: the id asked for.
+        store_path: the store (a PostgreSQL store's URL with its password hidden).
+    """
 
     def __init__(self, run_id: str, path: str) -> None:
         super().__init__(
@@ -69,6 +88,7 @@ class UnknownRunError(StoreError, KeyError):
             "(or `wingman-actors runs --store PATH`)"
         )
         self.run_id = run_id
+        self.store_path = path
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
