@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from pathlib import Path
@@ -247,3 +248,53 @@ def test_eight_threads_recording_at_once_write_eight_valid_lines(tmp_path: Path)
     assert len(lines) == 8
     assert len({line["key"] for line in lines}) == 8
     assert len(ReplayProvider(cassette)) == 8
+
+
+def test_async_calls_replay_the_recorded_responses_on_the_running_loop(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    recorder = RecordingProvider(ScriptedProvider(["4", _tool_answer()]), cassette)
+    first, second = _request("one"), _request("two")
+    recorded = [recorder.run_inference(first), recorder.run_inference(second)]
+    threads: list[str] = []
+
+    class Watched(ReplayProvider):
+        def _lookup(self, request: InferenceRequest) -> InferenceResponse:
+            threads.append(threading.current_thread().name)
+            return super()._lookup(request)
+
+    replay = Watched(cassette)
+
+    async def both() -> tuple[list[InferenceResponse], str]:
+        got = [await replay.arun_inference(first), await replay.arun_inference(second)]
+        return got, threading.current_thread().name
+
+    got, loop_thread = asyncio.run(both())
+    assert got == recorded
+    assert threads == [loop_thread, loop_thread]  # no worker thread per call
+
+
+def test_async_streamed_calls_replay_the_recorded_responses(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    recorder = RecordingProvider(ScriptedProvider([_tool_answer()]), cassette)
+    request = _request()
+    recorded_stream = recorder.stream_inference(request)
+    recorded_events = list(recorded_stream)
+    replay = ReplayProvider(cassette)
+
+    async def consume() -> tuple[list[StreamEventType], InferenceResponse]:
+        stream = replay.astream_inference(request)
+        events = [e.type async for e in stream]
+        return events, stream.response
+
+    events, response = asyncio.run(consume())
+    assert events == [e.type for e in recorded_events]
+    assert response == recorded_stream.response
+
+
+def test_an_async_unrecorded_request_is_the_same_invalid_error(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    RecordingProvider(ScriptedProvider(["4"]), cassette).run_inference(_request("one"))
+
+    with pytest.raises(AgentError) as caught:
+        asyncio.run(ReplayProvider(cassette).arun_inference(_request("never recorded")))
+    assert caught.value.kind is ErrorKind.INVALID and "no recorded answer" in str(caught.value)

@@ -23,15 +23,18 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
 
 from ..core import InferenceRequest, InferenceResponse, StreamEvent
 from ..errors import AgentError, ErrorKind
 from ._base import InferenceStream, Provider, ProviderOptions, events_for_response
+
+if TYPE_CHECKING:
+    from ._aio import AsyncInferenceStream
 
 __all__ = ["CASSETTE_VERSION", "RecordingProvider", "ReplayOptions", "ReplayProvider", "build_replay"]
 
@@ -145,6 +148,20 @@ class ReplayProvider:
         response = self._lookup(request)
         yield from events_for_response(self.id, response, self.stream_chunk)
 
+    async def arun_inference(self, request: InferenceRequest) -> InferenceResponse:
+        """Return the recorded response for ``request`` (on the running loop: no thread)."""
+        return self._lookup(request)
+
+    def astream_inference(self, request: InferenceRequest) -> AsyncInferenceStream:
+        """Stream the recorded response for ``request`` as deltas, on the running loop."""
+        from ._aio import AsyncInferenceStream  # the async plumbing, loaded by async callers only
+
+        return AsyncInferenceStream(self._aevents(request))
+
+    async def _aevents(self, request: InferenceRequest) -> AsyncIterator[StreamEvent]:
+        for event in self._events(request):
+            yield event
+
     def _lookup(self, request: InferenceRequest) -> InferenceResponse:
         key = request.fingerprint()
         with self._lock:
@@ -160,6 +177,9 @@ class ReplayProvider:
             return answers[min(index, len(answers) - 1)]
 
     def close(self) -> None:
+        """Nothing to release."""
+
+    async def aclose(self) -> None:
         """Nothing to release."""
 
     def __repr__(self) -> str:
