@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken, cancel_scope, current_token
+from .._cancel import _current as _current_token  # set inline: no scope object per call
 from .._interrupts import RunSuspended, VisitScope
 from ..core import ContentBlock, InferenceResponse, StreamEvent, StreamEventType
 from ..providers._aio import TokenBridge
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from ._fleet import Fleet, FleetResult
     from ._session import RunGen
 
-__all__ = ["AsyncSessionStream", "arun_fleet", "drive"]
+__all__ = ["AsyncSessionStream", "arun_fleet", "complete", "drive"]
 
 _Outcome = tuple[ContentBlock, float, list[Any]]
 _END = object()
@@ -60,9 +61,32 @@ async def _deadline(token: CancelToken) -> AsyncIterator[None]:
         raise
 
 
+async def complete(gen: RunGen) -> Result:
+    """Drive a run of the loop made with ``aio`` and not streamed to its end: its
+    :class:`Result` (``Session.arun``). A coroutine, not :func:`drive`'s async generator: a
+    run that yields no event awaits its calls with no generator of the driver's between."""
+    send: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                item = gen.throw(error) if error is not None else gen.send(send)
+            except StopIteration as stop:
+                return cast(Result, stop.value)
+            send = error = None
+            if type(item) is ModelCall or type(item) is ToolBatch:
+                try:
+                    send = await _work(item)
+                except BaseException as exc:
+                    error = _thrown(item, exc)
+            # else: an event, which a run not streamed does not yield
+    finally:
+        gen.close()
+
+
 async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:
     """Drive a run of the loop made with ``aio``: yield its stream events, then its
-    :class:`Result` (last)."""
+    :class:`Result` (last). The work of each item is :func:`complete`'s."""
     send: Any = None
     error: BaseException | None = None
     try:
@@ -73,33 +97,58 @@ async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:
                 yield cast(Result, stop.value)
                 return
             send = error = None
-            if type(item) is ModelCall:
+            if type(item) is ModelCall and item.stream:
                 try:
-                    if item.stream or item.spans is not None:
-                        async for got in _model(item):
-                            if type(got) is InferenceResponse:
-                                send = got
-                            else:
-                                yield cast(StreamEvent, got)
-                    else:  # the common call: no generator of its own
-                        send = await _infer(item)
-                except asyncio.CancelledError:
-                    item.token.cancel("the task awaiting the run was cancelled")
-                    raise
-                except Exception as exc:
-                    error = exc
-            elif type(item) is ToolBatch:
+                    async for got in _model(item):
+                        if type(got) is InferenceResponse:
+                            send = got
+                        else:
+                            yield cast(StreamEvent, got)
+                except BaseException as exc:
+                    error = _thrown(item, exc)
+            elif type(item) is ModelCall or type(item) is ToolBatch:
                 try:
-                    send = await _run_tools(item)
-                except asyncio.CancelledError:
-                    item.step.tool_ctx.token.cancel("the task awaiting the run was cancelled")  # type: ignore[union-attr]
-                    raise
-                except (Exception, RunSuspended) as exc:  # an interrupt() unwinds the loop as in the blocking run
-                    error = exc
+                    send = await _work(item)
+                except BaseException as exc:
+                    error = _thrown(item, exc)
             else:
                 yield cast(StreamEvent, item)
     finally:
         gen.close()
+
+
+def _work(item: ModelCall | ToolBatch) -> Awaitable[Any]:
+    """What the driver awaits for ``item`` (a model call not streamed, or a tool batch):
+    what it sends back to the loop."""
+    if type(item) is ToolBatch:
+        return _run_tools(item)
+    call = cast(ModelCall, item)
+    if call.spans is not None:
+        return _response(call)
+    return _infer(call)  # the common call: no generator of its own
+
+
+def _thrown(item: ModelCall | ToolBatch, exc: BaseException) -> BaseException:
+    """The error to throw into the loop for ``item``'s failure ``exc``; re-raises what
+    must not go there: the awaiting task's cancel (after cancelling the run's token),
+    and anything not an error of the run's (an interrupt from a model call)."""
+    if isinstance(exc, asyncio.CancelledError):
+        token = item.token if type(item) is ModelCall else cast(ToolBatch, item).step.tool_ctx.token
+        assert token is not None  # the session gives its tools the run's token
+        token.cancel("the task awaiting the run was cancelled")
+        raise exc
+    if isinstance(exc, Exception) or (isinstance(exc, RunSuspended) and type(item) is ToolBatch):
+        return exc  # an interrupt() in a tool unwinds the loop as in the blocking run
+    raise exc
+
+
+async def _response(call: ModelCall) -> InferenceResponse:
+    """A call in its ``chat`` span, not streamed: its response."""
+    response: InferenceResponse | None = None
+    async for got in _model(call):
+        response = cast(InferenceResponse, got)  # not streamed: the response only
+    assert response is not None
+    return response
 
 
 async def _model(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceResponse]:
@@ -132,13 +181,17 @@ async def _model(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceRespon
 async def _infer(call: ModelCall) -> InferenceResponse:
     provider, token = call.provider, call.token
     ainfer = getattr(provider, "arun_inference", None)
-    with cancel_scope(token):  # the provider's retries see the token
+    reset = _current_token.set(token)  # the provider's retries see the token (a cancel_scope, without its object)
+    try:
         pending = ainfer(call.request) if ainfer is not None else asyncio.to_thread(provider.run_inference, call.request)
+        ainfer = None  # not kept through the await: one object less per call in flight
         if token.remaining() is None:
             response: InferenceResponse = await pending
         else:
             async with _deadline(token):
                 response = await pending
+    finally:
+        _current_token.reset(reset)
     token.check()
     return response
 

@@ -18,7 +18,7 @@ import contextlib
 import socket
 import ssl
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -219,16 +219,17 @@ class ClientPool:
         client = self._async.get()
         return client.client if isinstance(client, OwnAsyncClient) else client
 
-    async def aread(self, path: str, content: bytes) -> Answer:
+    def aread(self, path: str, content: bytes) -> Awaitable[Answer]:
         """POST ``content`` (JSON) to ``path`` on the running loop's async client (the
         user's, else the provider's own, straight to its transport: see ``_asend.py``),
-        timed out by :func:`request_timeout`, and read the whole answer."""
+        timed out by :func:`request_timeout`, and read the whole answer. Call it from a
+        coroutine of the loop and await what it returns."""
         if self.user_async_client is None:
             own = self._async.get()
             if isinstance(own, OwnAsyncClient):
                 timeout = remaining_timeout(self.timeout)
-                return await own.read(path, content, timeout, min(timeout, _CONNECT_TIMEOUT))
-        return await self._send(path, content, None, False)
+                return own.read(path, content, timeout, min(timeout, _CONNECT_TIMEOUT))
+        return self._send(path, content, None, False)
 
     async def astream(self, path: str, content: bytes, headers: dict[str, str] | None = None) -> httpx.Response:
         """POST ``content`` (JSON) to ``path`` as :meth:`aread` does; the answer's body is

@@ -246,7 +246,7 @@ class AsyncProviderMethods:
 
     async def arun_inference(self, request: InferenceRequest) -> InferenceResponse:
         """One model call, awaited."""
-        return await self.retry.acall(lambda: self._ainfer(request), describe=f"{self.id} inference")
+        return await self.retry.acall(self._ainfer, request, describe=f"{self.id} inference")
 
     def astream_inference(self, request: InferenceRequest) -> AsyncInferenceStream:
         """One streamed model call: ``async for`` its events, then read ``.response``."""

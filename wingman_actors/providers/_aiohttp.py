@@ -143,13 +143,20 @@ class AiohttpPool(httpx.AsyncBaseTransport):
                 if len(self._timeouts) < 8:  # the provider's own: those a deadline cuts are each new
                     self._timeouts[(timeout, connect)] = limits
             try:
-                async with self._session_now().request(
+                # awaited, not ``async with``: no context manager's coroutine and method
+                # held through the wait; read() closes the connection if it fails (a
+                # cancel), release() hands it back to the pool once the body is in
+                answer = await self._session_now().request(
                     "POST", target.aiohttp_url, headers=target.aiohttp_headers, data=content,
                     allow_redirects=False, timeout=limits,
-                ) as answer:
-                    return Whole(answer.status, answer.headers, await answer.read())
+                )
+                try:
+                    body = await answer.read()
+                finally:
+                    answer.release()
             except Exception as exc:
                 _reraise(exc, target.request())
+            return Whole(answer.status, answer.headers, body)
         finally:
             slots.release()
 

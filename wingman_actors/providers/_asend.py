@@ -25,7 +25,7 @@ cookies are the user's.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol
 
 import httpx
@@ -90,16 +90,21 @@ class OwnAsyncClient:
             prepared = self._prepared[key] = (url, merged.raw, target)
         return prepared
 
-    async def read(self, path: str, content: bytes, timeout: float, connect: float) -> Answer:
+    def read(self, path: str, content: bytes, timeout: float, connect: float) -> Awaitable[Answer]:
         """POST ``content`` (JSON) to ``path`` and read the whole answer: through the
         aiohttp transport's :meth:`~wingman_actors.providers._aiohttp.AiohttpPool.read_whole`,
         else through the transport's ``handle_async_request``. ``timeout`` and
-        ``connect``: httpx's ``Timeout(timeout, connect=connect)``."""
+        ``connect``: httpx's ``Timeout(timeout, connect=connect)``. (Not a coroutine of
+        its own: the one it returns is awaited.)"""
         url, prepared, target = self._prepare(path, None)
         if target is not None:
             assert self._whole is not None
-            return await self._whole.read_whole(target, content, timeout, connect)
-        response = await self._send(url, prepared, content, httpx.Timeout(timeout, connect=connect))
+            return self._whole.read_whole(target, content, timeout, connect)
+        return self._read(url, prepared, content, httpx.Timeout(timeout, connect=connect))
+
+    async def _read(self, url: httpx.URL, prepared: list[tuple[bytes, bytes]], content: bytes,
+                    timeout: httpx.Timeout) -> httpx.Response:
+        response = await self._send(url, prepared, content, timeout)
         if not response.is_closed:
             try:
                 await response.aread()
