@@ -66,8 +66,7 @@ class AsyncSessionRuns:
             return await arun_waiting(cast("Session", self), message, timeout, parent_token, metadata)
         from ._async_session import complete
 
-        return await complete(self._run(message, timeout=timeout, stream=False, parent_token=parent_token,
-                                        metadata=metadata, aio=True))
+        return await complete(cast("Session", self), message, timeout, parent_token, metadata)
 
     async def aresume(
         self, session_id: str, *, store: Any = None, answer: Any = None, timeout: float | None = None
@@ -96,8 +95,7 @@ class AsyncSessionRuns:
     ) -> Result:
         from ._async_session import complete
 
-        return await complete(self._run(message, timeout=timeout, stream=False, parent_token=parent_token,
-                                        metadata=metadata, aio=True))
+        return await complete(cast("Session", self), message, timeout, parent_token, metadata)
 
     def astream(
         self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,

@@ -24,13 +24,13 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken, cancel_scope, current_token
 from .._cancel import _current as _current_token  # set inline: no scope object per call
 from .._interrupts import RunSuspended, VisitScope
-from ..core import ContentBlock, InferenceResponse, StreamEvent, StreamEventType
+from ..core import ContentBlock, InferenceResponse, Message, StreamEvent, StreamEventType
 from ..providers._aio import TokenBridge
 from ._model_calls import ModelCall
 from ._result import Result, collect_child_runs
@@ -38,7 +38,7 @@ from ._tool_steps import ToolBatch, ToolStep, failure_block
 
 if TYPE_CHECKING:
     from ._fleet import Fleet, FleetResult
-    from ._session import RunGen
+    from ._session import RunGen, Session
 
 __all__ = ["AsyncSessionStream", "arun_fleet", "complete", "drive"]
 
@@ -61,10 +61,16 @@ async def _deadline(token: CancelToken) -> AsyncIterator[None]:
         raise
 
 
-async def complete(gen: RunGen) -> Result:
-    """Drive a run of the loop made with ``aio`` and not streamed to its end: its
-    :class:`Result` (``Session.arun``). A coroutine, not :func:`drive`'s async generator: a
-    run that yields no event awaits its calls with no generator of the driver's between."""
+async def complete(session: Session, message: str | Message, timeout: float | None,
+                   parent_token: CancelToken | None, metadata: Mapping[str, Any] | None) -> Result:
+    """A run of ``session``'s loop, not streamed, to its end: its :class:`Result`
+    (``Session.arun``). The loop is driven here, as ``Session._run_blocking`` drives it, in
+    one coroutine: no generator of ``Session._run``'s and no async generator of
+    :func:`drive`'s held by each run in flight."""
+    ctx, provider, msg = session._open(message, timeout, parent_token, metadata)
+    gen = session._loop(ctx, provider, msg, False, True)
+    result: Result | None = None
+    failure: BaseException | None = None
     send: Any = None
     error: BaseException | None = None
     try:
@@ -72,7 +78,8 @@ async def complete(gen: RunGen) -> Result:
             try:
                 item = gen.throw(error) if error is not None else gen.send(send)
             except StopIteration as stop:
-                return cast(Result, stop.value)
+                result = cast(Result, stop.value)
+                return result
             send = error = None
             if type(item) is ModelCall or type(item) is ToolBatch:
                 try:
@@ -80,8 +87,12 @@ async def complete(gen: RunGen) -> Result:
                 except BaseException as exc:
                     error = _thrown(item, exc)
             # else: an event, which a run not streamed does not yield
+    except (Exception, RunSuspended) as exc:  # what Session._run counts as the run's failure
+        failure = exc
+        raise
     finally:
         gen.close()
+        session._close(ctx.token, result, failure)
 
 
 async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:

@@ -35,9 +35,12 @@ from ._aiohttp import AiohttpPool, Target
 __all__ = ["Answer", "OwnAsyncClient", "json_body"]
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # stateless: shared
+
+
 def json_body(body: Any) -> bytes:
     """``body`` as httpx encodes ``json=``: compact UTF-8 JSON, NaN refused (``ValueError``)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return _ENCODER.encode(body).encode("utf-8")
 
 
 class Answer(Protocol):
