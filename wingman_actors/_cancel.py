@@ -95,13 +95,7 @@ class CancelToken:
             late = self._callbacks.pop(key) if stopper is not None else None
         if late is not None:
             late()
-
-        def unregister() -> None:
-            with _latch_lock:
-                if self._callbacks is not None:
-                    self._callbacks.pop(key, None)
-
-        return unregister
+        return _Unregister(self, key)
 
     def release(self) -> None:
         """Detach from the parent token: the run this token guards has ended. A long-lived
@@ -198,6 +192,24 @@ class CancelToken:
         if self.timeout is None or self._started is None:
             return "its deadline"
         return f"{self.timeout:g}s (it ran {time.monotonic() - self._started:.2f}s)"
+
+
+class _Unregister:
+    """What :meth:`CancelToken.on_cancel` returns: call it to unregister the function (one
+    object rather than a closure's function, cells and tuple: requests in flight hold one
+    each, and every object they hold is one more for the collector to walk)."""
+
+    __slots__ = ("_key", "_token")
+
+    def __init__(self, token: CancelToken, key: int) -> None:
+        self._token = token
+        self._key = key
+
+    def __call__(self) -> None:
+        token = self._token
+        with _latch_lock:
+            if token._callbacks is not None:
+                token._callbacks.pop(self._key, None)
 
 
 _latch_lock = threading.Lock()

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.support.loopback import LoopbackServer, Reply, Request
-from wingman_actors.providers._aiohttp import AiohttpPool, aiohttp_installed
+from wingman_actors.providers._aiohttp import AiohttpPool, Target, aiohttp_installed
 
 pytestmark = pytest.mark.skipif(
     not aiohttp_installed(), reason='the aiohttp extra is not installed (pip install "wingman-actors[aiohttp]")'
@@ -94,3 +94,68 @@ def test_a_request_that_fails_gives_its_place_back(loopback: LoopbackServer) -> 
 
     assert asyncio.run(main()) == 200
 
+
+
+# --- a whole answer read straight through aiohttp (read_whole) ----------------------------
+
+
+def _target(pool: AiohttpPool, loopback: LoopbackServer, path: str) -> Target:
+    url = httpx.URL(f"{loopback.url}{path}")
+    return pool.target(url, [(b"Content-Type", b"application/json"), (b"Host", url.netloc)])
+
+
+def test_a_whole_read_past_the_most_in_flight_waits_up_to_its_timeout(loopback: LoopbackServer) -> None:
+    async def main() -> None:
+        pool = AiohttpPool(httpx.create_ssl_context(), 1)
+        try:
+            hung = asyncio.ensure_future(pool.read_whole(_target(pool, loopback, "/hang"), b"{}", 5.0, 5.0))
+            await _reached(loopback, 1)
+            with pytest.raises(httpx.PoolTimeout, match="pool timeout"):
+                await pool.read_whole(_target(pool, loopback, "/chat"), b"{}", 0.05, 0.05)
+            hung.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await hung
+        finally:
+            await pool.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_whole_read_gives_its_place_back_and_closes_its_connection(loopback: LoopbackServer) -> None:
+    async def main() -> tuple[int, bytes]:
+        pool = AiohttpPool(httpx.create_ssl_context(), 1)
+        try:
+            hung = asyncio.ensure_future(pool.read_whole(_target(pool, loopback, "/hang"), b"{}", 5.0, 5.0))
+            await _reached(loopback, 1)
+            hung.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await hung
+            answer = await pool.read_whole(_target(pool, loopback, "/chat"), b"{}", 0.5, 0.5)
+            return answer.status_code, answer.content
+        finally:
+            await pool.aclose()
+
+    assert asyncio.run(main()) == (200, b'{"ok": true}')
+    assert loopback.wait_closed(1, timeout=2)
+
+
+def test_a_whole_read_the_server_drops_is_httpx_remote_protocol_error_and_gives_its_place_back(
+    loopback: LoopbackServer,
+) -> None:
+    def drop_first(req: Request) -> Reply:
+        if len(loopback.requests) == 1:
+            raise ConnectionResetError("the server hangs up")
+        return Reply.json({"ok": True})
+
+    loopback.handler = drop_first
+
+    async def main() -> int:
+        pool = AiohttpPool(httpx.create_ssl_context(), 1)
+        try:
+            with pytest.raises(httpx.RemoteProtocolError):
+                await pool.read_whole(_target(pool, loopback, "/chat"), b"{}", 5.0, 5.0)
+            return (await pool.read_whole(_target(pool, loopback, "/chat"), b"{}", 0.5, 0.5)).status_code
+        finally:
+            await pool.aclose()
+
+    assert asyncio.run(main()) == 200

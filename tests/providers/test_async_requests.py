@@ -1,8 +1,8 @@
 """What the async path of the OpenAI-compatible and Ollama providers puts on the wire: a
 provider's own client sends its requests straight to its transport (``_asend.py``), and
-the server sees the request the sync path sends, and the aiohttp transport reads a whole
-answer when asked; a user's ``async_http_client`` is sent through as it is, its event
-hooks included."""
+the server sees the request the sync path sends; an answer is decoded as httpx decodes
+it (gzip), on either transport; a user's ``async_http_client`` is sent through as it is,
+its event hooks included."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import asyncio
 import gzip
 import json
 import math
-import ssl
 
 import httpx
 import pytest
 
+from tests.providers import test_openai as oai
 from tests.providers.test_async import TRANSPORTS, WIRES, ask, run
 from tests.support.loopback import LoopbackServer, Reply
+from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import new_provider
-from wingman_actors.providers._aiohttp import READ_WHOLE, AiohttpPool, aiohttp_installed
 
 ON_EACH_TRANSPORT = pytest.mark.parametrize("transport", TRANSPORTS)
 
@@ -106,23 +106,31 @@ def test_a_users_async_client_sends_with_its_own_event_hooks(transport: str, loo
     assert loopback.requests[0].headers["authorization"] == "Bearer k"
 
 
-@pytest.mark.skipif(not aiohttp_installed(), reason="the aiohttp extra is not installed")
+@ON_EACH_TRANSPORT
 @pytest.mark.parametrize("chunked", [False, True])
-def test_the_aiohttp_transport_reads_a_whole_gzipped_answer_when_asked(chunked: bool, loopback: LoopbackServer) -> None:
-    body = gzip.compress(b'{"answer": 42}')
+def test_a_gzipped_answer_is_decoded(chunked: bool, transport: str, loopback: LoopbackServer) -> None:
+    body = gzip.compress(json.dumps(oai.completion("Hello there!")).encode())
     parts: bytes | list[bytes] = [body[:5], body[5:]] if chunked else body
     loopback.queue(Reply(200, parts, {"content-type": "application/json", "content-encoding": "gzip"}))
+    provider = WIRES["openai"].build(loopback.url, async_transport=transport)
+    try:
+        assert run(provider, lambda: provider.arun_inference(ask())).text == "Hello there!"
+    finally:
+        provider.close()
 
-    async def main() -> tuple[bool, object]:
-        pool = AiohttpPool(ssl.create_default_context(), 4)
-        try:
-            request = httpx.Request("POST", f"{loopback.url}/x", content=b"{}", extensions={READ_WHOLE: True})
-            response = await pool.handle_async_request(request)
-            return response.is_closed, response.json()
-        finally:
-            await pool.aclose()
 
-    assert asyncio.run(main()) == (True, {"answer": 42})
+@ON_EACH_TRANSPORT
+def test_a_gzipped_error_answer_is_decoded_into_the_error(transport: str, loopback: LoopbackServer) -> None:
+    body = gzip.compress(json.dumps({"error": {"message": "no such model"}}).encode())
+    loopback.queue(Reply(404, body, {"content-type": "application/json", "content-encoding": "gzip"}))
+    provider = WIRES["openai"].build(loopback.url, async_transport=transport, max_retries=0)
+    try:
+        with pytest.raises(AgentError, match="HTTP 404: no such model") as caught:
+            run(provider, lambda: provider.arun_inference(ask()))
+    finally:
+        provider.close()
+
+    assert (caught.value.kind, caught.value.status) == (ErrorKind.INVALID, 404)
 
 
 @ON_EACH_TRANSPORT

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
@@ -226,6 +227,21 @@ def test_errors_other_than_agent_errors_are_not_retried(waits: list[float]) -> N
         RetryPolicy(max_retries=5).call(fn)
 
     assert calls[0] == 1
+
+
+def test_an_async_call_awaits_the_function_with_the_given_arguments_on_each_attempt() -> None:
+    seen: list[tuple[int, str]] = []
+
+    async def attempt(number: int, word: str) -> str:
+        seen.append((number, word))
+        if len(seen) == 1:
+            raise AgentError("reset", kind=ErrorKind.NETWORK)
+        return f"{word} {number}"
+
+    policy = RetryPolicy(max_retries=1, base_delay=0.001, max_delay=0.001)
+
+    assert asyncio.run(policy.acall(attempt, 7, "try")) == "try 7"
+    assert seen == [(7, "try"), (7, "try")]
 
 
 def test_retry_after_is_honoured(waits: list[float]) -> None:

@@ -64,7 +64,9 @@ class AsyncSessionRuns:
             from ._waiting import arun_waiting
 
             return await arun_waiting(cast("Session", self), message, timeout, parent_token, metadata)
-        return await self._arun(message, timeout, parent_token, metadata)
+        from ._async_session import complete
+
+        return await complete(cast("Session", self), message, timeout, parent_token, metadata)
 
     async def aresume(
         self, session_id: str, *, store: Any = None, answer: Any = None, timeout: float | None = None
@@ -91,13 +93,9 @@ class AsyncSessionRuns:
         self, message: str | Message, timeout: float | None, parent_token: CancelToken | None,
         metadata: Mapping[str, Any] | None,
     ) -> Result:
-        from ._async_session import drive
+        from ._async_session import complete
 
-        result: Any = None
-        async for item in drive(self._run(message, timeout=timeout, stream=False, parent_token=parent_token,
-                                          metadata=metadata, aio=True)):
-            result = item
-        return cast(Result, result)
+        return await complete(cast("Session", self), message, timeout, parent_token, metadata)
 
     def astream(
         self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,

@@ -24,12 +24,13 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken, cancel_scope, current_token
+from .._cancel import _current as _current_token  # set inline: no scope object per call
 from .._interrupts import RunSuspended, VisitScope
-from ..core import ContentBlock, InferenceResponse, StreamEvent, StreamEventType
+from ..core import ContentBlock, InferenceResponse, Message, StreamEvent, StreamEventType
 from ..providers._aio import TokenBridge
 from ._model_calls import ModelCall
 from ._result import Result, collect_child_runs
@@ -37,9 +38,9 @@ from ._tool_steps import ToolBatch, ToolStep, failure_block
 
 if TYPE_CHECKING:
     from ._fleet import Fleet, FleetResult
-    from ._session import RunGen
+    from ._session import RunGen, Session
 
-__all__ = ["AsyncSessionStream", "arun_fleet", "drive"]
+__all__ = ["AsyncSessionStream", "arun_fleet", "complete", "drive"]
 
 _Outcome = tuple[ContentBlock, float, list[Any]]
 _END = object()
@@ -60,9 +61,43 @@ async def _deadline(token: CancelToken) -> AsyncIterator[None]:
         raise
 
 
+async def complete(session: Session, message: str | Message, timeout: float | None,
+                   parent_token: CancelToken | None, metadata: Mapping[str, Any] | None) -> Result:
+    """A run of ``session``'s loop, not streamed, to its end: its :class:`Result`
+    (``Session.arun``). The loop is driven here, as ``Session._run_blocking`` drives it, in
+    one coroutine: no generator of ``Session._run``'s and no async generator of
+    :func:`drive`'s held by each run in flight."""
+    ctx, provider, msg = session._open(message, timeout, parent_token, metadata)
+    gen = session._loop(ctx, provider, msg, False, True)
+    result: Result | None = None
+    failure: BaseException | None = None
+    send: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                item = gen.throw(error) if error is not None else gen.send(send)
+            except StopIteration as stop:
+                result = cast(Result, stop.value)
+                return result
+            send = error = None
+            if type(item) is ModelCall or type(item) is ToolBatch:
+                try:
+                    send = await _work(item)
+                except BaseException as exc:
+                    error = _thrown(item, exc)
+            # else: an event, which a run not streamed does not yield
+    except (Exception, RunSuspended) as exc:  # what Session._run counts as the run's failure
+        failure = exc
+        raise
+    finally:
+        gen.close()
+        session._close(ctx.token, result, failure)
+
+
 async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:
     """Drive a run of the loop made with ``aio``: yield its stream events, then its
-    :class:`Result` (last)."""
+    :class:`Result` (last). The work of each item is :func:`complete`'s."""
     send: Any = None
     error: BaseException | None = None
     try:
@@ -73,33 +108,58 @@ async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:
                 yield cast(Result, stop.value)
                 return
             send = error = None
-            if type(item) is ModelCall:
+            if type(item) is ModelCall and item.stream:
                 try:
-                    if item.stream or item.spans is not None:
-                        async for got in _model(item):
-                            if type(got) is InferenceResponse:
-                                send = got
-                            else:
-                                yield cast(StreamEvent, got)
-                    else:  # the common call: no generator of its own
-                        send = await _infer(item)
-                except asyncio.CancelledError:
-                    item.token.cancel("the task awaiting the run was cancelled")
-                    raise
-                except Exception as exc:
-                    error = exc
-            elif type(item) is ToolBatch:
+                    async for got in _model(item):
+                        if type(got) is InferenceResponse:
+                            send = got
+                        else:
+                            yield cast(StreamEvent, got)
+                except BaseException as exc:
+                    error = _thrown(item, exc)
+            elif type(item) is ModelCall or type(item) is ToolBatch:
                 try:
-                    send = await _run_tools(item)
-                except asyncio.CancelledError:
-                    item.step.tool_ctx.token.cancel("the task awaiting the run was cancelled")  # type: ignore[union-attr]
-                    raise
-                except (Exception, RunSuspended) as exc:  # an interrupt() unwinds the loop as in the blocking run
-                    error = exc
+                    send = await _work(item)
+                except BaseException as exc:
+                    error = _thrown(item, exc)
             else:
                 yield cast(StreamEvent, item)
     finally:
         gen.close()
+
+
+def _work(item: ModelCall | ToolBatch) -> Awaitable[Any]:
+    """What the driver awaits for ``item`` (a model call not streamed, or a tool batch):
+    what it sends back to the loop."""
+    if type(item) is ToolBatch:
+        return _run_tools(item)
+    call = cast(ModelCall, item)
+    if call.spans is not None:
+        return _response(call)
+    return _infer(call)  # the common call: no generator of its own
+
+
+def _thrown(item: ModelCall | ToolBatch, exc: BaseException) -> BaseException:
+    """The error to throw into the loop for ``item``'s failure ``exc``; re-raises what
+    must not go there: the awaiting task's cancel (after cancelling the run's token),
+    and anything not an error of the run's (an interrupt from a model call)."""
+    if isinstance(exc, asyncio.CancelledError):
+        token = item.token if type(item) is ModelCall else cast(ToolBatch, item).step.tool_ctx.token
+        assert token is not None  # the session gives its tools the run's token
+        token.cancel("the task awaiting the run was cancelled")
+        raise exc
+    if isinstance(exc, Exception) or (isinstance(exc, RunSuspended) and type(item) is ToolBatch):
+        return exc  # an interrupt() in a tool unwinds the loop as in the blocking run
+    raise exc
+
+
+async def _response(call: ModelCall) -> InferenceResponse:
+    """A call in its ``chat`` span, not streamed: its response."""
+    response: InferenceResponse | None = None
+    async for got in _model(call):
+        response = cast(InferenceResponse, got)  # not streamed: the response only
+    assert response is not None
+    return response
 
 
 async def _model(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceResponse]:
@@ -132,13 +192,17 @@ async def _model(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceRespon
 async def _infer(call: ModelCall) -> InferenceResponse:
     provider, token = call.provider, call.token
     ainfer = getattr(provider, "arun_inference", None)
-    with cancel_scope(token):  # the provider's retries see the token
+    reset = _current_token.set(token)  # the provider's retries see the token (a cancel_scope, without its object)
+    try:
         pending = ainfer(call.request) if ainfer is not None else asyncio.to_thread(provider.run_inference, call.request)
+        ainfer = None  # not kept through the await: one object less per call in flight
         if token.remaining() is None:
             response: InferenceResponse = await pending
         else:
             async with _deadline(token):
                 response = await pending
+    finally:
+        _current_token.reset(reset)
     token.check()
     return response
 

@@ -18,7 +18,7 @@ import contextlib
 import socket
 import ssl
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -26,7 +26,7 @@ import httpx
 from .._cancel import current_token
 from ._aio import AsyncClients
 from ._aiohttp import AiohttpPool, aiohttp_installed
-from ._asend import OwnAsyncClient
+from ._asend import Answer, OwnAsyncClient
 from ._lease import LeasingTransport
 
 __all__ = ["ClientPool", "Lease", "remaining_timeout", "request_timeout"]
@@ -219,20 +219,34 @@ class ClientPool:
         client = self._async.get()
         return client.client if isinstance(client, OwnAsyncClient) else client
 
-    async def apost(self, path: str, content: bytes, headers: dict[str, str] | None = None, *,
-                    stream: bool = False) -> httpx.Response:
+    def aread(self, path: str, content: bytes) -> Awaitable[Answer]:
         """POST ``content`` (JSON) to ``path`` on the running loop's async client (the
         user's, else the provider's own, straight to its transport: see ``_asend.py``),
-        timed out by :func:`request_timeout`. Without ``stream`` the answer is read; with
-        it, the caller closes it."""
-        timeout = request_timeout(self.timeout)
-        own = self._async.get() if self.user_async_client is None else None
-        if isinstance(own, OwnAsyncClient):
-            return await own.post(path, content, headers, timeout, stream=stream)
-        client = self.user_async_client if own is None else own
+        timed out by :func:`request_timeout`, and read the whole answer. Call it from a
+        coroutine of the loop and await what it returns."""
+        if self.user_async_client is None:
+            own = self._async.get()
+            if isinstance(own, OwnAsyncClient):
+                timeout = remaining_timeout(self.timeout)
+                return own.read(path, content, timeout, min(timeout, _CONNECT_TIMEOUT))
+        return self._send(path, content, None, False)
+
+    async def astream(self, path: str, content: bytes, headers: dict[str, str] | None = None) -> httpx.Response:
+        """POST ``content`` (JSON) to ``path`` as :meth:`aread` does; the answer's body is
+        streamed: the caller closes it."""
+        if self.user_async_client is None:
+            own = self._async.get()
+            if isinstance(own, OwnAsyncClient):
+                return await own.stream(path, content, headers, request_timeout(self.timeout))
+        return await self._send(path, content, headers, True)
+
+    async def _send(self, path: str, content: bytes, headers: dict[str, str] | None, stream: bool) -> httpx.Response:
+        """Through ``client.send``: the user's client, or another library's."""
+        client = self.user_async_client if self.user_async_client is not None else self._async.get()
         target, merged = self.target(path, headers)
         merged = {"Content-Type": "application/json", **(merged or {})}  # the provider's headers first
-        request = client.build_request("POST", target, content=content, headers=merged, timeout=timeout)
+        request = client.build_request("POST", target, content=content, headers=merged,
+                                       timeout=request_timeout(self.timeout))
         return await client.send(request, stream=stream)  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:

@@ -99,9 +99,10 @@ class TokenBridge:
             return
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
-        self._unregister = self.token.on_cancel(self._on_cancel)
+        self._unregister = self.token.on_cancel(self)  # the bridge is the callback: no bound method kept
 
-    def _on_cancel(self) -> None:  # any thread
+    def __call__(self) -> None:
+        """The token's cancel callback (any thread): cancel the awaiting task on its loop."""
         try:
             self._loop.call_soon_threadsafe(self._cancel_now)
         except RuntimeError:  # the loop has closed: nothing awaits any more
@@ -246,7 +247,7 @@ class AsyncProviderMethods:
 
     async def arun_inference(self, request: InferenceRequest) -> InferenceResponse:
         """One model call, awaited."""
-        return await self.retry.acall(lambda: self._ainfer(request), describe=f"{self.id} inference")
+        return await self.retry.acall(self._ainfer, request, describe=f"{self.id} inference")
 
     def astream_inference(self, request: InferenceRequest) -> AsyncInferenceStream:
         """One streamed model call: ``async for`` its events, then read ``.response``."""

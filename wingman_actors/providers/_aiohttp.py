@@ -17,22 +17,48 @@ import asyncio
 import functools
 import importlib.util
 import ssl
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import httpx
 
 from .._extras import require
-from ._lease import take_slot
+from ._lease import take_slot, wait_for_slot
 
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["READ_WHOLE", "AiohttpPool", "aiohttp_installed"]
+__all__ = ["AiohttpPool", "Target", "Whole", "aiohttp_installed"]
 
-READ_WHOLE = "wingman.read_whole"
-"""A request extension (any true value): the transport reads the answer's body before it
-returns (a provider's own request that is not streamed; see ``_asend.py``)."""
+
+class Target(NamedTuple):
+    """Where :meth:`AiohttpPool.read_whole` sends: the URL (httpx's, for errors) and the
+    URL and headers as aiohttp takes them."""
+
+    url: httpx.URL
+    aiohttp_url: Any  # yarl.URL
+    aiohttp_headers: Any  # multidict.CIMultiDict[str]
+
+    def request(self) -> httpx.Request:
+        """The httpx request an error names (made only for an error)."""
+        return httpx.Request("POST", self.url)
+
+
+class Whole(NamedTuple):
+    """A whole answer: its status, its headers (case-insensitive) and its body (decoded
+    as httpx decodes a ``Content-Encoding``)."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    raw: bytes
+
+    @property
+    def content(self) -> bytes:
+        """The body, decoded (gzip, deflate... as httpx decodes it)."""
+        if "content-encoding" not in self.headers:
+            return self.raw
+        return httpx.Response(self.status_code, headers=list(self.headers.items()), content=self.raw).content
+
 
 @functools.cache
 def aiohttp_installed() -> bool:
@@ -64,12 +90,75 @@ class AiohttpPool(httpx.AsyncBaseTransport):
 
         def session() -> aiohttp.ClientSession:
             # No pool limit of aiohttp's (the semaphore is the limit, with httpx's pool
-            # timeout); no cookie jar (httpx's client keeps the cookies).
+            # timeout); no cookie jar (httpx's client keeps the cookies); bodies as they
+            # came (httpx decodes them, as it would its own).
             connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=expiry, ssl=ssl_context)
-            return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
+            return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
+                                         auto_decompress=False)
 
-        self._inner = AiohttpTransport(verify=ssl_context, client=session)
+        self._new_session = session
+        self._session: aiohttp.ClientSession | None = None  # made in the loop of the first request
+        self._inner = AiohttpTransport(verify=ssl_context, client=self._session_now)
         self._slots = asyncio.Semaphore(most)
+        self._timeouts: dict[tuple[float, float], aiohttp.ClientTimeout] = {}  # by the request's timeout
+
+    def _session_now(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = self._new_session()
+        return self._session
+
+    def target(self, url: httpx.URL, headers: list[tuple[bytes, bytes]]) -> Target:
+        """What :meth:`read_whole` sends a request to: ``url`` and ``headers`` as aiohttp
+        takes them, made once per path (a yarl URL parses its string once)."""
+        import yarl
+        from multidict import CIMultiDict
+
+        return Target(url, yarl.URL(str(url)), CIMultiDict((k.decode("latin-1"), v.decode("latin-1"))
+                                                         for k, v in headers))
+
+    async def read_whole(self, target: Target, content: bytes, timeout: float, connect: float) -> Whole:
+        """POST ``content`` to ``target`` and read the whole answer, straight through
+        aiohttp's client (none of httpx's request and response objects, nor the async
+        iterators of a streamed body, for a body read at once): at most ``most`` in
+        flight, waiting up to ``timeout`` for a place; ``timeout`` for each read and
+        ``connect`` to connect (httpx's ``Timeout(timeout, connect=connect)``); a cancel
+        of the awaiting task closes the request; aiohttp's errors as
+        :meth:`handle_async_request` raises them.
+
+        Raises:
+            httpx.TransportError: as httpx raises it (``PoolTimeout``, ``ConnectError``...).
+        """
+        slots = self._slots
+        if slots.locked():
+            await wait_for_slot(slots, timeout, target.request)
+        else:
+            await slots.acquire()  # does not wait
+        try:
+            limits = self._timeouts.get((timeout, connect))
+            if limits is None:
+                import aiohttp  # loaded: the session is
+
+                # as handle_async_request maps httpx's timeouts (the pool's: aiohttp's connect)
+                limits = aiohttp.ClientTimeout(sock_connect=connect, sock_read=timeout, connect=timeout)
+                if len(self._timeouts) < 8:  # the provider's own: those a deadline cuts are each new
+                    self._timeouts[(timeout, connect)] = limits
+            try:
+                # awaited, not ``async with``: no context manager's coroutine and method
+                # held through the wait; read() closes the connection if it fails (a
+                # cancel), release() hands it back to the pool once the body is in
+                answer = await self._session_now().request(
+                    "POST", target.aiohttp_url, headers=target.aiohttp_headers, data=content,
+                    allow_redirects=False, timeout=limits,
+                )
+                try:
+                    body = await answer.read()
+                finally:
+                    answer.release()
+            except Exception as exc:
+                _reraise(exc, target.request())
+            return Whole(answer.status, answer.headers, body)
+        finally:
+            slots.release()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through aiohttp, with httpx's errors."""
@@ -83,20 +172,15 @@ class AiohttpPool(httpx.AsyncBaseTransport):
         except BaseException:
             slots.release()
             raise
-        body = _Body(response.stream, slots, request)  # as httpx's client wraps it too
-        if not request.extensions.get(READ_WHOLE):
-            response.stream = body
-            return response
-        try:  # read here: the answer is bytes, not four async iterators deep
-            content = b"".join([chunk async for chunk in body])
-        finally:
-            await body.aclose()
-        return httpx.Response(response.status_code, headers=response.headers, content=content,
-                              extensions=response.extensions, request=request)
+        response.stream = _Body(response.stream, slots, request)  # as httpx's client wraps it too
+        return response
 
     async def aclose(self) -> None:
         """Close the aiohttp session and its connections."""
-        await self._inner.aclose()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+        await self._inner.aclose()  # its session is the same (closing it again does nothing)
 
 
 class _Body(httpx.AsyncByteStream):
@@ -154,3 +238,4 @@ def _reraise(exc: Exception, request: httpx.Request) -> NoReturn:
     else:
         kind = httpx.TransportError
     raise kind(str(cause) or type(cause).__name__, request=request) from cause
+

@@ -12,14 +12,14 @@ import contextlib
 import email.utils
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import httpx
 
 from ..errors import AgentError, ErrorKind
 from ._abort import ClientPool, request_timeout
-from ._asend import json_body
+from ._asend import Answer, json_body
 
 __all__ = [
     "ClientPool",
@@ -76,7 +76,7 @@ def _error_text(body: bytes | str) -> str:
     return text.strip()[:500]
 
 
-def error_from_response(provider: str, status: int, headers: httpx.Headers, body: bytes | str) -> AgentError:
+def error_from_response(provider: str, status: int, headers: Mapping[str, str], body: bytes | str) -> AgentError:
     """An :class:`AgentError` for an HTTP error answer."""
     kind = kind_for_status(status)
     detail = _error_text(body) or httpx.codes.get_reason_phrase(status)
@@ -143,24 +143,26 @@ async def apost_json(holder: ClientPool, provider: str, path: str, body: dict[st
     """:func:`post_json` on the running event loop's async client."""
     content = json_body(body)
     try:
-        response = await holder.apost(path, content)
+        response = await holder.aread(path, content)
     except httpx.HTTPError as exc:
         raise error_from_exception(provider, exc, holder.base_url + path) from exc
     return json_answer(provider, response)
 
 
-def json_answer(provider: str, response: httpx.Response) -> Any:
+def json_answer(provider: str, response: Answer) -> Any:
     """The decoded JSON body of a read ``response``; an error status or a body that is not
     JSON raises :class:`AgentError`."""
-    if response.status_code >= 400:
-        raise error_from_response(provider, response.status_code, response.headers, response.content)
+    status, content = response.status_code, response.content
+    if status >= 400:
+        raise error_from_response(provider, status, response.headers, content)
     try:
-        return response.json()
+        return json.loads(content)  # as httpx's Response.json()
     except ValueError as exc:
+        text = content.decode("utf-8", "replace")
         raise AgentError(
-            f"{provider} answered with a body that is not JSON: {response.text[:200]!r}",
+            f"{provider} answered with a body that is not JSON: {text[:200]!r}",
             kind=ErrorKind.AGENT,
-            status=response.status_code,
+            status=status,
             provider=provider,
         ) from exc
 
@@ -211,7 +213,7 @@ async def aopen_stream(
     """:func:`open_stream` on the running event loop's async client."""
     content = json_body(body)
     try:
-        response = await holder.apost(path, content, headers, stream=True)
+        response = await holder.astream(path, content, headers)
     except httpx.HTTPError as exc:
         raise error_from_exception(provider, exc, holder.base_url + path) from exc
     try:

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
-__all__ = ["LeasingTransport", "take_slot"]
+__all__ = ["LeasingTransport", "take_slot", "wait_for_slot"]
 
 
 class LeasingTransport(httpx.AsyncBaseTransport):
@@ -96,12 +96,17 @@ async def take_slot(slots: asyncio.Semaphore, request: httpx.Request) -> None:
     if not slots.locked():
         await slots.acquire()  # does not wait
         return
-    timeout = request.extensions.get("timeout", {}).get("pool")
+    await wait_for_slot(slots, request.extensions.get("timeout", {}).get("pool"), lambda: request)
+
+
+async def wait_for_slot(slots: asyncio.Semaphore, timeout: float | None, request: Callable[[], httpx.Request]) -> None:
+    """Take one of ``slots``, waiting up to ``timeout`` seconds (then ``httpx.PoolTimeout``
+    for ``request()``)."""
     try:
         async with asyncio.timeout(timeout):
             await slots.acquire()
     except TimeoutError:
-        raise httpx.PoolTimeout("every connection is busy (the pool timeout passed)", request=request) from None
+        raise httpx.PoolTimeout("every connection is busy (the pool timeout passed)", request=request()) from None
 
 
 class _GivenBack(httpx.AsyncByteStream):

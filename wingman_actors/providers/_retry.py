@@ -12,7 +12,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .._cancel import CancelToken, current_token
 from ..errors import AgentError
@@ -63,9 +63,10 @@ class RetryPolicy:
                 else:
                     time.sleep(wait)
 
-    async def acall(self, fn: Callable[[], Awaitable[T]], *, describe: str = "model call") -> T:
-        """:meth:`call` for a coroutine function: the same policy, awaited. A cancel of
-        the current run's token cancels the attempt in flight (its request is closed)."""
+    async def acall(self, fn: Callable[..., Awaitable[T]], *args: Any, describe: str = "model call") -> T:
+        """:meth:`call` for a coroutine function: the same policy, awaited; each attempt
+        awaits ``fn(*args)``. A cancel of the current run's token cancels the attempt in
+        flight (its request is closed)."""
         from ._aio import TokenBridge  # the async plumbing, loaded by async callers only
 
         bridge = TokenBridge()
@@ -73,7 +74,7 @@ class RetryPolicy:
             attempt = 0
             while True:
                 try:
-                    return await bridge.run(fn())
+                    return await bridge.run(fn(*args))
                 except AgentError as exc:
                     attempt += 1
                     await bridge.sleep(self.wait_after(exc, attempt, bridge.token, describe))
