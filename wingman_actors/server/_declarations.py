@@ -63,11 +63,11 @@ class Entry:
 class Declarations:
     """The loaded declarations of stored formations, by formation id."""
 
-    def __init__(self, fresh_s: float = FRESH_S) -> None:
+    def __init__(self, fresh_s: float | None = None) -> None:
         self._lock = threading.Lock()
         self._entries: dict[str, Entry] = {}
         self._drops = 0  # how many drops so far: a load that began before one is not kept
-        self._fresh_s = fresh_s
+        self._fresh_s = FRESH_S if fresh_s is None else fresh_s
 
     def cached(self, id: str) -> Entry | None:
         """Formation ``id``'s entry if it is fresh (no database read), else None."""
