@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._declaration import FormationDecl
+from ._errors import ApiError
 from ._nesting import agent_ids, declaration_of, load_nested
 from ._schemas import FormationOut
 
@@ -88,7 +89,12 @@ class Declarations:
             return entry
         with self._lock:
             drops = self._drops
-        record = ctx.store.get_formation(id)
+        try:
+            record = ctx.store.get_formation(id)
+        except ApiError:  # deleted (by another process: this one drops it at once)
+            with self._lock:
+                self._entries.pop(id, None)
+            raise
         decl = declaration_of(record)
         nested = load_nested(ctx.store, decl, id)
         key = (id, decl.model_dump_json(), *(f"{k}\0{v.model_dump_json()}" for k, v in sorted(nested.items())))

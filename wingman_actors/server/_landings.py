@@ -4,10 +4,13 @@ loop for all those made meanwhile): the runs answered on the loop (:mod:`._loop_
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable
 
 __all__ = ["Landings"]
+
+log = logging.getLogger("wingman_actors.server")
 
 
 class Landings:
@@ -39,4 +42,7 @@ class Landings:
         with self._lock:
             calls, self._calls = self._calls, []
         for call in calls:
-            call()
+            try:
+                call()
+            except Exception:  # a bug: the other calls of the batch are made all the same
+                log.exception("a call handed to the event loop failed")
