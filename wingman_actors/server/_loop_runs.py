@@ -73,7 +73,7 @@ async def run_on_loop(ctx: ServerContext, entry: Entry, one: Started, body: Form
         land()
         raise
     future.add_done_callback(lambda f: _ended(current, f, timeout, one))
-    await asyncio.shield(landed)  # (a client that leaves does not stop the run, nor its record)
+    await landed  # (cancelled with the request, it leaves the run and its record to land() all the same)
     return json_response(answer(current, future, one.entry))
 
 
