@@ -58,6 +58,7 @@ async def run_on_loop(ctx: ServerContext, entry: Entry, one: Started, body: Form
     landed: asyncio.Future[None] = ctx.landings.loop.create_future()
 
     def land() -> None:  # on the loop, once the run's outcome is committed (or it never began)
+        current.on_settled = None  # (a reference cycle through this closure: freed without the collector)
         ctx.flights.remove(current)
         log.close()
         one.reusable = current.settled.is_set() and current.record.status in CLEAN and not current.stopping
