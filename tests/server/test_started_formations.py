@@ -225,3 +225,17 @@ def test_a_declaration_replaced_by_another_process_on_the_database_is_run_within
     while list(run(client, fid, " a ").json()["nodes"]) != ["shout", "node_thread"]:
         assert time.monotonic() - changed < FRESH_S + 1.0, "the replaced declaration was not seen"
         time.sleep(0.05)
+
+
+
+@pytest.mark.parametrize("reused", [False, True], ids=["first run", "reused formation"])
+def test_a_run_is_recorded_running_before_its_first_node_starts(
+        client: httpx.Client, server: RunningServer, reused: bool) -> None:
+    fid = chain(client, "sees_running", "clean", name=f"sees-{reused}")
+    fx.DATABASE[:] = [str(server.config.database)]
+    if reused:
+        assert run(client, fid).status_code == 200  # its started formation is kept: the next run reuses it
+    fx.SEEN.clear()
+    answer = run(client, fid, " x ")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["id"] in fx.SEEN[0]

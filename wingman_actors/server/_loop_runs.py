@@ -2,9 +2,11 @@
 
 ``POST /formations/{id}/run`` of a formation whose declaration is loaded (:mod:`._declarations`)
 and has an idle started formation (:mod:`._started`) needs no blocking call to begin: the
-run's record is queued for the journal's writer (committed with the journal's
-``begin_run``, which is queued too), and the run is handed to its first nodes' actors.
-The thread that ends the run (a node's, or the timer's) queues its outcome the same way;
+run's record is queued for the writer, and once it is committed (so ``GET /runs`` shows the
+run before any of its nodes starts) the writer's thread hands the run to its first nodes'
+actors, its journal's ``begin_run`` queued (committed in the writer's next batch, before
+anything the run writes). The thread that ends the run (a node's, or the timer's) queues its
+outcome the same way;
 the writer's commit tells :class:`._landings.Landings`, which wakes the event loop once for every run
 whose outcome that commit (and those before the loop woke) carried. Each request then
 answers from its run's committed record. A run is answered only once its outcome is
@@ -30,6 +32,7 @@ from ..formation._result import FormationResult
 from ._convert import jsonable
 from ._deps import json_response
 from ._flights import CLEAN, Flight, answer, both
+from ._journal import begin_queued
 from ._run_outcome import Tracker
 from ._schemas import FormationRunIn
 from ._started import Started
@@ -48,7 +51,7 @@ async def run_on_loop(ctx: ServerContext, entry: Entry, one: Started, body: Form
     timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
     one.reusable = False
     try:
-        run = ctx.store.create_run(entry.record, jsonable(body.input), wait=False)  # with the journal's begin_run
+        run = ctx.store.new_run(entry.record, jsonable(body.input))
     except BaseException:
         _give_back(ctx, one)
         raise
@@ -56,6 +59,7 @@ async def run_on_loop(ctx: ServerContext, entry: Entry, one: Started, body: Form
     tracker = Tracker(one.formation)
     current = Flight(ctx, one.running, run, tracker, both(tracker, log))
     landed: asyncio.Future[None] = ctx.landings.loop.create_future()
+    ran: list[Future[FormationResult]] = []
 
     def land() -> None:  # on the loop, once the run's outcome is committed (or it never began)
         current.on_settled = None  # (a reference cycle through this closure: freed without the collector)
@@ -66,16 +70,31 @@ async def run_on_loop(ctx: ServerContext, entry: Entry, one: Started, body: Form
         if not landed.done():
             landed.set_result(None)
 
+    def begin(error: BaseException | None) -> None:  # on the writer's thread: the record is committed
+        try:
+            if error is not None:
+                raise error
+            with begin_queued():
+                future = current.submit(body.input, timeout)  # journalled (queued) on return
+        except BaseException as exc:  # never begun: answered with what refused it
+            current.error = exc
+            ctx.landings.add(land)
+            return
+        ran.append(future)
+        future.add_done_callback(lambda f: _ended(current, f, timeout, one))
+
     current.on_settled = lambda _: ctx.landings.add(land)
     ctx.flights.add(current)
     try:
-        future = current.submit(body.input, timeout)  # journalled (queued) on return
+        ctx.store.insert_run(run, on_commit=begin)  # the run starts once its record is committed
     except BaseException:
         land()
         raise
-    future.add_done_callback(lambda f: _ended(current, f, timeout, one))
     await landed  # (cancelled with the request, it leaves the run and its record to land() all the same)
-    return json_response(answer(current, future, one.entry))
+    if not ran:
+        assert current.error is not None
+        raise current.error
+    return json_response(answer(current, ran[0], one.entry))
 
 
 def _ended(current: Flight, future: Future[FormationResult], timeout: float, one: Started) -> None:

@@ -183,8 +183,7 @@ _ENDS = (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED, Formati
 
 def _stream_formation(ctx: ServerContext, entry: Entry, body: FormationRunIn, canceller: Canceller) -> Iterator[Event]:
     with started(ctx, entry) as formation:
-        # committed before the run starts: its id reaches the client (run_started) at once, for a cancel
-        run = ctx.store.create_run(entry.record, jsonable(body.input))
+        run = ctx.store.create_run(entry.record, jsonable(body.input), wait=False)  # committed with begin_run
         events: queue.SimpleQueue[FormationEvent | None] = queue.SimpleQueue()
         with flight(ctx, formation, run) as current:
             canceller.target = _Stop(events)

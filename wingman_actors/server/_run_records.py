@@ -144,23 +144,32 @@ class RunRecords(Database):
                 once): return at once; with the journal's writer, committed with the
                 ``begin_run``, else in the next commit of the records' own writer.
         """
-        return self._insert(RunOut(id=id or new_id(), formation_id=formation.id, formation_name=formation.name,
-                                   status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()),
-                            wait)
+        return self.insert_run(self.new_run(formation, input, id), wait=wait)
+
+    def new_run(self, formation: FormationOut, input: Any, id: str | None = None) -> RunOut:
+        """The record of a new run of ``formation``, ``running``, not stored yet (see
+        :meth:`insert_run`)."""
+        return self._cleaned(RunOut(id=id or new_id(), formation_id=formation.id, formation_name=formation.name,
+                                    status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()))
 
     def create_fleet_run(self, fleet: FleetOut, input: Any) -> RunOut:
         """Record a run of ``fleet`` (``input``: its tasks) as ``running``."""
-        return self._insert(RunOut(id=new_id(), kind="fleet", fleet_id=fleet.id, fleet_name=fleet.name,
-                                   status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()))
+        return self.insert_run(self._cleaned(RunOut(id=new_id(), kind="fleet", fleet_id=fleet.id, fleet_name=fleet.name,
+                                                    status="running", input=input, outputs={}, nodes={}, usage={},
+                                                    created_at=now())))
 
-    def _insert(self, run: RunOut, wait: bool = True) -> RunOut:
-        run = self._cleaned(run)
+    def insert_run(self, run: RunOut, *, wait: bool = True,
+                   on_commit: Callable[[BaseException | None], None] | None = None) -> RunOut:
+        """Store the record ``run`` (from :meth:`new_run`). ``wait`` as for
+        :meth:`create_run`; ``on_commit``: return at once, and call ``on_commit(error)``
+        once committed (``error``: None, or what failed the write), on the thread that
+        committed it, which it must not keep long (it may queue writes, not wait for any)."""
         self._change(lambda conn: conn.execute(
             "INSERT INTO run_records (id, kind, formation_id, formation_name, fleet_id, fleet_name, status, input, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run.id, run.kind, run.formation_id, run.formation_name, run.fleet_id, run.fleet_name, run.status,
              _dumps(run.input), run.created_at),
-        ), wait)
+        ), wait, on_commit)
         return run
 
     def finish_run(self, run: RunOut, *, wait: bool = True,
