@@ -391,8 +391,9 @@ class RunStore:
             on_commit: (``wait=False``) called once ``change`` is committed, with None, or
                 with what failed it (then not reported by ``flush()``): on the store's
                 writer thread (or the thread that led the commit), after the callers
-                waiting for that commit are released. It must return quickly and write
-                nothing to this store. The writer thread is woken for ``change`` at once.
+                waiting for that commit are released. It must return quickly and wait
+                for no write of this store (it may queue some: ``record_*``,
+                ``begin_run(wait=False)``). The writer thread is woken for ``change`` at once.
 
         Raises:
             StoreClosedError: the store is closed.

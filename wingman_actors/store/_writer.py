@@ -115,7 +115,7 @@ class Op:
 
     def told(self) -> None:
         """(:attr:`TOLD` ops) The batch holding this op has committed, or this op failed
-        (``error`` set). Quick, and no call into the writer."""
+        (``error`` set). Quick; it may queue ops (``submit``), never wait for one."""
 
 
 class Stop(Op):
