@@ -114,6 +114,22 @@ def counted(text: str) -> str:
     return text
 
 
+DATABASE: list[str] = []
+"""The database ``sees_running`` reads (set by the test)."""
+SEEN: list[list[str]] = []
+"""What each ``sees_running`` call saw: the ids of the runs recorded ``running`` then."""
+
+
+@function
+def sees_running(text: str) -> str:
+    """Notes which run records are committed as ``running`` while it runs (a connection of its own)."""
+    import sqlite3
+
+    with sqlite3.connect(DATABASE[0]) as conn:
+        SEEN.append([r[0] for r in conn.execute("SELECT id FROM run_records WHERE status = 'running'")])
+    return text
+
+
 @function
 def ask(text: str) -> str:
     """Asks a person whether to publish the text; returns the text with the answer."""

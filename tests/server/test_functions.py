@@ -12,7 +12,8 @@ from wingman_actors.server import FunctionRegistry, function, predicate
 def test_module_is_scanned_for_marked_callables() -> None:
     registry = FunctionRegistry.from_modules(["tests.server.functions_fixture"], entry_points=False)
     assert set(registry.functions) == {"clean", "words", "shout", "explode", "half_character", "remember", "recall",
-                                       "gated", "counted", "ask", "explain_failure", "peek", "node_thread"}
+                                       "gated", "counted", "ask", "explain_failure", "peek", "node_thread",
+                                       "sees_running"}
     assert set(registry.predicates) == {"is_long", "is_short"}
     assert registry.functions["shout"]("a") == "A"
 

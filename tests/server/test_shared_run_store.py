@@ -157,3 +157,22 @@ def test_the_run_store_options_reach_the_configuration(tmp_path: Path) -> None:
                               "--run-store-lease", "3"])
     config = build_config(args)
     assert (config.run_store, config.run_store_lease) == ("postgresql://u:pw@h/db", 3.0)
+
+
+def test_runs_answered_on_a_postgresql_run_store_have_their_records_committed(
+        tmp_path: Path, postgres_url: str) -> None:
+    import sqlite3
+
+    config = ServerConfig(db_path=tmp_path / "w.db", work_root=tmp_path, functions=(FUNCTIONS_MODULE,),
+                          entry_points=False, run_store=postgres_url)
+    declaration = {"name": "upper", "nodes": [{"name": "up", "kind": "function", "function": "shout"}]}
+    with running(config) as server, server.client() as client:
+        fid = client.post("/formations", json=declaration).json()["id"]
+        for i in range(10):  # the first on a worker thread, the next ones on the event loop
+            response = client.post(f"/formations/{fid}/run", json={"input": f"run {i}"})
+            assert response.status_code == 200, response.text
+            # read at once on a connection of its own: only what is committed shows
+            with sqlite3.connect(server.config.database) as conn:
+                row = conn.execute("SELECT status, output FROM run_records WHERE id = ?",
+                                   (response.json()["id"],)).fetchone()
+            assert row == ("succeeded", f'"RUN {i}"')

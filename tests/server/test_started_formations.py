@@ -206,3 +206,36 @@ def test_a_run_in_flight_on_a_reused_formation_is_interrupted_when_the_server_st
             assert (resumed.json()["status"], resumed.json()["output"]) == ("succeeded", "x")
     finally:
         again.stop()
+
+
+def test_a_declaration_replaced_by_another_process_on_the_database_is_run_within_a_second(
+        server: RunningServer, client: httpx.Client) -> None:
+    from wingman_actors.server import Store
+    from wingman_actors.server._declarations import FRESH_S
+
+    fid = chain(client, "clean", "node_thread")
+    run(client, fid)  # its declaration is now kept in memory, with a started formation
+    other = Store(server.config.database)  # as another server process on the same file would
+    try:
+        new = body("shout", "node_thread")
+        other.replace_formation(fid, new["name"], new["nodes"], new["edges"])
+    finally:
+        other.close()
+    changed = time.monotonic()
+    while list(run(client, fid, " a ").json()["nodes"]) != ["shout", "node_thread"]:
+        assert time.monotonic() - changed < FRESH_S + 1.0, "the replaced declaration was not seen"
+        time.sleep(0.05)
+
+
+
+@pytest.mark.parametrize("reused", [False, True], ids=["first run", "reused formation"])
+def test_a_run_is_recorded_running_before_its_first_node_starts(
+        client: httpx.Client, server: RunningServer, reused: bool) -> None:
+    fid = chain(client, "sees_running", "clean", name=f"sees-{reused}")
+    fx.DATABASE[:] = [str(server.config.database)]
+    if reused:
+        assert run(client, fid).status_code == 200  # its started formation is kept: the next run reuses it
+    fx.SEEN.clear()
+    answer = run(client, fid, " x ")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["id"] in fx.SEEN[0]

@@ -148,28 +148,38 @@ def test_a_database_from_before_durable_runs_keeps_its_runs_and_takes_the_run_jo
         store.close()
 
 
-def test_grouped_changes_of_many_threads_commit_together_and_a_failing_one_rolls_back_alone(tmp_path: Path) -> None:
+def test_run_records_of_many_threads_without_a_journal_are_committed_and_a_failing_one_fails_alone(
+        tmp_path: Path) -> None:
     store = Store(tmp_path / "w.db")
     try:
-        store.grouped(lambda conn: conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)"))
+        formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "f"}], [])
+        runs = [store.create_run(formation, n) for n in range(40)]
         errors: list[BaseException] = []
-        results: list[int] = []
+        told: list[BaseException | None] = []
+        done = threading.Event()
 
-        def change(n: int) -> None:
+        def finish(run: Any) -> None:
             try:
-                results.append(store.grouped(lambda conn: conn.execute("INSERT INTO t VALUES (?)", (n % 20,)).rowcount))
-            except sqlite3.IntegrityError as exc:  # n and n + 20 clash: one of them fails alone
+                if run.input % 2:  # a set is no JSON: its write fails, alone
+                    store.finish_run(run.model_copy(update={"status": "succeeded", "output": {run.input}}))
+                else:
+                    store.finish_run(run.model_copy(update={"status": "succeeded", "output": run.input}),
+                                     wait=False, on_commit=lambda record, error: (told.append(error), done.set()))
+            except Exception as exc:
                 errors.append(exc)
 
-        threads = [threading.Thread(target=change, args=(n,)) for n in range(40)]
+        threads = [threading.Thread(target=finish, args=(run,)) for run in runs]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        with store.read() as conn:
-            rows = sorted(r[0] for r in conn.execute("SELECT n FROM t"))
-        assert rows == list(range(20))
-        assert (len(results), len(errors)) == (20, 20)
+        assert done.wait(10)
+        store.close()  # commits what is still queued
+        store = Store(tmp_path / "w.db")
+        statuses = {r.input: (r.status, r.output) for r in store.list_runs(limit=100)}
+        assert statuses == {n: ("succeeded", n) if n % 2 == 0 else ("running", None) for n in range(40)}
+        assert len(errors) == 20 and all(isinstance(e, TypeError) for e in errors)
+        assert told == [None] * 20
     finally:
         store.close()
 

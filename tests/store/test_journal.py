@@ -290,3 +290,23 @@ def test_one_batch_of_begins_appends_and_statuses_keeps_each_runs_order_and_fail
         store.flush()
     assert len(err.value.errors) == 1
     assert store.get(first).status == "failed" and store.load(second).visits == {"a": {1: "x1"}, "b": {1: "x2"}}
+
+
+def test_a_run_begun_without_waiting_is_committed_before_the_writes_that_follow_it(
+        store: RunStore, shape: FormationShape, location: str) -> None:
+    run_id = store.begin_run("chain", shape, {"n": 1}, run_id="queued", wait=False)
+    assert run_id == "queued"
+    store.record_visit(run_id, "a", 1, "out")
+    store.set_status(run_id, "succeeded", wait=True)  # commits everything queued before it
+    with RunStore(location, recover=False) as other:  # another connection: only what is committed
+        assert other.get(run_id).status == "succeeded"
+        assert other.load(run_id).visits == {"a": {1: "out"}}
+
+
+def test_a_duplicate_run_begun_without_waiting_is_reported_by_the_next_flush(
+        store: RunStore, shape: FormationShape) -> None:
+    store.begin_run("chain", shape, 1, run_id="twice")
+    store.begin_run("chain", shape, 2, run_id="twice", wait=False)
+    with pytest.raises(StoreWriteError, match="twice"):
+        store.flush()
+    assert store.get("twice").input == 1

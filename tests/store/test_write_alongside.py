@@ -4,6 +4,7 @@ in the journal's commits, in call order with its writes."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,37 @@ def test_a_failing_write_fails_alone_with_a_store_write_error(sqlite_store: RunS
 def test_a_postgresql_store_refuses_write_alongside(postgres_url: str) -> None:
     with RunStore(postgres_url) as store, pytest.raises(NotImplementedError, match="SQLite"):
         store.write_alongside(lambda conn: None)
+
+
+def test_a_write_with_on_commit_is_told_once_it_is_committed(sqlite_store: RunStore, path: Path) -> None:
+    _table(sqlite_store)
+    told = threading.Event()
+    seen: list[object] = []
+
+    def on_commit(error: BaseException | None) -> None:
+        seen.append((error, _rows(path)))  # what another connection sees by then
+        told.set()
+
+    sqlite_store.write_alongside(lambda conn: conn.execute("INSERT INTO mine VALUES ('r', 'x')"), wait=False,
+                                 on_commit=on_commit)
+    assert told.wait(5)
+    assert seen == [(None, [("r", "x")])]
+
+
+def test_a_failing_write_with_on_commit_is_told_its_error_and_not_reported_again(
+        sqlite_store: RunStore, path: Path) -> None:
+    _table(sqlite_store)
+    sqlite_store.write_alongside(lambda conn: conn.execute("INSERT INTO mine VALUES ('r', 'first')"))
+    told: list[BaseException | None] = []
+    done = threading.Event()
+    sqlite_store.write_alongside(lambda conn: conn.execute("INSERT INTO mine VALUES ('r', 'again')"), wait=False,
+                                 on_commit=lambda error: (told.append(error), done.set()))
+    assert done.wait(5)
+    assert isinstance(told[0], sqlite3.IntegrityError)
+    sqlite_store.flush()  # its caller was told: nothing left to report
+    assert _rows(path) == [("r", "first")]
+
+
+def test_on_commit_is_refused_for_a_waited_write(sqlite_store: RunStore) -> None:
+    with pytest.raises(ValueError, match="on_commit is for wait=False"):
+        sqlite_store.write_alongside(lambda conn: None, on_commit=lambda error: None)

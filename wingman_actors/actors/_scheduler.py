@@ -3,6 +3,11 @@
 One per running formation, started on first use. Callbacks run on the timer thread and
 must be short (they usually just tell an actor). No polling: the thread sleeps on a
 condition until the next deadline or a new, earlier one.
+
+A cancelled timer lets go of its callback at once (a run's timeout refers to the run's
+state, and most runs end long before their timeout), and the cancelled timers left in the
+heap are cleared away whenever it has doubled since the last clearing, so they never
+outnumber the live ones for long.
 """
 
 from __future__ import annotations
@@ -31,6 +36,14 @@ class TimerHandle:
 
     def cancel(self) -> None:
         self.cancelled = True
+        self.callback = _nothing  # (what it refers to need not live until its time)
+
+
+def _nothing() -> None:
+    pass
+
+
+_COMPACT_AT = 1024  # the fewest timers in the heap before cancelled ones are cleared away
 
 
 class Scheduler:
@@ -43,6 +56,12 @@ class Scheduler:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
+        self._compact_at = _COMPACT_AT
+
+    @property
+    def pending(self) -> int:
+        """How many timers the heap holds (cancelled ones not cleared away yet included)."""
+        return len(self._heap)
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
         """Run ``callback`` after ``delay`` seconds (on the scheduler thread)."""
@@ -50,7 +69,12 @@ class Scheduler:
         with self._cond:
             if self._stopped:
                 raise RuntimeError("scheduler is stopped")
-            heapq.heappush(self._heap, (handle.when, next(self._seq), handle))
+            heap = self._heap
+            if len(heap) >= self._compact_at:  # clear cancelled timers away: amortised O(1) a call
+                heap[:] = [entry for entry in heap if not entry[2].cancelled]
+                heapq.heapify(heap)
+                self._compact_at = max(_COMPACT_AT, 2 * len(heap))
+            heapq.heappush(heap, (handle.when, next(self._seq), handle))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()

@@ -5,6 +5,7 @@ the function registry, the per-session locks and runs in flight; and how a store
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -23,9 +24,12 @@ from ..store import JournalStore
 from ..tools import BUILTIN_TOOL_NAMES, Tool
 from ..tools._human import ask_human
 from ._config import ServerConfig
+from ._declarations import Declarations
 from ._errors import ApiError, invalid
 from ._flights import Flights
 from ._functions import FunctionRegistry
+from ._journal import MaskedJournal
+from ._landings import Landings
 from ._mcp import MCPPool, allowed_programs, check_mcp
 from ._provider_cache import ProviderCache, close_provider
 from ._redact import Redactor
@@ -102,9 +106,15 @@ class ServerContext:
         self.redactor = store.redactor if redactor is None else redactor
         self.store = store
         self.journal = journal
+        self.run_journal = journal.queued_begins() if isinstance(journal, MaskedJournal) else journal
+        """The journal of the formations run over HTTP: as ``journal``, its ``begin_run`` not waited for."""
         self.flights = Flights()
         self.started = StartedFormations()
         """Started formations kept for the next runs of their declarations (see :mod:`._started`)."""
+        self.declarations = Declarations()
+        """Stored formations' declarations, loaded (see :mod:`._declarations`)."""
+        self.landings = Landings(asyncio.get_running_loop())
+        """Runs answered on the event loop, woken in batches (see :mod:`._loop_runs`)."""
         self.formation_writes = threading.Lock()
         """Held while a formation is created, replaced or deleted: no two writes make a nesting loop."""
         """The formation runs in flight, by run id."""

@@ -13,30 +13,16 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
 
 from ..store._schema import APPLICATION_ID
 from ._ids import now
 
 __all__ = ["MIGRATIONS", "Database", "Migration"]
 
-_T = TypeVar("_T")
-
-
-class _Change:
-    """One caller's change waiting to be committed with others (:meth:`Database.grouped`)."""
-
-    __slots__ = ("apply", "done", "error", "result")
-
-    def __init__(self, apply: Callable[[sqlite3.Connection], Any]) -> None:
-        self.apply = apply
-        self.done = False
-        self.result: Any = None
-        self.error: BaseException | None = None
 
 _BUSY_TIMEOUT_MS = 30_000
 
@@ -217,12 +203,10 @@ class Database:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._waiting: list[_Change] = []  # grouped() changes not committed yet (under _waiting_lock)
-        self._waiting_lock = threading.Lock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._closed = False
-        self._writer = self._connect()
+        self._writer = self.connect()
         mode = self._writer.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             self._writer.close()
@@ -236,7 +220,8 @@ class Database:
             self.close()
             raise
 
-    def _connect(self) -> sqlite3.Connection:
+    def connect(self) -> sqlite3.Connection:
+        """A new connection to the file, set up as the writer's (WAL, busy timeout, foreign keys)."""
         conn = sqlite3.connect(
             self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
         )
@@ -263,57 +248,6 @@ class Database:
                 raise
             conn.execute("COMMIT")
 
-    def grouped(self, apply: Callable[[sqlite3.Connection], _T]) -> _T:
-        """``apply(conn)`` in a write transaction committed together with the changes other
-        threads are waiting to commit (one commit, one sync to disk, for them all), each in
-        its own savepoint: one that raises is rolled back alone and raises to its caller.
-        Returns once the change is committed, as durable as the run journal's commits
-        (``synchronous = NORMAL``: it survives the process being killed; the file is synced
-        at the next checkpoint or full commit), for the run records that mirror it."""
-        change = _Change(apply)
-        with self._waiting_lock:
-            self._waiting.append(change)
-        with self._lock:
-            if not change.done:  # no earlier thread committed it: commit every change waiting
-                with self._waiting_lock:
-                    changes, self._waiting = self._waiting, []
-                self._commit(changes)
-        if change.error is not None:
-            raise change.error
-        result: _T = change.result
-        return result
-
-    def _commit(self, changes: list[_Change]) -> None:
-        try:
-            if self._closed:
-                raise RuntimeError(f"database {self.path} is closed")
-            conn = self._writer
-            conn.execute("PRAGMA synchronous = NORMAL")
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    for change in changes:
-                        conn.execute("SAVEPOINT change")
-                        try:
-                            change.result = change.apply(conn)
-                        except Exception as exc:
-                            change.error = exc
-                            conn.execute("ROLLBACK TO change")
-                        conn.execute("RELEASE change")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            finally:
-                conn.execute("PRAGMA synchronous = FULL")
-        except BaseException as exc:
-            for change in changes:
-                change.error = change.error or exc
-            raise
-        finally:
-            for change in changes:
-                change.done = True
-
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A read transaction (one consistent snapshot) on this thread's reader connection."""
@@ -327,7 +261,7 @@ class Database:
     def _reader(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._connect()
+            conn = self.connect()
             conn.execute("PRAGMA query_only = ON")
             with self._lock:
                 if self._closed:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import Future
 from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 EventListener = Callable[[FormationEvent], None]
 
-__all__ = ["Flight", "Flights", "flight", "outcome", "settle_wait"]
+__all__ = ["CLEAN", "Flight", "Flights", "answer", "both", "flight", "outcome", "settle_wait"]
 
 _SETTLE_WAIT_S = 5.0
 
@@ -61,7 +61,17 @@ class Flight:
         self.started = time.perf_counter()
         self.stopping = False
         """Set when the server stops: the run ends ``interrupted``, resumable after a restart."""
+        self.timed_out = False
+        """Whether the run failed by its time limit (see :meth:`ending`)."""
         self.settled = threading.Event()
+        """Set once the run's outcome is committed."""
+        self.on_settled: Callable[[Flight], None] | None = None
+        """Told (on the thread that saw the commit) once the run's outcome is committed."""
+        self.error: BaseException | None = None
+        """What failed the write of the run's outcome, if it failed."""
+        self._claimed = False  # someone writes the outcome (maybe not committed yet)
+        self._cancelling = False  # a cancel() is under way: it writes the outcome
+        self._left = False  # ending() left the outcome to a cancel() under way
         self._lock = threading.Lock()
 
     @property
@@ -91,19 +101,75 @@ class Flight:
         return on_event
 
     def settle(self, build: Callable[[RunOut], RunOut]) -> RunOut:
-        """Write the run's outcome ``build(record)``, unless it was written already; the record."""
+        """Write the run's outcome ``build(record)``, unless someone did already, and wait
+        until it is committed; the record."""
         with self._lock:
-            if not self.settled.is_set():
-                self.record = self.ctx.store.finish_run(build(self.record))
-                self.settled.set()
-            return self.record
+            first = not self._claimed
+            if first:
+                self._claimed = True
+                try:
+                    self.record = self.ctx.store.finish_run(build(self.record))
+                except BaseException as exc:
+                    self.error = exc
+                    raise
+                finally:
+                    self.settled.set()
+        if first:
+            if self.on_settled is not None:
+                self.on_settled(self)
+        else:
+            self.settled.wait()
+        return self.record
+
+    def settle_soon(self, build: Callable[[RunOut], RunOut]) -> None:
+        """Write the run's outcome ``build(record)`` unless someone did already, without
+        waiting: ``settled`` is set, and ``on_settled`` told, once it is committed."""
+        with self._lock:
+            if self._claimed:
+                return
+            self._claimed = True
+            record = build(self.record)
+        try:
+            self.ctx.store.finish_run(record, wait=False, on_commit=self._committed)
+        except BaseException as exc:  # (refused before it was queued)
+            self._committed(record, exc)
+
+    def _committed(self, record: RunOut, error: BaseException | None) -> None:
+        self.record, self.error = record, error
+        self.settled.set()
+        if self.on_settled is not None:
+            self.on_settled(self)
 
     def cancel(self, reason: str) -> RunOut | None:
         """Cancel the run (its work stops at the next boundary) and record it ``cancelled``;
         None when it had already finished."""
+        self._cancelling = True  # the run's end, seen by ending(), is this call's to record
         if not self.running.cancel(self.id):
+            with self._lock:
+                self._cancelling = False
+                left = self._left  # someone else cancelled it meanwhile, and ending() left it to this call
+            if left:
+                self.settle(lambda r: cancelled(r, self.tracker, self.started, "the run was cancelled"))
             return None
         return self.settle(lambda r: cancelled(r, self.tracker, self.started, reason))
+
+    def ending(self, future: Future[FormationResult], timeout: float | None,
+               entry: Collection[str]) -> Callable[[RunOut], RunOut] | None:
+        """How to record the end of the run ``future`` (done), which had ``timeout``:
+        succeeded or suspended, cancelled, failed, or interrupted (the server is stopping);
+        None when a :meth:`cancel` under way records it. Sets :attr:`timed_out`."""
+        if future.cancelled():
+            with self._lock:
+                self._left = self._cancelling
+            if self._left:
+                return None
+            return partial(cancelled, tracker=self.tracker, started=self.started, reason="the run was cancelled")
+        exc = future.exception()
+        if exc is None:
+            return partial(settled, result=future.result())
+        elapsed = time.perf_counter() - self.started
+        self.timed_out = getattr(exc, "node", "") is None and timeout is not None and elapsed >= timeout * 0.99
+        return self.failure(exc, self.timed_out, entry)
 
     def failure(self, exc: BaseException, timed_out: bool, entry: Collection[str]) -> Callable[[RunOut], RunOut]:
         """How to record the run failing with ``exc``: ``interrupted`` when the server is
@@ -151,7 +217,8 @@ class Flights:
         return len(flights)
 
 
-_CLEAN = ("succeeded", "suspended")
+CLEAN = ("succeeded", "suspended")
+"""The statuses of a run that ended cleanly: its started formation may serve the next run."""
 
 
 @contextmanager
@@ -161,17 +228,18 @@ def flight(ctx: ServerContext, started: Started, run: RunOut) -> Iterator[Flight
     reusable when the run ended cleanly."""
     log = ctx.flights.logs.start(run.id)
     tracker = Tracker(started.formation)
-    current = Flight(ctx, started.running, run, tracker, _both(tracker, log))
+    current = Flight(ctx, started.running, run, tracker, both(tracker, log))
     ctx.flights.add(current)
     try:
         yield current
     finally:
         ctx.flights.remove(current)
         log.close()
-        started.reusable = current.settled.is_set() and current.record.status in _CLEAN and not current.stopping
+        started.reusable = current.settled.is_set() and current.record.status in CLEAN and not current.stopping
 
 
-def _both(tracker: Tracker, log: RunLog) -> Callable[[FormationEvent], None]:
+def both(tracker: Tracker, log: RunLog) -> Callable[[FormationEvent], None]:
+    """A run's listener: its trace, then its log."""
     def on_event(event: FormationEvent) -> None:
         tracker(event)
         log(event)
@@ -182,30 +250,42 @@ def _both(tracker: Tracker, log: RunLog) -> Callable[[FormationEvent], None]:
 def outcome(current: Flight, future: Future[FormationResult], timeout: float | None,
             entry: Collection[str] = ()) -> RunOut:
     """Wait for the run, record its outcome and return the record; or raise the error that
-    answers it: 409 ``cancelled``, 503 when the server stopped, else as :func:`failure` says
-    (400 ``input``, 500 ``runtime``, 502 provider, 504 ``timeout``)."""
-    run_id = current.id
+    answers it (see :func:`answer`)."""
     try:
-        result = future.result()
-    except CancelledError:
-        record = current.settle(lambda r: cancelled(r, current.tracker, current.started, "the run was cancelled"))
+        future.result()
+    except BaseException:  # (answered below)
+        pass
+    build = current.ending(future, timeout, entry)
+    if build is None:  # a cancel() under way writes it
+        current.settled.wait()
+    else:
+        current.settle(build)
+    return answer(current, future, entry)
+
+
+def answer(current: Flight, future: Future[FormationResult], entry: Collection[str] = ()) -> RunOut:
+    """The record of the ended run ``future`` (its outcome committed), or the error that
+    answers it: 409 ``cancelled``, 503 when the server stopped, else as :func:`failure`
+    says (400 ``input``, 500 ``runtime``, 502 provider, 504 ``timeout``)."""
+    run_id, record = current.id, current.record
+    if current.error is not None:
+        raise current.error
+    if future.cancelled():
         raise ApiError(409, f"formation run {run_id} was cancelled before it finished (POST /runs/{run_id}/cancel); "
                             f"continue it with POST /runs/{run_id}/resume",
-                       kind="cancelled", run_id=run_id, run_status=record.status) from None
-    except Exception as exc:
-        elapsed = time.perf_counter() - current.started
-        timed_out = getattr(exc, "node", "") is None and timeout is not None and elapsed >= timeout * 0.99
-        record = current.settle(current.failure(exc, timed_out, entry))
-        if record.status == "interrupted":
-            raise ApiError(503, f"the server is stopping: formation run {run_id} was interrupted; continue it with "
-                                f"POST /runs/{run_id}/resume once the server is back",
-                           kind="interrupted", run_id=run_id) from exc
-        status, kind = failure(exc, timed_out, entry)
-        raise ApiError(
-            status, f"formation run {record.id} failed: {record.error}", kind=kind, run_id=record.id,
-            node=record.failed_node, fields=["input"] if kind == "input" else None,
-        ) from exc
-    return current.settle(lambda r: settled(r, result))
+                       kind="cancelled", run_id=run_id, run_status=record.status)
+    exc = future.exception()
+    if exc is None:
+        return record
+    if record.status == "interrupted":
+        raise ApiError(503, f"the server is stopping: formation run {run_id} was interrupted; continue it with "
+                            f"POST /runs/{run_id}/resume once the server is back",
+                       kind="interrupted", run_id=run_id) from exc
+    status, kind = failure(exc, current.timed_out, entry)
+    raise ApiError(
+        status, f"formation run {record.id} failed: {record.error}", kind=kind, run_id=record.id,
+        node=record.failed_node, fields=["input"] if kind == "input" else None,
+    ) from exc
 
 
 def settle_wait(current: Flight) -> bool:

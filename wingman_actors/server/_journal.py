@@ -11,7 +11,10 @@ back is what the run produced, bar the secrets.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
 from ..store import (
@@ -27,7 +30,7 @@ from ..store import (
 from ._config import ServerConfig
 from ._redact import Redactor
 
-__all__ = ["MaskedJournal", "open_journal", "run_store_secret"]
+__all__ = ["MaskedJournal", "begin_queued", "open_journal", "run_store_secret"]
 
 
 def open_journal(config: ServerConfig, *, recover: bool = True) -> RunStore:
@@ -52,6 +55,21 @@ def run_store_secret(config: ServerConfig) -> str | None:
     return unquote(password) if password else None
 
 
+_QUEUED: ContextVar[bool] = ContextVar("wingman_queued_begin", default=False)
+
+
+@contextmanager
+def begin_queued() -> Iterator[None]:
+    """Inside the block, runs begun on this thread through a :meth:`MaskedJournal.queued_begins`
+    journal do not wait for their journal's start to commit: it commits in call order, before
+    anything the run writes after it (the caller has committed the run's record already)."""
+    token = _QUEUED.set(True)
+    try:
+        yield
+    finally:
+        _QUEUED.reset(token)
+
+
 class MaskedJournal:
     """``store`` (a :class:`~wingman_actors.store.JournalStore`) with ``redactor``'s secrets
     masked in everything written to it; reads and housekeeping pass straight through.
@@ -59,11 +77,20 @@ class MaskedJournal:
     Args:
         store: the journal.
         redactor: the secrets to mask.
+        wait_begin: False: inside :func:`begin_queued`, ``begin_run`` returns at once (a
+            :class:`RunStore`'s ``begin_run(wait=False)``), the run committed before
+            anything written after it.
     """
 
-    def __init__(self, store: JournalStore, redactor: Redactor) -> None:
+    def __init__(self, store: JournalStore, redactor: Redactor, *, wait_begin: bool = True) -> None:
         self.store = store
         self.redactor = redactor
+        self._queued = not wait_begin and isinstance(store, RunStore)
+
+    def queued_begins(self) -> MaskedJournal:
+        """This journal, its ``begin_run`` not waited for inside :func:`begin_queued`:
+        the journal of the formations run over HTTP (see :mod:`._loop_runs`)."""
+        return MaskedJournal(self.store, self.redactor, wait_begin=False)
 
     def __getattr__(self, name: str) -> Any:
         # calls this class does not know (the store's own extras) reach the store unchanged
@@ -84,6 +111,9 @@ class MaskedJournal:
 
     def begin_run(self, formation: str, shape: FormationShape, input: Any, *, run_id: str | None = None,
                   source: str | None = None, parent: str | None = None) -> str:
+        if self._queued and _QUEUED.get():
+            return cast(RunStore, self.store).begin_run(formation, shape, self._mask(input), run_id=run_id,
+                                                        source=source, parent=parent, wait=False)
         return self.store.begin_run(formation, shape, self._mask(input), run_id=run_id, source=source, parent=parent)
 
     def record_visit(self, run_id: str, node: str, visit: int, output: Any) -> None:

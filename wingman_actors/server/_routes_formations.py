@@ -15,12 +15,13 @@ from ..formation.events import FormationEvent, FormationEventType
 from ._context import ServerContext
 from ._convert import jsonable
 from ._declaration import FormationDecl
+from ._declarations import Entry
 from ._deps import Ctx, context_of, json_response
 from ._errors import ApiError
 from ._flights import flight, outcome
+from ._loop_runs import run_on_loop
 from ._nesting import agent_ids, build_nested, declaration_of, load_nested, nested_in, nesting_users
 from ._run_outcome import cancelled, event_dict, settled
-from ._runnable import load_formation
 from ._schemas import FormationOut, FormationRunIn, RunOut, StatusOut
 from ._sse import Event, ThreadedStream
 from ._started import started
@@ -85,6 +86,7 @@ async def replace(id: str, body: FormationDecl, ctx: Ctx) -> FormationOut:
             _validated(ctx, body, id)
             _users_still_valid(ctx, id, body)
             replaced = ctx.store.replace_formation(id, body.name, body.stored_nodes(), body.stored_edges())
+        ctx.declarations.drop(id)
         ctx.started.drop(id)  # the old declaration's actors are no longer wanted
         return replaced
 
@@ -127,6 +129,7 @@ async def delete(id: str, ctx: Ctx) -> StatusOut:
                                     "(PUT /formations/{id}) or delete those formations first",
                                kind="in_use", used_by=[f.id for f in users])
             ctx.store.delete_formation(id)
+        ctx.declarations.drop(id)
         ctx.started.drop(id)
 
     await ctx.pool.run(apply)
@@ -137,10 +140,11 @@ async def delete(id: str, ctx: Ctx) -> StatusOut:
 
 
 def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: float) -> RunOut:
-    record, decl = load_formation(ctx, id)
-    with started(ctx, decl, id) as formation:
+    """A run on a worker thread: the declaration read, the formation started if need be."""
+    entry = ctx.declarations.load(ctx, id)
+    with started(ctx, entry) as formation:
         timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
-        run = ctx.store.create_run(record, jsonable(body.input), wait=False)  # committed with the journal's begin_run
+        run = ctx.store.create_run(entry.record, jsonable(body.input), wait=False)  # committed with begin_run
         with flight(ctx, formation, run) as current:
             future = current.submit(body.input, timeout)  # journalled on return
             return outcome(current, future, timeout, formation.entry)
@@ -156,6 +160,11 @@ async def run(id: str, body: FormationRunIn, request: Request) -> Response:
     cancelled meanwhile 409 (``kind`` = ``cancelled``), each with ``run_id`` to read its record."""
     ctx = context_of(request)
     deadline = time.monotonic() + ctx.config.request_timeout
+    entry = ctx.declarations.cached(id)
+    if entry is not None and not entry.agents:
+        one = ctx.started.take(entry.key)
+        if one is not None:  # the common case: nothing to read, nothing to start
+            return await run_on_loop(ctx, entry, one, body, deadline)
     return json_response(await ctx.pool.run(_run_formation, ctx, id, body, deadline))
 
 
@@ -172,11 +181,9 @@ class _Stop:
 _ENDS = (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED)
 
 
-def _stream_formation(
-    ctx: ServerContext, record: FormationOut, decl: FormationDecl, body: FormationRunIn, canceller: Canceller
-) -> Iterator[Event]:
-    with started(ctx, decl, record.id) as formation:
-        run = ctx.store.create_run(record, jsonable(body.input), wait=False)  # committed with the journal's begin_run
+def _stream_formation(ctx: ServerContext, entry: Entry, body: FormationRunIn, canceller: Canceller) -> Iterator[Event]:
+    with started(ctx, entry) as formation:
+        run = ctx.store.create_run(entry.record, jsonable(body.input), wait=False)  # committed with begin_run
         events: queue.SimpleQueue[FormationEvent | None] = queue.SimpleQueue()
         with flight(ctx, formation, run) as current:
             canceller.target = _Stop(events)
@@ -208,7 +215,7 @@ async def run_stream(id: str, body: FormationRunIn, ctx: Ctx) -> Response:
     ``node_started``, ``agent_text``, ``node_finished``, ``run_finished``, ``run_failed`` or
     ``run_cancelled``...), then ``done`` with the run id and status (``suspended`` when a node
     called ``interrupt()``: the ``run_finished`` data has the ``interrupt``). No request timeout."""
-    record, decl = await ctx.pool.run(load_formation, ctx, id)
+    entry = await ctx.pool.run(ctx.declarations.load, ctx, id)
     canceller = Canceller()
-    stream = ThreadedStream(ctx.pool, lambda: _stream_formation(ctx, record, decl, body, canceller), canceller)
+    stream = ThreadedStream(ctx.pool, lambda: _stream_formation(ctx, entry, body, canceller), canceller)
     return await start_stream(stream)

@@ -20,7 +20,6 @@ from ._errors import ApiError
 from ._flights import flight, outcome
 from ._ids import new_id
 from ._recovery import refreshed
-from ._runnable import load_formation
 from ._schemas import RunForkIn, RunOut, VisitOut
 from ._started import started
 
@@ -69,14 +68,15 @@ async def history(id: str, ctx: Ctx) -> list[VisitOut]:
 def _fork(ctx: ServerContext, id: str, body: RunForkIn, deadline: float) -> RunOut:
     original, formation_id = _formation_run(ctx, id, "forked")
     try:
-        record, decl = load_formation(ctx, formation_id)
+        entry = ctx.declarations.load(ctx, formation_id)
     except ApiError:
         raise ApiError(409, f"run {id} cannot be forked: its formation {formation_id} was deleted; a run "
                             "forks with the formation that began it", kind="formation_deleted", run_id=id,
                        run_status=original.status) from None
     given = body.model_fields_set
     at = body.target()
-    with started(ctx, decl, record.id) as one:
+    record = entry.record
+    with started(ctx, entry) as one:
         formation = one.formation
         node = at if isinstance(at, str) else at[0]
         if node not in formation.graph:

@@ -14,7 +14,6 @@ from ._deps import Ctx, context_of, json_response
 from ._errors import ApiError
 from ._flights import Flight, flight, outcome, settle_wait
 from ._recovery import refreshed
-from ._runnable import load_formation
 from ._schemas import RUN_STATUSES, RunOut, RunResumeIn
 from ._started import started
 
@@ -152,11 +151,11 @@ def _resume(ctx: ServerContext, id: str, body: RunResumeIn, deadline: float) -> 
                "expired": "it waited for an answer longer than the server's suspend time; start a new run"}
         raise _conflict(run, "resumed", why.get(run.status, f"it is {run.status}"))
     try:
-        _, decl = load_formation(ctx, run.formation_id)
+        entry = ctx.declarations.load(ctx, run.formation_id)
     except ApiError:
         raise _conflict(run, "resumed", f"its formation {run.formation_id} was deleted; a run resumes with the "
                                         "formation that began it", "formation_deleted") from None
-    with started(ctx, decl, run.formation_id) as formation:
+    with started(ctx, entry) as formation:
         timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
         with flight(ctx, formation, run) as current:
             try:

@@ -11,18 +11,25 @@ and outcome are written through the journal's writer (:meth:`RunRecords.commit_w
 the journal's group commits: a run's record is inserted in the commit of its journal's
 ``begin_run``, and its outcome commits with (or after) the journal's last writes of the run
 (its visits and final status), so a run answered over HTTP has both durable. Otherwise (a
-PostgreSQL journal, or once the journal is closed) they commit in groups of their own.
+PostgreSQL journal, or once the journal is closed) they go through a writer of their own,
+which commits them in groups (``synchronous = NORMAL``, as durable as the journal's
+commits) on a connection of its own. Either way a caller may be told when its write is
+committed instead of waiting for it (``finish_run(..., on_commit=...)``).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..store import RunStore, StoreClosedError
+from ..store._ops import Alongside, AlongsideTold, AlongsideWaited
+from ..store._writer import Writer
 from ._body import scrub
 from ._db import Database
 from ._errors import not_found
@@ -51,6 +58,8 @@ class RunRecords(Database):
     """
 
     def __init__(self, path: str | Path, redactor: Redactor | None = None) -> None:
+        self._own: Writer | None = None  # the writer of its own, once needed
+        self._own_lock = threading.Lock()
         super().__init__(path)
         self.redactor = Redactor() if redactor is None else redactor
         """Masks secrets in what is written from runs: messages and run records."""
@@ -61,17 +70,43 @@ class RunRecords(Database):
         SQLite run store in this database file); None: in commits of their own."""
         self._journal = journal
 
-    def _change(self, apply: Callable[[sqlite3.Connection], object], wait: bool = True) -> None:
+    def _change(self, apply: Callable[[sqlite3.Connection], object], wait: bool = True,
+                on_commit: Callable[[BaseException | None], None] | None = None) -> None:
         """Commit ``apply``: with the journal's writes when there is one (``wait=False``: in
-        its next commit, e.g. the ``begin_run`` that follows), else grouped (waited for)."""
+        its next commit, e.g. the ``begin_run`` that follows), else through the writer of
+        its own; ``on_commit``: return at once, and tell it once committed."""
         journal = self._journal
         if journal is not None:
             try:
-                journal.write_alongside(apply, wait=wait)
+                journal.write_alongside(apply, wait=wait and on_commit is None, on_commit=on_commit)
                 return
             except StoreClosedError:  # the server is stopping: the journal closes first
                 pass
-        self.grouped(apply)
+        writer = self._own_writer()
+        if on_commit is not None:
+            writer.submit(AlongsideTold(apply, on_commit))
+        elif wait:
+            writer.call(AlongsideWaited(apply))
+        else:
+            writer.submit(Alongside(apply))
+
+    def _own_writer(self) -> Writer:
+        with self._own_lock:
+            if self._own is None:
+                conn = self.connect()
+                conn.execute("PRAGMA synchronous = NORMAL")  # as the journal's commits
+                self._own = Writer(conn, "wingman-records-writer")
+            return self._own
+
+    def close(self) -> None:
+        """Commit the run records' writes still queued, then close every connection."""
+        with self._own_lock:
+            own, self._own = self._own, None
+        try:
+            if own is not None:
+                own.stop()
+        finally:
+            super().close()
 
     def _clean(self, value: Any) -> Any:
         return self.redactor.value(scrub(value))
@@ -106,38 +141,56 @@ class RunRecords(Database):
 
         Args:
             wait: return once committed. False (the run's journal ``begin_run`` follows at
-                once): with the journal's writer, return at once, committed with the
-                ``begin_run``; without it, this waits all the same.
+                once): return at once; with the journal's writer, committed with the
+                ``begin_run``, else in the next commit of the records' own writer.
         """
-        return self._insert(RunOut(id=id or new_id(), formation_id=formation.id, formation_name=formation.name,
-                                   status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()),
-                            wait)
+        return self.insert_run(self.new_run(formation, input, id), wait=wait)
+
+    def new_run(self, formation: FormationOut, input: Any, id: str | None = None) -> RunOut:
+        """The record of a new run of ``formation``, ``running``, not stored yet (see
+        :meth:`insert_run`)."""
+        return self._cleaned(RunOut(id=id or new_id(), formation_id=formation.id, formation_name=formation.name,
+                                    status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()))
 
     def create_fleet_run(self, fleet: FleetOut, input: Any) -> RunOut:
         """Record a run of ``fleet`` (``input``: its tasks) as ``running``."""
-        return self._insert(RunOut(id=new_id(), kind="fleet", fleet_id=fleet.id, fleet_name=fleet.name,
-                                   status="running", input=input, outputs={}, nodes={}, usage={}, created_at=now()))
+        return self.insert_run(self._cleaned(RunOut(id=new_id(), kind="fleet", fleet_id=fleet.id, fleet_name=fleet.name,
+                                                    status="running", input=input, outputs={}, nodes={}, usage={},
+                                                    created_at=now())))
 
-    def _insert(self, run: RunOut, wait: bool = True) -> RunOut:
-        run = self._cleaned(run)
+    def insert_run(self, run: RunOut, *, wait: bool = True,
+                   on_commit: Callable[[BaseException | None], None] | None = None) -> RunOut:
+        """Store the record ``run`` (from :meth:`new_run`). ``wait`` as for
+        :meth:`create_run`; ``on_commit``: return at once, and call ``on_commit(error)``
+        once committed (``error``: None, or what failed the write), on the thread that
+        committed it, which it must not keep long (it may queue writes, not wait for any)."""
         self._change(lambda conn: conn.execute(
             "INSERT INTO run_records (id, kind, formation_id, formation_name, fleet_id, fleet_name, status, input, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run.id, run.kind, run.formation_id, run.formation_name, run.fleet_id, run.fleet_name, run.status,
              _dumps(run.input), run.created_at),
-        ), wait)
+        ), wait, on_commit)
         return run
 
-    def finish_run(self, run: RunOut) -> RunOut:
-        """Store ``run``'s outcome (status, outputs, node traces, error) and its finish time."""
+    def finish_run(self, run: RunOut, *, wait: bool = True,
+                   on_commit: Callable[[RunOut, BaseException | None], None] | None = None) -> RunOut:
+        """Store ``run``'s outcome (status, outputs, node traces, error) and its finish time.
+
+        Args:
+            run: the run's record.
+            wait: return once committed. False: return at once and call
+                ``on_commit(record, error)`` (``error``: None, or what failed the write)
+                once committed, on the thread that committed it.
+        """
         run = self._cleaned(run.model_copy(update={"finished_at": now()}))
+        told = None if wait or on_commit is None else partial(on_commit, run)
         self._change(lambda conn: conn.execute(
             "UPDATE run_records SET status = ?, interrupt = ?, output = ?, outputs = ?, nodes = ?, usage = ?, "
             "error = ?, error_kind = ?, failed_node = ?, duration_s = ?, finished_at = ? WHERE id = ?",
             (run.status, None if run.interrupt is None else _dumps(run.interrupt), _dumps(run.output),
              _dumps(run.outputs), _dumps(run.nodes), _dumps(run.usage), run.error, run.error_kind,
              run.failed_node, run.duration_s, run.finished_at, run.id),
-        ))
+        ), told is None, told)
         return run
 
     def get_run(self, id: str) -> RunOut:

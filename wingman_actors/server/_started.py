@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING
 from ..formation import Formation
 from ..formation._runtime import RunningFormation
 from ..store import SERVER_SOURCE
-from ._declaration import FormationDecl
-from ._nesting import agent_ids, build_nested, load_nested
+from ._nesting import build_nested
 from ._runnable import runnable
 
 if TYPE_CHECKING:
     from ._context import ServerContext
+    from ._declarations import Entry
 
-__all__ = ["IDLE_PER_DECLARATION", "IDLE_S", "Started", "StartedFormations", "started"]
+__all__ = ["IDLE_PER_DECLARATION", "IDLE_S", "Started", "StartedFormations", "start", "started"]
 
 IDLE_S = 0.5
 """Seconds a started formation is kept with no run before it is stopped."""
@@ -108,6 +108,12 @@ class StartedFormations:
     def give_back(self, one: Started) -> None:
         """``one``'s run has ended: keep it idle for the next run of its declaration, or stop
         it (its run did not end cleanly, its declaration changed, or enough are idle)."""
+        for s in self.hand_back(one):
+            s.running.stop()
+
+    def hand_back(self, one: Started) -> list[Started]:
+        """:meth:`give_back` without stopping anything: the started formations the caller
+        must stop (``one``, or those it replaces as the idle ones of its formation)."""
         stop: list[Started] = [one]
         with self._lock:
             self._out.discard(one)
@@ -123,8 +129,7 @@ class StartedFormations:
                 if self._reaper is None:
                     self._reaper = threading.Thread(target=self._reap, name="wingman-started-reaper", daemon=True)
                     self._reaper.start()
-        for s in stop:
-            s.running.stop()
+        return stop
 
     def _reap(self) -> None:
         """Stop the started formations left idle for ``idle_s``; end when none is idle."""
@@ -182,31 +187,36 @@ class StartedFormations:
 def _start(ctx: ServerContext, formation: Formation, id: str | None) -> RunningFormation:
     # recorded on the journal's runs: `wingman-actors resume` tells the user to resume them here
     formation.source = f"{SERVER_SOURCE}{id}"  # type: ignore[attr-defined]
-    return formation.start(store=ctx.journal, work_dir=ctx.config.work_root)
+    return formation.start(store=ctx.run_journal, work_dir=ctx.config.work_root)
+
+
+def start(ctx: ServerContext, entry: Entry) -> Started:
+    """A new started formation of ``entry``'s declaration, counted as in use (give it back
+    with ``ctx.started.give_back``). Blocking: it builds the formation and starts its actors."""
+    id = entry.record.id
+    formation = build_nested(entry.decl, ctx.functions, {}, entry.nested, id)
+    running = _start(ctx, formation, id)
+    one = Started(formation, running, frozenset(formation.validate().sources), entry.key, entry.ids)
+    ctx.started.lend(one)
+    return one
 
 
 @contextmanager
-def started(ctx: ServerContext, decl: FormationDecl, id: str) -> Iterator[Started]:
-    """A started formation of stored formation ``id``'s declaration ``decl`` for one run:
-    an idle one kept from an earlier run, else a new one; given back (or stopped) when the
-    block ends, as :class:`StartedFormations` says."""
-    nested = load_nested(ctx.store, decl, id)
-    if agent_ids(decl, nested):
-        with runnable(ctx, decl, id) as formation:
+def started(ctx: ServerContext, entry: Entry) -> Iterator[Started]:
+    """A started formation of stored formation ``entry`` for one run: an idle one kept from
+    an earlier run, else a new one; given back (or stopped) when the block ends, as
+    :class:`StartedFormations` says."""
+    id = entry.record.id
+    if entry.agents:
+        with runnable(ctx, entry.decl, id) as formation:
             running = _start(ctx, formation, id)
             try:
                 yield Started(formation, running, frozenset(formation.validate().sources))
             finally:
                 running.stop()
         return
-    key: _Key = (id, decl.model_dump_json(), *(f"{k}\0{v.model_dump_json()}" for k, v in sorted(nested.items())))
     pool = ctx.started
-    one = pool.take(key)
-    if one is None:
-        formation = build_nested(decl, ctx.functions, {}, nested, id)
-        running = _start(ctx, formation, id)
-        one = Started(formation, running, frozenset(formation.validate().sources), key, frozenset((id, *nested)))
-        pool.lend(one)
+    one = pool.take(entry.key) or start(ctx, entry)
     one.reusable = False
     try:
         yield one

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from . import _bulk
@@ -15,8 +15,10 @@ __all__ = [
     "Append",
     "Answer",
     "Alongside",
+    "AlongsideTold",
     "AlongsideWaited",
     "BeginRun",
+    "BeginRunQueued",
     "Claim",
     "Expire",
     "MarkInterrupted",
@@ -91,6 +93,13 @@ class BeginRun(Journalling):
 
     def describe(self) -> str:
         return f"begin_run({self.row[0]!r})"
+
+
+class BeginRunQueued(BeginRun):
+    """``BeginRun`` nobody waits for (``begin_run(wait=False)``): committed in call order."""
+
+    __slots__ = ()
+    wait = False
 
 
 _INSERT_RUN = ("INSERT INTO runs (id, formation, fingerprint, source, input_codec, input, status, created, updated, "
@@ -262,6 +271,21 @@ class AlongsideWaited(Alongside):
 
     __slots__ = ()
     wait = True
+
+
+class AlongsideTold(Alongside):
+    """``Alongside`` whose caller is told when it is committed: ``on_commit(error)``, on
+    the thread that committed it (``error``: None, or what failed it)."""
+
+    __slots__ = ("on_commit",)
+    TOLD = True
+
+    def __init__(self, change: Any, on_commit: Callable[[BaseException | None], None]) -> None:
+        super().__init__(change)
+        self.on_commit = on_commit
+
+    def told(self) -> None:
+        self.on_commit(self.error)
 
 
 class Answer(Op):

@@ -261,7 +261,7 @@ class PostgresRunStore(RunStore):
         open; reads already show them interrupted). Returns how many."""
         return super().mark_interrupted()
 
-    def write_alongside(self, change: Any, *, wait: bool = True) -> Any:
+    def write_alongside(self, change: Any, *, wait: bool = True, on_commit: Any = None) -> Any:
         """Not on PostgreSQL: the writes of :meth:`RunStore.write_alongside` are SQLite's."""
         raise NotImplementedError("write_alongside applies SQLite writes to a SQLite run store's file; this store is "
                                   "on PostgreSQL: commit your own tables' writes on a connection of your own")
@@ -269,8 +269,8 @@ class PostgresRunStore(RunStore):
     # --- the runs this store is running (see _lease) ------------------------------------------
 
     def begin_run(self, formation: str, shape: Any, input: Any, *, run_id: str | None = None,
-                  source: str | None = None, parent: str | None = None) -> str:
-        run_id = super().begin_run(formation, shape, input, run_id=run_id, source=source, parent=parent)
+                  source: str | None = None, parent: str | None = None, wait: bool = True) -> str:
+        run_id = super().begin_run(formation, shape, input, run_id=run_id, source=source, parent=parent, wait=wait)
         self._own.claimed(run_id)
         return run_id
 

@@ -25,10 +25,12 @@ from ._history import Visit, history
 from ._ops import (
     KINDS,
     Alongside,
+    AlongsideTold,
     AlongsideWaited,
     Answer,
     Append,
     BeginRun,
+    BeginRunQueued,
     Claim,
     Expire,
     MarkInterrupted,
@@ -213,7 +215,8 @@ class RunStore:
     # --- writes the runtime makes ----------------------------------------------------------
 
     def begin_run(self, formation: str, shape: FormationShape | nx.DiGraph, input: Any, *,
-                  run_id: str | None = None, source: str | None = None, parent: str | None = None) -> str:
+                  run_id: str | None = None, source: str | None = None, parent: str | None = None,
+                  wait: bool = True) -> str:
         """Record a new run (status ``running``, owned by this store); durable on return.
 
         Args:
@@ -225,6 +228,10 @@ class RunStore:
             source: where the formation came from (e.g. its file), for ``resume``.
             parent: the outer run this run is an inner run of (a nested formation's run,
                 begun by the runtime): it is listed, resumed and pruned with that run.
+            wait: False: return at once, the run committed in call order as the
+                ``record_*`` calls are (before any write made after this call); a
+                ``run_id`` or ``parent`` the store refuses is then reported by the next
+                ``flush()`` or ``close()``, and the run's later writes fail with it.
 
         Returns:
             The run id.
@@ -247,8 +254,12 @@ class RunStore:
         row = (run_id, formation, shape.fingerprint, source, codec, text, now, now, self._owner)
         if parent is not None and (not isinstance(parent, str) or not parent):
             raise ValueError(f"begin_run: parent must be a non-empty str (the outer run's id) or None, got {parent!r}")
-        result: str = self._writer.call(self._BeginRun(row, (shape.fingerprint, shape.json), self._path,
-                                                     self._shapes, parent))
+        if wait:
+            result: str = self._writer.call(self._BeginRun(row, (shape.fingerprint, shape.json), self._path,
+                                                         self._shapes, parent))
+        else:
+            self._submit(BeginRunQueued(row, (shape.fingerprint, shape.json), self._path, self._shapes, parent))
+            result = run_id
         self._cancels.started(result, self._writer)
         return result
 
@@ -364,7 +375,8 @@ class RunStore:
         self._cancels.started(run_id, self._writer)
         return self.load(run_id)
 
-    def write_alongside(self, change: Callable[[sqlite3.Connection], _T], *, wait: bool = True) -> _T | None:
+    def write_alongside(self, change: Callable[[sqlite3.Connection], _T], *, wait: bool = True,
+                        on_commit: Callable[[BaseException | None], None] | None = None) -> _T | None:
         """Apply ``change(conn)`` on the store's writer connection, in call order with the
         journal's writes, committed together with them: tables of the caller's own in the
         store's file (the server's run records) gain the journal's group commits. ``change``
@@ -376,14 +388,25 @@ class RunStore:
             wait: return once committed, with ``change``'s result (else return None at
                 once: committed with the next commit, e.g. a ``begin_run`` that follows;
                 a failure is reported by the next ``flush()`` or ``close()``).
+            on_commit: (``wait=False``) called once ``change`` is committed, with None, or
+                with what failed it (then not reported by ``flush()``): on the store's
+                writer thread (or the thread that led the commit), after the callers
+                waiting for that commit are released. It must return quickly and wait
+                for no write of this store (it may queue some: ``record_*``,
+                ``begin_run(wait=False)``). The writer thread is woken for ``change`` at once.
 
         Raises:
             StoreClosedError: the store is closed.
             StoreWriteError: (``wait``) ``change`` raised a database error.
         """
         if not wait:
-            self._writer.submit(Alongside(change), wake=False)
+            if on_commit is None:
+                self._writer.submit(Alongside(change), wake=False)
+            else:
+                self._writer.submit(AlongsideTold(change, on_commit))
             return None
+        if on_commit is not None:
+            raise ValueError("write_alongside: on_commit is for wait=False (a waited write has committed on return)")
         result: _T = self._writer.call(AlongsideWaited(change))
         return result
 

@@ -83,6 +83,10 @@ class Op:
 
     __slots__ = ("done", "error", "result", "seq")
     wait: ClassVar[bool] = False
+    TOLD: ClassVar[bool] = False
+    """Whether the op's caller is told when it is committed (or failed): :meth:`told`,
+    called on the thread that committed its batch, once the batch's waiting callers are
+    released. The error of a told op is its caller's (not kept for ``flush()``)."""
     GROUP: ClassVar[str | None] = None
     """Consecutive ops of one group are applied together, by :meth:`apply_group`; a batch
     of one group only is applied by it outside a transaction, and it commits."""
@@ -108,6 +112,10 @@ class Op:
     def belongs_to(self) -> str | None:
         """The run this write belongs to, if one (its failure is reported with that run)."""
         return None
+
+    def told(self) -> None:
+        """(:attr:`TOLD` ops) The batch holding this op has committed, or this op failed
+        (``error`` set). Quick; it may queue ops (``submit``), never wait for one."""
 
 
 class Stop(Op):
@@ -173,6 +181,7 @@ class Writer:
         self._write = threading.Lock()  # held while applying a batch
         self._seq = 0
         self._waiting = 0  # queued ops whose callers wait for them
+        self._told = 0  # queued ops whose callers are told of their commit
         self._committed = 0
         self._closed = False
         self._stopped = False
@@ -233,6 +242,8 @@ class Writer:
                 self._waiting += 1
                 if self._regrouping:
                     self._more.notify()
+            elif op.TOLD:
+                self._told += 1
             if isinstance(op, Stop):
                 self._closed = True
             if wake and self._idle and not self._write.locked():
@@ -315,6 +326,8 @@ class Writer:
             batch = [self._queue.popleft() for _ in range(n)]
             self._released = sum(1 for op in batch if op.done is not None)
             self._waiting -= self._released
+            if self._told:
+                self._told -= sum(1 for op in batch if op.TOLD)
         try:
             t0 = time.perf_counter()
             self._run(batch)
@@ -351,7 +364,7 @@ class Writer:
 
     def _finish(self, batch: list[Op]) -> None:
         failed = [(op.belongs_to(), f"{op.describe()}: {op.error}") for op in batch
-                  if op.error is not None and op.done is None]
+                  if op.error is not None and op.done is None and not op.TOLD]
         if failed:
             # Nobody waits for these: logged once here, and kept for flush() or close() (kept
             # before the batch counts as committed, so a flush that sees it committed sees them).
@@ -361,12 +374,22 @@ class Writer:
                 self._failures.extend(failed)
             if self._refused is not None:
                 for op in batch:
-                    if op.error is not None and op.done is None:
+                    if op.error is not None and op.done is None and not op.TOLD:
                         self._refused(op.error)
         self._committed = batch[-1].seq
+        told = False
         for op in batch:
             if op.done is not None:
                 op.done.release()
+            elif op.TOLD:
+                told = True
+        if told:
+            for op in batch:
+                if op.TOLD:
+                    try:
+                        op.told()
+                    except Exception:  # the caller's own bug: the writer carries on
+                        _log.exception("run store: telling %s of its commit failed", op.describe())
         if isinstance(batch[-1], Stop):
             with self._mutex:
                 self._stopped = True
@@ -385,7 +408,7 @@ class Writer:
                         self._idle = self._untimed = False
                     if self._stopped:
                         return
-                    gather = 0 < len(self._queue) < _GATHER_BELOW and not self._waiting
+                    gather = 0 < len(self._queue) < _GATHER_BELOW and not self._waiting and not self._told
                 if gather:
                     # Nobody waits for these writes: let more arrive so that one commit
                     # carries many.
