@@ -72,6 +72,9 @@ else:
     config = ServerConfig(db_path=sys.argv[2], work_root=sys.argv[3], functions=("wingman_bench_http_functions",),
                           entry_points=False, run_store=sys.argv[4] or None)
     app = create_app(config)
+    from wingman_actors.server._app import freeze_startup_heap
+
+    freeze_startup_heap()  # as `wingman-actors serve` does before serving
 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # Nagle off (asyncio's rule)
 sock.bind(("127.0.0.1", 0))
 print(sock.getsockname()[1], flush=True)

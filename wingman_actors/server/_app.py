@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -67,28 +66,14 @@ PRUNE_EVERY_S = 3600.0
 
 _TIMEOUT_GRACE_S = 2.0  # runs stop at the request timeout themselves; the middleware is the backstop
 
-_serving = 0  # servers of this process between startup and shutdown (under _serving_lock)
-_serving_lock = threading.Lock()
-
-
-def _freeze_heap() -> None:
-    """A server has started: move every object the process holds so far (imports, the
-    app, its routes and models) to the collector's permanent generation (``gc.freeze``),
-    so the full collections a busy server makes skip them (they were most of each one,
-    some tens of milliseconds every thousand or so requests). Undone when the last
-    server of the process stops."""
-    global _serving
-    with _serving_lock:
-        _serving += 1
-        gc.freeze()
-
-
-def _thaw_heap() -> None:
-    global _serving
-    with _serving_lock:
-        _serving -= 1
-        if _serving == 0:
-            gc.unfreeze()  # (collected again as usual, garbage meanwhile included)
+def freeze_startup_heap() -> None:
+    """For ``wingman-actors serve``, whose process is the server's alone, just before it
+    serves: move every object the process holds so far (imports, the app, its routes and
+    models, ~100,000 objects) to the collector's permanent generation (``gc.freeze``), so
+    the full collections a busy server makes skip them (they were most of each one). An
+    app embedded in another program (:func:`create_app` under the program's own server)
+    leaves that program's collector alone."""
+    gc.freeze()
 
 
 def _field(loc: Sequence[Any]) -> str:
@@ -194,12 +179,10 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         context = app.state.wingman = ServerContext(config, store, pool, functions, redactor, journal=journal)
         pruning = None if retention is None else asyncio.create_task(_prune_every(PRUNE_EVERY_S, pool, journal,
                                                                                   retention))
-        _freeze_heap()
         try:
             with redact_logs(redactor):
                 yield
         finally:
-            _thaw_heap()
             if pruning is not None:
                 pruning.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

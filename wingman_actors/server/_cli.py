@@ -248,7 +248,7 @@ def serve(args: argparse.Namespace) -> int:
     with require("server", "wingman-actors serve"):
         import uvicorn
 
-    from ._app import create_app
+    from ._app import create_app, freeze_startup_heap
     from ._journal import open_journal
     from ._store import Store
 
@@ -274,6 +274,7 @@ def serve(args: argparse.Namespace) -> int:
     print(f"wingman-actors serve: http://{args.host}:{port} (database {config.database}{journal})", file=sys.stderr)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=port, log_level="info",
                                            timeout_graceful_shutdown=10))
+    freeze_startup_heap()
     try:
         server.run(sockets=[sock])
     finally:
