@@ -2,13 +2,17 @@
 
 Kept lean on purpose: the success path appends six items per node visit to the flat
 ``log`` (its output among them: :attr:`NodeTrace.outputs`), :meth:`RunState.seal` makes it
-a tuple when the run succeeds, and :class:`NodeTrace` objects are built only when someone
-reads ``FormationResult.nodes``.
+a tuple when the run succeeds (what a run that recorded nothing else leaves its result:
+see :mod:`._result`), and :class:`NodeTrace` objects are built only when someone reads
+``FormationResult.nodes``.
 
 Why a run starts with shared empty containers and a shared lock (this module's one
 speed trick, and it stays here): ``submit()`` of many inputs keeps thousands of runs in
 flight, and every container a run allocates is one more allocation the interpreter's
-cyclic collector counts and one more object its full passes walk. Measured on the
+cyclic collector counts and one more object its full passes walk. (The log is the
+exception: every run that succeeds writes it, so each run has its own from the start;
+taking it through ``own()`` on the first visit cost 4% of a pipeline input's
+instructions, and the collector no less.) Measured on the
 3-node pipeline with 10,000 runs in flight (CPU time per input, all threads): 17 µs with
 this module as it is, 30 µs when each run allocated its own seven containers and lock
 (11.6 µs against 9.2 µs with the collector off: most of the difference is the
@@ -28,11 +32,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
 from ..core import Usage
 from ..integrations.otel import WorkflowSpan
-from ._result import ZERO_USAGE, FormationResult, NodeStatus, NodeTrace
+from ._result import LOG_STRIDE, FormationResult, NodeStatus, NodeTrace, SealedLog, log_traces
 
 __all__ = ["RunState"]
 
@@ -44,7 +48,6 @@ _wall_offset = time.time() - time.perf_counter()
 _EMPTY_JOINS: Any = MappingProxyType({})  # node -> routing.Join
 _EMPTY_VISITS: Any = MappingProxyType({})
 _EMPTY_FAILURES: Any = ()
-_EMPTY_LOG: Any = ()
 _EMPTY_SKIPPED: Any = MappingProxyType({})
 _EMPTY_DROPPED: Any = MappingProxyType({})
 _EMPTY_HANDLED: Any = MappingProxyType({})
@@ -55,10 +58,10 @@ _EMPTY_NESTED: Any = MappingProxyType({})
 _LOCKS = tuple(threading.Lock() for _ in range(64))
 _next_lock = itertools.count()
 _OWN_LOCK = threading.Lock()
-_LOG_STRIDE = 6  # items per visit in RunState.log
+_LOG_STRIDE = LOG_STRIDE  # items per visit in RunState.log
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
-    "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED, "log": _EMPTY_LOG,
+    "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED,
 }
 
 
@@ -96,8 +99,8 @@ class RunState:
         self.pending = 1  # cyclic formations: a guard released once the sources are dispatched
         # node, attempt, started, finished, usage, output: six items per successful visit, flat (a
         # list of scalars adds nothing for the collector to count or walk; a tuple per visit
-        # did); its own list from the first visit on (record())
-        self.log: list[Any] | tuple[Any, ...] = _EMPTY_LOG
+        # did); a tuple once the run succeeded (seal())
+        self.log: list[Any] | tuple[Any, ...] = []
         self.listeners = listeners
         self.t0 = time.perf_counter()
         self.wall0 = _wall_offset + self.t0
@@ -121,7 +124,7 @@ class RunState:
 
     def own(self, field: str) -> Any:
         """Give the run its own container for ``field`` (joins, visits, failures, skipped,
-        dropped, handled, nested, log).
+        dropped, handled, nested).
 
         Safe from any thread, with or without the run's lock held: the first use takes a
         separate lock (never held while taking another), so two threads cannot each
@@ -132,7 +135,7 @@ class RunState:
             with _OWN_LOCK:
                 current = getattr(self, field)
                 if current is _SHARED[field]:
-                    current = [] if field in ("failures", "log") else {}
+                    current = [] if field == "failures" else {}
                     setattr(self, field, current)
         return current
 
@@ -141,10 +144,8 @@ class RunState:
     ) -> None:
         """Log a successful visit and its output (safe from any thread)."""
         log = self.log
-        if isinstance(log, tuple):  # the shared empty log, or a sealed one
-            if log is not _EMPTY_LOG:
-                return  # sealed: the run succeeded before this late visit ended
-            log = cast("list[Any]", self.own("log"))
+        if isinstance(log, tuple):
+            return  # sealed: the run succeeded before this late visit ended
         log += (node, attempt, started, finished, usage, output)
 
     @property
@@ -163,11 +164,17 @@ class RunState:
                 return log[i + _LOG_STRIDE - 1]
         return default
 
-    def seal(self) -> None:
+    def seal(self) -> RunState | SealedLog:
         """The run succeeded: its log no longer changes, and is kept as a tuple (a tuple of
         plain values costs the collector nothing once it has seen it; a finished run's
-        result may be kept long after the run)."""
-        self.log = tuple(self.log)
+        result may be kept long after the run). Returns what the run's result builds its
+        traces from: the sealed log alone when the run recorded nothing else (no failure,
+        skip, loop, handled error or nested run), else the run."""
+        log = self.log = tuple(self.log)
+        if (self.failures is _EMPTY_FAILURES and self.skipped is _EMPTY_SKIPPED and self.visits is _EMPTY_VISITS
+                and self.handled is _EMPTY_HANDLED and self.nested is _EMPTY_NESTED and not self.cancelled):
+            return (self.order, self.wall0, self.t0, log)
+        return self
 
     def wall(self, perf: float) -> float:
         """Wall-clock time of a ``perf_counter`` reading taken during this run."""
@@ -186,24 +193,7 @@ class RunState:
 
     def traces(self) -> dict[str, NodeTrace]:
         """Per-node traces from the log, in node order (called lazily, once per result)."""
-        traces: dict[str, NodeTrace] = {}
-        entries = iter(self.log)
-        for name, attempt, started, finished, usage, output in zip(
-            entries, entries, entries, entries, entries, entries, strict=True
-        ):
-            t = traces.get(name)
-            if t is None:
-                t = traces[name] = NodeTrace(name)
-            t.status = NodeStatus.SUCCEEDED
-            t.attempts = attempt
-            t.visits += 1
-            t.started_at = self.wall(started)
-            t.finished_at = self.wall(finished)
-            t.duration_s += finished - started
-            if usage is not None and usage is not ZERO_USAGE:
-                t.usage = t.usage + usage
-            t.output = output
-            t.outputs.append(output)
+        traces = log_traces(self.log, self.wall0, self.t0)
         for name, when in self.handled.items():  # failed into error edges, after any success
             t = traces.get(name)
             if t is None or t.finished_at is None or self.wall(when) >= t.finished_at:
