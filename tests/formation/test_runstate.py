@@ -99,7 +99,7 @@ def test_a_succeeded_runs_result_keeps_no_object_the_collector_tracks_beyond_the
     assert result.nodes["b"].output == 3
 
 
-def test_a_runs_that_recorded_more_than_its_visits_is_what_its_result_builds_traces_from() -> None:
+def test_a_run_that_recorded_more_than_its_visits_is_what_its_result_builds_traces_from() -> None:
     run = RunState("r", 1, [], 1, ["a", "b"])
     run.record("a", 1, 0.0, 0.1, None, 2)
     run.own("skipped")["b"] = None
