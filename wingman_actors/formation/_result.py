@@ -1,25 +1,15 @@
-"""What a formation run returns: outputs plus per-node traces.
-
-A result builds its traces when they are first read, from what its run recorded: the
-run itself (:class:`~._runstate.RunState`), or, for a run that recorded nothing but its
-successful visits (the common case), its :data:`SealedLog` alone. That is plain data in
-an exact tuple, which the cyclic collector stops tracking once it has seen it, and the
-run is freed: ``submit()`` of many inputs keeps thousands of results, and each result
-that kept its run kept one more object, with two dozen references, for every full
-collection to walk. tests/formation/test_runstate.py checks that traces from a sealed
-log equal the run's own.
-"""
+"""What a formation run returns: outputs plus per-node traces."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import Usage
 
-__all__ = ["LOG_STRIDE", "ZERO_USAGE", "FormationResult", "NodeStatus", "NodeTrace", "SealedLog", "log_traces"]
+__all__ = ["ZERO_USAGE", "FormationResult", "NodeStatus", "NodeTrace"]
 
 ZERO_USAGE = Usage()
 """The shared zero usage (Usage is immutable)."""
@@ -99,8 +89,7 @@ class FormationResult:
         interrupt: for a suspended run, ``{"node": ..., "payload": ...}``; else None.
 
     The runtime builds results; ``outputs=None`` with ``sink=<name>`` stands for
-    ``{sink: output}`` (made on first read of ``outputs``); ``nodes`` is the traces, a
-    callable that builds them, or a :data:`SealedLog` they are built from.
+    ``{sink: output}`` (made on first read of ``outputs``).
     """
 
     __slots__ = ("_build", "_nodes", "_outputs", "_sink", "duration_s", "interrupt", "output", "run_id", "status")
@@ -110,7 +99,7 @@ class FormationResult:
         run_id: str,
         output: Any,
         outputs: dict[str, Any] | None,
-        nodes: dict[str, NodeTrace] | Callable[[], dict[str, NodeTrace]] | SealedLog,
+        nodes: dict[str, NodeTrace] | Callable[[], dict[str, NodeTrace]],
         duration_s: float,
         status: str = "succeeded",
         interrupt: dict[str, Any] | None = None,
@@ -130,12 +119,12 @@ class FormationResult:
         self._sink = sink
         self.duration_s = duration_s
         # Traces are assembled lazily: pipelines that only read outputs never pay for them.
-        if isinstance(nodes, dict):
-            self._build: Callable[[], dict[str, NodeTrace]] | SealedLog | None = None
-            self._nodes: dict[str, NodeTrace] | None = nodes
+        if callable(nodes):
+            self._build: Callable[[], dict[str, NodeTrace]] | None = nodes
+            self._nodes: dict[str, NodeTrace] | None = None
         else:
-            self._build = nodes
-            self._nodes = None
+            self._build = None
+            self._nodes = nodes
 
     @property
     def outputs(self) -> dict[str, Any]:
@@ -147,10 +136,8 @@ class FormationResult:
     @property
     def nodes(self) -> dict[str, NodeTrace]:
         if self._nodes is None:
-            build = self._build
-            assert build is not None
-            self._nodes = build() if callable(build) else _sealed_traces(*build)
-            self._build = None
+            assert self._build is not None
+            self._nodes, self._build = self._build(), None
         return self._nodes
 
     @property
@@ -184,45 +171,3 @@ class FormationResult:
             "usage": self.usage.model_dump(),
             "duration_s": self.duration_s,
         }
-
-
-LOG_STRIDE = 6
-"""Items per successful visit in a run's log (``RunState.log``): node, attempt, started,
-finished (``perf_counter`` readings), usage, output. Flat: a log of plain values is one
-object for the collector, and none once it is a tuple."""
-
-SealedLog = tuple[Sequence[str], float, float, tuple[Any, ...]]
-"""A succeeded run's log as its result keeps it: ``(order, wall0, t0, log)``, the
-formation's node order, the wall-clock time ``wall0`` of the ``perf_counter`` reading
-``t0``, and the log (see the module docstring)."""
-
-
-def log_traces(log: Sequence[Any], wall0: float, t0: float) -> dict[str, NodeTrace]:
-    """The traces of the successful visits in ``log``, by node in the order of their
-    first visit (``perf_counter`` readings as wall-clock times: ``wall0`` is that of ``t0``)."""
-    traces: dict[str, NodeTrace] = {}
-    entries = iter(log)
-    for name, attempt, started, finished, usage, output in zip(
-        entries, entries, entries, entries, entries, entries, strict=True
-    ):
-        t = traces.get(name)
-        if t is None:
-            t = traces[name] = NodeTrace(name)
-        t.status = NodeStatus.SUCCEEDED
-        t.attempts = attempt
-        t.visits += 1
-        t.started_at = wall0 + (started - t0)
-        t.finished_at = wall0 + (finished - t0)
-        t.duration_s += finished - started
-        if usage is not None and usage is not ZERO_USAGE:
-            t.usage = t.usage + usage
-        t.output = output
-        t.outputs.append(output)
-    return traces
-
-
-def _sealed_traces(order: Sequence[str], wall0: float, t0: float, log: tuple[Any, ...]) -> dict[str, NodeTrace]:
-    """The traces of a run that recorded only successful visits, in node order (a node
-    the run never reached: skipped)."""
-    traces = log_traces(log, wall0, t0)
-    return {name: traces.get(name) or NodeTrace(name, status=NodeStatus.SKIPPED) for name in order}

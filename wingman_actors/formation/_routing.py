@@ -500,7 +500,8 @@ class Router:
             outputs = {s: produced[s] for s in self.sinks if s in produced}
             output = None
         duration = time.perf_counter() - run.t0
-        result = FormationResult(run.id, output, outputs, run.seal(), duration, sink=sink or "")
+        run.seal()
+        result = FormationResult(run.id, output, outputs, run, duration, sink=sink or "")
         if run.trace is not None:  # ended before the caller can see the result
             run.trace.end(usage=result.usage)
         if self.journal is not None:

@@ -2,9 +2,8 @@
 
 Kept lean on purpose: the success path appends six items per node visit to the flat
 ``log`` (its output among them: :attr:`NodeTrace.outputs`), :meth:`RunState.seal` makes it
-a tuple when the run succeeds (what a run that recorded nothing else leaves its result:
-see :mod:`._result`), and :class:`NodeTrace` objects are built only when someone reads
-``FormationResult.nodes``.
+a tuple when the run succeeds, and :class:`NodeTrace` objects are built only when someone
+reads ``FormationResult.nodes``.
 
 Why a run starts with shared empty containers and a shared lock (this module's one
 speed trick, and it stays here): ``submit()`` of many inputs keeps thousands of runs in
@@ -36,7 +35,7 @@ from typing import Any
 
 from ..core import Usage
 from ..integrations.otel import WorkflowSpan
-from ._result import LOG_STRIDE, FormationResult, NodeStatus, NodeTrace, SealedLog, log_traces
+from ._result import ZERO_USAGE, FormationResult, NodeStatus, NodeTrace
 
 __all__ = ["RunState"]
 
@@ -58,7 +57,7 @@ _EMPTY_NESTED: Any = MappingProxyType({})
 _LOCKS = tuple(threading.Lock() for _ in range(64))
 _next_lock = itertools.count()
 _OWN_LOCK = threading.Lock()
-_LOG_STRIDE = LOG_STRIDE  # items per visit in RunState.log
+_LOG_STRIDE = 6  # items per visit in RunState.log
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
     "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED,
@@ -164,17 +163,11 @@ class RunState:
                 return log[i + _LOG_STRIDE - 1]
         return default
 
-    def seal(self) -> RunState | SealedLog:
+    def seal(self) -> None:
         """The run succeeded: its log no longer changes, and is kept as a tuple (a tuple of
         plain values costs the collector nothing once it has seen it; a finished run's
-        result may be kept long after the run). Returns what the run's result builds its
-        traces from: the sealed log alone when the run recorded nothing else (no failure,
-        skip, loop, handled error or nested run), else the run."""
-        log = self.log = tuple(self.log)
-        if (self.failures is _EMPTY_FAILURES and self.skipped is _EMPTY_SKIPPED and self.visits is _EMPTY_VISITS
-                and self.handled is _EMPTY_HANDLED and self.nested is _EMPTY_NESTED and not self.cancelled):
-            return (self.order, self.wall0, self.t0, log)
-        return self
+        result may be kept long after the run)."""
+        self.log = tuple(self.log)
 
     def wall(self, perf: float) -> float:
         """Wall-clock time of a ``perf_counter`` reading taken during this run."""
@@ -193,7 +186,24 @@ class RunState:
 
     def traces(self) -> dict[str, NodeTrace]:
         """Per-node traces from the log, in node order (called lazily, once per result)."""
-        traces = log_traces(self.log, self.wall0, self.t0)
+        traces: dict[str, NodeTrace] = {}
+        entries = iter(self.log)
+        for name, attempt, started, finished, usage, output in zip(
+            entries, entries, entries, entries, entries, entries, strict=True
+        ):
+            t = traces.get(name)
+            if t is None:
+                t = traces[name] = NodeTrace(name)
+            t.status = NodeStatus.SUCCEEDED
+            t.attempts = attempt
+            t.visits += 1
+            t.started_at = self.wall(started)
+            t.finished_at = self.wall(finished)
+            t.duration_s += finished - started
+            if usage is not None and usage is not ZERO_USAGE:
+                t.usage = t.usage + usage
+            t.output = output
+            t.outputs.append(output)
         for name, when in self.handled.items():  # failed into error edges, after any success
             t = traces.get(name)
             if t is None or t.finished_at is None or self.wall(when) >= t.finished_at:
