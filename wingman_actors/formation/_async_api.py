@@ -253,7 +253,7 @@ class AsyncSubmit:
         def _admit(self, input: Any, timeout: float | None, on_event: EventListener | None,
                    blackboard: Blackboard | None, run_id: str | None, break_before: Collection[str] | None,
                    break_after: Collection[str] | None, options: RunOptions | None,
-                   call: str = ...) -> tuple[str, Callable[[], RunFuture]]: ...
+                   call: str = ...) -> tuple[str, Callable[..., RunFuture], tuple[Any, ...]]: ...
 
         def _readmit(self, run_id: str, answer: Any, timeout: float | None, on_event: EventListener | None,
                      blackboard: Blackboard | None, break_before: Collection[str] | None,
@@ -290,11 +290,11 @@ class AsyncSubmit:
             ...     print(run.run_id, (await run).output)
         """
         loop = running_loop("RunningFormation.asubmit()")
-        run_id, begin = self._admit(input, timeout, on_event, blackboard, run_id, break_before, break_after, options,
-                                    "RunningFormation.asubmit()")
+        run_id, begin, args = self._admit(input, timeout, on_event, blackboard, run_id, break_before, break_after,
+                                          options, "RunningFormation.asubmit()")
         if self._journal is None:  # nothing blocks: start it here
-            return watch(begin(), loop)
-        return launch(begin, run_id, lane_of(self._journal), loop)
+            return watch(begin(*args), loop)
+        return launch(functools.partial(begin, *args), run_id, lane_of(self._journal), loop)
 
     def aresume(
         self,

@@ -408,6 +408,8 @@ class WorkflowSpan:
 def start_workflow(formation: str, run_id: str) -> WorkflowSpan | None:
     """Open the span of a formation run (a child of the span current on the calling
     thread), or None when OpenTelemetry is not in use."""
+    if "opentelemetry.trace" not in sys.modules:  # _tracer()'s first check, without its call: every run makes it
+        return None
     tracer = _tracer()
     return WorkflowSpan(tracer, formation, run_id) if tracer is not None else None
 
