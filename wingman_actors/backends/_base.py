@@ -9,7 +9,7 @@ holds only the input it is working on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -84,7 +84,10 @@ class Backend(Protocol):
         ``observer`` (a :class:`~wingman_actors.actors._base.NodeObserver`)."""
         ...
 
-    def stop(self, grace: float) -> None:
+    def stop(self, grace: float, in_flight: Container[str] | None = None) -> None:
         """Stop every replica; wait up to ``grace`` seconds for those still working, then
-        leave them (logged) on threads that never block interpreter exit."""
+        leave them (logged) on threads that never block interpreter exit. With
+        ``in_flight`` (the ids of the runs still going when the stop began), a replica
+        still working for a run that had ended before is not waited for: nothing wants
+        its result, so it is left to finish on its own at once (logged)."""
         ...

@@ -52,7 +52,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any
 
 from .._event_loop import is_async_callable
@@ -293,8 +293,8 @@ class RayBackend(ThreadsBackend):
         self.nodes.append(node)
         return node
 
-    def stop(self, grace: float) -> None:
-        super().stop(grace)
+    def stop(self, grace: float, in_flight: Container[str] | None = None) -> None:
+        super().stop(grace, in_flight)
         for node in self.nodes:
             if isinstance(node, RayNode):
                 node.kill()

@@ -16,7 +16,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any
 
 import pykka
@@ -228,7 +228,7 @@ class ThreadsBackend:
         self.nodes.append(node)
         return node
 
-    def stop(self, grace: float) -> None:
+    def stop(self, grace: float, in_flight: Container[str] | None = None) -> None:
         self.closing = True
         for node in reversed(self.nodes):
             node.close("the formation is stopping")
@@ -238,6 +238,12 @@ class ThreadsBackend:
         for actor in self.spawned:
             thread = getattr(actor, "thread", None)
             if thread is None or thread is me or id(actor) in abandoned:
+                continue
+            env = actor.current
+            if in_flight is not None and env is not None and env.run_id not in in_flight:
+                # its run ended before the stop (a failed run's sibling, a join="any" loser)
+                log.info("formation %r: node %r is still working for run %s, which has ended; its thread %s is "
+                         "left to finish on its own", self.formation, actor.name, env.run_id, thread.name)
                 continue
             thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():

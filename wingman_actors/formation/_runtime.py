@@ -221,22 +221,22 @@ class RunningFormation(AsyncSubmit):
 
         Runs still in flight fail with :class:`FormationRuntimeError`; no future is left
         unresolved. Agent and fleet sessions are cancelled; node code still running after
-        ``timeout`` seconds (1 by default) is left to finish on a daemon thread, logged,
-        so it never blocks the caller or interpreter exit.
+        ``timeout`` seconds (1 by default), or at once for a run that had ended, is left
+        to finish on a daemon thread, logged: it never blocks the caller or interpreter exit.
         """
         with self._stop_lock:
             if self._stopped:
                 return
             self._stopped = True
         _live.pop(self, None)
-        router = self._router
+        router, in_flight = self._router, set(self._runs)  # work for another run is wanted by no one
         router.closing = True
         for run in list(self._runs.values()):
             router.fail_run(run, FormationRuntimeError(
                 f"formation {self.name!r} stopped before run {run.id} finished",
                 run_id=run.id, outputs=run.outputs,
             ))
-        self._backend.stop(timeout)
+        self._backend.stop(timeout, in_flight)
         for node in self._nested:  # after the actors that feed them
             node.close()
         with self._supervisor_lock:
