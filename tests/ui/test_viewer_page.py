@@ -280,3 +280,17 @@ def test_a_visit_shorter_than_a_millisecond_shows_as_under_one_not_zero(page: An
         return [0, 0.0002, 0.0006, 0.25, 1.5].map(seconds);
     }""")
     assert shown == ["0 ms", "< 1 ms", "1 ms", "250 ms", "1.50 s"]
+
+
+def test_a_visit_timed_within_one_millisecond_shows_under_one_not_zero(page: Any, server: RunningServer,
+                                                                       client: httpx.Client) -> None:
+    # event and record times are read to the millisecond: a quick visit's start and end are often equal
+    fid = create_formation(client, "quick", "shout")
+    open_formation(page, server, fid)
+    start_run(page, "quick")
+    page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')
+    page.click('[data-node="shout"]')
+    visit = page.locator("[data-visit-wall-time]").first
+    visit.wait_for()
+    assert visit.inner_text() in ("< 1 ms wall", "1 ms wall"), visit.inner_text()
+    assert page.locator("[data-node-wall-time]").inner_text() in ("< 1 ms", "1 ms")

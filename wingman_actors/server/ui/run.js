@@ -141,7 +141,10 @@ function Step({ s }) {
 
 // A visit's wall time: from its first attempt's start to its end (retries and their backoff
 // included), from its events' timestamps, or from the journal's times of a node visited once.
-const wall = (v) => (v.started != null && v.finished != null ? v.finished - v.started : null);
+// Times are read to the millisecond (Date.parse): a visit that ended within the millisecond
+// it began took under one, not none, and shows "< 1 ms".
+const UNDER_A_MS = 0.0001;
+const wall = (v) => (v.started != null && v.finished != null ? Math.max(v.finished - v.started, UNDER_A_MS) : null);
 const at = (text) => (text ? Date.parse(text) / 1000 : null);
 
 // The selected node: its figures, its visits (input, output, error) and an agent's steps.
