@@ -4,7 +4,7 @@
 // the run's document (GET api/runs/ID), fetched again when the run ends.
 import { events, getJSON, postJSON, valueOf } from "./api.js";
 import { drawnNodes, GraphView } from "./graph.js";
-import { Badge, html, Pre, seconds, tokens, useEffect, useRef, useState } from "./view.js";
+import { Badge, html, Pre, seconds, tokens, useEffect, useRef, useState, wall } from "./view.js";
 
 // Apply one formation event to the live model; returns [node, status] to draw, if any. A node
 // is a drawn one: the formation's own, or one inside a formation node ("outer/inner", as the
@@ -139,12 +139,9 @@ function Step({ s }) {
   return html`<li class=${s.kind}><strong>${title}</strong><${Pre} value=${value} /></li>`;
 }
 
-// A visit's wall time: from its first attempt's start to its end (retries and their backoff
-// included), from its events' timestamps, or from the journal's times of a node visited once.
-// Times are read to the millisecond (Date.parse): a visit that ended within the millisecond
-// it began took under one, not none, and shows "< 1 ms".
-const UNDER_A_MS = 0.0001;
-const wall = (v) => (v.started != null && v.finished != null ? Math.max(v.finished - v.started, UNDER_A_MS) : null);
+// A visit's wall time (view.js's wall): from its first attempt's start to its end (retries and
+// their backoff included), from its events' timestamps, or from the journal's times of a node
+// visited once.
 const at = (text) => (text ? Date.parse(text) / 1000 : null);
 
 // The selected node: its figures, its visits (input, output, error) and an agent's steps.

@@ -22,6 +22,13 @@ export function seconds(s) {
   return s < 1 ? `${Math.round(s * 1000)} ms` : `${s.toFixed(2)} s`;
 }
 
+// A visit's wall time: from its first attempt's start to its end (seconds; null when either is
+// unknown). Times are read to the millisecond (Date.parse): a visit that ended within the
+// millisecond it began took under one, not none, and shows "< 1 ms".
+const UNDER_A_MS = 0.0001;
+export const wall = (v) => (v.started != null && v.finished != null ? Math.max(v.finished - v.started, UNDER_A_MS)
+  : null);
+
 export function tokens(usage) {
   if (!usage || usage.input_tokens == null) return "";
   const reasoning = usage.reasoning_tokens ? ` (${usage.reasoning_tokens} reasoning)` : "";
