@@ -7,6 +7,7 @@ Model calls are simulated with the scripted provider's ``latency_s``.
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import statistics
 import threading
@@ -76,6 +77,18 @@ def _reps(quick: bool) -> int:
     return 3 if quick else 5
 
 
+def _submitted_all(submit: Callable[[int], Future[Any]], n: int) -> tuple[float, float]:
+    """Inputs per second and CPU seconds of ``n`` inputs submitted at once, then waited
+    for in order; from a collected heap, and the futures freed on return, so neither side
+    walks the other's leftovers in its collections."""
+    gc.collect()
+    t0, c0 = time.perf_counter(), time.process_time()
+    futures = [submit(i) for i in range(n)]
+    for future in futures:
+        future.result(120)
+    return n / (time.perf_counter() - t0), time.process_time() - c0
+
+
 def pipeline_throughput(quick: bool) -> Measurement:
     n = 2_000 if quick else 20_000
     ours: list[float] = []
@@ -86,21 +99,14 @@ def pipeline_throughput(quick: bool) -> Measurement:
         # the caller collects them in order the same way.
         chain = PlainChain([_inc, _inc, _inc])
         try:
-            t0, c0 = time.perf_counter(), time.process_time()
-            plain_futures = [chain.submit(i) for i in range(n)]
-            for pf in plain_futures:
-                pf.result(120)
-            plain.append(n / (time.perf_counter() - t0))
-            plain_cpu = time.process_time() - c0
+            rate, plain_cpu = _submitted_all(chain.submit, n)
         finally:
             chain.stop()
+        plain.append(rate)
         with _chain().start() as running:
-            t0, c0 = time.perf_counter(), time.process_time()
-            futures = [running.submit(i) for i in range(n)]
-            for fut in futures:
-                fut.result(120)
-            ours.append(n / (time.perf_counter() - t0))
-            cpu_ratios.append(plain_cpu / (time.process_time() - c0))
+            rate, cpu = _submitted_all(running.submit, n)
+        ours.append(rate)
+        cpu_ratios.append(plain_cpu / cpu)
     value, base = statistics.median(ours), statistics.median(plain)
     # Each repetition measures both back to back; the median of the paired ratios is
     # steadier than a ratio of medians on a machine whose speed drifts. The CPU-time
@@ -145,18 +151,6 @@ def run_overhead(quick: bool) -> Measurement:
         "run_overhead", round(value, 1), "µs", "<= 1.3 x plain 3-actor Pykka chain", ratio <= 1.3,
         round(base, 1), {"ratio": round(ratio, 3), "inputs": n, "peers": {"langgraph": peer}},
     )
-
-
-def cold_run(quick: bool) -> Measurement:
-    from .startup import cold_run as measure  # it imports Measurement from here
-
-    return measure(quick)
-
-
-def large_formation(quick: bool) -> Measurement:
-    from .startup import large_formation as measure
-
-    return measure(quick)
 
 
 def hop_latency(quick: bool) -> Measurement:
@@ -335,12 +329,6 @@ def fleet_node_makespan(quick: bool) -> Measurement:
     )
 
 
-def map_makespan(quick: bool) -> Measurement:
-    from .maps import map_makespan as measure
-
-    return measure(quick)
-
-
 def _research_dag(latency: float, width: int) -> Formation:
     sections = f"[{', '.join(f'{chr(34)}s{i}{chr(34)}' for i in range(width))}]"
     outline = Agent("outline", provider=_model([sections], latency), output_schema=list[str])
@@ -434,151 +422,48 @@ def actor_memory(quick: bool) -> Measurement:
     )
 
 
-def store_journal(quick: bool) -> Measurement:
-    from .store import store_journal as measure  # its own module (imports Measurement from here)
+def _elsewhere(module: str, name: str) -> Callable[[bool], Measurement]:
+    """Scenario ``name`` of module ``module`` of this package, imported when it runs (those
+    modules import :class:`Measurement` from here, and a scenario's process loads only its own)."""
+    def measure(quick: bool) -> Measurement:
+        scenario: Callable[[bool], Measurement] = getattr(importlib.import_module(f".{module}", __package__), name)
+        return scenario(quick)
 
-    return measure(quick)
-
-
-def durable_pipeline_throughput(quick: bool) -> Measurement:
-    from .durable import durable_pipeline_throughput as measure  # it imports Measurement from here
-
-    return measure(quick)
-
-
-def durable_pipeline_throughput_postgres(quick: bool) -> Measurement:
-    from .durable_postgres import durable_pipeline_throughput_postgres as measure
-
-    return measure(quick)
-
-
-def durable_overhead(quick: bool) -> Measurement:
-    from .durable import durable_overhead as measure
-
-    return measure(quick)
-
-
-def resume_latency(quick: bool) -> Measurement:
-    from .durable import resume_latency as measure
-
-    return measure(quick)
-
-
-def cancel_latency(quick: bool) -> Measurement:
-    from .cancellation import cancel_latency as measure  # it imports Measurement from here
-
-    return measure(quick)
-
-
-def timeout_overshoot(quick: bool) -> Measurement:
-    from .cancellation import timeout_overshoot as measure
-
-    return measure(quick)
-
-
-def session_cancel_latency(quick: bool) -> Measurement:
-    from .session_limits import session_cancel_latency as measure  # it imports Measurement from here
-
-    return measure(quick)
-
-
-def session_timeout_overshoot(quick: bool) -> Measurement:
-    from .session_limits import session_timeout_overshoot as measure
-
-    return measure(quick)
-
-
-def ray_cpu_stage(quick: bool) -> Measurement:
-    from .ray_backend import ray_cpu_stage as measure  # it imports Measurement from here
-
-    return measure(quick)
-
-
-def ray_hop_overhead(quick: bool) -> Measurement:
-    from .ray_backend import ray_hop_overhead as measure
-
-    return measure(quick)
-
-
-def ray_agent_makespan(quick: bool) -> Measurement:
-    from .ray_backend import ray_agent_makespan as measure
-
-    return measure(quick)
-
-
-def lease_takeover(quick: bool) -> Measurement:
-    from .durable_extra import lease_takeover as measure  # it imports Measurement from here
-
-    return measure(quick)
-
-
-def fork_cost(quick: bool) -> Measurement:
-    from .durable_extra import fork_cost as measure
-
-    return measure(quick)
-
-
-def nested_overhead(quick: bool) -> Measurement:
-    from .nesting import nested_overhead as measure  # it imports Measurement from here
-
-    return measure(quick)
-
-
-def async_concurrency(quick: bool) -> Measurement:
-    from .aio import async_concurrency as measure  # it imports Measurement from here
-
-    return measure(quick)
-
-
-def async_sessions(quick: bool) -> Measurement:
-    from .aio import async_sessions as measure
-
-    return measure(quick)
-
-
-def payload_isolation(quick: bool) -> Measurement:
-    from .payloads import payload_isolation as measure  # it imports Measurement from here
-
-    return measure(quick)
-
-
-def http_formation_runs(quick: bool) -> Measurement:
-    from .http_runs import http_formation_runs as measure  # it imports Measurement from here
-
-    return measure(quick)
+    measure.__name__ = measure.__qualname__ = name
+    return measure
 
 
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
     "pipeline_throughput": pipeline_throughput,
     "run_overhead": run_overhead,
-    "cold_run": cold_run,
-    "large_formation": large_formation,
+    "cold_run": _elsewhere("startup", "cold_run"),
+    "large_formation": _elsewhere("startup", "large_formation"),
     "hop_latency": hop_latency,
     "fleet_makespan": fleet_makespan,
     "fleet_node_makespan": fleet_node_makespan,
-    "map_makespan": map_makespan,
+    "map_makespan": _elsewhere("maps", "map_makespan"),
     "dag_makespan": dag_makespan,
     "inflight_runs": inflight_runs,
     "actor_memory": actor_memory,
-    "store_journal": store_journal,
-    "durable_pipeline_throughput": durable_pipeline_throughput,
-    "durable_pipeline_throughput_postgres": durable_pipeline_throughput_postgres,
-    "durable_overhead": durable_overhead,
-    "resume_latency": resume_latency,
-    "lease_takeover": lease_takeover,
-    "fork_cost": fork_cost,
-    "cancel_latency": cancel_latency,
-    "timeout_overshoot": timeout_overshoot,
-    "session_cancel_latency": session_cancel_latency,
-    "session_timeout_overshoot": session_timeout_overshoot,
-    "ray_cpu_stage": ray_cpu_stage,
-    "ray_hop_overhead": ray_hop_overhead,
-    "ray_agent_makespan": ray_agent_makespan,
-    "nested_overhead": nested_overhead,
-    "async_concurrency": async_concurrency,
-    "async_sessions": async_sessions,
-    "payload_isolation": payload_isolation,
-    "http_formation_runs": http_formation_runs,
+    "store_journal": _elsewhere("store", "store_journal"),
+    "durable_pipeline_throughput": _elsewhere("durable", "durable_pipeline_throughput"),
+    "durable_pipeline_throughput_postgres": _elsewhere("durable_postgres", "durable_pipeline_throughput_postgres"),
+    "durable_overhead": _elsewhere("durable", "durable_overhead"),
+    "resume_latency": _elsewhere("durable", "resume_latency"),
+    "lease_takeover": _elsewhere("durable_extra", "lease_takeover"),
+    "fork_cost": _elsewhere("durable_extra", "fork_cost"),
+    "cancel_latency": _elsewhere("cancellation", "cancel_latency"),
+    "timeout_overshoot": _elsewhere("cancellation", "timeout_overshoot"),
+    "session_cancel_latency": _elsewhere("session_limits", "session_cancel_latency"),
+    "session_timeout_overshoot": _elsewhere("session_limits", "session_timeout_overshoot"),
+    "ray_cpu_stage": _elsewhere("ray_backend", "ray_cpu_stage"),
+    "ray_hop_overhead": _elsewhere("ray_backend", "ray_hop_overhead"),
+    "ray_agent_makespan": _elsewhere("ray_backend", "ray_agent_makespan"),
+    "nested_overhead": _elsewhere("nesting", "nested_overhead"),
+    "async_concurrency": _elsewhere("aio", "async_concurrency"),
+    "async_sessions": _elsewhere("aio", "async_sessions"),
+    "payload_isolation": _elsewhere("payloads", "payload_isolation"),
+    "http_formation_runs": _elsewhere("http_runs", "http_formation_runs"),
 }
 
 
