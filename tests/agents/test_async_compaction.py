@@ -123,4 +123,6 @@ def test_a_slow_compactor_does_not_stall_the_awaiting_event_loop(loopback: Loopb
 
     assert len(loopback.requests) - 1 == len(_compactions(result)) >= 1
     assert "compact failed" not in _compactions(result)
-    assert max(stalls) < 0.05, f"the loop stalled {max(stalls) * 1000:.0f} ms"
+    # a compaction blocking the loop would stall it the compactor's 300 ms; under a loaded
+    # CI machine a healthy loop has stalled 50-80 ms (the collector, other processes)
+    assert max(stalls) < 0.15, f"the loop stalled {max(stalls) * 1000:.0f} ms"
