@@ -329,7 +329,8 @@ def run_node(
             actor = start_actor(FormationActor, spec.subplan, launch=launch, **common)
     elif spec.kind == "map":
         assert spec.fn is not None
-        actor = start_actor(MapActor, spec.fn, max_workers=spec.max_workers, input_adapter=spec.input_adapter, **common)
+        actor = start_actor(MapActor, spec.fn, max_workers=spec.max_workers, input_adapter=spec.input_adapter,
+                            board_param=spec.blackboard, **common)
     elif spec.kind == "agent":
         assert agent is not None
         actor = start_actor(AgentActor, agent, prompt=spec.prompt, **common)

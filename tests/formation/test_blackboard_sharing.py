@@ -233,3 +233,39 @@ def test_run_stream_shares_its_board() -> None:
     events = list(Formation("s").add_function("write", _write).run_stream(1, blackboard=board))
 
     assert events[-1].type.value == "run_finished" and board.get("seen") == 1
+
+
+def _tally(x: int, blackboard: Blackboard) -> int:
+    blackboard.update("items", lambda seen: [*seen, x], default=[])
+    return x * 10
+
+
+async def _atally(x: int, blackboard: Blackboard) -> int:
+    blackboard.update("items", lambda seen: [*seen, x], default=[])
+    return x * 10
+
+
+@pytest.mark.parametrize("fn", [_tally, _atally], ids=["sync", "async"])
+def test_a_map_function_with_a_blackboard_parameter_receives_the_run_board(fn: object) -> None:
+    board = Blackboard()
+    formation = Formation("m").add_map("tally", fn)  # type: ignore[arg-type]
+
+    assert formation.run([1, 2, 3], blackboard=board).output == [10, 20, 30]
+    assert sorted(board.get("items")) == [1, 2, 3]
+
+
+def test_a_map_function_with_an_optional_blackboard_parameter_keeps_its_default_without_a_board() -> None:
+    def maybe(x: int, blackboard: Blackboard | None = None) -> str:
+        return "none" if blackboard is None else "board"
+
+    formation = Formation("m").add_map("maybe", maybe)
+
+    assert formation.run([1]).output == ["none"]
+    assert formation.run([1], blackboard=Blackboard()).output == ["board"]
+
+
+def test_a_map_function_requiring_a_blackboard_without_a_board_fails_before_any_node_runs() -> None:
+    formation = Formation("needy").add_map("tally", _tally)
+
+    with pytest.raises(FormationSetupError, match=r"'tally' takes a 'blackboard' parameter without a default"):
+        formation.run([1])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 from collections.abc import Callable
 from concurrent.futures import wait
 from typing import Any
@@ -29,6 +30,7 @@ from .._interrupts import RunSuspended
 from ..agents._fleet_loops import DEFAULT_MAX_WORKERS, Dispatch, WorkerPool
 from ..core import Usage
 from ..errors import AgentError, ErrorKind, MapItemsError, PayloadError
+from ..orchestration._blackboard import current_blackboard
 from ._base import NodeActor, NodeObserver
 from ._envelope import Work
 from ._function import _plain_class, _problems
@@ -40,7 +42,7 @@ __all__ = ["MapActor", "is_async_callable"]
 class _Visit:
     """One attempt's items: what is left to run, and what came of each item."""
 
-    __slots__ = ("dispatch", "errors", "items", "memo", "observer", "todo", "work")
+    __slots__ = ("board", "dispatch", "errors", "items", "memo", "observer", "todo", "work")
 
     def __init__(self, work: Work, items: list[Any] | tuple[Any, ...], todo: list[int],
                  observer: NodeObserver | None) -> None:
@@ -51,6 +53,7 @@ class _Visit:
         self.observer = observer  # a journalled run's: items are journalled as they finish
         self.errors: dict[int, BaseException] = {}
         self.dispatch = Dispatch(len(todo))
+        self.board: dict[str, Any] = {}  # the function's ``blackboard`` keyword, when it takes the run's board
 
     def enter(self, i: int) -> None:
         """Make item ``i``'s scope current (a journalled run: ``interrupt()`` finds it)."""
@@ -84,6 +87,9 @@ class MapActor(NodeActor):
         max_workers: the most items at once; 0 means ``min(len(items), 100)``, as for a
             fleet node.
         input_adapter: validates each item against ``fn``'s parameter (None: no check).
+        board_param: ``required`` or ``optional`` when ``fn`` takes the run's blackboard as
+            its ``blackboard`` keyword, beside each item (as a function node does); ``none``
+            when it does not.
     """
 
     def __init__(
@@ -93,10 +99,12 @@ class MapActor(NodeActor):
         name: str | None = None,
         max_workers: int = 0,
         input_adapter: TypeAdapter[Any] | None = None,
+        board_param: str = "none",
         **kwargs: Any,
     ) -> None:
         super().__init__(name or str(getattr(fn, "__name__", "map")), **kwargs)
         self.fn = fn
+        self.board_param = board_param
         self.max_workers = max_workers or DEFAULT_MAX_WORKERS
         self.input_adapter = input_adapter
         self._fast_type = _plain_class(input_adapter)
@@ -147,6 +155,8 @@ class MapActor(NodeActor):
         todo = [i for i in range(len(items)) if i not in memo]
         if todo:
             visit = _Visit(env, items, todo, self.observer if env.scope is not None else None)
+            if self.board_param != "none":
+                visit.board = self._board()
             self._reason = None
             self._visit = visit
             try:
@@ -168,6 +178,19 @@ class MapActor(NodeActor):
                     raise errors[min(asking)]
                 raise MapItemsError(self.name, len(items), dict(sorted(errors.items())))  # in item order
         return [memo[i] for i in range(len(items))], None
+
+    def _board(self) -> dict[str, Any]:
+        """The ``blackboard`` keyword of a function that takes the run's board (``{}`` when
+        the run has none and the parameter has a default)."""
+        found = current_blackboard()  # the run's board, made active by handle_work
+        if found is not None:
+            return {"blackboard": found}
+        if self.board_param == "required":
+            raise PayloadError(
+                f"map node {self.name!r}: its function takes a 'blackboard' parameter but no blackboard "
+                "was shared; pass blackboard=Blackboard() to the formation, or give the parameter a default"
+            )
+        return {}
 
     # -- the items ---------------------------------------------------------------------
 
@@ -198,6 +221,8 @@ class MapActor(NodeActor):
 
     def _run_threads(self, visit: _Visit) -> None:
         fn, item, dispatch, todo, errors = self.fn, self._item, visit.dispatch, visit.todo, visit.errors
+        if visit.board:
+            fn = functools.partial(fn, **visit.board)
 
         def loop() -> None:  # one worker: takes the next item as soon as it finishes one
             index = dispatch.take()
@@ -228,6 +253,8 @@ class MapActor(NodeActor):
 
     def _run_async(self, visit: _Visit) -> None:
         fn, item, dispatch, todo, errors = self.fn, self._item, visit.dispatch, visit.todo, visit.errors
+        if visit.board:
+            fn = functools.partial(fn, **visit.board)
 
         async def worker() -> None:
             index = dispatch.take()

@@ -1,9 +1,10 @@
-"""The ``blackboard`` parameter of a function node: found, checked and set aside.
+"""The ``blackboard`` parameter of a function (or map) node: found, checked and set aside.
 
-A function node that declares a parameter named ``blackboard`` receives the run's
-:class:`~wingman_actors.orchestration.Blackboard` through it (``Formation.start(blackboard=...)``,
-``run(..., blackboard=...)`` or ``submit(..., blackboard=...)``). The parameter is not an
-input: it takes no part in fan-in keyword matching or input type checks, so the plan
+A function node, or a map node's function, that declares a parameter named ``blackboard``
+receives the run's :class:`~wingman_actors.orchestration.Blackboard` through it
+(``Formation.start(blackboard=...)``, ``run(..., blackboard=...)`` or ``submit(...,
+blackboard=...)``). The parameter is not an input: it takes no part in fan-in keyword
+matching or input type checks (a map's function gets it beside each item), so the plan
 compiles the function as if it were not there.
 """
 
@@ -26,8 +27,13 @@ have a board), or with a default (kept when the run has none)."""
 _P = inspect.Parameter
 
 
-def board_param(node: str, fn: Any, info: CallableInfo, preds: list[str]) -> tuple[CallableInfo, BoardNeed, list[str]]:
+def board_param(
+    node: str, fn: Any, info: CallableInfo, preds: list[str], kind: str = "function"
+) -> tuple[CallableInfo, BoardNeed, list[str]]:
     """Split the ``blackboard`` parameter off a node function's signature.
+
+    ``kind`` is the node's (``function`` or ``map``: a map's function takes the board beside
+    each item).
 
     Returns:
         The signature info without that parameter (what inputs are matched against), whether
@@ -37,7 +43,7 @@ def board_param(node: str, fn: Any, info: CallableInfo, preds: list[str]) -> tup
     param = None if sig is None else sig.parameters.get(BOARD_PARAM)
     if sig is None or param is None or param.kind in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD):
         return info, "none", []
-    where = f"function node {node!r}: parameter {BOARD_PARAM!r} of {info.describe(fn)}"
+    where = f"{kind} node {node!r}: parameter {BOARD_PARAM!r} of {info.describe(fn)}"
     problems: list[str] = []
     positional = [p for p in sig.parameters.values() if p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)]
     if param.kind is _P.POSITIONAL_ONLY or (positional and positional[0] is param):

@@ -421,9 +421,10 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
     infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] in ("function", "map") and "fn" in a}
     warn_unresolved(name, {n: (usable[n]["fn"], info) for n, info in infos.items()})
     boards: dict[str, BoardNeed] = {}
-    for n in [n for n in infos if usable[n]["kind"] == "function"]:
-        # the blackboard parameter is not an input: match inputs without it
-        infos[n], boards[n], found = board_param(n, usable[n]["fn"], infos[n], fwd[n])
+    for n in infos:
+        # the blackboard parameter is not an input: match inputs without it (a map's items neither)
+        kind = usable[n]["kind"]
+        infos[n], boards[n], found = board_param(n, usable[n]["fn"], infos[n], fwd[n] if kind == "function" else [], kind)
         problems += found
     problems += otherwise_problems(graph)
     subplans: dict[str, Plan] = {}

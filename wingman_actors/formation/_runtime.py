@@ -172,7 +172,8 @@ class RunningFormation(AsyncSubmit):
             })
         elif spec.kind == "map":
             recipe = NodeRecipe(spec.name, MapActor, (spec.fn,), {
-                "max_workers": spec.max_workers, "input_adapter": spec.input_adapter, **common,
+                "max_workers": spec.max_workers, "input_adapter": spec.input_adapter,
+                "board_param": spec.blackboard, **common,
             })
         else:
             assert spec.agent is not None  # the plan guarantees it for agent and fleet nodes
@@ -477,7 +478,8 @@ def _check_board(board: Any) -> Blackboard | None:
 
 
 def _board_needed(plan: Plan) -> tuple[str, ...]:
-    """The function nodes of ``plan`` that take a ``blackboard`` parameter without a default."""
+    """The function and map nodes of ``plan`` that take a ``blackboard`` parameter without a default
+    (and formation nodes holding one)."""
     return tuple(n for n, spec in plan.nodes.items() if spec.blackboard == "required")
 
 
@@ -486,7 +488,7 @@ def _require_no_board(plan: Plan, needy: tuple[str, ...] | None = None) -> None:
         needy = _board_needed(plan)
     if needy:
         raise FormationSetupError(plan.name, [
-            f"function node {n!r} takes a 'blackboard' parameter without a default, but no blackboard "
+            f"{plan.nodes[n].kind} node {n!r} takes a 'blackboard' parameter without a default, but no blackboard "
             "was given; pass one (Formation.run(..., blackboard=Blackboard()), Formation.start(blackboard=...) "
             "or submit(..., blackboard=...)), or give the parameter a default "
             "(`blackboard: Blackboard | None = None`)"
