@@ -109,6 +109,25 @@ def test_a_function_node_actor_replies_a_result_to_a_work_message(actor_probe: A
     assert (reply.payload, reply.sender, reply.run_id, reply.type) == (42, "double", "r1", ReplyKind.RESULT)
 
 
+def test_every_reply_of_a_node_actor_has_an_envelope_id_of_its_own(actor_probe: ActorProbe) -> None:
+    def half(x: int) -> int:
+        if x % 2:
+            raise ValueError("odd")
+        return x // 2
+
+    ref = node_actor(half, reply_to=actor_probe)
+    sent = [work(n) for n in (2, 3, 4)]
+    try:
+        for message in sent:
+            ref.tell(message)
+        replies = [actor_probe.expect_message(kind) for kind in (ReplyKind.RESULT, ReplyKind.FAILURE, ReplyKind.RESULT)]
+    finally:
+        ref.stop()
+    ids = [reply.id for reply in replies] + [message.id for message in sent]
+    assert all(isinstance(i, int) and i > 0 for i in ids) and len(set(ids)) == len(ids)
+    assert [reply.cause.id for reply in replies] == [message.id for message in sent]
+
+
 def test_a_node_actor_that_raises_replies_a_failure_carrying_the_exception(actor_probe: ActorProbe) -> None:
     def fail(x: int) -> int:
         raise ValueError(f"no {x}")

@@ -25,7 +25,7 @@ from ..core import StreamEvent, Usage
 from ..integrations.otel import node_work
 from ..orchestration._blackboard import Blackboard, use_blackboard
 from ._address import RuntimeActor
-from ._envelope import Envelope, EnvelopeType, Work
+from ._envelope import Envelope, EnvelopeType, Work, next_id
 from ._inbox import Lane
 
 __all__ = ["LEAVE", "NodeActor", "NodeObserver", "ReplyTo", "node_scope"]
@@ -216,7 +216,7 @@ class NodeActor(RuntimeActor):
             if observer is not None:
                 return observer.failed(work, attempt, exc, started, time.perf_counter(), self)
             reply = Envelope(
-                0, work.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(), work.target, run,
+                next_id(), work.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(), work.target, run,
                 attempt, work.envelope, None, started, time.perf_counter(), self.replica,
             )
         else:
@@ -225,7 +225,7 @@ class NodeActor(RuntimeActor):
                 observer.completed(work, attempt, output, usage, started, time.perf_counter())
                 return False
             reply = Envelope(
-                0, work.run_id, self.name, EnvelopeType.RESULT, output, time.time(), work.target, run,
+                next_id(), work.run_id, self.name, EnvelopeType.RESULT, output, time.time(), work.target, run,
                 attempt, work.envelope, usage, started, time.perf_counter(), self.replica,
             )
         if self._reply is not None:

@@ -17,9 +17,11 @@ import itertools
 import time
 from typing import Any, NamedTuple
 
-__all__ = ["Envelope", "EnvelopeType", "Work", "new_envelope"]
+__all__ = ["Envelope", "EnvelopeType", "Work", "new_envelope", "next_id"]
 
 _ids = itertools.count(1)
+next_id = _ids.__next__
+"""A fresh envelope id (unique within the process)."""
 
 
 class EnvelopeType(enum.StrEnum):
@@ -144,4 +146,4 @@ def new_envelope(
     type: str, payload: Any, *, run_id: str = "", sender: str = "", target: str = "", run: Any = None
 ) -> Envelope:
     """Build an envelope with a fresh id and the current timestamp."""
-    return Envelope(next(_ids), run_id, sender, type, payload, time.time(), target=target, run=run)
+    return Envelope(next_id(), run_id, sender, type, payload, time.time(), target=target, run=run)
