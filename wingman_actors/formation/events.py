@@ -22,8 +22,9 @@ class FormationEventType(enum.StrEnum):
     * ``run_cancelled``: the run was cancelled (``data``: ``duration_s``; ``outputs``,
       the outputs of the nodes that finished; ``unfinished``, the nodes that were
       running; ``nodes``, the per-node traces, where those are ``cancelled``).
-    * ``node_started``: a node began an attempt (``data``: ``attempt``).
-    * ``node_finished``: a node succeeded (``data``: ``attempt``, ``duration_s``, ``usage``).
+    * ``node_started``: a node began an attempt (``data``: ``attempt``, ``input``: the visit's input).
+    * ``node_finished``: a node succeeded (``data``: ``attempt``, ``duration_s``, ``usage``,
+      ``output``: the visit's output).
     * ``node_retry``: an attempt failed and will be retried (``data``: ``attempt``,
       ``delay_s``, ``error``).
     * ``node_failed``: a node failed for good (``data``: ``attempts``, ``error``).
