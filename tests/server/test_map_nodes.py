@@ -42,3 +42,12 @@ def test_max_workers_on_a_function_node_is_400_pointing_to_map_nodes(client: htt
 
     assert response.status_code == 400
     assert any("max_workers only applies to fleet and map nodes" in p for p in response.json()["problems"])
+
+
+def test_a_map_of_a_registered_function_taking_the_blackboard_gets_the_runs_board(client: httpx.Client) -> None:
+    created = client.post("/formations", json=declaration(function="remember", max_workers=1))
+    assert created.status_code == 201, created.text
+
+    run = client.post(f"/formations/{created.json()['id']}/run", json={"input": "a b"}).json()
+
+    assert run["status"] == "succeeded" and run["output"] == ["a", "b"]  # remember() wrote to the board
