@@ -171,10 +171,8 @@ class RunningFormation(AsyncSubmit):
                 "kwarg_adapters": spec.kwarg_adapters, "board_param": spec.blackboard, **common,
             })
         elif spec.kind == "map":
-            recipe = NodeRecipe(spec.name, MapActor, (spec.fn,), {
-                "max_workers": spec.max_workers, "input_adapter": spec.input_adapter,
-                "board_param": spec.blackboard, **common,
-            })
+            recipe = NodeRecipe(spec.name, MapActor, (spec.fn,), {"board_param": spec.blackboard,
+                "max_workers": spec.max_workers, "input_adapter": spec.input_adapter, **common})
         else:
             assert spec.agent is not None  # the plan guarantees it for agent and fleet nodes
             agent = spec.agent if self._provider is None else spec.agent.with_overrides(provider=self._provider)
@@ -478,8 +476,7 @@ def _check_board(board: Any) -> Blackboard | None:
 
 
 def _board_needed(plan: Plan) -> tuple[str, ...]:
-    """The function and map nodes of ``plan`` that take a ``blackboard`` parameter without a default
-    (and formation nodes holding one)."""
+    """The nodes of ``plan`` that take a ``blackboard`` parameter without a default (or hold one)."""
     return tuple(n for n, spec in plan.nodes.items() if spec.blackboard == "required")
 
 
