@@ -3,6 +3,7 @@ Messages API wire format (JSON answers, SSE streams with pings, error bodies).""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -667,3 +668,20 @@ def test_provider_is_usable_again_after_close(make_provider: MakeProvider, loopb
     provider.close()
 
     assert provider.run_inference(ask()).text == "Hello!"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"model": MODEL}, {**message_json(), "content": None}, {**message_json(), "usage": None}, []],
+    ids=["no content", "null content", "null usage", "a list"],
+)
+def test_an_answer_that_is_not_a_message_is_an_agent_error_naming_the_provider(
+    make_provider: MakeProvider, loopback: LoopbackServer, body: Any
+) -> None:
+    loopback.queue(Reply.json(body), Reply.json(body))
+    provider = make_provider()
+
+    for call in (lambda: provider.run_inference(ask()), lambda: asyncio.run(provider.arun_inference(ask()))):
+        with pytest.raises(AgentError, match="anthropic answered with something that is not a message") as caught:
+            call()
+        assert caught.value.kind is ErrorKind.AGENT and caught.value.provider == "anthropic"

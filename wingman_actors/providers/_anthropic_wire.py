@@ -194,6 +194,19 @@ def _block_param(block: ContentBlock) -> dict[str, Any]:
 
 
 def from_message(message: anthropic.types.Message) -> InferenceResponse:
+    """Our response of an SDK message; an answer the SDK could not read as one (an endpoint
+    that is not the Messages API: no ``content``, no ``usage``) is an :class:`AgentError`."""
+    try:
+        return _from_message(message)
+    except (AttributeError, TypeError) as exc:  # the SDK builds answers without validating them
+        raise AgentError(
+            f"anthropic answered with something that is not a message ({type(exc).__name__}: {exc}); "
+            "check that base_url is an Anthropic Messages API endpoint",
+            kind=ErrorKind.AGENT, provider=_ID,
+        ) from exc
+
+
+def _from_message(message: anthropic.types.Message) -> InferenceResponse:
     content: list[ContentBlock] = []
     for block in message.content:
         if isinstance(block, TextBlock) and block.type == "text" and block.text:
