@@ -12,8 +12,8 @@ import contextlib
 import email.utils
 import json
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import httpx
 
@@ -31,6 +31,8 @@ __all__ = [
     "parse_retry_after",
     "post_json",
 ]
+
+T = TypeVar("T")
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -139,14 +141,18 @@ def post_json(holder: ClientPool, provider: str, path: str, body: dict[str, Any]
     return json_answer(provider, response)
 
 
-async def apost_json(holder: ClientPool, provider: str, path: str, body: dict[str, Any]) -> Any:
-    """:func:`post_json` on the running event loop's async client."""
+async def apost_json(holder: ClientPool, provider: str, path: str, body: dict[str, Any],
+                     parse: Callable[[Any, str], T], model: str) -> T:
+    """:func:`post_json` on the running event loop's async client, the decoded answer
+    read by ``parse(data, model)`` (the provider's reading of its JSON): a provider's
+    ``_ainfer`` returns this coroutine rather than awaiting it in one of its own."""
     content = json_body(body)
+    del body  # not held through the await: one object (and its messages) less per call in flight
     try:
         response = await holder.aread(path, content)
     except httpx.HTTPError as exc:
         raise error_from_exception(provider, exc, holder.base_url + path) from exc
-    return json_answer(provider, response)
+    return parse(json_answer(provider, response), model)
 
 
 def json_answer(provider: str, response: Answer) -> Any:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -141,9 +141,10 @@ class OpenAIProvider(BaseProvider):
         body = self.build_body(request, stream=False)
         return self._completion(post_json(self._http, self.id, _PATH, body), body["model"])
 
-    async def _ainfer(self, request: InferenceRequest) -> InferenceResponse:
+    def _ainfer(self, request: InferenceRequest) -> Coroutine[Any, Any, InferenceResponse]:
+        # not a coroutine of its own: apost_json's, which reads the answer with _completion
         body = self.build_body(request, stream=False)
-        return self._completion(await apost_json(self._http, self.id, _PATH, body), body["model"])
+        return apost_json(self._http, self.id, _PATH, body, self._completion, body["model"])
 
     def _completion(self, data: Any, model: str) -> InferenceResponse:
         """The response of a non-streamed answer's decoded JSON body."""
