@@ -167,10 +167,12 @@ class CancelToken:
 
     def check(self) -> None:
         """Raise ``AgentError`` (kind ``cancelled`` or ``timeout``) if the run must stop."""
-        stopper = self._stopper()
+        # Called at every step of a run: the parents are walked only when there are any.
+        stopper = self._stopper() if self._cancelled or self._parent is not None else None
         if stopper is not None:
             raise AgentError(f"run cancelled: {stopper._reason or 'cancelled'}", kind=ErrorKind.CANCELLED)
-        if self.expired:
+        deadline = self.deadline
+        if deadline is not None and time.monotonic() >= deadline:
             raise AgentError(
                 f"run timed out after {self._describe_timeout()}", kind=ErrorKind.TIMEOUT
             )

@@ -84,9 +84,12 @@ class ContentBlock(_Model):
 
     @model_validator(mode="after")
     def _check_fields(self) -> Self:
-        missing = [f for f in _REQUIRED[self.type] if getattr(self, f) is None]
-        if missing:
-            raise ValueError(f"a {self.type!r} content block needs {', '.join(missing)}")
+        # Runs for every block made and again whenever a message or response takes one:
+        # a loop, without building a list until one is missing.
+        for name in _REQUIRED[self.type]:
+            if getattr(self, name) is None:
+                missing = [f for f in _REQUIRED[self.type] if getattr(self, f) is None]
+                raise ValueError(f"a {self.type!r} content block needs {', '.join(missing)}")
         return self
 
     @classmethod
