@@ -133,7 +133,9 @@ def _text_of(blocks: list[ContentBlock]) -> str:
 
 def _blocks(content: str | ContentBlock | Iterable[ContentBlock]) -> list[ContentBlock]:
     if isinstance(content, str):
-        return [ContentBlock.text_block(content)]
+        # a dict, as text_block() would set its fields: the message validates it with itself,
+        # in one call of pydantic's (a block made first is checked again when a message takes it)
+        return [{"type": "text", "text": content}]  # type: ignore[list-item]
     if isinstance(content, ContentBlock):
         return [content]
     return list(content)

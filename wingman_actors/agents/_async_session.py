@@ -83,15 +83,17 @@ async def complete(session: Session, message: str | Message, timeout: float | No
             send = error = None
             if type(item) is ModelCall and item.spans is None and item.token.deadline is None:
                 # the common call, awaited here as _infer awaits it: no coroutine of its own in flight
+                token = item.token
                 try:
                     pending, prior = _begin(item)
+                    del item  # not held through the await: the provider has the request
                     try:
                         send = await pending
                     finally:
                         _current_token.set(prior)
-                    item.token.check()
+                    token.check()
                 except BaseException as exc:
-                    error = _thrown(item, exc)
+                    error = _call_failed(token, exc)
             elif type(item) is ModelCall or type(item) is ToolBatch:
                 try:
                     send = await _work(item)
@@ -154,13 +156,26 @@ def _thrown(item: ModelCall | ToolBatch, exc: BaseException) -> BaseException:
     """The error to throw into the loop for ``item``'s failure ``exc``; re-raises what
     must not go there: the awaiting task's cancel (after cancelling the run's token),
     and anything not an error of the run's (an interrupt from a model call)."""
+    if type(item) is ModelCall:
+        return _call_failed(item.token, exc)
     if isinstance(exc, asyncio.CancelledError):
-        token = item.token if type(item) is ModelCall else cast(ToolBatch, item).step.tool_ctx.token
+        token = cast(ToolBatch, item).step.tool_ctx.token
         assert token is not None  # the session gives its tools the run's token
         token.cancel("the task awaiting the run was cancelled")
         raise exc
-    if isinstance(exc, Exception) or (isinstance(exc, RunSuspended) and type(item) is ToolBatch):
+    if isinstance(exc, Exception | RunSuspended):
         return exc  # an interrupt() in a tool unwinds the loop as in the blocking run
+    raise exc
+
+
+def _call_failed(token: CancelToken, exc: BaseException) -> BaseException:
+    """:func:`_thrown` for a model call of the run of ``token``: its error, thrown into
+    the loop; the awaiting task's cancel (the token cancelled) and an interrupt re-raised."""
+    if isinstance(exc, asyncio.CancelledError):
+        token.cancel("the task awaiting the run was cancelled")
+        raise exc
+    if isinstance(exc, Exception):
+        return exc
     raise exc
 
 

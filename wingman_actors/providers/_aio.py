@@ -191,15 +191,23 @@ class AsyncClients:
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
+        # The last loop's client, found without the lock and the weak dictionary's look-up
+        # (every request asks): (a weak reference to the loop, its client); set and cleared
+        # under the lock, with the entries.
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop], Any] | None = None
 
     def get(self) -> Any:
         """The running loop's client."""
         loop = asyncio.get_running_loop()
+        last = self._last
+        if last is not None and last[0]() is loop:
+            return last[1]
         with self._lock:
             entry = self._clients.get(loop)
             if entry is None:
                 client = self._make()
                 entry = self._clients[loop] = (client, loop.create_task(self._guard(loop, client)))
+            self._last = (weakref.ref(loop), entry[0])
             return entry[0]
 
     async def _guard(self, loop: asyncio.AbstractEventLoop, client: Any) -> None:
@@ -210,12 +218,14 @@ class AsyncClients:
                 entry = self._clients.get(loop)
                 if entry is not None and entry[0] is client:
                     del self._clients[loop]
+                    self._last = None
             await self._aclose(client)
 
     async def aclose(self) -> None:
         """Close the running loop's client."""
         with self._lock:
             entry = self._clients.pop(asyncio.get_running_loop(), None)
+            self._last = None
         if entry is not None:
             client, guard = entry
             guard.cancel()
@@ -226,6 +236,7 @@ class AsyncClients:
         another thread, at once when it is not running; a closed loop's is dropped."""
         with self._lock:
             clients, self._clients = list(self._clients.items()), weakref.WeakKeyDictionary()
+            self._last = None
         try:
             here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
