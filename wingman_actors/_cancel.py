@@ -85,6 +85,11 @@ class CancelToken:
         Returns:
             A function that unregisters ``fn`` (call it when the guarded work has ended).
         """
+        return _Unregister(self, self._register(fn))
+
+    def _register(self, fn: Callable[[], None]) -> int:
+        """What :meth:`on_cancel` does; returns the key :meth:`_forget` unregisters ``fn``
+        by (for a caller that keeps the token: no unregister object per registration)."""
         key = next(_callback_keys)
         with _latch_lock:
             if self._callbacks is None:
@@ -95,7 +100,13 @@ class CancelToken:
             late = self._callbacks.pop(key) if stopper is not None else None
         if late is not None:
             late()
-        return _Unregister(self, key)
+        return key
+
+    def _forget(self, key: int) -> None:
+        """Unregister the function :meth:`_register` gave ``key`` (if it is still there)."""
+        with _latch_lock:
+            if self._callbacks is not None:
+                self._callbacks.pop(key, None)
 
     def release(self) -> None:
         """Detach from the parent token: the run this token guards has ended. A long-lived
@@ -156,10 +167,12 @@ class CancelToken:
 
     def check(self) -> None:
         """Raise ``AgentError`` (kind ``cancelled`` or ``timeout``) if the run must stop."""
-        stopper = self._stopper()
+        # Called at every step of a run: the parents are walked only when there are any.
+        stopper = self._stopper() if self._cancelled or self._parent is not None else None
         if stopper is not None:
             raise AgentError(f"run cancelled: {stopper._reason or 'cancelled'}", kind=ErrorKind.CANCELLED)
-        if self.expired:
+        deadline = self.deadline
+        if deadline is not None and time.monotonic() >= deadline:
             raise AgentError(
                 f"run timed out after {self._describe_timeout()}", kind=ErrorKind.TIMEOUT
             )
@@ -206,10 +219,7 @@ class _Unregister:
         self._key = key
 
     def __call__(self) -> None:
-        token = self._token
-        with _latch_lock:
-            if token._callbacks is not None:
-                token._callbacks.pop(self._key, None)
+        self._token._forget(self._key)
 
 
 _latch_lock = threading.Lock()

@@ -84,9 +84,12 @@ class ContentBlock(_Model):
 
     @model_validator(mode="after")
     def _check_fields(self) -> Self:
-        missing = [f for f in _REQUIRED[self.type] if getattr(self, f) is None]
-        if missing:
-            raise ValueError(f"a {self.type!r} content block needs {', '.join(missing)}")
+        # Runs for every block made and again whenever a message or response takes one:
+        # a loop, without building a list until one is missing.
+        for name in _REQUIRED[self.type]:
+            if getattr(self, name) is None:
+                missing = [f for f in _REQUIRED[self.type] if getattr(self, f) is None]
+                raise ValueError(f"a {self.type!r} content block needs {', '.join(missing)}")
         return self
 
     @classmethod
@@ -130,7 +133,9 @@ def _text_of(blocks: list[ContentBlock]) -> str:
 
 def _blocks(content: str | ContentBlock | Iterable[ContentBlock]) -> list[ContentBlock]:
     if isinstance(content, str):
-        return [ContentBlock.text_block(content)]
+        # a dict, as text_block() would set its fields: the message validates it with itself,
+        # in one call of pydantic's (a block made first is checked again when a message takes it)
+        return [{"type": "text", "text": content}]  # type: ignore[list-item]
     if isinstance(content, ContentBlock):
         return [content]
     return list(content)

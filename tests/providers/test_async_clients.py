@@ -51,3 +51,42 @@ def test_each_asyncio_run_closes_the_connections_its_loop_opened(
         assert _server_connections() == 0  # the server saw every connection closed
     finally:
         provider.close()
+
+
+class _Client:
+    closed = False
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def test_a_loop_finds_its_client_again_and_another_loop_gets_its_own() -> None:
+    from wingman_actors.providers._aio import AsyncClients
+
+    clients = AsyncClients(_Client)
+
+    async def twice() -> tuple[_Client, _Client]:
+        return clients.get(), clients.get()
+
+    first, again = asyncio.run(twice())
+    assert first is again
+    other, _ = asyncio.run(twice())  # a new loop: the last loop's client is not reused
+    assert other is not first and first.closed
+
+
+def test_a_loop_whose_client_was_closed_gets_a_new_one() -> None:
+    from wingman_actors.providers._aio import AsyncClients
+
+    clients = AsyncClients(_Client)
+
+    async def main() -> None:
+        first = clients.get()
+        await clients.aclose()
+        assert first.closed
+        second = clients.get()
+        assert second is not first and clients.get() is second
+        clients.close()  # from sync code on the loop itself: the next get makes another
+        await asyncio.sleep(0)
+        assert clients.get() is not second
+
+    asyncio.run(main())

@@ -54,6 +54,51 @@ def test_an_async_request_carries_the_method_path_headers_and_body_of_a_sync_one
 
 
 @ON_EACH_TRANSPORT
+def test_an_async_streamed_request_carries_the_headers_of_a_sync_one_each_once(
+    transport: str, loopback: LoopbackServer
+) -> None:
+    # on aiohttp the session sends the provider's headers itself (a request not streamed
+    # passes none): a streamed request, which passes its own, must not get them twice
+    wire = WIRES["openai"]
+    provider = wire.build(loopback.url, async_transport=transport, headers={"X-Team": "blue"})
+    for _ in range(2):
+        loopback.queue(wire.stream())
+
+    async def stream() -> None:
+        async for _ in provider.astream_inference(ask()):
+            pass
+
+    try:
+        for _ in provider.stream_inference(ask()):
+            pass
+        run(provider, stream)
+    finally:
+        provider.close()
+
+    sync, async_ = _wire(loopback, 0), _wire(loopback, 1)
+    assert async_[2] == sync[2]
+    for request in loopback.requests:
+        assert len(request.names) == len(set(request.names)), request.names
+
+
+@ON_EACH_TRANSPORT
+def test_requests_not_streamed_send_each_header_once(transport: str, loopback: LoopbackServer) -> None:
+    wire = WIRES["openai"]
+    provider = wire.build(loopback.url, async_transport=transport, headers={"X-Team": "blue"})
+    for _ in range(2):
+        loopback.queue(wire.reply())
+    try:
+        run(provider, lambda: provider.arun_inference(ask()))
+        run(provider, lambda: provider.arun_inference(ask()))
+    finally:
+        provider.close()
+
+    for request in loopback.requests:
+        assert len(request.names) == len(set(request.names)), request.names
+        assert request.headers["x-team"] == "blue"
+
+
+@ON_EACH_TRANSPORT
 def test_an_async_streamed_request_asks_for_server_sent_events(transport: str, loopback: LoopbackServer) -> None:
     wire = WIRES["openai"]
     provider = wire.build(loopback.url, async_transport=transport)

@@ -550,3 +550,23 @@ def test_new_provider_builds_a_working_openai_provider(loopback: LoopbackServer)
         assert provider.run_inference(ask()).text == "via registry"
     finally:
         provider.close()
+
+
+def test_a_non_streamed_answer_is_the_response_its_blocks_and_usage_make(
+    loopback: LoopbackServer, make: Callable[..., OpenAIProvider]
+) -> None:
+    # the response is validated in one call, from dicts: the same blocks and usage as
+    # their constructors make, down to the fields they set
+    answer = completion("Sunny.", tool_calls=[tool_call("call_1", "get_weather", '{"city": "Paris"}')],
+                        usage={"prompt_tokens": 9, "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": 2},
+                               "completion_tokens_details": {"reasoning_tokens": 1}})
+    answer["choices"][0]["message"]["reasoning_content"] = "Look it up."
+    loopback.queue(Reply.json(answer))
+    response = make().run_inference(ask(tools=[WEATHER]))
+    expected = [ContentBlock.thinking_block("Look it up."), ContentBlock.text_block("Sunny."),
+                ContentBlock.tool_use_block("call_1", "get_weather", {"city": "Paris"})]
+    assert response.content == expected
+    assert [b.model_fields_set for b in response.content] == [b.model_fields_set for b in expected]
+    usage = Usage(input_tokens=9, output_tokens=4, cache_read_input_tokens=2, reasoning_tokens=1)
+    assert (response.usage, response.usage.model_fields_set) == (usage, usage.model_fields_set)
+    assert (response.stop_reason, response.model) == ("tool_use", SERVED_MODEL)

@@ -27,6 +27,7 @@ class Request:
     headers: dict[str, str]
     body: bytes
     peer: Any = None  # the client's (host, port): one per connection
+    names: list[str] = field(default_factory=list)  # the header names in the order sent, repeats kept
 
     def json(self) -> Any:
         return json.loads(self.body or b"null")
@@ -100,7 +101,8 @@ class LoopbackServer:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
                 req = Request(
-                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address
+                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address,
+                    [k.lower() for k in self.headers.keys()],
                 )
                 reply = outer._reply_for(req)
                 if reply.status == 0:

@@ -81,7 +81,20 @@ async def complete(session: Session, message: str | Message, timeout: float | No
                 result = cast(Result, stop.value)
                 return result
             send = error = None
-            if type(item) is ModelCall or type(item) is ToolBatch:
+            if type(item) is ModelCall and item.spans is None and item.token.deadline is None:
+                # the common call, awaited here as _infer awaits it: no coroutine of its own in flight
+                token = item.token
+                try:
+                    pending, prior = _begin(item)
+                    del item  # not held through the await: the provider has the request
+                    try:
+                        send = await pending
+                    finally:
+                        _current_token.set(prior)
+                    token.check()
+                except BaseException as exc:
+                    error = _call_failed(token, exc)
+            elif type(item) is ModelCall or type(item) is ToolBatch:
                 try:
                     send = await _work(item)
                 except BaseException as exc:
@@ -143,13 +156,26 @@ def _thrown(item: ModelCall | ToolBatch, exc: BaseException) -> BaseException:
     """The error to throw into the loop for ``item``'s failure ``exc``; re-raises what
     must not go there: the awaiting task's cancel (after cancelling the run's token),
     and anything not an error of the run's (an interrupt from a model call)."""
+    if type(item) is ModelCall:
+        return _call_failed(item.token, exc)
     if isinstance(exc, asyncio.CancelledError):
-        token = item.token if type(item) is ModelCall else cast(ToolBatch, item).step.tool_ctx.token
+        token = cast(ToolBatch, item).step.tool_ctx.token
         assert token is not None  # the session gives its tools the run's token
         token.cancel("the task awaiting the run was cancelled")
         raise exc
-    if isinstance(exc, Exception) or (isinstance(exc, RunSuspended) and type(item) is ToolBatch):
+    if isinstance(exc, Exception | RunSuspended):
         return exc  # an interrupt() in a tool unwinds the loop as in the blocking run
+    raise exc
+
+
+def _call_failed(token: CancelToken, exc: BaseException) -> BaseException:
+    """:func:`_thrown` for a model call of the run of ``token``: its error, thrown into
+    the loop; the awaiting task's cancel (the token cancelled) and an interrupt re-raised."""
+    if isinstance(exc, asyncio.CancelledError):
+        token.cancel("the task awaiting the run was cancelled")
+        raise exc
+    if isinstance(exc, Exception):
+        return exc
     raise exc
 
 
@@ -189,20 +215,37 @@ async def _model(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceRespon
     yield response
 
 
-async def _infer(call: ModelCall) -> InferenceResponse:
-    provider, token = call.provider, call.token
-    ainfer = getattr(provider, "arun_inference", None)
-    reset = _current_token.set(token)  # the provider's retries see the token (a cancel_scope, without its object)
+def _begin(call: ModelCall) -> tuple[Awaitable[InferenceResponse], CancelToken | None]:
+    """Begin ``call``: what to await (the provider's ``arun_inference``, else its
+    ``run_inference`` on a worker thread), with the run's token made current until the
+    caller sets back the token current before, returned too (the provider's retries and
+    request timeout read it). Set back, not reset: no ``contextvars.Token`` kept through
+    the await."""
+    provider = call.provider
+    prior = _current_token.get()
+    _current_token.set(call.token)
     try:
+        ainfer = getattr(provider, "arun_inference", None)
         pending = ainfer(call.request) if ainfer is not None else asyncio.to_thread(provider.run_inference, call.request)
-        ainfer = None  # not kept through the await: one object less per call in flight
-        if token.remaining() is None:
+    except BaseException:
+        _current_token.set(prior)
+        raise
+    return pending, prior
+
+
+async def _infer(call: ModelCall) -> InferenceResponse:
+    """A call not streamed, bounded by the run's deadline (:func:`complete` awaits the
+    common call, without a deadline or a span, itself)."""
+    pending, prior = _begin(call)
+    token = call.token
+    try:
+        if token.deadline is None:
             response: InferenceResponse = await pending
         else:
             async with _deadline(token):
                 response = await pending
     finally:
-        _current_token.reset(reset)
+        _current_token.set(prior)
     token.check()
     return response
 

@@ -26,10 +26,12 @@ if TYPE_CHECKING:
 __all__ = ["ModelCall", "compactions", "infer", "infer_stream", "traced_infer"]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(slots=True)
 class ModelCall:
     """A model call of a run driven by the async driver (``Session.arun``/``astream``):
-    the loop yields it, the driver makes the call and sends back the response."""
+    the loop yields it, the driver makes the call and sends back the response. (Not
+    frozen: a frozen dataclass sets each field through ``object.__setattr__``, which
+    every model call would pay for; nothing changes one.)"""
 
     provider: Provider
     request: InferenceRequest

@@ -382,8 +382,9 @@ class Session(AsyncSessionRuns):
         instructions = self._instructions(self.agent.system_prompt)
         prepares = self._prepares
         bus = self.agent.events
-        calls: list[ToolCall] = []
-        trace: list[StepTrace] = []
+        # made when first needed (a run's first model call waits without them)
+        calls: list[ToolCall] | None = None
+        trace: list[StepTrace] | None = None
         usage: Usage | None = None
         limit = self.agent.steps_limit
         limit_hit = False
@@ -416,6 +417,8 @@ class Session(AsyncSessionRuns):
                 max_tokens=self.agent.max_tokens, temperature=self.agent.temperature, model=model_name,
             )
             if self._window is not None:
+                if trace is None:
+                    trace = []
                 request, spent = yield from self._fit(request, prompt_index, step, trace, ctx.token, aio)
                 if spent is not None:
                     usage = spent if usage is None else usage + spent
@@ -459,6 +462,8 @@ class Session(AsyncSessionRuns):
             ctx.usage = usage
             self.history.append(response.to_message(sender=self.agent.name))
             text = response.text
+            if trace is None:
+                trace = []
             trace.append(
                 StepTrace(
                     kind="model", name=self._model_name(response), step=step, input=len(request.messages),
@@ -469,6 +474,8 @@ class Session(AsyncSessionRuns):
             if tool_uses:
                 traced = len(trace)
                 step_tools = ToolStep(self.agent, tools, self._spans, self._context(ctx))
+                if calls is None:
+                    calls = []
                 results = yield from step_tools.run(ctx, tool_uses, step, calls, trace, stream, aio)
                 # Runs the tools started (delegated agents) count towards this run's usage.
                 usage = sum((entry.usage for entry in trace[traced:] if entry.children), usage)
@@ -493,7 +500,7 @@ class Session(AsyncSessionRuns):
                     )
                     continue
             result = Result(
-                response=text, output=output, tool_calls=calls, usage=usage, steps=step,
+                response=text, output=output, tool_calls=calls if calls is not None else [], usage=usage, steps=step,
                 stop_reason=response.stop_reason, max_steps_reached=limit_hit, trace=trace,
                 duration_s=time.perf_counter() - started,
             )

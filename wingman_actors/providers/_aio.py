@@ -88,23 +88,27 @@ class TokenBridge:
     Made inside the task; :meth:`close` when done. Without a current token it only awaits.
     """
 
-    __slots__ = ("_active", "_fired", "_loop", "_task", "_unregister", "token")
+    __slots__ = ("_active", "_fired", "_key", "_task", "token")
 
     def __init__(self) -> None:
         self.token: CancelToken | None = current_token()
         self._active = False
         self._fired = False
-        self._unregister: Callable[[], None] | None = None
+        self._key: int | None = None
         if self.token is None:
             return
-        self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
-        self._unregister = self.token.on_cancel(self)  # the bridge is the callback: no bound method kept
+        # The bridge is the callback (no bound method kept), unregistered by its key (no
+        # unregister function kept either): a model call in flight holds one each.
+        self._key = self.token._register(self)
 
     def __call__(self) -> None:
         """The token's cancel callback (any thread): cancel the awaiting task on its loop."""
+        task = self._task
+        if task is None:
+            return
         try:
-            self._loop.call_soon_threadsafe(self._cancel_now)
+            task.get_loop().call_soon_threadsafe(self._cancel_now)
         except RuntimeError:  # the loop has closed: nothing awaits any more
             pass
 
@@ -115,8 +119,23 @@ class TokenBridge:
 
     async def run(self, awaitable: Awaitable[T]) -> T:
         """Await ``awaitable``; raise the run's cancel error if the token cancelled it."""
-        if self.token is None:
+        self.arm(awaitable)
+        try:
             return await awaitable
+        except asyncio.CancelledError:
+            self.raise_if_fired()
+            raise
+        finally:
+            self._active = False
+
+    def arm(self, awaitable: Awaitable[Any]) -> None:
+        """Begin awaiting ``awaitable`` (what :meth:`run` does before its ``await``, for a
+        caller that awaits in its own frame: no coroutine of the bridge's per await):
+        raises the run's error if it has stopped already (closing ``awaitable``), else a
+        cancel of the token cancels the task until :meth:`disarm`. A ``CancelledError``
+        from the await goes through :meth:`raise_if_fired`."""
+        if self.token is None:
+            return
         try:
             self.token.check()
         except BaseException:
@@ -124,16 +143,19 @@ class TokenBridge:
                 awaitable.close()  # never awaited: closed, or the collector warns wherever it finds it
             raise
         self._active = True
-        try:
-            return await awaitable
-        except asyncio.CancelledError:
-            if self._fired and self._task is not None:
-                self._task.uncancel()
-                self._fired = False
-                self.token.check()  # raises: cancelled
-            raise
-        finally:
-            self._active = False
+
+    def disarm(self) -> None:
+        """The await :meth:`arm` began has ended."""
+        self._active = False
+
+    def raise_if_fired(self) -> None:
+        """On a ``CancelledError`` of the armed await: the run's cancel error if the
+        token's cancel caused it (the task's cancel is taken back); else nothing (the
+        caller re-raises the ``CancelledError``)."""
+        if self._fired and self._task is not None and self.token is not None:
+            self._task.uncancel()
+            self._fired = False
+            self.token.check()  # raises: cancelled
 
     async def sleep(self, seconds: float) -> None:
         """Sleep up to ``seconds``, ending early (raising) on cancel or the deadline."""
@@ -145,9 +167,9 @@ class TokenBridge:
 
     def close(self) -> None:
         """Stop listening to the token."""
-        unregister, self._unregister = self._unregister, None
-        if unregister is not None:
-            unregister()
+        key, self._key = self._key, None
+        if key is not None and self.token is not None:
+            self.token._forget(key)
 
 
 class AsyncClients:
@@ -169,15 +191,23 @@ class AsyncClients:
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
+        # The last loop's client, found without the lock and the weak dictionary's look-up
+        # (every request asks): (a weak reference to the loop, its client); set and cleared
+        # under the lock, with the entries.
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop], Any] | None = None
 
     def get(self) -> Any:
         """The running loop's client."""
         loop = asyncio.get_running_loop()
+        last = self._last
+        if last is not None and last[0]() is loop:
+            return last[1]
         with self._lock:
             entry = self._clients.get(loop)
             if entry is None:
                 client = self._make()
                 entry = self._clients[loop] = (client, loop.create_task(self._guard(loop, client)))
+            self._last = (weakref.ref(loop), entry[0])
             return entry[0]
 
     async def _guard(self, loop: asyncio.AbstractEventLoop, client: Any) -> None:
@@ -188,12 +218,14 @@ class AsyncClients:
                 entry = self._clients.get(loop)
                 if entry is not None and entry[0] is client:
                     del self._clients[loop]
+                    self._last = None
             await self._aclose(client)
 
     async def aclose(self) -> None:
         """Close the running loop's client."""
         with self._lock:
             entry = self._clients.pop(asyncio.get_running_loop(), None)
+            self._last = None
         if entry is not None:
             client, guard = entry
             guard.cancel()
@@ -204,6 +236,7 @@ class AsyncClients:
         another thread, at once when it is not running; a closed loop's is dropped."""
         with self._lock:
             clients, self._clients = list(self._clients.items()), weakref.WeakKeyDictionary()
+            self._last = None
         try:
             here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:

@@ -94,27 +94,42 @@ class AiohttpPool(httpx.AsyncBaseTransport):
             # came (httpx decodes them, as it would its own).
             connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=expiry, ssl=ssl_context)
             return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
-                                         auto_decompress=False)
+                                         auto_decompress=False, headers=self._headers)
 
         self._new_session = session
         self._session: aiohttp.ClientSession | None = None  # made in the loop of the first request
         self._inner = AiohttpTransport(verify=ssl_context, client=self._session_now)
         self._slots = asyncio.Semaphore(most)
         self._timeouts: dict[tuple[float, float], aiohttp.ClientTimeout] = {}  # by the request's timeout
+        # The session's own headers (adopt_headers): those of every request of the provider
+        # that made it (no proxy is ever used, which would be sent them too).
+        self._headers: Any = None  # multidict.CIMultiDict[str]
+        self._headers_raw: list[tuple[bytes, bytes]] = []
 
     def _session_now(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = self._new_session()
         return self._session
 
+    def adopt_headers(self, headers: list[tuple[bytes, bytes]]) -> None:
+        """Make ``headers`` the aiohttp session's own, sent with each of its requests: a
+        request of :meth:`read_whole` with these headers then passes none, and aiohttp
+        merges none per request (it walks a request's headers twice otherwise). Every
+        request through this transport carries these headers' names (the provider's
+        client makes them all from the same defaults), so the session adds none that a
+        request would not have sent. Call before the first request."""
+        if self._session is not None:
+            raise RuntimeError("adopt_headers() comes before the first request")
+        self._headers = _multidict(headers)
+        self._headers_raw = list(headers)
+
     def target(self, url: httpx.URL, headers: list[tuple[bytes, bytes]]) -> Target:
         """What :meth:`read_whole` sends a request to: ``url`` and ``headers`` as aiohttp
         takes them, made once per path (a yarl URL parses its string once)."""
         import yarl
-        from multidict import CIMultiDict
 
-        return Target(url, yarl.URL(str(url)), CIMultiDict((k.decode("latin-1"), v.decode("latin-1"))
-                                                         for k, v in headers))
+        adopted = self._headers is not None and list(headers) == self._headers_raw
+        return Target(url, yarl.URL(str(url)), self._headers if adopted else _multidict(headers))
 
     async def read_whole(self, target: Target, content: bytes, timeout: float, connect: float) -> Whole:
         """POST ``content`` to ``target`` and read the whole answer, straight through
@@ -146,8 +161,9 @@ class AiohttpPool(httpx.AsyncBaseTransport):
                 # awaited, not ``async with``: no context manager's coroutine and method
                 # held through the wait; read() closes the connection if it fails (a
                 # cancel), release() hands it back to the pool once the body is in
+                headers = target.aiohttp_headers
                 answer = await self._session_now().request(
-                    "POST", target.aiohttp_url, headers=target.aiohttp_headers, data=content,
+                    "POST", target.aiohttp_url, headers=None if headers is self._headers else headers, data=content,
                     allow_redirects=False, timeout=limits,
                 )
                 try:
@@ -211,6 +227,13 @@ class _Body(httpx.AsyncByteStream):
         finally:
             if slots is not None:
                 slots.release()
+
+
+def _multidict(headers: list[tuple[bytes, bytes]]) -> Any:
+    """``headers`` as aiohttp takes them."""
+    from multidict import CIMultiDict
+
+    return CIMultiDict((k.decode("latin-1"), v.decode("latin-1")) for k, v in headers)
 
 
 def _reraise(exc: Exception, request: httpx.Request) -> NoReturn:

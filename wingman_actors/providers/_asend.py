@@ -77,21 +77,27 @@ class OwnAsyncClient:
         # (path, extra headers) -> (URL, raw headers, the aiohttp transport's target): a
         # provider posts to one or two paths
         self._prepared: dict[tuple[str, tuple[tuple[str, str], ...]], _Prepared] = {}
+        if self._whole is not None:  # its session's own headers: those of a request not streamed
+            self._whole.adopt_headers(self._headers(httpx.URL(base_url), None).raw)
 
     def _prepare(self, path: str, headers: dict[str, str] | None) -> _Prepared:
         key = (path, tuple(headers.items()) if headers else ())
         prepared = self._prepared.get(key)
         if prepared is None:
             url = httpx.URL(self._base_url + path)
-            merged = httpx.Headers(self.client.headers)  # the client's defaults and the provider's
-            merged.update(headers or {})
-            # as httpx sets them: only where the provider's headers have none
-            merged.setdefault("Content-Type", "application/json")
-            merged.setdefault("Host", url.netloc.decode("ascii"))
-            merged.pop("Content-Length", None)  # each request's own
+            merged = self._headers(url, headers)
             target = self._whole.target(url, merged.raw) if self._whole is not None else None
             prepared = self._prepared[key] = (url, merged.raw, target)
         return prepared
+
+    def _headers(self, url: httpx.URL, headers: dict[str, str] | None) -> httpx.Headers:
+        merged = httpx.Headers(self.client.headers)  # the client's defaults and the provider's
+        merged.update(headers or {})
+        # as httpx sets them: only where the provider's headers have none
+        merged.setdefault("Content-Type", "application/json")
+        merged.setdefault("Host", url.netloc.decode("ascii"))
+        merged.pop("Content-Length", None)  # each request's own
+        return merged
 
     def read(self, path: str, content: bytes, timeout: float, connect: float) -> Awaitable[Answer]:
         """POST ``content`` (JSON) to ``path`` and read the whole answer: through the

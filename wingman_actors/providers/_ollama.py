@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -151,9 +151,10 @@ class OllamaProvider(BaseProvider):
         body = self.build_body(request, stream=False)
         return self._answer(post_json(self._http, self.id, _PATH, body), body["model"])
 
-    async def _ainfer(self, request: InferenceRequest) -> InferenceResponse:
+    def _ainfer(self, request: InferenceRequest) -> Coroutine[Any, Any, InferenceResponse]:
+        # not a coroutine of its own: apost_json's, which reads the answer with _answer
         body = self.build_body(request, stream=False)
-        return self._answer(await apost_json(self._http, self.id, _PATH, body), body["model"])
+        return apost_json(self._http, self.id, _PATH, body, self._answer, body["model"])
 
     def _answer(self, data: Any, model: str) -> InferenceResponse:
         """The response of a non-streamed answer's decoded JSON body."""

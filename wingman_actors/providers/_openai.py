@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -38,6 +38,7 @@ from ._base import BaseProvider, ResponseBuilder, tool_arguments
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
 from ._openai_wire import messages as _messages
 from ._openai_wire import usage as _usage
+from ._openai_wire import usage_fields as _usage_fields
 from ._options import RemoteOptions
 
 __all__ = ["OpenAIOptions", "OpenAIProvider", "build_openai"]
@@ -141,9 +142,10 @@ class OpenAIProvider(BaseProvider):
         body = self.build_body(request, stream=False)
         return self._completion(post_json(self._http, self.id, _PATH, body), body["model"])
 
-    async def _ainfer(self, request: InferenceRequest) -> InferenceResponse:
+    def _ainfer(self, request: InferenceRequest) -> Coroutine[Any, Any, InferenceResponse]:
+        # not a coroutine of its own: apost_json's, which reads the answer with _completion
         body = self.build_body(request, stream=False)
-        return self._completion(await apost_json(self._http, self.id, _PATH, body), body["model"])
+        return apost_json(self._http, self.id, _PATH, body, self._completion, body["model"])
 
     def _completion(self, data: Any, model: str) -> InferenceResponse:
         """The response of a non-streamed answer's decoded JSON body."""
@@ -154,19 +156,22 @@ class OpenAIProvider(BaseProvider):
         if not choices:
             raise AgentError("openai answered with no choices", kind=ErrorKind.AGENT, provider=self.id)
         message = choices[0].get("message") or {}
-        content: list[ContentBlock] = []
+        # blocks as dicts where they are plain: the response validates them, and its
+        # usage, in one call of pydantic's rather than one per model
+        content: list[ContentBlock | dict[str, Any]] = []
         reasoning = message.get("reasoning_content")
         if isinstance(reasoning, str) and reasoning:
-            content.append(ContentBlock.thinking_block(reasoning))
-        if isinstance(message.get("content"), str) and message["content"]:
-            content.append(ContentBlock.text_block(message["content"]))
-        calls = [self._tool_block(i, c) for i, c in enumerate(message.get("tool_calls") or [])]
-        content += calls
-        stop = _STOP.get(choices[0].get("finish_reason") or "", "end_turn")
+            content.append({"type": "thinking", "text": reasoning, "signature": None})  # as thinking_block()
+        text = message.get("content")
+        if isinstance(text, str) and text:
+            content.append({"type": "text", "text": text})
+        raw_calls = message.get("tool_calls")
+        if raw_calls:
+            content += [self._tool_block(i, c) for i, c in enumerate(raw_calls)]
         return InferenceResponse(
-            content=content,
-            stop_reason="tool_use" if calls else stop,
-            usage=_usage(data.get("usage")),
+            content=content,  # type: ignore[arg-type]  # validated into ContentBlocks
+            stop_reason="tool_use" if raw_calls else _STOP.get(choices[0].get("finish_reason") or "", "end_turn"),
+            usage=_usage_fields(data.get("usage")),  # type: ignore[arg-type]  # validated into a Usage
             model=data.get("model") or model,
         )
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core import ContentBlock, InferenceRequest, Message, Role, Usage
 
-__all__ = ["messages", "tool_loop_start", "usage"]
+__all__ = ["messages", "tool_loop_start", "usage", "usage_fields"]
 
 
 def messages(request: InferenceRequest) -> list[dict[str, Any]]:
@@ -18,9 +18,12 @@ def messages(request: InferenceRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.instructions:
         out.append({"role": "system", "content": request.instructions})
-    loop_start = tool_loop_start(request.messages)
+    loop_start: int | None = None  # found at the first assistant message: a first turn has none
     for position, message in enumerate(request.messages):
+        content = message.content
         if message.role is Role.ASSISTANT:
+            if loop_start is None:
+                loop_start = tool_loop_start(request.messages)
             calls = message.tool_calls
             entry: dict[str, Any] = {
                 "role": "assistant",
@@ -40,6 +43,9 @@ def messages(request: InferenceRequest) -> list[dict[str, Any]]:
                     for c in calls
                 ]
             out.append(entry)
+            continue
+        if len(content) == 1 and content[0].type == "text":  # the common user message: its text
+            out.append({"role": "user", "content": content[0].text or ""})
             continue
         results = message.tool_results_blocks
         for r in results:
@@ -83,13 +89,19 @@ def _user_content(blocks: list[ContentBlock]) -> str | list[dict[str, Any]]:
 def usage(raw: Any) -> Usage:
     """Our usage of an answer's ``usage`` object (cached prompt tokens as cache reads, and
     ``completion_tokens_details.reasoning_tokens`` as reasoning tokens)."""
+    return Usage(**usage_fields(raw))
+
+
+def usage_fields(raw: Any) -> dict[str, int]:
+    """The fields of :func:`usage`'s :class:`Usage` (a response validates them with itself,
+    in one call)."""
     if not isinstance(raw, dict):
-        return Usage()
-    details = raw.get("prompt_tokens_details") or {}
-    completion = raw.get("completion_tokens_details") or {}
-    return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0),
-        output_tokens=int(raw.get("completion_tokens") or 0),
-        cache_read_input_tokens=int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0,
-        reasoning_tokens=int(completion.get("reasoning_tokens") or 0) if isinstance(completion, dict) else 0,
-    )
+        return {}
+    details = raw.get("prompt_tokens_details")
+    completion = raw.get("completion_tokens_details")
+    return {
+        "input_tokens": int(raw.get("prompt_tokens") or 0),
+        "output_tokens": int(raw.get("completion_tokens") or 0),
+        "cache_read_input_tokens": int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0,
+        "reasoning_tokens": int(completion.get("reasoning_tokens") or 0) if isinstance(completion, dict) else 0,
+    }

@@ -7,6 +7,7 @@ so a cancelled or timed-out run stops waiting at once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
@@ -74,7 +75,15 @@ class RetryPolicy:
             attempt = 0
             while True:
                 try:
-                    return await bridge.run(fn(*args))
+                    pending = fn(*args)
+                    bridge.arm(pending)  # what bridge.run() does, without a coroutine of its own per call
+                    try:
+                        return await pending
+                    except asyncio.CancelledError:
+                        bridge.raise_if_fired()
+                        raise
+                    finally:
+                        bridge.disarm()
                 except AgentError as exc:
                     attempt += 1
                     await bridge.sleep(self.wait_after(exc, attempt, bridge.token, describe))
