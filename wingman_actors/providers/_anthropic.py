@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncGenerator, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, Required, TypedDict, cast
@@ -258,6 +259,9 @@ class AnthropicProvider(BaseProvider):
 
     def _raise_mapped(self, exc: Exception) -> NoReturn:
         """Raise the :class:`AgentError` for an SDK or transport failure; re-raise anything else."""
+        if isinstance(exc, json.JSONDecodeError):  # the SDK's reading of a stream event
+            raise AgentError(f"anthropic sent a stream event that is not JSON ({exc}); check that base_url is an "
+                             "Anthropic Messages API endpoint", kind=ErrorKind.AGENT, provider=_ID) from exc
         mapped = map_error(exc, where=self._where(), timeout=self.options.timeout)
         if mapped is None or mapped is exc:
             raise exc

@@ -13,7 +13,7 @@ from typing import Any
 from .._extras import require
 from ..core import ContentBlock, InferenceResponse, Message, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
-from ._base import ResponseBuilder
+from ._base import ResponseBuilder, shaped
 from ._http import kind_for_status, parse_retry_after
 
 with require("anthropic", "the anthropic provider"):
@@ -68,7 +68,13 @@ class EventMapper:
         self.start = Usage()
         self.finished = False
 
-    def feed(self, event: RawMessageStreamEvent) -> Iterator[StreamEvent]:
+    def feed(self, event: RawMessageStreamEvent) -> list[StreamEvent]:
+        """The events of one of the SDK's stream events; one not shaped as the Messages
+        API documents (the SDK builds them without validating) is an :class:`AgentError`."""
+        with shaped(_ID, "a stream event", event):
+            return list(self._feed(event))
+
+    def _feed(self, event: RawMessageStreamEvent) -> Iterator[StreamEvent]:
         b = self.b
         kind = getattr(event, "type", None)
         if self.finished:

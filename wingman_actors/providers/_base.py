@@ -8,6 +8,7 @@ available once iteration ends.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 from collections.abc import Callable, Generator, Iterator
@@ -36,6 +37,7 @@ __all__ = [
     "ProviderOptions",
     "ResponseBuilder",
     "events_for_response",
+    "shaped",
 ]
 
 
@@ -108,6 +110,31 @@ class ProviderOptions(BaseModel):
                 kind=ErrorKind.INVALID,
                 provider=provider,
             ) from None
+
+
+@contextlib.contextmanager
+def shaped(provider: str, what: str, sent: Any) -> Iterator[None]:
+    """Read ``sent`` (``what`` the provider sent: its answer, a stream chunk) inside: an
+    ``AttributeError`` or ``TypeError`` there (a field of another type than the provider's
+    API documents, as from a proxy or an endpoint of another API) becomes an
+    :class:`AgentError` (kind ``agent``) naming the provider and showing what it sent."""
+    try:
+        yield
+    except (AttributeError, TypeError) as exc:
+        shown = _shown(sent)
+        raise AgentError(
+            f"{provider} sent {what} not shaped as its API documents ({type(exc).__name__}: {exc}): {shown[:200]!r}",
+            kind=ErrorKind.AGENT, provider=provider,
+        ) from exc
+
+
+def _shown(sent: Any) -> str:
+    if isinstance(sent, str):
+        return sent
+    try:
+        return json.dumps(sent, default=repr)
+    except ValueError:  # a circular structure
+        return repr(sent)
 
 
 def tool_arguments(provider: str, tool: str, raw: Any) -> dict[str, Any]:

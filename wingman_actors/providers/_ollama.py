@@ -31,7 +31,7 @@ from pydantic import Field
 
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
-from ._base import BaseProvider, ResponseBuilder, tool_arguments
+from ._base import BaseProvider, ResponseBuilder, shaped, tool_arguments
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
 from ._openai_wire import tool_loop_start
 from ._options import RemoteOptions
@@ -162,7 +162,16 @@ class OllamaProvider(BaseProvider):
             raise AgentError(f"ollama answered with {type(data).__name__}, not an object", provider=self.id)
         if data.get("error"):
             raise AgentError(f"ollama error: {data['error']}", kind=ErrorKind.AGENT, provider=self.id)
-        message = data.get("message") or {}
+        if not isinstance(data.get("message"), dict):  # /api/chat answers always carry one
+            raise AgentError(
+                f"ollama answered without a message object: {json.dumps(data, default=repr)[:200]!r}; "
+                "check that base_url is an Ollama server", kind=ErrorKind.AGENT, provider=self.id,
+            )
+        with shaped(self.id, "an answer", data):
+            return self._read_answer(data, model)
+
+    def _read_answer(self, data: dict[str, Any], model: str) -> InferenceResponse:
+        message = data["message"]
         content: list[ContentBlock] = []
         thinking = message.get("thinking")
         if isinstance(thinking, str) and thinking:
@@ -206,8 +215,13 @@ class OllamaProvider(BaseProvider):
         """The events of one NDJSON line (the final one marks the state done)."""
         if not line.strip():
             return
-        b = state.builder
         data = self._decode_line(line)
+        with shaped(self.id, "a stream line", line):
+            events = list(self._data_events(state, data))  # one line's few
+        yield from events
+
+    def _data_events(self, state: _LineState, data: dict[str, Any]) -> Iterator[StreamEvent]:
+        b = state.builder
         b.model = data.get("model") or b.model
         message = data.get("message") or {}
         thinking = message.get("thinking")

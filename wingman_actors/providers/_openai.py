@@ -34,7 +34,7 @@ from ..core import (
     Usage,
 )
 from ..errors import AgentError, ErrorKind
-from ._base import BaseProvider, ResponseBuilder, tool_arguments
+from ._base import BaseProvider, ResponseBuilder, shaped, tool_arguments
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
 from ._openai_wire import messages as _messages
 from ._openai_wire import usage as _usage
@@ -149,6 +149,10 @@ class OpenAIProvider(BaseProvider):
 
     def _completion(self, data: Any, model: str) -> InferenceResponse:
         """The response of a non-streamed answer's decoded JSON body."""
+        with shaped(self.id, "an answer", data):
+            return self._read_completion(data, model)
+
+    def _read_completion(self, data: Any, model: str) -> InferenceResponse:
         if not isinstance(data, dict):
             raise AgentError(f"openai answered with {type(data).__name__}, not an object", provider=self.id)
         self._raise_error_object(data)
@@ -221,7 +225,10 @@ class OpenAIProvider(BaseProvider):
             state.done = True
             return
         if data:
-            yield from self._chunk_events(state.builder, state, self._decode_chunk(event, data))
+            chunk = self._decode_chunk(event, data)
+            with shaped(self.id, "a stream chunk", data):
+                events = list(self._chunk_events(state.builder, state, chunk))  # one chunk's few
+            yield from events
 
     def _end_events(self, state: _StreamState) -> Iterator[StreamEvent]:
         """The closing events once the body has ended; raises if it ended early."""
