@@ -160,8 +160,9 @@ def test_run_records_of_many_threads_without_a_journal_are_committed_and_a_faili
 
         def finish(run: Any) -> None:
             try:
-                if run.input % 2:  # a set is no JSON: its write fails, alone
-                    store.finish_run(run.model_copy(update={"status": "succeeded", "output": {run.input}}))
+                if run.input % 2:  # SQLite holds no integer this large: its write fails, alone
+                    store.finish_run(run.model_copy(update={"status": "succeeded", "output": run.input,
+                                                            "duration_s": 2**70}))
                 else:
                     store.finish_run(run.model_copy(update={"status": "succeeded", "output": run.input}),
                                      wait=False, on_commit=lambda record, error: (told.append(error), done.set()))
@@ -178,7 +179,7 @@ def test_run_records_of_many_threads_without_a_journal_are_committed_and_a_faili
         store = Store(tmp_path / "w.db")
         statuses = {r.input: (r.status, r.output) for r in store.list_runs(limit=100)}
         assert statuses == {n: ("succeeded", n) if n % 2 == 0 else ("running", None) for n in range(40)}
-        assert len(errors) == 20 and all(isinstance(e, TypeError) for e in errors)
+        assert len(errors) == 20 and all(isinstance(e, OverflowError) for e in errors)
         assert told == [None] * 20
     finally:
         store.close()

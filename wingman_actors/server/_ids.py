@@ -10,6 +10,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+import time
 from datetime import UTC, datetime
 
 from ulid import ULID
@@ -32,4 +34,23 @@ def rfc3339(timestamp: float | None) -> str | None:
     None stays None."""
     if timestamp is None:
         return None
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    global _second
+    # datetime.fromtimestamp's rounding (to the microsecond, half to even), then the
+    # second's text made once per second: what isoformat() gives, several times faster
+    fraction, whole = math.modf(timestamp)
+    micros = round(fraction * 1e6)
+    second = int(whole)
+    if micros >= 1_000_000:
+        second, micros = second + 1, micros - 1_000_000
+    elif micros < 0:
+        second, micros = second - 1, micros + 1_000_000
+    known = _second
+    if known[0] != second:
+        if not 0 <= second < _YEAR_10000:
+            return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        known = _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{known[1]}.{micros // 1000:03d}Z"
+
+
+_YEAR_10000 = 253402300800
+_second = (0, "1970-01-01T00:00:00")  # the last second rfc3339() wrote (replaced whole: thread-safe)

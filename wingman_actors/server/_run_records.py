@@ -27,6 +27,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import to_json
+
 from ..store import RunStore, StoreClosedError
 from ..store._ops import Alongside, AlongsideTold, AlongsideWaited
 from ..store._writer import Writer
@@ -41,7 +43,10 @@ __all__ = ["RunRecords"]
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    """``value`` (JSON data: what :meth:`RunRecords._cleaned` let through) as compact JSON
+    text, read back by :func:`json.loads` (pydantic's encoder: several times faster than
+    :func:`json.dumps`)."""
+    return to_json(value).decode()
 
 
 def _loads(text: str | None) -> Any:
@@ -164,11 +169,11 @@ class RunRecords(Database):
         :meth:`create_run`; ``on_commit``: return at once, and call ``on_commit(error)``
         once committed (``error``: None, or what failed the write), on the thread that
         committed it, which it must not keep long (it may queue writes, not wait for any)."""
+        row = (run.id, run.kind, run.formation_id, run.formation_name, run.fleet_id, run.fleet_name, run.status,
+               _dumps(run.input), run.created_at)
         self._change(lambda conn: conn.execute(
             "INSERT INTO run_records (id, kind, formation_id, formation_name, fleet_id, fleet_name, status, input, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (run.id, run.kind, run.formation_id, run.formation_name, run.fleet_id, run.fleet_name, run.status,
-             _dumps(run.input), run.created_at),
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row,
         ), wait, on_commit)
         return run
 
@@ -184,12 +189,12 @@ class RunRecords(Database):
         """
         run = self._cleaned(run.model_copy(update={"finished_at": now()}))
         told = None if wait or on_commit is None else partial(on_commit, run)
+        row = (run.status, None if run.interrupt is None else _dumps(run.interrupt), _dumps(run.output),
+               _dumps(run.outputs), _dumps(run.nodes), _dumps(run.usage), run.error, run.error_kind,
+               run.failed_node, run.duration_s, run.finished_at, run.id)  # encoded here, not on the writer's thread
         self._change(lambda conn: conn.execute(
             "UPDATE run_records SET status = ?, interrupt = ?, output = ?, outputs = ?, nodes = ?, usage = ?, "
-            "error = ?, error_kind = ?, failed_node = ?, duration_s = ?, finished_at = ? WHERE id = ?",
-            (run.status, None if run.interrupt is None else _dumps(run.interrupt), _dumps(run.output),
-             _dumps(run.outputs), _dumps(run.nodes), _dumps(run.usage), run.error, run.error_kind,
-             run.failed_node, run.duration_s, run.finished_at, run.id),
+            "error = ?, error_kind = ?, failed_node = ?, duration_s = ?, finished_at = ? WHERE id = ?", row,
         ), told is None, told)
         return run
 
