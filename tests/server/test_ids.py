@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
-from wingman_actors.server._ids import rfc3339
+from wingman_actors.server._ids import now, rfc3339
 
 
 def _isoformat(timestamp: float) -> str:
@@ -23,3 +23,11 @@ def test_rfc3339_writes_what_datetime_writes_rounding_included() -> None:
 
 def test_rfc3339_keeps_none() -> None:
     assert rfc3339(None) is None
+
+
+def test_now_is_the_current_second_in_rfc3339() -> None:
+    before = datetime.now(UTC).replace(microsecond=0)
+    stamp = now()
+    after = datetime.now(UTC)
+    assert stamp.endswith("Z") and len(stamp) == len("2026-04-25T10:00:00Z")
+    assert before <= datetime.fromisoformat(stamp.replace("Z", "+00:00")) <= after
