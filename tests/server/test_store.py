@@ -212,6 +212,28 @@ def test_a_finished_run_record_replaces_a_lone_surrogate_in_its_outputs(tmp_path
     assert record["outputs"] == {"a": ["ok", "bad \ufffd"], "\ufffd": 1}
 
 
+def test_a_finished_run_record_replaces_a_lone_surrogate_in_its_error(tmp_path: Path) -> None:
+    record = _finished(tmp_path, {"a": 1}, error="bad \udc00 text")
+    assert record["error"] == "bad \ufffd text" and record["outputs"] == {"a": 1}
+
+
+def test_a_new_run_record_masks_a_secret_and_replaces_a_lone_surrogate_in_its_input(tmp_path: Path) -> None:
+    from wingman_actors.server._redact import Redactor
+
+    secret = "sk-test-0123456789abcdef"
+    store = Store(tmp_path / "w.db", Redactor([secret]))
+    try:
+        formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "f"}], [])
+        masked = store.create_run(formation, {"text": f"key {secret}"})
+        scrubbed = store.create_run(formation, ["bad \ud800"])
+        plain = store.create_run(formation, {"text": "hello"})
+        assert store.get_run(masked.id).input == masked.input == {"text": "key [redacted]"}
+        assert store.get_run(scrubbed.id).input == scrubbed.input == ["bad \ufffd"]
+        assert store.get_run(plain.id).input == plain.input == {"text": "hello"}
+    finally:
+        store.close()
+
+
 def test_a_clean_finished_run_record_is_stored_as_given(tmp_path: Path) -> None:
     record = _finished(tmp_path, {"a": ["x", 1, 2.5, None, True], "b": {"n": "é"}}, error="plain")
     assert record["outputs"] == {"a": ["x", 1, 2.5, None, True], "b": {"n": "é"}}
