@@ -160,8 +160,9 @@ def test_run_records_of_many_threads_without_a_journal_are_committed_and_a_faili
 
         def finish(run: Any) -> None:
             try:
-                if run.input % 2:  # a set is no JSON: its write fails, alone
-                    store.finish_run(run.model_copy(update={"status": "succeeded", "output": {run.input}}))
+                if run.input % 2:  # SQLite holds no integer this large: its write fails, alone
+                    store.finish_run(run.model_copy(update={"status": "succeeded", "output": run.input,
+                                                            "duration_s": 2**70}))
                 else:
                     store.finish_run(run.model_copy(update={"status": "succeeded", "output": run.input}),
                                      wait=False, on_commit=lambda record, error: (told.append(error), done.set()))
@@ -178,7 +179,7 @@ def test_run_records_of_many_threads_without_a_journal_are_committed_and_a_faili
         store = Store(tmp_path / "w.db")
         statuses = {r.input: (r.status, r.output) for r in store.list_runs(limit=100)}
         assert statuses == {n: ("succeeded", n) if n % 2 == 0 else ("running", None) for n in range(40)}
-        assert len(errors) == 20 and all(isinstance(e, TypeError) for e in errors)
+        assert len(errors) == 20 and all(isinstance(e, OverflowError) for e in errors)
         assert told == [None] * 20
     finally:
         store.close()
@@ -209,6 +210,28 @@ def test_a_finished_run_record_masks_a_secret_in_its_outputs_and_error(tmp_path:
 def test_a_finished_run_record_replaces_a_lone_surrogate_in_its_outputs(tmp_path: Path) -> None:
     record = _finished(tmp_path, {"a": ["ok", "bad \ud800"], "\udc00": 1})
     assert record["outputs"] == {"a": ["ok", "bad \ufffd"], "\ufffd": 1}
+
+
+def test_a_finished_run_record_replaces_a_lone_surrogate_in_its_error(tmp_path: Path) -> None:
+    record = _finished(tmp_path, {"a": 1}, error="bad \udc00 text")
+    assert record["error"] == "bad \ufffd text" and record["outputs"] == {"a": 1}
+
+
+def test_a_new_run_record_masks_a_secret_and_replaces_a_lone_surrogate_in_its_input(tmp_path: Path) -> None:
+    from wingman_actors.server._redact import Redactor
+
+    secret = "sk-test-0123456789abcdef"
+    store = Store(tmp_path / "w.db", Redactor([secret]))
+    try:
+        formation = store.create_formation("f", [{"name": "a", "kind": "function", "function": "f"}], [])
+        masked = store.create_run(formation, {"text": f"key {secret}"})
+        scrubbed = store.create_run(formation, ["bad \ud800"])
+        plain = store.create_run(formation, {"text": "hello"})
+        assert store.get_run(masked.id).input == masked.input == {"text": "key [redacted]"}
+        assert store.get_run(scrubbed.id).input == scrubbed.input == ["bad \ufffd"]
+        assert store.get_run(plain.id).input == plain.input == {"text": "hello"}
+    finally:
+        store.close()
 
 
 def test_a_clean_finished_run_record_is_stored_as_given(tmp_path: Path) -> None:

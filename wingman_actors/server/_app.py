@@ -207,7 +207,6 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         redoc_url=None,
     )
     install_openapi(app, config, agent_tool_names(config, functions))
-    install_docs(app)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -233,11 +232,12 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         error = from_agent_error(exc)
         return JSONResponse(error.body(), status_code=error.status)
 
-    # Routes are matched in order, one by one: the runs' routes come first (the hot path)
+    # Routes are matched in order, one by one: the runs' routes come first (the hot path), the docs' last
     for module in (routes_formations, routes_runs, routes_providers, routes_agents, routes_sessions, routes_fleets,
                    routes_history, routes_viewer):
         app.include_router(module.router)
     app.include_router(page_router())  # the run viewer's page, at /ui/
+    install_docs(app)  # after the routes that serve runs
 
     # Added innermost first. A request meets, in order: CORS (when configured), the method
     # (405 with Allow), the Host and Origin checks, secret masking of the answer, the token,

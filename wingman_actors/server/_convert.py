@@ -10,6 +10,7 @@ from pydantic_core import PydanticSerializationError
 from ..agents._result import ChildRun, Result, ToolCall
 from ..core import Usage
 from ..errors import AgentError
+from ..formation._result import ZERO_USAGE
 
 __all__ = ["delegation_tree", "error_kind", "jsonable", "result_fields", "tool_call_dict", "usage_dict"]
 
@@ -29,9 +30,13 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+_NO_USAGE = {**Usage().model_dump(), "total_tokens": 0}
+
+
 def usage_dict(usage: Usage | None) -> dict[str, int]:
     """Token counts plus ``total_tokens``."""
-    usage = usage or Usage()
+    if usage is None or usage is ZERO_USAGE:  # (most nodes, and runs without agents)
+        return dict(_NO_USAGE)
     return {**usage.model_dump(), "total_tokens": usage.total_tokens}
 
 

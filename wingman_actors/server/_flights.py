@@ -22,7 +22,7 @@ from ..formation._runtime import RunningFormation
 from ..formation.events import FormationEvent
 from ..orchestration import Blackboard
 from ._errors import ApiError
-from ._live import RunLog, RunLogs
+from ._live import RunLogs
 from ._run_outcome import Tracker, cancelled, failed, failure, settled
 from ._schemas import RunOut
 from ._started import Started
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 EventListener = Callable[[FormationEvent], None]
 
-__all__ = ["CLEAN", "Flight", "Flights", "answer", "both", "flight", "outcome", "settle_wait"]
+__all__ = ["CLEAN", "Flight", "Flights", "answer", "flight", "outcome", "settle_wait"]
 
 _SETTLE_WAIT_S = 5.0
 
@@ -46,7 +46,7 @@ class Flight:
             see :mod:`._started`).
         run: the run's record.
         tracker: builds node traces from the run's events.
-        on_event: the run's own listener of its events (its trace and its log).
+        on_event: the run's own listener of its events (its log, which ``tracker`` reads).
     """
 
     def __init__(self, ctx: ServerContext, running: RunningFormation, run: RunOut, tracker: Tracker,
@@ -227,8 +227,7 @@ def flight(ctx: ServerContext, started: Started, run: RunOut) -> Iterator[Flight
     nodes only), registered as in flight until the block ends; ``started`` is marked
     reusable when the run ended cleanly."""
     log = ctx.flights.logs.start(run.id)
-    tracker = Tracker(started.formation)
-    current = Flight(ctx, started.running, run, tracker, both(tracker, log))
+    current = Flight(ctx, started.running, run, Tracker(started.formation, log), log)
     ctx.flights.add(current)
     try:
         yield current
@@ -236,15 +235,6 @@ def flight(ctx: ServerContext, started: Started, run: RunOut) -> Iterator[Flight
         ctx.flights.remove(current)
         log.close()
         started.reusable = current.settled.is_set() and current.record.status in CLEAN and not current.stopping
-
-
-def both(tracker: Tracker, log: RunLog) -> Callable[[FormationEvent], None]:
-    """A run's listener: its trace, then its log."""
-    def on_event(event: FormationEvent) -> None:
-        tracker(event)
-        log(event)
-
-    return on_event
 
 
 def outcome(current: Flight, future: Future[FormationResult], timeout: float | None,

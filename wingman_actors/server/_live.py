@@ -52,6 +52,11 @@ class RunLog:
         for listener in listeners:
             listener(None)
 
+    def events(self) -> list[FormationEvent]:
+        """The events so far."""
+        with self._lock:
+            return list(self._events)
+
     def listen(self, listener: Listener) -> tuple[list[FormationEvent], bool]:
         """Add ``listener``; the events so far, and whether the run has ended (then
         ``listener`` is not added)."""

@@ -31,7 +31,7 @@ from starlette.responses import Response
 from ..formation._result import FormationResult
 from ._convert import jsonable
 from ._deps import json_response
-from ._flights import CLEAN, Flight, answer, both
+from ._flights import CLEAN, Flight, answer
 from ._journal import begin_queued
 from ._run_outcome import Tracker
 from ._schemas import FormationRunIn
@@ -56,8 +56,7 @@ async def run_on_loop(ctx: ServerContext, entry: Entry, one: Started, body: Form
         _give_back(ctx, one)
         raise
     log = ctx.flights.logs.start(run.id)
-    tracker = Tracker(one.formation)
-    current = Flight(ctx, one.running, run, tracker, both(tracker, log))
+    current = Flight(ctx, one.running, run, Tracker(one.formation, log), log)
     landed: asyncio.Future[None] = ctx.landings.loop.create_future()
     ran: list[Future[FormationResult]] = []
 

@@ -165,9 +165,13 @@ class RedactMiddleware:
         async def masking_send(message: Message) -> None:
             nonlocal start, mode
             if message["type"] == "http.response.start":
+                if self.redactor.empty:  # (no secrets yet: nothing to read)
+                    mode = "pass"
+                    await send(message)
+                    return
                 headers = MutableHeaders(raw=list(message.get("headers", [])))
                 kind = headers.get("content-type", "").encode()
-                if self.redactor.empty or not kind.startswith(_TEXT_TYPES):
+                if not kind.startswith(_TEXT_TYPES):
                     mode = "pass"
                     await send(message)
                 elif "content-length" in headers:

@@ -30,6 +30,92 @@ from ._streaming import Canceller, start_stream
 __all__ = ["router"]
 
 router = APIRouter()
+# Routes are matched in their order, one by one: the runs' routes come first (the hot path).
+
+
+# -- running --------------------------------------------------------------------------
+
+
+def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: float) -> RunOut:
+    """A run on a worker thread: the declaration read, the formation started if need be."""
+    entry = ctx.declarations.load(ctx, id)
+    with started(ctx, entry) as formation:
+        timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
+        run = ctx.store.create_run(entry.record, jsonable(body.input), wait=False)  # committed with begin_run
+        with flight(ctx, formation, run) as current:
+            future = current.submit(body.input, timeout)  # journalled on return
+            return outcome(current, future, timeout, formation.entry)
+
+
+@router.post("/formations/{id}/run", tags=["formations"], summary="Run a formation and wait for its result",
+             response_model=RunOut)
+async def run(id: str, body: FormationRunIn, request: Request) -> Response:
+    """``{"input": ..., "timeout": seconds?}`` → the recorded run (status, outputs, node
+    traces); ``status`` is ``suspended`` (with ``interrupt``) when a node called
+    ``interrupt()``: answer it with ``POST /runs/{id}/resume``. A failed run answers 502/504
+    (provider failure or timeout, with ``kind``) or 500 (``kind`` = ``runtime``), a run
+    cancelled meanwhile 409 (``kind`` = ``cancelled``), each with ``run_id`` to read its record."""
+    ctx = context_of(request)
+    deadline = time.monotonic() + ctx.config.request_timeout
+    entry = ctx.declarations.cached(id)
+    if entry is not None and not entry.agents:
+        one = ctx.started.take(entry.key)
+        if one is not None:  # the common case: nothing to read, nothing to start
+            return await run_on_loop(ctx, entry, one, body, deadline)
+    return json_response(await ctx.pool.run(_run_formation, ctx, id, body, deadline))
+
+
+class _Stop:
+    """Wakes the streaming loop when the client leaves (which then cancels the run)."""
+
+    def __init__(self, events: queue.SimpleQueue[FormationEvent | None]) -> None:
+        self.events = events
+
+    def cancel(self, reason: str) -> None:
+        self.events.put(None)
+
+
+_ENDS = (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED)
+
+
+def _stream_formation(ctx: ServerContext, entry: Entry, body: FormationRunIn, canceller: Canceller) -> Iterator[Event]:
+    with started(ctx, entry) as formation:
+        run = ctx.store.create_run(entry.record, jsonable(body.input), wait=False)  # committed with begin_run
+        events: queue.SimpleQueue[FormationEvent | None] = queue.SimpleQueue()
+        with flight(ctx, formation, run) as current:
+            canceller.target = _Stop(events)
+            try:
+                current.submit(body.input, body.timeout, events.put)
+                while not canceller.cancelled.is_set():
+                    event = events.get()
+                    if event is None:
+                        break
+                    timed_out = event.node is None and body.timeout is not None and (
+                        time.perf_counter() - current.started >= body.timeout * 0.99)
+                    yield event.type.value, event_dict(event, run.id, timed_out, formation.entry)
+                    if event.type is FormationEventType.RUN_FINISHED:
+                        current.settle(partial(settled, result=event.data["result"]))
+                    elif event.type is FormationEventType.RUN_FAILED:
+                        current.settle(current.failure(event.data["exception"], timed_out, formation.entry))
+                    if event.type in _ENDS:
+                        break
+            finally:
+                current.cancel("the client disconnected before the run finished")
+                run = current.settle(lambda r: cancelled(r, current.tracker, current.started,
+                                                         "the run was cancelled before it finished"))
+        yield "done", {"run_id": run.id, "status": run.status}
+
+
+@router.post("/formations/{id}/run/stream", tags=["formations"], summary="Run a formation, streaming its events")
+async def run_stream(id: str, body: FormationRunIn, ctx: Ctx) -> Response:
+    """One SSE event per formation event, named by its type (``run_started``,
+    ``node_started``, ``agent_text``, ``node_finished``, ``run_finished``, ``run_failed`` or
+    ``run_cancelled``...), then ``done`` with the run id and status (``suspended`` when a node
+    called ``interrupt()``: the ``run_finished`` data has the ``interrupt``). No request timeout."""
+    entry = await ctx.pool.run(ctx.declarations.load, ctx, id)
+    canceller = Canceller()
+    stream = ThreadedStream(ctx.pool, lambda: _stream_formation(ctx, entry, body, canceller), canceller)
+    return await start_stream(stream)
 
 
 # -- declarations ---------------------------------------------------------------------
@@ -134,88 +220,3 @@ async def delete(id: str, ctx: Ctx) -> StatusOut:
 
     await ctx.pool.run(apply)
     return StatusOut(status="deleted")
-
-
-# -- running --------------------------------------------------------------------------
-
-
-def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: float) -> RunOut:
-    """A run on a worker thread: the declaration read, the formation started if need be."""
-    entry = ctx.declarations.load(ctx, id)
-    with started(ctx, entry) as formation:
-        timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
-        run = ctx.store.create_run(entry.record, jsonable(body.input), wait=False)  # committed with begin_run
-        with flight(ctx, formation, run) as current:
-            future = current.submit(body.input, timeout)  # journalled on return
-            return outcome(current, future, timeout, formation.entry)
-
-
-@router.post("/formations/{id}/run", tags=["formations"], summary="Run a formation and wait for its result",
-             response_model=RunOut)
-async def run(id: str, body: FormationRunIn, request: Request) -> Response:
-    """``{"input": ..., "timeout": seconds?}`` → the recorded run (status, outputs, node
-    traces); ``status`` is ``suspended`` (with ``interrupt``) when a node called
-    ``interrupt()``: answer it with ``POST /runs/{id}/resume``. A failed run answers 502/504
-    (provider failure or timeout, with ``kind``) or 500 (``kind`` = ``runtime``), a run
-    cancelled meanwhile 409 (``kind`` = ``cancelled``), each with ``run_id`` to read its record."""
-    ctx = context_of(request)
-    deadline = time.monotonic() + ctx.config.request_timeout
-    entry = ctx.declarations.cached(id)
-    if entry is not None and not entry.agents:
-        one = ctx.started.take(entry.key)
-        if one is not None:  # the common case: nothing to read, nothing to start
-            return await run_on_loop(ctx, entry, one, body, deadline)
-    return json_response(await ctx.pool.run(_run_formation, ctx, id, body, deadline))
-
-
-class _Stop:
-    """Wakes the streaming loop when the client leaves (which then cancels the run)."""
-
-    def __init__(self, events: queue.SimpleQueue[FormationEvent | None]) -> None:
-        self.events = events
-
-    def cancel(self, reason: str) -> None:
-        self.events.put(None)
-
-
-_ENDS = (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED)
-
-
-def _stream_formation(ctx: ServerContext, entry: Entry, body: FormationRunIn, canceller: Canceller) -> Iterator[Event]:
-    with started(ctx, entry) as formation:
-        run = ctx.store.create_run(entry.record, jsonable(body.input), wait=False)  # committed with begin_run
-        events: queue.SimpleQueue[FormationEvent | None] = queue.SimpleQueue()
-        with flight(ctx, formation, run) as current:
-            canceller.target = _Stop(events)
-            try:
-                current.submit(body.input, body.timeout, events.put)
-                while not canceller.cancelled.is_set():
-                    event = events.get()
-                    if event is None:
-                        break
-                    timed_out = event.node is None and body.timeout is not None and (
-                        time.perf_counter() - current.started >= body.timeout * 0.99)
-                    yield event.type.value, event_dict(event, run.id, timed_out, formation.entry)
-                    if event.type is FormationEventType.RUN_FINISHED:
-                        current.settle(partial(settled, result=event.data["result"]))
-                    elif event.type is FormationEventType.RUN_FAILED:
-                        current.settle(current.failure(event.data["exception"], timed_out, formation.entry))
-                    if event.type in _ENDS:
-                        break
-            finally:
-                current.cancel("the client disconnected before the run finished")
-                run = current.settle(lambda r: cancelled(r, current.tracker, current.started,
-                                                         "the run was cancelled before it finished"))
-        yield "done", {"run_id": run.id, "status": run.status}
-
-
-@router.post("/formations/{id}/run/stream", tags=["formations"], summary="Run a formation, streaming its events")
-async def run_stream(id: str, body: FormationRunIn, ctx: Ctx) -> Response:
-    """One SSE event per formation event, named by its type (``run_started``,
-    ``node_started``, ``agent_text``, ``node_finished``, ``run_finished``, ``run_failed`` or
-    ``run_cancelled``...), then ``done`` with the run id and status (``suspended`` when a node
-    called ``interrupt()``: the ``run_finished`` data has the ``interrupt``). No request timeout."""
-    entry = await ctx.pool.run(ctx.declarations.load, ctx, id)
-    canceller = Canceller()
-    stream = ThreadedStream(ctx.pool, lambda: _stream_formation(ctx, entry, body, canceller), canceller)
-    return await start_stream(stream)

@@ -100,8 +100,7 @@ def _view(ctx: ServerContext, id: str) -> dict[str, Any]:
     traces = dict(record.nodes)
     current = ctx.flights.get(id)
     if current is not None:  # in flight: the live traces know which nodes are running
-        with current.tracker.lock:
-            traces = {k: dict(v) for k, v in current.tracker.nodes.items()}
+        traces = current.tracker.traces()
     try:
         view = run_view(ctx.journal, id, traces, record.status)  # type: ignore[arg-type]
     except UnknownRunError:

@@ -3,7 +3,6 @@ events, and the record of a run that succeeded, was suspended, failed or was can
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Collection, Iterator
 from typing import Any
@@ -11,59 +10,74 @@ from typing import Any
 from ..actors._nodes import PayloadError
 from ..errors import FormationRuntimeError
 from ..formation import Formation
-from ..formation._result import FormationResult
+from ..formation._result import ZERO_USAGE, FormationResult, NodeTrace
 from ..formation._runtime import NodeTimeoutError
 from ..formation.events import FormationEvent, FormationEventType
 from ..store import FormationMismatchError
 from ._convert import jsonable, usage_dict
 from ._errors import find_agent_error, status_for_kind
 from ._ids import rfc3339
+from ._live import RunLog
 from ._schemas import RunOut
 
 __all__ = ["Tracker", "cancelled", "event_dict", "failed", "failure", "settled"]
 
 
 class Tracker:
-    """Per-node traces built from a run's events (the record of a failed run): the
-    formation's own nodes, and the nodes inside its formation nodes once they start (named
-    by their path, ``"sub/inner_node"``, as the run's result names them; a formation map's
-    items are not traced apart, as in the result)."""
+    """Per-node traces of a run, built from its events (which its :class:`~._live.RunLog`
+    keeps) when asked: the record of a failed or cancelled run, the live traces of a run
+    in flight. The formation's own nodes, and the nodes inside its formation nodes once
+    they start (named by their path, ``"sub/inner_node"``, as the run's result names them;
+    a formation map's items are not traced apart, as in the result). A run that succeeds
+    never asks: its record is built from its result (:func:`settled`).
 
-    def __init__(self, formation: Formation) -> None:
-        self.lock = threading.Lock()
-        self.nodes: dict[str, dict[str, Any]] = {name: _trace(name) for name in formation.graph.nodes}
-        self.nested = _formation_paths(formation, "")
-        """The paths of formation nodes, at any depth: the nodes inside them are traced."""
+    Args:
+        formation: the formation the run is on.
+        log: the run's events.
+    """
 
-    def __call__(self, event: FormationEvent) -> None:
-        node = self.nodes.get(event.node or "")
-        if node is None:
-            path = event.node or ""
-            if path.rpartition("/")[0] not in self.nested:
-                return
-            with self.lock:  # cancelled() and failed() copy the traces under it
-                node = self.nodes.setdefault(path, _trace(path))
-        data, kind = event.data, event.type
-        with self.lock:
-            if kind is FormationEventType.NODE_STARTED:
-                node["started_at"] = rfc3339(event.timestamp)
-                node["attempts"] = data.get("attempt", node["attempts"])
-                if node["attempts"] == 1:
-                    node["visits"] += 1
-            elif kind is FormationEventType.NODE_FINISHED:
-                node["status"] = "succeeded"
-                node["finished_at"] = rfc3339(event.timestamp)
-                node["duration_s"] += float(data.get("duration_s") or 0.0)
-                if data.get("usage") is not None:
-                    node["usage"] = usage_dict(data["usage"])
-            elif kind in (FormationEventType.NODE_FAILED, FormationEventType.NODE_RETRY):
-                node["error"] = data.get("error")
-                if kind is FormationEventType.NODE_FAILED:
-                    node["status"] = "failed"
-                    node["finished_at"] = rfc3339(event.timestamp)
-            elif kind is FormationEventType.NODE_SKIPPED:
-                node["status"] = "skipped"
-                node["error"] = data.get("error") or node["error"]
+    def __init__(self, formation: Formation, log: RunLog) -> None:
+        self.formation = formation
+        self.log = log
+
+    def traces(self) -> dict[str, dict[str, Any]]:
+        """The node traces after the run's events so far (new dicts)."""
+        nodes = {name: _trace(name) for name in self.formation.graph.nodes}
+        nested: set[str] | None = None  # the paths of formation nodes, at any depth: the nodes inside them are traced
+        for event in self.log.events():
+            node = nodes.get(event.node or "")
+            if node is None:
+                path = event.node or ""
+                if nested is None:
+                    nested = _formation_paths(self.formation, "")
+                if path.rpartition("/")[0] not in nested:
+                    continue
+                node = nodes[path] = _trace(path)
+            _apply(node, event)
+        return nodes
+
+
+def _apply(node: dict[str, Any], event: FormationEvent) -> None:
+    data, kind = event.data, event.type
+    if kind is FormationEventType.NODE_STARTED:
+        node["started_at"] = rfc3339(event.timestamp)
+        node["attempts"] = data.get("attempt", node["attempts"])
+        if node["attempts"] == 1:
+            node["visits"] += 1
+    elif kind is FormationEventType.NODE_FINISHED:
+        node["status"] = "succeeded"
+        node["finished_at"] = rfc3339(event.timestamp)
+        node["duration_s"] += float(data.get("duration_s") or 0.0)
+        if data.get("usage") is not None:
+            node["usage"] = usage_dict(data["usage"])
+    elif kind in (FormationEventType.NODE_FAILED, FormationEventType.NODE_RETRY):
+        node["error"] = data.get("error")
+        if kind is FormationEventType.NODE_FAILED:
+            node["status"] = "failed"
+            node["finished_at"] = rfc3339(event.timestamp)
+    elif kind is FormationEventType.NODE_SKIPPED:
+        node["status"] = "skipped"
+        node["error"] = data.get("error") or node["error"]
 
 
 def _trace(name: str) -> dict[str, Any]:
@@ -86,18 +100,31 @@ def settled(run: RunOut, result: FormationResult) -> RunOut:
     return run.model_copy(update={
         "status": "suspended" if result.status == "suspended" else "succeeded",
         "interrupt": jsonable(result.interrupt), "output": jsonable(result.output),
-        "outputs": jsonable(result.outputs), "nodes": _traces({k: jsonable(v.to_dict()) for k, v in result.nodes.items()}),
+        "outputs": jsonable(result.outputs), "nodes": {k: _node_trace(v) for k, v in result.nodes.items()},
         "usage": usage_dict(result.usage), "duration_s": result.duration_s,
     })
+
+
+_ZERO_USAGE = ZERO_USAGE.model_dump()
+
+
+def _node_trace(trace: NodeTrace) -> dict[str, Any]:
+    """``jsonable(trace.to_dict())`` with its wall-clock times in RFC 3339, built field by
+    field (the same JSON, without encoding what is plain data already)."""
+    usage = trace.usage
+    return {
+        "name": trace.name, "status": trace.status.value, "attempts": trace.attempts, "visits": trace.visits,
+        "started_at": rfc3339(trace.started_at), "finished_at": rfc3339(trace.finished_at),
+        "duration_s": trace.duration_s, "usage": dict(_ZERO_USAGE) if usage is ZERO_USAGE else usage.model_dump(),
+        "error": trace.error, "output": jsonable(trace.output), "outputs": jsonable(trace.outputs),
+    }
 
 
 def cancelled(run: RunOut, tracker: Tracker, started: float, reason: str, status: str = "cancelled") -> RunOut:
     """The record of a run cancelled (or, with ``status="interrupted"``, cut short by the
     server stopping) before it finished: the node traces so far and ``reason``."""
-    with tracker.lock:
-        nodes = {k: dict(v) for k, v in tracker.nodes.items()}
     return run.model_copy(update={
-        "status": status, "nodes": nodes, "error": reason, "error_kind": "cancelled" if status == "cancelled" else None,
+        "status": status, "nodes": tracker.traces(), "error": reason, "error_kind": "cancelled" if status == "cancelled" else None,
         "duration_s": time.perf_counter() - started,
     })
 
@@ -139,18 +166,6 @@ def _one_id(value: Any, library_id: str | None, run_id: str) -> Any:
     return value
 
 
-def _traces(nodes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Node traces with their wall-clock times in RFC 3339."""
-    out = {}
-    for name, trace in nodes.items():
-        trace = dict(trace)
-        for key in ("started_at", "finished_at"):
-            if isinstance(trace.get(key), int | float):
-                trace[key] = rfc3339(trace[key])
-        out[name] = trace
-    return out
-
-
 def failed(run: RunOut, exc: BaseException, tracker: Tracker, started: float, timed_out: bool,
             entry: Collection[str] = ()) -> RunOut:
     _, kind = failure(exc, timed_out, entry)
@@ -159,10 +174,8 @@ def failed(run: RunOut, exc: BaseException, tracker: Tracker, started: float, ti
     if kind == "input":
         message = f"input: does not fit the entry node {getattr(exc, 'node', '')!r}: {message}"
     message = _one_id(message, getattr(exc, "run_id", None), run.id)
-    with tracker.lock:
-        nodes = {k: dict(v) for k, v in tracker.nodes.items()}
     return run.model_copy(update={
-        "status": "failed", "outputs": jsonable(outputs), "nodes": nodes, "error": message, "error_kind": kind,
+        "status": "failed", "outputs": jsonable(outputs), "nodes": tracker.traces(), "error": message, "error_kind": kind,
         "failed_node": getattr(exc, "node", None), "duration_s": time.perf_counter() - started,
     })
 

@@ -163,16 +163,11 @@ class UiRuns:
         if self._stopped:
             raise RuntimeError("the viewer is stopping: it starts no more runs")
         formation, provider = self._build(file)
-        tracker = Tracker(formation)
         log = RunLog("")  # its id is known once the run is journalled (its first events come before)
-
-        def listener(event: Any) -> None:
-            tracker(event)
-            log(event)
-
+        tracker = Tracker(formation, log)
         running = formation.start(store=self.store, provider=provider)
         try:
-            future: Future[FormationResult] = begin(running, listener)
+            future: Future[FormationResult] = begin(running, log)
         except BaseException:
             running.stop()
             raise
@@ -218,8 +213,7 @@ class UiRuns:
             current = self._flights.get(run_id)
         if current is None:
             return None
-        with current.tracker.lock:
-            return {k: dict(v) for k, v in current.tracker.nodes.items()}
+        return current.tracker.traces()
 
     def log(self, run_id: str) -> RunLog | None:
         """The events of a run this viewer ran lately (the last :data:`~._live.KEPT`)."""
