@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
@@ -32,7 +31,6 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 """Host names always served: they cannot be re-pointed by someone else's DNS."""
 
 _WILDCARDS = frozenset({"0.0.0.0", "::", ""})
-_VERDICTS_KEPT = 256  # (Host, Origin, bound address) verdicts kept: cleared when full
 
 
 def host_name(host: str) -> str:
@@ -67,7 +65,6 @@ class OriginHostMiddleware:
         self.app = app
         self.hosts = frozenset(allowed_hosts)
         self.origins = frozenset(allowed_origins)
-        self._verdicts: dict[tuple[bytes | None, bytes | None, Any], tuple[int, str] | None] = {}
 
     def host_allowed(self, name: str, bound: str) -> bool:
         """Whether ``name`` (from the Host header) may be served by a server bound to ``bound``."""
@@ -81,43 +78,24 @@ class OriginHostMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        host = origin = None
-        for key, value in scope["headers"]:
-            if key == b"host":
-                host = value
-            elif key == b"origin":
-                origin = value
+        headers = {k.decode(): v.decode("latin-1") for k, v in scope["headers"] if k in (b"host", b"origin")}
+        host = headers.get("host")
         server = scope.get("server") or ("", None)
-        asked = (host, origin, server[0])
-        try:
-            refusal = self._verdicts[asked]
-        except KeyError:  # (a client sends the same few values each time: decided once)
-            refusal = self._verdict(host, origin, str(server[0] or ""))
-            if len(self._verdicts) >= _VERDICTS_KEPT:
-                self._verdicts.clear()
-            self._verdicts[asked] = refusal
-        if refusal is not None:
-            await self._refuse(scope, receive, send, *refusal)
-            return
-        await self.app(scope, receive, send)
-
-    def _verdict(self, raw_host: bytes | None, raw_origin: bytes | None, server: str) -> tuple[int, str] | None:
-        """None when a request with these ``Host`` and ``Origin`` headers, to a server bound
-        to ``server``, may be served; else its status and error message."""
-        host = None if raw_host is None else raw_host.decode("latin-1")
-        bound = host_name(server)
+        bound = host_name(str(server[0] or ""))
         if host is not None and not self.host_allowed(host_name(host), bound):
-            return 400, (
+            await self._refuse(scope, receive, send, 400, (
                 f"Host {host!r} is not a name of this server: call it by its address or a configured name "
                 f"(start the server with --allowed-host {host_name(host) or 'NAME'} to serve this name)"
-            )
-        origin = None if raw_origin is None else raw_origin.decode("latin-1")
+            ))
+            return
+        origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin.rstrip("/"), host):
-            return 403, (
+            await self._refuse(scope, receive, send, 403, (
                 f"requests from web pages at {origin!r} are not allowed: start the server with "
                 f"--cors-origin {origin} to let that site call it"
-            )
-        return None
+            ))
+            return
+        await self.app(scope, receive, send)
 
     def _origin_allowed(self, origin: str, host: str | None) -> bool:
         if origin in self.origins:
