@@ -39,7 +39,8 @@ from ._options import RunOptions, merge_options
 if TYPE_CHECKING:
     from ..orchestration._blackboard import Blackboard
     from ..providers._base import Provider
-    from ._durable import Journal, StoreArg
+    from ._breakpoints import Breakpoints
+    from ._durable import Journal, Replay, StoreArg
     from ._future import RunFuture
     from ._plan import Plan
     from ._result import FormationResult
@@ -253,7 +254,15 @@ class AsyncSubmit:
         def _admit(self, input: Any, timeout: float | None, on_event: EventListener | None,
                    blackboard: Blackboard | None, run_id: str | None, break_before: Collection[str] | None,
                    break_after: Collection[str] | None, options: RunOptions | None,
-                   call: str = ...) -> tuple[str, Callable[..., RunFuture], tuple[Any, ...]]: ...
+                   call: str = ...) -> tuple[str, float | None, EventListener | None, Blackboard | None,
+                                             Breakpoints | None]: ...
+
+        def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
+                    replay: Replay | None, board: Blackboard | None, breaks: Breakpoints | None = None) -> RunFuture: ...
+
+        def _begin_journalled(self, journal: Journal, run_id: str, input: Any, timeout: float | None,
+                              on_event: EventListener | None, board: Blackboard | None,
+                              breaks: Breakpoints | None) -> RunFuture: ...
 
         def _readmit(self, run_id: str, answer: Any, timeout: float | None, on_event: EventListener | None,
                      blackboard: Blackboard | None, break_before: Collection[str] | None,
@@ -290,11 +299,13 @@ class AsyncSubmit:
             ...     print(run.run_id, (await run).output)
         """
         loop = running_loop("RunningFormation.asubmit()")
-        run_id, begin, args = self._admit(input, timeout, on_event, blackboard, run_id, break_before, break_after,
-                                          options, "RunningFormation.asubmit()")
-        if self._journal is None:  # nothing blocks: start it here
-            return watch(begin(*args), loop)
-        return launch(functools.partial(begin, *args), run_id, lane_of(self._journal), loop)
+        run_id, timeout, on_event, board, breaks = self._admit(
+            input, timeout, on_event, blackboard, run_id, break_before, break_after, options, "RunningFormation.asubmit()")
+        journal = self._journal
+        if journal is None:  # nothing blocks: start it here
+            return watch(self._launch(run_id, input, timeout, on_event, None, board, breaks), loop)
+        begin = functools.partial(self._begin_journalled, journal, run_id, input, timeout, on_event, board, breaks)
+        return launch(begin, run_id, lane_of(journal), loop)
 
     def aresume(
         self,

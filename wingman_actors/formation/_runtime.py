@@ -284,19 +284,22 @@ class RunningFormation(AsyncSubmit):
                 default and the run has no board; or a breakpoint names no node, or the
                 formation has no store.
         """
-        _, begin, args = self._admit(input, timeout, on_event, blackboard, run_id, break_before, break_after, options)
-        return begin(*args)
+        run_id, timeout, on_event, board, breaks = self._admit(input, timeout, on_event, blackboard, run_id,
+                                                               break_before, break_after, options)
+        journal = self._journal
+        if journal is None:
+            return self._launch(run_id, input, timeout, on_event, None, board, breaks)
+        return self._begin_journalled(journal, run_id, input, timeout, on_event, board, breaks)
 
     def _admit(
         self, input: Any, timeout: float | None, on_event: EventListener | None, blackboard: Blackboard | None,
         run_id: str | None, break_before: Collection[str] | None, break_after: Collection[str] | None,
         options: RunOptions | None, call: str = "RunningFormation.submit()",
-    ) -> tuple[str, Callable[..., RunFuture], tuple[Any, ...]]:
-        """The checks of :meth:`submit` (raised here); the run's id (with a store, a new one
-        when None), and a callable and its arguments that journal the run's start (with a
-        store: the one blocking part) and launch it, which ``asubmit`` calls off the event
-        loop (a callable and its arguments, not a ``partial`` of them: one object fewer
-        per ``submit()``)."""
+    ) -> tuple[str, float | None, EventListener | None, Blackboard | None, Breakpoints | None]:
+        """The checks of :meth:`submit` (raised here). Returns the run's id (with a store, a
+        new one when None), timeout, listener, board and breakpoints (``options`` merged in):
+        what :meth:`_launch` (without a store) or :meth:`_begin_journalled` (with one: the
+        blocking part, which ``asubmit`` runs off the event loop) takes."""
         if options is not None:
             merged = merge_options(options, call, timeout=timeout, on_event=on_event, blackboard=blackboard,
                                    run_id=run_id, break_before=break_before, break_after=break_after)
@@ -312,13 +315,11 @@ class RunningFormation(AsyncSubmit):
         if break_before is not None or break_after is not None:
             breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, self._journal is not None)
         if self._journal is not None:
-            run_id = self._journal.new_id(run_id)
-            return run_id, self._begin_journalled, (self._journal, run_id, input, timeout, on_event, board, breaks)
+            return self._journal.new_id(run_id), timeout, on_event, board, breaks
         if run_id is not None:
             raise ValueError(f"run_id={run_id!r} names a journalled run: it needs a store, "
                              "e.g. formation.start(store='runs.sqlite')")
-        run_id = f"{self._prefix}-{next(self._seq)}"
-        return run_id, self._launch, (run_id, input, timeout, on_event, None, board, breaks)
+        return f"{self._prefix}-{next(self._seq)}", timeout, on_event, board, breaks
 
     def _begin_journalled(self, journal: Journal, run_id: str, input: Any, timeout: float | None,
                           on_event: EventListener | None, board: Blackboard | None,
