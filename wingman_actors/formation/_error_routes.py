@@ -80,7 +80,5 @@ def _take(router: Router, run: RunState, spec: NodeSpec, failure: NodeFailure) -
     for edge in spec.out_edges:
         if not edge.back:
             router.arrive_skip(run, edge.target, name, why)
-    if router.cyclic:
+    if router.cyclic or spec.is_sink:
         router.finish_one(run)
-    elif spec.is_sink:
-        router.finish_one(run, sink=True)

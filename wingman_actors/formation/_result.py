@@ -103,7 +103,6 @@ class FormationResult:
         duration_s: float,
         status: str = "succeeded",
         interrupt: dict[str, Any] | None = None,
-        *,
         sink: str = "",
     ) -> None:
         # outputs=None: the run's one sink is ``sink`` and its output ``output`` (the dict

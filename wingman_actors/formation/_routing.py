@@ -102,7 +102,7 @@ class Router:
                 seen = run.own("visits")
                 visits = seen.get(node, 0) + 1
                 seen[node] = visits
-                run.pending += 1
+                run.left += 1
             if visits > spec.max_visits:
                 self.fail_run(run, FormationRuntimeError(
                     f"node {node!r} was visited more than max_visits={spec.max_visits} times in run {run.id}: "
@@ -208,7 +208,7 @@ class Router:
         if nxt is not None:
             self.visit(run, nxt, output, name)
         elif name in self.bare_sinks:  # no edge to take: one sink fewer to wait for
-            self.finish_one(run, sink=True)
+            self.finish_one(run)
         else:
             spec = self.specs[name]
             try:
@@ -239,7 +239,7 @@ class Router:
             if spec.error_edges:
                 skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded")
             if spec.is_sink and not self.cyclic:
-                self.finish_one(run, sink=True)
+                self.finish_one(run)
         if self.cyclic:
             self.finish_one(run)
 
@@ -450,21 +450,16 @@ class Router:
         if spec.error_edges:
             skip_error_targets(self, run, spec, f"was not taken because {node!r} was skipped")
         if spec.is_sink and not self.cyclic:
-            self.finish_one(run, sink=True)
+            self.finish_one(run)
 
     # -- the end of a run ----------------------------------------------------------------
 
-    def finish_one(self, run: RunState, *, sink: bool = False) -> None:
+    def finish_one(self, run: RunState) -> None:
         """One unit of the run is over — a sink resolved (acyclic formations) or a visit
-        finished (cyclic ones); the last one completes the run."""
+        finished (cyclic ones: see ``RunState.left``); the last one completes the run."""
         with run.lock:
-            if sink:
-                run.remaining -= 1
-                left = run.remaining
-            else:
-                run.pending -= 1
-                left = run.pending
-            if left or run.done:
+            run.left -= 1
+            if run.left or run.done:
                 return
             run.done = True
         self.complete(run)
@@ -501,7 +496,7 @@ class Router:
             output = None
         duration = time.perf_counter() - run.t0
         run.seal()
-        result = FormationResult(run.id, output, outputs, run, duration, sink=sink or "")
+        result = FormationResult(run.id, output, outputs, run, duration, "succeeded", None, sink or "")
         if run.trace is not None:  # ended before the caller can see the result
             run.trace.end(usage=result.usage)
         if self.journal is not None:

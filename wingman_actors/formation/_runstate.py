@@ -40,7 +40,7 @@ from ._result import ZERO_USAGE, FormationResult, NodeStatus, NodeTrace
 __all__ = ["RunState"]
 
 # perf_counter and wall clock differ by a constant within a process (to the precision
-# traces need); computing it once saves a time.time() per run.
+# traces need): a run reads one clock only.
 _wall_offset = time.time() - time.perf_counter()
 # Shared empty placeholders, replaced by RunState.own() before the first write. They are
 # read-only, so a write that bypasses own() raises at once instead of reaching every run.
@@ -67,15 +67,25 @@ _SHARED: dict[str, Any] = {
 class RunState:
     """Bookkeeping of one run.
 
-    Termination: in a formation without back edges a run is done when every sink has
-    produced an output or been skipped (``remaining`` counts them down); with back edges
-    it is done when no work is pending (``pending`` counts dispatched, unfinished visits).
+    Termination: a run is done when ``left`` reaches 0. In a formation without back edges
+    it counts the sinks that have yet to produce an output or be skipped; with back edges,
+    the dispatched visits that have not finished, plus a guard released once the sources
+    are dispatched (the runtime gives 1 then).
+
+    Args:
+        run_id, input, listeners, order: the run's id, input, event listeners and the
+            formation's node order.
+        left: the initial ``left`` (see above).
+        future: the future the run resolves (a new ``Future`` when None).
+        blackboard: the Blackboard its nodes share (submit's, else start's), if any.
+        trace: the run's OpenTelemetry span, when in use.
+        replay: a resumed run's journal (formation._durable.Replay).
+        breaks: a journalled run's Breakpoints (formation._breakpoints), if any.
     """
 
     __slots__ = (
         "blackboard", "breaks", "cancelled", "done", "dropped", "failures", "future", "handled", "id", "input", "joins",
-        "listeners", "lock", "log", "nested", "order", "pending", "remaining", "replay", "skipped", "t0",
-        "timer", "trace", "visits", "wall0",
+        "left", "listeners", "lock", "log", "nested", "order", "replay", "skipped", "t0", "timer", "trace", "visits",
     )
 
     def __init__(
@@ -83,9 +93,13 @@ class RunState:
         run_id: str,
         input: Any,
         listeners: list[Callable[[Any], None]],
-        sinks: int,
+        left: int,
         order: Sequence[str],
         future: Future[FormationResult] | None = None,
+        blackboard: Any = None,
+        trace: WorkflowSpan | None = None,
+        replay: Any = None,
+        breaks: Any = None,
     ) -> None:
         self.id = run_id
         self.input = input
@@ -94,20 +108,18 @@ class RunState:
         self.cancelled: tuple[str, ...] = ()  # nodes that were running when the run was cancelled
         self.lock = _LOCKS[next(_next_lock) % len(_LOCKS)]
         self.done = False
-        self.remaining = sinks
-        self.pending = 1  # cyclic formations: a guard released once the sources are dispatched
+        self.left = left
         # node, attempt, started, finished, usage, output: six items per successful visit, flat (a
         # list of scalars adds nothing for the collector to count or walk; a tuple per visit
         # did); a tuple once the run succeeded (seal())
         self.log: list[Any] | tuple[Any, ...] = []
         self.listeners = listeners
         self.t0 = time.perf_counter()
-        self.wall0 = _wall_offset + self.t0
         self.timer: Any = None
-        self.blackboard: Any = None  # the Blackboard its nodes share (submit's, else start's), if any
-        self.trace: WorkflowSpan | None = None  # the run's OpenTelemetry span, when in use
-        self.replay: Any = None  # a resumed run's journal (formation.durable.Replay)
-        self.breaks: Any = None  # a journalled run's Breakpoints (formation._breakpoints), if any
+        self.blackboard = blackboard
+        self.trace = trace
+        self.replay = replay
+        self.breaks = breaks
         # Created on first use: a straight pipeline run never needs them.
         self.joins: dict[str, Any] = _EMPTY_JOINS
         self.visits: dict[str, int] = _EMPTY_VISITS
@@ -141,10 +153,10 @@ class RunState:
     def record(
         self, node: str, attempt: int, started: float, finished: float, usage: Usage | None, output: Any
     ) -> None:
-        """Log a successful visit and its output (safe from any thread)."""
-        log = self.log
-        if isinstance(log, tuple):
-            return  # sealed: the run succeeded before this late visit ended
+        """Log a successful visit and its output (safe from any thread). A visit that ends
+        after the run succeeded changes nothing: the sealed log is a tuple, and ``+=`` on it
+        makes a new tuple, dropped here."""
+        log: Any = self.log
         log += (node, attempt, started, finished, usage, output)
 
     @property
@@ -171,7 +183,7 @@ class RunState:
 
     def wall(self, perf: float) -> float:
         """Wall-clock time of a ``perf_counter`` reading taken during this run."""
-        return self.wall0 + (perf - self.t0)
+        return _wall_offset + perf
 
     def unfinished(self) -> list[str]:
         """Nodes that were visited (or are sinks) and have neither finished nor been skipped."""

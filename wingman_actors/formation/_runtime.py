@@ -105,6 +105,8 @@ class RunningFormation(AsyncSubmit):
             journal.watch(self._router.lost, self._router.cancel_run)
         self._supervision = Supervision(self._router)
         self._runs = self._router.runs
+        # what must end before a run does (RunState.left): its sinks, or with back edges its visits
+        self._units = 1 if self._router.cyclic else len(plan.sinks)
         self._supervisor: Any = None  # started on its first message (_tell_supervisor)
         self._supervisor_lock = threading.Lock()
         self._supervisor_closed = False
@@ -418,11 +420,8 @@ class RunningFormation(AsyncSubmit):
                 breaks: Breakpoints | None = None) -> RunFuture:
         listeners = self._listeners if on_event is None else [*self._listeners, on_event]
         future = RunFuture(run_id, self)  # taken now: the run may finish, and drop it, before we return
-        run = RunState(run_id, input, listeners, len(self.plan.sinks), self.plan.order, future)
-        run.blackboard = board
-        run.trace = otel.start_workflow(self.name, run_id)  # None unless OpenTelemetry is in use
-        run.replay = replay
-        run.breaks = breaks
+        trace = otel.start_workflow(self.name, run_id)  # None unless OpenTelemetry is in use
+        run = RunState(run_id, input, listeners, self._units, self.plan.order, future, board, trace, replay, breaks)
         self._runs[run_id] = run
         if timeout is not None:
             run.timer = self._scheduler.call_later(timeout, lambda: self._run_timeout(run, timeout))
