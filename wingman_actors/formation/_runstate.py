@@ -153,10 +153,10 @@ class RunState:
     def record(
         self, node: str, attempt: int, started: float, finished: float, usage: Usage | None, output: Any
     ) -> None:
-        """Log a successful visit and its output (safe from any thread). A visit that ends
-        after the run succeeded changes nothing: the sealed log is a tuple, and ``+=`` on it
-        makes a new tuple, dropped here."""
-        log: Any = self.log
+        """Log a successful visit and its output (safe from any thread)."""
+        log = self.log
+        if isinstance(log, tuple):
+            return  # sealed: the run succeeded before this late visit ended
         log += (node, attempt, started, finished, usage, output)
 
     @property
