@@ -89,3 +89,22 @@ def test_stop_still_gives_work_of_a_run_in_flight_its_grace(held: threading.Even
     assert finished.is_set()  # stop waited for it (up to its grace)
     with pytest.raises(FormationRuntimeError, match="stopped before run"):
         future.result(1)
+
+
+def test_breaking_out_of_run_stream_cancels_a_run_not_journalled_and_does_not_wait_for_its_node(held: threading.Event) -> None:
+    started = threading.Event()
+    formation = Formation("f").add_function("slow", _slow(held, started)).add_function("after", lambda x: x)
+    formation.connect("slow", "after")
+    seen = []
+    t0 = time.monotonic()
+    stream = formation.run_stream(1)
+    for event in stream:
+        seen.append(event.type.value)
+        if event.type.value == "node_started":
+            assert started.wait(5)
+            break
+    stream.close()  # as a `for` loop left by `break` does once the generator is dropped
+    elapsed = time.monotonic() - t0
+    assert "run_cancelled" not in seen  # the consumer stopped before any end
+    assert not held.is_set()  # the node was still working when the stream closed
+    assert elapsed < STOP_GRACE_S, f"closing the stream waited {elapsed:.2f}s for the node"

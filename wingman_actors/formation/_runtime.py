@@ -580,20 +580,21 @@ def run_stream(
     plan: Plan, input: Any, options: RunOptions, journal: Journal | None = None, *, resume_id: str | None = None,
     answer: Any = None,
 ) -> Iterator[FormationEvent]:
-    """Start the formation, run ``input`` (or, with ``resume_id``, continue that journalled
-    run), and yield its events until ``run_finished`` (whose ``data["result"]`` is the
-    :class:`FormationResult`) or ``run_failed`` (whose ``data["exception"]`` is the
-    error); the formation is stopped when the generator ends, also when the consumer
-    stops early. ``journal`` is ``options.store``, opened by the caller; ``options.on_event``
-    is not used (the events are what it yields)."""
+    """Start the formation, run ``input`` (or continue the journalled run ``resume_id``) and
+    yield its events until the one that ends it (``run_finished``: ``data["result"]``); the
+    formation stops when the generator ends, and a consumer that stops early cancels a run
+    not journalled (a journalled one is interrupted by the stop, resumable). ``journal``:
+    ``options.store``, opened by the caller; ``options.on_event`` is unused."""
     events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
     if resume_id is not None:
         options = dataclasses.replace(options, run_id=resume_id)
-    running, _ = begin_once(plan, input, dataclasses.replace(options, on_event=None), journal,
-                            resume=resume_id is not None, answer=answer, on_event=events.put)
+    running, future = begin_once(plan, input, dataclasses.replace(options, on_event=None), journal,
+                                 resume=resume_id is not None, answer=answer, on_event=events.put)
     with running:
-        while True:
-            event = events.get()
+        try:
+            while (event := events.get()).type not in RUN_ENDED:
+                yield event
             yield event
-            if event.type in RUN_ENDED:
-                return
+        finally:
+            if journal is None:  # the consumer stopped early (a no-op once the run has ended)
+                future.cancel()
