@@ -33,7 +33,9 @@ def test_a_providers_own_timeout_is_cut_to_the_runs_remaining_time(loopback: Loo
         t0 = time.perf_counter()
         with cancel_scope(CancelToken(timeout=0.3)), pytest.raises(AgentError) as info:
             provider.run_inference(ask())
-        assert time.perf_counter() - t0 < 0.8
+        # the provider's own 600 s, cut to the run's 0.3 s (with room for a loaded CI machine,
+        # where it took 2 s)
+        assert time.perf_counter() - t0 < 3.0
         assert info.value.kind is ErrorKind.TIMEOUT
         assert "it ran" in info.value.message  # the run's error, not the provider's
     finally:
