@@ -518,11 +518,10 @@ class Formation(AsyncRuns, Forks):
         options: RunOptions | None = None,
     ) -> Iterator[FormationEvent]:
         """Start, run ``input``, yield its events (ending with ``run_finished``, whose
-        ``data["result"]`` is the result, or ``run_failed``), stop. ``backend``,
-        ``backend_options``, ``blackboard`` and ``store`` are as for :meth:`start`;
-        ``break_before``, ``break_after`` and ``options`` as for :meth:`run` (without
-        ``on_event``: the events are yielded). Each step of the iteration blocks the
-        calling thread until the next event: from a coroutine, ``formation.astream(...)``."""
+        ``data["result"]`` is the result, or ``run_failed``), stop; the options as for
+        :meth:`start` and :meth:`run` (no ``on_event``: the events are yielded). Each step
+        blocks the calling thread (from a coroutine: ``formation.astream(...)``). Leaving
+        early cancels the run, unless journalled (``store=``): the stop interrupts it."""
         opts = merge_options(
             options, "Formation.run_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store,
