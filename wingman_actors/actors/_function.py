@@ -28,9 +28,25 @@ from ._base import NodeActor, node_scope
 from ._envelope import Work
 from ._payloads import isolate
 
-__all__ = ["AsyncFunctionActor", "FunctionActor"]
+__all__ = ["AsyncFunctionActor", "FunctionActor", "board_keyword"]
 
 _NO_BOARD: dict[str, Any] = {}  # never written: the keywords of a call without the board
+
+
+def board_keyword(board_param: str, node: str, where: str) -> dict[str, Any]:
+    """The ``blackboard`` keyword of a node's function that takes the run's board
+    (``board_param``: ``required`` or ``optional``): ``{}`` when the run has none and the
+    parameter has a default. ``node`` names the node in the error, ``where`` where a
+    board is passed."""
+    found = current_blackboard()  # the run's board, made active by handle_work
+    if found is not None:
+        return {"blackboard": found}
+    if board_param == "required":
+        raise PayloadError(
+            f"{node} takes a 'blackboard' parameter but no blackboard was shared; pass blackboard=Blackboard() "
+            f"{where}, or give the parameter a default"
+        )
+    return _NO_BOARD
 
 
 class FunctionActor(NodeActor):
@@ -108,18 +124,7 @@ class FunctionActor(NodeActor):
         return self.fn(payload, **board), None
 
     def _board(self) -> dict[str, Any]:
-        """The ``blackboard`` keyword of a function that takes the run's board: ``{}`` when
-        there is none and the parameter has a default."""
-        found = current_blackboard()  # the run's board, made active by handle_work
-        if found is not None:
-            return {"blackboard": found}
-        if self.board_param == "required":
-            raise PayloadError(
-                f"function node {self.name!r} takes a 'blackboard' parameter but no blackboard was "
-                "shared; pass blackboard=Blackboard() (to the formation, or to the actor), or give the "
-                "parameter a default"
-            )
-        return _NO_BOARD
+        return board_keyword(self.board_param, f"function node {self.name!r}", "(to the formation, or to the actor)")
 
     def _check(self, adapter: TypeAdapter[Any], value: Any, edge: str, param: str | None) -> Any:
         try:

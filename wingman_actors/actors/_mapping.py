@@ -30,10 +30,9 @@ from .._interrupts import RunSuspended
 from ..agents._fleet_loops import DEFAULT_MAX_WORKERS, Dispatch, WorkerPool
 from ..core import Usage
 from ..errors import AgentError, ErrorKind, MapItemsError, PayloadError
-from ..orchestration._blackboard import current_blackboard
 from ._base import NodeActor, NodeObserver
 from ._envelope import Work
-from ._function import _plain_class, _problems
+from ._function import _plain_class, _problems, board_keyword
 from ._payloads import isolate
 
 __all__ = ["MapActor", "is_async_callable"]
@@ -180,17 +179,7 @@ class MapActor(NodeActor):
         return [memo[i] for i in range(len(items))], None
 
     def _board(self) -> dict[str, Any]:
-        """The ``blackboard`` keyword of a function that takes the run's board (``{}`` when
-        the run has none and the parameter has a default)."""
-        found = current_blackboard()  # the run's board, made active by handle_work
-        if found is not None:
-            return {"blackboard": found}
-        if self.board_param == "required":
-            raise PayloadError(
-                f"map node {self.name!r}: its function takes a 'blackboard' parameter but no blackboard "
-                "was shared; pass blackboard=Blackboard() to the formation, or give the parameter a default"
-            )
-        return {}
+        return board_keyword(self.board_param, f"the function of map node {self.name!r}", "to the formation")
 
     # -- the items ---------------------------------------------------------------------
 
