@@ -25,7 +25,7 @@ import functools
 import threading
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -331,9 +331,12 @@ async def arun_plan(
 async def astream_plan(
     plan: Plan, input: Any, options: RunOptions, journal: Journal | None, *, resume_id: str | None = None,
     answer: Any = None,
-) -> AsyncIterator[FormationEvent]:
+) -> AsyncGenerator[FormationEvent, None]:
     """``run_stream`` awaited: the run's events, handed to the loop in batches, until the
-    event that ends it; the formation stops when the iteration ends (also early)."""
+    event that ends it; the formation stops when the iteration ends (also early). As
+    ``run_stream``: a consumer that stops early cancels a run not journalled, and a
+    journalled one is interrupted by the stop (resumable); cancelling the consuming task
+    cancels the run, as it does ``arun``'s."""
     from ._runtime import RUN_ENDED, begin_once
 
     loop = asyncio.get_running_loop()
@@ -361,10 +364,13 @@ async def astream_plan(
             yield event
             if event.type in RUN_ENDED:
                 return
+    except asyncio.CancelledError:  # the consuming task was cancelled: so is the run, as arun's
+        future.cancel()
+        raise
     finally:
-        if not future.done():
+        if journal is None:  # the consumer stopped early (a no-op once the run has ended)
             future.cancel()
-        await _off_loop(running.stop)
+        await _off_loop(running.stop)  # a journalled run still in flight is interrupted, resumable
 
 
 class AsyncStart:

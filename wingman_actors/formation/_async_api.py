@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
@@ -165,8 +166,10 @@ class AsyncRuns:
         """:meth:`run_stream`, for ``async for``: the run's events in the order the run
         emits them, ending with ``run_finished`` (``data["result"]``), ``run_failed`` or
         ``run_cancelled``; the formation stops when the iteration ends, also early.
-        Nothing starts before the first ``__anext__``. The options are those of
-        :meth:`run_stream`.
+        Leaving early does what it does to :meth:`run_stream`: a run not journalled is
+        cancelled, a journalled one is interrupted (``resume`` continues it); cancelling
+        the task that iterates cancels the run. Nothing starts before the first
+        ``__anext__``. The options are those of :meth:`run_stream`.
 
         Example:
             >>> async for event in formation.astream("question"):  # doctest: +SKIP
@@ -349,8 +352,11 @@ async def _lazy_stream(
     formation: AsyncRuns, plan: Plan, input: Any, opts: RunOptions, *, resume_id: str | None = None, answer: Any = None,
 ) -> AsyncIterator[FormationEvent]:
     journal = await _journal_of(formation, opts.store)
-    async for event in astream_plan(plan, input, opts, journal, resume_id=resume_id, answer=answer):
-        yield event
+    # closed here when this generator is (a consumer that leaves early): not later by the
+    # loop's finalizer, where the loop's shutdown could cancel the closing
+    async with contextlib.aclosing(astream_plan(plan, input, opts, journal, resume_id=resume_id, answer=answer)) as events:
+        async for event in events:
+            yield event
 
 
 async def _journal_of(formation: AsyncRuns, store: StoreArg | None) -> Journal | None:
