@@ -74,10 +74,11 @@ def test_a_sealed_run_keeps_its_traces_and_ignores_a_visit_that_ends_after_it() 
     assert [t.status.value for t in traces.values()] == ["succeeded", "succeeded"]
 
 
-def test_a_succeeded_runs_result_keeps_no_container_the_collector_tracks_beyond_the_run_itself() -> None:
-    # The guard of RunState.seal: a finished run's log holds plain values, and a sealed
-    # log is a tuple the collector stops tracking once it has seen it, so results kept by
-    # thousands (submit() of many inputs) cost the collector the result and the run only.
+def test_a_cleanly_succeeded_runs_result_keeps_nothing_the_collector_tracks_but_itself() -> None:
+    # The guard of RunState.seal and RunState.trace_source: a clean run's result keeps its
+    # node order and sealed log, tuples of plain values the collector stops tracking once
+    # it has seen them, not the run; results kept by thousands (submit() of many inputs)
+    # cost the collector one object each beside their futures.
     import gc
 
     from wingman_actors import Formation
@@ -88,11 +89,27 @@ def test_a_succeeded_runs_result_keeps_no_container_the_collector_tracks_beyond_
     chain = Formation("chain").add_function("a", inc).add_function("b", inc).connect("a", "b")
     with chain.start() as running:
         result = running.submit(1).result(10)
+    assert result.outputs == {"b": 3}
     gc.collect()
-    run = result._build  # the RunState the result builds its traces from
-    assert type(run) is RunState
-    assert not gc.is_tracked(run.log) and not gc.is_tracked(result.outputs)
-    assert result.nodes["b"].output == 3
+    kept = [o for o in gc.get_referents(result) if gc.is_tracked(o) and o is not type(result)]
+    assert kept == []
+    traces = result.nodes
+    assert [(t.name, t.status.value, t.output) for t in traces.values()] == [("a", "succeeded", 2), ("b", "succeeded", 3)]
+
+
+def test_a_succeeded_run_with_a_skipped_failure_keeps_it_in_its_results_traces() -> None:
+    from wingman_actors import Formation
+
+    def bad(x: int) -> int:
+        raise ValueError("boom")
+
+    f = (Formation("f").add_function("s", lambda x: x).add_function("bad", bad, on_error="skip")
+         .add_function("good", lambda x: x + 1).connect("s", "bad").connect("s", "good"))
+    result = f.run(1)
+    assert result.outputs == {"good": 2}
+    assert {n: (t.status.value, t.error) for n, t in result.nodes.items()} == {
+        "s": ("succeeded", None), "bad": ("skipped", "ValueError: boom"), "good": ("succeeded", None),
+    }
 
 
 def test_a_runs_outputs_are_each_nodes_last_successful_output_read_from_its_log() -> None:

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 from ..core import Usage
 
-__all__ = ["ZERO_USAGE", "FormationResult", "NodeStatus", "NodeTrace"]
+__all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "NodeStatus", "NodeTrace", "build_traces"]
 
 ZERO_USAGE = Usage()
 """The shared zero usage (Usage is immutable)."""
+WALL_OFFSET = time.time() - time.perf_counter()
+"""``perf_counter`` and the wall clock differ by a constant within a process (to the
+precision traces need): runs read one clock only, and traces add this."""
+_NONE: Mapping[str, Any] = MappingProxyType({})
 
 
 class NodeStatus(enum.StrEnum):
@@ -73,6 +79,85 @@ class NodeTrace:
         }
 
 
+def build_traces(
+    order: Sequence[str],
+    log: Sequence[Any],
+    handled: Mapping[str, float] = _NONE,
+    failures: Sequence[tuple[str, int, float, float, str]] = (),
+    skipped: Mapping[str, str | None] = _NONE,
+    cancelled: Sequence[str] = (),
+    visits: Mapping[str, int] = _NONE,
+    nested: Mapping[str, Any] = _NONE,
+) -> dict[str, NodeTrace]:
+    """Per-node traces of a run, in node order, from its record (see ``RunState``): the
+    flat log of successful visits (node, attempt, started, finished, usage, output; six
+    items a visit, ``perf_counter`` times), the nodes whose failures went to error
+    edges (``handled``: node -> when), the failed attempts, the skipped and cancelled
+    nodes, the visit counts and the inner results of formation nodes."""
+    traces: dict[str, NodeTrace] = {}
+    entries = iter(log)
+    for name, attempt, started, finished, usage, output in zip(
+        entries, entries, entries, entries, entries, entries, strict=True
+    ):
+        t = traces.get(name)
+        if t is None:
+            t = traces[name] = NodeTrace(name)
+        t.status = NodeStatus.SUCCEEDED
+        t.attempts = attempt
+        t.visits += 1
+        t.started_at = WALL_OFFSET + started
+        t.finished_at = WALL_OFFSET + finished
+        t.duration_s += finished - started
+        if usage is not None and usage is not ZERO_USAGE:
+            t.usage = t.usage + usage
+        t.output = output
+        t.outputs.append(output)
+    for name, when in handled.items():  # failed into error edges, after any success
+        t = traces.get(name)
+        if t is None or t.finished_at is None or WALL_OFFSET + when >= t.finished_at:
+            traces[name] = t or NodeTrace(name)
+            traces[name].status = NodeStatus.FAILED
+    for name, attempt, started, finished, error in failures:
+        t = traces.get(name)
+        if t is None:
+            t = traces[name] = NodeTrace(name, status=NodeStatus.FAILED)
+        t.duration_s += finished - started
+        if t.status is not NodeStatus.SUCCEEDED or attempt > t.attempts:
+            t.attempts = max(t.attempts, attempt)
+            t.error = error
+            if t.started_at is None:
+                t.started_at = WALL_OFFSET + started
+            t.finished_at = WALL_OFFSET + finished
+    for name, skip_error in skipped.items():
+        t = traces.get(name)
+        if t is None:
+            t = traces[name] = NodeTrace(name)
+        if t.status is not NodeStatus.SUCCEEDED:
+            t.status = NodeStatus.SKIPPED
+            if skip_error is not None:
+                t.error = skip_error
+    for name in cancelled:
+        t = traces.get(name)
+        if t is None:
+            t = traces[name] = NodeTrace(name)
+        if t.status is not NodeStatus.SUCCEEDED:
+            t.status = NodeStatus.CANCELLED
+    for name in visits:
+        if name in traces:
+            traces[name].visits = max(traces[name].visits, visits[name])
+    out: dict[str, NodeTrace] = {}
+    for name in order:
+        t = traces.get(name)
+        if t is None:
+            t = NodeTrace(name, status=NodeStatus.SKIPPED)  # never reached in this run
+        out[name] = t
+        inner = nested.get(name)
+        if inner is not None:  # a formation node: its inner run's traces, by path
+            for path, trace in inner.nodes.items():
+                out[f"{name}/{path}"] = replace(trace, name=f"{name}/{path}", parent=name)
+    return out
+
+
 class FormationResult:
     """The outcome of one formation run.
 
@@ -89,17 +174,19 @@ class FormationResult:
         interrupt: for a suspended run, ``{"node": ..., "payload": ...}``; else None.
 
     The runtime builds results; ``outputs=None`` with ``sink=<name>`` stands for
-    ``{sink: output}`` (made on first read of ``outputs``).
+    ``{sink: output}`` (made on first read of ``outputs``). ``nodes`` is the traces, or
+    what they are built from on first read: a callable, or a clean run's ``(order, log)``
+    (see :func:`build_traces`).
     """
 
-    __slots__ = ("_build", "_nodes", "_outputs", "_sink", "duration_s", "interrupt", "output", "run_id", "status")
+    __slots__ = ("_build", "_log", "_nodes", "_outputs", "_sink", "duration_s", "interrupt", "output", "run_id", "status")
 
     def __init__(
         self,
         run_id: str,
         output: Any,
         outputs: dict[str, Any] | None,
-        nodes: dict[str, NodeTrace] | Callable[[], dict[str, NodeTrace]],
+        nodes: dict[str, NodeTrace] | Callable[[], dict[str, NodeTrace]] | tuple[Sequence[str], Sequence[Any]],
         duration_s: float,
         status: str = "succeeded",
         interrupt: dict[str, Any] | None = None,
@@ -118,12 +205,17 @@ class FormationResult:
         self._sink = sink
         self.duration_s = duration_s
         # Traces are assembled lazily: pipelines that only read outputs never pay for them.
-        if callable(nodes):
-            self._build: Callable[[], dict[str, NodeTrace]] | None = nodes
-            self._nodes: dict[str, NodeTrace] | None = None
-        else:
-            self._build = None
+        # A clean run's (order, log) is kept as two references, not as the tuple given (one
+        # object more per result kept).
+        self._build: Callable[[], dict[str, NodeTrace]] | Sequence[str] | None = None  # or the order
+        self._log: Sequence[Any] | None = None
+        self._nodes: dict[str, NodeTrace] | None = None
+        if isinstance(nodes, dict):
             self._nodes = nodes
+        elif isinstance(nodes, tuple):
+            self._build, self._log = nodes
+        else:
+            self._build = nodes
 
     @property
     def outputs(self) -> dict[str, Any]:
@@ -135,8 +227,14 @@ class FormationResult:
     @property
     def nodes(self) -> dict[str, NodeTrace]:
         if self._nodes is None:
-            assert self._build is not None
-            self._nodes, self._build = self._build(), None
+            build, log = self._build, self._log
+            if log is not None:
+                assert build is not None and not callable(build)
+                self._nodes = build_traces(build, log)
+            else:
+                assert callable(build)
+                self._nodes = build()
+            self._build = self._log = None
         return self._nodes
 
     @property

@@ -496,7 +496,7 @@ class Router:
             output = None
         duration = time.perf_counter() - run.t0
         run.seal()
-        result = FormationResult(run.id, output, outputs, run, duration, "succeeded", None, sink or "")
+        result = FormationResult(run.id, output, outputs, run.trace_source(), duration, "succeeded", None, sink or "")
         if run.trace is not None:  # ended before the caller can see the result
             run.trace.end(usage=result.usage)
         if self.journal is not None:

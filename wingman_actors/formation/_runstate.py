@@ -29,19 +29,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
 from ..core import Usage
 from ..integrations.otel import WorkflowSpan
-from ._result import ZERO_USAGE, FormationResult, NodeStatus, NodeTrace
+from ._result import WALL_OFFSET, FormationResult, NodeTrace, build_traces
 
 __all__ = ["RunState"]
 
-# perf_counter and wall clock differ by a constant within a process (to the precision
-# traces need): a run reads one clock only.
-_wall_offset = time.time() - time.perf_counter()
 # Shared empty placeholders, replaced by RunState.own() before the first write. They are
 # read-only, so a write that bypasses own() raises at once instead of reaching every run.
 _EMPTY_JOINS: Any = MappingProxyType({})  # node -> routing.Join
@@ -183,7 +179,7 @@ class RunState:
 
     def wall(self, perf: float) -> float:
         """Wall-clock time of a ``perf_counter`` reading taken during this run."""
-        return _wall_offset + perf
+        return WALL_OFFSET + perf
 
     def unfinished(self) -> list[str]:
         """Nodes that were visited (or are sinks) and have neither finished nor been skipped."""
@@ -198,66 +194,18 @@ class RunState:
 
     def traces(self) -> dict[str, NodeTrace]:
         """Per-node traces from the log, in node order (called lazily, once per result)."""
-        traces: dict[str, NodeTrace] = {}
-        entries = iter(self.log)
-        for name, attempt, started, finished, usage, output in zip(
-            entries, entries, entries, entries, entries, entries, strict=True
-        ):
-            t = traces.get(name)
-            if t is None:
-                t = traces[name] = NodeTrace(name)
-            t.status = NodeStatus.SUCCEEDED
-            t.attempts = attempt
-            t.visits += 1
-            t.started_at = self.wall(started)
-            t.finished_at = self.wall(finished)
-            t.duration_s += finished - started
-            if usage is not None and usage is not ZERO_USAGE:
-                t.usage = t.usage + usage
-            t.output = output
-            t.outputs.append(output)
-        for name, when in self.handled.items():  # failed into error edges, after any success
-            t = traces.get(name)
-            if t is None or t.finished_at is None or self.wall(when) >= t.finished_at:
-                traces[name] = t or NodeTrace(name)
-                traces[name].status = NodeStatus.FAILED
-        for name, attempt, started, finished, error in self.failures:
-            t = traces.get(name)
-            if t is None:
-                t = traces[name] = NodeTrace(name, status=NodeStatus.FAILED)
-            t.duration_s += finished - started
-            if t.status is not NodeStatus.SUCCEEDED or attempt > t.attempts:
-                t.attempts = max(t.attempts, attempt)
-                t.error = error
-                if t.started_at is None:
-                    t.started_at = self.wall(started)
-                t.finished_at = self.wall(finished)
-        for name, skip_error in self.skipped.items():
-            t = traces.get(name)
-            if t is None:
-                t = traces[name] = NodeTrace(name)
-            if t.status is not NodeStatus.SUCCEEDED:
-                t.status = NodeStatus.SKIPPED
-                if skip_error is not None:
-                    t.error = skip_error
-        for name in self.cancelled:
-            t = traces.get(name)
-            if t is None:
-                t = traces[name] = NodeTrace(name)
-            if t.status is not NodeStatus.SUCCEEDED:
-                t.status = NodeStatus.CANCELLED
-        for name in self.visits:
-            if name in traces:
-                traces[name].visits = max(traces[name].visits, self.visits[name])
-        out: dict[str, NodeTrace] = {}
-        nested = self.nested
-        for name in self.order:
-            t = traces.get(name)
-            if t is None:
-                t = NodeTrace(name, status=NodeStatus.SKIPPED)  # never reached in this run
-            out[name] = t
-            inner = nested.get(name)
-            if inner is not None:  # a formation node: its inner run's traces, by path
-                for path, trace in inner.nodes.items():
-                    out[f"{name}/{path}"] = replace(trace, name=f"{name}/{path}", parent=name)
-        return out
+        return build_traces(self.order, self.log, self.handled, self.failures, self.skipped, self.cancelled,
+                            self.visits, self.nested)
+
+    def trace_source(self) -> Callable[[], dict[str, NodeTrace]] | tuple[Sequence[str], tuple[Any, ...]]:
+        """What a finished run's result builds its traces from: the node order and the
+        sealed log when they are the run's whole record (no failure, skip, error route,
+        loop, cancel or nested run), else the run itself. A tuple of tuples of plain
+        values is nothing the collector walks once it has seen it, while a run kept by
+        its result is one more object with 23 references for every full pass."""
+        log = self.log
+        if (type(log) is tuple and self.failures is _EMPTY_FAILURES and self.skipped is _EMPTY_SKIPPED
+                and self.handled is _EMPTY_HANDLED and self.visits is _EMPTY_VISITS
+                and self.nested is _EMPTY_NESTED and not self.cancelled):
+            return (self.order, log)
+        return self
