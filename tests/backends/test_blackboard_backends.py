@@ -135,6 +135,26 @@ def test_an_agent_node_writes_with_blackboard_tools_and_a_later_function_reads(b
     assert board.get("plan") == ["a", "b"]
 
 
+async def _async_write(x: int, blackboard: Blackboard) -> int:
+    blackboard.set("async", x)
+    return int(blackboard.update("async", lambda n: n + 1))
+
+
+def test_an_async_function_node_uses_the_runs_board(backend: str) -> None:
+    board = Blackboard()
+
+    assert Formation("a").add_function("w", _async_write).run(3, blackboard=board, backend=backend).output == 4
+    assert board.get("async") == 4
+
+
+def test_the_nodes_of_a_nested_formation_share_the_outer_runs_board(backend: str) -> None:
+    inner = Formation("inner").add_function("a", _write).add_function("b", _read).connect("a", "b")
+    board = Blackboard()
+
+    assert Formation("outer").add_formation("sub", inner).run(7, blackboard=board, backend=backend).output == [8, 7]
+    assert board.get("seen") == 7
+
+
 @pytest.mark.ray
 def test_a_value_that_is_not_json_raises_the_same_type_error_on_ray_as_on_threads(ray_session: Any) -> None:
     formation = Formation("bad").add_function("bad", _set_a_set)
