@@ -166,6 +166,33 @@ def test_a_value_that_is_not_json_raises_the_same_type_error_on_ray_as_on_thread
     assert on_ray.startswith("TypeError: blackboard value for 'k' is not JSON-serialisable (set:")
 
 
+def _update_holding_a_lock_when_negative(item: int, blackboard: Blackboard) -> Any:
+    if item >= 0:
+        return blackboard.update("k", lambda v: v + item, 0)
+    import threading
+
+    lock = threading.Lock()
+    try:
+        blackboard.update("k", lambda v: (lock, v)[1], 0)
+    except TypeError as exc:
+        return str(exc)
+    return "no error"
+
+
+def test_an_update_function_that_cannot_be_pickled_fails_in_its_map_item_and_the_visit_goes_on(backend: str) -> None:
+    formation = Formation("m").add_map("m", _update_holding_a_lock_when_negative, max_workers=2)
+    board = Blackboard()
+    with formation.start(blackboard=board, backend=backend) as running:
+        refused, two = running.submit([-1, 2]).result(60).output
+        again = running.submit([3]).result(60).output
+
+    if backend == "threads":  # nothing is pickled: the function runs
+        assert refused == "no error"
+    else:  # the map's visit takes the call path: the op never left, and the channel is intact
+        assert refused.startswith("node 'm': blackboard update() sends its arguments to the driver")
+    assert (two, again, board.get("k")) == (2, [5], 5)
+
+
 @pytest.mark.ray
 def test_on_ray_a_node_that_does_not_use_the_board_sends_no_board_message(
     ray_session: Any, monkeypatch: pytest.MonkeyPatch,

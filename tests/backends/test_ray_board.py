@@ -85,6 +85,26 @@ def test_an_error_of_the_drivers_board_is_raised_in_the_node_with_its_message(ex
     assert exchange(work, Blackboard({"x": 1})) == str(raised.value)
 
 
+def test_an_update_function_that_cannot_be_pickled_fails_in_the_node_and_the_exchange_goes_on(
+    exchange: Any,
+) -> None:
+    def work(board: Blackboard) -> Any:
+        import threading
+
+        lock = threading.Lock()
+        try:
+            board.update("k", lambda v: (lock, v)[1], 0)
+        except TypeError as exc:
+            return [str(exc), board.update("k", lambda v: v + 1, 0)]
+        return "no error"
+
+    message, after = exchange(work, Blackboard())
+
+    assert message.startswith("node 'n': blackboard update() sends its arguments to the driver")
+    assert "give update() a function that holds nothing live" in message
+    assert after == 1
+
+
 def test_a_value_that_is_not_json_is_refused_in_the_node_before_any_round_trip() -> None:
     sent: list[Any] = []
     board = RemoteBoard("n", sent.append, lambda: None)

@@ -86,6 +86,12 @@ class RemoteBoard(Blackboard):
                 self._closed = (f"node {self._node!r} lost its connection to the driver, which holds the "
                                 f"run's blackboard ({str(exc) or type(exc).__name__})")
                 raise RuntimeError(self._closed) from exc
+            except Exception as exc:  # pickling the op failed: nothing was sent
+                raise TypeError(
+                    f"node {self._node!r}: blackboard {method}() sends its arguments to the driver, which holds "
+                    f"the run's board, and they cannot be pickled ({type(exc).__name__}: {exc}); give update() "
+                    "a function that holds nothing live (a lock, a client, an open file)"
+                ) from exc
         if type(answer) is not BoardAnswer:  # cannot happen: the driver answers each op before anything else
             raise RuntimeError(f"node {self._node!r} got a {type(answer).__name__} for its blackboard {method}")
         if answer.error is not None:

@@ -232,6 +232,13 @@ class Link:
         connection is gone)."""
         self._conn.send_bytes(_reply(message))
 
+    @staticmethod
+    def pickled(message: Any) -> bytes:
+        """``message`` pickled for the driver, to be yielded by the handler among its
+        messages (sent as it is, in order with them). Pickling here, in the sender's
+        thread, raises there what cannot be pickled, before anything is sent."""
+        return _reply(message)
+
     def recv(self) -> Any:
         """The driver's next message (raises OSError or EOFError when the connection is gone)."""
         return pickle.loads(self._conn.recv_bytes())
@@ -339,7 +346,7 @@ class ChannelServer:
     def _answers(self, request: Any, link: Link) -> Iterator[bytes]:
         try:
             for message in self._handle(request, link):
-                yield _pickled(message)
+                yield message if type(message) is bytes else _pickled(message)  # bytes: Link.pickled
         except GeneratorExit:
             raise
         except BaseException as exc:  # the node's error, for the driver's supervision

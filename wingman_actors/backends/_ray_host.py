@@ -274,7 +274,11 @@ class NodeHost:
         key = call.key
         board: RemoteBoard | None = None
         if call.board:  # its operations go out in order with the stream; their answers are read off the link
-            board = RemoteBoard(node.name, out.put, link.recv) if link is not None else RemoteBoard(node.name)
+            if link is None:
+                board = RemoteBoard(node.name)
+            else:
+                pickled = link.pickled
+                board = RemoteBoard(node.name, lambda op: out.put(pickled(op)), link.recv)
 
         def attempt() -> tuple[Any, Usage | None]:
             result: tuple[Any, Usage | None]

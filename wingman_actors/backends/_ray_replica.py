@@ -31,6 +31,7 @@ from ._ray_wire import (
 )
 
 if TYPE_CHECKING:
+    from ..orchestration._blackboard import Blackboard
     from ._ray import RayNode
 
 __all__ = ["RayReplica"]
@@ -151,7 +152,7 @@ class RayReplica(NodeActor):
                 node.lost(self.replica)
             raise _unwrap(ray, exc) from None
 
-    def _board(self, board: Any, env: Work, timeout: float | None) -> BoardAnswerer:
+    def _board(self, board: Blackboard, env: Work, timeout: float | None) -> BoardAnswerer:
         """The driver's end of the run's board for this attempt: a ``watch`` gives up when
         the run ends, the attempt is abandoned or reaches its time limit."""
         run = env.run
