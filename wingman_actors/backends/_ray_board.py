@@ -81,22 +81,32 @@ class RemoteBoard(Blackboard):
             assert self._send is not None and self._recv is not None  # not closed: both given
             try:
                 self._send(BoardOp(method, args))
-                answer = self._recv()
             except (OSError, EOFError) as exc:
-                self._closed = (f"node {self._node!r} lost its connection to the driver, which holds the "
-                                f"run's blackboard ({str(exc) or type(exc).__name__})")
-                raise RuntimeError(self._closed) from exc
+                raise self._lost(exc) from exc
             except Exception as exc:  # pickling the op failed: nothing was sent
                 raise TypeError(
                     f"node {self._node!r}: blackboard {method}() sends its arguments to the driver, which holds "
                     f"the run's board, and they cannot be pickled ({type(exc).__name__}: {exc}); give update() "
                     "a function that holds nothing live (a lock, a client, an open file)"
                 ) from exc
+            try:
+                answer = self._recv()
+            except (OSError, EOFError) as exc:
+                raise self._lost(exc) from exc
+            except Exception as exc:  # the answer arrived whole but cannot be unpickled here
+                raise RuntimeError(f"node {self._node!r} could not read the driver's answer to blackboard "
+                                   f"{method}() ({type(exc).__name__}: {exc})") from exc
         if type(answer) is not BoardAnswer:  # cannot happen: the driver answers each op before anything else
             raise RuntimeError(f"node {self._node!r} got a {type(answer).__name__} for its blackboard {method}")
         if answer.error is not None:
             raise answer.error
         return answer.value
+
+    def _lost(self, exc: BaseException) -> RuntimeError:
+        """The connection to the driver is gone: this and every later operation fail."""
+        self._closed = (f"node {self._node!r} lost its connection to the driver, which holds the run's "
+                        f"blackboard ({str(exc) or type(exc).__name__})")
+        return RuntimeError(self._closed)
 
     def get(self, key: str, default: Any = None) -> Any:
         found, value = self._ask("get", key)
