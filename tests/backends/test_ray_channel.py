@@ -20,7 +20,7 @@ from wingman_actors.backends._ray_wire import AgentEvent, Done, Process, Suspend
 KEY = b"k" * 32
 
 
-def _answers(request: Any) -> Iterator[Any]:
+def _answers(request: Any, link: Any = None) -> Iterator[Any]:
     """A node stand-in: echoes, streams, fails or returns what cannot be pickled."""
     payload = request.payload
     if payload == "fail":
@@ -181,9 +181,9 @@ def test_a_connection_the_actor_closes_is_lost_mid_exchange_and_seen_closed_whil
 class _Counted(Channel):
     exchanges = 0
 
-    def exchange(self, request: Any) -> Iterator[Any]:
+    def exchange(self, request: Any, board: Any = None) -> Iterator[Any]:
         type(self).exchanges += 1
-        return super().exchange(request)
+        return super().exchange(request, board)
 
 
 def _pid(x: int) -> int:

@@ -33,6 +33,8 @@ CPU-bound functions; ``concurrency=k`` means k processes).
   arrives, exactly where the threads backend journals it. Without a channel (through a
   Ray Client, with Ray's TLS on, or to an actor the driver cannot reach) the same
   requests go as Ray calls (a streaming generator for the call path).
+* A run's Blackboard stays in the driver: a node in a Ray actor reaches it by one round
+  trip over its channel per operation, answered by its proxy (:mod:`._ray_board`).
 * An agent's ``ScriptedProvider`` is copied into each replica's process; when the
   formation stops, the calls of every replica are added to the driver's provider.
 * An agent's ``events=`` bus stays in the driver: the actor gets a stand-in that sends

@@ -15,6 +15,11 @@ random key the driver hands the actor through Ray), the actor listens on its nod
 address (the loopback for a local Ray the formation started), and the socket sends TCP
 keepalives, so a node that vanishes from a cluster is noticed. A connection that closes
 mid-exchange means the actor's process died: :class:`ChannelLost`.
+
+In the middle of an exchange the actor may ask for the run's Blackboard, which stays in
+the driver: a :class:`~._ray_wire.BoardOp` is answered by the driver's end (the board
+callable given to :meth:`Channel.exchange`) with a :class:`~._ray_wire.BoardAnswer` on
+the same connection, which the node reads through its :class:`Link` (see :mod:`._ray_board`).
 """
 
 from __future__ import annotations
@@ -28,9 +33,9 @@ from multiprocessing.connection import Connection, Listener, answer_challenge, d
 from typing import Any
 
 from ..errors import WingmanError
-from ._ray_wire import Done, Failed, Process, Suspended
+from ._ray_wire import BoardAnswer, BoardOp, Done, Failed, Process, Suspended
 
-__all__ = ["Channel", "ChannelLost", "ChannelServer"]
+__all__ = ["BoardAnswerer", "Channel", "ChannelLost", "ChannelServer", "Link"]
 
 log = logging.getLogger("wingman_actors.backends")
 
@@ -128,6 +133,10 @@ class ChannelLost(WingmanError, RuntimeError):
     """The connection to a replica's Ray actor closed mid-exchange: its process died."""
 
 
+BoardAnswerer = Callable[[BoardOp], BoardAnswer]
+"""The driver's end of a run's Blackboard for one exchange (:class:`~._ray_board.DriverBoard`)."""
+
+
 class Channel:
     """The driver's end: one proxy's connection to its replica's actor.
 
@@ -140,20 +149,24 @@ class Channel:
     def __init__(self, address: tuple[str, int], key: bytes, timeout: float = 5.0) -> None:
         self._conn = _connect((address[0], address[1]), key, timeout)
 
-    def exchange(self, request: Any) -> Iterator[Any]:
+    def exchange(self, request: Any, board: BoardAnswerer | None = None) -> Iterator[Any]:
         """Send ``request``; yield the actor's messages up to and including the final
         one (a :class:`Failed` is raised as its error instead). Raises
         :class:`ChannelLost` when the connection closes first; the request is sent before
-        the first message is asked for, whether or not the caller iterates."""
+        the first message is asked for, whether or not the caller iterates.
+
+        ``board`` answers the Blackboard operations the node asks for meanwhile (the run's
+        board: see :mod:`._ray_board`); each is answered before the next message is read,
+        and none is yielded."""
         conn = self._conn
         try:
             conn.send_bytes(_request(request))
         except (OSError, EOFError) as exc:
             raise ChannelLost(f"the connection to the node's Ray actor closed ({str(exc) or type(exc).__name__})") from exc
-        return self._replies(conn)
+        return self._replies(conn, board)
 
     @staticmethod
-    def _replies(conn: Connection) -> Iterator[Any]:
+    def _replies(conn: Connection, board: BoardAnswerer | None) -> Iterator[Any]:
         while True:
             try:
                 data = conn.recv_bytes()
@@ -162,10 +175,19 @@ class Channel:
                     f"the connection to the node's Ray actor closed ({str(exc) or type(exc).__name__})"
                 ) from exc
             message = pickle.loads(data)
-            if type(message) is Failed:
+            kind = type(message)
+            if kind is Failed:
                 raise message.error
+            if kind is BoardOp:
+                try:
+                    conn.send_bytes(_answer(board, message))
+                except (OSError, EOFError) as exc:
+                    raise ChannelLost(
+                        f"the connection to the node's Ray actor closed ({str(exc) or type(exc).__name__})"
+                    ) from exc
+                continue
             yield message
-            if type(message) in _FINAL:
+            if kind in _FINAL:
                 return
 
     def closed(self) -> bool:
@@ -180,18 +202,61 @@ class Channel:
         self._conn.close()
 
 
+def _answer(board: BoardAnswerer | None, op: BoardOp) -> bytes:
+    """The driver's answer to ``op``, pickled (an error that cannot be is sent as its message)."""
+    answer = board(op) if board is not None else BoardAnswer(None, RuntimeError(
+        "the run has no blackboard: the node asked for one its request did not announce"))
+    try:
+        return _reply(answer)
+    except Exception as exc:
+        error = answer.error
+        what = f"{type(error).__name__}: {error}" if error is not None else f"a {type(answer.value).__name__} value"
+        return _reply(BoardAnswer(None, RuntimeError(
+            f"the run's blackboard answered {op.method} with {what}, which cannot be pickled to the node "
+            f"({type(exc).__name__}: {exc})")))
+
+
+class Link:
+    """The actor's end of one connection, for what a node sends and reads in the middle
+    of an exchange: its Blackboard's operations and their answers (:mod:`._ray_board`).
+    Only one operation is in flight at a time, and none between exchanges, so the node's
+    read never competes with the server's read of the next request."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def send(self, message: Any) -> None:
+        """Send ``message`` to the driver now (raises OSError or EOFError when the
+        connection is gone)."""
+        self._conn.send_bytes(_reply(message))
+
+    @staticmethod
+    def pickled(message: Any) -> bytes:
+        """``message`` pickled for the driver, to be yielded by the handler among its
+        messages (sent as it is, in order with them). Pickling here, in the sender's
+        thread, raises there what cannot be pickled, before anything is sent."""
+        return _reply(message)
+
+    def recv(self) -> Any:
+        """The driver's next message (raises OSError or EOFError when the connection is gone)."""
+        return pickle.loads(self._conn.recv_bytes())
+
+
 class ChannelServer:
     """The actor's end: accepts the proxies' connections (one thread each) and answers
-    each request with the messages ``handle(request)`` yields.
+    each request with the messages ``handle(request, link)`` yields.
 
     Args:
-        handle: a request to its messages (the last one final); what it raises is sent
-            as :class:`Failed`.
+        handle: a request (and the connection's :class:`Link`, for the node's Blackboard
+            round trips) to its messages (the last one final); what it raises is sent as
+            :class:`Failed`.
         key: the authentication key connections must prove they hold.
         host: the address to listen on (None: this Ray node's address).
     """
 
-    def __init__(self, handle: Callable[[Any], Iterator[Any]], key: bytes, host: str | None = None,
+    def __init__(self, handle: Callable[[Any, Link], Iterator[Any]], key: bytes, host: str | None = None,
                  handshake_timeout: float = 5.0) -> None:
         if host is None:
             from ray.util import get_node_ip_address
@@ -264,23 +329,24 @@ class ChannelServer:
             thread.join(timeout)
 
     def _serve(self, conn: Connection) -> None:
+        link = Link(conn)
         try:
             while True:
                 try:
                     request = pickle.loads(conn.recv_bytes())
                 except (OSError, EOFError):
                     return  # the proxy ended (or gave up on an exchange): so does this thread
-                for message in self._answers(request):
+                for message in self._answers(request, link):
                     conn.send_bytes(message)
         except (OSError, EOFError):
             return
         finally:
             conn.close()
 
-    def _answers(self, request: Any) -> Iterator[bytes]:
+    def _answers(self, request: Any, link: Link) -> Iterator[bytes]:
         try:
-            for message in self._handle(request):
-                yield _pickled(message)
+            for message in self._handle(request, link):
+                yield message if type(message) is bytes else _pickled(message)  # bytes: Link.pickled
         except GeneratorExit:
             raise
         except BaseException as exc:  # the node's error, for the driver's supervision

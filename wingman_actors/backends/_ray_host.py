@@ -6,11 +6,13 @@ an agent's provider is rebuilt from its configuration here, so no live HTTP clie
 lock crosses a process boundary — and calls its ``process`` for each input, which
 arrives over the actor's direct channel (:mod:`._ray_channel`) or, without one, as a Ray
 call. The runtime's routing and supervision stay in the driver; this module imports
-nothing of Ray.
+nothing of Ray. When the run has a Blackboard, the visit sees a
+:class:`~._ray_board.RemoteBoard` of the driver's board as its active board.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import queue
@@ -24,7 +26,9 @@ from ..actors._envelope import Work
 from ..actors._function import AsyncFunctionActor
 from ..core import StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
-from ._ray_channel import ChannelServer
+from ..orchestration._blackboard import use_blackboard
+from ._ray_board import RemoteBoard
+from ._ray_channel import ChannelServer, Link
 from ._ray_hooks import open_call
 from ._ray_wire import AgentEvent, Call, Done, Failed, ItemDone, ModelReply, Process, Suspended, VisitTicket
 
@@ -164,13 +168,15 @@ class NodeHost:
         """Where the direct channel listens (None: there is none)."""
         return None if self.channel is None else self.channel.address
 
-    def serve(self, request: Process | Call) -> Iterator[Any]:
-        """The messages answering one request of the direct channel (see :mod:`._ray_wire`)."""
+    def serve(self, request: Process | Call, link: Link) -> Iterator[Any]:
+        """The messages answering one request of the direct channel (see :mod:`._ray_wire`);
+        ``link`` carries the node's Blackboard operations (:mod:`._ray_board`)."""
         if type(request) is Process:
-            output, usage = self.process(request.payload, request.sender, request.timeout, request.key)
+            board = RemoteBoard(self.node.name, link.send, link.recv) if request.board else None
+            output, usage = self._process(request.payload, request.sender, request.timeout, request.key, board)
             yield Done(output, usage)
         elif type(request) is Call:
-            yield from self.call(request)
+            yield from self.call(request, link)
         else:
             raise TypeError(f"node {self.node.name!r}: unknown request {type(request).__name__} on its channel")
 
@@ -206,14 +212,30 @@ class NodeHost:
             one.release()
 
     def process(
-        self, payload: Any, sender: str, timeout: float | None, key: int | None = None,
+        self, payload: Any, sender: str, timeout: float | None, key: int | None = None, board: bool = False,
     ) -> tuple[Any, Usage | None]:
         """Process one input; returns ``(output, usage)`` or raises what the node raised
-        (the fast path: no store, no fleet, no listener). ``key`` names the attempt (an
-        interruptible node's: see :meth:`interrupt`)."""
+        (the fast path: no store, no fleet, no listener), as a Ray call. ``key`` names the
+        attempt (an interruptible node's: see :meth:`interrupt`); ``board``: the run has a
+        Blackboard, which a Ray call cannot reach (the node gets an error saying so if it
+        uses it)."""
+        return self._process(payload, sender, timeout, key, RemoteBoard(self.node.name) if board else None)
+
+    def _process(
+        self, payload: Any, sender: str, timeout: float | None, key: int | None, board: RemoteBoard | None,
+    ) -> tuple[Any, Usage | None]:
         self.observer.timeout = timeout
         self.observer.events = self.observer.out = None
         work = self._work(payload, sender)
+        if board is not None:
+            try:
+                with use_blackboard(board):
+                    return self._attempt(work, key)
+            finally:
+                board.close()
+        return self._attempt(work, key)
+
+    def _attempt(self, work: Work, key: int | None) -> tuple[Any, Usage | None]:
         result: tuple[Any, Usage | None]
         if key is None:
             result = self.node.process(work)
@@ -225,12 +247,13 @@ class NodeHost:
             self._leave(key)
         return result
 
-    def call(self, call: Call) -> Iterator[Any]:
+    def call(self, call: Call, link: Link | None = None) -> Iterator[Any]:
         """Process one input on the call path (see :mod:`._ray_wire`): yields the
         attempt's events, finished fleet items and model responses as they happen, then
         :class:`Done` or :class:`Suspended`, or raises what the node raised (after the
         fleet items that finished, so a retry runs only the failed ones). A Ray streaming
-        generator: the messages reach the driver in order."""
+        generator: the messages reach the driver in order. ``link``: the direct channel's,
+        over which the node's Blackboard operations are answered (None: a Ray call)."""
         out: queue.SimpleQueue[Any] = queue.SimpleQueue()
         observer = self.observer
         observer.timeout = call.timeout
@@ -249,16 +272,31 @@ class NodeHost:
             work.scope = scope
         node = self.node
         key = call.key
+        board: RemoteBoard | None = None
+        if call.board:  # its operations go out in order with the stream; their answers are read off the link
+            if link is None:
+                board = RemoteBoard(node.name)
+            else:
+                pickled = link.pickled
+                board = RemoteBoard(node.name, lambda op: out.put(pickled(op)), link.recv)
+
+        def attempt() -> tuple[Any, Usage | None]:
+            result: tuple[Any, Usage | None]
+            with use_blackboard(board) if board is not None else contextlib.nullcontext():
+                result = node.process(work) if scope is None else scope.run(node.process, work)
+            return result
 
         def body() -> None:
             try:
                 if key is not None:
                     self._enter(key, work)
                 try:
-                    output, usage = node.process(work) if scope is None else scope.run(node.process, work)
+                    output, usage = attempt()
                 finally:
                     if key is not None:
                         self._leave(key)
+                    if board is not None:
+                        board.close()
                 out.put(Done(output, usage))
             except RunSuspended as signal:
                 signal.scope.journal_replies()  # the suspending attempt's model responses, to the driver

@@ -2,7 +2,8 @@
 actor on a thread of the driver that takes work from the node's shared queue, has the
 replica's Ray actor process it — over its own direct channel (:mod:`._ray_channel`), or
 as Ray calls when there is none — and reports the outcome to the runtime like any node
-actor, so routing and supervision do not know where the work ran.
+actor, so routing and supervision do not know where the work ran. The run's Blackboard
+stays here: the proxy answers the node's operations on it (:mod:`._ray_board`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from .._interrupts import RunSuspended, VisitScope
 from ..actors._base import NodeActor
 from ..actors._envelope import Work
 from ..core import Usage
-from ._ray_channel import Channel, ChannelLost
+from ._ray_board import DriverBoard
+from ._ray_channel import BoardAnswerer, Channel, ChannelLost
 from ._ray_wire import (
     AgentEvent,
     Call,
@@ -29,6 +31,7 @@ from ._ray_wire import (
 )
 
 if TYPE_CHECKING:
+    from ..orchestration._blackboard import Blackboard
     from ._ray import RayNode
 
 __all__ = ["RayReplica"]
@@ -118,17 +121,21 @@ class RayReplica(NodeActor):
         hooks = node.hook_kinds() if node.hooks else None
         fast = env.scope is None and not events and not self.fleet and not hooks
         key = self._key = next(node.keys) if self.agent else None  # before sending: interrupt() names it
+        run = env.run
+        board = None if run is None else run.blackboard
         try:
             channel = self._connected()
             timeout = self._timeout(env)
             if channel is not None:
+                answer = None if board is None else self._board(board, env, timeout)
                 if fast:
-                    done = next(channel.exchange(Process(env.payload, env.sender, timeout, key)))
+                    done = next(channel.exchange(Process(env.payload, env.sender, timeout, key, answer is not None),
+                                                 answer))
                     return done.output, done.usage
-                return self._call(channel.exchange, env, timeout, events, hooks, key)
+                return self._call(lambda call: channel.exchange(call, answer), env, timeout, events, hooks, key)
             handle = node.handles[self.replica]
             if fast:
-                output, usage = ray.get(handle.process.remote(env.payload, env.sender, timeout, key))
+                output, usage = ray.get(handle.process.remote(env.payload, env.sender, timeout, key, board is not None))
                 return output, usage
 
             def by_ray(call: Call) -> Iterator[Any]:
@@ -144,6 +151,12 @@ class RayReplica(NodeActor):
             if isinstance(exc, ray.exceptions.RayActorError):
                 node.lost(self.replica)
             raise _unwrap(ray, exc) from None
+
+    def _board(self, board: Blackboard, env: Work, timeout: float | None) -> BoardAnswerer:
+        """The driver's end of the run's board for this attempt: a ``watch`` gives up when
+        the run ends, the attempt is abandoned or reaches its time limit."""
+        run = env.run
+        return DriverBoard(board, self.name, timeout, lambda: self.abandoned or (run is not None and run.done))
 
     def _call(self, send: Callable[[Call], Iterator[Any]], env: Work, timeout: float | None,
               events: bool, hooks: dict[str, frozenset[str]] | None = None,
@@ -171,7 +184,9 @@ class RayReplica(NodeActor):
                 item_scopes[index] = found
             return found
 
-        call = Call(env.payload, env.sender, timeout, events, ticket, None if memo is None else dict(memo), hooks, key)
+        run = env.run
+        call = Call(env.payload, env.sender, timeout, events, ticket, None if memo is None else dict(memo), hooks, key,
+                    run is not None and run.blackboard is not None)
         for msg in send(call):  # the node's error, or a lost actor, is raised from here
             kind = type(msg)
             if kind is Done:

@@ -10,18 +10,24 @@ finished), :class:`ModelReply` (a model response of the visit's agent session, t
 journal), and last :class:`Done` or :class:`Suspended` (or :class:`Failed`: the node's
 exception). The store lives in the driver: the proxy journals each delta as it arrives,
 so the actor needs no store and a run on a cluster journals where it was started.
+
+A request says whether the run has a Blackboard (``board``). The board stays in the
+driver too: a node that uses it sends a :class:`BoardOp` in the middle of its exchange
+and waits for the driver's :class:`BoardAnswer` on the same connection (see
+:mod:`._ray_board`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..core import StreamEvent, Usage
 from ..events import Event
 
 __all__ = [
-    "AgentEvent", "Call", "Done", "Failed", "HookEvent", "ItemDone", "ModelReply", "Process", "Suspended", "VisitTicket",
+    "AgentEvent", "BoardAnswer", "BoardMethod", "BoardOp", "Call", "Done", "Failed", "HookEvent", "ItemDone",
+    "ModelReply", "Process", "Suspended", "VisitTicket",
 ]
 
 
@@ -50,13 +56,15 @@ class VisitTicket:
 @dataclass(frozen=True, slots=True)
 class Process:
     """One attempt on the fast path (no store, no fleet, no listener): the node's input,
-    its sender, the attempt's time limit, and the attempt's key (an interruptible node's:
-    an interrupt names the attempt it is for; None otherwise)."""
+    its sender, the attempt's time limit, the attempt's key (an interruptible node's:
+    an interrupt names the attempt it is for; None otherwise), and whether the run has a
+    Blackboard (the node reaches it through the driver)."""
 
     payload: Any
     sender: str
     timeout: float | None
     key: int | None = None
+    board: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +82,7 @@ class Call:
             back as :class:`HookEvent` (see :mod:`._ray_hooks`); None: none.
         key: the attempt's key (an interruptible node's: an interrupt names the
             attempt it is for); None otherwise.
+        board: whether the run has a Blackboard (the node reaches it through the driver).
     """
 
     payload: Any
@@ -84,6 +93,7 @@ class Call:
     memo: dict[int, Any] | None = None
     hooks: dict[str, frozenset[str]] | None = None
     key: int | None = None
+    board: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,3 +149,25 @@ class Failed:
     """The attempt raised ``error`` (the last message of an exchange that failed)."""
 
     error: BaseException
+
+
+BoardMethod = Literal["get", "set", "update", "delete", "keys", "watch", "to_dict", "contains", "len"]
+"""The Blackboard operations a node in a Ray actor asks the driver for."""
+
+
+@dataclass(frozen=True, slots=True)
+class BoardOp:
+    """A node asks the driver to apply ``method(*args)`` to the run's Blackboard (sent in
+    the middle of an exchange; the driver answers with a :class:`BoardAnswer` before it
+    reads on)."""
+
+    method: BoardMethod
+    args: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BoardAnswer:
+    """The driver's answer to a :class:`BoardOp`: the value, or the error to raise in the node."""
+
+    value: Any = None
+    error: BaseException | None = None

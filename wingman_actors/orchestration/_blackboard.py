@@ -115,10 +115,7 @@ class Blackboard:
             while key not in self._data:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    raise TimeoutError(
-                        f"blackboard key {key!r} was not set within {timeout:g}s; keys set: "
-                        f"{sorted(self._data)}. Make sure a writer sets it, or wait longer."
-                    )
+                    raise watch_timeout(key, timeout, sorted(self._data))
                 self._cond.wait(remaining)
             text = self._data[key]
         return json.loads(text)
@@ -152,9 +149,11 @@ class Blackboard:
     def __reduce__(self) -> Any:
         # A copy in another process would silently stop being shared: refuse, and say so.
         raise TypeError(
-            "a Blackboard is shared memory of one process and cannot be pickled; keep the agents and "
-            "functions that share it in this process (threads backend), or pass board.to_dict() "
-            "if a copy of the values is what you need"
+            "a Blackboard is shared memory of one process and cannot be pickled; to share it with a "
+            "formation's nodes (on any backend, Ray too), give it to the run (run(..., blackboard=board) or "
+            "start(blackboard=board)) and take it as the node function's `blackboard` parameter or "
+            "current_blackboard() instead of capturing it; or pass board.to_dict() if a copy of the values "
+            "is what you need"
         )
 
 
@@ -194,6 +193,15 @@ def _tools(board: Blackboard | None, namespace: str) -> list[Tool]:
     if not isinstance(namespace, str) or not _NAMESPACE_RE.match(namespace):
         raise ValueError(f"blackboard tools namespace must be 1-40 letters, digits, '_' or '-', got {namespace!r}")
     return [_StateGet(board, namespace), _StateSet(board, namespace), _StateList(board, namespace)]
+
+
+def watch_timeout(key: str, timeout: float | None, keys: list[str]) -> TimeoutError:
+    """The error of :meth:`Blackboard.watch` when ``key`` was not set within ``timeout``
+    (``keys``: those set), wherever the board that was watched lives."""
+    return TimeoutError(
+        f"blackboard key {key!r} was not set within {timeout or 0:g}s; keys set: {keys}. "
+        "Make sure a writer sets it, or wait longer."
+    )
 
 
 def _check_key(key: object) -> None:
