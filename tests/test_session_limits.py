@@ -5,6 +5,7 @@ by the loopback server that never answered it)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import subprocess
@@ -335,3 +336,54 @@ def test_an_abandoned_tool_call_does_not_delay_stop(stuck: Any) -> None:
         running.stop()
         stopped_in = time.perf_counter() - t0
     assert stopped_in < 1
+
+
+# --- awaited sessions ------------------------------------------------------------------
+
+
+def test_asyncio_run_of_an_awaited_session_stuck_in_a_blocking_tool_returns_at_its_timeout(stuck: Any) -> None:
+    # The blocking tool's thread is abandoned as the blocking run abandons it: not one of the
+    # caller's loop's default executor, which asyncio.run (and interpreter exit) waits for.
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(1), "never"]), tools=[stuck]))
+    t0 = time.perf_counter()
+    with pytest.raises(AgentError) as info:
+        asyncio.run(session.arun("go", timeout=0.3))
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+
+
+def test_asyncio_run_of_a_cancelled_awaited_session_stuck_in_a_blocking_tool_returns_at_once(stuck: Any) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(2), "never"]), tools=[stuck]))
+    timer, at = cancel_later(session, 0.2)
+    with pytest.raises(AgentError) as info:
+        asyncio.run(session.arun("go"))
+    returned = time.perf_counter()
+    timer.join()
+    assert info.value.kind is ErrorKind.CANCELLED
+    assert returned - at[0] < LIMIT + SLACK
+
+
+def test_an_abandoned_tool_call_of_an_awaited_session_does_not_delay_interpreter_exit() -> None:
+    script = """
+import asyncio, time
+from wingman_actors import Agent, Session, tool
+from wingman_actors.core import InferenceResponse
+from wingman_actors.testing import ScriptedProvider
+
+@tool
+def stuck() -> str:
+    '''Sleeps.'''
+    time.sleep(30)
+    return "late"
+
+agent = Agent("a", provider=ScriptedProvider([InferenceResponse.of_tool_calls([("c", "stuck", {})])]), tools=[stuck])
+loop = asyncio.new_event_loop()
+try:
+    loop.run_until_complete(Session(agent).arun("go", timeout=0.2))
+except Exception as exc:
+    print(type(exc).__name__)
+"""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=40)
+    assert done.stdout.strip() == "AgentError", done.stderr
+    assert time.perf_counter() - t0 < 10

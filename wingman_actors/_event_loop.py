@@ -11,6 +11,7 @@ be cancelled, and its daemon thread never holds the interpreter at exit).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import logging
@@ -19,7 +20,7 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, wait
 from typing import Any, TypeVar
 
-__all__ = ["LoopThread", "OwnedLoop", "is_async_callable"]
+__all__ = ["LoopThread", "OwnedLoop", "in_daemon_thread", "is_async_callable"]
 
 log = logging.getLogger("wingman_actors.actors")
 
@@ -36,6 +37,44 @@ def is_async_callable(fn: Any) -> bool:
     if inspect.isroutine(fn) or isinstance(fn, type):
         return False
     return inspect.iscoroutinefunction(getattr(type(fn), "__call__", None))  # noqa: B004  (its own async __call__)
+
+
+async def in_daemon_thread(fn: Callable[..., _T], /, *args: Any, name: str = "wingman-worker") -> _T:
+    """Await ``fn(*args)`` run on a daemon thread of its own, in a copy of the caller's
+    context (its context variables: the run's cancel token, a visit's scope).
+
+    Unlike :func:`asyncio.to_thread`, the call does not run on the caller's loop's default
+    executor: a call left running when the awaiting task stops (a session's timeout or
+    cancel abandons a stuck tool) holds neither ``asyncio.run``'s shutdown, which waits
+    for that executor's threads, nor the interpreter at exit, nor a slot of the
+    application's own ``to_thread`` calls. The thread ends when ``fn`` returns.
+    """
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[_T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if waiter.done():  # the awaiting task stopped waiting (cancelled)
+            return
+        if error is not None:
+            waiter.set_exception(error)
+        else:
+            waiter.set_result(result)
+
+    def work() -> None:
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = context.run(fn, *args)
+        except BaseException as exc:  # handed to the awaiting task, whatever it is
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop is closed: nobody waits for this call any more
+            pass
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return await waiter
 
 
 class LoopThread:

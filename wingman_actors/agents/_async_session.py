@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken, cancel_scope, current_token
 from .._cancel import _current as _current_token  # set inline: no scope object per call
+from .._event_loop import in_daemon_thread
 from .._interrupts import RunSuspended, VisitScope
 from ..core import ContentBlock, InferenceResponse, Message, StreamEvent, StreamEventType
 from ..providers._aio import TokenBridge
@@ -226,7 +227,8 @@ def _begin(call: ModelCall) -> tuple[Awaitable[InferenceResponse], CancelToken |
     _current_token.set(call.token)
     try:
         ainfer = getattr(provider, "arun_inference", None)
-        pending = ainfer(call.request) if ainfer is not None else asyncio.to_thread(provider.run_inference, call.request)
+        pending = (ainfer(call.request) if ainfer is not None
+                   else in_daemon_thread(provider.run_inference, call.request, name="wingman-model-call"))
     except BaseException:
         _current_token.set(prior)
         raise
@@ -338,8 +340,8 @@ async def _execute(step: ToolStep, call: ContentBlock) -> _Outcome:
     (:meth:`ToolStep.execute`, as the blocking run calls it)."""
     tool = step.tools.get(call.name or "")
     aexecute = getattr(tool, "aexecute", None)
-    if aexecute is None:
-        return await asyncio.to_thread(step.execute, call)
+    if aexecute is None:  # on a daemon thread: one left stuck holds neither the caller's loop nor exit
+        return await in_daemon_thread(step.execute, call, name=f"wingman-tool-{step.agent.name}")
     spans, name, call_id = step.spans, call.name or "", call.id or ""
     with collect_child_runs() as children, contextlib.ExitStack() as stack:
         span = stack.enter_context(spans.tool(call, tool.description)) if spans is not None else None  # type: ignore[union-attr]
