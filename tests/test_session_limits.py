@@ -224,6 +224,34 @@ def test_cancel_closes_a_stream_that_stops_midway(loopback: LoopbackServer, wire
     assert loopback.wait_closed(1, timeout=2)
 
 
+def _trickling_answer() -> Reply:
+    """An answer whose body never ends: a byte every 50 ms (so no read ever times out)."""
+
+    def body() -> Iterator[bytes]:
+        yield b"{"
+        for _ in range(400):
+            time.sleep(0.05)
+            yield b" "
+
+    return Reply(200, body(), {"content-type": "application/json"})
+
+
+@pytest.mark.parametrize("wire", sorted(PROVIDERS))
+def test_a_run_timeout_closes_a_provider_answer_that_trickles(loopback: LoopbackServer, wire: str) -> None:
+    # Each read gets a byte before the request's timeout: the deadline itself must end it.
+    loopback.handler = lambda _req: _trickling_answer()
+    provider = PROVIDERS[wire](loopback.url)
+    try:
+        t0 = time.perf_counter()
+        with pytest.raises(AgentError) as info:
+            Session(Agent("a", provider=provider)).run("hi", timeout=0.3)
+        took = time.perf_counter() - t0
+    finally:
+        provider.close()
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert took < 0.3 + LIMIT + SLACK
+
+
 # --- formations -------------------------------------------------------------------------
 
 
