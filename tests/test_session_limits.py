@@ -20,8 +20,9 @@ import pytest
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.sched import cpu_wait
 from wingman_actors import Agent, Formation, Session, tool
-from wingman_actors.core import InferenceResponse
+from wingman_actors.core import InferenceResponse, StreamEvent, StreamEventType
 from wingman_actors.errors import AgentError, ErrorKind, FormationRuntimeError
+from wingman_actors.providers import InferenceStream
 from wingman_actors.providers._anthropic import build_anthropic
 from wingman_actors.providers._base import BaseProvider
 from wingman_actors.providers._ollama import build_ollama
@@ -415,3 +416,40 @@ except Exception as exc:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=40)
     assert done.stdout.strip() == "AgentError", done.stderr
     assert time.perf_counter() - t0 < 10
+
+
+class _StuckStreams:
+    """A provider of its own with blocking calls only (no ``arun_inference``): its stream
+    gives its first event, then blocks until ``release`` is set."""
+
+    id = "stuck-streams"
+
+    def __init__(self, release: threading.Event) -> None:
+        self.release = release
+
+    def run_inference(self, request: Any) -> InferenceResponse:
+        self.release.wait(10)
+        return InferenceResponse.of_text("late")
+
+    def stream_inference(self, request: Any) -> Any:
+        def events() -> Iterator[StreamEvent]:
+            yield StreamEvent(type=StreamEventType.TEXT_DELTA, text="Hel", index=0)
+            self.release.wait(10)
+
+        return InferenceStream(events())
+
+
+def test_asyncio_run_of_an_awaited_stream_stuck_in_a_blocking_provider_returns_at_its_timeout(
+    release: threading.Event,
+) -> None:
+    session = Session(Agent("a", provider=_StuckStreams(release)))  # type: ignore[arg-type]
+
+    async def consume() -> None:
+        async for _ in session.astream("go", timeout=0.3):
+            pass
+
+    t0 = time.perf_counter()
+    with pytest.raises(AgentError) as info:
+        asyncio.run(consume())
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken, cancel_scope, current_token
 from .._cancel import _current as _current_token  # set inline: no scope object per call
-from .._event_loop import in_daemon_thread
+from .._event_loop import DaemonIterator, in_daemon_thread
 from .._interrupts import RunSuspended, VisitScope
 from ..core import ContentBlock, InferenceResponse, Message, StreamEvent, StreamEventType
 from ..providers._aio import TokenBridge
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 __all__ = ["AsyncSessionStream", "arun_fleet", "complete", "drive"]
 
 _Outcome = tuple[ContentBlock, float, list[Any]]
-_END = object()
 
 
 @contextlib.asynccontextmanager
@@ -281,22 +280,23 @@ async def _stream(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceRespo
                 await aclose()
         if response is None:
             response = getattr(events, "response", None)
-    else:
-        with cancel_scope(token):
-            stream = await asyncio.to_thread(provider.stream_inference, call.request)
-            it = iter(stream)
+    else:  # blocking calls only: made on a daemon thread of its own (one left stuck holds nothing of ours)
+        pumped: DaemonIterator[StreamEvent] = DaemonIterator(
+            lambda: provider.stream_inference(call.request), name="wingman-model-stream"
+        )
         try:
             while True:
                 with cancel_scope(token):
-                    async with _deadline(token):
-                        event = await asyncio.to_thread(next, it, _END)
-                if event is _END:
-                    break
+                    try:
+                        async with _deadline(token):
+                            event = await pumped.__anext__()
+                    except StopAsyncIteration:
+                        break
                 yield event
                 token.check()
         finally:
-            stream.close()
-        response = stream.response
+            pumped.close()
+        response = getattr(pumped.source, "response", None)
     if response is None:
         raise RuntimeError(f"provider {getattr(provider, 'id', provider)!r}: its stream ended without a response "
                            "(no message_stop event carrying it)")
