@@ -453,3 +453,14 @@ def test_asyncio_run_of_an_awaited_stream_stuck_in_a_blocking_provider_returns_a
         asyncio.run(consume())
     assert info.value.kind is ErrorKind.TIMEOUT
     assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+
+
+def test_an_abandoned_tool_call_of_an_awaited_session_is_logged_once(
+    stuck: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(1), "never"]), tools=[stuck]))
+    with caplog.at_level(logging.WARNING, logger="wingman_actors.agents"), pytest.raises(AgentError):
+        asyncio.run(session.arun("go", timeout=0.2))
+    abandoned = [r for r in caplog.records if "abandoned" in r.getMessage()]
+    assert len(abandoned) == 1
+    assert "wait_forever" in abandoned[0].getMessage()

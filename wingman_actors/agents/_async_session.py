@@ -35,7 +35,7 @@ from ..core import ContentBlock, InferenceResponse, Message, StreamEvent, Stream
 from ..providers._aio import TokenBridge
 from ._model_calls import ModelCall
 from ._result import Result, collect_child_runs
-from ._tool_steps import ToolBatch, ToolStep, failure_block
+from ._tool_steps import ToolBatch, ToolStep, failure_block, log_abandoned
 
 if TYPE_CHECKING:
     from ._fleet import Fleet, FleetResult
@@ -315,10 +315,14 @@ async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
     assert token is not None  # the session gives its tools the run's token
     room = asyncio.Semaphore(step.agent.tool_concurrency)
     done: list[tuple[int, _Outcome]] = []
+    in_flight: dict[int, str] = {}
 
     async def one(index: int, call: ContentBlock) -> None:
         async with room:
-            done.append((index, await _execute(step, call)))
+            in_flight[index] = call.name or ""
+            outcome = await _execute(step, call)
+            del in_flight[index]
+            done.append((index, outcome))
 
     tasks = [asyncio.ensure_future(one(i, c)) for i, c in batch.calls]
     with cancel_scope(token):
@@ -326,7 +330,10 @@ async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
     try:
         async with _deadline(token):
             await bridge.run(asyncio.gather(*tasks))
-    except BaseException:
+    except BaseException as exc:
+        if in_flight and (token.cancelled or token.expired or isinstance(exc, asyncio.CancelledError)):
+            log_abandoned(step.agent.name, list(in_flight.values()), step.tool_ctx.session_id, not token.expired,
+                          "async def ones are cancelled, blocking ones' threads run on")
         for task in tasks:  # one call raised (an interrupt), or the run stopped: the others stop too
             task.cancel()
         raise
