@@ -169,6 +169,31 @@ def test_astream_of_a_blocking_provider_streams_its_events_from_a_worker_thread(
     assert asyncio.run(main()) == "hello there"
 
 
+class _BlockingOnly:
+    """A provider of one's own with the blocking calls only (no async twins)."""
+
+    id = "blocking-only"
+
+    def __init__(self, replies: list[Any]) -> None:
+        self.script = ScriptedProvider(replies)
+
+    def run_inference(self, request: InferenceRequest) -> InferenceResponse:
+        return self.script.run_inference(request)
+
+    def stream_inference(self, request: InferenceRequest) -> Any:
+        return self.script.stream_inference(request)
+
+
+def test_astream_of_a_provider_with_blocking_calls_only_streams_its_events_and_result() -> None:
+    async def main() -> str:
+        stream = Session(Agent("a", provider=_BlockingOnly(["hello there"]))).astream("hi")  # type: ignore[arg-type]
+        text = "".join([event.text or "" async for event in stream if event.type is StreamEventType.TEXT_DELTA])
+        assert stream.result().response == "hello there"
+        return text
+
+    assert asyncio.run(main()) == "hello there"
+
+
 def test_astream_yields_an_error_event_then_raises_when_the_provider_fails() -> None:
     provider = AsyncScripted([AgentError("overloaded", kind=ErrorKind.AGENT)])
 

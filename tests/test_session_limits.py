@@ -5,6 +5,7 @@ by the loopback server that never answered it)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import subprocess
@@ -19,8 +20,9 @@ import pytest
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.sched import cpu_wait
 from wingman_actors import Agent, Formation, Session, tool
-from wingman_actors.core import InferenceResponse
+from wingman_actors.core import InferenceResponse, StreamEvent, StreamEventType
 from wingman_actors.errors import AgentError, ErrorKind, FormationRuntimeError
+from wingman_actors.providers import InferenceStream
 from wingman_actors.providers._anthropic import build_anthropic
 from wingman_actors.providers._base import BaseProvider
 from wingman_actors.providers._ollama import build_ollama
@@ -223,6 +225,34 @@ def test_cancel_closes_a_stream_that_stops_midway(loopback: LoopbackServer, wire
     assert loopback.wait_closed(1, timeout=2)
 
 
+def _trickling_answer() -> Reply:
+    """An answer whose body never ends: a byte every 50 ms (so no read ever times out)."""
+
+    def body() -> Iterator[bytes]:
+        yield b"{"
+        for _ in range(400):
+            time.sleep(0.05)
+            yield b" "
+
+    return Reply(200, body(), {"content-type": "application/json"})
+
+
+@pytest.mark.parametrize("wire", sorted(PROVIDERS))
+def test_a_run_timeout_closes_a_provider_answer_that_trickles(loopback: LoopbackServer, wire: str) -> None:
+    # Each read gets a byte before the request's timeout: the deadline itself must end it.
+    loopback.handler = lambda _req: _trickling_answer()
+    provider = PROVIDERS[wire](loopback.url)
+    try:
+        t0 = time.perf_counter()
+        with pytest.raises(AgentError) as info:
+            Session(Agent("a", provider=provider)).run("hi", timeout=0.3)
+        took = time.perf_counter() - t0
+    finally:
+        provider.close()
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert took < 0.3 + LIMIT + SLACK
+
+
 # --- formations -------------------------------------------------------------------------
 
 
@@ -335,3 +365,102 @@ def test_an_abandoned_tool_call_does_not_delay_stop(stuck: Any) -> None:
         running.stop()
         stopped_in = time.perf_counter() - t0
     assert stopped_in < 1
+
+
+# --- awaited sessions ------------------------------------------------------------------
+
+
+def test_asyncio_run_of_an_awaited_session_stuck_in_a_blocking_tool_returns_at_its_timeout(stuck: Any) -> None:
+    # The blocking tool's thread is abandoned as the blocking run abandons it: not one of the
+    # caller's loop's default executor, which asyncio.run (and interpreter exit) waits for.
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(1), "never"]), tools=[stuck]))
+    t0 = time.perf_counter()
+    with pytest.raises(AgentError) as info:
+        asyncio.run(session.arun("go", timeout=0.3))
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+
+
+def test_asyncio_run_of_a_cancelled_awaited_session_stuck_in_a_blocking_tool_returns_at_once(stuck: Any) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(2), "never"]), tools=[stuck]))
+    timer, at = cancel_later(session, 0.2)
+    with pytest.raises(AgentError) as info:
+        asyncio.run(session.arun("go"))
+    returned = time.perf_counter()
+    timer.join()
+    assert info.value.kind is ErrorKind.CANCELLED
+    assert returned - at[0] < LIMIT + SLACK
+
+
+def test_an_abandoned_tool_call_of_an_awaited_session_does_not_delay_interpreter_exit() -> None:
+    script = """
+import asyncio, time
+from wingman_actors import Agent, Session, tool
+from wingman_actors.core import InferenceResponse
+from wingman_actors.testing import ScriptedProvider
+
+@tool
+def stuck() -> str:
+    '''Sleeps.'''
+    time.sleep(30)
+    return "late"
+
+agent = Agent("a", provider=ScriptedProvider([InferenceResponse.of_tool_calls([("c", "stuck", {})])]), tools=[stuck])
+loop = asyncio.new_event_loop()
+try:
+    loop.run_until_complete(Session(agent).arun("go", timeout=0.2))
+except Exception as exc:
+    print(type(exc).__name__)
+"""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=40)
+    assert done.stdout.strip() == "AgentError", done.stderr
+    assert time.perf_counter() - t0 < 10
+
+
+class _StuckStreams:
+    """A provider of its own with blocking calls only (no ``arun_inference``): its stream
+    gives its first event, then blocks until ``release`` is set."""
+
+    id = "stuck-streams"
+
+    def __init__(self, release: threading.Event) -> None:
+        self.release = release
+
+    def run_inference(self, request: Any) -> InferenceResponse:
+        self.release.wait(10)
+        return InferenceResponse.of_text("late")
+
+    def stream_inference(self, request: Any) -> Any:
+        def events() -> Iterator[StreamEvent]:
+            yield StreamEvent(type=StreamEventType.TEXT_DELTA, text="Hel", index=0)
+            self.release.wait(10)
+
+        return InferenceStream(events())
+
+
+def test_asyncio_run_of_an_awaited_stream_stuck_in_a_blocking_provider_returns_at_its_timeout(
+    release: threading.Event,
+) -> None:
+    session = Session(Agent("a", provider=_StuckStreams(release)))  # type: ignore[arg-type]
+
+    async def consume() -> None:
+        async for _ in session.astream("go", timeout=0.3):
+            pass
+
+    t0 = time.perf_counter()
+    with pytest.raises(AgentError) as info:
+        asyncio.run(consume())
+    assert info.value.kind is ErrorKind.TIMEOUT
+    assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
+
+
+def test_an_abandoned_tool_call_of_an_awaited_session_is_logged_once(
+    stuck: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider([tool_calls(1), "never"]), tools=[stuck]))
+    with caplog.at_level(logging.WARNING, logger="wingman_actors.agents"), pytest.raises(AgentError):
+        asyncio.run(session.arun("go", timeout=0.2))
+    abandoned = [r for r in caplog.records if "abandoned" in r.getMessage()]
+    assert len(abandoned) == 1
+    assert "wait_forever" in abandoned[0].getMessage()

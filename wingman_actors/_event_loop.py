@@ -11,15 +11,16 @@ be cancelled, and its daemon thread never holds the interpreter at exit).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import logging
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, wait
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["LoopThread", "OwnedLoop", "is_async_callable"]
+__all__ = ["DaemonIterator", "LoopThread", "OwnedLoop", "in_daemon_thread", "is_async_callable"]
 
 log = logging.getLogger("wingman_actors.actors")
 
@@ -36,6 +37,145 @@ def is_async_callable(fn: Any) -> bool:
     if inspect.isroutine(fn) or isinstance(fn, type):
         return False
     return inspect.iscoroutinefunction(getattr(type(fn), "__call__", None))  # noqa: B004  (its own async __call__)
+
+
+async def in_daemon_thread(fn: Callable[..., _T], /, *args: Any, name: str = "wingman-worker") -> _T:
+    """Await ``fn(*args)`` run on a daemon thread of its own, in a copy of the caller's
+    context (its context variables: the run's cancel token, a visit's scope).
+
+    Unlike :func:`asyncio.to_thread`, the call does not run on the caller's loop's default
+    executor: a call left running when the awaiting task stops (a session's timeout or
+    cancel abandons a stuck tool) holds neither ``asyncio.run``'s shutdown, which waits
+    for that executor's threads, nor the interpreter at exit, nor a slot of the
+    application's own ``to_thread`` calls. The thread ends when ``fn`` returns.
+    """
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[_T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if waiter.done():  # the awaiting task stopped waiting (cancelled)
+            return
+        if error is not None:
+            waiter.set_exception(error)
+        else:
+            waiter.set_result(result)
+
+    def work() -> None:
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = context.run(fn, *args)
+        except BaseException as exc:  # handed to the awaiting task, whatever it is
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop is closed: nobody waits for this call any more
+            pass
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return await waiter
+
+
+class DaemonIterator(Generic[_T]):
+    """``async for`` over a blocking iterable, made and iterated on one daemon thread of its
+    own (in a copy of the context of the first ``__anext__``), one item per ``__anext__``.
+
+    As :func:`in_daemon_thread` does for one call: an iteration left stuck in a blocking
+    ``next`` when the awaiting task stops holds neither the caller's loop shutdown nor the
+    interpreter at exit. :meth:`close` (or :meth:`aclose`) ends it: the iterable's
+    ``close()`` is called on that thread once it is back from what it was doing.
+
+    Args:
+        make: returns the iterable (called on the thread: it may block too).
+        name: the thread's name.
+    """
+
+    def __init__(self, make: Callable[[], Any], *, name: str) -> None:
+        self._make = make
+        self._name = name
+        self._demand = threading.Semaphore(0)
+        self._waiter: asyncio.Future[tuple[Any, BaseException | None, bool]] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = False
+        self._stopped = False
+        self.source: Any = None
+        """What ``make`` returned, once the thread made it."""
+
+    def __aiter__(self) -> DaemonIterator[_T]:
+        return self
+
+    async def __anext__(self) -> _T:
+        if self._stopped:
+            raise StopAsyncIteration
+        self._loop = loop = asyncio.get_running_loop()
+        self._waiter = waiter = loop.create_future()
+        if not self._started:
+            self._started = True
+            run = contextvars.copy_context().run
+            threading.Thread(target=run, args=(self._pump,), name=self._name, daemon=True).start()
+        self._demand.release()
+        item, error, end = await waiter
+        if error is not None:
+            self._stopped = True
+            raise error
+        if end:
+            self._stopped = True
+            raise StopAsyncIteration
+        return item  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Stop: the thread closes the iterable when it is back from its current ``next``."""
+        if not self._stopped:
+            self._stopped = True
+            self._demand.release()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, for ``async for`` users that expect an async generator's."""
+        self.close()
+
+    def _pump(self) -> None:
+        source: Any = None
+        try:
+            self._demand.acquire()
+            if self._stopped:
+                return
+            try:
+                source = self.source = self._make()
+                it = iter(source)
+            except BaseException as exc:  # handed to the awaiting task
+                self._post(None, exc, True)
+                return
+            while True:
+                try:
+                    item = next(it)
+                except StopIteration:
+                    self._post(None, None, True)
+                    return
+                except BaseException as exc:
+                    self._post(None, exc, True)
+                    return
+                self._post(item, None, False)
+                self._demand.acquire()
+                if self._stopped:
+                    return
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+
+    def _post(self, item: Any, error: BaseException | None, end: bool) -> None:
+        waiter, loop = self._waiter, self._loop
+        assert waiter is not None and loop is not None  # set before the demand that let us here
+
+        def settle() -> None:
+            if not waiter.done():  # the awaiting task stopped waiting (cancelled)
+                waiter.set_result((item, error, end))
+
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the loop is closed: nobody iterates any more
+            self._stopped = True
 
 
 class LoopThread:

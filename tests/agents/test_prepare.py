@@ -155,6 +155,16 @@ def test_an_agent_refuses_a_prepare_that_is_not_callable() -> None:
         Agent("a", prepare="fast")  # type: ignore[arg-type]
 
 
+def test_an_agent_refuses_an_async_prepare_naming_the_fix() -> None:
+    # Called before each model call, and its answer used at once: an ``async def`` would
+    # only hand back a coroutine that is never awaited.
+    async def choose(ctx: RunContext) -> Prepared | None:
+        return None
+
+    with pytest.raises(TypeError, match="prepare must be a plain function, not async def"):
+        Agent("a", prepare=choose)  # type: ignore[arg-type]
+
+
 def test_tools_see_the_run_metadata_and_the_agents_name() -> None:
     agent = Agent("helper", provider=ScriptedProvider([_calls(("c1", "whoami", {})), "done"]), tools=[whoami])
     result = Session(agent).run("who?", metadata={"tenant": "acme"})

@@ -5,6 +5,7 @@ body as they are, and a client of the user's (``http_client``, ``async_http_clie
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -94,6 +95,18 @@ def test_a_top_p_out_of_range_is_refused_naming_the_key(make: Make) -> None:
     assert info.value.kind is ErrorKind.INVALID
 
 
+@pytest.mark.parametrize("id", ["openai", "ollama", "anthropic", "scripted"])
+@pytest.mark.parametrize("key", ["max_tokens", "temperature", "timeout", "max_retries"])
+def test_a_boolean_for_a_numeric_option_is_refused_naming_the_key(id: str, key: str) -> None:
+    # A boolean is not a number (as the HTTP API's JSON types are strict): true is not 1.
+    base: dict[str, Any] = {"openai": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}, "ollama": {"model": "m"},
+                            "anthropic": {"model": "m", "api_key": "k"}, "scripted": {"replies": ["hi"]}}[id]
+    with pytest.raises(AgentError, match=key) as info:
+        new_provider(id, {**base, key: True})
+
+    assert info.value.kind is ErrorKind.INVALID
+
+
 # --- pass-through keys ------------------------------------------------------------------------
 
 
@@ -114,6 +127,18 @@ def test_openai_sends_pass_through_keys_in_a_streamed_request_too(make: Make, lo
 
     assert sent(loopback)["seed"] == 7
     assert sent(loopback)["stream"] is True
+
+
+def test_openai_takes_top_k_as_a_pass_through_key_without_a_typo_warning(
+    make: Make, loopback: LoopbackServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    loopback.queue(Reply.json(completion()))
+
+    with caplog.at_level(logging.WARNING, logger="wingman_actors"):
+        make("openai", top_k=20).run_inference(ask())
+
+    assert sent(loopback)["top_k"] == 20
+    assert not [r for r in caplog.records if "top_k" in r.getMessage()]
 
 
 def test_ollama_sends_unknown_keys_at_the_top_and_merges_an_options_dict(make: Make, loopback: LoopbackServer) -> None:

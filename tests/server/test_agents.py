@@ -153,6 +153,14 @@ def test_options_the_provider_refuses_are_400(client: httpx.Client) -> None:
     assert "bogus" in response.json()["error"]
 
 
+def test_a_boolean_option_where_the_provider_takes_a_number_is_400(client: httpx.Client) -> None:
+    response = client.post("/agents", json={"name": "x", "provider": "scripted", "options": {"max_tokens": True}})
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == ["options"]
+    assert "max_tokens: a boolean is not a number" in response.json()["error"]
+
+
 def test_api_key_in_options_is_refused_pointing_to_the_auth_store(client: httpx.Client) -> None:
     response = client.post("/agents", json={"name": "x", "provider": "anthropic", "options": {"api_key": "sk"}})
     assert response.status_code == 400

@@ -217,6 +217,15 @@ def test_an_mcp_argument_that_is_a_path_outside_the_work_root_is_400(client: htt
     assert "outside the work root" in response.json()["error"]
 
 
+@pytest.mark.parametrize("arg", ["--file=/etc/passwd", "--dir=../../etc"])
+def test_an_mcp_option_whose_value_is_a_path_outside_the_work_root_is_400(client: httpx.Client, arg: str) -> None:
+    # "--opt=PATH" hands the program a path as surely as "--opt PATH" does.
+    response = client.post("/agents", json={"name": "a", "mcp": [{"command": [sys.executable, arg]}]})
+    assert response.status_code == 400
+    assert response.json()["fields"] == ["mcp[0].command"]
+    assert "outside the work root" in response.json()["error"]
+
+
 def test_without_bash_the_servers_python_needs_mcp_command(tmp_path: Path) -> None:
     refusing = ServerConfig(db_path=tmp_path / "a.db", work_root=tmp_path, entry_points=False, allow_bash=False)
     allowing = ServerConfig(db_path=tmp_path / "b.db", work_root=tmp_path, entry_points=False, allow_bash=False,

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 
-from tests.server.harness import completion, openai_agent
+from tests.providers.test_openai import chunk, sse, usage_chunk
+from tests.server.harness import completion, openai_agent, sse_events
 from tests.support.loopback import LoopbackServer, Reply, Request
 
 
@@ -87,3 +89,19 @@ def test_resume_needs_an_answer(client: httpx.Client, loopback: LoopbackServer) 
 
     assert out.status_code == 400
     assert out.json()["fields"] == ["answer"]
+
+
+def test_a_streamed_message_whose_tool_asks_a_person_ends_done_suspended_with_the_question(
+    client: httpx.Client, loopback: LoopbackServer
+) -> None:
+    call = {"index": 0, "id": "c1", "type": "function",
+            "function": {"name": "ask_human", "arguments": json.dumps({"question": "Colour?"})}}
+    loopback.queue(sse(chunk({"role": "assistant", "content": None, "tool_calls": [call]}), chunk({}, "tool_calls"),
+                       usage_chunk()))
+    agent, session = _setup(client, loopback)
+
+    events = sse_events(client, f"/sessions/{session}/message/stream", {"agent_id": agent, "message": "paint"})
+
+    name, done = events[-1]
+    assert name == "done"
+    assert (done["status"], done["interrupt"]) == ("suspended", {"question": "Colour?"})

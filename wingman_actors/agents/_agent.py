@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._event_loop import is_async_callable
 from ..events import EventBus
 from ..providers._base import Provider
 from ..tools import Tool, ToolRegistry, builtin_tool
@@ -130,6 +131,12 @@ class Agent:
             raise TypeError(
                 f"agent {self.name!r}: prepare must be a function taking a RunContext and returning a Prepared "
                 f"or None, got {type(self.prepare).__name__}"
+            )
+        if self.prepare is not None and is_async_callable(self.prepare):
+            raise TypeError(
+                f"agent {self.name!r}: prepare must be a plain function, not async def: it is called before each "
+                "model call and its Prepared used at once; compute what it needs beforehand (e.g. into the run's "
+                "metadata=) and read it from ctx.metadata"
             )
         if isinstance(self.tools, str | bytes) or not isinstance(self.tools, Iterable):
             raise TypeError(f"agent {self.name!r}: tools must be a list of tools or built-in names")

@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken, cancel_scope, current_token
 from .._cancel import _current as _current_token  # set inline: no scope object per call
+from .._event_loop import DaemonIterator, in_daemon_thread
 from .._interrupts import RunSuspended, VisitScope
 from ..core import ContentBlock, InferenceResponse, Message, StreamEvent, StreamEventType
 from ..providers._aio import TokenBridge
 from ._model_calls import ModelCall
 from ._result import Result, collect_child_runs
-from ._tool_steps import ToolBatch, ToolStep, failure_block
+from ._tool_steps import ToolBatch, ToolStep, failure_block, log_abandoned
 
 if TYPE_CHECKING:
     from ._fleet import Fleet, FleetResult
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 __all__ = ["AsyncSessionStream", "arun_fleet", "complete", "drive"]
 
 _Outcome = tuple[ContentBlock, float, list[Any]]
-_END = object()
 
 
 @contextlib.asynccontextmanager
@@ -226,7 +226,8 @@ def _begin(call: ModelCall) -> tuple[Awaitable[InferenceResponse], CancelToken |
     _current_token.set(call.token)
     try:
         ainfer = getattr(provider, "arun_inference", None)
-        pending = ainfer(call.request) if ainfer is not None else asyncio.to_thread(provider.run_inference, call.request)
+        pending = (ainfer(call.request) if ainfer is not None
+                   else in_daemon_thread(provider.run_inference, call.request, name="wingman-model-call"))
     except BaseException:
         _current_token.set(prior)
         raise
@@ -279,22 +280,23 @@ async def _stream(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceRespo
                 await aclose()
         if response is None:
             response = getattr(events, "response", None)
-    else:
-        with cancel_scope(token):
-            stream = await asyncio.to_thread(provider.stream_inference, call.request)
-            it = iter(stream)
+    else:  # blocking calls only: made on a daemon thread of its own (one left stuck holds nothing of ours)
+        pumped: DaemonIterator[StreamEvent] = DaemonIterator(
+            lambda: provider.stream_inference(call.request), name="wingman-model-stream"
+        )
         try:
             while True:
                 with cancel_scope(token):
-                    async with _deadline(token):
-                        event = await asyncio.to_thread(next, it, _END)
-                if event is _END:
-                    break
+                    try:
+                        async with _deadline(token):
+                            event = await pumped.__anext__()
+                    except StopAsyncIteration:
+                        break
                 yield event
                 token.check()
         finally:
-            stream.close()
-        response = stream.response
+            pumped.close()
+        response = getattr(pumped.source, "response", None)
     if response is None:
         raise RuntimeError(f"provider {getattr(provider, 'id', provider)!r}: its stream ended without a response "
                            "(no message_stop event carrying it)")
@@ -313,10 +315,14 @@ async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
     assert token is not None  # the session gives its tools the run's token
     room = asyncio.Semaphore(step.agent.tool_concurrency)
     done: list[tuple[int, _Outcome]] = []
+    in_flight: dict[int, str] = {}
 
     async def one(index: int, call: ContentBlock) -> None:
         async with room:
-            done.append((index, await _execute(step, call)))
+            in_flight[index] = call.name or ""
+            outcome = await _execute(step, call)
+            del in_flight[index]
+            done.append((index, outcome))
 
     tasks = [asyncio.ensure_future(one(i, c)) for i, c in batch.calls]
     with cancel_scope(token):
@@ -324,7 +330,10 @@ async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
     try:
         async with _deadline(token):
             await bridge.run(asyncio.gather(*tasks))
-    except BaseException:
+    except BaseException as exc:
+        if in_flight and (token.cancelled or token.expired or isinstance(exc, asyncio.CancelledError)):
+            log_abandoned(step.agent.name, list(in_flight.values()), step.tool_ctx.session_id, not token.expired,
+                          "async def ones are cancelled, blocking ones' threads run on")
         for task in tasks:  # one call raised (an interrupt), or the run stopped: the others stop too
             task.cancel()
         raise
@@ -338,8 +347,8 @@ async def _execute(step: ToolStep, call: ContentBlock) -> _Outcome:
     (:meth:`ToolStep.execute`, as the blocking run calls it)."""
     tool = step.tools.get(call.name or "")
     aexecute = getattr(tool, "aexecute", None)
-    if aexecute is None:
-        return await asyncio.to_thread(step.execute, call)
+    if aexecute is None:  # on a daemon thread: one left stuck holds neither the caller's loop nor exit
+        return await in_daemon_thread(step.execute, call, name=f"wingman-tool-{step.agent.name}")
     spans, name, call_id = step.spans, call.name or "", call.id or ""
     with collect_child_runs() as children, contextlib.ExitStack() as stack:
         span = stack.enter_context(spans.tool(call, tool.description)) if spans is not None else None  # type: ignore[union-attr]

@@ -206,12 +206,7 @@ class ToolStep:
             todo.clear()
             names = sorted(in_flight.values())
         if names:
-            why = "the run was cancelled" if ctx.token.cancelled else "the run's deadline passed"
-            log.warning(
-                "agent %r: abandoned %d tool call(s) in flight (%s) of session %s: %s; their threads run on "
-                "until the tools return, and the session goes on without them",
-                self.agent.name, len(names), ", ".join(names), ctx.session_id, why,
-            )
+            log_abandoned(self.agent.name, names, ctx.session_id, ctx.token.cancelled, "their threads run on")
 
     def execute(self, call: ContentBlock) -> _Outcome:
         """One call, with the runs it started (delegation) and, when in use, its span."""
@@ -268,6 +263,15 @@ def failure_block(call_id: str, name: str, exc: Exception) -> ContentBlock:
     else:
         text = f"Error: tool {name!r} raised {type(exc).__name__}: {exc}"
     return ContentBlock.tool_result_block(call_id, text, is_error=True)
+
+
+def log_abandoned(agent: str, names: list[str], session_id: str, cancelled: bool, fate: str) -> None:
+    """Say once that a stopped run left tool calls ``names`` in flight, and ``fate`` of them."""
+    why = "the run was cancelled" if cancelled else "the run's deadline passed"
+    log.warning(
+        "agent %r: abandoned %d tool call(s) in flight (%s) of session %s: %s; %s until the tools return, "
+        "and the session goes on without them", agent, len(names), ", ".join(sorted(names)), session_id, why, fate,
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

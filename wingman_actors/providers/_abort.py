@@ -7,9 +7,10 @@ read blocked on it. So each request in flight uses an httpx client of its own
 request: keep-alive is kept), whose connection's socket is known from httpx's documented
 ``trace`` extension. A cancel of the run's :class:`~wingman_actors._cancel.CancelToken`
 shuts that socket down: the read ends at once, the server sees the connection closed,
-and the run raises its cancel error. The run's deadline needs no callback: every request's
-timeout is the smaller of the provider's own and the time the run has left
-(:func:`request_timeout`).
+and the run raises its cancel error. For the run's deadline, every request's timeout is
+the smaller of the provider's own and the time the run has left (:func:`request_timeout`),
+and an answer that trickles in past the deadline is closed then as a cancel closes it
+(``_deadlines.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .._cancel import current_token
 from ._aio import AsyncClients
 from ._aiohttp import AiohttpPool, aiohttp_installed
 from ._asend import Answer, OwnAsyncClient
+from ._deadlines import at_deadline
 from ._lease import LeasingTransport
 
 __all__ = ["ClientPool", "Lease", "remaining_timeout", "request_timeout"]
@@ -311,13 +313,24 @@ class ClientPool:
 
 @contextlib.contextmanager
 def _aborted_on_cancel(lease: Lease) -> Iterator[None]:
-    """While the block runs, a cancel of the current run's token aborts ``lease``'s
-    request; the lease is settled when the block ends."""
+    """While the block runs, a cancel of the current run's token, or its deadline, aborts
+    ``lease``'s request (a request's timeout bounds each read, not an answer that keeps
+    trickling in: see ``_deadlines.py``); the lease is settled when the block ends."""
     token = current_token()
-    unregister = token.on_cancel(lease.aborter()) if token is not None else None
+    if token is None:
+        try:
+            yield
+        finally:
+            lease.settle()
+        return
+    abort = lease.aborter()
+    unregister = token.on_cancel(abort)
+    deadline = token.deadline
+    forget = at_deadline(deadline, abort) if deadline is not None else None
     try:
         yield
     finally:
-        if unregister is not None:
-            unregister()
+        unregister()
+        if forget is not None:
+            forget()
         lease.settle()

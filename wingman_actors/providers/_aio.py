@@ -22,6 +22,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from typing import Any, ClassVar, TypeVar
 
 from .._cancel import CancelToken, current_token
+from .._event_loop import DaemonIterator
 from ..core import InferenceRequest, InferenceResponse, StreamEvent, StreamEventType
 from ..errors import AgentError, ErrorKind
 from ._retry import RetryPolicy, stopped
@@ -326,17 +327,16 @@ class AsyncProviderMethods:
         return final_response(self.id, response)
 
     async def _astream(self, request: InferenceRequest) -> AsyncGenerator[StreamEvent, None]:
-        it = iter(self._stream(request))
+        # The blocking stream on a daemon thread of its own: one left stuck when the run
+        # stops holds neither the caller's loop shutdown nor the interpreter at exit.
+        pumped: DaemonIterator[StreamEvent] = DaemonIterator(
+            lambda: self._stream(request), name=f"wingman-{self.id}-stream"
+        )
         try:
-            while True:
-                event = await asyncio.to_thread(next, it, None)
-                if event is None:
-                    return
+            async for event in pumped:
                 yield event
         finally:
-            close = getattr(it, "close", None)
-            if close is not None:
-                close()
+            pumped.close()
 
 
 def final_response(provider: str, response: InferenceResponse | None) -> InferenceResponse:

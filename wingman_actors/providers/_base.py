@@ -12,9 +12,9 @@ import contextlib
 import difflib
 import json
 from collections.abc import Callable, Generator, Iterator
-from typing import Any, ClassVar, Protocol, Self, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, get_args, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .._cancel import current_token
 from ..core import (
@@ -71,6 +71,13 @@ class Provider(Protocol):
         ...
 
 
+def _is_number(annotation: Any) -> bool:
+    """Whether a field typed ``annotation`` holds a number and not a boolean (``int``,
+    ``float``, ``float | None``...)."""
+    kinds = get_args(annotation) or (annotation,)
+    return bool not in kinds and any(kind in (int, float) for kind in kinds)
+
+
 class ProviderOptions(BaseModel):
     """Options every provider understands. Providers subclass this to add their own keys.
 
@@ -86,6 +93,18 @@ class ProviderOptions(BaseModel):
     base_url: str | None = None
     timeout: float = Field(default=600.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=20)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, data: Any) -> Any:
+        # pydantic's lax mode reads true as 1; a boolean given for a number is a mistake
+        # (and JSON types are strict in the HTTP API, where these options come from too).
+        if isinstance(data, dict):
+            for key, value in data.items():
+                field = cls.model_fields.get(key) if isinstance(value, bool) else None
+                if field is not None and _is_number(field.annotation):
+                    raise ValueError(f"{key}: a boolean is not a number; give {key} a number")
+        return data
 
     @classmethod
     def parse(cls, provider: str, options: dict[str, Any] | None) -> Self:

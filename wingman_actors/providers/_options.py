@@ -25,6 +25,10 @@ __all__ = ["RemoteOptions", "check_client"]
 
 log = logging.getLogger(__name__)
 
+_DOCUMENTED_PASS_THROUGH = frozenset({"top_k"})
+"""Keys sent as they are where a provider has no option of that name (``top_k`` to an
+OpenAI-compatible server: vLLM and llama.cpp take it): documented, so never a typo."""
+
 
 def check_client(key: str, value: Any, types: tuple[type, ...]) -> Any:
     """``value`` if it is ``None`` or one of ``types``; else a ``ValueError`` naming ``key``
@@ -106,6 +110,8 @@ class RemoteOptions(ProviderOptions):
         # of ours is worth a word (the server may well refuse it).
         known = list(type(self).model_fields)
         for key in self.model_extra or {}:
+            if key in _DOCUMENTED_PASS_THROUGH:
+                continue
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
             if close:
                 log.warning(

@@ -57,15 +57,19 @@ def _resolve(value: str, root: Path) -> Path:
 
 def check_command(command: Sequence[str], *, root: Path, allowed: Sequence[str]) -> None:
     """Refuse ``command`` unless its program is allowed or an executable under ``root``, and
-    its path arguments (absolute, or holding ``..``) lie under ``root``.
+    its path arguments (absolute, or holding ``..``; the value of an ``--opt=PATH`` too) lie
+    under ``root``.
 
     Raises:
         ValueError: what is refused (the message names the fix).
     """
     for arg in command[1:]:
-        if (os.path.isabs(arg) or ".." in Path(arg).parts) and not _resolve(arg, root).is_relative_to(root):
-            raise ValueError(f"argument {arg!r} is a path outside the work root {str(root)!r}; put the file "
-                             "under the work root (relative paths are taken from it)")
+        # "--opt=PATH" hands the program a path as "--opt PATH" does: its value is checked too.
+        values = (arg, arg.partition("=")[2]) if arg.startswith("-") and "=" in arg else (arg,)
+        for value in values:
+            if (os.path.isabs(value) or ".." in Path(value).parts) and not _resolve(value, root).is_relative_to(root):
+                raise ValueError(f"argument {arg!r} is a path outside the work root {str(root)!r}; put the file "
+                                 "under the work root (relative paths are taken from it)")
     program = command[0]
     if program in allowed:
         return

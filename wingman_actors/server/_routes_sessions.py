@@ -19,7 +19,7 @@ from ..core import Message
 from ..errors import AgentError
 from ..store import FormationMismatchError, StoreError
 from ._context import ServerContext
-from ._convert import delegation_tree, result_fields, usage_dict
+from ._convert import delegation_tree, jsonable, result_fields, usage_dict
 from ._deps import Ctx
 from ._errors import ApiError, from_agent_error
 from ._schemas import (
@@ -205,7 +205,8 @@ def _stream_message(
             result = stream.result()
             ctx.store.append_messages(id, session.history[len(history):])
             yield "done", {"usage": usage_dict(result.usage), "steps": result.steps, "response": result.response,
-                           "delegations": delegation_tree(result)}
+                           "delegations": delegation_tree(result), "status": result.status,
+                           "interrupt": jsonable(result.interrupt)}
     finally:
         lock.release()
 
@@ -213,8 +214,9 @@ def _stream_message(
 @router.post("/{id}/message/stream", summary="Send a message and stream SSE events")
 async def message_stream(id: str, body: MessageIn, ctx: Ctx) -> Response:
     """One SSE event per StreamEvent, named by its type (``message_start``, ``text_delta``,
-    ``tool_start``, ``tool_end``...), then ``done`` with usage, steps, response and the
-    delegation tree. No request timeout."""
+    ``tool_start``, ``tool_end``...), then ``done`` with usage, steps, response, the
+    delegation tree, ``status`` and ``interrupt`` (``"suspended"`` and the question when a
+    tool asked a person: answer it with ``POST /sessions/{id}/resume``). No request timeout."""
     agent_record, work_dir = await ctx.pool.run(_prepare, ctx, id, body.agent_id)
     canceller = Canceller()
     stream = ThreadedStream(

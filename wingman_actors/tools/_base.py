@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import inspect
 import json
 import re
@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import PydanticSerializationError
 
 from .._cancel import CancelToken
-from .._event_loop import LoopThread
+from .._event_loop import LoopThread, in_daemon_thread
 from ..core import ToolDefinition
 from ..errors import ToolError
 
@@ -256,12 +256,13 @@ class FunctionTool:
 
     async def aexecute(self, input: dict[str, Any], ctx: ToolContext) -> str:
         """:meth:`execute`, awaited (``Session.arun``): an ``async def`` function is
-        awaited on the caller's loop; a plain one runs on a worker thread."""
+        awaited on the caller's loop; a plain one runs on a daemon thread of its own (one
+        left stuck when the session stops holds neither the caller's loop nor exit)."""
         kwargs = self._arguments(input, ctx)
         if self._is_async:
             result = await self.fn(**kwargs)
         else:
-            result = await asyncio.to_thread(self.fn, **kwargs)
+            result = await in_daemon_thread(functools.partial(self.fn, **kwargs), name=f"wingman-tool-{self.name}")
         return to_text(result)
 
     def _arguments(self, input: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
