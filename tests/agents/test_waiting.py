@@ -195,3 +195,22 @@ def test_resume_without_a_store_says_where_to_give_one() -> None:
 def test_a_session_refuses_a_store_that_is_not_one() -> None:
     with pytest.raises(TypeError, match="takes a RunStore"):
         Session(Agent("a", provider=ScriptedProvider()), store="runs.sqlite")
+
+
+def test_resume_called_on_the_class_says_to_call_it_on_a_session_of_the_agent(store: RunStore) -> None:
+    session = Session(agent(ScriptedProvider([ASK])), store=store)
+    session.run("Book me a trip.")
+
+    with pytest.raises(TypeError, match=r"Session\(agent\)\.resume\(session_id, store=store, answer=\.\.\.\)"):
+        Session.resume(session.id, store=store, answer="Lisbon")  # type: ignore[arg-type,call-arg]
+    assert store.get(session.id).status == "suspended"  # nothing was taken
+
+
+def test_aresume_called_on_the_class_says_to_call_it_on_a_session_of_the_agent(store: RunStore) -> None:
+    import asyncio
+
+    session = Session(agent(ScriptedProvider([ASK])), store=store)
+    session.run("Book me a trip.")
+
+    with pytest.raises(TypeError, match=r"Session\(agent\)\.aresume\("):
+        asyncio.run(Session.aresume(session.id, store=store, answer="Lisbon"))  # type: ignore[arg-type,call-arg]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken
 from ..core import Message
+from ._on_session import on_a_session
 from ._result import Result
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class AsyncSessionRuns:
 
         return await complete(cast("Session", self), message, timeout, parent_token, metadata)
 
+    @on_a_session
     async def aresume(
         self, session_id: str, *, store: Any = None, answer: Any = None, timeout: float | None = None
     ) -> Result:
@@ -78,6 +80,7 @@ class AsyncSessionRuns:
         from it). The arguments are those of :meth:`resume`.
 
         Raises:
+            TypeError: called on the class: call it on a session of the agent, as :meth:`resume`.
             ValueError: no store given, or nothing of that session is waiting in it.
             StoreError: the run cannot be resumed (expired, finished, another agent's).
             asyncio.CancelledError: the awaiting task was cancelled.

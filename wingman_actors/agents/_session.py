@@ -45,6 +45,7 @@ from ._context_budget import ContextWindow
 from ._hooks import emit, emit_stop, read_only
 from ._middleware import RunContext
 from ._model_calls import ModelCall, compactions, infer, infer_stream, traced_infer
+from ._on_session import on_a_session
 from ._prepare import Prepares
 from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
@@ -204,6 +205,7 @@ class Session(AsyncSessionRuns):
             return run_waiting(self, message, timeout, parent_token, metadata)
         return self._run_blocking(message, timeout, parent_token, metadata)
 
+    @on_a_session
     def resume(
         self, session_id: str, *, store: Any = None, answer: Any = None, timeout: float | None = None
     ) -> Result:
@@ -220,6 +222,8 @@ class Session(AsyncSessionRuns):
             timeout: as for :meth:`run`.
 
         Raises:
+            TypeError: called on the class (``Session.resume(session_id, ...)``): call it on
+                a session of the suspended session's agent, ``Session(agent).resume(...)``.
             ValueError: no store given, or nothing of that session is waiting in it.
             StoreError: the run cannot be resumed (expired, finished, another agent's).
         """
