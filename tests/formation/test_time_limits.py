@@ -113,3 +113,23 @@ def test_an_abandoned_attempt_is_logged_once_with_node_and_run(stuck: Any, caplo
     abandoned = [r for r in caplog.records if "abandoned" in r.getMessage()]
     assert len(abandoned) == 1
     assert "'slow'" in abandoned[0].getMessage() and str(info.value.run_id) in abandoned[0].getMessage()
+
+
+def test_a_run_timeout_too_long_for_the_clock_leaves_other_runs_time_limits_working(stuck: Any) -> None:
+    # DESIGN: "a run timeout fails the run within that limit plus 0.1 s". A timeout of
+    # 1e12 s (or inf) is past what a thread can wait for: the formation's timer must not
+    # die of it, or no later run's timeout (nor any retry's backoff) fires again.
+    _, slow = stuck
+    quick = Formation("t").add_function("slow", lambda x: slow(x) if x else x)
+    with quick.start() as running:
+        assert running.submit(0, timeout=1e12).result(timeout=5).output == 0
+        assert running.submit(0, timeout=float("inf")).result(timeout=5).output == 0
+        started = time.perf_counter()
+        with pytest.raises(FormationRuntimeError, match="timed out"):
+            running.submit(1, timeout=0.3).result(timeout=5)
+        assert time.perf_counter() - started < 0.3 + SLACK
+
+
+def test_a_node_timeout_too_long_for_the_clock_is_a_timeout_that_never_fires() -> None:
+    # validation accepts any finite number of seconds: the timer must take it too
+    assert Formation("t").add_function("f", lambda x: x + 1, timeout=1e12).run(1).output == 2
