@@ -27,7 +27,7 @@ from ._join import ROUND_OVER, Join
 from ._plan import EdgeSpec, Plan
 from ._result import ZERO_USAGE, FormationResult
 from ._runstate import RunState
-from ._supervision import AttemptFailed, AttemptTimedOut
+from ._supervision import AttemptFailed, AttemptTimedOut, timed_out
 from ._trace_journal import TRACE_KEY, summary, worth_journalling
 from .events import FormationEventType, emit
 
@@ -267,6 +267,9 @@ class Router:
         retire (the supervisor starts a fresh one)."""
         if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
             return False  # the attempt timed out before: it was abandoned already
+        spec = self.specs[work.target]
+        if work.timer is not None and spec.timeout is not None and finished - started >= spec.timeout:
+            exc = timed_out(spec, attempt, work.run_id, exc)  # it failed at its deadline: a timeout all the same
         run = work.run
         if run.done:
             # the run was cancelled or failed meanwhile: keep the record, nothing to retry
