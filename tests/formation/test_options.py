@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import wingman_actors.formation as formation_package
-from wingman_actors import Formation
+from wingman_actors import Agent, Formation
 from wingman_actors.formation import RunOptions
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.orchestration import Blackboard
@@ -150,3 +150,10 @@ def test_submit_refuses_an_on_event_that_is_not_callable() -> None:
     # as run() does: it used to be accepted, then logged as failing at every event
     with chain().start() as running, pytest.raises(TypeError, match="on_event must be a callable"):
         running.submit(1, on_event=3)  # type: ignore[arg-type]
+
+
+def test_a_provider_that_is_not_a_provider_is_refused_before_anything_starts() -> None:
+    # it used to start the run, then fail the agent node: "'str' object has no attribute 'run_inference'"
+    agent = Formation("a").add_agent("ask", Agent("w", provider=ScriptedProvider(["hi"])))
+    with pytest.raises(TypeError, match=r"provider must be a Provider .*new_provider\('openai'.*got str"):
+        agent.run("q", provider="openai")  # type: ignore[arg-type]

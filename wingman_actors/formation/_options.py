@@ -72,6 +72,12 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         check_run_args(self.timeout, self.on_event)
+        if self.provider is not None and not callable(getattr(self.provider, "run_inference", None)):
+            raise TypeError(
+                "provider must be a Provider (it replaces every agent's), e.g. "
+                "wingman_actors.providers.new_provider('openai', {'model': ...}) or "
+                f"wingman_actors.testing.ScriptedProvider([...]), got {type(self.provider).__name__} {self.provider!r}"
+            )
         if not isinstance(self.backend, str):
             raise TypeError(f"backend must be a name, 'threads' or 'ray', got {self.backend!r}")
         if self.run_id is not None and not isinstance(self.run_id, str):
