@@ -27,7 +27,7 @@ from ._join import ROUND_OVER, Join
 from ._plan import EdgeSpec, Plan
 from ._result import ZERO_USAGE, FormationResult
 from ._runstate import RunState
-from ._supervision import AttemptFailed, AttemptTimedOut, timed_out
+from ._supervision import AttemptFailed, AttemptTimedOut, overdue
 from ._trace_journal import TRACE_KEY, summary, worth_journalling
 from .events import FormationEventType, emit
 
@@ -175,8 +175,12 @@ class Router:
         self, work: Work, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
     ) -> None:
         """A node succeeded: record it and route the output."""
-        if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
+        timer = work.timer
+        if attempt != work.attempt or (timer is not None and not self.settle(work)):
             return  # a late reply from an attempt that timed out
+        if timer is not None and (late := overdue(self.specs[work.target], attempt, work.run_id, started, finished)):
+            self.tell_supervisor(AttemptFailed(work, attempt, late, started, finished, work.replica, False, None))
+            return  # it ran past its timeout, its timer kept from running (a node holding the GIL): dropped
         run = work.run
         if run.done:
             return
@@ -267,9 +271,8 @@ class Router:
         retire (the supervisor starts a fresh one)."""
         if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
             return False  # the attempt timed out before: it was abandoned already
-        spec = self.specs[work.target]
-        if work.timer is not None and spec.timeout is not None and finished - started >= spec.timeout:
-            exc = timed_out(spec, attempt, work.run_id, exc)  # it failed at its deadline: a timeout all the same
+        if work.timer is not None:  # failing at its deadline (an agent session's is the node's) is timing out
+            exc = overdue(self.specs[work.target], attempt, work.run_id, started, finished, exc) or exc
         run = work.run
         if run.done:
             # the run was cancelled or failed meanwhile: keep the record, nothing to retry

@@ -57,6 +57,7 @@ __all__ = [
     "Supervisor",
     "SupervisorMessage",
     "backoff_delay",
+    "overdue",
     "retryable",
     "timed_out",
 ]
@@ -149,6 +150,18 @@ def timed_out(spec: NodeSpec, attempt: int, run_id: str, cause: BaseException | 
                            node=spec.name, attempt=attempt, run_id=run_id)
     err.__cause__ = cause
     return err
+
+
+def overdue(spec: NodeSpec, attempt: int, run_id: str, started: float, finished: float,
+            cause: BaseException | None = None) -> NodeTimeoutError | None:
+    """The timeout error of an attempt that ended (``started``/``finished``: ``perf_counter``)
+    at or past its node's ``timeout`` before the node's timer settled it, else None. Such an
+    attempt timed out all the same: one that failed at its deadline (an agent session's
+    deadline is its node's), or one that succeeded too late because its timer could not run
+    (a node holding the interpreter lock)."""
+    if spec.timeout is None or finished - started < spec.timeout:
+        return None
+    return timed_out(spec, attempt, run_id, cause)
 
 
 class Supervision:
