@@ -129,7 +129,20 @@ def merge_options(options: RunOptions | None, call: str, **keywords: Any) -> Run
         TypeError: ``options`` is not a :class:`RunOptions`; it sets an option the call
             does not take; or a keyword and ``options`` give the same option two
             different values.
+        ValueError: a ``Formation`` method got a ``run_id`` (or a run to resume) and no store.
     """
+    merged = _merged(options, call, keywords)
+    if merged.run_id is not None and merged.store is None and call.startswith("Formation."):
+        # (a started formation's submit and resume say this themselves: their store is start()'s)
+        if "resume" in call:
+            raise ValueError(f"{call} needs the run's store: pass store= (the RunStore, or the path of its file, "
+                             f"the run is journalled in), e.g. formation.resume(run_id, store='runs.sqlite')")
+        raise ValueError(f"run_id={merged.run_id!r} names a journalled run: give {call} a store too, "
+                         f"e.g. store='runs.sqlite'")
+    return merged
+
+
+def _merged(options: RunOptions | None, call: str, keywords: dict[str, Any]) -> RunOptions:
     if options is None:
         return RunOptions(**keywords)
     if not isinstance(options, RunOptions):
