@@ -24,7 +24,7 @@ from ._error_routes import replay_failure, skip_error_targets
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
 from ._join import ROUND_OVER, Join
-from ._plan import EdgeSpec, Plan
+from ._plan import ConditionRaised, EdgeSpec, Plan
 from ._result import ZERO_USAGE, FormationResult
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut, overdue
@@ -217,11 +217,11 @@ class Router:
             spec = self.specs[name]
             try:
                 firing = self._firing(spec.out_edges, output)
-            except Exception as exc:
-                edge = next(e for e in spec.out_edges if e.when is not None)
+            except ConditionRaised as raised:
+                edge, exc = raised.edge, raised.__cause__
                 err = FormationRuntimeError(
-                    f"condition {edge.label or 'when'} on an edge out of {name!r} raised "
-                    f"{type(exc).__name__}: {exc}",
+                    f"condition {edge.label or 'when'} of edge {name!r} → {edge.target!r} raised "
+                    f"{type(exc).__name__}: {exc}; make it return a bool for every output of {name!r}",
                     node=name, attempts=attempt, run_id=run.id, outputs=run.outputs,
                 )
                 err.__cause__ = exc
@@ -254,7 +254,10 @@ class Router:
         firing = []
         matched = False
         for e in edges:
-            fire = e.when is None or bool(e.when(output))
+            try:
+                fire = e.when is None or bool(e.when(output))
+            except Exception as exc:
+                raise ConditionRaised(e) from exc
             if fire and e.when is not None:
                 matched = True
             firing.append(fire)
