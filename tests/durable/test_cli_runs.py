@@ -62,3 +62,31 @@ def test_an_unknown_run_is_named_once_with_the_command_that_lists_the_runs(
     err = capsys.readouterr().err.strip()
     assert err == (f"wingman-actors: error: no run 'no-such-run' in the run store {path}; "
                    f"list its runs with: wingman-actors runs --store {path}")
+
+
+def test_resume_with_an_answer_of_a_run_that_succeeded_is_one_line_saying_so(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = tmp_path / "approval.py"
+    module.write_text(APPROVAL_FORMATION)
+    assert main(["run", str(module), "--input", "cats", "--store", str(path)]) == 0
+    run_id = capsys.readouterr().err.split("wingman-actors resume ")[1].split()[0]
+    assert main(["resume", run_id, "--store", str(path), "--answer", '"yes"']) == 0
+    capsys.readouterr()
+    assert main(["resume", run_id, "--store", str(path), "--answer", '"yes"']) == 1
+    err = capsys.readouterr().err
+    assert "already succeeded" in err and "Traceback" not in err
+
+
+def test_resume_with_an_answer_of_a_run_without_a_pending_interrupt_is_a_usage_error(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = tmp_path / "failing.py"
+    module.write_text("from wingman_actors import Formation\n\n"
+                      "def boom(x):\n    raise ValueError('down')\n\n"
+                      "formation = Formation('failing').add_function('boom', boom)\n")
+    assert main(["run", str(module), "--input", "x", "--store", str(path)]) == 1
+    run_id = capsys.readouterr().err.split("wingman-actors resume ")[1].split()[0]
+    assert main(["resume", run_id, "--store", str(path), "--answer", '"yes"']) == 2
+    err = capsys.readouterr().err
+    assert "no pending interrupt" in err and "without --answer" in err and "Traceback" not in err

@@ -179,3 +179,12 @@ def test_a_retried_agent_visit_resumes_from_the_responses_of_the_attempt_that_in
     assert resumed.output == "done"
     assert noted == []  # the failed attempt's tool call is not replayed into the resumed session
     assert len(provider.requests[-1].messages) == 3  # the prompt, the charge call, its result
+
+
+def test_an_answer_for_a_run_that_already_succeeded_is_refused_saying_it_succeeded(store: RunStore) -> None:
+    # DESIGN: resume continues an unfinished run; a finished one is refused with the reason,
+    # not with "no pending interrupt: resume it without answer=" (which fails again)
+    f = Formation("f").add_function("a", lambda x: x)
+    run_id = f.run(1, store=store).run_id
+    with pytest.raises(RunNotResumableError, match="already succeeded"):
+        f.resume(run_id, store=store, answer="yes")

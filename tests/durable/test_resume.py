@@ -135,6 +135,18 @@ def test_resume_without_a_store_is_refused() -> None:
         running.resume("some-run")
 
 
+def test_formation_resume_without_a_store_names_the_store_argument_it_needs() -> None:
+    # the hint used to be "start the formation with formation.start(store=...)", which
+    # Formation.resume does not do
+    with pytest.raises(ValueError, match=r"Formation.resume\(\) needs the run's store: pass store="):
+        Formation("x").add_function("a", lambda x: x).resume("some-run", store=None)  # type: ignore[arg-type]
+
+
+def test_a_run_id_without_a_store_names_the_store_argument_of_run() -> None:
+    with pytest.raises(ValueError, match=r"run_id='mine' names a journalled run: give Formation.run\(\) a store"):
+        Formation("x").add_function("a", lambda x: x).run(1, run_id="mine")
+
+
 def test_many_threads_submit_and_resume_against_one_store(store: RunStore) -> None:
     fail = Flaky(lambda x: x * 3)
     f = Formation("par").add_function("a", lambda x: x + 1).add_function("b", fail).connect("a", "b")

@@ -86,6 +86,15 @@ def test_a_timeout_is_routed_to_the_handler() -> None:
     assert isinstance(seen[0].error, NodeTimeoutError) and seen[0].error.node == "a"
 
 
+def test_an_agent_node_out_of_time_hands_its_handler_a_node_timeout_error() -> None:
+    for _ in range(3):  # the session's own deadline (the node's) and the node's timer race for it
+        seen: list[NodeFailure] = []
+        slow = Agent("w", provider=ScriptedProvider(["late"], latency_s=2, cycle=True))
+        (Formation("g").add_agent("a", slow, timeout=0.1).add_function("handler", seen.append)
+         .connect("a", "handler", on_error=True).run("q"))
+        assert isinstance(seen[0].error, NodeTimeoutError) and seen[0].error.node == "a"
+
+
 def test_an_error_that_retry_on_does_not_name_reaches_the_handler_after_one_attempt() -> None:
     seen: list[NodeFailure] = []
     f = (Formation("g").add_function("a", broken, retries=5, retry_on=ConnectionError)

@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # What a formation of functions needs at no point: the agent layer's sessions and fleets
@@ -107,3 +109,43 @@ def test_a_durable_run_loads_the_store(tmp_path: Path) -> None:
     """)
 
     assert {"wingman_actors.store", "wingman_actors.formation._durable"} <= loaded
+
+
+_LOADING_THREAD = """
+import asyncio, importlib.abc, json, sys, threading
+loaders = {}
+
+class Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name in WATCHED and name not in loaders:
+            loaders[name] = threading.current_thread() is threading.main_thread()
+        return None
+
+WATCHED = ("wingman_actors.formation._runtime", "wingman_actors.store", "wingman_actors.formation._durable")
+sys.meta_path.insert(0, Watch())
+from wingman_actors import Formation
+
+async def main(kind):
+    f = Formation("f").add_function("a", lambda x: x + 1)
+    if kind == "arun":
+        await f.arun(1, store=sys.argv[1])
+    elif kind == "astream":
+        [e async for e in f.astream(1, store=sys.argv[1])]
+    else:
+        async with f.astart(store=sys.argv[1]) as running:
+            await running.asubmit(1)
+
+asyncio.run(main(sys.argv[2]))
+print(json.dumps(loaders))
+"""
+
+
+@pytest.mark.parametrize("call", ["arun", "astream", "astart"])
+def test_the_first_async_run_loads_the_runtime_and_the_store_off_the_event_loop(call: str, tmp_path: Path) -> None:
+    # DESIGN (Async Python): none of them blocks the caller's event loop. Loading the
+    # runtime takes about 0.1 s of CPU, and the first arun() loaded it on the loop's thread.
+    done = subprocess.run([sys.executable, "-c", _LOADING_THREAD, str(tmp_path / "runs.sqlite"), call],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    on_the_loop = json.loads(done.stdout.splitlines()[-1])
+    assert on_the_loop == dict.fromkeys(on_the_loop, False) and len(on_the_loop) == 3

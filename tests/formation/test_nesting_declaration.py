@@ -196,3 +196,20 @@ def test_formations_nested_deeper_than_the_limit_are_refused_and_the_limit_runs(
     assert tower(MAX_NESTING).run(0).output == 1  # the deepest nesting allowed completes
     with pytest.raises(FormationSetupError, match=rf"nest more than {MAX_NESTING} levels deep .*flatten some"):
         tower(MAX_NESTING + 1).validate()
+
+
+def test_a_node_named_like_the_path_of_a_nested_node_is_refused() -> None:
+    # inner nodes are named by path ("review/check") in events and result.nodes: an outer
+    # node of that name took the inner node's trace over, and its events could not be told apart
+    review = Formation("review").add_function("check", inc)
+    f = Formation("blog").add_formation("review", review).add_function("review/check", inc).connect("review", "review/check")
+    with pytest.raises(FormationSetupError, match=r"node 'review/check' of formation 'blog' is named like a node "
+                                                  r"inside formation node 'review'.*rename it"):
+        f.validate()
+
+
+def test_a_node_named_like_a_nested_path_is_refused_inside_an_inner_formation_too() -> None:
+    deep = Formation("deep").add_function("x", inc)
+    inner = Formation("inner").add_formation("d", deep).add_function("d/x", inc).connect("d", "d/x")
+    with pytest.raises(FormationSetupError, match=r"node 'd/x' of formation 'inner' is named like"):
+        Formation("outer").add_formation("i", inner).validate()

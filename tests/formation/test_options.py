@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import wingman_actors.formation as formation_package
-from wingman_actors import Formation
+from wingman_actors import Agent, Formation
 from wingman_actors.formation import RunOptions
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.orchestration import Blackboard
@@ -130,3 +130,30 @@ def test_run_options_are_immutable() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.timeout = 6  # type: ignore[misc]
     assert dataclasses.replace(options, timeout=6).timeout == 6
+
+
+def test_a_run_timeout_that_is_not_a_number_is_refused_before_anything_starts() -> None:
+    # nan compares false with everything: it used to "time out after nans" at once
+    with pytest.raises(ValueError, match="timeout must be > 0 seconds, got nan"):
+        chain().run(1, timeout=float("nan"))
+
+
+def test_submit_refuses_a_timeout_that_is_not_a_number_of_seconds() -> None:
+    with chain().start() as running:
+        with pytest.raises(TypeError, match="timeout must be a number of seconds or None, got '1'"):
+            running.submit(1, timeout="1")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="timeout must be > 0 seconds, got nan"):
+            running.submit(1, timeout=float("nan"))
+
+
+def test_submit_refuses_an_on_event_that_is_not_callable() -> None:
+    # as run() does: it used to be accepted, then logged as failing at every event
+    with chain().start() as running, pytest.raises(TypeError, match="on_event must be a callable"):
+        running.submit(1, on_event=3)  # type: ignore[arg-type]
+
+
+def test_a_provider_that_is_not_a_provider_is_refused_before_anything_starts() -> None:
+    # it used to start the run, then fail the agent node: "'str' object has no attribute 'run_inference'"
+    agent = Formation("a").add_agent("ask", Agent("w", provider=ScriptedProvider(["hi"])))
+    with pytest.raises(TypeError, match=r"provider must be a Provider .*new_provider\('openai'.*got str"):
+        agent.run("q", provider="openai")  # type: ignore[arg-type]

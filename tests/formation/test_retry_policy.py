@@ -239,3 +239,34 @@ def test_the_plan_applies_the_retry_policy_defaults() -> None:
 def test_a_misspelt_retry_policy_is_refused_with_a_suggestion() -> None:
     with pytest.raises(FormationSetupError, match="did you mean 'retry_on' for 'retry_only'"):
         Formation("f").add_function("a", abs, retry_only=ValueError)
+
+
+# -- agent and fleet nodes out of time: the node's timeout, not the session's own error ---------
+# The node's timeout is also its session's deadline: when the session noticed it first, its
+# AgentError(kind=timeout) used to fail the attempt, so retry_on=TimeoutError did not retry it
+# and an error edge's NodeFailure did not carry a NodeTimeoutError (about 4 runs in 5).
+
+
+def test_an_agent_node_out_of_time_fails_with_a_node_timeout_error() -> None:
+    for _ in range(3):  # the session and the node's timer race for it
+        slow = Agent("w", provider=ScriptedProvider(["late"], latency_s=2, cycle=True))
+        with pytest.raises(FormationRuntimeError) as info:
+            Formation("f").add_agent("a", slow, timeout=0.1).run("q")
+        assert isinstance(info.value.__cause__, NodeTimeoutError)
+
+
+def test_an_agent_node_out_of_time_is_retried_when_retry_on_names_timeout_error() -> None:
+    for _ in range(3):
+        slow = Agent("w", provider=ScriptedProvider(["late"], latency_s=2, cycle=True))
+        f = Formation("f").add_agent("a", slow, timeout=0.1, retries=2, backoff=0, retry_on=TimeoutError)
+        with pytest.raises(FormationRuntimeError) as info:
+            f.run("q")
+        assert info.value.attempts == 3
+
+
+def test_a_fleet_node_out_of_time_fails_with_a_node_timeout_error() -> None:
+    for _ in range(3):
+        slow = Agent("w", provider=ScriptedProvider(["late"], latency_s=2, cycle=True))
+        with pytest.raises(FormationRuntimeError) as info:
+            Formation("f").add_fleet("a", slow, timeout=0.1).run(["q", "r"])
+        assert isinstance(info.value.__cause__, NodeTimeoutError)

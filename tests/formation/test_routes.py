@@ -298,3 +298,18 @@ def test_typing_type_is_narrows_too() -> None:  # pragma: no cover - 3.13+
         .connect("parse", "rest", otherwise=True)
     )
     f.validate()
+
+
+def test_a_condition_that_raises_fails_the_run_naming_its_own_edge() -> None:
+    # the error named the node's first conditional edge, whichever one raised
+    def small(n: int) -> bool:
+        return n < 10
+
+    def broken(n: int) -> bool:
+        raise KeyError("no rule")
+
+    f = (Formation("r").add_function("a", lambda n: n).add_function("b", str).add_function("c", str)
+         .connect("a", "b", when=small).connect("a", "c", when=broken))
+    with pytest.raises(FormationRuntimeError, match=r"condition broken of edge 'a' → 'c' raised KeyError") as info:
+        f.run(20)
+    assert info.value.node == "a" and isinstance(info.value.__cause__, KeyError)

@@ -3,6 +3,7 @@ run within the limit (plus a small margin) via run(), submit() and run_stream().
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -113,3 +114,50 @@ def test_an_abandoned_attempt_is_logged_once_with_node_and_run(stuck: Any, caplo
     abandoned = [r for r in caplog.records if "abandoned" in r.getMessage()]
     assert len(abandoned) == 1
     assert "'slow'" in abandoned[0].getMessage() and str(info.value.run_id) in abandoned[0].getMessage()
+
+
+def test_a_run_timeout_too_long_for_the_clock_leaves_other_runs_time_limits_working(stuck: Any) -> None:
+    # DESIGN: "a run timeout fails the run within that limit plus 0.1 s". A timeout of
+    # 1e12 s (or inf) is past what a thread can wait for: the formation's timer must not
+    # die of it, or no later run's timeout (nor any retry's backoff) fires again.
+    _, slow = stuck
+    quick = Formation("t").add_function("slow", lambda x: slow(x) if x else x)
+    with quick.start() as running:
+        assert running.submit(0, timeout=1e12).result(timeout=5).output == 0
+        assert running.submit(0, timeout=float("inf")).result(timeout=5).output == 0
+        started = time.perf_counter()
+        with pytest.raises(FormationRuntimeError, match="timed out"):
+            running.submit(1, timeout=0.3).result(timeout=5)
+        assert time.perf_counter() - started < 0.3 + SLACK
+
+
+def test_a_node_timeout_too_long_for_the_clock_is_a_timeout_that_never_fires() -> None:
+    # validation accepts any finite number of seconds: the timer must take it too
+    assert Formation("t").add_function("f", lambda x: x + 1, timeout=1e12).run(1).output == 2
+
+
+
+@pytest.fixture(scope="module")
+def hog() -> Any:
+    """A node function that sorts for about half a second without running Python code, so
+    the interpreter lock is not let go: the node's timer cannot fire before it is done."""
+    shuffled = list(range(1_500_000))
+    random.Random(7).shuffle(shuffled)
+
+    def hog_the_interpreter(x: int) -> int:
+        sorted(shuffled)
+        return x
+
+    return hog_the_interpreter
+
+
+def test_a_node_that_ran_past_its_timeout_fails_though_its_timer_could_not_fire_first(hog: Any) -> None:
+    # DESIGN: "a node timeout ... fails the run". A node holding the interpreter lock (C code:
+    # sorted, sum(range(...))) finished before its timer could run, and its late output was
+    # taken: the run succeeded, about 4 runs in 5, though the node ran ten times its timeout.
+    for _ in range(3):
+        started = time.perf_counter()
+        with pytest.raises(FormationRuntimeError) as info:
+            Formation("t").add_function("hog", hog, timeout=0.05).run(1)
+        assert time.perf_counter() - started > 0.05
+        assert isinstance(info.value.__cause__, NodeTimeoutError)

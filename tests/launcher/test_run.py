@@ -224,6 +224,13 @@ def test_a_failed_run_with_json_prints_the_error_document(capsys: pytest.Capture
     assert doc["error"]["node"] == "parse" and "file not found" in doc["error"]["message"]
 
 
+def test_a_failed_run_with_json_says_its_status_as_a_succeeded_or_cancelled_one_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "formations/budget.py", "-i", "missing.pdf", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["status"] == "failed"
+
+
 def test_a_missing_formation_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "formations/nope.py"]) == 2
     assert "formation file 'formations/nope.py' not found" in capsys.readouterr().err

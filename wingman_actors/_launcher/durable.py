@@ -157,6 +157,9 @@ def resume_command(args: argparse.Namespace) -> int:
         raise UsageError(f"run {args.resume_id} does not record its formation file (it was not started by "
                          f"`wingman-actors run`); name the file that builds formation {record.formation!r}: "
                          f"{command}, or resume it from Python with Formation.resume")
+    if args.answer is not None and record.interrupt is None and record.status not in ("succeeded", "expired"):
+        raise UsageError(f"run {args.resume_id} has no pending interrupt to answer (status {record.status}); "
+                         f"resume it without --answer: {shlex.join(['wingman-actors', 'resume', args.resume_id, *choice.flag])}")
     args.formation = given or record.source
     args.input = None
     args.answer_value = None if args.answer is None else parse_answer(args.answer)

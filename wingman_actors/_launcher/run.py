@@ -245,6 +245,7 @@ def _failure_dict(exc: FormationRuntimeError) -> dict[str, Any]:
     cause = exc.__cause__
     return {
         "run_id": exc.run_id,
+        "status": "failed",
         "error": {
             "message": failure_message(exc),
             "node": exc.node,

@@ -43,6 +43,7 @@ def _nothing() -> None:
     pass
 
 
+_LONGEST_WAIT = 86_400.0  # seconds: the longest single wait (threading.TIMEOUT_MAX may be less than a time_t)
 _COMPACT_AT = 1024  # the fewest timers in the heap before cancelled ones are cleared away
 
 
@@ -92,7 +93,9 @@ class Scheduler:
                     wait = self._heap[0][0] - time.monotonic()
                     if wait <= 0:
                         break
-                    self._cond.wait(wait)
+                    # a deadline past what a thread can wait for (a timeout of 1e12 s, or
+                    # inf) is waited for in slices: the wait itself would raise OverflowError
+                    self._cond.wait(min(wait, _LONGEST_WAIT))
                 if self._stopped:
                     return
                 _, _, handle = heapq.heappop(self._heap)

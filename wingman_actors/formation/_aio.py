@@ -297,6 +297,14 @@ async def begin_off_loop(fn: Callable[[], _T], undo: Callable[[_T], object]) -> 
         raise
 
 
+def _begin_once(*args: Any, **kwargs: Any) -> tuple[RunningFormation, RunFuture]:
+    """``begin_once`` on a worker thread: the runtime's modules load there the first time
+    (about 0.1 s of CPU), not on the caller's loop."""
+    from ._runtime import begin_once
+
+    return begin_once(*args, **kwargs)
+
+
 def _cancel_and_stop(begun: tuple[RunningFormation, RunFuture]) -> None:
     running, future = begun
     future.cancel()
@@ -308,12 +316,11 @@ async def arun_plan(
 ) -> FormationResult:
     """``run_once`` awaited: start, submit (or resume), await the result, settle the
     journal, stop. Cancelling the awaiting task cancels the run."""
-    from ._runtime import begin_once, settle
-
     loop = asyncio.get_running_loop()
     running, future = await begin_off_loop(
-        functools.partial(begin_once, plan, input, options, journal, resume=resume, answer=answer), _cancel_and_stop
+        functools.partial(_begin_once, plan, input, options, journal, resume=resume, answer=answer), _cancel_and_stop
     )
+    from ._runtime import settle  # loaded by _begin_once
     try:
         try:
             result = await watch(future, loop)
@@ -337,8 +344,6 @@ async def astream_plan(
     ``run_stream``: a consumer that stops early cancels a run not journalled, and a
     journalled one is interrupted by the stop (resumable); cancelling the consuming task
     cancels the run, as it does ``arun``'s."""
-    from ._runtime import RUN_ENDED, begin_once
-
     loop = asyncio.get_running_loop()
     events: deque[FormationEvent] = deque()
     waiter: list[asyncio.Future[None]] = []
@@ -352,9 +357,10 @@ async def astream_plan(
     if resume_id is not None:
         options = dataclasses.replace(options, run_id=resume_id)
     running, future = await begin_off_loop(functools.partial(
-        begin_once, plan, input, dataclasses.replace(options, on_event=None), journal, resume=resume_id is not None,
+        _begin_once, plan, input, dataclasses.replace(options, on_event=None), journal, resume=resume_id is not None,
         answer=answer, on_event=inbox.put,
     ), _cancel_and_stop)
+    from ._runtime import RUN_ENDED  # loaded by _begin_once
     try:
         while True:
             while not events:

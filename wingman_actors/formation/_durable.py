@@ -152,8 +152,11 @@ class Journal:
             StoreError: the store refuses the claim (see ``claim_run``).
         """
         store = self.store
-        if answer is not None and store.get(run_id).interrupt is None:
-            raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
+        if answer is not None:
+            asked = store.get(run_id)
+            # a run that ended for good is refused by the claim below, saying why
+            if asked.interrupt is None and asked.status not in ("succeeded", "expired"):
+                raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
         record = self.claim(run_id)
         pending = record.pending_interrupt
         if answer is not None or (pending is not None and is_breakpoint(pending.payload)):

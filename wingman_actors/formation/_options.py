@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ._durable import StoreArg
     from .events import FormationEvent
 
-__all__ = ["RunOptions", "merge_options"]
+__all__ = ["RunOptions", "check_run_args", "merge_options"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,17 +71,34 @@ class RunOptions:
     break_after: Collection[str] | None = None
 
     def __post_init__(self) -> None:
-        timeout = self.timeout
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
-            raise TypeError(f"timeout must be a number of seconds or None, got {timeout!r}")
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-        if self.on_event is not None and not callable(self.on_event):
-            raise TypeError(f"on_event must be a callable taking a FormationEvent, got {self.on_event!r}")
+        check_run_args(self.timeout, self.on_event)
+        if self.provider is not None and not callable(getattr(self.provider, "run_inference", None)):
+            raise TypeError(
+                "provider must be a Provider (it replaces every agent's), e.g. "
+                "wingman_actors.providers.new_provider('openai', {'model': ...}) or "
+                f"wingman_actors.testing.ScriptedProvider([...]), got {type(self.provider).__name__} {self.provider!r}"
+            )
         if not isinstance(self.backend, str):
             raise TypeError(f"backend must be a name, 'threads' or 'ray', got {self.backend!r}")
         if self.run_id is not None and not isinstance(self.run_id, str):
             raise TypeError(f"run_id must be a str or None, got {self.run_id!r}")
+
+
+def check_run_args(timeout: Any, on_event: Any = None) -> None:
+    """Refuse a run ``timeout`` that is not a number of seconds > 0 (or None) and an
+    ``on_event`` that is not callable (or None): the checks of every run method.
+
+    Raises:
+        TypeError: ``timeout`` is not a number, or ``on_event`` not callable.
+        ValueError: ``timeout`` is not > 0 (nan included).
+    """
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise TypeError(f"timeout must be a number of seconds or None, got {timeout!r}")
+        if not timeout > 0:  # (not `<= 0`: nan is neither)
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+    if on_event is not None and not callable(on_event):
+        raise TypeError(f"on_event must be a callable taking a FormationEvent, got {on_event!r}")
 
 
 _DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunOptions)}
@@ -112,7 +129,20 @@ def merge_options(options: RunOptions | None, call: str, **keywords: Any) -> Run
         TypeError: ``options`` is not a :class:`RunOptions`; it sets an option the call
             does not take; or a keyword and ``options`` give the same option two
             different values.
+        ValueError: a ``Formation`` method got a ``run_id`` (or a run to resume) and no store.
     """
+    merged = _merged(options, call, keywords)
+    if merged.run_id is not None and merged.store is None and call.startswith("Formation."):
+        # (a started formation's submit and resume say this themselves: their store is start()'s)
+        if "resume" in call:
+            raise ValueError(f"{call} needs the run's store: pass store= (the RunStore, or the path of its file, "
+                             f"the run is journalled in), e.g. formation.resume(run_id, store='runs.sqlite')")
+        raise ValueError(f"run_id={merged.run_id!r} names a journalled run: give {call} a store too, "
+                         f"e.g. store='runs.sqlite'")
+    return merged
+
+
+def _merged(options: RunOptions | None, call: str, keywords: dict[str, Any]) -> RunOptions:
     if options is None:
         return RunOptions(**keywords)
     if not isinstance(options, RunOptions):

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from ..agents._agent import Agent  # only a type: agent nodes load the agent layer (_validation.is_agent)
     from ._graph import Formation  # only a type: the formation module imports this one
 
-__all__ = ["EdgeSpec", "NodeSpec", "Plan", "compile_plan"]
+__all__ = ["ConditionRaised", "EdgeSpec", "NodeSpec", "Plan", "compile_plan"]
 
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD, _P.VAR_POSITIONAL)
@@ -93,6 +93,14 @@ class EdgeSpec:
     def conditional(self) -> bool:
         """Whether the edge may stay shut (a ``when=``, ``otherwise`` or error edge)."""
         return self.when is not None or self.otherwise or self.on_error
+
+
+class ConditionRaised(Exception):
+    """The ``when=`` condition of ``edge`` raised (the cause, chained): routing fails the run naming the edge."""
+
+    def __init__(self, edge: EdgeSpec) -> None:
+        super().__init__(f"{edge.source} -> {edge.target}")
+        self.edge = edge
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,10 +24,10 @@ from ._error_routes import replay_failure, skip_error_targets
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
 from ._join import ROUND_OVER, Join
-from ._plan import EdgeSpec, Plan
+from ._plan import ConditionRaised, EdgeSpec, Plan
 from ._result import ZERO_USAGE, FormationResult
 from ._runstate import RunState
-from ._supervision import AttemptFailed, AttemptTimedOut
+from ._supervision import AttemptFailed, AttemptTimedOut, overdue
 from ._trace_journal import TRACE_KEY, summary, worth_journalling
 from .events import FormationEventType, emit
 
@@ -175,8 +175,12 @@ class Router:
         self, work: Work, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
     ) -> None:
         """A node succeeded: record it and route the output."""
-        if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
+        timer = work.timer
+        if attempt != work.attempt or (timer is not None and not self.settle(work)):
             return  # a late reply from an attempt that timed out
+        if timer is not None and (late := overdue(self.specs[work.target], attempt, work.run_id, started, finished)):
+            self.tell_supervisor(AttemptFailed(work, attempt, late, started, finished, work.replica, False, None))
+            return  # it ran past its timeout, its timer kept from running (a node holding the GIL): dropped
         run = work.run
         if run.done:
             return
@@ -213,11 +217,11 @@ class Router:
             spec = self.specs[name]
             try:
                 firing = self._firing(spec.out_edges, output)
-            except Exception as exc:
-                edge = next(e for e in spec.out_edges if e.when is not None)
+            except ConditionRaised as raised:
+                edge, exc = raised.edge, raised.__cause__
                 err = FormationRuntimeError(
-                    f"condition {edge.label or 'when'} on an edge out of {name!r} raised "
-                    f"{type(exc).__name__}: {exc}",
+                    f"condition {edge.label or 'when'} of edge {name!r} → {edge.target!r} raised "
+                    f"{type(exc).__name__}: {exc}; make it return a bool for every output of {name!r}",
                     node=name, attempts=attempt, run_id=run.id, outputs=run.outputs,
                 )
                 err.__cause__ = exc
@@ -250,7 +254,10 @@ class Router:
         firing = []
         matched = False
         for e in edges:
-            fire = e.when is None or bool(e.when(output))
+            try:
+                fire = e.when is None or bool(e.when(output))
+            except Exception as exc:
+                raise ConditionRaised(e) from exc
             if fire and e.when is not None:
                 matched = True
             firing.append(fire)
@@ -267,6 +274,8 @@ class Router:
         retire (the supervisor starts a fresh one)."""
         if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
             return False  # the attempt timed out before: it was abandoned already
+        if work.timer is not None:  # failing at its deadline (an agent session's is the node's) is timing out
+            exc = overdue(self.specs[work.target], attempt, work.run_id, started, finished, exc) or exc
         run = work.run
         if run.done:
             # the run was cancelled or failed meanwhile: keep the record, nothing to retry

@@ -37,7 +37,7 @@ from ._future import RunFuture
 from ._nested_map import FormationMapActor, map_width
 from ._nested_node import FormationNode
 from ._nesting import InnerFormation
-from ._options import RunOptions, merge_options
+from ._options import RunOptions, check_run_args, merge_options
 from ._plan import NodeSpec, Plan
 from ._result import FormationResult
 from ._routing import Router
@@ -308,8 +308,7 @@ class RunningFormation(AsyncSubmit):
             timeout, on_event, blackboard, run_id = merged.timeout, merged.on_event, merged.blackboard, merged.run_id
             break_before, break_after = merged.break_before, merged.break_after
         self._check_running()
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        check_run_args(timeout, on_event)
         board = self._blackboard if blackboard is None else _check_board(blackboard)
         if board is None and self._board_needed:
             _require_no_board(self.plan, self._board_needed)
@@ -396,8 +395,7 @@ class RunningFormation(AsyncSubmit):
         if journal is None:
             raise ValueError(f"resume({run_id!r}) needs the run's store: start the formation with "
                              "formation.start(store=...) (a RunStore or its path)")
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        check_run_args(timeout, on_event)
         board = self._blackboard if blackboard is None else _check_board(blackboard)
         if board is None and self._board_needed:
             _require_no_board(self.plan, self._board_needed)

@@ -26,11 +26,14 @@ recursion limit and leave the outer run waiting."""
 
 def nesting_problems(formation: Any) -> list[str]:
     """A problem when ``formation`` nests formations deeper than :data:`MAX_NESTING`,
-    naming the deepest path (formations nested in themselves are left to :func:`subplan`)."""
+    naming the deepest path (formations nested in themselves are left to :func:`subplan`);
+    else one for each node, at any depth, named like the path of a nested node."""
     deepest: list[str] = []
+    clashes: dict[str, None] = {}
     stack: list[tuple[Any, list[str], tuple[int, ...]]] = [(formation, [], (id(formation),))]
     while stack:
         current, path, seen = stack.pop()
+        clashes.update(dict.fromkeys(_path_like(current)))
         if len(path) > len(deepest):
             deepest = path
             if len(deepest) > MAX_NESTING:
@@ -40,10 +43,23 @@ def nesting_problems(formation: Any) -> list[str]:
             if attrs.get("kind") in ("formation", "map") and is_formation(inner) and id(inner) not in seen:
                 stack.append((inner, [*path, str(node)], (*seen, id(inner))))
     if len(deepest) <= MAX_NESTING:
-        return []
+        return list(clashes)
     shown = "/".join(deepest[:3]) + "/.../" + "/".join(deepest[-2:])
     return [f"formations nest more than {MAX_NESTING} levels deep (along {shown}); at most {MAX_NESTING} are "
             "supported: flatten some of them (declare their nodes in the formation that nests them)"]
+
+
+def _path_like(formation: Any) -> list[str]:
+    """A problem for each node named like the path of a node inside one of the formation's
+    formation nodes (``"review/check"`` beside formation node ``"review"``): inner nodes go by
+    their path in events and ``result.nodes``, so the two would be one name."""
+    graph = formation.graph
+    nesting = [str(n) for n, a in graph.nodes(data=True) if a.get("kind") in ("formation", "map")
+               and is_formation(a.get("formation"))]
+    return [f"node {name!r} of formation {formation.name!r} is named like a node inside formation node {n!r} "
+            f"(whose nodes go by the path '{n}/<node>' in events and result.nodes); rename it, e.g. "
+            f"{name.replace('/', '_')!r}"
+            for name in map(str, graph) for n in nesting if name.startswith(f"{n}/")]
 
 
 def subplan(

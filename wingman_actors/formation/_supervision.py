@@ -57,7 +57,9 @@ __all__ = [
     "Supervisor",
     "SupervisorMessage",
     "backoff_delay",
+    "overdue",
     "retryable",
+    "timed_out",
 ]
 
 log = logging.getLogger("wingman_actors.formation")
@@ -139,6 +141,29 @@ class Redeliver:
 SupervisorMessage = AttemptFailed | AttemptTimedOut | Redeliver
 
 
+def timed_out(spec: NodeSpec, attempt: int, run_id: str, cause: BaseException | None = None) -> NodeTimeoutError:
+    """The error of attempt ``attempt`` of node ``spec`` that ran out of its ``timeout``:
+    abandoned by the timer, or failing of its own at the deadline (an agent session's
+    deadline is the node's, so its ``AgentError(kind=timeout)`` is the node's timeout too),
+    ``cause`` chained."""
+    err = NodeTimeoutError(f"node {spec.name!r} attempt {attempt} timed out after {spec.timeout:g}s",
+                           node=spec.name, attempt=attempt, run_id=run_id)
+    err.__cause__ = cause
+    return err
+
+
+def overdue(spec: NodeSpec, attempt: int, run_id: str, started: float, finished: float,
+            cause: BaseException | None = None) -> NodeTimeoutError | None:
+    """The timeout error of an attempt that ended (``started``/``finished``: ``perf_counter``)
+    at or past its node's ``timeout`` before the node's timer settled it, else None. Such an
+    attempt timed out all the same: one that failed at its deadline (an agent session's
+    deadline is its node's), or one that succeeded too late because its timer could not run
+    (a node holding the interpreter lock)."""
+    if spec.timeout is None or finished - started < spec.timeout:
+        return None
+    return timed_out(spec, attempt, run_id, cause)
+
+
 class Supervision:
     """The restart, backoff and give-up policy of one running formation."""
 
@@ -189,10 +214,9 @@ class Supervision:
                 return
             work.settled = True
         spec = self.router.specs[work.target]
-        why = f"attempt {attempt} timed out after {spec.timeout:g}s"
-        self.router.nodes[spec.name].abandon(work, why)
+        err = timed_out(spec, attempt, work.run_id)
+        self.router.nodes[spec.name].abandon(work, str(err).removeprefix(f"node {spec.name!r} "))
         now = time.perf_counter()
-        err = NodeTimeoutError(f"node {spec.name!r} {why}", node=spec.name, attempt=attempt, run_id=work.run_id)
         self.on_failure(AttemptFailed(work, attempt, err, work.started or now, now, work.replica, False))
 
     def give_up(
