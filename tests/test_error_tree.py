@@ -25,6 +25,10 @@ NOT_ERRORS: dict[str, str] = {
     "wingman_actors.actors._payloads._TooDeep": "private signal of the payload walk, caught in its module",
     "wingman_actors.store._codec._Unsupported": "private signal of the journal codec, turned into a SerializationError",
     "wingman_actors.server._body._NotJson": "private signal of the JSON body parser, turned into an HTTP 400",
+    "wingman_actors.formation._plan.ConditionRaised": (
+        "private signal of a raising when= condition, turned by routing into the run's FormationRuntimeError "
+        "naming the edge"
+    ),
     "wingman_actors.server._streaming.Reported": (
         "internal marker of the server: a run error whose error event was already streamed; "
         "caught by the streaming response, never seen by a client or user"
