@@ -224,3 +224,12 @@ def test_importing_formation_loads_no_module_of_the_heavy_optional_libraries() -
     """)], capture_output=True, text=True, timeout=60, check=True)
 
     assert done.stdout.strip() == "[]"
+
+
+def test_the_launcher_run_command_on_ray_without_ray_fails_in_one_line_naming_the_ray_extra() -> None:
+    done = _launcher(("ray",), "run", "formations/budget.py", "--no-store", "--backend", "ray")
+
+    assert done.returncode == 2
+    assert [line for line in done.stderr.splitlines() if line.startswith("wingman-actors:")] == [
+        f"wingman-actors: error: backend 'ray' {_hint('ray')} (or use the default --backend threads)"
+    ]

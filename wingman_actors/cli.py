@@ -382,6 +382,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         _silence_stdout()
         return 141
     except FormationSetupError as exc:
+        if isinstance(exc.__cause__, MissingExtraError):  # `--backend ray` without Ray: not the declaration's fault
+            if debug:
+                traceback.print_exception(exc, file=sys.stderr)
+            print(f"{PROG}: error: {exc.__cause__} (or use the default --backend threads)", file=sys.stderr)
+            return 2
         _report(exc, debug, hint="fix the formation's declaration")
         return 2
     except (UsageError, MissingExtraError) as exc:
