@@ -101,6 +101,13 @@ def test_the_mcp_integration_without_the_sdk_names_the_mcp_extra() -> None:
     assert out == ["MissingExtraError mcp mcp", f"the MCP integration {_hint('mcp')}"]
 
 
+@pytest.mark.parametrize("modules", [("mcp", "mcp_types", "httpx2"), ("mcp_types",), ("httpx2",)])
+def test_the_mcp_integration_without_the_sdks_own_modules_names_the_mcp_extra(modules: tuple[str, ...]) -> None:
+    out = _error_of(modules, "import wingman_actors.integrations.mcp")  # the SDK's distribution brings all three
+
+    assert out[1] == f"the MCP integration {_hint('mcp')}"
+
+
 def test_the_ray_backend_without_ray_is_a_setup_error_naming_the_ray_extra() -> None:
     done = _without(("ray",), """
         from wingman_actors import Formation
@@ -224,3 +231,12 @@ def test_importing_formation_loads_no_module_of_the_heavy_optional_libraries() -
     """)], capture_output=True, text=True, timeout=60, check=True)
 
     assert done.stdout.strip() == "[]"
+
+
+def test_the_launcher_run_command_on_ray_without_ray_fails_in_one_line_naming_the_ray_extra() -> None:
+    done = _launcher(("ray",), "run", "formations/budget.py", "--no-store", "--backend", "ray")
+
+    assert done.returncode == 2
+    assert [line for line in done.stderr.splitlines() if line.startswith("wingman-actors:")] == [
+        f"wingman-actors: error: backend 'ray' {_hint('ray')} (or use the default --backend threads)"
+    ]

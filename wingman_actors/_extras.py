@@ -27,7 +27,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "server": ("fastapi", "starlette", "uvicorn", "fastapi_offline", "ulid"),
     "web": ("html2text",),
     "skills": ("frontmatter", "yaml"),
-    "mcp": ("mcp", "jsonschema"),
+    "mcp": ("mcp", "mcp_types", "httpx2", "jsonschema"),  # mcp_types and httpx2: the SDK's own, imported directly
     "otel": ("opentelemetry",),
     "ray": ("ray",),
     "postgres": ("psycopg",),

@@ -115,8 +115,9 @@ def _add_run(sub: Any) -> None:
                    help="a .py file, a module name, or a ready formation: budget, research")
     p.add_argument("--input", "-i", metavar="PATH_OR_TEXT", help="the run's input (default: the formation's)")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--store", metavar="PATH", help="journal the run in this run store (SQLite file) instead of "
-                                                       "the default one in your data directory")
+    where.add_argument("--store", metavar="PATH", help="journal the run in this run store (a SQLite file or a "
+                                                       "postgresql:// URL) instead of the default one in your data "
+                                                       "directory")
     where.add_argument("--no-store", action="store_true", help="do not journal the run (it cannot be resumed)")
     _run_options(p)
     p.set_defaults(func=_cmd_run)
@@ -127,8 +128,9 @@ def _add_resume(sub: Any) -> None:
                        description="Continue a run journalled by `run`: journalled nodes are not run "
                                    "again. Options as for `run`.")
     p.add_argument("resume_id", metavar="RUN_ID", help="the run (see `wingman-actors runs`)")
-    p.add_argument("--store", metavar="PATH", help="the run store the run is journalled in (default: the "
-                                                   "default store in your data directory)")
+    p.add_argument("--store", metavar="PATH", help="the run store the run is journalled in, a SQLite file or a "
+                                                   "postgresql:// URL (default: the default store in your data "
+                                                   "directory)")
     p.add_argument("--answer", metavar="JSON", help="the answer to the run's pending interrupt (JSON, else text)")
     p.add_argument("--formation", metavar="FORMATION", dest="formation_file",
                    help="the formation to continue the run with (a .py file, a module name or a ready formation), "
@@ -382,6 +384,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         _silence_stdout()
         return 141
     except FormationSetupError as exc:
+        if isinstance(exc.__cause__, MissingExtraError):  # `--backend ray` without Ray: not the declaration's fault
+            if debug:
+                traceback.print_exception(exc, file=sys.stderr)
+            print(f"{PROG}: error: {exc.__cause__} (or use the default --backend threads)", file=sys.stderr)
+            return 2
         _report(exc, debug, hint="fix the formation's declaration")
         return 2
     except (UsageError, MissingExtraError) as exc:

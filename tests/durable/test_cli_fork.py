@@ -61,6 +61,15 @@ def test_fork_at_an_unknown_node_is_a_usage_error_naming_the_nodes(tmp_path: Pat
     assert "has no node 'zz' to fork at; its nodes are 'a', 'b', 'c'" in capsys.readouterr().err
 
 
+def test_fork_at_visit_0_is_a_usage_error_in_the_commands_own_syntax(tmp_path: Path, path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = _run(tmp_path, str(path), capsys)
+    assert main(["fork", run_id, "--at", "b:0", "--output", "1", "--store", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "wingman-actors: error: --at b:0: a visit number is 1 or more (--at NODE for its first visit, NODE:VISIT "
+        "for another, e.g. b:2)"]
+
+
 def test_history_of_an_unknown_run_is_a_usage_error(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from wingman_actors.store import RunStore
 

@@ -117,6 +117,11 @@ def test_a_bad_store_argument_is_refused_clearly() -> None:
         chain().run(1, store=42)  # type: ignore[arg-type]
 
 
+def test_a_bad_store_argument_names_a_postgresql_url_among_what_store_takes() -> None:
+    with pytest.raises(TypeError, match=r"the path of its SQLite file or a postgresql:// URL, got NoneType"):
+        chain().fork("x", store=None, at="a", output=1)  # type: ignore[arg-type]
+
+
 def test_a_run_cut_short_by_stop_is_interrupted_and_resumable(store: RunStore) -> None:
     gate = threading.Event()
     seen: list[int] = []

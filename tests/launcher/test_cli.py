@@ -137,3 +137,14 @@ def test_a_provider_error_names_the_flags_that_fix_it(capsys: pytest.CaptureFixt
     err = capsys.readouterr().err
     assert "--model NAME" in err and "WINGMAN_MODEL" in err and "new_provider" not in err
 
+
+
+@pytest.mark.parametrize("command", [("run",), ("resume",), ("runs",), ("runs", "show"), ("runs", "history"),
+                                     ("runs", "cancel"), ("fork",), ("ui",)])
+def test_every_store_option_says_it_takes_a_postgresql_url(command: tuple[str, ...],
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*command, "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+
+    option = help_text[help_text.rindex("--store PATH "):]
+    assert "postgresql:// URL" in option[:200], option[:200]

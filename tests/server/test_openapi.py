@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -86,3 +87,14 @@ def test_docs_page_loads_its_assets_from_the_server_not_a_cdn(client: httpx.Clie
         asset = client.get(url)
         assert asset.status_code == 200, url
         assert len(asset.content) > 1000, url
+
+
+API_MD = Path(__file__).resolve().parents[2] / "wingman_actors" / "server" / "API.md"
+
+
+@pytest.mark.parametrize("schema", ["NodeDecl", "PoliciesDecl", "EdgeDecl"])
+def test_api_md_documents_every_field_of_a_formation_declaration(doc: dict[str, Any], schema: str) -> None:
+    fields = set(doc["components"]["schemas"][schema]["properties"])
+    text = API_MD.read_text(encoding="utf-8")
+
+    assert sorted(f for f in fields if f'`{f}`' not in text and f'"{f}"' not in text) == []

@@ -145,6 +145,13 @@ def test_bad_leases_are_refused(postgres_url: str, tmp_path: Path) -> None:
         RunStore(tmp_path / "runs.sqlite", lease=5)
 
 
+@pytest.mark.parametrize("lease", [-1, True, "5"])
+def test_a_lease_of_the_wrong_kind_is_refused_saying_it_must_be_more_than_0_seconds(postgres_url: str,
+                                                                                    lease: object) -> None:
+    with pytest.raises(ValueError, match=r"lease must be more than 0 seconds \(a datetime.timedelta or a number\)"):
+        RunStore(postgres_url, lease=lease)  # type: ignore[arg-type]
+
+
 def test_a_postgres_url_without_the_extra_names_it() -> None:
     code = ("import sys; sys.modules['psycopg'] = None\n"
             "from wingman_actors.store import RunStore\n"

@@ -115,6 +115,9 @@ def history_command(args: argparse.Namespace) -> int:
 def _at(text: str) -> str | tuple[str, int]:
     node, sep, visit = text.rpartition(":")
     if sep and node and visit.isdigit():
+        if int(visit) < 1:
+            raise UsageError(f"--at {text}: a visit number is 1 or more (--at NODE for its first visit, NODE:VISIT "
+                             f"for another, e.g. {node}:2)")
         return node, int(visit)
     return text
 

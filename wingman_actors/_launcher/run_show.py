@@ -36,7 +36,8 @@ def add_show_parser(sub: Any) -> None:
                                    "with --json).")
     p.add_argument("run_id", metavar="RUN_ID", help="the run (see `wingman-actors runs`)")
     p.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS,
-                   help="the run store's SQLite file (default: the default store in your data directory)")
+                   help="the run store's SQLite file or postgresql:// URL (default: the default store in your "
+                        "data directory)")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document")
     p.set_defaults(func=show_command)
 

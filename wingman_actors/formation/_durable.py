@@ -45,7 +45,8 @@ _TIMEOUT = f"{NodeTimeoutError.__module__}:{NodeTimeoutError.__qualname__}"
 _PLAIN = (str, int, float, bool, type(None))
 
 StoreArg = JournalStore | str | os.PathLike[str]
-"""What ``store=`` takes: a store, or the path of a SQLite file (a ``RunStore`` is opened)."""
+"""What ``store=`` takes: a store, or the path of a SQLite file or a ``postgresql://`` URL (a
+``RunStore`` is opened)."""
 
 
 def open_store(store: StoreArg) -> tuple[JournalStore, bool]:
@@ -55,8 +56,8 @@ def open_store(store: StoreArg) -> tuple[JournalStore, bool]:
     if isinstance(store, JournalStore):
         return store, False
     raise TypeError(
-        f"store must be a RunStore (wingman_actors.store.RunStore(path)) or the path of its SQLite file, "
-        f"got {type(store).__name__}"
+        f"store must be a RunStore (wingman_actors.store.RunStore(path or url)), or the path of its SQLite file "
+        f"or a postgresql:// URL, got {type(store).__name__}"
     )
 
 

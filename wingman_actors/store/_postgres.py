@@ -201,9 +201,13 @@ class PostgresRunStore(RunStore):
         self._ttl = duration(suspend_ttl, "suspend_ttl", allow_none=True)
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"RunStore: synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
-        seconds = duration(DEFAULT_LEASE_S if lease is None else lease, "lease", allow_none=False) or 0.0
+        try:
+            seconds = duration(DEFAULT_LEASE_S if lease is None else lease, "lease", allow_none=False) or 0.0
+        except ValueError:
+            seconds = 0.0  # a negative number or not a duration: refused below, saying what a lease takes
         if not seconds > 0 or math.isinf(seconds):
-            raise ValueError(f"RunStore: lease must be more than 0 seconds, got {lease!r}")
+            raise ValueError(f"RunStore: lease must be more than 0 seconds (a datetime.timedelta or a number), "
+                             f"got {lease!r}")
         self._lease_s = seconds
         url = os.fspath(path)
         self._url, self._path = url, masked(url)
