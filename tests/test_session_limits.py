@@ -329,9 +329,10 @@ def test_a_fleet_node_timeout_holds_while_its_tools_are_stuck(stuck: Any) -> Non
     assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
 
 
-def test_an_abandoned_tool_call_does_not_delay_interpreter_exit() -> None:
-    script = """
-import time
+# A fresh interpreter whose agent's one tool call sleeps 30 s; the script then runs the
+# session (the code given to _exit_after) and prints the error it ends with.
+_STUCK_AGENT = """
+import asyncio, time
 from wingman_actors import Agent, Session, tool
 from wingman_actors.core import InferenceResponse
 from wingman_actors.testing import ScriptedProvider
@@ -343,15 +344,27 @@ def stuck() -> str:
     return "late"
 
 agent = Agent("a", provider=ScriptedProvider([InferenceResponse.of_tool_calls([("c", "stuck", {})])]), tools=[stuck])
+"""
+
+
+def _exit_after(session_code: str, limit: float) -> None:
+    """Run ``session_code`` (statements ending the session with an error, which they print)
+    after :data:`_STUCK_AGENT` in a fresh interpreter: it must print AgentError and exit
+    within 10 s, not wait for the 30 s tool (``limit``: the subprocess's own time limit)."""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _STUCK_AGENT + session_code], capture_output=True, text=True,
+                          timeout=limit)
+    assert done.stdout.strip() == "AgentError", done.stderr
+    assert time.perf_counter() - t0 < 10
+
+
+def test_an_abandoned_tool_call_does_not_delay_interpreter_exit() -> None:
+    _exit_after("""
 try:
     Session(agent).run("go", timeout=0.2)
 except Exception as exc:
     print(type(exc).__name__)
-"""
-    t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
-    assert done.stdout.strip() == "AgentError", done.stderr
-    assert time.perf_counter() - t0 < 10
+""", 20)
 
 
 def test_an_abandoned_tool_call_does_not_delay_stop(stuck: Any) -> None:
@@ -393,29 +406,13 @@ def test_asyncio_run_of_a_cancelled_awaited_session_stuck_in_a_blocking_tool_ret
 
 
 def test_an_abandoned_tool_call_of_an_awaited_session_does_not_delay_interpreter_exit() -> None:
-    script = """
-import asyncio, time
-from wingman_actors import Agent, Session, tool
-from wingman_actors.core import InferenceResponse
-from wingman_actors.testing import ScriptedProvider
-
-@tool
-def stuck() -> str:
-    '''Sleeps.'''
-    time.sleep(30)
-    return "late"
-
-agent = Agent("a", provider=ScriptedProvider([InferenceResponse.of_tool_calls([("c", "stuck", {})])]), tools=[stuck])
+    _exit_after("""
 loop = asyncio.new_event_loop()
 try:
     loop.run_until_complete(Session(agent).arun("go", timeout=0.2))
 except Exception as exc:
     print(type(exc).__name__)
-"""
-    t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=40)
-    assert done.stdout.strip() == "AgentError", done.stderr
-    assert time.perf_counter() - t0 < 10
+""", 40)
 
 
 class _StuckStreams:
