@@ -141,6 +141,26 @@ def test_each_scenario_is_measured_in_an_interpreter_of_its_own() -> None:
     assert measurement.name == "hop_latency" and measurement.value > 0 and measurement.baseline
 
 
+def test_every_scenario_is_defined_in_the_module_the_registry_names() -> None:
+    import importlib
+
+    from wingman_actors._bench._registry import WHERE
+
+    assert list(WHERE) == list(SCENARIOS)
+    for name, module in WHERE.items():
+        assert callable(getattr(importlib.import_module(f"wingman_actors._bench.{module}"), name)), name
+
+
+def test_a_scenarios_interpreter_imports_its_own_module_only() -> None:
+    # what the child runs before measuring: the sessions scenario loads no formation, as
+    # a service that only runs sessions does not
+    code = ("import sys, importlib; import wingman_actors._bench._child as c; "
+            "importlib.import_module('wingman_actors._bench.' + c.WHERE['async_sessions']); "
+            "print('networkx' in sys.modules, 'wingman_actors.formation' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "False"]
+
+
 def test_a_scenario_that_fails_in_its_process_is_named_in_the_error(capfd: pytest.CaptureFixture[str]) -> None:
     from wingman_actors._bench._child import measure_in_child
 
@@ -229,6 +249,7 @@ def test_async_sessions_reports_its_peak_threads_heartbeat_stall_and_whether_the
     assert isinstance(result.details["provider_has_arun_inference"], bool)
     assert result.details["first_burst_s"] > 0  # the burst that opened the connections, apart
     assert all(cpu > 0 for cpu in result.details["cpu_s"])
+    assert result.details["tracked_objects"] > 0 and isinstance(result.details["networkx_loaded"], bool)
     assert result.meets == (result.value <= 1.3 and result.details["peak_threads"] < 30
                             and result.details["max_stall_ms"] <= 50)
 

@@ -14,13 +14,15 @@ stdout); its stderr (notes of skipped parts, warnings, a traceback) passes throu
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from .scenarios import SCENARIOS, Measurement
+from ._measurement import Measurement
+from ._registry import WHERE
 
 __all__ = ["measure_in_child"]
 
@@ -47,7 +49,8 @@ def measure_in_child(name: str, quick: bool) -> tuple[int, Measurement]:
 
 def main(argv: list[str]) -> int:
     name, quick = argv[0], "--quick" in argv[1:]
-    measurement = SCENARIOS[name](quick)
+    scenario = getattr(importlib.import_module(f".{WHERE[name]}", __package__), name)  # its module only
+    measurement = scenario(quick)
     print(json.dumps({"pid": os.getpid(), "measurement": measurement.to_dict()}))
     return 0
 

@@ -4,8 +4,11 @@ longest stall is reported (target: <= 50 ms), and the process's peak thread coun
 The stall is judged as measured; beside it each scenario reports the collector's share:
 its longest full collection during the runs (wall and CPU time) and the longest stall
 less the full collections inside it. A full collection holds every thread (the GIL) for
-as long as it walks the heap, most of which is the imported libraries' (networkx's alone
-is about half of it), so it stalls the loop whatever the runtime does meanwhile.
+as long as it walks the heap, most of which is the imported libraries' (in a formation's
+process networkx's alone is about a third of it), so it stalls the loop whatever the
+runtime does meanwhile. Each scenario's interpreter imports what it uses and no more: the
+sessions scenario, like a service that only runs sessions, loads no formation (reported
+as ``networkx_loaded``, with the collector's ``tracked_objects`` after the runs).
 
 * ``async_concurrency``: 1,000 concurrent ``asubmit`` of a started 3-node formation of
   ``async def`` nodes, each awaiting 100 ms: makespan over the ideal 0.3 s (target
@@ -35,9 +38,8 @@ from typing import Any
 
 from ..agents._agent import Agent
 from ..agents._session import Session
-from ..formation import Formation
 from ..providers import new_provider
-from .scenarios import Measurement
+from ._measurement import Measurement
 
 __all__ = ["async_concurrency", "async_sessions"]
 
@@ -142,6 +144,8 @@ async def _step(x: int) -> int:
 
 
 def async_concurrency(quick: bool) -> Measurement:
+    from ..formation import Formation  # here: the sessions scenario's process loads no formation
+
     # One replica per node: it has every visit in flight at once, each a task on its loop
     # (actors/_async_function.py), so the formation runs on 2 threads per node.
     n, conc = (200 if quick else 1_000), 1
@@ -197,4 +201,5 @@ def async_sessions(quick: bool) -> Measurement:
         "sessions": n, "provider_has_arun_inference": has_async, "async_transport": transport,
         "first_burst_s": round(first[0], 3),
         "first_burst_max_stall_ms": round(first[1] * 1e3, 1),
+        "networkx_loaded": "networkx" in sys.modules, "tracked_objects": len(gc.get_objects()),
     })

@@ -18,7 +18,7 @@ from ..agents._agent import Agent
 from ..errors import FormationRuntimeError
 from ..formation import Formation
 from ..providers._scripted import ScriptedProvider
-from .scenarios import Measurement
+from ._measurement import Measurement
 
 __all__ = ["cancel_latency", "timeout_overshoot"]
 

@@ -32,8 +32,8 @@ from ..errors import FormationRuntimeError
 from ..formation import Formation
 from ..providers._scripted import ScriptedProvider
 from ..store import RunStore
+from ._measurement import Measurement
 from .peers import langgraph_sqlite_throughput
-from .scenarios import Measurement
 
 __all__ = ["durable_overhead", "durable_pipeline_throughput", "resume_latency"]
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..formation import Formation
 from ..store import RunNotResumableError, RunStore
-from .scenarios import Measurement
+from ._measurement import Measurement
 
 __all__ = ["fork_cost", "lease_takeover"]
 

@@ -27,9 +27,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..store import RunStore
+from ._measurement import Measurement
 from .durable import _SUBMITTERS, _chain, _inc, _submit_all
 from .peers import _langgraph_chain, langgraph_version
-from .scenarios import Measurement
 
 __all__ = ["ENV", "durable_pipeline_throughput_postgres"]
 

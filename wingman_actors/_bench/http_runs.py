@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .scenarios import Measurement
+from ._measurement import Measurement
 
 __all__ = ["http_formation_runs"]
 

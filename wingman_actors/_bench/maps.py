@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..formation import Formation
 
 if TYPE_CHECKING:
-    from .scenarios import Measurement
+    from ._measurement import Measurement
 
 __all__ = ["map_makespan"]
 
@@ -20,7 +20,8 @@ def map_makespan(quick: bool) -> Measurement:
     """A map node calling a function that sleeps 50 ms on each of 1,000 items, 100 at
     once, inside a formation; the baseline is as many plain threads taking item numbers
     from a shared counter, each item only waiting the 50 ms (the thread floor)."""
-    from .scenarios import FLOOR_TARGET, Measurement, _over_floor, _reps, _thread_floor_ratio
+    from ._measurement import Measurement, _reps
+    from .scenarios import FLOOR_TARGET, _over_floor, _thread_floor_ratio
 
     items = 200 if quick else 1_000
     workers = 100 if not quick else 40

@@ -13,7 +13,7 @@ import statistics
 import time
 
 from ..formation import Formation
-from .scenarios import Measurement
+from ._measurement import Measurement
 
 __all__ = ["nested_overhead"]
 

@@ -39,7 +39,7 @@ from pydantic import TypeAdapter
 
 from ..actors import _function
 from ..formation import Formation
-from .scenarios import Measurement
+from ._measurement import Measurement
 
 __all__ = ["isolation_replaced", "payload_isolation"]
 

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from ..formation import Formation
-from .scenarios import Measurement
+from ._measurement import Measurement
 
 __all__ = ["ray_agent_makespan", "ray_cpu_stage", "ray_hop_overhead"]
 

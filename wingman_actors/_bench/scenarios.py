@@ -14,43 +14,18 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..agents._agent import Agent
 from ..agents._fleet import Fleet, Task
 from ..formation import Formation
 from ..providers._scripted import ScriptedProvider
+from ._measurement import Measurement, _reps
+from ._registry import WHERE
 from .baselines import EchoActor, PlainChain
 from .peers import langgraph_overhead, langgraph_throughput
 
 __all__ = ["SCENARIOS", "Measurement", "run_scenarios"]
-
-
-@dataclass
-class Measurement:
-    """One scenario's result.
-
-    Attributes:
-        name: the scenario.
-        value: the headline number (median over repetitions).
-        unit: its unit.
-        target: the target, in words.
-        meets: whether ``value`` meets the target.
-        baseline: the baseline's value measured in the same run, if any.
-        details: other numbers (repetitions, percentiles...).
-    """
-
-    name: str
-    value: float
-    unit: str
-    target: str
-    meets: bool
-    baseline: float | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _inc(x: int) -> int:
@@ -71,10 +46,6 @@ def _model(replies: list[str], latency: float) -> ScriptedProvider:
     """A simulated model: the scripted replies, repeated, after ``latency`` seconds each;
     it keeps no requests (a real provider keeps nothing)."""
     return ScriptedProvider(replies, latency_s=latency, cycle=True, record=False)
-
-
-def _reps(quick: bool) -> int:
-    return 3 if quick else 5
 
 
 def _submitted_all(submit: Callable[[int], Future[Any]], n: int) -> tuple[float, float]:
@@ -423,8 +394,8 @@ def actor_memory(quick: bool) -> Measurement:
 
 
 def _elsewhere(module: str, name: str) -> Callable[[bool], Measurement]:
-    """Scenario ``name`` of module ``module`` of this package, imported when it runs (those
-    modules import :class:`Measurement` from here, and a scenario's process loads only its own)."""
+    """Scenario ``name`` of module ``module`` of this package, imported when it runs (with
+    ``--in-process``; a scenario's own interpreter imports its module alone, see :mod:`._child`)."""
     def measure(quick: bool) -> Measurement:
         scenario: Callable[[bool], Measurement] = getattr(importlib.import_module(f".{module}", __package__), name)
         return scenario(quick)
@@ -434,36 +405,7 @@ def _elsewhere(module: str, name: str) -> Callable[[bool], Measurement]:
 
 
 SCENARIOS: dict[str, Callable[[bool], Measurement]] = {
-    "pipeline_throughput": pipeline_throughput,
-    "run_overhead": run_overhead,
-    "cold_run": _elsewhere("startup", "cold_run"),
-    "large_formation": _elsewhere("startup", "large_formation"),
-    "hop_latency": hop_latency,
-    "fleet_makespan": fleet_makespan,
-    "fleet_node_makespan": fleet_node_makespan,
-    "map_makespan": _elsewhere("maps", "map_makespan"),
-    "dag_makespan": dag_makespan,
-    "inflight_runs": inflight_runs,
-    "actor_memory": actor_memory,
-    "store_journal": _elsewhere("store", "store_journal"),
-    "durable_pipeline_throughput": _elsewhere("durable", "durable_pipeline_throughput"),
-    "durable_pipeline_throughput_postgres": _elsewhere("durable_postgres", "durable_pipeline_throughput_postgres"),
-    "durable_overhead": _elsewhere("durable", "durable_overhead"),
-    "resume_latency": _elsewhere("durable", "resume_latency"),
-    "lease_takeover": _elsewhere("durable_extra", "lease_takeover"),
-    "fork_cost": _elsewhere("durable_extra", "fork_cost"),
-    "cancel_latency": _elsewhere("cancellation", "cancel_latency"),
-    "timeout_overshoot": _elsewhere("cancellation", "timeout_overshoot"),
-    "session_cancel_latency": _elsewhere("session_limits", "session_cancel_latency"),
-    "session_timeout_overshoot": _elsewhere("session_limits", "session_timeout_overshoot"),
-    "ray_cpu_stage": _elsewhere("ray_backend", "ray_cpu_stage"),
-    "ray_hop_overhead": _elsewhere("ray_backend", "ray_hop_overhead"),
-    "ray_agent_makespan": _elsewhere("ray_backend", "ray_agent_makespan"),
-    "nested_overhead": _elsewhere("nesting", "nested_overhead"),
-    "async_concurrency": _elsewhere("aio", "async_concurrency"),
-    "async_sessions": _elsewhere("aio", "async_sessions"),
-    "payload_isolation": _elsewhere("payloads", "payload_isolation"),
-    "http_formation_runs": _elsewhere("http_runs", "http_formation_runs"),
+    name: globals()[name] if module == "scenarios" else _elsewhere(module, name) for name, module in WHERE.items()
 }
 
 

@@ -28,8 +28,8 @@ from ..errors import AgentError
 from ..providers._openai import build_openai
 from ..providers._scripted import ScriptedProvider
 from ..tools import tool
+from ._measurement import Measurement
 from .cancellation import _percentile
-from .scenarios import Measurement
 
 __all__ = ["session_cancel_latency", "session_timeout_overshoot"]
 

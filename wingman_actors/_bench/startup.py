@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..formation import Formation
+from ._measurement import Measurement, _reps
 from .peers import NOT_INSTALLED, langgraph_graph, langgraph_version
-from .scenarios import Measurement, _reps
 
 __all__ = ["cold_run", "large_formation"]
 

@@ -21,7 +21,7 @@ import time
 import networkx as nx  # type: ignore[import-untyped]
 
 from ..store import FormationShape, RunStore
-from .scenarios import Measurement
+from ._measurement import Measurement
 
 __all__ = ["store_journal"]
 
