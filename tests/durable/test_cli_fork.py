@@ -88,3 +88,33 @@ def test_fork_of_a_server_run_points_to_the_servers_fork_route(tmp_path: Path, p
         store.set_status(run_id, "succeeded", wait=True)
     assert main(["fork", run_id, "--at", "b", "--output", "1", "--store", str(path)]) == 2
     assert f"was started by the HTTP server; fork it there (POST /runs/{run_id}/fork" in capsys.readouterr().err
+
+
+FAN = '''
+from wingman_actors import Formation
+
+
+def both(b: str, c: str) -> str:
+    return b + "|" + c
+
+
+formation = Formation("fan").add_function("a", lambda x: x + "a").add_function("b", lambda x: x + "b")
+formation.add_function("c", lambda x: x + "c").add_function("d", both)
+formation.connect("a", "b").connect("a", "c").connect("b", "d").connect("c", "d")
+'''
+
+
+def test_fork_with_an_input_at_a_join_runs_it_with_that_input(tmp_path: Path, location: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    module = tmp_path / "fan.py"
+    module.write_text(FAN)
+    assert main(["run", str(module), "--input", "x", "--store", location]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--store", location, "--json"]) == 0
+    run_id = json.loads(capsys.readouterr().out)[0]["run_id"]
+    assert main(["fork", run_id, "--at", "d", "--input", '{"b": "B", "c": "C"}', "--store", location, "--json"]) == 0
+    forked = json.loads(capsys.readouterr().out)
+    assert forked["status"] == "succeeded"
+    assert [r["output"] for r in forked["history"] if r["node"] == "d"] == ["B|C"]
+    assert main(["fork", run_id, "--at", "d", "--input", '{"b": 1, "c": "C"}', "--store", location]) == 2
+    assert "input= for node 'd' does not fit its parameter 'b' of type str" in capsys.readouterr().err

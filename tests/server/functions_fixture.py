@@ -114,6 +114,13 @@ def counted(text: str) -> str:
     return text
 
 
+@function
+def joined(shout: str, clean: str) -> str:
+    """A join of the nodes ``shout`` and ``clean``: counts its calls."""
+    CALLS["joined"] += 1
+    return f"{shout}|{clean}"
+
+
 DATABASE: list[str] = []
 """The database ``sees_running`` reads (set by the test)."""
 SEEN: list[list[str]] = []

@@ -80,6 +80,40 @@ def test_a_fork_with_a_new_input_for_a_node_fed_by_one_predecessor_reruns_it(cli
     assert fx.CALLS["counted"] == calls
 
 
+FAN = {"name": "fan", "nodes": [{"name": n, "kind": "function", "function": f} for n, f in (
+    ("counted", "counted"), ("shout", "shout"), ("clean", "clean"), ("joined", "joined"))],
+       "edges": [{"from": "counted", "to": "shout"}, {"from": "counted", "to": "clean"},
+                 {"from": "shout", "to": "joined"}, {"from": "clean", "to": "joined"}]}
+
+
+def test_a_fork_at_a_join_with_a_new_input_runs_it_once_with_that_input(client: httpx.Client) -> None:
+    run = _run(client, FAN, " hi ")
+    assert run["output"] == " HI |hi"
+    counted, joined = fx.CALLS["counted"], fx.CALLS["joined"]
+    forked = client.post(f"/runs/{run['id']}/fork", json={"at": "joined", "input": {"shout": "A", "clean": "b"}})
+    assert forked.status_code == 201, forked.text
+    assert (forked.json()["status"], forked.json()["output"]) == ("succeeded", "A|b")
+    assert (fx.CALLS["counted"], fx.CALLS["joined"]) == (counted, joined + 1)
+    assert client.get(f"/runs/{run['id']}").json()["output"] == " HI |hi"
+
+
+def test_a_fork_at_a_node_whose_predecessor_feeds_another_runs_it_with_the_new_input(client: httpx.Client) -> None:
+    run = _run(client, FAN, " hi ")
+    counted = fx.CALLS["counted"]
+    new = client.post(f"/runs/{run['id']}/fork", json={"at": "shout", "input": "yo"}).json()
+    assert (new["status"], new["input"], new["output"]) == ("succeeded", " hi ", "YO|hi")
+    assert fx.CALLS["counted"] == counted
+
+
+def test_a_fork_with_an_input_that_does_not_fit_the_node_is_a_400_on_input(client: httpx.Client) -> None:
+    run = _run(client, FAN, " hi ")
+    answer = client.post(f"/runs/{run['id']}/fork", json={"at": "joined", "input": {"shout": "A", "clean": 2}})
+    assert (answer.status_code, answer.json()["fields"]) == (400, ["input"])
+    assert answer.json()["error"].startswith("input: input= for node 'joined' does not fit its parameter 'clean' of "
+                                             "type str")
+    assert len(client.get("/runs", params={"formation_id": run["formation_id"]}).json()) == 1
+
+
 def test_a_null_output_is_an_output(client: httpx.Client) -> None:
     run = _run(client)
     new = client.post(f"/runs/{run['id']}/fork", json={"at": "shout", "output": None})

@@ -91,6 +91,15 @@ def test_a_run_shows_each_node_s_status_visits_input_and_output(client: httpx.Cl
                                                                                ("shout", "hi", "HI")]
 
 
+def test_a_fork_s_visit_shows_the_input_the_fork_gave_it(client: httpx.Client) -> None:
+    fid = formation(client, "clean", "shout", name="forked-input")
+    run_id = client.post(f"/formations/{fid}/run", json={"input": " hi "}).json()["id"]
+    fork_id = client.post(f"/runs/{run_id}/fork", json={"at": "shout", "input": "other"}).json()["id"]
+    view = client.get(f"/ui/api/runs/{fork_id}").json()
+    assert [(v["node"], v["input"], v["output"]) for v in view["visits"]] == [("clean", " hi ", "hi"),
+                                                                               ("shout", "other", "OTHER")]
+
+
 def test_a_suspended_run_shows_its_node_suspended(client: httpx.Client) -> None:
     fid = formation(client, "clean", "ask", name="waits")
     run_id = client.post(f"/formations/{fid}/run", json={"input": "x"}).json()["id"]

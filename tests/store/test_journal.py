@@ -59,6 +59,19 @@ def test_the_journal_holds_visits_items_progress_and_interrupts_in_write_order(
     assert journal.shape == shape
 
 
+def test_an_input_given_to_a_visit_is_journalled_in_order_and_is_no_visit_of_the_history(
+        store: RunStore, shape: FormationShape) -> None:
+    run_id = store.begin_run("chain", shape, 0)
+    store.record_visit(run_id, "a", 1, "a1")
+    store.record_input(run_id, "b", 1, {"given": (1, 2)})
+    store.record_visit(run_id, "b", 1, "b1")
+    journal = store.load(run_id)
+    assert [(e.kind, e.node, e.visit, e.value) for e in journal.entries] == [
+        ("visit", "a", 1, "a1"), ("input", "b", 1, {"given": (1, 2)}), ("visit", "b", 1, "b1")]
+    assert journal.inputs == {("b", 1): {"given": (1, 2)}} and journal.progress == {}
+    assert [(v.node, v.output) for v in store.history(run_id)] == [("a", "a1"), ("b", "b1")]
+
+
 def test_an_answer_is_attached_to_the_pending_interrupt(store: RunStore, shape: FormationShape) -> None:
     run_id = store.begin_run("chain", shape, 0)
     store.record_interrupt(run_id, "b", 1, "first?")

@@ -72,6 +72,8 @@ class Replay:
         journal: the whole journal (answers to interrupts, progress).
         failures: the skipped visits that failed into error edges, ``(node, visit) ->``
             the record :meth:`Journal.record_failure` wrote.
+        inputs: the inputs given to visits not yet made (a fork's ``input=``),
+            ``(node, visit) -> input``: the visit runs with it instead of its payload.
     """
 
     visits: Mapping[str, Mapping[int, Any]]
@@ -79,6 +81,7 @@ class Replay:
     skipped: Mapping[tuple[str, int], Any]
     journal: RunJournal
     failures: Mapping[tuple[str, int], Mapping[str, Any]]
+    inputs: Mapping[tuple[str, int], Any]
 
     @classmethod
     def of(cls, journal: RunJournal) -> Replay:
@@ -88,7 +91,7 @@ class Replay:
             record = next((v for v in reversed(steps) if isinstance(v, dict) and _FAILURE in v), None)
             if record is not None:
                 failures[(node, visit)] = record
-        return cls(journal.visits, journal.items, journal.skipped, journal, failures)
+        return cls(journal.visits, journal.items, journal.skipped, journal, failures, journal.inputs)
 
 
 class Journal:

@@ -4,24 +4,38 @@ input), and continues from there. The original run is not touched.
 
 The fork is written through the store's public calls: ``begin_run`` (the original's input
 and source), then the original's journal entries from before the visit, in their order
-(visits, fleet items, steps, skips, interrupts and their answers; the visit's own steps
-and everything journalled after it are left out) with their recorded times (a
-``RunStore``'s ``record_entries``; another store's ``record_*`` calls, timed now), then
-the replaced output; then the new run is resumed, so the journalled visits are not
-executed again.
+(visits, fleet items, steps, skips, interrupts and their answers, inputs given by an
+earlier fork; the visit's own steps and everything journalled after it are left out)
+with their recorded times (a ``RunStore``'s ``record_entries``; another store's
+``record_*`` calls, timed now), then the replaced output; then the new run is resumed, so
+the journalled visits are not executed again.
+
+``input=`` is journalled as the visit's input (``RunStore.record_input``, an ``"input"``
+entry): when the resumed run reaches that visit (its predecessors' journalled visits
+replayed, a join's included), the node runs with it instead of what they deliver, on
+every resume until the visit is journalled. At the first visit of the formation's only
+source it is the new run's input instead. It is checked against the node's parameter
+types first (a function or map node's annotations), so a bad one is refused before
+anything is written.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from ..errors import FormationRuntimeError, WingmanError
 from ..store import FormationMismatchError, FormationShape, JournalEntry, JournalStore, RunJournal
 from ._durable import StoreArg, open_store
+from ._typecheck import inspect_callable, type_name
 
 if TYPE_CHECKING:
     from ._graph import Formation
     from ._options import RunOptions
+    from ._plan import NodeSpec
 
 __all__ = ["UNSET", "ForkPointError", "begin_fork", "fork"]
 
@@ -65,23 +79,65 @@ def _cut(journal: RunJournal, node: str, visit: int) -> list[JournalEntry]:
     return [e for e in entries[:end] if (e.node, e.visit) != (node, visit)]
 
 
-def _feed_input(formation: Formation, kept: list[JournalEntry], node: str, value: Any) -> tuple[bool, Any]:
-    """For ``input=``: (the fork's run input is ``value``: ``node`` is a source) or
-    replace the output of ``node``'s one predecessor's last kept visit by ``value``."""
-    preds = [p for p in formation.graph.predecessors(node) if not formation.graph.edges[p, node].get("back")]
-    if not preds:
-        return True, value
-    pred = preds[0]
-    if len(preds) == 1 and set(formation.graph.successors(pred)) == {node}:
-        for i in range(len(kept) - 1, -1, -1):
-            e = kept[i]
-            if e.kind == "visit" and e.node == pred:
-                kept[i] = JournalEntry("visit", e.node, e.visit, e.item, value, e.at)
-                return False, None
-    raise ValueError(
-        f"fork: input= reruns node {node!r} with a new input only when it is a source, or its one predecessor "
-        f"feeds it alone and was journalled ({node!r} has predecessors {preds}); give its output= instead, or "
-        f"fork at a predecessor")
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the value'}: {e['msg']}" for e in exc.errors()[:3])
+
+
+def _fits(node: str, param: str | None, tp: Any, adapter: TypeAdapter[Any] | None, value: Any) -> None:
+    if adapter is None:
+        return
+    try:
+        adapter.validate_python(value)
+    except ValidationError as exc:
+        raise ValueError(f"fork: input= for node {node!r} does not fit its parameter {param!r} of type "
+                         f"{type_name(tp)}: {_problems(exc)}; give a value of that type") from None
+
+
+def _check_input(spec: NodeSpec, value: Any) -> None:
+    """Refuse an ``input=`` that ``spec``'s node would refuse at its visit (a function or
+    map node's parameter types, a kwargs join's parameter names; fleets, agents and
+    nested formations check their input when they run)."""
+    node = spec.name
+    if spec.kind in ("fleet", "map") and not isinstance(value, list | tuple):
+        raise ValueError(f"fork: input= for {spec.kind} node {node!r} is the list of its items "
+                         f"({'one session' if spec.kind == 'fleet' else 'one call'} per item), got "
+                         f"{type(value).__name__}; give a list")
+    if spec.kind not in ("function", "map"):
+        return
+    info = inspect_callable(spec.fn)
+    if spec.input_mode != "kwargs":
+        first = next(iter(info.params(inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                      inspect.Parameter.VAR_POSITIONAL)), None)
+        for item in (value if spec.kind == "map" else [value]):
+            _fits(node, None if first is None else first.name, info.annotation(first), spec.input_adapter, item)
+        return
+    preds = spec.forward_preds
+    shape = "{" + ", ".join(f"{p!r}: ..." for p in preds) + "}"
+    if not isinstance(value, Mapping):
+        raise ValueError(f"fork: node {node!r} takes its predecessors' outputs as keyword arguments: give input= as "
+                         f"a dict {shape}, got {type(value).__name__}")
+    unknown = [k for k in value if k not in preds]
+    if unknown:
+        raise ValueError(f"fork: input= for node {node!r} names {', '.join(map(repr, unknown))}, none of its "
+                         f"predecessors: give a dict {shape}")
+    by_name = {p.name: p for p in info.params()}
+    board = "" if spec.blackboard == "none" else "blackboard"  # (given by the runtime, not an input)
+    missing = [p.name for p in info.params(inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+               if p.default is p.empty and p.name != board and p.name not in value]
+    if missing:
+        raise ValueError(f"fork: input= for node {node!r} gives no value for its parameter(s) "
+                         f"{', '.join(map(repr, missing))}: give a dict {shape}")
+    for key, adapter in spec.kwarg_adapters.items():
+        if key in value:
+            _fits(node, key, info.annotation(by_name.get(key)), adapter, value[key])
+
+
+def _given_input(formation: Formation, node: str, visit: int, value: Any) -> bool:
+    """Check ``input=`` for ``node``'s visit (see :func:`_check_input`); True when it is
+    the new run's input (the first visit of the formation's only source)."""
+    plan = formation.validate()
+    _check_input(plan.nodes[node], value)
+    return plan.sources == (node,) and visit == 1
 
 
 def _write(store: JournalStore, run_id: str, entries: list[JournalEntry]) -> None:
@@ -98,6 +154,16 @@ def _write(store: JournalStore, run_id: str, entries: list[JournalEntry]) -> Non
             store.record_interrupt(run_id, e.node, e.visit, e.value, item=e.item)
         elif e.kind == "answer":
             store.answer(run_id, e.value)  # (after the interrupt above: writes apply in call order)
+        elif e.kind == "input":
+            _input_recorder(store)(run_id, e.node, e.visit, e.value)
+
+
+def _input_recorder(store: JournalStore) -> Callable[[str, str, int, Any], None]:
+    record: Callable[[str, str, int, Any], None] | None = getattr(store, "record_input", None)  # a RunStore's
+    if record is None:
+        raise ValueError(f"fork: input= needs a store that journals a visit's input (RunStore.record_input); "
+                         f"{type(store).__name__} has none: give output= instead")
+    return record
 
 
 def begin_fork(formation: Formation, journal_store: JournalStore, run_id: str, *, at: str | tuple[str, int],
@@ -121,11 +187,9 @@ def begin_fork(formation: Formation, journal_store: JournalStore, run_id: str, *
         raise FormationMismatchError(formation.name, run_id, journal.shape.diff(shape) or ["the fingerprints differ"])
     _check_visit(journal, node, visit)
     kept = _cut(journal, node, visit)
-    run_input = journal.run.input
-    if input is not UNSET:
-        as_run_input, _ = _feed_input(formation, kept, node, input)
-        if as_run_input:
-            run_input = input
+    as_run_input = input is not UNSET and _given_input(formation, node, visit, input)
+    run_input = input if as_run_input else journal.run.input
+    record_input = _input_recorder(journal_store) if input is not UNSET and not as_run_input else None
     new_id = journal_store.begin_run(formation.name, shape, run_input, run_id=new_id, source=journal.run.source)
     copy = getattr(journal_store, "record_entries", None)  # a RunStore keeps their times
     if copy is not None:
@@ -134,6 +198,8 @@ def begin_fork(formation: Formation, journal_store: JournalStore, run_id: str, *
         _write(journal_store, new_id, kept)
     if output is not UNSET:
         journal_store.record_visit(new_id, node, visit, output)
+    elif record_input is not None:
+        record_input(new_id, node, visit, input)
     journal_store.set_status(new_id, "interrupted", wait=True)  # ready to be resumed
     journal_store.flush(new_id)
     return new_id
@@ -143,8 +209,8 @@ def fork(formation: Formation, run_id: str, *, store: StoreArg, at: str | tuple[
          input: Any = UNSET, timeout: float | None = None, options: RunOptions | None = None) -> str:
     """``Formation.fork``: a new run from the journal of ``run_id`` before node ``at``'s visit
     (a node name: its first visit; or ``(node, visit)``), with that visit's output replaced
-    by ``output``, or the visit run again with ``input`` (for a source node, the new run's
-    input; else the output of its one predecessor, which must feed it alone). The journalled
+    by ``output``, or the visit run again with ``input`` (in place of what its predecessors
+    deliver; see the module docs). The journalled
     visits before it are not executed again; the rest runs to the end (``timeout`` and
     ``options`` as for ``Formation.resume``). The original run is unchanged.
 

@@ -31,9 +31,10 @@ class Forks:
                 journalled there.
             at: the node, for its first visit, or ``(node, visit)``.
             output: the visit's output in the new run.
-            input: instead of ``output``, run the visit again with this input: for a
-                source node, the new run's input; else the output of its one
-                predecessor, which must feed it alone.
+            input: instead of ``output``, run the visit again with this input, in place
+                of what its predecessors deliver (a join's: a dict by predecessor, as it
+                receives them; for the first visit of the only source, the new run's
+                input). It must fit the node's parameter type.
             timeout: the new run's time limit, as for ``run``.
             options: other run options, as for ``resume``.
 
@@ -45,7 +46,8 @@ class Forks:
             ValueError: neither or both of ``output`` and ``input``, an unknown node, a visit
                 the run never made (a finished run's visits are those its history lists; one
                 that did not succeed may also be forked at a node's next visit, such as
-                the visit that failed), or an ``input`` that node cannot be given.
+                the visit that failed), or an ``input`` that does not fit the node's
+                parameter type (naming the node, the parameter and the type).
             wingman_actors.store.UnknownRunError: no such run.
             wingman_actors.store.FormationMismatchError: this formation differs from the run's.
 

@@ -121,16 +121,16 @@ class Router:
             if done is not None and visits in done:
                 self.replayed(run, node, visits, done[visits])
                 return
-            reason = replay.skipped.get((node, visits))
-            if reason is not None:
-                failed = replay.failures.get((node, visits))
-                if failed is not None:  # it failed into its error edges: route the failure again
-                    replay_failure(self, run, node, visits, payload, failed)
+            if (reason := replay.skipped.get((node, visits))) is not None:
+                if (failed := replay.failures.get((node, visits))) is not None:  # it failed into its error edges:
+                    replay_failure(self, run, node, visits, payload, failed)  # route the failure again
                     return
                 self.skip(run, node, str(reason), str(reason))
                 if self.cyclic:
                     self.finish_one(run)
                 return
+            if replay.inputs:  # a fork's input= for this visit replaces what its predecessors delivered
+                payload = replay.inputs.get((node, visits), payload)
         breaks = run.breaks
         if breaks is not None and node in breaks.before and (replay is None or not passed(replay.journal, node, visits)):
             self.breakpoint(run, node, visits, {"breakpoint": "before", "input": payload})

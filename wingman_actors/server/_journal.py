@@ -125,6 +125,9 @@ class MaskedJournal:
     def record_progress(self, run_id: str, node: str, visit: int, value: Any, *, item: int | None = None) -> None:
         self.store.record_progress(run_id, node, visit, self._mask(value), item=item)
 
+    def record_input(self, run_id: str, node: str, visit: int, value: Any) -> None:
+        cast(RunStore, self.store).record_input(run_id, node, visit, self._mask(value))
+
     def record_skip(self, run_id: str, node: str, visit: int, reason: str) -> None:
         self.store.record_skip(run_id, node, visit, self._mask(reason))
 

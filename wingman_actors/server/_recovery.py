@@ -4,6 +4,10 @@ The journal (:class:`~wingman_actors.store.RunStore`) knows which runs were in f
 process that died: it marks them ``interrupted`` when it opens (by owner pid, boot id and
 process start time). A run record still ``running`` at the server's start takes the
 journal's status, so ``GET /runs/{id}`` says ``interrupted`` and the run can be resumed.
+
+Other processes change the journal too, and a record waiting to be resumed follows them
+when read (:func:`refreshed`): a suspended or interrupted run cancelled outside the server
+(``wingman-actors runs cancel RUN_ID``) reads ``cancelled``.
 """
 
 from __future__ import annotations
@@ -13,9 +17,14 @@ from ._convert import jsonable
 from ._run_records import RunRecords
 from ._schemas import RunOut
 
-__all__ = ["interrupt_of", "recover_runs", "refreshed"]
+__all__ = ["BECOMES", "interrupt_of", "recover_runs", "refreshed"]
 
 _STOPPED = "the server stopped before this run finished"
+_CANCELLED_OUTSIDE = "cancelled through the run store, outside the server"
+
+BECOMES: dict[str, tuple[str, ...]] = {"interrupted": ("running",), "expired": ("suspended",),
+                                       "cancelled": ("suspended", "interrupted")}
+"""The record statuses :func:`refreshed` can turn into each status (by what the journal says)."""
 
 
 def interrupt_of(record: RunRecord) -> dict[str, object] | None:
@@ -52,20 +61,26 @@ def recover_runs(records: RunRecords, journal: JournalStore) -> int:
 
 
 def refreshed(records: RunRecords, journal: JournalStore, run: RunOut) -> RunOut:
-    """``run``, marked ``expired`` if it was suspended past the journal's ``suspend_ttl``, or
+    """``run``, marked ``expired`` if it was suspended past the journal's ``suspend_ttl``,
     ``interrupted`` if it was running in a server that has died since (on a shared
-    PostgreSQL run store: once that server's lease lapsed), so it can be resumed here."""
-    if run.status not in ("suspended", "running") or run.kind != "formation":
+    PostgreSQL run store: once that server's lease lapsed), so it can be resumed here, or
+    ``cancelled`` if it waited to be resumed (suspended or interrupted) and another process
+    cancelled it in the journal (``wingman-actors runs cancel``)."""
+    if run.status not in ("suspended", "running", "interrupted") or run.kind != "formation":
         return run
     try:
-        status = journal.get(run.id).status
+        record = journal.get(run.id)
     except UnknownRunError:
         return run
+    status = record.status
+    if status == "cancelled" and run.status != "running":  # (a running one: its flight records its own end)
+        return records.set_run_status(run.id, "cancelled", record.error or _CANCELLED_OUTSIDE,
+                                      interrupt=run.interrupt, error_kind="cancelled")
     if run.status == "running":
         if status != "interrupted":
             return run
         return records.set_run_status(run.id, "interrupted", f"{_STOPPED}; continue it with POST /runs/{run.id}/resume")
-    if status != "expired":
+    if run.status != "suspended" or status != "expired":
         return run
     return records.set_run_status(run.id, "expired", "it waited for an answer longer than the server's suspend "
                                                       "time; start a new run", interrupt=run.interrupt)

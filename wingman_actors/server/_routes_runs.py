@@ -13,7 +13,7 @@ from ._context import ServerContext
 from ._deps import Ctx, context_of, json_response
 from ._errors import ApiError
 from ._flights import Flight, flight, outcome, settle_wait
-from ._recovery import refreshed
+from ._recovery import BECOMES, refreshed
 from ._schemas import RUN_STATUSES, RunOut, RunResumeIn
 from ._started import started
 
@@ -48,16 +48,18 @@ async def list_runs(
 
     def read() -> list[RunOut]:
         found = [refreshed(ctx.store, ctx.journal, r) for r in ctx.store.list_runs(formation_id, limit, fleet_id, status)]
-        if status == "running":
-            found = [r for r in found if r.status == "running"]
-        elif status == "interrupted":
-            # a run recorded running whose server has died since (another server sharing the
-            # run store, or a process on this file) is interrupted now: list it so
-            stale = [refreshed(ctx.store, ctx.journal, r)
-                     for r in ctx.store.list_runs(formation_id, limit, fleet_id, "running")]
-            found = sorted([*found, *(r for r in stale if r.status == "interrupted")],
-                           key=lambda r: r.id, reverse=True)[:limit]
-        return found
+        if status is None:
+            return found
+        found = [r for r in found if r.status == status]
+        # a record whose journal moved on is listed with its new status: one recorded running
+        # whose server has died since (another server sharing the run store, or a process on
+        # this file) is interrupted; one suspended or interrupted that another process
+        # cancelled (`wingman-actors runs cancel`) is cancelled; one suspended too long expired
+        stale = [refreshed(ctx.store, ctx.journal, r)
+                 for was in BECOMES.get(status, ()) for r in ctx.store.list_runs(formation_id, limit, fleet_id, was)]
+        if stale:
+            found = sorted([*found, *(r for r in stale if r.status == status)], key=lambda r: r.id, reverse=True)
+        return found[:limit]
 
     return await ctx.pool.run(read)
 

@@ -484,8 +484,9 @@ class RunForkIn(_In):
             {"type": "string"}, {"type": "integer", "minimum": 1}], "minItems": 2, "maxItems": 2}]})
     output: Any = Field(default=None, description="that visit's output in the new run (any JSON, null included)")
     input: Any = Field(
-        default=None, description="instead of output: run the visit again with this input (a source node's: the new "
-                                  "run's input; else the output of its one predecessor, which must feed it alone)")
+        default=None, description="instead of output: run the visit again with this input, in place of what its "
+                                  "predecessors deliver (a join's: {predecessor: output, ...}); it must fit the "
+                                  "node's parameter type")
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the new run")
 
     @field_validator("at")

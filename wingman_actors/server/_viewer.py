@@ -204,8 +204,8 @@ def _inner_visits(store: RunStore, journal: RunJournal, depth: int) -> list[dict
 
 def _visits(journal: RunJournal, given_input: Any) -> list[dict[str, Any]]:
     """Every journalled visit, in the order the journal wrote them: node, visit number,
-    input (the run's input for a source; the outputs of its predecessors' same visits
-    otherwise, when they are journalled), output or skip reason."""
+    input (the one a fork gave it; else the run's input for a source, the outputs of its
+    predecessors' same visits otherwise, when they are journalled), output or skip reason."""
     preds: dict[str, list[str]] = {}
     for e in journal.shape.edges:
         if not e.back:
@@ -220,6 +220,7 @@ def _visits(journal: RunJournal, given_input: Any) -> list[dict[str, Any]]:
         else:
             found = {p: journal.visits.get(p, {}).get(entry.visit) for p in sources}
             given = found[sources[0]] if len(sources) == 1 else found
+        given = journal.inputs.get((entry.node, entry.visit), given)
         out.append({"node": entry.node, "visit": entry.visit, "status": "succeeded" if entry.kind == "visit" else
                     "skipped", "input": _jsonable(given), "output": _jsonable(entry.value) if entry.kind == "visit"
                     else None, "error": str(entry.value) if entry.kind == "skip" else None})

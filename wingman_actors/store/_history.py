@@ -67,7 +67,7 @@ def history(journal: RunJournal) -> list[Visit]:
         elif i == pending:
             status = "suspended"
         else:  # a step inside a visit (progress, a fleet item, an answered interrupt)
-            if e.kind != "answer":
+            if e.kind not in ("answer", "input"):  # (an input is given before the visit: no step of it)
                 first_step.setdefault(key, e.at)
             continue
         ready = [t for p in preds.get(e.node, ()) if (t := last_done.get(p)) is not None]

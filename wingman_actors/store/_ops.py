@@ -29,8 +29,9 @@ __all__ = [
     "inner_run_refused",
 ]
 
-KINDS = {"visit": 1, "item": 2, "progress": 3, "interrupt": 4, "answer": 5, "skip": 6}
-"""Journal entry kinds as stored."""
+KINDS = {"visit": 1, "item": 2, "progress": 3, "interrupt": 4, "answer": 5, "skip": 6, "input": 7}
+"""Journal entry kinds as stored (7, a visit's given input, came with forks at any node: a
+version before it refuses a journal that holds one, naming the kind)."""
 
 
 class Journalling(Op):

@@ -114,16 +114,18 @@ class JournalEntry:
         kind: ``"visit"`` (a node visit finished), ``"item"`` (a fleet item finished),
             ``"progress"`` (a step inside an unfinished visit, e.g. an agent's messages),
             ``"skip"`` (the visit was skipped after its retries were spent, ``on_error="skip"``),
-            ``"interrupt"`` or ``"answer"``.
+            ``"interrupt"``, ``"answer"``, or ``"input"`` (the input a visit not yet
+            made runs with instead of what its predecessors deliver: a fork's
+            ``input=``).
         node: the node.
         visit: the node's visit number.
         item: the fleet item index (items, and progress/interrupts inside an item).
-        value: the output, progress value, skip reason, interrupt payload or answer.
+        value: the output, progress value, skip reason, interrupt payload, answer or input.
         at: when it was recorded (seconds since the epoch; None for entries written
             before version 0.2 of the store kept it).
     """
 
-    kind: Literal["visit", "item", "progress", "skip", "interrupt", "answer"]
+    kind: Literal["visit", "item", "progress", "skip", "interrupt", "answer", "input"]
     node: str
     visit: int
     item: int | None
@@ -150,6 +152,8 @@ class RunJournal:
             progress value of node ``""``), by visit number, in write order: the run's
             breakpoints (visit 0) and its node traces when it ended (visit -1, what
             ``wingman-actors runs show`` prints). Not in ``entries`` nor ``progress``.
+        inputs: the inputs given to visits (a fork's ``input=``), ``(node, visit)`` →
+            the input: a resume runs that visit with it, whatever its predecessors deliver.
     """
 
     run: RunRecord
@@ -161,6 +165,7 @@ class RunJournal:
     skipped: Mapping[tuple[str, int], Any] = field(default_factory=dict)
     interrupts: tuple[Interrupt, ...] = ()
     notes: Mapping[int, list[Any]] = field(default_factory=dict)
+    inputs: Mapping[tuple[str, int], Any] = field(default_factory=dict)
 
     @property
     def pending_interrupt(self) -> Interrupt | None:
@@ -184,6 +189,7 @@ class RunJournal:
         skipped: dict[tuple[str, int], Any] = {}
         interrupts: list[Interrupt] = []
         notes: dict[int, list[Any]] = {}
+        inputs: dict[tuple[str, int], Any] = {}
         kept: list[JournalEntry] = []
         for e in entries:
             if e.kind == "progress" and not e.node:
@@ -203,5 +209,7 @@ class RunJournal:
             elif e.kind == "answer" and interrupts and not interrupts[-1].answered:
                 last = interrupts[-1]
                 interrupts[-1] = Interrupt(last.node, last.visit, last.item, last.payload, True, e.value)
+            elif e.kind == "input":
+                inputs[(e.node, e.visit)] = e.value
         ordered = {node: dict(sorted(outputs.items())) for node, outputs in visits.items()}
-        return cls(run, shape, tuple(kept), ordered, items, progress, skipped, tuple(interrupts), notes)
+        return cls(run, shape, tuple(kept), ordered, items, progress, skipped, tuple(interrupts), notes, inputs)

@@ -52,7 +52,8 @@ __all__ = ["RunStore"]
 
 _T = TypeVar("_T")
 
-_VISIT, _ITEM, _PROGRESS, _INTERRUPT, _SKIP = (KINDS[k] for k in ("visit", "item", "progress", "interrupt", "skip"))
+_VISIT, _ITEM, _PROGRESS, _INTERRUPT, _SKIP, _INPUT = (
+    KINDS[k] for k in ("visit", "item", "progress", "interrupt", "skip", "input"))
 
 
 def _shutdown(writer: Writer, checkpointer: Checkpointer, readers: ReaderPool, owner: int) -> None:
@@ -294,6 +295,17 @@ class RunStore:
         """Journal an ``interrupt(payload)`` raised by a node's visit (or a fleet item)."""
         codec, text = self._codec.encode(payload, "the interrupt payload of node %r of run %r", node, run_id)
         self._submit(self._Append((run_id, _INTERRUPT, node, visit, item, codec, text), time.time()))
+
+    def record_input(self, run_id: str, node: str, visit: int, value: Any) -> None:
+        """Journal the input a visit not yet made runs with (a fork's ``input=``): a
+        resume runs it with ``value`` instead of what its predecessors deliver
+        (``RunJournal.inputs``). Returns at once; durable in call order.
+
+        Raises:
+            SerializationError: the input cannot be journalled (raised here, at once).
+        """
+        codec, text = self._codec.encode(value, "the input given to node %r (visit %s) of run %r", node, visit, run_id)
+        self._submit(self._Append((run_id, _INPUT, node, visit, None, codec, text), time.time()))
 
     def record_entries(self, run_id: str, entries: Iterable[JournalEntry]) -> None:
         """Journal entries of another run (``store.load(other).entries``) into ``run_id``,
