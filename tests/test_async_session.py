@@ -7,6 +7,7 @@ tools are awaited there too. Also: async tools in the blocking run, inside a run
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -372,3 +373,17 @@ def test_the_blocking_session_run_works_inside_a_running_event_loop() -> None:
         return Session(Agent("a", provider=ScriptedProvider(["Paris."]))).run("hi").response
 
     assert asyncio.run(main()) == "Paris."
+
+
+@pytest.mark.parametrize(("owner", "method", "twin"), [
+    (Session, "run", "arun"), (Session, "run_stream", "astream"),
+    (Session, "resume", "aresume"), (Fleet, "run", "arun"), (Fleet, "run_stream", "arun"),
+])
+def test_the_docs_of_each_blocking_session_and_fleet_call_say_it_blocks_and_name_its_awaitable_twin(
+    owner: type, method: str, twin: str
+) -> None:
+    # DESIGN, Async Python: the sync API works inside a running loop, "and its docs say it blocks"
+    doc = " ".join((owner.__dict__[method].__doc__ or "").split())
+
+    assert "blocks the calling thread" in doc.lower()
+    assert re.search(rf"\b{twin}\b", doc)

@@ -319,6 +319,52 @@ def test_a_cancelled_run_frees_its_agent_node_stuck_in_a_tool(stuck: Any) -> Non
         assert time.perf_counter() - t0 < LIMIT + SLACK
 
 
+@pytest.fixture
+def awaiting() -> tuple[Any, threading.Event, threading.Event]:
+    """An ``async def`` tool stuck in an await, and the events it sets when it starts and
+    when its ``finally`` runs (its coroutine cancelled)."""
+    started, unwound = threading.Event(), threading.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        """Never returns (within the test)."""
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            unwound.set()
+        return "too late"
+
+    return wait_forever, started, unwound
+
+
+def test_session_cancel_cancels_the_async_tool_a_blocking_run_awaits(awaiting: Any) -> None:
+    wait_forever, started, unwound = awaiting
+    with Session(Agent("a", provider=ScriptedProvider([tool_calls(1), "never"]), tools=[wait_forever])) as session:
+        canceller = threading.Thread(target=lambda: started.wait(5) and session.cancel("stop"))
+        canceller.start()
+        try:
+            with pytest.raises(AgentError) as info:
+                session.run("go")
+        finally:
+            canceller.join(5)
+
+        assert info.value.kind is ErrorKind.CANCELLED
+        assert unwound.wait(LIMIT + SLACK)  # the coroutine was cancelled, not left to run on
+
+
+def test_a_cancelled_run_cancels_the_async_tool_its_agent_node_awaits(awaiting: Any) -> None:
+    wait_forever, started, unwound = awaiting
+    provider = ScriptedProvider([tool_calls(1), "never"])
+    formation = Formation("f").add_agent("ask", Agent("a", provider=provider, tools=[wait_forever]))
+    with formation.start() as running:
+        run = running.submit("one")
+        assert started.wait(5)
+        assert run.cancel()
+
+        assert unwound.wait(LIMIT + SLACK)
+
+
 def test_a_fleet_node_timeout_holds_while_its_tools_are_stuck(stuck: Any) -> None:
     provider = ScriptedProvider([tool_calls(1)] * 2)
     agent = Agent("a", provider=provider, tools=[stuck])

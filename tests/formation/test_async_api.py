@@ -6,6 +6,7 @@ task cancels the run. Also: the sync API called from inside a running loop."""
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from typing import Any
@@ -235,3 +236,17 @@ def test_the_blocking_submit_works_when_called_inside_a_running_event_loop() -> 
             return running.submit(1).result().output  # type: ignore[no-any-return]
 
     assert asyncio.run(main()) == 3
+
+
+@pytest.mark.parametrize(("method", "twin"), [
+    ("run", "arun"), ("run_stream", "astream"), ("resume", "aresume"),
+    ("resume_stream", "aresume_stream"),
+])
+def test_the_docs_of_each_blocking_formation_call_say_it_blocks_and_name_its_awaitable_twin(
+    method: str, twin: str
+) -> None:
+    # DESIGN, Async Python: the sync API works inside a running loop, "and its docs say it blocks"
+    doc = " ".join((getattr(Formation, method).__doc__ or "").split())
+
+    assert "blocks the calling thread" in doc.lower()
+    assert re.search(rf"\b{twin}\b", doc)

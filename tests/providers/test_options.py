@@ -107,6 +107,35 @@ def test_a_boolean_for_a_numeric_option_is_refused_naming_the_key(id: str, key: 
     assert info.value.kind is ErrorKind.INVALID
 
 
+@pytest.mark.parametrize(("id", "key"), [
+    ("openai", "temperature"), ("openai", "top_p"), ("openai", "max_tokens"), ("ollama", "max_retries"),
+    ("ollama", "num_ctx"), ("anthropic", "top_k"), ("anthropic", "timeout"), ("scripted", "latency_s"),
+])
+def test_a_string_for_a_numeric_option_is_refused_naming_the_key(id: str, key: str) -> None:
+    # "2" is not 2 (as the HTTP API's JSON types are strict): pydantic's lax mode would read it.
+    base: dict[str, Any] = {"openai": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}, "ollama": {"model": "m"},
+                            "anthropic": {"model": "m", "api_key": "k"}, "scripted": {"replies": ["hi"]}}[id]
+    with pytest.raises(AgentError, match=f"{key}: a string is not a number") as info:
+        new_provider(id, {**base, key: "1"})
+
+    assert info.value.kind is ErrorKind.INVALID
+
+
+@pytest.mark.parametrize(("id", "key"), [("openai", "structured_output"), ("scripted", "cycle")])
+def test_a_number_or_a_string_for_a_boolean_option_is_refused_naming_the_key(id: str, key: str) -> None:
+    base: dict[str, Any] = {"openai": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}, "scripted": {"replies": ["hi"]}}[id]
+    for value in (1, "true"):
+        with pytest.raises(AgentError, match=f"{key}: .* is not a boolean") as info:
+            new_provider(id, {**base, key: value})
+
+        assert info.value.kind is ErrorKind.INVALID
+
+
+def test_ollama_keep_alive_takes_a_duration_string_or_seconds() -> None:
+    for value in ("5m", 300, -1):
+        assert new_provider("ollama", {"model": "m", "keep_alive": value}) is not None
+
+
 # --- pass-through keys ------------------------------------------------------------------------
 
 

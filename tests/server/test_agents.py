@@ -161,6 +161,16 @@ def test_a_boolean_option_where_the_provider_takes_a_number_is_400(client: httpx
     assert "max_tokens: a boolean is not a number" in response.json()["error"]
 
 
+def test_a_string_option_where_the_provider_takes_a_number_is_400(client: httpx.Client) -> None:
+    # JSON types are strict on every route, inside options too: "0.5" is not 0.5.
+    response = client.post("/agents", json={"name": "x", "provider": "openai", "model": "m",
+                                            "options": {"temperature": "0.5"}})
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == ["options"]
+    assert "temperature: a string is not a number" in response.json()["error"]
+
+
 def test_api_key_in_options_is_refused_pointing_to_the_auth_store(client: httpx.Client) -> None:
     response = client.post("/agents", json={"name": "x", "provider": "anthropic", "options": {"api_key": "sk"}})
     assert response.status_code == 400

@@ -105,6 +105,24 @@ def test_agent_tools_are_declared_as_the_names_the_server_knows(doc: dict[str, A
     assert {"read", "bash", "ask_human"} <= set(tools["items"]["enum"])
 
 
+def test_agent_delegates_are_declared_as_distinct_non_empty_ids_as_the_server_enforces(doc: dict[str, Any]) -> None:
+    # the server refuses an id listed twice (400 naming delegates[i]); the document must say so
+    schemas = doc["components"]["schemas"]
+    create = schemas["AgentCreate"]["properties"]["delegates"]
+    update = next(s for s in schemas["AgentUpdate"]["properties"]["delegates"]["anyOf"] if s.get("type") == "array")
+    for declared in (create, update):
+        assert declared["uniqueItems"] is True
+        assert declared["items"] == {"type": "string", "minLength": 1}
+
+
+def test_an_empty_delegate_id_is_400_naming_it_as_too_short(client: httpx.Client) -> None:
+    response = client.post("/agents", json={"name": "lead", "delegates": [""]})
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == ["delegates[0]"]
+    assert "itself" not in response.json()["error"]
+
+
 def test_update_fields_that_cannot_be_cleared_are_not_declared_nullable(doc: dict[str, Any]) -> None:
     schemas = doc["components"]["schemas"]
     assert schemas["AgentUpdate"]["properties"]["name"]["type"] == "string"

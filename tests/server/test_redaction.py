@@ -336,3 +336,31 @@ def test_a_provider_error_quoting_an_authorization_header_is_masked(
     assert response.status_code == 502
     assert "Incorrect API key provided: [redacted]" in response.json()["error"]
     assert HEADER_TOKEN not in response.text and HEADER_TOKEN not in logs.text
+
+
+def _bash_call(command: str) -> Reply:
+    """An OpenAI-compatible answer calling the bash tool with ``command``."""
+    return Reply.json({"id": "c", "object": "chat.completion", "model": "m", "choices": [{
+        "index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "bash", "arguments": f'{{"command": "{command}"}}'}}]}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+
+
+def test_a_stored_key_the_bash_tool_prints_is_masked_in_what_the_model_sees(
+    loopback: LoopbackServer, client: httpx.Client, work_root: Path,
+) -> None:
+    # DESIGN, Limits: "known keys are masked in its output"; the server's stored keys are known
+    # to it, though not in its environment (here a file holds one; the database does too).
+    (work_root / "notes.txt").write_text(f"the key is {KEY}\n", encoding="utf-8")
+    assert client.put("/provider/auth", json={"providers": {"openai": {"key": KEY}}}).status_code == 200
+    agent = client.post("/agents", json={"name": "sh", "tools": ["bash"], "provider": "openai", "model": "m",
+                                         "options": {"base_url": loopback.url, "max_retries": 0}}).json()["id"]
+    loopback.queue(_bash_call("cat notes.txt"), Reply.json(completion("done")))
+    sid = client.post("/sessions").json()["id"]
+
+    response = client.post(f"/sessions/{sid}/message", json={"agent_id": agent, "message": "read the notes"})
+
+    assert response.status_code == 200, response.text
+    seen = [m for m in loopback.requests[-1].json()["messages"] if m["role"] == "tool"]
+    assert seen and "the key is" in seen[0]["content"]
+    assert KEY not in seen[0]["content"]

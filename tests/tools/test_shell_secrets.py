@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from wingman_actors.errors import ToolError
 from wingman_actors.tools import ToolContext, bash_tool, builtin_tool
 from wingman_actors.tools._secrets import is_secret_name
 
@@ -82,3 +83,15 @@ def test_a_bad_variable_name_is_refused() -> None:
 )
 def test_secret_names_are_recognised_by_their_ending(name: str, secret: bool) -> None:
     assert is_secret_name(name) is secret
+
+
+def test_a_mask_given_to_bash_tool_masks_keys_held_outside_the_environment(ctx: ToolContext) -> None:
+    bash = bash_tool(mask=lambda text: text.replace("stored-key-value", "[hidden]"))
+    assert run(ctx, "echo stored-key-value", bash) == "[hidden]\n"
+
+
+def test_a_mask_given_to_bash_tool_masks_the_output_a_timeout_error_quotes(ctx: ToolContext) -> None:
+    bash = bash_tool(mask=lambda text: text.replace("stored-key-value", "[hidden]"))
+    with pytest.raises(ToolError) as info:
+        bash.execute({"command": "echo stored-key-value; sleep 5", "timeout": 0.3}, ctx)
+    assert "[hidden]" in info.value.message and "stored-key-value" not in info.value.message

@@ -294,7 +294,8 @@ class Fleet:
         """Run every task, yielding results as tasks finish (completion order).
 
         Nothing starts until the first ``next()``. Closing the iterator early stops the
-        tasks not yet started and waits for the running ones before returning.
+        tasks not yet started and waits for the running ones before returning. Each step
+        blocks the calling thread (from a coroutine, use :meth:`arun`).
         """
         n = len(self._items)
         if n == 0:

@@ -213,7 +213,8 @@ class Session(AsyncSessionRuns):
 
         The call of ``interrupt()`` that suspended it returns ``answer``; the model calls
         made before it are not made again (tools before it run again). This session takes
-        over that session's id and history; it must have the same agent (by name).
+        over that session's id and history; it must have the same agent (by name). Blocks
+        the calling thread until the run ends (from a coroutine, use :meth:`aresume`).
 
         Args:
             session_id: the id of the suspended session (``session.id``).

@@ -206,7 +206,8 @@ class ToolStep:
             todo.clear()
             names = sorted(in_flight.values())
         if names:
-            log_abandoned(self.agent.name, names, ctx.session_id, ctx.token.cancelled, "their threads run on")
+            log_abandoned(self.agent.name, names, ctx.session_id, ctx.token.cancelled,
+                          "async def ones are cancelled, blocking ones' threads run on")
 
     def execute(self, call: ContentBlock) -> _Outcome:
         """One call, with the runs it started (delegation) and, when in use, its span."""

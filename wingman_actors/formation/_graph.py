@@ -461,7 +461,7 @@ class Formation(AsyncRuns, Forks):
         """Continue the journalled run ``run_id`` in this process: its process was killed,
         or it failed, was cancelled or suspended. Journalled node visits and fleet items
         are not run again; what was in flight runs again. Blocks the calling thread until
-        the run ends, as :meth:`run` does.
+        the run ends, as :meth:`run` does (from a coroutine: ``await formation.aresume(...)``).
 
         Args:
             run_id: the run.
@@ -548,8 +548,8 @@ class Formation(AsyncRuns, Forks):
         break_after: Collection[str] | None = None,
         options: RunOptions | None = None,
     ) -> Iterator[FormationEvent]:
-        """:meth:`resume` as :meth:`run_stream` does :meth:`run`: yield the resumed run's
-        events (journalled visits report ``node_finished`` with ``journalled: True``)."""
+        """:meth:`resume` as :meth:`run_stream` does :meth:`run` (each step blocks the calling thread; from a coroutine:
+        ``formation.aresume_stream(...)``): yield its events (a journalled visit's ``node_finished`` is ``journalled``)."""
         opts = merge_options(
             options, "Formation.resume_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,

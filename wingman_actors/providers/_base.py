@@ -71,11 +71,22 @@ class Provider(Protocol):
         ...
 
 
-def _is_number(annotation: Any) -> bool:
-    """Whether a field typed ``annotation`` holds a number and not a boolean (``int``,
-    ``float``, ``float | None``...)."""
+def _json_type_error(key: str, annotation: Any, value: Any) -> str | None:
+    """Why ``value`` is not of the JSON type a field typed ``annotation`` takes, or None:
+    pydantic's lax mode reads ``true`` as 1, ``"2"`` as 2 and 1 as ``true``, but JSON types
+    are strict (a boolean is not a number, a string is not a number, a number is not a
+    boolean). A field that also takes strings or anything is left to pydantic."""
     kinds = get_args(annotation) or (annotation,)
-    return bool not in kinds and any(kind in (int, float) for kind in kinds)
+    if str in kinds or Any in kinds:
+        return None
+    if bool in kinds:
+        if value is None or isinstance(value, bool):
+            return None
+        return f"{key}: {json.dumps(value)[:40]} is not a boolean; give {key} true or false"
+    if any(kind in (int, float) for kind in kinds) and isinstance(value, (bool, str)):
+        what = "a boolean" if isinstance(value, bool) else "a string"
+        return f"{key}: {what} is not a number; give {key} a number"
+    return None
 
 
 class ProviderOptions(BaseModel):
@@ -96,14 +107,15 @@ class ProviderOptions(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _no_boolean_numbers(cls, data: Any) -> Any:
-        # pydantic's lax mode reads true as 1; a boolean given for a number is a mistake
-        # (and JSON types are strict in the HTTP API, where these options come from too).
+    def _strict_json_types(cls, data: Any) -> Any:
+        # JSON types are strict in the HTTP API, where these options come from too.
         if isinstance(data, dict):
+            fields = cls.model_fields
             for key, value in data.items():
-                field = cls.model_fields.get(key) if isinstance(value, bool) else None
-                if field is not None and _is_number(field.annotation):
-                    raise ValueError(f"{key}: a boolean is not a number; give {key} a number")
+                field = fields.get(key)
+                problem = None if field is None else _json_type_error(key, field.annotation, value)
+                if problem:
+                    raise ValueError(problem)
         return data
 
     @classmethod

@@ -21,7 +21,7 @@ from ..errors import AgentError, ErrorKind
 from ..orchestration import AgentRegistry
 from ..providers import get_provider_meta, list_providers, new_provider
 from ..store import JournalStore
-from ..tools import BUILTIN_TOOL_NAMES, Tool
+from ..tools import BUILTIN_TOOL_NAMES, Tool, bash_tool
 from ..tools._human import ask_human
 from ._config import ServerConfig
 from ._declarations import Declarations
@@ -124,6 +124,8 @@ class ServerContext:
         self.mcp = MCPPool(config.root, allowed_programs(config.mcp_commands, config.allow_bash),
                            connect_timeout=min(30.0, config.request_timeout))
         """The MCP connections of stored agents, closed when the server stops."""
+        self._bash = bash_tool(mask=self.redactor.text)
+        """``bash`` masking the stored keys too (not in the environment, but known to the server)."""
         self._locks: dict[str, threading.Lock] = {}
         self._live: dict[str, set[tuple[Session, _AbortGuard]]] = {}
         self._locks_guard = threading.Lock()
@@ -371,9 +373,10 @@ class ServerContext:
             self.providers.release(entry)
 
     def _tools(self, record: AgentOut) -> list[Tool | str]:
-        """The agent's listed tools: server tools and ``@tool`` functions as objects, built-in ones by name."""
-        return [_SERVER_TOOLS.get(t) or self.functions.tools.get(t) or t for t in record.tools
-                if self.config.allow_bash or t != "bash"]
+        """The agent's listed tools: server tools, ``bash`` and ``@tool`` functions as objects, other
+        built-in ones by name."""
+        return [_SERVER_TOOLS.get(t) or self.functions.tools.get(t) or (self._bash if t == "bash" else t)
+                for t in record.tools if self.config.allow_bash or t != "bash"]
 
     def declared_agent(self, record: AgentOut) -> Agent:
         """The agent without a provider (nor its MCP tools): enough to validate a formation declaration."""

@@ -58,6 +58,9 @@ NO_NUL = r"^[^\x00]*$"
 refuses one itself, naming the field)."""
 
 PathText = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
+
+_Delegates = Annotated[list[Annotated[str, Field(min_length=1)]], Field(json_schema_extra={"uniqueItems": True})]
+"""Stored agents' ids, each once (the server refuses a repeat, naming it)."""
 """A file path in a request: a string without NUL characters."""
 
 
@@ -236,8 +239,9 @@ class AgentCreate(_In):
         default_factory=dict, description="provider options (max_tokens, temperature, base_url, ...)"
     )
     output_schema: dict[str, Any] | None = Field(default=None, description="a JSON Schema the answer must match")
-    delegates: list[str] = Field(
-        default_factory=list, description="ids of agents this one may delegate tasks to (tools list_agents, delegate)"
+    delegates: _Delegates = Field(
+        default_factory=list,
+        description="ids of agents this one may delegate tasks to (tools list_agents, delegate), each once",
     )
     max_delegation_depth: int = Field(default=3, ge=0, le=10, description="how deep the delegation tree may grow")
     skills: list[PathText] = Field(
@@ -267,7 +271,7 @@ class AgentUpdate(_In):
     model: str | None = None
     options: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
-    delegates: list[str] | None = None
+    delegates: _Delegates | None = None
     max_delegation_depth: int | None = Field(default=None, ge=0, le=10)
     skills: list[PathText] | None = None
     mcp: list[MCPServerIn] | None = Field(default=None, max_length=MAX_MCP_SERVERS)

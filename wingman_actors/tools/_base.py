@@ -20,6 +20,7 @@ import threading
 import types
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from concurrent.futures import CancelledError as FutureCancelled
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, get_type_hints, overload, runtime_checkable
@@ -85,8 +86,9 @@ class ToolContext:
         on first use and stopped by :meth:`close` or when the context is collected) and
         return its value, blocking the calling thread: an ``async def`` tool's way in from
         a blocking run, which works inside a running event loop too (``asyncio.run``
-        would not). The run's deadline bounds it: past it the coroutine is cancelled and
-        ``AgentError(kind=timeout)`` is raised.
+        would not). The run's deadline and cancel bound it: past the deadline, or once the
+        run is cancelled, the coroutine is cancelled and ``AgentError`` (kind ``timeout``
+        or ``cancelled``) is raised.
         """
         with self._lock:
             loop = self._loop
@@ -95,13 +97,21 @@ class ToolContext:
                 weakref.finalize(self, loop.stop)
         future = loop.submit(coro)
         token = self.token
-        try:
-            return future.result(timeout=None if token is None else token.remaining())
-        except FutureTimeout:
+        if token is None:
+            return future.result()
+
+        def cancel() -> None:  # a cancel cancels the coroutine, not only the wait for it
             future.cancel()
-            if token is not None:
-                token.check()
+
+        unregister = token.on_cancel(cancel)
+        try:
+            return future.result(timeout=token.remaining())
+        except (FutureTimeout, FutureCancelled):
+            future.cancel()
+            token.check()
             raise
+        finally:
+            unregister()
 
     def close(self) -> None:
         """Run the registered closers, newest first, and stop the context's event loop,

@@ -22,7 +22,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..errors import ToolError
 from ._base import FunctionTool, ToolContext
@@ -240,7 +240,9 @@ def _run_bash(ctx: ToolContext, command: str, timeout: float, env: ShellEnv) -> 
     return output if output else "(no output)"
 
 
-def bash_tool(*, pass_env: Iterable[str] = (), env: Mapping[str, str] | None = None) -> FunctionTool:
+def bash_tool(
+    *, pass_env: Iterable[str] = (), env: Mapping[str, str] | None = None, mask: Callable[[str], str] | None = None
+) -> FunctionTool:
     """A ``bash`` tool whose shell gets chosen secrets on purpose.
 
     The built-in ``"bash"`` starts its shell with this process's environment stripped of
@@ -251,6 +253,9 @@ def bash_tool(*, pass_env: Iterable[str] = (), env: Mapping[str, str] | None = N
     Args:
         pass_env: names of secret variables of this process to pass to the shell.
         env: variables to set in the shell (strings; they win over the process's).
+        mask: also masks what the tool returns (its output, or its error's), after the
+            environment's secrets are: for keys this process holds elsewhere, such as
+            the keys an HTTP server stores (it passes its redactor's).
 
     Raises:
         ValueError: a name or value is not a valid variable.
@@ -263,7 +268,12 @@ def bash_tool(*, pass_env: Iterable[str] = (), env: Mapping[str, str] | None = N
     config = ShellEnv.of(pass_env, env)
 
     def bash(ctx: ToolContext, command: str, timeout: float = DEFAULT_TIMEOUT) -> str:
-        return _run_bash(ctx, command, timeout, config)
+        if mask is None:
+            return _run_bash(ctx, command, timeout, config)
+        try:
+            return mask(_run_bash(ctx, command, timeout, config))
+        except ToolError as exc:
+            raise ToolError(mask(exc.message), tool="bash") from None
 
     bash.__doc__ = _BASH_DOC
     return FunctionTool(bash, name="bash")
