@@ -58,10 +58,10 @@ NO_NUL = r"^[^\x00]*$"
 refuses one itself, naming the field)."""
 
 PathText = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
+"""A file path in a request: a string without NUL characters."""
 
 _Delegates = Annotated[list[Annotated[str, Field(min_length=1)]], Field(json_schema_extra={"uniqueItems": True})]
 """Stored agents' ids, each once (the server refuses a repeat, naming it)."""
-"""A file path in a request: a string without NUL characters."""
 
 
 def _is_int(annotation: Any) -> bool:
