@@ -206,6 +206,15 @@ def test_resume_called_on_the_class_says_to_call_it_on_a_session_of_the_agent(st
     assert store.get(session.id).status == "suspended"  # nothing was taken
 
 
+@pytest.mark.parametrize("name", ["resume", "aresume"])
+def test_resume_looked_up_on_the_class_shows_the_methods_docs_and_signature(name: str) -> None:
+    import inspect
+
+    on_class, on_session = getattr(Session, name), getattr(Session(agent(ScriptedProvider())), name)
+    assert inspect.getdoc(on_class) == inspect.getdoc(on_session) and "answer" in (inspect.getdoc(on_class) or "")
+    assert "answer" in inspect.signature(on_class).parameters
+
+
 def test_aresume_called_on_the_class_says_to_call_it_on_a_session_of_the_agent(store: RunStore) -> None:
     import asyncio
 

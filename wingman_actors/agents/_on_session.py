@@ -9,6 +9,7 @@ class raise a TypeError saying so, and is an ordinary method on a session.
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from typing import Any, Concatenate, Generic, NoReturn, ParamSpec, TypeVar, overload
@@ -31,6 +32,16 @@ class on_a_session(Generic[_P, _R]):  # lower-case: used as a decorator
         self.__module__ = fn.__module__
         self.__wrapped__ = fn
 
+        @functools.wraps(fn)  # help(Session.resume) and inspect.getdoc show the method's docs
+        def on_the_class(*args: Any, **kwargs: Any) -> NoReturn:
+            raise TypeError(
+                f"Session.{fn.__name__}() is called on a session, not on the class: the store keeps the "
+                f"conversation, not its agent, so make a session of the same agent and call it there: "
+                f"Session(agent).{fn.__name__}(session_id, store=store, answer=...)"
+            )
+
+        self._on_the_class = on_the_class
+
     @overload
     def __get__(self, obj: None, owner: type[Any]) -> Callable[..., NoReturn]: ...
     @overload
@@ -39,11 +50,3 @@ class on_a_session(Generic[_P, _R]):  # lower-case: used as a decorator
         if obj is None:
             return self._on_the_class
         return types.MethodType(self._fn, obj)
-
-    def _on_the_class(self, *args: Any, **kwargs: Any) -> NoReturn:
-        name = self.__name__
-        raise TypeError(
-            f"Session.{name}() is called on a session, not on the class: the store keeps the conversation, not "
-            f"its agent, so make a session of the same agent and call it there: "
-            f"Session(agent).{name}(session_id, store=store, answer=...)"
-        )
