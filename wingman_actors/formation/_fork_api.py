@@ -23,7 +23,8 @@ class Forks:
         given ``output`` (or ran again with ``input``), and run it to its end. The journal
         before that visit is reused (those visits are not executed again), the rest runs;
         the original run is left unchanged. ``store.history(run_id)`` lists the visits to
-        fork at.
+        fork at. Blocks the calling thread until the new run ends (from a coroutine, call
+        it on a worker thread: ``await asyncio.to_thread(formation.fork, run_id, ...)``).
 
         Args:
             run_id: the run to fork (any status; this formation must have its shape).
