@@ -15,17 +15,17 @@ import pytest
 import wingman_actors.formation
 
 PACKAGE = Path(wingman_actors.formation.__file__).parent
-DECLARATION = ("_graph", "_plan", "_render", "_typecheck", "_validation")
+DECLARATION = ("_graph", "_sync_api", "_plan", "_render", "_typecheck", "_validation")
 
 # (declaration module, sibling imported inside a function): why it is loaded late. Neither
 # dodges a cycle (the sibling does not import the declaration module back).
 DEFERRED: dict[tuple[str, str], str] = {
-    ("_graph", "_runtime"): (
+    ("_sync_api", "_runtime"): (
         "the runtime (actors, backends, routing, supervision) loads at the first start(), run(), "
         "resume() or run_stream(), once per call, never per message: declaring and validating "
         "a formation does not need it"
     ),
-    ("_graph", "_durable"): "the journal, and with it the store, loads for a durable run (store=...) only",
+    ("_sync_api", "_durable"): "the journal, and with it the store, loads for a durable run (store=...) only",
 }
 
 
