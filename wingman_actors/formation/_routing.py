@@ -20,11 +20,12 @@ from ..backends._base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
 from ..errors import FormationRuntimeError, NoRouteError
 from ._breakpoints import passed
-from ._error_routes import replay_failure, skip_error_targets
+from ._error_routes import skip_error_targets
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
 from ._join import ROUND_OVER, Join
 from ._plan import ConditionRaised, EdgeSpec, Plan
+from ._replaying import REPLAYED, replay_visit
 from ._result import ZERO_USAGE, FormationResult
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut, overdue
@@ -117,20 +118,9 @@ class Router:
             return
         replay = run.replay
         if replay is not None:
-            done = replay.visits.get(node)
-            if done is not None and visits in done:
-                self.replayed(run, node, visits, done[visits])
+            payload = replay_visit(self, run, node, visits, payload)
+            if payload is REPLAYED:
                 return
-            if (reason := replay.skipped.get((node, visits))) is not None:
-                if (failed := replay.failures.get((node, visits))) is not None:  # it failed into its error edges:
-                    replay_failure(self, run, node, visits, payload, failed)  # route the failure again
-                    return
-                self.skip(run, node, str(reason), str(reason))
-                if self.cyclic:
-                    self.finish_one(run)
-                return
-            if replay.inputs:  # a fork's input= for this visit replaces what its predecessors delivered
-                payload = replay.inputs.get((node, visits), payload)
         breaks = run.breaks
         if breaks is not None and node in breaks.before and (replay is None or not passed(replay.journal, node, visits)):
             self.breakpoint(run, node, visits, {"breakpoint": "before", "input": payload})
@@ -142,17 +132,6 @@ class Router:
             if items:
                 work.memo = dict(items)
         self.nodes[node].tell(work)
-
-    def replayed(self, run: RunState, node: str, visit: int, output: Any) -> None:
-        """A resumed run reached a visit its journal has: route the journalled output on
-        instead of running the node again."""
-        now = time.perf_counter()
-        run.record(node, 0, now, now, None, output)
-        if run.listeners:
-            emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
-                "attempt": 0, "duration_s": 0.0, "usage": ZERO_USAGE, "journalled": True, "output": output,
-            })
-        self.route(run, node, output, 0, visit)
 
     # -- node actor hooks (called on node threads) ---------------------------------------
 
