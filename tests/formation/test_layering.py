@@ -25,6 +25,7 @@ DEFERRED: dict[tuple[str, str], str] = {
         "resume() or run_stream(), once per call, never per message: declaring and validating "
         "a formation does not need it"
     ),
+    ("_sync_api", "_one_run"): "one run from start to stop (run, resume, run_stream) is the runtime's, loaded as it is",
     ("_sync_api", "_durable"): "the journal, and with it the store, loads for a durable run (store=...) only",
 }
 

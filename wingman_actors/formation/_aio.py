@@ -300,7 +300,7 @@ async def begin_off_loop(fn: Callable[[], _T], undo: Callable[[_T], object]) -> 
 def _begin_once(*args: Any, **kwargs: Any) -> tuple[RunningFormation, RunFuture]:
     """``begin_once`` on a worker thread: the runtime's modules load there the first time
     (about 0.1 s of CPU), not on the caller's loop."""
-    from ._runtime import begin_once
+    from ._one_run import begin_once
 
     return begin_once(*args, **kwargs)
 
@@ -320,7 +320,7 @@ async def arun_plan(
     running, future = await begin_off_loop(
         functools.partial(_begin_once, plan, input, options, journal, resume=resume, answer=answer), _cancel_and_stop
     )
-    from ._runtime import settle  # loaded by _begin_once
+    from ._one_run import settle  # loaded by _begin_once
     try:
         try:
             result = await watch(future, loop)

@@ -14,11 +14,10 @@ import dataclasses
 import functools
 import itertools
 import logging
-import queue
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -48,7 +47,7 @@ from .events import FormationEvent, FormationEventType, emit
 if TYPE_CHECKING:  # only types: the store and the journal load for durable runs (store=...)
     from ._durable import Journal, Replay
 
-__all__ = ["EventListener", "NodeTimeoutError", "RunState", "RunningFormation", "run_once", "run_stream"]
+__all__ = ["RUN_ENDED", "EventListener", "NodeTimeoutError", "RunState", "RunningFormation", "check_board", "require_no_board"]
 
 log = logging.getLogger("wingman_actors.formation")
 
@@ -82,7 +81,7 @@ class RunningFormation(AsyncSubmit):
         # Of the options, a started formation takes on_event (every run's), provider, work_dir,
         # backend, backend_options and blackboard (the default board); the caller opened
         # options.store as ``journal``; timeout, run_id and breakpoints belong to each submit().
-        self._blackboard = _check_board(options.blackboard)
+        self._blackboard = check_board(options.blackboard)
         self.plan = plan
         self._board_needed = _board_needed(plan)  # checked by every submit without a board
         self.name = plan.name
@@ -309,9 +308,9 @@ class RunningFormation(AsyncSubmit):
             break_before, break_after = merged.break_before, merged.break_after
         self._check_running()
         check_run_args(timeout, on_event)
-        board = self._blackboard if blackboard is None else _check_board(blackboard)
+        board = self._blackboard if blackboard is None else check_board(blackboard)
         if board is None and self._board_needed:
-            _require_no_board(self.plan, self._board_needed)
+            require_no_board(self.plan, self._board_needed)
         breaks = None
         if break_before is not None or break_after is not None:
             breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, self._journal is not None)
@@ -396,9 +395,9 @@ class RunningFormation(AsyncSubmit):
             raise ValueError(f"resume({run_id!r}) needs the run's store: start the formation with "
                              "formation.start(store=...) (a RunStore or its path)")
         check_run_args(timeout, on_event)
-        board = self._blackboard if blackboard is None else _check_board(blackboard)
+        board = self._blackboard if blackboard is None else check_board(blackboard)
         if board is None and self._board_needed:
-            _require_no_board(self.plan, self._board_needed)
+            require_no_board(self.plan, self._board_needed)
         given = break_before is not None or break_after is not None
         breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, True) if given else None
         return functools.partial(self._reopen, journal, run_id, answer, timeout, on_event, board, given, breaks)
@@ -465,7 +464,7 @@ class RunningFormation(AsyncSubmit):
             yield from node.actors()
 
 
-def _check_board(board: Any) -> Blackboard | None:
+def check_board(board: Any) -> Blackboard | None:
     if board is not None and not isinstance(board, Blackboard):
         raise TypeError(
             f"blackboard must be a wingman_actors.orchestration.Blackboard, got {type(board).__name__}"
@@ -478,7 +477,7 @@ def _board_needed(plan: Plan) -> tuple[str, ...]:
     return tuple(n for n, spec in plan.nodes.items() if spec.blackboard == "required")
 
 
-def _require_no_board(plan: Plan, needy: tuple[str, ...] | None = None) -> None:
+def require_no_board(plan: Plan, needy: tuple[str, ...] | None = None) -> None:
     if needy is None:
         needy = _board_needed(plan)
     if needy:
@@ -512,87 +511,3 @@ def _stop_forgotten() -> None:
             )
         finally:  # also when warnings are errors
             running.stop()
-
-
-def begin_once(
-    plan: Plan, input: Any, options: RunOptions, journal: Journal | None = None, *, resume: bool = False,
-    answer: Any = None, on_event: EventListener | None = None,
-) -> tuple[RunningFormation, RunFuture]:
-    """Start the formation and submit ``input`` (or, with ``resume``, continue the
-    journalled run ``options.run_id``): the first half of ``run``/``run_stream`` and of
-    their async twins (:mod:`._aio`), which wait for the future, :func:`settle` the
-    journal and stop the formation. ``journal`` is ``options.store``, opened by the caller."""
-    if _check_board(options.blackboard) is None:
-        _require_no_board(plan)  # before any actor starts
-    running = RunningFormation(plan, options, journal=journal).start()
-    try:
-        if resume:
-            assert options.run_id is not None
-            future = running.resume(options.run_id, answer, timeout=options.timeout, on_event=on_event,
-                                    break_before=options.break_before, break_after=options.break_after)
-        else:
-            future = running.submit(input, timeout=options.timeout, run_id=options.run_id, on_event=on_event,
-                                    break_before=options.break_before, break_after=options.break_after)
-    except BaseException:
-        running.stop()
-        raise
-    assert isinstance(future, RunFuture)
-    return running, future
-
-
-def run_once(
-    plan: Plan, input: Any, options: RunOptions, journal: Journal | None = None, *, resume: bool = False,
-    answer: Any = None,
-) -> FormationResult:
-    """Start the formation, run ``input`` through it (or, with ``resume``, continue the
-    journalled run ``options.run_id``), stop it; return the result or raise
-    :class:`FormationRuntimeError`. ``journal`` is ``options.store``, opened by the caller."""
-    running, future = begin_once(plan, input, options, journal, resume=resume, answer=answer)
-    with running:
-        try:
-            result: FormationResult = future.result()
-        except BaseException:
-            settle(journal, future, quiet=True)
-            raise
-        settle(journal, future)
-        return result
-
-
-def settle(journal: Journal | None, future: Future[FormationResult], *, quiet: bool = False) -> None:
-    """Before ``run``/``resume`` returns on a store it did not open: the run's journal
-    writes (its last status included) are committed, and those that failed are raised
-    (logged only, with ``quiet``, when the run failed already). A store it opened is
-    closed when the formation stops, which does the same."""
-    if journal is None or journal.owned:
-        return
-    from ..store import StoreWriteError
-
-    try:
-        journal.store.flush(getattr(future, "run_id", None))
-    except StoreWriteError:
-        if not quiet:
-            raise
-
-
-def run_stream(
-    plan: Plan, input: Any, options: RunOptions, journal: Journal | None = None, *, resume_id: str | None = None,
-    answer: Any = None,
-) -> Iterator[FormationEvent]:
-    """Start the formation, run ``input`` (or continue the journalled run ``resume_id``) and
-    yield its events until the one that ends it (``run_finished``: ``data["result"]``); the
-    formation stops when the generator ends, and a consumer that stops early cancels a run
-    not journalled (a journalled one is interrupted by the stop, resumable). ``journal``:
-    ``options.store``, opened by the caller; ``options.on_event`` is unused."""
-    events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
-    if resume_id is not None:
-        options = dataclasses.replace(options, run_id=resume_id)
-    running, future = begin_once(plan, input, dataclasses.replace(options, on_event=None), journal,
-                                 resume=resume_id is not None, answer=answer, on_event=events.put)
-    with running:
-        try:
-            while (event := events.get()).type not in RUN_ENDED:
-                yield event
-            yield event
-        finally:
-            if journal is None:  # the consumer stopped early (a no-op once the run has ended)
-                future.cancel()

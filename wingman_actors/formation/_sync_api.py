@@ -148,7 +148,7 @@ class Runs:
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
-        from ._runtime import run_once
+        from ._one_run import run_once
 
         return run_once(plan, input, opts, self._journal(opts.store))
 
@@ -209,7 +209,7 @@ class Runs:
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
-        from ._runtime import run_once
+        from ._one_run import run_once
 
         return run_once(plan, None, opts, self._journal(opts.store), resume=True, answer=answer)
 
@@ -239,7 +239,7 @@ class Runs:
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
-        from ._runtime import run_stream
+        from ._one_run import run_stream
 
         return run_stream(plan, input, opts, self._journal(opts.store))
 
@@ -267,6 +267,6 @@ class Runs:
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
-        from ._runtime import run_stream
+        from ._one_run import run_stream
 
         return run_stream(plan, None, opts, self._journal(opts.store), resume_id=run_id, answer=answer)
