@@ -206,6 +206,28 @@ def test_a_node_timeout_fails_a_stuck_attempt_on_each_backend(backend: str, tmp_
         release.write_text("go")
 
 
+def test_a_retry_after_a_timeout_has_its_whole_time_limit_on_each_backend(backend: str, tmp_path: Path) -> None:
+    # On Ray the stuck attempt's process is killed and restarted: the retry's time limit
+    # starts once the fresh process answers, not while Ray starts it (a second or more).
+    release, tried = tmp_path / "release", tmp_path / "tried"
+
+    def stuck_once(x: int) -> int:
+        if not tried.exists():
+            tried.write_text("x")
+            deadline = time.monotonic() + 30
+            while not release.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return x * 2
+
+    formation = Formation("slow_once").add_function("stuck", stuck_once, timeout=1.0, retries=1, backoff=0.01)
+    try:
+        result = formation.run(4, backend=backend)
+    finally:
+        release.write_text("go")
+    assert result.output == 8
+    assert result.nodes["stuck"].attempts == 2
+
+
 def test_replicas_work_in_parallel_on_each_backend(backend: str) -> None:
     def slow(x: int) -> int:
         time.sleep(1.0)

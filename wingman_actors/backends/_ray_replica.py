@@ -76,6 +76,17 @@ class RayReplica(NodeActor):
     def on_stop(self) -> None:
         self._drop_channel()
 
+    def handle_work(self, work: Work) -> bool:
+        node = self.node
+        if self.replica in node.stale:
+            # Ray restarts the actor's process (killed after a stuck attempt, or died): the
+            # attempt, and its time limit, start once the fresh process answers
+            try:
+                node.wait_ready(self.replica)
+            except Exception:  # still gone: the attempt fails in process(), as any lost actor's
+                log.debug("node %r: replica %d did not come back", self.name, self.replica, exc_info=True)
+        return super().handle_work(work)
+
     def _drop_channel(self) -> None:
         channel, self._channel = self._channel, None
         if channel is not None:
