@@ -228,6 +228,23 @@ def test_a_retry_after_a_timeout_has_its_whole_time_limit_on_each_backend(backen
     assert result.nodes["stuck"].attempts == 2
 
 
+@pytest.mark.ray
+def test_a_run_that_ends_while_its_retry_waits_for_the_restarting_actor_leaves_no_thread(
+    ray_session: Any, tmp_path: Path
+) -> None:
+    # the stuck attempt's process is killed; the run's time runs out while the retry
+    # waits for Ray to start a fresh one: stopping the formation ends that wait
+    release = tmp_path / "release"
+    formation = Formation("slow").add_function("stuck", _stuck_until(release), timeout=0.3, retries=1)
+    try:
+        started = time.perf_counter()
+        with pytest.raises(FormationRuntimeError, match="timed out"):
+            formation.run(1, backend="ray", timeout=0.6)
+        assert time.perf_counter() - started < 10
+    finally:
+        release.write_text("go")
+
+
 def test_replicas_work_in_parallel_on_each_backend(backend: str) -> None:
     def slow(x: int) -> int:
         time.sleep(1.0)

@@ -115,6 +115,7 @@ class RayNode(ThreadNode):
             "notify_start": bool(recipe.kwargs.get("notify_start")),
         })
         self.stale: set[int] = set()  # replicas whose Ray actor is restarting
+        self.killed = False  # the formation stopped: no actor comes back
         self.keys = itertools.count(1)  # the keys of interruptible attempts (see NodeHost.interrupt)
         self.key = backend.channel_key
         self.direct = backend.direct  # whether proxies reach their actors over a channel
@@ -151,7 +152,7 @@ class RayNode(ThreadNode):
             try:
                 ray.get(self.handles[replica].ping.remote(), timeout=max(0.1, deadline - time.monotonic()))
             except ray.exceptions.RayActorError:
-                if time.monotonic() > deadline:
+                if self.killed or time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
             else:
@@ -185,6 +186,7 @@ class RayNode(ThreadNode):
                 provider.merge_calls(*counted)
 
     def kill(self) -> None:
+        self.killed = True
         self.collect_calls()
         for handle in self.handles:
             try:
