@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 from collections.abc import Iterator
@@ -142,6 +143,15 @@ def test_a_failing_inner_node_fails_the_run_naming_the_formation_node_and_the_in
     assert caught.value.node == "sub"
     assert isinstance(caught.value.__cause__, NestedRunError)
     assert "sub/boom" in str(caught.value) and "no luck" in str(caught.value)
+
+
+def test_the_nested_run_error_a_failing_formation_node_raises_pickles_with_its_attributes() -> None:
+    # what an error edge ships to a handler in another process (the Ray backend)
+    inner_error = FormationRuntimeError("node 'boom' failed", node="boom", attempts=2, run_id="r-1")
+    err = NestedRunError("sub", "inner", inner_error)
+    again = pickle.loads(pickle.dumps(err))
+    assert (type(again), str(again), again.node, again.formation) == (NestedRunError, str(err), "sub", "inner")
+    assert (again.inner.node, again.inner.attempts, again.inner.run_id) == ("boom", 2, "r-1")
 
 
 def test_retries_rerun_the_inner_run_as_a_whole() -> None:
