@@ -21,6 +21,8 @@ import pytest
 from wingman_actors import Agent, Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NoRouteError
 from wingman_actors.formation.events import FormationEvent, FormationEventType
+from wingman_actors.orchestration import AgentRegistry
+from wingman_actors.providers import new_provider
 from wingman_actors.testing import ScriptedProvider
 
 
@@ -343,6 +345,20 @@ def test_a_node_that_cannot_be_pickled_is_a_setup_error_naming_it(ray_session: A
 
     formation = Formation("pickle").add_function("locked", locked)
     with pytest.raises(FormationSetupError, match=r"node 'locked' cannot be pickled for the Ray backend"):
+        formation.start(backend="ray")
+
+
+@pytest.mark.ray
+def test_a_delegating_agent_whose_registry_holds_a_live_provider_is_refused_naming_the_factory_fix(
+    ray_session: Any,
+) -> None:
+    registry = AgentRegistry()
+    live = new_provider("openai", {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "model": "m"})
+    registry.register(Agent("helper", provider=live), description="helps")
+    lead = Agent("lead", provider=ScriptedProvider(["ok"]), delegates=registry)
+    formation = Formation("team").add_agent("lead", lead)
+    with pytest.raises(FormationSetupError, match=r"node 'lead' cannot be pickled.*agents registered in its "
+                                                  r"delegates.*registry.register\(lambda: Agent"):
         formation.start(backend="ray")
 
 

@@ -195,6 +195,22 @@ class RayNode(ThreadNode):
                 log.debug("node %r: killing a Ray actor failed", self.name, exc_info=True)
 
 
+def _delegates_hint(args: tuple[Any, ...]) -> str:
+    """What to do when the agents registered in a node agent's ``delegates`` are what
+    cannot be pickled (their providers are not rebuilt in the actor, as the node's is)."""
+    from ray import cloudpickle
+
+    for agent in args:
+        if isinstance(agent, Agent) and agent.delegates is not None:
+            try:
+                cloudpickle.dumps(agent.delegates)  # type: ignore[no-untyped-call]
+            except Exception:
+                return ("; the agents registered in its delegates hold something live (a provider's client): "
+                        "register a factory instead, so each is built where it runs: "
+                        "registry.register(lambda: Agent('helper', provider=...), name='helper', description=...)")
+    return ""
+
+
 class RayBackend(ThreadsBackend):
     """Node replicas as Ray actors (see the module docstring for ``options``)."""
 
@@ -271,7 +287,7 @@ class RayBackend(ThreadsBackend):
             raise FormationSetupError(self.formation, [
                 f"node {recipe.name!r} cannot be pickled for the Ray backend ({type(exc).__name__}: {exc}): "
                 "its function, agent, tools or provider hold something live (a lock, a client, an open "
-                "file); build such things inside the node's code, or use backend='threads'"
+                f"file); build such things inside the node's code, or use backend='threads'{_delegates_hint(args)}"
             ]) from exc
         return args, dict(buses)
 
