@@ -171,6 +171,47 @@ def test_retries_rerun_the_inner_run_as_a_whole() -> None:
     assert result.nodes["sub"].attempts == 2
 
 
+def test_retry_on_naming_the_inner_nodes_error_retries_the_formation_node() -> None:
+    calls: list[str] = []
+
+    def flaky(x: int) -> int:
+        calls.append("flaky")
+        if len(calls) == 1:
+            raise ConnectionError("blip")
+        return x
+
+    inner = Formation("inner").add_function("flaky", flaky)
+    result = nested(inner, retries=2, retry_on=ConnectionError, backoff=0).run(1)
+    assert result.output == "= 2"
+    assert result.nodes["sub"].attempts == 2
+
+
+def test_retry_on_naming_the_error_of_a_formation_nested_two_deep_retries_the_outer_node() -> None:
+    calls: list[str] = []
+
+    def flaky(x: int) -> int:
+        calls.append("flaky")
+        if len(calls) == 1:
+            raise ConnectionError("blip")
+        return x
+
+    middle = Formation("middle").add_formation("deep", Formation("inner").add_function("flaky", flaky))
+    assert nested(middle, retries=1, retry_on=ConnectionError, backoff=0).run(1).output == "= 2"
+
+
+def test_retry_on_naming_another_error_gives_the_formation_node_up_at_once() -> None:
+    calls: list[str] = []
+
+    def broken(x: int) -> int:
+        calls.append("broken")
+        raise KeyError("missing")
+
+    inner = Formation("inner").add_function("broken", broken)
+    with pytest.raises(FormationRuntimeError, match="KeyError"):
+        nested(inner, retries=2, retry_on=ConnectionError, backoff=0).run(1)
+    assert calls == ["broken"]
+
+
 def test_on_error_skip_skips_the_formation_node_and_its_dependents() -> None:
     def boom(x: int) -> int:
         raise ValueError("no luck")
