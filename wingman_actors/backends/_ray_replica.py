@@ -77,12 +77,11 @@ class RayReplica(NodeActor):
         self._drop_channel()
 
     def handle_work(self, work: Work) -> bool:
-        node = self.node
-        if self.replica in node.stale:
+        if self.replica in self.node.stale:
             # Ray restarts the actor's process (killed after a stuck attempt, or died): the
-            # attempt, and its time limit, start once the fresh process answers
+            # attempt, and its time limit, start once the fresh process answers (connected)
             try:
-                node.wait_ready(self.replica)
+                self._connected()
             except Exception:  # still gone: the attempt fails in process(), as any lost actor's
                 log.debug("node %r: replica %d did not come back", self.name, self.replica, exc_info=True)
         return super().handle_work(work)
