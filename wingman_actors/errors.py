@@ -419,3 +419,38 @@ class MissingExtraError(WingmanError, ModuleNotFoundError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.extra, self.what, self.name))
+
+
+class _Rebuilt:
+    """Pickles as the exception it holds, rebuilt without its ``__init__`` (whose
+    arguments may differ from ``args``): see :func:`shippable_error`."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        error = self.error
+        return (_rebuild_error, (type(error), error.args, dict(getattr(error, "__dict__", {}))))
+
+
+def _rebuild_error(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+def shippable_error(error: BaseException) -> Any:
+    """``error``, or a stand-in that unpickles as it (same class, ``args`` and attributes)
+    when its class cannot be rebuilt from its ``args``, as pickle does by default: an
+    ``__init__`` taking other arguments (``CodedError(code, reason)``). For the errors
+    that cross a process boundary (the Ray backend); checking costs one round trip."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return _Rebuilt(error)
+    return error

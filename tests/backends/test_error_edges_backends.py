@@ -6,8 +6,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from wingman_actors import Formation
-from wingman_actors.errors import NodeTimeoutError
+from wingman_actors.errors import FormationRuntimeError, NodeTimeoutError
 from wingman_actors.formation import NodeFailure
 
 
@@ -49,3 +51,32 @@ def test_a_timeout_reaches_the_handler_on_each_backend(backend: str, tmp_path: P
         assert f.run(1, backend=backend).outputs == {"handler": True}
     finally:
         release.write_text("go")
+
+
+class CodedError(Exception):
+    """An error whose class takes other arguments than its message (as many libraries' do)."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(f"{code}: {reason}")
+        self.code = code
+
+
+def _coded(x: int) -> int:
+    raise CodedError(x, "refused")
+
+
+def _code_of(failure: NodeFailure) -> str:
+    return f"{type(failure.error).__name__} {getattr(failure.error, 'code', None)} {failure.error}"
+
+
+def test_an_error_whose_class_takes_other_arguments_keeps_its_class_on_each_backend(backend: str) -> None:
+    with pytest.raises(FormationRuntimeError) as caught:
+        Formation("coded").add_function("a", _coded).run(7, backend=backend)
+    cause = caught.value.__cause__
+    assert isinstance(cause, CodedError) and cause.code == 7 and str(cause) == "7: refused"
+
+
+def test_an_error_whose_class_takes_other_arguments_reaches_the_handler_on_each_backend(backend: str) -> None:
+    f = Formation("coded").add_function("a", _coded).add_function("handler", _code_of)
+    result = f.connect("a", "handler", on_error=True).run(7, backend=backend)
+    assert result.outputs == {"handler": "CodedError 7 7: refused"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from wingman_actors import Formation, interrupt
+from wingman_actors.formation import NodeFailure
 from wingman_actors.formation.events import FormationEvent, FormationEventType
 from wingman_actors.store import RunStore
 
@@ -50,3 +51,19 @@ def test_an_interrupt_inside_a_nested_formation_suspends_and_resumes_on_each_bac
         suspended = outer.run(5, store=store, backend=backend)
         assert suspended.interrupt == {"node": "sub/ask", "payload": {"ok?": 5}}
         assert outer.resume(suspended.run_id, store=store, answer="yes", backend=backend).output == "5: yes"
+
+
+def _refuse(x: int) -> int:
+    raise ValueError(f"no {x}")
+
+
+def _describe(failure: NodeFailure) -> str:
+    return f"{failure.node} {type(failure.error).__name__} {failure.input} {failure.attempts}"
+
+
+def test_an_error_edge_from_a_formation_node_hands_its_handler_the_failure_on_each_backend(backend: str) -> None:
+    # on Ray the handler is an actor in another process: the NestedRunError travels to it
+    outer = (Formation("outer").add_formation("sub", Formation("inner").add_function("refuse", _refuse))
+             .add_function("handler", _describe).connect("sub", "handler", on_error=True))
+    result = outer.run(5, backend=backend)
+    assert result.outputs == {"handler": "sub NestedRunError 5 1"}

@@ -21,6 +21,8 @@ import pytest
 from wingman_actors import Agent, Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NoRouteError
 from wingman_actors.formation.events import FormationEvent, FormationEventType
+from wingman_actors.orchestration import AgentRegistry
+from wingman_actors.providers import new_provider
 from wingman_actors.testing import ScriptedProvider
 
 
@@ -206,6 +208,45 @@ def test_a_node_timeout_fails_a_stuck_attempt_on_each_backend(backend: str, tmp_
         release.write_text("go")
 
 
+def test_a_retry_after_a_timeout_has_its_whole_time_limit_on_each_backend(backend: str, tmp_path: Path) -> None:
+    # On Ray the stuck attempt's process is killed and restarted: the retry's time limit
+    # starts once the fresh process answers, not while Ray starts it (a second or more).
+    release, tried = tmp_path / "release", tmp_path / "tried"
+
+    def stuck_once(x: int) -> int:
+        if not tried.exists():
+            tried.write_text("x")
+            deadline = time.monotonic() + 30
+            while not release.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return x * 2
+
+    formation = Formation("slow_once").add_function("stuck", stuck_once, timeout=1.0, retries=1, backoff=0.01)
+    try:
+        result = formation.run(4, backend=backend)
+    finally:
+        release.write_text("go")
+    assert result.output == 8
+    assert result.nodes["stuck"].attempts == 2
+
+
+@pytest.mark.ray
+def test_a_run_that_ends_while_its_retry_waits_for_the_restarting_actor_leaves_no_thread(
+    ray_session: Any, tmp_path: Path
+) -> None:
+    # the stuck attempt's process is killed; the run's time runs out while the retry
+    # waits for Ray to start a fresh one: stopping the formation ends that wait
+    release = tmp_path / "release"
+    formation = Formation("slow").add_function("stuck", _stuck_until(release), timeout=0.3, retries=1)
+    try:
+        started = time.perf_counter()
+        with pytest.raises(FormationRuntimeError, match="timed out"):
+            formation.run(1, backend="ray", timeout=0.6)
+        assert time.perf_counter() - started < 10
+    finally:
+        release.write_text("go")
+
+
 def test_replicas_work_in_parallel_on_each_backend(backend: str) -> None:
     def slow(x: int) -> int:
         time.sleep(1.0)
@@ -304,6 +345,20 @@ def test_a_node_that_cannot_be_pickled_is_a_setup_error_naming_it(ray_session: A
 
     formation = Formation("pickle").add_function("locked", locked)
     with pytest.raises(FormationSetupError, match=r"node 'locked' cannot be pickled for the Ray backend"):
+        formation.start(backend="ray")
+
+
+@pytest.mark.ray
+def test_a_delegating_agent_whose_registry_holds_a_live_provider_is_refused_naming_the_factory_fix(
+    ray_session: Any,
+) -> None:
+    registry = AgentRegistry()
+    live = new_provider("openai", {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "model": "m"})
+    registry.register(Agent("helper", provider=live), description="helps")
+    lead = Agent("lead", provider=ScriptedProvider(["ok"]), delegates=registry)
+    formation = Formation("team").add_agent("lead", lead)
+    with pytest.raises(FormationSetupError, match=r"node 'lead' cannot be pickled.*agents registered in its "
+                                                  r"delegates.*registry.register\(lambda: Agent"):
         formation.start(backend="ray")
 
 

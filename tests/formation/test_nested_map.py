@@ -117,6 +117,20 @@ def test_a_retry_reruns_only_the_items_that_failed() -> None:
     assert sorted(calls) == [0, 1, 1, 2]
 
 
+def test_retry_on_naming_the_inner_nodes_error_reruns_the_items_that_failed() -> None:
+    calls: list[int] = []
+
+    def flaky(x: int) -> int:
+        calls.append(x)
+        if x == 1 and calls.count(1) == 1:
+            raise ConnectionError("blip")
+        return x
+
+    result = mapped(per_item(flaky), retries=1, retry_on=ConnectionError, backoff=0, max_workers=1).run(3)
+    assert result.output == [0, 1, 2]
+    assert sorted(calls) == [0, 1, 1, 2]
+
+
 def test_cancelling_the_run_cancels_the_items_in_flight() -> None:
     entered, release = threading.Event(), threading.Event()
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 from collections.abc import Iterator
@@ -144,6 +145,15 @@ def test_a_failing_inner_node_fails_the_run_naming_the_formation_node_and_the_in
     assert "sub/boom" in str(caught.value) and "no luck" in str(caught.value)
 
 
+def test_the_nested_run_error_a_failing_formation_node_raises_pickles_with_its_attributes() -> None:
+    # what an error edge ships to a handler in another process (the Ray backend)
+    inner_error = FormationRuntimeError("node 'boom' failed", node="boom", attempts=2, run_id="r-1")
+    err = NestedRunError("sub", "inner", inner_error)
+    again = pickle.loads(pickle.dumps(err))
+    assert (type(again), str(again), again.node, again.formation) == (NestedRunError, str(err), "sub", "inner")
+    assert (again.inner.node, again.inner.attempts, again.inner.run_id) == ("boom", 2, "r-1")
+
+
 def test_retries_rerun_the_inner_run_as_a_whole() -> None:
     calls: list[str] = []
 
@@ -159,6 +169,47 @@ def test_retries_rerun_the_inner_run_as_a_whole() -> None:
     assert result.output == "= 3"
     assert calls == ["inc", "flaky", "inc", "flaky"]
     assert result.nodes["sub"].attempts == 2
+
+
+def test_retry_on_naming_the_inner_nodes_error_retries_the_formation_node() -> None:
+    calls: list[str] = []
+
+    def flaky(x: int) -> int:
+        calls.append("flaky")
+        if len(calls) == 1:
+            raise ConnectionError("blip")
+        return x
+
+    inner = Formation("inner").add_function("flaky", flaky)
+    result = nested(inner, retries=2, retry_on=ConnectionError, backoff=0).run(1)
+    assert result.output == "= 2"
+    assert result.nodes["sub"].attempts == 2
+
+
+def test_retry_on_naming_the_error_of_a_formation_nested_two_deep_retries_the_outer_node() -> None:
+    calls: list[str] = []
+
+    def flaky(x: int) -> int:
+        calls.append("flaky")
+        if len(calls) == 1:
+            raise ConnectionError("blip")
+        return x
+
+    middle = Formation("middle").add_formation("deep", Formation("inner").add_function("flaky", flaky))
+    assert nested(middle, retries=1, retry_on=ConnectionError, backoff=0).run(1).output == "= 2"
+
+
+def test_retry_on_naming_another_error_gives_the_formation_node_up_at_once() -> None:
+    calls: list[str] = []
+
+    def broken(x: int) -> int:
+        calls.append("broken")
+        raise KeyError("missing")
+
+    inner = Formation("inner").add_function("broken", broken)
+    with pytest.raises(FormationRuntimeError, match="KeyError"):
+        nested(inner, retries=2, retry_on=ConnectionError, backoff=0).run(1)
+    assert calls == ["broken"]
 
 
 def test_on_error_skip_skips_the_formation_node_and_its_dependents() -> None:

@@ -115,6 +115,7 @@ class RayNode(ThreadNode):
             "notify_start": bool(recipe.kwargs.get("notify_start")),
         })
         self.stale: set[int] = set()  # replicas whose Ray actor is restarting
+        self.killed = False  # the formation stopped: no actor comes back
         self.keys = itertools.count(1)  # the keys of interruptible attempts (see NodeHost.interrupt)
         self.key = backend.channel_key
         self.direct = backend.direct  # whether proxies reach their actors over a channel
@@ -151,7 +152,7 @@ class RayNode(ThreadNode):
             try:
                 ray.get(self.handles[replica].ping.remote(), timeout=max(0.1, deadline - time.monotonic()))
             except ray.exceptions.RayActorError:
-                if time.monotonic() > deadline:
+                if self.killed or time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
             else:
@@ -185,12 +186,29 @@ class RayNode(ThreadNode):
                 provider.merge_calls(*counted)
 
     def kill(self) -> None:
+        self.killed = True
         self.collect_calls()
         for handle in self.handles:
             try:
                 self.ray.kill(handle, no_restart=True)
             except Exception:  # already gone
                 log.debug("node %r: killing a Ray actor failed", self.name, exc_info=True)
+
+
+def _delegates_hint(args: tuple[Any, ...]) -> str:
+    """What to do when the agents registered in a node agent's ``delegates`` are what
+    cannot be pickled (their providers are not rebuilt in the actor, as the node's is)."""
+    from ray import cloudpickle
+
+    for agent in args:
+        if isinstance(agent, Agent) and agent.delegates is not None:
+            try:
+                cloudpickle.dumps(agent.delegates)  # type: ignore[no-untyped-call]
+            except Exception:
+                return ("; the agents registered in its delegates hold something live (a provider's client): "
+                        "register a factory instead, so each is built where it runs: "
+                        "registry.register(lambda: Agent('helper', provider=...), name='helper', description=...)")
+    return ""
 
 
 class RayBackend(ThreadsBackend):
@@ -269,7 +287,7 @@ class RayBackend(ThreadsBackend):
             raise FormationSetupError(self.formation, [
                 f"node {recipe.name!r} cannot be pickled for the Ray backend ({type(exc).__name__}: {exc}): "
                 "its function, agent, tools or provider hold something live (a lock, a client, an open "
-                "file); build such things inside the node's code, or use backend='threads'"
+                f"file); build such things inside the node's code, or use backend='threads'{_delegates_hint(args)}"
             ]) from exc
         return args, dict(buses)
 

@@ -30,9 +30,9 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection, Listener, answer_challenge, deliver_challenge
-from typing import Any
+from typing import Any, cast
 
-from ..errors import WingmanError
+from ..errors import WingmanError, shippable_error
 from ._ray_wire import BoardAnswer, BoardOp, Done, Failed, Process, Suspended
 
 __all__ = ["BoardAnswerer", "Channel", "ChannelLost", "ChannelServer", "Link"]
@@ -356,6 +356,8 @@ class ChannelServer:
 def _pickled(message: Any) -> bytes:
     """``message`` pickled; one that cannot be becomes a :class:`Failed` saying so."""
     try:
+        if type(message) is Failed:  # an error its class cannot rebuild from its args, too
+            return _reply(Failed(cast(BaseException, shippable_error(message.error))))
         return _reply(message)
     except Exception as exc:
         what = (f"raised {type(message.error).__name__}: {message.error}" if type(message) is Failed

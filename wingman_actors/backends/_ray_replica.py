@@ -76,6 +76,16 @@ class RayReplica(NodeActor):
     def on_stop(self) -> None:
         self._drop_channel()
 
+    def handle_work(self, work: Work) -> bool:
+        if self.replica in self.node.stale:
+            # Ray restarts the actor's process (killed after a stuck attempt, or died): the
+            # attempt, and its time limit, start once the fresh process answers (connected)
+            try:
+                self._connected()
+            except Exception:  # still gone: the attempt fails in process(), as any lost actor's
+                log.debug("node %r: replica %d did not come back", self.name, self.replica, exc_info=True)
+        return super().handle_work(work)
+
     def _drop_channel(self) -> None:
         channel, self._channel = self._channel, None
         if channel is not None:

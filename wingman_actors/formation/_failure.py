@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import shippable_error
+
 __all__ = ["NodeFailure"]
 
 
@@ -43,6 +45,11 @@ class NodeFailure:
     input: Any
     attempts: int
     run_id: str
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the error may be of a class pickle cannot rebuild from its args (a handler on
+        # the Ray backend runs in another process)
+        return (NodeFailure, (self.node, shippable_error(self.error), self.input, self.attempts, self.run_id))
 
     def __str__(self) -> str:
         # what an agent handler reads as its message, and a log line shows

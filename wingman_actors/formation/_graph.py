@@ -158,7 +158,8 @@ class Formation(Runs, AsyncRuns, Forks):
         (``"name/inner_node"``); a journalled run journals the inner visits (in the same
         store, as the run ``"<run id>/name/<visit>"``), so a resume does not repeat them;
         an ``interrupt()`` inside suspends this run. The policies (``retries``,
-        ``backoff``, ``timeout``, ``on_error``) apply to the inner run as a whole; the node
+        ``backoff``, ``timeout``, ``on_error``) apply to the inner run as a whole
+        (``retry_on`` names the errors of inner nodes that are worth another run); the node
         has no actor of its own (its inner formation's nodes do the work, and pipeline its
         visits as any formation does), so ``concurrency`` has no effect on it.
 

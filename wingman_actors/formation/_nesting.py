@@ -271,3 +271,8 @@ class NestedRunError(WingmanError):
         self.node = node
         self.formation = formation
         self.inner = inner
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt from its own arguments (an error edge ships it to a handler in a Ray
+        # worker; the default would call __init__ with the message alone)
+        return (type(self), (self.node, self.formation, self.inner), dict(self.__dict__))

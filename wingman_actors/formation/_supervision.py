@@ -42,6 +42,7 @@ from ..actors._envelope import Work
 from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError
 from ._error_routes import route_failure
 from ._failure import NodeFailure
+from ._nesting import NestedRunError
 from ._plan import NodeSpec
 from ._runstate import RunState
 from .events import FormationEventType, emit
@@ -57,6 +58,7 @@ __all__ = [
     "Supervisor",
     "SupervisorMessage",
     "backoff_delay",
+    "inner_cause",
     "overdue",
     "retryable",
     "timed_out",
@@ -89,13 +91,25 @@ def retryable(retry_on: tuple[type[BaseException], ...] | None, error: BaseExcep
     """Whether a node with this ``retry_on`` (see :class:`~.plan.NodeSpec`) retries ``error``.
 
     An error with ``retryable = False`` never is. A fleet's ``FleetItemsError`` is retried
-    when ``retry_on`` names it, or names every failed item's error.
+    when ``retry_on`` names it, or names every failed item's error. A formation node's
+    (or a mapped formation's) error is judged by what failed its inner run (:func:`inner_cause`).
     """
-    if not getattr(error, "retryable", True):
+    cause = inner_cause(error)
+    if not getattr(cause, "retryable", True):
         return False
-    if retry_on is None or isinstance(error, retry_on):
+    if retry_on is None or isinstance(error, retry_on) or isinstance(cause, retry_on):
         return True
-    return isinstance(error, FleetItemsError) and all(isinstance(e, retry_on) for e in error.errors.values())
+    return isinstance(error, FleetItemsError) and all(
+        isinstance(inner_cause(e), retry_on) for e in error.errors.values())
+
+
+def inner_cause(error: BaseException) -> BaseException:
+    """What made the inner run behind ``error`` fail, through any depth of nesting: the
+    inner node's own error, for a :class:`~._nesting.NestedRunError`; else ``error``."""
+    while type(error) is NestedRunError:
+        inner = error.inner
+        error = inner.__cause__ if inner.__cause__ is not None else inner
+    return error
 
 
 @dataclass(frozen=True, slots=True)
