@@ -29,6 +29,28 @@ def test_runs_with_a_missing_store_is_a_usage_error(tmp_path: Path, capsys: pyte
     assert "no such file" in capsys.readouterr().err
 
 
+def test_runs_with_a_file_that_is_not_a_run_store_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    assert main(["runs", "--store", str(text)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(text) in err and "not an SQLite database" in err
+
+
+def test_runs_with_a_folder_as_store_says_it_is_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "--store", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "no such file" not in err
+
+
+def test_runs_show_with_a_folder_as_store_says_it_is_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "show", "some-run", "--store", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "no such file" not in err
+
+
 def test_run_with_a_store_suspends_and_resume_answers_from_the_command_line(
     tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

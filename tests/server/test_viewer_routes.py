@@ -120,6 +120,16 @@ def test_ui_with_a_missing_store_is_a_usage_error_naming_it(tmp_path: Path, caps
     assert str(missing) in capsys.readouterr().err
 
 
+def test_ui_with_a_file_that_is_not_a_run_store_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    assert main(["ui", "--store", str(text), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not an SQLite database" in err and "Traceback" not in err
+
+
 def test_the_viewer_s_data_is_refused_to_another_site_s_page(client: httpx.Client, server: RunningServer) -> None:
     response = client.get("/ui/api/runs", headers={"Origin": "http://evil.example"})
     assert response.status_code == 403

@@ -141,7 +141,7 @@ def resume_command(args: argparse.Namespace) -> int:
     except UnknownRunError as exc:
         raise unknown_run(exc, choice.flag) from exc
     except StoreError as exc:
-        raise UsageError(f"cannot read the run store {choice.target}: {exc}") from exc
+        raise choice.unusable(exc, "read") from exc
     if top is not record:
         command = shlex.join(["wingman-actors", "resume", top.id, *choice.flag])
         raise UsageError(f"run {args.resume_id} is an inner run of run {record.parent} (a nested formation's run, "

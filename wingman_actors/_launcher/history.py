@@ -65,7 +65,7 @@ def _open(store: str | None) -> tuple[StoreChoice, RunStore]:
     try:
         return choice, RunStore(choice.target)
     except StoreError as exc:
-        raise UsageError(f"cannot open the run store {choice.target}: {exc}") from exc
+        raise choice.unusable(exc, "open") from exc
 
 
 def _rows(store: RunStore, run_id: str, choice: StoreChoice) -> list[dict[str, Any]]:

@@ -56,7 +56,7 @@ def show_command(args: argparse.Namespace) -> int:
     except UnknownRunError as exc:
         raise unknown_run(exc, choice.flag) from exc
     except StoreError as exc:
-        raise UsageError(f"cannot read the run store {choice.target}: {exc}") from exc
+        raise choice.unusable(exc, "read") from exc
     if getattr(args, "json", False):
         print(json.dumps(document, indent=2))
     else:

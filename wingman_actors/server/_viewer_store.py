@@ -95,13 +95,13 @@ def ui_command(args: argparse.Namespace) -> int:
     if not choice.exists():
         print(f"wingman-actors ui: error: {choice.missing()}", file=sys.stderr)
         return 2
-    if choice.url is not None:  # a server that cannot be reached: one line now, not a failing page
-        try:
-            RunStore(choice.url, recover=False).close()
-        except (StoreError, ImportError) as exc:
-            one_line = " ".join(part.strip() for part in str(exc).splitlines())
-            print(f"wingman-actors ui: error: {one_line}", file=sys.stderr)
-            return 2
+    # a file that is no run store, or a server that cannot be reached: one line now, not a failing start
+    try:
+        RunStore(choice.target, recover=False).close()
+    except (StoreError, ImportError) as exc:
+        one_line = " ".join(part.strip() for part in str(exc).splitlines())
+        print(f"wingman-actors ui: error: {one_line}", file=sys.stderr)
+        return 2
     try:
         sock = _listen(args.host, args.port)
     except ServeError as exc:
