@@ -128,6 +128,36 @@ def test_runs_show_prints_the_pending_interrupt_and_how_to_continue(
     assert document["nodes"]["approve"]["status"] == "suspended"
 
 
+def _asks(text: str) -> str:
+    from wingman_actors import interrupt
+
+    return f"{text}: {interrupt({'go?': text})}"
+
+
+def waiting_with_a_branch_not_taken() -> Formation:
+    """``a`` feeds ``ask`` (which suspends the run) then ``after``; ``a``'s conditional edge
+    to ``never`` does not fire."""
+    return (Formation("waits").add_function("a", str.strip).add_function("never", str.upper)
+            .add_function("ask", _asks).add_function("after", str.upper)
+            .connect("a", "never", when=lambda v: False).connect("a", "ask").connect("ask", "after"))
+
+
+def test_runs_show_of_a_suspended_run_shows_the_nodes_after_the_waiting_one_pending(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = waiting_with_a_branch_not_taken().run(" x ", store=path).run_id
+    statuses = {name: n["status"] for name, n in show(path, run_id, capsys)["nodes"].items()}
+    assert statuses == {"a": "succeeded", "never": "skipped", "ask": "suspended", "after": "pending"}
+
+
+def test_runs_show_of_a_run_stopped_after_a_breakpoint_shows_what_follows_pending(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = chain().run("x", store=path, break_after=["fetch"]).run_id
+    statuses = {name: n["status"] for name, n in show(path, run_id, capsys)["nodes"].items()}
+    assert statuses == {"fetch": "suspended", "count": "pending"}
+
+
 def test_runs_show_of_a_run_resumed_with_an_answer_shows_the_answered_node_succeeded(
     tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -99,6 +99,14 @@ def test_a_suspended_run_shows_its_node_suspended(client: httpx.Client) -> None:
     assert view["resumable"] is True
 
 
+def test_a_suspended_run_shows_the_nodes_after_its_suspended_node_pending(client: httpx.Client) -> None:
+    fid = formation(client, "clean", "ask", "shout", name="waits-then-shouts")
+    run_id = client.post(f"/formations/{fid}/run", json={"input": "x"}).json()["id"]
+    view = client.get(f"/ui/api/runs/{run_id}").json()
+    assert {n: v["status"] for n, v in view["nodes"].items()} == {"clean": "succeeded", "ask": "suspended",
+                                                                   "shout": "pending"}
+
+
 def test_an_unknown_run_is_a_404(client: httpx.Client) -> None:
     assert client.get("/ui/api/runs/01NOSUCHRUN").status_code == 404
     assert client.get("/ui/api/runs/01NOSUCHRUN/stream").status_code == 404

@@ -23,7 +23,7 @@ from .errors import UsageError, unknown_run
 if TYPE_CHECKING:
     from ..store import RunJournal, RunStore
 
-__all__ = ["add_show_parser", "show_command"]
+__all__ = ["add_show_parser", "not_reached", "run_document", "show_command"]
 
 _CUT = 48  # characters of an output or error in the table
 
@@ -75,6 +75,7 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
     pending = journal.pending_interrupt
     traces = journalled_traces(journal)
     names = list(traces) or [name for name, _ in journal.shape.nodes]
+    ahead = not_reached(journal, pending.node) if pending is not None else set()
     quick = not traces and record.status == "succeeded"  # a quick clean success: no traces journalled
     timed = _visit_times(store, run_id) if quick else {}
     nodes: dict[str, dict[str, Any]] = {}
@@ -90,6 +91,8 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
             status = "suspended"
         elif name not in traces and any(n == name for n, _ in journal.skipped):
             status = "skipped"
+        elif status == "skipped" and name in ahead and not outputs:  # not skipped: waiting for the answer
+            status = "pending"
         nodes[name] = {
             "status": status, "visits": max(t.get("visits") or 0, len(outputs)), "attempts": t.get("attempts"),
             "duration_s": t.get("duration_s"), "started_at": t.get("started_at"), "finished_at": t.get("finished_at"),
@@ -105,6 +108,23 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
         "source": record.source, "input": record.input, "error": record.error, "interrupt": interrupt, "nodes": nodes,
     }, fallback=str)
     return document
+
+
+def not_reached(journal: RunJournal, node: str) -> set[str]:
+    """The nodes downstream of ``node`` along forward edges: those a run suspended at
+    ``node`` has not reached yet (its traces call them skipped; they run on ``resume``)."""
+    after: dict[str, list[str]] = {}
+    for edge in journal.shape.edges:
+        if not edge.back:
+            after.setdefault(edge.source, []).append(edge.target)
+    found: set[str] = set()
+    todo = list(after.get(node, ()))
+    while todo:
+        name = todo.pop()
+        if name not in found and name != node:
+            found.add(name)
+            todo.extend(after.get(name, ()))
+    return found
 
 
 def _visit_times(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:

@@ -142,13 +142,14 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
     Raises:
         wingman_actors.store.UnknownRunError: the store has no such run.
     """
-    from .._launcher.run_show import run_document
+    from .._launcher.run_show import not_reached, run_document
 
     journal = store.load(run_id)
     doc = run_document(store, run_id)
     status = status or doc["status"]
     interrupt = doc["interrupt"]
     pending = interrupt["node"] if interrupt else None
+    ahead = not_reached(journal, pending) if pending is not None and status == "suspended" else set()
     for name in traces or ():  # nodes inside formation nodes that the journal does not trace yet
         doc["nodes"].setdefault(name, {"status": "pending", "visits": 0, "attempts": None, "duration_s": None,
                                        "started_at": None, "finished_at": None, "usage": None, "error": None,
@@ -163,6 +164,8 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
             node.update({k: trace[k] for k in ("attempts", "visits", "duration_s", "started_at", "finished_at",
                                                "usage", "error") if k in trace})
         node["status"] = node_status(trace, status, pending, name)
+        if node["status"] == "skipped" and name in ahead and not node.get("outputs"):
+            node["status"] = "pending"  # after the node the run waits at: it runs on resume
         if node["status"] in ("skipped", "pending") and status != "running" and node.get("outputs") and (
                 len(node["outputs"]) >= (node.get("visits") or 0)):
             # every visit journalled an output: it succeeded, whatever an older trace says (a run
