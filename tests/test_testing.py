@@ -35,6 +35,18 @@ def test_run_node_runs_a_function_node_alone_and_returns_output_and_trace() -> N
     assert run.envelope.type == "result"
 
 
+def test_run_node_s_trace_carries_the_output_and_outputs_of_its_one_visit() -> None:
+    trace = run_node(budget(), "total", [1.5, 2.5]).trace
+    assert (trace.output, trace.outputs, trace.visits) == (4.0, [4.0], 1)
+
+
+def test_node_statuses_come_from_the_testkit_without_a_private_import() -> None:
+    from wingman_actors.testing import NodeStatus as Public
+
+    assert "NodeStatus" in wingman_actors.testing.__all__ and Public is NodeStatus
+    assert run_node(budget(), "total", [1]).trace.status is Public.SUCCEEDED
+
+
 def test_run_node_with_a_provider_override_unit_tests_an_agent_node() -> None:
     provider = ScriptedProvider(["Spend less on coffee."])
     run = run_node(budget(), "advise", 4.0, provider=provider)

@@ -11,6 +11,8 @@ spell a message kind as a string:
 * :func:`run_node` — run one node of a formation alone, get its output and trace.
 * :class:`ScriptedProvider` — canned model replies (text, responses, exceptions, callables).
 * :class:`Envelope` — the type of the replies (``payload``, ``sender``, ``run_id``, ``type``...).
+* :class:`NodeStatus` — a trace's ``status`` (``NodeStatus.SUCCEEDED``, ``FAILED``, ...), as
+  :func:`run_node` and ``FormationResult.nodes`` report it.
 
 Fixtures of the pytest plugin (installed with the package, no ``conftest.py`` needed):
 
@@ -68,7 +70,8 @@ from .providers._base import Provider
 from .providers._scripted import ScriptedProvider
 
 __all__ = [
-    "ActorProbe", "Envelope", "NodeRun", "ReplyKind", "ScriptedProvider", "node_actor", "run_node", "work",
+    "ActorProbe", "Envelope", "NodeRun", "NodeStatus", "ReplyKind", "ScriptedProvider", "node_actor", "run_node",
+    "work",
 ]
 
 
@@ -259,7 +262,8 @@ class ActorProbe:
 
 @dataclass(frozen=True)
 class NodeRun:
-    """What :func:`run_node` returns: the node's output, its trace and the reply envelope."""
+    """What :func:`run_node` returns: the node's output, its trace (one visit: its ``output``
+    and ``outputs`` as a formation run's trace has them) and the reply envelope."""
 
     output: Any
     trace: NodeTrace
@@ -353,14 +357,16 @@ def run_node(
         actor.actor_ref.stop(block=False)
         actor.thread.join(timeout)
     duration = env.finished - env.started
+    ok = env.type == EnvelopeType.RESULT
     trace = NodeTrace(
         name,
-        status=NodeStatus.SUCCEEDED if env.type == EnvelopeType.RESULT else NodeStatus.FAILED,
+        status=NodeStatus.SUCCEEDED if ok else NodeStatus.FAILED,
         attempts=1, visits=1, started_at=wall, finished_at=wall + duration, duration_s=duration,
         usage=env.usage or NodeTrace(name).usage,
-        error=None if env.type == EnvelopeType.RESULT else f"{type(env.payload).__name__}: {env.payload}",
+        error=None if ok else f"{type(env.payload).__name__}: {env.payload}",
+        output=env.payload if ok else None, outputs=[env.payload] if ok else [],
     )
-    if env.type != EnvelopeType.RESULT:
+    if not ok:
         raise FormationRuntimeError(
             f"node {name!r} failed: {trace.error}", node=name, attempts=1
         ) from env.payload
