@@ -50,3 +50,22 @@ def test_a_breakpoint_without_a_store_is_a_usage_error_saying_it_needs_one(
     flow = formation_file("two", TWO_STEPS)
     assert main(["run", str(flow), "-i", "x", "--no-store", "--break-before", "b"]) == 2
     assert "needs a journalled run" in capsys.readouterr().err
+
+
+def test_a_breakpoint_without_a_store_names_the_flags_that_fix_it_not_the_declaration(
+    formation_file: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = formation_file("two", TWO_STEPS)
+    assert main(["run", str(flow), "-i", "x", "--no-store", "--break-before", "b"]) == 2
+    err = capsys.readouterr().err
+    assert "--no-store" in err and "--store PATH" in err
+    assert "formation.run(" not in err and "declaration" not in err
+
+
+def test_a_breakpoint_on_an_unknown_node_names_the_flag_and_the_nodes_not_the_declaration(
+    formation_file: Callable[[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = formation_file("two", TWO_STEPS)
+    assert main(["run", str(flow), "-i", "x", "--store", str(tmp_path / "runs.sqlite"), "--break-after", "c"]) == 2
+    err = capsys.readouterr().err
+    assert "--break-after c" in err and "'a', 'b'" in err and "declaration" not in err
