@@ -69,6 +69,24 @@ def test_runs_show_table_lists_every_node_with_outputs_cut_to_one_line(
     assert row.split()[:3] == ["fetch", "succeeded", "1"] and row.endswith("…") and len(row) < 140
 
 
+def test_runs_show_table_prints_non_ascii_text_inside_values_as_it_is(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = Formation("unicode").add_function("tag", lambda text: {"text": text, "mark": "✓"})
+    run_id = f.run("héllo", store=path).run_id
+    assert main(["runs", "show", run_id, "--store", str(path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("tag"))
+    assert '{"text": "héllo", "mark": "✓"}' in row and "\\u" not in row
+
+
+def test_runs_show_prints_a_pending_interrupt_s_non_ascii_payload_as_it_is(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = waiting_with_a_branch_not_taken().run(" café ", store=path).run_id
+    assert main(["runs", "show", run_id, "--store", str(path)]) == 0
+    assert """waiting at node 'ask': {"go?": "café"}""" in capsys.readouterr().out
+
+
 def test_runs_show_of_a_quick_clean_success_has_outputs_one_attempt_and_no_tokens(
     path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

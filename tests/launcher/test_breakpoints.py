@@ -69,3 +69,11 @@ def test_a_breakpoint_on_an_unknown_node_names_the_flag_and_the_nodes_not_the_de
     assert main(["run", str(flow), "-i", "x", "--store", str(tmp_path / "runs.sqlite"), "--break-after", "c"]) == 2
     err = capsys.readouterr().err
     assert "--break-after c" in err and "'a', 'b'" in err and "declaration" not in err
+
+
+def test_a_run_stopped_at_a_breakpoint_prints_non_ascii_values_as_they_are(
+    formation_file: Callable[[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow, store = formation_file("two", TWO_STEPS), tmp_path / "runs.sqlite"
+    assert main(["run", str(flow), "-i", " café ", "--store", str(store), "--break-after", "a"]) == 0
+    assert """waiting at node 'a': {"breakpoint": "after", "output": "café"}""" in capsys.readouterr().err

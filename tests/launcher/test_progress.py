@@ -75,6 +75,11 @@ def test_event_lines_say_what_happened_to_each_node() -> None:
     assert event_line(ev(E.AGENT_TEXT, "fetch", 0.1, text="hi"), 100.0) is None
 
 
+def test_event_lines_print_non_ascii_tool_inputs_as_they_are() -> None:
+    line = event_line(ev(E.AGENT_TOOL_CALL, "fetch", 0.1, name="search", input={"q": "café"}), 100.0)
+    assert line is not None and '{"q": "café"}' in line
+
+
 def test_json_events_drop_the_in_memory_result_and_exception() -> None:
     doc = event_dict(EVENTS[-1])
     assert "result" not in doc["data"] and doc["type"] == "run_finished"

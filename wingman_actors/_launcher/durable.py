@@ -84,7 +84,7 @@ class Durable:
             return  # not journalled: nothing to continue
         command = self.resume_command(run_id)
         if interrupt is not None:
-            payload = json.dumps(interrupt.get("payload"), default=str)
+            payload = json.dumps(interrupt.get("payload"), default=str, ensure_ascii=False)
             print(f"run {run_id} is waiting at node {interrupt.get('node')!r}: {payload}", file=out)
             print(f"answer it with: {command} --answer JSON", file=out)
         else:

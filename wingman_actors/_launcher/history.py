@@ -98,7 +98,7 @@ def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
 
 
 def _cut(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= _CUT else text[:_CUT - 1] + "…"
 

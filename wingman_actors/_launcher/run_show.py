@@ -168,7 +168,7 @@ def _skip_reason(journal: RunJournal, name: str) -> str | None:
 def _cut(value: Any) -> str:
     if value is None:
         return ""
-    text = value if isinstance(value, str) else json.dumps(value)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= _CUT else text[:_CUT - 1] + "…"
 
