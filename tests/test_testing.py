@@ -47,6 +47,36 @@ def test_node_statuses_come_from_the_testkit_without_a_private_import() -> None:
     assert run_node(budget(), "total", [1]).trace.status is Public.SUCCEEDED
 
 
+def fan_in() -> Formation:
+    """``left`` and ``right`` feed ``pair`` (keyword arguments) and ``both`` (one dict)."""
+
+    def pair(left: str, right: str) -> str:
+        return left + right
+
+    def both(values: dict[str, str]) -> str:
+        return "".join(values.values())
+
+    f = Formation("fan-in").add_function("left", str.strip).add_function("right", str.strip)
+    f.add_function("pair", pair).add_function("both", both)
+    return f.connect("left", "pair").connect("right", "pair").connect("left", "both").connect("right", "both")
+
+
+def test_run_node_of_a_fan_in_node_given_no_dict_names_the_predecessors_it_needs() -> None:
+    for name in ("pair", "both"):
+        with pytest.raises(TypeError, match=r"predecessors \('left', 'right'\).*dict keyed by predecessor.*got str"):
+            run_node(fan_in(), name, "ab")
+
+
+def test_run_node_of_a_keyword_fan_in_node_given_an_unknown_key_names_it() -> None:
+    with pytest.raises(TypeError, match=r"no predecessor 'lfet'.*'left', 'right'"):
+        run_node(fan_in(), "pair", {"lfet": "a", "right": "b"})
+
+
+def test_run_node_runs_a_fan_in_node_given_the_dict_of_its_predecessors() -> None:
+    assert run_node(fan_in(), "pair", {"left": "a", "right": "b"}).output == "ab"
+    assert run_node(fan_in(), "both", {"left": "a", "right": "b"}).output == "ab"
+
+
 def test_run_node_with_a_provider_override_unit_tests_an_agent_node() -> None:
     provider = ScriptedProvider(["Spend less on coffee."])
     run = run_node(budget(), "advise", 4.0, provider=provider)

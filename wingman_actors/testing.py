@@ -46,7 +46,7 @@ import functools
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -273,6 +273,21 @@ class NodeRun:
 _SPEC_OVERRIDES = {"fn", "agent", "prompt", "max_workers"}
 
 
+def _check_fan_in(name: str, preds: tuple[str, ...], keywords: bool, input: Any) -> None:
+    """A fan-in function node takes what a formation gives it: a dict keyed by predecessor
+    (for keyword parameters, only predecessors' names as keys)."""
+    names = ", ".join(repr(p) for p in preds)
+    if not isinstance(input, Mapping):
+        example = ", ".join(f"{p!r}: ..." for p in preds)
+        raise TypeError(f"node {name!r} has several predecessors ({names}) and takes a dict keyed by predecessor, "
+                        f"as a formation gives it: run_node(formation, {name!r}, {{{example}}}); got "
+                        f"{type(input).__name__}")
+    unknown = [key for key in input if key not in preds]
+    if keywords and unknown:
+        raise TypeError(f"node {name!r} has no predecessor {unknown[0]!r}: its keyword arguments are its "
+                        f"predecessors {names}")
+
+
 def run_node(
     formation: Any,
     name: str,
@@ -304,6 +319,8 @@ def run_node(
 
     Raises:
         KeyError: no node of that name (the message lists the nodes).
+        TypeError: an override it cannot apply, or a fan-in function node's input that is
+            not a dict keyed by its predecessors.
         FormationRuntimeError: the node failed (the cause is chained).
     """
     plan = formation.validate()
@@ -313,6 +330,8 @@ def run_node(
     if unknown:
         raise TypeError(f"run_node cannot override {sorted(unknown)}; it can override {sorted(_SPEC_OVERRIDES)}")
     spec = dataclasses.replace(plan.nodes[name], **overrides)
+    if spec.kind == "function" and spec.input_mode != "single":
+        _check_fan_in(spec.name, spec.forward_preds, spec.input_mode == "kwargs", input)
     agent = spec.agent
     if provider is not None and spec.subplan is None:
         if agent is None:
