@@ -100,6 +100,16 @@ def test_resume_with_an_answer_of_a_run_that_succeeded_is_one_line_saying_so(
     assert "already succeeded" in err and "Traceback" not in err
 
 
+def test_resume_of_a_run_that_succeeded_names_the_command_that_shows_it(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = Formation("done").add_function("a", lambda x: x).run(1, store=path).run_id
+    assert main(["resume", run_id, "--store", str(path), "--formation", "budget"]) == 1
+    err = capsys.readouterr().err
+    assert "already succeeded" in err and f"wingman-actors runs show {run_id} --store {path}" in err
+    assert "store.load" not in err
+
+
 def test_resume_with_an_answer_of_a_run_without_a_pending_interrupt_is_a_usage_error(
     tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -127,7 +127,7 @@ def parse_answer(text: str) -> Any:
 def resume_command(args: argparse.Namespace) -> int:
     """``wingman-actors resume RUN_ID [--store PATH]``: load the run's formation file, then
     continue the run as ``run`` would run it."""
-    from ..store import SERVER_SOURCE, RunStore, StoreError, UnknownRunError
+    from ..store import SERVER_SOURCE, RunNotResumableError, RunStore, StoreError, UnknownRunError
     from .run import run_command
 
     choice = StoreChoice.of(args.store)
@@ -147,6 +147,10 @@ def resume_command(args: argparse.Namespace) -> int:
         raise UsageError(f"run {args.resume_id} is an inner run of run {record.parent} (a nested formation's run, "
                          f"journalled with its outer run) and is not resumed on its own; resume run {top.id} "
                          f"instead, which resumes it: {command}")
+    if record.status == "succeeded":  # nothing to continue: say where its outputs are (exit 1, as the store refuses)
+        show = shlex.join(["wingman-actors", "runs", "show", args.resume_id, *choice.flag])
+        raise RunNotResumableError(f"run {args.resume_id} cannot be resumed: it already succeeded; see its outputs "
+                                   f"with: {show}", run_id=args.resume_id, status=record.status)
     given = getattr(args, "formation_file", None)
     if given is None and record.source and record.source.startswith(SERVER_SOURCE):
         raise UsageError(f"run {args.resume_id} was started by the HTTP server (`wingman-actors serve`, "
