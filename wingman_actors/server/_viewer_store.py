@@ -157,11 +157,13 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
         provider: the provider of the runs started or resumed here (``ui --provider``).
     """
     from fastapi import FastAPI, Query, Request
+    from fastapi.exceptions import RequestValidationError
     from starlette.responses import JSONResponse, Response, StreamingResponse
 
     from ..formation.events import FormationEvent
     from ..store import RunStore, UnknownRunError
     from ..store._values import POSTGRES_SCHEMES
+    from ._app import validation_error
     from ._cli import _shown
     from ._errors import ApiError
     from ._guards import OriginHostMiddleware
@@ -201,6 +203,11 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(exc.body(), status_code=exc.status)
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        error = validation_error(exc.errors())  # {"error": ..., "fields": [...]}, as the server answers
+        return JSONResponse(error.body(), status_code=error.status)
+
     async def work(fn: Any, *args: Any) -> Any:
         return await state["pool"].run(fn, *args)
 
@@ -215,7 +222,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
         store: RunStore = state["store"]
         actions: StoreActions = state["actions"]
         found: dict[str, dict[str, Any]] = {}
-        for summary in store.runs():  # newest first: a formation is drawn as its newest run recorded it
+        for summary in reversed(store.runs()):  # newest first: a formation is drawn as its newest run recorded it
             if summary.formation not in found:
                 found[summary.formation] = {"id": summary.formation, "name": summary.formation,
                                             "graph": journal_graph(store, store.load(summary.id))}
@@ -233,7 +240,8 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
         return await work(listed)  # type: ignore[no-any-return]
 
     def runs(status: str | None, formation_id: str | None, limit: int) -> list[dict[str, Any]]:
-        found = [r for r in state["store"].runs(status) if formation_id is None or r.formation == formation_id]
+        found = [r for r in reversed(state["store"].runs(status))  # newest first, as the server lists them
+                 if formation_id is None or r.formation == formation_id]
         return [{"run_id": r.id, "formation_id": r.formation, "formation_name": r.formation, "status": r.status,
                  "created_at": r.created.isoformat(timespec="seconds"),
                  "finished_at": None if r.status == "running" else r.updated.isoformat(timespec="seconds"),
