@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -220,3 +221,16 @@ def test_resume_without_formation_of_a_python_run_names_the_flag(
     run_id = formation.run("cats", store=path).run_id
     assert main(["resume", run_id, "--store", str(path)]) == 2
     assert "--formation FILE" in capsys.readouterr().err
+
+
+def test_resume_with_formation_of_a_python_run_prints_a_resume_command_that_names_the_file(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module, formation = load_approval(tmp_path)
+    run_id = formation.run("cats", store=path).run_id
+    assert main(["resume", run_id, "--store", str(path), "--formation", str(module)]) == 0  # no answer: still waits
+    line = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("answer it with: "))
+    command = shlex.split(line.removeprefix("answer it with: "))
+    assert command[command.index("--formation") + 1] == str(module)
+    assert main([*command[1:-2], "--answer", '"yes"']) == 0  # the printed command, pasted, continues it
+    assert capsys.readouterr().out.strip() == "draft about cats: yes"

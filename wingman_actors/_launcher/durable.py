@@ -44,7 +44,7 @@ class Durable:
         resume_id: the run to resume (``resume``), else None.
         answer: the answer to a suspended run's interrupt (``--answer``), else None.
         rerun: the command-line flags a ``resume`` of this run needs again (provider,
-            model, options but secrets, params, backend).
+            model, options but secrets, params, backend, and ``--formation FILE`` when given).
         dropped: the ``--option`` keys left out of ``rerun`` because they look secret.
     """
 
@@ -113,6 +113,9 @@ def _rerun_flags(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         flags += ["--backend", args.backend]
     if getattr(args, "ray_address", None):
         flags += ["--ray-address", args.ray_address]
+    given = getattr(args, "formation_file", None)
+    if given:  # a run started from Python records no file: name it again (a file as its absolute path)
+        flags += ["--formation", str(Path(given).resolve()) if os.path.isfile(given) else given]
     return flags, dropped
 
 
