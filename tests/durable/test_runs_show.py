@@ -101,6 +101,16 @@ def test_runs_show_of_a_quick_clean_success_has_outputs_one_attempt_and_no_token
     assert node["usage"] == {"input_tokens": 0, "output_tokens": 0}  # a run that used tokens journals its traces
 
 
+def test_runs_show_of_a_quick_clean_success_lists_the_nodes_in_graph_order(
+    path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wingman_actors.formation import _trace_journal
+
+    monkeypatch.setattr(_trace_journal, "QUICK_S", 60.0)  # a quick clean success journals no traces
+    f = Formation("order").add_function("up", str.upper).add_function("count", len).connect("up", "count")
+    assert list(show(path, f.run("x", store=path).run_id, capsys)["nodes"]) == ["up", "count"]
+
+
 def test_runs_show_of_a_quick_clean_success_times_each_node_by_its_journalled_visits(
     path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

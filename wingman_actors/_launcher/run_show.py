@@ -74,7 +74,7 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
     record = journal.run
     pending = journal.pending_interrupt
     traces = journalled_traces(journal)
-    names = list(traces) or [name for name, _ in journal.shape.nodes]
+    names = list(traces) or graph_order(journal)
     ahead = not_reached(journal, pending.node) if pending is not None else set()
     quick = not traces and record.status == "succeeded"  # a quick clean success: no traces journalled
     timed = _visit_times(store, run_id) if quick else {}
@@ -108,6 +108,21 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
         "source": record.source, "input": record.input, "error": record.error, "interrupt": interrupt, "nodes": nodes,
     }, fallback=str)
     return document
+
+
+def graph_order(journal: RunJournal) -> list[str]:
+    """The run's nodes sources first, along forward edges (ties by name), as the traces of
+    a run list them; for a run that journalled none (a quick clean success, or one whose
+    process died), whose shape lists its nodes by name."""
+    import networkx as nx  # type: ignore[import-untyped]
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(name for name, _ in journal.shape.nodes)
+    graph.add_edges_from((e.source, e.target) for e in journal.shape.edges if not e.back)
+    try:
+        return list(nx.lexicographical_topological_sort(graph))
+    except nx.NetworkXUnfeasible:  # (back edges are marked; a shape recorded otherwise keeps its order)
+        return [name for name, _ in journal.shape.nodes]
 
 
 def not_reached(journal: RunJournal, node: str) -> set[str]:
