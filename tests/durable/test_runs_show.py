@@ -244,3 +244,10 @@ def test_resume_with_formation_of_a_python_run_prints_a_resume_command_that_name
     assert command[command.index("--formation") + 1] == str(module)
     assert main([*command[1:-2], "--answer", '"yes"']) == 0  # the printed command, pasted, continues it
     assert capsys.readouterr().out.strip() == "draft about cats: yes"
+
+
+def test_runs_show_json_gives_bytes_that_are_no_text_as_base64(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = Formation("raw").add_function("raw", lambda x: b"\xff\x00").run(1, store=path).run_id
+    assert show(path, run_id, capsys)["nodes"]["raw"]["outputs"] == ["/wA="]
+    assert main(["runs", "history", run_id, "--store", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["output"] == "/wA="

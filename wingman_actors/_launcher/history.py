@@ -69,19 +69,18 @@ def _open(store: str | None) -> tuple[StoreChoice, RunStore]:
 
 
 def _rows(store: RunStore, run_id: str, choice: StoreChoice) -> list[dict[str, Any]]:
-    from pydantic_core import to_jsonable_python
-
+    from ..formation._result import jsonable
     from ..store import UnknownRunError
 
     try:
         visits = store.history(run_id)
     except UnknownRunError as exc:
         raise unknown_run(exc, choice.flag) from exc
-    rows: list[dict[str, Any]] = to_jsonable_python([
+    rows: list[dict[str, Any]] = jsonable([
         {"node": v.node, "visit": v.visit, "status": v.status,
          "started": None if v.started is None else v.started.isoformat(timespec="milliseconds"),
          "finished": None if v.finished is None else v.finished.isoformat(timespec="milliseconds"),
-         "output": v.output} for v in visits], fallback=str)
+         "output": v.output} for v in visits])
     return rows
 
 

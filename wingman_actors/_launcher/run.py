@@ -18,14 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import TypeAdapter
-
 from .._extras import require
 from ..actors._nodes import render_input
 from ..errors import FormationRuntimeError, WingmanError
 from ..formation import Formation, RunOptions
 from ..formation._plan import Plan
-from ..formation._result import FormationResult
+from ..formation._result import FormationResult, jsonable
 from ..formation.events import FormationEvent, FormationEventType
 from ..providers._base import Provider
 from .durable import Durable
@@ -275,7 +273,7 @@ def _failure_dict(exc: FormationRuntimeError) -> dict[str, Any]:
             "attempts": exc.attempts,
             "cause": None if cause is None else f"{type(cause).__name__}: {cause}",
         },
-        "outputs": TypeAdapter(Any).dump_python(exc.outputs, mode="json", fallback=str),
+        "outputs": jsonable(exc.outputs),
     }
 
 

@@ -66,8 +66,7 @@ def show_command(args: argparse.Namespace) -> int:
 
 def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
     """The run as one JSON-friendly dict (what ``--json`` prints)."""
-    from pydantic_core import to_jsonable_python
-
+    from ..formation._result import jsonable
     from ..formation._trace_journal import journalled_traces
 
     journal = store.load(run_id)
@@ -102,11 +101,11 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
         }
     interrupt = None if pending is None else {"node": pending.node, "visit": pending.visit, "item": pending.item,
                                               "payload": pending.payload}
-    document: dict[str, Any] = to_jsonable_python({
+    document: dict[str, Any] = jsonable({
         "run_id": record.id, "formation": record.formation, "status": record.status,
         "created": record.created.isoformat(timespec="seconds"), "updated": record.updated.isoformat(timespec="seconds"),
         "source": record.source, "input": record.input, "error": record.error, "interrupt": interrupt, "nodes": nodes,
-    }, fallback=str)
+    })
     return document
 
 

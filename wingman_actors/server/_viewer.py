@@ -240,7 +240,7 @@ def _steps(journal: RunJournal) -> dict[str, list[Any]]:
 
 
 def _jsonable(value: Any) -> Any:
-    from pydantic_core import to_jsonable_python
+    from ..formation._result import jsonable
 
-    return to_jsonable_python(value, fallback=str)
+    return jsonable(value)
 
