@@ -251,3 +251,76 @@ def test_runs_show_json_gives_bytes_that_are_no_text_as_base64(path: Path, capsy
     assert show(path, run_id, capsys)["nodes"]["raw"]["outputs"] == ["/wA="]
     assert main(["runs", "history", run_id, "--store", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["output"] == "/wA="
+
+
+MODEL_FORMATION = '''
+from pydantic import BaseModel
+
+from wingman_actors import Formation
+
+
+class Note(BaseModel):
+    text: str
+
+
+formation = Formation("noted").add_function("note", lambda text: Note(text=text))
+'''
+
+
+def _run_in_a_fresh_module(tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch,
+                           capsys: pytest.CaptureFixture[str]) -> str:
+    """Run the model formation with the launcher, then forget its module (as a new process would)."""
+    import sys
+
+    module = tmp_path / "noted.py"
+    module.write_text(MODEL_FORMATION)
+    assert main(["run", str(module), "-i", "hi", "--store", str(path)]) == 0
+    monkeypatch.delitem(sys.modules, "wingman_formation_noted")
+    capsys.readouterr()
+    assert main(["runs", "--store", str(path), "--json"]) == 0
+    run_id: str = json.loads(capsys.readouterr().out)[0]["run_id"]
+    return run_id
+
+
+def test_runs_show_of_a_run_whose_outputs_are_models_of_its_file_loads_the_file_it_records(
+    tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _run_in_a_fresh_module(tmp_path, path, monkeypatch, capsys)
+    assert show(path, run_id, capsys)["nodes"]["note"]["output"] == {"text": "hi"}
+
+
+def test_the_store_viewer_shows_a_run_whose_outputs_are_models_of_its_file(
+    tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from starlette.testclient import TestClient
+
+    from wingman_actors.server._viewer_store import create_store_viewer
+
+    run_id = _run_in_a_fresh_module(tmp_path, path, monkeypatch, capsys)
+    with TestClient(create_store_viewer(path), base_url="http://127.0.0.1") as viewer:
+        doc = viewer.get(f"/ui/api/runs/{run_id}")
+    assert doc.status_code == 200, doc.text
+    assert doc.json()["nodes"]["note"]["output"] == {"text": "hi"}
+
+
+def test_the_store_viewer_says_why_it_cannot_show_a_python_run_whose_classes_do_not_import(
+    tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from starlette.testclient import TestClient
+
+    from wingman_actors.server._viewer_store import create_store_viewer
+
+    module = tmp_path / "noted_by_python.py"
+    module.write_text(MODEL_FORMATION)
+    spec = importlib.util.spec_from_file_location("noted_by_python", module)
+    assert spec is not None and spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "noted_by_python", loaded)
+    spec.loader.exec_module(loaded)
+    run_id = loaded.formation.run("hi", store=path).run_id  # from Python: the run records no file
+    monkeypatch.delitem(sys.modules, "noted_by_python")
+    with TestClient(create_store_viewer(path), base_url="http://127.0.0.1") as viewer:
+        doc = viewer.get(f"/ui/api/runs/{run_id}")
+    assert doc.status_code == 409 and "noted_by_python:Note" in doc.json()["error"], doc.text

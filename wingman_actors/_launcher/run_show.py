@@ -23,7 +23,7 @@ from .errors import UsageError, unknown_run
 if TYPE_CHECKING:
     from ..store import RunJournal, RunStore
 
-__all__ = ["add_show_parser", "not_reached", "run_document", "show_command"]
+__all__ = ["add_show_parser", "load_journal", "not_reached", "run_document", "show_command"]
 
 _CUT = 48  # characters of an output or error in the table
 
@@ -69,7 +69,7 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
     from ..formation._result import jsonable
     from ..formation._trace_journal import journalled_traces
 
-    journal = store.load(run_id)
+    journal = load_journal(store, run_id)
     record = journal.run
     pending = journal.pending_interrupt
     traces = journalled_traces(journal)
@@ -107,6 +107,34 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
         "source": record.source, "input": record.input, "error": record.error, "interrupt": interrupt, "nodes": nodes,
     })
     return document
+
+
+def load_journal(store: RunStore, run_id: str) -> RunJournal:
+    """``store.load(run_id)``; a run whose values are of classes its formation file defines
+    (a pydantic model of the file) is loaded after the file the run records, so that those
+    classes import, as ``resume`` loads it.
+
+    Raises:
+        SerializationError: a class that cannot be imported even so (a run started from
+            Python records no file).
+    """
+    from ..store import SERVER_SOURCE, SerializationError
+
+    try:
+        return store.load(run_id)
+    except SerializationError as exc:
+        record = store.get(run_id)
+        while record.parent is not None:  # an inner run: its outer run records the file
+            record = store.get(record.parent)
+        if not record.source or record.source.startswith(SERVER_SOURCE) or ":" not in (exc.type_name or ""):
+            raise
+        from .loading import load_module
+
+        try:
+            load_module(record.source)  # registers its module under the name its classes were journalled by
+        except UsageError:
+            raise exc from None
+        return store.load(run_id)
 
 
 def graph_order(journal: RunJournal) -> list[str]:

@@ -142,9 +142,9 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
     Raises:
         wingman_actors.store.UnknownRunError: the store has no such run.
     """
-    from .._launcher.run_show import not_reached, run_document
+    from .._launcher.run_show import load_journal, not_reached, run_document
 
-    journal = store.load(run_id)
+    journal = load_journal(store, run_id)
     doc = run_document(store, run_id)
     status = status or doc["status"]
     interrupt = doc["interrupt"]

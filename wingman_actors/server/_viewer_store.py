@@ -161,7 +161,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
     from starlette.responses import JSONResponse, Response, StreamingResponse
 
     from ..formation.events import FormationEvent
-    from ..store import RunStore, UnknownRunError
+    from ..store import RunStore, SerializationError, UnknownRunError
     from ..store._values import POSTGRES_SCHEMES
     from ._app import validation_error
     from ._cli import _shown
@@ -263,6 +263,8 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
             record = store.get(run_id)
         except UnknownRunError:
             raise unknown(run_id) from None
+        except SerializationError as exc:  # a value of a class that does not import in this process
+            raise ApiError(409, f"run {run_id} cannot be shown here: {exc}", kind="class", run_id=run_id) from None
         doc.update(formation_id=doc["formation"], formation_name=doc["formation"])
         state["actions"].controls(doc, record)
         return doc
