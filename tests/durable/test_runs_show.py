@@ -324,3 +324,24 @@ def test_the_store_viewer_says_why_it_cannot_show_a_python_run_whose_classes_do_
     with TestClient(create_store_viewer(path), base_url="http://127.0.0.1") as viewer:
         doc = viewer.get(f"/ui/api/runs/{run_id}")
     assert doc.status_code == 409 and "noted_by_python:Note" in doc.json()["error"], doc.text
+
+
+def test_runs_show_and_history_json_are_strict_json_with_nan_as_null(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def strict(text: str) -> Any:
+        return json.loads(text, parse_constant=lambda name: pytest.fail(f"not strict JSON: {name}"))
+
+    run_id = Formation("odd").add_function("odd", lambda x: [float("nan"), 1.5]).run(1, store=path).run_id
+    assert main(["runs", "show", run_id, "--store", str(path), "--json"]) == 0
+    assert strict(capsys.readouterr().out)["nodes"]["odd"]["output"] == [None, 1.5]
+    assert main(["runs", "history", run_id, "--store", str(path), "--json"]) == 0
+    assert strict(capsys.readouterr().out)[0]["output"] == [None, 1.5]
+
+
+def test_runs_history_of_a_run_whose_outputs_are_models_of_its_file_loads_the_file_it_records(
+    tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _run_in_a_fresh_module(tmp_path, path, monkeypatch, capsys)
+    assert main(["runs", "history", run_id, "--store", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["output"] == {"text": "hi"}

@@ -96,3 +96,8 @@ def test_the_result_dict_gives_a_run_output_that_is_no_json_as_text() -> None:
 def test_the_result_dict_gives_bytes_that_are_no_text_as_base64_and_text_bytes_as_text() -> None:
     document = Formation("t").add_function("raw", lambda x: [b"\xff\x00", b"abc"]).run(1).to_dict()
     assert document["output"] == ["/wA=", "abc"] and document["nodes"]["raw"]["output"] == ["/wA=", "abc"]
+
+
+def test_the_result_dict_is_strict_json_with_nan_and_infinities_as_none() -> None:
+    document = Formation("t").add_function("odd", lambda x: [float("nan"), float("inf"), 1.5]).run(1).to_dict()
+    assert document["output"] == [None, None, 1.5] and document["nodes"]["odd"]["outputs"] == [[None, None, 1.5]]

@@ -71,8 +71,10 @@ def _open(store: str | None) -> tuple[StoreChoice, RunStore]:
 def _rows(store: RunStore, run_id: str, choice: StoreChoice) -> list[dict[str, Any]]:
     from ..formation._result import jsonable
     from ..store import UnknownRunError
+    from .run_show import load_journal
 
     try:
+        load_journal(store, run_id)  # (imports the classes of the file the run records, if its values need them)
         visits = store.history(run_id)
     except UnknownRunError as exc:
         raise unknown_run(exc, choice.flag) from exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -266,24 +267,27 @@ class FormationResult:
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as JSON data: pydantic models and dataclasses dumped, bytes as their UTF-8
-    text (base64 when they are no text), anything else that is no JSON data (an object
-    passed between nodes) as its ``str``.
+    """``value`` as JSON data: pydantic models and dataclasses dumped, NaN and infinities as
+    None (strict JSON has neither), bytes as their UTF-8 text (base64 when they are no text),
+    anything else that is no JSON data (an object passed between nodes) as its ``str``.
 
     Example:
-        >>> jsonable({"raw": b"\\xff", "text": b"ok", "path": ("a", 1)})
-        {'raw': '/w==', 'text': 'ok', 'path': ['a', 1]}
+        >>> jsonable({"raw": b"\\xff", "text": b"ok", "path": ("a", 1), "nan": float("nan")})
+        {'raw': '/w==', 'text': 'ok', 'path': ['a', 1], 'nan': None}
     """
-    from pydantic_core import to_jsonable_python
+    adapter = _any_adapter()
+    try:
+        return adapter.dump_python(value, mode="json", fallback=str)
+    except UnicodeDecodeError:  # bytes that are no UTF-8 text, somewhere inside (models dumped first)
+        plain = adapter.dump_python(value, mode="python", fallback=str)
+        return adapter.dump_python(_bytes_as_text(plain), mode="json", fallback=str)
 
-    try:
-        return to_jsonable_python(value, fallback=str)
-    except UnicodeDecodeError:  # bytes that are no UTF-8 text, somewhere inside
-        pass
-    try:
-        return to_jsonable_python(_bytes_as_text(value), fallback=str)
-    except UnicodeDecodeError:  # inside a model: pydantic's (URL-safe) base64 for all its bytes
-        return to_jsonable_python(value, fallback=str, bytes_mode="base64")
+
+@functools.cache
+def _any_adapter() -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Any)
 
 
 def _bytes_as_text(value: Any) -> Any:
