@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from rich.console import Console
 
 from wingman_actors._launcher.progress import (
@@ -92,6 +93,13 @@ def test_event_printer_prints_json_lines() -> None:
     for event in EVENTS:
         printer(event)
     assert [json.loads(line)["type"] for line in out.getvalue().splitlines()] == [e.type.value for e in EVENTS]
+
+
+def test_json_event_lines_are_strict_json_with_outputs_made_json_as_the_result_is() -> None:
+    out = io.StringIO()
+    EventPrinter(out, as_json=True)(ev(E.NODE_FINISHED, "fetch", 0.1, attempt=1, output=[float("nan"), b"\xff"]))
+    line = json.loads(out.getvalue(), parse_constant=lambda name: pytest.fail(f"not strict JSON: {name}"))
+    assert line["data"]["output"] == [None, "/w=="]
 
 
 def _render(board: RunBoard, width: int, now: float) -> list[str]:
