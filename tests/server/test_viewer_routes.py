@@ -76,6 +76,16 @@ def test_runs_are_filtered_by_status_and_formation(client: httpx.Client) -> None
     assert [r["run_id"] for r in client.get("/ui/api/runs", params={"formation_id": fid}).json()] == [done]
 
 
+def test_the_run_list_limit_counts_formation_runs_only(client: httpx.Client) -> None:
+    from tests.server.harness import scripted_agent
+
+    fid = formation(client, "clean", name="before-a-fleet")
+    run_id = client.post(f"/formations/{fid}/run", json={"input": "x"}).json()["id"]
+    fleet = client.post("/fleets", json={"name": "sweep", "agent_id": scripted_agent(client, "done")}).json()
+    assert client.post(f"/fleets/{fleet['id']}/run", json={"tasks": [{"message": "a"}]}).status_code == 200
+    assert [r["run_id"] for r in client.get("/ui/api/runs", params={"limit": 1}).json()] == [run_id]
+
+
 def test_an_unknown_status_filter_is_a_400_listing_the_statuses(client: httpx.Client) -> None:
     response = client.get("/ui/api/runs", params={"status": "done"})
     assert response.status_code == 400 and "succeeded" in response.json()["error"]
