@@ -323,7 +323,9 @@ def test_the_store_viewer_says_why_it_cannot_show_a_python_run_whose_classes_do_
     monkeypatch.delitem(sys.modules, "noted_by_python")
     with TestClient(create_store_viewer(path), base_url="http://127.0.0.1") as viewer:
         doc = viewer.get(f"/ui/api/runs/{run_id}")
+        listed = viewer.get("/ui/api/formations")
     assert doc.status_code == 409 and "noted_by_python:Note" in doc.json()["error"], doc.text
+    assert listed.status_code == 200, listed.text  # the page's first view still opens
 
 
 def test_runs_show_and_history_json_are_strict_json_with_nan_as_null(

@@ -160,6 +160,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
     from fastapi.exceptions import RequestValidationError
     from starlette.responses import JSONResponse, Response, StreamingResponse
 
+    from .._launcher.run_show import load_journal
     from ..formation.events import FormationEvent
     from ..store import RunStore, SerializationError, UnknownRunError
     from ..store._values import POSTGRES_SCHEMES
@@ -224,8 +225,12 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
         found: dict[str, dict[str, Any]] = {}
         for summary in reversed(store.runs()):  # newest first: a formation is drawn as its newest run recorded it
             if summary.formation not in found:
+                try:
+                    journal = load_journal(store, summary.id)
+                except SerializationError:  # its values' classes do not import here: an older run may draw it
+                    continue
                 found[summary.formation] = {"id": summary.formation, "name": summary.formation,
-                                            "graph": journal_graph(store, store.load(summary.id))}
+                                            "graph": journal_graph(store, journal)}
         for offered in state["runs"].offered():  # --formation files, and files loaded since: as they build it
             found.setdefault(offered.name, {"id": offered.name, "name": offered.name})["graph"] = offered.graph
         files = actions.files()
