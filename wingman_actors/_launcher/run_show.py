@@ -23,7 +23,7 @@ from .errors import UsageError, unknown_run
 if TYPE_CHECKING:
     from ..store import RunJournal, RunStore
 
-__all__ = ["add_show_parser", "load_journal", "not_reached", "run_document", "show_command"]
+__all__ = ["add_show_parser", "load_journal", "not_reached", "run_document", "show_command", "waiting_at"]
 
 _CUT = 48  # characters of an output or error in the table
 
@@ -74,7 +74,7 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
     pending = journal.pending_interrupt
     traces = journalled_traces(journal)
     names = list(traces) or graph_order(journal)
-    ahead = not_reached(journal, pending.node) if pending is not None else set()
+    waiting, ahead = waiting_at(store, journal)
     quick = not traces and record.status == "succeeded"  # a quick clean success: no traces journalled
     timed = _visit_times(store, run_id) if quick else {}
     nodes: dict[str, dict[str, Any]] = {}
@@ -86,7 +86,7 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
         if quick and outputs:  # one attempt each, timed by its visits, no tokens (or it would have traces)
             t = {"attempts": 1, "input_tokens": 0, "output_tokens": 0, **timed.get(name, {})}
         status = t.get("status") or ("succeeded" if outputs else "pending")
-        if pending is not None and pending.node == name:
+        if name in waiting:
             status = "suspended"
         elif name not in traces and any(n == name for n, _ in journal.skipped):
             status = "skipped"
@@ -99,7 +99,7 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
             "error": t.get("error") or _skip_reason(journal, name),
             "output": outputs[-1] if outputs else None, "outputs": outputs,
         }
-    interrupt = None if pending is None else {"node": pending.node, "visit": pending.visit, "item": pending.item,
+    interrupt = None if pending is None else {"node": waiting[-1], "visit": pending.visit, "item": pending.item,
                                               "payload": pending.payload}
     document: dict[str, Any] = jsonable({
         "run_id": record.id, "formation": record.formation, "status": record.status,
@@ -152,6 +152,29 @@ def graph_order(journal: RunJournal) -> list[str]:
         return [name for name, _ in journal.shape.nodes]
 
 
+def waiting_at(store: RunStore, journal: RunJournal) -> tuple[list[str], set[str]]:
+    """Where a suspended run waits: the nodes, outermost first (a formation node, then the
+    node inside it that called ``interrupt()``, by path, as ``FormationResult.interrupt``
+    names it), and the nodes after them it has not reached yet (:func:`not_reached`)."""
+    from ..formation._nesting import inner_run_id
+    from ..store import UnknownRunError
+
+    waiting: list[str] = []
+    ahead: set[str] = set()
+    prefix = ""
+    while (pending := journal.pending_interrupt) is not None:
+        waiting.append(prefix + pending.node)
+        ahead |= {prefix + name for name in not_reached(journal, pending.node)}
+        if dict(journal.shape.nodes).get(pending.node) != "formation":
+            break
+        try:  # the interrupt came from inside the formation node: its inner run says where
+            journal = store.load(inner_run_id(journal.run.id, pending.node, pending.visit))
+        except UnknownRunError:
+            break
+        prefix += pending.node + "/"
+    return waiting, ahead
+
+
 def not_reached(journal: RunJournal, node: str) -> set[str]:
     """The nodes downstream of ``node`` along forward edges: those a run suspended at
     ``node`` has not reached yet (its traces call them skipped; they run on ``resume``)."""
@@ -184,7 +207,7 @@ def _visit_times(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
 
 def _outputs(store: RunStore, journal: RunJournal, name: str) -> list[Any]:
     """Every visit's output of node ``name`` (a path ``"outer/inner"`` reads the inner
-    run of the outer node's last visit)."""
+    run of the outer node's visit in flight or suspended, else of its last visit)."""
     visits = journal.visits.get(name)
     if visits:
         return list(visits.values())
@@ -192,14 +215,15 @@ def _outputs(store: RunStore, journal: RunJournal, name: str) -> list[Any]:
     if not inner:
         return []
     last = max(journal.visits.get(outer, {}) or {0: None})
-    if not last:
-        return []
     from ..store import UnknownRunError
 
-    try:
-        return _outputs(store, store.load(f"{journal.run.id}/{outer}/{last}"), inner)
-    except UnknownRunError:  # a map's items run apart (their ids number each item)
-        return []
+    for visit in (last + 1, last):  # the visit in flight (or suspended), else the last journalled one
+        if visit:
+            try:
+                return _outputs(store, store.load(f"{journal.run.id}/{outer}/{visit}"), inner)
+            except UnknownRunError:  # not begun; or a map's items, which run apart (their ids number each item)
+                continue
+    return []
 
 
 def _skip_reason(journal: RunJournal, name: str) -> str | None:
