@@ -61,3 +61,16 @@ def test_the_store_viewer_shows_a_run_suspended_inside_a_nested_formation_node_b
     assert {name: n["status"] for name, n in doc["nodes"].items()} == {
         "first": "succeeded", "sub": "suspended", "sub/prepare": "succeeded", "sub/ask": "suspended",
         "sub/finish": "pending", "last": "pending"}
+
+
+def test_runs_show_names_an_interrupt_inside_a_map_over_a_formation_by_its_path_as_the_result_does(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    per_item = Formation("per_item").add_function("ask", _ask).add_function("finish", str.upper).connect("ask", "finish")
+    mapped = (Formation("mapped").add_function("split", str.split).add_map("each", formation=per_item)
+              .add_function("last", len).connect("split", "each").connect("each", "last"))
+    result = mapped.run("a b", store=path)
+    document = show(path, result.run_id, capsys)
+    assert document["interrupt"]["node"] == result.interrupt["node"] == "each/0/ask"
+    assert {name: n["status"] for name, n in document["nodes"].items()} == {
+        "split": "succeeded", "each": "suspended", "last": "pending"}

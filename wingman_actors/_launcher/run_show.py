@@ -155,7 +155,8 @@ def graph_order(journal: RunJournal) -> list[str]:
 def waiting_at(store: RunStore, journal: RunJournal) -> tuple[list[str], set[str]]:
     """Where a suspended run waits: the nodes, outermost first (a formation node, then the
     node inside it that called ``interrupt()``, by path, as ``FormationResult.interrupt``
-    names it), and the nodes after them it has not reached yet (:func:`not_reached`)."""
+    names it: ``"sub/ask"``, or ``"fm/0/ask"`` inside item 0 of a map over a formation),
+    and the nodes after them it has not reached yet (:func:`not_reached`)."""
     from ..formation._nesting import inner_run_id
     from ..store import UnknownRunError
 
@@ -165,13 +166,18 @@ def waiting_at(store: RunStore, journal: RunJournal) -> tuple[list[str], set[str
     while (pending := journal.pending_interrupt) is not None:
         waiting.append(prefix + pending.node)
         ahead |= {prefix + name for name in not_reached(journal, pending.node)}
-        if dict(journal.shape.nodes).get(pending.node) != "formation":
+        kind = dict(journal.shape.nodes).get(pending.node)
+        inner = inner_run_id(journal.run.id, pending.node, pending.visit)
+        step = f"{pending.node}/"
+        if kind == "map" and pending.item is not None:  # a map over a formation: one inner run per item
+            inner, step = f"{inner}/{pending.item}", f"{pending.node}/{pending.item}/"
+        elif kind != "formation":
             break
-        try:  # the interrupt came from inside the formation node: its inner run says where
-            journal = store.load(inner_run_id(journal.run.id, pending.node, pending.visit))
+        try:  # the interrupt came from inside the node: its inner run says where
+            journal = store.load(inner)
         except UnknownRunError:
             break
-        prefix += pending.node + "/"
+        prefix += step
     return waiting, ahead
 
 
