@@ -77,3 +77,27 @@ def test_a_run_stopped_at_a_breakpoint_prints_non_ascii_values_as_they_are(
     flow, store = formation_file("two", TWO_STEPS), tmp_path / "runs.sqlite"
     assert main(["run", str(flow), "-i", " café ", "--store", str(store), "--break-after", "a"]) == 0
     assert """waiting at node 'a': {"breakpoint": "after", "output": "café"}""" in capsys.readouterr().err
+
+
+def test_a_run_stopped_at_a_breakpoint_says_how_to_continue_it_without_an_answer(
+    formation_file: Callable[[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow, store = formation_file("two", TWO_STEPS), tmp_path / "runs.sqlite"
+    assert main(["run", str(flow), "-i", " x ", "--store", str(store), "--break-before", "b"]) == 0
+    err = capsys.readouterr().err
+    assert "waiting at node 'b'" in err
+    line = next(line for line in err.splitlines() if "wingman-actors resume" in line)
+    assert line.startswith("continue it with: ") and "--answer" not in line
+
+
+def test_runs_show_of_a_run_at_a_breakpoint_says_how_to_continue_it_without_an_answer(
+    formation_file: Callable[[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow, store = formation_file("two", TWO_STEPS), tmp_path / "runs.sqlite"
+    assert main(["run", str(flow), "-i", " x ", "--store", str(store), "--break-after", "a"]) == 0
+    run_id = str(_suspended(store, capsys)["run_id"])
+    assert main(["runs", "show", run_id, "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "waiting at node 'a'" in out
+    line = next(line for line in out.splitlines() if "wingman-actors resume" in line)
+    assert line.startswith("continue it with: ") and "--answer" not in line

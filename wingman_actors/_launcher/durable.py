@@ -84,9 +84,14 @@ class Durable:
             return  # not journalled: nothing to continue
         command = self.resume_command(run_id)
         if interrupt is not None:
+            from ..formation._breakpoints import is_breakpoint
+
             payload = json.dumps(interrupt.get("payload"), default=str, ensure_ascii=False)
             print(f"run {run_id} is waiting at node {interrupt.get('node')!r}: {payload}", file=out)
-            print(f"answer it with: {command} --answer JSON", file=out)
+            if is_breakpoint(interrupt.get("payload")):  # a breakpoint takes no answer: resume goes on
+                print(f"continue it with: {command}", file=out)
+            else:
+                print(f"answer it with: {command} --answer JSON", file=out)
         else:
             print(f"continue it with: {command}", file=out)
         if self.dropped:

@@ -269,5 +269,7 @@ def _print_table(document: dict[str, Any], flag: list[str]) -> None:
     if interrupt is not None:
         formation = [] if document["source"] else ["--formation", "FILE"]  # a run started from Python
         command = shlex.join(["wingman-actors", "resume", document["run_id"], *flag, *formation])
+        from ..formation._breakpoints import is_breakpoint
+
         print(f"waiting at node {interrupt['node']!r}: {_cut(interrupt['payload'])}")
-        print(f"continue it with: {command} [--answer JSON]")
+        print(f"continue it with: {command}{'' if is_breakpoint(interrupt['payload']) else ' [--answer JSON]'}")
