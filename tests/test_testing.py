@@ -35,6 +35,48 @@ def test_run_node_runs_a_function_node_alone_and_returns_output_and_trace() -> N
     assert run.envelope.type == "result"
 
 
+def test_run_node_s_trace_carries_the_output_and_outputs_of_its_one_visit() -> None:
+    trace = run_node(budget(), "total", [1.5, 2.5]).trace
+    assert (trace.output, trace.outputs, trace.visits) == (4.0, [4.0], 1)
+
+
+def test_node_statuses_come_from_the_testkit_without_a_private_import() -> None:
+    from wingman_actors.testing import NodeStatus as Public
+
+    assert "NodeStatus" in wingman_actors.testing.__all__ and Public is NodeStatus
+    assert run_node(budget(), "total", [1]).trace.status is Public.SUCCEEDED
+
+
+def fan_in() -> Formation:
+    """``left`` and ``right`` feed ``pair`` (keyword arguments) and ``both`` (one dict)."""
+
+    def pair(left: str, right: str) -> str:
+        return left + right
+
+    def both(values: dict[str, str]) -> str:
+        return "".join(values.values())
+
+    f = Formation("fan-in").add_function("left", str.strip).add_function("right", str.strip)
+    f.add_function("pair", pair).add_function("both", both)
+    return f.connect("left", "pair").connect("right", "pair").connect("left", "both").connect("right", "both")
+
+
+def test_run_node_of_a_fan_in_node_given_no_dict_names_the_predecessors_it_needs() -> None:
+    for name in ("pair", "both"):
+        with pytest.raises(TypeError, match=r"predecessors \('left', 'right'\).*dict keyed by predecessor.*got str"):
+            run_node(fan_in(), name, "ab")
+
+
+def test_run_node_of_a_keyword_fan_in_node_given_an_unknown_key_names_it() -> None:
+    with pytest.raises(TypeError, match=r"no predecessor 'lfet'.*'left', 'right'"):
+        run_node(fan_in(), "pair", {"lfet": "a", "right": "b"})
+
+
+def test_run_node_runs_a_fan_in_node_given_the_dict_of_its_predecessors() -> None:
+    assert run_node(fan_in(), "pair", {"left": "a", "right": "b"}).output == "ab"
+    assert run_node(fan_in(), "both", {"left": "a", "right": "b"}).output == "ab"
+
+
 def test_run_node_with_a_provider_override_unit_tests_an_agent_node() -> None:
     provider = ScriptedProvider(["Spend less on coffee."])
     run = run_node(budget(), "advise", 4.0, provider=provider)

@@ -11,6 +11,8 @@ spell a message kind as a string:
 * :func:`run_node` — run one node of a formation alone, get its output and trace.
 * :class:`ScriptedProvider` — canned model replies (text, responses, exceptions, callables).
 * :class:`Envelope` — the type of the replies (``payload``, ``sender``, ``run_id``, ``type``...).
+* :class:`NodeStatus` — a trace's ``status`` (``NodeStatus.SUCCEEDED``, ``FAILED``, ...), as
+  :func:`run_node` and ``FormationResult.nodes`` report it.
 
 Fixtures of the pytest plugin (installed with the package, no ``conftest.py`` needed):
 
@@ -44,7 +46,7 @@ import functools
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -68,7 +70,8 @@ from .providers._base import Provider
 from .providers._scripted import ScriptedProvider
 
 __all__ = [
-    "ActorProbe", "Envelope", "NodeRun", "ReplyKind", "ScriptedProvider", "node_actor", "run_node", "work",
+    "ActorProbe", "Envelope", "NodeRun", "NodeStatus", "ReplyKind", "ScriptedProvider", "node_actor", "run_node",
+    "work",
 ]
 
 
@@ -259,7 +262,8 @@ class ActorProbe:
 
 @dataclass(frozen=True)
 class NodeRun:
-    """What :func:`run_node` returns: the node's output, its trace and the reply envelope."""
+    """What :func:`run_node` returns: the node's output, its trace (one visit: its ``output``
+    and ``outputs`` as a formation run's trace has them) and the reply envelope."""
 
     output: Any
     trace: NodeTrace
@@ -267,6 +271,21 @@ class NodeRun:
 
 
 _SPEC_OVERRIDES = {"fn", "agent", "prompt", "max_workers"}
+
+
+def _check_fan_in(name: str, preds: tuple[str, ...], keywords: bool, input: Any) -> None:
+    """A fan-in function node takes what a formation gives it: a dict keyed by predecessor
+    (for keyword parameters, only predecessors' names as keys)."""
+    names = ", ".join(repr(p) for p in preds)
+    if not isinstance(input, Mapping):
+        example = ", ".join(f"{p!r}: ..." for p in preds)
+        raise TypeError(f"node {name!r} has several predecessors ({names}) and takes a dict keyed by predecessor, "
+                        f"as a formation gives it: run_node(formation, {name!r}, {{{example}}}); got "
+                        f"{type(input).__name__}")
+    unknown = [key for key in input if key not in preds]
+    if keywords and unknown:
+        raise TypeError(f"node {name!r} has no predecessor {unknown[0]!r}: its keyword arguments are its "
+                        f"predecessors {names}")
 
 
 def run_node(
@@ -300,6 +319,8 @@ def run_node(
 
     Raises:
         KeyError: no node of that name (the message lists the nodes).
+        TypeError: an override it cannot apply, or a fan-in function node's input that is
+            not a dict keyed by its predecessors.
         FormationRuntimeError: the node failed (the cause is chained).
     """
     plan = formation.validate()
@@ -309,6 +330,8 @@ def run_node(
     if unknown:
         raise TypeError(f"run_node cannot override {sorted(unknown)}; it can override {sorted(_SPEC_OVERRIDES)}")
     spec = dataclasses.replace(plan.nodes[name], **overrides)
+    if spec.kind == "function" and spec.input_mode != "single":
+        _check_fan_in(spec.name, spec.forward_preds, spec.input_mode == "kwargs", input)
     agent = spec.agent
     if provider is not None and spec.subplan is None:
         if agent is None:
@@ -353,14 +376,16 @@ def run_node(
         actor.actor_ref.stop(block=False)
         actor.thread.join(timeout)
     duration = env.finished - env.started
+    ok = env.type == EnvelopeType.RESULT
     trace = NodeTrace(
         name,
-        status=NodeStatus.SUCCEEDED if env.type == EnvelopeType.RESULT else NodeStatus.FAILED,
+        status=NodeStatus.SUCCEEDED if ok else NodeStatus.FAILED,
         attempts=1, visits=1, started_at=wall, finished_at=wall + duration, duration_s=duration,
         usage=env.usage or NodeTrace(name).usage,
-        error=None if env.type == EnvelopeType.RESULT else f"{type(env.payload).__name__}: {env.payload}",
+        error=None if ok else f"{type(env.payload).__name__}: {env.payload}",
+        output=env.payload if ok else None, outputs=[env.payload] if ok else [],
     )
-    if env.type != EnvelopeType.RESULT:
+    if not ok:
         raise FormationRuntimeError(
             f"node {name!r} failed: {trace.error}", node=name, attempts=1
         ) from env.payload

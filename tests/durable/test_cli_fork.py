@@ -42,6 +42,16 @@ def test_runs_history_prints_each_visit_in_order(tmp_path: Path, location: str,
     assert table[2].split()[0] == "b" and table[2].split()[-1] == "xab"
 
 
+def test_runs_history_table_prints_non_ascii_text_inside_values_as_it_is(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wingman_actors import Formation
+
+    run_id = Formation("unicode").add_function("tag", lambda text: [text, "✓"]).run("café", store=path).run_id
+    assert main(["runs", "history", run_id, "--store", str(path)]) == 0
+    assert '["café", "✓"]' in capsys.readouterr().out
+
+
 def test_fork_replaces_a_visits_output_and_prints_the_new_run(tmp_path: Path, location: str,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     run_id = _run(tmp_path, location, capsys)

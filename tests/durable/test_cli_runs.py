@@ -29,6 +29,28 @@ def test_runs_with_a_missing_store_is_a_usage_error(tmp_path: Path, capsys: pyte
     assert "no such file" in capsys.readouterr().err
 
 
+def test_runs_with_a_file_that_is_not_a_run_store_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    assert main(["runs", "--store", str(text)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(text) in err and "not an SQLite database" in err
+
+
+def test_runs_with_a_folder_as_store_says_it_is_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "--store", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "no such file" not in err
+
+
+def test_runs_show_with_a_folder_as_store_says_it_is_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "show", "some-run", "--store", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "no such file" not in err
+
+
 def test_run_with_a_store_suspends_and_resume_answers_from_the_command_line(
     tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -76,6 +98,16 @@ def test_resume_with_an_answer_of_a_run_that_succeeded_is_one_line_saying_so(
     assert main(["resume", run_id, "--store", str(path), "--answer", '"yes"']) == 1
     err = capsys.readouterr().err
     assert "already succeeded" in err and "Traceback" not in err
+
+
+def test_resume_of_a_run_that_succeeded_names_the_command_that_shows_it(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = Formation("done").add_function("a", lambda x: x).run(1, store=path).run_id
+    assert main(["resume", run_id, "--store", str(path), "--formation", "budget"]) == 1
+    err = capsys.readouterr().err
+    assert "already succeeded" in err and f"wingman-actors runs show {run_id} --store {path}" in err
+    assert "store.load" not in err
 
 
 def test_resume_with_an_answer_of_a_run_without_a_pending_interrupt_is_a_usage_error(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,24 @@ def test_runs_show_table_lists_every_node_with_outputs_cut_to_one_line(
     assert row.split()[:3] == ["fetch", "succeeded", "1"] and row.endswith("…") and len(row) < 140
 
 
+def test_runs_show_table_prints_non_ascii_text_inside_values_as_it_is(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = Formation("unicode").add_function("tag", lambda text: {"text": text, "mark": "✓"})
+    run_id = f.run("héllo", store=path).run_id
+    assert main(["runs", "show", run_id, "--store", str(path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("tag"))
+    assert '{"text": "héllo", "mark": "✓"}' in row and "\\u" not in row
+
+
+def test_runs_show_prints_a_pending_interrupt_s_non_ascii_payload_as_it_is(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = waiting_with_a_branch_not_taken().run(" café ", store=path).run_id
+    assert main(["runs", "show", run_id, "--store", str(path)]) == 0
+    assert """waiting at node 'ask': {"go?": "café"}""" in capsys.readouterr().out
+
+
 def test_runs_show_of_a_quick_clean_success_has_outputs_one_attempt_and_no_tokens(
     path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -80,6 +99,16 @@ def test_runs_show_of_a_quick_clean_success_has_outputs_one_attempt_and_no_token
     node = show(path, f.run("x", store=path).run_id, capsys)["nodes"]["a"]
     assert (node["status"], node["attempts"], node["output"]) == ("succeeded", 1, "X")
     assert node["usage"] == {"input_tokens": 0, "output_tokens": 0}  # a run that used tokens journals its traces
+
+
+def test_runs_show_of_a_quick_clean_success_lists_the_nodes_in_graph_order(
+    path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wingman_actors.formation import _trace_journal
+
+    monkeypatch.setattr(_trace_journal, "QUICK_S", 60.0)  # a quick clean success journals no traces
+    f = Formation("order").add_function("up", str.upper).add_function("count", len).connect("up", "count")
+    assert list(show(path, f.run("x", store=path).run_id, capsys)["nodes"]) == ["up", "count"]
 
 
 def test_runs_show_of_a_quick_clean_success_times_each_node_by_its_journalled_visits(
@@ -128,6 +157,36 @@ def test_runs_show_prints_the_pending_interrupt_and_how_to_continue(
     assert document["nodes"]["approve"]["status"] == "suspended"
 
 
+def _asks(text: str) -> str:
+    from wingman_actors import interrupt
+
+    return f"{text}: {interrupt({'go?': text})}"
+
+
+def waiting_with_a_branch_not_taken() -> Formation:
+    """``a`` feeds ``ask`` (which suspends the run) then ``after``; ``a``'s conditional edge
+    to ``never`` does not fire."""
+    return (Formation("waits").add_function("a", str.strip).add_function("never", str.upper)
+            .add_function("ask", _asks).add_function("after", str.upper)
+            .connect("a", "never", when=lambda v: False).connect("a", "ask").connect("ask", "after"))
+
+
+def test_runs_show_of_a_suspended_run_shows_the_nodes_after_the_waiting_one_pending(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = waiting_with_a_branch_not_taken().run(" x ", store=path).run_id
+    statuses = {name: n["status"] for name, n in show(path, run_id, capsys)["nodes"].items()}
+    assert statuses == {"a": "succeeded", "never": "skipped", "ask": "suspended", "after": "pending"}
+
+
+def test_runs_show_of_a_run_stopped_after_a_breakpoint_shows_what_follows_pending(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = chain().run("x", store=path, break_after=["fetch"]).run_id
+    statuses = {name: n["status"] for name, n in show(path, run_id, capsys)["nodes"].items()}
+    assert statuses == {"fetch": "suspended", "count": "pending"}
+
+
 def test_runs_show_of_a_run_resumed_with_an_answer_shows_the_answered_node_succeeded(
     tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -172,3 +231,119 @@ def test_resume_without_formation_of_a_python_run_names_the_flag(
     run_id = formation.run("cats", store=path).run_id
     assert main(["resume", run_id, "--store", str(path)]) == 2
     assert "--formation FILE" in capsys.readouterr().err
+
+
+def test_resume_with_formation_of_a_python_run_prints_a_resume_command_that_names_the_file(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module, formation = load_approval(tmp_path)
+    run_id = formation.run("cats", store=path).run_id
+    assert main(["resume", run_id, "--store", str(path), "--formation", str(module)]) == 0  # no answer: still waits
+    line = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("answer it with: "))
+    command = shlex.split(line.removeprefix("answer it with: "))
+    assert command[command.index("--formation") + 1] == str(module)
+    assert main([*command[1:-2], "--answer", '"yes"']) == 0  # the printed command, pasted, continues it
+    assert capsys.readouterr().out.strip() == "draft about cats: yes"
+
+
+def test_runs_show_json_gives_bytes_that_are_no_text_as_base64(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = Formation("raw").add_function("raw", lambda x: b"\xff\x00").run(1, store=path).run_id
+    assert show(path, run_id, capsys)["nodes"]["raw"]["outputs"] == ["/wA="]
+    assert main(["runs", "history", run_id, "--store", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["output"] == "/wA="
+
+
+MODEL_FORMATION = '''
+from pydantic import BaseModel
+
+from wingman_actors import Formation
+
+
+class Note(BaseModel):
+    text: str
+
+
+formation = Formation("noted").add_function("note", lambda text: Note(text=text))
+'''
+
+
+def _run_in_a_fresh_module(tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch,
+                           capsys: pytest.CaptureFixture[str]) -> str:
+    """Run the model formation with the launcher, then forget its module (as a new process would)."""
+    import sys
+
+    module = tmp_path / "noted.py"
+    module.write_text(MODEL_FORMATION)
+    assert main(["run", str(module), "-i", "hi", "--store", str(path)]) == 0
+    monkeypatch.delitem(sys.modules, "wingman_formation_noted")
+    capsys.readouterr()
+    assert main(["runs", "--store", str(path), "--json"]) == 0
+    run_id: str = json.loads(capsys.readouterr().out)[0]["run_id"]
+    return run_id
+
+
+def test_runs_show_of_a_run_whose_outputs_are_models_of_its_file_loads_the_file_it_records(
+    tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _run_in_a_fresh_module(tmp_path, path, monkeypatch, capsys)
+    assert show(path, run_id, capsys)["nodes"]["note"]["output"] == {"text": "hi"}
+
+
+def test_the_store_viewer_shows_a_run_whose_outputs_are_models_of_its_file(
+    tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from starlette.testclient import TestClient
+
+    from wingman_actors.server._viewer_store import create_store_viewer
+
+    run_id = _run_in_a_fresh_module(tmp_path, path, monkeypatch, capsys)
+    with TestClient(create_store_viewer(path), base_url="http://127.0.0.1") as viewer:
+        doc = viewer.get(f"/ui/api/runs/{run_id}")
+    assert doc.status_code == 200, doc.text
+    assert doc.json()["nodes"]["note"]["output"] == {"text": "hi"}
+
+
+def test_the_store_viewer_says_why_it_cannot_show_a_python_run_whose_classes_do_not_import(
+    tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from starlette.testclient import TestClient
+
+    from wingman_actors.server._viewer_store import create_store_viewer
+
+    module = tmp_path / "noted_by_python.py"
+    module.write_text(MODEL_FORMATION)
+    spec = importlib.util.spec_from_file_location("noted_by_python", module)
+    assert spec is not None and spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "noted_by_python", loaded)
+    spec.loader.exec_module(loaded)
+    run_id = loaded.formation.run("hi", store=path).run_id  # from Python: the run records no file
+    monkeypatch.delitem(sys.modules, "noted_by_python")
+    with TestClient(create_store_viewer(path), base_url="http://127.0.0.1") as viewer:
+        doc = viewer.get(f"/ui/api/runs/{run_id}")
+        listed = viewer.get("/ui/api/formations")
+    assert doc.status_code == 409 and "noted_by_python:Note" in doc.json()["error"], doc.text
+    assert listed.status_code == 200, listed.text  # the page's first view still opens
+
+
+def test_runs_show_and_history_json_are_strict_json_with_nan_as_null(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def strict(text: str) -> Any:
+        return json.loads(text, parse_constant=lambda name: pytest.fail(f"not strict JSON: {name}"))
+
+    run_id = Formation("odd").add_function("odd", lambda x: [float("nan"), 1.5]).run(1, store=path).run_id
+    assert main(["runs", "show", run_id, "--store", str(path), "--json"]) == 0
+    assert strict(capsys.readouterr().out)["nodes"]["odd"]["output"] == [None, 1.5]
+    assert main(["runs", "history", run_id, "--store", str(path), "--json"]) == 0
+    assert strict(capsys.readouterr().out)[0]["output"] == [None, 1.5]
+
+
+def test_runs_history_of_a_run_whose_outputs_are_models_of_its_file_loads_the_file_it_records(
+    tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _run_in_a_fresh_module(tmp_path, path, monkeypatch, capsys)
+    assert main(["runs", "history", run_id, "--store", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["output"] == {"text": "hi"}

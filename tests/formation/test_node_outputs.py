@@ -82,3 +82,22 @@ def test_the_result_dict_gives_a_node_output_that_is_no_json_as_text() -> None:
     result = (Formation("t").add_function("open", lambda x: Handle()).add_function("close", lambda h: str(h))
               .connect("open", "close")).run(1)
     assert result.to_dict()["nodes"]["open"]["output"] == "handle"
+
+
+def test_the_result_dict_gives_a_run_output_that_is_no_json_as_text() -> None:
+    class Handle:
+        def __str__(self) -> str:
+            return "handle"
+
+    document = Formation("t").add_function("open", lambda x: Handle()).run(1).to_dict()
+    assert (document["output"], document["outputs"]) == ("handle", {"open": "handle"})
+
+
+def test_the_result_dict_gives_bytes_that_are_no_text_as_base64_and_text_bytes_as_text() -> None:
+    document = Formation("t").add_function("raw", lambda x: [b"\xff\x00", b"abc"]).run(1).to_dict()
+    assert document["output"] == ["/wA=", "abc"] and document["nodes"]["raw"]["output"] == ["/wA=", "abc"]
+
+
+def test_the_result_dict_is_strict_json_with_nan_and_infinities_as_none() -> None:
+    document = Formation("t").add_function("odd", lambda x: [float("nan"), float("inf"), 1.5]).run(1).to_dict()
+    assert document["output"] == [None, None, 1.5] and document["nodes"]["odd"]["outputs"] == [[None, None, 1.5]]

@@ -148,3 +148,21 @@ def test_every_store_option_says_it_takes_a_postgresql_url(command: tuple[str, .
 
     option = help_text[help_text.rindex("--store PATH "):]
     assert "postgresql:// URL" in option[:200], option[:200]
+
+
+@pytest.mark.parametrize("command", [("runs",), ("runs", "show", "r1"), ("runs", "history", "r1"), ("resume", "r1"),
+                                     ("runs", "cancel", "r1"), ("fork", "r1", "--at", "a", "--output", "1"), ("run", "budget", "-i", "x")])
+def test_an_unreachable_postgresql_store_is_one_line_without_its_password(
+    command: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("psycopg")
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    assert main([*command, "--store", f"postgresql://me:s3cret@127.0.0.1:{port}/db"]) == 2
+    err = capsys.readouterr().err
+    error = [line for line in err.splitlines() if "error" in line]
+    assert len(error) == 1 and "cannot connect" in error[0] and "\t" not in err, err
+    assert "s3cret" not in err and "me:***@" in err

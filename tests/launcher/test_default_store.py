@@ -117,6 +117,22 @@ def test_store_and_no_store_together_are_a_usage_error(flaky: Path, capsys: pyte
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+def test_run_with_a_store_that_is_not_a_run_store_is_a_usage_error_naming_it(
+    flaky: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    assert main(["run", str(flaky), "-i", "cats", "--store", str(text)]) == 2
+    assert "not an SQLite database" in capsys.readouterr().err
+
+
+def test_run_with_a_folder_as_store_is_a_usage_error_naming_a_file_in_it(
+    flaky: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", str(flaky), "-i", "cats", "--store", str(tmp_path)]) == 2
+    assert str(tmp_path / "runs.sqlite") in capsys.readouterr().err
+
+
 def test_an_unwritable_data_dir_warns_once_and_the_run_goes_on_without_a_store(
     flaky: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

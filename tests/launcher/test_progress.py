@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from rich.console import Console
 
 from wingman_actors._launcher.progress import (
@@ -75,6 +76,11 @@ def test_event_lines_say_what_happened_to_each_node() -> None:
     assert event_line(ev(E.AGENT_TEXT, "fetch", 0.1, text="hi"), 100.0) is None
 
 
+def test_event_lines_print_non_ascii_tool_inputs_as_they_are() -> None:
+    line = event_line(ev(E.AGENT_TOOL_CALL, "fetch", 0.1, name="search", input={"q": "café"}), 100.0)
+    assert line is not None and '{"q": "café"}' in line
+
+
 def test_json_events_drop_the_in_memory_result_and_exception() -> None:
     doc = event_dict(EVENTS[-1])
     assert "result" not in doc["data"] and doc["type"] == "run_finished"
@@ -87,6 +93,13 @@ def test_event_printer_prints_json_lines() -> None:
     for event in EVENTS:
         printer(event)
     assert [json.loads(line)["type"] for line in out.getvalue().splitlines()] == [e.type.value for e in EVENTS]
+
+
+def test_json_event_lines_are_strict_json_with_outputs_made_json_as_the_result_is() -> None:
+    out = io.StringIO()
+    EventPrinter(out, as_json=True)(ev(E.NODE_FINISHED, "fetch", 0.1, attempt=1, output=[float("nan"), b"\xff"]))
+    line = json.loads(out.getvalue(), parse_constant=lambda name: pytest.fail(f"not strict JSON: {name}"))
+    assert line["data"]["output"] == [None, "/w=="]
 
 
 def _render(board: RunBoard, width: int, now: float) -> list[str]:

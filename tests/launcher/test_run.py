@@ -96,6 +96,24 @@ def test_a_formation_file_exposing_formation_runs_on_literal_input(
     assert "provider: the formation's own" in err
 
 
+def test_json_of_a_run_whose_output_is_no_json_data_is_one_document(
+    capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path]
+) -> None:
+    source = """
+    from wingman_actors import Formation
+
+    class Handle:
+        def __str__(self):
+            return "handle"
+
+    formation = Formation("objects").add_function("open", lambda x: Handle()).add_function("raw", lambda h: b"\\xff")
+    formation.add_function("keep", lambda x: Handle()).connect("open", "raw")
+    """
+    assert main(["run", str(formation_file("objects", source)), "-i", "x", "--no-store", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["outputs"] == {"raw": "/w==", "keep": "handle"}
+
+
 def test_input_at_file_passes_the_file_text(
     capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path], tmp_path: Path
 ) -> None:

@@ -76,6 +76,16 @@ def test_runs_are_filtered_by_status_and_formation(client: httpx.Client) -> None
     assert [r["run_id"] for r in client.get("/ui/api/runs", params={"formation_id": fid}).json()] == [done]
 
 
+def test_the_run_list_limit_counts_formation_runs_only(client: httpx.Client) -> None:
+    from tests.server.harness import scripted_agent
+
+    fid = formation(client, "clean", name="before-a-fleet")
+    run_id = client.post(f"/formations/{fid}/run", json={"input": "x"}).json()["id"]
+    fleet = client.post("/fleets", json={"name": "sweep", "agent_id": scripted_agent(client, "done")}).json()
+    assert client.post(f"/fleets/{fleet['id']}/run", json={"tasks": [{"message": "a"}]}).status_code == 200
+    assert [r["run_id"] for r in client.get("/ui/api/runs", params={"limit": 1}).json()] == [run_id]
+
+
 def test_an_unknown_status_filter_is_a_400_listing_the_statuses(client: httpx.Client) -> None:
     response = client.get("/ui/api/runs", params={"status": "done"})
     assert response.status_code == 400 and "succeeded" in response.json()["error"]
@@ -108,6 +118,14 @@ def test_a_suspended_run_shows_its_node_suspended(client: httpx.Client) -> None:
     assert view["resumable"] is True
 
 
+def test_a_suspended_run_shows_the_nodes_after_its_suspended_node_pending(client: httpx.Client) -> None:
+    fid = formation(client, "clean", "ask", "shout", name="waits-then-shouts")
+    run_id = client.post(f"/formations/{fid}/run", json={"input": "x"}).json()["id"]
+    view = client.get(f"/ui/api/runs/{run_id}").json()
+    assert {n: v["status"] for n, v in view["nodes"].items()} == {"clean": "succeeded", "ask": "suspended",
+                                                                   "shout": "pending"}
+
+
 def test_an_unknown_run_is_a_404(client: httpx.Client) -> None:
     assert client.get("/ui/api/runs/01NOSUCHRUN").status_code == 404
     assert client.get("/ui/api/runs/01NOSUCHRUN/stream").status_code == 404
@@ -127,6 +145,16 @@ def test_ui_with_a_missing_store_is_a_usage_error_naming_it(tmp_path: Path, caps
     missing = tmp_path / "none.sqlite"
     assert main(["ui", "--store", str(missing), "--port", "0"]) == 2
     assert str(missing) in capsys.readouterr().err
+
+
+def test_ui_with_a_file_that_is_not_a_run_store_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    assert main(["ui", "--store", str(text), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not an SQLite database" in err and "Traceback" not in err
 
 
 def test_the_viewer_s_data_is_refused_to_another_site_s_page(client: httpx.Client, server: RunningServer) -> None:

@@ -250,3 +250,18 @@ def test_ui_store_behind_a_token_asks_for_it_and_sends_it_with_its_actions(page:
         process.wait(10)
         if process.stderr is not None:
             process.stderr.close()
+
+
+def test_a_run_stopped_at_a_breakpoint_is_resumed_from_ui_store_without_an_answer(page: Any, viewer: str,
+                                                                                 store: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    notes = store.parent / "notes.py"
+    stopped = _cli("run", str(notes), "--param", "asking=true", "--input", "paused", "--break-before", "shout",
+                   "--store", str(store), env=env)
+    assert "continue it with" in stopped.stderr, stopped.stderr
+    run_id = stopped.stderr.split("wingman-actors resume ")[1].split()[0]
+    page.goto(f"{viewer}#/runs/{run_id}")
+    page.wait_for_selector('[data-node="shout"][data-status="suspended"]')
+    assert page.locator('textarea[name="answer"]').count() == 0
+    page.click('[data-action="resume"]')
+    page.wait_for_selector('[data-node="shout"][data-status="succeeded"]')

@@ -44,7 +44,7 @@ class Durable:
         resume_id: the run to resume (``resume``), else None.
         answer: the answer to a suspended run's interrupt (``--answer``), else None.
         rerun: the command-line flags a ``resume`` of this run needs again (provider,
-            model, options but secrets, params, backend).
+            model, options but secrets, params, backend, and ``--formation FILE`` when given).
         dropped: the ``--option`` keys left out of ``rerun`` because they look secret.
     """
 
@@ -84,9 +84,14 @@ class Durable:
             return  # not journalled: nothing to continue
         command = self.resume_command(run_id)
         if interrupt is not None:
-            payload = json.dumps(interrupt.get("payload"), default=str)
+            from ..formation._breakpoints import is_breakpoint
+
+            payload = json.dumps(interrupt.get("payload"), default=str, ensure_ascii=False)
             print(f"run {run_id} is waiting at node {interrupt.get('node')!r}: {payload}", file=out)
-            print(f"answer it with: {command} --answer JSON", file=out)
+            if is_breakpoint(interrupt.get("payload")):  # a breakpoint takes no answer: resume goes on
+                print(f"continue it with: {command}", file=out)
+            else:
+                print(f"answer it with: {command} --answer JSON", file=out)
         else:
             print(f"continue it with: {command}", file=out)
         if self.dropped:
@@ -113,6 +118,9 @@ def _rerun_flags(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         flags += ["--backend", args.backend]
     if getattr(args, "ray_address", None):
         flags += ["--ray-address", args.ray_address]
+    given = getattr(args, "formation_file", None)
+    if given:  # a run started from Python records no file: name it again (a file as its absolute path)
+        flags += ["--formation", str(Path(given).resolve()) if os.path.isfile(given) else given]
     return flags, dropped
 
 
@@ -127,7 +135,7 @@ def parse_answer(text: str) -> Any:
 def resume_command(args: argparse.Namespace) -> int:
     """``wingman-actors resume RUN_ID [--store PATH]``: load the run's formation file, then
     continue the run as ``run`` would run it."""
-    from ..store import SERVER_SOURCE, RunStore, StoreError, UnknownRunError
+    from ..store import SERVER_SOURCE, RunNotResumableError, RunStore, StoreError, UnknownRunError
     from .run import run_command
 
     choice = StoreChoice.of(args.store)
@@ -141,12 +149,16 @@ def resume_command(args: argparse.Namespace) -> int:
     except UnknownRunError as exc:
         raise unknown_run(exc, choice.flag) from exc
     except StoreError as exc:
-        raise UsageError(f"cannot read the run store {choice.target}: {exc}") from exc
+        raise choice.unusable(exc, "read") from exc
     if top is not record:
         command = shlex.join(["wingman-actors", "resume", top.id, *choice.flag])
         raise UsageError(f"run {args.resume_id} is an inner run of run {record.parent} (a nested formation's run, "
                          f"journalled with its outer run) and is not resumed on its own; resume run {top.id} "
                          f"instead, which resumes it: {command}")
+    if record.status == "succeeded":  # nothing to continue: say where its outputs are (exit 1, as the store refuses)
+        show = shlex.join(["wingman-actors", "runs", "show", args.resume_id, *choice.flag])
+        raise RunNotResumableError(f"run {args.resume_id} cannot be resumed: it already succeeded; see its outputs "
+                                   f"with: {show}", run_id=args.resume_id, status=record.status)
     given = getattr(args, "formation_file", None)
     if given is None and record.source and record.source.startswith(SERVER_SOURCE):
         raise UsageError(f"run {args.resume_id} was started by the HTTP server (`wingman-actors serve`, "

@@ -65,23 +65,24 @@ def _open(store: str | None) -> tuple[StoreChoice, RunStore]:
     try:
         return choice, RunStore(choice.target)
     except StoreError as exc:
-        raise UsageError(f"cannot open the run store {choice.target}: {exc}") from exc
+        raise choice.unusable(exc, "open") from exc
 
 
 def _rows(store: RunStore, run_id: str, choice: StoreChoice) -> list[dict[str, Any]]:
-    from pydantic_core import to_jsonable_python
-
+    from ..formation._result import jsonable
     from ..store import UnknownRunError
+    from .run_show import load_journal
 
     try:
+        load_journal(store, run_id)  # (imports the classes of the file the run records, if its values need them)
         visits = store.history(run_id)
     except UnknownRunError as exc:
         raise unknown_run(exc, choice.flag) from exc
-    rows: list[dict[str, Any]] = to_jsonable_python([
+    rows: list[dict[str, Any]] = jsonable([
         {"node": v.node, "visit": v.visit, "status": v.status,
          "started": None if v.started is None else v.started.isoformat(timespec="milliseconds"),
          "finished": None if v.finished is None else v.finished.isoformat(timespec="milliseconds"),
-         "output": v.output} for v in visits], fallback=str)
+         "output": v.output} for v in visits])
     return rows
 
 
@@ -98,7 +99,7 @@ def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
 
 
 def _cut(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= _CUT else text[:_CUT - 1] + "…"
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Literal
 
 from .._extras import require
+from ..formation._result import jsonable
 from ..formation.events import FormationEvent, FormationEventType
 
 with require("cli", "the launcher's terminal view"):
@@ -319,7 +320,7 @@ class EventPrinter:
     def __call__(self, event: FormationEvent) -> None:
         if self._t0 is None:
             self._t0 = event.timestamp
-        line = json.dumps(event_dict(event), default=str) if self.as_json else event_line(event, self._t0)
+        line = json.dumps(jsonable(event_dict(event))) if self.as_json else event_line(event, self._t0)
         if line is not None:
             print(line, file=self.stream, flush=True)
 
@@ -332,7 +333,7 @@ def event_dict(event: FormationEvent) -> dict[str, Any]:
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -18,14 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import TypeAdapter
-
 from .._extras import require
 from ..actors._nodes import render_input
 from ..errors import FormationRuntimeError, WingmanError
 from ..formation import Formation, RunOptions
 from ..formation._plan import Plan
-from ..formation._result import FormationResult
+from ..formation._result import FormationResult, jsonable
 from ..formation.events import FormationEvent, FormationEventType
 from ..providers._base import Provider
 from .durable import Durable
@@ -90,8 +88,10 @@ def run_command(args: argparse.Namespace) -> int:
     address = getattr(args, "ray_address", None)
     if address is not None and backend != "ray":
         raise UsageError("--ray-address needs --backend ray")
+    _check_breakpoint_names(args, plan)
     durable = Durable.open(args, loaded.target, info)
     try:
+        _check_breakpoint_store(args, durable)
         formation.source = durable.source  # type: ignore[attr-defined]  # recorded on the run, for `resume`
         print(f"input: {label}", file=info, flush=True)
         options = RunOptions(
@@ -139,6 +139,27 @@ def _report(outcome: FormationResult | FormationRuntimeError | CutShort | Cancel
     if outcome.status == "suspended":
         durable.tell_resume(outcome.run_id, outcome.interrupt)
     return 0
+
+
+def _check_breakpoint_names(args: argparse.Namespace, plan: Plan) -> None:
+    """``--break-before``/``--break-after`` name nodes of the formation; else a usage error
+    naming the flag (the library's error would blame the declaration)."""
+    for flag in ("break_before", "break_after"):
+        for name in getattr(args, flag, None) or ():
+            if name not in plan.nodes:
+                nodes = ", ".join(repr(n) for n in plan.nodes)
+                raise UsageError(f"--{flag.replace('_', '-')} {name}: formation {plan.name!r} has no node {name!r}; "
+                                 f"its nodes are {nodes}")
+
+
+def _check_breakpoint_store(args: argparse.Namespace, durable: Durable) -> None:
+    """Breakpoints suspend the run, which needs a store: without one, a usage error naming
+    the flags that fix it (the library's names ``store=``)."""
+    if durable.store is None and (getattr(args, "break_before", None) or getattr(args, "break_after", None)):
+        why = "--no-store was given" if getattr(args, "no_store", False) else "the default run store cannot be used"
+        raise UsageError(f"--break-before/--break-after suspend the run as interrupt() does, which needs a journalled "
+                         f"run, and {why}: drop --no-store (runs are journalled in the default store) or give "
+                         "--store PATH")
 
 
 def _journalled(run_id: str | None, durable: Durable) -> str:
@@ -252,7 +273,7 @@ def _failure_dict(exc: FormationRuntimeError) -> dict[str, Any]:
             "attempts": exc.attempts,
             "cause": None if cause is None else f"{type(cause).__name__}: {cause}",
         },
-        "outputs": TypeAdapter(Any).dump_python(exc.outputs, mode="json", fallback=str),
+        "outputs": jsonable(exc.outputs),
     }
 
 

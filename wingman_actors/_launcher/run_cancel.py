@@ -64,7 +64,7 @@ def cancel_command(args: argparse.Namespace) -> int:
     except UnknownRunError as exc:
         raise unknown_run(exc, choice.flag) from exc
     except StoreError as exc:
-        raise UsageError(f"cannot cancel run {run_id}: {exc}") from exc
+        raise choice.unusable(exc, f"cancel run {run_id} in") from exc
     print(f"wingman-actors: run {run_id} has already finished ({status}): nothing to cancel", file=sys.stderr)
     return 1
 

@@ -23,7 +23,7 @@ from .errors import UsageError, unknown_run
 if TYPE_CHECKING:
     from ..store import RunJournal, RunStore
 
-__all__ = ["add_show_parser", "show_command"]
+__all__ = ["add_show_parser", "load_journal", "not_reached", "run_document", "show_command", "waiting_at"]
 
 _CUT = 48  # characters of an output or error in the table
 
@@ -56,7 +56,7 @@ def show_command(args: argparse.Namespace) -> int:
     except UnknownRunError as exc:
         raise unknown_run(exc, choice.flag) from exc
     except StoreError as exc:
-        raise UsageError(f"cannot read the run store {choice.target}: {exc}") from exc
+        raise choice.unusable(exc, "read") from exc
     if getattr(args, "json", False):
         print(json.dumps(document, indent=2))
     else:
@@ -66,15 +66,15 @@ def show_command(args: argparse.Namespace) -> int:
 
 def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
     """The run as one JSON-friendly dict (what ``--json`` prints)."""
-    from pydantic_core import to_jsonable_python
-
+    from ..formation._result import jsonable
     from ..formation._trace_journal import journalled_traces
 
-    journal = store.load(run_id)
+    journal = load_journal(store, run_id)
     record = journal.run
     pending = journal.pending_interrupt
     traces = journalled_traces(journal)
-    names = list(traces) or [name for name, _ in journal.shape.nodes]
+    names = list(traces) or graph_order(journal)
+    waiting, ahead = waiting_at(store, journal)
     quick = not traces and record.status == "succeeded"  # a quick clean success: no traces journalled
     timed = _visit_times(store, run_id) if quick else {}
     nodes: dict[str, dict[str, Any]] = {}
@@ -86,10 +86,12 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
         if quick and outputs:  # one attempt each, timed by its visits, no tokens (or it would have traces)
             t = {"attempts": 1, "input_tokens": 0, "output_tokens": 0, **timed.get(name, {})}
         status = t.get("status") or ("succeeded" if outputs else "pending")
-        if pending is not None and pending.node == name:
+        if name in waiting:
             status = "suspended"
         elif name not in traces and any(n == name for n, _ in journal.skipped):
             status = "skipped"
+        elif status == "skipped" and name in ahead and not outputs:  # not skipped: waiting for the answer
+            status = "pending"
         nodes[name] = {
             "status": status, "visits": max(t.get("visits") or 0, len(outputs)), "attempts": t.get("attempts"),
             "duration_s": t.get("duration_s"), "started_at": t.get("started_at"), "finished_at": t.get("finished_at"),
@@ -97,14 +99,103 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
             "error": t.get("error") or _skip_reason(journal, name),
             "output": outputs[-1] if outputs else None, "outputs": outputs,
         }
-    interrupt = None if pending is None else {"node": pending.node, "visit": pending.visit, "item": pending.item,
+    interrupt = None if pending is None else {"node": waiting[-1], "visit": pending.visit, "item": pending.item,
                                               "payload": pending.payload}
-    document: dict[str, Any] = to_jsonable_python({
+    document: dict[str, Any] = jsonable({
         "run_id": record.id, "formation": record.formation, "status": record.status,
         "created": record.created.isoformat(timespec="seconds"), "updated": record.updated.isoformat(timespec="seconds"),
         "source": record.source, "input": record.input, "error": record.error, "interrupt": interrupt, "nodes": nodes,
-    }, fallback=str)
+    })
     return document
+
+
+def load_journal(store: RunStore, run_id: str) -> RunJournal:
+    """``store.load(run_id)``; a run whose values are of classes its formation file defines
+    (a pydantic model of the file) is loaded after the file the run records, so that those
+    classes import, as ``resume`` loads it.
+
+    Raises:
+        SerializationError: a class that cannot be imported even so (a run started from
+            Python records no file).
+    """
+    from ..store import SERVER_SOURCE, SerializationError
+
+    try:
+        return store.load(run_id)
+    except SerializationError as exc:
+        record = store.get(run_id)
+        while record.parent is not None:  # an inner run: its outer run records the file
+            record = store.get(record.parent)
+        if not record.source or record.source.startswith(SERVER_SOURCE) or ":" not in (exc.type_name or ""):
+            raise
+        from .loading import load_module
+
+        try:
+            load_module(record.source)  # registers its module under the name its classes were journalled by
+        except UsageError:
+            raise exc from None
+        return store.load(run_id)
+
+
+def graph_order(journal: RunJournal) -> list[str]:
+    """The run's nodes sources first, along forward edges (ties by name), as the traces of
+    a run list them; for a run that journalled none (a quick clean success, or one whose
+    process died), whose shape lists its nodes by name."""
+    import networkx as nx  # type: ignore[import-untyped]
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(name for name, _ in journal.shape.nodes)
+    graph.add_edges_from((e.source, e.target) for e in journal.shape.edges if not e.back)
+    try:
+        return list(nx.lexicographical_topological_sort(graph))
+    except nx.NetworkXUnfeasible:  # (back edges are marked; a shape recorded otherwise keeps its order)
+        return [name for name, _ in journal.shape.nodes]
+
+
+def waiting_at(store: RunStore, journal: RunJournal) -> tuple[list[str], set[str]]:
+    """Where a suspended run waits: the nodes, outermost first (a formation node, then the
+    node inside it that called ``interrupt()``, by path, as ``FormationResult.interrupt``
+    names it: ``"sub/ask"``, or ``"fm/0/ask"`` inside item 0 of a map over a formation),
+    and the nodes after them it has not reached yet (:func:`not_reached`)."""
+    from ..formation._nesting import inner_run_id
+    from ..store import UnknownRunError
+
+    waiting: list[str] = []
+    ahead: set[str] = set()
+    prefix = ""
+    while (pending := journal.pending_interrupt) is not None:
+        waiting.append(prefix + pending.node)
+        ahead |= {prefix + name for name in not_reached(journal, pending.node)}
+        kind = dict(journal.shape.nodes).get(pending.node)
+        inner = inner_run_id(journal.run.id, pending.node, pending.visit)
+        step = f"{pending.node}/"
+        if kind == "map" and pending.item is not None:  # a map over a formation: one inner run per item
+            inner, step = f"{inner}/{pending.item}", f"{pending.node}/{pending.item}/"
+        elif kind != "formation":
+            break
+        try:  # the interrupt came from inside the node: its inner run says where
+            journal = store.load(inner)
+        except UnknownRunError:
+            break
+        prefix += step
+    return waiting, ahead
+
+
+def not_reached(journal: RunJournal, node: str) -> set[str]:
+    """The nodes downstream of ``node`` along forward edges: those a run suspended at
+    ``node`` has not reached yet (its traces call them skipped; they run on ``resume``)."""
+    after: dict[str, list[str]] = {}
+    for edge in journal.shape.edges:
+        if not edge.back:
+            after.setdefault(edge.source, []).append(edge.target)
+    found: set[str] = set()
+    todo = list(after.get(node, ()))
+    while todo:
+        name = todo.pop()
+        if name not in found and name != node:
+            found.add(name)
+            todo.extend(after.get(name, ()))
+    return found
 
 
 def _visit_times(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
@@ -122,7 +213,7 @@ def _visit_times(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
 
 def _outputs(store: RunStore, journal: RunJournal, name: str) -> list[Any]:
     """Every visit's output of node ``name`` (a path ``"outer/inner"`` reads the inner
-    run of the outer node's last visit)."""
+    run of the outer node's visit in flight or suspended, else of its last visit)."""
     visits = journal.visits.get(name)
     if visits:
         return list(visits.values())
@@ -130,14 +221,15 @@ def _outputs(store: RunStore, journal: RunJournal, name: str) -> list[Any]:
     if not inner:
         return []
     last = max(journal.visits.get(outer, {}) or {0: None})
-    if not last:
-        return []
     from ..store import UnknownRunError
 
-    try:
-        return _outputs(store, store.load(f"{journal.run.id}/{outer}/{last}"), inner)
-    except UnknownRunError:  # a map's items run apart (their ids number each item)
-        return []
+    for visit in (last + 1, last):  # the visit in flight (or suspended), else the last journalled one
+        if visit:
+            try:
+                return _outputs(store, store.load(f"{journal.run.id}/{outer}/{visit}"), inner)
+            except UnknownRunError:  # not begun; or a map's items, which run apart (their ids number each item)
+                continue
+    return []
 
 
 def _skip_reason(journal: RunJournal, name: str) -> str | None:
@@ -148,7 +240,7 @@ def _skip_reason(journal: RunJournal, name: str) -> str | None:
 def _cut(value: Any) -> str:
     if value is None:
         return ""
-    text = value if isinstance(value, str) else json.dumps(value)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= _CUT else text[:_CUT - 1] + "…"
 
@@ -177,5 +269,7 @@ def _print_table(document: dict[str, Any], flag: list[str]) -> None:
     if interrupt is not None:
         formation = [] if document["source"] else ["--formation", "FILE"]  # a run started from Python
         command = shlex.join(["wingman-actors", "resume", document["run_id"], *flag, *formation])
+        from ..formation._breakpoints import is_breakpoint
+
         print(f"waiting at node {interrupt['node']!r}: {_cut(interrupt['payload'])}")
-        print(f"continue it with: {command} [--answer JSON]")
+        print(f"continue it with: {command}{'' if is_breakpoint(interrupt['payload']) else ' [--answer JSON]'}")

@@ -40,23 +40,28 @@ def add_runs_parser(sub: Any) -> None:
 
 def runs_command(args: argparse.Namespace) -> int:
     """Print the store's runs. Exit 0 (a default store not created yet has no runs); a
-    missing ``--store`` file is a usage error (exit 2)."""
-    from ..store import RunStore
+    missing ``--store`` file, a folder, or a file that is no run store is a usage error (exit 2)."""
+    from ..store import RunStore, StoreError
     from .stores import StoreChoice
 
     choice = StoreChoice.of(args.store)
     path = choice.target
     if not choice.exists():
         if choice.default:  # `run` creates it on first use
-            return _print([], args.json, path)
+            return _print([], args.json, choice.shown)
+        if choice.path.is_dir():
+            raise UsageError(choice.missing())
         raise UsageError(f"--store {path}: no such file; give the path of a run store "
                          "(the file passed as store= to Formation.run or start)")
-    with RunStore(path) as store:
-        runs = store.runs(args.status)
+    try:
+        with RunStore(path) as store:
+            runs = store.runs(args.status)
+    except StoreError as exc:
+        raise choice.unusable(exc, "read") from exc
     rows = [{"run_id": r.id, "formation": r.formation, "status": r.status,
              "created": r.created.isoformat(timespec="seconds"), "updated": r.updated.isoformat(timespec="seconds")}
             for r in runs]
-    return _print(rows, args.json, path)
+    return _print(rows, args.json, choice.shown)
 
 
 def _print(rows: list[dict[str, Any]], as_json: bool, path: str | Path) -> int:

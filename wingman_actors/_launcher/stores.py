@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import re
 import sqlite3
 import sys
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import IO
 from .._extras import require
 from ..store import RunStore, StoreError
 from ..store._values import POSTGRES_SCHEMES
+from .errors import UsageError
 
 __all__ = ["DATA_DIR_ENV", "PRUNE_AFTER", "StoreChoice", "default_store_path", "open_for_run"]
 
@@ -87,12 +89,27 @@ class StoreChoice:
         return self.url is not None or self.path.is_file()
 
     @property
+    def shown(self) -> str:
+        """The store as messages name it: a URL's password masked (``postgresql://me:***@host/db``)."""
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", self.target)
+
+    def unusable(self, exc: BaseException, doing: str = "use") -> UsageError:
+        """The one-line usage error for a store that cannot be opened or read (``exc``:
+        the store's error), naming the store without its password."""
+        reason = " ".join(part.strip() for part in str(exc).splitlines())
+        return UsageError(f"cannot {doing} the run store {self.shown}: {reason}")
+
+    @property
     def flag(self) -> list[str]:
         """The ``--store PATH`` arguments that name this store (none for the default)."""
         return [] if self.default else ["--store", self.target]
 
     def missing(self) -> str:
-        """Why a command that reads the store finds nothing (the store file is missing)."""
+        """Why a command that reads the store finds nothing (the store file is missing, or
+        the path is a folder)."""
+        if self.path.is_dir():
+            return (f"--store {self.path} is a folder, not a run store; give the run store's file, e.g. "
+                    f"--store {self.path / STORE_FILE}")
         if self.default:
             return (f"no runs journalled yet: the default run store {self.path} does not exist "
                     "(`wingman-actors run` creates it; give another store with --store PATH)")
@@ -108,10 +125,14 @@ def open_for_run(choice: StoreChoice, info: IO[str] | None = None, *, required: 
     run goes on without a store.
 
     Raises:
-        StoreError: a ``--store`` file, or a required store, cannot be used as a run store.
+        UsageError: a ``--store`` file, or a required store, cannot be used as a run store
+            (a folder, a file of another kind, a server that cannot be reached).
     """
     if required or not choice.default:
-        return RunStore(choice.target)
+        try:
+            return RunStore(choice.target)
+        except StoreError as exc:
+            raise choice.unusable(exc) from exc
     try:
         choice.path.parent.mkdir(parents=True, exist_ok=True)
         return RunStore(choice.path)
@@ -135,4 +156,4 @@ def close_after_run(store: RunStore, choice: StoreChoice) -> None:
         try:
             store.close()
         except StoreError as exc:
-            log.warning("closing the run store %s: %s", choice.target, exc)
+            log.warning("closing the run store %s: %s", choice.shown, exc)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import enum
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -11,7 +13,7 @@ from typing import Any
 
 from ..core import Usage
 
-__all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "NodeStatus", "NodeTrace", "build_traces"]
+__all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "NodeStatus", "NodeTrace", "build_traces", "jsonable"]
 
 ZERO_USAGE = Usage()
 """The shared zero usage (Usage is immutable)."""
@@ -251,20 +253,52 @@ class FormationResult:
         return f"FormationResult(run_id={self.run_id!r}, output={self.output!r}, duration_s={self.duration_s:.4f})"
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-friendly dict (outputs dumped with pydantic where they are models; a
-        node trace's output that is not JSON data as its ``str``)."""
-        from pydantic import TypeAdapter
-        from pydantic_core import to_jsonable_python
-
-        dump = TypeAdapter(Any).dump_python
+        """A JSON-friendly dict (values as :func:`jsonable` makes them)."""
         return {
             "run_id": self.run_id,
             "status": self.status,
-            "interrupt": dump(self.interrupt, mode="json"),
-            "output": dump(self.output, mode="json"),
-            "outputs": dump(self.outputs, mode="json"),
-            # a node's output that is no JSON (an object passed between nodes) as its str
-            "nodes": {k: to_jsonable_python(v.to_dict(), fallback=str) for k, v in self.nodes.items()},
+            "interrupt": jsonable(self.interrupt),
+            "output": jsonable(self.output),
+            "outputs": jsonable(self.outputs),
+            "nodes": {k: jsonable(v.to_dict()) for k, v in self.nodes.items()},
             "usage": self.usage.model_dump(),
             "duration_s": self.duration_s,
         }
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON data: pydantic models and dataclasses dumped, NaN and infinities as
+    None (strict JSON has neither), bytes as their UTF-8 text (base64 when they are no text),
+    anything else that is no JSON data (an object passed between nodes) as its ``str``.
+
+    Example:
+        >>> jsonable({"raw": b"\\xff", "text": b"ok", "path": ("a", 1), "nan": float("nan")})
+        {'raw': '/w==', 'text': 'ok', 'path': ['a', 1], 'nan': None}
+    """
+    adapter = _any_adapter()
+    try:
+        return adapter.dump_python(value, mode="json", fallback=str)
+    except UnicodeDecodeError:  # bytes that are no UTF-8 text, somewhere inside (models dumped first)
+        plain = adapter.dump_python(value, mode="python", fallback=str)
+        return adapter.dump_python(_bytes_as_text(plain), mode="json", fallback=str)
+
+
+@functools.cache
+def _any_adapter() -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Any)
+
+
+def _bytes_as_text(value: Any) -> Any:
+    """``value`` with its bytes (in dicts, lists, tuples and sets) as text: UTF-8, else base64."""
+    if isinstance(value, bytes | bytearray):
+        try:
+            return value.decode()
+        except UnicodeDecodeError:
+            return base64.b64encode(value).decode()
+    if isinstance(value, dict):
+        return {k: _bytes_as_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_bytes_as_text(v) for v in value]
+    return value

@@ -87,8 +87,8 @@ async def runs(
     check_status(status)
 
     def read() -> list[dict[str, Any]]:
-        found = ctx.store.list_runs(formation_id, limit, None, status)
-        return [_summary(refreshed(ctx.store, ctx.journal, r)) for r in found if r.kind == "formation"]
+        found = ctx.store.list_runs(formation_id, limit, None, status, kind="formation")  # the limit counts these only
+        return [_summary(refreshed(ctx.store, ctx.journal, r)) for r in found]
 
     return await ctx.pool.run(read)
 

@@ -239,12 +239,13 @@ class RunRecords(Database):
 
     def list_runs(
         self, formation_id: str | None = None, limit: int = 100, fleet_id: str | None = None,
-        status: str | None = None,
+        status: str | None = None, kind: str | None = None,
     ) -> list[RunOut]:
         """Runs, newest first; only ``formation_id``'s, ``fleet_id``'s and/or those with
-        ``status`` when given."""
+        ``status`` or of ``kind`` (``"formation"``, ``"fleet"``) when given."""
         where, args = [], []
-        for column, value in (("formation_id", formation_id), ("fleet_id", fleet_id), ("status", status)):
+        for column, value in (("formation_id", formation_id), ("fleet_id", fleet_id), ("status", status),
+                              ("kind", kind)):
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)

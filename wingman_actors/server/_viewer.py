@@ -142,13 +142,14 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
     Raises:
         wingman_actors.store.UnknownRunError: the store has no such run.
     """
-    from .._launcher.run_show import run_document
+    from .._launcher.run_show import load_journal, run_document, waiting_at
 
-    journal = store.load(run_id)
+    journal = load_journal(store, run_id)
     doc = run_document(store, run_id)
     status = status or doc["status"]
     interrupt = doc["interrupt"]
     pending = interrupt["node"] if interrupt else None
+    waiting, ahead = waiting_at(store, journal) if pending is not None and status == "suspended" else ([], set())
     for name in traces or ():  # nodes inside formation nodes that the journal does not trace yet
         doc["nodes"].setdefault(name, {"status": "pending", "visits": 0, "attempts": None, "duration_s": None,
                                        "started_at": None, "finished_at": None, "usage": None, "error": None,
@@ -162,7 +163,9 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
             trace.update({k: v for k, v in traces[name].items() if v is not None})
             node.update({k: trace[k] for k in ("attempts", "visits", "duration_s", "started_at", "finished_at",
                                                "usage", "error") if k in trace})
-        node["status"] = node_status(trace, status, pending, name)
+        node["status"] = "suspended" if name in waiting else node_status(trace, status, pending, name)
+        if node["status"] == "skipped" and name in ahead and not node.get("outputs"):
+            node["status"] = "pending"  # after the node the run waits at: it runs on resume
         if node["status"] in ("skipped", "pending") and status != "running" and node.get("outputs") and (
                 len(node["outputs"]) >= (node.get("visits") or 0)):
             # every visit journalled an output: it succeeded, whatever an older trace says (a run
@@ -238,7 +241,7 @@ def _steps(journal: RunJournal) -> dict[str, list[Any]]:
 
 
 def _jsonable(value: Any) -> Any:
-    from pydantic_core import to_jsonable_python
+    from ..formation._result import jsonable
 
-    return to_jsonable_python(value, fallback=str)
+    return jsonable(value)
 

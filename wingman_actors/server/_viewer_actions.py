@@ -93,7 +93,7 @@ class StoreActions:
         runs); None when neither. One pass over the store's runs."""
         found: dict[str, str | None] = {o.name: o.file for o in self.runs.offered()}
         looked: Counter[str] = Counter()
-        for summary in self.store.runs():  # newest first
+        for summary in reversed(self.store.runs()):  # newest first
             name = summary.formation
             if found.get(name) is not None or looked[name] >= _LOOK or (names is not None and name not in names):
                 continue
@@ -128,13 +128,21 @@ class StoreActions:
         from .._launcher.errors import UsageError
         from ..errors import FormationSetupError
 
-        file = self.files({formation_id}).get(formation_id)
+        files = self.files()
+        if formation_id not in files:
+            known = ", ".join(repr(name) for name in files) or "none yet"
+            raise ApiError(404, f"no formation {formation_id!r} in the run store {self.shown} or the viewer's "
+                                f"--formation files; the formations: {known} (GET /ui/api/formations lists them)")
+        file = files[formation_id]
         if file is None:
             raise ApiError(409, f"formation {formation_id!r}: no run of it records its file (runs started from "
                                 "Python record none), so this viewer cannot build it; give the file with "
                                 "`wingman-actors ui --formation FILE`", kind="no_file")
         try:
             value = body.input if "input" in body.model_fields_set else self.runs.default_input(file)
+            if value is None and "input" not in body.model_fields_set:  # as `wingman-actors run` without --input
+                raise ApiError(400, f"input: formation {formation_id!r} ({file}) has no default input; give the run "
+                                    'an input: {"input": ...}', fields=["input"])
             run_id = self.runs.start(file, value)
         except (UsageError, FormationSetupError) as exc:
             raise ApiError(409, f"formation {formation_id!r} cannot be built from {file}: {exc}",

@@ -95,13 +95,13 @@ def ui_command(args: argparse.Namespace) -> int:
     if not choice.exists():
         print(f"wingman-actors ui: error: {choice.missing()}", file=sys.stderr)
         return 2
-    if choice.url is not None:  # a server that cannot be reached: one line now, not a failing page
-        try:
-            RunStore(choice.url, recover=False).close()
-        except (StoreError, ImportError) as exc:
-            one_line = " ".join(part.strip() for part in str(exc).splitlines())
-            print(f"wingman-actors ui: error: {one_line}", file=sys.stderr)
-            return 2
+    # a file that is no run store, or a server that cannot be reached: one line now, not a failing start
+    try:
+        RunStore(choice.target, recover=False).close()
+    except (StoreError, ImportError) as exc:
+        one_line = " ".join(part.strip() for part in str(exc).splitlines())
+        print(f"wingman-actors ui: error: {one_line}", file=sys.stderr)
+        return 2
     try:
         sock = _listen(args.host, args.port)
     except ServeError as exc:
@@ -157,11 +157,14 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
         provider: the provider of the runs started or resumed here (``ui --provider``).
     """
     from fastapi import FastAPI, Query, Request
+    from fastapi.exceptions import RequestValidationError
     from starlette.responses import JSONResponse, Response, StreamingResponse
 
+    from .._launcher.run_show import load_journal
     from ..formation.events import FormationEvent
-    from ..store import RunStore, UnknownRunError
+    from ..store import RunStore, SerializationError, UnknownRunError
     from ..store._values import POSTGRES_SCHEMES
+    from ._app import validation_error
     from ._cli import _shown
     from ._errors import ApiError
     from ._guards import OriginHostMiddleware
@@ -201,6 +204,11 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(exc.body(), status_code=exc.status)
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        error = validation_error(exc.errors())  # {"error": ..., "fields": [...]}, as the server answers
+        return JSONResponse(error.body(), status_code=error.status)
+
     async def work(fn: Any, *args: Any) -> Any:
         return await state["pool"].run(fn, *args)
 
@@ -215,10 +223,14 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
         store: RunStore = state["store"]
         actions: StoreActions = state["actions"]
         found: dict[str, dict[str, Any]] = {}
-        for summary in store.runs():  # newest first: a formation is drawn as its newest run recorded it
+        for summary in reversed(store.runs()):  # newest first: a formation is drawn as its newest run recorded it
             if summary.formation not in found:
+                try:
+                    journal = load_journal(store, summary.id)
+                except SerializationError:  # its values' classes do not import here: an older run may draw it
+                    continue
                 found[summary.formation] = {"id": summary.formation, "name": summary.formation,
-                                            "graph": journal_graph(store, store.load(summary.id))}
+                                            "graph": journal_graph(store, journal)}
         for offered in state["runs"].offered():  # --formation files, and files loaded since: as they build it
             found.setdefault(offered.name, {"id": offered.name, "name": offered.name})["graph"] = offered.graph
         files = actions.files()
@@ -233,7 +245,8 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
         return await work(listed)  # type: ignore[no-any-return]
 
     def runs(status: str | None, formation_id: str | None, limit: int) -> list[dict[str, Any]]:
-        found = [r for r in state["store"].runs(status) if formation_id is None or r.formation == formation_id]
+        found = [r for r in reversed(state["store"].runs(status))  # newest first, as the server lists them
+                 if formation_id is None or r.formation == formation_id]
         return [{"run_id": r.id, "formation_id": r.formation, "formation_name": r.formation, "status": r.status,
                  "created_at": r.created.isoformat(timespec="seconds"),
                  "finished_at": None if r.status == "running" else r.updated.isoformat(timespec="seconds"),
@@ -255,6 +268,8 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
             record = store.get(run_id)
         except UnknownRunError:
             raise unknown(run_id) from None
+        except SerializationError as exc:  # a value of a class that does not import in this process
+            raise ApiError(409, f"run {run_id} cannot be shown here: {exc}", kind="class", run_id=run_id) from None
         doc.update(formation_id=doc["formation"], formation_name=doc["formation"])
         state["actions"].controls(doc, record)
         return doc

@@ -72,6 +72,13 @@ const Head = ({ doc }) => html`<div class="run-head">
   ${doc.status === "succeeded" ? html`<details open><summary>Output</summary>
     <${Pre} value=${doc.output ?? doc.outputs} /></details>` : null}</div>`;
 
+// A run stopped at a breakpoint (break_before/break_after) takes no answer: it is resumed.
+const atBreakpoint = (i) => {
+  const p = i && i.payload;
+  return !!p && typeof p === "object" && !Array.isArray(p) && Object.keys(p).length === 2
+    && (p.breakpoint === "before" || p.breakpoint === "after");
+};
+
 // Answer, resume, cancel. On the server they are the API's routes; under `ui --store` the
 // viewer's own (api/runs/ID/...), for the runs whose formation it can build (`doc.can_resume`),
 // and the command that continues the others. Cancel of a run another process runs asks that
@@ -92,10 +99,11 @@ function Actions({ doc, info, act }) {
   if (doc.resume) {
     const here = info.mode === "store" && doc.resume.startsWith("wingman-actors")
       ? " (or start this viewer with --formation FILE to continue it here)" : "";
-    controls.push(html`<p>Continue it with: <code>${doc.resume}${doc.status === "suspended" ? " --answer JSON" : ""}</code>
+    controls.push(html`<p>Continue it with: <code>${doc.resume}${doc.status === "suspended" && !atBreakpoint(doc.interrupt)
+      ? " --answer JSON" : ""}</code>
       <span class="muted small">${here}</span></p>`);
   }
-  if (resumable && doc.status === "suspended") {
+  if (resumable && doc.status === "suspended" && !atBreakpoint(doc.interrupt)) {
     controls.push(html`<form class="answer"><label>Answer (JSON, else text)<textarea ref=${answer} name="answer"
       rows="2" placeholder="the answer: JSON, or text"></textarea></label>
       <button type="submit" data-action="answer" onClick=${run(() => postJSON(`${runPath}/resume`,
