@@ -13,7 +13,8 @@ from typing import Any
 
 from ..core import Usage
 
-__all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "NodeStatus", "NodeTrace", "build_traces", "jsonable"]
+__all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "NodeStatus", "NodeTrace", "build_traces", "jsonable",
+           "suspended_traces"]
 
 ZERO_USAGE = Usage()
 """The shared zero usage (Usage is immutable)."""
@@ -24,13 +25,16 @@ _NONE: Mapping[str, Any] = MappingProxyType({})
 
 
 class NodeStatus(enum.StrEnum):
-    """Where a node ended up in one run."""
+    """Where a node ended up in one run. In a suspended run, the node that suspended it
+    (its ``interrupt()``, or a breakpoint before it) is ``SUSPENDED`` and the nodes the run
+    has not reached yet are ``PENDING``; in a finished run they are ``SKIPPED``."""
 
     PENDING = "pending"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     SKIPPED = "skipped"
     CANCELLED = "cancelled"
+    SUSPENDED = "suspended"
 
 
 @dataclass(slots=True)
@@ -90,12 +94,14 @@ def build_traces(
     cancelled: Sequence[str] = (),
     visits: Mapping[str, int] = _NONE,
     nested: Mapping[str, Any] = _NONE,
+    unreached: NodeStatus = NodeStatus.SKIPPED,
 ) -> dict[str, NodeTrace]:
     """Per-node traces of a run, in node order, from its record (see ``RunState``): the
     flat log of successful visits (node, attempt, started, finished, usage, output; six
     items a visit, ``perf_counter`` times), the nodes whose failures went to error
     edges (``handled``: node -> when), the failed attempts, the skipped and cancelled
-    nodes, the visit counts and the inner results of formation nodes."""
+    nodes, the visit counts and the inner results of formation nodes; a node the run
+    never reached has status ``unreached``."""
     traces: dict[str, NodeTrace] = {}
     entries = iter(log)
     for name, attempt, started, finished, usage, output in zip(
@@ -151,13 +157,25 @@ def build_traces(
     for name in order:
         t = traces.get(name)
         if t is None:
-            t = NodeTrace(name, status=NodeStatus.SKIPPED)  # never reached in this run
+            t = NodeTrace(name, status=unreached)  # never reached in this run
         out[name] = t
         inner = nested.get(name)
         if inner is not None:  # a formation node: its inner run's traces, by path
             for path, trace in inner.nodes.items():
                 out[f"{name}/{path}"] = replace(trace, name=f"{name}/{path}", parent=name)
     return out
+
+
+def suspended_traces(run: Any, node: str) -> dict[str, NodeTrace]:
+    """The traces of ``run`` (a ``RunState``) suspended at ``node`` (a path for a node of a
+    nested formation): that node (the formation node holding it) ``SUSPENDED``, unless it
+    succeeded (a breakpoint after it), and the nodes not reached yet ``PENDING``."""
+    traces = build_traces(run.order, run.log, run.handled, run.failures, run.skipped, run.cancelled, run.visits,
+                          run.nested, NodeStatus.PENDING)
+    held = traces.get(node.split("/", 1)[0])
+    if held is not None and held.status is not NodeStatus.SUCCEEDED:
+        held.status = NodeStatus.SUSPENDED
+    return traces
 
 
 class FormationResult:

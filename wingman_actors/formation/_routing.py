@@ -10,6 +10,7 @@ envelope for the next node. The last unit of a run resolves its future: with a r
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import time
@@ -26,7 +27,7 @@ from ._join import NOTHING as _NOTHING
 from ._join import ROUND_OVER, Join
 from ._plan import ConditionRaised, EdgeSpec, Plan
 from ._replaying import REPLAYED, replay_visit
-from ._result import ZERO_USAGE, FormationResult
+from ._result import ZERO_USAGE, FormationResult, suspended_traces
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut, overdue
 from ._trace_journal import TRACE_KEY, summary, worth_journalling
@@ -309,7 +310,8 @@ class Router:
         produced = run.outputs
         outputs = {s: produced[s] for s in self.sinks if s in produced}
         duration = time.perf_counter() - run.t0
-        result = FormationResult(run.id, None, outputs, run, duration, "suspended", {"node": node, "payload": payload})
+        result = FormationResult(run.id, None, outputs, functools.partial(suspended_traces, run, node), duration,
+                                 "suspended", {"node": node, "payload": payload})
         future = self._resolved(run)
         future.set_result(result)
         if run.listeners:
