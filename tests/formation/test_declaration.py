@@ -271,8 +271,8 @@ def test_connect_reports_every_bad_name_and_edge_in_one_error() -> None:
     with pytest.raises(FormationSetupError) as info:
         f.connect("a", "b", "c", "d")
     assert info.value.problems == [
-        "connect('a', 'b', 'c', 'd'): no node named 'c'; declare it first with add_function/add_agent/add_fleet",
-        "connect('a', 'b', 'c', 'd'): no node named 'd'; declare it first with add_function/add_agent/add_fleet",
+        "connect('a', 'b', 'c', 'd'): no node named 'c'; declare it first with add_function/add_agent/add_fleet/add_map/add_formation",
+        "connect('a', 'b', 'c', 'd'): no node named 'd'; declare it first with add_function/add_agent/add_fleet/add_map/add_formation",
         "connect('a', 'b', 'c', 'd'): edge 'a' → 'b' is declared twice; connect each pair once",
     ]
     assert f.graph.number_of_edges() == 1

@@ -158,7 +158,7 @@ def test_prompt_on_a_function_node_is_a_problem() -> None:
 def test_node_name_must_be_a_str() -> None:
     g = nx.DiGraph()
     g.add_node(1, kind="function", fn=to_int)
-    assert only_problem(Formation("f", g)) == "node 1 has a int name; name every node with a str"
+    assert only_problem(Formation("f", g)) == "node 1 has a name of type int; name every node with a str"
 
 
 # --- edges ---------------------------------------------------------------------------

@@ -132,7 +132,7 @@ class FunctionActor(NodeActor):
         except ValidationError as exc:
             what = f"parameter {param!r}" if param else "its input parameter"
             raise PayloadError(
-                f"{edge}: a {type(value).__name__} does not fit {what} of type "
+                f"{edge}: a value of type {type(value).__name__} does not fit {what} of type "
                 f"{exc.title}: {_problems(exc)}"
             ) from exc
 

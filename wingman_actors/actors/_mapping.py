@@ -193,7 +193,7 @@ class MapActor(NodeActor):
             return adapter.validate_python(value)
         except ValidationError as exc:
             raise PayloadError(
-                f"map node {self.name!r}: item {i} from {visit.work.sender!r}, a {type(value).__name__}, does "
+                f"map node {self.name!r}: item {i} from {visit.work.sender!r}, of type {type(value).__name__}, does "
                 f"not fit the parameter of type {exc.title}: {_problems(exc)}"
             ) from exc
 

@@ -294,7 +294,7 @@ class Formation(Runs, AsyncRuns, Forks):
             if n not in self.graph:
                 close = difflib.get_close_matches(str(n), [str(k) for k in self.graph], n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                problems.append(f"no node named {n!r}{hint}; declare it first with add_function/add_agent/add_fleet")
+                problems.append(f"no node named {n!r}{hint}; declare it first with add_function/add_agent/add_fleet/add_map/add_formation")
         edges = list(pairwise(names))
         for u, v in dict.fromkeys(edges):
             if self.graph.has_edge(u, v) or edges.count((u, v)) > 1:

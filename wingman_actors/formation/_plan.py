@@ -407,7 +407,7 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
     name, graph = formation.name, formation.graph
     if graph.number_of_nodes() == 0:
         raise FormationSetupError(name, ["the graph has no nodes; declare at least one with "
-                                         "add_function, add_agent, add_fleet or add_map"])
+                                         "add_function, add_agent, add_fleet, add_map or add_formation"])
     problems: list[str] = []
     usable: dict[str, Mapping[str, Any]] = {}
     for node, attrs in graph.nodes(data=True):

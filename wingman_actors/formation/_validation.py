@@ -169,7 +169,7 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
     """Problems with one node's attributes, and whether its kind, ``fn`` and ``agent`` are
     usable for the checks that follow (signatures, types)."""
     if not isinstance(node, str):
-        return [f"node {node!r} has a {type(node).__name__} name; name every node with a str"], False
+        return [f"node {node!r} has a name of type {type(node).__name__}; name every node with a str"], False
     kind = attrs.get("kind")
     if kind is None:
         return [
