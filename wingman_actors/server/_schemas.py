@@ -471,8 +471,8 @@ class RunResumeIn(_In):
 
     answer: Any = Field(
         default=None,
-        description="for a suspended run: what its pending interrupt() returns (any JSON but null); "
-                    "omit it to resume a failed, cancelled or interrupted run")
+        description="for a suspended run: what its pending interrupt() returns (any JSON; null, as omitting it, "
+                    "is no answer: the run asks again); omit it to resume a failed, cancelled or interrupted run")
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for the resumed run")
 
 
