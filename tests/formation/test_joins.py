@@ -388,3 +388,37 @@ def test_join_any_stops_an_agent_working_or_queued_in_a_cancelled_branch() -> No
     assert time.monotonic() - t0 < 5
     assert result.output == {"fast": "fast go"}
     assert result.nodes["slow_agent"].status is NodeStatus.SKIPPED
+
+
+def test_a_join_any_loser_that_finishes_while_the_run_goes_on_is_dropped_as_a_queued_one_not_succeeded() -> None:
+    # DESIGN: the other branches that feed only the join are cancelled, their late values dropped
+    slow_started, slow_may_end, after_may_end = threading.Event(), threading.Event(), threading.Event()
+
+    def fast(x: int) -> str:
+        slow_started.wait(10)
+        return "fast"
+
+    def slow(x: int) -> str:
+        slow_started.set()
+        slow_may_end.wait(10)
+        return "slow"
+
+    def first(values: dict[str, Any]) -> str:
+        slow_may_end.set()  # the loser ends while the run goes on
+        return next(iter(values))
+
+    def after(x: str) -> str:
+        after_may_end.wait(0.5)
+        return x
+
+    f = (
+        Formation("race-on").add_function("start", lambda x: x).add_function("fast", fast)
+        .add_function("slow", slow).add_function("first", first, join="any").add_function("after", after)
+        .connect("start", "fast", "first").connect("start", "slow", "first").connect("first", "after")
+    )
+    skipped: list[tuple[str | None, str]] = []
+    result = f.run(1, on_event=lambda e: skipped.append((e.node, e.data["reason"])) if e.type == "node_skipped" else None)
+    assert result.output == "fast" and result.nodes["first"].visits == 1
+    slow_trace = result.nodes["slow"]
+    assert (slow_trace.status, slow_trace.outputs) == ("skipped", []), slow_trace  # as a branch dropped while queued
+    assert skipped == [("slow", "cancelled: 'first' (join='any') fired without it")]

@@ -164,6 +164,9 @@ class Router:
         run = work.run
         if run.done:
             return
+        if run.dropped and work.target in run.dropped:  # a join="any" fired without it: its value is not wanted
+            self.dropped(work)
+            return
         name = work.target
         journal = self.journal
         if journal is not None:
