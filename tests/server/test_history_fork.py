@@ -189,3 +189,13 @@ def test_history_and_fork_work_on_a_postgresql_run_store(tmp_path: Path, postgre
         new = client.post(f"/runs/{run['id']}/fork", json={"at": "shout", "output": "pg"}).json()
         assert (new["status"], new["output"]) == ("succeeded", "pg")
         assert [v["output"] for v in client.get(f"/runs/{new['id']}/history").json()] == ["hi", "pg"]
+
+
+def test_a_suspended_runs_record_shows_the_waiting_node_suspended_and_the_next_pending(client: httpx.Client) -> None:
+    asking = {"name": "asking-then", "nodes": [{"name": "ask", "kind": "function", "function": "ask"},
+                                               {"name": "shout", "kind": "function", "function": "shout"}],
+              "edges": [{"from": "ask", "to": "shout"}]}
+    run = _run(client, asking, "the post")
+    assert run["status"] == "suspended"
+    for record in (run, client.get(f"/runs/{run['id']}").json()):
+        assert {name: node["status"] for name, node in record["nodes"].items()} == {"ask": "suspended", "shout": "pending"}
