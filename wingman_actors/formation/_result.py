@@ -170,8 +170,7 @@ def suspended_traces(run: Any, node: str) -> dict[str, NodeTrace]:
     """The traces of ``run`` (a ``RunState``) suspended at ``node`` (a path for a node of a
     nested formation): that node (the formation node holding it) ``SUSPENDED``, unless it
     succeeded (a breakpoint after it), and the nodes not reached yet ``PENDING``."""
-    traces = build_traces(run.order, run.log, run.handled, run.failures, run.skipped, run.cancelled, run.visits,
-                          run.nested, NodeStatus.PENDING)
+    traces: dict[str, NodeTrace] = run.traces(NodeStatus.PENDING)
     held = traces.get(node.split("/", 1)[0])
     if held is not None and held.status is not NodeStatus.SUCCEEDED:
         held.status = NodeStatus.SUSPENDED

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..core import Usage
 from ..integrations.otel import WorkflowSpan
-from ._result import WALL_OFFSET, FormationResult, NodeTrace, build_traces
+from ._result import WALL_OFFSET, FormationResult, NodeStatus, NodeTrace, build_traces
 
 __all__ = ["RunState"]
 
@@ -192,10 +192,11 @@ class RunState:
         closure to allocate per run)."""
         return self.traces()
 
-    def traces(self) -> dict[str, NodeTrace]:
-        """Per-node traces from the log, in node order (called lazily, once per result)."""
+    def traces(self, unreached: NodeStatus = NodeStatus.SKIPPED) -> dict[str, NodeTrace]:
+        """Per-node traces from the log, in node order (called lazily, once per result); a
+        node the run never reached has status ``unreached``."""
         return build_traces(self.order, self.log, self.handled, self.failures, self.skipped, self.cancelled,
-                            self.visits, self.nested)
+                            self.visits, self.nested, unreached)
 
     def trace_source(self) -> Callable[[], dict[str, NodeTrace]] | tuple[Sequence[str], tuple[Any, ...]]:
         """What a finished run's result builds its traces from: the node order and the
