@@ -130,6 +130,32 @@ def test_runs_show_of_a_quick_clean_success_times_each_node_by_its_journalled_vi
         assert node["duration_s"] == (visit.finished - visit.started).total_seconds()
 
 
+def test_runs_show_of_a_quick_clean_success_shows_a_node_its_route_skipped_as_skipped(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    routed = Formation("routed").add_function("src", lambda x: x).add_function("big", str).add_function("small", str)
+    routed.connect("src", "big", when=lambda x: x > 10).connect("src", "small", when=lambda x: x <= 10)
+    result = routed.run(50, store=path)
+    assert result.nodes["small"].status == "skipped"
+    nodes = show(path, result.run_id, capsys)["nodes"]
+    assert (nodes["big"]["status"], nodes["small"]["status"]) == ("succeeded", "skipped")  # it read pending
+
+
+def test_runs_show_shows_the_branches_a_join_any_fired_without_cancelled(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    race = (
+        Formation("race").add_function("start", lambda x: x).add_function("fast", lambda x: x + 1)
+        .add_function("slow", lambda x: time.sleep(0.05) or x).add_function("slow_2", lambda x: x)
+        .add_function("first", lambda values: values, join="any")
+        .connect("start", "fast", "first").connect("start", "slow", "slow_2", "first")
+    )
+    result = race.run(1, store=path)
+    nodes = show(path, result.run_id, capsys)["nodes"]
+    assert {name: node["status"] for name, node in nodes.items()} == {
+        "start": "succeeded", "fast": "succeeded", "slow": "cancelled", "slow_2": "cancelled", "first": "succeeded"}
+
+
 def test_runs_show_names_a_failed_nodes_error(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def boom(x: str) -> str:
         raise ValueError("bad statement")

@@ -304,7 +304,9 @@ def test_join_any_cancels_the_rest_of_the_branches_that_feed_only_it() -> None:
         result = running.submit(1).result(10)
     assert result.output == {"fast": 2}
     assert ran in (["slow_1"], [])  # slow_1 finished if it had started, else it was dropped from its queue
-    assert result.nodes["slow_2"].status is NodeStatus.SKIPPED
+    # DESIGN: the other branches are cancelled, the node a dropped value would have fed too
+    assert result.nodes["slow_1"].status is NodeStatus.CANCELLED
+    assert result.nodes["slow_2"].status is NodeStatus.CANCELLED
 
 
 def test_join_any_keeps_a_branch_another_node_needs() -> None:
@@ -387,7 +389,7 @@ def test_join_any_stops_an_agent_working_or_queued_in_a_cancelled_branch() -> No
         result = running.submit("go").result(10)
     assert time.monotonic() - t0 < 5
     assert result.output == {"fast": "fast go"}
-    assert result.nodes["slow_agent"].status is NodeStatus.SKIPPED
+    assert result.nodes["slow_agent"].status is NodeStatus.CANCELLED
 
 
 def test_a_join_any_loser_that_finishes_while_the_run_goes_on_is_dropped_as_a_queued_one_not_succeeded() -> None:
@@ -416,9 +418,36 @@ def test_a_join_any_loser_that_finishes_while_the_run_goes_on_is_dropped_as_a_qu
         .add_function("slow", slow).add_function("first", first, join="any").add_function("after", after)
         .connect("start", "fast", "first").connect("start", "slow", "first").connect("first", "after")
     )
-    skipped: list[tuple[str | None, str]] = []
-    result = f.run(1, on_event=lambda e: skipped.append((e.node, e.data["reason"])) if e.type == "node_skipped" else None)
+    skipped: list[tuple[str | None, str, bool]] = []
+    result = f.run(1, on_event=lambda e: skipped.append((e.node, e.data["reason"], e.data.get("cancelled", False)))
+                   if e.type == "node_skipped" else None)
     assert result.output == "fast" and result.nodes["first"].visits == 1
     slow_trace = result.nodes["slow"]
-    assert (slow_trace.status, slow_trace.outputs) == ("skipped", []), slow_trace  # as a branch dropped while queued
-    assert skipped == [("slow", "cancelled: 'first' (join='any') fired without it")]
+    assert (slow_trace.status, slow_trace.outputs) == ("cancelled", []), slow_trace  # as a branch dropped while queued
+    assert skipped == [("slow", "cancelled: 'first' (join='any') fired without it", True)]
+
+
+def test_join_any_losers_still_running_when_the_run_ends_read_cancelled_not_skipped() -> None:
+    # DESIGN: "the other branches that feed only this node are cancelled"
+    release = threading.Event()
+
+    def slow(x: int) -> int:
+        release.wait(10)
+        return x
+
+    f = (
+        Formation("race-end").add_function("start", lambda x: x).add_function("fast", lambda x: x + 1)
+        .add_function("slow", slow).add_function("slow_2", lambda x: x)
+        .add_function("first", lambda values: values, join="any")
+        .connect("start", "fast", "first").connect("start", "slow", "slow_2", "first")
+    )
+    try:
+        with f.start() as running:
+            result = running.submit(1).result(10)
+            statuses = {name: result.nodes[name].status for name in ("fast", "slow", "slow_2", "first")}
+            release.set()
+    finally:
+        release.set()
+    assert result.output == {"fast": 2}
+    assert statuses == {"fast": NodeStatus.SUCCEEDED, "slow": NodeStatus.CANCELLED,
+                        "slow_2": NodeStatus.CANCELLED, "first": NodeStatus.SUCCEEDED}

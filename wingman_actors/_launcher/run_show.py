@@ -85,7 +85,8 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
             t = {"status": t.get("status")}
         if quick and outputs:  # one attempt each, timed by its visits, no tokens (or it would have traces)
             t = {"attempts": 1, "input_tokens": 0, "output_tokens": 0, **timed.get(name, {})}
-        status = t.get("status") or ("succeeded" if outputs else "pending")
+        # a quick clean success's node without a visit was skipped (or never reached), as its result says
+        status = t.get("status") or ("succeeded" if outputs else "skipped" if quick else "pending")
         if name in waiting:
             status = "suspended"
         elif name not in traces and any(n == name for n, _ in journal.skipped):

@@ -95,7 +95,7 @@ class Router:
         if run.done:
             return
         if run.dropped and node in run.dropped:
-            self.skip(run, node, f"cancelled: {run.dropped[node]!r} (join='any') fired without it")
+            self.cancel_loser(run, node)
             return
         visits = 1
         if self.cyclic:
@@ -265,7 +265,7 @@ class Router:
             run.own("failures").append((work.target, attempt, started, finished, f"{type(exc).__name__}: {exc}"))
             return False
         if run.dropped and work.target in run.dropped:  # interrupted: a join="any" fired without it
-            self.skip(run, work.target, f"cancelled: {run.dropped[work.target]!r} (join='any') fired without it")
+            self.cancel_loser(run, work.target)
             if self.cyclic:
                 self.finish_one(run)
             return False
@@ -338,9 +338,9 @@ class Router:
             journal.store.record_item(work.run_id, work.target, work.visit, index, output)
 
     def dropped(self, work: Work) -> None:
-        """A queued visit whose branch a ``join="any"`` cancelled reached its node: skip it."""
+        """A queued visit whose branch a ``join="any"`` cancelled reached its node: cancel it."""
         run = work.run
-        self.skip(run, work.target, f"cancelled: {run.dropped.get(work.target)!r} (join='any') fired without it")
+        self.cancel_loser(run, work.target)
         if self.cyclic:
             self.finish_one(run)
 
@@ -429,13 +429,24 @@ class Router:
             join.offer(pred, value, ready)
         return ready
 
-    def skip(self, run: RunState, node: str, reason: str, error: str | None = None) -> None:
+    def cancel_loser(self, run: RunState, node: str) -> None:
+        """``node``, in a branch a ``join="any"`` fired without, will not run (or its value is
+        dropped): its trace says ``cancelled``, and it resolves downstream as a skip."""
+        self.skip(run, node, f"cancelled: {run.dropped.get(node)!r} (join='any') fired without it", cancelled=True)
+
+    def skip(self, run: RunState, node: str, reason: str, error: str | None = None, cancelled: bool = False) -> None:
+        if not cancelled and run.dropped and node in run.dropped:  # skipped upstream, in a loser's branch
+            self.cancel_loser(run, node)
+            return
         with run.lock:
             skipped = run.own("skipped")
             if node not in skipped:
                 skipped[node] = error
+            if cancelled and node not in run.cancelled:
+                run.cancelled += (node,)
         if run.listeners:
-            emit(run.listeners, FormationEventType.NODE_SKIPPED, run.id, node, {"reason": reason})
+            data: dict[str, Any] = {"reason": reason, "cancelled": True} if cancelled else {"reason": reason}
+            emit(run.listeners, FormationEventType.NODE_SKIPPED, run.id, node, data)
         spec = self.specs[node]
         for edge in spec.out_edges:
             if not edge.back:
@@ -488,6 +499,9 @@ class Router:
             outputs = {s: produced[s] for s in self.sinks if s in produced}
             output = None
         duration = time.perf_counter() - run.t0
+        if run.dropped:  # join="any" losers not resolved yet: cancelled, not unreached
+            with run.lock:
+                run.cancelled += tuple(n for n in run.dropped if n not in run.cancelled)
         run.seal()
         result = FormationResult(run.id, output, outputs, run.trace_source(), duration, "succeeded", None, sink or "")
         if run.trace is not None:  # ended before the caller can see the result
@@ -552,7 +566,8 @@ class Router:
         if run is None or not self._claim(run):
             return False
         running = self.unfinished(run)
-        run.cancelled = tuple(running)
+        with run.lock:  # beside a join="any" loser cancelled meanwhile
+            run.cancelled += tuple(n for n in running if n not in run.cancelled)
         if run.trace is not None:
             run.trace.end(cancelled=True)
         if self.journal is not None:

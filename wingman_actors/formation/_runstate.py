@@ -101,7 +101,8 @@ class RunState:
         self.input = input
         self.order = order
         self.future: Future[FormationResult] | None = future if future is not None else Future()  # None once resolved
-        self.cancelled: tuple[str, ...] = ()  # nodes that were running when the run was cancelled
+        # nodes cancelled: running when the run was cancelled, or in a branch a join="any" fired without
+        self.cancelled: tuple[str, ...] = ()
         self.lock = _LOCKS[next(_next_lock) % len(_LOCKS)]
         self.done = False
         self.left = left

@@ -40,7 +40,7 @@ QUICK_S = 0.001
 
 def worth_journalling(run: RunState, status: str) -> bool:
     """Whether the run's end journals its traces (see the module docs)."""
-    if status != "succeeded" or run.failures or run.handled or run.nested:
+    if status != "succeeded" or run.failures or run.handled or run.nested or run.cancelled:
         return True
     if run.replay is not None:  # resumed: the traces of its earlier end (suspended...) must not stay the last
         return True

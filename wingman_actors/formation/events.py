@@ -30,7 +30,8 @@ class FormationEventType(enum.StrEnum):
     * ``node_retry``: an attempt failed and will be retried (``data``: ``attempt``,
       ``delay_s``, ``error``).
     * ``node_failed``: a node failed for good (``data``: ``attempts``, ``error``).
-    * ``node_skipped``: a node was skipped (``data``: ``reason``).
+    * ``node_skipped``: a node was skipped (``data``: ``reason``; ``cancelled``: True for a node
+      in a branch a ``join="any"`` fired without, whose trace says ``cancelled``).
     * ``agent_text``: a text delta from an agent node (``data``: ``text``).
     * ``agent_thinking``: a delta of an agent node's reasoning, from its model's thinking
       blocks (``data``: ``text``); reasoning the provider sends encrypted is not reported.

@@ -37,7 +37,7 @@ function apply(live, name, e) {
       if (v) Object.assign(v, { finished: at, status: "failed", error: d.error });
       return node && [node, "failed"];
     }
-    case "node_skipped": return node && [node, "skipped"];
+    case "node_skipped": return node && [node, d.cancelled ? "cancelled" : "skipped"];  // cancelled: a join="any" loser
     case "agent_text": case "agent_thinking": case "agent_tool_call": case "agent_tool_result": {
       if (!node) return null;
       const steps = (live.steps[node] ||= []);
