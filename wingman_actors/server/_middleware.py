@@ -1,6 +1,6 @@
-"""ASGI middleware: 405 for a method a path does not have, bearer-token check, JSON-only
-bodies (and what they may hold), the request timeout of non-streaming routes, and a
-last-resort 500 in the ``{"error"}`` shape."""
+"""ASGI middleware: 404 for a path no route has (a trailing slash included) and 405 for a
+method a path does not have, bearer-token check, JSON-only bodies (and what they may hold),
+the request timeout of non-streaming routes, and a last-resort 500 in the ``{"error"}`` shape."""
 
 from __future__ import annotations
 
@@ -40,9 +40,14 @@ def is_open_path(path: str) -> bool:
 
 
 class MethodMiddleware:
-    """Answers 405 with ``Allow`` (every method of the path) when a path the routes know is
-    asked with a method none of them has, before any other check: a PUT on ``/agents`` is a
-    405, not a 415 for its missing body type nor a 401 for its missing token.
+    """Answers, before any other check, 404 for a path no route has and 405 with ``Allow``
+    (every method of the path) for a method none of its routes has: a PUT on ``/agents`` is a
+    405, and a POST on ``/agents/`` a 404, not a 415 for a missing body type nor a 401 for a
+    missing token.
+
+    Paths take no trailing slash: ``/agents/`` is not ``/agents``, for every route alike. It
+    is a 404 naming the route without the slash rather than the router's redirect, which
+    clients follow with a GET or drop a POST's body on, and which hides the mistake.
 
     Starlette's own 405 names only the first route matching the path, and FastAPI makes one
     route per method, so its ``Allow`` would miss the others. The routes are asked through
@@ -55,23 +60,33 @@ class MethodMiddleware:
     def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute]) -> None:
         self.app = app
         self.routes = routes
-        self._cache: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._cache: dict[tuple[str, str], tuple[str, ...] | None] = {}
 
     def _has(self, method: str, path: str) -> bool:
         scope = {"type": "http", "path": path, "method": method, "root_path": ""}
         return any(route.matches(scope)[0] is Match.FULL for route in self.routes)
 
-    def refused(self, method: str, path: str) -> tuple[str, ...]:
-        """The methods ``path`` allows when ``method`` is not one of them; empty when it is
-        (or when no route has the path: the router answers 404)."""
+    def refused(self, method: str, path: str) -> tuple[str, ...] | None:
+        """The methods ``path`` allows when ``method`` is not one of them; empty when it is;
+        None when no route has the path."""
         key = (method, path)
-        found = self._cache.get(key)
-        if found is None:
-            found = () if self._has(method, path) else tuple(m for m in self.METHODS if self._has(m, path))
+        found = self._cache.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            if self._has(method, path):
+                found = ()
+            else:
+                found = tuple(m for m in self.METHODS if self._has(m, path)) or None
             if len(self._cache) >= self.CACHED:
                 self._cache.clear()
             self._cache[key] = found
         return found
+
+    def _no_route(self, method: str, path: str) -> str:
+        bare = path.rstrip("/")
+        allowed = self.refused(method, bare) if bare and bare != path else None
+        hint = "" if allowed is None else "; paths take no trailing slash: " + (
+            f"{method} {bare} is a route" if not allowed else f"{bare} is a route for {', '.join(allowed)}")
+        return f"no route {method} {path}{hint}; see GET /openapi.json for the routes"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -84,7 +99,15 @@ class MethodMiddleware:
                 )
                 await response(scope, receive, send)
                 return
+            if allowed is None:
+                response = JSONResponse({"error": scrub(self._no_route(scope["method"], scope["path"]))},
+                                        status_code=404)
+                await response(scope, receive, send)
+                return
         await self.app(scope, receive, send)
+
+
+_UNSEEN: tuple[str, ...] = ("(not asked yet)",)  # (compared by identity)
 
 
 class TokenMiddleware:
