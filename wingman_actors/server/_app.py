@@ -242,10 +242,10 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
 
     # Added innermost first. A request meets, in order: CORS (when configured), the path and
     # method (404, or 405 with Allow), the Host and Origin checks, secret masking of the answer, the token,
-    # the JSON body rules, the timeout.
+    # the JSON body rules (its size among them), the timeout.
     app.add_middleware(CatchAllMiddleware)
     app.add_middleware(TimeoutMiddleware, timeout=config.request_timeout + _TIMEOUT_GRACE_S)
-    app.add_middleware(JsonBodyMiddleware)
+    app.add_middleware(JsonBodyMiddleware, max_bytes=config.max_body_bytes)
     if config.token is not None:
         app.add_middleware(TokenMiddleware, token=config.token)
     app.add_middleware(RedactMiddleware, redactor=redactor)  # outside the catch-all: its 500s may quote a key

@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._body import body_problems, scrub
+from ._config import DEFAULT_MAX_BODY_BYTES
 
 __all__ = [
     "DOCS_ASSETS", "OPEN_PATHS", "CatchAllMiddleware", "JsonBodyMiddleware", "MethodMiddleware", "TimeoutMiddleware",
@@ -137,22 +138,35 @@ class TokenMiddleware:
 
 class JsonBodyMiddleware:
     """Bodies are JSON: a POST, PUT or PATCH must say ``Content-Type: application/json``
-    (or another ``+json`` type), even with an empty body, else 415; a JSON body holding what
-    cannot be stored (see :func:`~wingman_actors.server._body.body_problems`) is a 400
-    naming the fields.
+    (or another ``+json`` type), even with an empty body, else 415; a body larger than
+    ``max_bytes`` is a 413, refused by its ``Content-Length`` before it is read or as soon
+    as what was read passes the limit (a chunked body), so no more than ``max_bytes`` is
+    ever held; a JSON body holding what cannot be stored (see
+    :func:`~wingman_actors.server._body.body_problems`) is a 400 naming the fields.
 
     Refusing every other type, a missing one included, matters: a web page can send a form,
     text or an untyped ``Blob`` (``sendBeacon``, ``fetch`` in ``no-cors`` mode) cross-origin
     without a CORS preflight, so accepting them would let any site drive a server on
     localhost. ``application/json`` always needs a preflight, which the CORS policy refuses.
+
+    Args:
+        app: the app within.
+        max_bytes: the largest body read (``ServerConfig.max_body_bytes``; default 4 MiB).
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
         self.app = app
+        self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
-            types = [v.decode("latin-1").lower() for k, v in scope["headers"] if k == b"content-type"]
+            types = []
+            length = b""
+            for k, v in scope["headers"]:
+                if k == b"content-type":
+                    types.append(v.decode("latin-1").lower())
+                elif k == b"content-length":
+                    length = v
             if not types or not any(_is_json(t) for t in types):
                 got = f"Content-Type {types[0]!r}" if types else "no Content-Type"
                 response = JSONResponse(
@@ -162,7 +176,10 @@ class JsonBodyMiddleware:
                 )
                 await response(scope, receive, send)
                 return
-            body = await _read_body(receive)
+            body = None if length.isdigit() and int(length) > self.max_bytes else await _read_body(receive, self.max_bytes)
+            if body is None:
+                await self._too_large(scope, receive, send)
+                return
             problems = body_problems(body) if body.strip() else []
             if problems:
                 response = JSONResponse(
@@ -175,22 +192,39 @@ class JsonBodyMiddleware:
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """413; the connection is closed after it, the rest of the body unread."""
+        limit = self.max_bytes
+        shown = f" ({limit / 1048576:g} MiB)" if limit >= 1048576 else ""
+        response = JSONResponse(
+            {"error": f"the request body is larger than the server's limit of {limit} bytes{shown}: send a smaller "
+                      "one, or start the server with a higher --max-body-bytes (ServerConfig.max_body_bytes)"},
+            status_code=413, headers={"Connection": "close"},
+        )
+        await response(scope, receive, send)
+
 
 def _is_json(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request's body, or None as soon as it is longer than ``limit`` bytes (the rest unread)."""
     chunks = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             break
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
         if not message.get("more_body", False):
             break
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
