@@ -150,7 +150,7 @@ class ErrorOut(BaseModel):
                                   "since the run began), formation_deleted, not_journalled, fleet, or the run's "
                                   "status; in_use (a formation other formations nest)"
     )
-    run_id: str | None = Field(default=None, description="a failed formation run's record (GET /runs/{id})")
+    run_id: str | None = Field(default=None, description="a failed formation or fleet run's record (GET /runs/{id})")
     run_status: str | None = Field(default=None, description="409: the run's status")
     node: str | None = Field(default=None, description="the formation node that failed")
     provider: str | None = Field(default=None, description="the provider that failed")
