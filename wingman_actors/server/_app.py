@@ -205,6 +205,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,  # install_docs serves them with no CDN
         redoc_url=None,
+        redirect_slashes=False,  # "/agents/" is a 404 (MethodMiddleware), never a redirect dropping a POST's body
     )
     install_openapi(app, config, agent_tool_names(config, functions))
 
@@ -239,12 +240,12 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     app.include_router(page_router())  # the run viewer's page, at /ui/
     install_docs(app)  # after the routes that serve runs
 
-    # Added innermost first. A request meets, in order: CORS (when configured), the method
-    # (405 with Allow), the Host and Origin checks, secret masking of the answer, the token,
-    # the JSON body rules, the timeout.
+    # Added innermost first. A request meets, in order: CORS (when configured), the path and
+    # method (404, or 405 with Allow), the Host and Origin checks, secret masking of the answer, the token,
+    # the JSON body rules (its size among them), the timeout.
     app.add_middleware(CatchAllMiddleware)
     app.add_middleware(TimeoutMiddleware, timeout=config.request_timeout + _TIMEOUT_GRACE_S)
-    app.add_middleware(JsonBodyMiddleware)
+    app.add_middleware(JsonBodyMiddleware, max_bytes=config.max_body_bytes)
     if config.token is not None:
         app.add_middleware(TokenMiddleware, token=config.token)
     app.add_middleware(RedactMiddleware, redactor=redactor)  # outside the catch-all: its 500s may quote a key

@@ -21,7 +21,7 @@ from pathlib import Path
 from .._extras import require
 from ..cli import seconds_or_zero
 from ..errors import WingmanError
-from ._config import DEFAULT_DB_PATH, DEFAULT_PORT, TOKEN_ENV, ServerConfig
+from ._config import DEFAULT_DB_PATH, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, TOKEN_ENV, ServerConfig
 
 __all__ = ["ServeError", "add_serve_parser", "build_config", "functions_modules", "serve"]
 
@@ -60,6 +60,9 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
                    help="do not load the wingman_actors.functions entry-point group")
     p.add_argument("--request-timeout", type=_positive(float), default=60.0, metavar="SECONDS",
                    help="time limit of non-streaming requests (default: 60)")
+    p.add_argument("--max-body-bytes", type=_positive(int), default=DEFAULT_MAX_BODY_BYTES, metavar="N",
+                   help="the largest request body read; a larger one is refused with 413 "
+                        f"(default: {DEFAULT_MAX_BODY_BYTES}, 4 MiB)")
     p.add_argument("--suspend-ttl", type=_positive(float), default=7 * 24 * 3600.0, metavar="SECONDS",
                    help="how long a formation run suspended by interrupt() waits for its answer before it "
                         "expires (default: 604800, 7 days)")
@@ -192,6 +195,7 @@ def build_config(args: argparse.Namespace) -> ServerConfig:
         mcp_commands=tuple(args.mcp_command),
         run_store=args.run_store,
         run_store_lease=args.run_store_lease,
+        max_body_bytes=args.max_body_bytes,
     )
 
 

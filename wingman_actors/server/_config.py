@@ -8,13 +8,16 @@ from pathlib import Path
 
 from ..store._values import POSTGRES_SCHEMES
 
-__all__ = ["DEFAULT_DB_PATH", "DEFAULT_PORT", "TOKEN_ENV", "ServerConfig"]
+__all__ = ["DEFAULT_DB_PATH", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_PORT", "TOKEN_ENV", "ServerConfig"]
 
 DEFAULT_PORT = 8787
 """The port ``wingman-actors serve`` listens on by default."""
 
 DEFAULT_DB_PATH = Path("~/.local/share/wingman/wingman.db")
 """The SQLite database used when ``--db`` is not given (its folder is created)."""
+
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+"""The largest request body the server reads when ``--max-body-bytes`` is not given (4 MiB)."""
 
 TOKEN_ENV = "WINGMAN_TOKEN"
 """The environment variable read for the bearer token when ``--token`` is not given."""
@@ -57,6 +60,9 @@ class ServerConfig:
             them all. At least ``suspend_ttl``, so a run waiting for its answer is never
             pruned. Default 30 days. The runs' records (``GET /runs``) stay; only their
             journals go.
+        max_body_bytes: the largest request body the server reads (``--max-body-bytes``);
+            a larger one is refused with 413 as soon as its ``Content-Length`` says so, or
+            while it is read (a chunked body), never held whole. Default 4 MiB.
 
     Example:
         >>> ServerConfig(db_path="/tmp/w.db", token="s3cret").work_root.is_absolute()
@@ -78,6 +84,7 @@ class ServerConfig:
     mcp_commands: tuple[str, ...] = ()
     run_store: str | None = None
     run_store_lease: float | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "db_path", Path(os.path.expanduser(str(self.db_path))))
@@ -116,6 +123,10 @@ class ServerConfig:
                                  "(--run-store postgresql://...) too, or leave the lease out")
             if not self.run_store_lease > 0:
                 raise ValueError(f"run_store_lease must be > 0 seconds, got {self.run_store_lease}")
+        if isinstance(self.max_body_bytes, bool) or not isinstance(self.max_body_bytes, int) \
+                or self.max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes must be a whole number of bytes >= 1, got {self.max_body_bytes!r}; "
+                             f"the default is {DEFAULT_MAX_BODY_BYTES} (4 MiB)")
         if self.worker_threads < 2:
             raise ValueError(f"worker_threads must be >= 2, got {self.worker_threads}")
 

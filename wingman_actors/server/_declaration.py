@@ -33,7 +33,7 @@ from ..formation import Formation
 from ._errors import ApiError
 from ._functions import FunctionRegistry
 from ._limits import MAX_BACKOFF_S, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT_S, MAX_VISITS, MAX_WORKERS
-from ._schemas import StrictIn
+from ._schemas import Name, StrictIn
 
 __all__ = [
     "EdgeDecl", "FormationDecl", "NodeDecl", "PoliciesDecl", "assemble", "declaration_problems",
@@ -82,7 +82,7 @@ class NodeDecl(PoliciesDecl):
     ``formation`` (a stored formation, by ``formation_id``), or ``map`` (a registered
     ``function`` or a stored formation by ``formation_id``, run per item)."""
 
-    name: str = Field(min_length=1)
+    name: Name
     kind: Literal["function", "agent", "fleet", "formation", "map"]
     function: str | None = Field(
         default=None, description="function and map nodes: a registered function's name (a map calls it per item)"
@@ -129,7 +129,7 @@ class EdgeDecl(StrictIn):
 class FormationDecl(StrictIn):
     """``POST /formations`` and ``PUT /formations/{id}``: a whole declaration."""
 
-    name: str = Field(min_length=1)
+    name: Name
     nodes: list[NodeDecl] = Field(min_length=1)
     edges: list[EdgeDecl] = Field(default_factory=list)
 

@@ -23,7 +23,7 @@ from ..formation.events import FormationEvent
 from ..orchestration import Blackboard
 from ._errors import ApiError
 from ._live import RunLogs
-from ._run_outcome import Tracker, cancelled, failed, failure, settled
+from ._run_outcome import Tracker, cancelled, failed, failure, out_of_time, run_error, settled
 from ._schemas import RunOut
 from ._started import Started
 
@@ -167,8 +167,7 @@ class Flight:
         exc = future.exception()
         if exc is None:
             return partial(settled, result=future.result())
-        elapsed = time.perf_counter() - self.started
-        self.timed_out = getattr(exc, "node", "") is None and timeout is not None and elapsed >= timeout * 0.99
+        self.timed_out = getattr(exc, "node", "") is None and out_of_time(self.started, timeout)
         return self.failure(exc, self.timed_out, entry)
 
     def failure(self, exc: BaseException, timed_out: bool, entry: Collection[str]) -> Callable[[RunOut], RunOut]:
@@ -272,10 +271,7 @@ def answer(current: Flight, future: Future[FormationResult], entry: Collection[s
                             f"POST /runs/{run_id}/resume once the server is back",
                        kind="interrupted", run_id=run_id) from exc
     status, kind = failure(exc, current.timed_out, entry)
-    raise ApiError(
-        status, f"formation run {record.id} failed: {record.error}", kind=kind, run_id=record.id,
-        node=record.failed_node, fields=["input"] if kind == "input" else None,
-    ) from exc
+    raise run_error(record, status, kind) from exc
 
 
 def settle_wait(current: Flight) -> bool:

@@ -1,6 +1,6 @@
-"""ASGI middleware: 405 for a method a path does not have, bearer-token check, JSON-only
-bodies (and what they may hold), the request timeout of non-streaming routes, and a
-last-resort 500 in the ``{"error"}`` shape."""
+"""ASGI middleware: 404 for a path no route has (a trailing slash included) and 405 for a
+method a path does not have, bearer-token check, JSON-only bodies (and what they may hold),
+the request timeout of non-streaming routes, and a last-resort 500 in the ``{"error"}`` shape."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._body import body_problems, scrub
+from ._config import DEFAULT_MAX_BODY_BYTES
 
 __all__ = [
     "DOCS_ASSETS", "OPEN_PATHS", "CatchAllMiddleware", "JsonBodyMiddleware", "MethodMiddleware", "TimeoutMiddleware",
@@ -40,9 +41,14 @@ def is_open_path(path: str) -> bool:
 
 
 class MethodMiddleware:
-    """Answers 405 with ``Allow`` (every method of the path) when a path the routes know is
-    asked with a method none of them has, before any other check: a PUT on ``/agents`` is a
-    405, not a 415 for its missing body type nor a 401 for its missing token.
+    """Answers, before any other check, 404 for a path no route has and 405 with ``Allow``
+    (every method of the path) for a method none of its routes has: a PUT on ``/agents`` is a
+    405, and a POST on ``/agents/`` a 404, not a 415 for a missing body type nor a 401 for a
+    missing token.
+
+    Paths take no trailing slash: ``/agents/`` is not ``/agents``, for every route alike. It
+    is a 404 naming the route without the slash rather than the router's redirect, which
+    clients follow with a GET or drop a POST's body on, and which hides the mistake.
 
     Starlette's own 405 names only the first route matching the path, and FastAPI makes one
     route per method, so its ``Allow`` would miss the others. The routes are asked through
@@ -55,23 +61,33 @@ class MethodMiddleware:
     def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute]) -> None:
         self.app = app
         self.routes = routes
-        self._cache: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._cache: dict[tuple[str, str], tuple[str, ...] | None] = {}
 
     def _has(self, method: str, path: str) -> bool:
         scope = {"type": "http", "path": path, "method": method, "root_path": ""}
         return any(route.matches(scope)[0] is Match.FULL for route in self.routes)
 
-    def refused(self, method: str, path: str) -> tuple[str, ...]:
-        """The methods ``path`` allows when ``method`` is not one of them; empty when it is
-        (or when no route has the path: the router answers 404)."""
+    def refused(self, method: str, path: str) -> tuple[str, ...] | None:
+        """The methods ``path`` allows when ``method`` is not one of them; empty when it is;
+        None when no route has the path."""
         key = (method, path)
-        found = self._cache.get(key)
-        if found is None:
-            found = () if self._has(method, path) else tuple(m for m in self.METHODS if self._has(m, path))
+        found = self._cache.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            if self._has(method, path):
+                found = ()
+            else:
+                found = tuple(m for m in self.METHODS if self._has(m, path)) or None
             if len(self._cache) >= self.CACHED:
                 self._cache.clear()
             self._cache[key] = found
         return found
+
+    def _no_route(self, method: str, path: str) -> str:
+        bare = path.rstrip("/")
+        allowed = self.refused(method, bare) if bare and bare != path else None
+        hint = "" if allowed is None else "; paths take no trailing slash: " + (
+            f"{method} {bare} is a route" if not allowed else f"{bare} is a route for {', '.join(allowed)}")
+        return f"no route {method} {path}{hint}; see GET /openapi.json for the routes"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -84,7 +100,15 @@ class MethodMiddleware:
                 )
                 await response(scope, receive, send)
                 return
+            if allowed is None:
+                response = JSONResponse({"error": scrub(self._no_route(scope["method"], scope["path"]))},
+                                        status_code=404)
+                await response(scope, receive, send)
+                return
         await self.app(scope, receive, send)
+
+
+_UNSEEN: tuple[str, ...] = ("(not asked yet)",)  # (compared by identity)
 
 
 class TokenMiddleware:
@@ -114,22 +138,35 @@ class TokenMiddleware:
 
 class JsonBodyMiddleware:
     """Bodies are JSON: a POST, PUT or PATCH must say ``Content-Type: application/json``
-    (or another ``+json`` type), even with an empty body, else 415; a JSON body holding what
-    cannot be stored (see :func:`~wingman_actors.server._body.body_problems`) is a 400
-    naming the fields.
+    (or another ``+json`` type), even with an empty body, else 415; a body larger than
+    ``max_bytes`` is a 413, refused by its ``Content-Length`` before it is read or as soon
+    as what was read passes the limit (a chunked body), so no more than ``max_bytes`` is
+    ever held; a JSON body holding what cannot be stored (see
+    :func:`~wingman_actors.server._body.body_problems`) is a 400 naming the fields.
 
     Refusing every other type, a missing one included, matters: a web page can send a form,
     text or an untyped ``Blob`` (``sendBeacon``, ``fetch`` in ``no-cors`` mode) cross-origin
     without a CORS preflight, so accepting them would let any site drive a server on
     localhost. ``application/json`` always needs a preflight, which the CORS policy refuses.
+
+    Args:
+        app: the app within.
+        max_bytes: the largest body read (``ServerConfig.max_body_bytes``; default 4 MiB).
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
         self.app = app
+        self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
-            types = [v.decode("latin-1").lower() for k, v in scope["headers"] if k == b"content-type"]
+            types = []
+            length = b""
+            for k, v in scope["headers"]:
+                if k == b"content-type":
+                    types.append(v.decode("latin-1").lower())
+                elif k == b"content-length":
+                    length = v
             if not types or not any(_is_json(t) for t in types):
                 got = f"Content-Type {types[0]!r}" if types else "no Content-Type"
                 response = JSONResponse(
@@ -139,7 +176,10 @@ class JsonBodyMiddleware:
                 )
                 await response(scope, receive, send)
                 return
-            body = await _read_body(receive)
+            body = None if length.isdigit() and int(length) > self.max_bytes else await _read_body(receive, self.max_bytes)
+            if body is None:
+                await self._too_large(scope, receive, send)
+                return
             problems = body_problems(body) if body.strip() else []
             if problems:
                 response = JSONResponse(
@@ -152,22 +192,39 @@ class JsonBodyMiddleware:
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """413; the connection is closed after it, the rest of the body unread."""
+        limit = self.max_bytes
+        shown = f" ({limit / 1048576:g} MiB)" if limit >= 1048576 else ""
+        response = JSONResponse(
+            {"error": f"the request body is larger than the server's limit of {limit} bytes{shown}: send a smaller "
+                      "one, or start the server with a higher --max-body-bytes (ServerConfig.max_body_bytes)"},
+            status_code=413, headers={"Connection": "close"},
+        )
+        await response(scope, receive, send)
+
 
 def _is_json(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request's body, or None as soon as it is longer than ``limit`` bytes (the rest unread)."""
     chunks = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             break
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
         if not message.get("more_body", False):
             break
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -3,7 +3,7 @@
 FastAPI documents a 422 validation error on every route with input, which this server never
 sends (it answers 400 ``{"error", "fields"}``), and knows nothing of the errors middleware
 gives. :func:`install_openapi` replaces the document's error responses with the real ones:
-400, 401 (when a token is required), 403, 404, 409, 415, 500, 502, 503 and 504 where they can happen,
+400, 401 (when a token is required), 403, 404, 409, 413, 415, 500, 502, 503 and 504 where they can happen,
 all with the :class:`~wingman_actors.server._schemas.ErrorOut` schema; a bearer security
 scheme when a token is required; and the ``Location`` header of every 201.
 
@@ -39,7 +39,8 @@ _NAMES_IDS = ("/fleets",)  # bodies naming a stored record by id: 404 when it do
 _BODY_RULES = (
     " Every JSON body, at any depth: no string or key holding a lone UTF-16 surrogate, no NaN or Infinity, at "
     "most 64 levels of nesting (else 400 naming the field). Types are strict: a boolean is not an integer. A "
-    "method a path does not have is a 405 whose Allow lists the path's methods."
+    "method a path does not have is a 405 whose Allow lists the path's methods; a path no route has (a trailing "
+    "slash included: paths take none) is a 404."
 )
 _SSE_EVENT = {  # (OpenAPI 3.1: an event stream's schema describes one event)
     "type": "object",
@@ -74,6 +75,7 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     if "{" in path or (path in _NAMES_IDS and method == "post"):
         out["404"] = _error("Unknown id (of the path, or a record the body names).")
     if method in ("post", "put", "patch"):
+        out["413"] = _error("The body is larger than the server's limit (--max-body-bytes, 4 MiB unless set).")
         out["415"] = _error("The request does not say `Content-Type: application/json` (required even when "
                             "the body is empty).")
     if path in ("/runs/{id}/cancel", "/runs/{id}/resume"):

@@ -1,7 +1,8 @@
 """``/fleets``: one stored agent run over many tasks at once, blocking or as SSE.
 
 A task that fails does not fail the request: its result carries ``error`` and
-``error_kind``, the others their answers.
+``error_kind``, the others their answers. A blocking run that outlasts the server's request
+timeout is a 504, as a formation run's is (its tasks stopped first, its record kept).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ._context import ServerContext
 from ._convert import error_kind, jsonable, usage_dict
 from ._deps import Ctx
 from ._errors import ApiError
+from ._run_outcome import out_of_time, run_error
 from ._schemas import (
     AgentOut,
     FleetCreate,
@@ -167,14 +169,25 @@ def _run_fleet(ctx: ServerContext, id: str, body: FleetRunIn, deadline: float) -
         finally:
             timer.cancel()
             timer.join()
-    ctx.store.finish_run(_finished(run, results, started))
+    finished = _finished(run, results, started)
+    if out_of_time(started, remaining) and any(r.error_kind in ("timeout", "cancelled") for r in results):
+        done = sum(r.error is None for r in results)
+        finished = finished.model_copy(update={"error_kind": "timeout", "error": (
+            f"the run took longer than the server's {ctx.config.request_timeout:g}s request timeout "
+            f"(--request-timeout): {done} of {len(results)} task(s) finished (their results: GET /runs/{run.id}); "
+            "send fewer tasks at once, or raise the timeout")})
+        ctx.store.finish_run(finished)
+        raise run_error(finished, 504, "timeout")  # as a formation run's: nothing of the run is left running
+    ctx.store.finish_run(finished)
     return results
 
 
 @router.post("/{id}/run", summary="Run the fleet's agent over tasks and wait for every result")
 async def run(id: str, body: FleetRunIn, ctx: Ctx) -> list[FleetResultOut]:
     """``{"tasks": [{"message", "work_dir", "instructions", "data"}]}`` → one result per task,
-    in task order: task_index, worker_name, response, output, steps, usage, data, error, error_kind."""
+    in task order: task_index, worker_name, response, output, steps, usage, data, error, error_kind.
+    A run that outlasts the request timeout is a 504 (``kind`` = ``timeout``, with ``run_id``:
+    its record holds the results of the tasks that finished)."""
     deadline = time.monotonic() + ctx.config.request_timeout
     return await ctx.pool.run(_run_fleet, ctx, id, body, deadline)
 

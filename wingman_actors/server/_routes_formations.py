@@ -21,7 +21,7 @@ from ._errors import ApiError
 from ._flights import flight, outcome
 from ._loop_runs import run_on_loop
 from ._nesting import agent_ids, build_nested, declaration_of, load_nested, nested_in, nesting_users
-from ._run_outcome import cancelled, event_dict, settled
+from ._run_outcome import cancelled, event_dict, out_of_time, settled
 from ._schemas import FormationOut, FormationRunIn, RunOut, StatusOut
 from ._sse import Event, ThreadedStream
 from ._started import started
@@ -90,8 +90,7 @@ def _stream_formation(ctx: ServerContext, entry: Entry, body: FormationRunIn, ca
                     event = events.get()
                     if event is None:
                         break
-                    timed_out = event.node is None and body.timeout is not None and (
-                        time.perf_counter() - current.started >= body.timeout * 0.99)
+                    timed_out = event.node is None and out_of_time(current.started, body.timeout)
                     yield event.type.value, event_dict(event, run.id, timed_out, formation.entry)
                     if event.type is FormationEventType.RUN_FINISHED:
                         current.settle(partial(settled, result=event.data["result"]))

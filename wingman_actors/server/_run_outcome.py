@@ -15,12 +15,12 @@ from ..formation._runtime import NodeTimeoutError
 from ..formation.events import FormationEvent, FormationEventType
 from ..store import FormationMismatchError
 from ._convert import jsonable, usage_dict
-from ._errors import find_agent_error, status_for_kind
+from ._errors import ApiError, find_agent_error, status_for_kind
 from ._ids import rfc3339
 from ._live import RunLog
 from ._schemas import RunOut
 
-__all__ = ["Tracker", "cancelled", "event_dict", "failed", "failure", "settled"]
+__all__ = ["Tracker", "cancelled", "event_dict", "failed", "failure", "out_of_time", "run_error", "settled"]
 
 
 class Tracker:
@@ -143,6 +143,19 @@ def failure(exc: BaseException, timed_out: bool, entry: Collection[str] = ()) ->
     if timed_out or any(isinstance(e, NodeTimeoutError) for e in _chain(exc)):
         return 504, "timeout"
     return 500, "runtime"
+
+
+def out_of_time(started: float, timeout: float | None) -> bool:
+    """Whether a run begun at ``started`` (``time.perf_counter()``) used up its ``timeout``
+    (within 1 %: a timer may fire that much early), so its failure is the timeout's."""
+    return timeout is not None and time.perf_counter() - started >= timeout * 0.99
+
+
+def run_error(record: RunOut, status: int, kind: str) -> ApiError:
+    """The error answering the failed run ``record`` (a formation's or a fleet's, its outcome
+    committed): its ``error`` quoted, ``kind``, ``run_id`` and the ``node`` that failed."""
+    return ApiError(status, f"{record.kind} run {record.id} failed: {record.error}", kind=kind, run_id=record.id,
+                    node=record.failed_node, fields=["input"] if kind == "input" else None)
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

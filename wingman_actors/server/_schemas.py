@@ -9,8 +9,17 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
-from pydantic.json_schema import SkipJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    computed_field,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from ._limits import MAX_CONTEXT_BUDGET, MAX_MCP_SERVERS, MAX_STEPS, MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
 from ._redact import SECRET_ALPHABET
@@ -36,8 +45,11 @@ __all__ = [
     "MCPServerIn",
     "MessageIn",
     "MessageOut",
+    "Name",
+    "NameOrNull",
     "PathText",
     "RUN_STATUSES",
+    "SPACES",
     "SessionResumeIn",
     "ProviderAuthOut",
     "ProviderOut",
@@ -59,6 +71,31 @@ refuses one itself, naming the field)."""
 
 PathText = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
 """A file path in a request: a string without NUL characters."""
+
+SPACES = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+         "\u2028\u2029\u202f\u205f\u3000"
+"""Every character Python counts as whitespace (``str.isspace``)."""
+
+VISIBLE = "[^" + "".join(f"\\u{ord(c):04x}" for c in SPACES) + "]"
+"""The pattern the document gives names: a character Python does not count as whitespace
+(spelled out, as JSON Schema's ``\\S`` and Python's disagree on a few, U+0085 among them)."""
+
+
+def _visible(name: str | None) -> str | None:
+    if name is not None and (not name or name.isspace()):
+        raise PydanticCustomError("blank_name", "must be a non-empty name, not only whitespace: give it a visible "
+                                                "character, e.g. \"reviewer\"")
+    return name
+
+
+Name = Annotated[str, Field(min_length=1, json_schema_extra={"pattern": VISIBLE}), AfterValidator(_visible)]
+"""A name declared in a request (an agent's, a fleet's, a formation's or a node's): at least
+one character that is not whitespace. What a name is refused for is the same everywhere."""
+
+NameOrNull = Annotated[str | None, AfterValidator(_visible),
+                       WithJsonSchema({"type": "string", "minLength": 1, "pattern": VISIBLE})]
+""":data:`Name` in a partial update, where ``null`` reaches the route (which refuses it, saying
+so); the document declares the name only, as a null name is never accepted."""
 
 _Delegates = Annotated[list[Annotated[str, Field(min_length=1)]], Field(json_schema_extra={"uniqueItems": True})]
 """Stored agents' ids, each once (the server refuses a repeat, naming it)."""
@@ -113,7 +150,7 @@ class ErrorOut(BaseModel):
                                   "since the run began), formation_deleted, not_journalled, fleet, or the run's "
                                   "status; in_use (a formation other formations nest)"
     )
-    run_id: str | None = Field(default=None, description="a failed formation run's record (GET /runs/{id})")
+    run_id: str | None = Field(default=None, description="a failed formation or fleet run's record (GET /runs/{id})")
     run_status: str | None = Field(default=None, description="409: the run's status")
     node: str | None = Field(default=None, description="the formation node that failed")
     provider: str | None = Field(default=None, description="the provider that failed")
@@ -230,7 +267,7 @@ class MCPServerIn(_In):
 class AgentCreate(_In):
     """``POST /agents``."""
 
-    name: str = Field(min_length=1)
+    name: Name
     instructions: str = ""
     tools: list[str] = Field(default_factory=list, description="built-in tool names")
     provider: str | None = Field(default=None, description="a provider id from GET /provider")
@@ -264,7 +301,7 @@ class AgentCreate(_In):
 class AgentUpdate(_In):
     """``PUT /agents/{id}``: a partial update; omitted fields are unchanged, null clears."""
 
-    name: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(default=None, description="cannot be null")
+    name: NameOrNull = Field(default=None, description="cannot be null")
     instructions: str | None = None
     tools: list[str] | None = None
     provider: str | None = None
@@ -385,7 +422,7 @@ class MessageOut(BaseModel):
 class FleetCreate(_In):
     """``POST /fleets``."""
 
-    name: str = Field(min_length=1)
+    name: Name
     agent_id: str = Field(min_length=1)
     worker_count: int = Field(
         default=0, ge=0, le=MAX_WORKERS, description=f"sessions at once, at most {MAX_WORKERS}; 0: one per task, up to {MAX_WORKERS}"
@@ -396,7 +433,7 @@ class FleetCreate(_In):
 class FleetUpdate(_In):
     """``PUT /fleets/{id}``: a partial update."""
 
-    name: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(default=None, description="cannot be null")
+    name: NameOrNull = Field(default=None, description="cannot be null")
     agent_id: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(
         default=None, description="cannot be null")
     worker_count: Annotated[int, Field(ge=0, le=MAX_WORKERS)] | SkipJsonSchema[None] = Field(
