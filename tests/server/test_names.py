@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.server.harness import scripted_agent
-from wingman_actors.server._schemas import SPACES
+from wingman_actors.server._names import SPACES
 
 BLANKS = ("   ", "\t\n", "\u00a0", "\u0085", "\u3000 ")
 
