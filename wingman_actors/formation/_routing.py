@@ -25,9 +25,10 @@ from ._error_routes import skip_error_targets
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
 from ._join import ROUND_OVER, Join
+from ._nesting import carry_traces
 from ._plan import ConditionRaised, EdgeSpec, Plan
 from ._replaying import REPLAYED, replay_visit
-from ._result import ZERO_USAGE, FormationResult, suspended_traces
+from ._result import ZERO_USAGE, FormationResult, NodeTrace, suspended_traces
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut, overdue
 from ._trace_journal import TRACE_KEY, summary, worth_journalling
@@ -80,6 +81,7 @@ class Router:
         self.tell_supervisor: Any = None
         self.closing = False
         self.journal: Journal | None = None  # set by the runtime when runs are journalled
+        self.carries_traces = False  # a formation node's inner formation: a failed run's error has its traces
 
     # -- entering a run -----------------------------------------------------------------
 
@@ -500,15 +502,18 @@ class Router:
             emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
                  {"duration_s": duration, "usage": result.usage, "result": result})
 
-    def _journal_end(self, run: RunState, status: Any, error: str | None = None) -> None:
-        """Journal the run's node traces (for ``runs show``; skipped for a quick clean
-        success, see formation/_trace_journal.py), then its final status."""
+    def _journal_end(self, run: RunState, status: Any, error: str | None = None,
+                     traces: dict[str, NodeTrace] | None = None) -> None:
+        """Journal the run's node traces (``traces`` when built already; for ``runs show``;
+        skipped for a quick clean success, see formation/_trace_journal.py), then its final
+        status."""
         journal = self.journal
         assert journal is not None
         store = journal.store
         if worth_journalling(run, status):
             try:
-                store.record_progress(run.id, TRACE_KEY[0], TRACE_KEY[1], summary(run))
+                store.record_progress(run.id, TRACE_KEY[0], TRACE_KEY[1],
+                                      summary(run.traces() if traces is None else traces))
             except Exception:  # a trace the store cannot take must not keep the run from ending
                 log.warning("run %s: could not journal its node traces", run.id, exc_info=True)
         store.set_status(run.id, status, error=error)
@@ -533,9 +538,13 @@ class Router:
             return
         if run.trace is not None:
             run.trace.end(error)
+        traces = None
+        if self.carries_traces:  # for the outer run (NestedRunError.nodes), before its callback reads them
+            traces = run.traces()
+            carry_traces(error, traces)
         if self.journal is not None and journalled:
             # a run cut short by stop() can be resumed like one whose process died
-            self._journal_end(run, "interrupted" if self.closing else "failed", str(error))
+            self._journal_end(run, "interrupted" if self.closing else "failed", str(error), traces)
         future = self._resolved(run)
         future.set_exception(error)
         if run.listeners:

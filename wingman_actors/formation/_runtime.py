@@ -143,6 +143,13 @@ class RunningFormation(AsyncSubmit):
         _live[self] = None
         return self
 
+    def carry_failure_traces(self) -> None:
+        """Runtime use, before :meth:`start`: this is a formation node's inner formation, and
+        the error each failed run fails with carries the run's traces (for the outer run's
+        ``NestedRunError.nodes``: formation/_nesting.py). Other formations' failed runs
+        build no traces."""
+        self._router.carries_traces = True
+
     def _tell_supervisor(self, message: Any) -> None:
         """Tell the supervisor ``message``, starting it on the first one: runs whose
         attempts never fail, time out or wait to be retried never need it, so a formation
