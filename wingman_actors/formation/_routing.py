@@ -10,7 +10,6 @@ envelope for the next node. The last unit of a run resolves its future: with a r
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import time
@@ -30,7 +29,7 @@ from ._plan import ConditionRaised, EdgeSpec, Plan
 from ._replaying import REPLAYED, replay_visit
 from ._result import ZERO_USAGE, FormationResult, NodeTrace, suspended_traces
 from ._runstate import RunState
-from ._supervision import AttemptFailed, AttemptTimedOut, overdue
+from ._supervision import AttemptFailed, AttemptTimedOut, note_failure, overdue
 from ._trace_journal import TRACE_KEY, summary, worth_journalling
 from .events import FormationEventType, emit
 
@@ -161,6 +160,7 @@ class Router:
         if attempt != work.attempt or (timer is not None and not self.settle(work)):
             return  # a late reply from an attempt that timed out
         if timer is not None and (late := overdue(self.specs[work.target], attempt, work.run_id, started, finished)):
+            note_failure(work.run, work.target, attempt, started, finished, late)
             self.tell_supervisor(AttemptFailed(work, attempt, late, started, finished, work.replica, False, None))
             return  # it ran past its timeout, its timer kept from running (a node holding the GIL): dropped
         run = work.run
@@ -262,14 +262,15 @@ class Router:
         if work.timer is not None:  # failing at its deadline (an agent session's is the node's) is timing out
             exc = overdue(self.specs[work.target], attempt, work.run_id, started, finished, exc) or exc
         run = work.run
-        if run.done:
-            # the run was cancelled or failed meanwhile: keep the record, nothing to retry
-            run.own("failures").append((work.target, attempt, started, finished, f"{type(exc).__name__}: {exc}"))
-            return False
-        if run.dropped and work.target in run.dropped:  # interrupted: a join="any" fired without it
+        if not run.done and run.dropped and work.target in run.dropped:  # interrupted: a join="any" fired without it
             self.skip(run, work.target, f"cancelled: {run.dropped[work.target]!r} (join='any') fired without it")
             if self.cyclic:
                 self.finish_one(run)
+            return False
+        # In the run's record now, not when the supervisor gets to it: a run that suspends
+        # meanwhile (another branch's interrupt) shows this node failed.
+        note_failure(run, work.target, attempt, started, finished, exc)
+        if run.done:  # the run ended meanwhile (failed, cancelled, suspended): nothing to retry
             return False
         retire: bool = getattr(actor, "retires_on_failure", True)  # not one with other visits in flight
         self.tell_supervisor(AttemptFailed(work, attempt, exc, started, finished, actor.replica, retire,
@@ -311,12 +312,15 @@ class Router:
         assert journal is not None
         if not self._claim(run):
             return
-        self._journal_end(run, "suspended")
+        # The traces as the run suspends, for the result and the journal alike: attempts still
+        # in flight when it suspends run again on resume, and what they do meanwhile is no part of it
+        traces = suspended_traces(run, node)
+        self._journal_end(run, "suspended", traces=traces)
         produced = run.outputs
         outputs = {s: produced[s] for s in self.sinks if s in produced}
         duration = time.perf_counter() - run.t0
-        result = FormationResult(run.id, None, outputs, functools.partial(suspended_traces, run, node), duration,
-                                 "suspended", {"node": node, "payload": payload})
+        result = FormationResult(run.id, None, outputs, traces, duration, "suspended",
+                                 {"node": node, "payload": payload})
         future = self._resolved(run)
         future.set_result(result)
         if run.listeners:
