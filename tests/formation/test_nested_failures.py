@@ -5,6 +5,8 @@ inner node failed with what, and the inner nodes that succeeded before it, on th
 from __future__ import annotations
 
 import pickle
+import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -33,6 +35,14 @@ def nested(inner: Formation, **policies: object) -> Formation:
     """src -> sub (inner) -> show."""
     return (Formation("outer").add_function("src", inc).add_formation("sub", inner, **policies)
             .add_function("show", str).connect("src", "sub", "show"))
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    """Released when the test ends: a node stuck on it leaves no thread behind."""
+    event = threading.Event()
+    yield event
+    event.set()
 
 
 def statuses(nodes: dict[str, object]) -> dict[str, str]:
@@ -136,3 +146,17 @@ def test_the_nested_run_error_pickles_with_its_inner_traces() -> None:
 def test_a_nested_run_error_built_by_hand_has_no_inner_traces() -> None:
     error = NestedRunError("sub", "inner", FormationRuntimeError("node 'x' failed", node="x"))
     assert error.nodes == {}
+
+
+def test_a_formation_node_that_timed_out_keeps_the_inner_nodes_that_ran_and_the_one_cut_short(
+    release: threading.Event,
+) -> None:
+    def stuck(x: int) -> int:
+        release.wait(5)
+        return x
+
+    inner = Formation("inner").add_function("inc", inc).add_function("stuck", stuck).connect("inc", "stuck")
+    result = nested(inner, timeout=0.2, on_error="skip").run(1)
+    assert statuses(result.nodes) == {"src": "succeeded", "sub": "skipped", "sub/inc": "succeeded",
+                                      "sub/stuck": "cancelled", "show": "skipped"}
+    assert "timed out" in (result.nodes["sub"].error or "")

@@ -119,7 +119,7 @@ class FormationNode:
             future = self._inflight.pop(env, None)
         if future is None:
             return False
-        future.cancel()
+        self.inner.cancel(env, future)
         return True
 
     def working_on(self, run: Any) -> bool:

@@ -31,6 +31,7 @@ inner run as a whole, and a cancelled, failed or timed-out outer run cancels its
   inner formation (:func:`carry_traces`, on the failure path only), the
   :class:`NestedRunError` the node fails with has them (``nodes``), and the outer run's
   traces list them as for a succeeded inner run (a retry that succeeds replaces them).
+  So does one cancelled because the node timed out (:meth:`InnerFormation.cancel`).
 """
 
 from __future__ import annotations
@@ -159,6 +160,15 @@ class InnerFormation:
         nested.__cause__ = error
         self._keep(env, nested.nodes)
         return nested
+
+    def cancel(self, env: Work, future: Future[FormationResult]) -> None:
+        """Cancel the inner run of ``env``'s attempt (``future``), keeping its traces as it
+        was cancelled (the nodes that ran, and those cut short) for the outer run's."""
+        traces = self.running.cancel_traced(getattr(future, "run_id", ""))
+        if traces is None:
+            future.cancel()
+        else:
+            self._keep(env, nested_traces(self.name, traces))
 
     def _keep(self, env: Work, inner: FormationResult | dict[str, NodeTrace]) -> None:
         run = env.run

@@ -38,7 +38,7 @@ from ._nested_node import FormationNode
 from ._nesting import InnerFormation
 from ._options import RunOptions, check_run_args, merge_options
 from ._plan import NodeSpec, Plan
-from ._result import FormationResult
+from ._result import FormationResult, NodeTrace
 from ._routing import Router
 from ._runstate import RunState
 from ._supervision import Supervision, Supervisor
@@ -444,6 +444,14 @@ class RunningFormation(AsyncSubmit):
             True, or False when the run had already finished (or is unknown).
         """
         return self._router.cancel_run(run_id)
+
+    def cancel_traced(self, run_id: str) -> dict[str, NodeTrace] | None:
+        """Runtime use (a formation node's attempt timed out): :meth:`cancel`, returning the
+        run's traces as it was cancelled, or None when it had already finished."""
+        run = self._runs.get(run_id)
+        if run is None or not self._router.cancel_run(run_id):
+            return None
+        return run.traces()
 
     def _run_timeout(self, run: RunState, timeout: float) -> None:
         running = self._router.unfinished(run)
