@@ -151,3 +151,34 @@ def test_a_resume_runs_the_branch_whose_failure_the_suspension_cut_short(path: P
         resumed = f.resume(suspended.run_id, store=store, answer=7)
     assert resumed.outputs == {"ask": 7, "handler": "handled boom"}
     assert resumed.nodes["boom"].status.value == "failed"
+
+
+def test_a_branch_failing_after_the_run_suspended_stays_pending_in_the_result_and_in_runs_show(
+    store: RunStore,
+) -> None:
+    # Run 1's late attempt is running when the run suspends, and fails after it (it runs
+    # again on resume). Once run 2's late visit starts on the same (single) replica, the
+    # late failure has been reported, and has changed nothing.
+    started = {1: threading.Event(), 2: threading.Event()}
+    first_suspended = threading.Event()
+
+    def late(x: int) -> int:
+        started[x].set()
+        if x == 1:
+            assert first_suspended.wait(WAIT)
+            raise ValueError("failed too late")
+        return x
+
+    def ask(x: int) -> int:
+        assert started[x].wait(WAIT)  # a suspended run's visits not begun yet are dropped
+        return int(interrupt({"go?": x}))
+
+    f = (Formation("late").add_function("src", int).add_function("ask", ask)
+         .add_function("late", late, on_error="skip").connect("src", "ask").connect("src", "late"))
+    with f.start(store=store) as running:
+        result = running.submit(1).result(timeout=WAIT)
+        first_suspended.set()
+        assert running.submit(2).result(timeout=WAIT).status == "suspended"
+        in_result, in_show = seen(result, store)
+    assert in_result == {"src": ("succeeded", None), "ask": ("suspended", None), "late": ("pending", None)}
+    assert in_show == in_result
