@@ -15,6 +15,7 @@ from wingman_actors.errors import FormationRuntimeError, MapItemsError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.formation._nesting import NestedRunError
 from wingman_actors.formation._result import NodeStatus
+from wingman_actors.formation.events import FormationEvent, FormationEventType
 
 
 def inc(x: int) -> int:
@@ -160,3 +161,11 @@ def test_a_formation_node_that_timed_out_keeps_the_inner_nodes_that_ran_and_the_
     assert statuses(result.nodes) == {"src": "succeeded", "sub": "skipped", "sub/inc": "succeeded",
                                       "sub/stuck": "cancelled", "show": "skipped"}
     assert "timed out" in (result.nodes["sub"].error or "")
+
+
+def test_a_failed_inner_runs_events_reach_the_outer_listeners_by_path() -> None:
+    events: list[FormationEvent] = []
+    nested(failing(), on_error="skip").run(1, on_event=events.append)
+    failed = [(e.node, e.data["error"]) for e in events if e.type is FormationEventType.NODE_FAILED]
+    assert failed[0] == ("sub/boom", "ValueError: no luck with 3")
+    assert [node for node, _ in failed] == ["sub/boom", "sub"]
