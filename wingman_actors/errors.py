@@ -18,7 +18,8 @@ classes live here unless a module is named in brackets::
     │   └── NoRouteError        a node's conditional edges all stayed shut and it had no
     │                           ``otherwise`` edge (node, a preview of its output)
     ├── NestedRunError          the inner run of a formation node failed; the outer node's
-    │                           attempt fails with it [formation._nesting]
+    │                           attempt fails with it (``nodes``: the inner run's traces)
+    │                           [formation._nesting]
     ├── ForkPointError          a fork's ``at`` names no node, or a visit the run never made
     │                           [formation._fork] (also a ValueError)
     ├── NodeTimeoutError        a node attempt ran past its ``timeout`` (retryable; the cause

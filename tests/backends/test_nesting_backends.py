@@ -67,3 +67,19 @@ def test_an_error_edge_from_a_formation_node_hands_its_handler_the_failure_on_ea
              .add_function("handler", _describe).connect("sub", "handler", on_error=True))
     result = outer.run(5, backend=backend)
     assert result.outputs == {"handler": "sub NestedRunError 5 1"}
+
+
+def _failed_inner_nodes(failure: NodeFailure) -> dict[str, str]:
+    return {name: f"{trace.status.value} {trace.error}" for name, trace in failure.error.nodes.items()}  # type: ignore[attr-defined]
+
+
+def test_the_failure_of_a_formation_node_carries_the_inner_traces_to_its_handler_on_each_backend(
+    backend: str,
+) -> None:
+    # on Ray the handler runs in another process: the NestedRunError's traces travel with it
+    inner = Formation("inner").add_function("inc", _inc).add_function("refuse", _refuse).connect("inc", "refuse")
+    outer = (Formation("outer").add_formation("sub", inner).add_function("handler", _failed_inner_nodes)
+             .connect("sub", "handler", on_error=True))
+    result = outer.run(5, backend=backend)
+    assert result.outputs["handler"] == {"sub/inc": "succeeded None", "sub/refuse": "failed ValueError: no 6"}
+    assert result.nodes["sub/refuse"].error == "ValueError: no 6"

@@ -28,7 +28,7 @@ from typing import Any
 from .._interrupts import RunSuspended
 from ..actors._envelope import Work
 from ..errors import FormationRuntimeError
-from ._nesting import InnerFormation, NestedRunError, inner_run_id
+from ._nesting import InnerFormation, inner_run_id
 from ._result import FormationResult
 
 __all__ = ["FormationNode"]
@@ -95,8 +95,7 @@ class FormationNode:
             exc = future.exception()
             if exc is not None:
                 if isinstance(exc, FormationRuntimeError):
-                    exc = NestedRunError(self.name, self.inner.plan.name, exc)
-                    exc.__cause__ = future.exception()
+                    exc = self.inner.failure(work, exc)
                 observer.failed(work, attempt, exc, started, time.perf_counter(), self)
                 return
             result = future.result()
@@ -120,7 +119,7 @@ class FormationNode:
             future = self._inflight.pop(env, None)
         if future is None:
             return False
-        future.cancel()
+        self.inner.cancel(env, future)
         return True
 
     def working_on(self, run: Any) -> bool:

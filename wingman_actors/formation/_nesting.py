@@ -27,7 +27,11 @@ inner run as a whole, and a cancelled, failed or timed-out outer run cancels its
   passed on to the inner run when the visit runs again.
 * Traces: the outer run's ``FormationResult.nodes`` has the formation node's trace (its
   usage the inner run's), followed by the inner run's traces named by path, marked with
-  ``parent``.
+  ``parent``. An inner run that failed keeps them too: its error carries them out of the
+  inner formation (:func:`carry_traces`, on the failure path only), the
+  :class:`NestedRunError` the node fails with has them (``nodes``), and the outer run's
+  traces list them as for a succeeded inner run (a retry that succeeds replaces them).
+  So does one cancelled because the node timed out (:meth:`InnerFormation.cancel`).
 """
 
 from __future__ import annotations
@@ -42,19 +46,28 @@ from ..actors._envelope import Work
 from ..core import Usage
 from ..errors import FormationRuntimeError, WingmanError
 from ._plan import Plan
-from ._result import FormationResult
+from ._result import FormationResult, NodeTrace, nested_traces
 from .events import FormationEvent, FormationEventType, emit
 
 if TYPE_CHECKING:
     from ..store import JournalStore  # only a type: a durable run brings its store
     from ._runtime import RunningFormation  # only a type: the runtime imports this module
 
-__all__ = ["FormationActor", "InnerFormation", "NestedRunError", "inner_run_id"]
+__all__ = ["FormationActor", "InnerFormation", "NestedRunError", "carry_traces", "inner_run_id"]
 
 _RUN_EVENTS = frozenset({
     FormationEventType.RUN_STARTED, FormationEventType.RUN_FINISHED,
     FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED,
 })
+
+
+_CARRIED = "_inner_traces"  # the attribute of a failed inner run's error that holds its traces
+
+
+def carry_traces(error: FormationRuntimeError, traces: dict[str, NodeTrace]) -> None:
+    """Give ``error``, with which a run of a formation node's inner formation fails, that
+    run's ``traces``, for the :class:`NestedRunError` the node fails with."""
+    setattr(error, _CARRIED, traces)
 
 
 def inner_run_id(run_id: str, node: str, visit: int) -> str:
@@ -98,7 +111,9 @@ class InnerFormation:
         self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
         # A run of functions only uses no tokens: its usage is not summed (that builds its traces)
         self.uses_tokens = _uses_tokens(plan)
-        self.running: RunningFormation = launch().start()
+        running = launch()
+        running.carry_failure_traces()
+        self.running: RunningFormation = running.start()
 
     def stop(self) -> None:
         """Stop the inner formation (its runs still in flight fail)."""
@@ -138,10 +153,27 @@ class InnerFormation:
         self._keep(env, result)
         return RunSuspended(result.interrupt["payload"], scope, f"{path}/{result.interrupt['node']}")
 
-    def _keep(self, env: Work, result: FormationResult) -> None:
+    def failure(self, env: Work, error: FormationRuntimeError) -> NestedRunError:
+        """The error a visit fails with when its inner run failed with ``error`` (the
+        inner traces it carries kept for the outer run's traces)."""
+        nested = NestedRunError(self.name, self.plan.name, error)
+        nested.__cause__ = error
+        self._keep(env, nested.nodes)
+        return nested
+
+    def cancel(self, env: Work, future: Future[FormationResult]) -> None:
+        """Cancel the inner run of ``env``'s attempt (``future``), keeping its traces as it
+        was cancelled (the nodes that ran, and those cut short) for the outer run's."""
+        traces = self.running.cancel_traced(getattr(future, "run_id", ""))
+        if traces is None:
+            future.cancel()
+        else:
+            self._keep(env, nested_traces(self.name, traces))
+
+    def _keep(self, env: Work, inner: FormationResult | dict[str, NodeTrace]) -> None:
         run = env.run
         if run is not None:
-            run.own("nested")[self.name] = result
+            run.own("nested")[self.name] = inner
 
     def _durable(self, input: Any, scope: VisitScope, path: str, run_id: str, on_event: Any,
                  board: Any) -> Future[FormationResult]:
@@ -229,7 +261,7 @@ class FormationActor(NodeActor):
         try:
             result = future.result()
         except FormationRuntimeError as exc:
-            raise NestedRunError(self.name, self.plan.name, exc) from exc
+            raise self.inner.failure(env, exc) from exc
         finally:
             self._running.remove(future)
         if result.status == "suspended":
@@ -260,9 +292,22 @@ class NestedRunError(WingmanError):
     the inner :class:`~wingman_actors.errors.FormationRuntimeError` is the cause).
 
     Attributes:
-        node: the formation node.
+        node: the formation node (``"each/0"`` for item 0 of a map over a formation).
         formation: the inner formation's name.
         inner: the inner run's error (its ``node`` is the inner node that failed).
+        nodes: the inner run's traces (:class:`~wingman_actors.formation._result.NodeTrace`,
+            as in ``FormationResult.nodes``), named by path as the outer run's result and
+            events name them (``"sub/boom"``): the inner node that failed, with its error
+            and attempts, and those that succeeded before it, with their outputs. Empty for
+            an error not raised by a run.
+
+    Example:
+        >>> try:                                                        # doctest: +SKIP
+        ...     outer.run(1)
+        ... except FormationRuntimeError as err:
+        ...     failed = {n: t.error for n, t in err.__cause__.nodes.items() if t.status == "failed"}
+        >>> failed                                                      # doctest: +SKIP
+        {'sub/boom': 'ValueError: no luck'}
     """
 
     def __init__(self, node: str, formation: str, inner: FormationRuntimeError) -> None:
@@ -271,6 +316,8 @@ class NestedRunError(WingmanError):
         self.node = node
         self.formation = formation
         self.inner = inner
+        carried: dict[str, NodeTrace] | None = inner.__dict__.pop(_CARRIED, None)
+        self.nodes: dict[str, NodeTrace] = nested_traces(node, carried) if carried else {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         # rebuilt from its own arguments (an error edge ships it to a handler in a Ray

@@ -14,7 +14,7 @@ from typing import Any
 from ..core import Usage
 
 __all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "NodeStatus", "NodeTrace", "build_traces", "jsonable",
-           "suspended_traces"]
+           "nested_traces", "suspended_traces"]
 
 ZERO_USAGE = Usage()
 """The shared zero usage (Usage is immutable)."""
@@ -100,8 +100,9 @@ def build_traces(
     flat log of successful visits (node, attempt, started, finished, usage, output; six
     items a visit, ``perf_counter`` times), the nodes whose failures went to error
     edges (``handled``: node -> when), the failed attempts, the skipped and cancelled
-    nodes, the visit counts and the inner results of formation nodes; a node the run
-    never reached has status ``unreached``."""
+    nodes, the visit counts and what the formation nodes' inner runs left (a succeeded
+    or suspended inner run's result, or a failed one's traces already named by path:
+    ``NestedRunError.nodes``); a node the run never reached has status ``unreached``."""
     traces: dict[str, NodeTrace] = {}
     entries = iter(log)
     for name, attempt, started, finished, usage, output in zip(
@@ -161,9 +162,19 @@ def build_traces(
         out[name] = t
         inner = nested.get(name)
         if inner is not None:  # a formation node: its inner run's traces, by path
-            for path, trace in inner.nodes.items():
-                out[f"{name}/{path}"] = replace(trace, name=f"{name}/{path}", parent=name)
+            if isinstance(inner, dict):  # a failed inner run's, named already
+                out.update((path, replace(trace)) for path, trace in inner.items())
+            else:
+                out.update(nested_traces(name, inner.nodes))
     return out
+
+
+def nested_traces(node: str, inner: Mapping[str, NodeTrace]) -> dict[str, NodeTrace]:
+    """The traces ``inner`` of the inner run of formation node ``node`` (a path, for an
+    item of a map over a formation: ``"each/0"``) named by path (``"node/inner_node"``),
+    their ``parent`` the outermost formation node."""
+    parent = node.split("/", 1)[0]
+    return {f"{node}/{path}": replace(trace, name=f"{node}/{path}", parent=parent) for path, trace in inner.items()}
 
 
 def suspended_traces(run: Any, node: str) -> dict[str, NodeTrace]:

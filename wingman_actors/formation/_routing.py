@@ -10,7 +10,6 @@ envelope for the next node. The last unit of a run resolves its future: with a r
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import time
@@ -25,11 +24,13 @@ from ._error_routes import skip_error_targets
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
 from ._join import ROUND_OVER, Join
+from ._nesting import carry_traces
 from ._plan import ConditionRaised, EdgeSpec, Plan
 from ._replaying import REPLAYED, replay_visit
-from ._result import ZERO_USAGE, FormationResult, suspended_traces
+from ._result import ZERO_USAGE, FormationResult, NodeTrace
 from ._runstate import RunState
-from ._supervision import AttemptFailed, AttemptTimedOut, overdue
+from ._supervision import AttemptFailed, AttemptTimedOut, note_failure, overdue
+from ._suspending import suspend_run
 from ._trace_journal import TRACE_KEY, summary, worth_journalling
 from .events import FormationEventType, emit
 
@@ -80,6 +81,7 @@ class Router:
         self.tell_supervisor: Any = None
         self.closing = False
         self.journal: Journal | None = None  # set by the runtime when runs are journalled
+        self.carries_traces = False  # a formation node's inner formation: a failed run's error has its traces
 
     # -- entering a run -----------------------------------------------------------------
 
@@ -159,6 +161,7 @@ class Router:
         if attempt != work.attempt or (timer is not None and not self.settle(work)):
             return  # a late reply from an attempt that timed out
         if timer is not None and (late := overdue(self.specs[work.target], attempt, work.run_id, started, finished)):
+            note_failure(work.run, work.target, attempt, started, finished, late)
             self.tell_supervisor(AttemptFailed(work, attempt, late, started, finished, work.replica, False, None))
             return  # it ran past its timeout, its timer kept from running (a node holding the GIL): dropped
         run = work.run
@@ -260,14 +263,15 @@ class Router:
         if work.timer is not None:  # failing at its deadline (an agent session's is the node's) is timing out
             exc = overdue(self.specs[work.target], attempt, work.run_id, started, finished, exc) or exc
         run = work.run
-        if run.done:
-            # the run was cancelled or failed meanwhile: keep the record, nothing to retry
-            run.own("failures").append((work.target, attempt, started, finished, f"{type(exc).__name__}: {exc}"))
-            return False
-        if run.dropped and work.target in run.dropped:  # interrupted: a join="any" fired without it
+        if not run.done and run.dropped and work.target in run.dropped:  # interrupted: a join="any" fired without it
             self.cancel_loser(run, work.target)
             if self.cyclic:
                 self.finish_one(run)
+            return False
+        # In the run's record now, not when the supervisor gets to it: a run that suspends
+        # meanwhile (another branch's interrupt) shows this node failed.
+        note_failure(run, work.target, attempt, started, finished, exc)
+        if run.done:  # the run ended meanwhile (failed, cancelled, suspended): nothing to retry
             return False
         retire: bool = getattr(actor, "retires_on_failure", True)  # not one with other visits in flight
         self.tell_supervisor(AttemptFailed(work, attempt, exc, started, finished, actor.replica, retire,
@@ -290,7 +294,7 @@ class Router:
         except Exception as exc:
             self.supervision.give_up(run, self.specs[node], attempt, exc, work.visit)
             return
-        self._suspend(run, signal.node, signal.payload, f"run {run.id} was suspended by an interrupt in {node!r}")
+        suspend_run(self, run, signal.node, signal.payload, f"run {run.id} was suspended by an interrupt in {node!r}")
 
     def breakpoint(self, run: RunState, node: str, visit: int, payload: dict[str, Any]) -> None:
         """A journalled run reached a breakpoint (``break_before``/``break_after``):
@@ -302,25 +306,7 @@ class Router:
         except Exception as exc:
             self.supervision.give_up(run, self.specs[node], 0, exc, visit)
             return
-        self._suspend(run, node, payload, f"run {run.id} stopped at a breakpoint {payload['breakpoint']} {node!r}")
-
-    def _suspend(self, run: RunState, node: str, payload: Any, reason: str) -> None:
-        journal = self.journal
-        assert journal is not None
-        if not self._claim(run):
-            return
-        self._journal_end(run, "suspended")
-        produced = run.outputs
-        outputs = {s: produced[s] for s in self.sinks if s in produced}
-        duration = time.perf_counter() - run.t0
-        result = FormationResult(run.id, None, outputs, functools.partial(suspended_traces, run, node), duration,
-                                 "suspended", {"node": node, "payload": payload})
-        future = self._resolved(run)
-        future.set_result(result)
-        if run.listeners:
-            emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
-                 {"duration_s": duration, "usage": result.usage, "result": result, "suspended": True})
-        self.release(run, reason, abandon=False)
+        suspend_run(self, run, node, payload, f"run {run.id} stopped at a breakpoint {payload['breakpoint']} {node!r}")
 
     def item_scope(self, work: Work, index: int) -> VisitScope | None:
         """The scope of fleet or map item ``index`` of a journalled visit (its answers, its
@@ -468,14 +454,14 @@ class Router:
             run.done = True
         self.complete(run)
 
-    def _claim(self, run: RunState) -> bool:
+    def claim(self, run: RunState) -> bool:
         with run.lock:
             if run.done:
                 return False
             run.done = True
             return True
 
-    def _resolved(self, run: RunState) -> Any:
+    def resolved(self, run: RunState) -> Any:
         if run.timer is not None:
             run.timer.cancel()
             run.timer = None  # its callback refers to the run
@@ -507,22 +493,25 @@ class Router:
         if run.trace is not None:  # ended before the caller can see the result
             run.trace.end(usage=result.usage)
         if self.journal is not None:
-            self._journal_end(run, "succeeded")
-        future = self._resolved(run)
+            self.journal_end(run, "succeeded")
+        future = self.resolved(run)
         future.set_result(result)
         if run.listeners:
             emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
                  {"duration_s": duration, "usage": result.usage, "result": result})
 
-    def _journal_end(self, run: RunState, status: Any, error: str | None = None) -> None:
-        """Journal the run's node traces (for ``runs show``; skipped for a quick clean
-        success, see formation/_trace_journal.py), then its final status."""
+    def journal_end(self, run: RunState, status: Any, error: str | None = None,
+                     traces: dict[str, NodeTrace] | None = None) -> None:
+        """Journal the run's node traces (``traces`` when built already; for ``runs show``;
+        skipped for a quick clean success, see formation/_trace_journal.py), then its final
+        status."""
         journal = self.journal
         assert journal is not None
         store = journal.store
         if worth_journalling(run, status):
             try:
-                store.record_progress(run.id, TRACE_KEY[0], TRACE_KEY[1], summary(run))
+                store.record_progress(run.id, TRACE_KEY[0], TRACE_KEY[1],
+                                      summary(run.traces() if traces is None else traces))
             except Exception:  # a trace the store cannot take must not keep the run from ending
                 log.warning("run %s: could not journal its node traces", run.id, exc_info=True)
         store.set_status(run.id, status, error=error)
@@ -543,14 +532,18 @@ class Router:
         is interrupted; with ``abandon`` (a run timeout) function attempts are abandoned
         too, so the failure holds at the limit. Without ``journalled`` its end is not
         journalled (the run was taken over elsewhere)."""
-        if not self._claim(run):
+        if not self.claim(run):
             return
         if run.trace is not None:
             run.trace.end(error)
+        traces = None
+        if self.carries_traces:  # for the outer run (NestedRunError.nodes), before its callback reads them
+            traces = run.traces()
+            carry_traces(error, traces)
         if self.journal is not None and journalled:
             # a run cut short by stop() can be resumed like one whose process died
-            self._journal_end(run, "interrupted" if self.closing else "failed", str(error))
-        future = self._resolved(run)
+            self.journal_end(run, "interrupted" if self.closing else "failed", str(error), traces)
+        future = self.resolved(run)
         future.set_exception(error)
         if run.listeners:
             emit(run.listeners, FormationEventType.RUN_FAILED, run.id, error.node, {
@@ -563,7 +556,7 @@ class Router:
         """Cancel a run that has not finished: resolve its future as cancelled, stop its
         work in progress, emit ``run_cancelled``. False when it had already finished."""
         run = self.runs.get(run_id)
-        if run is None or not self._claim(run):
+        if run is None or not self.claim(run):
             return False
         running = self.unfinished(run)
         with run.lock:  # beside a join="any" loser cancelled meanwhile
@@ -571,8 +564,8 @@ class Router:
         if run.trace is not None:
             run.trace.end(cancelled=True)
         if self.journal is not None:
-            self._journal_end(run, "cancelled")
-        future = self._resolved(run)
+            self.journal_end(run, "cancelled")
+        future = self.resolved(run)
         if type(future) is RunFuture:
             future.settle_cancelled()
         else:

@@ -195,9 +195,13 @@ class RunState:
 
     def traces(self, unreached: NodeStatus = NodeStatus.SKIPPED) -> dict[str, NodeTrace]:
         """Per-node traces from the log, in node order (called lazily, once per result); a
-        node the run never reached has status ``unreached``."""
-        return build_traces(self.order, self.log, self.handled, self.failures, self.skipped, self.cancelled,
-                            self.visits, self.nested, unreached)
+        node the run never reached has status ``unreached``. Built from copies of the
+        record: an attempt still in flight may add to it meanwhile (a run that failed or
+        suspended leaves them to end), and a dict cannot be read while it grows."""
+        log = self.log
+        return build_traces(self.order, log if type(log) is tuple else log[:], dict(self.handled),
+                            list(self.failures), dict(self.skipped), self.cancelled, dict(self.visits),
+                            dict(self.nested), unreached)
 
     def trace_source(self) -> Callable[[], dict[str, NodeTrace]] | tuple[Sequence[str], tuple[Any, ...]]:
         """What a finished run's result builds its traces from: the node order and the

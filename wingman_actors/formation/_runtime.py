@@ -38,7 +38,7 @@ from ._nested_node import FormationNode
 from ._nesting import InnerFormation
 from ._options import RunOptions, check_run_args, merge_options
 from ._plan import NodeSpec, Plan
-from ._result import FormationResult
+from ._result import FormationResult, NodeTrace
 from ._routing import Router
 from ._runstate import RunState
 from ._supervision import Supervision, Supervisor
@@ -142,6 +142,13 @@ class RunningFormation(AsyncSubmit):
             raise
         _live[self] = None
         return self
+
+    def carry_failure_traces(self) -> None:
+        """Runtime use, before :meth:`start`: this is a formation node's inner formation, and
+        the error each failed run fails with carries the run's traces (for the outer run's
+        ``NestedRunError.nodes``: formation/_nesting.py). Other formations' failed runs
+        build no traces."""
+        self._router.carries_traces = True
 
     def _tell_supervisor(self, message: Any) -> None:
         """Tell the supervisor ``message``, starting it on the first one: runs whose
@@ -437,6 +444,14 @@ class RunningFormation(AsyncSubmit):
             True, or False when the run had already finished (or is unknown).
         """
         return self._router.cancel_run(run_id)
+
+    def cancel_traced(self, run_id: str) -> dict[str, NodeTrace] | None:
+        """Runtime use (a formation node's attempt timed out): :meth:`cancel`, returning the
+        run's traces as it was cancelled, or None when it had already finished."""
+        run = self._runs.get(run_id)
+        if run is None or not self._router.cancel_run(run_id):
+            return None
+        return run.traces()
 
     def _run_timeout(self, run: RunState, timeout: float) -> None:
         running = self._router.unfinished(run)

@@ -27,6 +27,8 @@ never touched.
 The policy (:class:`Supervision`) runs on one thread, the :class:`Supervisor` actor's
 (one per running formation), away from the node threads. Node actors and the timer send
 it typed messages: :class:`AttemptFailed`, :class:`AttemptTimedOut`, :class:`Redeliver`.
+A failed attempt is in its run's record (:func:`note_failure`) before its message is
+sent: a run that suspends or ends before the policy gets to it still shows the failure.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ __all__ = [
     "SupervisorMessage",
     "backoff_delay",
     "inner_cause",
+    "note_failure",
     "overdue",
     "retryable",
     "timed_out",
@@ -110,6 +113,13 @@ def inner_cause(error: BaseException) -> BaseException:
         inner = error.inner
         error = inner.__cause__ if inner.__cause__ is not None else inner
     return error
+
+
+def note_failure(run: RunState, node: str, attempt: int, started: float, finished: float,
+                 error: BaseException) -> None:
+    """Put a failed attempt in its run's record (for its traces), where the failure is
+    first known: the node's thread, or the supervisor's for a timeout."""
+    run.own("failures").append((node, attempt, started, finished, f"{type(error).__name__}: {error}"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,13 +196,12 @@ class Supervision:
         router.supervision = self
 
     def on_failure(self, failure: AttemptFailed) -> None:
+        """A failed attempt (in the run's record already: :func:`note_failure`): retry the
+        visit, or give it up."""
         work = failure.work
         run = work.run
         spec = self.router.specs[work.target]
         exc = failure.error
-        error = f"{type(exc).__name__}: {exc}"
-        run.own("failures").append((spec.name, failure.attempt, failure.started or failure.finished,
-                                    failure.finished, error))
         if failure.retired:
             self.router.nodes[spec.name].restart(failure.replica, failure.actor)
         if run.done:
@@ -201,7 +210,7 @@ class Supervision:
             delay = backoff_delay(spec.backoff, work.attempt, spec.max_backoff, spec.jitter)
             if run.listeners:
                 emit(run.listeners, FormationEventType.NODE_RETRY, run.id, spec.name, {
-                    "attempt": work.attempt, "delay_s": delay, "error": error,
+                    "attempt": work.attempt, "delay_s": delay, "error": f"{type(exc).__name__}: {exc}",
                 })
             work.attempt += 1
             work.settled = False
@@ -231,6 +240,7 @@ class Supervision:
         err = timed_out(spec, attempt, work.run_id)
         self.router.nodes[spec.name].abandon(work, str(err).removeprefix(f"node {spec.name!r} "))
         now = time.perf_counter()
+        note_failure(work.run, spec.name, attempt, work.started or now, now, err)
         self.on_failure(AttemptFailed(work, attempt, err, work.started or now, now, work.replica, False))
 
     def give_up(

@@ -24,6 +24,7 @@ from ._runstate import _LOG_STRIDE
 
 if TYPE_CHECKING:
     from ..store import RunJournal
+    from ._result import NodeTrace
     from ._runstate import RunState
 
 __all__ = ["FIELDS", "QUICK_S", "TRACE_KEY", "journalled_traces", "summary", "worth_journalling"]
@@ -50,10 +51,10 @@ def worth_journalling(run: RunState, status: str) -> bool:
     return any(u is not None and u is not ZERO_USAGE for u in log[4::_LOG_STRIDE])
 
 
-def summary(run: RunState) -> list[Any]:
-    """The run's node traces, compact (see the module docs)."""
+def summary(traces: dict[str, NodeTrace]) -> list[Any]:
+    """A run's node traces, compact (see the module docs)."""
     out: list[Any] = []
-    for name, t in run.traces().items():
+    for name, t in traces.items():
         u = t.usage
         out += (name, t.status.value, t.attempts, t.visits, round(t.duration_s * 1e6),
                 None if t.started_at is None else round(t.started_at * 1e3),
