@@ -51,7 +51,7 @@ from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolBatch, ToolStep
 
-__all__ = ["Result", "Session", "SessionStream"]
+__all__ = ["Result", "Session", "SessionStream", "user_message"]
 
 _LIMIT_NOTE = (
     "You have reached the maximum number of steps for this task. Do not call any more tools: "
@@ -73,6 +73,22 @@ def _reseed_ids() -> None:  # a forked child must not repeat its parent's ids
 
 
 os.register_at_fork(after_in_child=_reseed_ids)
+
+
+def user_message(message: str | Message) -> Message:
+    """The user message a run starts from: ``message`` itself, or text made a user message.
+
+    Raises:
+        TypeError: ``message`` is neither (checked before the history takes it).
+    """
+    if isinstance(message, str):
+        return Message.user(message)
+    if isinstance(message, Message):
+        return message
+    raise TypeError(
+        f"a session's message must be a str or a Message, got {type(message).__name__}: "
+        "pass the text (session.run('...')) or Message.user(...)"
+    )
 
 
 def _new_session_id() -> str:
@@ -310,7 +326,7 @@ class Session(AsyncSessionRuns):
                     f"agent {self.agent.name!r} has no provider: pass provider=new_provider(...) to Agent",
                     kind=ErrorKind.INVALID,
                 )
-            msg = Message.user(message) if isinstance(message, str) else message
+            msg = user_message(message)
             # A child of the caller's token: the delegating parent's, else the current one
             # (cancelling a formation node's attempt reaches this run even before it begins).
             token = CancelToken(timeout=timeout, parent=parent_token if parent_token is not None else current_token())

@@ -1,0 +1,45 @@
+"""What a session does with bad inputs to ``run``: a clear error, and a session still usable after it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from wingman_actors import Agent, Session
+from wingman_actors.testing import ScriptedProvider
+
+
+def _session() -> Session:
+    return Session(Agent("a", provider=ScriptedProvider(["ok"], cycle=True)))
+
+
+@pytest.mark.parametrize("message", [None, 3, b"bytes", ["hello"]])
+def test_a_message_that_is_neither_text_nor_a_message_is_a_type_error_naming_it(message: Any) -> None:
+    with pytest.raises(TypeError, match=rf"message must be a str or a Message, got {type(message).__name__}: pass the text"):
+        _session().run(message)
+
+
+def test_a_refused_message_leaves_the_history_as_it_was_and_the_session_usable() -> None:
+    session = _session()
+    with pytest.raises(TypeError):
+        session.run(None)  # type: ignore[arg-type]
+    assert session.history == []
+    assert session.run("hello").response == "ok"
+
+
+def test_a_streamed_or_awaited_run_refuses_a_bad_message_the_same_way() -> None:
+    session = _session()
+    with pytest.raises(TypeError, match="message must be a str or a Message"):
+        list(session.run_stream(7))  # type: ignore[arg-type]
+
+    async def main() -> None:
+        with pytest.raises(TypeError, match="message must be a str or a Message"):
+            await session.arun(7)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="message must be a str or a Message"):
+            async for _ in session.astream(7):  # type: ignore[arg-type]
+                pass
+
+    asyncio.run(main())
+    assert session.history == []
