@@ -51,7 +51,7 @@ from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolBatch, ToolStep
 
-__all__ = ["Result", "Session", "SessionStream", "user_message"]
+__all__ = ["Result", "Session", "SessionStream", "check_timeout", "user_message"]
 
 _LIMIT_NOTE = (
     "You have reached the maximum number of steps for this task. Do not call any more tools: "
@@ -89,6 +89,19 @@ def user_message(message: str | Message) -> Message:
         f"a session's message must be a str or a Message, got {type(message).__name__}: "
         "pass the text (session.run('...')) or Message.user(...)"
     )
+
+
+def check_timeout(timeout: Any, owner: str = "") -> None:
+    """Refuse a ``timeout`` that is not a number of seconds > 0 (None is no limit).
+
+    Raises:
+        TypeError: not a number (a bool is not one).
+        ValueError: not > 0 (nan included).
+    """
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(f"{owner}timeout must be a number of seconds or None, got {timeout!r}")
+    if not timeout > 0:  # (not `<= 0`: nan is neither)
+        raise ValueError(f"{owner}timeout must be > 0 seconds or None, got {timeout}")
 
 
 def _new_session_id() -> str:
@@ -214,6 +227,8 @@ class Session(AsyncSessionRuns):
         Raises:
             AgentError: the provider failed (after its retries), the run timed out
                 (``kind=timeout``), was cancelled, or the structured output stayed invalid.
+            TypeError: ``message`` is neither a str nor a Message, or ``timeout`` is not a number.
+            ValueError: ``timeout`` is not > 0.
         """
         if self._store is not None:
             from ._waiting import run_waiting
@@ -314,6 +329,8 @@ class Session(AsyncSessionRuns):
         metadata: Mapping[str, Any] | None = None,
     ) -> tuple[RunContext, Provider, Message]:
         """Start a run: the session is taken, the run's token and spans made."""
+        if timeout is not None:
+            check_timeout(timeout)
         if not self._busy.acquire(blocking=False):
             raise RuntimeError(
                 f"session {self.id} is already running a message; use one Session per concurrent conversation"
