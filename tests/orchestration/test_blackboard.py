@@ -95,6 +95,17 @@ def test_watch_times_out_with_a_clear_error() -> None:
         board.watch("late", timeout=0.05)
 
 
+@pytest.mark.parametrize("timeout", [-1, float("nan")])
+def test_watch_refuses_a_timeout_below_zero_or_nan_rather_than_waiting_forever(timeout: float) -> None:
+    with pytest.raises(ValueError, match=r"watch: timeout must be a number of seconds >= 0 or None, got"):
+        Blackboard().watch("k", timeout=timeout)
+
+
+def test_watch_refuses_a_timeout_that_is_not_a_number() -> None:
+    with pytest.raises(TypeError, match=r"watch: timeout must be a number of seconds >= 0 or None, got '5'"):
+        Blackboard().watch("k", timeout="5")  # type: ignore[arg-type]
+
+
 def test_tools_are_named_after_the_namespace() -> None:
     assert [t.name for t in Blackboard().tools("team")] == ["team_state_get", "team_state_set", "team_state_list"]
 
