@@ -72,3 +72,24 @@ def test_a_fleet_timeout_that_is_not_a_number_is_a_type_error_naming_it() -> Non
 
     with pytest.raises(TypeError, match=r"Fleet timeout must be a number of seconds or None, got '1'"):
         Fleet(Agent("a", provider=ScriptedProvider(["ok"])), ["x"], timeout="1")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("history", ["abc", ["hi"], [None]])
+def test_a_history_that_is_not_a_list_of_messages_is_refused_when_the_session_is_made(history: Any) -> None:
+    with pytest.raises(TypeError, match=r"Session history must be a list of Message objects"):
+        Session(Agent("a"), history=history)
+
+
+def test_a_history_of_message_dicts_becomes_messages() -> None:
+    from wingman_actors.core import Message
+
+    session = Session(Agent("a", provider=ScriptedProvider(["ok"])),
+                      history=[{"role": "user", "content": [{"type": "text", "text": "earlier"}]}])  # type: ignore[list-item]
+    assert session.history == [Message.user("earlier")]
+    assert session.run("now").response == "ok"
+
+
+@pytest.mark.parametrize("session_id", [3, b"abc"])
+def test_an_id_that_is_not_a_str_is_refused(session_id: Any) -> None:
+    with pytest.raises(TypeError, match=r"Session id must be a str"):
+        Session(Agent("a"), id=session_id)

@@ -37,8 +37,9 @@ from ..errors import AgentError, ErrorKind
 from ..integrations import otel
 from ._agent import Agent
 from ._fleet_loops import DEFAULT_MAX_WORKERS, Dispatch, run_loop
+from ._inputs import check_timeout
 from ._result import Result
-from ._session import Session, check_timeout
+from ._session import Session
 
 __all__ = ["DEFAULT_MAX_WORKERS", "Fleet", "FleetResult", "Task"]
 

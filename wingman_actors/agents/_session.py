@@ -44,6 +44,7 @@ from ._agent import Agent
 from ._async_api import AsyncSessionRuns
 from ._context_budget import ContextWindow
 from ._hooks import emit, emit_stop, read_only
+from ._inputs import check_timeout, start_history, user_message
 from ._middleware import RunContext
 from ._model_calls import ModelCall, compactions, infer, infer_stream, traced_infer
 from ._on_session import on_a_session
@@ -52,7 +53,7 @@ from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolBatch, ToolStep
 
-__all__ = ["Result", "Session", "SessionStream", "check_timeout", "user_message"]
+__all__ = ["Result", "Session", "SessionStream"]
 
 _LIMIT_NOTE = (
     "You have reached the maximum number of steps for this task. Do not call any more tools: "
@@ -74,35 +75,6 @@ def _reseed_ids() -> None:  # a forked child must not repeat its parent's ids
 
 
 os.register_at_fork(after_in_child=_reseed_ids)
-
-
-def user_message(message: str | Message) -> Message:
-    """The user message a run starts from: ``message`` itself, or text made a user message.
-
-    Raises:
-        TypeError: ``message`` is neither (checked before the history takes it).
-    """
-    if isinstance(message, str):
-        return Message.user(message)
-    if isinstance(message, Message):
-        return message
-    raise TypeError(
-        f"a session's message must be a str or a Message, got {type(message).__name__}: "
-        "pass the text (session.run('...')) or Message.user(...)"
-    )
-
-
-def check_timeout(timeout: Any, owner: str = "") -> None:
-    """Refuse a ``timeout`` that is not a number of seconds > 0 (None is no limit).
-
-    Raises:
-        TypeError: not a number (a bool is not one).
-        ValueError: not > 0 (nan included).
-    """
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise TypeError(f"{owner}timeout must be a number of seconds or None, got {timeout!r}")
-    if not timeout > 0:  # (not `<= 0`: nan is neither)
-        raise ValueError(f"{owner}timeout must be > 0 seconds or None, got {timeout}")
 
 
 def _new_session_id() -> str:
@@ -185,11 +157,13 @@ class Session(AsyncSessionRuns):
         self._lineage: tuple[int, str | None] | None = None  # (depth, parent's id), set by a delegate call
         self._prepares = Prepares(agent) if agent.prepare is not None else None
         self.agent = agent
+        if id is not None and not isinstance(id, str):
+            raise TypeError(f"Session id must be a str (or None for a new one), got {type(id).__name__}")
         self.id = id or _new_session_id()
         if work_dir is not None and not Path(work_dir).is_dir():
             raise ValueError(f"work_dir {str(work_dir)!r} is not an existing directory")
         self._work_dir = Path(work_dir).resolve() if work_dir is not None else None
-        self.history: list[Message] = list(history or [])
+        self.history: list[Message] = start_history(history) if history else []
         self._tools = agent.tool_registry
         self._schema = OutputSchema.of(agent.output_schema) if agent.output_schema is not None else None
         self._tool_ctx: ToolContext | None = None
