@@ -31,7 +31,6 @@ from ..core import (
     InferenceRequest,
     InferenceResponse,
     Message,
-    Role,
     StreamEvent,
     StreamEventType,
     Usage,
@@ -51,7 +50,7 @@ from ._on_session import on_a_session
 from ._prepare import Prepares
 from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
-from ._tool_steps import ToolBatch, ToolStep
+from ._tool_steps import ToolBatch, ToolStep, close_unanswered
 
 __all__ = ["Result", "Session", "SessionStream"]
 
@@ -348,7 +347,7 @@ class Session(AsyncSessionRuns):
         if bus is not None and "session_stop" in bus.kinds:
             emit_stop(bus, self.agent.name, self.id, result, failure, self._lineage)
         if result is None and not isinstance(failure, RunSuspended):
-            self._close_turn(failure)
+            close_unanswered(self.history, failure)  # a suspended run's turn stays open for resume()
         if failure is not None and not isinstance(failure, Exception):
             failure = None  # a suspension (or an exit) is no error of the run's
         try:
@@ -359,29 +358,6 @@ class Session(AsyncSessionRuns):
             self._token = None
             token.release()  # the parent (a fleet's run, a delegating run) lets it go
             self._busy.release()
-
-    def _close_turn(self, failure: BaseException | None) -> None:
-        """After a run that stopped without a result: answer each tool call of the
-        unfinished turn with an error result, so the history stays one a provider accepts
-        (a tool call without its result is refused) and the next run can send it. (A
-        suspended run keeps its turn open: resume() continues it.)"""
-        history = self.history
-        last = history[-1] if history else None
-        if last is None or last.role is not Role.ASSISTANT:
-            return
-        calls = last.tool_calls
-        if not calls:
-            return
-        if isinstance(failure, AgentError):
-            why = failure.message
-        elif failure is None or not isinstance(failure, Exception):
-            why = "the run was stopped"
-        else:
-            why = f"{type(failure).__name__}: {failure}"
-        text = f"Error: the run stopped before this tool call returned ({why}); its result is unknown"
-        history.append(Message.tool_results(
-            ContentBlock.tool_result_block(call.id or "", text, is_error=True) for call in calls
-        ))
 
     def _run(
         self, message: str | Message, *, timeout: float | None, stream: bool, parent_token: CancelToken | None = None,
