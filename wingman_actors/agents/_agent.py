@@ -42,9 +42,11 @@ class Agent:
         tools: tools the model may call: :class:`~wingman_actors.tools.Tool` objects, or
             names of built-ins (``"bash"``, ``"read"``, ``"write"``, ``"edit"``, ``"glob"``,
             ``"grep"``, ``"webfetch"``).
-        output_schema: a pydantic model class (or any type pydantic can validate, or a
-            JSON Schema dict) the final answer must match; the result's ``output`` holds the
-            validated object.
+        output_schema: a pydantic model class (or any type pydantic can validate) the final
+            answer must match; the result's ``output`` holds the validated object. A JSON
+            Schema dict is sent to the model as it is, but the answer is checked against its
+            top level only (its ``type``, an object's ``required`` fields): use a model class
+            for a full check.
         max_steps: the most model calls with tools per run (default 50); when reached,
             one last call without tools asks for the answer.
         max_tokens: per-request output token cap (else the provider's option).
