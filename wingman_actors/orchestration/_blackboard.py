@@ -26,7 +26,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core import ToolDefinition
@@ -50,6 +50,11 @@ class Blackboard:
     """
 
     def __init__(self, initial: dict[str, Any] | None = None) -> None:
+        if initial is not None and not isinstance(initial, Mapping):
+            raise TypeError(
+                f"Blackboard(initial) takes a dict of keys to JSON values, got {type(initial).__name__}; "
+                "e.g. Blackboard({'status': 'draft'})"
+            )
         self._cond = threading.Condition()
         self._data: dict[str, str] = {}  # JSON text: a stored value can never be aliased
         for key, value in (initial or {}).items():
