@@ -210,6 +210,9 @@ def test_bad_arguments_are_refused_before_connecting(kwargs: dict[str, Any], mes
         ({"command": ["x"], "include": "echo"}, r"include must be a list of the server's tool names, e.g. \['echo'\]"),
         ({"command": ["x"], "timeout": "5"}, "timeout and connect_timeout must be numbers of seconds"),
         ({"command": ["x"], "prefix": 3}, "prefix must be a str"),
+        ({"command": ["x"], "env": {"A": 1}}, r"env must be a dict of str to str, e.g. \{'NAME': 'value'\}; got \{'A': 1\}"),
+        ({"command": ["x"], "env": "A=1"}, "env must be a dict of str to str"),
+        ({"url": "http://h/mcp", "headers": {"x-n": 1}}, "headers must be a dict of str to str"),
     ],
 )
 def test_arguments_of_the_wrong_type_are_refused_before_connecting(kwargs: dict[str, Any], message: str) -> None:

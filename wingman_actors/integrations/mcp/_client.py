@@ -173,10 +173,10 @@ def mcp_tools(
             transport, a timeout not > 0, a ``prefix`` of characters a tool name cannot
             hold, or ``include`` names a tool the server does not have.
         TypeError: a timeout that is not a number, a ``prefix`` not a str, ``include`` a
-            str rather than a list of names.
+            str rather than a list of names, ``env`` or ``headers`` not a dict of str to str.
         MCPConnectionError: the server could not be started, reached or initialised.
     """
-    _check_options(timeout, connect_timeout, prefix, include)
+    _check_options(timeout, connect_timeout, prefix, include, env, headers)
     server, label = _target(command, url, env, cwd, headers)
     conn = Connection(server, label, call_timeout=timeout)
     specs = conn.open(connect_timeout)
@@ -195,7 +195,9 @@ def mcp_tools(
         conn.close()
 
 
-def _check_options(timeout: object, connect_timeout: object, prefix: object, include: object) -> None:
+def _check_options(
+    timeout: object, connect_timeout: object, prefix: object, include: object, env: object, headers: object
+) -> None:
     """Refuse, before connecting, options a connection could not use."""
     if any(isinstance(t, bool) or not isinstance(t, int | float) for t in (timeout, connect_timeout)):
         raise TypeError(
@@ -210,6 +212,11 @@ def _check_options(timeout: object, connect_timeout: object, prefix: object, inc
         raise ValueError(f"mcp_tools: prefix must be letters, digits, '_' or '-' (e.g. 'files_'), got {prefix!r}")
     if isinstance(include, str | bytes):
         raise TypeError(f"mcp_tools: include must be a list of the server's tool names, e.g. [{include!r}]")
+    for name, pairs in (("env", env), ("headers", headers)):
+        if pairs is not None and (
+            not isinstance(pairs, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pairs.items())
+        ):
+            raise TypeError(f"mcp_tools: {name} must be a dict of str to str, e.g. {{'NAME': 'value'}}; got {pairs!r}")
 
 
 def _target(
