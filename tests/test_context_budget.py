@@ -162,3 +162,25 @@ def test_tool_results_are_truncated_before_the_budget_counts_them() -> None:
     sent = provider.requests[1].messages[-1].content[0].content or ""
     assert len(sent) <= 2_000 and "tool result truncated" in sent
     assert estimate_request(provider.requests[1]) <= 2_000
+
+
+def _greeting() -> Message:
+    from wingman_actors.core import ContentBlock, Role
+
+    return Message(role=Role.ASSISTANT, content=[ContentBlock(type="text", text="Hello! How can I help?")])
+
+
+@pytest.mark.parametrize("compactor", [False, True], ids=["trimmed", "compacted"])
+def test_the_first_user_message_stays_when_the_history_opens_with_an_assistant_turn(compactor: bool) -> None:
+    provider = ScriptedProvider(["y" * 1_500], cycle=True)
+    summariser = ScriptedProvider(["the summary"], cycle=True) if compactor else None
+    session = Session(Agent("a", provider=provider, context_budget=2_000, compactor=summariser), history=[_greeting()])
+    session.run("FIRST: my name is Ada")
+    for i in range(8):
+        session.run(f"turn {i} " + "x" * 1_500)
+    for request in provider.requests:
+        assert estimate_request(request) <= 2_000
+        texts = [m.text for m in request.messages]
+        assert texts[:2] == ["Hello! How can I help?", "FIRST: my name is Ada"]
+    assert provider.requests[-1].messages[-1].text.startswith("turn 7")
+    assert len(provider.requests[-1].messages) < len(session.history)  # it did leave turns out

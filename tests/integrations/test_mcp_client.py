@@ -196,10 +196,27 @@ def test_an_unreachable_url_is_a_connection_error() -> None:
         ({"url": "http://h/mcp", "env": {"A": "1"}}, "env= and cwd= apply to command"),
         ({"url": "ftp://h/mcp"}, "must start with http"),
         ({"command": ["x"], "timeout": 0}, "must be > 0"),
+        ({"command": ["x"], "prefix": "my server."}, r"prefix must be letters, digits, '_' or '-'"),
     ],
 )
 def test_bad_arguments_are_refused_before_connecting(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message), mcp_tools(**kwargs):
+        pass
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"command": ["x"], "include": "echo"}, r"include must be a list of the server's tool names, e.g. \['echo'\]"),
+        ({"command": ["x"], "timeout": "5"}, "timeout and connect_timeout must be numbers of seconds"),
+        ({"command": ["x"], "prefix": 3}, "prefix must be a str"),
+        ({"command": ["x"], "env": {"A": 1}}, r"env must be a dict of str to str, e.g. \{'NAME': 'value'\}; got \{'A': 1\}"),
+        ({"command": ["x"], "env": "A=1"}, "env must be a dict of str to str"),
+        ({"url": "http://h/mcp", "headers": {"x-n": 1}}, "headers must be a dict of str to str"),
+    ],
+)
+def test_arguments_of_the_wrong_type_are_refused_before_connecting(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(TypeError, match=message), mcp_tools(**kwargs):
         pass
 
 

@@ -316,3 +316,39 @@ def test_delegated_agents_nest_under_the_delegate_tool_span(spans: InMemorySpanE
     for child in ("poet", "critic"):
         (span,) = got[f"invoke_agent {child}"]
         assert parent_id(span) == span_id(delegate)
+
+
+class _Backup(ScriptedProvider):
+    """A second vendor's provider, told apart by its id."""
+
+    id = "backup"
+
+
+@pytest.mark.parametrize("awaited", [False, True], ids=["run", "arun"])
+def test_a_model_call_prepare_sends_to_another_provider_is_a_chat_span_naming_that_provider(
+    spans: InMemorySpanExporter, awaited: bool
+) -> None:
+    from wingman_actors.agents import Prepared
+
+    backup = _Backup(["from the backup"], model="backup-model")
+    agent = Agent("a", provider=ScriptedProvider(["unused"], model="main-model"), prepare=lambda ctx: Prepared(model=backup))
+    session = Session(agent)
+    result = asyncio.run(session.arun("hi")) if awaited else session.run("hi")
+    assert result.response == "from the backup"
+    got = by_name(spans.get_finished_spans())
+    (chat,) = got["chat backup-model"]
+    assert chat.attributes is not None
+    assert chat.attributes["gen_ai.provider.name"] == "backup"
+    assert chat.attributes["gen_ai.request.model"] == "backup-model"
+    (agent_span,) = got["invoke_agent a"]
+    assert parent_id(chat) == span_id(agent_span)
+
+
+def test_a_streamed_call_to_the_provider_prepare_chose_names_it_too(spans: InMemorySpanExporter) -> None:
+    from wingman_actors.agents import Prepared
+
+    backup = _Backup(["from the backup"], model="backup-model")
+    agent = Agent("a", provider=ScriptedProvider(["unused"], model="main-model"), prepare=lambda ctx: Prepared(model=backup))
+    list(Session(agent).run_stream("hi"))
+    (chat,) = by_name(spans.get_finished_spans())["chat backup-model"]
+    assert chat.attributes is not None and chat.attributes["gen_ai.provider.name"] == "backup"

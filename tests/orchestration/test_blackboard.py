@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -93,6 +94,23 @@ def test_watch_times_out_with_a_clear_error() -> None:
 
     with pytest.raises(TimeoutError, match=r"key 'late' was not set within 0.05s; keys set: \['other'\]"):
         board.watch("late", timeout=0.05)
+
+
+@pytest.mark.parametrize("timeout", [-1, float("nan")])
+def test_watch_refuses_a_timeout_below_zero_or_nan_rather_than_waiting_forever(timeout: float) -> None:
+    with pytest.raises(ValueError, match=r"watch: timeout must be a number of seconds >= 0 or None, got"):
+        Blackboard().watch("k", timeout=timeout)
+
+
+def test_watch_refuses_a_timeout_that_is_not_a_number() -> None:
+    with pytest.raises(TypeError, match=r"watch: timeout must be a number of seconds >= 0 or None, got '5'"):
+        Blackboard().watch("k", timeout="5")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("initial", [[("k", 1)], "k=1"])
+def test_initial_values_that_are_not_a_dict_are_refused(initial: Any) -> None:
+    with pytest.raises(TypeError, match=r"Blackboard\(initial\) takes a dict of keys to JSON values, got"):
+        Blackboard(initial)
 
 
 def test_tools_are_named_after_the_namespace() -> None:

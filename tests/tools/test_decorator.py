@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Optional
 
 import pytest
 from pydantic import BaseModel
@@ -108,3 +108,24 @@ def test_registry_refuses_duplicate_names() -> None:
         reg.register(search)
     assert reg.names == ["search"] and "search" in reg and len(reg) == 1
     assert reg.definitions()[0].name == "search"
+
+
+def test_an_optional_context_parameter_is_injected_and_hidden_from_the_schema(tmp_path: object) -> None:
+    @tool
+    def where(name: str, ctx: ToolContext | None = None) -> str:
+        """Say where the tool works."""
+        return f"{name} in {ctx.work_dir if ctx is not None else '?'}"
+
+    @tool
+    def where_too(name: str, ctx: Optional[ToolContext] = None) -> str:  # noqa: UP045 (the older spelling)
+        """Say where the tool works."""
+        return f"{name} in {ctx.work_dir if ctx is not None else '?'}"
+
+    for t in (where, where_too):
+        assert t.definition.input_schema["properties"].keys() == {"name"}
+        assert t.execute({"name": "x"}, ToolContext(tmp_path)) == f"x in {ToolContext(tmp_path).work_dir}"  # type: ignore[arg-type]
+
+
+def test_decorating_something_that_is_not_a_function_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match=r"@tool decorates a function, got int"):
+        tool(3)  # type: ignore[call-overload]

@@ -42,9 +42,11 @@ class Agent:
         tools: tools the model may call: :class:`~wingman_actors.tools.Tool` objects, or
             names of built-ins (``"bash"``, ``"read"``, ``"write"``, ``"edit"``, ``"glob"``,
             ``"grep"``, ``"webfetch"``).
-        output_schema: a pydantic model class (or any type pydantic can validate, or a
-            JSON Schema dict) the final answer must match; the result's ``output`` holds the
-            validated object.
+        output_schema: a pydantic model class (or any type pydantic can validate) the final
+            answer must match; the result's ``output`` holds the validated object. A JSON
+            Schema dict is sent to the model as it is, but the answer is checked against its
+            top level only (its ``type``, an object's ``required`` fields): use a model class
+            for a full check.
         max_steps: the most model calls with tools per run (default 50); when reached,
             one last call without tools asks for the answer.
         max_tokens: per-request output token cap (else the provider's option).
@@ -100,6 +102,7 @@ class Agent:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError("Agent needs a non-empty name, e.g. Agent('researcher', ...)")
+        _check_types(self)
         if self.max_steps is not None and self.max_steps < 1:
             raise ValueError(f"agent {self.name!r}: max_steps must be >= 1, got {self.max_steps}")
         if self.max_tokens is not None and self.max_tokens < 1:
@@ -153,7 +156,6 @@ class Agent:
         # never change, for every session of this agent to share.
         object.__setattr__(self, "_registry", ToolRegistry((*resolved, *extra)))
         object.__setattr__(self, "tools", resolved)
-        object.__setattr__(self, "middleware", tuple(self.middleware))
         if self.output_schema is not None:
             from ._structured import OutputSchema
 
@@ -195,3 +197,52 @@ class Agent:
     def __repr__(self) -> str:
         tools = [t.name for t in self.tools if not isinstance(t, str)]
         return f"Agent(name={self.name!r}, provider={self.provider!r}, tools={tools})"
+
+
+_COUNTS = ("max_steps", "max_tokens", "tool_concurrency", "max_tool_result_chars", "max_delegation_depth")
+_OPTIONAL_COUNTS = frozenset(("max_steps", "max_tokens"))
+_HOOKS = ("before_agent", "before_model", "after_model", "before_tool", "after_tool", "after_agent")
+
+
+def _is_provider(value: object) -> bool:
+    return callable(getattr(value, "run_inference", None))
+
+
+def _check_types(agent: Agent) -> None:
+    """Refuse fields of the wrong type, naming the field and the fix (the ranges are
+    checked after): a wrong type would otherwise fail at the first run, or in a comparison."""
+    name = agent.name
+    if not isinstance(agent.instructions, str):
+        raise TypeError(f"agent {name!r}: instructions must be a str, got {type(agent.instructions).__name__}")
+    for field, what in (("provider", agent.provider), ("compactor", agent.compactor)):
+        if what is not None and not _is_provider(what):
+            raise TypeError(
+                f"agent {name!r}: {field} must be a provider (with run_inference), got {what!r}; "
+                f"e.g. {field}=new_provider('openai', {{'model': ...}}) (from wingman_actors.providers import new_provider)"
+            )
+    for field in _COUNTS:
+        value = getattr(agent, field)
+        if value is None and field in _OPTIONAL_COUNTS:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"agent {name!r}: {field} must be an int, got {value!r}")
+    if agent.max_delegation_depth < 0:
+        raise ValueError(
+            f"agent {name!r}: max_delegation_depth must be an int >= 0 (0 refuses every delegation), "
+            f"got {agent.max_delegation_depth}"
+        )
+    temperature = agent.temperature
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, int | float)):
+        raise TypeError(f"agent {name!r}: temperature must be a number, got {temperature!r}")
+    middleware = agent.middleware
+    if isinstance(middleware, str | bytes) or not isinstance(middleware, Iterable):
+        raise TypeError(f"agent {name!r}: middleware must be a list of Middleware objects, got {middleware!r}")
+    middleware = tuple(middleware)  # an iterator is read once: kept as read
+    object.__setattr__(agent, "middleware", middleware)
+    for mw in middleware:
+        missing = [hook for hook in _HOOKS if not callable(getattr(mw, hook, None))]
+        if missing:
+            raise TypeError(
+                f"agent {name!r}: middleware {mw!r} lacks the hook(s) {', '.join(missing)}: subclass "
+                "wingman_actors.agents.Middleware and override the hooks you need"
+            )

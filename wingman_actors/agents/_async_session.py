@@ -191,7 +191,7 @@ async def _response(call: ModelCall) -> InferenceResponse:
 async def _model(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceResponse]:
     """One model call, in its ``chat`` span when OpenTelemetry is in use: the stream's
     events (when streaming), then the response."""
-    chat = call.spans.chat(call.request, call.provider if call.aside else None) if call.spans is not None else None
+    chat = call.spans.chat(call.request, call.provider) if call.spans is not None else None
     try:
         if call.stream:
             response = None

@@ -4,8 +4,9 @@ A session's history only grows; past a point the provider refuses it. With
 ``Agent(..., context_budget=N)`` each request is fitted to ``N`` estimated tokens before it
 is sent:
 
-* the instructions, the tool definitions and the session's first user message always stay,
-  and so do the current run's user message and the newest turn;
+* the instructions, the tool definitions and the session's first user message (with any
+  message the history opens with before it, such as a greeting) always stay, and so do the
+  current run's user message and the newest turn;
 * the oldest turns go first, and a model turn that calls tools goes together with the
   message carrying their results (a tool call is never separated from its result);
 * with ``compactor=provider`` the dropped turns are summarised, in one extra model call,
@@ -38,7 +39,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import ContentBlock, InferenceRequest, InferenceResponse, Message, Usage
+from ..core import ContentBlock, InferenceRequest, InferenceResponse, Message, Role, Usage
 from ..errors import AgentError, ErrorKind
 from ..providers._base import Provider
 
@@ -132,8 +133,9 @@ class ContextWindow:
     compactor: Provider | None = None
     agent_name: str = "agent"
     fallback: Provider | None = None
-    cut: int = 1  # history[1:cut] is left out of requests (except the pinned prompt)
+    cut: int = 1  # history[head:cut] is left out of requests (except the pinned prompt)
     summary: Message | None = None
+    head: int = 1  # history[:head] always stays: up to the first user message (usually just it)
     _sizes: list[int] = field(default_factory=list)
     _fixed_key: tuple[Any, ...] | None = None
     _fixed_size: int = 0
@@ -176,8 +178,10 @@ class ContextWindow:
         if not history:
             return Fitted(request)
         if self.cut > len(history):  # the history was replaced: start over
-            self.cut, self.summary = 1, None
+            self.cut, self.summary, self.head = 1, None, 1
             self._sizes.clear()
+        if self.cut == 1:  # nothing left out yet: (re)find the head, which the history may open without
+            self.head = self.cut = _head(history)
         sizes = self._measure(history)
         fixed = self._fixed(request)
         total = fixed + self._window_size(sizes, pinned)
@@ -201,10 +205,10 @@ class ContextWindow:
             compaction = yield from self._compact_or_trim(dropped, failures)
         total = fixed + self._window_size(sizes, pinned)
         if total > self.budget:
-            parts = [f"instructions and tools ~{fixed}", f"first message ~{sizes[0]}"]
+            parts = [f"instructions and tools ~{fixed}", f"first message ~{sum(sizes[:self.head])}"]
             if self.summary is not None:
                 parts.append(f"summary ~{estimate_message(self.summary)}")
-            if 0 < pinned < self.cut:
+            if self.head <= pinned < self.cut:
                 parts.append(f"current message ~{sizes[pinned]}")
             if len(history) > self.cut:
                 parts.append(f"newest turn ~{sum(sizes[self.cut:])}")
@@ -233,16 +237,17 @@ class ContextWindow:
         return sizes
 
     def _window_size(self, sizes: list[int], pinned: int) -> int:
-        total = sizes[0] + sum(sizes[self.cut:])
-        if 0 < pinned < self.cut:
+        head = self.head
+        total = (sizes[0] if head == 1 else sum(sizes[:head])) + sum(sizes[self.cut:])
+        if head <= pinned < self.cut:
             total += sizes[pinned]
         if self.summary is not None:
             total += estimate_message(self.summary)
         return total
 
     def _window(self, history: Sequence[Message], pinned: int) -> list[Message]:
-        window = [history[0]]
-        if 0 < pinned < self.cut:
+        window = [history[0]] if self.head == 1 else list(history[:self.head])
+        if self.head <= pinned < self.cut:
             window.append(history[pinned])
         if self.summary is not None:  # it stands for the turns just before the ones kept
             window.append(self.summary)
@@ -287,6 +292,15 @@ class ContextWindow:
         text = response.text.strip()[: room * CHARS_PER_TOKEN]
         self.summary = Message.user(SUMMARY_HEADER + text)
         return response
+
+
+def _head(history: Sequence[Message]) -> int:
+    """How many messages open ``history`` up to its first user message (tool results are
+    not one), that one included: they always stay. 1 for a history that opens with it."""
+    for i, m in enumerate(history):
+        if m.role is Role.USER and not m.tool_results_blocks:
+            return i + 1
+    return 1
 
 
 def _units(history: Sequence[Message], start: int) -> list[tuple[int, int]]:

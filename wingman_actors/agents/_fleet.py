@@ -37,6 +37,7 @@ from ..errors import AgentError, ErrorKind
 from ..integrations import otel
 from ._agent import Agent
 from ._fleet_loops import DEFAULT_MAX_WORKERS, Dispatch, run_loop
+from ._inputs import check_timeout
 from ._result import Result
 from ._session import Session
 
@@ -214,8 +215,8 @@ class Fleet:
             raise TypeError(f"Fleet max_workers must be an int, got {type(max_workers).__name__}")
         if max_workers < 0:
             raise ValueError(f"Fleet max_workers must be >= 0 (0 = automatic), got {max_workers}")
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"Fleet timeout must be > 0 seconds or None, got {timeout}")
+        if timeout is not None:
+            check_timeout(timeout, "Fleet ")
         if executor is not None and not isinstance(executor, Executor):
             raise TypeError(f"Fleet executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
         self.agent = agent

@@ -38,9 +38,6 @@ class ModelCall:
     token: CancelToken
     stream: bool
     spans: otel.SessionSpans | None
-    aside: bool = False
-    """A call beside the run's own answers (a context-budget compaction): its ``chat``
-    span names its provider."""
 
 
 def compactions(steps: Fitting, token: CancelToken, spans: otel.SessionSpans | None) -> Generator[ModelCall, Any, Fitted]:
@@ -51,7 +48,7 @@ def compactions(steps: Fitting, token: CancelToken, spans: otel.SessionSpans | N
         provider, request = next(steps)
         while True:
             try:
-                response = yield ModelCall(provider, request, token, False, spans, True)
+                response = yield ModelCall(provider, request, token, False, spans)
             except Exception as exc:
                 provider, request = steps.throw(exc)
             else:
@@ -97,8 +94,9 @@ def infer_stream(
 def traced_infer(
     spans: otel.SessionSpans, provider: Provider, request: InferenceRequest, token: CancelToken, stream: bool
 ) -> Generator[StreamEvent, None, InferenceResponse]:
-    """:func:`infer` or :func:`infer_stream` inside the run's ``chat`` span."""
-    chat = spans.chat(request)
+    """:func:`infer` or :func:`infer_stream` inside the run's ``chat`` span (naming
+    ``provider``: the agent's, or the one its ``prepare`` chose for this call)."""
+    chat = spans.chat(request, provider)
     try:
         if stream:
             response = yield from infer_stream(provider, request, token)

@@ -43,13 +43,14 @@ from ._agent import Agent
 from ._async_api import AsyncSessionRuns
 from ._context_budget import ContextWindow
 from ._hooks import emit, emit_stop, read_only
+from ._inputs import check_timeout, start_history, user_message
 from ._middleware import RunContext
 from ._model_calls import ModelCall, compactions, infer, infer_stream, traced_infer
 from ._on_session import on_a_session
 from ._prepare import Prepares
 from ._result import Result, StepTrace, ToolCall
 from ._structured import OutputSchema, OutputValidationError
-from ._tool_steps import ToolBatch, ToolStep
+from ._tool_steps import ToolBatch, ToolStep, close_unanswered
 
 __all__ = ["Result", "Session", "SessionStream"]
 
@@ -155,11 +156,13 @@ class Session(AsyncSessionRuns):
         self._lineage: tuple[int, str | None] | None = None  # (depth, parent's id), set by a delegate call
         self._prepares = Prepares(agent) if agent.prepare is not None else None
         self.agent = agent
+        if id is not None and not isinstance(id, str):
+            raise TypeError(f"Session id must be a str (or None for a new one), got {type(id).__name__}")
         self.id = id or _new_session_id()
         if work_dir is not None and not Path(work_dir).is_dir():
             raise ValueError(f"work_dir {str(work_dir)!r} is not an existing directory")
         self._work_dir = Path(work_dir).resolve() if work_dir is not None else None
-        self.history: list[Message] = list(history or [])
+        self.history: list[Message] = start_history(history) if history else []
         self._tools = agent.tool_registry
         self._schema = OutputSchema.of(agent.output_schema) if agent.output_schema is not None else None
         self._tool_ctx: ToolContext | None = None
@@ -198,6 +201,8 @@ class Session(AsyncSessionRuns):
         Raises:
             AgentError: the provider failed (after its retries), the run timed out
                 (``kind=timeout``), was cancelled, or the structured output stayed invalid.
+            TypeError: ``message`` is neither a str nor a Message, or ``timeout`` is not a number.
+            ValueError: ``timeout`` is not > 0.
         """
         if self._store is not None:
             from ._waiting import run_waiting
@@ -298,6 +303,8 @@ class Session(AsyncSessionRuns):
         metadata: Mapping[str, Any] | None = None,
     ) -> tuple[RunContext, Provider, Message]:
         """Start a run: the session is taken, the run's token and spans made."""
+        if timeout is not None:
+            check_timeout(timeout)
         if not self._busy.acquire(blocking=False):
             raise RuntimeError(
                 f"session {self.id} is already running a message; use one Session per concurrent conversation"
@@ -310,7 +317,7 @@ class Session(AsyncSessionRuns):
                     f"agent {self.agent.name!r} has no provider: pass provider=new_provider(...) to Agent",
                     kind=ErrorKind.INVALID,
                 )
-            msg = Message.user(message) if isinstance(message, str) else message
+            msg = user_message(message)
             # A child of the caller's token: the delegating parent's, else the current one
             # (cancelling a formation node's attempt reaches this run even before it begins).
             token = CancelToken(timeout=timeout, parent=parent_token if parent_token is not None else current_token())
@@ -339,6 +346,8 @@ class Session(AsyncSessionRuns):
         bus = self.agent.events
         if bus is not None and "session_stop" in bus.kinds:
             emit_stop(bus, self.agent.name, self.id, result, failure, self._lineage)
+        if result is None and not isinstance(failure, RunSuspended):
+            close_unanswered(self.history, failure)  # a suspended run's turn stays open for resume()
         if failure is not None and not isinstance(failure, Exception):
             failure = None  # a suspension (or an exit) is no error of the run's
         try:

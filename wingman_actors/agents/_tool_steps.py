@@ -17,7 +17,7 @@ import time
 from collections.abc import Generator
 from typing import Any
 
-from ..core import ContentBlock, StreamEvent, StreamEventType, Usage
+from ..core import ContentBlock, Message, Role, StreamEvent, StreamEventType, Usage
 from ..errors import AgentError, ErrorKind, ToolError
 from ..integrations import otel
 from ..tools import ToolContext, ToolRegistry
@@ -26,7 +26,7 @@ from ._hooks import emit
 from ._middleware import RunContext
 from ._result import ChildRun, StepTrace, ToolCall, collect_child_runs
 
-__all__ = ["ToolBatch", "ToolStep", "failure_block"]
+__all__ = ["ToolBatch", "ToolStep", "close_unanswered", "failure_block"]
 
 _Outcome = tuple[ContentBlock, float, list[ChildRun]]
 log = logging.getLogger("wingman_actors.agents")
@@ -264,6 +264,29 @@ def failure_block(call_id: str, name: str, exc: Exception) -> ContentBlock:
     else:
         text = f"Error: tool {name!r} raised {type(exc).__name__}: {exc}"
     return ContentBlock.tool_result_block(call_id, text, is_error=True)
+
+
+def close_unanswered(history: list[Message], failure: BaseException | None) -> None:
+    """After a run that stopped without a result (``failure``: why, if known): answer each
+    tool call of its unfinished turn, the last message of ``history``, with an error result,
+    so the history stays one a provider accepts (a tool call without its result is
+    refused) and the session's next run can send it."""
+    last = history[-1] if history else None
+    if last is None or last.role is not Role.ASSISTANT:
+        return
+    calls = last.tool_calls
+    if not calls:
+        return
+    if isinstance(failure, AgentError):
+        why = failure.message
+    elif isinstance(failure, Exception):
+        why = f"{type(failure).__name__}: {failure}"
+    else:
+        why = "the run was stopped"
+    text = f"Error: the run stopped before this tool call returned ({why}); its result is unknown"
+    history.append(Message.tool_results(
+        ContentBlock.tool_result_block(call.id or "", text, is_error=True) for call in calls
+    ))
 
 
 def log_abandoned(agent: str, names: list[str], session_id: str, cancelled: bool, fate: str) -> None:

@@ -187,7 +187,9 @@ class _Turn:
 
 def _fresh(session: Session, message: str | Message, metadata: Mapping[str, Any] | None) -> _Turn:
     scope = VisitScope("", session.agent.name, _VISIT, (), _hold, None)
-    msg = Message.user(message) if isinstance(message, str) else message
+    from ._inputs import user_message
+
+    msg = user_message(message)
     return _Turn(session._store, scope, None, list(session.history), msg, metadata)
 
 

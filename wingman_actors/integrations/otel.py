@@ -207,7 +207,8 @@ class SessionSpans:
         self.span.end()
 
     def chat(self, request: InferenceRequest, provider: Any = None) -> ChatSpan:
-        """Start the span of one model call (to ``provider``, else the agent's)."""
+        """Start the span of one model call to ``provider`` (the agent's, another that its
+        ``prepare`` chose, a compactor), named by it; the agent's when None."""
         return ChatSpan(self, request, provider)
 
     def traced_call(self, provider: Any, request: InferenceRequest) -> InferenceResponse:

@@ -26,7 +26,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core import ToolDefinition
@@ -35,7 +35,7 @@ from ..errors import ToolError
 if TYPE_CHECKING:  # only types: a run's board needs no tool machinery until an agent uses it
     from ..tools import Tool, ToolContext
 
-__all__ = ["Blackboard", "blackboard_tools", "current_blackboard", "use_blackboard"]
+__all__ = ["Blackboard", "blackboard_tools", "check_watch_timeout", "current_blackboard", "use_blackboard"]
 
 _NAMESPACE_RE = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")
 _MISSING = object()
@@ -50,6 +50,11 @@ class Blackboard:
     """
 
     def __init__(self, initial: dict[str, Any] | None = None) -> None:
+        if initial is not None and not isinstance(initial, Mapping):
+            raise TypeError(
+                f"Blackboard(initial) takes a dict of keys to JSON values, got {type(initial).__name__}; "
+                "e.g. Blackboard({'status': 'draft'})"
+            )
         self._cond = threading.Condition()
         self._data: dict[str, str] = {}  # JSON text: a stored value can never be aliased
         for key, value in (initial or {}).items():
@@ -108,8 +113,11 @@ class Blackboard:
 
         Raises:
             TimeoutError: ``key`` was not set within ``timeout`` seconds.
+            TypeError: ``key`` is not a non-empty string, or ``timeout`` is not a number.
+            ValueError: ``timeout`` is below 0 (or nan).
         """
         _check_key(key)
+        check_watch_timeout(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while key not in self._data:
@@ -202,6 +210,17 @@ def watch_timeout(key: str, timeout: float | None, keys: list[str]) -> TimeoutEr
         f"blackboard key {key!r} was not set within {timeout or 0:g}s; keys set: {keys}. "
         "Make sure a writer sets it, or wait longer."
     )
+
+
+def check_watch_timeout(timeout: object) -> None:
+    """Refuse a :meth:`Blackboard.watch` timeout that is not None or a number of seconds >= 0
+    (nan would wait forever, a string fail in arithmetic)."""
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(f"Blackboard.watch: timeout must be a number of seconds >= 0 or None, got {timeout!r}")
+    if not timeout >= 0:  # (not `< 0`: nan is neither)
+        raise ValueError(f"Blackboard.watch: timeout must be a number of seconds >= 0 or None, got {timeout}")
 
 
 def _check_key(key: object) -> None:

@@ -18,6 +18,7 @@ import json
 import re
 import threading
 import types
+import typing
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError as FutureCancelled
@@ -194,14 +195,28 @@ def _doc_parts(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(summary_lines).strip(), args
 
 
+def _is_context(annotation: Any) -> bool:
+    """Whether a parameter annotated so takes the session's context: ``ToolContext``,
+    ``ToolContext | None`` or ``Optional[ToolContext]``."""
+    if annotation is ToolContext:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = set(typing.get_args(annotation))
+        return ToolContext in args and args <= {ToolContext, type(None)}
+    return False
+
+
 class FunctionTool:
     """A tool built from a typed Python function by :func:`tool`.
 
-    The function may take a parameter annotated :class:`ToolContext` (any name); it is
-    passed the session's context and left out of the schema.
+    The function may take a parameter annotated :class:`ToolContext` (or
+    ``ToolContext | None``; any name); it is passed the session's context and left out of
+    the schema.
     """
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"@tool decorates a function, got {type(fn).__name__}")
         self.fn = fn
         self.name = name or fn.__name__
         if not _NAME_RE.match(self.name):
@@ -230,7 +245,7 @@ class FunctionTool:
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"tool {self.name!r}: *args/**kwargs are not supported; name each parameter")
             annotation = hints.get(pname, Any)
-            if annotation is ToolContext:
+            if _is_context(annotation):
                 self._ctx_param = pname
                 continue
             default = ... if param.default is param.empty else param.default

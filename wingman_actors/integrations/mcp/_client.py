@@ -28,6 +28,7 @@ from ._connection import Connection, MCPConnectionError, http_transport, stdio_t
 __all__ = ["MCPConnectionError", "MCPTool", "mcp_tools"]
 
 _BAD_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+_PREFIX = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")
 
 
 class MCPTool:
@@ -169,11 +170,13 @@ def mcp_tools(
 
     Raises:
         ValueError: neither or both of ``command`` and ``url``, or options of the other
-            transport, or ``include`` names a tool the server does not have.
+            transport, a timeout not > 0, a ``prefix`` of characters a tool name cannot
+            hold, or ``include`` names a tool the server does not have.
+        TypeError: a timeout that is not a number, a ``prefix`` not a str, ``include`` a
+            str rather than a list of names, ``env`` or ``headers`` not a dict of str to str.
         MCPConnectionError: the server could not be started, reached or initialised.
     """
-    if not timeout > 0 or not connect_timeout > 0:
-        raise ValueError(f"mcp_tools: timeout and connect_timeout must be > 0, got {timeout} and {connect_timeout}")
+    _check_options(timeout, connect_timeout, prefix, include, env, headers)
     server, label = _target(command, url, env, cwd, headers)
     conn = Connection(server, label, call_timeout=timeout)
     specs = conn.open(connect_timeout)
@@ -190,6 +193,30 @@ def mcp_tools(
         yield [MCPTool(conn, spec, prefix=prefix) for spec in specs]
     finally:
         conn.close()
+
+
+def _check_options(
+    timeout: object, connect_timeout: object, prefix: object, include: object, env: object, headers: object
+) -> None:
+    """Refuse, before connecting, options a connection could not use."""
+    if any(isinstance(t, bool) or not isinstance(t, int | float) for t in (timeout, connect_timeout)):
+        raise TypeError(
+            f"mcp_tools: timeout and connect_timeout must be numbers of seconds, got {timeout!r} and {connect_timeout!r}"
+        )
+    if not timeout > 0 or not connect_timeout > 0:  # type: ignore[operator]  # numbers, checked above
+        raise ValueError(f"mcp_tools: timeout and connect_timeout must be > 0, got {timeout} and {connect_timeout}")
+    if not isinstance(prefix, str):
+        raise TypeError(f"mcp_tools: prefix must be a str, got {type(prefix).__name__}")
+    if prefix and not _PREFIX.match(prefix):
+        # the providers' APIs refuse tool names of other characters (at the first model call)
+        raise ValueError(f"mcp_tools: prefix must be letters, digits, '_' or '-' (e.g. 'files_'), got {prefix!r}")
+    if isinstance(include, str | bytes):
+        raise TypeError(f"mcp_tools: include must be a list of the server's tool names, e.g. [{include!r}]")
+    for name, pairs in (("env", env), ("headers", headers)):
+        if pairs is not None and (
+            not isinstance(pairs, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pairs.items())
+        ):
+            raise TypeError(f"mcp_tools: {name} must be a dict of str to str, e.g. {{'NAME': 'value'}}; got {pairs!r}")
 
 
 def _target(

@@ -1,0 +1,67 @@
+"""What a session takes from its caller, checked: the message of a run, a run's timeout,
+the history a session starts from. A bad one is refused with an error naming it before
+anything of the session changes.
+
+Used by :class:`~wingman_actors.agents._session.Session` and
+:class:`~wingman_actors.agents._fleet.Fleet`; not a public API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..core import Message
+
+__all__ = ["check_timeout", "start_history", "user_message"]
+
+
+def user_message(message: str | Message) -> Message:
+    """The user message a run starts from: ``message`` itself, or text made a user message.
+
+    Raises:
+        TypeError: ``message`` is neither (checked before the history takes it).
+    """
+    if isinstance(message, str):
+        return Message.user(message)
+    if isinstance(message, Message):
+        return message
+    raise TypeError(
+        f"a session's message must be a str or a Message, got {type(message).__name__}: "
+        "pass the text (session.run('...')) or Message.user(...)"
+    )
+
+
+def check_timeout(timeout: Any, owner: str = "") -> None:
+    """Refuse a ``timeout`` that is not a number of seconds > 0 (None is no limit).
+
+    Raises:
+        TypeError: not a number (a bool is not one).
+        ValueError: not > 0 (nan included).
+    """
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(f"{owner}timeout must be a number of seconds or None, got {timeout!r}")
+    if not timeout > 0:  # (not `<= 0`: nan is neither)
+        raise ValueError(f"{owner}timeout must be > 0 seconds or None, got {timeout}")
+
+
+def start_history(history: Any) -> list[Message]:
+    """A session's starting history as a new list of messages (message dicts validated).
+
+    Raises:
+        TypeError: not a list of messages.
+    """
+    if isinstance(history, str | bytes | Mapping) or not isinstance(history, Iterable):
+        raise TypeError(f"Session history must be a list of Message objects, got {type(history).__name__}")
+    messages = list(history)
+    for i, m in enumerate(messages):
+        if type(m) is Message:
+            continue
+        if isinstance(m, Mapping):
+            messages[i] = Message.model_validate(m)
+        elif not isinstance(m, Message):
+            raise TypeError(
+                f"Session history must be a list of Message objects; item {i} is a {type(m).__name__} "
+                "(make one with Message.user(...), or keep session.history of an earlier session)"
+            )
+    return messages
