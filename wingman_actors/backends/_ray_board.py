@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import AgentError, ErrorKind
-from ..orchestration._blackboard import Blackboard, _check_key, _encode, watch_timeout
+from ..orchestration._blackboard import Blackboard, _check_key, _encode, check_watch_timeout, watch_timeout
 from ._ray_wire import BoardAnswer, BoardMethod, BoardOp
 
 __all__ = ["DriverBoard", "RemoteBoard"]
@@ -129,6 +129,7 @@ class RemoteBoard(Blackboard):
 
     def watch(self, key: str, timeout: float | None = None) -> Any:
         _check_key(key)
+        check_watch_timeout(timeout)  # as a local board: refused here, not waited on in the driver
         return self._ask("watch", key, timeout)
 
     def to_dict(self) -> dict[str, Any]:
