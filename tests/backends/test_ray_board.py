@@ -189,8 +189,8 @@ def test_a_driver_watch_returns_as_soon_as_the_key_is_set() -> None:
 def test_a_node_s_board_on_ray_refuses_a_watch_timeout_as_a_local_board_does(timeout: Any) -> None:
     sent: list[Any] = []
     board = RemoteBoard("n", sent.append, lambda: None)
-    with pytest.raises((TypeError, ValueError), match="Blackboard.watch: timeout must be a number"):
+    with pytest.raises((TypeError, ValueError), match=r"Blackboard\.watch: timeout must be a number"):
         board.watch("k", timeout=timeout)
-    with pytest.raises((TypeError, ValueError), match="Blackboard.watch: timeout must be a number"):
+    with pytest.raises((TypeError, ValueError), match=r"Blackboard\.watch: timeout must be a number"):
         Blackboard().watch("k", timeout=timeout)
     assert sent == []  # refused in the node, before the driver is asked
