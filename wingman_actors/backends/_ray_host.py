@@ -13,6 +13,7 @@ nothing of Ray. When the run has a Blackboard, the visit sees a
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import logging
 import queue
@@ -73,7 +74,15 @@ def portable(value: Any) -> Any:
     from ..agents._agent import Agent
 
     if isinstance(value, Agent) and value.provider is not None:
-        return dataclasses.replace(value, provider=_provider_recipe(value.provider))
+        recipe = _provider_recipe(value.provider)
+        if recipe is value.provider:
+            return value
+        # A copy holding the recipe where its provider was: a shipping form, not an agent to
+        # validate (dataclasses.replace would run Agent's checks, which want a provider);
+        # built() makes the agent again, checks included, where the node runs.
+        shipped = copy.copy(value)
+        object.__setattr__(shipped, "provider", recipe)
+        return shipped
     return value
 
 
