@@ -1,6 +1,7 @@
 """A store file that is damaged (cut short, or with a garbled page) is refused when opened,
 with a ``StoreOpenError`` that says the file is damaged and names the fix: never a raw
-database error, and never a fix that does not apply (its permissions)."""
+database error, and never a fix that does not apply (its permissions). A path of another
+type is a ``TypeError`` saying what ``RunStore`` takes."""
 
 from __future__ import annotations
 
@@ -74,3 +75,9 @@ def test_a_damaged_store_given_to_the_cli_is_one_line_and_exit_2(
         err = capsys.readouterr().err
         assert "Traceback" not in err and "damaged" in err, command
 
+
+
+@pytest.mark.parametrize("bad", [5, None])
+def test_a_path_that_is_not_a_str_or_path_is_a_type_error_naming_what_runstore_takes(bad: object) -> None:
+    with pytest.raises(TypeError, match=r"RunStore: path must be .*str.*postgresql://.*got " + type(bad).__name__):
+        RunStore(bad)  # type: ignore[arg-type]

@@ -195,11 +195,16 @@ def check_path(path: str | os.PathLike[str]) -> str:
     """The path as a string, once it is known to be usable for a store file.
 
     Raises:
+        TypeError: ``path`` is neither a str nor an ``os.PathLike``.
         StoreOpenError: the path is empty or ``:memory:``, a directory, in a folder that
             does not exist, or an existing file too short to be an SQLite database (the
             header of a longer one is checked by SQLite, in :func:`connect`).
     """
-    text = os.fspath(path)
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"RunStore: path must be a SQLite file's path (a str or os.PathLike) or a postgresql:// URL, "
+                        f"got {type(path).__name__}; pass e.g. RunStore('runs.sqlite')") from None
     if not isinstance(text, str) or text in ("", ":memory:") or text.startswith("file:"):
         raise StoreOpenError(
             f"RunStore needs the path of a database file, got {text!r}; pass e.g. RunStore('runs.sqlite') "

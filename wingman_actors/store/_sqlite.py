@@ -117,6 +117,7 @@ class RunStore:
             another application's database; a PostgreSQL server that cannot be reached);
             ``StoreVersionError`` if it is newer.
         MissingExtraError: a ``postgresql://`` URL without the ``postgres`` extra.
+        TypeError: ``path`` is neither a str nor an ``os.PathLike``.
 
     Example:
         >>> import tempfile, os, networkx as nx
