@@ -564,7 +564,7 @@ class RunStore:
         """Delete the finished runs (and their journals) not updated for ``older_than``
         (timedelta or seconds): every status but ``running``, and ``suspended`` while the
         run still waits for its answer. A suspended run past its expiry is marked
-        ``expired`` (an update: it goes once that is ``older_than`` ago). A deleted run's
+        ``expired``, updated when it expired: it goes once that is ``older_than`` ago. A deleted run's
         inner runs (nested formations) are deleted with it, whatever their status; an inner
         run is never deleted on its own. Returns how many top-level runs were deleted."""
         seconds = duration(older_than, "prune(older_than=...)", allow_none=False) or 0.0
