@@ -24,6 +24,13 @@ def test_runs_lists_the_store_runs_as_a_table_and_as_json(path: Path, capsys: py
     assert [(r["run_id"], r["status"]) for r in rows] == [(run_id, "succeeded")]
 
 
+def test_runs_with_a_status_no_run_has_says_no_run_has_that_status(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Formation("listed").add_function("a", lambda x: x).run(1, store=path)
+    assert main(["runs", "--store", str(path), "--status", "failed"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == f"no failed runs in {path}\n"
+
+
 def test_runs_with_a_missing_store_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["runs", "--store", str(tmp_path / "nope.sqlite")]) == 2
     assert "no such file" in capsys.readouterr().err
