@@ -129,3 +129,17 @@ def test_resume_with_an_answer_of_a_run_without_a_pending_interrupt_is_a_usage_e
     assert main(["resume", run_id, "--store", str(path), "--answer", '"yes"']) == 2
     err = capsys.readouterr().err
     assert "no pending interrupt" in err and "without --answer" in err and "Traceback" not in err
+
+
+def test_resume_of_a_run_whose_formation_file_is_gone_names_it_and_the_formation_flag(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = tmp_path / "approval.py"
+    module.write_text(APPROVAL_FORMATION)
+    assert main(["run", str(module), "--input", "cats", "--store", str(path)]) == 0
+    run_id = capsys.readouterr().err.split("wingman-actors resume ")[1].split()[0]
+    module.unlink()
+    assert main(["resume", run_id, "--store", str(path), "--answer", '"yes"']) == 2
+    err = capsys.readouterr().err
+    assert f"run {run_id} was started from {module}, which is not there any more" in err
+    assert f"wingman-actors resume {run_id} --store {path} --formation FILE" in err and "Traceback" not in err

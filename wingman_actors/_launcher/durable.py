@@ -169,6 +169,10 @@ def resume_command(args: argparse.Namespace) -> int:
         raise UsageError(f"run {args.resume_id} does not record its formation file (it was not started by "
                          f"`wingman-actors run`); name the file that builds formation {record.formation!r}: "
                          f"{command}, or resume it from Python with Formation.resume")
+    if given is None and record.source and os.path.isabs(record.source) and not os.path.exists(record.source):
+        command = shlex.join(["wingman-actors", "resume", args.resume_id, *choice.flag, "--formation", "FILE"])
+        raise UsageError(f"run {args.resume_id} was started from {record.source}, which is not there any more; "
+                         f"name the file that builds formation {record.formation!r} now: {command}")
     if args.answer is not None and record.interrupt is None and record.status not in ("succeeded", "expired"):
         raise UsageError(f"run {args.resume_id} has no pending interrupt to answer (status {record.status}); "
                          f"resume it without --answer: {shlex.join(['wingman-actors', 'resume', args.resume_id, *choice.flag])}")
