@@ -125,6 +125,11 @@ def test_prune_refuses_a_bad_age(store: RunStore) -> None:
         store.prune(older_than="2 days")  # type: ignore[arg-type]
 
 
+def test_prune_refuses_a_negative_timedelta_showing_it_as_given(store: RunStore) -> None:
+    with pytest.raises(ValueError, match=r"got datetime\.timedelta\(days=-1\)$"):
+        store.prune(older_than=datetime.timedelta(days=-1))
+
+
 def test_a_suspended_run_expires_after_the_store_suspend_ttl(location: str, shape: FormationShape) -> None:
     with RunStore(location, suspend_ttl=0.3) as store:
         run_id = store.begin_run("chain", shape, 0)
