@@ -91,14 +91,16 @@ def test_a_run_that_expired_longer_ago_than_older_than_is_pruned(location: str, 
         assert store.runs() == []
 
 
-def test_a_run_marked_expired_reads_updated_when_it_expired(location: str, shape: FormationShape) -> None:
+def test_an_expired_run_reads_updated_when_it_expired_before_and_after_it_is_marked(
+        location: str, shape: FormationShape) -> None:
     with RunStore(location, suspend_ttl=0.05) as store:
         run_id = _suspend(store, shape)
         expires = store.get(run_id).expires
         time.sleep(0.15)
-        assert store.expire() == 1
-        record = store.get(run_id)
-        assert (record.status, record.updated) == ("expired", expires)
+        for _ in ("read as expired", "marked expired"):
+            record, (summary,) = store.get(run_id), store.runs()
+            assert (record.status, record.updated, summary.updated) == ("expired", expires, expires)
+            store.expire()
 
 
 def test_a_run_begins_after_its_shape_was_pruned_by_this_or_another_store(location: str, shape: FormationShape) -> None:
