@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,26 @@ def test_resume_of_a_run_whose_formation_file_is_gone_names_it_and_the_formation
     err = capsys.readouterr().err
     assert f"run {run_id} was started from {module}, which is not there any more" in err
     assert f"wingman-actors resume {run_id} --store {path} --formation FILE" in err and "Traceback" not in err
+
+
+def test_resume_of_a_run_still_running_names_the_command_that_cancels_it(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = tmp_path / "held.py"  # the same shape as the formation running the run
+    module.write_text("from wingman_actors import Formation\n\n"
+                      "formation = Formation('held').add_function('hold', lambda x: x)\n")
+    release = threading.Event()
+
+    def hold(x: int) -> int:
+        release.wait(10)
+        return x
+
+    with Formation("held").add_function("hold", hold).start(store=path) as running:
+        future = running.submit(1)
+        try:
+            assert main(["resume", future.run_id, "--store", str(path), "--formation", str(module)]) == 1
+        finally:
+            release.set()
+        future.result(10)
+    err = capsys.readouterr().err
+    assert "is running" in err and f"wingman-actors runs cancel {future.run_id} --store {path}" in err

@@ -159,6 +159,10 @@ def resume_command(args: argparse.Namespace) -> int:
         show = shlex.join(["wingman-actors", "runs", "show", args.resume_id, *choice.flag])
         raise RunNotResumableError(f"run {args.resume_id} cannot be resumed: it already succeeded; see its outputs "
                                    f"with: {show}", run_id=args.resume_id, status=record.status)
+    if record.status == "running":  # a live process runs it (opening the store marked dead ones interrupted)
+        cancel = shlex.join(["wingman-actors", "runs", "cancel", args.resume_id, *choice.flag])
+        raise RunNotResumableError(f"run {args.resume_id} cannot be resumed: it is running in a live process; wait "
+                                   f"for it, or cancel it with: {cancel}", run_id=args.resume_id, status=record.status)
     given = getattr(args, "formation_file", None)
     if given is None and record.source and record.source.startswith(SERVER_SOURCE):
         raise UsageError(f"run {args.resume_id} was started by the HTTP server (`wingman-actors serve`, "
