@@ -5,8 +5,8 @@ The tables are those of the SQLite store (``shapes``, ``owners``, ``runs``, ``jo
 same columns, same journal format: a codec number and JSON text per value), created in the
 connection's schema (the first of its ``search_path``; choose one with
 ``?options=-csearch_path%3Dmyschema`` in the URL). ``wingman_run_store`` marks the schema as
-a run store and holds its version, so another application's ``runs`` table (or ``journal``, ``shapes``, ``owners``) is refused
-instead of being written into. Owners hold a lease (``owners.lease_until``, in the
+a run store and holds its version, so another application's ``runs`` table (or ``journal``,
+``shapes``, ``owners``) is refused instead of being written into. Owners hold a lease (``owners.lease_until``, in the
 server's clock, so machines with skewed clocks agree on it) while their writer's connection
 (``owners.backend``, its server process) is open.
 
