@@ -128,3 +128,50 @@ def test_fork_with_an_input_at_a_join_runs_it_with_that_input(tmp_path: Path, lo
     assert [r["output"] for r in forked["history"] if r["node"] == "d"] == ["B|C"]
     assert main(["fork", run_id, "--at", "d", "--input", '{"b": 1, "c": "C"}', "--store", location]) == 2
     assert "input= for node 'd' does not fit its parameter 'b' of type str" in capsys.readouterr().err
+
+
+GUARDED = '''
+from wingman_actors import Formation, interrupt
+
+def check(x: int) -> int:
+    if x < 0:
+        raise ValueError("negative")
+    if x == 0:
+        return interrupt("zero?")
+    return x * 2
+
+formation = Formation("guarded").add_function("a", lambda x: x).add_function("check", check).connect("a", "check")
+'''
+
+
+def _guarded_run(tmp_path: Path, location: str, capsys: pytest.CaptureFixture[str]) -> str:
+    module = tmp_path / "guarded.py"
+    module.write_text(GUARDED)
+    assert main(["run", str(module), "--input", "3", "--store", location]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--store", location, "--json"]) == 0
+    run_id: str = json.loads(capsys.readouterr().out)[0]["run_id"]
+    return run_id
+
+
+def test_fork_whose_new_run_fails_exits_1_saying_so_with_the_resume_command(
+        tmp_path: Path, location: str, capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = _guarded_run(tmp_path, location, capsys)
+    assert main(["fork", run_id, "--at", "a", "--output", "-1", "--store", location]) == 1
+    out, err = capsys.readouterr()
+    new_id = out.strip()
+    assert new_id and new_id != run_id
+    assert f"the forked run {new_id} failed" in err and "ValueError: negative" in err
+    assert f"continue it with: wingman-actors resume {new_id} --store" in err
+
+
+def test_fork_whose_new_run_suspends_prints_its_question_and_the_answer_command(
+        tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = _guarded_run(tmp_path, str(path), capsys)
+    assert main(["fork", run_id, "--at", "a", "--output", "0", "--store", str(path)]) == 0
+    out, err = capsys.readouterr()
+    new_id = out.strip()
+    assert f"run {new_id} is waiting at node 'check': \"zero?\"" in err
+    assert f"answer it with: wingman-actors resume {new_id} --store {path} --answer JSON" in err
+    assert main(["resume", new_id, "--store", str(path), "--answer", "5"]) == 0
+    assert capsys.readouterr().out.strip() == "5"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,13 @@ def test_runs_lists_the_store_runs_as_a_table_and_as_json(path: Path, capsys: py
     assert main(["runs", "--store", str(path), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["run_id"], r["status"]) for r in rows] == [(run_id, "succeeded")]
+
+
+def test_runs_with_a_status_no_run_has_says_no_run_has_that_status(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Formation("listed").add_function("a", lambda x: x).run(1, store=path)
+    assert main(["runs", "--store", str(path), "--status", "failed"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == f"no failed runs in {path}\n"
 
 
 def test_runs_with_a_missing_store_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -122,3 +130,40 @@ def test_resume_with_an_answer_of_a_run_without_a_pending_interrupt_is_a_usage_e
     assert main(["resume", run_id, "--store", str(path), "--answer", '"yes"']) == 2
     err = capsys.readouterr().err
     assert "no pending interrupt" in err and "without --answer" in err and "Traceback" not in err
+
+
+def test_resume_of_a_run_whose_formation_file_is_gone_names_it_and_the_formation_flag(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = tmp_path / "approval.py"
+    module.write_text(APPROVAL_FORMATION)
+    assert main(["run", str(module), "--input", "cats", "--store", str(path)]) == 0
+    run_id = capsys.readouterr().err.split("wingman-actors resume ")[1].split()[0]
+    module.unlink()
+    assert main(["resume", run_id, "--store", str(path), "--answer", '"yes"']) == 2
+    err = capsys.readouterr().err
+    assert f"run {run_id} was started from {module}, which is not there any more" in err
+    assert f"wingman-actors resume {run_id} --store {path} --formation FILE" in err and "Traceback" not in err
+
+
+def test_resume_of_a_run_still_running_names_the_command_that_cancels_it(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = tmp_path / "held.py"  # the same shape as the formation running the run
+    module.write_text("from wingman_actors import Formation\n\n"
+                      "formation = Formation('held').add_function('hold', lambda x: x)\n")
+    release = threading.Event()
+
+    def hold(x: int) -> int:
+        release.wait(10)
+        return x
+
+    with Formation("held").add_function("hold", hold).start(store=path) as running:
+        future = running.submit(1)
+        try:
+            assert main(["resume", future.run_id, "--store", str(path), "--formation", str(module)]) == 1
+        finally:
+            release.set()
+        future.result(10)
+    err = capsys.readouterr().err
+    assert "is running" in err and f"wingman-actors runs cancel {future.run_id} --store {path}" in err

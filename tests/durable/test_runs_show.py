@@ -17,6 +17,7 @@ from tests.support.store_fixtures import APPROVAL_FORMATION
 from wingman_actors import Formation
 from wingman_actors.cli import main
 from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.store import RunStore
 
 LONG = "x" * 300
 
@@ -181,6 +182,19 @@ def test_runs_show_prints_the_pending_interrupt_and_how_to_continue(
     document = show(path, run_id, capsys)
     assert document["interrupt"]["payload"] == {"approve?": "draft about cats"}
     assert document["nodes"]["approve"]["status"] == "suspended"
+
+
+def test_runs_show_of_an_expired_run_says_it_expired_and_prints_no_resume_command(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, formation = load_approval(tmp_path)
+    with RunStore(path, suspend_ttl=0.05) as store:
+        run_id = formation.run("cats", store=store).run_id
+    time.sleep(0.15)
+    assert main(["runs", "show", run_id, "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "status expired" in out and "waiting at" not in out and "wingman-actors resume" not in out
+    assert "expired at node 'approve'" in out and "draft about cats" in out and "start a new run" in out
 
 
 def _asks(text: str) -> str:

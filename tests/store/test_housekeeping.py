@@ -66,6 +66,43 @@ def test_prune_keeps_a_suspended_run_that_still_waits_and_expires_a_lapsed_one(
         assert [(r.id, r.status) for r in store.runs()] == [(waiting, "suspended")]
 
 
+def _suspend(store: RunStore, shape: FormationShape) -> str:
+    run_id = store.begin_run("chain", shape, 0)
+    store.record_interrupt(run_id, "b", 1, "approve?")
+    store.set_status(run_id, "suspended", wait=True)
+    return run_id
+
+
+def test_prune_with_no_age_deletes_a_run_that_reads_expired_in_one_call(location: str, shape: FormationShape) -> None:
+    with RunStore(location, suspend_ttl=0.05) as store:
+        run_id = _suspend(store, shape)
+        time.sleep(0.15)
+        assert store.get(run_id).status == "expired"
+        assert store.prune(older_than=0) == 1
+        assert store.runs() == []
+
+
+def test_a_run_that_expired_longer_ago_than_older_than_is_pruned(location: str, shape: FormationShape) -> None:
+    # It expired when its suspend_ttl lapsed, not when a store got round to marking it so.
+    with RunStore(location, suspend_ttl=0.05) as store:
+        _suspend(store, shape)
+        time.sleep(0.6)
+        assert store.prune(older_than=datetime.timedelta(seconds=0.3)) == 1
+        assert store.runs() == []
+
+
+def test_an_expired_run_reads_updated_when_it_expired_before_and_after_it_is_marked(
+        location: str, shape: FormationShape) -> None:
+    with RunStore(location, suspend_ttl=0.05) as store:
+        run_id = _suspend(store, shape)
+        expires = store.get(run_id).expires
+        time.sleep(0.15)
+        for _ in ("read as expired", "marked expired"):
+            record, (summary,) = store.get(run_id), store.runs()
+            assert (record.status, record.updated, summary.updated) == ("expired", expires, expires)
+            store.expire()
+
+
 def test_a_run_begins_after_its_shape_was_pruned_by_this_or_another_store(location: str, shape: FormationShape) -> None:
     # A store writes a formation's shape with its first run only; a prune here or in
     # another process may delete it meanwhile, and the next run must write it again.
@@ -88,6 +125,11 @@ def test_prune_refuses_a_bad_age(store: RunStore) -> None:
         store.prune(older_than=-1)
     with pytest.raises(ValueError, match="older_than"):
         store.prune(older_than="2 days")  # type: ignore[arg-type]
+
+
+def test_prune_refuses_a_negative_timedelta_showing_it_as_given(store: RunStore) -> None:
+    with pytest.raises(ValueError, match=r"got datetime\.timedelta\(days=-1\)$"):
+        store.prune(older_than=datetime.timedelta(days=-1))
 
 
 def test_a_suspended_run_expires_after_the_store_suspend_ttl(location: str, shape: FormationShape) -> None:

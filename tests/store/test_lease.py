@@ -138,6 +138,17 @@ def test_a_schema_with_another_applications_runs_table_is_refused(postgres_url: 
         RunStore(postgres_url)
 
 
+@pytest.mark.parametrize("table", ["journal", "shapes", "owners"])
+def test_a_schema_with_another_applications_table_of_a_store_name_is_refused_naming_it(
+        postgres_url: str, table: str) -> None:
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (id INTEGER)")
+    with pytest.raises(StoreOpenError, match=f"'{table}' table of another application.*another database or schema"):
+        RunStore(postgres_url)
+
+
 def test_bad_leases_are_refused(postgres_url: str, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="lease must be more than 0 seconds"):
         RunStore(postgres_url, lease=0)

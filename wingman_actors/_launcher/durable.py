@@ -159,6 +159,10 @@ def resume_command(args: argparse.Namespace) -> int:
         show = shlex.join(["wingman-actors", "runs", "show", args.resume_id, *choice.flag])
         raise RunNotResumableError(f"run {args.resume_id} cannot be resumed: it already succeeded; see its outputs "
                                    f"with: {show}", run_id=args.resume_id, status=record.status)
+    if record.status == "running":  # a live process runs it (opening the store marked dead ones interrupted)
+        cancel = shlex.join(["wingman-actors", "runs", "cancel", args.resume_id, *choice.flag])
+        raise RunNotResumableError(f"run {args.resume_id} cannot be resumed: it is running in a live process; wait "
+                                   f"for it, or cancel it with: {cancel}", run_id=args.resume_id, status=record.status)
     given = getattr(args, "formation_file", None)
     if given is None and record.source and record.source.startswith(SERVER_SOURCE):
         raise UsageError(f"run {args.resume_id} was started by the HTTP server (`wingman-actors serve`, "
@@ -169,6 +173,10 @@ def resume_command(args: argparse.Namespace) -> int:
         raise UsageError(f"run {args.resume_id} does not record its formation file (it was not started by "
                          f"`wingman-actors run`); name the file that builds formation {record.formation!r}: "
                          f"{command}, or resume it from Python with Formation.resume")
+    if given is None and record.source and os.path.isabs(record.source) and not os.path.exists(record.source):
+        command = shlex.join(["wingman-actors", "resume", args.resume_id, *choice.flag, "--formation", "FILE"])
+        raise UsageError(f"run {args.resume_id} was started from {record.source}, which is not there any more; "
+                         f"name the file that builds formation {record.formation!r} now: {command}")
     if args.answer is not None and record.interrupt is None and record.status not in ("succeeded", "expired"):
         raise UsageError(f"run {args.resume_id} has no pending interrupt to answer (status {record.status}); "
                          f"resume it without --answer: {shlex.join(['wingman-actors', 'resume', args.resume_id, *choice.flag])}")

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError, unknown_run
@@ -147,7 +150,8 @@ def _formation(record: RunRecord, given: str | None, params: list[str] | None, c
 
 
 def fork_command(args: argparse.Namespace) -> int:
-    """Fork the run and print the new run's id (or its history with ``--json``)."""
+    """Fork the run and print the new run's id (or its history with ``--json``). Exit 1 when
+    the new run failed (it is journalled: the ``resume`` command is printed)."""
     from ..store import FormationMismatchError, UnknownRunError
     from .durable import parse_answer
 
@@ -164,9 +168,29 @@ def fork_command(args: argparse.Namespace) -> int:
             new_id = formation.fork(args.run_id, store=store, at=_at(args.at), **given)
         except (ValueError, FormationMismatchError) as exc:
             raise UsageError(str(exc)) from exc
+        forked = store.get(new_id)
         if args.json:
-            print(json.dumps({"run_id": new_id, "status": store.get(new_id).status,
+            print(json.dumps({"run_id": new_id, "status": forked.status,
                               "history": _rows(store, new_id, choice)}, indent=2))
         else:
             print(new_id)
+    return _tell(forked, choice, args.formation_file)
+
+
+def _tell(forked: RunRecord, choice: StoreChoice, given: str | None) -> int:
+    """Say on stderr how the new run ended when it did not succeed, as ``run`` does: exit 1
+    when it failed, with the ``resume`` command; its question when it suspended."""
+    formation = ["--formation", str(Path(given).resolve()) if os.path.isfile(given) else given] if given else []
+    command = shlex.join(["wingman-actors", "resume", forked.id, *choice.flag, *formation])
+    if forked.status == "failed":
+        print(f"wingman-actors: the forked run {forked.id} failed: {forked.error}", file=sys.stderr)
+        print(f"continue it with: {command}", file=sys.stderr)
+        return 1
+    if forked.status == "suspended" and forked.interrupt is not None:
+        payload = json.dumps(forked.interrupt.payload, default=str, ensure_ascii=False)
+        print(f"run {forked.id} is waiting at node {forked.interrupt.node!r}: {payload}", file=sys.stderr)
+        from ..formation._breakpoints import is_breakpoint
+
+        asks = not is_breakpoint(forked.interrupt.payload)  # a breakpoint takes no answer
+        print(f"{'answer' if asks else 'continue'} it with: {command}{' --answer JSON' if asks else ''}", file=sys.stderr)
     return 0

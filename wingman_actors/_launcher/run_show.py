@@ -267,7 +267,10 @@ def _print_table(document: dict[str, Any], flag: list[str]) -> None:
     for r in rows:
         print("  ".join(r[c].ljust(widths[c]) for c in columns).rstrip())
     interrupt = document["interrupt"]
-    if interrupt is not None:
+    if interrupt is not None and document["status"] == "expired":  # its answer is no longer taken
+        print(f"expired at node {interrupt['node']!r}: {_cut(interrupt['payload'])}")
+        print("it waited longer than its store's suspend_ttl and cannot be resumed: start a new run")
+    elif interrupt is not None:
         formation = [] if document["source"] else ["--formation", "FILE"]  # a run started from Python
         command = shlex.join(["wingman-actors", "resume", document["run_id"], *flag, *formation])
         from ..formation._breakpoints import is_breakpoint

@@ -48,7 +48,7 @@ def runs_command(args: argparse.Namespace) -> int:
     path = choice.target
     if not choice.exists():
         if choice.default:  # `run` creates it on first use
-            return _print([], args.json, choice.shown)
+            return _print([], args.json, choice.shown, args.status)
         if choice.path.is_dir():
             raise UsageError(choice.missing())
         raise UsageError(f"--store {path}: no such file; give the path of a run store "
@@ -61,15 +61,15 @@ def runs_command(args: argparse.Namespace) -> int:
     rows = [{"run_id": r.id, "formation": r.formation, "status": r.status,
              "created": r.created.isoformat(timespec="seconds"), "updated": r.updated.isoformat(timespec="seconds")}
             for r in runs]
-    return _print(rows, args.json, choice.shown)
+    return _print(rows, args.json, choice.shown, args.status)
 
 
-def _print(rows: list[dict[str, Any]], as_json: bool, path: str | Path) -> int:
+def _print(rows: list[dict[str, Any]], as_json: bool, path: str | Path, status: str | None = None) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
-        print(f"no runs in {path}", file=sys.stderr)
+        print(f"no {status + ' ' if status else ''}runs in {path}", file=sys.stderr)
         return 0
     columns = ("run_id", "formation", "status", "created", "updated")
     widths = {c: max(len(c), *(len(str(row[c])) for row in rows)) for c in columns}

@@ -215,7 +215,7 @@ class Claim(Op):
             self.error = inner_run_refused(conn, self.run_id, row[2], status)
             return None
         if status == "suspended" and expires is not None and expires <= self.now:
-            conn.execute("UPDATE runs SET status = 'expired', updated = ? WHERE id = ?", (self.now, self.run_id))
+            conn.execute("UPDATE runs SET status = 'expired', updated = expires WHERE id = ?", (self.run_id,))
             status = "expired"
         refusal = None
         if status == "running" and row[3]:
@@ -305,7 +305,8 @@ class Answer(Op):
             self.error = UnknownRunError(self.run_id, self.store_path)
             return None
         if run[0] == "expired" or (run[0] == "suspended" and run[1] is not None and run[1] <= self.now):
-            conn.execute("UPDATE runs SET status = 'expired', updated = ? WHERE id = ?", (self.now, self.run_id))
+            conn.execute("UPDATE runs SET status = 'expired', updated = COALESCE(expires, updated) WHERE id = ?",
+                         (self.run_id,))
             self.error = RunNotResumableError(
                 f"run {self.run_id!r} expired: it was suspended longer than the store's suspend_ttl, so it "
                 "takes no answer; start a new run", run_id=self.run_id, status="expired")
@@ -325,7 +326,7 @@ class Prune(Op):
     """Delete top-level runs (and their journals, and their inner runs) that are finished (not running, and not suspended
     and still waiting for their answer) and not updated since ``cutoff``, and the shapes
     no run uses (forgetting them from ``shapes``, see :class:`BeginRun`). Suspended runs
-    past their expiry are marked expired first (which updates them)."""
+    past their expiry are marked expired first (updated when they expired)."""
 
     __slots__ = ("cutoff", "now", "shapes")
     wait = True
@@ -346,7 +347,8 @@ class Prune(Op):
 
 
 class Expire(Op):
-    """Mark suspended runs past their expiry ``expired``."""
+    """Mark suspended runs past their expiry ``expired``, updated when they expired (so a
+    prune counts their age from then, whenever they were marked)."""
 
     __slots__ = ("now",)
     wait = True
@@ -356,8 +358,8 @@ class Expire(Op):
         self.now = now
 
     def apply(self, conn: Any) -> Any:
-        return conn.execute("UPDATE runs SET status = 'expired', updated = ? WHERE status = 'suspended' "
-                            "AND expires IS NOT NULL AND expires <= ?", (self.now, self.now)).rowcount
+        return conn.execute("UPDATE runs SET status = 'expired', updated = expires WHERE status = 'suspended' "
+                            "AND expires IS NOT NULL AND expires <= ?", (self.now,)).rowcount
 
 
 class MarkInterrupted(Op):

@@ -5,8 +5,8 @@ The tables are those of the SQLite store (``shapes``, ``owners``, ``runs``, ``jo
 same columns, same journal format: a codec number and JSON text per value), created in the
 connection's schema (the first of its ``search_path``; choose one with
 ``?options=-csearch_path%3Dmyschema`` in the URL). ``wingman_run_store`` marks the schema as
-a run store and holds its version, so another application's ``runs`` table is refused
-instead of being written into. Owners hold a lease (``owners.lease_until``, in the
+a run store and holds its version, so another application's ``runs`` table (or ``journal``,
+``shapes``, ``owners``) is refused instead of being written into. Owners hold a lease (``owners.lease_until``, in the
 server's clock, so machines with skewed clocks agree on it) while their writer's connection
 (``owners.backend``, its server process) is open.
 
@@ -216,8 +216,8 @@ def migrate(conn: PgConnection, shown: str) -> int:
     the version it had (0: created now).
 
     Raises:
-        StoreOpenError: the schema holds another application's ``runs`` table, or cannot be
-            created (permissions).
+        StoreOpenError: the schema holds another application's table of a store table's name
+            (``runs``, ``journal``, ``shapes``, ``owners``), or cannot be created (permissions).
         StoreVersionError: the store was written by a newer wingman-actors.
     """
     raw = conn.raw
@@ -225,12 +225,13 @@ def migrate(conn: PgConnection, shown: str) -> int:
         with raw.transaction():
             # Several processes may open a new store at once: one creates it, the others wait.
             raw.execute("SELECT pg_advisory_xact_lock(hashtext('wingman-actors run store ' || current_schema()))")
-            marker, runs = raw.execute("SELECT to_regclass('wingman_run_store'), to_regclass('runs')").fetchone() \
-                or (None, None)
+            marker, taken = raw.execute(  # a table of the store's names that is another application's
+                "SELECT to_regclass('wingman_run_store'), COALESCE(to_regclass('runs'), to_regclass('journal'), "
+                "to_regclass('shapes'), to_regclass('owners'))::text").fetchone() or (None, None)
             if marker is None:
-                if runs is not None:
+                if taken is not None:
                     raise StoreOpenError(
-                        f"RunStore {shown}: the schema already has a 'runs' table of another application; use "
+                        f"RunStore {shown}: the schema already has a {taken!r} table of another application; use "
                         "another database or schema (e.g. ?options=-csearch_path%3Dwingman in the URL)", path=shown)
                 for statement in _SCHEMA:
                     raw.execute(statement)

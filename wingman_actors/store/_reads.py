@@ -24,6 +24,8 @@ _KIND_NAMES = {v: k for k, v in KINDS.items()}
 _MAX_IDLE = 8
 # A suspended run past its expiry reads as expired even before the writer marks it.
 STATUS = "CASE WHEN status = 'suspended' AND expires IS NOT NULL AND expires <= :now THEN 'expired' ELSE status END"
+# ... and was updated then (as once marked: see _ops.Expire).
+UPDATED = "CASE WHEN status = 'suspended' AND expires IS NOT NULL AND expires <= :now THEN expires ELSE updated END"
 
 
 class ReaderPool:
@@ -91,7 +93,7 @@ def _utc(t: float) -> datetime.datetime:
 
 def list_runs(conn: Any, status: RunStatus | None, now: float, nested: bool = False, status_sql: str = STATUS,
               ) -> list[RunSummary]:
-    sql = f"SELECT id, formation, {status_sql}, created, updated, parent FROM runs"
+    sql = f"SELECT id, formation, {status_sql}, created, {UPDATED}, parent FROM runs"
     where = [] if nested else ["parent IS NULL"]
     params: dict[str, Any] = {"now": now}
     if status is not None:
@@ -118,7 +120,7 @@ def get_run(conn: Any, codec: Codec, run_id: str, now: float, path: str, status_
             ) -> tuple[RunRecord, str, int]:
     """The run record (with its pending interrupt), its stored shape JSON and its key."""
     row = conn.execute(
-        f"SELECT r.id, r.formation, {status_sql}, r.created, r.updated, r.fingerprint, r.source, r.input_codec, "
+        f"SELECT r.id, r.formation, {status_sql}, r.created, {UPDATED}, r.fingerprint, r.source, r.input_codec, "
         "r.input, r.error, r.expires, s.shape, r.key, r.parent, r.cancel_requested FROM runs r JOIN shapes s ON s.fingerprint = r.fingerprint "
         "WHERE r.id = :id", {"now": now, "id": run_id}).fetchone()
     if row is None:

@@ -7,15 +7,18 @@ database is refused instead of being written into.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ._errors import StoreOpenError, StoreVersionError
 
-__all__ = ["APPLICATION_ID", "LATEST_VERSION", "MIGRATIONS", "Migration", "check_path", "connect", "migrate"]
+__all__ = ["APPLICATION_ID", "LATEST_VERSION", "MIGRATIONS", "Migration", "check_path", "connect", "damaged", "migrate",
+           "preparing"]
 
 APPLICATION_ID = 0x574D524A  # "WMRJ": wingman run journal
 _STATUSES = "'running', 'succeeded', 'failed', 'cancelled', 'suspended', 'expired', 'interrupted'"
@@ -161,15 +164,47 @@ def _not_sqlite(path: str) -> StoreOpenError:
                           "store, or of a file that does not exist yet", path=path)
 
 
+def damaged(path: str, exc: BaseException) -> StoreOpenError | None:
+    """The error refusing a damaged store file when ``exc`` (or the database error behind a
+    failed write, its ``__cause__``) is SQLite saying the file is malformed; else None."""
+    cause = exc if isinstance(exc, sqlite3.DatabaseError) else exc.__cause__
+    if not isinstance(cause, sqlite3.DatabaseError) or (cause.sqlite_errorcode or 0) & 0xFF != sqlite3.SQLITE_CORRUPT:
+        return None
+    return StoreOpenError(f"RunStore cannot open {path}: the file is damaged ({cause}); restore it from a backup, "
+                          "or move it aside and pass the path of a new file", path=path)
+
+
+@contextlib.contextmanager
+def preparing(conn: sqlite3.Connection, path: str) -> Iterator[None]:
+    """While a store prepares its writer connection: if that fails, roll back and close the
+    connection; a database error is a :class:`StoreOpenError` (a damaged file says so)."""
+    try:
+        yield
+    except BaseException as exc:
+        with contextlib.suppress(sqlite3.Error):  # (a damaged file may refuse even that)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        conn.close()
+        if not isinstance(exc, sqlite3.DatabaseError):
+            raise
+        raise damaged(path, exc) or StoreOpenError(f"RunStore cannot prepare {path}: {exc}; check that the file is "
+                                                   "a run store and writable, or pass another path", path=path) from exc
+
+
 def check_path(path: str | os.PathLike[str]) -> str:
     """The path as a string, once it is known to be usable for a store file.
 
     Raises:
+        TypeError: ``path`` is neither a str nor an ``os.PathLike``.
         StoreOpenError: the path is empty or ``:memory:``, a directory, in a folder that
             does not exist, or an existing file too short to be an SQLite database (the
             header of a longer one is checked by SQLite, in :func:`connect`).
     """
-    text = os.fspath(path)
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"RunStore: path must be a SQLite file's path (a str or os.PathLike) or a postgresql:// URL, "
+                        f"got {type(path).__name__}; pass e.g. RunStore('runs.sqlite')") from None
     if not isinstance(text, str) or text in ("", ":memory:") or text.startswith("file:"):
         raise StoreOpenError(
             f"RunStore needs the path of a database file, got {text!r}; pass e.g. RunStore('runs.sqlite') "
@@ -213,6 +248,9 @@ def connect(path: str, *, synchronous: str, read_only: bool = False) -> sqlite3.
             conn.close()
         if isinstance(exc, StoreOpenError):
             raise
+        refused = damaged(path, exc)
+        if refused is not None:
+            raise refused from exc
         if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_NOTADB:
             raise StoreOpenError(f"RunStore cannot open {path}: the file exists and is not an SQLite database, or "
                                  f"is a damaged one ({exc}); pass the path of a run store, or of a file that does "
@@ -262,8 +300,8 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
         if version < LATEST_VERSION:
             version = _upgrade(conn, path)
     except sqlite3.DatabaseError as exc:
-        raise StoreOpenError(f"RunStore cannot prepare {path}: {exc}; check that the file is a run store and "
-                             "writable, or pass another path", path=path) from exc
+        raise damaged(path, exc) or StoreOpenError(f"RunStore cannot prepare {path}: {exc}; check that the file is "
+                                                   "a run store and writable, or pass another path", path=path) from exc
     return version
 
 

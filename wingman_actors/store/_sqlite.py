@@ -43,7 +43,7 @@ from ._ops import (
 from ._owner import ProcessIdentity
 from ._reads import STATUS, ReaderPool, get_run, list_runs, load_journal
 from ._records import RUN_STATUSES, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
-from ._schema import check_path, connect, migrate
+from ._schema import check_path, connect, damaged, migrate, preparing
 from ._shape import FormationShape
 from ._values import POSTGRES_SCHEMES, duration, new_run_id
 from ._writer import Flush, Op, Writer
@@ -117,6 +117,7 @@ class RunStore:
             another application's database; a PostgreSQL server that cannot be reached);
             ``StoreVersionError`` if it is newer.
         MissingExtraError: a ``postgresql://`` URL without the ``postgres`` extra.
+        TypeError: ``path`` is neither a str nor an ``os.PathLike``.
 
     Example:
         >>> import tempfile, os, networkx as nx
@@ -158,7 +159,7 @@ class RunStore:
         self._codec = Codec(allow_pickle=allow_pickle)
         self._here = ProcessIdentity.current()
         conn = connect(self._path, synchronous=synchronous)
-        try:
+        with preparing(conn, self._path):  # (closes conn if it fails; a damaged file says so)
             migrate(conn, self._path)
             conn.execute("PRAGMA wal_autocheckpoint = 0")  # checkpoints run on their own thread (see _checkpoint)
             _bulk.install(conn)  # the journal_ops view the writer applies runs of writes through
@@ -167,11 +168,6 @@ class RunStore:
             self._owner = int(conn.execute("INSERT INTO owners (host, boot, pid, started, opened) VALUES (?, ?, ?, ?, ?)",
                                            (h.host, h.boot, h.pid, h.started, time.time())).lastrowid or 0)
             conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            conn.close()
-            raise
         self._shapes: set[str] = set()  # fingerprints known stored; used by ops, under the write lock
         self._cancels = CancelWatch(self._owner, set())
         self._writer = writer = Writer(conn, "wingman-store-writer", tick=self._cancels)
@@ -189,10 +185,13 @@ class RunStore:
             try:
                 self.mark_interrupted()
                 self.expire()
-            except BaseException:
+            except BaseException as exc:
                 with contextlib.suppress(StoreError):
                     self._finalizer()  # the threads end with the failed open
-                raise
+                refused = damaged(self._path, exc)  # (a damaged file may show only in the recovery's reads)
+                if refused is None:
+                    raise
+                raise refused from exc
 
     def __repr__(self) -> str:
         return f"RunStore({self._path!r})"
@@ -565,7 +564,7 @@ class RunStore:
         """Delete the finished runs (and their journals) not updated for ``older_than``
         (timedelta or seconds): every status but ``running``, and ``suspended`` while the
         run still waits for its answer. A suspended run past its expiry is marked
-        ``expired`` (an update: it goes once that is ``older_than`` ago). A deleted run's
+        ``expired``, updated when it expired: it goes once that is ``older_than`` ago. A deleted run's
         inner runs (nested formations) are deleted with it, whatever their status; an inner
         run is never deleted on its own. Returns how many top-level runs were deleted."""
         seconds = duration(older_than, "prune(older_than=...)", allow_none=False) or 0.0

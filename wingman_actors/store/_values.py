@@ -24,11 +24,12 @@ def duration(value: Any, name: str, *, allow_none: bool) -> float | None:
     """
     if value is None and allow_none:
         return None
+    given = value
     if isinstance(value, datetime.timedelta):
         value = value.total_seconds()
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         raise ValueError(f"RunStore: {name} must be a datetime.timedelta or a number of seconds >= 0"
-                         f"{' or None' if allow_none else ''}, got {value!r}")
+                         f"{' or None' if allow_none else ''}, got {given!r}")
     return float(value)
 
 
