@@ -35,7 +35,7 @@ from ._aio import (
     running_loop,
     watch,
 )
-from ._options import RunOptions, merge_options
+from ._options import RunOptions, merge_options, require_run_id
 
 if TYPE_CHECKING:
     from ..orchestration._blackboard import Blackboard
@@ -140,6 +140,7 @@ class AsyncRuns:
             ...     result = await formation.aresume(result.run_id, store="runs.sqlite", answer="yes")
         """
         running_loop("Formation.aresume()")
+        require_run_id(run_id, "Formation.aresume()")
         opts = merge_options(
             options, "Formation.aresume()", timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
@@ -207,6 +208,7 @@ class AsyncRuns:
             >>> async for event in formation.aresume_stream(run_id, store=store, answer="yes"):  # doctest: +SKIP
             ...     print(event.type, event.node)
         """
+        require_run_id(run_id, "Formation.aresume_stream()")
         opts = merge_options(
             options, "Formation.aresume_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ._durable import StoreArg
     from .events import FormationEvent
 
-__all__ = ["RunOptions", "check_run_args", "merge_options"]
+__all__ = ["RunOptions", "check_run_args", "merge_options", "require_run_id"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +82,21 @@ class RunOptions:
             raise TypeError(f"backend must be a name, 'threads' or 'ray', got {self.backend!r}")
         if self.run_id is not None and not isinstance(self.run_id, str):
             raise TypeError(f"run_id must be a str or None, got {self.run_id!r}")
+
+
+def require_run_id(run_id: Any, call: str) -> None:
+    """Refuse a ``run_id`` to resume that is no run's id (None above all: it would read as
+    "no run id", which starts a new run where a resume was asked for).
+
+    Raises:
+        TypeError: ``run_id`` is not a str.
+        ValueError: it is empty.
+    """
+    if not isinstance(run_id, str):
+        raise TypeError(f"{call} needs run_id, the id of a journalled run (a str: FormationResult.run_id, "
+                        f"future.run_id, or `wingman-actors runs --store PATH` lists them), got {run_id!r}")
+    if not run_id:
+        raise ValueError(f"{call} needs run_id, the id of a journalled run, got an empty string")
 
 
 def check_run_args(timeout: Any, on_event: Any = None) -> None:

@@ -36,7 +36,7 @@ from ._future import RunFuture
 from ._nested_map import FormationMapActor, map_width
 from ._nested_node import FormationNode
 from ._nesting import InnerFormation
-from ._options import RunOptions, check_run_args, merge_options
+from ._options import RunOptions, check_run_args, merge_options, require_run_id
 from ._plan import NodeSpec, Plan
 from ._result import FormationResult, NodeTrace
 from ._routing import Router
@@ -391,6 +391,7 @@ class RunningFormation(AsyncSubmit):
         """The checks of :meth:`resume` that need no store (raised here), and a callable
         that claims the run in the journal (blocking) and launches it (``aresume`` calls
         it off the event loop)."""
+        require_run_id(run_id, call)
         if options is not None:
             merged = merge_options(options, call, timeout=timeout, on_event=on_event, blackboard=blackboard,
                                    run_id=run_id, break_before=break_before, break_after=break_after)

@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._options import RunOptions, merge_options
+from ._options import RunOptions, merge_options, require_run_id
 
 if TYPE_CHECKING:
     import networkx as nx  # type: ignore[import-untyped]
@@ -203,6 +203,7 @@ class Runs:
         Example:
             >>> result = formation.resume(run_id, store="runs.sqlite", answer="yes")  # doctest: +SKIP
         """
+        require_run_id(run_id, "Formation.resume()")
         opts = merge_options(
             options, "Formation.resume()", timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
@@ -261,6 +262,7 @@ class Runs:
     ) -> Iterator[FormationEvent]:
         """:meth:`resume` as :meth:`run_stream` does :meth:`run` (each step blocks the calling thread; from a coroutine:
         ``formation.aresume_stream(...)``): yield its events (a journalled visit's ``node_finished`` is ``journalled``)."""
+        require_run_id(run_id, "Formation.resume_stream()")
         opts = merge_options(
             options, "Formation.resume_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
