@@ -105,8 +105,8 @@ class Runs:
     def run(
         self,
         input: Any,
-        *,
         timeout: float | None = None,
+        *,
         on_event: EventListener | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,

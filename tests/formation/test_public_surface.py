@@ -1,5 +1,6 @@
-"""The formation errors a user catches are importable from ``wingman_actors.formation``,
-and importing the package does not load the runtime for them."""
+"""The formation package's surface as DESIGN writes it: the errors a user catches are
+importable from ``wingman_actors.formation`` (without importing the runtime for them), and
+``run(input, timeout)`` takes its timeout by position too."""
 
 from __future__ import annotations
 
@@ -45,3 +46,19 @@ def test_importing_the_formation_package_loads_neither_error_module() -> None:
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_run_takes_its_timeout_by_position_as_design_writes_it() -> None:
+    # DESIGN: `.run(input, timeout=None) -> FormationResult`
+    import threading
+
+    from wingman_actors.errors import FormationRuntimeError
+
+    gate = threading.Event()
+    slow = Formation("slow").add_function("wait", lambda x: gate.wait(5) and x)
+    try:
+        with pytest.raises(FormationRuntimeError, match="timed out|timeout"):
+            slow.run(1, 0.2)
+    finally:
+        gate.set()
+    assert Formation("quick").add_function("inc", lambda x: x + 1).run(1, 5).output == 2
