@@ -57,7 +57,7 @@ def test_run_takes_its_timeout_by_position_as_design_writes_it() -> None:
     gate = threading.Event()
     slow = Formation("slow").add_function("wait", lambda x: gate.wait(5) and x)
     try:
-        with pytest.raises(FormationRuntimeError, match="timed out|timeout"):
+        with pytest.raises(FormationRuntimeError, match=r"timed out|timeout"):
             slow.run(1, 0.2)
     finally:
         gate.set()
