@@ -15,6 +15,7 @@ import functools
 import itertools
 import logging
 import threading
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Collection, Iterable
@@ -113,6 +114,8 @@ class RunningFormation(AsyncSubmit):
         self._started = False
         self._stopped = False
         self._stop_lock = threading.Lock()
+        # Formation.run/resume: the monotonic time of the call, from which the run's timeout counts
+        self.called: float | None = None
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -428,7 +431,8 @@ class RunningFormation(AsyncSubmit):
         run = RunState(run_id, input, listeners, self._units, self.plan.order, future, board, trace, replay, breaks)
         self._runs[run_id] = run
         if timeout is not None:
-            run.timer = self._scheduler.call_later(timeout, lambda: self._run_timeout(run, timeout))
+            delay = timeout if self.called is None else max(timeout - (time.monotonic() - self.called), 1e-3)
+            run.timer = self._scheduler.call_later(delay, lambda: self._run_timeout(run, timeout))
         if listeners:
             emit(listeners, FormationEventType.RUN_STARTED, run_id, None, {})
         self._router.begin(run)
