@@ -446,7 +446,12 @@ class RunningFormation(AsyncSubmit):
 
         Returns:
             True, or False when the run had already finished (or is unknown).
+
+        Raises:
+            TypeError: ``run_id`` is not a str.
         """
+        if not isinstance(run_id, str):
+            raise TypeError(f"run_id must be a str, the id of a run (future.run_id or result.run_id), got {run_id!r}")
         return self._router.cancel_run(run_id)
 
     def cancel_traced(self, run_id: str) -> dict[str, NodeTrace] | None:
