@@ -233,7 +233,17 @@ class RunningFormation(AsyncSubmit):
         unresolved. Agent and fleet sessions are cancelled; node code still running after
         ``timeout`` seconds (1 by default), or at once for a run that had ended, is left
         to finish on a daemon thread, logged: it never blocks the caller or interpreter exit.
+
+        Raises:
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative (or nan).
         """
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise TypeError(f"stop(timeout) must be a number of seconds >= 0 (the grace for node code still "
+                            f"running), got {timeout!r}")
+        if not timeout >= 0:  # (nan is not)
+            raise ValueError(f"stop(timeout) must be a number of seconds >= 0 (the grace for node code still "
+                             f"running), got {timeout!r}")
         with self._stop_lock:
             if self._stopped:
                 return
