@@ -164,3 +164,8 @@ def test_start_refuses_a_work_dir_that_is_not_a_path_before_anything_starts() ->
     with pytest.raises(TypeError, match=r"work_dir must be a directory path \(str or pathlib.Path\) or None, got 3"):
         Formation("o").add_function("a", lambda x: x).start(work_dir=3)  # type: ignore[arg-type]
 
+
+def test_start_refuses_backend_options_that_are_not_a_mapping() -> None:
+    # it was "TypeError: 'int' object is not iterable", naming nothing
+    with pytest.raises(TypeError, match=r"backend_options must be a mapping.*got 3"):
+        Formation("o").add_function("a", lambda x: x).start(backend_options=3)  # type: ignore[arg-type]

@@ -81,6 +81,9 @@ class RunOptions:
             )
         if self.work_dir is not None and not isinstance(self.work_dir, str | os.PathLike):
             raise TypeError(f"work_dir must be a directory path (str or pathlib.Path) or None, got {self.work_dir!r}")
+        if self.backend_options is not None and not isinstance(self.backend_options, Mapping):
+            raise TypeError("backend_options must be a mapping (e.g. {'address': 'auto'} for backend='ray') or None, "
+                            f"got {self.backend_options!r}")
         if not isinstance(self.backend, str):
             raise TypeError(f"backend must be a name, 'threads' or 'ray', got {self.backend!r}")
         if self.run_id is not None and not isinstance(self.run_id, str):
