@@ -75,6 +75,15 @@ __all__ = [
 ]
 
 
+def _seconds(what: str, value: Any, *, zero: bool = True) -> None:
+    """Refuse ``value`` unless it is a number of seconds (>= 0, or > 0 without ``zero``)."""
+    bound = ">= 0" if zero else "> 0"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be a number of seconds {bound}, got {value!r}")
+    if not (value >= 0 if zero else value > 0):  # (nan is neither)
+        raise ValueError(f"{what} must be a number of seconds {bound}, got {value!r}")
+
+
 class ReplyKind(enum.StrEnum):
     """What a node actor replies to a work message (an envelope's ``type``).
 
@@ -217,8 +226,10 @@ class ActorProbe:
         :class:`ReplyKind`) and return it.
 
         Unread messages of other kinds before it are skipped. Raises ``AssertionError``
-        if none arrives within ``timeout`` seconds.
+        if none arrives within ``timeout`` seconds (``TypeError``/``ValueError`` when
+        ``timeout`` is not a number of seconds >= 0).
         """
+        _seconds("timeout", timeout)
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
@@ -236,7 +247,9 @@ class ActorProbe:
                 self._cond.wait(remaining)
 
     def expect_no_message(self, duration: float = 0.1) -> None:
-        """Assert that no unread message arrives within ``duration`` seconds."""
+        """Assert that no unread message arrives within ``duration`` seconds (a number >= 0,
+        else ``TypeError``/``ValueError``)."""
+        _seconds("duration", duration)
         deadline = time.monotonic() + duration
         with self._cond:
             while not self._unread:
