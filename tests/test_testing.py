@@ -242,3 +242,16 @@ def test_expect_no_message_refuses_a_duration_that_is_not_a_number_of_seconds(wa
     with ActorProbe.start() as probe, pytest.raises((TypeError, ValueError), match=r"duration must be a number of seconds"):
         probe.expect_no_message(wait)
 
+
+@pytest.mark.parametrize("wait", [float("nan"), 0, -1, "1"])
+def test_run_node_refuses_a_timeout_that_is_not_a_number_of_seconds(wait: Any) -> None:
+    # it ran the node, then failed it with "gave no reply within -1s"
+    formation = Formation("f").add_function("inc", lambda x: x + 1)
+    with pytest.raises((TypeError, ValueError), match=r"timeout must be a number of seconds > 0"):
+        run_node(formation, "inc", 1, timeout=wait)
+
+
+def test_run_node_refuses_what_is_not_a_formation() -> None:
+    # it was "AttributeError: 'str' object has no attribute 'validate'"
+    with pytest.raises(TypeError, match=r"run_node takes a Formation.*got str"):
+        run_node("f", "inc", 1)

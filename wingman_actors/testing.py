@@ -332,10 +332,15 @@ def run_node(
 
     Raises:
         KeyError: no node of that name (the message lists the nodes).
-        TypeError: an override it cannot apply, or a fan-in function node's input that is
+        TypeError: ``formation`` is not a formation, ``timeout`` not a number, an override it cannot apply, or a fan-in function node's input that is
             not a dict keyed by its predecessors.
         FormationRuntimeError: the node failed (the cause is chained).
+        ValueError: ``timeout`` is not > 0.
     """
+    if not callable(getattr(formation, "validate", None)):
+        raise TypeError(f"run_node takes a Formation, e.g. run_node(formation, 'node', input), "
+                        f"got {type(formation).__name__}")
+    _seconds("timeout", timeout, zero=False)
     plan = formation.validate()
     if name not in plan.nodes:
         raise KeyError(f"formation {plan.name!r} has no node {name!r}; nodes: {', '.join(plan.nodes)}")
