@@ -38,8 +38,8 @@ def begin_once(
     timeout counts from it, so loading the runtime and starting the actors are within it."""
     if check_board(options.blackboard) is None:
         require_no_board(plan)  # before any actor starts
-    running = RunningFormation(plan, options, journal=journal).start()
-    running.called = called  # the run's timeout counts from the call: loading and starting are the caller's wait too
+    # the run's timeout counts from the call: loading the runtime and starting are the caller's wait too
+    running = RunningFormation(plan, options, journal=journal, timeout_from=called).start()
     timeout = options.timeout
     try:
         if resume:

@@ -78,7 +78,8 @@ class RunningFormation(AsyncSubmit):
         ...     results = [f.result() for f in futures]
     """
 
-    def __init__(self, plan: Plan, options: RunOptions = _NO_OPTIONS, *, journal: Journal | None = None) -> None:
+    def __init__(self, plan: Plan, options: RunOptions = _NO_OPTIONS, *, journal: Journal | None = None,
+                 timeout_from: float | None = None) -> None:
         # Of the options, a started formation takes on_event (every run's), provider, work_dir,
         # backend, backend_options and blackboard (the default board); the caller opened
         # options.store as ``journal``; timeout, run_id and breakpoints belong to each submit().
@@ -114,8 +115,8 @@ class RunningFormation(AsyncSubmit):
         self._started = False
         self._stopped = False
         self._stop_lock = threading.Lock()
-        # Formation.run/resume: the monotonic time of the call, from which the run's timeout counts
-        self.called: float | None = None
+        # Formation.run/resume: the time.monotonic() of the call, from which the run's timeout counts
+        self._timeout_from = timeout_from
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -441,7 +442,8 @@ class RunningFormation(AsyncSubmit):
         run = RunState(run_id, input, listeners, self._units, self.plan.order, future, board, trace, replay, breaks)
         self._runs[run_id] = run
         if timeout is not None:
-            delay = timeout if self.called is None else max(timeout - (time.monotonic() - self.called), 1e-3)
+            since = self._timeout_from
+            delay = timeout if since is None else max(timeout - (time.monotonic() - since), 1e-3)
             run.timer = self._scheduler.call_later(delay, lambda: self._run_timeout(run, timeout))
         if listeners:
             emit(listeners, FormationEventType.RUN_STARTED, run_id, None, {})
