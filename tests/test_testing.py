@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+from typing import Any
 
 import pytest
 
@@ -226,3 +227,31 @@ def test_the_testkit_example_imports_no_private_module() -> None:
     ] + [alias.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Import) for alias in node.names]
     private = [m for m in modules if any(part.startswith("_") for part in m.split(".") if part != "__future__")]
     assert private == []
+
+
+@pytest.mark.parametrize("wait", [float("nan"), -1, "1", True])
+def test_expect_message_refuses_a_timeout_that_is_not_a_number_of_seconds(wait: Any) -> None:
+    # a nan waited forever; a negative one reported "no message within -1s"
+    with ActorProbe.start() as probe, pytest.raises((TypeError, ValueError), match=r"timeout must be a number of seconds"):
+        probe.expect_message(timeout=wait)
+
+
+@pytest.mark.parametrize("wait", [float("nan"), -1, "1", True])
+def test_expect_no_message_refuses_a_duration_that_is_not_a_number_of_seconds(wait: Any) -> None:
+    # a negative one passed at once, checking nothing
+    with ActorProbe.start() as probe, pytest.raises((TypeError, ValueError), match=r"duration must be a number of seconds"):
+        probe.expect_no_message(wait)
+
+
+@pytest.mark.parametrize("wait", [float("nan"), 0, -1, "1"])
+def test_run_node_refuses_a_timeout_that_is_not_a_number_of_seconds(wait: Any) -> None:
+    # it ran the node, then failed it with "gave no reply within -1s"
+    formation = Formation("f").add_function("inc", lambda x: x + 1)
+    with pytest.raises((TypeError, ValueError), match=r"timeout must be a number of seconds > 0"):
+        run_node(formation, "inc", 1, timeout=wait)
+
+
+def test_run_node_refuses_what_is_not_a_formation() -> None:
+    # it was "AttributeError: 'str' object has no attribute 'validate'"
+    with pytest.raises(TypeError, match=r"run_node takes a Formation.*got str"):
+        run_node("f", "inc", 1)

@@ -75,6 +75,15 @@ __all__ = [
 ]
 
 
+def _seconds(what: str, value: Any, *, zero: bool = True) -> None:
+    """Refuse ``value`` unless it is a number of seconds (>= 0, or > 0 without ``zero``)."""
+    bound = ">= 0" if zero else "> 0"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be a number of seconds {bound}, got {value!r}")
+    if not (value >= 0 if zero else value > 0):  # (nan is neither)
+        raise ValueError(f"{what} must be a number of seconds {bound}, got {value!r}")
+
+
 class ReplyKind(enum.StrEnum):
     """What a node actor replies to a work message (an envelope's ``type``).
 
@@ -217,8 +226,10 @@ class ActorProbe:
         :class:`ReplyKind`) and return it.
 
         Unread messages of other kinds before it are skipped. Raises ``AssertionError``
-        if none arrives within ``timeout`` seconds.
+        if none arrives within ``timeout`` seconds (``TypeError``/``ValueError`` when
+        ``timeout`` is not a number of seconds >= 0).
         """
+        _seconds("timeout", timeout)
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
@@ -236,7 +247,9 @@ class ActorProbe:
                 self._cond.wait(remaining)
 
     def expect_no_message(self, duration: float = 0.1) -> None:
-        """Assert that no unread message arrives within ``duration`` seconds."""
+        """Assert that no unread message arrives within ``duration`` seconds (a number >= 0,
+        else ``TypeError``/``ValueError``)."""
+        _seconds("duration", duration)
         deadline = time.monotonic() + duration
         with self._cond:
             while not self._unread:
@@ -319,10 +332,15 @@ def run_node(
 
     Raises:
         KeyError: no node of that name (the message lists the nodes).
-        TypeError: an override it cannot apply, or a fan-in function node's input that is
+        TypeError: ``formation`` is not a formation, ``timeout`` not a number, an override it cannot apply, or a fan-in function node's input that is
             not a dict keyed by its predecessors.
         FormationRuntimeError: the node failed (the cause is chained).
+        ValueError: ``timeout`` is not > 0.
     """
+    if not callable(getattr(formation, "validate", None)):
+        raise TypeError(f"run_node takes a Formation, e.g. run_node(formation, 'node', input), "
+                        f"got {type(formation).__name__}")
+    _seconds("timeout", timeout, zero=False)
     plan = formation.validate()
     if name not in plan.nodes:
         raise KeyError(f"formation {plan.name!r} has no node {name!r}; nodes: {', '.join(plan.nodes)}")

@@ -271,3 +271,12 @@ def test_many_runs_cancelled_from_several_threads_while_others_flow_all_resolve(
             else:
                 assert future.result(timeout=1).output == i + 3
         assert running.in_flight == 0
+
+
+@pytest.mark.parametrize("run_id", [3, None, b"abc-1"])
+def test_cancel_refuses_a_run_id_that_is_not_a_str(run_id: Any) -> None:
+    # a run id is a str (future.run_id): anything else named no run and returned False,
+    # which reads as "that run had already finished"
+    with Formation("c").add_function("a", lambda x: x).start() as running:
+        with pytest.raises(TypeError, match=r"run_id must be a str.*future\.run_id"):
+            running.cancel(run_id)

@@ -490,3 +490,12 @@ def test_plan_nodes_are_node_specs_in_graph_order() -> None:
     plan = loop_formation().validate()
     assert isinstance(plan, Plan) and all(isinstance(s, NodeSpec) for s in plan.nodes.values())
     assert list(plan.nodes) == ["topic", "write", "check", "publish"] and plan.name == "loop"
+
+
+def test_connect_with_an_unknown_keyword_is_a_setup_error_naming_the_edge_and_the_keyword() -> None:
+    # DESIGN: "Every declaration error, builder calls included, is a FormationSetupError";
+    # a misspelt keyword was Python's own TypeError, naming neither the edge nor the fix
+    f = Formation("f").add_function("a", lambda x: x).add_function("b", lambda x: x)
+    with pytest.raises(FormationSetupError, match=r"connect\('a', 'b'\): unknown keyword\(s\) 'wen'; did you mean 'when'"):
+        f.connect("a", "b", wen=lambda x: True)  # type: ignore[call-arg]
+    assert not f.graph.has_edge("a", "b")

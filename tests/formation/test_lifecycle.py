@@ -154,3 +154,17 @@ def test_the_supervisor_starts_with_the_first_failure_and_stops_with_the_formati
         assert running.submit(1).result(5).output == 2  # retried by the supervisor
         assert _supervisor_threads() == ["wingman-supervisor-lazy"]
     assert _supervisor_threads() == []
+
+
+@pytest.mark.parametrize(("grace", "error"), [("1", TypeError), (True, TypeError), (-1, ValueError),
+                                              (float("nan"), ValueError)])
+def test_stop_refuses_a_bad_grace_before_stopping_anything(grace: object, error: type[Exception]) -> None:
+    # a bad grace raised halfway through stop() (or was taken as none), leaving the
+    # formation marked stopped with its actors half stopped
+    running = Formation("s").add_function("inc", lambda x: x + 1).start()
+    try:
+        with pytest.raises(error, match=r"stop\(timeout\) must be a number of seconds >= 0"):
+            running.stop(grace)  # type: ignore[arg-type]
+        assert running.submit(1).result(timeout=3).output == 2  # still running
+    finally:
+        running.stop()

@@ -157,3 +157,15 @@ def test_a_provider_that_is_not_a_provider_is_refused_before_anything_starts() -
     agent = Formation("a").add_agent("ask", Agent("w", provider=ScriptedProvider(["hi"])))
     with pytest.raises(TypeError, match=r"provider must be a Provider .*new_provider\('openai'.*got str"):
         agent.run("q", provider="openai")  # type: ignore[arg-type]
+
+
+def test_start_refuses_a_work_dir_that_is_not_a_path_before_anything_starts() -> None:
+    # it was taken, and every agent visit then failed with "expected str, bytes or os.PathLike"
+    with pytest.raises(TypeError, match=r"work_dir must be a directory path \(str or pathlib.Path\) or None, got 3"):
+        Formation("o").add_function("a", lambda x: x).start(work_dir=3)  # type: ignore[arg-type]
+
+
+def test_start_refuses_backend_options_that_are_not_a_mapping() -> None:
+    # it was "TypeError: 'int' object is not iterable", naming nothing
+    with pytest.raises(TypeError, match=r"backend_options must be a mapping.*got 3"):
+        Formation("o").add_function("a", lambda x: x).start(backend_options=3)  # type: ignore[arg-type]

@@ -4,6 +4,9 @@ run within the limit (plus a small margin) via run(), submit() and run_stream().
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -161,3 +164,28 @@ def test_a_node_that_ran_past_its_timeout_fails_though_its_timer_could_not_fire_
             Formation("t").add_function("hog", hog, timeout=0.05).run(1)
         assert time.perf_counter() - started > 0.05
         assert isinstance(info.value.__cause__, NodeTimeoutError)
+
+
+
+def test_a_run_timeout_counts_from_the_call_to_run_not_from_the_runs_start_inside_it() -> None:
+    # DESIGN: "a run timeout fails the run within that limit plus 0.1 s — Formation.run()
+    # included". The first run of a process loads the runtime and starts the actors
+    # before its run starts (0.1-0.3 s): the caller waits for that too, so the limit
+    # counts from the call. Its run then fails less than the limit after it started.
+    script = textwrap.dedent("""
+        import threading, time
+        from wingman_actors import Formation
+        from wingman_actors.errors import FormationRuntimeError
+        release, began = threading.Event(), []
+        formation = Formation("t").add_function("slow", lambda x: release.wait(4))
+        called = time.perf_counter()
+        try:
+            formation.run(1, timeout=0.3, on_event=lambda e: began.append(time.perf_counter()))
+        except FormationRuntimeError:
+            print(began[0] - called, time.perf_counter() - began[0])
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    before_start, after_start = map(float, done.stdout.split())
+    assert before_start > 0.01  # the runtime loaded inside run()
+    assert after_start < 0.3

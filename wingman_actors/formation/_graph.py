@@ -258,6 +258,7 @@ class Formation(Runs, AsyncRuns, Forks):
         when: Callable[[Any], bool] | type | tuple[type, ...] | None = None,
         otherwise: bool = False,
         on_error: bool = False,
+        **unknown: Any,
     ) -> Formation:
         """Add edges along ``names``: ``connect("a", "b", "c")`` adds a → b and b → c.
 
@@ -274,9 +275,10 @@ class Formation(Runs, AsyncRuns, Forks):
             on_error: add error edges (attribute ``on_error=True``), taken only when the
                 source fails after its retries (timeouts included), carrying a
                 :class:`~wingman_actors.formation.NodeFailure`: the run goes on from there.
+            **unknown: none is taken: a misspelt keyword is a ``FormationSetupError``.
 
         Raises:
-            FormationSetupError: fewer than two names, ``when`` is not a predicate or a
+            FormationSetupError: an unknown keyword, fewer than two names, ``when`` is not a predicate or a
                 type, both ``when`` and ``otherwise``, ``on_error`` is not a bool or comes
                 with a condition, a name is not declared, or an edge already exists (all
                 listed). Nothing is added.
@@ -290,6 +292,11 @@ class Formation(Runs, AsyncRuns, Forks):
         if on_error is not False:
             attrs["on_error"] = on_error
         problems = edge_problems(names[0], names[1], attrs)
+        if unknown:
+            hints = [f"did you mean {c[0]!r}?" for k in unknown
+                     if (c := difflib.get_close_matches(k, ["when", "otherwise", "on_error"], n=1))]
+            problems.insert(0, f"unknown keyword(s) {', '.join(map(repr, unknown))}; {' '.join(hints)}"
+                               f"{' ' if hints else ''}connect takes when=, otherwise= and on_error=")
         for n in dict.fromkeys(names):
             if n not in self.graph:
                 close = difflib.get_close_matches(str(n), [str(k) for k in self.graph], n=1)

@@ -28,22 +28,26 @@ __all__ = ["begin_once", "run_once", "run_stream", "settle"]
 
 def begin_once(
     plan: Plan, input: Any, options: RunOptions, journal: Journal | None = None, *, resume: bool = False,
-    answer: Any = None, on_event: EventListener | None = None,
+    answer: Any = None, on_event: EventListener | None = None, called: float | None = None,
 ) -> tuple[RunningFormation, RunFuture]:
     """Start the formation and submit ``input`` (or, with ``resume``, continue the
     journalled run ``options.run_id``): the first half of ``run``/``run_stream`` and of
     their async twins (:mod:`._aio`), which wait for the future, :func:`settle` the
-    journal and stop the formation. ``journal`` is ``options.store``, opened by the caller."""
+    journal and stop the formation. ``journal`` is ``options.store``, opened by the caller.
+    ``called``: the ``time.monotonic()`` of the call to ``run`` or ``resume``: the run's
+    timeout counts from it, so loading the runtime and starting the actors are within it."""
     if check_board(options.blackboard) is None:
         require_no_board(plan)  # before any actor starts
-    running = RunningFormation(plan, options, journal=journal).start()
+    # the run's timeout counts from the call: loading the runtime and starting are the caller's wait too
+    running = RunningFormation(plan, options, journal=journal, timeout_from=called).start()
+    timeout = options.timeout
     try:
         if resume:
             assert options.run_id is not None
-            future = running.resume(options.run_id, answer, timeout=options.timeout, on_event=on_event,
+            future = running.resume(options.run_id, answer, timeout=timeout, on_event=on_event,
                                     break_before=options.break_before, break_after=options.break_after)
         else:
-            future = running.submit(input, timeout=options.timeout, run_id=options.run_id, on_event=on_event,
+            future = running.submit(input, timeout=timeout, run_id=options.run_id, on_event=on_event,
                                     break_before=options.break_before, break_after=options.break_after)
     except BaseException:
         running.stop()
@@ -54,12 +58,13 @@ def begin_once(
 
 def run_once(
     plan: Plan, input: Any, options: RunOptions, journal: Journal | None = None, *, resume: bool = False,
-    answer: Any = None,
+    answer: Any = None, called: float | None = None,
 ) -> FormationResult:
     """Start the formation, run ``input`` through it (or, with ``resume``, continue the
     journalled run ``options.run_id``), stop it; return the result or raise
-    :class:`FormationRuntimeError`. ``journal`` is ``options.store``, opened by the caller."""
-    running, future = begin_once(plan, input, options, journal, resume=resume, answer=answer)
+    :class:`FormationRuntimeError`. ``journal`` is ``options.store``, opened by the caller;
+    ``called`` as for :func:`begin_once`."""
+    running, future = begin_once(plan, input, options, journal, resume=resume, answer=answer, called=called)
     with running:
         try:
             result: FormationResult = future.result()

@@ -11,6 +11,7 @@ repeated through every signature (as Temporal's SDK passes a worker's settings a
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,6 +79,11 @@ class RunOptions:
                 "wingman_actors.providers.new_provider('openai', {'model': ...}) or "
                 f"wingman_actors.testing.ScriptedProvider([...]), got {type(self.provider).__name__} {self.provider!r}"
             )
+        if self.work_dir is not None and not isinstance(self.work_dir, str | os.PathLike):
+            raise TypeError(f"work_dir must be a directory path (str or pathlib.Path) or None, got {self.work_dir!r}")
+        if self.backend_options is not None and not isinstance(self.backend_options, Mapping):
+            raise TypeError("backend_options must be a mapping (e.g. {'address': 'auto'} for backend='ray') or None, "
+                            f"got {self.backend_options!r}")
         if not isinstance(self.backend, str):
             raise TypeError(f"backend must be a name, 'threads' or 'ray', got {self.backend!r}")
         if self.run_id is not None and not isinstance(self.run_id, str):

@@ -15,6 +15,7 @@ import functools
 import itertools
 import logging
 import threading
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Collection, Iterable
@@ -77,7 +78,8 @@ class RunningFormation(AsyncSubmit):
         ...     results = [f.result() for f in futures]
     """
 
-    def __init__(self, plan: Plan, options: RunOptions = _NO_OPTIONS, *, journal: Journal | None = None) -> None:
+    def __init__(self, plan: Plan, options: RunOptions = _NO_OPTIONS, *, journal: Journal | None = None,
+                 timeout_from: float | None = None) -> None:
         # Of the options, a started formation takes on_event (every run's), provider, work_dir,
         # backend, backend_options and blackboard (the default board); the caller opened
         # options.store as ``journal``; timeout, run_id and breakpoints belong to each submit().
@@ -113,6 +115,8 @@ class RunningFormation(AsyncSubmit):
         self._started = False
         self._stopped = False
         self._stop_lock = threading.Lock()
+        # Formation.run/resume: the time.monotonic() of the call, from which the run's timeout counts
+        self._timeout_from = timeout_from
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -230,7 +234,17 @@ class RunningFormation(AsyncSubmit):
         unresolved. Agent and fleet sessions are cancelled; node code still running after
         ``timeout`` seconds (1 by default), or at once for a run that had ended, is left
         to finish on a daemon thread, logged: it never blocks the caller or interpreter exit.
+
+        Raises:
+            TypeError: ``timeout`` is not a number.
+            ValueError: ``timeout`` is negative (or nan).
         """
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise TypeError(f"stop(timeout) must be a number of seconds >= 0 (the grace for node code still "
+                            f"running), got {timeout!r}")
+        if not timeout >= 0:  # (nan is not)
+            raise ValueError(f"stop(timeout) must be a number of seconds >= 0 (the grace for node code still "
+                             f"running), got {timeout!r}")
         with self._stop_lock:
             if self._stopped:
                 return
@@ -429,7 +443,9 @@ class RunningFormation(AsyncSubmit):
         run = RunState(run_id, input, listeners, self._units, self.plan.order, future, board, trace, replay, breaks)
         self._runs[run_id] = run
         if timeout is not None:
-            run.timer = self._scheduler.call_later(timeout, lambda: self._run_timeout(run, timeout))
+            since = self._timeout_from
+            delay = timeout if since is None else max(timeout - (time.monotonic() - since), 1e-3)
+            run.timer = self._scheduler.call_later(delay, lambda: self._run_timeout(run, timeout))
         if listeners:
             emit(listeners, FormationEventType.RUN_STARTED, run_id, None, {})
         self._router.begin(run)
@@ -443,7 +459,12 @@ class RunningFormation(AsyncSubmit):
 
         Returns:
             True, or False when the run had already finished (or is unknown).
+
+        Raises:
+            TypeError: ``run_id`` is not a str.
         """
+        if not isinstance(run_id, str):
+            raise TypeError(f"run_id must be a str, the id of a run (future.run_id or result.run_id), got {run_id!r}")
         return self._router.cancel_run(run_id)
 
     def cancel_traced(self, run_id: str) -> dict[str, NodeTrace] | None:

@@ -8,6 +8,7 @@ a formation (``from wingman_actors import Formation``) loads neither.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -142,6 +143,7 @@ class Runs:
                 breakpoint names no node (or has no store).
             FormationRuntimeError: the run failed (node, attempts, run id, partial outputs).
         """
+        called = time.monotonic()  # the run's timeout counts from here
         opts = merge_options(
             options, "Formation.run()", timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
@@ -150,7 +152,7 @@ class Runs:
         plan = self.validate()
         from ._one_run import run_once
 
-        return run_once(plan, input, opts, self._journal(opts.store))
+        return run_once(plan, input, opts, self._journal(opts.store), called=called)
 
     def resume(
         self,
@@ -203,6 +205,7 @@ class Runs:
         Example:
             >>> result = formation.resume(run_id, store="runs.sqlite", answer="yes")  # doctest: +SKIP
         """
+        called = time.monotonic()  # the run's timeout counts from here
         require_run_id(run_id, "Formation.resume()")
         opts = merge_options(
             options, "Formation.resume()", timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
@@ -212,7 +215,7 @@ class Runs:
         plan = self.validate()
         from ._one_run import run_once
 
-        return run_once(plan, None, opts, self._journal(opts.store), resume=True, answer=answer)
+        return run_once(plan, None, opts, self._journal(opts.store), resume=True, answer=answer, called=called)
 
     def run_stream(
         self,
