@@ -189,3 +189,46 @@ def test_a_run_timeout_counts_from_the_call_to_run_not_from_the_runs_start_insid
     before_start, after_start = map(float, done.stdout.split())
     assert before_start > 0.01  # the runtime loaded inside run()
     assert after_start < 0.3
+
+
+@pytest.mark.parametrize("call", [
+    "consume(formation.run_stream(1, timeout=0.3))",
+    "asyncio.run(formation.arun(1, timeout=0.3, on_event=mark))",
+    "asyncio.run(drain(formation.astream(1, timeout=0.3)))",
+])
+def test_a_run_timeout_counts_from_the_call_in_the_stream_and_async_twins_of_run(call: str) -> None:
+    # as for run(): the first run of a process loads the runtime and starts the actors
+    # inside the call (for a stream, its first event asked for), and the limit counts from
+    # there: the run fails less than the limit after its run_started
+    script = textwrap.dedent("""
+        import asyncio, threading, time
+        from wingman_actors import Formation
+        from wingman_actors.errors import FormationRuntimeError
+        release, began = threading.Event(), []
+        formation = Formation("t").add_function("slow", lambda x: release.wait(4))
+
+        def mark(event):
+            if event.type == "run_started":
+                began.append(time.perf_counter())
+            elif event.type == "run_failed":
+                raise FormationRuntimeError(event.data["error"])
+
+        def consume(events):
+            for event in events:
+                mark(event)
+
+        async def drain(events):
+            async for event in events:
+                mark(event)
+
+        called = time.perf_counter()
+        try:
+            CALL
+        except FormationRuntimeError:
+            print(began[0] - called, time.perf_counter() - began[0])
+    """).replace("CALL", call)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    before_start, after_start = map(float, done.stdout.split())
+    assert before_start > 0.01  # the runtime loaded inside the call
+    assert after_start < 0.3

@@ -313,13 +313,15 @@ def _cancel_and_stop(begun: tuple[RunningFormation, RunFuture]) -> None:
 
 async def arun_plan(
     plan: Plan, input: Any, options: RunOptions, journal: Journal | None, *, resume: bool = False, answer: Any = None,
+    called: float | None = None,
 ) -> FormationResult:
     """``run_once`` awaited: start, submit (or resume), await the result, settle the
-    journal, stop. Cancelling the awaiting task cancels the run."""
+    journal, stop. Cancelling the awaiting task cancels the run. ``called``: as for
+    ``begin_once`` (the run's timeout counts from it)."""
     loop = asyncio.get_running_loop()
-    running, future = await begin_off_loop(
-        functools.partial(_begin_once, plan, input, options, journal, resume=resume, answer=answer), _cancel_and_stop
-    )
+    running, future = await begin_off_loop(functools.partial(
+        _begin_once, plan, input, options, journal, resume=resume, answer=answer, called=called,
+    ), _cancel_and_stop)
     from ._one_run import settle  # loaded by _begin_once
     try:
         try:
@@ -337,7 +339,7 @@ async def arun_plan(
 
 async def astream_plan(
     plan: Plan, input: Any, options: RunOptions, journal: Journal | None, *, resume_id: str | None = None,
-    answer: Any = None,
+    answer: Any = None, called: float | None = None,
 ) -> AsyncGenerator[FormationEvent, None]:
     """``run_stream`` awaited: the run's events, handed to the loop in batches, until the
     event that ends it; the formation stops when the iteration ends (also early). As
@@ -358,7 +360,7 @@ async def astream_plan(
         options = dataclasses.replace(options, run_id=resume_id)
     running, future = await begin_off_loop(functools.partial(
         _begin_once, plan, input, dataclasses.replace(options, on_event=None), journal, resume=resume_id is not None,
-        answer=answer, on_event=inbox.put,
+        answer=answer, on_event=inbox.put, called=called,
     ), _cancel_and_stop)
     from ._runtime import RUN_ENDED  # loaded by _begin_once
     try:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,13 +96,14 @@ class AsyncRuns:
             >>> result = await formation.arun("question", timeout=30)  # doctest: +SKIP
         """
         running_loop("Formation.arun()")
+        called = time.monotonic()  # the run's timeout counts from here
         opts = merge_options(
             options, "Formation.arun()", timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
-        return await arun_plan(plan, input, opts, await _journal_of(self, opts.store))
+        return await arun_plan(plan, input, opts, await _journal_of(self, opts.store), called=called)
 
     async def aresume(
         self,
@@ -140,6 +142,7 @@ class AsyncRuns:
             ...     result = await formation.aresume(result.run_id, store="runs.sqlite", answer="yes")
         """
         running_loop("Formation.aresume()")
+        called = time.monotonic()  # the run's timeout counts from here
         require_run_id(run_id, "Formation.aresume()")
         opts = merge_options(
             options, "Formation.aresume()", timeout=timeout, on_event=on_event, provider=provider, work_dir=work_dir,
@@ -147,7 +150,8 @@ class AsyncRuns:
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
-        return await arun_plan(plan, None, opts, await _journal_of(self, opts.store), resume=True, answer=answer)
+        return await arun_plan(plan, None, opts, await _journal_of(self, opts.store), resume=True, answer=answer,
+                               called=called)
 
     def astream(
         self,
@@ -353,10 +357,12 @@ class AsyncSubmit:
 async def _lazy_stream(
     formation: AsyncRuns, plan: Plan, input: Any, opts: RunOptions, *, resume_id: str | None = None, answer: Any = None,
 ) -> AsyncIterator[FormationEvent]:
+    called = time.monotonic()  # the first event asked for: the run's timeout counts from here
     journal = await _journal_of(formation, opts.store)
     # closed here when this generator is (a consumer that leaves early): not later by the
     # loop's finalizer, where the loop's shutdown could cancel the closing
-    async with contextlib.aclosing(astream_plan(plan, input, opts, journal, resume_id=resume_id, answer=answer)) as events:
+    async with contextlib.aclosing(astream_plan(plan, input, opts, journal, resume_id=resume_id, answer=answer,
+                                                       called=called)) as events:
         async for event in events:
             yield event
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -93,18 +94,21 @@ def settle(journal: Journal | None, future: Future[FormationResult], *, quiet: b
 
 def run_stream(
     plan: Plan, input: Any, options: RunOptions, journal: Journal | None = None, *, resume_id: str | None = None,
-    answer: Any = None,
+    answer: Any = None, called: float | None = None,
 ) -> Iterator[FormationEvent]:
     """Start the formation, run ``input`` (or continue the journalled run ``resume_id``) and
     yield its events until the one that ends it (``run_finished``: ``data["result"]``); the
     formation stops when the generator ends, and a consumer that stops early cancels a run
     not journalled (a journalled one is interrupted by the stop, resumable). ``journal``:
-    ``options.store``, opened by the caller; ``options.on_event`` is unused."""
+    ``options.store``, opened by the caller; ``options.on_event`` is unused; ``called`` as
+    for :func:`begin_once`."""
+    if called is None:  # the run's timeout counts from the call (else from the first event asked for)
+        called = time.monotonic()
     events: queue.SimpleQueue[FormationEvent] = queue.SimpleQueue()
     if resume_id is not None:
         options = dataclasses.replace(options, run_id=resume_id)
     running, future = begin_once(plan, input, dataclasses.replace(options, on_event=None), journal,
-                                 resume=resume_id is not None, answer=answer, on_event=events.put)
+                                 resume=resume_id is not None, answer=answer, on_event=events.put, called=called)
     with running:
         try:
             while (event := events.get()).type not in RUN_ENDED:

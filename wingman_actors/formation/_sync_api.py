@@ -237,6 +237,7 @@ class Runs:
         :meth:`start` and :meth:`run` (no ``on_event``: the events are yielded). Each step
         blocks the calling thread (from a coroutine: ``formation.astream(...)``). Leaving
         early cancels the run, unless journalled (``store=``): the stop interrupts it."""
+        called = time.monotonic()  # the run's timeout counts from here (importing the runtime included)
         opts = merge_options(
             options, "Formation.run_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store,
@@ -245,7 +246,7 @@ class Runs:
         plan = self.validate()
         from ._one_run import run_stream
 
-        return run_stream(plan, input, opts, self._journal(opts.store))
+        return run_stream(plan, input, opts, self._journal(opts.store), called=called)
 
     def resume_stream(
         self,
@@ -266,6 +267,7 @@ class Runs:
         """:meth:`resume` as :meth:`run_stream` does :meth:`run` (each step blocks the calling thread; from a coroutine:
         ``formation.aresume_stream(...)``): yield its events (a journalled visit's ``node_finished`` is ``journalled``)."""
         require_run_id(run_id, "Formation.resume_stream()")
+        called = time.monotonic()  # the run's timeout counts from here (importing the runtime included)
         opts = merge_options(
             options, "Formation.resume_stream()", timeout=timeout, provider=provider, work_dir=work_dir,
             backend=backend, backend_options=backend_options, blackboard=blackboard, store=store, run_id=run_id,
@@ -274,4 +276,4 @@ class Runs:
         plan = self.validate()
         from ._one_run import run_stream
 
-        return run_stream(plan, None, opts, self._journal(opts.store), resume_id=run_id, answer=answer)
+        return run_stream(plan, None, opts, self._journal(opts.store), resume_id=run_id, answer=answer, called=called)
