@@ -152,6 +152,22 @@ def test_a_subgraph_visited_twice_interrupts_on_its_second_visit_and_resumes(sto
     assert counter.calls == {"inner:0": 1, "inner:1": 2}
 
 
+def test_the_traces_of_a_subgraph_visited_in_a_loop_count_every_visit_of_its_nodes() -> None:
+    """langgraph test_pregel.py::test_nested_graph_state (the subgraph's state after each of
+    its invocations), with the subgraph in a loop: DESIGN's ``NodeTrace.outputs`` holds
+    every visit's output, so an inner node run once per outer visit shows them all."""
+    inner = Formation("inner").add_function("x", lambda v: v + 1).add_function("y", lambda v: v * 10).connect("x", "y")
+    f = (Formation("outer").add_function("start", lambda v: v).add_formation("sub", inner)
+         .add_function("shrink", lambda v: v // 10).add_function("done", lambda v: v)
+         .connect("start", "sub", "shrink").connect("shrink", "sub", when=lambda v: v < 3)
+         .connect("shrink", "done", otherwise=True))
+    result = f.run(0)
+    assert result.output == 3
+    assert result.nodes["sub"].outputs == [10, 20, 30]
+    assert (result.nodes["sub/x"].visits, result.nodes["sub/x"].outputs) == (3, [1, 2, 3])
+    assert (result.nodes["sub/y"].visits, result.nodes["sub/y"].output) == (3, 30)
+
+
 def test_send_inside_a_subgraph_fans_out_and_its_results_leave_the_subgraph() -> None:
     """langgraph test_pregel.py::test_send_to_nested_graphs (Send to a subgraph per item);
     ours: a map of a formation."""
