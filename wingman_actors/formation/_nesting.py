@@ -46,7 +46,7 @@ from ..actors._envelope import Work
 from ..core import Usage
 from ..errors import FormationRuntimeError, WingmanError
 from ._plan import Plan
-from ._result import FormationResult, NodeTrace, nested_traces
+from ._result import FormationResult, NestedVisits, NodeTrace, nested_traces
 from .events import FormationEvent, FormationEventType, emit
 
 if TYPE_CHECKING:
@@ -171,9 +171,20 @@ class InnerFormation:
             self._keep(env, nested_traces(self.name, traces))
 
     def _keep(self, env: Work, inner: FormationResult | dict[str, NodeTrace]) -> None:
+        """Keep the inner run of ``env``'s visit for the outer run's traces: a retry's
+        replaces its visit's; a loop's later visits add theirs (their traces add up)."""
         run = env.run
-        if run is not None:
-            run.own("nested")[self.name] = inner
+        if run is None:
+            return
+        nested = run.own("nested")
+        with run.lock:
+            kept = nested.get(self.name)
+            if env.visit == 1 and not isinstance(kept, NestedVisits):
+                nested[self.name] = inner
+                return
+            if not isinstance(kept, NestedVisits):
+                kept = nested[self.name] = NestedVisits({1: kept} if kept is not None else {})
+            kept.runs[env.visit] = inner
 
     def _durable(self, input: Any, scope: VisitScope, path: str, run_id: str, on_event: Any,
                  board: Any) -> Future[FormationResult]:
