@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Any
 
@@ -292,3 +293,57 @@ def test_map_items_that_mutate_their_item_do_not_change_the_list_upstream() -> N
     result = f.connect("plan", "tag").run(2)
     assert result.output == [{"i": 0, "seen": 1}, {"i": 1, "seen": 1}]
     assert result.nodes["plan"].output == [{"i": 0}, {"i": 1}]
+
+
+def test_a_batch_of_inputs_gives_one_result_per_input_in_order() -> None:
+    """langgraph test_pregel.py::test_batch_two_processes_in_out: ``batch`` of many inputs;
+    ours: a started formation takes them all in flight at once."""
+    f = Formation("batch").add_function("one", lambda x: x + 1).add_function("two", lambda x: x + 1)
+    with f.connect("one", "two").start() as running:
+        futures = [running.submit(i) for i in range(20)]
+        assert [future.result(10).output for future in futures] == [i + 2 for i in range(20)]
+
+
+def test_a_node_timeout_is_retried_and_the_second_attempt_succeeds() -> None:
+    """langgraph test_retry.py (a TimeoutPolicy run timeout, NodeTimeoutError retried by
+    default): a stuck first attempt times out, the retry succeeds."""
+    counter = Counter()
+    release = threading.Event()
+
+    def stuck_once(x: int) -> int:
+        if counter.hit("n") == 1:
+            release.wait(5)
+        return x * 2
+
+    f = Formation("timeout").add_function("n", stuck_once, timeout=0.2, retries=1, backoff=0)
+    try:
+        result = f.run(21)
+    finally:
+        release.set()
+    assert result.output == 42
+    assert result.nodes["n"].attempts == 2
+
+
+def test_cancelling_a_run_in_flight_raises_cancelled_and_reports_it() -> None:
+    """langgraph test_pregel_async.py::test_cancel_graph_astream (a cancelled run stops and
+    says so); ours: ``future.cancel()``, then ``CancelledError`` and ``run_cancelled``."""
+    entered, release = threading.Event(), threading.Event()
+    events: list[FormationEvent] = []
+
+    def slow(x: int) -> int:
+        entered.set()
+        release.wait(5)
+        return x
+
+    f = Formation("cancel").add_function("slow", slow).add_function("after", lambda x: x).connect("slow", "after")
+    try:
+        with f.start(on_event=events.append) as running:
+            future = running.submit(1)
+            assert entered.wait(5)
+            assert future.cancel()
+            with pytest.raises(CancelledError):
+                future.result(5)
+    finally:
+        release.set()
+    assert "run_cancelled" in [e.type for e in events]
+    assert "after" not in [e.node for e in events if e.type == "node_started"]
