@@ -169,6 +169,28 @@ def test_the_traces_of_a_subgraph_visited_in_a_loop_count_every_visit_of_its_nod
     assert (result.nodes["sub/y"].visits, result.nodes["sub/y"].output) == (3, 30)
 
 
+def test_a_resumed_run_keeps_the_traces_of_the_subgraph_visits_it_took_from_its_journal(store: RunStore) -> None:
+    """langgraph test_pregel.py::test_nested_graph_state (the subgraph's state is still there
+    after the parent resumes): the inner nodes of a journalled formation-node visit that a
+    resume does not run again keep their traces in the resumed run's result."""
+    broken = [True]
+
+    def publish(x: int) -> int:
+        if broken[0]:
+            raise ConnectionError("flaky")
+        return x
+
+    inner = Formation("inner").add_function("x", lambda v: v + 1).add_function("y", lambda v: v * 10).connect("x", "y")
+    f = Formation("outer").add_formation("sub", inner).add_function("publish", publish).connect("sub", "publish")
+    with pytest.raises(FormationRuntimeError):
+        f.run(1, store=store, run_id="nested-1")
+    broken[0] = False
+    result = f.resume("nested-1", store=store)
+    assert result.output == 20
+    assert (result.nodes["sub/x"].status, result.nodes["sub/x"].outputs) == ("succeeded", [2])
+    assert (result.nodes["sub/y"].visits, result.nodes["sub/y"].output) == (1, 20)
+
+
 def test_send_inside_a_subgraph_fans_out_and_its_results_leave_the_subgraph() -> None:
     """langgraph test_pregel.py::test_send_to_nested_graphs (Send to a subgraph per item);
     ours: a map of a formation."""
