@@ -322,3 +322,20 @@ def test_a_component_runs_once_per_run_and_runs_again_in_the_next_run() -> None:
     f = Formation("twice").add_function("a", add(1)).add_function("b", double).connect("a", "b")
     assert [f.run(1, on_event=order).output, f.run(2, on_event=order).output] == [4, 6]
     assert order.nodes == ["a", "b", "a", "b"]
+
+
+def test_branches_that_do_not_depend_on_each_other_run_at_the_same_time() -> None:
+    """haystack test_async_pipeline.py (AsyncPipeline runs the components whose inputs are
+    ready concurrently): each of two independent branches waits until the other runs too,
+    which only ends if they run at the same time."""
+    both = threading.Barrier(2, timeout=5)
+
+    def branch(x: int) -> int:
+        both.wait()  # returns only once the other branch is running too
+        time.sleep(0.05)
+        return x
+
+    f = (Formation("parallel").add_function("start", lambda x: x).add_function("left", branch)
+         .add_function("right", branch).add_function("join", lambda left, right: left + right)
+         .connect("start", "left", "join").connect("start", "right", "join"))
+    assert f.run(2).output == 4

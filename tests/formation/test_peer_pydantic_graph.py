@@ -17,7 +17,7 @@ import networkx as nx  # type: ignore[import-untyped]
 import pytest
 
 from wingman_actors import Formation
-from wingman_actors.errors import FormationSetupError, NoRouteError
+from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NoRouteError
 
 
 def add(n: int) -> Any:
@@ -319,3 +319,24 @@ def test_every_edge_to_an_undeclared_node_is_reported_at_once() -> None:
         Formation("bad", g).validate()
     text = str(info.value)
     assert "'bar'" in text and "'spam'" in text
+
+
+def test_a_map_over_a_value_that_is_not_a_list_fails_naming_the_node() -> None:
+    """pydantic-graph beta test_graph_edge_cases.py::test_map_non_iterable ("Cannot map
+    non-iterable"); DESIGN: a map node needs a list, a PayloadError names it."""
+    f = (Formation("not_a_list").add_function("return_non_iterable", lambda _: 42)
+         .add_map("process_item", lambda x: x).connect("return_non_iterable", "process_item"))
+    with pytest.raises(FormationRuntimeError, match=r"map node 'process_item' needs a list input") as info:
+        f.run(None)
+    assert info.value.node == "process_item"
+    assert info.value.attempts == 1  # a bad payload is not retried
+
+
+def test_a_map_of_a_map_then_two_sums_reduce_nested_lists() -> None:
+    """pydantic-graph beta test_graph_edge_cases.py::test_nested_reducers_with_prefix:
+    ``.map().map()`` then a join per level; ours: a map of a formation holding a map."""
+    inner = (Formation("row").add_map("inner_process", lambda x: x * 2).add_function("outer_sum", sum)
+             .connect("inner_process", "outer_sum"))
+    f = (Formation("nested_maps").add_function("outer_list", lambda _: [[1, 2], [3, 4]])
+         .add_map("rows", formation=inner).add_function("final_sum", sum).connect("outer_list", "rows", "final_sum"))
+    assert f.run(None).output == 20
