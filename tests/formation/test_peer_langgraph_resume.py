@@ -369,3 +369,32 @@ def test_cancelling_a_run_in_flight_raises_cancelled_and_reports_it() -> None:
         release.set()
     assert "run_cancelled" in [e.type for e in events]
     assert "after" not in [e.node for e in events if e.type == "node_started"]
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["solo", "parallel"])
+@pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
+def test_an_error_handler_runs_once_and_the_handled_error_does_not_escape(parallel: bool, stream: bool) -> None:
+    """langgraph test_error_handler_parallel.py::test_error_handler_suppresses_handled_error_invoke
+    and ..._stream: with or without a parallel sibling, run or streamed."""
+    counter = Counter()
+
+    def boom(x: Any) -> Any:
+        raise RuntimeError("test")
+
+    def handler(failure: NodeFailure) -> str:
+        counter.hit("handler")
+        return "handled"
+
+    f = (Formation("handled").add_function("start", lambda x: x).add_function("boom", boom)
+         .add_function("handler", handler).connect("start", "boom").connect("boom", "handler", on_error=True))
+    if parallel:
+        f.add_function("sibling", lambda x: "sibling").connect("start", "sibling")
+    if stream:
+        events = list(f.run_stream({}))
+        assert events[-1].type == "run_finished"
+        outputs = events[-1].data["result"].outputs
+    else:
+        outputs = f.run({}).outputs
+    assert outputs["handler"] == "handled"
+    assert counter.calls == {"handler": 1}
+    assert ("sibling" in outputs) is parallel
