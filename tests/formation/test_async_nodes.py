@@ -6,6 +6,8 @@ tests/formation/test_map_nodes.py.)"""
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import threading
 import time
 from concurrent.futures import CancelledError
@@ -198,6 +200,24 @@ def test_an_async_node_that_calls_interrupt_suspends_a_journalled_run_and_resume
         asked = f.run("x", store=store)
         assert (asked.status, asked.interrupt) == ("suspended", {"node": "ask", "payload": "ok?"})
         assert f.resume(asked.run_id, store=store, answer="yes").output == "x:yes"
+
+
+def test_an_async_node_interrupt_logs_no_task_exception_never_retrieved(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """LangGraph's test_pregel_async.py::test_dynamic_interrupt, with an async node: the
+    suspension is handled, so asyncio must not report the visit's task as failed."""
+
+    async def ask(x: str) -> str:
+        await asyncio.sleep(0)
+        return f"{x}:{interrupt('ok?')}"
+
+    f = Formation("ask").add_function("ask", ask)
+    with caplog.at_level(logging.ERROR, logger="asyncio"), RunStore(tmp_path / "runs.sqlite") as store:
+        asked = f.run("x", store=store)
+        assert f.resume(asked.run_id, store=store, answer="yes").output == "x:yes"
+        gc.collect()  # a task whose exception nobody retrieved reports it when collected
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
 
 
 def test_a_standalone_node_actor_of_an_async_function_replies_the_awaited_value(actor_probe: ActorProbe) -> None:

@@ -226,7 +226,7 @@ class AsyncVisits:
             self._ended(visit, None, None)
         except BaseException as exc:
             self._ended(visit, None, exc)
-            if not isinstance(exc, Exception):
+            if not isinstance(exc, (Exception, RunSuspended)):  # a suspension is handled: reported above
                 raise  # SystemExit, KeyboardInterrupt: as a task lets them out
         else:
             self._ended(visit, (output,), None)

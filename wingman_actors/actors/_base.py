@@ -71,7 +71,10 @@ class NodeObserver(Protocol):
 
     def item_finished(self, work: Work, index: int, output: Any) -> None: ...
 
-    def dropped(self, work: Work) -> None: ...
+    def dropped(self, work: Work) -> bool:
+        """Called when ``work`` of a branch a ``join="any"`` fired without reaches its node:
+        True when it was cancelled (it belongs to that round), False when it runs."""
+        ...
 
 
 class NodeActor(RuntimeActor):
@@ -189,9 +192,8 @@ class NodeActor(RuntimeActor):
             board, trace = self.blackboard, None
         else:  # the run's board, and its OpenTelemetry span when in use
             board, trace = run.blackboard, run.trace
-            if run.dropped and work.target in run.dropped and observer is not None:
-                self.current = None
-                observer.dropped(work)  # a join="any" fired without this branch: its work is not wanted
+            if run.dropped and work.target in run.dropped and observer is not None and observer.dropped(work):
+                self.current = None  # a join="any" fired without this branch: its work is not wanted
                 return False
         attempt = work.attempt  # the supervisor may bump it (after a timeout) while we work
         work.replica = self.replica

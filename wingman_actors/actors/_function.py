@@ -209,9 +209,8 @@ class AsyncFunctionActor(FunctionActor):
         observer = self.observer
         assert observer is not None
         dropped = run.dropped
-        if dropped and work.target in dropped:
-            observer.dropped(work)  # a join="any" fired without this branch: its work is not wanted
-            return False
+        if dropped and work.target in dropped and observer.dropped(work):
+            return False  # a join="any" fired without this branch: its work is not wanted
         attempt = work.attempt
         work.replica = self.replica
         started = time.perf_counter()

@@ -119,9 +119,10 @@ class _LocalObserver:
         if self.out is not None:
             self.out.put(ItemDone(index, output))
 
-    def dropped(self, work: Work) -> None:
+    def dropped(self, work: Work) -> bool:
         """Never called here: the run's join state lives in the driver, which drops what
         a cancelled branch delivers."""
+        return False
 
     def item_scope(self, work: Work, index: int) -> VisitScope | None:
         """Fleet item ``index``'s scope in a journalled run: its answers and replies come

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-__all__ = ["NOTHING", "ROUND_OVER", "Join"]
+__all__ = ["NOTHING", "ROUND_OVER", "Join", "drops"]
 
 
 NOTHING: Any = object()  # a predecessor resolved without a value (its edge did not fire, or it was skipped)
@@ -23,7 +23,7 @@ class Join:
     first value; the rest of that visit's resolutions are taken and dropped.
     """
 
-    __slots__ = ("any", "fired", "preds", "queued", "taken", "values")
+    __slots__ = ("any", "cuts", "fired", "preds", "queued", "taken", "values")
 
     def __init__(self, preds: tuple[str, ...], any: bool) -> None:
         self.preds = len(preds)
@@ -32,6 +32,9 @@ class Join:
         self.taken: set[str] = set()
         self.fired = False
         self.queued: deque[tuple[str, Any]] | None = None
+        # join="any" in a loop: by losing node, how many visits it had been sent when the
+        # visit fired without it (those belong to that round; later ones to the next)
+        self.cuts: dict[str, int] | None = None
 
     def offer(self, pred: str, value: Any, ready: list[dict[str, Any] | None]) -> None:
         """Take ``pred``'s resolution into the current visit (or queue it), appending
@@ -75,3 +78,14 @@ class Join:
                     break
             else:
                 return
+
+
+def drops(run: Any, node: str, visit: int) -> bool:
+    """Whether visit number ``visit`` of ``node`` (in ``run.dropped``: a branch a
+    ``join="any"`` fired without) belongs to the round that fired without it, so its work
+    is not wanted. Without a cut (a run without loops: one round) every visit does; in a
+    loop, a visit sent after the join fired belongs to the next round and runs."""
+    join = run.joins.get(run.dropped[node])
+    cuts = join.cuts if join is not None else None
+    cut = cuts.get(node) if cuts else None
+    return cut is None or visit <= cut

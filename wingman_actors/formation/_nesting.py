@@ -46,7 +46,8 @@ from ..actors._envelope import Work
 from ..core import Usage
 from ..errors import FormationRuntimeError, WingmanError
 from ._plan import Plan
-from ._result import FormationResult, NodeTrace, nested_traces
+from ._result import FormationResult, NestedVisits, NodeStatus, NodeTrace, nested_traces
+from ._trace_journal import journalled_traces
 from .events import FormationEvent, FormationEventType, emit
 
 if TYPE_CHECKING:
@@ -171,9 +172,50 @@ class InnerFormation:
             self._keep(env, nested_traces(self.name, traces))
 
     def _keep(self, env: Work, inner: FormationResult | dict[str, NodeTrace]) -> None:
-        run = env.run
-        if run is not None:
-            run.own("nested")[self.name] = inner
+        if env.run is not None:
+            self._keep_visit(env.run, env.visit, inner)
+
+    def _keep_visit(self, run: Any, visit: int, inner: FormationResult | dict[str, NodeTrace]) -> None:
+        """Keep the inner run of visit ``visit`` for the outer run's traces: a retry's
+        replaces its visit's; a loop's later visits add theirs (their traces add up)."""
+        nested = run.own("nested")
+        with run.lock:
+            kept = nested.get(self.name)
+            if visit == 1 and not isinstance(kept, NestedVisits):
+                nested[self.name] = inner
+                return
+            if not isinstance(kept, NestedVisits):
+                kept = nested[self.name] = NestedVisits({1: kept} if kept is not None else {})
+            kept.runs[visit] = inner
+
+    def replayed(self, run: Any, visit: int) -> None:
+        """A resumed outer run took visit ``visit`` of this node from its journal: keep the
+        traces of that visit's journalled inner run (its nodes' outputs by visit, and what
+        it journalled of their statuses, attempts, times and tokens when it ended)."""
+        store = self.store
+        if store is None:
+            return
+        from ..store import UnknownRunError  # loaded with the store (a resume has it loaded already)
+
+        try:
+            journal = store.load(inner_run_id(run.id, self.name, visit))
+        except UnknownRunError:
+            return  # journalled before its inner run was (a fork's replaced output)
+        ended = journalled_traces(journal)
+        traces: dict[str, NodeTrace] = {}
+        for name in self.plan.order:
+            done = journal.visits.get(name, {})
+            outputs = [done[v] for v in sorted(done)]
+            t = ended.get(name, {})
+            path = f"{self.name}/{name}"
+            traces[path] = NodeTrace(
+                path, status=NodeStatus(t.get("status") or ("succeeded" if outputs else "skipped")),
+                attempts=t.get("attempts") or int(bool(outputs)), visits=max(len(outputs), t.get("visits") or 0),
+                started_at=t.get("started_at"), finished_at=t.get("finished_at"), duration_s=t.get("duration_s") or 0.0,
+                usage=Usage(input_tokens=t.get("input_tokens") or 0, output_tokens=t.get("output_tokens") or 0),
+                error=t.get("error"), parent=self.name.split("/", 1)[0],
+                output=outputs[-1] if outputs else None, outputs=outputs)
+        self._keep_visit(run, visit, traces)
 
     def _durable(self, input: Any, scope: VisitScope, path: str, run_id: str, on_event: Any,
                  board: Any) -> Future[FormationResult]:

@@ -57,6 +57,9 @@ def replayed(router: Router, run: RunState, node: str, visit: int, output: Any) 
     instead of running the node again."""
     now = time.perf_counter()
     run.record(node, 0, now, now, None, output)
+    inner = getattr(router.nodes.get(node), "inner", None)
+    if inner is not None:  # a formation node: the traces of the inner run it journalled
+        inner.replayed(run, visit)
     if run.listeners:
         emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
             "attempt": 0, "duration_s": 0.0, "usage": ZERO_USAGE, "journalled": True, "output": output,

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core import Usage
 
-__all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "NodeStatus", "NodeTrace", "build_traces", "jsonable",
+__all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "NestedVisits", "NodeStatus", "NodeTrace", "build_traces", "jsonable",
            "nested_traces", "suspended_traces"]
 
 ZERO_USAGE = Usage()
@@ -162,11 +162,43 @@ def build_traces(
         out[name] = t
         inner = nested.get(name)
         if inner is not None:  # a formation node: its inner run's traces, by path
-            if isinstance(inner, dict):  # a failed inner run's, named already
-                out.update((path, replace(trace)) for path, trace in inner.items())
-            else:
-                out.update(nested_traces(name, inner.nodes))
+            out.update(inner.traces(name) if isinstance(inner, NestedVisits) else _named(name, inner))
     return out
+
+
+def _named(node: str, inner: Any) -> dict[str, NodeTrace]:
+    """The traces of one inner run of formation node ``node`` (a result, or the traces
+    of a failed or cancelled one, named already), by path, as copies."""
+    if isinstance(inner, dict):
+        return {path: replace(trace) for path, trace in inner.items()}
+    return nested_traces(node, inner.nodes)
+
+
+@dataclass(slots=True)
+class NestedVisits:
+    """The inner runs of a formation node visited more than once in a run (a loop), by
+    outer visit. Their traces add up as a node's own visits do: visits, outputs, durations
+    and usage summed over the inner runs; status, attempts, times and error of the last
+    inner run that reached the node."""
+
+    runs: dict[int, Any] = field(default_factory=dict)
+
+    def traces(self, node: str) -> dict[str, NodeTrace]:
+        merged: dict[str, NodeTrace] = {}
+        for visit in sorted(self.runs):
+            for path, trace in _named(node, self.runs[visit]).items():
+                before = merged.get(path)
+                if before is not None:
+                    if not trace.visits:  # this inner run did not reach it
+                        continue
+                    if not trace.outputs:  # no success this time: the last success stands
+                        trace.output = before.output
+                    trace.visits += before.visits
+                    trace.outputs = before.outputs + trace.outputs
+                    trace.duration_s += before.duration_s
+                    trace.usage = before.usage + trace.usage
+                merged[path] = trace
+        return merged
 
 
 def nested_traces(node: str, inner: Mapping[str, NodeTrace]) -> dict[str, NodeTrace]:

@@ -23,7 +23,7 @@ from ._breakpoints import passed
 from ._error_routes import skip_error_targets
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
-from ._join import ROUND_OVER, Join
+from ._join import ROUND_OVER, Join, drops
 from ._nesting import carry_traces
 from ._plan import ConditionRaised, EdgeSpec, Plan
 from ._replaying import REPLAYED, replay_visit
@@ -96,7 +96,7 @@ class Router:
     def visit(self, run: RunState, node: str, payload: Any, sender: str) -> None:
         if run.done:
             return
-        if run.dropped and node in run.dropped:
+        if run.dropped and node in run.dropped and drops(run, node, run.visits.get(node, 0) + 1):
             self.cancel_loser(run, node)
             return
         visits = 1
@@ -167,8 +167,7 @@ class Router:
         run = work.run
         if run.done:
             return
-        if run.dropped and work.target in run.dropped:  # a join="any" fired without it: its value is not wanted
-            self.dropped(work)
+        if run.dropped and work.target in run.dropped and self.dropped(work):  # a join="any" fired without it
             return
         name = work.target
         journal = self.journal
@@ -263,8 +262,8 @@ class Router:
         if work.timer is not None:  # failing at its deadline (an agent session's is the node's) is timing out
             exc = overdue(self.specs[work.target], attempt, work.run_id, started, finished, exc) or exc
         run = work.run
-        if not run.done and run.dropped and work.target in run.dropped:  # interrupted: a join="any" fired without it
-            self.cancel_loser(run, work.target)
+        if not run.done and run.dropped and work.target in run.dropped and drops(run, work.target, work.visit):
+            self.cancel_loser(run, work.target)  # interrupted: a join="any" fired without it
             if self.cyclic:
                 self.finish_one(run)
             return False
@@ -323,12 +322,16 @@ class Router:
         if journal is not None:
             journal.store.record_item(work.run_id, work.target, work.visit, index, output)
 
-    def dropped(self, work: Work) -> None:
-        """A queued visit whose branch a ``join="any"`` cancelled reached its node: cancel it."""
+    def dropped(self, work: Work) -> bool:
+        """A visit of a node in a branch a ``join="any"`` fired without reached its node or
+        ended: cancel it and return True when it belongs to that round (False: it runs)."""
         run = work.run
+        if not drops(run, work.target, work.visit):
+            return False
         self.cancel_loser(run, work.target)
         if self.cyclic:
             self.finish_one(run)
+        return True
 
     def wants_events(self, work: Work) -> bool:
         run = work.run
@@ -386,6 +389,7 @@ class Router:
                     dropped = run.dropped
                     for node in [n for n, j in dropped.items() if j == target]:
                         del dropped[node]
+                    run.joins[target].cuts = None
             else:
                 race = self.specs[target].race
                 if race:
@@ -393,6 +397,9 @@ class Router:
                     if cancel:
                         with run.lock:
                             dropped = run.own("dropped")
+                            if self.cyclic:  # in a loop, the losers' visits sent later are the next round's
+                                join = run.joins[target]
+                                join.cuts = {**(join.cuts or {}), **{n: run.visits.get(n, 0) for n in cancel}}
                             for node in cancel:
                                 dropped.setdefault(node, target)
                         why = f"{target!r} (join='any') fired without it"
