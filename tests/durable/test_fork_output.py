@@ -1,0 +1,69 @@
+"""Forks with a new output (``Formation.fork(..., output=...)``), on both stores: an output
+that does not fit the node's declared output type is refused before anything is written,
+naming the node, its type and the fix, as a bad ``input=`` is; one that fits (a pydantic
+model given as its JSON dict included) is journalled as given and the run goes on."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from wingman_actors import Formation
+from wingman_actors.store import RunStore
+
+
+class Draft(BaseModel):
+    text: str
+
+
+def _draft(x: int) -> Draft:
+    return Draft(text=str(x))
+
+
+def _publish(d: Draft) -> str:
+    return d.text.upper()
+
+
+def _double(x: int) -> int:
+    return x * 2
+
+
+def _count(x: int) -> int:
+    return x + 1
+
+
+def typed() -> Formation:
+    """count (int → int) → double (int → int) → draft (int → Draft) → publish (Draft → str)."""
+    f = Formation("typed").add_function("count", _count).add_function("double", _double)
+    f.add_function("draft", _draft).add_function("publish", _publish)
+    return f.connect("count", "double").connect("double", "draft").connect("draft", "publish")
+
+
+def test_a_fork_output_that_does_not_fit_the_nodes_output_type_is_refused_before_anything_is_written(
+        location: str) -> None:
+    f = typed()
+    with RunStore(location) as store:
+        original = f.run(1, store=store).run_id
+        with pytest.raises(ValueError, match=r"output= for node 'double' does not fit its output type int: .*"
+                                             r"give a value of that type"):
+            f.fork(original, store=store, at="double", output="not a number")
+        with pytest.raises(ValueError, match=r"output= for node 'draft' does not fit its output type Draft"):
+            f.fork(original, store=store, at="draft", output={"title": "no text"})
+        assert [r.id for r in store.runs()] == [original]
+
+
+def test_a_fork_output_that_fits_the_nodes_output_type_is_journalled_and_the_run_goes_on(location: str) -> None:
+    f = typed()
+    with RunStore(location) as store:
+        original = f.run(1, store=store).run_id
+        forked = f.fork(original, store=store, at="draft", output={"text": "from json"})
+        assert store.get(forked).status == "succeeded"
+        assert store.load(forked).visits["publish"] == {1: "FROM JSON"}
+
+
+def test_a_fork_output_of_an_unannotated_node_is_taken_as_given(location: str) -> None:
+    f = Formation("loose").add_function("a", lambda x: x + 1).add_function("b", lambda x: x).connect("a", "b")
+    with RunStore(location) as store:
+        original = f.run(1, store=store).run_id
+        forked = f.fork(original, store=store, at="a", output="anything")
+        assert store.load(forked).visits["b"] == {1: "anything"}
