@@ -37,5 +37,6 @@ def test_the_launchers_store_of_an_unknown_scheme_is_a_usage_error_without_its_p
     for command in (["runs", "history", "r1"], ["fork", "r1", "--at", "a", "--output", "1"], ["resume", "r1"]):
         assert main([*command, "--store", "mysql://someone:hunter2@db.example/runs"]) == 2
         err = capsys.readouterr().err
-        assert "postgresql:// URL" in err and "mysql://someone:***@db.example/runs" in err, err
+        assert "--store takes a SQLite file's path or a postgresql:// URL" in err, err
+        assert "mysql://someone:***@db.example/runs" in err
         assert "hunter2" not in err

@@ -26,7 +26,7 @@ from typing import IO
 
 from .._extras import require
 from ..store import RunStore, StoreError
-from ..store._values import POSTGRES_SCHEMES
+from ..store._values import POSTGRES_SCHEMES, other_scheme
 from .errors import UsageError
 
 __all__ = ["DATA_DIR_ENV", "PRUNE_AFTER", "StoreChoice", "default_store_path", "open_for_run"]
@@ -72,9 +72,16 @@ class StoreChoice:
 
     @classmethod
     def of(cls, store: str | None) -> StoreChoice:
-        """``--store PATH`` (or ``--store postgresql://...``) when given, else the default store."""
+        """``--store PATH`` (or ``--store postgresql://...``) when given, else the default store.
+
+        Raises:
+            UsageError: ``--store`` is a URL of another scheme (``mysql://...``).
+        """
         if store is not None and store.startswith(POSTGRES_SCHEMES):
             return cls(Path(store), False, store)
+        wrong_scheme = None if store is None else other_scheme(store)
+        if wrong_scheme is not None:  # (not a file to look for: say what --store takes)
+            raise UsageError(f"--store {wrong_scheme.removeprefix('RunStore ')}")
         if store is not None:
             return cls(Path(store), False)
         return cls(default_store_path(), True)
