@@ -40,3 +40,33 @@ def test_the_launchers_store_of_an_unknown_scheme_is_a_usage_error_without_its_p
         assert "--store takes a SQLite file's path or a postgresql:// URL" in err, err
         assert "mysql://someone:***@db.example/runs" in err
         assert "hunter2" not in err
+
+
+def test_a_postgresql_server_that_went_down_is_named_by_the_errors_without_the_password() -> None:
+    pytest.importorskip("psycopg")
+    from wingman_actors import Formation
+    from wingman_actors._bench.pg_server import PostgresServer, find_bindir
+    from wingman_actors.store import StoreError
+
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL server binaries")
+    server = PostgresServer(bindir).start()  # (a server of its own: this test stops it)
+    url = server.url().replace("://wingman@", "://wingman:hunter2@")
+    shown = url.replace(":hunter2@", ":***@")
+    f = Formation("down").add_function("a", lambda x: x + 1)
+    store = RunStore(url)
+    try:
+        run_id = f.run(1, store=store).run_id
+    finally:
+        server.stop()
+    try:
+        for call in (lambda: f.run(1, store=store), lambda: store.history(run_id), lambda: store.runs()):
+            with pytest.raises(StoreError) as info:
+                call()
+            assert f"run store {shown}" in str(info.value) or f"connect to {shown}" in str(info.value), info.value
+            assert "hunter2" not in str(info.value)
+    finally:
+        with pytest.raises(StoreError) as closing:
+            store.close()
+        assert shown in str(closing.value) and "hunter2" not in str(closing.value)
