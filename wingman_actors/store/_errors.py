@@ -114,12 +114,16 @@ class SerializationError(StoreError, TypeError):
 
 
 class StoreWriteError(StoreError):
-    """Journal writes that did not reach the database; ``errors`` holds one line each."""
+    """Journal writes that did not reach the database; ``errors`` holds one line each,
+    ``store`` the store they were for (its path, or its URL with the password hidden;
+    None when not known), which the message names first."""
 
-    def __init__(self, errors: Sequence[str]) -> None:
+    def __init__(self, errors: Sequence[str], store: str | None = None) -> None:
         shown = "; ".join(errors[:5]) + (f"; ... and {len(errors) - 5} more" if len(errors) > 5 else "")
-        super().__init__(f"{len(errors)} journal write(s) failed: {shown}")
+        where = "" if store is None else f"run store {store}: "
+        super().__init__(f"{where}{len(errors)} journal write(s) failed: {shown}")
         self.errors = list(errors)
+        self.store = store
 
 
 class StoreClosedError(StoreError):
