@@ -1,9 +1,13 @@
 """Forks with a new output (``Formation.fork(..., output=...)``), on both stores: an output
 that does not fit the node's declared output type is refused before anything is written,
 naming the node, its type and the fix, as a bad ``input=`` is; one that fits (a pydantic
-model given as its JSON dict included) is journalled as given and the run goes on."""
+model given as its JSON dict included) is journalled as given and the run goes on. A
+fork reads its run from an existing store: a path where there is none is refused, not
+created."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -67,3 +71,14 @@ def test_a_fork_output_of_an_unannotated_node_is_taken_as_given(location: str) -
         original = f.run(1, store=store).run_id
         forked = f.fork(original, store=store, at="a", output="anything")
         assert store.load(forked).visits["b"] == {1: "anything"}
+
+
+def test_a_fork_from_a_store_path_that_does_not_exist_is_refused_without_creating_a_store(tmp_path: Path) -> None:
+    from wingman_actors.store import UnknownRunError
+
+    typo = tmp_path / "typo.sqlite"
+    for store in (typo, str(typo)):
+        with pytest.raises(UnknownRunError, match=r"no run 'r1': the run store .*typo\.sqlite does not exist; give "
+                                                  r"the path of the store the run was journalled in"):
+            typed().fork("r1", store=store, at="draft", output={"text": "x"})
+    assert list(tmp_path.iterdir()) == []
