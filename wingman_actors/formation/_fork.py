@@ -248,7 +248,7 @@ def fork(formation: Formation, run_id: str, *, store: StoreArg, at: str | tuple[
         raise ValueError("fork: give exactly one of output= (the visit's new output) or input= (run the visit "
                          "again with this input)")
     _target(formation, at)  # a bad `at` is refused before the store is opened
-    journal_store, owned = open_store(store)
+    journal_store, owned = open_store(store, run_id=run_id)
     try:
         new_id = begin_fork(formation, journal_store, run_id, at=at, output=output, input=input)
         try:

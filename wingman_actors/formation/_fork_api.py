@@ -50,7 +50,8 @@ class Forks:
                 the visit that failed), an ``input`` that does not fit the node's
                 parameter type (naming the node, the parameter and the type), or an
                 ``output`` that does not fit its output type (its return annotation).
-            wingman_actors.store.UnknownRunError: no such run.
+            wingman_actors.store.UnknownRunError: no such run (or no store file at the path
+                given: none is created).
             wingman_actors.store.FormationMismatchError: this formation differs from the run's.
 
         Example:

@@ -77,13 +77,18 @@ class StoreVersionError(StoreOpenError):
 class UnknownRunError(StoreError, KeyError):
     """No run with this id in the store.
 
+    With ``no_store``, the store itself is not there (a path where no file is, given to a
+    call that reads a run, such as ``Formation.fork``).
+
     Attributes:
         run_id: the id asked for.
         store_path: the store (a PostgreSQL store's URL with its password hidden).
     """
 
-    def __init__(self, run_id: str, path: str) -> None:
+    def __init__(self, run_id: str, path: str, *, no_store: bool = False) -> None:
         super().__init__(
+            f"no run {run_id!r}: the run store {path} does not exist; give the path of the store the run was "
+            "journalled in" if no_store else
             f"no run {run_id!r} in the run store {path}; list the runs with store.runs() "
             "(or `wingman-actors runs --store PATH`)"
         )
