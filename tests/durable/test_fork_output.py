@@ -3,16 +3,18 @@ that does not fit the node's declared output type is refused before anything is 
 naming the node, its type and the fix, as a bad ``input=`` is; one that fits (a pydantic
 model given as its JSON dict included) is journalled as given and the run goes on. A
 fork reads its run from an existing store: a path where there is none is refused, not
-created."""
+created; bad run options are refused before the fork is written."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from wingman_actors import Formation
+from wingman_actors.formation import RunOptions
 from wingman_actors.store import RunStore
 
 
@@ -82,3 +84,20 @@ def test_a_fork_from_a_store_path_that_does_not_exist_is_refused_without_creatin
                                                   r"the path of the store the run was journalled in"):
             typed().fork("r1", store=store, at="draft", output={"text": "x"})
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("given", "error", "match"), [
+    ({"timeout": -1}, ValueError, r"timeout must be > 0 seconds, got -1"),
+    ({"timeout": "soon"}, TypeError, r"timeout must be a number of seconds or None"),
+    ({"options": "fast"}, TypeError, r"options must be a wingman_actors.formation.RunOptions"),
+    ({"options": RunOptions(run_id="mine")}, TypeError, r"Formation.fork\(\) does not take run_id"),
+    ({"options": RunOptions(store="other.sqlite")}, TypeError, r"Formation.fork\(\) does not take store"),
+])
+def test_a_fork_with_bad_run_options_is_refused_before_the_fork_is_written(
+        location: str, given: dict[str, Any], error: type[Exception], match: str) -> None:
+    f = typed()
+    with RunStore(location) as store:
+        original = f.run(1, store=store).run_id
+        with pytest.raises(error, match=match):
+            f.fork(original, store=store, at="draft", output={"text": "x"}, **given)
+        assert [r.id for r in store.runs()] == [original]
