@@ -148,6 +148,16 @@ def _check_output(formation: Formation, node: str, value: Any) -> None:
                          f"{_problems(exc)}; give a value of that type") from None
 
 
+def _check_options(timeout: float | None, options: RunOptions | None) -> None:
+    """Refuse the run options the fork's resume would refuse, before the fork is written
+    (``options`` may set what ``Formation.resume`` takes but the store and the run id,
+    which the fork gives)."""
+    from ._options import _DEFAULTS, merge_options
+
+    taken = {name: default for name, default in _DEFAULTS.items() if name not in ("store", "run_id")}
+    merge_options(options, "Formation.fork()", **{**taken, "timeout": timeout})
+
+
 def _given_input(formation: Formation, node: str, visit: int, value: Any) -> bool:
     """Check ``input=`` for ``node``'s visit (see :func:`_check_input`); True when it is
     the new run's input (the first visit of the formation's only source)."""
@@ -248,6 +258,7 @@ def fork(formation: Formation, run_id: str, *, store: StoreArg, at: str | tuple[
         raise ValueError("fork: give exactly one of output= (the visit's new output) or input= (run the visit "
                          "again with this input)")
     _target(formation, at)  # a bad `at` is refused before the store is opened
+    _check_options(timeout, options)
     journal_store, owned = open_store(store, run_id=run_id)
     try:
         new_id = begin_fork(formation, journal_store, run_id, at=at, output=output, input=input)
