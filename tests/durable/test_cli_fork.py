@@ -175,3 +175,37 @@ def test_fork_whose_new_run_suspends_prints_its_question_and_the_answer_command(
     assert f"answer it with: wingman-actors resume {new_id} --store {path} --answer JSON" in err
     assert main(["resume", new_id, "--store", str(path), "--answer", "5"]) == 0
     assert capsys.readouterr().out.strip() == "5"
+
+
+TYPED = '''
+from wingman_actors import Formation
+
+
+def count(x: str) -> int:
+    return len(x)
+
+
+def double(n: int) -> int:
+    return n * 2
+
+
+formation = Formation("typed").add_function("count", count).add_function("double", double).connect("count", "double")
+'''
+
+
+def test_fork_with_an_output_that_does_not_fit_the_nodes_output_type_is_a_usage_error(
+        tmp_path: Path, location: str, capsys: pytest.CaptureFixture[str]) -> None:
+    module = tmp_path / "typed.py"
+    module.write_text(TYPED)
+    assert main(["run", str(module), "--input", "abc", "--store", location]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--store", location, "--json"]) == 0
+    run_id = json.loads(capsys.readouterr().out)[0]["run_id"]
+    assert main(["fork", run_id, "--at", "count", "--output", '"three"', "--store", location]) == 2
+    assert "output= for node 'count' does not fit its output type int" in capsys.readouterr().err
+    assert main(["runs", "--store", location, "--json"]) == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [run_id]
+    assert main(["fork", run_id, "--at", "count", "--output", "7", "--store", location]) == 0
+    new_id = capsys.readouterr().out.strip()
+    assert main(["runs", "history", new_id, "--store", location, "--json"]) == 0
+    assert [r["output"] for r in json.loads(capsys.readouterr().out)] == [7, 14]

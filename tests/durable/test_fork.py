@@ -81,7 +81,7 @@ def test_a_fork_with_a_new_input_reruns_the_visit_with_it(location: str) -> None
 def test_a_fork_is_journalled_and_can_be_forked_again(location: str) -> None:
     f = chain()
     with RunStore(location) as store:
-        first = f.fork(f.run(0, store=store).run_id, store=store, at="d", output="x")
+        first = f.fork(f.run(0, store=store).run_id, store=store, at="d", output=-1)
         second = f.fork(first, store=store, at="c", output=0)
         assert [(v.node, v.output) for v in store.history(second)] == [("a", 1), ("b", 11), ("c", 0), ("d", 1000)]
 

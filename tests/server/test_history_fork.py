@@ -114,11 +114,20 @@ def test_a_fork_with_an_input_that_does_not_fit_the_node_is_a_400_on_input(clien
     assert len(client.get("/runs", params={"formation_id": run["formation_id"]}).json()) == 1
 
 
-def test_a_null_output_is_an_output(client: httpx.Client) -> None:
+def test_a_fork_with_an_output_that_does_not_fit_the_nodes_output_type_is_a_400_on_output(
+        client: httpx.Client) -> None:
     run = _run(client)
+    answer = client.post(f"/runs/{run['id']}/fork", json={"at": "counted", "output": 5})
+    assert (answer.status_code, answer.json()["fields"], answer.json()["run_id"]) == (400, ["output"], run["id"])
+    assert answer.json()["error"].startswith("output: output= for node 'counted' does not fit its output type str")
+    assert len(client.get("/runs", params={"formation_id": run["formation_id"]}).json()) == 1
+
+
+def test_a_null_output_is_an_output(client: httpx.Client) -> None:
+    run = _run(client)  # (given, so checked as the visit's output: shout returns str, which null does not fit)
     new = client.post(f"/runs/{run['id']}/fork", json={"at": "shout", "output": None})
-    assert new.status_code == 201, new.text
-    assert (new.json()["status"], new.json()["output"]) == ("succeeded", None)
+    assert (new.status_code, new.json()["fields"]) == (400, ["output"]), new.text
+    assert new.json()["error"].startswith("output: output= for node 'shout' does not fit its output type str")
 
 
 def test_a_fork_at_an_unknown_node_is_a_400_naming_the_nodes(client: httpx.Client) -> None:

@@ -73,7 +73,8 @@ class Durable:
             self.store = None
 
     def resume_command(self, run_id: str) -> str:
-        """The ready-to-paste command that continues ``run_id``."""
+        """The ready-to-paste command that continues ``run_id`` (a PostgreSQL URL's password
+        shown as ``***``, as every message shows it: put it back when pasting)."""
         flag = self.choice.flag if self.choice is not None else []
         return shlex.join(["wingman-actors", "resume", run_id, *flag, *self.rerun])
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime
 import logging
 import os
-import re
 import sqlite3
 import sys
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import IO
 
 from .._extras import require
 from ..store import RunStore, StoreError
-from ..store._values import POSTGRES_SCHEMES
+from ..store._values import POSTGRES_SCHEMES, masked, other_scheme
 from .errors import UsageError
 
 __all__ = ["DATA_DIR_ENV", "PRUNE_AFTER", "StoreChoice", "default_store_path", "open_for_run"]
@@ -72,9 +71,16 @@ class StoreChoice:
 
     @classmethod
     def of(cls, store: str | None) -> StoreChoice:
-        """``--store PATH`` (or ``--store postgresql://...``) when given, else the default store."""
+        """``--store PATH`` (or ``--store postgresql://...``) when given, else the default store.
+
+        Raises:
+            UsageError: ``--store`` is a URL of another scheme (``mysql://...``).
+        """
         if store is not None and store.startswith(POSTGRES_SCHEMES):
             return cls(Path(store), False, store)
+        wrong_scheme = None if store is None else other_scheme(store)
+        if wrong_scheme is not None:  # (not a file to look for: say what --store takes)
+            raise UsageError(f"--store {wrong_scheme.removeprefix('RunStore ')}")
         if store is not None:
             return cls(Path(store), False)
         return cls(default_store_path(), True)
@@ -91,7 +97,7 @@ class StoreChoice:
     @property
     def shown(self) -> str:
         """The store as messages name it: a URL's password masked (``postgresql://me:***@host/db``)."""
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", self.target)
+        return masked(self.target)
 
     def unusable(self, exc: BaseException, doing: str = "use") -> UsageError:
         """The one-line usage error for a store that cannot be opened or read (``exc``:
@@ -101,8 +107,10 @@ class StoreChoice:
 
     @property
     def flag(self) -> list[str]:
-        """The ``--store PATH`` arguments that name this store (none for the default)."""
-        return [] if self.default else ["--store", self.target]
+        """The ``--store PATH`` arguments that name this store in a command a message suggests
+        (none for the default): a URL's password masked, as :attr:`shown` (messages end up in
+        logs; the user knows the password)."""
+        return [] if self.default else ["--store", self.shown]
 
     def missing(self) -> str:
         """Why a command that reads the store finds nothing (the store file is missing, or

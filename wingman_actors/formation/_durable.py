@@ -33,8 +33,8 @@ from typing import Any
 
 from .._interrupts import VisitScope
 from ..errors import FormationRuntimeError, NodeTimeoutError
-from ..store import FormationShape, JournalStore, RunJournal, RunStore, SerializationError
-from ..store._values import new_run_id
+from ..store import FormationShape, JournalStore, RunJournal, RunStore, SerializationError, UnknownRunError
+from ..store._values import POSTGRES_SCHEMES, new_run_id
 from ._breakpoints import JOURNAL_KEY, Breakpoints, is_breakpoint
 from ._failure import NodeFailure
 
@@ -49,9 +49,14 @@ StoreArg = JournalStore | str | os.PathLike[str]
 ``RunStore`` is opened)."""
 
 
-def open_store(store: StoreArg) -> tuple[JournalStore, bool]:
-    """The store for ``store=``, and whether the caller opened it (and must close it)."""
+def open_store(store: StoreArg, *, run_id: str | None = None) -> tuple[JournalStore, bool]:
+    """The store for ``store=``, and whether the caller opened it (and must close it).
+    With ``run_id`` (a call that reads that run), a SQLite path where no file is raises
+    :class:`~wingman_actors.store.UnknownRunError` instead of creating an empty store."""
     if isinstance(store, str | os.PathLike):
+        if run_id is not None and not os.fspath(store).startswith(POSTGRES_SCHEMES) \
+                and not os.path.exists(os.fspath(store)):
+            raise UnknownRunError(run_id, os.fspath(store), no_store=True)
         return RunStore(store), True
     if isinstance(store, JournalStore):
         return store, False

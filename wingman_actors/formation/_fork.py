@@ -16,7 +16,7 @@ replayed, a join's included), the node runs with it instead of what they deliver
 every resume until the visit is journalled. At the first visit of the formation's only
 source it is the new run's input instead. It is checked against the node's parameter
 types first (a function or map node's annotations), so a bad one is refused before
-anything is written.
+anything is written; so is an ``output=`` that does not fit the node's output type.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pydantic import TypeAdapter, ValidationError
 from ..errors import FormationRuntimeError, WingmanError
 from ..store import FormationMismatchError, FormationShape, JournalEntry, JournalStore, RunJournal
 from ._durable import StoreArg, open_store
-from ._typecheck import inspect_callable, type_name
+from ._typecheck import adapter_for, inspect_callable, type_name
 
 if TYPE_CHECKING:
     from ._graph import Formation
@@ -132,6 +132,32 @@ def _check_input(spec: NodeSpec, value: Any) -> None:
             _fits(node, key, info.annotation(by_name.get(key)), adapter, value[key])
 
 
+def _check_output(formation: Formation, node: str, value: Any) -> None:
+    """Refuse an ``output=`` that does not fit ``node``'s declared output type (a function's
+    return annotation, a map's list of them, an agent's output schema, a nested formation's
+    output): its successors would refuse it, after the fork was written. An unknown type
+    takes any value."""
+    tp = formation.validate().nodes[node].output_type
+    adapter = adapter_for(tp)
+    if adapter is None:
+        return
+    try:
+        adapter.validate_python(value)
+    except ValidationError as exc:
+        raise ValueError(f"fork: output= for node {node!r} does not fit its output type {type_name(tp)}: "
+                         f"{_problems(exc)}; give a value of that type") from None
+
+
+def _check_options(timeout: float | None, options: RunOptions | None) -> None:
+    """Refuse the run options the fork's resume would refuse, before the fork is written
+    (``options`` may set what ``Formation.resume`` takes but the store and the run id,
+    which the fork gives)."""
+    from ._options import _DEFAULTS, merge_options
+
+    taken = {name: default for name, default in _DEFAULTS.items() if name not in ("store", "run_id")}
+    merge_options(options, "Formation.fork()", **{**taken, "timeout": timeout})
+
+
 def _given_input(formation: Formation, node: str, visit: int, value: Any) -> bool:
     """Check ``input=`` for ``node``'s visit (see :func:`_check_input`); True when it is
     the new run's input (the first visit of the formation's only source)."""
@@ -186,6 +212,8 @@ def begin_fork(formation: Formation, journal_store: JournalStore, run_id: str, *
     if journal.shape.fingerprint != shape.fingerprint:
         raise FormationMismatchError(formation.name, run_id, journal.shape.diff(shape) or ["the fingerprints differ"])
     _check_visit(journal, node, visit)
+    if output is not UNSET:
+        _check_output(formation, node, output)
     kept = _cut(journal, node, visit)
     as_run_input = input is not UNSET and _given_input(formation, node, visit, input)
     run_input = input if as_run_input else journal.run.input
@@ -220,8 +248,9 @@ def fork(formation: Formation, run_id: str, *, store: StoreArg, at: str | tuple[
 
     Raises:
         ValueError: neither or both of ``output`` and ``input``, an unknown node, a visit
-            the run never made (:class:`ForkPointError`, as an unknown node), or an
-            ``input`` that node cannot be given.
+            the run never made (:class:`ForkPointError`, as an unknown node), an
+            ``input`` that node cannot be given, or an ``output`` that does not fit its
+            output type.
         wingman_actors.store.UnknownRunError: no such run.
         wingman_actors.store.FormationMismatchError: the formation differs from the run's.
     """
@@ -229,7 +258,8 @@ def fork(formation: Formation, run_id: str, *, store: StoreArg, at: str | tuple[
         raise ValueError("fork: give exactly one of output= (the visit's new output) or input= (run the visit "
                          "again with this input)")
     _target(formation, at)  # a bad `at` is refused before the store is opened
-    journal_store, owned = open_store(store)
+    _check_options(timeout, options)
+    journal_store, owned = open_store(store, run_id=run_id)
     try:
         new_id = begin_fork(formation, journal_store, run_id, at=at, output=output, input=input)
         try:

@@ -47,9 +47,14 @@ class Forks:
             ValueError: neither or both of ``output`` and ``input``, an unknown node, a visit
                 the run never made (a finished run's visits are those its history lists; one
                 that did not succeed may also be forked at a node's next visit, such as
-                the visit that failed), or an ``input`` that does not fit the node's
-                parameter type (naming the node, the parameter and the type).
-            wingman_actors.store.UnknownRunError: no such run.
+                the visit that failed), an ``input`` that does not fit the node's
+                parameter type (naming the node, the parameter and the type), or an
+                ``output`` that does not fit its output type (its return annotation).
+            TypeError: ``timeout`` or ``options`` of the wrong kind, or ``options`` setting
+                ``store`` or ``run_id`` (the fork gives them); like a bad ``timeout``
+                value (a ``ValueError``), refused before anything is written.
+            wingman_actors.store.UnknownRunError: no such run (or no store file at the path
+                given: none is created).
             wingman_actors.store.FormationMismatchError: this formation differs from the run's.
 
         Example:

@@ -95,8 +95,9 @@ def _fork(ctx: ServerContext, id: str, body: RunForkIn, deadline: float) -> RunO
                            run_status=original.status) from None
         except ForkPointError as exc:  # a visit the run never made
             raise ApiError(400, f"at: {str(exc).removeprefix('fork: ')}", fields=["at"], run_id=id) from None
-        except ValueError as exc:  # an input that node cannot be given (the node is known)
-            raise ApiError(400, f"input: {str(exc).removeprefix('fork: ')}", fields=["input"], run_id=id) from None
+        except ValueError as exc:  # an output or input that node cannot be given (the node is known)
+            field = "output" if "output" in given else "input"
+            raise ApiError(400, f"{field}: {str(exc).removeprefix('fork: ')}", fields=[field], run_id=id) from None
         run = ctx.store.create_run(record, jsonable(ctx.journal.get(fork_id).input), id=fork_id)
         with flight(ctx, one, run) as current:
             future = current.resume(timeout=timeout)
@@ -111,7 +112,8 @@ async def fork(id: str, body: RunForkIn, ctx: Ctx, response: Response) -> RunOut
     /formations/{id}/run`` does. The new run reuses the journal before that visit (those
     visits are not run again), takes ``output`` as the visit's output (or runs the visit
     again with ``input``) and continues; the original run is unchanged. 400 for an unknown
-    node, a visit the run never made, or an ``input`` that node cannot be given; 404 for an
+    node, a visit the run never made, an ``output`` that does not fit the node's output type
+    or an ``input`` that node cannot be given; 404 for an
     unknown run; 409 (``kind``) for a fleet run, one not journalled, its formation deleted
     or changed (``mismatch``);
     a new run that fails answers as a run does (500/502/504, with its ``run_id``)."""

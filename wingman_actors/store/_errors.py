@@ -77,13 +77,18 @@ class StoreVersionError(StoreOpenError):
 class UnknownRunError(StoreError, KeyError):
     """No run with this id in the store.
 
+    With ``no_store``, the store itself is not there (a path where no file is, given to a
+    call that reads a run, such as ``Formation.fork``).
+
     Attributes:
         run_id: the id asked for.
         store_path: the store (a PostgreSQL store's URL with its password hidden).
     """
 
-    def __init__(self, run_id: str, path: str) -> None:
+    def __init__(self, run_id: str, path: str, *, no_store: bool = False) -> None:
         super().__init__(
+            f"no run {run_id!r}: the run store {path} does not exist; give the path of the store the run was "
+            "journalled in" if no_store else
             f"no run {run_id!r} in the run store {path}; list the runs with store.runs() "
             "(or `wingman-actors runs --store PATH`)"
         )
@@ -114,12 +119,16 @@ class SerializationError(StoreError, TypeError):
 
 
 class StoreWriteError(StoreError):
-    """Journal writes that did not reach the database; ``errors`` holds one line each."""
+    """Journal writes that did not reach the database; ``errors`` holds one line each,
+    ``store`` the store they were for (its path, or its URL with the password hidden;
+    None when not known), which the message names first."""
 
-    def __init__(self, errors: Sequence[str]) -> None:
+    def __init__(self, errors: Sequence[str], store: str | None = None) -> None:
         shown = "; ".join(errors[:5]) + (f"; ... and {len(errors) - 5} more" if len(errors) > 5 else "")
-        super().__init__(f"{len(errors)} journal write(s) failed: {shown}")
+        where = "" if store is None else f"run store {store}: "
+        super().__init__(f"{where}{len(errors)} journal write(s) failed: {shown}")
         self.errors = list(errors)
+        self.store = store
 
 
 class StoreClosedError(StoreError):

@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 
 from ._errors import StoreOpenError, StoreVersionError
+from ._values import masked, without_password
 
 __all__ = ["LATEST_VERSION", "LIVE", "NOW", "PgConnection", "connect", "masked", "migrate"]
 
@@ -190,9 +191,6 @@ class PgConnection:
         self.raw.close()
 
 
-def masked(url: str) -> str:
-    """The URL with its password hidden (as messages and ``repr`` show it)."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 def connect(url: str, shown: str) -> PgConnection:
@@ -204,9 +202,13 @@ def connect(url: str, shown: str) -> PgConnection:
     try:
         raw = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="wingman-actors")
     except psycopg.Error as exc:
-        raise StoreOpenError(f"RunStore cannot connect to {shown}: {str(exc).strip()}; check that the PostgreSQL "
-                             "server runs and the URL (postgresql://user:password@host:port/database) is right",
-                             path=shown) from exc
+        reason = str(exc).strip()
+        error = StoreOpenError(f"RunStore cannot connect to {shown}: {without_password(reason, url)}; check that the "
+                               "PostgreSQL server runs and the URL (postgresql://user:password@host:port/database) "
+                               "is right", path=shown)
+        if without_password(reason, url) != reason:  # (psycopg quoted the URL: a traceback would show the password)
+            raise error from None
+        raise error from exc
     return PgConnection(raw)
 
 

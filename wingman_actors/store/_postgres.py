@@ -231,7 +231,7 @@ class PostgresRunStore(RunStore):
         self._cancels = CancelWatch(self._owner, own.mine)  # (the runs it is running: one set)
         self._writer = writer = Writer(conn, "wingman-store-writer", begin="BEGIN", errors=(psycopg.Error,),
                                        bulk=functools.partial(apply_group, full=synchronous == "FULL"),
-                                       refused=own.refused, regroup=_REGROUP, tick=self._cancels)
+                                       refused=own.refused, regroup=_REGROUP, tick=self._cancels, store=shown)
         self._submit = self._submit_owned
         self._readers = ReaderPool(lambda: connect(url, shown), shown, errors=(psycopg.Error,),
                                    check="check that the PostgreSQL server is up")

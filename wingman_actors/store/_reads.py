@@ -119,6 +119,8 @@ def _entry(codec: Codec, run_id: str, row: tuple[Any, ...]) -> JournalEntry:
 def get_run(conn: Any, codec: Codec, run_id: str, now: float, path: str, status_sql: str = STATUS,
             ) -> tuple[RunRecord, str, int]:
     """The run record (with its pending interrupt), its stored shape JSON and its key."""
+    if not isinstance(run_id, str):  # (PostgreSQL would refuse to compare it with the text ids)
+        raise UnknownRunError(run_id, path)
     row = conn.execute(
         f"SELECT r.id, r.formation, {status_sql}, r.created, {UPDATED}, r.fingerprint, r.source, r.input_codec, "
         "r.input, r.error, r.expires, s.shape, r.key, r.parent, r.cancel_requested FROM runs r JOIN shapes s ON s.fingerprint = r.fingerprint "

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._errors import StoreOpenError, StoreVersionError
+from ._values import masked, other_scheme
 
 __all__ = ["APPLICATION_ID", "LATEST_VERSION", "MIGRATIONS", "Migration", "check_path", "connect", "damaged", "migrate",
            "preparing"]
@@ -196,7 +197,8 @@ def check_path(path: str | os.PathLike[str]) -> str:
 
     Raises:
         TypeError: ``path`` is neither a str nor an ``os.PathLike``.
-        StoreOpenError: the path is empty or ``:memory:``, a directory, in a folder that
+        StoreOpenError: the path is empty or ``:memory:``, a URL of another scheme than
+            postgresql:// (``mysql://...``, ``sqlite:///...``), a directory, in a folder that
             does not exist, or an existing file too short to be an SQLite database (the
             header of a longer one is checked by SQLite, in :func:`connect`).
     """
@@ -210,6 +212,9 @@ def check_path(path: str | os.PathLike[str]) -> str:
             f"RunStore needs the path of a database file, got {text!r}; pass e.g. RunStore('runs.sqlite') "
             "(an in-memory store cannot be shared by the writer and readers, use a temporary file)",
             path=str(text))
+    wrong_scheme = other_scheme(text)
+    if wrong_scheme is not None:
+        raise StoreOpenError(wrong_scheme, path=masked(text))
     p = Path(text)
     if p.is_dir():
         raise StoreOpenError(f"RunStore path {text} is a directory; pass a file path such as {p / 'runs.sqlite'}",

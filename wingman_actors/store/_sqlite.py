@@ -170,7 +170,7 @@ class RunStore:
             conn.execute("COMMIT")
         self._shapes: set[str] = set()  # fingerprints known stored; used by ops, under the write lock
         self._cancels = CancelWatch(self._owner, set())
-        self._writer = writer = Writer(conn, "wingman-store-writer", tick=self._cancels)
+        self._writer = writer = Writer(conn, "wingman-store-writer", tick=self._cancels, store=self._path)
         self._submit: Callable[[Op], Op] = writer.submit  # how a journal write is queued
         path_ = self._path
         checkpointer = Checkpointer(lambda: connect(path_, synchronous=synchronous), lambda: writer.committed,

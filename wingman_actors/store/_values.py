@@ -1,19 +1,50 @@
-"""Small values both stores share: the URL schemes of PostgreSQL, durations given as
-timedeltas or seconds, and generated run ids."""
+"""Small values both stores share: the URL schemes of PostgreSQL (and the messages that
+show a URL: never its password), durations given as timedeltas or seconds, and
+generated run ids."""
 
 from __future__ import annotations
 
 import datetime
 import itertools
 import math
+import re
 import time
 import uuid
 from typing import Any
 
-__all__ = ["POSTGRES_SCHEMES", "new_run_id", "duration"]
+__all__ = ["POSTGRES_SCHEMES", "duration", "masked", "new_run_id", "other_scheme", "without_password"]
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 """The URL schemes ``RunStore`` opens on PostgreSQL."""
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_PASSWORD = re.compile(r"(://[^:/@]*:)([^@]*)@")
+
+
+def masked(url: str) -> str:
+    """The URL with its password hidden (as messages and ``repr`` show it)."""
+    return _PASSWORD.sub(r"\1***@", url)
+
+
+def without_password(text: str, url: str) -> str:
+    """``text`` (a driver's message about ``url``, which may quote it) with ``url``'s
+    password hidden wherever it appears."""
+    found = _PASSWORD.search(url)
+    password = found.group(2) if found else ""
+    return text.replace(password, "***") if password else text
+
+
+def other_scheme(location: str) -> str | None:
+    """Why ``location`` cannot be a store when it is a URL of a scheme no store opens
+    (``mysql://...``, ``sqlite:///runs.sqlite``), else None."""
+    found = _SCHEME.match(location)
+    if found is None or location.startswith(POSTGRES_SCHEMES):
+        return None
+    scheme = found.group(1)
+    hint = (f"for a SQLite store give the file's path itself (e.g. {location[found.end():]!r})"
+            if scheme.lower() == "sqlite" else "e.g. 'runs.sqlite' or 'postgresql://user:password@host:5432/db'")
+    return (f"RunStore takes a SQLite file's path or a postgresql:// URL, got a {scheme}:// URL "
+            f"({masked(location)}); {hint}")
 
 
 def duration(value: Any, name: str, *, allow_none: bool) -> float | None:

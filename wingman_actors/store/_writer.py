@@ -158,8 +158,9 @@ class Writer:
                  errors: tuple[type[BaseException], ...] = (sqlite3.Error,),
                  bulk: Callable[[Any, Sequence[Op]], None] | None = None,
                  refused: Callable[[BaseException], None] | None = None, regroup: float = 0.0,
-                 tick: Tick | None = None) -> None:
+                 tick: Tick | None = None, store: str | None = None) -> None:
         self._conn = conn
+        self._store = store  # what its errors name the store by (a URL's password hidden)
         self._tick = tick
         # Before a batch that follows one whose callers waited, wait up to this fraction of
         # that batch's time (at most _REGROUP_MAX_S) for as many waiting callers to queue again
@@ -274,7 +275,7 @@ class Writer:
             op.done.acquire()
         if op.error is not None:
             if isinstance(op.error, self._errors):  # the database's own error: say which write it failed
-                raise StoreWriteError([f"{op.describe()}: {op.error}"]) from op.error
+                raise StoreWriteError([f"{op.describe()}: {op.error}"], self._store) from op.error
             raise op.error
         return op.result
 
@@ -289,7 +290,7 @@ class Writer:
                 taken = [f for f in self._failures if f[0] is not None and (f[0] == run_id or f[0].startswith(inner))]
                 if taken:
                     self._failures = [f for f in self._failures if f not in taken]
-        return StoreWriteError([line for _, line in taken]) if taken else None
+        return StoreWriteError([line for _, line in taken], self._store) if taken else None
 
     def stop(self, final: Op | None = None) -> None:
         """Apply everything queued, then ``final``, commit, close the connection and end
@@ -452,7 +453,8 @@ class Writer:
             conn.execute("COMMIT")
             return
         except Exception as exc:
-            _log.warning("run store: a batch of %d write(s) failed (%s); retrying them one by one", len(batch), exc)
+            _log.warning("run store%s: a batch of %d write(s) failed (%s); retrying them one by one",
+                         "" if self._store is None else f" {self._store}", len(batch), exc)
             self._rollback()
         for op in batch:
             op.result, op.error = None, None
