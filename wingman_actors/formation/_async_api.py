@@ -57,7 +57,7 @@ class AsyncRuns:
 
     if TYPE_CHECKING:  # given by Formation
         def validate(self) -> Plan: ...
-        def _journal(self, store: StoreArg | None) -> Journal | None: ...
+        def _journal(self, store: StoreArg | None, resumed: str | None = None) -> Journal | None: ...
         def start(self, *, options: RunOptions | None = None) -> RunningFormation: ...
 
     async def arun(
@@ -150,7 +150,7 @@ class AsyncRuns:
             break_before=break_before, break_after=break_after,
         )
         plan = self.validate()
-        return await arun_plan(plan, None, opts, await _journal_of(self, opts.store), resume=True, answer=answer,
+        return await arun_plan(plan, None, opts, await _journal_of(self, opts.store, run_id), resume=True, answer=answer,
                                called=called)
 
     def astream(
@@ -358,7 +358,7 @@ async def _lazy_stream(
     formation: AsyncRuns, plan: Plan, input: Any, opts: RunOptions, *, resume_id: str | None = None, answer: Any = None,
 ) -> AsyncIterator[FormationEvent]:
     called = time.monotonic()  # the first event asked for: the run's timeout counts from here
-    journal = await _journal_of(formation, opts.store)
+    journal = await _journal_of(formation, opts.store, resume_id)
     # closed here when this generator is (a consumer that leaves early): not later by the
     # loop's finalizer, where the loop's shutdown could cancel the closing
     async with contextlib.aclosing(astream_plan(plan, input, opts, journal, resume_id=resume_id, answer=answer,
@@ -367,12 +367,13 @@ async def _lazy_stream(
             yield event
 
 
-async def _journal_of(formation: AsyncRuns, store: StoreArg | None) -> Journal | None:
+async def _journal_of(formation: AsyncRuns, store: StoreArg | None, resumed: str | None = None) -> Journal | None:
     """The run's journal in ``store``: a store given by path is opened (its SQLite file,
-    perhaps created) on a worker thread, not on the loop."""
+    perhaps created; not for ``resumed``, the run a resume reads) on a worker thread, not
+    on the loop."""
     if isinstance(store, str | os.PathLike):
-        return await begin_off_loop(functools.partial(formation._journal, store), _close)
-    return formation._journal(store)
+        return await begin_off_loop(functools.partial(formation._journal, store, resumed), _close)
+    return formation._journal(store, resumed)
 
 
 def _close(journal: Journal | None) -> None:

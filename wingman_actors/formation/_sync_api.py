@@ -93,13 +93,16 @@ class Runs:
 
         return RunningFormation(plan, opts, journal=self._journal(opts.store)).start()
 
-    def _journal(self, store: StoreArg | None) -> Journal | None:
+    def _journal(self, store: StoreArg | None, resumed: str | None = None) -> Journal | None:
+        """The journal in ``store`` (None: no store); ``resumed``, the id of the run a
+        resume reads: a SQLite path where no file is is then an ``UnknownRunError``, not a
+        new empty store."""
         if store is None:
             return None
         from ..store import FormationShape  # the store loads for a durable run only
         from ._durable import Journal, open_store
 
-        opened, owned = open_store(store)
+        opened, owned = open_store(store, run_id=resumed)
         return Journal(opened, owned, self.name, FormationShape.of(self.graph),
                        getattr(self, "source", None))  # the launcher sets the file it loaded
 
@@ -215,7 +218,7 @@ class Runs:
         plan = self.validate()
         from ._one_run import run_once
 
-        return run_once(plan, None, opts, self._journal(opts.store), resume=True, answer=answer, called=called)
+        return run_once(plan, None, opts, self._journal(opts.store, run_id), resume=True, answer=answer, called=called)
 
     def run_stream(
         self,
@@ -276,4 +279,4 @@ class Runs:
         plan = self.validate()
         from ._one_run import run_stream
 
-        return run_stream(plan, None, opts, self._journal(opts.store), resume_id=run_id, answer=answer, called=called)
+        return run_stream(plan, None, opts, self._journal(opts.store, run_id), resume_id=run_id, answer=answer, called=called)
