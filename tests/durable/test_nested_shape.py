@@ -1,12 +1,10 @@
 """A resume is refused when the formation differs from the run's (DESIGN, "Durable runs"):
-nested formations included. Today the outer run's shape does not hold its inner
-formations' shapes, so a changed inner formation is found only when its node runs: the
-node fails with FormationMismatchError and the suspended run ends failed, instead of
-the resume being refused and the run left suspended (see the report of branch dur17)."""
+nested formations included. The outer run's shape holds its inner formations' nodes and
+edges by path, so a changed inner formation is refused before the run is claimed, and the
+run stays suspended (before, its node failed with FormationMismatchError once it ran, and
+the suspended run ended failed)."""
 
 from __future__ import annotations
-
-import pytest
 
 from wingman_actors import Formation, interrupt
 from wingman_actors.store import FormationMismatchError, RunStore
@@ -22,9 +20,6 @@ def _outer(inner_nodes: tuple[str, ...]) -> Formation:
     return Formation("outer").add_function("a", lambda v: v).add_formation("n", inner).connect("a", "n")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="the outer run's shape leaves out its nested formations' shapes: the mismatch is found "
-                          "when node 'n' runs, after the run was claimed (store/_shape.py, formation/_durable.py)")
 def test_resuming_a_run_whose_nested_formation_changed_is_refused_and_leaves_the_run_suspended(location: str) -> None:
     with RunStore(location) as store:
         run_id = _outer(("x",)).run(1, store=store).run_id
@@ -37,3 +32,12 @@ def test_resuming_a_run_whose_nested_formation_changed_is_refused_and_leaves_the
             pass
         assert refused, "the resume was not refused before the run was claimed"
         assert store.get(run_id).status == "suspended"
+
+
+def test_the_shape_names_inner_nodes_by_path_and_tells_what_changed_inside() -> None:
+    from wingman_actors.store import FormationShape
+
+    before, after = FormationShape.of(_outer(("x",)).graph), FormationShape.of(_outer(("x", "y")).graph)
+    assert ("n/x", "function") in before.nodes
+    assert before.fingerprint != after.fingerprint
+    assert "node 'n/y' (function) is new" in before.diff(after)

@@ -73,15 +73,14 @@ class FormationShape:
 
     @classmethod
     def of(cls, graph: nx.DiGraph) -> FormationShape:
-        """The shape of a formation's graph (``Formation.graph``)."""
-        back = back_edges(graph)
-        nodes = tuple(sorted((str(n), str(a.get("kind"))) for n, a in graph.nodes(data=True)))
-        edges = tuple(sorted(
-            EdgeShape(str(u), str(v), (u, v) in back,
-                      a.get("when") is not None or a.get("otherwise") is True or a.get("on_error") is True)
-            for u, v, a in graph.edges(data=True)
-        ))
-        return cls(nodes, edges)
+        """The shape of a formation's graph (``Formation.graph``). A node running a
+        formation (``kind="formation"``, or a map over one) brings the inner formation's
+        nodes and edges too, named by path (``"outer_node/inner_node"``): a resume then
+        finds a changed inner formation before anything runs."""
+        nodes: list[tuple[str, str]] = []
+        edges: list[EdgeShape] = []
+        _collect(graph, "", nodes, edges, set())
+        return cls(tuple(sorted(nodes)), tuple(sorted(edges)))
 
     def to_json(self) -> str:
         """Canonical JSON: ``{"nodes": [[name, kind]...], "edges": [[source, target, back, conditional]...]}``."""
@@ -123,6 +122,21 @@ class FormationShape:
                 out.append(f"edge {key[0]!r} → {key[1]!r} was {'' if old.conditional else 'un'}conditional, "
                            f"is now {'' if new.conditional else 'un'}conditional")
         return out
+
+
+def _collect(graph: nx.DiGraph, prefix: str, nodes: list[tuple[str, str]], edges: list[EdgeShape],
+             seen: set[int]) -> None:
+    back = back_edges(graph)
+    for n, a in graph.nodes(data=True):
+        nodes.append((f"{prefix}{n}", str(a.get("kind"))))
+        inner = getattr(a.get("formation"), "graph", None)  # a formation node, or a map over a formation
+        if isinstance(inner, nx.DiGraph) and id(inner) not in seen:  # (validation refuses a formation in itself)
+            _collect(inner, f"{prefix}{n}/", nodes, edges, seen | {id(inner)})
+    edges.extend(
+        EdgeShape(f"{prefix}{u}", f"{prefix}{v}", (u, v) in back,
+                  a.get("when") is not None or a.get("otherwise") is True or a.get("on_error") is True)
+        for u, v, a in graph.edges(data=True)
+    )
 
 
 def fingerprint(graph: nx.DiGraph) -> str:
