@@ -305,6 +305,8 @@ class Session(AsyncSessionRuns):
         """Start a run: the session is taken, the run's token and spans made."""
         if timeout is not None:
             check_timeout(timeout)
+        # Refused before the session is taken, so a bad value leaves it free.
+        frozen = read_only(metadata) if metadata is not None else None
         if not self._busy.acquire(blocking=False):
             raise RuntimeError(
                 f"session {self.id} is already running a message; use one Session per concurrent conversation"
@@ -329,10 +331,10 @@ class Session(AsyncSessionRuns):
                 token.release()
             self._busy.release()
             raise
-        if metadata is None:
+        if frozen is None:
             ctx = RunContext(self.agent, self.id, self.history, token)
         else:
-            ctx = RunContext(self.agent, self.id, self.history, token, metadata=read_only(metadata))
+            ctx = RunContext(self.agent, self.id, self.history, token, metadata=frozen)
         if self._lineage is not None:
             ctx.depth, ctx.parent_session_id = self._lineage
         bus = self.agent.events
