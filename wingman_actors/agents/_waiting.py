@@ -211,7 +211,13 @@ def _reopen(session: Session, session_id: str, store: Any, answer: Any) -> _Turn
     run_id = _newest(store, session_id)
     journal = store.claim_run(run_id, _shape(agent), formation=_formation(agent))
     if journal.pending_interrupt is not None:
-        store.answer(run_id, answer)
+        try:
+            store.answer(run_id, answer)
+        except BaseException:
+            # Refused (an answer the store cannot keep): the run was not resumed, so it
+            # waits as before, not "running" in this process.
+            store.set_status(run_id, "suspended", wait=True)
+            raise
         journal = store.load(run_id)
     node = agent.name
     saved = journal.run.input

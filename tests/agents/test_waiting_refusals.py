@@ -1,0 +1,42 @@
+"""A resume refused for its answer leaves the suspended session as it was: still
+suspended, and resumable with an answer the store can keep (sync and awaited)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wingman_actors import Session
+from wingman_actors.store import RunStore, SerializationError
+from wingman_actors.testing import ScriptedProvider
+
+from .session_worker import ASK, agent, confirm
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[RunStore]:
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        yield store
+
+
+@pytest.mark.parametrize("awaited", [False, True])
+def test_an_answer_the_store_cannot_keep_is_refused_and_the_session_stays_resumable(
+    store: RunStore, awaited: bool
+) -> None:
+    suspended = Session(agent(ScriptedProvider([ASK])), store=store)
+    suspended.run("Book me a trip.")
+    refused = Session(agent(ScriptedProvider([confirm])), store=store)
+
+    with pytest.raises(SerializationError, match=r"the answer to run"):
+        if awaited:
+            asyncio.run(refused.aresume(suspended.id, answer=object()))
+        else:
+            refused.resume(suspended.id, answer=object())
+
+    assert store.get(suspended.id).status == "suspended"
+    provider = ScriptedProvider([confirm])
+    result = Session(agent(provider), store=store).resume(suspended.id, answer="Lisbon")
+    assert (result.status, result.response) == ("succeeded", "Booked for Lisbon")
