@@ -229,9 +229,13 @@ class Session(AsyncSessionRuns):
 
         Raises:
             TypeError: called on the class (``Session.resume(session_id, ...)``): call it on
-                a session of the suspended session's agent, ``Session(agent).resume(...)``.
-            ValueError: no store given, or nothing of that session is waiting in it.
-            StoreError: the run cannot be resumed (expired, finished, another agent's).
+                a session of the suspended session's agent, ``Session(agent).resume(...)``;
+                ``session_id`` is not a str, or ``timeout`` not a number.
+            ValueError: no store given, nothing of that session is waiting in it, an empty
+                ``session_id``, or a ``timeout`` not > 0. These are refused before the run
+                is touched: the answer is not recorded, the session stays suspended.
+            StoreError: the run cannot be resumed (expired, finished, another agent's), or
+                the answer cannot be journalled (the session stays suspended).
         """
         from ._waiting import resume_waiting
 
