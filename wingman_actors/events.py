@@ -310,7 +310,7 @@ class EventBus:
             )
         if not callable(fn):
             raise TypeError(f"subscribe needs a callable taking one Event, got {type(fn).__name__}")
-        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
             # Called on a worker thread, it would only make a coroutine that nothing awaits.
             name = getattr(fn, "__name__", type(fn).__name__)
             raise TypeError(
