@@ -20,9 +20,9 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from .._cancel import CancelToken, cancel_scope, current_token
 from .._interrupts import RunSuspended, current_scope
@@ -49,6 +49,7 @@ from ._model_calls import ModelCall, compactions, infer, infer_stream, traced_in
 from ._on_session import on_a_session
 from ._prepare import Prepares
 from ._result import Result, StepTrace, ToolCall
+from ._stream import SessionStream
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolBatch, ToolStep, close_unanswered
 
@@ -80,37 +81,6 @@ def _new_session_id() -> str:
     """32 hex digits, unique: a random per-process prefix and a counter (a fresh
     ``os.urandom`` per session costs a system call on every fleet task)."""
     return f"{_ID_PREFIX}{next(_id_counter):016x}"
-
-
-class SessionStream:
-    """The events of a streamed run; :meth:`result` once iteration has ended.
-
-    Iterate it once. If the run fails, an ``error`` event is yielded and then the error is
-    raised from the iteration.
-    """
-
-    def __init__(self, gen: RunGen, on_close: Any = None) -> None:
-        self._gen = gen
-        self._result: Result | None = None
-        self._error: BaseException | None = None
-        self._on_close = on_close
-
-    def __iter__(self) -> Iterator[StreamEvent]:
-        try:
-            self._result = yield from cast("Generator[StreamEvent, None, Result]", self._gen)
-        except BaseException as exc:
-            self._error = exc
-            raise
-        finally:
-            self._gen.close()
-
-    def result(self) -> Result:
-        """The run's result; raises the run's error if it failed."""
-        if self._error is not None:
-            raise self._error
-        if self._result is None:
-            raise RuntimeError("the stream has not finished: iterate it to the end first")
-        return self._result
 
 
 class Session(AsyncSessionRuns):
@@ -313,7 +283,8 @@ class Session(AsyncSessionRuns):
         frozen = read_only(metadata) if metadata is not None else None
         if not self._busy.acquire(blocking=False):
             raise RuntimeError(
-                f"session {self.id} is already running a message; use one Session per concurrent conversation"
+                f"session {self.id} is already running a message; use one Session per concurrent conversation "
+                "(a stream left before its end runs until closed: stream.close(), or await stream.aclose())"
             )
         token: CancelToken | None = None
         try:
