@@ -254,6 +254,8 @@ class Session(AsyncSessionRuns):
 
     def cancel(self, reason: str = "cancelled by caller") -> None:
         """Cancel the run in progress (from another thread); it stops at its next boundary."""
+        if not isinstance(reason, str):
+            raise TypeError(f"cancel: reason must be a str (it is the run's error message), got {reason!r}")
         token = self._token
         if token is not None:
             token.cancel(reason)
