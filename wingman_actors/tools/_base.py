@@ -315,12 +315,6 @@ class FunctionTool:
         return f"<tool {self.name}>"
 
 
-@overload
-def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
-@overload
-def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], FunctionTool]: ...
-
-
 def _no_schema(tool_name: str, fields: dict[str, Any], exc: Exception) -> TypeError:
     """The error naming the parameter of ``tool_name`` whose type has no JSON schema."""
     for pname, (annotation, _) in fields.items():
@@ -334,6 +328,12 @@ def _no_schema(tool_name: str, fields: dict[str, Any], exc: Exception) -> TypeEr
                 "dataclass or a TypedDict"
             )
     return TypeError(f"tool {tool_name!r}: its parameters have no JSON schema: {exc}")
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
 def tool(
