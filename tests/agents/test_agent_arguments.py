@@ -92,12 +92,6 @@ def test_a_skill_that_is_not_a_folder_path_is_refused_naming_it(skills: Any) -> 
         Agent("a", skills=skills)
 
 
-@pytest.mark.parametrize("budget", [300.5, 1e9, "4000"])
-def test_a_context_budget_that_is_not_an_int_is_a_type_error_naming_it(budget: Any) -> None:
-    with pytest.raises(TypeError, match=r"agent 'a': context_budget must be an int"):
-        Agent("a", context_budget=budget)
-
-
 @pytest.mark.parametrize("reason", [3, None])
 def test_cancel_refuses_a_reason_that_is_not_text(reason: Any) -> None:
     session = Session(Agent("a", provider=ScriptedProvider(["ok"])))

@@ -231,9 +231,6 @@ def _check_types(agent: Agent) -> None:
             f"agent {name!r}: max_delegation_depth must be an int >= 0 (0 refuses every delegation), "
             f"got {agent.max_delegation_depth}"
         )
-    budget = agent.context_budget
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
-        raise TypeError(f"agent {name!r}: context_budget must be an int (a number of tokens >= 256), got {budget!r}")
     skills = agent.skills
     if not isinstance(skills, str | bytes | os.PathLike) and isinstance(skills, Iterable):
         skills = tuple(skills)  # an iterator is read once: kept as read
