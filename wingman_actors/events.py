@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import collections
+import inspect
 import logging
 import threading
 import time
@@ -290,10 +291,17 @@ class EventBus:
 
         Raises:
             ValueError: an unknown kind, or a timeout that is not positive.
-            TypeError: ``fn`` is not callable.
+            TypeError: ``fn`` is not callable or is ``async def``; kinds are not names; the
+                timeout is not a number.
             RuntimeError: the bus is closed.
         """
-        wanted = frozenset(EVENT_KINDS if kinds == "*" else [kinds] if isinstance(kinds, str) else kinds)
+        names = [kinds] if isinstance(kinds, str) else list(kinds) if isinstance(kinds, Iterable) else None
+        if names is None or not all(isinstance(k, str) for k in names):
+            raise TypeError(
+                f"subscribe: kinds must be a kind name or a list of them (some of {sorted(EVENT_KINDS)}), "
+                f"or '*' for all; got {kinds!r}"
+            )
+        wanted = frozenset(EVENT_KINDS if kinds == "*" else names)
         unknown = sorted(wanted - EVENT_KINDS)
         if unknown or not wanted:
             raise ValueError(
@@ -302,6 +310,16 @@ class EventBus:
             )
         if not callable(fn):
             raise TypeError(f"subscribe needs a callable taking one Event, got {type(fn).__name__}")
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
+            # Called on a worker thread, it would only make a coroutine that nothing awaits.
+            name = getattr(fn, "__name__", type(fn).__name__)
+            raise TypeError(
+                f"subscribe: {name} is an async def function; subscribers are called on a worker thread, so give "
+                "a plain function (to hand events to your event loop: "
+                "lambda e: asyncio.run_coroutine_threadsafe(handler(e), loop))"
+            )
+        if timeout is not None and not isinstance(timeout, (int, float)):
+            raise TypeError(f"subscribe: timeout must be a number of seconds > 0 or None, got {timeout!r}")
         if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
             raise ValueError(f"subscribe: timeout must be a number of seconds > 0 or None, got {timeout!r}")
         sub = Subscription(self, wanted, fn, timeout)

@@ -84,3 +84,26 @@ def test_middleware_given_as_an_iterator_is_kept_whole() -> None:
     hooks = [Quiet(), Quiet()]
     agent = Agent("a", middleware=iter(hooks))
     assert list(agent.middleware) == hooks
+
+
+@pytest.mark.parametrize("skills", [[3], ["ok", None]])
+def test_a_skill_that_is_not_a_folder_path_is_refused_naming_it(skills: Any) -> None:
+    with pytest.raises(TypeError, match=r"agent 'a': skills\[\d\] must be a folder's path \(a str or Path\), got"):
+        Agent("a", skills=skills)
+
+
+@pytest.mark.parametrize("reason", [3, None])
+def test_cancel_refuses_a_reason_that_is_not_text(reason: Any) -> None:
+    session = Session(Agent("a", provider=ScriptedProvider(["ok"])))
+    with pytest.raises(TypeError, match=r"cancel: reason must be a str"):
+        session.cancel(reason)
+
+
+@pytest.mark.parametrize("reason", [3, None])
+def test_fleet_cancel_refuses_a_reason_that_is_not_text(reason: Any) -> None:
+    from wingman_actors import Fleet
+
+    fleet = Fleet(Agent("a", provider=ScriptedProvider(["ok"])), ["x"])
+    with pytest.raises(TypeError, match=r"cancel: reason must be a str"):
+        fleet.cancel(reason)
+    assert not fleet.cancelled

@@ -93,3 +93,26 @@ def test_a_history_of_message_dicts_becomes_messages() -> None:
 def test_an_id_that_is_not_a_str_is_refused(session_id: Any) -> None:
     with pytest.raises(TypeError, match=r"Session id must be a str"):
         Session(Agent("a"), id=session_id)
+
+
+@pytest.mark.parametrize("how", ["run", "run_stream", "arun", "astream"])
+def test_refused_metadata_leaves_the_session_free_for_the_next_message(how: str) -> None:
+    session = _session()
+    with pytest.raises(TypeError, match=r"metadata must be a dict"):
+        if how == "run":
+            session.run("hello", metadata=[1])  # type: ignore[arg-type]
+        elif how == "run_stream":
+            list(session.run_stream("hello", metadata=[1]))  # type: ignore[arg-type]
+        else:
+
+            async def main() -> None:
+                if how == "arun":
+                    await session.arun("hello", metadata=[1])  # type: ignore[arg-type]
+                else:
+                    async for _ in session.astream("hello", metadata=[1]):  # type: ignore[arg-type]
+                        pass
+
+            asyncio.run(main())
+
+    assert session.run("hello", timeout=5).response == "ok"
+    assert session.history[0].text == "hello"

@@ -258,3 +258,19 @@ def test_an_mcp_server_that_cannot_be_reached_is_a_502(mcp_server: httpx.Client)
     assert response.status_code == 502
     assert response.json()["kind"] == "network"
     assert "MCP server" in response.json()["error"]
+
+
+@pytest.mark.parametrize(("given", "field", "fix"), [
+    ({"command": "python server.py"}, "mcp[0].command", r"a list of strings: the program and its arguments"),
+    ({"command": [1]}, "mcp[0].command", r"a list of strings: the program and its arguments"),
+    ({"url": 3}, "mcp[0].url", r"a string, an http:// or https:// endpoint"),
+])
+def test_an_mcp_command_or_url_of_the_wrong_json_type_is_400_naming_the_field_and_the_fix(
+    client: httpx.Client, given: dict[str, Any], field: str, fix: str
+) -> None:
+    response = client.post("/agents", json={"name": "a", "mcp": [given]})
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == [field]
+    assert response.json()["error"].startswith(f"invalid request: {field}: ")
+    assert fix in response.json()["error"]

@@ -231,6 +231,13 @@ def _check_types(agent: Agent) -> None:
             f"agent {name!r}: max_delegation_depth must be an int >= 0 (0 refuses every delegation), "
             f"got {agent.max_delegation_depth}"
         )
+    skills = agent.skills
+    if not isinstance(skills, str | bytes | os.PathLike) and isinstance(skills, Iterable):
+        skills = tuple(skills)  # an iterator is read once: kept as read
+        object.__setattr__(agent, "skills", skills)
+        for i, folder in enumerate(skills):
+            if not isinstance(folder, str | os.PathLike):
+                raise TypeError(f"agent {name!r}: skills[{i}] must be a folder's path (a str or Path), got {folder!r}")
     temperature = agent.temperature
     if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, int | float)):
         raise TypeError(f"agent {name!r}: temperature must be a number, got {temperature!r}")

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken, cancel_scope, current_token
@@ -371,7 +371,9 @@ async def _execute(step: ToolStep, call: ContentBlock) -> _Outcome:
 class AsyncSessionStream:
     """The events of a streamed async run (``Session.astream``), for ``async for``;
     :meth:`result` once iteration has ended. If the run fails, an ``error`` event is
-    yielded and then the error is raised from the iteration.
+    yielded and then the error is raised from the iteration. Left before its end,
+    :meth:`aclose` it (or use it in ``async with``): until then the run goes on holding
+    the session (an ``async for`` left by ``break`` closes only when collected).
 
     Args:
         gen: the run, made for the async driver.
@@ -387,8 +389,26 @@ class AsyncSessionStream:
         self._on_suspend = on_suspend
         self._result: Result | None = None
         self._error: BaseException | None = None
+        self._events: AsyncGenerator[StreamEvent, None] | None = None
 
-    async def __aiter__(self) -> AsyncIterator[StreamEvent]:
+    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+        self._events = events = self._iterate()
+        return events
+
+    async def aclose(self) -> None:
+        """End the run where it is (nothing more is streamed; its provider request is
+        closed, the session free for its next message); a finished stream is left as it is."""
+        if self._events is not None:
+            await self._events.aclose()
+        self._gen.close()
+
+    async def __aenter__(self) -> AsyncSessionStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _iterate(self) -> AsyncGenerator[StreamEvent, None]:
         try:
             with self._scope.attempt() if self._scope is not None else contextlib.nullcontext():
                 async for item in drive(self._gen):

@@ -389,6 +389,8 @@ class Fleet:
         Tasks not yet started finish with an ``AgentError(kind=cancelled)`` result; running
         sessions are cancelled and stop at their next boundary.
         """
+        if not isinstance(reason, str):
+            raise TypeError(f"cancel: reason must be a str (it is the tasks' error message), got {reason!r}")
         with self._lock:
             self._cancel_reason = reason
             tokens = list(self._tokens)

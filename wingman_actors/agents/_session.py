@@ -20,9 +20,9 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from .._cancel import CancelToken, cancel_scope, current_token
 from .._interrupts import RunSuspended, current_scope
@@ -49,6 +49,7 @@ from ._model_calls import ModelCall, compactions, infer, infer_stream, traced_in
 from ._on_session import on_a_session
 from ._prepare import Prepares
 from ._result import Result, StepTrace, ToolCall
+from ._stream import SessionStream
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolBatch, ToolStep, close_unanswered
 
@@ -80,37 +81,6 @@ def _new_session_id() -> str:
     """32 hex digits, unique: a random per-process prefix and a counter (a fresh
     ``os.urandom`` per session costs a system call on every fleet task)."""
     return f"{_ID_PREFIX}{next(_id_counter):016x}"
-
-
-class SessionStream:
-    """The events of a streamed run; :meth:`result` once iteration has ended.
-
-    Iterate it once. If the run fails, an ``error`` event is yielded and then the error is
-    raised from the iteration.
-    """
-
-    def __init__(self, gen: RunGen, on_close: Any = None) -> None:
-        self._gen = gen
-        self._result: Result | None = None
-        self._error: BaseException | None = None
-        self._on_close = on_close
-
-    def __iter__(self) -> Iterator[StreamEvent]:
-        try:
-            self._result = yield from cast("Generator[StreamEvent, None, Result]", self._gen)
-        except BaseException as exc:
-            self._error = exc
-            raise
-        finally:
-            self._gen.close()
-
-    def result(self) -> Result:
-        """The run's result; raises the run's error if it failed."""
-        if self._error is not None:
-            raise self._error
-        if self._result is None:
-            raise RuntimeError("the stream has not finished: iterate it to the end first")
-        return self._result
 
 
 class Session(AsyncSessionRuns):
@@ -229,9 +199,13 @@ class Session(AsyncSessionRuns):
 
         Raises:
             TypeError: called on the class (``Session.resume(session_id, ...)``): call it on
-                a session of the suspended session's agent, ``Session(agent).resume(...)``.
-            ValueError: no store given, or nothing of that session is waiting in it.
-            StoreError: the run cannot be resumed (expired, finished, another agent's).
+                a session of the suspended session's agent, ``Session(agent).resume(...)``;
+                ``session_id`` is not a str, or ``timeout`` not a number.
+            ValueError: no store given, nothing of that session is waiting in it, an empty
+                ``session_id``, or a ``timeout`` not > 0. These are refused before the run
+                is touched: the answer is not recorded, the session stays suspended.
+            StoreError: the run cannot be resumed (expired, finished, another agent's), or
+                the answer cannot be journalled (the session stays suspended).
         """
         from ._waiting import resume_waiting
 
@@ -280,6 +254,8 @@ class Session(AsyncSessionRuns):
 
     def cancel(self, reason: str = "cancelled by caller") -> None:
         """Cancel the run in progress (from another thread); it stops at its next boundary."""
+        if not isinstance(reason, str):
+            raise TypeError(f"cancel: reason must be a str (it is the run's error message), got {reason!r}")
         token = self._token
         if token is not None:
             token.cancel(reason)
@@ -305,9 +281,12 @@ class Session(AsyncSessionRuns):
         """Start a run: the session is taken, the run's token and spans made."""
         if timeout is not None:
             check_timeout(timeout)
+        # Refused before the session is taken, so a bad value leaves it free.
+        frozen = read_only(metadata) if metadata is not None else None
         if not self._busy.acquire(blocking=False):
             raise RuntimeError(
-                f"session {self.id} is already running a message; use one Session per concurrent conversation"
+                f"session {self.id} is already running a message; use one Session per concurrent conversation "
+                "(a stream left before its end runs until closed: stream.close(), or await stream.aclose())"
             )
         token: CancelToken | None = None
         try:
@@ -329,10 +308,10 @@ class Session(AsyncSessionRuns):
                 token.release()
             self._busy.release()
             raise
-        if metadata is None:
+        if frozen is None:
             ctx = RunContext(self.agent, self.id, self.history, token)
         else:
-            ctx = RunContext(self.agent, self.id, self.history, token, metadata=read_only(metadata))
+            ctx = RunContext(self.agent, self.id, self.history, token, metadata=frozen)
         if self._lineage is not None:
             ctx.depth, ctx.parent_session_id = self._lineage
         bus = self.agent.events

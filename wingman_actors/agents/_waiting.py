@@ -146,7 +146,7 @@ def astream_waiting(
 
 def resume_waiting(session: Session, session_id: str, store: Any, answer: Any, timeout: float | None) -> Result:
     """:meth:`Session.resume`."""
-    _check_resume(session, store)
+    _check_resume(session, session_id, store, timeout)
     turn = _reopen(session, session_id, store, answer)
     _take_over(session, session_id, turn)
     return _attempt(session, turn, timeout, None)
@@ -157,7 +157,7 @@ async def aresume_waiting(
 ) -> Result:
     """:meth:`Session.aresume`: :func:`resume_waiting` with the store's reads and writes
     on a worker thread and the run awaited on the caller's loop."""
-    _check_resume(session, store)
+    _check_resume(session, session_id, store, timeout)
     loop = asyncio.get_running_loop()
     reopening = asyncio.ensure_future(asyncio.to_thread(_reopen, session, session_id, store, answer))
     try:
@@ -193,7 +193,16 @@ def _fresh(session: Session, message: str | Message, metadata: Mapping[str, Any]
     return _Turn(session._store, scope, None, list(session.history), msg, metadata)
 
 
-def _check_resume(session: Session, store: Any) -> None:
+def _check_resume(session: Session, session_id: Any, store: Any, timeout: Any) -> None:
+    """Refuse bad arguments before the run is claimed and the answer recorded (a resume
+    refused later would have spent the answer)."""
+    if not isinstance(session_id, str) or not session_id:
+        error = TypeError if not isinstance(session_id, str) else ValueError
+        raise error(f"resume: session_id must be a non-empty str (a suspended session's .id), got {session_id!r}")
+    if timeout is not None:
+        from ._inputs import check_timeout
+
+        check_timeout(timeout)
     if store is None:
         raise ValueError(
             "resume needs the store the session was suspended in: Session(agent, store=store).resume(session_id, "
@@ -211,7 +220,13 @@ def _reopen(session: Session, session_id: str, store: Any, answer: Any) -> _Turn
     run_id = _newest(store, session_id)
     journal = store.claim_run(run_id, _shape(agent), formation=_formation(agent))
     if journal.pending_interrupt is not None:
-        store.answer(run_id, answer)
+        try:
+            store.answer(run_id, answer)
+        except BaseException:
+            # Refused (an answer the store cannot keep): the run was not resumed, so it
+            # waits as before, not "running" in this process.
+            store.set_status(run_id, "suspended", wait=True)
+            raise
         journal = store.load(run_id)
     node = agent.name
     saved = journal.run.input

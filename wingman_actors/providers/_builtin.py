@@ -50,10 +50,11 @@ for _meta in (
     ProviderMeta(
         "ollama",
         "Ollama",
-        (),
+        ("api_key",),
         _ollama,
-        "a local Ollama server (/api/chat); model required; base_url default http://localhost:11434",
-        ("OLLAMA_HOST",),
+        "a local Ollama server (/api/chat); model required; base_url default http://localhost:11434; "
+        "api_key option or OLLAMA_API_KEY for ollama.com or a proxy (none needed locally)",
+        ("OLLAMA_HOST", "OLLAMA_API_KEY"),
     ),
     ProviderMeta(
         "openai",

@@ -101,7 +101,10 @@ def error_from_exception(provider: str, exc: httpx.HTTPError, url: str = "") -> 
     """An :class:`AgentError` for a transport failure (refused, reset, DNS, timeout)."""
     where = f" at {url}" if url else ""
     if isinstance(exc, httpx.TimeoutException):
-        return AgentError(f"{provider} timed out{where}: {exc!r}", kind=ErrorKind.TIMEOUT, provider=provider)
+        return AgentError(
+            f"{provider} timed out{where}: {exc!r}; raise the timeout option (seconds) for long answers",
+            kind=ErrorKind.TIMEOUT, provider=provider,
+        )
     if isinstance(exc, httpx.HTTPStatusError):
         r = exc.response
         return error_from_response(provider, r.status_code, r.headers, r.content)

@@ -45,9 +45,10 @@ _PATH = "/api/chat"
 class OllamaOptions(RemoteOptions):
     """Options of ``new_provider("ollama", {...})``: the common ones, ``top_p``, ``stop``,
     ``headers``, ``http_client``, ``async_http_client``, and the keys below. ``top_p``,
-    ``top_k``, ``stop`` and ``num_ctx`` go in the body's ``options``; any other key goes in
-    the body as it is (``think``, ``format``...), except an ``options`` dict, which is
-    merged into the run options (``{"options": {"seed": 7, "min_p": 0.05}}``).
+    ``top_k``, ``stop`` and ``num_ctx`` go in the body's ``options``; ``api_key`` (default:
+    the ``OLLAMA_API_KEY`` environment variable) is sent as ``Authorization: Bearer``; any
+    other key goes in the body as it is (``think``, ``format``...), except an ``options``
+    dict, which is merged into the run options (``{"options": {"seed": 7, "min_p": 0.05}}``).
 
     Attributes:
         top_k: sample from the k likeliest tokens.
@@ -89,8 +90,11 @@ class OllamaProvider(BaseProvider):
         self.ollama_options = options
         env_host = os.environ.get("OLLAMA_HOST", "").strip()
         self.base_url = options.base_url or (_host_url(env_host) if env_host else DEFAULT_BASE_URL)
+        # Ollama's API takes a key as a bearer token (ollama.com's hosted API, or a proxy).
+        api_key = options.api_key if options.api_key is not None else os.environ.get("OLLAMA_API_KEY")
+        auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = ClientPool(
-            self.base_url, options.timeout, options.headers,
+            self.base_url, options.timeout, {**auth, **options.headers},
             client=options.http_client, async_client=options.async_http_client,
             async_transport=options.async_transport,
         )

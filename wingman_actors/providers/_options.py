@@ -74,6 +74,25 @@ class RemoteOptions(ProviderOptions):
     def _one_stop(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        # Checked here, once: a URL no request can go to failed every request later as a
+        # "network" error, retried as if the server were down.
+        if not value:
+            return value
+        try:
+            url = httpx.URL(value.strip())
+            fine = url.scheme in ("http", "https") and bool(url.host)
+        except httpx.InvalidURL:
+            fine = False
+        if not fine:
+            raise ValueError(
+                f"base_url {value!r} is not an http:// or https:// URL; give the server's address with its "
+                "scheme, e.g. 'http://localhost:8000/v1'"
+            )
+        return value
+
     @field_validator("http_client")
     @classmethod
     def _sync_client(cls, value: Any) -> Any:

@@ -208,6 +208,22 @@ class MCPServerIn(_In):
         default=None, description="only these of the server's tools (by its names); all when omitted"
     )
 
+    # Type-checked before pydantic tries the union's branches, whose errors name them
+    # ("command.list[str]", "command.none") instead of the field and its fix.
+    @field_validator("command", mode="before")
+    @classmethod
+    def _command_type(cls, value: Any) -> Any:
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ValueError('give a list of strings: the program and its arguments, e.g. ["npx", "-y", "@scope/server"]')
+        return value
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _url_type(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):
+            raise ValueError("give a string, an http:// or https:// endpoint, e.g. \"http://127.0.0.1:8000/mcp\"")
+        return value
+
     @field_validator("command")
     @classmethod
     def _command(cls, value: list[str] | None) -> list[str] | None:

@@ -218,7 +218,11 @@ class FunctionTool:
         if not callable(fn):
             raise TypeError(f"@tool decorates a function, got {type(fn).__name__}")
         self.fn = fn
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"tool name must be a str, e.g. @tool(name='lookup'), got {name!r}")
         self.name = name or fn.__name__
+        if description is not None and not isinstance(description, str):
+            raise TypeError(f"tool {self.name!r}: description must be a str, got {description!r}")
         if not _NAME_RE.match(self.name):
             raise ValueError(
                 f"tool name {self.name!r} must be 1-64 characters of letters, digits, '_' or '-'"
@@ -250,12 +254,15 @@ class FunctionTool:
                 continue
             default = ... if param.default is param.empty else param.default
             fields[pname] = (annotation, pydantic.Field(default, description=arg_docs.get(pname)))
-        self.arguments: type[BaseModel] = create_model(  # type: ignore[call-overload]
-            f"{self.name}_arguments",
-            __config__=ConfigDict(extra="forbid"),
-            **fields,
-        )
-        schema = self.arguments.model_json_schema()
+        try:
+            self.arguments: type[BaseModel] = create_model(  # type: ignore[call-overload]
+                f"{self.name}_arguments",
+                __config__=ConfigDict(extra="forbid"),
+                **fields,
+            )
+            schema = self.arguments.model_json_schema()
+        except pydantic.PydanticUserError as exc:
+            raise _no_schema(self.name, fields, exc) from exc
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
@@ -306,6 +313,21 @@ class FunctionTool:
 
     def __repr__(self) -> str:
         return f"<tool {self.name}>"
+
+
+def _no_schema(tool_name: str, fields: dict[str, Any], exc: Exception) -> TypeError:
+    """The error naming the parameter of ``tool_name`` whose type has no JSON schema."""
+    for pname, (annotation, _) in fields.items():
+        try:
+            pydantic.TypeAdapter(annotation).json_schema()
+        except pydantic.PydanticUserError:
+            shown = getattr(annotation, "__name__", repr(annotation))
+            return TypeError(
+                f"tool {tool_name!r}: parameter {pname!r} ({shown}) has no JSON schema to show the model; "
+                "annotate it with JSON types (str, int, float, bool, list, dict), a pydantic model, a "
+                "dataclass or a TypedDict"
+            )
+    return TypeError(f"tool {tool_name!r}: its parameters have no JSON schema: {exc}")
 
 
 @overload
