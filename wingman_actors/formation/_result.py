@@ -131,6 +131,8 @@ def build_traces(
         if t is None:
             t = traces[name] = NodeTrace(name, status=NodeStatus.FAILED)
         t.duration_s += finished - started
+        if not t.visits:  # a visit that only failed is a visit too (loops count theirs in ``visits``)
+            t.visits = 1
         if t.status is not NodeStatus.SUCCEEDED or attempt > t.attempts:
             t.attempts = max(t.attempts, attempt)
             t.error = error
