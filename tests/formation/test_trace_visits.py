@@ -3,8 +3,11 @@ whether or not anyone listens to the run's events."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from wingman_actors import interrupt
 from wingman_actors.formation import Formation, NodeFailure
 from wingman_actors.formation.events import FormationEvent
 
@@ -39,3 +42,31 @@ def test_a_failed_node_whose_error_edge_took_over_counts_its_visit() -> None:
     result = formation.run("x")
     assert (result.nodes["parse"].status, result.nodes["parse"].visits) == ("failed", 1)
     assert result.nodes["fallback"].visits == 1
+
+
+def ask(text: str) -> str:
+    return f"{text}: {interrupt({'question': 'publish?'})}"
+
+
+def asking() -> Formation:
+    return Formation("asking").add_function("clean", str.strip).add_function("ask", ask).connect("clean", "ask")
+
+
+def test_a_node_suspended_by_its_interrupt_counts_the_visit_and_attempt_it_is_in(tmp_path: Path) -> None:
+    result = asking().run(" draft ", store=tmp_path / "runs.sqlite")
+    trace = result.nodes["ask"]
+    assert (trace.status, trace.visits, trace.attempts) == ("suspended", 1, 1)
+
+
+def test_the_suspended_visit_is_counted_once_after_the_resume_runs_it(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    suspended = asking().run(" draft ", store=store)
+    result = asking().resume(suspended.run_id, store=store, answer="yes")
+    assert (result.nodes["ask"].visits, result.nodes["ask"].outputs) == (1, ["draft: yes"])
+
+
+def test_a_node_a_breakpoint_stopped_before_has_not_run(tmp_path: Path) -> None:
+    result = asking().run(" draft ", store=tmp_path / "runs.sqlite", break_before=["ask"])
+    trace = result.nodes["ask"]
+    assert (trace.status, trace.visits, trace.attempts) == ("suspended", 0, 0)
+

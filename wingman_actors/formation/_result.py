@@ -179,14 +179,19 @@ def nested_traces(node: str, inner: Mapping[str, NodeTrace]) -> dict[str, NodeTr
     return {f"{node}/{path}": replace(trace, name=f"{node}/{path}", parent=parent) for path, trace in inner.items()}
 
 
-def suspended_traces(run: Any, node: str) -> dict[str, NodeTrace]:
+def suspended_traces(run: Any, node: str, ran: bool = False) -> dict[str, NodeTrace]:
     """The traces of ``run`` (a ``RunState``) suspended at ``node`` (a path for a node of a
     nested formation): that node (the formation node holding it) ``SUSPENDED``, unless it
-    succeeded (a breakpoint after it), and the nodes not reached yet ``PENDING``."""
+    succeeded (a breakpoint after it), and the nodes not reached yet ``PENDING``. ``ran``:
+    the node's code suspended it (an ``interrupt()``, not a breakpoint before it), so the
+    visit it waits in, and its attempt, count (a loop's visits are counted already)."""
     traces: dict[str, NodeTrace] = run.traces(NodeStatus.PENDING)
     held = traces.get(node.split("/", 1)[0])
     if held is not None and held.status is not NodeStatus.SUCCEEDED:
         held.status = NodeStatus.SUSPENDED
+        if ran:
+            held.visits = max(held.visits, 1)
+            held.attempts = max(held.attempts, 1)
     return traces
 
 
