@@ -70,3 +70,29 @@ def test_a_node_a_breakpoint_stopped_before_has_not_run(tmp_path: Path) -> None:
     trace = result.nodes["ask"]
     assert (trace.status, trace.visits, trace.attempts) == ("suspended", 0, 0)
 
+
+def add_one(n: int) -> int:
+    return n + 1
+
+
+def below_three(n: int) -> bool:
+    return n < 3
+
+
+def reached_three(n: int) -> bool:
+    return n >= 3
+
+
+def ask_count(n: int) -> str:
+    return f"{n}: {interrupt({'question': 'publish?'})}"
+
+
+def test_a_node_after_a_loop_s_suspended_node_is_pending_not_skipped(tmp_path: Path) -> None:
+    formation = (Formation("looping").add_function("count", add_one).add_function("ask", ask_count)
+                 .add_function("publish", str.upper).connect("count", "count", when=below_three)
+                 .connect("count", "ask", when=reached_three).connect("ask", "publish"))
+    store = tmp_path / "runs.sqlite"
+    suspended = formation.run(0, store=store)
+    assert suspended.nodes["count"].outputs == [1, 2, 3]
+    assert suspended.nodes["publish"].status == "pending"
+    assert formation.resume(suspended.run_id, store=store, answer="yes").nodes["publish"].outputs == ["3: YES"]

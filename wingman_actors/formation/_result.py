@@ -6,7 +6,7 @@ import base64
 import enum
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -179,13 +179,19 @@ def nested_traces(node: str, inner: Mapping[str, NodeTrace]) -> dict[str, NodeTr
     return {f"{node}/{path}": replace(trace, name=f"{node}/{path}", parent=parent) for path, trace in inner.items()}
 
 
-def suspended_traces(run: Any, node: str, ran: bool = False) -> dict[str, NodeTrace]:
+def suspended_traces(run: Any, node: str, ran: bool = False, ahead: Collection[str] = ()) -> dict[str, NodeTrace]:
     """The traces of ``run`` (a ``RunState``) suspended at ``node`` (a path for a node of a
     nested formation): that node (the formation node holding it) ``SUSPENDED``, unless it
     succeeded (a breakpoint after it), and the nodes not reached yet ``PENDING``. ``ran``:
     the node's code suspended it (an ``interrupt()``, not a breakpoint before it), so the
-    visit it waits in, and its attempt, count (a loop's visits are counted already)."""
+    visit it waits in, and its attempt, count (a loop's visits are counted already).
+    ``ahead``: the nodes downstream of it along forward edges; one that only an earlier
+    loop iteration skipped (no visit, no error) is ``PENDING``: the resume reaches it."""
     traces: dict[str, NodeTrace] = run.traces(NodeStatus.PENDING)
+    for name in ahead:
+        t = traces.get(name)
+        if t is not None and t.status is NodeStatus.SKIPPED and not t.visits and t.error is None:
+            t.status = NodeStatus.PENDING
     held = traces.get(node.split("/", 1)[0])
     if held is not None and held.status is not NodeStatus.SUCCEEDED:
         held.status = NodeStatus.SUSPENDED
