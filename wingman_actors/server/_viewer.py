@@ -207,26 +207,20 @@ def _inner_visits(store: RunStore, journal: RunJournal, depth: int) -> list[dict
 
 def _visits(journal: RunJournal, given_input: Any) -> list[dict[str, Any]]:
     """Every journalled visit, in the order the journal wrote them: node, visit number,
-    input (the one a fork gave it; else the run's input for a source, the outputs of its
-    predecessors' same visits otherwise, when they are journalled), output or skip reason."""
-    preds: dict[str, list[str]] = {}
-    for e in journal.shape.edges:
-        if not e.back:
-            preds.setdefault(e.target, []).append(e.source)
+    input (see :mod:`._viewer_inputs`; left out where the journal cannot tell it), output
+    or skip reason."""
+    from ._viewer_inputs import visit_inputs
+
+    inputs = visit_inputs(journal, given_input)
     out = []
     for entry in journal.entries:
         if entry.kind not in ("visit", "skip"):
             continue
-        sources = preds.get(entry.node, [])
-        if not sources:
-            given: Any = given_input
-        else:
-            found = {p: journal.visits.get(p, {}).get(entry.visit) for p in sources}
-            given = found[sources[0]] if len(sources) == 1 else found
-        given = journal.inputs.get((entry.node, entry.visit), given)
+        key = (entry.node, entry.visit)
         out.append({"node": entry.node, "visit": entry.visit, "status": "succeeded" if entry.kind == "visit" else
-                    "skipped", "input": _jsonable(given), "output": _jsonable(entry.value) if entry.kind == "visit"
-                    else None, "error": str(entry.value) if entry.kind == "skip" else None})
+                    "skipped", **({"input": _jsonable(inputs[key])} if key in inputs else {}),
+                    "output": _jsonable(entry.value) if entry.kind == "visit" else None,
+                    "error": str(entry.value) if entry.kind == "skip" else None})
     return out
 
 

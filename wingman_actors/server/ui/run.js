@@ -182,7 +182,9 @@ function Details({ doc, live, selected }) {
         ? ` · ${v.attempts} attempts` : ""}${wall(v) !== null ? html` · <span data-visit-wall-time
         title="wall time: first attempt's start to the visit's end">${seconds(wall(v))} wall</span>`
         : ""}${v.usage ? ` · ${tokens(v.usage)}` : ""}</summary>
-      <h5>input</h5><${Pre} value=${v.input} />
+      <h5>input</h5>${v.input !== undefined ? html`<${Pre} value=${v.input} />`
+        : html`<p class="muted small" data-input-unknown>not recorded (the journal keeps outputs; this one is not
+          told by them)</p>`}
       ${v.output !== undefined ? html`<h5>output</h5><${Pre} value=${v.output} />` : null}
       ${v.error ? html`<p class="error">${v.error}</p>` : null}</details>`)}
     ${shown.length ? null : html`<p class="muted">No visit recorded.</p>`}

@@ -1,0 +1,68 @@
+"""The viewer's visits of a journalled run name each visit's input as the run gave it, in
+loops too (the journal holds outputs only: an input it cannot tell is left out, never a
+wrong one)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from wingman_actors.formation import Formation
+from wingman_actors.server._viewer_store import create_store_viewer
+
+
+def add_one(n: int) -> int:
+    return n + 1
+
+
+def below_three(n: int) -> bool:
+    return n < 3
+
+
+def reached_three(n: int) -> bool:
+    return n >= 3
+
+
+def shown(n: int) -> str:
+    return f"got {n}"
+
+
+@pytest.fixture
+def viewer(tmp_path: Path) -> Iterator[TestClient]:
+    with TestClient(create_store_viewer(tmp_path / "runs.sqlite"), base_url="http://127.0.0.1") as client:
+        yield client
+
+
+def visits(viewer: TestClient, run_id: str, node: str) -> list[dict[str, Any]]:
+    doc = viewer.get(f"/ui/api/runs/{run_id}").json()
+    return [v for v in doc["visits"] if v["node"] == node]
+
+
+def test_each_visit_of_a_loop_node_shows_the_value_its_back_edge_brought(viewer: TestClient, tmp_path: Path) -> None:
+    formation = (Formation("loop").add_function("start", add_one).add_function("count", add_one)
+                 .add_function("done", shown).connect("start", "count").connect("count", "count", when=below_three)
+                 .connect("count", "done", when=reached_three))
+    result = formation.run(-1, store=tmp_path / "runs.sqlite")
+    assert result.nodes["count"].outputs == [1, 2, 3]
+    assert [v["input"] for v in visits(viewer, result.run_id, "count")] == [0, 1, 2]
+    (done,) = visits(viewer, result.run_id, "done")
+    assert done.get("input", 3) == 3  # 3, or left out: never an earlier iteration's value
+
+
+def test_a_source_looping_on_itself_shows_the_run_input_then_its_own_outputs(viewer: TestClient,
+                                                                             tmp_path: Path) -> None:
+    formation = (Formation("self").add_function("count", add_one).add_function("done", shown)
+                 .connect("count", "count", when=below_three).connect("count", "done", when=reached_three))
+    result = formation.run(0, store=tmp_path / "runs.sqlite")
+    assert [v["input"] for v in visits(viewer, result.run_id, "count")] == [0, 1, 2]
+
+
+def test_a_chain_s_visits_show_their_predecessor_s_output(viewer: TestClient, tmp_path: Path) -> None:
+    formation = Formation("chain").add_function("a", str.strip).add_function("b", str.upper).connect("a", "b")
+    result = formation.run(" x ", store=tmp_path / "runs.sqlite")
+    assert [v["input"] for v in visits(viewer, result.run_id, "a")] == [" x "]
+    assert [v["input"] for v in visits(viewer, result.run_id, "b")] == ["x"]
