@@ -66,3 +66,12 @@ def test_a_chain_s_visits_show_their_predecessor_s_output(viewer: TestClient, tm
     result = formation.run(" x ", store=tmp_path / "runs.sqlite")
     assert [v["input"] for v in visits(viewer, result.run_id, "a")] == [" x "]
     assert [v["input"] for v in visits(viewer, result.run_id, "b")] == ["x"]
+
+
+def test_each_journalled_visit_carries_its_times(viewer: TestClient, tmp_path: Path) -> None:
+    formation = (Formation("self").add_function("count", add_one).add_function("done", shown)
+                 .connect("count", "count", when=below_three).connect("count", "done", when=reached_three))
+    result = formation.run(0, store=tmp_path / "runs.sqlite")
+    times = [(v["started"], v["finished"]) for v in visits(viewer, result.run_id, "count")]
+    assert len(times) == 3 and all(started and finished and started <= finished for started, finished in times)
+    assert times[0][1] <= times[1][0] and times[1][1] <= times[2][0]  # one after the other

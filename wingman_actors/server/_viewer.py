@@ -208,19 +208,25 @@ def _inner_visits(store: RunStore, journal: RunJournal, depth: int) -> list[dict
 def _visits(journal: RunJournal, given_input: Any) -> list[dict[str, Any]]:
     """Every journalled visit, in the order the journal wrote them: node, visit number,
     input (see :mod:`._viewer_inputs`; left out where the journal cannot tell it), output
-    or skip reason."""
+    or skip reason, and times (RFC 3339, as ``RunStore.history`` tells them: when its input
+    was ready, when it was journalled; None where unknown)."""
+    from ..store._history import history
     from ._viewer_inputs import visit_inputs
 
     inputs = visit_inputs(journal, given_input)
+    times = {(v.node, v.visit): (v.started, v.finished) for v in history(journal) if v.status != "suspended"}
     out = []
     for entry in journal.entries:
         if entry.kind not in ("visit", "skip"):
             continue
         key = (entry.node, entry.visit)
+        started, finished = times.get(key, (None, None))
         out.append({"node": entry.node, "visit": entry.visit, "status": "succeeded" if entry.kind == "visit" else
                     "skipped", **({"input": _jsonable(inputs[key])} if key in inputs else {}),
                     "output": _jsonable(entry.value) if entry.kind == "visit" else None,
-                    "error": str(entry.value) if entry.kind == "skip" else None})
+                    "error": str(entry.value) if entry.kind == "skip" else None,
+                    "started": None if started is None else rfc3339(started.timestamp()),
+                    "finished": None if finished is None else rfc3339(finished.timestamp())})
     return out
 
 

@@ -1,6 +1,6 @@
-"""``wingman-actors ui --store PATH`` in a real browser: a loop node's visits show the input
-each one got, and a visit whose input the journal cannot tell says so instead of showing a
-wrong one."""
+"""``wingman-actors ui --store PATH`` in a real browser, over a run with a loop: each visit of
+the loop node shows the input it got (one the journal cannot tell says so instead of
+showing a wrong one) and its own times, in the node's details and on the timeline."""
 
 from __future__ import annotations
 
@@ -81,3 +81,13 @@ def test_a_visit_whose_input_the_journal_cannot_tell_says_it_is_not_recorded(pag
     visit = page.locator(".details details.visit").first
     assert visit.locator("[data-input-unknown]").count() == 1
     assert visit.locator("pre.value").first.inner_text() == "got 3"
+
+
+def test_a_loop_node_s_visits_are_timed_one_by_one_and_drawn_on_the_timeline(page: Any, viewer: str,
+                                                                            looped: tuple[Path, str]) -> None:
+    page.goto(f"{viewer}#/runs/{looped[1]}")
+    page.click('[data-node="count"]')
+    page.wait_for_selector('[data-selected-node="count"]')
+    assert page.inner_text("[data-node-wall-time]").endswith("(3 visits)")
+    assert page.locator("[data-visit-wall-time]").count() == 3
+    assert page.locator('[data-timeline-node="count"]').count() == 3
