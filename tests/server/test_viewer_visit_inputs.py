@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from wingman_actors.formation import Formation
+from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.formation import Formation, NodeFailure
 from wingman_actors.server._viewer_store import create_store_viewer
 
 
@@ -75,3 +76,33 @@ def test_each_journalled_visit_carries_its_times(viewer: TestClient, tmp_path: P
     times = [(v["started"], v["finished"]) for v in visits(viewer, result.run_id, "count")]
     assert len(times) == 3 and all(started and finished and started <= finished for started, finished in times)
     assert times[0][1] <= times[1][0] and times[1][1] <= times[2][0]  # one after the other
+
+
+def broken(text: str) -> str:
+    raise RuntimeError(f"cannot read {text!r}")
+
+
+def handled(failure: NodeFailure) -> str:
+    return f"handled {failure.node}"
+
+
+def test_the_visit_a_failed_run_failed_in_is_listed_failed_with_its_input_error_and_times(
+        viewer: TestClient, tmp_path: Path) -> None:
+    formation = Formation("failing").add_function("clean", str.strip).add_function("parse", broken)
+    formation.connect("clean", "parse")
+    with pytest.raises(FormationRuntimeError) as failed:
+        formation.run(" x ", store=tmp_path / "runs.sqlite")
+    (visit,) = visits(viewer, str(failed.value.run_id), "parse")
+    assert (visit["visit"], visit["status"], visit["input"], visit["attempts"]) == (1, "failed", "x", 1)
+    assert "cannot read 'x'" in visit["error"] and visit["started"] and visit["finished"]
+    assert "output" not in visit
+
+
+def test_a_visit_that_failed_into_an_error_edge_is_listed_failed_without_an_output(
+        viewer: TestClient, tmp_path: Path) -> None:
+    formation = (Formation("routed").add_function("parse", broken).add_function("fallback", handled)
+                 .connect("parse", "fallback", on_error=True))
+    result = formation.run("x", store=tmp_path / "runs.sqlite")
+    (visit,) = visits(viewer, result.run_id, "parse")
+    assert (visit["status"], visit["attempts"], "output" in visit) == ("failed", 1, False)
+    assert "cannot read 'x'" in visit["error"]

@@ -18,6 +18,7 @@ The viewer works the inputs out from the outputs and the formation's shape:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,12 +27,11 @@ if TYPE_CHECKING:
 
 __all__ = ["visit_inputs"]
 
-_UNKNOWN = object()
-
-
-def visit_inputs(journal: RunJournal, run_input: Any) -> dict[tuple[str, int], Any]:
+def visit_inputs(journal: RunJournal, run_input: Any, after: Collection[tuple[str, int]] = ()
+                 ) -> dict[tuple[str, int], Any]:
     """``(node, visit)`` → the visit's input, for the journalled visits (and skips) whose
-    input can be told; the others are missing."""
+    input can be told, and for the visits ``after`` the journal's last entry (the visit a
+    failed run failed in, which the journal does not record); the others are missing."""
     incoming: dict[str, list[EdgeShape]] = {}
     for edge in journal.shape.edges:
         incoming.setdefault(edge.target, []).append(edge)
@@ -40,29 +40,31 @@ def visit_inputs(journal: RunJournal, run_input: Any) -> dict[tuple[str, int], A
         edges = incoming.get(node, [])
         forward = [e for e in edges if not e.back]
         if len(forward) <= 1 and (len(forward) < len(edges) or (forward and forward[0].conditional)):
-            out.update(_in_turn(journal, node, edges, run_input))
+            out.update(_in_turn(journal, node, edges, run_input, [v for n, v in after if n == node]))
         else:
-            out.update(_by_visit(journal, node, [e.source for e in forward], run_input))
+            out.update(_by_visit(journal, node, [e.source for e in forward], run_input,
+                                 [v for n, v in after if n == node]))
     for key, given in journal.inputs.items():
         out[key] = given
     return out
 
 
-def _by_visit(journal: RunJournal, node: str, sources: list[str], run_input: Any) -> dict[tuple[str, int], Any]:
+def _by_visit(journal: RunJournal, node: str, sources: list[str], run_input: Any, later: list[int]
+              ) -> dict[tuple[str, int], Any]:
     """The inputs of ``node``'s visits from its predecessors' visits of the same number."""
     out: dict[tuple[str, int], Any] = {}
-    for entry in journal.entries:
-        if entry.node != node or entry.kind not in ("visit", "skip"):
-            continue
+    numbers = [e.visit for e in journal.entries if e.node == node and e.kind in ("visit", "skip")] + later
+    for visit in numbers:
         if not sources:
-            out[(node, entry.visit)] = run_input
+            out[(node, visit)] = run_input
             continue
-        found = {p: journal.visits.get(p, {}).get(entry.visit) for p in sources}
-        out[(node, entry.visit)] = found[sources[0]] if len(sources) == 1 else found
+        found = {p: journal.visits.get(p, {}).get(visit) for p in sources}
+        out[(node, visit)] = found[sources[0]] if len(sources) == 1 else found
     return out
 
 
-def _in_turn(journal: RunJournal, node: str, edges: list[EdgeShape], run_input: Any) -> dict[tuple[str, int], Any]:
+def _in_turn(journal: RunJournal, node: str, edges: list[EdgeShape], run_input: Any, later: list[int]
+             ) -> dict[tuple[str, int], Any]:
     """The inputs of ``node``'s visits from the values its incoming edges brought, in
     journal order (see the module docs)."""
     conditional = {e.source: e.conditional for e in edges}
@@ -71,19 +73,23 @@ def _in_turn(journal: RunJournal, node: str, edges: list[EdgeShape], run_input: 
         pending.append((run_input, True))
     out: dict[tuple[str, int], Any] = {}
     lost = False
+
+    def take(visit: int) -> None:
+        nonlocal lost
+        if not lost and pending and pending[0][1]:
+            out[(node, visit)] = pending.pop(0)[0]
+        elif not lost and len(pending) == 1:
+            out[(node, visit)] = pending.pop()[0]
+        else:
+            lost = True  # which value it took is unknown from here on
+
     for entry in journal.entries:
         if entry.item is not None or entry.kind not in ("visit", "skip"):
             continue
         if entry.node == node:  # it took a value first (a self-loop's output comes after)
-            value: Any = _UNKNOWN
-            if not lost and pending and pending[0][1]:
-                value = pending.pop(0)[0]
-            elif not lost and len(pending) == 1:
-                value = pending.pop()[0]
-            else:
-                lost = True  # which value it took is unknown from here on
-            if value is not _UNKNOWN:
-                out[(node, entry.visit)] = value
+            take(entry.visit)
         if entry.kind == "visit" and entry.node in conditional:
             pending.append((entry.value, not conditional[entry.node]))
+    for visit in later:
+        take(visit)
     return out
