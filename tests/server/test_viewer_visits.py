@@ -1,6 +1,6 @@
-"""The viewer's visits of a journalled run name each visit's input as the run gave it, in
-loops too (the journal holds outputs only: an input it cannot tell is left out, never a
-wrong one)."""
+"""The viewer's visits of a journalled run: each visit's input as the run gave it, in loops
+too (the journal holds outputs only: an input it cannot tell is left out, never a wrong
+one), its times, and the visits that failed."""
 
 from __future__ import annotations
 
