@@ -171,6 +171,8 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
             # every visit journalled an output: it succeeded, whatever an older trace says (a run
             # resumed from an interrupt that then ends quickly journals no new traces)
             node["status"] = "succeeded"
+    if status == "running":
+        _at_work(doc["nodes"], journal)
     doc["status"] = status
     doc["graph"] = journal_graph(store, journal)
     if status == "succeeded":  # the run's output, as FormationResult has it: by sink, and the single sink's
@@ -185,6 +187,25 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
     doc["steps"] = _steps(journal)
     doc["resumable"] = status in RESUMABLE
     return doc
+
+
+def _at_work(nodes: dict[str, dict[str, Any]], journal: RunJournal) -> None:
+    """Mark ``running`` the nodes of a running run that are at work as far as its journal
+    tells (a run going on in another process sends the viewer no events): a pending node
+    whose predecessors have each journalled a visit more than it has, along unconditional
+    forward edges (a source: from the start). A node behind a conditional or back edge stays
+    pending: whether that edge fired is not journalled."""
+    incoming: dict[str, list[Any]] = {}
+    for edge in journal.shape.edges:
+        incoming.setdefault(edge.target, []).append(edge)
+    done = {name: len(visits) for name, visits in journal.visits.items()}
+    for name, _kind in journal.shape.nodes:
+        node = nodes.get(name)
+        edges = incoming.get(name, [])
+        if node is None or node["status"] != "pending" or any(e.back or e.conditional for e in edges):
+            continue
+        if all(done.get(e.source, 0) > done.get(name, 0) for e in edges):
+            node["status"] = "running"
 
 
 def _inner_visits(store: RunStore, journal: RunJournal, depth: int) -> list[dict[str, Any]]:
