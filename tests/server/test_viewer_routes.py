@@ -176,7 +176,7 @@ def test_the_store_viewer_follows_a_run_going_on_in_another_process(tmp_path: Pa
         store.flush()
         with TestClient(create_store_viewer(tmp_path / "runs.sqlite"), base_url="http://127.0.0.1") as viewer:
             assert viewer.get("/ui/api/formations").json()[0]["name"] == "pair"
-            assert viewer.get(f"/ui/api/runs/{run_id}").json()["nodes"]["a"]["status"] == "pending"
+            assert viewer.get(f"/ui/api/runs/{run_id}").json()["nodes"]["a"]["status"] == "running"  # at work: a source, from the start
             with viewer.stream("GET", f"/ui/api/runs/{run_id}/stream") as events:
                 store.record_visit(run_id, "a", 1, "X")
                 store.set_status(run_id, "succeeded", wait=True)

@@ -178,6 +178,7 @@ def test_cancel_from_ui_store_cancels_a_run_a_launcher_in_another_process_runs(p
             time.sleep(0.05)
         page.goto(f"{viewer}#/runs/{run_id}")
         page.wait_for_selector('[data-node="clean"][data-status="succeeded"]')
+        page.wait_for_selector('[data-node="wait"][data-status="running"]')  # at work, as its journal tells
         cancel = page.locator('[data-action="cancel"]')
         assert cancel.is_enabled()
         cancel.click()

@@ -136,7 +136,14 @@ def parse_answer(text: str) -> Any:
 def resume_command(args: argparse.Namespace) -> int:
     """``wingman-actors resume RUN_ID [--store PATH]``: load the run's formation file, then
     continue the run as ``run`` would run it."""
-    from ..store import SERVER_SOURCE, RunNotResumableError, RunStore, StoreError, UnknownRunError
+    from ..store import (
+        SERVER_SOURCE,
+        FormationMismatchError,
+        RunNotResumableError,
+        RunStore,
+        StoreError,
+        UnknownRunError,
+    )
     from .run import run_command
 
     choice = StoreChoice.of(args.store)
@@ -184,4 +191,15 @@ def resume_command(args: argparse.Namespace) -> int:
     args.formation = given or record.source
     args.input = None
     args.answer_value = None if args.answer is None else parse_answer(args.answer)
-    return run_command(args)
+    try:
+        return run_command(args)
+    except FormationMismatchError as exc:  # the file builds another formation: the flag, not the declaration
+        command = shlex.join(["wingman-actors", "resume", args.resume_id, *choice.flag, "--formation", "FILE"])
+        where = (f"--formation {given} builds" if given else
+                 f"the file the run records, {record.source}, now builds")
+        lines = "\n".join(f"  - {d}" for d in exc.differences)
+        built = (f"formation {exc.formation!r} otherwise than" if exc.formation == record.formation else
+                 f"formation {exc.formation!r}, not formation {record.formation!r} as")
+        raise UsageError(f"{where} {built} run {args.resume_id} started with it (a run resumes only with the same "
+                         f"nodes, kinds and edges). Differences:\n{lines}\n"
+                         f"Name a file that builds it as it was: {command}") from exc

@@ -6,7 +6,7 @@ import base64
 import enum
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -131,6 +131,8 @@ def build_traces(
         if t is None:
             t = traces[name] = NodeTrace(name, status=NodeStatus.FAILED)
         t.duration_s += finished - started
+        if not t.visits:  # a visit that only failed is a visit too (loops count theirs in ``visits``)
+            t.visits = 1
         if t.status is not NodeStatus.SUCCEEDED or attempt > t.attempts:
             t.attempts = max(t.attempts, attempt)
             t.error = error
@@ -209,14 +211,25 @@ def nested_traces(node: str, inner: Mapping[str, NodeTrace]) -> dict[str, NodeTr
     return {f"{node}/{path}": replace(trace, name=f"{node}/{path}", parent=parent) for path, trace in inner.items()}
 
 
-def suspended_traces(run: Any, node: str) -> dict[str, NodeTrace]:
+def suspended_traces(run: Any, node: str, ran: bool = False, ahead: Collection[str] = ()) -> dict[str, NodeTrace]:
     """The traces of ``run`` (a ``RunState``) suspended at ``node`` (a path for a node of a
     nested formation): that node (the formation node holding it) ``SUSPENDED``, unless it
-    succeeded (a breakpoint after it), and the nodes not reached yet ``PENDING``."""
+    succeeded (a breakpoint after it), and the nodes not reached yet ``PENDING``. ``ran``:
+    the node's code suspended it (an ``interrupt()``, not a breakpoint before it), so the
+    visit it waits in, and its attempt, count (a loop's visits are counted already).
+    ``ahead``: the nodes downstream of it along forward edges; one that only an earlier
+    loop iteration skipped (no visit, no error) is ``PENDING``: the resume reaches it."""
     traces: dict[str, NodeTrace] = run.traces(NodeStatus.PENDING)
+    for name in ahead:
+        t = traces.get(name)
+        if t is not None and t.status is NodeStatus.SKIPPED and not t.visits and t.error is None:
+            t.status = NodeStatus.PENDING
     held = traces.get(node.split("/", 1)[0])
     if held is not None and held.status is not NodeStatus.SUCCEEDED:
         held.status = NodeStatus.SUSPENDED
+        if ran:
+            held.visits = max(held.visits, 1)
+            held.attempts = max(held.attempts, 1)
     return traces
 
 

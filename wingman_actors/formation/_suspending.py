@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from ._breakpoints import is_breakpoint
 from ._result import FormationResult, suspended_traces
 from .events import FormationEventType, emit
 
@@ -27,7 +28,7 @@ def suspend_run(router: Router, run: RunState, node: str, payload: Any, reason: 
         return
     # The traces as the run suspends, for the result and the journal alike: attempts still
     # in flight when it suspends run again on resume, and what they do meanwhile is no part of it
-    traces = suspended_traces(run, node)
+    traces = suspended_traces(run, node, ran=not is_breakpoint(payload), ahead=_ahead(router, node.split("/", 1)[0]))
     router.journal_end(run, "suspended", traces=traces)
     produced = run.outputs
     outputs = {s: produced[s] for s in router.sinks if s in produced}
@@ -40,3 +41,19 @@ def suspend_run(router: Router, run: RunState, node: str, payload: Any, reason: 
         emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
              {"duration_s": duration, "usage": result.usage, "result": result, "suspended": True})
     router.release(run, reason, abandon=False)
+
+
+def _ahead(router: Router, node: str) -> set[str]:
+    """The nodes downstream of ``node`` along forward edges (error edges included)."""
+    after: dict[str, list[str]] = {}
+    for edge in router.plan.edges:
+        if not edge.back:
+            after.setdefault(edge.source, []).append(edge.target)
+    found: set[str] = set()
+    todo = list(after.get(node, ()))
+    while todo:
+        name = todo.pop()
+        if name not in found and name != node:
+            found.add(name)
+            todo.extend(after.get(name, ()))
+    return found

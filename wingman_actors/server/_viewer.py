@@ -171,6 +171,8 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
             # every visit journalled an output: it succeeded, whatever an older trace says (a run
             # resumed from an interrupt that then ends quickly journals no new traces)
             node["status"] = "succeeded"
+    if status == "running":
+        _at_work(doc["nodes"], journal)
     doc["status"] = status
     doc["graph"] = journal_graph(store, journal)
     if status == "succeeded":  # the run's output, as FormationResult has it: by sink, and the single sink's
@@ -180,10 +182,30 @@ def run_view(store: RunStore, run_id: str, traces: dict[str, dict[str, Any]] | N
                    if s in doc["nodes"] and doc["nodes"][s].get("status") == "succeeded"}
         doc.setdefault("outputs", outputs)
         doc.setdefault("output", outputs.get(sinks[0]) if len(sinks) == 1 else None)
-    doc["visits"] = _visits(journal, doc["input"]) + _inner_visits(store, journal, 0)
+    failed = {name: node for name, node in doc["nodes"].items() if node["status"] == "failed" and "/" not in name}
+    doc["visits"] = _visits(journal, doc["input"], failed) + _inner_visits(store, journal, 0)
     doc["steps"] = _steps(journal)
     doc["resumable"] = status in RESUMABLE
     return doc
+
+
+def _at_work(nodes: dict[str, dict[str, Any]], journal: RunJournal) -> None:
+    """Mark ``running`` the nodes of a running run that are at work as far as its journal
+    tells (a run going on in another process sends the viewer no events): a pending node
+    whose predecessors have each journalled a visit more than it has, along unconditional
+    forward edges (a source: from the start). A node behind a conditional or back edge stays
+    pending: whether that edge fired is not journalled."""
+    incoming: dict[str, list[Any]] = {}
+    for edge in journal.shape.edges:
+        incoming.setdefault(edge.target, []).append(edge)
+    done = {name: len(visits) for name, visits in journal.visits.items()}
+    for name, _kind in journal.shape.nodes:
+        node = nodes.get(name)
+        edges = incoming.get(name, [])
+        if node is None or node["status"] != "pending" or any(e.back or e.conditional for e in edges):
+            continue
+        if all(done.get(e.source, 0) > done.get(name, 0) for e in edges):
+            node["status"] = "running"
 
 
 def _inner_visits(store: RunStore, journal: RunJournal, depth: int) -> list[dict[str, Any]]:
@@ -205,29 +227,57 @@ def _inner_visits(store: RunStore, journal: RunJournal, depth: int) -> list[dict
     return out
 
 
-def _visits(journal: RunJournal, given_input: Any) -> list[dict[str, Any]]:
+def _visits(journal: RunJournal, given_input: Any, failed: Mapping[str, dict[str, Any]] | None = None,
+            ) -> list[dict[str, Any]]:
     """Every journalled visit, in the order the journal wrote them: node, visit number,
-    input (the one a fork gave it; else the run's input for a source, the outputs of its
-    predecessors' same visits otherwise, when they are journalled), output or skip reason."""
-    preds: dict[str, list[str]] = {}
-    for e in journal.shape.edges:
-        if not e.back:
-            preds.setdefault(e.target, []).append(e.source)
+    status, input (see :mod:`._viewer_inputs`; left out where the journal cannot tell it),
+    output (a visit that succeeded), error (one skipped, or failed into its error edges),
+    and times (RFC 3339, as ``RunStore.history`` tells them: when its input was ready, when
+    it was journalled; None where unknown). Then the visit each ``failed`` node (its
+    document, by name) failed in, which the journal does not record, as its trace has it."""
+    from ..store._history import history
+    from ._viewer_inputs import visit_inputs
+
+    recorded = {(e.node, e.visit) for e in journal.entries if e.kind in ("visit", "skip")}
+    last = [(name, max(node.get("visits") or 1, 1)) for name, node in (failed or {}).items()]
+    last = [key for key in last if key not in recorded]
+    inputs = visit_inputs(journal, given_input, last)
+    times = {(v.node, v.visit): (v.started, v.finished) for v in history(journal) if v.status != "suspended"}
     out = []
     for entry in journal.entries:
         if entry.kind not in ("visit", "skip"):
             continue
-        sources = preds.get(entry.node, [])
-        if not sources:
-            given: Any = given_input
+        key = (entry.node, entry.visit)
+        started, finished = times.get(key, (None, None))
+        visit: dict[str, Any] = {"node": entry.node, "visit": entry.visit, "status": "succeeded"}
+        if key in inputs:
+            visit["input"] = _jsonable(inputs[key])
+        if entry.kind == "visit":
+            visit.update(output=_jsonable(entry.value), error=None)
         else:
-            found = {p: journal.visits.get(p, {}).get(entry.visit) for p in sources}
-            given = found[sources[0]] if len(sources) == 1 else found
-        given = journal.inputs.get((entry.node, entry.visit), given)
-        out.append({"node": entry.node, "visit": entry.visit, "status": "succeeded" if entry.kind == "visit" else
-                    "skipped", "input": _jsonable(given), "output": _jsonable(entry.value) if entry.kind == "visit"
-                    else None, "error": str(entry.value) if entry.kind == "skip" else None})
+            failure = _failure(journal, key)
+            visit.update(status="skipped" if failure is None else "failed", error=str(entry.value))
+            if failure is not None:
+                visit["attempts"] = failure.get("attempts")
+        visit["started"] = None if started is None else rfc3339(started.timestamp())
+        visit["finished"] = None if finished is None else rfc3339(finished.timestamp())
+        out.append(visit)
+    for name, number in last:
+        node = (failed or {})[name]
+        out.append({"node": name, "visit": number, "status": "failed",
+                    **({"input": _jsonable(inputs[(name, number)])} if (name, number) in inputs else {}),
+                    "error": node.get("error"), "attempts": node.get("attempts"),
+                    "started": node.get("started_at"), "finished": node.get("finished_at")})
     return out
+
+
+def _failure(journal: RunJournal, key: tuple[str, int]) -> Mapping[str, Any] | None:
+    """The record of a visit that failed into its error edges (a progress value holding
+    ``"node_failure"``: formation/_durable.py's ``Journal.record_failure``), else None."""
+    for value in reversed(journal.progress.get((*key, None), ())):
+        if isinstance(value, dict) and "node_failure" in value:
+            return value
+    return None
 
 
 def _steps(journal: RunJournal) -> dict[str, list[Any]]:

@@ -35,6 +35,7 @@ from .._extras import require
 
 if TYPE_CHECKING:
     from .._launcher.providers import ProviderChoice
+    from ..store import RunStore, StoreError
 
 __all__ = ["POLL_S", "add_ui_parser", "create_store_viewer", "ui_command"]
 
@@ -96,10 +97,13 @@ def ui_command(args: argparse.Namespace) -> int:
         print(f"wingman-actors ui: error: {choice.missing()}", file=sys.stderr)
         return 2
     # a file that is no run store, or a server that cannot be reached: one line now, not a failing start
+    problem: Exception | None
     try:
-        RunStore(choice.target, recover=False).close()
+        problem = _unreadable(RunStore(choice.target))  # opened as the viewer opens it (its recovery reads)
     except (StoreError, ImportError) as exc:
-        one_line = " ".join(part.strip() for part in str(exc).splitlines())
+        problem = exc
+    if problem is not None:
+        one_line = " ".join(part.strip() for part in str(problem).splitlines())
         print(f"wingman-actors ui: error: {one_line}", file=sys.stderr)
         return 2
     try:
@@ -127,6 +131,25 @@ def ui_command(args: argparse.Namespace) -> int:
     finally:
         sock.close()
     return 0
+
+
+def _unreadable(store: RunStore) -> StoreError | None:
+    """Why ``store`` cannot be read (None when it can): its runs are read, as ``runs`` reads
+    them, so a damaged file says so before the viewer serves; a read's error is the one
+    told, not the failed writes its close then reports."""
+    from ..store import StoreError
+
+    problem: StoreError | None = None
+    try:
+        store.runs()
+    except StoreError as exc:
+        problem = exc
+    finally:
+        try:
+            store.close()
+        except StoreError as exc:
+            problem = problem or exc
+    return problem
 
 
 def _setup(args: argparse.Namespace) -> dict[str, Any]:

@@ -152,6 +152,16 @@ function Step({ s }) {
 // visited once.
 const at = (text) => (text ? Date.parse(text) / 1000 : null);
 
+// A node's journalled visits, timed as the journal times them (seconds); a node visited once
+// as its trace does, from its first attempt's start.
+function storedVisits(doc, node) {
+  const n = doc.nodes[node] || {};
+  const stored = doc.visits.filter((v) => v.node === node)
+    .map((v) => ({ ...v, started: at(v.started), finished: at(v.finished) }));
+  return stored.length === 1 && n.started_at && n.finished_at
+    ? [{ ...stored[0], started: at(n.started_at), finished: at(n.finished_at) }] : stored;
+}
+
 // The selected node: its figures, its visits (input, output, error) and an agent's steps.
 // Its time is the sum of the wall times of the visits it lists, so the two always agree.
 function Details({ doc, live, selected }) {
@@ -159,10 +169,7 @@ function Details({ doc, live, selected }) {
   const n = doc.nodes[selected] || {};
   const status = live.statuses[selected] || n.status || "pending";
   const visits = live.visits.filter((v) => v.node === selected);
-  let stored = doc.visits.filter((v) => v.node === selected);
-  if (stored.length === 1 && n.started_at && n.finished_at) {
-    stored = [{ ...stored[0], started: at(n.started_at), finished: at(n.finished_at) }];
-  }
+  const stored = storedVisits(doc, selected);
   const steps = live.steps[selected] || (doc.steps[selected] || []).map((s) => ({ kind: "response", ...s }));
   const shown = visits.length ? visits : stored;
   const times = shown.map(wall).filter((t) => t !== null);
@@ -182,7 +189,9 @@ function Details({ doc, live, selected }) {
         ? ` · ${v.attempts} attempts` : ""}${wall(v) !== null ? html` · <span data-visit-wall-time
         title="wall time: first attempt's start to the visit's end">${seconds(wall(v))} wall</span>`
         : ""}${v.usage ? ` · ${tokens(v.usage)}` : ""}</summary>
-      <h5>input</h5><${Pre} value=${v.input} />
+      <h5>input</h5>${v.input !== undefined ? html`<${Pre} value=${v.input} />`
+        : html`<p class="muted small" data-input-unknown>not recorded (the journal keeps outputs; this one is not
+          told by them)</p>`}
       ${v.output !== undefined ? html`<h5>output</h5><${Pre} value=${v.output} />` : null}
       ${v.error ? html`<p class="error">${v.error}</p>` : null}</details>`)}
     ${shown.length ? null : html`<p class="muted">No visit recorded.</p>`}
@@ -192,11 +201,14 @@ function Details({ doc, live, selected }) {
 
 function Timeline({ doc, live }) {
   // the visits seen live; a node without one (it ran before the page followed the run, or
-  // in another process) as the journal times it: its first start to its last finish
+  // in another process) as the journal times its visits, else as its trace times it
   const bars = live.visits.map((v) => ({ node: v.node, start: v.started, end: v.finished, status: v.status }));
   const seen = new Set(bars.map((b) => b.node));
   for (const [node, n] of Object.entries(doc.nodes)) {
-    if (!seen.has(node) && n.started_at) bars.push({ node, start: at(n.started_at), end: at(n.finished_at), status: n.status });
+    if (seen.has(node)) continue;
+    const timed = storedVisits(doc, node).filter((v) => v.started !== null && v.finished !== null);
+    if (timed.length) for (const v of timed) bars.push({ node, start: v.started, end: v.finished, status: v.status });
+    else if (n.started_at) bars.push({ node, start: at(n.started_at), end: at(n.finished_at), status: n.status });
   }
   if (!bars.length) return html`<p class="muted">No timings recorded for this run.</p>`;
   const now = Date.now() / 1000;
