@@ -451,3 +451,39 @@ def test_join_any_losers_still_running_when_the_run_ends_read_cancelled_not_skip
     assert result.output == {"fast": 2}
     assert statuses == {"fast": NodeStatus.SUCCEEDED, "slow": NodeStatus.CANCELLED,
                         "slow_2": NodeStatus.CANCELLED, "first": NodeStatus.SUCCEEDED}
+
+
+def test_join_any_in_a_loop_matches_a_replicated_losers_values_to_their_own_iteration() -> None:
+    # DESIGN: joins are per visit; values from one loop iteration never meet another's. The
+    # loser has two replicas, so iteration 1's value of it arrives before iteration 0's
+    # (still running when ``fast`` won iteration 0): each must count for its own iteration.
+    seen: list[dict[str, str]] = []
+    slow1_done, slow0_done = threading.Event(), threading.Event()
+
+    def slow(i: int) -> str:
+        if i == 0:
+            assert slow1_done.wait(5)
+            time.sleep(0.2)  # iteration 1's value reaches the join first
+            slow0_done.set()
+        else:
+            slow1_done.set()
+        return f"slow{i}"
+
+    def fast(i: int) -> str:
+        if i == 1:
+            assert slow0_done.wait(5)
+            time.sleep(0.2)  # iteration 1's first value is slow's
+        return f"fast{i}"
+
+    def pick(d: dict[str, str]) -> int:
+        seen.append(d)
+        return int(next(iter(d.values()))[-1]) + 1
+
+    f = (Formation("replicated_loser").add_function("start", lambda i: i).add_function("fork", lambda i: i)
+         .add_function("slow", slow, concurrency=2).add_function("fast", fast)
+         .add_function("pick", pick, join="any").add_function("done", lambda i: i)
+         .connect("start", "fork").connect("fork", "slow", "pick").connect("fork", "fast", "pick")
+         .connect("pick", "fork", when=lambda i: i < 2).connect("pick", "done", otherwise=True))
+    result = f.run(0)
+    assert seen == [{"fast": "fast0"}, {"slow": "slow1"}]
+    assert result.output == 2
