@@ -487,3 +487,57 @@ def test_join_any_in_a_loop_matches_a_replicated_losers_values_to_their_own_iter
     result = f.run(0)
     assert seen == [{"fast": "fast0"}, {"slow": "slow1"}]
     assert result.output == 2
+
+
+def test_join_any_in_a_loop_keeps_cancelling_the_next_rounds_losers_when_a_round_closes_late(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Round 0 closes (its loser cancelled) on gate's thread while round 1 fires on another:
+    # closing round 0 must not lift round 1's cancellation of gate and slow. The pause after
+    # the join took round 0's last resolution makes that interleaving certain.
+    from wingman_actors.formation._join import ROUND_OVER
+    from wingman_actors.formation._routing import Router
+
+    calls = Calls()
+    gate_started, picked = threading.Event(), threading.Event()
+    paused: list[bool] = []
+    join = Router._join
+
+    def slow_to_act(self: Router, run: Any, target: str, pred: str, value: Any, visit: int = 0) -> Any:
+        ready = join(self, run, target, pred, value, visit)
+        if any(v is ROUND_OVER for v in ready) and not paused:
+            paused.append(True)
+            time.sleep(0.4)
+        return ready
+
+    monkeypatch.setattr(Router, "_join", slow_to_act)
+
+    def gate(i: int) -> int:
+        calls.record("gate", i)
+        gate_started.set()
+        assert picked.wait(5)  # round 0 fired without this branch while gate was working
+        return i
+
+    def slow(i: int) -> str:
+        calls.record("slow", i)
+        return f"slow{i}"
+
+    def fast(i: int) -> str:
+        assert gate_started.wait(5)
+        return f"fast{i}"
+
+    def pick(d: dict[str, str]) -> int:
+        picked.set()
+        calls.record("pick", d)
+        return int(next(iter(d.values()))[-1]) + 1
+
+    f = (Formation("late_close").add_function("start", lambda i: i).add_function("fork", lambda i: i)
+         .add_function("gate", gate).add_function("slow", slow).add_function("fast", fast)
+         .add_function("pick", pick, join="any").add_function("done", lambda i: i)
+         .connect("start", "fork").connect("fork", "gate", "slow", "pick").connect("fork", "fast", "pick")
+         .connect("pick", "fork", when=lambda i: i < 2).connect("pick", "done", otherwise=True))
+    result = f.run(0)
+    assert paused and result.output == 2
+    assert calls.seen["pick"] == [{"fast": "fast0"}, {"fast": "fast1"}]
+    assert calls.seen["gate"] == [0]  # round 1's visit was cancelled before it started
+    assert "slow" not in calls.seen
