@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-__all__ = ["NOTHING", "ROUND_OVER", "Join", "RaceJoin", "drops", "new_join"]
+__all__ = ["NOTHING", "ROUND_OVER", "Join", "RaceJoin", "drops", "mark", "new_join"]
 
 
 NOTHING: Any = object()  # a predecessor resolved without a value (its edge did not fire, or it was skipped)
@@ -124,6 +124,30 @@ def new_join(run: Any, preds: tuple[str, ...], any: bool, race: bool) -> Join:
     if race:
         return RaceJoin(preds, run.own("visits"))
     return Join(preds, any)
+
+
+def mark(run: Any, target: str, race: Any, ready: list[dict[str, Any] | None], cyclic: bool) -> None:
+    """Mark, in ``run.dropped``, the branches ``target``'s ``join="any"`` visits in
+    ``ready`` fire without (``race``: the node's, by predecessor), and lift the marks of
+    each round that closed (:data:`ROUND_OVER`), in the order the join decided them.
+    Called under the run's lock with the offer that made them ready: a round closing on
+    one thread cannot lift the marks of the next round, fired meanwhile on another."""
+    join = run.joins[target]
+    for payload in ready:
+        if payload is ROUND_OVER:  # the other branches' work is wanted again (a loop's next visit)
+            dropped = run.dropped
+            for node in [n for n, j in dropped.items() if j == target]:
+                del dropped[node]
+            join.cuts = None
+        elif payload is not None:
+            cancel = race[next(iter(payload))]
+            if cancel:
+                dropped = run.own("dropped")
+                if cyclic:  # in a loop, the losers' visits sent later are the next round's
+                    visits = run.visits
+                    join.cuts = {**(join.cuts or {}), **{n: visits.get(n, 0) for n in cancel}}
+                for node in cancel:
+                    dropped.setdefault(node, target)
 
 
 def drops(run: Any, node: str, visit: int) -> bool:

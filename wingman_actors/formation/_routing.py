@@ -23,7 +23,7 @@ from ._breakpoints import passed
 from ._error_routes import skip_error_targets
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
-from ._join import ROUND_OVER, Join, drops, new_join
+from ._join import ROUND_OVER, Join, drops, mark, new_join
 from ._nesting import carry_traces
 from ._plan import ConditionRaised, EdgeSpec, Plan
 from ._replaying import REPLAYED, replay_visit
@@ -384,24 +384,11 @@ class Router:
         for payload in visits:
             if payload is None:
                 self.skip(run, target, "none of its incoming edges fired")
-            elif payload is ROUND_OVER:  # the other branches' work is wanted again (a loop's next visit)
-                with run.lock:
-                    dropped = run.dropped
-                    for node in [n for n, j in dropped.items() if j == target]:
-                        del dropped[node]
-                    run.joins[target].cuts = None
-            else:
+            elif payload is not ROUND_OVER:  # (the join's marks of a round were set and lifted in _join)
                 race = self.specs[target].race
                 if race:
                     cancel = race[next(iter(payload))]
                     if cancel:
-                        with run.lock:
-                            dropped = run.own("dropped")
-                            if self.cyclic:  # in a loop, the losers' visits sent later are the next round's
-                                join = run.joins[target]
-                                join.cuts = {**(join.cuts or {}), **{n: run.visits.get(n, 0) for n in cancel}}
-                            for node in cancel:
-                                dropped.setdefault(node, target)
                         why = f"{target!r} (join='any') fired without it"
                         for node in cancel:  # agent and fleet work in progress stops at its next boundary
                             self.nodes[node].release(run, why, abandon=False)
@@ -409,9 +396,9 @@ class Router:
 
     def _join(self, run: RunState, target: str, pred: str, value: Any, visit: int = 0) -> list[dict[str, Any] | None]:
         """Record that ``pred`` resolved at ``target``'s fan-in join, with ``value`` (the
-        output of its visit ``visit``, or ``_NOTHING`` when its edge was skipped). Returns the visits this makes
-        ready, in order: a payload ``{pred: value}``, or None for a visit none of whose
-        edges fired (the node is skipped)."""
+        output of its visit ``visit``, or ``_NOTHING`` when its edge was skipped). Returns
+        the visits this makes ready, in order: a payload ``{pred: value}``, None for a
+        visit none of whose edges fired (the node is skipped), or ``ROUND_OVER``."""
         spec = self.specs[target]
         ready: list[dict[str, Any] | None] = []
         with run.lock:
@@ -421,6 +408,8 @@ class Router:
                 join = joins[target] = new_join(run, spec.forward_preds, spec.join == "any",
                                                 bool(spec.race) and self.cyclic)
             join.offer(pred, value, ready, visit)
+            if spec.race and ready:  # marked with the offer: rounds are marked and lifted in order
+                mark(run, target, spec.race, ready, self.cyclic)
         return ready
 
     def cancel_loser(self, run: RunState, node: str) -> None:
