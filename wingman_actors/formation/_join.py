@@ -110,9 +110,10 @@ class RaceJoin(Join):
         super().offer(pred, value, ready, visit)
 
     def _take(self, pred: str, value: Any, ready: list[dict[str, Any] | None], visit: int = 0) -> bool:
-        # a resolution without a visit number (a skip, a cancelled visit): count every visit
-        # sent so far as resolved, so a value is never held back for a resolution not coming
-        seen = visit if value is not NOTHING else self.visits.get(pred, 0)
+        # a resolution without a visit number (a skip, a cancelled visit, an error edge's
+        # failure): count every visit sent so far as resolved, so a value is never held
+        # back for a resolution that is not coming
+        seen = visit or self.visits.get(pred, 0)
         if seen > self.last.get(pred, 0):
             self.last[pred] = seen
         return super()._take(pred, value, ready, visit)
