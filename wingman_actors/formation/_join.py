@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-__all__ = ["NOTHING", "ROUND_OVER", "Join", "drops"]
+__all__ = ["NOTHING", "ROUND_OVER", "Join", "RaceJoin", "drops", "mark", "new_join"]
 
 
 NOTHING: Any = object()  # a predecessor resolved without a value (its edge did not fire, or it was skipped)
@@ -31,23 +31,27 @@ class Join:
         self.values: dict[str, Any] = {}
         self.taken: set[str] = set()
         self.fired = False
-        self.queued: deque[tuple[str, Any]] | None = None
+        self.queued: deque[tuple[str, Any, int]] | None = None
         # join="any" in a loop: by losing node, how many visits it had been sent when the
         # visit fired without it (those belong to that round; later ones to the next)
         self.cuts: dict[str, int] | None = None
 
-    def offer(self, pred: str, value: Any, ready: list[dict[str, Any] | None]) -> None:
-        """Take ``pred``'s resolution into the current visit (or queue it), appending
-        to ``ready`` every visit that fires or is skipped as a result."""
+    def offer(self, pred: str, value: Any, ready: list[dict[str, Any] | None], visit: int = 0) -> None:
+        """Take ``pred``'s resolution (a value of its visit number ``visit``, or
+        :data:`NOTHING`) into the current visit (or queue it), appending to ``ready``
+        every visit that fires or is skipped as a result."""
         if pred in self.taken:
-            if self.queued is None:
-                self.queued = deque()
-            self.queued.append((pred, value))
+            self._queue(pred, value, visit)
             return
-        if self._take(pred, value, ready):
+        if self._take(pred, value, ready, visit):
             self._drain(ready)
 
-    def _take(self, pred: str, value: Any, ready: list[dict[str, Any] | None]) -> bool:
+    def _queue(self, pred: str, value: Any, visit: int) -> None:
+        if self.queued is None:
+            self.queued = deque()
+        self.queued.append((pred, value, visit))
+
+    def _take(self, pred: str, value: Any, ready: list[dict[str, Any] | None], visit: int = 0) -> bool:
         self.taken.add(pred)
         if value is not NOTHING:
             if not self.any:
@@ -71,13 +75,80 @@ class Join:
     def _drain(self, ready: list[dict[str, Any] | None]) -> None:
         queued = self.queued
         while queued:
-            for i, (pred, value) in enumerate(queued):
+            for i, (pred, value, visit) in enumerate(queued):
                 if pred not in self.taken:
                     del queued[i]
-                    self._take(pred, value, ready)
+                    self._take(pred, value, ready, visit)
                     break
             else:
                 return
+
+
+class RaceJoin(Join):
+    """A ``join="any"`` in a formation with loops: a losing predecessor's values are
+    matched to rounds by the visit they came from, not by arrival. When the join fired
+    without a predecessor that still had a visit in flight (its ``cuts`` entry is past the
+    last visit of it this join has seen resolve), that visit resolves this round (it is
+    cancelled); a value of a later visit (a replica of the loser working on the next
+    iteration) is queued for the next round, not taken as this round's."""
+
+    __slots__ = ("last", "visits")
+
+    def __init__(self, preds: tuple[str, ...], visits: dict[str, int]) -> None:
+        super().__init__(preds, True)
+        self.visits = visits  # the run's visit counts (owned by the run from its first visit)
+        # by predecessor, the highest of its visits known resolved here
+        self.last: dict[str, int] = {}
+
+    def offer(self, pred: str, value: Any, ready: list[dict[str, Any] | None], visit: int = 0) -> None:
+        cuts = self.cuts
+        if cuts is not None and pred not in self.taken:
+            cut = cuts.get(pred)
+            if cut is not None and visit > cut and self.last.get(pred, 0) < cut:
+                self._queue(pred, value, visit)  # a later iteration's: this round waits for visit <= cut
+                return
+        super().offer(pred, value, ready, visit)
+
+    def _take(self, pred: str, value: Any, ready: list[dict[str, Any] | None], visit: int = 0) -> bool:
+        # a resolution without a visit number (a skip, a cancelled visit, an error edge's
+        # failure): count every visit sent so far as resolved, so a value is never held
+        # back for a resolution that is not coming
+        seen = visit or self.visits.get(pred, 0)
+        if seen > self.last.get(pred, 0):
+            self.last[pred] = seen
+        return super()._take(pred, value, ready, visit)
+
+
+def new_join(run: Any, preds: tuple[str, ...], any: bool, race: bool) -> Join:
+    """A node's fan-in for ``run`` (under the run's lock); ``race``: a ``join="any"``
+    with branches to cancel, in a formation with loops."""
+    if race:
+        return RaceJoin(preds, run.own("visits"))
+    return Join(preds, any)
+
+
+def mark(run: Any, target: str, race: Any, ready: list[dict[str, Any] | None], cyclic: bool) -> None:
+    """Mark, in ``run.dropped``, the branches ``target``'s ``join="any"`` visits in
+    ``ready`` fire without (``race``: the node's, by predecessor), and lift the marks of
+    each round that closed (:data:`ROUND_OVER`), in the order the join decided them.
+    Called under the run's lock with the offer that made them ready: a round closing on
+    one thread cannot lift the marks of the next round, fired meanwhile on another."""
+    join = run.joins[target]
+    for payload in ready:
+        if payload is ROUND_OVER:  # the other branches' work is wanted again (a loop's next visit)
+            dropped = run.dropped
+            for node in [n for n, j in dropped.items() if j == target]:
+                del dropped[node]
+            join.cuts = None
+        elif payload is not None:
+            cancel = race[next(iter(payload))]
+            if cancel:
+                dropped = run.own("dropped")
+                if cyclic:  # in a loop, the losers' visits sent later are the next round's
+                    visits = run.visits
+                    join.cuts = {**(join.cuts or {}), **{n: visits.get(n, 0) for n in cancel}}
+                for node in cancel:
+                    dropped.setdefault(node, target)
 
 
 def drops(run: Any, node: str, visit: int) -> bool:

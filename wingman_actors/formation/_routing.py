@@ -23,7 +23,7 @@ from ._breakpoints import passed
 from ._error_routes import skip_error_targets
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
-from ._join import ROUND_OVER, Join, drops
+from ._join import ROUND_OVER, Join, drops, mark, new_join
 from ._nesting import carry_traces
 from ._plan import ConditionRaised, EdgeSpec, Plan
 from ._replaying import REPLAYED, replay_visit
@@ -222,7 +222,7 @@ class Router:
                     if edge.back:
                         self.visit(run, edge.target, output, name)
                     else:
-                        self.arrive(run, edge.target, name, output)
+                        self.arrive(run, edge.target, name, output, visit)
                 elif not edge.back:
                     self.arrive_skip(run, edge.target, name, "did not fire")
             if spec.error_edges:
@@ -368,11 +368,11 @@ class Router:
 
     # -- joins and skips -----------------------------------------------------------------
 
-    def arrive(self, run: RunState, target: str, pred: str, value: Any) -> None:
+    def arrive(self, run: RunState, target: str, pred: str, value: Any, visit: int = 0) -> None:
         if len(self.specs[target].forward_preds) == 1:
             self.visit(run, target, value, pred)
             return
-        self._fire(run, target, pred, self._join(run, target, pred, value))
+        self._fire(run, target, pred, self._join(run, target, pred, value, visit))
 
     def arrive_skip(self, run: RunState, target: str, pred: str, why: str) -> None:
         if len(self.specs[target].forward_preds) == 1:
@@ -384,42 +384,32 @@ class Router:
         for payload in visits:
             if payload is None:
                 self.skip(run, target, "none of its incoming edges fired")
-            elif payload is ROUND_OVER:  # the other branches' work is wanted again (a loop's next visit)
-                with run.lock:
-                    dropped = run.dropped
-                    for node in [n for n, j in dropped.items() if j == target]:
-                        del dropped[node]
-                    run.joins[target].cuts = None
-            else:
+            elif payload is not ROUND_OVER:  # (the join's marks of a round were set and lifted in _join)
                 race = self.specs[target].race
                 if race:
                     cancel = race[next(iter(payload))]
                     if cancel:
-                        with run.lock:
-                            dropped = run.own("dropped")
-                            if self.cyclic:  # in a loop, the losers' visits sent later are the next round's
-                                join = run.joins[target]
-                                join.cuts = {**(join.cuts or {}), **{n: run.visits.get(n, 0) for n in cancel}}
-                            for node in cancel:
-                                dropped.setdefault(node, target)
                         why = f"{target!r} (join='any') fired without it"
                         for node in cancel:  # agent and fleet work in progress stops at its next boundary
                             self.nodes[node].release(run, why, abandon=False)
                 self.visit(run, target, payload, pred)
 
-    def _join(self, run: RunState, target: str, pred: str, value: Any) -> list[dict[str, Any] | None]:
-        """Record that ``pred`` resolved at ``target``'s fan-in join, with ``value`` (its
-        output, or ``_NOTHING`` when its edge was skipped). Returns the visits this makes
-        ready, in order: a payload ``{pred: value}``, or None for a visit none of whose
-        edges fired (the node is skipped)."""
+    def _join(self, run: RunState, target: str, pred: str, value: Any, visit: int = 0) -> list[dict[str, Any] | None]:
+        """Record that ``pred`` resolved at ``target``'s fan-in join, with ``value`` (the
+        output of its visit ``visit``, or ``_NOTHING`` when its edge was skipped). Returns
+        the visits this makes ready, in order: a payload ``{pred: value}``, None for a
+        visit none of whose edges fired (the node is skipped), or ``ROUND_OVER``."""
         spec = self.specs[target]
         ready: list[dict[str, Any] | None] = []
         with run.lock:
             joins = run.own("joins")
             join = joins.get(target)
             if join is None:
-                join = joins[target] = Join(spec.forward_preds, spec.join == "any")
-            join.offer(pred, value, ready)
+                join = joins[target] = new_join(run, spec.forward_preds, spec.join == "any",
+                                                bool(spec.race) and self.cyclic)
+            join.offer(pred, value, ready, visit)
+            if spec.race and ready:  # marked with the offer: rounds are marked and lifted in order
+                mark(run, target, spec.race, ready, self.cyclic)
         return ready
 
     def cancel_loser(self, run: RunState, node: str) -> None:
