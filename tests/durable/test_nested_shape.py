@@ -34,10 +34,22 @@ def test_resuming_a_run_whose_nested_formation_changed_is_refused_and_leaves_the
         assert store.get(run_id).status == "suspended"
 
 
-def test_the_shape_names_inner_nodes_by_path_and_tells_what_changed_inside() -> None:
+def test_the_shape_holds_the_inner_formations_and_tells_what_changed_inside_by_path() -> None:
     from wingman_actors.store import FormationShape
 
     before, after = FormationShape.of(_outer(("x",)).graph), FormationShape.of(_outer(("x", "y")).graph)
-    assert ("n/x", "function") in before.nodes
+    assert before.nodes == (("a", "function"), ("n", "formation"))  # the outer nodes only, as before
+    assert dict(before.nested)["n"].nodes == (("ask", "function"), ("x", "function"))
     assert before.fingerprint != after.fingerprint
-    assert "node 'n/y' (function) is new" in before.diff(after)
+    assert sorted(before.diff(after)) == sorted([
+        "node 'n/y' (function) is new", "edge 'n/x' → 'n/y' is new", "edge 'n/y' → 'n/ask' is new",
+        "edge 'n/x' → 'n/ask' is missing"])
+    assert FormationShape.from_json(before.to_json()) == before
+    assert FormationShape.from_json(before.to_json()).fingerprint == before.fingerprint
+
+
+def test_a_formation_without_nested_ones_keeps_the_shape_json_it_had() -> None:
+    from wingman_actors.store import FormationShape
+
+    shape = FormationShape.of(Formation("plain").add_function("a", abs).add_function("b", abs).connect("a", "b").graph)
+    assert shape.to_json() == '{"nodes":[["a","function"],["b","function"]],"edges":[["a","b",false,false]]}'
