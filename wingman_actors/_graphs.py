@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import networkx as nx  # type: ignore[import-untyped]
 
-__all__ = ["back_edges", "topological_order"]
+__all__ = ["back_edges", "downstream", "topological_order"]
 
 _N = TypeVar("_N", bound=Hashable)
 
@@ -69,3 +69,19 @@ def topological_order(nodes: Sequence[_N], successors: Mapping[_N, Iterable[_N]]
     if len(order) != len(nodes):
         raise ValueError("the edges have a cycle: no topological order")
     return tuple(order)
+
+
+def downstream(edges: Iterable[tuple[_N, _N]], node: _N) -> set[_N]:
+    """The nodes reachable from ``node`` along ``edges`` (source, target), ``node`` itself
+    left out (a cycle back to it included)."""
+    after: dict[_N, list[_N]] = {}
+    for source, target in edges:
+        after.setdefault(source, []).append(target)
+    found: set[_N] = set()
+    todo = list(after.get(node, ()))
+    while todo:
+        name = todo.pop()
+        if name not in found and name != node:
+            found.add(name)
+            todo.extend(after.get(name, ()))
+    return found

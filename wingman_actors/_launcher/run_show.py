@@ -18,6 +18,7 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from .._graphs import downstream
 from .errors import UsageError, unknown_run
 
 if TYPE_CHECKING:
@@ -185,18 +186,7 @@ def waiting_at(store: RunStore, journal: RunJournal) -> tuple[list[str], set[str
 def not_reached(journal: RunJournal, node: str) -> set[str]:
     """The nodes downstream of ``node`` along forward edges: those a run suspended at
     ``node`` has not reached yet (its traces call them skipped; they run on ``resume``)."""
-    after: dict[str, list[str]] = {}
-    for edge in journal.shape.edges:
-        if not edge.back:
-            after.setdefault(edge.source, []).append(edge.target)
-    found: set[str] = set()
-    todo = list(after.get(node, ()))
-    while todo:
-        name = todo.pop()
-        if name not in found and name != node:
-            found.add(name)
-            todo.extend(after.get(name, ()))
-    return found
+    return downstream(((e.source, e.target) for e in journal.shape.edges if not e.back), node)
 
 
 def _visit_times(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._graphs import downstream
 from ._breakpoints import is_breakpoint
 from ._result import FormationResult, suspended_traces
 from .events import FormationEventType, emit
@@ -45,15 +46,4 @@ def suspend_run(router: Router, run: RunState, node: str, payload: Any, reason: 
 
 def _ahead(router: Router, node: str) -> set[str]:
     """The nodes downstream of ``node`` along forward edges (error edges included)."""
-    after: dict[str, list[str]] = {}
-    for edge in router.plan.edges:
-        if not edge.back:
-            after.setdefault(edge.source, []).append(edge.target)
-    found: set[str] = set()
-    todo = list(after.get(node, ()))
-    while todo:
-        name = todo.pop()
-        if name not in found and name != node:
-            found.add(name)
-            todo.extend(after.get(name, ()))
-    return found
+    return downstream(((e.source, e.target) for e in router.plan.edges if not e.back), node)
