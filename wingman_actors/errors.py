@@ -14,7 +14,7 @@ classes live here unless a module is named in brackets::
     │   │                       also a ValueError)
     │   └── FormationMismatchError  a resumed run's formation differs from the one it
     │                           was recorded with [store]
-    ├── FormationRuntimeError   a formation run failed (node, attempts, run id, partial outputs)
+    ├── FormationRuntimeError   a formation run failed (node, attempts, run id, partial outputs, node traces)
     │   └── NoRouteError        a node's conditional edges all stayed shut and it had no
     │                           ``otherwise`` edge (node, a preview of its output)
     ├── NestedRunError          the inner run of a formation node failed; the outer node's
@@ -65,7 +65,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # only a type: the formation package imports this module
+    from .formation._result import NodeTrace
 
 __all__ = [
     "AgentError",
@@ -241,6 +244,19 @@ class FormationRuntimeError(WingmanError):
         attempts: how many times the node was tried.
         run_id: the id of the failed run.
         outputs: the outputs of the nodes that finished before the failure, by name.
+        nodes: the failed run's node traces by name (``NodeTrace``, as in
+            ``FormationResult.nodes``): which nodes ran, their status, attempts, outputs
+            and errors; a node the run never reached is ``skipped`` with no attempts.
+            Built when the run fails (a run that succeeds pays nothing); empty for an
+            error not raised by a run.
+
+    Example:
+        >>> try:                                                        # doctest: +SKIP
+        ...     formation.run(1)
+        ... except FormationRuntimeError as err:
+        ...     failed = {n: (t.attempts, t.error) for n, t in err.nodes.items() if t.status == "failed"}
+        >>> failed                                                      # doctest: +SKIP
+        {'boom': (2, 'ValueError: no luck')}
     """
 
     def __init__(
@@ -258,6 +274,7 @@ class FormationRuntimeError(WingmanError):
         self.attempts = attempts
         self.run_id = run_id
         self.outputs = dict(outputs or {})
+        self.nodes: dict[str, NodeTrace] = {}
 
 
 class NoRouteError(FormationRuntimeError):

@@ -177,6 +177,27 @@ def test_fork_whose_new_run_suspends_prints_its_question_and_the_answer_command(
     assert capsys.readouterr().out.strip() == "5"
 
 
+def test_fork_of_a_python_run_records_the_formation_file_so_resume_needs_it_no_more(
+        tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from wingman_actors import Formation
+    from wingman_actors.store import RunStore
+
+    namespace: dict[str, object] = {}
+    exec(GUARDED, namespace)
+    formation = namespace["formation"]
+    assert isinstance(formation, Formation)
+    run_id = formation.run(3, store=path).run_id  # started from Python: it records no formation file
+    module = tmp_path / "guarded.py"
+    module.write_text(GUARDED)
+    assert main(["fork", run_id, "--at", "a", "--output", "0", "--store", str(path), "--formation", str(module)]) == 0
+    new_id = capsys.readouterr().out.strip()
+    with RunStore(path) as store:
+        assert store.get(run_id).source is None
+        assert store.get(new_id).source == str(module.resolve())
+    assert main(["resume", new_id, "--store", str(path), "--answer", "5"]) == 0
+    assert capsys.readouterr().out.strip() == "5"
+
+
 TYPED = '''
 from wingman_actors import Formation
 

@@ -249,6 +249,30 @@ def test_a_failed_run_with_json_says_its_status_as_a_succeeded_or_cancelled_one_
     assert json.loads(capsys.readouterr().out)["status"] == "failed"
 
 
+def test_a_failed_run_with_json_has_the_traces_of_its_nodes_as_runs_show_json_does(
+    capsys: pytest.CaptureFixture[str], formation_file: Callable[[str, str], Path]
+) -> None:
+    path = formation_file("halves", """
+        from wingman_actors import Formation
+
+        def shout(text: str) -> str:
+            return text.upper()
+
+        def divide(text: str) -> float:
+            return 1 / 0
+
+        formation = (Formation("halves").add_function("shout", shout)
+                     .add_function("divide", divide, retries=1, backoff=0.001).connect("shout", "divide"))
+    """)
+    assert main(["run", str(path), "-i", "x", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    nodes = doc["nodes"]
+    assert doc["status"] == "failed" and doc["run_id"]
+    assert nodes["shout"]["status"] == "succeeded" and nodes["shout"]["output"] == "X"
+    assert nodes["divide"]["status"] == "failed" and nodes["divide"]["attempts"] == 2
+    assert "ZeroDivisionError" in nodes["divide"]["error"]
+
+
 def test_a_missing_formation_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "formations/nope.py"]) == 2
     assert "formation file 'formations/nope.py' not found" in capsys.readouterr().err

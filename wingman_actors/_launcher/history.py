@@ -146,6 +146,8 @@ def _formation(record: RunRecord, given: str | None, params: list[str] | None, c
             raise UsageError(f"--param {param!r}: expected NAME=VALUE")
         options[name.strip()] = parse_answer(value)
     formation, _ = load_module(given or str(record.source)).build(None, options)
+    if given:  # the fork records it (as `run` records its file), so `resume FORK_ID` needs no --formation
+        formation.source = str(Path(given).resolve()) if os.path.isfile(given) else given  # type: ignore[attr-defined]
     return formation
 
 

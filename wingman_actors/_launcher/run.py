@@ -274,6 +274,7 @@ def _failure_dict(exc: FormationRuntimeError) -> dict[str, Any]:
             "cause": None if cause is None else f"{type(cause).__name__}: {cause}",
         },
         "outputs": jsonable(exc.outputs),
+        "nodes": {k: jsonable(v.to_dict()) for k, v in exc.nodes.items()},  # as a result's (runs show --json's)
     }
 
 

@@ -218,7 +218,9 @@ def begin_fork(formation: Formation, journal_store: JournalStore, run_id: str, *
     as_run_input = input is not UNSET and _given_input(formation, node, visit, input)
     run_input = input if as_run_input else journal.run.input
     record_input = _input_recorder(journal_store) if input is not UNSET and not as_run_input else None
-    new_id = journal_store.begin_run(formation.name, shape, run_input, run_id=new_id, source=journal.run.source)
+    # the file the launcher loaded the formation from (`fork --formation FILE`), else the original's
+    source = getattr(formation, "source", None) or journal.run.source
+    new_id = journal_store.begin_run(formation.name, shape, run_input, run_id=new_id, source=source)
     copy = getattr(journal_store, "record_entries", None)  # a RunStore keeps their times
     if copy is not None:
         copy(new_id, kept)

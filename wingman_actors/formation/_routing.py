@@ -533,9 +533,8 @@ class Router:
             return
         if run.trace is not None:
             run.trace.end(error)
-        traces = None
+        traces = error.nodes = run.traces()  # the failure path only: the error's node traces
         if self.carries_traces:  # for the outer run (NestedRunError.nodes), before its callback reads them
-            traces = run.traces()
             carry_traces(error, traces)
         if self.journal is not None and journalled:
             # a run cut short by stop() can be resumed like one whose process died
