@@ -190,7 +190,11 @@ def test_fork_of_a_python_run_records_the_formation_file_so_resume_needs_it_no_m
     module = tmp_path / "guarded.py"
     module.write_text(GUARDED)
     assert main(["fork", run_id, "--at", "a", "--output", "0", "--store", str(path), "--formation", str(module)]) == 0
-    new_id = capsys.readouterr().out.strip()
+    out, err = capsys.readouterr()
+    new_id = out.strip()
+    # the command it suggests needs no --formation either
+    assert f"answer it with: wingman-actors resume {new_id} --store {path} --answer JSON" in err
+    assert "--formation" not in err
     with RunStore(path) as store:
         assert store.get(run_id).source is None
         assert store.get(new_id).source == str(module.resolve())

@@ -182,7 +182,9 @@ def fork_command(args: argparse.Namespace) -> int:
 def _tell(forked: RunRecord, choice: StoreChoice, given: str | None) -> int:
     """Say on stderr how the new run ended when it did not succeed, as ``run`` does: exit 1
     when it failed, with the ``resume`` command; its question when it suspended."""
-    formation = ["--formation", str(Path(given).resolve()) if os.path.isfile(given) else given] if given else []
+    # the fork records the file it was given (or keeps the original's): resume finds it then
+    formation = ["--formation", str(Path(given).resolve()) if os.path.isfile(given) else given] \
+        if given and not forked.source else []
     command = shlex.join(["wingman-actors", "resume", forked.id, *choice.flag, *formation])
     if forked.status == "failed":
         print(f"wingman-actors: the forked run {forked.id} failed: {forked.error}", file=sys.stderr)
