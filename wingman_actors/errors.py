@@ -222,18 +222,23 @@ class FormationSetupError(WingmanError, ValueError):
     Attributes:
         formation: the formation's name.
         problems: every problem found, each naming the node or edge and the fix.
+        heading: the message's first line, when something else than the declaration is
+            wrong (a run's options, e.g. ``break_before=`` naming no node); None for
+            "formation 'x' is not valid".
     """
 
-    def __init__(self, formation: str, problems: Sequence[str]) -> None:
+    def __init__(self, formation: str, problems: Sequence[str], heading: str | None = None) -> None:
         self.formation = formation
         self.problems = list(problems)
-        lines = [f"formation {formation!r} is not valid ({len(self.problems)} problem(s)):"]
+        self.heading = heading
+        first = f"formation {formation!r} is not valid" if heading is None else heading
+        lines = [f"{first} ({len(self.problems)} problem(s)):"]
         lines += [f"  - {p}" for p in self.problems]
         super().__init__("\n".join(lines))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The default pickling calls cls(message) and would miss ``problems``.
-        return (type(self), (self.formation, self.problems), dict(self.__dict__))
+        return (type(self), (self.formation, self.problems, self.heading), dict(self.__dict__))
 
 
 class FormationRuntimeError(WingmanError):

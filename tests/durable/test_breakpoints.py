@@ -126,6 +126,24 @@ def test_a_breakpoint_on_an_unknown_node_is_refused_listing_the_nodes(store: Run
         chain().run("x", store=store, break_after=["bb"])
 
 
+@pytest.mark.parametrize("option", ["break_before", "break_after"])
+def test_a_breakpoint_on_an_unknown_node_blames_the_option_not_the_formation(store: RunStore, option: str) -> None:
+    with pytest.raises(FormationSetupError) as refused:
+        chain().run("x", store=store, **{option: ["bb", "zz"]})
+    message = str(refused.value)
+    assert "not valid" not in message
+    assert f"{option}: no node named 'bb', 'zz'; the nodes are 'a', 'b', 'c'" in message
+    assert message.splitlines()[0] == f"breakpoint option {option}= is wrong for formation 'chain' (1 problem(s)):"
+
+
+def test_resuming_with_a_breakpoint_on_an_unknown_node_blames_the_option_not_the_formation(store: RunStore) -> None:
+    stopped = chain().run("x", store=store, break_after=["a"])
+    with pytest.raises(FormationSetupError) as refused:
+        chain().resume(stopped.run_id, store=store, break_before=["nope"])
+    assert "not valid" not in str(refused.value) and "break_before: no node named 'nope'" in str(refused.value)
+    assert store.get(stopped.run_id).status == "suspended"
+
+
 def test_a_breakpoint_given_as_one_string_is_refused(store: RunStore) -> None:
     with pytest.raises(FormationSetupError, match=r"list of node names"):
         chain().run("x", store=store, break_after="b")  # type: ignore[arg-type]

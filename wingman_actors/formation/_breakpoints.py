@@ -50,9 +50,10 @@ class Breakpoints:
 
         Raises:
             FormationSetupError: a name is not a node of the formation, or the run has no
-                store to suspend into.
+                store to suspend into (its message blames the option, not the formation).
         """
         problems = []
+        wrong: list[str] = []  # the options at fault: the formation itself is fine
         names: dict[str, frozenset[str]] = {}
         for option, given in (("break_before", before), ("break_after", after)):
             if given is None:
@@ -60,20 +61,26 @@ class Breakpoints:
                 continue
             if isinstance(given, str) or not all(isinstance(n, str) for n in given):
                 problems.append(f"{option} must be a list of node names, e.g. {option}=['review'], got {given!r}")
+                wrong.append(option)
                 continue
             unknown = [n for n in given if n not in nodes]
             if unknown:
                 problems.append(f"{option}: no node named {', '.join(map(repr, unknown))}; "
                                 f"the nodes are {', '.join(map(repr, nodes))}")
+                wrong.append(option)
             names[option] = frozenset(given)
         if problems:
-            raise FormationSetupError(plan_name, problems)
+            options = ", ".join(f"{o}=" for o in wrong)
+            heading = (f"breakpoint option{'s' if len(wrong) > 1 else ''} {options} "
+                       f"{'are' if len(wrong) > 1 else 'is'} wrong for formation {plan_name!r}")
+            raise FormationSetupError(plan_name, problems, heading)
         if not names["break_before"] and not names["break_after"]:
             return None
         if not journalled:
             raise FormationSetupError(plan_name, [
                 "break_before/break_after suspend the run like interrupt(), which needs a journalled run: "
-                "give it a store, e.g. formation.run(input, break_before=[...], store='runs.sqlite')"])
+                "give it a store, e.g. formation.run(input, break_before=[...], store='runs.sqlite')"],
+                f"breakpoints need a store on this run of formation {plan_name!r}")
         return cls(names["break_before"], names["break_after"])
 
     def to_json(self) -> dict[str, list[str]]:

@@ -158,7 +158,8 @@ class Journal:
 
         Raises:
             ValueError: ``answer`` was given for a run with no pending interrupt.
-            StoreError: the store refuses the claim (see ``claim_run``).
+            StoreError: the store refuses the claim (see ``claim_run``), or the answer
+                (``SerializationError``: the run is left suspended, as it was).
         """
         store = self.store
         if answer is not None:
@@ -169,7 +170,13 @@ class Journal:
         record = self.claim(run_id)
         pending = record.pending_interrupt
         if answer is not None or (pending is not None and is_breakpoint(pending.payload)):
-            store.answer(run_id, answer)  # a breakpoint is passed: its visit goes on
+            try:
+                store.answer(run_id, answer)  # a breakpoint is passed: its visit goes on
+            except BaseException:
+                # Refused (an answer the store cannot keep): the run was not resumed, so it
+                # waits as before, not "running" in this process.
+                store.set_status(run_id, "suspended", wait=True)
+                raise
             record = store.load(run_id)
         if given:
             store.record_progress(run_id, JOURNAL_KEY[0], JOURNAL_KEY[1],

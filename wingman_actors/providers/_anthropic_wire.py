@@ -133,11 +133,13 @@ class EventMapper:
 
     def end(self) -> None:
         """The body has ended (read to its end, which keeps the connection reusable):
-        raise if no message_stop came."""
+        raise if no message_stop came: kind ``agent``, as OpenAI's and Ollama's streams cut
+        short (the provider was reached and answered, incompletely; ``network`` is for a
+        provider that could not be reached, and a transport error mid-body is mapped so)."""
         if not self.finished:
             raise AgentError(
-                "the Anthropic stream ended before message_stop (the connection closed early)",
-                kind=ErrorKind.NETWORK,
+                "the Anthropic stream ended before message_stop (its body ended without it: an incomplete answer)",
+                kind=ErrorKind.AGENT,
                 provider=_ID,
             )
 
