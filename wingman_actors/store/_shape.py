@@ -93,10 +93,11 @@ class FormationShape:
             for u, v, a in graph.edges(data=True)
         ))
         nested = []
+        here = within | {id(graph)}  # the formations this one sits in, and itself
         for n, a in graph.nodes(data=True):
             inner = getattr(a.get("formation"), "graph", None)  # a formation node, or a map over a formation
-            if isinstance(inner, nx.DiGraph) and id(inner) not in within:  # (validation refuses a formation in itself)
-                nested.append((str(n), cls._of(inner, within | {id(graph)})))
+            if isinstance(inner, nx.DiGraph) and id(inner) not in here:  # (validation refuses a formation in itself)
+                nested.append((str(n), cls._of(inner, here)))
         return cls(nodes, edges, tuple(sorted(nested, key=lambda pair: pair[0])))
 
     def to_json(self) -> str:
