@@ -288,7 +288,11 @@ def test_the_runs_deadline_cuts_the_providers_timeout(
     run(provider, body)
     # less the time a loaded machine kept this process's threads waiting for a CPU
     assert time.perf_counter() - t0 - (cpu_wait() - waited) < 0.3 + 0.5
-    assert loopback.wait_closed(1, timeout=5)  # (2 s was not always enough at load 10)
+    # On a loaded machine the deadline can fire before the request has left (or before the
+    # connection is made), so the server may never hold a request to see closed; what holds
+    # either way is that no connection the provider opened stays open. (The close of a
+    # request in flight is checked, without a race, by the cancel test above.)
+    assert loopback.wait_all_closed(timeout=5)
 
 
 def test_concurrent_calls_wait_on_no_thread_of_their_own(

@@ -81,6 +81,8 @@ class LoopbackServer:
         self.handler: Handler | None = None
         self.closed = 0  # connections the client closed while a reply was hanging
         self.closed_at: list[float] = []  # when (time.monotonic()) each of them closed
+        self.accepted = 0  # connections the server accepted
+        self.ended = 0  # connections whose handler has finished (the client closed it, or the server stopped)
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         outer = self
@@ -95,7 +97,16 @@ class LoopbackServer:
                 # Connection threads die with the client's keep-alive socket; name them
                 # so the thread-leak guard can tell them from the code under test's.
                 threading.current_thread().name = "loopback-http-conn"
+                with outer._lock:
+                    outer.accepted += 1
                 super().setup()
+
+            def finish(self) -> None:
+                try:
+                    super().finish()
+                finally:
+                    with outer._lock:
+                        outer.ended += 1
 
             def _serve(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -191,6 +202,19 @@ class LoopbackServer:
                 if self.closed >= count:
                     return True
             time.sleep(0.005)
+        return False
+
+    def wait_all_closed(self, timeout: float = 5.0) -> bool:
+        """Wait until no connection to the server is open: every accepted connection has
+        ended and none waits in the listen backlog. A client that left a connection open
+        (whether or not its request had been sent) makes this False."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pending, _, _ = select.select([self._server.socket], [], [], 0)
+            with self._lock:
+                if not pending and self.accepted == self.ended:
+                    return True
+            time.sleep(0.01)
         return False
 
     def stop(self) -> None:
