@@ -1,9 +1,12 @@
 """Formation runs awaited from asyncio: the bridge from the runtime's threads to the
 caller's event loop.
 
-A run's :class:`~._future.RunFuture` resolves on a runtime thread; :class:`AsyncRun` is its
-``asyncio.Future`` on the caller's loop. Completions reach the loop through a
-:class:`LoopInbox`: the first completion into an empty inbox schedules one
+A run resolves on a runtime thread; :class:`AsyncRun` is its ``asyncio.Future`` on the
+caller's loop. A run of ``asubmit`` that is not journalled resolves a :class:`LoopSettler`
+(no ``concurrent.futures.Future`` in between: its condition, lock and callbacks are
+eleven objects more per run for the collector to walk, and a lock to take); the others
+resolve a :class:`~._future.RunFuture` that the ``AsyncRun`` follows. Completions reach the
+loop through a :class:`LoopInbox`: the first completion into an empty inbox schedules one
 ``call_soon_threadsafe``, and the loop then settles every completion that arrived
 meanwhile in one go. Handing each run to the loop on its own (one thread-safe call per run)
 measured 1.8-3.1x the ideal time at 1,000 concurrent runs; batched, 1.3-1.4x. Run events
@@ -29,7 +32,7 @@ from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ._future import RunFuture
+from ._future import Canceller, RunFuture
 from ._options import RunOptions
 
 if TYPE_CHECKING:
@@ -40,7 +43,7 @@ if TYPE_CHECKING:
     from .events import FormationEvent
 
 __all__ = [
-    "AsyncRun", "AsyncStart", "Lane", "LoopInbox", "arun_plan", "astream_plan", "begin_off_loop", "launch", "lane_of",
+    "AsyncRun", "AsyncStart", "Lane", "LoopInbox", "LoopSettler", "arun_plan", "astream_plan", "begin_off_loop", "launch", "lane_of",
     "running_loop", "watch",
 ]
 
@@ -118,18 +121,25 @@ class AsyncRun(asyncio.Future["FormationResult"]):
         >>> run.run_id, (await run).output                                 # doctest: +SKIP
     """
 
-    def __init__(self, run_id: str, loop: asyncio.AbstractEventLoop, future: RunFuture | None = None) -> None:
+    __slots__ = ("_canceller", "_run", "run_id")  # no __dict__: one object less per run
+
+    def __init__(self, run_id: str, loop: asyncio.AbstractEventLoop, future: RunFuture | None = None,
+                 canceller: Canceller | None = None) -> None:
         super().__init__(loop=loop)
         self.run_id: str = run_id
         self._run: RunFuture | None = future  # None once settled (the run's callback holds this), or not yet begun
+        # A run settled through a LoopSettler: what cancels it (the running formation), until it is settled
+        self._canceller = canceller
 
     def cancel(self, msg: Any | None = None) -> bool:
         """Cancel the run (queued or in flight) and this future; False when done."""
         if self.done():
             return False
-        run = self._run
+        run, canceller = self._run, self._canceller
         if run is not None:
             run.cancel()
+        elif canceller is not None:
+            canceller.cancel(self.run_id)  # its settler's cancel() follows, and finds this done
         return super().cancel(msg)
 
     def _settle(self) -> None:
@@ -180,6 +190,63 @@ def _follow(run: AsyncRun, future: RunFuture, loop: asyncio.AbstractEventLoop) -
     shares its inbox, so runs finishing together are settled together."""
     put = _inbox(loop, _settlers, AsyncRun._settle).put
     future.add_done_callback(lambda _: put(run))
+
+
+_CANCELLED: Any = object()  # a LoopSettler's outcome: the run was cancelled
+
+
+class LoopSettler:
+    """The runtime's end of a run awaited on an event loop (``asubmit``, not journalled):
+    the thread that ends the run hands the outcome to the :class:`AsyncRun` on its loop,
+    settled in one batch with the others that arrived meanwhile (a :class:`LoopInbox`).
+    It is a :class:`~._future.RunSink`: ``set_result``, ``set_exception`` and ``cancel``
+    are called once, by the runtime, on any thread."""
+
+    __slots__ = ("_inbox", "error", "result", "run")
+
+    def __init__(self, run: AsyncRun, loop: asyncio.AbstractEventLoop) -> None:
+        self.run = run
+        self._inbox = _inbox(loop, _settlers_of_sinks, LoopSettler._settle)
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def set_result(self, result: Any) -> None:
+        self.result = result
+        self._inbox.put(self)
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        self.error = exception
+        self._inbox.put(self)
+
+    def cancel(self) -> bool:
+        self.result = _CANCELLED
+        self._inbox.put(self)
+        return True
+
+    def _settle(self) -> None:
+        """On the loop: settle the run's ``AsyncRun`` (unless it was cancelled there)."""
+        run = self.run
+        run._canceller = None  # a settled run no longer refers to the formation
+        if run.done():
+            return
+        if self.error is not None:
+            run.set_exception(self.error)
+        elif self.result is _CANCELLED:
+            asyncio.Future.cancel(run)
+        else:
+            run.set_result(self.result)
+
+
+_settlers_of_sinks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopInbox[LoopSettler]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def settled_on_loop(run_id: str, canceller: Canceller, loop: asyncio.AbstractEventLoop) -> tuple[AsyncRun, LoopSettler]:
+    """An :class:`AsyncRun` on ``loop`` (the running one) and the settler that the
+    runtime resolves it through; ``canceller`` cancels the run when the ``AsyncRun`` is."""
+    run = AsyncRun(run_id, loop, None, canceller)
+    return run, LoopSettler(run, loop)
 
 
 def watch(future: Future[FormationResult], loop: asyncio.AbstractEventLoop) -> AsyncRun:

@@ -34,7 +34,7 @@ from ._aio import (
     lane_of,
     launch,
     running_loop,
-    watch,
+    settled_on_loop,
 )
 from ._options import RunOptions, merge_options, require_run_id
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..providers._base import Provider
     from ._breakpoints import Breakpoints
     from ._durable import Journal, Replay, StoreArg
-    from ._future import RunFuture
+    from ._future import RunFuture, RunSink
     from ._plan import Plan
     from ._result import FormationResult
     from ._runtime import EventListener, RunningFormation
@@ -267,7 +267,10 @@ class AsyncSubmit:
                                              Breakpoints | None]: ...
 
         def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
-                    replay: Replay | None, board: Blackboard | None, breaks: Breakpoints | None = None) -> RunFuture: ...
+                    replay: Replay | None, board: Blackboard | None, breaks: Breakpoints | None,
+                    sink: RunSink) -> RunSink: ...
+
+        def cancel(self, run_id: str) -> bool: ...
 
         def _begin_journalled(self, journal: Journal, run_id: str, input: Any, timeout: float | None,
                               on_event: EventListener | None, board: Blackboard | None,
@@ -311,8 +314,10 @@ class AsyncSubmit:
         run_id, timeout, on_event, board, breaks = self._admit(
             input, timeout, on_event, blackboard, run_id, break_before, break_after, options, "RunningFormation.asubmit()")
         journal = self._journal
-        if journal is None:  # nothing blocks: start it here
-            return watch(self._launch(run_id, input, timeout, on_event, None, board, breaks), loop)
+        if journal is None:  # nothing blocks: start it here, resolving the loop's settler
+            run, settler = settled_on_loop(run_id, self, loop)
+            self._launch(run_id, input, timeout, on_event, None, board, breaks, settler)
+            return run
         begin = functools.partial(self._begin_journalled, journal, run_id, input, timeout, on_event, board, breaks)
         return launch(begin, run_id, lane_of(journal), loop)
 

@@ -11,13 +11,25 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-__all__ = ["Canceller", "RunFuture"]
+__all__ = ["Canceller", "RunFuture", "RunSink"]
 
 
 class Canceller(Protocol):
     """What cancels a run by id (the running formation)."""
 
     def cancel(self, run_id: str) -> bool: ...
+
+
+class RunSink(Protocol):
+    """What the runtime resolves a run through, on whichever thread ends it: a
+    :class:`RunFuture`, or (a run awaited on an event loop) the loop's
+    :class:`~._aio.LoopSettler`."""
+
+    def set_result(self, result: Any) -> None: ...
+
+    def set_exception(self, exception: BaseException | None) -> None: ...
+
+    def cancel(self) -> bool: ...
 
 
 class RunFuture(Future[Any]):

@@ -34,7 +34,8 @@ from typing import Any
 
 from ..core import Usage
 from ..integrations.otel import WorkflowSpan
-from ._result import WALL_OFFSET, FormationResult, NodeStatus, NodeTrace, build_traces
+from ._future import RunSink
+from ._result import WALL_OFFSET, NodeStatus, NodeTrace, build_traces
 
 __all__ = ["RunState"]
 
@@ -72,7 +73,7 @@ class RunState:
         run_id, input, listeners, order: the run's id, input, event listeners and the
             formation's node order.
         left: the initial ``left`` (see above).
-        future: the future the run resolves (a new ``Future`` when None).
+        future: what the run resolves (a new ``Future`` when None; see ``RunSink``).
         blackboard: the Blackboard its nodes share (submit's, else start's), if any.
         trace: the run's OpenTelemetry span, when in use.
         replay: a resumed run's journal (formation._durable.Replay).
@@ -91,7 +92,7 @@ class RunState:
         listeners: list[Callable[[Any], None]],
         left: int,
         order: Sequence[str],
-        future: Future[FormationResult] | None = None,
+        future: RunSink | None = None,
         blackboard: Any = None,
         trace: WorkflowSpan | None = None,
         replay: Any = None,
@@ -100,7 +101,7 @@ class RunState:
         self.id = run_id
         self.input = input
         self.order = order
-        self.future: Future[FormationResult] | None = future if future is not None else Future()  # None once resolved
+        self.future: RunSink | None = future if future is not None else Future()  # None once resolved
         # nodes cancelled: running when the run was cancelled, or in a branch a join="any" fired without
         self.cancelled: tuple[str, ...] = ()
         self.lock = _LOCKS[next(_next_lock) % len(_LOCKS)]

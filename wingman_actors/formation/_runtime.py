@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from ..actors._address import start_actor
 from ..actors._function import FunctionActor
@@ -33,7 +33,7 @@ from ..integrations import otel
 from ..orchestration._blackboard import Blackboard
 from ._async_api import AsyncSubmit
 from ._breakpoints import Breakpoints
-from ._future import RunFuture
+from ._future import RunFuture, RunSink
 from ._nested_map import FormationMapActor, map_width
 from ._nested_node import FormationNode
 from ._nesting import InnerFormation
@@ -434,11 +434,24 @@ class RunningFormation(AsyncSubmit):
         replay = Replay.of(record)
         return self._launched(self._launch(run_id, record.run.input, timeout, on_event, replay, board, breaks))
 
+    @overload
     def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
-                replay: Replay | None, board: Blackboard | None,
-                breaks: Breakpoints | None = None) -> RunFuture:
+                replay: Replay | None, board: Blackboard | None, breaks: Breakpoints | None = None,
+                sink: None = None) -> RunFuture: ...
+
+    @overload
+    def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
+                replay: Replay | None, board: Blackboard | None, breaks: Breakpoints | None,
+                sink: RunSink) -> RunSink: ...
+
+    def _launch(self, run_id: str, input: Any, timeout: float | None, on_event: EventListener | None,
+                replay: Replay | None, board: Blackboard | None, breaks: Breakpoints | None = None,
+                sink: RunSink | None = None) -> RunFuture | RunSink:
+        """Start run ``run_id``; it resolves ``sink`` (an awaiting loop's settler,
+        formation/_aio.py), or else the :class:`RunFuture` returned."""
         listeners = self._listeners if on_event is None else [*self._listeners, on_event]
-        future = RunFuture(run_id, self)  # taken now: the run may finish, and drop it, before we return
+        # taken now: the run may finish, and drop it, before we return
+        future = RunFuture(run_id, self) if sink is None else sink
         trace = otel.start_workflow(self.name, run_id)  # None unless OpenTelemetry is in use
         run = RunState(run_id, input, listeners, self._units, self.plan.order, future, board, trace, replay, breaks)
         self._runs[run_id] = run
