@@ -95,6 +95,7 @@ def build_traces(
     visits: Mapping[str, int] = _NONE,
     nested: Mapping[str, Any] = _NONE,
     unreached: NodeStatus = NodeStatus.SKIPPED,
+    cut: Sequence[tuple[str, int, int, float, float]] = (),
 ) -> dict[str, NodeTrace]:
     """Per-node traces of a run, in node order, from its record (see ``RunState``): the
     flat log of successful visits (node, attempt, started, finished, usage, output; six
@@ -102,7 +103,9 @@ def build_traces(
     edges (``handled``: node -> when), the failed attempts, the skipped and cancelled
     nodes, the visit counts and what the formation nodes' inner runs left (a succeeded
     or suspended inner run's result, or a failed one's traces already named by path:
-    ``NestedRunError.nodes``); a node the run never reached has status ``unreached``."""
+    ``NestedRunError.nodes``) and the visits in flight when the run ended (``cut``:
+    node, visit, attempt, started, ended: ``cancelled``, their time so far counted); a node
+    the run never reached has status ``unreached``."""
     traces: dict[str, NodeTrace] = {}
     entries = iter(log)
     for name, attempt, started, finished, usage, output in zip(
@@ -153,6 +156,17 @@ def build_traces(
             t = traces[name] = NodeTrace(name)
         if t.status is not NodeStatus.SUCCEEDED:
             t.status = NodeStatus.CANCELLED
+    for name, visit, attempt, started, ended in cut:  # the node's last visit, cut short
+        t = traces.get(name)
+        if t is None:
+            t = traces[name] = NodeTrace(name)
+        t.status = NodeStatus.CANCELLED
+        t.visits = max(t.visits, visit)
+        t.attempts = attempt
+        if started:  # 0.0: its start was not seen
+            t.started_at = WALL_OFFSET + started
+            t.duration_s += max(0.0, ended - started)
+        t.finished_at = WALL_OFFSET + ended
     for name in visits:
         if name in traces:
             traces[name].visits = max(traces[name].visits, visits[name])

@@ -20,6 +20,7 @@ from ..backends._base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
 from ..errors import FormationRuntimeError, NoRouteError
 from ._breakpoints import passed
+from ._cut import cut_visits
 from ._error_routes import skip_error_targets
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
@@ -533,6 +534,7 @@ class Router:
             return
         if run.trace is not None:
             run.trace.end(error)
+        cut_visits(self, run)  # the visits it ends in flight: cancelled, in its traces
         traces = error.nodes = run.traces()  # the failure path only: the error's node traces
         if self.carries_traces:  # for the outer run (NestedRunError.nodes), before its callback reads them
             carry_traces(error, traces)
@@ -554,6 +556,7 @@ class Router:
         run = self.runs.get(run_id)
         if run is None or not self.claim(run):
             return False
+        cut_visits(self, run)  # the visits in flight: cancelled, in its traces
         running = self.unfinished(run)
         with run.lock:  # beside a join="any" loser cancelled meanwhile
             run.cancelled += tuple(n for n in running if n not in run.cancelled)
