@@ -89,7 +89,7 @@ def build_traces(
     order: Sequence[str],
     log: Sequence[Any],
     handled: Mapping[str, float] = _NONE,
-    failures: Sequence[tuple[str, int, float, float, str]] = (),
+    failures: Sequence[tuple[str, int, float, float, str, Usage | None]] = (),
     skipped: Mapping[str, str | None] = _NONE,
     cancelled: Sequence[str] = (),
     visits: Mapping[str, int] = _NONE,
@@ -100,7 +100,7 @@ def build_traces(
     """Per-node traces of a run, in node order, from its record (see ``RunState``): the
     flat log of successful visits (node, attempt, started, finished, usage, output; six
     items a visit, ``perf_counter`` times), the nodes whose failures went to error
-    edges (``handled``: node -> when), the failed attempts, the skipped and cancelled
+    edges (``handled``: node -> when), the failed attempts (their tokens counted), the skipped and cancelled
     nodes, the visit counts and what the formation nodes' inner runs left (a succeeded
     or suspended inner run's result, or a failed one's traces already named by path:
     ``NestedRunError.nodes``) and the visits in flight when the run ended (``cut``:
@@ -129,11 +129,13 @@ def build_traces(
         if t is None or t.finished_at is None or WALL_OFFSET + when >= t.finished_at:
             traces[name] = t or NodeTrace(name)
             traces[name].status = NodeStatus.FAILED
-    for name, attempt, started, finished, error in failures:
+    for name, attempt, started, finished, error, spent in failures:
         t = traces.get(name)
         if t is None:
             t = traces[name] = NodeTrace(name, status=NodeStatus.FAILED)
         t.duration_s += finished - started
+        if spent is not None:  # the model calls of a failed attempt were paid for too
+            t.usage = t.usage + spent
         if not t.visits:  # a visit that only failed is a visit too (loops count theirs in ``visits``)
             t.visits = 1
         if t.status is not NodeStatus.SUCCEEDED or attempt > t.attempts:

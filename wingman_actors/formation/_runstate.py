@@ -123,8 +123,8 @@ class RunState:
         # Created on first use: a straight pipeline run never needs them.
         self.joins: dict[str, Any] = _EMPTY_JOINS
         self.visits: dict[str, int] = _EMPTY_VISITS
-        # (node, attempt, started, finished, error) per failed attempt
-        self.failures: list[tuple[str, int, float, float, str]] = _EMPTY_FAILURES
+        # (node, attempt, started, finished, error, usage) per failed attempt
+        self.failures: list[tuple[str, int, float, float, str, Usage | None]] = _EMPTY_FAILURES
         self.skipped: dict[str, str | None] = _EMPTY_SKIPPED
         # node -> the join="any" node whose visit fired without it: its work is not wanted
         self.dropped: dict[str, str] = _EMPTY_DROPPED
