@@ -27,7 +27,7 @@ from ._join import NOTHING as _NOTHING
 from ._join import ROUND_OVER, Join, drops, mark, new_join
 from ._nesting import carry_traces
 from ._plan import ConditionRaised, EdgeSpec, Plan
-from ._replaying import REPLAYED, replay_visit
+from ._replaying import REPLAYED, replay_visit, replaying
 from ._result import ZERO_USAGE, FormationResult, NodeTrace
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut, note_failure, overdue
@@ -430,6 +430,8 @@ class Router:
                 run.cancelled += (node,)
         if run.listeners:
             data: dict[str, Any] = {"reason": reason, "cancelled": True} if cancelled else {"reason": reason}
+            if run.replay is not None and replaying(run):  # settled before the resume
+                data["journalled"] = True
             emit(run.listeners, FormationEventType.NODE_SKIPPED, run.id, node, data)
         spec = self.specs[node]
         for edge in spec.out_edges:
