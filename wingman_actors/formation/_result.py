@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core import Usage
 
-__all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "NestedVisits", "NodeStatus", "NodeTrace", "build_traces", "jsonable",
+__all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "MapItems", "NestedVisits", "NodeStatus", "NodeTrace", "build_traces", "jsonable",
            "nested_traces", "suspended_traces"]
 
 ZERO_USAGE = Usage()
@@ -180,7 +180,7 @@ def build_traces(
         out[name] = t
         inner = nested.get(name)
         if inner is not None:  # a formation node: its inner run's traces, by path
-            out.update(inner.traces(name) if isinstance(inner, NestedVisits) else _named(name, inner))
+            out.update(inner.traces(name) if isinstance(inner, NestedVisits | MapItems) else _named(name, inner))
     return out
 
 
@@ -216,6 +216,55 @@ class NestedVisits:
                     trace.duration_s += before.duration_s
                     trace.usage = before.usage + trace.usage
                 merged[path] = trace
+        return merged
+
+
+_MAP_RANK = {NodeStatus.PENDING: 0, NodeStatus.SKIPPED: 1, NodeStatus.SUCCEEDED: 2, NodeStatus.SUSPENDED: 3,
+             NodeStatus.CANCELLED: 4, NodeStatus.FAILED: 5}
+
+
+@dataclass(slots=True)
+class MapItems:
+    """The inner runs of a map over a formation, by ``(visit, item)``: each item's result,
+    or the traces of a failed one (named by the item's path, ``"each/3/inner"``). Kept as
+    results, not traces (a result builds its traces on first read), and merged on read
+    into one trace per inner node (``"each/inner"``), as a formation node's visits are:
+    the items that reached it counted as its visits, their outputs in item order,
+    durations and usage summed, first start and last end; the status, error and attempts
+    those of the item that fared worst (failed before cancelled, suspended, succeeded,
+    skipped): items run side by side, so none is "the last". A retry's item replaces
+    the item's earlier run."""
+
+    runs: dict[tuple[int, int], Any] = field(default_factory=dict)
+
+    def traces(self, node: str) -> dict[str, NodeTrace]:
+        merged: dict[str, NodeTrace] = {}
+        for visit, item in sorted(self.runs):
+            inner = self.runs[(visit, item)]
+            if isinstance(inner, dict):  # a failed item's traces, named "node/item/inner"
+                cut = len(f"{node}/{item}")
+                named = {f"{node}{path[cut:]}": replace(t, name=f"{node}{path[cut:]}") for path, t in inner.items()}
+            else:
+                named = nested_traces(node, inner.nodes)
+            for path, trace in named.items():
+                before = merged.get(path)
+                if before is None:
+                    merged[path] = trace
+                    continue
+                if not trace.visits and trace.status is not NodeStatus.FAILED:  # this item did not reach it
+                    continue
+                if _MAP_RANK[trace.status] > _MAP_RANK[before.status]:
+                    before.status, before.error, before.attempts = trace.status, trace.error, trace.attempts
+                before.visits += trace.visits
+                if trace.outputs:
+                    before.outputs = before.outputs + trace.outputs
+                    before.output = trace.output
+                before.duration_s += trace.duration_s
+                before.usage = before.usage + trace.usage
+                if trace.started_at is not None and (before.started_at is None or trace.started_at < before.started_at):
+                    before.started_at = trace.started_at
+                if trace.finished_at is not None and (before.finished_at is None or trace.finished_at > before.finished_at):
+                    before.finished_at = trace.finished_at
         return merged
 
 
