@@ -68,6 +68,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # only a type: the formation package imports this module
+    from .core import Usage
     from .formation._result import NodeTrace
 
 __all__ = [
@@ -129,6 +130,9 @@ class AgentError(WingmanError):
         status: the HTTP status the provider answered with, if any.
         retry_after: seconds the provider asked us to wait, if it said.
         provider: id of the provider that failed (``"anthropic"``, ``"openai"``...).
+        usage: the tokens the agent run that raised it had spent on model calls before
+            it failed (set by the session; None when it made none, or for an error raised
+            outside a session): they were paid for, and traces count them.
     """
 
     def __init__(
@@ -146,6 +150,7 @@ class AgentError(WingmanError):
         self.status = status
         self.retry_after = retry_after
         self.provider = provider
+        self.usage: Usage | None = None
 
     @property
     def retryable(self) -> bool:
@@ -377,6 +382,8 @@ class FleetItemsError(WingmanError):
         total: how many items it had.
         errors: each failed item's error, by item index.
         retryable: whether every item's error may succeed on a retry.
+        usage: the tokens the node's items spent in this attempt, those that succeeded
+            and those that failed (None when not counted).
     """
 
     _kind = "fleet"
@@ -391,13 +398,14 @@ class FleetItemsError(WingmanError):
         self.total = total
         self.errors = errors
         self.retryable = all(getattr(e, "retryable", True) for e in errors.values())
+        self.usage: Usage | None = None
 
     @staticmethod
     def _show(error: BaseException) -> str:
         return str(error)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.node, self.total, self.errors))
+        return (type(self), (self.node, self.total, self.errors), {"usage": self.usage})
 
 
 class MapItemsError(FleetItemsError):

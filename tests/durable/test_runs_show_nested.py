@@ -73,4 +73,5 @@ def test_runs_show_names_an_interrupt_inside_a_map_over_a_formation_by_its_path_
     document = show(path, result.run_id, capsys)
     assert document["interrupt"]["node"] == result.interrupt["node"] == "each/0/ask"
     assert {name: n["status"] for name, n in document["nodes"].items()} == {
-        "split": "succeeded", "each": "suspended", "last": "pending"}
+        "split": "succeeded", "each": "suspended", "each/ask": "suspended", "each/finish": "pending",
+        "last": "pending"}  # the items' inner nodes, merged as a nested formation's visits are

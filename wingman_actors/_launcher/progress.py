@@ -133,6 +133,8 @@ class RunBoard:
         elif event.type is E.NODE_SKIPPED:
             if row.status != "failed":  # on_error="skip" reports failed, then skipped
                 row.status = "skipped"
+                if data.get("journalled"):
+                    row.note = "from the journal"
                 row.note = str(data.get("reason", ""))
             row.ended = event.timestamp
 
@@ -361,10 +363,11 @@ def event_line(event: FormationEvent, t0: float) -> str | None:
     if t is E.NODE_RETRY:
         return (f"{at} {node}: attempt {d.get('attempt')} failed ({d.get('error')}); "
                 f"retrying in {float(d.get('delay_s', 0.0)):.2f}s")
+    journal = " (from the journal, not run again)" if d.get("journalled") else ""  # settled before a resume
     if t is E.NODE_FAILED:
-        return f"{at} {node}: failed after {d.get('attempts')} attempt(s): {d.get('error')}"
+        return f"{at} {node}: failed after {d.get('attempts')} attempt(s): {d.get('error')}{journal}"
     if t is E.NODE_SKIPPED:
-        return f"{at} {node}: skipped ({d.get('reason')})"
+        return f"{at} {node}: skipped ({d.get('reason')}){journal}"
     if t is E.AGENT_TOOL_CALL:
         return f"{at} {node}: tool {d.get('name')} {_short(d.get('input') or {})}"
     if t is E.AGENT_TOOL_RESULT:

@@ -139,6 +139,10 @@ class AsyncVisits:
         """Whether an attempt at ``work`` is in flight."""
         return work in self._visits
 
+    def attempts_of(self, run: Any) -> list[tuple[Work, int, float]]:
+        """The attempts of ``run`` in flight: the work, which attempt, when it started."""
+        return [(v.work, v.attempt, v.started) for v in tuple(self._visits.values()) if v.work.run is run]
+
     def has_run(self, run: Any) -> bool:
         """Whether a visit of ``run`` is in flight."""
         return any(v.work.run is run for v in tuple(self._visits.values()))

@@ -199,7 +199,8 @@ class NodeActor(RuntimeActor):
         work.replica = self.replica
         if observer is not None and (self.notify_start or run.listeners):
             observer.started(work)
-        started = time.perf_counter()
+        # on the Work too: a cancel or a run timeout that cuts the attempt shows its time so far
+        started = work.started = time.perf_counter()
         try:
             scope = work.scope  # a journalled run: interrupt() finds its visit
             if board is None and trace is None:

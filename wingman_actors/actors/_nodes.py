@@ -27,6 +27,7 @@ from .._interrupts import RunSuspended
 from ..agents._agent import Agent
 from ..agents._fleet import DEFAULT_MAX_WORKERS, Fleet, FleetResult, Task
 from ..agents._fleet_loops import WorkerPool
+from ..agents._result import spent
 from ..agents._session import Session
 from ..core import Usage
 from ..errors import FleetItemsError, PayloadError  # re-exported: their old home
@@ -262,6 +263,9 @@ class FleetActor(NodeActor):
             asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
             if asking:  # one interrupt at a time: the others ask again when the run resumes
                 raise errors[min(asking)]
-            raise FleetItemsError(self.name, len(items), dict(sorted(errors.items())))  # in item order
+            failed = FleetItemsError(self.name, len(items), dict(sorted(errors.items())))  # in item order
+            # what this attempt's items spent, those that failed too: paid for, and traced
+            failed.usage = Usage.sum([*usages, *(u for e in errors.values() if (u := spent(e)) is not None)])
+            raise failed
         return [memo[i] for i in range(len(items))], Usage.sum(usages)
 

@@ -105,7 +105,7 @@ async def complete(session: Session, message: str | Message, timeout: float | No
         raise
     finally:
         gen.close()
-        session._close(ctx.token, result, failure)
+        session._close(ctx, result, failure)
 
 
 async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:

@@ -17,8 +17,42 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core import Message, StopReason, Usage
 
 __all__ = [
-    "ChildRun", "Result", "StepTrace", "ToolCall", "collect_child_runs", "report_child_run",
+    "ChildRun", "Result", "StepTrace", "ToolCall", "charge", "collect_child_runs", "report_child_run", "spent",
 ]
+
+
+_NOTHING_SPENT = Usage()
+
+
+def charge(error: BaseException, usage: Usage | None) -> None:
+    """Say on ``error``, with which a run failed, what the run had spent (``usage``): an
+    :class:`~wingman_actors.errors.AgentError`'s or ``FleetItemsError``'s ``usage``; any other
+    exception gets a ``usage`` attribute when it has none of its own (the failure path
+    only: a traced node counts the tokens of its failed attempts, :func:`spent`)."""
+    from ..errors import AgentError, FleetItemsError
+
+    if usage is not None and usage == _NOTHING_SPENT:
+        usage = None
+    if isinstance(error, AgentError | FleetItemsError):
+        error.usage = usage
+    elif usage is not None and not hasattr(error, "usage"):
+        try:
+            error.usage = usage  # type: ignore[attr-defined]
+        except Exception:  # a class that refuses new attributes: the tokens go uncounted
+            pass
+
+
+def spent(error: BaseException) -> Usage | None:
+    """What the run that failed with ``error`` had spent (see :func:`charge`), looking
+    through its causes (a timeout wraps the session's own error); None when unknown."""
+    seen = 0
+    current: BaseException | None = error
+    while current is not None and seen < 8:
+        usage = getattr(current, "usage", None)
+        if isinstance(usage, Usage):
+            return usage
+        current, seen = current.__cause__, seen + 1
+    return None
 
 
 class ToolCall(BaseModel):

@@ -48,7 +48,7 @@ from ._middleware import RunContext
 from ._model_calls import ModelCall, compactions, infer, infer_stream, traced_infer
 from ._on_session import on_a_session
 from ._prepare import Prepares
-from ._result import Result, StepTrace, ToolCall
+from ._result import Result, StepTrace, ToolCall, charge
 from ._stream import SessionStream
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolBatch, ToolStep, close_unanswered
@@ -233,7 +233,7 @@ class Session(AsyncSessionRuns):
             failure = exc
             raise
         finally:
-            self._close(ctx.token, result, failure)
+            self._close(ctx, result, failure)
 
     def run_stream(
         self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
@@ -319,8 +319,12 @@ class Session(AsyncSessionRuns):
             emit(bus, "session_start", ctx, message=msg.text)
         return ctx, provider, msg
 
-    def _close(self, token: CancelToken, result: Result | None, failure: BaseException | None) -> None:
-        """End a run started by :meth:`_open` (``failure``: what it raised, if anything)."""
+    def _close(self, ctx: RunContext, result: Result | None, failure: BaseException | None) -> None:
+        """End a run started by :meth:`_open` (``failure``: what it raised, if anything,
+        told what the run had spent)."""
+        token = ctx.token
+        if failure is not None and isinstance(failure, Exception):
+            charge(failure, ctx.usage)
         spans = self._spans
         bus = self.agent.events
         if bus is not None and "session_stop" in bus.kinds:
@@ -362,7 +366,7 @@ class Session(AsyncSessionRuns):
             failure = exc
             raise
         finally:
-            self._close(ctx.token, result, failure)
+            self._close(ctx, result, failure)
         return result
 
     def _loop(self, ctx: RunContext, provider: Provider, msg: Message, stream: bool, aio: bool = False) -> RunGen:

@@ -63,6 +63,11 @@ class NodeGroup(Protocol):
         """Whether a replica is working on an envelope of ``run`` now."""
         ...
 
+    def attempts_of(self, run: Any) -> list[tuple[Work, int, float]]:
+        """The attempts of ``run`` a replica is working on now: the work, which attempt,
+        and when it started (``perf_counter``; 0.0 when unknown)."""
+        ...
+
     def release(self, run: Any, reason: str, *, abandon: bool) -> list[str]:
         """Stop the attempts of ``run`` in progress: interrupt interruptible replicas and,
         with ``abandon``, give up on every attempt (as :meth:`abandon`). Returns the node

@@ -113,6 +113,16 @@ class ThreadNode:
                 return True
         return False
 
+    def attempts_of(self, run: Any) -> list[tuple[Work, int, float]]:
+        found: list[tuple[Work, int, float]] = []
+        for actor in list(self.replicas):
+            env = actor.current
+            if env is not None and env.run is run:
+                found.append((env, env.attempt, env.started))
+            if actor.in_flight is not None:
+                found += actor.in_flight.attempts_of(run)
+        return found
+
     def release(self, run: Any, reason: str, *, abandon: bool) -> list[str]:
         stopped: list[str] = []
         with self._lock:

@@ -52,7 +52,7 @@ def replay_failure(router: Router, run: RunState, node: str, visit: int, payload
     failure = router.journal.failure(run.id, node, payload, record)
     now = time.perf_counter()
     error = f"{type(failure.error).__name__}: {failure.error}"
-    run.own("failures").append((node, failure.attempts, now, now, error))
+    run.own("failures").append((node, failure.attempts, now, now, error, None))
     if run.listeners:
         emit(run.listeners, FormationEventType.NODE_FAILED, run.id, node,
              {"attempts": failure.attempts, "error": error, "journalled": True})

@@ -28,7 +28,7 @@ from ..agents._fleet_loops import DEFAULT_MAX_WORKERS
 from ..core import Usage
 from ..errors import FormationRuntimeError, MapItemsError, PayloadError
 from ._nesting import FormationActor, NestedRunError, inner_run_id
-from ._result import ZERO_USAGE, FormationResult
+from ._result import ZERO_USAGE, FormationResult, MapItems, NodeTrace
 
 __all__ = ["FormationMapActor", "map_width"]
 
@@ -87,8 +87,10 @@ class FormationMapActor(FormationActor):
                     try:
                         result = future.result()  # a cancelled item (the run was) raises: the visit is over
                     except FormationRuntimeError as exc:
-                        errors[i] = NestedRunError(f"{self.name}/{i}", self.plan.name, exc)
+                        errors[i] = failed = NestedRunError(f"{self.name}/{i}", self.plan.name, exc)
+                        self._keep_item(env, i, failed.nodes)
                         continue
+                    self._keep_item(env, i, result)
                     if result.status == "suspended":
                         assert result.interrupt is not None and scope is not None
                         errors[i] = RunSuspended(result.interrupt["payload"], scope,
@@ -109,3 +111,17 @@ class FormationMapActor(FormationActor):
                 raise errors[min(asking)]
             raise MapItemsError(self.name, len(items), dict(sorted(errors.items())))
         return [memo[i] for i in range(len(items))], usage if self.inner.uses_tokens else None
+
+    def _keep_item(self, env: Work, item: int, inner: FormationResult | dict[str, NodeTrace]) -> None:
+        """Keep item ``item``'s inner run (its result, or a failed one's traces) for the
+        outer run's traces (:class:`~._result.MapItems`: one reference per item, traces
+        built only when read)."""
+        run = env.run
+        if run is None:  # a map actor used alone: no run keeps traces
+            return
+        nested = run.own("nested")
+        with run.lock:
+            kept = nested.get(self.name)
+            if not isinstance(kept, MapItems):
+                kept = nested[self.name] = MapItems()
+            kept.runs[(env.visit, item)] = inner

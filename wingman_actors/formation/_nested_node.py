@@ -64,7 +64,7 @@ class FormationNode:
         attempt = work.attempt
         if self.notify_start or run.listeners:
             observer.started(work)
-        started = time.perf_counter()
+        started = work.started = time.perf_counter()  # a cut visit shows its time so far
         try:
             future = self.inner.start(work, work.payload, work.scope, self.name,
                                       inner_run_id(work.run_id, self.name, work.visit))
@@ -125,6 +125,10 @@ class FormationNode:
     def working_on(self, run: Any) -> bool:
         with self._lock:
             return any(work.run is run for work in self._inflight)
+
+    def attempts_of(self, run: Any) -> list[tuple[Work, int, float]]:
+        with self._lock:
+            return [(work, work.attempt, work.started) for work in self._inflight if work.run is run]
 
     def release(self, run: Any, reason: str, *, abandon: bool) -> list[str]:
         """Cancel the inner runs of ``run`` in progress."""

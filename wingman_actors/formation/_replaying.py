@@ -6,12 +6,19 @@ again; a visit the journal recorded as skipped is skipped again (or, when it fai
 error edges, its failure is routed again); a visit a fork gave an input (``input=``)
 runs with that input instead of what its predecessors delivered.
 
+Events: what a replayed visit settles was settled before the resume, so its events say
+``journalled: True`` — its ``node_finished`` (attempt 0), ``node_failed`` or
+``node_skipped``, and the ``node_skipped`` of the nodes its replay skips in turn (an edge
+that did not fire, a skipped node's dependents): :func:`replaying` tells
+:meth:`~._routing.Router.skip` it runs inside a replay (on this thread).
+
 Kept apart from :mod:`._routing` so its hot path stays as it is: a run without a journal
 never reaches this module.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +30,18 @@ if TYPE_CHECKING:
     from ._routing import Router
     from ._runstate import RunState
 
-__all__ = ["REPLAYED", "replay_visit"]
+__all__ = ["REPLAYED", "replay_visit", "replaying"]
 
 REPLAYED: Any = object()
 """What :func:`replay_visit` returns when the journal settled the visit: nothing runs."""
+
+_replay = threading.local()  # .run: the run whose journalled visit this thread settles now
+
+
+def replaying(run: RunState) -> bool:
+    """Whether this thread is settling a journalled visit of ``run`` now (what it skips was
+    skipped before the resume too)."""
+    return getattr(_replay, "run", None) is run
 
 
 def replay_visit(router: Router, run: RunState, node: str, visit: int, payload: Any) -> Any:
@@ -36,16 +51,24 @@ def replay_visit(router: Router, run: RunState, node: str, visit: int, payload: 
     replay = run.replay
     assert replay is not None
     done = replay.visits.get(node)
-    if done is not None and visit in done:
-        replayed(router, run, node, visit, done[visit])
-        return REPLAYED
-    if (reason := replay.skipped.get((node, visit))) is not None:
-        if (failed := replay.failures.get((node, visit))) is not None:  # it failed into its error edges:
-            replay_failure(router, run, node, visit, payload, failed)  # route the failure again
-            return REPLAYED
-        router.skip(run, node, str(reason), str(reason))
-        if router.cyclic:
-            router.finish_one(run)
+    settled = done is not None and visit in done
+    reason = None if settled else replay.skipped.get((node, visit))
+    if settled or reason is not None:
+        outer = getattr(_replay, "run", None)
+        _replay.run = run
+        try:
+            if done is not None and settled:
+                replayed(router, run, node, visit, done[visit])
+            elif (failed := replay.failures.get((node, visit))) is not None:  # it failed into its error edges:
+                replay_failure(router, run, node, visit, payload, failed)  # route the failure again
+            else:  # it failed into on_error="skip": a visit, as a replayed success is
+                now = time.perf_counter()
+                run.own("failures").append((node, 0, now, now, str(reason), None))
+                router.skip(run, node, str(reason), str(reason))
+                if router.cyclic:
+                    router.finish_one(run)
+        finally:
+            _replay.run = outer
         return REPLAYED
     if replay.inputs:  # a fork's input= for this visit replaces what its predecessors delivered
         return replay.inputs.get((node, visit), payload)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core import Usage
 
-__all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "NestedVisits", "NodeStatus", "NodeTrace", "build_traces", "jsonable",
+__all__ = ["WALL_OFFSET", "ZERO_USAGE", "FormationResult", "MapItems", "NestedVisits", "NodeStatus", "NodeTrace", "build_traces", "jsonable",
            "nested_traces", "suspended_traces"]
 
 ZERO_USAGE = Usage()
@@ -89,20 +89,23 @@ def build_traces(
     order: Sequence[str],
     log: Sequence[Any],
     handled: Mapping[str, float] = _NONE,
-    failures: Sequence[tuple[str, int, float, float, str]] = (),
+    failures: Sequence[tuple[str, int, float, float, str, Usage | None]] = (),
     skipped: Mapping[str, str | None] = _NONE,
     cancelled: Sequence[str] = (),
     visits: Mapping[str, int] = _NONE,
     nested: Mapping[str, Any] = _NONE,
     unreached: NodeStatus = NodeStatus.SKIPPED,
+    cut: Sequence[tuple[str, int, int, float, float]] = (),
 ) -> dict[str, NodeTrace]:
     """Per-node traces of a run, in node order, from its record (see ``RunState``): the
     flat log of successful visits (node, attempt, started, finished, usage, output; six
     items a visit, ``perf_counter`` times), the nodes whose failures went to error
-    edges (``handled``: node -> when), the failed attempts, the skipped and cancelled
+    edges (``handled``: node -> when), the failed attempts (their tokens counted), the skipped and cancelled
     nodes, the visit counts and what the formation nodes' inner runs left (a succeeded
     or suspended inner run's result, or a failed one's traces already named by path:
-    ``NestedRunError.nodes``); a node the run never reached has status ``unreached``."""
+    ``NestedRunError.nodes``) and the visits in flight when the run ended (``cut``:
+    node, visit, attempt, started, ended: ``cancelled``, their time so far counted); a node
+    the run never reached has status ``unreached``."""
     traces: dict[str, NodeTrace] = {}
     entries = iter(log)
     for name, attempt, started, finished, usage, output in zip(
@@ -126,11 +129,13 @@ def build_traces(
         if t is None or t.finished_at is None or WALL_OFFSET + when >= t.finished_at:
             traces[name] = t or NodeTrace(name)
             traces[name].status = NodeStatus.FAILED
-    for name, attempt, started, finished, error in failures:
+    for name, attempt, started, finished, error, spent in failures:
         t = traces.get(name)
         if t is None:
             t = traces[name] = NodeTrace(name, status=NodeStatus.FAILED)
         t.duration_s += finished - started
+        if spent is not None:  # the model calls of a failed attempt were paid for too
+            t.usage = t.usage + spent
         if not t.visits:  # a visit that only failed is a visit too (loops count theirs in ``visits``)
             t.visits = 1
         if t.status is not NodeStatus.SUCCEEDED or attempt > t.attempts:
@@ -153,6 +158,17 @@ def build_traces(
             t = traces[name] = NodeTrace(name)
         if t.status is not NodeStatus.SUCCEEDED:
             t.status = NodeStatus.CANCELLED
+    for name, visit, attempt, started, ended in cut:  # the node's last visit, cut short
+        t = traces.get(name)
+        if t is None:
+            t = traces[name] = NodeTrace(name)
+        t.status = NodeStatus.CANCELLED
+        t.visits = max(t.visits, visit)
+        t.attempts = attempt
+        if started:  # 0.0: its start was not seen
+            t.started_at = WALL_OFFSET + started
+            t.duration_s += max(0.0, ended - started)
+        t.finished_at = WALL_OFFSET + ended
     for name in visits:
         if name in traces:
             traces[name].visits = max(traces[name].visits, visits[name])
@@ -164,7 +180,7 @@ def build_traces(
         out[name] = t
         inner = nested.get(name)
         if inner is not None:  # a formation node: its inner run's traces, by path
-            out.update(inner.traces(name) if isinstance(inner, NestedVisits) else _named(name, inner))
+            out.update(inner.traces(name) if isinstance(inner, NestedVisits | MapItems) else _named(name, inner))
     return out
 
 
@@ -200,6 +216,55 @@ class NestedVisits:
                     trace.duration_s += before.duration_s
                     trace.usage = before.usage + trace.usage
                 merged[path] = trace
+        return merged
+
+
+_MAP_RANK = {NodeStatus.PENDING: 0, NodeStatus.SKIPPED: 1, NodeStatus.SUCCEEDED: 2, NodeStatus.SUSPENDED: 3,
+             NodeStatus.CANCELLED: 4, NodeStatus.FAILED: 5}
+
+
+@dataclass(slots=True)
+class MapItems:
+    """The inner runs of a map over a formation, by ``(visit, item)``: each item's result,
+    or the traces of a failed one (named by the item's path, ``"each/3/inner"``). Kept as
+    results, not traces (a result builds its traces on first read), and merged on read
+    into one trace per inner node (``"each/inner"``), as a formation node's visits are:
+    the items that reached it counted as its visits, their outputs in item order,
+    durations and usage summed, first start and last end; the status, error and attempts
+    those of the item that fared worst (failed before cancelled, suspended, succeeded,
+    skipped): items run side by side, so none is "the last". A retry's item replaces
+    the item's earlier run."""
+
+    runs: dict[tuple[int, int], Any] = field(default_factory=dict)
+
+    def traces(self, node: str) -> dict[str, NodeTrace]:
+        merged: dict[str, NodeTrace] = {}
+        for visit, item in sorted(self.runs):
+            inner = self.runs[(visit, item)]
+            if isinstance(inner, dict):  # a failed item's traces, named "node/item/inner"
+                cut = len(f"{node}/{item}")
+                named = {f"{node}{path[cut:]}": replace(t, name=f"{node}{path[cut:]}") for path, t in inner.items()}
+            else:
+                named = nested_traces(node, inner.nodes)
+            for path, trace in named.items():
+                before = merged.get(path)
+                if before is None:
+                    merged[path] = trace
+                    continue
+                if not trace.visits and trace.status is not NodeStatus.FAILED:  # this item did not reach it
+                    continue
+                if _MAP_RANK[trace.status] > _MAP_RANK[before.status]:
+                    before.status, before.error, before.attempts = trace.status, trace.error, trace.attempts
+                before.visits += trace.visits
+                if trace.outputs:
+                    before.outputs = before.outputs + trace.outputs
+                    before.output = trace.output
+                before.duration_s += trace.duration_s
+                before.usage = before.usage + trace.usage
+                if trace.started_at is not None and (before.started_at is None or trace.started_at < before.started_at):
+                    before.started_at = trace.started_at
+                if trace.finished_at is not None and (before.finished_at is None or trace.finished_at > before.finished_at):
+                    before.finished_at = trace.finished_at
         return merged
 
 

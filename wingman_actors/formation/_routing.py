@@ -20,13 +20,14 @@ from ..backends._base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
 from ..errors import FormationRuntimeError, NoRouteError
 from ._breakpoints import passed
+from ._cut import cut_visits
 from ._error_routes import skip_error_targets
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
 from ._join import ROUND_OVER, Join, drops, mark, new_join
 from ._nesting import carry_traces
 from ._plan import ConditionRaised, EdgeSpec, Plan
-from ._replaying import REPLAYED, replay_visit
+from ._replaying import REPLAYED, replay_visit, replaying
 from ._result import ZERO_USAGE, FormationResult, NodeTrace
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut, note_failure, overdue
@@ -429,6 +430,8 @@ class Router:
                 run.cancelled += (node,)
         if run.listeners:
             data: dict[str, Any] = {"reason": reason, "cancelled": True} if cancelled else {"reason": reason}
+            if run.replay is not None and replaying(run):  # settled before the resume
+                data["journalled"] = True
             emit(run.listeners, FormationEventType.NODE_SKIPPED, run.id, node, data)
         spec = self.specs[node]
         for edge in spec.out_edges:
@@ -533,6 +536,7 @@ class Router:
             return
         if run.trace is not None:
             run.trace.end(error)
+        cut_visits(self, run)  # the visits it ends in flight: cancelled, in its traces
         traces = error.nodes = run.traces()  # the failure path only: the error's node traces
         if self.carries_traces:  # for the outer run (NestedRunError.nodes), before its callback reads them
             carry_traces(error, traces)
@@ -554,6 +558,7 @@ class Router:
         run = self.runs.get(run_id)
         if run is None or not self.claim(run):
             return False
+        cut_visits(self, run)  # the visits in flight: cancelled, in its traces
         running = self.unfinished(run)
         with run.lock:  # beside a join="any" loser cancelled meanwhile
             run.cancelled += tuple(n for n in running if n not in run.cancelled)

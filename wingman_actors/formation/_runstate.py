@@ -81,7 +81,7 @@ class RunState:
     """
 
     __slots__ = (
-        "blackboard", "breaks", "cancelled", "done", "dropped", "failures", "future", "handled", "id", "input", "joins",
+        "blackboard", "breaks", "cancelled", "cut", "done", "dropped", "failures", "future", "handled", "id", "input", "joins",
         "left", "listeners", "lock", "log", "nested", "order", "replay", "skipped", "t0", "timer", "trace", "visits",
     )
 
@@ -104,6 +104,9 @@ class RunState:
         self.future: RunSink | None = future if future is not None else Future()  # None once resolved
         # nodes cancelled: running when the run was cancelled, or in a branch a join="any" fired without
         self.cancelled: tuple[str, ...] = ()
+        # visits in flight when the run ended (cancelled, failed, timed out): (node, visit,
+        # attempt, started, ended) each, ``perf_counter`` times (see Router.cut)
+        self.cut: tuple[tuple[str, int, int, float, float], ...] = ()
         self.lock = _LOCKS[next(_next_lock) % len(_LOCKS)]
         self.done = False
         self.left = left
@@ -121,8 +124,8 @@ class RunState:
         # Created on first use: a straight pipeline run never needs them.
         self.joins: dict[str, Any] = _EMPTY_JOINS
         self.visits: dict[str, int] = _EMPTY_VISITS
-        # (node, attempt, started, finished, error) per failed attempt
-        self.failures: list[tuple[str, int, float, float, str]] = _EMPTY_FAILURES
+        # (node, attempt, started, finished, error, usage) per failed attempt
+        self.failures: list[tuple[str, int, float, float, str, Usage | None]] = _EMPTY_FAILURES
         self.skipped: dict[str, str | None] = _EMPTY_SKIPPED
         # node -> the join="any" node whose visit fired without it: its work is not wanted
         self.dropped: dict[str, str] = _EMPTY_DROPPED
@@ -202,7 +205,7 @@ class RunState:
         log = self.log
         return build_traces(self.order, log if type(log) is tuple else log[:], dict(self.handled),
                             list(self.failures), dict(self.skipped), self.cancelled, dict(self.visits),
-                            dict(self.nested), unreached)
+                            dict(self.nested), unreached, self.cut)
 
     def trace_source(self) -> Callable[[], dict[str, NodeTrace]] | tuple[Sequence[str], tuple[Any, ...]]:
         """What a finished run's result builds its traces from: the node order and the

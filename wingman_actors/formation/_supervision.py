@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..actors._address import RuntimeActor
 from ..actors._envelope import Work
+from ..agents._result import spent
 from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError
 from ._error_routes import route_failure
 from ._failure import NodeFailure
@@ -118,8 +119,9 @@ def inner_cause(error: BaseException) -> BaseException:
 def note_failure(run: RunState, node: str, attempt: int, started: float, finished: float,
                  error: BaseException) -> None:
     """Put a failed attempt in its run's record (for its traces), where the failure is
-    first known: the node's thread, or the supervisor's for a timeout."""
-    run.own("failures").append((node, attempt, started, finished, f"{type(error).__name__}: {error}"))
+    first known: the node's thread, or the supervisor's for a timeout. The tokens its
+    model calls spent before it failed count (an agent's error says: ``spent``)."""
+    run.own("failures").append((node, attempt, started, finished, f"{type(error).__name__}: {error}", spent(error)))
 
 
 @dataclass(frozen=True, slots=True)

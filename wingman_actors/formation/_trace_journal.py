@@ -65,7 +65,8 @@ def summary(traces: dict[str, NodeTrace]) -> list[Any]:
 def journalled_traces(journal: RunJournal) -> dict[str, dict[str, Any]]:
     """The node traces the run journalled when it last ended, by node (empty when it
     never ended: its process died while it ran), times in seconds. A node whose visits a
-    resume took from the journal (0 attempts) keeps the trace of the run that made them."""
+    resume took from the journal (0 attempts: succeeded, or skipped after failing) keeps
+    the trace of the run that made them."""
     traces: dict[str, dict[str, Any]] = {}
     for value in journal.notes.get(TRACE_KEY[1], ()):
         for i in range(0, len(value) - _STRIDE + 1, _STRIDE):
@@ -75,7 +76,7 @@ def journalled_traces(journal: RunJournal) -> dict[str, dict[str, Any]]:
                      "finished_at": None if finished is None else finished / 1e3,
                      "input_tokens": tin, "output_tokens": tout, "error": error}
             kept = traces.get(name)
-            if kept is not None and status == "succeeded" and not attempts:
-                trace = {**kept, "status": "succeeded", "visits": max(kept["visits"] or 0, visits or 0)}
+            if kept is not None and not attempts and (status == "succeeded" or status == kept["status"] == "skipped"):
+                trace = {**kept, "status": status, "visits": max(kept["visits"] or 0, visits or 0)}
             traces[name] = trace
     return traces

@@ -32,6 +32,11 @@ class FormationEventType(enum.StrEnum):
     * ``node_failed``: a node failed for good (``data``: ``attempts``, ``error``).
     * ``node_skipped``: a node was skipped (``data``: ``reason``; ``cancelled``: True for a node
       in a branch a ``join="any"`` fired without, whose trace says ``cancelled``).
+    * A resumed run's events for the visits its journal settled before the resume say so
+      with ``journalled: True`` in ``data``: ``node_finished`` (``attempt`` 0, the journalled
+      output), ``node_failed`` (a failure its error edges took) and ``node_skipped`` (a
+      visit that failed into ``on_error="skip"``, and the skips those replays lead to);
+      such a visit has no ``node_started``.
     * ``agent_text``: a text delta from an agent node (``data``: ``text``).
     * ``agent_thinking``: a delta of an agent node's reasoning, from its model's thinking
       blocks (``data``: ``text``); reasoning the provider sends encrypted is not reported.

@@ -1,0 +1,61 @@
+"""What a finished run's traces show is the same on each backend: a visit cut short by
+the run's timeout, the tokens of a failed agent, a map over a formation's inner nodes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from wingman_actors import Agent, Formation, tool
+from wingman_actors.core import ContentBlock, InferenceResponse, Usage
+from wingman_actors.errors import AgentError, ErrorKind, FormationRuntimeError
+from wingman_actors.testing import ScriptedProvider
+
+SPENT = Usage(input_tokens=120, output_tokens=30)
+
+
+@tool
+def look(query: str) -> str:
+    """Look something up."""
+    return f"found {query}"
+
+
+def test_a_visit_the_run_timeout_cut_shows_cancelled_with_its_time_on_each_backend(backend: str, tmp_path: Path) -> None:
+    release = tmp_path / "release"
+
+    def wait(x: int) -> int:
+        deadline = time.monotonic() + 20
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return x
+
+    try:
+        with pytest.raises(FormationRuntimeError) as caught:
+            Formation("cut").add_function("wait", wait).run(1, backend=backend, timeout=1.5)
+    finally:
+        release.write_text("go")
+    trace = caught.value.nodes["wait"]
+    assert (trace.status, trace.visits, trace.attempts) == ("cancelled", 1, 1)
+    assert trace.started_at is not None and trace.duration_s > 0
+
+
+def test_a_failed_agent_node_counts_its_tokens_on_each_backend(backend: str) -> None:
+    calls = InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
+                              stop_reason="tool_use", usage=SPENT)
+    refused = AgentError("the provider refused the second call", kind=ErrorKind.INVALID)
+    agent = Agent("researcher", provider=ScriptedProvider([calls, refused]), tools=[look])
+    result = Formation("f").add_agent("research", agent, on_error="skip").run("x", backend=backend)
+    assert (result.nodes["research"].usage, result.usage) == (SPENT, SPENT)
+
+
+def square(x: int) -> int:
+    return x * x
+
+
+def test_a_map_over_a_formation_keeps_its_inner_traces_on_each_backend(backend: str) -> None:
+    inner = Formation("per-item").add_function("square", square).add_function("show", str).connect("square", "show")
+    result = Formation("outer").add_map("each", formation=inner, max_workers=2).run([1, 2, 3], backend=backend)
+    assert result.nodes["each/show"].outputs == ["1", "4", "9"]
+    assert result.nodes["each/square"].visits == 3

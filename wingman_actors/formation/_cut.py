@@ -1,0 +1,34 @@
+"""Visits cut short: what a run that ends while nodes still work on it (cancelled, timed
+out, failed by another branch) records of those visits for its traces.
+
+Such a visit ran (its attempt started), so its node's trace counts it, ``cancelled``,
+with its attempt and the time it had run when the run ended. Called on that end only
+(:meth:`~._routing.Router.cancel_run`, :meth:`~._routing.Router.fail_run`), before the
+attempts are released: a run that succeeds never reaches this module.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._routing import Router
+    from ._runstate import RunState
+
+__all__ = ["cut_visits"]
+
+
+def cut_visits(router: Router, run: RunState) -> list[str]:
+    """Record the visits of ``run`` in flight now in ``run.cut`` (its traces show them);
+    returns their nodes, in node order."""
+    ended = time.perf_counter()
+    cut = []
+    for name, node in router.nodes.items():
+        for work, attempt, started in node.attempts_of(run):
+            cut.append((name, work.visit, attempt, started, ended))
+    if cut:
+        with run.lock:
+            run.cut += tuple(cut)
+    order = {name: i for i, name in enumerate(router.order)}
+    return sorted({c[0] for c in cut}, key=order.__getitem__)
