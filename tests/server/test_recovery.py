@@ -77,13 +77,17 @@ def test_a_run_running_in_a_live_process_is_left_alone(tmp_path: Path) -> None:
 
 def test_a_suspended_run_past_the_suspend_time_reads_as_expired(tmp_path: Path) -> None:
     store, run = _server_with_one_run(tmp_path)
-    with RunStore(tmp_path / "w.db", suspend_ttl=0.05) as journal:
+    # a suspend time long enough to read the run as suspended first on a loaded machine (0.05 s
+    # was not: the first read came after it), then polled until it has passed
+    with RunStore(tmp_path / "w.db", suspend_ttl=1.0) as journal:
         journal.begin_run("f", SHAPE, "x", run_id=run.id)
         journal.record_interrupt(run.id, "a", 1, "ok?")
         journal.set_status(run.id, "suspended", wait=True)
         suspended = store.set_run_status(run.id, "suspended", interrupt={"node": "a", "payload": "ok?"})
         assert refreshed(store, journal, suspended).status == "suspended"
-        time.sleep(0.1)
+        deadline = time.monotonic() + 10
+        while refreshed(store, journal, suspended).status == "suspended" and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert refreshed(store, journal, suspended).status == "expired"
     assert store.get_run(run.id).status == "expired"
     store.close()
