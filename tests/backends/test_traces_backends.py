@@ -1,5 +1,6 @@
 """What a finished run's traces show is the same on each backend: a visit cut short by
-the run's timeout, the tokens of a failed agent, a map over a formation's inner nodes."""
+the run's timeout, the tokens of a failed agent (or one that timed out), a map over a
+formation's inner nodes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wingman_actors import Agent, Formation, tool
-from wingman_actors.core import ContentBlock, InferenceResponse, Usage
+from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Usage
 from wingman_actors.errors import AgentError, ErrorKind, FormationRuntimeError
 from wingman_actors.testing import ScriptedProvider
 
@@ -59,3 +60,27 @@ def test_a_map_over_a_formation_keeps_its_inner_traces_on_each_backend(backend: 
     result = Formation("outer").add_map("each", formation=inner, max_workers=2).run([1, 2, 3], backend=backend)
     assert result.nodes["each/show"].outputs == ["1", "4", "9"]
     assert result.nodes["each/square"].visits == 3
+
+
+def test_an_agent_node_that_timed_out_counts_the_tokens_it_spent_on_each_backend(
+    backend: str, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+
+    def reply(request: InferenceRequest) -> InferenceResponse:
+        if len(request.messages) == 1:
+            return InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
+                                     stop_reason="tool_use", usage=SPENT)
+        deadline = time.monotonic() + 20
+        while not release.exists() and time.monotonic() < deadline:  # hangs past the node's timeout
+            time.sleep(0.02)
+        return InferenceResponse.of_text("late", usage=SPENT)
+
+    agent = Agent("researcher", provider=ScriptedProvider([reply], cycle=True), tools=[look])
+    formation = Formation("f").add_agent("research", agent, timeout=2.0, on_error="skip")
+    try:
+        result = formation.run("x", backend=backend)
+    finally:
+        release.write_text("go")
+    assert result.nodes["research"].status == "skipped"
+    assert (result.nodes["research"].usage, result.usage) == (SPENT, SPENT)

@@ -118,6 +118,7 @@ class AgentActor(NodeActor):
         self.prompt = prompt
         self.work_dir = work_dir
         self._token: CancelToken | None = None
+        self._session: Session | None = None  # the attempt's, while it runs: spent_so_far
 
     @property
     def interruptible(self) -> bool:
@@ -128,6 +129,11 @@ class AgentActor(NodeActor):
         token = self._token
         if token is not None:
             token.cancel(reason)
+
+    def spent_so_far(self) -> Usage | None:
+        """What the session in progress has spent on model calls so far (its run's usage)."""
+        session = self._session
+        return session._spent_so_far() if session is not None else None
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
         message = render_input(env.payload, self.prompt, self.name)
@@ -140,6 +146,7 @@ class AgentActor(NodeActor):
             token.cancel("the run was cancelled")
         try:
             with Session(self.agent, work_dir=self.work_dir) as session, cancel_scope(token):
+                self._session = session
                 observer = self.observer
                 if observer is not None and observer.wants_events(env):
                     stream = session.run_stream(message, timeout=timeout)
@@ -149,7 +156,7 @@ class AgentActor(NodeActor):
                 else:
                     result = session.run(message, timeout=timeout)
         finally:
-            self._token = None
+            self._token = self._session = None
         return result.output, result.usage
 
 
