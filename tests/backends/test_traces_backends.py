@@ -68,6 +68,8 @@ def test_an_agent_node_that_timed_out_counts_the_tokens_it_spent_on_each_backend
     release = tmp_path / "release"
 
     def reply(request: InferenceRequest) -> InferenceResponse:
+        if request.messages[0].text == "warm up":
+            return InferenceResponse.of_text("ready")
         if len(request.messages) == 1:
             return InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
                                      stop_reason="tool_use", usage=SPENT)
@@ -78,9 +80,15 @@ def test_an_agent_node_that_timed_out_counts_the_tokens_it_spent_on_each_backend
 
     agent = Agent("researcher", provider=ScriptedProvider([reply], cycle=True), tools=[look])
     formation = Formation("f").add_agent("research", agent, timeout=2.0, on_error="skip")
-    try:
-        result = formation.run("x", backend=backend)
-    finally:
-        release.write_text("go")
+    with formation.start(backend=backend) as running:
+        # a first run starts the node (a Ray actor's process), so the timer of the second
+        # fires after its first model call even on a loaded machine
+        for _ in range(5):  # a loaded machine may take longer than the timeout to start a Ray actor
+            if running.submit("warm up").result(60).output == "ready":
+                break
+        try:
+            result = running.submit("x").result(60)
+        finally:
+            release.write_text("go")
     assert result.nodes["research"].status == "skipped"
     assert (result.nodes["research"].usage, result.usage) == (SPENT, SPENT)

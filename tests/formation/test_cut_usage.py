@@ -53,7 +53,7 @@ def test_an_agent_node_that_timed_out_counts_the_tokens_it_spent_before_its_time
     gate: tuple[threading.Event, threading.Event]
 ) -> None:
     entered, release = gate
-    formation = Formation("f").add_agent("research", stuck_after_one_call(entered, release), timeout=0.3,
+    formation = Formation("f").add_agent("research", stuck_after_one_call(entered, release), timeout=1.0,
                                          on_error="skip")
     result = formation.run("x")
     trace = result.nodes["research"]
@@ -67,7 +67,7 @@ def test_a_run_failed_by_an_agent_nodes_timeout_has_its_tokens_in_the_error_trac
     gate: tuple[threading.Event, threading.Event]
 ) -> None:
     entered, release = gate
-    formation = Formation("f").add_agent("research", stuck_after_one_call(entered, release), timeout=0.3)
+    formation = Formation("f").add_agent("research", stuck_after_one_call(entered, release), timeout=1.0)
     with pytest.raises(FormationRuntimeError) as caught:
         formation.run("x")
     assert caught.value.nodes["research"].usage == SPENT
@@ -79,7 +79,7 @@ def test_an_agent_node_cut_by_the_run_timeout_counts_the_tokens_it_spent(
     entered, release = gate
     formation = Formation("f").add_agent("research", stuck_after_one_call(entered, release))
     with pytest.raises(FormationRuntimeError) as caught:
-        formation.run("x", timeout=0.5)
+        formation.run("x", timeout=1.5)
     trace = caught.value.nodes["research"]
     assert (trace.status, trace.visits) == ("cancelled", 1)
     assert trace.usage == SPENT
