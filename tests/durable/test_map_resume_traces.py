@@ -4,9 +4,13 @@ resume ran, as the traces of a run that was never suspended do."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
 from wingman_actors import Formation, interrupt
+from wingman_actors.cli import main
 
 
 def _ask(word: str) -> str:
@@ -48,3 +52,20 @@ def test_a_resumed_run_lists_the_inner_nodes_of_a_map_visit_its_journal_had_whol
     assert result.nodes["each/show"].outputs == ["1", "4", "9"]
     assert result.nodes["each/square"].outputs == [1, 4, 9]
     assert (result.nodes["each/square"].status, result.nodes["each/square"].visits) == ("succeeded", 3)
+
+
+def test_runs_show_of_a_resumed_map_lists_every_items_inner_outputs_as_the_result_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outer = Formation("outer").add_map("each", formation=per_item(), max_workers=1)
+    suspended = outer.run(["a", "b", "c"], store=tmp_path / "runs.sqlite")
+    result = outer.resume(suspended.run_id, store=tmp_path / "runs.sqlite", answer="yes")
+    capsys.readouterr()
+
+    assert main(["runs", "show", result.run_id, "--store", str(tmp_path / "runs.sqlite"), "--json"]) == 0
+
+    nodes = json.loads(capsys.readouterr().out)["nodes"]
+    for name in ("each/ask", "each/finish"):
+        assert (nodes[name]["status"], nodes[name]["visits"], nodes[name]["outputs"]) == (
+            result.nodes[name].status.value, result.nodes[name].visits, result.nodes[name].outputs)
+    assert nodes["each/finish"]["outputs"] == ["A", "B?YES", "C"]
