@@ -92,3 +92,36 @@ def test_an_agent_node_that_timed_out_counts_the_tokens_it_spent_on_each_backend
             release.write_text("go")
     assert result.nodes["research"].status == "skipped"
     assert (result.nodes["research"].usage, result.usage) == (SPENT, SPENT)
+
+
+def test_a_fleet_node_that_timed_out_counts_the_tokens_of_its_finished_and_cut_items_on_each_backend(
+    backend: str, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+
+    def reply(request: InferenceRequest) -> InferenceResponse:
+        text = request.messages[0].text
+        if "warm up" in text:
+            return InferenceResponse.of_text("ready")
+        if "quick" in text:
+            return InferenceResponse.of_text("done", usage=SPENT)
+        if len(request.messages) == 1:
+            return InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
+                                     stop_reason="tool_use", usage=SPENT)
+        deadline = time.monotonic() + 20
+        while not release.exists() and time.monotonic() < deadline:  # hangs past the node's timeout
+            time.sleep(0.02)
+        return InferenceResponse.of_text("late", usage=SPENT)
+
+    agent = Agent("worker", provider=ScriptedProvider([reply], cycle=True), tools=[look])
+    formation = Formation("f").add_fleet("many", agent, timeout=2.0, on_error="skip")
+    with formation.start(backend=backend) as running:
+        for _ in range(5):  # a loaded machine may take longer than the timeout to start a Ray actor
+            if running.submit(["warm up"]).result(60).output == ["ready"]:
+                break
+        try:
+            result = running.submit(["quick", "slow"]).result(60)
+        finally:
+            release.write_text("go")
+    assert result.nodes["many"].status == "skipped"
+    assert (result.nodes["many"].usage, result.usage) == (SPENT + SPENT, SPENT + SPENT)

@@ -100,3 +100,28 @@ def test_an_agent_node_cut_by_a_cancel_counts_the_tokens_it_spent_in_the_cancell
     trace = cancelled.data["nodes"]["research"]  # type: ignore[attr-defined]
     assert trace.status == "cancelled"
     assert trace.usage == SPENT
+
+
+def test_a_fleet_node_that_timed_out_counts_the_tokens_of_its_finished_and_cut_items(
+    gate: tuple[threading.Event, threading.Event]
+) -> None:
+    entered, release = gate
+
+    def reply(request: InferenceRequest) -> InferenceResponse:
+        if "quick" in request.messages[0].text:
+            return InferenceResponse.of_text("done", usage=SPENT)
+        if len(request.messages) == 1:
+            return InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
+                                     stop_reason="tool_use", usage=SPENT)
+        entered.set()
+        release.wait(10)
+        return InferenceResponse.of_text("late", usage=SPENT)
+
+    agent = Agent("worker", provider=ScriptedProvider([reply], cycle=True), tools=[look])
+    formation = Formation("f").add_fleet("many", agent, timeout=1.0, on_error="skip")
+    result = formation.run(["quick", "slow"])
+    trace = result.nodes["many"]
+    assert trace.status == "skipped"
+    assert entered.is_set()
+    assert trace.usage == SPENT + SPENT
+    assert result.usage == SPENT + SPENT

@@ -74,9 +74,9 @@ class RayReplica(NodeActor):
             self.node.handles[self.replica].interrupt.remote(reason, self._key)
 
     def spent_so_far(self) -> Usage | None:
-        """Asked of the Ray actor (an agent's session keeps count there); None when it does
+        """Asked of the Ray actor (an agent's or fleet's sessions keep count there); None when it does
         not answer within a second: the cut goes on without those tokens."""
-        if not self.agent or self.fleet:
+        if not self.agent:
             return None
         ray = self.node.ray
         try:
