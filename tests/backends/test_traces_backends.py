@@ -1,5 +1,6 @@
 """What a finished run's traces show is the same on each backend: a visit cut short by
-the run's timeout, the tokens of a failed agent, a map over a formation's inner nodes."""
+the run's timeout, the tokens of a failed agent (or one that timed out), a map over a
+formation's inner nodes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wingman_actors import Agent, Formation, tool
-from wingman_actors.core import ContentBlock, InferenceResponse, Usage
+from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Usage
 from wingman_actors.errors import AgentError, ErrorKind, FormationRuntimeError
 from wingman_actors.testing import ScriptedProvider
 
@@ -59,3 +60,68 @@ def test_a_map_over_a_formation_keeps_its_inner_traces_on_each_backend(backend: 
     result = Formation("outer").add_map("each", formation=inner, max_workers=2).run([1, 2, 3], backend=backend)
     assert result.nodes["each/show"].outputs == ["1", "4", "9"]
     assert result.nodes["each/square"].visits == 3
+
+
+def test_an_agent_node_that_timed_out_counts_the_tokens_it_spent_on_each_backend(
+    backend: str, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+
+    def reply(request: InferenceRequest) -> InferenceResponse:
+        if request.messages[0].text == "warm up":
+            return InferenceResponse.of_text("ready")
+        if len(request.messages) == 1:
+            return InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
+                                     stop_reason="tool_use", usage=SPENT)
+        deadline = time.monotonic() + 20
+        while not release.exists() and time.monotonic() < deadline:  # hangs past the node's timeout
+            time.sleep(0.02)
+        return InferenceResponse.of_text("late", usage=SPENT)
+
+    agent = Agent("researcher", provider=ScriptedProvider([reply], cycle=True), tools=[look])
+    formation = Formation("f").add_agent("research", agent, timeout=2.0, on_error="skip")
+    with formation.start(backend=backend) as running:
+        # a first run starts the node (a Ray actor's process), so the timer of the second
+        # fires after its first model call even on a loaded machine
+        for _ in range(5):  # a loaded machine may take longer than the timeout to start a Ray actor
+            if running.submit("warm up").result(60).output == "ready":
+                break
+        try:
+            result = running.submit("x").result(60)
+        finally:
+            release.write_text("go")
+    assert result.nodes["research"].status == "skipped"
+    assert (result.nodes["research"].usage, result.usage) == (SPENT, SPENT)
+
+
+def test_a_fleet_node_that_timed_out_counts_the_tokens_of_its_finished_and_cut_items_on_each_backend(
+    backend: str, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+
+    def reply(request: InferenceRequest) -> InferenceResponse:
+        text = request.messages[0].text
+        if "warm up" in text:
+            return InferenceResponse.of_text("ready")
+        if "quick" in text:
+            return InferenceResponse.of_text("done", usage=SPENT)
+        if len(request.messages) == 1:
+            return InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
+                                     stop_reason="tool_use", usage=SPENT)
+        deadline = time.monotonic() + 20
+        while not release.exists() and time.monotonic() < deadline:  # hangs past the node's timeout
+            time.sleep(0.02)
+        return InferenceResponse.of_text("late", usage=SPENT)
+
+    agent = Agent("worker", provider=ScriptedProvider([reply], cycle=True), tools=[look])
+    formation = Formation("f").add_fleet("many", agent, timeout=2.0, on_error="skip")
+    with formation.start(backend=backend) as running:
+        for _ in range(5):  # a loaded machine may take longer than the timeout to start a Ray actor
+            if running.submit(["warm up"]).result(60).output == ["ready"]:
+                break
+        try:
+            result = running.submit(["quick", "slow"]).result(60)
+        finally:
+            release.write_text("go")
+    assert result.nodes["many"].status == "skipped"
+    assert (result.nodes["many"].usage, result.usage) == (SPENT + SPENT, SPENT + SPENT)

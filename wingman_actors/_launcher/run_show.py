@@ -79,8 +79,9 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
     quick = not traces and record.status == "succeeded"  # a quick clean success: no traces journalled
     timed = _visit_times(store, run_id) if quick else {}
     nodes: dict[str, dict[str, Any]] = {}
+    items: dict[str, RunJournal | None] = {}  # a map's item runs, loaded once for all its inner nodes
     for name in names:
-        outputs = _outputs(store, journal, name)
+        outputs = _outputs(store, journal, name, items)
         t = traces.get(name, {})
         if not t.get("visits") and not t.get("attempts"):  # never ran: nothing to time
             t = {"status": t.get("status")}
@@ -202,9 +203,10 @@ def _visit_times(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
     return times
 
 
-def _outputs(store: RunStore, journal: RunJournal, name: str) -> list[Any]:
+def _outputs(store: RunStore, journal: RunJournal, name: str, items: dict[str, RunJournal | None]) -> list[Any]:
     """Every visit's output of node ``name`` (a path ``"outer/inner"`` reads the inner
-    run of the outer node's visit in flight or suspended, else of its last visit)."""
+    run of the outer node's visit in flight or suspended, else of its last visit; for a
+    map over a formation, the inner runs of its items: :func:`_item_outputs`)."""
     visits = journal.visits.get(name)
     if visits:
         return list(visits.values())
@@ -214,13 +216,52 @@ def _outputs(store: RunStore, journal: RunJournal, name: str) -> list[Any]:
     last = max(journal.visits.get(outer, {}) or {0: None})
     from ..store import UnknownRunError
 
+    if dict(journal.shape.nodes).get(outer) == "map":
+        return _item_outputs(store, journal, outer, inner, last, items)
     for visit in (last + 1, last):  # the visit in flight (or suspended), else the last journalled one
         if visit:
             try:
-                return _outputs(store, store.load(f"{journal.run.id}/{outer}/{visit}"), inner)
+                return _outputs(store, store.load(f"{journal.run.id}/{outer}/{visit}"), inner, items)
             except UnknownRunError:  # not begun; or a map's items, which run apart (their ids number each item)
                 continue
     return []
+
+
+def _item_outputs(
+    store: RunStore, journal: RunJournal, node: str, inner: str, last: int, items: dict[str, RunJournal | None]
+) -> list[Any]:
+    """The outputs of inner node ``inner`` in the items of map node ``node`` (a map over a
+    formation; each item an inner run, ``"<run>/<node>/<visit>/<item>"``), in visit then
+    item order, as ``FormationResult.nodes`` merges them: the journalled visits' items,
+    then those of the visit in flight or suspended. A finished visit's output says how many
+    items it had; an unfinished one's items are read up to the first not begun (items
+    start in item order). One journal load per item (kept in ``items`` for the map's other
+    inner nodes), on this read path only."""
+    from ..formation._nesting import inner_run_id
+    from ..store import UnknownRunError
+
+    outputs: list[Any] = []
+    done = journal.visits.get(node, {})
+    for visit in [*sorted(done), last + 1]:
+        output = done.get(visit)
+        count = len(output) if isinstance(output, list) else None
+        item = 0
+        while count is None or item < count:
+            item_id = f"{inner_run_id(journal.run.id, node, visit)}/{item}"
+            if item_id not in items:
+                try:
+                    items[item_id] = store.load(item_id)
+                except UnknownRunError:
+                    items[item_id] = None
+            item_journal = items[item_id]
+            if item_journal is None:
+                if count is None:
+                    break  # the items after it have not begun either
+                item += 1  # a finished visit's item that journalled no run (kept from an earlier one)
+                continue
+            outputs += _outputs(store, item_journal, inner, items)
+            item += 1
+    return outputs
 
 
 def _skip_reason(journal: RunJournal, name: str) -> str | None:

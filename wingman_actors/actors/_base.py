@@ -153,6 +153,12 @@ class NodeActor(RuntimeActor):
         """Whether :meth:`interrupt` stops the work in progress."""
         return False
 
+    def spent_so_far(self) -> Usage | None:
+        """What the attempt in progress has spent on model calls so far (read from another
+        thread when the runtime cuts it: a timeout, a cancel), or None when unknown: only
+        an agent's session keeps count as it goes."""
+        return None
+
     def on_receive(self, message: Any) -> Any:
         """Handle a delivery: :class:`Work` (inside a formation) or a ``work``
         :class:`Envelope` (told to a standalone actor)."""

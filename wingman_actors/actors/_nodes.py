@@ -118,6 +118,7 @@ class AgentActor(NodeActor):
         self.prompt = prompt
         self.work_dir = work_dir
         self._token: CancelToken | None = None
+        self._session: Session | None = None  # the attempt's, while it runs: spent_so_far
 
     @property
     def interruptible(self) -> bool:
@@ -128,6 +129,11 @@ class AgentActor(NodeActor):
         token = self._token
         if token is not None:
             token.cancel(reason)
+
+    def spent_so_far(self) -> Usage | None:
+        """What the session in progress has spent on model calls so far (its run's usage)."""
+        session = self._session
+        return session._spent_so_far() if session is not None else None
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
         message = render_input(env.payload, self.prompt, self.name)
@@ -140,6 +146,7 @@ class AgentActor(NodeActor):
             token.cancel("the run was cancelled")
         try:
             with Session(self.agent, work_dir=self.work_dir) as session, cancel_scope(token):
+                self._session = session
                 observer = self.observer
                 if observer is not None and observer.wants_events(env):
                     stream = session.run_stream(message, timeout=timeout)
@@ -149,7 +156,7 @@ class AgentActor(NodeActor):
                 else:
                     result = session.run(message, timeout=timeout)
         finally:
-            self._token = None
+            self._token = self._session = None
         return result.output, result.usage
 
 
@@ -181,6 +188,8 @@ class FleetActor(NodeActor):
         self.work_dir = work_dir
         self._fleet: Fleet | None = None
         self._pool: WorkerPool | None = None
+        # the attempt's finished items' usages and failed items' errors: spent_so_far
+        self._done: tuple[list[Usage], dict[int, BaseException]] | None = None
 
     @property
     def interruptible(self) -> bool:
@@ -191,6 +200,16 @@ class FleetActor(NodeActor):
         fleet = self._fleet
         if fleet is not None:
             fleet.cancel(reason)
+
+    def spent_so_far(self) -> Usage | None:
+        """What the attempt in progress has spent so far: its finished items (those that
+        failed too) and the sessions of the items running now."""
+        fleet, done = self._fleet, self._done
+        if fleet is None or done is None:
+            return None
+        usages, errors = done
+        failed = [u for e in list(errors.values()) if (u := spent(e)) is not None]
+        return Usage.sum([*list(usages), *failed, fleet._spent_so_far()])
 
     def on_stop(self) -> None:
         pool, self._pool = self._pool, None
@@ -234,7 +253,7 @@ class FleetActor(NodeActor):
                 self.agent, todo, max_workers=self.max_workers, timeout=self._timeout(env), render=render,
                 executor=self._workers(),
             )
-            self._fleet = fleet
+            self._fleet, self._done = fleet, (usages, errors)
             if env.run is not None and env.run.done:  # cancelled before interrupt() could see the fleet
                 fleet.cancel("the run was cancelled")
 
@@ -258,7 +277,7 @@ class FleetActor(NodeActor):
                         if fr.error is None and fr.result is not None:
                             observer.item_finished(work, todo[fr.task_index], fr.result.output)
             finally:
-                self._fleet = None
+                self._fleet = self._done = None
         if errors:
             asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
             if asking:  # one interrupt at a time: the others ask again when the run resumes

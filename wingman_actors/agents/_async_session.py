@@ -458,7 +458,7 @@ async def arun_fleet(fleet: Fleet) -> list[FleetResult]:
                     result = await session.arun(message, timeout=fleet.timeout, parent_token=token,
                                                 metadata=task_metadata(data))
                 finally:
-                    session.close()
+                    fleet._close_session(index, session)
             except (Exception, RunSuspended) as exc:
                 error = exc
             return _fleet_result(index, fleet._worker_name(index), result, error, data, time.perf_counter() - started)

@@ -33,6 +33,7 @@ from typing import Any, TypeVar, cast, overload
 
 from .._cancel import CancelToken, current_token
 from .._interrupts import RunSuspended
+from ..core import Usage
 from ..errors import AgentError, ErrorKind
 from ..integrations import otel
 from ._agent import Agent
@@ -230,6 +231,7 @@ class Fleet:
         # reaches every session, even one whose run has not made its own token yet.
         self._tokens: set[CancelToken] = set()
         self._cancel_reason: str | None = None
+        self._live: dict[int, Session] = {}  # the sessions running now, by task: spent_so_far
 
     @property
     def tasks(self) -> tuple[Task, ...]:
@@ -436,7 +438,7 @@ class Fleet:
             try:
                 result = session.run(message, timeout=self.timeout, parent_token=token, metadata=task_metadata(data))
             finally:
-                session.close()
+                self._close_session(index, session)
         except (Exception, RunSuspended) as exc:  # RunSuspended: interrupt() in a journalled formation's item
             error = exc
         return _fleet_result(index, f"{self.agent.name}-{index}", result, error, data, time.perf_counter() - started)
@@ -451,7 +453,18 @@ class Fleet:
         if reason is not None:
             raise AgentError(f"fleet cancelled before task {index} started: {reason}", kind=ErrorKind.CANCELLED)
         agent = self.agent if instructions is None else self.agent.with_overrides(instructions=instructions)
-        return Session(agent, work_dir=work_dir), message, data
+        session = self._live[index] = Session(agent, work_dir=work_dir)
+        return session, message, data
+
+    def _close_session(self, index: int, session: Session) -> None:
+        """Close task ``index``'s session (from :meth:`_open_session`), done running."""
+        self._live.pop(index, None)
+        session.close()
+
+    def _spent_so_far(self) -> Usage:
+        """What the sessions running now have spent on model calls so far (read from another
+        thread: a formation cutting its fleet node's attempt counts those paid calls)."""
+        return Usage.sum([u for session in list(self._live.values()) if (u := session._spent_so_far()) is not None])
 
     def _track(self, token: CancelToken) -> None:
         """Make ``token`` (a run's) reachable by :meth:`cancel`, cancelled now if it was."""

@@ -103,7 +103,7 @@ class Session(AsyncSessionRuns):
     """
 
     __slots__ = (
-        "__weakref__", "_busy", "_lineage", "_prepares", "_schema", "_spans", "_store", "_token", "_tool_ctx", "_tools",
+        "__weakref__", "_busy", "_ctx", "_lineage", "_prepares", "_schema", "_spans", "_store", "_token", "_tool_ctx", "_tools",
         "_window", "_work_dir", "agent", "history", "id",
     )
 
@@ -138,6 +138,7 @@ class Session(AsyncSessionRuns):
         self._tool_ctx: ToolContext | None = None
         self._busy = threading.Lock()
         self._token: CancelToken | None = None
+        self._ctx: RunContext | None = None  # the last run's (spent_so_far)
         self._spans: otel.SessionSpans | None = None
         self._window = (
             ContextWindow(agent.context_budget, agent.compactor, agent.name, fallback=agent.provider)
@@ -260,6 +261,13 @@ class Session(AsyncSessionRuns):
         if token is not None:
             token.cancel(reason)
 
+    def _spent_so_far(self) -> Usage | None:
+        """What the run in progress (else the last run) has spent on model calls so far,
+        read from another thread; None before any run. For a formation node whose attempt
+        is cut (its timeout, its run cancelled): those calls were paid for, and counted."""
+        ctx = self._ctx
+        return ctx.usage if ctx is not None else None
+
     def close(self) -> None:
         """Release tool resources (the bash shell...). The session stays usable."""
         ctx, self._tool_ctx = self._tool_ctx, None
@@ -314,6 +322,7 @@ class Session(AsyncSessionRuns):
             ctx = RunContext(self.agent, self.id, self.history, token, metadata=frozen)
         if self._lineage is not None:
             ctx.depth, ctx.parent_session_id = self._lineage
+        self._ctx = ctx
         bus = self.agent.events
         if bus is not None and "session_start" in bus.kinds:
             emit(bus, "session_start", ctx, message=msg.text)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..actors._envelope import Work
+from ..core import Usage
 
 __all__ = ["Backend", "NodeGroup", "NodeRecipe"]
 
@@ -66,6 +67,13 @@ class NodeGroup(Protocol):
     def attempts_of(self, run: Any) -> list[tuple[Work, int, float]]:
         """The attempts of ``run`` a replica is working on now: the work, which attempt,
         and when it started (``perf_counter``; 0.0 when unknown)."""
+        ...
+
+    def spent_on(self, env: Work) -> Usage | None:
+        """What the attempt of ``env`` in progress has spent on model calls so far (an
+        agent's session), or None when no replica is on it or it does not keep count.
+        Read when the runtime cuts the attempt (a timeout, the run's end), before it is
+        released."""
         ...
 
     def release(self, run: Any, reason: str, *, abandon: bool) -> list[str]:

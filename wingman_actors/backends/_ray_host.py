@@ -365,6 +365,12 @@ class NodeHost:
             if len(early) > _EARLY:
                 del early[next(iter(early))]
 
+    def spent_so_far(self) -> Usage | None:
+        """What the agent attempt in progress has spent on model calls so far (the driver
+        asks when it cuts the attempt: its timeout, its run's end)."""
+        spent: Usage | None = self.node.spent_so_far()
+        return spent
+
     def ping(self) -> int:
         """The process id (tests kill it to see the node restarted)."""
         import os

@@ -73,6 +73,19 @@ class RayReplica(NodeActor):
         if self.agent:
             self.node.handles[self.replica].interrupt.remote(reason, self._key)
 
+    def spent_so_far(self) -> Usage | None:
+        """Asked of the Ray actor (an agent's or fleet's sessions keep count there); None when it does
+        not answer within a second: the cut goes on without those tokens."""
+        if not self.agent:
+            return None
+        ray = self.node.ray
+        try:
+            spent: Usage | None = ray.get(self.node.handles[self.replica].spent_so_far.remote(), timeout=1.0)
+        except Exception:
+            log.debug("node %r: replica %d did not say what it spent", self.name, self.replica, exc_info=True)
+            return None
+        return spent
+
     def on_stop(self) -> None:
         self._drop_channel()
 

@@ -24,6 +24,7 @@ import pykka
 from ..actors._address import start_actor
 from ..actors._base import LEAVE
 from ..actors._envelope import Work
+from ..core import Usage
 from ._base import NodeRecipe
 
 __all__ = ["ThreadNode", "ThreadsBackend", "tell_through_any"]
@@ -122,6 +123,13 @@ class ThreadNode:
             if actor.in_flight is not None:
                 found += actor.in_flight.attempts_of(run)
         return found
+
+    def spent_on(self, env: Work) -> Usage | None:
+        for actor in list(self.replicas):
+            if actor.current is env:
+                spent: Usage | None = actor.spent_so_far()
+                return spent
+        return None
 
     def release(self, run: Any, reason: str, *, abandon: bool) -> list[str]:
         stopped: list[str] = []

@@ -2,7 +2,8 @@
 out, failed by another branch) records of those visits for its traces.
 
 Such a visit ran (its attempt started), so its node's trace counts it, ``cancelled``,
-with its attempt and the time it had run when the run ended. Called on that end only
+with its attempt, the time it had run when the run ended and what it had spent on model
+calls by then (an agent's session keeps count: those calls were paid for). Called on that end only
 (:meth:`~._routing.Router.cancel_run`, :meth:`~._routing.Router.fail_run`), before the
 attempts are released: a run that succeeds never reaches this module.
 """
@@ -26,7 +27,7 @@ def cut_visits(router: Router, run: RunState) -> list[str]:
     cut = []
     for name, node in router.nodes.items():
         for work, attempt, started in node.attempts_of(run):
-            cut.append((name, work.visit, attempt, started, ended))
+            cut.append((name, work.visit, attempt, started, ended, node.spent_on(work)))
     if cut:
         with run.lock:
             run.cut += tuple(cut)

@@ -27,6 +27,7 @@ from ..actors._envelope import Work
 from ..agents._fleet_loops import DEFAULT_MAX_WORKERS
 from ..core import Usage
 from ..errors import FormationRuntimeError, MapItemsError, PayloadError
+from ._journalled_inner import keep_journalled_items
 from ._nesting import FormationActor, NestedRunError, inner_run_id
 from ._result import ZERO_USAGE, FormationResult, MapItems, NodeTrace
 
@@ -60,6 +61,10 @@ class FormationMapActor(FormationActor):
             )
         memo = env.memo if env.memo is not None else {}
         env.memo = memo
+        if memo and self.inner.store is not None and env.run is not None:
+            # items a resumed run took from its journal (or an earlier attempt ran): their
+            # inner runs' traces, loaded from the journal when read
+            keep_journalled_items(env.run, self.name, self.inner.store, env.visit, memo, self.plan.order)
         todo = deque(i for i in range(len(items)) if i not in memo)
         observer = self.observer
         durable = env.scope is not None and self.inner.store is not None and observer is not None

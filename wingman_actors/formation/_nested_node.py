@@ -27,6 +27,7 @@ from typing import Any
 
 from .._interrupts import RunSuspended
 from ..actors._envelope import Work
+from ..core import Usage
 from ..errors import FormationRuntimeError
 from ._nesting import InnerFormation, inner_run_id
 from ._result import FormationResult
@@ -129,6 +130,10 @@ class FormationNode:
     def attempts_of(self, run: Any) -> list[tuple[Work, int, float]]:
         with self._lock:
             return [(work, work.attempt, work.started) for work in self._inflight if work.run is run]
+
+    def spent_on(self, env: Work) -> Usage | None:
+        """None: an inner run cut short has its own traces, which count its agents' tokens."""
+        return None
 
     def release(self, run: Any, reason: str, *, abandon: bool) -> list[str]:
         """Cancel the inner runs of ``run`` in progress."""

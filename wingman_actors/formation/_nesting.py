@@ -45,9 +45,9 @@ from ..actors._base import NodeActor
 from ..actors._envelope import Work
 from ..core import Usage
 from ..errors import FormationRuntimeError, WingmanError
+from ._journalled_inner import inner_traces
 from ._plan import Plan
-from ._result import FormationResult, NestedVisits, NodeStatus, NodeTrace, nested_traces
-from ._trace_journal import journalled_traces
+from ._result import FormationResult, NestedVisits, NodeTrace, nested_traces
 from .events import FormationEvent, FormationEventType, emit
 
 if TYPE_CHECKING:
@@ -201,20 +201,7 @@ class InnerFormation:
             journal = store.load(inner_run_id(run.id, self.name, visit))
         except UnknownRunError:
             return  # journalled before its inner run was (a fork's replaced output)
-        ended = journalled_traces(journal)
-        traces: dict[str, NodeTrace] = {}
-        for name in self.plan.order:
-            done = journal.visits.get(name, {})
-            outputs = [done[v] for v in sorted(done)]
-            t = ended.get(name, {})
-            path = f"{self.name}/{name}"
-            traces[path] = NodeTrace(
-                path, status=NodeStatus(t.get("status") or ("succeeded" if outputs else "skipped")),
-                attempts=t.get("attempts") or int(bool(outputs)), visits=max(len(outputs), t.get("visits") or 0),
-                started_at=t.get("started_at"), finished_at=t.get("finished_at"), duration_s=t.get("duration_s") or 0.0,
-                usage=Usage(input_tokens=t.get("input_tokens") or 0, output_tokens=t.get("output_tokens") or 0),
-                error=t.get("error"), parent=self.name.split("/", 1)[0],
-                output=outputs[-1] if outputs else None, outputs=outputs)
+        traces = nested_traces(self.name, inner_traces(journal, self.plan.order))
         self._keep_visit(run, visit, traces)
 
     def _durable(self, input: Any, scope: VisitScope, path: str, run_id: str, on_event: Any,

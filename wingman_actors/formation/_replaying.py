@@ -23,6 +23,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ._error_routes import replay_failure
+from ._journalled_inner import keep_journalled_items
 from ._result import ZERO_USAGE
 from .events import FormationEventType, emit
 
@@ -83,6 +84,12 @@ def replayed(router: Router, run: RunState, node: str, visit: int, output: Any) 
     inner = getattr(router.nodes.get(node), "inner", None)
     if inner is not None:  # a formation node: the traces of the inner run it journalled
         inner.replayed(run, visit)
+    else:
+        spec = router.specs[node]
+        journal = router.journal
+        if spec.kind == "map" and spec.subplan is not None and journal is not None and isinstance(output, list):
+            # a map over a formation: its items' inner runs, loaded from the journal when read
+            keep_journalled_items(run, node, journal.store, visit, range(len(output)), spec.subplan.order)
     if run.listeners:
         emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
             "attempt": 0, "duration_s": 0.0, "usage": ZERO_USAGE, "journalled": True, "output": output,

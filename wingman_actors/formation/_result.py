@@ -95,7 +95,7 @@ def build_traces(
     visits: Mapping[str, int] = _NONE,
     nested: Mapping[str, Any] = _NONE,
     unreached: NodeStatus = NodeStatus.SKIPPED,
-    cut: Sequence[tuple[str, int, int, float, float]] = (),
+    cut: Sequence[tuple[str, int, int, float, float, Usage | None]] = (),
 ) -> dict[str, NodeTrace]:
     """Per-node traces of a run, in node order, from its record (see ``RunState``): the
     flat log of successful visits (node, attempt, started, finished, usage, output; six
@@ -104,7 +104,8 @@ def build_traces(
     nodes, the visit counts and what the formation nodes' inner runs left (a succeeded
     or suspended inner run's result, or a failed one's traces already named by path:
     ``NestedRunError.nodes``) and the visits in flight when the run ended (``cut``:
-    node, visit, attempt, started, ended: ``cancelled``, their time so far counted); a node
+    node, visit, attempt, started, ended, usage: ``cancelled``, their time and tokens so far
+    counted); a node
     the run never reached has status ``unreached``."""
     traces: dict[str, NodeTrace] = {}
     entries = iter(log)
@@ -158,10 +159,12 @@ def build_traces(
             t = traces[name] = NodeTrace(name)
         if t.status is not NodeStatus.SUCCEEDED:
             t.status = NodeStatus.CANCELLED
-    for name, visit, attempt, started, ended in cut:  # the node's last visit, cut short
+    for name, visit, attempt, started, ended, spent in cut:  # the node's last visit, cut short
         t = traces.get(name)
         if t is None:
             t = traces[name] = NodeTrace(name)
+        if spent is not None and spent != ZERO_USAGE:  # its model calls so far were paid for
+            t.usage = t.usage + spent
         t.status = NodeStatus.CANCELLED
         t.visits = max(t.visits, visit)
         t.attempts = attempt

@@ -105,8 +105,8 @@ class RunState:
         # nodes cancelled: running when the run was cancelled, or in a branch a join="any" fired without
         self.cancelled: tuple[str, ...] = ()
         # visits in flight when the run ended (cancelled, failed, timed out): (node, visit,
-        # attempt, started, ended) each, ``perf_counter`` times (see Router.cut)
-        self.cut: tuple[tuple[str, int, int, float, float], ...] = ()
+        # attempt, started, ended, usage so far) each, ``perf_counter`` times (formation/_cut.py)
+        self.cut: tuple[tuple[str, int, int, float, float, Usage | None], ...] = ()
         self.lock = _LOCKS[next(_next_lock) % len(_LOCKS)]
         self.done = False
         self.left = left

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..actors._address import RuntimeActor
 from ..actors._envelope import Work
-from ..agents._result import spent
+from ..agents._result import charge, spent
 from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError
 from ._error_routes import route_failure
 from ._failure import NodeFailure
@@ -240,7 +240,11 @@ class Supervision:
             work.settled = True
         spec = self.router.specs[work.target]
         err = timed_out(spec, attempt, work.run_id)
-        self.router.nodes[spec.name].abandon(work, str(err).removeprefix(f"node {spec.name!r} "))
+        group = self.router.nodes[spec.name]
+        # the model calls made before the timer fired were paid for: counted now, while the
+        # session is live (its own error comes later, if ever, and is dropped: settled)
+        charge(err, group.spent_on(work))
+        group.abandon(work, str(err).removeprefix(f"node {spec.name!r} "))
         now = time.perf_counter()
         note_failure(work.run, spec.name, attempt, work.started or now, now, err)
         self.on_failure(AttemptFailed(work, attempt, err, work.started or now, now, work.replica, False))
