@@ -38,6 +38,8 @@ __all__ = ["RayReplica"]
 
 log = logging.getLogger("wingman_actors.backends")
 
+_SPENT_WAIT_S = 0.05  # the longest a cut waits for a replica to say what its sessions spent
+
 
 def _unwrap(ray: Any, exc: BaseException) -> BaseException:
     """The node's own exception from a Ray error (a process that died is a RuntimeError
@@ -75,12 +77,13 @@ class RayReplica(NodeActor):
 
     def spent_so_far(self) -> Usage | None:
         """Asked of the Ray actor (an agent's or fleet's sessions keep count there); None when it does
-        not answer within a second: the cut goes on without those tokens."""
+        not answer within 50 ms: the cut (a timeout, a cancel) goes on without those tokens, as a cancel
+        must return within 0.1 s (DESIGN, "Limits that hold for agents")."""
         if not self.agent:
             return None
         ray = self.node.ray
         try:
-            spent: Usage | None = ray.get(self.node.handles[self.replica].spent_so_far.remote(), timeout=1.0)
+            spent: Usage | None = ray.get(self.node.handles[self.replica].spent_so_far.remote(), timeout=_SPENT_WAIT_S)
         except Exception:
             log.debug("node %r: replica %d did not say what it spent", self.name, self.replica, exc_info=True)
             return None
