@@ -91,10 +91,13 @@ class Work:
         memo: a fleet or map node's finished items by index, kept across retries.
         visit: the node's visit number in its run (1 unless a loop visits it again).
         scope: the durable-run context of the work (journalled runs only; None otherwise).
+        tag: in a formation with a ``join="any"`` in a loop, ``(join, k)`` when the work
+            descends from that join's output of its round ``k`` (carried from node to node:
+            formation/_join.py's ``RaceJoin``); None otherwise.
     """
 
     __slots__ = ("_envelope", "attempt", "id", "memo", "payload", "replica", "run", "run_id", "scope", "sender",
-                 "settled", "started", "target", "timer", "timestamp", "visit")
+                 "settled", "started", "tag", "target", "timer", "timestamp", "visit")
 
     type = EnvelopeType.WORK
     cause = None
@@ -102,7 +105,7 @@ class Work:
 
     def __init__(
         self, id: int, run_id: str, sender: str, payload: Any, timestamp: float, target: str = "",
-        run: Any = None, visit: int = 1,
+        run: Any = None, visit: int = 1, tag: tuple[str, int] | None = None,
     ) -> None:
         self.id = id
         self.run_id = run_id
@@ -112,6 +115,7 @@ class Work:
         self.target = target
         self.run = run
         self.visit = visit
+        self.tag = tag
         self.attempt = 1
         self.started = 0.0
         self.settled = False

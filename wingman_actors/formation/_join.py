@@ -31,25 +31,27 @@ class Join:
         self.values: dict[str, Any] = {}
         self.taken: set[str] = set()
         self.fired = False
-        self.queued: deque[tuple[str, Any, int]] | None = None
+        self.queued: deque[tuple[str, Any, int, int | None]] | None = None
         # join="any" in a loop: by losing node, how many visits it had been sent when the
         # visit fired without it (those belong to that round; later ones to the next)
         self.cuts: dict[str, int] | None = None
 
-    def offer(self, pred: str, value: Any, ready: list[dict[str, Any] | None], visit: int = 0) -> None:
+    def offer(self, pred: str, value: Any, ready: list[dict[str, Any] | None], visit: int = 0,
+              round: int | None = None) -> None:
         """Take ``pred``'s resolution (a value of its visit number ``visit``, or
         :data:`NOTHING`) into the current visit (or queue it), appending to ``ready``
-        every visit that fires or is skipped as a result."""
+        every visit that fires or is skipped as a result. ``round``: the round the value
+        belongs to, when its origin tells it (:class:`RaceJoin`; None: not known)."""
         if pred in self.taken:
-            self._queue(pred, value, visit)
+            self._queue(pred, value, visit, round)
             return
         if self._take(pred, value, ready, visit):
             self._drain(ready)
 
-    def _queue(self, pred: str, value: Any, visit: int) -> None:
+    def _queue(self, pred: str, value: Any, visit: int, round: int | None = None) -> None:
         if self.queued is None:
             self.queued = deque()
-        self.queued.append((pred, value, visit))
+        self.queued.append((pred, value, visit, round))
 
     def _take(self, pred: str, value: Any, ready: list[dict[str, Any] | None], visit: int = 0) -> bool:
         self.taken.add(pred)
@@ -75,13 +77,17 @@ class Join:
     def _drain(self, ready: list[dict[str, Any] | None]) -> None:
         queued = self.queued
         while queued:
-            for i, (pred, value, visit) in enumerate(queued):
-                if pred not in self.taken:
+            for i, (pred, value, visit, round) in enumerate(queued):
+                if pred not in self.taken and self._due(round):
                     del queued[i]
                     self._take(pred, value, ready, visit)
                     break
             else:
                 return
+
+    def _due(self, round: int | None) -> bool:
+        """Whether a queued value of ``round`` may be taken into the current visit."""
+        return True
 
 
 class RaceJoin(Join):
@@ -90,17 +96,31 @@ class RaceJoin(Join):
     without a predecessor that still had a visit in flight (its ``cuts`` entry is past the
     last visit of it this join has seen resolve), that visit resolves this round (it is
     cancelled); a value of a later visit (a replica of the loser working on the next
-    iteration) is queued for the next round, not taken as this round's."""
+    iteration) is queued for the next round, not taken as this round's.
 
-    __slots__ = ("last", "visits")
+    A value whose round its origin tells (it descends from this join's own output of round
+    ``k``, by the ``tag`` its work carried from node to node: round ``k + 1``) is matched by
+    that instead: a value of a later round than the open one waits for it, however many
+    visits its sender has had (a node below a replicated loser gets its visit numbers in
+    arrival order, not by iteration)."""
+
+    __slots__ = ("last", "round", "visits")
 
     def __init__(self, preds: tuple[str, ...], visits: dict[str, int]) -> None:
         super().__init__(preds, True)
         self.visits = visits  # the run's visit counts (owned by the run from its first visit)
         # by predecessor, the highest of its visits known resolved here
         self.last: dict[str, int] = {}
+        self.round = 0  # the open round (rounds closed so far)
 
-    def offer(self, pred: str, value: Any, ready: list[dict[str, Any] | None], visit: int = 0) -> None:
+    def offer(self, pred: str, value: Any, ready: list[dict[str, Any] | None], visit: int = 0,
+              round: int | None = None) -> None:
+        if round is not None:
+            if round > self.round and pred not in self.taken:  # a later round's, told by its origin
+                self._queue(pred, value, visit, round)
+                return
+            super().offer(pred, value, ready, visit, round)
+            return
         cuts = self.cuts
         if cuts is not None and pred not in self.taken:
             cut = cuts.get(pred)
@@ -116,7 +136,13 @@ class RaceJoin(Join):
         seen = visit or self.visits.get(pred, 0)
         if seen > self.last.get(pred, 0):
             self.last[pred] = seen
-        return super()._take(pred, value, ready, visit)
+        if super()._take(pred, value, ready, visit):
+            self.round += 1
+            return True
+        return False
+
+    def _due(self, round: int | None) -> bool:
+        return round is None or round <= self.round
 
 
 def new_join(run: Any, preds: tuple[str, ...], any: bool, race: bool) -> Join:
@@ -151,12 +177,16 @@ def mark(run: Any, target: str, race: Any, ready: list[dict[str, Any] | None], c
                     dropped.setdefault(node, target)
 
 
-def drops(run: Any, node: str, visit: int) -> bool:
+def drops(run: Any, node: str, visit: int, tag: tuple[str, int] | None = None) -> bool:
     """Whether visit number ``visit`` of ``node`` (in ``run.dropped``: a branch a
     ``join="any"`` fired without) belongs to the round that fired without it, so its work
     is not wanted. Without a cut (a run without loops: one round) every visit does; in a
-    loop, a visit sent after the join fired belongs to the next round and runs."""
-    join = run.joins.get(run.dropped[node])
+    loop, a visit sent after the join fired belongs to the next round and runs. A visit
+    whose ``tag`` (see :class:`RaceJoin`) tells its round is matched by that."""
+    target = run.dropped[node]
+    join = run.joins.get(target)
+    if tag is not None and tag[0] == target and type(join) is RaceJoin:
+        return tag[1] + 1 <= join.round  # (the marks are lifted when the round that set them closes)
     cuts = join.cuts if join is not None else None
     cut = cuts.get(node) if cuts else None
     return cut is None or visit <= cut

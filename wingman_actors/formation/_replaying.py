@@ -45,10 +45,11 @@ def replaying(run: RunState) -> bool:
     return getattr(_replay, "run", None) is run
 
 
-def replay_visit(router: Router, run: RunState, node: str, visit: int, payload: Any) -> Any:
+def replay_visit(router: Router, run: RunState, node: str, visit: int, payload: Any,
+                 tag: tuple[str, int] | None = None) -> Any:
     """Settle visit ``visit`` of ``node`` from the run's replay when the journal has it
     (:data:`REPLAYED`), else the payload the node runs with (a fork's input for that
-    visit, or ``payload``)."""
+    visit, or ``payload``). ``tag``: the visit's, routed on (see ``Router.visit``)."""
     replay = run.replay
     assert replay is not None
     done = replay.visits.get(node)
@@ -59,13 +60,13 @@ def replay_visit(router: Router, run: RunState, node: str, visit: int, payload: 
         _replay.run = run
         try:
             if done is not None and settled:
-                replayed(router, run, node, visit, done[visit])
+                replayed(router, run, node, visit, done[visit], tag)
             elif (failed := replay.failures.get((node, visit))) is not None:  # it failed into its error edges:
                 replay_failure(router, run, node, visit, payload, failed)  # route the failure again
             else:  # it failed into on_error="skip": a visit, as a replayed success is
                 now = time.perf_counter()
                 run.own("failures").append((node, 0, now, now, str(reason), None))
-                router.skip(run, node, str(reason), str(reason))
+                router.skip(run, node, str(reason), str(reason), tag=tag)
                 if router.cyclic:
                     router.finish_one(run)
         finally:
@@ -76,7 +77,8 @@ def replay_visit(router: Router, run: RunState, node: str, visit: int, payload: 
     return payload
 
 
-def replayed(router: Router, run: RunState, node: str, visit: int, output: Any) -> None:
+def replayed(router: Router, run: RunState, node: str, visit: int, output: Any,
+             tag: tuple[str, int] | None = None) -> None:
     """A resumed run reached a visit its journal has: route the journalled output on
     instead of running the node again."""
     now = time.perf_counter()
@@ -94,4 +96,4 @@ def replayed(router: Router, run: RunState, node: str, visit: int, output: Any) 
         emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
             "attempt": 0, "duration_s": 0.0, "usage": ZERO_USAGE, "journalled": True, "output": output,
         })
-    router.route(run, node, output, 0, visit)
+    router.route(run, node, output, 0, visit, tag)

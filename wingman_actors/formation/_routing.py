@@ -22,11 +22,12 @@ from ..errors import FormationRuntimeError, NoRouteError
 from ._breakpoints import passed
 from ._cut import cut_visits
 from ._error_routes import skip_error_targets
+from ._firing import edges_firing
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
-from ._join import ROUND_OVER, Join, drops, mark, new_join
+from ._join import ROUND_OVER, Join, RaceJoin, drops, mark, new_join
 from ._nesting import carry_traces
-from ._plan import ConditionRaised, EdgeSpec, Plan
+from ._plan import ConditionRaised, Plan
 from ._replaying import REPLAYED, replay_visit, replaying
 from ._result import ZERO_USAGE, FormationResult, NodeTrace
 from ._runstate import RunState
@@ -94,11 +95,13 @@ class Router:
         if self.cyclic:
             self.finish_one(run)
 
-    def visit(self, run: RunState, node: str, payload: Any, sender: str) -> None:
+    def visit(self, run: RunState, node: str, payload: Any, sender: str, tag: tuple[str, int] | None = None) -> None:
+        """Queue a visit of ``node`` with ``payload``; ``tag``: the round of a ``join="any"``
+        in a loop the payload descends from (formation/_join.py's ``RaceJoin``), carried on."""
         if run.done:
             return
-        if run.dropped and node in run.dropped and drops(run, node, run.visits.get(node, 0) + 1):
-            self.cancel_loser(run, node)
+        if run.dropped and node in run.dropped and drops(run, node, run.visits.get(node, 0) + 1, tag):
+            self.cancel_loser(run, node, tag)
             return
         visits = 1
         if self.cyclic:
@@ -118,18 +121,18 @@ class Router:
                 return
         journal = self.journal
         if journal is None:
-            self.nodes[node].tell(Work(next(_ids), run.id, sender, payload, time.time(), node, run, visits))
+            self.nodes[node].tell(Work(next(_ids), run.id, sender, payload, time.time(), node, run, visits, tag))
             return
         replay = run.replay
         if replay is not None:
-            payload = replay_visit(self, run, node, visits, payload)
+            payload = replay_visit(self, run, node, visits, payload, tag)
             if payload is REPLAYED:
                 return
         breaks = run.breaks
         if breaks is not None and node in breaks.before and (replay is None or not passed(replay.journal, node, visits)):
             self.breakpoint(run, node, visits, {"breakpoint": "before", "input": payload})
             return
-        work = Work(next(_ids), run.id, sender, payload, time.time(), node, run, visits)
+        work = Work(next(_ids), run.id, sender, payload, time.time(), node, run, visits, tag)
         work.scope = journal.scope(run.id, node, visits, replay)
         if replay is not None:
             items = replay.items.get((node, visits))
@@ -189,20 +192,21 @@ class Router:
         if journal is not None and run.breaks is not None and name in run.breaks.after:  # a resume routes it on
             self.breakpoint(run, name, work.visit, {"breakpoint": "after", "output": output})
             return
-        self.route(run, name, output, attempt, work.visit)
+        self.route(run, name, output, attempt, work.visit, work.tag)
 
-    def route(self, run: RunState, name: str, output: Any, attempt: int, visit: int) -> None:
+    def route(self, run: RunState, name: str, output: Any, attempt: int, visit: int,
+              tag: tuple[str, int] | None = None) -> None:
         """Send a finished visit's output along the node's out-edges (the node actors that
-        hand it to user code copy a mutable one first: actors/_payloads.py)."""
+        hand it to user code copy a mutable one first: actors/_payloads.py), ``tag`` on."""
         nxt = self.straight[name]
         if nxt is not None:
-            self.visit(run, nxt, output, name)
+            self.visit(run, nxt, output, name, tag)
         elif name in self.bare_sinks:  # no edge to take: one sink fewer to wait for
             self.finish_one(run)
         else:
             spec = self.specs[name]
             try:
-                firing = self._firing(spec.out_edges, output)
+                firing = edges_firing(spec.out_edges, output)
             except ConditionRaised as raised:
                 edge, exc = raised.edge, raised.__cause__
                 err = FormationRuntimeError(
@@ -221,37 +225,17 @@ class Router:
             for edge, fire in zip(spec.out_edges, firing, strict=True):
                 if fire:
                     if edge.back:
-                        self.visit(run, edge.target, output, name)
+                        self.visit(run, edge.target, output, name, tag)
                     else:
-                        self.arrive(run, edge.target, name, output, visit)
+                        self.arrive(run, edge.target, name, output, visit, tag)
                 elif not edge.back:
-                    self.arrive_skip(run, edge.target, name, "did not fire")
+                    self.arrive_skip(run, edge.target, name, "did not fire", tag)
             if spec.error_edges:
                 skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded")
             if spec.is_sink and not self.cyclic:
                 self.finish_one(run)
         if self.cyclic:
             self.finish_one(run)
-
-    @staticmethod
-    def _firing(edges: tuple[EdgeSpec, ...], output: Any) -> list[bool]:
-        """Which of ``edges`` carry ``output``: unconditional ones always, ``when=`` ones
-        when their condition holds, the ``otherwise`` edge when no condition held."""
-        firing = []
-        matched = False
-        for e in edges:
-            try:
-                fire = e.when is None or bool(e.when(output))
-            except Exception as exc:
-                raise ConditionRaised(e) from exc
-            if fire and e.when is not None:
-                matched = True
-            firing.append(fire)
-        if matched:
-            for i, e in enumerate(edges):
-                if e.otherwise:
-                    firing[i] = False
-        return firing
 
     def failed(
         self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any
@@ -263,8 +247,8 @@ class Router:
         if work.timer is not None:  # failing at its deadline (an agent session's is the node's) is timing out
             exc = overdue(self.specs[work.target], attempt, work.run_id, started, finished, exc) or exc
         run = work.run
-        if not run.done and run.dropped and work.target in run.dropped and drops(run, work.target, work.visit):
-            self.cancel_loser(run, work.target)  # interrupted: a join="any" fired without it
+        if not run.done and run.dropped and work.target in run.dropped and drops(run, work.target, work.visit, work.tag):
+            self.cancel_loser(run, work.target, work.tag)  # interrupted: a join="any" fired without it
             if self.cyclic:
                 self.finish_one(run)
             return False
@@ -327,9 +311,9 @@ class Router:
         """A visit of a node in a branch a ``join="any"`` fired without reached its node or
         ended: cancel it and return True when it belongs to that round (False: it runs)."""
         run = work.run
-        if not drops(run, work.target, work.visit):
+        if not drops(run, work.target, work.visit, work.tag):
             return False
-        self.cancel_loser(run, work.target)
+        self.cancel_loser(run, work.target, work.tag)
         if self.cyclic:
             self.finish_one(run)
         return True
@@ -369,23 +353,34 @@ class Router:
 
     # -- joins and skips -----------------------------------------------------------------
 
-    def arrive(self, run: RunState, target: str, pred: str, value: Any, visit: int = 0) -> None:
+    def arrive(self, run: RunState, target: str, pred: str, value: Any, visit: int = 0,
+               tag: tuple[str, int] | None = None) -> None:
         if len(self.specs[target].forward_preds) == 1:
-            self.visit(run, target, value, pred)
+            self.visit(run, target, value, pred, tag)
             return
-        self._fire(run, target, pred, self._join(run, target, pred, value, visit))
+        self._fire(run, target, pred, *self._join(run, target, pred, value, visit, tag))
 
-    def arrive_skip(self, run: RunState, target: str, pred: str, why: str) -> None:
+    def arrive_skip(self, run: RunState, target: str, pred: str, why: str,
+                    tag: tuple[str, int] | None = None) -> None:
         if len(self.specs[target].forward_preds) == 1:
-            self.skip(run, target, f"its only incoming edge, from {pred!r}, {why}")
+            self.skip(run, target, f"its only incoming edge, from {pred!r}, {why}", tag=tag)
             return
-        self._fire(run, target, pred, self._join(run, target, pred, _NOTHING))
+        self._fire(run, target, pred, *self._join(run, target, pred, _NOTHING, 0, tag))
 
-    def _fire(self, run: RunState, target: str, pred: str, visits: list[dict[str, Any] | None]) -> None:
+    def _fire(self, run: RunState, target: str, pred: str, visits: list[dict[str, Any] | None],
+              round: int | None) -> None:
+        """Visit ``target`` for each of ``visits`` (see :meth:`_join`), a race join's tagged
+        with their round (``round``: the first one's)."""
+        tag = None
         for payload in visits:
             if payload is None:
-                self.skip(run, target, "none of its incoming edges fired")
-            elif payload is not ROUND_OVER:  # (the join's marks of a round were set and lifted in _join)
+                self.skip(run, target, "none of its incoming edges fired", tag=None if round is None else (target, round))
+            elif payload is ROUND_OVER:  # (the join's marks of a round were set and lifted in _join)
+                if round is not None:
+                    round += 1
+            else:
+                if round is not None:
+                    tag = (target, round)
                 race = self.specs[target].race
                 if race:
                     cancel = race[next(iter(payload))]
@@ -393,13 +388,16 @@ class Router:
                         why = f"{target!r} (join='any') fired without it"
                         for node in cancel:  # agent and fleet work in progress stops at its next boundary
                             self.nodes[node].release(run, why, abandon=False)
-                self.visit(run, target, payload, pred)
+                self.visit(run, target, payload, pred, tag)
 
-    def _join(self, run: RunState, target: str, pred: str, value: Any, visit: int = 0) -> list[dict[str, Any] | None]:
+    def _join(self, run: RunState, target: str, pred: str, value: Any, visit: int = 0,
+              tag: tuple[str, int] | None = None) -> tuple[list[dict[str, Any] | None], int | None]:
         """Record that ``pred`` resolved at ``target``'s fan-in join, with ``value`` (the
-        output of its visit ``visit``, or ``_NOTHING`` when its edge was skipped). Returns
-        the visits this makes ready, in order: a payload ``{pred: value}``, None for a
-        visit none of whose edges fired (the node is skipped), or ``ROUND_OVER``."""
+        output of its visit ``visit`` whose work carried ``tag``, or ``_NOTHING`` when its
+        edge was skipped). Returns the visits this makes ready, in order: a payload
+        ``{pred: value}``, None for a visit none of whose edges fired (the node is
+        skipped), or ``ROUND_OVER``; and for a race join (formation/_join.py's
+        ``RaceJoin``) the round of the first of them (else None)."""
         spec = self.specs[target]
         ready: list[dict[str, Any] | None] = []
         with run.lock:
@@ -408,19 +406,27 @@ class Router:
             if join is None:
                 join = joins[target] = new_join(run, spec.forward_preds, spec.join == "any",
                                                 bool(spec.race) and self.cyclic)
-            join.offer(pred, value, ready, visit)
+            if type(join) is RaceJoin:
+                join.offer(pred, value, ready, visit, tag[1] + 1 if tag is not None and tag[0] == target else None)
+                first: int | None = join.round - sum(1 for v in ready if v is ROUND_OVER)
+            else:
+                join.offer(pred, value, ready, visit)
+                first = None
             if spec.race and ready:  # marked with the offer: rounds are marked and lifted in order
                 mark(run, target, spec.race, ready, self.cyclic)
-        return ready
+        return ready, first
 
-    def cancel_loser(self, run: RunState, node: str) -> None:
+    def cancel_loser(self, run: RunState, node: str, tag: tuple[str, int] | None = None) -> None:
         """``node``, in a branch a ``join="any"`` fired without, will not run (or its value is
         dropped): its trace says ``cancelled``, and it resolves downstream as a skip."""
-        self.skip(run, node, f"cancelled: {run.dropped.get(node)!r} (join='any') fired without it", cancelled=True)
+        self.skip(run, node, f"cancelled: {run.dropped.get(node)!r} (join='any') fired without it", cancelled=True,
+                  tag=tag)
 
-    def skip(self, run: RunState, node: str, reason: str, error: str | None = None, cancelled: bool = False) -> None:
+    def skip(self, run: RunState, node: str, reason: str, error: str | None = None, cancelled: bool = False,
+             tag: tuple[str, int] | None = None) -> None:
+        """``node`` will not run for this visit: a skip downstream (``tag``: see :meth:`visit`)."""
         if not cancelled and run.dropped and node in run.dropped:  # skipped upstream, in a loser's branch
-            self.cancel_loser(run, node)
+            self.cancel_loser(run, node, tag)
             return
         with run.lock:
             skipped = run.own("skipped")
@@ -436,7 +442,7 @@ class Router:
         spec = self.specs[node]
         for edge in spec.out_edges:
             if not edge.back:
-                self.arrive_skip(run, edge.target, node, f"was not taken because {node!r} was skipped")
+                self.arrive_skip(run, edge.target, node, f"was not taken because {node!r} was skipped", tag)
         if spec.error_edges:
             skip_error_targets(self, run, spec, f"was not taken because {node!r} was skipped")
         if spec.is_sink and not self.cyclic:
