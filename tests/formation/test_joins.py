@@ -546,6 +546,41 @@ def test_join_any_in_a_loop_keeps_cancelling_the_next_rounds_losers_when_a_round
     assert "slow" not in calls.seen
 
 
+class _BelowALoser:
+    """The nodes of the tests of a ``join="any"`` in a loop whose loser ``slow`` has two
+    replicas, with ``relay`` below it: ``fast`` wins iteration 0 while ``slow`` works on it,
+    and iteration 1's ``relay`` value (or skip) reaches the join before iteration 0's."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, str]] = []
+        self.slow0_started, self.relay1_done, self.slow0_done = threading.Event(), threading.Event(), threading.Event()
+
+    def slow(self, i: int) -> int:
+        if i == 0 and not self.slow0_done.is_set():  # (not again when a resume replays it)
+            self.slow0_started.set()
+            assert self.relay1_done.wait(5)
+            time.sleep(0.2)  # iteration 1's value (or skip) reaches the join first
+            self.slow0_done.set()
+        return i
+
+    def relay(self, i: int) -> str:
+        if i == 1:
+            self.relay1_done.set()
+        return f"relay{i}"
+
+    def fast(self, i: int) -> str:
+        if i == 0:
+            assert self.slow0_started.wait(5)  # it wins iteration 0 while slow works on it
+        else:
+            assert self.slow0_done.wait(5)
+            time.sleep(0.2)
+        return f"fast{i}"
+
+    def pick(self, d: dict[str, str]) -> int:
+        self.seen.append(d)
+        return int(next(iter(d.values()))[-1]) + 1
+
+
 @pytest.mark.parametrize("journalled", [False, True])
 def test_join_any_in_a_loop_matches_values_below_a_replicated_loser_to_their_own_iteration(
     journalled: bool, tmp_path: Any,
@@ -554,41 +589,14 @@ def test_join_any_in_a_loop_matches_values_below_a_replicated_loser_to_their_own
     # the replicated node one step above the join's predecessor: ``relay`` had no visit of
     # iteration 0 in flight when ``fast`` won it (``slow``'s was), so its first value (of
     # iteration 1) looks like iteration 0's.
-    seen: list[dict[str, str]] = []
-    slow0_started, relay1_done, slow0_done = threading.Event(), threading.Event(), threading.Event()
-
-    def slow(i: int) -> int:
-        if i == 0:
-            slow0_started.set()
-            assert relay1_done.wait(5)
-            time.sleep(0.2)  # iteration 1's value reaches the join first
-            slow0_done.set()
-        return i
-
-    def relay(i: int) -> str:
-        if i == 1:
-            relay1_done.set()
-        return f"relay{i}"
-
-    def fast(i: int) -> str:
-        if i == 0:
-            assert slow0_started.wait(5)  # it wins iteration 0 while slow works on it
-        else:
-            assert slow0_done.wait(5)
-            time.sleep(0.2)
-        return f"fast{i}"
-
-    def pick(d: dict[str, str]) -> int:
-        seen.append(d)
-        return int(next(iter(d.values()))[-1]) + 1
-
+    n = _BelowALoser()
     f = (Formation("replicated_above").add_function("start", lambda i: i).add_function("fork", lambda i: i)
-         .add_function("slow", slow, concurrency=2).add_function("relay", relay)
-         .add_function("fast", fast).add_function("pick", pick, join="any").add_function("done", lambda i: i)
+         .add_function("slow", n.slow, concurrency=2).add_function("relay", n.relay)
+         .add_function("fast", n.fast).add_function("pick", n.pick, join="any").add_function("done", lambda i: i)
          .connect("start", "fork").connect("fork", "slow", "relay", "pick").connect("fork", "fast", "pick")
          .connect("pick", "fork", when=lambda i: i < 2).connect("pick", "done", otherwise=True))
     result = f.run(0, store=str(tmp_path / "runs.db")) if journalled else f.run(0)
-    assert seen == [{"fast": "fast0"}, {"relay": "relay1"}]
+    assert n.seen == [{"fast": "fast0"}, {"relay": "relay1"}]
     assert result.output == 2
 
 
@@ -597,43 +605,16 @@ def test_join_any_in_a_loop_matches_a_skip_below_a_replicated_loser_to_its_own_i
     # but ``relay``'s edge to the join does not fire in iteration 1: that skip must not close
     # iteration 0 (whose ``slow`` visit is still running, to be cancelled), or that visit runs
     # on and its value takes iteration 1.
-    seen: list[dict[str, str]] = []
-    slow0_started, relay1_done, slow0_done = threading.Event(), threading.Event(), threading.Event()
-
-    def slow(i: int) -> int:
-        if i == 0:
-            slow0_started.set()
-            assert relay1_done.wait(5)
-            time.sleep(0.2)  # iteration 1's skip reaches the join first
-            slow0_done.set()
-        return i
-
-    def relay(i: int) -> str:
-        if i == 1:
-            relay1_done.set()
-        return f"relay{i}"
-
-    def fast(i: int) -> str:
-        if i == 0:
-            assert slow0_started.wait(5)  # it wins iteration 0 while slow works on it
-        else:
-            assert slow0_done.wait(5)
-            time.sleep(0.2)
-        return f"fast{i}"
-
-    def pick(d: dict[str, str]) -> int:
-        seen.append(d)
-        return int(next(iter(d.values()))[-1]) + 1
-
+    n = _BelowALoser()
     f = (Formation("replicated_skip").add_function("start", lambda i: i).add_function("fork", lambda i: i)
-         .add_function("slow", slow, concurrency=2).add_function("relay", relay)
-         .add_function("aside", lambda s: s).add_function("fast", fast)
-         .add_function("pick", pick, join="any").add_function("done", lambda i: i)
+         .add_function("slow", n.slow, concurrency=2).add_function("relay", n.relay)
+         .add_function("aside", lambda s: s).add_function("fast", n.fast)
+         .add_function("pick", n.pick, join="any").add_function("done", lambda i: i)
          .connect("start", "fork").connect("fork", "slow", "relay").connect("fork", "fast", "pick")
          .connect("relay", "pick", when=lambda s: s != "relay1").connect("relay", "aside", otherwise=True)
          .connect("pick", "fork", when=lambda i: i < 2).connect("pick", "done", otherwise=True))
     result = f.run(0)
-    assert seen == [{"fast": "fast0"}, {"fast": "fast1"}]
+    assert n.seen == [{"fast": "fast0"}, {"fast": "fast1"}]
     assert result.outputs["done"] == 2
 
 
@@ -641,34 +622,8 @@ def test_a_resumed_run_replays_a_join_any_in_a_loop_below_a_replicated_loser_rou
     # The run of test_join_any_in_a_loop_matches_values_below_a_replicated_loser_to_their_own_iteration,
     # failing at its end: its resume replays the journalled visits (the values' rounds told
     # by where they came from, as when they ran) and runs only what failed.
-    seen: list[dict[str, str]] = []
+    n = _BelowALoser()
     failing = [True]
-    slow0_started, relay1_done, slow0_done = threading.Event(), threading.Event(), threading.Event()
-
-    def slow(i: int) -> int:
-        if i == 0 and not slow0_done.is_set():
-            slow0_started.set()
-            assert relay1_done.wait(5)
-            time.sleep(0.2)
-            slow0_done.set()
-        return i
-
-    def relay(i: int) -> str:
-        if i == 1:
-            relay1_done.set()
-        return f"relay{i}"
-
-    def fast(i: int) -> str:
-        if i == 0:
-            assert slow0_started.wait(5)
-        else:
-            assert slow0_done.wait(5)
-            time.sleep(0.2)
-        return f"fast{i}"
-
-    def pick(d: dict[str, str]) -> int:
-        seen.append(d)
-        return int(next(iter(d.values()))[-1]) + 1
 
     def done(i: int) -> int:
         if failing:
@@ -676,8 +631,8 @@ def test_a_resumed_run_replays_a_join_any_in_a_loop_below_a_replicated_loser_rou
         return i
 
     f = (Formation("replicated_resume").add_function("start", lambda i: i).add_function("fork", lambda i: i)
-         .add_function("slow", slow, concurrency=2).add_function("relay", relay)
-         .add_function("fast", fast).add_function("pick", pick, join="any").add_function("done", done)
+         .add_function("slow", n.slow, concurrency=2).add_function("relay", n.relay)
+         .add_function("fast", n.fast).add_function("pick", n.pick, join="any").add_function("done", done)
          .connect("start", "fork").connect("fork", "slow", "relay", "pick").connect("fork", "fast", "pick")
          .connect("pick", "fork", when=lambda i: i < 2).connect("pick", "done", otherwise=True))
     store = str(tmp_path / "runs.db")
@@ -685,5 +640,5 @@ def test_a_resumed_run_replays_a_join_any_in_a_loop_below_a_replicated_loser_rou
         f.run(0, store=store, run_id="r1")
     failing.clear()
     result = f.resume("r1", store=store)
-    assert seen == [{"fast": "fast0"}, {"relay": "relay1"}]  # pick's visits replayed, not run again
+    assert n.seen == [{"fast": "fast0"}, {"relay": "relay1"}]  # pick's visits replayed, not run again
     assert result.output == 2
