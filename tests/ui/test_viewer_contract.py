@@ -72,7 +72,10 @@ def test_a_node_skipped_after_failing_and_what_depends_on_it_show_skipped(page: 
     assert created.status_code == 201, created.text
     run_id = start_run(page, server, created.json()["id"], "x")
     page.wait_for_selector('[data-node="shout"][data-status="skipped"]')
-    assert page.get_attribute('[data-node="explode"]', "data-status") == "skipped"
+    # explode failed, then was skipped: CI once read "failed" here, under load, right after shout
+    # showed skipped (the page's first read of the run can come between the two); it must come
+    # to "skipped", and does after the run's end at the latest (checked again after a reload)
+    page.wait_for_selector('[data-node="explode"][data-status="skipped"]')
     wait_for_status(client, run_id, "succeeded")
     page.reload()
     page.wait_for_selector('[data-node="shout"][data-status="skipped"]')
