@@ -296,6 +296,18 @@ def test_importing_formation_loads_none_of_the_heavy_libraries_even_after_declar
 # --- durable runs and interrupts -----------------------------------------------------------
 
 
+def test_a_run_given_an_empty_run_id_is_refused_naming_run_id_not_an_internal_call(tmp_path: Path) -> None:
+    from wingman_actors import Formation
+
+    f = Formation("f").add_function("a", str.strip)
+    for store in (tmp_path / "r.db", None):
+        with pytest.raises(ValueError, match=r"run_id must be a non-empty str") as caught:
+            f.run(" x ", store=store, run_id="")
+        assert "begin_run" not in str(caught.value) and "names a journalled run" not in str(caught.value)
+    with f.start(store=tmp_path / "r.db") as running, pytest.raises(ValueError, match=r"run_id must be a non-empty"):
+        running.submit(" x ", run_id="")
+
+
 def test_a_run_keeps_the_run_id_it_is_given_and_the_store_lists_it(tmp_path: Path) -> None:
     from wingman_actors import Formation
     from wingman_actors.store import RunStore
