@@ -4,32 +4,22 @@ formation's inner nodes."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from wingman_actors import Agent, Formation, tool
-from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Usage
+from tests.support.cuts import SPENT, calls_a_tool, look, wait_for_file, warm_up
+from wingman_actors import Agent, Formation
+from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import AgentError, ErrorKind, FormationRuntimeError
 from wingman_actors.testing import ScriptedProvider
-
-SPENT = Usage(input_tokens=120, output_tokens=30)
-
-
-@tool
-def look(query: str) -> str:
-    """Look something up."""
-    return f"found {query}"
 
 
 def test_a_visit_the_run_timeout_cut_shows_cancelled_with_its_time_on_each_backend(backend: str, tmp_path: Path) -> None:
     release = tmp_path / "release"
 
     def wait(x: int) -> int:
-        deadline = time.monotonic() + 20
-        while not release.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for_file(release)
         return x
 
     try:
@@ -43,8 +33,7 @@ def test_a_visit_the_run_timeout_cut_shows_cancelled_with_its_time_on_each_backe
 
 
 def test_a_failed_agent_node_counts_its_tokens_on_each_backend(backend: str) -> None:
-    calls = InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
-                              stop_reason="tool_use", usage=SPENT)
+    calls = calls_a_tool()
     refused = AgentError("the provider refused the second call", kind=ErrorKind.INVALID)
     agent = Agent("researcher", provider=ScriptedProvider([calls, refused]), tools=[look])
     result = Formation("f").add_agent("research", agent, on_error="skip").run("x", backend=backend)
@@ -71,21 +60,14 @@ def test_an_agent_node_that_timed_out_counts_the_tokens_it_spent_on_each_backend
         if request.messages[0].text == "warm up":
             return InferenceResponse.of_text("ready")
         if len(request.messages) == 1:
-            return InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
-                                     stop_reason="tool_use", usage=SPENT)
-        deadline = time.monotonic() + 20
-        while not release.exists() and time.monotonic() < deadline:  # hangs past the node's timeout
-            time.sleep(0.02)
+            return calls_a_tool()
+        wait_for_file(release)  # hangs past the node's timeout
         return InferenceResponse.of_text("late", usage=SPENT)
 
     agent = Agent("researcher", provider=ScriptedProvider([reply], cycle=True), tools=[look])
     formation = Formation("f").add_agent("research", agent, timeout=2.0, on_error="skip")
     with formation.start(backend=backend) as running:
-        # a first run starts the node (a Ray actor's process), so the timer of the second
-        # fires after its first model call even on a loaded machine
-        for _ in range(5):  # a loaded machine may take longer than the timeout to start a Ray actor
-            if running.submit("warm up").result(60).output == "ready":
-                break
+        warm_up(running.submit, "warm up", "ready")
         try:
             result = running.submit("x").result(60)
         finally:
@@ -106,19 +88,14 @@ def test_a_fleet_node_that_timed_out_counts_the_tokens_of_its_finished_and_cut_i
         if "quick" in text:
             return InferenceResponse.of_text("done", usage=SPENT)
         if len(request.messages) == 1:
-            return InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
-                                     stop_reason="tool_use", usage=SPENT)
-        deadline = time.monotonic() + 20
-        while not release.exists() and time.monotonic() < deadline:  # hangs past the node's timeout
-            time.sleep(0.02)
+            return calls_a_tool()
+        wait_for_file(release)  # hangs past the node's timeout
         return InferenceResponse.of_text("late", usage=SPENT)
 
     agent = Agent("worker", provider=ScriptedProvider([reply], cycle=True), tools=[look])
     formation = Formation("f").add_fleet("many", agent, timeout=2.0, on_error="skip")
     with formation.start(backend=backend) as running:
-        for _ in range(5):  # a loaded machine may take longer than the timeout to start a Ray actor
-            if running.submit(["warm up"]).result(60).output == ["ready"]:
-                break
+        warm_up(running.submit, ["warm up"], ["ready"])
         try:
             result = running.submit(["quick", "slow"]).result(60)
         finally:

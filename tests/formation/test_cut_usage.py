@@ -7,31 +7,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from wingman_actors import Agent, Formation, tool
-from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Usage
+from tests.support.cuts import SPENT, calls_a_tool, look
+from wingman_actors import Agent, Formation
+from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.testing import ScriptedProvider
-
-SPENT = Usage(input_tokens=120, output_tokens=30)
-
-
-@tool
-def look(query: str) -> str:
-    """Look something up."""
-    return f"found {query}"
-
-
-@pytest.fixture
-def gate() -> Iterator[tuple[threading.Event, threading.Event]]:
-    entered, release = threading.Event(), threading.Event()
-    try:
-        yield entered, release
-    finally:
-        release.set()
 
 
 def stuck_after_one_call(entered: threading.Event, release: threading.Event) -> Agent:
@@ -40,8 +23,7 @@ def stuck_after_one_call(entered: threading.Event, release: threading.Event) -> 
 
     def reply(request: InferenceRequest) -> InferenceResponse:
         if len(request.messages) == 1:
-            return InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
-                                     stop_reason="tool_use", usage=SPENT)
+            return calls_a_tool()
         entered.set()
         release.wait(10)
         return InferenceResponse.of_text("late", usage=SPENT)
@@ -111,8 +93,7 @@ def test_a_fleet_node_that_timed_out_counts_the_tokens_of_its_finished_and_cut_i
         if "quick" in request.messages[0].text:
             return InferenceResponse.of_text("done", usage=SPENT)
         if len(request.messages) == 1:
-            return InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
-                                     stop_reason="tool_use", usage=SPENT)
+            return calls_a_tool()
         entered.set()
         release.wait(10)
         return InferenceResponse.of_text("late", usage=SPENT)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +16,6 @@ from wingman_actors import Formation
 from wingman_actors.cli import main
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent, FormationEventType
-
-
-@pytest.fixture
-def gate() -> Iterator[tuple[threading.Event, threading.Event]]:
-    entered, release = threading.Event(), threading.Event()
-    try:
-        yield entered, release
-    finally:
-        release.set()
 
 
 def waiting(entered: threading.Event, release: threading.Event) -> Formation:

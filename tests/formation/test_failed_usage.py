@@ -5,23 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from wingman_actors import Agent, Formation, Session, tool
-from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Usage
+from tests.support.cuts import SPENT, calls_a_tool, look
+from wingman_actors import Agent, Formation, Session
+from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import AgentError, ErrorKind, FormationRuntimeError
 from wingman_actors.testing import ScriptedProvider
-
-SPENT = Usage(input_tokens=120, output_tokens=30)
-
-
-@tool
-def look(query: str) -> str:
-    """Look something up."""
-    return f"found {query}"
-
-
-def calls_a_tool() -> InferenceResponse:
-    return InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
-                             stop_reason="tool_use", usage=SPENT)
 
 
 def answers_once_then_fails() -> Agent:

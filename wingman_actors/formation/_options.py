@@ -86,8 +86,23 @@ class RunOptions:
                             f"got {self.backend_options!r}")
         if not isinstance(self.backend, str):
             raise TypeError(f"backend must be a name, 'threads' or 'ray', got {self.backend!r}")
-        if self.run_id is not None and not isinstance(self.run_id, str):
-            raise TypeError(f"run_id must be a str or None, got {self.run_id!r}")
+        if self.run_id is not None:
+            check_new_run_id(self.run_id)
+
+
+def check_new_run_id(run_id: Any) -> None:
+    """Refuse a ``run_id`` for a new run that is not a non-empty str (None, for a generated
+    id, is the caller's to let through). An empty one would otherwise reach the store, whose
+    error names its own method, or read as "no store given".
+
+    Raises:
+        TypeError: ``run_id`` is not a str.
+        ValueError: it is empty.
+    """
+    if not isinstance(run_id, str):
+        raise TypeError(f"run_id must be a str (the new run's id) or None for a generated one, got {run_id!r}")
+    if not run_id:
+        raise ValueError("run_id must be a non-empty str (the new run's id) or None for a generated one, got ''")
 
 
 def require_run_id(run_id: Any, call: str) -> None:

@@ -37,7 +37,7 @@ from ._future import RunFuture, RunSink
 from ._nested_map import FormationMapActor, map_width
 from ._nested_node import FormationNode
 from ._nesting import InnerFormation
-from ._options import RunOptions, check_run_args, merge_options, require_run_id
+from ._options import RunOptions, check_new_run_id, check_run_args, merge_options, require_run_id
 from ._plan import NodeSpec, Plan
 from ._result import FormationResult, NodeTrace
 from ._routing import Router
@@ -335,6 +335,8 @@ class RunningFormation(AsyncSubmit):
         breaks = None
         if break_before is not None or break_after is not None:
             breaks = Breakpoints.of(self.name, self.plan.order, break_before, break_after, self._journal is not None)
+        if run_id is not None:
+            check_new_run_id(run_id)
         if self._journal is not None:
             return self._journal.new_id(run_id), timeout, on_event, board, breaks
         if run_id is not None:
