@@ -1,7 +1,12 @@
 """The error hierarchy of wingman-actors.
 
-Every error the library raises on purpose derives from :class:`WingmanError`; where
-users could catch a builtin before, it stays a second base (``also a ValueError``). The
+Every error the library raises on purpose about what it runs (a model call, a tool, a
+formation, a store, the server) derives from :class:`WingmanError`; where users could
+catch a builtin before, it stays a second base (``also a ValueError``). A call given a
+wrong argument (a bad type or value, before anything runs) raises Python's own
+``TypeError`` or ``ValueError``, and an object used out of turn (a stream's response
+read before its end) a ``RuntimeError``, as httpx and pydantic do: those are mistakes
+in the calling code, caught while writing it, not conditions to handle at run time. The
 classes live here unless a module is named in brackets::
 
     WingmanError
