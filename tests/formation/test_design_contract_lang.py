@@ -600,3 +600,10 @@ def test_to_mermaid_draws_a_nested_formation_as_a_subgraph() -> None:
     text = Formation("outer").add_formation("sub", inner).to_mermaid()
     assert "subgraph" in text and "double" in text
 
+
+def test_a_hand_built_node_with_attributes_but_no_kind_is_told_to_set_kind() -> None:
+    g = nx.DiGraph()
+    g.add_node("a", fn=_double, retries=1)
+    with pytest.raises(FormationSetupError, match=r"node 'a' has no kind.*kind='function'") as caught:
+        Formation("no_kind", g).validate()
+    assert "undeclared" not in str(caught.value)
