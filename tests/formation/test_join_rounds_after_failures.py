@@ -11,6 +11,7 @@ import pytest
 
 from tests.formation.test_joins import _BelowALoser
 from wingman_actors import Formation
+from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation import NodeFailure
 
 
@@ -60,4 +61,32 @@ def test_join_any_in_a_loop_matches_the_skip_of_a_node_failing_with_on_error_ski
          .connect("pick", "fork", when=lambda i: i < 2).connect("pick", "done", otherwise=True))
     result = f.run(0)
     assert n.seen == [{"fast": "fast0"}, {"fast": "fast1"}]
+    assert result.output == 2
+
+
+def test_a_resumed_run_replays_a_failure_routed_along_an_error_edge_into_its_own_iteration(tmp_path: Any) -> None:
+    # The run of test_join_any_in_a_loop_matches_a_failure_routed_along_an_error_edge_to_its_own_iteration,
+    # failing at its end: the resume replays ``relay``'s journalled failure along its error
+    # edge, in the round it belonged to, and runs only what failed.
+    n = _FailingRelay()
+    failing = [True]
+
+    def done(i: int) -> int:
+        if failing:
+            raise RuntimeError("down")
+        return i
+
+    f = (Formation("error_edge_resume").add_function("start", lambda i: i).add_function("fork", lambda i: i)
+         .add_function("slow", n.slow, concurrency=2).add_function("relay", n.relay)
+         .add_function("mend", n.mend).add_function("fast", n.fast)
+         .add_function("pick", n.pick, join="any").add_function("done", done)
+         .connect("start", "fork").connect("fork", "slow", "relay", "pick").connect("fork", "fast", "pick")
+         .connect("relay", "mend", on_error=True).connect("mend", "pick")
+         .connect("pick", "fork", when=lambda i: i < 2).connect("pick", "done", otherwise=True))
+    store = str(tmp_path / "runs.db")
+    with pytest.raises(FormationRuntimeError, match=r"down"):
+        f.run(0, store=store, run_id="r1")
+    failing.clear()
+    result = f.resume("r1", store=store)
+    assert n.seen == [{"fast": "fast0"}, {"mend": "mend1"}]  # pick's visits replayed, not run again
     assert result.output == 2
