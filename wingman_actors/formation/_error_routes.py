@@ -30,9 +30,12 @@ __all__ = ["replay_failure", "route_failure", "skip_error_targets"]
 log = logging.getLogger("wingman_actors.formation")
 
 
-def route_failure(router: Router, run: RunState, spec: NodeSpec, failure: NodeFailure, visit: int) -> bool:
+def route_failure(router: Router, run: RunState, spec: NodeSpec, failure: NodeFailure, visit: int,
+                  tag: tuple[str, int] | None = None) -> bool:
     """Journal ``failure`` (visit ``visit`` of ``spec``'s node) and route it along the
-    node's error edges. False when it could not be journalled (the caller fails the run)."""
+    node's error edges, the visit's ``tag`` on (the round of a ``join="any"`` in a loop it
+    descends from: see ``Router.visit``). False when it could not be journalled (the
+    caller fails the run)."""
     journal = router.journal
     if journal is not None:
         try:
@@ -40,14 +43,15 @@ def route_failure(router: Router, run: RunState, spec: NodeSpec, failure: NodeFa
         except Exception:
             log.exception("could not journal the failure of node %r in run %s", spec.name, run.id)
             return False
-    _take(router, run, spec, failure)
+    _take(router, run, spec, failure, tag)
     return True
 
 
-def replay_failure(router: Router, run: RunState, node: str, visit: int, payload: Any, record: Any) -> None:
+def replay_failure(router: Router, run: RunState, node: str, visit: int, payload: Any, record: Any,
+                   tag: tuple[str, int] | None = None) -> None:
     """A resumed run reached a visit whose journal says it failed into its error edges:
     route the failure again instead of running the node (``payload`` is the visit's input,
-    ``record`` what :meth:`~.durable.Journal.record_failure` wrote)."""
+    ``record`` what :meth:`~.durable.Journal.record_failure` wrote, ``tag`` the visit's)."""
     assert router.journal is not None  # only a journalled run replays
     failure = router.journal.failure(run.id, node, payload, record)
     now = time.perf_counter()
@@ -56,29 +60,31 @@ def replay_failure(router: Router, run: RunState, node: str, visit: int, payload
     if run.listeners:
         emit(run.listeners, FormationEventType.NODE_FAILED, run.id, node,
              {"attempts": failure.attempts, "error": error, "journalled": True})
-    _take(router, run, router.specs[node], failure)
+    _take(router, run, router.specs[node], failure, tag)
 
 
-def skip_error_targets(router: Router, run: RunState, spec: NodeSpec, why: str) -> None:
+def skip_error_targets(router: Router, run: RunState, spec: NodeSpec, why: str,
+                       tag: tuple[str, int] | None = None) -> None:
     """``spec``'s node did not fail (it finished, or was skipped): its forward error edges
-    are not taken."""
+    are not taken (the skips carry the visit's ``tag`` on)."""
     for edge in spec.error_edges:
         if not edge.back:
-            router.arrive_skip(run, edge.target, spec.name, why)
+            router.arrive_skip(run, edge.target, spec.name, why, tag)
 
 
-def _take(router: Router, run: RunState, spec: NodeSpec, failure: NodeFailure) -> None:
+def _take(router: Router, run: RunState, spec: NodeSpec, failure: NodeFailure,
+          tag: tuple[str, int] | None) -> None:
     name = spec.name
     with run.lock:
         run.own("handled")[name] = time.perf_counter()
     for edge in spec.error_edges:
         if edge.back:
-            router.visit(run, edge.target, failure, name)
+            router.visit(run, edge.target, failure, name, tag)
         else:
-            router.arrive(run, edge.target, name, failure)
+            router.arrive(run, edge.target, name, failure, 0, tag)
     why = f"was not taken because {name!r} failed"
     for edge in spec.out_edges:
         if not edge.back:
-            router.arrive_skip(run, edge.target, name, why)
+            router.arrive_skip(run, edge.target, name, why, tag)
     if router.cyclic or spec.is_sink:
         router.finish_one(run)

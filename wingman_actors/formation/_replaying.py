@@ -62,7 +62,7 @@ def replay_visit(router: Router, run: RunState, node: str, visit: int, payload: 
             if done is not None and settled:
                 replayed(router, run, node, visit, done[visit], tag)
             elif (failed := replay.failures.get((node, visit))) is not None:  # it failed into its error edges:
-                replay_failure(router, run, node, visit, payload, failed)  # route the failure again
+                replay_failure(router, run, node, visit, payload, failed, tag)  # route the failure again
             else:  # it failed into on_error="skip": a visit, as a replayed success is
                 now = time.perf_counter()
                 run.own("failures").append((node, 0, now, now, str(reason), None))

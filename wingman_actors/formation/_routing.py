@@ -180,7 +180,7 @@ class Router:
             try:
                 journal.store.record_visit(run.id, name, work.visit, output)
             except Exception as exc:
-                self.supervision.give_up(run, self.specs[name], attempt, exc, work.visit)
+                self.supervision.give_up(run, self.specs[name], attempt, exc, work.visit, tag=work.tag)
                 return
             if run.done:  # the write found the run taken over by another store (see lost)
                 return
@@ -215,12 +215,12 @@ class Router:
                     node=name, attempts=attempt, run_id=run.id, outputs=run.outputs,
                 )
                 err.__cause__ = exc
-                self.supervision.give_up(run, spec, attempt, err, visit)
+                self.supervision.give_up(run, spec, attempt, err, visit, tag=tag)
                 return
             if spec.needs_route and not any(firing):
                 labels = [e.label or "when" for e in spec.out_edges]
                 self.supervision.give_up(run, spec, attempt, NoRouteError(
-                    name, output, labels, attempts=attempt, run_id=run.id, outputs=run.outputs), visit)
+                    name, output, labels, attempts=attempt, run_id=run.id, outputs=run.outputs), visit, tag=tag)
                 return
             for edge, fire in zip(spec.out_edges, firing, strict=True):
                 if fire:
@@ -231,7 +231,7 @@ class Router:
                 elif not edge.back:
                     self.arrive_skip(run, edge.target, name, "did not fire", tag)
             if spec.error_edges:
-                skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded")
+                skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded", tag)
             if spec.is_sink and not self.cyclic:
                 self.finish_one(run)
         if self.cyclic:
@@ -276,7 +276,7 @@ class Router:
             scope.journal_replies()  # before the interrupt: a resume finds them
             journal.store.record_interrupt(run.id, node, work.visit, signal.payload, item=scope.item)
         except Exception as exc:
-            self.supervision.give_up(run, self.specs[node], attempt, exc, work.visit)
+            self.supervision.give_up(run, self.specs[node], attempt, exc, work.visit, tag=work.tag)
             return
         suspend_run(self, run, signal.node, signal.payload, f"run {run.id} was suspended by an interrupt in {node!r}")
 
@@ -444,7 +444,7 @@ class Router:
             if not edge.back:
                 self.arrive_skip(run, edge.target, node, f"was not taken because {node!r} was skipped", tag)
         if spec.error_edges:
-            skip_error_targets(self, run, spec, f"was not taken because {node!r} was skipped")
+            skip_error_targets(self, run, spec, f"was not taken because {node!r} was skipped", tag)
         if spec.is_sink and not self.cyclic:
             self.finish_one(run)
 

@@ -251,25 +251,28 @@ class Supervision:
 
     def give_up(
         self, run: RunState, spec: NodeSpec, attempts: int, exc: BaseException, visit: int = 1,
-        work: Work | None = None,
+        work: Work | None = None, tag: tuple[str, int] | None = None,
     ) -> None:
         """The node's visit failed for good: its error edges take it (when it has some and
         ``work``, the failed delivery, is known: the node's own attempts raising or timing
         out), else its ``on_error`` decides (also for failures around a finished attempt:
-        its output not journalled, a ``when=`` condition raising)."""
+        its output not journalled, a ``when=`` condition raising). ``tag``: the visit's round
+        tag (``work.tag`` when ``work`` is given), carried on to what the failure reaches."""
+        if work is not None:
+            tag = work.tag
         error = f"{type(exc).__name__}: {exc}"
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FAILED, run.id, spec.name,
                  {"attempts": attempts, "error": error})
         if spec.error_edges and work is not None:
             failure = NodeFailure(spec.name, exc, work.payload, attempts, run.id)
-            if route_failure(self.router, run, spec, failure, visit):
+            if route_failure(self.router, run, spec, failure, visit, tag):
                 return
         if spec.on_error == "skip":
             journal = self.router.journal
             if journal is not None and not run.done:
                 journal.store.record_skip(run.id, spec.name, visit, error)
-            self.router.skip(run, spec.name, f"failed after {attempts} attempt(s) and on_error='skip'", error)
+            self.router.skip(run, spec.name, f"failed after {attempts} attempt(s) and on_error='skip'", error, tag=tag)
             if self.router.cyclic:
                 self.router.finish_one(run)
             return

@@ -172,6 +172,10 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
         return [f"node {node!r} has a name of type {type(node).__name__}; name every node with a str"], False
     kind = attrs.get("kind")
     if kind is None:
+        if attrs:  # declared by hand, its kind forgotten (an edge to an undeclared node has no attributes)
+            guess = "'formation'" if "formation" in attrs else "'agent'" if "agent" in attrs else "'function'"
+            return [f"node {node!r} has no kind (it has {', '.join(f'{k}=' for k in attrs)}); set kind= to one of "
+                    f"{quote(KINDS)}, e.g. kind={guess}, or {_DECLARE}"], False
         return [
             f"node {node!r} has no kind: it was probably created by an edge to an undeclared node; "
             f"{_DECLARE} or fix the edge's name"
