@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import sys
+import typing
 from typing import Any, TypeGuard
 
 import pytest
@@ -78,6 +79,45 @@ def test_when_a_tuple_of_types_routes_and_narrows() -> None:
     assert f.run("1.5").outputs == {"number": "number 1.5"}
     assert f.run("x").outputs == {"word": "X"}
     assert f.validate().nodes["parse"].out_edges[0].label == "int | float"
+
+
+@pytest.mark.parametrize("when", [int | float, typing.Union[int, float]], ids=["pipe", "typing.Union"])
+def test_when_a_union_type_routes_and_narrows_as_its_tuple_does(when: Any) -> None:
+    def parse3(text: str) -> str | int | float:
+        return float(text) if "." in text else int(text) if text.isdigit() else text
+
+    def number(n: int | float) -> str:
+        return f"number {n}"
+
+    f = (
+        Formation("union")
+        .add_function("parse", parse3)
+        .add_function("number", number)
+        .add_function("word", shout)
+        .connect("parse", "number", when=when)
+        .connect("parse", "word", when=str)
+    )
+    assert f.run("1.5").outputs == {"number": "number 1.5"}
+    assert f.run("7").outputs == {"number": "number 7"}
+    assert f.run("x").outputs == {"word": "X"}
+    assert f.validate().nodes["parse"].out_edges[0].label == "int | float"
+    assert "-->|when: int #124; float| number" in f.to_mermaid()  # drawn as the tuple is ("|" escaped)
+
+
+def test_a_union_of_something_not_a_class_is_refused_as_when() -> None:
+    f = Formation("f").add_function("a", lambda x: x).add_function("b", lambda x: x)
+    with pytest.raises(FormationSetupError, match=r"when=int \| list\[int\] must be a union of classes"):
+        f.connect("a", "b", when=int | list[int])
+
+
+def test_a_union_when_that_the_output_can_never_match_is_refused() -> None:
+    def text(x: str) -> str:
+        return x
+
+    f = Formation("f").add_function("a", text).add_function("b", lambda x: x)
+    f.connect("a", "b", when=int | float)
+    with pytest.raises(FormationSetupError, match=r"the edge never fires"):
+        f.validate()
 
 
 def is_text_guard(value: object) -> TypeGuard[str]:

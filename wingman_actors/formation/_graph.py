@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from itertools import pairwise
+from types import UnionType
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx  # type: ignore[import-untyped]
@@ -255,7 +256,7 @@ class Formation(Runs, AsyncRuns, Forks):
     def connect(
         self,
         *names: str,
-        when: Callable[[Any], bool] | type | tuple[type, ...] | None = None,
+        when: Callable[[Any], bool] | type | tuple[type, ...] | UnionType | None = None,
         otherwise: bool = False,
         on_error: bool = False,
         **unknown: Any,
@@ -265,7 +266,7 @@ class Formation(Runs, AsyncRuns, Forks):
         Args:
             *names: two or more declared node names.
             when: a condition on the upstream output; the edge carries a message only when
-                it holds: a predicate, or a type or tuple of types (``when=int`` means
+                it holds: a predicate, or a type, tuple or union of types (``when=int`` means
                 ``isinstance(output, int)``; validation then narrows the upstream's output
                 type along the edge, as it does for a predicate annotated ``TypeGuard[T]``
                 or ``TypeIs[T]``). Applies to every edge added.

@@ -37,6 +37,7 @@ from ._typecheck import (
     shared_adapters,
     type_name,
     warn_unresolved,
+    when_types,
 )
 from ._validation import (
     POLICY_DEFAULTS,
@@ -361,7 +362,7 @@ def _edge_types(graph: nx.DiGraph, types: Mapping[str, Any]) -> tuple[dict[tuple
             if when is not None:
                 guards.append(guard)
             along[(u, v)] = src if guard is None else narrow(src, guard)
-            if isinstance(when, type | tuple) and guard is not None and disjoint(src, guard):
+            if when_types(when) is not None and guard is not None and disjoint(src, guard):
                 problems.append(
                     f"edge {u!r} → {v!r}: when={edge_label(when)} means isinstance(output, {edge_label(when)}), "
                     f"but {u!r} outputs {type_name(src)}, so the edge never fires; use a type {u!r} can "
@@ -490,9 +491,9 @@ def _race(forward: nx.DiGraph, node: str, preds: list[str]) -> Mapping[str, froz
     })
 
 
-def _is_instance(types: type | tuple[type, ...]) -> Callable[[Any], bool]:
+def _is_instance(classes: tuple[type, ...]) -> Callable[[Any], bool]:
     def when(output: Any) -> bool:
-        return isinstance(output, types)
+        return isinstance(output, classes)
     return when
 
 
@@ -500,7 +501,8 @@ def _edge_spec(u: str, v: str, attrs: Mapping[str, Any], back: bool) -> EdgeSpec
     when = attrs.get("when")
     if attrs.get("otherwise"):
         return EdgeSpec(u, v, None, back, "otherwise", True)
-    predicate = _is_instance(when) if isinstance(when, type | tuple) else when
+    classes = when_types(when)  # when=int, (int, str), int | str: an isinstance check
+    predicate = when if classes is None else _is_instance(classes)
     return EdgeSpec(u, v, predicate, back, edge_label(when), on_error=is_error_edge(attrs))
 
 

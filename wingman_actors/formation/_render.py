@@ -24,6 +24,7 @@ from typing import Any
 import networkx as nx  # type: ignore[import-untyped]
 
 from ._plan import Plan
+from ._typecheck import when_types
 from ._validation import back_edges, edge_label, is_error_edge, is_formation
 
 __all__ = ["to_dot", "to_mermaid"]
@@ -74,7 +75,7 @@ def _graph_label(attrs: Any) -> str:
     if attrs.get("otherwise") is True:
         return "otherwise"
     when = attrs.get("when")
-    return edge_label(when) if callable(when) or isinstance(when, tuple) else ""
+    return edge_label(when) if callable(when) or when_types(when) is not None else ""
 
 
 def _key(source: Any) -> int:

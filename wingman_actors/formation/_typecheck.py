@@ -41,6 +41,7 @@ __all__ = [
     "warn_unresolved",
     "is_sequence",
     "guard_type",
+    "when_types",
     "item_type",
     "narrow",
     "prompt_fields",
@@ -165,16 +166,30 @@ if hasattr(typing, "TypeIs"):  # Python 3.13+
     _GUARDS.add(typing.TypeIs)
 
 
+def when_types(when: Any) -> tuple[Any, ...] | None:
+    """The classes a ``when=`` type condition lets through (``isinstance(output, ...)``):
+    ``when=int`` gives ``(int,)``, a tuple itself, a union (``int | str``,
+    ``Optional[int]``) its members; None for a predicate (or no condition). The members
+    are as given: validation checks that they are classes."""
+    if isinstance(when, type):
+        return (when,)
+    if isinstance(when, tuple):
+        return when
+    if get_origin(when) in (Union, types.UnionType):
+        return get_args(when)
+    return None
+
+
 def guard_type(when: Any) -> Any:
     """The type a ``when=`` condition lets through, or None when it does not say.
 
-    ``when=int`` → ``int``; ``when=(int, str)`` → ``int | str``; a predicate annotated
+    ``when=int`` → ``int``; ``when=(int, str)`` or ``when=int | str`` → ``int | str``; a predicate annotated
     ``-> TypeGuard[T]`` or ``-> TypeIs[T]`` → ``T``.
     """
     if isinstance(when, type):
         return when
-    if isinstance(when, tuple):
-        return Union[when] if when and all(isinstance(t, type) for t in when) else None
+    if (classes := when_types(when)) is not None:  # a tuple or a union of types
+        return Union[classes] if classes and all(isinstance(t, type) for t in classes) else None
     if callable(when):
         returns = inspect_callable(when).returns
         if get_origin(returns) in _GUARDS:

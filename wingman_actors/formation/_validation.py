@@ -42,7 +42,7 @@ from typing import Any
 import networkx as nx  # type: ignore[import-untyped]
 
 from .._graphs import back_edges
-from ._typecheck import inspect_callable
+from ._typecheck import inspect_callable, when_types
 
 __all__ = [
     "EDGE_ATTRS",
@@ -87,11 +87,11 @@ OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)",
 
 def edge_label(when: Any) -> str:
     """The label of an edge carrying ``when``: the predicate's or the type's name (``int |
-    str`` for a tuple of types), or ``"when"``."""
+    str`` for a tuple of types or a union), or ``"when"``."""
     if when is None:
         return ""
-    if isinstance(when, tuple):
-        return " | ".join(getattr(t, "__name__", "?") for t in when)
+    if not isinstance(when, type) and (classes := when_types(when)) is not None:
+        return " | ".join(getattr(t, "__name__", "?") for t in classes)
     name = getattr(when, "__name__", None)
     return name if isinstance(name, str) and name.isidentifier() else "when"
 
@@ -246,8 +246,12 @@ def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
             out.append(f"{where}: when=(...) must be a tuple of types (isinstance checks), got {when!r}")
     elif isinstance(when, type):
         pass  # when=int: isinstance(output, int)
+    elif (classes := when_types(when)) is not None:  # when=int | str
+        if not all(isinstance(t, type) for t in classes):
+            out.append(f"{where}: when={when!r} must be a union of classes (isinstance checks: int | str, not "
+                       "list[int]); use a predicate for a check of what a container holds")
     elif not callable(when):
-        out.append(f"{where}: when must be a predicate on the output of {u!r}, a type or a tuple of types, "
+        out.append(f"{where}: when must be a predicate on the output of {u!r}, a type, a tuple or a union of types, "
                    f"got {type(when).__name__}")
     elif not inspect_callable(when).accepts_one():
         out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
