@@ -33,7 +33,7 @@ classes live here unless a module is named in brackets::
     ├── FleetItemsError         some items of a fleet node failed (``errors`` by item index)
     │   └── MapItemsError       some items of a map node failed
     ├── NoStoreError            ``interrupt()`` was called where no run store journals the
-    │                           run (also a RuntimeError)
+    │                           run (also a RuntimeError; never retried)
     ├── StoreError              the run store refused or failed to do something [store]
     │   ├── StoreOpenError      the path is not a usable run store (also a ValueError)
     │   │   └── StoreVersionError  the file was written by a newer wingman-actors
@@ -428,8 +428,12 @@ class MapItemsError(FleetItemsError):
 class NoStoreError(WingmanError, RuntimeError):
     """``interrupt()`` was called where no run store journals the run.
 
-    It is also a ``RuntimeError``, as it was before it joined :class:`WingmanError`.
+    It is also a ``RuntimeError``, as it was before it joined :class:`WingmanError`. Never
+    retried (``retryable`` is False, whatever a node's ``retry_on`` says): another attempt
+    of the same run has no store either.
     """
+
+    retryable = False
 
 
 class MissingExtraError(WingmanError, ModuleNotFoundError):

@@ -63,6 +63,19 @@ def test_interrupt_without_a_store_raises_a_clear_error() -> None:
         interrupt("outside any formation")
 
 
+def test_interrupt_without_a_store_is_not_retried_whatever_retries_says() -> None:
+    calls: list[str] = []
+
+    def ask(draft: str) -> str:
+        calls.append(draft)
+        return str(interrupt({"draft": draft}))
+
+    f = Formation("ask").add_function("ask", ask, retries=3, backoff=0.5)
+    with pytest.raises(FormationRuntimeError, match=r"after 1 attempt\(s\)") as info:
+        f.run("memo")
+    assert isinstance(info.value.__cause__, NoStoreError) and calls == ["memo"]
+
+
 def test_a_suspended_run_expires_after_the_store_suspend_ttl(path: Path) -> None:
     f = approval()
     with RunStore(path, suspend_ttl=0.2) as store:

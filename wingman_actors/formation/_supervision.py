@@ -6,7 +6,8 @@ A failed attempt is restarted on a fresh replica and redelivered, up to the node
 that when ``jitter`` is on). Only errors the node's ``retry_on`` names are retried
 (:func:`retryable`; by default every error but ``PayloadError``); any other gives up at
 once. An error that says it cannot succeed on a retry (``retryable = False``: a
-``PayloadError``, a provider's 4xx) is never retried, whatever ``retry_on`` says.
+``PayloadError``, a provider's 4xx, ``interrupt()`` without a store) is never retried,
+whatever ``retry_on`` says.
 
 An attempt that runs past its ``timeout`` is abandoned (a fresh replica takes new work at
 once) and counts as a failure with a :class:`~wingman_actors.errors.NodeTimeoutError`: it
