@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.server.test_formations import create
 
@@ -50,14 +49,6 @@ def test_an_unknown_exception_name_in_retry_on_is_refused(client: httpx.Client) 
     assert response.status_code == 400
     [problem] = response.json()["problems"]
     assert problem.startswith("nodes[0] ('boom'): retry_on names 'NoSuchError', 'print', not a built-in exception")
-
-
-@pytest.mark.parametrize("value", [[], ""])
-def test_an_empty_retry_on_is_refused_as_retrying_nothing(client: httpx.Client, value: object) -> None:
-    response = client.post("/formations", json=guarded(retries=2, retry_on=value))
-    assert response.status_code == 400
-    [problem] = response.json()["problems"]
-    assert problem.startswith("nodes[0] ('boom'): retry_on is empty, which would retry nothing")
 
 
 def test_an_error_edge_with_a_condition_is_refused(client: httpx.Client) -> None:

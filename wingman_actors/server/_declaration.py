@@ -241,9 +241,6 @@ def _retry_on_names(value: list[str] | str | None) -> list[str]:
 
 
 def _retry_on_problems(where: str, value: list[str] | str | None) -> list[str]:
-    if value is not None and not value:
-        return [f"{where}: retry_on is empty, which would retry nothing whatever retries says; name the errors to "
-                "retry, leave retry_on out (every error but PayloadError), or set retries to 0"]
     unknown = [name for name in _retry_on_names(value) if exception_class(name) is None]
     if not unknown:
         return []
