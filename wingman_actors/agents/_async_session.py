@@ -452,6 +452,7 @@ async def arun_fleet(fleet: Fleet) -> list[FleetResult]:
             result: Result | None = None
             error: BaseException | None = None
             data = None
+            session: Session | None = None
             try:
                 session, message, data = fleet._open_session(index)
                 try:
@@ -461,7 +462,9 @@ async def arun_fleet(fleet: Fleet) -> list[FleetResult]:
                     fleet._close_session(index, session)
             except (Exception, RunSuspended) as exc:
                 error = exc
-            return _fleet_result(index, fleet._worker_name(index), result, error, data, time.perf_counter() - started)
+            spent = session._spent_so_far() if error is not None and session is not None else None
+            return _fleet_result(index, fleet._worker_name(index), result, error, data, time.perf_counter() - started,
+                                 spent)
 
     try:
         return list(await asyncio.gather(*(one(i) for i in range(n))))

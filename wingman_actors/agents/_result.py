@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core import Message, StopReason, Usage
 
 __all__ = [
-    "ChildRun", "Result", "StepTrace", "ToolCall", "charge", "collect_child_runs", "report_child_run", "spent",
+    "ChildRun", "Result", "SpentOnFailure", "StepTrace", "ToolCall", "charge", "collect_child_runs", "report_child_run", "spent",
 ]
 
 
@@ -25,34 +25,52 @@ _NOTHING_SPENT = Usage()
 
 
 def charge(error: BaseException, usage: Usage | None) -> None:
-    """Say on ``error``, with which a run failed, what the run had spent (``usage``): an
-    :class:`~wingman_actors.errors.AgentError`'s or ``FleetItemsError``'s ``usage``; any other
-    exception gets a ``usage`` attribute when it has none of its own (the failure path
-    only: a traced node counts the tokens of its failed attempts, :func:`spent`)."""
+    """Say on ``error``, with which a run failed, what the run had spent (``usage``), when
+    ``error`` is ours to annotate: an :class:`~wingman_actors.errors.AgentError`'s or
+    ``FleetItemsError``'s ``usage``. Any other exception (a user's, a vendor SDK's) is left
+    as it was raised: what its run spent travels beside it (:class:`SpentOnFailure`)."""
     from ..errors import AgentError, FleetItemsError
 
-    if usage is not None and usage == _NOTHING_SPENT:
-        usage = None
     if isinstance(error, AgentError | FleetItemsError):
-        error.usage = usage
-    elif usage is not None and not hasattr(error, "usage"):
-        try:
-            error.usage = usage  # type: ignore[attr-defined]
-        except Exception:  # a class that refuses new attributes: the tokens go uncounted
-            pass
+        error.usage = None if usage is not None and usage == _NOTHING_SPENT else usage
 
 
 def spent(error: BaseException) -> Usage | None:
     """What the run that failed with ``error`` had spent (see :func:`charge`), looking
-    through its causes (a timeout wraps the session's own error); None when unknown."""
+    through its causes (a timeout wraps the session's own error); None when unknown.
+    Only our own errors say it: another exception's ``usage`` attribute is not ours to read."""
+    from ..errors import AgentError, FleetItemsError
+
     seen = 0
     current: BaseException | None = error
     while current is not None and seen < 8:
-        usage = getattr(current, "usage", None)
-        if isinstance(usage, Usage):
-            return usage
+        if isinstance(current, AgentError | FleetItemsError) and current.usage is not None:
+            return current.usage
         current, seen = current.__cause__, seen + 1
     return None
+
+
+class SpentOnFailure(Exception):
+    """Internal: an attempt of an agent or fleet node failed with ``error`` (an exception
+    the library does not own, so it is not annotated) after spending ``usage`` on model
+    calls. A node's ``process`` raises it; the actor that called ``process`` unwraps it at
+    once and hands ``error`` on as the attempt's error, ``usage`` beside it (it crosses a
+    Ray call intact: it pickles as its two arguments)."""
+
+    def __init__(self, error: Exception, usage: Usage) -> None:
+        super().__init__(error, usage)
+        self.error = error
+        self.usage = usage
+
+    @staticmethod
+    def wrap(error: Exception, usage: Usage | None) -> Exception:
+        """``error`` with ``usage`` beside it, or ``error`` itself when it says its usage
+        itself (our own errors) or nothing was spent."""
+        from ..errors import AgentError, FleetItemsError
+
+        if usage is None or usage == _NOTHING_SPENT or isinstance(error, AgentError | FleetItemsError):
+            return error
+        return SpentOnFailure(error, usage)
 
 
 class ToolCall(BaseModel):

@@ -254,7 +254,7 @@ class Router:
             return False
         # In the run's record now, not when the supervisor gets to it: a run that suspends
         # meanwhile (another branch's interrupt) shows this node failed.
-        note_failure(run, work.target, attempt, started, finished, exc)
+        note_failure(run, work.target, attempt, started, finished, exc, getattr(actor, "failed_spent", None))
         if run.done:  # the run ended meanwhile (failed, cancelled, suspended): nothing to retry
             return False
         retire: bool = getattr(actor, "retires_on_failure", True)  # not one with other visits in flight
