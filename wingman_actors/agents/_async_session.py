@@ -350,7 +350,7 @@ async def _execute(step: ToolStep, call: ContentBlock) -> _Outcome:
     if aexecute is None:  # on a daemon thread: one left stuck holds neither the caller's loop nor exit
         return await in_daemon_thread(step.execute, call, name=f"wingman-tool-{step.agent.name}")
     spans, name, call_id = step.spans, call.name or "", call.id or ""
-    with collect_child_runs() as children, contextlib.ExitStack() as stack:
+    with collect_child_runs(step.live) as children, contextlib.ExitStack() as stack:
         span = stack.enter_context(spans.tool(call, tool.description)) if spans is not None else None  # type: ignore[union-attr]
         t0 = time.perf_counter()
         error: Exception | None = None

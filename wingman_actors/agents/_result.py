@@ -9,7 +9,7 @@ a user can walk (:meth:`Result.walk`).
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core import Message, StopReason, Usage
 
 __all__ = [
-    "ChildRun", "Result", "SpentOnFailure", "StepTrace", "ToolCall", "charge", "collect_child_runs", "report_child_run", "spent",
+    "ChildRun", "Result", "SpentOnFailure", "StepTrace", "ToolCall", "charge", "collect_child_runs", "report_child_run", "report_live_child",
+    "spent",
 ]
 
 
@@ -186,9 +187,12 @@ class Result(BaseModel):
 StepTrace.model_rebuild()
 ChildRun.model_rebuild()
 
-_collector: contextvars.ContextVar[list[ChildRun] | None] = contextvars.ContextVar(
+_collector: contextvars.ContextVar[collect_child_runs | None] = contextvars.ContextVar(
     "wingman_child_runs", default=None
 )
+
+Spender = Callable[[], Usage | None]
+"""What a child run has spent on model calls so far (a child session's ``_spent_so_far``)."""
 
 
 def report_child_run(child: ChildRun) -> None:
@@ -196,25 +200,38 @@ def report_child_run(child: ChildRun) -> None:
 
     Call it from the thread (or context) that runs the tool.
     """
-    runs = _collector.get()
-    if runs is not None:
-        runs.append(child)
+    collector = _collector.get()
+    if collector is not None:
+        collector.runs.append(child)
+
+
+def report_live_child(spent_so_far: Spender) -> None:
+    """Say, as a child run starts inside the tool call being executed, how to read what it
+    has spent so far (no-op outside a session's tool call). Until the tool step ends and
+    its children's usage is added to the run's, the delegating session counts it in its
+    own ``_spent_so_far``: a run cut meanwhile (its timeout, its node's, a cancel) counts
+    the model calls its children had made."""
+    collector = _collector.get()
+    if collector is not None and collector.live is not None:
+        collector.live.append(spent_so_far)
 
 
 class collect_child_runs:  # lower-case: used like a function, `with collect_child_runs() as runs:`
-    """Collect the :class:`ChildRun` objects reported inside the ``with`` block.
+    """Collect the :class:`ChildRun` objects reported inside the ``with`` block, and the
+    live children's spenders into ``live`` (the tool step's, read by its session).
 
     The session wraps each tool execution in one; a nested block (a child's own tool
     call) collects separately, so each run sees only its direct children.
     """
 
-    __slots__ = ("_reset", "runs")
+    __slots__ = ("_reset", "live", "runs")
 
-    def __init__(self) -> None:
+    def __init__(self, live: list[Spender] | None = None) -> None:
         self.runs: list[ChildRun] = []
+        self.live = live
 
     def __enter__(self) -> list[ChildRun]:
-        self._reset = _collector.set(self.runs)
+        self._reset = _collector.set(self)
         return self.runs
 
     def __exit__(self, *exc: object) -> None:

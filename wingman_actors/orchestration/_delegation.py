@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._cancel import CancelToken
 from ..agents._agent import Agent
-from ..agents._result import ChildRun, Result, report_child_run
+from ..agents._result import ChildRun, Result, report_child_run, report_live_child
 from ..agents._session import Session
 from ..core import Message, ToolDefinition
 from ..errors import AgentError, ErrorKind, ToolError
@@ -259,6 +259,7 @@ class DelegateTool:
             group.check()  # a sibling failed, or the delegating run stopped, before this task started
             session = Session(agent, work_dir=ctx.work_dir, history=history)
             session._lineage = (frame.depth, ctx.session_id or None)  # its own events carry them too
+            report_live_child(session._spent_so_far)  # the parent, cut meanwhile, counts what it spent
             for bus in frame.buses:
                 if "subagent_start" in bus.kinds:
                     bus.emit(Event("subagent_start", task.agent, session.id, depth=frame.depth,
