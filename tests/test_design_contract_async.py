@@ -712,3 +712,36 @@ def test_a_run_timeout_through_astream_ends_the_stream_with_the_runs_failure() -
         release.set()
     assert took < 0.3 + LIMIT + SLACK
     assert kinds[-1] == "run_failed"
+
+
+# -- the blocking API inside the runtime's own loop ------------------------------------------------
+
+
+def test_an_async_node_may_call_the_blocking_run_of_a_formation_of_async_nodes() -> None:
+    inner = Formation("inner").add_function("inc", plus_one)
+
+    async def outer(x: int) -> int:
+        return inner.run(x, timeout=5).output * 10  # type: ignore[no-any-return]
+
+    assert Formation("outer").add_function("o", outer).run(1, timeout=10).output == 20
+
+
+def test_an_async_tool_may_call_the_blocking_run_of_a_session_whose_tools_are_async() -> None:
+    @tool
+    async def inner_lookup() -> str:
+        """Look it up."""
+        await asyncio.sleep(0.01)
+        return "found"
+
+    @tool
+    async def ask_a_colleague() -> str:
+        """Ask another agent."""
+        asks = InferenceResponse.of_tool_calls([("t", "inner_lookup", {})])
+        colleague = Agent("colleague", provider=ScriptedProvider([asks, "colleague says hi"]), tools=[inner_lookup])
+        return Session(colleague).run("help", timeout=5).response
+
+    asks = InferenceResponse.of_tool_calls([("t", "ask_a_colleague", {})])
+    agent = Agent("lead", provider=ScriptedProvider([asks, "ok"]), tools=[ask_a_colleague])
+    result = Session(agent).run("go", timeout=10)
+    assert result.response == "ok"
+    assert [c.output for c in result.tool_calls] == ["colleague says hi"]
