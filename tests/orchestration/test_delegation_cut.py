@@ -112,3 +112,27 @@ def test_an_async_session_timing_out_while_its_child_works_counts_the_childs_tok
     error = asyncio.run(main())
     assert error.kind is ErrorKind.TIMEOUT
     assert error.usage == BOSS + CHILD
+
+
+def test_a_delegated_child_that_fails_after_a_model_call_still_counts_its_tokens_in_the_parents_usage() -> None:
+    @tool
+    def look() -> str:
+        """Look around."""
+        return "nothing"
+
+    asks = InferenceResponse(content=[ContentBlock.tool_use_block("l1", "look", {})], stop_reason="tool_use",
+                             usage=CHILD)
+    refused = AgentError("the provider refused the second call", kind=ErrorKind.INVALID)
+    registry = AgentRegistry()
+    registry.register(Agent("helper", provider=ScriptedProvider([asks, refused]), tools=[look]),
+                      description="fails after one call")
+    delegate = InferenceResponse(
+        content=[ContentBlock.tool_use_block("d1", "delegate", {"tasks": [{"agent": "helper", "task": "fetch"}]})],
+        stop_reason="tool_use", usage=BOSS)
+    boss = Agent("boss", provider=ScriptedProvider([delegate, InferenceResponse.of_text("done", usage=BOSS)]),
+                 delegates=registry)
+    result = Session(boss).run("go")
+    (child,) = result.child_runs
+    assert child.error is not None and child.result is None
+    assert child.usage == CHILD
+    assert result.usage == BOSS + BOSS + CHILD

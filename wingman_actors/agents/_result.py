@@ -121,6 +121,8 @@ class ChildRun(BaseModel):
         error: why it did not finish (failed or cancelled), else None.
         depth: its delegation depth (1 for a task handed out by a root agent).
         messages: its conversation; each message's ``sender`` says who wrote it.
+        spent: for a child that did not finish (failed or cancelled), the tokens its model
+            calls had spent by then (they were paid for); empty for one that finished.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -131,11 +133,12 @@ class ChildRun(BaseModel):
     error: str | None = None
     depth: int = 1
     messages: list[Message] = Field(default_factory=list)
+    spent: Usage = Field(default_factory=Usage)
 
     @property
     def usage(self) -> Usage:
-        """Tokens the child used (its own children's included); none when it failed."""
-        return self.result.usage if self.result is not None else Usage()
+        """Tokens the child used (its own children's included), a child that failed too."""
+        return self.result.usage if self.result is not None else self.spent
 
 
 class Result(BaseModel):

@@ -36,7 +36,7 @@ from .._cancel import CancelToken
 from ..agents._agent import Agent
 from ..agents._result import ChildRun, Result, report_child_run, report_live_child
 from ..agents._session import Session
-from ..core import Message, ToolDefinition
+from ..core import Message, ToolDefinition, Usage
 from ..errors import AgentError, ErrorKind, ToolError
 from ..events import Event, EventBus
 from ..tools import ToolContext, format_validation_error
@@ -250,8 +250,10 @@ class DelegateTool:
 
         def child(result: Result | None = None, error: str | None = None) -> ChildRun:
             messages = list(session.history) if session is not None else []
+            spent = session._spent_so_far() if session is not None and result is None else None  # paid for
             return ChildRun(
-                agent=task.agent, task=task.task, depth=frame.depth, result=result, error=error, messages=messages
+                agent=task.agent, task=task.task, depth=frame.depth, result=result, error=error, messages=messages,
+                spent=spent or Usage(),
             )
 
         history = [Message.user(task.context, sender=self.owner)] if task.context else []
