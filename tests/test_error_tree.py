@@ -23,6 +23,10 @@ NOT_ERRORS: dict[str, str] = {
     ),
     "wingman_actors._launcher.errors.Terminated": "SIGTERM as a KeyboardInterrupt, so a run stops as on Ctrl-C",
     "wingman_actors.actors._payloads._TooDeep": "private signal of the payload walk, caught in its module",
+    "wingman_actors.agents._result.SpentOnFailure": (
+        "private carrier of a failed agent or fleet attempt's own error and what it spent, from the node's "
+        "process() to its actor (across a Ray call too), unwrapped there: never reaches a user"
+    ),
     "wingman_actors.store._codec._Unsupported": "private signal of the journal codec, turned into a SerializationError",
     "wingman_actors.server._body._NotJson": "private signal of the JSON body parser, turned into an HTTP 400",
     "wingman_actors.formation._plan.ConditionRaised": (

@@ -487,7 +487,7 @@ def test_a_fleet_task_result_is_the_dataclass_its_constructor_makes() -> None:
     assert made == FleetResult(3, "a-3", None, error, {"id": 3}, 0.5)
     assert repr(made) == repr(FleetResult(3, "a-3", None, error, {"id": 3}, 0.5))
     assert [f.name for f in dataclasses.fields(FleetResult)] == [
-        "task_index", "worker_name", "result", "error", "data", "duration_s"
+        "task_index", "worker_name", "result", "error", "data", "duration_s", "usage"
     ]  # _fleet_result sets each of these: a new field must be set there too
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.data = None  # type: ignore[misc]

@@ -106,3 +106,32 @@ def test_a_fleet_node_that_timed_out_counts_the_tokens_of_its_finished_and_cut_i
     assert entered.is_set()
     assert trace.usage == SPENT + SPENT
     assert result.usage == SPENT + SPENT
+
+
+def test_an_agent_node_cut_by_a_cancel_whose_session_gives_up_at_once_counts_its_tokens_and_time_once(
+    gate: tuple[threading.Event, threading.Event]
+) -> None:
+    entered, release = gate
+
+    @tool
+    def wait_for_data() -> str:
+        """Wait for the data (hangs: the cancel abandons the call, and the session ends at once)."""
+        entered.set()
+        release.wait(10)
+        return "late"
+
+    first = InferenceResponse(content=[ContentBlock.tool_use_block("w1", "wait_for_data", {})],
+                              stop_reason="tool_use", usage=SPENT)
+    agent = Agent("researcher", provider=ScriptedProvider([first, "never"]), tools=[wait_for_data])
+    events: list[object] = []
+    with Formation("f").add_agent("research", agent).start(on_event=events.append) as running:
+        future = running.submit("x")
+        assert entered.wait(5)
+        time.sleep(0.05)
+        assert running.cancel(future.run_id) is True  # type: ignore[attr-defined]
+        time.sleep(0.3)  # the cut session's own error reaches the runtime meanwhile
+    cancelled = next(e for e in events if getattr(e, "type", None) == "run_cancelled")
+    trace = cancelled.data["nodes"]["research"]  # type: ignore[attr-defined]
+    assert (trace.status, trace.attempts) == ("cancelled", 1)
+    assert trace.usage == SPENT
+    assert trace.duration_s < 1.0

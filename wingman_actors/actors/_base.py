@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import pykka
 
 from .._interrupts import RunSuspended, VisitScope
+from ..agents._result import SpentOnFailure
 from ..core import StreamEvent, Usage
 from ..integrations.otel import node_work
 from ..orchestration._blackboard import Blackboard, use_blackboard
@@ -132,6 +133,12 @@ class NodeActor(RuntimeActor):
         else:
             raise TypeError(f"reply_to must be an actor ref or a callable, got {type(reply_to).__name__}")
 
+    failed_spent: Usage | None = None
+    """What the attempt that failed last spent on model calls, when its error cannot say
+    (an exception the library does not own: see
+    :class:`~wingman_actors.agents._result.SpentOnFailure`); read by the observer's
+    ``failed``."""
+
     retires_on_failure = True
     """Whether a failed attempt retires this replica (the supervisor starts a fresh one);
     a replica with other visits in flight (an async function node's) serves on."""
@@ -222,11 +229,16 @@ class NodeActor(RuntimeActor):
             raise
         except Exception as exc:
             self.current = None
+            spent: Usage | None = None
+            if isinstance(exc, SpentOnFailure):  # an agent's or fleet's attempt: its error, what it spent beside it
+                spent = exc.usage
+                exc = exc.error
             if observer is not None:
+                self.failed_spent = spent
                 return observer.failed(work, attempt, exc, started, time.perf_counter(), self)
             reply = Envelope(
                 next_id(), work.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(), work.target, run,
-                attempt, work.envelope, None, started, time.perf_counter(), self.replica,
+                attempt, work.envelope, spent, started, time.perf_counter(), self.replica,
             )
         else:
             self.current = None

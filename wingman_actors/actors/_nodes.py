@@ -27,7 +27,7 @@ from .._interrupts import RunSuspended
 from ..agents._agent import Agent
 from ..agents._fleet import DEFAULT_MAX_WORKERS, Fleet, FleetResult, Task
 from ..agents._fleet_loops import WorkerPool
-from ..agents._result import spent
+from ..agents._result import SpentOnFailure
 from ..agents._session import Session
 from ..core import Usage
 from ..errors import FleetItemsError, PayloadError  # re-exported: their old home
@@ -155,6 +155,11 @@ class AgentActor(NodeActor):
                     result = stream.result()
                 else:
                     result = session.run(message, timeout=timeout)
+        except Exception as exc:  # what the session spent goes beside an exception we do not own
+            wrapped = SpentOnFailure.wrap(exc, self.spent_so_far())
+            if wrapped is exc:
+                raise
+            raise wrapped from None
         finally:
             self._token = self._session = None
         return result.output, result.usage
@@ -188,8 +193,8 @@ class FleetActor(NodeActor):
         self.work_dir = work_dir
         self._fleet: Fleet | None = None
         self._pool: WorkerPool | None = None
-        # the attempt's finished items' usages and failed items' errors: spent_so_far
-        self._done: tuple[list[Usage], dict[int, BaseException]] | None = None
+        # the attempt's finished items' usages (those that failed too): spent_so_far
+        self._done: list[Usage] | None = None
 
     @property
     def interruptible(self) -> bool:
@@ -207,9 +212,7 @@ class FleetActor(NodeActor):
         fleet, done = self._fleet, self._done
         if fleet is None or done is None:
             return None
-        usages, errors = done
-        failed = [u for e in list(errors.values()) if (u := spent(e)) is not None]
-        return Usage.sum([*list(usages), *failed, fleet._spent_so_far()])
+        return Usage.sum([*list(done), fleet._spent_so_far()])
 
     def on_stop(self) -> None:
         pool, self._pool = self._pool, None
@@ -253,7 +256,7 @@ class FleetActor(NodeActor):
                 self.agent, todo, max_workers=self.max_workers, timeout=self._timeout(env), render=render,
                 executor=self._workers(),
             )
-            self._fleet, self._done = fleet, (usages, errors)
+            self._fleet, self._done = fleet, usages
             if env.run is not None and env.run.done:  # cancelled before interrupt() could see the fleet
                 fleet.cancel("the run was cancelled")
 
@@ -262,11 +265,11 @@ class FleetActor(NodeActor):
                 # the rest (result, trace) is let go at once instead of at the end of the run,
                 # so a 1,000-item fleet does not hold 1,000 results until its last item ends.
                 i = todo[fr.task_index]
+                usages.append(fr.usage)  # a failed item's calls were paid for too
                 if fr.error is not None:
                     errors[i] = fr.error
                 elif fr.result is not None:
                     memo[i] = fr.result.output
-                    usages.append(fr.result.usage)
 
             try:
                 if observer is None:
@@ -284,7 +287,7 @@ class FleetActor(NodeActor):
                 raise errors[min(asking)]
             failed = FleetItemsError(self.name, len(items), dict(sorted(errors.items())))  # in item order
             # what this attempt's items spent, those that failed too: paid for, and traced
-            failed.usage = Usage.sum([*usages, *(u for e in errors.values() if (u := spent(e)) is not None)])
+            failed.usage = Usage.sum(usages)
             raise failed
         return [memo[i] for i in range(len(items))], Usage.sum(usages)
 

@@ -350,7 +350,7 @@ async def _execute(step: ToolStep, call: ContentBlock) -> _Outcome:
     if aexecute is None:  # on a daemon thread: one left stuck holds neither the caller's loop nor exit
         return await in_daemon_thread(step.execute, call, name=f"wingman-tool-{step.agent.name}")
     spans, name, call_id = step.spans, call.name or "", call.id or ""
-    with collect_child_runs() as children, contextlib.ExitStack() as stack:
+    with collect_child_runs(step.live) as children, contextlib.ExitStack() as stack:
         span = stack.enter_context(spans.tool(call, tool.description)) if spans is not None else None  # type: ignore[union-attr]
         t0 = time.perf_counter()
         error: Exception | None = None
@@ -452,6 +452,7 @@ async def arun_fleet(fleet: Fleet) -> list[FleetResult]:
             result: Result | None = None
             error: BaseException | None = None
             data = None
+            session: Session | None = None
             try:
                 session, message, data = fleet._open_session(index)
                 try:
@@ -461,7 +462,9 @@ async def arun_fleet(fleet: Fleet) -> list[FleetResult]:
                     fleet._close_session(index, session)
             except (Exception, RunSuspended) as exc:
                 error = exc
-            return _fleet_result(index, fleet._worker_name(index), result, error, data, time.perf_counter() - started)
+            spent = session._spent_so_far() if error is not None and session is not None else None
+            return _fleet_result(index, fleet._worker_name(index), result, error, data, time.perf_counter() - started,
+                                 spent)
 
     try:
         return list(await asyncio.gather(*(one(i) for i in range(n))))

@@ -90,6 +90,8 @@ class FleetResult:
         error: what the task raised (an ``AgentError`` or any exception), or None.
         data: the task's ``data``, passed through.
         duration_s: wall time of the task, session creation and close included.
+        usage: the tokens the task's model calls spent, a failed task's too (its
+            ``result.usage`` when it succeeded).
     """
 
     task_index: int
@@ -98,6 +100,7 @@ class FleetResult:
     error: BaseException | None
     data: Any = None
     duration_s: float = 0.0
+    usage: Usage = dataclasses.field(default_factory=Usage)
 
     @property
     def ok(self) -> bool:
@@ -111,13 +114,16 @@ class FleetResult:
 
 
 _new = object.__new__
-_set_index, _set_name, _set_result, _set_error, _set_data, _set_duration = (
-    FleetResult.__dict__[f].__set__ for f in ("task_index", "worker_name", "result", "error", "data", "duration_s")
+_set_index, _set_name, _set_result, _set_error, _set_data, _set_duration, _set_usage = (
+    FleetResult.__dict__[f].__set__
+    for f in ("task_index", "worker_name", "result", "error", "data", "duration_s", "usage")
 )
+_NO_USAGE = Usage()
 
 
 def _fleet_result(
-    index: int, worker_name: str, result: Result | None, error: BaseException | None, data: Any, duration_s: float
+    index: int, worker_name: str, result: Result | None, error: BaseException | None, data: Any, duration_s: float,
+    spent: Usage | None = None,
 ) -> FleetResult:
     """``FleetResult(...)`` as each task ends, in half the time: the frozen dataclass's
     ``__init__`` goes through ``object.__setattr__`` once per field."""
@@ -128,6 +134,7 @@ def _fleet_result(
     _set_error(fr, error)
     _set_data(fr, data)
     _set_duration(fr, duration_s)
+    _set_usage(fr, result.usage if result is not None else spent or _NO_USAGE)
     return fr
 
 
@@ -433,6 +440,7 @@ class Fleet:
         result: Result | None = None
         error: BaseException | None = None
         data = None
+        session: Session | None = None
         try:
             session, message, data = self._open_session(index)
             try:
@@ -441,7 +449,9 @@ class Fleet:
                 self._close_session(index, session)
         except (Exception, RunSuspended) as exc:  # RunSuspended: interrupt() in a journalled formation's item
             error = exc
-        return _fleet_result(index, f"{self.agent.name}-{index}", result, error, data, time.perf_counter() - started)
+        spent = session._spent_so_far() if error is not None and session is not None else None
+        return _fleet_result(index, f"{self.agent.name}-{index}", result, error, data, time.perf_counter() - started,
+                             spent)
 
     def _open_session(self, index: int) -> tuple[Session, str, Any]:
         """Task ``index``'s session, message and data (the same for ``run`` and ``arun``)."""

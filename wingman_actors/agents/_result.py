@@ -9,7 +9,7 @@ a user can walk (:meth:`Result.walk`).
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core import Message, StopReason, Usage
 
 __all__ = [
-    "ChildRun", "Result", "StepTrace", "ToolCall", "charge", "collect_child_runs", "report_child_run", "spent",
+    "ChildRun", "Result", "SpentOnFailure", "StepTrace", "ToolCall", "charge", "collect_child_runs", "report_child_run", "report_live_child",
+    "spent",
 ]
 
 
@@ -25,34 +26,52 @@ _NOTHING_SPENT = Usage()
 
 
 def charge(error: BaseException, usage: Usage | None) -> None:
-    """Say on ``error``, with which a run failed, what the run had spent (``usage``): an
-    :class:`~wingman_actors.errors.AgentError`'s or ``FleetItemsError``'s ``usage``; any other
-    exception gets a ``usage`` attribute when it has none of its own (the failure path
-    only: a traced node counts the tokens of its failed attempts, :func:`spent`)."""
+    """Say on ``error``, with which a run failed, what the run had spent (``usage``), when
+    ``error`` is ours to annotate: an :class:`~wingman_actors.errors.AgentError`'s or
+    ``FleetItemsError``'s ``usage``. Any other exception (a user's, a vendor SDK's) is left
+    as it was raised: what its run spent travels beside it (:class:`SpentOnFailure`)."""
     from ..errors import AgentError, FleetItemsError
 
-    if usage is not None and usage == _NOTHING_SPENT:
-        usage = None
     if isinstance(error, AgentError | FleetItemsError):
-        error.usage = usage
-    elif usage is not None and not hasattr(error, "usage"):
-        try:
-            error.usage = usage  # type: ignore[attr-defined]
-        except Exception:  # a class that refuses new attributes: the tokens go uncounted
-            pass
+        error.usage = None if usage is not None and usage == _NOTHING_SPENT else usage
 
 
 def spent(error: BaseException) -> Usage | None:
     """What the run that failed with ``error`` had spent (see :func:`charge`), looking
-    through its causes (a timeout wraps the session's own error); None when unknown."""
+    through its causes (a timeout wraps the session's own error); None when unknown.
+    Only our own errors say it: another exception's ``usage`` attribute is not ours to read."""
+    from ..errors import AgentError, FleetItemsError
+
     seen = 0
     current: BaseException | None = error
     while current is not None and seen < 8:
-        usage = getattr(current, "usage", None)
-        if isinstance(usage, Usage):
-            return usage
+        if isinstance(current, AgentError | FleetItemsError) and current.usage is not None:
+            return current.usage
         current, seen = current.__cause__, seen + 1
     return None
+
+
+class SpentOnFailure(Exception):
+    """Internal: an attempt of an agent or fleet node failed with ``error`` (an exception
+    the library does not own, so it is not annotated) after spending ``usage`` on model
+    calls. A node's ``process`` raises it; the actor that called ``process`` unwraps it at
+    once and hands ``error`` on as the attempt's error, ``usage`` beside it (it crosses a
+    Ray call intact: it pickles as its two arguments)."""
+
+    def __init__(self, error: Exception, usage: Usage) -> None:
+        super().__init__(error, usage)
+        self.error = error
+        self.usage = usage
+
+    @staticmethod
+    def wrap(error: Exception, usage: Usage | None) -> Exception:
+        """``error`` with ``usage`` beside it, or ``error`` itself when it says its usage
+        itself (our own errors) or nothing was spent."""
+        from ..errors import AgentError, FleetItemsError
+
+        if usage is None or usage == _NOTHING_SPENT or isinstance(error, AgentError | FleetItemsError):
+            return error
+        return SpentOnFailure(error, usage)
 
 
 class ToolCall(BaseModel):
@@ -102,6 +121,8 @@ class ChildRun(BaseModel):
         error: why it did not finish (failed or cancelled), else None.
         depth: its delegation depth (1 for a task handed out by a root agent).
         messages: its conversation; each message's ``sender`` says who wrote it.
+        spent: for a child that did not finish (failed or cancelled), the tokens its model
+            calls had spent by then (they were paid for); empty for one that finished.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -112,11 +133,12 @@ class ChildRun(BaseModel):
     error: str | None = None
     depth: int = 1
     messages: list[Message] = Field(default_factory=list)
+    spent: Usage = Field(default_factory=Usage)
 
     @property
     def usage(self) -> Usage:
-        """Tokens the child used (its own children's included); none when it failed."""
-        return self.result.usage if self.result is not None else Usage()
+        """Tokens the child used (its own children's included), a child that failed too."""
+        return self.result.usage if self.result is not None else self.spent
 
 
 class Result(BaseModel):
@@ -168,9 +190,12 @@ class Result(BaseModel):
 StepTrace.model_rebuild()
 ChildRun.model_rebuild()
 
-_collector: contextvars.ContextVar[list[ChildRun] | None] = contextvars.ContextVar(
+_collector: contextvars.ContextVar[collect_child_runs | None] = contextvars.ContextVar(
     "wingman_child_runs", default=None
 )
+
+Spender = Callable[[], Usage | None]
+"""What a child run has spent on model calls so far (a child session's ``_spent_so_far``)."""
 
 
 def report_child_run(child: ChildRun) -> None:
@@ -178,25 +203,38 @@ def report_child_run(child: ChildRun) -> None:
 
     Call it from the thread (or context) that runs the tool.
     """
-    runs = _collector.get()
-    if runs is not None:
-        runs.append(child)
+    collector = _collector.get()
+    if collector is not None:
+        collector.runs.append(child)
+
+
+def report_live_child(spent_so_far: Spender) -> None:
+    """Say, as a child run starts inside the tool call being executed, how to read what it
+    has spent so far (no-op outside a session's tool call). Until the tool step ends and
+    its children's usage is added to the run's, the delegating session counts it in its
+    own ``_spent_so_far``: a run cut meanwhile (its timeout, its node's, a cancel) counts
+    the model calls its children had made."""
+    collector = _collector.get()
+    if collector is not None and collector.live is not None:
+        collector.live.append(spent_so_far)
 
 
 class collect_child_runs:  # lower-case: used like a function, `with collect_child_runs() as runs:`
-    """Collect the :class:`ChildRun` objects reported inside the ``with`` block.
+    """Collect the :class:`ChildRun` objects reported inside the ``with`` block, and the
+    live children's spenders into ``live`` (the tool step's, read by its session).
 
     The session wraps each tool execution in one; a nested block (a child's own tool
     call) collects separately, so each run sees only its direct children.
     """
 
-    __slots__ = ("_reset", "runs")
+    __slots__ = ("_reset", "live", "runs")
 
-    def __init__(self) -> None:
+    def __init__(self, live: list[Spender] | None = None) -> None:
         self.runs: list[ChildRun] = []
+        self.live = live
 
     def __enter__(self) -> list[ChildRun]:
-        self._reset = _collector.set(self.runs)
+        self._reset = _collector.set(self)
         return self.runs
 
     def __exit__(self, *exc: object) -> None:

@@ -48,7 +48,7 @@ from ._middleware import RunContext
 from ._model_calls import ModelCall, compactions, infer, infer_stream, traced_infer
 from ._on_session import on_a_session
 from ._prepare import Prepares
-from ._result import Result, StepTrace, ToolCall, charge
+from ._result import Result, Spender, StepTrace, ToolCall, charge
 from ._stream import SessionStream
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolBatch, ToolStep, close_unanswered
@@ -103,8 +103,8 @@ class Session(AsyncSessionRuns):
     """
 
     __slots__ = (
-        "__weakref__", "_busy", "_ctx", "_lineage", "_prepares", "_schema", "_spans", "_store", "_token", "_tool_ctx", "_tools",
-        "_window", "_work_dir", "agent", "history", "id",
+        "__weakref__", "_busy", "_ctx", "_lineage", "_live", "_prepares", "_schema", "_spans", "_store", "_token",
+        "_tool_ctx", "_tools", "_window", "_work_dir", "agent", "history", "id",
     )
 
     def __init__(
@@ -139,6 +139,9 @@ class Session(AsyncSessionRuns):
         self._busy = threading.Lock()
         self._token: CancelToken | None = None
         self._ctx: RunContext | None = None  # the last run's (spent_so_far)
+        # the children (delegated runs) the tool step in progress started, while their usage
+        # is not yet in the run's: spent_so_far counts them
+        self._live: list[Spender] | None = None
         self._spans: otel.SessionSpans | None = None
         self._window = (
             ContextWindow(agent.context_budget, agent.compactor, agent.name, fallback=agent.provider)
@@ -265,8 +268,12 @@ class Session(AsyncSessionRuns):
         """What the run in progress (else the last run) has spent on model calls so far,
         read from another thread; None before any run. For a formation node whose attempt
         is cut (its timeout, its run cancelled): those calls were paid for, and counted."""
-        ctx = self._ctx
-        return ctx.usage if ctx is not None else None
+        ctx, live = self._ctx, self._live
+        if ctx is None:
+            return None
+        if not live:
+            return ctx.usage
+        return Usage.sum([ctx.usage, *(u for spent in list(live) if (u := spent()) is not None)])
 
     def close(self) -> None:
         """Release tool resources (the bash shell...). The session stays usable."""
@@ -323,6 +330,7 @@ class Session(AsyncSessionRuns):
         if self._lineage is not None:
             ctx.depth, ctx.parent_session_id = self._lineage
         self._ctx = ctx
+        self._live = None
         bus = self.agent.events
         if bus is not None and "session_start" in bus.kinds:
             emit(bus, "session_start", ctx, message=msg.text)
@@ -333,7 +341,7 @@ class Session(AsyncSessionRuns):
         told what the run had spent)."""
         token = ctx.token
         if failure is not None and isinstance(failure, Exception):
-            charge(failure, ctx.usage)
+            charge(failure, self._spent_so_far())  # a run cut while its children worked counts theirs
         spans = self._spans
         bus = self.agent.events
         if bus is not None and "session_stop" in bus.kinds:
@@ -479,13 +487,16 @@ class Session(AsyncSessionRuns):
             )
             if tool_uses:
                 traced = len(trace)
-                step_tools = ToolStep(self.agent, tools, self._spans, self._context(ctx))
+                live: list[Spender] = []
+                self._live = live
+                step_tools = ToolStep(self.agent, tools, self._spans, self._context(ctx), live)
                 if calls is None:
                     calls = []
                 results = yield from step_tools.run(ctx, tool_uses, step, calls, trace, stream, aio)
                 # Runs the tools started (delegated agents) count towards this run's usage.
                 usage = sum((entry.usage for entry in trace[traced:] if entry.children), usage)
                 ctx.usage = usage
+                self._live = None  # their usage is in the run's now
                 self.history.append(Message.tool_results(results))
                 continue
             output: Any = text

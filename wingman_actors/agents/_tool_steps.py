@@ -24,7 +24,7 @@ from ..tools import ToolContext, ToolRegistry
 from ._agent import Agent
 from ._hooks import emit
 from ._middleware import RunContext
-from ._result import ChildRun, StepTrace, ToolCall, collect_child_runs
+from ._result import ChildRun, Spender, StepTrace, ToolCall, collect_child_runs
 
 __all__ = ["ToolBatch", "ToolStep", "close_unanswered", "failure_block"]
 
@@ -42,15 +42,17 @@ class ToolStep:
         tool_ctx: what tools get (work dir, cancel token, bash shell...).
     """
 
-    __slots__ = ("agent", "spans", "tool_ctx", "tools")
+    __slots__ = ("agent", "live", "spans", "tool_ctx", "tools")
 
     def __init__(
-        self, agent: Agent, tools: ToolRegistry, spans: otel.SessionSpans | None, tool_ctx: ToolContext
+        self, agent: Agent, tools: ToolRegistry, spans: otel.SessionSpans | None, tool_ctx: ToolContext,
+        live: list[Spender] | None = None,
     ) -> None:
         self.agent = agent
         self.tools = tools
         self.spans = spans
         self.tool_ctx = tool_ctx
+        self.live = live  # the step's children running now (report_live_child), read by the session
 
     def run(
         self,
@@ -212,7 +214,7 @@ class ToolStep:
     def execute(self, call: ContentBlock) -> _Outcome:
         """One call, with the runs it started (delegation) and, when in use, its span."""
         spans = self.spans
-        with collect_child_runs() as children:
+        with collect_child_runs(self.live) as children:
             if spans is None:
                 block, duration, _ = self.execute_tool(call)
             else:

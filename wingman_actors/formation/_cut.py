@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._routing import Router
     from ._runstate import RunState
 
-__all__ = ["cut_visits"]
+__all__ = ["cut_visits", "was_cut"]
 
 
 def cut_visits(router: Router, run: RunState) -> list[str]:
@@ -33,3 +33,10 @@ def cut_visits(router: Router, run: RunState) -> list[str]:
             run.cut += tuple(cut)
     order = {name: i for i, name in enumerate(router.order)}
     return sorted({c[0] for c in cut}, key=order.__getitem__)
+
+
+def was_cut(run: RunState, node: str, visit: int, attempt: int) -> bool:
+    """Whether the run's end cut attempt ``attempt`` of ``node``'s visit ``visit`` (recorded,
+    with its time and tokens, by :func:`cut_visits`): its own error, arriving later, is not
+    counted again."""
+    return any(c[0] == node and c[1] == visit and c[2] == attempt for c in run.cut)

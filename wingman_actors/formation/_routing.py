@@ -20,7 +20,7 @@ from ..backends._base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
 from ..errors import FormationRuntimeError, NoRouteError
 from ._breakpoints import passed
-from ._cut import cut_visits
+from ._cut import cut_visits, was_cut
 from ._error_routes import skip_error_targets
 from ._firing import edges_firing
 from ._future import RunFuture
@@ -252,9 +252,10 @@ class Router:
             if self.cyclic:
                 self.finish_one(run)
             return False
-        # In the run's record now, not when the supervisor gets to it: a run that suspends
-        # meanwhile (another branch's interrupt) shows this node failed.
-        note_failure(run, work.target, attempt, started, finished, exc)
+        if run.done and was_cut(run, work.target, work.visit, attempt):
+            return False  # the run's end cut this attempt and counted it (its time, its tokens) then
+        # Recorded now, not when the supervisor gets to it: a run suspending meanwhile shows it failed.
+        note_failure(run, work.target, attempt, started, finished, exc, getattr(actor, "failed_spent", None))
         if run.done:  # the run ended meanwhile (failed, cancelled, suspended): nothing to retry
             return False
         retire: bool = getattr(actor, "retires_on_failure", True)  # not one with other visits in flight

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..actors._address import RuntimeActor
 from ..actors._envelope import Work
-from ..agents._result import charge, spent
+from ..agents._result import spent
 from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError
 from ._error_routes import route_failure
 from ._failure import NodeFailure
@@ -52,6 +52,7 @@ from ._runstate import RunState
 from .events import FormationEventType, emit
 
 if TYPE_CHECKING:
+    from ..core import Usage
     from ._routing import Router
 
 __all__ = [
@@ -118,11 +119,14 @@ def inner_cause(error: BaseException) -> BaseException:
 
 
 def note_failure(run: RunState, node: str, attempt: int, started: float, finished: float,
-                 error: BaseException) -> None:
+                 error: BaseException, usage: Usage | None = None) -> None:
     """Put a failed attempt in its run's record (for its traces), where the failure is
     first known: the node's thread, or the supervisor's for a timeout. The tokens its
-    model calls spent before it failed count (an agent's error says: ``spent``)."""
-    run.own("failures").append((node, attempt, started, finished, f"{type(error).__name__}: {error}", spent(error)))
+    model calls spent before it failed count: ``usage`` when known beside the error, else
+    what the error says (an agent's or fleet's error: ``spent``)."""
+    if usage is None:
+        usage = spent(error)
+    run.own("failures").append((node, attempt, started, finished, f"{type(error).__name__}: {error}", usage))
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,10 +248,10 @@ class Supervision:
         group = self.router.nodes[spec.name]
         # the model calls made before the timer fired were paid for: counted now, while the
         # session is live (its own error comes later, if ever, and is dropped: settled)
-        charge(err, group.spent_on(work))
+        usage = group.spent_on(work)
         group.abandon(work, str(err).removeprefix(f"node {spec.name!r} "))
         now = time.perf_counter()
-        note_failure(work.run, spec.name, attempt, work.started or now, now, err)
+        note_failure(work.run, spec.name, attempt, work.started or now, now, err, usage)
         self.on_failure(AttemptFailed(work, attempt, err, work.started or now, now, work.replica, False))
 
     def give_up(

@@ -34,9 +34,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._cancel import CancelToken
 from ..agents._agent import Agent
-from ..agents._result import ChildRun, Result, report_child_run
+from ..agents._result import ChildRun, Result, report_child_run, report_live_child
 from ..agents._session import Session
-from ..core import Message, ToolDefinition
+from ..core import Message, ToolDefinition, Usage
 from ..errors import AgentError, ErrorKind, ToolError
 from ..events import Event, EventBus
 from ..tools import ToolContext, format_validation_error
@@ -250,8 +250,10 @@ class DelegateTool:
 
         def child(result: Result | None = None, error: str | None = None) -> ChildRun:
             messages = list(session.history) if session is not None else []
+            spent = session._spent_so_far() if session is not None and result is None else None  # paid for
             return ChildRun(
-                agent=task.agent, task=task.task, depth=frame.depth, result=result, error=error, messages=messages
+                agent=task.agent, task=task.task, depth=frame.depth, result=result, error=error, messages=messages,
+                spent=spent or Usage(),
             )
 
         history = [Message.user(task.context, sender=self.owner)] if task.context else []
@@ -259,6 +261,7 @@ class DelegateTool:
             group.check()  # a sibling failed, or the delegating run stopped, before this task started
             session = Session(agent, work_dir=ctx.work_dir, history=history)
             session._lineage = (frame.depth, ctx.session_id or None)  # its own events carry them too
+            report_live_child(session._spent_so_far)  # the parent, cut meanwhile, counts what it spent
             for bus in frame.buses:
                 if "subagent_start" in bus.kinds:
                     bus.emit(Event("subagent_start", task.agent, session.id, depth=frame.depth,
