@@ -45,9 +45,7 @@ class ProvidersOwnError(Exception):
 
 
 def test_an_agent_node_failing_with_a_users_exception_counts_its_tokens_on_each_backend(backend: str) -> None:
-    calls = InferenceResponse(content=[ContentBlock.tool_use_block("t1", "look", {"query": "x"})],
-                              stop_reason="tool_use", usage=SPENT)
-    agent = Agent("researcher", provider=ScriptedProvider([calls, ProvidersOwnError("boom")]), tools=[look])
+    agent = Agent("researcher", provider=ScriptedProvider([calls_a_tool(), ProvidersOwnError("boom")]), tools=[look])
     result = Formation("f").add_agent("research", agent, on_error="skip").run("x", backend=backend)
     assert (result.nodes["research"].usage, result.usage) == (SPENT, SPENT)
     assert result.nodes["research"].error == "ProvidersOwnError: boom"

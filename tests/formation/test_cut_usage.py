@@ -11,8 +11,8 @@ import time
 import pytest
 
 from tests.support.cuts import SPENT, calls_a_tool, look
-from wingman_actors import Agent, Formation
-from wingman_actors.core import InferenceRequest, InferenceResponse
+from wingman_actors import Agent, Formation, tool
+from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.testing import ScriptedProvider
 
