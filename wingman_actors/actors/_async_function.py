@@ -262,17 +262,20 @@ class AsyncVisits:
         observer = actor.observer
         assert observer is not None
         attempt = visit.attempt
-        if output is not None:
-            observer.completed(work, attempt, output[0], None, visit.started, finished)
-            return
-        visit.coro.close()  # a no-op once it ran; one that never ran (a cancel came first) warns unless closed
-        if exc is None:
-            reason = visit.reason or ("the run was cancelled" if work.run.done else "the node is stopping")
-            exc = AgentError(f"function node {actor.name!r} was cancelled: {reason}", kind=ErrorKind.CANCELLED)
-        if isinstance(exc, RunSuspended):
-            observer.suspended(work, attempt, exc)
-        else:
-            observer.failed(work, attempt, exc, visit.started, finished, actor)
+        try:
+            if output is not None:
+                observer.completed(work, attempt, output[0], None, visit.started, finished)
+                return
+            visit.coro.close()  # a no-op once it ran; one that never ran (a cancel came first) warns unless closed
+            if exc is None:
+                reason = visit.reason or ("the run was cancelled" if work.run.done else "the node is stopping")
+                exc = AgentError(f"function node {actor.name!r} was cancelled: {reason}", kind=ErrorKind.CANCELLED)
+            if isinstance(exc, RunSuspended):
+                observer.suspended(work, attempt, exc)
+            else:
+                observer.failed(work, attempt, exc, visit.started, finished, actor)
+        except Exception as fault:  # a runtime hook raised (a bug): its run fails, saying so
+            actor.report_fault(work, fault)
 
     def _close_batch(self) -> None:
         """Close the coroutines of visits that never reached a stopped loop (a coroutine

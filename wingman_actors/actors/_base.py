@@ -29,7 +29,7 @@ from ._address import RuntimeActor
 from ._envelope import Envelope, EnvelopeType, Work, next_id
 from ._inbox import Lane
 
-__all__ = ["LEAVE", "NodeActor", "NodeObserver", "ReplyTo", "node_scope"]
+__all__ = ["LEAVE", "NodeActor", "NodeObserver", "ReplyTo", "node_scope", "report_fault"]
 
 log = logging.getLogger("wingman_actors.actors")
 
@@ -75,6 +75,11 @@ class NodeObserver(Protocol):
     def dropped(self, work: Work) -> bool:
         """Called when ``work`` of a branch a ``join="any"`` fired without reaches its node:
         True when it was cancelled (it belongs to that round), False when it runs."""
+        ...
+
+    def broken(self, work: Work, fault: Exception) -> None:
+        """Called when one of these hooks raised while handling ``work``'s outcome (a bug of
+        the runtime's, logged already): the run must fail, saying so, not stay unresolved."""
         ...
 
 
@@ -170,7 +175,11 @@ class NodeActor(RuntimeActor):
         """Handle a delivery: :class:`Work` (inside a formation) or a ``work``
         :class:`Envelope` (told to a standalone actor)."""
         if type(message) is Work:
-            if self.handle_work(message) or self.abandoned:
+            try:
+                retire = self.handle_work(message)
+            except Exception as fault:  # a runtime hook raised (a bug): its run fails, saying so
+                retire = self.report_fault(message, fault)
+            if retire or self.abandoned:
                 # retired after a failure (the supervisor starts a fresh replica), or
                 # abandoned in a stuck attempt (a fresh replica already serves): stop
                 # before taking another input
@@ -184,6 +193,16 @@ class NodeActor(RuntimeActor):
             return None
         log.warning("node %r ignored a message it does not understand: %r", self.name, message)
         return None
+
+    def report_fault(self, work: Work, fault: Exception) -> bool:
+        """A hook of the runtime's raised while handling ``work``'s outcome (a bug): see
+        :func:`report_fault`; a standalone actor (no runtime) raises it. Returns False: the
+        replica serves on (the fault was not its node's)."""
+        self.current = None
+        if self.observer is None:
+            raise fault
+        report_fault(self.observer, self.name, work, fault)
+        return False
 
     def _retire(self) -> None:
         # Stop before the next input: a replica releases the stop it holds (queued behind
@@ -259,6 +278,14 @@ class NodeActor(RuntimeActor):
 
     def _timeout(self, env: Work) -> float | None:
         return self.observer.attempt_timeout(env) if self.observer is not None else None
+
+
+def report_fault(observer: NodeObserver, node: str, work: Work, fault: Exception) -> None:
+    """One of ``observer``'s hooks raised while handling the outcome of ``work`` at ``node``
+    (a bug of the runtime's): log it and have the runtime fail the run, rather than leave
+    its future unresolved."""
+    log.error("node %r: the runtime failed handling the outcome of run %s's work", node, work.run_id, exc_info=fault)
+    observer.broken(work, fault)
 
 
 @contextlib.contextmanager

@@ -13,11 +13,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from ..errors import FormationRuntimeError
+
 if TYPE_CHECKING:
+    from ..actors._envelope import Work
     from ._routing import Router
     from ._runstate import RunState
 
-__all__ = ["cut_visits", "was_cut"]
+__all__ = ["cut_visits", "runtime_fault", "was_cut"]
 
 
 def cut_visits(router: Router, run: RunState) -> list[str]:
@@ -40,3 +43,18 @@ def was_cut(run: RunState, node: str, visit: int, attempt: int) -> bool:
     with its time and tokens, by :func:`cut_visits`): its own error, arriving later, is not
     counted again."""
     return any(c[0] == node and c[1] == visit and c[2] == attempt for c in run.cut)
+
+
+def runtime_fault(router: Router, work: Work, fault: Exception) -> None:
+    """The runtime's own code raised while handling ``work``'s outcome (a bug, logged by
+    the node actor: :meth:`~wingman_actors.actors._base.NodeActor.report_fault`): its run
+    fails with an error saying so (the fault its cause), rather than stay unresolved."""
+    run = work.run
+    if run is None or run.done:
+        return
+    error = FormationRuntimeError(
+        f"run {run.id}: the runtime failed handling the outcome of node {work.target!r} (attempt {work.attempt}): "
+        f"{type(fault).__name__}: {fault}; this is a bug in wingman-actors: please report it",
+        node=work.target, attempts=work.attempt, run_id=run.id, outputs=run.outputs)
+    error.__cause__ = fault
+    router.fail_run(run, error)

@@ -18,7 +18,6 @@ any formation does (its own nodes' ``concurrency`` applies), so a formation node
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Iterable
@@ -26,6 +25,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from .._interrupts import RunSuspended
+from ..actors._base import report_fault
 from ..actors._envelope import Work
 from ..core import Usage
 from ..errors import FormationRuntimeError
@@ -33,8 +33,6 @@ from ._nesting import InnerFormation, inner_run_id
 from ._result import FormationResult
 
 __all__ = ["FormationNode"]
-
-log = logging.getLogger("wingman_actors.formation")
 
 
 class FormationNode:
@@ -105,9 +103,8 @@ class FormationNode:
                 return
             output, usage = self.inner.outcome(work, result)
             observer.completed(work, attempt, output, usage, started, time.perf_counter())
-        except Exception:  # a callback's error would only be logged by the future: say where
-            log.exception("formation node %r: reporting attempt %d of run %s failed", self.name, attempt,
-                          work.run_id)
+        except Exception as fault:  # a runtime hook raised (a bug): its run fails, saying so
+            report_fault(observer, self.name, work, fault)
 
     # -- the NodeGroup protocol (supervision and cancellation) ---------------------------
 

@@ -20,7 +20,7 @@ from ..backends._base import NodeGroup
 from ..core import StreamEvent, StreamEventType, Usage
 from ..errors import FormationRuntimeError, NoRouteError
 from ._breakpoints import passed
-from ._cut import cut_visits, was_cut
+from ._cut import cut_visits, runtime_fault, was_cut
 from ._error_routes import skip_error_targets
 from ._firing import edges_firing
 from ._future import RunFuture
@@ -267,12 +267,10 @@ class Router:
         """A visit called ``interrupt()``: journal it and suspend the run."""
         if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
             return
-        run = work.run
-        journal = self.journal
+        run, journal = work.run, self.journal
         if run.done or journal is None:
             return
-        node = work.target
-        scope = signal.scope  # the visit's, or a fleet item's
+        node, scope = work.target, signal.scope  # the visit's scope, or a fleet item's
         try:
             scope.journal_replies()  # before the interrupt: a resume finds them
             journal.store.record_interrupt(run.id, node, work.visit, signal.payload, item=scope.item)
@@ -307,6 +305,8 @@ class Router:
         journal = self.journal
         if journal is not None:
             journal.store.record_item(work.run_id, work.target, work.visit, index, output)
+
+    broken = runtime_fault  # a hook above raised handling a node's outcome (a bug): the run fails, saying so
 
     def dropped(self, work: Work) -> bool:
         """A visit of a node in a branch a ``join="any"`` fired without reached its node or
