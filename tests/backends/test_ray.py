@@ -232,6 +232,15 @@ def test_a_retry_after_a_timeout_has_its_whole_time_limit_on_each_backend(backen
 
 
 @pytest.mark.ray
+def test_a_first_input_has_its_whole_time_limit_while_ray_starts_the_actors_process(ray_session: Any) -> None:
+    # Ray starts a node's actor process as the formation starts (a second or more, many on a
+    # busy machine): the first attempt's time limit starts once that process answers
+    formation = Formation("cold").add_function("double", _double, timeout=0.3)
+    with formation.start(backend="ray") as running:
+        assert running.submit(4).result(120).output == 8
+
+
+@pytest.mark.ray
 def test_a_run_that_ends_while_its_retry_waits_for_the_restarting_actor_leaves_no_thread(
     ray_session: Any, tmp_path: Path
 ) -> None:

@@ -65,6 +65,7 @@ class RayReplica(NodeActor):
         self.agent = agent  # an agent or a fleet: interruptible
         self.fleet = fleet
         self._channel: Channel | None = None
+        self._answered = False  # whether its actor's process has answered it (it may still be starting)
         self._key: int | None = None  # the attempt in progress (an interruptible node's), named by interrupt()
 
     @property
@@ -93,11 +94,16 @@ class RayReplica(NodeActor):
         self._drop_channel()
 
     def handle_work(self, work: Work) -> bool:
-        if self.replica in self.node.stale:
-            # Ray restarts the actor's process (killed after a stuck attempt, or died): the
-            # attempt, and its time limit, start once the fresh process answers (connected)
+        node = self.node
+        if not self._answered or self.replica in node.stale:
+            # The actor's process may be starting (this proxy's first input: Ray starts it
+            # when the formation starts, seconds on a busy machine) or restarting (killed
+            # after a stuck attempt, or died): the attempt, and its time limit, start once
+            # the process answers (connected, or pinged when Ray calls carry the work)
             try:
-                self._connected()
+                if self._connected() is None:
+                    node.wait_ready(self.replica)
+                self._answered = True
             except Exception:  # still gone: the attempt fails in process(), as any lost actor's
                 log.debug("node %r: replica %d did not come back", self.name, self.replica, exc_info=True)
         return super().handle_work(work)
