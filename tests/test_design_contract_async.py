@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -73,6 +73,38 @@ def gate() -> AsyncToolGate:
     return AsyncToolGate()
 
 
+async def _until_requested(loopback: LoopbackServer, count: int = 1) -> None:
+    deadline = time.monotonic() + 5
+    while len(loopback.requests) < count and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
+    await asyncio.sleep(0.05)
+
+
+def _hanging() -> tuple[Callable[[int], Awaitable[int]], threading.Event, threading.Event]:
+    """An async node that hangs (30 s), and the events set when it starts and when its
+    ``finally`` runs (it was cancelled)."""
+    started, unwound = threading.Event(), threading.Event()
+
+    async def hang(x: int) -> int:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            unwound.set()
+        return x
+
+    return hang, started, unwound
+
+
+async def _cancelled(task: asyncio.Future[Any]) -> float:
+    """Cancel ``task`` and see it end cancelled; returns the seconds that took."""
+    t0 = time.perf_counter()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return time.perf_counter() - t0
+
+
 # -- formation.asubmit -------------------------------------------------------------------
 
 
@@ -98,15 +130,7 @@ def test_an_asubmit_awaitable_has_its_run_id_before_it_is_awaited_and_the_run_is
 
 
 def test_an_asubmit_awaitable_can_be_cancelled_by_its_run_id_before_it_is_awaited() -> None:
-    started, unwound = threading.Event(), threading.Event()
-
-    async def hang(x: int) -> int:
-        started.set()
-        try:
-            await asyncio.sleep(30)
-        finally:
-            unwound.set()
-        return x
+    hang, started, unwound = _hanging()
 
     async def main() -> bool:
         async with Formation("f").add_function("hang", hang).astart() as running:
@@ -366,10 +390,7 @@ def test_session_cancel_returns_an_awaited_run_at_once_and_closes_a_request_that
     async def main() -> tuple[float, AgentError]:
         session = Session(Agent("a", provider=hanging))
         task = asyncio.ensure_future(session.arun("hi"))
-        deadline = time.monotonic() + 5
-        while not loopback.requests and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
-        await asyncio.sleep(0.05)
+        await _until_requested(loopback)
         t0 = time.perf_counter()
         threading.Thread(target=session.cancel, args=("stop",)).start()
         try:
@@ -390,15 +411,8 @@ def test_cancelling_the_task_awaiting_a_session_closes_a_request_that_never_answ
     async def main() -> float:
         session = Session(Agent("a", provider=hanging))
         task = asyncio.ensure_future(session.arun("hi"))
-        deadline = time.monotonic() + 5
-        while not loopback.requests and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
-        await asyncio.sleep(0.05)
-        t0 = time.perf_counter()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        return time.perf_counter() - t0
+        await _until_requested(loopback)
+        return await _cancelled(task)
 
     assert asyncio.run(main()) < LIMIT + SLACK
     assert loopback.wait_closed(1, timeout=2)
@@ -497,15 +511,7 @@ def test_an_asubmit_awaitable_awaited_twice_gives_the_same_result() -> None:
 
 
 def test_asyncio_wait_for_timing_out_on_asubmit_cancels_the_run() -> None:
-    started, unwound = threading.Event(), threading.Event()
-
-    async def hang(x: int) -> int:
-        started.set()
-        try:
-            await asyncio.sleep(30)
-        finally:
-            unwound.set()
-        return x
+    hang, _, unwound = _hanging()
 
     async def main() -> int:
         async with Formation("f").add_function("hang", hang).astart() as running:
@@ -606,13 +612,6 @@ def test_an_awaited_session_over_an_openai_compatible_endpoint_gives_text_and_us
     assert (result.usage.input_tokens, result.usage.output_tokens) == (5, 2)
 
 
-async def _until_requested(loopback: LoopbackServer, count: int = 1) -> None:
-    deadline = time.monotonic() + 5
-    while len(loopback.requests) < count and time.monotonic() < deadline:
-        await asyncio.sleep(0.005)
-    await asyncio.sleep(0.05)
-
-
 def test_cancelling_the_task_awaiting_asubmit_closes_its_agent_nodes_hanging_request(
     hanging: Any, loopback: LoopbackServer
 ) -> None:
@@ -620,11 +619,7 @@ def test_cancelling_the_task_awaiting_asubmit_closes_its_agent_nodes_hanging_req
         async with Formation("f").add_agent("lead", Agent("a", provider=hanging)).astart() as running:
             task = asyncio.ensure_future(running.asubmit("hi"))
             await _until_requested(loopback)
-            t0 = time.perf_counter()
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            return time.perf_counter() - t0
+            return await _cancelled(task)
 
     assert asyncio.run(main()) < LIMIT + SLACK
     assert loopback.wait_closed(1, timeout=2)
@@ -636,11 +631,7 @@ def test_cancelling_the_task_awaiting_fleet_arun_closes_every_hanging_request(
     async def main() -> float:
         task = asyncio.ensure_future(Fleet(Agent("a", provider=hanging), ["x", "y"], max_workers=2).arun())
         await _until_requested(loopback, 2)
-        t0 = time.perf_counter()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        return time.perf_counter() - t0
+        return await _cancelled(task)
 
     assert asyncio.run(main()) < LIMIT + SLACK
     assert loopback.wait_closed(2, timeout=2)

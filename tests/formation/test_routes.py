@@ -61,7 +61,9 @@ def test_without_a_narrowing_condition_a_union_output_is_refused() -> None:
         f.validate()
 
 
-def test_when_a_tuple_of_types_routes_and_narrows() -> None:
+@pytest.mark.parametrize("when", [(int, float), int | float, typing.Union[int, float]],
+                         ids=["tuple", "pipe", "typing.Union"])
+def test_when_a_tuple_or_a_union_of_types_routes_narrows_and_is_drawn_by_its_members(when: Any) -> None:
     def parse3(text: str) -> str | int | float:
         return float(text) if "." in text else int(text) if text.isdigit() else text
 
@@ -69,28 +71,7 @@ def test_when_a_tuple_of_types_routes_and_narrows() -> None:
         return f"number {n}"
 
     f = (
-        Formation("tuple")
-        .add_function("parse", parse3)
-        .add_function("number", number)
-        .add_function("word", shout)
-        .connect("parse", "number", when=(int, float))
-        .connect("parse", "word", when=str)
-    )
-    assert f.run("1.5").outputs == {"number": "number 1.5"}
-    assert f.run("x").outputs == {"word": "X"}
-    assert f.validate().nodes["parse"].out_edges[0].label == "int | float"
-
-
-@pytest.mark.parametrize("when", [int | float, typing.Union[int, float]], ids=["pipe", "typing.Union"])
-def test_when_a_union_type_routes_and_narrows_as_its_tuple_does(when: Any) -> None:
-    def parse3(text: str) -> str | int | float:
-        return float(text) if "." in text else int(text) if text.isdigit() else text
-
-    def number(n: int | float) -> str:
-        return f"number {n}"
-
-    f = (
-        Formation("union")
+        Formation("types")
         .add_function("parse", parse3)
         .add_function("number", number)
         .add_function("word", shout)
