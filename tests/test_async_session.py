@@ -2,11 +2,13 @@
 ``session.astream(message)``, ``await fleet.arun()``. The loop is the blocking run's own
 (middleware, tools, structured output); a provider's ``arun_inference`` /
 ``astream_inference`` are awaited on the caller's loop when it has them; ``async def``
-tools are awaited there too. Also: async tools in the blocking run, inside a running loop."""
+tools on an event loop of the runtime's. Also: async tools in the blocking run, inside a running loop."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import itertools
 import re
 import threading
 import time
@@ -91,23 +93,67 @@ def test_arun_runs_the_models_tool_calls_and_sends_back_their_results() -> None:
     assert (block.tool_use_id, block.content) == ("c1", "5")
 
 
-def test_arun_awaits_an_async_tool_on_the_callers_loop() -> None:
-    loops: list[asyncio.AbstractEventLoop] = []
+def test_arun_awaits_an_async_tool_on_an_event_loop_of_the_runtimes_with_the_callers_context() -> None:
+    seen: list[tuple[asyncio.AbstractEventLoop, str, str]] = []
+    who = contextvars.ContextVar("who", default="nobody")
 
     @tool
     async def lookup(key: str) -> str:
         """Looks a key up."""
-        loops.append(asyncio.get_running_loop())
+        seen.append((asyncio.get_running_loop(), threading.current_thread().name, who.get()))
         return key.upper()
 
     async def main() -> tuple[str, asyncio.AbstractEventLoop]:
+        who.set("caller")
         provider = AsyncScripted([calls(("c1", "lookup", {"key": "k"})), "done"])
         result = await Session(Agent("a", provider=provider, tools=[lookup])).arun("go")
         return result.tool_calls[0].output, asyncio.get_running_loop()
 
     output, caller_loop = asyncio.run(main())
 
-    assert output == "K" and loops == [caller_loop]
+    [(loop, thread, context)] = seen
+    assert output == "K" and loop is not caller_loop and thread == "wingman-async-tools" and context == "caller"
+    # the loop's thread stops once no async tool call is in flight (the leak check sees it too)
+    deadline = time.monotonic() + 2
+    while any(t.name == "wingman-async-tools" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.name == "wingman-async-tools" for t in threading.enumerate())
+
+
+def test_an_async_tool_stuck_in_blocking_code_holds_neither_the_callers_loop_nor_the_arun_timeout() -> None:
+    release = threading.Event()
+
+    @tool
+    async def stuck() -> str:
+        """Blocks its event loop (a bug: blocking code in an async def)."""
+        release.wait(5)
+        return "late"
+
+    async def main() -> tuple[float, float]:
+        ticks: list[float] = []
+
+        async def heartbeat() -> None:
+            while True:
+                ticks.append(time.perf_counter())
+                await asyncio.sleep(0.01)
+
+        beat = asyncio.ensure_future(heartbeat())
+        session = Session(Agent("a", provider=ScriptedProvider([calls(("s1", "stuck", {})), "unused"]),
+                                tools=[stuck]))
+        t0 = time.perf_counter()
+        try:
+            with pytest.raises(AgentError) as info:
+                await session.arun("go", timeout=0.3)
+            assert info.value.kind is ErrorKind.TIMEOUT
+            return time.perf_counter() - t0, max(b - a for a, b in itertools.pairwise(ticks))
+        finally:
+            beat.cancel()
+            release.set()
+
+    elapsed, longest_gap = asyncio.run(main())
+
+    assert elapsed < 0.3 + 0.1 + 0.2  # DESIGN's 0.1 s, and slack for a busy machine
+    assert longest_gap < 0.1  # the caller's loop kept ticking while the tool blocked its own
 
 
 def test_arun_applies_the_agents_middleware() -> None:

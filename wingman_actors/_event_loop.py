@@ -20,7 +20,8 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, wait
 from typing import Any, Generic, TypeVar
 
-__all__ = ["DaemonIterator", "LoopThread", "OwnedLoop", "in_daemon_thread", "is_async_callable"]
+__all__ = [
+    "DaemonIterator", "LoopThread", "OwnedLoop", "SharedLoop", "in_daemon_thread", "is_async_callable"]
 
 log = logging.getLogger("wingman_actors.actors")
 
@@ -240,19 +241,55 @@ class LoopThread:
         there with ``asyncio.get_running_loop()``)."""
         self._loop.call_soon_threadsafe(fn, *args)
 
-    def stop(self, grace: float = 1.0) -> None:
+    def stop(self, grace: float = 1.0, *, join: bool = True) -> None:
         """Cancel what still runs, close the loop and join its thread (at most ``grace``
-        seconds; a coroutine stuck in blocking code is left to its daemon thread)."""
+        seconds; a coroutine stuck in blocking code is left to its daemon thread). With
+        ``join=False`` it returns at once, the thread ending on its own (from a caller
+        that must not wait: an event loop)."""
         with self._lock:
             if self._stopping:
                 return
             self._stopping = True
             self._loop.call_soon_threadsafe(self._loop.stop)
-        if threading.current_thread() is not self._thread:
+        if join and threading.current_thread() is not self._thread:
             self._thread.join(grace)
             if self._thread.is_alive():
                 log.warning("event loop %r is still busy %.1fs after stop (blocking code in a coroutine); "
                             "its daemon thread is left to finish on its own", self._thread.name, grace)
+
+
+class SharedLoop:
+    """A :class:`LoopThread` shared by whoever holds it: started by the first
+    :meth:`acquire`, stopped (without waiting for it) when the last holder releases it.
+
+    Args:
+        name: the loop thread's name.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._thread: LoopThread | None = None
+
+    def acquire(self) -> LoopThread:
+        """The running loop, started if none is; :meth:`release` it when done."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = LoopThread(self._name)
+            self._holders += 1
+            return self._thread
+
+    def release(self) -> None:
+        """One holder fewer; the last one stops the loop (what still runs on it is
+        cancelled; a coroutine stuck in blocking code ends on its daemon thread)."""
+        with self._lock:
+            self._holders -= 1
+            if self._holders:
+                return
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.stop(join=False)
 
 
 class OwnedLoop:

@@ -1,7 +1,8 @@
 """The async methods of :class:`~wingman_actors.agents._session.Session`: ``arun``,
 ``astream`` and ``aresume``, the twins of ``run``, ``run_stream`` and ``resume``, for code
 running on an asyncio event loop. They run the session's one loop through the async driver
-(:mod:`._async_session`), which awaits its model calls and tools on the caller's loop.
+(:mod:`._async_session`), which awaits its model calls on the caller's loop and its
+``async def`` tools on an event loop of the runtime's.
 
 Example:
     >>> import asyncio

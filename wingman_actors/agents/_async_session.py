@@ -10,8 +10,9 @@ loop and sends the outcome back:
   ``astream_inference(request)``, an async iterator of stream events) when it has them,
   so the run waits on no thread of its own; a provider without them has its blocking
   ``run_inference``/``stream_inference`` called on a worker thread;
-* ``async def`` tools are awaited here; other tools run on a worker thread, as the
-  blocking run runs them.
+* ``async def`` tools are awaited on an event loop of the runtime's (not the caller's:
+  one that blocks holds neither the caller's loop nor the run's deadline), other tools
+  run on a worker thread, as the blocking run runs them.
 
 The run's deadline bounds every await; cancelling the awaiting task cancels the run's
 token (what its tools and delegated runs watch), closes the loop (its ``finally`` blocks
@@ -33,6 +34,7 @@ from .._event_loop import DaemonIterator, in_daemon_thread
 from .._interrupts import RunSuspended, VisitScope
 from ..core import ContentBlock, InferenceResponse, Message, StreamEvent, StreamEventType
 from ..providers._aio import TokenBridge
+from ..tools._base import UNWIND_S
 from ._model_calls import ModelCall
 from ._result import Result, collect_child_runs
 from ._tool_steps import ToolBatch, ToolStep, failure_block, log_abandoned
@@ -336,6 +338,8 @@ async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
                           "async def ones are cancelled, blocking ones' threads run on")
         for task in tasks:  # one call raised (an interrupt), or the run stopped: the others stop too
             task.cancel()
+        # their coroutines' finally blocks run (on the runtime's loop) before the run goes on
+        await asyncio.wait(tasks, timeout=UNWIND_S)
         raise
     finally:
         bridge.close()
@@ -343,7 +347,7 @@ async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
 
 
 async def _execute(step: ToolStep, call: ContentBlock) -> _Outcome:
-    """One call: an ``async def`` tool awaited here, any other on a worker thread
+    """One call: an ``async def`` tool awaited on the runtime's loop, any other on a worker thread
     (:meth:`ToolStep.execute`, as the blocking run calls it)."""
     tool = step.tools.get(call.name or "")
     aexecute = getattr(tool, "aexecute", None)

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import json
@@ -22,6 +23,7 @@ import typing
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError as FutureCancelled
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, get_type_hints, overload, runtime_checkable
@@ -31,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import PydanticSerializationError
 
 from .._cancel import CancelToken
-from .._event_loop import LoopThread, in_daemon_thread
+from .._event_loop import LoopThread, SharedLoop, in_daemon_thread
 from ..core import ToolDefinition
 from ..errors import ToolError
 
@@ -48,6 +50,10 @@ _NO_METADATA: Mapping[str, Any] = types.MappingProxyType({})
 _T = TypeVar("_T")
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+# where the async sessions' ``async def`` tools are awaited (ToolContext.await_coroutine_async)
+_ASYNC_TOOLS = SharedLoop("wingman-async-tools")
+UNWIND_S = 0.05  # how long a cancelled async tool's finally is waited for before its run goes on
 
 
 class ToolContext:
@@ -91,12 +97,7 @@ class ToolContext:
         run is cancelled, the coroutine is cancelled and ``AgentError`` (kind ``timeout``
         or ``cancelled``) is raised.
         """
-        with self._lock:
-            loop = self._loop
-            if loop is None:
-                loop = self._loop = LoopThread("wingman-tools-loop")
-                weakref.finalize(self, loop.stop)
-        future = loop.submit(coro)
+        future = self._tools_loop().submit(coro)
         token = self.token
         if token is None:
             return future.result()
@@ -113,6 +114,42 @@ class ToolContext:
             raise
         finally:
             unregister()
+
+    async def await_coroutine_async(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        """:meth:`await_coroutine` for an awaiting caller (``Session.arun``): ``coro`` is
+        awaited on an event loop of the runtime's (one thread that the async sessions'
+        tool calls in flight share, stopped when none is), not the caller's, so an
+        ``async def`` tool that blocks holds neither the caller's loop nor the run's
+        deadline. Cancelling the awaiting task (the run's timeout or cancel) cancels the
+        coroutine (its ``finally`` runs there) and returns at once, even if the coroutine
+        is stuck in blocking code (left to end on its thread)."""
+        unwound: Future[None] = Future()
+
+        async def guarded() -> _T:
+            try:
+                return await coro
+            finally:
+                unwound.set_result(None)
+
+        loop = _ASYNC_TOOLS.acquire()
+        try:
+            return await asyncio.wrap_future(loop.submit(guarded()))  # a cancel of this await cancels it there
+        except asyncio.CancelledError:
+            # let its finally run before the run goes on, as it would on the caller's loop;
+            # one stuck in blocking code is not waited for
+            await asyncio.wait([asyncio.wrap_future(unwound)], timeout=UNWIND_S)
+            raise
+        finally:
+            _ASYNC_TOOLS.release()
+
+    def _tools_loop(self) -> LoopThread:
+        # started on the first async tool call, stopped by close() (or when collected)
+        with self._lock:
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = LoopThread("wingman-tools-loop")
+                weakref.finalize(self, loop.stop)
+            return loop
 
     def close(self) -> None:
         """Run the registered closers, newest first, and stop the context's event loop,
@@ -288,11 +325,13 @@ class FunctionTool:
 
     async def aexecute(self, input: dict[str, Any], ctx: ToolContext) -> str:
         """:meth:`execute`, awaited (``Session.arun``): an ``async def`` function is
-        awaited on the caller's loop; a plain one runs on a daemon thread of its own (one
-        left stuck when the session stops holds neither the caller's loop nor exit)."""
+        awaited on the event loop the session's context owns, as in the blocking run
+        (:meth:`ToolContext.await_coroutine_async`); a plain one runs on a daemon thread of
+        its own. Either one left stuck when the session stops holds neither the caller's
+        loop nor exit."""
         kwargs = self._arguments(input, ctx)
         if self._is_async:
-            result = await self.fn(**kwargs)
+            result = await ctx.await_coroutine_async(self.fn(**kwargs))
         else:
             result = await in_daemon_thread(functools.partial(self.fn, **kwargs), name=f"wingman-tool-{self.name}")
         return to_text(result)
