@@ -21,13 +21,15 @@ as ``networkx_loaded``, with the collector's ``tracked_objects`` after the runs)
   the provider: with ``arun_inference`` it does not; without, each call runs on one of the
   loop's default executor threads, and the makespan shows it. The provider's async
   transport is its default (aiohttp when the ``aiohttp`` extra is installed), reported as
-  ``async_transport``.
+  ``async_transport``. Beside it, the floor: the same bursts as bare aiohttp POSTs in the
+  same process (``bare_aiohttp_x_ideal``; reported, not judged).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import statistics
 import subprocess
 import sys
@@ -138,6 +140,35 @@ def _judge(name: str, ideal: float, runs: list[_Run], ratio_target: float, threa
     )
 
 
+async def _bare_aiohttp(url: str, n: int) -> Callable[..., Awaitable[float]] | None:
+    """A burst of ``n`` concurrent bare aiohttp POSTs of a one-message chat request to
+    ``url``, each body read and parsed (what a session's model call is at the least); it
+    returns the burst's seconds, and with ``close=True`` closes its client instead. Its
+    connections are opened by a first burst here. None without aiohttp."""
+    try:
+        import aiohttp
+    except ImportError:
+        return None
+    client = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+    headers = {"content-type": "application/json", "authorization": "Bearer bench"}
+
+    async def one(i: int) -> Any:
+        body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": f"q{i}"}]}).encode()
+        async with client.post(url, data=body, headers=headers) as answer:
+            return json.loads(await answer.read())
+
+    async def burst(close: bool = False) -> float:
+        if close:
+            await client.close()
+            return 0.0
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return time.perf_counter() - t0
+
+    await burst()
+    return burst
+
+
 async def _step(x: int) -> int:
     await asyncio.sleep(0.1)
     return x + 1
@@ -182,13 +213,22 @@ def async_sessions(quick: bool) -> Measurement:
         async def burst() -> None:
             await asyncio.gather(*(Session(agent).arun(f"q{i}") for i in range(n)))
 
-        async def bursts() -> tuple[_Run, list[_Run]]:
+        async def bursts() -> tuple[_Run, list[_Run], list[float]]:
             # One loop, as a service runs: the loop's client and its keep-alive connections
-            # serve every burst (a new loop would open all of them again).
+            # serve every burst (a new loop would open all of them again). Each measured
+            # burst is followed by one of the floor's, when aiohttp is installed.
+            floor = await _bare_aiohttp(f"http://127.0.0.1:{port}/v1/chat/completions", n)
             first = await _timed(burst)  # opens the connections
-            return first, [await _timed(burst) for _ in range(1 if quick else 3)]
+            runs, floors = [], []
+            for _ in range(1 if quick else 3):
+                runs.append(await _timed(burst))
+                if floor is not None:
+                    floors.append(await floor())
+            if floor is not None:
+                await floor(close=True)
+            return first, runs, floors
 
-        first, runs = asyncio.run(bursts())
+        first, runs, floors = asyncio.run(bursts())
     finally:
         if provider is not None:
             provider.close()
@@ -200,6 +240,9 @@ def async_sessions(quick: bool) -> Measurement:
     return _judge("async_sessions", delay, runs, 1.3, 30, {
         "sessions": n, "provider_has_arun_inference": has_async, "async_transport": transport,
         "first_burst_s": round(first[0], 3),
+        # the floor: the same bursts as bare aiohttp POSTs (no session, no provider), same
+        # server, same loop, alternating with the measured ones (None without aiohttp)
+        "bare_aiohttp_x_ideal": round(statistics.median(floors) / delay, 3) if floors else None,
         "first_burst_max_stall_ms": round(first[1] * 1e3, 1),
         "networkx_loaded": "networkx" in sys.modules, "tracked_objects": len(gc.get_objects()),
     })
