@@ -248,6 +248,7 @@ def test_async_sessions_reports_its_peak_threads_heartbeat_stall_and_whether_the
     assert result.value > 0 and result.details["peak_threads"] >= 1 and result.details["max_stall_ms"] >= 0
     assert isinstance(result.details["provider_has_arun_inference"], bool)
     assert result.details["first_burst_s"] > 0  # the burst that opened the connections, apart
+    assert result.details["bare_aiohttp_x_ideal"] >= 1  # the floor, measured (the dev extras install aiohttp)
     assert all(cpu > 0 for cpu in result.details["cpu_s"])
     assert result.details["tracked_objects"] > 0 and isinstance(result.details["networkx_loaded"], bool)
     assert result.meets == (result.value <= 1.3 and result.details["peak_threads"] < 30
