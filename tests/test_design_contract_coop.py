@@ -1,0 +1,163 @@
+"""DESIGN.md's "Agents that cooperate" and "MCP, context windows, telemetry", read bullet by
+bullet and checked through the public names as DESIGN spells them: the edges the other
+tests of these areas leave open (an awaited delegating session, the default depth limit,
+what the model is sent, ``watch(key, timeout)`` called as written, the tools' arguments,
+the instructions under a context budget on every way of running a session)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from wingman_actors import Agent, Session, tool
+from wingman_actors.core import InferenceRequest, InferenceResponse, Usage
+from wingman_actors.orchestration import AgentRegistry, Blackboard
+from wingman_actors.testing import ScriptedProvider
+
+# -- Agents that cooperate: delegation ---------------------------------------------------------
+
+
+def _delegate(*tasks: dict[str, Any], usage: Usage | None = None) -> InferenceResponse:
+    call = InferenceResponse.of_tool_calls([("d1", "delegate", {"tasks": list(tasks)})])
+    return call if usage is None else call.model_copy(update={"usage": usage})
+
+
+def _last_tool_output(request: InferenceRequest) -> str:
+    return request.messages[-1].tool_results_blocks[0].content or ""
+
+
+def _helper(name: str, answer: str, usage: Usage) -> Agent:
+    return Agent(name, provider=ScriptedProvider([InferenceResponse.of_text(answer, usage=usage)], cycle=True))
+
+
+def test_an_awaited_delegating_session_answers_in_task_order_and_sums_its_childrens_usage() -> None:
+    own, child = Usage(input_tokens=3, output_tokens=2), Usage(input_tokens=5, output_tokens=7)
+    registry = AgentRegistry()
+    registry.register(_helper("b", "B", child), description="Second.")
+    registry.register(_helper("a", "A", child), description="First.")
+    boss = Agent("boss", delegates=registry, provider=ScriptedProvider([
+        _delegate({"agent": "b", "task": "t"}, {"agent": "a", "task": "t", "context": "c"}, usage=own),
+        InferenceResponse.of_text("done", usage=own),
+    ]))
+
+    result = asyncio.run(Session(boss).arun("go"))
+
+    (call,) = result.tool_calls
+    assert json.loads(call.output) == [{"agent": "b", "result": "B"}, {"agent": "a", "result": "A"}]
+    assert result.usage == own + own + child + child
+    assert [run.agent for run in result.child_runs] == ["b", "a"]
+
+
+def test_without_max_delegation_depth_a_tree_of_delegations_stops_at_depth_three() -> None:
+    registry = AgentRegistry()
+    leaf = _helper("leaf", "L", Usage())
+    registry.register(leaf, description="The last.")
+    chain = ["root", "d1", "d2", "d3"]
+    for name, below in zip(chain[1:], [*chain[2:], "leaf"], strict=True):
+        registry.register(Agent(name, delegates=registry, provider=ScriptedProvider(
+            [_delegate({"agent": below, "task": "t"}), _last_tool_output])), description=name)
+    root = Agent("root", delegates=registry, provider=ScriptedProvider([_delegate({"agent": "d1", "task": "t"}),
+                                                                        _last_tool_output]))
+    assert root.max_delegation_depth == 3
+
+    result = Session(root).run("go")
+
+    runs = list(result.walk())
+    assert [(r.agent, r.depth) for r in runs] == [("d1", 1), ("d2", 2), ("d3", 3)]
+    refused = runs[-1].result
+    assert refused is not None and refused.tool_calls[0].is_error
+    assert "the delegation depth limit is 3" in refused.tool_calls[0].output
+    assert isinstance(leaf.provider, ScriptedProvider) and leaf.provider.calls == 0
+
+
+def test_the_model_of_a_delegating_agent_is_sent_the_available_agents_sorted_without_itself() -> None:
+    registry = AgentRegistry()
+    registry.register(_helper("zeta", "z", Usage()), description="Last of all.")
+    registry.register(_helper("alpha", "a", Usage()), description="First of all.")
+    provider = ScriptedProvider(["ok"])
+    boss = Agent("boss", instructions="Lead the team.", provider=provider, delegates=registry)
+    registry.register(boss, description="Leads.")
+
+    Session(boss).run("go")
+
+    sent = provider.requests[0]
+    assert sent.instructions.startswith("Lead the team.\n\n## Available agents\n")
+    assert sent.instructions.index("- alpha: First of all.") < sent.instructions.index("- zeta: Last of all.")
+    assert "- boss:" not in sent.instructions
+    assert [t.name for t in sent.tools] == ["list_agents", "delegate"]
+    assert sent.tools[1].input_schema["properties"]["tasks"]["items"]["required"] == ["agent", "task"]
+
+
+# -- Agents that cooperate: blackboard ----------------------------------------------------------
+
+
+def test_watch_takes_its_timeout_as_the_second_positional_argument() -> None:
+    board = Blackboard({"ready": [1]})
+
+    assert board.watch("ready", 1) == [1]
+    with pytest.raises(TimeoutError, match=r"key 'late' was not set within 0.05s"):
+        board.watch("late", 0.05)
+
+
+def test_the_blackboard_tools_take_key_then_key_and_value_then_nothing() -> None:
+    get, put, listing = Blackboard().tools("team")
+
+    schemas = {t.name: t.definition.input_schema for t in (get, put, listing)}
+
+    assert schemas["team_state_get"]["required"] == ["key"]
+    assert schemas["team_state_set"]["required"] == ["key", "value"]
+    assert schemas["team_state_list"].get("required", []) == []
+    assert set(schemas["team_state_list"]["properties"]) == set()
+
+
+# -- Context budget -------------------------------------------------------------------------
+
+
+@tool
+def fetch(page: int) -> str:
+    """Fetch a page of a long document."""
+    return f"page {page}: " + "lorem ipsum dolor sit amet " * 80
+
+
+def _reading(steps: int) -> list[InferenceResponse | str]:
+    calls: list[InferenceResponse | str] = [
+        InferenceResponse.of_tool_calls([(f"c{i}", "fetch", {"page": i})]) for i in range(1, steps)
+    ]
+    return [*calls, "all read"]
+
+
+def _run(session: Session, message: str) -> None:
+    session.run(message)
+
+
+def _stream(session: Session, message: str) -> None:
+    list(session.run_stream(message))
+
+
+def _arun(session: Session, message: str) -> None:
+    asyncio.run(session.arun(message))
+
+
+@pytest.mark.parametrize("way", [_run, _stream, _arun], ids=["run", "run_stream", "arun"])
+def test_under_a_context_budget_every_request_keeps_the_instructions_and_the_first_user_message(
+    way: Callable[[Session, str], None],
+) -> None:
+    from wingman_actors.agents._context_budget import estimate_request  # the library's own estimate
+
+    provider = ScriptedProvider(_reading(30))
+    agent = Agent("reader", instructions="Quote every page exactly.", provider=provider, tools=[fetch],
+                  context_budget=3_000, max_steps=40)
+    session = Session(agent)
+
+    way(session, "Read pages 1 to 29.")
+
+    assert len(provider.requests) == 30
+    assert len(provider.requests[-1].messages) < len(session.history) - 1  # turns were left out
+    for request in provider.requests:
+        assert estimate_request(request) <= 3_000
+        assert request.instructions == "Quote every page exactly."
+        assert request.messages[0].text == "Read pages 1 to 29."
