@@ -161,3 +161,43 @@ def test_under_a_context_budget_every_request_keeps_the_instructions_and_the_fir
         assert estimate_request(request) <= 3_000
         assert request.instructions == "Quote every page exactly."
         assert request.messages[0].text == "Read pages 1 to 29."
+
+
+# -- Telemetry ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def spans() -> Any:
+    """Spans exported to memory by a tracer provider set globally for the test."""
+    pytest.importorskip("opentelemetry.sdk", reason='needs opentelemetry-sdk: pip install -e ".[dev]"')
+    from tests.support.otel import memory_spans
+
+    with memory_spans() as exporter:
+        yield exporter
+
+
+@pytest.mark.parametrize("where", ["source", "after_a_node", "mapped"])
+def test_a_nested_formations_run_is_a_span_under_the_outer_runs_span_in_one_trace(spans: Any, where: str) -> None:
+    from tests.support.otel import by_name, parent_id, span_id
+    from wingman_actors import Formation
+
+    inner = Formation("inner").add_agent("say", Agent("say", provider=ScriptedProvider(["hi"], cycle=True)))
+    outer = Formation("outer")
+    if where == "source":
+        outer.add_formation("sub", inner)
+    elif where == "after_a_node":
+        outer.add_function("first", str.upper).add_formation("sub", inner).connect("first", "sub")
+    else:
+        outer.add_function("first", str.split).add_map("sub", formation=inner).connect("first", "sub")
+
+    result = outer.run("go")
+
+    assert result.output == (["hi"] if where == "mapped" else "hi")
+    finished = spans.get_finished_spans()
+    got = by_name(finished)
+    (outer_span,) = got["invoke_workflow outer"]
+    (inner_span,) = got["invoke_workflow inner"]
+    (session,) = got["invoke_agent say"]
+    assert parent_id(inner_span) == span_id(outer_span)
+    assert parent_id(session) == span_id(inner_span)
+    assert len({s.context.trace_id for s in finished}) == 1  # one trace per (outer) run
