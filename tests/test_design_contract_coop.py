@@ -114,6 +114,30 @@ def test_the_blackboard_tools_take_key_then_key_and_value_then_nothing() -> None
     assert set(schemas["team_state_list"]["properties"]) == set()
 
 
+# -- MCP ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"url": 8000}, r"mcp_tools: url must be a str such as 'http://127.0.0.1:8000/mcp', got 8000"),
+        ({"url": b"http://127.0.0.1/mcp"}, r"mcp_tools: url must be a str such as .*, got b'http"),
+        ({"command": ["x"], "cwd": 3}, r"mcp_tools: cwd must be a folder's path \(a str or Path\), got 3"),
+        ({"command": ["x"], "include": 3}, r"mcp_tools: include must be a list of the server's tool names .*got 3"),
+        ({"command": ["x"], "include": ["echo", 3]}, r"include must be a list of the server's tool names .*got \['echo', 3\]"),
+    ],
+    ids=["url-int", "url-bytes", "cwd-int", "include-int", "include-of-an-int"],
+)
+def test_mcp_tools_refuses_arguments_of_the_wrong_type_before_connecting_naming_them(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    pytest.importorskip("mcp", reason='needs the mcp extra: pip install -e ".[mcp]"')
+    from wingman_actors.integrations.mcp import mcp_tools
+
+    with pytest.raises(TypeError, match=message), mcp_tools(**kwargs):
+        pass
+
+
 # -- Context budget -------------------------------------------------------------------------
 
 
