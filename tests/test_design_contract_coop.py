@@ -103,6 +103,18 @@ def test_watch_takes_its_timeout_as_the_second_positional_argument() -> None:
         board.watch("late", 0.05)
 
 
+@pytest.mark.parametrize("call", [lambda b: b.get(3), lambda b: b.get(""), lambda b: b.delete(3)],
+                         ids=["get-int", "get-empty", "delete-int"])
+def test_get_and_delete_refuse_a_key_that_is_not_a_non_empty_string_as_set_does(
+    call: Callable[[Blackboard], Any],
+) -> None:
+    board = Blackboard({"3": "three"})
+
+    with pytest.raises(TypeError, match=r"blackboard keys are non-empty strings, got (3|'')"):
+        call(board)
+    assert board.to_dict() == {"3": "three"}
+
+
 def test_the_blackboard_tools_take_key_then_key_and_value_then_nothing() -> None:
     get, put, listing = Blackboard().tools("team")
 
