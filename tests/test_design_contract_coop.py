@@ -92,6 +92,34 @@ def test_the_model_of_a_delegating_agent_is_sent_the_available_agents_sorted_wit
     assert sent.tools[1].input_schema["properties"]["tasks"]["items"]["required"] == ["agent", "task"]
 
 
+@tool(name="delegate")
+def _my_delegate(task: str) -> str:
+    """A tool of the user's that happens to be called delegate."""
+    return task
+
+
+@tool(name="load_skill")
+def _my_load_skill(name: str) -> str:
+    """A tool of the user's that happens to be called load_skill."""
+    return name
+
+
+def test_a_tool_named_like_one_delegation_adds_is_refused_naming_delegates_and_the_fix() -> None:
+    with pytest.raises(ValueError, match=r"agent 'boss': its tool 'delegate' has the name of a tool delegates= adds "
+                                         r"\(list_agents, delegate\); rename yours"):
+        Agent("boss", delegates=AgentRegistry(), tools=[_my_delegate])
+
+
+def test_a_tool_named_like_the_one_skills_add_is_refused_naming_skills_and_the_fix(tmp_path: Any) -> None:
+    folder = tmp_path / "pdf"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: pdf\ndescription: Read PDFs.\n---\nRead it.\n", encoding="utf-8")
+
+    with pytest.raises(ValueError, match=r"agent 'reader': its tool 'load_skill' has the name of a tool skills= adds "
+                                         r"\(load_skill\); rename yours"):
+        Agent("reader", skills=[folder], tools=[_my_load_skill])
+
+
 # -- Agents that cooperate: blackboard ----------------------------------------------------------
 
 
