@@ -92,6 +92,23 @@ def test_the_model_of_a_delegating_agent_is_sent_the_available_agents_sorted_wit
     assert sent.tools[1].input_schema["properties"]["tasks"]["items"]["required"] == ["agent", "task"]
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"description": 42}, r"AgentRegistry.register: description must be a str saying what agent 'a' is good at, "
+                              r"e.g. description='Summarises papers.'; got 42"),
+        ({"description": "x", "name": 5}, r"AgentRegistry.register: name must be a str, got 5"),
+    ],
+    ids=["description-int", "name-int"],
+)
+def test_register_refuses_a_description_or_name_that_is_not_text_naming_it(kwargs: dict[str, Any], message: str) -> None:
+    registry = AgentRegistry()
+
+    with pytest.raises(TypeError, match=message):
+        registry.register(Agent("a"), **kwargs)
+    assert registry.names() == []
+
+
 @tool(name="delegate")
 def _my_delegate(task: str) -> str:
     """A tool of the user's that happens to be called delegate."""
