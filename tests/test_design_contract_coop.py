@@ -195,6 +195,27 @@ def test_mcp_tools_refuses_arguments_of_the_wrong_type_before_connecting_naming_
         pass
 
 
+def test_an_awaited_session_calls_stdio_mcp_tools_and_the_model_sees_a_servers_error_as_an_error_result() -> None:
+    pytest.importorskip("mcp", reason='needs the mcp extra: pip install -e ".[mcp]"')
+    import sys
+    from pathlib import Path
+
+    from wingman_actors.integrations.mcp import mcp_tools
+
+    peer = [sys.executable, str(Path(__file__).parent / "integrations" / "mcp_peer.py")]
+    provider = ScriptedProvider([
+        InferenceResponse.of_tool_calls([("c1", "echo", {"text": "hi"}), ("c2", "fail", {"reason": "no"})]), "ok",
+    ])
+    with mcp_tools(command=peer, include=["echo", "fail"]) as tools:
+        result = asyncio.run(Session(Agent("a", provider=provider, tools=tools)).arun("go"))
+
+    echo, fail = result.tool_calls
+    assert (echo.output, echo.is_error) == ("echo: hi", False)
+    assert fail.is_error and "refused: no" in fail.output
+    sent = provider.requests[1].messages[-1].tool_results_blocks
+    assert [(b.tool_use_id, b.is_error) for b in sent] == [("c1", False), ("c2", True)]
+
+
 # -- Context budget -------------------------------------------------------------------------
 
 
@@ -282,3 +303,21 @@ def test_a_nested_formations_run_is_a_span_under_the_outer_runs_span_in_one_trac
     assert parent_id(inner_span) == span_id(outer_span)
     assert parent_id(session) == span_id(inner_span)
     assert len({s.context.trace_id for s in finished}) == 1  # one trace per (outer) run
+
+
+def test_a_trimmed_request_leaves_out_the_oldest_turns_and_keeps_an_unbroken_run_of_the_newest() -> None:
+    provider = ScriptedProvider(_reading(30))
+    session = Session(Agent("reader", provider=provider, tools=[fetch], context_budget=3_000, max_steps=40))
+
+    session.run("Read pages 1 to 29.")
+
+    history = session.history
+    trimmed = 0
+    for request in provider.requests[1:]:  # the first carries the user message alone
+        sent = request.messages
+        assert sent[0] == history[0]
+        start = history.index(sent[1])
+        assert sent[1:] == history[start:start + len(sent) - 1]  # the newest turns, none skipped
+        assert not sent[1].tool_results_blocks  # no tool result without its call
+        trimmed += start > 1
+    assert trimmed > 0
