@@ -137,6 +137,23 @@ def test_a_tool_named_like_the_one_skills_add_is_refused_naming_skills_and_the_f
         Agent("reader", skills=[folder], tools=[_my_load_skill])
 
 
+@pytest.mark.parametrize("task", ["", "   "], ids=["empty", "blank"])
+def test_a_delegated_task_with_no_text_is_a_tool_error_and_no_child_runs(task: str) -> None:
+    child = _helper("a", "A", Usage())
+    registry = AgentRegistry()
+    registry.register(child, description="Helps.")
+    boss = Agent("boss", delegates=registry, provider=ScriptedProvider([
+        _delegate({"agent": "a", "task": "fine"}, {"agent": "a", "task": task}), _last_tool_output,
+    ]))
+
+    result = Session(boss).run("go")
+
+    (call,) = result.tool_calls
+    assert call.is_error
+    assert "tasks.1.task" in call.output and "say what agent 'a' should do" in call.output
+    assert isinstance(child.provider, ScriptedProvider) and child.provider.calls == 0
+
+
 # -- Agents that cooperate: blackboard ----------------------------------------------------------
 
 
