@@ -17,6 +17,8 @@ inner run as a whole, and a cancelled, failed or timed-out outer run cancels its
 * Events: the inner run's node and agent events are re-emitted to the outer run's
   listeners with ``node`` set to the path (``"outer_node/inner_node"``, deeper nesting
   adds more parts); the inner run's own ``run_*`` events are not.
+* Telemetry: with OpenTelemetry in use, the inner run's ``invoke_workflow`` span is a
+  child of the outer run's, in the outer run's trace, whichever thread starts it.
 * Journalling: when the outer run is journalled, the inner run is journalled in the same
   store as the run ``"<outer run id>/<node>/<visit>"``. A visit that runs again (a retry,
   or a resume after the process died, failed or was cancelled) resumes that inner run
@@ -45,6 +47,7 @@ from ..actors._base import NodeActor
 from ..actors._envelope import Work
 from ..core import Usage
 from ..errors import FormationRuntimeError, WingmanError
+from ..integrations import otel
 from ._journalled_inner import inner_traces
 from ._plan import Plan
 from ._result import FormationResult, NestedVisits, NodeTrace, nested_traces
@@ -132,6 +135,14 @@ class InnerFormation:
         listeners = run.listeners if run is not None else None
         on_event = _Forward(listeners, env.run_id, path) if listeners else None
         board = getattr(run, "blackboard", None)
+        trace = getattr(run, "trace", None)  # the outer run's span, when OpenTelemetry is in use
+        if trace is not None:  # the inner run's span nests under it, whichever thread starts it
+            with otel.node_work(trace.carrier, path, env.run_id):
+                return self._start(input, scope, path, run_id, on_event, board)
+        return self._start(input, scope, path, run_id, on_event, board)
+
+    def _start(self, input: Any, scope: VisitScope | None, path: str, run_id: str, on_event: Any,
+               board: Any) -> Future[FormationResult]:
         if scope is None or self.store is None:
             return self.running.submit(input, on_event=on_event, blackboard=board)
         return self._durable(input, scope, path, run_id, on_event, board)

@@ -61,7 +61,12 @@ class Blackboard:
             self.set(key, value)
 
     def get(self, key: str, default: Any = None) -> Any:
-        """The value of ``key``, or ``default`` when it is not set."""
+        """The value of ``key``, or ``default`` when it is not set.
+
+        Raises:
+            TypeError: ``key`` is not a non-empty string (no such key could ever be set).
+        """
+        _check_key(key)
         with self._cond:
             text = self._data.get(key)
         return default if text is None else json.loads(text)
@@ -93,7 +98,9 @@ class Blackboard:
         return value
 
     def delete(self, key: str) -> None:
-        """Remove ``key`` (KeyError naming the keys present when it is not set)."""
+        """Remove ``key`` (KeyError naming the keys present when it is not set; TypeError
+        when ``key`` is not a non-empty string)."""
+        _check_key(key)
         with self._cond:
             if key not in self._data:
                 raise KeyError(f"blackboard has no key {key!r}; keys: {sorted(self._data)}")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .._cancel import CancelToken
 from ..agents._agent import Agent
@@ -67,6 +67,14 @@ class DelegationTask(BaseModel):
     task: str = Field(description="what the agent should do, self-contained")
     context: str | None = Field(default=None, description="background the agent needs, sent before the task")
 
+    @field_validator("task")
+    @classmethod
+    def _says_something(cls, task: str, info: ValidationInfo) -> str:
+        if not task.strip():  # a child would be run on an empty message: its model call wasted
+            agent = info.data.get("agent", "the agent")
+            raise ValueError(f"the task is empty: say what agent {agent!r} should do, self-contained")
+        return task
+
 
 class _DelegateInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -85,7 +93,7 @@ _DELEGATE_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "agent": {"type": "string", "description": "the agent's name (see list_agents)"},
-                    "task": {"type": "string", "description": "what the agent should do, self-contained"},
+                    "task": {"type": "string", "minLength": 1, "description": "what the agent should do, self-contained"},
                     "context": {"type": "string", "description": "background sent before the task (optional)"},
                 },
                 "required": ["agent", "task"],

@@ -26,7 +26,8 @@ def equip(agent: Agent) -> tuple[list[Tool], tuple[Callable[[], str], ...]]:
 
     Raises:
         TypeError: ``delegates`` is not an AgentRegistry, or ``skills`` is not a list.
-        ValueError: ``max_delegation_depth`` < 0, or a skill folder is bad (SkillError).
+        ValueError: ``max_delegation_depth`` < 0, a skill folder is bad (SkillError), or one
+            of the agent's own tools has the name of a tool this adds.
     """
     tools: list[Tool] = []
     sections: list[Callable[[], str]] = []
@@ -43,15 +44,32 @@ def equip(agent: Agent) -> tuple[list[Tool], tuple[Callable[[], str], ...]]:
                 f"agent {agent.name!r}: max_delegation_depth must be an int >= 0 (0 refuses every "
                 f"delegation), got {depth!r}"
             )
-        tools += [
+        added: list[Tool] = [
             ListAgentsTool(registry, agent.name),
             DelegateTool(registry, agent.name, max_depth=depth, concurrency=agent.tool_concurrency,
                          events=agent.events),
         ]
+        _check_names(agent, "delegates=", added)
+        tools += added
         sections.append(functools.partial(agents_section, registry, agent.name))
     if agent.skills:
         skills = load_skills(agent.skills)
         object.__setattr__(agent, "skills", tuple(agent.skills))
-        tools.append(LoadSkillTool(skills))
+        loader: list[Tool] = [LoadSkillTool(skills)]
+        _check_names(agent, "skills=", loader)
+        tools += loader
         sections.append(functools.partial(skills_section, skills))
     return tools, tuple(sections)
+
+
+def _check_names(agent: Agent, option: str, added: list[Tool]) -> None:
+    """Refuse a tool of the agent's own named like one ``option`` adds (the tool registry
+    would only say "duplicate tool name", leaving the user to guess where the other came from)."""
+    names = [t.name for t in added]
+    for own in agent.tools:
+        name = own if isinstance(own, str) else getattr(own, "name", None)
+        if name in names:
+            raise ValueError(
+                f"agent {agent.name!r}: its tool {name!r} has the name of a tool {option} adds "
+                f"({', '.join(names)}); rename yours (e.g. @tool(name='my_{name}'))"
+            )

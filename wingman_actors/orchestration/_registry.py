@@ -67,9 +67,12 @@ class AgentRegistry:
                 ``name`` is called once, now, to learn it).
 
         Raises:
-            TypeError: ``agent`` is neither an Agent nor a callable returning one.
+            TypeError: ``agent`` is neither an Agent nor a callable returning one, or
+                ``description`` or ``name`` is not a str.
             ValueError: the name is taken, or there is no description to show.
         """
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"AgentRegistry.register: name must be a str, got {name!r}")
         instance: Agent | None
         factory: AgentFactory | None
         if isinstance(agent, Agent):
@@ -91,8 +94,13 @@ class AgentRegistry:
                 f"AgentRegistry.register: name {key!r} differs from the agent's own name {probe.name!r}; "
                 "register it under its own name (drop name=) or rename the agent"
             )
+        if description is not None and not isinstance(description, str):
+            raise TypeError(
+                f"AgentRegistry.register: description must be a str saying what agent {key!r} is good at, "
+                f"e.g. description='Summarises papers.'; got {description!r}"
+            )
         text = description if description is not None else _first_line(probe.instructions if probe else "")
-        if not isinstance(text, str) or not text.strip():
+        if not text.strip():
             raise ValueError(
                 f"AgentRegistry.register: agent {key!r} needs a description of what it is good at, "
                 "e.g. register(agent, description='Summarises papers.')"

@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -172,17 +173,18 @@ def mcp_tools(
         ValueError: neither or both of ``command`` and ``url``, or options of the other
             transport, a timeout not > 0, a ``prefix`` of characters a tool name cannot
             hold, or ``include`` names a tool the server does not have.
-        TypeError: a timeout that is not a number, a ``prefix`` not a str, ``include`` a
-            str rather than a list of names, ``env`` or ``headers`` not a dict of str to str.
+        TypeError: a timeout that is not a number, a ``prefix`` not a str, ``include`` not
+            a list of names (a str included), ``env`` or ``headers`` not a dict of str to str,
+            ``url`` not a str, ``cwd`` not a path.
         MCPConnectionError: the server could not be started, reached or initialised.
     """
     _check_options(timeout, connect_timeout, prefix, include, env, headers)
+    wanted = _names(include)
     server, label = _target(command, url, env, cwd, headers)
     conn = Connection(server, label, call_timeout=timeout)
     specs = conn.open(connect_timeout)
     try:
-        if include is not None:
-            wanted = list(include)
+        if wanted is not None:
             known = {s.name for s in specs}
             missing = [n for n in wanted if n not in known]
             if missing:
@@ -219,6 +221,19 @@ def _check_options(
             raise TypeError(f"mcp_tools: {name} must be a dict of str to str, e.g. {{'NAME': 'value'}}; got {pairs!r}")
 
 
+def _names(include: Iterable[str] | None) -> list[str] | None:
+    """``include`` as a list (an iterator is read once, here), refused unless it names tools."""
+    if include is None:
+        return None
+    wanted = list(include) if isinstance(include, Iterable) else None
+    if wanted is None or not all(isinstance(name, str) for name in wanted):
+        raise TypeError(
+            f"mcp_tools: include must be a list of the server's tool names (str), e.g. ['echo'], "
+            f"got {wanted if wanted is not None else include!r}"
+        )
+    return wanted
+
+
 def _target(
     command: Sequence[str] | None,
     url: str | None,
@@ -238,6 +253,8 @@ def _target(
             )
         if headers is not None:
             raise ValueError("mcp_tools: headers= applies to url=...; pass env= to a stdio server instead")
+        if cwd is not None and not isinstance(cwd, str | os.PathLike):
+            raise TypeError(f"mcp_tools: cwd must be a folder's path (a str or Path), got {cwd!r}")
         if cwd is not None and not Path(cwd).is_dir():
             raise ValueError(f"mcp_tools: cwd {str(cwd)!r} is not an existing directory")
         params = StdioServerParameters(
@@ -245,7 +262,8 @@ def _target(
             cwd=str(cwd) if cwd is not None else None,
         )
         return stdio_transport(params), " ".join(command)
-    assert url is not None
+    if not isinstance(url, str):
+        raise TypeError(f"mcp_tools: url must be a str such as 'http://127.0.0.1:8000/mcp', got {url!r}")
     if env is not None or cwd is not None:
         raise ValueError("mcp_tools: env= and cwd= apply to command=[...]; an HTTP server runs elsewhere")
     if not url.startswith(("http://", "https://")):
