@@ -1,0 +1,221 @@
+"""DESIGN.md's "Backends", "Beyond one machine" and "The agent layer, complete", checked as
+a client would: through the public names only, spelled as DESIGN spells them. (Most
+bullets are tested where their code lives; these are the ones no test exercised exactly
+as written, and the bad inputs around them.)"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.postgres import postgres_server, postgres_url
+from wingman_actors import Agent, Formation, Session, tool
+from wingman_actors.agents import Prepared, RunContext
+from wingman_actors.errors import FormationSetupError, WingmanError
+from wingman_actors.events import Event, EventBus
+from wingman_actors.store import RunStore
+from wingman_actors.testing import ScriptedProvider
+
+__all__ = ["postgres_server", "postgres_url"]  # fixtures of the PostgreSQL tests
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _where(x: int) -> tuple[int, int, str]:
+    return x, os.getpid(), threading.current_thread().name
+
+
+def _chain() -> Formation:
+    return (Formation("chain").add_function("a", lambda x: x + 1).add_function("b", lambda x: x * 2)
+            .connect("a", "b"))
+
+
+# --- Backends ------------------------------------------------------------------------------
+
+
+def test_formation_start_runs_nodes_on_threads_of_this_process_by_default_as_backend_threads_does() -> None:
+    f = Formation("where").add_function("where", _where)
+    with f.start() as running:
+        by_default = running.submit(1).result(timeout=10).output
+    with f.start(backend="threads") as running:
+        on_threads = running.submit(2).result(timeout=10).output
+    by_run = f.run(3, backend="threads").output
+
+    for (x, pid, thread), given in zip((by_default, on_threads, by_run), (1, 2, 3), strict=True):
+        assert (x, pid) == (given, os.getpid())
+        assert thread != threading.current_thread().name
+
+
+@pytest.mark.parametrize("backend", ["rays", "Ray", "thread", ""])
+def test_an_unknown_backend_is_a_setup_error_naming_the_backends_there_are(backend: str) -> None:
+    with pytest.raises(FormationSetupError, match=rf"unknown backend '{backend}': available backends: 'ray', "
+                                                  r"'threads'"):
+        _chain().run(1, backend=backend)
+
+
+@pytest.mark.parametrize("options", [["address", "auto"], "auto", 5])
+def test_backend_options_that_are_not_a_mapping_are_refused_showing_one_that_is(options: Any) -> None:
+    with pytest.raises(TypeError, match=r"backend_options must be a mapping \(e\.g\. \{'address': 'auto'\}"):
+        _chain().start(backend="ray", backend_options=options)
+
+
+def _in_ray_actor(x: int) -> tuple[int, int, bool]:
+    import ray
+
+    return x, os.getpid(), ray.get_runtime_context().get_actor_id() is not None
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_run_with_backend_ray_runs_each_node_in_a_ray_actor_of_another_process() -> None:
+    pytest.importorskip("ray")
+    f = Formation("actors").add_function("first", _in_ray_actor).add_function("second", lambda t: _in_ray_actor(t[0]))
+    f.connect("first", "second")
+
+    result = f.run(7, backend="ray")
+
+    assert result.status == "succeeded"
+    for name in ("first", "second"):
+        x, pid, in_actor = result.nodes[name].output
+        assert (x, in_actor) == (7, True) and pid != os.getpid()
+
+
+# --- Beyond one machine: time travel --------------------------------------------------------
+
+
+@pytest.mark.parametrize("at", [("a", 1, 2), ("a",), (), ["a", 1, "extra"]])
+def test_a_fork_point_of_the_wrong_length_is_refused_saying_what_at_takes(tmp_path: Path, at: Any) -> None:
+    f = _chain()
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        run_id = f.run(1, store=store).run_id
+        with pytest.raises(ValueError, match=r"at must be a node name, or \(node, visit\) with a visit number >= 1"):
+            f.fork(run_id, store=store, at=at, output=1)
+        assert [r.id for r in store.runs()] == [run_id]
+
+
+def test_a_fork_point_error_is_a_wingman_error_carrying_no_new_run(tmp_path: Path) -> None:
+    f = _chain()
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        run_id = f.run(1, store=store).run_id
+        for at in ("z", ("b", 2), ("b", 0)):
+            with pytest.raises(WingmanError):
+                f.fork(run_id, store=store, at=at, output=1)
+        assert [r.id for r in store.runs()] == [run_id]
+
+
+@pytest.mark.parametrize("store", [42, {"path": "runs.sqlite"}, object()])
+def test_a_fork_given_a_store_of_the_wrong_kind_is_refused_naming_what_it_takes(store: Any) -> None:
+    with pytest.raises(TypeError, match=r"store must be a RunStore .* got "):
+        _chain().fork("r1", store=store, at="a", output=1)
+
+
+# --- Beyond one machine: PostgreSQL leases ---------------------------------------------------
+
+
+def test_a_run_whose_owner_stopped_renewing_its_lease_reads_interrupted_and_resumes_in_another_process(
+        postgres_url: str, tmp_path: Path) -> None:
+    import signal
+
+    from tests.durable.lease_worker import RUN_ID, build, calls
+
+    log = tmp_path / "log"
+    owner = subprocess.Popen([sys.executable, "-m", "tests.durable.lease_worker", postgres_url, "1.0", str(log)],
+                             cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while (owner.pid, "slow") not in calls(log):
+            assert owner.poll() is None, owner.communicate()
+            assert time.monotonic() < deadline, "the run never reached its slow node"
+            time.sleep(0.02)
+        with RunStore(postgres_url) as store:
+            while "first" not in store.load(RUN_ID).visits:
+                assert time.monotonic() < deadline, "the first visit was never journalled"
+                time.sleep(0.02)
+            assert store.get(RUN_ID).status == "running"
+            os.kill(owner.pid, signal.SIGSTOP)  # it stops renewing its lease
+            while store.get(RUN_ID).status != "interrupted":
+                assert time.monotonic() < deadline, "the frozen owner's run never read interrupted"
+                time.sleep(0.05)
+            assert [r.id for r in store.runs(status="interrupted")] == [RUN_ID]
+            (log.parent / f"go-{os.getpid()}").touch()
+            result = build(log).resume(RUN_ID, store=store)
+            assert (result.status, result.output) == ("succeeded", "x 1 2 3")
+            assert store.get(RUN_ID).status == "succeeded"
+        assert [node for pid, node in calls(log) if pid == os.getpid()] == ["slow", "last"]  # first not rerun
+    finally:
+        if owner.poll() is None:
+            os.kill(owner.pid, signal.SIGCONT)
+            owner.kill()
+        owner.communicate(timeout=30)
+
+
+# --- The agent layer, complete --------------------------------------------------------------
+
+
+@tool
+def fetch(page: int) -> str:
+    """Fetch a page of a long document."""
+    return f"page {page}: " + "lorem ipsum dolor sit amet " * 80
+
+
+def test_prepare_sees_the_agent_being_run_in_its_run_context() -> None:
+    seen: list[Any] = []
+
+    def prepare(ctx: RunContext) -> Prepared | None:
+        seen.append(ctx.agent)
+        return None
+
+    agent = Agent("helper", provider=ScriptedProvider(["ok"]), prepare=prepare)
+    Session(agent).run("hi")
+
+    assert seen == [agent]
+
+
+def test_an_empty_prepared_keeps_the_agents_model_tools_and_instructions() -> None:
+    provider = ScriptedProvider(["ok"])
+    agent = Agent("a", instructions="Be brief.", provider=provider, tools=[fetch], prepare=lambda ctx: Prepared())
+    Session(agent).run("hi")
+
+    request = provider.requests[0]
+    assert request.instructions == "Be brief."
+    assert [t.name for t in request.tools] == ["fetch"]
+
+
+@pytest.fixture
+def bus() -> Iterator[EventBus]:
+    with EventBus() as bus:
+        yield bus
+
+
+def test_a_subscriber_without_a_timeout_is_skipped_after_one_second_by_default(
+        bus: EventBus, caplog: pytest.LogCaptureFixture) -> None:
+    release = threading.Event()
+    got: list[str] = []
+
+    def slow_on_start(event: Event) -> None:
+        if event.kind == "session_start":
+            release.wait(5)
+        got.append(event.kind)
+
+    sub = bus.subscribe(["session_start", "session_stop"], slow_on_start)
+    with caplog.at_level(logging.WARNING, logger="wingman_actors.events"):
+        Session(Agent("a", provider=ScriptedProvider(["hi"]), events=bus)).run("hello")
+        time.sleep(0.6)
+        assert got == []  # still within the default second
+        deadline = time.monotonic() + 5
+        while "session_stop" not in got and time.monotonic() < deadline:
+            time.sleep(0.01)
+    release.set()
+
+    assert got[0] == "session_stop" and sub.skipped == 1
+    assert len([r for r in caplog.records if "overran its timeout" in r.getMessage()]) == 1
