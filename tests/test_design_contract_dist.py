@@ -20,6 +20,7 @@ import pytest
 from tests.support.postgres import postgres_server, postgres_url
 from wingman_actors import Agent, Formation, Session, tool
 from wingman_actors.agents import Prepared, RunContext
+from wingman_actors.core import InferenceResponse
 from wingman_actors.errors import FormationSetupError, WingmanError
 from wingman_actors.events import Event, EventBus
 from wingman_actors.store import RunStore
@@ -166,6 +167,26 @@ def test_a_run_whose_owner_stopped_renewing_its_lease_reads_interrupted_and_resu
 def fetch(page: int) -> str:
     """Fetch a page of a long document."""
     return f"page {page}: " + "lorem ipsum dolor sit amet " * 80
+
+
+def test_a_failing_compactor_falls_back_to_trimming_with_a_trace_note_and_no_extra_model_call() -> None:
+    steps = 12
+    script: list[InferenceResponse | str] = [
+        InferenceResponse.of_tool_calls([(f"c{i}", "fetch", {"page": i})]) for i in range(1, steps)]
+    provider = ScriptedProvider([*script, "all pages read"])
+    compactor = ScriptedProvider([RuntimeError("compactor down")], cycle=True)
+    agent = Agent("reader", provider=provider, tools=[fetch], context_budget=4_000, compactor=compactor)
+
+    result = Session(agent).run("Read the pages.")
+
+    assert result.response == "all pages read"
+    assert len(provider.requests) == steps  # one call a step: none asked for a summary
+    assert not any("Summarise the conversation" in m.text for r in provider.requests for m in r.messages)
+    assert len(provider.requests[-1].messages) < 2 * steps  # trimmed
+    notes = [t for t in result.trace if t.name == "compact failed"]
+    assert notes and all(t.is_error for t in notes)
+    assert "compactor failed (RuntimeError: compactor down); leaving" in notes[0].output
+    assert "without a summary" in notes[0].output
 
 
 def test_prepare_sees_the_agent_being_run_in_its_run_context() -> None:
