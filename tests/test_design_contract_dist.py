@@ -5,6 +5,7 @@ as written, and the bad inputs around them.)"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import subprocess
@@ -15,14 +16,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from tests.providers.test_anthropic import MODEL as ANTHROPIC_MODEL
+from tests.providers.test_anthropic import message_json
+from tests.providers.test_openai import completion
+from tests.support.loopback import LoopbackServer, Reply
 from tests.support.postgres import postgres_server, postgres_url
 from wingman_actors import Agent, Formation, Session, tool
 from wingman_actors.agents import Prepared, RunContext
-from wingman_actors.core import InferenceResponse
+from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Message
 from wingman_actors.errors import FormationSetupError, WingmanError
 from wingman_actors.events import Event, EventBus
+from wingman_actors.providers import new_provider
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
 
@@ -240,3 +247,111 @@ def test_a_subscriber_without_a_timeout_is_skipped_after_one_second_by_default(
 
     assert got[0] == "session_stop" and sub.skipped == 1
     assert len([r for r in caplog.records if "overran its timeout" in r.getMessage()]) == 1
+
+
+# --- provider options and reasoning, against the loopback wire servers ------------------------
+
+_ANSWERS = {
+    "openai": lambda: Reply.json(completion()),
+    "ollama": lambda: Reply.json({"model": "m", "message": {"role": "assistant", "content": "hi"}, "done": True}),
+    "anthropic": lambda: Reply.json(message_json()),
+}
+
+
+def _options(id: str, loopback: LoopbackServer, **more: Any) -> dict[str, Any]:
+    model = ANTHROPIC_MODEL if id == "anthropic" else "m"
+    return {"model": model, "base_url": loopback.url, "api_key": "k", "max_retries": 0, **more}
+
+
+@pytest.mark.parametrize("id", ["openai", "ollama", "anthropic"])
+def test_every_http_provider_sends_through_the_users_http_client_and_leaves_it_open(
+        id: str, loopback: LoopbackServer) -> None:
+    loopback.queue(_ANSWERS[id]())
+    with httpx.Client(headers={"X-Client": "mine"}) as client:
+        provider = new_provider(id, _options(id, loopback, http_client=client))
+        provider.run_inference(InferenceRequest(messages=[Message.user("hi")]))
+        provider.close()  # type: ignore[attr-defined]
+        assert not client.is_closed
+    assert loopback.requests[0].headers["x-client"] == "mine"
+
+
+@pytest.mark.parametrize("id", ["openai", "ollama", "anthropic"])
+def test_every_http_provider_sends_its_async_calls_through_the_users_async_http_client(
+        id: str, loopback: LoopbackServer) -> None:
+    loopback.queue(_ANSWERS[id]())
+
+    async def call() -> bool:
+        async with httpx.AsyncClient(headers={"X-Client": "async"}) as client:
+            provider = new_provider(id, _options(id, loopback, async_http_client=client))
+            await provider.arun_inference(InferenceRequest(messages=[Message.user("hi")]))  # type: ignore[attr-defined]
+            await provider.aclose()  # type: ignore[attr-defined]
+            return client.is_closed
+
+    assert asyncio.run(call()) is False
+    assert loopback.requests[0].headers["x-client"] == "async"
+
+
+@tool
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers."""
+    return a * b
+
+
+def test_anthropic_thinking_is_kept_in_the_sessions_history_as_thinking_blocks(loopback: LoopbackServer) -> None:
+    first = [
+        {"type": "thinking", "thinking": "I should use the tool.", "signature": "sig-1"},
+        {"type": "redacted_thinking", "data": "opaque"},
+        {"type": "tool_use", "id": "toolu_01", "name": "multiply", "input": {"a": 27, "b": 453}},
+    ]
+    loopback.queue(Reply.json(message_json(first, stop_reason="tool_use")), Reply.json(message_json()))
+    provider = new_provider("anthropic", _options("anthropic", loopback,
+                                                  thinking={"type": "enabled", "budget_tokens": 1024}))
+    session = Session(Agent("calc", provider=provider, tools=[multiply]))
+    try:
+        session.run("What is 27 * 453?")
+    finally:
+        provider.close()  # type: ignore[attr-defined]
+
+    blocks = session.history[1].content
+    thinking = [b for b in blocks if b.type == "thinking"]
+    assert thinking == [ContentBlock(type="thinking", text="I should use the tool.", signature="sig-1")]
+    assert [b.type for b in blocks] == ["thinking", "redacted_thinking", "tool_use"]
+    assert loopback.requests[1].json()["messages"][1]["content"][:2] == first[:2]
+
+
+def test_openai_reasoning_content_is_kept_in_the_sessions_history_without_a_signature(
+        loopback: LoopbackServer) -> None:
+    body = completion("12231")
+    body["choices"][0]["message"]["reasoning_content"] = "27 * 453 = 12231"
+    loopback.queue(Reply.json(body))
+    provider = new_provider("openai", _options("openai", loopback))
+    session = Session(Agent("calc", provider=provider))
+    try:
+        result = session.run("What is 27 * 453?")
+    finally:
+        provider.close()  # type: ignore[attr-defined]
+
+    assert result.response == "12231"
+    thinking = [b for b in session.history[1].content if b.type == "thinking"]
+    assert [(b.text, b.signature) for b in thinking] == [("27 * 453 = 12231", None)]
+
+
+@pytest.mark.parametrize("thinking", ["enabled", True, 1024, ["enabled", 1024]])
+def test_an_anthropic_thinking_option_that_is_not_an_object_is_refused_showing_the_shape_it_takes(
+        thinking: Any) -> None:
+    from wingman_actors.errors import AgentError, ErrorKind
+
+    with pytest.raises(AgentError, match=r"thinking: .*\{'type': 'enabled', 'budget_tokens': 1024\}") as info:
+        new_provider("anthropic", {"model": ANTHROPIC_MODEL, "api_key": "k", "thinking": thinking})
+    assert info.value.kind is ErrorKind.INVALID
+
+
+def test_an_anthropic_thinking_object_goes_into_the_request_body_as_it_is(loopback: LoopbackServer) -> None:
+    loopback.queue(_ANSWERS["anthropic"]())
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    provider = new_provider("anthropic", _options("anthropic", loopback, thinking=thinking))
+    try:
+        provider.run_inference(InferenceRequest(messages=[Message.user("hi")]))
+    finally:
+        provider.close()  # type: ignore[attr-defined]
+    assert loopback.requests[0].json()["thinking"] == thinking
