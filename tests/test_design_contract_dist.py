@@ -355,3 +355,11 @@ def test_an_anthropic_thinking_object_goes_into_the_request_body_as_it_is(loopba
     finally:
         provider.close()  # type: ignore[attr-defined]
     assert loopback.requests[0].json()["thinking"] == thinking
+
+
+@pytest.mark.parametrize("tools", [[5], ["fetch", None], [fetch, {"name": "x"}]])
+def test_prepared_tools_holding_something_that_is_neither_a_tool_nor_a_name_are_refused_naming_it(
+        tools: list[Any]) -> None:
+    with pytest.raises(TypeError, match=r"Prepared\(tools=\.\.\.\) takes tools or names of the agent's tools; "
+                                        r"item \d+ is a (int|NoneType|dict)"):
+        Prepared(tools=tools)
