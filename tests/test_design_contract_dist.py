@@ -86,7 +86,8 @@ def _in_ray_actor(x: int) -> tuple[int, int, bool]:
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_run_with_backend_ray_runs_each_node_in_a_ray_actor_of_another_process() -> None:
-    pytest.importorskip("ray")
+    ray = pytest.importorskip("ray")
+    was_up = ray.is_initialized()
     f = Formation("actors").add_function("first", _in_ray_actor).add_function("second", lambda t: _in_ray_actor(t[0]))
     f.connect("first", "second")
 
@@ -96,6 +97,8 @@ def test_run_with_backend_ray_runs_each_node_in_a_ray_actor_of_another_process()
     for name in ("first", "second"):
         x, pid, in_actor = result.nodes[name].output
         assert (x, in_actor) == (7, True) and pid != os.getpid()
+    if not was_up:  # the local Ray started for the formation was shut down with it
+        assert not ray.is_initialized()
 
 
 # --- Beyond one machine: time travel --------------------------------------------------------
