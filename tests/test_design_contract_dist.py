@@ -76,6 +76,27 @@ def test_backend_options_that_are_not_a_mapping_are_refused_showing_one_that_is(
         _chain().start(backend="ray", backend_options=options)
 
 
+@pytest.mark.parametrize(("options", "problem"), [
+    ({"address": 5}, r"backend_options\['address'\] must be 'auto', 'host:port' or a 'ray://' address, got int 5"),
+    ({"address": ""}, r"backend_options\['address'\] must be 'auto', 'host:port' or a 'ray://' address, got str ''"),
+    ({"num_cpus": "two"}, r"backend_options\['num_cpus'\] must be a whole number of CPUs >= 0, got str 'two'"),
+    ({"num_cpus": -1}, r"backend_options\['num_cpus'\] must be a whole number of CPUs >= 0, got int -1"),
+    ({"num_cpus": True}, r"backend_options\['num_cpus'\] must be a whole number of CPUs >= 0, got bool True"),
+    ({"init": 5}, r"backend_options\['init'\] must be a dict of keyword arguments for ray.init \(e.g. "),
+    ({"init": {1: 2}}, r"backend_options\['init'\] must be a dict of keyword arguments for ray.init"),
+])
+def test_ray_backend_options_of_the_wrong_type_are_a_setup_error_naming_the_key_before_ray_starts(
+        options: dict[str, Any], problem: str) -> None:
+    with pytest.raises(FormationSetupError, match=problem):
+        _chain().start(backend="ray", backend_options=options)
+
+
+def test_every_bad_ray_backend_option_is_reported_at_once() -> None:
+    with pytest.raises(FormationSetupError, match=r"3 problem\(s\)") as info:
+        _chain().run(1, backend="ray", backend_options={"address": 5, "num_cpus": "x", "init": 1})
+    assert all(f"backend_options['{key}']" in str(info.value) for key in ("address", "num_cpus", "init"))
+
+
 def _in_ray_actor(x: int) -> tuple[int, int, bool]:
     import ray
 
@@ -99,6 +120,28 @@ def test_run_with_backend_ray_runs_each_node_in_a_ray_actor_of_another_process()
         assert (x, in_actor) == (7, True) and pid != os.getpid()
     if not was_up:  # the local Ray started for the formation was shut down with it
         assert not ray.is_initialized()
+
+
+def _dies(x: int) -> int:
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)  # the node's process dies mid-attempt, every time
+    return x
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_node_process_that_dies_on_every_attempt_fails_the_run_after_its_retries_naming_the_node() -> None:
+    pytest.importorskip("ray")
+    from wingman_actors.errors import FormationRuntimeError
+
+    f = Formation("dying").add_function("dies", _dies, retries=1, backoff=0.01)
+
+    with pytest.raises(FormationRuntimeError, match=r"dies") as info:
+        f.run(1, backend="ray", timeout=150)
+    assert (info.value.node, info.value.attempts) == ("dies", 2)
+    assert info.value.nodes["dies"].status == "failed"
 
 
 # --- Beyond one machine: time travel --------------------------------------------------------
