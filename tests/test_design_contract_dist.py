@@ -213,6 +213,25 @@ def test_a_run_whose_owner_stopped_renewing_its_lease_reads_interrupted_and_resu
         owner.communicate(timeout=30)
 
 
+def test_a_session_suspended_on_a_postgresql_store_resumes_in_another_process_without_repeating_model_calls(
+        postgres_url: str) -> None:
+    import json
+
+    from tests.agents.session_worker import ASK, agent
+
+    provider = ScriptedProvider([ASK])
+    with RunStore(postgres_url) as store:
+        session = Session(agent(provider), store=store)
+        result = session.run("Book me a trip.")
+        assert (result.status, result.interrupt) == ("suspended", {"question": "Which city?"})
+    out = subprocess.run([sys.executable, "-m", "tests.agents.session_worker", postgres_url, session.id, "Porto"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout) == {"status": "succeeded", "response": "Booked for Porto", "calls": 1}
+    with RunStore(postgres_url) as store:
+        assert store.get(session.id).status == "succeeded"
+
+
 # --- The agent layer, complete --------------------------------------------------------------
 
 
