@@ -428,3 +428,12 @@ def test_prepared_tools_holding_something_that_is_neither_a_tool_nor_a_name_are_
     with pytest.raises(TypeError, match=r"Prepared\(tools=\.\.\.\) takes tools or names of the agent's tools; "
                                         r"item \d+ is a (int|NoneType|dict)"):
         Prepared(tools=tools)
+
+
+@pytest.mark.parametrize("kinds", [["*"], ("*", "model_start")])
+def test_a_star_in_a_list_of_kinds_subscribes_to_every_kind_as_the_message_of_a_bad_kind_offers(
+        bus: EventBus, kinds: Any) -> None:
+    bus.subscribe(kinds, lambda event: None)
+
+    assert bus.kinds == frozenset({"session_start", "session_stop", "model_start", "model_end", "tool_start",
+                                   "tool_end", "subagent_start", "subagent_stop"})
