@@ -213,6 +213,20 @@ def test_a_run_whose_owner_stopped_renewing_its_lease_reads_interrupted_and_resu
         owner.communicate(timeout=30)
 
 
+@pytest.mark.parametrize("url", ["postgresql:/someone:hunter2@127.0.0.1/db", "postgresql:someone:hunter2@db/runs",
+                                 "postgres:/db", "PostgreSQL:/someone:hunter2@db/runs"])
+def test_a_postgresql_url_missing_its_slashes_is_refused_as_a_url_not_taken_for_a_file_path(
+        url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wingman_actors.store import StoreOpenError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreOpenError, match=r"looks like a PostgreSQL URL without the '//' after its scheme; "
+                                             r"write it as postgresql://user:password@host:5432/db") as info:
+        RunStore(url)
+    assert "hunter2" not in str(info.value) and "mkdir" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_session_suspended_on_a_postgresql_store_resumes_in_another_process_without_repeating_model_calls(
         postgres_url: str) -> None:
     import json
