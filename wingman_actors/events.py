@@ -284,7 +284,7 @@ class EventBus:
         """Call ``fn(event)`` for every event of ``kinds``, in order, off the agent's thread.
 
         Args:
-            kinds: one kind or several (see :data:`EVENT_KINDS`), or ``"*"`` for all.
+            kinds: one kind or several (see :data:`EVENT_KINDS`), or ``"*"`` (alone or in the list) for all.
             fn: called with each :class:`Event`; what it returns is ignored.
             timeout: seconds ``fn`` may take per event; past it, that event is skipped
                 for this subscriber (with one warning) and the next ones go on. None: no limit.
@@ -301,7 +301,7 @@ class EventBus:
                 f"subscribe: kinds must be a kind name or a list of them (some of {sorted(EVENT_KINDS)}), "
                 f"or '*' for all; got {kinds!r}"
             )
-        wanted = frozenset(EVENT_KINDS if kinds == "*" else names)
+        wanted = frozenset(EVENT_KINDS if "*" in names else names)  # "*", alone or in a list: all
         unknown = sorted(wanted - EVENT_KINDS)
         if unknown or not wanted:
             raise ValueError(

@@ -66,8 +66,8 @@ class Agent:
             left out of requests to stay under it (see :mod:`wingman_actors.agents._context_budget`).
         compactor: with ``context_budget``, a provider that summarises the left-out turns
             into one message (one extra model call each time, counted in the usage). When
-            it fails, the agent's own provider summarises instead, and when that fails too
-            the turns are left out without a summary; the trace says so.
+            it fails, the turns are left out without a summary (trimming) and the trace
+            says so; the run goes on.
         events: an :class:`~wingman_actors.events.EventBus` that receives this agent's
             session, model, tool and sub-agent events (see :mod:`wingman_actors.events`).
         prepare: called before each model call with the

@@ -11,9 +11,10 @@ is sent:
   message carrying their results (a tool call is never separated from its result);
 * with ``compactor=provider`` the dropped turns are summarised, in one extra model call,
   into one message that takes their place (its usage counts in the run's usage and trace).
-  A compactor that fails does not fail the run: the agent's own provider summarises
-  instead, and if that fails too the turns are left out without a summary. Each failure
-  is a trace entry (``name`` "compact failed", ``is_error``) saying what was done instead.
+  A compactor that fails does not fail the run: the turns are left out without a summary
+  (trimming, as without a compactor), and a trace entry (``name`` "compact failed",
+  ``is_error``) says so. No other provider is asked: the agent's own would spend a model
+  call (and, scripted, a reply meant for the agent) on a summary nobody asked it for.
 
 The compaction logic is one generator (:meth:`ContextWindow.fitting`) that yields the
 compactor's model calls: a blocking session makes them with ``run_inference``, an async
@@ -126,13 +127,11 @@ class ContextWindow:
         budget: the most estimated input tokens of a request.
         compactor: a provider that summarises dropped turns, or None to drop them.
         agent_name: for error messages.
-        fallback: the provider that summarises when the compactor fails (the agent's own).
     """
 
     budget: int
     compactor: Provider | None = None
     agent_name: str = "agent"
-    fallback: Provider | None = None
     cut: int = 1  # history[head:cut] is left out of requests (except the pinned prompt)
     summary: Message | None = None
     head: int = 1  # history[:head] always stays: up to the first user message (usually just it)
@@ -257,26 +256,20 @@ class ContextWindow:
     def _compact_or_trim(
         self, dropped: list[Message], failures: list[str]
     ) -> Generator[CompactionCall, InferenceResponse, InferenceResponse | None]:
-        """Summarise ``dropped`` with the compactor, else the fallback provider, else
-        leave them out unsummarised; ``failures`` says what failed and what was done."""
+        """Summarise ``dropped`` with the compactor; when it fails, leave them out
+        unsummarised (DESIGN: a failing compactor falls back to trimming) and say so in
+        ``failures``. A cancel or a timeout is no failure to fall back from: it stops the run."""
         assert self.compactor is not None
-        providers = [("compactor", self.compactor)]
-        if self.fallback is not None and self.fallback is not self.compactor:
-            providers.append(("the agent's provider", self.fallback))
-        for i, (which, provider) in enumerate(providers):
-            try:
-                return (yield from self._compact(provider, dropped))
-            except AgentError as exc:
-                if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
-                    raise  # the run stops: no fallback would be wanted
-                error: Exception = exc
-            except Exception as exc:
-                error = exc
-            instead = (
-                "summarising with the agent's provider instead" if i + 1 < len(providers)
-                else f"leaving {len(dropped)} message(s) out without a summary"
-            )
-            failures.append(f"{which} failed ({type(error).__name__}: {error}); {instead}")
+        try:
+            return (yield from self._compact(self.compactor, dropped))
+        except AgentError as exc:
+            if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
+                raise
+            error: Exception = exc
+        except Exception as exc:
+            error = exc
+        failures.append(f"compactor failed ({type(error).__name__}: {error}); "
+                        f"leaving {len(dropped)} message(s) out without a summary")
         return None
 
     def _compact(

@@ -64,6 +64,10 @@ class Prepared:
             )
         if self.tools is not None and (isinstance(self.tools, str | bytes) or not isinstance(self.tools, Sequence)):
             raise TypeError("Prepared(tools=...) takes a list of tools or names of the agent's tools")
+        for i, t in enumerate(self.tools or ()):
+            if not isinstance(t, str | Tool):
+                raise TypeError(f"Prepared(tools=...) takes tools or names of the agent's tools; item {i} is a "
+                                f"{type(t).__name__} ({t!r}): give a @tool function or a tool's name")
         if self.instructions is not None and not isinstance(self.instructions, str):
             raise TypeError(f"Prepared(instructions=...) takes a str, got {type(self.instructions).__name__}")
 

@@ -144,7 +144,7 @@ class Session(AsyncSessionRuns):
         self._live: list[Spender] | None = None
         self._spans: otel.SessionSpans | None = None
         self._window = (
-            ContextWindow(agent.context_budget, agent.compactor, agent.name, fallback=agent.provider)
+            ContextWindow(agent.context_budget, agent.compactor, agent.name)
             if agent.context_budget is not None else None
         )
 

@@ -80,6 +80,27 @@ log = logging.getLogger("wingman_actors.backends")
 _OPTIONS = ("address", "num_cpus", "init")
 
 
+def _option_problems(options: Mapping[str, Any]) -> list[str]:
+    """What is wrong with ``backend_options``, all of it, found before Ray starts (a value
+    of the wrong type would otherwise fail inside ``ray.init`` with Ray's own words)."""
+    unknown = sorted(set(options) - set(_OPTIONS), key=repr)
+    if unknown:
+        return [f"unknown backend_options {unknown} for backend 'ray': it takes "
+                f"{', '.join(_OPTIONS)} (e.g. backend_options={{'address': 'auto'}})"]
+    problems: list[str] = []
+    address, cpus, init = options.get("address"), options.get("num_cpus"), options.get("init")
+    if address is not None and not (isinstance(address, str) and address.strip()):
+        problems.append(f"backend_options['address'] must be 'auto', 'host:port' or a 'ray://' address, got "
+                        f"{type(address).__name__} {address!r} (leave it out for a local Ray of this formation)")
+    if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 0):
+        problems.append(f"backend_options['num_cpus'] must be a whole number of CPUs >= 0, got "
+                        f"{type(cpus).__name__} {cpus!r} (e.g. backend_options={{'num_cpus': 2}})")
+    if init is not None and not (isinstance(init, Mapping) and all(isinstance(k, str) for k in init)):
+        problems.append(f"backend_options['init'] must be a dict of keyword arguments for ray.init (e.g. "
+                        f"{{'namespace': 'jobs'}}), got {type(init).__name__} {init!r}")
+    return problems
+
+
 def import_ray(formation: str = "") -> Any:
     """Import Ray, or raise a :class:`FormationSetupError` naming the extra to install."""
     try:
@@ -219,12 +240,9 @@ class RayBackend(ThreadsBackend):
     def __init__(self, formation: str = "", options: Mapping[str, Any] | None = None) -> None:
         super().__init__(formation)
         options = dict(options or {})
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise FormationSetupError(formation, [
-                f"unknown backend_options {unknown} for backend 'ray': it takes "
-                f"{', '.join(_OPTIONS)} (e.g. backend_options={{'address': 'auto'}})"
-            ])
+        problems = _option_problems(options)
+        if problems:
+            raise FormationSetupError(formation, problems)
         self.ray = import_ray(formation)
         self.options = options
         self.owns_ray = False  # whether stop() releases a Ray formations started (see _ray_keeper)

@@ -49,7 +49,8 @@ class ForkPointError(WingmanError, ValueError):
 
 
 def _target(formation: Formation, at: Any) -> tuple[str, int]:
-    node, visit = (at, 1) if isinstance(at, str) else (tuple(at) if isinstance(at, tuple | list) else (None, None))
+    pair = (at, 1) if isinstance(at, str) else tuple(at) if isinstance(at, tuple | list) else ()
+    node, visit = pair if len(pair) == 2 else (None, None)  # a (node, visit) of another length is refused below
     if not isinstance(node, str) or isinstance(visit, bool) or not isinstance(visit, int) or visit < 1:
         raise ForkPointError(f"fork: at must be a node name, or (node, visit) with a visit number >= 1, got {at!r}")
     if node not in formation.graph:

@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, Required, TypedDict, cast
 
 import httpx
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .._extras import require
 from ..core import InferenceRequest, InferenceResponse, StreamEvent
@@ -64,6 +64,16 @@ class AnthropicOptions(RemoteOptions):
 
     model: str = Field(default=DEFAULT_MODEL, min_length=1)
     top_k: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _thinking_is_an_object(cls, data: Any) -> Any:
+        # ``thinking`` goes into the body as it is, but it is the one pass-through key
+        # DESIGN documents: a string or a number there would only fail at the first call.
+        if isinstance(data, dict) and "thinking" in data and not isinstance(data["thinking"], dict | type(None)):
+            raise ValueError(f"thinking: give an object such as {{'type': 'enabled', 'budget_tokens': 1024}}, "
+                             f"got {type(data['thinking']).__name__} {data['thinking']!r}")
+        return data
 
     @classmethod
     def sync_client_types(cls) -> tuple[type, ...]:

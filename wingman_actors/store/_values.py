@@ -19,6 +19,10 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _PASSWORD = re.compile(r"(://[^:/@]*:)([^@]*)@")
+# "postgresql:/host/db", "postgres:user@host": a PostgreSQL URL short of its "//", which
+# would otherwise be taken for a file's path (and its folder, password and all, for one to create)
+_SLASHLESS = re.compile(r"(postgres(?:ql)?):(?!//)", re.IGNORECASE)
+_SLASHLESS_PASSWORD = re.compile(r":[^:/@]*@")
 
 
 def masked(url: str) -> str:
@@ -36,7 +40,13 @@ def without_password(text: str, url: str) -> str:
 
 def other_scheme(location: str) -> str | None:
     """Why ``location`` cannot be a store when it is a URL of a scheme no store opens
-    (``mysql://...``, ``sqlite:///runs.sqlite``), else None."""
+    (``mysql://...``, ``sqlite:///runs.sqlite``) or a PostgreSQL URL short of its ``//``
+    (``postgresql:/host/db``), else None."""
+    slashless = _SLASHLESS.match(location)
+    if slashless is not None:
+        rest = _SLASHLESS_PASSWORD.sub(":***@", location[slashless.end():])
+        return (f"RunStore location {slashless.group(0) + rest!r} looks like a PostgreSQL URL without the '//' after its "
+                "scheme; write it as postgresql://user:password@host:5432/db")
     found = _SCHEME.match(location)
     if found is None or location.startswith(POSTGRES_SCHEMES):
         return None
