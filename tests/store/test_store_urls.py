@@ -70,3 +70,10 @@ def test_a_postgresql_server_that_went_down_is_named_by_the_errors_without_the_p
         with pytest.raises(StoreError) as closing:
             store.close()
         assert shown in str(closing.value) and "hunter2" not in str(closing.value)
+
+
+@pytest.mark.parametrize("url", [" postgresql://someone:hunter2@127.0.0.1/db", "\tpostgres:someone:hunter2@127.0.0.1/db"])
+def test_a_postgresql_url_with_white_space_around_it_is_refused_saying_so_without_its_password(url: str) -> None:
+    with pytest.raises(StoreOpenError, match=r"has white space around it") as info:
+        RunStore(url)
+    assert "hunter2" not in str(info.value)

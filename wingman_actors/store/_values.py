@@ -41,7 +41,12 @@ def without_password(text: str, url: str) -> str:
 def other_scheme(location: str) -> str | None:
     """Why ``location`` cannot be a store when it is a URL of a scheme no store opens
     (``mysql://...``, ``sqlite:///runs.sqlite``) or a PostgreSQL URL short of its ``//``
-    (``postgresql:/host/db``), else None."""
+    (``postgresql:/host/db``), or such a URL with white space around it, else None."""
+    stripped = location.strip()
+    if stripped != location and (_SCHEME.match(stripped) or _SLASHLESS.match(stripped)):
+        shown = masked(stripped) if _SCHEME.match(stripped) else _SLASHLESS_PASSWORD.sub(":***@", stripped)
+        return (f"RunStore location {shown!r} has white space around it (taken as part of a file's path); "
+                "remove it")
     slashless = _SLASHLESS.match(location)
     if slashless is not None:
         rest = _SLASHLESS_PASSWORD.sub(":***@", location[slashless.end():])
