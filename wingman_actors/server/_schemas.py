@@ -209,19 +209,25 @@ class MCPServerIn(_In):
     )
 
     # Type-checked before pydantic tries the union's branches, whose errors name them
-    # ("command.list[str]", "command.none") instead of the field and its fix.
+    # ("command.list[str]", "command.none") instead of the field and its fix. None is only
+    # the default of the one left out: a null given is the wrong JSON type, as the document
+    # says (these validators run on given values only).
     @field_validator("command", mode="before")
     @classmethod
     def _command_type(cls, value: Any) -> Any:
-        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise ValueError('give a list of strings: the program and its arguments, e.g. ["npx", "-y", "@scope/server"]')
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ValueError('give a list of strings: the program and its arguments, e.g. ["npx", "-y", "@scope/server"]'
+                             + ("; leave command out rather than null when the server has a url" if value is None
+                                else ""))
         return value
 
     @field_validator("url", mode="before")
     @classmethod
     def _url_type(cls, value: Any) -> Any:
-        if value is not None and not isinstance(value, str):
-            raise ValueError("give a string, an http:// or https:// endpoint, e.g. \"http://127.0.0.1:8000/mcp\"")
+        if not isinstance(value, str):
+            raise ValueError("give a string, an http:// or https:// endpoint, e.g. \"http://127.0.0.1:8000/mcp\""
+                             + ("; leave url out rather than null when the server has a command" if value is None
+                                else ""))
         return value
 
     @field_validator("command")
