@@ -19,6 +19,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from tests.server.harness import scripted_agent
 from wingman_actors.server._viewer_store import create_store_viewer
 from wingman_actors.store import RunStore
 
@@ -35,6 +36,28 @@ def test_an_mcp_servers_command_or_url_given_as_null_is_400_naming_that_field(
     assert response.json()["fields"] == [f"mcp[0].{field}"]
     assert "null" in response.json()["error"]
 
+
+@pytest.mark.parametrize(("method", "path", "body", "field"), [
+    ("PUT", "/fleets/{fleet}", {"agent_id": True}, "agent_id"),
+    ("PUT", "/fleets/{fleet}", {"worker_count": True}, "worker_count"),
+    ("PUT", "/fleets/{fleet}", {"worker_count": "4"}, "worker_count"),
+    ("POST", "/formations", {"name": "f", "nodes": [{"name": "a", "kind": "function", "function": "clean",
+                                                      "retry_on": 7}]}, "nodes[0].retry_on"),
+    ("POST", "/formations", {"name": "f", "nodes": [{"name": "a", "kind": "function", "function": "clean",
+                                                      "policies": {"retry_on": [True]}}]}, "nodes[0].policies.retry_on"),
+])
+def test_a_wrong_json_type_in_a_field_of_several_types_is_400_naming_the_field_not_pydantics_alternatives(
+    client: httpx.Client, method: str, path: str, body: dict[str, Any], field: str
+) -> None:
+    agent = scripted_agent(client)
+    fleet = client.post("/fleets", json={"name": "f", "agent_id": agent}).json()["id"]
+
+    response = client.request(method, path.format(fleet=fleet), json=body)
+
+    assert response.status_code == 400, response.text
+    assert response.json()["fields"] == [field]
+    assert response.json()["error"].startswith(f"invalid request: {field}: ")
+    assert "should be None" not in response.json()["error"]  # (pydantic's branch of null)
 
 
 # -- wingman-actors ui: the same viewer over a launcher's run store ----------------------------

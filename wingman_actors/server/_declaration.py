@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from .. import errors
 from ..agents._agent import Agent
@@ -75,6 +75,17 @@ class PoliciesDecl(StrictIn):
     join: Literal["all", "any"] | None = Field(
         default=None, description="fan-in: wait for every predecessor (all) or fire with the first value (any)"
     )
+
+    # Type-checked before pydantic tries the union's branches, whose errors name them
+    # ("retry_on.list[str]", "retry_on.str") instead of the field and its fix.
+    @field_validator("retry_on", mode="before")
+    @classmethod
+    def _retry_on_type(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str) and not (
+                isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ValueError('give an exception class name or a list of them, e.g. "ConnectionError" or '
+                             '["ConnectionError", "TimeoutError"]')
+        return value
 
 
 class NodeDecl(PoliciesDecl):

@@ -17,7 +17,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.json_schema import SkipJsonSchema
+from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 
 from ._limits import MAX_CONTEXT_BUDGET, MAX_MCP_SERVERS, MAX_STEPS, MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
 from ._names import NO_NUL, SPACES, Name, NameOrNull, PathText
@@ -423,9 +423,13 @@ class FleetUpdate(_In):
     """``PUT /fleets/{id}``: a partial update."""
 
     name: NameOrNull = Field(default=None, description="cannot be null")
-    agent_id: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(
+    # Optional (so a wrong type is one error naming the field, not one per union branch), the
+    # null refused by the route; the document declares the value only, as NameOrNull does.
+    agent_id: Annotated[Annotated[str, Field(min_length=1)] | None,
+                        WithJsonSchema({"type": "string", "minLength": 1})] = Field(
         default=None, description="cannot be null")
-    worker_count: Annotated[int, Field(ge=0, le=MAX_WORKERS)] | SkipJsonSchema[None] = Field(
+    worker_count: Annotated[Annotated[int, Field(ge=0, le=MAX_WORKERS)] | None,
+                            WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_WORKERS})] = Field(
         default=None, description="cannot be null")
     work_dir: PathText | None = Field(default=None, description="null: the work root")
 
