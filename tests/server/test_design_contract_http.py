@@ -66,6 +66,20 @@ def test_a_wrong_json_type_in_a_field_of_several_types_is_400_naming_the_field_n
 
 
 
+
+@pytest.mark.parametrize("path", ["/runs", "/ui/api/runs"])
+@pytest.mark.parametrize("limit", ["0", "1001", "true", "ten"])
+def test_a_query_parameter_out_of_its_declared_range_or_type_is_400_naming_the_parameter_as_status_is_named(
+    client: httpx.Client, path: str, limit: str
+) -> None:
+    response = client.get(path, params={"limit": limit})
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == ["limit"]
+    assert response.json()["error"].startswith("invalid request: limit: ")
+    assert client.get(path, params={"status": "lost"}).json()["fields"] == ["status"]
+
+
 # -- "The bash tool runs with an environment stripped of secrets" (for the server's agents too) --
 
 

@@ -78,7 +78,7 @@ def freeze_startup_heap() -> None:
 
 def _field(loc: Sequence[Any]) -> str:
     parts = list(loc)
-    if parts and parts[0] == "body":
+    if parts and parts[0] in ("body", "query", "path"):  # a query parameter is named as the body's fields are
         parts = parts[1:]
     out = ""
     for p in parts:
