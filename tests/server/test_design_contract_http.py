@@ -80,6 +80,28 @@ def test_a_query_parameter_out_of_its_declared_range_or_type_is_400_naming_the_p
     assert client.get(path, params={"status": "lost"}).json()["fields"] == ["status"]
 
 
+
+def string_enum(doc: dict[str, Any], model: str, field: str) -> list[str] | None:
+    """The names ``model.field`` is declared to take, or None when it is declared any string."""
+    prop = doc["components"]["schemas"][model]["properties"][field]
+    for branch in branches(doc, prop):
+        if branch.get("type") == "string":
+            return list(branch["enum"]) if "enum" in branch else None
+    return []
+
+
+def test_an_agents_provider_is_declared_as_the_provider_ids_the_server_takes(client: httpx.Client) -> None:
+    doc = client.get("/openapi.json").json()
+    ids = sorted(p["id"] for p in client.get("/provider").json())
+
+    refused = client.post("/agents", json={"name": "a", "provider": "no-such-provider"})
+
+    assert refused.status_code == 400 and refused.json()["fields"] == ["provider"]
+    for model in ("AgentCreate", "AgentUpdate"):
+        assert string_enum(doc, model, "provider") == ids, model
+        assert {"type": "null"} in doc["components"]["schemas"][model]["properties"]["provider"]["anyOf"]
+
+
 # -- "The bash tool runs with an environment stripped of secrets" (for the server's agents too) --
 
 

@@ -9,7 +9,7 @@ scheme when a token is required; and the ``Location`` header of every 201.
 
 It also declares what the server enforces beyond the models' types, so a request the
 document calls valid is not refused: the registered provider ids (path parameters, the keys
-of ``PUT /provider/auth``), the run statuses ``GET /runs`` filters by, the tool names an
+of ``PUT /provider/auth``, an agent's ``provider``), the run statuses ``GET /runs`` filters by, the tool names an
 agent may list (each once), a JSON body on every POST, PUT and PATCH (``Content-Type:
 application/json`` is required even where the body is ignored), and the ``text/event-stream``
 answers of the streaming routes.
@@ -113,6 +113,19 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     return out
 
 
+def _names(prop: dict[str, Any] | None, names: Sequence[str]) -> None:
+    """Declare the string (or null) ``prop`` as one of ``names`` (or null): the string
+    branch gets the enum; with no names, only null is left."""
+    if prop is None:
+        return
+    for branch in list(prop.get("anyOf", ())):
+        if branch.get("type") == "string":
+            if names:
+                branch["enum"] = list(names)
+            else:
+                prop["anyOf"].remove(branch)
+
+
 def _declare(doc: dict[str, Any], tools: Sequence[str]) -> None:
     """Write into ``doc`` the constraints the routes check themselves."""
     providers = sorted(m.id for m in list_providers())
@@ -128,6 +141,8 @@ def _declare(doc: dict[str, Any], tools: Sequence[str]) -> None:
             param["schema"] = {**param["schema"],
                                "anyOf": [{"type": "string", "enum": list(RUN_STATUSES)}, {"type": "null"}]}
     schemas = doc.get("components", {}).get("schemas", {})
+    for model in ("AgentCreate", "AgentUpdate"):
+        _names(schemas.get(model, {}).get("properties", {}).get("provider"), providers)
     if "AuthSetIn" in schemas:
         schemas["AuthSetIn"]["properties"]["providers"]["propertyNames"] = {"enum": providers}
         schemas["AuthSetIn"]["properties"]["providers"]["minProperties"] = 1
