@@ -102,6 +102,25 @@ def test_an_agents_provider_is_declared_as_the_provider_ids_the_server_takes(cli
         assert {"type": "null"} in doc["components"]["schemas"][model]["properties"]["provider"]["anyOf"]
 
 
+@pytest.mark.parametrize(("model", "field", "declaration"), [
+    ("NodeDecl", "function", {"name": "f", "nodes": [{"name": "a", "kind": "function", "function": "no-such"}]}),
+    ("EdgeDecl", "condition", {"name": "f", "nodes": [{"name": "a", "kind": "function", "function": "clean"},
+                                                      {"name": "b", "kind": "function", "function": "clean"}],
+                               "edges": [{"from": "a", "to": "b", "condition": "no-such"}]}),
+])
+def test_a_nodes_function_and_an_edges_condition_are_declared_as_the_names_the_server_has_registered(
+    client: httpx.Client, model: str, field: str, declaration: dict[str, Any]
+) -> None:
+    doc = client.get("/openapi.json").json()
+
+    refused = client.post("/formations", json=declaration)
+
+    assert refused.status_code == 400
+    [problem] = refused.json()["problems"]
+    registered = problem.rsplit("registered: ", 1)[1].split(", ")
+    assert string_enum(doc, model, field) == registered
+
+
 def node(**fields: Any) -> dict[str, Any]:
     return {"name": "a", "kind": "function", "function": "clean", **fields}
 
