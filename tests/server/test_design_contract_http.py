@@ -148,6 +148,22 @@ def test_a_formation_naming_what_the_server_does_not_have_is_400_naming_the_fiel
     assert problem.startswith(field.split(".")[0])
 
 
+
+@pytest.mark.parametrize("method", ["POST", "PUT"])
+def test_an_agent_whose_provider_needs_a_model_is_400_naming_model_with_the_json_that_fixes_it(
+    client: httpx.Client, method: str
+) -> None:
+    body = {"name": "a", "provider": "openai", "options": {"base_url": "http://127.0.0.1:9/v1"}}
+    path = "/agents" if method == "POST" else f"/agents/{scripted_agent(client)}"
+
+    response = client.request(method, path, json=body)
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == ["model"]
+    assert '"model": "' in response.json()["error"]
+    assert "new_provider(" not in response.json()["error"]  # the library's call, not this API's JSON
+
+
 # -- "The bash tool runs with an environment stripped of secrets" (for the server's agents too) --
 
 
