@@ -250,8 +250,10 @@ def concrete(path: str) -> str:
 def test_every_method_a_documented_path_does_not_declare_is_a_405_with_allow_before_any_other_check(
     guarded: RunningServer,
 ) -> None:
-    # No token, another site's Origin, a body that is not JSON and is over the size limit, an
-    # id no record has: each would be refused by its own check (401, 403, 415, 413, 404).
+    # No token, a Host the server does not serve, another site's Origin, a body that is not JSON
+    # and is over the size limit, an id no record has: each would be refused by its own check
+    # (401, 400, 403, 415, 413, 404).
+    hostile = {"Content-Type": "text/plain", "Origin": "https://elsewhere.example", "Host": "elsewhere.example"}
     with httpx.Client(base_url=guarded.url, timeout=30) as bare:
         doc = bare.get("/openapi.json").json()
         wrong: list[str] = []
@@ -262,17 +264,15 @@ def test_every_method_a_documented_path_does_not_declare_is_a_405_with_allow_bef
                 if method.lower() in operations:
                     continue
                 probed += 1
-                response = bare.request(method, concrete(path), content=b"<" * 2048, headers={
-                    "Content-Type": "text/plain", "Origin": "https://elsewhere.example"})
+                response = bare.request(method, concrete(path), content=b"<" * 2048, headers=hostile)
                 if response.status_code != 405 or response.headers.get("allow") != declared:
                     wrong.append(f"{method} {path}: {response.status_code}, Allow {response.headers.get('allow')!r}"
                                  f" (declared: {declared})")
                 elif method != "HEAD" and f"it allows {declared}" not in response.json()["error"]:
                     wrong.append(f"{method} {path}: {response.text}")
         # the same request with a method the path has meets those checks
-        control = bare.post("/agents", content=b"<" * 2048, headers={
-            "Content-Type": "text/plain", "Origin": "https://elsewhere.example"})
-    assert control.status_code in (401, 403, 413, 415), control.text
+        control = bare.post("/agents", content=b"<" * 2048, headers=hostile)
+    assert control.status_code in (400, 401, 403, 413, 415), control.text
     assert probed > 150  # every documented path, each with the methods it does not have
     assert wrong == []
 
