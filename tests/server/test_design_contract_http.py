@@ -167,25 +167,42 @@ def test_an_agent_whose_provider_needs_a_model_is_400_naming_model_with_the_json
 # -- "The bash tool runs with an environment stripped of secrets" (for the server's agents too) --
 
 
-def test_a_server_agents_bash_runs_without_the_servers_secret_variables(
-    client: httpx.Client, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("DEPLOY_SERVICE_TOKEN", "tok-in-the-servers-environment")
-    monkeypatch.setenv("DEPLOY_DB_PASSWORD", "pw-in-the-servers-environment")
-    monkeypatch.setenv("DEPLOY_REGION", "eu-west")
-    command = 'echo "[${DEPLOY_SERVICE_TOKEN:-unset}] [${DEPLOY_DB_PASSWORD:-unset}] [${DEPLOY_REGION:-unset}]"'
+def bash_output(client: httpx.Client, loopback: LoopbackServer, command: str) -> str:
+    """What a server agent's bash tool answered the model for ``command``."""
     loopback.queue(Reply.json(completion(None, finish_reason="tool_calls", tool_calls=[{
         "id": "t1", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": command})}}])),
         Reply.json(completion("done")))
     agent = client.post("/agents", json={"name": "sh", "tools": ["bash"], "provider": "openai", "model": "m",
                                          "options": {"base_url": loopback.url, "max_retries": 0}}).json()["id"]
     session = client.post("/sessions").json()["id"]
-
     response = client.post(f"/sessions/{session}/message", json={"agent_id": agent, "message": "run it"})
-
     assert response.status_code == 200, response.text
     [result] = [m for m in loopback.requests[-1].json()["messages"] if m["role"] == "tool"]
-    assert result["content"].strip() == "[unset] [unset] [eu-west]"
+    return str(result["content"])
+
+
+def test_a_server_agents_bash_runs_without_the_servers_secret_variables(
+    client: httpx.Client, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEPLOY_SERVICE_TOKEN", "tok-in-the-servers-environment")
+    monkeypatch.setenv("DEPLOY_DB_PASSWORD", "pw-in-the-servers-environment")
+    monkeypatch.setenv("DEPLOY_REGION", "eu-west")
+
+    out = bash_output(client, loopback,
+                      'echo "[${DEPLOY_SERVICE_TOKEN:-unset}] [${DEPLOY_DB_PASSWORD:-unset}] [${DEPLOY_REGION:-unset}]"')
+
+    assert out.strip() == "[unset] [unset] [eu-west]"
+
+
+def test_a_secret_of_the_servers_environment_that_a_server_agents_bash_prints_is_masked(
+    client: httpx.Client, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, work_root: Path
+) -> None:
+    monkeypatch.setenv("DEPLOY_SERVICE_TOKEN", "tok-in-the-servers-environment")
+    (work_root / "deploy-notes.txt").write_text("the token is tok-in-the-servers-environment\n", encoding="utf-8")
+
+    out = bash_output(client, loopback, "cat deploy-notes.txt")
+
+    assert out.startswith("the token is ") and "tok-in-the-servers-environment" not in out
 
 
 # -- wingman-actors ui: the same viewer over a launcher's run store ----------------------------
