@@ -78,7 +78,7 @@ def freeze_startup_heap() -> None:
 
 def _field(loc: Sequence[Any]) -> str:
     parts = list(loc)
-    if parts and parts[0] == "body":
+    if parts and parts[0] in ("body", "query", "path"):  # a query parameter is named as the body's fields are
         parts = parts[1:]
     out = ""
     for p in parts:
@@ -207,7 +207,8 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         redoc_url=None,
         redirect_slashes=False,  # "/agents/" is a 404 (MethodMiddleware), never a redirect dropping a POST's body
     )
-    install_openapi(app, config, agent_tool_names(config, functions))
+    install_openapi(app, config, agent_tool_names(config, functions), sorted(functions.functions),
+                    sorted(functions.predicates))
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:

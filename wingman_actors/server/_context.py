@@ -6,6 +6,7 @@ the function registry, the per-session locks and runs in flight; and how a store
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -55,6 +56,9 @@ def agent_tool_names(config: ServerConfig, functions: FunctionRegistry) -> list[
     unless ``--no-bash``), ``ask_human``, and the ``@tool`` functions of ``--functions``."""
     return [*(t for t in TOOL_NAMES if config.allow_bash or t != "bash"), *sorted(functions.tools)]
 
+
+_NEEDS_MODEL = re.compile(r"needs a model, e\.g\. new_provider\([^{]*\{\s*\"model\":\s*\"([^\"]+)\"")
+"""A provider's refusal of options without a model (``ProviderBase``), and its example model."""
 
 _AUTH_HINT = 'PUT /provider/auth {{"providers": {{"{p}": {{"type": "api_key", "key": "..."}}}}}}'
 
@@ -280,6 +284,10 @@ class ServerContext:
         try:
             close_provider(new_provider(agent.provider, options))
         except AgentError as exc:
+            needs = _NEEDS_MODEL.search(exc.message)
+            if needs is not None and not options.get("model"):  # said in this API's JSON, not as a Python call
+                raise invalid("model", f"the {agent.provider} provider needs a model: give the agent one, e.g. "
+                                       f'"model": "{needs.group(1)}"') from None
             raise invalid("options", exc.message) from None
         except (TypeError, ValueError, OSError) as exc:
             raise invalid("options", f"provider {agent.provider!r} refuses these options: {exc}") from None

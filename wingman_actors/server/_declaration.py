@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 import networkx as nx  # type: ignore[import-untyped]
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from .. import errors
 from ..agents._agent import Agent
@@ -75,6 +75,17 @@ class PoliciesDecl(StrictIn):
     join: Literal["all", "any"] | None = Field(
         default=None, description="fan-in: wait for every predecessor (all) or fire with the first value (any)"
     )
+
+    # Type-checked before pydantic tries the union's branches, whose errors name them
+    # ("retry_on.list[str]", "retry_on.str") instead of the field and its fix.
+    @field_validator("retry_on", mode="before")
+    @classmethod
+    def _retry_on_type(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str) and not (
+                isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ValueError('give an exception class name or a list of them, e.g. "ConnectionError" or '
+                             '["ConnectionError", "TimeoutError"]')
+        return value
 
 
 class NodeDecl(PoliciesDecl):
@@ -175,30 +186,35 @@ def declaration_problems(
             both = sorted(f for f in n.policies.model_fields_set if getattr(n, f) is not None)
             if both:
                 problems.append(f"{where}: {', '.join(both)} given both flat and under policies; keep one")
-        problems += _retry_on_problems(where, n.policy_values().get("retry_on"))
-        problems += _node_problems(where, n, registry, agent_ids, formation_ids)
+        nested = n.policies is not None and n.policies.retry_on is not None
+        problems += _retry_on_problems(where, n.policy_values().get("retry_on"),
+                                       f"nodes[{i}].{'policies.' if nested else ''}retry_on")
+        problems += _node_problems(where, n, registry, agent_ids, formation_ids, f"nodes[{i}]")
     pairs: set[tuple[str, str]] = set()
     for j, e in enumerate(decl.edges):
         where = f"edges[{j}] ({e.source!r} → {e.to!r})"
         if (e.source, e.to) in pairs:
             problems.append(f"{where}: this edge is declared twice; declare each pair once")
         pairs.add((e.source, e.to))
-        for end in (e.source, e.to):
+        for key, end in (("from", e.source), ("to", e.to)):
             if end not in seen:
-                problems.append(f"{where}: no node named {end!r}; nodes: {', '.join(sorted(seen))}")
+                problems.append(at(f"edges[{j}].{key}",
+                                   f"{where}: no node named {end!r}; nodes: {', '.join(sorted(seen))}"))
         if e.otherwise and e.condition is not None:
             problems.append(f"{where}: an otherwise edge takes no condition; drop one of them")
         if e.condition is not None and e.condition not in registry.predicates:
-            problems.append(
-                f"{where}: no registered predicate {e.condition!r}; registered: {_names(registry.predicates)}"
-            )
+            problems.append(at(
+                f"edges[{j}].condition",
+                f"{where}: no registered predicate {e.condition!r}; registered: {_names(registry.predicates)}"))
     return problems
 
 
 def _node_problems(
-    where: str, n: NodeDecl, registry: FunctionRegistry, agent_ids: Collection[str], formation_ids: Collection[str]
+    where: str, n: NodeDecl, registry: FunctionRegistry, agent_ids: Collection[str], formation_ids: Collection[str],
+    path: str,
 ) -> list[str]:
-    """What is wrong with node ``n``'s kind and the fields that go with it."""
+    """What is wrong with node ``n`` (at ``path``, e.g. ``nodes[0]``): its kind and the fields
+    that go with it."""
     out: list[str] = []
     if n.kind == "map" and n.function is not None and n.formation_id is not None:
         out.append(f"{where}: a map node takes \"function\" (called per item) or \"formation_id\" (a stored "
@@ -206,20 +222,23 @@ def _node_problems(
     elif n.kind == "function" or (n.kind == "map" and n.formation_id is None):
         if n.function is None:
             also = ", or \"formation_id\": a stored formation's id (GET /formations)" if n.kind == "map" else ""
-            out.append(f"{where}: a {n.kind} node needs \"function\": one of {_names(registry.functions)}{also}")
+            out.append(at(f"{path}.function",
+                          f"{where}: a {n.kind} node needs \"function\": one of {_names(registry.functions)}{also}"))
         elif n.function not in registry.functions:
-            out.append(f"{where}: no registered function {n.function!r}; registered: {_names(registry.functions)}")
+            out.append(at(f"{path}.function", f"{where}: no registered function {n.function!r}; registered: "
+                                              f"{_names(registry.functions)}"))
     elif n.kind in ("formation", "map"):
         if n.formation_id is None:
             out.append(f"{where}: a formation node needs \"formation_id\": a stored formation's id (GET /formations "
                        "lists them; create one with POST /formations)")
         elif n.formation_id not in formation_ids:
-            out.append(f"{where}: no formation with id {n.formation_id!r}; create it with POST /formations or fix the "
-                       "id (GET /formations lists them)")
+            out.append(at(f"{path}.formation_id", f"{where}: no formation with id {n.formation_id!r}; create it "
+                                                  "with POST /formations or fix the id (GET /formations lists them)"))
     elif n.agent_id is None:
         out.append(f"{where}: an {n.kind} node needs \"agent_id\" (create agents with POST /agents)")
     elif n.agent_id not in agent_ids:
-        out.append(f"{where}: no agent with id {n.agent_id!r}; create it with POST /agents or fix the id")
+        out.append(at(f"{path}.agent_id", f"{where}: no agent with id {n.agent_id!r}; create it with POST /agents or "
+                                          "fix the id"))
     agentish = [f for f in ("agent_id", "prompt") if getattr(n, f) is not None]
     if agentish and n.kind not in ("agent", "fleet"):
         out.append(f"{where}: {', '.join(agentish)} only apply to agent and fleet nodes; remove them")
@@ -240,18 +259,36 @@ def _retry_on_names(value: list[str] | str | None) -> list[str]:
     return [value] if isinstance(value, str) else list(value or ())
 
 
-def _retry_on_problems(where: str, value: list[str] | str | None) -> list[str]:
+def _retry_on_problems(where: str, value: list[str] | str | None, field: str) -> list[str]:
     unknown = [name for name in _retry_on_names(value) if exception_class(name) is None]
     if not unknown:
         return []
-    return [f"{where}: retry_on names {', '.join(repr(u) for u in unknown)}, not a built-in exception nor one of "
-            f"wingman_actors.errors; use names such as \"ConnectionError\", \"TimeoutError\" or \"NodeTimeoutError\""]
+    return [at(field, f"{where}: retry_on names {', '.join(repr(u) for u in unknown)}, not a built-in exception nor "
+                      "one of wingman_actors.errors; use names such as \"ConnectionError\", \"TimeoutError\" or "
+                      "\"NodeTimeoutError\"")]
+
+
+class Problem(str):
+    """A problem of a declaration that one field of the request is at fault for (``field``,
+    e.g. ``nodes[0].function``): the 400 names it in ``fields`` too."""
+
+    field: str
+
+
+def at(field: str, text: str) -> str:
+    """``text``, a problem that ``field`` of the declaration is at fault for."""
+    problem = Problem(text)
+    problem.field = field
+    return problem
 
 
 def setup_error(name: str, problems: list[str]) -> ApiError:
-    """400 listing every problem of a declaration."""
+    """400 listing every problem of a declaration, and the fields at fault where a problem
+    has one (see :func:`at`)."""
     lines = "; ".join(problems)
-    return ApiError(400, f"formation {name!r} is not valid ({len(problems)} problem(s)): {lines}", problems=problems)
+    fields = list(dict.fromkeys(p.field for p in problems if isinstance(p, Problem))) or None
+    return ApiError(400, f"formation {name!r} is not valid ({len(problems)} problem(s)): {lines}", problems=problems,
+                    fields=fields)
 
 
 def assemble(

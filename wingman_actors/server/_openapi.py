@@ -9,10 +9,11 @@ scheme when a token is required; and the ``Location`` header of every 201.
 
 It also declares what the server enforces beyond the models' types, so a request the
 document calls valid is not refused: the registered provider ids (path parameters, the keys
-of ``PUT /provider/auth``), the run statuses ``GET /runs`` filters by, the tool names an
-agent may list (each once), a JSON body on every POST, PUT and PATCH (``Content-Type:
-application/json`` is required even where the body is ignored), and the ``text/event-stream``
-answers of the streaming routes.
+of ``PUT /provider/auth``, an agent's ``provider``), the run statuses ``GET /runs`` filters
+by, the tool names an agent may list (each once), the registered function and predicate
+names a formation's nodes and edges give, a JSON body on every POST, PUT and PATCH
+(``Content-Type: application/json`` is required even where the body is ignored), and the
+``text/event-stream`` answers of the streaming routes.
 """
 
 from __future__ import annotations
@@ -113,7 +114,21 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     return out
 
 
-def _declare(doc: dict[str, Any], tools: Sequence[str]) -> None:
+def _names(prop: dict[str, Any] | None, names: Sequence[str]) -> None:
+    """Declare the string (or null) ``prop`` as one of ``names`` (or null): the string
+    branch gets the enum; with no names, only null is left."""
+    if prop is None:
+        return
+    for branch in list(prop.get("anyOf", ())):
+        if branch.get("type") == "string":
+            if names:
+                branch["enum"] = list(names)
+            else:
+                prop["anyOf"].remove(branch)
+
+
+def _declare(doc: dict[str, Any], tools: Sequence[str], functions: Sequence[str] = (),
+             predicates: Sequence[str] = ()) -> None:
     """Write into ``doc`` the constraints the routes check themselves."""
     providers = sorted(m.id for m in list_providers())
     paths = doc.get("paths", {})
@@ -128,6 +143,10 @@ def _declare(doc: dict[str, Any], tools: Sequence[str]) -> None:
             param["schema"] = {**param["schema"],
                                "anyOf": [{"type": "string", "enum": list(RUN_STATUSES)}, {"type": "null"}]}
     schemas = doc.get("components", {}).get("schemas", {})
+    for model in ("AgentCreate", "AgentUpdate"):
+        _names(schemas.get(model, {}).get("properties", {}).get("provider"), providers)
+    _names(schemas.get("NodeDecl", {}).get("properties", {}).get("function"), functions)
+    _names(schemas.get("EdgeDecl", {}).get("properties", {}).get("condition"), predicates)
     if "AuthSetIn" in schemas:
         schemas["AuthSetIn"]["properties"]["providers"]["propertyNames"] = {"enum": providers}
         schemas["AuthSetIn"]["properties"]["providers"]["minProperties"] = 1
@@ -155,16 +174,18 @@ def _declare(doc: dict[str, Any], tools: Sequence[str]) -> None:
                     operation["requestBody"] = dict(_IGNORED_BODY)
 
 
-def build_openapi(app: FastAPI, config: ServerConfig, tools: Sequence[str] = ()) -> dict[str, Any]:
+def build_openapi(app: FastAPI, config: ServerConfig, tools: Sequence[str] = (), functions: Sequence[str] = (),
+                  predicates: Sequence[str] = ()) -> dict[str, Any]:
     """The OpenAPI document of ``app`` with the real error responses and the constraints
-    the server enforces; ``tools`` are the tool names an agent may list."""
+    the server enforces; ``tools`` are the tool names an agent may list, ``functions`` and
+    ``predicates`` the names a formation's nodes and edges may give."""
     doc = get_openapi(title=app.title, version=app.version, summary=app.summary, description=app.description,
                       routes=app.routes)
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
     schemas["ErrorOut"] = ErrorOut.model_json_schema(ref_template="#/components/schemas/{model}")
-    _declare(doc, tools)
+    _declare(doc, tools, functions, predicates)
     doc["info"]["description"] = doc["info"].get("description", "") + _BODY_RULES
     token = config.token is not None
     if token:
@@ -187,12 +208,13 @@ def build_openapi(app: FastAPI, config: ServerConfig, tools: Sequence[str] = ())
     return doc
 
 
-def install_openapi(app: FastAPI, config: ServerConfig, tools: Sequence[str] = ()) -> None:
+def install_openapi(app: FastAPI, config: ServerConfig, tools: Sequence[str] = (), functions: Sequence[str] = (),
+                    predicates: Sequence[str] = ()) -> None:
     """Serve :func:`build_openapi`'s document at ``/openapi.json`` (built once, on first use)."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = build_openapi(app, config, tools)
+            app.openapi_schema = build_openapi(app, config, tools, functions, predicates)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

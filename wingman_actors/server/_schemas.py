@@ -17,7 +17,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.json_schema import SkipJsonSchema
+from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 
 from ._limits import MAX_CONTEXT_BUDGET, MAX_MCP_SERVERS, MAX_STEPS, MAX_TASKS, MAX_TIMEOUT_S, MAX_WORKERS
 from ._names import NO_NUL, SPACES, Name, NameOrNull, PathText
@@ -209,19 +209,25 @@ class MCPServerIn(_In):
     )
 
     # Type-checked before pydantic tries the union's branches, whose errors name them
-    # ("command.list[str]", "command.none") instead of the field and its fix.
+    # ("command.list[str]", "command.none") instead of the field and its fix. None is only
+    # the default of the one left out: a null given is the wrong JSON type, as the document
+    # says (these validators run on given values only).
     @field_validator("command", mode="before")
     @classmethod
     def _command_type(cls, value: Any) -> Any:
-        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise ValueError('give a list of strings: the program and its arguments, e.g. ["npx", "-y", "@scope/server"]')
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ValueError('give a list of strings: the program and its arguments, e.g. ["npx", "-y", "@scope/server"]'
+                             + ("; leave command out rather than null when the server has a url" if value is None
+                                else ""))
         return value
 
     @field_validator("url", mode="before")
     @classmethod
     def _url_type(cls, value: Any) -> Any:
-        if value is not None and not isinstance(value, str):
-            raise ValueError("give a string, an http:// or https:// endpoint, e.g. \"http://127.0.0.1:8000/mcp\"")
+        if not isinstance(value, str):
+            raise ValueError("give a string, an http:// or https:// endpoint, e.g. \"http://127.0.0.1:8000/mcp\""
+                             + ("; leave url out rather than null when the server has a command" if value is None
+                                else ""))
         return value
 
     @field_validator("command")
@@ -417,9 +423,13 @@ class FleetUpdate(_In):
     """``PUT /fleets/{id}``: a partial update."""
 
     name: NameOrNull = Field(default=None, description="cannot be null")
-    agent_id: Annotated[str, Field(min_length=1)] | SkipJsonSchema[None] = Field(
+    # Optional (so a wrong type is one error naming the field, not one per union branch), the
+    # null refused by the route; the document declares the value only, as NameOrNull does.
+    agent_id: Annotated[Annotated[str, Field(min_length=1)] | None,
+                        WithJsonSchema({"type": "string", "minLength": 1})] = Field(
         default=None, description="cannot be null")
-    worker_count: Annotated[int, Field(ge=0, le=MAX_WORKERS)] | SkipJsonSchema[None] = Field(
+    worker_count: Annotated[Annotated[int, Field(ge=0, le=MAX_WORKERS)] | None,
+                            WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_WORKERS})] = Field(
         default=None, description="cannot be null")
     work_dir: PathText | None = Field(default=None, description="null: the work root")
 

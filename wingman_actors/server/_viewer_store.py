@@ -191,7 +191,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
     from ._cli import _shown
     from ._errors import ApiError
     from ._guards import OriginHostMiddleware
-    from ._middleware import JsonBodyMiddleware, TokenMiddleware
+    from ._middleware import JsonBodyMiddleware, MethodMiddleware, TokenMiddleware
     from ._routes_viewer import SSE_HEADERS, VIEWER_STATUSES, check_status
     from ._run_outcome import event_dict
     from ._sse import encode
@@ -351,8 +351,11 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
 
     app.include_router(actions_router(lambda: state["actions"], work))
     app.include_router(page_router())
+    # Added innermost first: as on the server, the path and method come first (404, or 405
+    # with Allow, in the {"error"} shape), then the Host and Origin, the token, the JSON body.
     app.add_middleware(JsonBodyMiddleware)
     if token is not None:
         app.add_middleware(TokenMiddleware, token=token)
     app.add_middleware(OriginHostMiddleware)
+    app.add_middleware(MethodMiddleware, routes=app.router.routes)
     return app
