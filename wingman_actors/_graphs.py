@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import networkx as nx  # type: ignore[import-untyped]
 
-__all__ = ["back_edges", "downstream", "topological_order"]
+__all__ = ["back_edges", "downstream", "loop_roles", "topological_order"]
 
 _N = TypeVar("_N", bound=Hashable)
 
@@ -85,3 +85,11 @@ def downstream(edges: Iterable[tuple[_N, _N]], node: _N) -> set[_N]:
             found.add(name)
             todo.extend(after.get(name, ()))
     return found
+
+
+def loop_roles(graph: nx.DiGraph) -> dict[tuple[Any, Any], str]:
+    """The edges of ``graph`` whose source is on a cycle, by role: ``"on"`` (its target can
+    reach its source back: taking it goes round the loop) or ``"exit"`` (it leaves the loop)."""
+    component = {n: i for i, nodes in enumerate(nx.strongly_connected_components(graph)) for n in nodes}
+    looped = {u for u, v in graph.edges if component[u] == component[v]}
+    return {(u, v): "on" if component[u] == component[v] else "exit" for u, v in graph.edges if u in looped}

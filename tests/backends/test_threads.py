@@ -160,6 +160,52 @@ def test_work_told_while_no_replica_is_alive_waits_for_the_fresh_replica() -> No
         backend.stop(1.0)
 
 
+def test_work_kept_for_a_fresh_replica_that_fails_at_once_reaches_the_replica_after_it() -> None:
+    # Pipelined runs: a failing input already waits in the node's shared queue and another
+    # input waits for a fresh replica (none was alive). The fresh replica takes the failing
+    # input and retires before its restart hands over the kept input: that input must
+    # wait for the next replica, not be dropped with the restart raising ActorDeadError.
+    release = threading.Event()
+
+    def fn(x: int) -> int:
+        if x == 1:
+            release.wait(5)
+        if x in (0, 1):
+            raise ValueError(f"input {x} fails")
+        return x
+
+    observer = _Retiring()
+    backend = ThreadsBackend("t")
+    remember = backend.remember
+    born: list[Any] = []
+
+    def remember_then_let_it_end(actor: Any) -> None:
+        remember(actor)
+        born.append(actor)
+        if len(born) == 2:  # the fresh replica: it runs its queued input before the hand-over
+            actor.thread.join(3)
+
+    backend.remember = remember_then_let_it_end  # type: ignore[method-assign]
+    node = backend.start_node(NodeRecipe("f", FunctionActor, (fn,), {"name": "f"}), 1, observer)
+    try:
+        node.tell(_work(1, _Run()))  # holds the first replica, then fails
+        node.tell(_work(0, _Run()))  # waits in the shared queue behind it
+        (first,) = node.actors()
+        release.set()
+        first.thread.join(3)
+        assert not first.actor_ref.is_alive()
+        node.tell(_work(7, _Run()))  # no replica alive: kept for the next one
+        node.restart(0, first)
+        fresh = born[1]
+        assert not fresh.actor_ref.is_alive() and len(observer.failures) == 2  # it took input 0 and retired
+        assert not observer.got.wait(0.1)
+        node.restart(0, fresh)  # as the supervisor does for the fresh replica's failure
+        assert observer.got.wait(3) and observer.outputs == [7]
+    finally:
+        release.set()
+        backend.stop(1.0)
+
+
 def test_stop_tells_every_leave_through_a_live_ref_when_some_refs_are_dead() -> None:
     # A replica takes whatever LEAVE comes first from the shared queue, so the one told
     # through replica A's ref may stop replica B before B's turn: B's ref is then dead,

@@ -80,8 +80,14 @@ class ThreadNode:
         self._backend.remember(actor)
         if self._pending:  # called with the lock held (restart, abandon)
             pending, self._pending = self._pending, []
-            for work in pending:
-                actor.actor_ref.tell(work)
+            for i, work in enumerate(pending):
+                try:
+                    actor.actor_ref.tell(work)
+                except pykka.ActorDeadError:
+                    # the fresh replica took a failing input from the shared queue and
+                    # retired already: the rest waits for the replica its restart starts
+                    self._pending = pending[i:]
+                    break
             self._tell = actor.actor_ref.tell
         return actor
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from ._plan import ConditionRaised, EdgeSpec
 
-__all__ = ["edges_firing"]
+__all__ = ["edges_firing", "loops_on"]
 
 
 def edges_firing(edges: tuple[EdgeSpec, ...], output: Any) -> list[bool]:
@@ -27,3 +27,10 @@ def edges_firing(edges: tuple[EdgeSpec, ...], output: Any) -> list[bool]:
             if e.otherwise:
                 firing[i] = False
     return firing
+
+
+def loops_on(edges: tuple[EdgeSpec, ...], firing: list[bool]) -> bool:
+    """Whether a visit that took ``firing`` of ``edges`` goes round its loop again: then
+    the node visits again, and its loop's exit edges that did not fire wait for that visit
+    (a skip sent now would make a join after the loop fire without the loop's output)."""
+    return any(fire and e.loop == "on" for e, fire in zip(edges, firing, strict=True))

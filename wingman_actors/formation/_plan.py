@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import networkx as nx  # type: ignore[import-untyped]
 from pydantic import TypeAdapter
 
-from .._graphs import topological_order
+from .._graphs import loop_roles, topological_order
 from ..errors import FormationSetupError, NodeTimeoutError
 from ._board_param import BoardNeed, board_param
 from ._failure import NodeFailure
@@ -80,6 +80,8 @@ class EdgeSpec:
         otherwise: taken when none of the source's conditional edges fire.
         on_error: an error edge (``connect(a, b, on_error=True)``): taken only when the
             source fails after its retries, carrying a :class:`~.failure.NodeFailure`.
+        loop: for a source on a cycle, ``"on"`` (the edge goes round it) or ``"exit"`` (it
+            leaves it: not taken on a visit that goes round, it waits for the next visit).
     """
 
     source: str
@@ -89,6 +91,7 @@ class EdgeSpec:
     label: str
     otherwise: bool = False
     on_error: bool = False
+    loop: str = ""
 
     @property
     def conditional(self) -> bool:
@@ -497,13 +500,13 @@ def _is_instance(classes: tuple[type, ...]) -> Callable[[Any], bool]:
     return when
 
 
-def _edge_spec(u: str, v: str, attrs: Mapping[str, Any], back: bool) -> EdgeSpec:
+def _edge_spec(u: str, v: str, attrs: Mapping[str, Any], back: bool, loop: str) -> EdgeSpec:
     when = attrs.get("when")
     if attrs.get("otherwise"):
-        return EdgeSpec(u, v, None, back, "otherwise", True)
+        return EdgeSpec(u, v, None, back, "otherwise", True, loop=loop)
     classes = when_types(when)  # when=int, (int, str), int | str: an isinstance check
     predicate = when if classes is None else _is_instance(classes)
-    return EdgeSpec(u, v, predicate, back, edge_label(when), on_error=is_error_edge(attrs))
+    return EdgeSpec(u, v, predicate, back, edge_label(when), on_error=is_error_edge(attrs), loop=loop)
 
 
 def _retry_on(value: Any) -> tuple[type[BaseException], ...] | None:
@@ -528,7 +531,8 @@ def _build(
     boards: Mapping[str, BoardNeed],
     subplans: Mapping[str, Plan],
 ) -> Plan:
-    edges = tuple(_edge_spec(u, v, attrs, (u, v) in back) for u, v, attrs in graph.edges(data=True))
+    roles = loop_roles(graph) if back else {}
+    edges = tuple(_edge_spec(u, v, a, (u, v) in back, roles.get((u, v), "")) for u, v, a in graph.edges(data=True))
     out_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
     error_edges: dict[str, list[EdgeSpec]] = {n: [] for n in graph}
     for e in edges:

@@ -22,7 +22,7 @@ from ..errors import FormationRuntimeError, NoRouteError
 from ._breakpoints import passed
 from ._cut import cut_visits, runtime_fault, was_cut
 from ._error_routes import skip_error_targets
-from ._firing import edges_firing
+from ._firing import edges_firing, loops_on
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
 from ._join import ROUND_OVER, Join, RaceJoin, drops, mark, new_join
@@ -228,7 +228,7 @@ class Router:
                         self.visit(run, edge.target, output, name, tag)
                     else:
                         self.arrive(run, edge.target, name, output, visit, tag)
-                elif not edge.back:
+                elif not edge.back and not (edge.loop == "exit" and loops_on(spec.out_edges, firing)):
                     self.arrive_skip(run, edge.target, name, "did not fire", tag)
             if spec.error_edges:
                 skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded", tag)

@@ -1,0 +1,32 @@
+"""The formation property test on Ray (few examples: a Ray formation takes seconds to
+start): the same random formations, 20 inputs submitted at once, each run agreeing with
+the reference interpreter of tests/formation/test_formation_properties.py."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+from tests.formation.test_formation_properties import build, check_result, formations, inputs, reference
+
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module")
+def ray_ready(ray_session: Any) -> None:
+    """The session's local Ray (hypothesis calls the test many times: no function-scoped fixture)."""
+
+
+@settings(max_examples=4, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(spec=formations(), batch=st.lists(inputs, min_size=20, max_size=20))
+def test_runs_on_ray_agree_with_the_reference_interpreter(ray_ready: None, spec: Any, batch: list[int]) -> None:
+    note(spec.describe())
+    with build(spec).start(backend="ray") as running:
+        futures = [running.submit(x, timeout=60) for x in batch]
+        for x, future in zip(batch, futures, strict=True):
+            check_result(spec, reference(spec, x), partial(future.result, timeout=90))
