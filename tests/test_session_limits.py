@@ -169,7 +169,7 @@ def test_a_run_timeout_closes_a_provider_request_that_never_answers(
     # less the time a loaded machine kept this process's threads waiting for a CPU
     assert time.perf_counter() - t0 - (cpu_wait() - waited) < 0.3 + LIMIT + SLACK
     assert info.value.kind is ErrorKind.TIMEOUT
-    assert loopback.wait_closed(1, timeout=2)
+    assert loopback.wait_request_closed(timeout=2)
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -187,7 +187,7 @@ def test_cancel_closes_a_provider_request_that_never_answers(
     timer.join()
     assert info.value.kind is ErrorKind.CANCELLED
     assert returned - at[0] < LIMIT + SLACK
-    assert loopback.wait_closed(1, timeout=2)
+    assert loopback.wait_request_closed(timeout=2)
     assert loopback.closed_at[0] - at[0] < 1  # closed by the cancel, not by a timeout
 
 
@@ -222,7 +222,7 @@ def test_cancel_closes_a_stream_that_stops_midway(loopback: LoopbackServer, wire
         provider.close()
     assert info.value.kind is ErrorKind.CANCELLED
     assert returned - at[0] < LIMIT + SLACK
-    assert loopback.wait_closed(1, timeout=2)
+    assert loopback.wait_request_closed(timeout=2)
 
 
 def _trickling_answer() -> Reply:
@@ -265,7 +265,7 @@ def test_an_agent_node_timeout_closes_a_request_that_never_answers(loopback: Loo
         with pytest.raises(FormationRuntimeError):
             formation.run("hi")
         assert time.perf_counter() - t0 < 0.3 + LIMIT + SLACK
-        assert loopback.wait_closed(1, timeout=2)
+        assert loopback.wait_request_closed(timeout=2)
     finally:
         provider.close()
 
@@ -278,7 +278,7 @@ def test_a_cancelled_run_closes_its_agent_nodes_request(loopback: LoopbackServer
             future = running.submit("hi")
             assert _wait_for(lambda: bool(loopback.requests))
             assert future.cancel()
-            assert loopback.wait_closed(1, timeout=2)
+            assert loopback.wait_request_closed(timeout=2)
     finally:
         provider.close()
 

@@ -204,6 +204,20 @@ class LoopbackServer:
             time.sleep(0.005)
         return False
 
+    def wait_request_closed(self, timeout: float = 5.0) -> bool:
+        """Wait until the client has closed the connection of its one request: a hanging
+        request closed (as :meth:`wait_closed` counts), or, when the client gave up before
+        this server's handler had read the request (a loaded machine, a short timeout),
+        every connection it opened ended. A connection left open makes this False."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pending, _, _ = select.select([self._server.socket], [], [], 0)
+            with self._lock:
+                if self.closed >= 1 or (not pending and self.accepted >= 1 and self.accepted == self.ended):
+                    return True
+            time.sleep(0.005)
+        return False
+
     def wait_all_closed(self, timeout: float = 5.0) -> bool:
         """Wait until no connection to the server is open: every accepted connection has
         ended and none waits in the listen backlog. A client that left a connection open
