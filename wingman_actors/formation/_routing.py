@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..actors._envelope import EnvelopeType, Work
 from ..backends._base import NodeGroup
-from ..core import StreamEvent, StreamEventType, Usage
+from ..core import StreamEvent, Usage
 from ..errors import FormationRuntimeError, NoRouteError
+from ._agent_events import emit_agent_event
 from ._breakpoints import passed
 from ._cut import cut_visits, runtime_fault, was_cut
 from ._error_routes import skip_error_targets
-from ._firing import edges_firing, loops_on
+from ._firing import edges_firing, exits_held, hold_exits, take_held
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
 from ._join import ROUND_OVER, Join, RaceJoin, drops, mark, new_join
@@ -222,13 +223,16 @@ class Router:
                 self.supervision.give_up(run, spec, attempt, NoRouteError(
                     name, output, labels, attempts=attempt, run_id=run.id, outputs=run.outputs), visit, tag=tag)
                 return
+            held = exits_held(spec.out_edges, firing) if self.cyclic else None  # recorded before going round
+            if held is not None or run.held:
+                hold_exits(run, name, held, tag)
             for edge, fire in zip(spec.out_edges, firing, strict=True):
                 if fire:
                     if edge.back:
                         self.visit(run, edge.target, output, name, tag)
                     else:
                         self.arrive(run, edge.target, name, output, visit, tag)
-                elif not edge.back and not (edge.loop == "exit" and loops_on(spec.out_edges, firing)):
+                elif not edge.back and not (held is not None and edge.loop == "exit"):
                     self.arrive_skip(run, edge.target, name, "did not fire", tag)
             if spec.error_edges:
                 skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded", tag)
@@ -327,20 +331,7 @@ class Router:
         return self.specs[work.target].timeout
 
     def agent_event(self, work: Work, event: StreamEvent) -> None:
-        t = event.type
-        run = work.run
-        if t is StreamEventType.TEXT_DELTA:
-            emit(run.listeners, FormationEventType.AGENT_TEXT, run.id, work.target, {"text": event.text or ""})
-        elif t is StreamEventType.THINKING_DELTA:
-            emit(run.listeners, FormationEventType.AGENT_THINKING, run.id, work.target, {"text": event.text or ""})
-        elif t is StreamEventType.TOOL_START and event.block is not None:
-            b = event.block
-            emit(run.listeners, FormationEventType.AGENT_TOOL_CALL, run.id, work.target,
-                 {"id": b.id, "name": b.name, "input": b.input})
-        elif t is StreamEventType.TOOL_END and event.block is not None:
-            b = event.block
-            emit(run.listeners, FormationEventType.AGENT_TOOL_RESULT, run.id, work.target,
-                 {"id": b.tool_use_id, "output": b.content, "is_error": b.is_error})
+        emit_agent_event(work.run, work.target, event)
 
     def settle(self, work: Work) -> bool:
         """Claim the outcome of an attempt that has a timer; False when the timer won."""
@@ -435,6 +426,8 @@ class Router:
                 skipped[node] = error
             if cancelled and node not in run.cancelled:
                 run.cancelled += (node,)
+        if run.held:  # its skips resolve its exits: what an earlier visit held is superseded
+            hold_exits(run, node, None, tag)
         if run.listeners:
             data: dict[str, Any] = {"reason": reason, "cancelled": True} if cancelled else {"reason": reason}
             if run.replay is not None and replaying(run):  # settled before the resume
@@ -458,8 +451,15 @@ class Router:
             run.left -= 1
             if run.left or run.done:
                 return
-            run.done = True
-        self.complete(run)
+            held = take_held(run) if run.held else None
+            run.left, run.done = (1, False) if held else (0, True)  # 1: a guard while held skips travel
+        for node, targets, tag in held or ():  # loops that ended without visiting their node again
+            for target in targets:
+                self.arrive_skip(run, target, node, "did not fire", tag)
+        if held:
+            self.finish_one(run)  # the guard
+        else:
+            self.complete(run)
 
     def claim(self, run: RunState) -> bool:
         with run.lock:

@@ -48,6 +48,7 @@ _EMPTY_SKIPPED: Any = MappingProxyType({})
 _EMPTY_DROPPED: Any = MappingProxyType({})
 _EMPTY_HANDLED: Any = MappingProxyType({})
 _EMPTY_NESTED: Any = MappingProxyType({})
+_EMPTY_HELD: Any = MappingProxyType({})
 # Runs share a fixed set of locks (a run's lock guards its own counters for a few
 # bytecodes and is never held while taking another, so sharing one cannot deadlock):
 # a run allocates no lock of its own.
@@ -57,7 +58,7 @@ _OWN_LOCK = threading.Lock()
 _LOG_STRIDE = 6  # items per visit in RunState.log
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
-    "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED,
+    "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED, "held": _EMPTY_HELD,
 }
 
 
@@ -81,8 +82,9 @@ class RunState:
     """
 
     __slots__ = (
-        "blackboard", "breaks", "cancelled", "cut", "done", "dropped", "failures", "future", "handled", "id", "input", "joins",
-        "left", "listeners", "lock", "log", "nested", "order", "replay", "skipped", "t0", "timer", "trace", "visits",
+        "blackboard", "breaks", "cancelled", "cut", "done", "dropped", "failures", "future", "handled", "held", "id",
+        "input", "joins", "left", "listeners", "lock", "log", "nested", "order", "replay", "skipped", "t0", "timer",
+        "trace", "visits",
     )
 
     def __init__(
@@ -133,10 +135,13 @@ class RunState:
         self.handled: dict[str, float] = _EMPTY_HANDLED
         # formation nodes: the inner run's result of the node's last visit
         self.nested: dict[str, Any] = _EMPTY_NESTED
+        # node on a loop -> (exit targets, tag) its last visit that went round held back
+        # (formation/_firing.py): sent as skips if the loop ends without another visit of it
+        self.held: dict[str, tuple[tuple[str, ...], tuple[str, int] | None]] = _EMPTY_HELD
 
     def own(self, field: str) -> Any:
         """Give the run its own container for ``field`` (joins, visits, failures, skipped,
-        dropped, handled, nested).
+        dropped, handled, nested, held).
 
         Safe from any thread, with or without the run's lock held: the first use takes a
         separate lock (never held while taking another), so two threads cannot each
