@@ -11,6 +11,7 @@ failure, or from taking the next one, before the suspension.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -153,32 +154,63 @@ def test_a_resume_runs_the_branch_whose_failure_the_suspension_cut_short(path: P
     assert resumed.nodes["boom"].status.value == "failed"
 
 
-def test_a_branch_failing_after_the_run_suspended_stays_pending_in_the_result_and_in_runs_show(
+def test_a_branch_failing_while_the_run_suspends_is_failed_in_the_result_and_runs_again_on_resume(
     store: RunStore,
 ) -> None:
-    # Run 1's late attempt is running when the run suspends, and fails after it (it runs
-    # again on resume). Once run 2's late visit starts on the same (single) replica, the
-    # late failure has been reported, and has changed nothing.
-    started = {1: threading.Event(), 2: threading.Event()}
-    first_suspended = threading.Event()
+    # The run waits for late's attempt in flight before it suspends; the attempt fails
+    # meanwhile. Its trace says so, but it is not given up (on_error="skip" would journal
+    # a skip): it runs again on resume, as a failure the suspension cut short does.
+    calls: list[int] = []
 
     def late(x: int) -> int:
-        started[x].set()
-        if x == 1:
-            assert first_suspended.wait(WAIT)
-            raise ValueError("failed too late")
-        return x
+        calls.append(x)
+        if len(calls) == 1:
+            deadline = time.monotonic() + WAIT
+            while store.get("r-late").interrupt is None:  # ask's interrupt is journalled
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            time.sleep(0.2)  # and the run is waiting for this attempt to suspend
+            raise ValueError("failed while the run suspends")
+        return x * 10
 
     def ask(x: int) -> int:
-        assert started[x].wait(WAIT)  # a suspended run's visits not begun yet are dropped
         return int(interrupt({"go?": x}))
 
     f = (Formation("late").add_function("src", int).add_function("ask", ask)
          .add_function("late", late, on_error="skip").connect("src", "ask").connect("src", "late"))
-    with f.start(store=store) as running:
-        result = running.submit(1).result(timeout=WAIT)
-        first_suspended.set()
-        assert running.submit(2).result(timeout=WAIT).status == "suspended"
-        in_result, in_show = seen(result, store)
-    assert in_result == {"src": ("succeeded", None), "ask": ("suspended", None), "late": ("pending", None)}
+    result = f.run(1, store=store, run_id="r-late")
+    assert result.status == "suspended"
+    in_result, in_show = seen(result, store)
+    assert in_result["late"] == ("failed", "ValueError: failed while the run suspends")
     assert in_show == in_result
+    resumed = f.resume("r-late", store=store, answer=7)
+    assert resumed.outputs == {"ask": 7, "late": 10}
+    assert calls == [1, 1]
+
+
+def test_a_branch_finishing_while_the_run_suspends_is_journalled_and_not_run_again_on_resume(
+    store: RunStore,
+) -> None:
+    calls: list[int] = []
+
+    def slow(x: int) -> int:
+        calls.append(x)
+        deadline = time.monotonic() + WAIT
+        while store.get("r-slow").interrupt is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        return x * 10
+
+    def ask(x: int) -> int:
+        return int(interrupt({"go?": x}))
+
+    f = (Formation("slow").add_function("src", int).add_function("ask", ask).add_function("slow", slow)
+         .add_function("after_slow", lambda x: x + 1)
+         .connect("src", "ask").connect("src", "slow").connect("slow", "after_slow"))
+    result = f.run(1, store=store, run_id="r-slow")
+    assert result.status == "suspended"
+    in_result, _ = seen(result, store)
+    assert in_result["slow"][0] == "succeeded"
+    assert in_result["after_slow"][0] == "pending"  # not routed on while the run suspended
+    assert f.resume("r-slow", store=store, answer=7).outputs == {"ask": 7, "after_slow": 11}
+    assert calls == [1]

@@ -298,10 +298,6 @@ def test_several_interrupts_in_one_node_each_take_their_own_answer(store: RunSto
     assert f.resume(r.run_id, store=store, answer="b").output == "x a b"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a run suspends at once: attempts in flight are released and run again on resume "
-    "(formation/_suspending.py); LangGraph lets the superstep's other tasks finish and keeps "
-    "their writes. Needs suspension to wait for the in-flight visits and journal them first."))
 def test_a_node_beside_an_interrupted_one_is_not_run_again_on_resume(store: RunStore) -> None:
     """langgraph test_pregel_async.py::test_node_not_cancelled_on_other_node_interrupted:
     a parallel node finishes although its sibling interrupts, and resume does not rerun it."""

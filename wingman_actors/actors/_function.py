@@ -228,9 +228,11 @@ class AsyncFunctionActor(FunctionActor):
                 with node_scope(board, trace, self.name, work.run_id, attempt):
                     coro, ctx = self._prepare(work) if scope is None else scope.run(self._prepare, work)
         except Exception as exc:  # its input did not fit: fails as a plain function's would
+            work.started = started
             observer.failed(work, attempt, exc, started, time.perf_counter(), self)
             return False
         visits.start(work, attempt, started, coro, ctx, self.notify_start or bool(run.listeners))
+        work.started = started  # begun once in flight (until then a suspending run counts it as queued)
         return True
 
     def _prepare(self, work: Work) -> tuple[Any, contextvars.Context]:

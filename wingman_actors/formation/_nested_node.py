@@ -63,18 +63,23 @@ class FormationNode:
         attempt = work.attempt
         if self.notify_start or run.listeners:
             observer.started(work)
-        started = work.started = time.perf_counter()  # a cut visit shows its time so far
+        started = time.perf_counter()
         try:
             future = self.inner.start(work, work.payload, work.scope, self.name,
                                       inner_run_id(work.run_id, self.name, work.visit))
         except RunSuspended as signal:
+            work.started = started
             observer.suspended(work, attempt, signal)
             return
         except Exception as exc:  # e.g. the store failed: the attempt fails, never the caller's thread
+            work.started = started
             observer.failed(work, attempt, exc, started, time.perf_counter(), self)
             return
         with self._lock:
             self._inflight[work] = future
+        # once in flight (a cut visit shows its time so far; until then a suspending run
+        # counts the visit as not begun: formation/_suspending.py)
+        work.started = started
         if run.done:  # cancelled before release() could see it
             future.cancel()
         future.add_done_callback(lambda done: self._finished(work, attempt, started, done))

@@ -34,7 +34,7 @@ from ._replaying import REPLAYED, replay_visit, replaying
 from ._result import ZERO_USAGE, FormationResult, NodeTrace
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut, note_failure, overdue
-from ._suspending import suspend_run
+from ._suspending import keep_queued, suspend_run
 from ._trace_journal import TRACE_KEY, summary, worth_journalling
 from .events import FormationEventType, emit
 
@@ -136,6 +136,7 @@ class Router:
             items = replay.items.get((node, visits))
             if items:
                 work.memo = dict(items)
+        keep_queued(run, work)  # until it begins, a suspension waits for it
         self.nodes[node].tell(work)
 
     # -- node actor hooks (called on node threads) ---------------------------------------
@@ -187,6 +188,8 @@ class Router:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
                 "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE, "output": output,
             })
+        if journal is not None and run.suspending is not None:  # journalled, not routed on: formation/_suspending.py
+            return
         if journal is not None and run.breaks is not None and name in run.breaks.after:  # a resume routes it on
             self.breakpoint(run, name, work.visit, {"breakpoint": "after", "output": output})
             return
@@ -272,7 +275,7 @@ class Router:
         if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
             return
         run, journal = work.run, self.journal
-        if run.done or journal is None:
+        if run.done or journal is None or run.suspending is not None:  # (a sibling's: it asks again on resume)
             return
         node, scope = work.target, signal.scope  # the visit's scope, or a fleet item's
         try:
@@ -299,16 +302,13 @@ class Router:
         """The scope of fleet or map item ``index`` of a journalled visit (its answers, its
         journalled model responses), or None when runs are not journalled."""
         journal = self.journal
-        if journal is None:
-            return None
-        return journal.scope(work.run_id, work.target, work.visit, work.run.replay, item=index)
+        return None if journal is None else journal.scope(work.run_id, work.target, work.visit, work.run.replay, item=index)
 
     def item_finished(self, work: Work, index: int, output: Any) -> None:
         """A fleet or map item of a journalled run finished: journal it (called on the
         item's worker thread)."""
-        journal = self.journal
-        if journal is not None:
-            journal.store.record_item(work.run_id, work.target, work.visit, index, output)
+        if self.journal is not None:
+            self.journal.store.record_item(work.run_id, work.target, work.visit, index, output)
 
     broken = runtime_fault  # a hook above raised handling a node's outcome (a bug): the run fails, saying so
 

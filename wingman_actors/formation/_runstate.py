@@ -49,6 +49,7 @@ _EMPTY_DROPPED: Any = MappingProxyType({})
 _EMPTY_HANDLED: Any = MappingProxyType({})
 _EMPTY_NESTED: Any = MappingProxyType({})
 _EMPTY_HELD: Any = MappingProxyType({})
+_EMPTY_QUEUED: Any = ()
 # Runs share a fixed set of locks (a run's lock guards its own counters for a few
 # bytecodes and is never held while taking another, so sharing one cannot deadlock):
 # a run allocates no lock of its own.
@@ -59,6 +60,7 @@ _LOG_STRIDE = 6  # items per visit in RunState.log
 _SHARED: dict[str, Any] = {
     "joins": _EMPTY_JOINS, "visits": _EMPTY_VISITS, "failures": _EMPTY_FAILURES, "skipped": _EMPTY_SKIPPED,
     "dropped": _EMPTY_DROPPED, "handled": _EMPTY_HANDLED, "nested": _EMPTY_NESTED, "held": _EMPTY_HELD,
+    "queued": _EMPTY_QUEUED,
 }
 
 
@@ -83,8 +85,8 @@ class RunState:
 
     __slots__ = (
         "blackboard", "breaks", "cancelled", "cut", "done", "dropped", "failures", "future", "handled", "held", "id",
-        "input", "joins", "left", "listeners", "lock", "log", "nested", "order", "replay", "skipped", "t0", "timer",
-        "trace", "visits",
+        "input", "joins", "left", "listeners", "lock", "log", "nested", "order", "queued", "replay", "skipped", "suspending",
+        "t0", "timer", "trace", "visits",
     )
 
     def __init__(
@@ -138,10 +140,16 @@ class RunState:
         # node on a loop -> (exit targets, tag) its last visit that went round held back
         # (formation/_firing.py): sent as skips if the loop ends without another visit of it
         self.held: dict[str, tuple[tuple[str, ...], tuple[str, int] | None]] = _EMPTY_HELD
+        # (node, payload, reason) while the run waits for its attempts in flight to suspend
+        # (formation/_suspending.py); None otherwise
+        self.suspending: tuple[str, Any, str] | None = None
+        # a journalled run's visits dispatched to their nodes (those begun are pruned now
+        # and then): a suspension waits for the ones not begun yet (formation/_suspending.py)
+        self.queued: list[Any] = _EMPTY_QUEUED
 
     def own(self, field: str) -> Any:
         """Give the run its own container for ``field`` (joins, visits, failures, skipped,
-        dropped, handled, nested, held).
+        dropped, handled, nested, held, queued).
 
         Safe from any thread, with or without the run's lock held: the first use takes a
         separate lock (never held while taking another), so two threads cannot each
@@ -152,7 +160,7 @@ class RunState:
             with _OWN_LOCK:
                 current = getattr(self, field)
                 if current is _SHARED[field]:
-                    current = [] if field == "failures" else {}
+                    current = [] if field in ("failures", "queued") else {}
                     setattr(self, field, current)
         return current
 

@@ -211,7 +211,7 @@ class Supervision:
         exc = failure.error
         if failure.retired:
             self.router.nodes[spec.name].restart(failure.replica, failure.actor)
-        if run.done:
+        if run.done or run.suspending is not None:  # a suspending run: it runs again on resume
             return
         if work.attempt <= spec.retries and retryable(spec.retry_on, exc):
             delay = backoff_delay(spec.backoff, work.attempt, spec.max_backoff, spec.jitter)

@@ -16,19 +16,62 @@ if TYPE_CHECKING:
     from ._routing import Router
     from ._runstate import RunState
 
-__all__ = ["suspend_run"]
+__all__ = ["keep_queued", "suspend_run"]
+
+
+_POLL_S = 0.002  # how often a suspending run looks whether its attempts in flight have ended
 
 
 def suspend_run(router: Router, run: RunState, node: str, payload: Any, reason: str) -> None:
-    """End ``run`` suspended at ``node`` (a path for a node of a nested formation): its
-    result ``suspended`` with the interrupt's ``payload``, its traces journalled as they
-    are now, its work in progress released with ``reason``."""
+    """Suspend ``run`` at ``node`` (a path for a node of a nested formation) with the
+    interrupt's ``payload``, once the attempts of its other nodes still in flight have
+    ended. Meanwhile a visit that finishes is journalled and kept in the result but not
+    routed on, so a resume does not run it again (as LangGraph keeps the writes of a
+    superstep's other tasks); one that fails or interrupts runs again on resume."""
+    with run.lock:
+        if run.done or run.suspending is not None:
+            return
+        run.suspending = (node, payload, reason)
+    _when_settled(router, run)
+
+
+def _when_settled(router: Router, run: RunState) -> None:
+    if run.done:  # cancelled, failed or taken over meanwhile
+        return
+    if _busy(router, run):
+        router.scheduler.call_later(_POLL_S, lambda: _when_settled(router, run))
+        return
+    assert run.suspending is not None
+    _suspend_now(router, run, *run.suspending)
+
+
+def _busy(router: Router, run: RunState) -> bool:
+    """Whether an attempt of ``run`` is in progress, or a visit of it was dispatched to its
+    node and has not begun (a visit a ``join="any"`` dropped never begins: not counted)."""
+    if any(group.working_on(run) for group in router.nodes.values()):
+        return True
+    with run.lock:
+        return any(w.started == 0.0 and w.target not in run.dropped for w in run.queued)
+
+
+def keep_queued(run: RunState, work: Any) -> None:
+    """Remember a visit of a journalled run dispatched to its node (see :func:`_busy`)."""
+    with run.lock:
+        queued = run.own("queued")
+        if len(queued) >= 32:  # those begun are an attempt in progress, or over
+            queued[:] = [w for w in queued if w.started == 0.0]
+        queued.append(work)
+
+
+def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason: str) -> None:
+    """End ``run`` suspended: its result ``suspended`` with the interrupt's ``payload``, its
+    traces journalled as they are now, its queued work released with ``reason``."""
     journal = router.journal
     assert journal is not None
     if not router.claim(run):
         return
     # The traces as the run suspends, for the result and the journal alike: attempts still
-    # in flight when it suspends run again on resume, and what they do meanwhile is no part of it
+    # in flight when it suspends (none, unless a node ignored a cancel) run again on resume
     traces = suspended_traces(run, node, ran=not is_breakpoint(payload), ahead=_ahead(router, node.split("/", 1)[0]))
     router.journal_end(run, "suspended", traces=traces)
     produced = run.outputs
