@@ -1,6 +1,7 @@
 """The formation property test on Ray (few examples: a Ray formation takes seconds to
 start): the same random formations, 20 inputs submitted at once, each run agreeing with
-the reference interpreter of tests/formation/test_formation_properties.py."""
+the reference interpreter of tests/formation/test_formation_properties.py; and, every
+time, a loop whose body ends it (raising into a handler), with a join after it."""
 
 from __future__ import annotations
 
@@ -8,10 +9,17 @@ from functools import partial
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
-from tests.formation.test_formation_properties import build, check_result, formations, inputs, reference
+from tests.formation.test_formation_properties import (
+    build,
+    check_result,
+    formations,
+    inputs,
+    loop_ended_by_its_body,
+    reference,
+)
 
 pytestmark = pytest.mark.ray
 
@@ -21,9 +29,10 @@ def ray_ready(ray_session: Any) -> None:
     """The session's local Ray (hypothesis calls the test many times: no function-scoped fixture)."""
 
 
-@settings(max_examples=4, deadline=None, database=None,
+@settings(max_examples=3, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(spec=formations(), batch=st.lists(inputs, min_size=20, max_size=20))
+@example(spec=loop_ended_by_its_body(handled=True), batch=list(range(20)))  # its body fails into a handler or turns back
 def test_runs_on_ray_agree_with_the_reference_interpreter(ray_ready: None, spec: Any, batch: list[int]) -> None:
     note(spec.describe())
     with build(spec).start(backend="ray") as running:

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from wingman_actors import Formation
+from wingman_actors.formation.events import FormationEvent, FormationEventType
 
 
 def test_a_join_after_a_self_loop_receives_the_loop_s_last_output() -> None:
@@ -136,3 +137,93 @@ def test_a_held_exit_is_released_only_after_every_visit_in_flight_has_ended() ->
     assert result.outputs == {"answer": "slow context for 3: None"}
     assert result.nodes["answer"].visits == 1
 
+
+
+def test_a_join_after_the_handler_of_a_loop_body_receives_the_failure_it_handled() -> None:
+    # tools' visits that go round do not resolve its error edge: the handler hears of the
+    # loop once, when tools fails on the third round
+    def tools(n: int) -> int:
+        if n > 5:
+            raise ValueError("too big")
+        return n * 2
+
+    f = (
+        Formation("handled_body")
+        .add_function("start", lambda n: n)
+        .add_function("agent", lambda n: n + 1)
+        .add_function("tools", tools)
+        .add_function("handler", lambda failure: f"handled {failure.input}")
+        .add_function("context", lambda n: f"context for {n}")
+        .add_function("answer", lambda agent=None, handler=None, context=None: f"{context}: {agent} {handler}")
+        .connect("start", "agent")
+        .connect("agent", "tools", when=lambda n: n < 20)
+        .connect("tools", "agent")
+        .connect("tools", "handler", on_error=True)
+        .connect("agent", "answer", otherwise=True)
+        .connect("handler", "answer")
+        .connect("start", "context", "answer")
+    )
+    result = f.run(0)
+    assert result.outputs == {"answer": "context for 0: None handled 7"}
+    assert result.nodes["agent"].outputs == [1, 3, 7]
+    assert result.nodes["tools"].status == "failed"
+    assert result.nodes["handler"].outputs == ["handled 7"]
+    assert result.nodes["answer"].visits == 1
+
+    def expected(start: int) -> str:
+        n = start + 1  # agent
+        while n < 20:
+            if n > 5:  # tools fails
+                return f"context for {start}: None handled {n}"
+            n = n * 2 + 1
+        return f"context for {start}: {n} None"
+
+    with f.start() as running:  # pipelined runs each hold and release their own exits
+        futures = [running.submit(n) for n in range(25)]
+        assert [fut.result(30).outputs["answer"] for fut in futures] == [expected(n) for n in range(25)]
+
+
+def test_a_join_after_a_loop_whose_body_leaves_or_fails_hears_of_each_once() -> None:
+    # tools turns back while small, else leaves to report; it fails on some values into
+    # handler: report and handler each resolve answer's join once, whichever way the loop ended
+    def tools(n: int) -> int:
+        if n % 3 == 0:
+            raise ValueError("a multiple of 3")
+        return n * 2
+
+    f = (
+        Formation("body_leaves_or_fails")
+        .add_function("start", lambda n: n)
+        .add_function("agent", lambda n: n + 1)
+        .add_function("tools", tools)
+        .add_function("report", lambda n: f"report {n}")
+        .add_function("handler", lambda failure: f"handled {failure.input}")
+        .add_function("answer", lambda start=None, agent=None, report=None, handler=None:
+                      f"{start}: {agent} {report} {handler}")
+        .connect("start", "agent")
+        .connect("agent", "tools", when=lambda n: n < 50)
+        .connect("tools", "agent", when=lambda n: n < 10)
+        .connect("tools", "report", otherwise=True)
+        .connect("tools", "handler", on_error=True)
+        .connect("agent", "answer", otherwise=True)
+        .connect("report", "answer")
+        .connect("handler", "answer")
+        .connect("start", "answer")
+    )
+
+    def expected(start: int) -> str:
+        n = start
+        while (n := n + 1) < 50:  # agent
+            if n % 3 == 0:
+                return f"{start}: None None handled {n}"
+            if (n := n * 2) >= 10:  # tools
+                return f"{start}: None report {n} None"
+        return f"{start}: {n} None None"
+
+    events: list[FormationEvent] = []
+    assert f.run(0, on_event=events.append).outputs == {"answer": "0: None None handled 3"}
+    # report is skipped once, by the failure; the handler that ran is never skipped after
+    assert [e.node for e in events if e.type is FormationEventType.NODE_SKIPPED] == ["report"]
+    with f.start() as running:
+        futures = [running.submit(n) for n in range(60)]
+        assert [fut.result(30).outputs["answer"] for fut in futures] == [expected(n) for n in range(60)]

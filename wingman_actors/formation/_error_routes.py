@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ._failure import NodeFailure
+from ._firing import hold_exits
 from ._plan import NodeSpec
 from ._runstate import RunState
 from .events import FormationEventType, emit
@@ -64,11 +65,13 @@ def replay_failure(router: Router, run: RunState, node: str, visit: int, payload
 
 
 def skip_error_targets(router: Router, run: RunState, spec: NodeSpec, why: str,
-                       tag: tuple[str, int] | None = None) -> None:
+                       tag: tuple[str, int] | None = None, held: tuple[str, ...] | None = None) -> None:
     """``spec``'s node did not fail (it finished, or was skipped): its forward error edges
-    are not taken (the skips carry the visit's ``tag`` on)."""
+    are not taken (the skips carry the visit's ``tag`` on), but for those leaving a loop
+    when the visit went round it (``held``: see ``_firing.exits_held``): their skips wait
+    for the loop to end, as its exit edges' do."""
     for edge in spec.error_edges:
-        if not edge.back:
+        if not edge.back and not (held is not None and edge.loop == "exit"):
             router.arrive_skip(run, edge.target, spec.name, why, tag)
 
 
@@ -77,6 +80,8 @@ def _take(router: Router, run: RunState, spec: NodeSpec, failure: NodeFailure,
     name = spec.name
     with run.lock:
         run.own("handled")[name] = time.perf_counter()
+    if run.held:  # this visit resolves the node's exits: the skips an earlier visit held are superseded
+        hold_exits(run, name, None, tag)
     for edge in spec.error_edges:
         if edge.back:
             router.visit(run, edge.target, failure, name, tag)

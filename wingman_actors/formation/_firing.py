@@ -35,14 +35,17 @@ def edges_firing(edges: tuple[EdgeSpec, ...], output: Any) -> list[bool]:
     return firing
 
 
-def exits_held(edges: tuple[EdgeSpec, ...], firing: list[bool]) -> tuple[str, ...] | None:
+def exits_held(edges: tuple[EdgeSpec, ...], firing: list[bool],
+               error_edges: tuple[EdgeSpec, ...] = ()) -> tuple[str, ...] | None:
     """The targets of the exit edges whose skips a visit that took ``firing`` of ``edges``
     holds back, or None. A visit that goes round its loop (fires an edge "on" it) visits
     the node again, and its loop's exit edges that did not fire wait for that visit: a
-    skip sent now would make a join after the loop fire without the loop's output."""
+    skip sent now would make a join after the loop fire without the loop's output. So do
+    the node's ``error_edges`` that leave the loop (the visit succeeded: they did not fire)."""
     if not any(fire and e.loop == "on" for e, fire in zip(edges, firing, strict=True)):
         return None
-    return tuple(e.target for e, fire in zip(edges, firing, strict=True) if not fire and e.loop == "exit") or None
+    held = tuple(e.target for e, fire in zip(edges, firing, strict=True) if not fire and e.loop == "exit")
+    return held + tuple(e.target for e in error_edges if e.loop == "exit") or None
 
 
 def hold_exits(run: RunState, node: str, targets: tuple[str, ...] | None, tag: tuple[str, int] | None) -> None:

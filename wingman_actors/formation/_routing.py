@@ -223,7 +223,7 @@ class Router:
                 self.supervision.give_up(run, spec, attempt, NoRouteError(
                     name, output, labels, attempts=attempt, run_id=run.id, outputs=run.outputs), visit, tag=tag)
                 return
-            held = exits_held(spec.out_edges, firing) if self.cyclic else None  # recorded before going round
+            held = exits_held(spec.out_edges, firing, spec.error_edges) if self.cyclic else None  # before going round
             if held is not None or run.held:
                 hold_exits(run, name, held, tag)
             pair = self.pairs.get(name, NO_PAIR)  # two out-edges whose nodes take copies made in one walk
@@ -238,7 +238,7 @@ class Router:
                 elif not edge.back and not (held is not None and edge.loop == "exit"):
                     self.arrive_skip(run, edge.target, name, "did not fire", tag)
             if spec.error_edges:
-                skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded", tag)
+                skip_error_targets(self, run, spec, f"is an error edge and {name!r} succeeded", tag, held)
             if spec.is_sink and not self.cyclic:
                 self.finish_one(run)
         if self.cyclic:
