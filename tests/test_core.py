@@ -272,6 +272,24 @@ def test_to_message_makes_the_assistant_message_of_the_content() -> None:
     assert (message.role, message.content) == (Role.ASSISTANT, response.content)
 
 
+def test_a_message_from_a_response_has_a_content_list_of_its_own() -> None:
+    response = InferenceResponse.of_text("ok")
+
+    message = response.to_message()
+
+    assert message.content is not response.content
+    assert message.content == response.content
+
+
+def test_a_request_keeps_the_messages_it_was_made_with_when_their_list_grows() -> None:
+    history = [Message.user("hi")]
+
+    request = InferenceRequest(messages=history)
+    history.append(Message.assistant("hello"))
+
+    assert [m.text for m in request.messages] == ["hi"]
+
+
 # --- stream events --------------------------------------------------------------------------
 
 

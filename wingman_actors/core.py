@@ -333,7 +333,8 @@ class InferenceResponse(_Model):
 
     def to_message(self, *, sender: str | None = None) -> Message:
         """The assistant message this response appends to a history (``sender``: the agent)."""
-        return Message(role=Role.ASSISTANT, content=list(self.content), sender=sender)
+        # the message's content is a list of its own: validating list[ContentBlock] builds one
+        return Message(role=Role.ASSISTANT, content=self.content, sender=sender)
 
 
 class StreamEventType(enum.StrEnum):

@@ -13,7 +13,7 @@ import pytest
 
 from wingman_actors._cancel import CancelToken, cancel_scope
 from wingman_actors.errors import AgentError, ErrorKind
-from wingman_actors.providers._aio import TokenBridge
+from wingman_actors.providers._token_bridge import TokenBridge
 
 
 def test_a_bridge_of_a_cancelled_run_closes_the_coroutine_it_does_not_await() -> None:

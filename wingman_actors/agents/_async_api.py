@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken
 from ..core import Message
+from ._async_session import AsyncSessionStream, complete
 from ._on_session import on_a_session
 from ._result import Result
 
 if TYPE_CHECKING:
-    from ._async_session import AsyncSessionStream
     from ._session import RunGen, Session
 
 __all__ = ["AsyncSessionRuns"]
@@ -66,8 +66,6 @@ class AsyncSessionRuns:
             from ._waiting import arun_waiting
 
             return await arun_waiting(cast("Session", self), message, timeout, parent_token, metadata)
-        from ._async_session import complete
-
         return await complete(cast("Session", self), message, timeout, parent_token, metadata)
 
     @on_a_session
@@ -97,8 +95,6 @@ class AsyncSessionRuns:
         self, message: str | Message, timeout: float | None, parent_token: CancelToken | None,
         metadata: Mapping[str, Any] | None,
     ) -> Result:
-        from ._async_session import complete
-
         return await complete(cast("Session", self), message, timeout, parent_token, metadata)
 
     def astream(
@@ -120,7 +116,5 @@ class AsyncSessionRuns:
             from ._waiting import astream_waiting
 
             return astream_waiting(cast("Session", self), message, timeout, parent_token, metadata)
-        from ._async_session import AsyncSessionStream
-
         return AsyncSessionStream(self._run(message, timeout=timeout, stream=True, parent_token=parent_token,
                                             metadata=metadata, aio=True))

@@ -33,7 +33,7 @@ from .._cancel import _current as _current_token  # set inline: no scope object 
 from .._event_loop import DaemonIterator, in_daemon_thread
 from .._interrupts import RunSuspended, VisitScope
 from ..core import ContentBlock, InferenceResponse, Message, StreamEvent, StreamEventType
-from ..providers._aio import TokenBridge
+from ..providers._token_bridge import TokenBridge
 from ..tools._base import UNWIND_S
 from ._model_calls import ModelCall
 from ._result import Result, collect_child_runs

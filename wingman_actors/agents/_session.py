@@ -425,8 +425,10 @@ class Session(AsyncSessionRuns):
             if step > limit and not limit_hit:
                 limit_hit = True
                 self._add_user_text(_LIMIT_NOTE)
+            # messages: a list of the request's own (validating list[Message] builds one), so
+            # the history growing later leaves the request as it was made
             request = InferenceRequest(
-                messages=list(self.history), tools=tools.definitions() if with_tools else [],
+                messages=self.history, tools=tools.definitions() if with_tools else [],
                 instructions=prompt, output_schema=self._schema.schema if self._schema is not None else None,
                 max_tokens=self.agent.max_tokens, temperature=self.agent.temperature, model=model_name,
             )

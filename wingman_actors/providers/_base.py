@@ -8,7 +8,6 @@ available once iteration ends.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import json
 from collections.abc import Callable, Generator, Iterator
@@ -143,18 +142,34 @@ class ProviderOptions(BaseModel):
             ) from None
 
 
-@contextlib.contextmanager
-def shaped(provider: str, what: str, sent: Any) -> Iterator[None]:
+class shaped:  # lower-case: used like a function, `with shaped(provider, what, sent):`
     """Read ``sent`` (``what`` the provider sent: its answer, a stream chunk) inside: an
     ``AttributeError`` or ``TypeError`` there (a field of another type than the provider's
     API documents, as from a proxy or an endpoint of another API) becomes an
-    :class:`AgentError` (kind ``agent``) naming the provider and showing what it sent."""
-    try:
-        yield
-    except (AttributeError, TypeError) as exc:
-        shown = _shown(sent)
+    :class:`AgentError` (kind ``agent``) naming the provider and showing what it sent.
+
+    A small class rather than ``@contextmanager``: it wraps the reading of every answer,
+    and a generator-based context manager costs about 1 µs more per use.
+    """
+
+    __slots__ = ("_provider", "_sent", "_what")
+
+    def __init__(self, provider: str, what: str, sent: Any) -> None:
+        self._provider = provider
+        self._what = what
+        self._sent = sent
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if not isinstance(exc, (AttributeError, TypeError)):
+            return  # none, or not ours to reword: it propagates as it is
+        provider = self._provider
+        shown = _shown(self._sent)
         raise AgentError(
-            f"{provider} sent {what} not shaped as its API documents ({type(exc).__name__}: {exc}): {shown[:200]!r}",
+            f"{provider} sent {self._what} not shaped as its API documents ({type(exc).__name__}: {exc}): "
+            f"{shown[:200]!r}",
             kind=ErrorKind.AGENT, provider=provider,
         ) from exc
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from .._cancel import CancelToken, current_token
 from ..errors import AgentError
+from ._token_bridge import TokenBridge
 
 __all__ = ["RetryPolicy", "stopped"]
 
@@ -68,8 +69,6 @@ class RetryPolicy:
         """:meth:`call` for a coroutine function: the same policy, awaited; each attempt
         awaits ``fn(*args)``. A cancel of the current run's token cancels the attempt in
         flight (its request is closed)."""
-        from ._aio import TokenBridge  # the async plumbing, loaded by async callers only
-
         bridge = TokenBridge()
         try:
             attempt = 0

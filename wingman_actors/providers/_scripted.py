@@ -23,6 +23,7 @@ from ..core import InferenceRequest, InferenceResponse, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ._aio import AsyncInferenceStream
 from ._base import InferenceStream, ProviderOptions, events_for_response
+from ._token_bridge import TokenBridge
 
 __all__ = ["Reply", "ScriptedProvider"]
 
@@ -137,8 +138,6 @@ class ScriptedProvider:
     async def _aresolve(self, request: InferenceRequest) -> InferenceResponse:
         reply = self._take(request)
         if self.latency_s:
-            from ._aio import TokenBridge  # the async plumbing, loaded by async callers only
-
             bridge = TokenBridge()  # a cancel of the run's token ends the wait at once
             try:
                 await bridge.sleep(self.latency_s)
