@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
 from wingman_actors import Formation
-from wingman_actors.actors._payloads import is_immutable, isolate, isolate_pair
+from wingman_actors.actors._payloads import is_immutable, isolate
 from wingman_actors.errors import FormationRuntimeError
 
 
@@ -172,59 +172,3 @@ def test_isolate_equals_deepcopy_and_shares_no_mutable_container(value: Any) -> 
     twin = isolate(value)
     assert twin == copy.deepcopy(value)
     assert not {id(c) for c in _containers(twin)} & {id(c) for c in _containers(value)}
-
-
-@given(_json)
-@settings(max_examples=300, deadline=None)
-def test_isolate_pair_makes_two_copies_that_share_no_mutable_container(value: Any) -> None:
-    pair = isolate_pair(value)
-    if pair is None:  # immutable: shared as it is, as isolate does
-        assert isolate(value) is value
-        return
-    a, b = pair
-    assert a == b == value
-    ids = [{id(c) for c in _containers(x)} for x in (value, a, b)]
-    assert not ids[0] & ids[1] and not ids[0] & ids[2] and not ids[1] & ids[2]
-
-
-def test_a_fanned_out_receiver_retried_after_mutating_its_copy_gets_the_output_as_it_was() -> None:
-    seen: list[dict[str, Any]] = []
-
-    def mutate_then_fail_once(payload: dict[str, Any]) -> dict[str, Any]:
-        seen.append({"items": list(payload["items"]), "meta": dict(payload["meta"])})
-        if len(seen) == 1:
-            payload["items"].append(99)
-            payload["meta"]["n"] = -1
-            raise RuntimeError("fails after mutating its input")
-        return payload
-
-    f = (
-        Formation("fan_retry")
-        .add_function("make", lambda x: {"items": [1, 2], "meta": {"n": x}})
-        .add_function("mutate", mutate_then_fail_once, retries=1, backoff=0)
-        .add_function("keep", lambda payload: payload)
-        .connect("make", "mutate")
-        .connect("make", "keep")
-    )
-    result = f.run(7)
-    assert seen == [{"items": [1, 2], "meta": {"n": 7}}] * 2  # both attempts saw it as make returned it
-    assert result.outputs == {"mutate": {"items": [1, 2], "meta": {"n": 7}}, "keep": {"items": [1, 2], "meta": {"n": 7}}}
-    assert result.nodes["make"].output == {"items": [1, 2], "meta": {"n": 7}}
-
-
-def test_a_list_fanned_out_to_two_map_nodes_gives_each_its_own_items() -> None:
-    def grow(item: dict[str, int]) -> int:
-        item["n"] += 100
-        return item["n"]
-
-    f = (
-        Formation("fan_maps")
-        .add_function("make", lambda x: [{"n": x}, {"n": x + 1}])
-        .add_map("one", grow)
-        .add_map("two", grow)
-        .connect("make", "one")
-        .connect("make", "two")
-    )
-    result = f.run(1)
-    assert result.outputs == {"one": [101, 102], "two": [101, 102]}
-    assert result.nodes["make"].output == [{"n": 1}, {"n": 2}]

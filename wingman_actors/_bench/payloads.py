@@ -21,10 +21,8 @@
   - receivers taking an unannotated ``d``: before, the payload was handed over as it was.
 
   The switch between *before* and *after* replaces the function actors' module-level
-  ``isolate``, and turns off the copies the router makes for a fan-out in one walk
-  (``isolate_pair``, as formation/_routing.py calls it): our own private modules; the bench is the
-  only code that does this, and ``tests/test_bench.py`` checks that the switch reaches
-  the nodes of a fan-out.
+  ``isolate`` (our own private module; the bench is the only code that does this, and
+  ``tests/test_bench.py`` checks that the switch reaches the nodes).
 """
 
 from __future__ import annotations
@@ -40,14 +38,13 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from ..actors import _function
-from ..formation import Formation, _routing
+from ..formation import Formation
 from ._measurement import Measurement
 
 __all__ = ["isolation_replaced", "payload_isolation"]
 
 _AS_DICT = TypeAdapter(dict)
 _SEAM = "isolate"  # the name function nodes call on their payload (actors/_function.py)
-_PAIR_SEAM = "isolate_pair"  # the name the router copies a fan-out's payload with (formation/_routing.py)
 
 
 def _validated(value: Any) -> Any:
@@ -63,18 +60,12 @@ def _as_is(value: Any) -> Any:
 @contextlib.contextmanager
 def isolation_replaced(replacement: Callable[[Any], Any]) -> Iterator[None]:
     """Function nodes use ``replacement`` instead of isolating their payloads (bench only)."""
-    real, real_pair = getattr(_function, _SEAM), getattr(_routing, _PAIR_SEAM)
+    real = getattr(_function, _SEAM)
     setattr(_function, _SEAM, replacement)
-    setattr(_routing, _PAIR_SEAM, _no_pair)
     try:
         yield
     finally:
         setattr(_function, _SEAM, real)
-        setattr(_routing, _PAIR_SEAM, real_pair)
-
-
-def _no_pair(value: Any) -> None:
-    return None  # no copies made by the router: each receiver calls the replaced isolate
 
 
 def _make(i: int) -> dict[str, Any]:

@@ -91,16 +91,13 @@ class Work:
         memo: a fleet or map node's finished items by index, kept across retries.
         visit: the node's visit number in its run (1 unless a loop visits it again).
         scope: the durable-run context of the work (journalled runs only; None otherwise).
-        own: a copy of ``payload`` made for this node's first attempt when the sender's
-            output fanned out to two nodes that copy it (formation/_routing.py); None
-            otherwise, and once taken.
         tag: in a formation with a ``join="any"`` in a loop, ``(join, k)`` when the work
             descends from that join's output of its round ``k`` (carried from node to node:
             formation/_join.py's ``RaceJoin``); None otherwise.
     """
 
-    __slots__ = ("_envelope", "attempt", "id", "memo", "own", "payload", "replica", "run", "run_id", "scope",
-                 "sender", "settled", "started", "tag", "target", "timer", "timestamp", "visit")
+    __slots__ = ("_envelope", "attempt", "id", "memo", "payload", "replica", "run", "run_id", "scope", "sender",
+                 "settled", "started", "tag", "target", "timer", "timestamp", "visit")
 
     type = EnvelopeType.WORK
     cause = None
@@ -126,7 +123,6 @@ class Work:
         self.replica = 0
         self.memo: dict[int, Any] | None = None
         self.scope: Any = None
-        self.own: Any = None
         self._envelope: Envelope | None = None
 
     @classmethod

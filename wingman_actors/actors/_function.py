@@ -101,11 +101,7 @@ class FunctionActor(NodeActor):
             )
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
-        payload = env.own  # the function may change it: a copy of its own (made by the router, or here)
-        if payload is None:
-            payload = isolate(env.payload)
-        else:
-            env.own = None  # a retry copies the original again
+        payload = isolate(env.payload)  # the function may change it: a copy of its own
         board = _NO_BOARD if self.board_param == "none" else self._board()
         if self.mode == "kwargs":
             args = dict(payload)

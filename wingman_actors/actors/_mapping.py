@@ -142,11 +142,7 @@ class MapActor(NodeActor):
         self.on_stop()  # a crashed actor gets no on_stop: its workers end here instead
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
-        items = env.own  # the function may change its items: copies of their own (the router's, or here)
-        if items is None:
-            items = isolate(env.payload)
-        else:
-            env.own = None  # a retry copies the original again
+        items = isolate(env.payload)  # the function may change its items: copies of their own
         if not isinstance(items, list | tuple):
             raise PayloadError(
                 f"map node {self.name!r} needs a list input (one call per item), "

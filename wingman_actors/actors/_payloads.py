@@ -4,12 +4,7 @@ is never changed by one receiver's in-place mutation.
 Function and map node actors call :func:`isolate` on their payload just before they hand
 it to user code, not when it is routed: every receiver still gets a copy of its own, and
 the copies live only while the node works on them (a queue of pending inputs holds the
-one shared original, not a copy per receiver waiting in memory). The exception is a
-plain fan-out: a node whose output always goes to two or more nodes that copy it has the
-first two copies made when it is routed, in one walk, by :func:`isolate_pair` (which
-costs about 60 % of two walks; formation/_routing.py, on threads, in runs without a
-journal). Each of those two nodes takes its copy for its first attempt, and copies the
-shared original again for a retry (the first attempt may have changed its copy).
+one shared original, not a copy per receiver waiting in memory).
 
 :func:`isolate` returns the value itself when it is immutable (str, numbers, bytes,
 None, enums, frozen pydantic models, and tuples and frozensets of immutables) and a
@@ -34,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["is_immutable", "isolate", "isolate_pair"]
+__all__ = ["is_immutable", "isolate"]
 
 _SCALARS: frozenset[type] = frozenset({
     str, int, float, bool, complex, bytes, type(None), range, types.EllipsisType, types.NotImplementedType,
@@ -96,39 +91,6 @@ def isolate(value: Any) -> Any:
             return copy.deepcopy(value)
         except Exception:  # cannot be copied: passed as it is
             return value
-
-
-def isolate_pair(value: Any) -> tuple[Any, Any] | None:
-    """Two copies of ``value`` in one walk (as two :func:`isolate` calls would make them),
-    or None when it is immutable (its receivers share it as it is).
-
-    Example:
-        >>> a, b = isolate_pair({"tags": ["a"], "n": 1})
-        >>> a == b == {"tags": ["a"], "n": 1} and a is not b and a["tags"] is not b["tags"]
-        True
-    """
-    if type(value) is not dict:  # one walk each; a copy of a scalar is the scalar
-        first = isolate(value)
-        return None if first is value else (first, isolate(value))
-    scalars = _SCALARS
-    a, b = value.copy(), value.copy()
-    try:
-        for k, v in value.items():
-            tv = type(v)
-            if tv in scalars:
-                continue
-            if tv is list:  # a list of scalars (tags, ids): two C copies
-                for x in v:
-                    if type(x) not in scalars:
-                        a[k], b[k] = _list(v, 1), _list(v, 1)
-                        break
-                else:
-                    a[k], b[k] = v.copy(), v.copy()
-            else:
-                a[k], b[k] = (_dict(v, 1), _dict(v, 1)) if tv is dict else (_walk(v, 1), _walk(v, 1))
-    except _TooDeep:
-        return isolate(value), isolate(value)
-    return a, b
 
 
 def _dict(value: dict[Any, Any], depth: int) -> dict[Any, Any]:

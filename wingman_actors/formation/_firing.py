@@ -1,18 +1,15 @@
-"""Which out-edges of a node carry a visit's output, and how (used by :mod:`._routing`): conditions,
-loop exits held back, straight pipeline steps, and fan-outs whose copies are made in one walk."""
+"""Which out-edges of a node carry a visit's output (used by :mod:`._routing`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._plan import ConditionRaised, EdgeSpec, Plan
+from ._plan import ConditionRaised, EdgeSpec
 
 if TYPE_CHECKING:
     from ._runstate import RunState
 
-__all__ = ["NO_PAIR", "copying_pairs", "edges_firing", "exits_held", "hold_exits", "straight_steps", "take_held"]
-
-NO_PAIR = (-1, -1)  # a node without a pair of copying out-edges (see copying_pairs)
+__all__ = ["edges_firing", "exits_held", "hold_exits", "take_held"]
 
 
 def edges_firing(edges: tuple[EdgeSpec, ...], output: Any) -> list[bool]:
@@ -67,35 +64,3 @@ def take_held(run: RunState) -> list[tuple[str, tuple[str, ...], tuple[str, int]
     held = [(node, targets, tag) for node, (targets, tag) in run.held.items()]
     run.held.clear()
     return held
-
-
-def copying_pairs(plan: Plan) -> dict[str, tuple[int, int]]:
-    """For each node with two or more of them, its first two out-edges that always fire
-    (neither ``when=`` nor ``otherwise``) and lead to nodes that copy their payload before
-    user code sees it (function and map nodes), visited with it directly (their only
-    forward predecessor, or a back edge: a join's dict is copied whole by its node). The
-    router makes those two nodes' copies in one walk (actors/_payloads.py ``isolate_pair``)."""
-    pairs = {}
-    for name, spec in plan.nodes.items():
-        indices = [i for i, e in enumerate(spec.out_edges) if not e.conditional
-                   and plan.nodes[e.target].kind in ("function", "map")
-                   and (e.back or len(plan.nodes[e.target].forward_preds) == 1)]
-        if len(indices) >= 2:
-            pairs[name] = (indices[0], indices[1])
-    return pairs
-
-
-def straight_steps(plan: Plan) -> dict[str, str | None]:
-    """For each node, the node it hands its output straight on to, or None: a node whose
-    only out-edge is unconditional and leads to a node with only this predecessor (the
-    common pipeline step) needs no condition, join or fan-out."""
-    straight: dict[str, str | None] = {}
-    for name, spec in plan.nodes.items():
-        edges = spec.out_edges
-        nxt = None
-        if len(edges) == 1 and not edges[0].conditional and not edges[0].back and not spec.error_edges:
-            target = edges[0].target
-            if len(plan.nodes[target].forward_preds) == 1:
-                nxt = target
-        straight[name] = nxt
-    return straight

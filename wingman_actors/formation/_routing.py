@@ -16,7 +16,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..actors._envelope import EnvelopeType, Work
-from ..actors._payloads import isolate_pair
 from ..backends._base import NodeGroup
 from ..core import StreamEvent, Usage
 from ..errors import FormationRuntimeError, NoRouteError
@@ -24,7 +23,7 @@ from ._agent_events import emit_agent_event
 from ._breakpoints import passed
 from ._cut import cut_visits, runtime_fault, was_cut
 from ._error_routes import skip_error_targets
-from ._firing import NO_PAIR, copying_pairs, edges_firing, exits_held, hold_exits, straight_steps, take_held
+from ._firing import edges_firing, exits_held, hold_exits, take_held
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
 from ._join import ROUND_OVER, Join, RaceJoin, drops, mark, new_join
@@ -63,13 +62,21 @@ class Router:
         self.sinks = plan.sinks
         self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
         self.cyclic = any(e.back for e in plan.edges)
-        self.straight = straight_steps(plan)  # node -> the node it hands its output straight on to, or None
+        # A node whose only out-edge is unconditional and leads to a node with only this
+        # predecessor hands its output straight on: the common pipeline step.
+        self.straight: dict[str, str | None] = {}
+        for name, spec in self.specs.items():
+            edges = spec.out_edges
+            nxt = None
+            if len(edges) == 1 and not edges[0].conditional and not edges[0].back and not spec.error_edges:
+                target = edges[0].target
+                if len(self.specs[target].forward_preds) == 1:
+                    nxt = target
+            self.straight[name] = nxt
         # Sinks without error edges in a formation without cycles: a visit's output goes nowhere.
         self.bare_sinks = frozenset(
             name for name, spec in self.specs.items() if spec.is_sink and not spec.error_edges and not self.cyclic
         )
-        # fan-outs whose receivers take copies made in one walk (unjournalled runs on threads)
-        self.pairs = copying_pairs(plan)
         self.nodes: dict[str, NodeGroup] = {}
         self.runs: dict[str, RunState] = {}
         self.scheduler = scheduler
@@ -89,11 +96,9 @@ class Router:
         if self.cyclic:
             self.finish_one(run)
 
-    def visit(self, run: RunState, node: str, payload: Any, sender: str, tag: tuple[str, int] | None = None,
-              own: Any = None) -> None:
+    def visit(self, run: RunState, node: str, payload: Any, sender: str, tag: tuple[str, int] | None = None) -> None:
         """Queue a visit of ``node`` with ``payload``; ``tag``: the round of a ``join="any"``
-        in a loop the payload descends from (formation/_join.py's ``RaceJoin``), carried on;
-        ``own``: a copy of ``payload`` made for the node (see ``Work.own``), if any."""
+        in a loop the payload descends from (formation/_join.py's ``RaceJoin``), carried on."""
         if run.done:
             return
         if run.dropped and node in run.dropped and drops(run, node, run.visits.get(node, 0) + 1, tag):
@@ -117,9 +122,7 @@ class Router:
                 return
         journal = self.journal
         if journal is None:
-            work = Work(next(_ids), run.id, sender, payload, time.time(), node, run, visits, tag)
-            work.own = own
-            self.nodes[node].tell(work)
+            self.nodes[node].tell(Work(next(_ids), run.id, sender, payload, time.time(), node, run, visits, tag))
             return
         replay = run.replay
         if replay is not None:
@@ -226,15 +229,12 @@ class Router:
             held = exits_held(spec.out_edges, firing, spec.error_edges) if self.cyclic else None  # before going round
             if held is not None or run.held:
                 hold_exits(run, name, held, tag)
-            pair = self.pairs.get(name, NO_PAIR)  # two out-edges whose nodes take copies made in one walk
-            copies = isolate_pair(output) if pair[0] >= 0 else None
-            for i, (edge, fire) in enumerate(zip(spec.out_edges, firing, strict=True)):
+            for edge, fire in zip(spec.out_edges, firing, strict=True):
                 if fire:
-                    own = copies and (copies[0] if i == pair[0] else copies[1] if i == pair[1] else None)
                     if edge.back:
-                        self.visit(run, edge.target, output, name, tag, own)
+                        self.visit(run, edge.target, output, name, tag)
                     else:
-                        self.arrive(run, edge.target, name, output, visit, tag, own)
+                        self.arrive(run, edge.target, name, output, visit, tag)
                 elif not edge.back and not (held is not None and edge.loop == "exit"):
                     self.arrive_skip(run, edge.target, name, "did not fire", tag)
             if spec.error_edges:
@@ -346,9 +346,9 @@ class Router:
     # -- joins and skips -----------------------------------------------------------------
 
     def arrive(self, run: RunState, target: str, pred: str, value: Any, visit: int = 0,
-               tag: tuple[str, int] | None = None, own: Any = None) -> None:
+               tag: tuple[str, int] | None = None) -> None:
         if len(self.specs[target].forward_preds) == 1:
-            self.visit(run, target, value, pred, tag, own)
+            self.visit(run, target, value, pred, tag)
             return
         self._fire(run, target, pred, *self._join(run, target, pred, value, visit, tag))
 

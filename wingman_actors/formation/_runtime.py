@@ -102,8 +102,6 @@ class RunningFormation(AsyncSubmit):
         self._scheduler = Scheduler(name=f"wingman-timer-{plan.name}")
         self._router = Router(plan, self._scheduler)
         self._router.journal = self._journal = journal
-        if journal is not None or self._backend.name != "threads":  # a journalled or remote visit copies its own
-            self._router.pairs = {}
         if journal is not None:  # runs another process took over, or asked to cancel, end here
             journal.watch(self._router.lost, self._router.cancel_run)
         self._supervision = Supervision(self._router)
