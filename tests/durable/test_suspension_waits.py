@@ -7,6 +7,7 @@ so a suspension waiting for one of them ends."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -93,3 +94,30 @@ def test_a_breakpoint_waits_for_a_sibling_in_flight_too(store: RunStore) -> None
     assert first.nodes["sib"].status == "succeeded"
     assert f.resume("waits-break", store=store).outputs == {"gate": 2, "sib": 10}
     assert calls == [1]
+
+
+def test_the_run_timeout_ends_the_wait_the_run_suspends_and_the_sibling_runs_again_on_resume(store: RunStore) -> None:
+    release = threading.Event()
+    calls: list[int] = []
+
+    def stuck_once(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            assert release.wait(WAIT)  # still running when the run's timeout comes
+        return x * 10
+
+    f = (Formation("timeout_waits").add_function("src", int).add_function("ask", ask).add_function("sib", stuck_once)
+         .connect("src", "ask").connect("src", "sib"))
+    try:
+        t0 = time.monotonic()
+        first = f.run(1, store=store, run_id="waits-timeout", timeout=0.5)
+        waited = time.monotonic() - t0
+    finally:
+        release.set()
+    assert first.status == "suspended"  # not failed: the question stands
+    assert first.interrupt == {"node": "ask", "payload": {"go?": 1}}
+    assert 0.4 < waited < 3.0
+    assert first.nodes["sib"].status != "succeeded"
+    assert store.get("waits-timeout").status == "suspended"
+    assert f.resume("waits-timeout", store=store, answer=3).outputs == {"ask": 3, "sib": 10}
+    assert calls == [1, 1]

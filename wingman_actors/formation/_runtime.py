@@ -43,6 +43,7 @@ from ._result import FormationResult, NodeTrace
 from ._routing import Router
 from ._runstate import RunState
 from ._supervision import Supervision, Supervisor
+from ._suspending import suspend_at_once
 from .events import FormationEvent, FormationEventType, emit
 
 if TYPE_CHECKING:  # only types: the store and the journal load for durable runs (store=...)
@@ -491,6 +492,9 @@ class RunningFormation(AsyncSubmit):
         return run.traces()
 
     def _run_timeout(self, run: RunState, timeout: float) -> None:
+        if run.suspending is not None:  # waiting for its visits in flight to suspend: it suspends now
+            suspend_at_once(self._router, run)
+            return
         running = self._router.unfinished(run)
         busy = f"; unfinished: {', '.join(running)}" if running else ""
         self._router.fail_run(run, FormationRuntimeError(

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ._routing import Router
     from ._runstate import RunState
 
-__all__ = ["keep_queued", "suspend_run"]
+__all__ = ["keep_queued", "suspend_at_once", "suspend_run"]
 
 
 _POLL_S = 0.002  # how often a suspending run looks whether its attempts in flight have ended
@@ -27,7 +27,9 @@ def suspend_run(router: Router, run: RunState, node: str, payload: Any, reason: 
     interrupt's ``payload``, once the attempts of its other nodes still in flight have
     ended. Meanwhile a visit that finishes is journalled and kept in the result but not
     routed on, so a resume does not run it again (as LangGraph keeps the writes of a
-    superstep's other tasks); one that fails or interrupts runs again on resume."""
+    superstep's other tasks); one that fails or interrupts runs again on resume. The run's
+    ``timeout`` ends the wait: the run suspends then (:func:`suspend_at_once`), it does not
+    fail, and what is still in flight runs again on resume."""
     with run.lock:
         if run.done or run.suspending is not None:
             return
@@ -43,6 +45,14 @@ def _when_settled(router: Router, run: RunState) -> None:
         return
     assert run.suspending is not None
     _suspend_now(router, run, *run.suspending)
+
+
+def suspend_at_once(router: Router, run: RunState) -> None:
+    """End the wait of a suspending ``run`` now (its timeout came first): the visits still in
+    flight are released and run again on resume, as a run's cut short by a crash would."""
+    suspending = run.suspending
+    if suspending is not None:
+        _suspend_now(router, run, *suspending, abandon=True)
 
 
 def _busy(router: Router, run: RunState) -> bool:
@@ -63,9 +73,10 @@ def keep_queued(run: RunState, work: Any) -> None:
         queued.append(work)
 
 
-def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason: str) -> None:
+def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason: str, abandon: bool = False) -> None:
     """End ``run`` suspended: its result ``suspended`` with the interrupt's ``payload``, its
-    traces journalled as they are now, its queued work released with ``reason``."""
+    traces journalled as they are now, its queued work released with ``reason`` (and
+    attempts still in progress abandoned, with ``abandon``)."""
     journal = router.journal
     assert journal is not None
     if not router.claim(run):
@@ -84,7 +95,7 @@ def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason:
     if run.listeners:
         emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
              {"duration_s": duration, "usage": result.usage, "result": result, "suspended": True})
-    router.release(run, reason, abandon=False)
+    router.release(run, reason, abandon=abandon)
 
 
 def _ahead(router: Router, node: str) -> set[str]:
