@@ -68,7 +68,7 @@ def keep_queued(run: RunState, work: Any) -> None:
     """Remember a visit of a journalled run dispatched to its node (see :func:`_busy`)."""
     with run.lock:
         queued = run.own("queued")
-        if len(queued) >= 32:  # those begun are an attempt in progress, or over
+        if len(queued) % 32 == 31:  # now and then: those begun are an attempt in progress, or over
             queued[:] = [w for w in queued if w.started == 0.0]
         queued.append(work)
 
