@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.suspension import until_asked
 from wingman_actors import Formation, interrupt
 from wingman_actors._launcher.run_show import run_document
 from wingman_actors.formation import NodeFailure
@@ -165,10 +166,7 @@ def test_a_branch_failing_while_the_run_suspends_is_failed_in_the_result_and_run
     def late(x: int) -> int:
         calls.append(x)
         if len(calls) == 1:
-            deadline = time.monotonic() + WAIT
-            while store.get("r-late").interrupt is None:  # ask's interrupt is journalled
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
+            until_asked(store, "r-late", WAIT)  # ask's interrupt is journalled
             time.sleep(0.2)  # and the run is waiting for this attempt to suspend
             raise ValueError("failed while the run suspends")
         return x * 10
@@ -186,31 +184,3 @@ def test_a_branch_failing_while_the_run_suspends_is_failed_in_the_result_and_run
     resumed = f.resume("r-late", store=store, answer=7)
     assert resumed.outputs == {"ask": 7, "late": 10}
     assert calls == [1, 1]
-
-
-def test_a_branch_finishing_while_the_run_suspends_is_journalled_and_not_run_again_on_resume(
-    store: RunStore,
-) -> None:
-    calls: list[int] = []
-
-    def slow(x: int) -> int:
-        calls.append(x)
-        deadline = time.monotonic() + WAIT
-        while store.get("r-slow").interrupt is None:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        return x * 10
-
-    def ask(x: int) -> int:
-        return int(interrupt({"go?": x}))
-
-    f = (Formation("slow").add_function("src", int).add_function("ask", ask).add_function("slow", slow)
-         .add_function("after_slow", lambda x: x + 1)
-         .connect("src", "ask").connect("src", "slow").connect("slow", "after_slow"))
-    result = f.run(1, store=store, run_id="r-slow")
-    assert result.status == "suspended"
-    in_result, _ = seen(result, store)
-    assert in_result["slow"][0] == "succeeded"
-    assert in_result["after_slow"][0] == "pending"  # not routed on while the run suspended
-    assert f.resume("r-slow", store=store, answer=7).outputs == {"ask": 7, "after_slow": 11}
-    assert calls == [1]

@@ -14,18 +14,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.suspension import until_asked
 from wingman_actors import Formation, interrupt
 from wingman_actors.store import RunStore
 
 WAIT = 5.0
-
-
-def until_asked(store: RunStore, run_id: str) -> None:
-    """Return once ``run_id``'s interrupt is journalled (the run is then suspending)."""
-    deadline = time.monotonic() + WAIT
-    while store.get(run_id).interrupt is None:
-        assert time.monotonic() < deadline, "the interrupt was never journalled"
-        time.sleep(0.005)
 
 
 def ask(x: int) -> int:
