@@ -46,6 +46,9 @@ def test_payload_isolation_reports_both_kinds_of_receiver_and_is_judged_on_the_w
     typed, plain = result.details["typed_receivers"], result.details["unannotated_receivers"]
     assert result.value == max(typed["cpu_cost_pct"], plain["cpu_cost_pct"])
     assert result.meets == (result.value <= 5.0)
+    copies, share = result.details["copies_us_per_input"], result.details["copy_share_pct"]
+    assert 0 < copies < plain["after_cpu_us_per_input"]  # reported beside it: two copies' own CPU time
+    assert abs(share - 100 * copies / plain["after_cpu_us_per_input"]) < 0.2
 
 
 def test_payload_isolation_reports_the_quartiles_around_each_median_cost() -> None:
