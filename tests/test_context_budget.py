@@ -140,13 +140,18 @@ def test_requests_under_the_budget_are_sent_whole() -> None:
     ("kwargs", "message"),
     [
         ({"context_budget": 10}, "context_budget must be a number of tokens >= 256"),
-        ({"context_budget": "big"}, "context_budget must be a number of tokens >= 256"),
         ({"compactor": ScriptedProvider(["s"])}, "set context_budget too"),
     ],
 )
 def test_bad_budget_settings_are_refused(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Agent("a", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("budget", ["big", 1000.0, True])
+def test_a_budget_that_is_not_an_int_is_a_type_error(budget: object) -> None:
+    with pytest.raises(TypeError, match=r"context_budget must be an int, got"):
+        Agent("a", context_budget=budget)  # type: ignore[arg-type]
 
 
 def test_tool_results_are_truncated_before_the_budget_counts_them() -> None:

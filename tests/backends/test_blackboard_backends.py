@@ -55,6 +55,14 @@ def _set_a_set(x: int, blackboard: Blackboard) -> str:
     return "no error"
 
 
+def _update_with_a_value(x: int, blackboard: Blackboard) -> str:
+    try:
+        blackboard.update("k", x)  # type: ignore[arg-type]
+    except TypeError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "no error"
+
+
 def _add_item(item: int, blackboard: Blackboard) -> int:
     blackboard.update("sum", lambda total: total + item, 0)
     return item * 2
@@ -164,6 +172,17 @@ def test_a_value_that_is_not_json_raises_the_same_type_error_on_ray_as_on_thread
 
     assert on_ray == on_threads
     assert on_ray.startswith("TypeError: blackboard value for 'k' is not JSON-serialisable (set:")
+
+
+@pytest.mark.ray
+def test_an_update_given_a_value_is_refused_alike_on_both_backends_before_any_round_trip(ray_session: Any) -> None:
+    formation = Formation("bad").add_function("bad", _update_with_a_value)
+
+    on_threads = formation.run(3, blackboard=Blackboard(), backend="threads").output
+    on_ray = formation.run(3, blackboard=Blackboard(), backend="ray").output
+
+    assert on_ray == on_threads
+    assert on_ray.startswith("TypeError: blackboard update of 'k': fn must be a callable")
 
 
 def _update_holding_a_lock_when_negative(item: int, blackboard: Blackboard) -> Any:

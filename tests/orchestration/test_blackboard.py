@@ -122,6 +122,19 @@ def test_a_bad_namespace_is_refused() -> None:
         Blackboard().tools("has space")
 
 
+def test_a_namespace_that_is_not_a_str_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match=r"namespace must be a str .* got 3"):
+        Blackboard().tools(3)  # type: ignore[arg-type]
+
+
+def test_an_update_given_a_value_instead_of_a_function_says_to_use_set_and_changes_nothing() -> None:
+    board = Blackboard()
+    board.set("count", 1)
+    with pytest.raises(TypeError, match=r"fn must be a callable .* use set\('count', value\)"):
+        board.update("count", 3)  # type: ignore[arg-type]
+    assert board.get("count") == 1
+
+
 def test_a_scripted_agent_writes_lists_and_reads_through_the_tools() -> None:
     board = Blackboard()
 

@@ -115,9 +115,7 @@ class Agent:
             )
         if self.max_tool_result_chars < 100:
             raise ValueError(f"agent {self.name!r}: max_tool_result_chars must be >= 100")
-        if self.context_budget is not None and (
-            isinstance(self.context_budget, bool) or not isinstance(self.context_budget, int) or self.context_budget < 256
-        ):
+        if self.context_budget is not None and self.context_budget < 256:
             raise ValueError(
                 f"agent {self.name!r}: context_budget must be a number of tokens >= 256, got {self.context_budget!r}"
             )
@@ -199,8 +197,8 @@ class Agent:
         return f"Agent(name={self.name!r}, provider={self.provider!r}, tools={tools})"
 
 
-_COUNTS = ("max_steps", "max_tokens", "tool_concurrency", "max_tool_result_chars", "max_delegation_depth")
-_OPTIONAL_COUNTS = frozenset(("max_steps", "max_tokens"))
+_COUNTS = ("max_steps", "max_tokens", "tool_concurrency", "max_tool_result_chars", "max_delegation_depth", "context_budget")
+_OPTIONAL_COUNTS = frozenset(("max_steps", "max_tokens", "context_budget"))
 _HOOKS = ("before_agent", "before_model", "after_model", "before_tool", "after_tool", "after_agent")
 
 

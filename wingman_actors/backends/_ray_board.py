@@ -32,7 +32,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import AgentError, ErrorKind
-from ..orchestration._blackboard import Blackboard, _check_key, _encode, check_watch_timeout, watch_timeout
+from ..orchestration._blackboard import (
+    Blackboard,
+    _check_key,
+    _encode,
+    check_update,
+    check_watch_timeout,
+    watch_timeout,
+)
 from ._ray_wire import BoardAnswer, BoardMethod, BoardOp
 
 __all__ = ["DriverBoard", "RemoteBoard"]
@@ -117,7 +124,7 @@ class RemoteBoard(Blackboard):
         self._ask("set", key, value)
 
     def update(self, key: str, fn: Callable[[Any], Any], default: Any = None) -> Any:
-        _check_key(key)
+        check_update(key, fn)
         return self._ask("update", key, fn, default)  # fn by value: it runs in the driver, under the board's lock
 
     def delete(self, key: str) -> None:

@@ -88,8 +88,12 @@ class Blackboard:
         No other write can slip between the read and the write, so concurrent updates are
         never lost (e.g. ``board.update("count", lambda n: n + 1, 0)``). ``fn`` runs under
         the board's lock: keep it short and do not touch the board from it.
+
+        Raises:
+            TypeError: ``key`` is not a non-empty string, ``fn`` cannot be called (to store
+                a value, use :meth:`set`), or its result is not JSON-serialisable.
         """
-        _check_key(key)
+        check_update(key, fn)
         with self._cond:
             text = self._data.get(key)
             value = fn(default if text is None else json.loads(text))
@@ -146,6 +150,7 @@ class Blackboard:
         (``key``, ``value``) and ``{namespace}_state_list``.
 
         Raises:
+            TypeError: ``namespace`` is not a str.
             ValueError: ``namespace`` is not 1-40 letters, digits, '_' or '-'.
         """
         return _tools(self, namespace)
@@ -205,9 +210,22 @@ def blackboard_tools(namespace: str) -> list[Tool]:
 
 
 def _tools(board: Blackboard | None, namespace: str) -> list[Tool]:
-    if not isinstance(namespace, str) or not _NAMESPACE_RE.match(namespace):
+    if not isinstance(namespace, str):
+        raise TypeError(f"blackboard tools namespace must be a str (1-40 letters, digits, '_' or '-'), got {namespace!r}")
+    if not _NAMESPACE_RE.match(namespace):
         raise ValueError(f"blackboard tools namespace must be 1-40 letters, digits, '_' or '-', got {namespace!r}")
     return [_StateGet(board, namespace), _StateSet(board, namespace), _StateList(board, namespace)]
+
+
+def check_update(key: str, fn: object) -> None:
+    """Refuse a bad key, or an ``fn`` of :meth:`Blackboard.update` that cannot be called (a
+    value given where a function belongs), before any board is touched."""
+    _check_key(key)
+    if not callable(fn):
+        raise TypeError(
+            f"blackboard update of {key!r}: fn must be a callable taking the current value, got {fn!r} "
+            f"(to store a value, use set({key!r}, value))"
+        )
 
 
 def watch_timeout(key: str, timeout: float | None, keys: list[str]) -> TimeoutError:
