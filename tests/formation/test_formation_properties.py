@@ -3,7 +3,9 @@
 ``otherwise``, ``NoRouteError``, ``on_error="skip"``, error edges with ``NodeFailure``,
 self-loops and agent-style loops bounded by ``max_visits``, whose body may end the loop
 itself: raising with ``on_error="skip"`` or ``"fail"`` or into a handler, or leaving by
-an edge of its own; often with a join after the loop) run by the library and by a
+an edge of its own; often with a join after the loop) and of formation nodes
+(``add_formation``: a small formation, maybe raising or looping, as a node anywhere,
+a loop's body included, its inner traces compared by path) run by the library and by a
 small sequential reference interpreter written from DESIGN's rules ("Data flow in a
 formation", "Supervision", "The formation language"), not from the library's code. Both
 must agree on sink outputs, node statuses and every visit's outputs, or fail with the same
@@ -39,6 +41,7 @@ from hypothesis import strategies as st
 from tests.support.formation_reference import Cond, NodeSpec, Outcome, Spec, build, reference
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, NoRouteError
+from wingman_actors.formation import NestedRunError
 
 EXAMPLES = int(os.environ.get("WINGMAN_FORMATION_EXAMPLES", "300"))  # a longer hunt: 2000
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -62,6 +65,9 @@ def formations(draw: st.DrawFn) -> Spec:
         )
         for _ in range(n)
     )
+    # some nodes are formations (add_formation): a small formation runs as the node
+    nodes = tuple(NodeSpec(**{**vars(nd), "inner": draw(inner_formations(can_fail=True)), "kwargs": False})
+                  if not draw(st.integers(0, 5)) else nd for nd in nodes)
     edges: list[tuple[int, int, Cond]] = []
     handled: set[int] = set()
     for v in range(1, n):
@@ -76,6 +82,9 @@ def formations(draw: st.DrawFn) -> Spec:
         preds = draw(st.lists(st.integers(0, v - 1), min_size=1, max_size=3, unique=True))
         for u in sorted(preds):
             edges.append((u, v, draw(conditions())))
+    # a formation node with several sinks outputs a dict, which validation refuses to route
+    # by type (the edge could never fire): route it by value instead
+    edges = [(u, v, Cond("mod", 2, 0) if c.kind == "type" and dict_output(nodes[u]) else c) for u, v, c in edges]
     # at most one otherwise edge per node, and only beside a condition
     fixed: list[tuple[int, int, Cond]] = []
     for u in range(n):
@@ -112,7 +121,7 @@ def formations(draw: st.DrawFn) -> Spec:
             nodes, edges = loop_body(draw, u, k, nodes, [v for v in range(n) if v not in looped])
             fixed += edges
         nodes = tuple(NodeSpec(**{**vars(nd), "on_error": "fail", "fail_mod": None, "kwargs": False,
-                                  "max_visits": draw(st.integers(1, 4))}) if i == u else nd
+                                  "max_visits": draw(st.integers(1, 4)), "inner": None}) if i == u else nd
                       for i, nd in enumerate(nodes))
     return Spec(nodes, tuple(sorted(fixed, key=lambda e: (e[1], e[0]))))
 
@@ -133,7 +142,10 @@ def loop_body(draw: st.DrawFn, u: int, k: int, nodes: tuple[NodeSpec, ...],
     turns = draw(st.integers(2, 4)) if draw(st.booleans()) else 0  # 0: it always turns back
     fails = [m for m in (2, 3, 5) if k % m]  # it gets outputs of u not divisible by k: one of them may fail it
     nodes += (NodeSpec(**{**vars(plain()), "fail_mod": None if ends == "back" else draw(st.sampled_from(fails)),
-                          "on_error": "skip" if ends == "skip" else "fail"}),)
+                          "on_error": "skip" if ends == "skip" else "fail",
+                          # a formation as the body: an inner run per visit, which may fail it
+                          "inner": draw(inner_formations(can_fail=ends != "back")) if draw(st.booleans())
+                          else None}),)
     edges = [(u, body, Cond("loop", k)), (body, u, Cond("back", turns))]
     after = [u]
     if ends == "handler":
@@ -152,6 +164,36 @@ def loop_body(draw: st.DrawFn, u: int, k: int, nodes: tuple[NodeSpec, ...],
     return nodes, edges
 
 
+def dict_output(node: NodeSpec) -> bool:
+    """Whether ``node`` is a formation node whose inner formation has several sinks."""
+    inner = node.inner
+    return inner is not None and sum(not inner.out_edges(i) for i in range(len(inner.nodes))) > 1
+
+
+@st.composite
+def inner_formations(draw: st.DrawFn, can_fail: bool) -> Spec:
+    """A formation run as a node: 1 to 4 function nodes joined by plain edges (one source,
+    one or several sinks), maybe raising (``can_fail``: the inner run fails, and so does
+    the node) and maybe with a self-loop bounded by ``max_visits``; no node of it is ever
+    skipped, so every sink has an output."""
+    n = draw(st.integers(1, 4))
+    nodes = tuple(
+        NodeSpec(mult=draw(st.integers(1, 50)), add=draw(st.integers(0, 50)),
+                 fail_mod=draw(st.sampled_from([None, None, 3, 5, 7])) if can_fail else None,
+                 as_str=draw(st.booleans()), on_error="fail", kwargs=draw(st.booleans()))
+        for _ in range(n)
+    )
+    edges = [(u, v, Cond("plain")) for v in range(1, n)
+             for u in draw(st.lists(st.integers(0, v - 1), min_size=1, max_size=2, unique=True))]
+    fed_on = [u for u in range(n) if any(a == u for a, _, _ in edges)]
+    if fed_on and can_fail and draw(st.integers(0, 2)) == 0:  # a self-loop, its forward edges its exits
+        u, k = draw(st.sampled_from(fed_on)), draw(st.integers(2, 4))
+        edges = [(a, b, Cond("exit", k) if a == u else c) for a, b, c in edges] + [(u, u, Cond("loop", k))]
+        nodes = tuple(NodeSpec(**{**vars(nd), "fail_mod": None, "kwargs": False, "max_visits": draw(st.integers(1, 4))})
+                      if i == u else nd for i, nd in enumerate(nodes))
+    return Spec(nodes, tuple(sorted(edges, key=lambda e: (e[1], e[0]))))
+
+
 def conditions() -> st.SearchStrategy[Cond]:
     return st.one_of(
         st.just(Cond("plain")), st.just(Cond("plain")), st.just(Cond("plain")),
@@ -164,16 +206,20 @@ def conditions() -> st.SearchStrategy[Cond]:
 inputs = st.integers(0, 10_000)
 
 
-def loop_ended_by_its_body(handled: bool) -> Spec:
+def loop_ended_by_its_body(handled: bool, inner_body: bool = False) -> Spec:
     """A formation whose loop's body often ends it (shown to every run of the tests, and
     on Ray): n1 loops through n2 while its output % 4 != 0; n2 fails on multiples of 3,
     into a handler n3 (``handled``), else skipped, and turns back only while its output
-    % 5 != 0, else leaves to n3; n4 joins n1's exit, n3 and n0."""
+    % 5 != 0, else leaves to n3; n4 joins n1's exit, n3 and n0. With ``inner_body``, n2 is
+    a formation node (an inner run per visit) whose first node fails on multiples of 3."""
     def node(mult: int, add: int, **kw: Any) -> NodeSpec:
         return NodeSpec(**{"mult": mult, "add": add, "fail_mod": None, "as_str": False, "on_error": "fail",
                            "kwargs": False, **kw})
 
     body = node(2, 1, fail_mod=3, on_error="fail" if handled else "skip")
+    if inner_body:
+        body = node(0, 0, on_error=body.on_error,
+                    inner=Spec((node(2, 1, fail_mod=3), node(1, 2, as_str=True)), ((0, 1, Cond("plain")),)))
     out = [(2, 3, Cond("error")), (2, 1, Cond("back"))] if handled else [(2, 3, Cond("otherwise")),
                                                                          (2, 1, Cond("back", 5))]
     return Spec((node(1, 0), node(1, 1, max_visits=4), body, node(3, 2), node(5, 1, kwargs=handled)),
@@ -194,6 +240,10 @@ def check_result(spec: Spec, ref: Outcome, get: Callable[[], Any]) -> None:
         expected = ref.failures[err.node]
         if expected == "no route":
             assert isinstance(err, NoRouteError), repr(err)
+        elif expected == "raised" and err.node in ref.inner:  # a formation node: its inner run failed
+            cause = err.__cause__
+            assert isinstance(cause, NestedRunError), repr(err)
+            assert cause.inner.node in ref.inner[err.node].failures, (cause.inner.node, ref.inner[err.node].failures)
         elif expected == "raised":
             assert not isinstance(err, NoRouteError) and isinstance(err.__cause__, ValueError), repr(err)
         else:
@@ -211,6 +261,13 @@ def check_result(spec: Spec, ref: Outcome, get: Callable[[], Any]) -> None:
         assert trace.status == status, f"{name}: {trace.status} (reference {status})"
         visits = ref.loop_outputs.get(name, [ref.output[name]] if name in ref.output else [])
         assert trace.outputs == visits, name
+    for name, inner in ref.inner.items():  # a formation node visited once: its inner traces, by path
+        if ref.status[name] != "succeeded" or result.nodes[name].visits != 1:
+            continue
+        for inner_name, status in inner.status.items():
+            trace = result.nodes[f"{name}/{inner_name}"]
+            assert trace.status == status, f"{name}/{inner_name}: {trace.status} (reference {status})"
+            assert trace.outputs == inner.loop_outputs.get(inner_name, [inner.output[inner_name]]), inner_name
 
 
 @SETTINGS
@@ -225,6 +282,9 @@ def test_a_run_agrees_with_the_reference_interpreter(spec: Spec, run_input: int)
         event(f"loop ended: {ending}")
     event(f"longest loop: {max(map(len, ref.loop_outputs.values()), default=0)}")
     event(f"a handler ran: {any(c.kind == 'error' and ref.status[spec.name(v)] == 'succeeded' for _, v, c in spec.edges)}")
+    event(f"a formation node ran: {bool(ref.inner)}, its inner run failed: {any(i.failures for i in ref.inner.values())}")
+    event(f"a loop body ran: {any(spec.name(b) in ref.loop_outputs for _, b, c in spec.edges if c.kind == 'loop')}, a formation: "
+          f"{any(nd.inner and spec.name(i) in ref.loop_outputs for i, nd in enumerate(spec.nodes))}")
     check_result(spec, ref, lambda: build(spec).run(run_input, timeout=5))
 
 
@@ -232,6 +292,8 @@ def test_a_run_agrees_with_the_reference_interpreter(spec: Spec, run_input: int)
 @given(spec=formations(), batch=st.lists(inputs, min_size=20, max_size=20))
 @example(spec=loop_ended_by_its_body(handled=True), batch=list(range(20)))
 @example(spec=loop_ended_by_its_body(handled=False), batch=list(range(20)))
+@example(spec=loop_ended_by_its_body(handled=True, inner_body=True), batch=list(range(20)))
+@example(spec=loop_ended_by_its_body(handled=False, inner_body=True), batch=list(range(20)))
 def test_twenty_runs_submitted_at_once_each_get_their_own_result(spec: Spec, batch: list[int]) -> None:
     # each run's result is compared with the reference, which a lone run agrees with (above)
     note(spec.describe())

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wingman_actors import Formation
-from wingman_actors.formation import NodeFailure
+from wingman_actors.formation import NestedRunError, NodeFailure
 
 # ---------------------------------------------------------------------------------------
 # The formations generated: a description, the library's Formation built from it, and the
@@ -55,6 +55,7 @@ class NodeSpec:
     on_error: str  # "fail" | "skip"
     kwargs: bool  # a fan-in function with parameters named after its predecessors
     max_visits: int = 10
+    inner: Spec | None = None  # a formation node (add_formation): this formation runs as the node
 
 
 @dataclass(frozen=True)
@@ -87,24 +88,45 @@ class Spec:
 
 
 def val(value: Any) -> int:
-    """The int a node's output stands for (outputs are ints or their decimal strings)."""
-    return int(value)
+    """The int a node's output stands for (outputs are ints or their decimal strings, or
+    the dict of an inner formation's sink outputs, which stands for what ``combine``
+    makes of it)."""
+    return combine(-1, value) if isinstance(value, dict) else int(value)
+
+
+class InnerFailed(ValueError):
+    """The reference's reading of a formation node whose inner run fails (the library
+    fails the node with a ``NestedRunError``)."""
+
+    def __init__(self, inner: Outcome) -> None:
+        super().__init__(f"the inner run fails at {sorted(inner.failures)}")
+        self.inner = inner
 
 
 def combine(i: int, value: Any) -> int:
     """What node ``i`` computes from its input, whatever shape it has: keys and values
     both count, so a wrong key, a missing one or a wrong value changes the output."""
     if isinstance(value, NodeFailure):
-        assert isinstance(value.error, ValueError) and value.attempts == 1
+        assert isinstance(value.error, ValueError | NestedRunError) and value.attempts == 1
         return 7 * int(value.node[1:]) + 3 * combine(-1, value.input) + 1
     if isinstance(value, dict):
         return sum((int(k[1:]) + 2) * val(v) for k, v in sorted(value.items())) + 11 * len(value)
     return val(value)
 
 
-def compute(spec: Spec, i: int, value: Any) -> Any:
-    """Node ``i``'s function, shared by the library's node and the reference."""
+def compute(spec: Spec, i: int, value: Any, inner: dict[str, Outcome] | None = None) -> Any:
+    """Node ``i``'s function, shared by the library's node and the reference; for a
+    formation node, the reference's reading of its inner run on ``value`` (kept in
+    ``inner`` by node name): its single sink's output, or the dict of its sinks' outputs
+    (an inner formation skips no node, so every sink has one)."""
     node = spec.nodes[i]
+    if node.inner is not None:
+        ran = reference(node.inner, value)
+        if inner is not None:
+            inner[spec.name(i)] = ran
+        if ran.failures:
+            raise InnerFailed(ran)
+        return ran.output[ran.sinks[0]] if len(ran.sinks) == 1 else ran.sink_outputs()
     x = combine(i, value)
     if node.fail_mod is not None and x % node.fail_mod == 0:
         raise ValueError(f"n{i} refuses {x}")
@@ -125,9 +147,13 @@ def node_function(spec: Spec, i: int, preds: list[str]) -> Callable[..., Any]:
     return single
 
 
-def build(spec: Spec) -> Formation:
-    f = Formation("prop")
+def build(spec: Spec, name: str = "prop") -> Formation:
+    f = Formation(name)
     for i, node in enumerate(spec.nodes):
+        if node.inner is not None:
+            f.add_formation(spec.name(i), build(node.inner, f"{name}-{i}"), on_error=node.on_error,
+                            max_visits=node.max_visits)
+            continue
         preds = [spec.name(u) for u, c in spec.in_edges(i)]
         f.add_function(spec.name(i), node_function(spec, i, preds), on_error=node.on_error,
                        max_visits=node.max_visits)
@@ -160,6 +186,7 @@ class Outcome:
     loop_outputs: dict[str, list[Any]] = field(default_factory=dict)  # every visit's, in order
     sinks: list[str] = field(default_factory=list)
     endings: dict[str, str] = field(default_factory=dict)  # how each loop ended
+    inner: dict[str, Outcome] = field(default_factory=dict)  # a formation node's last inner run
 
     def sink_outputs(self) -> dict[str, Any]:
         return {s: self.output[s] for s in self.sinks if s in self.output}
@@ -209,7 +236,7 @@ def reference(spec: Spec, run_input: Any) -> Outcome:
             continue
         error_edges = [v for v, c in spec.out_edges(i) if c.kind == "error"]
         try:
-            result = compute(spec, i, value)
+            result = compute(spec, i, value, out.inner)
         except ValueError as exc:
             if error_edges:
                 out.status[name] = "failed"
@@ -261,7 +288,7 @@ def run_loop(spec: Spec, i: int, value: Any, out: Outcome, delivered: dict[int, 
             x = outputs[-1]
             continue
         try:
-            x = compute(spec, body, outputs[-1])
+            x = compute(spec, body, outputs[-1], out.inner)
         except ValueError as exc:
             ending, failure = "body raised", NodeFailure(spec.name(body), exc, outputs[-1], 1, "ref")
             break
