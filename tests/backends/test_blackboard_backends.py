@@ -5,6 +5,7 @@ replica's channel (see ``wingman_actors/backends/_ray_board.py``)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import CancelledError
 from typing import Any
 
@@ -164,25 +165,21 @@ def test_the_nodes_of_a_nested_formation_share_the_outer_runs_board(backend: str
 
 
 @pytest.mark.ray
-def test_a_value_that_is_not_json_raises_the_same_type_error_on_ray_as_on_threads(ray_session: Any) -> None:
-    formation = Formation("bad").add_function("bad", _set_a_set)
-
-    on_threads = formation.run(1, blackboard=Blackboard(), backend="threads").output
-    on_ray = formation.run(1, blackboard=Blackboard(), backend="ray").output
-
-    assert on_ray == on_threads
-    assert on_ray.startswith("TypeError: blackboard value for 'k' is not JSON-serialisable (set:")
-
-
-@pytest.mark.ray
-def test_an_update_given_a_value_is_refused_alike_on_both_backends_before_any_round_trip(ray_session: Any) -> None:
-    formation = Formation("bad").add_function("bad", _update_with_a_value)
+@pytest.mark.parametrize(("misuse", "error"), [
+    (_set_a_set, "TypeError: blackboard value for 'k' is not JSON-serialisable (set:"),
+    # refused before any round trip to the driver's board
+    (_update_with_a_value, "TypeError: blackboard update of 'k': fn must be a callable"),
+])
+def test_a_misuse_of_the_board_raises_the_same_type_error_on_ray_as_on_threads(
+    ray_session: Any, misuse: Callable[[int, Blackboard], str], error: str,
+) -> None:
+    formation = Formation("bad").add_function("bad", misuse)
 
     on_threads = formation.run(3, blackboard=Blackboard(), backend="threads").output
     on_ray = formation.run(3, blackboard=Blackboard(), backend="ray").output
 
     assert on_ray == on_threads
-    assert on_ray.startswith("TypeError: blackboard update of 'k': fn must be a callable")
+    assert on_ray.startswith(error)
 
 
 def _update_holding_a_lock_when_negative(item: int, blackboard: Blackboard) -> Any:
