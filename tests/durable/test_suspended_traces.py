@@ -65,3 +65,22 @@ def test_a_finished_runs_branch_not_taken_is_still_skipped() -> None:
          .connect("a", "end").connect("a", "never", when=lambda x: x > 100))
     result = f.run(1)
     assert result.nodes["never"].status is NodeStatus.SKIPPED and result.nodes["end"].status is NodeStatus.SUCCEEDED
+
+
+def test_a_node_that_interrupts_on_its_retry_is_traced_with_that_attempt_and_no_error(store: RunStore) -> None:
+    # after LangGraph's test_retry.py (a retry policy on a node that then asks)
+    calls: list[int] = []
+
+    def flaky_ask(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            raise ConnectionError("down")
+        return x + int(interrupt("ok?"))
+
+    f = Formation("retry_ask").add_function("flaky_ask", flaky_ask, retries=2, backoff=0)
+    first = f.run(1, store=store)
+    trace = first.nodes["flaky_ask"]
+    assert (first.status, trace.status.value) == ("suspended", "suspended")
+    assert (trace.attempts, trace.error) == (2, None)  # the failed attempt was retried past
+    resumed = f.resume(first.run_id, store=store, answer=4)
+    assert resumed.output == 5 and resumed.nodes["flaky_ask"].error is None

@@ -279,12 +279,13 @@ def nested_traces(node: str, inner: Mapping[str, NodeTrace]) -> dict[str, NodeTr
     return {f"{node}/{path}": replace(trace, name=f"{node}/{path}", parent=parent) for path, trace in inner.items()}
 
 
-def suspended_traces(run: Any, node: str, ran: bool = False, ahead: Collection[str] = ()) -> dict[str, NodeTrace]:
+def suspended_traces(run: Any, node: str, attempt: int = 0, ahead: Collection[str] = ()) -> dict[str, NodeTrace]:
     """The traces of ``run`` (a ``RunState``) suspended at ``node`` (a path for a node of a
     nested formation): that node (the formation node holding it) ``SUSPENDED``, unless it
-    succeeded (a breakpoint after it), and the nodes not reached yet ``PENDING``. ``ran``:
-    the node's code suspended it (an ``interrupt()``, not a breakpoint before it), so the
-    visit it waits in, and its attempt, count (a loop's visits are counted already).
+    succeeded (a breakpoint after it), and the nodes not reached yet ``PENDING``.
+    ``attempt``: the attempt whose code suspended it (an ``interrupt()``; 0 for a breakpoint
+    before it), so the visit it waits in counts (a loop's visits are counted already), its
+    attempts are that one's, and the error of an attempt its retry got past is not its.
     ``ahead``: the nodes downstream of it along forward edges; one that only an earlier
     loop iteration skipped (no visit, no error) is ``PENDING``: the resume reaches it."""
     traces: dict[str, NodeTrace] = run.traces(NodeStatus.PENDING)
@@ -295,9 +296,10 @@ def suspended_traces(run: Any, node: str, ran: bool = False, ahead: Collection[s
     held = traces.get(node.split("/", 1)[0])
     if held is not None and held.status is not NodeStatus.SUCCEEDED:
         held.status = NodeStatus.SUSPENDED
-        if ran:
+        if attempt:
             held.visits = max(held.visits, 1)
-            held.attempts = max(held.attempts, 1)
+            held.attempts = attempt
+            held.error = None
     return traces
 
 

@@ -8,7 +8,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._graphs import downstream
-from ._breakpoints import is_breakpoint
 from ._result import FormationResult, suspended_traces
 from .events import FormationEventType, emit
 
@@ -22,18 +21,19 @@ __all__ = ["keep_queued", "suspend_at_once", "suspend_run"]
 _POLL_S = 0.002  # how often a suspending run looks whether its attempts in flight have ended
 
 
-def suspend_run(router: Router, run: RunState, node: str, payload: Any, reason: str) -> None:
+def suspend_run(router: Router, run: RunState, node: str, payload: Any, reason: str, attempt: int = 0) -> None:
     """Suspend ``run`` at ``node`` (a path for a node of a nested formation) with the
     interrupt's ``payload``, once the attempts of its other nodes still in flight have
     ended. Meanwhile a visit that finishes is journalled and kept in the result but not
     routed on, so a resume does not run it again (as LangGraph keeps the writes of a
     superstep's other tasks); one that fails or interrupts runs again on resume. The run's
     ``timeout`` ends the wait: the run suspends then (:func:`suspend_at_once`), it does not
-    fail, and what is still in flight runs again on resume."""
+    fail, and what is still in flight runs again on resume. ``attempt``: the attempt of
+    the visit whose code called ``interrupt()`` (0 for a breakpoint)."""
     with run.lock:
         if run.done or run.suspending is not None:
             return
-        run.suspending = (node, payload, reason)
+        run.suspending = (node, payload, reason, attempt)
     _when_settled(router, run)
 
 
@@ -73,7 +73,8 @@ def keep_queued(run: RunState, work: Any) -> None:
         queued.append(work)
 
 
-def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason: str, abandon: bool = False) -> None:
+def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason: str, attempt: int,
+                 abandon: bool = False) -> None:
     """End ``run`` suspended: its result ``suspended`` with the interrupt's ``payload``, its
     traces journalled as they are now, its queued work released with ``reason`` (and
     attempts still in progress abandoned, with ``abandon``)."""
@@ -83,7 +84,7 @@ def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason:
         return
     # The traces as the run suspends, for the result and the journal alike: attempts still
     # in flight when it suspends (none, unless a node ignored a cancel) run again on resume
-    traces = suspended_traces(run, node, ran=not is_breakpoint(payload), ahead=_ahead(router, node.split("/", 1)[0]))
+    traces = suspended_traces(run, node, attempt, ahead=_ahead(router, node.split("/", 1)[0]))
     router.journal_end(run, "suspended", traces=traces)
     produced = run.outputs
     outputs = {s: produced[s] for s in router.sinks if s in produced}
