@@ -381,10 +381,13 @@ def test_an_error_handler_in_a_loop_sends_the_run_round_again_until_it_succeeds(
          .add_function("handler", handle_fetch).add_function("done", identity).add_function("give_up", identity)
          .connect("entry", "fetch", "done").connect("fetch", "handler", on_error=True)
          .connect("handler", "fetch", when=lambda n: n < 10).connect("handler", "give_up", otherwise=True))
-    result = f.run(0)
+    events: list[FormationEvent] = []
+    result = f.run(0, on_event=events.append)
     assert result.outputs == {"done": 2}
     assert result.nodes["handler"].outputs == [1, 2]
     assert result.nodes["fetch"].visits == 3 and result.nodes["fetch"].status == "succeeded"
+    # the failed visits went round: done waits for the visit that leaves the loop, never skipped
+    assert [e.node for e in events if e.type == "node_skipped"] == ["handler", "give_up"]
 
 
 @pytest.mark.parametrize(("start", "always_fails", "expected"),
@@ -404,6 +407,34 @@ def test_a_join_after_an_error_handler_loop_gets_the_value_that_leaves_it(
     result = f.run(start)
     assert result.outputs == {"report": expected}
     assert result.nodes["report"].visits == 1
+
+
+def test_pipelined_runs_through_an_error_handler_loop_each_get_the_value_that_leaves_their_loop() -> None:
+    # langgraph test_pregel.py::test_batch_two_processes_in_out, through test_error_handler_parallel.py's shape
+    def fetch(n: int) -> int:
+        if n % 3:
+            raise TimeoutError(f"attempt {n} timed out")
+        return n
+
+    def report(fetch: int | None = None, handler: int | None = None) -> str:
+        return f"fetched {fetch}" if handler is None else f"gave up at {handler}"
+
+    def expected(n: int) -> str:
+        while n % 3:
+            n += 1
+            if n >= 10:
+                return f"gave up at {n}"
+        return f"fetched {n}"
+
+    f = (Formation("retry_loop").add_function("entry", identity).add_function("fetch", fetch, concurrency=2)
+         .add_function("handler", handle_fetch).add_function("report", report)
+         .add_function("side", lambda n: n).add_function("final", lambda report, side: f"{side}: {report}")
+         .connect("entry", "fetch", "report", "final").connect("entry", "side", "final")
+         .connect("fetch", "handler", on_error=True)
+         .connect("handler", "fetch", when=lambda n: n < 10).connect("handler", "report", otherwise=True))
+    with f.start() as running:
+        futures = [running.submit(n) for n in range(30)]
+        assert [future.result(30).outputs["final"] for future in futures] == [f"{n}: {expected(n)}" for n in range(30)]
 
 
 def test_a_node_timeout_in_a_loop_bounds_each_visit_not_the_sum_of_them() -> None:
