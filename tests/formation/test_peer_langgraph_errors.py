@@ -231,3 +231,54 @@ def test_a_node_timeout_in_a_loop_bounds_each_visit_not_the_sum_of_them() -> Non
          .connect("entry", "step").connect("step", "step", when=lambda n: n < 8).connect("step", "done", otherwise=True))
     result = f.run(0)
     assert result.output == 8 and result.nodes["step"].visits == 8
+
+
+def odd_fails(n: int) -> str:
+    if n % 2:
+        raise ValueError(f"odd {n}")
+    return f"a{n}"
+
+
+def test_a_join_in_a_loop_gets_the_node_or_its_handler_each_round_whichever_ran() -> None:
+    # langgraph test_error_handler_parallel.py (the handler's write beside a parallel sibling's), each step of a cycle
+    def meet(a: str | None = None, b: str | None = None, handler: str | None = None) -> tuple[Any, ...]:
+        return (a, b, handler)
+
+    f = (Formation("handled_rounds").add_function("entry", identity).add_function("fork", identity)
+         .add_function("a", odd_fails).add_function("b", lambda n: f"b{n}")
+         .add_function("handler", lambda failure: f"h{failure.input}").add_function("meet", meet)
+         .add_function("next", lambda t: int(t[1][1:]) + 1).add_function("done", identity)
+         .connect("entry", "fork").connect("fork", "a", "meet").connect("fork", "b", "meet")
+         .connect("a", "handler", on_error=True).connect("handler", "meet").connect("meet", "next")
+         .connect("next", "fork", when=lambda n: n < 4).connect("next", "done", otherwise=True))
+    rounds = [("a0", "b0", None), (None, "b1", "h1"), ("a2", "b2", None), (None, "b3", "h3")]
+    with f.start() as running:
+        futures = [running.submit(n) for n in range(4)]
+        assert [future.result(30).nodes["meet"].outputs for future in futures] == [rounds[n:] for n in range(4)]
+
+
+def test_the_late_result_of_a_timed_out_attempt_never_reaches_a_later_round_of_the_loop() -> None:
+    # langgraph test_pregel_async.py::test_step_timeout_on_stream_hang (a timed-out task's write is discarded), in a cycle
+    def slow_first(n: int) -> str:
+        if n == 0:
+            time.sleep(0.4)  # returns while round 1 waits for "b"
+        return f"s{n}"
+
+    def b(n: int) -> str:
+        if n == 1:
+            time.sleep(0.8)
+        return f"b{n}"
+
+    def meet(slow: str | None = None, b: str | None = None, handler: str | None = None) -> tuple[Any, ...]:
+        return (slow, b, handler)
+
+    f = (Formation("late").add_function("entry", identity).add_function("fork", identity)
+         .add_function("slow", slow_first, timeout=0.1).add_function("b", b)
+         .add_function("handler", lambda failure: f"h{failure.input}").add_function("meet", meet)
+         .add_function("next", lambda t: int(t[1][1:]) + 1).add_function("done", identity)
+         .connect("entry", "fork").connect("fork", "slow", "meet").connect("fork", "b", "meet")
+         .connect("slow", "handler", on_error=True).connect("handler", "meet").connect("meet", "next")
+         .connect("next", "fork", when=lambda n: n < 3).connect("next", "done", otherwise=True))
+    result = f.run(0)
+    assert result.nodes["meet"].outputs == [(None, "b0", "h0"), ("s1", "b1", None), ("s2", "b2", None)]
+    assert result.nodes["slow"].outputs == ["s1", "s2"]
