@@ -5,6 +5,7 @@ pickles them); calls are counted in a file, as a Ray node runs in another proces
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from pathlib import Path
@@ -193,3 +194,56 @@ def test_a_node_takes_new_work_at_once_after_an_attempt_stuck_in_blocking_code_t
         assert running.submit(0).result(60).output == 0
         took = time.perf_counter() - t0
     assert took < 0.4
+
+
+async def _hang_marked(marker: Path, x: int) -> int:
+    marker.with_suffix(".started").touch()
+    try:
+        await asyncio.sleep(30)
+    finally:
+        marker.with_suffix(".unwound").touch()
+    return x
+
+
+def _first_logged(log: Path, x: int) -> int:
+    with log.open("a") as out:
+        out.write("first\n")
+    return x + 1
+
+
+def _times_ten(x: int) -> int:
+    return x * 10
+
+
+async def _appears(path: Path, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+def test_cancelling_the_task_awaiting_asubmit_keeps_the_journal_and_unwinds_the_async_node_on_each_backend(
+    backend: str, tmp_path: Path
+) -> None:
+    # langgraph test_pregel_async.py::test_checkpoint_put_after_cancellation
+    log, marker = tmp_path / "calls.txt", tmp_path / "hang"
+    f = (Formation("cancel_kept").add_function("first", functools.partial(_first_logged, log))
+         .add_function("second", functools.partial(_hang_marked, marker)).connect("first", "second"))
+
+    async def main(store: RunStore) -> bool:
+        async with f.astart(backend=backend, store=store) as running:
+            task = asyncio.ensure_future(running.asubmit(1, run_id="cancel-kept-1"))
+            assert await _appears(marker.with_suffix(".started"), 60)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return await _appears(marker.with_suffix(".unwound"), 5)
+
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        assert asyncio.run(main(store))
+        assert store.get("cancel-kept-1").status == "cancelled"
+        f.graph.nodes["second"]["fn"] = _times_ten
+        assert f.resume("cancel-kept-1", store=store, backend=backend).output == 20
+    assert _calls(log) == ["first"]
