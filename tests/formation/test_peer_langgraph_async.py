@@ -355,3 +355,41 @@ def test_an_async_node_timed_out_once_is_retried_and_its_first_coroutines_finall
     result = asyncio.run(f.arun(21))
     assert result.output == 42 and result.nodes["n"].attempts == 2
     assert unwound.is_set()
+
+
+class SlowCleanup:
+    """An ``async def`` node that waits long and, when cancelled, awaits its cleanup
+    (``cleanup_s``) before it ends, as closing a connection does; ``log`` says how far it got."""
+
+    def __init__(self, cleanup_s: float = 0.1) -> None:
+        self.cleanup_s = cleanup_s
+        self.started = threading.Event()
+        self.log: list[str] = []
+
+    async def __call__(self, x: Any) -> Any:
+        self.started.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            self.log.append("cleanup started")
+            await asyncio.sleep(self.cleanup_s)
+            self.log.append("cleanup finished")
+        return x
+
+    def finished(self, timeout: float = 3.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while "cleanup finished" not in self.log and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.log == ["cleanup started", "cleanup finished"]
+
+
+def test_a_node_timeout_lets_the_cancelled_async_nodes_cleanup_finish_its_awaits() -> None:
+    # langgraph test_pregel_async.py::test_checkpoint_put_after_cancellation (the cancelled write's "end" is logged)
+    node = SlowCleanup(cleanup_s=0.2)
+    f = Formation("cleanup").add_function("node", node, timeout=0.1)
+    with f.start() as running:
+        for _ in range(5):  # the run's failure once cancelled the visit again, cutting the cleanup short
+            node.log.clear()
+            with pytest.raises(FormationRuntimeError, match=r"timed out"):
+                running.submit(1).result(10)
+            assert node.finished()
