@@ -383,6 +383,22 @@ class SlowCleanup:
         return self.log == ["cleanup started", "cleanup finished"]
 
 
+def test_cancelling_the_task_awaiting_arun_lets_the_async_nodes_cleanup_finish_its_awaits() -> None:
+    # langgraph test_pregel_async.py::test_py_async_with_cancel_behavior (an async context's exit runs to its end)
+    node = SlowCleanup()
+    f = Formation("cleanup").add_function("node", node)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(f.arun(1))
+        await until(node.started)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert node.finished()
+
+
 def test_a_node_timeout_lets_the_cancelled_async_nodes_cleanup_finish_its_awaits() -> None:
     # langgraph test_pregel_async.py::test_checkpoint_put_after_cancellation (the cancelled write's "end" is logged)
     node = SlowCleanup(cleanup_s=0.2)
