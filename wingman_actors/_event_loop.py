@@ -27,6 +27,10 @@ log = logging.getLogger("wingman_actors.actors")
 
 _T = TypeVar("_T")
 
+_CLEANUP_S = 0.5
+"""How long a stopping loop lets its cancelled tasks' cleanup await (less than
+:meth:`LoopThread.stop`'s grace, so the stop does not wait for it in vain)."""
+
 
 def is_async_callable(fn: Any) -> bool:
     """Whether calling ``fn`` returns a coroutine to await: an ``async def`` function, a
@@ -210,8 +214,14 @@ class LoopThread:
             try:
                 pending = asyncio.all_tasks(loop)
                 for task in pending:
-                    task.cancel()
+                    if not task.cancelling():  # one cancelled already is awaiting its cleanup: not cut short
+                        task.cancel()
                 if pending:
+                    # the cancelled tasks' cleanup (a finally that awaits, an async with's exit) may
+                    # await for a while; what runs on past that is cancelled again, and ends
+                    _, late = loop.run_until_complete(asyncio.wait(pending, timeout=_CLEANUP_S))
+                    for task in late:
+                        task.cancel()
                     loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 loop.run_until_complete(loop.shutdown_asyncgens())
                 loop.run_until_complete(loop.shutdown_default_executor())

@@ -6,13 +6,15 @@ started formation's resume and aresume; on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from wingman_actors import Formation, interrupt
-from wingman_actors.store import RunStore, SerializationError
+from wingman_actors.store import RunNotResumableError, RunStore, SerializationError
 
 
 def _formation() -> Formation:
@@ -71,3 +73,30 @@ def test_an_answer_the_store_cannot_keep_is_refused_and_the_run_stays_resumable(
         assert store.get(run_id).status == "suspended"
         resumed = f.resume(run_id, store=store, answer="yes")
         assert (resumed.status, resumed.output) == ("succeeded", "trip:yes")
+
+
+def test_an_answer_for_a_run_being_resumed_is_refused_saying_it_is_running(location: str) -> None:
+    # not with "no pending interrupt: resume it without answer=", which is refused again (it is running)
+    release = threading.Event()
+
+    def ask(v: str) -> str:
+        answer = interrupt({"ok?": v})
+        release.wait(10)
+        return f"{v}:{answer}"
+
+    f = Formation("asks").add_function("ask", ask)
+    with RunStore(location) as store, f.start(store=store) as running:
+        run_id = running.submit("trip").result(10).run_id
+        resumed = running.resume(run_id, answer="yes")
+        try:
+            deadline = time.monotonic() + 10
+            while store.get(run_id).status != "running" and time.monotonic() < deadline:
+                time.sleep(0.01)
+            for answer_again in (lambda: f.resume(run_id, store=store, answer="again"),
+                                 lambda: running.resume(run_id, answer="again").result(10)):
+                with pytest.raises(RunNotResumableError, match=r"is running") as info:
+                    answer_again()
+                assert info.value.status == "running"
+        finally:
+            release.set()
+        assert resumed.result(10).output == "trip:yes"

@@ -241,7 +241,10 @@ class AsyncVisits:
                 visit.reason = reason
             task = visit.task
             if task is not None:
-                task.cancel()
+                # once only: a second cancel (a timeout's, then its failed run's release) would cut
+                # short the cleanup the first one started (a finally that awaits)
+                if not task.cancelling():
+                    task.cancel()
                 if not visit.begun:  # its coroutine never runs: reported here
                     self._ended(visit, None, None)
             # not started yet: _drain sees the reason and does not start it

@@ -34,6 +34,10 @@ def cut_visits(router: Router, run: RunState) -> list[str]:
     if cut:
         with run.lock:
             run.cut += tuple(cut)
+        for name in {c[0] for c in cut}:  # a formation node keeps its inner runs' traces as they are cut
+            keep_cut = getattr(router.nodes[name], "keep_cut", None)
+            if keep_cut is not None:
+                keep_cut(run)
     order = {name: i for i, name in enumerate(router.order)}
     return sorted({c[0] for c in cut}, key=order.__getitem__)
 

@@ -33,7 +33,15 @@ from typing import Any
 
 from .._interrupts import VisitScope
 from ..errors import FormationRuntimeError, NodeTimeoutError
-from ..store import FormationShape, JournalStore, RunJournal, RunStore, SerializationError, UnknownRunError
+from ..store import (
+    FormationShape,
+    JournalStore,
+    RunJournal,
+    RunNotResumableError,
+    RunStore,
+    SerializationError,
+    UnknownRunError,
+)
 from ..store._values import POSTGRES_SCHEMES, new_run_id
 from ._breakpoints import JOURNAL_KEY, Breakpoints, is_breakpoint
 from ._failure import NodeFailure
@@ -158,12 +166,18 @@ class Journal:
 
         Raises:
             ValueError: ``answer`` was given for a run with no pending interrupt.
+            RunNotResumableError: ``answer`` was given for a run that is running (being
+                resumed elsewhere, say): it is refused before any claim, saying so.
             StoreError: the store refuses the claim (see ``claim_run``), or the answer
                 (``SerializationError``: the run is left suspended, as it was).
         """
         store = self.store
         if answer is not None:
             asked = store.get(run_id)
+            if asked.status == "running":  # (a run whose owner died reads "interrupted")
+                raise RunNotResumableError(f"run {run_id!r} cannot be resumed: it is running (in this or another "
+                                           "live process); wait for it or cancel it first",
+                                           run_id=run_id, status="running")
             # a run that ended for good is refused by the claim below, saying why
             if asked.interrupt is None and asked.status not in ("succeeded", "expired"):
                 raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")

@@ -80,8 +80,12 @@ def _take(router: Router, run: RunState, spec: NodeSpec, failure: NodeFailure,
     name = spec.name
     with run.lock:
         run.own("handled")[name] = time.perf_counter()
-    if run.held:  # this visit resolves the node's exits: the skips an earlier visit held are superseded
-        hold_exits(run, name, None, tag)
+    # A failure handed round the node's loop (an error edge on it) visits the node again, as a
+    # success going round does: its exit edges' skips wait for that visit (see _firing.exits_held).
+    held = tuple(e.target for e in spec.out_edges if e.loop == "exit") if router.cyclic and any(
+        e.loop == "on" for e in spec.error_edges) else None
+    if held is not None or run.held:  # or this visit resolves the node's exits: what an earlier one held is superseded
+        hold_exits(run, name, held or None, tag)
     for edge in spec.error_edges:
         if edge.back:
             router.visit(run, edge.target, failure, name, tag)
@@ -89,7 +93,7 @@ def _take(router: Router, run: RunState, spec: NodeSpec, failure: NodeFailure,
             router.arrive(run, edge.target, name, failure, 0, tag)
     why = f"was not taken because {name!r} failed"
     for edge in spec.out_edges:
-        if not edge.back:
+        if not edge.back and not (held and edge.loop == "exit"):
             router.arrive_skip(run, edge.target, name, why, tag)
     if router.cyclic or spec.is_sink:
         router.finish_one(run)

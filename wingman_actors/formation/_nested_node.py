@@ -125,6 +125,17 @@ class FormationNode:
         self.inner.cancel(env, future)
         return True
 
+    def keep_cut(self, run: Any) -> None:
+        """``run`` ends (fails or is cancelled) with inner runs of this node in flight: cancel
+        them now, keeping their traces as they were cut (the inner nodes that ran, and those
+        cut short), before the run's own traces are taken (see ``_cut.cut_visits``)."""
+        with self._lock:
+            mine = [(w, f) for w, f in self._inflight.items() if w.run is run]
+            for work, _ in mine:
+                del self._inflight[work]
+        for work, future in mine:
+            self.inner.cancel(work, future)
+
     def working_on(self, run: Any) -> bool:
         with self._lock:
             return any(work.run is run for work in self._inflight)
@@ -143,8 +154,8 @@ class FormationNode:
             mine = [(w, f) for w, f in self._inflight.items() if w.run is run]
             for work, _ in mine:
                 del self._inflight[work]
-        for _, future in mine:
-            future.cancel()
+        for work, future in mine:
+            self.inner.cancel(work, future)  # keeping the inner traces as they were cut, as abandon() does
         return [self.name] if mine else []
 
     def actors(self) -> Iterable[Any]:
