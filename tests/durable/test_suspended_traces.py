@@ -68,7 +68,7 @@ def test_a_finished_runs_branch_not_taken_is_still_skipped() -> None:
 
 
 def test_a_node_that_interrupts_on_its_retry_is_traced_with_that_attempt_and_no_error(store: RunStore) -> None:
-    # after LangGraph's test_retry.py (a retry policy on a node that then asks)
+    # langgraph test_retry.py::test_graph_with_single_retry_policy, the retried node calling interrupt()
     calls: list[int] = []
 
     def flaky_ask(x: int) -> int:

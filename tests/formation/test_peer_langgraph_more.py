@@ -251,23 +251,3 @@ def test_a_map_item_that_failed_is_the_only_one_run_again_when_the_failed_run_re
     broken[0] = False
     assert f.resume("map-fail-1", store=store).output == 14
     assert sorted(log.seen["work"]) == [0, 1, 2, 2, 3]
-
-
-@pytest.mark.xfail(strict=True, reason="the trace of a node suspended on its 2nd attempt says attempts=1 and "
-                   "keeps the error of the attempt its retry got past (_result.suspended_traces)")
-def test_a_node_that_interrupts_on_its_retry_is_traced_suspended_with_both_attempts_and_no_error(
-    store: RunStore,
-) -> None:
-    # langgraph test_retry.py::test_graph_with_single_retry_policy with the retried node calling interrupt()
-    log = Log()
-
-    def flaky_ask(x: str) -> str:
-        if log.add("flaky_ask", x) == 1:
-            raise ConnectionError("down")
-        return f"{x}:{interrupt('ok?')}"
-
-    f = Formation("retry_ask").add_function("flaky_ask", flaky_ask, retries=2, backoff=0)
-    first = f.run("x", store=store)
-    trace = first.nodes["flaky_ask"]
-    assert (first.status, trace.status) == ("suspended", "suspended")
-    assert (trace.attempts, trace.error) == (2, None)

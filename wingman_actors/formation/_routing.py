@@ -284,8 +284,7 @@ class Router:
         except Exception as exc:
             self.supervision.give_up(run, self.specs[node], attempt, exc, work.visit, tag=work.tag)
             return
-        suspend_run(self, run, signal.node, signal.payload, f"run {run.id} was suspended by an interrupt in {node!r}",
-                    attempt)
+        suspend_run(self, run, signal.node, signal.payload, f"run {run.id} was suspended by {node!r}'s interrupt", attempt)
 
     def breakpoint(self, run: RunState, node: str, visit: int, payload: dict[str, Any]) -> None:
         """A journalled run reached a breakpoint (``break_before``/``break_after``):
