@@ -16,12 +16,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from wingman_actors import Formation
-from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.errors import FormationRuntimeError, FormationSetupError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.store import RunStore
 
@@ -187,6 +187,23 @@ def test_a_decision_by_a_union_of_types_takes_the_branch_whose_types_match() -> 
          .connect("value", "scalar", when=int | str).connect("value", "other", otherwise=True))
     assert [f.run(v).outputs for v in (3, "a", 2.5, None)] == [
         {"scalar": "scalar 3"}, {"scalar": "scalar 'a'"}, {"other": "other 2.5"}, {"other": "other None"}]
+
+
+def test_a_literal_condition_is_refused_when_connected_naming_the_edge_and_a_predicate_to_use() -> None:
+    # pydantic-graph beta test_graph_edge_cases.py::test_literal_branch_matching: it matches Literal values;
+    # DESIGN takes types for when= (isinstance checks), so a Literal is a declaration error, not a run-time one
+    f = Formation("literal").add_function("choose", lambda _: "b").add_function("handle_b", lambda _: "Chose B")
+    with pytest.raises(FormationSetupError, match=r"edge 'choose' → 'handle_b': when=typing.Literal\['b'\].*predicate"):
+        f.connect("choose", "handle_b", when=Literal["b"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("when", [list[int], dict[str, int], Any, (int, Any)], ids=["list[int]", "dict", "Any", "tuple"])
+def test_a_condition_isinstance_cannot_check_is_a_setup_error_not_a_silent_route(when: Any) -> None:
+    # pydantic-graph beta test_decisions.py (g.match(T) is checked when the graph is built); list[int]([]) is
+    # falsy and list[int](5) raises: such a when= must not reach routing
+    f = Formation("generic").add_function("a", lambda x: x).add_function("b", lambda x: x)
+    with pytest.raises(FormationSetupError, match=r"edge 'a' → 'b': when=.*isinstance"):
+        f.connect("a", "b", when=when)
 
 
 def test_leaving_an_async_stream_early_cancels_the_run_and_stops_its_nodes() -> None:
