@@ -206,6 +206,17 @@ def test_a_condition_isinstance_cannot_check_is_a_setup_error_not_a_silent_route
         f.connect("a", "b", when=when)
 
 
+def test_an_async_predicate_is_refused_as_a_condition_instead_of_always_firing() -> None:
+    # pydantic-graph beta test_decisions.py::test_decision_with_custom_matcher (a matcher is a plain function, in
+    # an async graph); ours would call it and take the coroutine it returns for True, never awaiting it
+    async def is_positive(x: int) -> bool:
+        return x > 0
+
+    f = Formation("async_when").add_function("a", lambda x: x).add_function("b", lambda x: x)
+    with pytest.raises(FormationSetupError, match=r"edge 'a' → 'b': when=is_positive is an async function"):
+        f.connect("a", "b", when=is_positive)
+
+
 def test_leaving_an_async_stream_early_cancels_the_run_and_stops_its_nodes() -> None:
     # pydantic-graph beta test_graph_execution.py::test_early_termination_from_nested_generator
     reached: list[int] = []

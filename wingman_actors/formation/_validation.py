@@ -32,6 +32,8 @@ Example:
 from __future__ import annotations
 
 import difflib
+import functools
+import inspect
 import math
 import re
 import string
@@ -256,6 +258,9 @@ def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
     elif not callable(when):
         out.append(f"{where}: when must be a predicate on the output of {u!r}, a type, a tuple or a union of types, "
                    f"got {type(when).__name__}")
+    elif _is_async(when):
+        out.append(f"{where}: when={edge_label(when)} is an async function; routing calls a condition and does "
+                   "not await it (its coroutine would count as True), so make it a plain def returning a bool")
     elif not inspect_callable(when).accepts_one():
         out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
     return out
@@ -278,6 +283,17 @@ def _typing_form_fix(when: Any) -> str:
     if when is Any:
         return "Any lets every output through: drop when= (or use when=object), or use a predicate"
     return "use a class, a tuple or a union of classes, or a predicate"
+
+
+def _is_async(fn: Any) -> bool:
+    """Whether calling ``fn`` gives a coroutine or an async generator instead of a value."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return True
+    if inspect.isroutine(fn) or isinstance(fn, type):
+        return False
+    return inspect.iscoroutinefunction(getattr(type(fn), "__call__", None))  # noqa: B004  (its own async __call__)
 
 
 def otherwise_problems(graph: nx.DiGraph) -> list[str]:
