@@ -358,3 +358,29 @@ def test_a_type_mismatch_across_a_nested_formation_names_both_sides_and_the_fix(
     text = str(info.value)
     assert "count" in text and "shout" in text
     assert "int" in text and "str" in text
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """A local Ray for this module's Ray tests (tests/backends/conftest.py's session Ray,
+    when it is already up: Ray's processes die with the thread that started them, so one
+    per session and module is what the suite can afford)."""
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+
+
+@pytest.mark.ray
+def test_runs_in_flight_at_once_on_ray_skip_their_own_branches_only(local_ray: None) -> None:
+    # haystack features: 'multiple branches that merge into a component with a single variadic input', on backend="ray"
+    with variadic_sum().start(backend="ray") as running:
+        futures = [running.submit(x, timeout=90) for x in (1, 2, 2, 1)]
+        results = [fut.result(timeout=120) for fut in futures]
+    assert [r.output for r in results] == [14, 17, 17, 14]
+    assert [r.nodes["add_ten"].status for r in results] == ["succeeded", "skipped", "skipped", "succeeded"]

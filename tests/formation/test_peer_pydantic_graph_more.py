@@ -305,3 +305,44 @@ def test_an_error_edge_after_a_map_gets_the_failed_items_by_index_and_the_run_go
     result = f.run([1, 2, 3, 4])
     assert result.outputs == {"handler": {"node": "items", "input": [1, 2, 3, 4], "failed": {1: "even 2", 3: "even 4"}}}
     assert (result.nodes["items"].status, result.nodes["after"].status) == ("failed", "skipped")
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """A local Ray for this module's Ray tests (tests/backends/conftest.py's session Ray,
+    when it is already up)."""
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _flaky_fetch(calls_dir: Path) -> Any:
+    """An inner node that fails the first call for items 2 and 4, counting its calls per
+    item in files (Ray runs it in other processes)."""
+
+    def fetch(x: int) -> int:
+        marks = calls_dir / f"fetch-{x}"
+        with marks.open("a") as fh:
+            fh.write(".")
+        if x in (2, 4) and marks.stat().st_size == 1:
+            raise RuntimeError(f"fetch {x} failed once")
+        return x * 10
+
+    return fetch
+
+
+@pytest.mark.ray
+def test_a_map_of_a_formation_on_ray_retries_only_the_items_that_failed(local_ray: None, tmp_path: Path) -> None:
+    # pydantic-graph beta map steps (test_broadcast_and_spread.py), with retries per item, on backend="ray"
+    inner = (Formation("item").add_function("fetch", _flaky_fetch(tmp_path)).add_function("parse", add(1))
+             .connect("fetch", "parse"))
+    f = Formation("map_retry").add_map("each", formation=inner, retries=2, backoff=0.01, max_workers=2)
+    assert f.run([1, 2, 3, 4], backend="ray", timeout=120).output == [11, 21, 31, 41]
+    assert {p.name: p.stat().st_size for p in tmp_path.iterdir()} == {
+        "fetch-1": 1, "fetch-2": 2, "fetch-3": 1, "fetch-4": 2}
