@@ -253,6 +253,31 @@ def test_a_loop_in_the_middle_sends_the_rejected_reply_back_and_ends_with_the_va
                            "prompt_builder", "llm", "answer_validator", "answer_builder"]
 
 
+@pytest.mark.parametrize("inner_loop", ["self_loop", "two_nodes"])
+def test_a_join_after_a_loop_nested_in_another_loop_waits_for_the_inner_loop_to_exit(inner_loop: str) -> None:
+    # haystack features: 'a pipeline that has a loop in the middle' placed inside the loop of 'a pipeline that is a
+    # simple agent': each agent step retries its llm call until valid, and a join pairs that answer with a search
+    seen: list[tuple[int, int]] = []
+
+    def observe(llm: int, search: int) -> int:
+        seen.append((llm, search))
+        return llm + search
+
+    f = (Formation("nested_loops").add_function("main_input", lambda x: x).add_function("step", lambda x: x)
+         .add_function("llm", add(1)).add_function("search", lambda x: 100).add_function("observe", observe)
+         .add_function("finish", lambda x: x)
+         .connect("main_input", "step").connect("step", "llm").connect("step", "search", "observe")
+         .connect("observe", "step", when=lambda x: x < 300).connect("observe", "finish", otherwise=True))
+    if inner_loop == "self_loop":
+        f.connect("llm", "llm", when=lambda x: x % 3 != 0)  # the reply is not valid yet: ask again
+    else:
+        f.add_function("retry", lambda x: x).connect("llm", "retry", when=lambda x: x % 3 != 0).connect("retry", "llm")
+    f.connect("llm", "observe", otherwise=True)
+    result = f.run(1)
+    assert seen == [(3, 100), (105, 100), (207, 100)]
+    assert result.output == 307
+
+
 def test_a_loop_with_no_entry_is_refused_naming_the_fix_and_runs_once_given_the_entry() -> None:
     # haystack features: 'a pipeline that has a component with only default inputs as first to run and receives inputs from a loop'
     # DESIGN differs on purpose: Haystack feeds the first component by name; a cycle with no node outside it has
