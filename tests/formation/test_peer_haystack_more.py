@@ -385,6 +385,19 @@ def test_a_type_mismatch_across_a_nested_formation_names_both_sides_and_the_fix(
     assert "int" in text and "str" in text
 
 
+def test_a_join_whose_parameter_misspells_a_predecessor_is_refused_naming_both_and_the_fix() -> None:
+    # haystack test_pipeline_base.py::test_connect_* (a socket name that does not exist: the error lists what does)
+    def diff(first_addition: int, third_adition: int) -> int:
+        return first_addition - third_adition
+
+    f = (Formation("misspelt").add_function("first_addition", add(2)).add_function("third_addition", add(2))
+         .add_function("diff", diff).connect("first_addition", "diff").connect("third_addition", "diff"))
+    with pytest.raises(FormationSetupError) as info:
+        f.validate()
+    text = str(info.value)
+    assert "'diff'" in text and "'third_adition'" in text and "'third_addition'" in text
+    assert "name each parameter after a predecessor" in text
+
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
     """A local Ray for this module's Ray tests (tests/backends/conftest.py's session Ray,

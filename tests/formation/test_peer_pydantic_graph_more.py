@@ -307,6 +307,23 @@ def test_an_error_edge_after_a_map_gets_the_failed_items_by_index_and_the_run_go
     assert (result.nodes["items"].status, result.nodes["after"].status) == ("failed", "skipped")
 
 
+def test_the_sync_api_works_inside_a_running_event_loop_with_async_nodes() -> None:
+    # pydantic-graph test_graph.py (Graph.run_sync beside Graph.run); DESIGN: the sync API works inside a running loop
+    async def inc(x: int) -> int:
+        await asyncio.sleep(0.01)
+        return x + 1
+
+    f = (Formation("sync_in_loop").add_function("inc", inc).add_function("pair", lambda x: [x, x])
+         .add_map("each", inc).connect("inc", "pair", "each"))
+
+    async def main() -> tuple[Any, Any]:
+        first = f.run(1)
+        with f.start() as running:
+            second = running.submit(2).result(timeout=30)
+        return first.output, second.output
+
+    assert asyncio.run(main()) == ([3, 3], [4, 4])
+
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
     """A local Ray for this module's Ray tests (tests/backends/conftest.py's session Ray,
