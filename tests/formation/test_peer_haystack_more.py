@@ -278,6 +278,24 @@ def test_a_join_after_a_loop_nested_in_another_loop_waits_for_the_inner_loop_to_
     assert result.output == 307
 
 
+def test_breaking_before_the_join_after_a_nested_loop_stops_once_per_outer_round(store: RunStore) -> None:
+    # haystack breakpoints/test_pipeline_breakpoints_loops.py, with the inner retry loop of the test above
+    f = (Formation("nested_breaks").add_function("main_input", lambda x: x).add_function("step", lambda x: x)
+         .add_function("llm", add(1)).connect("main_input", "step")
+         .add_function("search", lambda x: 100).add_function("observe", lambda llm, search: llm + search)
+         .add_function("finish", lambda x: x)
+         .connect("step", "llm").connect("step", "search", "observe").connect("llm", "llm", when=lambda x: x % 3 != 0)
+         .connect("llm", "observe", otherwise=True)
+         .connect("observe", "step", when=lambda x: x < 300).connect("observe", "finish", otherwise=True))
+    result, inputs = f.run(1, store=store, break_before=["observe"]), []
+    while result.status == "suspended":
+        assert result.interrupt is not None
+        inputs.append(result.interrupt["payload"]["input"])
+        result = f.resume(result.run_id, store=store)
+    assert inputs == [{"llm": 3, "search": 100}, {"llm": 105, "search": 100}, {"llm": 207, "search": 100}]
+    assert result.output == 307
+
+
 def test_a_loop_with_no_entry_is_refused_naming_the_fix_and_runs_once_given_the_entry() -> None:
     # haystack features: 'a pipeline that has a component with only default inputs as first to run and receives inputs from a loop'
     # DESIGN differs on purpose: Haystack feeds the first component by name; a cycle with no node outside it has
