@@ -88,8 +88,41 @@ def downstream(edges: Iterable[tuple[_N, _N]], node: _N) -> set[_N]:
 
 
 def loop_roles(graph: nx.DiGraph) -> dict[tuple[Any, Any], str]:
-    """The edges of ``graph`` whose source is on a cycle, by role: ``"on"`` (its target can
-    reach its source back: taking it goes round the loop) or ``"exit"`` (it leaves the loop)."""
+    """The edges of ``graph`` whose source is on a cycle, by role: ``"on"`` (taking it goes
+    round the loop) or ``"exit"`` (it leaves the loop: not taken on a visit that goes round,
+    it waits for the node's next visit).
+
+    An edge out of the source's strongly connected component exits. So does an edge that
+    stays in the component but leaves a loop nested in it: each loop is the natural loop
+    of a header (the target of back edges: the header, and the nodes that reach a back
+    edge's tail without passing the header), and an edge from inside one to outside it
+    exits that inner loop (so a join after a loop nested in another loop waits for the
+    inner loop's last round, as a join after a top-level loop does)."""
     component = {n: i for i, nodes in enumerate(nx.strongly_connected_components(graph)) for n in nodes}
     looped = {u for u, v in graph.edges if component[u] == component[v]}
-    return {(u, v): "on" if component[u] == component[v] else "exit" for u, v in graph.edges if u in looped}
+    loops = _natural_loops(graph, component)
+    roles: dict[tuple[Any, Any], str] = {}
+    for u, v in graph.edges:
+        if u not in looped:
+            continue
+        leaves = component[u] != component[v] or any(u in body and v not in body for body in loops)
+        roles[(u, v)] = "exit" if leaves else "on"
+    return roles
+
+
+def _natural_loops(graph: nx.DiGraph, component: Mapping[Any, int]) -> list[set[Any]]:
+    """The natural loop of each loop header (back edges' targets, their loops merged): the
+    header and the nodes that reach the tail of one of its back edges without passing it."""
+    tails: dict[Any, list[Any]] = {}
+    for tail, header in back_edges(graph):
+        tails.setdefault(header, []).append(tail)
+    loops = []
+    for header, ends in tails.items():
+        body, todo = {header}, [t for t in ends if t != header]
+        while todo:
+            n = todo.pop()
+            if n not in body and component[n] == component[header]:  # a second entry is not its body
+                body.add(n)
+                todo.extend(graph.predecessors(n))
+        loops.append(body)
+    return loops

@@ -32,12 +32,14 @@ Example:
 from __future__ import annotations
 
 import difflib
+import functools
+import inspect
 import math
 import re
 import string
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import networkx as nx  # type: ignore[import-untyped]
 
@@ -242,20 +244,56 @@ def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
     if when is None:
         return out
     if isinstance(when, tuple):
-        if not when or not all(isinstance(t, type) for t in when):
+        if not when or not all(_checkable(t) for t in when):
             out.append(f"{where}: when=(...) must be a tuple of types (isinstance checks), got {when!r}")
-    elif isinstance(when, type):
+    elif _checkable(when):
         pass  # when=int: isinstance(output, int)
     elif (classes := when_types(when)) is not None:  # when=int | str
-        if not all(isinstance(t, type) for t in classes):
+        if not all(_checkable(t) for t in classes):
             out.append(f"{where}: when={when!r} must be a union of classes (isinstance checks: int | str, not "
                        "list[int]); use a predicate for a check of what a container holds")
+    elif when is Any or isinstance(when, type) or get_origin(when) is not None:  # list[int], Literal['a'], Any
+        out.append(f"{where}: when={when!r} cannot be checked with isinstance (routing calls isinstance(output, "
+                   f"<when>) for a type); {_typing_form_fix(when)}")
     elif not callable(when):
         out.append(f"{where}: when must be a predicate on the output of {u!r}, a type, a tuple or a union of types, "
                    f"got {type(when).__name__}")
+    elif _is_async(when):
+        out.append(f"{where}: when={edge_label(when)} is an async function; routing calls a condition and does "
+                   "not await it (its coroutine would count as True), so make it a plain def returning a bool")
     elif not inspect_callable(when).accepts_one():
         out.append(f"{where}: when={edge_label(when)} must take one argument (the output of {u!r})")
     return out
+
+
+def _checkable(t: Any) -> bool:
+    """Whether ``isinstance(x, t)`` works: a plain class (not ``typing.Any``, ``list[int]``
+    or another parameterised or special form)."""
+    return isinstance(t, type) and t is not Any and get_origin(t) is None
+
+
+def _typing_form_fix(when: Any) -> str:
+    """How to write the condition a ``when=`` typing form meant."""
+    origin = get_origin(when)
+    if origin is Literal:
+        return f"use a predicate, e.g. when=lambda x: x in {get_args(when)!r}"
+    if isinstance(origin, type):
+        return (f"use the class, when={origin.__name__}, or a predicate for what it holds, e.g. "
+                f"when=lambda x: isinstance(x, {origin.__name__}) and ...")
+    if when is Any:
+        return "Any lets every output through: drop when= (or use when=object), or use a predicate"
+    return "use a class, a tuple or a union of classes, or a predicate"
+
+
+def _is_async(fn: Any) -> bool:
+    """Whether calling ``fn`` gives a coroutine or an async generator instead of a value."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return True
+    if inspect.isroutine(fn) or isinstance(fn, type):
+        return False
+    return inspect.iscoroutinefunction(getattr(type(fn), "__call__", None))  # noqa: B004  (its own async __call__)
 
 
 def otherwise_problems(graph: nx.DiGraph) -> list[str]:
