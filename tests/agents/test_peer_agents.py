@@ -107,6 +107,27 @@ def test_a_tool_errors_message_reaches_the_model_as_written() -> None:
     assert sent.is_error and sent.content == "Error: no table free on Monday; try another day"
 
 
+def test_an_async_tool_whose_own_code_raises_cancelled_error_is_an_error_result_not_a_cancel_of_the_run() -> None:
+    # openai-agents tests/test_function_tool.py::test_function_tool_default_error_works (any failure of the
+    # tool is the model's to see); the blocking run already treats it so
+    @tool
+    async def flaky() -> str:
+        """Awaits something another party cancelled."""
+        gone = asyncio.get_running_loop().create_future()
+        gone.cancel()
+        return str(await gone)
+
+    outputs = []
+    for run in (lambda s: s.run("go"), lambda s: arun(s, "go")):
+        provider = ScriptedProvider([calls(("c1", "flaky", {})), "It failed."])
+        result = run(Session(Agent("a", provider=provider, tools=[flaky])))
+        assert result.response == "It failed."
+        [call] = result.tool_calls
+        assert call.is_error and "CancelledError" in call.output
+        outputs.append(call.output)
+    assert outputs[0] == outputs[1]
+
+
 class Lookup:
     """Look a city up."""
 

@@ -135,6 +135,12 @@ class ToolContext:
         try:
             return await asyncio.wrap_future(loop.submit(guarded()))  # a cancel of this await cancels it there
         except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and not task.cancelling():
+                # Nobody cancelled this await: the coroutine raised CancelledError itself (it
+                # awaited what another party cancelled). A failure of the tool's, as the
+                # blocking run (await_coroutine) sees it, not a cancel of the run.
+                raise FutureCancelled() from None
             # let its finally run before the run goes on, as it would on the caller's loop;
             # one stuck in blocking code is not waited for
             await asyncio.wait([asyncio.wrap_future(unwound)], timeout=UNWIND_S)
