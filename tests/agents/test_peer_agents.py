@@ -7,19 +7,14 @@ checks our documented behaviour. The wire-format twins are in test_peer_agents_w
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
-from wingman_actors import Agent, Session, Task, tool
-from wingman_actors.agents import Fleet, Middleware, RunContext
-from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, StreamEventType, Usage
+from wingman_actors import Agent, Session, tool
+from wingman_actors.core import InferenceRequest, InferenceResponse, StreamEventType, Usage
 from wingman_actors.errors import AgentError, ErrorKind, ToolError
-from wingman_actors.events import Event, EventBus
 from wingman_actors.testing import ScriptedProvider
 from wingman_actors.tools import ToolContext
 
@@ -346,3 +341,29 @@ def test_an_awaited_run_gives_its_metadata_to_async_tools() -> None:
     provider = ScriptedProvider([calls(("c1", "whoami", {})), "You are u1."])
     arun(Session(Agent("helper", provider=provider, tools=[whoami])), "who am I?", metadata={"user": "u1"})
     assert seen == [("helper", {"user": "u1"})]
+
+
+class AnswersOnly:
+    """A provider of the user's own that implements run_inference only."""
+
+    id = "answers-only"
+
+    def run_inference(self, request: InferenceRequest) -> InferenceResponse:
+        return InferenceResponse.of_text("an answer")
+
+
+@pytest.mark.parametrize("driver", ["run_stream", "astream"])
+def test_streaming_a_provider_without_stream_inference_fails_clearly_and_the_session_goes_on(driver: str) -> None:
+    # pydantic-ai tests/models/test_model_function.py (a FunctionModel without stream_function refuses
+    # a streamed request, saying what to give it)
+    session = Session(Agent("a", provider=AnswersOnly()))
+
+    async def astream() -> None:
+        async for _ in session.astream("go"):
+            pass
+
+    with pytest.raises(AgentError, match=r"'answers-only'.*stream_inference") as caught:
+        list(session.run_stream("go")) if driver == "run_stream" else asyncio.run(astream())
+    assert caught.value.kind is ErrorKind.INVALID
+    assert "run(" in str(caught.value)  # the way out: a run not streamed
+    assert session.run("again").response == "an answer"

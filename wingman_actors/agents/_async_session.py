@@ -35,7 +35,7 @@ from .._interrupts import RunSuspended, VisitScope
 from ..core import ContentBlock, InferenceResponse, Message, StreamEvent, StreamEventType
 from ..providers._token_bridge import TokenBridge
 from ..tools._base import UNWIND_S
-from ._model_calls import ModelCall
+from ._model_calls import ModelCall, cannot_stream
 from ._result import Result, collect_child_runs
 from ._tool_steps import ToolBatch, ToolStep, failure_block, log_abandoned
 
@@ -283,6 +283,8 @@ async def _stream(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceRespo
         if response is None:
             response = getattr(events, "response", None)
     else:  # blocking calls only: made on a daemon thread of its own (one left stuck holds nothing of ours)
+        if getattr(provider, "stream_inference", None) is None:
+            raise cannot_stream(provider)
         pumped: DaemonIterator[StreamEvent] = DaemonIterator(
             lambda: provider.stream_inference(call.request), name="wingman-model-stream"
         )
