@@ -115,6 +115,37 @@ def test_asyncio_wait_for_on_arun_runs_the_async_tools_finally_and_frees_the_ses
     session.close()
 
 
+@pytest.mark.parametrize("stop", ["run timeout", "arun timeout", "cancel"])
+def test_a_session_run_inside_a_blocking_tool_stops_with_the_run_that_called_the_tool(stop: str) -> None:
+    # openai-agents tests/test_agent_as_tool.py (an agent run as a tool is part of its caller's run)
+    inner_ended = threading.Event()
+    inner_errors: list[ErrorKind] = []
+
+    @tool
+    def ask_expert(question: str) -> str:
+        """Ask an expert agent (which takes a long time)."""
+        try:
+            return Session(Agent("expert", provider=ScriptedProvider(["late"], latency_s=30))).run(question).response
+        except AgentError as exc:
+            inner_errors.append(exc.kind)
+            raise
+        finally:
+            inner_ended.set()
+
+    outer = Session(Agent("lead", provider=ScriptedProvider([calls(("c1", "ask_expert", {"question": "?"})), "x"]),
+                          tools=[ask_expert]))
+    if stop == "cancel":
+        threading.Timer(LIMIT, outer.cancel).start()
+    with pytest.raises(AgentError):
+        if stop == "arun timeout":
+            asyncio.run(outer.arun("go", timeout=LIMIT))
+        else:
+            outer.run("go", timeout=LIMIT if stop == "run timeout" else None)
+
+    assert inner_ended.wait(LIMIT + SLACK)  # not after the expert's 30 s
+    assert inner_errors and inner_errors[0] in (ErrorKind.TIMEOUT, ErrorKind.CANCELLED)
+
+
 # -- time limits ------------------------------------------------------------------------
 
 

@@ -322,6 +322,9 @@ async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
     in_flight: dict[int, str] = {}
 
     async def one(index: int, call: ContentBlock) -> None:
+        # In this call's task (a context of its own): the run's token is the current one, so
+        # a session the tool runs (an agent used as a tool) is a child of the run, as in run()
+        _current_token.set(token)
         async with room:
             in_flight[index] = call.name or ""
             outcome = await _execute(step, call)
