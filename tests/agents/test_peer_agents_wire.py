@@ -251,6 +251,43 @@ def test_a_tool_call_streamed_in_pieces_runs_with_its_joined_arguments(
     assert (result.usage.input_tokens, result.usage.output_tokens) == (21 + 12, 4 + 5)  # both streams' usage chunks
 
 
+def test_parallel_tool_calls_streamed_interleaved_are_each_joined_by_their_index(
+    loopback: LoopbackServer, make: Callable[..., OpenAIProvider]
+) -> None:
+    # pydantic-ai tests/models/test_openai.py::test_stream_structured (tool call deltas by index)
+    def start(index: int, id: str) -> dict[str, Any]:
+        return {"index": index, "id": id, "type": "function", "function": {"name": "weather", "arguments": ""}}
+
+    def piece(index: int, text: str) -> dict[str, Any]:
+        return chunk({"tool_calls": [{"index": index, "function": {"arguments": text}}]})
+
+    loopback.queue(sse(chunk({"role": "assistant", "content": None, "tool_calls": [start(0, "a"), start(1, "b")]}),
+                       piece(1, '{"city": '), piece(0, '{"city": '), piece(0, '"Oslo"}'), piece(1, '"Lima"}'),
+                       chunk({}, "tool_calls"), usage_chunk()),
+                   text_stream("Sunny in both."))
+    _, result = stream_with("run_stream", Session(Agent("a", provider=make(), tools=[weather])))
+
+    assert [(c.id, c.input, c.output) for c in result.tool_calls] == [
+        ("a", {"city": "Oslo"}, "sunny in Oslo"), ("b", {"city": "Lima"}, "sunny in Lima")]
+
+
+def test_tool_calls_sent_without_ids_get_ids_that_pair_their_results(
+    loopback: LoopbackServer, make: Callable[..., OpenAIProvider]
+) -> None:
+    # pydantic-ai tests/models/test_openai.py (a tool call without an id gets a generated one)
+    calls = [{"type": "function", "function": {"name": "weather", "arguments": f'{{"city": "{city}"}}'}}
+             for city in ("Oslo", "Lima")]
+    loopback.queue(Reply.json(completion(None, tool_calls=calls, finish_reason="tool_calls")),
+                   Reply.json(completion("Sunny in both.")))
+    result = Session(Agent("a", provider=make(), tools=[weather])).run("go")
+
+    ids = [c.id for c in result.tool_calls]
+    assert len(set(ids)) == 2 and all(ids)
+    sent = loopback.requests[1].json()["messages"]
+    assert [c["id"] for c in sent[1]["tool_calls"]] == ids
+    assert [(m["tool_call_id"], m["content"]) for m in sent[2:]] == [(ids[0], "sunny in Oslo"), (ids[1], "sunny in Lima")]
+
+
 def test_streamed_and_whole_answers_over_the_wire_give_the_same_text_and_usage(
     loopback: LoopbackServer, make: Callable[..., OpenAIProvider]
 ) -> None:
