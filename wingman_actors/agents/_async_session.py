@@ -35,7 +35,7 @@ from .._interrupts import RunSuspended, VisitScope
 from ..core import ContentBlock, InferenceResponse, Message, StreamEvent, StreamEventType
 from ..providers._token_bridge import TokenBridge
 from ..tools._base import UNWIND_S
-from ._model_calls import ModelCall
+from ._model_calls import ModelCall, cannot_stream
 from ._result import Result, collect_child_runs
 from ._tool_steps import ToolBatch, ToolStep, failure_block, log_abandoned
 
@@ -283,6 +283,8 @@ async def _stream(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceRespo
         if response is None:
             response = getattr(events, "response", None)
     else:  # blocking calls only: made on a daemon thread of its own (one left stuck holds nothing of ours)
+        if getattr(provider, "stream_inference", None) is None:
+            raise cannot_stream(provider)
         pumped: DaemonIterator[StreamEvent] = DaemonIterator(
             lambda: provider.stream_inference(call.request), name="wingman-model-stream"
         )
@@ -320,6 +322,9 @@ async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
     in_flight: dict[int, str] = {}
 
     async def one(index: int, call: ContentBlock) -> None:
+        # In this call's task (a context of its own): the run's token is the current one, so
+        # a session the tool runs (an agent used as a tool) is a child of the run, as in run()
+        _current_token.set(token)
         async with room:
             in_flight[index] = call.name or ""
             outcome = await _execute(step, call)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .._cancel import CancelToken, cancel_scope
 from .._cancel import _current as _current_token  # set inline below: no scope object per call
 from ..core import InferenceRequest, InferenceResponse, StreamEvent
-from ..errors import AgentError
+from ..errors import AgentError, ErrorKind
 from ..integrations import otel
 from ..providers._base import Provider
 from ..providers._retry import stopped
@@ -23,7 +23,7 @@ from ..providers._retry import stopped
 if TYPE_CHECKING:
     from ._context_budget import Fitted, Fitting
 
-__all__ = ["ModelCall", "compactions", "infer", "infer_stream", "traced_infer"]
+__all__ = ["ModelCall", "cannot_stream", "compactions", "infer", "infer_stream", "traced_infer"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -76,6 +76,8 @@ def infer_stream(
 ) -> Generator[StreamEvent, None, InferenceResponse]:
     """One streamed call: yields the provider's events, returns the whole response."""
     with cancel_scope(token):
+        if getattr(provider, "stream_inference", None) is None:
+            raise cannot_stream(provider)
         events = provider.stream_inference(request)
         try:
             for event in events:
@@ -89,6 +91,18 @@ def infer_stream(
             if close is not None:
                 close()
         return events.response
+
+
+def cannot_stream(provider: Provider) -> AgentError:
+    """The error of a streamed run whose provider has neither ``stream_inference`` nor
+    ``astream_inference`` (a user's provider that answers whole only)."""
+    name = getattr(provider, "id", type(provider).__name__)
+    return AgentError(
+        f"provider {name!r} cannot stream: it has no stream_inference (nor astream_inference); implement "
+        "stream_inference(request) returning an iterable of StreamEvent, or call run()/arun() instead of "
+        "run_stream()/astream()",
+        kind=ErrorKind.INVALID, provider=str(name),
+    )
 
 
 def traced_infer(

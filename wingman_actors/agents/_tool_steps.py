@@ -17,6 +17,7 @@ import time
 from collections.abc import Generator
 from typing import Any
 
+from .._cancel import _current as _current_token  # set inline: no scope object per call
 from ..core import ContentBlock, Message, Role, StreamEvent, StreamEventType, Usage
 from ..errors import AgentError, ErrorKind, ToolError
 from ..integrations import otel
@@ -212,16 +213,23 @@ class ToolStep:
                           "async def ones are cancelled, blocking ones' threads run on")
 
     def execute(self, call: ContentBlock) -> _Outcome:
-        """One call, with the runs it started (delegation) and, when in use, its span."""
+        """One call, with the runs it started (delegation) and, when in use, its span.
+
+        The run's token is the current one while the tool runs (on its thread): a session
+        the tool runs (an agent used as a tool) is a child of the run, and stops with it."""
         spans = self.spans
-        with collect_child_runs(self.live) as children:
-            if spans is None:
-                block, duration, _ = self.execute_tool(call)
-            else:
-                found = self.tools.get(call.name or "")
-                with spans.tool(call, found.description if found is not None else "") as span:
-                    block, duration, error = self.execute_tool(call)
-                    span.result(block, error)
+        reset = _current_token.set(self.tool_ctx.token)
+        try:
+            with collect_child_runs(self.live) as children:
+                if spans is None:
+                    block, duration, _ = self.execute_tool(call)
+                else:
+                    found = self.tools.get(call.name or "")
+                    with spans.tool(call, found.description if found is not None else "") as span:
+                        block, duration, error = self.execute_tool(call)
+                        span.result(block, error)
+        finally:
+            _current_token.reset(reset)
         return block, duration, children
 
     def execute_tool(self, call: ContentBlock) -> tuple[ContentBlock, float, Exception | None]:

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import PydanticSerializationError
 
 from .._cancel import CancelToken
-from .._event_loop import LoopThread, SharedLoop, in_daemon_thread
+from .._event_loop import LoopThread, SharedLoop, in_daemon_thread, is_async_callable
 from ..core import ToolDefinition
 from ..errors import ToolError
 
@@ -135,6 +135,12 @@ class ToolContext:
         try:
             return await asyncio.wrap_future(loop.submit(guarded()))  # a cancel of this await cancels it there
         except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and not task.cancelling():
+                # Nobody cancelled this await: the coroutine raised CancelledError itself (it
+                # awaited what another party cancelled). A failure of the tool's, as the
+                # blocking run (await_coroutine) sees it, not a cancel of the run.
+                raise FutureCancelled() from None
             # let its finally run before the run goes on, as it would on the caller's loop;
             # one stuck in blocking code is not waited for
             await asyncio.wait([asyncio.wrap_future(unwound)], timeout=UNWIND_S)
@@ -257,7 +263,7 @@ class FunctionTool:
         self.fn = fn
         if name is not None and not isinstance(name, str):
             raise TypeError(f"tool name must be a str, e.g. @tool(name='lookup'), got {name!r}")
-        self.name = name or fn.__name__
+        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
         if description is not None and not isinstance(description, str):
             raise TypeError(f"tool {self.name!r}: description must be a str, got {description!r}")
         if not _NAME_RE.match(self.name):
@@ -267,16 +273,19 @@ class FunctionTool:
         summary, arg_docs = _doc_parts(fn.__doc__ or "")
         self.description = description if description is not None else summary
         self._ctx_param: str | None = None
-        self._is_async = inspect.iscoroutinefunction(fn)
+        # an object whose __call__ is async def is awaited too, as function nodes are
+        self._is_async = is_async_callable(fn)
         sig = inspect.signature(fn)
+        # A callable object's parameters are its __call__'s: their annotations are there.
+        typed = fn if inspect.isroutine(fn) or isinstance(fn, functools.partial | type) else type(fn).__call__
         # Only the parameters matter; the return annotation may name a type that is not
         # resolvable here (a class local to a function, under postponed annotations).
-        param_anns = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "return"}
+        param_anns = {k: v for k, v in getattr(typed, "__annotations__", {}).items() if k != "return"}
         shim = types.SimpleNamespace(__annotations__=param_anns)
         try:
             # ToolContext resolves even where the tool's module imported it only locally.
             hints = get_type_hints(
-                shim, globalns=getattr(fn, "__globals__", {}), localns={"ToolContext": ToolContext},
+                shim, globalns=getattr(typed, "__globals__", {}), localns={"ToolContext": ToolContext},
                 include_extras=True,
             )
         except Exception as exc:  # unresolved forward references
@@ -383,6 +392,8 @@ def tool(
     The name is the function's name, the description the docstring's summary, and the
     JSON Schema comes from the annotations (via pydantic); ``Args:`` lines of a
     Google-style docstring describe the parameters. Arguments are validated before the call.
+    An ``async def`` function is awaited; so is an object whose ``__call__`` is one (its
+    schema comes from ``__call__``'s annotations; its name, unless given, from its class).
 
     Example:
         >>> @tool(name="lookup")
