@@ -213,8 +213,6 @@ def test_parallel_tool_results_go_back_paired_by_id_in_call_order_and_usage_is_s
     assert (result.usage.input_tokens, result.usage.output_tokens, result.steps) == (130, 17, 2)
 
 
-@pytest.mark.xfail(strict=True, reason="the OpenAI-compatible wire prefixes 'Error: ' to a tool error result that "
-                                       "already starts with it: the model reads 'Error: Error: ...'")
 def test_a_tool_error_reaches_an_openai_compatible_model_with_one_error_prefix(
     loopback: LoopbackServer, make: Callable[..., OpenAIProvider]
 ) -> None:

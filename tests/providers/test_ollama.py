@@ -157,6 +157,8 @@ def test_tool_results_go_back_as_tool_messages_named_after_their_call(
             [
                 ContentBlock.tool_result_block("call_a", "Sunny, 22C"),
                 ContentBlock.tool_result_block("call_b", "no such city", is_error=True),
+                # a session's own error result starts with the mark already: it is not marked twice
+                ContentBlock.tool_result_block("call_c", "Error: tool 'lookup' timed out", is_error=True),
             ]
         ),
     ]
@@ -173,6 +175,7 @@ def test_tool_results_go_back_as_tool_messages_named_after_their_call(
     assert messages[2:] == [
         {"role": "tool", "content": "Sunny, 22C", "tool_name": "get_weather"},
         {"role": "tool", "content": "Error: no such city", "tool_name": "lookup"},
+        {"role": "tool", "content": "Error: tool 'lookup' timed out"},
     ]
 
 

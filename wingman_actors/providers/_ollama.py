@@ -33,7 +33,7 @@ from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, Stop
 from ..errors import AgentError, ErrorKind
 from ._base import BaseProvider, ResponseBuilder, shaped, tool_arguments
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
-from ._openai_wire import tool_loop_start
+from ._openai_wire import error_text, tool_loop_start
 from ._options import RemoteOptions
 
 __all__ = ["OllamaOptions", "OllamaProvider", "build_ollama"]
@@ -337,7 +337,7 @@ def _messages(request: InferenceRequest) -> list[dict[str, Any]]:
             continue
         for result in message.tool_results_blocks:
             text = result.content or ""
-            tool: dict[str, Any] = {"role": "tool", "content": f"Error: {text}" if result.is_error else text}
+            tool: dict[str, Any] = {"role": "tool", "content": error_text(text) if result.is_error else text}
             name = tool_names.get(result.tool_use_id or "")
             if name:
                 tool["tool_name"] = name

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core import ContentBlock, InferenceRequest, Message, Role, Usage
 
-__all__ = ["messages", "tool_loop_start", "usage", "usage_fields"]
+__all__ = ["error_text", "messages", "tool_loop_start", "usage", "usage_fields"]
 
 
 def messages(request: InferenceRequest) -> list[dict[str, Any]]:
@@ -54,13 +54,19 @@ def messages(request: InferenceRequest) -> list[dict[str, Any]]:
                 {
                     "role": "tool",
                     "tool_call_id": r.tool_use_id,
-                    "content": f"Error: {text}" if r.is_error else text,
+                    "content": error_text(text) if r.is_error else text,
                 }
             )
         parts = [b for b in message.content if b.type in ("text", "image")]
         if parts or not results:
             out.append({"role": "user", "content": _user_content(parts)})
     return out
+
+
+def error_text(text: str) -> str:
+    """A tool error result's text for a wire with no error flag: marked ``Error: `` once
+    (the session's own error results start with it already)."""
+    return text if text.startswith("Error: ") else f"Error: {text}"
 
 
 def tool_loop_start(messages: list[Message]) -> int:
