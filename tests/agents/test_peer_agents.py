@@ -369,8 +369,6 @@ def test_streaming_a_provider_without_stream_inference_fails_clearly_and_the_ses
     assert session.run("again").response == "an answer"
 
 
-@pytest.mark.xfail(strict=True, reason="a history given to Session ending in unanswered tool calls is sent as it is: "
-                                       "the provider's API refuses it (a tool call needs its result)")
 def test_a_history_ending_in_unanswered_tool_calls_is_closed_or_refused_before_any_request() -> None:
     # pydantic-ai tests/test_agent.py (a new prompt after unprocessed tool calls in message_history is refused)
     dangling = InferenceResponse.of_tool_calls([("c1", "ping", {})]).to_message(sender="a")
@@ -384,3 +382,20 @@ def test_a_history_ending_in_unanswered_tool_calls_is_closed_or_refused_before_a
     sent = provider.requests[0].messages
     after = sent[sent.index(dangling) + 1] if dangling in sent else sent[2]
     assert [b.tool_use_id for b in after.content if b.type == "tool_result"] == ["c1"]
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_unanswered_tool_calls_of_a_given_history_are_answered_as_unknown_before_the_new_message(driver: str) -> None:
+    dangling = InferenceResponse.of_tool_calls([("c1", "ping", {}), ("c2", "ping", {"times": 2})]).to_message(sender="a")
+    provider = ScriptedProvider(["ok"])
+    session = Session(Agent("a", provider=provider, tools=[ping]), history=[Message.user("hi"), dangling])
+
+    result = session.run("next") if driver == "run" else asyncio.run(session.arun("next"))
+
+    assert result.response == "ok"
+    sent = provider.requests[0].messages
+    assert [m.role.value for m in sent] == ["user", "assistant", "user", "user"]
+    closed = sent[2].tool_results_blocks
+    assert [(b.tool_use_id, b.is_error) for b in closed] == [("c1", True), ("c2", True)]
+    assert all("never answered (a new message came first)" in (b.content or "") for b in closed)
+    assert sent[3].text == "next" and session.history[:4] == sent

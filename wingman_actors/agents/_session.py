@@ -31,6 +31,7 @@ from ..core import (
     InferenceRequest,
     InferenceResponse,
     Message,
+    Role,
     StreamEvent,
     StreamEventType,
     Usage,
@@ -59,6 +60,8 @@ _LIMIT_NOTE = (
     "You have reached the maximum number of steps for this task. Do not call any more tools: "
     "give your final answer now, using what you have."
 )
+
+_UNANSWERED = "Error: this tool call was never answered (a new message came first); its result is unknown"
 
 RunGen = Generator[StreamEvent | ModelCall | ToolBatch, Any, Result]
 """A run of the loop: it yields stream events and, driven by the async driver
@@ -391,8 +394,13 @@ class Session(AsyncSessionRuns):
         mws = self.agent.middleware
         for mw in mws:
             msg = mw.before_agent(ctx, msg) or msg
-        prompt_index = len(self.history)
-        self.history.append(msg)
+        history = self.history
+        if history and history[-1].role is Role.ASSISTANT and history[-1].tool_calls:
+            # a given history ending in tool calls nobody answered: a provider refuses a call
+            # without its result, so each is answered as unknown before the new message
+            close_unanswered(history, None, _UNANSWERED)
+        prompt_index = len(history)
+        history.append(msg)
         instructions = self._instructions(self.agent.system_prompt)
         prepares = self._prepares
         bus = self.agent.events

@@ -276,11 +276,11 @@ def failure_block(call_id: str, name: str, exc: Exception) -> ContentBlock:
     return ContentBlock.tool_result_block(call_id, text, is_error=True)
 
 
-def close_unanswered(history: list[Message], failure: BaseException | None) -> None:
+def close_unanswered(history: list[Message], failure: BaseException | None, text: str | None = None) -> None:
     """After a run that stopped without a result (``failure``: why, if known): answer each
     tool call of its unfinished turn, the last message of ``history``, with an error result,
     so the history stays one a provider accepts (a tool call without its result is
-    refused) and the session's next run can send it."""
+    refused) and the session's next run can send it. ``text``: the results' own text."""
     last = history[-1] if history else None
     if last is None or last.role is not Role.ASSISTANT:
         return
@@ -293,7 +293,7 @@ def close_unanswered(history: list[Message], failure: BaseException | None) -> N
         why = f"{type(failure).__name__}: {failure}"
     else:
         why = "the run was stopped"
-    text = f"Error: the run stopped before this tool call returned ({why}); its result is unknown"
+    text = text or f"Error: the run stopped before this tool call returned ({why}); its result is unknown"
     history.append(Message.tool_results(
         ContentBlock.tool_result_block(call.id or "", text, is_error=True) for call in calls
     ))
