@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.peers import Accumulate
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, NoRouteError
 from wingman_actors.formation.events import FormationEvent
@@ -38,19 +39,6 @@ class Order:
     def __call__(self, event: FormationEvent) -> None:
         if event.type == "node_started" and event.node is not None:
             self.nodes.append(event.node)
-
-
-class Accumulate:
-    """Haystack's Accumulate sample component: the running sum of what it received."""
-
-    def __init__(self) -> None:
-        self.total = 0
-        self.lock = threading.Lock()
-
-    def __call__(self, x: int) -> int:
-        with self.lock:
-            self.total += x
-            return self.total
 
 
 def test_a_linear_pipeline_runs_each_node_once_in_order() -> None:

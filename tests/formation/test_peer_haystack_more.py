@@ -14,7 +14,6 @@ functions of their input, so a formation run twice gives the same answer."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.peers import Accumulate, local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationSetupError
 from wingman_actors.formation.events import FormationEvent
@@ -39,19 +39,6 @@ def double(x: int) -> int:
 def total(values: dict[str, int]) -> int:
     """Haystack's Sum: the sum of whatever the variadic input received."""
     return sum(values.values())
-
-
-class Accumulate:
-    """Haystack's Accumulate: the running sum of what it received (per formation)."""
-
-    def __init__(self) -> None:
-        self.total = 0
-        self.lock = threading.Lock()
-
-    def __call__(self, x: int) -> int:
-        with self.lock:
-            self.total += x
-            return self.total
 
 
 class Order:
@@ -416,24 +403,10 @@ def test_a_join_whose_parameter_misspells_a_predecessor_is_refused_naming_both_a
     assert "'diff'" in text and "'third_adition'" in text and "'third_addition'" in text
     assert "name each parameter after a predecessor" in text
 
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    """A local Ray for this module's Ray tests (tests/backends/conftest.py's session Ray,
-    when it is already up: Ray's processes die with the thread that started them, so one
-    per session and module is what the suite can afford)."""
-    ray = pytest.importorskip("ray")
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    try:
-        yield
-    finally:
-        if started:
-            ray.shutdown()
-
 
 @pytest.mark.ray
-def test_runs_in_flight_at_once_on_ray_skip_their_own_branches_only(local_ray: None) -> None:
+@pytest.mark.usefixtures("local_ray")
+def test_runs_in_flight_at_once_on_ray_skip_their_own_branches_only() -> None:
     # haystack features: 'multiple branches that merge into a component with a single variadic input', on backend="ray"
     with variadic_sum().start(backend="ray") as running:
         futures = [running.submit(x, timeout=90) for x in (1, 2, 2, 1)]

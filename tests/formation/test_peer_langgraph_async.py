@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.peers import Counter
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.store import RunStore
@@ -53,17 +54,6 @@ async def until(event: threading.Event, timeout: float = 10.0) -> None:
     while not event.is_set():
         assert time.monotonic() < deadline, "the event was never set"
         await asyncio.sleep(0.005)
-
-
-class Count:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.calls: dict[str, int] = {}
-
-    def hit(self, key: str) -> int:
-        with self.lock:
-            self.calls[key] = self.calls.get(key, 0) + 1
-            return self.calls[key]
 
 
 def identity(x: Any) -> Any:
@@ -144,7 +134,7 @@ def test_a_journalled_run_cancelled_through_its_awaiting_task_resumes_without_re
     store: RunStore,
 ) -> None:
     # langgraph test_pregel_async.py::test_checkpoint_put_after_cancellation
-    count = Count()
+    count = Counter()
     hang = Hang()
 
     def first(x: int) -> int:
@@ -171,7 +161,7 @@ def test_a_journalled_run_cancelled_through_its_awaiting_task_resumes_without_re
 
 def test_leaving_astream_of_a_journalled_run_early_leaves_it_resumable_from_where_it_was(store: RunStore) -> None:
     # langgraph test_pregel_async.py::test_cancel_graph_astream (the checkpoint is saved on cancel)
-    count = Count()
+    count = Counter()
     hang = Hang()
 
     def first(x: int) -> int:
@@ -198,7 +188,7 @@ def test_leaving_astream_of_a_journalled_run_early_leaves_it_resumable_from_wher
 
 def test_an_async_node_that_fails_in_a_later_round_resumes_from_that_round(store: RunStore) -> None:
     # langgraph test_pregel_async.py::test_checkpoint_recovery_async
-    count = Count()
+    count = Counter()
     broken = [True]
 
     async def step(x: int) -> int:
@@ -220,7 +210,7 @@ def test_an_async_node_that_fails_in_a_later_round_resumes_from_that_round(store
 
 def test_an_async_node_inside_a_subgraph_interrupts_and_aresume_answers_it(store: RunStore) -> None:
     # langgraph test_pregel_async.py::test_nested_graph_interrupts (async)
-    count = Count()
+    count = Counter()
 
     async def inner_1(x: str) -> str:
         count.hit("inner_1")
@@ -340,7 +330,7 @@ def test_a_run_timeout_through_arun_cancels_every_async_branch_in_flight() -> No
 
 def test_an_async_node_timed_out_once_is_retried_and_its_first_coroutines_finally_ran() -> None:
     # langgraph test_pregel_async.py::test_step_timeout (a timed-out task retried under a RetryPolicy)
-    count = Count()
+    count = Counter()
     unwound = threading.Event()
 
     async def slow_once(x: int) -> int:

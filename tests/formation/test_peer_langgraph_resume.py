@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.peers import Counter
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation import NodeFailure
@@ -25,19 +26,6 @@ from wingman_actors.store import RunStore
 def store(tmp_path: Path) -> Iterator[RunStore]:
     with RunStore(tmp_path / "runs.sqlite") as s:
         yield s
-
-
-class Counter:
-    """Counts calls per key (thread-safe)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.calls: dict[str, int] = {}
-
-    def hit(self, key: str) -> int:
-        with self.lock:
-            self.calls[key] = self.calls.get(key, 0) + 1
-            return self.calls[key]
 
 
 def test_a_run_that_fails_in_its_second_iteration_resumes_from_there(store: RunStore) -> None:

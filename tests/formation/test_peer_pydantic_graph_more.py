@@ -12,7 +12,6 @@ nodes (item order kept), so assertions are exact."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, Literal
 
 import pytest
 
+from tests.support.peers import Counter, local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError
 from wingman_actors.formation import NodeFailure
@@ -28,19 +28,6 @@ from wingman_actors.store import RunStore
 
 def add(n: int) -> Any:
     return lambda x: x + n
-
-
-class Counter:
-    """Calls per key (thread-safe): which items ran, and how often."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.calls: dict[Any, int] = {}
-
-    def hit(self, key: Any) -> int:
-        with self.lock:
-            self.calls[key] = self.calls.get(key, 0) + 1
-            return self.calls[key]
 
 
 @pytest.fixture
@@ -324,20 +311,6 @@ def test_the_sync_api_works_inside_a_running_event_loop_with_async_nodes() -> No
 
     assert asyncio.run(main()) == ([3, 3], [4, 4])
 
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    """A local Ray for this module's Ray tests (tests/backends/conftest.py's session Ray,
-    when it is already up)."""
-    ray = pytest.importorskip("ray")
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    try:
-        yield
-    finally:
-        if started:
-            ray.shutdown()
-
 
 def _flaky_fetch(calls_dir: Path) -> Any:
     """An inner node that fails the first call for items 2 and 4, counting its calls per
@@ -355,7 +328,8 @@ def _flaky_fetch(calls_dir: Path) -> Any:
 
 
 @pytest.mark.ray
-def test_a_map_of_a_formation_on_ray_retries_only_the_items_that_failed(local_ray: None, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("local_ray")
+def test_a_map_of_a_formation_on_ray_retries_only_the_items_that_failed(tmp_path: Path) -> None:
     # pydantic-graph beta map steps (test_broadcast_and_spread.py), with retries per item, on backend="ray"
     inner = (Formation("item").add_function("fetch", _flaky_fetch(tmp_path)).add_function("parse", add(1))
              .connect("fetch", "parse"))

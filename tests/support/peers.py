@@ -1,0 +1,53 @@
+"""Helpers shared by the tests ported from peers' suites (tests/formation/test_peer_*.py):
+a call counter, Haystack's Accumulate sample component, and a module-scoped local Ray."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+class Counter:
+    """Calls per key (thread-safe): which nodes or items ran, and how often."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls: dict[Any, int] = {}
+
+    def hit(self, key: Any) -> int:
+        with self.lock:
+            self.calls[key] = self.calls.get(key, 0) + 1
+            return self.calls[key]
+
+
+class Accumulate:
+    """Haystack's Accumulate sample component: the running sum of what it received (per
+    instance, so per formation)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, x: int) -> int:
+        with self.lock:
+            self.total += x
+            return self.total
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """A local Ray for a module's Ray tests (tests/backends/conftest.py's session Ray, when
+    it is already up: Ray's processes die with the thread that started them, so one per
+    session and module is what the suite can afford)."""
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
