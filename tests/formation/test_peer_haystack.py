@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.peers import Accumulate
+from tests.support.peers import Accumulate, Order
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, NoRouteError
-from wingman_actors.formation.events import FormationEvent
 
 
 def add(n: int) -> Any:
@@ -28,17 +27,6 @@ def add(n: int) -> Any:
 
 def double(x: int) -> int:
     return 2 * x
-
-
-class Order:
-    """The order nodes started in (the ``node_started`` events of a run)."""
-
-    def __init__(self) -> None:
-        self.nodes: list[str] = []
-
-    def __call__(self, event: FormationEvent) -> None:
-        if event.type == "node_started" and event.node is not None:
-            self.nodes.append(event.node)
 
 
 def test_a_linear_pipeline_runs_each_node_once_in_order() -> None:

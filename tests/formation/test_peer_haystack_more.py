@@ -21,10 +21,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.peers import Accumulate, local_ray  # noqa: F401  (a fixture)
+from tests.support.peers import Accumulate, Order, local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationSetupError
-from wingman_actors.formation.events import FormationEvent
 from wingman_actors.store import RunStore
 
 
@@ -39,17 +38,6 @@ def double(x: int) -> int:
 def total(values: dict[str, int]) -> int:
     """Haystack's Sum: the sum of whatever the variadic input received."""
     return sum(values.values())
-
-
-class Order:
-    """The nodes started, in order (the ``node_started`` events)."""
-
-    def __init__(self) -> None:
-        self.nodes: list[str] = []
-
-    def __call__(self, event: FormationEvent) -> None:
-        if event.type == "node_started" and event.node is not None:
-            self.nodes.append(event.node)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Helpers shared by the tests ported from peers' suites (tests/formation/test_peer_*.py):
-a call counter, Haystack's Accumulate sample component, and a module-scoped local Ray."""
+a call counter, the order nodes started in, Haystack's Accumulate sample component, and a module-scoped local Ray."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from wingman_actors.formation.events import FormationEvent
 
 
 class Counter:
@@ -21,6 +23,18 @@ class Counter:
         with self.lock:
             self.calls[key] = self.calls.get(key, 0) + 1
             return self.calls[key]
+
+
+class Order:
+    """The order nodes started in (the ``node_started`` events of a run): pass it as
+    ``on_event``."""
+
+    def __init__(self) -> None:
+        self.nodes: list[str] = []
+
+    def __call__(self, event: FormationEvent) -> None:
+        if event.type == "node_started" and event.node is not None:
+            self.nodes.append(event.node)
 
 
 class Accumulate:
