@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..errors import FormationRuntimeError
+from ._result import MapItems
 
 if TYPE_CHECKING:
     from ..actors._envelope import Work
@@ -38,6 +39,9 @@ def cut_visits(router: Router, run: RunState) -> list[str]:
             keep_cut = getattr(router.nodes[name], "keep_cut", None)
             if keep_cut is not None:
                 keep_cut(run)
+            items = run.nested.get(name)
+            if isinstance(items, MapItems):  # so does a map over a formation, for its items in flight
+                items.cut(run.lock)
     order = {name: i for i, name in enumerate(router.order)}
     return sorted({c[0] for c in cut}, key=order.__getitem__)
 

@@ -29,7 +29,7 @@ from ..core import Usage
 from ..errors import FormationRuntimeError, MapItemsError, PayloadError
 from ._journalled_inner import keep_journalled_items
 from ._nesting import FormationActor, NestedRunError, inner_run_id
-from ._result import ZERO_USAGE, FormationResult, MapItems, NodeTrace
+from ._result import ZERO_USAGE, FormationResult, MapItems, NodeTrace, nested_traces
 
 __all__ = ["FormationMapActor", "map_width"]
 
@@ -83,12 +83,14 @@ class FormationMapActor(FormationActor):
                         errors[i] = signal
                         continue
                     running[future] = (i, scope)
+                    self._track_item(env, i, future)
                 if not running:
                     break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     i, scope = running.pop(future)
                     self._running.remove(future)
+                    self._untrack_item(env, i)
                     try:
                         result = future.result()  # a cancelled item (the run was) raises: the visit is over
                     except FormationRuntimeError as exc:
@@ -107,15 +109,51 @@ class FormationMapActor(FormationActor):
                     if durable and observer is not None:
                         observer.item_finished(env, i, output)
         finally:
-            for future in running:  # the visit ended early (cancelled): stop the items still running
+            for future, (i, _) in running.items():  # the visit ended early (cancelled): stop the items still running
                 future.cancel()
                 self._running.remove(future)
+                self._untrack_item(env, i)
         if errors:
             asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
             if asking:  # one interrupt at a time: the others ask again when the run resumes
                 raise errors[min(asking)]
             raise MapItemsError(self.name, len(items), dict(sorted(errors.items())))
         return [memo[i] for i in range(len(items))], usage if self.inner.uses_tokens else None
+
+    def _items(self, env: Work) -> MapItems | None:
+        """The inner runs of this node in ``env``'s run (made on first use; call under its lock)."""
+        run = env.run
+        if run is None:  # a map actor used alone: no run keeps traces
+            return None
+        nested = run.own("nested")
+        kept = nested.get(self.name)
+        if not isinstance(kept, MapItems):
+            kept = nested[self.name] = MapItems()
+        return kept
+
+    def _track_item(self, env: Work, item: int, future: Future[FormationResult]) -> None:
+        """Item ``item``'s inner run is in flight: the run's end, cutting it, keeps its traces
+        (see :meth:`MapItems.cut`)."""
+        if env.run is None:
+            return
+        inner, path, run_id = self.inner, f"{self.name}/{item}", getattr(future, "run_id", "")
+
+        def cancel() -> dict[str, NodeTrace] | None:
+            traces = inner.running.cancel_traced(run_id)
+            return None if traces is None else nested_traces(path, traces)
+
+        with env.run.lock:
+            kept = self._items(env)
+            assert kept is not None
+            kept.inflight[(env.visit, item)] = cancel
+
+    def _untrack_item(self, env: Work, item: int) -> None:
+        if env.run is None:
+            return
+        with env.run.lock:
+            kept = self._items(env)
+            if kept is not None:
+                kept.inflight.pop((env.visit, item), None)
 
     def _keep_item(self, env: Work, item: int, inner: FormationResult | dict[str, NodeTrace]) -> None:
         """Keep item ``item``'s inner run (its result, or a failed one's traces) for the

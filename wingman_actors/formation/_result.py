@@ -236,9 +236,22 @@ class MapItems:
     durations and usage summed, first start and last end; the status, error and attempts
     those of the item that fared worst (failed before cancelled, suspended, succeeded,
     skipped): items run side by side, so none is "the last". A retry's item replaces
-    the item's earlier run."""
+    the item's earlier run. ``inflight``: the items running now, each a function that
+    cancels it and returns its traces as it was cut (named by the item's path), or None
+    when it had ended: the run's end calls them (:meth:`cut`) before its traces are taken."""
 
     runs: dict[tuple[int, int], Any] = field(default_factory=dict)
+    inflight: dict[tuple[int, int], Callable[[], dict[str, NodeTrace] | None]] = field(default_factory=dict)
+
+    def cut(self, lock: Any) -> None:
+        """Cancel the items in flight (the run ends), keeping the traces each had then."""
+        with lock:
+            cutting, self.inflight = self.inflight, {}
+        for key, cancel in cutting.items():
+            traces = cancel()
+            if traces is not None:
+                with lock:
+                    self.runs[key] = traces
 
     def traces(self, node: str) -> dict[str, NodeTrace]:
         merged: dict[str, NodeTrace] = {}
