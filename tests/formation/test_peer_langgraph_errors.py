@@ -6,33 +6,16 @@ and per-visit timeouts. (Split from ``test_peer_langgraph_more.py``.)"""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from typing import Any
 
 import pytest
 
+from tests.support.peers import Counter
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.formation.events import FormationEvent
-
-
-class Log:
-    """How many times each node was called (thread-safe)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.calls: dict[str, int] = {}
-
-    def add(self, node: str) -> int:
-        with self.lock:
-            self.calls[node] = self.calls.get(node, 0) + 1
-            return self.calls[node]
-
-    def count(self, node: str) -> int:
-        with self.lock:
-            return self.calls.get(node, 0)
 
 
 def identity(x: Any) -> Any:
@@ -71,14 +54,14 @@ def test_a_loop_in_a_subgraph_that_passes_its_visit_limit_fails_the_outer_run_na
 
 def test_an_inner_nodes_own_retries_spare_the_subgraph_node_a_retry_of_the_whole() -> None:
     # langgraph test_retry.py::test_graph_with_multiple_retry_policies (each node its own policy)
-    log = Log()
+    log = Counter()
 
     def flaky(x: int) -> int:
-        if log.add("flaky") < 3:
+        if log.hit("flaky") < 3:
             raise ConnectionError("try again")
         return x + 1
 
-    inner = (Formation("inner").add_function("first", lambda x: (log.add("first"), x)[1])
+    inner = (Formation("inner").add_function("first", lambda x: (log.hit("first"), x)[1])
              .add_function("flaky", flaky, retries=2, backoff=0).connect("first", "flaky"))
     f = Formation("outer").add_formation("sub", inner, retries=3, backoff=0)
     result = f.run(1)
@@ -89,11 +72,11 @@ def test_an_inner_nodes_own_retries_spare_the_subgraph_node_a_retry_of_the_whole
 
 def test_retry_waits_without_jitter_double_until_max_backoff_caps_them() -> None:
     # langgraph test_retry.py::test_graph_with_single_retry_policy (backoff_factor, max_interval)
-    log = Log()
+    log = Counter()
     events: list[FormationEvent] = []
 
     def failing(x: str) -> str:
-        if log.add("failing") < 5:
+        if log.hit("failing") < 5:
             raise ValueError("not yet")
         return x
 
@@ -104,11 +87,11 @@ def test_retry_waits_without_jitter_double_until_max_backoff_caps_them() -> None
 
 def test_retry_waits_with_jitter_stay_within_the_doubled_interval() -> None:
     # langgraph test_retry.py::test_graph_with_jitter_retry_policy (DESIGN's jitter: a share of the wait)
-    log = Log()
+    log = Counter()
     events: list[FormationEvent] = []
 
     def failing(x: str) -> str:
-        if log.add("failing") < 4:
+        if log.hit("failing") < 4:
             raise ValueError("not yet")
         return x
 
@@ -121,10 +104,10 @@ def test_retry_waits_with_jitter_stay_within_the_doubled_interval() -> None:
 
 def test_the_stream_of_a_retried_node_starts_each_attempt_and_reports_each_retry_before_it_finishes() -> None:
     # langgraph test_retry.py::test_graph_with_single_retry_policy, streamed (stream_mode="debug")
-    log = Log()
+    log = Counter()
 
     def flaky(x: int) -> int:
-        if log.add("flaky") < 3:
+        if log.hit("flaky") < 3:
             raise ConnectionError("down")
         return x
 

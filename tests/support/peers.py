@@ -24,6 +24,10 @@ class Counter:
             self.calls[key] = self.calls.get(key, 0) + 1
             return self.calls[key]
 
+    def count(self, key: Any) -> int:
+        with self.lock:
+            return self.calls.get(key, 0)
+
 
 class Order:
     """The order nodes started in (the ``node_started`` events of a run): pass it as
