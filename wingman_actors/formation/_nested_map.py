@@ -120,11 +120,8 @@ class FormationMapActor(FormationActor):
             raise MapItemsError(self.name, len(items), dict(sorted(errors.items())))
         return [memo[i] for i in range(len(items))], usage if self.inner.uses_tokens else None
 
-    def _items(self, env: Work) -> MapItems | None:
-        """The inner runs of this node in ``env``'s run (made on first use; call under its lock)."""
-        run = env.run
-        if run is None:  # a map actor used alone: no run keeps traces
-            return None
+    def _items(self, run: Any) -> MapItems:
+        """This node's inner runs in ``run`` (made on first use; call under the run's lock)."""
         nested = run.own("nested")
         kept = nested.get(self.name)
         if not isinstance(kept, MapItems):
@@ -134,7 +131,8 @@ class FormationMapActor(FormationActor):
     def _track_item(self, env: Work, item: int, future: Future[FormationResult]) -> None:
         """Item ``item``'s inner run is in flight: the run's end, cutting it, keeps its traces
         (see :meth:`MapItems.cut`)."""
-        if env.run is None:
+        run = env.run
+        if run is None:  # a map actor used alone: no run keeps traces
             return
         inner, path, run_id = self.inner, f"{self.name}/{item}", getattr(future, "run_id", "")
 
@@ -142,29 +140,20 @@ class FormationMapActor(FormationActor):
             traces = inner.running.cancel_traced(run_id)
             return None if traces is None else nested_traces(path, traces)
 
-        with env.run.lock:
-            kept = self._items(env)
-            assert kept is not None
-            kept.inflight[(env.visit, item)] = cancel
+        with run.lock:
+            self._items(run).inflight[(env.visit, item)] = cancel
 
     def _untrack_item(self, env: Work, item: int) -> None:
-        if env.run is None:
-            return
-        with env.run.lock:
-            kept = self._items(env)
-            if kept is not None:
-                kept.inflight.pop((env.visit, item), None)
+        run = env.run
+        if run is not None:
+            with run.lock:
+                self._items(run).inflight.pop((env.visit, item), None)
 
     def _keep_item(self, env: Work, item: int, inner: FormationResult | dict[str, NodeTrace]) -> None:
         """Keep item ``item``'s inner run (its result, or a failed one's traces) for the
         outer run's traces (:class:`~._result.MapItems`: one reference per item, traces
         built only when read)."""
         run = env.run
-        if run is None:  # a map actor used alone: no run keeps traces
-            return
-        nested = run.own("nested")
-        with run.lock:
-            kept = nested.get(self.name)
-            if not isinstance(kept, MapItems):
-                kept = nested[self.name] = MapItems()
-            kept.runs[(env.visit, item)] = inner
+        if run is not None:
+            with run.lock:
+                self._items(run).runs[(env.visit, item)] = inner
