@@ -310,4 +310,6 @@ def test_a_map_over_a_subgraph_cut_by_the_runs_timeout_keeps_the_traces_of_its_i
         f.run([1, 2], timeout=0.3)
     statuses = {name: trace.status.value for name, trace in info.value.nodes.items()}
     assert statuses == {"each": "cancelled", "each/prep": "succeeded", "each/hang": "cancelled"}
-    assert info.value.nodes["each/prep"].outputs == [1, 2]  # each item's, in item order
+    # the items whose prep ran before the cut (both, unless the machine is slow), each its own, in item order
+    kept = info.value.nodes["each/prep"].outputs
+    assert kept in ([1], [2], [1, 2]) and info.value.nodes["each/prep"].visits == len(kept)
