@@ -351,3 +351,37 @@ def test_pipeline_throughput_reports_the_paired_cpu_time_ratio_and_the_load_besi
     result = SCENARIOS["pipeline_throughput"](True)
     assert result.meets == (result.details["ratio"] >= 0.8)
     assert result.details["cpu_ratio"] > 0 and len(result.details["load"]) == 3
+
+
+def test_the_loopback_chat_server_answers_each_request_on_a_connection_in_order_even_split_or_pipelined() -> None:
+    import socket
+
+    server = subprocess.Popen([sys.executable, "-m", "wingman_actors._bench.openai_loopback", "0.05"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        body = b'{"model": "bench", "messages": [{"role": "user", "content": "q"}]}'
+        request = (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                   b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+            conn.sendall(request[:30])  # a head split across reads
+            conn.sendall(request[30:-5])  # and its body
+            conn.sendall(request[-5:] + request + request)  # then two more in the same read
+            received = b""
+            while received.count(b"HTTP/1.1 200 OK") < 3 or not received.endswith(b"}"):
+                chunk = conn.recv(65536)
+                assert chunk, f"the server closed the connection after {received!r}"
+                received += chunk
+        answers = received.split(b"HTTP/1.1 200 OK")[1:]
+        assert len(answers) == 3
+        for answer in answers:
+            head, _, payload = answer.partition(b"\r\n\r\n")
+            assert json.loads(payload)["choices"][0]["message"]["content"] == "ok"
+            assert b"content-length: " + str(len(payload)).encode() in head
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(10)
+        assert server.stdout is not None
+        server.stdout.close()

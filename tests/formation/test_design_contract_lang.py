@@ -374,7 +374,10 @@ def test_a_node_timeout_fails_run_within_its_limit_while_the_function_stays_stuc
     try:
         with pytest.raises(FormationRuntimeError, match=r"timed out"):
             f.run(1)
-        assert time.monotonic() - t0 < 0.3 + 0.1  # run() included: starting and stopping the formation
+        elapsed = time.monotonic() - t0
+        # Not before the limit, and long before the function's 10 s: run() includes starting
+        # and stopping the formation, which a loaded CI machine has stretched past 0.1 s.
+        assert 0.3 <= elapsed < 0.3 + 0.7
     finally:
         release.set()
 
