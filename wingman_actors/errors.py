@@ -39,6 +39,7 @@ classes live here unless a module is named in brackets::
     │   │   └── StoreVersionError  the file was written by a newer wingman-actors
     │   ├── UnknownRunError     no run with that id (also a KeyError)
     │   ├── RunNotResumableError  the run cannot be claimed (running elsewhere, finished)
+    │   ├── NoPendingInterruptError  an answer for a run with no pending interrupt (also a ValueError)
     │   ├── SerializationError  a value cannot be journalled or loaded (also a TypeError)
     │   ├── StoreWriteError     journal writes failed (reported at flush() / close())
     │   ├── StoreClosedError    the store was used after close()

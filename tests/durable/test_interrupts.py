@@ -13,8 +13,8 @@ from wingman_actors import Agent, Formation, ask_human, interrupt, tool
 from wingman_actors._interrupts import NoStoreError
 from wingman_actors.agents._middleware import Middleware, RunContext
 from wingman_actors.core import InferenceRequest, InferenceResponse
-from wingman_actors.errors import FormationRuntimeError
-from wingman_actors.store import RunNotResumableError, RunStore
+from wingman_actors.errors import FormationRuntimeError, WingmanError
+from wingman_actors.store import NoPendingInterruptError, RunNotResumableError, RunStore
 from wingman_actors.testing import ScriptedProvider
 
 
@@ -150,8 +150,11 @@ def test_an_answer_for_a_run_without_a_pending_interrupt_is_refused_and_the_run_
     with pytest.raises(FormationRuntimeError) as info:
         f.run(1, store=store)
     run_id = info.value.run_id or ""
-    with pytest.raises(ValueError, match="no pending interrupt"):
+    with pytest.raises(ValueError, match="no pending interrupt") as refused:
         f.resume(run_id, store=store, answer="yes")
+    # a ValueError as before, and one of the package's own errors, saying which run and why
+    assert isinstance(refused.value, NoPendingInterruptError) and isinstance(refused.value, WingmanError)
+    assert (refused.value.run_id, refused.value.status) == (run_id, "failed")
     assert store.get(run_id).status == "failed"
     state["down"] = False
     assert f.resume(run_id, store=store).output == 1

@@ -10,6 +10,7 @@ import pytest
 from wingman_actors.store import (
     FormationShape,
     JournalStore,
+    NoPendingInterruptError,
     RunStore,
     StoreClosedError,
     StoreError,
@@ -90,8 +91,10 @@ def test_an_answer_is_attached_to_the_pending_interrupt(store: RunStore, shape: 
 
 def test_answering_a_run_without_a_pending_interrupt_is_refused(store: RunStore, shape: FormationShape) -> None:
     run_id = store.begin_run("chain", shape, 0)
-    with pytest.raises(StoreError, match="no pending interrupt"):
+    with pytest.raises(StoreError, match="no pending interrupt") as refused:
         store.answer(run_id, "yes")
+    assert isinstance(refused.value, NoPendingInterruptError) and isinstance(refused.value, ValueError)
+    assert (refused.value.run_id, refused.value.status) == (run_id, "running")
     with pytest.raises(UnknownRunError):
         store.answer("nope", "yes")
 

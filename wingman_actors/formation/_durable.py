@@ -36,6 +36,7 @@ from ..errors import FormationRuntimeError, NodeTimeoutError
 from ..store import (
     FormationShape,
     JournalStore,
+    NoPendingInterruptError,
     RunJournal,
     RunNotResumableError,
     RunStore,
@@ -165,7 +166,8 @@ class Journal:
         breakpoints ``given`` in place of its own. Returns its journal and its breakpoints.
 
         Raises:
-            ValueError: ``answer`` was given for a run with no pending interrupt.
+            NoPendingInterruptError: ``answer`` was given for a run with no pending interrupt
+                (a ``StoreError`` and a ``ValueError``).
             RunNotResumableError: ``answer`` was given for a run that is running (being
                 resumed elsewhere, say): it is refused before any claim, saying so.
             StoreError: the store refuses the claim (see ``claim_run``), or the answer
@@ -180,7 +182,8 @@ class Journal:
                                            run_id=run_id, status="running")
             # a run that ended for good is refused by the claim below, saying why
             if asked.interrupt is None and asked.status not in ("succeeded", "expired"):
-                raise ValueError(f"run {run_id!r} has no pending interrupt to answer: resume it without answer=")
+                raise NoPendingInterruptError(f"run {run_id!r} has no pending interrupt to answer: resume it without "
+                                              "answer=", run_id=run_id, status=asked.status)
         record = self.claim(run_id)
         pending = record.pending_interrupt
         if answer is not None or (pending is not None and is_breakpoint(pending.payload)):

@@ -390,8 +390,9 @@ class RunningFormation(AsyncSubmit):
             A future of the run's :class:`FormationResult`, as from :meth:`submit`.
 
         Raises:
-            ValueError: the formation was started without a store, or ``answer`` was
-                given for a run that has no pending interrupt.
+            ValueError: the formation was started without a store.
+            wingman_actors.store.NoPendingInterruptError: ``answer`` was given for a run
+                that has no pending interrupt (also a ``ValueError``).
             wingman_actors.store.FormationMismatchError: the run was made by a formation
                 whose nodes, kinds or edges differ (the message says what differs).
             wingman_actors.store.RunNotResumableError: the run succeeded, expired, or is

@@ -203,6 +203,8 @@ class Runs:
                 edges differ from the run's (the message says what differs).
             wingman_actors.store.RunNotResumableError: the run succeeded, expired, or is
                 running in a live process.
+            wingman_actors.store.NoPendingInterruptError: ``answer`` was given for a run
+                that has no pending interrupt (also a ``ValueError``).
             FormationRuntimeError: the resumed run failed.
 
         Example:

@@ -42,6 +42,7 @@ Example:
 from ._codec import Codec
 from ._errors import (
     FormationMismatchError,
+    NoPendingInterruptError,
     RunNotResumableError,
     RunTakenOverError,
     SerializationError,
@@ -77,6 +78,7 @@ __all__ = [
     "Interrupt",
     "JournalEntry",
     "JournalStore",
+    "NoPendingInterruptError",
     "RunJournal",
     "RunNotResumableError",
     "RunRecord",

@@ -108,6 +108,17 @@ class RunNotResumableError(StoreError):
         self.status = status
 
 
+class NoPendingInterruptError(StoreError, ValueError):
+    """An answer was given for a run that has no pending interrupt (it failed, was
+    cancelled or cut short, or its interrupt was answered already): resume it without an
+    answer. ``status`` is the run's status when it was refused."""
+
+    def __init__(self, message: str, *, run_id: str, status: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.status = status
+
+
 class SerializationError(StoreError, TypeError):
     """A value cannot be journalled (its type is not supported) or loaded (its class
     cannot be imported, or it is pickled and the store does not allow pickle)."""

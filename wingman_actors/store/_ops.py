@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from . import _bulk
-from ._errors import RunNotResumableError, StoreError, UnknownRunError
+from ._errors import NoPendingInterruptError, RunNotResumableError, StoreError, UnknownRunError
 from ._owner import ProcessIdentity, is_alive
 from ._writer import Op
 
@@ -314,8 +314,8 @@ class Answer(Op):
         last = conn.execute("SELECT kind, node, visit, item FROM journal WHERE run = ? AND kind IN (4, 5) "
                             "ORDER BY seq DESC LIMIT 1", (run[2],)).fetchone()
         if last is None or last[0] != KINDS["interrupt"]:
-            self.error = StoreError(f"run {self.run_id!r} has no pending interrupt to answer; resume it "
-                                    "without an answer")
+            self.error = NoPendingInterruptError(f"run {self.run_id!r} has no pending interrupt to answer; "
+                                                 "resume it without an answer", run_id=self.run_id, status=run[0])
             return None
         conn.execute("INSERT INTO journal (run, kind, node, visit, item, codec, value, at) "
                      "VALUES (?, 5, ?, ?, ?, ?, ?, ?)", (run[2], last[1], last[2], last[3], self.codec, self.text, self.now))

@@ -325,7 +325,7 @@ class RunStore:
         Raises:
             UnknownRunError: no such run.
             RunNotResumableError: the run expired (then it is marked so).
-            StoreError: the run has no pending interrupt.
+            NoPendingInterruptError: the run has no pending interrupt (also a ValueError).
         """
         codec, text = self._codec.encode(answer, "the answer to run %r", run_id)
         self._writer.call(Answer(run_id, codec, text, time.time(), self._path))
