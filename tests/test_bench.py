@@ -385,3 +385,29 @@ def test_the_loopback_chat_server_answers_each_request_on_a_connection_in_order_
         server.wait(10)
         assert server.stdout is not None
         server.stdout.close()
+
+
+def test_durable_pipeline_throughput_is_judged_on_the_median_of_ratios_paired_with_a_langgraph_repetition_each() -> None:
+    if importlib.util.find_spec("langgraph.checkpoint.sqlite") is None:
+        pytest.skip("the peers extra is not installed")
+    result = SCENARIOS["durable_pipeline_throughput"](True)
+    details = result.details
+    peer = details["peers"]["langgraph_sqlite"]
+    assert len(details["runs"]) == len(peer["runs"]) == len(details["paired_ratios"]) == 3
+    paired = [ours / theirs for ours, theirs in zip(details["runs"], peer["runs"], strict=True)]
+    # (from the rounded rates: within a rounding of the reported ratios)
+    assert sorted(details["paired_ratios"]) == pytest.approx(sorted(paired), rel=0.01)
+    assert details["ratio"] == pytest.approx(sorted(paired)[1], rel=0.01)  # the median of three
+    assert result.baseline == peer["batch_inputs_per_s"] and details["ratio_of_medians"] > 0
+    assert result.meets == (details["ratio"] >= 30)
+
+
+def test_durable_pipeline_throughput_without_the_sqlite_peer_says_so_and_is_not_met(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from wingman_actors._bench.peers import SQLITE_NOT_INSTALLED
+
+    monkeypatch.setitem(sys.modules, "langgraph.checkpoint.sqlite", None)  # makes the import fail
+    result = SCENARIOS["durable_pipeline_throughput"](True)
+    assert result.details["peers"] == {"langgraph_sqlite": SQLITE_NOT_INSTALLED}
+    assert result.value > 0 and result.baseline is None and not result.meets

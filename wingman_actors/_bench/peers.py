@@ -24,7 +24,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypedDict
 
 __all__ = ["NOT_INSTALLED", "SQLITE_NOT_INSTALLED", "langgraph_graph", "langgraph_overhead",
-           "langgraph_sqlite_throughput", "langgraph_throughput", "langgraph_version"]
+           "langgraph_sqlite_repetition", "langgraph_sqlite_throughput", "langgraph_sqlite_version",
+           "langgraph_throughput", "langgraph_version"]
 
 NOT_INSTALLED = 'not installed (pip install "wingman-actors[peers]")'
 SQLITE_NOT_INSTALLED = 'skipped: install the peers extra (pip install "wingman-actors[peers]")'
@@ -106,10 +107,12 @@ def langgraph_throughput(fns: list[Callable[[int], int]], n: int, reps: int) -> 
     return {"version": langgraph_version(), "batch_inputs_per_s": round(statistics.median(rates)), "inputs": n}
 
 
-def langgraph_sqlite_throughput(fns: list[Callable[[int], int]], n: int, reps: int) -> dict[str, Any] | str:
-    """Inputs/s of the chain checkpointed by LangGraph's ``SqliteSaver`` (a new SQLite file
-    per repetition, one ``thread_id`` per input, many in flight through ``batch``), median
-    over ``reps``; every run is checked to have reached the end.
+def langgraph_sqlite_repetition(fns: list[Callable[[int], int]], n: int, folder: str) -> Callable[[], float] | str:
+    """One timed repetition of the chain checkpointed by LangGraph's ``SqliteSaver``, to call
+    as often as wanted (each call: a new SQLite file in ``folder``, one ``thread_id`` per
+    input, ``n`` inputs in flight through ``batch``; it returns inputs/s and checks every
+    run reached the end). A short untimed repetition warms it up first. A str saying why,
+    when the ``peers`` extra is not installed.
 
     The saver's file gets the durability of a ``RunStore``: WAL (the saver's own setting)
     and ``synchronous=NORMAL``, so both survive a killed process and neither syncs the
@@ -119,27 +122,44 @@ def langgraph_sqlite_throughput(fns: list[Callable[[int], int]], n: int, reps: i
         saver_cls = importlib.import_module("langgraph.checkpoint.sqlite").SqliteSaver
     except ImportError:
         return SQLITE_NOT_INSTALLED
-    rates = []
-    with tempfile.TemporaryDirectory(prefix="wingman-bench-langgraph-") as tmp:
-        for rep in range(reps + 1):  # the first repetition warms up
-            conn = sqlite3.connect(os.path.join(tmp, f"checkpoints-{rep}.sqlite"), check_same_thread=False)
-            try:
-                saver = saver_cls(conn)
-                saver.setup()  # its tables, and WAL
-                conn.execute("PRAGMA synchronous = NORMAL")
-                app = _langgraph_chain(fns, checkpointer=saver)
-                if app is None:
-                    return SQLITE_NOT_INSTALLED
-                size = n if rep else max(1, n // 10)
-                configs = [{"configurable": {"thread_id": f"{rep}-{i}"}} for i in range(size)]
-                t0 = time.perf_counter()
-                outputs = app.batch([{"x": i} for i in range(size)], configs)
-                elapsed = time.perf_counter() - t0
-            finally:
-                conn.close()
-            if [o["x"] for o in outputs] != [i + len(fns) for i in range(size)]:
-                raise RuntimeError("langgraph_sqlite_throughput: a LangGraph run did not reach the end")
-            if rep:
-                rates.append(size / elapsed)
-    return {"version": f"{langgraph_version()}, langgraph-checkpoint-sqlite {langgraph_version('langgraph-checkpoint-sqlite')}",
-            "batch_inputs_per_s": round(statistics.median(rates)), "inputs": n}
+    if _langgraph_chain(fns) is None:
+        return SQLITE_NOT_INSTALLED
+    count = itertools.count()
+
+    def repetition(size: int = n) -> float:
+        rep = next(count)
+        conn = sqlite3.connect(os.path.join(folder, f"langgraph-checkpoints-{rep}.sqlite"), check_same_thread=False)
+        try:
+            saver = saver_cls(conn)
+            saver.setup()  # its tables, and WAL
+            conn.execute("PRAGMA synchronous = NORMAL")
+            app = _langgraph_chain(fns, checkpointer=saver)
+            assert app is not None  # (LangGraph was found above)
+            configs = [{"configurable": {"thread_id": f"{rep}-{i}"}} for i in range(size)]
+            t0 = time.perf_counter()
+            outputs = app.batch([{"x": i} for i in range(size)], configs)
+            elapsed = time.perf_counter() - t0
+        finally:
+            conn.close()
+        if [o["x"] for o in outputs] != [i + len(fns) for i in range(size)]:
+            raise RuntimeError("langgraph_sqlite_throughput: a LangGraph run did not reach the end")
+        return size / elapsed
+
+    repetition(max(1, n // 10))  # warms up
+    return repetition
+
+
+def langgraph_sqlite_version() -> str:
+    """LangGraph's version and its SQLite saver's."""
+    return f"{langgraph_version()}, langgraph-checkpoint-sqlite {langgraph_version('langgraph-checkpoint-sqlite')}"
+
+
+def langgraph_sqlite_throughput(fns: list[Callable[[int], int]], n: int, reps: int) -> dict[str, Any] | str:
+    """Inputs/s of the chain checkpointed by LangGraph's ``SqliteSaver``, median over ``reps``
+    repetitions (see :func:`langgraph_sqlite_repetition`)."""
+    with tempfile.TemporaryDirectory(prefix="wingman-bench-langgraph-") as folder:
+        repetition = langgraph_sqlite_repetition(fns, n, folder)
+        if isinstance(repetition, str):
+            return repetition
+        rates = [repetition() for _ in range(reps)]
+    return {"version": langgraph_sqlite_version(), "batch_inputs_per_s": round(statistics.median(rates)), "inputs": n}
