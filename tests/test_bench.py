@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -411,3 +412,34 @@ def test_durable_pipeline_throughput_without_the_sqlite_peer_says_so_and_is_not_
     result = SCENARIOS["durable_pipeline_throughput"](True)
     assert result.details["peers"] == {"langgraph_sqlite": SQLITE_NOT_INSTALLED}
     assert result.value > 0 and result.baseline is None and not result.meets
+
+
+def test_the_http_scenario_reads_a_server_processes_cpu_time_growing_as_it_works() -> None:
+    from wingman_actors._bench.http_runs import cpu_seconds
+
+    before = cpu_seconds(os.getpid())
+    if before is None:
+        pytest.skip("no /proc: the HTTP scenario reports no CPU time here")
+    deadline = time.process_time() + 0.2
+    while time.process_time() < deadline:
+        pass
+    after = cpu_seconds(os.getpid())
+    assert after is not None and after - before >= 0.1
+    assert cpu_seconds(2**22 + 1) is None  # (above Linux's highest pid: no such process)
+
+
+def test_the_http_scenario_counts_each_postgres_write_transaction_and_its_wal_but_no_read(postgres_url: str) -> None:
+    import psycopg
+
+    from wingman_actors._bench.http_runs import _pg_writes
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE counted (x INTEGER)")
+        xids, wal = _pg_writes(postgres_url)
+        conn.execute("SELECT count(*) FROM counted")
+        assert _pg_writes(postgres_url)[0] == xids  # (the WAL may move meanwhile: a checkpoint, autovacuum)
+        conn.execute("INSERT INTO counted VALUES (1)")
+        conn.execute("INSERT INTO counted VALUES (2)")
+        after_xids, after_wal = _pg_writes(postgres_url)
+    assert after_xids - xids == 2
+    assert after_wal > wal

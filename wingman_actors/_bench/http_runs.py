@@ -12,6 +12,13 @@ PostgreSQL server is at hand (as for ``durable_pipeline_throughput_postgres``:
 ``--run-store postgresql://...``; otherwise that half is skipped and says why. Target:
 ours >= 0.5 x the bare handler's requests/s on each store.
 
+On a shared machine the rates drift, so each half also reports what a request costs, read
+beside the judged ratio: the server process's CPU time per request, ours and the bare
+handler's (from ``/proc``; None elsewhere), and on PostgreSQL the write transactions
+(commits) and WAL bytes per run, counted on the server over our repetitions (exact: the
+transaction ids handed out and the WAL position moved; a server given by URL counts its
+other clients' writes too).
+
 ``WINGMAN_BENCH_SERVER_PATH`` puts another checkout first on the server's ``PYTHONPATH``
 (to measure an older server with the same clients).
 """
@@ -82,9 +89,32 @@ uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdow
 '''
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system, every thread) process ``pid`` has used so far, from
+    Linux's ``/proc``; None where there is none."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # (the name, in parentheses, may hold spaces)
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _pg_writes(url: str) -> tuple[int, int]:
+    """(transaction ids handed out, WAL bytes written) so far by the PostgreSQL server at
+    ``url``: every write transaction takes one id, and neither read moves either count."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint, "
+                           "pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint").fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
 @contextmanager
-def _served(kind: str, folder: Path, run_store: str = "") -> Iterator[str]:
-    """A server subprocess (``bare`` or ``wingman``): its base URL; stopped after."""
+def _served(kind: str, folder: Path, run_store: str = "") -> Iterator[tuple[str, int]]:
+    """A server subprocess (``bare`` or ``wingman``): its base URL and process id; stopped after."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "wingman_bench_http_functions.py").write_text(_FUNCTIONS)
     env = dict(os.environ)
@@ -109,7 +139,7 @@ def _served(kind: str, folder: Path, run_store: str = "") -> Iterator[str]:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise RuntimeError(f"{_NAME}: the {kind} server does not answer") from None
                 time.sleep(0.05)
-        yield url
+        yield url, proc.pid
     finally:
         proc.terminate()
         try:
@@ -175,29 +205,61 @@ def _declare(url: str) -> str:
     return formation_id
 
 
+class _Cost:
+    """What a server spent over some loads: CPU seconds, requests, and (PostgreSQL) writes."""
+
+    def __init__(self, pid: int, pg_url: str | None = None) -> None:
+        self.pid, self.pg_url = pid, pg_url
+        self.cpu: float | None = 0.0
+        self.requests = 0
+        self.transactions = self.wal_bytes = 0
+
+    def load(self, url: str, path: str, seconds: float) -> tuple[float, list[float]]:
+        """:func:`_load`, its cost added."""
+        cpu0 = cpu_seconds(self.pid)
+        pg0 = _pg_writes(self.pg_url) if self.pg_url else (0, 0)
+        rate, latencies = _load(url, path, seconds)
+        cpu1 = cpu_seconds(self.pid)
+        pg1 = _pg_writes(self.pg_url) if self.pg_url else (0, 0)
+        self.cpu = None if self.cpu is None or cpu0 is None or cpu1 is None else self.cpu + cpu1 - cpu0
+        self.requests += len(latencies)
+        self.transactions += pg1[0] - pg0[0]
+        self.wal_bytes += pg1[1] - pg0[1]
+        return rate, latencies
+
+    def cpu_ms(self) -> float | None:
+        return None if self.cpu is None or not self.requests else round(self.cpu * 1000 / self.requests, 3)
+
+
 def _one_store(run_store: str, seconds: float, reps: int) -> dict[str, Any]:
     ours: list[float] = []
     bare: list[float] = []
     ours_lat: list[float] = []
     bare_lat: list[float] = []
     with tempfile.TemporaryDirectory(prefix="wingman-bench-http-") as tmp, \
-            _served("bare", Path(tmp) / "bare", "") as bare_url, \
-            _served("wingman", Path(tmp) / "server", run_store) as url:
+            _served("bare", Path(tmp) / "bare", "") as (bare_url, bare_pid), \
+            _served("wingman", Path(tmp) / "server", run_store) as (url, pid):
         path = f"/formations/{_declare(url)}/run"
         _load(url, path, seconds / 3)  # warm up both
         _load(bare_url, "/echo", seconds / 3)
+        ours_cost, bare_cost = _Cost(pid, run_store or None), _Cost(bare_pid)
         for _ in range(reps):
-            rate, lat = _load(bare_url, "/echo", seconds)
+            rate, lat = bare_cost.load(bare_url, "/echo", seconds)
             bare.append(rate)
             bare_lat += lat
-            rate, lat = _load(url, path, seconds)
+            rate, lat = ours_cost.load(url, path, seconds)
             ours.append(rate)
             ours_lat += lat
     ratio = statistics.median(a / b for a, b in zip(ours, bare, strict=True))
-    return {"runs_per_s": round(statistics.median(ours), 1), "bare_per_s": round(statistics.median(bare), 1),
-            "ratio": round(ratio, 2), "p50_ms": round(statistics.median(ours_lat) * 1000, 1),
-            "bare_p50_ms": round(statistics.median(bare_lat) * 1000, 1),
-            "runs": [round(r, 1) for r in ours], "bare_runs": [round(r, 1) for r in bare]}
+    result = {"runs_per_s": round(statistics.median(ours), 1), "bare_per_s": round(statistics.median(bare), 1),
+              "ratio": round(ratio, 2), "p50_ms": round(statistics.median(ours_lat) * 1000, 1),
+              "bare_p50_ms": round(statistics.median(bare_lat) * 1000, 1),
+              "runs": [round(r, 1) for r in ours], "bare_runs": [round(r, 1) for r in bare],
+              "server_cpu_ms_per_run": ours_cost.cpu_ms(), "bare_server_cpu_ms_per_request": bare_cost.cpu_ms()}
+    if run_store and ours_cost.requests:
+        result["pg_transactions_per_run"] = round(ours_cost.transactions / ours_cost.requests, 3)
+        result["pg_wal_bytes_per_run"] = round(ours_cost.wal_bytes / ours_cost.requests)
+    return result
 
 
 def http_formation_runs(quick: bool) -> Measurement:
