@@ -433,3 +433,21 @@ def test_the_docs_of_each_blocking_session_and_fleet_call_say_it_blocks_and_name
 
     assert "blocks the calling thread" in doc.lower()
     assert re.search(rf"\b{twin}\b", doc)
+
+
+def test_a_cancel_after_an_async_stream_is_made_and_before_it_is_iterated_cancels_that_stream() -> None:
+    provider = ScriptedProvider(["answer"])
+    session = Session(Agent("a", provider=provider))
+
+    async def read() -> list[StreamEventType]:
+        stream = session.astream("hi")
+        session.cancel("changed my mind")
+        kinds: list[StreamEventType] = []
+        with pytest.raises(AgentError) as info:
+            async for event in stream:
+                kinds.append(event.type)
+        assert info.value.kind is ErrorKind.CANCELLED and "changed my mind" in str(info.value)
+        return kinds
+
+    assert asyncio.run(read()) == [StreamEventType.ERROR] and provider.calls == 0
+    assert asyncio.run(session.arun("again")).response == "answer"

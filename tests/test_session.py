@@ -259,6 +259,32 @@ def test_cancel_from_another_thread_stops_the_run() -> None:
     assert info.value.kind is ErrorKind.CANCELLED
 
 
+def test_a_cancel_after_a_stream_is_made_and_before_it_is_iterated_cancels_that_stream() -> None:
+    provider = ScriptedProvider(["answer"], cycle=True)
+    session = Session(Agent("a", provider=provider))
+    stream = session.run_stream("hi")
+    session.cancel("changed my mind")  # nothing runs yet: the stream begins cancelled
+    events = []
+    with pytest.raises(AgentError) as info:
+        for event in stream:
+            events.append(event)
+    assert info.value.kind is ErrorKind.CANCELLED and "changed my mind" in str(info.value)
+    assert [e.type for e in events] == [StreamEventType.ERROR] and provider.calls == 0
+    # the cancel was that stream's: a cancel while nothing runs and no stream waits touches no later run
+    session.cancel("too early")
+    assert session.run("again").response == "answer"
+    later = session.run_stream("and again")
+    assert [e.type for e in later][-1] is StreamEventType.MESSAGE_STOP and later.result().response == "answer"
+
+
+def test_a_stream_made_and_dropped_unread_leaves_no_cancel_behind_for_the_next_one() -> None:
+    session = Session(Agent("a", provider=ScriptedProvider(["answer"], cycle=True)))
+    session.run_stream("never read")  # dropped without iterating
+    session.cancel("meant for the dropped stream")
+    stream = session.run_stream("read")
+    assert "".join(e.text or "" for e in stream) == "answer"
+
+
 def test_run_stream_yields_provider_and_tool_events_then_the_result() -> None:
     provider = ScriptedProvider([calls(("c1", "add", {"a": 2, "b": 2})), "four"])
     stream = Session(Agent("a", provider=provider, tools=[add])).run_stream("2+2")

@@ -15,8 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import itertools
-import os
 import threading
 import time
 import weakref
@@ -50,7 +48,8 @@ from ._model_calls import ModelCall, compactions, infer, infer_stream, traced_in
 from ._on_session import on_a_session
 from ._prepare import Prepares
 from ._result import Result, Spender, StepTrace, ToolCall, charge
-from ._stream import SessionStream
+from ._session_ids import new_session_id
+from ._stream import SessionStream, Unbegun
 from ._structured import OutputSchema, OutputValidationError
 from ._tool_steps import ToolBatch, ToolStep, close_unanswered
 
@@ -66,25 +65,6 @@ _UNANSWERED = "Error: this tool call was never answered (a new message came firs
 RunGen = Generator[StreamEvent | ModelCall | ToolBatch, Any, Result]
 """A run of the loop: it yields stream events and, driven by the async driver
 (``aio``), the model calls and tool batches for the driver to make."""
-
-_ID_PREFIX = os.urandom(8).hex()
-_id_counter = itertools.count(1)
-
-
-def _reseed_ids() -> None:  # a forked child must not repeat its parent's ids
-    global _ID_PREFIX, _id_counter
-    _ID_PREFIX = os.urandom(8).hex()
-    _id_counter = itertools.count(1)
-
-
-os.register_at_fork(after_in_child=_reseed_ids)
-
-
-def _new_session_id() -> str:
-    """32 hex digits, unique: a random per-process prefix and a counter (a fresh
-    ``os.urandom`` per session costs a system call on every fleet task)."""
-    return f"{_ID_PREFIX}{next(_id_counter):016x}"
-
 
 class Session(AsyncSessionRuns):
     """A conversation with an agent: history plus the loop that extends it.
@@ -107,7 +87,7 @@ class Session(AsyncSessionRuns):
 
     __slots__ = (
         "__weakref__", "_busy", "_ctx", "_lineage", "_live", "_prepares", "_schema", "_spans", "_store", "_token",
-        "_tool_ctx", "_tools", "_window", "_work_dir", "agent", "history", "id",
+        "_tool_ctx", "_tools", "_unbegun", "_window", "_work_dir", "agent", "history", "id",
     )
 
     def __init__(
@@ -131,7 +111,7 @@ class Session(AsyncSessionRuns):
         self.agent = agent
         if id is not None and not isinstance(id, str):
             raise TypeError(f"Session id must be a str (or None for a new one), got {type(id).__name__}")
-        self.id = id or _new_session_id()
+        self.id = id or new_session_id()
         if work_dir is not None and not Path(work_dir).is_dir():
             raise ValueError(f"work_dir {str(work_dir)!r} is not an existing directory")
         self._work_dir = Path(work_dir).resolve() if work_dir is not None else None
@@ -141,6 +121,7 @@ class Session(AsyncSessionRuns):
         self._tool_ctx: ToolContext | None = None
         self._busy = threading.Lock()
         self._token: CancelToken | None = None
+        self._unbegun: weakref.WeakSet[Unbegun] | None = None  # streams made, not yet iterated
         self._ctx: RunContext | None = None  # the last run's (spent_so_far)
         # the children (delegated runs) the tool step in progress started, while their usage
         # is not yet in the run's: spent_so_far counts them
@@ -260,12 +241,16 @@ class Session(AsyncSessionRuns):
         )
 
     def cancel(self, reason: str = "cancelled by caller") -> None:
-        """Cancel the run in progress (from another thread); it stops at its next boundary."""
+        """Cancel the run in progress (from another thread); it stops at its next boundary.
+        With none in progress, streams made and not yet iterated begin cancelled."""
         if not isinstance(reason, str):
             raise TypeError(f"cancel: reason must be a str (it is the run's error message), got {reason!r}")
         token = self._token
         if token is not None:
             token.cancel(reason)
+        elif self._unbegun:
+            for stream in list(self._unbegun):
+                stream.reason = reason
 
     def _spent_so_far(self) -> Usage | None:
         """What the run in progress (else the last run) has spent on model calls so far,
@@ -367,7 +352,23 @@ class Session(AsyncSessionRuns):
         metadata: Mapping[str, Any] | None = None,
         aio: bool = False,
     ) -> RunGen:
-        ctx, provider, msg = self._open(message, timeout, parent_token, metadata)
+        """The run as a generator that begins when first advanced (see :meth:`cancel`)."""
+        mark = Unbegun()
+        if self._unbegun is None:
+            self._unbegun = weakref.WeakSet()
+        self._unbegun.add(mark)
+        return self._begun(mark, message, timeout, stream, parent_token, metadata, aio)
+
+    def _begun(
+        self, mark: Unbegun, message: str | Message, timeout: float | None, stream: bool,
+        parent_token: CancelToken | None, metadata: Mapping[str, Any] | None, aio: bool,
+    ) -> RunGen:
+        try:
+            ctx, provider, msg = self._open(message, timeout, parent_token, metadata)
+        finally:
+            self._unbegun.discard(mark)  # type: ignore[union-attr]  # (_run made it)
+        if mark.reason is not None:  # cancelled before it began: it stops at its first boundary
+            ctx.token.cancel(mark.reason)
         result: Result | None = None
         failure: BaseException | None = None
         try:

@@ -14,6 +14,16 @@ if TYPE_CHECKING:
 __all__ = ["SessionStream"]
 
 
+class Unbegun:
+    """A session's stream made and not yet iterated: a ``cancel()`` of the session meanwhile
+    (nothing of it runs yet) is kept here, and the run acts on it as it begins."""
+
+    __slots__ = ("__weakref__", "reason")
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+
 class SessionStream:
     """The events of a streamed run; :meth:`result` once iteration has ended.
 
