@@ -570,3 +570,26 @@ def test_a_non_streamed_answer_is_the_response_its_blocks_and_usage_make(
     usage = Usage(input_tokens=9, output_tokens=4, cache_read_input_tokens=2, reasoning_tokens=1)
     assert (response.usage, response.usage.model_fields_set) == (usage, usage.model_fields_set)
     assert (response.stop_reason, response.model) == ("tool_use", SERVED_MODEL)
+
+
+def test_a_refusal_is_the_answers_text_not_an_empty_answer(
+    loopback: LoopbackServer, make: Callable[..., OpenAIProvider]
+) -> None:
+    refused = completion(None)
+    refused["choices"][0]["message"]["refusal"] = "I'm sorry, I can't help with that."
+    loopback.queue(Reply.json(refused))
+    response = make().run_inference(ask())
+    assert response.text == "I'm sorry, I can't help with that." and response.stop_reason == "end_turn"
+
+
+def test_a_streamed_refusal_streams_as_text(loopback: LoopbackServer, make: Callable[..., OpenAIProvider]) -> None:
+    loopback.queue(sse(
+        chunk({"role": "assistant", "content": None, "refusal": ""}),
+        chunk({"refusal": "I'm sorry, "}),
+        chunk({"refusal": "I can't help with that."}),
+        chunk({}, finish_reason="stop"),
+        usage_chunk(),
+    ))
+    stream = make().stream_inference(ask())
+    text = "".join(e.text or "" for e in stream if e.type == StreamEventType.TEXT_DELTA)
+    assert text == "I'm sorry, I can't help with that." == stream.response.text

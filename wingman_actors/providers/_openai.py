@@ -166,7 +166,7 @@ class OpenAIProvider(BaseProvider):
         reasoning = message.get("reasoning_content")
         if isinstance(reasoning, str) and reasoning:
             content.append({"type": "thinking", "text": reasoning, "signature": None})  # as thinking_block()
-        text = message.get("content")
+        text = message.get("content") or message.get("refusal")  # a refusal is what the model answered
         if isinstance(text, str) and text:
             content.append({"type": "text", "text": text})
         raw_calls = message.get("tool_calls")
@@ -272,7 +272,7 @@ class OpenAIProvider(BaseProvider):
                     state.thinking_index = state.allocate()
                     yield b.start_thinking(state.thinking_index)
                 yield b.thinking(state.thinking_index, reasoning)
-            text = delta.get("content")
+            text = delta.get("content") or delta.get("refusal")  # a refusal streams as the answer's text
             if isinstance(text, str) and text:
                 yield from state.end_thinking()
                 if state.text_index is None:
