@@ -20,7 +20,7 @@ def map_makespan(quick: bool) -> Measurement:
     """A map node calling a function that sleeps 50 ms on each of 1,000 items, 100 at
     once, inside a formation; the baseline is as many plain threads taking item numbers
     from a shared counter, each item only waiting the 50 ms (the thread floor)."""
-    from ._measurement import Measurement, _reps
+    from ._measurement import Measurement, _makespan_reps
     from .scenarios import FLOOR_TARGET, _over_floor, _thread_floor_ratio
 
     items = 200 if quick else 1_000
@@ -40,7 +40,7 @@ def map_makespan(quick: bool) -> Measurement:
     node_ratios: list[float] = []
     floor_ratios: list[float] = []
     with formation.start() as running:
-        for _ in range(_reps(quick)):
+        for _ in range(_makespan_reps(quick)):
             gc.collect()  # as in fleet_node_makespan: no full collection inside either timing
             t0 = time.perf_counter()
             outputs = running.submit(items).result(60).output

@@ -20,7 +20,7 @@ from ..agents._agent import Agent
 from ..agents._fleet import Fleet, Task
 from ..formation import Formation
 from ..providers._scripted import ScriptedProvider
-from ._measurement import Measurement, _reps
+from ._measurement import Measurement, _makespan_reps, _reps
 from ._registry import WHERE
 from .baselines import EchoActor, PlainChain
 from .peers import langgraph_overhead, langgraph_throughput
@@ -181,7 +181,7 @@ def fleet_makespan(quick: bool) -> Measurement:
     ideal = -(-tasks // workers) * latency
     ratios = []
     floors = []
-    for _ in range(_reps(quick)):
+    for _ in range(_makespan_reps(quick)):
         agent = Agent("bench", provider=_model(["ok"], latency))
         fleet = Fleet(agent, [Task(f"task {i}") for i in range(tasks)], max_workers=workers)
         # As in fleet_node_makespan: a full collection of the previous runs' garbage falls
@@ -268,7 +268,7 @@ def fleet_node_makespan(quick: bool) -> Measurement:
         .connect("items", "work")
     )
     with formation.start() as running:
-        for _ in range(_reps(quick)):
+        for _ in range(_makespan_reps(quick)):
             # A full collection (50-100 ms here) falls due every few runs: collecting
             # before each timed run keeps it out of both, instead of in whichever it hits.
             gc.collect()
