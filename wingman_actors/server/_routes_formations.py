@@ -21,6 +21,7 @@ from ._errors import ApiError
 from ._flights import flight, outcome
 from ._loop_runs import run_on_loop
 from ._nesting import agent_ids, build_nested, declaration_of, load_nested, nested_in, nesting_users
+from ._plain_route import PlainJsonRoute
 from ._run_outcome import cancelled, event_dict, out_of_time, settled
 from ._schemas import FormationOut, FormationRunIn, RunOut, StatusOut
 from ._sse import Event, ThreadedStream
@@ -47,8 +48,6 @@ def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: 
             return outcome(current, future, timeout, formation.entry)
 
 
-@router.post("/formations/{id}/run", tags=["formations"], summary="Run a formation and wait for its result",
-             response_model=RunOut)
 async def run(id: str, body: FormationRunIn, request: Request) -> Response:
     """``{"input": ..., "timeout": seconds?}`` → the recorded run (status, outputs, node
     traces); ``status`` is ``suspended`` (with ``interrupt``) when a node called
@@ -63,6 +62,11 @@ async def run(id: str, body: FormationRunIn, request: Request) -> Response:
         if one is not None:  # the common case: nothing to read, nothing to start
             return await run_on_loop(ctx, entry, one, body, deadline)
     return json_response(await ctx.pool.run(_run_formation, ctx, id, body, deadline))
+
+
+router.add_api_route("/formations/{id}/run", run, methods=["POST"], tags=["formations"],
+                     summary="Run a formation and wait for its result", response_model=RunOut,
+                     route_class_override=PlainJsonRoute)  # a valid body skips FastAPI's per-request solving
 
 
 class _Stop:
