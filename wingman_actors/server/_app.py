@@ -235,6 +235,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         return JSONResponse(error.body(), status_code=error.status)
 
     # Routes are matched in order, one by one: the runs' routes come first (the hot path), the docs' last
+    routes_formations.add_run_route(app.router)  # the hottest, matched first and once (see add_run_route)
     for module in (routes_formations, routes_runs, routes_providers, routes_agents, routes_sessions, routes_fleets,
                    routes_history, routes_viewer):
         app.include_router(module.router)

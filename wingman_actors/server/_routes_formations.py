@@ -28,10 +28,11 @@ from ._sse import Event, ThreadedStream
 from ._started import started
 from ._streaming import Canceller, start_stream
 
-__all__ = ["router"]
+__all__ = ["add_run_route", "router"]
 
 router = APIRouter()
-# Routes are matched in their order, one by one: the runs' routes come first (the hot path).
+# Routes are matched in their order, one by one: the runs' routes come first (the hot path;
+# POST /formations/{id}/run is on the app's own router: add_run_route).
 
 
 # -- running --------------------------------------------------------------------------
@@ -64,9 +65,18 @@ async def run(id: str, body: FormationRunIn, request: Request) -> Response:
     return json_response(await ctx.pool.run(_run_formation, ctx, id, body, deadline))
 
 
-router.add_api_route("/formations/{id}/run", run, methods=["POST"], tags=["formations"],
-                     summary="Run a formation and wait for its result", response_model=RunOut,
-                     route_class_override=PlainJsonRoute)  # a valid body skips FastAPI's per-request solving
+def add_run_route(target: APIRouter) -> None:
+    """Declare ``POST /formations/{id}/run`` on ``target``: the app's own router, first.
+
+    It is not on :data:`router`: FastAPI matches the routes of an included router twice per
+    request (once to find the router, once to pick its route) and rebuilds what to match
+    them against when a router changes, where the app's own routes are matched once, each
+    by its pattern. Its body skips FastAPI's per-request solving when valid (see
+    :class:`~wingman_actors.server._plain_route.PlainJsonRoute`).
+    """
+    target.add_api_route("/formations/{id}/run", run, methods=["POST"], tags=["formations"],
+                         summary="Run a formation and wait for its result", response_model=RunOut,
+                         route_class_override=PlainJsonRoute)
 
 
 class _Stop:
