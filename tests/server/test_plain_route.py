@@ -86,3 +86,25 @@ def test_a_plain_json_route_refuses_an_endpoint_of_another_shape() -> None:
     app = FastAPI()
     with pytest.raises(TypeError, match=r"parameter 'limit' is not a str path parameter"):
         app.router.add_api_route("/x/{id}", counted, methods=["POST"], route_class_override=PlainJsonRoute)
+
+
+def test_a_request_fastapi_telemetry_records_gets_the_same_spans_as_from_fastapi_s_handling() -> None:
+    pytest.importorskip("fastapi.telemetry")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    app = FastAPI(telemetry={"tracer_provider": provider, "metrics": False, "logs": False})
+    app.router.add_api_route("/plain/{id}/run", endpoint, methods=["POST"], route_class_override=PlainJsonRoute)
+    app.router.add_api_route("/fastapi/{id}/run", endpoint, methods=["POST"], route_class_override=APIRoute)
+    spans = {}
+    with TestClient(app) as client:
+        for route in ("plain", "fastapi"):
+            exporter.clear()
+            assert client.post(f"/{route}/f-1/run", json={"input": 1}).status_code == 200
+            spans[route] = sorted(s.name.replace(f"/{route}/", "/ROUTE/") for s in exporter.get_finished_spans())
+    assert spans["plain"] == spans["fastapi"]
+    assert len(spans["plain"]) > 1, spans  # the request's span and its operations'

@@ -23,10 +23,21 @@ from collections.abc import Callable, Coroutine
 from typing import Any, get_type_hints
 
 from fastapi.routing import APIRoute
-from fastapi.telemetry import get_telemetry_data
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
+
+
+def _no_telemetry() -> object:
+    return None
+
+
+try:  # FastAPI's native telemetry (0.165 and later)
+    from fastapi.telemetry import get_telemetry_data
+
+    _telemetry_data: Callable[[], object] = get_telemetry_data
+except ImportError:  # an older FastAPI records no request: every valid body takes the plain path
+    _telemetry_data = _no_telemetry
 
 __all__ = ["PlainJsonRoute"]
 
@@ -66,7 +77,7 @@ class PlainJsonRoute(APIRoute):
         names = tuple(path)
 
         async def handler(request: Request) -> Response:
-            if get_telemetry_data() is not None:  # FastAPI records this request: its operations included
+            if _telemetry_data() is not None:  # FastAPI records this request: its operations included
                 return await general(request)
             raw = await request.body()  # (kept by the Request: the general handler reads it again)
             try:
