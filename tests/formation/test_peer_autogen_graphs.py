@@ -172,7 +172,6 @@ def test_a_graph_built_by_hand_with_networkx_runs_as_the_builders_does() -> None
     assert [one.nodes[n].outputs for n in "AB"] == [two.nodes[n].outputs for n in "AB"] == [["0"], ["0"]]
 
 
-@pytest.mark.xfail(strict=True, reason="a fan-in's dict is keyed in the order the predecessors finished")
 def test_an_agent_after_an_all_join_gets_its_parents_values_in_their_order() -> None:
     """autogen test_digraph_group_chat_parallel_join_all with C an assistant agent (it sees
     A's and B's messages): our fan-in is a dict keyed by predecessor, rendered as JSON.
@@ -197,7 +196,6 @@ def test_an_agent_after_an_all_join_gets_its_parents_values_in_their_order() -> 
     assert provider.requests[0].messages[-1].text == '{\n  "A": "A:Go",\n  "B": "B:Go"\n}'
 
 
-@pytest.mark.xfail(strict=True, reason="a fan-in's dict is keyed in the order the predecessors finished")
 def test_a_function_after_an_all_join_gets_its_parents_values_in_their_order() -> None:
     """autogen test_digraph_group_chat_parallel_join_all, with C a function of the dict."""
     b_done = threading.Event()
@@ -249,7 +247,6 @@ def test_a_join_whose_dict_parameter_a_back_edge_cannot_fill_is_refused_naming_t
     assert "'parents'" in problem
 
 
-@pytest.mark.xfail(strict=True, reason="a fan-in's dict is keyed in the order the predecessors finished")
 def test_a_join_that_takes_whatever_comes_runs_both_its_forward_and_its_back_edge_visits() -> None:
     """The same with O unannotated: a forward visit gets the dict of B and C, the back edge's
     visit X's output."""
