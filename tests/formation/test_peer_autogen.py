@@ -26,6 +26,8 @@ Deliberately different, or without a counterpart (each test that touches one say
 - ``default_start_node``/``set_entry_point``: our sources are the nodes with no incoming
   edge; a loop back to the first node needs an entry node before it (the setup error says
   so), which plays the part of AutoGen's "user" message.
+- AutoGen refuses a graph without a leaf node; a formation without a sink validates, and
+  its runs end in NoRouteError or at max_visits (test_peer_autogen_graphs.py).
 - MessageFilterAgent (what part of the thread a participant sees), the chat thread's
   message types and the stop agent's message have no counterpart: nodes get values.
 - ``team.reset()``: a formation holds no state between runs, so there is nothing to reset.
