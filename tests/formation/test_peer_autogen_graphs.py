@@ -268,6 +268,35 @@ def test_a_join_that_takes_whatever_comes_runs_both_its_forward_and_its_back_edg
     assert seen == [{"B": "b", "C": "c"}, "b+c!"]
 
 
+def entered_twice(**join: str) -> Formation:
+    """The shape AutoGen's activation groups exist for (a node reachable both from the entry
+    and from inside a loop, e.g. a reviewer sending work back): ``start`` feeds A and B;
+    A → B; B goes back to A until A has run three times, then to ``done``."""
+    def value(v: Any) -> int:
+        return v if isinstance(v, int) else next(iter(v.values()))
+
+    return (Formation("entered_twice").add_function("start", lambda _: 0)
+            .add_function("A", lambda v: value(v) + 1).add_function("B", echo, **join)
+            .add_function("done", echo).connect("start", "A", "B").connect("start", "B")
+            .connect("B", "A", when=lambda d: value(d) < 3).connect("B", "done", otherwise=True))
+
+
+@pytest.mark.xfail(strict=True, reason="validation accepts it; the run 'succeeds' without the loop's last values")
+@pytest.mark.parametrize("join", ["all", "any"])
+def test_a_join_inside_a_loop_fed_from_outside_it_is_refused_naming_both_and_the_fix(join: str) -> None:
+    """autogen test_digraph_group_chat_loop_with_two_cycles's activation groups (each way
+    into O its own group, so O does not wait for a parent that will not speak again), and
+    its activation="any" that users give such a node: our B joins 'start', outside the loop,
+    and 'A', inside it. 'start' delivers once, so B's visit in the loop's second round
+    (with join="any", its third) could never fire: the run used to "succeed" with ``done``
+    skipped and the loop's last values lost. Validation refuses it, saying what to do.
+    (Ours has no activation groups: a way back into a node is a back edge to it, whose
+    visit waits for no one, as test_a_node_in_two_cycles_goes_round_each_then_exits shows.)"""
+    (problem,) = problems(entered_twice(join=join))
+    assert problem.startswith("node 'B' joins 'A', inside the loop (cycle A → B → A), and 'start', outside it")
+    assert "feed 'start' to the loop's entry 'A' only" in problem
+
+
 def two_agents() -> tuple[Formation, ScriptedProvider, ScriptedProvider]:
     """autogen test_graph_flow_stateful_pause_and_resume_with_termination's team: A → B,
     assistant agents answering "A1", "A2" and "B1"."""
