@@ -281,7 +281,6 @@ def entered_twice(**join: str) -> Formation:
             .connect("B", "A", when=lambda d: value(d) < 3).connect("B", "done", otherwise=True))
 
 
-@pytest.mark.xfail(strict=True, reason="validation accepts it; the run 'succeeds' without the loop's last values")
 @pytest.mark.parametrize("join", ["all", "any"])
 def test_a_join_inside_a_loop_fed_from_outside_it_is_refused_naming_both_and_the_fix(join: str) -> None:
     """autogen test_digraph_group_chat_loop_with_two_cycles's activation groups (each way

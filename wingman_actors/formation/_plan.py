@@ -48,6 +48,7 @@ from ._validation import (
     edge_problems,
     error_edge_problems,
     is_error_edge,
+    loop_join_problems,
     node_problems,
     otherwise_problems,
     prompt_problems,
@@ -423,7 +424,7 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
     # receives the run's input too (reach_problems refuses nodes no source reaches).
     sources = [n for n in graph if not fwd[n]]
     # a depth-first search finds a back edge on every cycle: without one, there is none
-    problems += (cycle_problems(graph) if back else []) + reach_problems(graph)
+    problems += (cycle_problems(graph) + loop_join_problems(graph, back) if back else []) + reach_problems(graph)
     infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] in ("function", "map") and "fn" in a}
     warn_unresolved(name, {n: (usable[n]["fn"], info) for n, info in infos.items()})
     boards: dict[str, BoardNeed] = {}
