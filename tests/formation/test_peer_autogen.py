@@ -45,6 +45,7 @@ import pytest
 from tests.support.peers import Counter, Order, local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Agent, Formation
 from wingman_actors.errors import FormationRuntimeError, NoRouteError
+from wingman_actors.formation.events import FormationEvent
 from wingman_actors.testing import ScriptedProvider
 
 
@@ -263,6 +264,25 @@ def test_an_agent_decides_to_loop_twice_then_to_exit() -> None:
     assert [r.messages[-1].text for r in provider.requests] == ["Start", "loop", "loop"]
 
 
+def test_each_visit_in_the_loop_sees_the_message_that_sent_it() -> None:
+    """autogen test_message_filter_agent_loop_graph_visibility (A sees the user's task and B's
+    two "loop"s, C the user's task and B's "exit"; B its own history). DESIGN differs on
+    purpose: a node gets its predecessor's output, not a filtered thread, so A's visits get
+    the task then each "loop", C gets "exit", and each session of B starts afresh with A's
+    message (the node_started events carry each visit's input)."""
+    f, provider = decision_loop(["loop", "loop", "exit"])
+    inputs: dict[str, list[Any]] = {}
+
+    def seen(event: FormationEvent) -> None:
+        if event.type == "node_started" and event.node is not None:
+            inputs.setdefault(event.node, []).append(event.data["input"])
+
+    f.run("Start", on_event=seen)
+    assert inputs == {"user": ["Start"], "A": ["Start", "loop", "loop"], "B": ["Start", "loop", "loop"],
+                      "C": ["exit"]}
+    assert [len(r.messages) for r in provider.requests] == [1, 1, 1]
+
+
 def test_an_agent_looping_on_itself_runs_again_until_it_exits() -> None:
     """autogen test_digraph_group_chat_loop_with_self_cycle: B → B when "loop", B → C when
     "exit"; each visit of B is a new session given its own last answer."""
@@ -417,6 +437,21 @@ def test_a_node_in_two_cycles_on_ray_goes_round_each_with_each_agents_own_script
     assert result.output == "exit"
     assert result.nodes["O"].outputs == ["to_x", "to_y", "exit"]
     assert {name: p.calls for name, p in providers.items()} == {"O": 3, "X": 1, "Y": 1}
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_an_agent_loop_started_on_ray_runs_a_second_task_and_its_calls_are_counted_after_stop() -> None:
+    """autogen test_digraph_group_chat_multiple_task_execution on backend="ray": B's replica
+    answers both tasks from its copy of the script, in order, and its calls (and requests)
+    reach the driver's provider when the formation stops."""
+    f, provider = decision_loop(["loop", "exit", "exit"])
+    with f.start(backend="ray") as running:
+        first = running.submit("First task", timeout=90).result(timeout=120)
+        second = running.submit("Second task", timeout=90).result(timeout=120)
+    assert (first.nodes["B"].outputs, second.nodes["B"].outputs) == (["loop", "exit"], ["exit"])
+    assert provider.calls == 3
+    assert [r.messages[-1].text for r in provider.requests] == ["First task", "loop", "Second task"]
 
 
 @pytest.mark.ray
