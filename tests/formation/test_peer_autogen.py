@@ -35,6 +35,7 @@ Deliberately different, or without a counterpart (each test that touches one say
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from concurrent.futures import CancelledError
@@ -310,6 +311,31 @@ def two_cycles(provider_for: Any) -> Formation:
             .connect("O", "X", when=says("to_x")).connect("O", "Y", when=says("to_y"))
             .connect("O", "E", when=says("exit"))
             .connect("X", "O", when=says("to_o")).connect("Y", "O", when=says("to_o")))
+
+
+def test_a_loop_streamed_on_an_event_loop_yields_each_answer_in_order_then_the_result() -> None:
+    """autogen's GraphFlow is async (``await team.run(...)``, ``team.run_stream(...)``
+    yielding each message, then the TaskResult): the loop of
+    test_digraph_group_chat_loop_with_exit_condition with ``async def`` echo nodes, through
+    ``astream``: each node's output in order, then ``run_finished`` with the result."""
+    async def echo_async(message: str) -> str:
+        await asyncio.sleep(0)
+        return message
+
+    provider = ScriptedProvider(["loop", "loop", "exit"])
+    f = (Formation("async_loop").add_function("user", echo_async).add_function("A", echo_async)
+         .add_agent("B", Agent("B", provider=provider)).add_function("C", echo_async)
+         .connect("user", "A", "B").connect("B", "A", when=says("loop")).connect("B", "C", when=says("exit")))
+
+    async def main() -> list[FormationEvent]:
+        return [event async for event in f.astream("Start")]
+
+    events = asyncio.run(main())
+    finished = [(e.node, e.data["output"]) for e in events if e.type == "node_finished"]
+    assert finished == [("user", "Start"), ("A", "Start"), ("B", "loop"), ("A", "loop"), ("B", "loop"),
+                        ("A", "loop"), ("B", "exit"), ("C", "exit")]
+    assert events[-1].type == "run_finished"
+    assert events[-1].data["result"].output == "exit"
 
 
 def test_a_node_in_two_cycles_goes_round_each_then_exits() -> None:
