@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import networkx as nx  # type: ignore[import-untyped]
 
-__all__ = ["back_edges", "downstream", "loop_roles", "topological_order"]
+__all__ = ["back_edges", "downstream", "loop_roles", "natural_loops", "topological_order"]
 
 _N = TypeVar("_N", bound=Hashable)
 
@@ -100,7 +100,7 @@ def loop_roles(graph: nx.DiGraph) -> dict[tuple[Any, Any], str]:
     inner loop's last round, as a join after a top-level loop does)."""
     component = {n: i for i, nodes in enumerate(nx.strongly_connected_components(graph)) for n in nodes}
     looped = {u for u, v in graph.edges if component[u] == component[v]}
-    loops = _natural_loops(graph, component)
+    loops = list(_natural_loops(graph, component).values())
     roles: dict[tuple[Any, Any], str] = {}
     for u, v in graph.edges:
         if u not in looped:
@@ -110,13 +110,20 @@ def loop_roles(graph: nx.DiGraph) -> dict[tuple[Any, Any], str]:
     return roles
 
 
-def _natural_loops(graph: nx.DiGraph, component: Mapping[Any, int]) -> list[set[Any]]:
+def natural_loops(graph: nx.DiGraph) -> dict[Any, set[Any]]:
+    """By loop header (a back edge's target), its natural loop: the header and the nodes
+    that reach the tail of one of its back edges without passing it."""
+    component = {n: i for i, nodes in enumerate(nx.strongly_connected_components(graph)) for n in nodes}
+    return _natural_loops(graph, component)
+
+
+def _natural_loops(graph: nx.DiGraph, component: Mapping[Any, int]) -> dict[Any, set[Any]]:
     """The natural loop of each loop header (back edges' targets, their loops merged): the
     header and the nodes that reach the tail of one of its back edges without passing it."""
     tails: dict[Any, list[Any]] = {}
     for tail, header in back_edges(graph):
         tails.setdefault(header, []).append(tail)
-    loops = []
+    loops: dict[Any, set[Any]] = {}
     for header, ends in tails.items():
         body, todo = {header}, [t for t in ends if t != header]
         while todo:
@@ -124,5 +131,5 @@ def _natural_loops(graph: nx.DiGraph, component: Mapping[Any, int]) -> list[set[
             if n not in body and component[n] == component[header]:  # a second entry is not its body
                 body.add(n)
                 todo.extend(graph.predecessors(n))
-        loops.append(body)
+        loops[header] = body
     return loops

@@ -20,12 +20,15 @@ class Join:
     predecessor that resolves again before the visit is complete (a loop's next
     iteration arriving early) is queued, oldest first, for the next visit: values of one
     iteration never meet another's, and none is lost. With ``any``, the visit fires at its
-    first value; the rest of that visit's resolutions are taken and dropped.
+    first value; the rest of that visit's resolutions are taken and dropped. A visit's
+    dict is keyed in the predecessors' order, whichever finished first, so what a node
+    receives (an agent's prompt rendered from it, say) is the same on every run.
     """
 
-    __slots__ = ("any", "cuts", "fired", "preds", "queued", "taken", "values")
+    __slots__ = ("any", "cuts", "fired", "order", "preds", "queued", "taken", "values")
 
     def __init__(self, preds: tuple[str, ...], any: bool) -> None:
+        self.order = preds
         self.preds = len(preds)
         self.any = any
         self.values: dict[str, Any] = {}
@@ -64,7 +67,10 @@ class Join:
         if len(self.taken) < self.preds:
             return False
         if not self.any:
-            ready.append(self.values or None)
+            values = self.values
+            if len(values) > 1:  # in the predecessors' order, not the order they arrived in
+                values = {p: values[p] for p in self.order if p in values}
+            ready.append(values or None)
         else:
             if not self.fired:
                 ready.append(None)

@@ -27,6 +27,7 @@ from ._typecheck import (
     CallableInfo,
     compatible,
     disjoint,
+    edge_type_problem,
     exclude,
     guard_type,
     inspect_callable,
@@ -47,6 +48,7 @@ from ._validation import (
     edge_problems,
     error_edge_problems,
     is_error_edge,
+    loop_join_problems,
     node_problems,
     otherwise_problems,
     prompt_problems,
@@ -257,6 +259,14 @@ def _function_inputs(
             "parameter after a predecessor (or add **kwargs), or take one parameter to receive a dict "
             "{predecessor: output}"
         ] if what else []
+        if back:  # a back edge's visit brings one value, which no keyword carries
+            edges = ", ".join(f"{u!r} → {node!r}" for u in back)
+            problems.append(
+                f"function node {node!r} takes its forward predecessors ({quote(preds)}) as keyword arguments, but "
+                f"the back edge{'s' if len(back) > 1 else ''} {edges} start{'' if len(back) > 1 else 's'} a visit of "
+                "its own with one value, which no keyword carries; take one parameter instead (a forward visit "
+                "gives it the dict {predecessor: output}, a back edge's visit that value), or send the loop back "
+                "to a node before the join")
         kinds = {p: info.annotation(by_name.get(p, var_kw)) for p in preds}
         return _Inputs("kwargs", kwarg_types=kinds), problems
     first = next(iter(info.params(*_POSITIONAL)), None)
@@ -286,23 +296,6 @@ def _map_inputs(node: str, fn: Any, info: CallableInfo) -> tuple[_Inputs, list[s
     return _Inputs("single", first.name if first else None, info.annotation(first)), problems
 
 
-def _edge_type_problem(u: str, v: str, back: bool, src: Any, param: str | None, dst: Any) -> list[str]:
-    if compatible(src, dst):
-        return []
-    if src is NodeFailure:
-        return [
-            f"error edge {u!r} → {v!r}: {v!r} receives a NodeFailure when {u!r} fails, but its parameter "
-            f"{param!r} expects {type_name(dst)}; annotate it as NodeFailure (from wingman_actors.formation "
-            "import NodeFailure), or leave it unannotated"
-        ]
-    edge = f"{'back edge' if back else 'edge'} {u!r} → {v!r}"
-    return [
-        f"{edge}: {u!r} outputs {type_name(src)} but parameter {param!r} of {v!r} expects {type_name(dst)}; "
-        f"make them agree (change the return type of {u!r} or the parameter's annotation) "
-        "or put a converting function node between them"
-    ]
-
-
 def _type_problems(node: str, kind: str, ins: _Inputs, fwd: list[str], back: list[str], types: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
     each = {"fleet": "one session per item", "map": "one call per item"}.get(kind, "")
@@ -328,7 +321,7 @@ def _type_problems(node: str, kind: str, ins: _Inputs, fwd: list[str], back: lis
                 )
     elif kind == "function" and ins.mode == "kwargs":
         for u in fwd:
-            out += _edge_type_problem(u, node, False, types.get(u), u, (ins.kwarg_types or {}).get(u))
+            out += edge_type_problem(u, node, False, types.get(u), u, (ins.kwarg_types or {}).get(u))
     elif kind == "function" and ins.mode == "dict":
         if not compatible(dict[str, Any], ins.param_type):
             out.append(
@@ -336,9 +329,11 @@ def _type_problems(node: str, kind: str, ins: _Inputs, fwd: list[str], back: lis
                 f"parameter {ins.param!r} expects {type_name(ins.param_type)}; annotate it as dict[str, Any], "
                 "or name parameters after the predecessors to receive keyword arguments"
             )
+        for u in back:  # a back edge's visit brings its value alone, not a dict
+            out += edge_type_problem(u, node, True, types.get(u), ins.param, ins.param_type)
     elif kind == "function":
         for u in fwd + back:
-            out += _edge_type_problem(u, node, u in back, types.get(u), ins.param, ins.param_type)
+            out += edge_type_problem(u, node, u in back, types.get(u), ins.param, ins.param_type)
     return out
 
 
@@ -429,7 +424,7 @@ def _compile(formation: Formation, within: tuple[tuple[int, str], ...]) -> Plan:
     # receives the run's input too (reach_problems refuses nodes no source reaches).
     sources = [n for n in graph if not fwd[n]]
     # a depth-first search finds a back edge on every cycle: without one, there is none
-    problems += (cycle_problems(graph) if back else []) + reach_problems(graph)
+    problems += (cycle_problems(graph) + loop_join_problems(graph, back) if back else []) + reach_problems(graph)
     infos = {n: inspect_callable(a["fn"]) for n, a in usable.items() if a["kind"] in ("function", "map") and "fn" in a}
     warn_unresolved(name, {n: (usable[n]["fn"], info) for n, info in infos.items()})
     boards: dict[str, BoardNeed] = {}

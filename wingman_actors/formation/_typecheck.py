@@ -30,6 +30,8 @@ import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 from pydantic.errors import PydanticSchemaGenerationError
 
+from ._failure import NodeFailure
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "adapter_for",
     "shared_adapters",
     "compatible",
+    "edge_type_problem",
     "inspect_callable",
     "warn_unresolved",
     "is_sequence",
@@ -479,3 +482,22 @@ def warn_unresolved(formation: str, infos: Mapping[str, tuple[Any, CallableInfo]
             "is not visible to a module with `from __future__ import annotations`), or annotate with Any",
             formation, node, getattr(fn, "__qualname__", repr(fn)), info.unresolved,
         )
+
+
+def edge_type_problem(u: str, v: str, back: bool, src: Any, param: str | None, dst: Any) -> list[str]:
+    """The problem of edge ``u`` → ``v`` (``back``: a back edge) carrying ``src`` into
+    parameter ``param`` of type ``dst``, when they do not fit (none when they do)."""
+    if compatible(src, dst):
+        return []
+    if src is NodeFailure:
+        return [
+            f"error edge {u!r} → {v!r}: {v!r} receives a NodeFailure when {u!r} fails, but its parameter "
+            f"{param!r} expects {type_name(dst)}; annotate it as NodeFailure (from wingman_actors.formation "
+            "import NodeFailure), or leave it unannotated"
+        ]
+    edge = f"{'back edge' if back else 'edge'} {u!r} → {v!r}"
+    return [
+        f"{edge}: {u!r} outputs {type_name(src)} but parameter {param!r} of {v!r} expects {type_name(dst)}; "
+        f"make them agree (change the return type of {u!r} or the parameter's annotation) "
+        "or put a converting function node between them"
+    ]

@@ -43,7 +43,7 @@ from typing import Any, Literal, get_args, get_origin
 
 import networkx as nx  # type: ignore[import-untyped]
 
-from .._graphs import back_edges
+from .._graphs import back_edges, natural_loops
 from ._typecheck import inspect_callable, when_types
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "is_agent",
     "is_error_edge",
     "is_formation",
+    "loop_join_problems",
     "node_problems",
     "otherwise_problems",
     "policy_problems",
@@ -352,6 +353,33 @@ def cycle_problems(graph: nx.DiGraph) -> list[str]:
             cycle = [u for u, _ in nx.find_cycle(plain.subgraph(scc), source=start)]
             path = " → ".join(str(n) for n in [*cycle, cycle[0]])
             out.append(f"cycle {path} has no conditional edge; add when= to one of its edges so it can end")
+    return out
+
+
+def loop_join_problems(graph: nx.DiGraph, back: set[tuple[Any, Any]]) -> list[str]:
+    """Joins inside a loop fed both from inside it and from outside it. What is outside
+    delivers once (per visit of it), so the join's visit in the loop's next round waits
+    for it forever (with ``join="any"``, the round after that): the run would end with
+    values held in the join. ``back``: the graph's back edges."""
+    out, named = [], set()
+    for header, body in natural_loops(graph).items():
+        for node in graph:  # graph order
+            if node == header or node not in body or node in named:
+                continue
+            preds = [u for u in graph.predecessors(node) if (u, node) not in back]
+            outside = [u for u in preds if u not in body]
+            if not outside or len(outside) == len(preds):
+                continue
+            named.add(node)
+            loop, _ = _loop(graph, header, body)
+            inside = [u for u in preds if u in body]
+            out.append(
+                f"node {node!r} joins {quote(inside)}, inside the loop ({loop}), and {quote(outside)}, outside "
+                f"it: what is outside delivers once, so the visit of {node!r} in the loop's next round would wait "
+                "for it forever (join='any' only delays that by a round) and the run would end without the "
+                f"loop's values; feed {quote(outside)} to the loop's entry {header!r} only, and let the loop "
+                f"carry what {node!r} needs"
+            )
     return out
 
 
