@@ -1,7 +1,8 @@
 """Behaviours ported from CrewAI's own test suite (crewAIInc/crewAI,
 ``lib/crewai/tests/test_flow.py`` and ``test_flow_persistence.py``): Flows of ``@start``
 methods, ``@listen`` chains, ``or_``/``and_`` conditions, ``@router`` labels, cycles a
-router drives, async steps, exceptions, a flow kicked off again, and persisted state.
+router drives, async steps, exceptions, a flow kicked off again, events.
+``test_peer_crewai_durable.py`` takes persistence, human feedback and ``backend="ray"``.
 
 A CrewAI Flow is a class whose methods are steps sharing ``self.state``; here a step is a
 function node and what it passes on is its output (CrewAI's "state passed between
@@ -38,18 +39,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter, Order, local_ray  # noqa: F401  (a fixture)
+from tests.support.peers import Counter, Order
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, NoRouteError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.formation.events import FormationEvent, FormationEventType
-from wingman_actors.store import RunStore
 
 
 def label(name: str) -> Callable[[Any], bool]:
@@ -72,12 +71,6 @@ def step(name: str, counter: Counter | None = None) -> Callable[[Any], Any]:
 
     run.__name__ = name
     return run
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 # --- @start and @listen -------------------------------------------------------------
@@ -534,87 +527,3 @@ def test_parallel_branches_each_get_their_own_copy_of_the_state() -> None:
     result = f.run(None)
     assert result.output == (11, 15)
     assert result.nodes["init"].output == {"counter": 10}
-
-
-# --- persistence --------------------------------------------------------------------
-
-
-def test_a_journalled_run_that_failed_resumes_without_running_its_persisted_steps_again(store: RunStore) -> None:
-    """crewai test_flow_persistence.py::test_multiple_method_persistence (a second kickoff
-    with the first's id picks up the persisted state): ours, ``resume`` of the failed run;
-    step_1 is journalled and not run again, step_2 runs on its output."""
-    counter, broken = Counter(), [True]
-
-    def step_2(s: dict[str, Any]) -> dict[str, Any]:
-        counter.hit("step_2")
-        if broken[0]:
-            raise ConnectionError("flaky")
-        return {**s, "counter": 2, "message": "Step 2"}
-
-    f = (Formation("persisted").add_function("step_1", step("step_1", counter))
-         .add_function("step_2", step_2).connect("step_1", "step_2"))
-    with pytest.raises(FormationRuntimeError):
-        f.run({"counter": 1, "message": "Step 1"}, store=store, run_id="flow-1")
-    broken[0] = False
-    result = f.resume("flow-1", store=store)
-    assert result.output == {"counter": 2, "message": "Step 2"}
-    assert counter.calls == {"step_1": 1, "step_2": 2}
-
-
-def test_the_journal_keeps_each_steps_output_for_the_run_id(store: RunStore) -> None:
-    """crewai test_persist_decorator_saves_state and test_structured_state_persistence
-    (``persistence.load_state(id)``): ours, ``store.history(run_id)``."""
-    f = (Formation("saved").add_function("init_step", lambda s: {**s, "message": "Hello, World!"})
-         .add_function("count_up", lambda s: {**s, "counter": s["counter"] + 1}).connect("init_step", "count_up"))
-    result = f.run({"counter": 0}, store=store)
-    history = store.history(result.run_id)
-    assert [(v.node, v.output) for v in history] == [
-        ("init_step", {"counter": 0, "message": "Hello, World!"}),
-        ("count_up", {"counter": 1, "message": "Hello, World!"})]
-    assert store.get(result.run_id).status == "succeeded"
-
-
-def test_a_cycle_that_failed_mid_way_resumes_in_the_iteration_it_stopped(store: RunStore) -> None:
-    """crewai's CyclicFlow with persistence: the iterations journalled are not run again."""
-    counter, broken = Counter(), [True]
-
-    def step_2(i: int) -> int:
-        counter.hit(i)
-        if i == 2 and broken[0]:
-            raise RuntimeError("down")
-        return i
-
-    f = cyclic(3)
-    f.graph.nodes["step_2"]["fn"] = step_2
-    with pytest.raises(FormationRuntimeError):
-        f.run(0, store=store, run_id="cycle-1")
-    broken[0] = False
-    result = f.resume("cycle-1", store=store)
-    assert result.output == "done after 3"
-    assert counter.calls == {0: 1, 1: 1, 2: 2}
-
-
-# --- backend="ray" ------------------------------------------------------------------
-
-
-@pytest.mark.ray
-def test_a_router_driven_cycle_on_ray_runs_each_iteration_in_order(local_ray: None) -> None:
-    """crewai test_cyclic_flow on backend="ray": each step a Ray actor, same order."""
-    order = Order()
-    result = cyclic(3).run(0, backend="ray", timeout=120, on_event=order)
-    assert order.nodes == ["kickoff"] + ["step_1", "step_2", "step_3"] * 3 + ["exit"]
-    assert result.output == "done after 3"
-
-
-@pytest.mark.ray
-def test_a_step_that_raises_on_ray_fails_the_run_naming_the_node(local_ray: None) -> None:
-    """crewai test_flow_with_exceptions on backend="ray": the failure crosses the process."""
-    f = Formation("boom_ray").add_function("step_1", _raise_value_error).add_function("step_2", step("step_2"))
-    with pytest.raises(FormationRuntimeError, match=r"step_1") as info:
-        f.connect("step_1", "step_2").run(None, backend="ray", timeout=120)
-    assert info.value.node == "step_1"
-    assert info.value.nodes["step_2"].attempts == 0
-
-
-def _raise_value_error(v: Any) -> None:
-    raise ValueError("An error occurred in step_1")
