@@ -46,7 +46,7 @@ import pytest
 
 from tests.support.peers import Counter, Order
 from wingman_actors import Formation
-from wingman_actors.errors import FormationRuntimeError, NoRouteError
+from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NoRouteError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.formation.events import FormationEvent, FormationEventType
 
@@ -124,6 +124,20 @@ def test_a_value_returned_by_one_step_is_what_the_next_step_receives() -> None:
     f = (Formation("state").add_function("step_1", lambda s: {**s, "counter": s["counter"] + 1})
          .add_function("step_2", lambda s: {**s, "counter": s["counter"] * 2}).connect("step_1", "step_2"))
     assert f.run({"counter": 0}).output == {"counter": 2}
+
+
+def test_a_step_that_takes_no_argument_is_refused_at_setup_saying_to_add_a_parameter() -> None:
+    """crewai's listeners often take nothing but ``self`` (test_simple_sequential_flow's
+    ``step_2(self)``). DESIGN differs on purpose: a node is called with its input, so a
+    function with no parameter for it is a setup error naming the node, and the fix it
+    gives is to add one (it was "give the other parameters defaults", with none to give)."""
+    f = Formation("no_args").add_function("step_1", lambda: "one").add_function("step_2", lambda: "two")
+    with pytest.raises(FormationSetupError) as info:
+        f.connect("step_1", "step_2").validate()
+    assert len(info.value.problems) == 2
+    for node, problem in zip(("step_1", "step_2"), info.value.problems, strict=True):
+        assert f"node {node!r}" in problem
+        assert "add a positional parameter for it" in problem and "defaults" not in problem
 
 
 # --- and_ / or_ ---------------------------------------------------------------------
@@ -226,6 +240,39 @@ def test_nested_and_inside_or_fires_after_the_first_complete_pair() -> None:
     assert result.output == {"ab": "ab"}
     assert result.nodes["result"].visits == 1
     assert result.nodes["cd"].status in ("cancelled", "skipped")
+
+
+def test_an_and_join_whose_other_branch_a_router_skipped_fires_with_the_branch_that_ran() -> None:
+    """crewai test_nested_and_or_conditions: method_7 = or_(and_("a_condition", method_6),
+    and_(method_6, method_4)); the router says "b_condition", so CrewAI's method_7 waits for
+    method_6 and method_4. DESIGN differs on purpose: a join fires when each predecessor
+    has delivered or been skipped, so and_(a_path, method_6) with a_path routed away fires
+    on method_6 alone, method_7 takes it first, and the method_4 branch, feeding only
+    method_7, is cancelled (held here so it surely loses)."""
+    release = threading.Event()
+
+    def method_4(v: Any) -> str:
+        release.wait(5)
+        return "m4"
+
+    f = (Formation("nested_routes").add_function("method_1", lambda v: v)
+         .add_function("method_3", lambda v: "b_condition").add_function("a_path", lambda v: "a")
+         .add_function("method_5", lambda v: "m5").add_function("method_4", method_4)
+         .add_function("method_6", lambda v: "m6").add_function("a_and_6", lambda d: d)
+         .add_function("m6_and_m4", lambda d: d).add_function("method_7", lambda d: d, join="any")
+         .add_function("method_8", lambda d: d)
+         .connect("method_1", "method_3").connect("method_3", "a_path", when=label("a_condition"))
+         .connect("method_3", "method_5", when=label("b_condition"))
+         .connect("method_3", "method_6", when=lambda v: v in ("a_condition", "b_condition"))
+         .connect("method_5", "method_4", "m6_and_m4", "method_7", "method_8")
+         .connect("a_path", "a_and_6", "method_7").connect("method_6", "a_and_6").connect("method_6", "m6_and_m4"))
+    try:
+        result = f.run(None, timeout=10)
+    finally:
+        release.set()
+    assert result.output == {"a_and_6": {"method_6": "m6"}}
+    assert result.nodes["a_path"].status == "skipped"
+    assert result.nodes["method_4"].status == "cancelled"
 
 
 # --- @router ------------------------------------------------------------------------
