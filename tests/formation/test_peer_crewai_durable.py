@@ -155,7 +155,8 @@ def test_a_step_that_returns_a_coroutine_has_it_awaited() -> None:
 
 
 @pytest.mark.ray
-def test_a_router_driven_cycle_on_ray_runs_each_iteration_in_order(local_ray: None) -> None:
+@pytest.mark.usefixtures("local_ray")
+def test_a_router_driven_cycle_on_ray_runs_each_iteration_in_order() -> None:
     """crewai test_cyclic_flow on backend="ray": each step a Ray actor, same order."""
     order = Order()
     result = cyclic(3).run(0, backend="ray", timeout=120, on_event=order)
@@ -163,8 +164,14 @@ def test_a_router_driven_cycle_on_ray_runs_each_iteration_in_order(local_ray: No
     assert result.output == "done after 3"
 
 
+def _raise_value_error(v: Any) -> None:
+    """A module-level step (a Ray actor pickles its function by reference)."""
+    raise ValueError("An error occurred in step_1")
+
+
 @pytest.mark.ray
-def test_a_step_that_raises_on_ray_fails_the_run_naming_the_node(local_ray: None) -> None:
+@pytest.mark.usefixtures("local_ray")
+def test_a_step_that_raises_on_ray_fails_the_run_naming_the_node() -> None:
     """crewai test_flow_with_exceptions on backend="ray": the failure crosses the process."""
     f = Formation("boom_ray").add_function("step_1", _raise_value_error).add_function("step_2", step("step_2"))
     with pytest.raises(FormationRuntimeError, match=r"step_1") as info:
@@ -173,5 +180,14 @@ def test_a_step_that_raises_on_ray_fails_the_run_naming_the_node(local_ray: None
     assert info.value.nodes["step_2"].attempts == 0
 
 
-def _raise_value_error(v: Any) -> None:
-    raise ValueError("An error occurred in step_1")
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_human_feedback_on_ray_suspends_and_resumes_from_the_journal(store: RunStore) -> None:
+    """crewai ``@human_feedback`` with persistence, on backend="ray": the journalled run
+    suspends in a Ray actor and each resume continues it there."""
+    first = approval().run(0, store=store, backend="ray", timeout=120)
+    assert first.interrupt == {"node": "review", "payload": {"draft": 1}}
+    second = approval().resume(first.run_id, store=store, answer="needs_revision", backend="ray", timeout=120)
+    assert second.interrupt == {"node": "review", "payload": {"draft": 2}}
+    done = approval().resume(first.run_id, store=store, answer="approved", backend="ray", timeout=120)
+    assert done.output == "published draft 2"
