@@ -314,6 +314,18 @@ def test_an_otherwise_edge_takes_a_router_label_nobody_else_listens_to() -> None
     assert result.outputs == {"nothing": "no path for path_z"}
 
 
+def test_a_router_label_given_as_when_is_refused_showing_the_predicate_to_write() -> None:
+    """crewai ``@listen("path_b")`` names a router label by its string. Ours routes by a
+    predicate on the router's output, so ``when="path_b"`` is a setup error naming the
+    edge; it shows the predicate that compares the label (it said only "got str")."""
+    f = Formation("labels").add_function("decision_point", lambda v: "path_b").add_function("handle", lambda v: v)
+    with pytest.raises(FormationSetupError) as info:
+        f.connect("decision_point", "handle", when="path_b").validate()
+    (problem,) = info.value.problems
+    assert "'decision_point' → 'handle'" in problem
+    assert "when=lambda output: output == 'path_b'" in problem
+
+
 def test_three_routers_after_one_step_each_route_to_their_own_listener() -> None:
     """crewai test_multiple_routers_from_same_trigger: diagnose_conditions feeds three
     routers; each returns its label, so all three analyses run, each after its router."""
