@@ -175,7 +175,7 @@ def test_edge_when_must_be_callable() -> None:
     f = chain(to_int, to_text)
     f.graph.edges["n0", "n1"]["when"] = "n0 > 1"
     assert only_problem(f) == ("edge 'n0' → 'n1': when must be a predicate on the output of 'n0', a type, a tuple or a union "
-                               "of types, got str")
+                               "of types, got str; to route on a label, compare it: when=lambda output: output == 'n0 > 1'")
 
 
 def test_edge_when_must_take_one_argument() -> None:

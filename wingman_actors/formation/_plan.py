@@ -278,8 +278,9 @@ def _function_inputs(
             why = f"function node {node!r} receives one dict {{predecessor: output}} from {quote(preds)}"
         else:
             why = f"function node {node!r} receives one value (the output of {quote(preds or back)})"
-        problems.append(f"{why}, but {info.describe(fn)} cannot be called with one argument; "
-                        "give the other parameters defaults")
+        fix = ("give the other parameters defaults" if first is not None else  # nothing takes the value
+               "add a positional parameter for it (an unused one will do: `def step(_): ...`, `lambda _: ...`)")
+        problems.append(f"{why}, but {info.describe(fn)} cannot be called with one argument; {fix}")
     mode: Literal["single", "dict"] = "dict" if len(preds) > 1 else "single"
     return _Inputs(mode, first.name if first else None, info.annotation(first)), problems
 

@@ -257,8 +257,9 @@ def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
         out.append(f"{where}: when={when!r} cannot be checked with isinstance (routing calls isinstance(output, "
                    f"<when>) for a type); {_typing_form_fix(when)}")
     elif not callable(when):
+        label = f"; to route on a label, compare it: when=lambda output: output == {when!r}" if isinstance(when, str) else ""
         out.append(f"{where}: when must be a predicate on the output of {u!r}, a type, a tuple or a union of types, "
-                   f"got {type(when).__name__}")
+                   f"got {type(when).__name__}{label}")
     elif _is_async(when):
         out.append(f"{where}: when={edge_label(when)} is an async function; routing calls a condition and does "
                    "not await it (its coroutine would count as True), so make it a plain def returning a bool")
