@@ -19,7 +19,8 @@ Deliberately different, or without a counterpart:
 from __future__ import annotations
 
 import asyncio
-import types
+import gc
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,17 +139,27 @@ async def _later(value: int) -> int:
     return value + 1
 
 
-@pytest.mark.xfail(strict=True, reason="a sync function node that returns a coroutine succeeds with the "
-                   "un-awaited coroutine as its output (actors/_function.py, a hot path: see the report)")
-def test_a_step_that_returns_a_coroutine_has_it_awaited() -> None:
+def test_a_step_that_returns_a_coroutine_fails_saying_to_declare_it_async_def() -> None:
     """crewai test_mixed_sync_async_execution_order's async methods, wrapped as users wrap
-    them (a lambda or a sync decorator around an ``async def``): the step's value is the
-    awaited result, never a coroutine object that nobody awaits."""
-    output = Formation("wrapped").add_function("step", lambda v: _later(v)).run(1).output
-    if isinstance(output, types.CoroutineType):
-        output.close()  # else Python warns of it at collection, outside this test
-        pytest.fail("the step's coroutine was passed on un-awaited")
-    assert output == 2
+    them (a lambda or a sync decorator around an ``async def``). DESIGN awaits ``async def``
+    functions; a plain function returning a coroutine fails its visit naming the fix,
+    instead of passing an un-awaited coroutine on as its output (it used to succeed so),
+    and the coroutine is closed, not left for Python to warn about."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine ... was never awaited"
+        with pytest.raises(FormationRuntimeError, match=r"'step'") as failed:
+            Formation("wrapped").add_function("step", lambda v: _later(v)).run(1)
+        gc.collect()
+    cause = failed.value.__cause__
+    assert isinstance(cause, TypeError) and "async def" in str(cause) and "_later" in str(cause)
+    assert Formation("declared").add_function("step", _later).run(1).output == 2  # declared async def: awaited
+
+
+def test_a_map_function_that_returns_a_coroutine_fails_its_items_saying_to_declare_it_async_def() -> None:
+    with pytest.raises(FormationRuntimeError) as failed:
+        Formation("wrapped-map").add_map("each", lambda v: _later(v)).run([1, 2])
+    assert "async def" in str(failed.value.__cause__ or failed.value)
+    assert Formation("declared-map").add_map("each", _later).run([1, 2]).output == [2, 3]
 
 
 # --- backend="ray" ------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextvars
 import inspect
 import time
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,7 +29,7 @@ from ._base import NodeActor, node_scope
 from ._envelope import Work
 from ._payloads import isolate
 
-__all__ = ["AsyncFunctionActor", "FunctionActor", "board_keyword"]
+__all__ = ["AsyncFunctionActor", "FunctionActor", "board_keyword", "returned_coroutine"]
 
 _NO_BOARD: dict[str, Any] = {}  # never written: the keywords of a call without the board
 
@@ -69,6 +70,10 @@ class FunctionActor(NodeActor):
         if cls is FunctionActor and is_async_callable(args[0] if args else kwargs.get("fn")):
             cls = AsyncFunctionActor
         return super().__new__(cls)
+
+    awaits = False
+    """Whether the coroutine its function returns is awaited (``async def`` functions:
+    :class:`AsyncFunctionActor`); a plain function that returns one fails its attempt."""
 
     def __init__(
         self,
@@ -115,13 +120,16 @@ class FunctionActor(NodeActor):
             for key, adapter in self.kwarg_adapters.items():
                 if adapter is not None and key in args:
                     args[key] = self._check(adapter, args[key], f"edge {key!r} → {self.name!r}", key)
-            return self.fn(**args, **board), None
-        adapter = self.input_adapter
-        if adapter is not None and type(payload) is not self._fast_type:
-            payload = self._check(adapter, payload, f"edge {env.sender!r} → {self.name!r}", None)
-        if board is _NO_BOARD:  # a plain call: `**board` would build a dict and a tuple per visit
-            return self.fn(payload), None
-        return self.fn(payload, **board), None
+            out = self.fn(**args, **board)
+        else:
+            adapter = self.input_adapter
+            if adapter is not None and type(payload) is not self._fast_type:
+                payload = self._check(adapter, payload, f"edge {env.sender!r} → {self.name!r}", None)
+            # a plain call when there is no board: `**board` would build a dict and a tuple per visit
+            out = self.fn(payload) if board is _NO_BOARD else self.fn(payload, **board)
+        if type(out) is types.CoroutineType and not self.awaits:
+            raise returned_coroutine(out, f"function node {self.name!r}")
+        return out, None
 
     def _board(self) -> dict[str, Any]:
         return board_keyword(self.board_param, f"function node {self.name!r}", "(to the formation, or to the actor)")
@@ -135,6 +143,20 @@ class FunctionActor(NodeActor):
                 f"{edge}: a value of type {type(value).__name__} does not fit {what} of type "
                 f"{exc.title}: {_problems(exc)}"
             ) from exc
+
+
+def returned_coroutine(coro: types.CoroutineType[Any, Any, Any], what: str) -> TypeError:
+    """The error of a plain function that returned a coroutine (a lambda or a sync wrapper
+    around an ``async def``): the runtime awaits only ``async def`` functions, so it says
+    how to declare one. The coroutine is closed (never run, and no warning that it was
+    never awaited)."""
+    name = getattr(coro, "__qualname__", "a coroutine")
+    coro.close()
+    return TypeError(
+        f"{what} returned the coroutine {name}() instead of a value: its function is not `async def` (a lambda "
+        "or a plain wrapper around an async function?), so the runtime does not await what it returns; declare "
+        "it `async def` and await inside it, e.g. `async def step(value): return await fetch(value)`"
+    )
 
 
 class AsyncFunctionActor(FunctionActor):
@@ -154,6 +176,8 @@ class AsyncFunctionActor(FunctionActor):
 
     Args: those of :class:`FunctionActor`.
     """
+
+    awaits = True
 
     def __init__(self, fn: Callable[..., Any], **kwargs: Any) -> None:
         super().__init__(fn, **kwargs)
