@@ -251,6 +251,9 @@ class Session(AsyncSessionRuns):
         elif self._unbegun:
             for stream in list(self._unbegun):
                 stream.reason = reason
+            token = self._token  # a stream that began meanwhile may have looked before its mark was set
+            if token is not None:
+                token.cancel(reason)
 
     def _spent_so_far(self) -> Usage | None:
         """What the run in progress (else the last run) has spent on model calls so far,
