@@ -281,8 +281,9 @@ def cut_inner() -> Formation:
 def test_a_subgraph_cut_by_the_runs_timeout_keeps_the_traces_of_its_inner_nodes_in_the_error() -> None:
     # langgraph test_pregel.py::test_nested_graph_state (the subgraph's state is there after the parent stops)
     f = Formation("outer").add_function("start", identity).add_formation("sub", cut_inner()).connect("start", "sub")
+    # 1 s, not less: a machine under load took over 0.3 s to start the inner run's prep
     with pytest.raises(FormationRuntimeError, match=r"timed out") as info:
-        f.run(1, timeout=0.3)
+        f.run(1, timeout=1.0)
     statuses = {name: trace.status.value for name, trace in info.value.nodes.items()}
     assert statuses == {"start": "succeeded", "sub": "cancelled", "sub/prep": "succeeded", "sub/hang": "cancelled"}
     assert info.value.nodes["sub/prep"].output == 1
@@ -306,8 +307,9 @@ def test_a_subgraph_that_lost_a_first_value_join_keeps_the_traces_of_its_inner_n
 def test_a_map_over_a_subgraph_cut_by_the_runs_timeout_keeps_the_traces_of_its_inner_nodes() -> None:
     # langgraph test_pregel.py::test_send_to_nested_graphs, the run's time limit reached inside the Sends
     f = Formation("outer").add_map("each", formation=cut_inner())
+    # 1 s, not less: with CPU hogs beside it, half the runs cut at 0.3 s had not started an item's prep yet
     with pytest.raises(FormationRuntimeError, match=r"timed out") as info:
-        f.run([1, 2], timeout=0.3)
+        f.run([1, 2], timeout=1.0)
     statuses = {name: trace.status.value for name, trace in info.value.nodes.items()}
     assert statuses == {"each": "cancelled", "each/prep": "succeeded", "each/hang": "cancelled"}
     # the items whose prep ran before the cut (both, unless the machine is slow), each its own, in item order
