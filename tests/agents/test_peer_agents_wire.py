@@ -7,44 +7,31 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.providers.test_openai import chunk, completion, sse, text_stream, tool_call, usage_chunk
+from tests.providers.test_openai import (  # make, _no_openai_env: the providers' fixtures, shared
+    _no_openai_env,
+    chunk,
+    completion,
+    make,
+    sse,
+    text_stream,
+    tool_call,
+    usage_chunk,
+)
 from tests.support.loopback import LoopbackServer, Reply, Request
 from wingman_actors import Agent, Session, tool
 from wingman_actors.core import StreamEventType
 from wingman_actors.errors import AgentError, ErrorKind, ToolError
-from wingman_actors.providers._openai import OpenAIProvider, build_openai
-from wingman_actors.providers._retry import RetryPolicy
+from wingman_actors.providers._openai import OpenAIProvider
+
+__all__ = ["_no_openai_env", "make"]  # fixtures
 
 DRIVERS = ["run", "arun"]
 STREAMS = ["run_stream", "astream"]
-
-
-@pytest.fixture(autouse=True)
-def _no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
-@pytest.fixture
-def make(loopback: LoopbackServer) -> Iterator[Callable[..., OpenAIProvider]]:
-    """OpenAI-compatible providers on the loopback server, with short backoffs; closed at teardown."""
-    made: list[OpenAIProvider] = []
-
-    def build(**options: Any) -> OpenAIProvider:
-        provider = build_openai({"model": "gpt-4o-mini", "base_url": f"{loopback.url}/v1", "api_key": "sk-test",
-                                 **options})
-        provider.retry = RetryPolicy(provider.options.max_retries, base_delay=0.001, max_delay=0.002)
-        made.append(provider)
-        return provider
-
-    yield build
-    for provider in made:
-        provider.close()
 
 
 def run_with(driver: str, session: Session, message: str = "go", **kwargs: Any) -> Any:
