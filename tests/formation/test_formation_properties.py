@@ -19,10 +19,11 @@ body's edge out (``otherwise``, or the complement of its back edge's condition) 
 error edge carry the value of the visit that ended the loop, else count as not taken.
 
 Where DESIGN leaves a case open, the reference follows the library, saying so: a node
-whose only out-edges are error edges is a sink; a node with ``on_error="skip"`` whose
-output finds no route is not a failure of the run (its successors are skipped); a node's
-status is ``succeeded`` if any visit succeeded, though a later one was skipped, but
-``failed`` if its last visit failed into an error edge (DESIGN: "its trace says failed").
+whose only out-edges are error edges is a sink; a node's status is ``succeeded`` if any
+visit succeeded, though a later one was skipped, but ``failed`` if its last visit failed
+into an error edge (DESIGN: "its trace says failed"). A node with ``on_error="skip"``
+whose output finds no route fails the run with ``NoRouteError`` like any other:
+``on_error`` decides what a node that failed does, and this one finished.
 
 ``WINGMAN_FORMATION_EXAMPLES=2000`` runs a longer hunt (the default, 300, takes seconds)."""
 

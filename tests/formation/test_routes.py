@@ -211,16 +211,21 @@ def test_a_loop_whose_conditions_all_stay_shut_fails_with_no_route_error() -> No
         f.run(0)
 
 
-def test_no_route_with_on_error_skip_skips_the_node() -> None:
+def test_no_route_fails_the_run_even_when_the_node_has_on_error_skip() -> None:
+    # on_error decides what a *failed* node does; classify finished, and its output matched
+    # no route: skipping it would end the run with no output, silently (found by
+    # test_route_fuzz.py: the node's trace said succeeded while the run went on as if skipped)
     f = (
         Formation("decide")
         .add_function("classify", lambda x: x, on_error="skip")
         .add_function("yes", lambda x: "yes")
         .connect("classify", "yes", when=lambda x: x == "y")
     )
-    result = f.run("n")
-    assert result.nodes["yes"].status is NodeStatus.SKIPPED
-    assert result.output is None
+    with pytest.raises(NoRouteError) as info:
+        f.run("n")
+    assert info.value.node == "classify"
+    assert info.value.nodes["classify"].status is NodeStatus.SUCCEEDED
+    assert info.value.nodes["yes"].status is not NodeStatus.SUCCEEDED
 
 
 def test_a_loop_body_node_is_not_a_run_output() -> None:

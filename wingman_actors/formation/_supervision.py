@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from ..actors._address import RuntimeActor
 from ..actors._envelope import Work
 from ..agents._result import spent
-from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError
+from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError, NoRouteError
 from ._error_routes import route_failure
 from ._failure import NodeFailure
 from ._nesting import NestedRunError
@@ -261,8 +261,11 @@ class Supervision:
         """The node's visit failed for good: its error edges take it (when it has some and
         ``work``, the failed delivery, is known: the node's own attempts raising or timing
         out), else its ``on_error`` decides (also for failures around a finished attempt:
-        its output not journalled, a ``when=`` condition raising). ``tag``: the visit's round
-        tag (``work.tag`` when ``work`` is given), carried on to what the failure reaches."""
+        its output not journalled, a ``when=`` condition raising). A :class:`NoRouteError`
+        (the node finished; its output matched no route) fails the run whatever its
+        ``on_error``: skipping it would end the run silently, which is what the error is
+        for. ``tag``: the visit's round tag (``work.tag`` when ``work`` is given), carried
+        on to what the failure reaches."""
         if work is not None:
             tag = work.tag
         error = f"{type(exc).__name__}: {exc}"
@@ -273,7 +276,7 @@ class Supervision:
             failure = NodeFailure(spec.name, exc, work.payload, attempts, run.id)
             if route_failure(self.router, run, spec, failure, visit, tag):
                 return
-        if spec.on_error == "skip":
+        if spec.on_error == "skip" and type(exc) is not NoRouteError:
             journal = self.router.journal
             if journal is not None and not run.done:
                 journal.store.record_skip(run.id, spec.name, visit, error)
