@@ -2,9 +2,9 @@
 
 A :class:`FormationMapActor` is the node actor of a ``kind="map"`` node carrying
 ``formation=`` (instead of ``fn=``). It takes a list, starts one inner run per item (at
-most ``max_workers`` at once, on the inner formation it owns, as a
-:class:`~wingman_actors.formation._nesting.FormationActor` does) and outputs the list of
-the inner runs' outputs in item order.
+most ``max_workers`` at once) on the inner formation the node's replicas share, started and
+stopped with the outer formation (so maps nested in maps do not multiply replicas), and
+outputs the list of the inner runs' outputs in item order.
 
 * Retries: items that finished are kept across the node's retries (``Work.memo``), so a
   retry reruns only the items that failed.

@@ -1,0 +1,56 @@
+"""Map-over-list behaviours ported from Google ADK's own test suite (google/adk-python,
+``tests/unittests/agents/test_map_agent.py``): a MapAgent runs its sub-agent once per item
+of a JSON list, maps nest (a MapAgent over a MapAgent, a tree of maps and loops), and an
+empty list runs nothing. Here a MapAgent is ``add_map(name, formation=...)`` over a list
+input; its sub-agent is an agent node answering from the testkit's ``ScriptedProvider``
+(ADK's ``OneTwoThreeModel``: ``"5"`` → ``'["5", "6", "7"]'``). (Split from
+``test_peer_adk.py``, whose module docstring maps ADK's agents onto formations.)
+
+Deliberately different: ADK's MapAgent takes a JSON string and its outputs are events
+sorted afterwards; ours takes a list and outputs the list of results in item order.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+
+import pytest
+
+from wingman_actors import Agent, Formation
+from wingman_actors.core import InferenceRequest
+from wingman_actors.testing import ScriptedProvider
+
+
+def one_two_three(request: InferenceRequest) -> str:
+    """ADK's OneTwoThreeModel: the number in the last message, and the next two, as JSON."""
+    text = request.messages[-1].content[-1].text or ""
+    return json.dumps([str(int(text) + i) for i in range(3)])
+
+
+def counting(name: str = "mock_agent") -> Formation:
+    """A formation of one agent node answering as OneTwoThreeModel."""
+    return Formation(name).add_agent(name, Agent(name, provider=ScriptedProvider([one_two_three], cycle=True)))
+
+
+def test_a_map_over_a_formation_that_maps_starts_threads_for_the_items_not_the_product_of_the_widths(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """adk test_map_agent.py::test_map_agent_with_map_agent (an outer map over an inner map
+    of agents). Each replica of the inner map node started an inner formation of its own,
+    100 replicas wide (the default width), and the outer map gave the inner map node 100
+    replicas: 10,000 node threads for six items, seconds to start and stop, and "still
+    busy after stop" warnings. The replicas of a map node now share one inner formation."""
+    peak = [0]
+
+    def leaf(x: str) -> str:
+        peak[0] = max(peak[0], threading.active_count())
+        return x + "!"
+
+    inner_map = Formation("inner").add_map("inner_map", formation=Formation("leaf").add_function("leaf", leaf))
+    outer = Formation("outer").add_map("outer_map", formation=inner_map)
+    with caplog.at_level(logging.WARNING):
+        result = outer.run([["10", "11"], ["20", "21"], ["30", "31"]], timeout=30)
+    assert result.output == [["10!", "11!"], ["20!", "21!"], ["30!", "31!"]]
+    assert peak[0] < 1000
+    assert not [r for r in caplog.records if "still busy" in r.getMessage()]
