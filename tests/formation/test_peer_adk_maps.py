@@ -54,3 +54,20 @@ def test_a_map_over_a_formation_that_maps_starts_threads_for_the_items_not_the_p
     assert result.output == [["10!", "11!"], ["20!", "21!"], ["30!", "31!"]]
     assert peak[0] < 1000
     assert not [r for r in caplog.records if "still busy" in r.getMessage()]
+
+
+def test_a_map_over_a_formation_runs_the_items_of_a_nested_formation_node_at_once() -> None:
+    """adk test_map_agent.py::test_map_agent_with_sequential_or_parallel_agent (the map's
+    sub-agent is itself a composite: ours, a formation node inside the mapped formation).
+    The items must run at once, as they do when the leaf is mapped directly: three items
+    meet at a barrier. The nested node's inner formation was not widened with the map, so
+    its one replica ran the items one after another (each waited at the barrier alone)."""
+    together = threading.Barrier(3, timeout=5)
+
+    def meet(x: int) -> int:
+        together.wait()
+        return x * 10
+
+    per_item = Formation("per_item").add_formation("subagent", Formation("leaf").add_function("meet", meet))
+    result = Formation("map").add_map("map_agent", formation=per_item).run([1, 2, 3], timeout=30)
+    assert result.output == [10, 20, 30]

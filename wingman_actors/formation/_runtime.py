@@ -215,8 +215,7 @@ class RunningFormation(AsyncSubmit):
         plan = spec.subplan
         assert plan is not None
         if width > 1:
-            nodes = {n: dataclasses.replace(s, concurrency=max(s.concurrency, width)) for n, s in plan.nodes.items()}
-            plan = dataclasses.replace(plan, nodes=MappingProxyType(nodes))
+            plan = _widened(plan, width)
         journal = self._journal
         inner: Journal | None = None
         if journal is not None:
@@ -536,6 +535,19 @@ def check_board(board: Any) -> Blackboard | None:
             f"blackboard must be a wingman_actors.orchestration.Blackboard, got {type(board).__name__}"
         )
     return board
+
+
+def _widened(plan: Plan, width: int) -> Plan:
+    """``plan`` with at least ``width`` replicas per node, the nodes of its formation nodes'
+    inner formations included (a formation node has no actor: its inner nodes do the work,
+    and a map's items would queue on them)."""
+    nodes = {}
+    for name, spec in plan.nodes.items():
+        spec = dataclasses.replace(spec, concurrency=max(spec.concurrency, width))
+        if spec.kind == "formation" and spec.subplan is not None:
+            spec = dataclasses.replace(spec, subplan=_widened(spec.subplan, width))
+        nodes[name] = spec
+    return dataclasses.replace(plan, nodes=MappingProxyType(nodes))
 
 
 def _board_needed(plan: Plan) -> tuple[str, ...]:
