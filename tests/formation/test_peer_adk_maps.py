@@ -71,3 +71,50 @@ def test_a_map_over_a_formation_runs_the_items_of_a_nested_formation_node_at_onc
     per_item = Formation("per_item").add_formation("subagent", Formation("leaf").add_function("meet", meet))
     result = Formation("map").add_map("map_agent", formation=per_item).run([1, 2, 3], timeout=30)
     assert result.output == [10, 20, 30]
+
+
+def expected(*starts: int) -> list[str]:
+    return [json.dumps([str(j) for j in range(i, i + 3)]) for i in starts]
+
+
+def test_a_map_of_an_agent_answers_each_of_a_hundred_items_in_item_order() -> None:
+    # adk test_map_agent.py::test_map_agent_text_input
+    m = Formation("map").add_map("map_agent", formation=counting())
+    assert m.run([str(i) for i in range(100)], timeout=60).output == expected(*range(100))
+
+
+def test_a_map_over_an_empty_list_outputs_an_empty_list_and_asks_no_model() -> None:
+    # adk test_map_agent.py::test_map_agent_empty_input (the model would raise if asked)
+    provider = ScriptedProvider([RuntimeError("never asked")])
+    inner = Formation("item").add_agent("test", Agent("test", provider=provider))
+    assert Formation("map").add_map("map_agent", formation=inner).run([]).output == []
+    assert provider.requests == []
+
+
+def test_a_map_inside_a_loop_maps_the_list_each_iteration_gives_it() -> None:
+    # adk test_map_agent.py::test_map_agent_with_loop_agent_parent (LoopAgent[MapAgent], max_iterations=2)
+    f = (Formation("test_loop").add_function("entry", json.loads)
+         .add_map("map_agent", formation=counting(), max_visits=2)
+         .add_function("flatten", lambda answers: [n for a in answers for n in json.loads(a)], max_visits=2)
+         .add_function("done", lambda numbers: numbers).connect("entry", "map_agent", "flatten")
+         .connect("flatten", "map_agent", when=lambda numbers: len(numbers) < 9).connect("flatten", "done", otherwise=True))
+    result = f.run(json.dumps(["0"]), timeout=30)
+    assert result.nodes["map_agent"].outputs == [expected(0), expected(0, 1, 2)]
+    assert result.output == ["0", "1", "2", "1", "2", "3", "2", "3", "4"]
+
+
+def test_a_map_over_a_map_of_agents_answers_every_inner_item_in_order() -> None:
+    # adk test_map_agent.py::test_map_agent_with_map_agent (items 10, 11 / 20, 21 / 30, 31)
+    inner_map = Formation("inner").add_map("inner_map", formation=counting("nested_mock"))
+    outer = Formation("outer").add_map("outer_map", formation=inner_map)
+    result = outer.run([["10", "11"], ["20", "21"], ["30", "31"]], timeout=30)
+    assert result.output == [expected(10, 11), expected(20, 21), expected(30, 31)]
+
+
+def test_a_map_over_an_agent_followed_by_a_map_of_its_answer_answers_the_whole_tree() -> None:
+    # adk test_map_agent.py::test_map_agent_tree (MapAgent[Loop[mock_0, MapAgent[mock_1]]], one iteration)
+    per_item = (Formation("main_sequential").add_agent("mock_0", Agent("mock_0", provider=ScriptedProvider(
+        [one_two_three], cycle=True))).add_function("parse", json.loads)
+        .add_map("map_inner", formation=counting("mock_1")).connect("mock_0", "parse", "map_inner"))
+    result = Formation("map_outer").add_map("map_outer", formation=per_item).run(["0", "1"], timeout=30)
+    assert result.output == [expected(0, 1, 2), expected(1, 2, 3)]
