@@ -118,3 +118,19 @@ def test_a_map_over_an_agent_followed_by_a_map_of_its_answer_answers_the_whole_t
         .add_map("map_inner", formation=counting("mock_1")).connect("mock_0", "parse", "map_inner"))
     result = Formation("map_outer").add_map("map_outer", formation=per_item).run(["0", "1"], timeout=30)
     assert result.output == [expected(0, 1, 2), expected(1, 2, 3)]
+
+
+def test_the_replicas_of_a_map_node_run_their_items_at_once_on_the_inner_formation_they_share() -> None:
+    # adk test_graph_patterns.py::test_max_parallelism_all_complete (DynamicParallelGroup, max_parallelism=2),
+    # two runs in flight on a map node with two replicas: four items at once, as with one inner formation each
+    together = threading.Barrier(4, timeout=5)
+
+    def meet(x: int) -> int:
+        together.wait()
+        return x + 1
+
+    f = Formation("p").add_map("p", formation=Formation("leaf").add_function("meet", meet), max_workers=2,
+                               concurrency=2)
+    with f.start() as running:
+        first, second = running.submit([1, 2]), running.submit([3, 4])
+        assert (first.result(10).output, second.result(10).output) == ([2, 3], [4, 5])
