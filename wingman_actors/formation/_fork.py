@@ -133,17 +133,22 @@ def _check_input(spec: NodeSpec, value: Any) -> None:
             _fits(node, key, info.annotation(by_name.get(key)), adapter, value[key])
 
 
-def _check_output(formation: Formation, node: str, value: Any) -> None:
+def _check_output(formation: Formation, node: str, value: Any) -> Any:
     """Refuse an ``output=`` that does not fit ``node``'s declared output type (a function's
     return annotation, a map's list of them, an agent's output schema, a nested formation's
     output): its successors would refuse it, after the fork was written. An unknown type
-    takes any value."""
+    takes any value.
+
+    Returns:
+        The value as that type (a dict given for a model output becomes the model, as the
+        node's own visit would have given it), which the fork journals and delivers.
+    """
     tp = formation.validate().nodes[node].output_type
     adapter = adapter_for(tp)
     if adapter is None:
-        return
+        return value
     try:
-        adapter.validate_python(value)
+        return adapter.validate_python(value)
     except ValidationError as exc:
         raise ValueError(f"fork: output= for node {node!r} does not fit its output type {type_name(tp)}: "
                          f"{_problems(exc)}; give a value of that type") from None
@@ -214,7 +219,7 @@ def begin_fork(formation: Formation, journal_store: JournalStore, run_id: str, *
         raise FormationMismatchError(formation.name, run_id, journal.shape.diff(shape) or ["the fingerprints differ"])
     _check_visit(journal, node, visit)
     if output is not UNSET:
-        _check_output(formation, node, output)
+        output = _check_output(formation, node, output)
     kept = _cut(journal, node, visit)
     as_run_input = input is not UNSET and _given_input(formation, node, visit, input)
     run_input = input if as_run_input else journal.run.input

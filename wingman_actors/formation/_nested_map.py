@@ -2,9 +2,9 @@
 
 A :class:`FormationMapActor` is the node actor of a ``kind="map"`` node carrying
 ``formation=`` (instead of ``fn=``). It takes a list, starts one inner run per item (at
-most ``max_workers`` at once, on the inner formation it owns, as a
-:class:`~wingman_actors.formation._nesting.FormationActor` does) and outputs the list of
-the inner runs' outputs in item order.
+most ``max_workers`` at once) on the inner formation the node's replicas share, started and
+stopped with the outer formation (so maps nested in maps do not multiply replicas), and
+outputs the list of the inner runs' outputs in item order.
 
 * Retries: items that finished are kept across the node's retries (``Work.memo``), so a
   retry reruns only the items that failed.
@@ -34,10 +34,14 @@ from ._result import ZERO_USAGE, FormationResult, MapItems, NodeTrace, nested_tr
 __all__ = ["FormationMapActor", "map_width"]
 
 
-def map_width(max_workers: int) -> int:
-    """How many items a formation map runs at once (0: up to 100, as for a fleet); the
-    inner formation's nodes get at least as many replicas, so items do not queue."""
-    return max_workers or DEFAULT_MAX_WORKERS
+def map_width(max_workers: int, replicas: int = 1) -> int:
+    """How many replicas each node of a formation map's inner formation gets: the items one
+    visit runs at once (``max_workers``; 0: up to 100, as for a fleet) for each of the map
+    node's ``replicas`` (they share the inner formation), so items do not queue; but no
+    more than 100 for several replicas (a map nested in a map has as many replicas as the
+    outer map's width: their product would start thousands of threads)."""
+    width = max_workers or DEFAULT_MAX_WORKERS
+    return max(width, min(width * replicas, DEFAULT_MAX_WORKERS))
 
 
 class FormationMapActor(FormationActor):

@@ -257,6 +257,9 @@ class FormationActor(NodeActor):
     Args:
         plan: the inner formation, compiled.
         launch, store: as for :class:`InnerFormation`.
+        inner: an inner formation started already, shared with the node's other replicas
+            (its owner stops it; ``launch`` is then not called). Without it, the actor
+            starts one of its own with ``launch`` and stops it with itself.
         name, **kwargs: as for :class:`~wingman_actors.actors._base.NodeActor`.
     """
 
@@ -268,17 +271,23 @@ class FormationActor(NodeActor):
         self,
         plan: Plan,
         *,
-        launch: Callable[[], RunningFormation],
+        launch: Callable[[], RunningFormation] | None = None,
         store: JournalStore | None = None,
+        inner: InnerFormation | None = None,
         name: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(name or plan.name, **kwargs)
         self.plan = plan
         self._running: list[Future[FormationResult]] = []  # the inner runs in progress
-        # Started with the actor (in the thread starting it, so a failure to start is
-        # the starter's), stopped with it.
-        self.inner = InnerFormation(self.name, plan, launch, store)
+        self._owns_inner = inner is None
+        if inner is None:
+            if launch is None:
+                raise TypeError(f"formation actor {self.name!r} needs launch= or inner=")
+            # Started with the actor (in the thread starting it, so a failure to start is
+            # the starter's), stopped with it.
+            inner = InnerFormation(self.name, plan, launch, store)
+        self.inner = inner
 
     @property
     def interruptible(self) -> bool:
@@ -290,10 +299,12 @@ class FormationActor(NodeActor):
             future.cancel()
 
     def on_stop(self) -> None:
-        self.inner.stop()
+        if self._owns_inner:
+            self.inner.stop()
 
     def on_failure(self, *exc_info: Any) -> None:
-        self.inner.stop()  # a crashed actor gets no on_stop
+        if self._owns_inner:
+            self.inner.stop()  # a crashed actor gets no on_stop
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
         scope = env.scope

@@ -113,6 +113,7 @@ class RunningFormation(AsyncSubmit):
         self._supervisor_lock = threading.Lock()
         self._supervisor_closed = False
         self._nested: list[FormationNode] = []  # the formation nodes (their inner formations)
+        self._map_inners: list[InnerFormation] = []  # the inner formations of maps over formations
         self._started = False
         self._stopped = False
         self._stop_lock = threading.Lock()
@@ -174,9 +175,15 @@ class RunningFormation(AsyncSubmit):
         common: dict[str, Any] = {"name": spec.name, "notify_start": spec.timeout is not None}
         recipe: NodeRecipe
         if spec.kind == "map" and spec.subplan is not None:
+            # One inner formation for all the node's replicas, stopped with this one: an
+            # inner formation per replica multiplied the replicas of maps nested in maps
+            # (100 map replicas, each with an inner formation 100 replicas wide).
+            store = None if self._journal is None else self._journal.store
+            width = map_width(spec.max_workers, spec.concurrency)
+            inner = InnerFormation(spec.name, spec.subplan, self._inner_launcher(spec, width), store)
+            self._map_inners.append(inner)
             recipe = NodeRecipe(spec.name, FormationMapActor, (spec.subplan,), {
-                "launch": self._inner_launcher(spec, map_width(spec.max_workers)), "max_workers": spec.max_workers,
-                "store": None if self._journal is None else self._journal.store, **common,
+                "inner": inner, "max_workers": spec.max_workers, "store": store, **common,
             })
         elif spec.kind == "function":
             recipe = NodeRecipe(spec.name, FunctionActor, (spec.fn,), {
@@ -201,15 +208,14 @@ class RunningFormation(AsyncSubmit):
         return recipe
 
     def _inner_launcher(self, spec: NodeSpec, width: int = 1) -> Callable[[], RunningFormation]:
-        """Builds the inner running formation of formation node ``spec`` (one per replica):
+        """Builds the inner running formation of formation node ``spec`` (one per node, its replicas share it):
         this formation's backend, provider and work directory, and a journal in this
         formation's store when it has one; each inner node has at least ``width`` replicas
         (a formation map runs that many items at once)."""
         plan = spec.subplan
         assert plan is not None
         if width > 1:
-            nodes = {n: dataclasses.replace(s, concurrency=max(s.concurrency, width)) for n, s in plan.nodes.items()}
-            plan = dataclasses.replace(plan, nodes=MappingProxyType(nodes))
+            plan = _widened(plan, width)
         journal = self._journal
         inner: Journal | None = None
         if journal is not None:
@@ -261,6 +267,8 @@ class RunningFormation(AsyncSubmit):
         self._backend.stop(timeout, in_flight)
         for node in self._nested:  # after the actors that feed them
             node.close()
+        for inner in self._map_inners:  # after the map nodes' replicas that drive them
+            inner.stop()
         with self._supervisor_lock:
             self._supervisor_closed = True
             supervisor = self._supervisor
@@ -527,6 +535,19 @@ def check_board(board: Any) -> Blackboard | None:
             f"blackboard must be a wingman_actors.orchestration.Blackboard, got {type(board).__name__}"
         )
     return board
+
+
+def _widened(plan: Plan, width: int) -> Plan:
+    """``plan`` with at least ``width`` replicas per node, the nodes of its formation nodes'
+    inner formations included (a formation node has no actor: its inner nodes do the work,
+    and a map's items would queue on them)."""
+    nodes = {}
+    for name, spec in plan.nodes.items():
+        spec = dataclasses.replace(spec, concurrency=max(spec.concurrency, width))
+        if spec.kind == "formation" and spec.subplan is not None:
+            spec = dataclasses.replace(spec, subplan=_widened(spec.subplan, width))
+        nodes[name] = spec
+    return dataclasses.replace(plan, nodes=MappingProxyType(nodes))
 
 
 def _board_needed(plan: Plan) -> tuple[str, ...]:
