@@ -341,6 +341,31 @@ def test_a_node_timeout_cancels_the_async_steps_coroutine() -> None:
     assert cancelled.wait(2)
 
 
+@pytest.mark.parametrize("limit", ["node", "run"])
+def test_a_time_limit_returns_from_run_in_time_while_a_cancelled_async_step_still_cleans_up(limit: str) -> None:
+    # workflows test_workflow.py::test_workflow_timeout (and test_streaming.py::test_task_timeout),
+    # with a step whose cancellation takes a while (an async with's exit, a finally that
+    # awaits). DESIGN: a time limit fails the run within it plus 0.1 s, run() included.
+    ended = threading.Event()
+
+    async def slow_step(_: Any) -> str:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            await asyncio.sleep(1.0)  # cleanup, cancelled again when its loop stops
+            raise
+        finally:
+            ended.set()
+        return "Done"
+
+    f = Formation("slow").add_function("slow_step", slow_step, **({"timeout": 0.2} if limit == "node" else {}))
+    t0 = time.monotonic()
+    with pytest.raises(FormationRuntimeError, match=r"timed out"):
+        f.run(None, **({} if limit == "node" else {"timeout": 0.2}))
+    assert time.monotonic() - t0 < 0.55
+    assert ended.wait(3)  # the cleanup ends on its own thread
+
+
 def test_a_cancelled_run_raises_cancelled_and_reports_run_cancelled(gate: tuple[threading.Event, threading.Event]) -> None:
     # workflows test_workflow.py::test_workflow_cancelled_by_user (handler.cancel_run())
     entered, release = gate

@@ -21,6 +21,7 @@ Deliberately different, or without a counterpart (each test that touches one say
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -143,6 +144,30 @@ def test_a_timed_out_async_attempt_is_cancelled_and_retried() -> None:
     assert result.nodes["step"].attempts == 2
     assert time.monotonic() - t0 < 2
     assert cancelled.count("cancelled") == 1
+
+
+def test_a_run_whose_timed_out_async_attempt_still_cleans_up_returns_when_its_retry_succeeds() -> None:
+    # workflows test_retry_policy.py::test_retry_e2e with test_workflow.py::test_workflow_timeout:
+    # the retry runs at once, and run() returns with it, not after the first attempt's cleanup
+    counter = Counter()
+    ended = threading.Event()
+
+    async def slow_then_fast(x: Any) -> str:
+        if counter.hit("calls") == 1:
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                await asyncio.sleep(1.0)  # cleanup, cancelled again when its loop stops
+                raise
+            finally:
+                ended.set()
+        return "done"
+
+    t0 = time.monotonic()
+    result = Formation("cleanup").add_function("step", slow_then_fast, timeout=0.2, retries=1, backoff=0.01).run(None)
+    assert (result.output, result.nodes["step"].attempts) == ("done", 2)
+    assert time.monotonic() - t0 < 0.55
+    assert ended.wait(3)
 
 
 def test_a_map_retries_only_the_items_that_failed() -> None:
