@@ -1,5 +1,6 @@
 """Behaviours ported from LlamaIndex Workflows' own test suite (run-llama/workflows-py):
-retry policies (``tests/test_retry_policy.py``), human in the loop and context round trips
+timeouts and cancel (``tests/test_workflow.py``), retry policies
+(``tests/test_retry_policy.py``), human in the loop and context round trips
 (``tests/test_workflow.py``, ``tests/context/test_context.py``, ``tests/test_streaming.py``),
 checkpoints (``tests/test_checkpointer.py``) and a few of them on ``backend="ray"``. See
 ``test_peer_llamaindex.py`` for how a Workflow maps onto a formation.
@@ -24,6 +25,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +33,11 @@ import pytest
 
 from tests.formation.test_peer_llamaindex import kinds, three_steps
 from tests.support.peers import Counter, local_ray  # noqa: F401  (a fixture)
-from wingman_actors import Formation, interrupt
+from wingman_actors import Agent, Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.store import RunStore
+from wingman_actors.testing import ScriptedProvider
 
 
 @pytest.fixture
@@ -170,6 +173,32 @@ def test_a_run_whose_timed_out_async_attempt_still_cleans_up_returns_when_its_re
     assert ended.wait(3)
 
 
+def test_retry_delays_with_jitter_are_drawn_from_the_upper_half_of_the_exponential_delay() -> None:
+    # workflows test_retry_policy.py::test_ConstantDelayRetryPolicy_next (the policy's delay
+    # per attempt), with our default jitter
+    counter = Counter()
+    events: list[FormationEvent] = []
+    Formation("jitter").add_function("flaky_step", flaky(3, counter), retries=3, backoff=0.01).run(
+        None, on_event=events.append)
+    delays = [e.data["delay_s"] for e in events if e.type == "node_retry"]
+    assert len(delays) == 3
+    for attempt, delay in enumerate(delays, start=1):
+        ceiling = 0.01 * 2 ** (attempt - 1)
+        assert ceiling / 2 <= delay <= ceiling
+
+
+def test_a_flaky_agent_step_streams_only_its_successful_attempts_text_after_the_retry() -> None:
+    # workflows test_retry_policy.py::test_retry_e2e with test_streaming.py::test_e2e: a model
+    # call that fails is retried, and the stream says so before the retry's text
+    provider = ScriptedProvider([RuntimeError("Something bad happened!"), "All good!"], stream_chunk=4)
+    f = Formation("agent_retry").add_agent("chat", Agent("chat", provider=provider), retries=1, backoff=0.01)
+    events = list(f.run_stream("hi"))
+    assert [str(e.type) for e in events if e.node == "chat"] == [
+        "node_started", "node_retry", "node_started", "agent_text", "agent_text", "agent_text", "node_finished"]
+    assert "".join(e.data["text"] for e in events if e.type == "agent_text") == "All good!"
+    assert events[-1].data["result"].output == "All good!"
+
+
 def test_a_map_retries_only_the_items_that_failed() -> None:
     # workflows test_retry_policy.py::test_retry_e2e, for a step with several events in
     # flight (num_workers): a retry reruns the failed event only
@@ -183,6 +212,84 @@ def test_a_map_retries_only_the_items_that_failed() -> None:
     result = Formation("map_retry").add_map("each", item, max_workers=3, retries=1, backoff=0.01).run([1, 2, 3, 4])
     assert result.output == [10, 20, 30, 40]
     assert {n: counter.count(n) for n in (1, 2, 3, 4)} == {1: 2, 2: 1, 3: 2, 4: 1}
+
+
+# --- timeouts and cancel --------------------------------------------------------------
+
+
+def test_a_run_timeout_fails_a_slow_async_step_within_the_limit() -> None:
+    # workflows test_workflow.py::test_workflow_timeout (WorkflowTimeoutError)
+    async def slow_step(_: Any) -> str:
+        await asyncio.sleep(5)
+        return "Done"
+
+    t0 = time.monotonic()
+    with pytest.raises(FormationRuntimeError, match=r"timed out"):
+        Formation("slow").add_function("slow_step", slow_step).run(None, timeout=0.3)
+    assert time.monotonic() - t0 < 1.5
+
+
+def test_a_node_timeout_cancels_the_async_steps_coroutine() -> None:
+    # workflows test_workflow.py::test_workflow_timeout: a timed-out step is cancelled, not
+    # left running (its finally runs)
+    cancelled = threading.Event()
+
+    async def slow_step(_: Any) -> str:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "Done"
+
+    with pytest.raises(FormationRuntimeError, match=r"slow_step"):
+        Formation("slow").add_function("slow_step", slow_step, timeout=0.2).run(None)
+    assert cancelled.wait(2)
+
+
+@pytest.mark.parametrize("limit", ["node", "run"])
+def test_a_time_limit_returns_from_run_in_time_while_a_cancelled_async_step_still_cleans_up(limit: str) -> None:
+    # workflows test_workflow.py::test_workflow_timeout (and test_streaming.py::test_task_timeout),
+    # with a step whose cancellation takes a while (an async with's exit, a finally that
+    # awaits). DESIGN: a time limit fails the run within it plus 0.1 s, run() included.
+    ended = threading.Event()
+
+    async def slow_step(_: Any) -> str:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            await asyncio.sleep(1.0)  # cleanup, cancelled again when its loop stops
+            raise
+        finally:
+            ended.set()
+        return "Done"
+
+    f = Formation("slow").add_function("slow_step", slow_step, **({"timeout": 0.2} if limit == "node" else {}))
+    t0 = time.monotonic()
+    with pytest.raises(FormationRuntimeError, match=r"timed out"):
+        f.run(None, **({} if limit == "node" else {"timeout": 0.2}))
+    assert time.monotonic() - t0 < 0.55
+    assert ended.wait(3)  # the cleanup ends on its own thread
+
+
+def test_a_cancelled_run_raises_cancelled_and_reports_run_cancelled(gate: tuple[threading.Event, threading.Event]) -> None:
+    # workflows test_workflow.py::test_workflow_cancelled_by_user (handler.cancel_run())
+    entered, release = gate
+    events: list[FormationEvent] = []
+
+    def held(x: Any) -> Any:
+        entered.set()
+        release.wait(10)
+        return x
+
+    f = Formation("cancel").add_function("one", lambda x: x).add_function("held", held).connect("one", "held")
+    with f.start(on_event=events.append) as running:
+        fut = running.submit("go")
+        assert entered.wait(5)
+        assert fut.cancel()
+        with pytest.raises(CancelledError):
+            fut.result(timeout=5)
+    assert [e.type for e in events if e.node is None][-1] == "run_cancelled"
 
 
 # --- human in the loop ----------------------------------------------------------------
