@@ -157,6 +157,20 @@ def test_a_step_whose_output_type_does_not_fit_the_next_steps_parameter_is_refus
         f.connect("produce", "consume").validate()
 
 
+def test_a_steps_llamaindex_options_spelt_as_policies_are_refused_naming_ours() -> None:
+    # workflows test_workflow.py::test_workflow_num_workers and test_retry_policy.py:
+    # @step(num_workers=3, retry_policy=ConstantDelayRetryPolicy(maximum_attempts=3, delay=5))
+    with pytest.raises(FormationSetupError) as info:
+        Formation("options").add_function("step", lambda x: x, num_workers=3, retry_policy=None,
+                                          maximum_attempts=3, delay=5)
+    text = str(info.value)
+    assert "num_workers" in text and "concurrency=3" in text and "max_workers=" in text
+    assert "maximum_attempts" in text and "retries=2" in text
+    assert "delay" in text and "backoff=5" in text and "max_backoff=5" in text
+    assert "retry_policy" in text and "retries=, backoff=" in text
+    assert "did you mean 'retry_on'" not in text  # a retry policy is not an error filter
+
+
 # --- several runs at once -------------------------------------------------------------
 
 
