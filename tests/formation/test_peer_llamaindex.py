@@ -157,6 +157,20 @@ def test_a_step_whose_output_type_does_not_fit_the_next_steps_parameter_is_refus
         f.connect("produce", "consume").validate()
 
 
+def test_a_step_returning_what_the_next_step_cannot_take_fails_the_run_naming_the_edge() -> None:
+    # workflows test_workflow.py::test_workflow_step_returning_bogus ("Step function step1
+    # returned str instead of an Event instance")
+    def step1(x: int) -> int:
+        return "foo"  # type: ignore[return-value]
+
+    def step2(n: int) -> int:
+        return n
+
+    f = Formation("bogus").add_function("step1", step1).add_function("step2", step2).connect("step1", "step2")
+    with pytest.raises(FormationRuntimeError, match=r"edge 'step1' → 'step2': a value of type str does not fit"):
+        f.run(1)
+
+
 def test_a_steps_llamaindex_options_spelt_as_policies_are_refused_naming_ours() -> None:
     # workflows test_workflow.py::test_workflow_num_workers and test_retry_policy.py:
     # @step(num_workers=3, retry_policy=ConstantDelayRetryPolicy(maximum_attempts=3, delay=5))

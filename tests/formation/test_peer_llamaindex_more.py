@@ -324,6 +324,16 @@ def test_a_step_asking_for_input_suspends_the_run_and_the_answer_finishes_it(sto
     assert f.resume(first.run_id, store=store, answer="42").output == "42"
 
 
+def test_a_step_asking_for_input_in_a_run_without_a_store_fails_saying_to_give_one() -> None:
+    # workflows test_workflow.py::test_human_in_the_loop (without a stream the run cannot get
+    # its answer: WorkflowTimeoutError). Ours fails at once, naming the fix.
+    counter = Counter()
+    with pytest.raises(FormationRuntimeError, match=r"interrupt\(\) needs a journalled formation run.*store=") as info:
+        human_loop(counter).run(None)
+    assert info.value.node == "step1"
+    assert counter.count("step2") == 0
+
+
 def test_a_run_resumed_from_its_journal_runs_each_step_once(store: RunStore) -> None:
     # workflows test_workflow.py::test_human_in_the_loop_with_resume (step1_runs == 1 and
     # step2_runs == 1 after a context round trip): a newly built formation resumes it
@@ -415,6 +425,39 @@ def test_runs_journalled_concurrently_keep_their_own_step_lists(store: RunStore)
         assert result.output == f"{i}>middle>end"
         assert [(v.node, v.output) for v in store.history(result.run_id)] == [
             ("start_step", str(i)), ("middle_step", f"{i}>middle"), ("end_step", f"{i}>middle>end")]
+
+
+def test_a_run_stopped_mid_way_resumes_from_its_journal_without_redoing_finished_steps(
+        store: RunStore, gate: tuple[threading.Event, threading.Event]) -> None:
+    # workflows test_workflow.py::test_workflow_context_to_dict_mid_run (ctx.to_dict() after
+    # the first step, Context.from_dict into a new run that goes on from the second)
+    entered, release = gate
+    counter = Counter()
+
+    def start_step(x: str) -> str:
+        counter.hit("start_step")
+        return f"{x}>start"
+
+    def middle_step(x: str) -> str:
+        if counter.hit("middle_step") == 1:
+            entered.set()
+            release.wait(10)
+        return f"{x}>middle"
+
+    def build() -> Formation:
+        return (Formation("dummy").add_function("start_step", start_step).add_function("middle_step", middle_step)
+                .add_function("end_step", lambda x: f"{x}>end").connect("start_step", "middle_step", "end_step"))
+
+    running = build().start(store=store)
+    future = running.submit("go")
+    assert entered.wait(5)
+    running.stop(timeout=0.1)  # the process "dies" mid-run: the run is interrupted
+    with pytest.raises(FormationRuntimeError):
+        future.result(timeout=5)
+    release.set()
+    assert store.get(future.run_id).status == "interrupted"
+    assert build().resume(future.run_id, store=store).output == "go>start>middle>end"
+    assert (counter.count("start_step"), counter.count("middle_step")) == (1, 2)
 
 
 def test_a_run_forked_after_a_step_runs_only_the_steps_after_it(store: RunStore) -> None:
