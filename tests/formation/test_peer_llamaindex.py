@@ -387,6 +387,26 @@ def test_a_stream_ends_with_run_failed_when_a_step_raises_after_streaming() -> N
     assert "The step raised an error!" in str(events[-1].data["error"])
 
 
+def test_a_failed_runs_last_event_names_the_steps_it_cut_short(gate: tuple[threading.Event, threading.Event]) -> None:
+    # workflows test_streaming.py::test_task_raised, with a sibling step still running when
+    # the other raises: the stream's consumer learns it will not finish (as run_cancelled's
+    # ``unfinished`` says for a cancel)
+    entered, release = gate
+
+    def slow(x: Any) -> Any:
+        entered.set()
+        release.wait(10)
+        return x
+
+    def step(x: Any) -> Any:
+        assert entered.wait(5)
+        raise ValueError("The step raised an error!")
+
+    events = list(Formation("cut").add_function("slow", slow).add_function("step", step).run_stream("go"))
+    assert events[-1].type == "run_failed"
+    assert events[-1].data["unfinished"] == ["slow"]
+
+
 def test_a_stream_ends_with_run_failed_in_time_when_the_run_times_out() -> None:
     # workflows test_streaming.py::test_task_timeout
     async def step(x: Any) -> Any:
