@@ -542,7 +542,7 @@ class Router:
             return
         if run.trace is not None:
             run.trace.end(error)
-        cut_visits(self, run)  # the visits it ends in flight: cancelled, in its traces
+        cut = cut_visits(self, run)  # the visits it ends in flight: cancelled, in its traces
         traces = error.nodes = run.traces()  # the failure path only: the error's node traces
         if self.carries_traces:  # for the outer run (NestedRunError.nodes), before its callback reads them
             carry_traces(error, traces)
@@ -553,7 +553,7 @@ class Router:
         future.set_exception(error)
         if run.listeners:
             emit(run.listeners, FormationEventType.RUN_FAILED, run.id, error.node, {
-                "error": str(error), "exception": error, "duration_s": time.perf_counter() - run.t0,
+                "error": str(error), "exception": error, "duration_s": time.perf_counter() - run.t0, "unfinished": cut,
             })
         if not self.closing:
             self.release(run, f"run {run.id} failed", abandon=abandon)
