@@ -37,7 +37,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Coroutine, Iterable
+from collections.abc import Container, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .._event_loop import LoopThread
@@ -92,6 +92,7 @@ class AsyncVisits:
         self._thread: LoopThread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._visits: dict[Work, _Visit] = {}  # the latest attempt of each work in flight
+        self._cleaning: set[_Visit] = set()  # cancelled attempts whose task still runs (a finally that awaits)
         # places for visits in flight, as tokens in a queue: a C-level get and put per visit
         # (a threading.Semaphore costs several Python-level lock round trips)
         self._slots: queue.SimpleQueue[None] = queue.SimpleQueue()
@@ -146,6 +147,14 @@ class AsyncVisits:
     def has_run(self, run: Any) -> bool:
         """Whether a visit of ``run`` is in flight."""
         return any(v.work.run is run for v in tuple(self._visits.values()))
+
+    def only_ended(self, live: Container[str]) -> bool:
+        """Whether tasks still run on the loop and none is a visit of a run whose id is in
+        ``live``: what is left is the cleanup of cancelled attempts (a retried one's
+        included) and visits of runs that have ended."""
+        with self._lock:
+            visits, cleaning = tuple(self._visits.values()), bool(self._cleaning)
+        return (bool(visits) or cleaning) and not any(v.work.run_id in live for v in visits)
 
     def cancel(self, work: Work, reason: str) -> Work | None:
         """Cancel the attempt at ``work`` in flight (its ``finally`` runs). Returns ``work``
@@ -245,6 +254,9 @@ class AsyncVisits:
                 # short the cleanup the first one started (a finally that awaits)
                 if not task.cancelling():
                     task.cancel()
+                if visit.begun and not visit.ended:
+                    with self._lock:
+                        self._cleaning.add(visit)
                 if not visit.begun:  # its coroutine never runs: reported here
                     self._ended(visit, None, None)
             # not started yet: _drain sees the reason and does not start it
@@ -258,6 +270,8 @@ class AsyncVisits:
             if visit.ended:  # reported already (a stop reports those left from its own thread)
                 return
             visit.ended = True
+            if self._cleaning:  # (empty unless a cancel came)
+                self._cleaning.discard(visit)
             if self._visits.get(work) is visit:  # a retry of the same work may have taken its place meanwhile
                 del self._visits[work]
         self._slots.put(None)

@@ -269,6 +269,13 @@ class ThreadsBackend:
                 log.info("formation %r: node %r is still working for run %s, which has ended; its thread %s is "
                          "left to finish on its own", self.formation, actor.name, env.run_id, thread.name)
                 continue
+            visits = actor.in_flight
+            if in_flight is not None and visits is not None and visits.only_ended(in_flight):
+                # an async replica whose cancelled visits of ended runs still clean up (a finally
+                # that awaits): its loop gives them their time, the caller does not wait for it
+                log.info("formation %r: node %r is still cleaning up visits of runs that have ended; its thread %s "
+                         "is left to finish on its own", self.formation, actor.name, thread.name)
+                continue
             thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
                 log.warning(

@@ -32,6 +32,7 @@ from ._async_api import AsyncRuns
 from ._fork_api import Forks
 from ._plan import Plan, compile_plan
 from ._render import to_dot, to_mermaid
+from ._spellings import spelling_hint
 from ._sync_api import Runs
 from ._validation import OWNERS, POLICY_DEFAULTS, close_name, edge_problems, is_agent, policy_problems, quote
 
@@ -347,8 +348,10 @@ class Formation(Runs, AsyncRuns, Forks):
             problems.insert(0, f"formation {self.name!r} already has a node named {name!r}; pick another name")
         unknown = sorted(set(policies) - set(POLICY_DEFAULTS))
         if unknown:
-            hints = [close_name(k, POLICY_DEFAULTS, cutoff=0.6) for k in unknown]
+            spelt = {k: h for k in unknown if (h := spelling_hint(k, policies[k])) is not None}
+            hints = [None if k in spelt else close_name(k, POLICY_DEFAULTS, cutoff=0.6) for k in unknown]
             guesses = "".join(f"; did you mean {h!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
+            guesses += "".join(f"; {h}" for h in spelt.values())
             guesses += "".join(f"; {k} applies only to {OWNERS[k]}" for k in unknown if k in OWNERS)
             problems.append(
                 f"unknown policy keyword(s) {quote(unknown)}{guesses} (policies: {', '.join(POLICY_DEFAULTS)})"

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-__all__ = ["NOTHING", "ROUND_OVER", "Join", "RaceJoin", "drops", "mark", "new_join"]
+from .events import FormationEventType, emit
+
+__all__ = ["NOTHING", "ROUND_OVER", "Join", "RaceJoin", "cancel_losers", "drops", "mark", "new_join"]
 
 
 NOTHING: Any = object()  # a predecessor resolved without a value (its edge did not fire, or it was skipped)
@@ -196,3 +198,17 @@ def drops(run: Any, node: str, visit: int, tag: tuple[str, int] | None = None) -
     cuts = join.cuts if join is not None else None
     cut = cuts.get(node) if cuts else None
     return cut is None or visit <= cut
+
+
+def cancel_losers(run: Any) -> None:
+    """At the end of ``run``, the nodes of branches a ``join="any"`` fired without that
+    have not resolved yet (still running, or queued) are cancelled, not unreached: their
+    traces say so, and the run's listeners hear ``node_skipped`` with ``cancelled: True``
+    now, before ``run_finished`` (their late ends are not reported)."""
+    with run.lock:
+        losers = tuple(n for n in run.dropped if n not in run.cancelled)
+        run.cancelled += losers
+    if run.listeners:
+        for node in losers:
+            emit(run.listeners, FormationEventType.NODE_SKIPPED, run.id, node,
+                 {"reason": f"cancelled: {run.dropped[node]!r} (join='any') fired without it", "cancelled": True})

@@ -26,7 +26,7 @@ from ._error_routes import skip_error_targets
 from ._firing import edges_firing, exits_held, hold_exits, take_held
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
-from ._join import ROUND_OVER, Join, RaceJoin, drops, mark, new_join
+from ._join import ROUND_OVER, Join, RaceJoin, cancel_losers, drops, mark, new_join
 from ._nesting import carry_traces
 from ._plan import ConditionRaised, Plan
 from ._replaying import REPLAYED, replay_visit, replaying
@@ -493,8 +493,7 @@ class Router:
             output = None
         duration = time.perf_counter() - run.t0
         if run.dropped:  # join="any" losers not resolved yet: cancelled, not unreached
-            with run.lock:
-                run.cancelled += tuple(n for n in run.dropped if n not in run.cancelled)
+            cancel_losers(run)
         run.seal()
         result = FormationResult(run.id, output, outputs, run.trace_source(), duration, "succeeded", None, sink or "")
         if run.trace is not None:  # ended before the caller can see the result
@@ -543,7 +542,7 @@ class Router:
             return
         if run.trace is not None:
             run.trace.end(error)
-        cut_visits(self, run)  # the visits it ends in flight: cancelled, in its traces
+        cut = cut_visits(self, run)  # the visits it ends in flight: cancelled, in its traces
         traces = error.nodes = run.traces()  # the failure path only: the error's node traces
         if self.carries_traces:  # for the outer run (NestedRunError.nodes), before its callback reads them
             carry_traces(error, traces)
@@ -554,7 +553,7 @@ class Router:
         future.set_exception(error)
         if run.listeners:
             emit(run.listeners, FormationEventType.RUN_FAILED, run.id, error.node, {
-                "error": str(error), "exception": error, "duration_s": time.perf_counter() - run.t0,
+                "error": str(error), "exception": error, "duration_s": time.perf_counter() - run.t0, "unfinished": cut,
             })
         if not self.closing:
             self.release(run, f"run {run.id} failed", abandon=abandon)

@@ -18,9 +18,10 @@ class FormationEventType(enum.StrEnum):
     """The kinds of :class:`FormationEvent`.
 
     * ``run_started`` / ``run_finished`` / ``run_failed``: a run's life (``data``:
-      ``duration_s``; ``error`` and ``exception`` on failure; ``result`` and ``usage`` when
-      finished, and ``suspended: True`` when the run stopped at an ``interrupt()`` or a
-      breakpoint: ``result.status == "suspended"``).
+      ``duration_s``; on failure ``error``, ``exception`` and ``unfinished``, the nodes
+      whose visits in flight the failure cut short, which report nothing more; ``result``
+      and ``usage`` when finished, and ``suspended: True`` when the run stopped at an
+      ``interrupt()`` or a breakpoint: ``result.status == "suspended"``).
     * ``run_cancelled``: the run was cancelled (``data``: ``duration_s``; ``outputs``,
       the outputs of the nodes that finished; ``unfinished``, the nodes that were
       running; ``nodes``, the per-node traces, where those are ``cancelled``).
