@@ -282,6 +282,50 @@ def test_an_interrupt_inside_a_nested_formation_and_a_later_halt_each_stop_once(
     assert outer.resume(asked.run_id, store=store).output == 23
 
 
+def parallel_branches() -> Formation:
+    f = Formation("branches").add_function("s", lambda v: v)
+    for name in ("b", "c", "d"):
+        f.add_function(name, lambda v, name=name: f"{v}{name}")
+    f.add_function("join", lambda b, c, d: b + c + d)
+    for name in ("b", "c", "d"):
+        f.connect("s", name, "join")
+    return f
+
+
+@pytest.mark.parametrize("option", ["break_before", "break_after"])
+def test_a_halt_on_each_of_several_parallel_branches_stops_once_at_every_one(store: RunStore, option: str) -> None:
+    # burr test_application.py::test_app_run_halt_after with several halting actions
+    # (parallel here): a branch that reaches its breakpoint while the run is already
+    # stopping at another stops on the next resume; none is skipped, none repeated.
+    result = parallel_branches().run("x", store=store, **{option: ["b", "c", "d"]})
+    stops = []
+    while result.status == "suspended":
+        assert result.interrupt is not None
+        stops.append(result.interrupt["node"])
+        result = parallel_branches().resume(result.run_id, store=store)
+    assert sorted(stops) == ["b", "c", "d"]
+    assert result.output == "xbxcxd"
+
+
+def test_a_halt_given_to_a_resume_does_not_stop_at_steps_journalled_before_it(store: RunStore) -> None:
+    # burr test_application.py::test_app_run_halt_after, halts given when the app is run
+    # again: the visits the journal already has are history, only later ones stop.
+    calls, broken = Counter(), [True]
+
+    def last(v: str) -> str:
+        calls.hit("last")
+        if broken[0]:
+            raise ConnectionError("down")
+        return v + "!"
+
+    f = parallel_branches().add_function("last", last).connect("join", "last")
+    with pytest.raises(FormationRuntimeError):
+        f.run("x", store=store, run_id="halted-later")
+    broken[0] = False
+    result = f.resume("halted-later", store=store, break_after=["b", "last"])
+    assert result.interrupt == {"node": "last", "payload": {"breakpoint": "after", "output": "xbxcxd!"}}
+
+
 def test_a_fork_of_a_halted_run_runs_to_its_end_without_the_originals_halts(store: RunStore) -> None:
     # burr test_persistence.py (a forked app starts from the state, with its own halts)
     stopped = counter_app(3).run(0, store=store, break_after=["counter"])
