@@ -34,7 +34,7 @@ import pytest
 from tests.formation.test_peer_burr import counter_app
 from tests.support.peers import Counter
 from wingman_actors import Formation, interrupt
-from wingman_actors.errors import FormationRuntimeError, MapItemsError
+from wingman_actors.errors import FormationRuntimeError, FormationSetupError, MapItemsError
 from wingman_actors.store import RunStore
 
 
@@ -280,6 +280,16 @@ def test_an_interrupt_inside_a_nested_formation_and_a_later_halt_each_stop_once(
     halted = outer.resume(asked.run_id, store=store, answer=10)
     assert halted.interrupt == {"node": "sub", "payload": {"breakpoint": "after", "output": 22}}
     assert outer.resume(asked.run_id, store=store).output == 23
+
+
+def test_a_halt_on_a_step_inside_a_nested_formation_is_refused_saying_to_halt_at_the_formation_node(
+        store: RunStore) -> None:
+    # burr test_parallelism.py recursive sub-applications (a halt names the parent's own
+    # action). Ours: breakpoints name the run's own nodes (DESIGN); the error says where
+    # 'sub/add_number' lives and what to write instead, not only "no node named".
+    outer = Formation("outer").add_formation("sub", full_subgraph(3000))
+    with pytest.raises(FormationSetupError, match=r"inside the nested formation 'sub'.*break_before=\['sub'\]"):
+        outer.run(as_state(1), store=store, break_before=["sub/add_number"])
 
 
 def parallel_branches() -> Formation:

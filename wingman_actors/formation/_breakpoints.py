@@ -68,9 +68,18 @@ class Breakpoints:
                 wrong.append(option)
                 continue
             unknown = [n for n in given if n not in nodes]
+            inside = [n for n in unknown if n.split("/", 1)[0] in nodes and "/" in n]
+            for name in inside:  # a path into a nested formation, as its events name it
+                outer, inner = name.split("/", 1)[0], name.rsplit("/", 1)[1]
+                problems.append(
+                    f"{option}: {name!r} is inside the nested formation {outer!r}, and breakpoints name this "
+                    f"formation's own nodes: stop at the nested node as a whole ({option}=[{outer!r}]), or run "
+                    f"the inner formation on its own with {option}=[{inner!r}]")
+            unknown = [n for n in unknown if n not in inside]
             if unknown:
                 problems.append(f"{option}: no node named {', '.join(map(repr, unknown))}; "
                                 f"the nodes are {', '.join(map(repr, nodes))}")
+            if unknown or inside:
                 wrong.append(option)
             names[option] = frozenset(given)
         if problems:
