@@ -35,6 +35,7 @@ from tests.formation.test_peer_burr import counter_app
 from tests.support.peers import Counter
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, MapItemsError
+from wingman_actors.formation import NodeFailure
 from wingman_actors.store import RunStore
 
 
@@ -334,6 +335,30 @@ def test_a_halt_given_to_a_resume_does_not_stop_at_steps_journalled_before_it(st
     broken[0] = False
     result = f.resume("halted-later", store=store, break_after=["b", "last"])
     assert result.interrupt == {"node": "last", "payload": {"breakpoint": "after", "output": "xbxcxd!"}}
+
+
+def test_halting_before_an_error_handler_stops_with_the_failure_and_the_resume_handles_it(store: RunStore) -> None:
+    # burr test_application.py::test_app_run_halt_before, the halting action the one a
+    # failing action's exception transition leads to. It used to fail the run: the
+    # NodeFailure in the breakpoint's payload could not be journalled.
+
+    def broken(v: Any) -> Any:
+        raise KeyError("nope")
+
+    handled = Counter()
+    f = (Formation("halt_handler").add_function("a", broken).add_function("b", lambda v: v)
+         .add_function("handler", lambda failure: (handled.hit("handler"), f"handled {failure.node}")[1])
+         .connect("a", "b").connect("a", "handler", on_error=True))
+    stopped = f.run(1, store=store, break_before=["handler"])
+    assert stopped.status == "suspended" and stopped.interrupt is not None
+    failure = stopped.interrupt["payload"]["input"]
+    assert isinstance(failure, NodeFailure) and (failure.node, failure.input) == ("a", 1)
+    journalled = store.get(stopped.run_id).interrupt
+    assert journalled is not None and journalled.payload["input"]["node"] == "a"
+    assert "KeyError" in journalled.payload["input"]["error"]
+    assert handled.calls == {}
+    assert f.resume(stopped.run_id, store=store).outputs == {"handler": "handled a"}
+    assert handled.calls == {"handler": 1}
 
 
 def test_a_fork_of_a_halted_run_runs_to_its_end_without_the_originals_halts(store: RunStore) -> None:

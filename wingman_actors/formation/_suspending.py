@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._graphs import downstream
+from ._failure import NodeFailure
 from ._result import FormationResult, suspended_traces
 from .events import FormationEventType, emit
 
@@ -51,13 +52,27 @@ def stop_at_breakpoint(router: Router, run: RunState, node: str, visit: int, pay
             return
         run.suspending = (node, payload, f"run {run.id} stopped at a breakpoint {payload['breakpoint']} {node!r}", 0)
     try:
-        journal.store.record_interrupt(run.id, node, visit, payload)
+        journal.store.record_interrupt(run.id, node, visit, {k: _journalled(v) for k, v in payload.items()})
     except Exception as exc:
         with run.lock:
             run.suspending = None
         router.supervision.give_up(run, router.specs[node], 0, exc, visit)
         return
     _when_settled(router, run)
+
+
+def _journalled(value: Any) -> Any:
+    """A breakpoint's input as the journal keeps it: an error handler's
+    :class:`~._failure.NodeFailure` (its exception a store may not serialise) as a dict of
+    its node, error text, input, attempts and run id, also as a fan-in's value. The result's
+    ``interrupt`` keeps the NodeFailure itself; a resume rebuilds the handler's input from
+    the journalled failure, not from this."""
+    if isinstance(value, NodeFailure):
+        return {"node": value.node, "error": f"{type(value.error).__name__}: {value.error}", "input": value.input,
+                "attempts": value.attempts, "run_id": value.run_id}
+    if type(value) is dict and any(isinstance(v, NodeFailure) for v in value.values()):
+        return {k: _journalled(v) for k, v in value.items()}
+    return value
 
 
 def _when_settled(router: Router, run: RunState) -> None:
