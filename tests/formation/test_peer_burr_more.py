@@ -368,3 +368,23 @@ def test_a_fork_of_a_halted_run_runs_to_its_end_without_the_originals_halts(stor
     assert store.get(new_id).status == "succeeded"
     assert store.history(new_id)[-1].output == "counted to 3"
     assert store.get(stopped.run_id).status == "suspended"
+
+
+def test_a_resumed_stream_after_a_halt_in_a_loop_replays_the_journal_then_runs_the_next_round(store: RunStore) -> None:
+    # burr test_application.py::test_stream_iterate with halt_after in the counter loop:
+    # the journalled steps come back marked, then the next visit starts and finishes.
+    first = list(counter_app(3).run_stream(0, store=store, break_after=["counter"]))
+    assert [(e.type.value, e.node) for e in first][-2:] == [("node_finished", "counter"), ("run_finished", None)]
+    events = list(counter_app(3).resume_stream(first[-1].run_id, store=store))
+    assert [(e.type.value, e.node, e.data.get("journalled")) for e in events] == [
+        ("run_started", None, None), ("node_finished", "start", True), ("node_finished", "counter", True),
+        ("node_started", "counter", None), ("node_finished", "counter", None), ("run_finished", None, None)]
+    assert events[-1].data["result"].interrupt["payload"] == {"breakpoint": "after", "output": 2}
+
+
+def test_forking_at_the_step_a_run_halted_before_gives_it_an_output_and_ends(store: RunStore) -> None:
+    # burr test_persistence.py (fork from the last persisted sequence id of a halted app)
+    stopped = counter_app(3).run(0, store=store, break_before=["result"])
+    new_id = counter_app(3).fork(stopped.run_id, store=store, at="result", output="forked")
+    assert [(v.node, v.output) for v in store.history(new_id)][-2:] == [("counter", 3), ("result", "forked")]
+    assert (store.get(new_id).status, store.get(stopped.run_id).status) == ("succeeded", "suspended")
