@@ -341,6 +341,20 @@ def test_the_resumed_stream_replays_the_journalled_steps_then_runs_the_rest(stor
     assert events[-1].data["result"].output == "hello streaming world"
 
 
+def test_halting_after_an_agent_resumes_without_calling_its_model_again(store: RunStore) -> None:
+    # burr test_application.py::test_stream_result_halt_after (the streamed result is kept)
+    provider = ScriptedProvider(["first answer", "a second answer nobody should ask for"])
+
+    def build() -> Formation:
+        return (Formation("agent_halt").add_agent("writer", Agent("writer", provider=provider))
+                .add_function("shout", lambda text: text.upper()).connect("writer", "shout"))
+
+    stopped = build().run("go", store=store, break_after=["writer"])
+    assert stopped.interrupt == {"node": "writer", "payload": {"breakpoint": "after", "output": "first answer"}}
+    assert build().resume(stopped.run_id, store=store).output == "FIRST ANSWER"
+    assert len(provider.requests) == 1
+
+
 # --- errors in actions ---------------------------------------------------------------
 
 
