@@ -388,3 +388,33 @@ def test_forking_at_the_step_a_run_halted_before_gives_it_an_output_and_ends(sto
     new_id = counter_app(3).fork(stopped.run_id, store=store, at="result", output="forked")
     assert [(v.node, v.output) for v in store.history(new_id)][-2:] == [("counter", 3), ("result", "forked")]
     assert (store.get(new_id).status, store.get(stopped.run_id).status) == ("succeeded", "suspended")
+
+
+def join_loop() -> Formation:
+    """A loop whose every round fans out to b and c and joins them again in j."""
+    return (Formation("join_loop").add_function("s", lambda x: x).add_function("entry", lambda x: x, max_visits=9)
+            .add_function("b", lambda x: x + 1, max_visits=9).add_function("c", lambda x: x + 2, max_visits=9)
+            .add_function("j", lambda b, c: b + c, max_visits=9).add_function("end", lambda x: x)
+            .connect("s", "entry").connect("entry", "b", "j").connect("entry", "c", "j")
+            .connect("j", "entry", when=lambda v: v < 20).connect("j", "end", otherwise=True))
+
+
+def test_halts_on_both_branches_of_a_joining_loop_stop_at_each_in_every_round(store: RunStore) -> None:
+    # burr test_application.py::test_app_run_halt_after in a loop, with the parallel actions
+    # of test_parallelism.py: every round stops after b and after c, once each.
+    result = join_loop().run(1, store=store, break_after=["b", "c"])
+    stops = []
+    while result.status == "suspended":
+        assert result.interrupt is not None
+        stops.append((result.interrupt["node"], result.interrupt["payload"]["output"]))
+        result = join_loop().resume(result.run_id, store=store)
+    assert sorted(stops) == [("b", 2), ("b", 6), ("b", 14), ("c", 3), ("c", 7), ("c", 15)]
+    assert (result.output, result.nodes["j"].outputs) == (29, [5, 13, 29])
+
+
+def test_forking_a_joining_loop_at_a_later_branch_visit_reruns_that_round_with_the_new_input(store: RunStore) -> None:
+    # burr initialize_from(fork_from_sequence_id=...) inside a loop of parallel actions
+    first = join_loop().run(1, store=store)
+    new_id = join_loop().fork(first.run_id, store=store, at=("b", 2), input=0)
+    assert [v.output for v in store.history(new_id) if v.node == "j"] == [5, 8, 19, 41]
+    assert store.history(first.run_id)[-1].output == 29
