@@ -10,6 +10,10 @@ journalled, before its output moves on). ``Formation.resume`` continues it:
   "after" stop sends its journalled output on);
 * every other visit of a breakpoint's node stops, later ones of the same node (a loop)
   included, and so do the other breakpoints;
+* breakpoints reached while the run is already stopping (parallel branches) are not
+  lost: a "before" one is not journalled, so the resume stops there; an "after" one's
+  visit is journalled and not routed on, and the resume stops after it (:func:`owed_after`)
+  before sending its output on;
 * the run keeps its breakpoints across resumes (they are journalled with it); a resume
   given ``break_before``/``break_after`` replaces them (``[]`` clears them).
 
@@ -27,7 +31,7 @@ from ..errors import FormationSetupError
 if TYPE_CHECKING:
     from ..store import RunJournal
 
-__all__ = ["JOURNAL_KEY", "Breakpoints", "is_breakpoint", "passed"]
+__all__ = ["JOURNAL_KEY", "Breakpoints", "is_breakpoint", "owed_after", "passed"]
 
 JOURNAL_KEY = ("", 0, None)
 """Where a run's breakpoints are journalled: a progress value of no node (``""``), visit 0
@@ -64,9 +68,18 @@ class Breakpoints:
                 wrong.append(option)
                 continue
             unknown = [n for n in given if n not in nodes]
+            inside = [n for n in unknown if n.split("/", 1)[0] in nodes and "/" in n]
+            for name in inside:  # a path into a nested formation, as its events name it
+                outer, inner = name.split("/", 1)[0], name.rsplit("/", 1)[1]
+                problems.append(
+                    f"{option}: {name!r} is inside the nested formation {outer!r}, and breakpoints name this "
+                    f"formation's own nodes: stop at the nested node as a whole ({option}=[{outer!r}]), or run "
+                    f"the inner formation on its own with {option}=[{inner!r}]")
+            unknown = [n for n in unknown if n not in inside]
             if unknown:
                 problems.append(f"{option}: no node named {', '.join(map(repr, unknown))}; "
                                 f"the nodes are {', '.join(map(repr, nodes))}")
+            if unknown or inside:
                 wrong.append(option)
             names[option] = frozenset(given)
         if problems:
@@ -107,3 +120,15 @@ def passed(journal: RunJournal, node: str, visit: int) -> bool:
     """Whether the run stopped before this visit already (it runs now, without stopping)."""
     return any(i.node == node and i.visit == visit and i.item is None and is_breakpoint(i.payload)
                and i.payload["breakpoint"] == "before" for i in journal.interrupts)
+
+
+def owed_after(journal: RunJournal, node: str, visit: int) -> bool:
+    """Whether a journalled visit of ``node`` still owes its "after" stop: the run had a
+    ``break_after`` on the node when it was journalled, and never stopped after that visit
+    (it finished while the run was stopping at another breakpoint or interrupt). Breakpoints
+    a resume adds do not stop visits journalled before it, nor do a fork's reused visits."""
+    given = Breakpoints.journalled(journal)
+    if given is None or node not in given.after:
+        return False
+    return not any(i.node == node and i.visit == visit and i.item is None and is_breakpoint(i.payload)
+                   and i.payload["breakpoint"] == "after" for i in journal.interrupts)

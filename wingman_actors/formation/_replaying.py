@@ -22,6 +22,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from ._breakpoints import owed_after
 from ._error_routes import replay_failure
 from ._journalled_inner import keep_journalled_items
 from ._result import ZERO_USAGE
@@ -96,4 +97,8 @@ def replayed(router: Router, run: RunState, node: str, visit: int, output: Any,
         emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, node, {
             "attempt": 0, "duration_s": 0.0, "usage": ZERO_USAGE, "journalled": True, "output": output,
         })
+    breaks, replay = run.breaks, run.replay
+    if breaks is not None and node in breaks.after and replay is not None and owed_after(replay.journal, node, visit):
+        router.breakpoint(run, node, visit, {"breakpoint": "after", "output": output})  # it finished while the run
+        return  # was stopping elsewhere: it stops now, as it would have
     router.route(run, node, output, 0, visit, tag)

@@ -33,7 +33,7 @@ from ._replaying import REPLAYED, replay_visit, replaying
 from ._result import ZERO_USAGE, FormationResult, NodeTrace
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut, note_failure, overdue
-from ._suspending import keep_queued, suspend_run
+from ._suspending import keep_queued, stop_at_breakpoint, suspend_run
 from ._trace_journal import TRACE_KEY, summary, worth_journalling
 from .events import FormationEventType, emit
 
@@ -288,15 +288,8 @@ class Router:
 
     def breakpoint(self, run: RunState, node: str, visit: int, payload: dict[str, Any]) -> None:
         """A journalled run reached a breakpoint (``break_before``/``break_after``):
-        journal it as an interrupt of the visit and suspend the run."""
-        journal = self.journal
-        assert journal is not None  # breakpoints need a store (checked when the run is submitted)
-        try:
-            journal.store.record_interrupt(run.id, node, visit, payload)
-        except Exception as exc:
-            self.supervision.give_up(run, self.specs[node], 0, exc, visit)
-            return
-        suspend_run(self, run, node, payload, f"run {run.id} stopped at a breakpoint {payload['breakpoint']} {node!r}")
+        journal it as an interrupt of the visit and suspend the run (formation/_suspending.py)."""
+        stop_at_breakpoint(self, run, node, visit, payload)
 
     def item_scope(self, work: Work, index: int) -> VisitScope | None:
         """The scope of fleet or map item ``index`` of a journalled visit (its answers, its

@@ -1,6 +1,7 @@
 """A journalled run suspending (an ``interrupt()`` or a breakpoint): what
-:meth:`~._routing.Router.suspended` and :meth:`~._routing.Router.breakpoint` end with, once
-the interrupt is journalled. Kept apart from :mod:`._routing`, whose hot path it is not."""
+:meth:`~._routing.Router.suspended` ends with once the interrupt is journalled, and what
+:meth:`~._routing.Router.breakpoint` does (:func:`stop_at_breakpoint`). Kept apart from
+:mod:`._routing`, whose hot path it is not."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._graphs import downstream
+from ._failure import NodeFailure
 from ._result import FormationResult, suspended_traces
 from .events import FormationEventType, emit
 
@@ -15,7 +17,7 @@ if TYPE_CHECKING:
     from ._routing import Router
     from ._runstate import RunState
 
-__all__ = ["keep_queued", "suspend_at_once", "suspend_run"]
+__all__ = ["keep_queued", "stop_at_breakpoint", "suspend_at_once", "suspend_run"]
 
 
 _POLL_S = 0.002  # how often a suspending run looks whether its attempts in flight have ended
@@ -35,6 +37,42 @@ def suspend_run(router: Router, run: RunState, node: str, payload: Any, reason: 
             return
         run.suspending = (node, payload, reason, attempt)
     _when_settled(router, run)
+
+
+def stop_at_breakpoint(router: Router, run: RunState, node: str, visit: int, payload: dict[str, Any]) -> None:
+    """Journal the breakpoint ``payload`` of ``node``'s visit as an interrupt and suspend
+    ``run`` there. The suspension is claimed before the breakpoint is journalled: a run
+    already stopping (at another breakpoint parallel branches reached at once, or an
+    ``interrupt()``) journals nothing here, so the resume stops at this one in its turn
+    (a journalled breakpoint counts as passed)."""
+    journal = router.journal
+    assert journal is not None  # breakpoints need a store (checked when the run is submitted)
+    with run.lock:
+        if run.done or run.suspending is not None:
+            return
+        run.suspending = (node, payload, f"run {run.id} stopped at a breakpoint {payload['breakpoint']} {node!r}", 0)
+    try:
+        journal.store.record_interrupt(run.id, node, visit, {k: _journalled(v) for k, v in payload.items()})
+    except Exception as exc:
+        with run.lock:
+            run.suspending = None
+        router.supervision.give_up(run, router.specs[node], 0, exc, visit)
+        return
+    _when_settled(router, run)
+
+
+def _journalled(value: Any) -> Any:
+    """A breakpoint's input as the journal keeps it: an error handler's
+    :class:`~._failure.NodeFailure` (its exception a store may not serialise) as a dict of
+    its node, error text, input, attempts and run id, also as a fan-in's value. The result's
+    ``interrupt`` keeps the NodeFailure itself; a resume rebuilds the handler's input from
+    the journalled failure, not from this."""
+    if isinstance(value, NodeFailure):
+        return {"node": value.node, "error": f"{type(value.error).__name__}: {value.error}", "input": value.input,
+                "attempts": value.attempts, "run_id": value.run_id}
+    if type(value) is dict and any(isinstance(v, NodeFailure) for v in value.values()):
+        return {k: _journalled(v) for k, v in value.items()}
+    return value
 
 
 def _when_settled(router: Router, run: RunState) -> None:
