@@ -3,6 +3,7 @@ resume continues it, without stopping again at the visit it stopped at."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any
 
@@ -192,3 +193,47 @@ def test_a_resumed_runs_inner_journalled_visits_carry_their_outputs(store: RunSt
     result = outer.resume(info.value.run_id or "", store=store)
     assert (result.nodes["sub/a"].output, result.nodes["sub/a"].attempts) == ("HEY", 0)  # from the inner journal
     assert result.nodes["sub/b"].output == "HEY?"
+
+
+class _SlowInterrupts(RunStore):
+    """Journals an ``interrupt()`` of node ``y`` slowly, so a breakpoint elsewhere is
+    reached while it is being written."""
+
+    def record_interrupt(self, run_id: str, node: str, visit: int, payload: Any, *,
+                         item: int | None = None) -> None:
+        if node == "y":
+            time.sleep(0.3)
+        super().record_interrupt(run_id, node, visit, payload, item=item)
+
+
+def test_an_interrupt_and_a_breakpoint_on_parallel_branches_suspend_at_the_one_the_store_says_is_pending(
+    tmp_path: Any,
+) -> None:
+    # The interrupt() of y is being journalled while the other branch reaches its
+    # breakpoint before x: the run must suspend at the one that is pending in the store, so
+    # the answer given to resume goes to the question the result showed.
+    answers: list[Any] = []
+
+    def y(v: int) -> str:
+        answers.append(interrupt({"question": "approve?"}))
+        return f"y{v}"
+
+    def a(v: int) -> int:
+        time.sleep(0.1)  # y's interrupt is being journalled when x's breakpoint comes
+        return v + 1
+
+    f = (Formation("race").add_function("start", lambda v: v).add_function("a", a)
+         .add_function("x", lambda v: f"x{v}").add_function("y", y).add_function("end", lambda d: d)
+         .connect("start", "a", "x", "end").connect("start", "y", "end"))
+    with _SlowInterrupts(tmp_path / "runs.sqlite") as store:
+        first = f.run(1, store=store, run_id="r1", break_before=["x"])
+        assert first.status == "suspended"
+        pending = store.get("r1").interrupt
+        assert pending is not None and pending.node == first.interrupt["node"], (pending, first.interrupt)
+        # answer what the result asked; go on until the run ends
+        result = first
+        while result.status == "suspended":
+            node = result.interrupt["node"]
+            result = f.resume("r1", store=store, answer="yes" if node == "y" else None)
+    assert result.output == {"x": "x2", "y": "y1"}
+    assert answers[-1] == "yes"

@@ -33,7 +33,7 @@ from ._replaying import REPLAYED, replay_visit, replaying
 from ._result import ZERO_USAGE, FormationResult, NodeTrace
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut, note_failure, overdue
-from ._suspending import keep_queued, stop_at_breakpoint, suspend_run
+from ._suspending import keep_queued, stop_at_breakpoint, stop_at_interrupt
 from ._trace_journal import TRACE_KEY, summary, worth_journalling
 from .events import FormationEventType, emit
 
@@ -274,17 +274,8 @@ class Router:
         """A visit called ``interrupt()``: journal it and suspend the run."""
         if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
             return
-        run, journal = work.run, self.journal
-        if run.done or journal is None or run.suspending is not None:  # (a sibling's: it asks again on resume)
-            return
-        node, scope = work.target, signal.scope  # the visit's scope, or a fleet item's
-        try:
-            scope.journal_replies()  # before the interrupt: a resume finds them
-            journal.store.record_interrupt(run.id, node, work.visit, signal.payload, item=scope.item)
-        except Exception as exc:
-            self.supervision.give_up(run, self.specs[node], attempt, exc, work.visit, tag=work.tag)
-            return
-        suspend_run(self, run, signal.node, signal.payload, f"run {run.id} was suspended by {node!r}'s interrupt", attempt)
+        if self.journal is not None:
+            stop_at_interrupt(self, work, attempt, signal)
 
     def breakpoint(self, run: RunState, node: str, visit: int, payload: dict[str, Any]) -> None:
         """A journalled run reached a breakpoint (``break_before``/``break_after``):

@@ -1,6 +1,6 @@
 """A journalled run suspending (an ``interrupt()`` or a breakpoint): what
-:meth:`~._routing.Router.suspended` ends with once the interrupt is journalled, and what
-:meth:`~._routing.Router.breakpoint` does (:func:`stop_at_breakpoint`). Kept apart from
+:meth:`~._routing.Router.suspended` and :meth:`~._routing.Router.breakpoint` do
+(:func:`stop_at_interrupt`, :func:`stop_at_breakpoint`). Kept apart from
 :mod:`._routing`, whose hot path it is not."""
 
 from __future__ import annotations
@@ -14,51 +14,69 @@ from ._result import FormationResult, suspended_traces
 from .events import FormationEventType, emit
 
 if TYPE_CHECKING:
+    from .._interrupts import RunSuspended
+    from ..actors._envelope import Work
     from ._routing import Router
     from ._runstate import RunState
 
-__all__ = ["keep_queued", "stop_at_breakpoint", "suspend_at_once", "suspend_run"]
+__all__ = ["keep_queued", "stop_at_breakpoint", "stop_at_interrupt", "suspend_at_once"]
 
 
 _POLL_S = 0.002  # how often a suspending run looks whether its attempts in flight have ended
 
 
-def suspend_run(router: Router, run: RunState, node: str, payload: Any, reason: str, attempt: int = 0) -> None:
-    """Suspend ``run`` at ``node`` (a path for a node of a nested formation) with the
-    interrupt's ``payload``, once the attempts of its other nodes still in flight have
-    ended. Meanwhile a visit that finishes is journalled and kept in the result but not
-    routed on, so a resume does not run it again (as LangGraph keeps the writes of a
-    superstep's other tasks); one that fails or interrupts runs again on resume. The run's
-    ``timeout`` ends the wait: the run suspends then (:func:`suspend_at_once`), it does not
-    fail, and what is still in flight runs again on resume. ``attempt``: the attempt of
-    the visit whose code called ``interrupt()`` (0 for a breakpoint)."""
-    with run.lock:
-        if run.done or run.suspending is not None:
-            return
-        run.suspending = (node, payload, reason, attempt)
-    _when_settled(router, run)
-
-
 def stop_at_breakpoint(router: Router, run: RunState, node: str, visit: int, payload: dict[str, Any]) -> None:
     """Journal the breakpoint ``payload`` of ``node``'s visit as an interrupt and suspend
-    ``run`` there. The suspension is claimed before the breakpoint is journalled: a run
-    already stopping (at another breakpoint parallel branches reached at once, or an
-    ``interrupt()``) journals nothing here, so the resume stops at this one in its turn
-    (a journalled breakpoint counts as passed)."""
+    ``run`` there (:func:`_claimed`: a run already stopping journals nothing here, so the
+    resume stops at this one in its turn; a journalled breakpoint counts as passed)."""
     journal = router.journal
     assert journal is not None  # breakpoints need a store (checked when the run is submitted)
-    with run.lock:
-        if run.done or run.suspending is not None:
-            return
-        run.suspending = (node, payload, f"run {run.id} stopped at a breakpoint {payload['breakpoint']} {node!r}", 0)
+    reason = f"run {run.id} stopped at a breakpoint {payload['breakpoint']} {node!r}"
+    if not _claimed(run, (node, payload, reason, 0)):
+        return
     try:
         journal.store.record_interrupt(run.id, node, visit, {k: _journalled(v) for k, v in payload.items()})
     except Exception as exc:
-        with run.lock:
-            run.suspending = None
+        _unclaim(run)
         router.supervision.give_up(run, router.specs[node], 0, exc, visit)
         return
     _when_settled(router, run)
+
+
+def stop_at_interrupt(router: Router, work: Work, attempt: int, signal: RunSuspended) -> None:
+    """A visit (or fleet item) of a journalled run called ``interrupt()``: journal it (the
+    replies it had, then the interrupt) and suspend the run there (:func:`_claimed`: a
+    sibling's interrupt or breakpoint that came first wins; this visit runs again on resume
+    and asks again)."""
+    run, journal = work.run, router.journal
+    assert journal is not None
+    node, scope = work.target, signal.scope  # the visit's scope, or a fleet item's
+    if not _claimed(run, (signal.node, signal.payload, f"run {run.id} was suspended by {node!r}'s interrupt", attempt)):
+        return
+    try:
+        scope.journal_replies()  # before the interrupt: a resume finds them
+        journal.store.record_interrupt(run.id, node, work.visit, signal.payload, item=scope.item)
+    except Exception as exc:
+        _unclaim(run)
+        router.supervision.give_up(run, router.specs[node], attempt, exc, work.visit, tag=work.tag)
+        return
+    _when_settled(router, run)
+
+
+def _claimed(run: RunState, suspending: tuple[str, Any, str, int]) -> bool:
+    """Claim ``run``'s suspension for one interrupt or breakpoint, before it is journalled:
+    of two reached at once on parallel branches, the one the run suspends at is the one the
+    store then holds as pending (the last journalled), whichever write ends first."""
+    with run.lock:
+        if run.done or run.suspending is not None:
+            return False
+        run.suspending = suspending
+        return True
+
+
+def _unclaim(run: RunState) -> None:
+    with run.lock:
+        run.suspending = None
 
 
 def _journalled(value: Any) -> Any:
@@ -76,6 +94,13 @@ def _journalled(value: Any) -> Any:
 
 
 def _when_settled(router: Router, run: RunState) -> None:
+    """Suspend ``run`` (at what it claimed: its ``suspending``) once the attempts of its
+    other nodes still in flight have ended. Meanwhile a visit that finishes is journalled
+    and kept in the result but not routed on, so a resume does not run it again (as
+    LangGraph keeps the writes of a superstep's other tasks); one that fails or interrupts
+    runs again on resume. The run's ``timeout`` ends the wait: the run suspends then
+    (:func:`suspend_at_once`), it does not fail, and what is still in flight runs again on
+    resume."""
     if run.done:  # cancelled, failed or taken over meanwhile
         return
     if _busy(router, run):
