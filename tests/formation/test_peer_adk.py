@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter, Order
+from tests.support.peers import Counter, Order, sleeps_until_cancelled
 from wingman_actors import Agent, Formation, tool
 from wingman_actors.core import InferenceRequest, InferenceResponse, Role
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NoRouteError
@@ -443,13 +443,7 @@ def test_a_timed_out_coroutine_is_cancelled() -> None:
     # adk test_agent_timeout.py::test_run_async_cancelled_properly
     cancelled = threading.Event()
 
-    async def slow(m: str) -> str:
-        try:
-            await asyncio.sleep(5)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "Done"
+    slow = sleeps_until_cancelled(cancelled)
 
     with pytest.raises(FormationRuntimeError):
         Formation("t").add_function("test_agent_cancel", slow, timeout=0.1).run("go")
@@ -460,13 +454,7 @@ def test_a_nested_formation_past_its_timeout_cancels_the_node_running_inside_it(
     # adk test_agent_timeout.py::test_sub_agent_cascade_cancellation
     cancelled = threading.Event()
 
-    async def sub_agent(m: str) -> str:
-        try:
-            await asyncio.sleep(5)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "Done"
+    sub_agent = sleeps_until_cancelled(cancelled)
 
     inner = Formation("inner").add_function("sub_agent", sub_agent)
     f = Formation("outer").add_formation("parent_agent", inner, timeout=0.1)
@@ -480,13 +468,7 @@ def test_a_run_past_its_timeout_cancels_the_first_child_and_never_starts_the_sec
     # adk test_agent_timeout.py::test_parent_timeout_cascades_cancel_to_children
     cancelled, counter = threading.Event(), Counter()
 
-    async def child_1(m: str) -> str:
-        try:
-            await asyncio.sleep(5)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "Done"
+    child_1 = sleeps_until_cancelled(cancelled)
 
     inner = (Formation("inner").add_function("child_1", child_1)
              .add_function("child_2", lambda m: counter.hit("child_2")).connect("child_1", "child_2"))

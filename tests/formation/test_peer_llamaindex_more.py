@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from tests.formation.test_peer_llamaindex import kinds, three_steps
-from tests.support.peers import Counter, local_ray  # noqa: F401  (a fixture)
+from tests.support.peers import Counter, local_ray, sleeps_until_cancelled  # noqa: F401  (local_ray: a fixture)
 from wingman_actors import Agent, Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent
@@ -234,13 +234,7 @@ def test_a_node_timeout_cancels_the_async_steps_coroutine() -> None:
     # left running (its finally runs)
     cancelled = threading.Event()
 
-    async def slow_step(_: Any) -> str:
-        try:
-            await asyncio.sleep(5)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "Done"
+    slow_step = sleeps_until_cancelled(cancelled)
 
     with pytest.raises(FormationRuntimeError, match=r"slow_step"):
         Formation("slow").add_function("slow_step", slow_step, timeout=0.2).run(None)

@@ -1,15 +1,32 @@
 """Helpers shared by the tests ported from peers' suites (tests/formation/test_peer_*.py):
-a call counter, the order nodes started in, Haystack's Accumulate sample component, and a module-scoped local Ray."""
+a call counter, the order nodes started in, an async step that reports its cancellation,
+Haystack's Accumulate sample component, and a module-scoped local Ray."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
 
 from wingman_actors.formation.events import FormationEvent
+
+
+def sleeps_until_cancelled(cancelled: threading.Event, seconds: float = 5) -> Callable[[Any], Awaitable[str]]:
+    """An ``async def`` step that awaits ``seconds`` and returns ``"Done"``; when its await is
+    cancelled (a timeout, a cancel) it sets ``cancelled`` and lets the cancellation go on."""
+
+    async def step(_: Any) -> str:
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "Done"
+
+    return step
 
 
 class Counter:
