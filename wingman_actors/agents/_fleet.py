@@ -240,8 +240,9 @@ class Fleet:
         self._cancel_reason: str | None = None
         self._live: dict[int, Session] = {}  # the sessions running now, by task: spent_so_far
         # Set by a fleet node whose run has listeners: each task's session is streamed and
-        # its events handed here with the task's index. None (a run nobody listens to, or a
-        # fleet of one's own): sessions run unstreamed, and nothing per event is built.
+        # its events handed here with the task's index (run, run_stream; the node does not
+        # use arun). None (a run nobody listens to, or a fleet of one's own): sessions run
+        # unstreamed, and nothing per event is built.
         self._on_event: Callable[[int, StreamEvent], object] | None = None
 
     @property
