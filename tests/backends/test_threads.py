@@ -33,7 +33,7 @@ class _Observer:
     def wants_events(self, work: Work) -> bool:
         return False
 
-    def agent_event(self, work: Work, event: Any) -> None: ...
+    def agent_event(self, work: Work, event: Any, item: int | None = None) -> None: ...
 
     def attempt_timeout(self, work: Work) -> float | None:
         return None

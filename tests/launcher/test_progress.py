@@ -81,6 +81,13 @@ def test_event_lines_print_non_ascii_tool_inputs_as_they_are() -> None:
     assert line is not None and '{"q": "café"}' in line
 
 
+def test_event_lines_of_a_fleet_items_tool_calls_name_the_item() -> None:
+    call = event_line(ev(E.AGENT_TOOL_CALL, "research", 0.1, name="look", input={"q": "owls"}, item=3), 100.0)
+    result = event_line(ev(E.AGENT_TOOL_RESULT, "research", 0.2, output="notes", is_error=False, item=3), 100.0)
+    assert call == '[  0.10s] research[3]: tool look {"q": "owls"}'
+    assert result == "[  0.20s] research[3]: tool result: notes"
+
+
 def test_json_events_drop_the_in_memory_result_and_exception() -> None:
     doc = event_dict(EVENTS[-1])
     assert "result" not in doc["data"] and doc["type"] == "run_finished"

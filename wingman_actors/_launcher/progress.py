@@ -368,9 +368,10 @@ def event_line(event: FormationEvent, t0: float) -> str | None:
         return f"{at} {node}: failed after {d.get('attempts')} attempt(s): {d.get('error')}{journal}"
     if t is E.NODE_SKIPPED:
         return f"{at} {node}: skipped ({d.get('reason')}){journal}"
-    if t is E.AGENT_TOOL_CALL:
-        return f"{at} {node}: tool {d.get('name')} {_short(d.get('input') or {})}"
-    if t is E.AGENT_TOOL_RESULT:
+    if t is E.AGENT_TOOL_CALL or t is E.AGENT_TOOL_RESULT:
+        who = node if d.get("item") is None else f"{node}[{d['item']}]"  # a fleet node's item
+        if t is E.AGENT_TOOL_CALL:
+            return f"{at} {who}: tool {d.get('name')} {_short(d.get('input') or {})}"
         flag = " (error)" if d.get("is_error") else ""
-        return f"{at} {node}: tool result{flag}: {_short(d.get('output') or '')}"
+        return f"{at} {who}: tool result{flag}: {_short(d.get('output') or '')}"
     return None

@@ -29,7 +29,7 @@ from ..agents._fleet import DEFAULT_MAX_WORKERS, Fleet, FleetResult, Task
 from ..agents._fleet_loops import WorkerPool
 from ..agents._result import SpentOnFailure
 from ..agents._session import Session
-from ..core import Usage
+from ..core import StreamEvent, Usage
 from ..errors import FleetItemsError, PayloadError  # re-exported: their old home
 from ._base import NodeActor, NodeObserver
 from ._envelope import Work
@@ -242,7 +242,8 @@ class FleetActor(NodeActor):
         errors: dict[int, BaseException] = {}
         if todo:
             prompt, node, work_dir = self.prompt, self.name, self.work_dir
-            observer = self.observer if work.scope is not None else None
+            listened = self.observer
+            observer = listened if work.scope is not None else None
 
             def render(i: int) -> Task | str:  # runs in the worker that runs item i
                 message = render_input(items[i], prompt, node)
@@ -256,6 +257,11 @@ class FleetActor(NodeActor):
                 self.agent, todo, max_workers=self.max_workers, timeout=self._timeout(env), render=render,
                 executor=self._workers(),
             )
+            if listened is not None and listened.wants_events(env):  # per visit: a run nobody listens to pays nothing per item
+                def on_event(task: int, event: StreamEvent) -> None:  # on the item's worker
+                    listened.agent_event(env, event, todo[task])
+
+                fleet._on_event = on_event
             self._fleet, self._done = fleet, usages
             if env.run is not None and env.run.done:  # cancelled before interrupt() could see the fleet
                 fleet.cancel("the run was cancelled")

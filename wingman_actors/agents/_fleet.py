@@ -33,7 +33,7 @@ from typing import Any, TypeVar, cast, overload
 
 from .._cancel import CancelToken, current_token
 from .._interrupts import RunSuspended
-from ..core import Usage
+from ..core import StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ..integrations import otel
 from ._agent import Agent
@@ -239,6 +239,11 @@ class Fleet:
         self._tokens: set[CancelToken] = set()
         self._cancel_reason: str | None = None
         self._live: dict[int, Session] = {}  # the sessions running now, by task: spent_so_far
+        # Set by a fleet node whose run has listeners: each task's session is streamed and
+        # its events handed here with the task's index (run, run_stream; the node does not
+        # use arun). None (a run nobody listens to, or a fleet of one's own): sessions run
+        # unstreamed, and nothing per event is built.
+        self._on_event: Callable[[int, StreamEvent], object] | None = None
 
     @property
     def tasks(self) -> tuple[Task, ...]:
@@ -444,7 +449,15 @@ class Fleet:
         try:
             session, message, data = self._open_session(index)
             try:
-                result = session.run(message, timeout=self.timeout, parent_token=token, metadata=task_metadata(data))
+                on_event = self._on_event
+                if on_event is None:
+                    result = session.run(message, timeout=self.timeout, parent_token=token, metadata=task_metadata(data))
+                else:
+                    stream = session.run_stream(message, timeout=self.timeout, parent_token=token,
+                                                metadata=task_metadata(data))
+                    for event in stream:
+                        on_event(index, event)
+                    result = stream.result()
             finally:
                 self._close_session(index, session)
         except (Exception, RunSuspended) as exc:  # RunSuspended: interrupt() in a journalled formation's item

@@ -108,9 +108,9 @@ class _LocalObserver:
     def wants_events(self, work: Work) -> bool:
         return self.events is not None
 
-    def agent_event(self, work: Work, event: StreamEvent) -> None:
+    def agent_event(self, work: Work, event: StreamEvent, item: int | None = None) -> None:
         if self.events is not None:
-            self.events.put(AgentEvent(event))
+            self.events.put(AgentEvent(event, item))
 
     def attempt_timeout(self, work: Work) -> float | None:
         return self.timeout

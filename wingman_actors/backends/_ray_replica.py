@@ -226,7 +226,7 @@ class RayReplica(NodeActor):
             try:
                 if kind is AgentEvent:
                     if observer is not None:
-                        observer.agent_event(env, msg.event)
+                        observer.agent_event(env, msg.event, msg.item)
                 elif kind is HookEvent:
                     bus = self.node.hooks.get(msg.token)
                     if bus is not None:

@@ -106,9 +106,10 @@ class HookEvent:
 
 @dataclass(frozen=True, slots=True)
 class AgentEvent:
-    """A stream event of the agent at work."""
+    """A stream event of the agent at work (of fleet item ``item``'s session; None: an agent node's)."""
 
     event: StreamEvent
+    item: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

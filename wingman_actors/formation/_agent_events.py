@@ -1,30 +1,45 @@
-"""An agent node's stream events, as the formation events a run's listeners receive."""
+"""An agent node's stream events, and a fleet node's items', as the formation events a
+run's listeners receive.
+
+Called only for runs that have listeners (the node actors ask ``wants_events`` first and
+run their sessions unstreamed otherwise), so a run without listeners builds none of these
+events: tests/formation/test_fleet_events.py holds that for fleets.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core import StreamEvent, StreamEventType
 from .events import FormationEventType, emit
 
 if TYPE_CHECKING:
-    from ._runstate import RunState
+    from ..actors._envelope import Work
 
 __all__ = ["emit_agent_event"]
 
 
-def emit_agent_event(run: RunState, node: str, event: StreamEvent) -> None:
-    """Emit ``event`` of ``node``'s agent (text, thinking, a tool call or its result) to
-    ``run``'s listeners; other stream events are not formation events."""
+def emit_agent_event(work: Work, event: StreamEvent, item: int | None = None) -> None:
+    """Emit ``event`` of the agent at ``work`` (text, thinking, a tool call or its result)
+    to its run's listeners, with the attempt in ``data`` and, for a fleet node's item,
+    ``item``: its index in the node's input list. Other stream events are not formation
+    events."""
     t = event.type
+    data: dict[str, Any]
     if t is StreamEventType.TEXT_DELTA:
-        emit(run.listeners, FormationEventType.AGENT_TEXT, run.id, node, {"text": event.text or ""})
+        kind, data = FormationEventType.AGENT_TEXT, {"text": event.text or ""}
     elif t is StreamEventType.THINKING_DELTA:
-        emit(run.listeners, FormationEventType.AGENT_THINKING, run.id, node, {"text": event.text or ""})
+        kind, data = FormationEventType.AGENT_THINKING, {"text": event.text or ""}
     elif t is StreamEventType.TOOL_START and event.block is not None:
         b = event.block
-        emit(run.listeners, FormationEventType.AGENT_TOOL_CALL, run.id, node, {"id": b.id, "name": b.name, "input": b.input})
+        kind, data = FormationEventType.AGENT_TOOL_CALL, {"id": b.id, "name": b.name, "input": b.input}
     elif t is StreamEventType.TOOL_END and event.block is not None:
         b = event.block
-        emit(run.listeners, FormationEventType.AGENT_TOOL_RESULT, run.id, node,
-             {"id": b.tool_use_id, "output": b.content, "is_error": b.is_error})
+        kind, data = FormationEventType.AGENT_TOOL_RESULT, {"id": b.tool_use_id, "output": b.content, "is_error": b.is_error}
+    else:
+        return
+    data["attempt"] = work.attempt
+    if item is not None:
+        data["item"] = item
+    run = work.run
+    emit(run.listeners, kind, run.id, work.target, data)

@@ -314,8 +314,8 @@ class Router:
     def attempt_timeout(self, work: Work) -> float | None:
         return self.specs[work.target].timeout
 
-    def agent_event(self, work: Work, event: StreamEvent) -> None:
-        emit_agent_event(work.run, work.target, event)
+    def agent_event(self, work: Work, event: StreamEvent, item: int | None = None) -> None:
+        emit_agent_event(work, event, item)
 
     def settle(self, work: Work) -> bool:
         """Claim the outcome of an attempt that has a timer; False when the timer won."""

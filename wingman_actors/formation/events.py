@@ -44,6 +44,15 @@ class FormationEventType(enum.StrEnum):
     * ``agent_tool_call``: an agent node calls a tool (``data``: ``id``, ``name``, ``input``).
     * ``agent_tool_result``: the tool's result (``data``: ``id`` — the call's id —,
       ``output``, ``is_error``).
+    * Every ``agent_*`` event's ``data`` also has ``attempt``, the node's attempt it comes
+      from (a failed attempt's events were streamed as they happened and stand; the
+      retry's follow its ``node_retry``). A fleet node's items send the same four kinds,
+      each with ``item``: the item's index in the node's input list; one item's events
+      come in order, several items' interleave. A retry of a fleet reruns only its failed
+      items, so only those stream again, and a resumed run's items that the journal
+      settled are not run again and send nothing (as a journalled agent node visit).
+      Agent events are built only for a run that has listeners: without, sessions run
+      unstreamed.
     """
 
     RUN_STARTED = "run_started"

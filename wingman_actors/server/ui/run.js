@@ -42,10 +42,12 @@ function apply(live, name, e) {
       if (!node) return null;
       const steps = (live.steps[node] ||= []);
       const last = steps[steps.length - 1];
-      const kind = name.slice(6);  // text, thinking (deltas, joined while they follow each other), tool_call, tool_result
+      // text, thinking (deltas, joined while they follow each other: a fleet's items' interleave, so while they
+      // are of one item), tool_call, tool_result
+      const kind = name.slice(6);
       const delta = kind === "text" || kind === "thinking";
-      if (delta && last?.kind === kind) last.text += d.text;
-      else steps.push(delta ? { kind, text: d.text } : { kind, ...d });
+      if (delta && last?.kind === kind && last.item === d.item) last.text += d.text;
+      else steps.push(delta ? { kind, text: d.text, item: d.item } : { kind, ...d });
       return null;
     }
     case "run_finished": case "run_failed": case "run_cancelled": {
@@ -134,17 +136,22 @@ const reasoning = (b) => b.type === "thinking" || b.type === "redacted_thinking"
 // One agent step: live, a text or thinking delta run, a tool call or result; from the
 // journal, a model response (its reasoning collapsed, then the rest of it).
 function Step({ s }) {
-  if (s.kind === "thinking") return html`<li class="thinking"><${Thinking} text=${s.text} /></li>`;
+  const item = s.item ?? null;  // a fleet item's step (its index in the node's input list)
+  if (s.kind === "thinking") {
+    return html`<li class="thinking" data-item=${item}>${item === null ? null : html`<strong>${`item ${item}`}</strong>`}<${Thinking}
+      text=${s.text} /></li>`;
+  }
   const thoughts = s.kind === "response" && Array.isArray(s.content) ? s.content.filter(reasoning) : [];
   if (thoughts.length) {
     const rest = { ...s, content: s.content.filter((b) => !reasoning(b)) };
     return html`<li class="response"><strong>response</strong>${thoughts.map((b) => html`<${Thinking}
       text=${b.type === "thinking" ? b.text : "[redacted]"} />`)}<${Pre} value=${rest} /></li>`;
   }
-  const title = s.kind === "tool_call" ? `tool call ${s.name}`
+  const what = s.kind === "tool_call" ? `tool call ${s.name}`
     : s.kind === "tool_result" ? `tool result${s.is_error ? " (error)" : ""}` : s.kind;
+  const title = item === null ? what : `item ${item} · ${what}`;
   const value = s.kind === "text" ? s.text : s.kind === "tool_call" ? s.input : s.kind === "tool_result" ? s.output : s;
-  return html`<li class=${s.kind}><strong>${title}</strong><${Pre} value=${value} /></li>`;
+  return html`<li class=${s.kind} data-item=${item}><strong>${title}</strong><${Pre} value=${value} /></li>`;
 }
 
 // A visit's wall time (view.js's wall): from its first attempt's start to its end (retries and
