@@ -30,6 +30,7 @@ from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError, WingmanError
 from wingman_actors.store import (
     FormationMismatchError,
+    FormationShape,
     RunNotResumableError,
     RunStore,
     SerializationError,
@@ -399,3 +400,59 @@ def test_a_suspended_run_cancelled_through_the_store_is_resumed_with_its_answer(
     result = f.resume("asked", store=store, answer="yes")
     assert (result.status, result.output) == ("succeeded", "xa:yes")
     assert counter.calls == {"a": 1, "ask": 2}
+
+
+# --- child runs: ids derived from the parent's ------------------------------------------
+
+
+def test_an_inner_run_id_taken_by_a_finished_top_level_run_fails_the_outer_run_instead_of_reusing_its_journal(
+        store: RunStore) -> None:
+    # DBOS test_dbos.py::test_child_workflow (a child's id derives from its parent's; it runs once, for that parent)
+    counter = Counter()
+    inner = chain(counter, "i", name="inner")
+    inner.run("other input ", store=store, run_id="o/child/1")  # a user's run, under the id "o"'s child will want
+    outer = Formation("outer").add_formation("child", inner)
+    with pytest.raises(FormationRuntimeError, match=r"node 'child'") as raised:
+        outer.run("x", store=store, run_id="o")
+    assert "'o/child/1'" in str(raised.value) and "top-level run" in str(raised.value)
+    assert "another run_id" in str(raised.value)
+    assert store.load("o/child/1").visits == {"i": {1: "other input i"}}  # the user's run is left as it was
+    assert counter.calls == {"i": 1}
+
+
+def test_an_inner_run_id_taken_by_an_unfinished_top_level_run_is_not_taken_over_by_the_outer_run(
+        store: RunStore) -> None:
+    # DBOS test_dbos.py::test_child_workflow (a child workflow id is never another workflow's)
+    counter, broken = Counter(), [True]
+
+    def flaky(x: str) -> str:
+        counter.hit("flaky")
+        if broken[0]:
+            raise RuntimeError("down")
+        return x + "!"
+
+    inner = Formation("inner").add_function("flaky", flaky)
+    with pytest.raises(FormationRuntimeError):
+        inner.run("theirs", store=store, run_id="p/child/1")
+    broken[0] = False
+    with pytest.raises(FormationRuntimeError, match=r"'p/child/1'.*top-level run"):
+        Formation("outer").add_formation("child", inner).run("mine", store=store, run_id="p")
+    record = store.get("p/child/1")
+    assert (record.status, record.input, record.parent) == ("failed", "theirs", None)
+    assert counter.calls == {"flaky": 1}
+    assert inner.resume("p/child/1", store=store).output == "theirs!"  # still its owner's to resume
+
+
+def test_the_store_refuses_an_outer_run_the_claim_of_a_top_level_run_as_its_inner_run(location: str) -> None:
+    # DBOS test_dbos.py::test_child_workflow (the store, on both backends, never hands a run to another as its child)
+    f = chain(Counter(), "i", name="inner")
+    with RunStore(location) as store:
+        with pytest.raises(FormationRuntimeError):
+            f.add_function("boom", lambda x: 1 / 0).connect("i", "boom").run("x", store=store, run_id="q/child/1")
+        store.begin_run("outer", Formation("outer").add_formation("child", chain(Counter(), "i")).graph, "x",
+                        run_id="q")
+        for shape in (FormationShape.of(f.graph), None):  # with the shape check, and the claim alone
+            with pytest.raises(RunNotResumableError, match=r"holds a top-level run of formation 'inner' \(failed\)"):
+                store.claim_run("q/child/1", shape, formation="inner", parent="q")
+        record = store.get("q/child/1")
+        assert (record.status, record.parent) == ("failed", None)

@@ -20,7 +20,7 @@ from . import _bulk
 from ._cancels import CancelListener, CancelWatch, RequestCancel
 from ._checkpoint import Checkpointer
 from ._codec import Codec
-from ._errors import FormationMismatchError, RunTakenOverError, StoreError
+from ._errors import FormationMismatchError, RunTakenOverError, StoreError, inner_id_taken
 from ._history import Visit, history
 from ._ops import (
     KINDS,
@@ -379,6 +379,8 @@ class RunStore:
                 record, recorded, _ = get_run(conn, self._codec, run_id, time.time(), self._path, self._STATUS_SQL)
                 if record.parent is not None and record.parent != parent:
                     raise inner_run_refused(conn, run_id, record.parent, record.status)
+            if record.parent is None and parent is not None:  # (before the shape: a top-level run's may differ)
+                raise inner_id_taken(run_id, parent, formation=record.formation, status=record.status, taken_by=None)
             if record.fingerprint != shape.fingerprint:
                 diff = FormationShape.from_json(recorded).diff(shape) or ["the fingerprints differ"]
                 raise FormationMismatchError(formation or record.formation, run_id, diff)
