@@ -447,3 +447,38 @@ def test_a_run_nobody_cancels_runs_every_step_once(store: RunStore) -> None:
     gate.opened.set()
     assert gated(counter, gate).run("x", store=store).output == "xonewaittwo"
     assert counter.calls == {"one": 1, "wait": 1, "two": 1}
+
+
+_DIES = """
+import os, sys
+from wingman_actors import Formation
+from wingman_actors.store import RunStore
+
+def die(x):
+    os._exit(3)  # the process ends here, its store never closed: as a crash leaves it
+
+store = RunStore(sys.argv[1])
+Formation("dies").add_function("one", lambda x: x + "1").add_function("die", die).connect("one", "die").run(
+    "x", store=store, run_id="died")
+"""
+
+
+def test_a_store_open_before_a_process_died_lists_that_process_run_interrupted(location: str) -> None:
+    # DBOS test_dbos.py::test_recovery_workflow (list_workflows of a live executor shows a dead one's run PENDING
+    # for recovery); ours: a long-lived store (the run viewer's, a server's) sees the run interrupted, not running
+    import subprocess
+    import sys
+
+    with RunStore(location) as viewer:
+        assert viewer.runs() == []
+        died = subprocess.run([sys.executable, "-c", _DIES, location], capture_output=True, text=True, timeout=60)
+        assert died.returncode == 3, died.stderr
+        deadline = time.monotonic() + 10  # (PostgreSQL: until the server has seen the connection go)
+        while viewer.get("died").status == "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert viewer.get("died").status == "interrupted"
+        assert [(r.id, r.status) for r in viewer.runs()] == [("died", "interrupted")]
+        assert [r.id for r in viewer.runs("interrupted")] == ["died"]
+        f = (Formation("dies").add_function("one", lambda x: x + "1").add_function("die", lambda x: x + "!")
+             .connect("one", "die"))
+        assert f.resume("died", store=viewer).output == "x1!"
