@@ -306,6 +306,25 @@ def test_cancelled_queued_runs_are_journalled_cancelled_and_resume_later(store: 
     assert [r.status for r in store.runs()] == ["succeeded"] * 3
 
 
+def test_a_run_timing_out_while_queued_is_journalled_failed_within_its_limit_and_resumes(store: RunStore) -> None:
+    # DBOS test_queue.py::test_timeout_queue (a workflow's timeout counts while it waits in the queue)
+    counter = Counter()
+    gate = Gate(counter)
+    with Formation("queued").add_function("wait", gate, concurrency=1).start(store=store) as running:
+        first = running.submit("x", run_id="t0")
+        assert gate.reached.wait(5)
+        started = time.monotonic()
+        late = running.submit("y", run_id="t1", timeout=0.3)
+        with pytest.raises(FormationRuntimeError, match=r"run t1 of formation 'queued' timed out after 0.3s"):
+            late.result(5)
+        assert time.monotonic() - started < 0.3 + 0.5
+        assert store.get("t1").status == "failed"
+        gate.opened.set()
+        assert first.result(5).output == "xwait"
+        assert running.resume("t1").result(5).output == "ywait"
+    assert counter.calls == {"wait": 2}
+
+
 # --- the CLI ----------------------------------------------------------------------------
 
 
