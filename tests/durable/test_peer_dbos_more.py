@@ -431,6 +431,10 @@ def test_a_run_whose_process_was_killed_is_interrupted_and_resumes_without_its_j
     while not ready.exists():
         assert child.is_alive() and time.monotonic() < deadline, "the child never reached its wait node"
         time.sleep(0.01)
+    with RunStore(location, recover=False) as look:  # (a visit's output is journalled soon after it is sent on)
+        while "one" not in look.load("k1").visits:
+            assert time.monotonic() < deadline, "the child never journalled its first visit"
+            time.sleep(0.01)
     child.kill()
     child.join(10)
     until_the_server_has_seen_dead_owners_go(location)
