@@ -138,14 +138,14 @@ class InnerFormation:
         trace = getattr(run, "trace", None)  # the outer run's span, when OpenTelemetry is in use
         if trace is not None:  # the inner run's span nests under it, whichever thread starts it
             with otel.node_work(trace.carrier, path, env.run_id):
-                return self._start(input, scope, path, run_id, on_event, board)
-        return self._start(input, scope, path, run_id, on_event, board)
+                return self._start(input, scope, path, run_id, on_event, board, env.run_id)
+        return self._start(input, scope, path, run_id, on_event, board, env.run_id)
 
     def _start(self, input: Any, scope: VisitScope | None, path: str, run_id: str, on_event: Any,
-               board: Any) -> Future[FormationResult]:
+               board: Any, parent: str) -> Future[FormationResult]:
         if scope is None or self.store is None:
             return self.running.submit(input, on_event=on_event, blackboard=board)
-        return self._durable(input, scope, path, run_id, on_event, board)
+        return self._durable(input, scope, path, run_id, on_event, board, parent)
 
     def output_of(self, result: FormationResult) -> Any:
         """An inner run's output: its single sink's, or the dict of its sinks' outputs."""
@@ -216,15 +216,19 @@ class InnerFormation:
         self._keep_visit(run, visit, traces)
 
     def _durable(self, input: Any, scope: VisitScope, path: str, run_id: str, on_event: Any,
-                 board: Any) -> Future[FormationResult]:
+                 board: Any, parent: str) -> Future[FormationResult]:
         store = self.store
         assert store is not None
         from ..store import UnknownRunError  # loaded with the store (a look-up beside the store's read)
+        from ..store._errors import inner_id_taken
 
         try:
             record = store.get(run_id)
         except UnknownRunError:
             return self.running.submit(input, on_event=on_event, blackboard=board, run_id=run_id)
+        if record.parent != parent:  # another run's journal under our inner run's id: never ours to reuse
+            raise inner_id_taken(run_id, parent, formation=record.formation, status=record.status,
+                                 taken_by=record.parent)
         if record.status == "succeeded":  # it finished, and the process died before the outer visit was journalled
             done: Future[FormationResult] = Future()
             done.set_result(self._journalled(run_id))

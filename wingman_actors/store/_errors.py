@@ -108,6 +108,20 @@ class RunNotResumableError(StoreError):
         self.status = status
 
 
+def inner_id_taken(run_id: str, parent: str, *, formation: str, status: str,
+                   taken_by: str | None) -> RunNotResumableError:
+    """The error refusing run ``parent`` the id ``run_id`` of one of its inner runs (a
+    nested formation's run, ``"<run id>/<node>/<visit>"``) when another run holds that id:
+    a top-level run (``taken_by`` None) or an inner run of another run. Reusing that run's
+    journal would give the outer run another run's outputs."""
+    holder = "a top-level run" if taken_by is None else f"an inner run of run {taken_by!r}"
+    return RunNotResumableError(
+        f"run id {run_id!r} is where run {parent!r} journals the inner run of a nested formation node, but the run "
+        f"store holds {holder} of formation {formation!r} ({status}) under that id, which is not run {parent!r}'s "
+        f"to take; start the outer formation under another run_id (ids of the form '<run id>/<node>/<visit>' "
+        "belong to the inner runs of run '<run id>': keep them for those)", run_id=run_id, status=status)
+
+
 class NoPendingInterruptError(StoreError, ValueError):
     """An answer was given for a run that has no pending interrupt (it failed, was
     cancelled or cut short, or its interrupt was answered already): resume it without an

@@ -6,7 +6,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from . import _bulk
-from ._errors import NoPendingInterruptError, RunNotResumableError, StoreError, UnknownRunError
+from ._errors import (
+    NoPendingInterruptError,
+    RunNotResumableError,
+    StoreError,
+    UnknownRunError,
+    inner_id_taken,
+)
 from ._owner import ProcessIdentity, is_alive
 from ._writer import Op
 
@@ -213,6 +219,10 @@ class Claim(Op):
         status, expires = row[0], row[1]
         if row[2] is not None and row[2] != self.parent:
             self.error = inner_run_refused(conn, self.run_id, row[2], status)
+            return None
+        if row[2] is None and self.parent is not None:  # a top-level run under the id of an inner run
+            formation = conn.execute("SELECT formation FROM runs WHERE id = ?", (self.run_id,)).fetchone()[0]
+            self.error = inner_id_taken(self.run_id, self.parent, formation=formation, status=status, taken_by=None)
             return None
         if status == "suspended" and expires is not None and expires <= self.now:
             conn.execute("UPDATE runs SET status = 'expired', updated = expires WHERE id = ?", (self.run_id,))

@@ -4,7 +4,7 @@ Each open store registers an owner row (host, boot id, pid, process start time);
 begins or claims point at it. A run is "running" only while its owner lives: when a store
 opens, runs whose owner was a process on this machine that no longer exists (the pid is
 gone, or now belongs to a process started at another time, or the machine rebooted since)
-are marked ``interrupted``. Runs owned by another host are left alone (their process may
+are marked ``interrupted`` (and again when a store open since reads runs: ``DeadOwnerCheck``). Runs owned by another host are left alone (their process may
 well be alive). Marking every running run interrupted on open would be wrong: several
 processes (two launchers, a server) may share one store file.
 """
@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import os
 import socket
+import time
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["ProcessIdentity", "is_alive"]
+__all__ = ["DeadOwnerCheck", "ProcessIdentity", "is_alive"]
 
 
 def _read(path: str) -> str:
@@ -78,3 +81,31 @@ def is_alive(owner: ProcessIdentity, here: ProcessIdentity) -> bool:
     if state in ("Z", "X"):  # killed, not yet reaped by its parent
         return False
     return not (owner.started and started) or started == owner.started
+
+
+class DeadOwnerCheck:
+    """Marks ``interrupted`` the runs of processes that died, when a read asks and at most
+    once per ``every`` seconds: a SQLite store sees a process die only by looking (the
+    PostgreSQL store's reads compute it from leases), and a store kept open for long (the
+    run viewer's, a server's) would otherwise list a dead process's runs ``running`` until
+    it was opened again.
+
+    Args:
+        mark: the store's method that marks them and returns how many
+            (``RunStore.mark_interrupted``); held weakly, so the store is freed as before.
+        every: the least time between two looks, in seconds.
+    """
+
+    __slots__ = ("_due", "_every", "_mark")
+
+    def __init__(self, mark: Callable[[], int], every: float = 1.0) -> None:
+        self._mark = weakref.WeakMethod(mark)  # type: ignore[arg-type]
+        self._every, self._due = every, time.monotonic() + every  # (the store's open has just looked)
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now >= self._due:
+            self._due = now + self._every
+            mark = self._mark()
+            if mark is not None:
+                mark()

@@ -193,6 +193,7 @@ class PostgresRunStore(RunStore):
     _MarkInterrupted = PgMarkInterrupted
     _STATUS_SQL = _STATUS
     _SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+    _dead_owners = None  # (reads compute a run's status from its owner's lease: nothing to mark on read)
 
     def __init__(self, path: str | os.PathLike[str], *,
                  suspend_ttl: datetime.timedelta | float | None = datetime.timedelta(days=7),

@@ -20,7 +20,7 @@ from . import _bulk
 from ._cancels import CancelListener, CancelWatch, RequestCancel
 from ._checkpoint import Checkpointer
 from ._codec import Codec
-from ._errors import FormationMismatchError, RunTakenOverError, StoreError
+from ._errors import FormationMismatchError, RunTakenOverError, StoreError, inner_id_taken
 from ._history import Visit, history
 from ._ops import (
     KINDS,
@@ -40,7 +40,7 @@ from ._ops import (
     SetStatusWaited,
     inner_run_refused,
 )
-from ._owner import ProcessIdentity
+from ._owner import DeadOwnerCheck, ProcessIdentity
 from ._reads import STATUS, ReaderPool, get_run, list_runs, load_journal
 from ._records import RUN_STATUSES, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
 from ._schema import check_path, connect, damaged, migrate, preparing
@@ -181,6 +181,7 @@ class RunStore:
             self, _shutdown, writer, checkpointer, self._readers, self._owner)
         self._close_lock = threading.Lock()
         self._lost_listeners: list[Callable[[RunTakenOverError], None]] = []  # never told: see on_run_lost
+        self._dead_owners = DeadOwnerCheck(self.mark_interrupted) if recover else None  # (reads look: see _sync)
         if recover:
             try:
                 self.mark_interrupted()
@@ -379,6 +380,8 @@ class RunStore:
                 record, recorded, _ = get_run(conn, self._codec, run_id, time.time(), self._path, self._STATUS_SQL)
                 if record.parent is not None and record.parent != parent:
                     raise inner_run_refused(conn, run_id, record.parent, record.status)
+            if record.parent is None and parent is not None:  # (before the shape: a top-level run's may differ)
+                raise inner_id_taken(run_id, parent, formation=record.formation, status=record.status, taken_by=None)
             if record.fingerprint != shape.fingerprint:
                 diff = FormationShape.from_json(recorded).diff(shape) or ["the fingerprints differ"]
                 raise FormationMismatchError(formation or record.formation, run_id, diff)
@@ -425,12 +428,11 @@ class RunStore:
         """Wait until every write made so far is committed.
 
         Args:
-            run_id: report only this run's failed writes (the others are kept for the
-                next flush or close).
+            run_id: report only this run's failed writes (the others are kept for the next flush or close).
 
         Raises:
-            StoreWriteError: writes that returned at once (record_*, set_status) failed
-                since the last flush; one line each.
+            StoreWriteError: writes that returned at once (record_*, set_status) failed since the last
+                flush; one line each.
         """
         if self._writer.pending or self._writer.closed:  # (a closed store raises StoreClosedError)
             self._writer.call(Flush())
@@ -439,15 +441,14 @@ class RunStore:
             raise failures
 
     def on_run_lost(self, listener: Callable[[RunTakenOverError], None]) -> Callable[[], None]:
-        """Call ``listener(error)`` when another store takes over a run this store is
-        running (a formation started with this store ends the run with ``error``). Only a
-        PostgreSQL store loses runs: one whose lease lapsed (its process froze, or lost the
-        server) finds them claimed by another process when it comes back, at its first
-        refused write or lease renewal. A SQLite store never does (a run of a live process
-        is not taken over), so its listeners are never called.
+        """Call ``listener(error)`` when another store takes over a run this store is running (a
+        formation started with this store ends the run with ``error``). Only a PostgreSQL store loses
+        runs: one whose lease lapsed (its process froze, or lost the server) finds them claimed by
+        another process when it comes back, at its first refused write or lease renewal. A SQLite
+        store never does (a run of a live process is not taken over), so its listeners are never called.
 
-        ``listener`` runs on one of the store's threads (or the thread whose write found
-        the loss) and must return quickly; it may be told of a run more than once.
+        ``listener`` runs on one of the store's threads (or the thread whose write found the loss) and
+        must return quickly; it may be told of a run more than once.
 
         Returns:
             A call that stops telling ``listener``.
@@ -461,25 +462,24 @@ class RunStore:
         return unsubscribe
 
     def request_cancel(self, run_id: str) -> bool:
-        """Ask the process running ``run_id`` to cancel it, wherever it runs (another
-        process; on PostgreSQL, another machine): durable on return. The store running the
-        run finds the request within a quarter of a second and tells its
-        :meth:`on_cancel_requested` listeners; a formation started with that store cancels
-        the run as ``RunningFormation.cancel(run_id)`` does (``run_cancelled``, its future
-        raises ``CancelledError``, the run journalled ``cancelled`` and resumable, its other
-        runs untouched). Poll :meth:`get` to see it end. A run whose process runs no
-        formation with its store keeps the request (``RunRecord.cancel_requested``) until
-        it ends; resuming a run clears a request it still carries.
+        """Ask the process running ``run_id`` to cancel it, wherever it runs (another process; on
+        PostgreSQL, another machine): durable on return. The store running the run finds the request
+        within a quarter of a second and tells its :meth:`on_cancel_requested` listeners; a formation
+        started with that store cancels the run as ``RunningFormation.cancel(run_id)`` does
+        (``run_cancelled``, its future raises ``CancelledError``, the run journalled ``cancelled`` and
+        resumable, its other runs untouched). Poll :meth:`get` to see it end. A run whose process runs
+        no formation with its store keeps the request (``RunRecord.cancel_requested``) until it ends;
+        resuming a run clears a request it still carries.
 
         Returns:
-            True once requested; False when the run is not running (finished, suspended,
-            or its process died: it reads ``interrupted``), so there is nothing to cancel
+            True once requested; False when the run is not running (finished, suspended, or its
+            process died: it reads ``interrupted``), so there is nothing to cancel
             (``set_status(run_id, "cancelled")`` ends a suspended or interrupted run).
 
         Raises:
             UnknownRunError: no such run.
-            StoreError: ``run_id`` is an inner run of a nested formation (the message names
-                its outer run, whose cancel to request).
+            StoreError: ``run_id`` is an inner run of a nested formation (the message names its
+                outer run, whose cancel to request).
         """
         probe = self._Claim(run_id, self._owner, self._here, time.time(), self._path)
         requested: bool = self._writer.call(RequestCancel(probe, time.time()))
@@ -508,6 +508,8 @@ class RunStore:
     def _sync(self) -> None:
         if self._writer.pending:  # reads see every write made before them
             self._writer.call(Flush())
+        if self._dead_owners is not None:  # ... and a process that died since is seen dead
+            self._dead_owners()
 
     def get(self, run_id: str) -> RunRecord:
         """The run's record (status, input, error, pending interrupt...).
@@ -532,10 +534,10 @@ class RunStore:
             return load_journal(conn, self._codec, run_id, time.time(), self._path, self._STATUS_SQL, self._SNAPSHOT)
 
     def history(self, run_id: str) -> list[Visit]:
-        """The run's node visits in the order they finished: each one's node, visit
-        number, output, status (``succeeded``, ``skipped``, or ``suspended`` at an
-        unanswered interrupt) and times (see :class:`~wingman_actors.store.Visit`). Fork
-        the run at one of them with ``Formation.fork(run_id, store=..., at=node)``.
+        """The run's node visits in the order they finished: each one's node, visit number,
+        output, status (``succeeded``, ``skipped``, or ``suspended`` at an unanswered interrupt)
+        and times (see :class:`~wingman_actors.store.Visit`). Fork the run at one of them with
+        ``Formation.fork(run_id, store=..., at=node)``.
 
         Raises:
             UnknownRunError: no such run.
@@ -579,8 +581,8 @@ class RunStore:
         return count
 
     def mark_interrupted(self) -> int:
-        """Mark ``interrupted`` the running runs whose process has died (done on open).
-        Runs of live processes, and of other hosts, are left alone. Returns how many."""
+        """Mark ``interrupted`` the running runs whose process has died (done on open, and by reads
+        at most once a second). Runs of live processes, and of other hosts, are left alone. Returns how many."""
         count: int = self._writer.call(self._MarkInterrupted(self._owner, self._here, time.time()))
         return count
 
