@@ -146,6 +146,9 @@ def test_a_timed_out_async_attempt_is_cancelled_and_retried() -> None:
     assert result.output == "done"
     assert result.nodes["step"].attempts == 2
     assert time.monotonic() - t0 < 2
+    deadline = time.monotonic() + 2  # (the cancelled attempt's except block runs on its loop thread)
+    while cancelled.count("cancelled") < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert cancelled.count("cancelled") == 1
 
 
