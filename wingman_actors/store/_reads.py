@@ -7,18 +7,20 @@ from __future__ import annotations
 import datetime
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from ._codec import Codec
 from ._errors import StoreClosedError, StoreError, UnknownRunError
+from ._history import Visit, history
 from ._ops import KINDS
-from ._records import Interrupt, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
+from ._records import RUN_STATUSES, Interrupt, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
 from ._shape import FormationShape
-from ._writer import FORKED, orphan_after_fork
+from ._writer import FORKED, Flush, Writer, orphan_after_fork
 
-__all__ = ["ReaderPool", "get_run", "list_runs", "load_journal"]
+__all__ = ["ReaderPool", "Reads", "get_run", "list_runs", "load_journal"]
 
 _KIND_NAMES = {v: k for k, v in KINDS.items()}
 _MAX_IDLE = 8
@@ -152,3 +154,72 @@ def load_journal(conn: Any, codec: Codec, run_id: str, now: float, path: str, st
         conn.execute("COMMIT")
     entries = tuple(_entry(codec, run_id, r) for r in rows)
     return RunJournal.build(record, FormationShape.from_json(shape), entries)
+
+
+class Reads:
+    """The reads of a run store (``RunStore`` and its PostgreSQL subclass): each first
+    waits for the writes made before it and, on SQLite, for a look at dead processes'
+    runs (at most once a second)."""
+
+    _writer: Writer
+    _dead_owners: Callable[[], Any] | None
+    _readers: ReaderPool
+    _codec: Codec
+    _path: str
+    _STATUS_SQL: str  # a run's status as a read shows it
+    _SNAPSHOT: str  # begins a read of one consistent snapshot
+
+    def _sync(self) -> None:
+        if self._writer.pending:  # reads see every write made before them
+            self._writer.call(Flush())
+        if self._dead_owners is not None:  # ... and a process that died since is seen dead
+            self._dead_owners()
+
+    def get(self, run_id: str) -> RunRecord:
+        """The run's record (status, input, error, pending interrupt...).
+
+        Raises:
+            UnknownRunError: no such run (a ``KeyError``).
+        """
+        self._sync()
+        with self._readers.connection() as conn:
+            return get_run(conn, self._codec, run_id, time.time(), self._path, self._STATUS_SQL)[0]
+
+    def load(self, run_id: str) -> RunJournal:
+        """The run and its whole journal in one consistent read: what a resume needs.
+
+        Raises:
+            UnknownRunError: no such run.
+            SerializationError: a value cannot be loaded (its class cannot be imported,
+                or it is pickled and the store does not allow pickle).
+        """
+        self._sync()
+        with self._readers.connection() as conn:
+            return load_journal(conn, self._codec, run_id, time.time(), self._path, self._STATUS_SQL, self._SNAPSHOT)
+
+    def history(self, run_id: str) -> list[Visit]:
+        """The run's node visits in the order they finished: each one's node, visit number,
+        output, status (``succeeded``, ``skipped``, or ``suspended`` at an unanswered interrupt)
+        and times (see :class:`~wingman_actors.store.Visit`). Fork the run at one of them with
+        ``Formation.fork(run_id, store=..., at=node)``.
+
+        Raises:
+            UnknownRunError: no such run.
+        """
+        return history(self.load(run_id))
+
+    def runs(self, status: RunStatus | None = None, *, nested: bool = False) -> list[RunSummary]:
+        """The top-level runs (oldest first), or those with ``status``. A suspended run
+        past its expiry is listed as ``expired``.
+
+        Args:
+            status: only runs with this status.
+            nested: list the inner runs of nested formations too (each with its
+                ``parent``); they are journalled with their outer run, and resumed and
+                pruned with it.
+        """
+        if status is not None and status not in RUN_STATUSES:
+            raise ValueError(f"runs: status must be one of {', '.join(RUN_STATUSES)} or None, got {status!r}")
+        self._sync()
+        with self._readers.connection() as conn:
+            return list_runs(conn, status, time.time(), bool(nested), self._STATUS_SQL)

@@ -21,7 +21,6 @@ from ._cancels import CancelListener, CancelWatch, RequestCancel
 from ._checkpoint import Checkpointer
 from ._codec import Codec
 from ._errors import FormationMismatchError, RunTakenOverError, StoreError, inner_id_taken
-from ._history import Visit, history
 from ._ops import (
     KINDS,
     Alongside,
@@ -41,8 +40,8 @@ from ._ops import (
     inner_run_refused,
 )
 from ._owner import DeadOwnerCheck, ProcessIdentity
-from ._reads import STATUS, ReaderPool, get_run, list_runs, load_journal
-from ._records import RUN_STATUSES, JournalEntry, RunJournal, RunRecord, RunStatus, RunSummary
+from ._reads import STATUS, ReaderPool, Reads, get_run
+from ._records import RUN_STATUSES, JournalEntry, RunJournal, RunStatus
 from ._schema import check_path, connect, damaged, migrate, preparing
 from ._shape import FormationShape
 from ._values import POSTGRES_SCHEMES, duration, new_run_id
@@ -64,7 +63,7 @@ def _shutdown(writer: Writer, checkpointer: Checkpointer, readers: ReaderPool, o
         readers.close()
 
 
-class RunStore:
+class RunStore(Reads):
     """The run journal in one SQLite file, or on a PostgreSQL server: run records, and the
     deltas a resume needs.
 
@@ -502,63 +501,6 @@ class RunStore:
         unsubscribe = self._cancels.subscribe(listener)
         self._writer.wake()  # (a look may be needed now)
         return unsubscribe
-
-    # --- reads ---------------------------------------------------------------------------
-
-    def _sync(self) -> None:
-        if self._writer.pending:  # reads see every write made before them
-            self._writer.call(Flush())
-        if self._dead_owners is not None:  # ... and a process that died since is seen dead
-            self._dead_owners()
-
-    def get(self, run_id: str) -> RunRecord:
-        """The run's record (status, input, error, pending interrupt...).
-
-        Raises:
-            UnknownRunError: no such run (a ``KeyError``).
-        """
-        self._sync()
-        with self._readers.connection() as conn:
-            return get_run(conn, self._codec, run_id, time.time(), self._path, self._STATUS_SQL)[0]
-
-    def load(self, run_id: str) -> RunJournal:
-        """The run and its whole journal in one consistent read: what a resume needs.
-
-        Raises:
-            UnknownRunError: no such run.
-            SerializationError: a value cannot be loaded (its class cannot be imported,
-                or it is pickled and the store does not allow pickle).
-        """
-        self._sync()
-        with self._readers.connection() as conn:
-            return load_journal(conn, self._codec, run_id, time.time(), self._path, self._STATUS_SQL, self._SNAPSHOT)
-
-    def history(self, run_id: str) -> list[Visit]:
-        """The run's node visits in the order they finished: each one's node, visit number,
-        output, status (``succeeded``, ``skipped``, or ``suspended`` at an unanswered interrupt)
-        and times (see :class:`~wingman_actors.store.Visit`). Fork the run at one of them with
-        ``Formation.fork(run_id, store=..., at=node)``.
-
-        Raises:
-            UnknownRunError: no such run.
-        """
-        return history(self.load(run_id))
-
-    def runs(self, status: RunStatus | None = None, *, nested: bool = False) -> list[RunSummary]:
-        """The top-level runs (oldest first), or those with ``status``. A suspended run
-        past its expiry is listed as ``expired``.
-
-        Args:
-            status: only runs with this status.
-            nested: list the inner runs of nested formations too (each with its
-                ``parent``); they are journalled with their outer run, and resumed and
-                pruned with it.
-        """
-        if status is not None and status not in RUN_STATUSES:
-            raise ValueError(f"runs: status must be one of {', '.join(RUN_STATUSES)} or None, got {status!r}")
-        self._sync()
-        with self._readers.connection() as conn:
-            return list_runs(conn, status, time.time(), bool(nested), self._STATUS_SQL)
 
     # --- housekeeping ----------------------------------------------------------------------
 
