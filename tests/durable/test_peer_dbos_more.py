@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import threading
 import time
 from concurrent.futures import CancelledError
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.durable.test_peer_dbos import Gate, chain, counted, gated
-from tests.support.peers import Counter
+from tests.support.peers import Counter, InFlight
 from tests.support.store_fixtures import until_the_server_has_seen_dead_owners_go
 from wingman_actors import Formation, interrupt
 from wingman_actors.cli import main
@@ -266,22 +265,18 @@ def test_a_run_suspended_past_the_stores_suspend_ttl_expires_and_is_not_resumed(
 
 def test_a_node_with_concurrency_one_runs_one_visit_at_a_time_across_runs(store: RunStore) -> None:
     # DBOS test_queue.py::test_queue_concurrency / test_worker_concurrency (concurrency=1: one at a time)
-    lock, active, peak = threading.Lock(), [0], [0]
+    flight = InFlight()
 
     def limited(x: int) -> int:
-        with lock:
-            active[0] += 1
-            peak[0] = max(peak[0], active[0])
-        time.sleep(0.05)
-        with lock:
-            active[0] -= 1
+        with flight:
+            time.sleep(0.05)
         return x * 10
 
     f = Formation("queue").add_function("pre", lambda x: x).add_function("limited", limited, concurrency=1)
     with f.connect("pre", "limited").start(store=store) as running:
         futures = [running.submit(k, run_id=f"q{k}") for k in range(5)]
         assert [fu.result(10).output for fu in futures] == [0, 10, 20, 30, 40]
-    assert peak[0] == 1
+    assert flight.peak == 1
     assert [(r.id, r.status) for r in store.runs()] == [(f"q{k}", "succeeded") for k in range(5)]
 
 

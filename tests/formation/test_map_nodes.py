@@ -15,6 +15,7 @@ from typing import Any
 import networkx as nx
 import pytest
 
+from tests.support.peers import InFlight
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, MapItemsError, NodeTimeoutError, PayloadError
 from wingman_actors.formation import NodeFailure
@@ -50,22 +51,17 @@ def test_a_map_node_outputs_the_results_in_item_order() -> None:
 
 
 def test_a_map_node_runs_at_most_max_workers_items_at_once() -> None:
-    lock = threading.Lock()
-    running, peak = [0], [0]
+    flight = InFlight()
 
     def work(x: int) -> int:
-        with lock:
-            running[0] += 1
-            peak[0] = max(peak[0], running[0])
-        time.sleep(0.02)
-        with lock:
-            running[0] -= 1
+        with flight:
+            time.sleep(0.02)
         return x
 
     result = Formation("m").add_map("work", work, max_workers=3).run(list(range(12)))
 
     assert result.output == list(range(12))
-    assert peak[0] == 3
+    assert flight.peak == 3
 
 
 def test_max_workers_zero_runs_every_item_at_once_as_a_fleet_node_does() -> None:
@@ -97,17 +93,15 @@ def test_an_async_function_is_awaited_concurrently_on_a_loop_the_runtime_owns() 
 
 
 def test_an_async_function_runs_at_most_max_workers_items_at_once() -> None:
-    running, peak = [0], [0]
+    flight = InFlight()
 
     async def work(x: int) -> int:
-        running[0] += 1
-        peak[0] = max(peak[0], running[0])
-        await asyncio.sleep(0.01)
-        running[0] -= 1
+        with flight:
+            await asyncio.sleep(0.01)
         return x
 
     assert Formation("m").add_map("work", work, max_workers=2).run(list(range(9))).output == list(range(9))
-    assert peak[0] == 2
+    assert flight.peak == 2
 
 
 def test_an_empty_list_gives_an_empty_list() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.peers import InFlight
 from wingman_actors import Formation
 from wingman_actors.errors import FleetItemsError, FormationRuntimeError, FormationSetupError, MapItemsError
 from wingman_actors.formation import to_mermaid
@@ -56,19 +57,15 @@ def test_an_empty_list_gives_an_empty_list() -> None:
 
 
 def test_at_most_max_workers_items_run_at_once() -> None:
-    lock, busy, peak = threading.Lock(), [0], [0]
+    flight = InFlight()
 
     def slow(x: int) -> int:
-        with lock:
-            busy[0] += 1
-            peak[0] = max(peak[0], busy[0])
-        time.sleep(0.02)
-        with lock:
-            busy[0] -= 1
+        with flight:
+            time.sleep(0.02)
         return x
 
     assert mapped(per_item(slow), max_workers=3).run(12).output == list(range(12))
-    assert peak[0] == 3
+    assert flight.peak == 3
 
 
 def test_inner_events_are_named_by_item_and_path() -> None:

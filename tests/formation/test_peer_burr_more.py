@@ -23,7 +23,6 @@ Deliberately different, or without a counterpart:
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Any
 import pytest
 
 from tests.formation.test_peer_burr import counter_app
-from tests.support.peers import Counter
+from tests.support.peers import Counter, InFlight
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, MapItemsError
 from wingman_actors.formation import NodeFailure
@@ -112,20 +111,16 @@ def test_an_async_map_awaits_every_item_and_keeps_item_order() -> None:
 
 def test_task_based_parallelism_runs_at_most_max_workers_tasks_at_once() -> None:
     # burr test_parallelism.py::test_task_level_API_e2e_sync (tasks on an executor)
-    lock, running, peak = threading.Lock(), [0], [0]
+    flight = InFlight()
 
     def task(n: int) -> int:
-        with lock:
-            running[0] += 1
-            peak[0] = max(peak[0], running[0])
-        time.sleep(0.02)
-        with lock:
-            running[0] -= 1
+        with flight:
+            time.sleep(0.02)
         return n * 2
 
     result = Formation("tasks").add_map("each", task, max_workers=2).run(list(range(6)))
     assert result.output == [0, 2, 4, 6, 8, 10]
-    assert peak[0] == 2
+    assert flight.peak == 2
 
 
 def test_a_recursive_sub_application_maps_a_formation_that_maps_in_turn() -> None:

@@ -1,5 +1,5 @@
 """Helpers shared by the tests ported from peers' suites (tests/formation/test_peer_*.py):
-a call counter, the order nodes started in, an async step that reports its cancellation,
+a call counter, the order nodes started in, calls in flight at once, an async step that reports its cancellation,
 Haystack's Accumulate sample component, and a module-scoped local Ray."""
 
 from __future__ import annotations
@@ -56,6 +56,25 @@ class Order:
     def __call__(self, event: FormationEvent) -> None:
         if event.type == "node_started" and event.node is not None:
             self.nodes.append(event.node)
+
+
+class InFlight:
+    """How many calls are inside ``with flight:`` now, and the most at once (``peak``), thread-safe:
+    what a concurrency limit (``max_workers``, ``concurrency``) is checked with."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+
+    def __enter__(self) -> None:
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+
+    def __exit__(self, *exc: object) -> None:
+        with self.lock:
+            self.now -= 1
 
 
 class Accumulate:
