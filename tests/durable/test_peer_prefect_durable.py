@@ -14,6 +14,7 @@ inner run without a journal.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,36 @@ def test_a_journalled_subflows_retry_does_not_rerun_the_inner_tasks_that_finishe
     result = f.run("", store=store)
     assert (result.output, result.nodes["child_flow"].attempts) == ("firsthello", 2)
     assert counter.calls == {"first": 1, "child_task": 2}
+
+
+def test_a_skipped_subflow_stays_skipped_on_resume_without_running_again(store: RunStore) -> None:
+    """Ported from PrefectHQ/prefect tests/test_flows.py::TestFlowRetries::test_flow_retry_with_error_in_flow_and_one_successful_child_flow,
+    the child flow's one task failing into ``on_error="skip"`` (so the child has no
+    result): the resume does not run the child again, and what depends on it stays skipped."""
+    counter, broken = Counter(), [True]
+
+    def child(_: Any) -> str:
+        counter.hit("child")
+        raise ValueError("no result")
+
+    skipped = threading.Event()  # 'other' fails the run once the skip is journalled (it is, before the event)
+
+    def other(x: str) -> str:
+        skipped.wait(5)
+        return counted(counter, "other", broken)(x)
+
+    f = (Formation("parent_flow")
+         .add_formation("child_flow", Formation("c").add_function("child", child, on_error="skip"))
+         .add_function("after", counted(counter, "after")).add_function("other", other)
+         .connect("child_flow", "after"))
+    with pytest.raises(FormationRuntimeError, match=r"node 'other'") as info:
+        f.run("x", store=store, on_event=lambda e: skipped.set() if (e.type, e.node) == ("node_skipped", "child_flow")
+              else None)
+    broken[0] = False
+    result = f.resume(info.value.run_id, store=store)
+    assert result.outputs == {"other": "xother"}
+    assert (result.nodes["child_flow"].status, result.nodes["after"].status) == ("skipped", "skipped")
+    assert counter.calls == {"child": 1, "other": 2}
 
 
 def test_a_resumed_node_gets_its_retries_again(store: RunStore) -> None:

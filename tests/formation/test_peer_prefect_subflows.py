@@ -29,7 +29,7 @@ from wingman_actors.errors import FormationRuntimeError, FormationSetupError, No
 from wingman_actors.formation import NestedRunError, NodeFailure
 from wingman_actors.formation.events import FormationEvent
 
-SLACK = 0.6
+SLACK = 1.5  # what a loaded machine may add to a time limit (measured: < 0.05 s); stuck code runs 4 s or more
 
 
 def xyz(v: dict[str, int]) -> int:
@@ -212,6 +212,45 @@ def test_an_error_edge_after_a_subflow_gets_the_inner_failure() -> None:
     assert f.run(None).outputs == {"child_flow": "NestedRunError:child"}
 
 
+def test_a_subflow_whose_only_result_was_skipped_is_skipped_with_what_depends_on_it() -> None:
+    """Ported from PrefectHQ/prefect tests/test_tasks.py::TestTaskSubmit::test_downstream_does_not_run_if_upstream_fails,
+    the upstream a subflow: its task failed into ``on_error="skip"``, so the subflow has
+    no result. The formation node handed None on as its output, and the typed node after
+    it failed the run with a PayloadError, though the failure was declared skippable
+    (a top-level run whose sink is skipped has no output either: ``outputs == {}``). The
+    formation node is now skipped, and so is what depends only on it."""
+    counter = Counter()
+
+    def child(x: int) -> int:
+        raise ValueError("no result")
+
+    def after(x: int) -> int:
+        counter.hit("after")
+        return x
+
+    seen: list[tuple[str, str | None]] = []
+    f = (Formation("parent").add_formation("subflow", Formation("s").add_function("child", child, on_error="skip"))
+         .add_function("after", after).add_function("other", lambda x: x + 1)
+         .connect("subflow", "after"))
+    result = f.run(1, on_event=lambda e: seen.append((e.type.value, e.node)))
+    assert result.outputs == {"other": 2} and counter.count("after") == 0
+    assert {n: t.status for n, t in result.nodes.items()} == {
+        "subflow": "skipped", "subflow/child": "skipped", "after": "skipped", "other": "succeeded"}
+    assert ("node_skipped", "subflow") in seen and ("node_finished", "subflow") not in seen
+
+
+def test_a_subflow_with_several_results_gives_those_it_has() -> None:
+    """Ported from PrefectHQ/prefect tests/test_flows.py::TestFlowCall::test_flow_state_reflects_returned_multiple_task_run_states
+    (a subflow returning several results, one of them failed): the dict of the inner
+    sinks that gave a value, as a top-level run's ``outputs``."""
+
+    def boom(x: int) -> int:
+        raise ValueError("x")
+
+    inner = (Formation("s").add_function("ok", lambda x: x).add_function("bad", boom, on_error="skip"))
+    assert Formation("parent").add_formation("subflow", inner).run(1).output == {"ok": 1}
+
+
 # --- retries of subflows --------------------------------------------------------------
 
 
@@ -329,9 +368,9 @@ def test_a_subflow_timeout_does_not_count_the_wait_for_its_upstream() -> None:
         return True
 
     f = (Formation("my_flow").add_map("sleepers", sleep_task)
-         .add_formation("downstream_flow", Formation("d").add_function("downstream", downstream), timeout=0.2)
+         .add_formation("downstream_flow", Formation("d").add_function("downstream", downstream), timeout=1.0)
          .connect("sleepers", "downstream_flow"))
-    assert f.run([0.15, 0.3]).output is True and completed.count("downstream") == 1
+    assert f.run([0.3, 1.2]).output is True and completed.count("downstream") == 1
 
 
 # --- concurrency ----------------------------------------------------------------------
@@ -348,7 +387,7 @@ def test_a_nodes_concurrency_bounds_the_runs_in_it_at_once() -> None:
         with lock:
             running[0] += 1
             running[1] = max(running[1], running[0])
-        time.sleep(0.03)
+        time.sleep(0.1)
         with lock:
             running[0] -= 1
         return x
