@@ -40,7 +40,7 @@ from wingman_actors.errors import FormationRuntimeError, FormationSetupError, No
 from wingman_actors.formation import NodeFailure
 from wingman_actors.formation.events import FormationEvent
 
-SLACK = 0.6  # what a loaded machine may add to a time limit; a run that waits for stuck code (4 s) exceeds it
+SLACK = 1.5  # what a loaded machine may add to a time limit (measured: < 0.05 s); a run that waits for stuck code (4 s) exceeds it
 
 
 @pytest.fixture

@@ -207,7 +207,7 @@ def test_an_async_node_awaits_every_visit_at_once_and_a_semaphore_caps_them() ->
             with lock:
                 running[0] += 1
                 peak[0] = max(peak[0], running[0])
-            await asyncio.sleep(0.03)
+            await asyncio.sleep(0.1)
             with lock:
                 running[0] -= 1
         return x

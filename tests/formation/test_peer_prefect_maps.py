@@ -206,7 +206,7 @@ def test_a_map_runs_at_most_max_workers_items_at_once() -> None:
         with lock:
             running[0] += 1
             running[1] = max(running[1], running[0])
-        time.sleep(0.03)
+        time.sleep(0.1)
         with lock:
             running[0] -= 1
         return x
