@@ -154,7 +154,9 @@ class Formation(Runs, AsyncRuns, Forks):
     def add_formation(self, name: str, formation: Formation, **policies: Any) -> Formation:
         """Declare a formation node: ``formation`` runs as one node. Its input is the
         inner run's input (every inner source receives it); its output is the inner
-        single sink's output, or the dict of sink outputs when there are several.
+        single sink's output, or the dict of sink outputs when there are several. When
+        the single sink is skipped (an ``on_error="skip"`` inside), the node has no
+        output: it is skipped, and so is what depends only on it.
 
         Inner events reach this formation's listeners with ``node`` set to the path
         (``"name/inner_node"``); a journalled run journals the inner visits (in the same

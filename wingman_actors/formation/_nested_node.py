@@ -107,9 +107,31 @@ class FormationNode:
                 observer.suspended(work, attempt, self.inner.suspension(work, result, self.name))
                 return
             output, usage = self.inner.outcome(work, result)
+            if self.inner.single_sink is not None and not result.outputs:  # its one sink was skipped
+                self._skipped(work, attempt)
+                return
             observer.completed(work, attempt, output, usage, started, time.perf_counter())
         except Exception as fault:  # a runtime hook raised (a bug): its run fails, saying so
             report_fault(observer, self.name, work, fault)
+
+    def _skipped(self, work: Work, attempt: int) -> None:
+        """The inner run ended without a result (its single sink was skipped, say by an
+        ``on_error="skip"``): the node is skipped, not completed with None, and so is what
+        depends only on it, as for a top-level run whose sink is skipped (``outputs ==
+        {}``). Journalled as a skip, so a resume skips it again."""
+        router = self.observer
+        run = work.run
+        if attempt != work.attempt or (work.timer is not None and not router.settle(work)):
+            return  # a late reply from an attempt that timed out
+        if run.done or (run.dropped and self.name in run.dropped and router.dropped(work)):
+            return
+        reason = f"its inner formation's sink {self.inner.single_sink!r} was skipped: no result to pass on"
+        journal = router.journal
+        if journal is not None:
+            journal.store.record_skip(run.id, self.name, work.visit, reason)
+        router.skip(run, self.name, reason, None, tag=work.tag)
+        if router.cyclic:
+            router.finish_one(run)
 
     # -- the NodeGroup protocol (supervision and cancellation) ---------------------------
 
