@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ._options import RunOptions
     from ._plan import NodeSpec
 
-__all__ = ["UNSET", "ForkPointError", "begin_fork", "fork"]
+__all__ = ["UNSET", "ForkPointError", "begin_fork", "fork", "unknown_fork_node"]
 
 UNSET: Any = ...
 """No ``output=`` / ``input=`` given (``Formation.fork``'s default)."""
@@ -54,9 +54,21 @@ def _target(formation: Formation, at: Any) -> tuple[str, int]:
     if not isinstance(node, str) or isinstance(visit, bool) or not isinstance(visit, int) or visit < 1:
         raise ForkPointError(f"fork: at must be a node name, or (node, visit) with a visit number >= 1, got {at!r}")
     if node not in formation.graph:
-        raise ForkPointError(f"fork: formation {formation.name!r} has no node {node!r} to fork at; its nodes are "
-                             f"{', '.join(map(repr, formation.graph.nodes))}")
+        raise ForkPointError(f"fork: {unknown_fork_node(formation, node)}")
     return node, visit
+
+
+def unknown_fork_node(formation: Formation, node: str) -> str:
+    """Why ``node`` is no fork point of ``formation``, and what to fork at instead: a path
+    into a nested formation or map (as events and traces name inner nodes) names the node
+    that holds it."""
+    outer = node.split("/", 1)[0]
+    if "/" in node and formation.graph.nodes.get(outer, {}).get("formation") is not None:
+        return (f"{node!r} is inside the nested formation {outer!r}, and a fork names formation "
+                f"{formation.name!r}'s own nodes: fork at the nested node as a whole (at={outer!r}, with "
+                f"output= for its new output, or input= to run it again)")
+    return (f"formation {formation.name!r} has no node {node!r} to fork at; its nodes are "
+            f"{', '.join(map(repr, formation.graph.nodes))}")
 
 
 def _check_visit(journal: RunJournal, node: str, visit: int) -> None:

@@ -11,7 +11,7 @@ import time
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from ..formation._fork import UNSET, ForkPointError, begin_fork
+from ..formation._fork import UNSET, ForkPointError, begin_fork, unknown_fork_node
 from ..store import FormationMismatchError, UnknownRunError
 from ._context import ServerContext
 from ._convert import jsonable
@@ -80,8 +80,7 @@ def _fork(ctx: ServerContext, id: str, body: RunForkIn, deadline: float) -> RunO
         formation = one.formation
         node = at if isinstance(at, str) else at[0]
         if node not in formation.graph:
-            raise ApiError(400, f"at: formation {record.name!r} has no node {node!r} to fork at; its nodes are "
-                                f"{', '.join(map(repr, formation.graph.nodes))}", fields=["at"], run_id=id)
+            raise ApiError(400, f"at: {unknown_fork_node(formation, node)}", fields=["at"], run_id=id)
         timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
         try:
             fork_id = begin_fork(formation, ctx.journal, id, at=at, new_id=new_id(),
