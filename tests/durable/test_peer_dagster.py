@@ -246,3 +246,22 @@ def test_a_failed_mapped_item_resumes_on_either_store(location: str) -> None:
     with RunStore(location) as store:
         assert f.resume("either", store=store).output == 120
     assert [counter.count(("each", i)) for i in range(4)] == [1, 1, 2, 1]
+
+
+@pytest.mark.parametrize("mapped", [False, True], ids=["graph", "mapped_graph"])
+def test_reexecuting_a_graph_with_an_input_its_ops_cannot_take_is_refused_before_anything_is_written(
+        store: RunStore, mapped: bool) -> None:
+    """Ported from dagster-io/dagster python_modules/dagster/dagster_tests/core_tests/types_tests/test_types.py::test_input_type_failure
+    with re-execution: a fork's ``input=`` that the graph's first op would refuse (its
+    type check) is refused by ``fork``, naming the node, the inner op and its type, as it
+    is for a function node, and no new run is written."""
+    counter, fails = Counter(), Switch()
+    fails.on = False
+    f = Formation("job").add_function("src", lambda x: [x] if mapped else x)
+    f.add_map("graph", formation=inner_graph(counter, fails)) if mapped else f.add_formation("graph", inner_graph(counter, fails))
+    f.connect("src", "graph").run(1, store=store, run_id="parent")
+    wrong = ["not a number"] if mapped else "not a number"
+    with pytest.raises(ValueError, match=r"fork: (each item of )?input= for (map|formation) node 'graph' does not fit the source 'graph/add_one'.*takes int"):
+        f.fork("parent", store=store, at="graph", input=wrong)
+    assert [r.id for r in store.runs()] == ["parent"]
+    assert counter.calls == {("add_one", 1): 1, ("maybe_fails", 2): 1}
