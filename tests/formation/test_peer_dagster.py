@@ -34,7 +34,13 @@ import pytest
 
 from tests.support.peers import Counter, Order
 from wingman_actors import Formation
-from wingman_actors.errors import FormationRuntimeError, MapItemsError, NoRouteError, PayloadError
+from wingman_actors.errors import (
+    FormationRuntimeError,
+    FormationSetupError,
+    MapItemsError,
+    NoRouteError,
+    PayloadError,
+)
 from wingman_actors.formation.events import FormationEvent
 
 
@@ -107,6 +113,30 @@ def test_a_map_over_a_graph_nested_three_deep_answers_each_item() -> None:
     result = deep.run(3)
     assert result.output == [0, 1, 2]
     assert result.nodes["outer/middle/inner/echo"].outputs == [0, 1, 2]
+
+
+def test_a_graph_whose_first_step_maps_a_graph_takes_the_typed_list_it_maps() -> None:
+    """Ported from dagster-io/dagster python_modules/dagster/dagster_tests/execution_tests/dynamic_tests/test_dynamic_execution.py::test_composite_wrapping
+    (the mapping inside a graph): a graph whose source maps another graph over its input
+    takes a ``list[int]`` when the mapped graph takes ``int``, fed by a node or by a map
+    over lists."""
+    per_item = Formation("per_item").add_function("double", multiply_by_two)
+    maps = Formation("maps").add_map("each", formation=per_item)
+
+    def lists(_: Any) -> list[list[int]]:
+        return [[0, 1], [2]]
+
+    job = Formation("job").add_function("emit", emit).add_formation("graph", maps).connect("emit", "graph")
+    assert job.run(3).output == [0, 2, 4]
+    over = Formation("over").add_function("lists", lists).add_map("graphs", formation=maps).connect("lists", "graphs")
+    assert over.run(None).output == [[0, 2], [4]]
+
+    def words(_: Any) -> list[str]:
+        return ["a"]
+
+    wrong = Formation("wrong").add_function("words", words).add_formation("graph", maps).connect("words", "graph")
+    with pytest.raises(FormationSetupError, match=r"'words' outputs list\[str\] but .*whose source 'each' expects list\[int\]"):
+        wrong.validate()
 
 
 def test_mapping_collecting_and_mapping_again_chains_through_every_stage() -> None:

@@ -192,7 +192,8 @@ class Plan:
         order: a topological order of the forward edges (earlier-declared nodes first).
         edges: every edge, in graph order.
         accepts: what the run's input must fit: ``(source, type)`` per source (a nested
-            formation's sources named by path, ``"node/inner"``), None for any input.
+            formation's sources named by path, ``"node/inner"``; a map over a formation
+            takes a list of what its formation's sources take), None for any input.
     """
 
     name: str
@@ -585,7 +586,10 @@ def _build(
     accepts: list[tuple[str, Any]] = []
     for n in sources:
         sub = subplans.get(n)
-        if sub is not None:
+        if sub is not None and nodes[n].kind == "map":  # a map over a formation: a list of what its sources take
+            takes = [list[Any] if tp is None else list[tp] for _, tp in sub.accepts]  # type: ignore[valid-type]
+            accepts += [(n, tp) for tp in takes or [list[Any]]]
+        elif sub is not None:
             accepts += [(f"{n}/{path}", tp) for path, tp in sub.accepts]
         elif nodes[n].kind == "fleet":
             accepts.append((n, list[Any]))
