@@ -353,6 +353,33 @@ def test_an_output_type_that_does_not_fit_the_next_input_is_refused_before_runni
         f.connect("gives_str", "takes_int").validate()
 
 
+def test_a_graph_whose_first_op_is_mapped_refuses_what_its_op_cannot_take_before_running() -> None:
+    """Ported from dagster-io/dagster python_modules/dagster/dagster_tests/execution_tests/dynamic_tests/test_not_allowed.py
+    and core_tests/types_tests/test_types.py::test_input_type_failure: a graph whose first
+    op maps an ``int`` op is refused at validation when fed ``list[str]`` or a ``str`` (as
+    the same map is, not nested), naming the edge and the map; a ``list[int]`` is fine."""
+
+    def words(_: Any) -> list[str]:
+        return ["a"]
+
+    def word(_: Any) -> str:
+        return "a"
+
+    def numbers(_: Any) -> list[int]:
+        return [1, 2]
+
+    def takes_int(x: int) -> int:
+        return x + 1
+
+    graph = Formation("graph").add_map("each", takes_int)
+    for feed, shown in ((words, r"list\[str\]"), (word, "str")):
+        f = Formation("job").add_function("feed", feed).add_formation("graph", graph).connect("feed", "graph")
+        with pytest.raises(FormationSetupError, match=rf"edge 'feed' → 'graph': 'feed' outputs {shown} but .*source 'each' expects list\[int\]"):
+            f.validate()
+    ok = Formation("job").add_function("feed", numbers).add_formation("graph", graph).connect("feed", "graph")
+    assert ok.run(None).output == [2, 3]
+
+
 # --- malformed graphs -----------------------------------------------------------------------
 
 

@@ -593,6 +593,9 @@ def _build(
             accepts += [(f"{n}/{path}", tp) for path, tp in sub.accepts]
         elif nodes[n].kind == "fleet":
             accepts.append((n, list[Any]))
+        elif nodes[n].kind == "map":  # a map of a function: a list of what the function takes
+            item = inputs[n].param_type
+            accepts.append((n, list[Any] if item is None else list[item]))  # type: ignore[valid-type]
         else:
             accepts.append((n, inputs[n].param_type if nodes[n].kind == "function" else None))
     return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges, tuple(accepts))
