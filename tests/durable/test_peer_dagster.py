@@ -19,11 +19,12 @@ Deliberately different (DESIGN.md documents ours; each test that touches one say
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter
+from tests.support.peers import Counter, local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.store import RunNotResumableError, RunStore
@@ -265,3 +266,31 @@ def test_reexecuting_a_graph_with_an_input_its_ops_cannot_take_is_refused_before
         f.fork("parent", store=store, at="graph", input=wrong)
     assert [r.id for r in store.runs()] == ["parent"]
     assert counter.calls == {("add_one", 1): 1, ("maybe_fails", 2): 1}
+
+
+def file_counted(folder: Path) -> Any:
+    """A map function for Ray (another process): each call appends its item to
+    ``calls.txt``; an item fails while ``broken-<item>`` exists."""
+
+    def multiply(x: int) -> int:
+        with (folder / "calls.txt").open("a") as calls:
+            calls.write(f"{x}\n")
+        if (folder / f"broken-{x}").exists():
+            raise ValueError(f"item {x} is broken")
+        return x * 10
+
+    return multiply
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_a_failed_mapped_item_on_ray_resumes_alone(store: RunStore, tmp_path: Path) -> None:
+    """Ported from dagster-io/dagster python_modules/dagster/dagster_tests/execution_tests/dynamic_tests/test_reexecute.py::test_map_fail_reexecute
+    (the ``multiprocess`` executor) on backend="ray"."""
+    (tmp_path / "broken-1").touch()
+    f = Formation("ray_map").add_map("each", file_counted(tmp_path)).add_function("total", sum).connect("each", "total")
+    with pytest.raises(FormationRuntimeError, match=r"1 of 3 item\(s\) failed; first: item 1"):
+        f.run([0, 1, 2], store=store, run_id="on_ray", backend="ray", timeout=120)
+    (tmp_path / "broken-1").unlink()
+    assert f.resume("on_ray", store=store, backend="ray", timeout=120).output == 30
+    assert sorted((tmp_path / "calls.txt").read_text().split()) == ["0", "1", "1", "2"]
