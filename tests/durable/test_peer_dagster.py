@@ -177,6 +177,27 @@ def test_the_history_lists_each_step_once_in_order(store: RunStore) -> None:
         ("double_total", 1, "succeeded")]
 
 
+def test_the_history_says_failed_for_a_step_whose_failure_hook_handled_it(store: RunStore) -> None:
+    """Ported from dagster-io/dagster python_modules/dagster/dagster_tests/core_tests/hook_tests/test_hook_run.py::test_failure_hook
+    (the step's STEP_FAILURE is in the run's events beside the hook's): the history
+    lists the visit that failed into its error edges as ``failed``, as its trace says,
+    with the error, not as ``skipped``; a node skipped by ``on_error="skip"`` stays
+    ``skipped``."""
+
+    def broken(_: Any) -> int:
+        raise ValueError("op broke")
+
+    f = (Formation("hooked").add_function("op", broken).add_function("after", lambda x: x)
+         .add_function("hook", lambda failure: "handled").add_function("skipper", broken, on_error="skip")
+         .connect("op", "after").connect("op", "hook", on_error=True))
+    result = f.run(1, store=store, run_id="hooked")
+    assert (result.nodes["op"].status, result.outputs) == ("failed", {"hook": "handled"})
+    visits = {v.node: v for v in store.history("hooked")}
+    assert visits["op"].status == "failed"
+    assert visits["op"].output == "failed after 1 attempt(s) into its error edges: ValueError: op broke"
+    assert (visits["hook"].status, visits["skipper"].status) == ("succeeded", "skipped")
+
+
 def inner_graph(counter: Counter, fails: Switch) -> Formation:
     """``add_one`` → ``maybe_fails`` (fails while ``fails.on``)."""
 

@@ -58,7 +58,8 @@ def _history(ctx: ServerContext, id: str) -> list[VisitOut]:
 @router.get("/runs/{id}/history", tags=["runs"], summary="List a formation run's node visits in order")
 async def history(id: str, ctx: Ctx) -> list[VisitOut]:
     """Each node visit of the run, in the order they finished: ``node``, ``visit`` (its
-    number), ``status`` (``succeeded``, ``skipped``, or ``suspended`` at an interrupt),
+    number), ``status`` (``succeeded``, ``failed`` into its error edges, ``skipped``, or
+    ``suspended`` at an interrupt),
     ``output`` and times. Fork the run at one with ``POST /runs/{id}/fork``. 404 for an
     unknown run; 409 for a fleet run (``kind: fleet``) or one not in the run journal
     (``kind: not_journalled``)."""
