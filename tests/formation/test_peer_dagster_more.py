@@ -189,6 +189,32 @@ def test_a_retry_policy_applies_to_a_mapped_op_item_by_item() -> None:
     assert counter.calls == {0: 1, 1: 2, 2: 3}
 
 
+@pytest.mark.parametrize("error", ["type check", "no retries allowed"])
+def test_a_mapped_graph_whose_op_cannot_succeed_on_a_retry_is_not_retried(error: str) -> None:
+    """Ported from dagster-io/dagster python_modules/dagster/dagster_tests/core_tests/execution_tests/test_retries.py::test_failure_allow_retries
+    with the op inside a graph mapped over items: a type-check failure (never retried) or
+    an error that allows no retries, in an item's inner op, fails the map at its first
+    attempt, as it does a map of a function or a graph used once."""
+
+    class Fatal(Exception):
+        retryable = False
+
+    counter = Counter()
+
+    def takes_int(x: int) -> int:
+        counter.hit(x)
+        if error == "no retries allowed" and x == 1:
+            raise Fatal("cannot succeed")
+        return x
+
+    items: list[Any] = [0, "one"] if error == "type check" else [0, 1]
+    graph = Formation("graph").add_function("op", takes_int)
+    with pytest.raises(FormationRuntimeError, match=r"after 1 attempt\(s\)") as caught:
+        Formation("job").add_map("each", formation=graph, retries=2, backoff=0).run(items)
+    assert caught.value.attempts == 1
+    assert counter.count(0) == 1
+
+
 # --- hooks: error edges and listeners --------------------------------------------------------
 
 
