@@ -22,7 +22,7 @@ from .._graphs import loop_roles, topological_order
 from ..errors import FormationSetupError, NodeTimeoutError
 from ._board_param import BoardNeed, board_param
 from ._failure import NodeFailure
-from ._subplans import boundary_problems, nested_type, nesting_problems, subplan
+from ._subplans import boundary_problems, nested_type, nesting_problems, source_accepts, subplan
 from ._typecheck import (
     CallableInfo,
     compatible,
@@ -583,19 +583,5 @@ def _build(
             subplan=subplans.get(n),
         )
     sinks = tuple(n for n in graph if nodes[n].is_sink)
-    accepts: list[tuple[str, Any]] = []
-    for n in sources:
-        sub = subplans.get(n)
-        if sub is not None and nodes[n].kind == "map":  # a map over a formation: a list of what its sources take
-            takes = [list[Any] if tp is None else list[tp] for _, tp in sub.accepts]  # type: ignore[valid-type]
-            accepts += [(n, tp) for tp in takes or [list[Any]]]
-        elif sub is not None:
-            accepts += [(f"{n}/{path}", tp) for path, tp in sub.accepts]
-        elif nodes[n].kind == "fleet":
-            accepts.append((n, list[Any]))
-        elif nodes[n].kind == "map":  # a map of a function: a list of what the function takes
-            item = inputs[n].param_type
-            accepts.append((n, list[Any] if item is None else list[item]))  # type: ignore[valid-type]
-        else:
-            accepts.append((n, inputs[n].param_type if nodes[n].kind == "function" else None))
+    accepts = [a for n in sources for a in source_accepts(n, nodes[n].kind, subplans.get(n), inputs[n].param_type)]
     return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges, tuple(accepts))
