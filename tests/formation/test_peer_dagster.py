@@ -415,13 +415,15 @@ def test_when_one_op_fails_the_others_in_flight_are_cancelled_and_finished_outpu
     """Ported from dagster-io/dagster python_modules/dagster/dagster_tests/core_tests/execution_tests/test_failure.py
     (Dagster runs the independent branch to its end after a failure; ours fails the run at
     once and cancels it, DESIGN "Supervision": partial outputs kept on the error)."""
-    release = threading.Event()
+    entered, release = threading.Event(), threading.Event()
 
     def slow(x: int) -> int:
+        entered.set()
         release.wait(2)
         return x
 
     def broken(_: int) -> int:
+        entered.wait(2)  # fail once the other branch is in flight
         raise ValueError("broken")
 
     f = (Formation("branches").add_function("src", echo).add_function("broken", broken).add_function("slow", slow)
