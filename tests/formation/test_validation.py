@@ -78,7 +78,7 @@ def test_node_created_by_an_edge_to_an_undeclared_name_has_no_kind() -> None:
     f.graph.add_edge("a", "shwo")
     message = only_problem(f)
     assert message.startswith("node 'shwo' has no kind: it was probably created by an edge to an undeclared node")
-    assert "declare it with add_function/add_agent/add_fleet or fix the edge's name" in message
+    assert "declare it with add_function/add_agent/add_fleet/add_map/add_formation or fix the edge's name" in message
 
 
 def test_unknown_kind_lists_the_kinds() -> None:

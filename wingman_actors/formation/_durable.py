@@ -43,13 +43,14 @@ from ..store import (
     SerializationError,
     UnknownRunError,
 )
+from ..store._history import FAILURE_MARK
 from ..store._values import POSTGRES_SCHEMES, new_run_id
 from ._breakpoints import JOURNAL_KEY, Breakpoints, is_breakpoint
 from ._failure import NodeFailure
 
 __all__ = ["Journal", "Replay", "StoreArg", "open_store"]
 
-_FAILURE = "node_failure"  # the key that marks a progress value as a journalled failure
+_FAILURE = FAILURE_MARK  # the key that marks a progress value as a journalled failure
 _TIMEOUT = f"{NodeTimeoutError.__module__}:{NodeTimeoutError.__qualname__}"
 _PLAIN = (str, int, float, bool, type(None))
 

@@ -35,9 +35,9 @@ from ._typecheck import adapter_for, inspect_callable, type_name
 if TYPE_CHECKING:
     from ._graph import Formation
     from ._options import RunOptions
-    from ._plan import NodeSpec
+    from ._plan import NodeSpec, Plan
 
-__all__ = ["UNSET", "ForkPointError", "begin_fork", "fork"]
+__all__ = ["UNSET", "ForkPointError", "begin_fork", "fork", "unknown_fork_node"]
 
 UNSET: Any = ...
 """No ``output=`` / ``input=`` given (``Formation.fork``'s default)."""
@@ -54,9 +54,21 @@ def _target(formation: Formation, at: Any) -> tuple[str, int]:
     if not isinstance(node, str) or isinstance(visit, bool) or not isinstance(visit, int) or visit < 1:
         raise ForkPointError(f"fork: at must be a node name, or (node, visit) with a visit number >= 1, got {at!r}")
     if node not in formation.graph:
-        raise ForkPointError(f"fork: formation {formation.name!r} has no node {node!r} to fork at; its nodes are "
-                             f"{', '.join(map(repr, formation.graph.nodes))}")
+        raise ForkPointError(f"fork: {unknown_fork_node(formation, node)}")
     return node, visit
+
+
+def unknown_fork_node(formation: Formation, node: str) -> str:
+    """Why ``node`` is no fork point of ``formation``, and what to fork at instead: a path
+    into a nested formation or map (as events and traces name inner nodes) names the node
+    that holds it."""
+    outer = node.split("/", 1)[0]
+    if "/" in node and formation.graph.nodes.get(outer, {}).get("formation") is not None:
+        return (f"{node!r} is inside the nested formation {outer!r}, and a fork names formation "
+                f"{formation.name!r}'s own nodes: fork at the nested node as a whole (at={outer!r}, with "
+                f"output= for its new output, or input= to run it again)")
+    return (f"formation {formation.name!r} has no node {node!r} to fork at; its nodes are "
+            f"{', '.join(map(repr, formation.graph.nodes))}")
 
 
 def _check_visit(journal: RunJournal, node: str, visit: int) -> None:
@@ -94,15 +106,36 @@ def _fits(node: str, param: str | None, tp: Any, adapter: TypeAdapter[Any] | Non
                          f"{type_name(tp)}: {_problems(exc)}; give a value of that type") from None
 
 
+def _fits_inner(spec: NodeSpec, sub: Plan, value: Any) -> None:
+    """Refuse a value that a source of ``spec``'s inner formation would refuse (the types
+    validation checks across the boundary)."""
+    for path, tp in sub.accepts:
+        adapter = adapter_for(tp)
+        if adapter is None:
+            continue
+        try:
+            adapter.validate_python(value)
+        except ValidationError as exc:
+            what = "each item of input=" if spec.kind == "map" else "input="
+            raise ValueError(f"fork: {what} for {spec.kind} node {spec.name!r} does not fit the source "
+                             f"'{spec.name}/{path}' of its formation {sub.name!r}, which takes {type_name(tp)}: "
+                             f"{_problems(exc)}; give a value of that type") from None
+
+
 def _check_input(spec: NodeSpec, value: Any) -> None:
     """Refuse an ``input=`` that ``spec``'s node would refuse at its visit (a function or
-    map node's parameter types, a kwargs join's parameter names; fleets, agents and
-    nested formations check their input when they run)."""
+    map node's parameter types, a kwargs join's parameter names, the types a nested
+    formation's sources take, each item's for a map over a formation; fleets and agents
+    check their input when they run)."""
     node = spec.name
     if spec.kind in ("fleet", "map") and not isinstance(value, list | tuple):
         raise ValueError(f"fork: input= for {spec.kind} node {node!r} is the list of its items "
                          f"({'one session' if spec.kind == 'fleet' else 'one call'} per item), got "
                          f"{type(value).__name__}; give a list")
+    if spec.subplan is not None:
+        for item in (value if spec.kind == "map" else [value]):
+            _fits_inner(spec, spec.subplan, item)
+        return
     if spec.kind not in ("function", "map"):
         return
     info = inspect_callable(spec.fn)

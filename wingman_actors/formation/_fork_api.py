@@ -35,7 +35,8 @@ class Forks:
             input: instead of ``output``, run the visit again with this input, in place
                 of what its predecessors deliver (a join's: a dict by predecessor, as it
                 receives them; for the first visit of the only source, the new run's
-                input). It must fit the node's parameter type.
+                input). It must fit the node's parameter type (for a nested formation,
+                the types its sources take; for a map, each item).
             timeout: the new run's time limit, as for ``run``.
             options: other run options, as for ``resume``.
 

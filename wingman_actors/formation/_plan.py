@@ -22,7 +22,7 @@ from .._graphs import loop_roles, topological_order
 from ..errors import FormationSetupError, NodeTimeoutError
 from ._board_param import BoardNeed, board_param
 from ._failure import NodeFailure
-from ._subplans import boundary_problems, nested_type, nesting_problems, subplan
+from ._subplans import boundary_problems, nested_type, nesting_problems, source_accepts, subplan
 from ._typecheck import (
     CallableInfo,
     compatible,
@@ -192,7 +192,8 @@ class Plan:
         order: a topological order of the forward edges (earlier-declared nodes first).
         edges: every edge, in graph order.
         accepts: what the run's input must fit: ``(source, type)`` per source (a nested
-            formation's sources named by path, ``"node/inner"``), None for any input.
+            formation's sources named by path, ``"node/inner"``; a map over a formation
+            takes a list of what its formation's sources take), None for any input.
     """
 
     name: str
@@ -582,13 +583,5 @@ def _build(
             subplan=subplans.get(n),
         )
     sinks = tuple(n for n in graph if nodes[n].is_sink)
-    accepts: list[tuple[str, Any]] = []
-    for n in sources:
-        sub = subplans.get(n)
-        if sub is not None:
-            accepts += [(f"{n}/{path}", tp) for path, tp in sub.accepts]
-        elif nodes[n].kind == "fleet":
-            accepts.append((n, list[Any]))
-        else:
-            accepts.append((n, inputs[n].param_type if nodes[n].kind == "function" else None))
+    accepts = [a for n in sources for a in source_accepts(n, nodes[n].kind, subplans.get(n), inputs[n].param_type)]
     return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges, tuple(accepts))

@@ -15,7 +15,7 @@ from ._validation import is_formation, quote
 if TYPE_CHECKING:  # only a type: the plan module imports this one
     from ._plan import Plan
 
-__all__ = ["boundary_problems", "nested_type", "subplan"]
+__all__ = ["boundary_problems", "nested_type", "source_accepts", "subplan"]
 
 
 MAX_NESTING = 64
@@ -82,6 +82,23 @@ def nested_type(kind: str, sub: Plan) -> Any:
     """A formation node's output type (its formation's), or a formation map's (a list of them)."""
     one = sub.output_type
     return list[one] if kind == "map" and one is not None else one  # type: ignore[valid-type]
+
+
+def source_accepts(node: str, kind: str, sub: Plan | None, param_type: Any) -> list[tuple[str, Any]]:
+    """What source ``node`` of a formation takes, as :attr:`Plan.accepts` lists it: a
+    nested formation's sources (by path), a list for a map (of what its function, or
+    its formation's sources, take each item) or a fleet, a function's parameter type;
+    None for any input (an agent)."""
+    if sub is not None and kind == "map":
+        takes = [list[Any] if tp is None else list[tp] for _, tp in sub.accepts]  # type: ignore[valid-type]
+        return [(node, tp) for tp in takes or [list[Any]]]
+    if sub is not None:
+        return [(f"{node}/{path}", tp) for path, tp in sub.accepts]
+    if kind == "fleet":
+        return [(node, list[Any])]
+    if kind == "map":
+        return [(node, list[Any] if param_type is None else list[param_type])]  # type: ignore[valid-type]
+    return [(node, param_type if kind == "function" else None)]
 
 
 def boundary_problems(

@@ -97,12 +97,16 @@ def retryable(retry_on: tuple[type[BaseException], ...] | None, error: BaseExcep
     """Whether a node with this ``retry_on`` (see :class:`~.plan.NodeSpec`) retries ``error``.
 
     An error with ``retryable = False`` never is. A fleet's ``FleetItemsError`` is retried
-    when ``retry_on`` names it, or names every failed item's error. A formation node's
-    (or a mapped formation's) error is judged by what failed its inner run (:func:`inner_cause`).
+    when ``retry_on`` names it, or names every failed item's error, and never when an
+    item's error cannot succeed on a retry. A formation node's (or a mapped formation's
+    item's) error is judged by what failed its inner run (:func:`inner_cause`).
     """
     cause = inner_cause(error)
     if not getattr(cause, "retryable", True):
         return False
+    if isinstance(error, FleetItemsError) and not all(
+            getattr(inner_cause(e), "retryable", True) for e in error.errors.values()):
+        return False  # (a mapped formation's items fail with NestedRunError: their own retryable says nothing)
     if retry_on is None or isinstance(error, retry_on) or isinstance(cause, retry_on):
         return True
     return isinstance(error, FleetItemsError) and all(

@@ -83,7 +83,7 @@ _KIND_ATTRS = {"function": {"fn"}, "agent": {"agent", "prompt"}, "fleet": {"agen
                "formation": {"formation"}, "map": {"fn", "formation", "max_workers"}}
 NODE_ATTRS = frozenset({"kind", "fn", "agent", "max_workers", "prompt", "formation", *POLICY_DEFAULTS})
 _ALIASES = {"retry": "retries", "func": "fn", "callable": "fn", "workers": "max_workers", "condition": "when", "predicate": "when"}
-_DECLARE = "declare it with add_function/add_agent/add_fleet"
+_DECLARE = "declare it with add_function/add_agent/add_fleet/add_map/add_formation"
 OWNERS = {"prompt": "agent and fleet nodes (add_agent, add_fleet)",
           "max_workers": "fleet and map nodes (add_fleet, add_map)"}
 

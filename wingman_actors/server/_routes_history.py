@@ -11,7 +11,7 @@ import time
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from ..formation._fork import UNSET, ForkPointError, begin_fork
+from ..formation._fork import UNSET, ForkPointError, begin_fork, unknown_fork_node
 from ..store import FormationMismatchError, UnknownRunError
 from ._context import ServerContext
 from ._convert import jsonable
@@ -58,7 +58,8 @@ def _history(ctx: ServerContext, id: str) -> list[VisitOut]:
 @router.get("/runs/{id}/history", tags=["runs"], summary="List a formation run's node visits in order")
 async def history(id: str, ctx: Ctx) -> list[VisitOut]:
     """Each node visit of the run, in the order they finished: ``node``, ``visit`` (its
-    number), ``status`` (``succeeded``, ``skipped``, or ``suspended`` at an interrupt),
+    number), ``status`` (``succeeded``, ``failed`` into its error edges, ``skipped``, or
+    ``suspended`` at an interrupt),
     ``output`` and times. Fork the run at one with ``POST /runs/{id}/fork``. 404 for an
     unknown run; 409 for a fleet run (``kind: fleet``) or one not in the run journal
     (``kind: not_journalled``)."""
@@ -80,8 +81,7 @@ def _fork(ctx: ServerContext, id: str, body: RunForkIn, deadline: float) -> RunO
         formation = one.formation
         node = at if isinstance(at, str) else at[0]
         if node not in formation.graph:
-            raise ApiError(400, f"at: formation {record.name!r} has no node {node!r} to fork at; its nodes are "
-                                f"{', '.join(map(repr, formation.graph.nodes))}", fields=["at"], run_id=id)
+            raise ApiError(400, f"at: {unknown_fork_node(formation, node)}", fields=["at"], run_id=id)
         timeout = min(body.timeout or math.inf, max(0.01, deadline - time.monotonic()))
         try:
             fork_id = begin_fork(formation, ctx.journal, id, at=at, new_id=new_id(),

@@ -552,10 +552,11 @@ class VisitOut(BaseModel):
 
     node: str
     visit: int = Field(description="the node's visit number, 1 for its first")
-    status: Literal["succeeded", "skipped", "suspended"] = Field(
-        description="succeeded (output journalled), skipped (on_error=skip) or suspended (waiting at an interrupt)")
-    output: Any = Field(default=None, description="the output; for skipped the reason, for suspended the interrupt's "
-                                                  "payload")
+    status: Literal["succeeded", "failed", "skipped", "suspended"] = Field(
+        description="succeeded (output journalled), failed (into its error edges, the run went on from them), "
+                    "skipped (on_error=skip) or suspended (waiting at an interrupt)")
+    output: Any = Field(default=None, description="the output; for failed the error, for skipped the reason, for "
+                                                  "suspended the interrupt's payload")
     started: str | None = Field(default=None, description="when its input was ready (ISO 8601, UTC)")
     finished: str | None = Field(default=None, description="when it was journalled (ISO 8601, UTC)")
 

@@ -9,9 +9,14 @@ from typing import Any, Literal
 
 from ._records import RunJournal
 
-__all__ = ["Visit", "history"]
+__all__ = ["FAILURE_MARK", "Visit", "history"]
 
-VisitStatus = Literal["succeeded", "skipped", "suspended"]
+VisitStatus = Literal["succeeded", "failed", "skipped", "suspended"]
+
+FAILURE_MARK = "node_failure"
+"""The key of the progress value with which a run journals a visit that failed into its
+node's error edges (before the visit's skip entry, whose reason says so): the formation
+layer writes it, the history reads it."""
 
 
 @dataclass(frozen=True)
@@ -21,10 +26,14 @@ class Visit:
     Attributes:
         node: the node.
         visit: the node's visit number (1 for its first).
-        output: the visit's output (``succeeded``), the reason it was skipped
-            (``skipped``), or the payload of the interrupt it waits at (``suspended``).
-        status: ``succeeded`` (its output is journalled), ``skipped`` (its retries were
-            spent, ``on_error="skip"``) or ``suspended`` (at an interrupt not yet answered).
+        output: the visit's output (``succeeded``), its error (``failed``), the reason it
+            was skipped (``skipped``), or the payload of the interrupt it waits at
+            (``suspended``).
+        status: ``succeeded`` (its output is journalled), ``failed`` (its retries were
+            spent and its error edges took the failure: the output is the error, and the
+            run went on from the handlers), ``skipped`` (its retries were spent,
+            ``on_error="skip"``, or it was not reached) or ``suspended`` (at an interrupt
+            not yet answered).
         started: when its input was ready: when the last visit of a predecessor before it
             was journalled (the run's creation for a source), or its first step inside the
             visit if earlier; None for entries of a store from before version 6, and for a
@@ -57,13 +66,15 @@ def history(journal: RunJournal) -> list[Visit]:
     pending = -1  # the index of the unanswered last interrupt, if one
     if journal.pending_interrupt is not None:
         pending = max(i for i, e in enumerate(journal.entries) if e.kind == "interrupt")
+    failed = {(e.node, e.visit) for e in journal.entries
+              if e.kind == "progress" and e.item is None and isinstance(e.value, dict) and FAILURE_MARK in e.value}
     for i, e in enumerate(journal.entries):
         key = (e.node, e.visit)
         status: VisitStatus
         if e.kind == "visit":
             status = "succeeded"
         elif e.kind == "skip":
-            status = "skipped"
+            status = "failed" if key in failed else "skipped"
         elif i == pending:
             status = "suspended"
         else:  # a step inside a visit (progress, a fleet item, an answered interrupt)
