@@ -199,8 +199,8 @@ class Reads:
 
     def history(self, run_id: str) -> list[Visit]:
         """The run's node visits in the order they finished: each one's node, visit number,
-        output, status (``succeeded``, ``skipped``, or ``suspended`` at an unanswered interrupt)
-        and times (see :class:`~wingman_actors.store.Visit`). Fork the run at one of them with
+        output, status (``succeeded``; ``failed`` into the node's error edges, its output the
+        error; ``skipped``; or ``suspended`` at an unanswered interrupt) and times (see :class:`~wingman_actors.store.Visit`). Fork the run at one of them with
         ``Formation.fork(run_id, store=..., at=node)``.
 
         Raises:
