@@ -331,12 +331,14 @@ class Session(AsyncSessionRuns):
         """End a run started by :meth:`_open` (``failure``: what it raised, if anything,
         told what the run had spent)."""
         token = ctx.token
+        spent: Usage | None = None
         if failure is not None and isinstance(failure, Exception):
-            charge(failure, self._spent_so_far())  # a run cut while its children worked counts theirs
+            spent = self._spent_so_far()
+            charge(failure, spent)  # a run cut while its children worked counts theirs
         spans = self._spans
         bus = self.agent.events
         if bus is not None and "session_stop" in bus.kinds:
-            emit_stop(bus, self.agent.name, self.id, result, failure, self._lineage)
+            emit_stop(bus, self.agent.name, self.id, result, failure, self._lineage, spent)
         if result is None and not isinstance(failure, RunSuspended):
             close_unanswered(self.history, failure)  # a suspended run's turn stays open for resume()
         if failure is not None and not isinstance(failure, Exception):
