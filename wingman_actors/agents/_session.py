@@ -482,8 +482,10 @@ class Session(AsyncSessionRuns):
             else:
                 tool_uses = response.tool_calls
                 thinking = response.thinking or None
-            if tool_uses and not with_tools:
-                # Tools were not offered (final call); drop stray calls rather than loop.
+            if tool_uses and step > limit:
+                # The final call (past the step limit) offers no tools: drop stray calls rather
+                # than loop. Before it, a call of a tool not offered this step (prepare offered
+                # none) is answered as unknown by the tool step, as for a subset.
                 kept = [b for b in response.content if b.type != "tool_use"]
                 response = response.model_copy(update={"content": kept, "stop_reason": "end_turn"})
                 tool_uses = []

@@ -1,0 +1,169 @@
+"""Behaviours of Hugging Face smolagents' tests/test_tools.py and test_tool_validation.py,
+ported to our ``@tool`` decorator: the schema a typed function gives the model (literals,
+optional and defaulted arguments, arrays, descriptions from the docstring), the checks
+made before a call, and callable objects as tools."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pytest
+
+from wingman_actors import tool
+from wingman_actors.errors import ToolError
+from wingman_actors.tools import ToolContext
+
+
+def props(t: Any) -> dict[str, Any]:
+    return dict(t.definition.input_schema["properties"])
+
+
+def test_a_decorated_function_gives_its_name_its_docstring_summary_and_each_arguments_description() -> None:
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_init_with_decorator."""
+
+    @tool
+    def coolfunc(a: str, b: int) -> float:
+        """Cool function.
+
+        Args:
+            a: The first argument
+            b: The second one, described on
+                two lines
+        """
+        return b + 2
+
+    d = coolfunc.definition
+    assert (d.name, d.description) == ("coolfunc", "Cool function.")
+    assert props(coolfunc) == {"a": {"type": "string", "description": "The first argument"},
+                               "b": {"type": "integer", "description": "The second one, described on two lines"}}
+    assert d.input_schema["required"] == ["a", "b"]
+
+
+def test_a_defaulted_argument_is_optional_and_keeps_its_default() -> None:
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_default_parameters_is_nullable."""
+
+    @tool
+    def get_weather(location: str, celsius: bool = False) -> str:
+        """Get weather."""
+        return f"{location} {'C' if celsius else 'F'}"
+
+    assert get_weather.definition.input_schema["required"] == ["location"]
+    assert props(get_weather)["celsius"] == {"type": "boolean", "default": False}
+    assert get_weather.execute({"location": "Oslo"}, ToolContext()) == "Oslo F"
+
+
+def test_an_optional_argument_accepts_null_and_is_not_required() -> None:
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_supports_any_none / nullable args."""
+
+    @tool
+    def greet(name: str | None = None) -> str:
+        """Greet someone."""
+        return f"hello {name or 'you'}"
+
+    assert "required" not in greet.definition.input_schema
+    types = {option.get("type") for option in props(greet)["name"]["anyOf"]}
+    assert types == {"string", "null"}
+    assert greet.execute({"name": None}, ToolContext()) == "hello you"
+
+
+@pytest.mark.parametrize(("annotation", "values", "kind"), [
+    (Literal["a", "b"], ["a", "b"], "string"),
+    (Literal[1, 2, 3], [1, 2, 3], "integer"),
+])
+def test_a_literal_argument_is_an_enum_of_its_values(annotation: Any, values: list[Any], kind: str) -> None:
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_supports_string_literal /
+    test_tool_supports_numeric_literal."""
+
+    def pick(choice: Any) -> str:
+        """Pick one."""
+        return str(choice)
+
+    pick.__annotations__["choice"] = annotation
+    t = tool(pick)
+    schema = props(t)["choice"]
+    assert schema["enum"] == values and schema["type"] == kind
+    with pytest.raises(ToolError, match=r"invalid arguments for tool 'pick'.*choice"):
+        t.execute({"choice": "z"}, ToolContext())
+
+
+def test_a_list_argument_is_an_array_of_its_item_type_and_its_items_are_checked() -> None:
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_supports_array."""
+
+    @tool
+    def total(numbers: list[float]) -> float:
+        """Sum numbers."""
+        return sum(numbers)
+
+    assert props(total)["numbers"] == {"type": "array", "items": {"type": "number"}}
+    assert total.execute({"numbers": [1, 2.5]}, ToolContext()) == "3.5"
+    with pytest.raises(ToolError, match=r"numbers\.1"):
+        total.execute({"numbers": [1, "many"]}, ToolContext())
+
+
+def test_a_missing_argument_and_an_unknown_one_are_refused_before_the_call_naming_both() -> None:
+    """Ported from huggingface/smolagents tests/test_tool_validation.py::test_validate_tool_arguments."""
+    called: list[Any] = []
+
+    @tool
+    def search(query: str) -> str:
+        """Search."""
+        called.append(query)
+        return query
+
+    with pytest.raises(ToolError) as caught:
+        search.execute({"querry": "typo"}, ToolContext())
+    message = str(caught.value)
+    assert "query" in message and "querry" in message and called == []
+    assert "Call it again with arguments matching its input schema" in message
+
+
+def test_a_tool_name_that_is_not_an_identifier_is_refused_with_the_rule() -> None:
+    """Ported from huggingface/smolagents tests/test_tool_validation.py::test_tool_name_validation."""
+
+    def fn() -> str:
+        """A tool."""
+        return ""
+
+    with pytest.raises(ValueError, match=r"tool name 'web search' must be 1-64 characters of letters, digits"):
+        tool(name="web search")(fn)
+
+
+def test_a_tool_with_star_args_is_refused_when_it_is_made() -> None:
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_definition_raises_error_for_var_args
+    (every argument needs a name and a type the schema can say)."""
+    with pytest.raises(TypeError, match=r"\*args/\*\*kwargs are not supported"):
+        @tool
+        def spread(*items: str) -> str:
+            """Join items."""
+            return "".join(items)
+
+
+class Multiplier:
+    """Multiply two numbers.
+
+    Args:
+        a: the first factor
+        b: the second factor
+    """
+
+    def __call__(self, a: int, b: int) -> int:
+        return a * b
+
+
+def test_a_callable_object_becomes_a_tool_with_its_calls_arguments_and_its_class_docstring() -> None:
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_from_class (a Tool subclass with forward)."""
+    t = tool(Multiplier(), name="multiply")
+    assert t.definition.description == "Multiply two numbers."
+    assert props(t)["a"] == {"type": "integer", "description": "the first factor"}
+    assert t.execute({"a": 6, "b": 7}, ToolContext()) == "42"
+
+
+def test_a_tool_can_still_be_called_as_the_plain_function_it_wraps() -> None:
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_call_direct (tool(...) calls forward)."""
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    assert add(2, 3) == 5 and add.execute({"a": 2, "b": 3}, ToolContext()) == "5"
