@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from wingman_actors import Agent, Session, tool
-from wingman_actors.agents import Middleware, RunContext
+from wingman_actors.agents import Halt, Middleware, OutputGuardrail, RunContext
 from wingman_actors.core import InferenceRequest, InferenceResponse, Role, StreamEventType, Usage
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.events import Event, EventBus
@@ -164,7 +164,8 @@ def test_a_one_call_run_counts_that_calls_tokens() -> None:
     assert (result.usage.input_tokens, result.usage.output_tokens) == (10, 20)
 
 
-def test_the_tokens_of_a_failed_run_reach_the_session_stop_hook(bus: EventBus) -> None:
+@pytest.mark.parametrize("driver", ["run", "arun", "run_stream"])
+def test_the_tokens_of_a_failed_run_reach_the_session_stop_hook(bus: EventBus, driver: str) -> None:
     """Ported from huggingface/smolagents tests/test_monitoring.py::test_code_agent_metrics_generation_error
     (the monitor counts the calls made before the model failed): a provider that raises an
     exception of its own, not an AgentError, leaves the exception as it is; the hook says
@@ -173,8 +174,14 @@ def test_the_tokens_of_a_failed_run_reach_the_session_stop_hook(bus: EventBus) -
     bus.subscribe(["session_stop"], stops.append)
     provider = ScriptedProvider([
         calls(("c1", "never_done", {}), usage=Usage(input_tokens=10, output_tokens=20)), RuntimeError("Cannot generate")])
+    session = Session(Agent("a", provider=provider, tools=[never_done], events=bus))
     with pytest.raises(RuntimeError, match="Cannot generate"):
-        Session(Agent("a", provider=provider, tools=[never_done], events=bus)).run("Fake task")
+        if driver == "run":
+            session.run("Fake task")
+        elif driver == "arun":
+            asyncio.run(session.arun("Fake task"))
+        else:
+            list(session.run_stream("Fake task"))
     bus.close()
 
     [stop] = stops
@@ -379,3 +386,25 @@ def test_additional_arguments_of_a_run_reach_the_agents_prepare_and_middleware()
     Session(Agent("a", provider=provider, middleware=[Record()])).run(
         "What is 2 multiplied by 3.6452?", metadata={"instruction": "Remember this."})
     assert seen == [{"instruction": "Remember this."}]
+
+
+def test_an_agent_without_tools_whose_model_calls_one_anyway_is_told_it_has_none_and_answers_next() -> None:
+    """Ported from huggingface/smolagents tests/test_agents.py::test_toolcalling_agent_api_misformatted_output
+    (a call the agent cannot make is an error the model sees in its next step)."""
+    provider = ScriptedProvider([calls(("c1", "python_interpreter", {"code": "1*1"})), "I have no tools; 1."])
+    result = Session(Agent("a", provider=provider)).run("1*1?")
+    [call] = result.tool_calls
+    assert call.is_error and "'python_interpreter'" in call.output and "available tools: none" in call.output
+    assert (result.response, result.steps) == ("I have no tools; 1.", 2)
+
+
+def test_a_final_answer_check_that_fails_halts_the_run_with_its_reason() -> None:
+    """Ported from huggingface/smolagents tests/test_agents.py::test_final_answer_checks. smolagents
+    logs a failed check as the step's error and lets the model try again until max_steps;
+    our OutputGuardrail halts the run with the check's reason (a middleware may retry instead)."""
+    provider = ScriptedProvider(["2", "4"])
+    guard = OutputGuardrail(lambda answer: answer == "4" or f"{answer} is wrong", name="final answer check")
+    session = Session(Agent("a", provider=provider, middleware=[guard]))
+    with pytest.raises(Halt, match=r"final answer check: 2 is wrong"):
+        session.run("2+2?")
+    assert provider.calls == 1 and session.run("2+2 again?").response == "4"

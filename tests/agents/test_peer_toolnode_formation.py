@@ -19,7 +19,7 @@ from tests.support.peers import Counter, local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Agent, Formation, Session, interrupt, tool
 from wingman_actors.agents import Middleware, RunContext
 from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Usage
-from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.errors import FormationRuntimeError, NoStoreError
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
 
@@ -292,3 +292,15 @@ def test_an_agent_node_on_ray_suspends_before_its_tool_and_resumes_without_repea
     done = f.resume(paused.run_id, store=store, answer="yes", backend="ray", timeout=120)
     assert done.output == "done: Successfully booked a stay at McKittrick."
     assert provider.calls == 2  # one call before the interrupt, one after: the first was not repeated
+
+
+def test_an_interrupt_before_a_tool_in_a_session_without_a_store_fails_the_run_saying_to_give_one() -> None:
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py (interrupt_before
+    needs a checkpointer: without one the graph raises). A tool's own interrupt() without a
+    store differs: it reaches the model as an error result (tests/agents/test_waiting.py)."""
+    provider = hotel_script()
+    session = Session(Agent("hotel", provider=provider, tools=[book_hotel], middleware=[ApproveTools()]))
+    with pytest.raises(NoStoreError, match=r"needs a journalled .*store"):
+        session.run("book")
+    assert provider.calls == 1
+    assert session.history[-1].tool_results_blocks[0].is_error  # the call is closed: the session goes on

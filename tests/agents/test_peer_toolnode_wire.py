@@ -7,11 +7,16 @@ step, stray calls after the step limit) sent as the API accepts it."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import pytest
 
-from tests.providers.test_anthropic import MakeProvider, make_provider, message_json  # make_provider: a fixture
+from tests.providers.test_anthropic import (  # make_provider: a fixture
+    MakeProvider,
+    make_provider,
+    message_json,
+)
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors import Agent, Session, tool
 from wingman_actors.agents import Middleware, RunContext
@@ -41,7 +46,7 @@ def tool1(some_val: int, some_other_val: str) -> str:
 
 
 def roles_alternate(messages: list[dict[str, Any]]) -> bool:
-    return all(a["role"] != b["role"] for a, b in zip(messages, messages[1:], strict=False))
+    return all(a["role"] != b["role"] for a, b in itertools.pairwise(messages))
 
 
 @pytest.mark.parametrize("driver", ["run", "arun"])
