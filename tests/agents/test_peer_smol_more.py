@@ -6,6 +6,7 @@ models are played by the scripted provider."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -227,3 +228,36 @@ def test_a_final_answer_that_does_not_match_its_schema_is_sent_back_once_then_fa
         Session(Agent("a", provider=provider, output_schema=Report)).run("go")
     assert caught.value.kind is ErrorKind.INVALID
     assert "score" in (provider.requests[1].messages[-1].text or "")  # the correction named the field
+
+
+# -- the agent's configuration -----------------------------------------------------------
+
+
+def test_changing_an_agents_tools_makes_a_new_agent_and_leaves_the_first_as_it_was() -> None:
+    """Ported from huggingface/smolagents tests/test_agents.py::test_change_tools_after_init
+    (smolagents lets agent.tools be changed in place; our Agent is immutable:
+    with_overrides gives a variant)."""
+
+    @tool
+    def fake_tool_1() -> str:
+        """Tool 1."""
+        return "1"
+
+    @tool
+    def fake_tool_2() -> str:
+        """Tool 2."""
+        return "2"
+
+    first = Agent("a", provider=ScriptedProvider(["ok"]), tools=[fake_tool_1])
+    second = first.with_overrides(tools=[fake_tool_1, fake_tool_2])
+    assert first.tool_registry.names == ["fake_tool_1"]
+    assert second.tool_registry.names == ["fake_tool_1", "fake_tool_2"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.tools = [fake_tool_2]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("steps", [0, -1])
+def test_max_steps_below_one_is_refused_when_the_agent_is_made(steps: int) -> None:
+    """Ported from huggingface/smolagents tests/test_agents.py::test_init_agent_with_invalid_max_steps."""
+    with pytest.raises(ValueError, match=rf"agent 'a': max_steps must be >= 1, got {steps}"):
+        Agent("a", max_steps=steps)

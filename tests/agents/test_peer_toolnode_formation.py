@@ -20,6 +20,7 @@ from wingman_actors import Agent, Formation, Session, interrupt, tool
 from wingman_actors.agents import Middleware, RunContext
 from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Usage
 from wingman_actors.errors import FormationRuntimeError, NoStoreError
+from wingman_actors.orchestration import Blackboard, blackboard_tools
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
 
@@ -304,3 +305,49 @@ def test_an_interrupt_before_a_tool_in_a_session_without_a_store_fails_the_run_s
         session.run("book")
     assert provider.calls == 1
     assert session.history[-1].tool_results_blocks[0].is_error  # the call is closed: the session goes on
+
+
+# -- injected store and subgraph tools --------------------------------------------------
+
+
+def test_agent_nodes_share_the_runs_blackboard_through_their_tools() -> None:
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_tool_node.py::test_tool_node_inject_store
+    (tools read and write the graph's store; ours: the run's blackboard)."""
+    writer = ScriptedProvider([calls(("s1", "team_state_set", {"key": "plan", "value": "fly"})), "stored"])
+    reader = ScriptedProvider([calls(("g1", "team_state_get", {"key": "plan"})),
+                               lambda r: f"the plan: {r.messages[-1].content[0].content}"])
+    f = (Formation("team").add_agent("writer", Agent("writer", provider=writer, tools=blackboard_tools("team")))
+         .add_agent("reader", Agent("reader", provider=reader, tools=blackboard_tools("team")))
+         .connect("writer", "reader"))
+    board = Blackboard()
+    assert f.run("go", blackboard=board).output == 'the plan: "fly"'
+    assert board.get("plan") == "fly"
+
+
+inner = Formation("inner").add_function("double", lambda x: x * 2).add_function("inc", lambda x: x + 1).connect(
+    "double", "inc")
+
+
+@tool
+def pipeline(x: int) -> int:
+    """Run the inner pipeline."""
+    return int(inner.run(x).output)
+
+
+@tool
+async def apipeline(x: int) -> int:
+    """Run the inner pipeline, awaited."""
+    return int((await inner.arun(x)).output)
+
+
+@pytest.mark.parametrize("name", ["pipeline", "apipeline"])
+def test_a_tool_that_runs_a_formation_works_inside_an_agent_node_run_and_awaited(name: str) -> None:
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_with_subgraph_tools
+    (a tool that invokes a compiled graph, inside an agent graph)."""
+
+    def build() -> Formation:
+        provider = ScriptedProvider([calls(("c1", name, {"x": 5})), lambda r: f"got {r.messages[-1].content[0].content}"])
+        return Formation("outer").add_agent("a", Agent("a", provider=provider, tools=[pipeline, apipeline]))
+
+    assert build().run("go").output == "got 11"
+    assert asyncio.run(build().arun("go")).output == "got 11"
