@@ -331,9 +331,8 @@ class Session(AsyncSessionRuns):
         """End a run started by :meth:`_open` (``failure``: what it raised, if anything,
         told what the run had spent)."""
         token = ctx.token
-        spent: Usage | None = None
-        if failure is not None and isinstance(failure, Exception):
-            spent = self._spent_so_far()
+        spent = self._spent_so_far() if isinstance(failure, Exception) else None
+        if isinstance(failure, Exception):
             charge(failure, spent)  # a run cut while its children worked counts theirs
         spans = self._spans
         bus = self.agent.events
@@ -483,9 +482,8 @@ class Session(AsyncSessionRuns):
                 tool_uses = response.tool_calls
                 thinking = response.thinking or None
             if tool_uses and step > limit:
-                # The final call (past the step limit) offers no tools: drop stray calls rather
-                # than loop. Before it, a call of a tool not offered this step (prepare offered
-                # none) is answered as unknown by the tool step, as for a subset.
+                # The final call (past the step limit) has no tools: drop stray calls, not loop (before
+                # it, a call when prepare offered none is answered as unknown by the tool step)
                 kept = [b for b in response.content if b.type != "tool_use"]
                 response = response.model_copy(update={"content": kept, "stop_reason": "end_turn"})
                 tool_uses = []
