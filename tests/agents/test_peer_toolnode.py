@@ -8,11 +8,14 @@ provider."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
+import typing
 from typing import Any
 
 import pytest
+import typing_extensions
 from pydantic import BaseModel
 
 from wingman_actors import Agent, Session, tool
@@ -413,3 +416,67 @@ def test_a_halt_from_a_before_tool_middleware_fails_the_run_before_any_tool_of_t
     with pytest.raises(AgentError, match="refusing to write under /etc") as caught:
         Session(Agent("a", provider=provider, tools=[write], middleware=[NoEtc()])).run("go")
     assert caught.value.kind is ErrorKind.INVALID and ran == []
+
+
+class WeatherDict(typing_extensions.TypedDict):
+    temperature: float
+    condition: str
+
+
+@dataclasses.dataclass
+class WeatherDataclass:
+    temperature: float
+    condition: str
+
+
+class Location(BaseModel):
+    city: str
+    country: str
+
+
+class WeatherModel(BaseModel):
+    temperature: float
+    condition: str
+
+
+WEATHER_JSON_SCHEMA = {
+    "type": "object",
+    "properties": {"temperature": {"type": "number"}, "condition": {"type": "string"}},
+    "required": ["temperature", "condition"],
+}
+
+
+@pytest.mark.parametrize(("schema", "expected"), [
+    (WeatherDict, {"temperature": 75.0, "condition": "sunny"}),
+    (WeatherDataclass, WeatherDataclass(temperature=75.0, condition="sunny")),
+    (WEATHER_JSON_SCHEMA, {"temperature": 75, "condition": "sunny"}),
+    (WeatherModel | Location, WeatherModel(temperature=75.0, condition="sunny")),
+], ids=["typed_dict", "dataclass", "json_schema", "union"])
+def test_each_kind_of_response_format_gives_its_validated_value_after_the_tool_loop(schema: Any, expected: Any) -> None:
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_response_format.py::TestResponseFormatAsModel
+    (test_typed_dict, test_dataclass, test_json_schema) and ::TestResponseFormatAsToolOutput::test_union_of_types."""
+
+    @tool
+    def get_weather() -> str:
+        """Get the weather."""
+        return "The weather is sunny and 75°F."
+
+    provider = ScriptedProvider([calls(("1", "get_weather", {})), '{"temperature": 75, "condition": "sunny"}'])
+    session = Session(Agent("a", provider=provider, tools=[get_weather], output_schema=schema))
+    result = session.run("What's the weather?")
+    assert result.output == expected
+    assert len(session.history) == 4  # the question, the call, its result, the structured answer
+
+
+class PlainTypingDict(typing.TypedDict):
+    temperature: float
+
+
+def test_a_typing_typeddict_on_python_3_11_is_refused_saying_why_and_what_to_use() -> None:
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_response_format.py::TestResponseFormatAsModel::test_typed_dict.
+    LangGraph takes a ``typing.TypedDict``; pydantic, which validates ours, takes one only
+    from Python 3.12 (before that, ``typing_extensions.TypedDict``): the agent is refused
+    up front, saying so."""
+    with pytest.raises(TypeError, match=r"PlainTypingDict.*typing_extensions\.TypedDict") as caught:
+        Agent("a", output_schema=PlainTypingDict)
+    assert "\n" not in str(caught.value)

@@ -5,9 +5,11 @@ made before a call, and callable objects as tools."""
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal
 
 import pytest
+import typing_extensions
 
 from wingman_actors import tool
 from wingman_actors.errors import ToolError
@@ -167,3 +169,91 @@ def test_a_tool_can_still_be_called_as_the_plain_function_it_wraps() -> None:
         return a + b
 
     assert add(2, 3) == 5 and add.execute({"a": 2, "b": 3}, ToolContext()) == "5"
+
+
+def test_tuples_dicts_and_nested_lists_get_their_json_schema_shapes() -> None:
+    """Ported from huggingface/smolagents tests/test_function_type_hints_utils.py::TestGetJsonSchema::test_complex_types
+    and ::test_nested_types."""
+
+    @tool
+    def process_data(items: list[str], config: dict[str, float], point: tuple[int, int],
+                     data: list[dict[str, Any]]) -> dict[str, bool]:
+        """Process some data."""
+        return {"result": True}
+
+    p = props(process_data)
+    assert p["items"] == {"type": "array", "items": {"type": "string"}}
+    assert p["config"] == {"type": "object", "additionalProperties": {"type": "number"}}
+    assert p["point"]["type"] == "array" and p["point"]["prefixItems"] == [{"type": "integer"}, {"type": "integer"}]
+    assert p["data"]["type"] == "array" and p["data"]["items"]["type"] == "object"
+    assert process_data.execute({"items": [], "config": {}, "point": [1, 2], "data": []}, ToolContext()) == (
+        '{"result": true}')
+
+
+def test_types_written_in_the_docstring_are_left_out_of_the_descriptions_and_the_hints_win() -> None:
+    """Ported from huggingface/smolagents tests/test_function_type_hints_utils.py::TestGetJsonSchema::test_typed_docstring_parsing
+    and ::test_mismatched_docstring_types."""
+
+    @tool
+    def calculate(x: int, y: float) -> float:
+        """Calculate something.
+
+        Args:
+            x (str): An integer parameter with type in docstring.
+            y (float): A float parameter with type in docstring.
+
+        Returns:
+            float: The calculated result.
+        """
+        return x * y
+
+    assert props(calculate) == {
+        "x": {"type": "integer", "description": "An integer parameter with type in docstring."},
+        "y": {"type": "number", "description": "A float parameter with type in docstring."}}
+    assert calculate.definition.description == "Calculate something."
+
+
+def test_section_words_inside_the_summary_do_not_cut_it() -> None:
+    """Ported from huggingface/smolagents tests/test_function_type_hints_utils.py::TestGetJsonSchema::test_with_special_words_in_description_func."""
+
+    @tool
+    def process(value: str) -> str:
+        """Function with Args: or Returns: keywords in its description.
+
+        Args:
+            value: A string value.
+        """
+        return value.upper()
+
+    assert process.definition.description == "Function with Args: or Returns: keywords in its description."
+    assert props(process)["value"]["description"] == "A string value."
+
+
+class Point(typing_extensions.TypedDict):
+    x: int
+    y: int
+
+
+class PlainPoint(typing.TypedDict):
+    x: int
+
+
+def test_a_typeddict_argument_is_an_object_and_a_typing_one_on_python_3_11_is_refused_saying_why() -> None:
+    """Ported from huggingface/smolagents tests/test_function_type_hints_utils.py::TestGetJsonSchema::test_complex_types
+    (structured arguments). pydantic, which checks our arguments, takes a ``typing.TypedDict``
+    only from Python 3.12: the refusal says so and names ``typing_extensions.TypedDict``."""
+
+    @tool
+    def move(to: Point) -> str:
+        """Move to a point."""
+        return f"{to['x']},{to['y']}"
+
+    assert move.execute({"to": {"x": 1, "y": 2}}, ToolContext()) == "1,2"
+
+    def jump(to: PlainPoint) -> str:
+        """Jump to a point."""
+        return ""
+
+    with pytest.raises(TypeError, match=r"parameter 'to' \(PlainPoint\).*typing_extensions\.TypedDict") as caught:
+        tool(jump)
+    assert "a dataclass or a TypedDict" not in str(caught.value)  # not advice to use what it already is
