@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
-import time
 import typing
 from typing import Any
 
@@ -150,21 +149,21 @@ def test_a_middleware_that_halts_on_a_tool_error_fails_the_run_with_it_and_frees
 # -- parallel tool calls ---------------------------------------------------------------
 
 
-@tool
-def slow_echo(tag: str) -> str:
-    """Wait a little, then say the tag."""
-    time.sleep(0.3)
-    return tag
-
-
 def test_blocking_tools_called_in_one_step_run_together_and_answer_in_call_order() -> None:
     """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_parallel_tool_calls
-    (ToolNode runs a message's tool calls concurrently, one thread each)."""
-    provider = ScriptedProvider([calls(*((f"c{i}", "slow_echo", {"tag": t}) for i, t in enumerate("ABC"))), "ok"])
-    started = time.perf_counter()
-    result = Session(Agent("a", provider=provider, tools=[slow_echo])).run("go")
-    assert time.perf_counter() - started < 0.85  # 0.3 s together, not 0.9 s one after another
-    assert [c.output for c in result.tool_calls] == ["A", "B", "C"]
+    (ToolNode runs a message's tool calls concurrently, one thread each): each call waits
+    until all three are running, which only calls run together can do."""
+    all_running = threading.Barrier(3, timeout=2)
+
+    @tool
+    def rendezvous(tag: str) -> str:
+        """Wait for the other calls, then say the tag."""
+        all_running.wait()
+        return tag
+
+    provider = ScriptedProvider([calls(*((f"c{i}", "rendezvous", {"tag": t}) for i, t in enumerate("ABC"))), "ok"])
+    result = Session(Agent("a", provider=provider, tools=[rendezvous])).run("go")
+    assert [(c.output, c.is_error) for c in result.tool_calls] == [("A", False), ("B", False), ("C", False)]
     assert [b.tool_use_id for b in results_sent(provider)] == ["c0", "c1", "c2"]
 
 

@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from tests.support.peers import Counter, local_ray  # noqa: F401  (a fixture)
+from tests.support.postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
 from wingman_actors import Agent, Formation, Session, interrupt, tool
 from wingman_actors.agents import Middleware, RunContext
 from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Usage
@@ -351,3 +352,59 @@ def test_a_tool_that_runs_a_formation_works_inside_an_agent_node_run_and_awaited
 
     assert build().run("go").output == "got 11"
     assert asyncio.run(build().arun("go")).output == "got 11"
+
+
+def test_fleet_items_that_ask_before_their_tools_are_answered_one_at_a_time_and_the_others_run_once(
+    store: RunStore,
+) -> None:
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_parallel_tool_calls
+    with interrupt_before=["tools"] (version="v2": one Send per tool call, each interrupting).
+    Ours: the item with the lowest index is asked first; an item that did not ask is
+    journalled and never runs again."""
+    seen = Counter()
+
+    def model(request: InferenceRequest) -> Any:
+        item = request.messages[0].text or ""
+        seen.hit(item)
+        last = request.messages[-1].content[0]
+        if last.type == "tool_result":
+            return f"{item}: {last.content}"
+        if item.startswith("ask"):
+            return calls(("h1", "book_hotel", {"hotel": item}))
+        return f"{item}: nothing to book"
+
+    agent = Agent("hotels", provider=ScriptedProvider([model], cycle=True), tools=[reserve], middleware=[ApproveTools()])
+    f = Formation("trip").add_fleet("hotels", agent, max_workers=3)
+    first = f.run(["ask-a", "b", "ask-c"], store=store)
+    assert first.interrupt == {"node": "hotels", "payload": {"tool": "book_hotel", "input": {"hotel": "ask-a"}}}
+    second = f.resume(first.run_id, store=store, answer="yes")
+    assert second.interrupt == {"node": "hotels", "payload": {"tool": "book_hotel", "input": {"hotel": "ask-c"}}}
+    done = f.resume(first.run_id, store=store, answer="no")
+    assert done.output == ["ask-a: Successfully booked a stay at ask-a.", "b: nothing to book",
+                           "ask-c: Error: the user refused (no)"]
+    assert (seen.count("ask-a"), seen.count("b")) == (2, 1)  # a's first call was replayed; b ran once
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store lives: a SQLite file, or a fresh schema on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "runs.sqlite")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def test_a_session_suspended_before_a_tool_resumes_from_another_store_handle_on_either_store(where: str) -> None:
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_interrupt_before_tools
+    (resumed through the checkpointer, on the in-memory, SQLite and PostgreSQL savers): a new
+    Session over a new handle on the same store takes it up."""
+    provider = hotel_script()
+    agent = Agent("hotel", provider=provider, tools=[reserve], middleware=[ApproveTools()])
+    with RunStore(where) as first_store:
+        session = Session(agent, store=first_store)
+        assert session.run("book").status == "suspended"
+    with RunStore(where) as second_store:
+        later = Session(agent, store=second_store)
+        done = later.resume(session.id, answer="yes")
+        assert done.response == "done: Successfully booked a stay at McKittrick."
+        assert later.id == session.id and second_store.get(session.id).status == "succeeded"
+    assert provider.calls == 2
