@@ -148,8 +148,8 @@ def test_max_steps_one_counts_the_tokens_of_both_the_tool_step_and_the_final_cal
 
 
 def test_a_run_that_answers_before_max_steps_says_it_did_not_reach_the_limit() -> None:
-    """Ported from huggingface/smolagents tests/test_agents.py::test_toolcalling_agent_passes_...
-    (RunResult.state is "success", not "max_steps_error")."""
+    """Ported from huggingface/smolagents tests/test_agents.py::test_fake_toolcalling_agent (a run
+    that ends with its answer before the limit)."""
     provider = ScriptedProvider([calls(("c1", "never_done", {})), "done"])
     result = Session(Agent("a", provider=provider, tools=[never_done], max_steps=2)).run("go")
     assert (result.status, result.max_steps_reached, result.stop_reason) == ("succeeded", False, "end_turn")
@@ -203,8 +203,8 @@ def test_a_provider_failing_on_the_first_call_fails_the_run_and_the_session_take
 
 
 def test_a_tool_raising_becomes_an_error_observation_and_the_model_answers_from_it() -> None:
-    """Ported from huggingface/smolagents tests/test_agents.py::test_toolcalling_agent_handles_tool_errors
-    (the error is logged in the step and the next step sees it)."""
+    """Ported from huggingface/smolagents tests/test_agents.py::test_code_agent_code_errors_show_offending_line_and_error
+    (ours: a tool-calling agent's tool raises; the error is in the step and the next step sees it)."""
 
     @tool
     def divide(a: int, b: int) -> float:
@@ -222,8 +222,8 @@ def test_a_tool_raising_becomes_an_error_observation_and_the_model_answers_from_
 
 
 def test_tool_return_values_that_are_not_text_reach_the_model_as_json() -> None:
-    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_output_types (non-text
-    outputs are rendered for the model)."""
+    """Ported from huggingface/smolagents tests/test_async_tools.py::TestAsyncToolWithComplexReturn::test_async_tool_returning_list
+    (non-text outputs, rendered for the model as JSON)."""
 
     @tool
     def facts() -> dict[str, Any]:
@@ -236,7 +236,7 @@ def test_tool_return_values_that_are_not_text_reach_the_model_as_json() -> None:
 
 
 def test_an_async_tool_is_awaited_in_a_blocking_run_and_a_blocking_tool_runs_in_an_awaited_run() -> None:
-    """Ported from huggingface/smolagents tests/test_async_tools.py (async tools called by an agent)."""
+    """Ported from huggingface/smolagents tests/test_async_tools.py::TestAsyncToolInsideEventLoop::test_async_tool_inside_running_loop."""
 
     @tool
     async def fetch(key: str) -> str:
@@ -318,8 +318,8 @@ def test_cancelling_the_session_from_a_step_callback_stops_the_run_before_its_to
 
 
 def test_a_streamed_run_yields_each_tool_call_its_result_then_the_answers_text() -> None:
-    """Ported from huggingface/smolagents tests/test_agents.py::test_stream_outputs /
-    tests/test_monitoring.py::test_streaming_agent_text_output."""
+    """Ported from huggingface/smolagents tests/test_agents.py::test_toolcalling_agent_stream_logs_multiple_tool_calls_observations
+    and tests/test_monitoring.py::test_streaming_agent_text_output."""
     provider = ScriptedProvider([
         calls(("c1", "python_interpreter", {"code": "2*3"}), ("c2", "python_interpreter", {"code": "4*5"})),
         "Six and twenty.",
@@ -351,8 +351,8 @@ def test_a_stream_whose_model_fails_ends_with_an_error_event_and_raises() -> Non
 
 
 def test_an_astreamed_run_gives_the_same_steps_as_a_blocking_one() -> None:
-    """Ported from huggingface/smolagents tests/test_async_agent.py (the async agent's run streams
-    the steps the sync one makes)."""
+    """Ported from huggingface/smolagents tests/test_monitoring.py::test_streaming_agent_text_output
+    (awaited: the streamed run gives the steps and answer of a blocking one)."""
 
     def script() -> ScriptedProvider:
         return ScriptedProvider([calls(("c1", "python_interpreter", {"code": "2*3.6452"})), "7.2904"])

@@ -94,8 +94,8 @@ def test_a_manager_gets_its_managed_agents_answer_and_pays_for_its_calls() -> No
 
 
 def test_the_context_given_with_a_task_reaches_the_managed_agent_before_the_task() -> None:
-    """Ported from huggingface/smolagents tests/test_agents.py::test_managed_agent_additional_args
-    (additional arguments travel with the task)."""
+    """Ported from huggingface/smolagents tests/test_agents.py::test_additional_args_added_to_task
+    (for a managed agent: the context travels with the task)."""
     web = ScriptedProvider(["done"])
     manager = Agent("manager", provider=ScriptedProvider([
         delegate({"agent": "web_agent", "task": "summarise", "context": "The user is Ada."}), "ok"]),
@@ -105,7 +105,7 @@ def test_the_context_given_with_a_task_reaches_the_managed_agent_before_the_task
 
 
 def test_a_managed_agent_that_fails_comes_back_as_an_error_entry_and_the_manager_answers() -> None:
-    """Ported from huggingface/smolagents tests/test_agents.py::test_multiagents_handles_managed_agent_error."""
+    """Ported from huggingface/smolagents tests/test_agents.py::test_multiagents (a managed agent that fails)."""
     web = ScriptedProvider([AgentError("search backend down", kind=ErrorKind.AGENT)])
     manager = Agent("manager", provider=ScriptedProvider([delegate({"agent": "web_agent", "task": "x"}),
                                                           "The search failed."]), delegates=team(web))
@@ -118,8 +118,8 @@ def test_a_managed_agent_that_fails_comes_back_as_an_error_entry_and_the_manager
 
 
 def test_a_task_for_an_agent_that_is_not_managed_is_an_error_naming_the_ones_that_are() -> None:
-    """Ported from huggingface/smolagents tests/test_agents.py (a call to an unknown team member is an
-    error observation listing the members)."""
+    """Ported from huggingface/smolagents tests/test_agents.py::test_multiagents (a task for a name
+    that is no team member is an error observation listing the members)."""
     manager = Agent("manager", provider=ScriptedProvider([delegate({"agent": "nobody", "task": "x"}), "ok"]),
                     delegates=team(ScriptedProvider([])))
     result = Session(manager).run("go")
@@ -142,7 +142,7 @@ def test_two_managed_agents_called_in_one_step_both_answer_in_task_order() -> No
 
 
 def test_a_manager_awaited_with_arun_delegates_as_a_blocking_one_does() -> None:
-    """Ported from huggingface/smolagents tests/test_async_agents.py (a manager run asynchronously)."""
+    """Ported from huggingface/smolagents tests/test_agents.py::test_multiagents (the manager awaited)."""
     web = ScriptedProvider(["async found"])
     manager = Agent("manager", provider=ScriptedProvider([delegate({"agent": "web_agent", "task": "x"}), "ok"]),
                     delegates=team(web))
@@ -191,8 +191,8 @@ def test_a_runs_trace_lists_each_model_step_and_each_tool_call_with_its_step_inp
 
 
 def test_a_new_session_given_an_old_sessions_history_continues_the_conversation() -> None:
-    """Ported from huggingface/smolagents tests/test_memory.py::test_replay / tests/test_agents.py
-    (a run with reset=False continues from the agent's memory)."""
+    """Ported from huggingface/smolagents tests/test_agents.py::test_reset_conversations (a run with
+    reset=False continues from the agent's memory; ours: a session given the history)."""
     agent = Agent("a", provider=ScriptedProvider(["Hi Ada.", "You are Ada."]))
     first = Session(agent)
     first.run("I am Ada.")
@@ -213,7 +213,7 @@ class Report(BaseModel):
 
 
 def test_a_structured_final_answer_after_a_tool_step_is_the_validated_object() -> None:
-    """Ported from huggingface/smolagents tests/test_structured_output.py (final_answer with a schema)."""
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_response_format.py::TestResponseFormatAsModel::test_pydantic_model."""
     provider = ScriptedProvider([calls(("c1", "web_search", {"query": "x"})), '{"title": "X", "score": 3}'])
     result = Session(Agent("a", provider=provider, tools=[web_search], output_schema=Report)).run("go")
     assert result.output == Report(title="X", score=3)
@@ -221,8 +221,8 @@ def test_a_structured_final_answer_after_a_tool_step_is_the_validated_object() -
 
 
 def test_a_final_answer_that_does_not_match_its_schema_is_sent_back_once_then_fails_clearly() -> None:
-    """Ported from huggingface/smolagents tests/test_final_answer.py (a final answer the checks refuse
-    is an error the model sees; the run fails when it persists)."""
+    """Ported from huggingface/smolagents tests/test_agents.py::test_final_answer_checks (a final
+    answer the checks refuse is an error the model sees; the run fails when it persists)."""
     provider = ScriptedProvider(['{"title": "X"}', '{"title": "X", "score": "high"}'])
     with pytest.raises(AgentError, match=r"does not match the output schema after one corrective retry") as caught:
         Session(Agent("a", provider=provider, output_schema=Report)).run("go")
@@ -258,6 +258,7 @@ def test_changing_an_agents_tools_makes_a_new_agent_and_leaves_the_first_as_it_w
 
 @pytest.mark.parametrize("steps", [0, -1])
 def test_max_steps_below_one_is_refused_when_the_agent_is_made(steps: int) -> None:
-    """Ported from huggingface/smolagents tests/test_agents.py::test_init_agent_with_invalid_max_steps."""
+    """Ported from huggingface/smolagents tests/test_agents.py::test_fails_max_steps (the limit a run is
+    held to; one below 1 is refused when the agent is made)."""
     with pytest.raises(ValueError, match=rf"agent 'a': max_steps must be >= 1, got {steps}"):
         Agent("a", max_steps=steps)

@@ -236,7 +236,7 @@ def test_a_tool_cannot_change_the_run_metadata_other_tools_see() -> None:
 
 
 def test_a_prepare_function_gives_each_model_call_its_own_prompt() -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_prompt (a callable prompt)."""
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_callable_prompt."""
 
     def prompt(ctx: RunContext) -> Prepared:
         return Prepared(instructions=f"You are at step {ctx.step} for {ctx.metadata.get('user', 'nobody')}.")
@@ -248,8 +248,8 @@ def test_a_prepare_function_gives_each_model_call_its_own_prompt() -> None:
 
 
 def test_a_model_calling_a_tool_it_was_not_offered_this_step_gets_an_error_and_the_tool_does_not_run() -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_with_dynamic_tools
-    (the model is bound to a subset of the tools per call)."""
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_model_with_tools
+    (the model is bound to a subset of the tools; ours: per call, by prepare)."""
     ran: list[str] = []
 
     @tool
@@ -272,7 +272,7 @@ def test_a_model_calling_a_tool_it_was_not_offered_this_step_gets_an_error_and_t
 
 @pytest.mark.parametrize("driver", ["run", "arun"])
 def test_a_tool_call_at_a_step_offered_no_tools_is_answered_as_unknown_and_the_loop_goes_on(driver: str) -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_with_dynamic_tools
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_model_with_tools
     (a call of a tool the model was not bound to reaches ToolNode, which answers "not a
     valid tool"): when prepare offers no tool at a step before the limit, a call is
     answered as one of a tool not offered, as when it offers a subset; the run neither
@@ -306,7 +306,7 @@ class TrimToLastMessage(Middleware):
 
 
 def test_a_before_model_middleware_trims_what_the_model_sees_and_the_history_keeps_everything() -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_pre_model_hook."""
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_pre_model_hook."""
     provider = ScriptedProvider(["one", "two"])
     session = Session(Agent("a", provider=provider, middleware=[TrimToLastMessage()]))
     session.run("first")
@@ -324,7 +324,7 @@ class DropToolCalls(Middleware):
 
 
 def test_an_after_model_middleware_that_removes_the_tool_calls_ends_the_run_without_running_them() -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_post_model_hook."""
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_post_model_hook."""
     ran: list[int] = []
 
     @tool
@@ -370,8 +370,8 @@ def test_a_structured_response_after_the_tool_loop_is_the_validated_object(drive
 
 
 def test_remaining_steps_run_out_mid_tool_loop_and_the_last_call_answers_without_tools() -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_remaining_steps
-    (LangGraph answers "Sorry, need more steps to process this request." itself; ours asks
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_parallel_tool_calls
+    (with remaining_steps running out: LangGraph answers "Sorry, need more steps to process this request." itself; ours asks
     the model once more without tools, as DESIGN's max_steps says)."""
     provider = ScriptedProvider([calls(("c1", "tool1", {"some_val": 1, "some_other_val": "x"})), "Partial answer."])
     result = Session(Agent("a", provider=provider, tools=[tool1], max_steps=1)).run("go")
@@ -380,8 +380,8 @@ def test_remaining_steps_run_out_mid_tool_loop_and_the_last_call_answers_without
 
 
 def test_tool_calls_in_the_answer_after_the_step_limit_are_dropped_unrun_and_the_session_goes_on() -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_remaining_steps
-    (a model that still calls tools when it has no steps left: LangGraph answers "Sorry,
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_parallel_tool_calls
+    (remaining_steps run out while a model still calls tools when it has no steps left: LangGraph answers "Sorry,
     need more steps to process this request."; ours runs none of the calls and answers
     with the text the model gave, here none, with max_steps_reached set)."""
     provider = ScriptedProvider([calls(("c1", "tool1", {"some_val": 1, "some_other_val": "x"})),
@@ -395,8 +395,8 @@ def test_tool_calls_in_the_answer_after_the_step_limit_are_dropped_unrun_and_the
 
 
 def test_a_halt_from_a_before_tool_middleware_fails_the_run_before_any_tool_of_the_step_runs() -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_tool_node.py::test_tool_node_interceptor
-    (a wrapper around tool calls that refuses one stops the node)."""
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_tool_node.py::test_tool_node_error_handling_callable
+    (an error no handler takes stops the node; ours: a before_tool middleware's Halt)."""
     ran: list[str] = []
 
     @tool

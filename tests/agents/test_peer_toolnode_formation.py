@@ -55,6 +55,8 @@ class ApproveTools(Middleware):
         verdict = interrupt({"tool": call.name, "input": call.input})
         if verdict == "yes":
             return None
+        if isinstance(verdict, dict) and "edit" in verdict:  # run the call with the person's arguments
+            return call.model_copy(update={"input": verdict["edit"]})
         return ContentBlock.tool_result_block(call.id or "", f"Error: the user refused ({verdict})", is_error=True)
 
 
@@ -69,7 +71,7 @@ def hotel_script() -> ScriptedProvider:
 def test_an_interrupt_before_a_tool_suspends_the_session_and_yes_runs_the_tool_without_a_second_model_call(
     store: RunStore,
 ) -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_interrupt_before_tools."""
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_interrupt_tool_node.py::test_interrupt_surfaced."""
     provider = hotel_script()
     session = Session(Agent("hotel", provider=provider, tools=[book_hotel], middleware=[ApproveTools()]), store=store)
     before = RAN.count(("book_hotel", "McKittrick"))
@@ -84,8 +86,8 @@ def test_an_interrupt_before_a_tool_suspends_the_session_and_yes_runs_the_tool_w
 
 
 def test_a_refusal_before_a_tool_answers_the_call_without_running_it_and_the_model_sees_why(store: RunStore) -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_interrupt_before_tools
-    (resumed with an update that replaces the tool call)."""
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_interrupt_tool_node.py::test_interrupt_resume_variants
+    (the "ignore" answer: the call is answered without running the tool)."""
     provider = hotel_script()
     session = Session(Agent("hotel", provider=provider, tools=[book_hotel], middleware=[ApproveTools()]), store=store)
     before = RAN.count(("book_hotel", "McKittrick"))
@@ -95,8 +97,19 @@ def test_a_refusal_before_a_tool_answers_the_call_without_running_it_and_the_mod
     assert done.tool_calls[0].is_error and RAN.count(("book_hotel", "McKittrick")) == before
 
 
+def test_an_edit_answered_before_a_tool_runs_it_with_the_edited_arguments(store: RunStore) -> None:
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_interrupt_tool_node.py::test_interrupt_resume_variants
+    (the "edit" answer: the tool runs with the arguments the person gave)."""
+    provider = hotel_script()
+    session = Session(Agent("hotel", provider=provider, tools=[reserve], middleware=[ApproveTools()]), store=store)
+    session.run("book")
+    done = session.resume(session.id, answer={"edit": {"hotel": "Ritz"}})
+    assert done.response == "done: Successfully booked a stay at Ritz."
+    assert done.tool_calls[0].input == {"hotel": "Ritz"} and provider.calls == 2
+
+
 def test_an_awaited_session_suspends_before_a_tool_and_aresume_finishes_it(store: RunStore) -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_interrupt_before_tools (async)."""
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_interrupt_tool_node.py::test_interrupt_surfaced (awaited)."""
     provider = hotel_script()
     session = Session(Agent("hotel", provider=provider, tools=[book_hotel], middleware=[ApproveTools()]), store=store)
 
@@ -110,8 +123,8 @@ def test_an_awaited_session_suspends_before_a_tool_and_aresume_finishes_it(store
 
 
 def test_a_tool_that_interrupts_beside_another_in_one_step_resumes_with_both_results(store: RunStore) -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_interrupt_tool_node.py (one of a
-    step's parallel tool calls interrupts). Per DESIGN, tools before the interrupt run again
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_parallel_tool_calls
+    (one of a step's parallel tool calls interrupts). Per DESIGN, tools before the interrupt run again
     on resume; the model is not called again."""
     runs = Counter()
 
@@ -186,7 +199,7 @@ def test_an_agent_nodes_structured_response_reaches_the_next_node_as_the_object(
 
 
 def test_an_agent_node_awaited_with_arun_awaits_its_async_tools() -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_async
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_prompt_with_store_async
     (ainvoke of the agent graph with async tools)."""
 
     @tool
@@ -201,7 +214,7 @@ def test_an_agent_node_awaited_with_arun_awaits_its_async_tools() -> None:
 
 
 def test_an_agent_node_suspends_before_its_tool_and_resumes_without_a_second_first_call(store: RunStore) -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_interrupt_before_tools
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_interrupt_tool_node.py::test_interrupt_surfaced
     (the agent inside a checkpointed graph)."""
     provider = hotel_script()
     agent = Agent("hotel", provider=provider, tools=[book_hotel], middleware=[ApproveTools()])
@@ -276,7 +289,7 @@ def test_an_agent_node_with_tools_on_ray_gives_the_threads_answer() -> None:
 def test_an_agent_node_on_ray_suspends_before_its_tool_and_resumes_without_repeating_the_first_call(
     store: RunStore,
 ) -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_interrupt_before_tools
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_interrupt_tool_node.py::test_interrupt_surfaced
     on backend="ray". Each Ray actor answers from its own copy of the script, so the model
     is played by a reply that reads the conversation, not by its place in the script."""
 
@@ -297,8 +310,8 @@ def test_an_agent_node_on_ray_suspends_before_its_tool_and_resumes_without_repea
 
 
 def test_an_interrupt_before_a_tool_in_a_session_without_a_store_fails_the_run_saying_to_give_one() -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py (interrupt_before
-    needs a checkpointer: without one the graph raises). A tool's own interrupt() without a
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_interrupt_tool_node.py::test_interrupt_surfaced
+    (an interrupt needs a checkpointer: without one the graph raises). A tool's own interrupt() without a
     store differs: it reaches the model as an error result (tests/agents/test_waiting.py)."""
     provider = hotel_script()
     session = Session(Agent("hotel", provider=provider, tools=[book_hotel], middleware=[ApproveTools()]))
@@ -394,8 +407,8 @@ def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def test_a_session_suspended_before_a_tool_resumes_from_another_store_handle_on_either_store(where: str) -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_interrupt_before_tools
-    (resumed through the checkpointer, on the in-memory, SQLite and PostgreSQL savers): a new
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_interrupt_tool_node.py::test_interrupt_surfaced
+    (parametrized over every checkpointer: here SQLite and PostgreSQL): a new
     Session over a new handle on the same store takes it up."""
     provider = hotel_script()
     agent = Agent("hotel", provider=provider, tools=[reserve], middleware=[ApproveTools()])

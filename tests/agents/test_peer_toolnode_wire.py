@@ -72,8 +72,8 @@ def test_parallel_results_go_back_in_one_user_turn_paired_by_id_with_the_error_f
 def test_stray_calls_after_the_step_limit_leave_a_history_the_api_takes_on_the_next_run(
     make_provider: MakeProvider, loopback: LoopbackServer,
 ) -> None:
-    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_remaining_steps
-    (the model keeps calling tools with no steps left): the next request has no empty
+    """Ported from langchain-ai/langgraph libs/prebuilt/tests/test_react_agent.py::test_react_agent_parallel_tool_calls
+    (remaining_steps run out while the model keeps calling tools with no steps left): the next request has no empty
     message, no call without its result, and alternating roles."""
     loopback.queue(tool_use(("toolu_1", "tool1", {"some_val": 1, "some_other_val": "x"})))
     loopback.queue(tool_use(("toolu_2", "tool1", {"some_val": 2, "some_other_val": "y"})))

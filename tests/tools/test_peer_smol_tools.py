@@ -5,6 +5,7 @@ made before a call, and callable objects as tools."""
 
 from __future__ import annotations
 
+import asyncio
 import typing
 from typing import Any, Literal
 
@@ -55,7 +56,7 @@ def test_a_defaulted_argument_is_optional_and_keeps_its_default() -> None:
 
 
 def test_an_optional_argument_accepts_null_and_is_not_required() -> None:
-    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_supports_any_none / nullable args."""
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_from_decorator_optional_args."""
 
     @tool
     def greet(name: str | None = None) -> str:
@@ -73,8 +74,8 @@ def test_an_optional_argument_accepts_null_and_is_not_required() -> None:
     (Literal[1, 2, 3], [1, 2, 3], "integer"),
 ])
 def test_a_literal_argument_is_an_enum_of_its_values(annotation: Any, values: list[Any], kind: str) -> None:
-    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_supports_string_literal /
-    test_tool_supports_numeric_literal."""
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_supports_string_literal
+    (and numeric literals)."""
 
     def pick(choice: Any) -> str:
         """Pick one."""
@@ -103,7 +104,7 @@ def test_a_list_argument_is_an_array_of_its_item_type_and_its_items_are_checked(
 
 
 def test_a_missing_argument_and_an_unknown_one_are_refused_before_the_call_naming_both() -> None:
-    """Ported from huggingface/smolagents tests/test_tool_validation.py::test_validate_tool_arguments."""
+    """Ported from huggingface/smolagents tests/test_tools.py::test_validate_tool_arguments."""
     called: list[Any] = []
 
     @tool
@@ -120,7 +121,8 @@ def test_a_missing_argument_and_an_unknown_one_are_refused_before_the_call_namin
 
 
 def test_a_tool_name_that_is_not_an_identifier_is_refused_with_the_rule() -> None:
-    """Ported from huggingface/smolagents tests/test_tool_validation.py::test_tool_name_validation."""
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_init_decorator_raises_issues
+    (a declaration the decorator cannot use is refused: here a name)."""
 
     def fn() -> str:
         """A tool."""
@@ -131,7 +133,7 @@ def test_a_tool_name_that_is_not_an_identifier_is_refused_with_the_rule() -> Non
 
 
 def test_a_tool_with_star_args_is_refused_when_it_is_made() -> None:
-    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_definition_raises_error_for_var_args
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_init_decorator_raises_issues
     (every argument needs a name and a type the schema can say)."""
     with pytest.raises(TypeError, match=r"\*args/\*\*kwargs are not supported"):
         @tool
@@ -153,7 +155,7 @@ class Multiplier:
 
 
 def test_a_callable_object_becomes_a_tool_with_its_calls_arguments_and_its_class_docstring() -> None:
-    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_from_class (a Tool subclass with forward)."""
+    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_init_vanilla (a Tool subclass with forward)."""
     t = tool(Multiplier(), name="multiply")
     assert t.definition.description == "Multiply two numbers."
     assert props(t)["a"] == {"type": "integer", "description": "the first factor"}
@@ -161,7 +163,8 @@ def test_a_callable_object_becomes_a_tool_with_its_calls_arguments_and_its_class
 
 
 def test_a_tool_can_still_be_called_as_the_plain_function_it_wraps() -> None:
-    """Ported from huggingface/smolagents tests/test_tools.py::test_tool_call_direct (tool(...) calls forward)."""
+    """Ported from huggingface/smolagents tests/test_async_tools.py::TestAsyncToolDecorator::test_sync_decorated_tool_still_works
+    (a decorated tool called directly)."""
 
     @tool
     def add(a: int, b: int) -> int:
@@ -257,3 +260,23 @@ def test_a_typeddict_argument_is_an_object_and_a_typing_one_on_python_3_11_is_re
     with pytest.raises(TypeError, match=r"parameter 'to' \(PlainPoint\).*typing_extensions\.TypedDict") as caught:
         tool(jump)
     assert "a dataclass or a TypedDict" not in str(caught.value)  # not advice to use what it already is
+
+
+def test_calling_an_async_tool_directly_gives_the_coroutine_and_execute_awaits_it() -> None:
+    """Ported from huggingface/smolagents tests/test_async_tools.py::TestAsyncToolDecorator::test_async_decorated_tool.
+    smolagents runs an async tool's coroutine when the tool is called and returns its
+    result; ours calls the function as it is (no validation), so an ``async def`` one gives
+    its coroutine to await, and ``execute`` (what a session calls) awaits it."""
+
+    @tool
+    async def async_greet(name: str) -> str:
+        """Greets someone asynchronously."""
+        await asyncio.sleep(0.01)
+        return f"Hello, {name}!"
+
+    assert asyncio.run(async_greet("World")) == "Hello, World!"
+    ctx = ToolContext()
+    try:
+        assert async_greet.execute({"name": "World"}, ctx) == "Hello, World!"
+    finally:
+        ctx.close()
