@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._interrupts import RunSuspended
+from ..core import Usage
 from ..events import Event, EventBus, EventKind
 from ._middleware import NO_METADATA, RunContext
 from ._result import Result
@@ -32,10 +33,11 @@ def emit(bus: EventBus, kind: EventKind, ctx: RunContext, **fields: Any) -> None
 
 def emit_stop(
     bus: EventBus, agent: str, session_id: str, result: Result | None, failure: BaseException | None,
-    lineage: tuple[int, str | None] | None = None,
+    lineage: tuple[int, str | None] | None = None, spent: Usage | None = None,
 ) -> None:
     """The run's ``session_stop`` event: succeeded (or suspended) with its result, or failed.
-    ``lineage``: a delegated run's depth and parent session id."""
+    ``lineage``: a delegated run's depth and parent session id; ``spent``: what a failed run
+    had spent on model calls (they were paid for: a monitor counts them)."""
     depth, parent = lineage if lineage is not None else (0, None)
     if result is not None:
         bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent,
@@ -45,4 +47,4 @@ def emit_stop(
     else:
         error = str(failure) if failure is not None else "the run stopped before it finished"
         bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent, status="failed",
-                       error=error))
+                       error=error, usage=spent))

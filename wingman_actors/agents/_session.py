@@ -331,12 +331,13 @@ class Session(AsyncSessionRuns):
         """End a run started by :meth:`_open` (``failure``: what it raised, if anything,
         told what the run had spent)."""
         token = ctx.token
-        if failure is not None and isinstance(failure, Exception):
-            charge(failure, self._spent_so_far())  # a run cut while its children worked counts theirs
+        spent = self._spent_so_far() if isinstance(failure, Exception) else None
+        if isinstance(failure, Exception):
+            charge(failure, spent)  # a run cut while its children worked counts theirs
         spans = self._spans
         bus = self.agent.events
         if bus is not None and "session_stop" in bus.kinds:
-            emit_stop(bus, self.agent.name, self.id, result, failure, self._lineage)
+            emit_stop(bus, self.agent.name, self.id, result, failure, self._lineage, spent)
         if result is None and not isinstance(failure, RunSuspended):
             close_unanswered(self.history, failure)  # a suspended run's turn stays open for resume()
         if failure is not None and not isinstance(failure, Exception):
@@ -480,8 +481,9 @@ class Session(AsyncSessionRuns):
             else:
                 tool_uses = response.tool_calls
                 thinking = response.thinking or None
-            if tool_uses and not with_tools:
-                # Tools were not offered (final call); drop stray calls rather than loop.
+            if tool_uses and step > limit:
+                # The final call (past the step limit) has no tools: drop stray calls, not loop (before
+                # it, a call when prepare offered none is answered as unknown by the tool step)
                 kept = [b for b in response.content if b.type != "tool_use"]
                 response = response.model_copy(update={"content": kept, "stop_reason": "end_turn"})
                 tool_uses = []

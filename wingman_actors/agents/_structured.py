@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import OutputValidationError  # defined with the other errors; kept importable here
+from ..tools._base import typed_dict_note
 
 __all__ = ["OutputSchema", "OutputValidationError", "extract_json"]
 
@@ -65,7 +66,7 @@ class OutputSchema:
             schema = adapter.json_schema()
         except Exception as exc:
             raise TypeError(
-                f"output_schema {source!r} is not a type pydantic can validate "
+                f"output_schema {source!r} is not a type pydantic can validate{typed_dict_note(exc)} "
                 "(use a pydantic BaseModel subclass or a JSON Schema dict)"
             ) from exc
         return cls(source, adapter, schema)

@@ -44,6 +44,7 @@ __all__ = [
     "ToolRegistry",
     "format_validation_error",
     "tool",
+    "typed_dict_note",
 ]
 
 _NO_METADATA: Mapping[str, Any] = types.MappingProxyType({})
@@ -368,14 +369,23 @@ def _no_schema(tool_name: str, fields: dict[str, Any], exc: Exception) -> TypeEr
     for pname, (annotation, _) in fields.items():
         try:
             pydantic.TypeAdapter(annotation).json_schema()
-        except pydantic.PydanticUserError:
+        except pydantic.PydanticUserError as err:
             shown = getattr(annotation, "__name__", repr(annotation))
             return TypeError(
-                f"tool {tool_name!r}: parameter {pname!r} ({shown}) has no JSON schema to show the model; "
-                "annotate it with JSON types (str, int, float, bool, list, dict), a pydantic model, a "
-                "dataclass or a TypedDict"
+                f"tool {tool_name!r}: parameter {pname!r} ({shown}) has no JSON schema to show the model"
+                f"{typed_dict_note(err)}; annotate it with JSON types (str, int, float, bool, list, dict), a "
+                "pydantic model, a dataclass or a typing_extensions.TypedDict"
             )
     return TypeError(f"tool {tool_name!r}: its parameters have no JSON schema: {exc}")
+
+
+def typed_dict_note(err: Exception) -> str:
+    """What to say of a pydantic refusal that is about a ``typing.TypedDict`` (pydantic takes
+    one only from Python 3.12), else nothing: its other messages give advice (model_config)
+    a tool's or an agent's author cannot follow."""
+    if getattr(err, "code", None) == "typed-dict-version":
+        return ": pydantic takes a typing.TypedDict only from Python 3.12; use typing_extensions.TypedDict"
+    return ""
 
 
 @overload
