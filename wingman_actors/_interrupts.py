@@ -14,8 +14,9 @@ In a fleet node each item's session has a scope of its own (:meth:`VisitScope.en
 an item that interrupts stops, the other items go on and finish (and are journalled),
 then the node suspends. Resuming runs that item only. When several items interrupt,
 the one with the lowest index is recorded and answered first; the others run again on
-resume and ask again, one interrupt at a time. An item that failed meanwhile runs again
-on resume too.
+resume and ask again, one interrupt at a time, from their journalled model responses
+(journalled with the first suspension: the model is not asked again). An item that
+failed meanwhile runs again on resume too.
 
 The model responses of a session are journalled only when its visit (or item)
 suspends: a resume replays exactly the responses of the attempt that interrupted, never
@@ -26,12 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .errors import NoStoreError
 
-__all__ = ["NoStoreError", "RunSuspended", "VisitScope", "current_scope", "interrupt"]
+__all__ = ["NoStoreError", "RunSuspended", "VisitScope", "current_scope", "first_asked", "interrupt"]
 
 _T = TypeVar("_T")
 
@@ -47,6 +48,9 @@ class RunSuspended(BaseException):
         scope: the visit that interrupted.
         node: the node that asked: the scope's node, or for an ``interrupt()`` inside a
             nested formation the path to the inner node (``"outer_node/inner_node"``).
+        others: the scopes of the visit's other items that asked at the same time (a fleet's
+            or a map's): only the first question is recorded, but their model responses are
+            journalled with it, so a resume replays them instead of asking the model again.
     """
 
     def __init__(self, payload: Any, scope: VisitScope, node: str | None = None) -> None:
@@ -54,6 +58,25 @@ class RunSuspended(BaseException):
         super().__init__(f"run {scope.run_id} suspended by node {self.node!r}")
         self.payload = payload
         self.scope = scope
+        self.others: tuple[VisitScope, ...] = ()
+
+    def journal_replies(self) -> None:
+        """Journal the model responses of the asking scope and of :attr:`others` (the run
+        is suspending here)."""
+        self.scope.journal_replies()
+        for other in self.others:
+            other.journal_replies()
+
+
+def first_asked(errors: Mapping[int, BaseException], asking: Sequence[int]) -> RunSuspended:
+    """Of a fleet's or a map's items that asked at once (``asking``, indexes into
+    ``errors``), the question of the lowest index, carrying the others' scopes
+    (:attr:`RunSuspended.others`) so that their model responses are journalled with it."""
+    first = min(asking)
+    signal = errors[first]
+    assert isinstance(signal, RunSuspended)
+    signal.others = tuple(s.scope for i in sorted(asking) if i != first and isinstance(s := errors[i], RunSuspended))
+    return signal
 
 
 class VisitScope:

@@ -249,6 +249,23 @@ def test_an_interrupt_in_a_fleet_item_resumes_only_that_item_on_each_backend(
     assert {k: tally.count(k) for k in ("a", "ask-b", "c")} == {"a": 1, "ask-b": 2, "c": 1}
 
 
+def test_fleet_items_that_ask_at_once_are_answered_in_turn_without_repeating_model_calls_on_each_backend(
+    backend: str, store: RunStore, tmp_path: Path
+) -> None:
+    tally = Tally(tmp_path / "model-calls")
+    f = _reviewers(tally)
+    first = f.run(["ask-x", "plain", "ask-y"], store=store, backend=backend)
+    assert first.interrupt == {"node": "review", "payload": {"approve": "ask-x"}}  # the lowest index is recorded
+    # ask-y asked too: its tool call is journalled with the suspension, though its question is not
+    assert len(store.load(first.run_id).progress[("review", 1, 2)]) == 1
+    second = resume(f, first.run_id, store, backend, "ok-x")
+    assert second.interrupt == {"node": "review", "payload": {"approve": "ask-y"}}
+    done = resume(f, first.run_id, store, backend, "ok-y")
+    assert done.output == ["ask-x approved: ok-x", "done plain", "ask-y approved: ok-y"]
+    # each asking item: one call before its question, one after its answer; none repeated
+    assert {k: tally.count(k) for k in ("ask-x", "plain", "ask-y")} == {"ask-x": 2, "plain": 1, "ask-y": 2}
+
+
 def test_a_journalled_agent_with_listeners_streams_its_events_and_journals_its_model_replies_on_each_backend(
     backend: str, store: RunStore, tmp_path: Path
 ) -> None:

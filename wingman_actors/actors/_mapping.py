@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from .._event_loop import OwnedLoop, is_async_callable
-from .._interrupts import RunSuspended
+from .._interrupts import RunSuspended, first_asked
 from ..agents._fleet_loops import DEFAULT_MAX_WORKERS, Dispatch, WorkerPool
 from ..core import Usage
 from ..errors import AgentError, ErrorKind, MapItemsError, PayloadError
@@ -175,7 +175,7 @@ class MapActor(NodeActor):
             if errors:
                 asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
                 if asking:  # one interrupt at a time: the others ask again when the run resumes
-                    raise errors[min(asking)]
+                    raise first_asked(errors, asking)
                 raise MapItemsError(self.name, len(items), dict(sorted(errors.items())))  # in item order
         return [memo[i] for i in range(len(items))], None
 

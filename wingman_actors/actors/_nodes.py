@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from .._cancel import CancelToken, cancel_scope
-from .._interrupts import RunSuspended
+from .._interrupts import RunSuspended, first_asked
 from ..agents._agent import Agent
 from ..agents._fleet import DEFAULT_MAX_WORKERS, Fleet, FleetResult, Task
 from ..agents._fleet_loops import WorkerPool
@@ -290,7 +290,7 @@ class FleetActor(NodeActor):
         if errors:
             asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
             if asking:  # one interrupt at a time: the others ask again when the run resumes
-                raise errors[min(asking)]
+                raise first_asked(errors, asking)
             failed = FleetItemsError(self.name, len(items), dict(sorted(errors.items())))  # in item order
             # what this attempt's items spent, those that failed too: paid for, and traced
             failed.usage = Usage.sum(usages)

@@ -309,7 +309,7 @@ class NodeHost:
                         board.close()
                 out.put(Done(output, usage))
             except RunSuspended as signal:
-                signal.scope.journal_replies()  # the suspending attempt's model responses, to the driver
+                signal.journal_replies()  # the suspending attempt's model responses (its asking items'), to the driver
                 out.put(Suspended(signal.payload, signal.scope.item))
             except BaseException as exc:  # handed to the generator, which raises it
                 out.put(Failed(exc))

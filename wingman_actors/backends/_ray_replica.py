@@ -244,7 +244,11 @@ class RayReplica(NodeActor):
                 elif kind is Suspended:
                     if scope is None:  # cannot happen: interrupt() needs the visit's scope
                         raise RuntimeError(f"node {self.name!r} suspended a run that has no store")
-                    raise RunSuspended(msg.payload, scope if msg.item is None else item_scope(msg.item))
+                    signal = RunSuspended(msg.payload, scope if msg.item is None else item_scope(msg.item))
+                    # the other items that asked sent their model responses before this (the
+                    # actor sends an item's responses only when it suspends): journalled with it
+                    signal.others = tuple(s for i, s in sorted(item_scopes.items()) if i != msg.item and s.kept)
+                    raise signal
             except RunSuspended:
                 raise
             except BaseException:
@@ -264,8 +268,11 @@ class RayReplica(NodeActor):
         replay = run.replay if run is not None else None
         if replay is None or observer is None:
             return {}
-        asked = {i.item for i in replay.journal.interrupts
-                 if i.item is not None and (i.node, i.visit) == (env.target, env.visit)}
+        journal = replay.journal
+        asked = {i.item for i in journal.interrupts if i.item is not None and (i.node, i.visit) == (env.target, env.visit)}
+        # ... and those that asked beside the recorded one, whose model responses were journalled with it
+        asked.update(item for (node, visit, item) in journal.progress
+                     if item is not None and (node, visit) == (env.target, env.visit))
         found: dict[int, tuple[list[Any], list[Any]]] = {}
         for index in sorted(asked):
             s = observer.item_scope(env, index)

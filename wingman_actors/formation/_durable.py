@@ -221,9 +221,10 @@ class Journal:
                    and not is_breakpoint(i.payload)]
         # An agent suspended in a tool call continues from its journalled model
         # responses. A visit that failed or crashed starts its session afresh (a
-        # bad answer replayed would fail it again).
+        # bad answer replayed would fail it again). A fleet's or a map's item journals
+        # responses only when it asked (recorded, or beside the recorded question).
         replies: list[Any] = []
-        if any((i.node, i.visit, i.item) == (node, visit, item) for i in journal.interrupts):
+        if item is not None or any((i.node, i.visit, i.item) == (node, visit, item) for i in journal.interrupts):
             replies = list(journal.progress.get((node, visit, item), ()))
         return VisitScope(run_id, node, visit, answers, progress, replies, item)
 

@@ -54,7 +54,7 @@ def stop_at_interrupt(router: Router, work: Work, attempt: int, signal: RunSuspe
     if not _claimed(run, (signal.node, signal.payload, f"run {run.id} was suspended by {node!r}'s interrupt", attempt)):
         return
     try:
-        scope.journal_replies()  # before the interrupt: a resume finds them
+        signal.journal_replies()  # before the interrupt: a resume finds them (other asking items' too)
         journal.store.record_interrupt(run.id, node, work.visit, signal.payload, item=scope.item)
     except Exception as exc:
         _unclaim(run)
