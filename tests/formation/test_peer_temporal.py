@@ -228,6 +228,18 @@ def test_jittered_backoff_stays_between_half_and_all_of_the_exponential_delay() 
     assert all(c / 2 <= d <= c for d, c in zip(delays, ceilings, strict=True)), delays
 
 
+def test_an_empty_retry_on_is_refused_naming_none_as_the_way_to_retry_every_error() -> None:
+    """Ported from temporalio/sdk-python tests/test_common.py::test_retry_policy_validate (an
+    empty ``non_retryable_error_types`` retries every error; an empty ``retry_on`` would
+    silently retry none, whatever ``retries`` says)."""
+    counter = Counter()
+    for empty in ((), []):
+        with pytest.raises(FormationSetupError, match=r"node 'act': retry_on must be .*or None for every error") as raised:
+            Formation("empty").add_function("act", flaky(counter, 1), retries=3, retry_on=empty).run("x")
+        assert f"got {empty!r}" in str(raised.value)
+    assert counter.calls == {}
+
+
 def test_a_backoff_longer_than_max_backoff_is_accepted_and_every_wait_is_max_backoff() -> None:
     """Ported from temporalio/sdk-python tests/test_common.py::test_retry_policy_validate.
     Temporal refuses a maximum_interval below the initial_interval; ours caps every wait."""
