@@ -368,3 +368,58 @@ def test_cancelling_a_run_on_ray_ends_it_cancelled() -> None:
         with pytest.raises(CancelledError):
             future.result(10)
     assert "run_cancelled" in events
+
+
+def _cleans_up(marker: str) -> Any:
+    """An ``async def`` node that answers ``"warm"`` at once, and otherwise waits long and
+    touches ``marker`` at the end of its ``finally`` (which awaits first)."""
+
+    async def slow(x: Any) -> str:
+        if x == "warm":
+            return x
+        try:
+            await asyncio.sleep(30)
+        finally:
+            await asyncio.sleep(0.05)  # a cleanup that awaits (closing a connection, say)
+            with open(marker, "w"):
+                pass
+        return "late"
+
+    return slow
+
+
+def _eventually_exists(path: Any, timeout: float = 2.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_an_async_node_on_ray_timed_out_in_run_has_its_cleanup_run_before_its_process_goes(tmp_path: Any) -> None:
+    """Ported from temporalio/sdk-python tests/worker/test_activity.py::test_activity_cancel_catch on backend="ray"
+    (a timed-out activity's cancellation handler runs; ours: run() stops the formation, whose Ray actors are
+    ended, right after the run fails)."""
+    marker = tmp_path / "cleaned"
+    with pytest.raises(FormationRuntimeError, match=r"node 'slow'") as raised:
+        Formation("ray-cleanup").add_function("slow", _cleans_up(str(marker)), timeout=1.0).run(
+            "x", backend="ray", timeout=60)
+    assert isinstance(raised.value.__cause__, NodeTimeoutError)
+    assert _eventually_exists(marker), "the coroutine's finally never ran: its process was killed first"
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_an_async_node_on_ray_cut_by_the_run_timeout_has_its_cleanup_run(tmp_path: Any) -> None:
+    """Ported from temporalio/sdk-python tests/worker/test_workflow.py::test_workflow_timeout_support on
+    backend="ray" (the workflow's execution timeout cancels its running activity; ours: the formation
+    stops right after, as run() stops it)."""
+    marker = tmp_path / "cleaned"
+    with Formation("ray-run-timeout").add_function("slow", _cleans_up(str(marker))).start(backend="ray") as running:
+        assert running.submit("warm", timeout=60).result(60).output == "warm"  # its process is up
+        with pytest.raises(FormationRuntimeError, match=r"timed out after 0.5s"):
+            running.submit("x", timeout=0.5).result(60)
+    assert _eventually_exists(marker), "the coroutine's finally never ran: its process was killed first"

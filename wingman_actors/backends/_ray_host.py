@@ -365,6 +365,15 @@ class NodeHost:
             if len(early) > _EARLY:
                 del early[next(iter(early))]
 
+    def stop(self) -> None:
+        """Stop an async function's event loop before the driver ends this actor's process
+        (the formation stops): its coroutine still running (cut by a timeout or a cancel
+        that has just been asked for, or of a run in flight) is cancelled, and its
+        ``finally`` runs, as it does on the threads backend (at most a second: a coroutine
+        stuck in blocking code is left to the kill). Other nodes have nothing to wind down."""
+        if isinstance(self.node, AsyncFunctionActor):
+            self.node.on_stop()
+
     def spent_so_far(self) -> Usage | None:
         """What the agent attempt in progress has spent on model calls so far (the driver
         asks when it cuts the attempt: its timeout, its run's end)."""
