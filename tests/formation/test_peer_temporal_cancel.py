@@ -423,3 +423,30 @@ def test_an_async_node_on_ray_cut_by_the_run_timeout_has_its_cleanup_run(tmp_pat
         with pytest.raises(FormationRuntimeError, match=r"timed out after 0.5s"):
             running.submit("x", timeout=0.5).result(60)
     assert _eventually_exists(marker), "the coroutine's finally never ran: its process was killed first"
+
+
+def _items_clean_up(folder: str) -> Any:
+    """An ``async def`` map function: each item waits long and touches ``<folder>/<item>`` at the
+    end of its ``finally`` (which awaits first)."""
+
+    async def item(x: int) -> int:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            await asyncio.sleep(0.05)
+            with open(f"{folder}/{x}", "w"):
+                pass
+        return x
+
+    return item
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_an_async_map_on_ray_timed_out_in_run_has_every_items_cleanup_run(tmp_path: Any) -> None:
+    """Ported from temporalio/sdk-python tests/worker/test_workflow.py::test_workflow_cancel_activity on
+    backend="ray" (activities gathered by a workflow, all cancelled; their handlers run)."""
+    with pytest.raises(FormationRuntimeError, match=r"node 'each'"):
+        Formation("ray-map-cleanup").add_map("each", _items_clean_up(str(tmp_path)), timeout=1.0).run(
+            [1, 2], backend="ray", timeout=60)
+    assert _eventually_exists(tmp_path / "1") and _eventually_exists(tmp_path / "2")

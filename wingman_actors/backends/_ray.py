@@ -137,7 +137,8 @@ class RayNode(ThreadNode):
         })
         # an async function's coroutine is cancelled on its actor's own loop: stop that loop
         # before the process goes, so the coroutine's finally runs (see :meth:`wind_down`)
-        self.awaits = recipe.cls.__name__ in ("FunctionActor", "AsyncFunctionActor") and is_async_callable(recipe.args[0])
+        self.awaits = recipe.cls.__name__ in ("FunctionActor", "AsyncFunctionActor", "MapActor") and bool(
+            recipe.args) and is_async_callable(recipe.args[0])
         self.stale: set[int] = set()  # replicas whose Ray actor is restarting
         self.killed = False  # the formation stopped: no actor comes back
         self.keys = itertools.count(1)  # the keys of interruptible attempts (see NodeHost.interrupt)
@@ -210,7 +211,7 @@ class RayNode(ThreadNode):
                 provider.merge_calls(*counted)
 
     def wind_down(self) -> list[Any]:
-        """Ask each live replica of an async function to stop its event loop (a coroutine
+        """Ask each live replica of an async function (or async map) to stop its event loop (a coroutine
         cut by a timeout or a cancel gets to run its ``finally``); the calls' refs, to wait
         on before :meth:`kill`. Nothing for other nodes."""
         if not self.awaits:
