@@ -228,16 +228,17 @@ def test_jittered_backoff_stays_between_half_and_all_of_the_exponential_delay() 
     assert all(c / 2 <= d <= c for d, c in zip(delays, ceilings, strict=True)), delays
 
 
-def test_an_empty_retry_on_is_refused_naming_none_as_the_way_to_retry_every_error() -> None:
-    """Ported from temporalio/sdk-python tests/test_common.py::test_retry_policy_validate (an
-    empty ``non_retryable_error_types`` retries every error; an empty ``retry_on`` would
-    silently retry none, whatever ``retries`` says)."""
+def test_an_empty_retry_on_retries_no_error_whatever_the_retries() -> None:
+    """Ported from temporalio/sdk-python tests/worker/test_activity.py::test_activity_error_non_retryable_type.
+    Temporal's empty ``non_retryable_error_types`` (a deny-list) retries every error; ``retry_on`` is an
+    allow-list, and an empty one retries none, as LangGraph's does (test_peer_langgraph.py pins that):
+    ``retry_on=None`` is how to retry every error."""
     counter = Counter()
-    for empty in ((), []):
-        with pytest.raises(FormationSetupError, match=r"node 'act': retry_on must be .*or None for every error") as raised:
-            Formation("empty").add_function("act", flaky(counter, 1), retries=3, retry_on=empty).run("x")
-        assert f"got {empty!r}" in str(raised.value)
-    assert counter.calls == {}
+    with pytest.raises(FormationRuntimeError, match=r"failed after 1 attempt"):
+        Formation("empty").add_function("act", flaky(counter, 1), retries=3, backoff=0.001, retry_on=()).run("x")
+    assert counter.calls == {"act": 1}
+    assert Formation("all").add_function("act", flaky(Counter(), 1), retries=3, backoff=0.001,
+                                         retry_on=None).run("x").output == "x on attempt 2"
 
 
 def test_a_backoff_longer_than_max_backoff_is_accepted_and_every_wait_is_max_backoff() -> None:

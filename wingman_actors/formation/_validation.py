@@ -130,8 +130,8 @@ def _is_error_class(v: Any) -> bool:
 
 
 def _is_retry_on(v: Any) -> bool:
-    if isinstance(v, tuple | list):  # an empty one would retry no error at all, whatever ``retries`` says
-        return bool(v) and all(_is_error_class(t) for t in v)
+    if isinstance(v, tuple | list):
+        return all(_is_error_class(t) for t in v)
     return v is None or _is_error_class(v)
 
 
@@ -145,7 +145,7 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "retries": (lambda v: _is_int(v, 0), "an int >= 0 (restarts after a failure)"),
     "backoff": (lambda v: _is_seconds(v, False), "a number of seconds >= 0 (base of the exponential backoff)"),
     "retry_on": (_is_retry_on, "an exception class or a tuple of them (e.g. retry_on=(ConnectionError, "
-                 "TimeoutError)), or None for every error but PayloadError (an empty tuple would retry no error)"),
+                 "TimeoutError)), or None for every error but PayloadError"),
     "max_backoff": (lambda v: _is_seconds(v, False), "a number of seconds >= 0 (the longest wait between retries)"),
     "jitter": (lambda v: isinstance(v, bool), "True (spread the waits between retries at random) or False"),
     "timeout": (lambda v: v is None or _is_seconds(v, True), "a number of seconds > 0, or None for no timeout"),
