@@ -135,6 +135,10 @@ class RayNode(ThreadNode):
             "agent": agent, "fleet": recipe.cls.__name__ in ("FleetActor", "MapActor"), "name": recipe.name,
             "notify_start": bool(recipe.kwargs.get("notify_start")),
         })
+        # an async function's coroutine is cancelled on its actor's own loop: stop that loop
+        # before the process goes, so the coroutine's finally runs (see :meth:`wind_down`)
+        self.awaits = recipe.cls.__name__ in ("FunctionActor", "AsyncFunctionActor", "MapActor") and bool(
+            recipe.args) and is_async_callable(recipe.args[0])
         self.stale: set[int] = set()  # replicas whose Ray actor is restarting
         self.killed = False  # the formation stopped: no actor comes back
         self.keys = itertools.count(1)  # the keys of interruptible attempts (see NodeHost.interrupt)
@@ -205,6 +209,22 @@ class RayNode(ThreadNode):
                 continue
             if counted is not None:
                 provider.merge_calls(*counted)
+
+    def wind_down(self) -> list[Any]:
+        """Ask each live replica of an async function (or async map) to stop its event loop (a coroutine
+        cut by a timeout or a cancel gets to run its ``finally``); the calls' refs, to wait
+        on before :meth:`kill`. Nothing for other nodes."""
+        if not self.awaits:
+            return []
+        refs = []
+        for replica, handle in enumerate(self.handles):
+            if replica in self.stale:
+                continue  # restarting: a fresh process holds no coroutine
+            try:
+                refs.append(handle.stop.remote())
+            except Exception:  # already gone
+                log.debug("node %r: asking a Ray actor to stop failed", self.name, exc_info=True)
+        return refs
 
     def kill(self) -> None:
         self.killed = True
@@ -333,9 +353,15 @@ class RayBackend(ThreadsBackend):
 
     def stop(self, grace: float, in_flight: Container[str] | None = None) -> None:
         super().stop(grace, in_flight)
-        for node in self.nodes:
-            if isinstance(node, RayNode):
-                node.kill()
+        nodes = [node for node in self.nodes if isinstance(node, RayNode)]
+        winding = [ref for node in nodes for ref in node.wind_down()]
+        if winding:  # a killed process runs no finally: give the cancelled coroutines their moment
+            try:
+                self.ray.wait(winding, num_returns=len(winding), timeout=min(grace, 1.0))
+            except Exception:
+                log.debug("formation %r: Ray actors did not stop their event loops", self.formation, exc_info=True)
+        for node in nodes:
+            node.kill()
         # proxies still waiting on a killed actor get its error at once and end
         deadline = time.monotonic() + 2.0
         for actor in [*self.spawned, *self.abandoned]:

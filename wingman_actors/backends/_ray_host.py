@@ -25,6 +25,7 @@ from typing import Any
 from .._interrupts import RunSuspended, VisitScope
 from ..actors._envelope import Work
 from ..actors._function import AsyncFunctionActor
+from ..actors._mapping import MapActor
 from ..core import StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ..orchestration._blackboard import use_blackboard
@@ -364,6 +365,16 @@ class NodeHost:
             early[key] = reason  # for an attempt that ended already: never matched (keys are not reused)
             if len(early) > _EARLY:
                 del early[next(iter(early))]
+
+    def stop(self) -> None:
+        """Stop an async function's (or async map's) event loop before the driver ends this actor's process
+        (the formation stops): its coroutine still running (cut by a timeout or a cancel
+        that has just been asked for, or of a run in flight) is cancelled, and its
+        ``finally`` runs, as it does on the threads backend (at most a second: a coroutine
+        stuck in blocking code is left to the kill). Other nodes have nothing to wind down."""
+        node = self.node
+        if isinstance(node, AsyncFunctionActor) or (isinstance(node, MapActor) and node.is_async):
+            node.on_stop()
 
     def spent_so_far(self) -> Usage | None:
         """What the agent attempt in progress has spent on model calls so far (the driver
