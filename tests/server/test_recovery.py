@@ -52,6 +52,29 @@ def test_a_run_the_journal_saw_settle_takes_the_journals_status(tmp_path: Path) 
     assert (again.status, again.interrupt) == ("suspended", {"node": "a", "payload": {"question": "ok?"}})
 
 
+def test_a_run_suspended_inside_a_nested_formation_names_the_inner_node_by_path_as_the_live_run_did(
+    tmp_path: Path,
+) -> None:
+    store, run = _server_with_one_run(tmp_path)
+    outer = nx.DiGraph([("pre", "sub")])
+    nx.set_node_attributes(outer, {"pre": "function", "sub": "formation"}, "kind")
+    inner = nx.DiGraph()
+    inner.add_node("ask", kind="function")
+    with RunStore(tmp_path / "w.db") as journal:
+        journal.begin_run("f", FormationShape.of(outer), "x", run_id=run.id)
+        journal.record_visit(run.id, "pre", 1, "x")
+        journal.begin_run("inner", FormationShape.of(inner), "x", run_id=f"{run.id}/sub/1", parent=run.id)
+        journal.record_interrupt(f"{run.id}/sub/1", "ask", 1, {"question": "ok?"})
+        journal.set_status(f"{run.id}/sub/1", "suspended")
+        journal.record_interrupt(run.id, "sub", 1, {"question": "ok?"})
+        journal.set_status(run.id, "suspended", wait=True)
+        assert recover_runs(store, journal) == 1
+    again = store.get_run(run.id)
+    store.close()
+    # FormationResult.interrupt (what the live run recorded) names the inner node by its path
+    assert (again.status, again.interrupt) == ("suspended", {"node": "sub/ask", "payload": {"question": "ok?"}})
+
+
 def test_a_run_the_journal_never_saw_and_fleet_runs_are_failed(tmp_path: Path) -> None:
     store = Store(tmp_path / "w.db")
     formation = store.create_formation(*_FORMATION)

@@ -22,7 +22,7 @@ from .._graphs import downstream
 from .errors import UsageError, unknown_run
 
 if TYPE_CHECKING:
-    from ..store import RunJournal, RunStore
+    from ..store import JournalStore, RunJournal, RunStore
 
 __all__ = ["add_show_parser", "load_journal", "not_reached", "run_document", "show_command", "waiting_at"]
 
@@ -155,7 +155,7 @@ def graph_order(journal: RunJournal) -> list[str]:
         return [name for name, _ in journal.shape.nodes]
 
 
-def waiting_at(store: RunStore, journal: RunJournal) -> tuple[list[str], set[str]]:
+def waiting_at(store: JournalStore, journal: RunJournal) -> tuple[list[str], set[str]]:
     """Where a suspended run waits: the nodes, outermost first (a formation node, then the
     node inside it that called ``interrupt()``, by path, as ``FormationResult.interrupt``
     names it: ``"sub/ask"``, or ``"fm/0/ask"`` inside item 0 of a map over a formation),

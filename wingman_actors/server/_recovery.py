@@ -12,10 +12,15 @@ when read (:func:`refreshed`): a suspended or interrupted run cancelled outside 
 
 from __future__ import annotations
 
-from ..store import JournalStore, RunRecord, UnknownRunError
+import logging
+
+from .._launcher.run_show import waiting_at
+from ..store import JournalStore, RunRecord, StoreError, UnknownRunError
 from ._convert import jsonable
 from ._run_records import RunRecords
 from ._schemas import RunOut
+
+log = logging.getLogger(__name__)
 
 __all__ = ["BECOMES", "interrupt_of", "recover_runs", "refreshed"]
 
@@ -27,10 +32,21 @@ BECOMES: dict[str, tuple[str, ...]] = {"interrupted": ("running",), "expired": (
 """The record statuses :func:`refreshed` can turn into each status (by what the journal says)."""
 
 
-def interrupt_of(record: RunRecord) -> dict[str, object] | None:
-    """A journal record's pending interrupt as the API shows it: ``{"node", "payload"}``."""
+def interrupt_of(journal: JournalStore, record: RunRecord) -> dict[str, object] | None:
+    """A journal record's pending interrupt as the API shows it: ``{"node", "payload"}``, the
+    node by its path when the question came from inside a nested formation (``"sub/ask"``), as
+    the live run's ``FormationResult.interrupt`` named it (the record names the outer node)."""
     pending = record.interrupt
-    return None if pending is None else {"node": pending.node, "payload": jsonable(pending.payload)}
+    if pending is None:
+        return None
+    node = pending.node
+    try:
+        waiting, _ = waiting_at(journal, journal.load(record.id))
+    except StoreError:  # a journal that cannot be read here: the record's node, as before
+        log.debug("run %s: where its interrupt came from could not be read", record.id, exc_info=True)
+    else:
+        node = waiting[-1] if waiting else node
+    return {"node": node, "payload": jsonable(pending.payload)}
 
 
 def recover_runs(records: RunRecords, journal: JournalStore) -> int:
@@ -55,7 +71,7 @@ def recover_runs(records: RunRecords, journal: JournalStore) -> int:
         elif record.status == "interrupted":
             records.set_run_status(run_id, "interrupted", f"{_STOPPED}; continue it with POST /runs/{run_id}/resume")
         else:
-            records.set_run_status(run_id, record.status, record.error, interrupt=interrupt_of(record))
+            records.set_run_status(run_id, record.status, record.error, interrupt=interrupt_of(journal, record))
         changed += 1
     return changed
 
