@@ -31,24 +31,13 @@ from typing import Any
 import pytest
 
 from tests.durable import temporal_worker
+from tests.durable.test_peer_temporal import child_of as child
+from tests.durable.test_peer_temporal import counted
 from tests.support.peers import Counter, local_ray  # noqa: F401  (a fixture)
 from tests.support.store_fixtures import until_the_server_has_seen_dead_owners_go
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.store import FormationMismatchError, RunNotResumableError, RunStore, StoreError
-
-
-def counted(counter: Counter, name: str, fn: Any) -> Any:
-    def node(x: Any) -> Any:
-        counter.hit(name)
-        return fn(x)
-
-    return node
-
-
-def child(counter: Counter, b: Any = None) -> Formation:
-    return (Formation("child").add_function("a", counted(counter, "a", lambda x: f"{x}a"))
-            .add_function("b", b or counted(counter, "b", lambda x: f"{x}b")).connect("a", "b"))
 
 
 def parent(inner: Formation, counter: Counter, **policies: Any) -> Formation:
