@@ -163,6 +163,20 @@ def test_a_task_that_times_out_after_its_retries_hands_the_timeout_to_an_error_e
     assert time.monotonic() - t0 < 3
 
 
+def test_a_drawn_workflow_shows_every_task_and_labels_the_branches() -> None:
+    """Ported from griptape-ai/griptape tests/unit/structures/test_workflow.py::test_workflow_with_control_flow_task
+    (``StructureVisualizer(workflow).to_url()``; ours is ``to_mermaid()``, with tasks named by digits)."""
+    f = (Formation("drawn").add_function("1", lambda x: x).add_function("branch", lambda x: x)
+         .add_function("2", lambda x: x).add_function("3", lambda x: x).add_function("4", lambda d: d)
+         .connect("1", "branch").connect("branch", "2", when=lambda x: x == 2).connect("branch", "3", otherwise=True)
+         .connect("2", "4").connect("3", "4"))
+    text = f.to_mermaid()
+    for name in ("1", "branch", "2", "3", "4"):
+        assert f'["{name}"]' in text
+    assert "-->|when|" in text and "-->|otherwise|" in text
+    assert len([line for line in text.splitlines() if "-->" in line]) == 5
+
+
 @pytest.mark.ray
 @pytest.mark.usefixtures("local_ray")
 def test_tasks_on_ray_share_the_runs_memory() -> None:
