@@ -16,7 +16,8 @@ fleet actors and re-exports the others.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import string
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,22 @@ def render_input(payload: Any, prompt: str | None, node: str = "") -> str:
     elif isinstance(payload, Mapping):
         fields.update({str(k): v for k, v in payload.items()})
     fields["input"] = text
-    return prompt.format_map(_Fields(node, fields))
+    try:
+        return prompt.format_map(_Fields(node, fields))
+    except ValueError:  # "contains positional fields": a digit field ({1}) names a key here; a
+        # ValueError of another cause (a bad format spec) is raised again by the second try
+        return _KEYS.vformat(prompt, (), _Fields(node, fields))
+
+
+class _DigitKeys(string.Formatter):
+    """Formats as ``str.format_map`` does, but a digit field (``{1}``) names the input's key
+    ``"1"`` (a predecessor named by a number), not a positional argument."""
+
+    def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        return kwargs[str(key)]  # a _Fields: a missing key is a PayloadError naming the node
+
+
+_KEYS = _DigitKeys()
 
 
 class AgentActor(NodeActor):

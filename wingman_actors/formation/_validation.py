@@ -517,7 +517,9 @@ def prompt_problems(node: str, prompt: str, fields: Mapping[str, Any] | None) ->
 
 
 def _key_problems(node: str, key: str, fields: Mapping[str, Any] | None) -> list[str]:
-    if key == "" or key.isdigit():
+    # a digit field is a key when the input has it (predecessors named "1", "2"): the
+    # renderer looks it up as one; otherwise str.format would take it as positional
+    if key == "" or (key.isdigit() and (fields is None or key not in fields)):
         return [f"node {node!r}: prompt has a positional field {{{key}}}; name it: {{input}} "
                 "for the whole input, or a key of a dict or model input"]
     if key != "input" and fields is not None and key not in fields:
