@@ -230,6 +230,17 @@ def test_a_node_that_fails_on_a_later_visit_of_its_loop_is_failed_in_the_errors_
     assert [n for n, t in info.value.nodes.items() if t.status == "failed"] == ["body"]
 
 
+def test_the_node_over_its_visit_limit_is_failed_in_the_errors_traces_naming_the_limit() -> None:
+    """Ported from deepset-ai/haystack test/core/pipeline/test_pipeline.py (PipelineMaxComponentRuns names
+    the component that ran too often)."""
+    with pytest.raises(FormationRuntimeError) as info:
+        bounded_loop(3).run(-1)
+    trace = info.value.nodes["body"]
+    assert (trace.status, trace.outputs) == ("failed", [0, 1, 2])
+    assert trace.error is not None and "max_visits=3" in trace.error
+    assert info.value.nodes["done"].status != "succeeded"
+
+
 @pytest.mark.parametrize("bad", [0, -1, "3", True])
 def test_a_max_visits_that_is_not_a_positive_int_is_refused_when_declared(bad: Any) -> None:
     """Ported from deepset-ai/haystack test/core/pipeline/test_pipeline_base.py (Pipeline(max_runs_per_component=...)
