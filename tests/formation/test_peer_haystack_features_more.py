@@ -11,6 +11,7 @@ node (a dict keyed by the predecessors that delivered)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -155,6 +156,23 @@ def test_a_node_outside_a_loop_joins_the_loops_exit_with_the_oldest_value_the_lo
                                                     f"{task}\ninvalid code\nFAIL\ninvalid code\nFAIL"]
     assert result.nodes["code_llm"].visits == 3
     assert order.nodes.count("answer_builder") == 1 and order.nodes[-1] == "answer_builder"
+
+
+def test_a_greedy_joiner_in_a_loop_takes_the_fast_branch_every_round_and_drops_the_slow_one() -> None:
+    """Ported from deepset-ai/haystack test/core/pipeline/features/test_run.py::pipeline_that_has_a_greedy_and_variadic_component_after_a_component_with_default_input
+    (a greedy variadic joiner runs with the first input it gets), placed inside a loop: each round's race is
+    its own (``join="any"``)."""
+    order = Order()
+    f = (Formation("greedy_loop").add_function("entry", lambda x: x).add_function("body", lambda x: x)
+         .add_function("fast", lambda x: x + 1).add_function("slow", lambda x: (time.sleep(0.2), x + 1000)[1])
+         .add_function("first", lambda d: next(iter(d.values())), join="any").add_function("done", lambda x: x)
+         .connect("entry", "body").connect("body", "fast", "first").connect("body", "slow", "first")
+         .connect("first", "body", when=lambda x: x < 3).connect("first", "done", otherwise=True))
+    result = f.run(0, on_event=order)
+    assert result.output == 3
+    assert result.nodes["first"].outputs == [1, 2, 3]
+    assert result.nodes["slow"].outputs == []
+    assert order.nodes.count("first") == 3 and order.nodes[-1] == "done"
 
 
 def test_a_node_that_sends_to_itself_runs_until_its_condition_stops_it() -> None:
