@@ -139,6 +139,13 @@ def build_traces(
             t.usage = t.usage + spent
         if not t.visits:  # a visit that only failed is a visit too (loops count theirs in ``visits``)
             t.visits = 1
+        if (t.status is NodeStatus.SUCCEEDED and name not in skipped and t.finished_at is not None
+                and WALL_OFFSET + finished > t.finished_at):
+            # a later visit (a loop's) failed the run after the earlier ones succeeded: the node's last word
+            # is this failure (an attempt retried into a success ends before it; a node that succeeded once
+            # and was skipped later by on_error="skip" stays succeeded)
+            t.status = NodeStatus.FAILED
+            t.attempts = 0
         if t.status is not NodeStatus.SUCCEEDED or attempt > t.attempts:
             t.attempts = max(t.attempts, attempt)
             t.error = error

@@ -113,12 +113,15 @@ class Router:
                 seen[node] = visits
                 run.left += 1
             if visits > spec.max_visits:
-                self.fail_run(run, FormationRuntimeError(
+                error = FormationRuntimeError(
                     f"node {node!r} was visited more than max_visits={spec.max_visits} times in run {run.id}: "
                     "the loop through it did not end; check the when= conditions of its back edges "
                     "or raise its max_visits",
                     node=node, attempts=0, run_id=run.id, outputs=run.outputs,
-                ))
+                )
+                now = time.perf_counter()  # the refused visit fails the node in its traces, not only the run
+                run.own("failures").append((node, 0, now, now, f"{type(error).__name__}: {error}", None))
+                self.fail_run(run, error)
                 return
         journal = self.journal
         if journal is None:
