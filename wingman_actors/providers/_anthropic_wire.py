@@ -14,7 +14,7 @@ from .._extras import require
 from ..core import ContentBlock, InferenceResponse, Message, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ._base import ResponseBuilder, shaped
-from ._http import kind_for_status, parse_retry_after
+from ._http import kind_for_status, retry_after_from
 
 with require("anthropic", "the anthropic provider"):
     import anthropic
@@ -292,10 +292,7 @@ def map_error(exc: BaseException, *, where: str = "the Anthropic API", timeout: 
         elif status == 404:
             hint = " (check the model name and base_url)"
         headers = exc.response.headers
-        retry_after = parse_retry_after(headers.get("retry-after"))
-        if retry_after is None and headers.get("retry-after-ms"):
-            ms = parse_retry_after(headers.get("retry-after-ms"))
-            retry_after = ms / 1000 if ms is not None else None
+        retry_after = retry_after_from(headers)
         typed = f" {error_type}" if error_type else ""
         return AgentError(
             f"anthropic answered HTTP {status}{typed}: {detail}{hint}",
