@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import AsyncGenerator, Coroutine, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -196,7 +196,7 @@ class OllamaProvider(BaseProvider):
         with open_stream(self._http, self.id, _PATH, body) as response:
             state = _LineState(ResponseBuilder(self.id, body["model"]))
             yield state.builder.message_start()
-            for line in response.iter_lines():
+            for line in _lines(response.iter_bytes()):
                 yield from self._line_events(state, line)
                 if state.done:
                     break
@@ -207,7 +207,7 @@ class OllamaProvider(BaseProvider):
         async with aopen_stream(self._http, self.id, _PATH, body) as response:
             state = _LineState(ResponseBuilder(self.id, body["model"]))
             yield state.builder.message_start()
-            async for line in response.aiter_lines():
+            async for line in _alines(response.aiter_bytes()):
                 for event in self._line_events(state, line):
                     yield event
                 if state.done:
@@ -349,6 +349,37 @@ def _messages(request: InferenceRequest) -> list[dict[str, Any]]:
                 user["images"] = images
             out.append(user)
     return out
+
+
+def _lines(chunks: Iterable[bytes]) -> Iterator[str]:
+    """The NDJSON lines of a body, split on ``\\n`` only. httpx's ``iter_lines`` splits like
+    ``str.splitlines``, also on U+0085, U+2028, U+2029..., which may sit raw inside a JSON
+    string (Go's encoder leaves U+0085 as it is); a ``\\n`` byte never sits inside a UTF-8
+    character, so splitting the bytes first is exact."""
+    pending = b""
+    for chunk in chunks:
+        if b"\n" not in chunk:
+            pending += chunk
+            continue
+        *whole, pending = (pending + chunk).split(b"\n")
+        for line in whole:
+            yield line.decode("utf-8", "replace")
+    if pending:
+        yield pending.decode("utf-8", "replace")
+
+
+async def _alines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """:func:`_lines` of an async body."""
+    pending = b""
+    async for chunk in chunks:
+        if b"\n" not in chunk:
+            pending += chunk
+            continue
+        *whole, pending = (pending + chunk).split(b"\n")
+        for line in whole:
+            yield line.decode("utf-8", "replace")
+    if pending:
+        yield pending.decode("utf-8", "replace")
 
 
 def _stop_reason(done_reason: Any, has_tool_calls: bool) -> StopReason:
