@@ -421,3 +421,46 @@ def test_retries_send_the_same_body_each_time(
     first, second = (json.loads(r.body) for r in loopback.requests)
     assert first == second and first["messages"] == [{"role": "user", "content": "Weather?"}]
 
+
+
+# --- the SSE byte stream ------------------------------------------------------------------
+
+
+def raw_sse(*chunks: dict[str, Any]) -> bytes:
+    """The bytes of an SSE stream with its JSON unescaped (as OpenAI's servers send UTF-8)."""
+    events = [f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks]
+    return "".join([*events, "data: [DONE]\n\n"]).encode()
+
+
+def test_an_event_split_across_http_chunks_inside_a_multi_byte_character_is_read_whole(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from openai/openai-python tests/test_streaming.py::test_multi_byte_character_multiple_chunks."""
+    body = raw_sse(chunk({"role": "assistant", "content": "\u0438\u0437\u0431\u0430"}), chunk({}, "stop"), usage_chunk())
+    cut = body.index("\u0437".encode()) + 1
+    loopback.queue(Reply(200, iter([body[:5], body[5:cut], body[cut:]]), {"content-type": "text/event-stream"}))
+    _, response = streamed(make(), mode)
+    assert response.text == "\u0438\u0437\u0431\u0430"
+
+
+@pytest.mark.parametrize("odd", ["\u2028", "\u2029", "\x85", "\x1c"], ids=["LS", "PS", "NEL", "FS"])
+def test_unicode_line_separators_inside_the_json_are_text_not_line_breaks(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str, odd: str
+) -> None:
+    """Ported from openai/openai-python tests/test_streaming.py::test_special_new_line_character."""
+    text = f"culpa{odd}qui"
+    body = raw_sse(chunk({"role": "assistant", "content": text}), chunk({}, "stop"), usage_chunk())
+    loopback.queue(Reply(200, body, {"content-type": "text/event-stream"}))
+    _, response = streamed(make(), mode)
+    assert response.text == text
+
+
+def test_comment_lines_and_crlf_line_ends_are_read_as_sse(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from openai/openai-python tests/test_streaming.py::test_multiple_events_with_data (keep-alive comments, CRLF)."""
+    body = raw_sse(chunk({"role": "assistant", "content": "Hi"}), chunk({}, "stop"), usage_chunk())
+    body = b": OPENROUTER PROCESSING\r\n\r\n" + body.replace(b"\n", b"\r\n")
+    loopback.queue(Reply(200, body, {"content-type": "text/event-stream"}))
+    _, response = streamed(make(), mode)
+    assert response.text == "Hi"
