@@ -295,3 +295,60 @@ def test_a_server_that_does_not_answer_in_time_is_a_timeout(
         answered(make(timeout=0.2), mode)
     assert caught.value.kind is ErrorKind.TIMEOUT
     assert time.monotonic() - started < 3.0
+
+
+def test_message_delta_usage_that_carries_input_tokens_overrides_message_starts(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from anthropics/anthropic-sdk-python tests/lib/streaming/test_messages.py (accumulate_event: message_delta usage wins when set)."""
+    end = message_end(output_tokens=9)
+    end[0][1]["usage"].update(input_tokens=55, cache_read_input_tokens=7)
+    loopback.queue(Reply.sse([
+        message_start(input_tokens=40), block_start(0, TEXT), delta(0, {"type": "text_delta", "text": "Hi"}),
+        block_stop(0), *end,
+    ]))
+    _, response = streamed(make(), mode)
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (55, 9)
+    assert response.usage.cache_read_input_tokens == 7
+
+
+def test_a_citations_delta_on_a_text_block_is_skipped_and_the_text_kept(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from anthropics/anthropic-sdk-python tests/lib/streaming/test_messages.py (citations_delta events)."""
+    citation = {"type": "char_location", "cited_text": "sky", "document_index": 0, "document_title": None,
+                "start_char_index": 0, "end_char_index": 3}
+    loopback.queue(Reply.sse([
+        message_start(), block_start(0, {"type": "text", "text": "", "citations": []}),
+        delta(0, {"type": "text_delta", "text": "Blue"}), delta(0, {"type": "citations_delta", "citation": citation}),
+        delta(0, {"type": "text_delta", "text": "."}), block_stop(0), *message_end(),
+    ]))
+    _, response = streamed(make(), mode)
+    assert response.text == "Blue."
+
+
+def test_a_429_before_any_event_is_retried_and_the_stream_then_read(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from anthropics/anthropic-sdk-python tests/test_client.py::TestAnthropic::test_retries_taken (stream=True, 429)."""
+    loopback.queue(error_reply(429, "rate_limit_error", "Slow down", {"retry-after": "0"}), Reply.sse([
+        message_start(), block_start(0, TEXT), delta(0, {"type": "text_delta", "text": "Ok"}), block_stop(0),
+        *message_end(),
+    ]))
+    events, response = streamed(make(max_retries=1), mode)
+    assert response.text == "Ok"
+    assert len(of_type(events, StreamEventType.MESSAGE_START)) == 1
+    assert len(loopback.requests) == 2
+
+
+def test_a_stream_that_stalls_after_its_first_delta_is_a_timeout(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from anthropics/anthropic-sdk-python tests/test_client.py::TestAnthropic::test_request_timeout (read timeout mid-stream)."""
+    events = [message_start(), block_start(0, TEXT), delta(0, {"type": "text_delta", "text": "Hal"})]
+    stalled = Reply.sse(events)
+    stalled.hang = True
+    loopback.queue(stalled)
+    with pytest.raises(AgentError) as caught:
+        streamed(make(timeout=0.3), mode)
+    assert caught.value.kind is ErrorKind.TIMEOUT

@@ -271,3 +271,15 @@ def test_unicode_line_separators_inside_a_line_are_text_not_line_breaks(
     loopback.queue(Reply(200, ndjson_bytes(line(text), final_line()), {"content-type": "application/x-ndjson"}))
     _, response = streamed(make(), mode, ask())
     assert response.text == text
+
+
+def test_a_stream_that_stalls_after_its_first_line_is_a_timeout(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from ollama/ollama-python tests/test_client.py (httpx's read timeout while streaming)."""
+    stalled = Reply.ndjson([line("Hal")])
+    stalled.hang = True
+    loopback.queue(stalled)
+    with pytest.raises(AgentError) as caught:
+        streamed(make(timeout=0.3), mode, ask())
+    assert caught.value.kind is ErrorKind.TIMEOUT

@@ -464,3 +464,46 @@ def test_comment_lines_and_crlf_line_ends_are_read_as_sse(
     loopback.queue(Reply(200, body, {"content-type": "text/event-stream"}))
     _, response = streamed(make(), mode)
     assert response.text == "Hi"
+
+
+def test_a_named_error_event_in_a_stream_is_an_agent_error_with_its_message(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from openai/openai-python tests/test_streaming.py (an ``event: error`` server-sent event)."""
+    loopback.queue(Reply.sse([(None, chunk({"role": "assistant", "content": "Hal"})),
+                              ("error", {"message": "upstream model crashed", "code": 502})]))
+    with pytest.raises(AgentError, match=r"upstream model crashed") as caught:
+        streamed(make(max_retries=2), mode)
+    assert caught.value.kind is ErrorKind.AGENT
+    assert len(loopback.requests) == 1  # text reached the caller: no retry
+
+
+def test_a_stream_that_stalls_after_its_first_chunk_is_a_timeout(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from openai/openai-python tests/test_client.py::TestOpenAI::test_request_timeout (read timeout mid-stream)."""
+    stalled = sse(chunk({"role": "assistant", "content": "Hal"}), done=False)
+    stalled.hang = True
+    loopback.queue(stalled)
+    with pytest.raises(AgentError) as caught:
+        streamed(make(timeout=0.3), mode)
+    assert caught.value.kind is ErrorKind.TIMEOUT
+
+
+def test_tool_calls_streamed_without_an_index_are_told_apart_by_their_ids(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from openai/openai-python issue #2806 (Gemini's OpenAI-compatible stream sends tool calls with no index).
+
+    The SDK's stream accumulator fails on such chunks; a new id starts a new call, and
+    argument deltas with no id continue the last one."""
+    first = {"id": "function-call-1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":'}}
+    more = {"function": {"arguments": ' "Paris"}'}}
+    second = {"id": "function-call-2", "type": "function", "function": {"name": "get_weather",
+                                                                        "arguments": '{"city": "Oslo"}'}}
+    loopback.queue(sse(chunk({"role": "assistant", "tool_calls": [first]}), chunk({"tool_calls": [more]}),
+                       chunk({"tool_calls": [second]}), chunk({}, "stop"), usage_chunk()))
+    _, response = streamed(make(), mode)
+    assert [(c.id, c.input) for c in response.tool_calls] == [
+        ("function-call-1", {"city": "Paris"}), ("function-call-2", {"city": "Oslo"})]
+    assert response.stop_reason == "tool_use"

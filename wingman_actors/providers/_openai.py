@@ -280,7 +280,9 @@ class OpenAIProvider(BaseProvider):
                     yield b.start_text(state.text_index)
                 yield b.text(state.text_index, text)
             for position, call in enumerate(delta.get("tool_calls") or []):
-                key = call.get("index", position)
+                key = call.get("index")
+                if key is None:  # Gemini's OpenAI-compatible API and some proxies send none
+                    key = state.key_without_index(call.get("id"), position)
                 fn = call.get("function") or {}
                 if key not in state.tools:
                     yield from state.end_thinking()
@@ -333,9 +335,22 @@ class _StreamState:
     usage: Usage = field(default_factory=Usage)
     done: bool = False
 
+    last_unindexed: tuple[str, int] | None = None  # the key of the last call sent with no index
+    last_unindexed_id: Any = None
+
     def allocate(self) -> int:
         index, self.next_index = self.next_index, self.next_index + 1
         return index
+
+    def key_without_index(self, call_id: Any, position: int) -> tuple[str, int]:
+        """The key of a tool-call delta sent with no ``index``: a new id (or a second call in
+        one delta) starts a new call; a delta with no id, or the same id, continues the last."""
+        if self.last_unindexed is None or (call_id and call_id != self.last_unindexed_id) or (
+            not call_id and position > 0
+        ):
+            self.last_unindexed = ("unindexed", len(self.tools))
+            self.last_unindexed_id = call_id
+        return self.last_unindexed
 
     def end_thinking(self) -> Iterator[StreamEvent]:
         """Stop the open reasoning block (the answer or a call follows it)."""
