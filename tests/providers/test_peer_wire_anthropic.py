@@ -24,7 +24,7 @@ from tests.providers.test_anthropic import (
     message_json,
     message_start,
 )
-from tests.providers.test_peer_wire_openai import answered, ask, of_type, streamed
+from tests.providers.test_peer_wire_openai import answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import StreamEventType, Usage
 from wingman_actors.errors import AgentError, ErrorKind

@@ -15,7 +15,7 @@ import pytest
 from tests.providers.test_ollama import MODEL, chat_reply, final_line, line
 from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
-from wingman_actors.core import InferenceRequest, Message, StreamEventType, ToolDefinition, Usage
+from wingman_actors.core import ContentBlock, InferenceRequest, Message, StreamEventType, ToolDefinition, Usage
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import RetryPolicy
 from wingman_actors.providers._base import BaseProvider
@@ -178,8 +178,6 @@ def test_tool_results_go_back_as_tool_messages_with_object_arguments_in_the_hist
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
 ) -> None:
     """Ported from ollama/ollama-python tests/test_client.py::test_client_chat_with_tools (the tool loop's second request)."""
-    from wingman_actors.core import ContentBlock
-
     loopback.queue(Reply.json(chat_reply("Sunny in Paris.")))
     history = [
         Message.user("Weather in Paris?"),

@@ -170,21 +170,6 @@ def test_two_streamed_tool_calls_interleaved_by_index_become_two_calls_in_order(
     assert [b.id for b in stops if b is not None] == ["call_a", "call_b"]
 
 
-def test_text_then_a_tool_call_in_one_stream_gives_the_text_block_first(
-    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
-) -> None:
-    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_parse_pydantic_tool (content before calls)."""
-    loopback.queue(sse(
-        chunk({"role": "assistant", "content": "Let me "}), chunk({"content": "check."}),
-        chunk({"tool_calls": [call_delta(0, id="call_1", name="get_weather", args='{"city":"Rome"}')]}),
-        chunk({}, "tool_calls"), usage_chunk(),
-    ))
-    _, response = streamed(make(), mode)
-    assert [b.type for b in response.content] == ["text", "tool_use"]
-    assert response.text == "Let me check."
-    assert response.tool_calls[0].input == {"city": "Rome"}
-
-
 def test_a_streamed_tool_call_with_empty_arguments_has_an_empty_input(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
 ) -> None:
@@ -335,7 +320,7 @@ def test_a_429_with_retry_after_is_retried_then_the_answer_is_returned(
     assert len(loopback.requests) == 3
 
 
-@pytest.mark.parametrize("status", [500, 502, 503, 504])
+@pytest.mark.parametrize("status", [500, 503])
 def test_a_5xx_answer_is_retried(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str, status: int
 ) -> None:
@@ -388,7 +373,7 @@ def test_retry_after_ms_wins_over_retry_after(
     assert caught.value.retry_after == pytest.approx(0.02)
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+@pytest.mark.parametrize("status", [400, 401, 404])
 def test_a_4xx_answer_is_never_retried_and_is_invalid(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str, status: int
 ) -> None:
@@ -410,16 +395,6 @@ def test_a_server_that_does_not_answer_in_time_is_a_timeout(
         answered(make(timeout=0.2), mode)
     assert caught.value.kind is ErrorKind.TIMEOUT
     assert time.monotonic() - started < 3.0
-
-
-def test_retries_send_the_same_body_each_time(
-    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
-) -> None:
-    """Ported from openai/openai-python tests/test_client.py::TestOpenAI::test_retries_taken (same request replayed)."""
-    loopback.queue(Reply.json({"error": {"message": "busy"}}, status=500), Reply.json(completion()))
-    answered(make(max_retries=1), mode, ask("Weather?"))
-    first, second = (json.loads(r.body) for r in loopback.requests)
-    assert first == second and first["messages"] == [{"role": "user", "content": "Weather?"}]
 
 
 
