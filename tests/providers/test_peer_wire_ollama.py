@@ -15,7 +15,14 @@ import pytest
 from tests.providers.test_ollama import MODEL, chat_reply, final_line, line
 from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
-from wingman_actors.core import ContentBlock, InferenceRequest, Message, StreamEventType, ToolDefinition, Usage
+from wingman_actors.core import (
+    ContentBlock,
+    InferenceRequest,
+    Message,
+    StreamEventType,
+    ToolDefinition,
+    Usage,
+)
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import RetryPolicy
 from wingman_actors.providers._base import BaseProvider
