@@ -352,3 +352,18 @@ def test_a_stream_that_stalls_after_its_first_delta_is_a_timeout(
     with pytest.raises(AgentError) as caught:
         streamed(make(timeout=0.3), mode)
     assert caught.value.kind is ErrorKind.TIMEOUT
+
+
+def test_an_overloaded_error_event_before_any_content_is_retried_like_a_529(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from anthropics/anthropic-sdk-python tests/test_streaming.py::test_error_event (the error as a 200 stream's first event)."""
+    loopback.queue(
+        Reply.sse([("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})]),
+        Reply.sse([message_start(), block_start(0, TEXT), delta(0, {"type": "text_delta", "text": "Ok"}),
+                   block_stop(0), *message_end()]),
+    )
+    events, response = streamed(make(max_retries=1), mode)
+    assert response.text == "Ok"
+    assert len(of_type(events, StreamEventType.MESSAGE_START)) == 1
+    assert len(loopback.requests) == 2

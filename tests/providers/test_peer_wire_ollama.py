@@ -288,3 +288,17 @@ def test_a_stream_that_stalls_after_its_first_line_is_a_timeout(
     with pytest.raises(AgentError) as caught:
         streamed(make(timeout=0.3), mode, ask())
     assert caught.value.kind is ErrorKind.TIMEOUT
+
+
+def test_an_error_line_as_a_streams_first_line_is_retried_like_a_5xx(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from ollama/ollama-python tests/test_client.py (an {"error": ...} first line of a 200 stream).
+
+    Nothing reached the caller yet, so the retry policy may try again, as for a 5xx (and
+    as the Anthropic provider does for an error event before any content)."""
+    loopback.queue(Reply.ndjson([{"error": "model runner crashed"}]),
+                   Reply.ndjson([line("Ok"), final_line()]))
+    events, response = streamed(make(max_retries=1), mode, ask())
+    assert response.text == "Ok"
+    assert len(of_type(events, StreamEventType.MESSAGE_START)) == 1

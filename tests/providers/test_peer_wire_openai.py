@@ -482,3 +482,16 @@ def test_tool_calls_streamed_without_an_index_are_told_apart_by_their_ids(
     assert [(c.id, c.input) for c in response.tool_calls] == [
         ("function-call-1", {"city": "Paris"}), ("function-call-2", {"city": "Oslo"})]
     assert response.stop_reason == "tool_use"
+
+
+def test_an_error_object_as_a_streams_first_chunk_is_retried_like_a_5xx(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from openai/openai-python tests/test_streaming.py (an error as the 200 stream's first event).
+
+    Nothing reached the caller yet, so the retry policy may try again, as for a 5xx."""
+    loopback.queue(sse({"error": {"message": "The server is overloaded", "type": "server_error"}}, done=False),
+                   sse(chunk({"role": "assistant", "content": "Ok"}), chunk({}, "stop"), usage_chunk()))
+    events, response = streamed(make(max_retries=1), mode)
+    assert response.text == "Ok"
+    assert len(of_type(events, StreamEventType.MESSAGE_START)) == 1

@@ -195,9 +195,12 @@ class OllamaProvider(BaseProvider):
         body = self.build_body(request, stream=True)
         with open_stream(self._http, self.id, _PATH, body) as response:
             state = _LineState(ResponseBuilder(self.id, body["model"]))
-            yield state.builder.message_start()
             for line in _lines(response.iter_bytes()):
-                yield from self._line_events(state, line)
+                events = self._line_events(state, line)
+                if not state.started and events:  # not before: an error first is retryable
+                    state.started = True
+                    yield state.builder.message_start()
+                yield from events
                 if state.done:
                     break
             yield from self._end_events(state)
@@ -206,23 +209,25 @@ class OllamaProvider(BaseProvider):
         body = self.build_body(request, stream=True)
         async with aopen_stream(self._http, self.id, _PATH, body) as response:
             state = _LineState(ResponseBuilder(self.id, body["model"]))
-            yield state.builder.message_start()
             async for line in _alines(response.aiter_bytes()):
-                for event in self._line_events(state, line):
+                events = self._line_events(state, line)
+                if not state.started and events:  # not before: an error first is retryable
+                    state.started = True
+                    yield state.builder.message_start()
+                for event in events:
                     yield event
                 if state.done:
                     break
             for event in self._end_events(state):
                 yield event
 
-    def _line_events(self, state: _LineState, line: str) -> Iterator[StreamEvent]:
+    def _line_events(self, state: _LineState, line: str) -> list[StreamEvent]:
         """The events of one NDJSON line (the final one marks the state done)."""
         if not line.strip():
-            return
+            return []
         data = self._decode_line(line)
         with shaped(self.id, "a stream line", line):
-            events = list(self._data_events(state, data))  # one line's few
-        yield from events
+            return list(self._data_events(state, data))  # one line's few
 
     def _data_events(self, state: _LineState, data: dict[str, Any]) -> Iterator[StreamEvent]:
         b = state.builder
@@ -302,6 +307,7 @@ class _LineState:
     next_index: int = 0
     tools: int = 0
     done: bool = False
+    started: bool = False  # message_start yielded: held back until the first line's events
 
     def allocate(self) -> int:
         index, self.next_index = self.next_index, self.next_index + 1
