@@ -8,7 +8,6 @@ what is asserted is what a user sees: our InferenceResponse, stream events, Agen
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -173,7 +172,7 @@ def test_two_streamed_tool_calls_interleaved_by_index_become_two_calls_in_order(
 def test_a_streamed_tool_call_with_empty_arguments_has_an_empty_input(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
 ) -> None:
-    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_parse_strict_tools (a call with no arguments)."""
+    """Ported from openai/openai-python tests/lib/chat/test_tool_call_deltas.py::test_duplicate_tool_call_deltas (a call with no argument deltas)."""
     loopback.queue(sse(
         chunk({"role": "assistant", "tool_calls": [call_delta(0, id="call_1", name="get_weather")]}),
         chunk({}, "tool_calls"), usage_chunk(),
@@ -185,7 +184,7 @@ def test_a_streamed_tool_call_with_empty_arguments_has_an_empty_input(
 def test_streamed_tool_call_arguments_that_are_not_json_are_an_agent_error_naming_the_tool(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
 ) -> None:
-    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_parse_pydantic_tool (invalid JSON)."""
+    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_parse_pydantic_tool (arguments that are not JSON)."""
     loopback.queue(sse(
         chunk({"role": "assistant", "tool_calls": [call_delta(0, id="call_1", name="get_weather", args='{"city": ')]}),
         chunk({}, "tool_calls"), usage_chunk(),
@@ -226,7 +225,7 @@ def test_an_empty_choices_chunk_before_the_answer_is_skipped(
 def test_only_the_first_choice_is_the_answer_when_n_is_above_one(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
 ) -> None:
-    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_multiple_choices."""
+    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_parse_pydantic_model_multiple_choices."""
     second = chunk({"role": "assistant", "content": "Second"})
     second["choices"][0]["index"] = 1
     loopback.queue(sse(chunk({"role": "assistant", "content": "First"}), second, chunk({}, "stop"), usage_chunk()))
@@ -238,7 +237,7 @@ def test_only_the_first_choice_is_the_answer_when_n_is_above_one(
 def test_a_length_finish_reason_is_max_tokens_with_the_partial_text(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
 ) -> None:
-    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_parse_max_tokens_reached_assertion."""
+    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_parse_max_tokens_reached."""
     loopback.queue(sse(chunk({"role": "assistant", "content": '{"city": "Par'}), chunk({}, "length"), usage_chunk()))
     _, response = streamed(make(), mode)
     assert (response.stop_reason, response.text) == ("max_tokens", '{"city": "Par')
@@ -247,7 +246,7 @@ def test_a_length_finish_reason_is_max_tokens_with_the_partial_text(
 def test_a_streamed_refusal_is_the_answers_text(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
 ) -> None:
-    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_refusal_logprobs.
+    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_parse_pydantic_model_refusal.
 
     The SDK keeps a refusal apart (``message.refusal``); we have no refusal block, so the
     refusal is the answer's text, streamed as text deltas."""
@@ -275,7 +274,7 @@ def test_a_refusal_in_a_plain_answer_is_the_answers_text(
 def test_a_content_filter_finish_reason_ends_the_turn(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
 ) -> None:
-    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_parse_content_filter_finish_reason.
+    """Ported from openai/openai-python tests/lib/chat/test_content_filter.py::test_stream_content_filter_completion.
 
     The SDK's parse helpers raise ContentFilterFinishReasonError; our stop reasons are only
     end_turn, tool_use and max_tokens (DESIGN), so a filtered answer ends the turn with
@@ -397,101 +396,3 @@ def test_a_server_that_does_not_answer_in_time_is_a_timeout(
     assert time.monotonic() - started < 3.0
 
 
-
-# --- the SSE byte stream ------------------------------------------------------------------
-
-
-def raw_sse(*chunks: dict[str, Any]) -> bytes:
-    """The bytes of an SSE stream with its JSON unescaped (as OpenAI's servers send UTF-8)."""
-    events = [f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks]
-    return "".join([*events, "data: [DONE]\n\n"]).encode()
-
-
-def test_an_event_split_across_http_chunks_inside_a_multi_byte_character_is_read_whole(
-    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
-) -> None:
-    """Ported from openai/openai-python tests/test_streaming.py::test_multi_byte_character_multiple_chunks."""
-    body = raw_sse(chunk({"role": "assistant", "content": "\u0438\u0437\u0431\u0430"}), chunk({}, "stop"), usage_chunk())
-    cut = body.index("\u0437".encode()) + 1
-    loopback.queue(Reply(200, iter([body[:5], body[5:cut], body[cut:]]), {"content-type": "text/event-stream"}))
-    _, response = streamed(make(), mode)
-    assert response.text == "\u0438\u0437\u0431\u0430"
-
-
-@pytest.mark.parametrize("odd", ["\u2028", "\u2029", "\x85", "\x1c"], ids=["LS", "PS", "NEL", "FS"])
-def test_unicode_line_separators_inside_the_json_are_text_not_line_breaks(
-    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str, odd: str
-) -> None:
-    """Ported from openai/openai-python tests/test_streaming.py::test_special_new_line_character."""
-    text = f"culpa{odd}qui"
-    body = raw_sse(chunk({"role": "assistant", "content": text}), chunk({}, "stop"), usage_chunk())
-    loopback.queue(Reply(200, body, {"content-type": "text/event-stream"}))
-    _, response = streamed(make(), mode)
-    assert response.text == text
-
-
-def test_comment_lines_and_crlf_line_ends_are_read_as_sse(
-    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
-) -> None:
-    """Ported from openai/openai-python tests/test_streaming.py::test_multiple_events_with_data (keep-alive comments, CRLF)."""
-    body = raw_sse(chunk({"role": "assistant", "content": "Hi"}), chunk({}, "stop"), usage_chunk())
-    body = b": OPENROUTER PROCESSING\r\n\r\n" + body.replace(b"\n", b"\r\n")
-    loopback.queue(Reply(200, body, {"content-type": "text/event-stream"}))
-    _, response = streamed(make(), mode)
-    assert response.text == "Hi"
-
-
-def test_a_named_error_event_in_a_stream_is_an_agent_error_with_its_message(
-    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
-) -> None:
-    """Ported from openai/openai-python tests/test_streaming.py (an ``event: error`` server-sent event)."""
-    loopback.queue(Reply.sse([(None, chunk({"role": "assistant", "content": "Hal"})),
-                              ("error", {"message": "upstream model crashed", "code": 502})]))
-    with pytest.raises(AgentError, match=r"upstream model crashed") as caught:
-        streamed(make(max_retries=2), mode)
-    assert caught.value.kind is ErrorKind.AGENT
-    assert len(loopback.requests) == 1  # text reached the caller: no retry
-
-
-def test_a_stream_that_stalls_after_its_first_chunk_is_a_timeout(
-    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
-) -> None:
-    """Ported from openai/openai-python tests/test_client.py::TestOpenAI::test_request_timeout (read timeout mid-stream)."""
-    stalled = sse(chunk({"role": "assistant", "content": "Hal"}), done=False)
-    stalled.hang = True
-    loopback.queue(stalled)
-    with pytest.raises(AgentError) as caught:
-        streamed(make(timeout=0.3), mode)
-    assert caught.value.kind is ErrorKind.TIMEOUT
-
-
-def test_tool_calls_streamed_without_an_index_are_told_apart_by_their_ids(
-    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
-) -> None:
-    """Ported from openai/openai-python issue #2806 (Gemini's OpenAI-compatible stream sends tool calls with no index).
-
-    The SDK's stream accumulator fails on such chunks; a new id starts a new call, and
-    argument deltas with no id continue the last one."""
-    first = {"id": "function-call-1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":'}}
-    more = {"function": {"arguments": ' "Paris"}'}}
-    second = {"id": "function-call-2", "type": "function", "function": {"name": "get_weather",
-                                                                        "arguments": '{"city": "Oslo"}'}}
-    loopback.queue(sse(chunk({"role": "assistant", "tool_calls": [first]}), chunk({"tool_calls": [more]}),
-                       chunk({"tool_calls": [second]}), chunk({}, "stop"), usage_chunk()))
-    _, response = streamed(make(), mode)
-    assert [(c.id, c.input) for c in response.tool_calls] == [
-        ("function-call-1", {"city": "Paris"}), ("function-call-2", {"city": "Oslo"})]
-    assert response.stop_reason == "tool_use"
-
-
-def test_an_error_object_as_a_streams_first_chunk_is_retried_like_a_5xx(
-    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
-) -> None:
-    """Ported from openai/openai-python tests/test_streaming.py (an error as the 200 stream's first event).
-
-    Nothing reached the caller yet, so the retry policy may try again, as for a 5xx."""
-    loopback.queue(sse({"error": {"message": "The server is overloaded", "type": "server_error"}}, done=False),
-                   sse(chunk({"role": "assistant", "content": "Ok"}), chunk({}, "stop"), usage_chunk()))
-    events, response = streamed(make(max_retries=1), mode)
-    assert response.text == "Ok"
-    assert len(of_type(events, StreamEventType.MESSAGE_START)) == 1
