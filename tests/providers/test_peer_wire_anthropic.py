@@ -367,3 +367,31 @@ def test_an_overloaded_error_event_before_any_content_is_retried_like_a_529(
     assert response.text == "Ok"
     assert len(of_type(events, StreamEventType.MESSAGE_START)) == 1
     assert len(loopback.requests) == 2
+
+
+def test_a_message_start_without_usage_takes_the_usage_of_message_delta(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from anthropics/anthropic-sdk-python tests/lib/streaming/test_messages.py (fixture missing_usage_response.txt)."""
+    start = message_start()
+    del start[1]["message"]["usage"]
+    end = message_end(output_tokens=1)
+    end[0][1]["usage"].update(input_tokens=11, cache_creation_input_tokens=3, cache_read_input_tokens=5)
+    loopback.queue(Reply.sse([start, block_start(0, TEXT), delta(0, {"type": "text_delta", "text": "hi"}),
+                              block_stop(0), *end]))
+    _, response = streamed(make(), mode)
+    assert response.text == "hi"
+    assert response.usage == Usage(input_tokens=11, output_tokens=1, cache_creation_input_tokens=3,
+                                   cache_read_input_tokens=5)
+
+
+def test_a_message_delta_without_usage_keeps_message_starts_usage(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from anthropics/anthropic-sdk-python tests/lib/streaming/test_messages.py (fixture message_delta_omitted_usage_response.txt, usage left out whole)."""
+    end = message_end()
+    del end[0][1]["usage"]
+    loopback.queue(Reply.sse([message_start(input_tokens=40), block_start(0, TEXT),
+                              delta(0, {"type": "text_delta", "text": "Hi"}), block_stop(0), *end]))
+    _, response = streamed(make(), mode)
+    assert (response.text, response.usage.input_tokens, response.stop_reason) == ("Hi", 40, "end_turn")

@@ -82,8 +82,11 @@ class EventMapper:
         if kind == "message_start" and isinstance(event, RawMessageStartEvent):
             b.model = event.message.model or b.model
             u = event.message.usage
-            self.start = _usage(u.input_tokens, u.output_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens)
-            b.usage = self.start
+            if u is not None:  # proxies may leave it to message_delta (the SDK accepts that)
+                self.start = _usage(
+                    u.input_tokens, u.output_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens
+                )
+                b.usage = self.start
             yield b.message_start()
         elif kind == "content_block_start" and isinstance(event, RawContentBlockStartEvent):
             block = event.content_block
@@ -116,7 +119,7 @@ class EventMapper:
                 yield b.stop(event.index)
         elif kind == "message_delta" and isinstance(event, RawMessageDeltaEvent):
             d, start = event.usage, self.start
-            usage = _usage(
+            usage = start if d is None else _usage(
                 d.input_tokens if d.input_tokens is not None else start.input_tokens,
                 d.output_tokens,
                 d.cache_creation_input_tokens
