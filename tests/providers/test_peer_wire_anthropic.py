@@ -395,3 +395,22 @@ def test_a_message_delta_without_usage_keeps_message_starts_usage(
                               delta(0, {"type": "text_delta", "text": "Hi"}), block_stop(0), *end]))
     _, response = streamed(make(), mode)
     assert (response.text, response.usage.input_tokens, response.stop_reason) == ("Hi", 40, "end_turn")
+
+
+def test_max_tokens_inside_a_tool_calls_input_is_an_invalid_error_naming_the_tool_and_the_fix(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from anthropics/anthropic-sdk-python tests/lib/streaming/test_messages.py (fixture incomplete_partial_json_response.txt).
+
+    The SDK returns the cut call with its input partly parsed; we never hand a session a
+    call cut short (it would run with wrong arguments), and a retry at the same max_tokens
+    would be cut again: the error says so and is not retried."""
+    loopback.queue(Reply.sse([
+        message_start(), block_start(0, TEXT), delta(0, {"type": "text_delta", "text": "Let me"}), block_stop(0),
+        block_start(1, tool_block("toolu_1", "make_file")), *json_deltas(1, "", '{"filename": "taxes.txt'),
+        *message_end("max_tokens", output_tokens=124),
+    ]))
+    with pytest.raises(AgentError, match=r"max_tokens.*'make_file'") as caught:
+        streamed(make(max_retries=2), mode)
+    assert caught.value.kind is ErrorKind.INVALID
+    assert len(loopback.requests) == 1

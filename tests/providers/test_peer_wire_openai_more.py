@@ -174,3 +174,21 @@ def test_several_deltas_of_one_call_in_one_chunk_are_joined_in_order(
     if at == 1:
         expected.insert(0, ("call_other", "other", {}))
     assert [(c.id, c.name, c.input) for c in response.tool_calls] == expected
+
+
+def test_a_length_stop_inside_a_tool_calls_arguments_is_an_invalid_error_naming_the_tool(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_parse_max_tokens_reached (cut inside a tool call).
+
+    The SDK raises LengthFinishReasonError; ours is an AgentError of kind invalid (a
+    retry at the same max_tokens would be cut again) naming the tool and max_tokens."""
+    loopback.queue(sse(
+        chunk({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                                    "function": {"name": "get_weather", "arguments": '{"ci'}}]}),
+        chunk({}, "length"), usage_chunk(),
+    ))
+    with pytest.raises(AgentError, match=r"max_tokens.*'get_weather'") as caught:
+        streamed(make(max_retries=2), mode)
+    assert caught.value.kind is ErrorKind.INVALID
+    assert len(loopback.requests) == 1

@@ -248,7 +248,9 @@ class OpenAIProvider(BaseProvider):
             state.started = True
             yield state.builder.message_start()
         stop = _STOP.get(state.finish_reason or "", "end_turn")
-        yield state.builder.message_delta("tool_use" if state.tools else stop, state.usage)
+        if state.tools and stop != "max_tokens":  # a cut answer stays max_tokens, calls or not
+            stop = "tool_use"
+        yield state.builder.message_delta(stop, state.usage)
         yield from state.builder.finish()
 
     def _decode_chunk(self, event: str, data: str) -> dict[str, Any]:
