@@ -14,7 +14,7 @@ from .._extras import require
 from ..core import ContentBlock, InferenceResponse, Message, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ._base import ResponseBuilder, shaped
-from ._http import kind_for_status, parse_retry_after
+from ._http import kind_for_status, retry_after_from
 
 with require("anthropic", "the anthropic provider"):
     import anthropic
@@ -82,8 +82,11 @@ class EventMapper:
         if kind == "message_start" and isinstance(event, RawMessageStartEvent):
             b.model = event.message.model or b.model
             u = event.message.usage
-            self.start = _usage(u.input_tokens, u.output_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens)
-            b.usage = self.start
+            if u is not None:  # proxies may leave it to message_delta (the SDK accepts that)
+                self.start = _usage(
+                    u.input_tokens, u.output_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens
+                )
+                b.usage = self.start
             yield b.message_start()
         elif kind == "content_block_start" and isinstance(event, RawContentBlockStartEvent):
             block = event.content_block
@@ -116,7 +119,7 @@ class EventMapper:
                 yield b.stop(event.index)
         elif kind == "message_delta" and isinstance(event, RawMessageDeltaEvent):
             d, start = event.usage, self.start
-            usage = _usage(
+            usage = start if d is None else _usage(
                 d.input_tokens if d.input_tokens is not None else start.input_tokens,
                 d.output_tokens,
                 d.cache_creation_input_tokens
@@ -292,10 +295,7 @@ def map_error(exc: BaseException, *, where: str = "the Anthropic API", timeout: 
         elif status == 404:
             hint = " (check the model name and base_url)"
         headers = exc.response.headers
-        retry_after = parse_retry_after(headers.get("retry-after"))
-        if retry_after is None and headers.get("retry-after-ms"):
-            ms = parse_retry_after(headers.get("retry-after-ms"))
-            retry_after = ms / 1000 if ms is not None else None
+        retry_after = retry_after_from(headers)
         typed = f" {error_type}" if error_type else ""
         return AgentError(
             f"anthropic answered HTTP {status}{typed}: {detail}{hint}",

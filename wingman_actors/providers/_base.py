@@ -336,7 +336,18 @@ class ResponseBuilder:
         elif raw["type"] == "thinking":
             block = ContentBlock.thinking_block(raw["text"], raw["signature"])
         else:
-            args = tool_arguments(self.provider, raw["name"], raw["json"])
+            try:
+                args = tool_arguments(self.provider, raw["name"], raw["json"])
+            except AgentError as exc:
+                if self.stop_reason != "max_tokens":
+                    raise
+                raise AgentError(  # not retryable: the same max_tokens would cut it again
+                    f"{self.provider} reached max_tokens inside the arguments of tool {raw['name']!r}, so the "
+                    f"call was cut short and is not run; raise max_tokens (the provider option, or the "
+                    f"agent's or request's max_tokens)",
+                    kind=ErrorKind.INVALID,
+                    provider=self.provider,
+                ) from exc
             block = ContentBlock.tool_use_block(raw["id"], raw["name"], args)
         raw["done"] = block
         return block

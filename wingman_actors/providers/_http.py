@@ -31,6 +31,7 @@ __all__ = [
     "open_stream",
     "parse_retry_after",
     "post_json",
+    "retry_after_from",
 ]
 
 T = TypeVar("T")
@@ -50,6 +51,18 @@ def parse_retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def retry_after_from(headers: Mapping[str, str]) -> float | None:
+    """Seconds an error answer's headers ask us to wait: ``retry-after-ms`` (milliseconds,
+    which OpenAI and Anthropic send) before ``retry-after``, as their SDKs read them."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms)) / 1000
+        except ValueError:
+            pass
+    return parse_retry_after(headers.get("retry-after"))
 
 
 def kind_for_status(status: int) -> ErrorKind:
@@ -92,7 +105,7 @@ def error_from_response(provider: str, status: int, headers: Mapping[str, str], 
         f"{provider} answered HTTP {status}: {detail}{hint}",
         kind=kind,
         status=status,
-        retry_after=parse_retry_after(headers.get("retry-after")),
+        retry_after=retry_after_from(headers),
         provider=provider,
     )
 

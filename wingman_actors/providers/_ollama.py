@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import AsyncGenerator, Coroutine, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -195,9 +195,12 @@ class OllamaProvider(BaseProvider):
         body = self.build_body(request, stream=True)
         with open_stream(self._http, self.id, _PATH, body) as response:
             state = _LineState(ResponseBuilder(self.id, body["model"]))
-            yield state.builder.message_start()
-            for line in response.iter_lines():
-                yield from self._line_events(state, line)
+            for line in _lines(response.iter_bytes()):
+                events = self._line_events(state, line)
+                if not state.started and events:  # not before: an error first is retryable
+                    state.started = True
+                    yield state.builder.message_start()
+                yield from events
                 if state.done:
                     break
             yield from self._end_events(state)
@@ -206,23 +209,25 @@ class OllamaProvider(BaseProvider):
         body = self.build_body(request, stream=True)
         async with aopen_stream(self._http, self.id, _PATH, body) as response:
             state = _LineState(ResponseBuilder(self.id, body["model"]))
-            yield state.builder.message_start()
-            async for line in response.aiter_lines():
-                for event in self._line_events(state, line):
+            async for line in _alines(response.aiter_bytes()):
+                events = self._line_events(state, line)
+                if not state.started and events:  # not before: an error first is retryable
+                    state.started = True
+                    yield state.builder.message_start()
+                for event in events:
                     yield event
                 if state.done:
                     break
             for event in self._end_events(state):
                 yield event
 
-    def _line_events(self, state: _LineState, line: str) -> Iterator[StreamEvent]:
+    def _line_events(self, state: _LineState, line: str) -> list[StreamEvent]:
         """The events of one NDJSON line (the final one marks the state done)."""
         if not line.strip():
-            return
+            return []
         data = self._decode_line(line)
         with shaped(self.id, "a stream line", line):
-            events = list(self._data_events(state, data))  # one line's few
-        yield from events
+            return list(self._data_events(state, data))  # one line's few
 
     def _data_events(self, state: _LineState, data: dict[str, Any]) -> Iterator[StreamEvent]:
         b = state.builder
@@ -302,6 +307,7 @@ class _LineState:
     next_index: int = 0
     tools: int = 0
     done: bool = False
+    started: bool = False  # message_start yielded: held back until the first line's events
 
     def allocate(self) -> int:
         index, self.next_index = self.next_index, self.next_index + 1
@@ -349,6 +355,37 @@ def _messages(request: InferenceRequest) -> list[dict[str, Any]]:
                 user["images"] = images
             out.append(user)
     return out
+
+
+def _lines(chunks: Iterable[bytes]) -> Iterator[str]:
+    """The NDJSON lines of a body, split on ``\\n`` only. httpx's ``iter_lines`` splits like
+    ``str.splitlines``, also on U+0085, U+2028, U+2029..., which may sit raw inside a JSON
+    string (Go's encoder leaves U+0085 as it is); a ``\\n`` byte never sits inside a UTF-8
+    character, so splitting the bytes first is exact."""
+    pending = b""
+    for chunk in chunks:
+        if b"\n" not in chunk:
+            pending += chunk
+            continue
+        *whole, pending = (pending + chunk).split(b"\n")
+        for line in whole:
+            yield line.decode("utf-8", "replace")
+    if pending:
+        yield pending.decode("utf-8", "replace")
+
+
+async def _alines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """:func:`_lines` of an async body."""
+    pending = b""
+    async for chunk in chunks:
+        if b"\n" not in chunk:
+            pending += chunk
+            continue
+        *whole, pending = (pending + chunk).split(b"\n")
+        for line in whole:
+            yield line.decode("utf-8", "replace")
+    if pending:
+        yield pending.decode("utf-8", "replace")
 
 
 def _stop_reason(done_reason: Any, has_tool_calls: bool) -> StopReason:

@@ -186,9 +186,12 @@ class OpenAIProvider(BaseProvider):
                 response.read()
                 raise self._not_sse(response)
             state = _StreamState(ResponseBuilder(self.id, body["model"]))
-            yield state.builder.message_start()
             for sse in EventSource(response).iter_sse():
-                yield from self._sse_events(state, sse.event, sse.data)
+                events = self._sse_events(state, sse.event, sse.data)
+                if not state.started and events:  # not before: an error first is retryable
+                    state.started = True
+                    yield state.builder.message_start()
+                yield from events
                 if state.done:
                     break
             yield from self._end_events(state)
@@ -200,9 +203,12 @@ class OpenAIProvider(BaseProvider):
                 await response.aread()
                 raise self._not_sse(response)
             state = _StreamState(ResponseBuilder(self.id, body["model"]))
-            yield state.builder.message_start()
             async for sse in EventSource(response).aiter_sse():
-                for event in self._sse_events(state, sse.event, sse.data):
+                events = self._sse_events(state, sse.event, sse.data)
+                if not state.started and events:  # not before: an error first is retryable
+                    state.started = True
+                    yield state.builder.message_start()
+                for event in events:
                     yield event
                 if state.done:
                     break
@@ -218,17 +224,17 @@ class OpenAIProvider(BaseProvider):
             provider=self.id,
         )
 
-    def _sse_events(self, state: _StreamState, event: str, data: str) -> Iterator[StreamEvent]:
+    def _sse_events(self, state: _StreamState, event: str, data: str) -> list[StreamEvent]:
         """The events of one server-sent event (``[DONE]`` marks the state done)."""
         data = data.strip()
         if data == "[DONE]":
             state.done = True
-            return
-        if data:
-            chunk = self._decode_chunk(event, data)
-            with shaped(self.id, "a stream chunk", data):
-                events = list(self._chunk_events(state.builder, state, chunk))  # one chunk's few
-            yield from events
+            return []
+        if not data:
+            return []
+        chunk = self._decode_chunk(event, data)
+        with shaped(self.id, "a stream chunk", data):
+            return list(self._chunk_events(state.builder, state, chunk))  # one chunk's few
 
     def _end_events(self, state: _StreamState) -> Iterator[StreamEvent]:
         """The closing events once the body has ended; raises if it ended early."""
@@ -238,8 +244,13 @@ class OpenAIProvider(BaseProvider):
                 kind=ErrorKind.AGENT,
                 provider=self.id,
             )
+        if not state.started:  # an answer with no content at all
+            state.started = True
+            yield state.builder.message_start()
         stop = _STOP.get(state.finish_reason or "", "end_turn")
-        yield state.builder.message_delta("tool_use" if state.tools else stop, state.usage)
+        if state.tools and stop != "max_tokens":  # a cut answer stays max_tokens, calls or not
+            stop = "tool_use"
+        yield state.builder.message_delta(stop, state.usage)
         yield from state.builder.finish()
 
     def _decode_chunk(self, event: str, data: str) -> dict[str, Any]:
@@ -280,7 +291,9 @@ class OpenAIProvider(BaseProvider):
                     yield b.start_text(state.text_index)
                 yield b.text(state.text_index, text)
             for position, call in enumerate(delta.get("tool_calls") or []):
-                key = call.get("index", position)
+                key = call.get("index")
+                if key is None:  # Gemini's OpenAI-compatible API and some proxies send none
+                    key = state.key_without_index(call.get("id"), position)
                 fn = call.get("function") or {}
                 if key not in state.tools:
                     yield from state.end_thinking()
@@ -332,10 +345,24 @@ class _StreamState:
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
     done: bool = False
+    started: bool = False  # message_start yielded: held back until the first chunk's events
+
+    last_unindexed: tuple[str, int] | None = None  # the key of the last call sent with no index
+    last_unindexed_id: Any = None
 
     def allocate(self) -> int:
         index, self.next_index = self.next_index, self.next_index + 1
         return index
+
+    def key_without_index(self, call_id: Any, position: int) -> tuple[str, int]:
+        """The key of a tool-call delta sent with no ``index``: a new id (or a second call in
+        one delta) starts a new call; a delta with no id, or the same id, continues the last."""
+        if self.last_unindexed is None or (call_id and call_id != self.last_unindexed_id) or (
+            not call_id and position > 0
+        ):
+            self.last_unindexed = ("unindexed", len(self.tools))
+            self.last_unindexed_id = call_id
+        return self.last_unindexed
 
     def end_thinking(self) -> Iterator[StreamEvent]:
         """Stop the open reasoning block (the answer or a call follows it)."""
