@@ -85,10 +85,20 @@ def test_the_formation_language_routes_the_same_on_each_backend(backend: str) ->
 
 
 def test_join_any_cancels_the_rest_of_a_slower_branch_on_each_backend(backend: str, tmp_path: Path) -> None:
-    marks = tmp_path / "ran"
+    marks, fast_done = tmp_path / "ran", tmp_path / "fast-done"
+
+    def fast(x: int) -> int:
+        fast_done.touch()
+        return x + 1
 
     def slow_1(x: int) -> int:
-        time.sleep(0.5)  # still running when 'fast' fires the join
+        # still running when 'fast' fires the join: it waits for fast (whose Ray worker may
+        # start seconds later on a loaded machine), then a while more (runs in a Ray worker:
+        # files are the shared state)
+        deadline = time.monotonic() + 20
+        while not fast_done.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.5)
         return x
 
     def slow_2(x: int) -> int:
@@ -97,7 +107,7 @@ def test_join_any_cancels_the_rest_of_a_slower_branch_on_each_backend(backend: s
         return x
 
     race = (
-        Formation("race").add_function("start", lambda x: x).add_function("fast", lambda x: x + 1)
+        Formation("race").add_function("start", lambda x: x).add_function("fast", fast)
         .add_function("slow_1", slow_1).add_function("slow_2", slow_2)
         .add_function("first", lambda values: values, join="any")
         .connect("start", "fast", "first").connect("start", "slow_1", "slow_2", "first")
