@@ -8,7 +8,7 @@ from typing import Any
 
 from .events import FormationEventType, emit
 
-__all__ = ["NOTHING", "ROUND_OVER", "Join", "RaceJoin", "cancel_losers", "drops", "mark", "new_join"]
+__all__ = ["NOTHING", "ROUND_OVER", "Join", "RaceJoin", "abandon_losers", "cancel_losers", "drops", "mark", "new_join"]
 
 
 NOTHING: Any = object()  # a predecessor resolved without a value (its edge did not fire, or it was skipped)
@@ -212,3 +212,29 @@ def cancel_losers(run: Any) -> None:
         for node in losers:
             emit(run.listeners, FormationEventType.NODE_SKIPPED, run.id, node,
                  {"reason": f"cancelled: {run.dropped[node]!r} (join='any') fired without it", "cancelled": True})
+
+
+def abandon_losers(router: Any, run: Any, cancel: tuple[str, ...], why: str) -> None:
+    """``cancel``: the nodes of the branches a ``join="any"`` of ``run`` just fired without.
+    Their work in progress stops: agent and fleet sessions at their next boundary, async
+    functions' tasks at their next ``await``. In a loop, an attempt of this round stuck in
+    blocking code is also abandoned, as a timed-out one is: it resolves now as cancelled,
+    a fresh replica takes the next round's visits, and its late end is ignored (the run
+    never waits for it)."""
+    for node in cancel:
+        group = router.nodes[node]
+        if not router.cyclic:
+            group.release(run, f"cancelled: {why}", abandon=False)
+            continue
+        for work, attempt, _ in group.attempts_of(run):
+            if work.target != node or node not in run.dropped or not drops(run, node, work.visit, work.tag):
+                continue  # a later round's visit (a replica on the next iteration): it runs
+            with run.lock:
+                if work.settled or work.attempt != attempt or run.done:
+                    continue
+                work.settled = True
+            if work.timer is not None:
+                work.timer.cancel()
+            group.abandon(work, f"cancelled: {why}")
+            router.cancel_loser(run, node, work.tag)
+            router.finish_one(run)

@@ -121,9 +121,10 @@ class FormationNode:
         {}``). Journalled as a skip, so a resume skips it again."""
         router = self.observer
         run = work.run
-        if attempt != work.attempt or (work.timer is not None and not router.settle(work)):
-            return  # a late reply from an attempt that timed out
-        if run.done or (run.dropped and self.name in run.dropped and router.dropped(work)):
+        if attempt != work.attempt or ((work.timer is not None or self.name in router.racing)
+                                       and not router.settle(work)):
+            return  # a late reply from an attempt that timed out, or was abandoned (a join="any" loser)
+        if run.done or (run.dropped and self.name in run.dropped and router.dropped(work, claimed=True)):
             return
         reason = f"its inner formation's sink {self.inner.single_sink!r} was skipped: no result to pass on"
         journal = router.journal

@@ -26,7 +26,7 @@ from ._error_routes import skip_error_targets
 from ._firing import edges_firing, exits_held, hold_exits, take_held
 from ._future import RunFuture
 from ._join import NOTHING as _NOTHING
-from ._join import ROUND_OVER, Join, RaceJoin, cancel_losers, drops, mark, new_join
+from ._join import ROUND_OVER, Join, RaceJoin, abandon_losers, cancel_losers, drops, mark, new_join
 from ._nesting import carry_traces
 from ._plan import ConditionRaised, Plan
 from ._replaying import REPLAYED, replay_visit, replaying
@@ -62,6 +62,11 @@ class Router:
         self.sinks = plan.sinks
         self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
         self.cyclic = any(e.back for e in plan.edges)
+        # In a loop, the nodes a join="any" may fire without: their attempts may be
+        # abandoned when it fires (formation/_join.py's abandon_losers), so an attempt's
+        # end claims its outcome (settle) as a timed one does, whoever comes first.
+        self.racing = frozenset(n for spec in self.specs.values() for cut in spec.race.values() for n in cut
+                                ) if self.cyclic else frozenset()
         # A node whose only out-edge is unconditional and leads to a node with only this
         # predecessor hands its output straight on: the common pipeline step.
         self.straight: dict[str, str | None] = {}
@@ -167,8 +172,8 @@ class Router:
     ) -> None:
         """A node succeeded: record it and route the output."""
         timer = work.timer
-        if attempt != work.attempt or (timer is not None and not self.settle(work)):
-            return  # a late reply from an attempt that timed out
+        if attempt != work.attempt or ((timer is not None or work.target in self.racing) and not self.settle(work)):
+            return  # a late reply from an attempt that timed out, or was abandoned (a join="any" loser)
         if timer is not None and (late := overdue(self.specs[work.target], attempt, work.run_id, started, finished)):
             note_failure(work.run, work.target, attempt, started, finished, late)
             self.tell_supervisor(AttemptFailed(work, attempt, late, started, finished, work.replica, False, None))
@@ -176,7 +181,7 @@ class Router:
         run = work.run
         if run.done:
             return
-        if run.dropped and work.target in run.dropped and self.dropped(work):  # a join="any" fired without it
+        if run.dropped and work.target in run.dropped and self.dropped(work, claimed=True):  # a join="any" fired without it
             return
         name = work.target
         journal = self.journal
@@ -252,8 +257,8 @@ class Router:
     ) -> bool:
         """A node raised: hand it to the supervisor. Returns True when the replica must
         retire (the supervisor starts a fresh one)."""
-        if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
-            return False  # the attempt timed out before: it was abandoned already
+        if attempt != work.attempt or ((work.timer is not None or work.target in self.racing) and not self.settle(work)):
+            return False  # the attempt timed out before, or lost a join="any": it was abandoned already
         if work.timer is not None:  # failing at its deadline (an agent session's is the node's) is timing out
             exc = overdue(self.specs[work.target], attempt, work.run_id, started, finished, exc) or exc
         run = work.run
@@ -275,7 +280,7 @@ class Router:
 
     def suspended(self, work: Work, attempt: int, signal: RunSuspended) -> None:
         """A visit called ``interrupt()``: journal it and suspend the run."""
-        if attempt != work.attempt or (work.timer is not None and not self.settle(work)):
+        if attempt != work.attempt or ((work.timer is not None or work.target in self.racing) and not self.settle(work)):
             return
         if self.journal is not None:
             stop_at_interrupt(self, work, attempt, signal)
@@ -299,12 +304,19 @@ class Router:
 
     broken = runtime_fault  # a hook above raised handling a node's outcome (a bug): the run fails, saying so
 
-    def dropped(self, work: Work) -> bool:
+    def dropped(self, work: Work, claimed: bool = False) -> bool:
         """A visit of a node in a branch a ``join="any"`` fired without reached its node or
-        ended: cancel it and return True when it belongs to that round (False: it runs)."""
+        ended: cancel it and return True when it belongs to that round (False: it runs).
+        ``claimed``: its end claimed it already (see ``racing``); a visit about to start
+        claims it here, unless the join's firing took it first."""
         run = work.run
         if not drops(run, work.target, work.visit, work.tag):
             return False
+        if not claimed and work.target in self.racing:
+            with run.lock:
+                if work.settled:
+                    return True  # abandoned as it started: resolved then
+                work.settled = True
         self.cancel_loser(run, work.target, work.tag)
         if self.cyclic:
             self.finish_one(run)
@@ -364,9 +376,7 @@ class Router:
                 if race:
                     cancel = race[next(iter(payload))]
                     if cancel:
-                        why = f"{target!r} (join='any') fired without it"
-                        for node in cancel:  # agent and fleet work in progress stops at its next boundary
-                            self.nodes[node].release(run, why, abandon=False)
+                        abandon_losers(self, run, cancel, f"{target!r} (join='any') fired without it")
                 self.visit(run, target, payload, pred, tag)
 
     def _join(self, run: RunState, target: str, pred: str, value: Any, visit: int = 0,
