@@ -214,7 +214,7 @@ def cancel_losers(run: Any) -> None:
                  {"reason": f"cancelled: {run.dropped[node]!r} (join='any') fired without it", "cancelled": True})
 
 
-def abandon_losers(router: Any, run: Any, cancel: tuple[str, ...], why: str) -> None:
+def abandon_losers(router: Any, run: Any, cancel: frozenset[str], why: str) -> None:
     """``cancel``: the nodes of the branches a ``join="any"`` of ``run`` just fired without.
     Their work in progress stops: agent and fleet sessions at their next boundary, async
     functions' tasks at their next ``await``. In a loop, an attempt of this round stuck in
