@@ -21,12 +21,17 @@ from typing import Any
 import pytest
 
 from tests.support.peers import Counter, local_ray  # noqa: F401  (a fixture)
-from wingman_actors import Formation
+from wingman_actors import Agent, Formation
 from wingman_actors.errors import (
+    AgentError,
+    ErrorKind,
+    FleetItemsError,
     FormationRuntimeError,
+    MapItemsError,
     PayloadError,
 )
 from wingman_actors.formation.events import FormationEvent
+from wingman_actors.testing import ScriptedProvider
 
 
 class ExpectedError(Exception):
@@ -56,6 +61,66 @@ class Retrying:
 
 def retry_delays(events: list[FormationEvent]) -> list[float]:
     return [e.data["delay_s"] for e in events if e.type == "node_retry"]
+
+
+# --- each task of a group retries on its own ------------------------------------------------
+
+
+def test_a_map_retries_its_transient_item_failures_even_when_another_item_cannot_succeed() -> None:
+    """Ported from celery/celery t/unit/tasks/test_tasks.py::test_task_retries::test_autoretry (each task of a
+    group retries on its own: one task's ``Reject`` does not stop another's ``autoretry_for``)."""
+    counter = Counter()
+
+    def item(i: int) -> int:
+        if counter.hit(i) == 1 and i == 1:
+            raise ConnectionError("transient")
+        if i == 0:
+            raise PayloadError("item 0 can never succeed")
+        return i
+
+    with pytest.raises(FormationRuntimeError) as info:
+        Formation("m").add_map("m", item, retries=2, backoff=0).run([0, 1, 2])
+    cause = info.value.__cause__
+    assert isinstance(cause, MapItemsError)
+    assert list(cause.errors) == [0]  # item 1 succeeded on its retry
+    assert (counter.count(0), counter.count(1), counter.count(2)) == (1, 2, 1)
+
+
+def test_a_map_over_a_formation_retries_only_the_items_whose_errors_retry_on_names() -> None:
+    """Ported from celery/celery t/unit/tasks/test_tasks.py::test_task_retries::test_autoretry_arith
+    (``autoretry_for`` judged per task) for the chords of a group: the handler sees only the item that
+    could not succeed."""
+    counter = Counter()
+
+    def b(x: int) -> int:
+        n = counter.hit(x)
+        if x == 0:
+            raise KeyError("never retried")
+        if x == 1 and n == 1:
+            raise ConnectionError("transient")
+        return x
+
+    inner = (Formation("c").add_function("a", lambda x: x).add_function("b", b)
+             .add_function("body", lambda v: v["a"] + v["b"]).connect("a", "body").connect("b", "body"))
+    f = (Formation("g").add_map("chords", formation=inner, max_workers=2, retries=1, backoff=0, retry_on=ConnectionError)
+         .add_function("errback", lambda nf: {i: type(e).__name__ for i, e in nf.error.errors.items()})
+         .connect("chords", "errback", on_error=True))
+    result = f.run([0, 1, 2])
+    assert result.outputs == {"errback": {0: "NestedRunError"}}
+    assert [counter.count(x) for x in (0, 1, 2)] == [1, 2, 1]
+
+
+def test_a_fleet_retries_an_items_transient_error_beside_an_item_the_model_refused() -> None:
+    """Ported from celery/celery t/unit/tasks/test_tasks.py::test_task_retries::test_autoretry for a group of
+    agent sessions: a refused request (kind ``invalid``, never retried) does not keep the other item's
+    connection error from being retried."""
+    provider = ScriptedProvider([AgentError("bad request", kind=ErrorKind.INVALID), ConnectionError("down"), "ok"])
+    f = Formation("fl").add_fleet("fleet", Agent("w", provider=provider), max_workers=1, retries=2, backoff=0)
+    with pytest.raises(FormationRuntimeError, match=r"1 of 2 item\(s\) failed; first: item 0: bad request") as info:
+        f.run(["a", "b"])
+    cause = info.value.__cause__
+    assert isinstance(cause, FleetItemsError) and list(cause.errors) == [0]
+    assert info.value.attempts == 2
 
 
 # --- retries: max_retries, autoretry_for, backoff, jitter ------------------------------------
@@ -183,3 +248,26 @@ def test_max_retries_on_ray_counts_every_attempt() -> None:
     with pytest.raises(FormationRuntimeError, match=r"'retry_task' failed after 3 attempt\(s\)") as info:
         f.run(1, backend="ray", timeout=120)
     assert isinstance(info.value.__cause__, ExpectedError) and info.value.attempts == 3
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_a_map_on_ray_retries_its_transient_item_failures_beside_one_that_cannot_succeed(tmp_path: Any) -> None:
+    """Ported from celery/celery t/unit/tasks/test_tasks.py::test_task_retries::test_autoretry on backend="ray"
+    (the held item's error travels with the retried call; the calls are counted in files, shared with the
+    Ray workers)."""
+
+    def item(i: int) -> int:
+        mark = tmp_path / f"item{i}"
+        first = not mark.exists()
+        mark.write_text("ran")
+        if i == 0:
+            raise PayloadError("item 0 can never succeed")
+        if i == 1 and first:
+            raise ConnectionError("transient")
+        return i
+
+    f = Formation("m").add_map("m", item, max_workers=2, retries=2, backoff=0)
+    with pytest.raises(FormationRuntimeError, match=r"1 of 3 item\(s\) failed; first: item 0: PayloadError") as info:
+        f.run([0, 1, 2], backend="ray", timeout=120)
+    assert info.value.attempts == 2
