@@ -17,7 +17,7 @@ import itertools
 import time
 from typing import Any, NamedTuple
 
-__all__ = ["Envelope", "EnvelopeType", "Work", "new_envelope", "next_id"]
+__all__ = ["Envelope", "EnvelopeType", "HeldItem", "Work", "held_errors", "new_envelope", "next_id"]
 
 _ids = itertools.count(1)
 next_id = _ids.__next__
@@ -88,7 +88,9 @@ class Work:
         settled: whether the attempt's outcome was claimed (by the node or its timer).
         timer: the attempt's timeout timer, if its node has a ``timeout``.
         replica: the replica working on it.
-        memo: a fleet or map node's finished items by index, kept across retries.
+        memo: a fleet or map node's finished items by index, kept across retries; an item
+            whose error a retry would not help while others' would is held there as a
+            :class:`HeldItem` (the retry reruns only the others, and fails with its error too).
         visit: the node's visit number in its run (1 unless a loop visits it again).
         scope: the durable-run context of the work (journalled runs only; None otherwise).
         tag: in a formation with a ``join="any"`` in a loop, ``(join, k)`` when the work
@@ -151,3 +153,29 @@ def new_envelope(
 ) -> Envelope:
     """Build an envelope with a fresh id and the current timestamp."""
     return Envelope(next_id(), run_id, sender, type, payload, time.time(), target=target, run=run)
+
+
+class HeldItem:
+    """A fleet or map item's error that a retry of its node would not help (not
+    ``retryable``, or not named by the node's ``retry_on``), kept in :attr:`Work.memo` while
+    a retry reruns the items whose errors might go away: the item is not run again, and the
+    node fails with this error among the others' (see
+    :func:`~wingman_actors.formation._supervision.held_items`)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        from ..errors import shippable_error  # the memo goes to a Ray actor with a fleet's or map's call
+
+        return (HeldItem, (shippable_error(self.error),))
+
+
+def held_errors(memo: dict[int, Any] | None) -> dict[int, BaseException]:
+    """The errors of the items ``memo`` holds (:class:`HeldItem`), by index; read when an
+    attempt starts (the memo is empty on a first attempt: nothing to scan)."""
+    if not memo:
+        return {}
+    return {i: m.error for i, m in memo.items() if type(m) is HeldItem}

@@ -32,7 +32,7 @@ from ..agents._fleet_loops import DEFAULT_MAX_WORKERS, Dispatch, WorkerPool
 from ..core import Usage
 from ..errors import AgentError, ErrorKind, MapItemsError, PayloadError
 from ._base import NodeActor, NodeObserver
-from ._envelope import Work
+from ._envelope import Work, held_errors
 from ._function import _plain_class, _problems, board_keyword, returned_coroutine
 from ._payloads import isolate
 
@@ -152,7 +152,9 @@ class MapActor(NodeActor):
         if env.memo is None:
             env.memo = {}
         memo = env.memo
+        held = held_errors(memo)  # items an earlier attempt failed for good: not run again
         todo = [i for i in range(len(items)) if i not in memo]
+        errors: dict[int, BaseException] = {}
         if todo:
             visit = _Visit(env, items, todo, self.observer if env.scope is not None else None)
             if self.board_param != "none":
@@ -172,11 +174,11 @@ class MapActor(NodeActor):
             finally:
                 self._visit = None
             errors = visit.errors
-            if errors:
-                asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
-                if asking:  # one interrupt at a time: the others ask again when the run resumes
-                    raise first_asked(errors, asking)
-                raise MapItemsError(self.name, len(items), dict(sorted(errors.items())))  # in item order
+            asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
+            if asking:  # one interrupt at a time: the others ask again when the run resumes
+                raise first_asked(errors, asking)
+        if errors or held:
+            raise MapItemsError(self.name, len(items), dict(sorted({**held, **errors}.items())))  # in item order
         return [memo[i] for i in range(len(items))], None
 
     def _board(self) -> dict[str, Any]:

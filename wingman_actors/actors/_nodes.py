@@ -33,7 +33,7 @@ from ..agents._session import Session
 from ..core import StreamEvent, Usage
 from ..errors import FleetItemsError, PayloadError  # re-exported: their old home
 from ._base import NodeActor, NodeObserver
-from ._envelope import Work
+from ._envelope import Work, held_errors
 from ._function import FunctionActor
 
 __all__ = [
@@ -253,6 +253,7 @@ class FleetActor(NodeActor):
         work = env.cause if env.cause is not None else env
         memo = work.memo if work.memo is not None else {}
         work.memo = memo
+        held = held_errors(memo)  # items an earlier attempt failed for good: not run again
         todo = [i for i in range(len(items)) if i not in memo]
         usages: list[Usage] = []
         errors: dict[int, BaseException] = {}
@@ -303,11 +304,11 @@ class FleetActor(NodeActor):
                             observer.item_finished(work, todo[fr.task_index], fr.result.output)
             finally:
                 self._fleet = self._done = None
-        if errors:
+        if errors or held:
             asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
             if asking:  # one interrupt at a time: the others ask again when the run resumes
                 raise first_asked(errors, asking)
-            failed = FleetItemsError(self.name, len(items), dict(sorted(errors.items())))  # in item order
+            failed = FleetItemsError(self.name, len(items), dict(sorted({**held, **errors}.items())))  # in item order
             # what this attempt's items spent, those that failed too: paid for, and traced
             failed.usage = Usage.sum(usages)
             raise failed

@@ -23,7 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any
 
 from .._interrupts import RunSuspended, VisitScope
-from ..actors._envelope import Work
+from ..actors._envelope import Work, held_errors
 from ..agents._fleet_loops import DEFAULT_MAX_WORKERS
 from ..core import Usage
 from ..errors import FormationRuntimeError, MapItemsError, PayloadError
@@ -65,15 +65,17 @@ class FormationMapActor(FormationActor):
             )
         memo = env.memo if env.memo is not None else {}
         env.memo = memo
+        held = held_errors(memo)  # items an earlier attempt failed for good: not run again
         if memo and self.inner.store is not None and env.run is not None:
             # items a resumed run took from its journal (or an earlier attempt ran): their
             # inner runs' traces, loaded from the journal when read
-            keep_journalled_items(env.run, self.name, self.inner.store, env.visit, memo, self.plan.order)
+            keep_journalled_items(env.run, self.name, self.inner.store, env.visit,
+                                  [i for i in memo if i not in held], self.plan.order)
         todo = deque(i for i in range(len(items)) if i not in memo)
         observer = self.observer
         durable = env.scope is not None and self.inner.store is not None and observer is not None
         running: dict[Future[FormationResult], tuple[int, VisitScope | None]] = {}
-        errors: dict[int, BaseException] = {}
+        errors: dict[int, BaseException] = dict(held)
         usage = ZERO_USAGE
         try:
             while todo or running:

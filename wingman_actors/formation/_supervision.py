@@ -7,7 +7,9 @@ that when ``jitter`` is on). Only errors the node's ``retry_on`` names are retri
 (:func:`retryable`; by default every error but ``PayloadError``); any other gives up at
 once. An error that says it cannot succeed on a retry (``retryable = False``: a
 ``PayloadError``, a provider's 4xx, ``interrupt()`` without a store) is never retried,
-whatever ``retry_on`` says.
+whatever ``retry_on`` says. A fleet's or map's items are judged one by one: when some
+failed items' errors are retried and others' are not, a retry reruns only the first ones,
+and the others keep their errors without running again (:func:`held_items`).
 
 An attempt that runs past its ``timeout`` is abandoned (a fresh replica takes new work at
 once) and counts as a failure with a :class:`~wingman_actors.errors.NodeTimeoutError`: it
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..actors._address import RuntimeActor
-from ..actors._envelope import Work
+from ..actors._envelope import HeldItem, Work
 from ..agents._result import spent
 from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError, NoRouteError
 from ._error_routes import route_failure
@@ -63,6 +65,7 @@ __all__ = [
     "Supervisor",
     "SupervisorMessage",
     "backoff_delay",
+    "held_items",
     "inner_cause",
     "note_failure",
     "overdue",
@@ -97,8 +100,8 @@ def retryable(retry_on: tuple[type[BaseException], ...] | None, error: BaseExcep
     """Whether a node with this ``retry_on`` (see :class:`~.plan.NodeSpec`) retries ``error``.
 
     An error with ``retryable = False`` never is. A fleet's ``FleetItemsError`` is retried
-    when ``retry_on`` names it, or names every failed item's error, and never when an
-    item's error cannot succeed on a retry. A formation node's (or a mapped formation's
+    whole when ``retry_on`` names it, or names every failed item's error, and no item's
+    error cannot succeed on a retry (else :func:`held_items` retries the items that may). A formation node's (or a mapped formation's
     item's) error is judged by what failed its inner run (:func:`inner_cause`).
     """
     cause = inner_cause(error)
@@ -111,6 +114,29 @@ def retryable(retry_on: tuple[type[BaseException], ...] | None, error: BaseExcep
         return True
     return isinstance(error, FleetItemsError) and all(
         isinstance(inner_cause(e), retry_on) for e in error.errors.values())
+
+
+def held_items(retry_on: tuple[type[BaseException], ...] | None, error: BaseException) -> dict[int, BaseException]:
+    """The failed items of a fleet or map (``error`` a ``FleetItemsError`` that
+    :func:`retryable` refuses) that another attempt would not help, when some others' it
+    would: a retry reruns only those others, and these items keep their errors (each item
+    retries on its own, as a group's tasks do). Empty when the node is not retried at all.
+
+    An item's error helps on a retry when it is ``retryable`` and ``retry_on`` names it,
+    or names the node's items error itself (then only ``retryable`` counts).
+    """
+    if not isinstance(error, FleetItemsError):
+        return {}
+    named = retry_on is None or isinstance(error, retry_on)
+
+    def helps(item_error: BaseException) -> bool:
+        cause = inner_cause(item_error)
+        if not getattr(cause, "retryable", True):
+            return False
+        return named or isinstance(item_error, retry_on or ()) or isinstance(cause, retry_on or ())
+
+    held = {i: e for i, e in error.errors.items() if not helps(e)}
+    return held if len(held) < len(error.errors) else {}
 
 
 def inner_cause(error: BaseException) -> BaseException:
@@ -217,7 +243,7 @@ class Supervision:
             self.router.nodes[spec.name].restart(failure.replica, failure.actor)
         if run.done or run.suspending is not None:  # a suspending run: it runs again on resume
             return
-        if work.attempt <= spec.retries and retryable(spec.retry_on, exc):
+        if work.attempt <= spec.retries and (retryable(spec.retry_on, exc) or self.hold(work, spec, exc)):
             delay = backoff_delay(spec.backoff, work.attempt, spec.max_backoff, spec.jitter)
             if run.listeners:
                 emit(run.listeners, FormationEventType.NODE_RETRY, run.id, spec.name, {
@@ -233,6 +259,17 @@ class Supervision:
                 self.redeliver(work)
             return
         self.give_up(run, spec, work.attempt, exc, work.visit, work)
+
+    @staticmethod
+    def hold(work: Work, spec: NodeSpec, error: BaseException) -> bool:
+        """Whether a retry reruns part of a fleet or map whose items failed: those a retry
+        would not help are held in the work's memo (:func:`held_items`), not run again."""
+        held = held_items(spec.retry_on, error)
+        if not held or work.memo is None:
+            return False
+        for i, item_error in held.items():
+            work.memo[i] = HeldItem(item_error)
+        return True
 
     def redeliver(self, work: Work) -> None:
         if work.run.done or self.router.closing:
