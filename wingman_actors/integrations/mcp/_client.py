@@ -128,10 +128,16 @@ def render_result(result: mcp_types.CallToolResult) -> str:
         elif isinstance(block, mcp_types.ResourceLink):
             parts.append(f"[resource link {block.uri}: {block.name}]")
         elif isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
-            parts.append(f"[{block.type} {block.mime_type}, {len(block.data) * 3 // 4} bytes, not shown]")
+            parts.append(f"[{block.type} {block.mime_type}, {_decoded_size(block.data)} bytes, not shown]")
     if not parts and result.structured_content is not None:
         return json.dumps(result.structured_content, ensure_ascii=False)
     return "\n".join(parts)
+
+
+def _decoded_size(data: str) -> int:
+    """The size in bytes of base64 ``data`` once decoded (its ``=`` padding is no data)."""
+    data = data.rstrip()
+    return len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
 
 
 @contextmanager
