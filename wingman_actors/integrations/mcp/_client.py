@@ -113,9 +113,11 @@ class MCPTool:
 def render_result(result: mcp_types.CallToolResult) -> str:
     """The text a model receives for an MCP tool result.
 
-    Text blocks as they are; embedded text resources by their text; images, audio and
-    links as a one-line note. Structured content is sent as JSON when the result has no
-    text (servers that return both put the same data in the text, as the spec asks).
+    Text blocks as they are; embedded text resources by their text; images and audio (type
+    and decoded size), binary resources (URI and type) and resource links (URI, name, type
+    and description) as a one-line note each. Structured content is sent as JSON when the
+    result has no text (servers that return both put the same data in the text, as the
+    spec asks).
     """
     parts: list[str] = []
     for block in result.content:
@@ -126,7 +128,9 @@ def render_result(result: mcp_types.CallToolResult) -> str:
             text = getattr(res, "text", None)
             parts.append(text if text is not None else f"[resource {res.uri} ({res.mime_type or 'binary'})]")
         elif isinstance(block, mcp_types.ResourceLink):
-            parts.append(f"[resource link {block.uri}: {block.name}]")
+            kind = f" ({block.mime_type})" if block.mime_type else ""
+            about = f": {block.description}" if block.description else ""
+            parts.append(f"[resource link {block.uri}: {block.name}{kind}{about}]")
         elif isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
             parts.append(f"[{block.type} {block.mime_type}, {_decoded_size(block.data)} bytes, not shown]")
     if not parts and result.structured_content is not None:
