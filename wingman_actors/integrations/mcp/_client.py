@@ -37,9 +37,11 @@ class MCPTool:
 
     Arguments are checked against the server's input schema (with ``jsonschema``) before
     the call, so a model gets a precise account of what it got wrong without a round trip.
-    The server's errors (``isError`` results, protocol errors, a crashed server, a call
-    that takes longer than the timeout) become :class:`~wingman_actors.errors.ToolError`,
-    which the session turns into an error result for the model.
+    The server's errors (``isError`` results, protocol errors, structured content that
+    breaks the tool's own output schema, a crashed server, a call that takes longer than
+    the timeout) become :class:`~wingman_actors.errors.ToolError` naming the tool and,
+    where the server is at fault, the server; the session turns it into an error result
+    for the model.
 
     Attributes:
         name: the name the model sees (the server's, with ``prefix`` and unsafe
@@ -75,13 +77,28 @@ class MCPTool:
             raise  # the run was cancelled or timed out: the session handles it
         except TimeoutError as exc:
             raise ToolError(
-                f"MCP tool {self.name!r} did not answer within {self._conn.call_timeout:g}s ({exc}); "
-                "try a smaller request or another tool", tool=self.name,
+                f"MCP tool {self.name!r} of server {self._conn.label} did not answer within "
+                f"{self._conn.call_timeout:g}s ({exc}); try a smaller request or another tool", tool=self.name,
             ) from exc
         except ConnectionError as exc:
             raise ToolError(f"MCP tool {self.name!r} is unavailable: {exc}", tool=self.name) from exc
         except MCPError as exc:
-            raise ToolError(f"MCP tool {self.name!r} failed: {exc.message} (code {exc.code})", tool=self.name) from exc
+            raise ToolError(
+                f"MCP tool {self.name!r} of server {self._conn.label} failed: {exc.message} (code {exc.code})",
+                tool=self.name,
+            ) from exc
+        except RuntimeError as exc:
+            # the SDK checks structured content against the tool's output schema (and
+            # raises RuntimeError): the server broke its own contract
+            raise ToolError(
+                f"MCP tool {self.name!r} of server {self._conn.label} returned a result its own output schema "
+                f"refuses: {_first_paragraph(exc)}", tool=self.name,
+            ) from exc
+        except Exception as exc:  # e.g. pydantic's ValidationError: a result the protocol does not allow
+            raise ToolError(
+                f"MCP tool {self.name!r} of server {self._conn.label} returned a result the MCP client cannot "
+                f"read: {type(exc).__name__}: {_first_paragraph(exc)}", tool=self.name,
+            ) from exc
         text = render_result(result)
         if result.is_error:
             raise ToolError(text or f"MCP tool {self.name!r} reported an error without a message", tool=self.name)
@@ -136,6 +153,11 @@ def render_result(result: mcp_types.CallToolResult) -> str:
     if not parts and result.structured_content is not None:
         return json.dumps(result.structured_content, ensure_ascii=False)
     return "\n".join(parts)
+
+
+def _first_paragraph(exc: Exception) -> str:
+    """The first paragraph of an exception's text (jsonschema's errors add the whole schema)."""
+    return str(exc).split("\n\n", 1)[0].strip() or type(exc).__name__
 
 
 def _decoded_size(data: str) -> int:
