@@ -21,7 +21,7 @@ class LoopbackServer:
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self._server = uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level="critical"))
+        self._server = uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level="critical", timeout_graceful_shutdown=1))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, name="loopback-http-mcp"
         )

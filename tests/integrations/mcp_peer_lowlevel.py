@@ -67,9 +67,10 @@ def _result(name: str) -> mcp_types.CallToolResult:
     return mcp_types.CallToolResult(content=text)
 
 
-def build(mode: str, page_size: int = 3) -> Server[Any]:
+def build(mode: str, page_size: int = 3, seen: list[str | None] | None = None) -> Server[Any]:
+    """The server of ``mode``; ``seen`` receives the cursor of every tools/list request, in order."""
     tools = _tools(mode)
-    seen: list[str | None] = []  # the cursors asked for, in order
+    seen = seen if seen is not None else []
 
     async def list_tools(
         _ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
@@ -85,8 +86,6 @@ def build(mode: str, page_size: int = 3) -> Server[Any]:
         return mcp_types.ListToolsResult(tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None)
 
     async def call_tool(_ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
-        if params.name == "cursors":
-            return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=repr(seen))])
         return _result(params.name)
 
     return Server(f"lowlevel-{mode}", on_list_tools=list_tools, on_call_tool=call_tool)

@@ -204,7 +204,8 @@ def mcp_tools(
     Raises:
         ValueError: neither or both of ``command`` and ``url``, or options of the other
             transport, a timeout not > 0, a ``prefix`` of characters a tool name cannot
-            hold, or ``include`` names a tool the server does not have.
+            hold, ``include`` names a tool the server does not have, or two of the
+            server's tools have the same name once made safe for a model.
         TypeError: a timeout that is not a number, a ``prefix`` not a str, ``include`` not
             a list of names (a str included), ``env`` or ``headers`` not a dict of str to str,
             ``url`` not a str, ``cwd`` not a path.
@@ -224,9 +225,26 @@ def mcp_tools(
                     f"MCP server {label} has no tool(s) {missing}; it has: {', '.join(sorted(known)) or 'none'}"
                 )
             specs = [s for s in specs if s.name in wanted]
-        yield [MCPTool(conn, spec, prefix=prefix) for spec in specs]
+        tools = [MCPTool(conn, spec, prefix=prefix) for spec in specs]
+        _refuse_clashes(tools, label)
+        yield tools
     finally:
         conn.close()
+
+
+def _refuse_clashes(tools: list[MCPTool], label: str) -> None:
+    """Refuse server tools whose names, made safe for a model, are one name (an agent could
+    not tell them apart)."""
+    by_name: dict[str, list[str]] = {}
+    for t in tools:
+        by_name.setdefault(t.name, []).append(t.remote_name)
+    for name, remote in by_name.items():
+        if len(remote) > 1:
+            raise ValueError(
+                f"MCP server {label}: its tools {' and '.join(repr(r) for r in remote)} are both named {name!r} "
+                "for the model (a tool name keeps letters, digits, '_' and '-', up to 64 characters); leave all "
+                "but one out with include=[...], or open each in its own mcp_tools block with another prefix="
+            )
 
 
 def _check_options(
