@@ -209,7 +209,8 @@ def mcp_tools(
         TypeError: a timeout that is not a number, a ``prefix`` not a str, ``include`` not
             a list of names (a str included), ``env`` or ``headers`` not a dict of str to str,
             ``url`` not a str, ``cwd`` not a path.
-        MCPConnectionError: the server could not be started, reached or initialised.
+        MCPConnectionError: the server could not be started, reached or initialised, or
+            its paginated tool listing never ends (a cursor that comes back).
     """
     _check_options(timeout, connect_timeout, prefix, include, env, headers)
     wanted = _names(include)
