@@ -20,7 +20,7 @@ pytest.importorskip("mcp", reason='needs the mcp extra: pip install -e ".[mcp]"'
 
 from wingman_actors import Agent, Formation, Session
 from wingman_actors.core import InferenceResponse
-from wingman_actors.errors import AgentError, ErrorKind, ToolError
+from wingman_actors.errors import AgentError, ErrorKind, FormationSetupError, ToolError
 from wingman_actors.integrations.mcp import MCPConnectionError, mcp_tools
 from wingman_actors.testing import ScriptedProvider
 from wingman_actors.tools import ToolContext
@@ -300,6 +300,7 @@ def test_an_agent_node_holding_mcp_tools_on_ray_is_refused_naming_the_node_and_t
     url, _ = paged
     with mcp_tools(url=url, include=["tool_0"]) as tools:
         f = Formation("ray_agent").add_agent("helper", Agent("helper", provider=ScriptedProvider(["x"]), tools=tools))
-        with pytest.raises(Exception, match=r"helper") as info:
+        with pytest.raises(FormationSetupError, match=r"node 'helper' cannot be pickled") as info:
             f.run("go", backend="ray", timeout=120)
-    assert "cannot be sent to another process" in str(info.value)
+    assert "MCP tool 'tool_0' holds a live connection" in str(info.value)
+    assert "open mcp_tools(...) where the agent runs" in str(info.value)

@@ -120,7 +120,10 @@ def build_server(
         t: Tool = found
         arguments = dict(params.arguments or {})
         try:
-            text = await anyio.to_thread.run_sync(t.execute, arguments, ctx)
+            # abandon_on_cancel: a request its client cancelled (or a client gone) returns at
+            # once; a blocking tool cannot be stopped, so its thread runs on, as a session
+            # abandons a tool call, instead of holding the request and the server's exit
+            text = await anyio.to_thread.run_sync(t.execute, arguments, ctx, abandon_on_cancel=True)
         except AgentError as exc:  # ToolError included: the message is written for a model
             return _error(exc.message)
         except Exception as exc:
