@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 
 from pydantic import BaseModel
@@ -74,4 +75,14 @@ async def wait(marker: str, seconds: float) -> str:
     return "waited"
 
 
-TOOLS = [shout, explode, refuse, nap, anap, person, pid, wait]
+MEETING = threading.Barrier(3, timeout=5)
+
+
+@tool
+def meet() -> str:
+    """Blocks until three calls of it are in flight at once (in-process tests only)."""
+    MEETING.wait()
+    return "met"
+
+
+TOOLS = [shout, explode, refuse, nap, anap, person, pid, wait, meet]

@@ -59,7 +59,7 @@ def test_the_sdk_client_lists_every_tool_with_its_docstring_and_schema(tmp_path:
     """Ported from modelcontextprotocol/python-sdk tests/server/mcpserver/test_server.py::TestServerTools::test_list_tools."""
     listed = _with_client(tmp_path, lambda c: c.list_tools())
     by_name = {t.name: t for t in listed.tools}
-    assert list(by_name) == ["shout", "explode", "refuse", "nap", "anap", "person", "pid", "wait"]
+    assert list(by_name) == ["shout", "explode", "refuse", "nap", "anap", "person", "pid", "wait", "meet"]
     shout = by_name["shout"]
     assert shout.input_schema["required"] == ["text"]
     assert shout.input_schema["properties"]["times"] == {"default": 1, "type": "integer"}
@@ -74,7 +74,7 @@ def test_a_listing_asked_for_with_a_cursor_still_answers_every_tool(tmp_path: Pa
         return [await c.list_tools(cursor=cursor) for cursor in (None, "", "some_cursor_value")]
 
     for page in _with_client(tmp_path, go):
-        assert len(page.tools) == 8 and page.next_cursor is None
+        assert len(page.tools) == 9 and page.next_cursor is None
 
 
 def test_non_ascii_descriptions_arguments_and_results_cross_unchanged(tmp_path: Path) -> None:
@@ -132,14 +132,11 @@ def test_arguments_of_the_wrong_type_are_an_error_result_naming_the_argument(tmp
 def test_concurrent_calls_of_one_client_run_at_once(tmp_path: Path) -> None:
     """Ported from modelcontextprotocol/python-sdk tests/server/mcpserver/test_concurrency.py (blocking tools on worker threads)."""
 
-    async def go(c: Client) -> tuple[list[Any], float]:
-        started = time.monotonic()
-        results = await asyncio.gather(*(c.call_tool("nap", {"seconds": 0.5}) for _ in range(3)))
-        return list(results), time.monotonic() - started
+    async def go(c: Client) -> list[Any]:
+        return list(await asyncio.gather(*(c.call_tool("meet", {}) for _ in range(3))))
 
-    results, elapsed = _with_client(tmp_path, go)
-    assert [_text(r) for r in results] == ["slept 0.5"] * 3
-    assert elapsed < 1.4  # one after the other would take 1.5 s
+    results = _with_client(tmp_path, go)  # each call of meet waits (5 s at most) until all three are in
+    assert [(_text(r), r.is_error) for r in results] == [("met", False)] * 3
 
 
 def test_a_request_the_client_gives_up_on_leaves_the_stdio_server_serving(tmp_path: Path) -> None:

@@ -18,6 +18,10 @@ import pytest
 
 pytest.importorskip("mcp", reason='needs the mcp extra: pip install -e ".[mcp]"')
 
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+from tests.support.peers import local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Agent, Formation, Session
 from wingman_actors.core import InferenceResponse
 from wingman_actors.errors import AgentError, ErrorKind, FormationSetupError, ToolError
@@ -26,8 +30,6 @@ from wingman_actors.testing import ScriptedProvider
 from wingman_actors.tools import ToolContext
 
 from . import mcp_peer_content, mcp_peer_lowlevel
-from tests.support.peers import local_ray  # noqa: F401  (a fixture)
-
 from .mcp_http import LoopbackServer, serve_http
 
 CONTENT = [sys.executable, str(Path(__file__).with_name("mcp_peer_content.py"))]
@@ -204,21 +206,34 @@ def test_cancelling_a_session_from_another_thread_stops_its_mcp_call(tmp_path: P
         assert _wait_for(lambda: marker.exists())
 
 
-def test_two_calls_of_one_turn_run_at_once_on_one_connection(tmp_path: Path) -> None:
+def _meeting_server() -> MCPServer:
+    """A server whose tool ``meet`` answers 'met' once two calls of it are in flight at once
+    ('alone' after 5 s)."""
+    server = MCPServer("meeting")
+    arrived: list[int] = []
+    everyone = anyio.Event()
+
+    @server.tool()
+    async def meet() -> str:
+        """Waits for the other caller."""
+        arrived.append(1)
+        if len(arrived) == 2:
+            everyone.set()
+        with anyio.move_on_after(5):
+            await everyone.wait()
+            return "met"
+        return "alone"
+
+    return server
+
+
+def test_two_calls_of_one_turn_run_at_once_on_one_connection() -> None:
     """Ported from modelcontextprotocol/python-sdk tests/client/test_session_concurrency.py (requests multiplexed by id)."""
-    calls = InferenceResponse.of_tool_calls([
-        ("c1", "wait", {"marker": str(tmp_path / "a"), "seconds": 1.0}),
-        ("c2", "wait", {"marker": str(tmp_path / "b"), "seconds": 1.0}),
-    ])
+    calls = InferenceResponse.of_tool_calls([("c1", "meet", {}), ("c2", "meet", {})])
     provider = ScriptedProvider([calls, "done"])
-    with serve_http(mcp_peer_content.build().streamable_http_app()) as server, mcp_tools(
-        url=server.url, include=["wait"]
-    ) as tools:
-        started = time.monotonic()
+    with serve_http(_meeting_server().streamable_http_app()) as server, mcp_tools(url=server.url) as tools:
         result = Session(Agent("a", provider=provider, tools=tools)).run("go")
-        elapsed = time.monotonic() - started
-    assert [(c.output, c.is_error) for c in result.tool_calls] == [("waited", False), ("waited", False)]
-    assert elapsed < 1.9  # one after the other would take 2 s
+    assert [(c.output, c.is_error) for c in result.tool_calls] == [("met", False), ("met", False)]
 
 
 # --- streamable HTTP servers that fail -----------------------------------------------------------

@@ -228,7 +228,8 @@ def mcp_tools(
             specs = [s for s in specs if s.name in wanted]
         tools = [MCPTool(conn, spec, prefix=prefix) for spec in specs]
         _refuse_clashes(tools, label)
-        yield tools
+        as_tools: list[Tool] = list(tools)
+        yield as_tools
     finally:
         conn.close()
 
