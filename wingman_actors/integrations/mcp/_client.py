@@ -37,9 +37,11 @@ class MCPTool:
 
     Arguments are checked against the server's input schema (with ``jsonschema``) before
     the call, so a model gets a precise account of what it got wrong without a round trip.
-    The server's errors (``isError`` results, protocol errors, a crashed server, a call
-    that takes longer than the timeout) become :class:`~wingman_actors.errors.ToolError`,
-    which the session turns into an error result for the model.
+    The server's errors (``isError`` results, protocol errors, structured content that
+    breaks the tool's own output schema, a crashed server, a call that takes longer than
+    the timeout) become :class:`~wingman_actors.errors.ToolError` naming the tool and,
+    where the server is at fault, the server; the session turns it into an error result
+    for the model.
 
     Attributes:
         name: the name the model sees (the server's, with ``prefix`` and unsafe
@@ -75,13 +77,28 @@ class MCPTool:
             raise  # the run was cancelled or timed out: the session handles it
         except TimeoutError as exc:
             raise ToolError(
-                f"MCP tool {self.name!r} did not answer within {self._conn.call_timeout:g}s ({exc}); "
-                "try a smaller request or another tool", tool=self.name,
+                f"MCP tool {self.name!r} of server {self._conn.label} did not answer within "
+                f"{self._conn.call_timeout:g}s ({exc}); try a smaller request or another tool", tool=self.name,
             ) from exc
         except ConnectionError as exc:
             raise ToolError(f"MCP tool {self.name!r} is unavailable: {exc}", tool=self.name) from exc
         except MCPError as exc:
-            raise ToolError(f"MCP tool {self.name!r} failed: {exc.message} (code {exc.code})", tool=self.name) from exc
+            raise ToolError(
+                f"MCP tool {self.name!r} of server {self._conn.label} failed: {exc.message} (code {exc.code})",
+                tool=self.name,
+            ) from exc
+        except RuntimeError as exc:
+            # the SDK checks structured content against the tool's output schema (and
+            # raises RuntimeError): the server broke its own contract
+            raise ToolError(
+                f"MCP tool {self.name!r} of server {self._conn.label} returned a result its own output schema "
+                f"refuses: {_first_paragraph(exc)}", tool=self.name,
+            ) from exc
+        except Exception as exc:  # e.g. pydantic's ValidationError: a result the protocol does not allow
+            raise ToolError(
+                f"MCP tool {self.name!r} of server {self._conn.label} returned a result the MCP client cannot "
+                f"read: {type(exc).__name__}: {_first_paragraph(exc)}", tool=self.name,
+            ) from exc
         text = render_result(result)
         if result.is_error:
             raise ToolError(text or f"MCP tool {self.name!r} reported an error without a message", tool=self.name)
@@ -113,9 +130,11 @@ class MCPTool:
 def render_result(result: mcp_types.CallToolResult) -> str:
     """The text a model receives for an MCP tool result.
 
-    Text blocks as they are; embedded text resources by their text; images, audio and
-    links as a one-line note. Structured content is sent as JSON when the result has no
-    text (servers that return both put the same data in the text, as the spec asks).
+    Text blocks as they are; embedded text resources by their text; images and audio (type
+    and decoded size), binary resources (URI and type) and resource links (URI, name, type
+    and description) as a one-line note each. Structured content is sent as JSON when the
+    result has no text (servers that return both put the same data in the text, as the
+    spec asks).
     """
     parts: list[str] = []
     for block in result.content:
@@ -126,12 +145,25 @@ def render_result(result: mcp_types.CallToolResult) -> str:
             text = getattr(res, "text", None)
             parts.append(text if text is not None else f"[resource {res.uri} ({res.mime_type or 'binary'})]")
         elif isinstance(block, mcp_types.ResourceLink):
-            parts.append(f"[resource link {block.uri}: {block.name}]")
+            kind = f" ({block.mime_type})" if block.mime_type else ""
+            about = f": {block.description}" if block.description else ""
+            parts.append(f"[resource link {block.uri}: {block.name}{kind}{about}]")
         elif isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
-            parts.append(f"[{block.type} {block.mime_type}, {len(block.data) * 3 // 4} bytes, not shown]")
+            parts.append(f"[{block.type} {block.mime_type}, {_decoded_size(block.data)} bytes, not shown]")
     if not parts and result.structured_content is not None:
         return json.dumps(result.structured_content, ensure_ascii=False)
     return "\n".join(parts)
+
+
+def _first_paragraph(exc: Exception) -> str:
+    """The first paragraph of an exception's text (jsonschema's errors add the whole schema)."""
+    return str(exc).split("\n\n", 1)[0].strip() or type(exc).__name__
+
+
+def _decoded_size(data: str) -> int:
+    """The size in bytes of base64 ``data`` once decoded (its ``=`` padding is no data)."""
+    data = data.rstrip()
+    return len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
 
 
 @contextmanager
@@ -172,11 +204,13 @@ def mcp_tools(
     Raises:
         ValueError: neither or both of ``command`` and ``url``, or options of the other
             transport, a timeout not > 0, a ``prefix`` of characters a tool name cannot
-            hold, or ``include`` names a tool the server does not have.
+            hold, ``include`` names a tool the server does not have, or two of the
+            server's tools have the same name once made safe for a model.
         TypeError: a timeout that is not a number, a ``prefix`` not a str, ``include`` not
             a list of names (a str included), ``env`` or ``headers`` not a dict of str to str,
             ``url`` not a str, ``cwd`` not a path.
-        MCPConnectionError: the server could not be started, reached or initialised.
+        MCPConnectionError: the server could not be started, reached or initialised, or
+            its paginated tool listing never ends (a cursor that comes back).
     """
     _check_options(timeout, connect_timeout, prefix, include, env, headers)
     wanted = _names(include)
@@ -192,9 +226,27 @@ def mcp_tools(
                     f"MCP server {label} has no tool(s) {missing}; it has: {', '.join(sorted(known)) or 'none'}"
                 )
             specs = [s for s in specs if s.name in wanted]
-        yield [MCPTool(conn, spec, prefix=prefix) for spec in specs]
+        tools = [MCPTool(conn, spec, prefix=prefix) for spec in specs]
+        _refuse_clashes(tools, label)
+        as_tools: list[Tool] = list(tools)
+        yield as_tools
     finally:
         conn.close()
+
+
+def _refuse_clashes(tools: list[MCPTool], label: str) -> None:
+    """Refuse server tools whose names, made safe for a model, are one name (an agent could
+    not tell them apart)."""
+    by_name: dict[str, list[str]] = {}
+    for t in tools:
+        by_name.setdefault(t.name, []).append(t.remote_name)
+    for name, remote in by_name.items():
+        if len(remote) > 1:
+            raise ValueError(
+                f"MCP server {label}: its tools {' and '.join(repr(r) for r in remote)} are both named {name!r} "
+                "for the model (a tool name keeps letters, digits, '_' and '-', up to 64 characters); leave all "
+                "but one out with include=[...], or open each in its own mcp_tools block with another prefix="
+            )
 
 
 def _check_options(

@@ -85,6 +85,9 @@ class Connection:
             ) from None
         except BaseException as exc:
             self.close()
+            ours = _innermost(exc)
+            if isinstance(ours, MCPConnectionError):  # already says what went wrong (the SDK may wrap it)
+                raise ours from None
             raise MCPConnectionError(f"MCP server {self.label}: cannot connect: {_describe(exc)}") from exc
 
     def _start_hold(self, ready: concurrent.futures.Future[list[mcp_types.Tool]]) -> None:
@@ -104,15 +107,7 @@ class Connection:
         try:
             async with Client(self._server, mode="legacy") as client:
                 self._client = client
-                tools: list[mcp_types.Tool] = []
-                cursor: str | None = None
-                while True:
-                    page = await client.list_tools(cursor=cursor)
-                    tools.extend(page.tools)
-                    cursor = page.next_cursor
-                    if cursor is None:
-                        break
-                ready.set_result(tools)
+                ready.set_result(await self._list_tools(client))
                 await self._stop.wait()
         except BaseException as exc:
             if not ready.done():
@@ -123,6 +118,25 @@ class Connection:
                 raise
         finally:
             self._client = None
+
+    async def _list_tools(self, client: Client) -> list[mcp_types.Tool]:
+        """Every page of the server's tools/list, in order; a cursor that comes back (a
+        listing that would never end) is refused."""
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        asked: set[str] = set()
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                return tools
+            if cursor in asked:
+                raise MCPConnectionError(
+                    f"MCP server {self.label}: its tools/list pagination never ends: it gave the cursor {cursor!r} "
+                    f"again after {len(asked) + 1} pages; the server is at fault"
+                )
+            asked.add(cursor)
 
     def close(self, *, abort: bool = False) -> None:
         """Close the connection (the SDK stops a stdio server) and stop the thread. Idempotent.
@@ -234,6 +248,13 @@ def http_transport(url: str, headers: Mapping[str, str] | None) -> AbstractAsync
                 yield streams
 
     return transport()
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups, the SDK's task groups'."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _describe(exc: BaseException | None) -> str:

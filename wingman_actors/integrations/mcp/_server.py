@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,6 +27,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from ... import __version__
+from ..._cancel import CancelToken
+from ..._event_loop import LoopThread
 from ...errors import AgentError
 from ...tools import Tool, ToolContext, ToolRegistry, builtin_tools
 
@@ -119,8 +121,15 @@ def build_server(
             return _error(f"unknown tool {params.name!r}; available tools: {', '.join(registry.names)}")
         t: Tool = found
         arguments = dict(params.arguments or {})
+        token = CancelToken()
         try:
-            text = await anyio.to_thread.run_sync(t.execute, arguments, ctx)
+            # abandon_on_cancel: a request its client cancelled (or a client gone) returns at
+            # once; a blocking tool cannot be stopped, so its thread runs on, as a session
+            # abandons a tool call, instead of holding the request and the server's exit
+            text = await anyio.to_thread.run_sync(t.execute, arguments, _CallContext(ctx, token), abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            token.cancel("the MCP client cancelled the request")  # an async tool is cancelled with it
+            raise
         except AgentError as exc:  # ToolError included: the message is written for a model
             return _error(exc.message)
         except Exception as exc:
@@ -132,6 +141,28 @@ def build_server(
         on_list_tools=list_tools, on_call_tool=call_tool,
     )
     return server
+
+
+class _CallContext(ToolContext):
+    """One call's view of the server's :class:`ToolContext`: the same work dir, state,
+    closers and event loop, with the call's own cancel token (cancelled when the client
+    cancels the request, which cancels an ``async def`` tool and stops one that checks it)."""
+
+    def __init__(self, shared: ToolContext, token: CancelToken) -> None:
+        super().__init__(
+            shared.work_dir, token=token, agent=shared.agent, session_id=shared.session_id, metadata=shared.metadata
+        )
+        self.state = shared.state
+        self._shared = shared
+
+    def on_close(self, fn: Callable[[], None]) -> None:
+        self._shared.on_close(fn)
+
+    def _tools_loop(self) -> LoopThread:
+        return self._shared._tools_loop()
+
+    def close(self) -> None:
+        """Nothing of its own to release: the server's context is closed with the server."""
 
 
 def _error(text: str) -> mcp_types.CallToolResult:
