@@ -43,6 +43,14 @@ def test_a_map_over_a_formation_runs_on_each_backend(backend: str) -> None:
     assert outer.run([1, 2, 3], backend=backend).output == [4, 6, 8]
 
 
+def test_a_map_over_a_formation_without_max_workers_starts_promptly_on_each_backend(backend: str) -> None:
+    # max_workers=0 gives each inner node one replica per item run at once: up to 100 on
+    # threads, but as many as the cluster's CPUs on Ray, where each replica is a process
+    # (100 processes per inner node took minutes to start: past the suite's 60 s timeout)
+    outer = Formation("outer").add_map("each", formation=_inner())
+    assert outer.run([1, 2, 3], backend=backend).output == [4, 6, 8]
+
+
 def test_an_interrupt_inside_a_nested_formation_suspends_and_resumes_on_each_backend(
     backend: str, tmp_path: Path
 ) -> None:

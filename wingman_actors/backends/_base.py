@@ -97,6 +97,12 @@ class Backend(Protocol):
         ``observer`` (a :class:`~wingman_actors.actors._base.NodeObserver`)."""
         ...
 
+    def map_width(self) -> int | None:
+        """How many items a map over a formation runs at once when its ``max_workers`` is
+        0 (each inner node gets that many replicas), or None for the runtime's default
+        (up to 100, as a fleet)."""
+        ...
+
     def stop(self, grace: float, in_flight: Container[str] | None = None) -> None:
         """Stop every replica; wait up to ``grace`` seconds for those still working, then
         leave them (logged) on threads that never block interpreter exit. With

@@ -306,6 +306,12 @@ class RayBackend(ThreadsBackend):
                 self.channel_host = "127.0.0.1"  # every actor runs on this machine
             log.info("formation %r: Ray ready in %.1fs", self.formation, time.perf_counter() - t0)
 
+    def map_width(self) -> int | None:
+        """The cluster's CPUs: each replica of a mapped formation's nodes is a process, so
+        the default of 100 items at once would start 100 processes per inner node."""
+        self._connect()
+        return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
+
     def shipped(self, recipe: NodeRecipe) -> tuple[tuple[Any, ...], dict[str, EventBus]]:
         """``recipe``'s arguments as its Ray actors get them, and the event buses of its
         agents (which stay here: see :mod:`._ray_hooks`), by token.

@@ -252,6 +252,9 @@ class ThreadsBackend:
         self.nodes.append(node)
         return node
 
+    def map_width(self) -> int | None:
+        return None  # threads are cheap: the runtime's default (up to 100 items at once)
+
     def stop(self, grace: float, in_flight: Container[str] | None = None) -> None:
         self.closing = True
         for node in reversed(self.nodes):

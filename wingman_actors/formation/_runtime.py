@@ -179,11 +179,12 @@ class RunningFormation(AsyncSubmit):
             # inner formation per replica multiplied the replicas of maps nested in maps
             # (100 map replicas, each with an inner formation 100 replicas wide).
             store = None if self._journal is None else self._journal.store
-            width = map_width(spec.max_workers, spec.concurrency)
+            workers = spec.max_workers or self._backend.map_width() or 0
+            width = map_width(workers, spec.concurrency)
             inner = InnerFormation(spec.name, spec.subplan, self._inner_launcher(spec, width), store)
             self._map_inners.append(inner)
             recipe = NodeRecipe(spec.name, FormationMapActor, (spec.subplan,), {
-                "inner": inner, "max_workers": spec.max_workers, "store": store, **common,
+                "inner": inner, "max_workers": workers, "store": store, **common,
             })
         elif spec.kind == "function":
             recipe = NodeRecipe(spec.name, FunctionActor, (spec.fn,), {
