@@ -36,6 +36,7 @@ from .._cancel import CancelToken
 from .._event_loop import LoopThread, SharedLoop, in_daemon_thread, is_async_callable
 from ..core import ToolDefinition
 from ..errors import ToolError
+from ._docstrings import doc_parts
 
 __all__ = [
     "FunctionTool",
@@ -212,33 +213,6 @@ def to_text(value: Any) -> str:
         return str(value)
 
 
-def _doc_parts(doc: str) -> tuple[str, dict[str, str]]:
-    """Summary and per-argument descriptions from a Google-style docstring."""
-    doc = inspect.cleandoc(doc or "")
-    summary_lines: list[str] = []
-    args: dict[str, str] = {}
-    section = "summary"
-    current: str | None = None
-    for line in doc.splitlines():
-        stripped = line.strip()
-        if re.match(r"^(Args|Arguments|Parameters):\s*$", stripped):
-            section = "args"
-            continue
-        if re.match(r"^(Returns|Raises|Yields|Example|Examples|Note|Notes):\s*$", stripped):
-            section = "other"
-            continue
-        if section == "summary":
-            summary_lines.append(line)
-        elif section == "args":
-            m = re.match(r"^(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$", stripped)
-            if m and line.startswith((" ", "\t")) and not line.startswith(("        ", "\t\t")):
-                current = m.group(1)
-                args[current] = m.group(3)
-            elif current and stripped:
-                args[current] += " " + stripped
-    return "\n".join(summary_lines).strip(), args
-
-
 def _is_context(annotation: Any) -> bool:
     """Whether a parameter annotated so takes the session's context: ``ToolContext``,
     ``ToolContext | None`` or ``Optional[ToolContext]``."""
@@ -271,7 +245,7 @@ class FunctionTool:
             raise ValueError(
                 f"tool name {self.name!r} must be 1-64 characters of letters, digits, '_' or '-'"
             )
-        summary, arg_docs = _doc_parts(fn.__doc__ or "")
+        summary, arg_docs = doc_parts(fn.__doc__ or "")
         self.description = description if description is not None else summary
         self._ctx_param: str | None = None
         # an object whose __call__ is async def is awaited too, as function nodes are
