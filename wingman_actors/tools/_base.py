@@ -36,6 +36,7 @@ from .._cancel import CancelToken
 from .._event_loop import LoopThread, SharedLoop, in_daemon_thread, is_async_callable
 from ..core import ToolDefinition
 from ..errors import ToolError
+from ._arguments import argument_field
 from ._docstrings import doc_parts
 
 __all__ = [
@@ -266,7 +267,8 @@ class FunctionTool:
         except Exception as exc:  # unresolved forward references
             raise TypeError(f"tool {self.name!r}: cannot resolve type hints: {exc}") from exc
         fields: dict[str, Any] = {}
-        for pname, param in sig.parameters.items():
+        self._params: dict[str, str] = {}  # field name -> parameter name, where they differ
+        for index, (pname, param) in enumerate(sig.parameters.items()):
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"tool {self.name!r}: *args/**kwargs are not supported; name each parameter")
             annotation = hints.get(pname, Any)
@@ -274,7 +276,9 @@ class FunctionTool:
                 self._ctx_param = pname
                 continue
             default = ... if param.default is param.empty else param.default
-            fields[pname] = (annotation, pydantic.Field(default, description=arg_docs.get(pname)))
+            field_name, fields[field_name] = argument_field(index, pname, annotation, default, arg_docs.get(pname))
+            if field_name != pname:
+                self._params[field_name] = pname
         try:
             self.arguments: type[BaseModel] = create_model(  # type: ignore[call-overload]
                 f"{self.name}_arguments",
@@ -283,7 +287,7 @@ class FunctionTool:
             )
             schema = self.arguments.model_json_schema()
         except pydantic.PydanticUserError as exc:
-            raise _no_schema(self.name, fields, exc) from exc
+            raise _no_schema(self.name, fields, self._params, exc) from exc
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
@@ -325,7 +329,8 @@ class FunctionTool:
             args = self.arguments.model_validate(input or {})
         except ValidationError as exc:
             raise ToolError(format_validation_error(self.name, exc), tool=self.name) from exc
-        kwargs = {k: getattr(args, k) for k in type(args).model_fields}
+        params = self._params
+        kwargs = {params.get(k, k): getattr(args, k) for k in type(args).model_fields}
         if self._ctx_param:
             kwargs[self._ctx_param] = ctx
         return kwargs
@@ -338,9 +343,10 @@ class FunctionTool:
         return f"<tool {self.name}>"
 
 
-def _no_schema(tool_name: str, fields: dict[str, Any], exc: Exception) -> TypeError:
+def _no_schema(tool_name: str, fields: dict[str, Any], params: dict[str, str], exc: Exception) -> TypeError:
     """The error naming the parameter of ``tool_name`` whose type has no JSON schema."""
-    for pname, (annotation, _) in fields.items():
+    for field_name, (annotation, _) in fields.items():
+        pname = params.get(field_name, field_name)
         try:
             pydantic.TypeAdapter(annotation).json_schema()
         except pydantic.PydanticUserError as err:
