@@ -239,21 +239,25 @@ class FunctionTool:
         self.fn = fn
         if name is not None and not isinstance(name, str):
             raise TypeError(f"tool name must be a str, e.g. @tool(name='lookup'), got {name!r}")
-        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        # a partial is described by the function it wraps: its name, docstring and annotations
+        base = fn
+        while isinstance(base, functools.partial):
+            base = base.func
+        self.name = name or getattr(base, "__name__", None) or type(base).__name__
         if description is not None and not isinstance(description, str):
             raise TypeError(f"tool {self.name!r}: description must be a str, got {description!r}")
         if not _NAME_RE.match(self.name):
             raise ValueError(
                 f"tool name {self.name!r} must be 1-64 characters of letters, digits, '_' or '-'"
             )
-        summary, arg_docs = doc_parts(fn.__doc__ or "")
+        summary, arg_docs = doc_parts(base.__doc__ or "")
         self.description = description if description is not None else summary
         self._ctx_param: str | None = None
         # an object whose __call__ is async def is awaited too, as function nodes are
         self._is_async = is_async_callable(fn)
         sig = inspect.signature(fn)
         # A callable object's parameters are its __call__'s: their annotations are there.
-        typed = fn if inspect.isroutine(fn) or isinstance(fn, functools.partial | type) else type(fn).__call__
+        typed = base if inspect.isroutine(base) or isinstance(base, type) else type(base).__call__
         # Only the parameters matter; the return annotation may name a type that is not
         # resolvable here (a class local to a function, under postponed annotations).
         param_anns = {k: v for k, v in getattr(typed, "__annotations__", {}).items() if k != "return"}
