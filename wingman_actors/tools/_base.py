@@ -401,6 +401,8 @@ def tool(
         >>> find.name, find.definition.input_schema["properties"]["city"]["description"]
         ('lookup', 'the city to search.')
     """
+    if isinstance(fn, str):
+        raise TypeError(f"@tool takes a tool's name as a keyword: write @tool(name={fn!r}), not @tool({fn!r})")
     if fn is not None:
         return FunctionTool(fn, name=name, description=description)
 
