@@ -206,6 +206,8 @@ def to_text(value: Any) -> str:
         return value
     if value is None:
         return ""
+    if isinstance(value, bytes | bytearray):  # text read as bytes: its text, not a quoted JSON string
+        return bytes(value).decode("utf-8", errors="backslashreplace")
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     try:
