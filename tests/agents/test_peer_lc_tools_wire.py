@@ -375,3 +375,28 @@ def test_async_and_blocking_tools_answer_in_blocking_and_awaited_runs_with_the_r
         result = asyncio.run(session.arun("go", metadata={"foo": "not-bar"}))
     assert [text for _, text, _ in wire.results(1)] == ["baz/not-bar", "baz/not-bar"]
     assert [c.output for c in result.tool_calls] == ["baz/not-bar", "baz/not-bar"]
+
+
+@tool
+def constant() -> str:
+    """Return a constant."""
+    return "invoke foo"
+
+
+@pytest.mark.parametrize("arguments", ["{}", "", "null"])
+def test_a_parameterless_tool_runs_whether_its_arguments_come_as_an_empty_object_nothing_or_null(
+    arguments: str, loopback: LoopbackServer,
+) -> None:
+    """Ported from langchain-ai/langchain libs/core/tests/unit_tests/test_tools.py::test_structured_tool_from_parameterless_function
+    (``run({})`` and ``run("")`` both call it): OpenAI-compatible servers send a call without
+    arguments as ``{}``, as nothing or as JSON ``null``."""
+    wire = Wire("openai", loopback)
+    try:
+        wrong = [tool_call("call_1", "constant", arguments)]
+        loopback.queue(Reply.json(completion(None, tool_calls=wrong, finish_reason="tool_calls")))
+        loopback.queue(wire.answer("ok"))
+        result = Session(Agent("a", provider=wire.provider(), tools=[constant])).run("go")
+        assert wire.results(1) == [("call_1", "invoke foo", False)]
+        assert result.tool_calls[0].input == {}
+    finally:
+        wire.close()
