@@ -17,7 +17,7 @@ def described(doc: str, *names: str) -> tuple[str, dict[str, str]]:
     """The description and the argument descriptions ``@tool`` gives a function with ``doc``
     and string parameters ``names``."""
     namespace: dict[str, Any] = {}
-    exec(f"def fn({', '.join(f'{n}: str' for n in names)}) -> str:\n    return ''", namespace)  # noqa: S102
+    exec(f"def fn({', '.join(f'{n}: str' for n in names)}) -> str:\n    return ''", namespace)
     fn: Callable[..., str] = namespace["fn"]
     fn.__doc__ = doc
     made = tool(fn)
