@@ -131,6 +131,42 @@ def test_a_pydantic_model_class_is_a_tool_whose_arguments_are_its_fields() -> No
     assert run(made, {"foo": "bar"}) == '{"foo":"bar"}'
 
 
+class Dummy:
+    def dummy_function(self, arg1: int, arg2: str) -> str:
+        """Dummy function.
+
+        Args:
+            arg1: foo
+            arg2: one of 'bar', 'baz'
+        """
+        return f"{arg1}{arg2}"
+
+    @classmethod
+    def dummy_class_function(cls, arg1: int) -> str:
+        """Dummy class function."""
+        return f"{cls.__name__}{arg1}"
+
+
+def test_a_bound_method_and_a_classmethod_are_tools_without_self_or_cls() -> None:
+    """Ported from langchain-ai/langchain libs/core/tests/unit_tests/utils/test_function_calling.py::test_convert_to_openai_function
+    (Dummy.dummy_function and DummyWithClassMethod.dummy_function)."""
+    method, classmethod_ = tool(Dummy().dummy_function), tool(Dummy.dummy_class_function)
+    assert (method.name, list(props(method))) == ("dummy_function", ["arg1", "arg2"])
+    assert props(method)["arg1"] == {"type": "integer", "description": "foo"}
+    assert (classmethod_.name, list(props(classmethod_))) == ("dummy_class_function", ["arg1"])
+    assert (run(method, {"arg1": 1, "arg2": "bar"}), run(classmethod_, {"arg1": 2})) == ("1bar", "Dummy2")
+
+
+def test_a_lambda_is_a_tool_once_named_and_unnamed_it_is_refused_saying_how_to_name_it() -> None:
+    """Ported from langchain-ai/langchain libs/core/tests/unit_tests/test_tools.py::test_structured_tool_lambda_multi_args_schema
+    (and ::test_tool_lambda_args_schema): untyped arguments take any JSON value."""
+    made = tool(lambda tool_input, other_arg: f"{tool_input}{other_arg}", name="tool", description="A tool")
+    assert props(made) == {"tool_input": {}, "other_arg": {}}
+    assert run(made, {"tool_input": 1, "other_arg": "x"}) == "1x"
+    with pytest.raises(ValueError, match=r"tool name '<lambda>' must be .*; name the tool: tool\(fn, name='lookup'\)"):
+        tool(lambda tool_input: tool_input)
+
+
 # -- defaults, optional and required -------------------------------------------------------
 
 

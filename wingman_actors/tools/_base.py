@@ -249,9 +249,9 @@ class FunctionTool:
         if description is not None and not isinstance(description, str):
             raise TypeError(f"tool {self.name!r}: description must be a str, got {description!r}")
         if not _NAME_RE.match(self.name):
-            raise ValueError(
-                f"tool name {self.name!r} must be 1-64 characters of letters, digits, '_' or '-'"
-            )
+            # a name taken from the function (a lambda's '<lambda>'): say where to give one
+            fix = "" if name is not None else "; name the tool: tool(fn, name='lookup') or @tool(name='lookup')"
+            raise ValueError(f"tool name {self.name!r} must be 1-64 characters of letters, digits, '_' or '-'{fix}")
         summary, arg_docs = doc_parts(base.__doc__ or "")
         self.description = description if description is not None else summary
         self._ctx_param: str | None = None
