@@ -400,3 +400,26 @@ def test_a_parameterless_tool_runs_whether_its_arguments_come_as_an_empty_object
         assert result.tool_calls[0].input == {}
     finally:
         wire.close()
+
+
+@tool
+def silent(kind: str) -> str:
+    """A tool that fails without a message."""
+    if kind == "tool":
+        raise ToolError("", tool="silent")
+    raise TimeoutError
+
+
+def test_a_tool_failing_without_a_message_tells_the_model_which_tool_failed_and_how(loopback: LoopbackServer) -> None:
+    """Ported from langchain-ai/langchain libs/core/tests/unit_tests/test_tools.py::test_exception_handling_bool
+    (a ToolException() without a message becomes "Tool execution error"): the model is never
+    sent a bare "Error: "."""
+    wire = Wire("anthropic", loopback)
+    try:
+        loopback.queue(wire.calls(("toolu_1", "silent", {"kind": "tool"}), ("toolu_2", "silent", {"kind": "timeout"})))
+        loopback.queue(wire.answer("ok"))
+        Session(Agent("a", provider=wire.provider(), tools=[silent])).run("go")
+        assert wire.results(1) == [("toolu_1", "Error: tool 'silent' failed without saying why", True),
+                                   ("toolu_2", "Error: tool 'silent' raised TimeoutError", True)]
+    finally:
+        wire.close()
