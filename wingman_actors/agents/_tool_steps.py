@@ -268,11 +268,12 @@ class ToolStep:
 def failure_block(call_id: str, name: str, exc: Exception) -> ContentBlock:
     """The error result block of a tool call that raised ``exc`` (sync and async calls)."""
     if isinstance(exc, ToolError):
-        text = f"Error: {exc.message}"
+        text = f"Error: {exc.message}" if exc.message else f"Error: tool {name!r} failed without saying why"
     elif isinstance(exc, AgentError):
         text = f"Error: {exc.message}" if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT) else f"Error: {exc}"
     else:
-        text = f"Error: tool {name!r} raised {type(exc).__name__}: {exc}"
+        detail = str(exc)  # an exception raised without a message is named alone, not followed by ': '
+        text = f"Error: tool {name!r} raised {type(exc).__name__}" + (f": {detail}" if detail else "")
     return ContentBlock.tool_result_block(call_id, text, is_error=True)
 
 

@@ -184,8 +184,8 @@ def _shown(sent: Any) -> str:
 
 
 def tool_arguments(provider: str, tool: str, raw: Any) -> dict[str, Any]:
-    """A tool call's arguments as a dict: parsed from a JSON string (empty → ``{}``), or
-    taken as given; a non-object value is wrapped as ``{"value": ...}``.
+    """A tool call's arguments as a dict: parsed from a JSON string (empty or ``null`` →
+    ``{}``), or taken as given; a non-object value is wrapped as ``{"value": ...}``.
 
     Raises:
         AgentError: kind ``agent`` when the model sent malformed JSON.
@@ -202,7 +202,7 @@ def tool_arguments(provider: str, tool: str, raw: Any) -> dict[str, Any]:
                 provider=provider,
             ) from exc
     if not isinstance(args, dict):
-        return {"value": args}
+        return {"value": args} if args is not None else {}  # no arguments, said as JSON null
     return dict(args)
 
 

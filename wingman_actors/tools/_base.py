@@ -36,6 +36,8 @@ from .._cancel import CancelToken
 from .._event_loop import LoopThread, SharedLoop, in_daemon_thread, is_async_callable
 from ..core import ToolDefinition
 from ..errors import ToolError
+from ._arguments import argument_field
+from ._docstrings import doc_parts
 
 __all__ = [
     "FunctionTool",
@@ -204,39 +206,14 @@ def to_text(value: Any) -> str:
         return value
     if value is None:
         return ""
+    if isinstance(value, bytes | bytearray):  # text read as bytes: its text, not a quoted JSON string
+        return bytes(value).decode("utf-8", errors="backslashreplace")
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     try:
         return json.dumps(pydantic.TypeAdapter(Any).dump_python(value, mode="json"), ensure_ascii=False)
     except (TypeError, ValueError, PydanticSerializationError):
         return str(value)
-
-
-def _doc_parts(doc: str) -> tuple[str, dict[str, str]]:
-    """Summary and per-argument descriptions from a Google-style docstring."""
-    doc = inspect.cleandoc(doc or "")
-    summary_lines: list[str] = []
-    args: dict[str, str] = {}
-    section = "summary"
-    current: str | None = None
-    for line in doc.splitlines():
-        stripped = line.strip()
-        if re.match(r"^(Args|Arguments|Parameters):\s*$", stripped):
-            section = "args"
-            continue
-        if re.match(r"^(Returns|Raises|Yields|Example|Examples|Note|Notes):\s*$", stripped):
-            section = "other"
-            continue
-        if section == "summary":
-            summary_lines.append(line)
-        elif section == "args":
-            m = re.match(r"^(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$", stripped)
-            if m and line.startswith((" ", "\t")) and not line.startswith(("        ", "\t\t")):
-                current = m.group(1)
-                args[current] = m.group(3)
-            elif current and stripped:
-                args[current] += " " + stripped
-    return "\n".join(summary_lines).strip(), args
 
 
 def _is_context(annotation: Any) -> bool:
@@ -264,21 +241,25 @@ class FunctionTool:
         self.fn = fn
         if name is not None and not isinstance(name, str):
             raise TypeError(f"tool name must be a str, e.g. @tool(name='lookup'), got {name!r}")
-        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        # a partial is described by the function it wraps: its name, docstring and annotations
+        base = fn
+        while isinstance(base, functools.partial):
+            base = base.func
+        self.name = name or getattr(base, "__name__", None) or type(base).__name__
         if description is not None and not isinstance(description, str):
             raise TypeError(f"tool {self.name!r}: description must be a str, got {description!r}")
         if not _NAME_RE.match(self.name):
-            raise ValueError(
-                f"tool name {self.name!r} must be 1-64 characters of letters, digits, '_' or '-'"
-            )
-        summary, arg_docs = _doc_parts(fn.__doc__ or "")
+            # a name taken from the function (a lambda's '<lambda>'): say where to give one
+            fix = "" if name is not None else "; name the tool: tool(fn, name='lookup') or @tool(name='lookup')"
+            raise ValueError(f"tool name {self.name!r} must be 1-64 characters of letters, digits, '_' or '-'{fix}")
+        summary, arg_docs = doc_parts(base.__doc__ or "")
         self.description = description if description is not None else summary
         self._ctx_param: str | None = None
         # an object whose __call__ is async def is awaited too, as function nodes are
         self._is_async = is_async_callable(fn)
         sig = inspect.signature(fn)
         # A callable object's parameters are its __call__'s: their annotations are there.
-        typed = fn if inspect.isroutine(fn) or isinstance(fn, functools.partial | type) else type(fn).__call__
+        typed = base if inspect.isroutine(base) or isinstance(base, type) else type(base).__call__
         # Only the parameters matter; the return annotation may name a type that is not
         # resolvable here (a class local to a function, under postponed annotations).
         param_anns = {k: v for k, v in getattr(typed, "__annotations__", {}).items() if k != "return"}
@@ -292,7 +273,8 @@ class FunctionTool:
         except Exception as exc:  # unresolved forward references
             raise TypeError(f"tool {self.name!r}: cannot resolve type hints: {exc}") from exc
         fields: dict[str, Any] = {}
-        for pname, param in sig.parameters.items():
+        self._params: dict[str, str] = {}  # field name -> parameter name, where they differ
+        for index, (pname, param) in enumerate(sig.parameters.items()):
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"tool {self.name!r}: *args/**kwargs are not supported; name each parameter")
             annotation = hints.get(pname, Any)
@@ -300,7 +282,9 @@ class FunctionTool:
                 self._ctx_param = pname
                 continue
             default = ... if param.default is param.empty else param.default
-            fields[pname] = (annotation, pydantic.Field(default, description=arg_docs.get(pname)))
+            field_name, fields[field_name] = argument_field(index, pname, annotation, default, arg_docs.get(pname))
+            if field_name != pname:
+                self._params[field_name] = pname
         try:
             self.arguments: type[BaseModel] = create_model(  # type: ignore[call-overload]
                 f"{self.name}_arguments",
@@ -309,7 +293,7 @@ class FunctionTool:
             )
             schema = self.arguments.model_json_schema()
         except pydantic.PydanticUserError as exc:
-            raise _no_schema(self.name, fields, exc) from exc
+            raise _no_schema(self.name, fields, self._params, exc) from exc
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
@@ -351,7 +335,8 @@ class FunctionTool:
             args = self.arguments.model_validate(input or {})
         except ValidationError as exc:
             raise ToolError(format_validation_error(self.name, exc), tool=self.name) from exc
-        kwargs = {k: getattr(args, k) for k in type(args).model_fields}
+        params = self._params
+        kwargs = {params.get(k, k): getattr(args, k) for k in type(args).model_fields}
         if self._ctx_param:
             kwargs[self._ctx_param] = ctx
         return kwargs
@@ -364,9 +349,10 @@ class FunctionTool:
         return f"<tool {self.name}>"
 
 
-def _no_schema(tool_name: str, fields: dict[str, Any], exc: Exception) -> TypeError:
+def _no_schema(tool_name: str, fields: dict[str, Any], params: dict[str, str], exc: Exception) -> TypeError:
     """The error naming the parameter of ``tool_name`` whose type has no JSON schema."""
-    for pname, (annotation, _) in fields.items():
+    for field_name, (annotation, _) in fields.items():
+        pname = params.get(field_name, field_name)
         try:
             pydantic.TypeAdapter(annotation).json_schema()
         except pydantic.PydanticUserError as err:
@@ -417,6 +403,8 @@ def tool(
         >>> find.name, find.definition.input_schema["properties"]["city"]["description"]
         ('lookup', 'the city to search.')
     """
+    if isinstance(fn, str):
+        raise TypeError(f"@tool takes a tool's name as a keyword: write @tool(name={fn!r}), not @tool({fn!r})")
     if fn is not None:
         return FunctionTool(fn, name=name, description=description)
 
