@@ -112,6 +112,8 @@ def compatible(src: Any, dst: Any) -> bool:
         return all(_literal_fits(value, dst) for value in get_args(src))
     if get_origin(dst) is Literal:
         return any(compatible(src, type(value)) for value in get_args(dst))
+    if typing_extensions.is_typeddict(dst):
+        return _into_typeddict(src, dst)
     s_cls, s_args = _split(src)
     d_cls, d_args = _split(dst)
     if not isinstance(s_cls, type) or not isinstance(d_cls, type):
@@ -127,6 +129,45 @@ def compatible(src: Any, dst: Any) -> bool:
     if not sub:
         return False
     return _args_compatible(s_cls, s_args, d_cls, d_args)
+
+
+_OPTIONAL_KEY = {typing_extensions.NotRequired, getattr(typing, "NotRequired", typing_extensions.NotRequired)}
+
+
+def _keys(td: Any) -> tuple[dict[str, Any], set[str]] | None:
+    """A TypedDict's keys with their types, and its required keys; None when its
+    annotations cannot be resolved. ``NotRequired`` is read from the annotations too:
+    with ``from __future__ import annotations`` Python < 3.14 counts such a key required."""
+    try:
+        hints = typing_extensions.get_type_hints(td, include_extras=True)
+    except Exception:
+        return None
+    optional = set(getattr(td, "__optional_keys__", ()))
+    optional |= {key for key, tp in hints.items() if get_origin(tp) in _OPTIONAL_KEY}
+    return {key: _strip_key(tp) for key, tp in hints.items()}, set(hints) - optional
+
+
+def _strip_key(tp: Any) -> Any:
+    while get_origin(tp) in _OPTIONAL_KEY | {typing_extensions.Required, getattr(typing, "Required", None)}:
+        tp = get_args(tp)[0]
+    return tp
+
+
+def _into_typeddict(src: Any, dst: Any) -> bool:
+    """Whether ``src`` may feed a TypedDict parameter: a mapping may (its keys are not
+    known), a model or any other non-mapping class may not (pydantic refuses it), and
+    another TypedDict must have each key ``dst`` requires, with a compatible type."""
+    s_cls, _ = _split(src)
+    if not isinstance(s_cls, type):
+        return True
+    if not typing_extensions.is_typeddict(src):
+        return s_cls is dict or bool(_issubclass(s_cls, cabc.Mapping))
+    have, want = _keys(src), _keys(dst)
+    if have is None or want is None:
+        return True
+    if any(key not in have[0] for key in want[1]):
+        return False
+    return all(compatible(have[0][key], tp) for key, tp in want[0].items() if key in have[0])
 
 
 def _literal_fits(value: Any, dst: Any) -> bool:
