@@ -225,3 +225,29 @@ def test_a_typeddict_whose_shared_key_has_another_type_is_refused() -> None:
 
     assert not compatible(Scores, Texts)
     assert compatible(Texts, Texts)
+
+
+# --- generics whose arguments do not line up one to one --------------------------------------
+
+
+def test_a_dict_into_an_iterable_is_checked_by_its_key_type() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/test_type_utils.py::test_custom_subclass_check ``(Iterable, List, True)``:
+    iterating a dict gives its keys."""
+    assert compatible(dict[str, int], Iterable[str])
+    assert not compatible(dict[str, int], Iterable[int])
+    assert len(problems_of(pipe(dict[str, int], Iterable[int]))) == 1
+
+
+def test_a_generator_into_an_iterable_is_checked_by_its_yield_type() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/test_type_utils.py::test_custom_subclass_check (generic arguments)."""
+    assert compatible(Generator[int, None, None], Iterable[int])
+    assert not compatible(Generator[int, None, None], Iterable[str])
+    assert not compatible(Iterator[int], list[int])
+
+
+def test_a_counter_is_a_mapping_to_int() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/test_type_utils.py::test_custom_subclass_check (Dict vs Mapping)."""
+    assert compatible(collections.Counter[str], dict[str, int])
+    assert compatible(collections.Counter[str], Mapping[str, float])
+    assert not compatible(collections.Counter[str], dict[str, str])
+    assert not compatible(collections.Counter[str], Mapping[int, int])

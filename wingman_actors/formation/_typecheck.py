@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import collections.abc as cabc
 import functools
 import inspect
@@ -179,6 +180,8 @@ def _literal_fits(value: Any, dst: Any) -> bool:
 def _args_compatible(s_cls: type, s_args: tuple[Any, ...], d_cls: type, d_args: tuple[Any, ...]) -> bool:
     if not s_args or not d_args or d_cls is _CALLABLE:
         return True
+    if issubclass(s_cls, collections.Counter) and len(s_args) == 1:
+        s_args = (s_args[0], int)  # Counter[K] is a dict[K, int]
     if issubclass(d_cls, tuple) and issubclass(s_cls, tuple):
         return _tuple_compatible(s_args, d_args)
     if issubclass(d_cls, cabc.Mapping) and len(d_args) == 2 and len(s_args) == 2:
@@ -187,6 +190,10 @@ def _args_compatible(s_cls: type, s_args: tuple[Any, ...], d_cls: type, d_args: 
         if issubclass(s_cls, tuple):
             items = s_args[:1] if len(s_args) == 2 and s_args[1] is Ellipsis else s_args
             return all(compatible(item, d_args[0]) for item in items if item is not Ellipsis)
+        if len(s_args) == 2 and issubclass(s_cls, cabc.Mapping):
+            return compatible(s_args[0], d_args[0])  # iterating a mapping gives its keys
+        if issubclass(s_cls, cabc.Iterator | cabc.AsyncIterator):
+            return compatible(s_args[0], d_args[0])  # a generator's first argument is what it yields
         return len(s_args) != 1 or compatible(s_args[0], d_args[0])
     if len(s_args) == len(d_args) and Ellipsis not in s_args + d_args:
         return all(compatible(s, d) for s, d in zip(s_args, d_args, strict=True))
