@@ -24,7 +24,7 @@ from typing import Annotated, Any, NewType, Optional, TypeVar, Union
 
 import pytest
 from pydantic import BaseModel
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import NotRequired, TypedDict  # noqa: UP035 (pydantic needs typing_extensions' TypedDict on 3.11)
 
 from wingman_actors import Formation
 from wingman_actors.errors import FormationSetupError
@@ -86,8 +86,8 @@ def pipe(src: Any, dst: Any) -> Formation:
 AGREE = [
     (int, int), (list[int], list), (list, list[float]), (list, list), (dict, dict),
     (dict, Mapping), (list, Iterable), (tuple[str, str], tuple[str, str]), (tuple[str, str], tuple),
-    (tuple, tuple[str, str]), (Union[str, str], Union[str, str]), (X, X), (Y, X), (Y | None, Optional[X]),
-    (list[int], Sequence[int]), (int, Optional[int]), (type(None), Optional[int]), (Annotated[int, "m"], int),
+    (tuple, tuple[str, str]), (Union[str, str], Union[str, str]), (X, X), (Y, X), (Y | None, Optional[X]),  # noqa: UP045
+    (list[int], Sequence[int]), (int, Optional[int]), (type(None), Optional[int]), (Annotated[int, "m"], int),  # noqa: UP045
     (UserId, int), (list[UserId], list[int]), (T, int), (list[T], list[str]), (Any, int), (int, Any),
 ]
 
@@ -101,8 +101,8 @@ def test_an_output_that_fits_the_parameter_is_accepted(output: Any, param: Any) 
 
 DISAGREE = [
     (list[float], list[int]), (dict, list), (Mapping, dict), (tuple[str, str], tuple[str]),
-    (X, Y), (Union[float, str], int), (Union[X, int], X), (Union[int, float], X), (Optional[int], int),
-    (Optional[X], Optional[Y]), (Annotated[int, "m"], str), (UserId, str), (list[UserId], list[str]),
+    (X, Y), (Union[float, str], int), (Union[X, int], X), (Union[int, float], X), (Optional[int], int),  # noqa: UP045
+    (Optional[X], Optional[Y]), (Annotated[int, "m"], str), (UserId, str), (list[UserId], list[str]),  # noqa: UP045
     (list[Annotated[int, 1]], list[str]), (dict[str, list[int]], dict[str, list[str]]), (list[int | str], list[int]),
     (Sequence[int], list[int]), (type(None), int),
 ]
@@ -132,7 +132,7 @@ def test_a_subclass_output_feeds_a_base_class_parameter_but_not_the_other_way() 
 
 def test_the_error_names_the_edge_both_types_and_the_fix() -> None:
     """Ported from DAGWorks-Inc/hamilton tests/test_graph.py::test_throwing_error_on_incompatible_types."""
-    (problem,) = problems_of(pipe(Optional[list[int]], Sequence[str]))
+    (problem,) = problems_of(pipe(Optional[list[int]], Sequence[str]))  # noqa: UP045
     assert problem.startswith("edge 'make' → 'use': 'make' outputs list[int] | None but parameter 'value' of 'use' "
                               "expects Sequence[str]")
     assert "change the return type of 'make' or the parameter's annotation" in problem
@@ -162,9 +162,9 @@ def test_typing_aliases_and_builtin_generics_are_the_same_type() -> None:
     ::test_primitive_to_typing_conversion."""
     import typing
 
-    pipe(typing.List[int], list[int]).validate()
-    pipe(dict[str, int], typing.Dict[str, int]).validate()
-    assert len(problems_of(pipe(typing.List[int], list[str]))) == 1
+    pipe(typing.List[int], list[int]).validate()  # noqa: UP006
+    pipe(dict[str, int], typing.Dict[str, int]).validate()  # noqa: UP006
+    assert len(problems_of(pipe(typing.List[int], list[str]))) == 1  # noqa: UP006
 
 
 def test_a_pydantic_model_output_feeds_its_base_model_and_a_dict_builds_a_model() -> None:
@@ -251,3 +251,82 @@ def test_a_counter_is_a_mapping_to_int() -> None:
     assert compatible(collections.Counter[str], Mapping[str, float])
     assert not compatible(collections.Counter[str], dict[str, str])
     assert not compatible(collections.Counter[str], Mapping[int, int])
+
+
+# --- fan-in: a function taking several upstream outputs as one dict --------------------------
+
+
+def number(x: int) -> int:
+    return x
+
+
+def text(x: int) -> str:
+    return str(x)
+
+
+def fan_in(join: Any) -> Formation:
+    """``number`` and ``text`` both feed ``join`` (one parameter: it receives a dict keyed by predecessor)."""
+    return (Formation("fan_in").add_function("number", number).add_function("text", text)
+            .add_function("join", join).connect("number", "join").connect("text", "join"))
+
+
+def test_a_fan_in_dict_parameter_checks_each_predecessor_against_its_value_type() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/test_graph.py::test_throwing_error_on_incompatible_types
+    (Hamilton checks each dependency's type; our fan-in dict's value type is each dependency's)."""
+
+    def total(parts: dict[str, int]) -> int:
+        return sum(parts.values())
+
+    (problem,) = problems_of(fan_in(total))
+    assert problem.startswith("edge 'text' → 'join': 'text' outputs str but parameter 'parts' of 'join' expects "
+                              "dict[str, int], whose values are int")
+
+    def either(parts: dict[str, int | str]) -> str:
+        return str(parts)
+
+    assert fan_in(either).run(4).output == "{'number': 4, 'text': '4'}"
+
+
+class Parts(TypedDict):
+    number: int
+    text: str
+
+
+class WrongParts(TypedDict):
+    number: str
+    text: str
+
+
+class MoreParts(TypedDict):
+    number: int
+    text: str
+    missing: float
+
+
+def by_parts(parts: Parts) -> str:
+    return f"{parts['text']}:{parts['number']}"
+
+
+def by_wrong_parts(parts: WrongParts) -> str:
+    return str(parts)
+
+
+def by_more_parts(parts: MoreParts) -> str:
+    return str(parts)
+
+
+def test_a_fan_in_typeddict_parameter_checks_each_predecessor_against_its_key() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/test_graph.py::test_add_dependency_strict_node_dependencies
+    (a dependency named by a parameter: here, by a TypedDict key)."""
+    assert fan_in(by_parts).run(7).output == "7:7"
+    (problem,) = problems_of(fan_in(by_wrong_parts))
+    assert problem.startswith("edge 'number' → 'join': 'number' outputs int but key 'number' of parameter 'parts' "
+                              "of 'join' expects str")
+
+
+def test_a_fan_in_typeddict_requiring_a_key_no_predecessor_gives_is_refused() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/test_graph.py::test_add_dependency_user_nodes (a dependency
+    nothing provides: Hamilton asks for it as an input; a join has no such input)."""
+    (problem,) = problems_of(fan_in(by_more_parts))
+    assert "requires key 'missing'" in problem
+    assert "no predecessor of 'join' is named so" in problem
