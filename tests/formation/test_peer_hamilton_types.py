@@ -330,3 +330,44 @@ def test_a_fan_in_typeddict_requiring_a_key_no_predecessor_gives_is_refused() ->
     (problem,) = problems_of(fan_in(by_more_parts))
     assert "requires key 'missing'" in problem
     assert "no predecessor of 'join' is named so" in problem
+
+
+# --- routing by type (@config.when / @resolve pick an implementation) --------------------------
+
+
+def scores_or_text(x: Any) -> Scores | str:
+    return x
+
+
+def test_a_route_on_a_typeddict_is_refused_at_validation_naming_the_fix() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/function_modifiers/test_configuration.py::test_config_when
+    (a route picked by the upstream's type: isinstance cannot check a TypedDict, so the run would fail)."""
+
+    def a(scores: Scores) -> int:
+        return scores["a"]
+
+    f = Formation("routes").add_function("make", scores_or_text).add_function("use", a)
+    with pytest.raises(FormationSetupError, match=r"when=Scores cannot be checked with isinstance") as info:
+        f.connect("make", "use", when=Scores)
+    assert "use when=dict" in str(info.value)
+    f.connect("make", "use", when=dict)
+    assert f.run({"a": 1, "b": "x"}).output == 1
+
+
+def test_a_route_on_a_protocol_that_is_not_runtime_checkable_is_refused() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/function_modifiers/test_configuration.py::test_config_when
+    (a route picked by a structural type)."""
+    from typing import Protocol, runtime_checkable
+
+    class Sized(Protocol):
+        def __len__(self) -> int: ...
+
+    @runtime_checkable
+    class CheckedSized(Protocol):
+        def __len__(self) -> int: ...
+
+    f = Formation("routes").add_function("make", lambda x: x).add_function("use", len)
+    with pytest.raises(FormationSetupError, match=r"cannot be checked with isinstance.*runtime_checkable"):
+        f.connect("make", "use", when=Sized)
+    f.connect("make", "use", when=CheckedSized)
+    assert f.run([1, 2]).output == 2
