@@ -280,6 +280,60 @@ def test_an_async_node_over_its_timeout_is_cancelled_and_fails_the_run() -> None
     assert cancelled.wait(2)
 
 
+
+def optional_dependency(join: Any) -> Formation:
+    """``A`` always runs; ``B`` only for inputs above 5 (Hamilton: a function enabled by @config.when)."""
+    return (Formation("optional").add_function("start", lambda x: x).add_function("A", lambda x: x)
+            .add_function("B", lambda x: x * 10).add_function("j", join)
+            .connect("start", "A").connect("start", "B", when=lambda x: x > 5).connect("A", "j").connect("B", "j"))
+
+
+def test_a_dependency_disabled_by_configuration_leaves_its_parameter_default() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/test_graph.py::test_non_required_nodes with
+    tests/function_modifiers/test_configuration.py::test_config_when (a disabled dependency, a default value)."""
+
+    def j(A: int, B: int = -1) -> int:
+        return A + B
+
+    result = optional_dependency(j).run(1)
+    assert (result.output, result.nodes["B"].status) == (0, "skipped")
+    assert optional_dependency(j).run(7).output == 77
+
+
+def test_a_disabled_dependency_without_a_default_fails_the_run_naming_the_parameter_and_the_fix() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/test_graph.py::test_add_dependency_user_nodes (a required dependency
+    nothing provides: Hamilton asks for it as an input)."""
+
+    def j(A: int, B: int) -> int:
+        return A + B
+
+    with pytest.raises(FormationRuntimeError, match=r"node 'j' got no value for parameter\(s\) B: their predecessors "
+                                                    r"were skipped.*give those parameters defaults"):
+        optional_dependency(j).run(1)
+
+
+def test_an_async_dependency_that_fails_cancels_its_slow_sibling_at_once() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/test_async_driver.py::test_driver_end_to_end (a failing async node
+    among concurrent ones)."""
+    cancelled = threading.Event()
+
+    async def boom(x: int) -> int:
+        raise ValueError("boom")
+
+    def j(slow: str, boom: int) -> str:
+        return slow
+
+    f = (Formation("siblings").add_function("start", lambda x: x).add_function("slow", sleeps_until_cancelled(cancelled))
+         .add_function("boom", boom).add_function("j", j)
+         .connect("start", "slow").connect("start", "boom").connect("slow", "j").connect("boom", "j"))
+    started = time.monotonic()
+    with pytest.raises(FormationRuntimeError, match=r"node 'boom' failed") as info:
+        f.run(1)
+    assert time.monotonic() - started < 2.5  # not the 5 s the sibling would sleep
+    assert cancelled.wait(2)
+    assert info.value.nodes["slow"].status == "cancelled"
+
+
 # --- backend="ray" ----------------------------------------------------------------------------
 
 

@@ -169,6 +169,27 @@ def test_an_async_function_in_a_block_is_awaited_for_each_item() -> None:
     assert f.run(3).output == "page-0,page-1,page-2"
 
 
+
+def test_an_async_item_that_raises_fails_the_map_naming_the_item_and_an_empty_list_awaits_nothing() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/test_async_driver.py::test_driver_end_to_end with
+    tests/execution/test_executors.py::test_parallel_end_to_end_with_empty_list (async functions per item)."""
+    counter = Counter()
+
+    async def fetch(step: int) -> int:
+        counter.hit(step)
+        if step == 2:
+            raise KeyError("page 2 is gone")
+        return step
+
+    f = Formation("async_map").add_function("steps", steps).add_map("fetch", fetch).connect("steps", "fetch")
+    assert f.run(0).output == []
+    assert counter.calls == {}
+    with pytest.raises(FormationRuntimeError, match=r"map node 'fetch': 1 of 4 item\(s\) failed; first: item 2: "
+                                                    r"KeyError: 'page 2 is gone'"):
+        f.run(4)
+    assert counter.calls == {0: 1, 1: 1, 2: 1, 3: 1}
+
+
 def failing_on(bad: int, counter: Counter | None = None) -> Any:
     def step(item: int) -> int:
         if counter is not None:
