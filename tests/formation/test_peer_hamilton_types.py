@@ -371,3 +371,25 @@ def test_a_route_on_a_protocol_that_is_not_runtime_checkable_is_refused() -> Non
         f.connect("make", "use", when=Sized)
     f.connect("make", "use", when=CheckedSized)
     assert f.run([1, 2]).output == 2
+
+
+def test_a_fan_in_into_a_subdag_checks_each_predecessor_against_the_inner_source() -> None:
+    """Ported from DAGWorks-Inc/hamilton tests/function_modifiers/test_recursive.py (a subdag's typed inputs),
+    with a fan-in: the nested formation's source receives the dict."""
+
+    def total(parts: dict[str, int]) -> int:
+        return sum(parts.values())
+
+    def numbers(parts: dict[str, int | str]) -> int:
+        return len(parts)
+
+    def nested(inner_fn: Any) -> Formation:
+        return (Formation("outer").add_function("number", number).add_function("text", text)
+                .add_formation("sub", Formation("inner").add_function("first", inner_fn))
+                .connect("number", "sub").connect("text", "sub"))
+
+    (problem,) = problems_of(nested(total))
+    assert problem.startswith("edge 'text' → 'sub': 'text' outputs str but formation 'inner''s source 'first' "
+                              "expects dict[str, int], whose values are int")
+    assert nested(numbers).run(3).output == 2
+    assert len(problems_of(nested(by_wrong_parts))) == 1

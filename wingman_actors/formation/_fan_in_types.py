@@ -23,24 +23,29 @@ __all__ = ["fan_in_type_problems"]
 _FIX = "make them agree (change the return type of {u!r} or the annotation) or put a converting function node between them"
 
 
-def fan_in_type_problems(node: str, param: str | None, dst: Any, given: Mapping[str, Any]) -> list[str]:
+def fan_in_type_problems(
+    node: str, param: str | None, dst: Any, given: Mapping[str, Any], target: str | None = None
+) -> list[str]:
     """The problems of fan-in node ``node`` whose parameter ``param`` of type ``dst`` receives
-    the dict of its predecessors' outputs (``given``: predecessor → its output type)."""
+    the dict of its predecessors' outputs (``given``: predecessor → its output type);
+    ``target`` names what receives the dict when it is not a parameter of ``node`` (the
+    source of a nested formation)."""
     dst = _strip(dst)
+    target = target or f"parameter {param!r} of {node!r}"
     given = {u: src for u, src in given.items() if src is not NodeFailure}  # error edges: checked elsewhere
     if typing_extensions.is_typeddict(dst):
-        return _typeddict_problems(node, param, dst, given)
+        return _typeddict_problems(node, target, dst, given)
     origin, args = get_origin(dst), get_args(dst)
     if not (isinstance(origin, type) and issubclass(origin, cabc.Mapping) and len(args) == 2):
         return []
     return [
-        f"edge {u!r} → {node!r}: {u!r} outputs {type_name(src)} but parameter {param!r} of {node!r} expects "
-        f"{type_name(dst)}, whose values are {type_name(args[1])}; {_FIX.format(u=u)}"
+        f"edge {u!r} → {node!r}: {u!r} outputs {type_name(src)} but {target} expects {type_name(dst)}, "
+        f"whose values are {type_name(args[1])}; {_FIX.format(u=u)}"
         for u, src in given.items() if not compatible(src, args[1])
     ]
 
 
-def _typeddict_problems(node: str, param: str | None, dst: Any, given: Mapping[str, Any]) -> list[str]:
+def _typeddict_problems(node: str, target: str, dst: Any, given: Mapping[str, Any]) -> list[str]:
     keys = _keys(dst)
     if keys is None:
         return []
@@ -49,16 +54,16 @@ def _typeddict_problems(node: str, param: str | None, dst: Any, given: Mapping[s
     for u, src in given.items():
         if u not in types:
             out.append(
-                f"edge {u!r} → {node!r}: {node!r} receives a dict {{predecessor: output}}, but parameter {param!r} "
-                f"expects {type_name(dst)}, which has no key {u!r}, so the output of {u!r} would be dropped; add "
-                f"the key {u!r} to {type_name(dst)}, or annotate {param!r} as dict[str, Any]")
+                f"edge {u!r} → {node!r}: {node!r} receives a dict {{predecessor: output}}, but {target} expects "
+                f"{type_name(dst)}, which has no key {u!r}, so the output of {u!r} would be dropped; add the key "
+                f"{u!r} to {type_name(dst)}, or annotate it as dict[str, Any]")
         elif not compatible(src, types[u]):
             out.append(
-                f"edge {u!r} → {node!r}: {u!r} outputs {type_name(src)} but key {u!r} of parameter {param!r} of "
-                f"{node!r} expects {type_name(types[u])}; {_FIX.format(u=u)}")
+                f"edge {u!r} → {node!r}: {u!r} outputs {type_name(src)} but key {u!r} of {target} expects "
+                f"{type_name(types[u])}; {_FIX.format(u=u)}")
     out += [
-        f"function node {node!r}: parameter {param!r} ({type_name(dst)}) requires key {key!r}, but no predecessor "
-        f"of {node!r} is named so; connect a node named {key!r} to {node!r}, or mark the key NotRequired"
+        f"node {node!r}: {target} ({type_name(dst)}) requires key {key!r}, but no predecessor of {node!r} is "
+        f"named so; connect a node named {key!r} to {node!r}, or mark the key NotRequired"
         for key in sorted(required - set(given))
     ]
     return out
