@@ -22,6 +22,7 @@ from .._graphs import loop_roles, topological_order
 from ..errors import FormationSetupError, NodeTimeoutError
 from ._board_param import BoardNeed, board_param
 from ._failure import NodeFailure
+from ._fan_in_types import fan_in_type_problems
 from ._subplans import boundary_problems, nested_type, nesting_problems, source_accepts, subplan
 from ._typecheck import (
     CallableInfo,
@@ -331,6 +332,7 @@ def _type_problems(node: str, kind: str, ins: _Inputs, fwd: list[str], back: lis
                 f"parameter {ins.param!r} expects {type_name(ins.param_type)}; annotate it as dict[str, Any], "
                 "or name parameters after the predecessors to receive keyword arguments"
             )
+        out += fan_in_type_problems(node, ins.param, ins.param_type, {u: types.get(u) for u in fwd})
         for u in back:  # a back edge's visit brings its value alone, not a dict
             out += edge_type_problem(u, node, True, types.get(u), ins.param, ins.param_type)
     elif kind == "function":

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FormationSetupError
+from ._fan_in_types import fan_in_type_problems
 from ._typecheck import compatible, is_sequence, item_type, type_name
 from ._validation import is_formation, quote
 
@@ -123,6 +124,10 @@ def boundary_problems(
         given = {u: types.get(u) for u in fwd + back} if mode == "single" else {quote(fwd): dict[str, Any]}
         what = "" if mode == "single" else "a dict"
     out = []
+    if what == "a dict":  # each predecessor against the dict type the inner sources take
+        for path, dst in sub.accepts:
+            out += fan_in_type_problems(node, None, dst, {u: types.get(u) for u in fwd},
+                                        target=f"formation {inner!r}'s source {path!r}")
     for u, src in given.items():
         for path, dst in sub.accepts:
             if compatible(src, dst):

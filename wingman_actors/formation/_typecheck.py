@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import collections.abc as cabc
 import functools
 import inspect
@@ -112,6 +113,8 @@ def compatible(src: Any, dst: Any) -> bool:
         return all(_literal_fits(value, dst) for value in get_args(src))
     if get_origin(dst) is Literal:
         return any(compatible(src, type(value)) for value in get_args(dst))
+    if typing_extensions.is_typeddict(dst):
+        return _into_typeddict(src, dst)
     s_cls, s_args = _split(src)
     d_cls, d_args = _split(dst)
     if not isinstance(s_cls, type) or not isinstance(d_cls, type):
@@ -129,6 +132,45 @@ def compatible(src: Any, dst: Any) -> bool:
     return _args_compatible(s_cls, s_args, d_cls, d_args)
 
 
+_OPTIONAL_KEY = {typing_extensions.NotRequired, getattr(typing, "NotRequired", typing_extensions.NotRequired)}
+
+
+def _keys(td: Any) -> tuple[dict[str, Any], set[str]] | None:
+    """A TypedDict's keys with their types, and its required keys; None when its
+    annotations cannot be resolved. ``NotRequired`` is read from the annotations too:
+    with ``from __future__ import annotations`` Python < 3.14 counts such a key required."""
+    try:
+        hints = typing_extensions.get_type_hints(td, include_extras=True)
+    except Exception:
+        return None
+    optional = set(getattr(td, "__optional_keys__", ()))
+    optional |= {key for key, tp in hints.items() if get_origin(tp) in _OPTIONAL_KEY}
+    return {key: _strip_key(tp) for key, tp in hints.items()}, set(hints) - optional
+
+
+def _strip_key(tp: Any) -> Any:
+    while get_origin(tp) in _OPTIONAL_KEY | {typing_extensions.Required, getattr(typing, "Required", None)}:
+        tp = get_args(tp)[0]
+    return tp
+
+
+def _into_typeddict(src: Any, dst: Any) -> bool:
+    """Whether ``src`` may feed a TypedDict parameter: a mapping may (its keys are not
+    known), a model or any other non-mapping class may not (pydantic refuses it), and
+    another TypedDict must have each key ``dst`` requires, with a compatible type."""
+    s_cls, _ = _split(src)
+    if not isinstance(s_cls, type):
+        return True
+    if not typing_extensions.is_typeddict(src):
+        return s_cls is dict or bool(_issubclass(s_cls, cabc.Mapping))
+    have, want = _keys(src), _keys(dst)
+    if have is None or want is None:
+        return True
+    if any(key not in have[0] for key in want[1]):
+        return False
+    return all(compatible(have[0][key], tp) for key, tp in want[0].items() if key in have[0])
+
+
 def _literal_fits(value: Any, dst: Any) -> bool:
     if get_origin(dst) is Literal:
         return value in get_args(dst)
@@ -138,6 +180,8 @@ def _literal_fits(value: Any, dst: Any) -> bool:
 def _args_compatible(s_cls: type, s_args: tuple[Any, ...], d_cls: type, d_args: tuple[Any, ...]) -> bool:
     if not s_args or not d_args or d_cls is _CALLABLE:
         return True
+    if issubclass(s_cls, collections.Counter) and len(s_args) == 1:
+        s_args = (s_args[0], int)  # Counter[K] is a dict[K, int]
     if issubclass(d_cls, tuple) and issubclass(s_cls, tuple):
         return _tuple_compatible(s_args, d_args)
     if issubclass(d_cls, cabc.Mapping) and len(d_args) == 2 and len(s_args) == 2:
@@ -146,6 +190,10 @@ def _args_compatible(s_cls: type, s_args: tuple[Any, ...], d_cls: type, d_args: 
         if issubclass(s_cls, tuple):
             items = s_args[:1] if len(s_args) == 2 and s_args[1] is Ellipsis else s_args
             return all(compatible(item, d_args[0]) for item in items if item is not Ellipsis)
+        if len(s_args) == 2 and issubclass(s_cls, cabc.Mapping):
+            return compatible(s_args[0], d_args[0])  # iterating a mapping gives its keys
+        if issubclass(s_cls, cabc.Iterator | cabc.AsyncIterator):
+            return compatible(s_args[0], d_args[0])  # a generator's first argument is what it yields
         return len(s_args) != 1 or compatible(s_args[0], d_args[0])
     if len(s_args) == len(d_args) and Ellipsis not in s_args + d_args:
         return all(compatible(s, d) for s, d in zip(s_args, d_args, strict=True))

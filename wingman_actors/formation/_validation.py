@@ -42,6 +42,7 @@ from types import MappingProxyType
 from typing import Any, Literal, get_args, get_origin
 
 import networkx as nx  # type: ignore[import-untyped]
+import typing_extensions
 
 from .._graphs import back_edges, natural_loops
 from ._typecheck import inspect_callable, when_types
@@ -249,12 +250,13 @@ def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
             out.append(f"{where}: when=(...) must be a tuple of types (isinstance checks), got {when!r}")
     elif _checkable(when):
         pass  # when=int: isinstance(output, int)
-    elif (classes := when_types(when)) is not None:  # when=int | str
+    elif not isinstance(when, type) and (classes := when_types(when)) is not None:  # when=int | str
         if not all(_checkable(t) for t in classes):
             out.append(f"{where}: when={when!r} must be a union of classes (isinstance checks: int | str, not "
                        "list[int]); use a predicate for a check of what a container holds")
     elif when is Any or isinstance(when, type) or get_origin(when) is not None:  # list[int], Literal['a'], Any
-        out.append(f"{where}: when={when!r} cannot be checked with isinstance (routing calls isinstance(output, "
+        shown = when.__name__ if isinstance(when, type) else repr(when)
+        out.append(f"{where}: when={shown} cannot be checked with isinstance (routing calls isinstance(output, "
                    f"<when>) for a type); {_typing_form_fix(when)}")
     elif not callable(when):
         label = f"; to route on a label, compare it: when=lambda output: output == {when!r}" if isinstance(when, str) else ""
@@ -270,8 +272,15 @@ def edge_problems(u: Any, v: Any, attrs: Mapping[str, Any]) -> list[str]:
 
 def _checkable(t: Any) -> bool:
     """Whether ``isinstance(x, t)`` works: a plain class (not ``typing.Any``, ``list[int]``
-    or another parameterised or special form)."""
-    return isinstance(t, type) and t is not Any and get_origin(t) is None
+    or another parameterised or special form, a TypedDict or a protocol that is not
+    ``@runtime_checkable``, which refuse the check)."""
+    if not isinstance(t, type) or t is Any or get_origin(t) is not None:
+        return False
+    try:
+        isinstance(None, t)
+    except TypeError:
+        return False
+    return True
 
 
 def _typing_form_fix(when: Any) -> str:
@@ -284,6 +293,10 @@ def _typing_form_fix(when: Any) -> str:
                 f"when=lambda x: isinstance(x, {origin.__name__}) and ...")
     if when is Any:
         return "Any lets every output through: drop when= (or use when=object), or use a predicate"
+    if typing_extensions.is_typeddict(when):
+        return "a TypedDict is a dict at run time: use when=dict, or a predicate on its keys"
+    if getattr(when, "_is_protocol", False):
+        return "decorate the protocol with @typing.runtime_checkable, or use a predicate"
     return "use a class, a tuple or a union of classes, or a predicate"
 
 
