@@ -38,6 +38,12 @@ def refuse(reason: str) -> str:
 
 
 @tool
+def mute(tool_error: bool) -> str:
+    """Fails without a message: a bare ToolError, or a bare TimeoutError."""
+    raise ToolError("") if tool_error else TimeoutError()
+
+
+@tool
 def nap(seconds: float) -> str:
     """Blocks for a while, then answers."""
     time.sleep(seconds)
@@ -85,4 +91,4 @@ def meet() -> str:
     return "met"
 
 
-TOOLS = [shout, explode, refuse, nap, anap, person, pid, wait, meet]
+TOOLS = [shout, explode, refuse, mute, nap, anap, person, pid, wait, meet]

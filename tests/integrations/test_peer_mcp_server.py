@@ -59,7 +59,7 @@ def test_the_sdk_client_lists_every_tool_with_its_docstring_and_schema(tmp_path:
     """Ported from modelcontextprotocol/python-sdk tests/server/mcpserver/test_server.py::TestServerTools::test_list_tools."""
     listed = _with_client(tmp_path, lambda c: c.list_tools())
     by_name = {t.name: t for t in listed.tools}
-    assert list(by_name) == ["shout", "explode", "refuse", "nap", "anap", "person", "pid", "wait", "meet"]
+    assert list(by_name) == ["shout", "explode", "refuse", "mute", "nap", "anap", "person", "pid", "wait", "meet"]
     shout = by_name["shout"]
     assert shout.input_schema["required"] == ["text"]
     assert shout.input_schema["properties"]["times"] == {"default": 1, "type": "integer"}
@@ -74,7 +74,7 @@ def test_a_listing_asked_for_with_a_cursor_still_answers_every_tool(tmp_path: Pa
         return [await c.list_tools(cursor=cursor) for cursor in (None, "", "some_cursor_value")]
 
     for page in _with_client(tmp_path, go):
-        assert len(page.tools) == 9 and page.next_cursor is None
+        assert len(page.tools) == 10 and page.next_cursor is None
 
 
 def test_non_ascii_descriptions_arguments_and_results_cross_unchanged(tmp_path: Path) -> None:
@@ -96,6 +96,16 @@ def test_a_tool_that_raises_is_an_error_result_naming_the_tool_and_the_exception
     result = _with_client(tmp_path, lambda c: c.call_tool("explode", {"reason": "boom"}))
     assert result.is_error
     assert _text(result) == "tool 'explode' raised ValueError: exploded: boom"
+
+
+@pytest.mark.parametrize(("tool_error", "text"), [
+    (True, "tool 'mute' failed without saying why"),
+    (False, "tool 'mute' raised TimeoutError"),
+])
+def test_a_failure_without_a_message_is_an_error_result_saying_so(tmp_path: Path, tool_error: bool, text: str) -> None:
+    # as an agent's tool results say it (not a bare "" or a trailing ": ")
+    result = _with_client(tmp_path, lambda c: c.call_tool("mute", {"tool_error": tool_error}))
+    assert result.is_error and _text(result) == text
 
 
 def test_a_tool_error_is_an_error_result_with_the_tools_own_message(tmp_path: Path) -> None:

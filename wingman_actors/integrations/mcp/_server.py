@@ -131,9 +131,10 @@ def build_server(
             token.cancel("the MCP client cancelled the request")  # an async tool is cancelled with it
             raise
         except AgentError as exc:  # ToolError included: the message is written for a model
-            return _error(exc.message)
-        except Exception as exc:
-            return _error(f"tool {t.name!r} raised {type(exc).__name__}: {exc}")
+            return _error(exc.message or f"tool {t.name!r} failed without saying why")
+        except Exception as exc:  # one raised without a message is named alone, as an agent's results say
+            detail = str(exc)
+            return _error(f"tool {t.name!r} raised {type(exc).__name__}" + (f": {detail}" if detail else ""))
         return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)])
 
     server: Server[Any] = Server(
