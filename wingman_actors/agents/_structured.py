@@ -85,10 +85,10 @@ class OutputSchema:
             try:
                 return self.adapter.validate_json(doc)
             except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
-                )
-                raise OutputValidationError(problems) from exc
+                value, error = self._as_string(text, exc)
+                if error is None:
+                    return value
+                raise OutputValidationError(_problems(error)) from error
         try:
             value = json.loads(doc)
         except json.JSONDecodeError as exc:
@@ -103,6 +103,25 @@ class OutputSchema:
         elif expected == "array" and not isinstance(value, list):
             raise OutputValidationError(f"expected a JSON array, got {type(value).__name__}")
         return value
+
+
+    def _as_string(self, text: str, exc: ValidationError) -> tuple[Any, ValidationError | None]:
+        """The answer taken as one JSON string, for schemas that take text (``str``, a
+        ``Literal`` or ``Enum`` of labels, ``int | str``): a model asked for a label
+        answers ``spam``, not ``"spam"``. Returns the value, or the error to report: this
+        attempt's when the schema takes strings but not this one (it names the allowed
+        labels), else the JSON document's."""
+        assert self.adapter is not None
+        try:
+            return self.adapter.validate_json(json.dumps(text.strip())), None
+        except ValidationError as as_text:
+            takes_strings = any(not e["type"].endswith(("_type", "_parsing")) for e in as_text.errors())
+            return None, as_text if takes_strings else exc
+
+
+def _problems(exc: ValidationError) -> str:
+    """Every error of ``exc`` as ``loc: message``, for the model to read."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors())
 
 
 @functools.lru_cache(maxsize=256)
