@@ -169,6 +169,22 @@ def test_a_list_of_models_is_a_list_of_validated_instances() -> None:
     assert users == [User(name="Jason", age=20), User(name="Sarah", age=30)]
 
 
+def test_an_iterable_of_models_is_a_list_of_validated_instances() -> None:
+    """Ported from instructor-ai/instructor tests/llm/test_openai/test_multitask.py::test_multi_user."""
+    users = output_of(Iterable[User], '[{"name": "Jason", "age": 20}, {"name": "Sarah", "age": 30}]')
+    assert users == [User(name="Jason", age=20), User(name="Sarah", age=30)]
+
+
+def test_an_invalid_item_of_an_iterable_output_is_sent_back_for_correction() -> None:
+    """Ported from instructor-ai/instructor tests/llm/test_openai/test_multitask.py::test_multi_user (a bad item)."""
+    result, provider = extract(
+        Iterable[User], '[{"name": "Jason", "age": 20}, {"name": "Sarah", "age": "thirty"}]',
+        '[{"name": "Jason", "age": 20}, {"name": "Sarah", "age": 30}]',
+    )
+    assert result.output == [User(name="Jason", age=20), User(name="Sarah", age=30)]
+    assert "1.age" in provider.requests[1].messages[-1].text
+
+
 def test_a_field_constraint_violation_is_sent_back_with_the_constraint() -> None:
     """Ported from instructor-ai/instructor tests/llm/test_openai/test_retries.py::test_upper_case (Field constraints)."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +84,7 @@ class OutputSchema:
         doc = extract_json(text)
         if self.adapter is not None:
             try:
-                return self.adapter.validate_json(doc)
+                return self._validate(doc)
             except ValidationError as exc:
                 value, error = self._as_string(text, exc)
                 if error is None:
@@ -105,6 +106,15 @@ class OutputSchema:
         return value
 
 
+    def _validate(self, doc: str) -> Any:
+        assert self.adapter is not None
+        value = self.adapter.validate_json(doc)
+        if isinstance(value, Iterator):
+            # Iterable[Model] validates lazily: its items now, so that a bad one is corrected
+            # like any error and the output is a list (journalled, pickled, read twice).
+            value = list(value)
+        return value
+
     def _as_string(self, text: str, exc: ValidationError) -> tuple[Any, ValidationError | None]:
         """The answer taken as one JSON string, for schemas that take text (``str``, a
         ``Literal`` or ``Enum`` of labels, ``int | str``): a model asked for a label
@@ -113,7 +123,7 @@ class OutputSchema:
         labels), else the JSON document's."""
         assert self.adapter is not None
         try:
-            return self.adapter.validate_json(json.dumps(text.strip())), None
+            return self._validate(json.dumps(text.strip())), None
         except ValidationError as as_text:
             takes_strings = any(not e["type"].endswith(("_type", "_parsing")) for e in as_text.errors())
             return None, as_text if takes_strings else exc
