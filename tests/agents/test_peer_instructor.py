@@ -150,6 +150,12 @@ def test_a_model_answered_in_a_fenced_json_block_after_prose_is_extracted() -> N
     assert output_of(User, answer) == User(name="Jason", age=25)
 
 
+def test_json_followed_by_prose_with_braces_is_still_extracted() -> None:
+    """Ported from instructor-ai/instructor tests/test_utils.py::test_extract_json_from_codeblock_ignores_brackets_in_prose."""
+    answer = 'Here it is: {"name": "Jason", "age": 25}. Tell me if {anything} is missing.'
+    assert output_of(User, answer) == User(name="Jason", age=25)
+
+
 def test_a_nested_model_output_validates_every_level() -> None:
     """Ported from instructor-ai/instructor tests/dsl/test_partial.py::test_partial (nested models)."""
 

@@ -31,8 +31,32 @@ def extract_json(text: str) -> str:
     for open_, close in (("{", "}"), ("[", "]")):
         start, end = text.find(open_), text.rfind(close)
         if 0 <= start < end:
-            return text[start : end + 1]
+            span = text[start : end + 1]
+            return span if _is_json(span) else _first_document(text, open_) or span
     return stripped
+
+
+def _is_json(doc: str) -> bool:
+    try:
+        json.loads(doc)
+    except ValueError:
+        return False
+    return True
+
+
+def _first_document(text: str, open_: str, tries: int = 8) -> str | None:
+    """The first JSON document opening with ``open_`` in ``text``, when prose around it has
+    brackets of its own (``{"a": 1}. Tell me if {anything} is missing``)."""
+    decoder = json.JSONDecoder()
+    start = text.find(open_)
+    while start >= 0 and tries > 0:
+        try:
+            _, end = decoder.raw_decode(text, start)
+        except ValueError:
+            start, tries = text.find(open_, start + 1), tries - 1
+            continue
+        return text[start:end]
+    return None
 
 
 @dataclass(frozen=True)
