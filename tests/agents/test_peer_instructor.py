@@ -317,6 +317,18 @@ def test_a_provider_error_during_the_corrective_retry_is_that_error_not_a_valida
     assert info.value.kind is ErrorKind.RATE_LIMIT
 
 
+def test_an_answer_cut_off_at_max_tokens_fails_at_once_naming_max_tokens() -> None:
+    """Ported from instructor-ai/instructor tests/test_function_calls.py::test_incomplete_output_exception.
+
+    instructor raises IncompleteOutputException; ours is AgentError(kind=invalid) saying the
+    answer hit max_tokens, without a corrective retry that would be cut off again."""
+    provider = ScriptedProvider([text('{"name": "incomplete dat', stop_reason="max_tokens")])
+    with pytest.raises(AgentError, match=r"cut off at max_tokens") as info:
+        Session(Agent("extractor", provider=provider, output_schema=User, max_tokens=64)).run("Extract")
+    assert info.value.kind is ErrorKind.INVALID
+    assert len(provider.requests) == 1
+
+
 def test_a_complete_answer_that_stopped_at_max_tokens_is_still_the_output() -> None:
     """Ported from instructor-ai/instructor tests/test_function_calls.py::test_complete_output_no_exception."""
     result, _ = extract(User, text('{"name": "J", "age": 1}', stop_reason="max_tokens"))

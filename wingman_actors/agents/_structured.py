@@ -12,10 +12,12 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ..core import InferenceResponse
+from ..errors import AgentError, ErrorKind
 from ..errors import OutputValidationError  # defined with the other errors; kept importable here
 from ..tools._base import typed_dict_note
 
-__all__ = ["OutputSchema", "OutputValidationError", "extract_json"]
+__all__ = ["OutputSchema", "OutputValidationError", "extract_json", "unmatched"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
 
@@ -151,6 +153,23 @@ class OutputSchema:
         except ValidationError as as_text:
             takes_strings = any(not e["type"].endswith(("_type", "_parsing")) for e in as_text.errors())
             return None, as_text if takes_strings else exc
+
+
+def unmatched(agent: str, exc: OutputValidationError, response: InferenceResponse) -> AgentError:
+    """The error of a run whose answer still does not match the schema: after the
+    corrective retry, or at once when the answer was cut off at max_tokens (a retry would
+    be cut off too)."""
+    if response.stop_reason == "max_tokens":
+        return AgentError(
+            f"agent {agent!r}: the answer was cut off at max_tokens ({response.usage.output_tokens} output "
+            f"tokens) before it matched the output schema ({exc}); raise the agent's max_tokens or ask "
+            "for a shorter answer",
+            kind=ErrorKind.INVALID,
+        )
+    return AgentError(
+        f"agent {agent!r}: the answer does not match the output schema after one corrective retry: {exc}",
+        kind=ErrorKind.INVALID,
+    )
 
 
 def _problems(exc: ValidationError) -> str:
