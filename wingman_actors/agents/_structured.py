@@ -13,8 +13,11 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from ..core import InferenceResponse
-from ..errors import AgentError, ErrorKind
-from ..errors import OutputValidationError  # defined with the other errors; kept importable here
+from ..errors import (
+    AgentError,
+    ErrorKind,
+    OutputValidationError,  # defined with the other errors; kept importable here
+)
 from ..tools._base import typed_dict_note
 
 __all__ = ["OutputSchema", "OutputValidationError", "extract_json", "unmatched"]
