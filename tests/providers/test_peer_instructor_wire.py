@@ -239,6 +239,25 @@ def test_ollama_gets_the_schema_as_format_when_no_tools_are_offered(
     assert loopback.requests[0].json()["format"] == User.model_json_schema()
 
 
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_tools_parameter_schema_keeps_field_descriptions_and_constraints(
+    kind: str, providers: Callable[..., BaseProvider], loopback: LoopbackServer
+) -> None:
+    """Ported from instructor-ai/instructor tests/test_function_calls.py::test_openai_schema (parameter descriptions)."""
+    loopback.queue(answer(kind, '{"name": "A", "age": 1}'))
+    Session(Agent("x", provider=providers(kind), tools=[register], output_schema=User)).run("Register Ada, 36")
+    body = loopback.requests[0].json()
+    if kind == "openai":
+        schema = body["tools"][0]["function"]["parameters"]
+    else:
+        schema = body["tools"][0]["input_schema"]
+    props = schema["properties"]
+    assert props["name"]["description"] == "The user's full name"
+    assert props["age"] == {"description": "Age in years", "minimum": 0, "type": "integer"}
+    assert props["plan"]["enum"] == ["free", "pro"] and schema["required"] == ["name", "age", "address"]
+    assert schema["$defs"]["Address"]["required"] == ["city"]
+
+
 def test_openai_refusal_is_the_answers_text_and_gets_the_corrective_retry(
     providers: Callable[..., BaseProvider], loopback: LoopbackServer
 ) -> None:

@@ -300,7 +300,9 @@ class FunctionTool:
                 self._ctx_param = pname
                 continue
             default = ... if param.default is param.empty else param.default
-            fields[pname] = (annotation, pydantic.Field(default, description=arg_docs.get(pname)))
+            # No description=None: it would drop one given in Annotated[..., Field(description=...)].
+            doc = arg_docs.get(pname)
+            fields[pname] = (annotation, pydantic.Field(default) if doc is None else pydantic.Field(default, description=doc))
         try:
             self.arguments: type[BaseModel] = create_model(  # type: ignore[call-overload]
                 f"{self.name}_arguments",
