@@ -309,6 +309,15 @@ def test_the_error_when_correction_fails_carries_the_usage_of_both_calls() -> No
     assert (info.value.usage.input_tokens, info.value.usage.output_tokens) == (20, 7)
 
 
+def test_the_error_when_correction_fails_carries_the_last_answer_and_may_be_retried() -> None:
+    """Ported from instructor-ai/instructor tests/core/test_exceptions.py (InstructorRetryException.last_completion)."""
+    provider = ScriptedProvider([text('{"name": "John"}'), text('{"name": "John", "age": "old"}')])
+    with pytest.raises(AgentError) as info:
+        Session(Agent("extractor", provider=provider, output_schema=User)).run("Extract")
+    assert info.value.answer == '{"name": "John", "age": "old"}'
+    assert info.value.retryable  # another session may answer differently
+
+
 def test_a_provider_error_during_the_corrective_retry_is_that_error_not_a_validation_one() -> None:
     """Ported from instructor-ai/instructor tests/core/test_retry_n_attempts.py::test_validation_then_api_error_reports_two."""
     provider = ScriptedProvider([text('{"name": "J"}'), AgentError("rate limited", kind=ErrorKind.RATE_LIMIT)])

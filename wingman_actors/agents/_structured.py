@@ -162,6 +162,12 @@ def unmatched(agent: str, exc: OutputValidationError, response: InferenceRespons
     """The error of a run whose answer still does not match the schema: after the
     corrective retry, or at once when the answer was cut off at max_tokens (a retry would
     be cut off too)."""
+    error = _unmatched(agent, exc, response)
+    error.answer = response.text
+    return error
+
+
+def _unmatched(agent: str, exc: OutputValidationError, response: InferenceResponse) -> AgentError:
     if response.stop_reason == "max_tokens":
         return AgentError(
             f"agent {agent!r}: the answer was cut off at max_tokens ({response.usage.output_tokens} output "
