@@ -129,6 +129,16 @@ def test_a_fleet_node_outputs_each_items_validated_object_in_item_order() -> Non
     assert result.nodes["each"].output == [User(name="ADA", age=36), User(name="BOB", age=7), User(name="CY", age=9)]
 
 
+def test_an_iterable_output_reaches_the_next_node_as_a_list() -> None:
+    """Ported from instructor-ai/instructor tests/llm/test_openai/test_multitask.py::test_multi_user (downstream)."""
+    agent = extractor('[{"name": "JASON", "age": 20}, {"name": "SARAH", "age": 30}]', schema=Iterable[User])
+    f = Formation("f").add_agent("extract", agent).add_function("count", count).connect("extract", "count")
+    assert f.run("Jason is 20, Sarah is 30").output == 2
+
+
+# --- durable: journalled objects, resumed without a new model call -------------------------------
+
+
 def test_a_resumed_run_restores_the_journalled_object_without_asking_the_model_again(location: str) -> None:
     """Ported from instructor-ai/instructor tests/cache/test_cache_integration.py (a kept response is not asked for again)."""
     provider = ScriptedProvider(['{"name": "JASON", "age": 25}'])
@@ -149,6 +159,28 @@ def test_a_resumed_run_restores_the_journalled_object_without_asking_the_model_a
     assert len(provider.requests) == 1
 
 
+def test_an_iterable_output_is_journalled_as_a_list_and_restored_on_resume(location: str) -> None:
+    """Ported from instructor-ai/instructor tests/cache/test_cache_integration.py (an Iterable response kept)."""
+    provider = ScriptedProvider(['[{"name": "JASON", "age": 20}, {"name": "SARAH", "age": 30}]'])
+    seen = Counter()
+
+    def flaky_count(users: list[User]) -> list[str]:
+        if seen.hit("count") == 1:
+            raise RuntimeError("count is down")
+        return [u.name for u in users]
+
+    f = (Formation("f").add_agent("extract", Agent("extract", provider=provider, output_schema=Iterable[User]))
+         .add_function("count", flaky_count).connect("extract", "count"))
+    with RunStore(location) as store:
+        with pytest.raises(FormationRuntimeError):
+            f.run("x", store=store, run_id="r2")
+        assert f.resume("r2", store=store).output == ["JASON", "SARAH"]
+    assert len(provider.requests) == 1
+
+
+# --- backend="ray" ----------------------------------------------------------------------------------
+
+
 @pytest.mark.ray
 @pytest.mark.usefixtures("local_ray")
 def test_an_agent_nodes_validated_object_on_ray_is_the_threads_one() -> None:
@@ -162,3 +194,12 @@ def test_an_agent_nodes_validated_object_on_ray_is_the_threads_one() -> None:
     on_ray = build().run("Jo is 3", backend="ray", timeout=120)
     assert on_ray.output == threads.output == "hello JO (3)"
     assert on_ray.nodes["extract"].output == User(name="JO", age=3)
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_an_iterable_output_on_ray_crosses_to_the_next_node_as_a_list() -> None:
+    """Ported from instructor-ai/instructor tests/llm/test_openai/test_multitask.py::test_multi_user on backend="ray"."""
+    agent = extractor('[{"name": "JASON", "age": 20}, {"name": "SARAH", "age": 30}]', schema=Iterable[User])
+    f = Formation("f").add_agent("extract", agent).add_function("count", count).connect("extract", "count")
+    assert f.run("x", backend="ray", timeout=120).output == 2
