@@ -111,8 +111,9 @@ def test_an_agent_output_schema_that_does_not_fit_the_next_node_is_a_setup_error
         return x * x
 
     f = Formation("f").add_agent("extract", extractor("{}")).add_function("square", square).connect("extract", "square")
-    with pytest.raises(FormationSetupError, match=r"'extract' outputs User but parameter 'x' of 'square' expects int"):
+    with pytest.raises(FormationSetupError, match=r"'extract' outputs User but parameter 'x' of 'square' expects int") as info:
         f.validate()
+    assert "an agent's output_schema" in str(info.value)
 
 
 def test_a_fleet_node_outputs_each_items_validated_object_in_item_order() -> None:
