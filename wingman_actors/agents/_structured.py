@@ -134,7 +134,6 @@ class OutputSchema:
             raise OutputValidationError(f"expected a JSON array, got {type(value).__name__}")
         return value
 
-
     def _validate(self, doc: str) -> Any:
         assert self.adapter is not None
         value = self.adapter.validate_json(doc)
