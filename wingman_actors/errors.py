@@ -139,6 +139,10 @@ class AgentError(WingmanError):
         usage: the tokens the agent run that raised it had spent on model calls before
             it failed (set by the session; None when it made none, or for an error raised
             outside a session): they were paid for, and traces count them.
+        answer: the model's last answer when the run failed because it did not match the
+            agent's output schema (set by the session; None otherwise). Such an error is
+            retryable: another session may answer differently (a formation node's
+            ``retries`` apply).
     """
 
     def __init__(
@@ -157,13 +161,17 @@ class AgentError(WingmanError):
         self.retry_after = retry_after
         self.provider = provider
         self.usage: Usage | None = None
+        self.answer: str | None = None
 
     @property
     def retryable(self) -> bool:
         """Whether retrying the same request may succeed.
 
-        5xx answers are retryable; other 4xx answers (bad request, credentials) never are.
+        5xx answers are retryable; other 4xx answers (bad request, credentials) never are;
+        an answer that did not match the output schema is.
         """
+        if self.answer is not None:  # an answer that did not match the output schema
+            return True
         if self.kind is ErrorKind.AGENT and self.status is not None and self.status < 500:
             return False
         return self.kind.retryable

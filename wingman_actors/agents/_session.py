@@ -50,7 +50,7 @@ from ._prepare import Prepares
 from ._result import Result, Spender, StepTrace, ToolCall, charge
 from ._session_ids import new_session_id
 from ._stream import SessionStream, Unbegun
-from ._structured import OutputSchema, OutputValidationError
+from ._structured import OutputSchema, OutputValidationError, unmatched
 from ._tool_steps import ToolBatch, ToolStep, close_unanswered
 
 __all__ = ["Result", "Session", "SessionStream"]
@@ -520,12 +520,8 @@ class Session(AsyncSessionRuns):
                 try:
                     output = self._schema.validate_text(text)
                 except OutputValidationError as exc:
-                    if corrected:
-                        raise AgentError(
-                            f"agent {self.agent.name!r}: the answer does not match the output schema "
-                            f"after one corrective retry: {exc}",
-                            kind=ErrorKind.INVALID,
-                        ) from exc
+                    if corrected or response.stop_reason == "max_tokens":  # cut off: a retry would be too
+                        raise unmatched(self.agent.name, exc, response) from exc
                     corrected = True
                     self._add_user_text(
                         f"Your answer does not match the required output schema: {exc}. "

@@ -6,15 +6,21 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..errors import OutputValidationError  # defined with the other errors; kept importable here
+from ..core import InferenceResponse
+from ..errors import (
+    AgentError,
+    ErrorKind,
+    OutputValidationError,  # defined with the other errors; kept importable here
+)
 from ..tools._base import typed_dict_note
 
-__all__ = ["OutputSchema", "OutputValidationError", "extract_json"]
+__all__ = ["OutputSchema", "OutputValidationError", "extract_json", "unmatched"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
 
@@ -30,8 +36,32 @@ def extract_json(text: str) -> str:
     for open_, close in (("{", "}"), ("[", "]")):
         start, end = text.find(open_), text.rfind(close)
         if 0 <= start < end:
-            return text[start : end + 1]
+            span = text[start : end + 1]
+            return span if _is_json(span) else _first_document(text, open_) or span
     return stripped
+
+
+def _is_json(doc: str) -> bool:
+    try:
+        json.loads(doc)
+    except ValueError:
+        return False
+    return True
+
+
+def _first_document(text: str, open_: str, tries: int = 8) -> str | None:
+    """The first JSON document opening with ``open_`` in ``text``, when prose around it has
+    brackets of its own (``{"a": 1}. Tell me if {anything} is missing``)."""
+    decoder = json.JSONDecoder()
+    start = text.find(open_)
+    while start >= 0 and tries > 0:
+        try:
+            _, end = decoder.raw_decode(text, start)
+        except ValueError:
+            start, tries = text.find(open_, start + 1), tries - 1
+            continue
+        return text[start:end]
+    return None
 
 
 @dataclass(frozen=True)
@@ -83,12 +113,12 @@ class OutputSchema:
         doc = extract_json(text)
         if self.adapter is not None:
             try:
-                return self.adapter.validate_json(doc)
+                return self._validate(doc)
             except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
-                )
-                raise OutputValidationError(problems) from exc
+                value, error = self._as_string(text, exc)
+                if error is None:
+                    return value
+                raise OutputValidationError(_problems(error)) from error
         try:
             value = json.loads(doc)
         except json.JSONDecodeError as exc:
@@ -103,6 +133,56 @@ class OutputSchema:
         elif expected == "array" and not isinstance(value, list):
             raise OutputValidationError(f"expected a JSON array, got {type(value).__name__}")
         return value
+
+    def _validate(self, doc: str) -> Any:
+        assert self.adapter is not None
+        value = self.adapter.validate_json(doc)
+        if isinstance(value, Iterator):
+            # Iterable[Model] validates lazily: its items now, so that a bad one is corrected
+            # like any error and the output is a list (journalled, pickled, read twice).
+            value = list(value)
+        return value
+
+    def _as_string(self, text: str, exc: ValidationError) -> tuple[Any, ValidationError | None]:
+        """The answer taken as one JSON string, for schemas that take text (``str``, a
+        ``Literal`` or ``Enum`` of labels, ``int | str``): a model asked for a label
+        answers ``spam``, not ``"spam"``. Returns the value, or the error to report: this
+        attempt's when the schema takes strings but not this one (it names the allowed
+        labels), else the JSON document's."""
+        assert self.adapter is not None
+        try:
+            return self._validate(json.dumps(text.strip())), None
+        except ValidationError as as_text:
+            takes_strings = any(not e["type"].endswith(("_type", "_parsing")) for e in as_text.errors())
+            return None, as_text if takes_strings else exc
+
+
+def unmatched(agent: str, exc: OutputValidationError, response: InferenceResponse) -> AgentError:
+    """The error of a run whose answer still does not match the schema: after the
+    corrective retry, or at once when the answer was cut off at max_tokens (a retry would
+    be cut off too)."""
+    error = _unmatched(agent, exc, response)
+    error.answer = response.text
+    return error
+
+
+def _unmatched(agent: str, exc: OutputValidationError, response: InferenceResponse) -> AgentError:
+    if response.stop_reason == "max_tokens":
+        return AgentError(
+            f"agent {agent!r}: the answer was cut off at max_tokens ({response.usage.output_tokens} output "
+            f"tokens) before it matched the output schema ({exc}); raise the agent's max_tokens or ask "
+            "for a shorter answer",
+            kind=ErrorKind.INVALID,
+        )
+    return AgentError(
+        f"agent {agent!r}: the answer does not match the output schema after one corrective retry: {exc}",
+        kind=ErrorKind.INVALID,
+    )
+
+
+def _problems(exc: ValidationError) -> str:
+    """Every error of ``exc`` as ``loc: message``, for the model to read."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors())
 
 
 @functools.lru_cache(maxsize=256)

@@ -9,11 +9,12 @@ and input validators built, so the runtime does no graph work on its hot path.
 
 from __future__ import annotations
 
+import collections.abc
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 import networkx as nx  # type: ignore[import-untyped]
 from pydantic import TypeAdapter
@@ -215,6 +216,9 @@ class Plan:
 
 
 
+_LAZY = (collections.abc.Iterable, collections.abc.Iterator, collections.abc.Generator)
+
+
 def _output_type(attrs: Mapping[str, Any], info: CallableInfo | None) -> Any:
     if info is not None:
         if attrs["kind"] == "map":  # an async def's annotation is what it returns once awaited
@@ -225,6 +229,9 @@ def _output_type(attrs: Mapping[str, Any], info: CallableInfo | None) -> Any:
     if isinstance(schema, dict):  # a JSON Schema: the Python type it validates to
         kinds = {"object": dict[str, Any], "array": list[Any], "string": str, "integer": int, "number": float}
         one = {**kinds, "boolean": bool}.get(schema.get("type") or "object")
+    elif get_origin(schema) in _LAZY:  # Iterable[X] and kin: the session gives a list
+        args = get_args(schema)
+        one = list[args[0] if args else Any]  # type: ignore[misc]
     return list[one] if attrs["kind"] == "fleet" and one is not None else one  # type: ignore[valid-type]
 
 

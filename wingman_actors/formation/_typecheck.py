@@ -546,6 +546,7 @@ def edge_type_problem(u: str, v: str, back: bool, src: Any, param: str | None, d
     edge = f"{'back edge' if back else 'edge'} {u!r} → {v!r}"
     return [
         f"{edge}: {u!r} outputs {type_name(src)} but parameter {param!r} of {v!r} expects {type_name(dst)}; "
-        f"make them agree (change the return type of {u!r} or the parameter's annotation) "
+        f"make them agree (change what {u!r} outputs: a function's return type, an agent's output_schema; "
+        "or the parameter's annotation) "
         "or put a converting function node between them"
     ]

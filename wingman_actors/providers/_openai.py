@@ -10,7 +10,8 @@ Example:
 
 The API key comes from the ``api_key`` option or ``OPENAI_API_KEY``; it may be left out for
 servers other than api.openai.com. ``output_schema`` is sent as ``response_format`` only
-with ``structured_output: True``, since many compatible servers refuse it.
+with ``structured_output: True``, since many compatible servers refuse it, and only when it
+is an object schema (OpenAI refuses any other at the root).
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ class OpenAIOptions(RemoteOptions):
     it is (``top_k``, ``seed``, ``reasoning_effort``...), and:
 
     Attributes:
-        structured_output: send ``output_schema`` as a ``json_schema`` ``response_format``.
+        structured_output: send ``output_schema`` as a ``json_schema`` ``response_format``
+            (an object schema; other output types are asked for in the instructions only).
         max_tokens_param: the body key of the token limit; newer OpenAI models want
             ``"max_completion_tokens"``.
     """
@@ -123,7 +125,10 @@ class OpenAIProvider(BaseProvider):
                 }
                 for t in request.tools
             ]
-        if request.output_schema is not None and self.openai_options.structured_output:
+        schema = request.output_schema
+        # OpenAI refuses (400) a json_schema whose root is not an object; any other schema
+        # (int, a list, a Literal) travels in the instructions only, which ask for it anyway.
+        if schema is not None and self.openai_options.structured_output and schema.get("type") == "object":
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "output", "schema": request.output_schema},
