@@ -140,7 +140,8 @@ class AgentError(WingmanError):
             it failed (set by the session; None when it made none, or for an error raised
             outside a session): they were paid for, and traces count them.
         answer: the model's last answer when the run failed because it did not match the
-            agent's output schema (set by the session; None otherwise). Such an error is
+            agent's output schema after the corrective retry (set by the session; None
+            otherwise, and for an answer cut off at ``max_tokens``). Such an error is
             retryable: another session may answer differently (a formation node's
             ``retries`` apply).
     """

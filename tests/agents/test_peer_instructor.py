@@ -336,6 +336,8 @@ def test_an_answer_cut_off_at_max_tokens_fails_at_once_naming_max_tokens() -> No
         Session(Agent("extractor", provider=provider, output_schema=User, max_tokens=64)).run("Extract")
     assert info.value.kind is ErrorKind.INVALID
     assert len(provider.requests) == 1
+    # nor does a node retry: a fresh session at the same max_tokens would be cut off again
+    assert info.value.answer is None and not info.value.retryable
 
 
 def test_a_complete_answer_that_stopped_at_max_tokens_is_still_the_output() -> None:

@@ -160,9 +160,11 @@ class OutputSchema:
 def unmatched(agent: str, exc: OutputValidationError, response: InferenceResponse) -> AgentError:
     """The error of a run whose answer still does not match the schema: after the
     corrective retry, or at once when the answer was cut off at max_tokens (a retry would
-    be cut off too)."""
+    be cut off too). The first carries the answer, which makes it retryable (a fresh
+    session may answer differently); a cut-off one does not (it would be cut off again)."""
     error = _unmatched(agent, exc, response)
-    error.answer = response.text
+    if response.stop_reason != "max_tokens":
+        error.answer = response.text
     return error
 
 
