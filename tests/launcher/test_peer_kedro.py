@@ -155,6 +155,17 @@ def test_params_reach_build_as_json_values_and_the_last_one_wins(
     assert capsys.readouterr().out.strip() == "y z=21"
 
 
+@pytest.mark.parametrize("bad", ["bad", "=value", " =value"])
+def test_a_param_without_a_name_and_a_value_is_a_usage_error_showing_the_form(
+    bad: str, formation_file: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ported from kedro-org/kedro tests/framework/cli/test_cli.py::TestRunCommand::test_bad_extra_params
+    and ::test_bad_params_key."""
+    assert main(["run", str(formation_file("build", BUILD)), "--no-store", "--param", bad]) == 2
+    err = capsys.readouterr().err
+    assert f"--param {bad.strip()!r}: write NAME=VALUE" in err and "temperature" not in err
+
+
 def test_an_unknown_param_names_the_options_build_takes(
     formation_file: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
