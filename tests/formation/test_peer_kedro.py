@@ -69,12 +69,6 @@ def test_a_fan_out_fan_in_formation_gives_the_join_each_branchs_value_by_keyword
     assert result.outputs == {"z": (42, 42, 42)}
 
 
-def test_the_thread_backend_runs_the_fan_out_fan_in_formation_to_the_same_result() -> None:
-    """Ported from kedro-org/kedro tests/runner/test_thread_runner.py::TestValidThreadRunner::test_thread_run."""
-    with fan_out_fan_in().start(backend="threads") as running:
-        assert running.submit("42").result(timeout=10).output == ("42", "42", "42")
-
-
 def test_a_join_with_one_parameter_receives_the_dict_of_its_predecessors_values() -> None:
     """Ported from kedro-org/kedro tests/runner/conftest.py::fan_in (``def fan_in(*args)``: a
     node reading several datasets as positional arguments); ours gets them as one dict keyed
@@ -287,12 +281,6 @@ def test_an_empty_formation_is_refused_saying_how_to_declare_a_node() -> None:
     Kedro allows an empty pipeline, an empty formation is a setup error."""
     with pytest.raises(FormationSetupError, match=r"the graph has no nodes; declare at least one with add_function"):
         Formation("empty").run(1)
-
-
-def test_a_formation_without_a_name_is_refused() -> None:
-    """Ported from kedro-org/kedro tests/pipeline/test_pipeline.py::TestInvalidPipeline::test_none_case."""
-    with pytest.raises(FormationSetupError, match=r"Formation needs a non-empty name"):
-        Formation(None)  # type: ignore[arg-type]
 
 
 def test_connecting_an_unknown_node_names_it_and_the_closest_declared_one() -> None:

@@ -175,15 +175,6 @@ def test_an_unknown_param_names_the_options_build_takes(
     assert "options it takes: factor, label" in capsys.readouterr().err
 
 
-def test_the_threads_backend_named_explicitly_runs_the_formation(
-    formation_file: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Ported from kedro-org/kedro tests/framework/cli/test_cli.py::TestRunCommand::test_run_successfully_parallel
-    (``--runner=...``)."""
-    assert main(["run", str(formation_file("build", BUILD)), "--no-store", "--backend", "threads"]) == 0
-    assert capsys.readouterr().out.strip() == "x=6"
-
-
 def test_an_unknown_backend_is_a_usage_error_listing_the_backends(
     formation_file: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
