@@ -59,19 +59,21 @@ def test_a_map_takes_a_tuple_as_its_list() -> None:
     assert Formation("my_flow").add_map("add_one", add_one).run((1, 2, 3)).output == [2, 3, 4]
 
 
-def test_a_map_refuses_a_generator_naming_the_node_and_where_it_came_from() -> None:
+def test_a_generator_meant_for_a_map_is_refused_at_the_node_that_returned_it() -> None:
     """Ported from PrefectHQ/prefect tests/test_tasks.py::TestTaskMap::test_map_can_take_generator_as_input.
-    Prefect maps over a generator; ours takes a list (DESIGN "Map nodes") and says which
-    node got what from where."""
+    Prefect maps over a generator; ours takes a list (DESIGN "Map nodes"), and the node that
+    returned the generator fails at once, named, saying to return a list (a generator would be
+    used up by the first node that reads it)."""
 
     def generate_numbers(n: int) -> Any:
         return (i for i in range(1, n + 1))
 
     f = (Formation("my_flow").add_function("numbers", generate_numbers).add_map("add_one", add_one)
          .connect("numbers", "add_one"))
-    with pytest.raises(FormationRuntimeError, match=r"map node 'add_one' needs a list input.*got generator from 'numbers'") as info:
+    with pytest.raises(FormationRuntimeError, match=r"function node 'numbers' returned a generator.*list\(") as info:
         f.run(3)
-    assert isinstance(info.value.__cause__, PayloadError)
+    assert isinstance(info.value.__cause__, PayloadError) and info.value.node == "numbers"
+    assert info.value.nodes["add_one"].status == "skipped"  # the map never got it
 
 
 def test_a_map_given_a_single_value_fails_naming_the_node() -> None:

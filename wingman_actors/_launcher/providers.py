@@ -69,7 +69,9 @@ class ProviderChoice:
 
 def parse_assignments(items: Iterable[str], flag: str) -> dict[str, Any]:
     """``KEY=VALUE`` strings into a dict; values are JSON when they parse as JSON
-    (``3``, ``0.2``, ``true``, ``["a", "b"]``), else the text as given.
+    (``3``, ``0.2``, ``true``, ``["a", "b"]``), else the text as given. A bad item's error
+    shows the form with an example of what ``flag`` takes (``--param`` takes options of the
+    formation's ``build()``, ``--option`` provider options).
 
     Raises:
         UsageError: an item has no ``=`` or an empty key.
@@ -79,7 +81,9 @@ def parse_assignments(items: Iterable[str], flag: str) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise UsageError(f"{flag} {item!r}: write KEY=VALUE, e.g. {flag} temperature=0.2")
+            form = ("NAME=VALUE, NAME an option of the formation's build(), e.g. --param size=3"
+                    if flag == "--param" else f"KEY=VALUE, e.g. {flag} temperature=0.2")
+            raise UsageError(f"{flag} {item.strip()!r}: write {form}")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:

@@ -146,6 +146,12 @@ def _check_breakpoint_names(args: argparse.Namespace, plan: Plan) -> None:
     naming the flag (the library's error would blame the declaration)."""
     for flag in ("break_before", "break_after"):
         for name in getattr(args, flag, None) or ():
+            outer = name.split("/", 1)[0]
+            if name not in plan.nodes and "/" in name and outer in plan.nodes:  # a path, as events name it
+                option = f"--{flag.replace('_', '-')}"
+                raise UsageError(f"{option} {name}: {name!r} is inside the nested formation {outer!r}, and "
+                                 f"breakpoints name the formation's own nodes: stop at the nested node as a whole "
+                                 f"({option} {outer})")
             if name not in plan.nodes:
                 nodes = ", ".join(repr(n) for n in plan.nodes)
                 raise UsageError(f"--{flag.replace('_', '-')} {name}: formation {plan.name!r} has no node {name!r}; "

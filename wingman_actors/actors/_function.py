@@ -29,7 +29,7 @@ from ._base import NodeActor, node_scope
 from ._envelope import Work
 from ._payloads import isolate
 
-__all__ = ["AsyncFunctionActor", "FunctionActor", "board_keyword", "returned_coroutine"]
+__all__ = ["AsyncFunctionActor", "FunctionActor", "board_keyword", "returned_coroutine", "returned_not_a_value"]
 
 _NO_BOARD: dict[str, Any] = {}  # never written: the keywords of a call without the board
 
@@ -127,8 +127,8 @@ class FunctionActor(NodeActor):
                 payload = self._check(adapter, payload, f"edge {env.sender!r} → {self.name!r}", None)
             # a plain call when there is no board: `**board` would build a dict and a tuple per visit
             out = self.fn(payload) if board is _NO_BOARD else self.fn(payload, **board)
-        if type(out) is types.CoroutineType and not self.awaits:
-            raise returned_coroutine(out, f"function node {self.name!r}")
+        if type(out) in _NOT_VALUES and not (self.awaits and type(out) is types.CoroutineType):
+            raise returned_not_a_value(out, f"function node {self.name!r}")
         return out, None
 
     def _board(self) -> dict[str, Any]:
@@ -143,6 +143,26 @@ class FunctionActor(NodeActor):
                 f"{edge}: a value of type {type(value).__name__} does not fit {what} of type "
                 f"{exc.title}: {_problems(exc)}"
             ) from exc
+
+
+# What a plain function may return that is no value to hand on: checked in one set lookup per call.
+_NOT_VALUES: frozenset[type] = frozenset({types.CoroutineType, types.GeneratorType, types.AsyncGeneratorType})
+
+
+def returned_not_a_value(out: Any, what: str) -> Exception:
+    """The error of a plain function that returned a coroutine (see :func:`returned_coroutine`)
+    or a generator: a generator is used up by the first node that reads it (the others get
+    nothing), and neither a store nor Ray can carry it, so the node fails at once (a
+    :class:`~wingman_actors.errors.PayloadError`, never retried) saying how to return the values.
+    The generator is closed."""
+    if type(out) is types.CoroutineType:
+        return returned_coroutine(out, what)
+    name = getattr(out, "__qualname__", "a generator")
+    if type(out) is types.GeneratorType:
+        out.close()
+    return PayloadError(
+        f"{what} returned a generator ({name}) instead of a value: a generator is used up by the first node that "
+        "reads it, so return the collected values instead, e.g. `return list(...)`")
 
 
 def returned_coroutine(coro: types.CoroutineType[Any, Any, Any], what: str) -> TypeError:

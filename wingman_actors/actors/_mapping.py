@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import types
 from collections.abc import Callable
 from concurrent.futures import wait
 from typing import Any
@@ -33,7 +32,7 @@ from ..core import Usage
 from ..errors import AgentError, ErrorKind, MapItemsError, PayloadError
 from ._base import NodeActor, NodeObserver
 from ._envelope import Work, held_errors
-from ._function import _plain_class, _problems, board_keyword, returned_coroutine
+from ._function import _NOT_VALUES, _plain_class, _problems, board_keyword, returned_not_a_value
 from ._payloads import isolate
 
 __all__ = ["MapActor", "is_async_callable"]
@@ -223,8 +222,8 @@ class MapActor(NodeActor):
                 visit.enter(i)
                 try:
                     output = fn(item(visit, i))
-                    if type(output) is types.CoroutineType:
-                        raise returned_coroutine(output, f"the function of map node {self.name!r} (item {i})")
+                    if type(output) in _NOT_VALUES:
+                        raise returned_not_a_value(output, f"the function of map node {self.name!r} (item {i})")
                 except (Exception, RunSuspended) as exc:  # RunSuspended: interrupt() in a journalled run
                     errors[i] = exc
                 else:

@@ -336,6 +336,18 @@ class FormationActor(NodeActor):
         return future
 
 
+def _failed_path(node: str, inner: FormationRuntimeError) -> str | None:
+    """The whole path of the node that failed inside ``node``'s inner run (``"sub/mid/boom"``
+    when ``mid`` is itself a formation node whose inner ``boom`` failed), so the first line of
+    a failure nested several deep names it; None for a run-level failure (a run timeout)."""
+    if not inner.node:
+        return None
+    deeper = inner.__cause__
+    if isinstance(deeper, NestedRunError) and deeper.node == inner.node and deeper.path:
+        return f"{node}/{deeper.path}"
+    return f"{node}/{inner.node}"
+
+
 def _uses_tokens(plan: Plan) -> bool:
     """Whether a run of ``plan`` may use tokens: it has an agent or fleet node, here or nested."""
     return any(s.kind in ("agent", "fleet") or (s.subplan is not None and _uses_tokens(s.subplan))
@@ -348,6 +360,8 @@ class NestedRunError(WingmanError):
 
     Attributes:
         node: the formation node (``"each/0"`` for item 0 of a map over a formation).
+        path: the path of the node that failed inside it, however deep (``"sub/mid/boom"``),
+            or None for a run-level failure of the inner run (its timeout).
         formation: the inner formation's name.
         inner: the inner run's error (its ``node`` is the inner node that failed).
         nodes: the inner run's traces (:class:`~wingman_actors.formation._result.NodeTrace`,
@@ -366,7 +380,8 @@ class NestedRunError(WingmanError):
     """
 
     def __init__(self, node: str, formation: str, inner: FormationRuntimeError) -> None:
-        where = f" at node {node}/{inner.node}" if inner.node else ""
+        self.path = _failed_path(node, inner)
+        where = f" at node {self.path}" if self.path else ""
         super().__init__(f"nested formation {formation!r} failed{where}: {inner.message}")
         self.node = node
         self.formation = formation

@@ -201,6 +201,11 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
         takes = "the node's input" if kind == "function" else "one item of the node's list input"
         out.append(f"{kind} node {node!r} has {got}; set fn=<a callable taking {takes}>")
         usable = False
+    elif (kind == "function" or (kind == "map" and "fn" in attrs)) and (gen := _yields(attrs["fn"])):
+        out.append(f"{kind} node {node!r} is {gen} function: a node outputs one value, and a generator handed on "
+                   "is used up by the first node that reads it; return the collected values instead, e.g. "
+                   "`return list(...)` (or a map node over the items)")
+        usable = False
     elif kind in ("formation", "map") and "fn" not in attrs and not is_formation(attrs.get("formation")):
         got = "nothing" if "formation" not in attrs else type(attrs["formation"]).__name__
         what = "the formation it runs" if kind == "formation" else "the formation it runs per item"
@@ -298,6 +303,16 @@ def _typing_form_fix(when: Any) -> str:
     if getattr(when, "_is_protocol", False):
         return "decorate the protocol with @typing.runtime_checkable, or use a predicate"
     return "use a class, a tuple or a union of classes, or a predicate"
+
+
+def _yields(fn: Any) -> str | None:
+    """``"a generator"`` or ``"an async generator"`` when calling ``fn`` gives one, else None."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if not (inspect.isroutine(fn) or isinstance(fn, type)):
+        fn = getattr(type(fn), "__call__", None)  # noqa: B004  (a callable object's own __call__)
+    return "a generator" if inspect.isgeneratorfunction(fn) else (
+        "an async generator" if inspect.isasyncgenfunction(fn) else None)
 
 
 def _is_async(fn: Any) -> bool:
