@@ -4,9 +4,12 @@ public core schema, not pydantic's private attributes)."""
 
 from __future__ import annotations
 
+import sys
+import typing
 from typing import Annotated, Any
 
 import pytest
+import typing_extensions
 from pydantic import BaseModel, Field, TypeAdapter, field_validator
 
 from wingman_actors import Formation
@@ -90,3 +93,39 @@ def test_a_dict_reaching_a_model_parameter_is_validated_into_the_model() -> None
 
     formation = Formation("models").add_function("make", make).add_function("read", read).connect("make", "read")
     assert formation.run("ada").output == "ADA"
+
+
+class _StdlibPoint(typing.TypedDict):  # pydantic validates typing's TypedDict only from Python 3.12
+    x: int
+
+
+class _ExtPoint(typing_extensions.TypedDict):
+    x: int
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="pydantic validates typing.TypedDict from Python 3.12")
+def test_a_typing_typeddict_parameter_on_python_3_11_is_logged_as_unchecked_naming_the_fix(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # the node runs, but its input goes unchecked: the user hears why, and how to get the check
+    def first(p: _StdlibPoint) -> Any:
+        return p.get("x")
+
+    f = Formation("td").add_function("src", lambda v: v).add_function("first", first).connect("src", "first")
+    with caplog.at_level("WARNING", logger="wingman_actors.formation._typecheck"):
+        assert f.run({"y": 1}).output is None
+        f.run({"y": 1})  # logged once per type, not per run
+    warned = [r.getMessage() for r in caplog.records if "typing.TypedDict" in r.getMessage()]
+    assert len(warned) == 1
+    assert "_StdlibPoint" in warned[0] and "use typing_extensions.TypedDict" in warned[0]
+
+
+def test_a_typing_extensions_typeddict_parameter_is_checked() -> None:
+    def first(p: _ExtPoint) -> Any:
+        return p["x"]
+
+    f = Formation("td").add_function("src", lambda v: v).add_function("first", first).connect("src", "first")
+    assert f.run({"x": "3"}).output == 3
+    with pytest.raises(FormationRuntimeError) as caught:
+        f.run({"y": 1})
+    assert isinstance(caught.value.__cause__, PayloadError)

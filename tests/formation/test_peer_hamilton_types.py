@@ -135,7 +135,8 @@ def test_the_error_names_the_edge_both_types_and_the_fix() -> None:
     (problem,) = problems_of(pipe(Optional[list[int]], Sequence[str]))  # noqa: UP045
     assert problem.startswith("edge 'make' → 'use': 'make' outputs list[int] | None but parameter 'value' of 'use' "
                               "expects Sequence[str]")
-    assert "change the return type of 'make' or the parameter's annotation" in problem
+    assert ("change what 'make' outputs: a function's return type, an agent's output_schema; or the parameter's "
+            "annotation") in problem
 
 
 def test_every_bad_edge_is_reported_at_once() -> None:

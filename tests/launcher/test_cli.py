@@ -166,3 +166,12 @@ def test_an_unreachable_postgresql_store_is_one_line_without_its_password(
     error = [line for line in err.splitlines() if "error" in line]
     assert len(error) == 1 and "cannot connect" in error[0] and "\t" not in err, err
     assert "s3cret" not in err and "me:***@" in err
+
+
+def test_a_formation_declared_wrong_at_import_says_to_fix_its_declaration(tmp_path: Path) -> None:
+    # as when build() returns an invalid formation: the FormationSetupError itself, with the hint
+    path = tmp_path / "wrong.py"
+    path.write_text("from wingman_actors import Formation\n\nFORMATION = Formation('f').add_function('a', 42)\n")
+    proc = cli("graph", str(path))
+    assert proc.returncode == 2
+    assert "fn must be callable, got int" in proc.stderr and "fix the formation's declaration" in proc.stderr, proc.stderr

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.providers.test_openai import chunk, sse, usage_chunk
-from tests.providers.test_peer_wire_openai import MODES, of_type, streamed
+from tests.providers.test_openai import chunk, completion, sse, usage_chunk
+from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import StreamEventType
 from wingman_actors.errors import AgentError, ErrorKind
@@ -190,5 +190,19 @@ def test_a_length_stop_inside_a_tool_calls_arguments_is_an_invalid_error_naming_
     ))
     with pytest.raises(AgentError, match=r"max_tokens.*'get_weather'") as caught:
         streamed(make(max_retries=2), mode)
+    assert caught.value.kind is ErrorKind.INVALID
+    assert len(loopback.requests) == 1
+
+
+def test_a_length_stop_inside_a_non_streamed_tool_calls_arguments_is_the_same_invalid_error(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """Ported from openai/openai-python tests/lib/chat/test_completions.py::test_parse_max_tokens_reached (cut inside a
+    tool call, not streamed): as streamed, an invalid error naming the tool, not retried (it was a retried
+    malformed-JSON error of kind agent)."""
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"ci'}}
+    loopback.queue(*[Reply.json(completion(None, tool_calls=[call], finish_reason="length"))] * 3)
+    with pytest.raises(AgentError, match=r"max_tokens.*'get_weather'") as caught:
+        answered(make(max_retries=2), mode)
     assert caught.value.kind is ErrorKind.INVALID
     assert len(loopback.requests) == 1

@@ -173,6 +173,7 @@ def load_module(target: str) -> FormationModule:
 
     Raises:
         UsageError: nothing found by that name, or importing it raised.
+        FormationSetupError: the module declares an invalid formation as it is imported.
     """
     if not target.strip():
         raise UsageError(f"name a formation: a file path or a module name ({_EXAMPLE})")
@@ -195,6 +196,8 @@ def load_module(target: str) -> FormationModule:
             raise UsageError(f"no module named {target!r}: pass a file path or an importable module name "
                              f"({_EXAMPLE}), from the directory that contains it{_ready_hint()}") from exc
         raise _import_failed(target, exc) from exc
+    except FormationSetupError:  # declared wrong at import: the CLI says to fix the declaration, as for build()
+        raise
     except Exception as exc:
         raise _import_failed(target, exc) from exc
     return FormationModule(target, module)
@@ -209,6 +212,8 @@ def _beside_you(target: str) -> bool:
 def _import_ready(target: str, name: str) -> ModuleType:
     try:
         return import_ready(name)
+    except FormationSetupError:
+        raise
     except Exception as exc:
         raise _import_failed(target, exc) from exc
 
@@ -261,7 +266,7 @@ def _import_file(target: str) -> ModuleType:
             sys.modules.pop(name, None)
             raise
         return module
-    except UsageError:
+    except (UsageError, FormationSetupError):
         raise
     except Exception as exc:
         raise _import_failed(target, exc) from exc

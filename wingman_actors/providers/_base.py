@@ -183,12 +183,15 @@ def _shown(sent: Any) -> str:
         return repr(sent)
 
 
-def tool_arguments(provider: str, tool: str, raw: Any) -> dict[str, Any]:
+def tool_arguments(provider: str, tool: str, raw: Any, *, cut: bool = False) -> dict[str, Any]:
     """A tool call's arguments as a dict: parsed from a JSON string (empty or ``null`` →
     ``{}``), or taken as given; a non-object value is wrapped as ``{"value": ...}``.
+    ``cut``: the answer stopped at ``max_tokens``.
 
     Raises:
-        AgentError: kind ``agent`` when the model sent malformed JSON.
+        AgentError: kind ``agent`` when the model sent malformed JSON (retryable); kind
+            ``invalid`` when ``cut`` and the JSON is unfinished (the same ``max_tokens``
+            would cut it again: not retryable).
     """
     args: Any = raw
     if raw is None or isinstance(raw, str):
@@ -196,6 +199,14 @@ def tool_arguments(provider: str, tool: str, raw: Any) -> dict[str, Any]:
         try:
             args = json.loads(text) if text else {}
         except json.JSONDecodeError as exc:
+            if cut:
+                raise AgentError(
+                    f"{provider} reached max_tokens inside the arguments of tool {tool!r}, so the call was cut "
+                    "short and is not run; raise max_tokens (the provider option, or the agent's or request's "
+                    "max_tokens)",
+                    kind=ErrorKind.INVALID,
+                    provider=provider,
+                ) from exc
             raise AgentError(
                 f"model sent malformed JSON arguments for tool {tool!r}: {exc}",
                 kind=ErrorKind.AGENT,
@@ -336,18 +347,7 @@ class ResponseBuilder:
         elif raw["type"] == "thinking":
             block = ContentBlock.thinking_block(raw["text"], raw["signature"])
         else:
-            try:
-                args = tool_arguments(self.provider, raw["name"], raw["json"])
-            except AgentError as exc:
-                if self.stop_reason != "max_tokens":
-                    raise
-                raise AgentError(  # not retryable: the same max_tokens would cut it again
-                    f"{self.provider} reached max_tokens inside the arguments of tool {raw['name']!r}, so the "
-                    f"call was cut short and is not run; raise max_tokens (the provider option, or the "
-                    f"agent's or request's max_tokens)",
-                    kind=ErrorKind.INVALID,
-                    provider=self.provider,
-                ) from exc
+            args = tool_arguments(self.provider, raw["name"], raw["json"], cut=self.stop_reason == "max_tokens")
             block = ContentBlock.tool_use_block(raw["id"], raw["name"], args)
         raw["done"] = block
         return block

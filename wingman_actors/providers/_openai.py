@@ -176,7 +176,8 @@ class OpenAIProvider(BaseProvider):
             content.append({"type": "text", "text": text})
         raw_calls = message.get("tool_calls")
         if raw_calls:
-            content += [self._tool_block(i, c) for i, c in enumerate(raw_calls)]
+            cut = choices[0].get("finish_reason") == "length"
+            content += [self._tool_block(i, c, cut) for i, c in enumerate(raw_calls)]
         return InferenceResponse(
             content=content,  # type: ignore[arg-type]  # validated into ContentBlocks
             stop_reason="tool_use" if raw_calls else _STOP.get(choices[0].get("finish_reason") or "", "end_turn"),
@@ -320,10 +321,10 @@ class OpenAIProvider(BaseProvider):
         message = (err.get("message") or json.dumps(err)) if isinstance(err, dict) else str(err)
         raise AgentError(f"openai error: {message}", kind=ErrorKind.AGENT, provider=self.id)
 
-    def _tool_block(self, index: int, call: dict[str, Any]) -> ContentBlock:
+    def _tool_block(self, index: int, call: dict[str, Any], cut: bool = False) -> ContentBlock:
         fn = call.get("function") or {}
         name = str(fn.get("name") or "")
-        args = tool_arguments(self.id, name, fn.get("arguments"))
+        args = tool_arguments(self.id, name, fn.get("arguments"), cut=cut)
         call_id = call.get("id") or f"call_{index}_{uuid.uuid4().hex[:12]}"
         return ContentBlock.tool_use_block(str(call_id), name, args)
 
