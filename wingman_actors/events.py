@@ -84,8 +84,8 @@ class Event:
             the run's :class:`~wingman_actors.agents.Result` when it ended with one.
         status: ``session_stop`` / ``subagent_stop``: ``succeeded``, ``failed`` or ``suspended``.
         error: why a run or a sub-agent failed.
-        usage: ``model_end``: that call's usage; stop events: the run's usage (a failed run's:
-            what its model calls had spent before it failed).
+        usage: ``model_end``: that call's usage; stop events: the run's usage (a failed or
+            suspended run's: what its model calls had spent before it failed or suspended).
         duration_s: how long the model call, tool call or run took.
     """
 

@@ -36,14 +36,15 @@ def emit_stop(
     lineage: tuple[int, str | None] | None = None, spent: Usage | None = None,
 ) -> None:
     """The run's ``session_stop`` event: succeeded (or suspended) with its result, or failed.
-    ``lineage``: a delegated run's depth and parent session id; ``spent``: what a failed run
-    had spent on model calls (they were paid for: a monitor counts them)."""
+    ``lineage``: a delegated run's depth and parent session id; ``spent``: what a failed or
+    suspended run had spent on model calls (they were paid for: a monitor counts them)."""
     depth, parent = lineage if lineage is not None else (0, None)
     if result is not None:
         bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent,
                        status=result.status, result=result, usage=result.usage, duration_s=result.duration_s))
     elif isinstance(failure, RunSuspended):
-        bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent, status="suspended"))
+        bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent, status="suspended",
+                       usage=spent))
     else:
         error = str(failure) if failure is not None else "the run stopped before it finished"
         bus.emit(Event("session_stop", agent, session_id, depth=depth, parent_session_id=parent, status="failed",

@@ -148,8 +148,9 @@ class Result(BaseModel):
         response: the final answer's text.
         output: the validated object when the agent has an ``output_schema``, else the text.
         tool_calls: every tool call of the run, in the order the model made them.
-        usage: tokens summed over every model call of the run.
-        steps: how many model calls the run made.
+        usage: tokens summed over every model call of the run (of a suspended run: those
+            made before it suspended; its resumed result counts the whole turn).
+        steps: how many model calls the run made (of a suspended run: so far).
         stop_reason: why the last model call stopped.
         max_steps_reached: True when the step limit forced a final call without tools.
         trace: per-step records (kind, name, input, output, usage, duration).

@@ -331,7 +331,8 @@ class Session(AsyncSessionRuns):
         """End a run started by :meth:`_open` (``failure``: what it raised, if anything,
         told what the run had spent)."""
         token = ctx.token
-        spent = self._spent_so_far() if isinstance(failure, Exception) else None
+        # what a failed or suspended run spent on model calls (paid for: the stop event says it)
+        spent = self._spent_so_far() if isinstance(failure, Exception | RunSuspended) else None
         if isinstance(failure, Exception):
             charge(failure, spent)  # a run cut while its children worked counts theirs
         spans = self._spans

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._cancel import CancelToken
 from .._interrupts import RunSuspended, VisitScope
-from ..core import Message
+from ..core import Message, Usage
 from ._result import Result
 
 if TYPE_CHECKING:
@@ -338,4 +338,9 @@ def _suspend(session: Session, turn: _Turn, payload: Any) -> Result:
     store.record_interrupt(run_id, node, _VISIT, payload)
     store.set_status(run_id, "suspended", wait=True)
     session.history = list(turn.history)  # the turn is not over: resume() runs it again
-    return Result(status="suspended", interrupt=payload, stop_reason="tool_use")
+    # what the turn's model calls spent up to the interrupt (they were paid for); the
+    # resumed result counts them again, as the whole turn's
+    ctx = session._ctx
+    spent = session._spent_so_far() or Usage()
+    return Result(status="suspended", interrupt=payload, stop_reason="tool_use", usage=spent,
+                  steps=ctx.step if ctx is not None else 0)
