@@ -28,9 +28,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import NoStoreError
+
+if TYPE_CHECKING:
+    from .core import Usage
 
 __all__ = ["NoStoreError", "RunSuspended", "VisitScope", "current_scope", "first_asked", "interrupt"]
 
@@ -51,6 +54,9 @@ class RunSuspended(BaseException):
         others: the scopes of the visit's other items that asked at the same time (a fleet's
             or a map's): only the first question is recorded, but their model responses are
             journalled with it, so a resume replays them instead of asking the model again.
+        spent: what the suspending attempt's model calls cost before it asked (an agent
+            node's session), or None: the suspended result shows it (it was paid for),
+            the journal does not (a resume replays those calls and counts them then).
     """
 
     def __init__(self, payload: Any, scope: VisitScope, node: str | None = None) -> None:
@@ -59,6 +65,7 @@ class RunSuspended(BaseException):
         self.payload = payload
         self.scope = scope
         self.others: tuple[VisitScope, ...] = ()
+        self.spent: Usage | None = None
 
     def journal_replies(self) -> None:
         """Journal the model responses of the asking scope and of :attr:`others` (the run

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.agents.test_peer_agno import calls, text
-from tests.support.peers import Counter
+from tests.support.peers import Counter, local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Agent, Formation, Session, interrupt, tool
 from wingman_actors.core import Usage
 from wingman_actors.events import Event, EventBus
@@ -194,3 +194,45 @@ def test_an_agent_step_paused_in_a_tool_resumes_without_asking_its_model_again(t
         done = f.resume(paused.run_id, store=store, answer=True)
     assert done.output == "Email sent." and provider.calls == 2
     assert (done.usage.input_tokens, done.usage.output_tokens) == (30, 5)
+
+
+def _by_request(request: Any) -> Any:
+    """The script's replies chosen by the request (a Ray replica's copy of the provider starts its script anew)."""
+    if any(block.type == "tool_result" for block in request.messages[-1].content):
+        return text("Email sent.", 20, 3)
+    return calls(("c1", "send_email", {"to": "bob"}), usage=Usage(input_tokens=10, output_tokens=2))
+
+
+def _paused_and_resumed(tmp_path: Path, backend: str) -> None:
+    provider = ScriptedProvider([_by_request], cycle=True)
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        f = Formation("mail").add_agent("mailer", mailer(provider))
+        paused = f.run("email bob", store=store, backend=backend)
+        assert paused.status == "suspended"
+        assert (paused.usage.input_tokens, paused.usage.output_tokens) == (10, 2)
+        assert paused.nodes["mailer"].usage == paused.usage
+        done = f.resume(paused.run_id, store=store, answer=True, backend=backend)
+    assert (done.usage.input_tokens, done.usage.output_tokens) == (30, 5)
+    assert done.nodes["mailer"].usage == done.usage
+
+
+def test_a_formation_paused_in_an_agents_tool_says_what_the_agent_spent_before_the_pause(tmp_path: Path) -> None:
+    """Found porting agno (its paused run reports its metrics): the suspended result counted 0 tokens for the
+    agent's model call made before the interrupt, though it was paid for. The resumed result counts the whole
+    turn once, as before (the journalled trace of the pause does not carry it)."""
+    _paused_and_resumed(tmp_path, "threads")
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_a_formation_paused_in_an_agents_tool_on_ray_says_what_the_agent_spent_before_the_pause(tmp_path: Path) -> None:
+    _paused_and_resumed(tmp_path, "ray")
+
+
+def test_a_fleet_paused_by_an_items_tool_says_what_its_items_spent_before_the_pause(tmp_path: Path) -> None:
+    provider = ScriptedProvider([_by_request], cycle=True)
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        f = Formation("mail").add_fleet("mailers", mailer(provider), max_workers=1)
+        paused = f.run(["email bob"], store=store)
+    assert paused.status == "suspended"
+    assert (paused.nodes["mailers"].usage.input_tokens, paused.nodes["mailers"].usage.output_tokens) == (10, 2)

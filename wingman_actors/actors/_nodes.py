@@ -171,6 +171,10 @@ class AgentActor(NodeActor):
                     result = stream.result()
                 else:
                     result = session.run(message, timeout=timeout)
+        except RunSuspended as signal:  # what the session spent before it asked: the suspended result shows it
+            if signal.spent is None:
+                signal.spent = self.spent_so_far()
+            raise
         except Exception as exc:  # what the session spent goes beside an exception we do not own
             wrapped = SpentOnFailure.wrap(exc, self.spent_so_far())
             if wrapped is exc:
@@ -307,7 +311,9 @@ class FleetActor(NodeActor):
         if errors or held:
             asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
             if asking:  # one interrupt at a time: the others ask again when the run resumes
-                raise first_asked(errors, asking)
+                signal = first_asked(errors, asking)
+                signal.spent = Usage.sum(usages)  # the items' calls so far: paid for, shown in the suspended result
+                raise signal
             failed = FleetItemsError(self.name, len(items), dict(sorted({**held, **errors}.items())))  # in item order
             # what this attempt's items spent, those that failed too: paid for, and traced
             failed.usage = Usage.sum(usages)

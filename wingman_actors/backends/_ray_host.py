@@ -311,7 +311,7 @@ class NodeHost:
                 out.put(Done(output, usage))
             except RunSuspended as signal:
                 signal.journal_replies()  # the suspending attempt's model responses (its asking items'), to the driver
-                out.put(Suspended(signal.payload, signal.scope.item))
+                out.put(Suspended(signal.payload, signal.scope.item, signal.spent))
             except BaseException as exc:  # handed to the generator, which raises it
                 out.put(Failed(exc))
 

@@ -248,6 +248,7 @@ class RayReplica(NodeActor):
                     # the other items that asked sent their model responses before this (the
                     # actor sends an item's responses only when it suspends): journalled with it
                     signal.others = tuple(s for i, s in sorted(item_scopes.items()) if i != msg.item and s.kept)
+                    signal.spent = msg.spent
                     raise signal
             except RunSuspended:
                 raise

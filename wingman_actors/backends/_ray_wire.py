@@ -139,10 +139,12 @@ class Done:
 
 @dataclass(frozen=True, slots=True)
 class Suspended:
-    """The visit (or its fleet item ``item``) called ``interrupt(payload)``: the run suspends."""
+    """The visit (or its fleet item ``item``) called ``interrupt(payload)``: the run suspends
+    (``spent``: what its model calls cost before it asked, see ``RunSuspended.spent``)."""
 
     payload: Any
     item: int | None = None
+    spent: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -142,7 +142,7 @@ class RunState:
         self.held: dict[str, tuple[tuple[str, ...], tuple[str, int] | None]] = _EMPTY_HELD
         # (node, payload, reason) while the run waits for its attempts in flight to suspend
         # (formation/_suspending.py); None otherwise
-        self.suspending: tuple[str, Any, str, int] | None = None
+        self.suspending: tuple[str, Any, str, int, Usage | None] | None = None
         # a journalled run's visits dispatched to their nodes (those begun are pruned now
         # and then): a suspension waits for the ones not begun yet (formation/_suspending.py)
         self.queued: list[Any] = _EMPTY_QUEUED

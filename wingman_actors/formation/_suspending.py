@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from .events import FormationEventType, emit
 if TYPE_CHECKING:
     from .._interrupts import RunSuspended
     from ..actors._envelope import Work
+    from ..core import Usage
     from ._routing import Router
     from ._runstate import RunState
 
@@ -32,7 +34,7 @@ def stop_at_breakpoint(router: Router, run: RunState, node: str, visit: int, pay
     journal = router.journal
     assert journal is not None  # breakpoints need a store (checked when the run is submitted)
     reason = f"run {run.id} stopped at a breakpoint {payload['breakpoint']} {node!r}"
-    if not _claimed(run, (node, payload, reason, 0)):
+    if not _claimed(run, (node, payload, reason, 0, None)):
         return
     try:
         journal.store.record_interrupt(run.id, node, visit, {k: _journalled(v) for k, v in payload.items()})
@@ -51,7 +53,8 @@ def stop_at_interrupt(router: Router, work: Work, attempt: int, signal: RunSuspe
     run, journal = work.run, router.journal
     assert journal is not None
     node, scope = work.target, signal.scope  # the visit's scope, or a fleet item's
-    if not _claimed(run, (signal.node, signal.payload, f"run {run.id} was suspended by {node!r}'s interrupt", attempt)):
+    if not _claimed(run, (signal.node, signal.payload, f"run {run.id} was suspended by {node!r}'s interrupt", attempt,
+                          signal.spent)):
         return
     try:
         signal.journal_replies()  # before the interrupt: a resume finds them (other asking items' too)
@@ -63,7 +66,7 @@ def stop_at_interrupt(router: Router, work: Work, attempt: int, signal: RunSuspe
     _when_settled(router, run)
 
 
-def _claimed(run: RunState, suspending: tuple[str, Any, str, int]) -> bool:
+def _claimed(run: RunState, suspending: tuple[str, Any, str, int, Usage | None]) -> bool:
     """Claim ``run``'s suspension for one interrupt or breakpoint, before it is journalled:
     of two reached at once on parallel branches, the one the run suspends at is the one the
     store then holds as pending (the last journalled), whichever write ends first."""
@@ -137,10 +140,12 @@ def keep_queued(run: RunState, work: Any) -> None:
 
 
 def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason: str, attempt: int,
-                 abandon: bool = False) -> None:
+                 spent: Usage | None = None, abandon: bool = False) -> None:
     """End ``run`` suspended: its result ``suspended`` with the interrupt's ``payload``, its
     traces journalled as they are now, its queued work released with ``reason`` (and
-    attempts still in progress abandoned, with ``abandon``)."""
+    attempts still in progress abandoned, with ``abandon``). ``spent``: what the asking
+    attempt's model calls cost before it asked, counted in the result's trace of its node
+    but not journalled (a resume replays those calls and counts them)."""
     journal = router.journal
     assert journal is not None
     if not router.claim(run):
@@ -149,6 +154,11 @@ def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason:
     # in flight when it suspends (none, unless a node ignored a cancel) run again on resume
     traces = suspended_traces(run, node, attempt, ahead=_ahead(router, node.split("/", 1)[0]))
     router.journal_end(run, "suspended", traces=traces)
+    if spent:
+        held = node.split("/", 1)[0]
+        trace = traces.get(held)
+        if trace is not None:
+            traces = {**traces, held: dataclasses.replace(trace, usage=trace.usage + spent)}
     produced = run.outputs
     outputs = {s: produced[s] for s in router.sinks if s in produced}
     duration = time.perf_counter() - run.t0

@@ -29,7 +29,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter
-from pydantic.errors import PydanticSchemaGenerationError
+from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
 from ._failure import NodeFailure
 
@@ -382,12 +382,32 @@ def adapter_for(tp: Any) -> TypeAdapter[Any] | None:
         return TypeAdapter(tp)
     except PydanticSchemaGenerationError:
         pass  # an arbitrary class: fall back to an isinstance check
+    except PydanticUserError as exc:
+        if exc.code == "typed-dict-version":
+            _warn_typed_dict(tp)
+        return None
     except Exception:
         return None
     try:
         return TypeAdapter(tp, config=ConfigDict(arbitrary_types_allowed=True))
     except Exception:
         return None
+
+
+_typed_dicts_warned: set[str] = set()  # the types (by repr) whose typing.TypedDict was logged
+
+
+def _warn_typed_dict(tp: Any) -> None:
+    """Log, once per type, that values of ``tp`` (which holds a ``typing.TypedDict``) go
+    unchecked: pydantic validates one only from Python 3.12 (each run validates again)."""
+    shown = type_name(tp)
+    if shown in _typed_dicts_warned:
+        return
+    _typed_dicts_warned.add(shown)
+    log.warning(
+        "%s holds a typing.TypedDict, which pydantic validates only from Python 3.12, so values of it are neither "
+        "checked nor converted at run time; use typing_extensions.TypedDict (the same class, and checked)", shown,
+    )
 
 
 def shared_adapters() -> Callable[[Any], TypeAdapter[Any] | None]:
