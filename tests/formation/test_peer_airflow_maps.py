@@ -180,6 +180,20 @@ def test_a_mapped_task_group_over_an_empty_list_outputs_an_empty_list() -> None:
     assert Formation("dag").add_map("tg", formation=group).run([]).output == []
 
 
+def test_a_mapped_task_group_item_whose_last_task_was_skipped_is_not_a_silent_none() -> None:
+    """Ported from apache/airflow airflow-core/tests/unit/models/test_mappedoperator.py::TestMappedSetupTeardown::test_many_one_explicit_odd_setup_one_mapped_fails
+    (index 2 skipped, here inside a mapped group).
+    An item whose group skipped its last task has no result (``add_formation`` skips its node
+    for the same inner run): the item fails, naming why, rather than giving ``None`` as if
+    the group had returned it."""
+    group = Formation("tg").add_function("inv", lambda x: 1 / x, on_error="skip")
+    f = Formation("dag").add_map("tg", formation=group)
+    with pytest.raises(FormationRuntimeError, match=r"item 1: PayloadError: item 1 has no result: formation 'tg' skipped its sink 'inv'") as info:
+        f.run([1, 0, 2])
+    cause = info.value.__cause__
+    assert isinstance(cause, MapItemsError) and set(cause.errors) == {1}
+
+
 # --- task groups ------------------------------------------------------------------------
 
 
