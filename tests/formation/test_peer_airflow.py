@@ -36,8 +36,6 @@ from wingman_actors.errors import FormationRuntimeError, NoRouteError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.formation.events import FormationEvent
 
-TR = "PeerAirflow airflow-core/tests/unit/ti_deps/deps/test_trigger_rule_dep.py::TestTriggerRuleDep"
-
 
 def fails(message: str = "boom") -> Any:
     def node(_: Any) -> Any:
@@ -203,7 +201,8 @@ def test_none_skipped_is_checked_by_the_join_itself_from_the_keys_it_received() 
 
 
 def test_a_join_fed_by_an_upstream_and_its_skipped_handler_waits_for_neither_twice() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/ti_deps/deps/test_trigger_rule_dep.py::TestTriggerRuleDep::test_all_done_tr_success_with_skipped.
+    """Ported from apache/airflow airflow-core/tests/unit/ti_deps/deps/test_trigger_rule_dep.py::TestTriggerRuleDep::test_none_failed_tr_success
+    (one upstream succeeded, one skipped).
     The handler of a node that succeeded is skipped; the join fires once, with the success."""
     f = (Formation("dag").add_function("a", const("A")).add_function("h", lambda nf: "handled")
          .add_function("join", lambda d: d).connect("a", "h", on_error=True).connect("a", "join").connect("h", "join"))
@@ -239,7 +238,8 @@ def test_a_branch_may_follow_several_tasks_at_once() -> None:
 
 
 def test_a_skip_spreads_down_the_branch_not_taken_to_every_task_that_depends_only_on_it() -> None:
-    """Ported from apache/airflow providers/standard/tests/unit/standard/operators/test_python.py::TestBranchOperator::test_with_skip_in_branch_downstream_dependencies."""
+    """Ported from apache/airflow providers/standard/tests/unit/standard/operators/test_python.py::TestBranchOperator::test_with_dag_run
+    (the skip of ``branch_2`` followed down a chain to a join)."""
     f = (Formation("dag").add_function("branch", lambda x: x).add_function("a", const("A"))
          .add_function("b1", const("b1")).add_function("b2", lambda x: x).add_function("b3", lambda x: x)
          .add_function("join", lambda d: d)
@@ -252,8 +252,33 @@ def test_a_skip_spreads_down_the_branch_not_taken_to_every_task_that_depends_onl
     assert "'b2' was skipped" in skip_reasons(events)["b3"]
 
 
+def test_a_task_reached_both_from_the_branch_and_from_the_branch_taken_runs() -> None:
+    """Ported from apache/airflow providers/standard/tests/unit/standard/operators/test_python.py::TestBranchOperator::test_with_skip_in_branch_downstream_dependencies.
+    ``make_choice >> branch_1 >> branch_2`` and ``make_choice >> branch_2``, choosing
+    ``branch_1``: ``branch_2`` is not skipped, it runs after ``branch_1``."""
+    f = (Formation("dag").add_function("make_choice", lambda x: x).add_function("branch_1", const("one"))
+         .add_function("branch_2", lambda d: d)
+         .connect("make_choice", "branch_1", when=lambda x: x == "branch_1")
+         .connect("make_choice", "branch_2", when=lambda x: x == "branch_2").connect("branch_1", "branch_2"))
+    result = f.run("branch_1")
+    assert result.output == {"branch_1": "one"}
+    assert [result.nodes[n].status for n in ("branch_1", "branch_2")] == ["succeeded", "succeeded"]
+
+
+def test_choosing_the_later_task_skips_the_one_between_and_runs_the_later_one() -> None:
+    """Ported from apache/airflow providers/standard/tests/unit/standard/operators/test_python.py::TestBranchOperator::test_with_skip_in_branch_downstream_dependencies2."""
+    calls = Counter()
+    f = (Formation("dag").add_function("make_choice", lambda x: x).add_function("branch_1", lambda x: calls.hit("branch_1"))
+         .add_function("branch_2", lambda d: d)
+         .connect("make_choice", "branch_1", when=lambda x: x == "branch_1")
+         .connect("make_choice", "branch_2", when=lambda x: x == "branch_2").connect("branch_1", "branch_2"))
+    result = f.run("branch_2")
+    assert result.output == {"make_choice": "branch_2"}
+    assert result.nodes["branch_1"].status == "skipped" and calls.count("branch_1") == 0
+
+
 def test_a_branch_whose_chosen_task_fails_fails_the_run_and_the_join_never_runs() -> None:
-    """Ported from apache/airflow providers/standard/tests/unit/standard/operators/test_python.py::TestBranchOperator::test_with_dag_run.
+    """Ported from apache/airflow providers/standard/tests/unit/standard/operators/test_python.py::TestBranchOperator::test_with_dag_run
     (the chosen branch fails). Airflow marks the join ``upstream_failed``; ours fails the run."""
     calls = Counter()
     f = (Formation("dag").add_function("branch", lambda x: x).add_function("a", fails()).add_function("b", const("B"))

@@ -22,6 +22,7 @@ Deliberately different (DESIGN.md documents ours):
 from __future__ import annotations
 
 import functools
+import time
 from typing import Any
 
 import pytest
@@ -30,6 +31,7 @@ from tests.support.peers import Counter, InFlight, local_ray  # noqa: F401  (a f
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, MapItemsError
 from wingman_actors.formation.events import FormationEvent
+
 
 def double(x: int) -> int:
     return 2 * x
@@ -139,8 +141,6 @@ def test_max_active_tis_per_dag_bounds_the_items_in_flight() -> None:
 
     def work(x: int) -> int:
         with flight:
-            import time
-
             time.sleep(0.01)
         return x
 
@@ -174,10 +174,20 @@ def test_a_mapped_task_group_runs_the_group_once_per_item() -> None:
 
 
 def test_a_mapped_task_group_over_an_empty_list_outputs_an_empty_list() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_mappedoperator.py::test_expand_mapped_task_instance_skipped_on_zero
-    (for a mapped task group). Airflow skips it; ours outputs ``[]``."""
+    """Ported from apache/airflow airflow-core/tests/unit/ti_deps/deps/test_trigger_rule_dep.py::test_upstream_in_mapped_group_when_mapped_tasks_list_is_empty.
+    Airflow schedules nothing of the group; ours outputs ``[]``."""
     group = Formation("tg").add_function("t1", double)
     assert Formation("dag").add_map("tg", formation=group).run([]).output == []
+
+
+def test_a_mapped_task_group_after_a_skipped_upstream_is_skipped_and_never_expanded() -> None:
+    """Ported from apache/airflow airflow-core/tests/unit/ti_deps/deps/test_trigger_rule_dep.py::test_mapped_task_group_finished_upstream_before_expand."""
+    calls = Counter()
+    group = Formation("tg").add_function("t3", lambda x: calls.hit("t3"))
+    f = (Formation("dag").add_function("t2", lambda x: 1 / 0, on_error="skip").add_map("tg", formation=group)
+         .connect("t2", "tg"))
+    result = f.run([1, 2])
+    assert result.nodes["tg"].status == "skipped" and calls.count("t3") == 0
 
 
 def test_a_mapped_task_group_item_whose_last_task_was_skipped_is_not_a_silent_none() -> None:

@@ -105,8 +105,8 @@ def test_a_retry_waits_its_delay_before_the_next_attempt() -> None:
 
 
 def test_an_exception_outside_retry_on_fails_at_once_as_airflow_fail_exception_does() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_task_fail_with_airflow_fail_exception
-    (``AirflowFailException`` fails a task without using its retries)."""
+    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_retry_handling
+    (a task raising Airflow's ``AirflowFailException`` fails without using its retries)."""
 
     class Fatal(Exception):
         pass
@@ -122,7 +122,7 @@ def test_an_exception_outside_retry_on_fails_at_once_as_airflow_fail_exception_d
 
 
 def test_an_execution_timeout_fails_the_task_within_its_limit(release: threading.Event) -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_execution_timeout."""
+    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_retry_handling (a task with an ``execution_timeout``)."""
     f = Formation("dag").add_function("task", lambda _: release.wait(4), timeout=0.05)
     started = time.monotonic()
     with pytest.raises(FormationRuntimeError, match=r"timed out after 0.05s") as info:
@@ -132,8 +132,8 @@ def test_an_execution_timeout_fails_the_task_within_its_limit(release: threading
 
 
 def test_a_timed_out_task_is_retried_and_each_attempt_gets_the_whole_limit(release: threading.Event) -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_execution_timeout
-    (with ``retries``: a timeout is a failed attempt)."""
+    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_retry_handling (with an
+    ``execution_timeout``: a timeout is a failed attempt)."""
     counter = Counter()
 
     def task(_: Any) -> str:
@@ -148,8 +148,8 @@ def test_a_timed_out_task_is_retried_and_each_attempt_gets_the_whole_limit(relea
 
 
 def test_a_timeout_reaches_an_error_edge_as_any_failure() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_execution_timeout
-    (with an ``on_failure_callback`` task downstream)."""
+    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_task_sigterm_calls_on_failure_callback
+    (here a timeout, with an ``on_failure_callback`` task downstream)."""
     release = threading.Event()
     try:
         f = (Formation("dag").add_function("task", lambda _: release.wait(4), timeout=0.05)
@@ -160,8 +160,8 @@ def test_a_timeout_reaches_an_error_edge_as_any_failure() -> None:
 
 
 def test_a_run_timeout_stops_a_task_still_retrying(release: threading.Event) -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_dagrun.py::TestDagRun::test_dagrun_timeout
-    (``dagrun_timeout`` over a task whose retries would outlast it)."""
+    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_task_sigterm_works_with_retries
+    (a run stopped while its task still has retries: here the run's ``timeout``)."""
     f = Formation("dag").add_function("task", lambda _: release.wait(4), timeout=0.1, retries=10, backoff=0.001)
     started = time.monotonic()
     with pytest.raises(FormationRuntimeError, match=r"timed out after 0.25s; unfinished: task"):
@@ -184,14 +184,16 @@ def test_on_retry_and_on_failure_callbacks_are_the_retry_and_failed_events_with_
 
 
 def test_on_success_callback_is_the_finished_event_with_the_output() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_success_callback_no_race_condition."""
+    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_retry_handling (the ``on_success_callback`` side)."""
     events: list[FormationEvent] = []
     Formation("dag").add_function("task", lambda x: x * 2).run(21, on_event=events.append)
     assert [(e.node, e.data["output"]) for e in of(events, "node_finished")] == [("task", 42)]
 
 
 def test_on_skipped_callback_is_the_skipped_event_with_its_reason_for_each_skipped_task() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_skipped_task_call_on_skipped_callback."""
+    """Ported from apache/airflow providers/standard/tests/unit/standard/operators/test_python.py::TestBranchOperator::test_with_dag_run
+    (with Airflow's ``on_skipped_callback``, which Airflow calls only for a task that raised
+    ``AirflowSkipException``; ours reports every skipped node, branch skips included)."""
     f = (Formation("dag").add_function("branch", lambda x: x).add_function("taken", lambda x: x)
          .add_function("not_taken", lambda x: x).add_function("after", lambda x: x)
          .connect("branch", "taken", when=lambda x: x).connect("branch", "not_taken", otherwise=True)
@@ -204,8 +206,8 @@ def test_on_skipped_callback_is_the_skipped_event_with_its_reason_for_each_skipp
 
 
 def test_a_task_skipped_after_its_failure_reports_the_failure_then_the_skip() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_skipped_task_call_on_skipped_callback
-    (a task that ends skipped rather than failed)."""
+    """Ported from apache/airflow airflow-core/tests/unit/models/test_taskinstance.py::TestTaskInstance::test_run_pooling_task_with_skip
+    (a task that ends skipped: Airflow's ``AirflowSkipException``; ours is a failure into ``on_error="skip"``)."""
     events: list[FormationEvent] = []
     f = Formation("dag").add_function("task", flaky(Counter(), 99), on_error="skip").add_function("after", lambda x: x).connect("task", "after")
     result = f.run(None, on_event=events.append)
@@ -214,31 +216,84 @@ def test_a_task_skipped_after_its_failure_reports_the_failure_then_the_skip() ->
     assert result.nodes["task"].error is not None and "failure 1" in result.nodes["task"].error
 
 
+def test_a_dag_runs_success_callback_is_the_run_finished_event_with_the_result() -> None:
+    """Ported from apache/airflow airflow-core/tests/unit/models/test_dagrun.py::TestDagRun::test_dagrun_success_callback."""
+    events: list[FormationEvent] = []
+    f = Formation("dag").add_function("test_state_succeeded1", lambda x: x).add_function("test_state_succeeded2", lambda x: x + 1)
+    f.connect("test_state_succeeded1", "test_state_succeeded2").run(1, on_event=events.append)
+    (finished,) = of(events, "run_finished")
+    assert finished.data["result"].output == 2 and not of(events, "run_failed")
+
+
+def test_a_dag_runs_failure_callback_is_the_run_failed_event_naming_the_task() -> None:
+    """Ported from apache/airflow airflow-core/tests/unit/models/test_dagrun.py::TestDagRun::test_dagrun_failure_callback."""
+    events: list[FormationEvent] = []
+    f = (Formation("dag").add_function("test_state_succeeded1", lambda x: x).add_function("test_state_failed2", flaky(Counter(), 99))
+         .connect("test_state_succeeded1", "test_state_failed2"))
+    with pytest.raises(FormationRuntimeError):
+        f.run(1, on_event=events.append)
+    (failed,) = of(events, "run_failed")
+    assert "node 'test_state_failed2' failed" in failed.data["error"] and not of(events, "run_finished")
+
+
+def test_a_run_whose_tasks_were_all_skipped_succeeds_with_no_output() -> None:
+    """Ported from apache/airflow airflow-core/tests/unit/models/test_dagrun.py::TestDagRun::test_dagrun_success_when_all_skipped."""
+    f = (Formation("dag").add_function("test_short_circuit_false", flaky(Counter(), 99), on_error="skip")
+         .add_function("test_state_skipped1", lambda x: x).add_function("test_state_skipped2", lambda x: x)
+         .connect("test_short_circuit_false", "test_state_skipped1", "test_state_skipped2"))
+    result = f.run(None)
+    assert result.status == "succeeded" and result.outputs == {} and result.output is None
+    assert {t.status for t in result.nodes.values()} == {"skipped"}
+
+
 # --- DAGs refused for their shape ----------------------------------------------------------------
 
 
 def test_a_cycle_without_a_condition_is_refused_naming_its_nodes() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/utils/test_dag_cycle.py::TestCycleTester::test_cycle_loop."""
-    f = (Formation("dag").add_function("A", str).add_function("B", str).add_function("C", str)
-         .connect("A", "B", "C").connect("C", "B"))
-    with pytest.raises(FormationSetupError, match=r"cycle B → C → B has no conditional edge"):
+    """Ported from apache/airflow airflow-core/tests/unit/utils/test_dag_cycle.py::TestCycleTester::test_cycle_arbitrary_loop."""
+    f = Formation("dag")
+    for name in "ABCEF":
+        f.add_function(name, str)
+    f.connect("E", "A", "B", "F", "A").connect("A", "C", "F")
+    with pytest.raises(FormationSetupError, match=r"cycle A → B → F → A has no conditional edge"):
+        f.validate()
+
+
+def test_a_cycle_at_the_end_of_a_chain_is_refused() -> None:
+    """Ported from apache/airflow airflow-core/tests/unit/utils/test_dag_cycle.py::TestCycleTester::test_cycle_downstream_loop."""
+    f = Formation("dag")
+    for name in "ABCDE":
+        f.add_function(name, str)
+    f.connect("A", "B", "C", "D", "E", "E")
+    with pytest.raises(FormationSetupError, match=r"cycle E → E has no conditional edge"):
+        f.validate()
+
+
+def test_a_large_loop_is_refused() -> None:
+    """Ported from apache/airflow airflow-core/tests/unit/utils/test_dag_cycle.py::TestCycleTester::test_cycle_large_loop
+    (1,000 tasks rather than 10,000)."""
+    f = Formation("dag").add_function("start", str)
+    names = ["start"] + [f"task_{i}" for i in range(1000)]
+    for name in names[1:]:
+        f.add_function(name, str)
+    f.connect(*names, "start")
+    with pytest.raises(FormationSetupError, match=r"has no conditional edge"):
         f.validate()
 
 
 def test_a_task_depending_on_itself_is_refused() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/utils/test_dag_cycle.py::TestCycleTester::test_cycle_single_task."""
+    """Ported from apache/airflow airflow-core/tests/unit/utils/test_dag_cycle.py::TestCycleTester::test_cycle_loop."""
     with pytest.raises(FormationSetupError, match=r"cycle A → A has no conditional edge"):
         Formation("dag").add_function("A", str).connect("A", "A").validate()
 
 
-def test_a_large_acyclic_dag_is_accepted() -> None:
+def test_a_dag_without_a_cycle_is_accepted_and_runs_every_branch() -> None:
     """Ported from apache/airflow airflow-core/tests/unit/utils/test_dag_cycle.py::TestCycleTester::test_cycle_no_cycle."""
     f = Formation("dag")
-    for i in range(30):
-        f.add_function(f"t{i}", lambda x: x)
-    for i in range(29):
-        f.connect(f"t{i}", f"t{i + 1}")
-    assert f.run(7).output == 7
+    for name in "ABCDEF":
+        f.add_function(name, lambda x, name=name: x + name)
+    f.connect("A", "B", "C").connect("B", "D").connect("E", "F")
+    assert f.run("").outputs == {"C": "ABC", "D": "ABD", "F": "EF"}
 
 
 def test_a_duplicate_task_id_is_refused_naming_it() -> None:
@@ -249,22 +304,22 @@ def test_a_duplicate_task_id_is_refused_naming_it() -> None:
 
 def test_the_same_dependency_twice_is_refused_naming_the_edge() -> None:
     """Ported from apache/airflow airflow-core/tests/unit/models/test_dag.py::TestDag::test_duplicate_task_ids_not_allowed_with_dag_context_manager
-    (the dependency, not the task). Airflow accepts it as a no-op; ours refuses it."""
+    (a duplicate dependency, not a duplicate task). Airflow accepts it as a no-op; ours refuses it."""
     f = Formation("dag").add_function("a", str).add_function("b", str).connect("a", "b")
     with pytest.raises(FormationSetupError, match=r"edge 'a' → 'b' is declared twice"):
         f.connect("a", "b")
 
 
 def test_a_dependency_on_an_undeclared_task_is_refused_with_a_suggestion() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_dag.py::TestDag::test_dag_task_invalid_weight_rule
-    (an invalid task reference at declaration)."""
+    """Ported from apache/airflow airflow-core/tests/unit/utils/test_dag_cycle.py::TestCycleTester::test_cycle_no_cycle (an edge naming a task
+    the DAG does not have, misspelt)."""
     f = Formation("dag").add_function("extract", str)
     with pytest.raises(FormationSetupError, match=r"no node named 'extrct' \(did you mean 'extract'\?\)"):
         f.connect("extrct", "extract")
 
 
 def test_a_graph_edge_to_a_task_that_was_never_declared_is_refused_at_validation() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/utils/test_dag_cycle.py::TestCycleTester::test_cycle_empty."""
+    """Ported from apache/airflow airflow-core/tests/unit/utils/test_dag_cycle.py::TestCycleTester::test_cycle_empty (an edge to a task never declared, in a graph built by hand)."""
     g = nx.DiGraph()
     g.add_node("a", kind="function", fn=str)
     g.add_edge("a", "b")
@@ -273,13 +328,15 @@ def test_a_graph_edge_to_a_task_that_was_never_declared_is_refused_at_validation
 
 
 def test_an_unknown_trigger_rule_keyword_is_refused_listing_the_policies() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_baseoperator.py::TestBaseOperator::test_trigger_rule_validation."""
+    """Ported from apache/airflow airflow-core/tests/unit/ti_deps/deps/test_trigger_rule_dep.py::TestTriggerRuleDep::test_unknown_tr
+    (a trigger rule is not a policy of ours: refused at declaration, listing the policies)."""
     with pytest.raises(FormationSetupError, match=r"unknown policy keyword\(s\) 'trigger_rule' \(policies: .*join\)"):
         Formation("dag").add_function("a", str, trigger_rule="all_done")
 
 
 def test_a_join_rule_we_do_not_have_is_refused_naming_the_two_we_do() -> None:
-    """Ported from apache/airflow airflow-core/tests/unit/models/test_baseoperator.py::TestBaseOperator::test_trigger_rule_validation."""
+    """Ported from apache/airflow airflow-core/tests/unit/ti_deps/deps/test_trigger_rule_dep.py::TestTriggerRuleDep::test_unknown_tr.
+    Airflow reports an unknown rule when the task is scheduled; ours refuses it at declaration."""
     with pytest.raises(FormationSetupError, match=r"join must be 'all' .* or 'any' .*got 'one_success'"):
         Formation("dag").add_function("a", str, join="one_success")
 
