@@ -164,6 +164,23 @@ def test_all_failed_joins_the_failures_of_every_upstream() -> None:
     assert f.run(0).outputs == {"report": ["A broke", "B broke"]}
 
 
+def test_all_failed_with_an_upstream_that_succeeded_fails_naming_the_error_edge_not_taken() -> None:
+    """Ported from apache/airflow airflow-core/tests/unit/ti_deps/deps/test_trigger_rule_dep.py::TestTriggerRuleDep::test_all_failed_tr_failure.
+    Airflow skips an ``all_failed`` task when an upstream succeeded; ours calls the handler with
+    the failures that came, and a parameter left without one fails the node, saying why and
+    how to accept it (a default)."""
+
+    def report(a: NodeFailure, b: NodeFailure) -> str:
+        return "both failed"
+
+    f = (Formation("dag").add_function("start", lambda x: x).add_function("a", const("fine"))
+         .add_function("b", fails("B broke")).add_function("report", report)
+         .connect("start", "a").connect("start", "b")
+         .connect("a", "report", on_error=True).connect("b", "report", on_error=True))
+    with pytest.raises(FormationRuntimeError, match=r"no value for parameter\(s\) a: .*an error edge not taken because its source succeeded.*defaults"):
+        f.run(0)
+
+
 def test_always_runs_the_cleanup_whether_its_upstream_succeeded_or_failed() -> None:
     """Ported from apache/airflow airflow-core/tests/unit/ti_deps/deps/test_trigger_rule_dep.py::TestTriggerRuleDep::test_always_tr.
     ``always`` is a normal edge plus an error edge into the same node."""
