@@ -114,7 +114,8 @@ class FunctionActor(NodeActor):
             if missing:
                 raise PayloadError(
                     f"node {self.name!r} got no value for parameter(s) {', '.join(sorted(missing))}: "
-                    "their predecessors were skipped (a when= condition did not fire, or on_error='skip'); "
+                    "their predecessors were skipped (a when= condition did not fire, or on_error='skip') or sent "
+                    "nothing on an error edge (an error edge not taken because its source succeeded); "
                     "give those parameters defaults, e.g. `x: int | None = None`, to accept a partial fan-in"
                 )
             for key, adapter in self.kwarg_adapters.items():

@@ -109,6 +109,13 @@ class FormationMapActor(FormationActor):
                         errors[i] = RunSuspended(result.interrupt["payload"], scope,
                                                  f"{self.name}/{i}/{result.interrupt['node']}")
                         continue
+                    sink = self.inner.single_sink
+                    if sink is not None and not result.outputs:  # its one sink was skipped: no result, not None
+                        errors[i] = PayloadError(
+                            f"item {i} has no result: formation {self.plan.name!r} skipped its sink {sink!r} for it "
+                            f"(an on_error='skip' inside); let that node fail, or route the item to a sink that runs"
+                        )
+                        continue
                     memo[i] = output = self.inner.output_of(result)
                     if self.inner.uses_tokens:
                         usage = usage + result.usage
