@@ -122,6 +122,16 @@ def test_a_failure_after_the_stream_began_ends_it_with_run_failed_then_done(clie
     assert events[-1][1]["status"] == "failed"
 
 
+def test_a_stream_whose_input_does_not_fit_is_a_400_before_any_event(client: httpx.Client) -> None:
+    """Ported from langchain-ai/langserve tests/unit_tests/test_server_client.py::test_astream
+    (an invalid input to ``astream`` is a 422 before any chunk; we answer 400 ``kind: "input"``)."""
+    fid = serve(client, "add_one")
+    response = client.post(f"/formations/{fid}/run/stream", json={"input": "foo"})
+    assert response.status_code == 400
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json()["kind"] == "input"
+
+
 def test_concurrent_streams_of_one_formation_each_see_only_their_run(client: httpx.Client) -> None:
     """Ported from langchain-ai/langserve tests/unit_tests/test_server_client.py::test_abatch (per-input runs)."""
     fid = serve(client, "slow")

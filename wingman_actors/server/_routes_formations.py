@@ -25,7 +25,7 @@ from ._plain_route import PlainJsonRoute
 from ._run_outcome import cancelled, event_dict, out_of_time, settled
 from ._schemas import FormationOut, FormationRunIn, RunOut, StatusOut
 from ._sse import Event, ThreadedStream
-from ._started import started
+from ._started import misfit, started
 from ._streaming import Canceller, start_stream
 
 __all__ = ["add_run_route", "router"]
@@ -94,6 +94,10 @@ _ENDS = (FormationEventType.RUN_FINISHED, FormationEventType.RUN_FAILED, Formati
 
 def _stream_formation(ctx: ServerContext, entry: Entry, body: FormationRunIn, canceller: Canceller) -> Iterator[Event]:
     with started(ctx, entry) as formation:
+        refused = misfit(formation, body.input)
+        if refused is not None:  # a 400 before the first event (nothing is run nor recorded)
+            formation.reusable = True
+            raise refused
         run = ctx.store.create_run(entry.record, jsonable(body.input), wait=False)  # committed with begin_run
         events: queue.SimpleQueue[FormationEvent | None] = queue.SimpleQueue()
         with flight(ctx, formation, run) as current:
@@ -124,7 +128,9 @@ async def run_stream(id: str, body: FormationRunIn, ctx: Ctx) -> Response:
     """One SSE event per formation event, named by its type (``run_started``,
     ``node_started``, ``agent_text``, ``node_finished``, ``run_finished``, ``run_failed`` or
     ``run_cancelled``...), then ``done`` with the run id and status (``suspended`` when a node
-    called ``interrupt()``: the ``run_finished`` data has the ``interrupt``). No request timeout."""
+    called ``interrupt()``: the ``run_finished`` data has the ``interrupt``). No request timeout.
+    An input an entry node would refuse is a 400 (``kind: "input"``) before any event, as
+    ``POST /formations/{id}/run`` answers it (but without a run: nothing is run or recorded)."""
     entry = await ctx.pool.run(ctx.declarations.load, ctx, id)
     canceller = Canceller()
     stream = ThreadedStream(ctx.pool, lambda: _stream_formation(ctx, entry, body, canceller), canceller)

@@ -29,11 +29,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from ..formation import Formation
+from ..formation._plan import Plan
 from ..formation._runtime import RunningFormation
+from ..formation._typecheck import adapter_for
 from ..store import SERVER_SOURCE
+from ._errors import ApiError
 from ._nesting import build_nested
 from ._runnable import runnable
 
@@ -41,7 +46,7 @@ if TYPE_CHECKING:
     from ._context import ServerContext
     from ._declarations import Entry
 
-__all__ = ["IDLE_PER_DECLARATION", "IDLE_S", "Started", "StartedFormations", "start", "started"]
+__all__ = ["IDLE_PER_DECLARATION", "IDLE_S", "Started", "StartedFormations", "entry_checks", "misfit", "start", "started"]
 
 IDLE_S = 0.5
 """Seconds a started formation is kept with no run before it is stopped."""
@@ -64,6 +69,8 @@ class Started:
         key: the declaration it was built from; None when it is private to one run.
         ids: the stored formations it was built from (its own id and those it nests).
         reusable: set by the run when it ended cleanly: the formation may serve the next run.
+        accepts: what a run's input must fit, as its entry nodes check it when they take it:
+            ``(source path, validator)`` per typed source (see :func:`entry_checks`).
     """
 
     formation: Formation
@@ -71,6 +78,7 @@ class Started:
     entry: frozenset[str]
     key: _Key | None = None
     ids: frozenset[str] = frozenset()
+    accepts: tuple[tuple[str, TypeAdapter[Any]], ...] = ()
     reusable: bool = False
     stale: bool = field(default=False, repr=False)
     idle_until: float = field(default=0.0, repr=False)
@@ -196,9 +204,39 @@ def start(ctx: ServerContext, entry: Entry) -> Started:
     id = entry.record.id
     formation = build_nested(entry.decl, ctx.functions, {}, entry.nested, id)
     running = _start(ctx, formation, id)
-    one = Started(formation, running, frozenset(formation.validate().sources), entry.key, entry.ids)
+    plan = formation.validate()
+    one = Started(formation, running, frozenset(plan.sources), entry.key, entry.ids, entry_checks(plan))
     ctx.started.lend(one)
     return one
+
+
+def entry_checks(plan: Plan) -> tuple[tuple[str, TypeAdapter[Any]], ...]:
+    """The validators of :attr:`Plan.accepts` (the parameter type of each function source, a
+    list for a map or fleet source, a nested formation's sources by path), built once per
+    started formation: a streamed run checks its input with them before it starts, as its
+    entry nodes would when they take it (an agent source takes anything)."""
+    checks = []
+    for path, tp in plan.accepts:
+        adapter = adapter_for(tp)
+        if adapter is not None:
+            checks.append((path, adapter))
+    return tuple(checks)
+
+
+def misfit(one: Started, value: Any) -> ApiError | None:
+    """The 400 (``kind: "input"``, naming the entry node) of an input an entry node of ``one``
+    would refuse, or None when every entry node takes it."""
+    for path, adapter in one.accepts:
+        try:
+            adapter.validate_python(value)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the value'}: {e['msg']}" for e in exc.errors()[:3])
+            node = path.split("/", 1)[0]
+            where = f"entry node {node!r}" if path == node else f"entry node {node!r} (its source {path!r})"
+            return ApiError(400, f"input: does not fit the {where}: a value of type {type(value).__name__} does not "
+                                 f"fit its input of type {exc.title}: {problems}; send a value of that type",
+                            kind="input", node=node, fields=["input"])
+    return None
 
 
 @contextmanager
@@ -211,7 +249,8 @@ def started(ctx: ServerContext, entry: Entry) -> Iterator[Started]:
         with runnable(ctx, entry.decl, id) as formation:
             running = _start(ctx, formation, id)
             try:
-                yield Started(formation, running, frozenset(formation.validate().sources))
+                plan = formation.validate()
+                yield Started(formation, running, frozenset(plan.sources), accepts=entry_checks(plan))
             finally:
                 running.stop()
         return
