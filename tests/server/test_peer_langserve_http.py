@@ -298,3 +298,17 @@ def test_an_output_json_cannot_carry_is_never_answered_as_invalid_json(client: h
         for line in text.splitlines():
             if line.startswith("data: "):
                 strict_json(line[6:])
+
+
+@pytest.mark.parametrize("literal", ["1e400", "-1e400", "1" + "0" * 400 + ".0"])
+def test_a_number_too_large_for_a_float_is_refused_as_infinity_is(client: httpx.Client, literal: str) -> None:
+    """Ported from langchain-ai/langserve tests/unit_tests/test_validation.py::test_validation (a
+    float input). JSON allows ``1e400``, but Python reads it as infinity, which cannot be stored
+    and answered back; as ``Infinity`` itself, it is a 400 and nothing is run or stored."""
+    fid = serve(client, "passthrough")
+    for route in ("run", "run/stream"):
+        response = client.post(f"/formations/{fid}/{route}", content=f'{{"input": [1.5, {literal}]}}'.encode())
+        assert response.status_code == 400, response.text
+        assert literal[:6] in response.json()["error"] and response.json()["fields"] == ["body"]
+    assert client.get("/runs", params={"formation_id": fid}).json() == []
+    assert invoke(client, fid, [1.5, 1e300]).json()["output"] == [1.5, 1e300]
