@@ -312,3 +312,17 @@ def test_a_number_too_large_for_a_float_is_refused_as_infinity_is(client: httpx.
         assert literal[:6] in response.json()["error"] and response.json()["fields"] == ["body"]
     assert client.get("/runs", params={"formation_id": fid}).json() == []
     assert invoke(client, fid, [1.5, 1e300]).json()["output"] == [1.5, 1e300]
+
+
+@pytest.mark.parametrize("route", ["run", "run/stream"])
+def test_a_body_that_is_not_utf8_is_a_400_saying_so_and_how_to_fix_it(client: httpx.Client, route: str) -> None:
+    """Ported from langchain-ai/langserve tests/unit_tests/test_server_client.py::test_server_async
+    (``data="bad json []"``: a body the server cannot read is refused saying why). A Latin-1 body
+    (``charset=latin-1``) was answered "There was an error parsing the body"."""
+    fid = serve(client, "passthrough")
+    response = client.post(f"/formations/{fid}/{route}", content='{"input": "café"}'.encode("latin-1"),
+                           headers={"Content-Type": "application/json; charset=latin-1"})
+    assert response.status_code == 400
+    body = response.json()
+    assert "UTF-8" in body["error"] and "0xe9" in body["error"] and body["fields"] == ["body"]
+    assert client.get("/runs", params={"formation_id": fid}).json() == []

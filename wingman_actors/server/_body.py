@@ -84,7 +84,10 @@ def body_problems(raw: bytes) -> list[tuple[str, str]]:
         return [("body", str(exc))]
     except RecursionError:
         return [("body", f"nested too deeply; at most {MAX_DEPTH} levels of arrays and objects")]
-    except ValueError:  # malformed JSON or bytes that are not UTF-8: validation names it
+    except UnicodeDecodeError as exc:  # (the routes' parser would only say "error parsing the body")
+        return [("body", f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start} cannot be "
+                         "decoded); send JSON encoded as UTF-8, as RFC 8259 requires")]
+    except ValueError:  # malformed JSON: validation names it
         return []
     problems: list[tuple[str, str]] = []
     todo: list[tuple[str, Any, int]] = [("", value, 0)]
