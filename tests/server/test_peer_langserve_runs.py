@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,19 @@ def test_runs_and_their_outputs_are_read_back_after_a_restart(tmp_path: Path, wo
         replay = blocks(client.get(f"/ui/api/runs/{done['run_id']}/stream").text)
         assert replay == [("end", {"run_id": done["run_id"]})]
         assert invoke(client, fid, 1).json()["output"] == 4
+
+
+def test_more_streams_than_worker_threads_wait_their_turn_and_all_finish(tmp_path: Path, work_root: Path) -> None:
+    """Ported from langchain-ai/langserve tests/unit_tests/test_server_client.py::test_abatch
+    (``max_concurrency``): with two worker threads, four streamed runs and four waited-for runs
+    at once all finish, none lost and none deadlocked on the database writes they need."""
+    small = ServerConfig(db_path=tmp_path / "w.db", work_root=work_root, functions=(FUNCTIONS_MODULE, LANGSERVE),
+                         entry_points=False, worker_threads=2)
+    with running(small) as one, one.client() as client:
+        fid = serve(client, "slow")
+        with ThreadPoolExecutor(4) as pool:
+            streams = list(pool.map(lambda x: sse_events(client, f"/formations/{fid}/run/stream", {"input": x}), range(4)))
+            answers = list(pool.map(lambda x: invoke(client, fid, x).json(), range(4)))
+        assert [events[-1][1]["status"] for events in streams] == ["succeeded"] * 4
+        assert [a["output"] for a in answers] == [1, 2, 3, 4]
+        assert len(client.get("/runs", params={"formation_id": fid}).json()) == 8
