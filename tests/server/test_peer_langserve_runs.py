@@ -240,3 +240,14 @@ def test_more_streams_than_worker_threads_wait_their_turn_and_all_finish(tmp_pat
         assert [events[-1][1]["status"] for events in streams] == ["succeeded"] * 4
         assert [a["output"] for a in answers] == [1, 2, 3, 4]
         assert len(client.get("/runs", params={"formation_id": fid}).json()) == 8
+
+
+def test_a_streamed_run_past_its_timeout_ends_with_run_failed_of_kind_timeout(client: httpx.Client,
+                                                                              held: threading.Event) -> None:
+    """Ported from langchain-ai/langserve tests/unit_tests/test_server_client.py::test_server_side_error
+    (a stream that cannot finish ends with an error, not a hang)."""
+    fid = serve(client, "held", name="too-slow")
+    events = sse_events(client, f"/formations/{fid}/run/stream", {"input": "x", "timeout": 0.2})
+    assert [name for name, _ in events][-2:] == ["run_failed", "done"]
+    assert events[-2][1]["data"]["kind"] == "timeout"
+    assert client.get(f"/runs/{events[-1][1]['run_id']}").json()["error_kind"] == "timeout"
