@@ -65,7 +65,7 @@ def describe(data: Input) -> str:
     return f"{data.a}:{data.b}"
 
 
-class Colour(str, enum.Enum):
+class Colour(enum.StrEnum):
     """LangServe's ``MySpecialEnum``."""
 
     A = "a"

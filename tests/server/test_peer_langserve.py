@@ -10,6 +10,7 @@ the entry node), as the server's API documents."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server.harness import FUNCTIONS_MODULE, RunningServer, sse_events
+from tests.server.harness import FUNCTIONS_MODULE, RunningServer
 from wingman_actors.server import ServerConfig
 
 LANGSERVE = "tests.server.functions_langserve"
@@ -40,7 +41,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, work_root: Path) -> Iterato
 def serve(client: httpx.Client, *functions: str, name: str = "served") -> str:
     """A formation of the registered ``functions`` in a chain (node names = function names); its id."""
     nodes = [{"name": fn, "kind": "function", "function": fn} for fn in functions]
-    edges = [{"from": a, "to": b} for a, b in zip(functions, functions[1:], strict=False)]
+    edges = [{"from": a, "to": b} for a, b in itertools.pairwise(functions)]
     response = client.post("/formations", json={"name": name, "nodes": nodes, "edges": edges})
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
