@@ -40,3 +40,17 @@ def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
 
 def test_malformed_json_is_left_to_validation() -> None:
     assert body_problems(b'{"input": ') == []
+
+
+def test_a_number_beyond_a_floats_range_is_refused_as_infinity_is() -> None:
+    for literal in ("1e400", "-1E+400", "1" + "0" * 400 + ".5"):
+        ((field, message),) = body_problems(f'{{"input": [{literal}]}}'.encode())
+        assert field == "body" and "beyond the range" in message
+    assert body_problems(b'{"input": [1e308, -2.5e-400, 1.5, 10000000000000000000000000000]}') == []
+    assert body_problems('{"input": "é", "n": 1e999}'.encode()) != []  # (bodies that are not ASCII too)
+
+
+def test_a_body_that_is_not_utf8_is_named_with_its_first_bad_byte() -> None:
+    ((field, message),) = body_problems('{"input": "café"}'.encode("latin-1"))
+    assert field == "body" and "not UTF-8" in message and "0xe9 at offset 14" in message
+    assert body_problems('{"input": "café"}'.encode("utf-16")) == []  # (UTF-16 with its BOM is still read)

@@ -2,8 +2,9 @@
 
 Python's JSON parser accepts things that cannot be stored and answered back: lone UTF-16
 surrogates (``"\\ud800"``) cannot be encoded as UTF-8, so a record holding one fails every
-later response that includes it; ``NaN`` and ``Infinity`` are not JSON (RFC 8259); very
-deep nesting exhausts the parser's recursion. :func:`body_problems` finds all of them,
+later response that includes it; ``NaN`` and ``Infinity`` are not JSON (RFC 8259), and a
+number beyond a float's range (``1e400``) is read as infinity (stored and answered as
+``null``: silently another value); very deep nesting exhausts the parser's recursion. :func:`body_problems` finds all of them,
 each named by its place in the body (``options.replies[0]``), before any route sees the
 body, so such input is refused with a 400 and never stored.
 
@@ -17,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -37,7 +39,18 @@ def _refuse_constant(name: str) -> Any:
     raise _NotJson(f"{name} is not a JSON value; send a number or null")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)  # (json.loads with an argument builds one per call)
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        shown = text if len(text) <= 24 else f"{text[:12]}...{text[-8:]}"
+        raise _NotJson(f"{shown} is beyond the range of a number the server can hold (about ±1.8e308); "
+                       "send a smaller number, or a string")
+    return value
+
+
+# (json.loads with an argument builds one per call) parse_float is called for literals with a
+# fraction or an exponent only: integers, the most of what bodies hold, are read as before.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def _surrogate(text: str) -> str | None:
@@ -66,12 +79,15 @@ def body_problems(raw: bytes) -> list[tuple[str, str]]:
             if b"\\" not in raw and raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
                 return []  # a lone surrogate needs an escape; nesting deeper needs more brackets
         else:
-            value = json.loads(raw, parse_constant=_refuse_constant)
+            value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
     except _NotJson as exc:
         return [("body", str(exc))]
     except RecursionError:
         return [("body", f"nested too deeply; at most {MAX_DEPTH} levels of arrays and objects")]
-    except ValueError:  # malformed JSON or bytes that are not UTF-8: validation names it
+    except UnicodeDecodeError as exc:  # (the routes' parser would only say "error parsing the body")
+        return [("body", f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start} cannot be "
+                         "decoded); send JSON encoded as UTF-8, as RFC 8259 requires")]
+    except ValueError:  # malformed JSON: validation names it
         return []
     problems: list[tuple[str, str]] = []
     todo: list[tuple[str, Any, int]] = [("", value, 0)]
