@@ -126,6 +126,21 @@ def _provider_name(provider: Any) -> str:
     return str(getattr(provider, "id", "") or type(provider).__name__)
 
 
+def _sent_limits(provider: Any, request: InferenceRequest) -> tuple[int | None, float | None]:
+    """The ``max_tokens`` and ``temperature`` the call sends: the request's, else the
+    provider's options (a provider built on ours says through ``max_tokens_for`` /
+    ``temperature_for``; any other, only what the request carries)."""
+    max_tokens, temperature = request.max_tokens, request.temperature
+    try:
+        if max_tokens is None and callable(getattr(provider, "max_tokens_for", None)):
+            max_tokens = provider.max_tokens_for(request)
+        if temperature is None and callable(getattr(provider, "temperature_for", None)):
+            temperature = provider.temperature_for(request)
+    except Exception:  # a user's provider with its own idea of these methods: the request's values stand
+        log.debug("could not read the request limits of provider %r", provider, exc_info=True)
+    return max_tokens, temperature
+
+
 def _error_type(exc: BaseException) -> str:
     if isinstance(exc, AgentError):
         return exc.kind.value
@@ -179,6 +194,7 @@ class SessionSpans:
         self._tracer = tracer
         self._trace = trace
         self._context = context
+        self.provider = provider
         self.provider_name = _provider_name(provider)
         self.model = str(getattr(provider, "model", "") or "")
         self.content = _content_enabled()
@@ -265,10 +281,11 @@ class ChatSpan:
             model = request.model
         if model:
             attributes["gen_ai.request.model"] = model
-        if request.max_tokens is not None:
-            attributes["gen_ai.request.max_tokens"] = request.max_tokens
-        if request.temperature is not None:
-            attributes["gen_ai.request.temperature"] = request.temperature
+        max_tokens, temperature = _sent_limits(provider if provider is not None else run.provider, request)
+        if max_tokens is not None:
+            attributes["gen_ai.request.max_tokens"] = max_tokens
+        if temperature is not None:
+            attributes["gen_ai.request.temperature"] = temperature
         if run.content:
             attributes["gen_ai.input.messages"] = _messages_json(request.messages)
             if request.instructions:
