@@ -323,7 +323,11 @@ class ChatSpan:
         span.end()
 
     def failed(self, exc: BaseException) -> None:
-        _fail(self.span, exc)
+        """End the span of a call that raised ``exc``: an error when it is an ``Exception``;
+        a stream left early (``GeneratorExit``) or a task cancelled (``CancelledError``) just
+        ends it, as the agent span does: nothing failed."""
+        if isinstance(exc, Exception):
+            _fail(self.span, exc)
         self.span.end()
 
 
