@@ -408,10 +408,12 @@ class WorkflowSpan:
         self.carrier: dict[str, str] = {}
         _propagator().inject(self.carrier, context=trace.set_span_in_context(self.span))
 
-    def end(self, error: BaseException | None = None, *, cancelled: bool = False, usage: Any = None) -> None:
+    def end(self, error: BaseException | None = None, *, cancelled: bool = False, usage: Any = None,
+            suspended: bool = False) -> None:
         """End the run's span: succeeded (with the run's summed ``usage``, if given),
-        failed (``error`` recorded, ``error.type`` set, status error) or ``cancelled``
-        (not an error: ``wingman.run.status`` says so)."""
+        failed (``error`` recorded, ``error.type`` set, status error), ``cancelled`` or
+        ``suspended`` (waiting at an interrupt or breakpoint; its resume is a run span of
+        its own): neither is an error, ``wingman.run.status`` says which."""
         span = self.span
         try:
             if usage is not None:
@@ -421,7 +423,8 @@ class WorkflowSpan:
                 span.set_attribute("wingman.run.status", "failed")
                 _fail(span, error)
             else:
-                span.set_attribute("wingman.run.status", "cancelled" if cancelled else "succeeded")
+                status = "cancelled" if cancelled else "suspended" if suspended else "succeeded"
+                span.set_attribute("wingman.run.status", status)
             span.end()
         except Exception:  # a failing span processor must not keep the run from resolving
             log.exception("could not end the OpenTelemetry span of a formation run")
