@@ -410,6 +410,22 @@ def test_sessions_inside_a_nested_formation_carry_the_node_path_and_the_outer_ru
     assert _attrs(inner_run)["wingman.node"] == "research"
 
 
+def test_sessions_two_formations_deep_and_in_a_map_of_formations_are_named_by_their_whole_path(
+    spans: InMemorySpanExporter,
+) -> None:
+    """Ported from traceloop/openllmetry packages/opentelemetry-instrumentation-langchain/tests/test_langgraph.py::test_nested_graph (subgraph of a subgraph, Send to a subgraph)."""
+    leaf = Formation("leaf").add_agent("writer", _agent("writer"))
+    deep = Formation("outer").add_formation("sub", Formation("mid").add_formation("deep", leaf)).run("go")
+    mapped = Formation("fan").add_map("each", formation=leaf, max_workers=2).run(["a", "b"])
+    sessions = _got(spans)["invoke_agent writer"]
+    named = [(_attrs(s)["wingman.node"], _attrs(s)["wingman.run_id"]) for s in sessions]
+    assert ("sub/deep/writer", deep.run_id) in named
+    items = [(node, run) for node, run in named if node.startswith("each/")]
+    assert [run for _, run in items] == [mapped.run_id] * 2
+    assert all(node.endswith("/writer") for node, _ in items)
+    assert items[0][0] != items[1][0]  # each item its own path
+
+
 def test_a_run_suspended_by_an_interrupt_ends_its_workflow_span_and_the_resume_opens_another(
     spans: InMemorySpanExporter, location: str
 ) -> None:

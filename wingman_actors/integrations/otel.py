@@ -407,6 +407,10 @@ class WorkflowSpan:
         )
         self.carrier: dict[str, str] = {}
         _propagator().inject(self.carrier, context=trace.set_span_in_context(self.span))
+        outer = _node.get()
+        if outer is not None:  # a nested run, started by an outer run's node: its nodes are named by path
+            self.span.set_attribute("wingman.node", outer[0])
+            self.carrier[_OUTER_NODE], self.carrier[_OUTER_RUN] = outer
 
     def end(self, error: BaseException | None = None, *, cancelled: bool = False, usage: Any = None,
             suspended: bool = False) -> None:
@@ -440,6 +444,9 @@ def start_workflow(formation: str, run_id: str) -> WorkflowSpan | None:
 
 
 _propagators: Any = None
+# Carrier keys (beside the W3C headers, which the propagator alone reads) of a nested run:
+# the outer node's path and the outermost run's id, which its node work is named by.
+_OUTER_NODE, _OUTER_RUN = "wingman-outer-node", "wingman-outer-run-id"
 
 
 def _propagator() -> Any:
@@ -461,7 +468,8 @@ def node_work(carrier: Mapping[str, str] | None, node: str, run_id: str, attempt
     process) under the run's trace context. Starts no span of its own: it makes the run's
     ``invoke_workflow`` span current, so sessions, fleet items, model and tool calls started
     inside nest directly under it, and every span started inside carries ``wingman.node``
-    and ``wingman.run_id``. An exception passes through untouched (a failing session records
+    and ``wingman.run_id`` (in a nested formation's run: the node's path from the outermost
+    run, ``"outer_node/inner_node"``, and that run's id, as its events say). An exception passes through untouched (a failing session records
     it on its own span, a failed run on the workflow span). ``attempt`` is accepted for the
     runtime's convenience and not recorded. Does nothing when ``carrier`` is None or
     OpenTelemetry is not in use."""
@@ -471,6 +479,9 @@ def node_work(carrier: Mapping[str, str] | None, node: str, run_id: str, attempt
     from opentelemetry import context
 
     token = context.attach(_propagator().extract(carrier))
+    outer = carrier.get(_OUTER_NODE)
+    if outer is not None:
+        node, run_id = f"{outer}/{node}", carrier.get(_OUTER_RUN, run_id)
     node_token = _node.set((node, run_id))
     try:
         yield
