@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,14 +23,13 @@ from opentelemetry.trace import StatusCode
 
 from tests.support.otel import by_name, parent_id, span_id
 from tests.support.peers import local_ray  # noqa: F401  (a fixture)
-from tests.support.postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
-from tests.support.store_fixtures import location, path  # noqa: F401  (fixtures)
 from wingman_actors import Agent, Fleet, Formation, Session, Task, interrupt, tool
 from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import AgentError, FormationRuntimeError, ToolError
 from wingman_actors.integrations import otel
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
+
 
 @tool
 def get_weather(city: str) -> str:
@@ -454,7 +454,7 @@ def test_a_run_suspended_by_an_interrupt_ends_its_workflow_span_and_the_resume_o
     assert len(_got(spans)["invoke_agent draft"]) == 1  # the journalled visit is not run again
 
 
-def test_a_run_stopped_at_a_breakpoint_ends_its_workflow_span(spans: InMemorySpanExporter, path: Any) -> None:
+def test_a_run_stopped_at_a_breakpoint_ends_its_workflow_span(spans: InMemorySpanExporter, path: Path) -> None:
     """Ported from traceloop/openllmetry packages/opentelemetry-instrumentation-langchain/tests/test_langgraph.py (interrupt_before)."""
     formation = Formation("b").add_function("prep", str.upper).add_agent("say", _agent("say")).connect("prep", "say")
     with RunStore(path) as store:
