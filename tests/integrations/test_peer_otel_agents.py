@@ -499,3 +499,19 @@ def test_a_run_on_ray_ends_its_workflow_span_in_the_driver(spans: InMemorySpanEx
     assert _attrs(workflow)["wingman.run_id"] == result.run_id
     assert _attrs(workflow)["wingman.run.status"] == "succeeded"
 
+
+
+def _fails(x: int) -> int:
+    raise ValueError(f"bad input {x}")
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_a_run_failing_on_ray_ends_its_workflow_span_in_error(spans: InMemorySpanExporter) -> None:
+    """Ported from traceloop/openllmetry packages/opentelemetry-instrumentation-langchain/tests/test_langgraph.py (failing node) on backend="ray"."""
+    with pytest.raises(FormationRuntimeError, match="bad input 3"):
+        Formation("remote_fail").add_function("fails", _fails).run(3, backend="ray", timeout=120)
+    (workflow,) = _got(spans)["invoke_workflow remote_fail"]
+    assert workflow.status.status_code is StatusCode.ERROR
+    assert _attrs(workflow)["wingman.run.status"] == "failed"
+    assert _attrs(workflow)["error.type"] == "wingman_actors.errors.FormationRuntimeError"
