@@ -397,7 +397,7 @@ def test_a_stream_cut_by_the_server_ends_its_chat_span_in_error(
 def test_an_anthropic_call_names_the_anthropic_provider_and_its_usage(
     spans: InMemorySpanExporter, loopback: LoopbackServer, make: Callable[..., BaseProvider]
 ) -> None:
-    """Ported from traceloop/openllmetry packages/opentelemetry-instrumentation-anthropic/tests/test_messages.py::test_anthropic_message_content_legacy."""
+    """Ported from traceloop/openllmetry packages/opentelemetry-instrumentation-anthropic/tests/test_messages.py::test_anthropic_message_create_legacy."""
     loopback.queue(Reply.json(wire_anthropic.message_json(usage={"input_tokens": 12, "output_tokens": 6})))
     Session(Agent("a", provider=make("anthropic", max_tokens=1024))).run("Tell me a joke")
     chat = _one(spans, f"chat {wire_anthropic.MODEL}")
