@@ -7,6 +7,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.support.postgres import postgres_server, postgres_url
+from tests.support.store_fixtures import location, path
+
+__all__ = ["location", "path", "postgres_server", "postgres_url", "spans"]
+
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 

@@ -164,6 +164,8 @@ def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason:
     duration = time.perf_counter() - run.t0
     result = FormationResult(run.id, None, outputs, traces, duration, "suspended",
                              {"node": node, "payload": payload})
+    if run.trace is not None:  # ended before the caller can see the result, as a finished run's
+        run.trace.end(usage=result.usage, suspended=True)
     future = router.resolved(run)
     future.set_result(result)
     if run.listeners:

@@ -126,6 +126,21 @@ def _provider_name(provider: Any) -> str:
     return str(getattr(provider, "id", "") or type(provider).__name__)
 
 
+def _sent_limits(provider: Any, request: InferenceRequest) -> tuple[int | None, float | None]:
+    """The ``max_tokens`` and ``temperature`` the call sends: the request's, else the
+    provider's options (a provider built on ours says through ``max_tokens_for`` /
+    ``temperature_for``; any other, only what the request carries)."""
+    max_tokens, temperature = request.max_tokens, request.temperature
+    try:
+        if max_tokens is None and callable(getattr(provider, "max_tokens_for", None)):
+            max_tokens = provider.max_tokens_for(request)
+        if temperature is None and callable(getattr(provider, "temperature_for", None)):
+            temperature = provider.temperature_for(request)
+    except Exception:  # a user's provider with its own idea of these methods: the request's values stand
+        log.debug("could not read the request limits of provider %r", provider, exc_info=True)
+    return max_tokens, temperature
+
+
 def _error_type(exc: BaseException) -> str:
     if isinstance(exc, AgentError):
         return exc.kind.value
@@ -179,6 +194,7 @@ class SessionSpans:
         self._tracer = tracer
         self._trace = trace
         self._context = context
+        self.provider = provider
         self.provider_name = _provider_name(provider)
         self.model = str(getattr(provider, "model", "") or "")
         self.content = _content_enabled()
@@ -265,10 +281,11 @@ class ChatSpan:
             model = request.model
         if model:
             attributes["gen_ai.request.model"] = model
-        if request.max_tokens is not None:
-            attributes["gen_ai.request.max_tokens"] = request.max_tokens
-        if request.temperature is not None:
-            attributes["gen_ai.request.temperature"] = request.temperature
+        max_tokens, temperature = _sent_limits(provider if provider is not None else run.provider, request)
+        if max_tokens is not None:
+            attributes["gen_ai.request.max_tokens"] = max_tokens
+        if temperature is not None:
+            attributes["gen_ai.request.temperature"] = temperature
         if run.content:
             attributes["gen_ai.input.messages"] = _messages_json(request.messages)
             if request.instructions:
@@ -306,7 +323,11 @@ class ChatSpan:
         span.end()
 
     def failed(self, exc: BaseException) -> None:
-        _fail(self.span, exc)
+        """End the span of a call that raised ``exc``: an error when it is an ``Exception``;
+        a stream left early (``GeneratorExit``) or a task cancelled (``CancelledError``) just
+        ends it, as the agent span does: nothing failed."""
+        if isinstance(exc, Exception):
+            _fail(self.span, exc)
         self.span.end()
 
 
@@ -386,11 +407,17 @@ class WorkflowSpan:
         )
         self.carrier: dict[str, str] = {}
         _propagator().inject(self.carrier, context=trace.set_span_in_context(self.span))
+        outer = _node.get()
+        if outer is not None:  # a nested run, started by an outer run's node: its nodes are named by path
+            self.span.set_attribute("wingman.node", outer[0])
+            self.carrier[_OUTER_NODE], self.carrier[_OUTER_RUN] = outer
 
-    def end(self, error: BaseException | None = None, *, cancelled: bool = False, usage: Any = None) -> None:
+    def end(self, error: BaseException | None = None, *, cancelled: bool = False, usage: Any = None,
+            suspended: bool = False) -> None:
         """End the run's span: succeeded (with the run's summed ``usage``, if given),
-        failed (``error`` recorded, ``error.type`` set, status error) or ``cancelled``
-        (not an error: ``wingman.run.status`` says so)."""
+        failed (``error`` recorded, ``error.type`` set, status error), ``cancelled`` or
+        ``suspended`` (waiting at an interrupt or breakpoint; its resume is a run span of
+        its own): neither is an error, ``wingman.run.status`` says which."""
         span = self.span
         try:
             if usage is not None:
@@ -400,7 +427,8 @@ class WorkflowSpan:
                 span.set_attribute("wingman.run.status", "failed")
                 _fail(span, error)
             else:
-                span.set_attribute("wingman.run.status", "cancelled" if cancelled else "succeeded")
+                status = "cancelled" if cancelled else "suspended" if suspended else "succeeded"
+                span.set_attribute("wingman.run.status", status)
             span.end()
         except Exception:  # a failing span processor must not keep the run from resolving
             log.exception("could not end the OpenTelemetry span of a formation run")
@@ -416,6 +444,9 @@ def start_workflow(formation: str, run_id: str) -> WorkflowSpan | None:
 
 
 _propagators: Any = None
+# Carrier keys (beside the W3C headers, which the propagator alone reads) of a nested run:
+# the outer node's path and the outermost run's id, which its node work is named by.
+_OUTER_NODE, _OUTER_RUN = "wingman-outer-node", "wingman-outer-run-id"
 
 
 def _propagator() -> Any:
@@ -437,7 +468,8 @@ def node_work(carrier: Mapping[str, str] | None, node: str, run_id: str, attempt
     process) under the run's trace context. Starts no span of its own: it makes the run's
     ``invoke_workflow`` span current, so sessions, fleet items, model and tool calls started
     inside nest directly under it, and every span started inside carries ``wingman.node``
-    and ``wingman.run_id``. An exception passes through untouched (a failing session records
+    and ``wingman.run_id`` (in a nested formation's run: the node's path from the outermost
+    run, ``"outer_node/inner_node"``, and that run's id, as its events say). An exception passes through untouched (a failing session records
     it on its own span, a failed run on the workflow span). ``attempt`` is accepted for the
     runtime's convenience and not recorded. Does nothing when ``carrier`` is None or
     OpenTelemetry is not in use."""
@@ -447,6 +479,9 @@ def node_work(carrier: Mapping[str, str] | None, node: str, run_id: str, attempt
     from opentelemetry import context
 
     token = context.attach(_propagator().extract(carrier))
+    outer = carrier.get(_OUTER_NODE)
+    if outer is not None:
+        node, run_id = f"{outer}/{node}", carrier.get(_OUTER_RUN, run_id)
     node_token = _node.set((node, run_id))
     try:
         yield
