@@ -32,7 +32,7 @@ from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ._future import Canceller, RunFuture
+from ._future import Canceller, RunFuture, on_resolved
 from ._options import RunOptions
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ def _follow(run: AsyncRun, future: RunFuture, loop: asyncio.AbstractEventLoop) -
     """Settle ``run`` on ``loop`` when ``future`` resolves. Every run watched on one loop
     shares its inbox, so runs finishing together are settled together."""
     put = _inbox(loop, _settlers, AsyncRun._settle).put
-    future.add_done_callback(lambda _: put(run))
+    on_resolved(future, lambda _: put(run))
 
 
 _CANCELLED: Any = object()  # a LoopSettler's outcome: the run was cancelled

@@ -29,6 +29,7 @@ from ..actors._base import report_fault
 from ..actors._envelope import Work
 from ..core import Usage
 from ..errors import FormationRuntimeError
+from ._future import on_resolved
 from ._nesting import InnerFormation, inner_run_id
 from ._result import FormationResult
 
@@ -82,7 +83,7 @@ class FormationNode:
         work.started = started
         if run.done:  # cancelled before release() could see it
             future.cancel()
-        future.add_done_callback(lambda done: self._finished(work, attempt, started, done))
+        on_resolved(future, lambda done: self._finished(work, attempt, started, done))
 
     def _finished(self, work: Work, attempt: int, started: float, future: Future[FormationResult]) -> None:
         """On the thread that finished the inner run: report the attempt's outcome."""

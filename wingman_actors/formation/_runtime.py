@@ -33,7 +33,7 @@ from ..integrations import otel
 from ..orchestration._blackboard import Blackboard
 from ._async_api import AsyncSubmit
 from ._breakpoints import Breakpoints
-from ._future import RunFuture, RunSink
+from ._future import RunFuture, RunSink, callbacks_here
 from ._nested_map import FormationMapActor, map_width
 from ._nested_node import FormationNode
 from ._nesting import InnerFormation
@@ -260,11 +260,12 @@ class RunningFormation(AsyncSubmit):
         _live.pop(self, None)
         router, in_flight = self._router, set(self._runs)  # work for another run is wanted by no one
         router.closing = True
-        for run in list(self._runs.values()):
-            router.fail_run(run, FormationRuntimeError(
-                f"formation {self.name!r} stopped before run {run.id} finished",
-                run_id=run.id, outputs=run.outputs,
-            ))
+        with callbacks_here():  # done callbacks of the runs it fails: called here, as cancel() calls them
+            for run in list(self._runs.values()):
+                router.fail_run(run, FormationRuntimeError(
+                    f"formation {self.name!r} stopped before run {run.id} finished",
+                    run_id=run.id, outputs=run.outputs,
+                ))
         self._backend.stop(timeout, in_flight)
         for node in self._nested:  # after the actors that feed them
             node.close()
@@ -491,7 +492,8 @@ class RunningFormation(AsyncSubmit):
         """
         if not isinstance(run_id, str):
             raise TypeError(f"run_id must be a str, the id of a run (future.run_id or result.run_id), got {run_id!r}")
-        return self._router.cancel_run(run_id)
+        with callbacks_here():  # its future's done callbacks: called here, as Future.cancel() calls them
+            return self._router.cancel_run(run_id)
 
     def cancel_traced(self, run_id: str) -> dict[str, NodeTrace] | None:
         """Runtime use (a formation node's attempt timed out): :meth:`cancel`, returning the

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from starlette.responses import Response
 
+from ..formation._future import on_resolved
 from ..formation._result import FormationResult
 from ._convert import jsonable
 from ._deps import json_response
@@ -80,7 +81,7 @@ async def run_on_loop(ctx: ServerContext, entry: Entry, one: Started, body: Form
             ctx.landings.add(land)
             return
         ran.append(future)
-        future.add_done_callback(lambda f: _ended(current, f, timeout, one))
+        on_resolved(future, lambda f: _ended(current, f, timeout, one))
 
     current.on_settled = lambda _: ctx.landings.add(land)
     ctx.flights.add(current)
