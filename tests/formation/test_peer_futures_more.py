@@ -203,6 +203,23 @@ def test_a_done_callback_may_cancel_another_run_of_the_formation(gate: Gate) -> 
         gate.opened.set()
 
 
+def test_a_result_set_by_hand_on_a_runs_future_wins_and_the_run_still_ends_quietly(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_multiple_set_result
+    (the second set_result is refused): a result set by hand on a run's future is kept, and
+    the run ending later does not make the runtime log that it failed."""
+    gate = Gate()
+    with Formation("byhand").add_function("wait", gate).start() as running:
+        future = running.submit(1)
+        assert gate.reached.wait(3)
+        future.set_result("mine")
+        gate.opened.set()
+        assert until(lambda: running.in_flight == 0)
+        assert running.submit(2).result(timeout=3).output == 2
+    assert future.result() == "mine"
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
 # --- backend="ray" -------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from concurrent.futures import InvalidStateError
 from typing import TYPE_CHECKING, Any
 
 from ..actors._envelope import EnvelopeType, Work
@@ -498,7 +499,10 @@ class Router:
         if self.journal is not None:
             journal_end(self.journal, run, "succeeded")
         future = self.resolved(run)
-        future.set_result(result)
+        try:
+            future.set_result(result)
+        except InvalidStateError:  # resolved by hand (its holder's set_result/set_exception): theirs stands
+            pass
         if run.listeners:
             emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
                  {"duration_s": duration, "usage": result.usage, "result": result})
@@ -531,7 +535,10 @@ class Router:
             # a run cut short by stop() can be resumed like one whose process died
             journal_end(self.journal, run, "interrupted" if self.closing else "failed", str(error), traces)
         future = self.resolved(run)
-        future.set_exception(error)
+        try:
+            future.set_exception(error)
+        except InvalidStateError:  # resolved by hand, as in complete()
+            pass
         if run.listeners:
             emit(run.listeners, FormationEventType.RUN_FAILED, run.id, error.node, {
                 "error": str(error), "exception": error, "duration_s": time.perf_counter() - run.t0, "unfinished": cut,
