@@ -368,6 +368,7 @@ def test_as_completed_times_out_naming_how_many_runs_are_unfinished(
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_as_completed.py::test_future_times_out
     (and ::test_correct_timeout_exception_msg)."""
     quick, stuck = running.submit(1), gated.submit(1)
+    quick.result(timeout=3)
     yielded: list[Future[Any]] = []
     with pytest.raises(TimeoutError, match=r"1 \(of 2\) futures unfinished"):
         for f in as_completed([quick, stuck], timeout=0.1):
@@ -440,7 +441,7 @@ def test_a_done_callback_added_after_cancel_runs_at_once(gated: RunningFormation
 
 
 def test_a_raising_done_callback_is_logged_and_the_next_one_still_runs_once(
-        running: RunningFormation, caplog: pytest.LogCaptureFixture) -> None:
+        gated: RunningFormation, gate: Gate, caplog: pytest.LogCaptureFixture) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_done_callback_raises."""
     calls: list[str] = []
 
@@ -449,9 +450,10 @@ def test_a_raising_done_callback_is_logged_and_the_next_one_still_runs_once(
         raise RuntimeError("doh!")
 
     with caplog.at_level(logging.ERROR, logger="concurrent.futures"):
-        future = running.submit(1)
+        future = gated.submit(1)
         future.add_done_callback(raising)
         future.add_done_callback(lambda _: calls.append("next"))
+        gate.opened.set()
         future.result(timeout=3)
         assert until(lambda: len(calls) == 2)
         future.add_done_callback(raising)  # already done: at once, logged too
@@ -460,14 +462,15 @@ def test_a_raising_done_callback_is_logged_and_the_next_one_still_runs_once(
     assert len(logged) == 2 and all("doh!" in str(r.exc_info[1]) for r in logged if r.exc_info)
 
 
-def test_done_callbacks_run_once_each_in_the_order_they_were_added(running: RunningFormation) -> None:
+def test_done_callbacks_run_once_each_in_the_order_they_were_added(gated: RunningFormation, gate: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_done_callback_with_result
-    (many callbacks: each called once, in order)."""
+    (many callbacks, added while the runs are unfinished: each called once, in order)."""
     calls: list[tuple[int, int]] = []
-    futures = [running.submit(n) for n in range(10)]
+    futures = [gated.submit(n) for n in range(10)]
     for n, future in enumerate(futures):
         for i in range(3):
             future.add_done_callback(lambda f, n=n, i=i: calls.append((n, i)))
+    gate.opened.set()
     wait(futures, timeout=3)
     assert until(lambda: len(calls) == 30)
     time.sleep(0.02)  # nothing more comes
