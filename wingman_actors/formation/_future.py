@@ -66,8 +66,20 @@ class RunFuture(Future[Any]):
         self._canceller = None
         if not super().cancel():
             return False
-        self.set_running_or_notify_cancel()
+        Future.set_running_or_notify_cancel(self)
         return True
+
+    def set_running_or_notify_cancel(self) -> bool:
+        """Refused: a run's future is resolved by its formation, which never marks it running
+        (so that ``cancel()`` can stop the run in flight). This is an executor's hook; marked
+        running by hand, a later ``cancel()`` would cancel the run and leave the future
+        pending for ever.
+
+        Raises:
+            RuntimeError: always, naming ``cancel()`` and ``done()``.
+        """
+        raise RuntimeError(f"set_running_or_notify_cancel() is an executor's hook: run {self.run_id}'s future is "
+                           "resolved by its formation; use cancel() to stop the run and done() to see if it ended")
 
     def detach(self) -> None:
         """Forget the runtime once the run is resolved (no cycle keeps a formation alive)."""

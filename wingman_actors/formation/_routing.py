@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from concurrent.futures import InvalidStateError
 from typing import TYPE_CHECKING, Any
 
 from ..actors._envelope import EnvelopeType, Work
@@ -30,11 +31,11 @@ from ._join import ROUND_OVER, Join, RaceJoin, abandon_losers, cancel_losers, dr
 from ._nesting import carry_traces
 from ._plan import ConditionRaised, Plan
 from ._replaying import REPLAYED, replay_visit, replaying
-from ._result import ZERO_USAGE, FormationResult, NodeTrace
+from ._result import ZERO_USAGE, FormationResult
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut, note_failure, overdue
 from ._suspending import keep_queued, stop_at_breakpoint, stop_at_interrupt
-from ._trace_journal import TRACE_KEY, summary, worth_journalling
+from ._trace_journal import journal_end
 from .events import FormationEventType, emit
 
 if TYPE_CHECKING:
@@ -496,28 +497,15 @@ class Router:
         if run.trace is not None:  # ended before the caller can see the result
             run.trace.end(usage=result.usage)
         if self.journal is not None:
-            self.journal_end(run, "succeeded")
+            journal_end(self.journal, run, "succeeded")
         future = self.resolved(run)
-        future.set_result(result)
+        try:
+            future.set_result(result)
+        except InvalidStateError:  # resolved by hand (its holder's set_result/set_exception): theirs stands
+            pass
         if run.listeners:
             emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
                  {"duration_s": duration, "usage": result.usage, "result": result})
-
-    def journal_end(self, run: RunState, status: Any, error: str | None = None,
-                     traces: dict[str, NodeTrace] | None = None) -> None:
-        """Journal the run's node traces (``traces`` when built already; for ``runs show``;
-        skipped for a quick clean success, see formation/_trace_journal.py), then its final
-        status."""
-        journal = self.journal
-        assert journal is not None
-        store = journal.store
-        if worth_journalling(run, status):
-            try:
-                store.record_progress(run.id, TRACE_KEY[0], TRACE_KEY[1],
-                                      summary(run.traces() if traces is None else traces))
-            except Exception:  # a trace the store cannot take must not keep the run from ending
-                log.warning("run %s: could not journal its node traces", run.id, exc_info=True)
-        store.set_status(run.id, status, error=error)
 
     def lost(self, error: RunTakenOverError) -> None:
         """The store lost run ``error.run_id`` (a ``RunTakenOverError``: another process
@@ -545,9 +533,12 @@ class Router:
             carry_traces(error, traces)
         if self.journal is not None and journalled:
             # a run cut short by stop() can be resumed like one whose process died
-            self.journal_end(run, "interrupted" if self.closing else "failed", str(error), traces)
+            journal_end(self.journal, run, "interrupted" if self.closing else "failed", str(error), traces)
         future = self.resolved(run)
-        future.set_exception(error)
+        try:
+            future.set_exception(error)
+        except InvalidStateError:  # resolved by hand, as in complete()
+            pass
         if run.listeners:
             emit(run.listeners, FormationEventType.RUN_FAILED, run.id, error.node, {
                 "error": str(error), "exception": error, "duration_s": time.perf_counter() - run.t0, "unfinished": cut,
@@ -568,7 +559,7 @@ class Router:
         if run.trace is not None:
             run.trace.end(cancelled=True)
         if self.journal is not None:
-            self.journal_end(run, "cancelled")
+            journal_end(self.journal, run, "cancelled")
         future = self.resolved(run)
         if type(future) is RunFuture:
             future.settle_cancelled()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .._graphs import downstream
 from ._failure import NodeFailure
 from ._result import FormationResult, suspended_traces
+from ._trace_journal import journal_end
 from .events import FormationEventType, emit
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason:
     # The traces as the run suspends, for the result and the journal alike: attempts still
     # in flight when it suspends (none, unless a node ignored a cancel) run again on resume
     traces = suspended_traces(run, node, attempt, ahead=_ahead(router, node.split("/", 1)[0]))
-    router.journal_end(run, "suspended", traces=traces)
+    journal_end(journal, run, "suspended", traces=traces)
     if spent:
         held = node.split("/", 1)[0]
         trace = traces.get(held)

@@ -17,6 +17,7 @@ fifth of its throughput, and such a run has nothing in it to debug.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ._result import ZERO_USAGE
@@ -24,10 +25,13 @@ from ._runstate import _LOG_STRIDE
 
 if TYPE_CHECKING:
     from ..store import RunJournal
+    from ._durable import Journal
     from ._result import NodeTrace
     from ._runstate import RunState
 
-__all__ = ["FIELDS", "QUICK_S", "TRACE_KEY", "journalled_traces", "summary", "worth_journalling"]
+__all__ = ["FIELDS", "QUICK_S", "TRACE_KEY", "journal_end", "journalled_traces", "summary", "worth_journalling"]
+
+_log = logging.getLogger("wingman_actors.formation")
 
 TRACE_KEY = ("", -1, None)
 FIELDS = ("status", "attempts", "visits", "duration_s", "started_at", "finished_at", "input_tokens",
@@ -80,3 +84,18 @@ def journalled_traces(journal: RunJournal) -> dict[str, dict[str, Any]]:
                 trace = {**kept, "status": status, "visits": max(kept["visits"] or 0, visits or 0)}
             traces[name] = trace
     return traces
+
+
+def journal_end(journal: Journal | None, run: RunState, status: Any, error: str | None = None,
+                traces: dict[str, NodeTrace] | None = None) -> None:
+    """Journal ``run``'s node traces (``traces`` when built already; skipped for a quick
+    clean success, see :func:`worth_journalling`), then its final status."""
+    assert journal is not None
+    store = journal.store
+    if worth_journalling(run, status):
+        try:
+            store.record_progress(run.id, TRACE_KEY[0], TRACE_KEY[1],
+                                  summary(run.traces() if traces is None else traces))
+        except Exception:  # a trace the store cannot take must not keep the run from ending
+            _log.warning("run %s: could not journal its node traces", run.id, exc_info=True)
+    store.set_status(run.id, status, error=error)
