@@ -195,23 +195,6 @@ def test_on_ray_wait_first_exception_and_as_completed_see_every_run() -> None:
 
 @pytest.mark.ray
 @pytest.mark.usefixtures("local_ray")
-def test_on_ray_a_done_callback_may_submit_to_the_same_formation_and_wait() -> None:
-    """Ported from python/cpython Lib/test/test_concurrent_futures/test_deadlock.py on backend="ray"."""
-    results: list[int] = []
-    done = threading.Event()
-    with Formation("ray_again").add_function("inc", inc).start(backend="ray") as running:
-
-        def chain(future: Future[FormationResult]) -> None:
-            results.append(running.submit(future.result().output).result(timeout=60).output)
-            done.set()
-
-        running.submit(1).add_done_callback(chain)
-        assert done.wait(90)
-    assert results == [3]
-
-
-@pytest.mark.ray
-@pytest.mark.usefixtures("local_ray")
 def test_on_ray_cancel_of_an_in_flight_run_returns_true_and_stop_resolves_the_rest() -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_shutdown.py::test_cancel_futures on backend="ray"."""
 
