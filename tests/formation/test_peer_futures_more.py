@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import CancelledError, Future, wait
+from concurrent.futures import CancelledError, wait
 from typing import Any
 
 import pytest
@@ -22,7 +22,6 @@ import pytest
 from tests.support.peers import local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
-from wingman_actors.formation._result import FormationResult
 
 
 class Gate:
