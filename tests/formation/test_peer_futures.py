@@ -27,7 +27,7 @@ import pickle
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import (
     ALL_COMPLETED,
     FIRST_COMPLETED,
@@ -41,6 +41,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.peers import until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation._runtime import RunningFormation
@@ -86,16 +87,6 @@ def gated(gate: Gate) -> Iterator[RunningFormation]:
     with Formation("gated").add_function("wait", gate, concurrency=4).start() as r:
         yield r
         gate.opened.set()  # before stop(): no attempt left for its grace
-
-
-def until(check: Callable[[], bool], within: float = 3.0) -> bool:
-    """Poll ``check`` until it holds (True) or ``within`` seconds pass (False)."""
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 # --- test_future.py: states, result, exception, repr ----------------------------------

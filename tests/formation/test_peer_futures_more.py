@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import CancelledError, wait
 from typing import Any
 
 import pytest
 
-from tests.support.peers import local_ray  # noqa: F401  (a fixture)
+from tests.support.peers import local_ray, until  # noqa: F401  (local_ray: a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
 
@@ -41,15 +41,6 @@ def gate() -> Iterator[Gate]:
     g = Gate()
     yield g
     g.opened.set()
-
-
-def until(check: Callable[[], bool], within: float = 3.0) -> bool:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 def inc(x: int) -> int:

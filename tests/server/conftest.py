@@ -25,9 +25,13 @@ def work_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, work_root: Path) -> Iterator[RunningServer]:
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, work_root: Path
+) -> Iterator[RunningServer]:
+    """The module's server; a module's ``SERVER_FUNCTIONS`` (module names) are registered beside the fixture's."""
     db = tmp_path_factory.mktemp("db") / "wingman.db"
-    config = ServerConfig(db_path=db, work_root=work_root, functions=(FUNCTIONS_MODULE,), entry_points=False)
+    functions = (FUNCTIONS_MODULE, *getattr(request.module, "SERVER_FUNCTIONS", ()))
+    config = ServerConfig(db_path=db, work_root=work_root, functions=functions, entry_points=False)
     running = RunningServer(config).start()
     try:
         yield running

@@ -12,30 +12,17 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.server.harness import FUNCTIONS_MODULE, RunningServer
-from wingman_actors.server import ServerConfig
-
 LANGSERVE = "tests.server.functions_langserve"
 ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, work_root: Path) -> Iterator[RunningServer]:
-    db = tmp_path_factory.mktemp("db") / "wingman.db"
-    config = ServerConfig(db_path=db, work_root=work_root, functions=(FUNCTIONS_MODULE, LANGSERVE), entry_points=False)
-    running = RunningServer(config).start()
-    try:
-        yield running
-    finally:
-        running.stop()
+SERVER_FUNCTIONS = (LANGSERVE,)  # registered by the server fixture (tests/server/conftest.py)
 
 
 def serve(client: httpx.Client, *functions: str, name: str = "served") -> str:

@@ -11,30 +11,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.server.harness import FUNCTIONS_MODULE, RunningServer, sse_events
+from tests.server.harness import RunningServer, sse_events
 from tests.server.test_peer_langserve import LANGSERVE, invoke, serve
-from wingman_actors.server import ServerConfig
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, work_root: Path) -> Iterator[RunningServer]:
-    db = tmp_path_factory.mktemp("db") / "wingman.db"
-    config = ServerConfig(db_path=db, work_root=work_root, functions=(FUNCTIONS_MODULE, LANGSERVE), entry_points=False)
-    running = RunningServer(config).start()
-    try:
-        yield running
-    finally:
-        running.stop()
+SERVER_FUNCTIONS = (LANGSERVE,)  # registered by the server fixture (tests/server/conftest.py)
 
 
 def raw_stream(client: httpx.Client, path: str, body: Any) -> str:
