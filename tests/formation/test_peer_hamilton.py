@@ -315,15 +315,24 @@ def test_a_disabled_dependency_without_a_default_fails_the_run_naming_the_parame
 def test_an_async_dependency_that_fails_cancels_its_slow_sibling_at_once() -> None:
     """Ported from DAGWorks-Inc/hamilton tests/test_async_driver.py::test_driver_end_to_end (a failing async node
     among concurrent ones)."""
-    cancelled = threading.Event()
+    begun, cancelled = threading.Event(), threading.Event()
+    sleeps = sleeps_until_cancelled(cancelled)
+
+    async def slow(x: int) -> str:
+        begun.set()
+        return await sleeps(x)
 
     async def boom(x: int) -> int:
+        for _ in range(1000):  # fails once its sibling is in flight (under load it may start later)
+            if begun.is_set():
+                break
+            await asyncio.sleep(0.005)
         raise ValueError("boom")
 
     def j(slow: str, boom: int) -> str:
         return slow
 
-    f = (Formation("siblings").add_function("start", lambda x: x).add_function("slow", sleeps_until_cancelled(cancelled))
+    f = (Formation("siblings").add_function("start", lambda x: x).add_function("slow", slow)
          .add_function("boom", boom).add_function("j", j)
          .connect("start", "slow").connect("start", "boom").connect("slow", "j").connect("boom", "j"))
     started = time.monotonic()
