@@ -121,8 +121,7 @@ class FormationNode:
         {}``). Journalled as a skip, so a resume skips it again."""
         router = self.observer
         run = work.run
-        if attempt != work.attempt or ((work.timer is not None or self.name in router.racing)
-                                       and not router.settle(work)):
+        if not router.claims(work, attempt):
             return  # a late reply from an attempt that timed out, or was abandoned (a join="any" loser)
         if run.done or (run.dropped and self.name in run.dropped and router.dropped(work, claimed=True)):
             return

@@ -172,10 +172,9 @@ class Router:
         self, work: Work, attempt: int, output: Any, usage: Usage | None, started: float, finished: float
     ) -> None:
         """A node succeeded: record it and route the output."""
-        timer = work.timer
-        if attempt != work.attempt or ((timer is not None or work.target in self.racing) and not self.settle(work)):
+        if not self.claims(work, attempt):
             return  # a late reply from an attempt that timed out, or was abandoned (a join="any" loser)
-        if timer is not None and (late := overdue(self.specs[work.target], attempt, work.run_id, started, finished)):
+        if work.timer is not None and (late := overdue(self.specs[work.target], attempt, work.run_id, started, finished)):
             note_failure(work.run, work.target, attempt, started, finished, late)
             self.tell_supervisor(AttemptFailed(work, attempt, late, started, finished, work.replica, False, None))
             return  # it ran past its timeout, its timer kept from running (a node holding the GIL): dropped
@@ -258,7 +257,7 @@ class Router:
     ) -> bool:
         """A node raised: hand it to the supervisor. Returns True when the replica must
         retire (the supervisor starts a fresh one)."""
-        if attempt != work.attempt or ((work.timer is not None or work.target in self.racing) and not self.settle(work)):
+        if not self.claims(work, attempt):
             return False  # the attempt timed out before, or lost a join="any": it was abandoned already
         if work.timer is not None:  # failing at its deadline (an agent session's is the node's) is timing out
             exc = overdue(self.specs[work.target], attempt, work.run_id, started, finished, exc) or exc
@@ -281,7 +280,7 @@ class Router:
 
     def suspended(self, work: Work, attempt: int, signal: RunSuspended) -> None:
         """A visit called ``interrupt()``: journal it and suspend the run."""
-        if attempt != work.attempt or ((work.timer is not None or work.target in self.racing) and not self.settle(work)):
+        if not self.claims(work, attempt):
             return
         if self.journal is not None:
             stop_at_interrupt(self, work, attempt, signal)
@@ -333,8 +332,16 @@ class Router:
     def agent_event(self, work: Work, event: StreamEvent, item: int | None = None) -> None:
         emit_agent_event(work, event, item)
 
+    def claims(self, work: Work, attempt: int) -> bool:
+        """True when this end of ``attempt`` is the one that counts: the attempt is the visit's
+        current one and, when its timer or a ``join="any"`` race can abandon it (``racing``),
+        its end claims the outcome first (``settle``). False: a late end, ignored."""
+        if attempt != work.attempt:
+            return False
+        return (work.timer is None and work.target not in self.racing) or self.settle(work)
+
     def settle(self, work: Work) -> bool:
-        """Claim the outcome of an attempt that has a timer; False when the timer won."""
+        """Claim the outcome of an attempt its timer or a race can abandon; False when they won."""
         with work.run.lock:
             if work.settled:
                 return False
