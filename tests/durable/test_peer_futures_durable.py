@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter
-from wingman_actors import Formation
+from tests.support.peers import Counter, until
+from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.store import RunStore
 
@@ -103,3 +103,26 @@ def test_wait_all_completed_over_journalled_runs_matches_what_the_store_records(
         statuses = [store.get(fut.run_id).status for fut in futures]
     assert statuses == ["succeeded", "succeeded", "failed", "succeeded"]
     assert isinstance(futures[2].exception(), FormationRuntimeError)
+
+
+def test_a_result_set_by_hand_before_a_journalled_run_suspends_stands_and_the_suspension_is_recorded(
+        location: str, gate: Gate, caplog: pytest.LogCaptureFixture) -> None:
+    """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_multiple_set_result
+    (with a store): a run's future resolved by hand keeps its value when the run then suspends at an
+    ``interrupt()``; the suspension is still recorded and announced, and the run resumes."""
+    events: list[str] = []
+
+    def ask(x: str) -> str:
+        return f"{x}:{interrupt('ok?')}"
+
+    f = Formation("byhand").add_function("wait", gate).add_function("ask", ask).connect("wait", "ask")
+    with RunStore(location) as store, f.start(store=store, on_event=lambda e: events.append(e.type.value)) as running:
+        future = running.submit("x")
+        assert gate.reached.wait(5)
+        future.set_result("mine")
+        gate.opened.set()
+        assert until(lambda: store.get(future.run_id).status == "suspended")
+        assert until(lambda: "run_finished" in events)
+        assert running.resume(future.run_id, answer="yes").result(timeout=10).output == "x!:yes"
+    assert future.result() == "mine"
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from concurrent.futures import InvalidStateError
 from typing import TYPE_CHECKING, Any
 
 from .._graphs import downstream
@@ -168,7 +169,10 @@ def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason:
     if run.trace is not None:  # ended before the caller can see the result, as a finished run's
         run.trace.end(usage=result.usage, suspended=True)
     future = router.resolved(run)
-    future.set_result(result)
+    try:
+        future.set_result(result)
+    except InvalidStateError:  # resolved by hand (its holder's set_result/set_exception): theirs stands
+        pass
     if run.listeners:
         emit(run.listeners, FormationEventType.RUN_FINISHED, run.id, None,
              {"duration_s": duration, "usage": result.usage, "result": result, "suspended": True})
