@@ -236,3 +236,24 @@ def test_a_fleet_paused_by_an_items_tool_says_what_its_items_spent_before_the_pa
         paused = f.run(["email bob"], store=store)
     assert paused.status == "suspended"
     assert (paused.nodes["mailers"].usage.input_tokens, paused.nodes["mailers"].usage.output_tokens) == (10, 2)
+
+
+@pytest.mark.parametrize("how", ["add_formation", "add_map"])
+def test_a_formation_paused_in_a_nested_agents_tool_says_what_the_inner_agent_spent_before_the_pause(
+        tmp_path: Path, how: str) -> None:
+    """The agno finding above, one level down: an agent inside a nested formation (or a map of
+    formations) whose tool asks. The outer suspended result counted 0 tokens on the node, though
+    its inner trace said 10 + 2; it now counts them, and the resumed result the whole turn once."""
+    provider = ScriptedProvider([_by_request], cycle=True)
+    inner = Formation("inner").add_agent("mailer", mailer(provider))
+    f = Formation("outer")
+    f = f.add_formation("box", inner) if how == "add_formation" else f.add_map("box", formation=inner)
+    given: Any = "email bob" if how == "add_formation" else ["email bob"]
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        paused = f.run(given, store=store)
+        assert paused.status == "suspended"
+        assert (paused.usage.input_tokens, paused.usage.output_tokens) == (10, 2)
+        assert paused.nodes["box"].usage == paused.usage
+        done = f.resume(paused.run_id, store=store, answer=True)
+    assert (done.usage.input_tokens, done.usage.output_tokens) == (30, 5)
+    assert done.nodes["box"].usage == done.usage

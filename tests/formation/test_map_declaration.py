@@ -96,6 +96,12 @@ def test_add_map_refuses_a_function_that_is_not_callable() -> None:
         Formation("m").add_map("m", 3)  # type: ignore[arg-type]
 
 
+def test_a_formation_passed_to_add_map_positionally_is_refused_naming_the_keyword() -> None:
+    inner = Formation("inner").add_function("up", str.upper)
+    with pytest.raises(FormationSetupError, match=r"fn is the formation 'inner'.*add_map\('box', formation=\.\.\.\)"):
+        Formation("m").add_map("box", inner)  # type: ignore[arg-type]
+
+
 def test_add_map_refuses_a_negative_max_workers() -> None:
     with pytest.raises(FormationSetupError, match=r"max_workers must be an int >= 0"):
         Formation("m").add_map("m", length, max_workers=-1)

@@ -246,7 +246,11 @@ class Formation(Runs, AsyncRuns, Forks):
                    f"item), got {has}"]
             return self._add("add_map", name, {"kind": "map", "max_workers": max_workers}, policies, bad)
         if fn is not None:
-            bad = [] if callable(fn) else [f"fn must be callable (a function of one item), got {type(fn).__name__}"]
+            if isinstance(fn, Formation):  # add_map("box", inner): the formation is a keyword argument
+                bad = [f"fn is the formation {fn.name!r}: to run a formation per item, pass it by keyword, "
+                       f"add_map({name!r}, formation=...)"]
+            else:
+                bad = [] if callable(fn) else [f"fn must be callable (a function of one item), got {type(fn).__name__}"]
             return self._add("add_map", name, {"kind": "map", "fn": fn, "max_workers": max_workers}, policies, bad)
         bad = [] if isinstance(formation, Formation) else [
             f"formation must be a Formation, e.g. Formation('inner').add_function(...), got {type(formation).__name__}"

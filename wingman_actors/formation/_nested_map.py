@@ -108,6 +108,8 @@ class FormationMapActor(FormationActor):
                         assert result.interrupt is not None and scope is not None
                         errors[i] = RunSuspended(result.interrupt["payload"], scope,
                                                  f"{self.name}/{i}/{result.interrupt['node']}")
+                        if self.inner.uses_tokens:  # paid for before it asked: the suspended result counts it
+                            usage = usage + result.usage
                         continue
                     sink = self.inner.single_sink
                     if sink is not None and not result.outputs:  # its one sink was skipped: no result, not None
@@ -129,7 +131,11 @@ class FormationMapActor(FormationActor):
         if errors:
             asking = [i for i, exc in errors.items() if isinstance(exc, RunSuspended)]
             if asking:  # one interrupt at a time: the others ask again when the run resumes
-                raise errors[min(asking)]
+                first = errors[min(asking)]
+                assert isinstance(first, RunSuspended)
+                if self.inner.uses_tokens:  # what the items spent so far, the asking ones' included
+                    first.spent = usage
+                raise first
             raise MapItemsError(self.name, len(items), dict(sorted(errors.items())))
         return [memo[i] for i in range(len(items))], usage if self.inner.uses_tokens else None
 

@@ -159,11 +159,15 @@ class InnerFormation:
 
     def suspension(self, env: Work, result: FormationResult, path: str) -> RunSuspended:
         """The signal that suspends the outer visit for a suspended inner run (whose traces
-        the outer run's result keeps, as for a finished one)."""
+        the outer run's result keeps, as for a finished one), carrying what the inner run's
+        agents spent before it suspended (the outer result counts it on this node)."""
         scope = env.scope
         assert result.interrupt is not None and scope is not None
         self._keep(env, result)
-        return RunSuspended(result.interrupt["payload"], scope, f"{path}/{result.interrupt['node']}")
+        signal = RunSuspended(result.interrupt["payload"], scope, f"{path}/{result.interrupt['node']}")
+        if self.uses_tokens:
+            signal.spent = result.usage
+        return signal
 
     def failure(self, env: Work, error: FormationRuntimeError) -> NestedRunError:
         """The error a visit fails with when its inner run failed with ``error`` (the
