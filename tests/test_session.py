@@ -131,7 +131,7 @@ def test_unknown_tool_name_is_reported_to_the_model_with_the_available_tools() -
     Session(Agent("a", provider=provider, tools=[add])).run("go")
     [block] = provider.requests[1].messages[-1].content
     assert block.is_error
-    assert "unknown tool 'subtract'" in (block.content or "") and "add" in (block.content or "")
+    assert (block.content or "").startswith("Error: unknown tool 'subtract'") and "add" in (block.content or "")
 
 
 def test_max_steps_forces_one_final_call_without_tools() -> None:

@@ -240,7 +240,7 @@ class ToolStep:
         tool = self.tools.get(name)
         call_id = call.id or ""
         if tool is None:
-            text = f"unknown tool {name!r}; available tools: {', '.join(self.tools.names) or 'none'}"
+            text = f"Error: unknown tool {name!r}; available tools: {', '.join(self.tools.names) or 'none'}"
             return ContentBlock.tool_result_block(call_id, text, is_error=True), time.perf_counter() - t0, None
         tool_ctx = self.tool_ctx
         error: Exception | None = None
