@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Any
 
+import networkx as nx
 import pytest
 
 from tests.support.peers import Counter
@@ -246,3 +247,25 @@ def test_a_sub_workflow_catching_its_own_failure_outputs_the_sink_that_produced(
     assert Formation("wf").add_map("each", formation=inner).run([1, -1]).output == [{"check": 1}, {"fix": 0}]
     inner.add_function("out", lambda v: next(iter(v.values())), join="any").connect("check", "out").connect("fix", "out")
     assert Formation("wf").add_map("each", formation=inner).run([1, -1]).output == [1, 0]
+
+
+# --- imperative workflows: node names ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_a_blank_node_name_is_refused_by_the_builder(name: str) -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_imperative.py::test_imperative (every entity
+    added gets a node id; a workflow needs a non-empty name too)."""
+    with pytest.raises(FormationSetupError, match=r"a node name must be a non-empty str"):
+        Formation("wf").add_function(name, t1)
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_a_blank_node_name_in_a_hand_built_graph_is_refused_at_validation(name: str) -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_imperative.py::test_imperative (an imperative
+    workflow's nodes are named as the declared ones are): a graph built by hand is held to what
+    the builder refuses."""
+    g = nx.DiGraph()
+    g.add_node(name, kind="function", fn=t1)
+    with pytest.raises(FormationSetupError, match=r"has a blank name; name every node with a non-empty str"):
+        Formation("wf", g).validate()
