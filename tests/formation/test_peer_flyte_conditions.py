@@ -24,7 +24,7 @@ import pytest
 
 from tests.support.peers import Counter
 from wingman_actors import Formation
-from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NoRouteError
+from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NoRouteError, PayloadError
 
 
 def double(n: float) -> float:
@@ -236,3 +236,36 @@ def test_no_route_inside_a_mapped_formation_fails_that_item_naming_the_inner_nod
     assert info.value.node == "each" and cause is not None
     errors = getattr(cause, "errors", {})
     assert list(errors) == [1] and "'x'" in str(errors[1]) and "3.0" in str(errors[1])
+
+
+def branches_into(merge: Any) -> Formation:
+    return (Formation("math_ops").add_function("decide", lambda x: x).add_function("double", double)
+            .add_function("square", square).add_function("merge", merge)
+            .connect("decide", "double", when=lambda x: x < 1.0).connect("decide", "square", otherwise=True)
+            .connect("double", "merge").connect("square", "merge"))
+
+
+def test_a_node_after_the_branches_gets_the_taken_branchs_value_and_defaults_for_the_other() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_conditions.py::test_condition_sub_workflows
+    ("Flyte will only make `sum` and `sub` available as outputs because they are common between
+    all branches"): a join after exclusive branches receives the one that ran; the parameter of
+    the branch skipped takes its default."""
+
+    def merge(double: float | None = None, square: float | None = None) -> tuple[float | None, float | None]:
+        return double, square
+
+    assert branches_into(merge).run(0.5).output == (1.0, None)
+    assert branches_into(merge).run(3.0).output == (None, 9.0)
+
+
+def test_a_node_after_the_branches_without_defaults_fails_naming_the_parameter_and_the_fix() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_conditions.py::test_condition_sub_workflows
+    (what is not common to every branch is not available after the conditional)."""
+
+    def merge(double: float, square: float) -> float:
+        return double + square
+
+    with pytest.raises(FormationRuntimeError) as info:
+        branches_into(merge).run(0.5)
+    assert info.value.node == "merge" and isinstance(info.value.__cause__, PayloadError)
+    assert "got no value for parameter(s) square" in str(info.value) and "| None = None" in str(info.value)
