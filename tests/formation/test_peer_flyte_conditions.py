@@ -14,6 +14,10 @@ Deliberately different (DESIGN.md "Routes" documents ours):
   compile time (``is_true()`` is the spelling); ours takes any predicate of one
   argument, a type, or a tuple or union of types, and refuses anything else (``when=True``,
   ``when=None`` is no condition at all) at declaration.
+- Flyte's ``on_failure`` node runs when an ``else_().fail()`` fails the workflow; a deciding
+  node's own error edge is not taken on ``NoRouteError`` (the node finished). The failure
+  reaches a handler through an ``otherwise`` edge to a node that raises, or from a
+  sub-workflow's error edge.
 """
 
 from __future__ import annotations
@@ -269,3 +273,51 @@ def test_a_node_after_the_branches_without_defaults_fails_naming_the_parameter_a
         branches_into(merge).run(0.5)
     assert info.value.node == "merge" and isinstance(info.value.__cause__, PayloadError)
     assert "got no value for parameter(s) square" in str(info.value) and "| None = None" in str(info.value)
+
+
+def test_an_else_fail_is_not_caught_by_the_deciding_nodes_own_error_edge() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_conditions.py::test_condition_else_fail with
+    test_workflows.py::test_failure_node_local_execution (Flyte's ``on_failure`` node runs when an
+    ``else_().fail()`` fails the workflow). Deliberately different: the deciding node finished, so
+    its error edge (taken when the node fails) is not taken; the run fails with ``NoRouteError``
+    (docs/formations.md "Routes": "whatever its on_error")."""
+    handled: list[str] = []
+
+    def clean_up(failure: Any) -> str:
+        handled.append("clean_up")
+        return "cleaned"
+
+    f = fractions(10.0).add_function("clean_up", clean_up).connect("decide", "clean_up", on_error=True)
+    with pytest.raises(NoRouteError) as info:
+        f.run(10.0)
+    assert info.value.node == "decide" and handled == []
+
+
+def test_an_else_fail_reaches_a_failure_node_through_a_node_that_raises() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_conditions.py::test_condition_else_fail with
+    test_workflows.py::test_failure_node_local_execution: the ``else_().fail(message)`` branch is
+    an ``otherwise`` edge to a node that raises the message, whose error edge leads to the
+    failure node."""
+
+    def fail(_: float) -> float:
+        raise ValueError("The input must be between 0 and 10")
+
+    def clean_up(failure: Any) -> str:
+        return f"cleaned up after {failure.error}"
+
+    f = (fractions(10.0).add_function("fail", fail).add_function("clean_up", clean_up)
+         .connect("decide", "fail", otherwise=True).connect("fail", "clean_up", on_error=True))
+    assert f.run(10.0).outputs == {"clean_up": "cleaned up after The input must be between 0 and 10"}
+
+
+def test_an_else_fail_inside_a_sub_workflow_reaches_the_outer_failure_node_with_its_path() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_conditions.py::test_subworkflow_condition with
+    test_workflows.py::test_failure_node_local_execution (the sub-workflow's failed conditional
+    fails it, and the parent's failure node runs)."""
+
+    def clean_up(failure: Any) -> str:
+        return f"{failure.node} failed at {failure.error.path}: {type(failure.error.inner).__name__}"
+
+    f = (Formation("wf").add_formation("sub", fractions(10.0)).add_function("clean_up", clean_up)
+         .connect("sub", "clean_up", on_error=True))
+    assert f.run(10.0).outputs == {"clean_up": "sub failed at sub/decide: NoRouteError"}
