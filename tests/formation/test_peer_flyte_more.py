@@ -28,7 +28,7 @@ import pytest
 
 from tests.support.peers import Counter
 from wingman_actors import Formation, interrupt
-from wingman_actors.errors import FormationRuntimeError, FormationSetupError
+from wingman_actors.errors import FormationRuntimeError, FormationSetupError, PayloadError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.store import RunStore
 
@@ -269,3 +269,41 @@ def test_a_blank_node_name_in_a_hand_built_graph_is_refused_at_validation(name: 
     g.add_node(name, kind="function", fn=t1)
     with pytest.raises(FormationSetupError, match=r"has a blank name; name every node with a non-empty str"):
         Formation("wf", g).validate()
+
+
+# --- type checks at run time -------------------------------------------------------------
+
+
+def test_an_output_that_breaks_its_return_annotation_is_converted_by_the_next_nodes_parameter() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_hints.py::test_wf_output_mismatch and
+    test_type_engine.py (Flyte converts a task's outputs with its declared types and fails the
+    task when a value does not convert). Deliberately different: a node's output is not checked
+    against its own return annotation; the receiving parameter validates it with pydantic's
+    default (lax) rules, so ``"5"`` reaches an ``int`` parameter as ``5``."""
+
+    def returns_text(_: Any) -> int:
+        return "5"  # type: ignore[return-value]  # the broken annotation under test
+
+    def add_one(x: int) -> int:
+        return x + 1
+
+    f = Formation("wf").add_function("t", returns_text).add_function("add_one", add_one).connect("t", "add_one")
+    result = f.run(None)
+    assert result.output == 6 and result.nodes["t"].output == "5"
+
+
+def test_an_output_the_next_parameter_cannot_convert_fails_that_node_naming_the_value() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_engine.py (a value that does not convert
+    to the declared type fails the task, naming it)."""
+
+    def returns_text(_: Any) -> int:
+        return "five"  # type: ignore[return-value]  # the broken annotation under test
+
+    def add_one(x: int) -> int:
+        return x + 1
+
+    f = Formation("wf").add_function("t", returns_text).add_function("add_one", add_one).connect("t", "add_one")
+    with pytest.raises(FormationRuntimeError) as info:
+        f.run(None)
+    assert info.value.node == "add_one" and isinstance(info.value.__cause__, PayloadError)
+    assert "edge 't' → 'add_one'" in str(info.value) and "got 'five'" in str(info.value)
