@@ -26,6 +26,7 @@ from tests.support.peers import Counter, InFlight, until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, MapItemsError
 from wingman_actors.formation import NodeFailure
+from wingman_actors.store import RunStore
 
 
 def say_hello(name: str) -> str:
@@ -268,3 +269,63 @@ def test_every_item_of_a_map_runs_once_when_nothing_fails() -> None:
 
     assert Formation("wf").add_map("t", t, max_workers=3).run(list(range(10))).output == list(range(10))
     assert all(calls.count(x) == 1 for x in range(10))
+
+
+# --- dynamic workflows: a graph that depends on the input ---------------------------------
+
+
+def fast(a: int) -> str:
+    return "fast-" + str(a + 2)
+
+
+def ranged_int_to_str() -> Formation:
+    """Flyte's ``@dynamic ranged_int_to_str``: one ``t1`` per ``i in range(a)``."""
+    return (Formation("ranged_int_to_str").add_function("range", lambda a: list(range(a)))
+            .add_map("t1", fast).connect("range", "t1"))
+
+
+def test_a_dynamic_loop_over_a_range_is_a_map_over_the_list_it_builds() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_dynamic.py::test_dynamic_local."""
+    assert ranged_int_to_str().run(5).output == ["fast-2", "fast-3", "fast-4", "fast-5", "fast-6"]
+
+
+def test_a_dynamic_calling_a_dynamic_is_a_sub_workflow_holding_the_map() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_dynamic.py::test_nested_dynamic_local
+    (``add_and_range(a=2, b=3)`` calls ``ranged_int_to_str(a=a + b)``, in a workflow too)."""
+
+    def add(ab: tuple[int, int]) -> int:
+        return ab[0] + ab[1]
+
+    add_and_range = (Formation("add_and_range").add_function("add", add)
+                     .add_formation("ranged_int_to_str", ranged_int_to_str()).connect("add", "ranged_int_to_str"))
+    assert add_and_range.run((2, 3)).output == ["fast-2", "fast-3", "fast-4", "fast-5", "fast-6"]
+    wf = Formation("wf").add_formation("add_and_range", add_and_range)
+    result = wf.run((2, 3))
+    assert result.output == ["fast-2", "fast-3", "fast-4", "fast-5", "fast-6"]
+    assert result.nodes["add_and_range/ranged_int_to_str/t1"].output == result.output
+
+
+def test_a_resumed_run_of_dynamic_maps_two_deep_reruns_only_the_failed_inner_item(tmp_path: Any) -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_dynamic.py::test_nested_dynamic_local (dynamic
+    inside dynamic), failing at one item two maps deep; ours resumed from its journal (Flyte
+    recovers an execution by reusing the nodes that succeeded)."""
+    calls = Counter()
+    broken = {"on": True}
+
+    def leaf(x: int) -> int:
+        calls.hit(x)
+        if x == 12 and broken["on"]:
+            raise ValueError("deep boom")
+        return x
+
+    spread = (Formation("spread").add_function("spread", lambda x: [10 * x + i for i in range(3)])
+              .add_map("inner", formation=Formation("leaf").add_function("leaf", leaf))
+              .add_function("sum", sum).connect("spread", "inner", "sum"))
+    f = Formation("top").add_map("outer", formation=spread, max_workers=2)
+    with RunStore(tmp_path / "runs.db") as store:
+        with pytest.raises(FormationRuntimeError, match="deep boom"):
+            f.run([0, 1, 2], store=store, run_id="deep")
+        broken["on"] = False
+        assert f.resume("deep", store=store).output == [3, 33, 63]
+    assert calls.count(12) == 2
+    assert all(calls.count(x) == 1 for x in (0, 1, 2, 10, 11, 20, 21, 22))
