@@ -329,3 +329,27 @@ def test_a_resumed_run_of_dynamic_maps_two_deep_reruns_only_the_failed_inner_ite
         assert f.resume("deep", store=store).output == [3, 33, 63]
     assert calls.count(12) == 2
     assert all(calls.count(x) == 1 for x in (0, 1, 2, 10, 11, 20, 21, 22))
+
+
+class Point:
+    """A plain class: neither JSON data nor a type the run store knows."""
+
+    def __init__(self, x: int) -> None:
+        self.x = x
+
+
+def test_a_journalled_map_whose_items_give_what_the_store_cannot_keep_names_the_map_node(tmp_path: Any) -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_map_task.py::test_map_task_with_pickle (a mapped
+    task's outputs must be serialisable to be kept; Flyte pickles what its type engine does not
+    know, ours refuses it naming the item, the node and what to return instead)."""
+
+    def mk(x: int) -> Point:
+        return Point(x)
+
+    with RunStore(tmp_path / "runs.db") as store, pytest.raises(FormationRuntimeError) as info:
+        Formation("wf").add_map("mk", mk).run([1, 2], store=store)
+    cause = info.value.__cause__
+    assert isinstance(cause, MapItemsError) and sorted(cause.errors) == [0, 1]
+    message = str(cause.errors[0])
+    assert "the output of item 0 of node 'mk'" in message and "fleet" not in message
+    assert "cannot journal" in message and "a dataclass" in message
