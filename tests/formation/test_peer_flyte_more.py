@@ -307,3 +307,28 @@ def test_an_output_the_next_parameter_cannot_convert_fails_that_node_naming_the_
         f.run(None)
     assert info.value.node == "add_one" and isinstance(info.value.__cause__, PayloadError)
     assert "edge 't' → 'add_one'" in str(info.value) and "got 'five'" in str(info.value)
+
+
+# --- map timeouts --------------------------------------------------------------------------
+
+
+def nap(x: int) -> int:
+    time.sleep(0.15)
+    return x
+
+
+def test_a_map_timeout_bounds_the_whole_visit_not_each_item() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_array_node_map_task.py::test_serialization
+    (``TaskMetadata(timeout=...)`` of a mapped task bounds each subtask). Deliberately different:
+    a map node's ``timeout`` bounds the visit, all its items together (DESIGN.md "Map nodes"), so
+    four items of 0.15 s one at a time outrun 0.3 s."""
+    with pytest.raises(FormationRuntimeError) as info:
+        Formation("wf").add_map("nap", nap, max_workers=1, timeout=0.3).run([1, 2, 3, 4])
+    assert info.value.node == "nap" and "timed out after 0.3s" in str(info.value)
+
+
+def test_a_per_item_timeout_is_a_timeout_on_the_node_of_a_mapped_formation() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_array_node_map_task.py::test_serialization
+    (a timeout per subtask): the inner node's own ``timeout`` bounds each item's run."""
+    each = Formation("each").add_function("nap", nap, timeout=1.5)
+    assert Formation("wf").add_map("m", formation=each, max_workers=1).run([1, 2, 3, 4]).output == [1, 2, 3, 4]
