@@ -12,6 +12,9 @@ Deliberately different (DESIGN.md "Map nodes" documents ours):
 - ``map_task(t, concurrency=k)`` is ``max_workers=k``.
 - A map task of several inputs maps over several lists (zipped); ours maps one list, and
   bound inputs are a ``functools.partial``, as in Flyte.
+- ``map_task(wf)`` of a workflow is refused (``test_map_task.py::test_map_tasks_only``: only
+  tasks and, in array nodes, launch plans map); ours maps a whole formation,
+  ``add_map(name, formation=sub)``.
 """
 
 from __future__ import annotations
@@ -172,8 +175,8 @@ def test_concurrency_bounds_how_many_items_run_at_once() -> None:
 
 
 def test_an_empty_list_maps_to_an_empty_list_without_calling_the_task() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_map_task.py::test_map_task_with_empty_list
-    (an empty input list gives an empty output list)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_map_task.py::test_map_docs
+    (``my_wf(x=[1, 2, 3])``), with an empty list: an empty output list."""
     calls = Counter()
 
     def t(x: int) -> int:
@@ -185,8 +188,8 @@ def test_an_empty_list_maps_to_an_empty_list_without_calling_the_task() -> None:
 
 
 def test_a_mapped_task_returning_a_named_tuple_gives_a_list_of_them() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_map_task.py::test_map_task_with_named_tuple_output
-    (Flyte maps only tasks with one output; a NamedTuple is one value here)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_map_task.py::test_inputs_outputs_length
+    (a task of several outputs cannot be mapped; a NamedTuple is one value here)."""
 
     class Out(NamedTuple):
         doubled: int
@@ -204,8 +207,9 @@ def test_a_mapped_task_returning_a_named_tuple_gives_a_list_of_them() -> None:
 
 
 def test_a_list_of_lists_maps_through_a_map_of_formations_of_maps() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_array_node.py::test_map_task_wf (an array node
-    over a launch plan that itself maps a task): a map of formations whose inner node is a map."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_array_node.py::test_map_task_wrapper
+    (``map_task(lp)``: a launch plan mapped as a task is), with a launch plan that itself maps: a map
+    of formations whose inner node is a map."""
 
     def square(x: int) -> int:
         return x * x
@@ -217,7 +221,7 @@ def test_a_list_of_lists_maps_through_a_map_of_formations_of_maps() -> None:
 
 def test_an_item_that_fails_inside_a_mapped_formation_names_the_item_and_the_inner_node() -> None:
     """From flyteorg/flytekit tests/flytekit/unit/core/test_array_node.py::test_local_exec_lp_min_successes
-    (a launch plan mapped over inputs, one execution failing)."""
+    (a launch plan mapped over inputs, one execution failing, no ``min_successes``)."""
 
     def check(x: int) -> int:
         if x < 0:
@@ -247,8 +251,9 @@ def test_a_map_whose_items_are_the_wrong_type_at_run_time_fails_naming_the_item(
 
 
 def test_a_map_after_a_task_returning_a_single_value_is_refused_at_validation() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_map_task.py::test_map_task_with_wrong_input
-    (mapping over something that is not a list fails at compile time)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_map_task.py::test_map_task_types
+    (``map_task(t1)(a=1)``: mapping over something that is not a list is a ``TypeError``); ours is
+    refused at validation."""
 
     def one(_: Any) -> int:
         return 1
@@ -259,8 +264,8 @@ def test_a_map_after_a_task_returning_a_single_value_is_refused_at_validation() 
 
 
 def test_every_item_of_a_map_runs_once_when_nothing_fails() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_map_task.py::test_map_task_resolver (each index
-    runs its own item once)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_map_task.py::test_map_docs (each item
+    runs once)."""
     calls = Counter()
 
     def t(x: int) -> int:
@@ -339,9 +344,9 @@ class Point:
 
 
 def test_a_journalled_map_whose_items_give_what_the_store_cannot_keep_names_the_map_node(tmp_path: Any) -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_map_task.py::test_map_task_with_pickle (a mapped
-    task's outputs must be serialisable to be kept; Flyte pickles what its type engine does not
-    know, ours refuses it naming the item, the node and what to return instead)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_map_task.py::test_serialization (a mapped
+    task's outputs are serialised to be kept); a journalled map refuses what its store cannot keep,
+    naming the item, the node and what to return instead."""
 
     def mk(x: int) -> Point:
         return Point(x)

@@ -177,8 +177,8 @@ def test_a_callable_object_and_a_bound_method_map_like_functions() -> None:
 
 
 def test_a_mapped_function_whose_other_inputs_have_defaults_maps_over_the_first() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_array_node_map_task.py::test_map_task_with_optional_inputs
-    (inputs with defaults need not be mapped)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_array_node_map_task.py::test_inputs_outputs_length
+    (only the unbound inputs are mapped); here the others have defaults."""
 
     def scaled(x: int, scale: int | None = None) -> int:
         return x * (scale or 1)
@@ -332,3 +332,11 @@ def test_a_per_item_timeout_is_a_timeout_on_the_node_of_a_mapped_formation() -> 
     (a timeout per subtask): the inner node's own ``timeout`` bounds each item's run."""
     each = Formation("each").add_function("nap", nap, timeout=1.5)
     assert Formation("wf").add_map("m", formation=each, max_workers=1).run([1, 2, 3, 4]).output == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("timeout", ["foo", -1, 0])
+def test_a_timeout_that_is_not_a_positive_number_of_seconds_is_refused_naming_the_node(timeout: Any) -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_node_creation.py::test_timeout_override_invalid_value
+    (``with_overrides(timeout="foo")`` raises naming what a timeout must be)."""
+    with pytest.raises(FormationSetupError, match=r"node 't1': timeout must be a number of seconds > 0"):
+        Formation("wf").add_function("t1", t1, timeout=timeout)

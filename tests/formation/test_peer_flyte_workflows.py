@@ -54,8 +54,8 @@ def test_a_sub_workflow_gives_its_sink_output_to_the_outer_workflow() -> None:
 
 
 def test_a_sub_workflow_used_twice_runs_twice_its_nodes_named_by_each_use() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_composition.py::test_double_sub_wf
-    (one sub-workflow called twice in a row in the same parent)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_composition.py::test_wf1_with_subwf
+    (``my_subwf`` calls ``t1`` twice in a row; here a sub-workflow used twice in one parent)."""
     calls = Counter()
 
     def add_one(x: int) -> int:
@@ -71,8 +71,8 @@ def test_a_sub_workflow_used_twice_runs_twice_its_nodes_named_by_each_use() -> N
 
 
 def test_a_sub_workflow_nested_three_deep_runs_and_names_its_nodes_by_path() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_composition.py::test_wf1_with_sub_wf
-    (a workflow of a sub-workflow of a sub-workflow)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_composition.py::test_wf1_with_subwf
+    (a workflow calling a sub-workflow; here three deep)."""
     leaf = Formation("leaf").add_function("t1", t1)
     mid = Formation("mid").add_formation("leaf", leaf)
     top = Formation("top").add_formation("mid", mid)
@@ -82,7 +82,7 @@ def test_a_sub_workflow_nested_three_deep_runs_and_names_its_nodes_by_path() -> 
 
 
 def test_a_type_mismatch_into_a_sub_workflow_is_refused_at_validation_naming_the_inner_node() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_hints.py::test_wf1_with_sub_wf
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_hints.py::test_wf1_with_subwf
     (a sub-workflow's inputs are typed like a task's: a str output cannot feed its int input)."""
 
     def double(x: int) -> int:
@@ -100,7 +100,7 @@ def test_a_type_mismatch_into_a_sub_workflow_is_refused_at_validation_naming_the
 
 
 def test_a_sub_workflows_output_type_is_checked_against_what_follows() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_hints.py::test_wf1_with_sub_wf
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_hints.py::test_wf1_with_subwf
     (the sub-workflow's declared output feeds the next task: types must agree)."""
 
     def double(x: int) -> int:
@@ -292,8 +292,8 @@ def test_a_node_timeout_fails_the_run_within_the_limit_with_a_timeout_error() ->
 
 
 def test_a_timedelta_timeout_is_refused_naming_the_node_and_the_unit() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_node_creation.py::test_timeout_override
-    (``timeout=datetime.timedelta(seconds=100)``). Deliberately different: ours takes seconds."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_node_creation.py::test_timeout_override_invalid_value
+    (Flyte takes "datetime.timedelta or int seconds"). Deliberately different: ours takes seconds only."""
     with pytest.raises(FormationSetupError, match=r"node 't1': timeout must be a number of seconds") as info:
         Formation("wf").add_function("t1", t1, timeout=datetime.timedelta(seconds=100))
     assert "timedelta(seconds=100)" in str(info.value)
@@ -407,8 +407,8 @@ def test_an_imperative_workflow_built_with_networkx_runs_like_the_declared_one()
 
 
 def test_an_imperative_workflow_of_a_map_and_a_sub_workflow_runs() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_imperative.py::test_imperative_list_bound_output
-    (an imperative workflow with list outputs and a sub-workflow entity)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_imperative.py::test_imperative
+    (``add_subwf``) and test_imperative_with_list_io (list outputs between entities)."""
     g = nx.DiGraph()
     g.add_node("split", kind="function", fn=str.split)
     g.add_node("t1", kind="map", fn=t1)
@@ -418,8 +418,9 @@ def test_an_imperative_workflow_of_a_map_and_a_sub_workflow_runs() -> None:
 
 
 def test_an_imperative_entity_whose_input_is_never_bound_is_refused() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_imperative.py::test_imperative_wf_errors
-    (``add_entity`` of a task whose input is not bound raises)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_imperative.py::test_imperative_tuples
+    (``add_entity(t3, a=..., b=...)``: every input of an entity is bound; ``ImperativeWorkflow.add_entity``
+    requires it)."""
 
     def two(a: str, b: str) -> str:
         return a + b
@@ -433,8 +434,8 @@ def test_an_imperative_entity_whose_input_is_never_bound_is_refused() -> None:
 
 
 def test_an_imperative_edge_to_a_node_never_declared_is_refused_naming_it() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_imperative.py::test_imperative_wf_errors
-    (an output bound to a node that is not in the workflow)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_imperative.py::test_imperative_tuples
+    (``t1_node.outputs["bad"]``: a binding to what the workflow does not have is a ``KeyError``)."""
     g = nx.DiGraph()
     g.add_node("t1", kind="function", fn=t1)
     g.add_edge("t1", "missing")
@@ -443,8 +444,8 @@ def test_an_imperative_edge_to_a_node_never_declared_is_refused_naming_it() -> N
 
 
 def test_adding_an_entity_under_a_taken_name_is_refused() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_imperative.py::test_imperative_wf_errors
-    (two nodes of one name in one workflow)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_node_creation.py::test_normal_task
+    (``create_node(t2, "foo")`` is refused: a node is declared once, one way)."""
     f = Formation("wf").add_function("t1", t1)
     with pytest.raises(FormationSetupError, match=r"already has a node named 't1'"):
         f.add_map("t1", t1)
@@ -459,8 +460,8 @@ def test_adding_an_entity_under_a_taken_name_is_refused() -> None:
 ])
 def test_a_task_output_that_does_not_fit_the_next_input_is_refused_at_validation(out: Any, param: Any) -> None:
     """From flyteorg/flytekit tests/flytekit/unit/core/test_type_hints.py::test_wf_output_mismatch and
-    test_type_engine.py::test_guess_of_list / test_optional_type (an Optional, a list or a dict of
-    another type does not bind to the next task's input)."""
+    test_type_engine.py (an Optional, a list or a dict of another type does not bind to the next
+    task's input)."""
 
     def a(_: Any) -> Any:
         return None
@@ -477,7 +478,7 @@ def test_a_task_output_that_does_not_fit_the_next_input_is_refused_at_validation
 
 @pytest.mark.parametrize(("out", "param"), [(bool, int), (int, float), (Literal["a"], str), (Any, int)])
 def test_a_task_output_that_fits_the_next_input_validates(out: Any, param: Any) -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_engine.py::test_type_engine_literal and
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_engine.py and
     test_type_hints.py (an output binds where its type fits; an untyped one is not refused)."""
 
     def a(_: Any) -> Any:
@@ -492,8 +493,8 @@ def test_a_task_output_that_fits_the_next_input_validates(out: Any, param: Any) 
 
 
 def test_a_str_feeding_a_literal_input_is_checked_when_it_arrives() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_engine.py::test_literal_transformer
-    (a value outside a ``Literal``'s choices is refused). Ours lets a ``str`` output feed a
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_engine.py (Flyte's
+    literal type transformer refuses a value outside a ``Literal``'s choices). Ours lets a ``str`` output feed a
     ``Literal[...]`` parameter at validation (it may be one of them) and refuses a value that is
     not one when it arrives, naming the node."""
 
@@ -512,8 +513,9 @@ def test_a_str_feeding_a_literal_input_is_checked_when_it_arrives() -> None:
 
 
 def test_the_workflow_input_is_checked_against_the_first_task_before_it_runs() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_hints.py::test_wf1_with_input_type_mismatch
-    (calling a workflow with an input of the wrong type raises before any task runs)."""
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_imperative.py::test_codecov
+    (``wb(3)`` and ``wb(in2=...)``: a workflow called with inputs that do not fit raises before any
+    task runs)."""
     calls = Counter()
 
     def first(x: int) -> int:
