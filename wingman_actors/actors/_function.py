@@ -22,7 +22,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .._event_loop import OwnedLoop, is_async_callable
 from ..core import Usage
-from ..errors import AgentError, ErrorKind, PayloadError
+from ..errors import AgentError, ErrorKind, PayloadError, _preview
 from ..orchestration._blackboard import current_blackboard
 from ._async_function import AsyncVisits
 from ._base import NodeActor, node_scope
@@ -300,8 +300,14 @@ class AsyncFunctionActor(FunctionActor):
 
 
 def _problems(exc: ValidationError) -> str:
-    """The first five problems pydantic found, ``loc: message`` each."""
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
+    """The first five problems pydantic found, ``loc: message, got <value>`` each: the value
+    that was refused (cut to 80 characters) says what to fix, e.g. the text an agent wrote
+    where a ``Literal`` was expected (a missing key has no value of its own to show)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
+        + ("" if e["type"] == "missing" else f", got {_preview(e['input'], 80)}")
+        for e in exc.errors()[:5]
+    )
 
 
 _SCALAR_KINDS: dict[str, type] = {"int": int, "float": float, "str": str, "bytes": bytes}

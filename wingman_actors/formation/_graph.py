@@ -348,7 +348,7 @@ class Formation(Runs, AsyncRuns, Forks):
         self, method: str, name: str, attrs: dict[str, Any], policies: dict[str, Any], problems: list[str]
     ) -> Formation:
         call = f"{method}({name!r}, ...)"
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or not name.strip():
             raise FormationSetupError(self.name, [f"{call}: a node name must be a non-empty str"])
         if "kind" in self.graph.nodes.get(name, {}):
             problems.insert(0, f"formation {self.name!r} already has a node named {name!r}; pick another name")

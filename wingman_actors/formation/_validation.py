@@ -174,6 +174,8 @@ def node_problems(node: Any, attrs: Mapping[str, Any]) -> tuple[list[str], bool]
     usable for the checks that follow (signatures, types)."""
     if not isinstance(node, str):
         return [f"node {node!r} has a name of type {type(node).__name__}; name every node with a str"], False
+    if not node.strip():  # what the builder refuses (a blank name cannot be told apart in events, paths, drawings)
+        return [f"node {node!r} has a blank name; name every node with a non-empty str"], False
     kind = attrs.get("kind")
     if kind is None:
         if attrs:  # declared by hand, its kind forgotten (an edge to an undeclared node has no attributes)
