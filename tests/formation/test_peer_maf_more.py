@@ -1,0 +1,207 @@
+"""More of Microsoft Agent Framework's workflow tests (python/packages/core/tests/workflow/ in
+microsoft/agent-framework): the runner's (test_runner.py: delivery order, concurrent edges,
+cancellation, a failing executor) and the sub-workflows' (test_sub_workflow.py: a WorkflowExecutor
+is our ``add_formation`` node, several invocations of one sub-workflow our ``add_map`` of a
+formation). Sub-workflows that ask the user (request_info) are in
+tests/durable/test_peer_maf_durable.py.
+
+Deliberately different: MAF's sub-workflow talks to its parent with request/response messages
+while it runs (the parent may answer from a cache); ours is one node whose input is the inner run's
+input and whose output is the inner sinks', so the parent's "cache" is a route around the nested
+node."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from tests.support.peers import Counter, sleeps_until_cancelled, until
+from wingman_actors import Formation
+from wingman_actors.formation.events import FormationEvent
+
+APPROVED = {"example.com": True, "internal.org": True, "unknown.com": False}
+
+
+def validation() -> Formation:
+    """MAF's email validation sub-workflow: a format validator, then a domain validator; a malformed
+    address ends at ``invalid`` with its reason."""
+    return (Formation("validation")
+            .add_function("email_format_validator", lambda email: email)
+            .add_function("invalid", lambda email: {"email": email, "is_valid": False, "reason": "Invalid email format"})
+            .add_function("email_domain_validator",
+                          lambda email: {"email": email, "is_valid": APPROVED.get(email.split("@")[1], False),
+                                         "reason": "Domain checked"})
+            .connect("email_format_validator", "email_domain_validator", when=lambda e: "@" in e)
+            .connect("email_format_validator", "invalid", otherwise=True))
+
+
+# -- the runner ----------------------------------------------------------------------------------
+
+
+def test_a_nodes_successive_values_reach_the_next_node_in_the_order_they_were_made() -> None:
+    """From test_runner.py::test_runner_run_iteration_preserves_message_order_per_edge_runner (five
+    messages on one edge arrive in order)."""
+    f = (Formation("order").add_function("start", lambda x: x).add_function("count", lambda x: x + 1)
+         .add_function("record", lambda x: x)
+         .connect("start", "count").connect("count", "count", when=lambda v: v < 5).connect("count", "record"))
+    result = f.run(0)
+
+    assert result.nodes["record"].outputs == [1, 2, 3, 4, 5]
+
+
+def test_a_fan_out_delivers_to_a_fast_branch_while_a_slow_branch_is_still_working() -> None:
+    """From test_runner.py::test_runner_run_iteration_delivers_different_edge_runners_concurrently
+    (a blocked edge does not hold back its sibling)."""
+    release, probed = threading.Event(), threading.Event()
+
+    def blocking(x: int) -> int:
+        assert release.wait(10)
+        return x
+
+    def probe(x: int) -> int:
+        probed.set()
+        return x
+
+    f = (Formation("edges").add_function("source", lambda x: x).add_function("blocking", blocking)
+         .add_function("probe", probe).connect("source", "blocking").connect("source", "probe"))
+    with f.start() as running:
+        future = running.submit(1)
+        try:
+            assert probed.wait(10)
+            assert not future.done()
+        finally:
+            release.set()
+        assert future.result(20).outputs == {"blocking": 1, "probe": 1}
+
+
+def test_cancelling_a_run_cancels_the_node_at_work_and_nothing_after_it_runs() -> None:
+    """From test_runner.py::test_runner_cancellation_stops_active_executor (executor_a completed once,
+    executor_b started and never completed)."""
+    cancelled = threading.Event()
+    counter = Counter()
+    events: list[FormationEvent] = []
+    slow = sleeps_until_cancelled(cancelled, seconds=30)
+
+    async def executor_b(x: Any) -> str:
+        counter.hit("b")
+        return await slow(x)
+
+    f = (Formation("cancel").add_function("executor_a", lambda x: counter.hit("a") and x)
+         .add_function("executor_b", executor_b).add_function("after", lambda x: counter.hit("after") and x)
+         .connect("executor_a", "executor_b", "after"))
+    with f.start(on_event=events.append) as running:
+        future = running.submit(0)
+        assert until(lambda: counter.count("b") == 1, within=10)
+        assert future.cancel()
+        assert cancelled.wait(10)
+        assert until(lambda: any(e.type == "run_cancelled" for e in events), within=10)
+
+    assert (counter.count("a"), counter.count("b"), counter.count("after")) == (1, 1, 0)
+    assert not any(e.type == "node_finished" and e.node == "executor_b" for e in events)
+
+
+def test_a_node_failing_in_a_loop_ends_the_stream_with_what_happened_before_and_the_error() -> None:
+    """From test_runner.py::test_runner_iteration_exception_drains_events (events emitted before the
+    failure are delivered, then the failure)."""
+
+    def executor_a(x: int) -> int:
+        if x == 2:
+            raise RuntimeError("Simulated executor failure")
+        return x + 1
+
+    f = (Formation("fails").add_function("start", lambda x: x).add_function("executor_a", executor_a)
+         .add_function("executor_b", lambda x: x + 1).add_function("out", lambda x: x)
+         .connect("start", "executor_a").connect("executor_a", "executor_b", when=lambda v: v < 10)
+         .connect("executor_b", "executor_a").connect("executor_a", "out", otherwise=True))
+    events = list(f.run_stream(0))
+
+    finished = [(e.node, e.data["output"]) for e in events if e.type == "node_finished"]
+    assert finished == [("start", 0), ("executor_a", 1), ("executor_b", 2)]
+    [failed] = [e for e in events if e.type == "node_failed"]
+    assert failed.node == "executor_a" and "Simulated executor failure" in str(failed.data["error"])
+    assert events[-1].type == "run_failed"
+    assert "Simulated executor failure" in str(events[-1].data["error"])
+
+
+# -- sub-workflows -------------------------------------------------------------------------------
+
+
+def parent(sub: Formation) -> Formation:
+    """MAF's Coordinator -> WorkflowExecutor -> Coordinator: start, the nested validation, collect."""
+    return (Formation("parent").add_function("start", lambda email: email).add_formation("email_validation_workflow", sub)
+            .add_function("collect", lambda result: result)
+            .connect("start", "email_validation_workflow", "collect"))
+
+
+def test_a_sub_workflow_runs_as_one_node_and_its_result_reaches_the_parent() -> None:
+    """From test_sub_workflow.py::test_basic_sub_workflow (the parent collects the sub-workflow's
+    ValidationResult)."""
+    result = parent(validation()).run("test@example.com")
+
+    assert result.output == {"email_domain_validator": {"email": "test@example.com", "is_valid": True, "reason": "Domain checked"}}
+
+
+def test_a_sub_workflow_that_ends_early_on_a_malformed_input_gives_that_ends_result() -> None:
+    """From test_sub_workflow.py (EmailFormatValidator yields an invalid result at once for an address
+    without "@"; the domain validator never runs)."""
+    events: list[FormationEvent] = []
+    result = parent(validation()).run("not-an-email", on_event=events.append)
+
+    assert result.output == {"invalid": {"email": "not-an-email", "is_valid": False, "reason": "Invalid email format"}}
+    assert not any(e.type == "node_started" and e.node == "email_validation_workflow/email_domain_validator" for e in events)
+
+
+def test_a_parent_may_answer_from_its_cache_and_route_around_the_sub_workflow() -> None:
+    """From test_sub_workflow.py::test_sub_workflow_with_interception (a cached domain is answered by
+    the parent; an unknown one goes to the sub-workflow). Deliberately different: MAF intercepts the
+    sub-workflow's request while it runs; ours routes around the nested node."""
+    cache = {"example.com": True}
+    sub_runs = Counter()
+    sub = validation()
+    sub.add_function("count", lambda e: sub_runs.hit("sub") and e).connect("count", "email_format_validator")
+    f = (Formation("parent").add_function("start", lambda email: email).add_formation("email_workflow", sub)
+         .add_function("cached", lambda email: {"email": email, "is_valid": cache[email.split("@")[1]]})
+         .add_function("collect", lambda result: result, join="any")
+         .connect("start", "cached", when=lambda e: e.split("@")[-1] in cache)
+         .connect("start", "email_workflow", otherwise=True)
+         .connect("cached", "collect").connect("email_workflow", "collect"))
+
+    assert f.run("user@example.com").output == {"cached": {"email": "user@example.com", "is_valid": True}}
+    assert sub_runs.count("sub") == 0
+    unknown = f.run("user@unknown.com").output
+    assert unknown["email_workflow"]["email_domain_validator"]["is_valid"] is False
+    assert sub_runs.count("sub") == 1
+
+
+def test_two_copies_of_a_sub_workflow_run_side_by_side_each_on_its_own_input() -> None:
+    """From test_sub_workflow.py::test_workflow_scoped_interception (workflow_a and workflow_b, two
+    WorkflowExecutors of identical sub-workflows, each sent its own email)."""
+    f = (Formation("multi_parent").add_function("start", lambda data: data)
+         .add_function("to_a", lambda data: data["email1"]).add_function("to_b", lambda data: data["email2"])
+         .add_formation("workflow_a", validation()).add_formation("workflow_b", validation())
+         .add_function("collect", lambda workflow_a, workflow_b: {r["email"]: r["is_valid"] for r in
+                                                                  (*workflow_a.values(), *workflow_b.values())})
+         .connect("start", "to_a", "workflow_a", "collect").connect("start", "to_b", "workflow_b", "collect"))
+    result = f.run({"email1": "user@internal.org", "email2": "user@unknown.com"})
+
+    assert result.output == {"user@internal.org": True, "user@unknown.com": False}
+
+
+def test_one_sub_workflow_serves_many_inputs_concurrently_each_result_in_its_place() -> None:
+    """From test_sub_workflow.py::test_concurrent_sub_workflow_execution (one WorkflowExecutor given
+    several emails at once; every result comes back, matched to its email)."""
+    emails = ["a@example.com", "b@unknown.com", "broken", "c@internal.org"]
+    f = Formation("concurrent_processor").add_map("email_workflow", formation=validation(), max_workers=4)
+    result = f.run(emails)
+
+    assert [next(iter(r.values()))["email"] for r in result.output] == emails
+    assert [next(iter(r.values()))["is_valid"] for r in result.output] == [True, False, False, True]
+
+
+def test_a_sub_workflows_events_reach_the_parents_stream_under_the_nodes_path() -> None:
+    """From test_sub_workflow.py (the sub-workflow's events surface through the parent's run)."""
+    events = list(parent(validation()).run_stream("test@example.com"))
+
+    started = [e.node for e in events if e.type == "node_started"]
+    assert started == ["start", "email_validation_workflow", "email_validation_workflow/email_format_validator",
+                       "email_validation_workflow/email_domain_validator", "collect"]
