@@ -7,11 +7,16 @@ and a request is not a failure."""
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
+
+import pytest
 
 from tests.agents.test_peer_agno import calls, text
 from tests.support.peers import Counter
 from wingman_actors import Agent, Formation, interrupt, tool
+from wingman_actors.cli import main
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
@@ -241,3 +246,33 @@ def test_a_journalled_stream_left_early_can_be_resumed_without_redoing_its_finis
 
     assert done.output == 4
     assert (counter.count("first"), counter.count("second")) == (1, 2)
+
+
+NESTED_ASK = '''
+from wingman_actors import Formation, interrupt
+
+inner = Formation("validation").add_function("email_domain_validator", lambda email: (email, interrupt({"domain": email})))
+formation = Formation("parent").add_function("start", lambda email: email).add_formation("sub", inner).connect("start", "sub")
+'''
+
+
+def test_a_fork_from_the_cli_that_asks_inside_a_sub_workflow_names_the_inner_node_as_run_does(
+    tmp_path: Path, store: RunStore, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """From test_checkpoint.py with test_sub_workflow.py (a workflow restored from a checkpoint taken
+    before its sub-workflow's request re-emits that request, from the sub-workflow's executor). Before
+    the fix, ``wingman-actors fork`` said the new run waited at node 'sub', where ``run``, ``resume``
+    and ``runs show`` name the node that asked, 'sub/email_domain_validator'."""
+    module = tmp_path / "nested.py"
+    module.write_text(NESTED_ASK)
+    location = str(tmp_path / "cli.sqlite")
+    assert main(["run", str(module), "--input", '"a@b.c"', "--store", location]) == 0
+    ran = capsys.readouterr().err
+    assert "'sub/email_domain_validator'" in ran
+    assert main(["runs", "--store", location, "--json"]) == 0
+    run_id = json.loads(capsys.readouterr().out)[0]["run_id"]
+
+    assert main(["fork", run_id, "--at", "start", "--output", '"x@y.z"', "--store", location]) == 0
+    told = capsys.readouterr().err
+    assert "is waiting at node 'sub/email_domain_validator'" in told
+    assert '{"domain": "x@y.z"}' in told
