@@ -205,3 +205,46 @@ def test_a_sub_workflows_events_reach_the_parents_stream_under_the_nodes_path() 
     started = [e.node for e in events if e.type == "node_started"]
     assert started == ["start", "email_validation_workflow", "email_validation_workflow/email_format_validator",
                        "email_validation_workflow/email_domain_validator", "collect"]
+
+
+# -- run states ------------------------------------------------------------------------------------
+
+
+def test_the_start_nodes_failure_is_reported_before_the_runs() -> None:
+    """From test_workflow_states.py::test_executor_failed_and_workflow_failed_events_streaming
+    (ExecutorFailedEvent for "f", then WorkflowFailedEvent). Deliberately different: MAF's stream
+    raises the error after its events; ours ends with ``run_failed`` carrying it, and ``run()``
+    raises."""
+
+    def f(msg: int) -> None:
+        raise RuntimeError("boom")
+
+    events = list(Formation("wf").add_function("f", f).run_stream(0))
+    kinds = [(e.type, e.node) for e in events if e.type in ("node_failed", "run_failed")]
+
+    assert kinds == [("node_failed", "f"), ("run_failed", "f")]
+    assert events[-1].type == "run_failed" and "boom" in str(events[-1].data["error"])
+
+
+def test_a_later_nodes_failure_is_reported_for_it_before_the_runs() -> None:
+    """From test_workflow_states.py::test_executor_failed_event_from_second_executor_in_chain."""
+
+    def failing(msg: int) -> None:
+        raise RuntimeError("boom")
+
+    f = Formation("wf").add_function("passthrough", lambda m: m).add_function("failing", failing).connect("passthrough", "failing")
+    events = list(f.run_stream(0))
+    failed = [(e.type, e.node) for e in events if e.type in ("node_failed", "run_failed")]
+
+    assert failed == [("node_failed", "failing"), ("run_failed", "failing")]
+    assert [e.node for e in events if e.type == "node_finished"] == ["passthrough"]
+
+
+def test_a_completed_streams_first_event_is_run_started_and_its_last_run_finished() -> None:
+    """From test_workflow_states.py::test_completed_status_streaming and
+    ::test_started_and_completed_event_origins (started first, IDLE last)."""
+    events = list(Formation("wf").add_function("c", lambda msg: msg).run_stream("ok"))
+
+    assert [e.type for e in events] == ["run_started", "node_started", "node_finished", "run_finished"]
+    assert events[-1].data["result"].status == "succeeded"
+    assert "suspended" not in events[-1].data

@@ -1,0 +1,113 @@
+"""Microsoft Agent Framework's guards on runs of one workflow and its pending-request states
+(python/packages/core/tests/workflow/ in microsoft/agent-framework: test_workflow.py's concurrent-run
+prevention, test_workflow_states.py's IDLE_WITH_PENDING_REQUESTS), ported to journalled runs: the
+guard is per run (one resume of a suspended run at a time, one run per id), and the async API
+suspends and resumes as the sync one does."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from tests.support.peers import Counter, until
+from wingman_actors import Formation, interrupt
+from wingman_actors.formation.events import FormationEvent
+from wingman_actors.store import RunNotResumableError, RunStore, StoreError
+
+
+def test_two_resumes_of_one_suspended_run_at_once_one_runs_and_the_other_is_refused(store: RunStore) -> None:
+    """From test_workflow.py::test_workflow_concurrent_execution_prevention ("Workflow is already
+    running; concurrent runs are not allowed on the same instance", and a run after the first ends
+    succeeds). Ours guards the run: a second resume while the first is running is refused, saying
+    so; the answer given to the refused one is not used."""
+    gate, counter = threading.Event(), Counter()
+
+    def after(answer: str) -> str:
+        counter.hit(answer)
+        assert gate.wait(10)
+        return answer
+
+    f = Formation("once").add_function("ask", lambda m: interrupt("q?")).add_function("after", after).connect("ask", "after")
+    run_id = f.run(1, store=store).run_id
+    outcomes: dict[str, Any] = {}
+
+    def resume(answer: str) -> None:
+        try:
+            outcomes[answer] = f.resume(run_id, store=store, answer=answer, timeout=20).output
+        except RunNotResumableError as exc:
+            outcomes[answer] = exc
+
+    first = threading.Thread(target=resume, args=("A",))
+    first.start()
+    try:
+        assert until(lambda: counter.count("A") == 1, within=10)
+        resume("B")
+    finally:
+        gate.set()
+        first.join(20)
+
+    assert outcomes["A"] == "A"
+    assert isinstance(outcomes["B"], RunNotResumableError) and "running" in str(outcomes["B"])
+    assert counter.count("B") == 0
+    assert store.get(run_id).status == "succeeded"
+
+
+def test_a_run_id_already_in_the_store_is_refused_naming_it(store: RunStore) -> None:
+    """From test_workflow.py::test_workflow_concurrent_execution_prevention_mixed_methods (a second
+    start of what is already there is refused, whichever method starts it)."""
+    f = Formation("ids").add_function("x", lambda v: v)
+    f.run(1, store=store, run_id="run-1")
+
+    async def arun() -> Any:
+        return await f.arun(3, store=store, run_id="run-1")
+
+    for start in (lambda: f.run(2, store=store, run_id="run-1"), lambda: asyncio.run(arun())):
+        try:
+            start()
+        except StoreError as exc:
+            assert "'run-1' already exists" in str(exc)
+        else:
+            raise AssertionError("a second run with the id run-1 was accepted")
+    assert [r.id for r in store.runs()] == ["run-1"]
+
+
+def test_a_suspended_stream_reports_the_asking_node_started_and_the_run_waiting_with_its_request(store: RunStore) -> None:
+    """From test_workflow_states.py::test_idle_with_pending_requests_status_streaming (a request_info
+    event, then the IDLE_WITH_PENDING_REQUESTS status last). Ours has no event of its own for the
+    request: the asking node's ``node_started`` is its last event, and ``run_finished`` says
+    ``suspended`` with the request on its result."""
+    f = Formation("wf").add_function("simple", lambda m: m).add_function("req", lambda m: interrupt("Mock request data")).connect("simple", "req")
+    events: list[FormationEvent] = list(f.run_stream("start", store=store))
+
+    assert [(e.type, e.node) for e in events if e.node == "req"] == [("node_started", "req")]
+    assert events[-1].type == "run_finished" and events[-1].data["suspended"] is True
+    assert events[-1].data["result"].interrupt == {"node": "req", "payload": "Mock request data"}
+
+
+def test_the_async_api_suspends_inside_sub_workflows_and_a_map_of_them_and_resumes_each_in_turn(store: RunStore) -> None:
+    """From test_sub_workflow.py::test_concurrent_sub_workflow_execution and
+    test_request_info_and_response.py (the workflow API is async): ``arun`` suspends, each
+    ``aresume_stream`` answers one question, the questions come from the sub-workflow and from each
+    mapped invocation, and the answers land where they were asked."""
+    inner = Formation("inner").add_function("ask", lambda m: f"{m}:{interrupt({'q': m})}")
+    f = (Formation("outer").add_function("s", lambda x: x).add_formation("sub", inner)
+         .add_function("split", lambda x: [x + "1", x + "2"]).add_map("each", formation=inner)
+         .add_function("j", lambda sub, each: [sub, each])
+         .connect("s", "sub", "j").connect("s", "split", "each", "j"))
+
+    async def main() -> tuple[list[str], Any]:
+        result = await f.arun("m", store=store)
+        asked: list[str] = []
+        while result.status == "suspended" and len(asked) < 5:
+            assert result.interrupt is not None
+            asked.append(result.interrupt["node"])
+            question = result.interrupt["payload"]["q"]
+            events = [e async for e in f.aresume_stream(result.run_id, store=store, answer=question.upper())]
+            result = events[-1].data["result"]
+        return asked, result.output
+
+    asked, output = asyncio.run(main())
+
+    assert sorted(asked) == ["each/0/ask", "each/1/ask", "sub/ask"]
+    assert output == ["m:M", ["m1:M1", "m2:M2"]]
