@@ -26,10 +26,11 @@ from typing import Any
 import pytest
 
 from tests.support.peers import Counter, Order
-from wingman_actors import Formation
+from wingman_actors import Agent, Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.orchestration import Blackboard
+from wingman_actors.testing import ScriptedProvider
 
 
 def inc(by: int = 1) -> Any:
@@ -365,3 +366,71 @@ def test_a_cycle_without_a_conditional_edge_is_a_setup_error() -> None:
 
     with pytest.raises(FormationSetupError, match="cycle"):
         f.validate()
+
+
+# -- the builder -----------------------------------------------------------------------------------
+
+
+def test_a_formation_with_no_nodes_is_a_setup_error_saying_to_declare_one() -> None:
+    """From microsoft/agent-framework python/packages/core/tests/workflow/test_workflow_builder.py::
+    test_workflow_builder_without_start_executor_throws."""
+    with pytest.raises(FormationSetupError, match="no nodes"):
+        Formation("empty").validate()
+
+
+def test_the_fluent_builder_chains_edges_fan_out_fan_in_and_a_chain_into_one_graph() -> None:
+    """From test_workflow_builder.py::test_workflow_builder_fluent_api (a -> b, b -> [c, d] -> e,
+    chain e -> f: six executors, the start executor a)."""
+    f = Formation("fluent")
+    for name in "abcdf":
+        f.add_function(f"executor_{name}", lambda x: x)
+    f.add_function("executor_e", lambda executor_c, executor_d: executor_c + executor_d)
+    f.connect("executor_a", "executor_b").connect("executor_b", "executor_c", "executor_e")
+    f.connect("executor_b", "executor_d", "executor_e").connect("executor_e", "executor_f")
+
+    order = Order()
+    result = f.run(2, on_event=order)
+
+    assert (f.graph.number_of_nodes(), f.graph.number_of_edges()) == (6, 6)
+    assert (result.output, order.nodes[0], order.nodes[-1]) == (4, "executor_a", "executor_f")
+
+
+def test_declaring_a_node_name_twice_is_a_setup_error_naming_it() -> None:
+    """From test_workflow_builder.py::test_add_agent_duplicate_id_raises_error ("Duplicate executor
+    ID")."""
+    f = Formation("dup").add_function("first", lambda x: x)
+
+    with pytest.raises(FormationSetupError, match="'first'"):
+        f.add_function("first", lambda x: x + 1)
+    assert f.run(1).output == 1  # the refused declaration changed nothing
+
+
+def test_one_agent_in_two_nodes_gives_each_node_its_own_conversation() -> None:
+    """From test_workflow_builder.py::test_add_agent_reuses_same_wrapper (one agent instance used twice
+    in a workflow). Ours: an Agent is an immutable configuration; each node runs its own session, so
+    the second node's model call does not carry the first node's conversation."""
+    provider = ScriptedProvider(["draft", "reviewed"])
+    agent = Agent("reuse_agent", provider=provider)
+    f = Formation("reuse").add_agent("writer", agent).add_agent("reviewer", agent).connect("writer", "reviewer")
+    result = f.run("write about llamas")
+
+    assert result.output == "reviewed"
+    assert [m.text for m in provider.requests[1].messages] == ["draft"]
+
+
+def test_a_fan_in_whose_one_source_also_feeds_the_other_waits_for_both_and_gets_each_once() -> None:
+    """From test_workflow_builder.py::test_register_with_fan_in_edges (Source1 -> Source2, and both
+    fan in to the Aggregator)."""
+    received: list[dict[str, int]] = []
+
+    def aggregator(values: dict[str, int]) -> int:
+        received.append(values)
+        return sum(values.values())
+
+    f = (Formation("fanin").add_function("Source1", lambda x: x).add_function("Source2", lambda x: x * 10)
+         .add_function("Aggregator", aggregator)
+         .connect("Source1", "Source2", "Aggregator").connect("Source1", "Aggregator"))
+    result = f.run(3)
+
+    assert result.output == 33
+    assert received == [{"Source1": 3, "Source2": 30}]
