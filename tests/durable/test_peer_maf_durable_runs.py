@@ -10,7 +10,9 @@ import asyncio
 import threading
 from typing import Any
 
-from tests.support.peers import Counter, until
+import pytest
+
+from tests.support.peers import Counter, local_ray, until  # noqa: F401  (a fixture)
 from wingman_actors import Formation, interrupt
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.store import RunNotResumableError, RunStore, StoreError
@@ -111,3 +113,43 @@ def test_the_async_api_suspends_inside_sub_workflows_and_a_map_of_them_and_resum
 
     assert sorted(asked) == ["each/0/ask", "each/1/ask", "sub/ask"]
     assert output == ["m:M", ["m1:M1", "m2:M2"]]
+
+
+def _ask_domain(email: str) -> dict[str, Any]:
+    """The domain validator of MAF's email sub-workflow, asking the outside (picklable for Ray)."""
+    return {"email": email, "ok": bool(interrupt({"domain": email.split("@")[1]}))}
+
+
+def _pair(email: str) -> list[str]:
+    return [email, "x@" + email.split("@")[1] + ".org"]
+
+
+def _both(sub: Any, each: Any) -> list[Any]:
+    return [sub, each]
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_questions_from_a_sub_workflow_and_a_map_of_it_are_answered_on_ray(store: RunStore) -> None:
+    """From test_sub_workflow.py::test_basic_sub_workflow and ::test_concurrent_sub_workflow_execution,
+    on ``backend="ray"``: each question surfaces by its path, each resume runs on Ray, and every answer
+    lands in the invocation that asked."""
+    inner = Formation("validation").add_function("fmt", _same).add_function("ask", _ask_domain).connect("fmt", "ask")
+    f = (Formation("parent").add_function("start", _same).add_formation("sub", inner)
+         .add_function("split", _pair).add_map("each", formation=inner)
+         .add_function("j", _both).connect("start", "sub", "j").connect("start", "split", "each", "j"))
+    result = f.run("a@b.com", store=store, backend="ray", timeout=60)
+    asked: list[str] = []
+    while result.status == "suspended" and len(asked) < 5:
+        assert result.interrupt is not None
+        asked.append(result.interrupt["node"])
+        domain = result.interrupt["payload"]["domain"]
+        result = f.resume(result.run_id, store=store, answer=domain == "b.com", backend="ray", timeout=60)
+
+    assert sorted(asked) == ["each/0/ask", "each/1/ask", "sub/ask"]
+    assert result.output == [{"email": "a@b.com", "ok": True},
+                             [{"email": "a@b.com", "ok": True}, {"email": "x@b.com.org", "ok": False}]]
