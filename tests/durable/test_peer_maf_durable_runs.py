@@ -14,7 +14,9 @@ import pytest
 
 from tests.support.peers import Counter, local_ray, until  # noqa: F401  (a fixture)
 from wingman_actors import Formation, interrupt
+from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent
+from wingman_actors.orchestration import Blackboard
 from wingman_actors.store import RunNotResumableError, RunStore, StoreError
 
 
@@ -153,3 +155,71 @@ def test_questions_from_a_sub_workflow_and_a_map_of_it_are_answered_on_ray(store
     assert sorted(asked) == ["each/0/ask", "each/1/ask", "sub/ask"]
     assert result.output == [{"email": "a@b.com", "ok": True},
                              [{"email": "a@b.com", "ok": True}, {"email": "x@b.com.org", "ok": False}]]
+
+
+# -- the functional workflow's checkpoints and requests ------------------------------------------
+
+
+def test_a_run_failed_in_its_second_step_resumes_from_there_without_redoing_the_first(store: RunStore) -> None:
+    """From test_functional_workflow.py::TestCheckpointing::test_per_step_checkpoint_enables_crash_recovery
+    (step 1 replays from its checkpoint, step 2 runs again and succeeds: (5 + 10) * 2)."""
+    calls = Counter()
+
+    def slow_step1(x: int) -> int:
+        calls.hit("step1")
+        return x + 10
+
+    def crashing_step2(x: int) -> int:
+        if calls.hit("step2") == 1:
+            raise RuntimeError("simulated crash")
+        return x * 2
+
+    f = Formation("crash_wf").add_function("slow_step1", slow_step1).add_function("crashing_step2", crashing_step2)
+    f.connect("slow_step1", "crashing_step2")
+    with pytest.raises(FormationRuntimeError, match="simulated crash"):
+        f.run(5, store=store, run_id="crash")
+
+    assert f.resume("crash", store=store).output == 30
+    assert (calls.count("step1"), calls.count("step2")) == (1, 2)
+
+
+def test_state_a_node_sets_before_asking_is_there_after_the_answer_because_the_visit_runs_again(store: RunStore) -> None:
+    """From test_functional_workflow.py::TestCheckpointing::test_checkpoint_preserves_state (state set
+    before request_info is read after the response). Ours: a board's contents are not journalled, but
+    the interrupted visit runs again from its start on resume, so what it set before asking is set
+    again."""
+    def stateful_wf(x: int, blackboard: Blackboard) -> str:
+        blackboard.set("key", "value")
+        feedback = interrupt("need info")
+        return f"{blackboard.get('key')}:{feedback}"
+
+    f = Formation("stateful_wf").add_function("stateful_wf", stateful_wf)
+    first = f.run(1, store=store, blackboard=Blackboard())
+
+    assert f.resume(first.run_id, store=store, answer="hello", blackboard=Blackboard()).output == "value:hello"
+
+
+def test_an_answer_reaches_the_node_as_it_was_given_without_coercion(store: RunStore) -> None:
+    """From test_functional_workflow.py::TestHITL::test_request_info_resume_coerces_json_like_response
+    and ::test_request_info_resume_rejects_response_type_mismatch. Deliberately different: MAF's
+    ``request_info`` takes a ``response_type``, coerces a JSON-like response into it and refuses a
+    mismatch; ``interrupt()`` has no answer type, so a dict answer stays a dict (convert it in the
+    node, e.g. with a pydantic model)."""
+    f = Formation("typed_wf").add_function("typed_wf", lambda data: repr(interrupt("decision")))
+    first = f.run("input", store=store)
+
+    assert f.resume(first.run_id, store=store, answer={"approved": True}).output == "{'approved': True}"
+
+
+def test_a_new_run_while_another_waits_leaves_the_waiting_one_answerable(store: RunStore) -> None:
+    """From test_functional_workflow.py::TestHITL::test_fresh_message_while_pending_requests_warns (a
+    fresh message while a request is pending is allowed, with a warning that the pending request now
+    applies to a moved-on workflow). Ours: runs are separate, so there is nothing to warn about: the
+    new run runs, and the waiting one is answered later as if nothing happened."""
+    f = Formation("review_wf").add_function("review", lambda doc: f"Final: {doc}: {interrupt({'draft': doc})}")
+    waiting = f.run("my doc", store=store)
+    other = f.run("another doc", store=store)
+
+    assert other.status == waiting.status == "suspended"
+    assert f.resume(waiting.run_id, store=store, answer="Looks great!").output == "Final: my doc: Looks great!"
+    assert store.get(other.run_id).status == "suspended"
