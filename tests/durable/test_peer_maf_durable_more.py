@@ -276,3 +276,22 @@ def test_a_fork_from_the_cli_that_asks_inside_a_sub_workflow_names_the_inner_nod
     told = capsys.readouterr().err
     assert "is waiting at node 'sub/email_domain_validator'" in told
     assert '{"domain": "x@y.z"}' in told
+
+
+def test_the_store_records_a_sub_workflows_question_at_the_formation_node_and_its_inner_run_at_the_asker(
+    store: RunStore,
+) -> None:
+    """From test_sub_workflow.py (a request from inside a WorkflowExecutor is surfaced by the parent
+    workflow, with the sub-workflow's own request recorded inside it). Ours: the outer run's record
+    names the formation node ``sub`` (where resume answers it), the inner run's record the node that
+    asked, and ``FormationResult.interrupt`` the path ``sub/ask``."""
+    inner = Formation("validation").add_function("ask", lambda email: interrupt({"domain": email}))
+    f = Formation("parent").add_function("start", lambda e: e).add_formation("sub", inner).connect("start", "sub")
+    first = f.run("a@b.c", store=store)
+
+    assert first.interrupt == {"node": "sub/ask", "payload": {"domain": "a@b.c"}}
+    outer = store.get(first.run_id).interrupt
+    assert outer is not None and (outer.node, outer.payload) == ("sub", {"domain": "a@b.c"})
+    [nested] = [r for r in store.runs(nested=True) if r.parent == first.run_id]
+    inner_pending = store.get(nested.id).interrupt
+    assert inner_pending is not None and inner_pending.node == "ask"
