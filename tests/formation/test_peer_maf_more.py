@@ -13,10 +13,14 @@ node."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from tests.support.peers import Counter, sleeps_until_cancelled, until
 from wingman_actors import Formation
+from wingman_actors.errors import NoRouteError
 from wingman_actors.formation.events import FormationEvent
 
 APPROVED = {"example.com": True, "internal.org": True, "unknown.com": False}
@@ -248,3 +252,65 @@ def test_a_completed_streams_first_event_is_run_started_and_its_last_run_finishe
     assert [e.type for e in events] == ["run_started", "node_started", "node_finished", "run_finished"]
     assert events[-1].data["result"].status == "succeeded"
     assert "suspended" not in events[-1].data
+
+
+# -- edge groups -----------------------------------------------------------------------------------
+
+
+def switch() -> Formation:
+    """A switch-case on ``router``'s output: small numbers to ``small``, strings to ``text``."""
+    return (Formation("switch").add_function("router", lambda x: x).add_function("small", lambda x: x)
+            .add_function("text", lambda x: x)
+            .connect("router", "small", when=lambda m: isinstance(m, int) and m < 5).connect("router", "text", when=str))
+
+
+def test_a_switch_case_with_no_matching_case_and_no_default_fails_naming_the_node_and_the_value() -> None:
+    """From test_edge.py (SwitchCaseEdgeGroup: a message no case matches, with no Default, is an
+    error). Ours: ``NoRouteError`` naming the node and a preview of its output."""
+    f = switch()
+    assert f.run(3).outputs == {"small": 3}
+    assert f.run("hi").outputs == {"text": "hi"}
+    with pytest.raises(NoRouteError) as caught:
+        f.run(99)
+
+    assert caught.value.node == "router"
+    assert "99" in str(caught.value)
+
+
+def test_a_fan_out_selection_sends_to_the_targets_it_picks_and_skips_the_others() -> None:
+    """From test_edge.py (FanOutEdgeGroup with a selection function: the message goes only to the
+    targets it returns)."""
+    picks = {"a": ["t1", "t3"], "b": ["t2"]}
+
+    def tag(t: str) -> Callable[[str], str]:
+        return lambda x: f"{t}:{x}"
+
+    def picked(t: str) -> Callable[[str], bool]:
+        return lambda m: t in picks[m]
+
+    f = Formation("select").add_function("source", lambda x: x)
+    for target in ("t1", "t2", "t3"):
+        f.add_function(target, tag(target)).connect("source", target, when=picked(target))
+    result = f.run("a")
+
+    assert result.outputs == {"t1": "t1:a", "t3": "t3:a"}
+    assert result.nodes["t2"].status == "skipped"
+    assert f.run("b").outputs == {"t2": "t2:b"}
+
+
+def test_an_edge_condition_sees_the_output_and_may_route_on_its_type() -> None:
+    """From test_edge.py (an edge's condition is called with the message; type-based routing by the
+    handler's input type)."""
+    seen: list[Any] = []
+
+    def picky(m: Any) -> bool:
+        seen.append(m)
+        return True
+
+    f = (Formation("types").add_function("source", lambda x: x).add_function("ints", lambda x: x * 2)
+         .add_function("strs", str.upper).add_function("log", lambda x: x)
+         .connect("source", "ints", when=int).connect("source", "strs", when=str).connect("source", "log", when=picky))
+
+    assert f.run(4).outputs == {"ints": 8, "log": 4}
+    assert f.run("x").outputs == {"strs": "X", "log": "x"}
+    assert seen == [4, "x"]
