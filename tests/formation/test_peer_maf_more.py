@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from tests.support.peers import Counter, sleeps_until_cancelled, until
-from wingman_actors import Formation
+from wingman_actors import Agent, Formation
 from wingman_actors.errors import NoRouteError
 from wingman_actors.formation.events import FormationEvent
+from wingman_actors.testing import ScriptedProvider
 
 APPROVED = {"example.com": True, "internal.org": True, "unknown.com": False}
 
@@ -314,3 +315,55 @@ def test_an_edge_condition_sees_the_output_and_may_route_on_its_type() -> None:
     assert f.run(4).outputs == {"ints": 8, "log": 4}
     assert f.run("x").outputs == {"strs": "X", "log": "x"}
     assert seen == [4, "x"]
+
+
+# -- joins and agents in cycles --------------------------------------------------------------------
+
+
+def test_a_join_in_a_loop_fires_once_per_iteration_with_the_branches_that_ran_in_it() -> None:
+    """From test_workflow.py::test_comprehensive_edge_groups_workflow and test_edge.py's FanInEdgeGroup
+    (a fan-in fires when every source has sent), inside a cycle where one branch runs only on even
+    values: each iteration's join gets that iteration's values, the skipped branch counting as sent."""
+    f = (Formation("loopjoin").add_function("start", lambda x: x).add_function("hub", lambda x: x + 1)
+         .add_function("even", lambda x: x * 10).add_function("always", lambda x: x)
+         .add_function("join", lambda values: sum(values.values())).add_function("done", lambda x: x)
+         .connect("start", "hub").connect("hub", "even", when=lambda v: v % 2 == 0).connect("hub", "always")
+         .connect("even", "join").connect("always", "join")
+         .connect("join", "hub", when=lambda s: s < 100).connect("join", "done", otherwise=True))
+    result = f.run(0, timeout=20)
+
+    assert result.nodes["hub"].outputs == [1, 2, 23, 24]
+    assert result.nodes["even"].outputs == [20, 240]
+    assert result.nodes["join"].outputs == [1, 22, 23, 264]
+    assert result.output == 264
+
+
+def test_a_sub_workflow_with_a_diamond_inside_a_loop_runs_whole_on_each_visit() -> None:
+    """From test_sub_workflow.py (a WorkflowExecutor invoked repeatedly runs its workflow to the end each
+    time) with a fan-in inside the sub-workflow."""
+    inner = (Formation("inner").add_function("a", lambda x: x + 1).add_function("b", lambda x: x * 2)
+             .add_function("c", lambda x: x).add_function("j", lambda a, b, c: a + b + c)
+             .connect("a", "b", "j").connect("a", "c", "j").connect("a", "j"))
+    f = (Formation("outer").add_function("start", lambda x: x).add_formation("sub", inner).add_function("done", lambda x: x)
+         .connect("start", "sub").connect("sub", "sub", when=lambda v: v < 100).connect("sub", "done", otherwise=True))
+    result = f.run(1, timeout=20)
+
+    assert result.nodes["sub"].outputs == [8, 36, 148]
+    assert result.nodes["sub/j"].outputs == [8, 36, 148]
+    assert result.output == 148
+
+
+def test_an_agent_node_in_a_loop_starts_each_visit_with_a_fresh_conversation() -> None:
+    """From test_agent_executor.py (an AgentExecutor keeps its conversation across invocations, so a
+    second message sees the first exchange). Deliberately different: an agent node runs a new session
+    per visit, given only that visit's input; carry context forward in the value (or a blackboard)."""
+    provider = ScriptedProvider(["draft 1", "draft 2"])
+    f = (Formation("loop").add_function("start", lambda x: x)
+         .add_agent("writer", Agent("writer", provider=provider), max_visits=2)
+         .add_function("again", lambda draft: f"improve {draft}").add_function("done", lambda x: x)
+         .connect("start", "writer").connect("writer", "again", when=lambda d: d == "draft 1")
+         .connect("again", "writer").connect("writer", "done", otherwise=True))
+    result = f.run("write")
+
+    assert result.output == "draft 2"
+    assert [[m.text for m in r.messages] for r in provider.requests] == [["write"], ["improve draft 1"]]
