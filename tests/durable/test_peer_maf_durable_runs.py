@@ -7,7 +7,9 @@ suspends and resumes as the sync one does."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -223,3 +225,33 @@ def test_a_new_run_while_another_waits_leaves_the_waiting_one_answerable(store: 
     assert other.status == waiting.status == "suspended"
     assert f.resume(waiting.run_id, store=store, answer="Looks great!").output == "Final: my doc: Looks great!"
     assert store.get(other.run_id).status == "suspended"
+
+
+def _ask_on_a_pool_thread(x: int, *, in_context: bool) -> str:
+    """A node that asks from a worker thread of its own (the functional workflow's parallel tasks)."""
+    with ThreadPoolExecutor(1) as pool:
+        if in_context:
+            return str(pool.submit(contextvars.copy_context().run, interrupt, {"q": x}).result())
+        return str(pool.submit(interrupt, {"q": x}).result())
+
+
+def test_asking_from_a_thread_the_node_started_says_the_thread_lacks_the_runs_context_and_how_to_pass_it(
+    store: RunStore,
+) -> None:
+    """From test_functional_workflow.py::TestParallelExecution with ::TestHITL (steps run in parallel
+    tasks, and a request made in one surfaces from the workflow). Ours: an ``async def`` node's
+    gathered coroutines ask as the node does, but a worker thread the node starts does not carry the
+    run's context. Before the fix the error said only that interrupt() needs a journalled run and a
+    store, though the run had one; it now says a thread of the node's own lacks the run's context
+    and names the fix, which works."""
+    f = Formation("threads").add_function("ask", lambda x: _ask_on_a_pool_thread(x, in_context=False))
+    with pytest.raises(FormationRuntimeError) as caught:
+        f.run(1, store=store)
+
+    message = str(caught.value)
+    assert "thread" in message and "contextvars.copy_context().run" in message
+
+    g = Formation("threads").add_function("ask", lambda x: _ask_on_a_pool_thread(x, in_context=True))
+    first = g.run(2, store=store)
+    assert first.interrupt == {"node": "ask", "payload": {"q": 2}}
+    assert g.resume(first.run_id, store=store, answer="yes").output == "yes"
