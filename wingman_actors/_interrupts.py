@@ -228,7 +228,9 @@ def interrupt(payload: Any) -> Any:
         raise NoStoreError(
             "interrupt() needs a journalled formation run to suspend: call it inside a function node, or a tool or "
             "middleware of an agent or fleet node, of a formation run with a store, "
-            "e.g. formation.run(input, store='runs.sqlite')"
+            "e.g. formation.run(input, store='runs.sqlite'). If the run has a store, this call came from a thread "
+            "the node started itself, which does not carry the run's context: call interrupt() on the node's own "
+            "thread, or run the worker in it, e.g. pool.submit(contextvars.copy_context().run, fn, *args)"
         )
     i = scope.calls
     scope.calls = i + 1

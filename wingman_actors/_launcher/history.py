@@ -171,15 +171,32 @@ def fork_command(args: argparse.Namespace) -> int:
         except (ValueError, FormationMismatchError) as exc:
             raise UsageError(str(exc)) from exc
         forked = store.get(new_id)
+        asked_at = _asked_at(store, forked)
         if args.json:
             print(json.dumps({"run_id": new_id, "status": forked.status,
                               "history": _rows(store, new_id, choice)}, indent=2))
         else:
             print(new_id)
-    return _tell(forked, choice, args.formation_file)
+    return _tell(forked, choice, args.formation_file, asked_at)
 
 
-def _tell(forked: RunRecord, choice: StoreChoice, given: str | None) -> int:
+def _asked_at(store: RunStore, forked: RunRecord) -> str | None:
+    """The node a suspended fork waits at, by path when the question came from inside a nested
+    formation (``"sub/ask"``), as ``run``, ``resume`` and ``runs show`` name it (the record
+    names the outer node)."""
+    if forked.status != "suspended" or forked.interrupt is None:
+        return None
+    from ..store import StoreError
+    from .run_show import load_journal, waiting_at
+
+    try:
+        waiting, _ = waiting_at(store, load_journal(store, forked.id))
+    except StoreError:  # a journal that cannot be read here: the record's node
+        return forked.interrupt.node
+    return waiting[-1] if waiting else forked.interrupt.node
+
+
+def _tell(forked: RunRecord, choice: StoreChoice, given: str | None, asked_at: str | None) -> int:
     """Say on stderr how the new run ended when it did not succeed, as ``run`` does: exit 1
     when it failed, with the ``resume`` command; its question when it suspended."""
     # the fork records the file it was given (or keeps the original's): resume finds it then
@@ -192,7 +209,7 @@ def _tell(forked: RunRecord, choice: StoreChoice, given: str | None) -> int:
         return 1
     if forked.status == "suspended" and forked.interrupt is not None:
         payload = json.dumps(forked.interrupt.payload, default=str, ensure_ascii=False)
-        print(f"run {forked.id} is waiting at node {forked.interrupt.node!r}: {payload}", file=sys.stderr)
+        print(f"run {forked.id} is waiting at node {asked_at or forked.interrupt.node!r}: {payload}", file=sys.stderr)
         from ..formation._breakpoints import is_breakpoint
 
         asks = not is_breakpoint(forked.interrupt.payload)  # a breakpoint takes no answer

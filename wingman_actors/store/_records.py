@@ -64,9 +64,13 @@ class Interrupt:
     """An interrupt raised in a run, and its answer once given.
 
     Attributes:
-        node: the node that interrupted.
+        node: the node of this run that interrupted; for a question asked inside a nested
+            formation (or a map over one), that formation (or map) node, where ``resume``
+            answers it: ``FormationResult.interrupt``, ``runs show`` and the HTTP API name the
+            inner node by its path (``"sub/ask"``), and the inner run's own record
+            (``runs(nested=True)``) names the inner node.
         visit: that node's visit number (1 for the first visit).
-        item: the fleet item index, or None outside a fleet item.
+        item: the fleet or map item index, or None outside an item.
         payload: what ``interrupt(payload)`` was called with.
         answered: whether an answer was recorded.
         answer: the answer (None until answered).
