@@ -309,6 +309,8 @@ class OpenAIProvider(BaseProvider):
                     state.tools[key] = state.allocate()
                     call_id = call.get("id") or f"call_{key}_{uuid.uuid4().hex[:12]}"
                     yield b.start_tool(state.tools[key], str(call_id), str(fn.get("name") or ""))
+                elif fn.get("name"):  # a name sent after the call's first delta
+                    b.name_tool(state.tools[key], str(fn["name"]))
                 if fn.get("arguments"):
                     yield b.tool_json(state.tools[key], str(fn["arguments"]))
             if choice.get("finish_reason"):
