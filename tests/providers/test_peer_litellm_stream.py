@@ -261,3 +261,42 @@ def test_a_plain_answers_tool_calls_with_a_stop_finish_reason_are_a_tool_use_ans
     loopback.queue(Reply.json(completion(None, tool_calls=[tool_call("call_1", "get_weather", '{"city": "Oslo"}')])))
     response = answered(make(), mode)
     assert response.stop_reason == "tool_use"
+
+
+# --- content as a list of parts (Mistral) --------------------------------------------------------
+
+
+def mistral_parts() -> list[dict[str, Any]]:
+    return [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "Paris is the capital."}]},
+        {"type": "text", "text": "The capital of France "},
+        {"type": "text", "text": "is Paris."},
+    ]
+
+
+def test_a_plain_answer_whose_content_is_a_list_of_parts_gives_their_text_and_thinking(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """From BerriAI/litellm tests/test_litellm/llms/mistral/test_mistral_chat_transformation.py::TestMistralThinkingContentHandling::test_transform_response_with_thinking_content.
+
+    Before the fix a list ``content`` (Mistral's magistral models) was dropped: the answer
+    was empty and a session ended with ``response == ""``."""
+    answer = completion(None)
+    answer["choices"][0]["message"]["content"] = mistral_parts()
+    loopback.queue(Reply.json(answer))
+    response = answered(make(), mode)
+    assert response.text == "The capital of France is Paris."
+    assert [(b.type, b.text) for b in response.content if b.type == "thinking"] == [("thinking", "Paris is the capital.")]
+
+
+def test_streamed_deltas_whose_content_is_a_list_of_parts_stream_their_text_and_thinking(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """From BerriAI/litellm tests/test_litellm/llms/mistral/test_mistral_chat_transformation.py (the streamed form of the same answer)."""
+    parts = mistral_parts()
+    loopback.queue(sse(chunk({"role": "assistant", "content": parts[:1]}), chunk({"content": parts[1:2]}),
+                       chunk({"content": parts[2:]}), chunk({}, "stop"), usage_chunk()))
+    events, response = streamed(make(), mode)
+    assert [e.text for e in of_type(events, StreamEventType.TEXT_DELTA)] == ["The capital of France ", "is Paris."]
+    assert [e.text for e in of_type(events, StreamEventType.THINKING_DELTA)] == ["Paris is the capital."]
+    assert response.text == "The capital of France is Paris."

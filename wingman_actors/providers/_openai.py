@@ -169,9 +169,13 @@ class OpenAIProvider(BaseProvider):
         # usage, in one call of pydantic's rather than one per model
         content: list[ContentBlock | dict[str, Any]] = []
         reasoning = message.get("reasoning_content")
+        answer = message.get("content")
+        if isinstance(answer, list):  # a list of parts (Mistral's reasoning models)
+            thought, answer = _parts(answer)
+            reasoning = reasoning or thought
         if isinstance(reasoning, str) and reasoning:
             content.append({"type": "thinking", "text": reasoning, "signature": None})  # as thinking_block()
-        text = message.get("content") or message.get("refusal")  # a refusal is what the model answered
+        text = answer or message.get("refusal")  # a refusal is what the model answered
         if isinstance(text, str) and text:
             content.append({"type": "text", "text": text})
         raw_calls = message.get("tool_calls")
@@ -284,12 +288,16 @@ class OpenAIProvider(BaseProvider):
                 continue
             delta = choice.get("delta") or {}
             reasoning = delta.get("reasoning_content")
+            answer = delta.get("content")
+            if isinstance(answer, list):  # a list of parts (Mistral's reasoning models)
+                thought, answer = _parts(answer)
+                reasoning = reasoning or thought
             if isinstance(reasoning, str) and reasoning:
                 if state.thinking_index is None:
                     state.thinking_index = state.allocate()
                     yield b.start_thinking(state.thinking_index)
                 yield b.thinking(state.thinking_index, reasoning)
-            text = delta.get("content") or delta.get("refusal")  # a refusal streams as the answer's text
+            text = answer or delta.get("refusal")  # a refusal streams as the answer's text
             if isinstance(text, str) and text:
                 yield from state.end_thinking()
                 if state.text_index is None:
@@ -337,6 +345,23 @@ class OpenAIProvider(BaseProvider):
     async def aclose(self) -> None:
         """Close the running event loop's async client."""
         await self._http.aclose()
+
+
+def _parts(content: list[Any]) -> tuple[str, str]:
+    """The reasoning and the text of a ``content`` sent as a list of parts, as Mistral's
+    reasoning models send it: ``{"type": "text", "text": ...}`` parts, and ``{"type":
+    "thinking", "thinking": [text parts]}`` ones."""
+    thinking: list[str] = []
+    text: list[str] = []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            text.append(part["text"])
+        elif part.get("type") == "thinking":
+            inner = part.get("thinking")
+            thinking.append(inner if isinstance(inner, str) else _parts(inner)[1] if isinstance(inner, list) else "")
+    return "".join(thinking), "".join(text)
 
 
 def _is_sse(response: httpx.Response) -> bool:
