@@ -207,6 +207,25 @@ def test_a_name_repeated_in_every_delta_of_a_call_is_not_doubled(
     assert [(c.id, c.name, c.input) for c in response.tool_calls] == [("call_1", "get_weather", {"city": "Rome"})]
 
 
+def test_parallel_calls_all_sent_at_index_0_with_their_own_ids_are_separate_calls(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """From BerriAI/litellm issue #21331 (its Responses-API bridge streamed every parallel call at index 0), as vLLM,
+    Ollama and Grok send them too. Before the fix the calls were merged into one whose arguments were two JSON
+    objects end to end: an error, and no call ran."""
+    loopback.queue(sse(
+        chunk({"role": "assistant", "tool_calls": [call_delta(0, id="call_a", name="get_weather", args="")]}),
+        chunk({"tool_calls": [call_delta(0, args='{"city": "Oslo"}')]}),
+        chunk({"tool_calls": [call_delta(0, id="call_b", name="get_weather", args='{"city": ')]}),
+        chunk({"tool_calls": [call_delta(0, args='"Rome"}')]}),
+        chunk({}, "tool_calls"), usage_chunk(),
+    ))
+    events, response = streamed(make(), mode)
+    assert [(c.id, c.input) for c in response.tool_calls] == [("call_a", {"city": "Oslo"}), ("call_b", {"city": "Rome"})]
+    starts = [e.block.id for e in of_type(events, StreamEventType.CONTENT_BLOCK_START) if e.block is not None]
+    assert starts == ["call_a", "call_b"]
+
+
 def test_text_then_a_tool_call_in_one_stream_keeps_both_in_order(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
 ) -> None:

@@ -308,6 +308,8 @@ class OpenAIProvider(BaseProvider):
                 key = call.get("index")
                 if key is None:  # Gemini's OpenAI-compatible API and some proxies send none
                     key = state.key_without_index(call.get("id"), position)
+                else:
+                    key = state.key_of_index(key, call.get("id"))
                 fn = call.get("function") or {}
                 if key not in state.tools:
                     yield from state.end_thinking()
@@ -382,6 +384,8 @@ class _StreamState:
 
     last_unindexed: tuple[str, int] | None = None  # the key of the last call sent with no index
     last_unindexed_id: Any = None
+    by_index: dict[Any, Any] = field(default_factory=dict)  # wire index -> the key of its latest call
+    ids: dict[Any, Any] = field(default_factory=dict)  # key -> the call id the wire gave it
 
     def allocate(self) -> int:
         index, self.next_index = self.next_index, self.next_index + 1
@@ -396,6 +400,18 @@ class _StreamState:
             self.last_unindexed = ("unindexed", len(self.tools))
             self.last_unindexed_id = call_id
         return self.last_unindexed
+
+    def key_of_index(self, index: Any, call_id: Any) -> Any:
+        """The key of a tool-call delta sent with ``index``: a new id at an index already
+        taken starts a new call (vLLM, Ollama, Grok and Responses-API bridges send every
+        parallel call at index 0); a delta with no id, or the same id, continues the latest."""
+        key = self.by_index.get(index, index)
+        if call_id and key in self.tools and self.ids.get(key, call_id) != call_id:
+            key = ("repeated index", index, len(self.tools))
+            self.by_index[index] = key
+        if call_id:
+            self.ids.setdefault(key, call_id)
+        return key
 
     def end_thinking(self) -> Iterator[StreamEvent]:
         """Stop the open reasoning block (the answer or a call follows it)."""
