@@ -17,6 +17,7 @@ from tests.providers.test_openai import chunk, completion, sse, tool_call, usage
 from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import ContentBlock, StreamEventType, Usage
+from wingman_actors.errors import AgentError
 from wingman_actors.providers import RetryPolicy, new_provider
 from wingman_actors.providers._base import BaseProvider
 
@@ -319,3 +320,44 @@ def test_streamed_deltas_whose_content_is_a_list_of_parts_stream_their_text_and_
     assert [e.text for e in of_type(events, StreamEventType.TEXT_DELTA)] == ["The capital of France ", "is Paris."]
     assert [e.text for e in of_type(events, StreamEventType.THINKING_DELTA)] == ["Paris is the capital."]
     assert response.text == "The capital of France is Paris."
+
+
+# --- a server that does not stream ------------------------------------------------------------------
+
+
+def test_a_whole_json_answer_to_a_streaming_request_is_streamed_as_its_events(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """From BerriAI/litellm tests/test_litellm/litellm_core_utils/llm_response_utils/test_convert_to_streaming_response.py::test_sync_multi_chunk_and_lossless_join.
+
+    LiteLLM replays a complete answer as a stream (cache hits, providers without
+    streaming); a server that ignores ``stream: true`` gets the same from us. Before the fix
+    it was a retryable error (content-type not text/event-stream), retried in vain."""
+    text = "Sure! Here's a list of fruits: apple, banana, orange."
+    loopback.queue(Reply.json(completion(text, usage={"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12})))
+    events, response = streamed(make(), mode)
+    deltas = of_type(events, StreamEventType.TEXT_DELTA)
+    assert len(deltas) > 1 and "".join(e.text or "" for e in deltas) == text
+    assert (response.text, response.stop_reason, response.usage) == (text, "end_turn", Usage(input_tokens=5, output_tokens=7))
+    assert events[-1].type is StreamEventType.MESSAGE_STOP
+
+
+def test_a_whole_json_answer_with_tool_calls_to_a_streaming_request_gives_the_calls(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """From BerriAI/litellm tests/test_litellm/litellm_core_utils/llm_response_utils/test_convert_to_streaming_response.py::test_async_empty_content_yields_single_finish_frame (a tool-calls-only answer)."""
+    loopback.queue(Reply.json(completion(None, tool_calls=[tool_call("call_1", "get_weather", '{"city": "Oslo"}')],
+                                         finish_reason="tool_calls")))
+    _, response = streamed(make(), mode)
+    assert [(c.id, c.input) for c in response.tool_calls] == [("call_1", {"city": "Oslo"})]
+    assert response.stop_reason == "tool_use"
+
+
+def test_a_streaming_request_answered_with_something_else_is_still_an_error_naming_the_content_type(
+    loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str
+) -> None:
+    """From BerriAI/litellm tests/test_litellm/litellm_core_utils/llm_response_utils/test_convert_to_streaming_response.py (only a chat.completion is replayed)."""
+    loopback.queue(Reply(200, b"<html>proxy login</html>", {"content-type": "text/html"}))
+    with pytest.raises(AgentError, match="text/html") as caught:
+        streamed(make(), mode)
+    assert caught.value.provider == "openai"

@@ -35,7 +35,7 @@ from ..core import (
     Usage,
 )
 from ..errors import AgentError, ErrorKind
-from ._base import BaseProvider, ResponseBuilder, shaped, tool_arguments
+from ._base import BaseProvider, ResponseBuilder, events_for_response, shaped, tool_arguments
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
 from ._openai_wire import messages as _messages
 from ._openai_wire import usage as _usage
@@ -194,7 +194,8 @@ class OpenAIProvider(BaseProvider):
         with open_stream(self._http, self.id, _PATH, body, _ACCEPT) as response:
             if not _is_sse(response):
                 response.read()
-                raise self._not_sse(response)
+                yield from self._whole_answer(response, body["model"])
+                return
             state = _StreamState(ResponseBuilder(self.id, body["model"]))
             for sse in EventSource(response).iter_sse():
                 events = self._sse_events(state, sse.event, sse.data)
@@ -211,7 +212,9 @@ class OpenAIProvider(BaseProvider):
         async with aopen_stream(self._http, self.id, _PATH, body, _ACCEPT) as response:
             if not _is_sse(response):
                 await response.aread()
-                raise self._not_sse(response)
+                for event in self._whole_answer(response, body["model"]):
+                    yield event
+                return
             state = _StreamState(ResponseBuilder(self.id, body["model"]))
             async for sse in EventSource(response).aiter_sse():
                 events = self._sse_events(state, sse.event, sse.data)
@@ -224,6 +227,20 @@ class OpenAIProvider(BaseProvider):
                     break
             for event in self._end_events(state):
                 yield event
+
+    def _whole_answer(self, response: httpx.Response, model: str) -> Iterator[StreamEvent]:
+        """The events of a server that ignored ``stream: true`` and answered with one JSON
+        chat.completion (servers without streaming, some proxies): its answer, streamed as
+        a live one would be. Anything else is an error."""
+        data: Any = None
+        if "json" in response.headers.get("content-type", ""):
+            try:
+                data = json.loads(response.content)
+            except ValueError:
+                pass
+        if not (isinstance(data, dict) and ("choices" in data or "error" in data)):
+            raise self._not_sse(response)
+        return events_for_response(self.id, self._completion(data, model))
 
     def _not_sse(self, response: httpx.Response) -> AgentError:
         ctype = response.headers.get("content-type", "")
