@@ -14,7 +14,7 @@ from .._extras import require
 from ..core import ContentBlock, InferenceResponse, Message, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ._base import ResponseBuilder, shaped
-from ._http import kind_for_status, retry_after_from
+from ._http import context_window_hint, kind_for_status, retry_after_from
 
 with require("anthropic", "the anthropic provider"):
     import anthropic
@@ -294,6 +294,8 @@ def map_error(exc: BaseException, *, where: str = "the Anthropic API", timeout: 
             hint = " (check the api_key option or the ANTHROPIC_API_KEY environment variable)"
         elif status == 404:
             hint = " (check the model name and base_url)"
+        else:
+            hint = context_window_hint(status, str(detail))
         headers = exc.response.headers
         retry_after = retry_after_from(headers)
         typed = f" {error_type}" if error_type else ""

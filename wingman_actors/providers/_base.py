@@ -326,6 +326,13 @@ class ResponseBuilder:
             block=ContentBlock.tool_use_block(id, name, {}),
         )
 
+    def name_tool(self, index: int, name: str) -> None:
+        """Name a tool call whose start came without its name (some OpenAI-compatible
+        servers send the id first and the name in a later delta); a name already set stays."""
+        raw = self.blocks[index]
+        if not raw["name"]:
+            raw["name"] = name
+
     def tool_json(self, index: int, partial: str) -> StreamEvent:
         self.blocks[index]["json"] += partial
         return StreamEvent(type=StreamEventType.INPUT_JSON_DELTA, index=index, partial_json=partial)

@@ -2,8 +2,9 @@
 through the provider's :class:`~wingman_actors.providers._abort.ClientPool` (closed by a
 cancel, timed out by the run's deadline), and the mapping of HTTP failures onto :class:`ErrorKind`.
 
-Mapping: 429 → rate_limit (``retry-after`` honoured); 400/401/403/404/422 and other 4xx →
-invalid; 5xx and 529 → agent; refused/reset/DNS → network; read/connect timeout → timeout.
+Mapping: 429 → rate_limit (``retry-after`` honoured); 408 → timeout; 400/401/403/404/422 and
+other 4xx → invalid (a context-window overflow names the fix); 5xx and 529 → agent;
+refused/reset/DNS → network; read/connect timeout → timeout.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "ClientPool",
     "aopen_stream",
     "apost_json",
+    "context_window_hint",
     "error_from_exception",
     "error_from_response",
     "open_stream",
@@ -101,6 +103,8 @@ def error_from_response(provider: str, status: int, headers: Mapping[str, str], 
         hint = " (check the api_key option or the provider's key environment variable)"
     elif status == 404:
         hint = " (check base_url and that the model exists on this server)"
+    else:
+        hint = context_window_hint(status, detail)
     return AgentError(
         f"{provider} answered HTTP {status}: {detail}{hint}",
         kind=kind,
@@ -108,6 +112,25 @@ def error_from_response(provider: str, status: int, headers: Mapping[str, str], 
         retry_after=retry_after_from(headers),
         provider=provider,
     )
+
+
+# How servers say a request is longer than the model's context window (OpenAI, vLLM,
+# llama.cpp, Anthropic, Bedrock...), lower-cased; LiteLLM matches these phrases too.
+_CONTEXT_WINDOW = (
+    "context length", "context_length", "context limit", "context window", "context_window",
+    "prompt is too long", "input tokens exceed", "maximum length",
+)
+
+
+def context_window_hint(status: int, detail: str) -> str:
+    """The fix to name when a 4xx answer says the request overflows the context window."""
+    text = detail.lower()
+    if 400 <= status < 500 and status != 429 and any(phrase in text for phrase in _CONTEXT_WINDOW):
+        return (
+            " (the request does not fit the model's context window: give the agent a context_budget "
+            "below the window, so older turns are left out of requests, or send less)"
+        )
+    return ""
 
 
 def error_from_exception(provider: str, exc: httpx.HTTPError, url: str = "") -> AgentError:

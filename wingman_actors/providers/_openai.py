@@ -35,7 +35,7 @@ from ..core import (
     Usage,
 )
 from ..errors import AgentError, ErrorKind
-from ._base import BaseProvider, ResponseBuilder, shaped, tool_arguments
+from ._base import BaseProvider, ResponseBuilder, events_for_response, shaped, tool_arguments
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
 from ._openai_wire import messages as _messages
 from ._openai_wire import usage as _usage
@@ -169,9 +169,13 @@ class OpenAIProvider(BaseProvider):
         # usage, in one call of pydantic's rather than one per model
         content: list[ContentBlock | dict[str, Any]] = []
         reasoning = message.get("reasoning_content")
+        answer = message.get("content")
+        if isinstance(answer, list):  # a list of parts (Mistral's reasoning models)
+            thought, answer = _parts(answer)
+            reasoning = reasoning or thought
         if isinstance(reasoning, str) and reasoning:
             content.append({"type": "thinking", "text": reasoning, "signature": None})  # as thinking_block()
-        text = message.get("content") or message.get("refusal")  # a refusal is what the model answered
+        text = answer or message.get("refusal")  # a refusal is what the model answered
         if isinstance(text, str) and text:
             content.append({"type": "text", "text": text})
         raw_calls = message.get("tool_calls")
@@ -190,7 +194,8 @@ class OpenAIProvider(BaseProvider):
         with open_stream(self._http, self.id, _PATH, body, _ACCEPT) as response:
             if not _is_sse(response):
                 response.read()
-                raise self._not_sse(response)
+                yield from self._whole_answer(response, body["model"])
+                return
             state = _StreamState(ResponseBuilder(self.id, body["model"]))
             for sse in EventSource(response).iter_sse():
                 events = self._sse_events(state, sse.event, sse.data)
@@ -207,7 +212,9 @@ class OpenAIProvider(BaseProvider):
         async with aopen_stream(self._http, self.id, _PATH, body, _ACCEPT) as response:
             if not _is_sse(response):
                 await response.aread()
-                raise self._not_sse(response)
+                for event in self._whole_answer(response, body["model"]):
+                    yield event
+                return
             state = _StreamState(ResponseBuilder(self.id, body["model"]))
             async for sse in EventSource(response).aiter_sse():
                 events = self._sse_events(state, sse.event, sse.data)
@@ -220,6 +227,20 @@ class OpenAIProvider(BaseProvider):
                     break
             for event in self._end_events(state):
                 yield event
+
+    def _whole_answer(self, response: httpx.Response, model: str) -> Iterator[StreamEvent]:
+        """The events of a server that ignored ``stream: true`` and answered with one JSON
+        chat.completion (servers without streaming, some proxies): its answer, streamed as
+        a live one would be. Anything else is an error."""
+        data: Any = None
+        if "json" in response.headers.get("content-type", ""):
+            try:
+                data = json.loads(response.content)
+            except ValueError:
+                pass
+        if not (isinstance(data, dict) and ("choices" in data or "error" in data)):
+            raise self._not_sse(response)
+        return events_for_response(self.id, self._completion(data, model))
 
     def _not_sse(self, response: httpx.Response) -> AgentError:
         ctype = response.headers.get("content-type", "")
@@ -284,12 +305,16 @@ class OpenAIProvider(BaseProvider):
                 continue
             delta = choice.get("delta") or {}
             reasoning = delta.get("reasoning_content")
+            answer = delta.get("content")
+            if isinstance(answer, list):  # a list of parts (Mistral's reasoning models)
+                thought, answer = _parts(answer)
+                reasoning = reasoning or thought
             if isinstance(reasoning, str) and reasoning:
                 if state.thinking_index is None:
                     state.thinking_index = state.allocate()
                     yield b.start_thinking(state.thinking_index)
                 yield b.thinking(state.thinking_index, reasoning)
-            text = delta.get("content") or delta.get("refusal")  # a refusal streams as the answer's text
+            text = answer or delta.get("refusal")  # a refusal streams as the answer's text
             if isinstance(text, str) and text:
                 yield from state.end_thinking()
                 if state.text_index is None:
@@ -300,6 +325,8 @@ class OpenAIProvider(BaseProvider):
                 key = call.get("index")
                 if key is None:  # Gemini's OpenAI-compatible API and some proxies send none
                     key = state.key_without_index(call.get("id"), position)
+                else:
+                    key = state.key_of_index(key, call.get("id"))
                 fn = call.get("function") or {}
                 if key not in state.tools:
                     yield from state.end_thinking()
@@ -309,6 +336,8 @@ class OpenAIProvider(BaseProvider):
                     state.tools[key] = state.allocate()
                     call_id = call.get("id") or f"call_{key}_{uuid.uuid4().hex[:12]}"
                     yield b.start_tool(state.tools[key], str(call_id), str(fn.get("name") or ""))
+                elif fn.get("name"):  # a name sent after the call's first delta
+                    b.name_tool(state.tools[key], str(fn["name"]))
                 if fn.get("arguments"):
                     yield b.tool_json(state.tools[key], str(fn["arguments"]))
             if choice.get("finish_reason"):
@@ -337,6 +366,23 @@ class OpenAIProvider(BaseProvider):
         await self._http.aclose()
 
 
+def _parts(content: list[Any]) -> tuple[str, str]:
+    """The reasoning and the text of a ``content`` sent as a list of parts, as Mistral's
+    reasoning models send it: ``{"type": "text", "text": ...}`` parts, and ``{"type":
+    "thinking", "thinking": [text parts]}`` ones."""
+    thinking: list[str] = []
+    text: list[str] = []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            text.append(part["text"])
+        elif part.get("type") == "thinking":
+            inner = part.get("thinking")
+            thinking.append(inner if isinstance(inner, str) else _parts(inner)[1] if isinstance(inner, list) else "")
+    return "".join(thinking), "".join(text)
+
+
 def _is_sse(response: httpx.Response) -> bool:
     return "text/event-stream" in response.headers.get("content-type", "")
 
@@ -355,6 +401,8 @@ class _StreamState:
 
     last_unindexed: tuple[str, int] | None = None  # the key of the last call sent with no index
     last_unindexed_id: Any = None
+    by_index: dict[Any, Any] = field(default_factory=dict)  # wire index -> the key of its latest call
+    ids: dict[Any, Any] = field(default_factory=dict)  # key -> the call id the wire gave it
 
     def allocate(self) -> int:
         index, self.next_index = self.next_index, self.next_index + 1
@@ -369,6 +417,18 @@ class _StreamState:
             self.last_unindexed = ("unindexed", len(self.tools))
             self.last_unindexed_id = call_id
         return self.last_unindexed
+
+    def key_of_index(self, index: Any, call_id: Any) -> Any:
+        """The key of a tool-call delta sent with ``index``: a new id at an index already
+        taken starts a new call (vLLM, Ollama, Grok and Responses-API bridges send every
+        parallel call at index 0); a delta with no id, or the same id, continues the latest."""
+        key = self.by_index.get(index, index)
+        if call_id and key in self.tools and self.ids.get(key, call_id) != call_id:
+            key = ("repeated index", index, len(self.tools))
+            self.by_index[index] = key
+        if call_id:
+            self.ids.setdefault(key, call_id)
+        return key
 
     def end_thinking(self) -> Iterator[StreamEvent]:
         """Stop the open reasoning block (the answer or a call follows it)."""
