@@ -223,6 +223,30 @@ def test_openai_streamed_reasoning_content_arrives_as_thinking_delta_events(
     ]
 
 
+def test_openai_reasoning_under_the_name_reasoning_is_read_too_whole_and_streamed(
+    providers: Callable[..., Provider], loopback: LoopbackServer
+) -> None:
+    """Ollama's /v1, OpenRouter and newer vLLM name the field ``reasoning``: it was dropped silently."""
+    body = completion("12231")
+    body["choices"][0]["message"]["reasoning"] = "27 * 453 = 12231"
+    loopback.queue(Reply.json(body), sse(
+        chunk({"role": "assistant", "content": None, "reasoning": "27 * 453 "}),
+        chunk({"reasoning": "= 12231"}),
+        chunk({"content": "12231"}),
+        chunk({}, "stop"),
+        usage_chunk(),
+    ))
+    provider = openai(providers, loopback)
+
+    whole = provider.run_inference(ask())
+    stream = provider.stream_inference(ask())
+    events = list(stream)
+
+    expected = [ContentBlock.thinking_block("27 * 453 = 12231"), ContentBlock.text_block("12231")]
+    assert whole.content == expected and stream.response.content == expected
+    assert [e.text for e in events if e.type is StreamEventType.THINKING_DELTA] == ["27 * 453 ", "= 12231"]
+
+
 def test_openai_tool_loop_sends_the_reasoning_back_with_the_tool_calls(
     providers: Callable[..., Provider], loopback: LoopbackServer
 ) -> None:

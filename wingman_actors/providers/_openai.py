@@ -168,7 +168,7 @@ class OpenAIProvider(BaseProvider):
         # blocks as dicts where they are plain: the response validates them, and its
         # usage, in one call of pydantic's rather than one per model
         content: list[ContentBlock | dict[str, Any]] = []
-        reasoning = message.get("reasoning_content")
+        reasoning = _reasoning(message)
         answer = message.get("content")
         if isinstance(answer, list):  # a list of parts (Mistral's reasoning models)
             thought, answer = _parts(answer)
@@ -304,7 +304,7 @@ class OpenAIProvider(BaseProvider):
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content")
+            reasoning = _reasoning(delta)
             answer = delta.get("content")
             if isinstance(answer, list):  # a list of parts (Mistral's reasoning models)
                 thought, answer = _parts(answer)
@@ -364,6 +364,15 @@ class OpenAIProvider(BaseProvider):
     async def aclose(self) -> None:
         """Close the running event loop's async client."""
         await self._http.aclose()
+
+
+def _reasoning(message: dict[str, Any]) -> Any:
+    """A message's (or a stream delta's) reasoning: ``reasoning_content`` (DeepSeek, llama.cpp,
+    older vLLM) or ``reasoning`` (Ollama's ``/v1``, OpenRouter, newer vLLM), when a string."""
+    reasoning = message.get("reasoning_content")
+    if not reasoning:
+        reasoning = message.get("reasoning")
+    return reasoning if isinstance(reasoning, str) else None
 
 
 def _parts(content: list[Any]) -> tuple[str, str]:
