@@ -367,6 +367,25 @@ def test_an_error_object_mid_stream_raises_an_agent_error(
     assert "server had an error" in str(info.value)
 
 
+@pytest.mark.parametrize(("code", "kind", "status"), [
+    (429, ErrorKind.RATE_LIMIT, 429), ("400", ErrorKind.INVALID, 400), (502, ErrorKind.AGENT, 502),
+    ("context_length_exceeded", ErrorKind.AGENT, None), (None, ErrorKind.AGENT, None),
+])
+def test_an_error_object_in_a_200_answer_takes_its_kind_from_a_numeric_code(
+    loopback: LoopbackServer, make: Callable[..., OpenAIProvider], code: Any, kind: ErrorKind, status: int | None
+) -> None:
+    """OpenRouter and LiteLLM's proxy send ``{"error": {"code": 429, ...}}`` with HTTP 200 (found by the
+    LiteLLM port): a numeric code decides the kind as the status would (a 400 is not retried in vain)."""
+    loopback.queue(Reply.json({"error": {"message": "upstream said no", "code": code}}),
+                   sse(chunk({"content": "Hel"}), {"error": {"message": "upstream said no", "code": code}}, done=False))
+    provider = make(max_retries=0)
+    for call in (lambda: provider.run_inference(ask()), lambda: list(provider.stream_inference(ask()))):
+        with pytest.raises(AgentError) as info:
+            call()
+        assert (info.value.kind, info.value.status) == (kind, status)
+        assert "upstream said no" in str(info.value)
+
+
 @pytest.mark.parametrize(
     ("status", "kind"),
     [

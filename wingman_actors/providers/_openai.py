@@ -36,7 +36,7 @@ from ..core import (
 )
 from ..errors import AgentError, ErrorKind
 from ._base import BaseProvider, ResponseBuilder, events_for_response, shaped, tool_arguments
-from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
+from ._http import ClientPool, aopen_stream, apost_json, kind_for_status, open_stream, post_json
 from ._openai_wire import messages as _messages
 from ._openai_wire import usage as _usage
 from ._openai_wire import usage_fields as _usage_fields
@@ -344,11 +344,18 @@ class OpenAIProvider(BaseProvider):
                 state.finish_reason = str(choice["finish_reason"])
 
     def _raise_error_object(self, data: dict[str, Any]) -> None:
+        """Raise the error a 200 answer (or a stream chunk) carries in an ``error`` object: of
+        kind ``agent``, unless it gives an HTTP status as its ``code`` (OpenRouter, LiteLLM's
+        proxy: ``{"error": {"code": 429, ...}}``), which decides its kind as the status would
+        (a bad request is not retried, a rate limit is)."""
         err = data.get("error")
         if not err:
             return
         message = (err.get("message") or json.dumps(err)) if isinstance(err, dict) else str(err)
-        raise AgentError(f"openai error: {message}", kind=ErrorKind.AGENT, provider=self.id)
+        code = err.get("code") if isinstance(err, dict) else None
+        status = int(code) if isinstance(code, int | str) and str(code).isdigit() and 400 <= int(code) < 600 else None
+        kind = ErrorKind.AGENT if status is None else kind_for_status(status)
+        raise AgentError(f"openai error: {message}", kind=kind, provider=self.id, status=status)
 
     def _tool_block(self, index: int, call: dict[str, Any], cut: bool = False) -> ContentBlock:
         fn = call.get("function") or {}
