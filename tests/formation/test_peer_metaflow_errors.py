@@ -25,7 +25,7 @@ import pytest
 
 from tests.support.peers import Counter, local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Formation
-from wingman_actors.errors import FormationRuntimeError, MapItemsError, NodeTimeoutError
+from wingman_actors.errors import FormationRuntimeError, FormationSetupError, MapItemsError, NodeTimeoutError
 from wingman_actors.formation import NodeFailure
 
 
@@ -325,3 +325,21 @@ def test_on_ray_a_caught_exception_that_is_hard_to_pickle_keeps_its_message() ->
          .connect("end", "end_ex", on_error=True))
     result = f.run(1, backend="ray", timeout=50)
     assert result.outputs == {"end_ex": "ExternalCommandFailed: catch me! (exit 2)"}
+
+
+def test_a_steps_retry_timeout_and_catch_options_spelt_as_metaflows_are_refused_naming_ours() -> None:
+    """From metaflow test/core/tests/catch_retry.py and timeout_decorator.py
+    (``@retry(times=3, minutes_between_retries=0)``, ``@timeout(seconds=1)``,
+    ``@catch(var="ex")``): the same words given as node options are a setup error naming
+    our keyword with the value converted; ``times=3`` is not taken for a timeout."""
+    with pytest.raises(FormationSetupError) as info:
+        Formation("options").add_function("step", lambda x: x, times=3, minutes_between_retries=2)
+    text = str(info.value)
+    assert "times=3 is retries=3" in text and "did you mean 'timeout'" not in text
+    assert "minutes_between_retries=2 is backoff=120" in text
+    with pytest.raises(FormationSetupError) as info:
+        Formation("options").add_function("step", lambda x: x, seconds=30, minutes=1)
+    text = str(info.value)
+    assert "seconds=30 is timeout=30" in text and "minutes=1 is timeout=60" in text
+    with pytest.raises(FormationSetupError, match=r"var='ex': catching a node's failure is an error edge here, connect\(node, handler, on_error=True\)"):
+        Formation("options").add_function("step", lambda x: x, var="ex")
