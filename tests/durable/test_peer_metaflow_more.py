@@ -237,3 +237,34 @@ def test_on_ray_resuming_a_foreach_reruns_only_the_item_that_failed(tmp_path: Pa
         flag.touch()
         assert f.resume(info.value.run_id, store=store, backend="ray", timeout=50).output == [0, 10, 20, 30]
     assert sorted(calls.read_text().split()) == ["0", "1", "2", "2", "3"]
+
+
+def test_an_item_left_running_by_a_timed_out_foreach_is_not_journalled_after_its_run_ended(path: Path) -> None:
+    """From metaflow test/core/tests/timeout_decorator.py on ``foreach-inner`` with resume: the
+    task past its limit is abandoned, and what it returns later is dropped (DESIGN "Runs":
+    an abandoned attempt's late result is dropped). It used to be journalled into the ended
+    run: after ``prune`` that write failed, and the store's next ``flush()`` (or ``close()``)
+    raised a ``StoreWriteError`` about a run the user had already deleted."""
+    release, returned = threading.Event(), threading.Event()
+
+    def inner(i: int) -> int:
+        if i == 3:
+            release.wait(5)
+            returned.set()
+        return i
+
+    f = Formation("abandoned").add_map("inner", inner, max_workers=4, timeout=0.3)
+    with RunStore(path) as store:
+        try:
+            with pytest.raises(FormationRuntimeError, match=r"node 'inner'") as info:
+                f.run([0, 1, 2, 3], store=store)
+            run_id = info.value.run_id
+            assert store.get(run_id).status == "failed"
+            entries = store.load(run_id).entries
+        finally:
+            release.set()
+        assert returned.wait(5)
+        # nothing written after the run ended (before the fix, the late item showed up within a few ms)
+        assert not until(lambda: store.load(run_id).entries != entries, within=1)
+        assert store.prune(older_than=0) == 1
+        store.flush()  # nothing left to fail
