@@ -7,6 +7,7 @@ cancelled, a switch that found no case, a loop past its bound, and large values.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from pathlib import Path
@@ -268,3 +269,49 @@ def test_an_item_left_running_by_a_timed_out_foreach_is_not_journalled_after_its
         assert not until(lambda: store.load(run_id).entries != entries, within=1)
         assert store.prune(older_than=0) == 1
         store.flush()  # nothing left to fail
+
+
+def test_resuming_a_timed_out_foreach_of_several_steps_reruns_only_the_unfinished_task(store: RunStore) -> None:
+    """From metaflow test/core/tests/timeout_decorator.py on ``foreach-inner`` with resume, the
+    foreach body being several steps (a map over a formation): the tasks that finished
+    are not run again, the one cut by the timeout runs from its step in flight."""
+    counter, release = Counter(), threading.Event()
+
+    def work(i: int) -> int:
+        if counter.hit(("work", i)) == 1 and i == 3:
+            release.wait(5)
+        return i
+
+    def after(i: int) -> int:
+        counter.hit(("after", i))
+        return i + 100
+
+    inner = Formation("inner").add_function("work", work).add_function("after", after).connect("work", "after")
+    f = Formation("foreach_body").add_map("m", formation=inner, max_workers=4, timeout=0.3)
+    try:
+        with pytest.raises(FormationRuntimeError, match=r"node 'm'") as info:
+            f.run([0, 1, 2, 3], store=store)
+        assert f.resume(info.value.run_id, store=store).output == [100, 101, 102, 103]
+    finally:
+        release.set()
+    assert {k: n for k, n in counter.calls.items() if n != 1} == {("work", 3): 2}
+    assert len(counter.calls) == 8
+
+
+def test_resuming_a_timed_out_async_foreach_reruns_only_the_cancelled_item(store: RunStore) -> None:
+    """From metaflow test/core/tests/timeout_decorator.py with resume, for an ``async def``
+    step: the timeout cancels the item's coroutine; the resume runs only that item."""
+    counter, slow = Counter(), [True]
+
+    async def inner(i: int) -> int:
+        counter.hit(i)
+        if i == 2 and slow[0]:
+            await asyncio.sleep(5)
+        return i
+
+    f = Formation("async_foreach").add_map("inner", inner, timeout=0.3)
+    with pytest.raises(FormationRuntimeError, match=r"node 'inner'") as info:
+        f.run([0, 1, 2], store=store)
+    slow[0] = False
+    assert f.resume(info.value.run_id, store=store).output == [0, 1, 2]
+    assert counter.calls == {0: 1, 1: 1, 2: 2}
