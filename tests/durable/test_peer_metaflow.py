@@ -367,3 +367,36 @@ def test_resuming_a_run_that_succeeded_is_refused_saying_where_its_outputs_are(s
         f.resume(run_id, store=store)
     assert (info.value.run_id, info.value.status) == (run_id, "succeeded")
     assert counter.calls == {"start": 1, "a": 1, "end": 1}
+
+
+def test_the_store_lists_every_run_of_a_formation_with_the_latest_among_them(store: RunStore) -> None:
+    """From metaflow test/core/tests/list_runs.py (the CLI lists the flow's runs, each named
+    after the flow, the latest run among them): ``RunStore.runs()``, and by status."""
+    f = Formation("ListRunsFlow").add_function("step", lambda x: 1 / x)
+    ok = [f.run(1, store=store).run_id for _ in range(2)]
+    with pytest.raises(FormationRuntimeError) as info:
+        f.run(0, store=store)
+    runs = store.runs()
+    assert {r.formation for r in runs} == {"ListRunsFlow"}
+    assert {r.id for r in runs} == {*ok, info.value.run_id}
+    assert [r.id for r in store.runs(status="failed")] == [info.value.run_id]
+    assert max(runs, key=lambda r: r.created).id == info.value.run_id  # the latest run, listed
+
+
+def test_each_visit_in_a_runs_history_starts_after_its_parents_finished(store: RunStore) -> None:
+    """From metaflow test/core/tests/runtime_dag.py (a task's ``parent_tasks`` are the tasks its
+    inputs came from, its ``child_tasks`` those that took its output): in
+    ``store.history``, a join's visit starts once both branches have finished, and the
+    end's once the join has."""
+    f = (Formation("RuntimeDag").add_function("start", lambda x: x).add_function("a", lambda x: x + 1)
+         .add_function("b", lambda x: x + 2).add_function("join", lambda a, b: a + b).add_function("end", lambda x: x)
+         .connect("start", "a", "join").connect("start", "b", "join").connect("join", "end"))
+    run_id = f.run(1, store=store).run_id
+    visits = {v.node: v for v in store.history(run_id)}
+    assert set(visits) == {"start", "a", "b", "join", "end"}
+    parents = {"a": ["start"], "b": ["start"], "join": ["a", "b"], "end": ["join"]}
+    for node, ups in parents.items():
+        started = visits[node].started
+        assert started is not None
+        assert all(started >= visits[up].finished for up in ups), (node, ups)
+    assert visits["join"].output == 5 and visits["end"].output == 5
