@@ -241,6 +241,26 @@ def test_a_timed_out_step_is_retried_and_each_attempt_gets_the_full_limit() -> N
     assert result.output == 8 and result.nodes["sleep"].attempts == 3
 
 
+def test_a_step_that_times_out_on_every_retry_is_caught_with_the_last_attempts_timeout() -> None:
+    """From metaflow test/core/tests/timeout_decorator.py with catch_retry.py's decorators
+    stacked (``@catch``, ``@retry(times=2)``, ``@timeout``): each attempt gets the limit,
+    and the catch receives the third attempt's timeout."""
+    release = threading.Event()
+
+    def hang(x: int) -> int:
+        release.wait(5)
+        return x
+
+    f = (Formation("timeout_retry_catch").add_function("a", hang, timeout=0.2, retries=2, backoff=0)
+         .add_function("ex", lambda failure: (failure.attempts, type(failure.error).__name__, failure.error.attempt))
+         .connect("a", "ex", on_error=True))
+    try:
+        result = f.run(1, timeout=20)
+    finally:
+        release.set()
+    assert result.outputs == {"ex": (3, "NodeTimeoutError", 3)} and result.nodes["a"].attempts == 3
+
+
 def test_a_foreach_timeout_bounds_the_whole_visit_not_each_item() -> None:
     """From metaflow test/core/tests/timeout_decorator.py (``@timeout`` on ``foreach-inner``).
     Deliberately different: Metaflow times each foreach task; a map's ``timeout`` bounds the
