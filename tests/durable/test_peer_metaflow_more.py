@@ -17,7 +17,7 @@ import pytest
 from tests.support.peers import Counter, local_ray, until  # noqa: F401  (a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, NoRouteError
-from wingman_actors.store import RunStore
+from wingman_actors.store import RunNotResumableError, RunStore
 
 
 class ResumeFromHere(Exception):
@@ -315,3 +315,27 @@ def test_resuming_a_timed_out_async_foreach_reruns_only_the_cancelled_item(store
     slow[0] = False
     assert f.resume(info.value.run_id, store=store).output == [0, 1, 2]
     assert counter.calls == {0: 1, 1: 1, 2: 2}
+
+
+def test_resuming_a_run_still_running_is_refused_and_the_run_finishes_untouched(store: RunStore) -> None:
+    """From metaflow test/core/tests/resume_originpath.py (a resume names its origin run).
+    Ours continues the run itself, so a run still in flight is refused
+    (``RunNotResumableError``, saying to wait for it or cancel it) and goes on unharmed."""
+    release, started = threading.Event(), threading.Event()
+
+    def block(x: int) -> int:
+        started.set()
+        release.wait(5)
+        return x
+
+    f = Formation("origin").add_function("a", block)
+    try:
+        with f.start(store=store) as running:
+            future = running.submit(1)
+            assert started.wait(10)
+            with pytest.raises(RunNotResumableError, match=r"it is running .*; wait for it or cancel it first"):
+                Formation("origin").add_function("a", block).resume(future.run_id, store=store, timeout=10)
+            release.set()
+            assert future.result(10).output == 1
+    finally:
+        release.set()
