@@ -339,3 +339,20 @@ def test_resuming_a_run_still_running_is_refused_and_the_run_finishes_untouched(
             assert future.result(10).output == 1
     finally:
         release.set()
+
+
+def test_a_foreach_item_the_store_cannot_journal_fails_naming_the_map_node_and_the_item(store: RunStore) -> None:
+    """From metaflow test/core/tests/basic_artifact.py and large_artifact.py (an artifact is
+    persisted when the task ends; one that cannot be fails the task): a map item's output
+    the store cannot journal fails the item, and the error names the item and the map node
+    as what it is (it said "fleet node" for a map's item)."""
+
+    class Handle:
+        """A plain class: not data the journal can store."""
+
+    f = Formation("artifacts").add_map("inner", lambda i: Handle())
+    with pytest.raises(FormationRuntimeError, match=r"node 'inner'") as info:
+        f.run([1, 2], store=store)
+    text = str(info.value)
+    assert "the output of item 0 of node 'inner' (visit 1)" in text and "cannot journal" in text
+    assert "fleet" not in text

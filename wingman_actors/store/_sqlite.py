@@ -274,9 +274,9 @@ class RunStore(Reads):
         self._submit(self._Append((run_id, _VISIT, node, visit, None, codec, text), time.time()))
 
     def record_item(self, run_id: str, node: str, visit: int, index: int, output: Any) -> None:
-        """Journal a finished fleet item's output (item ``index`` of the node's visit)."""
+        """Journal a finished fleet or map item's output (item ``index`` of the node's visit)."""
         codec, text = self._codec.encode(
-            output, "the output of item %s of fleet node %r (visit %s) of run %r", index, node, visit, run_id)
+            output, "the output of item %s of node %r (visit %s) of run %r", index, node, visit, run_id)
         self._submit(self._Append((run_id, _ITEM, node, visit, index, codec, text), time.time()))
 
     def record_progress(self, run_id: str, node: str, visit: int, value: Any, *, item: int | None = None) -> None:
