@@ -11,6 +11,7 @@ import asyncio
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -356,3 +357,32 @@ def test_a_foreach_item_the_store_cannot_journal_fails_naming_the_map_node_and_t
     text = str(info.value)
     assert "the output of item 0 of node 'inner' (visit 1)" in text and "cannot journal" in text
     assert "fleet" not in text
+
+
+def test_a_retried_foreach_item_with_a_loop_inside_reruns_from_its_failed_round_when_journalled(
+        store: RunStore) -> None:
+    """From metaflow test/core/tests/catch_retry.py on ``recursive_switch_inside_foreach`` (a
+    retried task inside a foreach whose body loops): a map item's retry reruns only that
+    item; in a journalled run it continues from the round that failed, without a store it
+    runs the item's loop from its start."""
+
+    def build(counter: Counter) -> Formation:
+        def body(s: dict[str, Any]) -> dict[str, Any]:
+            count = s["count"] + 1
+            if counter.hit((s["id"], count)) == 1 and (s["id"], count) == ("B", 3):
+                raise ValueError("flaky round")
+            return {**s, "count": count}
+
+        inner = (Formation("item_loop").add_function("loop_start", lambda it: {**it, "count": 0})
+                 .add_function("body", body).add_function("exit", lambda s: f"{s['id']}:{s['count']}")
+                 .connect("loop_start", "body")
+                 .connect("body", "body", when=lambda s: s["count"] < s["max"])
+                 .connect("body", "exit", when=lambda s: s["count"] >= s["max"]))
+        return Formation("foreach_loop_retry").add_map("each", formation=inner, retries=1, backoff=0)
+
+    items = [{"id": "A", "max": 2}, {"id": "B", "max": 4}]
+    journalled, plain = Counter(), Counter()
+    assert build(journalled).run(items, store=store).output == ["A:2", "B:4"]
+    assert {k: n for k, n in journalled.calls.items() if n != 1} == {("B", 3): 2}
+    assert build(plain).run(items).output == ["A:2", "B:4"]
+    assert {k: n for k, n in plain.calls.items() if n != 1} == {("B", 1): 2, ("B", 2): 2, ("B", 3): 2}
