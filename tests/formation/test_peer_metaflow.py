@@ -341,3 +341,20 @@ def test_a_foreach_under_load_keeps_every_items_result_with_its_item() -> None:
 
     got = Formation("basic_foreach").add_map("inner", inner, max_workers=4).run([0, 1, 2, 3]).output
     assert got == ["task 0", "task 1", "task 2", "task 3"]
+
+
+def test_a_foreach_join_keeps_list_order_when_the_first_item_is_retried_and_finishes_last() -> None:
+    """From metaflow test/core/tests/foreach_join_order.py with catch_retry.py's ``@retry`` on
+    the inner step: the retried first task finishes after every other, and the join still
+    receives the items in foreach-index order."""
+    counter = Counter()
+
+    def inner(x: int) -> int:
+        if x == 5 and counter.hit(x) == 1:
+            raise ValueError("retry me")
+        return x
+
+    arr = [5, 3, 1, 4, 2, 6]
+    f = (Formation("join_order_retry").add_map("inner", inner, retries=1, backoff=0)
+         .add_function("join", lambda got: got).connect("inner", "join"))
+    assert f.run(arr).output == arr and counter.count(5) == 2
