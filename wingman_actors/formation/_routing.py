@@ -298,8 +298,11 @@ class Router:
 
     def item_finished(self, work: Work, index: int, output: Any) -> None:
         """A fleet or map item of a journalled run finished: journal it (called on the
-        item's worker thread)."""
-        if self.journal is not None:
+        item's worker thread). Not once the run has ended: the item is one a timeout, a
+        cancel or a failure left running (its attempt abandoned), and its late value is
+        dropped like the attempt's (a resume runs it again); written, it could land in a
+        run since pruned, and fail the store's next ``flush()``."""
+        if self.journal is not None and not work.run.done:
             self.journal.store.record_item(work.run_id, work.target, work.visit, index, output)
 
     broken = runtime_fault  # a hook above raised handling a node's outcome (a bug): the run fails, saying so
