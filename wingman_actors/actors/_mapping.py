@@ -256,8 +256,10 @@ class MapActor(NodeActor):
                 visit.enter(i)
                 try:
                     output = await fn(item(visit, i))
-                except (Exception, RunSuspended) as exc:
-                    errors[i] = exc
+                except asyncio.CancelledError:
+                    raise
+                except BaseException as exc:  # SystemExit, KeyboardInterrupt too: let out of a task, they would
+                    errors[i] = exc  # end the loop (and every later item and visit of this node with it)
                 else:
                     visit.finished(i, output)
                 index = dispatch.take(finished=index)
