@@ -130,6 +130,20 @@ def test_a_map_item_raising_keyboard_interrupt_fails_that_item_and_the_later_ite
     assert [ran.count(x) for x in range(4)] == [1, 1, 1, 1]
 
 
+def test_a_condition_raising_system_exit_fails_the_run_naming_the_edge() -> None:
+    """From dask/dask test_callbacks.py::test_finish_always_called (whatever user code raises ends
+    the computation, and ``_finish`` is called): user code in an edge's ``when=``. It used to leave
+    the run unresolved: the exception ended the actor that routed the output."""
+    events: list[FormationEvent] = []
+    f = Formation("w").add_function("a", inc).add_function("b", inc).connect("a", "b", when=exits)
+    with f.start(on_event=events.append) as running:
+        error = running.submit(1).exception(timeout=10)
+        assert isinstance(error, FormationRuntimeError)
+        assert "edge 'a' → 'b' raised SystemExit" in str(error)
+        assert running.submit(2).exception(timeout=10) is not None  # the node took the next run
+    assert [e.type.value for e in events].count("run_failed") == 2
+
+
 def test_retries_run_a_failing_node_again_until_it_returns() -> None:
     """From dask/distributed test_client.py::test_retries_get (``varying([ZeroDivisionError("one"),
     ZeroDivisionError("two"), 42])`` with ``retries=2`` gives 42)."""
