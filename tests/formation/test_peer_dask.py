@@ -17,6 +17,7 @@ Deliberately different (each test that touches one says so):
 
 from __future__ import annotations
 
+import sys
 import threading
 import traceback
 from collections.abc import Iterator
@@ -399,3 +400,33 @@ def test_the_run_failed_event_is_always_sent_when_a_node_raises() -> None:
         Formation("x").add_function("x", lambda _: 1 / 0).run(None, on_event=events.append)
     assert isinstance(info.value.__cause__, ZeroDivisionError)
     assert events[-1].type.value == "run_failed"
+
+
+def test_a_done_callback_calling_sys_exit_is_logged_and_the_formations_go_on(caplog: pytest.LogCaptureFixture) -> None:
+    """From dask/dask test_callbacks.py::test_finish_always_called (user callback code around a
+    computation; a ``KeyboardInterrupt`` in it ends only that computation): a done callback that
+    calls ``sys.exit`` when its run failed. It used to end the node actor that resolved the run
+    (Pykka then stops every actor): every later run, of this formation or another, waited for
+    good."""
+
+    def exit_on_failure(future: Future[Any]) -> None:
+        if future.exception() is not None:
+            sys.exit(1)
+
+    opened = threading.Event()
+
+    def fails_once_opened(x: Any) -> Any:
+        if x == "bad":
+            opened.wait(5)  # the callback is added before the run ends: it runs on the formation's thread
+            raise RuntimeError("hello!")
+        return x + 1
+
+    f = Formation("f").add_function("f", fails_once_opened).add_function("g", inc).connect("f", "g")
+    with f.start() as running, Formation("other").add_function("inc", inc).start() as other:
+        failing = running.submit("bad")
+        failing.add_done_callback(exit_on_failure)
+        opened.set()
+        assert isinstance(failing.exception(timeout=10), FormationRuntimeError)
+        assert [running.submit(i).result(timeout=10).output for i in range(3)] == [2, 3, 4]
+        assert other.submit(1).result(timeout=10).output == 2
+    assert until(lambda: "a done callback of run" in caplog.text)
