@@ -430,3 +430,23 @@ def test_a_done_callback_calling_sys_exit_is_logged_and_the_formations_go_on(cap
         assert [running.submit(i).result(timeout=10).output for i in range(3)] == [2, 3, 4]
         assert other.submit(1).result(timeout=10).output == 2
     assert until(lambda: "a done callback of run" in caplog.text)
+
+
+def test_an_event_listener_raising_keyboard_interrupt_on_a_nodes_thread_is_logged_and_the_run_ends(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """From dask/dask test_callbacks.py::test_finish_always_called (a ``KeyboardInterrupt`` inside
+    the computation still ends it, and ``_finish`` is called). It used to end the node actor that
+    emitted the event: the run never resolved."""
+    kinds: list[str] = []
+
+    def listener(event: FormationEvent) -> None:
+        kinds.append(event.type.value)
+        if event.type.value == "node_started":
+            raise KeyboardInterrupt
+
+    with Formation("a").add_function("a", inc).start(on_event=listener) as running:
+        assert running.submit(1).result(timeout=10).output == 2
+        assert running.submit(2).result(timeout=10).output == 3
+    assert kinds.count("run_finished") == 2
+    assert "event listener failed on node_started" in caplog.text
