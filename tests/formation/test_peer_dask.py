@@ -17,8 +17,10 @@ Deliberately different (each test that touches one says so):
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Iterator
 from concurrent.futures import CancelledError, Future, as_completed, wait
@@ -376,6 +378,31 @@ def test_running_a_formation_twenty_times_leaves_no_thread_behind() -> None:
     for _ in range(20):
         assert f.run(None, timeout=30).output == 45
     assert until(lambda: threading.active_count() <= before, within=10), threading.enumerate()
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals reach the main thread")
+def test_ctrl_c_during_run_raises_keyboard_interrupt_within_the_stop_grace(held: Gate) -> None:
+    """From dask/dask test_threaded.py::test_interrupt (SIGINT to the main thread while ``get`` waits
+    on twenty five-second tasks: KeyboardInterrupt within 4 s). The run's stuck attempts are
+    abandoned after the stop grace (at most 1 s), and their threads end when their code returns."""
+    f = Formation("big").add_function("total", len)
+    for i in range(4):
+        f.add_function(f"x{i}", held).connect(f"x{i}", "total")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    main = threading.main_thread().ident
+    assert main is not None
+    interrupter = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
+    started = time.monotonic()
+    try:
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):
+            f.run(None)
+    finally:
+        interrupter.join()
+        signal.signal(signal.SIGINT, previous)
+    assert time.monotonic() - started < 4
+    held.opened.set()
+    assert until(lambda: not any(t.name.startswith("wingman-node-x") for t in threading.enumerate()), within=10)
 
 
 # -- callbacks (test_callbacks.py, test_local.py) ------------------------------------------
