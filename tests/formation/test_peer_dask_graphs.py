@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import threading
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -28,6 +29,7 @@ from tests.support.peers import Counter, InFlight
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, MapItemsError
 from wingman_actors.formation.events import FormationEvent
+from wingman_actors.store import RunStore
 
 
 def inc(x: int) -> int:
@@ -142,6 +144,28 @@ def test_a_condition_raising_system_exit_fails_the_run_naming_the_edge() -> None
         assert "edge 'a' → 'b' raised SystemExit" in str(error)
         assert running.submit(2).exception(timeout=10) is not None  # the node took the next run
     assert [e.type.value for e in events].count("run_failed") == 2
+
+
+def test_a_journalled_map_whose_item_raised_system_exit_resumes_running_only_that_item(tmp_path: Path) -> None:
+    """From dask/distributed test_client.py::test_map_retries (only the failed items of a
+    ``client.map`` run again), across a resume: the failed run is journalled, and ``resume``
+    reruns the one item that raised."""
+    ran = Counter()
+
+    def item(x: int) -> int:
+        if ran.hit(x) == 1 and x == 1:
+            raise SystemExit(2)
+        return x * 10
+
+    store = RunStore(tmp_path / "runs.db")
+    f = Formation("m").add_map("m", item)
+    with pytest.raises(FormationRuntimeError, match="item 1: SystemExit: 2"):
+        f.run([0, 1, 2], store=store, run_id="r1", timeout=30)
+    record = store.get("r1")
+    assert record is not None and record.status == "failed"
+    assert f.resume("r1", store=store, timeout=30).output == [0, 10, 20]
+    assert [ran.count(x) for x in range(3)] == [1, 2, 1]
+    store.close()
 
 
 def test_retries_run_a_failing_node_again_until_it_returns() -> None:
