@@ -323,6 +323,38 @@ def test_an_edge_to_an_undeclared_node_is_refused_naming_it() -> None:
         Formation("dangling", g).validate()
 
 
+def test_a_graph_keyed_by_tuples_as_dasks_is_refused_asking_for_str_names() -> None:
+    """From dask/dask test_local.py::test_sort_key (keys such as ``("x", 0)``). Deliberately
+    different: a node's name is a str (it names events, traces and journal rows); every
+    misnamed node is listed at once."""
+    g = nx.DiGraph()
+    g.add_node(("x", 0), kind="function", fn=inc)
+    g.add_node(("x", 1), kind="function", fn=inc)
+    g.add_edge(("x", 0), ("x", 1))
+    with pytest.raises(FormationSetupError) as info:
+        Formation("tuples", g).validate()
+    assert "node ('x', 0) has a name of type tuple; name every node with a str" in str(info.value)
+    assert "node ('x', 1) has a name of type tuple" in str(info.value)
+
+
+def test_a_map_node_declared_on_a_digraph_by_hand_maps_as_add_maps_does() -> None:
+    """From dask/distributed test_client.py::test_map (``client.map(inc, range(3))``), the map
+    written as the graph attributes ``add_map`` writes."""
+    g = nx.DiGraph()
+    g.add_node("m", kind="map", fn=inc, max_workers=2)
+    assert Formation("hand", g).run([1, 2, 3]).output == Formation("b").add_map("m", inc).run([1, 2, 3]).output
+
+
+def test_drawing_attributes_on_a_digraphs_nodes_and_edges_are_left_alone() -> None:
+    """From dask/dask test_dot.py::test_to_graphviz_attributes (a graph carries what is drawn
+    beside what is computed): ``label``, ``color`` and an edge ``weight`` do not change the run."""
+    g = nx.DiGraph()
+    g.add_node("a", kind="function", fn=inc, label="A", color="red")
+    g.add_node("b", kind="function", fn=double)
+    g.add_edge("a", "b", weight=3)
+    assert Formation("drawn", g).run(1).output == 4
+
+
 def test_a_chain_of_five_hundred_nodes_runs_to_its_end() -> None:
     """From dask/dask test_local.py (GetFunctionTestMixin::test_get_stack_limit: a chain deeper than
     Python's recursion limit)."""
