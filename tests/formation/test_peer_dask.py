@@ -288,6 +288,32 @@ def test_the_same_input_submitted_again_after_a_cancel_runs_anew(held: Gate) -> 
         assert first.cancelled()
 
 
+def test_resuming_a_failed_run_of_a_started_formation_reruns_only_what_failed(tmp_path: Any) -> None:
+    """From dask/distributed test_client.py::test_retry (``x.retry()`` after ``x.result()`` raised
+    computes it again): with a store, ``running.resume(run_id)`` gives a new future of the same run;
+    the node that finished before the failure is not run again."""
+    calls = Counter()
+
+    def first(x: int) -> int:
+        calls.hit("first")
+        return x + 1
+
+    def flaky(x: int) -> int:
+        if calls.hit("flaky") == 1:
+            raise ZeroDivisionError("one")
+        return x * 10
+
+    f = Formation("retry").add_function("first", first).add_function("flaky", flaky).connect("first", "flaky")
+    with f.start(store=tmp_path / "runs.db") as running:
+        x = running.submit(1)
+        with pytest.raises(FormationRuntimeError, match="one"):
+            x.result(timeout=10)
+        again = running.resume(x.run_id)  # type: ignore[attr-defined]
+        assert again.run_id == x.run_id  # type: ignore[attr-defined]
+        assert again.result(timeout=10).output == 20
+    assert (calls.count("first"), calls.count("flaky")) == (1, 2)
+
+
 # -- as_completed over run futures (test_as_completed.py) ------------------------------------
 
 
