@@ -201,3 +201,23 @@ def test_on_ray_futures_of_many_submits_gather_in_order_beside_a_failed_one() ->
         assert [e is None for e in outcomes] == [True, True, True, False, True, True]
         assert [f.result().output for f in futures if f.exception() is None] == [1, 2, 3, 5, 6]
         assert str(outcomes[3].__cause__) == "no 3"  # type: ignore[union-attr]
+
+
+def interrupts_on_one(x: int) -> int:
+    if x == 1:
+        raise KeyboardInterrupt
+    return x * 10
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_on_ray_a_map_item_raising_keyboard_interrupt_fails_that_item_and_the_node_takes_the_next_run() -> None:
+    """From dask/distributed test_client.py::test_map / test_restart (a task that kills its worker
+    fails alone, and the cluster goes on), on ``backend="ray"``."""
+    with Formation("m").add_map("m", interrupts_on_one, max_workers=1).start(backend="ray") as running:
+        error = running.submit([0, 1, 2]).exception(timeout=60)
+        assert isinstance(error, FormationRuntimeError)
+        cause = error.__cause__
+        assert isinstance(cause, MapItemsError) and list(cause.errors) == [1]
+        assert isinstance(cause.errors[1], KeyboardInterrupt)
+        assert running.submit([2, 3]).result(timeout=60).output == [20, 30]
