@@ -347,7 +347,7 @@ def test_as_completed_raises_timeout_error_while_a_run_is_still_in_flight(held: 
     third raises ``TimeoutError``)."""
     with Formation("inc").add_function("inc", inc).start() as fast, \
             Formation("held").add_function("held", held).start() as slow:
-        seq = as_completed([fast.submit(1), fast.submit(1), slow.submit(2)], timeout=0.5)
+        seq = as_completed([fast.submit(1), fast.submit(1), slow.submit(2)], timeout=3)
         next(seq)
         next(seq)
         with pytest.raises(TimeoutError):
@@ -426,7 +426,7 @@ def test_ctrl_c_during_run_raises_keyboard_interrupt_within_the_stop_grace(held:
     finally:
         interrupter.join()
         signal.signal(signal.SIGINT, previous)
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < 5  # Dask: 4 s; the grace is 1 s, the rest is margin for a busy machine
     held.opened.set()
     assert until(lambda: not any(t.name.startswith("wingman-node-x") for t in threading.enumerate()), within=10)
 
