@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import threading
+from concurrent.futures import wait
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,29 @@ def test_a_node_that_raised_keyboard_interrupt_takes_the_next_run_and_other_form
         assert isinstance(running.submit(-1).exception(timeout=10), FormationRuntimeError)
         assert running.submit(1).result(timeout=10).output == 2
         assert other.submit(4).result(timeout=10).output == 8
+
+
+def test_replicas_that_raised_system_exit_are_replaced_and_no_queued_run_is_lost() -> None:
+    """From dask/distributed test_client.py::test_errors_dont_block and test_restart (workers that
+    died with their tasks are replaced; the other tasks all finish): three replicas, sixty runs
+    queued, one in three of them raising ``SystemExit`` or ``KeyboardInterrupt``."""
+
+    def f(x: int) -> int:
+        if x % 5 == 0:
+            raise SystemExit(x)
+        if x % 7 == 0:
+            raise KeyboardInterrupt
+        return x
+
+    formation = Formation("r").add_function("a", f, concurrency=3).add_function("b", double).connect("a", "b")
+    with formation.start() as running:
+        futures = [running.submit(i) for i in range(60)]
+        _, not_done = wait(futures, timeout=30)
+        assert not not_done
+        failed = [i for i, fut in enumerate(futures) if fut.exception() is not None]
+        assert failed == [i for i in range(60) if i % 5 == 0 or i % 7 == 0]
+        assert [fut.result().output for fut in futures if fut.exception() is None] == [
+            2 * i for i in range(60) if i % 5 and i % 7]
 
 
 def test_system_exit_is_not_retried_unless_retry_on_names_it() -> None:
