@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 
 from tests.support.peers import local_ray  # noqa: F401  (local_ray: a fixture)
-from wingman_actors import Formation
-from wingman_actors.errors import FormationRuntimeError, MapItemsError
+from wingman_actors import Agent, Formation, tool
+from wingman_actors.core import InferenceResponse
+from wingman_actors.errors import FleetItemsError, FormationRuntimeError, MapItemsError
+from wingman_actors.testing import ScriptedProvider
 
 
 async def ainc(x: Any) -> Any:
@@ -221,3 +223,21 @@ def test_on_ray_a_map_item_raising_keyboard_interrupt_fails_that_item_and_the_no
         assert isinstance(cause, MapItemsError) and list(cause.errors) == [1]
         assert isinstance(cause.errors[1], KeyboardInterrupt)
         assert running.submit([2, 3]).result(timeout=60).output == [20, 30]
+
+
+def test_a_fleet_item_whose_tool_raised_keyboard_interrupt_fails_naming_it() -> None:
+    """From dask/dask test_callbacks.py::test_finish_always_called (a task raising KeyboardInterrupt
+    ends the computation with it), for a fleet item whose agent's tool raised one. The node's error
+    used to end in "first: item 0: " and nothing more: a KeyboardInterrupt's text is empty."""
+
+    @tool
+    def quit_now(reason: str) -> str:
+        """Quit at once."""
+        raise KeyboardInterrupt
+
+    call = InferenceResponse.of_tool_calls([("c1", "quit_now", {"reason": "done"})])
+    agent = Agent("w", provider=ScriptedProvider([call], cycle=True), tools=[quit_now])
+    with pytest.raises(FormationRuntimeError, match=r"first: item 0: KeyboardInterrupt") as info:
+        Formation("f").add_fleet("f", agent, max_workers=1).run(["a", "b"], timeout=30)
+    assert isinstance(info.value.__cause__, FleetItemsError)
+    assert all(isinstance(e, KeyboardInterrupt) for e in info.value.__cause__.errors.values())
