@@ -417,7 +417,8 @@ class FleetItemsError(WingmanError):
 
     @staticmethod
     def _show(error: BaseException) -> str:
-        return str(error)
+        # an agent's error says what it is; anything else (a KeyboardInterrupt out of a tool) by its type
+        return str(error) if isinstance(error, WingmanError) else f"{type(error).__name__}: {error}"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.node, self.total, self.errors), {"usage": self.usage})

@@ -237,10 +237,8 @@ class AsyncVisits:
             output = await visit.coro
         except asyncio.CancelledError:
             self._ended(visit, None, None)
-        except BaseException as exc:
-            self._ended(visit, None, exc)
-            if not isinstance(exc, (Exception, RunSuspended)):  # a suspension is handled: reported above
-                raise  # SystemExit, KeyboardInterrupt: as a task lets them out
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt too: let out of the task, they would end
+            self._ended(visit, None, exc)  # the node's loop, and every later visit would wait for good
         else:
             self._ended(visit, (output,), None)
 

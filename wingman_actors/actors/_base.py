@@ -249,7 +249,8 @@ class NodeActor(RuntimeActor):
                 observer.suspended(work, attempt, signal)
                 return False
             raise
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt too: out of here they would end the actor
+            # (and Pykka stops every actor with it), leaving the run unresolved; they fail the attempt instead
             self.current = None
             spent: Usage | None = None
             if isinstance(exc, SpentOnFailure):  # an agent's or fleet's attempt: its error, what it spent beside it

@@ -224,8 +224,8 @@ class MapActor(NodeActor):
                     output = fn(item(visit, i))
                     if type(output) in _NOT_VALUES:
                         raise returned_not_a_value(output, f"the function of map node {self.name!r} (item {i})")
-                except (Exception, RunSuspended) as exc:  # RunSuspended: interrupt() in a journalled run
-                    errors[i] = exc
+                except BaseException as exc:  # RunSuspended: interrupt() in a journalled run; SystemExit and
+                    errors[i] = exc  # KeyboardInterrupt fail their item, not the worker (and its later items)
                 else:
                     visit.finished(i, output)
                 index = dispatch.take(finished=index)
@@ -256,8 +256,10 @@ class MapActor(NodeActor):
                 visit.enter(i)
                 try:
                     output = await fn(item(visit, i))
-                except (Exception, RunSuspended) as exc:
-                    errors[i] = exc
+                except asyncio.CancelledError:
+                    raise
+                except BaseException as exc:  # SystemExit, KeyboardInterrupt too: let out of a task, they would
+                    errors[i] = exc  # end the loop (and every later item and visit of this node with it)
                 else:
                     visit.finished(i, output)
                 index = dispatch.take(finished=index)

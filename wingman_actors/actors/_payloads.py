@@ -148,8 +148,8 @@ def _walk(value: Any, depth: int) -> Any:
             twin = _walk(member, depth + 1)
             if twin is not member:
                 changed[f.name] = twin
-        try:
-            return dataclasses.replace(value, **changed) if changed else value
+        try:  # a new instance even when no field changed: a receiver may set a field in place
+            return dataclasses.replace(value, **changed)
         except (TypeError, ValueError):  # a field that __init__ does not take
             pass
     try:

@@ -20,7 +20,7 @@ def edges_firing(edges: tuple[EdgeSpec, ...], output: Any) -> list[bool]:
     for e in edges:
         try:
             fire = e.when is None or bool(e.when(output))
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit too: out of here it would end the node's actor, the run unresolved
             raise ConditionRaised(e) from exc
         if fire and e.when is not None:
             matched = True

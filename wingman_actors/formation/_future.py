@@ -8,10 +8,14 @@ methods only.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol
 
 __all__ = ["Canceller", "RunFuture", "RunSink"]
+
+log = logging.getLogger("wingman_actors.formation")
 
 
 class Canceller(Protocol):
@@ -58,6 +62,27 @@ class RunFuture(Future[Any]):
         if canceller is not None:
             return canceller.cancel(self.run_id)
         return super().cancel()
+
+    def add_done_callback(self, fn: Callable[[Future[Any]], object]) -> None:
+        """As ``Future.add_done_callback``; a callback that raises ``SystemExit`` or
+        ``KeyboardInterrupt`` on the formation's thread that resolves the run is logged, as
+        ``Future`` logs an ``Exception``: let out there, it would end that thread (a node
+        actor, and Pykka stops every actor with it), and every later run would wait for good.
+        On an ended run the callback runs at once on the caller's thread, and what it raises
+        is the caller's."""
+        if self.done():
+            Future.add_done_callback(self, fn)
+            return
+
+        def guarded(future: Future[Any]) -> None:
+            try:
+                fn(future)
+            except Exception:
+                raise  # Future logs it, as for any future
+            except BaseException:
+                log.exception("a done callback of run %s raised; the formation goes on", self.run_id)
+
+        Future.add_done_callback(self, guarded)
 
     def settle_cancelled(self) -> bool:
         """Mark the future cancelled once the runtime has stopped the run (runtime use),

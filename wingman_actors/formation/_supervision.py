@@ -105,10 +105,10 @@ def retryable(retry_on: tuple[type[BaseException], ...] | None, error: BaseExcep
     item's) error is judged by what failed its inner run (:func:`inner_cause`).
     """
     cause = inner_cause(error)
-    if not getattr(cause, "retryable", True):
+    if not mendable(retry_on, cause):
         return False
     if isinstance(error, FleetItemsError) and not all(
-            getattr(inner_cause(e), "retryable", True) for e in error.errors.values()):
+            mendable(retry_on, inner_cause(e)) for e in error.errors.values()):
         return False  # (a mapped formation's items fail with NestedRunError: their own retryable says nothing)
     if retry_on is None or isinstance(error, retry_on) or isinstance(cause, retry_on):
         return True
@@ -131,12 +131,21 @@ def held_items(retry_on: tuple[type[BaseException], ...] | None, error: BaseExce
 
     def helps(item_error: BaseException) -> bool:
         cause = inner_cause(item_error)
-        if not getattr(cause, "retryable", True):
+        if not mendable(retry_on, cause):
             return False
         return named or isinstance(item_error, retry_on or ()) or isinstance(cause, retry_on or ())
 
     held = {i: e for i, e in error.errors.items() if not helps(e)}
     return held if len(held) < len(error.errors) else {}
+
+
+def mendable(retry_on: tuple[type[BaseException], ...] | None, cause: BaseException) -> bool:
+    """Whether another attempt may help with ``cause``: not when it says ``retryable = False``,
+    nor when it is no ``Exception`` (``SystemExit``, ``KeyboardInterrupt``) that ``retry_on`` does
+    not name (its default, every ``Exception``, does not)."""
+    if not getattr(cause, "retryable", True):
+        return False
+    return isinstance(cause, Exception) or (retry_on is not None and isinstance(cause, retry_on))
 
 
 def inner_cause(error: BaseException) -> BaseException:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,10 +103,17 @@ def emit(
     node: str | None,
     data: dict[str, Any],
 ) -> None:
-    """Call every listener with one event; a listener that raises is logged, not fatal."""
+    """Call every listener with one event; a listener that raises is logged, not fatal (on
+    the formation's threads, ``SystemExit`` and ``KeyboardInterrupt`` too: let out there, they
+    would end a node actor and leave the run unresolved; on the main thread they are the
+    caller's, a Ctrl-C among them)."""
     event = FormationEvent(type, run_id, node, time.time(), data)
     for listener in listeners:
         try:
             listener(event)
         except Exception:
+            log.exception("event listener failed on %s of run %s", type.value, run_id)
+        except BaseException:
+            if threading.current_thread() is threading.main_thread():
+                raise
             log.exception("event listener failed on %s of run %s", type.value, run_id)
