@@ -142,3 +142,69 @@ def test_a_waiting_session_that_is_never_answered_expires(tmp_path: Any) -> None
         with pytest.raises(RunNotResumableError, match="expired"):
             Session(agent, store=store).resume(session.id, answer="yes")
     assert model.calls == 1
+
+
+# --- asyncio.FIRST_COMPLETED: join="any" ------------------------------------------------
+
+
+def test_a_race_won_before_a_failure_is_won_by_the_same_branch_on_resume(store: RunStore) -> None:
+    """From inngest-py tests/test_function/cases/asyncio_first_completed.py (the first step
+    to finish wins; a replay sees the same winner)."""
+    counter, answered = Counter(), threading.Event()
+
+    def slow(q: str) -> str:
+        counter.hit("slow")
+        answered.wait(10)
+        return f"slow: {q}"
+
+    def after(answers: dict[str, str]) -> dict[str, str]:
+        if counter.hit("after") == 1:
+            raise ConnectionError("once")
+        return answers
+
+    f = (Formation("race").add_function("ask", str.strip).add_function("fast", lambda q: f"fast: {q}")
+         .add_function("slow", slow).add_function("first", lambda answers: answers, join="any")
+         .add_function("after", after)
+         .connect("ask", "fast", "first").connect("ask", "slow", "first").connect("first", "after"))
+    try:
+        with pytest.raises(Exception) as caught:
+            f.run(" why? ", store=store)
+    finally:
+        answered.set()
+    run_id = str(getattr(caught.value, "run_id", None))
+    assert store.load(run_id).visits["first"] == {1: {"fast": "fast: why?"}}
+    result = f.resume(run_id, store=store)
+    assert result.output == {"fast": "fast: why?"}
+    assert counter.count("after") == 2
+    assert counter.count("slow") <= 1  # (cancelled when fast won, before or after it started; never again)
+    assert result.nodes["slow"].status == "cancelled"
+
+
+def test_a_step_that_finishes_while_a_racing_wait_suspends_the_run_wins_on_resume_and_the_answer_is_unused(
+        store: RunStore) -> None:
+    """From inngest-py tests/test_function/cases/asyncio_first_completed.py with
+    wait_for_event_fulfill.py. Differs: Inngest goes on with the step that finished first
+    and drops the wait; our run suspends at the question (what finishes meanwhile is
+    journalled and goes no further until the resume), and the resume fires the join with
+    the step's value: the answer given is recorded and not used (an open question)."""
+    calls = Counter()
+
+    def auto(q: str) -> str:
+        calls.hit("auto")
+        until(lambda: any(store.load(r.id).interrupts for r in store.runs()), within=5)  # the question is asked
+        return f"auto: {q}"
+
+    def human(q: str) -> str:
+        calls.hit("human")
+        return f"human: {interrupt('approve?')}"
+
+    f = (Formation("approval").add_function("ask", str.strip).add_function("auto", auto).add_function("human", human)
+         .add_function("first", lambda answers: answers, join="any")
+         .connect("ask", "auto", "first").connect("ask", "human", "first"))
+    first = f.run("q", store=store)
+    assert (first.status, first.interrupt) == ("suspended", {"node": "human", "payload": "approve?"})
+    assert store.load(first.run_id).visits["auto"] == {1: "auto: q"}
+    done = f.resume(first.run_id, store=store, answer="approved")
+    assert (done.status, done.output) == ("succeeded", {"auto": "auto: q"})
+    assert done.nodes["human"].status == "cancelled"
+    assert calls.calls == {"auto": 1, "human": 1}
