@@ -217,6 +217,9 @@ def interrupt(payload: Any) -> Any:
     Raises:
         NoStoreError: the run is not journalled (no ``store=``), or this is not inside a
             formation node; pass ``store=RunStore(path)`` (or a path) to ``run``/``start``.
+            The run is found through a context variable: from a thread the node started,
+            call it in the node's context (``contextvars.copy_context()`` taken in the node,
+            ``ctx.run(...)`` in the thread).
 
     Example:
         >>> def approve(draft: str) -> str:
@@ -228,7 +231,9 @@ def interrupt(payload: Any) -> Any:
         raise NoStoreError(
             "interrupt() needs a journalled formation run to suspend: call it inside a function node, or a tool or "
             "middleware of an agent or fleet node, of a formation run with a store, "
-            "e.g. formation.run(input, store='runs.sqlite')"
+            "e.g. formation.run(input, store='runs.sqlite'); in a thread such code started, the run is not seen "
+            "unless the thread runs in its context: ctx = contextvars.copy_context() in the node, then "
+            "ctx.run(fn, ...) in the thread"
         )
     i = scope.calls
     scope.calls = i + 1

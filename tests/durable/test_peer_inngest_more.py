@@ -477,3 +477,27 @@ def test_a_run_id_with_unusual_characters_is_journalled_failed_and_resumed_by_th
     assert caught.value.run_id == run_id and store.get(run_id).status == "failed"
     assert f.resume(run_id, store=store).output == "X"
     assert [r.id for r in store.runs()] == [run_id]
+
+
+def test_large_parallel_step_outputs_are_journalled_whole_and_not_recomputed_on_resume(store: RunStore) -> None:
+    """From inngest-py tests/test_function/cases/steps_that_needs_api.py (five parallel steps
+    of 1 MiB each: each runs once, and the run completes)."""
+    counter = Counter()
+
+    def big(i: int) -> str:
+        counter.hit(i)
+        return chr(ord("a") + i) * 1024 * 1024
+
+    def total(parts: list[str]) -> int:
+        if counter.hit("total") == 1:
+            raise ConnectionError("once")
+        return sum(len(p) for p in parts)
+
+    f = Formation("big").add_map("parts", big, max_workers=5).add_function("total", total).connect("parts", "total")
+    with pytest.raises(FormationRuntimeError) as caught:
+        f.run(list(range(5)), store=store)
+    run_id = str(caught.value.run_id)
+    assert f.resume(run_id, store=store).output == 5 * 1024 * 1024
+    assert counter.calls == {0: 1, 1: 1, 2: 1, 3: 1, 4: 1, "total": 2}
+    parts = store.load(run_id).visits["parts"][1]
+    assert [p[:1] for p in parts] == list("abcde") and all(len(p) == 1024 * 1024 for p in parts)

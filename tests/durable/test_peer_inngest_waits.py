@@ -11,6 +11,7 @@ that in-flight work runs again on resume.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from concurrent.futures import CancelledError, ThreadPoolExecutor
@@ -208,3 +209,34 @@ def test_a_step_that_finishes_while_a_racing_wait_suspends_the_run_wins_on_resum
     assert (done.status, done.output) == ("succeeded", {"auto": "auto: q"})
     assert done.nodes["human"].status == "cancelled"
     assert calls.calls == {"auto": 1, "human": 1}
+
+
+# --- a wait called from a thread the step started -------------------------------------
+
+
+def test_a_wait_called_in_a_thread_the_node_started_says_how_to_give_it_the_runs_context(store: RunStore) -> None:
+    """Found while porting inngest-py tests/test_function/cases/wait_for_event_fulfill.py
+    (a wait called where the run's context is not reached; not a case of Inngest's own):
+    the error named only a missing store, though the run had one."""
+
+    def threaded(x: str) -> str:
+        with ThreadPoolExecutor(1) as pool:
+            return f"{x}:{pool.submit(interrupt, 'which?').result()}"
+
+    with pytest.raises(Exception, match=r"copy_context\(\) in the node, then ctx\.run\(fn, \.\.\.\) in the thread"):
+        Formation("thread").add_function("n", threaded).run("x", store=store)
+
+
+def test_a_wait_called_in_a_thread_run_in_the_nodes_context_suspends_and_resumes(store: RunStore) -> None:
+    """Found while porting inngest-py tests/test_function/cases/wait_for_event_fulfill.py
+    (the fix the error names works)."""
+
+    def threaded(x: str) -> str:
+        ctx = contextvars.copy_context()
+        with ThreadPoolExecutor(1) as pool:
+            return f"{x}:{pool.submit(ctx.run, interrupt, 'which?').result()}"
+
+    f = Formation("thread").add_function("n", threaded)
+    first = f.run("x", store=store)
+    assert (first.status, first.interrupt) == ("suspended", {"node": "n", "payload": "which?"})
+    assert f.resume(first.run_id, store=store, answer="A").output == "x:A"
