@@ -125,3 +125,22 @@ def test_a_resumed_sessions_replayed_model_call_is_reported_as_journalled_not_as
     made = [e.usage for e in seen.events if e.kind == "model_end" and not e.journalled]
     assert sum(u.input_tokens for u in made if u is not None) == 30  # each call counted once
     assert model.calls == 2
+
+
+def test_an_async_resume_reports_its_replayed_model_call_as_journalled_too(store: RunStore) -> None:
+    """From inngest-py tests/test_function/cases/function_middleware.py (its async
+    middleware), on ``Session.aresume``."""
+    import asyncio
+
+    model, bus, seen = deploy_script(), EventBus(), Collected()
+    bus.subscribe(["model_end"], seen)
+    agent = Agent("ops", provider=model, tools=[approve], events=bus)
+
+    async def both() -> str:
+        session = Session(agent, store=store)
+        assert (await session.arun("deploy it")).status == "suspended"
+        return (await Session(agent, store=store).aresume(session.id, answer="yes")).response
+
+    assert asyncio.run(both()) == "deployed"
+    bus.close()
+    assert [(e.step, e.journalled) for e in seen.events] == [(1, False), (1, True), (2, False)]
