@@ -217,6 +217,9 @@ def interrupt(payload: Any) -> Any:
     Raises:
         NoStoreError: the run is not journalled (no ``store=``), or this is not inside a
             formation node; pass ``store=RunStore(path)`` (or a path) to ``run``/``start``.
+            The run is found through a context variable: from a thread the node started,
+            call it in the node's context (``contextvars.copy_context()`` taken in the node,
+            ``ctx.run(...)`` in the thread).
 
     Example:
         >>> def approve(draft: str) -> str:
@@ -230,7 +233,8 @@ def interrupt(payload: Any) -> Any:
             "middleware of an agent or fleet node, of a formation run with a store, "
             "e.g. formation.run(input, store='runs.sqlite'). If the run has a store, this call came from a thread "
             "the node started itself, which does not carry the run's context: call interrupt() on the node's own "
-            "thread, or run the worker in it, e.g. pool.submit(contextvars.copy_context().run, fn, *args)"
+            "thread, or run the thread's code in the run's context: ctx = contextvars.copy_context() in the node, "
+            "then ctx.run(fn, ...) in the thread (with a pool: pool.submit(contextvars.copy_context().run, fn, *args))"
         )
     i = scope.calls
     scope.calls = i + 1

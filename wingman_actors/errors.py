@@ -417,8 +417,9 @@ class FleetItemsError(WingmanError):
 
     @staticmethod
     def _show(error: BaseException) -> str:
-        # an agent's error says what it is; anything else (a KeyboardInterrupt out of a tool) by its type
-        return str(error) if isinstance(error, WingmanError) else f"{type(error).__name__}: {error}"
+        # an agent's error says what it is; anything else (a KeyboardInterrupt out of a tool) by its type too
+        text = error_text(error)  # (an error whose __str__ raises still describes itself)
+        return text.partition(": ")[2] if isinstance(error, WingmanError) else text
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.node, self.total, self.errors), {"usage": self.usage})
@@ -433,7 +434,7 @@ class MapItemsError(FleetItemsError):
 
     @staticmethod
     def _show(error: BaseException) -> str:
-        return f"{type(error).__name__}: {error}"  # any exception: its type says what went wrong
+        return error_text(error)  # any exception: its type says what went wrong
 
 
 class NoStoreError(WingmanError, RuntimeError):
@@ -491,6 +492,18 @@ def _rebuild_error(cls: type[BaseException], args: tuple[Any, ...], state: dict[
     error.args = args
     error.__dict__.update(state)
     return error
+
+
+def error_text(error: BaseException) -> str:
+    """``"Type: message"`` for a node's error, as traces, events and run errors show it.
+    An exception whose ``str()`` raises (a ``__str__`` reading an attribute that is not
+    set) still describes itself, as Python's tracebacks do, instead of failing the code
+    that reports it."""
+    try:
+        text = str(error)
+    except Exception as exc:  # (the user's __str__ is broken: say so, keep the class)
+        text = f"<str() failed: {type(exc).__name__}>"
+    return f"{type(error).__name__}: {text}"
 
 
 def shippable_error(error: BaseException) -> Any:

@@ -4,8 +4,8 @@ Give an agent a bus (``Agent(..., events=bus)``) and subscribe functions to the 
 event you want; every session of that agent emits them as it runs::
 
     session_start   a run begins (``message``)
-    model_start     before each model call (``step``, ``request``)
-    model_end       after it (``response``, ``usage``, ``duration_s``)
+    model_start     before each model call (``step``, ``request``; ``journalled``: replayed, not made)
+    model_end       after it (``response``, ``usage``, ``duration_s``, ``journalled``)
     tool_start      before a tool call (``call``: the tool_use block)
     tool_end        after it (``call``, ``result``: the tool_result block, ``duration_s``)
     session_stop    the run ended (``status``: succeeded, failed or suspended; ``result`` or ``error``)
@@ -87,6 +87,9 @@ class Event:
         usage: ``model_end``: that call's usage; stop events: the run's usage (a failed or
             suspended run's: what its model calls had spent before it failed or suspended).
         duration_s: how long the model call, tool call or run took.
+        journalled: ``model_start`` / ``model_end``: True when the response is replayed from
+            the journal of a resumed run (a session or agent node that waited at an
+            ``interrupt()``): no call is made, so a monitor counting calls or tokens skips it.
     """
 
     kind: EventKind
@@ -105,6 +108,7 @@ class Event:
     error: str | None = None
     usage: Usage | None = None
     duration_s: float | None = None
+    journalled: bool = False
 
 
 class _Runner:

@@ -454,10 +454,10 @@ class Session(AsyncSessionRuns):
                     usage = spent if usage is None else usage + spent
             for mw in mws:
                 request = mw.before_model(ctx, request) or request
-            if bus is not None and "model_start" in bus.kinds:
-                emit(bus, "model_start", ctx, step=step, request=request)
-            t0 = time.perf_counter()
             replayed = scope.next_reply() if scope is not None else None
+            if bus is not None and "model_start" in bus.kinds:
+                emit(bus, "model_start", ctx, step=step, request=request, journalled=replayed is not None)
+            t0 = time.perf_counter()
             if replayed is not None:  # resumed after an interrupt: this call was made before
                 response = replayed
             elif aio:  # the async driver makes the call (Session.arun/astream)
@@ -470,7 +470,7 @@ class Session(AsyncSessionRuns):
                 response = infer(model, request, ctx.token)
             if bus is not None and "model_end" in bus.kinds:
                 emit(bus, "model_end", ctx, step=step, response=response, usage=response.usage,
-                     duration_s=time.perf_counter() - t0)
+                     duration_s=time.perf_counter() - t0, journalled=replayed is not None)
             if scope is not None and replayed is None:
                 scope.record_reply(response)
             for mw in mws:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .._cancel import _current as _current_token  # set inline: no scope object per call
 from ..core import ContentBlock, Message, Role, StreamEvent, StreamEventType, Usage
-from ..errors import AgentError, ErrorKind, ToolError
+from ..errors import AgentError, ErrorKind, ToolError, error_text
 from ..integrations import otel
 from ..tools import ToolContext, ToolRegistry
 from ._agent import Agent
@@ -272,7 +272,9 @@ def failure_block(call_id: str, name: str, exc: Exception) -> ContentBlock:
     elif isinstance(exc, AgentError):
         text = f"Error: {exc.message}" if exc.kind in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT) else f"Error: {exc}"
     else:
-        detail = str(exc)  # an exception raised without a message is named alone, not followed by ': '
+        # an exception raised without a message is named alone, not followed by ': ' (error_text: one
+        # whose __str__ raises is still reported to the model, not a crash of the session)
+        detail = error_text(exc).partition(": ")[2]
         text = f"Error: tool {name!r} raised {type(exc).__name__}" + (f": {detail}" if detail else "")
     return ContentBlock.tool_result_block(call_id, text, is_error=True)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._interrupts import VisitScope
-from ..errors import FormationRuntimeError, NodeTimeoutError
+from ..errors import FormationRuntimeError, NodeTimeoutError, error_text
 from ..store import (
     FormationShape,
     JournalStore,
@@ -231,8 +231,10 @@ class Journal:
     def record_failure(self, run_id: str, node: str, visit: int, failure: NodeFailure) -> None:
         """Journal that the visit failed into its node's error edges (see the module docs)."""
         error = failure.error
-        args = list(error.args) if all(type(a) in _PLAIN for a in error.args) else [str(error)]
-        record = {_FAILURE: f"{type(error).__module__}:{type(error).__qualname__}", "message": str(error),
+        text = error_text(error)
+        message = text.partition(": ")[2]  # (not str(error): a broken __str__ must not lose the failure)
+        args = list(error.args) if all(type(a) in _PLAIN for a in error.args) else [message]
+        record = {_FAILURE: f"{type(error).__module__}:{type(error).__qualname__}", "message": message,
                   "args": args, "attempts": failure.attempts}
         kept = False
         if _unpickles(error):  # a store that pickles keeps the exception itself
@@ -244,7 +246,7 @@ class Journal:
         if not kept:
             self.store.record_progress(run_id, node, visit, record)
         self.store.record_skip(run_id, node, visit, f"failed after {failure.attempts} attempt(s) into its error "
-                                                    f"edges: {type(error).__name__}: {error}")
+                                                    f"edges: {text}")
 
     def failure(self, run_id: str, node: str, input: Any, record: Mapping[str, Any]) -> NodeFailure:
         """The :class:`NodeFailure` a journalled failure ``record`` stands for (its error

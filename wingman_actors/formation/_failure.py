@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import shippable_error
+from ..errors import error_text, shippable_error
 
 __all__ = ["NodeFailure"]
 
@@ -53,5 +53,4 @@ class NodeFailure:
 
     def __str__(self) -> str:
         # what an agent handler reads as its message, and a log line shows
-        return (f"node {self.node!r} failed after {self.attempts} attempt(s): "
-                f"{type(self.error).__name__}: {self.error}")
+        return f"node {self.node!r} failed after {self.attempts} attempt(s): {error_text(self.error)}"

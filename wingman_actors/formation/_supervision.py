@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from ..actors._address import RuntimeActor
 from ..actors._envelope import HeldItem, Work
 from ..agents._result import spent
-from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError, NoRouteError
+from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError, NoRouteError, error_text
 from ._error_routes import route_failure
 from ._failure import NodeFailure
 from ._nesting import NestedRunError
@@ -165,7 +165,7 @@ def note_failure(run: RunState, node: str, attempt: int, started: float, finishe
     what the error says (an agent's or fleet's error: ``spent``)."""
     if usage is None:
         usage = spent(error)
-    run.own("failures").append((node, attempt, started, finished, f"{type(error).__name__}: {error}", usage))
+    run.own("failures").append((node, attempt, started, finished, error_text(error), usage))
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +256,7 @@ class Supervision:
             delay = backoff_delay(spec.backoff, work.attempt, spec.max_backoff, spec.jitter)
             if run.listeners:
                 emit(run.listeners, FormationEventType.NODE_RETRY, run.id, spec.name, {
-                    "attempt": work.attempt, "delay_s": delay, "error": f"{type(exc).__name__}: {exc}",
+                    "attempt": work.attempt, "delay_s": delay, "error": error_text(exc),
                 })
             work.attempt += 1
             work.settled = False
@@ -318,7 +318,7 @@ class Supervision:
         on to what the failure reaches."""
         if work is not None:
             tag = work.tag
-        error = f"{type(exc).__name__}: {exc}"
+        error = error_text(exc)
         if run.listeners:
             emit(run.listeners, FormationEventType.NODE_FAILED, run.id, spec.name,
                  {"attempts": attempts, "error": error})

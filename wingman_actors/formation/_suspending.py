@@ -11,6 +11,7 @@ from concurrent.futures import InvalidStateError
 from typing import TYPE_CHECKING, Any
 
 from .._graphs import downstream
+from ..errors import error_text
 from ._failure import NodeFailure
 from ._result import FormationResult, suspended_traces
 from ._trace_journal import journal_end
@@ -91,7 +92,7 @@ def _journalled(value: Any) -> Any:
     ``interrupt`` keeps the NodeFailure itself; a resume rebuilds the handler's input from
     the journalled failure, not from this."""
     if isinstance(value, NodeFailure):
-        return {"node": value.node, "error": f"{type(value.error).__name__}: {value.error}", "input": value.input,
+        return {"node": value.node, "error": error_text(value.error), "input": value.input,
                 "attempts": value.attempts, "run_id": value.run_id}
     if type(value) is dict and any(isinstance(v, NodeFailure) for v in value.values()):
         return {k: _journalled(v) for k, v in value.items()}
