@@ -23,7 +23,7 @@ from tests.support.peers import Counter
 from wingman_actors import Formation
 from wingman_actors.cli import main
 from wingman_actors.errors import FormationRuntimeError
-from wingman_actors.store import RunStore
+from wingman_actors.store import RunStore, StoreClosedError
 
 NAME = "file-\udcff.txt"  # a file name os.listdir gives for bytes that are not UTF-8
 
@@ -186,3 +186,29 @@ def test_an_async_run_journals_what_a_store_reads_from_inside_the_loop(path: Pat
     assert visits == {"double": {1: 4}, "pair": {1: (4, "4")}}
     with RunStore(path) as store:
         assert store.get(run_id).status == "succeeded"
+
+
+def test_closing_the_store_under_a_started_formation_fails_its_run_in_flight_instead_of_losing_it(path: Path) -> None:
+    """From checkpoint-sqlite tests/test_aiosqlite.py (a saver whose connection was closed
+    raises on use): before the fix, the run's failure could not be journalled either, that
+    error escaped the runtime, and the run's future never resolved."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow(x: int) -> int:
+        started.set()
+        release.wait(10)
+        return x + 1
+
+    store = RunStore(path)
+    with Formation("closed").add_function("slow", slow).start(store=store) as running:
+        future = running.submit(1)
+        assert started.wait(10)
+        store.close()
+        release.set()
+        with pytest.raises(FormationRuntimeError, match=r"node 'slow'.*StoreClosedError.*open a new RunStore"):
+            future.result(timeout=10)
+        with pytest.raises(StoreClosedError):
+            running.submit(2)
+    with RunStore(path) as reopened:  # its end was not journalled: it reads as unfinished, and resumes
+        assert reopened.get(future.run_id).status == "interrupted"
+        assert Formation("closed").add_function("slow", slow).resume(future.run_id, store=reopened).output == 2
