@@ -212,3 +212,13 @@ def test_closing_the_store_under_a_started_formation_fails_its_run_in_flight_ins
     with RunStore(path) as reopened:  # its end was not journalled: it reads as unfinished, and resumes
         assert reopened.get(future.run_id).status == "interrupted"
         assert Formation("closed").add_function("slow", slow).resume(future.run_id, store=reopened).output == 2
+
+
+def test_the_runs_commands_read_a_postgres_store_by_its_url(postgres_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """From checkpoint-postgres tests/test_sync.py (``PostgresSaver.from_conn_string`` reads
+    what another saver wrote)."""
+    run_id = Formation("pg").add_function("bin", lambda x: bytes(x)).run([0, 255], store=postgres_url).run_id
+    assert main(["runs", "--store", postgres_url, "--json"]) == 0
+    assert [(r["run_id"], r["status"]) for r in json.loads(capsys.readouterr().out)] == [(run_id, "succeeded")]
+    assert main(["runs", "history", run_id, "--store", postgres_url, "--json"]) == 0
+    assert [v["node"] for v in json.loads(capsys.readouterr().out)] == ["bin"]

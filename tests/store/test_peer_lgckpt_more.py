@@ -15,11 +15,14 @@ Deliberately different (docs/durable-runs.md documents ours):
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
+from tests.support.store_fixtures import until_the_server_has_seen_dead_owners_go
 from wingman_actors.store import RunNotResumableError, RunStore, StoreClosedError, StoreWriteError
 
 from .conftest import chain_shape
@@ -204,3 +207,25 @@ def test_an_empty_file_is_taken_as_a_new_store(tmp_path: Path) -> None:
         run_id = store.begin_run("f", chain_shape(), 0)
     with RunStore(path) as store:
         assert [r.id for r in store.runs()] == [run_id]
+
+
+_DIES = """
+import os, sys
+from tests.store.conftest import chain_shape
+from wingman_actors.store import RunStore
+print(RunStore(sys.argv[1]).begin_run("f", chain_shape(), 0), flush=True)
+os._exit(0)  # no close(): the process died
+"""
+
+
+def test_a_run_whose_process_died_is_listed_under_interrupted_as_get_reads_it(location: str) -> None:
+    """From conformance spec/test_list.py (``list(filter=...)`` yields what ``get_tuple``
+    reads): the status a filter matches is the one ``get`` gives, not the one last written."""
+    died = subprocess.run([sys.executable, "-c", _DIES, location], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).parents[2], check=True).stdout.strip()
+    until_the_server_has_seen_dead_owners_go(location)
+    with RunStore(location) as store:
+        alive = store.begin_run("f", chain_shape(), 1)
+        assert store.get(died).status == "interrupted"
+        assert [r.id for r in store.runs(status="interrupted")] == [died]
+        assert [r.id for r in store.runs(status="running")] == [alive]
