@@ -104,6 +104,8 @@ def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
 def _cut(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
+    if not text.isascii():  # a lone surrogate (a surrogateescape'd file name) cannot be printed: escape it
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text if len(text) <= _CUT else text[:_CUT - 1] + "…"
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ..store import StoreClosedError
 from ._result import ZERO_USAGE
 from ._runstate import _LOG_STRIDE
 
@@ -98,4 +99,9 @@ def journal_end(journal: Journal | None, run: RunState, status: Any, error: str 
                                   summary(run.traces() if traces is None else traces))
         except Exception:  # a trace the store cannot take must not keep the run from ending
             _log.warning("run %s: could not journal its node traces", run.id, exc_info=True)
-    store.set_status(run.id, status, error=error)
+    try:
+        store.set_status(run.id, status, error=error)
+    except StoreClosedError:  # closed under the run by its holder: the run still ends (its future resolves)
+        _log.error("run %s ended %s, but its run store was closed before the end could be journalled: the "
+                   "store reads it as unfinished, and resume continues it; close the store after the "
+                   "formation stops", run.id, status)

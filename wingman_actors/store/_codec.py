@@ -103,6 +103,20 @@ def _dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
+def _utf8(text: str, tree: Any) -> str:
+    """``text``, or the same JSON with non-ASCII characters escaped when it holds a lone
+    surrogate (``"\\ud800"``, e.g. from a file name decoded with ``surrogateescape``):
+    SQLite and PostgreSQL take UTF-8 only, and ``json.loads`` reads the escape back as the
+    same surrogate. ASCII text, the usual case, is not checked further."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(tree, separators=(",", ":"))
+    return text
+
+
 def _is_plain(v: Any) -> bool:
     t = type(v)
     if t in _SCALARS:
@@ -143,14 +157,22 @@ class Codec:
             SerializationError: a part of the value has an unsupported type (naming
                 where in the value, the type and the fixes), or a class is not importable.
         """
-        if _is_plain(value):
-            return PLAIN, _dumps(value)
-        pickled: list[bool] = []
         try:
-            tree = self._tag(value, "", pickled)
-        except _Unsupported as exc:
-            raise self._refusal(exc, where % args if args else where) from None
-        return (PICKLED if pickled else TAGGED), _dumps(tree)
+            if _is_plain(value):
+                return PLAIN, _utf8(_dumps(value), value)
+            pickled: list[bool] = []
+            try:
+                tree = self._tag(value, "", pickled)
+            except _Unsupported as exc:
+                raise self._refusal(exc, where % args if args else where) from None
+            return (PICKLED if pickled else TAGGED), _utf8(_dumps(tree), tree)
+        except RecursionError:
+            where = where % args if args else where
+            raise SerializationError(
+                f"{where} is nested too deeply for the run store to journal (more levels of lists, dicts "
+                f"or tuples than Python's recursion limit, {sys.getrecursionlimit()}, lets it walk); return a "
+                "flatter value, e.g. a list of items with parent indexes instead of a tree", where=where,
+                type_name=type_path(type(value))) from None
 
     def _tag(self, v: Any, at: str, pickled: list[bool]) -> Any:
         t = type(v)
