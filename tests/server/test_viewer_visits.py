@@ -106,3 +106,16 @@ def test_a_visit_that_failed_into_an_error_edge_is_listed_failed_without_an_outp
     (visit,) = visits(viewer, result.run_id, "parse")
     assert (visit["status"], visit["attempts"], "output" in visit) == ("failed", 1, False)
     assert "cannot read 'x'" in visit["error"]
+
+
+def test_a_run_whose_output_holds_a_lone_surrogate_is_served_escaped_not_as_a_500(
+        viewer: TestClient, tmp_path: Path) -> None:
+    """Found by the port of LangGraph's checkpoint savers' tests: the store journals text with a
+    lone surrogate (a file name decoded with surrogateescape), but the viewer's JSON responses
+    failed on it with a 500. It is now sent as a JSON escape, read back as the same text."""
+    name = "file-\udcff.txt"
+    run_id = Formation("f").add_function("a", lambda x: name).run(1, store=tmp_path / "runs.sqlite").run_id
+    response = viewer.get(f"/ui/api/runs/{run_id}")
+    assert response.status_code == 200
+    assert b"\\udcff" in response.content
+    assert [v["output"] for v in response.json()["visits"] if v["node"] == "a"] == [name]

@@ -38,6 +38,7 @@ from . import _routes_viewer as routes_viewer
 from ._body import scrub
 from ._config import ServerConfig
 from ._context import ServerContext, agent_tool_names
+from ._deps import JSONBody
 from ._docs import install_docs
 from ._errors import ApiError, from_agent_error
 from ._functions import FunctionRegistry
@@ -198,6 +199,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
 
     app = FastAPI(
         title="wingman-actors",
+        default_response_class=JSONBody,
         version=__version__,
         summary="Agents, sessions, fleets and formations over HTTP, persisted in SQLite.",
         description="Every error is `{\"error\": ...}`. POST, PUT and PATCH need `Content-Type: application/json`, "

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, cast
+import json
+from typing import Annotated, Any, cast
 
 from fastapi import Depends, Request
 from pydantic import BaseModel
-from starlette.responses import Response
+from pydantic_core import PydanticSerializationError
+from starlette.responses import JSONResponse, Response
 
 from ._context import ServerContext
 
-__all__ = ["Ctx", "context_of", "get_context", "json_response"]
+__all__ = ["Ctx", "JSONBody", "context_of", "get_context", "json_response"]
 
 
 async def get_context(request: Request) -> ServerContext:
@@ -33,4 +35,26 @@ def json_response(model: BaseModel, status_code: int = 200) -> Response:
     """``model`` as its JSON, encoded once: for a route whose ``response_model`` is
     ``model``'s class (kept in the decorator, so the OpenAPI document is unchanged), this
     skips FastAPI's validating and serialising the returned value through it again."""
-    return Response(model.model_dump_json().encode(), status_code, media_type="application/json")
+    try:
+        body = model.model_dump_json().encode()
+    except PydanticSerializationError:  # text UTF-8 cannot hold (a lone surrogate): escaped, as JSONBody does
+        body = JSONBody.ascii(model.model_dump(mode="json"))
+    return Response(body, status_code, media_type="application/json")
+
+
+class JSONBody(JSONResponse):
+    """The servers' JSON responses: Starlette's, except that text holding a lone surrogate (a
+    file name decoded with ``surrogateescape``, which a run may output and journal) is sent
+    as ``\\udcff`` escapes, which a JSON reader takes back as the same text, instead of
+    failing the request with a 500."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return self.ascii(content)
+
+    @staticmethod
+    def ascii(content: Any) -> bytes:
+        """``content`` as JSON with every non-ASCII character escaped."""
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")

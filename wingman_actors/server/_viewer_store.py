@@ -189,6 +189,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
     from ..store._values import POSTGRES_SCHEMES
     from ._app import validation_error
     from ._cli import _shown
+    from ._deps import JSONBody
     from ._errors import ApiError
     from ._guards import OriginHostMiddleware
     from ._middleware import JsonBodyMiddleware, MethodMiddleware, TokenMiddleware
@@ -221,7 +222,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
             store.close()
 
     app = FastAPI(title="wingman-actors run viewer", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)
+                  openapi_url=None, default_response_class=JSONBody)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
