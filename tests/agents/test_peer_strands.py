@@ -9,9 +9,10 @@ test_peer_strands_context.py; graphs and swarms in test_peer_strands_multiagent.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -479,3 +480,37 @@ def test_session_events_of_a_halted_run_say_it_failed_with_the_halt() -> None:
 
     [stop] = stops
     assert stop.status == "failed" and "budget spent" in str(stop.error)
+
+
+# -- tools that yield -------------------------------------------------------------------------------
+
+
+@tool
+def count_sync(n: int) -> Iterator[Any]:
+    """Count to n, yielding each step (a generator tool)."""
+    yield from range(n)
+    yield {"done": True}
+
+
+@tool
+async def count_async(n: int) -> AsyncIterator[Any]:
+    """Count to n, yielding each step (an async generator tool)."""
+    for i in range(n):
+        await asyncio.sleep(0)
+        yield i
+    yield {"done": True}
+
+
+@pytest.mark.parametrize("name", ["count_sync", "count_async"])
+@pytest.mark.parametrize("awaited", [False, True])
+def test_a_tool_that_yields_gives_the_model_every_value_it_yielded_as_a_json_list(name: str, awaited: bool) -> None:
+    """From strands-agents/sdk-python tests/strands/tools/test_decorator.py::test_tool_async_generator
+    (an async generator tool is run to its end; its yields are stream events and the last one is the
+    result). Ours differ on what is kept: the model gets every yielded value as one JSON list, for an
+    ``async def`` generator as for a plain one."""
+    provider = ScriptedProvider([calls(("c1", name, {"n": 2})), "counted"])
+    session = Session(Agent("a", provider=provider, tools=[count_sync, count_async]))
+    result = asyncio.run(session.arun("go")) if awaited else session.run("go")
+
+    assert (result.tool_calls[0].output, result.tool_calls[0].is_error) == ('[0, 1, {"done": true}]', False)
+    assert provider.requests[1].messages[-1].tool_results_blocks[0].content == '[0, 1, {"done": true}]'
