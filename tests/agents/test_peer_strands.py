@@ -509,8 +509,50 @@ def test_a_tool_that_yields_gives_the_model_every_value_it_yielded_as_a_json_lis
     result). Ours differ on what is kept: the model gets every yielded value as one JSON list, for an
     ``async def`` generator as for a plain one."""
     provider = ScriptedProvider([calls(("c1", name, {"n": 2})), "counted"])
-    session = Session(Agent("a", provider=provider, tools=[count_sync, count_async]))
-    result = asyncio.run(session.arun("go")) if awaited else session.run("go")
+    with Session(Agent("a", provider=provider, tools=[count_sync, count_async])) as session:
+        result = asyncio.run(session.arun("go")) if awaited else session.run("go")
 
     assert (result.tool_calls[0].output, result.tool_calls[0].is_error) == ('[0, 1, {"done": true}]', False)
     assert provider.requests[1].messages[-1].tool_results_blocks[0].content == '[0, 1, {"done": true}]'
+
+
+def test_a_run_timeout_stops_an_async_generator_tool_that_never_ends_and_runs_its_finally() -> None:
+    """From strands-agents/sdk-python tests/strands/tools/test_decorator.py (async generator tools) with
+    test_agent_cancellation.py (a cancelled invocation stops the running tool)."""
+    stopped = threading.Event()
+
+    @tool
+    async def forever(n: int) -> AsyncIterator[int]:
+        """Yield n for ever."""
+        try:
+            while True:
+                await asyncio.sleep(0.01)
+                yield n
+        finally:
+            stopped.set()
+
+    provider = ScriptedProvider([calls(("c1", "forever", {"n": 1})), "never"])
+    started = time.monotonic()
+    with Session(Agent("a", provider=provider, tools=[forever])) as session, pytest.raises(AgentError) as caught:
+        session.run("go", timeout=0.3)
+
+    assert caught.value.kind is ErrorKind.TIMEOUT and time.monotonic() - started < 3
+    assert stopped.wait(5) and provider.calls == 1
+
+
+def test_an_async_generator_tool_may_ask_a_person_and_its_answer_is_among_its_yields(store: RunStore) -> None:
+    """From strands-agents/sdk-python tests/strands/agent/test_interrupt.py (a tool raises an interrupt;
+    resumed, the tool gets the response) with an async generator tool."""
+
+    @tool
+    async def prepare_and_confirm(order: str) -> AsyncIterator[Any]:
+        """Prepare an order, then confirm it with the user."""
+        yield f"prepared {order}"
+        yield interrupt({"confirm": order})
+
+    provider = ScriptedProvider([calls(("c1", "prepare_and_confirm", {"order": "A7"})), "Confirmed."])
+    with Session(Agent("a", provider=provider, tools=[prepare_and_confirm]), store=store) as session:
+        assert session.run("go").interrupt == {"confirm": "A7"}
+        done = session.resume(session.id, store=store, answer="yes")
+
+    assert (done.response, done.tool_calls[0].output, provider.calls) == ("Confirmed.", '["prepared A7", "yes"]', 2)
