@@ -1,0 +1,131 @@
+"""More behaviours of Strands Agents' own tests (strands-agents/sdk-python tests/strands/agent/
+test_interrupt.py, multiagent/test_swarm.py, test_graph.py), ported to our agent layer: a
+batch of tool calls each approved or refused by a person, what a delegating agent's stream
+carries (Strands' swarm streams each node's events), a lead that answers without handing off,
+and an agent node whose structured answer never validates. Models are played by the scripted
+provider."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from tests.agents.test_peer_strands import calls
+from wingman_actors import Agent, Formation, Session, interrupt, tool
+from wingman_actors.agents import Middleware, RunContext
+from wingman_actors.core import ContentBlock, StreamEventType
+from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.events import Event, EventBus
+from wingman_actors.orchestration import AgentRegistry
+from wingman_actors.store import RunStore
+from wingman_actors.testing import ScriptedProvider
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[RunStore]:
+    with RunStore(tmp_path / "sessions.sqlite") as runs:
+        yield runs
+
+
+class ApproveEach(Middleware):
+    """Asks a person about every call (Strands' BeforeToolCallEvent.interrupt per tool use)."""
+
+    def before_tool(self, ctx: RunContext, call: ContentBlock) -> ContentBlock | None:
+        answer = interrupt({"approve": (call.input or {}).get("path")})
+        if answer != "yes":
+            return ContentBlock.tool_result_block(call.id or "", f"refused: {answer}", is_error=True)
+        return None
+
+
+def test_each_call_of_a_batch_is_put_to_the_person_in_turn_and_only_the_approved_ones_run(store: RunStore) -> None:
+    """From strands-agents/sdk-python tests/strands/agent/test_interrupt.py (interrupts raised for several
+    tool uses of one message: each needs its response before the tools run; a denied one is not run)."""
+    ran: list[str] = []
+
+    @tool
+    def delete(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return f"deleted {path}"
+
+    provider = ScriptedProvider([calls(("c1", "delete", {"path": "/a"}), ("c2", "delete", {"path": "/b"})), "done"])
+    agent = Agent("ops", provider=provider, tools=[delete], middleware=[ApproveEach()])
+    with Session(agent, store=store) as session:
+        assert session.run("clean up").interrupt == {"approve": "/a"}
+        second = session.resume(session.id, store=store, answer="yes")
+        assert (second.interrupt, ran) == ({"approve": "/b"}, [])  # nothing runs before every call is settled
+        done = session.resume(session.id, store=store, answer="no")
+
+    assert [(c.output, c.is_error) for c in done.tool_calls] == [("deleted /a", False), ("refused: no", True)]
+    assert (ran, provider.calls) == (["/a"], 2)
+
+
+def test_a_delegating_agents_stream_carries_its_own_events_and_the_members_run_is_seen_on_the_bus() -> None:
+    """From strands-agents/sdk-python tests/strands/multiagent/test_swarm.py::test_swarm_streaming_events
+    (a swarm's stream forwards each node's events as multiagent_node_stream). Ours differ: a session's
+    stream is its own model's and tools' events; a delegated member's run is reported live on the
+    lead's event bus (subagent_start / subagent_stop), its text not mixed into the lead's stream."""
+    team = AgentRegistry()
+    member = ScriptedProvider(["specialist words"])
+    team.register(Agent("specialist", provider=member), description="knows things")
+    lead_model = ScriptedProvider([calls(("d1", "delegate", {"tasks": [{"agent": "specialist", "task": "explain"}]})),
+                                   "lead words"])
+    seen: list[Event] = []
+    with EventBus() as bus:
+        bus.subscribe(["subagent_start", "subagent_stop"], seen.append)
+        stream = Session(Agent("lead", provider=lead_model, delegates=team, events=bus)).run_stream("go")
+        events = list(stream)
+        bus.flush()
+
+    text = "".join(e.text or "" for e in events if e.type is StreamEventType.TEXT_DELTA)
+    assert text == "lead words"
+    tool_ends = [e.block.content for e in events if e.type is StreamEventType.TOOL_END and e.block is not None]
+    assert json.loads(tool_ends[0] or "") == [{"agent": "specialist", "result": "specialist words"}]
+    assert [(e.kind, e.agent, e.depth) for e in seen] == [("subagent_start", "specialist", 1),
+                                                          ("subagent_stop", "specialist", 1)]
+
+
+def test_a_lead_that_answers_without_handing_off_ends_with_its_answer_and_no_member_runs() -> None:
+    """From strands-agents/sdk-python tests/strands/multiagent/test_swarm.py::test_swarm_auto_completion_without_handoff
+    (an agent that does not hand off completes the swarm alone)."""
+    member = ScriptedProvider(["never"])
+    team = AgentRegistry()
+    team.register(Agent("specialist", provider=member), description="knows things")
+    result = Session(Agent("lead", provider=ScriptedProvider(["Done myself."]), delegates=team)).run("easy task")
+
+    assert (result.response, result.tool_calls, member.calls) == ("Done myself.", [], 0)
+
+
+class Verdict(BaseModel):
+    approved: bool
+
+
+def test_an_agent_node_whose_answer_never_validates_is_retried_in_a_fresh_session_and_then_fails_the_run() -> None:
+    """From strands-agents/sdk-python tests/strands/multiagent/test_graph.py (a node whose agent raises,
+    here a structured output that never validates, fails the graph) with
+    test_agent_structured_output.py (StructuredOutputException after the model does not comply)."""
+    provider = ScriptedProvider(["no idea"], cycle=True)
+    graph = Formation("review").add_agent("judge", Agent("judge", provider=provider, output_schema=Verdict), retries=1,
+                                          backoff=0.01)
+    with pytest.raises(FormationRuntimeError, match="judge") as caught:
+        graph.run("Is it good?")
+
+    assert caught.value.attempts == 2 and provider.calls == 4  # two attempts, each one answer and one correction
+    firsts = [r for r in provider.requests if len(r.messages) == 1]
+    assert [r.messages[0].text for r in firsts] == ["Is it good?", "Is it good?"]  # each attempt starts afresh
+
+
+def test_an_agent_node_whose_answer_validates_on_its_retry_hands_the_object_on() -> None:
+    """From strands-agents/sdk-python tests/strands/multiagent/test_graph.py (a graph continues with the
+    node's result) with test_agent_structured_output.py (the structured output is the result)."""
+    provider = ScriptedProvider(["no idea", "still no idea", '{"approved": true}'])
+    graph = Formation("review").add_agent("judge", Agent("judge", provider=provider, output_schema=Verdict), retries=1,
+                                          backoff=0.01)
+    graph.add_function("publish", lambda verdict: f"published={verdict.approved}").connect("judge", "publish")
+    result = graph.run("Is it good?")
+
+    assert (result.output, result.nodes["judge"].attempts) == ("published=True", 2)
