@@ -129,3 +129,18 @@ def test_an_agent_node_whose_answer_validates_on_its_retry_hands_the_object_on()
     result = graph.run("Is it good?")
 
     assert (result.output, result.nodes["judge"].attempts) == ("published=True", 2)
+
+
+def test_a_middleware_hook_written_as_async_def_is_refused_when_the_agent_is_made_naming_it_and_the_fix() -> None:
+    """From strands-agents/sdk-python tests/strands/agent/test_agent_hooks.py::test_hook_retry_on_successful_call
+    (hook callbacks may be ``async def``: Strands awaits them). Ours differ: middleware hooks are plain
+    functions, called inline by blocking and awaited runs alike (as ``prepare`` is); an ``async def`` one
+    is refused at once, where it used to fail the run with "'coroutine' object has no attribute 'content'"
+    and leave an un-awaited coroutine behind."""
+
+    class AsyncReview(Middleware):
+        async def after_model(self, ctx: RunContext, response: object) -> None:  # type: ignore[override]
+            return None
+
+    with pytest.raises(TypeError, match=r"agent 'a': middleware .*AsyncReview.*after_model is async def.*plain def"):
+        Agent("a", provider=ScriptedProvider(["hi"]), middleware=[AsyncReview()])
