@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from tests.agents.test_peer_strands import calls
 from wingman_actors import Agent, Formation, Session, interrupt, tool
 from wingman_actors.agents import Middleware, RunContext
-from wingman_actors.core import ContentBlock, StreamEventType
+from wingman_actors.core import ContentBlock, Message, StreamEventType
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.events import Event, EventBus
 from wingman_actors.orchestration import AgentRegistry
@@ -144,3 +144,40 @@ def test_a_middleware_hook_written_as_async_def_is_refused_when_the_agent_is_mad
 
     with pytest.raises(TypeError, match=r"agent 'a': middleware .*AsyncReview.*after_model is async def.*plain def"):
         Agent("a", provider=ScriptedProvider(["hi"]), middleware=[AsyncReview()])
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo a text."""
+    return f"echo {text}"
+
+
+def test_a_conversation_saved_as_json_continues_in_a_new_session_with_its_tool_turns() -> None:
+    """From strands-agents/sdk-python tests/strands/agent/test_agent.py (an agent restored by its session
+    manager carries on the saved conversation). Ours differ on where it is kept: a finished session
+    writes nothing to a store, and its ``history`` (pydantic messages) is saved and given back as
+    ``Session(agent, history=...)``."""
+    provider = ScriptedProvider([calls(("c1", "echo", {"text": "a"})), "first done", "second done"])
+    first = Session(Agent("a", provider=provider, tools=[echo]))
+    first.run("one")
+    saved = TypeAdapter(list[Message]).dump_json(first.history)
+
+    again = Session(Agent("a", provider=provider, tools=[echo]), history=TypeAdapter(list[Message]).validate_json(saved))
+    assert again.run("two").response == "second done"
+    sent = provider.requests[-1].messages
+    assert [m.text for m in sent] == ["one", "", "", "first done", "two"]
+    assert [b.content for m in sent for b in m.content if b.type == "tool_result"] == ["echo a"]
+
+
+def test_a_restored_conversation_ending_in_an_unanswered_tool_call_gets_an_error_result_before_the_new_message() -> None:
+    """From strands-agents/sdk-python tests/strands/agent/test_agent.py
+    (test_agent_restored_from_session_with_orphaned_tool_use: a toolUse left without its toolResult is
+    answered before the next message, so the model provider accepts the conversation)."""
+    history = [Message.user("hi"), calls(("c9", "echo", {"text": "1"})).to_message()]
+    provider = ScriptedProvider(["ok"])
+    Session(Agent("a", provider=provider, tools=[echo]), history=history).run("next")
+
+    sent = provider.requests[0].messages
+    [result] = sent[2].tool_results_blocks
+    assert (result.tool_use_id, result.is_error) == ("c9", True) and "never answered" in (result.content or "")
+    assert sent[-1].text == "next"
