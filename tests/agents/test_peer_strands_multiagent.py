@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.agents.test_peer_strands import calls
+from tests.agents.test_peer_strands import calls, count_async
+from tests.support.peers import local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Agent, Formation, Session, interrupt, tool
 from wingman_actors.core import InferenceRequest, InferenceResponse, Usage
 from wingman_actors.errors import FormationRuntimeError
@@ -283,3 +284,23 @@ def test_a_swarm_inside_an_agent_node_suspends_the_run_and_resumes_it(store: Run
     lead2, member2, lead_model2 = swarm(["Booked Lima."], ["All set: Lima."])
     done = Formation("trip").add_agent("lead", lead2).resume(waiting.run_id, store=store, answer="Lima")
     assert (done.status, done.output, member2.calls, lead_model2.calls) == ("succeeded", "All set: Lima.", 1, 1)
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_a_graph_of_agents_with_an_async_generator_tool_gives_the_same_answers_on_ray() -> None:
+    """From strands-agents/sdk-python tests/strands/multiagent/test_graph.py::test_graph_execution with
+    tests/strands/tools/test_decorator.py::test_tool_async_generator, on backend="ray": the same graph,
+    node results and usage as on threads."""
+
+    def build() -> Formation:
+        counter = ScriptedProvider([calls(("c1", "count_async", {"n": 2})),
+                                    lambda r: f"counted {r.messages[-1].content[0].content}"])
+        graph = Formation("g").add_agent("counter", Agent("counter", provider=counter, tools=[count_async]))
+        return graph.add_agent("editor", Agent("editor", provider=answers("edited", 3, 4))).connect("counter", "editor")
+
+    threads = build().run("count")
+    on_ray = build().run("count", backend="ray", timeout=120)
+    assert on_ray.outputs == threads.outputs == {"editor": "edited"}
+    assert on_ray.nodes["counter"].output == threads.nodes["counter"].output == 'counted [0, 1, {"done": true}]'
+    assert on_ray.usage == threads.usage
