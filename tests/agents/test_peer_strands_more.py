@@ -7,9 +7,11 @@ provider."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, TypeAdapter
@@ -17,12 +19,13 @@ from pydantic import BaseModel, TypeAdapter
 from tests.agents.test_peer_strands import calls
 from wingman_actors import Agent, Formation, Session, interrupt, tool
 from wingman_actors.agents import Middleware, RunContext
-from wingman_actors.core import ContentBlock, Message, StreamEventType
+from wingman_actors.core import ContentBlock, Message, StreamEventType, ToolDefinition
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.events import Event, EventBus
 from wingman_actors.orchestration import AgentRegistry
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
+from wingman_actors.tools import ToolContext
 
 
 @pytest.fixture
@@ -181,3 +184,37 @@ def test_a_restored_conversation_ending_in_an_unanswered_tool_call_gets_an_error
     [result] = sent[2].tool_results_blocks
     assert (result.tool_use_id, result.is_error) == ("c9", True) and "never answered" in (result.content or "")
     assert sent[-1].text == "next"
+
+
+class Lookup:
+    """A tool of one's own (the Tool protocol) whose ``execute`` is ``async def``."""
+
+    name = "lookup"
+    description = "Look a key up."
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    @property
+    def definition(self) -> ToolDefinition:
+        schema = {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}
+        return ToolDefinition(name=self.name, description=self.description, input_schema=schema)
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        await asyncio.sleep(0)
+        self.keys.append(input["key"])
+        return f"value of {input['key']}"
+
+
+@pytest.mark.parametrize("awaited", [False, True])
+def test_a_tool_class_of_ones_own_whose_execute_is_async_def_is_awaited(awaited: bool) -> None:
+    """From strands-agents/sdk-python tests/strands/tools/test_tools.py (a tool class of one's own, an
+    AgentTool whose stream is ``async def``, is run and its result reaches the model). Ours used to hand
+    the model "<coroutine object ...>" without running it."""
+    lookup = Lookup()
+    provider = ScriptedProvider([calls(("c1", "lookup", {"key": "k1"})), "done"])
+    with Session(Agent("a", provider=provider, tools=[lookup])) as session:
+        result = asyncio.run(session.arun("go")) if awaited else session.run("go")
+
+    assert (result.tool_calls[0].output, result.tool_calls[0].is_error, lookup.keys) == ("value of k1", False, ["k1"])
+    assert provider.requests[1].messages[-1].tool_results_blocks[0].content == "value of k1"

@@ -178,7 +178,8 @@ class Tool(Protocol):
     """A tool a model can call.
 
     ``execute`` receives the validated-or-not input dict and the session's
-    :class:`ToolContext`, and returns the text sent back to the model. Raise
+    :class:`ToolContext`, and returns the text sent back to the model; it may be
+    ``async def`` (awaited on the session's event loop, as an ``async def`` @tool is). Raise
     :class:`~wingman_actors.errors.ToolError` with a message the model can act on.
     """
 
@@ -188,7 +189,7 @@ class Tool(Protocol):
     @property
     def definition(self) -> ToolDefinition: ...
 
-    def execute(self, input: dict[str, Any], ctx: ToolContext) -> str: ...
+    def execute(self, input: dict[str, Any], ctx: ToolContext) -> str | Coroutine[Any, Any, str]: ...
 
 
 def format_validation_error(tool_name: str, exc: ValidationError) -> str:
