@@ -18,7 +18,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from tests.agents.test_peer_strands import calls
 from wingman_actors import Agent, Formation, Session, interrupt, tool
-from wingman_actors.agents import Middleware, RunContext
+from wingman_actors.agents import Halt, Middleware, RunContext
 from wingman_actors.core import (
     ContentBlock,
     InferenceResponse,
@@ -246,3 +246,22 @@ def test_an_agent_run_inside_a_plain_tool_is_not_counted_in_the_callers_usage_wh
     assert (result.tool_calls[0].output, inner.calls) == ("facts", 1)
     assert (result.usage.input_tokens, result.usage.output_tokens) == (3, 3)
     assert all(not step.children for step in result.trace)
+
+
+def test_a_tool_that_raises_halt_does_not_stop_the_loop_its_reason_goes_to_the_model() -> None:
+    """From strands-agents/sdk-python tests/strands/event_loop/test_event_loop.py::test_event_loop_cycle_stop
+    (a tool sets request_state["stop_event_loop"] and the loop ends after the tool). Ours differ: a tool
+    has no way to end the loop (``Halt`` is for middleware; a tool wanting a person's word calls
+    ``interrupt()``); a ``Halt`` raised by a tool is that call's error result and the loop goes on.
+    An open question: whether a tool's Halt should end the run, as middleware's does."""
+
+    @tool
+    def stop(reason: str) -> str:
+        """Stop the loop."""
+        raise Halt(reason)
+
+    provider = ScriptedProvider([calls(("c1", "stop", {"reason": "enough"})), "after"])
+    result = Session(Agent("a", provider=provider, tools=[stop])).run("go")
+
+    assert (result.response, provider.calls, result.tool_calls[0].is_error) == ("after", 2, True)
+    assert "enough" in result.tool_calls[0].output
