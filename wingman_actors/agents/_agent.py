@@ -251,3 +251,12 @@ def _check_types(agent: Agent) -> None:
                 f"agent {name!r}: middleware {mw!r} lacks the hook(s) {', '.join(missing)}: subclass "
                 "wingman_actors.agents.Middleware and override the hooks you need"
             )
+        # Hooks are called inline, by blocking and awaited runs alike: an async def one would hand back a
+        # coroutine taken for its replacement (and never awaited)
+        awaited = [hook for hook in _HOOKS if is_async_callable(getattr(mw, hook))]
+        if awaited:
+            raise TypeError(
+                f"agent {name!r}: middleware {mw!r}: {', '.join(awaited)} is async def; middleware hooks are "
+                "called inline by every run (blocking or awaited), so write them as plain def (to await "
+                "something, do it in an async def tool, or beforehand and pass it as the run's metadata=)"
+            )

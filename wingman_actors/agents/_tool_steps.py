@@ -8,6 +8,7 @@ Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import dataclasses
 import logging
@@ -248,6 +249,8 @@ class ToolStep:
             if tool_ctx.token is not None:
                 tool_ctx.token.check()
             out = tool.execute(dict(call.input or {}), tool_ctx)
+            if asyncio.iscoroutine(out):  # a Tool of one's own whose execute is async def: awaited, not rendered
+                out = tool_ctx.await_coroutine(out)
             block = ContentBlock.tool_result_block(call_id, out if isinstance(out, str) else str(out))
         except Exception as exc:
             error = exc

@@ -21,7 +21,7 @@ import threading
 import types
 import typing
 import weakref
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError as FutureCancelled
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -178,7 +178,8 @@ class Tool(Protocol):
     """A tool a model can call.
 
     ``execute`` receives the validated-or-not input dict and the session's
-    :class:`ToolContext`, and returns the text sent back to the model. Raise
+    :class:`ToolContext`, and returns the text sent back to the model; it may be
+    ``async def`` (awaited on the session's event loop, as an ``async def`` @tool is). Raise
     :class:`~wingman_actors.errors.ToolError` with a message the model can act on.
     """
 
@@ -188,7 +189,7 @@ class Tool(Protocol):
     @property
     def definition(self) -> ToolDefinition: ...
 
-    def execute(self, input: dict[str, Any], ctx: ToolContext) -> str: ...
+    def execute(self, input: dict[str, Any], ctx: ToolContext) -> str | Coroutine[Any, Any, str]: ...
 
 
 def format_validation_error(tool_name: str, exc: ValidationError) -> str:
@@ -214,6 +215,11 @@ def to_text(value: Any) -> str:
         return json.dumps(pydantic.TypeAdapter(Any).dump_python(value, mode="json"), ensure_ascii=False)
     except (TypeError, ValueError, PydanticSerializationError):
         return str(value)
+
+
+async def _yielded(values: AsyncIterator[Any]) -> list[Any]:
+    """Every value an async generator tool yields, in order."""
+    return [value async for value in values]
 
 
 def _is_context(annotation: Any) -> bool:
@@ -257,6 +263,10 @@ class FunctionTool:
         self._ctx_param: str | None = None
         # an object whose __call__ is async def is awaited too, as function nodes are
         self._is_async = is_async_callable(fn)
+        # an async generator is run to its end on the same loop, its yields kept as a list (as
+        # to_text keeps a plain generator's); rendered as it was, the model got "<async_generator ...>"
+        call = base if inspect.isroutine(base) else getattr(type(base), "__call__", None)  # noqa: B004
+        self._is_async_gen = inspect.isasyncgenfunction(call)
         sig = inspect.signature(fn)
         # A callable object's parameters are its __call__'s: their annotations are there.
         typed = base if inspect.isroutine(base) or isinstance(base, type) else type(base).__call__
@@ -311,7 +321,9 @@ class FunctionTool:
         ``async def`` function is awaited on an event loop the session's context owns
         (:meth:`ToolContext.await_coroutine`); this blocks the calling thread."""
         kwargs = self._arguments(input, ctx)
-        if self._is_async:  # awaited on the session's event loop (started on first use)
+        if self._is_async_gen:
+            result = ctx.await_coroutine(_yielded(self.fn(**kwargs)))
+        elif self._is_async:  # awaited on the session's event loop (started on first use)
             result = ctx.await_coroutine(self.fn(**kwargs))
         else:
             result = self.fn(**kwargs)
@@ -324,7 +336,9 @@ class FunctionTool:
         its own. Either one left stuck when the session stops holds neither the caller's
         loop nor exit."""
         kwargs = self._arguments(input, ctx)
-        if self._is_async:
+        if self._is_async_gen:
+            result = await ctx.await_coroutine_async(_yielded(self.fn(**kwargs)))
+        elif self._is_async:
             result = await ctx.await_coroutine_async(self.fn(**kwargs))
         else:
             result = await in_daemon_thread(functools.partial(self.fn, **kwargs), name=f"wingman-tool-{self.name}")
