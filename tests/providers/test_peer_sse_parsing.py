@@ -24,7 +24,6 @@ from wingman_actors.providers._anthropic import _sdk_aiohttp, build_anthropic
 from wingman_actors.providers._base import BaseProvider
 from wingman_actors.providers._openai import build_openai
 
-PEER = "florimondmanca/httpx-sse tests/test_decoders.py"
 MODES = [
     "sync",
     "httpx",
