@@ -61,14 +61,15 @@ def openai(loopback: LoopbackServer, mode: str) -> Iterator[Callable[[], BasePro
 
 
 @pytest.fixture
-def anthropic(loopback: LoopbackServer, mode: str) -> Iterator[Callable[[], BaseProvider]]:
+def anthropic(loopback: LoopbackServer, mode: str) -> Iterator[Callable[..., BaseProvider]]:
     if mode == "aiohttp" and not _sdk_aiohttp():
         pytest.skip("no aiohttp client in this SDK")
     made: list[BaseProvider] = []
 
-    def build() -> BaseProvider:
+    def build(**options: Any) -> BaseProvider:
         transport = {} if mode == "sync" else {"async_transport": mode}
-        provider = build_anthropic({"api_key": "test-key", "base_url": loopback.url, "model": MODEL, **transport})
+        provider = build_anthropic({"api_key": "test-key", "base_url": loopback.url, "model": MODEL, **transport,
+                                    **options})
         provider.retry = RetryPolicy(0, base_delay=0.001, max_delay=0.002)
         made.append(provider)
         return provider
