@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +188,59 @@ def test_the_viewers_stream_of_a_suspended_run_ends_and_one_after_resume_shows_t
     with client.stream("GET", f"/ui/api/runs/{run['id']}/stream") as response:
         after = [line for line in response.iter_lines() if line.startswith("event: ")]
     assert after[-1] == "event: end" and after.count("event: node_finished") >= 1
+
+
+def test_an_error_event_mid_stream_names_its_kind_and_masks_the_providers_key(
+    client: httpx.Client, loopback: LoopbackServer
+) -> None:
+    """From sysid/sse-starlette tests/test_event_source_response.py (an exception in the generator after the
+    stream started becomes what the stream sends): the provider repeats the key in its error event."""
+    key = "sk-sse27-very-secret-key"
+    assert client.put("/provider/auth", json={"providers": {"openai": {"key": key}}}).status_code == 200
+    try:
+        loopback.queue(Reply.sse([(None, chunk({"role": "assistant", "content": "Hal"})),
+                                  ("error", {"message": f"upstream rejected key {key}", "code": 502})]))
+        agent = openai_agent(client, f"{loopback.url}/v1")
+        sid = client.post("/sessions").json()["id"]
+        with client.stream("POST", f"/sessions/{sid}/message/stream", json={"agent_id": agent, "message": "hi"}) as r:
+            text = "".join(r.iter_text())
+    finally:
+        client.put("/provider/auth", json={"providers": {"openai": {"key": ""}}})
+    assert key not in text and "[redacted]" in text
+    last = [line for line in text.splitlines() if line.startswith("event: ")][-1]
+    assert last == "event: error"
+    error = json.loads([line for line in text.splitlines() if line.startswith("data: ")][-1].removeprefix("data: "))
+    assert "upstream rejected key" in error["error"] and error["error_kind"] == "agent"
+
+
+def test_two_streams_of_one_session_at_once_run_one_after_the_other_and_both_are_kept(
+    client: httpx.Client, server: RunningServer
+) -> None:
+    """From sysid/sse-starlette tests/integration/test_multiple_consumers.py (several streams open at once):
+    a session runs one message at a time, so the second waits its turn; both end ``done`` and both turns are
+    in the history."""
+    agent = scripted_agent(client, "first answer", "second answer", options={"latency_s": 0.2})
+    sid = client.post("/sessions").json()["id"]
+
+    def one(message: str) -> list[tuple[str, Any]]:
+        with server.client() as own:
+            return sse_events(own, f"/sessions/{sid}/message/stream", {"agent_id": agent, "message": message})
+
+    with ThreadPoolExecutor(2) as pool:
+        streams = list(pool.map(one, ["one", "two"]))
+    assert [events[-1][0] for events in streams] == ["done", "done"]
+    assert sorted(events[-1][1]["response"] for events in streams) == ["first answer", "second answer"]
+    history = client.get(f"/sessions/{sid}").json()["history"]
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+
+
+def test_the_viewers_stream_of_a_failed_run_ends_with_run_failed_then_end(client: httpx.Client) -> None:
+    """From sysid/sse-starlette tests/test_event_source_response.py (the response ends once the source is done,
+    failed or not)."""
+    fid = formation(client, "clean", "explode", name="viewed-failure")
+    client.post(f"/formations/{fid}/run", json={"input": "a"})
+    (run,) = client.get("/runs", params={"formation_id": fid}).json()
+    assert run["status"] == "failed"
+    with client.stream("GET", f"/ui/api/runs/{run['id']}/stream") as response:
+        names = [line for line in response.iter_lines() if line.startswith("event: ")]
+    assert names[-2:] == ["event: run_failed", "event: end"]
