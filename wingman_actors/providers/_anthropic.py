@@ -228,6 +228,8 @@ class AnthropicProvider(BaseProvider):
 
     def _stream(self, request: InferenceRequest) -> Iterator[StreamEvent]:
         stream: anthropic.Stream[RawMessageStreamEvent] | None = None
+        mapper = EventMapper(ResponseBuilder(_ID, self.model_for(request)))
+        whole = False  # message_stop came and its events were given: the answer is complete
         try:
             with self._pool.lease() as lease:
                 timeout = remaining_timeout(self.options.timeout)
@@ -235,13 +237,15 @@ class AnthropicProvider(BaseProvider):
                 if lease.extensions:  # a user's client: its socket is known now
                     lease.attach(stream.response)
                 try:
-                    mapper = EventMapper(ResponseBuilder(_ID, self.model_for(request)))
                     for event in stream:
                         yield from mapper.feed(event)
+                        whole = mapper.finished
                     mapper.end()
                 finally:
                     stream.close()
         except Exception as exc:
+            if whole:  # the answer was complete; only reading the body's end failed (a read timeout...)
+                return
             self._raise_mapped(exc)
 
     async def _ainfer(self, request: InferenceRequest) -> InferenceResponse:
@@ -253,18 +257,22 @@ class AnthropicProvider(BaseProvider):
         return from_message(message)
 
     async def _astream(self, request: InferenceRequest) -> AsyncGenerator[StreamEvent, None]:
+        mapper = EventMapper(ResponseBuilder(_ID, self.model_for(request)))
+        whole = False  # message_stop came and its events were given: the answer is complete
         try:
             timeout = remaining_timeout(self.options.timeout)
             stream = await self._async.get().messages.create(**self._create_args(request), stream=True, timeout=timeout)
             try:
-                mapper = EventMapper(ResponseBuilder(_ID, self.model_for(request)))
                 async for event in stream:
                     for mapped in mapper.feed(event):
                         yield mapped
+                    whole = mapper.finished
                 mapper.end()
             finally:
                 await stream.close()
         except Exception as exc:
+            if whole:  # the answer was complete; only reading the body's end failed (a read timeout...)
+                return
             self._raise_mapped(exc)
 
     def _raise_mapped(self, exc: Exception) -> NoReturn:

@@ -47,6 +47,10 @@ __all__ = ["OpenAIOptions", "OpenAIProvider", "build_openai"]
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _PATH = "/chat/completions"
 _ACCEPT = {"Accept": "text/event-stream"}
+_SSE_ENCODING = "utf-8-sig"
+"""An event stream is UTF-8 whatever its charset says, and a leading byte order mark is
+dropped (WHATWG); httpx-sse would read it as part of the first field's name and skip that
+event, so the BOM is removed by decoding the body as ``utf-8-sig``."""
 _STOP: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
 
@@ -196,6 +200,7 @@ class OpenAIProvider(BaseProvider):
                 response.read()
                 yield from self._whole_answer(response, body["model"])
                 return
+            response.encoding = _SSE_ENCODING
             state = _StreamState(ResponseBuilder(self.id, body["model"]))
             for sse in EventSource(response).iter_sse():
                 events = self._sse_events(state, sse.event, sse.data)
@@ -215,6 +220,7 @@ class OpenAIProvider(BaseProvider):
                 for event in self._whole_answer(response, body["model"]):
                     yield event
                 return
+            response.encoding = _SSE_ENCODING
             state = _StreamState(ResponseBuilder(self.id, body["model"]))
             async for sse in EventSource(response).aiter_sse():
                 events = self._sse_events(state, sse.event, sse.data)
