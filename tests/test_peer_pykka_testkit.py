@@ -261,3 +261,42 @@ def test_setting_a_finished_run_s_future_again_fails() -> None:
         with pytest.raises(concurrent.futures.InvalidStateError):
             future.set_result("again")  # type: ignore[arg-type]
         assert future.result().output == 2
+
+
+def test_a_run_submitted_after_the_registry_stopped_every_actor_fails_saying_why() -> None:
+    """From pykka tests/test_registry.py::test_all_actors_can_be_stopped_through_registry: a Pykka user
+    stops every actor with ``ActorRegistry.stop_all()`` (Pykka's documented shutdown), a formation's node
+    actors included. A run submitted after that never resolved; it fails at once, naming the node, the
+    cause and the fix."""
+    f = Formation("f").add_function("a", lambda x: x + 1).add_function("b", lambda x: x * 2).connect("a", "b")
+    with f.start() as running:
+        assert running.submit(1).result(10).output == 4
+        pykka.ActorRegistry.stop_all(block=True)
+        future = running.submit(2)
+        with pytest.raises(FormationRuntimeError, match=r"node 'a'.*stopped from outside.*running\.stop\(\)") as info:
+            future.result(5)
+    assert info.value.node == "a"
+    assert node_actors() == []
+
+
+def test_a_run_reaching_a_node_whose_actor_was_stopped_through_its_ref_fails_naming_that_node() -> None:
+    """From pykka tests/test_ref.py::test_tell_fails_if_actor_is_stopped: a node actor found through the
+    registry and stopped with ``ActorRef.stop()``; the run that reaches that node fails naming it."""
+    f = Formation("f").add_function("a", lambda x: x + 1).add_function("b", lambda x: x * 2).connect("a", "b")
+    with f.start() as running:
+        _a_ref, b_ref = node_actors()  # the registry lists actors in the order they started: a, then b
+        b_ref.stop()
+        with pytest.raises(FormationRuntimeError, match=r"node 'b'.*stopped from outside") as info:
+            running.submit(2).result(5)
+    assert info.value.node == "b"
+
+
+def test_a_node_with_a_replica_stopped_through_its_ref_serves_on_with_the_other() -> None:
+    """From pykka tests/test_ref.py::test_stop_does_not_stop_already_dead_actor: stopping one of a node's
+    two replicas from outside leaves the node served by the other."""
+    f = Formation("f").add_function("inc", lambda x: x + 1, concurrency=2)
+    with f.start() as running:
+        first, _second = node_actors()
+        first.stop()
+        assert [running.submit(i).result(10).output for i in range(4)] == [1, 2, 3, 4]
+

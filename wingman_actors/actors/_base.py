@@ -168,6 +168,13 @@ class NodeActor(RuntimeActor):
         """Whether :meth:`interrupt` stops the work in progress."""
         return False
 
+    @property
+    def stopped_from_outside(self) -> bool:
+        """Whether this replica stopped without the runtime asking it to (no retirement, no
+        ``LEAVE``, not abandoned): ``ActorRef.stop()`` or ``ActorRegistry.stop_all()`` of a
+        user's. The runtime starts no successor for it."""
+        return self.actor_stopped.is_set() and self._lane.holds_stop and not self.abandoned
+
     def spent_so_far(self) -> Usage | None:
         """What the attempt in progress has spent on model calls so far (read from another
         thread when the runtime cuts it: a timeout, a cancel), or None when unknown: only
