@@ -337,3 +337,52 @@ def test_node_actors_started_and_stopped_from_many_threads_all_reply_and_leave_n
     assert sorted(actor_probe.expect_message(ReplyKind.RESULT).payload for _ in range(16)) == sorted([i * i for i in range(8)] +
                                                                     [(i + 100) ** 2 for i in range(8)])
     assert pykka.ActorRegistry.get_all() == [actor_probe.ref]
+
+
+def test_telling_a_stopped_probe_says_it_is_stopped_not_that_it_was_never_started() -> None:
+    """From pykka tests/test_ref.py::test_tell_fails_if_actor_is_stopped (the error names what is wrong):
+    it said "the probe is not started: use ActorProbe.start()" for a probe that was started, then
+    stopped."""
+    probe = ActorProbe.start("late")
+    probe.stop()
+    with pytest.raises(RuntimeError, match=r"probe 'late' is stopped: start a new one with ActorProbe\.start\(\)"):
+        probe.tell(work(1))
+
+
+def test_a_probe_made_without_start_says_how_to_make_one() -> None:
+    """From pykka tests/test_actor.py::test_str_on_raw_actor_contains_actor_class_name (an actor made but
+    not started): a probe made with ``ActorProbe()`` has no actor yet, and says how to make one."""
+    with pytest.raises(RuntimeError, match=r"probe 'raw' is not started: make probes with ActorProbe\.start\(\)"):
+        ActorProbe("raw").ref  # noqa: B018
+
+
+def test_a_stopped_probe_keeps_what_it_received_readable() -> None:
+    """From pykka tests/test_actor.py::test_actor_processes_all_messages_before_stop_on_self_stops_it:
+    what reached the probe before its stop is still there to assert on."""
+    probe = ActorProbe.start("keeps")
+    ref = node_actor(lambda x: x + 1, reply_to=probe)
+    ref.tell(work(1))
+    ref.stop()
+    probe.stop()
+    assert probe.expect_message(ReplyKind.RESULT, timeout=0).payload == 2
+
+
+def test_a_node_actor_refuses_a_reply_to_that_is_neither_an_actor_nor_a_callable_and_leaves_no_actor() -> None:
+    """From pykka tests/test_actor.py::test_init_can_be_called_with_arbitrary_arguments: a node actor's
+    arguments are checked when it is made, in the caller's thread, before it is registered."""
+    with pytest.raises(TypeError, match=r"reply_to must be an actor ref or a callable, got int"):
+        node_actor(lambda x: x, reply_to=42)
+    assert pykka.ActorRegistry.get_all() == []
+
+
+def test_a_node_actor_whose_reply_callable_raises_stops_as_a_pykka_actor_does(caplog: pytest.LogCaptureFixture) -> None:
+    """From pykka tests/test_actor.py::test_on_failure_is_called_when_exception_cannot_be_returned: a
+    callable reply_to that raises is an exception the actor cannot return; it stops (logged on the
+    ``pykka`` logger with the callable's error)."""
+    def full(_: Any) -> None:
+        raise OverflowError("the inbox is full")
+
+    ref = node_actor(lambda x: x, name="pushy", reply_to=full)
+    ref.tell(work(1))
+    assert until(lambda: not ref.is_alive(), within=5)
+    assert "the inbox is full" in caplog.text
