@@ -300,3 +300,29 @@ def test_a_node_with_a_replica_stopped_through_its_ref_serves_on_with_the_other(
         first.stop()
         assert [running.submit(i).result(10).output for i in range(4)] == [1, 2, 3, 4]
 
+
+
+def test_work_queued_behind_a_node_actor_s_outside_stop_fails_its_run_when_the_actor_stops() -> None:
+    """From pykka tests/test_actor.py::test_messages_left_in_queue_after_actor_stops_receive_an_error: a
+    node's only actor stopped through its ref while it works, and a run told to it before it stopped;
+    that run's work waited in the node's queue forever. It fails when the actor stops; the run the
+    actor was working on finishes."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow(x: int) -> int:
+        started.set()
+        release.wait(10)
+        return x + 1
+
+    f = Formation("f").add_function("a", slow).add_function("b", lambda x: x * 2).connect("a", "b")
+    with f.start() as running:
+        a_ref, _b_ref = node_actors()  # the registry lists actors in the order they started
+        first = running.submit(1)
+        assert started.wait(10)
+        a_ref.stop(block=False)
+        second = running.submit(2)
+        release.set()
+        assert first.result(10).output == 4
+        with pytest.raises(FormationRuntimeError, match=r"node 'a'.*stopped from outside") as info:
+            second.result(5)
+    assert info.value.node == "a"

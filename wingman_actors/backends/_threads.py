@@ -83,6 +83,18 @@ class ThreadNode:
         for each in lost:  # outside the lock: failing a run releases its work on every node
             self._fail_lost(each)
 
+    def _stopped(self, actor: Any) -> None:
+        """A replica stopped (on its thread). When every replica was stopped from outside,
+        no successor is coming: the work waiting in the node's queue fails its runs."""
+        if not actor.stopped_from_outside:
+            return  # retired (a successor comes), left, or abandoned: the runtime's own doing
+        with self._lock:
+            if self._backend.closing or not all(a.stopped_from_outside for a in self.replicas):
+                return
+            lost = self._drain()
+        for work in lost:
+            self._fail_lost(work)
+
     def _drain(self) -> list[Work]:
         """Take the work left in the node's queue (the lock held, every replica stopped)."""
         left, self._pending = self._pending, []
@@ -111,7 +123,8 @@ class ThreadNode:
 
     def _spawn(self, replica: int) -> Any:
         r = self._recipe
-        actor = start_actor(r.cls, *r.args, observer=self._observer, inbox=self.inbox, replica=replica, **r.kwargs)
+        actor = start_actor(r.cls, *r.args, observer=self._observer, inbox=self.inbox, replica=replica,
+                            on_stopped=self._stopped, **r.kwargs)
         self._backend.remember(actor)
         if self._pending:  # called with the lock held (restart, abandon)
             pending, self._pending = self._pending, []
