@@ -326,3 +326,64 @@ def test_work_queued_behind_a_node_actor_s_outside_stop_fails_its_run_when_the_a
         with pytest.raises(FormationRuntimeError, match=r"node 'a'.*stopped from outside") as info:
             second.result(5)
     assert info.value.node == "a"
+
+
+def test_a_run_in_progress_when_the_registry_stops_every_actor_fails_instead_of_hanging() -> None:
+    """From pykka tests/test_registry.py::test_all_actors_can_be_stopped_through_registry, called from
+    another thread while ``Formation.run`` waits: the run fails naming the node its output could not
+    reach."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow(x: int) -> int:
+        started.set()
+        release.wait(10)
+        return x + 1
+
+    def shut_down() -> None:
+        started.wait(10)
+        pykka.ActorRegistry.stop_all(block=False)
+        assert until(lambda: len(node_actors()) == 1, within=5)  # "a" finishes its work first
+        release.set()
+
+    stopper = threading.Thread(target=shut_down)
+    stopper.start()
+    f = Formation("f").add_function("a", slow).add_function("b", lambda x: x * 2).connect("a", "b")
+    try:
+        with pytest.raises(FormationRuntimeError, match=r"node 'b'.*stopped from outside"):
+            f.run(1, timeout=20)
+    finally:
+        release.set()
+        stopper.join(10)
+    assert until(lambda: node_actors() == [], within=5)
+
+
+def test_a_proxy_of_a_formation_s_node_actor_reads_its_node_name() -> None:
+    """From pykka tests/proxy/test_attribute_access.py::test_actor_attr_can_be_read_using_get."""
+    f = Formation("f").add_function("a", lambda x: x + 1).add_function("b", lambda x: x * 2).connect("a", "b")
+    with f.start() as running:
+        assert [ref.proxy().name.get(timeout=5) for ref in node_actors()] == ["a", "b"]
+        assert running.submit(1).result(10).output == 4
+
+
+def test_what_is_asked_through_one_replica_s_ref_is_answered_by_any_replica_of_its_node() -> None:
+    """From pykka tests/proxy/test_attribute_access.py::test_actor_attr_can_be_read_using_get. Differs from
+    Pykka, where a ref's messages reach that one actor: a node's replicas share one queue (so no input
+    waits while a replica is idle), and an ask or a proxy call through one replica's ref is answered by
+    whichever replica takes it, always one of that node's."""
+    f = Formation("f").add_function("a", lambda x: x + 1, concurrency=2).add_function("b", lambda x: x)
+    f.connect("a", "b")
+    with f.start() as running:
+        a_refs = node_actors()[:2]  # the registry lists actors in the order they started
+        answers = [(ref.proxy().name.get(timeout=5), ref.proxy().replica.get(timeout=5)) for ref in a_refs * 3]
+        assert {name for name, _ in answers} == {"a"} and {replica for _, replica in answers} <= {0, 1}
+        assert running.submit(1).result(10).output == 2
+
+
+def test_a_broadcast_of_a_message_that_is_not_work_leaves_a_formation_serving() -> None:
+    """From pykka tests/test_registry.py::test_broadcast_sends_message_to_all_actors_if_no_target: every
+    node actor gets it, logs it as not understood, and runs go on."""
+    f = Formation("f").add_function("a", lambda x: x + 1).add_function("b", lambda x: x * 2).connect("a", "b")
+    with f.start() as running:
+        pykka.ActorRegistry.broadcast({"command": "foo"})
+        assert running.submit(1).result(10).output == 4
+        assert len(node_actors()) == 2
