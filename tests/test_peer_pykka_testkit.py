@@ -387,3 +387,26 @@ def test_a_broadcast_of_a_message_that_is_not_work_leaves_a_formation_serving() 
         pykka.ActorRegistry.broadcast({"command": "foo"})
         assert running.submit(1).result(10).output == 4
         assert len(node_actors()) == 2
+
+
+def test_a_retry_waiting_out_its_backoff_when_the_registry_stops_every_actor_fails_its_run() -> None:
+    """From pykka tests/test_registry.py::test_all_actors_can_be_stopped_through_registry, while a
+    failed attempt waits for its retry: ``stop_all`` stopped the supervisor too, the redelivery found
+    it dead ("scheduled callback failed" in the log) and the run never resolved. It fails, saying
+    what stopped it."""
+    calls: list[int] = []
+
+    def flaky(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            raise ConnectionError("once")
+        return x
+
+    f = Formation("f").add_function("a", flaky, retries=1, backoff=0.5, jitter=False)
+    with f.start() as running:
+        future = running.submit(1)
+        assert until(lambda: any(r.actor_class.__name__ == "Supervisor" for r in node_actors()), within=5)
+        pykka.ActorRegistry.stop_all(block=True)
+        with pytest.raises(FormationRuntimeError, match=r"retry of node 'a'.*supervisor was stopped from outside") as info:
+            future.result(5)
+    assert info.value.node == "a" and calls == [1]
