@@ -407,6 +407,33 @@ def test_a_retry_waiting_out_its_backoff_when_the_registry_stops_every_actor_fai
         future = running.submit(1)
         assert until(lambda: any(r.actor_class.__name__ == "Supervisor" for r in node_actors()), within=5)
         pykka.ActorRegistry.stop_all(block=True)
-        with pytest.raises(FormationRuntimeError, match=r"retry of node 'a'.*supervisor was stopped from outside") as info:
+        with pytest.raises(FormationRuntimeError, match=r"node 'a' \(attempt 2\) needed the formation's supervisor.*stopped from outside") as info:
             future.result(5)
     assert info.value.node == "a" and calls == [1]
+
+
+def test_a_node_time_limit_holds_after_the_registry_stopped_the_supervisor() -> None:
+    """From pykka tests/test_registry.py::test_all_actors_can_be_stopped_through_registry, while an
+    attempt is stuck past its node ``timeout``: the timer's message found the supervisor dead and the
+    run waited for the stuck code, past its limit. It fails at the limit, naming the node."""
+    release = threading.Event()
+    calls: list[int] = []
+
+    def stuck_on_retry(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            raise ConnectionError("once")  # starts the supervisor
+        release.wait(10)
+        return x
+
+    f = Formation("f").add_function("a", stuck_on_retry, retries=1, backoff=0, timeout=0.5)
+    try:
+        with f.start() as running:
+            future = running.submit(1)
+            assert until(lambda: len(calls) == 2, within=5)
+            pykka.ActorRegistry.stop_all(block=False)
+            with pytest.raises(FormationRuntimeError, match=r"node 'a' \(attempt 2\) needed the formation's supervisor"):
+                future.result(5)
+    finally:
+        release.set()
+    assert until(lambda: node_actors() == [], within=5)

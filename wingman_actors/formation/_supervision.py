@@ -42,8 +42,6 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pykka
-
 from ..actors._address import RuntimeActor
 from ..actors._envelope import HeldItem, Work
 from ..agents._result import spent
@@ -265,7 +263,7 @@ class Supervision:
             work.timer = None
             if delay > 0:
                 tell = self.router.tell_supervisor
-                self.router.scheduler.call_later(delay, lambda: self.redeliver_later(tell, work))
+                self.router.scheduler.call_later(delay, lambda: tell(Redeliver(work)))
             else:
                 self.redeliver(work)
             return
@@ -281,22 +279,6 @@ class Supervision:
         for i, item_error in held.items():
             work.memo[i] = HeldItem(item_error)
         return True
-
-    def redeliver_later(self, tell: Any, work: Work) -> None:
-        """A retry's backoff is over (on the scheduler's thread): redeliver through the
-        supervisor. A supervisor stopped from outside the formation (Pykka's
-        ``ActorRegistry.stop_all()``) cannot: the run fails, saying so, rather than wait."""
-        try:
-            tell(Redeliver(work))
-        except pykka.ActorDeadError:
-            run = work.run
-            if run.done or self.router.closing:
-                return
-            self.router.fail_run(run, FormationRuntimeError(
-                f"run {run.id}: the retry of node {work.target!r} (attempt {work.attempt}) could not start: the "
-                "formation's supervisor was stopped from outside the formation (pykka.ActorRegistry.stop_all()); "
-                "stop a formation with running.stop() (or by leaving its `with` block), and start it again",
-                node=work.target, attempts=work.attempt - 1, run_id=run.id, outputs=run.outputs))
 
     def redeliver(self, work: Work) -> None:
         if work.run.done or self.router.closing:
