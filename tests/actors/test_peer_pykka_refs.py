@@ -13,7 +13,8 @@ import pykka
 import pytest
 
 from tests.support.peers import until
-from wingman_actors.testing import ActorProbe, ReplyKind, node_actor, work
+from wingman_actors import Agent
+from wingman_actors.testing import ActorProbe, ReplyKind, ScriptedProvider, node_actor, work
 
 
 @pytest.fixture
@@ -386,3 +387,14 @@ def test_a_node_actor_whose_reply_callable_raises_stops_as_a_pykka_actor_does(ca
     ref.tell(work(1))
     assert until(lambda: not ref.is_alive(), within=5)
     assert "the inbox is full" in caplog.text
+
+
+def test_an_agent_node_actor_stopped_while_its_model_answers_replies_first(actor_probe: ActorProbe) -> None:
+    """From pykka tests/test_actor.py::test_on_stop_is_called_when_actor_is_stopped: a stop waits for
+    the message in progress, so the session under way finishes and replies."""
+    model = ScriptedProvider(["done"], latency_s=0.3)
+    ref = node_actor(Agent("slowpoke", provider=model), reply_to=actor_probe)
+    ref.tell(work("go"))
+    assert until(lambda: model.calls == 1 or bool(model.requests), within=5)
+    assert ref.stop(timeout=10) is True
+    assert actor_probe.expect_message(ReplyKind.RESULT).payload == "done"
