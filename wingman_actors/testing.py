@@ -190,6 +190,7 @@ class ActorProbe:
         self._all: list[Any] = []
         self._unread: deque[Any] = deque()
         self._actor: _ProbeActor | None = None
+        self._stopped = False
 
     @classmethod
     def start(cls, name: str = "probe") -> ActorProbe:
@@ -202,7 +203,11 @@ class ActorProbe:
     def ref(self) -> pykka.ActorRef[Any]:
         """The probe's actor ref."""
         if self._actor is None:
-            raise RuntimeError("the probe is not started: use ActorProbe.start()")
+            if self._stopped:
+                raise RuntimeError(f"probe {self.name!r} is stopped: start a new one with ActorProbe.start() "
+                                   "(what it received stays readable: messages, expect_message)")
+            raise RuntimeError(f"probe {self.name!r} is not started: make probes with ActorProbe.start(), "
+                               "not ActorProbe()")
         return self._actor.actor_ref
 
     def tell(self, message: Any) -> None:
@@ -263,6 +268,7 @@ class ActorProbe:
         """Stop the probe's actor and wait for its thread."""
         actor, self._actor = self._actor, None
         if actor is not None:
+            self._stopped = True
             actor.actor_ref.stop(block=True, timeout=timeout)
             actor.thread.join(timeout)
 

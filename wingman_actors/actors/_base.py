@@ -101,6 +101,8 @@ class NodeActor(RuntimeActor):
         inbox: the queue the node's replicas share (None: the actor's own queue).
         blackboard: the board active while this actor works (``current_blackboard()``)
             when the work belongs to no formation run; inside a formation, the run's board.
+        on_stopped: called with the actor when it stops (on its thread, from
+            :meth:`on_stop`): the backend learns of a replica stopped from outside.
     """
 
     def __init__(
@@ -113,9 +115,11 @@ class NodeActor(RuntimeActor):
         notify_start: bool = False,
         inbox: queue.SimpleQueue[Any] | None = None,
         blackboard: Blackboard | None = None,
+        on_stopped: Callable[[NodeActor], None] | None = None,
     ) -> None:
         super().__init__()
         self.name = name
+        self._on_stopped = on_stopped
         self.thread_name = f"wingman-node-{name}-{replica}"
         self.blackboard = blackboard
         self.observer = observer
@@ -167,6 +171,19 @@ class NodeActor(RuntimeActor):
     def interruptible(self) -> bool:
         """Whether :meth:`interrupt` stops the work in progress."""
         return False
+
+    def on_stop(self) -> None:
+        """Pykka's hook, on the actor's thread as it stops: tell ``on_stopped``.
+        Subclasses that override it call ``super().on_stop()`` last."""
+        if self._on_stopped is not None:
+            self._on_stopped(self)
+
+    @property
+    def stopped_from_outside(self) -> bool:
+        """Whether this replica stopped without the runtime asking it to (no retirement, no
+        ``LEAVE``, not abandoned): ``ActorRef.stop()`` or ``ActorRegistry.stop_all()`` of a
+        user's. The runtime starts no successor for it."""
+        return self.actor_stopped.is_set() and self._lane.holds_stop and not self.abandoned
 
     def spent_so_far(self) -> Usage | None:
         """What the attempt in progress has spent on model calls so far (read from another

@@ -228,6 +228,7 @@ class AsyncFunctionActor(FunctionActor):
                 visits.drain()
             visits.stop()
         self._loop.stop()
+        super().on_stop()
 
     def on_failure(self, *exc_info: Any) -> None:
         self.on_stop()  # a crashed actor gets no on_stop: its loop ends here instead

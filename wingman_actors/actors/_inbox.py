@@ -72,6 +72,12 @@ class Lane:
         finally:
             self.put = put
 
+    @property
+    def holds_stop(self) -> bool:
+        """Whether the stop request of :meth:`hold_stop` is still held: the actor did not
+        retire (a stopped actor whose lane holds it was stopped by someone else)."""
+        return self._held is not None
+
     def _hold(self, envelope: Any) -> None:
         self._held = envelope
 

@@ -137,6 +137,7 @@ class MapActor(NodeActor):
         if pool is not None:  # idle: a visit waits for all its items before it returns
             pool.shutdown()
         self._loop.stop()
+        super().on_stop()
 
     def on_failure(self, *exc_info: Any) -> None:
         self.on_stop()  # a crashed actor gets no on_stop: its workers end here instead

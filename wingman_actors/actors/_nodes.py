@@ -238,6 +238,7 @@ class FleetActor(NodeActor):
         pool, self._pool = self._pool, None
         if pool is not None:  # idle: a run waits for all its workers before it returns
             pool.shutdown()
+        super().on_stop()
 
     def on_failure(self, *exc_info: Any) -> None:
         self.on_stop()  # a crashed actor gets no on_stop: its workers end here instead

@@ -25,6 +25,7 @@ from ..actors._address import start_actor
 from ..actors._base import LEAVE
 from ..actors._envelope import Work
 from ..core import Usage
+from ..errors import FormationRuntimeError
 from ._base import NodeRecipe
 
 __all__ = ["ThreadNode", "ThreadsBackend", "tell_through_any"]
@@ -71,12 +72,59 @@ class ThreadNode:
                     self._tell = ref.tell
                     return
             # none alive: the supervisor is starting a fresh one (or the node is closing)
-            if not self._backend.closing:
+            if self._backend.closing:
+                return
+            if not all(actor.stopped_from_outside for actor in self.replicas):
                 self._pending.append(work)
+                return
+            # every replica was stopped by a user's ActorRef.stop() or ActorRegistry.stop_all():
+            # no successor is coming, so this work and what waits in the queue would wait forever
+            lost = [work, *self._drain()]
+        for each in lost:  # outside the lock: failing a run releases its work on every node
+            self._fail_lost(each)
+
+    def _stopped(self, actor: Any) -> None:
+        """A replica stopped (on its thread). When every replica was stopped from outside,
+        no successor is coming: the work waiting in the node's queue fails its runs."""
+        if not actor.stopped_from_outside:
+            return  # retired (a successor comes), left, or abandoned: the runtime's own doing
+        with self._lock:
+            if self._backend.closing or not all(a.stopped_from_outside for a in self.replicas):
+                return
+            lost = self._drain()
+        for work in lost:
+            self._fail_lost(work)
+
+    def _drain(self) -> list[Work]:
+        """Take the work left in the node's queue (the lock held, every replica stopped)."""
+        left, self._pending = self._pending, []
+        while True:
+            try:
+                envelope = self.inbox.get_nowait()
+            except queue.Empty:
+                return left
+            message = getattr(envelope, "message", envelope)  # told through a ref: in Pykka's envelope
+            if type(message) is Work:
+                left.append(message)
+
+    def _fail_lost(self, work: Work) -> None:
+        run = work.run
+        if run is None or run.done:
+            return
+        log.warning("node %r of formation %r: its actors were stopped from outside the formation; run %s fails",
+                    self.name, self._backend.formation, work.run_id)
+        self._observer.fail_run(run, FormationRuntimeError(
+            f"node {self.name!r} of formation {self._backend.formation!r} has no actor left to run run {run.id}: "
+            "its actors were stopped from outside the formation (pykka.ActorRegistry.stop_all(), or "
+            "ActorRef.stop() on a node actor); stop a formation with running.stop() (or by leaving its "
+            "`with` block), and start it again to run more",
+            node=self.name, attempts=work.attempt, run_id=run.id, outputs=run.outputs,
+        ))
 
     def _spawn(self, replica: int) -> Any:
         r = self._recipe
-        actor = start_actor(r.cls, *r.args, observer=self._observer, inbox=self.inbox, replica=replica, **r.kwargs)
+        actor = start_actor(r.cls, *r.args, observer=self._observer, inbox=self.inbox, replica=replica,
+                            on_stopped=self._stopped, **r.kwargs)
         self._backend.remember(actor)
         if self._pending:  # called with the lock held (restart, abandon)
             pending, self._pending = self._pending, []

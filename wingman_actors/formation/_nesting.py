@@ -309,6 +309,7 @@ class FormationActor(NodeActor):
     def on_stop(self) -> None:
         if self._owns_inner:
             self.inner.stop()
+        super().on_stop()
 
     def on_failure(self, *exc_info: Any) -> None:
         if self._owns_inner:

@@ -23,6 +23,8 @@ from concurrent.futures import Future
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
 
+import pykka
+
 from ..actors._address import start_actor
 from ..actors._function import FunctionActor
 from ..actors._mapping import MapActor
@@ -168,8 +170,28 @@ class RunningFormation(AsyncSubmit):
                     if self._supervisor_closed:
                         return  # stop() is past the supervisor: every run has failed already
                     supervisor = self._supervisor = start_actor(Supervisor, self._supervision, name=self.name)
-                    self._router.tell_supervisor = supervisor.actor_ref.tell  # later messages go straight
-        supervisor.actor_ref.tell(message)
+                    # later messages go straight (past the lazy start)
+                    self._router.tell_supervisor = functools.partial(self._tell_started, supervisor.actor_ref)
+        self._tell_started(supervisor.actor_ref, message)
+
+    def _tell_started(self, supervisor: pykka.ActorRef[Any], message: Any) -> None:
+        """Tell the started supervisor ``message`` (a failed or timed-out attempt, or a retry
+        whose backoff is over: each carries its ``work``). A supervisor stopped from outside
+        the formation (``pykka.ActorRegistry.stop_all()``) cannot handle it: the run fails,
+        saying so, rather than wait for it forever."""
+        try:
+            supervisor.tell(message)
+        except pykka.ActorDeadError:
+            work = message.work
+            run = work.run
+            if run is None or run.done or self._router.closing:
+                return
+            self._router.fail_run(run, FormationRuntimeError(
+                f"run {run.id}: node {work.target!r} (attempt {work.attempt}) needed the formation's supervisor "
+                "(for a failure, a time limit or a retry), which was stopped from outside the formation "
+                "(pykka.ActorRegistry.stop_all(), or ActorRef.stop() on it); stop a formation with "
+                "running.stop() (or by leaving its `with` block), and start it again",
+                node=work.target, attempts=work.attempt, run_id=run.id, outputs=run.outputs))
 
     def _recipe(self, spec: NodeSpec) -> NodeRecipe:
         common: dict[str, Any] = {"name": spec.name, "notify_start": spec.timeout is not None}
