@@ -252,6 +252,23 @@ def test_a_fork_refuses_a_map_output_whose_items_do_not_fit_naming_the_item(stor
     assert "each" in str(caught.value) and "list[int]" in str(caught.value) and "0" in str(caught.value)
 
 
+def test_a_fork_refuses_a_map_input_with_a_bad_item_naming_that_item(store: RunStore) -> None:
+    """From aws-durable-execution-sdk-python tests/serdes_test.py (a value that does not
+    deserialize to the type is refused, saying where). It used to say "the value" for any
+    item, which left a user with a long list to find the bad one alone."""
+    f = Formation("fm").add_map("each", inc).add_function("total", total).connect("each", "total")
+    run_id = f.run([1, 2], store=store).run_id
+    with pytest.raises(ValueError) as caught:
+        f.fork(run_id, store=store, at="each", input=[1, 2, "b"])
+    assert "item 2" in str(caught.value) and "'i' of type int" in str(caught.value)
+    inner = Formation("inner").add_function("inc", inc)
+    g = Formation("fmf").add_map("each", formation=inner)
+    run_id = g.run([1], store=store).run_id
+    with pytest.raises(ValueError) as caught:
+        g.fork(run_id, store=store, at="each", input=[1, "b"])
+    assert "item 1" in str(caught.value) and "'each/inc'" in str(caught.value)
+
+
 def test_a_fork_at_a_nested_formation_with_a_new_input_runs_the_child_again(store: RunStore) -> None:
     """From aws-durable-execution-sdk-python tests/operation/child_test.py (a child context
     not yet succeeded runs its function)."""
