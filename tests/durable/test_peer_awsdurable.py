@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -53,6 +53,13 @@ class Colour(enum.Enum):
 
     RED = "red"
     BLUE = "blue"
+
+
+class Point(NamedTuple):
+    """A NamedTuple step result."""
+
+    x: int
+    y: int
 
 
 @dataclasses.dataclass
@@ -456,6 +463,19 @@ def test_a_result_that_cannot_be_serialized_fails_the_run_naming_the_node_and_ty
         f.run(None, store=store)
     text = str(caught.value) + str(caught.value.__cause__)
     assert "open" in text and "Handle" in text
+
+
+def test_a_named_tuple_result_is_refused_saying_it_is_a_tuple_subclass_and_how_to_journal_it(store: RunStore) -> None:
+    """From aws-durable-execution-sdk-python tests/serdes_test.py (an unsupported type is a
+    SerDes error saying what to do). A NamedTuple is a tuple, and the refusal used to tell the
+    user to return a tuple, which they had done; it now says that a subclass is not journalled
+    as its base and how to journal it. (Journalling NamedTuples as their class: an open
+    question.)"""
+    f = Formation("named").add_function("point", lambda _: Point(1, 2))
+    with pytest.raises(FormationRuntimeError) as caught:
+        f.run(None, store=store)
+    text = str(caught.value)
+    assert "Point" in text and "subclass of tuple" in text and "tuple(value)" in text
 
 
 def test_an_unserializable_result_is_kept_when_the_store_allows_pickle(path: Path) -> None:
