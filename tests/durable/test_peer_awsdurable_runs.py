@@ -348,3 +348,70 @@ def test_a_nested_formations_journalled_steps_are_not_rerun_on_both_stores(locat
         broken["on"] = False
         assert f.resume(run_id, store=store).output == "x>one>two"
     assert counter.calls == {"one": 1, "two": 2}
+
+
+def test_two_stores_resuming_one_run_at_once_run_it_once_on_both_stores(location: str) -> None:
+    """From aws-durable-execution-sdk-python tests/state_test.py (one execution's checkpoints
+    have one writer): two processes (two stores on one location) resume the same failed run;
+    one runs it, the other is refused."""
+    counter = Counter()
+    broken = {"on": True}
+    started, release = threading.Event(), threading.Event()
+
+    def slow(x: int) -> int:
+        counter.hit("slow")
+        if broken["on"]:
+            raise ConnectionError("down")
+        started.set()
+        assert release.wait(10)
+        return x
+
+    f = Formation("race").add_function("a", lambda x: x).add_function("slow", slow).connect("a", "slow")
+    outcomes: list[str] = []
+
+    def resume(store: RunStore, run_id: str) -> None:
+        try:
+            outcomes.append(str(f.resume(run_id, store=store).status))
+        except Exception as error:  # the refused one
+            outcomes.append(type(error).__name__)
+
+    with RunStore(location) as one, RunStore(location) as other:
+        run_id = failed_run(f, 1, one)
+        broken["on"] = False
+        first = threading.Thread(target=resume, args=(one, run_id))
+        first.start()
+        try:
+            assert started.wait(10)
+            resume(other, run_id)
+        finally:
+            release.set()
+            first.join(10)
+    assert sorted(outcomes) == ["RunNotResumableError", "succeeded"]
+    assert counter.count("slow") == 2
+
+
+def test_two_answers_to_one_callback_at_once_resume_the_run_with_one_of_them(location: str) -> None:
+    """From aws-durable-execution-sdk-python tests/operation/callback_test.py (a callback is
+    completed once; a second completion is refused)."""
+    f = Formation("answers").add_function("ask", lambda x: f"{x}:{interrupt('which?')}")
+    outcomes: list[str] = []
+    together = threading.Barrier(2, timeout=10)
+
+    def answer(store: RunStore, run_id: str, value: str) -> None:
+        together.wait()
+        try:
+            outcomes.append(str(f.resume(run_id, store=store, answer=value).output))
+        except Exception as error:  # the refused one
+            outcomes.append(type(error).__name__)
+
+    with RunStore(location) as one, RunStore(location) as other:
+        run_id = f.run("x", store=one).run_id
+        threads = [threading.Thread(target=answer, args=(store, run_id, value))
+                   for store, value in ((one, "A"), (other, "B"))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(20)
+        winner = [o for o in outcomes if o in ("x:A", "x:B")]
+        assert len(winner) == 1 and "RunNotResumableError" in outcomes
+        assert one.load(run_id).visits == {"ask": {1: winner[0]}}
