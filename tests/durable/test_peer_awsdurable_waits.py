@@ -199,3 +199,27 @@ def test_a_condition_loop_that_sleeps_between_checks_is_resumed_at_its_last_chec
     assert store.load(caught.value.run_id).visits["check"] == {1: {"n": 1}, 2: {"n": 2}}
     assert f.resume(caught.value.run_id, store=store).output == 4
     assert counter.count("check") == 5 and times[1] - times[0] < 2.0
+
+
+def test_a_map_item_that_fails_while_another_waits_for_its_callback_runs_again_on_resume(store: RunStore) -> None:
+    """From aws-durable-execution-sdk-python tests/e2e/map_with_concurrent_waits_int_test.py
+    (iterations that wait and iterations that fail in one map): the run suspends for the
+    callback, and the failed item runs again on resume with the answered one."""
+    counter = Counter()
+    broken = {"on": True}
+
+    def work(i: int) -> str:
+        counter.hit(i)
+        if i == 0:
+            return f"0={interrupt('q0')}"
+        if i == 1 and broken["on"]:
+            raise ConnectionError("item 1 down")
+        return str(i)
+
+    f = Formation("mixed").add_map("each", work, max_workers=3)
+    first = f.run([0, 1, 2], store=store)
+    assert (first.status, first.interrupt) == ("suspended", {"node": "each", "payload": "q0"})
+    broken["on"] = False
+    done = f.resume(first.run_id, store=store, answer="A")
+    assert (done.status, done.output) == ("succeeded", ["0=A", "1", "2"])
+    assert counter.calls == {0: 2, 1: 2, 2: 1}
