@@ -223,3 +223,15 @@ def test_a_map_item_that_fails_while_another_waits_for_its_callback_runs_again_o
     done = f.resume(first.run_id, store=store, answer="A")
     assert (done.status, done.output) == ("succeeded", ["0=A", "1", "2"])
     assert counter.calls == {0: 2, 1: 2, 2: 1}
+
+
+def test_an_answer_of_none_is_no_answer_and_the_run_asks_again(store: RunStore) -> None:
+    """From aws-durable-execution-sdk-python tests/operation/callback_test.py (a callback that
+    succeeds with no result gives the step None). Ours differs: ``answer=None`` is the default
+    and means "no answer", so the run suspends again at the same question; an external system
+    with nothing to say answers with a value of its own (``{}``, ``True``). Open question."""
+    f = Formation("none").add_function("ask", lambda _: repr(interrupt("done yet?")))
+    first = f.run(None, store=store)
+    again = f.resume(first.run_id, store=store, answer=None)
+    assert (again.status, again.interrupt) == ("suspended", {"node": "ask", "payload": "done yet?"})
+    assert f.resume(first.run_id, store=store, answer={}).output == "{}"
