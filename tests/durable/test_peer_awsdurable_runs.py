@@ -415,3 +415,18 @@ def test_two_answers_to_one_callback_at_once_resume_the_run_with_one_of_them(loc
         winner = [o for o in outcomes if o in ("x:A", "x:B")]
         assert len(winner) == 1 and "RunNotResumableError" in outcomes
         assert one.load(run_id).visits == {"ask": {1: winner[0]}}
+
+
+def step_up(s: int) -> int:
+    return s + 1
+
+
+def test_a_fork_at_a_later_visit_of_a_loop_goes_on_from_the_replaced_state(store: RunStore) -> None:
+    """From aws-durable-execution-sdk-python tests/operation/wait_for_condition_test.py (a
+    replay goes on from a checkpointed state); a fork replaces the second check's state."""
+    f = (Formation("loop").add_function("step", step_up, max_visits=10).add_function("done", lambda s: s)
+         .connect("step", "step", when=lambda s: s < 4).connect("step", "done", otherwise=True))
+    run_id = f.run(0, store=store).run_id
+    forked = f.fork(run_id, store=store, at=("step", 2), output=3)
+    assert store.load(forked).visits == {"step": {1: 1, 2: 3, 3: 4}, "done": {1: 4}}
+    assert store.load(run_id).visits["step"] == {1: 1, 2: 2, 3: 3, 4: 4}

@@ -235,3 +235,43 @@ def test_an_answer_of_none_is_no_answer_and_the_run_asks_again(store: RunStore) 
     again = f.resume(first.run_id, store=store, answer=None)
     assert (again.status, again.interrupt) == ("suspended", {"node": "ask", "payload": "done yet?"})
     assert f.resume(first.run_id, store=store, answer={}).output == "{}"
+
+
+def test_a_retried_map_of_formations_reruns_only_the_failed_items_inner_step(store: RunStore) -> None:
+    """From aws-durable-execution-sdk-python tests/concurrency_test.py (a retried iteration is
+    a child context that replays its checkpointed steps): the retry reruns item 1 only, and
+    of it only the step that failed."""
+    counter = Counter()
+
+    def fetch(i: int) -> int:
+        counter.hit(("fetch", i))
+        return i
+
+    def put(i: int) -> int:
+        if counter.hit(("put", i)) == 1 and i == 1:
+            raise ConnectionError("put of item 1 fails once")
+        return i * 10
+
+    inner = Formation("item").add_function("fetch", fetch).add_function("put", put).connect("fetch", "put")
+    f = Formation("retried").add_map("each", formation=inner, retries=1, backoff=0)
+    assert f.run([0, 1], store=store).output == [0, 10]
+    assert counter.calls == {("fetch", 0): 1, ("put", 0): 1, ("fetch", 1): 1, ("put", 1): 2}
+
+
+def test_a_retried_child_context_keeps_the_answer_its_callback_got(store: RunStore) -> None:
+    """From aws-durable-execution-sdk-python tests/operation/child_test.py with a callback
+    inside: the child fails after the answer, its retry does not ask again."""
+    counter = Counter()
+
+    def ask(x: str) -> str:
+        answer = interrupt("approve?")
+        if counter.hit("after") == 1:
+            raise ConnectionError("fails once after the answer")
+        return f"{x}:{answer}"
+
+    f = Formation("outer").add_formation("box", Formation("inner").add_function("ask", ask), retries=1, backoff=0)
+    first = f.run("x", store=store)
+    assert first.interrupt == {"node": "box/ask", "payload": "approve?"}
+    done = f.resume(first.run_id, store=store, answer="A")
+    assert (done.status, done.output, done.interrupt) == ("succeeded", "x:A", None)
+    assert counter.count("after") == 2
