@@ -432,6 +432,23 @@ def test_a_step_result_with_a_lone_surrogate_is_journalled_and_read_back_on_both
     assert use.seen == [[name], [name]]
 
 
+def surrogate_error(_: Any) -> str:
+    name = os.fsdecode(b"report-\xff.txt")
+    raise ValueError(f"cannot read {name}")
+
+
+def test_a_run_whose_error_text_has_a_lone_surrogate_is_journalled_failed_on_both_stores(location: str) -> None:
+    """From aws-durable-execution-sdk-python tests/operation/step_test.py
+    (test_step_handler_retry_exhausted: the failure is checkpointed with its error). An error
+    naming a file that ``os.listdir`` decoded with ``surrogateescape`` used to fail the write of
+    the run's status: the run stayed ``running`` in the store, with no error."""
+    f = Formation("errors").add_function("read", surrogate_error)
+    with RunStore(location) as store:
+        run_id = failed_run(f, None, store)
+        record = store.get(run_id)
+        assert record.error is not None and "cannot read report-" in record.error and ".txt" in record.error
+
+
 @pytest.mark.parametrize("value", [math.inf, -math.inf], ids=["inf", "-inf"])
 def test_an_infinite_float_result_reads_back_as_itself(store: RunStore, value: float) -> None:
     """From aws-durable-execution-sdk-python tests/serdes_test.py (floats round-trip)."""
