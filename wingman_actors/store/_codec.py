@@ -96,20 +96,13 @@ _encode_str: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 def _dumps(value: Any) -> str:
     """``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``, without building
-    an encoder per call; a ``str`` or ``int`` (most node outputs in a pipeline) directly. Text
-    that is not valid UTF-8 (a lone surrogate) is ASCII-escaped instead."""
+    an encoder per call; a ``str`` or ``int`` (most node outputs in a pipeline) directly."""
     t = type(value)
+    if t is str:
+        return str(_encode_str(value))
     if t is int:
         return int.__repr__(value)
-    text = str(_encode_str(value)) if t is str else _ENCODER.encode(value)
-    if not text.isascii():  # O(1): only non-ASCII text is checked
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            # A lone surrogate (a file name decoded with surrogateescape, half of a pair cut
-            # in two) cannot be stored as UTF-8: escape it, and json.loads gives it back.
-            return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
-    return text
+    return _ENCODER.encode(value)
 
 
 def _utf8(text: str, tree: Any) -> str:
