@@ -96,17 +96,19 @@ def _problems(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the value'}: {e['msg']}" for e in exc.errors()[:3])
 
 
-def _fits(node: str, param: str | None, tp: Any, adapter: TypeAdapter[Any] | None, value: Any) -> None:
+def _fits(node: str, param: str | None, tp: Any, adapter: TypeAdapter[Any] | None, value: Any,
+          item: int | None = None) -> None:
     if adapter is None:
         return
     try:
         adapter.validate_python(value)
     except ValidationError as exc:
-        raise ValueError(f"fork: input= for node {node!r} does not fit its parameter {param!r} of type "
+        what = "input=" if item is None else f"item {item} of input="
+        raise ValueError(f"fork: {what} for node {node!r} does not fit its parameter {param!r} of type "
                          f"{type_name(tp)}: {_problems(exc)}; give a value of that type") from None
 
 
-def _fits_inner(spec: NodeSpec, sub: Plan, value: Any) -> None:
+def _fits_inner(spec: NodeSpec, sub: Plan, value: Any, item: int | None = None) -> None:
     """Refuse a value that a source of ``spec``'s inner formation would refuse (the types
     validation checks across the boundary)."""
     for path, tp in sub.accepts:
@@ -116,7 +118,7 @@ def _fits_inner(spec: NodeSpec, sub: Plan, value: Any) -> None:
         try:
             adapter.validate_python(value)
         except ValidationError as exc:
-            what = "each item of input=" if spec.kind == "map" else "input="
+            what = "input=" if item is None else f"item {item} of input="
             raise ValueError(f"fork: {what} for {spec.kind} node {spec.name!r} does not fit the source "
                              f"'{spec.name}/{path}' of its formation {sub.name!r}, which takes {type_name(tp)}: "
                              f"{_problems(exc)}; give a value of that type") from None
@@ -133,8 +135,10 @@ def _check_input(spec: NodeSpec, value: Any) -> None:
                          f"({'one session' if spec.kind == 'fleet' else 'one call'} per item), got "
                          f"{type(value).__name__}; give a list")
     if spec.subplan is not None:
-        for item in (value if spec.kind == "map" else [value]):
-            _fits_inner(spec, spec.subplan, item)
+        if spec.kind != "map":
+            _fits_inner(spec, spec.subplan, value)
+        for index, item in enumerate(value if spec.kind == "map" else []):
+            _fits_inner(spec, spec.subplan, item, index)
         return
     if spec.kind not in ("function", "map"):
         return
@@ -142,8 +146,11 @@ def _check_input(spec: NodeSpec, value: Any) -> None:
     if spec.input_mode != "kwargs":
         first = next(iter(info.params(inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                       inspect.Parameter.VAR_POSITIONAL)), None)
-        for item in (value if spec.kind == "map" else [value]):
-            _fits(node, None if first is None else first.name, info.annotation(first), spec.input_adapter, item)
+        param, tp = None if first is None else first.name, info.annotation(first)
+        if spec.kind != "map":
+            _fits(node, param, tp, spec.input_adapter, value)
+        for index, item in enumerate(value if spec.kind == "map" else []):
+            _fits(node, param, tp, spec.input_adapter, item, index)
         return
     preds = spec.forward_preds
     shape = "{" + ", ".join(f"{p!r}: ..." for p in preds) + "}"

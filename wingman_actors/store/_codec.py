@@ -73,6 +73,8 @@ _MOVED = {
     "wingman_actors.actors.envelope": "wingman_actors.actors._envelope",
 }
 _MAPPINGS: dict[str, type[dict[Any, Any]]] = {"collections:Counter": Counter, "collections:OrderedDict": OrderedDict}
+# Built-in types the journal stores exactly: a subclass of one is refused, and told so.
+_BASES = (bool, int, float, str, bytes, tuple, list, dict, set, frozenset)
 _SUPPORTED = ("JSON data (dict with str keys, list, str, int, float, bool, None), tuple, set, frozenset, bytes, "
               "a pydantic model, a dataclass, an Enum, datetime/date/time/timedelta, UUID, Decimal or a path")
 
@@ -246,6 +248,15 @@ class Codec:
         if exc.why:
             return SerializationError(f"{what} that the run store cannot journal: {exc.why}",
                                       where=where, type_name=type_path(t))
+        base = next((b for b in _BASES if isinstance(exc.value, b)), None)
+        if base is not None:  # a NamedTuple, a str subclass: "return a tuple" would not help
+            what += (f", a subclass of {base.__name__}, which the run store journals only as {base.__name__} "
+                     f"itself: return {base.__name__}(value), or make it a dataclass or a pydantic model")
+            return SerializationError(
+                f"{what}; or open the store with RunStore(path, allow_pickle=True) to pickle it (only for "
+                "database files you trust: loading a pickle can run any code)",
+                where=where, type_name=type_path(t),
+            )
         return SerializationError(
             f"{what}, which the run store cannot journal. Return {_SUPPORTED}; or open the store with "
             "RunStore(path, allow_pickle=True) to pickle it (only for database files you trust: "

@@ -341,6 +341,10 @@ class RunStore(Reads):
         if status not in RUN_STATUSES or status == "running":
             raise ValueError(f"set_status: status must be one of {', '.join(s for s in RUN_STATUSES if s != 'running')}"
                              f" (a run becomes running through begin_run or claim_run), got {status!r}")
+        if error is not None and not error.isascii():
+            # a lone surrogate (a file name decoded with surrogateescape) cannot be stored as
+            # UTF-8: escape it, or the write fails and the run stays 'running'
+            error = error.encode("utf-8", "backslashreplace").decode("utf-8")
         now = time.time()
         expires = now + self._ttl if status == "suspended" and self._ttl is not None else None
         op = self._status_op(run_id, status, error, expires, now, wait)
