@@ -11,11 +11,16 @@ compiles the function as if it were not there.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import FormationSetupError
+from ..orchestration._blackboard import Blackboard
 from ._typecheck import CallableInfo, compatible, type_name
 
-__all__ = ["BOARD_PARAM", "BoardNeed", "board_param"]
+if TYPE_CHECKING:
+    from ._plan import Plan
+
+__all__ = ["BOARD_PARAM", "BoardNeed", "board_needed", "board_param", "check_board", "require_no_board"]
 
 BOARD_PARAM = "blackboard"
 """The parameter name that asks for the run's blackboard."""
@@ -69,3 +74,29 @@ def board_param(
     hints = None if info.hints is None else {k: v for k, v in info.hints.items() if k != BOARD_PARAM}
     stripped = CallableInfo(sig.replace(parameters=rest), hints, info.returns)
     return stripped, "required" if param.default is param.empty else "optional", problems
+
+
+def check_board(board: Any) -> Blackboard | None:
+    if board is not None and not isinstance(board, Blackboard):
+        raise TypeError(
+            f"blackboard must be a wingman_actors.orchestration.Blackboard, got {type(board).__name__}"
+        )
+    return board
+
+
+def board_needed(plan: Plan) -> tuple[str, ...]:
+    """The nodes of ``plan`` that take a ``blackboard`` parameter without a default (or hold one)."""
+    return tuple(n for n, spec in plan.nodes.items() if spec.blackboard == "required")
+
+
+def require_no_board(plan: Plan, needy: tuple[str, ...] | None = None) -> None:
+    if needy is None:
+        needy = board_needed(plan)
+    if needy:
+        raise FormationSetupError(plan.name, [
+            f"{plan.nodes[n].kind} node {n!r} takes a 'blackboard' parameter without a default, but no blackboard "
+            "was given; pass one (Formation.run(..., blackboard=Blackboard()), Formation.start(blackboard=...) "
+            "or submit(..., blackboard=...)), or give the parameter a default "
+            "(`blackboard: Blackboard | None = None`)"
+            for n in needy
+        ])

@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from ._board_param import check_board, require_no_board
 from ._future import RunFuture
 from ._options import RunOptions
 from ._result import FormationResult
-from ._runtime import RUN_ENDED, RunningFormation, check_board, require_no_board
+from ._runtime import RUN_ENDED, RunningFormation
 
 if TYPE_CHECKING:
     from ._durable import Journal

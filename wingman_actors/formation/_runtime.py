@@ -30,10 +30,11 @@ from ..actors._function import FunctionActor
 from ..actors._mapping import MapActor
 from ..actors._scheduler import Scheduler
 from ..backends import Backend, NodeRecipe, new_backend
-from ..errors import FormationRuntimeError, FormationSetupError, NodeTimeoutError
+from ..errors import FormationRuntimeError, NodeTimeoutError
 from ..integrations import otel
 from ..orchestration._blackboard import Blackboard
 from ._async_api import AsyncSubmit
+from ._board_param import board_needed, check_board, require_no_board
 from ._breakpoints import Breakpoints
 from ._future import RunFuture, RunSink
 from ._nested_map import FormationMapActor, map_width
@@ -51,7 +52,7 @@ from .events import FormationEvent, FormationEventType, emit
 if TYPE_CHECKING:  # only types: the store and the journal load for durable runs (store=...)
     from ._durable import Journal, Replay
 
-__all__ = ["RUN_ENDED", "EventListener", "NodeTimeoutError", "RunState", "RunningFormation", "check_board", "require_no_board"]
+__all__ = ["RUN_ENDED", "EventListener", "NodeTimeoutError", "RunState", "RunningFormation"]
 
 log = logging.getLogger("wingman_actors.formation")
 
@@ -88,7 +89,7 @@ class RunningFormation(AsyncSubmit):
         # options.store as ``journal``; timeout, run_id and breakpoints belong to each submit().
         self._blackboard = check_board(options.blackboard)
         self.plan = plan
-        self._board_needed = _board_needed(plan)  # checked by every submit without a board
+        self._board_needed = board_needed(plan)  # checked by every submit without a board
         self.name = plan.name
         self._work_dir = options.work_dir
         self._provider = options.provider
@@ -552,14 +553,6 @@ class RunningFormation(AsyncSubmit):
             yield from node.actors()
 
 
-def check_board(board: Any) -> Blackboard | None:
-    if board is not None and not isinstance(board, Blackboard):
-        raise TypeError(
-            f"blackboard must be a wingman_actors.orchestration.Blackboard, got {type(board).__name__}"
-        )
-    return board
-
-
 def _widened(plan: Plan, width: int) -> Plan:
     """``plan`` with at least ``width`` replicas per node, the nodes of its formation nodes'
     inner formations included (a formation node has no actor: its inner nodes do the work,
@@ -571,24 +564,6 @@ def _widened(plan: Plan, width: int) -> Plan:
             spec = dataclasses.replace(spec, subplan=_widened(spec.subplan, width))
         nodes[name] = spec
     return dataclasses.replace(plan, nodes=MappingProxyType(nodes))
-
-
-def _board_needed(plan: Plan) -> tuple[str, ...]:
-    """The nodes of ``plan`` that take a ``blackboard`` parameter without a default (or hold one)."""
-    return tuple(n for n, spec in plan.nodes.items() if spec.blackboard == "required")
-
-
-def require_no_board(plan: Plan, needy: tuple[str, ...] | None = None) -> None:
-    if needy is None:
-        needy = _board_needed(plan)
-    if needy:
-        raise FormationSetupError(plan.name, [
-            f"{plan.nodes[n].kind} node {n!r} takes a 'blackboard' parameter without a default, but no blackboard "
-            "was given; pass one (Formation.run(..., blackboard=Blackboard()), Formation.start(blackboard=...) "
-            "or submit(..., blackboard=...)), or give the parameter a default "
-            "(`blackboard: Blackboard | None = None`)"
-            for n in needy
-        ])
 
 
 # Started formations not yet stopped (strong references: their threads are running
