@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..store import StoreClosedError
 from ._result import ZERO_USAGE
 from ._runstate import _LOG_STRIDE
 
@@ -101,7 +100,13 @@ def journal_end(journal: Journal | None, run: RunState, status: Any, error: str 
             _log.warning("run %s: could not journal its node traces", run.id, exc_info=True)
     try:
         store.set_status(run.id, status, error=error)
-    except StoreClosedError:  # closed under the run by its holder: the run still ends (its future resolves)
+    except Exception as exc:
+        # (imported here: loaded with the journal's store already; a run without one never gets here)
+        from ..store import StoreClosedError
+
+        if not isinstance(exc, StoreClosedError):
+            raise
+        # closed under the run by its holder: the run still ends (its future resolves)
         _log.error("run %s ended %s, but its run store was closed before the end could be journalled: the "
                    "store reads it as unfinished, and resume continues it; close the store after the "
                    "formation stops", run.id, status)
