@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -176,3 +177,35 @@ def test_a_fallback_handler_receives_the_failure_as_a_node_failure() -> None:
     )
     assert f.run("hello").outputs == {"fallback": "sorry"}  # a node with only error edges out is a sink too
     assert (seen[0].node, seen[0].input, seen[0].attempts) == ("speaker", "hello", 1)
+
+
+def test_streaming_a_group_chat_gives_each_speaker_message_in_turn() -> None:
+    """From semantic-kernel python/tests/unit/agents/test_group_chat/test_agent_group_chat.py
+    (test_invoke_streaming: the messages of each turn are yielded as the chat goes, tagged with the
+    agent that spoke)."""
+    writer = ScriptedProvider(["draft 1", "draft 2"])
+    reviewer = ScriptedProvider(["no", "approved"])
+    events = list(review_loop(writer, reviewer).run_stream("tides"))
+    said = [(e.node, e.data.get("text")) for e in events if e.type == "agent_text"]
+
+    assert said == [("writer", "draft 1"), ("reviewer", "no"), ("writer", "draft 2"), ("reviewer", "approved")]
+    assert events[-1].type == "run_finished"
+
+
+def test_chats_run_at_once_through_one_started_formation_never_mix_their_turns() -> None:
+    """From semantic-kernel python/tests/unit/agents/orchestration/test_group_chat.py (each invoke of an
+    orchestration on the runtime is its own conversation)."""
+
+    def write(request: Any) -> str:
+        return f"w:{request.messages[-1].text}"
+
+    def review(request: Any) -> str:
+        text = request.messages[-1].text
+        return f"approved {text}" if text.count("w:") >= 3 else f"again {text}"
+
+    f = review_loop(ScriptedProvider([write], cycle=True), ScriptedProvider([review], cycle=True))
+    with f.start() as running:
+        futures = [running.submit(f"t{i}") for i in range(6)]
+        outputs = [future.result(timeout=30).output for future in futures]
+
+    assert outputs == [f"published after: approved w:again w:again w:t{i}" for i in range(6)]
