@@ -325,3 +325,14 @@ def test_a_structured_response_format_gives_the_validated_object() -> None:
     result = Session(Agent("w", provider=provider, output_schema=Answer)).run("?")
 
     assert result.output == Answer(city="Oslo", temperature=12)
+
+
+def test_a_model_reply_with_no_content_at_all_ends_the_run_with_an_empty_answer() -> None:
+    """From semantic-kernel python/tests/unit/agents/chat_completion/test_chat_completion_agent.py
+    (test_get_response_exception: a service that returns no message makes get_response raise
+    AgentInvokeException). Open question: ours returns an empty answer (``stop_reason`` says why
+    when cut off), in a session and in a formation's agent node alike; no error tells the user."""
+    provider = ScriptedProvider([InferenceResponse(content=[], stop_reason="end_turn")])
+    result = Session(Agent("a", provider=provider)).run("?")
+
+    assert (result.response, result.stop_reason, result.steps) == ("", "end_turn", 1)
