@@ -14,13 +14,15 @@ answer. The loop bound is ``max_visits`` (a failure past it), not a quiet stop: 
 
 from __future__ import annotations
 
+import concurrent.futures
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.peers import Order
+from tests.support.peers import Order, until
 from wingman_actors import Agent, Formation
 from wingman_actors.core import ContentBlock, InferenceResponse, Usage
 from wingman_actors.errors import FormationRuntimeError
@@ -245,3 +247,35 @@ def test_a_resumed_chat_counts_only_the_tokens_the_resume_spent(store: RunStore)
 
     assert result.nodes["writer"].visits == 2 and result.nodes["writer"].usage.input_tokens == 0
     assert (result.usage.input_tokens, result.usage.output_tokens) == (200, 4)
+
+
+def test_cancelling_a_chat_before_it_completes_stops_its_turns_at_once() -> None:
+    """From semantic-kernel python/tests/unit/agents/orchestration/test_group_chat.py
+    (test_invoke_cancel_before_completion: no agent is invoked after the cancel)."""
+    writer = ScriptedProvider(["draft"], cycle=True)
+    reviewer = ScriptedProvider(["no"], cycle=True, latency_s=5)
+    with review_loop(writer, reviewer).start() as running:
+        future = running.submit("tides")
+        assert until(lambda: reviewer.calls == 1, within=10)
+        started = time.monotonic()
+        assert future.cancel()
+        with pytest.raises(concurrent.futures.CancelledError):
+            future.result(timeout=10)
+        assert time.monotonic() - started < 2
+
+    assert (writer.calls, reviewer.calls) == (1, 1)
+
+
+def test_cancelling_a_chat_after_it_completed_changes_nothing() -> None:
+    """From semantic-kernel python/tests/unit/agents/orchestration/test_group_chat.py
+    (test_invoke_cancel_after_completion). Differs: SK raises RuntimeError("The invocation has already
+    been completed."); ours is a ``concurrent.futures.Future``: ``cancel()`` returns False and the
+    result stays."""
+    writer = ScriptedProvider(["draft"])
+    reviewer = ScriptedProvider(["approved"])
+    with review_loop(writer, reviewer).start() as running:
+        future = running.submit("tides")
+        result = future.result(timeout=10)
+        assert not future.cancel() and not running.cancel(result.run_id)
+
+    assert future.result().output == result.output == "published after: approved"
