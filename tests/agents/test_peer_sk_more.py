@@ -12,9 +12,11 @@ filters do not see streamed text either."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import json
+from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel
 
 from wingman_actors import Agent, Session, tool
 from wingman_actors.agents import Middleware, RunContext
@@ -150,3 +152,60 @@ def test_a_redacting_after_model_filter_changes_the_result_but_not_the_text_alre
     assert stream.result().response == "the password is ***"
     assert session.history[-1].text == "the password is ***"
     assert streamed == "the password is hunter2"
+
+
+# -- kernel functions from methods: parameters ---------------------------------------------
+
+
+class Item(BaseModel):
+    name: str
+    qty: int = 1
+
+
+@tool
+def forecast(city: str, days: int = 3, unit: Literal["c", "f"] = "c", note: str | None = None) -> str:
+    """A forecast."""
+    return json.dumps([city, days, unit, note])
+
+
+@tool
+def order(items: list[Item], express: bool = False) -> str:
+    """Place an order."""
+    return json.dumps([[i.name, i.qty] for i in items] + [express])
+
+
+def run_calls(*calls: tuple[str, str, dict[str, Any]]) -> list[tuple[bool, str]]:
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls(list(calls)), "ok"])
+    result = Session(Agent("a", provider=provider, tools=[forecast, order])).run("?")
+    return [(c.is_error, c.output) for c in result.tool_calls]
+
+
+def test_parameters_the_model_leaves_out_take_their_defaults_and_strings_are_parsed() -> None:
+    """From semantic-kernel python/tests/unit/functions/test_kernel_function_from_method.py (default values
+    are used for missing arguments; arguments are parsed to the annotated types)."""
+    assert run_calls(("c1", "forecast", {"city": "Oslo"}), ("c2", "forecast", {"city": "Oslo", "days": "5"})) == [
+        (False, '["Oslo", 3, "c", null]'),
+        (False, '["Oslo", 5, "c", null]'),
+    ]
+
+
+def test_a_list_of_models_parameter_is_built_from_the_model_json() -> None:
+    """From semantic-kernel python/tests/unit/functions/test_kernel_function_from_method.py (a parameter
+    annotated with a pydantic model, or a list of them, is validated into instances)."""
+    items = [{"name": "bolt"}, {"name": "nut", "qty": 2}]
+    assert run_calls(("c1", "order", {"items": items})) == [(False, '[["bolt", 1], ["nut", 2], false]')]
+
+
+def test_a_value_outside_a_literal_is_an_error_result_naming_the_choices() -> None:
+    """From semantic-kernel python/tests/unit/functions/test_kernel_function_from_method.py (invalid argument
+    values raise FunctionExecutionException before the function runs; ours: an error result)."""
+    [(is_error, output)] = run_calls(("c1", "forecast", {"city": "Oslo", "unit": "k"}))
+    assert is_error and "unit" in output and "'c' or 'f'" in output
+
+
+def test_an_argument_the_function_does_not_take_is_refused() -> None:
+    """From semantic-kernel python/tests/unit/functions/test_kernel_function_from_method.py (KernelArguments
+    holding more than the function's parameters: SK ignores the extra ones). Differs: our schemas say
+    ``additionalProperties: false`` and an unknown argument is an error result the model can correct."""
+    [(is_error, output)] = run_calls(("c1", "forecast", {"city": "Oslo", "country": "NO"}))
+    assert is_error and "country" in output and "Extra inputs are not permitted" in output
