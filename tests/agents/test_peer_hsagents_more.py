@@ -1,4 +1,4 @@
-"""Haystack's agent tool-selection tests (test/components/agents/test_agent.py::TestAgentToolSelection:
+"""Haystack's agent tool-selection tests and its streamed tool results of one step (test/components/agents/test_agent.py::TestAgentToolSelection:
 ``agent.run(tools=[...])`` picks tools per run), ported to ``Agent(prepare=...)`` returning
 ``Prepared(tools=...)``: names of the agent's own tools, new Tool objects, None keeping the
 agent's, and the errors for a name the agent does not have or a bare string. Models are played
@@ -6,12 +6,15 @@ by the scripted provider."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
+from tests.support.peers import until
 from wingman_actors import Agent, Session, tool
 from wingman_actors.agents import Prepared, RunContext
+from wingman_actors.core import InferenceResponse, StreamEventType
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.testing import ScriptedProvider
 
@@ -73,3 +76,65 @@ def test_a_bare_string_as_the_selection_is_refused_saying_it_takes_a_list() -> N
     """From deepset-ai/haystack test/components/agents/test_agent.py::TestAgentToolSelection::test_tool_selection_invalid_type."""
     with pytest.raises(TypeError, match=r"takes a list of tools or names"):
         Prepared(tools="weather_tool")
+
+
+def test_streamed_tool_starts_come_in_call_order_and_each_end_as_its_call_finishes() -> None:
+    """From deepset-ai/haystack test/components/tools/test_tool_invoker.py::test_parallel_tool_calling_with_streaming_callback
+    (the callback gets every tool result of a parallel step as it is ready; here the first call ends last,
+    and only once the stream has shown the end of the third)."""
+    gate = threading.Event()
+
+    @tool
+    def slow(n: int) -> str:
+        """Call 0 waits until the stream has shown call 2's end."""
+        if n == 0 and not gate.wait(5):
+            return "the stream never showed call 2's end while call 0 ran"
+        return f"d{n}"
+
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls([(f"c{n}", "slow", {"n": n}) for n in range(3)]), "ok"])
+    starts: list[str] = []
+    ends: list[str] = []
+    for event in Session(Agent("a", provider=provider, tools=[slow])).run_stream("go"):
+        if event.block is None:
+            continue
+        if event.type is StreamEventType.TOOL_START:
+            starts.append(event.block.id or "")
+        elif event.type is StreamEventType.TOOL_END:
+            ends.append(event.block.tool_use_id or "")
+            if ends[-1] == "c2":
+                gate.set()
+
+    assert starts == ["c0", "c1", "c2"]
+    assert set(ends) == {"c0", "c1", "c2"} and ends.index("c2") < ends.index("c0")
+    assert [b.content for b in provider.requests[1].messages[-1].tool_results_blocks] == ["d0", "d1", "d2"]
+
+
+def test_a_stream_left_after_one_tool_ended_while_another_runs_leaves_the_session_usable() -> None:
+    """From deepset-ai/haystack test/components/tools/test_tool_invoker.py::test_parallel_tool_calling_with_streaming_callback
+    (a consumer that stops listening part-way through a parallel step): the call still running is
+    abandoned, its thread ends when the tool returns, and the next run sends a valid conversation."""
+    release = threading.Event()
+    returned = threading.Event()
+
+    @tool
+    def step(n: int) -> str:
+        """Call 0 blocks until released."""
+        if n == 0:
+            release.wait(10)
+            returned.set()
+        return f"d{n}"
+
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls([(f"c{n}", "step", {"n": n}) for n in range(2)]), "next"])
+    session = Session(Agent("a", provider=provider, tools=[step]))
+    with session.run_stream("go") as stream:
+        for event in stream:
+            if event.type is StreamEventType.TOOL_END:
+                break  # c1 ended; c0 still runs
+    release.set()
+    assert until(returned.is_set, within=10)
+
+    assert session.run("again").response == "next"
+    sent = provider.requests[-1].messages
+    used = {b.id for m in sent for b in m.tool_calls}
+    answered = {b.tool_use_id for m in sent for b in m.tool_results_blocks}
+    assert used == answered == {"c0", "c1"}
