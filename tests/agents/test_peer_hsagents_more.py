@@ -1,11 +1,13 @@
-"""Haystack's agent tool-selection tests and its streamed tool results of one step (test/components/agents/test_agent.py::TestAgentToolSelection:
+"""Haystack's agent tool-selection tests (test/components/agents/test_agent.py::TestAgentToolSelection:
 ``agent.run(tools=[...])`` picks tools per run), ported to ``Agent(prepare=...)`` returning
 ``Prepared(tools=...)``: names of the agent's own tools, new Tool objects, None keeping the
-agent's, and the errors for a name the agent does not have or a bare string. Models are played
-by the scripted provider."""
+agent's, and the errors for a name the agent does not have or a bare string. Then its ToolInvoker
+tests of a parallel step streamed (each result as it is ready) and of the sync and async runs
+giving the model the same results. Models are played by the scripted provider."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -138,3 +140,44 @@ def test_a_stream_left_after_one_tool_ended_while_another_runs_leaves_the_sessio
     used = {b.id for m in sent for b in m.tool_calls}
     answered = {b.tool_use_id for m in sent for b in m.tool_results_blocks}
     assert used == answered == {"c0", "c1"}
+
+
+@tool
+def city_weather(location: str) -> dict[str, Any]:
+    """Weather of a city; fails for "boom"."""
+    if location == "boom":
+        raise RuntimeError("This tool always fails.")
+    return {"name": "München", "weather": "sunny"}
+
+
+@pytest.mark.parametrize("driver", ["run", "arun", "astream"])
+def test_every_way_of_running_sends_the_model_the_same_results_and_errors(driver: str) -> None:
+    """From deepset-ai/haystack test/components/tools/test_tool_invoker.py (TestToolInvoker's sync tests
+    and their ``run_async`` twins): a result, an unknown tool, a raising tool and bad arguments."""
+    provider = ScriptedProvider([
+        InferenceResponse.of_tool_calls([("c1", "city_weather", {"location": "Berlin"}), ("c2", "nope", {}),
+                                         ("c3", "city_weather", {"location": "boom"}), ("c4", "city_weather", {})]),
+        "done",
+    ])
+    session = Session(Agent("a", provider=provider, tools=[city_weather]))
+    if driver == "run":
+        result = session.run("go")
+    elif driver == "arun":
+        result = asyncio.run(session.arun("go"))
+    else:
+        async def streamed() -> Any:
+            stream = session.astream("go")
+            async for _ in stream:
+                pass
+            return stream.result()
+
+        result = asyncio.run(streamed())
+
+    assert result.response == "done"
+    assert [(b.tool_use_id, b.is_error, b.content) for b in provider.requests[1].messages[-1].tool_results_blocks] == [
+        ("c1", False, '{"name": "München", "weather": "sunny"}'),
+        ("c2", True, "Error: unknown tool 'nope'; available tools: city_weather"),
+        ("c3", True, "Error: tool 'city_weather' raised RuntimeError: This tool always fails."),
+        ("c4", True, "Error: invalid arguments for tool 'city_weather': location: Field required. "
+                     "Call it again with arguments matching its input schema."),
+    ]
