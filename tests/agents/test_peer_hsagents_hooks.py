@@ -5,12 +5,15 @@ replacement changes. Models are played by the scripted provider."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from wingman_actors import Agent, Session, tool
 from wingman_actors.agents import Halt, Middleware, Result, RunContext
 from wingman_actors.core import ContentBlock, InferenceRequest, InferenceResponse, Message
 from wingman_actors.errors import AgentError
+from wingman_actors.events import Event, EventBus
 from wingman_actors.testing import ScriptedProvider
 
 SAVED: list[str] = []
@@ -171,3 +174,28 @@ def test_a_hook_that_stops_for_budget_ends_the_run_with_its_reason() -> None:
     assert isinstance(caught.value, Halt) and caught.value.reason == "budget_exceeded"
     assert len(provider.requests) == 1
 
+
+
+def test_a_tool_end_hook_hears_a_fast_call_end_while_a_slow_call_of_its_step_still_runs() -> None:
+    """From deepset-ai/haystack test/components/agents/test_agent_hooks.py::TestAfterToolHook (after_tool sees the
+    fresh results) with a parallel step: the hook of the call that ended first does not wait for the slow one."""
+    heard = threading.Event()
+
+    @tool
+    def fetch(n: int) -> str:
+        """Call 0 waits until the bus has told call 1's end."""
+        if n == 0 and not heard.wait(5):
+            return "call 1's end was never heard while call 0 ran"
+        return f"d{n}"
+
+    def on_end(event: Event) -> None:
+        if event.call is not None and event.call.id == "c1":
+            heard.set()
+
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls([("c0", "fetch", {"n": 0}), ("c1", "fetch", {"n": 1})]),
+                                 "done"])
+    with EventBus() as bus:
+        bus.subscribe(["tool_end"], on_end)
+        result = Session(Agent("a", provider=provider, tools=[fetch], events=bus)).run("go")
+
+    assert [c.output for c in result.tool_calls] == ["d0", "d1"]
