@@ -123,6 +123,24 @@ def test_tool_calls_in_the_last_call_past_max_steps_are_not_run_and_its_text_is_
     assert len(provider.requests) == 2
 
 
+def test_a_tool_named_final_answer_does_not_end_the_run_the_model_is_asked_again() -> None:
+    """From deepset-ai/haystack test/components/agents/test_agent.py::test_exit_conditions_checks and
+    test_agent_hooks.py::TestAfterRunHook::test_runs_on_tool_based_exit (``exit_conditions=["final_answer"]``
+    ends the run once that tool has run, its result the last message). Ours has no exit-on-tool
+    condition: every tool step is followed by another model call, whose text is the answer."""
+
+    @tool
+    def final_answer(answer: str) -> str:
+        """Provide the final answer."""
+        return answer
+
+    provider = ScriptedProvider([calls(("c1", "final_answer", {"answer": "42"})), "The answer is 42."])
+    result = Session(Agent("a", provider=provider, tools=[final_answer])).run("?")
+
+    assert len(provider.requests) == 2
+    assert result.response == "The answer is 42." and result.tool_calls[0].output == "42"
+
+
 def test_a_structured_output_after_tool_calls_is_the_validated_object() -> None:
     """From deepset-ai/haystack test/components/agents/test_agent.py::test_run_with_response_format
     (structured output of the agent's last message)."""
