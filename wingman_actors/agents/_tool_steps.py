@@ -9,6 +9,7 @@ Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import logging
@@ -92,29 +93,19 @@ class ToolStep:
         for i, (_, short) in enumerate(planned):
             if short is not None:
                 outcomes[i] = (short, 0.0, [])
-        finished_order: list[int] = [i for i in range(len(planned)) if i not in pending]
+                yield from self._ended(ctx, step, planned[i][0], outcomes, i, stream)
         if aio and pending:
             ran: list[tuple[int, _Outcome]] = yield ToolBatch(self, [(i, planned[i][0]) for i in sorted(pending)])
             for index, done_call in ran:
                 outcomes[index] = done_call
-                finished_order.append(index)
+                yield from self._ended(ctx, step, planned[index][0], outcomes, index, stream)
         elif pending:
-            for i, finished in self.run_calls(ctx, [(i, planned[i][0]) for i in sorted(pending)]):
-                outcomes[i] = finished
-                finished_order.append(i)
+            # each call's end is told as it finishes, while the others still run
+            with contextlib.closing(self.run_calls(ctx, [(i, planned[i][0]) for i in sorted(pending)])) as finishing:
+                for i, finished in finishing:
+                    outcomes[i] = finished
+                    yield from self._ended(ctx, step, planned[i][0], outcomes, i, stream)
         results: list[ContentBlock] = []
-        for i in finished_order:
-            call = planned[i][0]
-            outcome = outcomes[i]
-            assert outcome is not None
-            block, duration, children = outcome
-            for mw in self.agent.middleware:
-                block = mw.after_tool(ctx, call, block) or block
-            outcomes[i] = (block, duration, children)
-            if bus is not None and "tool_end" in bus.kinds:
-                emit(bus, "tool_end", ctx, step=step, call=call, result=block, duration_s=duration)
-            if stream:
-                yield StreamEvent(type=StreamEventType.TOOL_END, block=block, duration_s=duration)
         for i, (call, _) in enumerate(planned):
             outcome = outcomes[i]
             assert outcome is not None
@@ -136,9 +127,26 @@ class ToolStep:
         ctx.token.check()
         return results
 
-    def run_calls(self, ctx: RunContext, calls: list[tuple[int, ContentBlock]]) -> list[tuple[int, _Outcome]]:
+    def _ended(
+        self, ctx: RunContext, step: int, call: ContentBlock, outcomes: list[_Outcome | None], i: int, stream: bool,
+    ) -> Generator[StreamEvent, Any, None]:
+        """Call ``i`` has finished: its ``after_tool`` hooks, its ``tool_end`` event and stream event."""
+        outcome = outcomes[i]
+        assert outcome is not None
+        block, duration, children = outcome
+        for mw in self.agent.middleware:
+            block = mw.after_tool(ctx, call, block) or block
+        outcomes[i] = (block, duration, children)
+        bus = self.agent.events
+        if bus is not None and "tool_end" in bus.kinds:
+            emit(bus, "tool_end", ctx, step=step, call=call, result=block, duration_s=duration)
+        if stream:
+            yield StreamEvent(type=StreamEventType.TOOL_END, block=block, duration_s=duration)
+
+    def run_calls(self, ctx: RunContext, calls: list[tuple[int, ContentBlock]]) -> Generator[tuple[int, _Outcome], None, None]:
         """Run ``calls`` (index, call) on daemon threads, at most ``tool_concurrency`` at
-        once, and return their outcomes as they finish.
+        once, and yield their outcomes as they finish (closed early, e.g. a stream left
+        while calls run, the calls in flight are abandoned).
 
         The session thread only waits: a cancel or the run's deadline wakes it at once, and
         the calls still in flight are abandoned as a formation abandons a stuck function
@@ -177,9 +185,9 @@ class ToolStep:
         for thread in workers:
             thread.start()
         unregister = token.on_cancel(lambda: finished.put(None))
-        out: list[tuple[int, _Outcome]] = []
+        done = 0
         try:
-            while len(out) < len(calls):
+            while done < len(calls):
                 try:
                     item = finished.get(timeout=token.remaining())
                 except queue.Empty:
@@ -195,12 +203,15 @@ class ToolStep:
                         todo.clear()
                     raise error
                 assert outcome is not None
-                out.append((i, outcome))
+                done += 1
+                yield i, outcome
+        except GeneratorExit:  # left early (the stream closed, an after_tool hook raised)
+            self._abandon(ctx, todo, in_flight, lock)
+            raise
         finally:
             unregister()
         for thread in workers:  # every call is done: they are only returning (and let go of the session)
             thread.join()
-        return out
 
     def _abandon(
         self, ctx: RunContext, todo: list[Any], in_flight: dict[int, str], lock: threading.Lock
