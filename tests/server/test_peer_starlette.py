@@ -1,0 +1,148 @@
+"""Starlette's and FastAPI's HTTP tests (encode/starlette ``tests/test_routing.py``,
+``tests/test_requests.py``; fastapi/fastapi ``tests/test_query*.py``, ``tests/test_path*.py``,
+``tests/test_tutorial/test_body``) ported as checks of our server: query parameters given
+twice or empty, path parameters with odd characters, and what each answers.
+
+Differences pinned here: FastAPI takes the last value of a single-valued query parameter
+given twice (``?q=a&q=b`` is ``b``); we refuse it with a 400 naming the parameter, since a
+filter silently narrowed to one of two values is a wrong answer. FastAPI answers a bad query
+value with 422 and a ``detail`` list; we answer 400 ``{"error", "fields"}``."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from tests.server.harness import scripted_agent
+
+
+def formation(client: httpx.Client, function: str, name: str = "one") -> str:
+    body = {"name": name, "nodes": [{"name": "only", "kind": "function", "function": function}], "edges": []}
+    response = client.post("/formations", json=body)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def assert_error(response: httpx.Response, status: int, *words: str) -> dict[str, object]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert isinstance(body["error"], str)
+    for word in words:
+        assert word in body["error"], body
+    return dict(body)
+
+
+# --- repeated query parameters ------------------------------------------------------------------
+
+
+def test_a_status_filter_given_twice_is_400_naming_status_never_the_last_value_alone(client: httpx.Client) -> None:
+    """From fastapi tests/test_query.py::test_query_query_baz (a single-valued query parameter given
+    twice; FastAPI keeps the last value, we refuse it: the list would silently hold one status's runs)."""
+    ok = formation(client, "clean", name="twice-ok")
+    bad = formation(client, "explode", name="twice-bad")
+    assert client.post(f"/formations/{ok}/run", json={"input": "a"}).status_code == 200
+    assert client.post(f"/formations/{bad}/run", json={"input": "a"}).status_code == 500
+
+    body = assert_error(client.get("/runs?status=succeeded&status=failed"), 400, "status", "once")
+    assert body["fields"] == ["status"]
+
+
+def test_a_formation_filter_given_twice_is_400_naming_it(client: httpx.Client) -> None:
+    """From fastapi tests/test_query.py (repeated single-valued parameter)."""
+    body = assert_error(client.get("/runs", params=[("formation_id", "a"), ("formation_id", "b")]), 400,
+                        "formation_id")
+    assert body["fields"] == ["formation_id"]
+
+
+def test_a_limit_given_twice_is_400_even_when_both_values_agree(client: httpx.Client) -> None:
+    """From fastapi tests/test_query.py::test_query_int_query_42 (with ``limit`` given twice)."""
+    assert_error(client.get("/runs?limit=2&limit=2"), 400, "limit")
+
+
+def test_the_viewers_run_list_refuses_a_repeated_status_too(client: httpx.Client) -> None:
+    """From fastapi tests/test_query.py (repeated parameter), on ``/ui/api/runs``."""
+    assert_error(client.get("/ui/api/runs?status=running&status=failed"), 400, "status")
+
+
+def test_a_repeated_query_parameter_a_route_does_not_read_is_ignored_as_every_unknown_one(
+    client: httpx.Client,
+) -> None:
+    """From encode/starlette tests/test_requests.py::test_request_query_params (multi-valued params
+    are the client's business): a parameter no route reads is ignored, once or twice."""
+    scripted_agent(client, name="listed")
+    response = client.get("/agents?tag=a&tag=b")
+    assert response.status_code == 200, response.text
+    assert "listed" in [a["name"] for a in response.json()]
+
+
+def test_a_single_status_filter_still_lists_only_that_status(client: httpx.Client) -> None:
+    """From fastapi tests/test_query.py::test_query_query_baz (one value)."""
+    ok = formation(client, "clean", name="single-ok")
+    bad = formation(client, "explode", name="single-bad")
+    client.post(f"/formations/{ok}/run", json={"input": "a"})
+    client.post(f"/formations/{bad}/run", json={"input": "a"})
+    statuses = {r["status"] for r in client.get("/runs?status=failed").json()}
+    assert statuses == {"failed"}
+
+
+def test_an_empty_status_is_400_listing_the_statuses(client: httpx.Client) -> None:
+    """From fastapi tests/test_query.py::test_query_optional (``?q=``: an empty value is a value)."""
+    body = assert_error(client.get("/runs?status="), 400, "unknown run status ''", "suspended")
+    assert body["fields"] == ["status"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "abc", "1001", ""])
+def test_a_limit_that_is_not_a_whole_number_in_range_is_400_naming_limit(client: httpx.Client, value: str) -> None:
+    """From fastapi tests/test_query.py::test_query_int_query_42_5 and ::test_query_int_query_baz
+    (FastAPI's 422; ours is a 400 naming the field)."""
+    body = assert_error(client.get(f"/runs?limit={value}"), 400, "limit")
+    assert body["fields"] == ["limit"]
+
+
+def test_a_percent_encoded_query_value_is_decoded_before_it_is_checked(client: httpx.Client) -> None:
+    """From encode/starlette tests/test_requests.py::test_request_query_params (``%20`` decoded)."""
+    fid = formation(client, "clean", name="decoded")
+    client.post(f"/formations/{fid}/run", json={"input": "a"})
+    listed = client.get(f"/runs?status=%73ucceeded&formation_id={quote(fid)}").json()
+    assert [r["formation_id"] for r in listed] == [fid]
+
+
+# --- path parameters --------------------------------------------------------------------------
+
+
+def test_an_id_with_percent_encoded_letters_finds_the_record(client: httpx.Client) -> None:
+    """From encode/starlette tests/test_routing.py::test_url_path_for (path params are decoded)."""
+    agent = scripted_agent(client, name="encoded")
+    encoded = "".join(f"%{ord(ch):02X}" for ch in agent)
+    response = client.get(f"/agents/{encoded}")
+    assert response.status_code == 200, response.text
+    assert response.json()["id"] == agent
+
+
+@pytest.mark.parametrize("raw", ["a%20b", "%C3%A9", "%2E%2E", "a%00b", "x" * 300, "%F0%9F%98%80"])
+def test_an_id_with_odd_characters_is_a_404_in_the_error_shape(client: httpx.Client, raw: str) -> None:
+    """From fastapi tests/test_path.py (odd path parameter values): an id no record has is 404."""
+    for path in (f"/agents/{raw}", f"/sessions/{raw}", f"/runs/{raw}", f"/formations/{raw}", f"/fleets/{raw}"):
+        assert_error(client.get(path), 404, "not found")
+
+
+def test_a_percent_encoded_slash_in_an_id_is_no_route_not_another_route(client: httpx.Client) -> None:
+    """From encode/starlette tests/test_routing.py::test_router (``%2F`` in a path parameter)."""
+    agent = scripted_agent(client, name="slashed")
+    response = client.delete(f"/agents/{agent}%2Fx")
+    assert_error(response, 404, "no route DELETE")
+    assert client.get(f"/agents/{agent}").status_code == 200
+
+
+def test_an_id_in_lower_case_is_another_id(client: httpx.Client) -> None:
+    """From fastapi tests/test_path.py::test_path_str_foobar (a path parameter is taken as sent)."""
+    agent = scripted_agent(client, name="cased")
+    assert_error(client.get(f"/agents/{agent.lower()}"), 404, agent.lower())
+
+
+def test_a_very_long_id_is_404_in_the_error_shape(client: httpx.Client) -> None:
+    """From encode/starlette tests/test_requests.py (a long URL is still a request)."""
+    assert_error(client.get("/agents/" + "A" * 20000), 404, "agent not found: AAAA")
