@@ -89,7 +89,8 @@ def test_a_single_status_filter_still_lists_only_that_status(client: httpx.Clien
 
 
 def test_an_empty_status_is_400_listing_the_statuses(client: httpx.Client) -> None:
-    """From fastapi tests/test_query.py::test_query_optional (``?q=``: an empty value is a value)."""
+    """From fastapi tests/test_query.py::test_query_optional (an omitted parameter is no filter;
+    ``?q=``, given empty, is a value)."""
     body = assert_error(client.get("/runs?status="), 400, "unknown run status ''", "suspended")
     assert body["fields"] == ["status"]
 

@@ -111,7 +111,7 @@ def test_a_content_type_that_only_looks_like_json_is_415_and_stores_nothing(
 
 
 def test_a_latin1_body_declared_as_latin1_is_400_telling_to_send_utf8(client: httpx.Client) -> None:
-    """From encode/starlette tests/test_requests.py::test_request_body_charset (Starlette decodes by the
+    """From encode/starlette tests/test_requests.py::test_request_json (Starlette decodes by the
     charset; we read JSON as UTF-8, as RFC 8259 requires, and say so)."""
     body = '{"title": "café"}'.encode("latin-1")
     response = client.post("/sessions", content=body, headers={"Content-Type": "application/json; charset=latin-1"})
@@ -127,7 +127,7 @@ def test_a_utf8_bom_before_the_json_is_skipped(client: httpx.Client) -> None:
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
 def test_a_utf16_or_utf32_body_is_read_by_its_bytes(client: httpx.Client, encoding: str) -> None:
-    """From encode/starlette tests/test_requests.py::test_request_body_charset (RFC 8259's encodings)."""
+    """From encode/starlette tests/test_requests.py::test_request_json (RFC 8259's encodings)."""
     response = client.post("/sessions", content='{"title": "é☃"}'.encode(encoding))
     assert response.status_code == 201, response.text
     assert response.json()["title"] == "é☃"
@@ -178,7 +178,8 @@ def test_a_key_given_twice_in_a_body_takes_its_last_value(client: httpx.Client) 
 def test_a_delete_with_a_body_that_is_not_json_deletes_without_reading_it(client: httpx.Client) -> None:
     """From encode/starlette tests/test_requests.py::test_request_body (a body the route does not read)."""
     agent = scripted_agent(client, name="deleted")
-    response = client.request("DELETE", f"/agents/{agent}", content=b"<not json>", headers={"Content-Type": "text/plain"})
+    response = client.request("DELETE", f"/agents/{agent}", content=b"<not json>",
+                              headers={"Content-Type": "text/plain"})
     assert response.json() == {"status": "deleted"}
     assert client.get(f"/agents/{agent}").status_code == 404
 
@@ -191,7 +192,7 @@ def chunks_of(data: bytes, *cuts: int) -> Iterator[bytes]:
 
 
 def test_a_chunked_body_cut_inside_a_bom_and_a_character_is_read_whole(client: httpx.Client) -> None:
-    """From encode/starlette tests/test_requests.py::test_request_stream (a body sent in chunks)."""
+    """From encode/starlette tests/test_requests.py::test_chunked_encoding (a body sent in chunks)."""
     data = '\ufeff{"title": "naïve ☃"}'.encode()
     cut = data.index("☃".encode()) + 1
     response = client.post("/sessions", content=chunks_of(data, 1, 2, cut))
@@ -287,3 +288,16 @@ def test_an_http_10_request_is_answered_and_the_connection_closed(server: Runnin
     """From encode/starlette tests/test_requests.py (an old client without keep-alive)."""
     answer = raw(server, f"GET /health HTTP/1.0\r\n{host(server)}\r\n".encode())
     assert answer.split(b"\r\n", 1)[0].split(b" ")[1] == b"200" and answer.endswith(b'{"status":"ok"}')
+
+
+def test_a_client_gone_before_its_body_ended_stores_nothing_and_the_server_goes_on(
+    server: RunningServer, client: httpx.Client,
+) -> None:
+    """From encode/starlette tests/test_requests.py::test_request_disconnect (the client leaves while
+    its body is read)."""
+    before = len(client.get("/sessions").json())
+    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+        sock.sendall((f"POST /sessions HTTP/1.1\r\n{host(server)}Content-Type: application/json\r\n"
+                      "Content-Length: 100\r\n\r\n{\"title\": \"half").encode())
+    assert client.get("/health").json() == {"status": "ok"}
+    assert len(client.get("/sessions").json()) == before
