@@ -147,3 +147,17 @@ def test_an_id_in_lower_case_is_another_id(client: httpx.Client) -> None:
 def test_a_very_long_id_is_404_in_the_error_shape(client: httpx.Client) -> None:
     """From encode/starlette tests/test_requests.py (a long URL is still a request)."""
     assert_error(client.get("/agents/" + "A" * 20000), 404, "agent not found: AAAA")
+
+
+@pytest.mark.parametrize(("path", "bare"), [
+    ("/provider/scripted/models/", "/provider/scripted/models"),
+    ("/provider/scripted/models/scripted/", "/provider/scripted/models/scripted"),
+    ("/provider/openai/models/", "/provider/openai/models"),
+])
+def test_a_models_path_with_a_trailing_slash_is_the_no_route_404_naming_the_path_without_it(
+    client: httpx.Client, path: str, bare: str,
+) -> None:
+    """From encode/starlette tests/test_routing.py::test_router (``/users/`` is not ``/users``; the
+    model id is a ``{model:path}``, which a trailing slash would otherwise reach as a model ``''``, asking
+    the provider first: for ``openai`` without a key a 400 about the key)."""
+    assert_error(client.get(path), 404, f"no route GET {path}", f"GET {bare} is a route")

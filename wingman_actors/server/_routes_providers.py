@@ -113,6 +113,10 @@ async def model(
     agent_id: str | None = Query(default=None, description="ask at this agent's endpoint (its base_url)"),
 ) -> ModelOut:
     """As ``GET /provider/{id}/models``, for one model id; 404 when the provider does not offer it."""
+    if not model or model.endswith("/"):  # a trailing slash, which the {model:path} takes in (MethodMiddleware's 404)
+        path = f"/provider/{id}/models/{model}"
+        raise ApiError(404, f"no route GET {path}; paths take no trailing slash: GET {path.rstrip('/')} is a route; "
+                            "see GET /openapi.json for the routes")
     offered = await ctx.pool.run(_models, ctx, id, agent_id)
     for m in offered:
         if m.id == model:
