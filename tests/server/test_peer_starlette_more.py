@@ -3,7 +3,8 @@
 ``tests/test_tutorial/test_body*``, ``tests/test_request_body_parameters_media_type.py``)
 ported as checks of our server on odd but valid HTTP: charset parameters and BOMs, empty and
 chunked bodies, ``Expect: 100-continue``, pipelined requests on one keep-alive connection,
-very long URLs, HEAD and OPTIONS.
+very long URLs, HEAD and OPTIONS. Each runs on both of uvicorn's HTTP implementations: h11 (the
+tests' harness) and httptools (what ``wingman-actors serve`` runs on).
 
 Differences pinned here: Starlette answers ``HEAD`` on every ``GET`` route; we answer 405
 with ``Allow`` (HEAD is no route's method, as the conventions of API.md have it).
@@ -14,16 +15,40 @@ answers a malformed body with 422; we answer 400 ``{"error"}``."""
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import re
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.server.harness import RunningServer, scripted_agent
+from tests.server.harness import FUNCTIONS_MODULE, RunningServer, scripted_agent
+from wingman_actors.server import ServerConfig
+
+WIRES = ["h11", pytest.param("httptools", marks=pytest.mark.skipif(
+    importlib.util.find_spec("httptools") is None, reason="httptools is not installed"))]
+
+
+WIRE_OF: dict[int, str] = {}  # a server's port -> its HTTP implementation
+
+
+@pytest.fixture(scope="module", params=WIRES)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+           work_root: Path) -> Iterator[RunningServer]:
+    """The module's server, on each HTTP implementation uvicorn has: the tests' h11, and httptools,
+    which ``wingman-actors serve`` takes when it is installed (uvicorn's ``http="auto"``)."""
+    db = tmp_path_factory.mktemp("db") / "wingman.db"
+    config = ServerConfig(db_path=db, work_root=work_root, functions=(FUNCTIONS_MODULE,), entry_points=False)
+    running = RunningServer(config, http=request.param).start()
+    WIRE_OF[running.port] = request.param
+    try:
+        yield running
+    finally:
+        running.stop()
 
 
 def assert_error(response: httpx.Response, status: int, *words: str) -> dict[str, object]:
@@ -324,3 +349,16 @@ def test_an_identity_content_encoding_is_no_encoding(client: httpx.Client) -> No
     body beside the gzip one)."""
     response = client.post("/sessions", content=b'{"title": "as is"}', headers={"Content-Encoding": "identity"})
     assert response.status_code == 201, response.text
+
+
+def test_a_request_in_absolute_form_is_routed_by_its_path_as_serve_parses_it(server: RunningServer) -> None:
+    """From encode/starlette tests/test_requests.py::test_request_url (``client.get("https://example.org:123/")``:
+    the URL's path is what is routed; RFC 9112 section 3.2.2 has servers accept the absolute form). With
+    httptools, which ``serve`` runs on (a dependency), it is; uvicorn's h11 implementation, which the tests'
+    harness uses, routes the whole URL as the path, a 404 (uvicorn's, not ours: pinned so a change shows)."""
+    answer = raw(server, f"GET http://127.0.0.1:{server.port}/health HTTP/1.1\r\n{host(server)}Connection: close"
+                         "\r\n\r\n".encode())
+    if WIRE_OF[server.port] == "httptools":
+        assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b'{"status":"ok"}'), answer[:300]
+    else:
+        assert answer.startswith(b"HTTP/1.1 404 ") and b"no route GET http://" in answer, answer[:300]
