@@ -362,3 +362,35 @@ def test_a_request_in_absolute_form_is_routed_by_its_path_as_serve_parses_it(ser
         assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b'{"status":"ok"}'), answer[:300]
     else:
         assert answer.startswith(b"HTTP/1.1 404 ") and b"no route GET http://" in answer, answer[:300]
+
+
+@pytest.mark.parametrize(("target", "status", "words"), [
+    ("/%61gents", b"200", b"["),
+    ("//agents", b"404", b"no route GET //agents"),
+    ("/./agents", b"404", b"no route GET /./agents"),
+    ("/runs?st%61tus=failed&status=failed", b"400", b"status: given 2 times"),
+])
+def test_a_raw_target_is_routed_by_its_decoded_path_as_sent_never_normalised(
+    server: RunningServer, target: str, status: bytes, words: bytes,
+) -> None:
+    """From encode/starlette tests/test_routing.py::test_router and tests/test_requests.py::test_request_url
+    (the path is percent-decoded, then matched as it is: no dot-segment or double-slash clean-up, which
+    would answer a path other than the one asked; a query key is decoded before it is counted)."""
+    answer = raw(server, f"GET {target} HTTP/1.1\r\n{host(server)}Connection: close\r\n\r\n".encode())
+    assert answer.startswith(b"HTTP/1.1 " + status + b" ") and words in answer.rsplit(b"\r\n\r\n", 1)[1], answer[:300]
+
+
+def test_options_asterisk_is_a_404_in_the_error_shape(server: RunningServer) -> None:
+    """From encode/starlette tests/middleware/test_cors.py (OPTIONS requests): ``OPTIONS *`` asks the
+    server itself, which has no such route."""
+    answer = raw(server, f"OPTIONS * HTTP/1.1\r\n{host(server)}Connection: close\r\n\r\n".encode())
+    assert answer.startswith(b"HTTP/1.1 404 ") and b'{"error":"no route OPTIONS *' in answer, answer[:300]
+
+
+def test_broken_chunk_framing_is_uvicorns_plain_text_400_not_the_json_error_shape(server: RunningServer) -> None:
+    """From encode/starlette tests/test_requests.py::test_chunked_encoding (with framing that is not
+    HTTP): answered by uvicorn before the app sees a request, as ``text/plain``: the one error not in
+    the ``{"error"}`` shape (pinned so a change shows)."""
+    answer = raw(server, (f"POST /sessions HTTP/1.1\r\n{host(server)}Content-Type: application/json\r\n"
+                          "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\n{}\r\nzz\r\n").encode())
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"content-type: text/plain" in answer.lower(), answer[:300]
