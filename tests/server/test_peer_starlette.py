@@ -10,12 +10,16 @@ value with 422 and a ``detail`` list; we answer 400 ``{"error", "fields"}``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
+from starlette.testclient import TestClient
 
 from tests.server.harness import scripted_agent
+from wingman_actors.server._viewer_store import create_store_viewer
+from wingman_actors.store import RunStore
 
 
 def formation(client: httpx.Client, function: str, name: str = "one") -> str:
@@ -161,3 +165,14 @@ def test_a_models_path_with_a_trailing_slash_is_the_no_route_404_naming_the_path
     model id is a ``{model:path}``, which a trailing slash would otherwise reach as a model ``''``, asking
     the provider first: for ``openai`` without a key a 400 about the key)."""
     assert_error(client.get(path), 404, f"no route GET {path}", f"GET {bare} is a route")
+
+
+def test_the_store_viewers_run_list_refuses_a_repeated_status_as_the_servers_does(tmp_path: Path) -> None:
+    """From fastapi tests/test_query.py (repeated parameter), on ``wingman-actors ui --store``'s
+    ``/ui/api/runs``."""
+    RunStore(tmp_path / "runs.sqlite").close()
+    with TestClient(create_store_viewer(tmp_path / "runs.sqlite"), base_url="http://127.0.0.1") as viewer:
+        response = viewer.get("/ui/api/runs?status=running&status=failed")
+        assert response.status_code == 400, response.text
+        assert response.json()["fields"] == ["status"]
+        assert viewer.get("/ui/api/runs?status=running").status_code == 200
