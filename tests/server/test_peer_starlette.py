@@ -176,3 +176,38 @@ def test_the_store_viewers_run_list_refuses_a_repeated_status_as_the_servers_doe
         assert response.status_code == 400, response.text
         assert response.json()["fields"] == ["status"]
         assert viewer.get("/ui/api/runs?status=running").status_code == 200
+
+
+ODD_ID_ROUTES = [
+    ("GET", "/provider/{odd}", None, "provider not found"), ("GET", "/provider/{odd}/models/x", None, "provider not found"),
+    ("GET", "/runs/{odd}/history", None, "run not found"), ("POST", "/runs/{odd}/fork", {"at": "x", "output": 1}, "run not found"),
+    ("POST", "/runs/{odd}/cancel", {}, "run not found"), ("POST", "/runs/{odd}/resume", {}, "run not found"),
+    ("POST", "/sessions/{odd}/message", {"agent_id": "a", "message": "m"}, "session not found"),
+    ("POST", "/sessions/{odd}/message/stream", {"agent_id": "a", "message": "m"}, "session not found"),
+    ("POST", "/sessions/{odd}/abort", {}, "session not found"),
+    ("POST", "/fleets/{odd}/run", {"tasks": [{"message": "x"}]}, "fleet not found"),
+    ("POST", "/fleets/{odd}/run/stream", {"tasks": [{"message": "x"}]}, "fleet not found"),
+    ("POST", "/formations/{odd}/run", {"input": 1}, "formation not found"),
+    ("POST", "/formations/{odd}/run/stream", {"input": 1}, "formation not found"),
+    ("PUT", "/sessions/{odd}", {"title": "x"}, "session not found"), ("DELETE", "/formations/{odd}", None, "formation not found"),
+    ("GET", "/ui/api/runs/{odd}", None, "run not found"), ("GET", "/ui/api/runs/{odd}/stream", None, "run not found"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "words"), ODD_ID_ROUTES)
+def test_every_id_route_answers_an_odd_id_with_a_404_naming_what_was_not_found_decoded(
+    client: httpx.Client, method: str, path: str, body: object, words: str,
+) -> None:
+    """From fastapi tests/test_path.py (path parameters with odd values) and encode/starlette
+    tests/test_routing.py::test_router: the decoded id is named, streaming routes included (before any event)."""
+    response = client.request(method, path.format(odd="%C3%A9%20x"), json=body)
+    assert_error(response, 404, f"{words}: é x")
+
+
+def test_a_formation_run_by_its_percent_encoded_id_runs_and_records_the_plain_id(client: httpx.Client) -> None:
+    """From encode/starlette tests/test_routing.py::test_url_path_for (path params are decoded)."""
+    fid = formation(client, "clean", name="encoded-run")
+    encoded = "".join(f"%{ord(ch):02X}" for ch in fid)
+    run = client.post(f"/formations/{encoded}/run", json={"input": " y "})
+    assert run.status_code == 200, run.text
+    assert (run.json()["formation_id"], run.json()["output"]) == (fid, "y")
