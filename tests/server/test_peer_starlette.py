@@ -17,7 +17,8 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from tests.server.harness import scripted_agent
+from tests.server.harness import running, scripted_agent
+from wingman_actors.server import ServerConfig
 from wingman_actors.server._viewer_store import create_store_viewer
 from wingman_actors.store import RunStore
 
@@ -224,3 +225,28 @@ def test_an_empty_body_on_resume_is_400_and_leaves_the_run_waiting_for_a_json_bo
     resumed = client.post(f"/runs/{run_id}/resume", json={"answer": "yes"})
     assert resumed.status_code == 200, resumed.text
     assert resumed.json()["status"] == "succeeded"
+
+
+CORS_ORIGIN = "http://localhost:5173"
+
+
+@pytest.mark.parametrize(("headers", "status", "words"), [
+    ({"Origin": "https://elsewhere.example", "Access-Control-Request-Method": "POST"}, 403,
+     ("'https://elsewhere.example' are not allowed", "--cors-origin")),
+    ({"Origin": CORS_ORIGIN, "Access-Control-Request-Method": "PATCH"}, 400, ("method", "GET, POST, PUT, DELETE")),
+    ({"Origin": CORS_ORIGIN, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "x-custom"},
+     400, ("headers", "'x-custom'", "Authorization")),
+])
+def test_a_refused_cors_preflight_is_in_the_error_shape_a_foreign_origin_a_403(
+    tmp_path: Path, headers: dict[str, str], status: int, words: tuple[str, ...],
+) -> None:
+    """From encode/starlette tests/middleware/test_cors.py::test_cors_disallowed_preflight (Starlette
+    answers ``400 Disallowed CORS origin`` as plain text; our documented answer to a foreign origin is a
+    403, and every error is ``{"error"}``)."""
+    config = ServerConfig(db_path=tmp_path / "w.db", work_root=tmp_path, entry_points=False,
+                          cors_origins=(CORS_ORIGIN,))
+    with running(config) as server, server.client() as client:
+        refused = client.options("/agents", headers=headers)
+        allowed = client.options("/agents", headers={"Origin": CORS_ORIGIN, "Access-Control-Request-Method": "POST"})
+    assert_error(refused, status, *words)
+    assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == CORS_ORIGIN
