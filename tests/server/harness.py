@@ -20,9 +20,11 @@ FUNCTIONS_MODULE = "tests.server.functions_fixture"
 
 class RunningServer:
     """``create_app(config)`` served by uvicorn on 127.0.0.1, a free port, a named thread
-    (with uvicorn's access log when ``access_log``, as ``wingman-actors serve`` has it)."""
+    (with uvicorn's access log when ``access_log``, as ``wingman-actors serve`` has it; with uvicorn's
+    ``http`` implementation, h11 unless told: ``serve`` takes httptools when it is installed)."""
 
-    def __init__(self, config: ServerConfig, graceful_timeout: float | None = None, *, access_log: bool = False) -> None:
+    def __init__(self, config: ServerConfig, graceful_timeout: float | None = None, *, access_log: bool = False,
+                 http: str = "h11") -> None:
         self.config = config
         # IPPROTO_TCP said explicitly: asyncio turns Nagle's algorithm off only on sockets whose
         # proto is IPPROTO_TCP, and socket.socket() makes proto 0; with Nagle on, every response
@@ -32,7 +34,7 @@ class RunningServer:
         self.port = int(self._socket.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
         uv_config = uvicorn.Config(
-            create_app(config), log_level="warning", ws="none", http="h11", lifespan="on", access_log=access_log,
+            create_app(config), log_level="warning", ws="none", http=http, lifespan="on", access_log=access_log,
             timeout_graceful_shutdown=graceful_timeout,
         )
         self._server = uvicorn.Server(uv_config)

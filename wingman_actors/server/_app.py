@@ -19,7 +19,6 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.middleware.cors import CORSMiddleware
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
@@ -42,7 +41,7 @@ from ._deps import JSONBody
 from ._docs import install_docs
 from ._errors import ApiError, from_agent_error
 from ._functions import FunctionRegistry
-from ._guards import OriginHostMiddleware
+from ._guards import JsonCORSMiddleware, OriginHostMiddleware
 from ._journal import MaskedJournal, open_journal, run_store_secret
 from ._middleware import (
     CatchAllMiddleware,
@@ -257,7 +256,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     app.add_middleware(MethodMiddleware, routes=app.router.routes)
     if config.cors_origins:  # outermost: preflight requests carry no token
         app.add_middleware(
-            CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST", "PUT", "DELETE"],
+            JsonCORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST", "PUT", "DELETE"],
             allow_headers=["Authorization", "Content-Type"],
         )
     return app

@@ -6,13 +6,15 @@ import json
 from typing import Annotated, Any, cast
 
 from fastapi import Depends, Request
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 from starlette.responses import JSONResponse, Response
 
 from ._context import ServerContext
+from ._errors import ApiError
 
-__all__ = ["Ctx", "JSONBody", "context_of", "get_context", "json_response"]
+__all__ = ["ONCE", "Ctx", "JSONBody", "context_of", "get_context", "json_response", "single_query_values"]
 
 
 async def get_context(request: Request) -> ServerContext:
@@ -22,6 +24,24 @@ async def get_context(request: Request) -> ServerContext:
 
 Ctx = Annotated[ServerContext, Depends(get_context)]
 """Route parameter type giving the server context."""
+
+
+async def single_query_values(request: Request) -> None:
+    """400 naming a query parameter of the route given more than once: ``?status=succeeded&status=failed``
+    would otherwise be read as its last value alone (Starlette's ``QueryParams``), a filter silently
+    narrowed to one of the values asked for. Parameters the route does not read are ignored."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    for param in route.dependant.query_params:
+        given = request.query_params.getlist(param.alias)
+        if len(given) > 1:
+            raise ApiError(400, f"{param.alias}: given {len(given)} times; give it once (each query parameter "
+                                f"takes one value)", fields=[param.alias])
+
+
+ONCE = [Depends(single_query_values)]
+"""``dependencies=`` of a route with query parameters: each may be given once."""
 
 
 def context_of(request: Request) -> ServerContext:

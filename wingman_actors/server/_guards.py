@@ -22,10 +22,12 @@ import ipaddress
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from starlette.responses import JSONResponse
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["LOOPBACK_NAMES", "OriginHostMiddleware", "host_name"]
+__all__ = ["LOOPBACK_NAMES", "JsonCORSMiddleware", "OriginHostMiddleware", "host_name"]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 """Host names always served: they cannot be re-pointed by someone else's DNS."""
@@ -90,10 +92,7 @@ class OriginHostMiddleware:
             return
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin.rstrip("/"), host):
-            await self._refuse(scope, receive, send, 403, (
-                f"requests from web pages at {origin!r} are not allowed: start the server with "
-                f"--cors-origin {origin} to let that site call it"
-            ))
+            await self._refuse(scope, receive, send, 403, origin_refused(origin))
             return
         await self.app(scope, receive, send)
 
@@ -107,3 +106,31 @@ class OriginHostMiddleware:
     @staticmethod
     async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, message: str) -> None:
         await JSONResponse({"error": message}, status_code=status)(scope, receive, send)
+
+
+def origin_refused(origin: str) -> str:
+    """The 403's message for a request from a web page at ``origin``."""
+    return f"requests from web pages at {origin!r} are not allowed: start the server with --cors-origin {origin} " \
+           "to let that site call it"
+
+
+class JsonCORSMiddleware(CORSMiddleware):
+    """Starlette's CORS middleware (``--cors-origin``), its refused preflights answered as every
+    other refusal: a foreign origin is the 403 :class:`OriginHostMiddleware` gives it, a method or
+    header not allowed a 400 naming those that are, both ``{"error"}`` (Starlette's are plain text,
+    ``400 Disallowed CORS origin``)."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code != 400:
+            return response
+        cors = {k: v for k, v in response.headers.items() if k.startswith("access-control-")}
+        failures = bytes(response.body).decode().removeprefix("Disallowed CORS ").split(", ")
+        if "origin" in failures:
+            return JSONResponse({"error": origin_refused(request_headers["origin"])}, status_code=403, headers=cors)
+        allowed = {"method": f"methods {', '.join(self.allow_methods)}",
+                   "headers": f"headers {', '.join(sorted(h.title() for h in self.allow_headers))}"}
+        message = "; ".join(f"the {f} asked for ({request_headers.get(f'access-control-request-{f}', '')!r}) "
+                            f"{'are' if f.endswith('s') else 'is'} not allowed: this server allows {allowed.get(f, f)}"
+                            for f in failures)
+        return JSONResponse({"error": f"CORS preflight refused: {message}"}, status_code=400, headers=cors)

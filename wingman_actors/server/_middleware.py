@@ -138,7 +138,8 @@ class TokenMiddleware:
 
 class JsonBodyMiddleware:
     """Bodies are JSON: a POST, PUT or PATCH must say ``Content-Type: application/json``
-    (or another ``+json`` type), even with an empty body, else 415; a body larger than
+    (or another ``+json`` type), even with an empty body, else 415 (a 415 too for a body with a
+    ``Content-Encoding``: none is decoded); a body larger than
     ``max_bytes`` is a 413, refused by its ``Content-Length`` before it is read or as soon
     as what was read passes the limit (a chunked body), so no more than ``max_bytes`` is
     ever held; a JSON body holding what cannot be stored (see
@@ -161,17 +162,28 @@ class JsonBodyMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
             types = []
+            codings: list[str] = []
             length = b""
             for k, v in scope["headers"]:
                 if k == b"content-type":
                     types.append(v.decode("latin-1").lower())
                 elif k == b"content-length":
                     length = v
+                elif k == b"content-encoding":
+                    codings += [c.strip() for c in v.decode("latin-1").lower().split(",") if c.strip() != "identity"]
             if not types or not any(_is_json(t) for t in types):
                 got = f"Content-Type {types[0]!r}" if types else "no Content-Type"
                 response = JSONResponse(
                     {"error": f"request bodies must be JSON, got {got}: send 'Content-Type: application/json', "
                               "even with an empty body (curl: -H 'Content-Type: application/json')"},
+                    status_code=415,
+                )
+                await response(scope, receive, send)
+                return
+            if codings:  # no content coding is decoded: a compressed body would be read as if it were plain
+                response = JSONResponse(
+                    {"error": f"request bodies must be sent uncompressed, got Content-Encoding {', '.join(codings)!r}: "
+                              "send the JSON as is, without a Content-Encoding header"},
                     status_code=415,
                 )
                 await response(scope, receive, send)

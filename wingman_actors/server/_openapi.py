@@ -78,7 +78,7 @@ def _errors(path: str, method: str, operation: dict[str, Any], token: bool) -> d
     if method in ("post", "put", "patch"):
         out["413"] = _error("The body is larger than the server's limit (--max-body-bytes, 4 MiB unless set).")
         out["415"] = _error("The request does not say `Content-Type: application/json` (required even when "
-                            "the body is empty).")
+                            "the body is empty), or sends its body compressed (a `Content-Encoding`).")
     if path in ("/runs/{id}/cancel", "/runs/{id}/resume"):
         out["409"] = _error("The run cannot be cancelled or resumed in its state (`run_status`; `kind`: the status, "
                             "`mismatch` when its formation changed shape, `formation_deleted`, `not_journalled`, `fleet`).")

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query
 from ..errors import AgentError, ErrorKind
 from ..providers import ProviderMeta, get_provider_meta, list_providers
 from ._context import ServerContext
-from ._deps import Ctx
+from ._deps import ONCE, Ctx
 from ._errors import ApiError, from_agent_error, invalid
 from ._models import ModelOut, list_models
 from ._schemas import AuthSetIn, AuthStatusOut, ProviderOut, StatusOut
@@ -95,7 +95,7 @@ def _models(ctx: ServerContext, id: str, agent_id: str | None) -> list[ModelOut]
         raise from_agent_error(exc) from exc
 
 
-@router.get("/provider/{id}/models", tags=["provider"], summary="The models a provider offers (asked of it)")
+@router.get("/provider/{id}/models", tags=["provider"], summary="The models a provider offers (asked of it)", dependencies=ONCE)
 async def models(
     id: str, ctx: Ctx,
     agent_id: str | None = Query(default=None, description="ask at this agent's endpoint (its base_url)"),
@@ -107,12 +107,16 @@ async def models(
     return await ctx.pool.run(_models, ctx, id, agent_id)
 
 
-@router.get("/provider/{id}/models/{model:path}", tags=["provider"], summary="One model a provider offers")
+@router.get("/provider/{id}/models/{model:path}", tags=["provider"], summary="One model a provider offers", dependencies=ONCE)
 async def model(
     id: str, model: str, ctx: Ctx,
     agent_id: str | None = Query(default=None, description="ask at this agent's endpoint (its base_url)"),
 ) -> ModelOut:
     """As ``GET /provider/{id}/models``, for one model id; 404 when the provider does not offer it."""
+    if not model or model.endswith("/"):  # a trailing slash, which the {model:path} takes in (MethodMiddleware's 404)
+        path = f"/provider/{id}/models/{model}"
+        raise ApiError(404, f"no route GET {path}; paths take no trailing slash: GET {path.rstrip('/')} is a route; "
+                            "see GET /openapi.json for the routes")
     offered = await ctx.pool.run(_models, ctx, id, agent_id)
     for m in offered:
         if m.id == model:

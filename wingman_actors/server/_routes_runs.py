@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from ..store import FormationMismatchError, RunNotResumableError, UnknownRunError
 from ._context import ServerContext
-from ._deps import Ctx, context_of, json_response
+from ._deps import ONCE, Ctx, context_of, json_response
 from ._errors import ApiError
 from ._flights import Flight, flight, outcome, settle_wait
 from ._recovery import BECOMES, refreshed
@@ -32,7 +32,7 @@ def _conflict(run: RunOut, what: str, why: str, kind: str | None = None) -> ApiE
                     run_status=run.status)
 
 
-@router.get("/runs", tags=["runs"], summary="List recorded formation and fleet runs (newest first)")
+@router.get("/runs", tags=["runs"], summary="List recorded formation and fleet runs (newest first)", dependencies=ONCE)
 async def list_runs(
     ctx: Ctx,
     formation_id: str | None = Query(default=None, description="only this formation's runs"),

@@ -20,7 +20,7 @@ from starlette.responses import Response, StreamingResponse
 from ..formation.events import FormationEvent, FormationEventType
 from ..store import UnknownRunError
 from ._context import ServerContext
-from ._deps import Ctx
+from ._deps import ONCE, Ctx
 from ._errors import ApiError
 from ._nesting import declaration_of, load_nested
 from ._recovery import refreshed
@@ -76,7 +76,7 @@ async def formations(ctx: Ctx) -> list[dict[str, Any]]:
     return await ctx.pool.run(read)
 
 
-@router.get("/runs", summary="Formation runs, newest first, filtered by status and formation")
+@router.get("/runs", summary="Formation runs, newest first, filtered by status and formation", dependencies=ONCE)
 async def runs(
     ctx: Ctx,
     status: str | None = Query(default=None, description="only runs with this status"),

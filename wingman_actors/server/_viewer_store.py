@@ -189,7 +189,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
     from ..store._values import POSTGRES_SCHEMES
     from ._app import validation_error
     from ._cli import _shown
-    from ._deps import JSONBody
+    from ._deps import ONCE, JSONBody
     from ._errors import ApiError
     from ._guards import OriginHostMiddleware
     from ._middleware import JsonBodyMiddleware, MethodMiddleware, TokenMiddleware
@@ -276,7 +276,7 @@ def create_store_viewer(path: str | Path, *, token: str | None = None, formation
                  "finished_at": None if r.status == "running" else r.updated.isoformat(timespec="seconds"),
                  "duration_s": None} for r in found[:limit]]
 
-    @app.get("/ui/api/runs")
+    @app.get("/ui/api/runs", dependencies=ONCE)
     async def list_runs(status: str | None = Query(default=None), formation_id: str | None = Query(default=None),
                         limit: int = Query(default=100, ge=1, le=1000)) -> list[dict[str, Any]]:
         check_status(status)
