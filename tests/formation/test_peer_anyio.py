@@ -387,3 +387,19 @@ def test_a_blocking_run_on_an_abandoned_worker_thread_still_finishes_after_the_c
     assert results == []
     assert until(lambda: node.finished == [0.6])
 
+
+def test_an_async_node_that_raises_cancelled_error_by_itself_fails_saying_nothing_cancelled_it() -> None:
+    """From CPython Lib/test/test_asyncio/test_taskgroups.py::test_taskgroup_20a (a child raising an
+    exception of its own, here the CancelledError a library lets out, no one having cancelled it).
+    Before the fix the run failed with "was cancelled: the node is stopping", though nothing stopped
+    or cancelled anything."""
+    async def gives_up(_: Any) -> None:
+        await asyncio.sleep(0)
+        raise asyncio.CancelledError("the library below gave up")
+
+    with pytest.raises(FormationRuntimeError) as caught:
+        asyncio.run(Formation("g").add_function("gives_up", gives_up).arun(1))
+    message = str(caught.value)
+    assert "the node is stopping" not in message
+    assert "raised asyncio.CancelledError though nothing cancelled it" in message
+    assert "the library below gave up" in message
