@@ -13,6 +13,7 @@ free for its next message.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 from typing import Any
@@ -262,3 +263,28 @@ def test_a_blocking_session_run_on_anyios_worker_thread_returns_its_reply() -> N
 
     assert anyio.run(main) == "done: waited 0.01"
     session.close()
+
+
+def test_an_async_tool_of_an_awaited_session_sees_the_callers_context_variables() -> None:
+    """From agronholm/anyio tests/test_to_thread.py::test_contextvar_propagation (docs/async.md: the tool
+    "still sees your context variables")."""
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
+
+    @tool
+    async def whoami() -> str:
+        """Say the request id."""
+        return request_id.get()
+
+    def reply(request: Any) -> Any:
+        results = request.messages[-1].tool_results_blocks
+        if results:
+            return "id " + (results[0].content or "")
+        return InferenceResponse.of_tool_calls([("t1", "whoami", {})])
+
+    agent = Agent("ctx", provider=ScriptedProvider([reply], cycle=True), tools=[whoami])
+
+    async def main() -> str:
+        request_id.set("req-42")
+        return (await Session(agent).arun("go")).response
+
+    assert asyncio.run(main()) == "id req-42"

@@ -4,7 +4,9 @@
 ``astream`` / ``astart`` / ``asubmit`` awaited in task groups, AnyIO cancel scopes and
 worker threads. (``wait_for``, ``shield`` and ``gather`` are in test_peer_futures_async.py.)
 
-Deliberately different: none found so far. A run awaited in a task group is a child task
+Different (pinned, an open question): AnyIO's worker threads and asyncio's tasks copy the
+caller's context variables; a formation's nodes do not see them (under ``arun`` as under
+``run``). A run awaited in a task group is a child task
 like any other: a sibling's failure cancels it (its ``async def`` nodes' ``finally`` runs)
 and only the failure, not the cancellations, reaches the group's ``ExceptionGroup``.
 """
@@ -12,6 +14,7 @@ and only the failure, not the cancellations, reaches the group's ``ExceptionGrou
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 from typing import Any
@@ -403,3 +406,25 @@ def test_an_async_node_that_raises_cancelled_error_by_itself_fails_saying_nothin
     assert "the node is stopping" not in message
     assert "raised asyncio.CancelledError though nothing cancelled it" in message
     assert "the library below gave up" in message
+
+
+def test_a_formations_nodes_do_not_see_the_context_variables_of_the_task_awaiting_arun() -> None:
+    """From agronholm/anyio tests/test_to_thread.py::test_contextvar_propagation. Different from AnyIO's
+    (and asyncio's) threads and tasks, which copy the caller's context: a run's nodes run in the run's own
+    context, not the caller's, under ``arun`` as under ``run`` (an open question in the porting report;
+    an agent session's async tools do see the caller's, as docs/async.md says)."""
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
+
+    async def read_async(_: Any) -> str:
+        return request_id.get()
+
+    def read_sync(_: Any) -> str:
+        return request_id.get()
+
+    async def main() -> tuple[str, str]:
+        request_id.set("req-42")
+        first = await Formation("a").add_function("read", read_async).arun(1)
+        second = await Formation("s").add_function("read", read_sync).arun(1)
+        return first.output, second.output
+
+    assert asyncio.run(main()) == ("unset", "unset")
