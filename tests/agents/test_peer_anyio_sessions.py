@@ -22,10 +22,11 @@ import anyio
 import pytest
 
 from tests.support.peers import until
-from wingman_actors import Agent, Session, tool
+from wingman_actors import Agent, Session, interrupt, tool
 from wingman_actors.agents import Fleet
 from wingman_actors.core import InferenceResponse
 from wingman_actors.errors import AgentError
+from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
 
 
@@ -288,3 +289,31 @@ def test_an_async_tool_of_an_awaited_session_sees_the_callers_context_variables(
         return (await Session(agent).arun("go")).response
 
     assert asyncio.run(main()) == "id req-42"
+
+
+def test_move_on_after_around_aresume_journals_the_cancelled_run_before_going_on(tmp_path: Any) -> None:
+    """From agronholm/anyio tests/test_taskgroups.py::test_move_on_after, around a session's aresume: as
+    under one ``task.cancel()`` (tests/agents/test_async_waiting.py), the store says ``failed`` when the
+    code after the scope runs. Before the fix AnyIO's repeated cancel left it ``running`` then."""
+    resumed = threading.Event()
+
+    @tool
+    async def slow_after_asking() -> str:
+        """Ask, then work a long time."""
+        answer = interrupt("go?")
+        resumed.set()
+        await asyncio.sleep(30)
+        return str(answer)
+
+    provider = ScriptedProvider([InferenceResponse.of_tool_calls([("s1", "slow_after_asking", {})]), "done"])
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        session = Session(Agent("a", provider=provider, tools=[slow_after_asking]), store=store)
+
+        async def main() -> tuple[str, str]:
+            asked = await session.arun("go")
+            with anyio.move_on_after(0.3):
+                await session.aresume(session.id, answer="yes")
+            return asked.status, store.get(session.id).status
+
+        assert asyncio.run(main()) == ("suspended", "failed")
+        assert resumed.is_set() and not session._busy.locked()
