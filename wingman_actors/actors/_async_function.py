@@ -235,8 +235,19 @@ class AsyncVisits:
             observer.started(visit.work)
         try:
             output = await visit.coro
-        except asyncio.CancelledError:
-            self._ended(visit, None, None)
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if visit.reason is None and task is not None and not task.cancelling():
+                # nothing cancelled the task: the coroutine raised CancelledError itself (one let
+                # out of a library's own cancelled wait), a failure to report as such
+                error = RuntimeError(
+                    f"function node {self._actor.name!r} raised asyncio.CancelledError though nothing cancelled it "
+                    f"({exc or 'no message'}): an inner task or future it awaited was cancelled; catch that "
+                    "CancelledError in the node, or raise another exception to fail the visit")
+                error.__cause__ = exc
+                self._ended(visit, None, error)
+            else:
+                self._ended(visit, None, None)
         except BaseException as exc:  # SystemExit, KeyboardInterrupt too: let out of the task, they would end
             self._ended(visit, None, exc)  # the node's loop, and every later visit would wait for good
         else:
