@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support.peers import until
+from tests.support.peers import node_threads, until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
 
@@ -248,13 +248,9 @@ def slow_stops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return stopped
 
 
-def node_threads() -> list[str]:
-    """The node threads still alive once a stopped one has had the moment it takes to exit."""
-    def alive() -> list[str]:
-        return [t.name for t in threading.enumerate() if t.name.startswith("wingman-node-")]
-
-    until(lambda: not alive(), within=2.0)
-    return alive()
+@pytest.fixture(autouse=True)
+def _threads_before() -> None:
+    node_threads.mark()  # node threads other tests left running are not this test's
 
 
 def test_move_on_after_around_arun_stops_the_formation_before_the_code_after_it_runs(slow_stops: list[str]) -> None:

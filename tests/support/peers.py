@@ -116,3 +116,26 @@ def until(check: Callable[[], bool], within: float = 3.0) -> bool:
             return False
         time.sleep(0.005)
     return True
+
+
+class NodeThreads:
+    """The node threads a test started that are still alive, once stopped ones have had the
+    moment they take to exit. Threads alive when the test began are not counted: other tests
+    in the process may leave some running (an attempt abandoned in blocking code runs on until
+    its code returns). A module calls :meth:`mark` before each test (an autouse fixture)."""
+
+    def __init__(self) -> None:
+        self.before: set[threading.Thread] = set()
+
+    def mark(self) -> None:
+        self.before = set(threading.enumerate())
+
+    def _alive(self) -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("wingman-node-") and t not in self.before]
+
+    def __call__(self) -> list[str]:
+        until(lambda: not self._alive(), within=2.0)
+        return self._alive()
+
+
+node_threads = NodeThreads()
