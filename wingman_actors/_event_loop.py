@@ -21,7 +21,7 @@ from concurrent.futures import Future, wait
 from typing import Any, Generic, TypeVar
 
 __all__ = [
-    "DaemonIterator", "LoopThread", "OwnedLoop", "SharedLoop", "in_daemon_thread", "is_async_callable", "wait_out"]
+    "DaemonIterator", "LoopThread", "OwnedLoop", "SharedLoop", "in_daemon_thread", "is_async_callable"]
 
 log = logging.getLogger("wingman_actors.actors")
 
@@ -349,19 +349,3 @@ class OwnedLoop:
         loop, self._loop = self._loop, None
         if loop is not None:
             loop.stop()
-
-
-async def wait_out(inner: asyncio.Future[_T]) -> tuple[_T, asyncio.CancelledError | None]:
-    """``inner``'s result, awaited to its end though the awaiting task is cancelled
-    meanwhile, once or again and again (an AnyIO cancel scope, as Starlette's, cancels the
-    task anew at each step until it leaves the scope), and the last cancel received
-    (``None``: none). Only ``inner`` itself being cancelled (the loop shutting down) ends
-    the wait early."""
-    cancel: asyncio.CancelledError | None = None
-    while True:
-        try:
-            return await asyncio.shield(inner), cancel
-        except asyncio.CancelledError as exc:
-            if inner.cancelled():
-                raise
-            cancel = exc

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._cancel import CancelToken
-from .._event_loop import wait_out
 from .._interrupts import RunSuspended, VisitScope
 from ..core import Message, Usage
 from ._result import Result
@@ -313,8 +312,18 @@ async def _aattempt(
 async def _off_loop(fn: Callable[..., _T], *args: Any) -> _T:
     """``fn(*args)`` on a worker thread; a cancel of the awaiting task neither stops it nor
     ends the wait, even one repeated at each step (an AnyIO cancel scope's, as Starlette's):
-    the cancel goes on once ``fn`` has returned, so the store is written when it does."""
-    result, cancel = await wait_out(asyncio.ensure_future(asyncio.to_thread(fn, *args)))
+    the cancel goes on once ``fn`` has returned, so the store is written when it does
+    (the twin of ``formation._aio._off_loop``)."""
+    inner = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    cancel: asyncio.CancelledError | None = None
+    while True:
+        try:
+            result = await asyncio.shield(inner)
+            break
+        except asyncio.CancelledError as exc:
+            if inner.cancelled():  # the loop is shutting down
+                raise
+            cancel = exc
     if cancel is not None:
         raise cancel
     return result

@@ -32,7 +32,6 @@ from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .._event_loop import wait_out
 from ._future import Canceller, RunFuture
 from ._options import RunOptions
 
@@ -334,11 +333,27 @@ def lane_of(journal: Journal) -> Lane:
     return lane
 
 
+async def _wait_out(inner: asyncio.Future[_T]) -> tuple[_T, asyncio.CancelledError | None]:
+    """``inner``'s result, awaited to its end though the awaiting task is cancelled
+    meanwhile, once or again and again (an AnyIO cancel scope, as Starlette's, cancels the
+    task anew at each step until it leaves the scope), and the last cancel received
+    (``None``: none). Only ``inner`` itself being cancelled (the loop shutting down) ends
+    the wait early."""
+    cancel: asyncio.CancelledError | None = None
+    while True:
+        try:
+            return await asyncio.shield(inner), cancel
+        except asyncio.CancelledError as exc:
+            if inner.cancelled():
+                raise
+            cancel = exc
+
+
 async def _off_loop(fn: Callable[[], _T]) -> _T:
     """``fn()`` on a worker thread (the loop's default executor, in a copy of the
     caller's context), shielded: a cancel of the awaiting task neither abandons it nor
     ends the wait; the cancel goes on once ``fn`` has returned."""
-    result, cancel = await wait_out(asyncio.ensure_future(asyncio.to_thread(fn)))
+    result, cancel = await _wait_out(asyncio.ensure_future(asyncio.to_thread(fn)))
     if cancel is not None:
         raise cancel
     return result
@@ -360,13 +375,13 @@ async def begin_off_loop(fn: Callable[[], _T], undo: Callable[[_T], object]) -> 
                 loop.run_in_executor(None, undo, done.result())
 
         try:
-            begun, _ = await wait_out(started)
+            begun, _ = await _wait_out(started)
         except asyncio.CancelledError:
             started.add_done_callback(late)
             raise
         except Exception:
             raise asyncio.CancelledError() from None  # it failed: nothing to undo
-        await wait_out(asyncio.ensure_future(asyncio.to_thread(undo, begun)))
+        await _wait_out(asyncio.ensure_future(asyncio.to_thread(undo, begun)))
         raise
 
 
