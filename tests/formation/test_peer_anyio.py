@@ -229,25 +229,6 @@ def test_an_anyio_task_group_with_a_failing_arun_cancels_the_other_runs() -> Non
     assert until(lambda: sorted(map(str, node.finished)) == ["30", "bad"])
 
 
-@pytest.fixture
-def slow_stops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every formation's stop takes 0.3 s more and is noted when done: what shows whether an
-    awaiting task went on before its formation had stopped (the one internal name patched:
-    no public hook sees the end of a stop)."""
-    from wingman_actors.formation._runtime import RunningFormation
-
-    stopped: list[str] = []
-    stop = RunningFormation.stop
-
-    def slow_stop(self: RunningFormation, *args: Any, **kwargs: Any) -> None:
-        time.sleep(0.3)
-        stop(self, *args, **kwargs)
-        stopped.append(self.name)
-
-    monkeypatch.setattr(RunningFormation, "stop", slow_stop)
-    return stopped
-
-
 @pytest.fixture(autouse=True)
 def _threads_before() -> None:
     node_threads.mark()  # node threads other tests left running are not this test's

@@ -18,67 +18,19 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-import time
 from typing import Any
 
 import anyio
 import pytest
 
+from tests.formation.test_peer_anyio import (  # the node and the fixture the two files share (slow_stops: conftest.py)
+    Sleeper,
+    _threads_before,  # noqa: F401  (an autouse fixture)
+    a_until,
+)
 from tests.support.peers import node_threads
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError
-
-
-class Sleeper:
-    """An async node that sleeps ``x`` seconds, noting starts and finallys."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.started: list[Any] = []
-        self.finished: list[Any] = []
-
-    async def __call__(self, x: Any) -> Any:
-        with self.lock:
-            self.started.append(x)
-        try:
-            await asyncio.sleep(x)
-            return x
-        finally:
-            with self.lock:
-                self.finished.append(x)
-
-
-@pytest.fixture
-def slow_stops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every formation's stop takes 0.3 s more and is noted when done: what shows whether an
-    awaiting task went on before its formation had stopped (the one internal name patched:
-    no public hook sees the end of a stop)."""
-    from wingman_actors.formation._runtime import RunningFormation
-
-    stopped: list[str] = []
-    stop = RunningFormation.stop
-
-    def slow_stop(self: RunningFormation, *args: Any, **kwargs: Any) -> None:
-        time.sleep(0.3)
-        stop(self, *args, **kwargs)
-        stopped.append(self.name)
-
-    monkeypatch.setattr(RunningFormation, "stop", slow_stop)
-    return stopped
-
-
-@pytest.fixture(autouse=True)
-def _threads_before() -> None:
-    node_threads.mark()  # node threads other tests left running are not this test's
-
-
-async def a_until(check: Any, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.005)
-    return True
 
 
 def napper(node: Sleeper, concurrency: int = 1) -> Formation:
