@@ -21,7 +21,8 @@ from concurrent.futures import Future, wait
 from typing import Any, Generic, TypeVar
 
 __all__ = [
-    "DaemonIterator", "LoopThread", "OwnedLoop", "SharedLoop", "in_daemon_thread", "is_async_callable"]
+    "DaemonIterator", "LoopThread", "OwnedLoop", "SharedLoop", "in_daemon_thread", "is_async_callable", "off_loop",
+    "wait_out"]
 
 log = logging.getLogger("wingman_actors.actors")
 
@@ -349,3 +350,30 @@ class OwnedLoop:
         loop, self._loop = self._loop, None
         if loop is not None:
             loop.stop()
+
+
+async def wait_out(inner: asyncio.Future[_T]) -> tuple[_T, asyncio.CancelledError | None]:
+    """``inner``'s result, awaited to its end though the awaiting task is cancelled
+    meanwhile, once or again and again (an AnyIO cancel scope, as Starlette's, cancels the
+    task anew at each step until it leaves the scope), and the last cancel received
+    (``None``: none). Only ``inner`` itself being cancelled (the loop shutting down) ends
+    the wait early."""
+    cancel: asyncio.CancelledError | None = None
+    while True:
+        try:
+            return await asyncio.shield(inner), cancel
+        except asyncio.CancelledError as exc:
+            if inner.cancelled():
+                raise
+            cancel = exc
+
+
+async def off_loop(fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` on a worker thread (the loop's default executor, in a copy of the
+    caller's context), shielded: a cancel of the awaiting task neither abandons it nor
+    ends the wait; the cancel goes on once ``fn`` has returned (so what ``fn`` writes, a
+    store's record, is written whatever the caller's scope does)."""
+    result, cancel = await wait_out(asyncio.ensure_future(asyncio.to_thread(fn, *args)))
+    if cancel is not None:
+        raise cancel
+    return result

@@ -27,11 +27,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._cancel import CancelToken
+from .._event_loop import off_loop
 from .._interrupts import RunSuspended, VisitScope
 from ..core import Message, Usage
 from ._result import Result
@@ -139,7 +140,7 @@ def astream_waiting(
     async def suspended(signal: RunSuspended) -> Result:
         if signal.scope is not turn.scope:
             raise signal  # an interrupt of an enclosing formation run: that run suspends
-        return await _off_loop(_suspend, session, turn, signal.payload)
+        return await off_loop(_suspend, session, turn, signal.payload)
 
     return AsyncSessionStream(run, scope=turn.scope, on_suspend=suspended)
 
@@ -299,33 +300,13 @@ async def _aattempt(
     except RunSuspended as signal:
         if signal.scope is not turn.scope:
             raise
-        return await _off_loop(_suspend, session, turn, signal.payload)
+        return await off_loop(_suspend, session, turn, signal.payload)
     except BaseException as exc:
         if turn.run_id is not None:
-            await _off_loop(_ended, turn, exc)
+            await off_loop(_ended, turn, exc)
         raise
     if turn.run_id is not None:
-        await _off_loop(_ended, turn, None)
-    return result
-
-
-async def _off_loop(fn: Callable[..., _T], *args: Any) -> _T:
-    """``fn(*args)`` on a worker thread; a cancel of the awaiting task neither stops it nor
-    ends the wait, even one repeated at each step (an AnyIO cancel scope's, as Starlette's):
-    the cancel goes on once ``fn`` has returned, so the store is written when it does
-    (the twin of ``formation._aio._off_loop``)."""
-    inner = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-    cancel: asyncio.CancelledError | None = None
-    while True:
-        try:
-            result = await asyncio.shield(inner)
-            break
-        except asyncio.CancelledError as exc:
-            if inner.cancelled():  # the loop is shutting down
-                raise
-            cancel = exc
-    if cancel is not None:
-        raise cancel
+        await off_loop(_ended, turn, None)
     return result
 
 

@@ -32,6 +32,7 @@ from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from .._event_loop import off_loop, wait_out
 from ._future import Canceller, RunFuture
 from ._options import RunOptions
 
@@ -333,32 +334,6 @@ def lane_of(journal: Journal) -> Lane:
     return lane
 
 
-async def _wait_out(inner: asyncio.Future[_T]) -> tuple[_T, asyncio.CancelledError | None]:
-    """``inner``'s result, awaited to its end though the awaiting task is cancelled
-    meanwhile, once or again and again (an AnyIO cancel scope, as Starlette's, cancels the
-    task anew at each step until it leaves the scope), and the last cancel received
-    (``None``: none). Only ``inner`` itself being cancelled (the loop shutting down) ends
-    the wait early."""
-    cancel: asyncio.CancelledError | None = None
-    while True:
-        try:
-            return await asyncio.shield(inner), cancel
-        except asyncio.CancelledError as exc:
-            if inner.cancelled():
-                raise
-            cancel = exc
-
-
-async def _off_loop(fn: Callable[[], _T]) -> _T:
-    """``fn()`` on a worker thread (the loop's default executor, in a copy of the
-    caller's context), shielded: a cancel of the awaiting task neither abandons it nor
-    ends the wait; the cancel goes on once ``fn`` has returned."""
-    result, cancel = await _wait_out(asyncio.ensure_future(asyncio.to_thread(fn)))
-    if cancel is not None:
-        raise cancel
-    return result
-
-
 async def begin_off_loop(fn: Callable[[], _T], undo: Callable[[_T], object]) -> _T:
     """``fn()`` (which starts node actors) on a worker thread. If the awaiting task is
     cancelled while it runs (once, or again and again as under an AnyIO cancel scope),
@@ -375,13 +350,13 @@ async def begin_off_loop(fn: Callable[[], _T], undo: Callable[[_T], object]) -> 
                 loop.run_in_executor(None, undo, done.result())
 
         try:
-            begun, _ = await _wait_out(started)
+            begun, _ = await wait_out(started)
         except asyncio.CancelledError:
             started.add_done_callback(late)
             raise
         except Exception:
             raise asyncio.CancelledError() from None  # it failed: nothing to undo
-        await _wait_out(asyncio.ensure_future(asyncio.to_thread(undo, begun)))
+        await wait_out(asyncio.ensure_future(asyncio.to_thread(undo, begun)))
         raise
 
 
@@ -416,13 +391,13 @@ async def arun_plan(
             result = await watch(future, loop)
         except BaseException:
             if journal is not None and not journal.owned:  # else settle() has nothing to do
-                await _off_loop(functools.partial(settle, journal, future, quiet=True))
+                await off_loop(functools.partial(settle, journal, future, quiet=True))
             raise
         if journal is not None and not journal.owned:
-            await _off_loop(functools.partial(settle, journal, future))
+            await off_loop(functools.partial(settle, journal, future))
         return result
     finally:
-        await _off_loop(running.stop)
+        await off_loop(running.stop)
 
 
 async def astream_plan(
@@ -466,7 +441,7 @@ async def astream_plan(
     finally:
         if journal is None:  # the consumer stopped early (a no-op once the run has ended)
             future.cancel()
-        await _off_loop(running.stop)  # a journalled run still in flight is interrupted, resumable
+        await off_loop(running.stop)  # a journalled run still in flight is interrupted, resumable
 
 
 class AsyncStart:
@@ -495,7 +470,7 @@ class AsyncStart:
     async def __aexit__(self, *exc: object) -> None:
         running, self._running = self._running, None
         if running is not None:
-            await _off_loop(running.stop)
+            await off_loop(running.stop)
 
 
 def _stop(running: RunningFormation) -> None:
