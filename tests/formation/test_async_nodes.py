@@ -228,3 +228,31 @@ def test_a_standalone_node_actor_of_an_async_function_replies_the_awaited_value(
     finally:
         ref.stop()
     assert reply.payload == 42
+
+
+def test_a_cancel_that_finds_an_async_node_mid_step_waits_for_the_step_and_its_finally_runs_before_arun_returns() -> None:
+    # The cancel comes while the node's loop is inside one short blocking step (on a busy
+    # machine, a step whose thread was descheduled looks the same). That is not code stuck
+    # for good: the step ends, the loop takes the cancel and the node's finally runs before
+    # arun gives the cancel back; a stuck replica would have been replaced and left behind.
+    in_step, finished = threading.Event(), []
+
+    async def busy_then_waits(x: int) -> int:
+        try:
+            in_step.set()
+            time.sleep(0.03)  # one blocking step, shorter than the grace
+            await asyncio.sleep(30)
+        finally:
+            finished.append(x)
+        return x
+
+    async def main() -> list[int]:
+        task = asyncio.ensure_future(Formation("mid").add_function("busy", busy_then_waits).arun(1))
+        while not in_step.is_set():
+            await asyncio.sleep(0.001)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return list(finished)
+
+    assert asyncio.run(main()) == [1]

@@ -22,7 +22,8 @@ A replica has at most :data:`MAX_IN_FLIGHT` visits in flight; its actor thread w
 one to end before it takes the next input, which then stays in the node's queue (for
 another replica, when there are several). Cancelling a visit (its node's timeout, its
 run's cancel or time limit, the formation's stop) cancels its task, so its ``finally``
-runs; a visit whose task is stuck in blocking code cannot be cancelled, and is reported
+runs; a visit whose task is stuck in blocking code (its step still running
+:data:`STUCK_GRACE` after the cancel) cannot be cancelled, and is reported
 so (:meth:`AsyncVisits.cancel`) for the backend to replace the replica: the replaced
 replica takes no further input, and its other visits finish and report as usual
 (:meth:`AsyncVisits.drain`) before its loop stops.
@@ -57,6 +58,18 @@ MAX_IN_FLIGHT = 1_000
 a thousand concurrent runs through a node of one replica all await at once (the bench's
 ``async_concurrency``), low enough that a flood of inputs waits in the node's queue as
 small ``Work`` objects instead of as a thousand more coroutines holding their sockets."""
+
+STUCK_GRACE = 0.05
+"""Seconds a cancel waits for the step the loop is running to end before it calls the
+task stuck (and the backend replaces the replica): a step caught mid-way on a busy
+machine ends well within it, and a stuck one costs its run's end no more than this."""
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 class _Visit:
@@ -161,8 +174,8 @@ class AsyncVisits:
         when its task is stuck in blocking code on the loop (it cannot be cancelled:
         the caller replaces the replica), else None.
 
-        Stuck means the loop is stepping that very task as the cancel comes (a visit past
-        its time limit that is still inside one step). A visit held up by *another*
+        Stuck means the loop is stepping that very task as the cancel comes, and still is
+        :data:`STUCK_GRACE` later (a visit past its time limit that is still inside one step). A visit held up by *another*
         coroutine's blocking code is not seen as stuck: it is cancelled once the loop is
         free."""
         visit = self._visits.get(work)
@@ -185,10 +198,17 @@ class AsyncVisits:
             return None
         running = asyncio.current_task(loop)  # a task the loop is stepping now, from another thread
         stuck = next((v.work for v in visits if v.task is not None and v.task is running), None)
+        # Stepping it now is not yet stuck: a step caught mid-way (its thread descheduled on a
+        # busy machine, a short blocking call) ends soon, and the loop then takes the cancel.
+        # Only a step still running STUCK_GRACE later counts (not when called on the loop
+        # itself, which cannot take the cancel while we wait).
+        taken = threading.Event() if stuck is not None and not _on_loop(loop) else None
         try:
-            loop.call_soon_threadsafe(self._cancel_on_loop, visits, reason)
+            loop.call_soon_threadsafe(self._cancel_on_loop, visits, reason, taken)
         except RuntimeError:  # the loop is stopped: its tasks were cancelled
-            pass
+            return None
+        if taken is not None and taken.wait(STUCK_GRACE):
+            return None
         return stuck
 
     def drain(self) -> None:
@@ -253,7 +273,9 @@ class AsyncVisits:
         else:
             self._ended(visit, (output,), None)
 
-    def _cancel_on_loop(self, visits: list[_Visit], reason: str) -> None:
+    def _cancel_on_loop(self, visits: list[_Visit], reason: str, taken: threading.Event | None = None) -> None:
+        if taken is not None:  # the step that was running when the cancel came has ended
+            taken.set()
         for visit in visits:
             if visit.reason is None:
                 visit.reason = reason
