@@ -301,7 +301,7 @@ def test_tool_use_reply_maps_to_tool_use_blocks(make_provider: MakeProvider, loo
         ("stop_sequence", "end_turn"),
         ("pause_turn", "end_turn"),
         ("refusal", "end_turn"),
-        ("model_context_window_exceeded", "end_turn"),
+        ("model_context_window_exceeded", "max_tokens"),  # cut off where the window ran out
     ],
 )
 def test_stop_reasons_map_onto_ours(

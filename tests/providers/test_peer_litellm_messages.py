@@ -322,16 +322,14 @@ def test_a_session_whose_request_overflows_the_context_window_raises_the_fix(
     assert caught.value.kind is ErrorKind.INVALID and "context_budget" in str(caught.value)
 
 
-def test_an_anthropic_context_window_stop_reason_ends_the_turn_with_the_text_so_far(
+def test_an_anthropic_context_window_stop_reason_is_a_cut_answer_with_the_text_so_far(
     loopback: LoopbackServer, providers: dict[str, BaseProvider]
 ) -> None:
     """From BerriAI/litellm tests/test_litellm/litellm_core_utils/test_core_helpers_finish_reason_mapping.py (provider stop reasons mapped onto finish reasons).
 
-    Pins ours, an open question: Anthropic's ``model_context_window_exceeded`` (the answer
-    was cut where the context window ended) maps to ``end_turn``, as our comment in
-    ``_anthropic_wire`` decides; other clients treat it as a cut answer (``length``), which
-    would be our ``max_tokens``."""
+    As LiteLLM maps it to ``length``: Anthropic's ``model_context_window_exceeded`` (the
+    answer was cut where the context window ended) is our ``max_tokens``, a cut answer."""
     loopback.queue(Reply.json(message_json([{"type": "text", "text": "The list goes on: 1, 2,"}],
                                            stop_reason="model_context_window_exceeded")))
     response = providers["anthropic"].run_inference(InferenceRequest(messages=[Message.user("Count")]))
-    assert (response.text, response.stop_reason) == ("The list goes on: 1, 2,", "end_turn")
+    assert (response.text, response.stop_reason) == ("The list goes on: 1, 2,", "max_tokens")

@@ -39,7 +39,13 @@ __all__ = ["EventMapper", "from_message", "map_error", "to_anthropic_messages"]
 
 _ID = "anthropic"
 
-_STOP_REASONS: dict[str, StopReason] = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens"}
+# model_context_window_exceeded: the answer was cut where the context window ran out, as
+# OpenAI's "length" is (the same for both limits): "max_tokens", so that a structured
+# output says it was cut off instead of failing as invalid JSON
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+}
 
 # The `type` of an `error` event sent inside a streamed (HTTP 200) answer.
 _STREAM_ERROR_KINDS: dict[str, ErrorKind] = {
@@ -239,7 +245,7 @@ def _from_message(message: anthropic.types.Message) -> InferenceResponse:
 
 
 def _stop_reason(reason: str | None) -> StopReason:
-    # stop_sequence, pause_turn, refusal, model_context_window_exceeded... end the turn.
+    # stop_sequence, pause_turn, refusal... end the turn.
     return _STOP_REASONS.get(reason or "end_turn", "end_turn")
 
 
