@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from tests.support.peers import InFlight
 from wingman_actors import Agent, Session, tool
 from wingman_actors.core import ContentBlock, InferenceResponse, Role, StreamEventType
+from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.testing import ScriptedProvider
 from wingman_actors.tools import ToolContext
 
@@ -121,6 +122,27 @@ def test_tool_calls_in_the_last_call_past_max_steps_are_not_run_and_its_text_is_
     assert result.response == "Cloudy, I think."
     assert [c.id for c in result.tool_calls] == ["c1"]
     assert len(provider.requests) == 2
+
+
+def test_a_structured_run_whose_calls_past_max_steps_only_ask_for_tools_says_max_steps_was_reached() -> None:
+    """The case the test above leaves open, with an output schema (hsagents27's note): the
+    tool-less calls past ``max_steps`` answer with tool calls only, so there is no text to
+    validate. The error names max_steps and the tools asked for, not "Invalid JSON: EOF"."""
+
+    class Forecast(BaseModel):
+        sky: str
+
+    loop = calls(("c1", "weather_tool", {"location": "Paris"}))
+    provider = ScriptedProvider([loop, loop, loop])
+    agent = Agent("a", provider=provider, tools=[weather_tool], max_steps=1, output_schema=Forecast)
+
+    with pytest.raises(AgentError) as caught:
+        Session(agent).run("Paris?")
+
+    message = str(caught.value)
+    assert caught.value.kind is ErrorKind.INVALID
+    assert "max_steps=1" in message and "weather_tool" in message and "Invalid JSON" not in message
+    assert len(provider.requests) == 3  # the last call, then its one corrective retry
 
 
 def test_a_tool_named_final_answer_does_not_end_the_run_the_model_is_asked_again() -> None:

@@ -416,6 +416,7 @@ class Session(AsyncSessionRuns):
         usage: Usage | None = None
         limit = self.agent.steps_limit
         limit_hit = False
+        asked_past_limit: list[str] = []  # the tools the last call past the limit asked for (not run)
         corrected = False
         step = 0
         scope = current_scope()  # a journalled formation visit: model responses are journalled
@@ -487,6 +488,7 @@ class Session(AsyncSessionRuns):
                 # it, a call when prepare offered none is answered as unknown by the tool step)
                 kept = [b for b in response.content if b.type != "tool_use"]
                 response = response.model_copy(update={"content": kept, "stop_reason": "end_turn"})
+                asked_past_limit = [b.name for b in tool_uses]
                 tool_uses = []
             # Responses are immutable, so a one-step run's usage is its response's.
             usage = response.usage if usage is None else usage + response.usage
@@ -521,6 +523,12 @@ class Session(AsyncSessionRuns):
                 try:
                     output = self._schema.validate_text(text)
                 except OutputValidationError as exc:
+                    if corrected and asked_past_limit and not text.strip():  # no answer, only calls for tools
+                        raise AgentError(
+                            f"agent {self.agent.name!r} reached max_steps={limit}, and its calls past it (offered no "
+                            f"tools) still asked for tools ({', '.join(sorted(set(asked_past_limit)))}) instead of "
+                            "answering: raise max_steps, or tell it in its instructions to answer once it has "
+                            "what it needs", kind=ErrorKind.INVALID) from exc
                     if corrected or response.stop_reason == "max_tokens":  # cut off: a retry would be too
                         raise unmatched(self.agent.name, exc, response) from exc
                     corrected = True
