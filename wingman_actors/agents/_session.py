@@ -488,7 +488,7 @@ class Session(AsyncSessionRuns):
                 # it, a call when prepare offered none is answered as unknown by the tool step)
                 kept = [b for b in response.content if b.type != "tool_use"]
                 response = response.model_copy(update={"content": kept, "stop_reason": "end_turn"})
-                asked_past_limit = [b.name for b in tool_uses]
+                asked_past_limit = [b.name or "?" for b in tool_uses]
                 tool_uses = []
             # Responses are immutable, so a one-step run's usage is its response's.
             usage = response.usage if usage is None else usage + response.usage
