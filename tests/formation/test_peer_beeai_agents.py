@@ -77,6 +77,25 @@ def test_a_prompt_that_cannot_render_its_input_at_run_time_fails_the_node_naming
     assert model.calls == 0
 
 
+class Question(BaseModel):
+    input: str
+    hops: int
+
+
+def test_in_a_prompt_input_is_the_whole_input_even_when_the_input_has_a_field_named_input() -> None:
+    """From i-am-bee/beeai-framework python/tests/workflows/test_workflow.py (its State has a field
+    named ``input``) with tests/templates/test_templates.py::test_render_valid (a template names the
+    state's fields). Ours: ``{input}`` is the whole input as text (formations docs), so a field named
+    ``input`` is shadowed and cannot be reached from a prompt; the other fields render. Pinned as ours;
+    an open question whether the field should win or the shadowing be refused at validation."""
+    model = ScriptedProvider([last_user_text])
+    flow = (Formation("tpl").add_function("make", lambda text: Question(input=text, hops=2))
+            .add_agent("agent", Agent("a", provider=model), prompt="Task: {input} / {hops}")
+            .connect("make", "agent"))
+    rendered = flow.run("Hello there!").output
+    assert rendered.startswith("Task: {") and '"input": "Hello there!"' in rendered and rendered.endswith(" / 2")
+
+
 # -- retries (Retryable) ---------------------------------------------------------------------------
 
 
