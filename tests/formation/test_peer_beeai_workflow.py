@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from tests.support.peers import Order
+from tests.support.peers import Counter, Order
 from wingman_actors import Agent, Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NoRouteError
 from wingman_actors.orchestration import Blackboard
+from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
 
 
@@ -106,32 +108,67 @@ def test_a_loop_past_max_visits_fails_the_run_naming_the_node_and_max_visits_let
     assert (result.output.hops, result.output.output) == (0, "There are 0 hops remaining!")
 
 
-def test_next_prev_and_self_move_through_the_steps_until_end() -> None:
-    """From i-am-bee/beeai-framework python/tests/workflows/test_workflow_nav.py::test_workflow_nav
-    (SELF, NEXT, PREV and END between two steps, until hops reach 10). Ours differ: a workflow starts
-    at its first step; a formation whose steps all lie on a cycle needs an entry node feeding it (the
-    validation error says so, see the next test)."""
+def nav_workflow(calls: Counter | None = None, crash_at: int | None = None) -> Formation:
+    """test_workflow_nav's two steps: ``first`` loops on itself until hops reach 5, then NEXT;
+    ``second`` loops while hops < 6, goes back (PREV) while hops < 10, then END. ``crash_at``: the
+    hops at which ``second`` raises."""
 
     async def first(state: State) -> State:
+        if calls is not None:
+            calls.hit("first")
         await asyncio.sleep(0)
         hops = state.hops + 1
         return state.model_copy(update={"hops": hops, "seq": [*state.seq, "first"], "go": "self" if hops < 5 else "next"})
 
     def second(state: State) -> State:
+        if calls is not None:
+            calls.hit("second")
+        if state.hops == crash_at:
+            raise RuntimeError(f"crash at {crash_at}")
         seq = [*state.seq, "second"]
         if state.hops < 6:
             return state.model_copy(update={"hops": state.hops + 1, "seq": seq, "go": "self"})
         return state.model_copy(update={"seq": seq, "go": "prev" if state.hops < 10 else "end"})
 
-    nav = (Formation("nav").add_function("start", done).add_function("first", first).connect("start", "first")
-           .add_function("second", second).add_function("done", done)
-           .connect("first", "first", when=to("self")).connect("first", "second", when=to("next"))
-           .connect("second", "second", when=to("self")).connect("second", "first", when=to("prev"))
-           .connect("second", "done", when=to("end")))
-    result = nav.run(State())
+    return (Formation("nav").add_function("start", done).add_function("first", first).connect("start", "first")
+            .add_function("second", second).add_function("done", done)
+            .connect("first", "first", when=to("self")).connect("first", "second", when=to("next"))
+            .connect("second", "second", when=to("self")).connect("second", "first", when=to("prev"))
+            .connect("second", "done", when=to("end")))
 
-    assert result.output.hops == 10
-    assert result.output.seq == ["first"] * 5 + ["second"] * 2 + ["first", "second"] * 4
+
+NAV_SEQ = ["first"] * 5 + ["second"] * 2 + ["first", "second"] * 4
+
+
+def test_next_prev_and_self_move_through_the_steps_until_end() -> None:
+    """From i-am-bee/beeai-framework python/tests/workflows/test_workflow_nav.py::test_workflow_nav
+    (SELF, NEXT, PREV and END between two steps, until hops reach 10). Ours differ: a workflow starts
+    at its first step; a formation whose steps all lie on a cycle needs an entry node feeding it (the
+    validation error says so, see the next test)."""
+    result = nav_workflow().run(State())
+
+    assert result.output.hops == 10 and result.output.seq == NAV_SEQ
+    assert (result.nodes["first"].visits, result.nodes["second"].visits) == (9, 6)
+
+
+def test_a_workflow_that_failed_inside_its_loop_resumes_from_its_journal_without_repeating_steps(
+    tmp_path: Path,
+) -> None:
+    """From i-am-bee/beeai-framework python/tests/workflows/test_workflow_nav.py::test_workflow_nav, run
+    journalled: ``second`` fails on its visit at hops 8; the run is resumed once it no longer fails.
+    BeeAI has no durable runs; ours resume where the run stopped: the visits journalled before the
+    failure are not run again, the state comes out as an uninterrupted run's."""
+    calls = Counter()
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        with pytest.raises(FormationRuntimeError, match="crash at 8"):
+            nav_workflow(calls, crash_at=8).run(State(), store=store, run_id="nav-1")
+        assert (calls.count("first"), calls.count("second")) == (7, 4)
+
+        again = Counter()
+        result = nav_workflow(again).resume("nav-1", store=store)
+
+    assert result.status == "succeeded" and result.output.hops == 10 and result.output.seq == NAV_SEQ
+    assert (again.count("first"), again.count("second")) == (2, 3)  # only what had not finished
     assert (result.nodes["first"].visits, result.nodes["second"].visits) == (9, 6)
 
 
