@@ -1,6 +1,7 @@
-"""Behaviours of IBM BeeAI framework's file-system tool tests (i-am-bee/beeai-framework
-python/tests/tools/filesystem/test_read_edit.py, test_glob.py, test_grep.py), ported to our built-in
-``read``, ``write``, ``edit``, ``glob`` and ``grep`` tools as an agent calls them: through a session
+"""Behaviours of IBM BeeAI framework's file-system and scratchpad tool tests (i-am-bee/beeai-framework
+python/tests/tools/filesystem/test_read_edit.py, test_glob.py, test_grep.py,
+tests/tools/test_scratchpad.py), ported to our built-in
+``read``, ``write``, ``edit``, ``glob`` and ``grep`` tools and the blackboard's ``team_state_*`` tools, as an agent calls them: through a session
 whose model (the scripted provider) makes the calls, in a ``work_dir``.
 
 Deliberately different (each test that touches one says so):
@@ -16,9 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from wingman_actors import Agent, Session
+from wingman_actors import Agent, Formation, Session
 from wingman_actors.agents import ToolCall
 from wingman_actors.core import InferenceResponse
+from wingman_actors.orchestration import Blackboard, blackboard_tools
 from wingman_actors.testing import ScriptedProvider
 
 
@@ -156,3 +158,72 @@ def test_grep_takes_patterns_that_begin_with_hyphens_as_patterns(tmp_path: Path)
         (tmp_path / "usage.txt").write_text(f"usage: app {pattern}\n")
         made = use(tmp_path, "grep", pattern=pattern)
         assert made.output == f"usage.txt:1:usage: app {pattern}"
+
+
+# -- the scratchpad: our blackboard tools --------------------------------------------------------------
+
+
+def board_calls(board: Blackboard, *calls: tuple[str, dict[str, Any]]) -> list[ToolCall]:
+    """The tool calls ``calls`` (name, input) a model makes one per step with ``board``'s tools."""
+    steps = [InferenceResponse.of_tool_calls([(f"c{i}", name, args)]) for i, (name, args) in enumerate(calls)]
+    model = ScriptedProvider([*steps, "done"])
+    return Session(Agent("a", provider=model, tools=board.tools("team"))).run("go").tool_calls
+
+
+def test_an_empty_scratchpad_lists_no_keys_and_reading_a_key_says_which_there_are() -> None:
+    """From i-am-bee/beeai-framework python/tests/tools/test_scratchpad.py::test_read_empty_scratchpad."""
+    listed, missing = board_calls(Blackboard(), ("team_state_list", {}), ("team_state_get", {"key": "city"}))
+    assert (listed.is_error, listed.output) == (False, "[]")
+    assert missing.is_error and "no key 'city'" in missing.output
+
+
+def test_writes_to_the_scratchpad_merge_and_read_back_as_json() -> None:
+    """From i-am-bee/beeai-framework python/tests/tools/test_scratchpad.py::test_write_and_read,
+    test_write_key_value_pairs and test_write_merge_key_value_pairs (city, then date: both are kept)."""
+    board = Blackboard()
+    *_, listed, date = board_calls(board, ("team_state_set", {"key": "city", "value": "Boston"}),
+                                   ("team_state_set", {"key": "date", "value": {"day": "2025-01-28"}}),
+                                   ("team_state_list", {}), ("team_state_get", {"key": "date"}))
+    assert (listed.output, date.output) == ('["city", "date"]', '{"day": "2025-01-28"}')
+    assert (board.get("city"), board.get("date")) == ("Boston", {"day": "2025-01-28"})
+
+
+def test_a_scratchpad_write_without_its_key_is_an_error_result_naming_it() -> None:
+    """From i-am-bee/beeai-framework python/tests/tools/test_scratchpad.py::test_write_without_content_fails,
+    test_invalid_operation and test_missing_operation_field."""
+    board = Blackboard()
+    [bad] = board_calls(board, ("team_state_set", {"value": "x"}))
+    assert bad.is_error and "key" in bad.output
+    assert board.keys() == []
+
+
+def test_each_run_of_a_formation_may_have_its_own_scratchpad_shared_by_its_agents() -> None:
+    """From i-am-bee/beeai-framework python/tests/tools/test_scratchpad.py::test_get_scratchpad_for_session
+    and test_clear_session_class_method (a scratchpad per session). Ours: a run's blackboard, shared by
+    its agent nodes (``blackboard_tools`` act on the board of the run they are in); two runs, two boards."""
+    writes = iter(["Boston", "Lima"])
+
+    def writer_model(request: Any) -> InferenceResponse | str:
+        if request.messages[-1].tool_results_blocks:
+            return "written"
+        return InferenceResponse.of_tool_calls([("w", "team_state_set", {"key": "city", "value": next(writes)})])
+
+    def reader_model(request: Any) -> InferenceResponse | str:
+        results = request.messages[-1].tool_results_blocks
+        if results:
+            return f"city is {results[0].content}"
+        return InferenceResponse.of_tool_calls([("r", "team_state_get", {"key": "city"})])
+
+    flow = (Formation("team")
+            .add_agent("writer", Agent("writer", provider=ScriptedProvider([writer_model], cycle=True),
+                                       tools=blackboard_tools("team")))
+            .add_agent("reader", Agent("reader", provider=ScriptedProvider([reader_model], cycle=True),
+                                       tools=blackboard_tools("team")))
+            .connect("writer", "reader"))
+    first, second = Blackboard(), Blackboard()
+    with flow.start() as running:
+        one = running.submit("go", blackboard=first).result(timeout=30)
+        two = running.submit("go", blackboard=second).result(timeout=30)
+
+    assert (one.output, two.output) == ('city is "Boston"', 'city is "Lima"')
+    assert (first.get("city"), second.get("city")) == ("Boston", "Lima")
