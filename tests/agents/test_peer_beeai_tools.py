@@ -1,7 +1,7 @@
 """Behaviours of IBM BeeAI framework's file-system and scratchpad tool tests (i-am-bee/beeai-framework
 python/tests/tools/filesystem/test_read_edit.py, test_glob.py, test_grep.py,
-tests/tools/test_scratchpad.py), ported to our built-in
-``read``, ``write``, ``edit``, ``glob`` and ``grep`` tools and the blackboard's ``team_state_*`` tools, as an agent calls them: through a session
+tests/tools/test_scratchpad.py), ported to our built-in ``read``, ``write``, ``edit``, ``glob`` and
+``grep`` tools and the blackboard's ``team_state_*`` tools, as an agent calls them: through a session
 whose model (the scripted provider) makes the calls, in a ``work_dir``.
 
 Deliberately different (each test that touches one says so):
