@@ -1,9 +1,10 @@
 """More of IBM BeeAI framework's tests (i-am-bee/beeai-framework python/tests/test_context.py,
 tests/middleware/test_trajectory.py, tests/memory/test_token_memory.py and test_sliding_memory.py's
-clones), ported to our sessions: a middleware that fails ends a streamed run before the model is
+clones, tests/agents/test_requirement_agent_task_prompt.py), ported to our sessions: a middleware that fails ends a streamed run before the model is
 called, cancelling the task that consumes an async stream cancels the async tool in flight, the
 logging middleware writes a run's trajectory, and a conversation started from another session's
-history is independent of it."""
+history is independent of it; the requirement agent's task prompt (``backstory``,
+``expected_output``) and its loop without cycle detection."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import threading
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
-from wingman_actors import Agent, Session, tool
+from wingman_actors import Agent, Fleet, Session, Task, tool
 from wingman_actors.agents import LoggingMiddleware, Middleware, RunContext
 from wingman_actors.core import InferenceResponse, Message, StreamEventType
 from wingman_actors.testing import ScriptedProvider
@@ -151,3 +153,57 @@ def test_a_history_of_chat_api_message_dicts_with_text_content_becomes_messages(
 
     assert session.history[:2] == [Message.user("hello"), Message.assistant("world")]
     assert [m.text for m in model.requests[0].messages] == ["hello", "world", "again"]
+
+
+# -- the requirement agent's task prompt and its loop ----------------------------------------------------
+
+
+def test_a_tasks_own_instructions_reach_the_model_in_place_of_the_agents() -> None:
+    """From i-am-bee/beeai-framework python/tests/agents/test_requirement_agent_task_prompt.py::
+    test_backstory_and_expected_output_reach_the_model (``backstory`` reaches the model with the task).
+    Ours: a fleet ``Task``'s ``instructions`` are that session's instructions (they replace the agent's);
+    the task is the user message."""
+    model = ScriptedProvider(["4"], cycle=True)
+    agent = Agent("tutor", instructions="You are a tutor.", provider=model)
+    [done] = Fleet(agent, [Task("What is 2+2?", instructions="The user is a five-year-old child.")]).run()
+
+    assert done.response == "4"
+    assert model.requests[0].instructions == "The user is a five-year-old child."
+    assert [m.text for m in model.requests[0].messages] == ["What is 2+2?"]
+
+
+class Number(BaseModel):
+    value: int
+
+
+def test_the_expected_output_is_described_to_the_model_after_the_instructions() -> None:
+    """From i-am-bee/beeai-framework python/tests/agents/test_requirement_agent_task_prompt.py::
+    test_backstory_and_expected_output_reach_the_model (``expected_output`` is rendered into the prompt).
+    Ours: an ``output_schema`` adds its JSON Schema to the instructions and travels with the request."""
+    model = ScriptedProvider(['{"value": 4}'])
+    result = Session(Agent("tutor", instructions="You are a tutor.", provider=model, output_schema=Number)).run("2+2?")
+
+    sent = model.requests[0]
+    assert result.output == Number(value=4)
+    assert sent.instructions is not None and sent.instructions.startswith("You are a tutor.")
+    assert '"value"' in sent.instructions and sent.output_schema == Number.model_json_schema()
+
+
+def test_a_model_repeating_the_same_tool_call_is_stopped_by_max_steps_not_by_cycle_detection() -> None:
+    """From i-am-bee/beeai-framework python/tests/agents/test_tool_calling_agent.py::
+    test_raises_when_max_iterations_exceeded ("distinct args avoid the cycle-detection path": BeeAI stops
+    a model that repeats one call with the same arguments). Ours differ: there is no cycle detection;
+    every repeated call runs, and ``max_steps`` bounds the loop with its last call without tools."""
+    ran: list[str] = []
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        ran.append(city)
+        return f"sunny in {city}"
+
+    same = InferenceResponse.of_tool_calls([("c", "weather", {"city": "Prague"})])
+    model = ScriptedProvider([same, same, same, "sunny"])
+    result = Session(Agent("a", provider=model, tools=[weather], max_steps=3)).run("weather?")
+
+    assert ran == ["Prague"] * 3 and result.max_steps_reached and result.response == "sunny"
