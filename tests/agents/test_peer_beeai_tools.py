@@ -126,6 +126,22 @@ def test_edit_of_several_lines_copied_from_read_works_in_a_file_with_crlf_line_e
     assert (tmp_path / "crlf.txt").read_bytes() == b"uno\r\ndos\r\nthree\r\n"
 
 
+def test_a_write_whose_path_climbs_out_of_the_work_dir_is_refused_and_a_subdirectory_is_made(tmp_path: Path) -> None:
+    """From i-am-bee/beeai-framework python/tests/tools/test_storage_path_traversal.py::
+    test_upload_path_traversal_blocked, test_download_path_traversal_blocked ("Path traversal detected")
+    and test_download_subdirectory_filename_works."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "link").symlink_to(tmp_path)
+    for path in ("../../../pwned_by_traversal.txt", "link/pwned_by_traversal.txt"):
+        made = use(work, "write", path=path, content="malicious payload")
+        assert made.is_error and "outside the working directory" in made.output
+    assert not list(tmp_path.rglob("pwned_by_traversal.txt"))
+
+    made = use(work, "write", path="subdir/output.txt", content="subdir content")
+    assert not made.is_error and (work / "subdir" / "output.txt").read_text() == "subdir content"
+
+
 # -- glob and grep ------------------------------------------------------------------------------------
 
 
