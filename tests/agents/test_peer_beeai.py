@@ -100,7 +100,7 @@ def test_past_max_steps_a_last_call_without_tools_asks_for_the_answer() -> None:
     test_raises_when_max_iterations_exceeded (and test_lite_agent.py's). Ours differ on purpose: a
     model that keeps calling tools gets one last call without tools (documented for ``max_steps``)
     instead of an error, and the result says the limit was reached."""
-    answers = [call("weather_tool", {"city": "Prague"}, "c1"), call("weather_tool", {"city": "Brno"}, "c2"),
+    answers: list[Any] = [call("weather_tool", {"city": "Prague"}, "c1"), call("weather_tool", {"city": "Brno"}, "c2"),
                "Prague and Brno are sunny."]
     model = ScriptedProvider(answers)
     result = Session(Agent("a", provider=model, tools=[weather_tool], max_steps=2)).run("solve this")

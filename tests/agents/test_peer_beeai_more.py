@@ -109,7 +109,7 @@ def test_the_logging_middleware_writes_each_stage_of_a_run_labelled_with_the_age
         return "pong"
 
     logger = logging.getLogger("tests.beeai.trajectory")
-    script = [InferenceResponse.of_tool_calls([("c1", "ping", {})]), "pong received"]
+    script: list[Any] = [InferenceResponse.of_tool_calls([("c1", "ping", {})]), "pong received"]
     with caplog.at_level(logging.INFO, logger="tests.beeai.trajectory"):
         Session(Agent("echo", provider=ScriptedProvider(script), tools=[ping],
                       middleware=[LoggingMiddleware(logger)])).run("ping")
@@ -148,7 +148,7 @@ def test_a_history_of_chat_api_message_dicts_with_text_content_becomes_messages(
     pydantic error ("Input should be a valid list")."""
     model = ScriptedProvider(["noted"])
     session = Session(Agent("a", provider=model),
-                      history=[{"role": "user", "content": "hello"}, {"role": "assistant", "content": "world"}])
+                      history=[{"role": "user", "content": "hello"}, {"role": "assistant", "content": "world"}])  # type: ignore[list-item]
     session.run("again")
 
     assert session.history[:2] == [Message.user("hello"), Message.assistant("world")]

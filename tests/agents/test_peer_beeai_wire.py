@@ -113,7 +113,7 @@ def test_a_streamed_answer_arrives_in_its_pieces_and_joins_to_the_whole(
     (four pieces, joined: the reversed words)."""
     loopback.queue(text_stream("llet ", "em ", "gnihtemos ", "gnitseretni"))
     stream = Session(Agent("a", provider=make())).run_stream("tell me something interesting")
-    pieces = [e.text for e in stream if e.type is StreamEventType.TEXT_DELTA]
+    pieces = [e.text or "" for e in stream if e.type is StreamEventType.TEXT_DELTA]
 
     assert pieces == ["llet ", "em ", "gnihtemos ", "gnitseretni"]
     assert stream.result().response == "".join(pieces)
