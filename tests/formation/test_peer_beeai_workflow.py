@@ -318,6 +318,41 @@ def test_steps_share_one_mutable_state_through_the_runs_blackboard() -> None:
     assert board.get("seq") == ["first", "second", "third"]
 
 
+def test_a_resumed_run_sees_the_blackboard_the_caller_gives_it_not_a_journalled_one(tmp_path: Path) -> None:
+    """From i-am-bee/beeai-framework python/tests/workflows/test_workflow_nav.py (steps append to the
+    state's ``seq``), with the state on the run's blackboard and the run failing at its third step,
+    then resumed. BeeAI has no durable runs. Ours: a board's contents are not journalled (durable-runs
+    docs: "give the resumed run the board it needs"), so the journalled steps, which do not run again,
+    do not write again: a resume given the same board ends whole, one given a new board lacks them."""
+    fail = [True]
+
+    def step(name: str) -> Callable[..., int]:
+        def run(hops: int, blackboard: Blackboard) -> int:
+            if name == "third" and fail[0]:
+                raise RuntimeError("third step crashed")
+            blackboard.set("seq", [*blackboard.get("seq", []), name])
+            return hops + 1
+
+        return run
+
+    def flow() -> Formation:
+        return (Formation("shared").add_function("first", step("first")).add_function("second", step("second"))
+                .add_function("third", step("third")).connect("first", "second").connect("second", "third"))
+
+    kept = Blackboard()
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        for run_id in ("kept", "fresh"):
+            with pytest.raises(FormationRuntimeError, match="third step crashed"):
+                flow().run(0, store=store, run_id=run_id, blackboard=kept if run_id == "kept" else Blackboard())
+        fail[0] = False
+        assert flow().resume("kept", store=store, blackboard=kept).output == 3
+        fresh = Blackboard()
+        assert flow().resume("fresh", store=store, blackboard=fresh).output == 3
+
+    assert kept.get("seq") == ["first", "second", "third"]
+    assert fresh.get("seq") == ["third"]
+
+
 # -- agents one after another (AgentWorkflow) ------------------------------------------------------------
 
 
