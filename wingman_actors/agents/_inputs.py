@@ -46,7 +46,8 @@ def check_timeout(timeout: Any, owner: str = "") -> None:
 
 
 def start_history(history: Any) -> list[Message]:
-    """A session's starting history as a new list of messages (message dicts validated).
+    """A session's starting history as a new list of messages (message dicts validated; a
+    dict's ``content`` may be text, as chat APIs write it: ``{"role": "user", "content": "hi"}``).
 
     Raises:
         TypeError: not a list of messages.
@@ -58,6 +59,8 @@ def start_history(history: Any) -> list[Message]:
         if type(m) is Message:
             continue
         if isinstance(m, Mapping):
+            if isinstance(m.get("content"), str):
+                m = {**m, "content": [{"type": "text", "text": m["content"]}]}
             messages[i] = Message.model_validate(m)
         elif not isinstance(m, Message):
             raise TypeError(

@@ -72,7 +72,8 @@ class Session(AsyncSessionRuns):
     Args:
         agent: the agent to run.
         work_dir: where tools work (file tools are confined to it); default the cwd.
-        history: messages to start from (e.g. a stored conversation).
+        history: messages to start from (e.g. a stored conversation): ``Message`` objects or
+            message dicts, whose ``content`` may be text (``{"role": "user", "content": "hi"}``).
         id: the session's id (generated when not given).
         store: a :class:`~wingman_actors.store.RunStore`: a tool that calls
             :func:`~wingman_actors.interrupt` (or ``ask_human``) then suspends the run

@@ -147,6 +147,13 @@ def edit_file(ctx: ToolContext, path: str, old_string: str, new_string: str, rep
     except UnicodeDecodeError as exc:
         raise ToolError(f"{path!r} is not valid UTF-8 text ({exc}); edit cannot change it", tool="edit") from exc
     count = text.count(old_string)
+    if count == 0 and "\r\n" in text and "\n" in old_string and "\r" not in old_string:
+        # read shows a CRLF file's lines without their "\r", and the model copies from it:
+        # match (and write) the file's own line endings
+        crlf = old_string.replace("\n", "\r\n")
+        count = text.count(crlf)
+        if count:
+            old_string, new_string = crlf, new_string.replace("\r\n", "\n").replace("\n", "\r\n")
     if count == 0:
         raise ToolError(
             f"old_string not found in {path!r}; read the file first and copy the text exactly, "
