@@ -69,12 +69,12 @@ def test_cancelling_a_run_twice_or_after_it_ended_says_so() -> None:
     with f.start() as running:
         future = running.submit(None)
         assert entered.wait(5)
-        assert running.cancel(future.run_id) is True
+        assert running.cancel(future.run_id) is True  # type: ignore[attr-defined]
         with pytest.raises(CancelledError):
             future.result(timeout=5)
         # the run has ended: running.cancel says so; the future's cancel() of a cancelled future
         # is True, as concurrent.futures' (tests/formation/test_peer_futures.py pins that)
-        assert running.cancel(future.run_id) is False and future.cancel() is True
+        assert running.cancel(future.run_id) is False and future.cancel() is True  # type: ignore[attr-defined]
     assert cancelled.wait(2) and future.cancelled()
 
 
@@ -137,7 +137,7 @@ def test_cancel_in_progress_leaves_only_the_newest_run_to_complete() -> None:
             if futures:
                 assert futures[-1].cancel() is True
             futures.append(running.submit(i))
-            assert until(lambda n=i + 1: started.count("task") == n, within=5)
+            assert until(lambda: started.count("task") == len(futures), within=5)
         release.set()
         assert futures[-1].result(timeout=5).output == 9
     assert all(f.cancelled() for f in futures[:-1])
