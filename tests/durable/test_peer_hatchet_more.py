@@ -21,7 +21,7 @@ from tests.support.peers import Counter
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent
-from wingman_actors.store import RunStore, StoreError
+from wingman_actors.store import RunNotResumableError, RunStore, StoreError
 
 
 @pytest.fixture
@@ -147,3 +147,27 @@ def test_a_wait_in_a_task_with_retries_and_a_timeout_is_not_a_failure(store: Run
     assert (first.status, first.nodes["ask"].attempts) == ("suspended", 1)
     assert [e.type.value for e in events] == ["run_started", "node_started", "run_finished"]
     assert f.resume(first.run_id, store=store, answer=4).output == 5
+
+
+def test_a_run_still_running_cannot_be_replayed_beside_itself(store: RunStore, release: threading.Event) -> None:
+    """From hatchet examples/bulk_operations/test_bulk_replay.py (replaying runs: a replay
+    must not run a task a second time at once): resuming a run that runs is refused, from
+    its own formation or another one on the same store."""
+    counter = Counter()
+
+    def slow(x: int) -> int:
+        counter.hit("slow")
+        release.wait(5)
+        return x
+
+    f = Formation("replay").add_function("slow", slow, concurrency=2)
+    with f.start(store=store) as running:
+        future = running.submit(1)
+        run_id = future.run_id  # type: ignore[attr-defined]
+        with pytest.raises(RunNotResumableError, match="it is running"):
+            running.resume(run_id)
+        with pytest.raises(RunNotResumableError, match="it is running"):
+            f.resume(run_id, store=store)
+        release.set()
+        assert future.result(timeout=5).output == 1
+    assert counter.count("slow") == 1

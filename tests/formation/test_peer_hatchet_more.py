@@ -283,3 +283,26 @@ def test_many_runs_at_once_report_each_failure_on_its_own_future() -> None:
                 assert f"error in task with index {i}" in str(future.exception(timeout=10))
             else:
                 assert future.result(timeout=10).output == {"message": "this is a successful task."}
+
+
+class HelloInput(BaseModel):
+    name: str
+
+
+class HelloOutput(BaseModel):
+    greeting: str
+
+
+def say_hello(inp: HelloInput) -> HelloOutput:
+    return HelloOutput(greeting=f"Hello, {inp.name}!")
+
+
+def test_a_runs_input_is_validated_into_the_first_tasks_model_and_a_bad_one_fails_at_once() -> None:
+    """From hatchet examples/trigger_methods/workflow.py (``input_validator=HelloInput``: the
+    run's input is parsed into the model; one that does not fit is refused, not retried)."""
+    f = Formation("hello").add_function("say_hello", say_hello, retries=2, backoff=0.001)
+    assert f.run({"name": "World"}).output == HelloOutput(greeting="Hello, World!")
+    with pytest.raises(FormationRuntimeError) as caught:
+        f.run({"nme": "World"})
+    assert caught.value.attempts == 1 and isinstance(caught.value.__cause__, PayloadError)
+    assert "'input' → 'say_hello'" in str(caught.value) and "name: Field required" in str(caught.value)
