@@ -260,3 +260,43 @@ def test_backoff_grows_by_its_factor_and_stops_growing_at_its_maximum() -> None:
     assert result.output == "success"
     assert [e.data["delay_s"] for e in events if e.type.value == "node_retry"] == pytest.approx(
         [0.002, 0.004, 0.008, 0.01])
+
+
+def cel_like(handled: bool = False) -> Formation:
+    """``start`` outputs ``{}``; its route reads a key that is not there (Hatchet's CEL
+    ``input.key == 'value'`` over ``{}``)."""
+    f = (Formation("cel").add_function("start", lambda x: x, retries=2, backoff=0.001)
+         .add_function("target", lambda o: "ran").connect("start", "target", when=lambda o: o["key"] == "value"))
+    if handled:
+        f.add_function("on_failure", lambda failure: "handled").connect("start", "on_failure", on_error=True)
+    return f
+
+
+def test_a_condition_that_cannot_be_evaluated_fails_the_run_naming_the_edge_and_the_fix() -> None:
+    """From hatchet tests/test_cel_debugging.py (``input.key == 'value'`` over ``{}``: the
+    expression's status is failure, not False)."""
+    events: list[str] = []
+    with pytest.raises(FormationRuntimeError) as caught:
+        cel_like().run({}, on_event=lambda e: events.append(e.type.value))
+    err = caught.value
+    assert (err.node, err.attempts) == ("start", 1) and isinstance(err.__cause__, KeyError)
+    assert "edge 'start' → 'target' raised KeyError" in str(err) and "make it return a bool" in str(err)
+    assert "node_retry" not in events  # start's code succeeded: running it again would not help
+
+
+def test_a_failure_handler_of_a_task_does_not_catch_its_routes_error() -> None:
+    """From hatchet tests/test_cel_debugging.py and examples/on_failure (a broken condition
+    is not a failure of the task's code). Ours: the run fails even with an error edge from
+    ``start`` (an open question: ``on_error="skip"`` does skip ``start`` for it)."""
+    with pytest.raises(FormationRuntimeError, match="edge 'start' → 'target' raised KeyError"):
+        cel_like(handled=True).run({})
+
+
+@pytest.mark.parametrize(("value", "fired"), [("alice", "target"), (5, "target"), ("", "other"), (0, "other")])
+def test_a_condition_that_returns_a_value_not_a_bool_fires_by_its_truth(value: Any, fired: str) -> None:
+    """From hatchet tests/test_cel_debugging.py (an expression may evaluate to a string or an
+    int, ``input.user_id``, ``input.count``): ours takes the value's truth, as ``if`` does."""
+    f = (Formation("truth").add_function("start", lambda x: {"user_id": x})
+         .add_function("target", lambda o: "ran").add_function("other", lambda o: "other")
+         .connect("start", "target", when=lambda o: o["user_id"]).connect("start", "other", otherwise=True))
+    assert list(f.run(value).outputs) == [fired]
