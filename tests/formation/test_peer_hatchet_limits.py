@@ -49,6 +49,26 @@ def test_cancelling_a_run_waiting_out_a_backoff_ends_it_at_once_and_tries_no_mor
     assert counter.count("backoff_task") == 1
 
 
+def test_a_task_waiting_out_a_backoff_does_not_hold_its_slot() -> None:
+    """From hatchet examples/retries/worker.py backoff_task (a task waiting to be retried
+    holds no worker slot: other runs' tasks run meanwhile)."""
+    counter = Counter()
+    events: list[str] = []
+
+    def backoff_task(x: str) -> str:
+        if x == "a" and counter.hit("a") == 1:
+            raise ConnectionError("backoff task failed")
+        return x
+
+    f = Formation("BackoffWorkflow").add_function("backoff_task", backoff_task, retries=1, backoff=5, jitter=False)
+    with f.start(on_event=lambda e: events.append(e.type.value)) as running:
+        a = running.submit("a")
+        assert until(lambda: "node_retry" in events)
+        assert running.submit("b").result(timeout=2).output == "b"
+        assert not a.done()
+        assert a.cancel() is True
+
+
 def test_a_runs_timeout_ends_it_during_a_backoff_not_after_it() -> None:
     """From hatchet examples/timeout (a run's time limit holds while its task waits to be
     retried)."""

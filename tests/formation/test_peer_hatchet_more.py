@@ -198,8 +198,10 @@ def test_a_run_queued_behind_busy_work_fails_at_its_own_timeout_and_the_busy_run
     """From hatchet tests/correct_failure_on_timeout_with_multi_concurrency (two runs with
     small schedule timeouts, no slot free: both fail once the limit is reached)."""
     entered, release = gate
+    counter = Counter()
 
     def busy(x: str) -> str:
+        counter.hit(x)
         if x == "first":
             entered.set()
             release.wait(10)
@@ -216,6 +218,8 @@ def test_a_run_queued_behind_busy_work_fails_at_its_own_timeout_and_the_busy_run
         assert not first.done()
         release.set()
         assert first.result(timeout=5).output == "first"
+        assert running.submit("after").result(timeout=5).output == "after"
+    assert counter.count("queued0") == counter.count("queued1") == 0  # a run that timed out in the queue never starts
 
 
 class StepOutput(BaseModel):
