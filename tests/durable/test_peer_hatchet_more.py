@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -171,3 +172,39 @@ def test_a_run_still_running_cannot_be_replayed_beside_itself(store: RunStore, r
         release.set()
         assert future.result(timeout=5).output == 1
     assert counter.count("slow") == 1
+
+
+def test_an_awaited_run_cut_short_by_its_callers_time_limit_is_cancelled_and_resumes_from_async_code(
+        store: RunStore) -> None:
+    """From hatchet examples/durable/test_durable.py test_durable_sleep_cancel_replay (the
+    awaiting code gives up mid-sleep; the run is cancelled, then replayed with ``aio_replay``
+    and waits for its event): ``asyncio.wait_for`` around ``arun``, then ``aresume``."""
+    counter = Counter()
+
+    def first(x: int) -> int:
+        counter.hit("first")
+        return x
+
+    async def sleep(x: int) -> int:
+        if counter.hit("sleep") == 1:
+            await asyncio.sleep(20)
+        return x
+
+    f = (Formation("sleep_twice").add_function("first", first).add_function("sleep", sleep)
+         .add_function("ask", lambda x: f"{x}:{interrupt('event?')}").connect("first", "sleep", "ask"))
+
+    async def main() -> tuple[str, Any, Any]:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(f.arun(1, store=store, run_id="r1"), 0.3)
+        for _ in range(400):
+            if store.get("r1").status != "running":
+                break
+            await asyncio.sleep(0.005)
+        status = store.get("r1").status
+        waiting = await f.aresume("r1", store=store)
+        done = await f.aresume("r1", store=store, answer="yes")
+        return status, waiting.interrupt, done.output
+
+    status, waiting, output = asyncio.run(main())
+    assert (status, waiting, output) == ("cancelled", {"node": "ask", "payload": "event?"}, "1:yes")
+    assert (counter.count("first"), counter.count("sleep")) == (1, 2)
