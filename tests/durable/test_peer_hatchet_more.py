@@ -208,3 +208,27 @@ def test_an_awaited_run_cut_short_by_its_callers_time_limit_is_cancelled_and_res
     status, waiting, output = asyncio.run(main())
     assert (status, waiting, output) == ("cancelled", {"node": "ask", "payload": "event?"}, "1:yes")
     assert (counter.count("first"), counter.count("sleep")) == (1, 2)
+
+
+def test_a_failure_handler_that_asks_a_person_suspends_and_the_failed_task_is_not_retried_on_resume(
+        store: RunStore) -> None:
+    """From hatchet examples/on_failure/worker.py (the on-failure task does cleanup or
+    notifies a user; here it waits for their decision) and durable/worker.py (a wait)."""
+    counter = Counter()
+
+    def step1(_: Any) -> None:
+        counter.hit("step1")
+        raise RuntimeError("step1 failed")
+
+    def on_failure(failure: Any) -> str:
+        counter.hit("on_failure")
+        return f"{failure.node}: {failure.error} -> {interrupt('retry or drop?')}"
+
+    f = (Formation("OnFailureWorkflow").add_function("step1", step1, retries=1, backoff=0.001)
+         .add_function("on_failure", on_failure).connect("step1", "on_failure", on_error=True))
+    first = f.run(None, store=store)
+    assert (first.status, first.interrupt) == ("suspended", {"node": "on_failure", "payload": "retry or drop?"})
+    done = f.resume(first.run_id, store=store, answer="drop")
+    assert done.outputs == {"on_failure": "step1: step1 failed -> drop"}
+    assert (done.nodes["step1"].status, done.nodes["step1"].attempts) == ("failed", 2)
+    assert (counter.count("step1"), counter.count("on_failure")) == (2, 2)
