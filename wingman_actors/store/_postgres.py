@@ -108,14 +108,21 @@ class PgSetStatusWaited(PgSetStatus):
 
 
 class PgClaim(Claim):
-    """``Claim``, where a run's owner is live while its lease holds (the row locked meanwhile)."""
+    """``Claim``, where a run's owner is live while its lease holds (the row locked meanwhile).
+
+    The row is locked by a statement of its own, and read by the next one: a claim that waited
+    for another store's claim of the run then reads the run's new owner with that owner's row.
+    (Locked and read by one ``SELECT ... FOR UPDATE OF r``, the waiting claim rechecked only
+    the run's row: it joined the new owner with the owners row of the old one, found no match,
+    read the run as ownerless, and took it over from the store that had just claimed it.)"""
 
     __slots__ = ()
 
     def fetch(self, conn: Any) -> tuple[str, float | None, str | None, bool] | None:
+        conn.execute("SELECT 1 FROM runs WHERE id = ? FOR UPDATE", (self.run_id,))
         row = conn.execute(
             f"SELECT r.status, r.expires, r.parent, r.owner = ? OR COALESCE({LIVE}, FALSE) "
-            "FROM runs r LEFT JOIN owners o ON o.id = r.owner WHERE r.id = ? FOR UPDATE OF r",
+            "FROM runs r LEFT JOIN owners o ON o.id = r.owner WHERE r.id = ?",
             (self.owner, self.run_id)).fetchone()
         return None if row is None else (row[0], row[1], row[2], bool(row[3]))
 
