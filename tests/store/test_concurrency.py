@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tests.support.peers import until
 from wingman_actors.store import RunStore, StoreClosedError
 
 from .conftest import chain_shape
@@ -84,6 +85,54 @@ def test_concurrent_claims_of_one_run_let_exactly_one_win(location: str) -> None
         for t in threads:
             t.join(timeout=50)
     assert len(wins) == 1 and refusals == ["running"] * 9
+
+
+def test_a_claim_queued_behind_another_stores_claim_of_the_run_is_refused_once_that_one_commits(
+        postgres_url: str) -> None:
+    """Two stores (two processes) claim one run at the same moment: the second claim waits for
+    the first one's row lock, then sees the run running for the first (a live owner) and is
+    refused. The interleaving is forced: a connection of the test holds the run's row lock
+    while the other store's claim, then the run's own store's claim, queue behind it (the
+    server hands the row over in that order). The waiting claim used to judge the new owner's
+    liveness from the owner row of the run's previous owner (itself), found none matching,
+    and took the run over from a store running it (seen as both resumes of a suspended run
+    failing, NoPendingInterruptError and StoreWriteError)."""
+    import psycopg
+
+    from wingman_actors.store import RunNotResumableError
+
+    shape = chain_shape()
+    wins: list[str] = []
+    refusals: list[str] = []
+
+    def claim(store: RunStore, name: str) -> None:
+        try:
+            store.claim_run(run_id, shape)
+            wins.append(name)
+        except RunNotResumableError as exc:
+            refusals.append(f"{name}: {exc.status}")
+
+    with RunStore(postgres_url) as one, RunStore(postgres_url) as other, \
+            psycopg.connect(postgres_url, autocommit=True) as holder:
+        run_id = one.begin_run("chain", shape, 0)  # (its owner is one)
+        one.set_status(run_id, "failed", wait=True)
+
+        def waiting() -> int:
+            row = holder.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> "
+                                 "pg_backend_pid() AND datname = current_database()").fetchone()
+            return int(row[0]) if row else 0
+
+        threads = [threading.Thread(target=claim, args=(s, n), name=f"store-claim-{n}")
+                   for s, n in ((other, "other"), (one, "one"))]
+        with holder.transaction():
+            holder.execute("SELECT 1 FROM runs WHERE id = %s FOR UPDATE", (run_id,))
+            for queued, thread in enumerate(threads, start=1):
+                thread.start()
+                assert until(lambda queued=queued: waiting() == queued, within=20), "the claim did not queue"
+        for thread in threads:
+            thread.join(timeout=20)
+        assert wins == ["other"] and refusals == ["one: running"], (wins, refusals)
+        assert one.get(run_id).status == "running"
 
 
 _OTHER_PROCESS = """

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.peers import until
 from tests.support.postgres import PostgresServer
 from wingman_actors.errors import MissingExtraError
 from wingman_actors.store import (
@@ -252,3 +253,40 @@ def test_a_renewal_that_finds_the_lease_lapsed_takes_back_its_runs_that_were_onl
         owner.record_visit(run_id, "a", 1, "still mine")
         owner.flush()
         assert other.load(run_id).visits == {"a": {1: "still mine"}}
+
+
+def test_marking_interrupted_leaves_alone_a_run_claimed_while_it_waited_by_a_store_opened_meanwhile(
+        postgres_url: str) -> None:
+    """A store's recovery (``mark_interrupted``, run by every store on open) that has to wait for
+    a run's row while a store opened since claims that run does not mark it interrupted (which
+    would let any third store claim it too): it judges the run's owner after the wait. The
+    interleaving is forced: a connection of the test holds the run's row and makes the new
+    store's claim of it (the claim's own update) once the recovery waits for it; a live store's
+    run, found first, makes the recovery look at the server's processes before it waits (the
+    server keeps that first look for the rest of its transaction)."""
+    import psycopg
+
+    marked: list[int] = []
+    with RunStore(postgres_url, lease=60) as owner, RunStore(postgres_url) as recovering, \
+            RunStore(postgres_url) as busy, psycopg.connect(postgres_url, autocommit=True) as holder:
+        busy.begin_run("chain", chain_shape(), 0)
+        run_id = owner.begin_run("chain", chain_shape(), 0)
+        owner.flush()
+        _lapse(postgres_url, run_id)  # its owner froze: the run is to be marked interrupted, or claimed
+        mark = threading.Thread(target=lambda: marked.append(recovering.mark_interrupted()), name="store-mark")
+        with holder.transaction():
+            holder.execute("SELECT 1 FROM runs WHERE id = %s FOR UPDATE", (run_id,))
+            mark.start()
+            assert until(lambda: holder.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() "
+                "AND datname = current_database()").fetchone() == (1,), within=20), "the recovery did not wait"
+            late = RunStore(postgres_url, recover=False)  # (its own recovery would wait for the row too)
+            holder.execute("UPDATE runs SET status = 'running', owner = (SELECT max(id) FROM owners) WHERE id = %s",
+                           (run_id,))
+        try:
+            mark.join(timeout=20)
+            assert marked == [0] and late.get(run_id).status == "running"
+            with pytest.raises(RunNotResumableError, match="is running"):
+                recovering.claim_run(run_id, chain_shape())
+        finally:
+            late.close()

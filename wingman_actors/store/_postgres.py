@@ -51,6 +51,10 @@ _log = logging.getLogger("wingman_actors.store")
 DEFAULT_LEASE_S = 15.0
 _REGROUP = 0.5  # see Writer._regroup_waiters: measured 4 -> 5.5-7 runs per commit, 8 submitters
 
+# Forget the server processes a statement of this transaction saw (PostgreSQL keeps the first
+# look at them until the transaction ends): an owner whose writer connected since is live.
+_FRESH = "SELECT pg_stat_clear_snapshot()"
+
 # A running run whose owner's lease lapsed reads as interrupted (as a suspended run past its
 # expiry reads as expired).
 _STATUS = (STATUS.replace(" ELSE status END", "") + " WHEN status = 'running' AND NOT EXISTS (SELECT 1 FROM owners o "
@@ -108,29 +112,45 @@ class PgSetStatusWaited(PgSetStatus):
 
 
 class PgClaim(Claim):
-    """``Claim``, where a run's owner is live while its lease holds (the row locked meanwhile)."""
+    """``Claim``, where a run's owner is live while its lease holds (the row locked meanwhile).
+
+    The row is locked by a statement of its own, and read by the next one: a claim that waited
+    for another store's claim of the run then reads the run's new owner with that owner's row.
+    (Locked and read by one ``SELECT ... FOR UPDATE OF r``, the waiting claim rechecked only
+    the run's row: it joined the new owner with the owners row of the old one, found no match,
+    read the run as ownerless, and took it over from the store that had just claimed it.)"""
 
     __slots__ = ()
 
     def fetch(self, conn: Any) -> tuple[str, float | None, str | None, bool] | None:
+        conn.execute("SELECT 1 FROM runs WHERE id = ? FOR UPDATE", (self.run_id,))
+        conn.execute(_FRESH)
         row = conn.execute(
             f"SELECT r.status, r.expires, r.parent, r.owner = ? OR COALESCE({LIVE}, FALSE) "
-            "FROM runs r LEFT JOIN owners o ON o.id = r.owner WHERE r.id = ? FOR UPDATE OF r",
+            "FROM runs r LEFT JOIN owners o ON o.id = r.owner WHERE r.id = ?",
             (self.owner, self.run_id)).fetchone()
         return None if row is None else (row[0], row[1], row[2], bool(row[3]))
 
 
 class PgMarkInterrupted(MarkInterrupted):
     """Mark ``interrupted`` the running runs whose owner's lease lapsed; forget owners
-    lapsed for a day that own no run."""
+    lapsed for a day that own no run.
+
+    As a claim does (see :class:`PgClaim`), it locks them first and checks their owners
+    again in the next statement: an update that waited for a store's claim of one of them
+    judged the claimer by the update's own snapshot, in which a store opened meanwhile had
+    no owner row, and marked interrupted (claimable by any store) the run it had just claimed."""
 
     __slots__ = ()
+    _DEAD = f"status = 'running' AND owner IS DISTINCT FROM ? AND NOT EXISTS (SELECT 1 FROM owners o WHERE o.id = runs.owner AND {LIVE})"
 
     def apply(self, conn: Any) -> Any:
-        count = conn.execute(
-            "UPDATE runs SET status = 'interrupted', updated = ? WHERE status = 'running' AND owner IS DISTINCT FROM ? "
-            f"AND NOT EXISTS (SELECT 1 FROM owners o WHERE o.id = runs.owner AND {LIVE})",
-            (self.now, self.owner)).rowcount
+        count = 0
+        dead = [row[0] for row in conn.execute(f"SELECT id FROM runs WHERE {self._DEAD} FOR UPDATE", (self.owner,))]
+        if dead:
+            conn.execute(_FRESH)
+            count = conn.execute(f"UPDATE runs SET status = 'interrupted', updated = ? WHERE id = ANY(?) AND {self._DEAD}",
+                                 (self.now, dead, self.owner)).rowcount
         conn.execute(f"DELETE FROM owners o WHERE o.lease_until < {NOW} - 86400 AND o.id <> ? "
                      "AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.owner = o.id)", (self.owner,))
         return count
