@@ -4,7 +4,8 @@ The loop itself (retries, middleware, tools, journalling, structured output) is 
 generator :meth:`Session._loop` the blocking ``run`` drives; driven with ``aio``, it yields
 the work that waits — a :class:`~._model_calls.ModelCall`, a
 :class:`~._tool_steps.ToolBatch` — and this driver does that work on the caller's event
-loop and sends the outcome back:
+loop and sends the outcome back (a tool batch's calls as they finish: the loop yields the
+batch again until all have, so each call's end is told as it finishes, as in ``run``):
 
 * a model call awaits the provider's ``arun_inference(request)`` (or iterates its
   ``astream_inference(request)``, an async iterator of stream events) when it has them,
@@ -75,6 +76,7 @@ async def complete(session: Session, message: str | Message, timeout: float | No
     failure: BaseException | None = None
     send: Any = None
     error: BaseException | None = None
+    tools: _Tools | None = None  # the step's tool calls, while they run
     try:
         while True:
             try:
@@ -96,7 +98,13 @@ async def complete(session: Session, message: str | Message, timeout: float | No
                     token.check()
                 except BaseException as exc:
                     error = _call_failed(token, exc)
-            elif type(item) is ModelCall or type(item) is ToolBatch:
+            elif type(item) is ToolBatch:
+                try:
+                    tools = _tools_of(item, tools)
+                    send = await tools.finished()
+                except BaseException as exc:
+                    error = _thrown(item, exc)
+            elif type(item) is ModelCall:
                 try:
                     send = await _work(item)
                 except BaseException as exc:
@@ -106,15 +114,20 @@ async def complete(session: Session, message: str | Message, timeout: float | No
         failure = exc
         raise
     finally:
-        gen.close()
-        session._close(ctx, result, failure)
+        try:
+            if tools is not None:  # the run stopped while calls of its step still ran
+                await tools.stop()
+        finally:  # a cancel repeated meanwhile (AnyIO's scopes) still frees the session
+            gen.close()
+            session._close(ctx, result, failure)
 
 
-async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:
+async def drive(gen: RunGen) -> AsyncGenerator[StreamEvent | Result, None]:
     """Drive a run of the loop made with ``aio``: yield its stream events, then its
     :class:`Result` (last). The work of each item is :func:`complete`'s."""
     send: Any = None
     error: BaseException | None = None
+    tools: _Tools | None = None  # the step's tool calls, while they run
     try:
         while True:
             try:
@@ -132,7 +145,13 @@ async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:
                             yield cast(StreamEvent, got)
                 except BaseException as exc:
                     error = _thrown(item, exc)
-            elif type(item) is ModelCall or type(item) is ToolBatch:
+            elif type(item) is ToolBatch:
+                try:
+                    tools = _tools_of(item, tools)
+                    send = await tools.finished()
+                except BaseException as exc:
+                    error = _thrown(item, exc)
+            elif type(item) is ModelCall:
                 try:
                     send = await _work(item)
                 except BaseException as exc:
@@ -140,15 +159,15 @@ async def drive(gen: RunGen) -> AsyncIterator[StreamEvent | Result]:
             else:
                 yield cast(StreamEvent, item)
     finally:
-        gen.close()
+        try:
+            if tools is not None:  # the run stopped (the stream left) while calls of its step still ran
+                await tools.stop()
+        finally:  # a cancel repeated meanwhile (AnyIO's scopes) still ends the run
+            gen.close()
 
 
-def _work(item: ModelCall | ToolBatch) -> Awaitable[Any]:
-    """What the driver awaits for ``item`` (a model call not streamed, or a tool batch):
-    what it sends back to the loop."""
-    if type(item) is ToolBatch:
-        return _run_tools(item)
-    call = cast(ModelCall, item)
+def _work(call: ModelCall) -> Awaitable[InferenceResponse]:
+    """What the driver awaits for a model call not streamed: the response it sends back to the loop."""
     if call.spans is not None:
         return _response(call)
     return _infer(call)  # the common call: no generator of its own
@@ -307,48 +326,94 @@ async def _stream(call: ModelCall) -> AsyncIterator[StreamEvent | InferenceRespo
     yield response
 
 
-async def _run_tools(batch: ToolBatch) -> list[tuple[int, _Outcome]]:
-    """The batch's calls, at most the agent's ``tool_concurrency`` at once; their
-    outcomes in completion order. A cancel of the run's token (``session.cancel()``, from
-    any thread) cancels the calls in flight at once: an ``async def`` tool's coroutine gets
-    ``CancelledError`` at its ``await`` (its ``finally`` runs), a blocking tool's thread is
-    left to finish, as the blocking run leaves it; then the run's cancel error is raised.
-    So does the run's deadline (its timeout error)."""
-    step = batch.step
-    token = step.tool_ctx.token
-    assert token is not None  # the session gives its tools the run's token
-    room = asyncio.Semaphore(step.agent.tool_concurrency)
-    done: list[tuple[int, _Outcome]] = []
-    in_flight: dict[int, str] = {}
+class _Tools:
+    """The calls of a :class:`ToolBatch` running on the caller's loop, at most the agent's
+    ``tool_concurrency`` at once, started when the loop first yields the batch; each time
+    it yields it, :meth:`finished` gives the outcomes of the calls that have finished since.
 
-    async def one(index: int, call: ContentBlock) -> None:
-        # In this call's task (a context of its own): the run's token is the current one, so
-        # a session the tool runs (an agent used as a tool) is a child of the run, as in run()
-        _current_token.set(token)
-        async with room:
-            in_flight[index] = call.name or ""
-            outcome = await _execute(step, call)
-            del in_flight[index]
-            done.append((index, outcome))
+    A cancel of the run's token (``session.cancel()``, from any thread) cancels the calls
+    in flight at once: an ``async def`` tool's coroutine gets ``CancelledError`` at its
+    ``await`` (its ``finally`` runs), a blocking tool's thread is left to finish, as the
+    blocking run leaves it; then the run's cancel error is raised. So does the run's
+    deadline (its timeout error). A run that stops while calls still run (the stream left,
+    a hook raising) has them stopped the same way (:meth:`stop`)."""
 
-    tasks = [asyncio.ensure_future(one(i, c)) for i, c in batch.calls]
-    with cancel_scope(token):
-        bridge = TokenBridge()  # a cancel of the token cancels this task's await below
-    try:
-        async with _deadline(token):
-            await bridge.run(asyncio.gather(*tasks))
-    except BaseException as exc:
-        if in_flight and (token.cancelled or token.expired or isinstance(exc, asyncio.CancelledError)):
-            log_abandoned(step.agent.name, list(in_flight.values()), step.tool_ctx.session_id, not token.expired,
-                          "async def ones are cancelled, blocking ones' threads run on")
+    __slots__ = ("batch", "done", "in_flight", "taken", "tasks")
+
+    def __init__(self, batch: ToolBatch) -> None:
+        self.batch = batch
+        step = batch.step
+        token = step.tool_ctx.token
+        room = asyncio.Semaphore(step.agent.tool_concurrency)
+        self.done: list[tuple[int, _Outcome]] = []  # in the order the calls finished
+        self.taken = 0  # how many of them finished() has given
+        self.in_flight: dict[int, str] = {}
+
+        async def one(index: int, call: ContentBlock) -> None:
+            # In this call's task (a context of its own): the run's token is the current one, so
+            # a session the tool runs (an agent used as a tool) is a child of the run, as in run()
+            _current_token.set(token)
+            async with room:
+                self.in_flight[index] = call.name or ""
+                outcome = await _execute(step, call)
+                del self.in_flight[index]
+                self.done.append((index, outcome))
+
+        self.tasks = [asyncio.ensure_future(one(i, c)) for i, c in batch.calls]
+
+    async def finished(self) -> list[tuple[int, _Outcome]]:
+        """The outcomes of the calls that finished since the last time, waiting for one if none has."""
+        token = self.batch.step.tool_ctx.token
+        assert token is not None  # the session gives its tools the run's token
+        if self.taken == len(self.done):
+            with cancel_scope(token):
+                bridge = TokenBridge()  # a cancel of the token cancels this task's await below
+            try:
+                async with _deadline(token):
+                    await bridge.run(self._one_more())
+            except BaseException as exc:
+                # the run stopped (an interrupt in one call stops the others unlogged)
+                await self.stop(log=token.cancelled or token.expired or isinstance(exc, asyncio.CancelledError))
+                raise
+            finally:
+                bridge.close()
+        got, self.taken = self.done[self.taken:], len(self.done)
+        return got
+
+    async def _one_more(self) -> None:
+        """Wait until a call has finished; raise what a call raised (an interrupt)."""
+        running = [task for task in self.tasks if not task.done()]
+        if running:
+            await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        for task in self.tasks:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise cast(BaseException, task.exception())
+
+    async def stop(self, *, log: bool = True) -> None:
+        """Stop the calls still running (those in flight logged once as abandoned, with
+        ``log``); their coroutines' ``finally`` blocks run (on the runtime's loop) before
+        the run goes on."""
+        tasks = [task for task in self.tasks if not task.done()]
+        if not tasks:
+            return
+        step = self.batch.step
+        token = step.tool_ctx.token
+        assert token is not None
+        if self.in_flight and log:
+            log_abandoned(step.agent.name, list(self.in_flight.values()), step.tool_ctx.session_id,
+                          not token.expired, "async def ones are cancelled, blocking ones' threads run on")
+        self.in_flight.clear()
         for task in tasks:  # one call raised (an interrupt), or the run stopped: the others stop too
             task.cancel()
-        # their coroutines' finally blocks run (on the runtime's loop) before the run goes on
         await asyncio.wait(tasks, timeout=UNWIND_S)
-        raise
-    finally:
-        bridge.close()
-    return done
+        for task in self.tasks:  # what other calls raised meanwhile is not logged as never retrieved
+            if task.done() and not task.cancelled():
+                task.exception()
+
+
+def _tools_of(batch: ToolBatch, tools: _Tools | None) -> _Tools:
+    """The running calls of ``batch``: ``tools`` when they are its, else started now."""
+    return tools if tools is not None and tools.batch is batch else _Tools(batch)
 
 
 async def _execute(step: ToolStep, call: ContentBlock) -> _Outcome:
@@ -418,9 +483,10 @@ class AsyncSessionStream:
         await self.aclose()
 
     async def _iterate(self) -> AsyncGenerator[StreamEvent, None]:
+        driven = drive(self._gen)
         try:
             with self._scope.attempt() if self._scope is not None else contextlib.nullcontext():
-                async for item in drive(self._gen):
+                async for item in driven:
                     if type(item) is Result:
                         self._result = item
                     else:
@@ -433,6 +499,8 @@ class AsyncSessionStream:
         except BaseException as exc:
             self._error = exc
             raise
+        finally:
+            await driven.aclose()  # left early: the calls still running stop now, not when collected
 
     def result(self) -> Result:
         """The run's result; raises the run's error if it failed."""

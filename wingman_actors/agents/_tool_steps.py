@@ -16,7 +16,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from typing import Any
 
 from .._cancel import _current as _current_token  # set inline: no scope object per call
@@ -68,9 +68,11 @@ class ToolStep:
         aio: bool = False,
     ) -> Generator[StreamEvent | ToolBatch, Any, list[ContentBlock]]:
         """Run ``uses``; append to ``calls`` and ``trace``; return the result blocks in call
-        order. Streams ``tool_start`` / ``tool_end`` events when ``stream``. With ``aio``,
-        the calls are not run here: a :class:`ToolBatch` is yielded to the async driver,
-        which sends back their outcomes in completion order."""
+        order. Streams ``tool_start`` / ``tool_end`` events when ``stream``; each call's end
+        is told as it finishes, while the others still run. With ``aio``, the calls are not
+        run here: a :class:`ToolBatch` is yielded to the async driver, which starts them and
+        sends back the outcomes of those that have finished; it is yielded again until
+        every call has finished."""
         planned: list[tuple[ContentBlock, ContentBlock | None]] = []
         bus = self.agent.events
         for use in uses:
@@ -89,22 +91,17 @@ class ToolStep:
             if stream:
                 yield StreamEvent(type=StreamEventType.TOOL_START, block=call)
         outcomes: list[_Outcome | None] = [None] * len(planned)
-        pending = {i for i, (_, short) in enumerate(planned) if short is None}
-        for i, (_, short) in enumerate(planned):
-            if short is not None:
-                outcomes[i] = (short, 0.0, [])
-                yield from self._ended(ctx, step, planned[i][0], outcomes, i, stream)
-        if aio and pending:
-            ran: list[tuple[int, _Outcome]] = yield ToolBatch(self, [(i, planned[i][0]) for i in sorted(pending)])
-            for index, done_call in ran:
-                outcomes[index] = done_call
-                yield from self._ended(ctx, step, planned[index][0], outcomes, index, stream)
-        elif pending:
-            # each call's end is told as it finishes, while the others still run
-            with contextlib.closing(self.run_calls(ctx, [(i, planned[i][0]) for i in sorted(pending)])) as finishing:
-                for i, finished in finishing:
-                    outcomes[i] = finished
-                    yield from self._ended(ctx, step, planned[i][0], outcomes, i, stream)
+        shortened: list[tuple[int, _Outcome]] = [(i, (short, 0.0, [])) for i, (_, short) in enumerate(planned) if short is not None]
+        yield from self._finished(ctx, step, planned, outcomes, shortened, stream)
+        todo = [(i, call) for i, (call, short) in enumerate(planned) if short is None]
+        if aio and todo:
+            batch = ToolBatch(self, todo)
+            left = len(todo)
+            while left:  # the driver sends back the calls that finished since it was last asked
+                left -= yield from self._finished(ctx, step, planned, outcomes, (yield batch), stream)
+        elif todo:
+            with contextlib.closing(self.run_calls(ctx, todo)) as finishing:
+                yield from self._finished(ctx, step, planned, outcomes, finishing, stream)
         results: list[ContentBlock] = []
         for i, (call, _) in enumerate(planned):
             outcome = outcomes[i]
@@ -126,6 +123,20 @@ class ToolStep:
             )
         ctx.token.check()
         return results
+
+    def _finished(
+        self, ctx: RunContext, step: int, planned: list[tuple[ContentBlock, ContentBlock | None]],
+        outcomes: list[_Outcome | None], finished: Iterable[tuple[int, _Outcome]], stream: bool,
+    ) -> Generator[StreamEvent, Any, int]:
+        """Record the outcomes of ``finished`` calls (``(index, outcome)`` pairs, taken as they
+        come: each call's end is told as it finishes, while the others still run) and tell
+        each one's end; returns how many there were."""
+        count = 0
+        for i, outcome in finished:
+            outcomes[i] = outcome
+            count += 1
+            yield from self._ended(ctx, step, planned[i][0], outcomes, i, stream)
+        return count
 
     def _ended(
         self, ctx: RunContext, step: int, call: ContentBlock, outcomes: list[_Outcome | None], i: int, stream: bool,
@@ -328,7 +339,10 @@ def log_abandoned(agent: str, names: list[str], session_id: str, cancelled: bool
 @dataclasses.dataclass(frozen=True, slots=True)
 class ToolBatch:
     """The tool calls of one step, handed to the async driver (``Session.arun``) to run:
-    ``calls`` are ``(index, call)`` pairs; it sends back ``(index, outcome)`` pairs."""
+    ``calls`` are ``(index, call)`` pairs. The driver starts them when the batch is first
+    yielded, and sends back the ``(index, outcome)`` pairs of the calls that have finished
+    since (at least one, in the order they finished); the loop yields the same batch again
+    while calls of it still run."""
 
     step: ToolStep
     calls: list[tuple[int, ContentBlock]]

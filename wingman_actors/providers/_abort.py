@@ -31,7 +31,7 @@ from ._asend import Answer, OwnAsyncClient
 from ._deadlines import at_deadline
 from ._lease import LeasingTransport
 
-__all__ = ["ClientPool", "Lease", "remaining_timeout", "request_timeout"]
+__all__ = ["ClientPool", "Lease", "remaining_timeout", "request_timeout", "shutdown"]
 
 _CONNECT_TIMEOUT = 10.0
 _MAX_IDLE = 100  # idle clients (each with its keep-alive connection) a provider keeps (httpx: 20)
@@ -102,7 +102,7 @@ class Lease:
             self._sock = sock
             aborted = self._aborted
         if aborted:  # cancelled while connecting
-            _shutdown(sock)
+            shutdown(sock)
 
     def aborter(self) -> Callable[[], None]:
         """A function that closes this lease's request in flight (and nothing lent later)."""
@@ -115,7 +115,7 @@ class Lease:
                 self._aborted = True
                 sock = self._sock
             if sock is not None:
-                _shutdown(sock)
+                shutdown(sock)
 
         return abort
 
@@ -127,7 +127,8 @@ class Lease:
             return aborted
 
 
-def _shutdown(sock: socket.socket) -> None:
+def shutdown(sock: socket.socket) -> None:
+    """Shut ``sock`` down: a read blocked on it in another thread ends, and the peer sees it closed."""
     # shutdown(), not close(): it wakes a read blocked in another thread, and sends the FIN.
     try:
         sock.shutdown(socket.SHUT_RDWR)

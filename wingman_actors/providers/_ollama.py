@@ -32,6 +32,7 @@ from pydantic import Field
 from ..core import ContentBlock, InferenceRequest, InferenceResponse, Role, StopReason, StreamEvent, Usage
 from ..errors import AgentError, ErrorKind
 from ._base import BaseProvider, ResponseBuilder, shaped, tool_arguments
+from ._drain import adrain, drain
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
 from ._openai_wire import error_text, tool_loop_start
 from ._options import RemoteOptions
@@ -195,7 +196,8 @@ class OllamaProvider(BaseProvider):
         body = self.build_body(request, stream=True)
         with open_stream(self._http, self.id, _PATH, body) as response:
             state = _LineState(ResponseBuilder(self.id, body["model"]))
-            for line in _lines(response.iter_bytes()):
+            lines = _lines(response.iter_bytes())
+            for line in lines:
                 events = self._line_events(state, line)
                 if not state.started and events:  # not before: an error first is retryable
                     state.started = True
@@ -204,12 +206,14 @@ class OllamaProvider(BaseProvider):
                 if state.done:
                     break
             yield from self._end_events(state)
+            drain(lines, response)  # the body's end after the done line: the connection is kept
 
     async def _astream(self, request: InferenceRequest) -> AsyncGenerator[StreamEvent, None]:
         body = self.build_body(request, stream=True)
         async with aopen_stream(self._http, self.id, _PATH, body) as response:
             state = _LineState(ResponseBuilder(self.id, body["model"]))
-            async for line in _alines(response.aiter_bytes()):
+            lines = _alines(response.aiter_bytes())
+            async for line in lines:
                 events = self._line_events(state, line)
                 if not state.started and events:  # not before: an error first is retryable
                     state.started = True
@@ -220,6 +224,7 @@ class OllamaProvider(BaseProvider):
                     break
             for event in self._end_events(state):
                 yield event
+            await adrain(lines, response)
 
     def _line_events(self, state: _LineState, line: str) -> list[StreamEvent]:
         """The events of one NDJSON line (the final one marks the state done)."""

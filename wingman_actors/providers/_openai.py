@@ -36,6 +36,7 @@ from ..core import (
 )
 from ..errors import AgentError, ErrorKind
 from ._base import BaseProvider, ResponseBuilder, events_for_response, shaped, tool_arguments
+from ._drain import adrain, drain
 from ._http import ClientPool, aopen_stream, apost_json, kind_for_status, open_stream, post_json
 from ._openai_wire import messages as _messages
 from ._openai_wire import usage as _usage
@@ -202,7 +203,8 @@ class OpenAIProvider(BaseProvider):
                 return
             response.encoding = _SSE_ENCODING
             state = _StreamState(ResponseBuilder(self.id, body["model"]))
-            for sse in EventSource(response).iter_sse():
+            sses = EventSource(response).iter_sse()
+            for sse in sses:
                 events = self._sse_events(state, sse.event, sse.data)
                 if not state.started and events:  # not before: an error first is retryable
                     state.started = True
@@ -211,6 +213,7 @@ class OpenAIProvider(BaseProvider):
                 if state.done:
                     break
             yield from self._end_events(state)
+            drain(sses, response)  # the body's end after [DONE]: the connection is kept
 
     async def _astream(self, request: InferenceRequest) -> AsyncGenerator[StreamEvent, None]:
         body = self.build_body(request, stream=True)
@@ -222,7 +225,8 @@ class OpenAIProvider(BaseProvider):
                 return
             response.encoding = _SSE_ENCODING
             state = _StreamState(ResponseBuilder(self.id, body["model"]))
-            async for sse in EventSource(response).aiter_sse():
+            sses = EventSource(response).aiter_sse()
+            async for sse in sses:
                 events = self._sse_events(state, sse.event, sse.data)
                 if not state.started and events:  # not before: an error first is retryable
                     state.started = True
@@ -233,6 +237,7 @@ class OpenAIProvider(BaseProvider):
                     break
             for event in self._end_events(state):
                 yield event
+            await adrain(sses, response)
 
     def _whole_answer(self, response: httpx.Response, model: str) -> Iterator[StreamEvent]:
         """The events of a server that ignored ``stream: true`` and answered with one JSON
