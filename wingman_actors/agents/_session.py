@@ -50,7 +50,7 @@ from ._prepare import Prepares
 from ._result import Result, Spender, StepTrace, ToolCall, charge
 from ._session_ids import new_session_id
 from ._stream import SessionStream, Unbegun
-from ._structured import OutputSchema, OutputValidationError, unmatched
+from ._structured import OutputSchema, OutputValidationError, only_tool_calls, unmatched
 from ._tool_steps import ToolBatch, ToolStep, close_unanswered
 
 __all__ = ["Result", "Session", "SessionStream"]
@@ -415,11 +415,8 @@ class Session(AsyncSessionRuns):
         calls: list[ToolCall] | None = None
         trace: list[StepTrace] | None = None
         usage: Usage | None = None
-        limit = self.agent.steps_limit
-        limit_hit = False
+        limit, limit_hit, corrected, step = self.agent.steps_limit, False, False, 0
         asked_past_limit: list[str] = []  # the tools the last call past the limit asked for (not run)
-        corrected = False
-        step = 0
         scope = current_scope()  # a journalled formation visit: model responses are journalled
         if scope is not None and not scope.owns(self.id):
             scope = None
@@ -525,11 +522,7 @@ class Session(AsyncSessionRuns):
                     output = self._schema.validate_text(text)
                 except OutputValidationError as exc:
                     if corrected and asked_past_limit and not text.strip():  # no answer, only calls for tools
-                        raise AgentError(
-                            f"agent {self.agent.name!r} reached max_steps={limit}, and its calls past it (offered no "
-                            f"tools) still asked for tools ({', '.join(sorted(set(asked_past_limit)))}) instead of "
-                            "answering: raise max_steps, or tell it in its instructions to answer once it has "
-                            "what it needs", kind=ErrorKind.INVALID) from exc
+                        raise only_tool_calls(self.agent.name, limit, asked_past_limit) from exc
                     if corrected or response.stop_reason == "max_tokens":  # cut off: a retry would be too
                         raise unmatched(self.agent.name, exc, response) from exc
                     corrected = True

@@ -20,7 +20,7 @@ from ..errors import (
 )
 from ..tools._base import typed_dict_note
 
-__all__ = ["OutputSchema", "OutputValidationError", "extract_json", "unmatched"]
+__all__ = ["OutputSchema", "OutputValidationError", "extract_json", "only_tool_calls", "unmatched"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
 
@@ -166,6 +166,16 @@ def unmatched(agent: str, exc: OutputValidationError, response: InferenceRespons
     if response.stop_reason != "max_tokens":
         error.answer = response.text
     return error
+
+
+def only_tool_calls(agent: str, limit: int, tools: list[str]) -> AgentError:
+    """The error of a run whose calls past ``max_steps`` (offered no tools) still asked for
+    ``tools`` instead of answering: no text to validate, and the schema's "Invalid JSON"
+    would not say why."""
+    return AgentError(
+        f"agent {agent!r} reached max_steps={limit}, and its calls past it (offered no tools) still asked for "
+        f"tools ({', '.join(sorted(set(tools)))}) instead of answering: raise max_steps, or tell it in its "
+        "instructions to answer once it has what it needs", kind=ErrorKind.INVALID)
 
 
 def _unmatched(agent: str, exc: OutputValidationError, response: InferenceResponse) -> AgentError:
