@@ -175,7 +175,7 @@ def test_a_failed_workflow_resumes_from_the_step_that_failed(located: RunStore) 
 
     with pytest.raises(Exception, match=r"the blog is down") as caught:
         build().run("llamas", store=located)
-    run_id = caught.value.run_id  # type: ignore[attr-defined]
+    run_id = caught.value.run_id
     flaky["fail"] = False
 
     assert build().resume(run_id, store=located).output == "published: draft on llamas"

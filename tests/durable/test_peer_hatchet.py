@@ -184,9 +184,9 @@ def test_a_run_cancelled_mid_sleep_resumes_without_repeating_what_finished(store
         assert future.cancel() is True
         with pytest.raises(CancelledError):
             future.result(timeout=5)
-        assert until(lambda: store.get(future.run_id).status == "cancelled")  # type: ignore[attr-defined]
+        assert until(lambda: store.get(future.run_id).status == "cancelled")
         release.set()
-        resumed = running.resume(future.run_id).result(timeout=10)  # type: ignore[attr-defined]
+        resumed = running.resume(future.run_id).result(timeout=10)
     assert resumed.output == {"runtime": "slept"}
     assert (counter.count("sleep"), counter.count("wait")) == (1, 2)
 
@@ -348,7 +348,7 @@ def test_a_resumed_run_gives_the_rerun_task_the_same_payload_as_the_first_run(
         assert entered.wait(5)
         assert future.cancel()
         release.set()
-        resumed = running.resume(future.run_id).result(timeout=10)  # type: ignore[attr-defined]
+        resumed = running.resume(future.run_id).result(timeout=10)
     assert seen == [StepOutput(should_cancel=True)] * 2
     assert resumed.output == [StepOutput(should_cancel=False), 3]
 

@@ -101,7 +101,7 @@ def test_a_run_in_flight_when_its_formation_stops_is_interrupted_and_resumes_whe
         running.stop()
     with pytest.raises(FormationRuntimeError, match="stopped before run"):
         future.result(timeout=5)
-    run_id = future.run_id  # type: ignore[attr-defined]
+    run_id = future.run_id
     assert store.get(run_id).status == "interrupted"
     assert f.resume(run_id, store=store).output == 8
     assert (counter.count("first"), counter.count("second")) == (1, 2)
@@ -164,7 +164,7 @@ def test_a_run_still_running_cannot_be_replayed_beside_itself(store: RunStore, r
     f = Formation("replay").add_function("slow", slow, concurrency=2)
     with f.start(store=store) as running:
         future = running.submit(1)
-        run_id = future.run_id  # type: ignore[attr-defined]
+        run_id = future.run_id
         with pytest.raises(RunNotResumableError, match="it is running"):
             running.resume(run_id)
         with pytest.raises(RunNotResumableError, match="it is running"):

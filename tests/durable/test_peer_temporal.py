@@ -323,7 +323,7 @@ def test_a_running_formation_resumes_a_suspended_run_with_its_answer_as_a_future
     assert f.run("x", store=store, run_id="sig3").status == "suspended"
     with f.start(store=store) as running:
         future = running.resume("sig3", answer="yes")
-        assert future.run_id == "sig3"  # type: ignore[attr-defined]
+        assert future.run_id == "sig3"
         assert future.result(5).output == "draft x yes"
 
 

@@ -80,7 +80,7 @@ def test_cancel_returns_false_once_the_run_has_finished() -> None:
         future = running.submit(1)
         assert future.result(timeout=3).output == 2
         assert future.cancel() is False
-        assert running.cancel(future.run_id) is False  # type: ignore[attr-defined]
+        assert running.cancel(future.run_id) is False
         assert not future.cancelled()
 
 
@@ -98,7 +98,7 @@ def test_cancelling_a_queued_run_by_id_never_runs_it() -> None:
             first = running.submit(1)
             assert entered.wait(3)
             queued = running.submit(2)
-            assert running.cancel(queued.run_id) is True  # type: ignore[attr-defined]
+            assert running.cancel(queued.run_id) is True
             assert queued.cancelled()
             release.set()
             assert first.result(timeout=3).output == 1
@@ -125,7 +125,7 @@ def test_cancelling_an_in_flight_function_abandons_the_attempt_and_other_runs_co
     finally:
         release.set()
     cancelled = [e for e in events if e.type is FormationEventType.RUN_CANCELLED]
-    assert [e.run_id for e in cancelled] == [stuck.run_id]  # type: ignore[attr-defined]
+    assert [e.run_id for e in cancelled] == [stuck.run_id]
     nodes = cancelled[0].data["nodes"]
     assert nodes["wait"].status is NodeStatus.CANCELLED
 
@@ -162,7 +162,7 @@ def test_cancelling_a_fleet_node_cancels_every_item() -> None:
         while provider.calls < 4 and time.monotonic() < deadline:
             time.sleep(0.005)
         started = time.perf_counter()
-        assert running.cancel(future.run_id)  # type: ignore[attr-defined]
+        assert running.cancel(future.run_id)
         assert _resolves(future, 1.0)
         assert future.cancelled()
         assert time.perf_counter() - started < 1.0

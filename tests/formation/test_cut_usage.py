@@ -77,7 +77,7 @@ def test_an_agent_node_cut_by_a_cancel_counts_the_tokens_it_spent_in_the_cancell
         future = running.submit("x")
         assert entered.wait(5)
         time.sleep(0.05)
-        assert running.cancel(future.run_id) is True  # type: ignore[attr-defined]
+        assert running.cancel(future.run_id) is True
     cancelled = next(e for e in events if getattr(e, "type", None) == "run_cancelled")
     trace = cancelled.data["nodes"]["research"]  # type: ignore[attr-defined]
     assert trace.status == "cancelled"
@@ -128,7 +128,7 @@ def test_an_agent_node_cut_by_a_cancel_whose_session_gives_up_at_once_counts_its
         future = running.submit("x")
         assert entered.wait(5)
         time.sleep(0.05)
-        assert running.cancel(future.run_id) is True  # type: ignore[attr-defined]
+        assert running.cancel(future.run_id) is True
         time.sleep(0.3)  # the cut session's own error reaches the runtime meanwhile
     cancelled = next(e for e in events if getattr(e, "type", None) == "run_cancelled")
     trace = cancelled.data["nodes"]["research"]  # type: ignore[attr-defined]

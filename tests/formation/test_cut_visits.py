@@ -56,7 +56,7 @@ def test_a_cancelled_runs_event_has_the_cut_visit_with_its_attempt_and_time(
         future = running.submit(" x ")
         assert entered.wait(3)
         time.sleep(0.1)
-        assert running.cancel(future.run_id) is True  # type: ignore[attr-defined]
+        assert running.cancel(future.run_id) is True
     cancelled = next(e for e in events if e.type is FormationEventType.RUN_CANCELLED)
     trace = cancelled.data["nodes"]["wait"]
     assert (trace.status, trace.visits, trace.attempts) == ("cancelled", 1, 1)
@@ -73,7 +73,7 @@ def test_runs_show_prints_the_visit_a_cancel_cut_without_any_listener(
         assert entered.wait(3)
         time.sleep(0.1)
         assert future.cancel()
-    assert main(["runs", "show", future.run_id, "--store", str(store), "--json"]) == 0  # type: ignore[attr-defined]
+    assert main(["runs", "show", future.run_id, "--store", str(store), "--json"]) == 0
     node: dict[str, Any] = json.loads(capsys.readouterr().out)["nodes"]["wait"]
     assert (node["status"], node["visits"], node["attempts"]) == ("cancelled", 1, 1)
     assert node["started_at"] is not None and node["duration_s"] >= 0.1

@@ -186,5 +186,5 @@ def test_submit_returns_it_and_many_runs_resolve() -> None:
     with f.start() as running:
         futures = [running.submit(i) for i in range(500)]
         assert all(isinstance(fut, Future) for fut in futures)
-        assert len({fut.run_id for fut in futures}) == 500  # type: ignore[attr-defined]
+        assert len({fut.run_id for fut in futures}) == 500
         assert [fut.result(10).output for fut in futures] == [(i + 1) * 2 for i in range(500)]

@@ -294,8 +294,8 @@ def test_a_run_cancelled_during_its_second_node_keeps_the_first_and_resumes_from
     with f.start(store=store) as running:
         future = running.submit("start")
         assert entered.wait(5)
-        assert running.cancel(future.run_id) is True  # type: ignore[attr-defined]
-    run_id = future.run_id  # type: ignore[attr-defined]
+        assert running.cancel(future.run_id) is True
+    run_id = future.run_id
     assert store.get(run_id).status == "cancelled"
     assert visits(store, run_id) == [("node1", 1, "start>node1")]
     release.set()

@@ -106,7 +106,7 @@ def test_each_submit_of_the_same_input_is_its_own_run_with_its_own_id() -> None:
 
     with Formation("inc").add_function("inc", counted).start() as running:
         a, b = running.submit(1), running.submit(1)
-        assert a.run_id != b.run_id  # type: ignore[attr-defined]
+        assert a.run_id != b.run_id
         assert a.result(timeout=10).output == b.result(timeout=10).output == 2
     assert calls.count(1) == 2
 
@@ -308,8 +308,8 @@ def test_resuming_a_failed_run_of_a_started_formation_reruns_only_what_failed(tm
         x = running.submit(1)
         with pytest.raises(FormationRuntimeError, match="one"):
             x.result(timeout=10)
-        again = running.resume(x.run_id)  # type: ignore[attr-defined]
-        assert again.run_id == x.run_id  # type: ignore[attr-defined]
+        again = running.resume(x.run_id)
+        assert again.run_id == x.run_id
         assert again.result(timeout=10).output == 20
     assert (calls.count("first"), calls.count("flaky")) == (1, 2)
 

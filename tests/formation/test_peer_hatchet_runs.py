@@ -69,12 +69,12 @@ def test_cancelling_a_run_twice_or_after_it_ended_says_so() -> None:
     with f.start() as running:
         future = running.submit(None)
         assert entered.wait(5)
-        assert running.cancel(future.run_id) is True  # type: ignore[attr-defined]
+        assert running.cancel(future.run_id) is True
         with pytest.raises(CancelledError):
             future.result(timeout=5)
         # the run has ended: running.cancel says so; the future's cancel() of a cancelled future
         # is True, as concurrent.futures' (tests/formation/test_peer_futures.py pins that)
-        assert running.cancel(future.run_id) is False and future.cancel() is True  # type: ignore[attr-defined]
+        assert running.cancel(future.run_id) is False and future.cancel() is True
     assert cancelled.wait(2) and future.cancelled()
 
 

@@ -93,7 +93,7 @@ def test_a_cancelled_async_node_that_swallows_the_cancel_still_ends_its_run_canc
             "wait_cancel", "after").start(on_event=listen) as running:
         future = running.submit("x")
         wait_for(node.started)
-        assert running.cancel(future.run_id) is True  # type: ignore[attr-defined]
+        assert running.cancel(future.run_id) is True
         with pytest.raises(CancelledError):
             future.result(5)
         assert node.cleaned.wait(2) and node.cancelled.is_set()
@@ -154,7 +154,7 @@ def test_cancelling_a_run_that_finished_returns_false_and_keeps_its_result() -> 
     with Formation("done").add_function("a", str.upper).start() as running:
         future = running.submit("x")
         assert future.result(5).output == "X"
-        assert future.cancel() is False and running.cancel(future.run_id) is False  # type: ignore[attr-defined]
+        assert future.cancel() is False and running.cancel(future.run_id) is False
         assert future.result(0).output == "X"
 
 
@@ -174,7 +174,7 @@ def test_cancelling_one_run_leaves_the_other_runs_in_flight_untouched() -> None:
         futures = {x: running.submit(x) for x in started}
         for event in started.values():
             wait_for(event)
-        assert running.cancel(futures["b"].run_id) is True  # type: ignore[attr-defined]
+        assert running.cancel(futures["b"].run_id) is True
         with pytest.raises(CancelledError):
             futures["b"].result(5)
         release.set()

@@ -89,7 +89,7 @@ def test_an_agent_node_cut_by_a_cancel_while_its_child_works_counts_the_childs_t
         future = running.submit("go")
         assert entered.wait(5)
         time.sleep(0.05)
-        assert running.cancel(future.run_id) is True  # type: ignore[attr-defined]
+        assert running.cancel(future.run_id) is True
     cancelled = next(e for e in events if getattr(e, "type", None) == "run_cancelled")
     trace = cancelled.data["nodes"]["lead"]  # type: ignore[attr-defined]
     assert trace.status == "cancelled"

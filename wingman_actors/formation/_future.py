@@ -11,7 +11,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ._result import FormationResult  # noqa: F401  (named in a string: the base class below)
 
 __all__ = ["Canceller", "RunFuture", "RunSink"]
 
@@ -36,8 +39,9 @@ class RunSink(Protocol):
     def cancel(self) -> bool: ...
 
 
-class RunFuture(Future[Any]):
-    """A ``Future`` of one formation run.
+class RunFuture(Future["FormationResult"]):
+    """A ``Future`` of one formation run (what ``submit()`` and ``resume()`` return: typed
+    so, a type checker knows its ``run_id`` and that ``result()`` is a ``FormationResult``).
 
     Args:
         run_id: the id of the run it resolves to (also the attribute ``run_id``).

@@ -19,7 +19,6 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Collection, Iterable
-from concurrent.futures import Future
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
 
@@ -42,7 +41,7 @@ from ._nested_node import FormationNode
 from ._nesting import InnerFormation
 from ._options import RunOptions, check_new_run_id, check_run_args, merge_options, require_run_id
 from ._plan import NodeSpec, Plan
-from ._result import FormationResult, NodeTrace
+from ._result import NodeTrace
 from ._routing import Router
 from ._runstate import RunState
 from ._supervision import Supervision, Supervisor
@@ -317,7 +316,7 @@ class RunningFormation(AsyncSubmit):
         break_before: Collection[str] | None = None,
         break_after: Collection[str] | None = None,
         options: RunOptions | None = None,
-    ) -> Future[FormationResult]:
+    ) -> RunFuture:
         """Start one run on ``input``.
 
         ``blackboard`` is this run's own board (shared by its nodes only); without one, the
@@ -399,7 +398,7 @@ class RunningFormation(AsyncSubmit):
     def resume(self, run_id: str, answer: Any = None, *, timeout: float | None = None,
                on_event: EventListener | None = None, blackboard: Blackboard | None = None,
                break_before: Collection[str] | None = None, break_after: Collection[str] | None = None,
-               options: RunOptions | None = None) -> Future[FormationResult]:
+               options: RunOptions | None = None) -> RunFuture:
         """Continue the journalled run ``run_id`` (its process died, or it failed, was
         cancelled or suspended): journalled visits and fleet items are not run again,
         their outputs are fed downstream; what was in flight runs again.
