@@ -4,8 +4,9 @@ Give an agent a bus (``Agent(..., events=bus)``) and subscribe functions to the 
 event you want; every session of that agent emits them as it runs::
 
     session_start   a run begins (``message``)
-    model_start     before each model call (``step``, ``request``; ``journalled``: replayed, not made)
-    model_end       after it (``response``, ``usage``, ``duration_s``, ``journalled``)
+    model_start     before each model call (``step``, ``request``; ``journalled``: replayed, not made;
+                    ``compaction``: the context budget's compactor summarising, not the agent's turn)
+    model_end       after it (``response``, ``usage``, ``duration_s``, ``journalled``, ``compaction``)
     tool_start      before a tool call (``call``: the tool_use block)
     tool_end        after it (``call``, ``result``: the tool_result block, ``duration_s``)
     session_stop    the run ended (``status``: succeeded, failed or suspended; ``result`` or ``error``)
@@ -90,6 +91,10 @@ class Event:
         journalled: ``model_start`` / ``model_end``: True when the response is replayed from
             the journal of a resumed run (a session or agent node that waited at an
             ``interrupt()``): no call is made, so a monitor counting calls or tokens skips it.
+        compaction: ``model_start`` / ``model_end``: True for the call of the agent's
+            ``compactor`` that summarises the turns its ``context_budget`` leaves out (made
+            before step ``step``'s call, to its provider, with a request of its own): paid
+            for like any other, but not a turn of the agent's conversation.
     """
 
     kind: EventKind
@@ -109,6 +114,7 @@ class Event:
     usage: Usage | None = None
     duration_s: float | None = None
     journalled: bool = False
+    compaction: bool = False
 
 
 class _Runner:

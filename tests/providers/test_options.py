@@ -15,7 +15,7 @@ import pytest
 
 from tests.providers.test_anthropic import MODEL as ANTHROPIC_MODEL
 from tests.providers.test_anthropic import message_json
-from tests.providers.test_openai import completion, sse, text_stream
+from tests.providers.test_openai import WEATHER, completion, sse, text_stream
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors._cancel import CancelToken, cancel_scope
 from wingman_actors.core import InferenceRequest, Message
@@ -190,7 +190,9 @@ def test_ollama_refuses_an_options_key_that_is_not_a_dict(make: Make) -> None:
 def test_anthropic_sends_keys_it_does_not_know_in_the_body_as_they_are(make: Make, loopback: LoopbackServer) -> None:
     loopback.queue(Reply.json(message_json()))
 
-    make("anthropic", metadata={"user_id": "u-1"}, tool_choice={"type": "auto"}).run_inference(ask())
+    # tool_choice goes only with tools (Anthropic refuses it without: tests/agents/test_tool_choice_without_tools.py)
+    request = ask().model_copy(update={"tools": [WEATHER]})
+    make("anthropic", metadata={"user_id": "u-1"}, tool_choice={"type": "auto"}).run_inference(request)
 
     body = sent(loopback)
     assert body["metadata"] == {"user_id": "u-1"}

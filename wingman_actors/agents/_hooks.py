@@ -5,17 +5,18 @@ Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 
 from __future__ import annotations
 
+import time
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._interrupts import RunSuspended
-from ..core import Usage
+from ..core import InferenceRequest, InferenceResponse, Usage
 from ..events import Event, EventBus, EventKind
 from ._middleware import NO_METADATA, RunContext
 from ._result import Result
 
-__all__ = ["emit", "emit_stop", "read_only"]
+__all__ = ["compaction_events", "emit", "emit_stop", "read_only"]
 
 
 def read_only(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -29,6 +30,30 @@ def emit(bus: EventBus, kind: EventKind, ctx: RunContext, **fields: Any) -> None
     """Emit a ``kind`` event of the run ``ctx`` (its agent, session, depth and parent)."""
     bus.emit(Event(kind, ctx.agent.name, ctx.session_id, depth=ctx.depth, parent_session_id=ctx.parent_session_id,
                    **fields))
+
+
+def compaction_events(
+    bus: EventBus | None, ctx: RunContext, step: int
+) -> Callable[[InferenceRequest], Callable[[InferenceResponse], None]] | None:
+    """What emits the ``model_start`` / ``model_end`` events of the compactor's calls made
+    to fit step ``step``'s request (``compaction=True``): a call the run pays for, which a
+    subscriber counting calls or tokens must see. None when no subscriber wants them."""
+    if bus is None or not ("model_start" in bus.kinds or "model_end" in bus.kinds):
+        return None
+
+    def observe(request: InferenceRequest) -> Callable[[InferenceResponse], None]:
+        if "model_start" in bus.kinds:
+            emit(bus, "model_start", ctx, step=step, request=request, compaction=True)
+        t0 = time.perf_counter()
+
+        def done(response: InferenceResponse) -> None:
+            if "model_end" in bus.kinds:
+                emit(bus, "model_end", ctx, step=step, response=response, usage=response.usage,
+                     duration_s=time.perf_counter() - t0, compaction=True)
+
+        return done
+
+    return observe
 
 
 def emit_stop(

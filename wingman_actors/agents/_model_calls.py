@@ -9,7 +9,7 @@ Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from .._cancel import CancelToken, cancel_scope
@@ -23,7 +23,13 @@ from ..providers._retry import stopped
 if TYPE_CHECKING:
     from ._context_budget import Fitted, Fitting
 
-__all__ = ["ModelCall", "cannot_stream", "compactions", "infer", "infer_stream", "traced_infer"]
+__all__ = [
+    "ModelCall", "Observe", "cannot_stream", "compaction_call", "compactions", "infer", "infer_stream", "traced_infer",
+]
+
+Observe = Callable[[InferenceRequest], Callable[[InferenceResponse], None]]
+"""Watches a compactor's call: called with its request as it starts, returns what to call
+with its response once it ended well (the session's ``model_start`` / ``model_end``)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -40,21 +46,45 @@ class ModelCall:
     spans: otel.SessionSpans | None
 
 
-def compactions(steps: Fitting, token: CancelToken, spans: otel.SessionSpans | None) -> Generator[ModelCall, Any, Fitted]:
+def compactions(
+    steps: Fitting, token: CancelToken, spans: otel.SessionSpans | None, observe: Observe | None = None
+) -> Generator[ModelCall, Any, Fitted]:
     """Drive a context-window fitting (:meth:`ContextWindow.fitting`) in a run made for
     the async driver: each compactor call is yielded as a :class:`ModelCall` (the driver
-    awaits it, and sends back its response or throws in its error)."""
+    awaits it, and sends back its response or throws in its error), watched by ``observe``."""
     try:
         provider, request = next(steps)
         while True:
+            done = observe(request) if observe is not None else None
             try:
                 response = yield ModelCall(provider, request, token, False, spans)
             except Exception as exc:
                 provider, request = steps.throw(exc)
             else:
+                if done is not None:
+                    done(response)
                 provider, request = steps.send(response)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]  # a fitting returns a Fitted
+
+
+def compaction_call(
+    spans: otel.SessionSpans | None, observe: Observe | None
+) -> Callable[[Provider, InferenceRequest], InferenceResponse] | None:
+    """How a blocking run makes a compactor's call (:meth:`ContextWindow.fit`'s ``call``):
+    in a ``chat`` span when OpenTelemetry is in use, watched by ``observe``; None (the
+    provider's ``run_inference`` as it is) when neither applies."""
+    traced = spans.traced_call if spans is not None else None
+    if observe is None:
+        return traced
+
+    def call(provider: Provider, request: InferenceRequest) -> InferenceResponse:
+        done = observe(request)
+        response = traced(provider, request) if traced is not None else provider.run_inference(request)
+        done(response)
+        return response
+
+    return call
 
 
 def infer(provider: Provider, request: InferenceRequest, token: CancelToken) -> InferenceResponse:

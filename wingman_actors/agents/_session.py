@@ -41,10 +41,10 @@ from ..tools import ToolContext
 from ._agent import Agent
 from ._async_api import AsyncSessionRuns
 from ._context_budget import ContextWindow
-from ._hooks import emit, emit_stop, read_only
+from ._hooks import compaction_events, emit, emit_stop, read_only
 from ._inputs import check_timeout, start_history, user_message
 from ._middleware import RunContext
-from ._model_calls import ModelCall, compactions, infer, infer_stream, traced_infer
+from ._model_calls import ModelCall, compaction_call, compactions, infer, infer_stream, traced_infer
 from ._on_session import on_a_session
 from ._prepare import Prepares
 from ._result import Result, Spender, StepTrace, ToolCall, charge
@@ -448,7 +448,7 @@ class Session(AsyncSessionRuns):
             if self._window is not None:
                 if trace is None:
                     trace = []
-                request, spent = yield from self._fit(request, prompt_index, step, trace, ctx.token, aio)
+                request, spent = yield from self._fit(request, prompt_index, step, trace, ctx, aio)
                 if spent is not None:
                     usage = spent if usage is None else usage + spent
             for mw in mws:
@@ -541,20 +541,20 @@ class Session(AsyncSessionRuns):
             return result
 
     def _fit(
-        self, request: InferenceRequest, prompt_index: int, step: int, trace: list[StepTrace], token: CancelToken,
+        self, request: InferenceRequest, prompt_index: int, step: int, trace: list[StepTrace], ctx: RunContext,
         aio: bool,
     ) -> Generator[ModelCall, Any, tuple[InferenceRequest, Usage | None]]:
-        """Fit the request to the agent's context budget; a compaction goes into the trace
-        and its usage is returned. With ``aio`` the compactor's calls are yielded to the
-        async driver (which awaits them), else made here, blocking."""
+        """Fit the request to the agent's context budget; a compaction goes into the trace (and
+        on the bus) and its usage is returned. With ``aio`` the compactor's calls are yielded to
+        the async driver (which awaits them), else made here, blocking."""
         assert self._window is not None
         t0 = time.perf_counter()
-        spans = self._spans
+        spans, observe = self._spans, compaction_events(self.agent.events, ctx, step)
         if aio:
-            fitted = yield from compactions(self._window.fitting(request, prompt_index), token, spans)
+            fitted = yield from compactions(self._window.fitting(request, prompt_index), ctx.token, spans, observe)
         else:
-            with cancel_scope(token):
-                fitted = self._window.fit(request, prompt_index, call=spans.traced_call if spans is not None else None)
+            with cancel_scope(ctx.token):
+                fitted = self._window.fit(request, prompt_index, call=compaction_call(spans, observe))
         for note in fitted.failures:  # the compactor failed: the trace says what was done instead
             trace.append(StepTrace(kind="model", name="compact failed", step=step, input=fitted.dropped, output=note,
                                    is_error=True))

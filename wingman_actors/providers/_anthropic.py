@@ -33,7 +33,7 @@ from ._anthropic_client import HTTP as _HTTP
 from ._anthropic_client import sdk_async_client, sdk_client
 from ._anthropic_wire import EventMapper, from_message, map_error, to_anthropic_messages
 from ._base import BaseProvider, ResponseBuilder
-from ._options import RemoteOptions
+from ._options import RemoteOptions, without_tool_use
 
 with require("anthropic", "the anthropic provider"):
     import anthropic
@@ -149,6 +149,7 @@ class AnthropicProvider(BaseProvider):
             if value is not None
         }
         self._extra_body.update(opts.extra_body())
+        self._extra_no_tools = without_tool_use(self._extra_body)  # tool_choice alone is a 400
 
     def _make_async(self) -> anthropic.AsyncAnthropic:
         http_client = self._user_async
@@ -206,7 +207,7 @@ class AnthropicProvider(BaseProvider):
             ]
         # The SDK (>= 1.0) dropped sampling parameters from its signature; the API takes
         # them. Options it does not know go the same way, as they are.
-        extra = dict(self._extra_body)
+        extra = dict(self._extra_body if request.tools else self._extra_no_tools)
         temperature = self.temperature_for(request)
         if temperature is not None:
             extra["temperature"] = temperature

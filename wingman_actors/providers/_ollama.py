@@ -35,7 +35,7 @@ from ._base import BaseProvider, ResponseBuilder, shaped, tool_arguments
 from ._drain import adrain, drain
 from ._http import ClientPool, aopen_stream, apost_json, open_stream, post_json
 from ._openai_wire import error_text, tool_loop_start
-from ._options import RemoteOptions
+from ._options import RemoteOptions, without_tool_use
 
 __all__ = ["OllamaOptions", "OllamaProvider", "build_ollama"]
 
@@ -109,6 +109,7 @@ class OllamaProvider(BaseProvider):
                 provider=self.id,
             )
         self._extra_options: dict[str, Any] = extra_options or {}
+        self._extra_no_tools = without_tool_use(self._extra)  # as openai and anthropic must
 
     # -- request -------------------------------------------------------------------
 
@@ -145,8 +146,9 @@ class OllamaProvider(BaseProvider):
             body["format"] = request.output_schema
         if self.ollama_options.keep_alive is not None:
             body["keep_alive"] = self.ollama_options.keep_alive
-        if self._extra:
-            body.update(self._extra)
+        extra = self._extra if request.tools else self._extra_no_tools
+        if extra:
+            body.update(extra)
         return body
 
     # -- calls -----------------------------------------------------------------------

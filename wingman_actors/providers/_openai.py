@@ -41,7 +41,7 @@ from ._http import ClientPool, aopen_stream, apost_json, kind_for_status, open_s
 from ._openai_wire import messages as _messages
 from ._openai_wire import usage as _usage
 from ._openai_wire import usage_fields as _usage_fields
-from ._options import RemoteOptions
+from ._options import RemoteOptions, without_tool_use
 
 __all__ = ["OpenAIOptions", "OpenAIProvider", "build_openai"]
 
@@ -107,6 +107,7 @@ class OpenAIProvider(BaseProvider):
             async_transport=options.async_transport,
         )
         self._extra = options.extra_body()
+        self._extra_no_tools = without_tool_use(self._extra)  # tool_choice alone is a 400
 
     # -- request -------------------------------------------------------------------
 
@@ -141,8 +142,9 @@ class OpenAIProvider(BaseProvider):
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        if self._extra:
-            body.update(self._extra)
+        extra = self._extra if request.tools else self._extra_no_tools
+        if extra:
+            body.update(extra)
         return body
 
     # -- calls -----------------------------------------------------------------------

@@ -21,13 +21,25 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from ._aiohttp import aiohttp_installed
 from ._base import ProviderOptions
 
-__all__ = ["RemoteOptions", "check_client"]
+__all__ = ["TOOL_USE_KEYS", "RemoteOptions", "check_client", "without_tool_use"]
 
 log = logging.getLogger(__name__)
 
 _DOCUMENTED_PASS_THROUGH = frozenset({"top_k"})
 """Keys sent as they are where a provider has no option of that name (``top_k`` to an
 OpenAI-compatible server: vLLM and llama.cpp take it): documented, so never a typo."""
+
+
+TOOL_USE_KEYS = frozenset({"tool_choice", "parallel_tool_calls"})
+"""Pass-through keys that say how the model is to use the tools offered. OpenAI and
+Anthropic refuse them (a 400) on a request that offers none, so such a request (an agent's
+final call past ``max_steps``, a ``prepare`` that offers no tools, a compaction) goes
+without them."""
+
+
+def without_tool_use(extra: dict[str, Any]) -> dict[str, Any]:
+    """``extra`` (pass-through keys) as sent on a request that offers no tools."""
+    return {key: value for key, value in extra.items() if key not in TOOL_USE_KEYS}
 
 
 def check_client(key: str, value: Any, types: tuple[type, ...]) -> Any:
@@ -57,7 +69,8 @@ class RemoteOptions(ProviderOptions):
             when the extra is installed, else ``"httpx"``.
 
     Any other key is sent in the request body as it is (``extra_body``): a vendor
-    parameter this library does not know needs no new release.
+    parameter this library does not know needs no new release. (``tool_choice`` and
+    ``parallel_tool_calls`` only with tools: see :data:`TOOL_USE_KEYS`.)
     """
 
     model_config = ConfigDict(extra="allow")
