@@ -233,7 +233,7 @@ CORS_ORIGIN = "http://localhost:5173"
 @pytest.mark.parametrize(("headers", "status", "words"), [
     ({"Origin": "https://elsewhere.example", "Access-Control-Request-Method": "POST"}, 403,
      ("'https://elsewhere.example' are not allowed", "--cors-origin")),
-    ({"Origin": CORS_ORIGIN, "Access-Control-Request-Method": "PATCH"}, 400, ("method", "GET, POST, PUT, DELETE")),
+    ({"Origin": CORS_ORIGIN, "Access-Control-Request-Method": "PATCH"}, 400, ("method", "GET, HEAD, POST, PUT, DELETE")),
     ({"Origin": CORS_ORIGIN, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "x-custom"},
      400, ("headers", "'x-custom'", "Authorization")),
 ])

@@ -41,7 +41,8 @@ _BODY_RULES = (
     " Every JSON body, at any depth: no string or key holding a lone UTF-16 surrogate, no NaN or Infinity, at "
     "most 64 levels of nesting (else 400 naming the field). Types are strict: a boolean is not an integer. A "
     "method a path does not have is a 405 whose Allow lists the path's methods; a path no route has (a trailing "
-    "slash included: paths take none) is a 404."
+    "slash included: paths take none) is a 404. HEAD is answered on every path that has GET, as the GET without its "
+    "body (implied by GET: not listed)."
 )
 _SSE_EVENT = {  # (OpenAPI 3.1: an event stream's schema describes one event)
     "type": "object",
