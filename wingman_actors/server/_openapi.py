@@ -51,6 +51,8 @@ _SSE_EVENT = {  # (OpenAPI 3.1: an event stream's schema describes one event)
                    "data": {"type": "string", "description": "the event's JSON"}},
     "required": ["data"],
 }
+_OPTIONAL_BODY = ("Every field is optional: no body (or an empty one) is read as `{}`. `Content-Type: "
+                  "application/json` is still required (on every POST).")
 _IGNORED_BODY = {
     "description": "Ignored: send no body or `{}`, with `Content-Type: application/json` (required on every POST).",
     "required": True,
@@ -170,6 +172,8 @@ def _declare(doc: dict[str, Any], tools: Sequence[str], functions: Sequence[str]
                 operation["responses"]["200"]["content"] = {"text/event-stream": {"schema": _SSE_EVENT}}
             if method in ("post", "put", "patch"):
                 if "requestBody" in operation:
+                    if not operation["requestBody"].get("required"):  # a route's default body (empty_as_default)
+                        operation["requestBody"].setdefault("description", _OPTIONAL_BODY)
                     operation["requestBody"]["required"] = True
                 else:
                     operation["requestBody"] = dict(_IGNORED_BODY)
