@@ -285,8 +285,7 @@ class Session(AsyncSessionRuns):
         metadata: Mapping[str, Any] | None = None,
     ) -> tuple[RunContext, Provider, Message]:
         """Start a run: the session is taken, the run's token and spans made."""
-        if timeout is not None:
-            check_timeout(timeout)
+        timeout = check_timeout(timeout)  # (math.inf: None, no limit)
         # Refused before the session is taken, so a bad value leaves it free.
         frozen = read_only(metadata) if metadata is not None else None
         if not self._busy.acquire(blocking=False):
