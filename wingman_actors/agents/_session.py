@@ -147,6 +147,7 @@ class Session(AsyncSessionRuns):
         thread until the run ends (also inside a running event loop, which it stalls:
         from a coroutine, ``await session.arun(message)``).
 
+        ``timeout``: seconds the run may take (None or ``math.inf``: no limit).
         ``parent_token``: the run also stops when this token is cancelled or its deadline
         passes (a delegating agent passes its own run's token to the runs it starts).
         ``metadata``: what the run is about (a tenant, a user, a task's data): the agent's

@@ -38,7 +38,7 @@ class RunOptions:
     ``timeout``: a timeout belongs to each run, given to ``submit()``).
 
     Attributes:
-        timeout: seconds the whole run may take (None: no limit).
+        timeout: seconds the whole run may take (None or ``math.inf``: no limit).
         on_event: called with every :class:`~wingman_actors.formation.events.FormationEvent`.
         provider: replaces the provider of every agent and fleet node.
         work_dir: where agent and fleet sessions run their tools (default: the current
