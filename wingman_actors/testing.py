@@ -54,6 +54,7 @@ from typing import Any
 
 import pykka
 
+from . import _timeouts as timeouts
 from .actors._address import RuntimeActor, start_actor
 from .actors._envelope import Envelope, EnvelopeType, new_envelope
 from .actors._mapping import MapActor
@@ -330,7 +331,7 @@ def run_node(
         input: what the node receives (for a fan-in node: the dict keyed by predecessor).
         provider: replaces the provider of an agent or fleet node's agent (of every
             agent inside a formation node's formation, which runs alone).
-        timeout: seconds to wait for the reply.
+        timeout: seconds to wait for the reply (``math.inf`` or None: no limit).
         blackboard: the board the node shares (its ``blackboard`` parameter, or
             ``current_blackboard()`` for agents), as in a formation run given one.
         **overrides: replace node attributes for this run: ``fn``, ``agent``, ``prompt``,
@@ -341,12 +342,12 @@ def run_node(
         TypeError: ``formation`` is not a formation, ``timeout`` not a number, an override it cannot apply, or a fan-in function node's input that is
             not a dict keyed by its predecessors.
         FormationRuntimeError: the node failed (the cause is chained).
-        ValueError: ``timeout`` is not > 0.
+        ValueError: ``timeout`` is not > 0 (NaN included).
     """
     if not callable(getattr(formation, "validate", None)):
         raise TypeError(f"run_node takes a Formation, e.g. run_node(formation, 'node', input), "
                         f"got {type(formation).__name__}")
-    _seconds("timeout", timeout, zero=False)
+    wait = timeouts.limit("timeout", timeout)  # (math.inf: None, no limit)
     plan = formation.validate()
     if name not in plan.nodes:
         raise KeyError(f"formation {plan.name!r} has no node {name!r}; nodes: {', '.join(plan.nodes)}")
@@ -388,7 +389,7 @@ def run_node(
     try:
         actor.actor_ref.tell(new_envelope(EnvelopeType.WORK, input, sender="input", target=name))
         try:
-            env = reply.result(timeout)
+            env = reply.result(wait)
         except FutureTimeout:
             interrupt = getattr(actor, "interrupt", None)
             if interrupt is not None:
@@ -398,7 +399,7 @@ def run_node(
             ) from None
     finally:
         actor.actor_ref.stop(block=False)
-        actor.thread.join(timeout)
+        actor.thread.join(wait)
     duration = env.finished - env.started
     ok = env.type == EnvelopeType.RESULT
     trace = NodeTrace(

@@ -48,20 +48,20 @@ def test_a_streamed_or_awaited_run_refuses_a_bad_message_the_same_way() -> None:
 @pytest.mark.parametrize("timeout", [0, -1, float("nan")])
 def test_a_timeout_that_is_not_above_zero_is_a_value_error(timeout: float) -> None:
     session = _session()
-    with pytest.raises(ValueError, match=r"timeout must be > 0 seconds or None, got"):
+    with pytest.raises(ValueError, match=r"timeout must be a number of seconds > 0, or None or math.inf for no limit, got"):
         session.run("hello", timeout=timeout)
     assert session.history == []
 
 
 @pytest.mark.parametrize("timeout", ["1", True, [1]])
 def test_a_timeout_that_is_not_a_number_is_a_type_error_naming_it(timeout: Any) -> None:
-    with pytest.raises(TypeError, match=r"timeout must be a number of seconds or None, got"):
+    with pytest.raises(TypeError, match=r"timeout must be a number of seconds > 0, or None or math.inf for no limit, got"):
         _session().run("hello", timeout=timeout)
 
 
 def test_an_awaited_run_checks_its_timeout_the_same_way() -> None:
     async def main() -> None:
-        with pytest.raises(ValueError, match="timeout must be > 0 seconds"):
+        with pytest.raises(ValueError, match="timeout must be a number of seconds > 0"):
             await _session().arun("hello", timeout=0)
 
     asyncio.run(main())
@@ -70,7 +70,7 @@ def test_an_awaited_run_checks_its_timeout_the_same_way() -> None:
 def test_a_fleet_timeout_that_is_not_a_number_is_a_type_error_naming_it() -> None:
     from wingman_actors import Fleet
 
-    with pytest.raises(TypeError, match=r"Fleet timeout must be a number of seconds or None, got '1'"):
+    with pytest.raises(TypeError, match=r"Fleet timeout must be a number of seconds > 0, or None or math.inf for no limit, got '1'"):
         Fleet(Agent("a", provider=ScriptedProvider(["ok"])), ["x"], timeout="1")  # type: ignore[arg-type]
 
 

@@ -237,7 +237,7 @@ def test_a_journalled_asubmit_under_a_taken_run_id_raises_the_stores_error_when_
 def test_a_journalled_asubmit_raises_a_bad_argument_at_the_call(store: RunStore) -> None:
     async def main() -> None:
         async with approval().astart(store=store) as running:
-            with pytest.raises(ValueError, match="timeout must be > 0"):
+            with pytest.raises(ValueError, match="timeout must be a number of seconds > 0"):
                 running.asubmit("memo", timeout=0)
             with pytest.raises(FormationSetupError, match="nope"):
                 running.asubmit("memo", break_before=["nope"])

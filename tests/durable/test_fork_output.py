@@ -87,8 +87,8 @@ def test_a_fork_from_a_store_path_that_does_not_exist_is_refused_without_creatin
 
 
 @pytest.mark.parametrize(("given", "error", "match"), [
-    ({"timeout": -1}, ValueError, r"timeout must be > 0 seconds, got -1"),
-    ({"timeout": "soon"}, TypeError, r"timeout must be a number of seconds or None"),
+    ({"timeout": -1}, ValueError, r"timeout must be a number of seconds > 0, or None or math.inf for no limit, got -1"),
+    ({"timeout": "soon"}, TypeError, r"timeout must be a number of seconds > 0, or None or math.inf for no limit"),
     ({"options": "fast"}, TypeError, r"options must be a wingman_actors.formation.RunOptions"),
     ({"options": RunOptions(run_id="mine")}, TypeError, r"Formation.fork\(\) does not take run_id"),
     ({"options": RunOptions(store="other.sqlite")}, TypeError, r"Formation.fork\(\) does not take store"),

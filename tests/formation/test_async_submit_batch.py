@@ -60,7 +60,7 @@ def test_a_bad_argument_among_a_batch_raises_at_its_own_call_and_the_others_reso
     async def main() -> list[int]:
         async with _pair().astart() as running:
             first = running.asubmit(1)
-            with pytest.raises(ValueError, match="timeout must be > 0"):
+            with pytest.raises(ValueError, match="timeout must be a number of seconds > 0"):
                 running.asubmit(2, timeout=-1)
             last = running.asubmit(3)
             return [r.output for r in await asyncio.gather(first, last)]

@@ -8,9 +8,8 @@ Deliberately different: in CPython, an exception raised by the awaited code whil
 being cancelled (a ``finally`` that fails) replaces the ``TimeoutError``
 (``test_foreign_exception_on_timeout``); a node's ``finally`` runs on the node's own loop,
 after the run was cancelled, so its error cannot reach the caller: ``arun`` raises the
-``TimeoutError`` (pinned below). Trio accepts an infinite deadline everywhere; a run's
-``timeout=math.inf`` means no limit, but a node's ``timeout=math.inf`` is refused at
-setup (pinned; see the report's open questions).
+``TimeoutError`` (pinned below). As Trio accepts an infinite deadline everywhere,
+``timeout=math.inf`` means no limit for a run and for a node alike.
 """
 
 from __future__ import annotations
@@ -234,16 +233,18 @@ def test_the_runs_own_timeout_inside_a_longer_asyncio_timeout_fails_the_run_not_
 @pytest.mark.parametrize("bad", [-1, 0, math.nan])
 def test_a_run_timeout_that_is_not_a_positive_number_is_refused_by_arun(bad: float) -> None:
     """From python-trio/trio src/trio/_tests/test_timeouts.py::test_timeouts_raise_value_error."""
-    with pytest.raises(ValueError, match=f"timeout must be > 0 seconds, got {bad}"):
+    with pytest.raises(ValueError, match=f"timeout must be a number of seconds > 0, or None or math.inf for no limit, got {bad}"):
         asyncio.run(napper(Sleeper()).arun(0.01, timeout=bad))
 
 
-def test_an_infinite_run_timeout_means_no_limit_but_an_infinite_node_timeout_is_refused() -> None:
+def test_an_infinite_run_timeout_and_an_infinite_node_timeout_both_mean_no_limit() -> None:
     """From python-trio/trio src/trio/_tests/test_timeouts.py::test_timeouts_raise_value_error (inf is
-    allowed there: deliberately different for a node's timeout, see the module docstring)."""
+    allowed there, and NaN refused)."""
     assert asyncio.run(napper(Sleeper()).arun(0.01, timeout=math.inf)).output == 0.01
-    with pytest.raises(FormationSetupError, match="or None for no timeout, got inf"):
-        Formation("f").add_function("nap", Sleeper(), timeout=math.inf)
+    node = Formation("f").add_function("nap", Sleeper(), timeout=math.inf)
+    assert asyncio.run(node.arun(0.01)).output == 0.01
+    with pytest.raises(FormationSetupError, match=r"or None or math\.inf for no limit, got nan"):
+        Formation("f").add_function("nap", Sleeper(), timeout=math.nan).validate()
 
 
 def test_a_node_that_swallows_its_timeouts_cancel_still_fails_its_run_as_timed_out() -> None:

@@ -278,7 +278,7 @@ def test_every_method_a_documented_path_does_not_declare_is_a_405_with_allow_bef
         for path, operations in doc["paths"].items():
             declared = ", ".join(sorted(m.upper() for m in operations))
             for method in PROBED_METHODS:
-                if method.lower() in operations:
+                if method.lower() in operations or (method == "HEAD" and "get" in operations):  # HEAD goes with GET
                     continue
                 probed += 1
                 response = bare.request(method, concrete(path), content=b"<" * 2048, headers=hostile)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .. import _timeouts as timeouts
 from ..core import Message
 
 __all__ = ["check_timeout", "start_history", "user_message"]
@@ -32,17 +33,17 @@ def user_message(message: str | Message) -> Message:
     )
 
 
-def check_timeout(timeout: Any, owner: str = "") -> None:
-    """Refuse a ``timeout`` that is not a number of seconds > 0 (None is no limit).
+def check_timeout(timeout: Any, owner: str = "") -> float | None:
+    """Refuse a ``timeout`` that is not a number of seconds > 0, ``math.inf`` or None.
+
+    Returns:
+        The timeout to run with: None for no limit (``math.inf`` included).
 
     Raises:
         TypeError: not a number (a bool is not one).
         ValueError: not > 0 (nan included).
     """
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise TypeError(f"{owner}timeout must be a number of seconds or None, got {timeout!r}")
-    if not timeout > 0:  # (not `<= 0`: nan is neither)
-        raise ValueError(f"{owner}timeout must be > 0 seconds or None, got {timeout}")
+    return timeouts.limit(f"{owner}timeout", timeout)
 
 
 def start_history(history: Any) -> list[Message]:

@@ -148,6 +148,7 @@ class Session(AsyncSessionRuns):
         thread until the run ends (also inside a running event loop, which it stalls:
         from a coroutine, ``await session.arun(message)``).
 
+        ``timeout``: seconds the run may take (None or ``math.inf``: no limit).
         ``parent_token``: the run also stops when this token is cancelled or its deadline
         passes (a delegating agent passes its own run's token to the runs it starts).
         ``metadata``: what the run is about (a tenant, a user, a task's data): the agent's
@@ -286,8 +287,7 @@ class Session(AsyncSessionRuns):
         metadata: Mapping[str, Any] | None = None,
     ) -> tuple[RunContext, Provider, Message]:
         """Start a run: the session is taken, the run's token and spans made."""
-        if timeout is not None:
-            check_timeout(timeout)
+        timeout = check_timeout(timeout)  # (math.inf: None, no limit)
         # Refused before the session is taken, so a bad value leaves it free.
         frozen = read_only(metadata) if metadata is not None else None
         if not self._busy.acquire(blocking=False):

@@ -16,6 +16,8 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import _timeouts as timeouts
+
 if TYPE_CHECKING:
     from ..orchestration._blackboard import Blackboard
     from ..providers._base import Provider
@@ -36,7 +38,7 @@ class RunOptions:
     ``timeout``: a timeout belongs to each run, given to ``submit()``).
 
     Attributes:
-        timeout: seconds the whole run may take (None: no limit).
+        timeout: seconds the whole run may take (None or ``math.inf``: no limit).
         on_event: called with every :class:`~wingman_actors.formation.events.FormationEvent`.
         provider: replaces the provider of every agent and fleet node.
         work_dir: where agent and fleet sessions run their tools (default: the current
@@ -120,21 +122,21 @@ def require_run_id(run_id: Any, call: str) -> None:
         raise ValueError(f"{call} needs run_id, the id of a journalled run, got an empty string")
 
 
-def check_run_args(timeout: Any, on_event: Any = None) -> None:
-    """Refuse a run ``timeout`` that is not a number of seconds > 0 (or None) and an
-    ``on_event`` that is not callable (or None): the checks of every run method.
+def check_run_args(timeout: Any, on_event: Any = None) -> float | None:
+    """Refuse a run ``timeout`` that is not a number of seconds > 0, ``math.inf`` or None
+    and an ``on_event`` that is not callable (or None): the checks of every run method.
+
+    Returns:
+        The timeout to run with: None for no limit (``math.inf`` included).
 
     Raises:
         TypeError: ``timeout`` is not a number, or ``on_event`` not callable.
         ValueError: ``timeout`` is not > 0 (nan included).
     """
-    if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-            raise TypeError(f"timeout must be a number of seconds or None, got {timeout!r}")
-        if not timeout > 0:  # (not `<= 0`: nan is neither)
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+    limit = timeouts.limit("timeout", timeout)
     if on_event is not None and not callable(on_event):
         raise TypeError(f"on_event must be a callable taking a FormationEvent, got {on_event!r}")
+    return limit
 
 
 _DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(RunOptions)}

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 import networkx as nx  # type: ignore[import-untyped]
 from pydantic import TypeAdapter
 
+from .. import _timeouts as timeouts
 from .._graphs import loop_roles, topological_order
 from ..errors import FormationSetupError, NodeTimeoutError
 from ._board_param import BoardNeed, board_param
@@ -566,7 +567,7 @@ def _build(
             max_workers=a.get("max_workers", 0),
             retries=a["retries"],
             backoff=float(a["backoff"]),
-            timeout=None if a["timeout"] is None else float(a["timeout"]),
+            timeout=timeouts.limit("timeout", a["timeout"]),  # (validated: math.inf is None, no limit)
             on_error=a["on_error"],
             concurrency=a["concurrency"],
             prompt=a.get("prompt"),

@@ -360,7 +360,7 @@ class RunningFormation(AsyncSubmit):
             timeout, on_event, blackboard, run_id = merged.timeout, merged.on_event, merged.blackboard, merged.run_id
             break_before, break_after = merged.break_before, merged.break_after
         self._check_running()
-        check_run_args(timeout, on_event)
+        timeout = check_run_args(timeout, on_event)  # (math.inf: None, no limit)
         board = self._blackboard if blackboard is None else check_board(blackboard)
         if board is None and self._board_needed:
             require_no_board(self.plan, self._board_needed)
@@ -451,7 +451,7 @@ class RunningFormation(AsyncSubmit):
         if journal is None:
             raise ValueError(f"resume({run_id!r}) needs the run's store: start the formation with "
                              "formation.start(store=...) (a RunStore or its path)")
-        check_run_args(timeout, on_event)
+        timeout = check_run_args(timeout, on_event)  # (math.inf: None, no limit)
         board = self._blackboard if blackboard is None else check_board(blackboard)
         if board is None and self._board_needed:
             require_no_board(self.plan, self._board_needed)

@@ -123,7 +123,8 @@ class Runs:
         break_after: Collection[str] | None = None,
         options: RunOptions | None = None,
     ) -> FormationResult:
-        """Start, run ``input`` through, stop. ``timeout`` bounds the whole run;
+        """Start, run ``input`` through, stop. ``timeout`` bounds the whole run (None or
+        ``math.inf``: no limit);
         ``backend``, ``backend_options``, ``blackboard`` (shared with every node) and
         ``store`` are as for :meth:`start`; ``run_id`` names the journalled run (a new id
         when None). ``break_before``/``break_after`` name nodes where a journalled run

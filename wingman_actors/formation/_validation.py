@@ -44,6 +44,7 @@ from typing import Any, Literal, get_args, get_origin
 import networkx as nx  # type: ignore[import-untyped]
 import typing_extensions
 
+from .. import _timeouts as timeouts
 from .._graphs import back_edges, natural_loops
 from ._typecheck import inspect_callable, when_types
 
@@ -149,7 +150,7 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
                  "TimeoutError)), or None for every error but PayloadError"),
     "max_backoff": (lambda v: _is_seconds(v, False), "a number of seconds >= 0 (the longest wait between retries)"),
     "jitter": (lambda v: isinstance(v, bool), "True (spread the waits between retries at random) or False"),
-    "timeout": (lambda v: v is None or _is_seconds(v, True), "a number of seconds > 0, or None for no timeout"),
+    "timeout": (timeouts.fits, timeouts.FITS),
     "on_error": (lambda v: isinstance(v, str) and v in ("fail", "skip"), "'fail' or 'skip'"),
     "concurrency": (lambda v: _is_int(v, 1), "an int >= 1"),
     "max_visits": (lambda v: _is_int(v, 1), "an int >= 1 (visits per run, bounds cycles)"),

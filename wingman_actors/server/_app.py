@@ -256,7 +256,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     app.add_middleware(MethodMiddleware, routes=app.router.routes)
     if config.cors_origins:  # outermost: preflight requests carry no token
         app.add_middleware(
-            JsonCORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST", "PUT", "DELETE"],
+            JsonCORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "HEAD", "POST", "PUT", "DELETE"],
             allow_headers=["Authorization", "Content-Type"],
         )
     return app

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, cast
 
-from fastapi import Depends, Request
+from fastapi import Body, Depends, Request
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
@@ -14,7 +14,9 @@ from starlette.responses import JSONResponse, Response
 from ._context import ServerContext
 from ._errors import ApiError
 
-__all__ = ["ONCE", "Ctx", "JSONBody", "context_of", "get_context", "json_response", "single_query_values"]
+__all__ = [
+    "ONCE", "Ctx", "JSONBody", "context_of", "empty_as_default", "get_context", "json_response", "single_query_values",
+]
 
 
 async def get_context(request: Request) -> ServerContext:
@@ -42,6 +44,14 @@ async def single_query_values(request: Request) -> None:
 
 ONCE = [Depends(single_query_values)]
 """``dependencies=`` of a route with query parameters: each may be given once."""
+
+
+def empty_as_default(model: type[BaseModel]) -> Any:
+    """The ``Body`` of a POST whose model has only optional fields (``Annotated[Model,
+    empty_as_default(Model)]``): no body, or an empty one, is read as ``{}`` is. A body that is
+    there is read as before (not JSON, or not an object: the 400). The OpenAPI document still
+    declares the body required: ``Content-Type: application/json`` is, even with no body."""
+    return Body(default_factory=model)
 
 
 def context_of(request: Request) -> ServerContext:

@@ -1,5 +1,5 @@
-"""ASGI middleware: 404 for a path no route has (a trailing slash included) and 405 for a
-method a path does not have, bearer-token check, JSON-only bodies (and what they may hold),
+"""ASGI middleware: 404 for a path no route has (a trailing slash included), 405 for a
+method a path does not have and ``HEAD`` wherever ``GET`` is, bearer-token check, JSON-only bodies (and what they may hold),
 the request timeout of non-streaming routes, and a last-resort 500 in the ``{"error"}`` shape."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import hmac
 import logging
 from collections.abc import Sequence
 
+import anyio
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -53,6 +54,11 @@ class MethodMiddleware:
     Starlette's own 405 names only the first route matching the path, and FastAPI makes one
     route per method, so its ``Allow`` would miss the others. The routes are asked through
     their public ``matches``; the answers for the last :data:`CACHED` paths are kept.
+
+    ``HEAD`` is answered wherever ``GET`` is (RFC 9110 asks it of every general-purpose
+    server; FastAPI's routes, unlike Starlette's, do not add it): as the ``GET``, every check
+    within included, without its body (see :func:`answer_head`). ``Allow`` and the OpenAPI
+    document list the routes' declared methods, ``HEAD`` implied by ``GET``.
     """
 
     METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
@@ -70,11 +76,18 @@ class MethodMiddleware:
     def refused(self, method: str, path: str) -> tuple[str, ...] | None:
         """The methods ``path`` allows when ``method`` is not one of them; empty when it is;
         None when no route has the path."""
+        found = self._lookup(method, path)
+        return () if found is _AS_GET else found
+
+    def _lookup(self, method: str, path: str) -> tuple[str, ...] | None:
+        """As :meth:`refused`, but :data:`_AS_GET` for a HEAD that only a GET route takes."""
         key = (method, path)
         found = self._cache.get(key, _UNSEEN)
         if found is _UNSEEN:
             if self._has(method, path):
                 found = ()
+            elif method == "HEAD" and self._has("GET", path):
+                found = _AS_GET
             else:
                 found = tuple(m for m in self.METHODS if self._has(m, path)) or None
             if len(self._cache) >= self.CACHED:
@@ -91,7 +104,10 @@ class MethodMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            allowed = self.refused(scope["method"], scope["path"])
+            allowed = self._lookup(scope["method"], scope["path"])
+            if allowed is _AS_GET:
+                await answer_head(self.app, scope, receive, send)
+                return
             if allowed:
                 listed = ", ".join(allowed)
                 response = JSONResponse(
@@ -109,6 +125,37 @@ class MethodMiddleware:
 
 
 _UNSEEN: tuple[str, ...] = ("(not asked yet)",)  # (compared by identity)
+_AS_GET: tuple[str, ...] = ("(HEAD, answered as the GET)",)  # (compared by identity)
+_END: Message = {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+async def answer_head(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer a ``HEAD`` request as ``app`` answers the same ``GET``, without the body.
+
+    The status and headers are the ``GET``'s, ``Content-Length`` and ``Content-Type``
+    included. A response with no ``Content-Length`` is a stream (the servers' SSE routes):
+    its headers are all a ``HEAD`` gets, so the response ends with them and what ``app`` is
+    still doing for it is cancelled, as if the client had left; a stream never starts for a
+    request that reads none.
+    """
+    ended = False
+    with anyio.CancelScope() as cancelled:
+
+        async def headers_only(message: Message) -> None:
+            nonlocal ended
+            if ended:
+                return
+            if message["type"] == "http.response.start":
+                await send(message)
+                if not any(k.lower() == b"content-length" for k, _ in message.get("headers", ())):
+                    ended = True
+                    await send(_END)
+                    cancelled.cancel()
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                ended = True
+                await send(_END)
+
+        await app({**scope, "method": "GET"}, receive, headers_only)
 
 
 class TokenMiddleware:

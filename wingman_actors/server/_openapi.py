@@ -41,7 +41,8 @@ _BODY_RULES = (
     " Every JSON body, at any depth: no string or key holding a lone UTF-16 surrogate, no NaN or Infinity, at "
     "most 64 levels of nesting (else 400 naming the field). Types are strict: a boolean is not an integer. A "
     "method a path does not have is a 405 whose Allow lists the path's methods; a path no route has (a trailing "
-    "slash included: paths take none) is a 404."
+    "slash included: paths take none) is a 404. HEAD is answered on every path that has GET, as the GET without its "
+    "body (implied by GET: not listed)."
 )
 _SSE_EVENT = {  # (OpenAPI 3.1: an event stream's schema describes one event)
     "type": "object",
@@ -50,6 +51,8 @@ _SSE_EVENT = {  # (OpenAPI 3.1: an event stream's schema describes one event)
                    "data": {"type": "string", "description": "the event's JSON"}},
     "required": ["data"],
 }
+_OPTIONAL_BODY = ("Every field is optional: no body (or an empty one) is read as `{}`. `Content-Type: "
+                  "application/json` is still required (on every POST).")
 _IGNORED_BODY = {
     "description": "Ignored: send no body or `{}`, with `Content-Type: application/json` (required on every POST).",
     "required": True,
@@ -169,6 +172,8 @@ def _declare(doc: dict[str, Any], tools: Sequence[str], functions: Sequence[str]
                 operation["responses"]["200"]["content"] = {"text/event-stream": {"schema": _SSE_EVENT}}
             if method in ("post", "put", "patch"):
                 if "requestBody" in operation:
+                    if not operation["requestBody"].get("required"):  # a route's default body (empty_as_default)
+                        operation["requestBody"].setdefault("description", _OPTIONAL_BODY)
                     operation["requestBody"]["required"] = True
                 else:
                     operation["requestBody"] = dict(_IGNORED_BODY)

@@ -7,6 +7,7 @@ import queue
 import time
 from collections.abc import Iterator
 from functools import partial
+from typing import Annotated
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
@@ -16,7 +17,7 @@ from ._context import ServerContext
 from ._convert import jsonable
 from ._declaration import FormationDecl
 from ._declarations import Entry
-from ._deps import Ctx, context_of, json_response
+from ._deps import Ctx, context_of, empty_as_default, json_response
 from ._errors import ApiError
 from ._flights import flight, outcome
 from ._loop_runs import run_on_loop
@@ -31,6 +32,7 @@ from ._streaming import Canceller, start_stream
 __all__ = ["add_run_route", "router"]
 
 router = APIRouter()
+RunBody = Annotated[FormationRunIn, empty_as_default(FormationRunIn)]  # (no body: {})
 # Routes are matched in their order, one by one: the runs' routes come first (the hot path;
 # POST /formations/{id}/run is on the app's own router: add_run_route).
 
@@ -49,7 +51,7 @@ def _run_formation(ctx: ServerContext, id: str, body: FormationRunIn, deadline: 
             return outcome(current, future, timeout, formation.entry)
 
 
-async def run(id: str, body: FormationRunIn, request: Request) -> Response:
+async def run(id: str, body: RunBody, request: Request) -> Response:
     """``{"input": ..., "timeout": seconds?}`` → the recorded run (status, outputs, node
     traces); ``status`` is ``suspended`` (with ``interrupt``) when a node called
     ``interrupt()``: answer it with ``POST /runs/{id}/resume``. A failed run answers 502/504
@@ -124,7 +126,7 @@ def _stream_formation(ctx: ServerContext, entry: Entry, body: FormationRunIn, ca
 
 
 @router.post("/formations/{id}/run/stream", tags=["formations"], summary="Run a formation, streaming its events")
-async def run_stream(id: str, body: FormationRunIn, ctx: Ctx) -> Response:
+async def run_stream(id: str, body: RunBody, ctx: Ctx) -> Response:
     """One SSE event per formation event, named by its type (``run_started``,
     ``node_started``, ``agent_text``, ``node_finished``, ``run_finished``, ``run_failed`` or
     ``run_cancelled``...), then ``done`` with the run id and status (``suspended`` when a node

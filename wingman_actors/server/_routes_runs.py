@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
 from ..store import FormationMismatchError, RunNotResumableError, UnknownRunError
 from ._context import ServerContext
-from ._deps import ONCE, Ctx, context_of, json_response
+from ._deps import ONCE, Ctx, context_of, empty_as_default, json_response
 from ._errors import ApiError
 from ._flights import Flight, flight, outcome, settle_wait
 from ._recovery import BECOMES, refreshed
@@ -182,7 +183,7 @@ def _resume(ctx: ServerContext, id: str, body: RunResumeIn, deadline: float) -> 
 
 @router.post("/runs/{id}/resume", tags=["runs"], summary="Resume a suspended, failed, cancelled or interrupted run",
              response_model=RunOut)
-async def resume(id: str, body: RunResumeIn, request: Request) -> Response:
+async def resume(id: str, body: Annotated[RunResumeIn, empty_as_default(RunResumeIn)], request: Request) -> Response:
     """``{"answer": ..., "timeout": seconds?}`` (both optional) → the run, continued and
     waited for as ``POST /formations/{id}/run`` does. Node visits already journalled are not
     run again; a suspended run's pending ``interrupt()`` returns ``answer``. 400 for an

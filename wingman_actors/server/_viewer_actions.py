@@ -23,12 +23,13 @@ from __future__ import annotations
 import shlex
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse
 
+from ._deps import empty_as_default
 from ._errors import ApiError
 from ._viewer import RESUMABLE
 
@@ -229,7 +230,7 @@ def actions_router(actions: Callable[[], StoreActions],
     router = APIRouter(prefix="/ui/api")
 
     @router.post("/formations/{formation_id}/runs", status_code=201)
-    async def start(formation_id: str, body: StartIn) -> dict[str, Any]:
+    async def start(formation_id: str, body: Annotated[StartIn, empty_as_default(StartIn)]) -> dict[str, Any]:
         return await work(actions().start, formation_id, body)  # type: ignore[no-any-return]
 
     @router.post("/runs/{run_id}/resume")
