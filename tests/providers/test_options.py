@@ -17,6 +17,7 @@ from tests.providers.test_anthropic import MODEL as ANTHROPIC_MODEL
 from tests.providers.test_anthropic import message_json
 from tests.providers.test_openai import WEATHER, completion, sse, text_stream
 from tests.support.loopback import LoopbackServer, Reply
+from tests.support.peers import until
 from wingman_actors._cancel import CancelToken, cancel_scope
 from wingman_actors.core import InferenceRequest, Message
 from wingman_actors.errors import AgentError, ErrorKind
@@ -284,10 +285,17 @@ def test_a_client_of_the_wrong_type_is_refused_naming_the_key(make: Make) -> Non
 def test_a_cancel_closes_a_new_connection_of_the_users_client(
     make: Make, loopback: LoopbackServer, user_client: httpx.Client
 ) -> None:
-    loopback.handler = lambda _req: Reply.never()
+    asked = threading.Event()
+
+    def never(_req: Any) -> Reply:
+        asked.set()
+        return Reply.never()
+
+    loopback.handler = never
     provider = make("openai", http_client=user_client)
     token = CancelToken()
-    timer = threading.Timer(0.2, token.cancel)
+    # once the request is in (cancelled earlier, on a loaded machine, it might never connect)
+    timer = threading.Thread(target=lambda: asked.wait(10) and token.cancel())
     timer.start()
     try:
         with cancel_scope(token), pytest.raises(AgentError) as info:
@@ -307,7 +315,8 @@ def test_a_cancel_closes_a_stream_on_a_reused_connection_of_the_users_client(
     provider = make("openai", http_client=user_client)
     provider.run_inference(ask())  # leaves a keep-alive connection in the user's pool
     token = CancelToken()
-    timer = threading.Timer(0.3, token.cancel)
+    # once the streamed request is in (cancelled before it, the connection would not be used)
+    timer = threading.Thread(target=lambda: until(lambda: len(loopback.requests) == 2) and token.cancel())
     timer.start()
     try:
         with cancel_scope(token), pytest.raises(AgentError) as info:
