@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.peers import Gate
+
 
 @pytest.fixture
 def gate() -> Iterator[tuple[threading.Event, threading.Event]]:
@@ -21,6 +23,15 @@ def gate() -> Iterator[tuple[threading.Event, threading.Event]]:
         yield entered, release
     finally:
         release.set()
+
+
+@pytest.fixture
+def held() -> Iterator[Gate]:
+    """A :class:`~tests.support.peers.Gate` node (``reached``, then held until ``opened``),
+    opened when the test ends, pass or fail, so no node thread is left waiting on it."""
+    g = Gate()
+    yield g
+    g.opened.set()
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Helpers shared by the tests ported from peers' suites (tests/formation/test_peer_*.py):
-a call counter, the order nodes started in, calls in flight at once, an async step that reports its cancellation,
-Haystack's Accumulate sample component, and a module-scoped local Ray."""
+a call counter, the order nodes started in, calls in flight at once, a node held until the test opens it,
+an async step that reports its cancellation, Haystack's Accumulate sample component, and a module-scoped local Ray."""
 
 from __future__ import annotations
 
@@ -76,6 +76,23 @@ class InFlight:
     def __exit__(self, *exc: object) -> None:
         with self.lock:
             self.now -= 1
+
+
+class Gate:
+    """A function node that says it was reached (``reached``), then waits until ``opened`` (at
+    most 5 s) and returns its input, with ``suffix`` appended when one is given; with a
+    ``counter``, it counts its calls under ``"wait"``."""
+
+    def __init__(self, counter: Counter | None = None, suffix: str | None = None) -> None:
+        self.counter, self.suffix = counter, suffix
+        self.reached, self.opened = threading.Event(), threading.Event()
+
+    def __call__(self, x: Any) -> Any:
+        if self.counter is not None:
+            self.counter.hit("wait")
+        self.reached.set()
+        self.opened.wait(5)
+        return x if self.suffix is None else f"{x}{self.suffix}"
 
 
 class Accumulate:
