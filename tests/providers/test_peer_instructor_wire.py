@@ -70,12 +70,6 @@ def register(
     return f"registered {name}"
 
 
-@pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "ANTHROPIC_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def providers(loopback: LoopbackServer) -> Iterator[Callable[..., BaseProvider]]:
     """``make(kind, **options)`` builds a provider of that kind on the loopback server."""

@@ -31,12 +31,6 @@ PROVIDERS = ["openai", "ollama", "anthropic"]
 REQUEST = InferenceRequest(messages=[Message.user("Hi")])
 
 
-@pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def options(provider: str, url: str) -> dict[str, Any]:
     if provider == "openai":
         return {"model": "gpt-4o", "base_url": f"{url}/v1", "api_key": "sk-test"}

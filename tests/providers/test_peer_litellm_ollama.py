@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.providers.test_ollama import MODEL, chat_reply, final_line, line
-from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
+from tests.providers.test_peer_wire_openai import answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import InferenceRequest, Message, StreamEventType, Usage
 from wingman_actors.providers import RetryPolicy, new_provider
@@ -19,17 +19,6 @@ from wingman_actors.providers._base import BaseProvider
 
 ITERATOR = "BerriAI/litellm tests/test_litellm/llms/ollama/test_ollama_chat_transformation.py::TestOllamaReasoningContentStreaming"
 REQUEST = InferenceRequest(messages=[Message.user("Why is the sky blue?")])
-
-
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture(autouse=True)
-def _no_ollama_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OLLAMA_HOST", raising=False)
 
 
 @pytest.fixture

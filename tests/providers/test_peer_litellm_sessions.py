@@ -41,12 +41,6 @@ def get_weather(city: str) -> str:
     return f"sunny in {city}"
 
 
-@pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture(params=PROVIDERS)
 def name(request: pytest.FixtureRequest) -> str:
     value: str = request.param

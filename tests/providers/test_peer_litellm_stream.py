@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.providers.test_openai import chunk, completion, sse, tool_call, usage_chunk
-from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
+from tests.providers.test_peer_wire_openai import answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import ContentBlock, StreamEventType, Usage
 from wingman_actors.errors import AgentError
@@ -25,18 +25,6 @@ LITELLM = "BerriAI/litellm"
 BUILDER = f"{LITELLM} tests/local_testing/test_stream_chunk_builder.py"
 EMPTY = f"{LITELLM} tests/test_litellm/litellm_core_utils/test_empty_choices_streaming.py"
 MISTRAL = f"{LITELLM} tests/test_litellm/llms/mistral/test_mistral_chat_transformation.py"
-
-
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture(autouse=True)
-def _no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
 
 @pytest.fixture

@@ -19,29 +19,11 @@ from tests.providers.test_peer_wire_openai import streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.errors import AgentError
 from wingman_actors.providers import RetryPolicy
-from wingman_actors.providers._aiohttp import aiohttp_installed
 from wingman_actors.providers._anthropic import _sdk_aiohttp, build_anthropic
 from wingman_actors.providers._base import BaseProvider
 from wingman_actors.providers._openai import build_openai
 
-MODES = [
-    "sync",
-    "httpx",
-    pytest.param("aiohttp", marks=pytest.mark.skipif(not aiohttp_installed(), reason="aiohttp extra not installed")),
-]
 SSE = {"content-type": "text/event-stream"}
-
-
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture(autouse=True)
-def _no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

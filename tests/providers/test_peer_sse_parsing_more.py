@@ -14,7 +14,6 @@ from tests.providers.test_peer_sse_parsing import (
     anthropic,
     anthropic_body,
     anthropic_events,
-    mode,
     openai,
     openai_body,
     openai_events,
@@ -24,7 +23,7 @@ from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.errors import AgentError
 from wingman_actors.providers._base import BaseProvider
 
-__all__ = ["anthropic", "mode", "openai"]  # fixtures, shared with test_peer_sse_parsing.py
+__all__ = ["anthropic", "openai"]  # fixtures, shared with test_peer_sse_parsing.py
 
 
 @pytest.mark.parametrize("body", [b"", b": only a comment\n\n", b"\n\n\n"], ids=["empty", "comment", "blank"])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.providers.test_ollama import MODEL, chat_reply, final_line, line
-from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
+from tests.providers.test_peer_wire_openai import answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import (
     ContentBlock,
@@ -45,17 +45,6 @@ def ndjson_bytes(*lines: dict[str, Any]) -> bytes:
 
 def ollama_call(name: str, arguments: Any, **extra: Any) -> dict[str, Any]:
     return {"function": {"name": name, "arguments": arguments}, **extra}
-
-
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture(autouse=True)
-def _no_ollama_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OLLAMA_HOST", raising=False)
 
 
 @pytest.fixture

@@ -27,7 +27,6 @@ from wingman_actors.core import (
 )
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import RetryPolicy
-from wingman_actors.providers._aiohttp import aiohttp_installed
 from wingman_actors.providers._base import BaseProvider
 from wingman_actors.providers._openai import build_openai
 
@@ -35,11 +34,6 @@ SDK = "openai/openai-python"
 STREAMING = f"{SDK} tests/lib/chat/test_completions_streaming.py"
 CLIENT = f"{SDK} tests/test_client.py"
 
-MODES = [
-    "sync",
-    "httpx",
-    pytest.param("aiohttp", marks=pytest.mark.skipif(not aiohttp_installed(), reason="aiohttp extra not installed")),
-]
 WEATHER = ToolDefinition(
     name="get_weather",
     description="Current weather for a city",
@@ -89,18 +83,6 @@ def answered(provider: BaseProvider, mode: str, request: InferenceRequest | None
 
 def of_type(events: list[StreamEvent], kind: StreamEventType) -> list[StreamEvent]:
     return [e for e in events if e.type is kind]
-
-
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture(autouse=True)
-def _no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
 
 @pytest.fixture

@@ -12,25 +12,13 @@ from typing import Any
 import pytest
 
 from tests.providers.test_openai import chunk, completion, sse, usage_chunk
-from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
+from tests.providers.test_peer_wire_openai import answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import StreamEventType
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import RetryPolicy
 from wingman_actors.providers._base import BaseProvider
 from wingman_actors.providers._openai import build_openai
-
-
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture(autouse=True)
-def _no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
 
 @pytest.fixture
