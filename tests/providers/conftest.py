@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import pytest
 
+from wingman_actors.providers import RetryPolicy, new_provider
 from wingman_actors.providers._aiohttp import aiohttp_installed
+from wingman_actors.providers._base import BaseProvider
 
 PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST", "OLLAMA_API_KEY")
 
@@ -28,3 +33,24 @@ def mode(request: pytest.FixtureRequest) -> str:
     asks whether the Anthropic SDK has an aiohttp client."""
     name: str = request.param
     return name
+
+
+@pytest.fixture
+def built(mode: str) -> Iterator[Callable[..., BaseProvider]]:
+    """``built(kind, options, max_retries=0)``: the provider ``kind`` made from ``options`` and
+    called in the test's ``mode``, retrying ``max_retries`` times a millisecond apart; every one
+    is closed when the test ends. A module's ``make`` fixture fills in the options its server
+    needs."""
+    made: list[BaseProvider] = []
+
+    def build(kind: str, options: dict[str, Any], max_retries: int = 0) -> BaseProvider:
+        transport = {} if mode == "sync" else {"async_transport": mode}
+        provider = new_provider(kind, {**transport, **options})
+        assert isinstance(provider, BaseProvider)
+        provider.retry = RetryPolicy(max_retries, base_delay=0.001, max_delay=0.002)
+        made.append(provider)
+        return provider
+
+    yield build
+    for provider in made:
+        provider.close()
