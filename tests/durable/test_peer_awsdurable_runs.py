@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.durable_peers import Final, failed_run
 from tests.support.peers import Counter
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError, MapItemsError
@@ -29,21 +30,6 @@ from wingman_actors.store import RunStore, SerializationError
 
 class Handle:
     """A value the journal cannot store (an open connection, say)."""
-
-
-class Final(Exception):
-    """An error no retry can help (AWS's ``FatalError``)."""
-
-    retryable = False
-
-
-def failed_run(f: Formation, input: Any, store: RunStore) -> str:
-    """Run ``f`` to its failure; the failed run's id."""
-    with pytest.raises(FormationRuntimeError) as caught:
-        f.run(input, store=store)
-    run_id = caught.value.run_id
-    assert run_id is not None and store.get(run_id).status == "failed"
-    return run_id
 
 
 def inc(i: int) -> int:
