@@ -322,10 +322,9 @@ def test_a_timeout_on_a_sub_workflow_bounds_its_whole_run_and_it_takes_work_agai
         release.set()
 
 
-def test_retries_of_a_sub_workflow_run_it_again_from_its_start() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_node_creation.py::test_retries_override
-    (retries on a sub-workflow node: the whole sub-workflow is attempted again)."""
-    calls = Counter()
+def prep_then_flaky(calls: Counter) -> Formation:
+    """The sub-workflow ``prep -> flaky``: ``prep`` adds one, ``flaky`` fails its first call and
+    then doubles; both count their calls in ``calls``."""
 
     def prep(x: int) -> int:
         calls.hit("prep")
@@ -336,7 +335,14 @@ def test_retries_of_a_sub_workflow_run_it_again_from_its_start() -> None:
             raise RuntimeError("transient")
         return 2 * x
 
-    sub = Formation("sub").add_function("prep", prep).add_function("flaky", flaky).connect("prep", "flaky")
+    return Formation("sub").add_function("prep", prep).add_function("flaky", flaky).connect("prep", "flaky")
+
+
+def test_retries_of_a_sub_workflow_run_it_again_from_its_start() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_node_creation.py::test_retries_override
+    (retries on a sub-workflow node: the whole sub-workflow is attempted again)."""
+    calls = Counter()
+    sub = prep_then_flaky(calls)
     result = Formation("wf").add_formation("sub", sub, retries=1, backoff=0).run(1)
     assert result.output == 4 and result.nodes["sub"].attempts == 2
     assert calls.count("prep") == 2
@@ -347,17 +353,7 @@ def test_a_journalled_sub_workflow_retry_resumes_it_without_rerunning_what_finis
     (retries on a sub-workflow node). A journalled run's retry resumes the inner run: the inner
     visits already journalled are not run again (only a store keeps them between attempts)."""
     calls = Counter()
-
-    def prep(x: int) -> int:
-        calls.hit("prep")
-        return x + 1
-
-    def flaky(x: int) -> int:
-        if calls.hit("flaky") == 1:
-            raise RuntimeError("transient")
-        return 2 * x
-
-    sub = Formation("sub").add_function("prep", prep).add_function("flaky", flaky).connect("prep", "flaky")
+    sub = prep_then_flaky(calls)
     f = Formation("wf").add_formation("sub", sub, retries=1, backoff=0)
     with RunStore(tmp_path / "runs.db") as store:
         assert f.run(1, store=store).output == 4
