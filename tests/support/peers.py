@@ -135,6 +135,17 @@ def until(check: Callable[[], bool], within: float = 3.0) -> bool:
     return True
 
 
+async def a_until(check: Callable[[], bool], within: float = 5.0) -> bool:
+    """:func:`until` inside a coroutine: polls with ``await asyncio.sleep`` so the test's event
+    loop goes on meanwhile."""
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.005)
+    return True
+
+
 class NodeThreads:
     """The node threads a test started that are still alive, once stopped ones have had the
     moment they take to exit. Threads alive when the test began are not counted: other tests
