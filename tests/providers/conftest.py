@@ -36,16 +36,14 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def built(mode: str) -> Iterator[Callable[..., BaseProvider]]:
-    """``built(kind, options, max_retries=0)``: the provider ``kind`` made from ``options`` and
-    called in the test's ``mode``, retrying ``max_retries`` times a millisecond apart; every one
-    is closed when the test ends. A module's ``make`` fixture fills in the options its server
-    needs."""
+def build_provider() -> Iterator[Callable[..., BaseProvider]]:
+    """``build_provider(kind, options, max_retries=0)``: the provider ``kind`` made from
+    ``options``, retrying ``max_retries`` times a millisecond apart; every one is closed when the
+    test ends."""
     made: list[BaseProvider] = []
 
     def build(kind: str, options: dict[str, Any], max_retries: int = 0) -> BaseProvider:
-        transport = {} if mode == "sync" else {"async_transport": mode}
-        provider = new_provider(kind, {**transport, **options})
+        provider = new_provider(kind, options)
         assert isinstance(provider, BaseProvider)
         provider.retry = RetryPolicy(max_retries, base_delay=0.001, max_delay=0.002)
         made.append(provider)
@@ -54,3 +52,15 @@ def built(mode: str) -> Iterator[Callable[..., BaseProvider]]:
     yield build
     for provider in made:
         provider.close()
+
+
+@pytest.fixture
+def built(mode: str, build_provider: Callable[..., BaseProvider]) -> Callable[..., BaseProvider]:
+    """``built(kind, options, max_retries=0)``: :func:`build_provider`'s provider, called in the
+    test's ``mode``. A module's ``make`` fixture fills in the options its server needs."""
+
+    def build(kind: str, options: dict[str, Any], max_retries: int = 0) -> BaseProvider:
+        transport = {} if mode == "sync" else {"async_transport": mode}
+        return build_provider(kind, {**transport, **options}, max_retries)
+
+    return build
