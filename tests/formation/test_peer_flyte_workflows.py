@@ -451,13 +451,8 @@ def test_adding_an_entity_under_a_taken_name_is_refused() -> None:
 # --- type checks between tasks ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(("out", "param"), [
-    (int | None, int), (list[int], list[str]), (dict[str, int], dict[str, str]), (float, int), (str, int),
-])
-def test_a_task_output_that_does_not_fit_the_next_input_is_refused_at_validation(out: Any, param: Any) -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_hints.py::test_wf_output_mismatch and
-    test_type_engine.py (an Optional, a list or a dict of another type does not bind to the next
-    task's input)."""
+def typed_pair(out: Any, param: Any) -> Formation:
+    """``a -> b``, ``a``'s return annotated ``out`` and ``b``'s input ``x`` annotated ``param``."""
 
     def a(_: Any) -> Any:
         return None
@@ -467,7 +462,17 @@ def test_a_task_output_that_does_not_fit_the_next_input_is_refused_at_validation
 
     a.__annotations__["return"] = out
     b.__annotations__["x"] = param
-    f = Formation("wf").add_function("a", a).add_function("b", b).connect("a", "b")
+    return Formation("wf").add_function("a", a).add_function("b", b).connect("a", "b")
+
+
+@pytest.mark.parametrize(("out", "param"), [
+    (int | None, int), (list[int], list[str]), (dict[str, int], dict[str, str]), (float, int), (str, int),
+])
+def test_a_task_output_that_does_not_fit_the_next_input_is_refused_at_validation(out: Any, param: Any) -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_hints.py::test_wf_output_mismatch and
+    test_type_engine.py (an Optional, a list or a dict of another type does not bind to the next
+    task's input)."""
+    f = typed_pair(out, param)
     with pytest.raises(FormationSetupError, match=r"edge 'a' → 'b'.*parameter 'x' of 'b'"):
         f.validate()
 
@@ -476,16 +481,7 @@ def test_a_task_output_that_does_not_fit_the_next_input_is_refused_at_validation
 def test_a_task_output_that_fits_the_next_input_validates(out: Any, param: Any) -> None:
     """From flyteorg/flytekit tests/flytekit/unit/core/test_type_engine.py and
     test_type_hints.py (an output binds where its type fits; an untyped one is not refused)."""
-
-    def a(_: Any) -> Any:
-        return None
-
-    def b(x: Any) -> Any:
-        return x
-
-    a.__annotations__["return"] = out
-    b.__annotations__["x"] = param
-    Formation("wf").add_function("a", a).add_function("b", b).connect("a", "b").validate()
+    typed_pair(out, param).validate()
 
 
 def test_a_str_feeding_a_literal_input_is_checked_when_it_arrives() -> None:
