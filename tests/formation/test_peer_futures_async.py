@@ -17,27 +17,10 @@ from typing import Any
 
 import pytest
 
+from tests.formation.test_peer_anyio import Sleeper  # the async node the two files share
 from tests.support.peers import a_until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
-
-
-class Sleeper:
-    """An async node that sleeps ``x`` seconds (``"bad"``: raises), noting starts and finallys."""
-
-    def __init__(self) -> None:
-        self.started: list[Any] = []
-        self.finished: list[Any] = []
-
-    async def __call__(self, x: Any) -> Any:
-        self.started.append(x)
-        try:
-            if x == "bad":
-                raise ValueError("bad input")
-            await asyncio.sleep(x)
-            return x
-        finally:
-            self.finished.append(x)
 
 
 def test_wrap_future_awaits_a_runs_future_on_an_event_loop() -> None:
