@@ -1,4 +1,5 @@
-"""Fixtures of the formation tests."""
+"""Fixtures of the formation tests (``store``: a SQLite run store on a temporary file, closed
+after the test, at ``path``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import Any
 import pytest
 
 from tests.support.peers import Gate
+from tests.support.store_fixtures import path, store
+
+__all__ = ["path", "store"]  # fixtures
 
 
 @pytest.fixture

@@ -20,8 +20,7 @@ Where we deliberately differ:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,13 +31,6 @@ from wingman_actors.errors import FormationRuntimeError, NoRouteError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.orchestration import Blackboard
 from wingman_actors.store import RunStore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
-
 
 # -- steps and events ------------------------------------------------------------------
 

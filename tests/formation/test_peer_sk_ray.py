@@ -5,7 +5,6 @@ versions and where we differ."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,6 @@ from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.store import RunStore
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def flaky_once(n: int) -> int:
