@@ -1,6 +1,7 @@
 """Helpers shared by the tests ported from peers' suites (tests/formation/test_peer_*.py):
 a call counter, the order nodes started in, calls in flight at once, a node held until the test opens it,
-an async step that reports its cancellation, Haystack's Accumulate sample component, and a module-scoped local Ray."""
+an async step that reports its cancellation, Haystack's Accumulate sample component, a module-scoped local Ray,
+and polling until a check holds (``until``; ``a_until`` inside a coroutine)."""
 
 from __future__ import annotations
 
