@@ -15,13 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-import time
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.support.peers import until
+from tests.support.peers import a_until, until
 from wingman_actors import Agent, Session, interrupt, tool
 from wingman_actors.agents import Fleet
 from wingman_actors.core import InferenceResponse
@@ -65,15 +64,6 @@ def waiting_agent(tools: Tools, seconds: float, name: str = "waiter") -> Agent:
         return InferenceResponse.of_tool_calls([("w1", "wait", {"seconds": seconds})])
 
     return Agent(name, provider=ScriptedProvider([reply], cycle=True), tools=[tools.wait])
-
-
-async def a_until(check: Any, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.005)
-    return True
 
 
 def test_a_task_group_of_session_aruns_gives_every_sessions_reply() -> None:

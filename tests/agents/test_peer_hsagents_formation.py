@@ -6,8 +6,6 @@ Models are played by the scripted provider."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,12 +35,6 @@ def weather_tool(location: str) -> str:
     """Provides weather information for a given location."""
     RAN.hit(("weather", location))
     return f"{location}: sunny, 14 degrees"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as runs:
-        yield runs
 
 
 class Forecast(BaseModel):

@@ -13,7 +13,6 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,12 +38,6 @@ def calls(*specs: tuple[str, str, dict[str, Any]]) -> InferenceResponse:
 def reverse(text: str) -> str:
     """Reverse a string (Strands' tool_decorated fixture)."""
     return text[::-1]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "sessions.sqlite") as runs:
-        yield runs
 
 
 class Stages(Middleware):

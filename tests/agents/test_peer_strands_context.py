@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,12 +45,6 @@ def pairs_are_whole(request: InferenceRequest) -> bool:
                     return False
                 answered.add(block.tool_use_id)
     return called == answered
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "sessions.sqlite") as runs:
-        yield runs
 
 
 # -- the sliding window: context_budget --------------------------------------------------------

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,12 +31,6 @@ from wingman_actors.orchestration import AgentRegistry
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
 from wingman_actors.tools import ToolContext
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "sessions.sqlite") as runs:
-        yield runs
 
 
 class ApproveEach(Middleware):

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,12 +23,6 @@ from wingman_actors.formation.events import FormationEvent
 from wingman_actors.orchestration import AgentRegistry
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as runs:
-        yield runs
 
 
 def answers(text: str, input_tokens: int = 10, output_tokens: int = 20) -> ScriptedProvider:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +28,6 @@ from wingman_actors.testing import ScriptedProvider
 def calls(*specs: tuple[str, str, dict[str, Any]], usage: Usage | None = None) -> InferenceResponse:
     response = InferenceResponse.of_tool_calls(list(specs))
     return response.model_copy(update={"usage": usage}) if usage is not None else response
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as runs:
-        yield runs
 
 
 RAN = Counter()

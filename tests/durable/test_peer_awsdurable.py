@@ -29,23 +29,17 @@ import itertools
 import math
 import os
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
+from tests.support.durable_peers import Final, failed_run, fails_first
 from tests.support.peers import Counter, until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError
 from wingman_actors.store import RunStore, SerializationError
-
-
-class Fatal(Exception):
-    """An error no retry can help (AWS's ``FatalError``)."""
-
-    retryable = False
 
 
 class Colour(enum.Enum):
@@ -68,15 +62,6 @@ class Order:
 
     id: int
     lines: list[str]
-
-
-def failed_run(f: Formation, input: Any, store: RunStore) -> str:
-    """Run ``f`` to its failure; the failed run's id."""
-    with pytest.raises(FormationRuntimeError) as caught:
-        f.run(input, store=store)
-    run_id = caught.value.run_id
-    assert run_id is not None and store.get(run_id).status == "failed"
-    return run_id
 
 
 def then_fails_once(counter: Counter, name: str = "use") -> Any:
@@ -182,13 +167,13 @@ def test_a_fatal_error_is_not_retried_whatever_the_retries(store: RunStore) -> N
 
     def step(x: str) -> str:
         counter.hit("step")
-        raise Fatal("Fatal error")
+        raise Final("Fatal error")
 
     f = Formation("fatal").add_function("step", step, retries=3, backoff=0)
     with pytest.raises(FormationRuntimeError) as caught:
         f.run("x", store=store)
     assert counter.count("step") == 1 and caught.value.attempts == 1
-    assert isinstance(caught.value.__cause__, Fatal) and "Fatal error" in str(caught.value)
+    assert isinstance(caught.value.__cause__, Final) and "Fatal error" in str(caught.value)
 
 
 def test_a_step_that_fails_then_succeeds_on_a_retry_journals_only_its_success(store: RunStore) -> None:
@@ -325,14 +310,7 @@ def test_without_jitter_the_delays_grow_exponentially_from_the_backoff(store: Ru
     """From aws-durable-execution-sdk-python tests/retries_test.py
     (test_exponential_backoff_calculation, test_none_jitter_integration): delays 0.2 s then 0.4 s."""
     times: list[float] = []
-
-    def step(x: str) -> str:
-        times.append(time.monotonic())
-        if len(times) <= 2:
-            raise ConnectionError("down")
-        return x
-
-    f = Formation("exp").add_function("step", step, retries=2, backoff=0.2, jitter=False)
+    f = Formation("exp").add_function("step", fails_first(times, failures=2), retries=2, backoff=0.2, jitter=False)
     assert f.run("x", store=store).output == "x"
     first, second = times[1] - times[0], times[2] - times[1]
     assert 0.2 <= first < 2.2 and 0.4 <= second < 2.4
@@ -343,14 +321,8 @@ def test_max_backoff_caps_every_later_delay_too(store: RunStore) -> None:
     """From aws-durable-execution-sdk-python tests/retries_test.py (test_max_delay_cap: a delay
     that would be 200 s is 50 s)."""
     times: list[float] = []
-
-    def step(x: str) -> str:
-        times.append(time.monotonic())
-        if len(times) <= 3:
-            raise ConnectionError("down")
-        return x
-
-    f = Formation("cap").add_function("step", step, retries=3, backoff=0.1, max_backoff=0.15, jitter=False)
+    f = Formation("cap").add_function("step", fails_first(times, failures=3), retries=3, backoff=0.1,
+                                      max_backoff=0.15, jitter=False)
     assert f.run("x", store=store).output == "x"
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert gaps[0] >= 0.1 and all(0.15 <= g < 2.15 for g in gaps[1:])
@@ -360,14 +332,8 @@ def test_a_zero_backoff_retries_at_once(store: RunStore) -> None:
     """From aws-durable-execution-sdk-python tests/retries_test.py (test_zero_backoff_rate,
     test_minimum_delay_one_second: AWS waits at least 1 s; ours waits the backoff given)."""
     times: list[float] = []
-
-    def step(x: str) -> str:
-        times.append(time.monotonic())
-        if len(times) == 1:
-            raise ConnectionError("down")
-        return x
-
-    assert Formation("now").add_function("step", step, retries=1, backoff=0).run("x", store=store).output == "x"
+    f = Formation("now").add_function("step", fails_first(times), retries=1, backoff=0)
+    assert f.run("x", store=store).output == "x"
     assert times[1] - times[0] < 2.0
 
 

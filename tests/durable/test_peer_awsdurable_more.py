@@ -30,21 +30,12 @@ from typing import Any
 
 import pytest
 
+from tests.support.durable_peers import failed_run
 from tests.support.peers import Counter, InFlight, until
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError, MapItemsError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.store import RunStore
-
-
-def failed_run(f: Formation, input: Any, store: RunStore) -> str:
-    """Run ``f`` to its failure; the failed run's id."""
-    with pytest.raises(FormationRuntimeError) as caught:
-        f.run(input, store=store)
-    run_id = caught.value.run_id
-    assert run_id is not None and store.get(run_id).status == "failed"
-    return run_id
-
 
 # --- map: items, order, concurrency, failures ------------------------------------------
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.durable_peers import Final, failed_run
 from tests.support.peers import Counter
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError, MapItemsError
@@ -29,21 +30,6 @@ from wingman_actors.store import RunStore, SerializationError
 
 class Handle:
     """A value the journal cannot store (an open connection, say)."""
-
-
-class Final(Exception):
-    """An error no retry can help (AWS's ``FatalError``)."""
-
-    retryable = False
-
-
-def failed_run(f: Formation, input: Any, store: RunStore) -> str:
-    """Run ``f`` to its failure; the failed run's id."""
-    with pytest.raises(FormationRuntimeError) as caught:
-        f.run(input, store=store)
-    run_id = caught.value.run_id
-    assert run_id is not None and store.get(run_id).status == "failed"
-    return run_id
 
 
 def inc(i: int) -> int:
@@ -137,13 +123,10 @@ def test_a_large_step_result_is_journalled_and_read_back_whole(store: RunStore) 
     assert f.resume(run_id, store=store).output == len(big)
 
 
-# --- a replay that must not happen twice, or at all --------------------------------------
-
-
-def test_a_run_is_resumed_once_when_two_resumes_race(store: RunStore) -> None:
-    """From aws-durable-execution-sdk-python tests/state_test.py (one execution's state has one
-    writer): a second resume of the same run while the first runs is refused."""
-    counter = Counter()
+def two_resumes_at_once(counter: Counter, first: RunStore, second: RunStore) -> list[str]:
+    """Fail a run of ``a -> slow`` in ``first``, then resume it through ``first`` and, while that
+    resume is inside ``slow`` (which counts its calls), through ``second``: each resume's
+    outcome, its status or the name of the error it raised."""
     broken = {"on": True}
     started, release = threading.Event(), threading.Event()
 
@@ -156,25 +139,35 @@ def test_a_run_is_resumed_once_when_two_resumes_race(store: RunStore) -> None:
         return x
 
     f = Formation("race").add_function("a", lambda x: x).add_function("slow", slow).connect("a", "slow")
-    run_id = failed_run(f, 1, store)
+    run_id = failed_run(f, 1, first)
     broken["on"] = False
     outcomes: list[str] = []
 
-    def resume() -> None:
+    def resume(store: RunStore) -> None:
         try:
             outcomes.append(str(f.resume(run_id, store=store).status))
         except Exception as error:  # the refused one
             outcomes.append(type(error).__name__)
 
-    first = threading.Thread(target=resume)
-    first.start()
+    thread = threading.Thread(target=resume, args=(first,))
+    thread.start()
     try:
         assert started.wait(10)
-        resume()  # the second, while the first runs
+        resume(second)  # while the first runs
     finally:
         release.set()
-        first.join(10)
-    assert sorted(outcomes) == ["RunNotResumableError", "succeeded"]
+        thread.join(10)
+    return outcomes
+
+
+# --- a replay that must not happen twice, or at all --------------------------------------
+
+
+def test_a_run_is_resumed_once_when_two_resumes_race(store: RunStore) -> None:
+    """From aws-durable-execution-sdk-python tests/state_test.py (one execution's state has one
+    writer): a second resume of the same run while the first runs is refused."""
+    counter = Counter()
+    assert sorted(two_resumes_at_once(counter, store, store)) == ["RunNotResumableError", "succeeded"]
     assert counter.count("slow") == 2
 
 
@@ -355,37 +348,8 @@ def test_two_stores_resuming_one_run_at_once_run_it_once_on_both_stores(location
     have one writer): two processes (two stores on one location) resume the same failed run;
     one runs it, the other is refused."""
     counter = Counter()
-    broken = {"on": True}
-    started, release = threading.Event(), threading.Event()
-
-    def slow(x: int) -> int:
-        counter.hit("slow")
-        if broken["on"]:
-            raise ConnectionError("down")
-        started.set()
-        assert release.wait(10)
-        return x
-
-    f = Formation("race").add_function("a", lambda x: x).add_function("slow", slow).connect("a", "slow")
-    outcomes: list[str] = []
-
-    def resume(store: RunStore, run_id: str) -> None:
-        try:
-            outcomes.append(str(f.resume(run_id, store=store).status))
-        except Exception as error:  # the refused one
-            outcomes.append(type(error).__name__)
-
     with RunStore(location) as one, RunStore(location) as other:
-        run_id = failed_run(f, 1, one)
-        broken["on"] = False
-        first = threading.Thread(target=resume, args=(one, run_id))
-        first.start()
-        try:
-            assert started.wait(10)
-            resume(other, run_id)
-        finally:
-            release.set()
-            first.join(10)
+        outcomes = two_resumes_at_once(counter, one, other)
     assert sorted(outcomes) == ["RunNotResumableError", "succeeded"]
     assert counter.count("slow") == 2
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.durable_peers import fails_first
 from tests.support.peers import Counter
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
@@ -72,14 +73,8 @@ def test_with_jitter_a_retry_waits_between_half_the_exponential_delay_and_all_of
     """From aws-durable-execution-sdk-python tests/retries_test.py (test_half_jitter_range,
     test_half_jitter_boundary_values)."""
     times: list[float] = []
-
-    def step(x: str) -> str:
-        times.append(time.monotonic())
-        if len(times) == 1:
-            raise ConnectionError("down")
-        return x
-
-    assert Formation("jitter").add_function("step", step, retries=1, backoff=0.6).run("x", store=store).output == "x"
+    f = Formation("jitter").add_function("step", fails_first(times), retries=1, backoff=0.6)
+    assert f.run("x", store=store).output == "x"
     assert 0.3 <= times[1] - times[0] < 2.6
 
 

@@ -18,14 +18,13 @@ Deliberately different (DESIGN.md documents ours):
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter
+from tests.support.peers import Counter, Gate
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError, WingmanError
 from wingman_actors.store import (
@@ -60,21 +59,8 @@ def chain(counter: Counter, *names: str, name: str = "chain") -> Formation:
     return f
 
 
-class Gate:
-    """A node that says it was reached, then waits until opened (at most 5 s)."""
-
-    def __init__(self, counter: Counter, name: str = "wait") -> None:
-        self.reached, self.opened, self.counter, self.name = threading.Event(), threading.Event(), counter, name
-
-    def __call__(self, x: Any) -> Any:
-        self.counter.hit(self.name)
-        self.reached.set()
-        self.opened.wait(5)
-        return f"{x}{self.name}"
-
-
 def gated(counter: Counter, gate: Gate) -> Formation:
-    """``one -> wait -> two``: ``wait`` blocks on ``gate``."""
+    """``one -> wait -> two``: ``wait`` blocks on ``gate`` (a ``Gate(counter, suffix="wait")``)."""
     return (Formation("gated").add_function("one", counted(counter, "one", lambda x: f"{x}one"))
             .add_function("wait", gate).add_function("two", counted(counter, "two", lambda x: f"{x}two"))
             .connect("one", "wait").connect("wait", "two"))
@@ -313,7 +299,7 @@ def test_a_run_past_its_timeout_is_journalled_failed_and_resumes_to_its_end(stor
 def test_a_cancelled_run_stops_after_its_journalled_step_and_resume_runs_only_the_rest(store: RunStore) -> None:
     # DBOS test_workflow_management.py::test_cancel_resume (stops after step one; resume runs step two once)
     counter = Counter()
-    gate = Gate(counter)
+    gate = Gate(counter, suffix="wait")
     f = gated(counter, gate)
     with f.start(store=store) as running:
         future = running.submit("x", run_id="cr")
@@ -334,7 +320,7 @@ def test_a_cancelled_run_stops_after_its_journalled_step_and_resume_runs_only_th
 def test_a_cancel_requested_through_another_store_stops_the_run_and_sticks(path: Any) -> None:
     # DBOS test_workflow_cancel.py::test_two_steps_cancel (cancel_workflow by id, from outside the workflow)
     counter = Counter()
-    gate = Gate(counter)
+    gate = Gate(counter, suffix="wait")
     with RunStore(path) as store, gated(counter, gate).start(store=store) as running:
         future = running.submit("x", run_id="far")
         assert gate.reached.wait(5)

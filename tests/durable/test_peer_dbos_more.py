@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.durable.test_peer_dbos import Gate, chain, counted, gated
-from tests.support.peers import Counter, InFlight
+from tests.durable.test_peer_dbos import chain, counted, gated
+from tests.support.peers import Counter, Gate, InFlight
 from tests.support.store_fixtures import until_the_server_has_seen_dead_owners_go
 from wingman_actors import Formation, interrupt
 from wingman_actors.cli import main
@@ -283,7 +283,7 @@ def test_a_node_with_concurrency_one_runs_one_visit_at_a_time_across_runs(store:
 def test_cancelled_queued_runs_are_journalled_cancelled_and_resume_later(store: RunStore) -> None:
     # DBOS test_queue.py::test_cancelling_queued_workflows (cancelled while enqueued; resumable)
     counter = Counter()
-    gate = Gate(counter)
+    gate = Gate(counter, suffix="wait")
     f = Formation("queued").add_function("wait", gate, concurrency=1)
     with f.start(store=store) as running:
         first = running.submit("x", run_id="q0")
@@ -304,7 +304,7 @@ def test_cancelled_queued_runs_are_journalled_cancelled_and_resume_later(store: 
 def test_a_run_timing_out_while_queued_is_journalled_failed_within_its_limit_and_resumes(store: RunStore) -> None:
     # DBOS test_queue.py::test_timeout_queue (a workflow's timeout counts while it waits in the queue)
     counter = Counter()
-    gate = Gate(counter)
+    gate = Gate(counter, suffix="wait")
     with Formation("queued").add_function("wait", gate, concurrency=1).start(store=store) as running:
         first = running.submit("x", run_id="t0")
         assert gate.reached.wait(5)
@@ -461,7 +461,7 @@ def test_a_cancel_requested_for_a_run_whose_process_died_is_refused_and_the_run_
 def test_a_run_nobody_cancels_runs_every_step_once(store: RunStore) -> None:
     # DBOS test_workflow_cancel.py::test_basic (an uncancelled workflow runs all its steps)
     counter = Counter()
-    gate = Gate(counter)
+    gate = Gate(counter, suffix="wait")
     gate.opened.set()
     assert gated(counter, gate).run("x", store=store).output == "xonewaittwo"
     assert counter.calls == {"one": 1, "wait": 1, "two": 1}

@@ -9,35 +9,21 @@ resumed by its id (``future.run_id``) without running its finished visits again.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from concurrent.futures import CancelledError, wait
-from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter, until
+from tests.support.peers import Counter, Gate, until
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.store import RunStore
 
 
-class Gate:
-    """A node that counts its calls, says it was reached, then waits until opened (at most 5 s)."""
-
-    def __init__(self, counter: Counter) -> None:
-        self.counter, self.reached, self.opened = counter, threading.Event(), threading.Event()
-
-    def __call__(self, x: Any) -> Any:
-        self.counter.hit("wait")
-        self.reached.set()
-        self.opened.wait(5)
-        return f"{x}!"
-
-
 @pytest.fixture
 def gate() -> Iterator[Gate]:
-    g = Gate(Counter())
+    """A :class:`Gate` that appends ``!``, opened when the test ends."""
+    g = Gate(suffix="!")
     yield g
     g.opened.set()
 

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from tests.support.durable_peers import Final, counted, failed_run, fails_first
 from tests.support.peers import Counter
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
@@ -46,31 +47,6 @@ class Flaky:
         if self.counter.hit(self.name) <= self.failures:
             raise self.error(f"{self.name} is down")
         return self.fn(x)
-
-
-def counted(counter: Counter, name: str, fn: Any) -> Any:
-    """``fn`` that counts its calls under ``name``."""
-
-    def node(x: Any) -> Any:
-        counter.hit(name)
-        return fn(x)
-
-    return node
-
-
-def failed_run(f: Formation, input: Any, store: RunStore) -> str:
-    """Run ``f`` to its failure; the failed run's id."""
-    with pytest.raises(FormationRuntimeError) as caught:
-        f.run(input, store=store)
-    run_id = caught.value.run_id
-    assert run_id is not None and store.get(run_id).status == "failed"
-    return run_id
-
-
-class Final(Exception):
-    """An error that says no retry can help (Inngest's ``NonRetriableError``)."""
-
-    retryable = False
 
 
 class Invoice(BaseModel):
@@ -298,14 +274,7 @@ def test_a_retry_waits_the_nodes_backoff_and_not_much_longer(store: RunStore) ->
     """From inngest-py tests/test_function/cases/retry_after_error.py (the retry comes after
     the asked delay, and within 2 s of it); ours takes the delay from ``backoff``."""
     times: list[float] = []
-
-    def step(x: str) -> str:
-        times.append(time.monotonic())
-        if len(times) == 1:
-            raise ConnectionError("later, please")
-        return x
-
-    f = Formation("after").add_function("step", step, retries=1, backoff=0.3, jitter=False)
+    f = Formation("after").add_function("step", fails_first(times), retries=1, backoff=0.3, jitter=False)
     assert f.run("x", store=store).output == "x"
     assert 0.3 <= times[1] - times[0] < 2.3
 
@@ -314,14 +283,8 @@ def test_max_backoff_caps_the_wait_before_a_retry(store: RunStore) -> None:
     """From inngest-py tests/test_function/cases/retry_after_error.py (a retry's delay is
     bounded)."""
     times: list[float] = []
-
-    def step(x: str) -> str:
-        times.append(time.monotonic())
-        if len(times) == 1:
-            raise ConnectionError("later")
-        return x
-
-    f = Formation("capped").add_function("step", step, retries=1, backoff=60, max_backoff=0.2, jitter=False)
+    f = Formation("capped").add_function("step", fails_first(times), retries=1, backoff=60, max_backoff=0.2,
+                                         jitter=False)
     assert f.run("x", store=store).output == "x"
     assert 0.2 <= times[1] - times[0] < 2.2
 

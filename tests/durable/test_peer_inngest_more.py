@@ -24,29 +24,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.durable_peers import Final, counted
 from tests.support.peers import Counter, InFlight, until
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError, NodeTimeoutError
 from wingman_actors.formation import NestedRunError, NodeFailure
 from wingman_actors.formation.events import FormationEvent, FormationEventType
 from wingman_actors.store import RunNotResumableError, RunStore
-
-
-def counted(counter: Counter, name: str, fn: Any) -> Any:
-    """``fn`` that counts its calls under ``name``."""
-
-    def node(x: Any) -> Any:
-        counter.hit(name)
-        return fn(x)
-
-    return node
-
-
-class Final(Exception):
-    """An error that says no retry can help (Inngest's ``NonRetriableError``)."""
-
-    retryable = False
-
 
 # --- wait_for_event: interrupt() and its answer -----------------------------------------
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.durable_peers import Final
 from tests.support.peers import local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
@@ -17,12 +18,6 @@ from wingman_actors.formation import NodeFailure
 from wingman_actors.store import RunStore
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
-
-
-class Final(Exception):
-    """An error that says no retry can help (Inngest's ``NonRetriableError``)."""
-
-    retryable = False
 
 
 class ResponseError(Exception):

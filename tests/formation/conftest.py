@@ -1,4 +1,5 @@
-"""Fixtures of the formation tests."""
+"""Fixtures of the formation tests (``store``: a SQLite run store on a temporary file, closed
+after the test, at ``path``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from tests.support.peers import Gate
+from tests.support.store_fixtures import path, store
+
+__all__ = ["path", "store"]  # fixtures
 
 
 @pytest.fixture
@@ -21,6 +27,15 @@ def gate() -> Iterator[tuple[threading.Event, threading.Event]]:
         yield entered, release
     finally:
         release.set()
+
+
+@pytest.fixture
+def held() -> Iterator[Gate]:
+    """A :class:`~tests.support.peers.Gate` node (``reached``, then held until ``opened``),
+    opened when the test ends, pass or fail, so no node thread is left waiting on it."""
+    g = Gate()
+    yield g
+    g.opened.set()
 
 
 @pytest.fixture

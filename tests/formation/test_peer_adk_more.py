@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,12 +34,6 @@ from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def step(name: str, counter: Counter) -> Any:

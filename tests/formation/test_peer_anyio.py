@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support.peers import node_threads, until
+from tests.support.peers import a_until, node_threads, until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
 
@@ -49,15 +49,6 @@ class Sleeper:
         finally:
             with self.lock:
                 self.finished.append(x)
-
-
-async def a_until(check: Any, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.005)
-    return True
 
 
 def formation_of(node: Sleeper, concurrency: int = 1) -> Formation:

@@ -25,9 +25,8 @@ import pytest
 from tests.formation.test_peer_anyio import (  # the node and the fixture the two files share (slow_stops: conftest.py)
     Sleeper,
     _threads_before,  # noqa: F401  (an autouse fixture)
-    a_until,
 )
-from tests.support.peers import node_threads
+from tests.support.peers import a_until, node_threads
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError
 

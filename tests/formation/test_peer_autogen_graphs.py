@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import networkx as nx  # type: ignore[import-untyped]
@@ -28,12 +26,6 @@ from wingman_actors import Agent, Formation
 from wingman_actors.errors import FormationSetupError, NoRouteError
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def echo(message: Any) -> Any:

@@ -29,8 +29,7 @@ Deliberately different, or without a counterpart (each test that touches one say
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -42,12 +41,6 @@ from wingman_actors.formation import NodeFailure
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def counter_app(count_up_to: int = 3, counter: Counter | None = None) -> Formation:

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,12 +34,6 @@ from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, MapItemsError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.store import RunStore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def single_fn(identifying: int) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.formation.test_peer_celery_errors import ExpectedError
 from tests.support.peers import Counter, local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Agent, Formation
 from wingman_actors.errors import (
@@ -32,14 +33,6 @@ from wingman_actors.errors import (
 )
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.testing import ScriptedProvider
-
-
-class ExpectedError(Exception):
-    """Celery's integration ``ExpectedException``."""
-
-
-def fail(x: Any) -> Any:
-    raise ExpectedError(f"Task expected to fail: {x}")
 
 
 class Retrying:

@@ -21,8 +21,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import warnings
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,13 +30,6 @@ from tests.support.peers import Counter, Order, local_ray  # noqa: F401  (a fixt
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.store import RunStore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
-
 
 # --- persistence --------------------------------------------------------------------
 

@@ -22,13 +22,12 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
 from concurrent.futures import CancelledError, Future, as_completed, wait
 from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter, until
+from tests.support.peers import Counter, Gate, until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent
@@ -55,25 +54,6 @@ class MyException(Exception):
 
     def __str__(self) -> str:
         return "My Exception!"
-
-
-class Gate:
-    """A function node that says it was reached, then waits until opened (at most 5 s)."""
-
-    def __init__(self) -> None:
-        self.reached, self.opened = threading.Event(), threading.Event()
-
-    def __call__(self, x: Any) -> Any:
-        self.reached.set()
-        self.opened.wait(5)
-        return x
-
-
-@pytest.fixture
-def held() -> Iterator[Gate]:
-    g = Gate()
-    yield g
-    g.opened.set()
 
 
 def incs_or_throws(x: Any) -> Any:

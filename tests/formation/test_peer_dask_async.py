@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.formation.test_peer_dask import MyException
 from tests.support.peers import local_ray  # noqa: F401  (local_ray: a fixture)
 from wingman_actors import Agent, Formation, tool
 from wingman_actors.core import InferenceResponse
@@ -151,17 +152,6 @@ def test_a_formation_run_from_inside_a_node_of_an_async_run_returns_its_value() 
         return (await outer.arun(None, timeout=20)).output
 
     assert asyncio.run(main()) == 1
-
-
-class MyException(Exception):
-    """test_local.py's exception: positional attributes, its own ``__str__``."""
-
-    def __init__(self, a: int, b: int) -> None:
-        self.a = a
-        self.b = b
-
-    def __str__(self) -> str:
-        return "My Exception!"
 
 
 def raises_mine(_: Any) -> None:

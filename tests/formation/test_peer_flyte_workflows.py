@@ -322,10 +322,9 @@ def test_a_timeout_on_a_sub_workflow_bounds_its_whole_run_and_it_takes_work_agai
         release.set()
 
 
-def test_retries_of_a_sub_workflow_run_it_again_from_its_start() -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_node_creation.py::test_retries_override
-    (retries on a sub-workflow node: the whole sub-workflow is attempted again)."""
-    calls = Counter()
+def prep_then_flaky(calls: Counter) -> Formation:
+    """The sub-workflow ``prep -> flaky``: ``prep`` adds one, ``flaky`` fails its first call and
+    then doubles; both count their calls in ``calls``."""
 
     def prep(x: int) -> int:
         calls.hit("prep")
@@ -336,7 +335,14 @@ def test_retries_of_a_sub_workflow_run_it_again_from_its_start() -> None:
             raise RuntimeError("transient")
         return 2 * x
 
-    sub = Formation("sub").add_function("prep", prep).add_function("flaky", flaky).connect("prep", "flaky")
+    return Formation("sub").add_function("prep", prep).add_function("flaky", flaky).connect("prep", "flaky")
+
+
+def test_retries_of_a_sub_workflow_run_it_again_from_its_start() -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_node_creation.py::test_retries_override
+    (retries on a sub-workflow node: the whole sub-workflow is attempted again)."""
+    calls = Counter()
+    sub = prep_then_flaky(calls)
     result = Formation("wf").add_formation("sub", sub, retries=1, backoff=0).run(1)
     assert result.output == 4 and result.nodes["sub"].attempts == 2
     assert calls.count("prep") == 2
@@ -347,17 +353,7 @@ def test_a_journalled_sub_workflow_retry_resumes_it_without_rerunning_what_finis
     (retries on a sub-workflow node). A journalled run's retry resumes the inner run: the inner
     visits already journalled are not run again (only a store keeps them between attempts)."""
     calls = Counter()
-
-    def prep(x: int) -> int:
-        calls.hit("prep")
-        return x + 1
-
-    def flaky(x: int) -> int:
-        if calls.hit("flaky") == 1:
-            raise RuntimeError("transient")
-        return 2 * x
-
-    sub = Formation("sub").add_function("prep", prep).add_function("flaky", flaky).connect("prep", "flaky")
+    sub = prep_then_flaky(calls)
     f = Formation("wf").add_formation("sub", sub, retries=1, backoff=0)
     with RunStore(tmp_path / "runs.db") as store:
         assert f.run(1, store=store).output == 4
@@ -455,13 +451,8 @@ def test_adding_an_entity_under_a_taken_name_is_refused() -> None:
 # --- type checks between tasks ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(("out", "param"), [
-    (int | None, int), (list[int], list[str]), (dict[str, int], dict[str, str]), (float, int), (str, int),
-])
-def test_a_task_output_that_does_not_fit_the_next_input_is_refused_at_validation(out: Any, param: Any) -> None:
-    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_hints.py::test_wf_output_mismatch and
-    test_type_engine.py (an Optional, a list or a dict of another type does not bind to the next
-    task's input)."""
+def typed_pair(out: Any, param: Any) -> Formation:
+    """``a -> b``, ``a``'s return annotated ``out`` and ``b``'s input ``x`` annotated ``param``."""
 
     def a(_: Any) -> Any:
         return None
@@ -471,7 +462,17 @@ def test_a_task_output_that_does_not_fit_the_next_input_is_refused_at_validation
 
     a.__annotations__["return"] = out
     b.__annotations__["x"] = param
-    f = Formation("wf").add_function("a", a).add_function("b", b).connect("a", "b")
+    return Formation("wf").add_function("a", a).add_function("b", b).connect("a", "b")
+
+
+@pytest.mark.parametrize(("out", "param"), [
+    (int | None, int), (list[int], list[str]), (dict[str, int], dict[str, str]), (float, int), (str, int),
+])
+def test_a_task_output_that_does_not_fit_the_next_input_is_refused_at_validation(out: Any, param: Any) -> None:
+    """From flyteorg/flytekit tests/flytekit/unit/core/test_type_hints.py::test_wf_output_mismatch and
+    test_type_engine.py (an Optional, a list or a dict of another type does not bind to the next
+    task's input)."""
+    f = typed_pair(out, param)
     with pytest.raises(FormationSetupError, match=r"edge 'a' → 'b'.*parameter 'x' of 'b'"):
         f.validate()
 
@@ -480,16 +481,7 @@ def test_a_task_output_that_does_not_fit_the_next_input_is_refused_at_validation
 def test_a_task_output_that_fits_the_next_input_validates(out: Any, param: Any) -> None:
     """From flyteorg/flytekit tests/flytekit/unit/core/test_type_engine.py and
     test_type_hints.py (an output binds where its type fits; an untyped one is not refused)."""
-
-    def a(_: Any) -> Any:
-        return None
-
-    def b(x: Any) -> Any:
-        return x
-
-    a.__annotations__["return"] = out
-    b.__annotations__["x"] = param
-    Formation("wf").add_function("a", a).add_function("b", b).connect("a", "b").validate()
+    typed_pair(out, param).validate()
 
 
 def test_a_str_feeding_a_literal_input_is_checked_when_it_arrives() -> None:

@@ -41,23 +41,11 @@ from typing import Any
 
 import pytest
 
-from tests.support.peers import until
+from tests.support.peers import Gate, until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation._runtime import RunningFormation
 from wingman_actors.formation.events import FormationEvent, FormationEventType
-
-
-class Gate:
-    """A function node that says it was reached, then waits until opened (at most 5 s)."""
-
-    def __init__(self) -> None:
-        self.reached, self.opened = threading.Event(), threading.Event()
-
-    def __call__(self, x: Any) -> Any:
-        self.reached.set()
-        self.opened.wait(5)
-        return x
 
 
 def doubles_or_fails(x: Any) -> Any:
@@ -75,18 +63,11 @@ def running() -> Iterator[RunningFormation]:
 
 
 @pytest.fixture
-def gate() -> Iterator[Gate]:
-    g = Gate()
-    yield g
-    g.opened.set()
-
-
-@pytest.fixture
-def gated(gate: Gate) -> Iterator[RunningFormation]:
-    """A started formation whose one node waits on ``gate`` (concurrency 4)."""
-    with Formation("gated").add_function("wait", gate, concurrency=4).start() as r:
+def gated(held: Gate) -> Iterator[RunningFormation]:
+    """A started formation whose one node waits on ``held`` (concurrency 4)."""
+    with Formation("gated").add_function("wait", held, concurrency=4).start() as r:
         yield r
-        gate.opened.set()  # before stop(): no attempt left for its grace
+        held.opened.set()  # before stop(): no attempt left for its grace
 
 
 # --- test_future.py: states, result, exception, repr ----------------------------------
@@ -99,33 +80,33 @@ def test_a_finished_runs_future_is_done_not_running_not_cancelled(running: Runni
     assert future.done() and not future.running() and not future.cancelled()
 
 
-def test_an_in_flight_runs_future_is_pending_not_running(gated: RunningFormation, gate: Gate) -> None:
+def test_an_in_flight_runs_future_is_pending_not_running(gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_running.
     CPython's executor marks a taken future running; a run's future stays pending until the
     run ends, so that cancel() can still cancel it in flight."""
     future = gated.submit(1)
-    assert gate.reached.wait(3)
+    assert held.reached.wait(3)
     assert not future.running() and not future.done() and not future.cancelled()
-    gate.opened.set()
+    held.opened.set()
     assert future.result(timeout=3).output == 1
 
 
 def test_result_with_a_timeout_raises_timeout_error_while_the_run_is_in_flight(
-        gated: RunningFormation, gate: Gate) -> None:
+        gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_result_with_timeout."""
     future = gated.submit(1)
     with pytest.raises(TimeoutError):
         future.result(timeout=0)
     with pytest.raises(TimeoutError):
         future.exception(timeout=0.01)
-    gate.opened.set()
+    held.opened.set()
     assert future.result(timeout=3).output == 1 and future.exception(timeout=0) is None
 
 
-def test_result_waits_for_a_run_finished_on_another_thread(gated: RunningFormation, gate: Gate) -> None:
+def test_result_waits_for_a_run_finished_on_another_thread(gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_result_with_success."""
     future = gated.submit("late")
-    threading.Timer(0.05, gate.opened.set).start()
+    threading.Timer(0.05, held.opened.set).start()
     assert future.result(timeout=3).output == "late"
 
 
@@ -141,10 +122,10 @@ def test_a_failed_runs_future_raises_formation_runtime_error_from_result_and_ret
 
 
 def test_result_of_a_run_cancelled_from_another_thread_raises_cancelled_error(
-        gated: RunningFormation, gate: Gate) -> None:
+        gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_result_with_cancel."""
     future = gated.submit(1)
-    assert gate.reached.wait(3)
+    assert held.reached.wait(3)
     threading.Timer(0.02, future.cancel).start()
     with pytest.raises(CancelledError):
         future.result(timeout=3)
@@ -160,7 +141,7 @@ def test_the_repr_shows_the_state_and_what_the_run_returned_or_raised(running: R
     assert re.fullmatch(r"<RunFuture at 0x[0-9a-f]+ state=finished raised FormationRuntimeError>", repr(failed))
 
 
-def test_the_repr_of_a_pending_and_a_cancelled_runs_future(gated: RunningFormation, gate: Gate) -> None:
+def test_the_repr_of_a_pending_and_a_cancelled_runs_future(gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_repr (pending, cancelled)."""
     future = gated.submit(1)
     assert re.fullmatch(r"<RunFuture at 0x[0-9a-f]+ state=pending>", repr(future))
@@ -192,12 +173,12 @@ def test_cancel_of_a_finished_run_returns_false_and_keeps_its_result(running: Ru
 
 
 def test_cancel_of_an_in_flight_run_returns_true_and_the_run_ends_cancelled(
-        gated: RunningFormation, gate: Gate) -> None:
+        gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_cancel (PENDING).
     CPython cannot cancel a running future; a run's future cancels the run in flight."""
     events: list[FormationEvent] = []
     future = gated.submit(1, on_event=events.append)
-    assert gate.reached.wait(3)
+    assert held.reached.wait(3)
     assert future.cancel()
     assert future.cancelled() and future.done() and not future.running()
     assert until(lambda: gated.in_flight == 0)
@@ -205,7 +186,7 @@ def test_cancel_of_an_in_flight_run_returns_true_and_the_run_ends_cancelled(
 
 
 def test_cancelling_a_cancelled_runs_future_again_returns_true_and_changes_nothing(
-        gated: RunningFormation, gate: Gate) -> None:
+        gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_cancel (CANCELLED)."""
     events: list[FormationEvent] = []
     future = gated.submit(1, on_event=events.append)
@@ -214,22 +195,22 @@ def test_cancelling_a_cancelled_runs_future_again_returns_true_and_changes_nothi
     assert sum(e.type is FormationEventType.RUN_CANCELLED for e in events) == 1
 
 
-def test_a_cancelled_run_leaves_the_other_runs_to_finish(gated: RunningFormation, gate: Gate) -> None:
+def test_a_cancelled_run_leaves_the_other_runs_to_finish(gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/executor.py::test_submit (with
     test_future.py::test_cancel): cancelling one future touches no other."""
     first, second = gated.submit("a"), gated.submit("b")
     assert first.cancel()
-    gate.opened.set()
+    held.opened.set()
     assert second.result(timeout=3).output == "b" and first.cancelled()
 
 
 def test_cancels_from_many_threads_at_once_all_return_true_and_cancel_the_run_once(
-        gated: RunningFormation, gate: Gate) -> None:
+        gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_cancel,
     raced from eight threads."""
     events: list[FormationEvent] = []
     future = gated.submit(1, on_event=events.append)
-    assert gate.reached.wait(3)
+    assert held.reached.wait(3)
     answers: list[bool] = []
     threads = [threading.Thread(target=lambda: answers.append(future.cancel())) for _ in range(8)]
     for t in threads:
@@ -241,7 +222,7 @@ def test_cancels_from_many_threads_at_once_all_return_true_and_cancel_the_run_on
 
 
 def test_set_running_or_notify_cancel_is_refused_on_a_runs_future_naming_cancel(
-        gated: RunningFormation, gate: Gate) -> None:
+        gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_running
     (an executor's set_running_or_notify_cancel). A run's future is its formation's to
     resolve: marked running by hand, a later cancel() cancelled the run but left the future
@@ -259,7 +240,7 @@ def test_set_running_or_notify_cancel_is_refused_on_a_runs_future_naming_cancel(
 
 
 def test_wait_first_completed_returns_the_finished_run_and_leaves_the_stuck_one(
-        gated: RunningFormation, gate: Gate, running: RunningFormation) -> None:
+        gated: RunningFormation, held: Gate, running: RunningFormation) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_wait.py::test_first_completed."""
     stuck, quick = gated.submit(1), running.submit(1)
     done, not_done = wait([stuck, quick], timeout=3, return_when=FIRST_COMPLETED)
@@ -267,7 +248,7 @@ def test_wait_first_completed_returns_the_finished_run_and_leaves_the_stuck_one(
 
 
 def test_wait_first_completed_returns_at_once_with_runs_already_finished(
-        gated: RunningFormation, gate: Gate, running: RunningFormation) -> None:
+        gated: RunningFormation, held: Gate, running: RunningFormation) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_wait.py::test_first_completed_some_already_completed."""
     finished = running.submit(1)
     finished.result(timeout=3)
@@ -278,7 +259,7 @@ def test_wait_first_completed_returns_at_once_with_runs_already_finished(
 
 
 def test_wait_first_exception_returns_at_the_failed_run(
-        gated: RunningFormation, gate: Gate, running: RunningFormation) -> None:
+        gated: RunningFormation, held: Gate, running: RunningFormation) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_wait.py::test_first_exception."""
     ok = running.submit(1)
     ok.result(timeout=3)
@@ -287,7 +268,7 @@ def test_wait_first_exception_returns_at_the_failed_run(
     assert done == {ok, failed} and not_done == {stuck}
 
 
-def test_wait_first_exception_counts_a_run_timeout_as_the_exception(gated: RunningFormation, gate: Gate) -> None:
+def test_wait_first_exception_counts_a_run_timeout_as_the_exception(gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_wait.py::test_first_exception_some_already_complete
     (the exception a run timeout)."""
     timed, stuck = gated.submit(1, timeout=0.05), gated.submit(2)
@@ -297,7 +278,7 @@ def test_wait_first_exception_counts_a_run_timeout_as_the_exception(gated: Runni
 
 
 def test_wait_first_exception_returns_at_once_with_a_run_already_failed(
-        gated: RunningFormation, gate: Gate, running: RunningFormation) -> None:
+        gated: RunningFormation, held: Gate, running: RunningFormation) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_wait.py::test_first_exception_one_already_failed."""
     failed = running.submit("bad")
     failed.exception(timeout=3)
@@ -306,7 +287,7 @@ def test_wait_first_exception_returns_at_once_with_a_run_already_failed(
     assert done == {failed} and not_done == {stuck}
 
 
-def test_wait_first_exception_returns_at_a_cancelled_run(gated: RunningFormation, gate: Gate) -> None:
+def test_wait_first_exception_returns_at_a_cancelled_run(gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_wait.py::test_first_exception
     (a cancelled future counts as done, as CPython's wait() sees it once notified)."""
     cancelled, stuck = gated.submit(1), gated.submit(2)
@@ -316,7 +297,7 @@ def test_wait_first_exception_returns_at_a_cancelled_run(gated: RunningFormation
 
 
 def test_wait_all_completed_returns_every_run_finished_failed_or_cancelled(
-        gated: RunningFormation, gate: Gate, running: RunningFormation) -> None:
+        gated: RunningFormation, held: Gate, running: RunningFormation) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_wait.py::test_all_completed."""
     futures = [running.submit(1), running.submit("bad"), gated.submit(3)]
     futures[2].cancel()
@@ -325,7 +306,7 @@ def test_wait_all_completed_returns_every_run_finished_failed_or_cancelled(
 
 
 def test_wait_with_a_timeout_returns_the_runs_not_finished(
-        gated: RunningFormation, gate: Gate, running: RunningFormation) -> None:
+        gated: RunningFormation, held: Gate, running: RunningFormation) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_wait.py::test_timeout."""
     quick, stuck = running.submit(1), gated.submit(1)
     started = time.monotonic()
@@ -355,7 +336,7 @@ def test_as_completed_yields_each_run_once_as_it_finishes(running: RunningFormat
 
 
 def test_as_completed_times_out_naming_how_many_runs_are_unfinished(
-        gated: RunningFormation, gate: Gate, running: RunningFormation) -> None:
+        gated: RunningFormation, held: Gate, running: RunningFormation) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_as_completed.py::test_future_times_out
     (and ::test_correct_timeout_exception_msg)."""
     quick, stuck = running.submit(1), gated.submit(1)
@@ -373,7 +354,7 @@ def test_as_completed_yields_a_future_given_twice_once(running: RunningFormation
     assert list(as_completed([future, future], timeout=3)) == [future]
 
 
-def test_as_completed_yields_a_run_cancelled_while_waited_on(gated: RunningFormation, gate: Gate) -> None:
+def test_as_completed_yields_a_run_cancelled_while_waited_on(gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_as_completed.py::test_no_timeout
     (one future cancelled while as_completed waits)."""
     cancelled, other = gated.submit(1), gated.submit(2)
@@ -386,7 +367,7 @@ def test_as_completed_yields_a_run_cancelled_while_waited_on(gated: RunningForma
 
 
 def test_a_done_callback_sees_the_runs_result_its_error_or_its_cancellation(
-        gated: RunningFormation, gate: Gate, running: RunningFormation) -> None:
+        gated: RunningFormation, held: Gate, running: RunningFormation) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_done_callback_with_result
     (and ::test_done_callback_with_exception, ::test_done_callback_with_cancel)."""
     seen: list[Any] = []
@@ -412,17 +393,17 @@ def test_a_done_callback_added_after_the_run_finished_runs_at_once_on_the_caller
 
 
 def test_a_done_callback_runs_at_once_inside_the_cancel_that_cancels_its_run(
-        gated: RunningFormation, gate: Gate) -> None:
+        gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_done_callback_with_cancel:
     CPython runs the callback before cancel() returns; so does a run's future."""
     seen: list[bool] = []
     future = gated.submit(1)
     future.add_done_callback(lambda f: seen.append(f.cancelled()))
-    assert gate.reached.wait(3)
+    assert held.reached.wait(3)
     assert future.cancel() and seen == [True]
 
 
-def test_a_done_callback_added_after_cancel_runs_at_once(gated: RunningFormation, gate: Gate) -> None:
+def test_a_done_callback_added_after_cancel_runs_at_once(gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_done_callback_already_cancelled."""
     future = gated.submit(1)
     assert future.cancel()
@@ -432,7 +413,7 @@ def test_a_done_callback_added_after_cancel_runs_at_once(gated: RunningFormation
 
 
 def test_a_raising_done_callback_is_logged_and_the_next_one_still_runs_once(
-        gated: RunningFormation, gate: Gate, caplog: pytest.LogCaptureFixture) -> None:
+        gated: RunningFormation, held: Gate, caplog: pytest.LogCaptureFixture) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_done_callback_raises."""
     calls: list[str] = []
 
@@ -444,7 +425,7 @@ def test_a_raising_done_callback_is_logged_and_the_next_one_still_runs_once(
         future = gated.submit(1)
         future.add_done_callback(raising)
         future.add_done_callback(lambda _: calls.append("next"))
-        gate.opened.set()
+        held.opened.set()
         future.result(timeout=3)
         assert until(lambda: len(calls) == 2)
         future.add_done_callback(raising)  # already done: at once, logged too
@@ -453,7 +434,7 @@ def test_a_raising_done_callback_is_logged_and_the_next_one_still_runs_once(
     assert len(logged) == 2 and all("doh!" in str(r.exc_info[1]) for r in logged if r.exc_info)
 
 
-def test_done_callbacks_run_once_each_in_the_order_they_were_added(gated: RunningFormation, gate: Gate) -> None:
+def test_done_callbacks_run_once_each_in_the_order_they_were_added(gated: RunningFormation, held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_done_callback_with_result
     (many callbacks, added while the runs are unfinished: each called once, in order)."""
     calls: list[tuple[int, int]] = []
@@ -461,7 +442,7 @@ def test_done_callbacks_run_once_each_in_the_order_they_were_added(gated: Runnin
     for n, future in enumerate(futures):
         for i in range(3):
             future.add_done_callback(lambda f, n=n, i=i: calls.append((n, i)))
-    gate.opened.set()
+    held.opened.set()
     wait(futures, timeout=3)
     assert until(lambda: len(calls) == 30)
     time.sleep(0.02)  # nothing more comes

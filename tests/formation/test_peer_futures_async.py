@@ -17,35 +17,10 @@ from typing import Any
 
 import pytest
 
+from tests.formation.test_peer_anyio import Sleeper  # the async node the two files share
+from tests.support.peers import a_until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
-
-
-class Sleeper:
-    """An async node that sleeps ``x`` seconds (``"bad"``: raises), noting starts and finallys."""
-
-    def __init__(self) -> None:
-        self.started: list[Any] = []
-        self.finished: list[Any] = []
-
-    async def __call__(self, x: Any) -> Any:
-        self.started.append(x)
-        try:
-            if x == "bad":
-                raise ValueError("bad input")
-            await asyncio.sleep(x)
-            return x
-        finally:
-            self.finished.append(x)
-
-
-async def until(check: Any, within: float = 3.0) -> bool:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.005)
-    return True
 
 
 def test_wrap_future_awaits_a_runs_future_on_an_event_loop() -> None:
@@ -68,12 +43,12 @@ def test_cancelling_the_wrapped_future_cancels_the_run_and_its_finally_runs() ->
         with Formation("c").add_function("n", node).start() as running:
             future = running.submit(5)
             wrapped = asyncio.wrap_future(future)
-            assert await until(lambda: node.started == [5])
+            assert await a_until(lambda: node.started == [5])
             wrapped.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await wrapped
-            assert await until(lambda: future.cancelled() and running.in_flight == 0)
-            assert await until(lambda: node.finished == [5])
+            assert await a_until(lambda: future.cancelled() and running.in_flight == 0)
+            assert await a_until(lambda: node.finished == [5])
 
     asyncio.run(main())
 
@@ -103,7 +78,7 @@ def test_wait_for_timing_out_on_arun_cancels_the_run_and_its_finally_runs() -> N
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(f.arun(5), 0.1)
         took = time.monotonic() - started
-        assert await until(lambda: node.finished == [5])
+        assert await a_until(lambda: node.finished == [5])
         return took
 
     assert asyncio.run(main()) < 2
@@ -166,11 +141,11 @@ def test_cancelling_a_gather_of_asubmits_cancels_every_run_and_their_finallys_ru
     async def main() -> None:
         async with Formation("cg").add_function("n", node, concurrency=3).astart() as running:
             gathered = asyncio.gather(*(running.asubmit(5) for _ in range(3)))
-            assert await until(lambda: len(node.started) == 3)
+            assert await a_until(lambda: len(node.started) == 3)
             gathered.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await gathered
-            assert await until(lambda: running.in_flight == 0 and len(node.finished) == 3)
+            assert await a_until(lambda: running.in_flight == 0 and len(node.finished) == 3)
             assert (await running.asubmit(0.01)).output == 0.01  # the formation still serves
 
     asyncio.run(main())

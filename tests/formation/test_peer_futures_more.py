@@ -13,34 +13,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import CancelledError, wait
 from typing import Any
 
 import pytest
 
-from tests.support.peers import local_ray, until  # noqa: F401  (local_ray: a fixture)
+from tests.support.peers import Gate, local_ray, until  # noqa: F401  (local_ray: a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
-
-
-class Gate:
-    """A function node that says it was reached, then waits until opened (at most 5 s)."""
-
-    def __init__(self) -> None:
-        self.reached, self.opened = threading.Event(), threading.Event()
-
-    def __call__(self, x: Any) -> Any:
-        self.reached.set()
-        self.opened.wait(5)
-        return x
-
-
-@pytest.fixture
-def gate() -> Iterator[Gate]:
-    g = Gate()
-    yield g
-    g.opened.set()
 
 
 def inc(x: int) -> int:
@@ -58,13 +38,13 @@ def test_submit_after_stop_raises_naming_start() -> None:
         running.submit(1)
 
 
-def test_stop_fails_every_pending_run_at_once_and_leaves_no_future_unresolved(gate: Gate) -> None:
+def test_stop_fails_every_pending_run_at_once_and_leaves_no_future_unresolved(held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_shutdown.py::test_cancel_futures.
     CPython cancels the queued futures; stop() fails every unfinished run, in flight or queued."""
-    running = Formation("g").add_function("wait", gate).start()
+    running = Formation("g").add_function("wait", held).start()
     futures = [running.submit(i) for i in range(5)]
-    assert gate.reached.wait(3)
-    gate.opened.set()  # the attempt in flight returns within stop()'s grace
+    assert held.reached.wait(3)
+    held.opened.set()  # the attempt in flight returns within stop()'s grace
     running.stop()
     done, not_done = wait(futures, timeout=0)
     assert done == set(futures) and not not_done
@@ -74,20 +54,20 @@ def test_stop_fails_every_pending_run_at_once_and_leaves_no_future_unresolved(ga
             assert f"formation 'g' stopped before run {future.run_id} finished" in str(future.exception())
 
 
-def test_stop_with_a_run_stuck_in_node_code_returns_within_its_grace(gate: Gate) -> None:
+def test_stop_with_a_run_stuck_in_node_code_returns_within_its_grace(held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_shutdown.py::test_shutdown_no_wait
     (the caller is not held by work that does not end)."""
-    running = Formation("s").add_function("wait", gate).start()
+    running = Formation("s").add_function("wait", held).start()
     future = running.submit(1)
-    assert gate.reached.wait(3)
+    assert held.reached.wait(3)
     started = time.monotonic()
     running.stop(timeout=0.1)
     assert time.monotonic() - started < 1.5
     assert isinstance(future.exception(timeout=0), FormationRuntimeError)
-    gate.opened.set()
+    held.opened.set()
 
 
-def test_leaving_the_with_block_resolves_the_runs_submitted_in_it(gate: Gate) -> None:
+def test_leaving_the_with_block_resolves_the_runs_submitted_in_it(held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_shutdown.py::test_context_manager_shutdown."""
     with Formation("c").add_function("inc", inc).start() as running:
         futures = [running.submit(i) for i in range(20)]
@@ -96,53 +76,53 @@ def test_leaving_the_with_block_resolves_the_runs_submitted_in_it(gate: Gate) ->
     assert finished == [i + 1 for i in range(20) if futures[i].exception() is None]
 
 
-def test_stop_twice_is_harmless_and_cancel_after_stop_returns_false(gate: Gate) -> None:
+def test_stop_twice_is_harmless_and_cancel_after_stop_returns_false(held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_shutdown.py::test_hang_issue12364
     (shutdown after shutdown; nothing hangs)."""
-    running = Formation("t").add_function("wait", gate).start()
+    running = Formation("t").add_function("wait", held).start()
     future = running.submit(1)
-    gate.opened.set()
+    held.opened.set()
     running.stop()
     running.stop()
     assert not future.cancel() and not running.cancel(future.run_id) and future.done()
 
 
-def test_a_done_callback_may_stop_the_formation_and_the_other_runs_end_failed(gate: Gate) -> None:
+def test_a_done_callback_may_stop_the_formation_and_the_other_runs_end_failed(held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_shutdown.py::test_hang_gh94440
     (shutdown called from a callback of the executor's own future)."""
-    f = Formation("cb").add_function("wait", gate, concurrency=2)
+    f = Formation("cb").add_function("wait", held, concurrency=2)
     running = f.start()
     stopped = threading.Event()
     try:
         other = running.submit("held")
-        assert gate.reached.wait(3)
+        assert held.reached.wait(3)
         first = running.submit("quick")
         first.add_done_callback(lambda _: (running.stop(timeout=0.1), stopped.set()))
-        gate.opened.set()  # both finish; the first one's callback stops the formation
+        held.opened.set()  # both finish; the first one's callback stops the formation
         assert stopped.wait(3)
         assert first.result(timeout=0).output == "quick" and other.done()
     finally:
-        gate.opened.set()
+        held.opened.set()
         running.stop()
 
 
 # --- done callbacks that call back into the formation ------------------------------------
 
 
-def test_a_done_callback_may_cancel_another_run_of_the_formation(gate: Gate) -> None:
+def test_a_done_callback_may_cancel_another_run_of_the_formation(held: Gate) -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_done_callback_with_cancel
     (the cancel made from another future's callback)."""
-    f = Formation("x").add_function("wait", gate, concurrency=2)
+    f = Formation("x").add_function("wait", held, concurrency=2)
     with f.start() as running:
-        held = running.submit("held")
-        assert gate.reached.wait(3)
+        stuck = running.submit("held")
+        assert held.reached.wait(3)
         answers: list[bool] = []
         quick = running.submit("quick", timeout=0.02)  # fails by its timeout while the gate is shut
-        quick.add_done_callback(lambda _: answers.append(held.cancel()))
+        quick.add_done_callback(lambda _: answers.append(stuck.cancel()))
         with pytest.raises(CancelledError):
-            held.result(timeout=3)
+            stuck.result(timeout=3)
         assert until(lambda: answers == [True])
-        gate.opened.set()
+        held.opened.set()
 
 
 def test_a_result_set_by_hand_on_a_runs_future_wins_and_the_run_still_ends_quietly(
@@ -150,12 +130,12 @@ def test_a_result_set_by_hand_on_a_runs_future_wins_and_the_run_still_ends_quiet
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_future.py::test_multiple_set_result
     (the second set_result is refused): a result set by hand on a run's future is kept, and
     the run ending later does not make the runtime log that it failed."""
-    gate = Gate()
-    with Formation("byhand").add_function("wait", gate).start() as running:
+    held = Gate()
+    with Formation("byhand").add_function("wait", held).start() as running:
         future = running.submit(1)
-        assert gate.reached.wait(3)
+        assert held.reached.wait(3)
         future.set_result("mine")
-        gate.opened.set()
+        held.opened.set()
         assert until(lambda: running.in_flight == 0)
         assert running.submit(2).result(timeout=3).output == 2
     assert future.result() == "mine"

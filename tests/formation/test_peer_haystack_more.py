@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,12 +36,6 @@ def double(x: int) -> int:
 def total(values: dict[str, int]) -> int:
     """Haystack's Sum: the sum of whatever the variadic input received."""
     return sum(values.values())
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def complex_pipeline() -> Formation:

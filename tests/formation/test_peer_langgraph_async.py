@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,12 +21,6 @@ from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.store import RunStore
 
 SLACK = 1.0  # a loaded, shared 2-core machine
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 class Hang:

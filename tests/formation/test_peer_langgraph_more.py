@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,12 +19,6 @@ import pytest
 from wingman_actors import Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError, MapItemsError
 from wingman_actors.store import RunStore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 class Log:

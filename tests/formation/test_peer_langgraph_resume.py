@@ -7,9 +7,7 @@ subgraphs, and the causal order of streamed events. (Split from
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from concurrent.futures import CancelledError
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +18,6 @@ from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.store import RunStore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def test_a_run_that_fails_in_its_second_iteration_resumes_from_there(store: RunStore) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Any
@@ -38,12 +37,6 @@ from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def flaky(fails: int, counter: Counter, exc: type[Exception] = ValueError) -> Any:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,12 +27,6 @@ from wingman_actors.store import RunStore
 
 def add(n: int) -> Any:
     return lambda x: x + n
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def test_a_first_value_join_cancels_the_coroutines_of_the_async_branches_it_did_not_take() -> None:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,12 +27,6 @@ from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def approved(text: str) -> bool:

@@ -20,8 +20,7 @@ Where we deliberately differ:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,13 +31,6 @@ from wingman_actors.errors import FormationRuntimeError, NoRouteError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.orchestration import Blackboard
 from wingman_actors.store import RunStore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
-
 
 # -- steps and events ------------------------------------------------------------------
 
@@ -279,20 +271,15 @@ def test_a_failing_step_without_a_handler_fails_the_process_naming_the_step_and_
     assert caught.value.nodes["a"].output == 1 and caught.value.nodes["boom"].status == "failed"
 
 
-def test_an_error_handler_inside_a_cycle_lets_the_loop_go_on() -> None:
-    """From semantic-kernel python/tests/unit/processes (a step whose error event is routed back into the
-    process: the failure is handled and the next step runs)."""
-    attempts = Counter()
-
-    def flaky(n: int) -> int:
-        if attempts.hit("flaky") == 1:
-            raise ConnectionError("first try fails")
-        return n * 2
+def recovering(flaky: Callable[[int], int]) -> Formation:
+    """An error event routed back into a cycle: ``start -> flaky -> out``; an error of ``flaky``
+    goes to ``recover`` (the failed input plus 100), whose answer goes back into ``flaky``.
+    (test_peer_sk_ray.py runs it on Ray.)"""
 
     def recover(failure: NodeFailure) -> int:
         return int(failure.input) + 100
 
-    f = (
+    return (
         Formation("recovering")
         .add_function("start", lambda n: n)
         .add_function("flaky", flaky)
@@ -303,7 +290,19 @@ def test_an_error_handler_inside_a_cycle_lets_the_loop_go_on() -> None:
         .connect("flaky", "recover", on_error=True)
         .connect("recover", "flaky", when=lambda n: n > 0)
     )
-    result = f.run(1)
+
+
+def test_an_error_handler_inside_a_cycle_lets_the_loop_go_on() -> None:
+    """From semantic-kernel python/tests/unit/processes (a step whose error event is routed back into the
+    process: the failure is handled and the next step runs)."""
+    attempts = Counter()
+
+    def flaky(n: int) -> int:
+        if attempts.hit("flaky") == 1:
+            raise ConnectionError("first try fails")
+        return n * 2
+
+    result = recovering(flaky).run(1)
 
     assert result.output == 202 and attempts.count("flaky") == 2
 

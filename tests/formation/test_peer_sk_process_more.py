@@ -14,8 +14,6 @@ are not run again to rebuild it."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,12 +24,6 @@ from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation import NodeFailure
 from wingman_actors.orchestration import Blackboard
 from wingman_actors.store import RunStore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def approval_loop(counter: Counter) -> Formation:

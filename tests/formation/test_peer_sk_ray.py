@@ -5,25 +5,18 @@ versions and where we differ."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.formation.test_peer_sk_process import recovering
 from tests.support.peers import local_ray  # noqa: F401  (a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
-from wingman_actors.formation import NodeFailure
 from wingman_actors.store import RunStore
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "runs.sqlite") as s:
-        yield s
 
 
 def flaky_once(n: int) -> int:
@@ -32,25 +25,10 @@ def flaky_once(n: int) -> int:
     return n * 2
 
 
-def recover(failure: NodeFailure) -> int:
-    return int(failure.input) + 100
-
-
 def test_a_step_error_routed_back_into_a_cycle_works_on_ray() -> None:
     """From semantic-kernel python/tests/unit/processes/dapr_runtime/test_step_actor.py (a step's error event
     is routed by the actor runtime as on the local one)."""
-    f = (
-        Formation("recovering")
-        .add_function("start", lambda x: x)
-        .add_function("flaky", flaky_once)
-        .add_function("recover", recover)
-        .add_function("out", lambda n: n)
-        .connect("start", "flaky")
-        .connect("flaky", "out")
-        .connect("flaky", "recover", on_error=True)
-        .connect("recover", "flaky", when=lambda n: n > 0)
-    )
-    result = f.run(1, backend="ray", timeout=120)
+    result = recovering(flaky_once).run(1, backend="ray", timeout=120)
 
     assert result.output == 202 and result.nodes["flaky"].status == "succeeded"
     assert result.nodes["flaky"].visits == 2 and result.nodes["recover"].outputs == [101]

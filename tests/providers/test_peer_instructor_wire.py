@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -30,11 +30,7 @@ from tests.providers.test_openai import chunk, completion, sse, usage_chunk
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors import Agent, Session, tool
 from wingman_actors.errors import AgentError, ErrorKind
-from wingman_actors.providers import RetryPolicy
-from wingman_actors.providers._anthropic import build_anthropic
 from wingman_actors.providers._base import BaseProvider
-from wingman_actors.providers._ollama import build_ollama
-from wingman_actors.providers._openai import build_openai
 
 PEER = "instructor-ai/instructor"
 
@@ -70,33 +66,19 @@ def register(
     return f"registered {name}"
 
 
-@pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "ANTHROPIC_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
-def providers(loopback: LoopbackServer) -> Iterator[Callable[..., BaseProvider]]:
+def providers(loopback: LoopbackServer, build_provider: Callable[..., BaseProvider]) -> Callable[..., BaseProvider]:
     """``make(kind, **options)`` builds a provider of that kind on the loopback server."""
-    made: list[BaseProvider] = []
+    base: dict[str, dict[str, Any]] = {
+        "openai": {"model": "gpt-4o-mini", "base_url": f"{loopback.url}/v1", "api_key": "sk-test"},
+        "anthropic": {"model": "claude-test-model", "base_url": loopback.url, "api_key": "k", "max_retries": 0},
+        "ollama": {"model": "llama3.2", "base_url": loopback.url},
+    }
 
     def make(kind: str, **options: Any) -> BaseProvider:
-        if kind == "openai":
-            provider: BaseProvider = build_openai(
-                {"model": "gpt-4o-mini", "base_url": f"{loopback.url}/v1", "api_key": "sk-test", **options})
-        elif kind == "anthropic":
-            provider = build_anthropic({"model": "claude-test-model", "base_url": loopback.url, "api_key": "k",
-                                        "max_retries": 0, **options})
-        else:
-            provider = build_ollama({"model": "llama3.2", "base_url": loopback.url, **options})
-        provider.retry = RetryPolicy(0, base_delay=0.001, max_delay=0.002)
-        made.append(provider)
-        return provider
+        return build_provider(kind, {**base[kind], **options})
 
-    yield make
-    for provider in made:
-        provider.close()
+    return make
 
 
 def answer(kind: str, text: str, *, cut: bool = False, tokens: tuple[int, int] = (19, 10)) -> Reply:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,7 +20,6 @@ from tests.providers.test_openai import completion
 from tests.support.loopback import LoopbackServer, Reply, free_port
 from wingman_actors.core import InferenceRequest, Message
 from wingman_actors.errors import AgentError, ErrorKind
-from wingman_actors.providers import RetryPolicy, new_provider
 from wingman_actors.providers._base import BaseProvider
 
 MAPPING = "BerriAI/litellm tests/test_litellm/litellm_core_utils/test_exception_mapping_utils.py"
@@ -29,12 +28,6 @@ RETRIES = "BerriAI/litellm tests/local_testing/test_completion_with_retries.py"
 
 PROVIDERS = ["openai", "ollama", "anthropic"]
 REQUEST = InferenceRequest(messages=[Message.user("Hi")])
-
-
-@pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def options(provider: str, url: str) -> dict[str, Any]:
@@ -46,19 +39,11 @@ def options(provider: str, url: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def make(loopback: LoopbackServer) -> Iterator[Callable[..., BaseProvider]]:
-    made: list[BaseProvider] = []
-
+def make(loopback: LoopbackServer, build_provider: Callable[..., BaseProvider]) -> Callable[..., BaseProvider]:
     def build(provider: str, max_retries: int = 0, url: str | None = None, **extra: Any) -> BaseProvider:
-        built = new_provider(provider, {**options(provider, url or loopback.url), **extra})
-        assert isinstance(built, BaseProvider)
-        built.retry = RetryPolicy(max_retries, base_delay=0.001, max_delay=0.002)
-        made.append(built)
-        return built
+        return build_provider(provider, {**options(provider, url or loopback.url), **extra}, max_retries)
 
-    yield build
-    for provider in made:
-        provider.close()
+    return build
 
 
 def failure(provider: str, status: int, message: str, headers: dict[str, str] | None = None,

@@ -40,12 +40,6 @@ def broken(city: str) -> str:
     raise RuntimeError(f"no station in {city}")
 
 
-@pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def providers(loopback: LoopbackServer) -> Iterator[dict[str, BaseProvider]]:
     built = {

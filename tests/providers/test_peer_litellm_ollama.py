@@ -5,48 +5,27 @@ what is asserted is our InferenceResponse and stream events."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.providers.test_ollama import MODEL, chat_reply, final_line, line
-from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
+from tests.providers.test_peer_wire_openai import answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import InferenceRequest, Message, StreamEventType, Usage
-from wingman_actors.providers import RetryPolicy, new_provider
 from wingman_actors.providers._base import BaseProvider
 
 ITERATOR = "BerriAI/litellm tests/test_litellm/llms/ollama/test_ollama_chat_transformation.py::TestOllamaReasoningContentStreaming"
 REQUEST = InferenceRequest(messages=[Message.user("Why is the sky blue?")])
 
 
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture(autouse=True)
-def _no_ollama_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OLLAMA_HOST", raising=False)
-
-
 @pytest.fixture
-def make(loopback: LoopbackServer, mode: str) -> Iterator[Callable[..., BaseProvider]]:
-    made: list[BaseProvider] = []
-
+def make(loopback: LoopbackServer, built: Callable[..., BaseProvider]) -> Callable[..., BaseProvider]:
     def build(**options: Any) -> BaseProvider:
-        transport = {} if mode == "sync" else {"async_transport": mode}
-        provider = new_provider("ollama", {"model": MODEL, "base_url": loopback.url, **transport, **options})
-        assert isinstance(provider, BaseProvider)
-        provider.retry = RetryPolicy(0)
-        made.append(provider)
-        return provider
+        return built("ollama", {"model": MODEL, "base_url": loopback.url, **options})
 
-    yield build
-    for provider in made:
-        provider.close()
+    return build
 
 
 def thought(text: str, **extra: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ format. What is asserted is the session's Result, its events, and its errors."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -27,7 +27,6 @@ from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors import Agent, Session, tool
 from wingman_actors.core import StreamEventType, Usage
 from wingman_actors.errors import AgentError, ErrorKind
-from wingman_actors.providers import RetryPolicy, new_provider
 from wingman_actors.providers._base import BaseProvider
 
 STREAMING = "BerriAI/litellm tests/local_testing/test_streaming.py"
@@ -41,12 +40,6 @@ def get_weather(city: str) -> str:
     return f"sunny in {city}"
 
 
-@pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture(params=PROVIDERS)
 def name(request: pytest.FixtureRequest) -> str:
     value: str = request.param
@@ -54,17 +47,13 @@ def name(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def provider(loopback: LoopbackServer, name: str) -> Iterator[BaseProvider]:
+def provider(loopback: LoopbackServer, name: str, build_provider: Callable[..., BaseProvider]) -> BaseProvider:
     options: dict[str, Any] = {
         "openai": {"model": "gpt-4o", "base_url": f"{loopback.url}/v1"},
         "ollama": {"model": "llama3.2", "base_url": loopback.url},
         "anthropic": {"model": "claude-test-model", "base_url": loopback.url, "api_key": "test-key"},
     }[name]
-    built = new_provider(name, {**options, "async_transport": "httpx"})
-    assert isinstance(built, BaseProvider)
-    built.retry = RetryPolicy(2, base_delay=0.001, max_delay=0.002)
-    yield built
-    built.close()
+    return build_provider(name, {**options, "async_transport": "httpx"}, 2)
 
 
 def text_answer(name: str, *pieces: str, prompt: int = 11, completion_tokens: int = 7) -> Reply:

@@ -8,17 +8,16 @@ user sees: our InferenceResponse and stream events."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.providers.test_openai import chunk, completion, sse, tool_call, usage_chunk
-from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
+from tests.providers.test_peer_wire_openai import answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import ContentBlock, StreamEventType, Usage
 from wingman_actors.errors import AgentError
-from wingman_actors.providers import RetryPolicy, new_provider
 from wingman_actors.providers._base import BaseProvider
 
 LITELLM = "BerriAI/litellm"
@@ -27,33 +26,12 @@ EMPTY = f"{LITELLM} tests/test_litellm/litellm_core_utils/test_empty_choices_str
 MISTRAL = f"{LITELLM} tests/test_litellm/llms/mistral/test_mistral_chat_transformation.py"
 
 
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture(autouse=True)
-def _no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
 @pytest.fixture
-def make(loopback: LoopbackServer, mode: str) -> Iterator[Callable[..., BaseProvider]]:
-    made: list[BaseProvider] = []
-
+def make(loopback: LoopbackServer, built: Callable[..., BaseProvider]) -> Callable[..., BaseProvider]:
     def build(**options: Any) -> BaseProvider:
-        transport = {} if mode == "sync" else {"async_transport": mode}
-        provider = new_provider("openai", {"model": "gpt-4o", "base_url": f"{loopback.url}/v1", **transport, **options})
-        assert isinstance(provider, BaseProvider)
-        provider.retry = RetryPolicy(0)
-        made.append(provider)
-        return provider
+        return built("openai", {"model": "gpt-4o", "base_url": f"{loopback.url}/v1", **options})
 
-    yield build
-    for provider in made:
-        provider.close()
+    return build
 
 
 def call_delta(index: int | None, *, id: str | None = None, name: str | None = None, args: str = "") -> dict[str, Any]:

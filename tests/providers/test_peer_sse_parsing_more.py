@@ -11,40 +11,40 @@ import pytest
 
 from tests.providers.test_peer_sse_parsing import (
     SSE,
+    Reads,
     anthropic,
     anthropic_body,
     anthropic_events,
-    mode,
+    anthropic_reads,
     openai,
     openai_body,
     openai_events,
+    openai_reads,
 )
 from tests.providers.test_peer_wire_openai import streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.errors import AgentError
 from wingman_actors.providers._base import BaseProvider
 
-__all__ = ["anthropic", "mode", "openai"]  # fixtures, shared with test_peer_sse_parsing.py
+__all__ = ["anthropic", "anthropic_reads", "openai", "openai_reads"]  # fixtures, shared with test_peer_sse_parsing.py
 
 
 @pytest.mark.parametrize("body", [b"", b": only a comment\n\n", b"\n\n\n"], ids=["empty", "comment", "blank"])
 def test_an_openai_stream_with_no_events_is_an_error_not_an_empty_answer(
-    loopback: LoopbackServer, openai: Callable[[], BaseProvider], mode: str, body: bytes
+    openai_reads: Reads, body: bytes
 ) -> None:
     """From florimondmanca/httpx-sse tests/test_decoders.py::test_iter_sse_unknown_field (a stream yielding no event)."""
-    loopback.queue(Reply(200, body, SSE))
     with pytest.raises(AgentError, match=r"ended before \[DONE\]"):
-        streamed(openai(), mode)
+        openai_reads(body)
 
 
 @pytest.mark.parametrize("body", [b"", b": only a comment\n\n"], ids=["empty", "comment"])
 def test_an_anthropic_stream_with_no_events_is_an_error_not_an_empty_answer(
-    loopback: LoopbackServer, anthropic: Callable[[], BaseProvider], mode: str, body: bytes
+    anthropic_reads: Reads, body: bytes
 ) -> None:
     """From florimondmanca/httpx-sse tests/test_decoders.py::test_iter_sse_unknown_field (a stream yielding no event)."""
-    loopback.queue(Reply(200, body, SSE))
     with pytest.raises(AgentError):
-        streamed(anthropic(), mode)
+        anthropic_reads(body)
 
 
 def test_an_openai_answer_is_returned_at_done_though_the_server_keeps_the_connection_open(
@@ -69,36 +69,29 @@ def test_an_anthropic_answer_complete_at_message_stop_is_returned_though_the_ser
     assert (response.text, response.stop_reason) == ("kept open", "end_turn")
 
 
-def test_openai_chunks_in_events_named_message_are_read_like_unnamed_ones(
-    loopback: LoopbackServer, openai: Callable[[], BaseProvider], mode: str
-) -> None:
+def test_openai_chunks_in_events_named_message_are_read_like_unnamed_ones(openai_reads: Reads) -> None:
     """From florimondmanca/httpx-sse tests/test_decoders.py::test_iter_sse_event (``event:`` names the event;
     ``message`` is the default name)."""
     body = "".join(f"event: message\ndata: {e}\n\n" for e in openai_events("na", "med")) + "data: [DONE]\n\n"
-    loopback.queue(Reply(200, body.encode(), SSE))
-    _, response = streamed(openai(), mode)
+    response = openai_reads(body.encode())
     assert response.text == "named"
 
 
-def test_openai_data_with_several_leading_spaces_and_trailing_ones_is_still_json(
-    loopback: LoopbackServer, openai: Callable[[], BaseProvider], mode: str
-) -> None:
+def test_openai_data_with_several_leading_spaces_and_trailing_ones_is_still_json(openai_reads: Reads) -> None:
     """From florimondmanca/httpx-sse tests/test_decoders.py::test_iter_sse_whatwg_example2 (only the first space
     after the colon is dropped: ``data:  third event`` keeps one)."""
     body = "".join(f"data:   {e}   \n\n" for e in openai_events("sp", "aced")) + "data:  [DONE] \n\n"
-    loopback.queue(Reply(200, body.encode(), SSE))
-    _, response = streamed(openai(), mode)
+    response = openai_reads(body.encode())
     assert response.text == "spaced"
 
 
 def test_an_anthropic_stream_whose_events_have_no_event_line_is_an_error_naming_what_was_missing(
-    loopback: LoopbackServer, anthropic: Callable[[], BaseProvider], mode: str
+    anthropic_reads: Reads
 ) -> None:
     """From florimondmanca/httpx-sse tests/test_decoders.py::test_iter_sse_whatwg_example1 (an event with no
     ``event:`` line is a ``message``). Differs: the Anthropic SDK's decoder (used as it is) dispatches on the
     event's name, so a gateway that drops the names gives no answer; it is an error saying the stream
     ended before ``message_stop``, not an empty answer. Anthropic's API always names its events."""
     body = "".join(f"data: {json.dumps(data)}\n\n" for _, data in anthropic_events("no ", "names"))
-    loopback.queue(Reply(200, body.encode(), SSE))
     with pytest.raises(AgentError, match="before message_stop"):
-        streamed(anthropic(), mode)
+        anthropic_reads(body.encode())

@@ -8,7 +8,7 @@ is asserted is our InferenceResponse, stream events and AgentError kinds."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,8 +28,7 @@ from tests.providers.test_peer_wire_openai import answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import StreamEventType, Usage
 from wingman_actors.errors import AgentError, ErrorKind
-from wingman_actors.providers import RetryPolicy
-from wingman_actors.providers._anthropic import _sdk_aiohttp, build_anthropic
+from wingman_actors.providers._anthropic import _sdk_aiohttp
 from wingman_actors.providers._base import BaseProvider
 
 MODES = [
@@ -47,20 +46,11 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def make(loopback: LoopbackServer, mode: str) -> Iterator[Callable[..., BaseProvider]]:
-    made: list[BaseProvider] = []
-
+def make(loopback: LoopbackServer, built: Callable[..., BaseProvider]) -> Callable[..., BaseProvider]:
     def build(max_retries: int = 0, **options: Any) -> BaseProvider:
-        transport = {} if mode == "sync" else {"async_transport": mode}
-        provider = build_anthropic({"api_key": "test-key", "base_url": loopback.url, "model": MODEL,
-                                    **transport, **options})
-        provider.retry = RetryPolicy(max_retries, base_delay=0.001, max_delay=0.002)
-        made.append(provider)
-        return provider
+        return built("anthropic", {"api_key": "test-key", "base_url": loopback.url, "model": MODEL, **options}, max_retries)
 
-    yield build
-    for provider in made:
-        provider.close()
+    return build
 
 
 def tool_block(id: str = "toolu_01", name: str = "get_weather") -> dict[str, Any]:

@@ -7,13 +7,13 @@ transports); what is asserted is our InferenceResponse, stream events and AgentE
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.providers.test_ollama import MODEL, chat_reply, final_line, line
-from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
+from tests.providers.test_peer_wire_openai import answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import (
     ContentBlock,
@@ -24,9 +24,7 @@ from wingman_actors.core import (
     Usage,
 )
 from wingman_actors.errors import AgentError, ErrorKind
-from wingman_actors.providers import RetryPolicy
 from wingman_actors.providers._base import BaseProvider
-from wingman_actors.providers._ollama import build_ollama
 
 WEATHER = ToolDefinition(
     name="get_weather",
@@ -47,31 +45,12 @@ def ollama_call(name: str, arguments: Any, **extra: Any) -> dict[str, Any]:
     return {"function": {"name": name, "arguments": arguments}, **extra}
 
 
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture(autouse=True)
-def _no_ollama_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OLLAMA_HOST", raising=False)
-
-
 @pytest.fixture
-def make(loopback: LoopbackServer, mode: str) -> Iterator[Callable[..., BaseProvider]]:
-    made: list[BaseProvider] = []
-
+def make(loopback: LoopbackServer, built: Callable[..., BaseProvider]) -> Callable[..., BaseProvider]:
     def build(max_retries: int = 0, **options: Any) -> BaseProvider:
-        transport = {} if mode == "sync" else {"async_transport": mode}
-        provider = build_ollama({"model": MODEL, "base_url": loopback.url, **transport, **options})
-        provider.retry = RetryPolicy(max_retries, base_delay=0.001, max_delay=0.002)
-        made.append(provider)
-        return provider
+        return built("ollama", {"model": MODEL, "base_url": loopback.url, **options}, max_retries)
 
-    yield build
-    for provider in made:
-        provider.close()
+    return build
 
 
 # --- plain and streamed answers -------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,20 +26,12 @@ from wingman_actors.core import (
     Usage,
 )
 from wingman_actors.errors import AgentError, ErrorKind
-from wingman_actors.providers import RetryPolicy
-from wingman_actors.providers._aiohttp import aiohttp_installed
 from wingman_actors.providers._base import BaseProvider
-from wingman_actors.providers._openai import build_openai
 
 SDK = "openai/openai-python"
 STREAMING = f"{SDK} tests/lib/chat/test_completions_streaming.py"
 CLIENT = f"{SDK} tests/test_client.py"
 
-MODES = [
-    "sync",
-    "httpx",
-    pytest.param("aiohttp", marks=pytest.mark.skipif(not aiohttp_installed(), reason="aiohttp extra not installed")),
-]
 WEATHER = ToolDefinition(
     name="get_weather",
     description="Current weather for a city",
@@ -91,34 +83,12 @@ def of_type(events: list[StreamEvent], kind: StreamEventType) -> list[StreamEven
     return [e for e in events if e.type is kind]
 
 
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture(autouse=True)
-def _no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
 @pytest.fixture
-def make(loopback: LoopbackServer, mode: str) -> Iterator[Callable[..., BaseProvider]]:
-    made: list[BaseProvider] = []
-
+def make(loopback: LoopbackServer, built: Callable[..., BaseProvider]) -> Callable[..., BaseProvider]:
     def build(max_retries: int = 0, **options: Any) -> BaseProvider:
-        transport = {} if mode == "sync" else {"async_transport": mode}
-        provider = build_openai(
-            {"model": "gpt-4o", "base_url": f"{loopback.url}/v1", "api_key": "sk-test", **transport, **options}
-        )
-        provider.retry = RetryPolicy(max_retries, base_delay=0.001, max_delay=0.002)
-        made.append(provider)
-        return provider
+        return built("openai", {"model": "gpt-4o", "base_url": f"{loopback.url}/v1", "api_key": "sk-test", **options}, max_retries)
 
-    yield build
-    for provider in made:
-        provider.close()
+    return build
 
 
 def call_delta(index: int, *, id: str | None = None, name: str | None = None, args: str = "") -> dict[str, Any]:

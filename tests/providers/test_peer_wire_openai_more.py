@@ -6,49 +6,25 @@ timeouts mid-stream, and tool-call deltas that come in unusual shapes."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.providers.test_openai import chunk, completion, sse, usage_chunk
-from tests.providers.test_peer_wire_openai import MODES, answered, of_type, streamed
+from tests.providers.test_peer_wire_openai import answered, of_type, streamed
 from tests.support.loopback import LoopbackServer, Reply
 from wingman_actors.core import StreamEventType
 from wingman_actors.errors import AgentError, ErrorKind
-from wingman_actors.providers import RetryPolicy
 from wingman_actors.providers._base import BaseProvider
-from wingman_actors.providers._openai import build_openai
-
-
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture(autouse=True)
-def _no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
 
 @pytest.fixture
-def make(loopback: LoopbackServer, mode: str) -> Iterator[Callable[..., BaseProvider]]:
-    made: list[BaseProvider] = []
-
+def make(loopback: LoopbackServer, built: Callable[..., BaseProvider]) -> Callable[..., BaseProvider]:
     def build(max_retries: int = 0, **options: Any) -> BaseProvider:
-        transport = {} if mode == "sync" else {"async_transport": mode}
-        provider = build_openai(
-            {"model": "gpt-4o", "base_url": f"{loopback.url}/v1", "api_key": "sk-test", **transport, **options}
-        )
-        provider.retry = RetryPolicy(max_retries, base_delay=0.001, max_delay=0.002)
-        made.append(provider)
-        return provider
+        return built("openai", {"model": "gpt-4o", "base_url": f"{loopback.url}/v1", "api_key": "sk-test", **options}, max_retries)
 
-    yield build
-    for provider in made:
-        provider.close()
+    return build
 
 
 # --- the SSE byte stream ------------------------------------------------------------------

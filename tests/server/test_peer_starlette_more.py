@@ -25,6 +25,7 @@ import httpx
 import pytest
 
 from tests.server.harness import FUNCTIONS_MODULE, RunningServer, scripted_agent
+from tests.server.test_peer_starlette import assert_error
 from wingman_actors.server import ServerConfig
 
 WIRES = ["h11", pytest.param("httptools", marks=pytest.mark.skipif(
@@ -47,16 +48,6 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         yield running
     finally:
         running.stop()
-
-
-def assert_error(response: httpx.Response, status: int, *words: str) -> dict[str, object]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert isinstance(body["error"], str)
-    for word in words:
-        assert word in body["error"], body
-    return dict(body)
 
 
 def raw(server: RunningServer, data: bytes) -> bytes:

@@ -1,6 +1,7 @@
 """Helpers shared by the tests ported from peers' suites (tests/formation/test_peer_*.py):
-a call counter, the order nodes started in, calls in flight at once, an async step that reports its cancellation,
-Haystack's Accumulate sample component, and a module-scoped local Ray."""
+a call counter, the order nodes started in, calls in flight at once, a node held until the test opens it,
+an async step that reports its cancellation, Haystack's Accumulate sample component, a module-scoped local Ray,
+and polling until a check holds (``until``; ``a_until`` inside a coroutine)."""
 
 from __future__ import annotations
 
@@ -78,6 +79,23 @@ class InFlight:
             self.now -= 1
 
 
+class Gate:
+    """A function node that says it was reached (``reached``), then waits until ``opened`` (at
+    most 5 s) and returns its input, with ``suffix`` appended when one is given; with a
+    ``counter``, it counts its calls under ``"wait"``."""
+
+    def __init__(self, counter: Counter | None = None, suffix: str | None = None) -> None:
+        self.counter, self.suffix = counter, suffix
+        self.reached, self.opened = threading.Event(), threading.Event()
+
+    def __call__(self, x: Any) -> Any:
+        if self.counter is not None:
+            self.counter.hit("wait")
+        self.reached.set()
+        self.opened.wait(5)
+        return x if self.suffix is None else f"{x}{self.suffix}"
+
+
 class Accumulate:
     """Haystack's Accumulate sample component: the running sum of what it received (per
     instance, so per formation)."""
@@ -115,6 +133,17 @@ def until(check: Callable[[], bool], within: float = 3.0) -> bool:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.005)
+    return True
+
+
+async def a_until(check: Callable[[], bool], within: float = 5.0) -> bool:
+    """:func:`until` inside a coroutine: polls with ``await asyncio.sleep`` so the test's event
+    loop goes on meanwhile."""
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.005)
     return True
 
 
