@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from concurrent.futures import CancelledError
+from concurrent.futures import CancelledError, Future
 from typing import Any
 
 import pytest
@@ -42,6 +42,11 @@ class Terminal(Exception):
     """Restate's ``TerminalError``: no retry can help."""
 
     retryable = False
+
+
+def rid(future: Future[Any]) -> str:
+    """The run id a ``submit`` future carries."""
+    return str(future.run_id)  # type: ignore[attr-defined]
 
 
 def counted(counter: Counter, name: str, fn: Any) -> Any:
@@ -127,7 +132,7 @@ def test_a_side_effects_output_is_journalled_before_the_next_step_starts(store: 
     f = Formation("order").add_function("one", lambda x: x + 1).add_function("after", after).connect("one", "after")
     with f.start(store=store) as running:
         future = running.submit(1, run_id="r-order")
-        holder["id"] = future.run_id
+        holder["id"] = rid(future)
         assert future.result(timeout=10).output == 2
     assert seen == [{1: 2}]
 
@@ -319,10 +324,10 @@ def test_cancelling_an_invocation_blocked_in_a_step_ends_it_cancelled_and_journa
             assert future.cancel()
             with pytest.raises(CancelledError):
                 future.result(timeout=5)
-            assert until(lambda: store.get(future.run_id).status == "cancelled", within=5)
+            assert until(lambda: store.get(rid(future)).status == "cancelled", within=5)
     finally:
         release.set()
-    assert store.load(future.run_id).visits == {"first": {1: "job"}}
+    assert store.load(rid(future)).visits == {"first": {1: "job"}}
 
 
 def test_a_cancelled_run_resumes_without_rerunning_what_was_journalled(store: RunStore) -> None:
@@ -335,12 +340,12 @@ def test_a_cancelled_run_resumes_without_rerunning_what_was_journalled(store: Ru
         with f.start(store=store) as running:
             future = running.submit("job")
             assert started.wait(10)
-            assert running.cancel(future.run_id)
+            assert running.cancel(rid(future))
             with pytest.raises(CancelledError):
                 future.result(timeout=5)
     finally:
         release.set()
-    result = f.resume(future.run_id, store=store)
+    result = f.resume(rid(future), store=store)
     assert (result.status, result.output) == ("succeeded", "job released")
     assert (counter.count("first"), counter.count("block")) == (1, 2)
 
@@ -351,8 +356,8 @@ def test_cancelling_a_finished_invocation_says_so_and_changes_nothing(store: Run
     with f.start(store=store) as running:
         future = running.submit(3)
         assert future.result(timeout=10).output == "3"
-        assert not future.cancel() and not running.cancel(future.run_id)
-    assert store.get(future.run_id).status == "succeeded"
+        assert not future.cancel() and not running.cancel(rid(future))
+    assert store.get(rid(future)).status == "succeeded"
 
 
 def test_cancelling_one_invocation_leaves_the_others_running(store: RunStore) -> None:
@@ -380,5 +385,5 @@ def test_cancelling_one_invocation_leaves_the_others_running(store: RunStore) ->
                 drop.result(timeout=5)
     finally:
         release.set()
-    assert store.get(keep.run_id).status == "succeeded"
-    assert until(lambda: store.get(drop.run_id).status == "cancelled", within=5)
+    assert store.get(rid(keep)).status == "succeeded"
+    assert until(lambda: store.get(rid(drop)).status == "cancelled", within=5)
