@@ -387,3 +387,33 @@ def test_cancelling_one_invocation_leaves_the_others_running(store: RunStore) ->
         release.set()
     assert store.get(rid(keep)).status == "succeeded"
     assert until(lambda: store.get(rid(drop)).status == "cancelled", within=5)
+
+
+def test_cancelling_an_invocation_waiting_out_a_retry_backoff_ends_it_at_once(store: RunStore) -> None:
+    """From restatedev/e2e CancelTest with a retried ctx.run (cancel while the retry timer runs)."""
+    counter = Counter()
+    f = Formation("backoff").add_function("s", failing(counter, "s", str, 99, ConnectionError("down")),
+                                          retries=5, backoff=30, jitter=False)
+    with f.start(store=store) as running:
+        future = running.submit("x")
+        assert until(lambda: counter.count("s") == 1, within=10)
+        started = time.monotonic()
+        assert future.cancel()
+        with pytest.raises(CancelledError):
+            future.result(timeout=5)
+        assert time.monotonic() - started < 2
+        assert until(lambda: store.get(rid(future)).status == "cancelled", within=5)
+    assert counter.count("s") == 1
+
+
+def test_a_resumed_step_gets_its_full_retry_budget_again(store: RunStore) -> None:
+    """From restate sdk-python docstring of RunOptions.max_attempts, across a re-invocation:
+    the attempts of a resume are counted afresh (the trace shows the resume's)."""
+    counter = Counter()
+    f = Formation("budget").add_function("s", failing(counter, "s", lambda x: "ok", 3, ConnectionError("down")),
+                                         retries=1, backoff=0.001, jitter=False)
+    with pytest.raises(FormationRuntimeError) as caught:
+        f.run("x", store=store)
+    assert caught.value.attempts == 2
+    result = f.resume(caught.value.run_id or "", store=store)
+    assert (result.output, result.nodes["s"].attempts, counter.count("s")) == ("ok", 2, 4)
