@@ -16,6 +16,9 @@ Deliberately different (DESIGN.md and docs/ document ours):
   (docs/durable-runs.md): a resumed run needs the board it is given.
 - A Restate awakeable may be rejected (the awaiting code gets a ``TerminalError``); an
   answer is a value, and the code that asked decides what a refusal means.
+- A virtual object's next call waits for the exclusive call in progress, awakeable waits
+  included; a session waiting for an answer is not running, so another message to it runs
+  at once, and the waiting turn later resumes from the history it had when it suspended.
 - Cancelling an invocation waiting on an awakeable fails it for good; a suspended run is
   ended with ``store.set_status(run_id, "cancelled")`` and ``resume`` still continues it.
 """
@@ -350,3 +353,24 @@ def test_a_formation_runs_id_given_to_a_session_resume_is_refused_naming_formati
     with pytest.raises(StoreError, match=r"formation 'payment', not a session.*Formation\.resume\('pay-9'"):
         Session(agent, store=store).resume("pay-9", answer="approved")
     assert store.get("pay-9").status == "suspended"
+
+
+def test_a_message_to_a_session_that_waits_runs_beside_the_waiting_turn(store: RunStore) -> None:
+    """From restate sdk-python examples/virtual_object.py (an exclusive handler's next call
+    waits for the one in progress). Ours differs: a session waiting for an answer is not
+    running, so another message runs at once, on its own; the waiting turn resumes later
+    from the history it had when it suspended."""
+    model = ScriptedProvider([
+        InferenceResponse.of_tool_calls([("c1", "approve", {"what": "a"})]),
+        InferenceResponse.of_text("meanwhile"),
+        InferenceResponse.of_text("after the answer"),
+    ])
+    agent = Agent("approver", provider=model, tools=[approve])
+    session = Session(agent, store=store)
+    assert session.run("go").status == "suspended"
+    other = session.run("something else")
+    assert (other.status, other.response) == ("succeeded", "meanwhile")
+    resumed = Session(agent, store=store)
+    assert resumed.resume(session.id, answer="yes").response == "after the answer"
+    assert [m.role.value for m in resumed.history] == ["user", "assistant", "user", "assistant"]
+    assert resumed.history[0].text == "go" and model.calls == 3
