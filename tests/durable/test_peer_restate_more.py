@@ -119,16 +119,19 @@ def test_a_workflow_key_runs_once_and_a_second_run_under_it_is_refused(store: Ru
     assert store.get("pay-4").status == "suspended"
 
 
-def test_an_awakeable_resolved_from_another_store_handle_completes_the_run(store: RunStore, path: Any) -> None:
+def test_an_awakeable_resolved_from_another_store_handle_completes_the_run(location: str) -> None:
     """From restatedev/e2e AwakeableHolder (one invocation holds the awakeable, another
-    resolves it); ours: a second formation and store on the same file resume the run."""
+    resolves it); ours: a second formation and store on the same file (or PostgreSQL
+    database) resume the run."""
     counter = Counter()
-    first = payment(counter).run(9, store=store, run_id="pay-5")
-    assert first.status == "suspended"
-    with RunStore(path) as other:
-        done = payment(counter).resume("pay-5", store=other, answer="approved")
-    assert done.output == "paid 9"
-    assert store.get("pay-5").status == "succeeded"
+    with RunStore(location) as store:
+        first = payment(counter).run(9, store=store, run_id="pay-5")
+        assert first.status == "suspended"
+        with RunStore(location) as other:
+            done = payment(counter).resume("pay-5", store=other, answer="approved")
+        assert done.output == "paid 9"
+        assert store.get("pay-5").status == "succeeded"
+    assert counter.calls == {"charge": 1, "verify": 2}
 
 
 def test_an_awakeable_may_carry_any_journalled_value_back(store: RunStore) -> None:
@@ -332,17 +335,18 @@ def test_a_finished_session_cannot_be_resumed_again(store: RunStore) -> None:
     assert model.calls == 3
 
 
-def test_a_session_resumed_with_another_agent_is_refused_naming_the_agent_it_needs(store: RunStore) -> None:
+def test_a_session_resumed_with_another_agent_is_refused_naming_the_agent_it_needs(location: str) -> None:
     """From restatedev/e2e UpgradeTest (an invocation goes on with the service it started
     with). The resume is refused before the answer is recorded, in the session's terms."""
-    agent = Agent("approver", provider=approvals_model(), tools=[approve])
-    session = Session(agent, store=store)
-    session.run("go")
-    other = Agent("reviewer", provider=approvals_model(), tools=[approve])
-    with pytest.raises(StoreError, match=r"session .* agent 'approver'.*not 'reviewer'.*Session\("):
-        Session(other, store=store).resume(session.id, answer="yes")
-    assert store.get(session.id).status == "suspended"
-    assert Session(agent, store=store).resume(session.id, answer="yes").interrupt == {"approve": "b"}
+    with RunStore(location) as store:
+        agent = Agent("approver", provider=approvals_model(), tools=[approve])
+        session = Session(agent, store=store)
+        session.run("go")
+        other = Agent("reviewer", provider=approvals_model(), tools=[approve])
+        with pytest.raises(StoreError, match=r"session .* agent 'approver'.*not 'reviewer'.*Session\("):
+            Session(other, store=store).resume(session.id, answer="yes")
+        assert store.get(session.id).status == "suspended"
+        assert Session(agent, store=store).resume(session.id, answer="yes").interrupt == {"approve": "b"}
 
 
 def test_a_formation_runs_id_given_to_a_session_resume_is_refused_naming_formation_resume(store: RunStore) -> None:
