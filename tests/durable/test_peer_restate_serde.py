@@ -152,3 +152,29 @@ def test_two_resumes_of_one_run_at_once_run_it_once_and_the_other_says_it_is_run
         gate.set()
         assert first.result(timeout=10).output == "ok"
     assert counter.count("slow") == 2
+
+
+def test_a_result_the_journal_cannot_keep_fails_the_step_at_once_naming_it_and_the_fix(store: RunStore) -> None:
+    """From restate sdk-python restate.serde (a result its serde cannot serialise fails the
+    call terminally: retrying would repeat the side effect for nothing)."""
+    counter = Counter()
+
+    def opaque(x: Any) -> Any:
+        counter.hit("opaque")
+        return object()
+
+    with pytest.raises(FormationRuntimeError, match=r"output of node 'opaque'.*cannot journal.*allow_pickle=True") as caught:
+        Formation("opaque").add_function("opaque", opaque, retries=3, backoff=0.001).run(1, store=store)
+    assert caught.value.attempts == 1 and counter.count("opaque") == 1
+    assert store.get(caught.value.run_id or "").status == "failed"
+
+
+def test_an_awakeable_payload_the_journal_cannot_keep_fails_the_step_naming_it(store: RunStore) -> None:
+    """From restate sdk-python restate.serde, for what an awakeable waits with."""
+
+    def ask(x: Any) -> Any:
+        return interrupt(object())
+
+    with pytest.raises(FormationRuntimeError, match=r"interrupt payload of node 'ask'.*cannot journal") as caught:
+        Formation("ask").add_function("ask", ask, retries=2, backoff=0.001).run(1, store=store)
+    assert caught.value.attempts == 1
