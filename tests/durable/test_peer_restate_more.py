@@ -25,6 +25,7 @@ Deliberately different (DESIGN.md and docs/ document ours):
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import Future
 from typing import Any
@@ -378,3 +379,14 @@ def test_a_message_to_a_session_that_waits_runs_beside_the_waiting_turn(store: R
     assert resumed.resume(session.id, answer="yes").response == "after the answer"
     assert [m.role.value for m in resumed.history] == ["user", "assistant", "user", "assistant"]
     assert resumed.history[0].text == "go" and model.calls == 3
+
+
+def test_an_awaited_resume_with_another_agent_is_refused_the_same_way(store: RunStore) -> None:
+    """From restatedev/e2e UpgradeTest, through ``Session.aresume``."""
+    agent = Agent("approver", provider=approvals_model(), tools=[approve])
+    session = Session(agent, store=store)
+    session.run("go")
+    other = Session(Agent("reviewer", provider=approvals_model(), tools=[approve]), store=store)
+    with pytest.raises(RunNotResumableError, match=r"agent 'approver', not 'reviewer'"):
+        asyncio.run(other.aresume(session.id, answer="yes"))
+    assert store.get(session.id).status == "suspended"
