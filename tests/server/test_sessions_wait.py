@@ -105,3 +105,20 @@ def test_a_streamed_message_whose_tool_asks_a_person_ends_done_suspended_with_th
     name, done = events[-1]
     assert name == "done"
     assert (done["status"], done["interrupt"]) == ("suspended", {"question": "Colour?"})
+
+
+def test_resuming_with_another_agent_is_a_mismatch_naming_the_agent_that_waits(
+    client: httpx.Client, loopback: LoopbackServer
+) -> None:
+    loopback.queue(Reply.json(_ask("Colour?")), _paint)
+    agent, session = _setup(client, loopback)
+    client.post(f"/sessions/{session}/message", json={"agent_id": agent, "message": "paint the fence"})
+    other = client.post("/agents", json={"name": "critic", "provider": "openai", "model": "m",
+                                         "options": {"base_url": loopback.url, "max_retries": 0}}).json()["id"]
+
+    out = client.post(f"/sessions/{session}/resume", json={"agent_id": other, "answer": "teal"})
+
+    assert (out.status_code, out.json()["kind"]) == (409, "mismatch")
+    assert "'remote'" in out.text and "'critic'" in out.text
+    done = client.post(f"/sessions/{session}/resume", json={"agent_id": agent, "answer": "teal"})
+    assert done.json()["response"] == "Painting it teal."

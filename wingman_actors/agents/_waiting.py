@@ -214,11 +214,36 @@ def _check_resume(session: Session, session_id: Any, store: Any, timeout: Any) -
         raise RuntimeError(f"session {session.id} is running a message; resume in another Session")
 
 
+def _check_agent(store: Any, session_id: str, run_id: str, agent: Agent) -> None:
+    """Refuse, in a session's terms, a resume on a session of another agent (the store's
+    shape check would say it in a formation's: nodes missing and new)."""
+    from ..store import RunNotResumableError
+
+    record = store.get(run_id)
+    if record.formation == _formation(agent):
+        return
+    prefix = "session:"
+    if record.formation.startswith(prefix):
+        needed = record.formation[len(prefix):]
+        raise RunNotResumableError(
+            f"session {session_id!r} was suspended by agent {needed!r}, not {agent.name!r}: resume it on a session "
+            f"of an agent named {needed!r} (Session(<the {needed!r} agent>, store=store).resume({session_id!r}, "
+            "answer=...)); the answer was not recorded",
+            run_id=run_id, status=record.status,
+        )
+    raise RunNotResumableError(
+        f"{session_id!r} is a run of formation {record.formation!r}, not a session: resume it with "
+        f"Formation.resume({session_id!r}, store=..., answer=...) on that formation",
+        run_id=run_id, status=record.status,
+    )
+
+
 def _reopen(session: Session, session_id: str, store: Any, answer: Any) -> _Turn:
     """Claim the newest suspended run of ``session_id`` and record ``answer`` (blocking:
     the store's reads and durable writes)."""
     agent = session.agent
     run_id = _newest(store, session_id)
+    _check_agent(store, session_id, run_id, agent)
     journal = store.claim_run(run_id, _shape(agent), formation=_formation(agent))
     if journal.pending_interrupt is not None:
         try:

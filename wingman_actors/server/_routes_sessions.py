@@ -17,7 +17,7 @@ from starlette.responses import Response
 from ..agents import Result, Session
 from ..core import Message
 from ..errors import AgentError
-from ..store import FormationMismatchError, StoreError
+from ..store import FormationMismatchError, RunNotResumableError, StoreError
 from ._context import ServerContext
 from ._convert import delegation_tree, jsonable, result_fields, usage_dict
 from ._deps import Ctx
@@ -157,6 +157,12 @@ def _resume_message(ctx: ServerContext, id: str, body: SessionResumeIn, deadline
         except FormationMismatchError as exc:
             raise ApiError(409, f"session {id} waits for another agent than {agent_record.name!r}: {exc}",
                            kind="mismatch") from None
+        except RunNotResumableError as exc:
+            # A suspended run is resumable: refused while suspended, it waits for another agent.
+            if exc.status == "suspended":
+                raise ApiError(409, f"session {id} waits for another agent than {agent_record.name!r}: {exc}",
+                               kind="mismatch") from None
+            raise ApiError(409, f"session {id} cannot be resumed: {exc}", kind="not_resumable") from None
         except StoreError as exc:
             raise ApiError(409, f"session {id} cannot be resumed: {exc}", kind="not_resumable") from None
         except ValueError as exc:
