@@ -38,12 +38,12 @@ class Gate:
         return self.name
 
 
-def run_fleet(actor_probe: ActorProbe, payload: list[Any], **kwargs: Any) -> Any:
+def run_fleet(actor_probe: ActorProbe, payload: list[Any], within: float = 10, **kwargs: Any) -> Any:
     provider = kwargs.pop("provider", None) or ScriptedProvider([last_text], cycle=True)
     actor = start_actor(FleetActor, Agent("r", provider=provider), name="many", reply_to=actor_probe, **kwargs)
     try:
         actor.actor_ref.tell(new_envelope("work", payload, sender="up"))
-        return actor_probe.expect_message(timeout=10)
+        return actor_probe.expect_message(timeout=within)
     finally:
         actor.actor_ref.stop()
         actor.thread.join(5)
@@ -151,7 +151,9 @@ def test_a_fleet_node_lets_go_of_each_items_result_as_the_item_finishes(actor_pr
         alive.append(sum(1 for o in gc.get_objects() if type(o) is Result and o.response.startswith("kept-")))
         return f"kept-{last_text(request)}"
 
-    reply_ = run_fleet(actor_probe, ["a", "b", "c"], max_workers=1, provider=ScriptedProvider([reply], cycle=True))
+    # each reply walks the whole heap: a worker late in a loaded suite has a large one (10 s was not enough)
+    reply_ = run_fleet(actor_probe, ["a", "b", "c"], within=40, max_workers=1,
+                       provider=ScriptedProvider([reply], cycle=True))
 
     assert reply_.type == "result" and reply_.payload == ["kept-a", "kept-b", "kept-c"]
     assert alive == [0, 0, 0]  # the finished items' results were not kept until the run ended
