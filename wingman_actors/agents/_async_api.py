@@ -15,11 +15,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from .._cancel import CancelToken
 from ..core import Message
 from ._async_session import AsyncSessionStream, complete
+from ._inputs import check_timeout
 from ._on_session import on_a_session
 from ._result import Result
 
@@ -42,7 +44,7 @@ class AsyncSessionRuns:
                  aio: bool = False) -> RunGen: ...
 
     async def arun(
-        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
+        self, message: str | Message, *, timeout: float | timedelta | None = None, parent_token: CancelToken | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> Result:
         """:meth:`run`, awaited on the caller's event loop, which it never blocks: the same
@@ -62,6 +64,7 @@ class AsyncSessionRuns:
         Example:
             >>> result = await session.arun("Capital of France?")  # doctest: +SKIP
         """
+        timeout = check_timeout(timeout)  # (a timedelta: its seconds; math.inf: None)
         if self._store is not None:
             from ._waiting import arun_waiting
 
@@ -70,7 +73,7 @@ class AsyncSessionRuns:
 
     @on_a_session
     async def aresume(
-        self, session_id: str, *, store: Any = None, answer: Any = None, timeout: float | None = None
+        self, session_id: str, *, store: Any = None, answer: Any = None, timeout: float | timedelta | None = None
     ) -> Result:
         """:meth:`resume`, awaited on the caller's event loop, which it never blocks: the
         store is read and written on a worker thread, the run is awaited as :meth:`arun`
@@ -87,6 +90,7 @@ class AsyncSessionRuns:
         Example:
             >>> result = await session.aresume(session_id, store=store, answer="Lisbon")  # doctest: +SKIP
         """
+        timeout = check_timeout(timeout)  # (a timedelta: its seconds; math.inf: None)
         from ._waiting import aresume_waiting
 
         return await aresume_waiting(cast("Session", self), session_id, store if store is not None else self._store, answer, timeout)
@@ -98,7 +102,7 @@ class AsyncSessionRuns:
         return await complete(cast("Session", self), message, timeout, parent_token, metadata)
 
     def astream(
-        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
+        self, message: str | Message, *, timeout: float | timedelta | None = None, parent_token: CancelToken | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> AsyncSessionStream:
         """:meth:`run_stream`, for ``async for``: the provider's events (its
@@ -112,6 +116,7 @@ class AsyncSessionRuns:
             >>> async for event in stream:                       # doctest: +SKIP
             ...     print(event.text or "", end="")
         """
+        timeout = check_timeout(timeout)  # (a timedelta: its seconds; math.inf: None)
         if self._store is not None:
             from ._waiting import astream_waiting
 

@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, wait
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
@@ -180,7 +181,7 @@ class Fleet:
         tasks: Sequence[Task | str],
         *,
         max_workers: int = 0,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         executor: Executor | None = None,
         render: None = None,
     ) -> None: ...
@@ -192,7 +193,7 @@ class Fleet:
         tasks: Sequence[_Item],
         *,
         max_workers: int = 0,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         executor: Executor | None = None,
         render: Callable[[_Item], Task | str],
     ) -> None: ...
@@ -203,7 +204,7 @@ class Fleet:
         tasks: Sequence[Any],
         *,
         max_workers: int = 0,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         executor: Executor | None = None,
         render: Callable[[Any], Task | str] | None = None,
     ) -> None:

@@ -19,6 +19,7 @@ import threading
 import time
 import weakref
 from collections.abc import Generator, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +142,7 @@ class Session(AsyncSessionRuns):
     # -- public API -------------------------------------------------------------------
 
     def run(
-        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
+        self, message: str | Message, *, timeout: float | timedelta | None = None, parent_token: CancelToken | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> Result:
         """Run the loop on ``message`` and return the :class:`Result`. Blocks the calling
@@ -167,12 +168,12 @@ class Session(AsyncSessionRuns):
         if self._store is not None:
             from ._waiting import run_waiting
 
-            return run_waiting(self, message, timeout, parent_token, metadata)
-        return self._run_blocking(message, timeout, parent_token, metadata)
+            return run_waiting(self, message, check_timeout(timeout), parent_token, metadata)
+        return self._run_blocking(message, check_timeout(timeout), parent_token, metadata)  # (a timedelta: seconds)
 
     @on_a_session
     def resume(
-        self, session_id: str, *, store: Any = None, answer: Any = None, timeout: float | None = None
+        self, session_id: str, *, store: Any = None, answer: Any = None, timeout: float | timedelta | None = None
     ) -> Result:
         """Continue the suspended run of session ``session_id`` with ``answer``.
 
@@ -199,7 +200,8 @@ class Session(AsyncSessionRuns):
         """
         from ._waiting import resume_waiting
 
-        return resume_waiting(self, session_id, store if store is not None else self._store, answer, timeout)
+        return resume_waiting(self, session_id, store if store is not None else self._store, answer,
+                              check_timeout(timeout))
 
     def _run_blocking(
         self, message: str | Message, timeout: float | None, parent_token: CancelToken | None,
@@ -226,7 +228,7 @@ class Session(AsyncSessionRuns):
             self._close(ctx, result, failure)
 
     def run_stream(
-        self, message: str | Message, *, timeout: float | None = None, parent_token: CancelToken | None = None,
+        self, message: str | Message, *, timeout: float | timedelta | None = None, parent_token: CancelToken | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionStream:
         """Run the loop on ``message``, streaming provider events and ``tool_start`` /
@@ -237,10 +239,9 @@ class Session(AsyncSessionRuns):
         if self._store is not None:
             from ._waiting import stream_waiting
 
-            return SessionStream(stream_waiting(self, message, timeout, parent_token, metadata))
-        return SessionStream(
-            self._run(message, timeout=timeout, stream=True, parent_token=parent_token, metadata=metadata)
-        )
+            return SessionStream(stream_waiting(self, message, check_timeout(timeout), parent_token, metadata))
+        return SessionStream(self._run(message, timeout=check_timeout(timeout), stream=True, parent_token=parent_token,
+                                       metadata=metadata))
 
     def cancel(self, reason: str = "cancelled by caller") -> None:
         """Cancel the run in progress (from another thread); it stops at its next boundary.

@@ -22,6 +22,7 @@ import functools
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +65,7 @@ class AsyncRuns:
         self,
         input: Any,
         *,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         on_event: EventListener | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
@@ -111,7 +112,7 @@ class AsyncRuns:
         *,
         store: StoreArg,
         answer: Any = None,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         on_event: EventListener | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
@@ -157,7 +158,7 @@ class AsyncRuns:
         self,
         input: Any,
         *,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
@@ -194,7 +195,7 @@ class AsyncRuns:
         *,
         store: StoreArg,
         answer: Any = None,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
@@ -260,7 +261,7 @@ class AsyncSubmit:
     if TYPE_CHECKING:  # given by RunningFormation
         _journal: Journal | None
 
-        def _admit(self, input: Any, timeout: float | None, on_event: EventListener | None,
+        def _admit(self, input: Any, timeout: float | timedelta | None, on_event: EventListener | None,
                    blackboard: Blackboard | None, run_id: str | None, break_before: Collection[str] | None,
                    break_after: Collection[str] | None, options: RunOptions | None,
                    call: str = ...) -> tuple[str, float | None, EventListener | None, Blackboard | None,
@@ -276,7 +277,7 @@ class AsyncSubmit:
                               on_event: EventListener | None, board: Blackboard | None,
                               breaks: Breakpoints | None) -> RunFuture: ...
 
-        def _readmit(self, run_id: str, answer: Any, timeout: float | None, on_event: EventListener | None,
+        def _readmit(self, run_id: str, answer: Any, timeout: float | timedelta | None, on_event: EventListener | None,
                      blackboard: Blackboard | None, break_before: Collection[str] | None,
                      break_after: Collection[str] | None, options: RunOptions | None,
                      call: str = ...) -> Callable[[], RunFuture]: ...
@@ -285,7 +286,7 @@ class AsyncSubmit:
         self,
         input: Any,
         *,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         on_event: EventListener | None = None,
         blackboard: Blackboard | None = None,
         run_id: str | None = None,
@@ -326,7 +327,7 @@ class AsyncSubmit:
         run_id: str,
         answer: Any = None,
         *,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         on_event: EventListener | None = None,
         blackboard: Blackboard | None = None,
         break_before: Collection[str] | None = None,

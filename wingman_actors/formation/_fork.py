@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -194,7 +195,7 @@ def _check_output(formation: Formation, node: str, value: Any) -> Any:
                          f"{_problems(exc)}; give a value of that type") from None
 
 
-def _check_options(timeout: float | None, options: RunOptions | None) -> None:
+def _check_options(timeout: float | timedelta | None, options: RunOptions | None) -> None:
     """Refuse the run options the fork's resume would refuse, before the fork is written
     (``options`` may set what ``Formation.resume`` takes but the store and the run id,
     which the fork gives)."""
@@ -282,7 +283,7 @@ def begin_fork(formation: Formation, journal_store: JournalStore, run_id: str, *
 
 
 def fork(formation: Formation, run_id: str, *, store: StoreArg, at: str | tuple[str, int], output: Any = UNSET,
-         input: Any = UNSET, timeout: float | None = None, options: RunOptions | None = None) -> str:
+         input: Any = UNSET, timeout: float | timedelta | None = None, options: RunOptions | None = None) -> str:
     """``Formation.fork``: a new run from the journal of ``run_id`` before node ``at``'s visit
     (a node name: its first visit; or ``(node, visit)``), with that visit's output replaced
     by ``output``, or the visit run again with ``input`` (in place of what its predecessors

@@ -4,6 +4,7 @@ a formation stays light."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ class Forks:
     """What ``Formation`` has to fork journalled runs (see :meth:`fork`)."""
 
     def fork(self, run_id: str, *, store: StoreArg, at: str | tuple[str, int], output: Any = ...,
-             input: Any = ..., timeout: float | None = None, options: RunOptions | None = None) -> str:
+             input: Any = ..., timeout: float | timedelta | None = None, options: RunOptions | None = None) -> str:
         """Start a new run from the journalled run ``run_id``, as if node ``at``'s visit had
         given ``output`` (or ran again with ``input``), and run it to its end. The journal
         before that visit is reused (those visits are not executed again), the rest runs;

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Collection, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,7 @@ class RunOptions:
         >>> result = formation.run("input", timeout=30)  # the same run  # doctest: +SKIP
     """
 
-    timeout: float | None = None
+    timeout: float | timedelta | None = None
     on_event: Callable[[FormationEvent], None] | None = None
     provider: Provider | None = None
     work_dir: str | Path | None = None

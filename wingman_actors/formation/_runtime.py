@@ -19,6 +19,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Collection, Iterable
+from datetime import timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
 
@@ -309,7 +310,7 @@ class RunningFormation(AsyncSubmit):
         self,
         input: Any,
         *,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         on_event: EventListener | None = None,
         blackboard: Blackboard | None = None,
         run_id: str | None = None,
@@ -346,7 +347,7 @@ class RunningFormation(AsyncSubmit):
         return self._begin_journalled(journal, run_id, input, timeout, on_event, board, breaks)
 
     def _admit(
-        self, input: Any, timeout: float | None, on_event: EventListener | None, blackboard: Blackboard | None,
+        self, input: Any, timeout: float | timedelta | None, on_event: EventListener | None, blackboard: Blackboard | None,
         run_id: str | None, break_before: Collection[str] | None, break_after: Collection[str] | None,
         options: RunOptions | None, call: str = "RunningFormation.submit()",
     ) -> tuple[str, float | None, EventListener | None, Blackboard | None, Breakpoints | None]:
@@ -395,7 +396,7 @@ class RunningFormation(AsyncSubmit):
                 f"formation {self.name!r} stopped before run {run.id} finished", run_id=run.id, outputs=run.outputs))
         return future
 
-    def resume(self, run_id: str, answer: Any = None, *, timeout: float | None = None,
+    def resume(self, run_id: str, answer: Any = None, *, timeout: float | timedelta | None = None,
                on_event: EventListener | None = None, blackboard: Blackboard | None = None,
                break_before: Collection[str] | None = None, break_after: Collection[str] | None = None,
                options: RunOptions | None = None) -> RunFuture:
@@ -433,7 +434,7 @@ class RunningFormation(AsyncSubmit):
         return self._readmit(run_id, answer, timeout, on_event, blackboard, break_before, break_after, options)()
 
     def _readmit(
-        self, run_id: str, answer: Any, timeout: float | None, on_event: EventListener | None,
+        self, run_id: str, answer: Any, timeout: float | timedelta | None, on_event: EventListener | None,
         blackboard: Blackboard | None, break_before: Collection[str] | None, break_after: Collection[str] | None,
         options: RunOptions | None, call: str = "RunningFormation.resume()",
     ) -> Callable[[], RunFuture]:

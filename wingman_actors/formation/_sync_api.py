@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterator, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,7 +110,7 @@ class Runs:
     def run(
         self,
         input: Any,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         *,
         on_event: EventListener | None = None,
         provider: Provider | None = None,
@@ -164,7 +165,7 @@ class Runs:
         *,
         store: StoreArg,
         answer: Any = None,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         on_event: EventListener | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
@@ -227,7 +228,7 @@ class Runs:
         self,
         input: Any,
         *,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
@@ -260,7 +261,7 @@ class Runs:
         *,
         store: StoreArg,
         answer: Any = None,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         provider: Provider | None = None,
         work_dir: str | Path | None = None,
         backend: str = "threads",
