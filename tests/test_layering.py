@@ -41,8 +41,9 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("core", frozenset({"core", "_cancel", "_interrupts", "_extras", "__init__"})),
     # no project imports at all: errors.py, and the helpers that lean on the standard
     # library or pydantic only (_trusted: pydantic instances without validation; _graphs:
-    # networkx helpers shared by formation and store; _event_loop: the actors' asyncio loop)
-    ("errors", frozenset({"errors", "_lazy", "_trusted", "_graphs", "_event_loop"})),
+    # networkx helpers shared by formation and store; _event_loop: the actors' asyncio loop;
+    # _timeouts: the one check of time limits)
+    ("errors", frozenset({"errors", "_lazy", "_trusted", "_graphs", "_event_loop", "_timeouts"})),
 )
 MUTUAL = frozenset({"launcher and server"})  # layers whose units may import each other
 

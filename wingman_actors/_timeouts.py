@@ -57,4 +57,4 @@ def limit(name: str, value: Any) -> float | None:
         raise error(f"{name} must be {FITS}, got {value!r}")
     if isinstance(value, timedelta):
         return value.total_seconds()
-    return None if math.isinf(value) else value
+    return None if math.isinf(value) else float(value)  # an int too: limits are floats

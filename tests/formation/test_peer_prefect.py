@@ -396,9 +396,9 @@ def test_a_timeout_of_zero_is_refused_naming_none_for_no_limit() -> None:
     """Ported from PrefectHQ/prefect tests/test_flows.py::TestFlowWithOptions::test_with_options_can_unset_timeout_seconds_with_zero.
     Prefect reads ``timeout_seconds=0`` as no timeout; ours refuses 0 (it would time out
     at once) and names ``None``, for a node and for a run alike."""
-    with pytest.raises(FormationSetupError, match=r"timeout must be a number of seconds > 0, or None for no timeout"):
+    with pytest.raises(FormationSetupError, match=r"timeout must be a number of seconds > 0, or None or math.inf for no limit"):
         Formation("f").add_function("initial_flow", lambda x: x, timeout=0)
-    with pytest.raises(ValueError, match=r"timeout must be > 0 seconds, got 0"):
+    with pytest.raises(ValueError, match=r"timeout must be a number of seconds > 0, or None or math.inf for no limit, got 0"):
         Formation("f").add_function("initial_flow", lambda x: x).run(1, timeout=0)
 
 
