@@ -7,6 +7,7 @@ sub-tasks given no work. Models are played by the scripted provider."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -178,3 +179,35 @@ def test_a_sub_task_may_not_be_the_task_itself() -> None:
     result = Session(Agent("Lead", provider=model, delegates=registry)).run("go")
 
     assert result.tool_calls[0].is_error and "itself" in result.tool_calls[0].output
+
+
+# -- caching: recorded answers -------------------------------------------------------------------
+
+
+def test_a_recorded_conversation_is_answered_again_from_the_cassette_without_the_model(tmp_path: Path) -> None:
+    """From langroid tests/main/test_llm.py::test_llm_cache / test_task cache settings (a repeated
+    request is served from the cache, the LLM is not called again). Ours: a ``RecordingProvider``'s
+    cassette, replayed by the ``replay`` provider, tool loop included."""
+    from wingman_actors.providers import RecordingProvider, new_provider
+
+    cassette = str(tmp_path / "cassette.jsonl")
+    model = ScriptedProvider([calls(("c", "look", {"x": 41})), lambda r: f"looked up {r.messages[-1].content[0].content}"])
+    first = Session(Agent("Test", provider=RecordingProvider(model, cassette), tools=[look])).run("look 41 up")
+    replayed = Session(Agent("Test", provider=new_provider("replay", {"cassette": cassette}), tools=[look])).run("look 41 up")
+
+    assert replayed.response == first.response == "looked up 41"
+    assert model.calls == 2  # the recording's calls only
+
+
+def test_a_request_the_cassette_never_saw_is_an_error_saying_how_to_record_it(tmp_path: Path) -> None:
+    """From langroid tests/main/test_llm.py::test_llm_cache (a different question misses the cache).
+    Ours fails the replayed run instead of calling a model, naming the cassette and the fix."""
+    from wingman_actors.providers import RecordingProvider, new_provider
+
+    cassette = str(tmp_path / "cassette.jsonl")
+    Session(Agent("Test", provider=RecordingProvider(ScriptedProvider(["4"]), cassette))).run("2 + 2?")
+    with pytest.raises(AgentError) as caught:
+        Session(Agent("Test", provider=new_provider("replay", {"cassette": cassette}))).run("3 + 3?")
+
+    assert caught.value.kind is ErrorKind.INVALID
+    assert "cassette.jsonl" in str(caught.value) and "RecordingProvider" in str(caught.value)
