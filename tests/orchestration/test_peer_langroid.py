@@ -11,15 +11,17 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.peers import InFlight, until
-from wingman_actors import Agent, Fleet, Formation, Session, Task, tool
+from tests.support.peers import InFlight, local_ray, until  # noqa: F401  (local_ray: a fixture)
+from wingman_actors import Agent, Fleet, Formation, Session, Task, ask_human, tool
 from wingman_actors.core import InferenceRequest, InferenceResponse
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.orchestration import AgentRegistry
+from wingman_actors.store import RunStore
 from wingman_actors.testing import ScriptedProvider
 
 
@@ -356,3 +358,45 @@ def test_a_fleet_node_runs_a_batch_inside_a_formation_in_item_order() -> None:
     graph.connect("inputs", "increment").connect("increment", "total")
 
     assert graph.run(4).output == 1 + 2 + 3 + 4
+
+
+# -- a person in the loop, and Ray ----------------------------------------------------------------
+
+
+def test_an_agent_node_that_asks_a_person_suspends_the_run_and_the_answer_resumes_it(tmp_path: Path) -> None:
+    """From langroid tests/main/test_task.py::test_task_default_human_response (``interactive`` tasks
+    ask the human; ``default_human_response`` answers for them). Ours: the ``ask_human`` tool
+    suspends a journalled run, and ``resume(answer=...)`` gives the person's answer; the model call
+    made before the question is not made again."""
+    ask = InferenceResponse.of_tool_calls([("q1", "ask_human", {"question": "Which number?"})])
+    model = ScriptedProvider([ask, lambda r: str(2 * int(last_text(r)))])
+
+    def build() -> Formation:
+        return Formation("human").add_agent("doubler", Agent("Test", provider=model, tools=[ask_human]))
+
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        waiting = build().run("Double the user's number.", store=store)
+        assert waiting.status == "suspended" and waiting.interrupt is not None
+        assert waiting.interrupt["payload"] == {"question": "Which number?"}
+        done = build().resume(waiting.run_id, store=store, answer="4")
+
+    assert done.output == "8" and model.calls == 2
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_a_requestor_and_its_sub_agent_answer_the_same_on_ray_as_on_threads() -> None:
+    """From langroid tests/main/test_task.py::test_task_2_agent_tool, on backend="ray": an agent node
+    that delegates to a sub-agent gives the same answer and usage on Ray as on threads."""
+
+    def build() -> Formation:
+        registry = AgentRegistry()
+        registry.register(Agent("Polinsky", provider=ScriptedProvider([doubler])), description="Polinsky transforms.")
+        model = ScriptedProvider([delegate({"agent": "Polinsky", "task": "100"}), lambda r: f"DONE {last_text(r)}"])
+        return Formation("polinsky").add_agent("requestor", Agent("Requestor", provider=model, delegates=registry))
+
+    threads = build().run("100")
+    on_ray = build().run("100", backend="ray", timeout=120)
+
+    assert on_ray.output == threads.output and "200" in on_ray.output
+    assert on_ray.usage == threads.usage
