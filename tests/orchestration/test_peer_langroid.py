@@ -387,11 +387,13 @@ def test_an_agent_node_that_asks_a_person_suspends_the_run_and_the_answer_resume
 @pytest.mark.usefixtures("local_ray")
 def test_a_requestor_and_its_sub_agent_answer_the_same_on_ray_as_on_threads() -> None:
     """From langroid tests/main/test_task.py::test_task_2_agent_tool, on backend="ray": an agent node
-    that delegates to a sub-agent gives the same answer and usage on Ray as on threads."""
+    that delegates to a sub-agent gives the same answer and usage on Ray as on threads (the sub-agent
+    registered as a factory, as the Ray backend asks of agents that hold a live provider)."""
 
     def build() -> Formation:
-        registry = AgentRegistry()
-        registry.register(Agent("Polinsky", provider=ScriptedProvider([doubler])), description="Polinsky transforms.")
+        registry = AgentRegistry()  # a factory: the sub-agent is built where the node runs
+        registry.register(lambda: Agent("Polinsky", provider=ScriptedProvider([doubler])), name="Polinsky",
+                          description="Polinsky transforms.")
         model = ScriptedProvider([delegate({"agent": "Polinsky", "task": "100"}), lambda r: f"DONE {last_text(r)}"])
         return Formation("polinsky").add_agent("requestor", Agent("Requestor", provider=model, delegates=registry))
 
