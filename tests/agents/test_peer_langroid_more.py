@@ -211,3 +211,88 @@ def test_a_request_the_cassette_never_saw_is_an_error_saying_how_to_record_it(tm
 
     assert caught.value.kind is ErrorKind.INVALID
     assert "cassette.jsonl" in str(caught.value) and "RecordingProvider" in str(caught.value)
+
+
+# -- tool messages: nested arguments, defaults, no arguments, tools in text --------------------------
+
+
+class NumPair(BaseModel):
+    xval: int
+    yval: int
+
+
+@tool
+def nabroski(num_pair: NumPair) -> int:
+    """Compute the Nabroski transform of a number pair."""
+    return 3 * num_pair.xval + num_pair.yval
+
+
+@tool
+def coriolis(cats: int, cows: int = 5) -> int:
+    """Compute the Coriolis transform of cats and cows."""
+    return 3 * cats + cows
+
+
+def test_a_nested_argument_missing_a_field_is_an_error_naming_the_argument_and_the_field() -> None:
+    """From langroid tests/main/test_tool_messages.py::test_agent_malformed_tool (``num_pair`` without
+    ``yval``: the error to the LLM names both)."""
+    model = ScriptedProvider([calls(("c1", "nabroski", {"num_pair": {"xval": 1}})), "fixing"])
+    result = Session(Agent("Test", provider=model, tools=[nabroski])).run("Nabroski of (1, 2)?")
+
+    call = result.tool_calls[0]
+    assert call.is_error and "num_pair" in call.output and "yval" in call.output
+
+
+def test_a_nested_argument_reaches_the_tool_as_its_model() -> None:
+    """From langroid tests/main/test_tool_messages.py::test_agent_malformed_tool's NabroskiTool, well
+    formed (``3 * num_pair.xval + num_pair.yval``)."""
+    model = ScriptedProvider([calls(("c1", "nabroski", {"num_pair": {"xval": 1, "yval": 2}})), "5"])
+    result = Session(Agent("Test", provider=model, tools=[nabroski])).run("Nabroski of (1, 2)?")
+
+    assert result.tool_calls[0].output == "5" and not result.tool_calls[0].is_error
+
+
+@pytest.mark.parametrize(("args", "expected"), [({"cats": 1}, "8"), ({"cats": 1, "cows": 2}, "5")])
+def test_an_optional_tool_argument_left_out_takes_its_default(args: dict[str, object], expected: str) -> None:
+    """From langroid tests/main/test_tool_messages.py (CoriolisTool: ``cows: int = 5`` is optional; the
+    result equals the Nabroski one)."""
+    model = ScriptedProvider([calls(("c1", "coriolis", args)), "done"])
+    result = Session(Agent("Test", provider=model, tools=[coriolis])).run("Coriolis?")
+
+    assert result.tool_calls[0].output == expected
+    schema = model.requests[0].tools[0].input_schema
+    assert schema["required"] == ["cats"]
+
+
+def test_a_tool_without_arguments_is_called_with_an_empty_input_and_answers() -> None:
+    """From langroid tests/main/test_tool_messages.py::test_llm_tool_message (PythonVersionMessage has
+    no fields; its handler answers 3.9)."""
+
+    @tool
+    def python_version() -> str:
+        """Check which version of Python is needed."""
+        return "3.9"
+
+    model = ScriptedProvider([calls(("c1", "python_version", {})), "3.9 it is"])
+    result = Session(Agent("Test", provider=model, tools=[python_version])).run("Which Python?")
+
+    assert result.tool_calls[0].output == "3.9" and result.response == "3.9 it is"
+
+
+def test_a_tool_call_written_as_json_in_the_answer_text_is_not_run() -> None:
+    """From langroid tests/main/test_tool_messages.py::test_agent_handle_message (Langroid finds a
+    ``{"request": "file_exists", ...}`` JSON in plain text and handles it as a tool). Ours differs on
+    purpose: only the provider's tool calls run; JSON in the answer's text is the answer."""
+    ran: list[str] = []
+
+    @tool
+    def file_exists(filename: str, recurse: bool) -> str:
+        """Check whether a file is in the repo."""
+        ran.append(filename)
+        return "no"
+
+    text = 'Ok, thank you.\n{"request": "file_exists", "filename": "test.txt", "recurse": true}\nHope you can tell me!'
+    model = ScriptedProvider([text])
+    result = Session(Agent("Test", provider=model, tools=[file_exists])).run("Is test.txt there?")
+
+    assert result.response == text and result.tool_calls == [] and ran == [] and model.calls == 1
