@@ -322,7 +322,7 @@ def test_a_cancelled_batch_ends_its_running_tasks_and_every_task_has_a_result() 
     runner = threading.Thread(target=lambda: out.extend(fleet.run()))
     runner.start()
     try:
-        assert until(lambda: started.now == 2)
+        assert until(lambda: started.now == 2, within=10)
         fleet.cancel()
         runner.join(2)
         assert not runner.is_alive()  # the tools still wait: their calls were abandoned
