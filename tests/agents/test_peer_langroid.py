@@ -1,5 +1,5 @@
 """Behaviours of Langroid's own tests (langroid/langroid tests/main/: test_task.py, test_chat_agent.py,
-test_tool_messages.py, test_structured_output.py, test_chat_agent_async.py), ported to one agent's
+test_tool_messages.py, test_structured_output.py, test_chat_agent_async.py, test_batch.py), ported to one agent's
 session: a task's turns bound (our ``max_steps``), a restarted task (a fresh session) against a kept
 history, tools handled and their results fed back to the model, malformed and failing tool calls fed
 back as errors, a tool that ends the task (our middleware ``Halt``), structured output
@@ -65,8 +65,8 @@ def test_a_restarted_task_forgets_its_history_and_a_kept_one_grows_by_each_turn(
 
 
 def test_a_second_run_of_a_kept_session_sends_the_first_exchange_to_the_model() -> None:
-    """From langroid tests/main/test_chat_agent.py::test_chat_agent_multi_turn (the agent remembers
-    what the user said earlier in the conversation)."""
+    """From langroid tests/main/test_chat_agent.py::test_responses (after the capital of France, "what
+    about England?" is answered from the earlier turn)."""
     model = ScriptedProvider(["Noted.", "Your number is 7."])
     session = Session(Agent("Test", provider=model))
     session.run("Remember: my number is 7.")
@@ -127,9 +127,9 @@ def test_a_tool_result_goes_back_to_the_model_which_then_answers_with_it() -> No
 
 
 def test_a_tool_call_missing_a_required_field_is_fed_back_naming_the_field_and_the_model_retries() -> None:
-    """From langroid tests/main/test_tool_messages.py::test_tool_no_task / test_llm_tool_message
-    validation (a malformed tool message gets an error naming the missing field back to the LLM,
-    which fixes its call)."""
+    """From langroid tests/main/test_tool_messages.py::test_handle_bad_tool_message (a correct tool
+    name with a missing argument gets an error naming the field back to the LLM, so it can fix its
+    call)."""
     model = ScriptedProvider([
         calls(("c1", "next_num", {"number": 100})),
         calls(("c2", "next_num", {"number": 100, "successor": 101})),
@@ -144,8 +144,8 @@ def test_a_tool_call_missing_a_required_field_is_fed_back_naming_the_field_and_t
 
 
 def test_a_tool_call_with_a_wrongly_typed_field_is_an_error_result_and_the_tool_never_runs() -> None:
-    """From langroid tests/main/test_tool_messages.py::test_tool_handle_invalid_json / wrong types (a
-    field that does not parse as its type is an error to the LLM, not a handler call)."""
+    """From langroid tests/main/test_tool_messages.py::test_agent_malformed_tool (a malformed tool call
+    is answered with an error naming its field, and its handler is not called)."""
     ran: list[Any] = []
 
     @tool
@@ -162,8 +162,9 @@ def test_a_tool_call_with_a_wrongly_typed_field_is_an_error_result_and_the_tool_
 
 
 def test_a_call_of_a_tool_the_agent_does_not_have_is_an_error_naming_the_tools_it_has() -> None:
-    """From langroid tests/main/test_tool_messages.py::test_tool_not_enabled / handle_message_fallback
-    (a tool the agent may not handle is answered with a message telling the LLM what to use)."""
+    """From langroid tests/main/test_tool_messages.py::test_agent_handle_message (a tool the agent does
+    not handle is not run) and test_task.py::test_task_2_agent_2_tool's ``handle_message_fallback``
+    (the LLM is told which tools to use)."""
     model = ScriptedProvider([calls(("c1", "polinsky", {"number": 3})), "Using next_num instead."])
     result = Session(Agent("Test", provider=model, tools=[next_num])).run("3")
 
@@ -173,8 +174,10 @@ def test_a_call_of_a_tool_the_agent_does_not_have_is_an_error_naming_the_tools_i
 
 
 def test_a_tool_that_raises_gives_the_model_its_error_and_the_run_goes_on() -> None:
-    """From langroid tests/main/test_tool_messages.py::test_tool_handler_exception (an exception in a
-    handler becomes a message to the LLM instead of crashing the task)."""
+    """From langroid tests/main/test_batch.py::test_task_gen_batch_exceptions (a tool handler raises
+    "disaster"; in Langroid the exception leaves the task, for the batch runner to handle). Ours
+    differs on purpose (docs/agents.md, Tools): a raising tool is an error result the model sees,
+    and the run goes on."""
 
     @tool
     def compute(value: int) -> int:
@@ -189,8 +192,8 @@ def test_a_tool_that_raises_gives_the_model_its_error_and_the_run_goes_on() -> N
 
 
 def test_several_tool_calls_in_one_answer_all_run_and_return_in_call_order() -> None:
-    """From langroid tests/main/test_multiple_tools.py (``allow_multiple_tools``: every tool in one
-    LLM message is handled, results combined in order)."""
+    """From langroid tests/main/test_tool_messages.py::test_multi_tool (Nabroski and Gauss tools in one
+    LLM message: both are handled and both results come back)."""
     gate = threading.Event()
 
     @tool
@@ -214,8 +217,8 @@ def test_several_tool_calls_in_one_answer_all_run_and_return_in_call_order() -> 
 
 
 def test_a_tool_may_return_any_json_value_and_the_model_gets_it_as_json() -> None:
-    """From langroid tests/main/test_task.py::test_task_tool_responses (``DoneTool(content=self.x // 2)``:
-    a handler's content can be any type)."""
+    """From langroid tests/main/test_tool_messages.py::test_tool_handlers_and_results (a handler may
+    return an int, a list, a dict or a pydantic object) and test_task.py::test_task_tool_responses."""
 
     @tool
     def stats(x: int) -> dict[str, int]:
@@ -283,8 +286,9 @@ class Answer(BaseModel):
 
 
 def test_a_structured_answer_that_does_not_validate_gets_one_corrective_retry_with_the_error() -> None:
-    """From langroid tests/main/test_structured_output.py (a malformed structured answer is sent back
-    to the LLM with the parse error, and the retried answer is used)."""
+    """From langroid tests/main/test_structured_output.py::test_llm_strict_json (``agent[Model]`` gives
+    an object of that type; Langroid relies on the API's strict JSON mode). Ours validates the answer
+    and sends a malformed one back once with the error; the retried answer is used."""
     model = ScriptedProvider(['{"answer": "many"}', '{"answer": 42}'])
     result = Session(Agent("Test", provider=model, output_schema=Answer)).run("the answer?")
 
@@ -293,8 +297,9 @@ def test_a_structured_answer_that_does_not_validate_gets_one_corrective_retry_wi
 
 
 def test_a_structured_answer_that_fails_twice_is_an_invalid_error_with_the_last_answer() -> None:
-    """From langroid tests/main/test_structured_output.py (the task gives up on output that never
-    parses). Ours raises ``AgentError(kind=invalid)`` carrying the model's last answer."""
+    """From langroid tests/main/test_structured_output.py::test_llm_strict_json (a typed response must
+    be of its type). Ours gives up after one corrective retry: ``AgentError(kind=invalid)`` carrying
+    the model's last answer."""
     model = ScriptedProvider(["not json", "still not json", "never asked"])
     with pytest.raises(AgentError) as caught:
         Session(Agent("Test", provider=model, output_schema=Answer)).run("the answer?")
@@ -409,8 +414,8 @@ def test_run_async_gives_the_same_answer_as_run() -> None:
 
 
 def test_concurrent_async_runs_of_one_agent_keep_their_own_histories() -> None:
-    """From langroid tests/main/test_chat_agent_async.py::test_chat_agent_async_concurrent (several
-    ``run_async`` of cloned agents at once, each answering its own question)."""
+    """From langroid tests/main/test_chat_agent_async.py::test_chat_agent_async_concurrent and
+    test_task_concurrent (several agents' ``run_async`` at once, each answering its own question)."""
     agent = Agent("Test", provider=ScriptedProvider([incrementer], cycle=True))
 
     async def main() -> list[tuple[str, int]]:

@@ -1,8 +1,9 @@
-"""More of Langroid's tests (langroid/langroid tests/main/test_context_truncation.py,
-test_chat_agent.py, test_batch.py, test_structured_output.py, test_task.py), ported: a long history
+"""More of Langroid's tests (langroid/langroid tests/main/test_context_truncation.py, test_batch.py,
+test_structured_output.py, test_task.py, test_llm.py, test_tool_messages.py), ported: a long history
 fitted to the context window (our ``context_budget``), a history that can never fit, a batch whose
-input map fails on one item, typed tasks under a step limit and inside a formation's retries, and
-sub-tasks given no work. Models are played by the scripted provider."""
+input map fails on one item, typed tasks under a step limit and inside a formation's retries,
+sub-tasks given no work, cached answers (our recorded cassettes), and tool calls with nested,
+optional or no arguments. Models are played by the scripted provider."""
 
 from __future__ import annotations
 
@@ -147,9 +148,10 @@ def test_a_typed_task_that_reaches_its_turn_limit_still_returns_its_type() -> No
 
 
 def test_a_typed_agent_node_that_answers_badly_twice_gets_a_fresh_session_from_its_retry() -> None:
-    """From langroid tests/main/test_structured_output.py and test_task.py (a task whose structured
-    answer never parses is run again). Ours: the ``invalid`` error is retryable, so the node's
-    ``retries`` give the agent a fresh session, whose answer is used."""
+    """From langroid tests/main/test_structured_output.py::test_llm_strict_json with
+    test_task.py::test_task_tool_responses (``processor_task[int]``: a typed task inside a larger
+    one). Ours: the ``invalid`` error is retryable, so the node's ``retries`` give the agent a fresh
+    session, whose answer is used."""
     model = ScriptedProvider(["bad", "bad", '{"n": 3}'])
     graph = Formation("typed").add_agent("ask", Agent("Test", provider=model, output_schema=Number), retries=1, backoff=0)
     result = graph.run("x")
@@ -159,8 +161,9 @@ def test_a_typed_agent_node_that_answers_badly_twice_gets_a_fresh_session_from_i
 
 
 def test_a_sub_task_list_that_is_empty_is_a_tool_error_the_model_can_fix() -> None:
-    """From langroid tests/main/test_task.py::test_task_tool_responses (a task with sub-tasks that get
-    nothing to do). Ours: ``delegate`` with no tasks is refused as invalid arguments."""
+    """From langroid tests/main/test_batch.py::test_run_batch_function (an empty input list gives an
+    empty result), for sub-tasks. Ours differs: ``delegate`` with no tasks is refused as invalid
+    arguments, which the model can fix."""
     registry = AgentRegistry()
     registry.register(Agent("Sub", provider=ScriptedProvider(["x"])), description="Sub.")
     model = ScriptedProvider([calls(("d", "delegate", {"tasks": []})), "done"])
@@ -171,8 +174,8 @@ def test_a_sub_task_list_that_is_empty_is_a_tool_error_the_model_can_fix() -> No
 
 
 def test_a_sub_task_may_not_be_the_task_itself() -> None:
-    """From langroid tests/main/test_task.py (a task cannot be its own sub-task). Ours: an agent that
-    delegates to itself gets a tool error saying so."""
+    """From langroid tests/main/test_task.py::test_task_2_agent_tool (the requestor hands its tool on
+    to another agent's sub-task). Ours: an agent that delegates to itself gets a tool error saying so."""
     registry = AgentRegistry()
     registry.register(Agent("Lead", provider=ScriptedProvider(["x"])), description="Lead.")
     model = ScriptedProvider([calls(("d", "delegate", {"tasks": [{"agent": "Lead", "task": "t"}]})), "done"])
@@ -185,9 +188,9 @@ def test_a_sub_task_may_not_be_the_task_itself() -> None:
 
 
 def test_a_recorded_conversation_is_answered_again_from_the_cassette_without_the_model(tmp_path: Path) -> None:
-    """From langroid tests/main/test_llm.py::test_llm_cache / test_task cache settings (a repeated
-    request is served from the cache, the LLM is not called again). Ours: a ``RecordingProvider``'s
-    cassette, replayed by the ``replay`` provider, tool loop included."""
+    """From langroid tests/main/test_llm.py::test_openai_gpt (``use_cache``: the repeated chat is
+    served from the cache, ``response.cached``). Ours: a ``RecordingProvider``'s cassette, replayed by
+    the ``replay`` provider, tool loop included; the model is not called again."""
     from wingman_actors.providers import RecordingProvider, new_provider
 
     cassette = str(tmp_path / "cassette.jsonl")
@@ -200,8 +203,9 @@ def test_a_recorded_conversation_is_answered_again_from_the_cassette_without_the
 
 
 def test_a_request_the_cassette_never_saw_is_an_error_saying_how_to_record_it(tmp_path: Path) -> None:
-    """From langroid tests/main/test_llm.py::test_llm_cache (a different question misses the cache).
-    Ours fails the replayed run instead of calling a model, naming the cassette and the fix."""
+    """From langroid tests/main/test_llm.py::test_openai_gpt (a request not seen before is not served
+    from the cache). Ours fails the replayed run instead of calling a model, naming the cassette and
+    the fix."""
     from wingman_actors.providers import RecordingProvider, new_provider
 
     cassette = str(tmp_path / "cassette.jsonl")
@@ -244,8 +248,8 @@ def test_a_nested_argument_missing_a_field_is_an_error_naming_the_argument_and_t
 
 
 def test_a_nested_argument_reaches_the_tool_as_its_model() -> None:
-    """From langroid tests/main/test_tool_messages.py::test_agent_malformed_tool's NabroskiTool, well
-    formed (``3 * num_pair.xval + num_pair.yval``)."""
+    """From langroid tests/main/test_tool_messages.py::test_tool_no_task (the Nabroski tool of 1 and 2
+    is handled: ``3 * num_pair.xval + num_pair.yval`` is 5)."""
     model = ScriptedProvider([calls(("c1", "nabroski", {"num_pair": {"xval": 1, "yval": 2}})), "5"])
     result = Session(Agent("Test", provider=model, tools=[nabroski])).run("Nabroski of (1, 2)?")
 
@@ -254,8 +258,8 @@ def test_a_nested_argument_reaches_the_tool_as_its_model() -> None:
 
 @pytest.mark.parametrize(("args", "expected"), [({"cats": 1}, "8"), ({"cats": 1, "cows": 2}, "5")])
 def test_an_optional_tool_argument_left_out_takes_its_default(args: dict[str, object], expected: str) -> None:
-    """From langroid tests/main/test_tool_messages.py (CoriolisTool: ``cows: int = 5`` is optional; the
-    result equals the Nabroski one)."""
+    """From langroid tests/main/test_tool_messages.py::test_tool_optional_args and test_llm_tool_task
+    (CoriolisTool: ``cows: int = 5`` is optional)."""
     model = ScriptedProvider([calls(("c1", "coriolis", args)), "done"])
     result = Session(Agent("Test", provider=model, tools=[coriolis])).run("Coriolis?")
 

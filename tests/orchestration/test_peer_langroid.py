@@ -115,8 +115,9 @@ def test_a_failing_sub_task_comes_back_as_an_error_entry_and_the_parent_goes_on(
 
 
 def test_a_sub_task_naming_an_agent_nobody_registered_is_a_tool_error_listing_the_known_ones() -> None:
-    """From langroid tests/main/test_multi_agent_complex.py (a message addressed to an agent that is
-    not a sub-task is not routed; the LLM is told whom it may address)."""
+    """From langroid tests/main/test_multi_agent_complex.py::test_agents_with_recipient
+    (``RecipientTool.create(recipients=["Master", "Multiplier"])`` constrains whom the planner may
+    address). Ours: an unknown agent is a tool error listing the registered ones."""
     registry = AgentRegistry()
     registry.register(Agent("Critic", provider=ScriptedProvider(["fine"])), description="Critiques.")
     model = ScriptedProvider([delegate({"agent": "Nobody", "task": "x"}), "ok"])
@@ -160,8 +161,9 @@ def test_the_sub_agents_usage_is_summed_into_the_parents_result() -> None:
 
 
 def test_a_chain_of_agent_tasks_passes_each_answer_to_the_next() -> None:
-    """From langroid tests/main/test_multi_agent_complex.py (a task whose sub-task has a sub-task:
-    each level transforms what it is given and the top gets the final value)."""
+    """From langroid tests/main/test_multi_agent_complex.py::test_agents_with_recipient (master ->
+    planner -> multiplier, a task whose sub-task has a sub-task: each level hands on what it is given
+    and the top gets the final value), as a chain of agent nodes."""
     chain = Formation("chain")
     chain.add_agent("inc", Agent("inc", provider=ScriptedProvider([lambda r: str(int(r.messages[-1].text) + 1)])))
     chain.add_agent("double", Agent("double", provider=ScriptedProvider([doubler])))
