@@ -404,3 +404,39 @@ def test_a_requestor_and_its_sub_agent_answer_the_same_on_ray_as_on_threads() ->
 
     assert on_ray.output == threads.output and "200" in on_ray.output
     assert on_ray.usage == threads.usage
+
+
+def test_an_agent_node_whose_tool_ends_the_task_is_not_retried_and_an_error_edge_can_take_its_result() -> None:
+    """From langroid tests/main/test_task.py::test_task_tool_responses (``IncrementTool.handle`` returns
+    ``DoneTool(content=x + 1)``: the sub-task ends with that content, for its parent to use). Ours
+    differs: a tool's end is a middleware ``Halt``, which fails the agent node without a retry (it is
+    not retryable); an error edge hands the ``NodeFailure`` on, and its handler may make the
+    halt's reason the run's output."""
+    from wingman_actors.agents import Halt, Middleware, RunContext
+    from wingman_actors.core import ContentBlock
+    from wingman_actors.formation import NodeFailure
+
+    class DoneAfterIncrement(Middleware):
+        def after_tool(self, ctx: RunContext, call: ContentBlock, result: ContentBlock) -> ContentBlock | None:
+            raise Halt(f"DONE {result.content}")
+
+    @tool
+    def increment(x: int) -> int:
+        """Increment a number."""
+        return x + 1
+
+    model = ScriptedProvider([InferenceResponse.of_tool_calls([("i", "increment", {"x": 10})])], cycle=True)
+    graph = Formation("done").add_agent("processor", Agent("Processor", provider=model, tools=[increment],
+                                                           middleware=[DoneAfterIncrement()]), retries=2, backoff=0)
+
+    def finish(failure: NodeFailure) -> str:
+        assert isinstance(failure.error, Halt)
+        return failure.error.reason.removeprefix("DONE ")
+
+    graph.add_function("finish", finish).connect("processor", "finish", on_error=True)
+    result = graph.run("10")
+
+    # processor, whose only out-edge is an error edge, is a sink too (docs/formations.md): two sinks,
+    # so the answer is in ``outputs`` and ``output`` stays None
+    assert result.outputs == {"finish": "11"} and result.output is None and model.calls == 1
+    assert result.nodes["processor"].status == "failed" and result.nodes["processor"].attempts == 1
