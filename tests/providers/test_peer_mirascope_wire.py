@@ -387,3 +387,17 @@ def test_an_error_status_in_a_session_raises_with_the_apis_message_and_its_statu
         Session(openai_agent(loopback.url, providers)).run("Hi")
     assert (caught.value.kind, caught.value.status) == (kind, status)
     assert f"the server says {status}" in str(caught.value)
+
+
+# --- finish reasons ----------------------------------------------------------------------
+
+
+def test_an_openai_content_filter_finish_ends_the_turn_with_what_was_said(loopback: LoopbackServer, providers: list[Any]) -> None:
+    """From Mirascope/mirascope python/tests/llm/responses/test_finish_reason.py::test_finish_reason_values (``REFUSAL``).
+
+    Pinned, an open question: Mirascope reports a refusal as its own finish reason; our
+    stop reasons are end_turn, tool_use and max_tokens (DESIGN), so a filtered answer ends
+    the turn with whatever text came before it, possibly none."""
+    loopback.queue(Reply.json(completion("", finish_reason="content_filter")))
+    result = Session(openai_agent(loopback.url, providers)).run("Hi")
+    assert (result.response, result.stop_reason) == ("", "end_turn")
