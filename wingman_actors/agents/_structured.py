@@ -150,11 +150,23 @@ class OutputSchema:
         attempt's when the schema takes strings but not this one (it names the allowed
         labels), else the JSON document's."""
         assert self.adapter is not None
+        if _is_json_string(text.strip()):
+            # the answer is a JSON string already ('""'): read as text it would be its quotes
+            return None, exc
         try:
             return self._validate(json.dumps(text.strip())), None
         except ValidationError as as_text:
             takes_strings = any(not e["type"].endswith(("_type", "_parsing")) for e in as_text.errors())
             return None, as_text if takes_strings else exc
+
+
+def _is_json_string(text: str) -> bool:
+    if text[:1] != '"':
+        return False
+    try:
+        return isinstance(json.loads(text), str)
+    except json.JSONDecodeError:
+        return False
 
 
 def unmatched(agent: str, exc: OutputValidationError, response: InferenceResponse) -> AgentError:

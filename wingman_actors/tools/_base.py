@@ -287,6 +287,13 @@ class FunctionTool:
         for index, (pname, param) in enumerate(sig.parameters.items()):
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"tool {self.name!r}: *args/**kwargs are not supported; name each parameter")
+            if index == 0 and pname in ("self", "cls") and inspect.isfunction(fn) and param.annotation is param.empty:
+                # a method taken from its class: the model would be asked for a `self` of any type
+                raise TypeError(
+                    f"tool {self.name!r}: its first parameter is {pname!r}, so it is a method taken from its "
+                    f"class, which has no object to call it on; make the tool from a bound method, "
+                    f"tool(obj.{fn.__name__}), or make the method a staticmethod"
+                )
             annotation = hints.get(pname, Any)
             if _is_context(annotation):
                 self._ctx_param = pname
