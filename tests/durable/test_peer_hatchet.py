@@ -131,13 +131,12 @@ def test_a_wait_for_the_first_of_a_sleep_and_an_event_ends_with_the_sleep_withou
     assert result.nodes["event"].status == "cancelled" and store.get(result.run_id).status == "succeeded"
 
 
-def test_a_wait_asked_before_the_sleep_ends_suspends_and_its_answer_then_loses_to_the_sleep(
+def test_a_wait_asked_before_the_sleep_ends_is_withdrawn_when_the_sleep_wins_and_the_run_goes_on(
         store: RunStore) -> None:
     """From hatchet examples/durable/worker.py wait_for_or_group_2 (``or_`` of a long sleep
-    and an event). Ours pins what docs/durable-runs.md says: a branch that asks suspends the
-    run; the sleep, in flight then, finishes and is journalled but goes no further until the
-    resume, where it wins the ``join="any"`` and the answer is not used (an open question:
-    Hatchet would end with the sleep without waiting for anyone)."""
+    and an event: the sleep ends first, and the run ends with it without waiting for
+    anyone). The branch that asks starts the run's suspension; the sleep, in flight then,
+    finishes and wins the ``join="any"``, so the question is withdrawn and the run goes on."""
     asked = threading.Event()
 
     def event(x: Any) -> Any:
@@ -154,11 +153,12 @@ def test_a_wait_asked_before_the_sleep_ends_suspends_and_its_answer_then_loses_t
     f = (Formation("or_group").add_function("start", lambda x: x).add_function("event", event)
          .add_function("sleep", sleep).add_function("wait_for_or_group_2", lambda first: first, join="any")
          .connect("start", "event", "wait_for_or_group_2").connect("start", "sleep", "wait_for_or_group_2"))
-    first = f.run(None, store=store)
-    assert (first.status, first.interrupt) == ("suspended", {"node": "event", "payload": "durable-example:event"})
-    assert (first.nodes["sleep"].status, first.nodes["wait_for_or_group_2"].status) == ("succeeded", "pending")
-    done = f.resume(first.run_id, store=store, answer="pushed")
-    assert (done.output, done.nodes["event"].status) == ({"sleep": "CREATE"}, "cancelled")
+    result = f.run(None, store=store)
+    assert (result.status, result.interrupt, result.output) == ("succeeded", None, {"sleep": "CREATE"})
+    assert result.nodes["event"].status == "cancelled"
+    record = store.load(result.run_id)
+    assert (record.run.status, record.pending_interrupt) == ("succeeded", None)
+    assert [(i.node, i.withdrawn, i.answered) for i in record.interrupts] == [("event", True, False)]
 
 
 def test_a_run_cancelled_mid_sleep_resumes_without_repeating_what_finished(store: RunStore,

@@ -181,13 +181,13 @@ def test_a_race_won_before_a_failure_is_won_by_the_same_branch_on_resume(store: 
     assert result.nodes["slow"].status == "cancelled"
 
 
-def test_a_step_that_finishes_while_a_racing_wait_suspends_the_run_wins_on_resume_and_the_answer_is_unused(
+def test_a_step_that_finishes_while_a_racing_wait_suspends_the_run_wins_and_the_wait_is_withdrawn(
         store: RunStore) -> None:
     """From inngest-py tests/test_function/cases/asyncio_first_completed.py with
-    wait_for_event_fulfill.py. Differs: Inngest goes on with the step that finished first
-    and drops the wait; our run suspends at the question (what finishes meanwhile is
-    journalled and goes no further until the resume), and the resume fires the join with
-    the step's value: the answer given is recorded and not used (an open question)."""
+    wait_for_event_fulfill.py: Inngest goes on with the step that finished first and drops
+    the wait. Ours: the question starts the run's suspension, which waits for the step in
+    flight; the step finishes and wins the ``join="any"``, so the question is withdrawn
+    (journalled so: no longer pending, it takes no answer) and the run goes on."""
     calls = Counter()
 
     def auto(q: str) -> str:
@@ -202,13 +202,18 @@ def test_a_step_that_finishes_while_a_racing_wait_suspends_the_run_wins_on_resum
     f = (Formation("approval").add_function("ask", str.strip).add_function("auto", auto).add_function("human", human)
          .add_function("first", lambda answers: answers, join="any")
          .connect("ask", "auto", "first").connect("ask", "human", "first"))
-    first = f.run("q", store=store)
-    assert (first.status, first.interrupt) == ("suspended", {"node": "human", "payload": "approve?"})
-    assert store.load(first.run_id).visits["auto"] == {1: "auto: q"}
-    done = f.resume(first.run_id, store=store, answer="approved")
-    assert (done.status, done.output) == ("succeeded", {"auto": "auto: q"})
-    assert done.nodes["human"].status == "cancelled"
-    assert calls.calls == {"auto": 1, "human": 1}
+    events: list[Any] = []
+    done = f.run("q", store=store, on_event=events.append)
+    assert (done.status, done.interrupt, done.output) == ("succeeded", None, {"auto": "auto: q"})
+    assert done.nodes["human"].status == "cancelled" and calls.calls == {"auto": 1, "human": 1}
+    assert any(e.type.value == "node_skipped" and e.node == "human" and e.data.get("cancelled") for e in events)
+    record = store.load(done.run_id)
+    assert record.run.status == "succeeded" and record.run.interrupt is None and record.pending_interrupt is None
+    assert [e.kind for e in record.entries if e.node == "human"] == ["interrupt", "withdrawn"]
+    visits = {(v.node, v.status) for v in store.history(done.run_id)}
+    assert ("human", "skipped") in visits and ("first", "succeeded") in visits
+    with pytest.raises(RunNotResumableError):
+        f.resume(done.run_id, store=store, answer="approved")
 
 
 # --- a wait called from a thread the step started -------------------------------------

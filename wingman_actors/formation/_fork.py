@@ -227,6 +227,8 @@ def _write(store: JournalStore, run_id: str, entries: list[JournalEntry]) -> Non
             store.record_interrupt(run_id, e.node, e.visit, e.value, item=e.item)
         elif e.kind == "answer":
             store.answer(run_id, e.value)  # (after the interrupt above: writes apply in call order)
+        elif e.kind == "withdrawn":
+            store.withdraw_interrupt(run_id, e.node, e.visit, str(e.value), item=e.item)
         elif e.kind == "input":
             _input_recorder(store)(run_id, e.node, e.visit, e.value)
 

@@ -34,7 +34,7 @@ from ._replaying import REPLAYED, replay_visit, replaying
 from ._result import ZERO_USAGE, FormationResult
 from ._runstate import RunState
 from ._supervision import AttemptFailed, AttemptTimedOut, note_failure, overdue
-from ._suspending import keep_queued, stop_at_breakpoint, stop_at_interrupt
+from ._suspending import contest, hold_completed, keep_queued, stop_at_breakpoint, stop_at_interrupt
 from ._trace_journal import journal_end
 from .events import FormationEventType, emit
 
@@ -199,17 +199,17 @@ class Router:
             emit(run.listeners, FormationEventType.NODE_FINISHED, run.id, name, {
                 "attempt": attempt, "duration_s": finished - started, "usage": usage or ZERO_USAGE, "output": output,
             })
-        if journal is not None and run.suspending is not None:  # journalled, not routed on: formation/_suspending.py
-            return
+        if journal is not None and run.suspending is not None and hold_completed(run, name, output, attempt, work):
+            return  # journalled, not routed on: formation/_suspending.py
         if journal is not None and run.breaks is not None and name in run.breaks.after:  # a resume routes it on
             self.breakpoint(run, name, work.visit, {"breakpoint": "after", "output": output})
             return
         self.route(run, name, output, attempt, work.visit, work.tag)
 
     def route(self, run: RunState, name: str, output: Any, attempt: int, visit: int,
-              tag: tuple[str, int] | None = None) -> None:
-        """Send a finished visit's output along the node's out-edges (the node actors that
-        hand it to user code copy a mutable one first: actors/_payloads.py), ``tag`` on."""
+              tag: tuple[str, int] | None = None, firing: list[bool] | None = None) -> None:
+        """Send a finished visit's output along the node's out-edges (``firing``: which fire,
+        if known), ``tag`` on (the node actors copy a mutable one first: actors/_payloads.py)."""
         nxt = self.straight[name]
         if nxt is not None:
             self.visit(run, nxt, output, name, tag)
@@ -218,7 +218,8 @@ class Router:
         else:
             spec = self.specs[name]
             try:
-                firing = edges_firing(spec.out_edges, output)
+                if firing is None:
+                    firing = edges_firing(spec.out_edges, output)
             except ConditionRaised as raised:
                 edge, exc = raised.edge, raised.__cause__
                 err = FormationRuntimeError(
@@ -271,6 +272,8 @@ class Router:
             return False  # the run's end cut this attempt and counted it (its time, its tokens) then
         # Recorded now, not when the supervisor gets to it: a run suspending meanwhile shows it failed.
         note_failure(run, work.target, attempt, started, finished, exc, getattr(actor, "failed_spent", None))
+        if run.suspending is not None:  # it runs again on resume: the run must suspend (told now: it may settle first)
+            contest(run)
         if run.done:  # the run ended meanwhile (failed, cancelled, suspended): nothing to retry
             return False
         retire: bool = getattr(actor, "retires_on_failure", True)  # not one with other visits in flight

@@ -30,12 +30,15 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import Usage
 from ..integrations.otel import WorkflowSpan
 from ._future import RunSink
 from ._result import WALL_OFFSET, NodeStatus, NodeTrace, build_traces
+
+if TYPE_CHECKING:
+    from ._suspending import Suspension
 
 __all__ = ["RunState"]
 
@@ -142,7 +145,7 @@ class RunState:
         self.held: dict[str, tuple[tuple[str, ...], tuple[str, int] | None]] = _EMPTY_HELD
         # (node, payload, reason) while the run waits for its attempts in flight to suspend
         # (formation/_suspending.py); None otherwise
-        self.suspending: tuple[str, Any, str, int, Usage | None] | None = None
+        self.suspending: Suspension | None = None
         # a journalled run's visits dispatched to their nodes (those begun are pruned now
         # and then): a suspension waits for the ones not begun yet (formation/_suspending.py)
         self.queued: list[Any] = _EMPTY_QUEUED

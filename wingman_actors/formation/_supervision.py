@@ -51,6 +51,7 @@ from ._failure import NodeFailure
 from ._nesting import NestedRunError
 from ._plan import NodeSpec
 from ._runstate import RunState
+from ._suspending import contest
 from .events import FormationEventType, emit
 
 if TYPE_CHECKING:
@@ -250,7 +251,10 @@ class Supervision:
         exc = failure.error
         if failure.retired:
             self.router.nodes[spec.name].restart(failure.replica, failure.actor)
-        if run.done or run.suspending is not None:  # a suspending run: it runs again on resume
+        if run.done:
+            return
+        if run.suspending is not None:  # a suspending run: it runs again on resume
+            contest(run)
             return
         if work.attempt <= spec.retries and (retryable(spec.retry_on, exc) or self.hold(work, spec, exc)):
             delay = backoff_delay(spec.backoff, work.attempt, spec.max_backoff, spec.jitter)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from .._graphs import downstream
 from ..errors import error_text
 from ._failure import NodeFailure
+from ._firing import edges_firing
+from ._plan import ConditionRaised
 from ._result import FormationResult, suspended_traces
 from ._trace_journal import journal_end
 from .events import FormationEventType, emit
@@ -24,10 +26,31 @@ if TYPE_CHECKING:
     from ._routing import Router
     from ._runstate import RunState
 
-__all__ = ["keep_queued", "stop_at_breakpoint", "stop_at_interrupt", "suspend_at_once"]
+__all__ = ["Suspension", "contest", "hold_completed", "keep_queued", "stop_at_breakpoint", "stop_at_interrupt",
+           "suspend_at_once"]
 
 
 _POLL_S = 0.002  # how often a suspending run looks whether its attempts in flight have ended
+
+
+@dataclasses.dataclass(slots=True, eq=False)
+class Suspension:
+    """What a suspending run (``RunState.suspending``) waits to suspend at: the interrupt
+    or breakpoint of ``node`` (a path inside a formation node), with ``payload``; the
+    visits that finished meanwhile (``held``: journalled, not routed on); and whether
+    anything else happened meanwhile that a resume must redo (``contested``: a visit that
+    failed, or asked a question of its own). ``asker``: the visit that asked (None for a
+    breakpoint). See :func:`_withdrawn`."""
+
+    node: str
+    payload: Any
+    reason: str
+    attempt: int
+    spent: Usage | None
+    asker: Work | None = None
+    item: int | None = None
+    held: list[tuple[str, Any, int, int, tuple[str, int] | None]] = dataclasses.field(default_factory=list)
+    contested: bool = False
 
 
 def stop_at_breakpoint(router: Router, run: RunState, node: str, visit: int, payload: dict[str, Any]) -> None:
@@ -37,7 +60,7 @@ def stop_at_breakpoint(router: Router, run: RunState, node: str, visit: int, pay
     journal = router.journal
     assert journal is not None  # breakpoints need a store (checked when the run is submitted)
     reason = f"run {run.id} stopped at a breakpoint {payload['breakpoint']} {node!r}"
-    if not _claimed(run, (node, payload, reason, 0, None)):
+    if not _claimed(run, Suspension(node, payload, reason, 0, None)):
         return
     try:
         journal.store.record_interrupt(run.id, node, visit, {k: _journalled(v) for k, v in payload.items()})
@@ -56,8 +79,8 @@ def stop_at_interrupt(router: Router, work: Work, attempt: int, signal: RunSuspe
     run, journal = work.run, router.journal
     assert journal is not None
     node, scope = work.target, signal.scope  # the visit's scope, or a fleet item's
-    if not _claimed(run, (signal.node, signal.payload, f"run {run.id} was suspended by {node!r}'s interrupt", attempt,
-                          signal.spent)):
+    if not _claimed(run, Suspension(signal.node, signal.payload, f"run {run.id} was suspended by {node!r}'s interrupt",
+                                    attempt, signal.spent, work, scope.item)):
         return
     try:
         signal.journal_replies()  # before the interrupt: a resume finds them (other asking items' too)
@@ -69,14 +92,38 @@ def stop_at_interrupt(router: Router, work: Work, attempt: int, signal: RunSuspe
     _when_settled(router, run)
 
 
-def _claimed(run: RunState, suspending: tuple[str, Any, str, int, Usage | None]) -> bool:
+def _claimed(run: RunState, suspending: Suspension) -> bool:
     """Claim ``run``'s suspension for one interrupt or breakpoint, before it is journalled:
     of two reached at once on parallel branches, the one the run suspends at is the one the
-    store then holds as pending (the last journalled), whichever write ends first."""
+    store then holds as pending (the last journalled), whichever write ends first (the
+    other runs again on resume: the suspension is contested)."""
     with run.lock:
-        if run.done or run.suspending is not None:
+        if run.done:
+            return False
+        if run.suspending is not None:
+            run.suspending.contested = True
             return False
         run.suspending = suspending
+        return True
+
+
+def contest(run: RunState) -> None:
+    """A visit of suspending ``run`` failed: it runs again on resume, so the suspension
+    cannot be withdrawn (see :func:`_withdrawn`)."""
+    with run.lock:
+        if run.suspending is not None:
+            run.suspending.contested = True
+
+
+def hold_completed(run: RunState, node: str, output: Any, attempt: int, work: Work) -> bool:
+    """A visit of ``run`` finished (journalled) while the run suspends: keep it, not routed
+    on, in case the suspension is withdrawn (:func:`_withdrawn`). False when the run is no
+    longer suspending (the suspension was withdrawn meanwhile: route it on)."""
+    with run.lock:
+        suspending = run.suspending
+        if suspending is None:
+            return False
+        suspending.held.append((node, output, attempt, work.visit, work.tag))
         return True
 
 
@@ -112,8 +159,67 @@ def _when_settled(router: Router, run: RunState) -> None:
     if _busy(router, run):
         router.scheduler.call_later(_POLL_S, lambda: _when_settled(router, run))
         return
-    assert run.suspending is not None
-    _suspend_now(router, run, *run.suspending)
+    suspending = run.suspending
+    assert suspending is not None
+    if not _withdrawn(router, run, suspending):
+        _suspend_now(router, run, suspending)
+
+
+def _withdrawn(router: Router, run: RunState, suspending: Suspension) -> bool:
+    """Withdraw ``run``'s question and let the run go on, when a visit that finished while
+    the run waited to suspend fires a ``join="any"`` without the asking node's branch (as
+    Inngest and Hatchet drop a wait that lost its race): the question is journalled as
+    withdrawn (no longer pending, it takes no answer), the visits held meanwhile are
+    routed on in the order they finished, and the asking node is cancelled as any loser
+    is. Only for an interrupt asked by a node of this formation (not inside a formation
+    node), in a formation without loops, when nothing happened meanwhile that a resume
+    must redo (``contested``) and no held visit stops at a breakpoint after it; else the
+    run suspends as before. A ``when=`` condition on the way is evaluated once, here, for
+    both the decision and the routing. Returns whether it was withdrawn."""
+    asker, journal = suspending.asker, router.journal
+    withdraw = getattr(journal.store, "withdraw_interrupt", None) if journal is not None else None
+    if (asker is None or withdraw is None or suspending.contested or not suspending.held or router.cyclic
+            or suspending.node != asker.target or (run.dropped and asker.target in run.dropped)):
+        return False
+    node, breaks = asker.target, run.breaks
+    routes: list[tuple[str, Any, int, int, tuple[str, int] | None, list[bool] | None]] = []
+    reached: set[str] = set()  # the join="any" nodes a held visit reaches first (in finishing order)
+    winner = None
+    for name, output, attempt, visit, tag in suspending.held:
+        if breaks is not None and name in breaks.after:
+            return False
+        spec, firing = router.specs[name], None
+        if router.straight[name] is None and name not in router.bare_sinks:
+            try:
+                firing = edges_firing(spec.out_edges, output)
+            except ConditionRaised:
+                return False  # routed on by the resume, where it fails the run
+            for edge, fire in zip(spec.out_edges, firing, strict=True):
+                race = router.specs[edge.target].race
+                if fire and race and edge.target not in reached:
+                    reached.add(edge.target)
+                    if winner is None and node in race.get(name, ()):
+                        winner = edge.target
+        routes.append((name, output, attempt, visit, tag, firing))
+    if winner is None:
+        return False
+    with run.lock:
+        if run.done or run.suspending is not suspending or suspending.contested:
+            return False
+        run.suspending = None
+    why = f"withdrawn: {winner!r} (join='any') fired without it"
+    try:
+        withdraw(run.id, node, asker.visit, why, item=suspending.item)
+    except Exception as exc:
+        router.supervision.give_up(run, router.specs[node], suspending.attempt, exc, asker.visit, tag=asker.tag)
+        return True
+    for name, output, attempt, visit, tag, firing in routes:
+        router.route(run, name, output, attempt, visit, tag, firing)
+    if run.dropped and node in run.dropped:
+        router.cancel_loser(run, node, asker.tag)
+    else:  # (not reached: the join fired as decided above) its visit runs again, and asks again
+        router.visit(run, node, asker.payload, asker.sender, asker.tag)
+    return True
 
 
 def suspend_at_once(router: Router, run: RunState) -> None:
@@ -121,7 +227,7 @@ def suspend_at_once(router: Router, run: RunState) -> None:
     flight are released and run again on resume, as a run's cut short by a crash would."""
     suspending = run.suspending
     if suspending is not None:
-        _suspend_now(router, run, *suspending, abandon=True)
+        _suspend_now(router, run, suspending, abandon=True)
 
 
 def _busy(router: Router, run: RunState) -> bool:
@@ -142,8 +248,7 @@ def keep_queued(run: RunState, work: Any) -> None:
         queued.append(work)
 
 
-def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason: str, attempt: int,
-                 spent: Usage | None = None, abandon: bool = False) -> None:
+def _suspend_now(router: Router, run: RunState, suspending: Suspension, abandon: bool = False) -> None:
     """End ``run`` suspended: its result ``suspended`` with the interrupt's ``payload``, its
     traces journalled as they are now, its queued work released with ``reason`` (and
     attempts still in progress abandoned, with ``abandon``). ``spent``: what the asking
@@ -153,6 +258,8 @@ def _suspend_now(router: Router, run: RunState, node: str, payload: Any, reason:
     assert journal is not None
     if not router.claim(run):
         return
+    node, payload, reason, attempt, spent = (suspending.node, suspending.payload, suspending.reason,
+                                             suspending.attempt, suspending.spent)
     # The traces as the run suspends, for the result and the journal alike: attempts still
     # in flight when it suspends (none, unless a node ignored a cancel) run again on resume
     traces = suspended_traces(run, node, attempt, ahead=_ahead(router, node.split("/", 1)[0]))

@@ -135,6 +135,9 @@ class MaskedJournal:
                          item: int | None = None) -> None:
         self.store.record_interrupt(run_id, node, visit, self._mask(payload), item=item)
 
+    def withdraw_interrupt(self, run_id: str, node: str, visit: int, reason: str, *, item: int | None = None) -> None:
+        self.store.withdraw_interrupt(run_id, node, visit, self._mask(reason), item=item)
+
     def answer(self, run_id: str, answer: Any) -> None:
         self.store.answer(run_id, self._mask(answer))
 

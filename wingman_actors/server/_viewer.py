@@ -227,6 +227,9 @@ def _inner_visits(store: RunStore, journal: RunJournal, depth: int) -> list[dict
     return out
 
 
+_ENDED = ("visit", "skip", "withdrawn")  # journal entries that end a visit ("withdrawn": its question, skipped)
+
+
 def _visits(journal: RunJournal, given_input: Any, failed: Mapping[str, dict[str, Any]] | None = None,
             ) -> list[dict[str, Any]]:
     """Every journalled visit, in the order the journal wrote them: node, visit number,
@@ -238,14 +241,14 @@ def _visits(journal: RunJournal, given_input: Any, failed: Mapping[str, dict[str
     from ..store._history import history
     from ._viewer_inputs import visit_inputs
 
-    recorded = {(e.node, e.visit) for e in journal.entries if e.kind in ("visit", "skip")}
+    recorded = {(e.node, e.visit) for e in journal.entries if e.kind in _ENDED}
     last = [(name, max(node.get("visits") or 1, 1)) for name, node in (failed or {}).items()]
     last = [key for key in last if key not in recorded]
     inputs = visit_inputs(journal, given_input, last)
     times = {(v.node, v.visit): (v.started, v.finished) for v in history(journal) if v.status != "suspended"}
     out = []
     for entry in journal.entries:
-        if entry.kind not in ("visit", "skip"):
+        if entry.kind not in _ENDED:
             continue
         key = (entry.node, entry.visit)
         started, finished = times.get(key, (None, None))

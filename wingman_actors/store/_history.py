@@ -32,8 +32,9 @@ class Visit:
         status: ``succeeded`` (its output is journalled), ``failed`` (its retries were
             spent and its error edges took the failure: the output is the error, and the
             run went on from the handlers), ``skipped`` (its retries were spent,
-            ``on_error="skip"``, or it was not reached) or ``suspended`` (at an interrupt
-            not yet answered).
+            ``on_error="skip"``; or it asked a question that was withdrawn when its branch
+            lost a ``join="any"``: the output is the reason) or ``suspended`` (at an
+            interrupt not yet answered).
         started: when its input was ready: when the last visit of a predecessor before it
             was journalled (the run's creation for a source), or its first step inside the
             visit if earlier; None for entries of a store from before version 6, and for a
@@ -75,6 +76,8 @@ def history(journal: RunJournal) -> list[Visit]:
             status = "succeeded"
         elif e.kind == "skip":
             status = "failed" if key in failed else "skipped"
+        elif e.kind == "withdrawn":  # its question withdrawn: its branch lost a join="any"
+            status = "skipped"
         elif i == pending:
             status = "suspended"
         else:  # a step inside a visit (progress, a fleet item, an answered interrupt)

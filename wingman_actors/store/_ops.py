@@ -35,9 +35,10 @@ __all__ = [
     "inner_run_refused",
 ]
 
-KINDS = {"visit": 1, "item": 2, "progress": 3, "interrupt": 4, "answer": 5, "skip": 6, "input": 7}
-"""Journal entry kinds as stored (7, a visit's given input, came with forks at any node: a
-version before it refuses a journal that holds one, naming the kind)."""
+KINDS = {"visit": 1, "item": 2, "progress": 3, "interrupt": 4, "answer": 5, "skip": 6, "input": 7, "withdrawn": 8}
+"""Journal entry kinds as stored (7, a visit's given input, came with forks at any node; 8,
+an interrupt withdrawn because its branch lost a ``join="any"``, later still: a version
+before one refuses a journal that holds it, naming the kind)."""
 
 
 class Journalling(Op):
@@ -321,7 +322,7 @@ class Answer(Op):
                 f"run {self.run_id!r} expired: it was suspended longer than the store's suspend_ttl, so it "
                 "takes no answer; start a new run", run_id=self.run_id, status="expired")
             return None
-        last = conn.execute("SELECT kind, node, visit, item FROM journal WHERE run = ? AND kind IN (4, 5) "
+        last = conn.execute("SELECT kind, node, visit, item FROM journal WHERE run = ? AND kind IN (4, 5, 8) "
                             "ORDER BY seq DESC LIMIT 1", (run[2],)).fetchone()
         if last is None or last[0] != KINDS["interrupt"]:
             self.error = NoPendingInterruptError(f"run {self.run_id!r} has no pending interrupt to answer; "

@@ -22,7 +22,7 @@ class JournalStore(Protocol):
     Guarantees every implementation keeps:
 
     * ``begin_run``, ``claim_run`` and ``answer`` are durable when they return.
-    * The ``record_*`` calls and ``set_status`` may return before they are durable, but
+    * The ``record_*`` calls, ``withdraw_interrupt`` and ``set_status`` may return before they are durable, but
       they become durable in call order: nothing is durable unless everything recorded
       before it (by any thread of this store) is.
     * Reads see every write made through this store before the read began.
@@ -41,6 +41,9 @@ class JournalStore(Protocol):
 
     def record_interrupt(self, run_id: str, node: str, visit: int, payload: Any, *,
                          item: int | None = None) -> None: ...
+
+    def withdraw_interrupt(self, run_id: str, node: str, visit: int, reason: str, *,
+                           item: int | None = None) -> None: ...
 
     def answer(self, run_id: str, answer: Any) -> None: ...
 

@@ -129,7 +129,7 @@ def get_run(conn: Any, codec: Codec, run_id: str, now: float, path: str, status_
         "WHERE r.id = :id", {"now": now, "id": run_id}).fetchone()
     if row is None:
         raise UnknownRunError(run_id, path)
-    last = conn.execute("SELECT kind, node, visit, item, codec, value FROM journal WHERE run = ? AND kind IN (4, 5) "
+    last = conn.execute("SELECT kind, node, visit, item, codec, value FROM journal WHERE run = ? AND kind IN (4, 5, 8) "
                         "ORDER BY seq DESC LIMIT 1", (row[12],)).fetchone()
     pending = None
     if last is not None and last[0] == KINDS["interrupt"]:

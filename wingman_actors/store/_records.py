@@ -74,6 +74,9 @@ class Interrupt:
         payload: what ``interrupt(payload)`` was called with.
         answered: whether an answer was recorded.
         answer: the answer (None until answered).
+        withdrawn: the question was withdrawn before the run suspended: its node was in a
+            branch a ``join="any"`` fired without (another branch finished while the run
+            waited for its work in flight), so the run went on and no answer is wanted.
     """
 
     node: str
@@ -82,6 +85,7 @@ class Interrupt:
     payload: Any
     answered: bool = False
     answer: Any = None
+    withdrawn: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,9 +122,10 @@ class JournalEntry:
         kind: ``"visit"`` (a node visit finished), ``"item"`` (a fleet item finished),
             ``"progress"`` (a step inside an unfinished visit, e.g. an agent's messages),
             ``"skip"`` (the visit was skipped after its retries were spent, ``on_error="skip"``),
-            ``"interrupt"``, ``"answer"``, or ``"input"`` (the input a visit not yet
-            made runs with instead of what its predecessors deliver: a fork's
-            ``input=``).
+            ``"interrupt"``, ``"answer"``, ``"withdrawn"`` (the last interrupt's question
+            was withdrawn: its branch lost a ``join="any"``; the value says why), or
+            ``"input"`` (the input a visit not yet made runs with instead of what its
+            predecessors deliver: a fork's ``input=``).
         node: the node.
         visit: the node's visit number.
         item: the fleet item index (items, and progress/interrupts inside an item).
@@ -129,7 +134,7 @@ class JournalEntry:
             before version 0.2 of the store kept it).
     """
 
-    kind: Literal["visit", "item", "progress", "skip", "interrupt", "answer", "input"]
+    kind: Literal["visit", "item", "progress", "skip", "interrupt", "answer", "withdrawn", "input"]
     node: str
     visit: int
     item: int | None
@@ -174,7 +179,7 @@ class RunJournal:
     @property
     def pending_interrupt(self) -> Interrupt | None:
         """The last interrupt if it has no answer yet, else None."""
-        if self.interrupts and not self.interrupts[-1].answered:
+        if self.interrupts and not self.interrupts[-1].answered and not self.interrupts[-1].withdrawn:
             return self.interrupts[-1]
         return None
 
@@ -213,6 +218,9 @@ class RunJournal:
             elif e.kind == "answer" and interrupts and not interrupts[-1].answered:
                 last = interrupts[-1]
                 interrupts[-1] = Interrupt(last.node, last.visit, last.item, last.payload, True, e.value)
+            elif e.kind == "withdrawn" and interrupts and not interrupts[-1].answered:
+                last = interrupts[-1]
+                interrupts[-1] = Interrupt(last.node, last.visit, last.item, last.payload, withdrawn=True)
             elif e.kind == "input":
                 inputs[(e.node, e.visit)] = e.value
         ordered = {node: dict(sorted(outputs.items())) for node, outputs in visits.items()}

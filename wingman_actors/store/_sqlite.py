@@ -51,8 +51,8 @@ __all__ = ["RunStore"]
 
 _T = TypeVar("_T")
 
-_VISIT, _ITEM, _PROGRESS, _INTERRUPT, _SKIP, _INPUT = (
-    KINDS[k] for k in ("visit", "item", "progress", "interrupt", "skip", "input"))
+_VISIT, _ITEM, _PROGRESS, _INTERRUPT, _SKIP, _INPUT, _WITHDRAWN = (
+    KINDS[k] for k in ("visit", "item", "progress", "interrupt", "skip", "input", "withdrawn"))
 
 
 def _shutdown(writer: Writer, checkpointer: Checkpointer, readers: ReaderPool, owner: int) -> None:
@@ -294,6 +294,13 @@ class RunStore(Reads):
         """Journal an ``interrupt(payload)`` raised by a node's visit (or a fleet item)."""
         codec, text = self._codec.encode(payload, "the interrupt payload of node %r of run %r", node, run_id)
         self._submit(self._Append((run_id, _INTERRUPT, node, visit, item, codec, text), time.time()))
+
+    def withdraw_interrupt(self, run_id: str, node: str, visit: int, reason: str, *, item: int | None = None) -> None:
+        """Journal that the run's last interrupt (``node``'s visit ``visit``, or its fleet
+        or map item) was withdrawn before the run suspended, saying why: it is no longer
+        pending, takes no answer, and its visit asks again if a resume runs it. Returns at
+        once; durable in call order."""
+        self._submit(self._Append((run_id, _WITHDRAWN, node, visit, item, 0, json.dumps(str(reason))), time.time()))
 
     def record_input(self, run_id: str, node: str, visit: int, value: Any) -> None:
         """Journal the input a visit not yet made runs with (a fork's ``input=``): a
