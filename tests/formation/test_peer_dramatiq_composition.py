@@ -305,8 +305,12 @@ def test_a_plain_callable_given_as_a_callback_is_refused_saying_to_declare_it_as
         return None
 
     f = Formation("cb").add_function("do_work", lambda x: x)
-    with pytest.raises(FormationSetupError, match=r"declare it first with add_function"):
+    with pytest.raises(FormationSetupError, match=r"connect takes node names, not a function; declare it as a node "
+                       r"first, e.g. add_function\('callback', callback\), and connect its name 'callback'"):
         f.connect("do_work", callback, on_error=True)  # type: ignore[arg-type]
+    with pytest.raises(FormationSetupError, match=r"e.g. add_function\('step', fn\), and connect its name 'step'"):
+        f.connect("do_work", lambda _: None, on_error=True)  # type: ignore[arg-type]
+    assert list(f.graph.edges) == []
 
 
 def test_a_step_that_ignores_what_is_piped_to_it_still_runs_after_the_one_before() -> None:
