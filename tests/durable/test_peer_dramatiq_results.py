@@ -276,3 +276,31 @@ def test_pruning_forgets_finished_results_and_keeps_a_run_in_flight(store: RunSt
         assert future.result(5).output == 1
     with pytest.raises(KeyError):
         store.get("done")
+
+
+def test_the_late_value_of_an_attempt_past_its_time_limit_is_never_kept_and_a_resume_runs_it_again(
+        store: RunStore) -> None:
+    """Ported from Bogdanp/dramatiq tests/test_actors.py::test_actors_can_be_assigned_time_limits with the
+    ``Results`` middleware (a message stopped by its time limit stores no result). Here the
+    abandoned function returns after the run failed: what it returns is not journalled."""
+    counter = Counter()
+    release, returned = threading.Event(), threading.Event()
+
+    def slow(_: Any) -> str:
+        if counter.hit("slow") == 1:
+            release.wait(5)
+            returned.set()
+            return "late"
+        return "fresh"
+
+    f = Formation("tl").add_function("slow", slow, timeout=0.2).add_function("after", lambda x: f"{x}!").connect(
+        "slow", "after")
+    try:
+        with pytest.raises(FormationRuntimeError, match=r"node 'slow'.*timed out"):
+            f.run(None, store=store, run_id="late")
+    finally:
+        release.set()
+    assert returned.wait(5)
+    assert not until(lambda: "slow" in store.load("late").visits, within=0.5)
+    assert f.resume("late", store=store).output == "fresh!"
+    assert counter.count("slow") == 2

@@ -188,3 +188,36 @@ def test_a_nested_pipelines_time_limit_cancels_the_step_it_was_in() -> None:
         f.run(1)
     assert isinstance(info.value.__cause__, NodeTimeoutError)
     assert cancelled.wait(3)
+
+
+def test_a_timed_out_attempt_that_returns_while_its_retry_runs_is_dropped_and_the_retrys_value_goes_on() -> None:
+    """Ported from Bogdanp/dramatiq tests/test_actors.py::test_actors_can_be_assigned_time_limits with
+    ``max_retries=1``: only the retry's result is the message's. Here the abandoned first attempt
+    returns while its retry still works (see the module's docs): its value is dropped, no event
+    reports it, and the next node runs once, on the retry's value."""
+    counter = Counter()
+    first_returned = threading.Event()
+    release_first = threading.Event()
+
+    def racy(_: Any) -> str:
+        if counter.hit("attempt") == 1:
+            release_first.wait(5)
+            first_returned.set()
+            return "late"
+        release_first.set()  # the retry lets the abandoned attempt return, and waits for it
+        assert first_returned.wait(5)
+        return "retry"
+
+    def after(x: str) -> str:
+        counter.hit(("after", x))
+        return x
+
+    finished: list[tuple[str | None, Any]] = []
+    f = (Formation("race").add_function("racy", racy, timeout=0.2, retries=1, backoff=0)
+         .add_function("after", after).connect("racy", "after"))
+    result = f.run(None, on_event=lambda e: finished.append((e.node, e.data["output"]))
+                   if e.type == "node_finished" else None)
+    assert result.output == "retry"
+    assert result.nodes["racy"].outputs == ["retry"] and result.nodes["racy"].attempts == 2
+    assert finished == [("racy", "retry"), ("after", "retry")]
+    assert (counter.count(("after", "retry")), counter.count(("after", "late"))) == (1, 0)
