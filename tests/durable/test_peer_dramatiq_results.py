@@ -304,3 +304,33 @@ def test_the_late_value_of_an_attempt_past_its_time_limit_is_never_kept_and_a_re
     assert not until(lambda: "slow" in store.load("late").visits, within=0.5)
     assert f.resume("late", store=store).output == "fresh!"
     assert counter.count("slow") == 2
+
+
+def test_runs_still_queued_when_a_journalled_formation_stops_are_kept_and_each_resumes(store: RunStore) -> None:
+    """Ported from Bogdanp/dramatiq tests/test_redis.py::test_redis_requeues_unhandled_messages_on_shutdown (the
+    messages a stopping worker had not processed go back on the queue, none lost): a run is in
+    the store from ``submit()`` on, queued or not, and each one resumes."""
+    counter = Counter()
+    entered, release = threading.Event(), threading.Event()
+
+    def do_work(x: int) -> int:
+        counter.hit(x)
+        entered.set()
+        release.wait(5)
+        return x * 10
+
+    f = Formation("queue").add_function("do_work", do_work)
+    running = f.start(store=store)
+    try:
+        futures = [running.submit(i, run_id=f"q{i}") for i in range(3)]
+        assert [store.get(f"q{i}").status for i in range(3)] == ["running"] * 3
+        assert entered.wait(5)
+    finally:
+        running.stop()
+        release.set()
+    for future in futures:
+        with pytest.raises(FormationRuntimeError, match=r"stopped before"):
+            future.result(5)
+    assert sorted((r.id, r.status) for r in store.runs()) == [(f"q{i}", "interrupted") for i in range(3)]
+    assert [f.resume(f"q{i}", store=store).output for i in range(3)] == [0, 10, 20]
+    assert [counter.count(i) for i in range(3)] == [2, 1, 1]
