@@ -22,7 +22,7 @@ import pytest
 from tests.support.peers import Counter, Gate, until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
-from wingman_actors.store import RunStore
+from wingman_actors.store import RunStore, SerializationError
 
 
 def test_a_runs_result_is_kept_in_the_store_and_read_back_from_another_handle(store: RunStore) -> None:
@@ -334,3 +334,17 @@ def test_runs_still_queued_when_a_journalled_formation_stops_are_kept_and_each_r
     assert sorted((r.id, r.status) for r in store.runs()) == [(f"q{i}", "interrupted") for i in range(3)]
     assert [f.resume(f"q{i}", store=store).output for i in range(3)] == [0, 10, 20]
     assert [counter.count(i) for i in range(3)] == [2, 1, 1]
+
+
+def test_a_run_whose_input_the_store_cannot_keep_is_refused_at_submit_saying_what_to_pass(store: RunStore) -> None:
+    """Ported from Bogdanp/dramatiq tests/test_encoders.py (a message whose arguments the encoder cannot encode
+    fails when it is sent, before any worker sees it): the refusal comes from ``submit()``,
+    says what input the store keeps, and the formation serves on."""
+    counter = Counter()
+    f = Formation("enc").add_function("do_work", lambda x: counter.hit("work") and x)
+    with f.start(store=store) as running:
+        with pytest.raises(SerializationError, match=r"the input of run .* is a lock .*cannot journal\. Pass JSON data"):
+            running.submit(threading.Lock())
+        assert running.submit([1, 2]).result(5).output == [1, 2]
+    assert counter.count("work") == 1
+    assert [r.status for r in store.runs()] == ["succeeded"]
