@@ -257,7 +257,7 @@ class Codec:
                 "database files you trust: loading a pickle can run any code)",
                 where=where, type_name=type_path(t),
             )
-        verb = "Pass" if where.startswith(("the input", "the answer")) else "Return"  # what the caller gives, or a node returns
+        verb = "Pass" if where.startswith(("the input", "the answer", "the interrupt")) else "Return"  # given, or returned
         return SerializationError(
             f"{what}, which the run store cannot journal. {verb} {_SUPPORTED}; or open the store with "
             "RunStore(path, allow_pickle=True) to pickle it (only for database files you trust: "
