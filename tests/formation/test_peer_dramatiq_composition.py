@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter, until
+from tests.support.peers import Counter
 from wingman_actors import Formation, FormationResult
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError
 from wingman_actors.formation import NodeFailure
@@ -111,20 +111,6 @@ def test_a_pipelines_progress_is_one_finished_event_per_step_in_order() -> None:
         last = event
     assert finished == [("a", 1), ("b", 2), ("c", 3)]
     assert last is not None and last.type == "run_finished"
-
-
-def test_an_unfinished_pipeline_is_not_done_until_its_last_step_finishes(held: Any) -> None:
-    """Ported from Bogdanp/dramatiq tests/test_composition.py::test_pipelines_can_be_incomplete (a pipeline whose
-    last step has not run is not ``completed``)."""
-    f = Formation("pipe").add_function("first", add(1)).add_function("wait", held).connect("first", "wait")
-    with f.start() as running:
-        future = running.submit(1)
-        assert held.reached.wait(5)
-        assert not future.done()
-        with pytest.raises(FutureTimeout):
-            future.result(timeout=0.05)
-        held.opened.set()
-        assert future.result(5).output == 2
 
 
 def test_a_group_runs_its_items_in_parallel() -> None:
@@ -335,22 +321,3 @@ def test_a_step_that_ignores_what_is_piped_to_it_still_runs_after_the_one_before
     assert order == ["first", "ignore"]
     with pytest.raises(FormationSetupError, match=r"cannot be called with one argument; add a positional parameter"):
         Formation("bad").add_function("a", add(1)).add_function("b", lambda: 5).connect("a", "b").validate()
-
-
-def test_a_callback_sees_its_own_runs_result_among_many_runs_in_flight() -> None:
-    """Ported from Bogdanp/dramatiq tests/test_callbacks.py::test_actors_can_define_success_callbacks with many
-    messages: each callback is sent the result of its own message."""
-    seen: dict[int, int] = {}
-    lock = threading.Lock()
-
-    def callback(i: int) -> Any:
-        def done(future: Future[FormationResult]) -> None:
-            with lock:
-                seen[i] = future.result().output
-        return done
-
-    with Formation("cb").add_function("square", lambda x: x * x, concurrency=3).start() as running:
-        for i in range(20):
-            running.submit(i).add_done_callback(callback(i))
-        assert until(lambda: len(seen) == 20, within=10)
-    assert seen == {i: i * i for i in range(20)}
