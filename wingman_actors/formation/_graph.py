@@ -306,7 +306,13 @@ class Formation(Runs, AsyncRuns, Forks):
             problems.insert(0, f"unknown keyword(s) {', '.join(map(repr, unknown))}; {' '.join(hints)}"
                                f"{' ' if hints else ''}connect takes when=, otherwise= and on_error=")
         for n in dict.fromkeys(names):
-            if n not in self.graph:
+            if callable(n) and not isinstance(n, str):  # a function handed over as a callback, not its node's name
+                label = getattr(n, "__name__", "")
+                fn = label if label.isidentifier() else "fn"
+                label = label if label.isidentifier() else "step"
+                problems.append(f"connect takes node names, not a {type(n).__name__}; declare it as a node "
+                                f"first, e.g. add_function({label!r}, {fn}), and connect its name {label!r}")
+            elif n not in self.graph:
                 close = difflib.get_close_matches(str(n), [str(k) for k in self.graph], n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 problems.append(f"no node named {n!r}{hint}; declare it first with add_function/add_agent/add_fleet/add_map/add_formation")

@@ -257,8 +257,9 @@ class Codec:
                 "database files you trust: loading a pickle can run any code)",
                 where=where, type_name=type_path(t),
             )
+        verb = "Pass" if where.startswith(("the input", "the answer", "the interrupt")) else "Return"  # given, or returned
         return SerializationError(
-            f"{what}, which the run store cannot journal. Return {_SUPPORTED}; or open the store with "
+            f"{what}, which the run store cannot journal. {verb} {_SUPPORTED}; or open the store with "
             "RunStore(path, allow_pickle=True) to pickle it (only for database files you trust: "
             "loading a pickle can run any code)",
             where=where, type_name=type_path(t),
