@@ -84,6 +84,7 @@ class OpenAIProvider(BaseProvider):
 
     id: ClassVar[str] = "openai"
     per_request_model: ClassVar[bool] = True  # its requests name model_for(request)
+    _heeds_cancel: ClassVar[bool] = True  # a cancel closes its request: called on the session's thread
 
     def __init__(self, options: OpenAIOptions) -> None:
         self.require_model(options, "gpt-4o-mini")
