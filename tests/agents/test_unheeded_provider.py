@@ -21,6 +21,7 @@ from wingman_actors import Agent, Fleet, Session, Task
 from wingman_actors.core import InferenceRequest, InferenceResponse, StreamEvent, StreamEventType
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import InferenceStream
+from wingman_actors.testing import ScriptedProvider
 
 LIMIT = 0.3
 MARGIN = 1.5  # generous: the machine is shared; the provider itself would hold the run for 10 s
@@ -190,3 +191,26 @@ def test_a_provider_of_ones_own_that_answers_still_answers_and_its_errors_still_
     with pytest.raises(AgentError, match="upstream said no") as caught:
         session.run("two")
     assert caught.value.kind is ErrorKind.AGENT
+
+
+def test_the_built_in_providers_are_called_on_the_sessions_own_thread_and_ones_own_on_another() -> None:
+    """The cost stays off the built-in providers' path (they close their request on a cancel):
+    no thread per call for them; a provider of one's own runs on a thread of its own, as
+    docs/providers-and-errors.md says."""
+    seen: list[threading.Thread] = []
+
+    def reply(request: InferenceRequest) -> InferenceResponse:
+        seen.append(threading.current_thread())
+        return InferenceResponse.of_text("ok")
+
+    class Own:
+        id = "own"
+        model = "m"
+
+        def run_inference(self, request: InferenceRequest) -> InferenceResponse:
+            return reply(request)
+
+    Session(Agent("a", provider=ScriptedProvider([reply]))).run("hi")
+    Session(Agent("b", provider=Own())).run("hi")
+    assert seen[0] is threading.current_thread()
+    assert seen[1] is not threading.current_thread()
