@@ -38,7 +38,10 @@ class Role(enum.StrEnum):
 
 
 BlockType = Literal["text", "tool_use", "tool_result", "image", "thinking", "redacted_thinking"]
-StopReason = Literal["end_turn", "tool_use", "max_tokens"]
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
+"""Why a model call stopped: it ended its turn, it asks for tools, it was cut at ``max_tokens``
+(or where the context window ran out), or it refused (a safety refusal or a content filter:
+Anthropic's ``refusal``, OpenAI-compatible ``content_filter`` or a ``refusal`` answer)."""
 
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "text": ("text",),

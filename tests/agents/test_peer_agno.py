@@ -336,15 +336,14 @@ def test_a_session_started_from_a_stored_history_continues_that_conversation() -
     assert len(first.history) == 2  # the stored history is not extended by the new session
 
 
-def test_a_failed_run_keeps_its_message_in_the_history_and_the_next_run_is_sent_both() -> None:
+def test_a_failed_run_leaves_its_message_out_of_the_history_and_the_next_run_sends_only_its_own() -> None:
     """Ported from agno-agi/agno libs/agno/tests/unit/agent/test_cancelled_runs_in_context.py::test_flag_on_still_excludes_paused_and_error.
-    agno leaves an errored run's messages out of later runs' context; ours keeps the user
-    message of a run whose provider failed in the session's history (nothing the user said
-    is lost), so the next request carries it."""
+    As agno does, an errored run's message is left out of later runs' context: a run that
+    failed before the model answered leaves the history as it was (tests/agents/test_failed_turns.py)."""
     provider = ScriptedProvider([AgentError("provider down", kind=ErrorKind.NETWORK), "Both answered."])
     session = Session(Agent("a", provider=provider))
     with pytest.raises(AgentError, match=r"provider down"):
         session.run("first question")
 
     assert session.run("second question").response == "Both answered."
-    assert [m.text for m in provider.requests[-1].messages] == ["first question", "second question"]
+    assert [m.text for m in provider.requests[-1].messages] == ["second question"]

@@ -300,7 +300,7 @@ def test_tool_use_reply_maps_to_tool_use_blocks(make_provider: MakeProvider, loo
         ("max_tokens", "max_tokens"),
         ("stop_sequence", "end_turn"),
         ("pause_turn", "end_turn"),
-        ("refusal", "end_turn"),
+        ("refusal", "refusal"),  # its own stop reason: not an ordinary end of turn
         ("model_context_window_exceeded", "max_tokens"),  # cut off where the window ran out
     ],
 )

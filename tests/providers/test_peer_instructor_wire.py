@@ -240,19 +240,20 @@ def test_a_tools_parameter_schema_keeps_field_descriptions_and_constraints(
     assert schema["$defs"]["Address"]["required"] == ["city"]
 
 
-def test_openai_refusal_is_the_answers_text_and_gets_the_corrective_retry(
+def test_openai_refusal_fails_a_structured_run_at_once_naming_the_refusal(
     providers: Callable[..., BaseProvider], loopback: LoopbackServer
 ) -> None:
     """Ported from instructor-ai/instructor tests/test_function_calls.py::test_refusal_attribute.
 
-    instructor raises at once naming the refusal; ours is the answer's text, so it gets
-    the corrective retry (and a model that then answers is taken)."""
+    As instructor does, the run fails at once naming the refusal (stop reason ``refusal``),
+    without a corrective retry and without a JSON error about the refusal's words."""
     refusal = completion(None)
     refusal["choices"][0]["message"]["refusal"] = "I can't help with that."
     loopback.queue(Reply.json(refusal), answer("openai", '{"name": "A", "age": 1}'))
-    result = Session(Agent("x", provider=providers("openai"), output_schema=User)).run("Extract")
-    assert result.output == User(name="A", age=1)
-    assert loopback.requests[1].json()["messages"][-2]["content"] == "I can't help with that."
+    with pytest.raises(AgentError, match=r"refused to answer .*I can't help with that") as caught:
+        Session(Agent("x", provider=providers("openai"), output_schema=User)).run("Extract")
+    assert caught.value.kind is ErrorKind.INVALID
+    assert len(loopback.requests) == 1
 
 
 # --- streamed and async ------------------------------------------------------------------------------

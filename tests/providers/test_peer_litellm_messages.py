@@ -242,16 +242,16 @@ def test_anthropic_stop_reasons_map_like_litellms_finish_reasons(
     assert providers["anthropic"].run_inference(InferenceRequest(messages=[Message.user("Hi")])).stop_reason == ours
 
 
-def test_an_anthropic_refusal_stop_reason_ends_the_turn_with_what_was_said(
+def test_an_anthropic_refusal_stop_reason_is_a_refusal_with_what_was_said(
     loopback: LoopbackServer, providers: dict[str, BaseProvider]
 ) -> None:
     """From BerriAI/litellm tests/test_litellm/litellm_core_utils/test_core_helpers_finish_reason_mapping.py (refusals map to content_filter).
 
-    LiteLLM reports ``content_filter``; our stop reasons are only end_turn, tool_use and
-    max_tokens (DESIGN), so a refusal ends the turn with whatever text came before it."""
+    LiteLLM reports ``content_filter``; ours is ``refusal`` (beside end_turn, tool_use and
+    max_tokens), with whatever text came before it."""
     loopback.queue(Reply.json(message_json([{"type": "text", "text": "I can't help with that."}], stop_reason="refusal")))
     result = Session(Agent("a", provider=providers["anthropic"])).run("Something bad")
-    assert (result.response, result.stop_reason) == ("I can't help with that.", "end_turn")
+    assert (result.response, result.stop_reason) == ("I can't help with that.", "refusal")
 
 
 # --- OpenAI-compatible, through a session -----------------------------------------------------------

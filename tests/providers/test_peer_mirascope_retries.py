@@ -120,8 +120,8 @@ def test_a_session_can_run_the_turn_again_after_a_stream_was_cut(loopback: Loopb
     """From Mirascope/mirascope python/tests/llm/retries/test_retry_stream_responses.py::test_stream_can_continue_after_restart
     (the caller's loop: catch, then iterate again).
 
-    Pinned: the failed turn's message stays in the history (as after a stopped run, docs/
-    agents.md), so the next turn sends it before its own; the cut answer is not kept."""
+    The failed turn leaves the history as it was (the model never answered: docs/agents.md),
+    so the next turn sends only its own message; the cut answer is not kept."""
     loopback.queue(sse(chunk({"role": "assistant", "content": "mock "}), done=False), text_stream("mock ", "response"))
     session = Session(agent())
     with pytest.raises(AgentError):
@@ -129,7 +129,7 @@ def test_a_session_can_run_the_turn_again_after_a_stream_was_cut(loopback: Loopb
     text, result = streamed_text(session, "Hello again")
     assert text == result.response == "mock response"
     sent = loopback.requests[1].json()["messages"]
-    assert [(m["role"], m["content"]) for m in sent] == [("user", "Hello"), ("user", "Hello again")]
+    assert [(m["role"], m["content"]) for m in sent] == [("user", "Hello again")]
 
 
 def test_an_async_stream_is_retried_after_a_server_error_before_its_first_event(

@@ -392,12 +392,12 @@ def test_an_error_status_in_a_session_raises_with_the_apis_message_and_its_statu
 # --- finish reasons ----------------------------------------------------------------------
 
 
-def test_an_openai_content_filter_finish_ends_the_turn_with_what_was_said(loopback: LoopbackServer, providers: list[Any]) -> None:
+def test_an_openai_content_filter_finish_is_a_refusal_with_what_was_said(loopback: LoopbackServer, providers: list[Any]) -> None:
     """From Mirascope/mirascope python/tests/llm/responses/test_finish_reason.py::test_finish_reason_values (``REFUSAL``).
 
-    Pinned, an open question: Mirascope reports a refusal as its own finish reason; our
-    stop reasons are end_turn, tool_use and max_tokens (DESIGN), so a filtered answer ends
-    the turn with whatever text came before it, possibly none."""
+    As Mirascope does, a refusal has its own stop reason, ``refusal`` (it ended silently as
+    ``end_turn`` before; tests/agents/test_refusals.py pins the rest): the turn ends with
+    whatever text came before the filter, possibly none."""
     loopback.queue(Reply.json(completion("", finish_reason="content_filter")))
     result = Session(openai_agent(loopback.url, providers)).run("Hi")
-    assert (result.response, result.stop_reason) == ("", "end_turn")
+    assert (result.response, result.stop_reason) == ("", "refusal")

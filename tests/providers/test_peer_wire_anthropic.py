@@ -196,7 +196,7 @@ def test_message_delta_usage_gives_output_tokens_and_message_start_the_input_and
 
 @pytest.mark.parametrize(("wire", "ours"), [
     ("end_turn", "end_turn"), ("max_tokens", "max_tokens"), ("tool_use", "tool_use"), ("stop_sequence", "end_turn"),
-    ("refusal", "end_turn"), ("pause_turn", "end_turn"),
+    ("refusal", "refusal"), ("pause_turn", "end_turn"),
 ])
 def test_a_streamed_stop_reason_maps_onto_ours(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str, wire: str, ours: str

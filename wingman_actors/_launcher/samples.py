@@ -43,6 +43,7 @@ class SampleReplies:
     """
 
     id = "scripted"
+    _heeds_cancel = True  # scripted providers underneath: called on the session's thread
 
     def __init__(self, replies: Mapping[str, Iterable[Any]], latency_s: float = 0.0) -> None:
         self.model = "sample-replies"

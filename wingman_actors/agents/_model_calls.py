@@ -19,6 +19,7 @@ from ..errors import AgentError, ErrorKind
 from ..integrations import otel
 from ..providers._base import Provider
 from ..providers._retry import stopped
+from ._unheeded import heeds_cancel, stream_on_thread, wait_on_thread
 
 if TYPE_CHECKING:
     from ._context_budget import Fitted, Fitting
@@ -88,7 +89,15 @@ def compaction_call(
 
 
 def infer(provider: Provider, request: InferenceRequest, token: CancelToken) -> InferenceResponse:
-    """One blocking call; raises if the run was cancelled or timed out meanwhile."""
+    """One blocking call; raises if the run was cancelled or timed out meanwhile. A provider
+    of one's own (not known to heed the cancel) is called on a thread of its own, abandoned
+    when the run stops first (see :mod:`._unheeded`)."""
+    if not heeds_cancel(provider):
+        return wait_on_thread(lambda: _infer(provider, request, token), token, _what(provider, "call"))
+    return _infer(provider, request, token)
+
+
+def _infer(provider: Provider, request: InferenceRequest, token: CancelToken) -> InferenceResponse:
     reset = _current_token.set(token)  # what ``with cancel_scope(token):`` does, without its object
     try:
         response = provider.run_inference(request)
@@ -108,6 +117,14 @@ def infer_stream(
     with cancel_scope(token):
         if getattr(provider, "stream_inference", None) is None:
             raise cannot_stream(provider)
+        if not heeds_cancel(provider):  # made and read on a thread of its own (see infer)
+            try:
+                whole: InferenceResponse = yield from stream_on_thread(
+                    lambda: provider.stream_inference(request), token, _what(provider, "stream"))
+                return whole
+            except AgentError as exc:
+                stopped(token, exc)
+                raise
         events = provider.stream_inference(request)
         try:
             for event in events:
@@ -121,6 +138,11 @@ def infer_stream(
             if close is not None:
                 close()
         return events.response
+
+
+def _what(provider: Provider, call: str) -> str:
+    """A model call, for the log line of one abandoned."""
+    return f"a model {call} of provider {getattr(provider, 'id', type(provider).__name__)!r}"
 
 
 def cannot_stream(provider: Provider) -> AgentError:

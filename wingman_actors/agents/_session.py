@@ -30,7 +30,6 @@ from ..core import (
     InferenceRequest,
     InferenceResponse,
     Message,
-    Role,
     StreamEvent,
     StreamEventType,
     Usage,
@@ -52,7 +51,8 @@ from ._result import Result, Spender, StepTrace, ToolCall, charge
 from ._session_ids import new_session_id
 from ._stream import SessionStream, Unbegun
 from ._structured import OutputSchema, OutputValidationError, only_tool_calls, unmatched
-from ._tool_steps import ToolBatch, ToolStep, close_unanswered
+from ._tool_steps import ToolBatch, ToolStep
+from ._turns import begin_turn, end_unfinished, refused
 
 __all__ = ["Result", "Session", "SessionStream"]
 
@@ -60,8 +60,6 @@ _LIMIT_NOTE = (
     "You have reached the maximum number of steps for this task. Do not call any more tools: "
     "give your final answer now, using what you have."
 )
-
-_UNANSWERED = "Error: this tool call was never answered (a new message came first); its result is unknown"
 
 RunGen = Generator[StreamEvent | ModelCall | ToolBatch, Any, Result]
 """A run of the loop: it yields stream events and, driven by the async driver
@@ -89,7 +87,7 @@ class Session(AsyncSessionRuns):
 
     __slots__ = (
         "__weakref__", "_busy", "_ctx", "_lineage", "_live", "_prepares", "_schema", "_spans", "_store", "_token",
-        "_tool_ctx", "_tools", "_unbegun", "_window", "_work_dir", "agent", "history", "id",
+        "_tool_ctx", "_tools", "_turn", "_unbegun", "_window", "_work_dir", "agent", "history", "id",
     )
 
     def __init__(
@@ -128,6 +126,7 @@ class Session(AsyncSessionRuns):
         # the children (delegated runs) the tool step in progress started, while their usage
         # is not yet in the run's: spent_so_far counts them
         self._live: list[Spender] | None = None
+        self._turn = 0  # where the run in progress began in the history (end_unfinished)
         self._spans: otel.SessionSpans | None = None
         self._window = (
             ContextWindow(agent.context_budget, agent.compactor, agent.name)
@@ -324,6 +323,7 @@ class Session(AsyncSessionRuns):
             ctx.depth, ctx.parent_session_id = self._lineage
         self._ctx = ctx
         self._live = None
+        self._turn = len(self.history)
         bus = self.agent.events
         if bus is not None and "session_start" in bus.kinds:
             emit(bus, "session_start", ctx, message=msg.text)
@@ -342,7 +342,7 @@ class Session(AsyncSessionRuns):
         if bus is not None and "session_stop" in bus.kinds:
             emit_stop(bus, self.agent.name, self.id, result, failure, self._lineage, spent)
         if result is None and not isinstance(failure, RunSuspended):
-            close_unanswered(self.history, failure)  # a suspended run's turn stays open for resume()
+            end_unfinished(self.history, self._turn, failure)  # a suspended run's turn stays open for resume()
         if failure is not None and not isinstance(failure, Exception):
             failure = None  # a suspension (or an exit) is no error of the run's
         try:
@@ -402,13 +402,7 @@ class Session(AsyncSessionRuns):
         mws = self.agent.middleware
         for mw in mws:
             msg = mw.before_agent(ctx, msg) or msg
-        history = self.history
-        if history and history[-1].role is Role.ASSISTANT and history[-1].tool_calls:
-            # a given history ending in tool calls nobody answered: a provider refuses a call
-            # without its result, so each is answered as unknown before the new message
-            close_unanswered(history, None, _UNANSWERED)
-        prompt_index = len(history)
-        history.append(msg)
+        prompt_index = begin_turn(self.history, msg)
         instructions = self._instructions(self.agent.system_prompt)
         prepares = self._prepares
         bus = self.agent.events
@@ -519,6 +513,8 @@ class Session(AsyncSessionRuns):
                 continue
             output: Any = text
             if self._schema is not None:
+                if response.stop_reason == "refusal":  # declined: no retry, no JSON error about its words
+                    raise refused(self.agent.name, response)
                 try:
                     output = self._schema.validate_text(text)
                 except OutputValidationError as exc:

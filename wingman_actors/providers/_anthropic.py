@@ -108,6 +108,7 @@ class AnthropicProvider(BaseProvider):
 
     id: ClassVar[str] = _ID
     per_request_model: ClassVar[bool] = True  # its requests name model_for(request)
+    _heeds_cancel: ClassVar[bool] = True  # a cancel closes its request: called on the session's thread
     options: AnthropicOptions
 
     def __init__(self, options: AnthropicOptions | None = None) -> None:

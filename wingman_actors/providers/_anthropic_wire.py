@@ -45,6 +45,7 @@ _ID = "anthropic"
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens",
     "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",  # the model declined (its safety classifiers): not an ordinary end of turn
 }
 
 # The `type` of an `error` event sent inside a streamed (HTTP 200) answer.
@@ -245,7 +246,7 @@ def _from_message(message: anthropic.types.Message) -> InferenceResponse:
 
 
 def _stop_reason(reason: str | None) -> StopReason:
-    # stop_sequence, pause_turn, refusal... end the turn.
+    # stop_sequence, pause_turn... end the turn.
     return _STOP_REASONS.get(reason or "end_turn", "end_turn")
 
 

@@ -84,6 +84,7 @@ class OllamaProvider(BaseProvider):
 
     id: ClassVar[str] = "ollama"
     per_request_model: ClassVar[bool] = True  # its requests name model_for(request)
+    _heeds_cancel: ClassVar[bool] = True  # a cancel closes its request: called on the session's thread
 
     def __init__(self, options: OllamaOptions) -> None:
         self.require_model(options, "llama3.2")

@@ -52,7 +52,11 @@ _SSE_ENCODING = "utf-8-sig"
 """An event stream is UTF-8 whatever its charset says, and a leading byte order mark is
 dropped (WHATWG); httpx-sse would read it as part of the first field's name and skip that
 event, so the BOM is removed by decoding the body as ``utf-8-sig``."""
-_STOP: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+# content_filter: the answer was withheld or cut by the server's filter, a refusal (so is a
+# message whose ``refusal`` field is set: OpenAI's structured outputs say so there)
+_STOP: dict[str, StopReason] = {
+    "stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal",
+}
 
 
 class OpenAIOptions(RemoteOptions):
@@ -84,6 +88,7 @@ class OpenAIProvider(BaseProvider):
 
     id: ClassVar[str] = "openai"
     per_request_model: ClassVar[bool] = True  # its requests name model_for(request)
+    _heeds_cancel: ClassVar[bool] = True  # a cancel closes its request: called on the session's thread
 
     def __init__(self, options: OpenAIOptions) -> None:
         self.require_model(options, "gpt-4o-mini")
@@ -189,9 +194,13 @@ class OpenAIProvider(BaseProvider):
         if raw_calls:
             cut = choices[0].get("finish_reason") == "length"
             content += [self._tool_block(i, c, cut) for i, c in enumerate(raw_calls)]
+        stop = _STOP.get(choices[0].get("finish_reason") or "", "end_turn")
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal:  # OpenAI's structured outputs put a refusal there
+            stop = "refusal"
         return InferenceResponse(
             content=content,  # type: ignore[arg-type]  # validated into ContentBlocks
-            stop_reason="tool_use" if raw_calls else _STOP.get(choices[0].get("finish_reason") or "", "end_turn"),
+            stop_reason="tool_use" if raw_calls and stop != "refusal" else stop,
             usage=_usage_fields(data.get("usage")),  # type: ignore[arg-type]  # validated into a Usage
             model=data.get("model") or model,
         )
@@ -287,8 +296,8 @@ class OpenAIProvider(BaseProvider):
         if not state.started:  # an answer with no content at all
             state.started = True
             yield state.builder.message_start()
-        stop = _STOP.get(state.finish_reason or "", "end_turn")
-        if state.tools and stop != "max_tokens":  # a cut answer stays max_tokens, calls or not
+        stop = "refusal" if state.refused else _STOP.get(state.finish_reason or "", "end_turn")
+        if state.tools and stop not in ("max_tokens", "refusal"):  # a cut or refused answer stays so, calls or not
             stop = "tool_use"
         yield state.builder.message_delta(stop, state.usage)
         yield from state.builder.finish()
@@ -327,7 +336,10 @@ class OpenAIProvider(BaseProvider):
                     state.thinking_index = state.allocate()
                     yield b.start_thinking(state.thinking_index)
                 yield b.thinking(state.thinking_index, reasoning)
-            text = answer or delta.get("refusal")  # a refusal streams as the answer's text
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str) and refusal:
+                state.refused = True
+            text = answer or refusal  # a refusal streams as the answer's text
             if isinstance(text, str) and text:
                 yield from state.end_thinking()
                 if state.text_index is None:
@@ -424,6 +436,7 @@ class _StreamState:
     tools: dict[Any, int] = field(default_factory=dict)  # wire tool-call index -> block index
     next_index: int = 0
     finish_reason: str | None = None
+    refused: bool = False  # a delta carried a ``refusal``
     usage: Usage = field(default_factory=Usage)
     done: bool = False
     started: bool = False  # message_start yielded: held back until the first chunk's events

@@ -119,6 +119,7 @@ class ReplayProvider:
     id: ClassVar[str] = "replay"
     per_request_model: ClassVar[bool] = True
     """A request's ``model`` is part of its key: a call recorded with it replays with it."""
+    _heeds_cancel: ClassVar[bool] = True  # answers at once, from memory
 
     def __init__(
         self, cassette: str | os.PathLike[str], *, model: str = "replay", stream_chunk: int = 8
@@ -203,6 +204,7 @@ class RecordingProvider:
         self.inner = inner
         self.model = inner.model
         self.per_request_model: bool = bool(getattr(inner, "per_request_model", False))
+        self._heeds_cancel = getattr(inner, "_heeds_cancel", False) is True  # as its inner provider
         self.path = Path(path)
         self._lock = threading.Lock()
         self.recorded = 0

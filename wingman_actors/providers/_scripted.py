@@ -57,6 +57,8 @@ class ScriptedProvider:
     id: ClassVar[str] = "scripted"
     per_request_model: ClassVar[bool] = True
     """A request's ``model`` (``Prepared(model="name")``) is the model its answer reports."""
+    _heeds_cancel: ClassVar[bool] = True  # its latency sleeps on the run's token (a reply function of
+    # one's own that blocks is not cut: a testing provider, kept off the thread of unheeded calls)
 
     def __init__(
         self,
