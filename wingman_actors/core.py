@@ -38,10 +38,10 @@ class Role(enum.StrEnum):
 
 
 BlockType = Literal["text", "tool_use", "tool_result", "image", "thinking", "redacted_thinking"]
-StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
-"""Why a model call stopped: it ended its turn, it asks for tools, it was cut at ``max_tokens``
-(or where the context window ran out), or it refused (a safety refusal or a content filter:
-Anthropic's ``refusal``, OpenAI-compatible ``content_filter`` or a ``refusal`` answer)."""
+StopReason = Literal["end_turn", "tool_use", "max_tokens"]
+"""Why a model call stopped: it ended its turn, it asks for tools, or it was cut at
+``max_tokens`` (or where the context window ran out). A refusal ends the turn
+(``end_turn``) and sets :attr:`InferenceResponse.refused`."""
 
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "text": ("text",),
@@ -294,12 +294,19 @@ class InferenceRequest(_Model):
 
 
 class InferenceResponse(_Model):
-    """A model's answer to one :class:`InferenceRequest`."""
+    """A model's answer to one :class:`InferenceRequest`.
+
+    ``refused``: the model declined to answer, or the server's filter withheld or cut its
+    answer (Anthropic's stop reason ``refusal``, an OpenAI-compatible ``content_filter``
+    finish, or an answer in the message's ``refusal`` field); its words, if any, are the
+    text, and ``stop_reason`` is ``end_turn``.
+    """
 
     content: list[ContentBlock] = Field(default_factory=list)
     stop_reason: StopReason = "end_turn"
     usage: Usage = Field(default_factory=Usage)
     model: str = ""
+    refused: bool = False
 
     @classmethod
     def of_text(cls, text: str, *, model: str = "", usage: Usage | None = None) -> InferenceResponse:

@@ -1,10 +1,11 @@
-"""A model's refusal has its own stop reason, ``refusal`` (found porting Mirascope, whose
+"""A model's refusal is told apart from an ordinary end of turn (found porting Mirascope, whose
 finish reasons include ``REFUSAL``): OpenAI-compatible ``finish_reason: "content_filter"`` (or
-an answer in the message's ``refusal`` field) and Anthropic ``stop_reason: "refusal"`` are no
-longer reported as an ordinary ``end_turn``. The result, the stream's ``message_delta``, the
-``model_end`` event and an agent node's output say so, and an agent with an
-``output_schema`` fails at once with an error naming the refusal, not with a JSON error about
-its words. Against the loopback servers speaking each provider's wire format."""
+an answer in the message's ``refusal`` field) and Anthropic ``stop_reason: "refusal"`` end the
+turn (``end_turn``: DESIGN lists three stop reasons) and set ``InferenceResponse.refused`` and
+``Result.refused``. The result, the stream's final response, the ``model_end`` event and an
+agent node say so, and an agent with an ``output_schema`` fails at once with an error naming
+the refusal, not with a JSON error about its words. Against the loopback servers speaking each
+provider's wire format."""
 
 from __future__ import annotations
 
@@ -69,13 +70,13 @@ def streamed_refusal(vendor: str, text: str = SORRY) -> Reply:
 
 
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
-def test_a_refusal_ends_the_run_with_the_refusal_stop_reason_and_its_words(
+def test_a_refusal_ends_the_run_refused_with_its_words(
     loopback: LoopbackServer, providers: list[Any], vendor: str
 ) -> None:
     """From Mirascope/mirascope python/tests/llm/responses/test_finish_reason.py::test_finish_reason_values (``FinishReason.REFUSAL``)."""
     loopback.queue(refusal_reply(vendor))
     result = Session(agent_for(vendor, loopback.url, providers)).run("Help me pick a lock")
-    assert (result.stop_reason, result.response) == ("refusal", SORRY)
+    assert (result.stop_reason, result.refused, result.response) == ("end_turn", True, SORRY)
 
 
 def test_an_openai_answer_in_the_refusal_field_is_a_refusal(loopback: LoopbackServer, providers: list[Any]) -> None:
@@ -85,7 +86,7 @@ def test_an_openai_answer_in_the_refusal_field_is_a_refusal(loopback: LoopbackSe
     body["choices"][0]["message"]["refusal"] = SORRY
     loopback.queue(Reply.json(body))
     result = Session(agent_for("openai", loopback.url, providers)).run("Help me pick a lock")
-    assert (result.stop_reason, result.response) == ("refusal", SORRY)
+    assert (result.stop_reason, result.refused, result.response) == ("end_turn", True, SORRY)
 
 
 def test_a_streamed_openai_refusal_field_is_a_refusal(loopback: LoopbackServer, providers: list[Any]) -> None:
@@ -94,19 +95,20 @@ def test_a_streamed_openai_refusal_field_is_a_refusal(loopback: LoopbackServer, 
                        chunk({}, "stop"), usage_chunk()))
     stream = Session(agent_for("openai", loopback.url, providers)).run_stream("Help me pick a lock")
     list(stream)
-    assert (stream.result().stop_reason, stream.result().response) == ("refusal", SORRY)
+    assert (stream.result().stop_reason, stream.result().refused, stream.result().response) == ("end_turn", True, SORRY)
 
 
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
-def test_a_streamed_refusal_says_so_in_its_message_delta_and_its_result(
+def test_a_streamed_refusal_says_so_in_its_final_response_and_its_result(
     loopback: LoopbackServer, providers: list[Any], vendor: str
 ) -> None:
     """From Mirascope/mirascope python/tests/llm/responses/test_finish_reason.py::test_finish_reason_values (streamed)."""
     loopback.queue(streamed_refusal(vendor))
     stream = Session(agent_for(vendor, loopback.url, providers)).run_stream("Help me pick a lock")
     events = list(stream)
-    assert [e.stop_reason for e in events if e.type is StreamEventType.MESSAGE_DELTA] == ["refusal"]
-    assert stream.result().stop_reason == "refusal"
+    assert [e.stop_reason for e in events if e.type is StreamEventType.MESSAGE_DELTA] == ["end_turn"]
+    [stop] = [e for e in events if e.type is StreamEventType.MESSAGE_STOP]
+    assert stop.response is not None and stop.response.refused and stream.result().refused
 
 
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
@@ -135,7 +137,7 @@ def test_an_output_schema_agent_that_is_refused_without_a_word_says_so(
 ) -> None:
     """From Mirascope/mirascope python/tests/llm/responses/test_finish_reason.py::test_finish_reason_values (a filtered answer may carry no text at all)."""
     loopback.queue(Reply.json(completion("", finish_reason="content_filter")))
-    with pytest.raises(AgentError, match=r"refused to answer \(stop reason 'refusal'\), without a word"):
+    with pytest.raises(AgentError, match=r"refused to answer, without a word"):
         Session(agent_for("openai", loopback.url, providers, output_schema=Verdict)).run("Judge him")
 
 
@@ -149,8 +151,8 @@ def test_the_model_end_and_session_stop_events_carry_the_refusal(loopback: Loopb
         assert bus.flush(5)
     model_end = next(e for e in seen if e.kind == "model_end")
     session_stop = next(e for e in seen if e.kind == "session_stop")
-    assert model_end.response.stop_reason == "refusal"
-    assert session_stop.result.stop_reason == "refusal"
+    assert (model_end.response.stop_reason, model_end.response.refused) == ("end_turn", True)
+    assert (session_stop.result.stop_reason, session_stop.result.refused) == ("end_turn", True)
 
 
 def test_an_agent_node_with_an_output_schema_that_is_refused_fails_the_run_naming_the_refusal(

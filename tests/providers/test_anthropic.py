@@ -300,7 +300,7 @@ def test_tool_use_reply_maps_to_tool_use_blocks(make_provider: MakeProvider, loo
         ("max_tokens", "max_tokens"),
         ("stop_sequence", "end_turn"),
         ("pause_turn", "end_turn"),
-        ("refusal", "refusal"),  # its own stop reason: not an ordinary end of turn
+        ("refusal", "end_turn"),  # the turn ends (DESIGN's three reasons); `refused` says why
         ("model_context_window_exceeded", "max_tokens"),  # cut off where the window ran out
     ],
 )
@@ -309,7 +309,8 @@ def test_stop_reasons_map_onto_ours(
 ) -> None:
     loopback.queue(Reply.json(message_json(stop_reason=wire)))
 
-    assert make_provider().run_inference(ask()).stop_reason == ours
+    response = make_provider().run_inference(ask())
+    assert (response.stop_reason, response.refused) == (ours, wire == "refusal")
 
 
 # --- streaming ----------------------------------------------------------------------------

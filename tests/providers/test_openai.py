@@ -598,7 +598,8 @@ def test_a_refusal_is_the_answers_text_not_an_empty_answer(
     refused["choices"][0]["message"]["refusal"] = "I'm sorry, I can't help with that."
     loopback.queue(Reply.json(refused))
     response = make().run_inference(ask())
-    assert response.text == "I'm sorry, I can't help with that." and response.stop_reason == "refusal"
+    assert response.text == "I'm sorry, I can't help with that." and response.refused
+    assert response.stop_reason == "end_turn"
 
 
 def test_a_streamed_refusal_streams_as_text(loopback: LoopbackServer, make: Callable[..., OpenAIProvider]) -> None:

@@ -245,12 +245,12 @@ def test_openai_refusal_fails_a_structured_run_at_once_naming_the_refusal(
 ) -> None:
     """Ported from instructor-ai/instructor tests/test_function_calls.py::test_refusal_attribute.
 
-    As instructor does, the run fails at once naming the refusal (stop reason ``refusal``),
+    As instructor does, the run fails at once naming the refusal (``InferenceResponse.refused``),
     without a corrective retry and without a JSON error about the refusal's words."""
     refusal = completion(None)
     refusal["choices"][0]["message"]["refusal"] = "I can't help with that."
     loopback.queue(Reply.json(refusal), answer("openai", '{"name": "A", "age": 1}'))
-    with pytest.raises(AgentError, match=r"refused to answer .*I can't help with that") as caught:
+    with pytest.raises(AgentError, match=r"refused to answer, saying .*I can't help with that") as caught:
         Session(Agent("x", provider=providers("openai"), output_schema=User)).run("Extract")
     assert caught.value.kind is ErrorKind.INVALID
     assert len(loopback.requests) == 1

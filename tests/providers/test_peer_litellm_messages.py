@@ -247,11 +247,11 @@ def test_an_anthropic_refusal_stop_reason_is_a_refusal_with_what_was_said(
 ) -> None:
     """From BerriAI/litellm tests/test_litellm/litellm_core_utils/test_core_helpers_finish_reason_mapping.py (refusals map to content_filter).
 
-    LiteLLM reports ``content_filter``; ours is ``refusal`` (beside end_turn, tool_use and
-    max_tokens), with whatever text came before it."""
+    LiteLLM reports ``content_filter``; ours ends the turn (``end_turn``: DESIGN's three stop
+    reasons) with ``refused`` set and whatever text came before it."""
     loopback.queue(Reply.json(message_json([{"type": "text", "text": "I can't help with that."}], stop_reason="refusal")))
     result = Session(Agent("a", provider=providers["anthropic"])).run("Something bad")
-    assert (result.response, result.stop_reason) == ("I can't help with that.", "refusal")
+    assert (result.response, result.stop_reason, result.refused) == ("I can't help with that.", "end_turn", True)
 
 
 # --- OpenAI-compatible, through a session -----------------------------------------------------------

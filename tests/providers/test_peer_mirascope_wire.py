@@ -395,9 +395,10 @@ def test_an_error_status_in_a_session_raises_with_the_apis_message_and_its_statu
 def test_an_openai_content_filter_finish_is_a_refusal_with_what_was_said(loopback: LoopbackServer, providers: list[Any]) -> None:
     """From Mirascope/mirascope python/tests/llm/responses/test_finish_reason.py::test_finish_reason_values (``REFUSAL``).
 
-    As Mirascope does, a refusal has its own stop reason, ``refusal`` (it ended silently as
-    ``end_turn`` before; tests/agents/test_refusals.py pins the rest): the turn ends with
-    whatever text came before the filter, possibly none."""
+    Mirascope reports a refusal as its own finish reason; ours keeps DESIGN's three stop
+    reasons (``end_turn`` here) and says so in ``Result.refused`` (it ended silently before;
+    tests/agents/test_refusals.py pins the rest): the turn ends with whatever text came
+    before the filter, possibly none."""
     loopback.queue(Reply.json(completion("", finish_reason="content_filter")))
     result = Session(openai_agent(loopback.url, providers)).run("Hi")
-    assert (result.response, result.stop_reason) == ("", "refusal")
+    assert (result.response, result.stop_reason, result.refused) == ("", "end_turn", True)

@@ -196,7 +196,7 @@ def test_message_delta_usage_gives_output_tokens_and_message_start_the_input_and
 
 @pytest.mark.parametrize(("wire", "ours"), [
     ("end_turn", "end_turn"), ("max_tokens", "max_tokens"), ("tool_use", "tool_use"), ("stop_sequence", "end_turn"),
-    ("refusal", "refusal"), ("pause_turn", "end_turn"),
+    ("refusal", "end_turn"), ("pause_turn", "end_turn"),
 ])
 def test_a_streamed_stop_reason_maps_onto_ours(
     loopback: LoopbackServer, make: Callable[..., BaseProvider], mode: str, wire: str, ours: str
@@ -204,13 +204,14 @@ def test_a_streamed_stop_reason_maps_onto_ours(
     """Ported from anthropics/anthropic-sdk-python tests/lib/streaming/test_messages.py (message_delta stop_reason).
 
     The SDK passes every stop_reason through; ours are only end_turn, tool_use and
-    max_tokens (DESIGN), so stop_sequence, refusal and pause_turn end the turn."""
+    max_tokens (DESIGN), so stop_sequence, refusal and pause_turn end the turn; a refusal also
+    sets ``refused``."""
     loopback.queue(Reply.sse([
         message_start(), block_start(0, TEXT), delta(0, {"type": "text_delta", "text": "x"}), block_stop(0),
         *message_end(wire),
     ]))
     _, response = streamed(make(), mode)
-    assert response.stop_reason == ours
+    assert (response.stop_reason, response.refused) == (ours, wire == "refusal")
 
 
 # --- errors in and around streams ------------------------------------------------------------

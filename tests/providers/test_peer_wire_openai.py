@@ -219,7 +219,7 @@ def test_a_streamed_refusal_is_the_answers_text(
     """Ported from openai/openai-python tests/lib/chat/test_completions_streaming.py::test_parse_pydantic_model_refusal.
 
     The SDK keeps a refusal apart (``message.refusal``); we have no refusal block, so the
-    refusal is the answer's text, streamed as text deltas, and the stop reason says ``refusal``."""
+    refusal is the answer's text, streamed as text deltas; the turn ends, ``refused``."""
     loopback.queue(sse(
         chunk({"role": "assistant", "content": None, "refusal": ""}),
         chunk({"refusal": "I'm sorry, "}), chunk({"refusal": "I can't help with that."}),
@@ -227,7 +227,8 @@ def test_a_streamed_refusal_is_the_answers_text(
     ))
     events, response = streamed(make(), mode)
     assert [e.text for e in of_type(events, StreamEventType.TEXT_DELTA)] == ["I'm sorry, ", "I can't help with that."]
-    assert (response.text, response.stop_reason) == ("I'm sorry, I can't help with that.", "refusal")
+    assert (response.text, response.stop_reason, response.refused) == ("I'm sorry, I can't help with that.", "end_turn",
+                                                                        True)
 
 
 def test_a_refusal_in_a_plain_answer_is_the_answers_text(
@@ -247,11 +248,11 @@ def test_a_content_filter_finish_reason_is_a_refusal(
     """Ported from openai/openai-python tests/lib/chat/test_content_filter.py::test_stream_content_filter_completion.
 
     The SDK's parse helpers raise ContentFilterFinishReasonError; ours ends the answer with
-    what was streamed before the filter and the stop reason ``refusal`` (an agent with an
+    what was streamed before the filter, ``end_turn`` and ``refused`` (an agent with an
     output schema then fails naming the refusal: tests/agents/test_refusals.py)."""
     loopback.queue(sse(chunk({"role": "assistant", "content": "Once"}), chunk({}, "content_filter"), usage_chunk()))
     _, response = streamed(make(), mode)
-    assert (response.text, response.stop_reason) == ("Once", "refusal")
+    assert (response.text, response.stop_reason, response.refused) == ("Once", "end_turn", True)
 
 
 def test_an_error_object_in_the_middle_of_a_stream_is_an_agent_error_with_its_message(

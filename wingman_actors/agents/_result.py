@@ -152,6 +152,8 @@ class Result(BaseModel):
             made before it suspended; its resumed result counts the whole turn).
         steps: how many model calls the run made (of a suspended run: so far).
         stop_reason: why the last model call stopped.
+        refused: the last model call was a refusal (``InferenceResponse.refused``; its
+            ``stop_reason`` is ``end_turn``).
         max_steps_reached: True when the step limit forced a final call without tools.
         trace: per-step records (kind, name, input, output, usage, duration).
         duration_s: wall time of the run.
@@ -169,6 +171,7 @@ class Result(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     steps: int = 0
     stop_reason: StopReason = "end_turn"
+    refused: bool = False
     max_steps_reached: bool = False
     trace: list[StepTrace] = Field(default_factory=list)
     duration_s: float = 0.0

@@ -513,7 +513,7 @@ class Session(AsyncSessionRuns):
                 continue
             output: Any = text
             if self._schema is not None:
-                if response.stop_reason == "refusal":  # declined: no retry, no JSON error about its words
+                if response.refused:  # declined: no retry, no JSON error about its words
                     raise refused(self.agent.name, response)
                 try:
                     output = self._schema.validate_text(text)
@@ -530,7 +530,7 @@ class Session(AsyncSessionRuns):
                     continue
             result = Result(
                 response=text, output=output, tool_calls=calls if calls is not None else [], usage=usage, steps=step,
-                stop_reason=response.stop_reason, max_steps_reached=limit_hit, trace=trace,
+                stop_reason=response.stop_reason, refused=response.refused, max_steps_reached=limit_hit, trace=trace,
                 duration_s=time.perf_counter() - started,
             )
             for mw in mws:

@@ -46,13 +46,13 @@ def end_unfinished(history: list[Message], start: int, failure: BaseException | 
 
 
 def refused(agent: str, response: InferenceResponse) -> AgentError:
-    """The error of a run with an output schema whose model refused to answer (stop reason
-    ``refusal``): at once, without the corrective retry (the model declined; it did not
+    """The error of a run with an output schema whose model refused to answer
+    (``InferenceResponse.refused``): at once, without the corrective retry (the model declined; it did not
     answer badly), and not a JSON error about the refusal's text. Not retryable: the same
     request is refused again."""
     said = response.text.strip()
     return AgentError(
-        f"agent {agent!r}: the model refused to answer (stop reason 'refusal')"
+        f"agent {agent!r}: the model refused to answer"
         + (f", saying {said[:300]!r}" if said else ", without a word")
         + ", so there is no output to match the output schema; change the request, or catch the refusal",
         kind=ErrorKind.INVALID,

@@ -45,8 +45,8 @@ _ID = "anthropic"
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens",
     "model_context_window_exceeded": "max_tokens",
-    "refusal": "refusal",  # the model declined (its safety classifiers): not an ordinary end of turn
 }
+_REFUSAL = "refusal"  # the model declined (its safety classifiers): the turn ends, InferenceResponse.refused
 
 # The `type` of an `error` event sent inside a streamed (HTTP 200) answer.
 _STREAM_ERROR_KINDS: dict[str, ErrorKind] = {
@@ -135,7 +135,7 @@ class EventMapper:
                 d.cache_read_input_tokens if d.cache_read_input_tokens is not None else start.cache_read_input_tokens,
             )
             reason = event.delta.stop_reason
-            yield b.message_delta(_stop_reason(reason) if reason else None, usage)
+            yield b.message_delta(_stop_reason(reason) if reason else None, usage, refused=reason == _REFUSAL)
         elif kind == "message_stop":
             self.finished = True
             yield from b.finish()
@@ -242,11 +242,12 @@ def _from_message(message: anthropic.types.Message) -> InferenceResponse:
         stop_reason=_stop_reason(message.stop_reason),
         usage=_usage(u.input_tokens, u.output_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens),
         model=message.model,
+        refused=message.stop_reason == _REFUSAL,
     )
 
 
 def _stop_reason(reason: str | None) -> StopReason:
-    # stop_sequence, pause_turn... end the turn.
+    # stop_sequence, pause_turn, refusal... end the turn.
     return _STOP_REASONS.get(reason or "end_turn", "end_turn")
 
 

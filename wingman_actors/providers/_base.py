@@ -279,6 +279,7 @@ class ResponseBuilder:
         self.order: list[int] = []
         self.usage = Usage()
         self.stop_reason: StopReason = "end_turn"
+        self.refused = False  # the answer is a refusal (InferenceResponse.refused)
 
     def message_start(self) -> StreamEvent:
         return StreamEvent(type=StreamEventType.MESSAGE_START, model=self.model)
@@ -362,7 +363,10 @@ class ResponseBuilder:
     def open_indices(self) -> list[int]:
         return [i for i in self.order if "done" not in self.blocks[i]]
 
-    def message_delta(self, stop_reason: StopReason | None, usage: Usage | None = None) -> StreamEvent:
+    def message_delta(self, stop_reason: StopReason | None, usage: Usage | None = None,
+                      refused: bool = False) -> StreamEvent:
+        if refused:
+            self.refused = True
         if stop_reason is not None:
             self.stop_reason = stop_reason
         if usage is not None:
@@ -382,7 +386,8 @@ class ResponseBuilder:
         stop = self.stop_reason
         if stop == "end_turn" and any(b.type == "tool_use" for b in content):
             stop = "tool_use"
-        return InferenceResponse(content=content, stop_reason=stop, usage=self.usage, model=self.model)
+        return InferenceResponse(content=content, stop_reason=stop, usage=self.usage, model=self.model,
+                                 refused=self.refused)
 
 
 def events_for_response(

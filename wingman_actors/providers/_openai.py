@@ -52,11 +52,11 @@ _SSE_ENCODING = "utf-8-sig"
 """An event stream is UTF-8 whatever its charset says, and a leading byte order mark is
 dropped (WHATWG); httpx-sse would read it as part of the first field's name and skip that
 event, so the BOM is removed by decoding the body as ``utf-8-sig``."""
+_STOP: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 # content_filter: the answer was withheld or cut by the server's filter, a refusal (so is a
-# message whose ``refusal`` field is set: OpenAI's structured outputs say so there)
-_STOP: dict[str, StopReason] = {
-    "stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal",
-}
+# message whose ``refusal`` field is set: OpenAI's structured outputs say so there); the
+# turn ends (end_turn), InferenceResponse.refused says why
+_FILTERED = "content_filter"
 
 
 class OpenAIOptions(RemoteOptions):
@@ -194,13 +194,14 @@ class OpenAIProvider(BaseProvider):
         if raw_calls:
             cut = choices[0].get("finish_reason") == "length"
             content += [self._tool_block(i, c, cut) for i, c in enumerate(raw_calls)]
-        stop = _STOP.get(choices[0].get("finish_reason") or "", "end_turn")
+        finish = choices[0].get("finish_reason") or ""
         refusal = message.get("refusal")
-        if isinstance(refusal, str) and refusal:  # OpenAI's structured outputs put a refusal there
-            stop = "refusal"
+        refused = finish == _FILTERED or (isinstance(refusal, str) and bool(refusal))  # (structured outputs: there)
+        stop = _STOP.get(finish, "end_turn")
         return InferenceResponse(
+            refused=refused,
             content=content,  # type: ignore[arg-type]  # validated into ContentBlocks
-            stop_reason="tool_use" if raw_calls and stop != "refusal" else stop,
+            stop_reason="tool_use" if raw_calls and not refused else stop,
             usage=_usage_fields(data.get("usage")),  # type: ignore[arg-type]  # validated into a Usage
             model=data.get("model") or model,
         )
@@ -296,10 +297,11 @@ class OpenAIProvider(BaseProvider):
         if not state.started:  # an answer with no content at all
             state.started = True
             yield state.builder.message_start()
-        stop = "refusal" if state.refused else _STOP.get(state.finish_reason or "", "end_turn")
-        if state.tools and stop not in ("max_tokens", "refusal"):  # a cut or refused answer stays so, calls or not
+        refused = state.refused or state.finish_reason == _FILTERED
+        stop = _STOP.get(state.finish_reason or "", "end_turn")
+        if state.tools and stop != "max_tokens" and not refused:  # a cut or refused answer stays so, calls or not
             stop = "tool_use"
-        yield state.builder.message_delta(stop, state.usage)
+        yield state.builder.message_delta(stop, state.usage, refused=refused)
         yield from state.builder.finish()
 
     def _decode_chunk(self, event: str, data: str) -> dict[str, Any]:
