@@ -305,6 +305,26 @@ def test_a_line_timeout_inside_a_map_is_a_failed_line_an_error_edge_takes(held: 
                              {"timed_out": "timeout: NodeTimeoutError"}]
 
 
+def test_a_batch_timeout_keeps_the_traces_of_every_line_the_finished_and_the_cut(held: Gate) -> None:
+    """From test_batch_timeout.py::test_batch_timeout (``batch_timeout_sec``: lines 0 and 1
+    completed, line 2 canceled, ``node_status`` counting all three lines' nodes)."""
+
+    def with_failed_line(x: int) -> int:
+        return held(x) if x == 2 else x
+
+    line = (Formation("line").add_function("my_python_tool", lambda x: x)
+            .add_function("my_python_tool_with_failed_line", with_failed_line)
+            .connect("my_python_tool", "my_python_tool_with_failed_line"))
+    f = Formation("batch").add_map("lines", formation=line, timeout=0.3)
+    with pytest.raises(FormationRuntimeError) as info:
+        f.run([0, 1, 2])
+    nodes = info.value.nodes
+    assert nodes["lines"].status == "failed" and "timed out after 0.3s" in (nodes["lines"].error or "")
+    assert (nodes["lines/my_python_tool"].visits, nodes["lines/my_python_tool"].outputs) == (3, [0, 1, 2])
+    cut = nodes["lines/my_python_tool_with_failed_line"]
+    assert (cut.status, cut.visits, cut.outputs) == ("cancelled", 3, [0, 1])
+
+
 def test_a_resumed_batch_runs_only_the_lines_that_had_failed(store: RunStore) -> None:
     """From test_batch_engine.py::test_batch_resume and test_batch_resume_aggregation (a batch
     resumed from an earlier run: ``completed_lines == 3``, ``grade.completed: 3``,
