@@ -350,6 +350,39 @@ def test_a_resumed_batch_runs_only_the_lines_that_had_failed(store: RunStore) ->
     assert store.get("web_classification_default").status == "succeeded"
 
 
+def test_a_batch_resumed_after_its_timeout_reruns_only_the_cut_lines_unfinished_node(store: RunStore) -> None:
+    """From test_batch_engine.py::test_batch_resume (resume from a run whose line 2 had not
+    completed: ``completed_lines == 3``), the earlier run cut by its batch timeout: the lines
+    that finished and the cut line's finished node are not run again."""
+    calls = Counter()
+    stuck, released = threading.Event(), threading.Event()
+    stuck.set()
+
+    def my_python_tool(x: int) -> int:
+        calls.hit(("my_python_tool", x))
+        return x
+
+    def with_failed_line(x: int) -> int:
+        calls.hit(("with_failed_line", x))
+        if x == 2 and stuck.is_set():
+            released.wait(5)
+        return x * 10
+
+    line = (Formation("line").add_function("my_python_tool", my_python_tool)
+            .add_function("with_failed_line", with_failed_line).connect("my_python_tool", "with_failed_line"))
+    f = Formation("batch").add_map("lines", formation=line, timeout=0.3).add_function("total", sum).connect("lines", "total")
+    try:
+        with pytest.raises(FormationRuntimeError, match=r"timed out after 0.3s"):
+            f.run([0, 1, 2], store=store, run_id="batch")
+        stuck.clear()
+        result = f.resume("batch", store=store)
+    finally:
+        released.set()
+    assert result.output == 30
+    assert calls.calls == {("my_python_tool", 0): 1, ("my_python_tool", 1): 1, ("my_python_tool", 2): 1,
+                           ("with_failed_line", 0): 1, ("with_failed_line", 1): 1, ("with_failed_line", 2): 2}
+
+
 def test_every_line_of_a_stored_batch_is_a_run_in_the_store(store: RunStore) -> None:
     """From test_batch_engine.py::test_batch_storage (every line's flow run is persisted, with
     its status)."""

@@ -22,6 +22,7 @@ Deliberately different:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import threading
@@ -398,3 +399,38 @@ def test_agent_nodes_tokens_are_summed_into_the_lines_usage() -> None:
     result = f.run("tell a joke")
     per_node = [result.nodes[n].usage.total_tokens for n in ("chat", "rate")]
     assert all(t > 0 for t in per_node) and result.usage.total_tokens == sum(per_node)
+
+
+def test_a_dataclass_output_is_kept_as_is_and_dumped_as_its_fields() -> None:
+    """From promptflow-core test_eager_flow.py::test_flow_run (flow_with_dataclass_output:
+    ``is_dataclass(x) and x.text == "text" and x.models == ["model"]``)."""
+
+    @dataclasses.dataclass
+    class Output:
+        text: str
+        models: list[str]
+
+    result = Formation("flow_with_dataclass_output").add_function("flow", lambda x: Output(x["text"], x["models"])) \
+        .run({"text": "text", "models": ["model"]})
+    assert dataclasses.is_dataclass(result.output) and result.output == Output("text", ["model"])
+    assert result.to_dict()["output"] == {"text": "text", "models": ["model"]}
+
+
+def test_two_lines_through_one_async_node_run_at_once() -> None:
+    """From promptflow-core test_eager_flow.py::test_flow_run_with_function_entry_async (two
+    ``exec_line_async`` tasks of ``func_entry_async``: "The two tasks should run concurrently")."""
+    arrived: set[str] = set()
+
+    async def func_entry_async(input_str: str) -> str:
+        arrived.add(input_str)
+        assert await a_until(lambda: len(arrived) == 2), "the other line did not start meanwhile"
+        return "Hello " + input_str
+
+    f = Formation("func_entry_async").add_function("entry", func_entry_async)
+
+    async def main() -> list[str]:
+        async with f.astart() as running:
+            results = await asyncio.gather(running.asubmit("world"), running.asubmit("there"))
+        return [r.output for r in results]
+
+    assert asyncio.run(main()) == ["Hello world", "Hello there"]
