@@ -224,10 +224,6 @@ class Formation(Runs, AsyncRuns, Forks):
             **policies: as for :meth:`add_function`.
 
         Raises:
-            max_workers: the most items at once.
-            **policies: as for :meth:`add_function`.
-
-        Raises:
             FormationSetupError: as for :meth:`add_function`; neither or both of ``fn`` and
                 ``formation``; ``max_workers`` is not an int >= 0.
 

@@ -139,6 +139,18 @@ class FormationMapActor(FormationActor):
             raise MapItemsError(self.name, len(items), dict(sorted(errors.items())))
         return [memo[i] for i in range(len(items))], usage if self.inner.uses_tokens else None
 
+    def interrupt(self, reason: str = "the formation is stopping") -> None:
+        """Cancel the items in flight (the attempt is cut: the node's timeout, a cancel),
+        keeping the traces each had then, as the run's end does (:meth:`MapItems.cut`), so
+        the items cut short show in the run's traces as ``cancelled`` with what they ran."""
+        env = self.current
+        run = env.run if env is not None else None
+        if env is not None and run is not None:
+            with run.lock:
+                items = self._items(run)
+            items.cut(run.lock, env.visit)
+        super().interrupt(reason)
+
     def _items(self, run: Any) -> MapItems:
         """This node's inner runs in ``run`` (made on first use; call under the run's lock)."""
         nested = run.own("nested")

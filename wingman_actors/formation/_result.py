@@ -250,10 +250,16 @@ class MapItems:
     runs: dict[tuple[int, int], Any] = field(default_factory=dict)
     inflight: dict[tuple[int, int], Callable[[], dict[str, NodeTrace] | None]] = field(default_factory=dict)
 
-    def cut(self, lock: Any) -> None:
-        """Cancel the items in flight (the run ends), keeping the traces each had then."""
+    def cut(self, lock: Any, visit: int | None = None) -> None:
+        """Cancel the items in flight (the run ends; with ``visit``, only that visit's: its
+        attempt was cut, by the node's timeout), keeping the traces each had then."""
         with lock:
-            cutting, self.inflight = self.inflight, {}
+            if visit is None:
+                cutting, self.inflight = self.inflight, {}
+            else:
+                cutting = {k: c for k, c in self.inflight.items() if k[0] == visit}
+                for key in cutting:
+                    del self.inflight[key]
         for key, cancel in cutting.items():
             traces = cancel()
             if traces is not None:
