@@ -240,7 +240,8 @@ def _busy(router: Router, run: RunState) -> bool:
 
 
 def keep_queued(run: RunState, work: Any) -> None:
-    """Remember a visit of a journalled run dispatched to its node (see :func:`_busy`)."""
+    """Remember a visit of a journalled run dispatched to its node (see :func:`_busy`); the
+    run's end lets go of them (``journal_end``: each refers to the run, a reference cycle)."""
     with run.lock:
         queued = run.own("queued")
         if len(queued) % 32 == 31:  # now and then: those begun are an attempt in progress, or over

@@ -21,7 +21,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ._result import ZERO_USAGE
-from ._runstate import _LOG_STRIDE
+from ._runstate import _EMPTY_QUEUED, _LOG_STRIDE
 
 if TYPE_CHECKING:
     from ..store import RunJournal
@@ -91,6 +91,10 @@ def journal_end(journal: Journal | None, run: RunState, status: Any, error: str 
     """Journal ``run``'s node traces (``traces`` when built already; skipped for a quick
     clean success, see :func:`worth_journalling`), then its final status."""
     assert journal is not None
+    # The run has ended (claimed by this end): no suspension waits for its visits any more.
+    # Its list of dispatched visits goes (each refers to the run: a reference cycle that
+    # would keep every finished run for the garbage collector to find).
+    run.queued = _EMPTY_QUEUED
     store = journal.store
     if worth_journalling(run, status):
         try:
