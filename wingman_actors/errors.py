@@ -20,8 +20,10 @@ classes live here unless a module is named in brackets::
     │   └── FormationMismatchError  a resumed run's formation differs from the one it
     │                           was recorded with [store]
     ├── FormationRuntimeError   a formation run failed (node, attempts, run id, partial outputs, node traces)
-    │   └── NoRouteError        a node's conditional edges all stayed shut and it had no
-    │                           ``otherwise`` edge (node, a preview of its output)
+    │   ├── NoRouteError        a node's conditional edges all stayed shut and it had no
+    │   │                       ``otherwise`` edge (node, a preview of its output)
+    │   └── RunTimeoutError     a run went past its ``timeout`` (the limit, the nodes still
+    │                           at work; also a TimeoutError)
     ├── NestedRunError          the inner run of a formation node failed; the outer node's
     │                           attempt fails with it (``nodes``: the inner run's traces)
     │                           [formation._nesting]
@@ -90,6 +92,7 @@ __all__ = [
     "NodeTimeoutError",
     "OutputValidationError",
     "PayloadError",
+    "RunTimeoutError",
     "ToolError",
     "WingmanError",
 ]
@@ -334,6 +337,43 @@ class NoRouteError(FormationRuntimeError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_no_route, (self.args, dict(self.__dict__)))
+
+
+class RunTimeoutError(FormationRuntimeError, TimeoutError):
+    """A run went past its ``timeout`` (``run``, ``submit``, ``arun``, ``resume``... given
+    ``timeout=``): it failed at the limit, its work in flight abandoned. Also a
+    ``TimeoutError``, so ``except TimeoutError`` catches it, and a node timeout (a
+    ``NodeTimeoutError`` cause of a plain ``FormationRuntimeError``) is told apart from it.
+
+    Attributes:
+        timeout: the run's limit, in seconds.
+        unfinished: the nodes still at work when it was reached (visited, or sinks, and
+            neither finished nor skipped), in the formation's order.
+        node: None (the run, not one node, ran out of time).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        timeout: float,
+        unfinished: Sequence[str] = (),
+        run_id: str | None = None,
+        outputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, run_id=run_id, outputs=outputs)
+        self.timeout = timeout
+        self.unfinished = list(unfinished)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # (its facts are keyword-only: pickled as its state)
+        return (_rebuild_run_timeout, (self.args, dict(self.__dict__)))
+
+
+def _rebuild_run_timeout(args: tuple[Any, ...], state: dict[str, Any]) -> RunTimeoutError:
+    err = RunTimeoutError.__new__(RunTimeoutError)
+    err.args = args
+    err.__dict__.update(state)
+    return err
 
 
 def _preview(value: Any, limit: int = 200) -> str:

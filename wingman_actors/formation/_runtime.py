@@ -30,7 +30,7 @@ from ..actors._function import FunctionActor
 from ..actors._mapping import MapActor
 from ..actors._scheduler import Scheduler
 from ..backends import Backend, NodeRecipe, new_backend
-from ..errors import FormationRuntimeError, NodeTimeoutError
+from ..errors import FormationRuntimeError, NodeTimeoutError, RunTimeoutError
 from ..integrations import otel
 from ..orchestration._blackboard import Blackboard
 from ._async_api import AsyncSubmit
@@ -530,9 +530,9 @@ class RunningFormation(AsyncSubmit):
             return
         running = self._router.unfinished(run)
         busy = f"; unfinished: {', '.join(running)}" if running else ""
-        self._router.fail_run(run, FormationRuntimeError(
+        self._router.fail_run(run, RunTimeoutError(
             f"run {run.id} of formation {self.name!r} timed out after {timeout:g}s{busy}",
-            run_id=run.id, outputs=run.outputs,
+            timeout=timeout, unfinished=running, run_id=run.id, outputs=run.outputs,
         ), abandon=True)
 
     # -- introspection ----------------------------------------------------------------

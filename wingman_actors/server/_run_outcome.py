@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from ..actors._nodes import PayloadError
-from ..errors import FormationRuntimeError
+from ..errors import FormationRuntimeError, RunTimeoutError
 from ..formation import Formation
 from ..formation._result import ZERO_USAGE, FormationResult, NodeTrace
 from ..formation._runtime import NodeTimeoutError
@@ -140,7 +140,7 @@ def failure(exc: BaseException, timed_out: bool, entry: Collection[str] = ()) ->
     agent_error = find_agent_error(exc)
     if agent_error is not None:
         return status_for_kind(agent_error.kind), agent_error.kind.value
-    if timed_out or any(isinstance(e, NodeTimeoutError) for e in _chain(exc)):
+    if timed_out or any(isinstance(e, NodeTimeoutError | RunTimeoutError) for e in _chain(exc)):
         return 504, "timeout"
     return 500, "runtime"
 
