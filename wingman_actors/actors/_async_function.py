@@ -106,6 +106,9 @@ class AsyncVisits:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._visits: dict[Work, _Visit] = {}  # the latest attempt of each work in flight
         self._cleaning: set[_Visit] = set()  # cancelled attempts whose task still runs (a finally that awaits)
+        # journalled visits ended whose outcome is being handed to the runtime: a suspending
+        # run still counts them at work (has_run; formation/_suspending.py)
+        self._reporting: set[Work] = set()
         # places for visits in flight, as tokens in a queue: a C-level get and put per visit
         # (a threading.Semaphore costs several Python-level lock round trips)
         self._slots: queue.SimpleQueue[None] = queue.SimpleQueue()
@@ -158,8 +161,9 @@ class AsyncVisits:
         return [(v.work, v.attempt, v.started) for v in tuple(self._visits.values()) if v.work.run is run]
 
     def has_run(self, run: Any) -> bool:
-        """Whether a visit of ``run`` is in flight."""
-        return any(v.work.run is run for v in tuple(self._visits.values()))
+        """Whether a visit of ``run`` is in flight (or ended, its outcome being reported)."""
+        return (any(v.work.run is run for v in tuple(self._visits.values()))
+                or any(w.run is run for w in tuple(self._reporting)))
 
     def only_ended(self, live: Container[str]) -> bool:
         """Whether tasks still run on the loop and none is a visit of a run whose id is in
@@ -305,6 +309,9 @@ class AsyncVisits:
                 self._cleaning.discard(visit)
             if self._visits.get(work) is visit:  # a retry of the same work may have taken its place meanwhile
                 del self._visits[work]
+            journalled = work.scope is not None
+            if journalled:
+                self._reporting.add(work)
         self._slots.put(None)
         actor = self._actor
         observer = actor.observer
@@ -324,6 +331,10 @@ class AsyncVisits:
                 observer.failed(work, attempt, exc, visit.started, finished, actor)
         except Exception as fault:  # a runtime hook raised (a bug): its run fails, saying so
             actor.report_fault(work, fault)
+        finally:
+            if journalled:
+                with self._lock:
+                    self._reporting.discard(work)
 
     def _close_batch(self) -> None:
         """Close the coroutines of visits that never reached a stopped loop (a coroutine

@@ -134,6 +134,9 @@ class NodeActor(RuntimeActor):
             lane.share(inbox)
             lane.hold_stop(self)  # released when this replica must retire
         self.current: Work | None = None  # the work in progress, read by cancel and timeouts
+        # a journalled visit's work whose outcome is being handed to the runtime (current is
+        # None by then): a suspending run still counts it at work (formation/_suspending.py)
+        self.reporting: Work | None = None
         self.abandoned = False  # set when the runtime gave up on the attempt in progress
         self._reply: Callable[[Envelope], Any] | None
         if reply_to is None:
@@ -253,21 +256,27 @@ class NodeActor(RuntimeActor):
             observer.started(work)
         # on the Work too: a cancel or a run timeout that cuts the attempt shows its time so far
         started = work.started = time.perf_counter()
+        scope = work.scope  # a journalled run: interrupt() finds its visit
         try:
-            scope = work.scope  # a journalled run: interrupt() finds its visit
             if board is None and trace is None:
                 output, usage = self.process(work) if scope is None else scope.run(self.process, work)
             else:  # the run's board (blackboard_tools, delegates) and/or its trace context
                 with node_scope(board, trace, self.name, work.run_id, attempt):
                     output, usage = self.process(work) if scope is None else scope.run(self.process, work)
         except RunSuspended as signal:
-            self.current = None
+            self.reporting, self.current = work, None
             if observer is not None:
-                observer.suspended(work, attempt, signal)
+                try:
+                    observer.suspended(work, attempt, signal)
+                finally:
+                    self.reporting = None
                 return False
+            self.reporting = None
             raise
         except BaseException as exc:  # SystemExit, KeyboardInterrupt too: out of here they would end the actor
             # (and Pykka stops every actor with it), leaving the run unresolved; they fail the attempt instead
+            if scope is not None:
+                self.reporting = work
             self.current = None
             spent: Usage | None = None
             if isinstance(exc, SpentOnFailure):  # an agent's or fleet's attempt: its error, what it spent beside it
@@ -275,16 +284,29 @@ class NodeActor(RuntimeActor):
                 exc = exc.error
             if observer is not None:
                 self.failed_spent = spent
-                return observer.failed(work, attempt, exc, started, time.perf_counter(), self)
+                try:
+                    return observer.failed(work, attempt, exc, started, time.perf_counter(), self)
+                finally:
+                    self.reporting = None
+            self.reporting = None
             reply = Envelope(
                 next_id(), work.run_id, self.name, EnvelopeType.FAILURE, exc, time.time(), work.target, run,
                 attempt, work.envelope, spent, started, time.perf_counter(), self.replica,
             )
         else:
-            self.current = None
-            if observer is not None:
-                observer.completed(work, attempt, output, usage, started, time.perf_counter())
+            if scope is None:
+                self.current = None
+                if observer is not None:
+                    observer.completed(work, attempt, output, usage, started, time.perf_counter())
+                    return False
+            elif observer is not None:  # journalled: a suspension waits for this report (formation/_suspending.py)
+                self.reporting, self.current = work, None
+                try:
+                    observer.completed(work, attempt, output, usage, started, time.perf_counter())
+                finally:
+                    self.reporting = None
                 return False
+            self.current = None
             reply = Envelope(
                 next_id(), work.run_id, self.name, EnvelopeType.RESULT, output, time.time(), work.target, run,
                 attempt, work.envelope, usage, started, time.perf_counter(), self.replica,

@@ -164,6 +164,9 @@ class ThreadNode:
             env = actor.current
             if env is not None and env.run is run:
                 return True
+            env = actor.reporting  # ended, its outcome being handed to the runtime
+            if env is not None and env.run is run:
+                return True
             if actor.in_flight is not None and actor.in_flight.has_run(run):
                 return True
         return False
