@@ -13,11 +13,12 @@ stream) saw the cut line's nodes, ``lines/2/b``, running for ever."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
 
-from tests.support.peers import Gate, until
+from tests.support.peers import Gate, local_ray, until  # noqa: F401  (local_ray: a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent, FormationEventType
@@ -207,4 +208,24 @@ def test_a_map_over_a_formation_that_lost_a_join_any_race_closes_its_items_inner
     assert outer.run([0, 1, 2], on_event=seen).output == {"quick": "quick"}
     seen.closed_before("lines/2/b", seen.at(E.RUN_FINISHED))
     assert seen.at(E.NODE_SKIPPED, "lines/2/b") < seen.at(E.NODE_SKIPPED, "lines")
+    assert seen.left_open() == []
+
+
+def _hangs_on_2(x: int) -> int:
+    if x == 2:
+        time.sleep(20)  # stands for a line that hangs (its Ray actor is abandoned)
+    return x
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("local_ray")
+def test_a_cancelled_run_on_ray_closes_the_inner_node_of_the_maps_item_it_cut() -> None:
+    seen = Seen()
+    line = Formation("line").add_function("a", lambda x: x).add_function("b", _hangs_on_2).connect("a", "b")
+    with Formation("batch").add_map("lines", formation=line).start(backend="ray", on_event=seen) as running:
+        future = running.submit([0, 1, 2])
+        assert until(lambda: any(e.node == "lines/2/b" and e.type is E.NODE_STARTED for e in list(seen.events)),
+                     within=50)
+        assert running.cancel(future.run_id) is True
+    seen.closed_before("lines/2/b", seen.at(E.RUN_CANCELLED))
     assert seen.left_open() == []
