@@ -52,7 +52,7 @@ def test_event_lines_name_the_inner_nodes_by_path(
 def test_the_live_table_shows_an_inner_node_cut_by_its_formation_nodes_timeout_as_ended_not_running() -> None:
     gate = Gate()
     inner = Formation("inner").add_function("shout", str.upper).add_function("wait", gate).connect("shout", "wait")
-    outer = Formation("outer").add_formation("sub", inner, timeout=0.3, on_error="skip")
+    outer = Formation("outer").add_formation("sub", inner, timeout=1.0, on_error="skip")
     board = RunBoard([("sub", "formation"), ("sub/shout", "function"), ("sub/wait", "function")])
     lines: list[str] = []
     try:
