@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.peers import Gate
+from wingman_actors import Formation
+from wingman_actors._launcher.progress import RunBoard, event_line
 from wingman_actors.cli import main
 
 NESTED = """
@@ -44,6 +47,22 @@ def test_event_lines_name_the_inner_nodes_by_path(
     assert main(["run", str(formation_file("nested", NESTED)), "--input", "hi", "--events", "--no-store"]) == 0
     err = capsys.readouterr().err
     assert "sub/shout: done" in err and "sub/mark: done" in err
+
+
+def test_the_live_table_shows_an_inner_node_cut_by_its_formation_nodes_timeout_as_ended_not_running() -> None:
+    gate = Gate()
+    inner = Formation("inner").add_function("shout", str.upper).add_function("wait", gate).connect("shout", "wait")
+    outer = Formation("outer").add_formation("sub", inner, timeout=1.0, on_error="skip")
+    board = RunBoard([("sub", "formation"), ("sub/shout", "function"), ("sub/wait", "function")])
+    lines: list[str] = []
+    try:
+        result = outer.run("hi", on_event=lambda e: (board.apply(e), lines.append(event_line(e, 0.0) or "")))
+    finally:
+        gate.opened.set()
+    assert result.outputs == {} and gate.reached.is_set()
+    assert [board.rows[n].status for n in ("sub", "sub/shout", "sub/wait")] == ["failed", "done", "skipped"]
+    assert "cancelled" in board.rows["sub/wait"].note
+    assert any(line.endswith("sub/wait: skipped (cancelled: the inner run of 'sub' was cancelled)") for line in lines)
 
 
 def test_runs_lists_a_nested_runs_outer_run_only(

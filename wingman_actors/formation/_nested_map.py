@@ -18,6 +18,7 @@ outputs the list of the inner runs' outputs in item order.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any
@@ -55,6 +56,7 @@ class FormationMapActor(FormationActor):
     def __init__(self, *args: Any, max_workers: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.max_workers = map_width(max_workers)
+        self._cutting = threading.RLock()  # held by interrupt() while it cuts the items in flight
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
         items = env.payload
@@ -97,6 +99,9 @@ class FormationMapActor(FormationActor):
                     i, scope = running.pop(future)
                     self._running.remove(future)
                     self._untrack_item(env, i)
+                    if future.cancelled():  # cut by interrupt(): the visit ends once the cut items' nodes are closed
+                        with self._cutting:
+                            pass
                     try:
                         result = future.result()  # a cancelled item (the run was) raises: the visit is over
                     except FormationRuntimeError as exc:
@@ -145,11 +150,12 @@ class FormationMapActor(FormationActor):
         the items cut short show in the run's traces as ``cancelled`` with what they ran."""
         env = self.current
         run = env.run if env is not None else None
-        if env is not None and run is not None:
-            with run.lock:
-                items = self._items(run)
-            items.cut(run.lock, env.visit)
-        super().interrupt(reason)
+        with self._cutting:  # each cut item's run_cancelled closes its inner nodes (_nesting._Forward) before
+            if env is not None and run is not None:  # process() sees it cancelled and the visit ends
+                with run.lock:
+                    items = self._items(run)
+                items.cut(run.lock, env.visit)
+            super().interrupt(reason)
 
     def _items(self, run: Any) -> MapItems:
         """This node's inner runs in ``run`` (made on first use; call under the run's lock)."""

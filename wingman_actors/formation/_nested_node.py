@@ -53,6 +53,7 @@ class FormationNode:
         self.notify_start = notify_start
         self._lock = threading.Lock()
         self._inflight: dict[Work, Future[FormationResult]] = {}
+        self._cutting = threading.local()  # (see _cancel) the outcomes its own cancels report, held back
 
     def tell(self, work: Work) -> None:
         """Start the visit's inner run now (on the calling thread)."""
@@ -86,6 +87,10 @@ class FormationNode:
 
     def _finished(self, work: Work, attempt: int, started: float, future: Future[FormationResult]) -> None:
         """On the thread that finished the inner run: report the attempt's outcome."""
+        held = getattr(self._cutting, "held", None)
+        if held is not None:  # inside our own cancel of it: reported once the cut inner nodes are closed
+            held.append(lambda: self._finished(work, attempt, started, future))
+            return
         with self._lock:
             if self._inflight.get(work) is future:
                 del self._inflight[work]
@@ -144,8 +149,23 @@ class FormationNode:
             future = self._inflight.pop(env, None)
         if future is None:
             return False
-        self.inner.cancel(env, future)
+        self._cancel(env, future)
         return True
+
+    def _cancel(self, work: Work, future: Future[FormationResult]) -> None:
+        """Cancel ``work``'s inner run (keeping its traces as it was cut). The inner run
+        resolves, calling :meth:`_finished`, before it sends its ``run_cancelled``, which
+        closes the inner nodes it cut (``_nesting._Forward``): what ``_finished`` reports
+        on this thread meanwhile (the node's own end: a ``join="any"`` loser skipped) waits
+        until then, so the outer run's listeners hear the inner nodes end first."""
+        held: list[Any] = []
+        self._cutting.held = held
+        try:
+            self.inner.cancel(work, future)
+        finally:
+            self._cutting.held = None
+        for report in held:
+            report()
 
     def keep_cut(self, run: Any) -> None:
         """``run`` ends (fails or is cancelled) with inner runs of this node in flight: cancel
@@ -156,7 +176,7 @@ class FormationNode:
             for work, _ in mine:
                 del self._inflight[work]
         for work, future in mine:
-            self.inner.cancel(work, future)
+            self._cancel(work, future)
 
     def working_on(self, run: Any) -> bool:
         with self._lock:
@@ -177,7 +197,7 @@ class FormationNode:
             for work, _ in mine:
                 del self._inflight[work]
         for work, future in mine:
-            self.inner.cancel(work, future)  # keeping the inner traces as they were cut, as abandon() does
+            self._cancel(work, future)  # keeping the inner traces as they were cut, as abandon() does
         return [self.name] if mine else []
 
     def actors(self) -> Iterable[Any]:

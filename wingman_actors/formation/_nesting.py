@@ -16,7 +16,10 @@ inner run as a whole, and a cancelled, failed or timed-out outer run cancels its
 
 * Events: the inner run's node and agent events are re-emitted to the outer run's
   listeners with ``node`` set to the path (``"outer_node/inner_node"``, deeper nesting
-  adds more parts); the inner run's own ``run_*`` events are not.
+  adds more parts); the inner run's own ``run_*`` events are not, but an inner run cut
+  short (cancelled or failed) closes the inner nodes it cut with ``node_skipped``,
+  ``cancelled: True`` (see :class:`_Forward`). The outer run's ``unfinished`` names its
+  own nodes only.
 * Telemetry: with OpenTelemetry in use, the inner run's ``invoke_workflow`` span is a
   child of the outer run's, in the outer run's trace, whichever thread starts it.
 * Journalling: when the outer run is journalled, the inner run is journalled in the same
@@ -65,6 +68,8 @@ _RUN_EVENTS = frozenset({
 })
 
 
+_CUTTING = frozenset({FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED})  # end a run, cutting its nodes
+
 _CARRIED = "_inner_traces"  # the attribute of a failed inner run's error that holds its traces
 
 
@@ -81,18 +86,33 @@ def inner_run_id(run_id: str, node: str, visit: int) -> str:
 
 
 class _Forward:
-    """Re-emits an inner run's node events to the outer run's listeners, by path."""
+    """Re-emits an inner run's node events to the outer run's listeners, by path.
 
-    __slots__ = ("listeners", "prefix", "run_id")
+    The inner run's own end is not re-emitted, but when it is cut short (cancelled: its
+    node's timeout, the outer run's end, a ``join="any"`` it lost; or failed, cutting its
+    other nodes) the inner nodes it cut, which report nothing more, are closed with
+    ``node_skipped`` and ``cancelled: True`` (their traces say ``cancelled``), as a
+    ``join="any"`` loser is: otherwise the outer run's listeners would see them running
+    for ever. Sent from the thread ending the inner run, before the outer node's own end
+    and the outer run's ``run_*`` event."""
+
+    __slots__ = ("listeners", "path", "prefix", "run_id")
 
     def __init__(self, listeners: list[Callable[[FormationEvent], None]], run_id: str, path: str) -> None:
         self.listeners = listeners
         self.run_id = run_id
+        self.path = path
         self.prefix = path + "/"
 
     def __call__(self, event: FormationEvent) -> None:
         if event.node is not None and event.type not in _RUN_EVENTS:
             emit(self.listeners, event.type, self.run_id, self.prefix + event.node, event.data)
+        elif event.type in _CUTTING and event.data.get("unfinished"):
+            how = "was cancelled" if event.type is FormationEventType.RUN_CANCELLED else "failed"
+            reason = f"cancelled: the inner run of {self.path!r} {how}"
+            for node in event.data["unfinished"]:
+                emit(self.listeners, FormationEventType.NODE_SKIPPED, self.run_id, self.prefix + node,
+                     {"reason": reason, "cancelled": True})
 
 
 class InnerFormation:

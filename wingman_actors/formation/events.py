@@ -33,7 +33,11 @@ class FormationEventType(enum.StrEnum):
       ``delay_s``, ``error``).
     * ``node_failed``: a node failed for good (``data``: ``attempts``, ``error``).
     * ``node_skipped``: a node was skipped (``data``: ``reason``; ``cancelled``: True for a node
-      in a branch a ``join="any"`` fired without, whose trace says ``cancelled``).
+      in a branch a ``join="any"`` fired without, whose trace says ``cancelled``, and for a node
+      inside a formation node (``"sub/inner"``, ``"each/2/inner"``) whose inner run was cut
+      short while it ran: the formation node's timeout, the run's end, a ``join="any"`` it
+      lost, or its inner run failing at another node; sent before the formation node's own
+      end and the run's ``run_*`` event).
     * A resumed run's events for the visits its journal settled before the resume say so
       with ``journalled: True`` in ``data``: ``node_finished`` (``attempt`` 0, the journalled
       output), ``node_failed`` (a failure its error edges took) and ``node_skipped`` (a
