@@ -33,6 +33,7 @@ from ._anthropic_client import HTTP as _HTTP
 from ._anthropic_client import sdk_async_client, sdk_client
 from ._anthropic_wire import EventMapper, from_message, map_error, to_anthropic_messages
 from ._base import BaseProvider, ResponseBuilder
+from ._drain import adrain, drain
 from ._options import RemoteOptions, without_tool_use
 
 with require("anthropic", "the anthropic provider"):
@@ -239,10 +240,15 @@ class AnthropicProvider(BaseProvider):
                 if lease.extensions:  # a user's client: its socket is known now
                     lease.attach(stream.response)
                 try:
-                    for event in stream:
+                    events = iter(stream)
+                    for event in events:
                         yield from mapper.feed(event)
-                        whole = mapper.finished
+                        if mapper.finished:
+                            whole = True
+                            break
                     mapper.end()
+                    # the body's end after message_stop, bounded (SDK 2.x: an httpx2 response, the same API)
+                    drain(events, stream.response)  # type: ignore[arg-type,unused-ignore]
                 finally:
                     stream.close()
         except Exception as exc:
@@ -265,11 +271,15 @@ class AnthropicProvider(BaseProvider):
             timeout = remaining_timeout(self.options.timeout)
             stream = await self._async.get().messages.create(**self._create_args(request), stream=True, timeout=timeout)
             try:
-                async for event in stream:
+                events = stream.__aiter__()
+                async for event in events:
                     for mapped in mapper.feed(event):
                         yield mapped
-                    whole = mapper.finished
+                    if mapper.finished:
+                        whole = True
+                        break
                 mapper.end()
+                await adrain(events, stream.response)  # type: ignore[arg-type,unused-ignore]  # (as above)
             finally:
                 await stream.close()
         except Exception as exc:
