@@ -167,7 +167,7 @@ def test_a_dag_with_keyword_inputs_from_several_steps_gets_each_by_name(store: R
     """From test_dag_to_workflow.py::test_dag_to_workflow_execution."""
 
     def begin(inp: dict[str, Any]) -> float:
-        return 2 * inp["a"] + inp["pos"][1]
+        return float(2 * inp["a"] + inp["pos"][1])
 
     def end(left: str, right: str) -> str:
         return f"{left},{right}"
