@@ -34,6 +34,8 @@ from wingman_actors.formation import NodeFailure
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.store import RunStore, UnknownRunError
 
+FAST: dict[str, Any] = {"backoff": 0.001, "max_backoff": 0.005, "jitter": False}  # retries without waiting
+
 
 def rid(future: Future[Any]) -> str:
     """The run id a ``submit`` future carries."""
@@ -71,7 +73,7 @@ class Handler:
 def caught(counter: Counter, n: int, handler: Handler, **policies: Any) -> Formation:
     """``step`` with a ``catch_exceptions``-like route: ``ok`` gets its output, ``handler``
     its failure; both report a ``(result, error)`` pair, as Ray's caught step returns."""
-    return (Formation("catch").add_function("step", unstable(counter, n), backoff=0.001, max_backoff=0.005, jitter=False, **policies)
+    return (Formation("catch").add_function("step", unstable(counter, n), **FAST, **policies)
             .add_function("ok", lambda v: (v, None)).add_function("handler", handler)
             .connect("step", "ok").connect("step", "handler", on_error=True))
 
@@ -82,7 +84,7 @@ def caught(counter: Counter, n: int, handler: Handler, **policies: Any) -> Forma
 def test_a_step_that_fails_more_often_than_its_retries_fails_the_run_naming_its_attempts(store: RunStore) -> None:
     """From test_basic_workflows.py::test_step_failure (max_retries=2 on a step failing 10 times)."""
     counter = Counter()
-    f = Formation("unstable").add_function("step", unstable(counter, 10), retries=2, backoff=0.001, max_backoff=0.005, jitter=False)
+    f = Formation("unstable").add_function("step", unstable(counter, 10), retries=2, **FAST)
     with pytest.raises(FormationRuntimeError, match="step") as failed:
         f.run(None, store=store)
     assert counter.count("step") == 3
@@ -94,7 +96,7 @@ def test_a_step_that_fails_more_often_than_its_retries_fails_the_run_naming_its_
 def test_a_step_with_enough_retries_returns_the_value_of_its_last_attempt(store: RunStore) -> None:
     """From test_basic_workflows.py::test_step_failure_decorator (max_retries=10, returns 10)."""
     counter = Counter()
-    f = Formation("unstable").add_function("step", unstable(counter, 10), retries=10, backoff=0.001, max_backoff=0.005, jitter=False)
+    f = Formation("unstable").add_function("step", unstable(counter, 10), retries=10, **FAST)
     result = f.run(None, store=store)
     assert result.output == 10
     assert result.nodes["step"].attempts == 11
@@ -117,7 +119,7 @@ def test_retries_stop_at_the_first_error_outside_retry_on_after_retried_ones(sto
     retry_exceptions=False: crashes are retried, the first exception is not)."""
     counter = Counter()
     step = unstable(counter, 10, errors=(ConnectionError, ConnectionError, ValueError))
-    f = Formation("crash").add_function("step", step, retries=10, retry_on=ConnectionError, backoff=0.001, max_backoff=0.005, jitter=False)
+    f = Formation("crash").add_function("step", step, retries=10, retry_on=ConnectionError, **FAST)
     with pytest.raises(FormationRuntimeError) as failed:
         f.run(None, store=store)
     assert counter.count("step") == 3
@@ -208,7 +210,7 @@ def test_a_resumed_run_hands_the_handler_the_same_failure_it_had(store: RunStore
             raise ConnectionError("handler's store is down")
         return f"caught {failure.node}"
 
-    f = (Formation("resume-catch").add_function("step", unstable(counter, 99), retries=1, backoff=0.001, max_backoff=0.005, jitter=False)
+    f = (Formation("resume-catch").add_function("step", unstable(counter, 99), retries=1, **FAST)
          .add_function("handler", handler).connect("step", "handler", on_error=True))
     with pytest.raises(FormationRuntimeError, match="handler") as failed:
         f.run(None, store=store)
