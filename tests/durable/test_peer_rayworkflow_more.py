@@ -221,6 +221,22 @@ def test_a_resumed_run_hands_the_handler_the_same_failure_it_had(store: RunStore
     assert seen == [("step", "ValueError", 2, "Invalid")] * 2
 
 
+def test_a_handler_returning_the_failure_itself_is_told_what_to_return_instead(store: RunStore) -> None:
+    """From test_basic_workflows.py::test_step_failure (a caught step's output is the pair
+    ``(None, err)``, the exception itself): in a journalled run, an output holding an
+    exception cannot be journalled, and the error says so and what to return, without
+    pydantic's advice to its own implementors."""
+    counter = Counter()
+    f = (Formation("pair").add_function("step", unstable(counter, 99))
+         .add_function("handler", lambda failure: (None, failure)).connect("step", "handler", on_error=True))
+    with pytest.raises(FormationRuntimeError, match=r"node 'handler'") as failed:
+        f.run(None, store=store)
+    message = str(failed.value.__cause__)
+    assert "NodeFailure" in message and "cannot journal" in message
+    assert "str(error)" in message and "allow_pickle=True" in message
+    assert "__get_pydantic_core_schema__" not in message and "arbitrary_types_allowed" not in message
+
+
 # --- the workflow manager: list, status, resume all -------------------------------------
 
 
