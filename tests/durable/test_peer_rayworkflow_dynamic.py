@@ -1,8 +1,9 @@
 """Behaviours ported from Ray Workflows' own tests (ray-project/ray,
 ``python/ray/workflow/tests/``: ``test_recovery.py``'s gather of many sub-workflows,
 ``test_basic_workflows_2.py``'s named outputs of nested steps, ``test_workflow_manager.py``'s
-cancel-then-resume, ``test_dynamic_workflow_ref.py``): dynamic workflows (a step that fans
-out into N sub-workflows, a continuation) are map nodes and nested formations here.
+cancel-then-resume, ``test_dynamic_workflow_ref.py``, ``test_wait.py``): dynamic workflows (a step that fans
+out into N sub-workflows, a continuation) are map nodes and nested formations here, and
+``workflow.wait(..., num_returns=1)`` is a ``join="any"`` node.
 
 Deliberately different: Ray names a nested step's output ``<name>_<n>`` in the one
 workflow's storage; we journal a nested formation's visits as an inner run of its own
@@ -151,3 +152,98 @@ def test_a_fork_of_a_failed_run_at_its_failed_step_with_an_output_finishes_it(st
     assert store.load(forked).visits["last"] == {1: "last 20"}
     assert store.get(run_id).status == "failed"
     assert counter.count("fetch") == 1
+
+
+class Race:
+    """Two branches racing into a ``join="any"`` node (Ray's ``workflow.wait(num_returns=1)``):
+    the branch named in ``slow`` waits until ``release`` (at most 5 s); ``pick`` fails while
+    ``state["pick_down"]``, ``after`` while ``state["after_down"]``."""
+
+    def __init__(self, counter: Counter) -> None:
+        self.counter = counter
+        self.slow = "two"
+        self.release = threading.Event()
+        self.state = {"pick_down": False, "after_down": False}
+
+    def branch(self, name: str) -> Any:
+        def node(x: int) -> str:
+            self.counter.hit(name)
+            if self.slow == name:
+                self.release.wait(5)
+            return name
+        return node
+
+    def pick(self, **won: str) -> str:
+        self.counter.hit("pick")
+        if self.state["pick_down"]:
+            raise ConnectionError("pick down")
+        return next(iter(won.values()))
+
+    def after(self, x: str) -> str:
+        if self.state["after_down"]:
+            raise ConnectionError("after down")
+        return f"won by {x}"
+
+    def formation(self) -> Formation:
+        return (Formation("race").add_function("start", lambda x: x)
+                .add_function("one", self.branch("one")).add_function("two", self.branch("two"))
+                .add_function("pick", self.pick, join="any").add_function("after", self.after)
+                .connect("start", "one").connect("start", "two").connect("one", "pick").connect("two", "pick")
+                .connect("pick", "after"))
+
+
+@pytest.mark.parametrize("failing", ["after", "pick"])
+def test_a_waits_winner_is_the_same_when_the_run_resumes_after_a_failure(store: RunStore, failing: str) -> None:
+    """From test_wait.py::test_wait_failure_recovery_1 (a step using the output of
+    ``workflow.wait`` recovers with the same ready list) and ::test_wait_recovery_step_id:
+    the branch that won before the failure wins again, though the other one is now the
+    faster."""
+    race = Race(Counter())
+    race.state[f"{failing}_down"] = True
+    f = race.formation()
+    try:
+        with pytest.raises(FormationRuntimeError, match=failing) as failed:
+            f.run(0, store=store)
+        race.state[f"{failing}_down"] = False
+        race.slow = "one"  # now "two" would win a new race
+        result = f.resume(str(failed.value.run_id), store=store)
+    finally:
+        race.release.set()
+    assert result.output == "won by one"
+    assert race.counter.count("one") == 1
+
+
+def test_a_wait_cancelled_before_any_branch_finished_is_won_by_the_first_to_finish_on_resume(
+        store: RunStore) -> None:
+    """From test_wait.py::test_wait_failure_recovery_2 (cancelled while waiting, resumed)."""
+    race = Race(Counter())
+    gate = threading.Event()
+
+    def blocked(name: str) -> Any:
+        def node(x: int) -> str:
+            race.counter.hit(name)
+            if race.counter.count(name) == 1:
+                gate.wait(5)
+            elif name == "two":
+                race.release.wait(5)
+            return name
+        return node
+
+    f = (Formation("race").add_function("start", lambda x: x)
+         .add_function("one", blocked("one")).add_function("two", blocked("two"))
+         .add_function("pick", race.pick, join="any").add_function("after", race.after)
+         .connect("start", "one").connect("start", "two").connect("one", "pick").connect("two", "pick")
+         .connect("pick", "after"))
+    with f.start(store=store) as running:
+        future = running.submit(0)
+        try:
+            assert until(lambda: race.counter.count("one") == 1 and race.counter.count("two") == 1, within=10)
+            assert future.cancel()
+            gate.set()
+            assert until(lambda: store.get(rid(future)).status == "cancelled", within=10)
+            result = running.resume(rid(future)).result(timeout=10)
+        finally:
+            gate.set()
+            race.release.set()
+    assert result.output == "won by one"
+    assert race.counter.count("pick") == 1
