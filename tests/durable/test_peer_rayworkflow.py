@@ -22,6 +22,7 @@ Deliberately different (DESIGN.md and docs/durable-runs.md document ours):
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import Future
 from typing import Any
@@ -354,3 +355,26 @@ def test_an_input_mutated_by_the_caller_after_submit_does_not_change_the_run(sto
         assert busy.result(timeout=10).output == "busy"
         assert future.result(timeout=10).output == []
     assert store.get(rid(future)).input == []
+
+
+def test_an_input_mutated_after_asubmit_changes_neither_the_run_nor_its_journal(store: RunStore) -> None:
+    """From test_variable_mutable.py::test_variable_mutable, through ``asubmit``."""
+    release = threading.Event()
+
+    def first(xs: Any) -> Any:
+        release.wait(10)
+        return list(xs) if isinstance(xs, list) else xs
+
+    async def main() -> tuple[str, Any]:
+        async with Formation("amut").add_function("first", first).astart(store=store) as running:
+            busy = running.asubmit("busy")
+            a: list[int] = []
+            run = running.asubmit(a)
+            a.append(1)
+            release.set()
+            assert (await busy).output == "busy"
+            return run.run_id, (await run).output
+
+    run_id, output = asyncio.run(main())
+    assert output == []
+    assert store.get(run_id).input == []
