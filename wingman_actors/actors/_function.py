@@ -29,7 +29,10 @@ from ._base import NodeActor, node_scope
 from ._envelope import Work
 from ._payloads import isolate
 
-__all__ = ["AsyncFunctionActor", "FunctionActor", "board_keyword", "returned_coroutine", "returned_not_a_value"]
+# isolate: the copy of a payload made here, looked up on this module by the formation runtime too (a run's
+# input at submit), so that the payload bench (_bench/payloads.py) switches both off at once
+__all__ = ["AsyncFunctionActor", "FunctionActor", "board_keyword", "isolate", "returned_coroutine",
+           "returned_not_a_value"]
 
 _NO_BOARD: dict[str, Any] = {}  # never written: the keywords of a call without the board
 

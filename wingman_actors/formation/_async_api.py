@@ -314,6 +314,9 @@ class AsyncSubmit:
         loop = running_loop("RunningFormation.asubmit()")
         run_id, timeout, on_event, board, breaks = self._admit(
             input, timeout, on_event, blackboard, run_id, break_before, break_after, options, "RunningFormation.asubmit()")
+        from ..actors import _function  # loaded with the runtime already: kept out of the package's import
+
+        input = _function.isolate(input)  # as submit(): the input as it is now, not as changed later
         journal = self._journal
         if journal is None:  # nothing blocks: start it here, resolving the loop's settler
             run, settler = settled_on_loop(run_id, self, loop)

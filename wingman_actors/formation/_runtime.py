@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import pykka
 
+from ..actors import _function as _function_module
 from ..actors._address import start_actor
 from ..actors._function import FunctionActor
 from ..actors._mapping import MapActor
@@ -341,6 +342,10 @@ class RunningFormation(AsyncSubmit):
         """
         run_id, timeout, on_event, board, breaks = self._admit(input, timeout, on_event, blackboard, run_id,
                                                                break_before, break_after, options)
+        # the input as it is now: the caller may change it while the run waits for its node. Looked up on the
+        # function actors' module, as their own copies are, so the payload bench's switch (_bench/payloads.py)
+        # turns this copy off with theirs
+        input = _function_module.isolate(input)
         journal = self._journal
         if journal is None:
             return self._launch(run_id, input, timeout, on_event, None, board, breaks)

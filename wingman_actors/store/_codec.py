@@ -80,9 +80,10 @@ _SUPPORTED = ("JSON data (dict with str keys, list, str, int, float, bool, None)
 
 
 class _Unsupported(Exception):
-    def __init__(self, value: Any, at: str, why: str = "") -> None:
+    def __init__(self, value: Any, at: str, why: str = "", *, fix: bool = False) -> None:
         super().__init__(at)
         self.value, self.at, self.why = value, at, why
+        self.fix = fix  # the refusal also lists what can be journalled (``why`` alone does not say it)
 
 
 def type_path(cls: type) -> str:
@@ -202,7 +203,9 @@ class Codec:
             except Exception as exc:  # pydantic cannot serialise one of its fields
                 if self.allow_pickle:
                     return self._pickle(v, at, pickled)
-                raise _Unsupported(v, at, f"pydantic cannot serialise it ({exc})") from exc
+                # pydantic's first sentence says which field type; the rest is advice to its own implementors
+                first = str(exc).strip().splitlines()[0].split(". ")[0] if str(exc).strip() else type(exc).__name__
+                raise _Unsupported(v, at, f"pydantic cannot serialise one of its fields ({first})", fix=True) from exc
             return {_TAG: "obj", "c": path, "v": data}
         if self.allow_pickle:
             return self._pickle(v, at, pickled)
@@ -245,6 +248,15 @@ class Codec:
         t = type(exc.value)
         inside = f" at {exc.at}" if exc.at else ""
         what = f"{where}{inside} is a {t.__name__} ({type_path(t)})"
+        verb = "Pass" if where.startswith(("the input", "the answer", "the interrupt")) else "Return"  # given, or returned
+        if exc.why and exc.fix:
+            return SerializationError(
+                f"{what} that the run store cannot journal: {exc.why}. {verb} {_SUPPORTED}, with fields of those "
+                "types (an exception, such as a NodeFailure's error, is not one: keep what you need of it, e.g. "
+                "str(error)); or open the store with RunStore(path, allow_pickle=True) to pickle it (only for "
+                "database files you trust: loading a pickle can run any code)",
+                where=where, type_name=type_path(t),
+            )
         if exc.why:
             return SerializationError(f"{what} that the run store cannot journal: {exc.why}",
                                       where=where, type_name=type_path(t))
@@ -257,7 +269,6 @@ class Codec:
                 "database files you trust: loading a pickle can run any code)",
                 where=where, type_name=type_path(t),
             )
-        verb = "Pass" if where.startswith(("the input", "the answer", "the interrupt")) else "Return"  # given, or returned
         return SerializationError(
             f"{what}, which the run store cannot journal. {verb} {_SUPPORTED}; or open the store with "
             "RunStore(path, allow_pickle=True) to pickle it (only for database files you trust: "
