@@ -33,6 +33,21 @@ SLACK = 0.6
 # which the other tests here check.
 
 
+def _from_the_call(script: str) -> tuple[float, float]:
+    """Run ``script`` (it prints the seconds from the call to ``run_started``, and from there
+    to the failure) up to 3 times, until the failure came less than the limit (0.3 s) after
+    the run started: counted from the run's start it never can, however late the timer, so
+    one such run shows the limit counts from the call; a timer late by more than the
+    runtime's load time (a loaded machine) only makes a run inconclusive."""
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        before_start, after_start = map(float, done.stdout.split())
+        if after_start < 0.3:
+            break
+    return before_start, after_start
+
+
 @pytest.fixture
 def stuck() -> Iterator[tuple[threading.Event, Any]]:
     """A function that blocks for up to 4 s (released when the test ends, so no thread leaks)."""
@@ -195,9 +210,7 @@ def test_a_run_timeout_counts_from_the_call_to_run_not_from_the_runs_start_insid
         except FormationRuntimeError:
             print(began[0] - called, time.perf_counter() - began[0])
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
-    assert done.returncode == 0, done.stderr
-    before_start, after_start = map(float, done.stdout.split())
+    before_start, after_start = _from_the_call(script)
     assert before_start > 0.01  # the runtime loaded inside run()
     assert after_start < 0.3
 
@@ -239,8 +252,6 @@ def test_a_run_timeout_counts_from_the_call_in_the_stream_and_async_twins_of_run
         except FormationRuntimeError:
             print(began[0] - called, time.perf_counter() - began[0])
     """).replace("CALL", call)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
-    assert done.returncode == 0, done.stderr
-    before_start, after_start = map(float, done.stdout.split())
+    before_start, after_start = _from_the_call(script)
     assert before_start > 0.01  # the runtime loaded inside the call
     assert after_start < 0.3
