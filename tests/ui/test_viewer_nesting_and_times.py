@@ -1,6 +1,7 @@
 """The server's viewer in a real browser: a formation node (nesting a stored formation) is
-drawn as a cluster of its inner nodes, named by path and live; and a node's time and its
-visits' times come from one source, labelled as wall time."""
+drawn as a cluster of its inner nodes, named by path and live, an inner visit its timeout cut
+ending ``cancelled`` at once; and a node's time and its visits' times come from one source,
+labelled as wall time."""
 
 from __future__ import annotations
 
@@ -102,3 +103,34 @@ def test_a_succeeded_node_s_time_is_its_visit_s_time(page: Any, server: RunningS
     page.click('[data-node="slow"]')
     shown = page.locator("[data-visit-wall-time]").inner_text().removesuffix(" wall")
     assert page.locator("[data-node-wall-time]").inner_text() == shown and shown.endswith("ms")
+
+
+def test_an_inner_visit_cut_by_its_formation_node_s_timeout_ends_cancelled_while_the_node_waits_to_retry(
+        page: Any, server: RunningServer, client: httpx.Client) -> None:
+    functions_ui.GATE.clear()
+    try:
+        inner = create_formation(client, "cut-inner", "gated", "shout")
+        policies = {"timeout": 0.3, "retries": 1, "backoff": 30, "jitter": False}  # the retry waits 30 s
+        nodes = [{"name": "sub", "kind": "formation", "formation_id": inner, "policies": policies}]
+        response = client.post("/formations", json={"name": "cut-by-timeout", "nodes": nodes, "edges": []})
+        assert response.status_code == 201, response.text
+        page.goto(f"{server.url}/ui/#/formations/{response.json()['id']}")
+        page.wait_for_selector('[data-node="sub/gated"]')
+        page.fill('textarea[name="input"]', "late")
+        page.click('[data-action="start"]')
+        page.wait_for_url("**/ui/#/runs/*")
+        run_id = page.url.rsplit("/", 1)[1]
+        page.wait_for_selector('[data-node="sub/gated"][data-status="cancelled"]')  # its node_skipped is in
+        page.click('[data-node="sub/gated"]')
+        page.wait_for_selector('[data-selected-node="sub/gated"]')
+        visit = page.locator(".details .visit")
+        assert visit.count() == 1
+        assert visit.locator("summary [data-run-status]").inner_text() == "cancelled"
+        assert "cancelled: the inner run of 'sub'" in visit.locator(".error").inner_text()
+        assert visit.locator("[data-visit-wall-time]").count() == 1  # ended: its wall time is known
+        bar = page.locator('[data-timeline-node="sub/gated"] .bar')
+        assert bar.get_attribute("class") == "bar cancelled"
+        assert client.get(f"/runs/{run_id}").json()["status"] == "running"  # the run waits to retry `sub`
+        assert client.post(f"/runs/{run_id}/cancel").status_code == 200
+    finally:
+        functions_ui.GATE.set()

@@ -40,11 +40,19 @@ class Tracker:
         self.formation = formation
         self.log = log
 
-    def traces(self) -> dict[str, dict[str, Any]]:
-        """The node traces after the run's events so far (new dicts)."""
+    def traces(self, ended: bool = False) -> dict[str, dict[str, Any]]:
+        """The node traces after the run's events so far (new dicts). With ``ended`` (the
+        run failed, was cancelled or interrupted), a node whose visit was still going is
+        ``cancelled``, the run's end its ``finished_at``, as the run's own traces say: its
+        closing event may not be in yet when the future of the run is resolved."""
         nodes = {name: _trace(name) for name in self.formation.graph.nodes}
         nested: set[str] | None = None  # the paths of formation nodes, at any depth: the nodes inside them are traced
+        going: dict[str, dict[str, Any]] = {}  # the nodes started and not closed yet, by path
+        end: float | None = None  # the time of the run's run_failed / run_cancelled
         for event in self.log.events():
+            if event.type in _RUN_ENDS:
+                end = event.timestamp
+                continue
             node = nodes.get(event.node or "")
             if node is None:
                 path = event.node or ""
@@ -54,7 +62,21 @@ class Tracker:
                     continue
                 node = nodes[path] = _trace(path)
             _apply(node, event)
+            if event.type is FormationEventType.NODE_STARTED:
+                going[node["name"]] = node
+            elif event.type in _CLOSING and going.pop(node["name"], None) is not None:
+                if event.type is FormationEventType.NODE_SKIPPED:  # its visit cut short: it ends now
+                    node["finished_at"] = rfc3339(event.timestamp)
+        if ended:
+            cut = rfc3339(time.time() if end is None else end)
+            for node in going.values():  # cut short by the run's end
+                node["status"] = "cancelled"
+                node["finished_at"] = cut
         return nodes
+
+
+_RUN_ENDS = (FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED)
+_CLOSING = (FormationEventType.NODE_FINISHED, FormationEventType.NODE_FAILED, FormationEventType.NODE_SKIPPED)
 
 
 def _apply(node: dict[str, Any], event: FormationEvent) -> None:
@@ -76,7 +98,8 @@ def _apply(node: dict[str, Any], event: FormationEvent) -> None:
             node["status"] = "failed"
             node["finished_at"] = rfc3339(event.timestamp)
     elif kind is FormationEventType.NODE_SKIPPED:
-        node["status"] = "skipped"
+        # cut short (a join="any" loser, an inner node of a formation node cut short): cancelled, as in its trace
+        node["status"] = "cancelled" if data.get("cancelled") else "skipped"
         node["error"] = data.get("error") or node["error"]
 
 
@@ -124,7 +147,7 @@ def cancelled(run: RunOut, tracker: Tracker, started: float, reason: str, status
     """The record of a run cancelled (or, with ``status="interrupted"``, cut short by the
     server stopping) before it finished: the node traces so far and ``reason``."""
     return run.model_copy(update={
-        "status": status, "nodes": tracker.traces(), "error": reason, "error_kind": "cancelled" if status == "cancelled" else None,
+        "status": status, "nodes": tracker.traces(ended=True), "error": reason, "error_kind": "cancelled" if status == "cancelled" else None,
         "duration_s": time.perf_counter() - started,
     })
 
@@ -188,7 +211,7 @@ def failed(run: RunOut, exc: BaseException, tracker: Tracker, started: float, ti
         message = f"input: does not fit the entry node {getattr(exc, 'node', '')!r}: {message}"
     message = _one_id(message, getattr(exc, "run_id", None), run.id)
     return run.model_copy(update={
-        "status": "failed", "outputs": jsonable(outputs), "nodes": tracker.traces(), "error": message, "error_kind": kind,
+        "status": "failed", "outputs": jsonable(outputs), "nodes": tracker.traces(ended=True), "error": message, "error_kind": kind,
         "failed_node": getattr(exc, "node", None), "duration_s": time.perf_counter() - started,
     })
 

@@ -37,7 +37,13 @@ function apply(live, name, e) {
       if (v) Object.assign(v, { finished: at, status: "failed", error: d.error });
       return node && [node, "failed"];
     }
-    case "node_skipped": return node && [node, d.cancelled ? "cancelled" : "skipped"];  // cancelled: a join="any" loser
+    case "node_skipped": {
+      // cancelled: a join="any" loser, or an inner node of a formation node cut short (its timeout, which a
+      // retry may follow with a new visit): the visit it was at ends now
+      const v = node && d.cancelled && open(node);
+      if (v) Object.assign(v, { finished: at, status: "cancelled", error: d.reason });
+      return node && [node, d.cancelled ? "cancelled" : "skipped"];
+    }
     case "agent_text": case "agent_thinking": case "agent_tool_call": case "agent_tool_result": {
       if (!node) return null;
       const steps = (live.steps[node] ||= []);
