@@ -6,13 +6,12 @@ The gap is widened here by holding the report."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
 import pytest
 
-from tests.support.suspension import until_asked
+from tests.durable.test_suspension_waits import sibling_of_kind
 from wingman_actors import Formation, interrupt
 from wingman_actors.formation import _routing
 from wingman_actors.store import RunStore
@@ -32,20 +31,9 @@ def test_a_suspension_waits_for_a_sibling_reporting_its_output(
 
     monkeypatch.setattr(_routing.Router, "completed", slow_report)
 
-    def work(x: int) -> int:
-        calls.append(x)
-        until_asked(store, run_id)
-        return x * 10
-
-    async def awork(x: int) -> int:
-        calls.append(x)
-        while store.get(run_id).interrupt is None:
-            await asyncio.sleep(0.005)
-        return x * 10
-
-    f = (Formation("waits").add_function("src", int).add_function("ask", lambda x: int(interrupt({"go?": x})))
-         .add_function("sib", work if kind == "function" else awork).add_function("after", lambda x: x)
-         .connect("src", "ask").connect("src", "sib", "after"))
+    f = (Formation("waits").add_function("src", int)
+         .add_function("ask", lambda x: int(interrupt({"go?": x}))).connect("src", "ask"))
+    f = sibling_of_kind(kind, store, run_id, calls)(f).add_function("after", lambda x: x).connect("sib", "after")
     first = f.run(1, store=store, run_id=run_id, timeout=30)
     assert first.status == "suspended"
     assert (first.nodes["sib"].status, first.nodes["after"].status) == ("succeeded", "pending")
