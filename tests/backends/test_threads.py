@@ -222,7 +222,10 @@ def test_work_kept_for_a_fresh_replica_that_fails_at_once_reaches_the_replica_af
         remember(actor)
         born.append(actor)
         if len(born) == 2:  # the fresh replica: it runs its queued input before the hand-over
-            actor.thread.join(3)
+            # stopped, not ended: its stop hook waits for the node's lock, held by this restart
+            deadline = time.monotonic() + 3
+            while actor.actor_ref.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.01)
 
     backend.remember = remember_then_let_it_end  # type: ignore[method-assign]
     node = backend.start_node(NodeRecipe("f", FunctionActor, (fn,), {"name": "f"}), 1, observer)
