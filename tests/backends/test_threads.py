@@ -6,6 +6,8 @@ import threading
 import time
 from typing import Any
 
+import pykka
+
 from wingman_actors.actors._envelope import EnvelopeType, Work, new_envelope
 from wingman_actors.actors._function import FunctionActor
 from wingman_actors.backends import BACKENDS, NodeRecipe, ThreadsBackend, new_backend
@@ -160,6 +162,43 @@ def test_work_told_while_no_replica_is_alive_waits_for_the_fresh_replica() -> No
         backend.stop(1.0)
 
 
+class _StopsAllOnFailure(_Retiring):
+    """Asks the registry to stop every actor from the failing replica's ``failed`` hook: the
+    replica is alive, the stop told through its ref queues behind the node's inputs, and
+    then it retires (no supervisor here to start a successor)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stops: list[pykka.Future[bool]] = []
+
+    def failed(self, work: Work, attempt: int, exc: BaseException, started: float, finished: float, actor: Any) -> bool:
+        self.stops = pykka.ActorRegistry.stop_all(block=False)
+        return super().failed(work, attempt, exc, started, finished, actor)
+
+
+def test_a_stop_told_to_a_replica_that_then_retires_is_answered_when_no_replica_is_left() -> None:
+    # ActorRegistry.stop_all(block=True) hung (once in three loaded suite runs) when it reached
+    # a replica retiring after a failure: the stop waited in the node's shared queue, behind
+    # the stop the replica holds, and no successor came to take it (the supervisor was
+    # stopped first). Pykka answers what waits in a stopped actor's own inbox; the node
+    # answers what waits in its shared queue once no replica is left to.
+    def fn(x: int) -> int:
+        raise ValueError("fails")
+
+    observer = _StopsAllOnFailure()
+    backend = ThreadsBackend("t")
+    node = backend.start_node(NodeRecipe("f", FunctionActor, (fn,), {"name": "f"}), 1, observer)
+    try:
+        node.tell(_work(0, _Run()))
+        (first,) = node.actors()
+        first.thread.join(3)
+        assert not first.actor_ref.is_alive() and len(observer.failures) == 1  # it retired
+        assert len(observer.stops) == 1
+        assert observer.stops[0].get(timeout=3) is False  # answered: it had stopped (retired)
+    finally:
+        backend.stop(1.0)
+
+
 def test_work_kept_for_a_fresh_replica_that_fails_at_once_reaches_the_replica_after_it() -> None:
     # Pipelined runs: a failing input already waits in the node's shared queue and another
     # input waits for a fresh replica (none was alive). The fresh replica takes the failing
@@ -183,7 +222,10 @@ def test_work_kept_for_a_fresh_replica_that_fails_at_once_reaches_the_replica_af
         remember(actor)
         born.append(actor)
         if len(born) == 2:  # the fresh replica: it runs its queued input before the hand-over
-            actor.thread.join(3)
+            # stopped, not ended: its stop hook waits for the node's lock, held by this restart
+            deadline = time.monotonic() + 3
+            while actor.actor_ref.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.01)
 
     backend.remember = remember_then_let_it_end  # type: ignore[method-assign]
     node = backend.start_node(NodeRecipe("f", FunctionActor, (fn,), {"name": "f"}), 1, observer)

@@ -230,7 +230,11 @@ class NodeActor(RuntimeActor):
     def _retire(self) -> None:
         # Stop before the next input: a replica releases the stop it holds (queued behind
         # the node's inputs, a stop would come too late); a standalone actor has nothing
-        # queued for others and stops as Pykka's actors do.
+        # queued for others and stops as Pykka's actors do. A replica leaves the registry
+        # first: ActorRegistry.stop_all() from now on skips it (its stop, queued behind the
+        # node's inputs, would outlive the replica it was told to).
+        if self._lane.shared:
+            pykka.ActorRegistry.unregister(self.actor_ref)
         if not self._lane.release_stop():
             self.stop()
 

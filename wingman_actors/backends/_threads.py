@@ -85,15 +85,48 @@ class ThreadNode:
 
     def _stopped(self, actor: Any) -> None:
         """A replica stopped (on its thread). When every replica was stopped from outside,
-        no successor is coming: the work waiting in the node's queue fails its runs."""
+        no successor is coming: the work waiting in the node's queue fails its runs. When
+        the last live replica retired or left, what waits for a reply is answered."""
         if not actor.stopped_from_outside:
-            return  # retired (a successor comes), left, or abandoned: the runtime's own doing
+            # retired (a successor may come), left, or abandoned: the runtime's own doing
+            self._answer_orphans()
+            return
         with self._lock:
             if self._backend.closing or not all(a.stopped_from_outside for a in self.replicas):
                 return
             lost = self._drain()
         for work in lost:
             self._fail_lost(work)
+
+    def _answer_orphans(self) -> None:
+        """With no live replica left, answer what waits in the node's queue for a reply.
+
+        A stop told through a replica's ref (``ActorRef.stop()``, ``stop_all()``) while it
+        worked is queued behind the node's inputs; a replica that then retires stops
+        through the stop it holds, ahead of it. With no replica left to take it (the
+        supervisor that starts successors was stopped too, or the formation is closing)
+        the stop's caller waited forever. Pykka's own teardown answers what waits in a
+        stopped actor's inbox with ``ActorDeadError``; this does the same for the queue of
+        a node that has no actor left (a stop answered so returns False); the inputs stay
+        in the queue for the successor."""
+        with self._lock:
+            if any(not a.abandoned and not a.actor_stopped.is_set() for a in self.replicas):
+                return  # a live replica takes what waits (a successor, or another replica)
+            waiting: list[Any] = []
+            while True:
+                try:
+                    waiting.append(self.inbox.get_nowait())
+                except queue.Empty:
+                    break
+            answer: list[pykka.Future[Any]] = []
+            for envelope in waiting:
+                if getattr(envelope, "reply_to", None) is None:
+                    self.inbox.put(envelope)  # inputs and LEAVEs stay, in their order, for a successor
+                else:
+                    answer.append(envelope.reply_to)
+        for reply_to in answer:
+            reply_to.set_exception(exc_info=(pykka.ActorDeadError, pykka.ActorDeadError(
+                f"node {self.name!r} has no actor left to handle the message"), None))
 
     def _drain(self) -> list[Work]:
         """Take the work left in the node's queue (the lock held, every replica stopped)."""
