@@ -1,8 +1,8 @@
 """Helpers shared by the tests ported from peers' suites (tests/formation/test_peer_*.py):
 a call counter, the order nodes started in, calls in flight at once, a node held until the test opens it,
 a node busy with its first input until the test releases it, async steps that report their cancellation,
-Haystack's Accumulate sample component, a module-scoped local Ray, and polling until a check holds
-(``until``; ``a_until`` inside a coroutine)."""
+Haystack's Accumulate sample component, a module-scoped local Ray, calls noted in a file (made in a Ray
+actor's process), and polling until a check holds (``until``; ``a_until`` inside a coroutine)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -158,6 +159,18 @@ def local_ray() -> Iterator[None]:
     finally:
         if started:
             ray.shutdown()
+
+
+def log_call(log: Path, name: str) -> None:
+    """Note a call of ``name`` in the file ``log``: node functions that run in other processes
+    (Ray actors') count their calls so, and the test reads them with :func:`logged_calls`."""
+    with log.open("a") as out:
+        out.write(name + "\n")
+
+
+def logged_calls(log: Path, name: str) -> int:
+    """How many calls of ``name`` :func:`log_call` noted in ``log`` (0 before the first)."""
+    return log.read_text().split().count(name) if log.exists() else 0
 
 
 def until(check: Callable[[], bool], within: float = 3.0) -> bool:
