@@ -10,13 +10,17 @@ from __future__ import annotations
 import _thread
 import contextvars
 import itertools
+import queue
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from .errors import AgentError, ErrorKind
 
-__all__ = ["CancelToken", "cancel_scope", "current_token"]
+__all__ = ["CancelToken", "cancel_scope", "current_token", "next_handed"]
+
+_T = TypeVar("_T")
 
 
 class CancelToken:
@@ -253,3 +257,24 @@ class cancel_scope:  # lower-case: used like a function, `with cancel_scope(toke
 
     def __exit__(self, *exc: object) -> None:
         _current.reset(self._reset)
+
+
+def next_handed(items: queue.SimpleQueue[_T | None], token: CancelToken, abandon: Callable[[], None]) -> _T:
+    """The next item that threads working for a run hand the thread waiting on them through
+    ``items``, waited for until the run must stop.
+
+    ``None`` in ``items`` wakes the wait (the waiter puts one from ``token.on_cancel``), as
+    does the token's deadline; then, if the token is cancelled or expired, ``abandon()``
+    gives up on the work in flight (logging it once) and the run's error is raised: the
+    waiting thread never waits for work that ignores the token.
+    """
+    while True:
+        try:
+            item = items.get(timeout=token.remaining())
+        except queue.Empty:  # the deadline passed
+            item = None
+        if item is not None:
+            return item
+        if token.cancelled or token.expired:
+            abandon()
+            token.check()

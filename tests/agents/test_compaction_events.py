@@ -5,14 +5,15 @@ the run's usage counts. Over the OpenAI-compatible wire format (a loopback serve
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.providers.test_openai import _no_openai_env, chunk, completion, sse, usage_chunk
+from tests.support.drivers import DRIVERS, run_with
 from tests.support.loopback import LoopbackServer, Reply, Request
 from wingman_actors import Agent, Session, tool
 from wingman_actors.agents import Result
@@ -24,7 +25,6 @@ __all__ = ["_no_openai_env"]  # fixture
 
 BUDGET = 2_000
 PAGES = 12
-DRIVERS = ["run", "run_stream", "arun", "astream"]
 
 
 @tool
@@ -67,32 +67,11 @@ class ReaderServer:
         return Reply.json(completion("all pages read", usage=usage))
 
 
-def run_with(driver: str, session: Session, message: str) -> Result:
-    if driver == "run":
-        return session.run(message)
-    if driver == "run_stream":
-        stream = session.run_stream(message)
-        for _ in stream:
-            pass
-        return stream.result()
-
-    async def main() -> Result:
-        if driver == "arun":
-            return await session.arun(message)
-        astream = session.astream(message)
-        async for _ in astream:
-            pass
-        return astream.result()
-
-    return asyncio.run(main())
-
-
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_the_compactors_summarising_call_is_on_the_bus_and_the_model_events_usage_adds_up_to_the_runs(
-    loopback: LoopbackServer, driver: str
-) -> None:
-    server = ReaderServer()
-    loopback.handler = server
+def read_with_events(loopback: LoopbackServer, handler: Callable[[Request], Reply], driver: str) -> tuple[Result, list[Event]]:
+    """The reader agent (its compactor another provider over the same server) run by
+    ``driver`` against ``handler`` on ``loopback``: its result and the ``model_start`` and
+    ``model_end`` events it sent, in order."""
+    loopback.handler = handler
     options = {"model": "m", "base_url": f"{loopback.url}/v1", "api_key": "k", "max_retries": 0}
     model, compactor = build_openai(options), build_openai(options)
     seen: list[Event] = []
@@ -105,6 +84,15 @@ def test_the_compactors_summarising_call_is_on_the_bus_and_the_model_events_usag
     finally:
         model.close()
         compactor.close()
+    return result, seen
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_the_compactors_summarising_call_is_on_the_bus_and_the_model_events_usage_adds_up_to_the_runs(
+    loopback: LoopbackServer, driver: str
+) -> None:
+    server = ReaderServer()
+    result, seen = read_with_events(loopback, server, driver)
 
     assert result.response == "all pages read"
     assert server.compactions >= 1
@@ -145,19 +133,7 @@ def test_a_failing_compactors_call_is_a_model_start_without_a_model_end_and_the_
                                          "code": None}}, status=500)
         return server(request)
 
-    loopback.handler = handler
-    options = {"model": "m", "base_url": f"{loopback.url}/v1", "api_key": "k", "max_retries": 0}
-    model, compactor = build_openai(options), build_openai(options)
-    seen: list[Event] = []
-    try:
-        with EventBus() as bus:
-            bus.subscribe(["model_start", "model_end"], seen.append)
-            agent = Agent("reader", provider=model, tools=[fetch], context_budget=BUDGET, compactor=compactor,
-                          max_steps=20, events=bus)
-            result = run_with(driver, Session(agent), "Read every page.")
-    finally:
-        model.close()
-        compactor.close()
+    result, seen = read_with_events(loopback, handler, driver)
 
     failed = [t for t in result.trace if t.name == "compact failed"]
     assert result.response == "all pages read" and failed

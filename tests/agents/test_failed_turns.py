@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.providers.test_openai import completion
 from tests.support.loopback import LoopbackServer, Reply
+from tests.support.provider_fixtures import providers
 from wingman_actors import Agent, Session, tool
 from wingman_actors.agents import Halt, Middleware
 from wingman_actors.core import InferenceRequest, InferenceResponse, Message, Role
@@ -23,13 +23,7 @@ from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import new_provider
 from wingman_actors.testing import ScriptedProvider
 
-
-@pytest.fixture
-def providers() -> Iterator[list[Any]]:
-    made: list[Any] = []
-    yield made
-    for provider in made:
-        provider.close()
+__all__ = ["providers"]  # fixture
 
 
 def openai_session(url: str, providers: list[Any], **kwargs: Any) -> Session:

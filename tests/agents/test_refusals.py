@@ -9,7 +9,6 @@ provider's wire format."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,25 +24,20 @@ from tests.providers.test_anthropic import (
 )
 from tests.providers.test_openai import chunk, completion, sse, usage_chunk
 from tests.support.loopback import LoopbackServer, Reply
+from tests.support.provider_fixtures import providers
 from wingman_actors import Agent, Formation, Session
 from wingman_actors.core import StreamEventType
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.events import EventBus
 from wingman_actors.providers import new_provider
 
+__all__ = ["providers"]  # fixture
+
 SORRY = "I can't help with that."
 
 
 class Verdict(BaseModel):
     guilty: bool
-
-
-@pytest.fixture
-def providers() -> Iterator[list[Any]]:
-    made: list[Any] = []
-    yield made
-    for provider in made:
-        provider.close()
 
 
 def agent_for(vendor: str, url: str, providers: list[Any], **kwargs: Any) -> Agent:

@@ -7,7 +7,6 @@ Ollama's provider leaves it out the same way."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,9 +16,10 @@ import pytest
 from tests.providers import test_anthropic as anth
 from tests.providers import test_ollama as olla
 from tests.providers.test_openai import _no_openai_env, chunk, completion, sse, usage_chunk
+from tests.support.drivers import DRIVERS, run_with
 from tests.support.loopback import LoopbackServer, Reply, Request
 from wingman_actors import Agent, Session, tool
-from wingman_actors.agents import Prepared, Result
+from wingman_actors.agents import Prepared
 from wingman_actors.providers._anthropic import build_anthropic
 from wingman_actors.providers._base import BaseProvider
 from wingman_actors.providers._ollama import build_ollama
@@ -27,7 +27,6 @@ from wingman_actors.providers._openai import build_openai
 
 __all__ = ["_no_openai_env"]  # fixture
 
-DRIVERS = ["run", "run_stream", "arun", "astream"]
 FINAL = "It is sunny in Paris."
 
 
@@ -119,26 +118,6 @@ def forced(request: pytest.FixtureRequest, loopback: LoopbackServer) -> Iterator
     provider = build(loopback.url)
     yield provider
     provider.close()
-
-
-def run_with(driver: str, session: Session, message: str) -> Result:
-    if driver == "run":
-        return session.run(message)
-    if driver == "run_stream":
-        stream = session.run_stream(message)
-        for _ in stream:
-            pass
-        return stream.result()
-
-    async def main() -> Result:
-        if driver == "arun":
-            return await session.arun(message)
-        astream = session.astream(message)
-        async for _ in astream:
-            pass
-        return astream.result()
-
-    return asyncio.run(main())
 
 
 def forcing_keys(body: dict[str, Any]) -> set[str]:

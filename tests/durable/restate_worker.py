@@ -5,6 +5,7 @@ node is blocked (Restate's e2e KillTest kills an invocation blocked in a call)."
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,31 +17,27 @@ def build(log: Path, ready: Path | None) -> Formation:
     """``charge`` -> ``ship`` -> ``notify``; each visit appends its node's name to ``log``.
     With ``ready``, ``ship`` creates that file and then blocks (until it is killed)."""
 
-    def mark(node: str) -> None:
-        with open(log, "a") as fh:
-            fh.write(node + "\n")
-
-    def charge(order: str) -> str:
-        mark("charge")
-        return f"{order} charged"
-
     def ship(x: str) -> str:
-        mark("ship")
         if ready is not None:
             ready.touch()
             time.sleep(60)
         return f"{x}, shipped"
 
-    def notify(x: str) -> str:
-        mark("notify")
-        return f"{x}, notified"
-
-    return (Formation("shop").add_function("charge", charge).add_function("ship", ship)
-            .add_function("notify", notify).connect("charge", "ship").connect("ship", "notify"))
+    return _between("shop", log, "ship", ship)
 
 
 def waiting(log: Path) -> Formation:
     """``charge`` -> ``approve`` (waits on an ``interrupt``) -> ``notify``."""
+
+    def approve(x: str) -> str:
+        return f"{x}, {interrupt({'approve': x})}"
+
+    return _between("approval", log, "approve", approve)
+
+
+def _between(name: str, log: Path, middle: str, step: Callable[[str], str]) -> Formation:
+    """Formation ``name``: ``charge`` -> ``middle`` (``step``) -> ``notify``; each visit
+    appends its node's name to ``log`` (``middle``'s before ``step`` runs)."""
 
     def mark(node: str) -> None:
         with open(log, "a") as fh:
@@ -50,16 +47,16 @@ def waiting(log: Path) -> Formation:
         mark("charge")
         return f"{order} charged"
 
-    def approve(x: str) -> str:
-        mark("approve")
-        return f"{x}, {interrupt({'approve': x})}"
+    def visit(x: str) -> str:
+        mark(middle)
+        return step(x)
 
     def notify(x: str) -> str:
         mark("notify")
         return f"{x}, notified"
 
-    return (Formation("approval").add_function("charge", charge).add_function("approve", approve)
-            .add_function("notify", notify).connect("charge", "approve").connect("approve", "notify"))
+    return (Formation(name).add_function("charge", charge).add_function(middle, visit)
+            .add_function("notify", notify).connect("charge", middle).connect(middle, "notify"))
 
 
 def work(location: str, log: str, ready: str, run_id: str) -> None:

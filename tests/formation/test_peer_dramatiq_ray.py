@@ -13,16 +13,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.peers import local_ray  # noqa: F401  (a fixture)
+from tests.support.cuts import wait_for_file
+from tests.support.peers import local_ray, log_call, logged_calls  # noqa: F401  (local_ray: a fixture)
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, NodeTimeoutError
 from wingman_actors.store import RunStore
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
-
-
-def calls(log: Path, name: str) -> int:
-    return log.read_text().split().count(name) if log.exists() else 0
 
 
 def test_a_retry_on_ray_reruns_only_the_failing_node_not_the_one_before_it(tmp_path: Path) -> None:
@@ -31,14 +28,12 @@ def test_a_retry_on_ray_reruns_only_the_failing_node_not_the_one_before_it(tmp_p
     log = tmp_path / "log"
 
     def fetch(x: int) -> int:
-        with log.open("a") as out:
-            out.write("fetch\n")
+        log_call(log, "fetch")
         return x + 1
 
     def store(x: int) -> int:
-        with log.open("a") as out:
-            out.write("store\n")
-        if calls(log, "store") == 1:
+        log_call(log, "store")
+        if logged_calls(log, "store") == 1:
             raise ConnectionError("db down")
         return x * 10
 
@@ -46,7 +41,7 @@ def test_a_retry_on_ray_reruns_only_the_failing_node_not_the_one_before_it(tmp_p
          .connect("fetch", "store"))
     result = f.run(1, backend="ray", timeout=120)
     assert result.output == 20
-    assert (calls(log, "fetch"), calls(log, "store")) == (1, 2)
+    assert (logged_calls(log, "fetch"), logged_calls(log, "store")) == (1, 2)
     assert result.nodes["store"].attempts == 2
 
 
@@ -56,8 +51,7 @@ def test_a_time_limit_on_ray_fails_the_run_in_time_and_the_node_takes_the_next_r
     log = tmp_path / "log"
 
     def do_work(x: int) -> int:
-        with log.open("a") as out:
-            out.write(f"start-{x}\n")
+        log_call(log, f"start-{x}")
         if x == 0:
             time.sleep(30)  # never returns within the limit
         return x
@@ -73,7 +67,7 @@ def test_a_time_limit_on_ray_fails_the_run_in_time_and_the_node_takes_the_next_r
         assert time.monotonic() - started < 20
         assert isinstance(info.value.__cause__, NodeTimeoutError)
         assert running.submit(2).result(120).output == 2
-    assert calls(log, "start-0") == 1
+    assert logged_calls(log, "start-0") == 1
 
 
 def test_a_run_cut_short_by_a_stop_on_ray_resumes_without_running_its_finished_node_again(
@@ -85,16 +79,12 @@ def test_a_run_cut_short_by_a_stop_on_ray_resumes_without_running_its_finished_n
     go = tmp_path / "go"
 
     def first(x: int) -> int:
-        with log.open("a") as out:
-            out.write("first\n")
+        log_call(log, "first")
         return x + 1
 
     def wait(x: Any) -> Any:
-        with log.open("a") as out:
-            out.write("wait\n")
-        deadline = time.monotonic() + 30
-        while not go.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        log_call(log, "wait")
+        wait_for_file(go, 30)
         return x
 
     f = Formation("stop").add_function("first", first).add_function("wait", wait).connect("first", "wait")
@@ -102,13 +92,13 @@ def test_a_run_cut_short_by_a_stop_on_ray_resumes_without_running_its_finished_n
     try:
         future = running.submit(1, run_id="cut")
         deadline = time.monotonic() + 120
-        while calls(log, "wait") == 0 and time.monotonic() < deadline:
+        while logged_calls(log, "wait") == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert calls(log, "wait") == 1
+        assert logged_calls(log, "wait") == 1
     finally:
         running.stop()
     with pytest.raises(FormationRuntimeError, match=r"stopped before"):
         future.result(30)
     go.touch()
     assert f.resume("cut", store=store, backend="ray", timeout=120).output == 2
-    assert (calls(log, "first"), calls(log, "wait")) == (1, 2)
+    assert (logged_calls(log, "first"), logged_calls(log, "wait")) == (1, 2)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter, until
+from tests.support.peers import Counter, cancellable, until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, NodeTimeoutError
 from wingman_actors.formation import NodeFailure
@@ -142,18 +142,9 @@ def test_cancelling_the_task_awaiting_a_run_cancels_the_run() -> None:
     (the awaiting task cancelled from outside: the work is cancelled too)."""
     cancelled, entered = threading.Event(), threading.Event()
 
-    async def step1(_: Any) -> str:
-        entered.set()
-        try:
-            await asyncio.sleep(20)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "not cancelled"
-
     async def main() -> list[str]:
         events: list[str] = []
-        f = Formation("CancelWorkflow").add_function("step1", step1)
+        f = Formation("CancelWorkflow").add_function("step1", cancellable(cancelled, entered))
         async with f.astart(on_event=lambda e: events.append(e.type.value)) as running:
 
             async def run() -> Any:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from tests.support.peers import Counter
+from tests.support.peers import Counter, busy_with
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NodeTimeoutError, PayloadError
 from wingman_actors.formation import NodeFailure
@@ -199,15 +199,7 @@ def test_a_run_queued_behind_busy_work_fails_at_its_own_timeout_and_the_busy_run
     small schedule timeouts, no slot free: both fail once the limit is reached)."""
     entered, release = gate
     counter = Counter()
-
-    def busy(x: str) -> str:
-        counter.hit(x)
-        if x == "first":
-            entered.set()
-            release.wait(10)
-        return x
-
-    with Formation("slots").add_function("busy", busy).start() as running:
+    with Formation("slots").add_function("busy", busy_with("first", gate, counter)).start() as running:
         first = running.submit("first")
         assert entered.wait(5)
         queued = [running.submit(f"queued{i}", timeout=0.2) for i in range(2)]

@@ -22,24 +22,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter, InFlight, until
+from tests.support.peers import Counter, InFlight, busy_with, cancellable, until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, MapItemsError
-
-
-def cancellable(cancelled: threading.Event, entered: threading.Event) -> Any:
-    """Hatchet's CancelWorkflow step: waits (awaiting) until cancelled, noting it."""
-
-    async def step1(x: Any) -> str:
-        entered.set()
-        try:
-            await asyncio.sleep(20)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "not cancelled"
-
-    return step1
 
 
 def test_a_cancelled_run_ends_cancelled_without_output_and_its_step_sees_the_cancel() -> None:
@@ -99,15 +84,7 @@ def test_cancelling_a_queued_run_means_it_never_starts(gate: tuple[threading.Eve
     runs)."""
     entered, release = gate
     counter = Counter()
-
-    def busy(x: str) -> str:
-        counter.hit(x)
-        if x == "first":
-            entered.set()
-            release.wait(10)
-        return x
-
-    with Formation("queue").add_function("busy", busy).start() as running:
+    with Formation("queue").add_function("busy", busy_with("first", gate, counter)).start() as running:
         first = running.submit("first")
         assert entered.wait(5)
         queued = running.submit("queued")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -35,9 +34,12 @@ from tests.providers.test_anthropic import (
 from tests.providers.test_ollama import chat_reply
 from tests.providers.test_openai import chunk, completion, sse, tool_call, usage_chunk
 from tests.support.loopback import LoopbackServer, Reply, free_port
+from tests.support.provider_fixtures import providers
 from wingman_actors import Agent, Session, tool
 from wingman_actors.errors import AgentError, ErrorKind
 from wingman_actors.providers import new_provider
+
+__all__ = ["providers"]  # fixture
 
 EMPTY_ARGS = "Mirascope/mirascope python/tests/llm/content/test_empty_tool_call_args.py"
 ANTHROPIC_ENCODING = "Mirascope/mirascope python/tests/llm/providers/anthropic/test_anthropic_encoding.py"
@@ -65,14 +67,6 @@ def lookup(query: str) -> str:
 class Book(BaseModel):
     title: str
     author: str
-
-
-@pytest.fixture
-def providers() -> Iterator[list[Any]]:
-    made: list[Any] = []
-    yield made
-    for provider in made:
-        provider.close()
 
 
 def openai_agent(url: str, providers: list[Any], **options: Any) -> Agent:

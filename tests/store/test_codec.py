@@ -115,6 +115,15 @@ def test_an_unserialisable_input_is_refused_by_begin_run(store: RunStore, shape:
     assert store.runs() == []
 
 
+def test_a_refusal_says_pass_for_a_value_given_and_return_for_one_returned_whatever_the_wording() -> None:
+    codec = Codec()
+    for where in ("the input of run 'r'", "the output of node 'a'"):
+        with pytest.raises(SerializationError, match=r"cannot journal\. Pass JSON data"):
+            codec.encode(Opaque(), where, given=True)
+        with pytest.raises(SerializationError, match=r"cannot journal\. Return JSON data"):
+            codec.encode(Opaque(), where, given=False)
+
+
 def test_pickle_is_used_only_when_allowed_and_loading_it_needs_the_opt_in(path: Path,
                                                                             shape: FormationShape) -> None:
     with RunStore(path, allow_pickle=True) as store:

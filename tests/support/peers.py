@@ -1,7 +1,8 @@
 """Helpers shared by the tests ported from peers' suites (tests/formation/test_peer_*.py):
 a call counter, the order nodes started in, calls in flight at once, a node held until the test opens it,
-an async step that reports its cancellation, Haystack's Accumulate sample component, a module-scoped local Ray,
-and polling until a check holds (``until``; ``a_until`` inside a coroutine)."""
+a node busy with its first input until the test releases it, async steps that report their cancellation,
+Haystack's Accumulate sample component, a module-scoped local Ray, calls noted in a file (made in a Ray
+actor's process), and polling until a check holds (``until``; ``a_until`` inside a coroutine)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +31,22 @@ def sleeps_until_cancelled(cancelled: threading.Event, seconds: float = 5) -> Ca
         return "Done"
 
     return step
+
+
+def cancellable(cancelled: threading.Event, entered: threading.Event) -> Callable[[Any], Awaitable[str]]:
+    """Hatchet's CancelWorkflow step: an ``async def`` step that sets ``entered``, then awaits
+    (20 s) until cancelled, setting ``cancelled`` and letting the cancellation go on."""
+
+    async def step1(x: Any) -> str:
+        entered.set()
+        try:
+            await asyncio.sleep(20)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "not cancelled"
+
+    return step1
 
 
 class Counter:
@@ -79,6 +97,23 @@ class InFlight:
             self.now -= 1
 
 
+def busy_with(first: str, gate: tuple[threading.Event, threading.Event], counter: Counter) -> Callable[[str], str]:
+    """A function node that counts each input in ``counter`` and returns it; given ``first``,
+    it sets the gate's ``entered`` and waits for its ``release`` (at most 10 s) before: a node
+    of one replica is busy with ``first`` until the test releases it (``gate``: the formation
+    tests' fixture, ``(entered, release)``)."""
+    entered, release = gate
+
+    def busy(x: str) -> str:
+        counter.hit(x)
+        if x == first:
+            entered.set()
+            release.wait(10)
+        return x
+
+    return busy
+
+
 class Gate:
     """A function node that says it was reached (``reached``), then waits until ``opened`` (at
     most 5 s) and returns its input, with ``suffix`` appended when one is given; with a
@@ -124,6 +159,18 @@ def local_ray() -> Iterator[None]:
     finally:
         if started:
             ray.shutdown()
+
+
+def log_call(log: Path, name: str) -> None:
+    """Note a call of ``name`` in the file ``log``: node functions that run in other processes
+    (Ray actors') count their calls so, and the test reads them with :func:`logged_calls`."""
+    with log.open("a") as out:
+        out.write(name + "\n")
+
+
+def logged_calls(log: Path, name: str) -> int:
+    """How many calls of ``name`` :func:`log_call` noted in ``log`` (0 before the first)."""
+    return log.read_text().split().count(name) if log.exists() else 0
 
 
 def until(check: Callable[[], bool], within: float = 3.0) -> bool:

@@ -20,6 +20,7 @@ from collections.abc import Generator, Iterable
 from typing import Any
 
 from .._cancel import _current as _current_token  # set inline: no scope object per call
+from .._cancel import next_handed
 from ..core import ContentBlock, Message, Role, StreamEvent, StreamEventType, Usage
 from ..errors import AgentError, ErrorKind, ToolError, error_text
 from ..integrations import otel
@@ -199,16 +200,7 @@ class ToolStep:
         done = 0
         try:
             while done < len(calls):
-                try:
-                    item = finished.get(timeout=token.remaining())
-                except queue.Empty:
-                    item = None
-                if item is None:  # cancelled, or the deadline passed
-                    if token.cancelled or token.expired:
-                        self._abandon(ctx, todo, in_flight, lock)
-                        token.check()
-                    continue
-                i, outcome, error = item
+                i, outcome, error = next_handed(finished, token, lambda: self._abandon(ctx, todo, in_flight, lock))
                 if error is not None:
                     with lock:
                         todo.clear()

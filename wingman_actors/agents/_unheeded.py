@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Generator, Iterable
 from typing import Any, TypeVar
 
-from .._cancel import CancelToken
+from .._cancel import CancelToken, next_handed
 from ..core import StreamEvent
 
 __all__ = ["heeds_cancel", "stream_on_thread", "wait_on_thread"]
@@ -30,7 +30,7 @@ _T = TypeVar("_T")
 log = logging.getLogger("wingman_actors.agents")
 
 # What the call's thread hands the waiting session thread: (what, value).
-_DONE, _EVENT, _FAILED, _WAKE = range(4)
+_DONE, _EVENT, _FAILED = range(3)
 
 
 def heeds_cancel(provider: object) -> bool:
@@ -43,7 +43,7 @@ def wait_on_thread(fn: Callable[[], _T], token: CancelToken, what: str) -> _T:
     """``fn()`` (in a copy of the caller's context: the run's token, a visit's scope) on a
     daemon thread, waited for until it returns or ``token`` says the run must stop, which
     raises the run's error (``what``: the call, for the log line of one abandoned)."""
-    done: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
+    done: queue.SimpleQueue[tuple[int, Any] | None] = queue.SimpleQueue()
     context = contextvars.copy_context()
 
     def work() -> None:
@@ -54,9 +54,9 @@ def wait_on_thread(fn: Callable[[], _T], token: CancelToken, what: str) -> _T:
 
     thread = threading.Thread(target=work, name="wingman-model-call", daemon=True)
     thread.start()
-    unregister = token.on_cancel(lambda: done.put((_WAKE, None)))
+    unregister = token.on_cancel(lambda: done.put(None))
     try:
-        kind, value = _wait(done, token, what)
+        kind, value = next_handed(done, token, lambda: _log_abandoned(what, token))
     finally:
         unregister()
     thread.join()  # it has handed over its outcome: it is only returning
@@ -72,7 +72,7 @@ def stream_on_thread(
     of their own (in a copy of the caller's context), yielded here as they come; returns the
     stream's ``response``. A cancel, the run's deadline or this generator being closed stops
     the waiting at once; the thread closes the stream once back from the provider."""
-    items: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
+    items: queue.SimpleQueue[tuple[int, Any] | None] = queue.SimpleQueue()
     left = threading.Event()  # nobody reads the events any more: the pump stops at the next one
     context = contextvars.copy_context()
 
@@ -94,10 +94,10 @@ def stream_on_thread(
 
     thread = threading.Thread(target=context.run, args=(pump,), name="wingman-model-stream", daemon=True)
     thread.start()
-    unregister = token.on_cancel(lambda: items.put((_WAKE, None)))
+    unregister = token.on_cancel(lambda: items.put(None))
     try:
         while True:
-            kind, value = _wait(items, token, what)
+            kind, value = next_handed(items, token, lambda: _log_abandoned(what, token))
             if kind != _EVENT:
                 break
             yield value
@@ -111,21 +111,11 @@ def stream_on_thread(
     return value
 
 
-def _wait(items: queue.SimpleQueue[tuple[int, Any]], token: CancelToken, what: str) -> tuple[int, Any]:
-    """The next item the call's thread hands over; raises the run's error (abandoning the
-    call, logged once) when ``token`` is cancelled or its deadline passes first."""
-    while True:
-        try:
-            kind, value = items.get(timeout=token.remaining())
-        except queue.Empty:  # the deadline passed
-            kind, value = _WAKE, None
-        if kind != _WAKE:
-            return kind, value
-        if token.cancelled or token.expired:
-            why = "the run was cancelled" if token.cancelled else "the run's deadline passed"
-            log.warning(
-                "abandoned %s in flight: %s; its thread (a daemon) runs on until the provider returns, and "
-                "its answer is dropped (a provider that ignores the run's cancel cannot be stopped sooner)",
-                what, why,
-            )
-            token.check()
+def _log_abandoned(what: str, token: CancelToken) -> None:
+    """Say once that the run stopped with ``what`` in flight, left to its thread."""
+    why = "the run was cancelled" if token.cancelled else "the run's deadline passed"
+    log.warning(
+        "abandoned %s in flight: %s; its thread (a daemon) runs on until the provider returns, and "
+        "its answer is dropped (a provider that ignores the run's cancel cannot be stopped sooner)",
+        what, why,
+    )

@@ -56,7 +56,12 @@ class FormationMapActor(FormationActor):
     def __init__(self, *args: Any, max_workers: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.max_workers = map_width(max_workers)
-        self._cutting = threading.RLock()  # held by interrupt() while it cuts the items in flight
+        # interrupt() cuts the items in flight one call at a time (re-entrant: a cut item's events
+        # may reach a listener that cancels the run on the same thread); _cut_over is clear while
+        # it cuts, so a visit that sees an item cancelled waits for the cut to end
+        self._cutting = threading.RLock()
+        self._cut_over = threading.Event()
+        self._cut_over.set()
 
     def process(self, env: Work) -> tuple[Any, Usage | None]:
         items = env.payload
@@ -100,8 +105,7 @@ class FormationMapActor(FormationActor):
                     self._running.remove(future)
                     self._untrack_item(env, i)
                     if future.cancelled():  # cut by interrupt(): the visit ends once the cut items' nodes are closed
-                        with self._cutting:
-                            pass
+                        self._cut_over.wait()
                     try:
                         result = future.result()  # a cancelled item (the run was) raises: the visit is over
                     except FormationRuntimeError as exc:
@@ -150,12 +154,20 @@ class FormationMapActor(FormationActor):
         the items cut short show in the run's traces as ``cancelled`` with what they ran."""
         env = self.current
         run = env.run if env is not None else None
-        with self._cutting:  # each cut item's run_cancelled closes its inner nodes (_nesting._Forward) before
-            if env is not None and run is not None:  # process() sees it cancelled and the visit ends
-                with run.lock:
-                    items = self._items(run)
-                items.cut(run.lock, env.visit)
-            super().interrupt(reason)
+        # each cut item's run_cancelled closes its inner nodes (_nesting._Forward) before process()
+        # sees it cancelled and the visit ends
+        with self._cutting:
+            outermost = self._cut_over.is_set()  # not a re-entrant call: this one ends the cut
+            self._cut_over.clear()
+            try:
+                if env is not None and run is not None:
+                    with run.lock:
+                        items = self._items(run)
+                    items.cut(run.lock, env.visit)
+                super().interrupt(reason)
+            finally:
+                if outermost:
+                    self._cut_over.set()
 
     def _items(self, run: Any) -> MapItems:
         """This node's inner runs in ``run`` (made on first use; call under the run's lock)."""

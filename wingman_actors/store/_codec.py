@@ -148,13 +148,16 @@ class Codec:
 
     # --- writing -------------------------------------------------------------------------
 
-    def encode(self, value: Any, where: str, *args: Any) -> tuple[int, str]:
+    def encode(self, value: Any, where: str, *args: Any, given: bool = False) -> tuple[int, str]:
         """The codec number and JSON text of ``value``.
 
         Args:
             value: the value to journal.
             where: what the value is, for errors (e.g. ``"output of node 'b'"``); with
                 ``args``, a ``%`` format of them (only formatted for an error).
+            given: the user gives the value (a run's input, an answer, an interrupt's
+                payload: a refusal says "Pass JSON data"), rather than a node returning it
+                ("Return JSON data").
 
         Raises:
             SerializationError: a part of the value has an unsupported type (naming
@@ -167,7 +170,7 @@ class Codec:
             try:
                 tree = self._tag(value, "", pickled)
             except _Unsupported as exc:
-                raise self._refusal(exc, where % args if args else where) from None
+                raise self._refusal(exc, where % args if args else where, given) from None
             return (PICKLED if pickled else TAGGED), _utf8(_dumps(tree), tree)
         except RecursionError:
             where = where % args if args else where
@@ -244,11 +247,11 @@ class Codec:
             adapter = self._adapters[cls] = TypeAdapter(cls)
         return adapter
 
-    def _refusal(self, exc: _Unsupported, where: str) -> SerializationError:
+    def _refusal(self, exc: _Unsupported, where: str, given: bool) -> SerializationError:
         t = type(exc.value)
         inside = f" at {exc.at}" if exc.at else ""
         what = f"{where}{inside} is a {t.__name__} ({type_path(t)})"
-        verb = "Pass" if where.startswith(("the input", "the answer", "the interrupt")) else "Return"  # given, or returned
+        verb = "Pass" if given else "Return"
         if exc.why and exc.fix:
             return SerializationError(
                 f"{what} that the run store cannot journal: {exc.why}. {verb} {_SUPPORTED}, with fields of those "

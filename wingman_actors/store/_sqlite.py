@@ -53,6 +53,7 @@ _T = TypeVar("_T")
 
 _VISIT, _ITEM, _PROGRESS, _INTERRUPT, _SKIP, _INPUT, _WITHDRAWN = (
     KINDS[k] for k in ("visit", "item", "progress", "interrupt", "skip", "input", "withdrawn"))
+_GIVEN = ("interrupt", "answer", "input")  # entry kinds whose values the user gives, not a node returns
 
 
 def _shutdown(writer: Writer, checkpointer: Checkpointer, readers: ReaderPool, owner: int) -> None:
@@ -249,7 +250,7 @@ class RunStore(Reads):
             run_id = new_run_id()
         elif not isinstance(run_id, str) or not run_id:
             raise ValueError(f"begin_run: run_id must be a non-empty str or None, got {run_id!r}")
-        codec, text = self._codec.encode(input, "the input of run %r", run_id)
+        codec, text = self._codec.encode(input, "the input of run %r", run_id, given=True)
         now = time.time()
         row = (run_id, formation, shape.fingerprint, source, codec, text, now, now, self._owner)
         if parent is not None and (not isinstance(parent, str) or not parent):
@@ -270,19 +271,21 @@ class RunStore(Reads):
         Raises:
             SerializationError: the output cannot be journalled (raised here, at once).
         """
-        codec, text = self._codec.encode(output, "the output of node %r (visit %s) of run %r", node, visit, run_id)
+        codec, text = self._codec.encode(output, "the output of node %r (visit %s) of run %r", node, visit, run_id,
+                                         given=False)
         self._submit(self._Append((run_id, _VISIT, node, visit, None, codec, text), time.time()))
 
     def record_item(self, run_id: str, node: str, visit: int, index: int, output: Any) -> None:
         """Journal a finished fleet or map item's output (item ``index`` of the node's visit)."""
         codec, text = self._codec.encode(
-            output, "the output of item %s of node %r (visit %s) of run %r", index, node, visit, run_id)
+            output, "the output of item %s of node %r (visit %s) of run %r", index, node, visit, run_id, given=False)
         self._submit(self._Append((run_id, _ITEM, node, visit, index, codec, text), time.time()))
 
     def record_progress(self, run_id: str, node: str, visit: int, value: Any, *, item: int | None = None) -> None:
         """Journal a step inside an unfinished visit (e.g. the messages an agent session
         added), so a resumed visit can continue instead of starting over."""
-        codec, text = self._codec.encode(value, "a progress value of node %r (visit %s) of run %r", node, visit, run_id)
+        codec, text = self._codec.encode(value, "a progress value of node %r (visit %s) of run %r", node, visit, run_id,
+                                         given=False)
         self._submit(self._Append((run_id, _PROGRESS, node, visit, item, codec, text), time.time()))
 
     def record_skip(self, run_id: str, node: str, visit: int, reason: str) -> None:
@@ -292,7 +295,8 @@ class RunStore(Reads):
 
     def record_interrupt(self, run_id: str, node: str, visit: int, payload: Any, *, item: int | None = None) -> None:
         """Journal an ``interrupt(payload)`` raised by a node's visit (or a fleet item)."""
-        codec, text = self._codec.encode(payload, "the interrupt payload of node %r of run %r", node, run_id)
+        codec, text = self._codec.encode(payload, "the interrupt payload of node %r of run %r", node, run_id,
+                                         given=True)
         self._submit(self._Append((run_id, _INTERRUPT, node, visit, item, codec, text), time.time()))
 
     def withdraw_interrupt(self, run_id: str, node: str, visit: int, reason: str, *, item: int | None = None) -> None:
@@ -310,7 +314,8 @@ class RunStore(Reads):
         Raises:
             SerializationError: the input cannot be journalled (raised here, at once).
         """
-        codec, text = self._codec.encode(value, "the input given to node %r (visit %s) of run %r", node, visit, run_id)
+        codec, text = self._codec.encode(value, "the input given to node %r (visit %s) of run %r", node, visit, run_id,
+                                         given=True)
         self._submit(self._Append((run_id, _INPUT, node, visit, None, codec, text), time.time()))
 
     def record_entries(self, run_id: str, entries: Iterable[JournalEntry]) -> None:
@@ -323,7 +328,7 @@ class RunStore(Reads):
         """
         for e in entries:
             codec, text = self._codec.encode(e.value, "the %s of node %r (visit %s) copied into run %r", e.kind,
-                                             e.node, e.visit, run_id)
+                                             e.node, e.visit, run_id, given=e.kind in _GIVEN)
             self._submit(self._Append((run_id, KINDS[e.kind], e.node, e.visit, e.item, codec, text), e.at))
 
     def answer(self, run_id: str, answer: Any) -> None:
@@ -334,7 +339,7 @@ class RunStore(Reads):
             RunNotResumableError: the run expired (then it is marked so).
             NoPendingInterruptError: the run has no pending interrupt (also a ValueError).
         """
-        codec, text = self._codec.encode(answer, "the answer to run %r", run_id)
+        codec, text = self._codec.encode(answer, "the answer to run %r", run_id, given=True)
         self._writer.call(Answer(run_id, codec, text, time.time(), self._path))
 
     def set_status(self, run_id: str, status: RunStatus, *, error: str | None = None, wait: bool = False) -> None:
