@@ -82,6 +82,8 @@ _CLOSING = (FormationEventType.NODE_FINISHED, FormationEventType.NODE_FAILED, Fo
 def _apply(node: dict[str, Any], event: FormationEvent) -> None:
     data, kind = event.data, event.type
     if kind is FormationEventType.NODE_STARTED:
+        # at work (again, on a loop's next visit): started and not finished, as on its first visit
+        node["status"], node["finished_at"] = "pending", None
         node["started_at"] = rfc3339(event.timestamp)
         node["attempts"] = data.get("attempt", node["attempts"])
         if node["attempts"] == 1:
