@@ -108,6 +108,22 @@ def gated(text: str) -> str:
 
 
 @function
+def lap(text: str) -> str:
+    """Adds a lap mark ("!"), counting its calls; a second lap waits for GATE (a loop's
+    visit in flight)."""
+    CALLS["lap"] += 1
+    if text.endswith("!"):
+        GATE.wait(30)
+    return text + "!"
+
+
+@predicate
+def one_lap(text: str) -> bool:
+    """One lap mark so far: loop once more."""
+    return text.count("!") == 1
+
+
+@function
 def counted(text: str) -> str:
     """Counts its calls."""
     CALLS["counted"] += 1

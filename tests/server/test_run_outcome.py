@@ -1,16 +1,25 @@
-"""A succeeded run's record built from its result (``_run_outcome.settled``)."""
+"""A succeeded run's record built from its result (``_run_outcome.settled``), and a failed
+run's built from its events and its error (``_run_outcome.failed``) before the run's own
+``run_failed`` event is in."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
 
+from tests.support.peers import until
 from wingman_actors.core import Usage
+from wingman_actors.errors import RunTimeoutError
+from wingman_actors.formation import Formation
 from wingman_actors.formation._result import FormationResult, NodeStatus, NodeTrace
-from wingman_actors.server._run_outcome import settled
+from wingman_actors.formation.events import FormationEventType
+from wingman_actors.server._live import RunLog
+from wingman_actors.server._run_outcome import Tracker, failed, settled
 from wingman_actors.server._schemas import RunOut
 
 
@@ -49,3 +58,36 @@ def test_a_succeeded_runs_node_traces_are_its_results_traces_as_json_with_rfc333
     assert record.usage == {"input_tokens": 3, "output_tokens": 4, "cache_creation_input_tokens": 0,
                             "cache_read_input_tokens": 0, "reasoning_tokens": 0, "total_tokens": 7}
     assert (record.status, record.output, record.duration_s) == ("succeeded", {"n": [1, 2.5, None]}, 1.5)
+
+
+def test_a_failed_runs_record_built_before_its_run_failed_event_cuts_a_node_when_its_traces_do() -> None:
+    gate = threading.Event()
+
+    def held(text: str) -> str:
+        gate.wait(10)
+        return text
+
+    formation = Formation("held").add_function("clean", str.strip).add_function("held", held).connect("clean", "held")
+    log = RunLog("r1")
+    with formation.start() as running:
+        try:
+            error = running.submit(" x ", timeout=0.3, on_event=log).exception(10)
+            assert until(lambda: any(e.type is FormationEventType.RUN_FAILED for e in log.events()), within=10)
+        finally:
+            gate.set()
+    assert isinstance(error, RunTimeoutError)
+    early = RunLog("r1")  # the run's events as the record is built when its future fails first
+    for event in log.events():
+        if event.type is not FormationEventType.RUN_FAILED:
+            early(event)
+    cut = error.nodes["held"]
+    end = cut.finished_at
+    assert cut.status is NodeStatus.CANCELLED and end is not None
+    assert until(lambda: time.time() > end + 0.005)  # the record is built later than that, to the millisecond
+    run = RunOut(id="r1", status="running", outputs={}, nodes={}, usage={}, created_at="2026-11-28T00:00:00Z")
+
+    record = failed(run, error, Tracker(formation, early), time.perf_counter(), timed_out=True)
+
+    node = record.nodes["held"]
+    assert (node["status"], node["finished_at"]) == ("cancelled", _as_json(cut)["finished_at"])
+    assert record.nodes["clean"]["status"] == "succeeded"

@@ -1,7 +1,8 @@
 """The server's viewer in a real browser: a formation node (nesting a stored formation) is
 drawn as a cluster of its inner nodes, named by path and live, an inner visit its timeout cut
-ending ``cancelled`` at once; and a node's time and its visits' times come from one source,
-labelled as wall time."""
+ending ``cancelled`` at once; a node's time and its visits' times come from one source,
+labelled as wall time; and a node's own started and finished times follow its events during
+the run, as the run's document read again gives them."""
 
 from __future__ import annotations
 
@@ -134,3 +135,62 @@ def test_an_inner_visit_cut_by_its_formation_node_s_timeout_ends_cancelled_while
         assert client.post(f"/runs/{run_id}/cancel").status_code == 200
     finally:
         functions_ui.GATE.set()
+
+
+def test_a_node_s_started_and_finished_follow_its_events_during_the_run_as_a_reload_shows_them(
+        page: Any, server: RunningServer, client: httpx.Client) -> None:
+    functions_ui.GATE.clear()
+    functions_ui.LATER.clear()
+    try:
+        fid = create_formation(client, "live-times", "gated", "gated_later")
+        page.goto(f"{server.url}/ui/#/formations/{fid}")
+        page.wait_for_selector("[data-node]")
+        page.fill('textarea[name="input"]', "x")
+        page.click('[data-action="start"]')
+        page.wait_for_url("**/ui/#/runs/*")
+        run_id = page.url.rsplit("/", 1)[1]
+        page.wait_for_selector('[data-node="gated"][data-status="running"]')
+        page.click('[data-node="gated"]')
+        page.wait_for_selector('[data-selected-node="gated"]')
+        assert page.locator("[data-node-finished]").inner_text() == ""
+        functions_ui.GATE.set()
+        page.wait_for_selector('[data-node="gated_later"][data-status="running"]')  # drawn with gated's end
+        reloaded = client.get(f"/ui/api/runs/{run_id}").json()
+        assert reloaded["status"] == "running"  # the page has not read the run's document again
+        gated = reloaded["nodes"]["gated"]
+        assert page.locator("[data-node-started]").inner_text() == gated["started_at"]
+        assert page.locator("[data-node-finished]").inner_text() == gated["finished_at"]
+    finally:
+        functions_ui.GATE.set()
+        functions_ui.LATER.set()
+
+
+def test_a_looped_node_on_its_next_visit_shows_that_visit_s_start_and_no_finish_as_a_reload_does(
+        page: Any, server: RunningServer, client: httpx.Client) -> None:
+    functions_ui.GATE.clear()
+    functions_ui.LATER.clear()
+    try:
+        nodes = [{"name": "lap", "kind": "function", "function": "lap"},
+                 {"name": "shout", "kind": "function", "function": "shout"}]
+        edges = [{"from": "lap", "to": "lap", "condition": "one_lap"}, {"from": "lap", "to": "shout", "otherwise": True}]
+        response = client.post("/formations", json={"name": "live-laps", "nodes": nodes, "edges": edges})
+        assert response.status_code == 201, response.text
+        page.goto(f"{server.url}/ui/#/formations/{response.json()['id']}")
+        page.wait_for_selector("[data-node]")
+        page.fill('textarea[name="input"]', "x")
+        page.click('[data-action="start"]')
+        page.wait_for_url("**/ui/#/runs/*")
+        run_id = page.url.rsplit("/", 1)[1]
+        page.wait_for_selector('[data-node="lap"][data-status="running"]')  # the page has the run's document
+        page.click('[data-node="lap"]')
+        functions_ui.GATE.set()
+        page.locator(".details .visit").nth(1).wait_for()  # the second visit has started
+        reloaded = client.get(f"/ui/api/runs/{run_id}").json()
+        assert reloaded["status"] == "running"
+        lap = reloaded["nodes"]["lap"]
+        assert (lap["status"], lap["finished_at"]) == ("running", None)
+        assert page.locator("[data-node-started]").inner_text() == lap["started_at"]
+        assert page.locator("[data-node-finished]").inner_text() == ""
+    finally:
+        functions_ui.GATE.set()
+        functions_ui.LATER.set()

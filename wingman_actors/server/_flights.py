@@ -23,7 +23,7 @@ from ..formation.events import FormationEvent
 from ..orchestration import Blackboard
 from ._errors import ApiError
 from ._live import RunLogs
-from ._run_outcome import Tracker, cancelled, failed, failure, out_of_time, run_error, settled
+from ._run_outcome import Tracker, cancelled, cut_times, failed, failure, out_of_time, run_error, settled
 from ._schemas import RunOut
 from ._started import Started
 
@@ -175,6 +175,7 @@ class Flight:
         stopping (so it resumes after the restart), else ``failed``."""
         if self.stopping:
             return partial(cancelled, tracker=self.tracker, started=self.started, status="interrupted",
+                           cut_at=cut_times(exc),
                            reason=f"the server stopped before this run finished; continue it with "
                                   f"POST /runs/{self.id}/resume")
         return partial(failed, exc=exc, tracker=self.tracker, started=self.started, timed_out=timed_out, entry=entry)

@@ -4,7 +4,8 @@ events, and the record of a run that succeeded, was suspended, failed or was can
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from ..actors._nodes import PayloadError
@@ -20,7 +21,11 @@ from ._ids import rfc3339
 from ._live import RunLog
 from ._schemas import RunOut
 
-__all__ = ["Tracker", "cancelled", "event_dict", "failed", "failure", "out_of_time", "run_error", "settled"]
+__all__ = ["Tracker", "cancelled", "cut_times", "event_dict", "failed", "failure", "out_of_time", "run_error",
+           "settled"]
+
+
+_NO_TIMES: Mapping[str, float] = MappingProxyType({})
 
 
 class Tracker:
@@ -40,11 +45,14 @@ class Tracker:
         self.formation = formation
         self.log = log
 
-    def traces(self, ended: bool = False) -> dict[str, dict[str, Any]]:
+    def traces(self, ended: bool = False, cut_at: Mapping[str, float] = _NO_TIMES) -> dict[str, dict[str, Any]]:
         """The node traces after the run's events so far (new dicts). With ``ended`` (the
         run failed, was cancelled or interrupted), a node whose visit was still going is
-        ``cancelled``, the run's end its ``finished_at``, as the run's own traces say: its
-        closing event may not be in yet when the future of the run is resolved."""
+        ``cancelled``, as the run's own traces say: its closing event may not be in yet when
+        the future of the run is resolved. Its ``finished_at`` is the time the run's traces
+        give it (``cut_at``, by name: see :func:`cut_times`), else the run's end (its
+        ``run_failed`` / ``run_cancelled``; before that is in, the last time its traces
+        give; without traces, now)."""
         nodes = {name: _trace(name) for name in self.formation.graph.nodes}
         nested: set[str] | None = None  # the paths of formation nodes, at any depth: the nodes inside them are traced
         going: dict[str, dict[str, Any]] = {}  # the nodes started and not closed yet, by path
@@ -68,11 +76,20 @@ class Tracker:
                 if event.type is FormationEventType.NODE_SKIPPED:  # its visit cut short: it ends now
                     node["finished_at"] = rfc3339(event.timestamp)
         if ended:
-            cut = rfc3339(time.time() if end is None else end)
-            for node in going.values():  # cut short by the run's end
+            cut = max(cut_at.values(), default=time.time()) if end is None else end
+            for name, node in going.items():  # cut short by the run's end
                 node["status"] = "cancelled"
-                node["finished_at"] = cut
+                node["finished_at"] = rfc3339(cut_at.get(name, cut))
         return nodes
+
+
+def cut_times(exc: BaseException) -> dict[str, float]:
+    """When the failed run's own traces (``exc.nodes``, by name) end its nodes: the time
+    its end cut the visits in flight, which its record's traces take (its ``run_failed``
+    event comes later, and may not be in yet when the record is built)."""
+    nodes = getattr(exc, "nodes", None) or {}
+    return {name: trace.finished_at for name, trace in nodes.items()
+            if isinstance(trace, NodeTrace) and trace.finished_at is not None}
 
 
 _RUN_ENDS = (FormationEventType.RUN_FAILED, FormationEventType.RUN_CANCELLED)
@@ -82,6 +99,8 @@ _CLOSING = (FormationEventType.NODE_FINISHED, FormationEventType.NODE_FAILED, Fo
 def _apply(node: dict[str, Any], event: FormationEvent) -> None:
     data, kind = event.data, event.type
     if kind is FormationEventType.NODE_STARTED:
+        # at work (again, on a loop's next visit): started and not finished, as on its first visit
+        node["status"], node["finished_at"] = "pending", None
         node["started_at"] = rfc3339(event.timestamp)
         node["attempts"] = data.get("attempt", node["attempts"])
         if node["attempts"] == 1:
@@ -143,11 +162,13 @@ def _node_trace(trace: NodeTrace) -> dict[str, Any]:
     }
 
 
-def cancelled(run: RunOut, tracker: Tracker, started: float, reason: str, status: str = "cancelled") -> RunOut:
+def cancelled(run: RunOut, tracker: Tracker, started: float, reason: str, status: str = "cancelled",
+              cut_at: Mapping[str, float] = _NO_TIMES) -> RunOut:
     """The record of a run cancelled (or, with ``status="interrupted"``, cut short by the
-    server stopping) before it finished: the node traces so far and ``reason``."""
+    server stopping) before it finished: the node traces so far (``cut_at``: as in
+    :meth:`Tracker.traces`) and ``reason``."""
     return run.model_copy(update={
-        "status": status, "nodes": tracker.traces(ended=True), "error": reason, "error_kind": "cancelled" if status == "cancelled" else None,
+        "status": status, "nodes": tracker.traces(ended=True, cut_at=cut_at), "error": reason, "error_kind": "cancelled" if status == "cancelled" else None,
         "duration_s": time.perf_counter() - started,
     })
 
@@ -211,7 +232,8 @@ def failed(run: RunOut, exc: BaseException, tracker: Tracker, started: float, ti
         message = f"input: does not fit the entry node {getattr(exc, 'node', '')!r}: {message}"
     message = _one_id(message, getattr(exc, "run_id", None), run.id)
     return run.model_copy(update={
-        "status": "failed", "outputs": jsonable(outputs), "nodes": tracker.traces(ended=True), "error": message, "error_kind": kind,
+        "status": "failed", "outputs": jsonable(outputs), "nodes": tracker.traces(ended=True, cut_at=cut_times(exc)),
+        "error": message, "error_kind": kind,
         "failed_node": getattr(exc, "node", None), "duration_s": time.perf_counter() - started,
     })
 

@@ -10,16 +10,20 @@ import { Badge, html, Pre, seconds, tokens, useEffect, useRef, useState, wall } 
 // is a drawn one: the formation's own, or one inside a formation node ("outer/inner", as the
 // events name it). An event of an inner node whose formation node is drawn without its
 // insides yet (its inner run had not begun when the run's document was read) sets
-// `live.hollow`: the run's document, read again, brings them.
+// `live.hollow`: the run's document, read again, brings them. A node's own started/finished
+// (`live.times`) follow its events as the server's traces of the run do: each start sets
+// started and clears finished (a loop's next visit is at work again), its end sets finished.
 function apply(live, name, e) {
   const node = e.node && live.drawn.has(e.node) ? e.node : null;
   if (e.node && !node && live.hollowNodes.has(e.node.slice(0, e.node.lastIndexOf("/")))) live.hollow = true;
   const d = e.data || {};
   const at = Date.parse(e.timestamp) / 1000;
   const open = (n) => live.visits.findLast((v) => v.node === n && v.finished === null);
+  const ended = (n) => { live.times[n] = { ...live.times[n], finished_at: e.timestamp }; };
   switch (name) {
     case "node_started": {
       if (!node) return null;
+      live.times[node] = { started_at: e.timestamp, finished_at: null };
       const current = open(node);
       if (current && d.attempt > 1) current.attempts = d.attempt;
       else live.visits.push({ node, input: d.input, output: undefined, error: null, attempts: d.attempt || 1,
@@ -30,18 +34,21 @@ function apply(live, name, e) {
     case "node_finished": {
       const v = node && open(node);
       if (v) Object.assign(v, { output: d.output, finished: at, status: "succeeded", usage: d.usage, error: null });
+      if (node) ended(node);
       return node && [node, "succeeded"];
     }
     case "node_failed": {
       const v = node && open(node);
       if (v) Object.assign(v, { finished: at, status: "failed", error: d.error });
+      if (node) ended(node);
       return node && [node, "failed"];
     }
     case "node_skipped": {
       // cancelled: a join="any" loser, or an inner node of a formation node cut short (its timeout, which a
       // retry may follow with a new visit): the visit it was at ends now
-      const v = node && d.cancelled && open(node);
-      if (v) Object.assign(v, { finished: at, status: "cancelled", error: d.reason });
+      const v = node && open(node);
+      if (v) ended(node);  // a visit it was at ends now (a skip of a node not at work changes no time)
+      if (v && d.cancelled) Object.assign(v, { finished: at, status: "cancelled", error: d.reason });
       return node && [node, d.cancelled ? "cancelled" : "skipped"];
     }
     case "agent_text": case "agent_thinking": case "agent_tool_call": case "agent_tool_result": {
@@ -61,6 +68,7 @@ function apply(live, name, e) {
       const waiting = name === "run_finished" && d.status === "suspended" ? d.interrupt?.node : null;
       for (const v of live.visits.filter((v) => v.finished === null)) {
         Object.assign(v, { finished: at, status: v.node === waiting ? "suspended" : "cancelled" });
+        if (v.node !== waiting) ended(v.node);
       }
       return null;
     }
@@ -179,7 +187,7 @@ function storedVisits(doc, node) {
 // Its time is the sum of the wall times of the visits it lists, so the two always agree.
 function Details({ doc, live, selected }) {
   if (!selected) return html`<p class="muted">Select a node in the graph.</p>`;
-  const n = doc.nodes[selected] || {};
+  const n = { ...doc.nodes[selected], ...live.times[selected] };
   const status = live.statuses[selected] || n.status || "pending";
   const visits = live.visits.filter((v) => v.node === selected);
   const stored = storedVisits(doc, selected);
@@ -194,7 +202,8 @@ function Details({ doc, live, selected }) {
       <dt title="from each visit's first attempt's start to its end, retries and backoff included; summed over the visits listed below">wall time</dt>
       <dd data-node-wall-time>${total === null ? "not recorded" : `${seconds(total)}${timeNote}`}</dd>
       <dt>tokens</dt><dd>${tokens(n.usage)}</dd>
-      <dt>started</dt><dd>${n.started_at || ""}</dd><dt>finished</dt><dd>${n.finished_at || ""}</dd></dl>
+      <dt>started</dt><dd data-node-started>${n.started_at || ""}</dd><dt>finished</dt><dd data-node-finished>${
+        n.finished_at || ""}</dd></dl>
     ${n.error ? html`<p class="error">${n.error}</p>` : null}
     <h4>Visits</h4>
     ${shown.map((v, i) => html`<details class="visit" open=${i === 0}>
@@ -241,8 +250,8 @@ export function RunView({ runId, info }) {
   const [failure, setFailure] = useState(null);
   const [selected, setSelected] = useState(null);
   const [, setFrame] = useState(0);
-  const live = useRef({ visits: [], steps: {}, statuses: {}, drawn: new Set(), hollowNodes: new Set(), hollow: false })
-    .current;
+  const live = useRef({ visits: [], steps: {}, statuses: {}, times: {}, drawn: new Set(), hollowNodes: new Set(),
+    hollow: false }).current;
   const run = useRef({ closed: false, controller: null, pending: 0, following: false, queued: false, reading: false })
     .current;
 
@@ -266,7 +275,7 @@ export function RunView({ runId, info }) {
       let next;
       try { next = await getJSON(path); } catch { return null; }
       if (run.closed) return null;
-      if (!keep) live.statuses = {};
+      if (!keep) Object.assign(live, { statuses: {}, times: {} });
       show(next);
       return next;
     }
