@@ -29,7 +29,7 @@ def test_an_error_edge_hands_the_failure_to_its_handler_on_each_backend(backend:
     f = (Formation("guarded").add_function("a", _broken, retries=1, backoff=0.01, jitter=False)
          .add_function("handler", _describe).connect("a", "handler", on_error=True))
     result = f.run(3, backend=backend)
-    assert result.outputs == {"handler": "a QuotaError 3 2"}
+    assert (result.outputs, result.output) == ({"handler": "a QuotaError 3 2"}, "a QuotaError 3 2")
     assert result.nodes["a"].status == "failed"
 
 

@@ -77,7 +77,7 @@ def test_an_error_edge_hands_its_handler_the_exception_raised_with_the_node_and_
     result = f.run("go")
     assert [(x.error, x.node, x.input, x.attempts) for x in failures] == [(BOOM, "failing_agent", "go", 1)]
     assert failures[0].error is BOOM
-    assert (result.status, result.output, result.outputs) == ("succeeded", None, {"tracker": "handled"})
+    assert (result.status, result.output, result.outputs) == ("succeeded", "handled", {"tracker": "handled"})
     assert result.nodes["failing_agent"].status == "failed"
 
 

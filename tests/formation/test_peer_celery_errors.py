@@ -11,11 +11,11 @@ How Celery's error handling maps onto ours:
 - ``revoke`` is ``future.cancel()`` on a started formation; ``get(timeout=)`` a run ``timeout``.
 - Retries are in ``test_peer_celery_retries.py``.
 
+- ``fail.apply(link_error=cb).get(propagate=False)`` gives the callback's result: a node whose
+  only out-edges are error edges is a sink too (its output is the run's when it succeeds), and it
+  and its handler exclude each other, so ``result.output`` is the handler's value.
+
 Deliberately different (DESIGN.md "Supervision" and "Error edges" document ours):
-- ``fail.apply(link_error=cb).get(propagate=False)`` gives the callback's result; a node whose
-  only out-edges are error edges is a sink too (its output is the run's when it succeeds), so
-  such a formation has two sinks and the handler's value is in ``result.outputs``, with
-  ``result.output`` None.
 - A chord waits for its whole header before failing; a failing node fails the run at once,
   and branches still in flight are cancelled (their traces say ``cancelled``).
 """
@@ -54,7 +54,7 @@ def test_an_error_callback_receives_the_failure_and_its_result_is_the_runs() -> 
     result = f.run("test")
     [error] = result.outputs.values()
     assert isinstance(error, ExpectedError) and str(error) == "Task expected to fail: test"
-    assert list(result.outputs) == ["return_exception"] and result.output is None  # two sinks: see above
+    assert list(result.outputs) == ["return_exception"] and result.output is error  # the one alternative that produced
     assert (result.nodes["fail"].status, result.nodes["return_exception"].status) == ("failed", "succeeded")
 
 

@@ -506,8 +506,8 @@ def test_an_error_edge_catches_a_failing_step_and_the_run_goes_on() -> None:
 def test_a_handler_receives_a_node_failure_and_its_output_is_a_run_output() -> None:
     """The value an error edge carries is a NodeFailure (DESIGN: "Error edges"). A node
     whose only out-edge is an error edge is still a sink (had it succeeded, its value
-    would be a run output), so with two sinks ``output`` is None (FormationResult's
-    documented rule) and the handler's value is in ``outputs``."""
+    would be a run output); it and its handler exclude each other, so the handler's value
+    is the run's one ``output``."""
     got: list[NodeFailure] = []
 
     def step_1(v: Any) -> None:
@@ -516,7 +516,7 @@ def test_a_handler_receives_a_node_failure_and_its_output_is_a_run_output() -> N
     f = (Formation("handler").add_function("step_1", step_1).add_function("h", lambda x: got.append(x) or "ok")
          .connect("step_1", "h", on_error=True))
     result = f.run(1)
-    assert (result.outputs, result.output) == ({"h": "ok"}, None)
+    assert (result.outputs, result.output) == ({"h": "ok"}, "ok")
     assert isinstance(got[0], NodeFailure) and got[0].attempts == 1
 
 

@@ -11,9 +11,9 @@ Deliberately different:
   suspended runs again on resume (at-least-once for what was in flight, DESIGN.md
   "Durable runs and interrupts").
 - A sub-workflow whose failing node is caught by an error edge inside it has two sinks
-  (the node and its handler): its output is the dict of the sink that produced
-  (``{"check": 1}`` or ``{"fix": 0}``), as for any formation with several sinks; a
-  ``join="any"`` node after both gives the bare value.
+  (the node and its handler) that exclude each other: its output is the value of the one
+  that produced (``1`` or ``0``), as Flyte's is; a ``join="any"`` node after both gives the
+  same.
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def test_a_sub_workflow_catching_its_own_failure_outputs_the_sink_that_produced(
 
     inner = Formation("item").add_function("check", check).add_function("fix", fix)
     inner.connect("check", "fix", on_error=True)
-    assert Formation("wf").add_map("each", formation=inner).run([1, -1]).output == [{"check": 1}, {"fix": 0}]
+    assert Formation("wf").add_map("each", formation=inner).run([1, -1]).output == [1, 0]
     inner.add_function("out", lambda v: next(iter(v.values())), join="any").connect("check", "out").connect("fix", "out")
     assert Formation("wf").add_map("each", formation=inner).run([1, -1]).output == [1, 0]
 

@@ -122,8 +122,8 @@ def test_a_switch_inside_a_foreach_routes_each_item_on_its_own() -> None:
              .connect("switch", "even", when=lambda x: x % 2 == 0)
              .connect("switch", "odd", otherwise=True))
     f = Formation("switch_in_foreach").add_map("each", formation=inner, max_workers=2)
-    assert f.run([1, 2, 3, 4]).output == [{"odd": "1 odd"}, {"even": "2 even"}, {"odd": "3 odd"},
-                                          {"even": "4 even"}]
+    # the two cases exclude each other (otherwise vs the condition): each item gives its case's value
+    assert f.run([1, 2, 3, 4]).output == ["1 odd", "2 even", "3 odd", "4 even"]
 
 
 def test_a_recursive_switch_inside_a_foreach_counts_its_loop_per_item() -> None:

@@ -28,7 +28,7 @@ def test_a_catch_on_a_foreach_inner_step_catches_each_task_on_its_own() -> None:
              .add_function("caught", lambda failure: f"caught {type(failure.error).__name__} for {failure.input}")
              .connect("work", "caught", on_error=True))
     got = Formation("catch_each").add_map("each", formation=inner).run([1, 0, 5]).output
-    assert got == [{"work": 10}, {"caught": "caught ZeroDivisionError for 0"}, {"work": 2}]
+    assert got == [10, "caught ZeroDivisionError for 0", 2]  # the step and its catch exclude each other
 
 
 def test_a_foreach_timed_out_and_retried_reruns_only_the_items_that_had_not_finished() -> None:
@@ -218,7 +218,7 @@ def test_on_ray_a_nested_foreach_with_a_switch_per_item_keeps_item_order() -> No
              .connect("switch", "even", when=lambda x: x % 2 == 0).connect("switch", "odd", otherwise=True))
     f = Formation("outer").add_map("each", formation=inner, max_workers=2)
     result = f.run([1, 2, 3, 4], backend="ray", timeout=50)
-    assert result.output == [{"odd": "1"}, {"even": ["2a", "2b"]}, {"odd": "3"}, {"even": ["4a", "4b"]}]
+    assert result.output == ["1", ["2a", "2b"], "3", ["4a", "4b"]]  # each item its case's value (the cases exclude each other)
 
 
 def test_a_switch_with_no_case_for_its_value_fails_the_run_even_with_an_error_edge() -> None:

@@ -436,7 +436,7 @@ def test_an_agent_node_whose_tool_ends_the_task_is_not_retried_and_an_error_edge
     graph.add_function("finish", finish).connect("processor", "finish", on_error=True)
     result = graph.run("10")
 
-    # processor, whose only out-edge is an error edge, is a sink too (docs/formations.md): two sinks,
-    # so the answer is in ``outputs`` and ``output`` stays None
-    assert result.outputs == {"finish": "11"} and result.output is None and model.calls == 1
+    # processor, whose only out-edge is an error edge, is a sink too (docs/formations.md), and finish
+    # its alternative: the answer is the run's one output
+    assert result.outputs == {"finish": "11"} and result.output == "11" and model.calls == 1
     assert result.nodes["processor"].status == "failed" and result.nodes["processor"].attempts == 1

@@ -120,10 +120,10 @@ class FormationMapActor(FormationActor):
                         if self.inner.uses_tokens:  # paid for before it asked: the suspended result counts it
                             usage = usage + result.usage
                         continue
-                    sink = self.inner.single_sink
-                    if sink is not None and not result.outputs:  # its one sink was skipped: no result, not None
+                    if self.inner.one_output and not result.outputs:  # its one sink was skipped: no result, not None
                         errors[i] = PayloadError(
-                            f"item {i} has no result: formation {self.plan.name!r} skipped its sink {sink!r} for it "
+                            f"item {i} has no result: formation {self.plan.name!r} skipped its "
+                            f"{self.inner.sinks_named()} for it "
                             f"(an on_error='skip' inside); let that node fail, or route the item to a sink that runs"
                         )
                         continue

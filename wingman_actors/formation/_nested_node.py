@@ -112,7 +112,7 @@ class FormationNode:
                 observer.suspended(work, attempt, self.inner.suspension(work, result, self.name))
                 return
             output, usage = self.inner.outcome(work, result)
-            if self.inner.single_sink is not None and not result.outputs:  # its one sink was skipped
+            if self.inner.one_output and not result.outputs:  # its one sink (or each alternative) was skipped
                 self._skipped(work, attempt)
                 return
             observer.completed(work, attempt, output, usage, started, time.perf_counter())
@@ -130,7 +130,7 @@ class FormationNode:
             return  # a late reply from an attempt that timed out, or was abandoned (a join="any" loser)
         if run.done or (run.dropped and self.name in run.dropped and router.dropped(work, claimed=True)):
             return
-        reason = f"its inner formation's sink {self.inner.single_sink!r} was skipped: no result to pass on"
+        reason = f"its inner formation's {self.inner.sinks_named()} gave no output: no result to pass on"
         journal = router.journal
         if journal is not None:
             journal.store.record_skip(run.id, self.name, work.visit, reason)

@@ -132,7 +132,7 @@ class InnerFormation:
         self.name = name
         self.plan = plan
         self.store = store
-        self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
+        self.one_output = plan.one_output  # one sink, or sinks that exclude one another (formation/_sinks.py)
         # A run of functions only uses no tokens: its usage is not summed (that builds its traces)
         self.uses_tokens = _uses_tokens(plan)
         running = launch()
@@ -168,8 +168,14 @@ class InnerFormation:
         return self._durable(input, scope, path, run_id, on_event, board, parent)
 
     def output_of(self, result: FormationResult) -> Any:
-        """An inner run's output: its single sink's, or the dict of its sinks' outputs."""
-        return result.output if self.single_sink is not None else result.outputs
+        """An inner run's output: its one output (its sink's, or whichever of its sinks that
+        exclude one another produced), else the dict of its sinks' outputs."""
+        return result.output if self.one_output else result.outputs
+
+    def sinks_named(self) -> str:
+        """Its sinks, named for a message that says they gave no output."""
+        names = ", ".join(repr(s) for s in self.plan.sinks)
+        return f"sink {names}" if len(self.plan.sinks) == 1 else f"sinks {names}"
 
     def outcome(self, env: Work, result: FormationResult) -> tuple[Any, Usage | None]:
         """A visit's output and usage from its succeeded inner run (kept for the outer
@@ -272,7 +278,7 @@ class InnerFormation:
         assert self.store is not None
         visits = self.store.load(run_id).visits
         outputs = {s: visits[s][max(visits[s])] for s in self.plan.sinks if visits.get(s)}
-        output = outputs.get(self.single_sink) if self.single_sink is not None else None
+        output = next(iter(outputs.values())) if self.one_output and len(outputs) == 1 else None
         return FormationResult(run_id, output, outputs, {}, 0.0)
 
 

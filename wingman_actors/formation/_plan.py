@@ -25,6 +25,7 @@ from ..errors import FormationSetupError, NodeTimeoutError
 from ._board_param import BoardNeed, board_param
 from ._failure import NodeFailure
 from ._fan_in_types import fan_in_type_problems
+from ._sinks import one_output, output_union
 from ._subplans import boundary_problems, nested_type, nesting_problems, source_accepts, subplan
 from ._typecheck import (
     CallableInfo,
@@ -192,6 +193,8 @@ class Plan:
         sources: nodes without forward predecessors (a node entered only through back
             edges, e.g. its own self-loop, included); they receive the run's input.
         sinks: nodes without outgoing forward edges; their outputs are the run's outputs.
+        one_output: one sink, or sinks that exclude one another (formation/_sinks.py):
+            the run has one ``output``, whichever sink produced it.
         order: a topological order of the forward edges (earlier-declared nodes first).
         edges: every edge, in graph order.
         accepts: what the run's input must fit: ``(source, type)`` per source (a nested
@@ -206,15 +209,14 @@ class Plan:
     order: tuple[str, ...]
     edges: tuple[EdgeSpec, ...]
     accepts: tuple[tuple[str, Any], ...] = ()
+    one_output: bool = False
 
     @property
     def output_type(self) -> Any:
-        """The type of the run's output: the single sink's output type, or
-        ``dict[str, Any]`` (outputs by sink) when there are several."""
-        if len(self.sinks) == 1:
-            return self.nodes[self.sinks[0]].output_type
+        """The run's output type: its one sink's (a union of sinks that exclude one another), else a dict."""
+        if self.one_output:
+            return output_union([self.nodes[s].output_type for s in self.sinks])
         return dict[str, Any]
-
 
 
 _LAZY = (collections.abc.Iterable, collections.abc.Iterator, collections.abc.Generator)
@@ -594,4 +596,5 @@ def _build(
         )
     sinks = tuple(n for n in graph if nodes[n].is_sink)
     accepts = [a for n in sources for a in source_accepts(n, nodes[n].kind, subplans.get(n), inputs[n].param_type)]
-    return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges, tuple(accepts))
+    return Plan(name, MappingProxyType(nodes), tuple(sources), sinks, order, edges, tuple(accepts),
+                one_output(sources, sinks, edges))

@@ -334,8 +334,9 @@ class FormationResult:
 
     Attributes:
         run_id: the run's id.
-        output: the single sink's output (None when the formation has several sinks, or
-            its sink was skipped).
+        output: the single sink's output, or that of whichever sink produced when the
+            sinks exclude one another (the two sides of an error edge or of an ``otherwise``
+            route); None when several sinks can produce, or the sink was skipped.
         outputs: the output of every sink that produced one, by name.
         nodes: per-node traces, by name (built on first access).
         usage: tokens summed over every node.

@@ -61,7 +61,7 @@ class Router:
         self.specs = dict(plan.nodes)
         self.order = plan.order
         self.sinks = plan.sinks
-        self.single_sink = plan.sinks[0] if len(plan.sinks) == 1 else None
+        self.single_sink, self.one_output = plan.sinks[0] if len(plan.sinks) == 1 else None, plan.one_output
         self.cyclic = any(e.back for e in plan.edges)
         # In a loop, the nodes a join="any" may fire without: their attempts may be
         # abandoned when it fires (formation/_join.py's abandon_losers), so an attempt's
@@ -501,7 +501,7 @@ class Router:
         else:
             produced = run.outputs
             outputs = {s: produced[s] for s in self.sinks if s in produced}
-            output = None
+            output = next(iter(outputs.values())) if self.one_output and len(outputs) == 1 else None  # _sinks.py
         duration = time.perf_counter() - run.t0
         if run.dropped:  # join="any" losers not resolved yet: cancelled, not unreached
             cancel_losers(run)
