@@ -13,6 +13,7 @@ Deliberately different: the SDK's ``fullStream`` has step parts (``start-step``,
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -77,6 +78,17 @@ def drain(stream: Any) -> tuple[list[StreamEvent], BaseException | None]:
     events: list[StreamEvent] = []
     try:
         for event in stream:
+            events.append(event)
+    except Exception as exc:  # the test looks at it
+        return events, exc
+    return events, None
+
+
+async def adrain(stream: Any) -> tuple[list[StreamEvent], BaseException | None]:
+    """:func:`drain` for an async stream."""
+    events: list[StreamEvent] = []
+    try:
+        async for event in stream:
             events.append(event)
     except Exception as exc:  # the test looks at it
         return events, exc
@@ -315,3 +327,39 @@ def test_a_cancelled_stream_reports_the_sessions_stop_once_as_failed_and_cancell
     assert caught.value.kind is ErrorKind.CANCELLED and texts(seen) == ["Hello"]
     assert [e.status for e in stops] == ["failed"] and "cancel" in (stops[0].error or "")
     assert loopback.wait_closed()
+
+
+@pytest.mark.parametrize("driver", ["run_stream", "astream"])
+def test_a_streamed_tool_call_cut_at_max_tokens_is_refused_as_cut_though_its_block_was_closed(
+    loopback: LoopbackServer, make_provider: MakeProvider, driver: str
+) -> None:
+    """From generate-text.test.ts 'should not execute tools when the finish reason is length',
+    streamed: the limit cut the call inside its arguments and the server closed the block
+    (``content_block_stop``) before saying why the answer stopped (``message_delta``, as every
+    block of the Messages stream ends). The call is not run, the error says to raise
+    ``max_tokens`` (not that the model sent malformed JSON), and it is not retried at the same
+    limit."""
+    ran: list[str] = []
+
+    @tool
+    def make_file(filename: str) -> str:
+        """Writes a file."""
+        ran.append(filename)
+        return "written"
+
+    provider = make_provider()
+    fast_retries(provider, 2)
+    loopback.handler = lambda request: Reply.sse([
+        message_start(), block_start(0, {"type": "tool_use", "id": "toolu_1", "name": "make_file", "input": {}}),
+        delta(0, {"type": "input_json_delta", "partial_json": '{"filename": "taxes.t'}), block_stop(0),
+        *message_end("max_tokens", 124),
+    ])
+    session = Session(Agent("a", provider=provider, tools=[make_file]))
+    if driver == "astream":
+        events, error = asyncio.run(adrain(session.astream("Write my taxes guide")))
+    else:
+        events, error = drain(session.run_stream("Write my taxes guide"))
+
+    assert isinstance(error, AgentError) and error.kind is ErrorKind.INVALID
+    assert "max_tokens" in str(error) and "make_file" in str(error) and "malformed" not in str(error)
+    assert ran == [] and len(loopback.requests) == 1 and events[-1].type is T.ERROR
