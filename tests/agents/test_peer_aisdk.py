@@ -13,6 +13,7 @@ step's (``totalUsage`` sums the steps); our ``Result.tool_calls`` lists every st
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -383,3 +384,41 @@ def test_a_tool_call_cut_inside_its_arguments_at_the_token_limit_is_not_run(
     assert executed == [] and caught.value.kind is ErrorKind.INVALID
     assert "max_tokens" in str(caught.value) and "tool1" in str(caught.value)
     assert len(loopback.requests) == 1
+
+
+def keeps_calling(request: Request) -> Reply:
+    """A model that calls tool1 whenever it is offered tools, and answers when it is not."""
+    if "tools" in sent(request):
+        return calls((f"call-{len(sent(request)['messages'])}", "tool1", {"value": "again"}))
+    return answer("giving up")
+
+
+def test_a_run_the_step_limit_cut_short_logs_one_warning_naming_the_agent_and_the_limit(
+    loopback: LoopbackServer, make: Callable[..., OpenAIProvider], caplog: pytest.LogCaptureFixture
+) -> None:
+    """From vercel/ai packages/ai/src/agent/default-stop-condition.test.ts 'warns only for the
+    agent when the default limit prevents another tool round' (one warning naming the limit and
+    how to change it). Ours warns whether the limit is the default or the agent's own: the answer
+    then comes from a last call without tools, which ``Result.max_steps_reached`` alone tells."""
+    loopback.handler = keeps_calling
+    with caplog.at_level(logging.WARNING, logger="wingman_actors"):
+        result = Session(Agent("researcher", provider=make(), tools=[tool1], max_steps=3)).run("dig")
+
+    assert result.max_steps_reached and result.response == "giving up" and len(executed) == 3
+    [record] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "'researcher'" in record.getMessage() and "max_steps=3" in record.getMessage()
+
+
+def test_a_run_that_answers_on_its_last_allowed_step_logs_no_warning(
+    loopback: LoopbackServer, make: Callable[..., OpenAIProvider], caplog: pytest.LogCaptureFixture
+) -> None:
+    """From default-stop-condition.test.ts 'does not warn when the model finishes naturally on
+    step %s' (on the first step, and on the limit's own step)."""
+    loopback.queue(calls(("call-1", "tool1", {"value": "v"})), calls(("call-2", "tool1", {"value": "v"})),
+                   answer("done"), answer("at once"))
+    with caplog.at_level(logging.WARNING, logger="wingman_actors"):
+        last = Session(Agent("a", provider=make(), tools=[tool1], max_steps=3)).run("dig")
+        first = Session(Agent("a", provider=make(), tools=[tool1], max_steps=3)).run("dig")
+
+    assert (last.steps, last.max_steps_reached, first.steps, first.max_steps_reached) == (3, False, 1, False)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
