@@ -422,3 +422,20 @@ def test_a_run_that_answers_on_its_last_allowed_step_logs_no_warning(
 
     assert (last.steps, last.max_steps_reached, first.steps, first.max_steps_reached) == (3, False, 1, False)
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_prepare_sees_what_the_earlier_steps_spent_before_each_step(
+    loopback: LoopbackServer, make: Callable[..., OpenAIProvider]
+) -> None:
+    """From generate-text.test.ts '2 steps: initial, tool-result with prepareStep: should
+    contain all prepareStep calls' (prepareStep gets the steps so far, with their usage)."""
+    spent: list[tuple[int, int, int]] = []
+
+    def prepare(ctx: RunContext) -> None:
+        spent.append((ctx.step, ctx.usage.input_tokens, ctx.usage.output_tokens))
+
+    loopback.queue(calls(("call-1", "tool1", {"value": "value"}), usage=STEP_1_USAGE),
+                   answer("Hello, world!", usage=STEP_2_USAGE))
+    Session(Agent("a", provider=make(), tools=[tool1], prepare=prepare)).run("test-input")
+
+    assert spent == [(1, 0, 0), (2, 10, 5)]

@@ -317,3 +317,43 @@ def test_a_fleets_tasks_each_run_their_own_loop_and_a_refused_one_fails_alone(
     assert isinstance(failed, AgentError) and failed.kind is ErrorKind.INVALID and "too long" in str(failed)
     oslo = [r for r in loopback.requests if "Oslo" in r.body.decode()]
     assert len(oslo) == 1  # a 400 is not retried
+
+
+def test_awaited_tool_calls_waiting_for_their_turn_do_not_start_after_the_cancel(
+    loopback: LoopbackServer, make: Callable[..., OpenAIProvider]
+) -> None:
+    """From tool-call-concurrency.test.ts 'should not start queued items after abort', with
+    ``async def`` tools under ``Session.arun`` (the SDK's tools are all awaited): the call in
+    flight is cancelled, the two queued ones never start."""
+    started: list[int] = []
+    ended: list[str] = []
+
+    @tool
+    async def slow(n: int) -> str:
+        """Waits, a long time."""
+        started.append(n)
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            ended.append(f"{n} cancelled")
+            raise
+        return f"done {n}"
+
+    loopback.queue(ask_tools(("c0", "slow", {"n": 0}), ("c1", "slow", {"n": 1}), ("c2", "slow", {"n": 2})))
+    session = Session(Agent("a", provider=make(), tools=[slow], tool_concurrency=1))
+
+    async def main() -> BaseException | None:
+        run = asyncio.ensure_future(session.arun("go"))
+        while not started:
+            await asyncio.sleep(0.005)
+        session.cancel()
+        try:
+            await asyncio.wait_for(run, 10)
+        except AgentError as exc:
+            return exc
+        return None
+
+    failure = asyncio.run(main())
+    assert isinstance(failure, AgentError) and failure.kind is ErrorKind.CANCELLED
+    assert until(lambda: ended == ["0 cancelled"], within=5.0)
+    assert started == [0] and len(loopback.requests) == 1
