@@ -12,6 +12,7 @@ step's (``totalUsage`` sums the steps); our ``Result.tool_calls`` lists every st
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from tests.providers.test_openai import (  # make, _no_openai_env: the providers
     _no_openai_env,
     completion,
     make,
+    text_stream,
     tool_call,
 )
 from tests.support.loopback import LoopbackServer, Reply, Request
@@ -439,3 +441,27 @@ def test_prepare_sees_what_the_earlier_steps_spent_before_each_step(
     Session(Agent("a", provider=make(), tools=[tool1], prepare=prepare)).run("test-input")
 
     assert spent == [(1, 0, 0), (2, 10, 5)]
+
+
+@pytest.mark.parametrize("driver", ["run", "run_stream", "arun"])
+def test_a_runs_own_options_reach_prepare_which_picks_that_runs_model(
+    loopback: LoopbackServer, make: Callable[..., OpenAIProvider], driver: str
+) -> None:
+    """From vercel/ai packages/ai/src/agent/tool-loop-agent.test.ts 'generate / stream: should
+    use prepareCall' (the call's ``options`` shape the model call). Ours: the run's ``metadata``
+    reaches ``prepare``, whose ``Prepared`` shapes every request of that run."""
+    agent = Agent("a", provider=make(), prepare=lambda ctx: Prepared(model=ctx.metadata["model"]))
+    session = Session(agent)
+    if driver == "run_stream":
+        loopback.queue(text_stream("reply"))
+        stream = session.run_stream("Hello, world!", metadata={"model": "test"})
+        list(stream)
+        result = stream.result()
+    elif driver == "arun":
+        loopback.queue(answer("reply"))
+        result = asyncio.run(session.arun("Hello, world!", metadata={"model": "test"}))
+    else:
+        loopback.queue(answer("reply"))
+        result = session.run("Hello, world!", metadata={"model": "test"})
+
+    assert result.response == "reply" and sent(loopback.requests[0])["model"] == "test"
