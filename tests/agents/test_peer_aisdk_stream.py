@@ -268,7 +268,7 @@ def test_a_streams_timeout_covers_each_step_not_only_the_first(
     stall = [message_start(), block_start(0, {"type": "text", "text": ""})]
     loopback.queue(tool_step("", '{"value": "v"}'),
                    Reply(200, Reply.sse(stall).body, {"content-type": "text/event-stream"}, hang=True))
-    stream = Session(Agent("a", provider=make_provider(), tools=[tool1])).run_stream("test-input", timeout=1.0)
+    stream = Session(Agent("a", provider=make_provider(), tools=[tool1])).run_stream("test-input", timeout=2.0)
     seen, error = drain(stream)
 
     assert isinstance(error, AgentError) and error.kind is ErrorKind.TIMEOUT
