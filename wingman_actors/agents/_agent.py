@@ -48,7 +48,8 @@ class Agent:
             top level only (its ``type``, an object's ``required`` fields): use a model class
             for a full check.
         max_steps: the most model calls with tools per run (default 50); when reached,
-            one last call without tools asks for the answer.
+            one last call without tools asks for the answer (``Result.max_steps_reached``,
+            and a warning on the ``wingman_actors.agents`` logger).
         max_tokens: per-request output token cap (else the provider's option).
         temperature: per-request temperature (else the provider's option).
         middleware: hooks run at the six stages of the loop, in order.

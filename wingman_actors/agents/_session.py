@@ -52,7 +52,7 @@ from ._session_ids import new_session_id
 from ._stream import SessionStream, Unbegun
 from ._structured import OutputSchema, OutputValidationError, only_tool_calls, unmatched
 from ._tool_steps import ToolBatch, ToolStep
-from ._turns import begin_turn, end_unfinished, refused
+from ._turns import begin_turn, end_unfinished, refused, warn_step_limit
 
 __all__ = ["Result", "Session", "SessionStream"]
 
@@ -432,6 +432,7 @@ class Session(AsyncSessionRuns):
             with_tools = step <= limit and len(tools) > 0
             if step > limit and not limit_hit:
                 limit_hit = True
+                warn_step_limit(self.agent.name, limit, self.agent.max_steps is None)
                 self._add_user_text(_LIMIT_NOTE)
             # messages: a list of the request's own (validating list[Message] builds one), so
             # the history growing later leaves the request as it was made

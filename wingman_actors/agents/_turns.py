@@ -1,5 +1,6 @@
 """A run's turn in the session's history: how a run opens it, how a run that raised leaves
-it, and the error of a structured run whose model refused to answer.
+it, the error of a structured run whose model refused to answer, and the warning of a run
+the step limit cut short.
 
 A run that fails (a provider error, a timeout, a cancel, a middleware ``Halt``) before the
 model answered leaves no trace: the history is as it was before the run, so running the
@@ -13,11 +14,15 @@ Used by :class:`~wingman_actors.agents._session.Session`; not a public API.
 
 from __future__ import annotations
 
+import logging
+
 from ..core import InferenceResponse, Message, Role
 from ..errors import AgentError, ErrorKind
 from ._tool_steps import close_unanswered
 
-__all__ = ["begin_turn", "end_unfinished", "refused"]
+__all__ = ["begin_turn", "end_unfinished", "refused", "warn_step_limit"]
+
+log = logging.getLogger("wingman_actors.agents")
 
 _UNANSWERED = "Error: this tool call was never answered (a new message came first); its result is unknown"
 
@@ -56,4 +61,15 @@ def refused(agent: str, response: InferenceResponse) -> AgentError:
         + (f", saying {said[:300]!r}" if said else ", without a word")
         + ", so there is no output to match the output schema; change the request, or catch the refusal",
         kind=ErrorKind.INVALID,
+    )
+
+
+def warn_step_limit(agent: str, limit: int, default: bool) -> None:
+    """Say (once per run, as a warning) that the step limit ends a run whose model still calls
+    tools: its answer comes from one last call without them, which only
+    ``Result.max_steps_reached`` would tell otherwise."""
+    log.warning(
+        "agent %r reached max_steps=%d%s with tool calls still coming: its answer comes from one last call "
+        "without tools (Result.max_steps_reached); raise Agent(max_steps=...) if the task needs more steps",
+        agent, limit, " (the default)" if default else "",
     )

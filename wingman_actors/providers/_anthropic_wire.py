@@ -122,7 +122,9 @@ class EventMapper:
             elif isinstance(delta, SignatureDelta) and open_type == "thinking":
                 b.signature(event.index, delta.signature)
         elif kind == "content_block_stop" and isinstance(event, RawContentBlockStopEvent):
-            if b.has(event.index):
+            # A tool call cut inside its arguments stays open until message_stop: only the
+            # stop reason (message_delta, after the block's stop) tells max_tokens from bad JSON.
+            if b.has(event.index) and not b.unfinished_call(event.index):
                 yield b.stop(event.index)
         elif kind == "message_delta" and isinstance(event, RawMessageDeltaEvent):
             d, start = event.usage, self.start

@@ -341,6 +341,17 @@ class ResponseBuilder:
     def has(self, index: int) -> bool:
         return index in self.blocks
 
+    def unfinished_call(self, index: int) -> bool:
+        """Whether block ``index`` is a tool call whose arguments are not whole JSON yet."""
+        raw = self.blocks[index]
+        if raw["type"] != "tool_use" or "done" in raw or not raw["json"].strip():
+            return False
+        try:
+            json.loads(raw["json"])
+        except json.JSONDecodeError:
+            return True
+        return False
+
     def stop(self, index: int) -> StreamEvent:
         block = self._finish(index)
         return StreamEvent(type=StreamEventType.CONTENT_BLOCK_STOP, index=index, block=block)
