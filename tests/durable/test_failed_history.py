@@ -191,3 +191,33 @@ def test_an_agent_visit_that_failed_its_run_after_an_answer_resumes_from_its_jou
     assert provider.requests[-1].messages[-1].content[0].content == "charged"
     assert [(v.node, v.visit, v.status, v.error) for v in history] == [
         ("clerk", 1, "failed", "AgentError: model down [kind=agent]"), ("clerk", 1, "succeeded", None)]
+
+
+def test_a_visit_whose_journalled_output_matched_no_route_is_listed_then_its_failure(location: str) -> None:
+    """The output was journalled (it succeeded) before routing found no edge for it: the
+    history lists the visit, then its failure, which is what failed the run (a resume
+    replays the output and fails the same way)."""
+    f = (Formation("routes").add_function("a", inc).add_function("big", inc)
+         .connect("a", "big", when=lambda x: x > 100))
+    with RunStore(location) as store:
+        history = store.history(failed_run(f, store, 1))
+    assert [(v.node, v.visit, v.status, v.output if v.status == "succeeded" else None) for v in history] == [
+        ("a", 1, "succeeded", 2), ("a", 1, "failed", None)]
+    error = history[1].error
+    assert error is not None and error.startswith("NoRouteError: ")
+
+
+def test_a_loop_node_that_failed_on_a_later_visit_is_listed_under_that_visit_number(location: str) -> None:
+    def count(n: int) -> int:
+        if n == 2:
+            raise ValueError("two")
+        return n + 1
+
+    f = (Formation("loop").add_function("start", inc).add_function("count", count).add_function("done", inc)
+         .connect("start", "count").connect("count", "count", when=lambda n: n < 5)
+         .connect("count", "done", when=lambda n: n >= 5))
+    with RunStore(location) as store:
+        history = store.history(failed_run(f, store, -1))
+    assert [(v.node, v.visit, v.status) for v in history] == [
+        ("start", 1, "succeeded"), ("count", 1, "succeeded"), ("count", 2, "succeeded"), ("count", 3, "failed")]
+    assert history[3].started == history[2].finished  # its input: the visit before it

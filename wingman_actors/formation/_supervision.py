@@ -348,7 +348,8 @@ class Supervision:
             )
             err.__cause__ = exc
         journal = self.router.journal
-        if journal is not None and not run.done:  # the visit that failed the run, for its history
+        # the visit that failed the run, for its history (not when stop() cuts the run short: "interrupted")
+        if journal is not None and not run.done and not self.router.closing:
             try:
                 journal.record_run_failure(run.id, spec.name, visit, exc, attempts)
             except Exception:  # (the run fails all the same)
