@@ -40,6 +40,7 @@ classes live here unless a module is named in brackets::
     │   ├── StoreOpenError      the path is not a usable run store (also a ValueError)
     │   │   └── StoreVersionError  the file was written by a newer wingman-actors
     │   ├── UnknownRunError     no run with that id (also a KeyError)
+    │   ├── RunExistsError      a new run was given an id the store has already (also a ValueError)
     │   ├── RunNotResumableError  the run cannot be claimed (running elsewhere, finished)
     │   ├── NoPendingInterruptError  an answer for a run with no pending interrupt (also a ValueError)
     │   ├── SerializationError  a value cannot be journalled or loaded (also a TypeError)

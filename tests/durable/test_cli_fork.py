@@ -154,6 +154,23 @@ def _guarded_run(tmp_path: Path, location: str, capsys: pytest.CaptureFixture[st
     return run_id
 
 
+def test_runs_history_of_a_failed_run_lists_the_visit_that_failed_it_with_its_error(
+        tmp_path: Path, location: str, capsys: pytest.CaptureFixture[str]) -> None:
+    module = tmp_path / "guarded.py"
+    module.write_text(GUARDED)
+    assert main(["run", str(module), "--input", "-1", "--store", location]) == 1
+    capsys.readouterr()
+    assert main(["runs", "--store", location, "--json"]) == 0
+    run_id = json.loads(capsys.readouterr().out)[0]["run_id"]
+    assert main(["runs", "history", run_id, "--store", location, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["node"], r["status"], r["error"], r["attempts"]) for r in rows] == [
+        ("a", "succeeded", None, None), ("check", "failed", "ValueError: negative", 1)]
+    assert main(["runs", "history", run_id, "--store", location]) == 0
+    last = capsys.readouterr().out.splitlines()[-1].split()
+    assert last[:3] == ["check", "1", "failed"] and "negative" in last[-1]
+
+
 def test_fork_whose_new_run_fails_exits_1_saying_so_with_the_resume_command(
         tmp_path: Path, location: str, capsys: pytest.CaptureFixture[str]) -> None:
     run_id = _guarded_run(tmp_path, location, capsys)

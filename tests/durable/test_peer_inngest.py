@@ -68,7 +68,10 @@ def test_a_step_that_succeeded_is_not_run_again_when_the_run_resumes_after_a_lat
     result = f.resume(run_id, store=store)
     assert (result.status, result.output) == ("succeeded", 20)
     assert counter.calls == {"step_1": 1, "step_2": 2}
-    assert [(v.node, v.output) for v in store.history(run_id)] == [("step_1", 2), ("step_2", 20)]
+    # (the history lists the visit that failed the run, then the one the resume ran again)
+    assert [(v.node, v.status, v.output if v.status == "succeeded" else v.error) for v in store.history(run_id)] == [
+        ("step_1", "succeeded", 2), ("step_2", "failed", "ConnectionError: step_2 is down"),
+        ("step_2", "succeeded", 20)]
 
 
 def test_a_function_without_steps_journals_its_one_output_and_succeeds(store: RunStore) -> None:

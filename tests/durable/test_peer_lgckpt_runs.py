@@ -54,7 +54,10 @@ def test_a_node_output_holding_a_surrogate_is_journalled_and_a_resume_feeds_it_o
     result = f.resume(failed.value.run_id, store=location)
     assert (result.status, result.output, calls.count("publish")) == ("succeeded", f"published {NAME}", 2)
     with RunStore(location) as store:
-        assert [(v.node, v.output) for v in store.history(result.run_id)] == [("list", NAME), ("publish", f"published {NAME}")]
+        assert [(v.node, v.status, v.output if v.status == "succeeded" else v.error)
+                for v in store.history(result.run_id)] == [
+            ("list", "succeeded", NAME), ("publish", "failed", "ConnectionError: down"),
+            ("publish", "succeeded", f"published {NAME}")]
 
 
 def test_runs_show_and_history_tables_print_a_surrogate_as_an_escape(

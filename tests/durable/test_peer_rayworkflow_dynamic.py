@@ -146,7 +146,8 @@ def test_a_fork_of_a_failed_run_at_its_failed_step_with_an_output_finishes_it(st
     with pytest.raises(FormationRuntimeError) as failed:
         f.run(1, store=store)
     run_id = str(failed.value.run_id)
-    assert [(v.node, v.output) for v in store.history(run_id)] == [("fetch", 2)]
+    assert [(v.node, v.status, v.output if v.status == "succeeded" else v.error) for v in store.history(run_id)] == [
+        ("fetch", "succeeded", 2), ("flaky", "failed", "ConnectionError: always down")]
     forked = f.fork(run_id, store=store, at="flaky", output=20)
     assert store.get(forked).status == "succeeded"
     assert store.load(forked).visits["last"] == {1: "last 20"}

@@ -47,6 +47,20 @@ def test_history_shows_a_suspended_visit_with_its_interrupt_payload(client: http
     assert visit["finished"] is not None
 
 
+def test_history_of_a_failed_run_ends_with_the_visit_that_failed_it_and_its_error(client: httpx.Client) -> None:
+    failing = {"name": "failing", "nodes": [{"name": "counted", "kind": "function", "function": "counted"},
+                                            {"name": "explode", "kind": "function", "function": "explode"}],
+               "edges": [{"from": "counted", "to": "explode"}]}
+    fid = client.post("/formations", json=failing).json()["id"]
+    answer = client.post(f"/formations/{fid}/run", json={"input": "hi"})
+    assert answer.status_code == 500, answer.text
+    visits = client.get(f"/runs/{answer.json()['run_id']}/history").json()
+    assert [(v["node"], v["status"], v["error"], v["attempts"]) for v in visits] == [
+        ("counted", "succeeded", None, None), ("explode", "failed", "ValueError: cannot handle 'hi'", 1)]
+    assert visits[1]["output"] == "failed after 1 attempt(s), which failed the run: ValueError: cannot handle 'hi'"
+    assert visits[1]["finished"].endswith("Z")
+
+
 def test_a_fork_with_a_new_output_continues_from_that_visit_and_leaves_the_original(client: httpx.Client) -> None:
     run = _run(client)
     before = client.get(f"/runs/{run['id']}/history").json()

@@ -119,3 +119,20 @@ def test_a_run_whose_output_holds_a_lone_surrogate_is_served_escaped_not_as_a_50
     assert response.status_code == 200
     assert b"\\udcff" in response.content
     assert [v["output"] for v in response.json()["visits"] if v["node"] == "a"] == [name]
+
+
+def test_an_agent_node_that_failed_its_run_shows_no_journalled_failure_among_its_steps(
+        viewer: TestClient, tmp_path: Path) -> None:
+    """The record with which the run journals the visit that failed it (for ``RunStore.history``)
+    is a progress value of the node: no model response, so not one of the agent's steps."""
+    from wingman_actors import Agent
+    from wingman_actors.errors import AgentError, ErrorKind
+    from wingman_actors.testing import ScriptedProvider
+
+    agent = Agent("writer", provider=ScriptedProvider([AgentError("model down", kind=ErrorKind.AGENT)]))
+    formation = Formation("writing").add_function("clean", str.strip).add_agent("writer", agent)
+    with pytest.raises(FormationRuntimeError) as failed:
+        formation.connect("clean", "writer").run(" x ", store=tmp_path / "runs.sqlite")
+    doc = viewer.get(f"/ui/api/runs/{failed.value.run_id}").json()
+    assert [v["status"] for v in doc["visits"] if v["node"] == "writer"] == ["failed"]
+    assert doc["steps"].get("writer", []) == []

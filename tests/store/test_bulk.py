@@ -89,7 +89,7 @@ def test_a_mixed_batch_applied_together_equals_it_applied_one_by_one(tmp_path: P
             assert _outcome(together, ops) == expected
             # the mix did exercise every mistake
             errors = {error for _, error in expected["ops"]}
-            assert {"StoreError", "KeyError", "UnknownRunError"} <= errors, errors
+            assert {"RunExistsError", "KeyError", "UnknownRunError"} <= errors, errors
         finally:
             one_by_one.close()
             together.close()

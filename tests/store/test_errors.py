@@ -9,6 +9,7 @@ import pickle
 import pytest
 
 from wingman_actors.store import (
+    RunExistsError,
     RunNotResumableError,
     SerializationError,
     StoreError,
@@ -21,6 +22,7 @@ from wingman_actors.store import (
 
 @pytest.mark.parametrize("error", [
     UnknownRunError("r1", "/tmp/runs.sqlite"),
+    RunExistsError("r1", "/tmp/runs.sqlite"),
     RunNotResumableError("run 'r1' cannot be resumed: it succeeded", run_id="r1", status="succeeded"),
     SerializationError("cannot journal a socket", where="output of node 'a'", type_name="socket"),
     StoreOpenError("not a run store", path="/tmp/x"),

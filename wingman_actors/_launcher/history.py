@@ -85,7 +85,7 @@ def _rows(store: RunStore, run_id: str, choice: StoreChoice) -> list[dict[str, A
         {"node": v.node, "visit": v.visit, "status": v.status,
          "started": None if v.started is None else v.started.isoformat(timespec="milliseconds"),
          "finished": None if v.finished is None else v.finished.isoformat(timespec="milliseconds"),
-         "output": v.output} for v in visits])
+         "output": v.output, "error": v.error, "attempts": v.attempts} for v in visits])
     return rows
 
 
@@ -94,7 +94,9 @@ def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
         print(json.dumps(rows, indent=2))
         return
     columns = ("node", "visit", "status", "finished", "output")
-    cells = [{c: _cut(r[c]) if c == "output" else str(r[c] or "") for c in columns} for r in rows]
+    # (a failed visit shows the node's error: the reason around it would push it out of the column)
+    cells = [{c: _cut(r["error"] if c == "output" and r["status"] == "failed" and r["error"] else r[c])
+              if c == "output" else str(r[c] or "") for c in columns} for r in rows]
     widths = {c: max(len(c), *(len(x[c]) for x in cells)) if cells else len(c) for c in columns}
     print("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
     for x in cells:

@@ -19,6 +19,10 @@ rebuilt: a built-in exception as its own class with its arguments, a
 :class:`~wingman_actors.errors.FormationRuntimeError` whose message starts with the
 original class name. A store opened with ``allow_pickle=True`` keeps the exception
 itself (pickled) when it comes back from a pickle, and the handler gets it back as it was.
+
+A visit that failed the run (nothing took the failure) is journalled the same way, the
+record saying so (``RUN_FAILURE``), and no skip after it: a resume runs the visit again,
+and ``RunStore.history`` lists the failed visit before that one.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from ..store import (
     SerializationError,
     UnknownRunError,
 )
-from ..store._history import FAILURE_MARK
+from ..store._history import FAILURE_MARK, RUN_FAILURE
 from ..store._values import POSTGRES_SCHEMES, new_run_id
 from ._breakpoints import JOURNAL_KEY, Breakpoints, is_breakpoint
 from ._failure import NodeFailure
@@ -225,17 +229,16 @@ class Journal:
         # responses only when it asked (recorded, or beside the recorded question).
         replies: list[Any] = []
         if item is not None or any((i.node, i.visit, i.item) == (node, visit, item) for i in journal.interrupts):
-            replies = list(journal.progress.get((node, visit, item), ()))
+            # (not the record of an attempt that failed the run: no model response)
+            replies = [v for v in journal.progress.get((node, visit, item), ())
+                       if not (isinstance(v, dict) and _FAILURE in v)]
         return VisitScope(run_id, node, visit, answers, progress, replies, item)
 
     def record_failure(self, run_id: str, node: str, visit: int, failure: NodeFailure) -> None:
         """Journal that the visit failed into its node's error edges (see the module docs)."""
         error = failure.error
         text = error_text(error)
-        message = text.partition(": ")[2]  # (not str(error): a broken __str__ must not lose the failure)
-        args = list(error.args) if all(type(a) in _PLAIN for a in error.args) else [message]
-        record = {_FAILURE: f"{type(error).__module__}:{type(error).__qualname__}", "message": message,
-                  "args": args, "attempts": failure.attempts}
+        record = _record(error, failure.attempts)
         kept = False
         if _unpickles(error):  # a store that pickles keeps the exception itself
             try:
@@ -247,6 +250,12 @@ class Journal:
             self.store.record_progress(run_id, node, visit, record)
         self.store.record_skip(run_id, node, visit, f"failed after {failure.attempts} attempt(s) into its error "
                                                     f"edges: {text}")
+
+    def record_run_failure(self, run_id: str, node: str, visit: int, error: BaseException, attempts: int) -> None:
+        """Journal that the visit failed the run (its retries spent, nothing to take the
+        failure), for ``RunStore.history``: no skip follows, so a resume runs the visit again."""
+        why = f"failed after {attempts} attempt(s), which failed the run: {error_text(error)}"
+        self.store.record_progress(run_id, node, visit, {**_record(error, attempts), RUN_FAILURE: why})
 
     def failure(self, run_id: str, node: str, input: Any, record: Mapping[str, Any]) -> NodeFailure:
         """The :class:`NodeFailure` a journalled failure ``record`` stands for (its error
@@ -272,6 +281,14 @@ class Journal:
             unwatch()
         if self.owned:
             self.store.close()
+
+
+def _record(error: BaseException, attempts: int) -> dict[str, Any]:
+    """The journalled record of a failed visit (see the module docs)."""
+    message = error_text(error).partition(": ")[2]  # (not str(error): a broken __str__ must not lose the failure)
+    args = list(error.args) if all(type(a) in _PLAIN for a in error.args) else [message]
+    return {_FAILURE: f"{type(error).__module__}:{type(error).__qualname__}", "message": message, "args": args,
+            "attempts": attempts}
 
 
 def _rebuilt(record: Mapping[str, Any], node: str, attempts: int, run_id: str) -> BaseException:

@@ -347,6 +347,13 @@ class Supervision:
                 node=spec.name, attempts=attempts, run_id=run.id, outputs=run.outputs,
             )
             err.__cause__ = exc
+        journal = self.router.journal
+        # the visit that failed the run, for its history (not when stop() cuts the run short: "interrupted")
+        if journal is not None and not run.done and not self.router.closing:
+            try:
+                journal.record_run_failure(run.id, spec.name, visit, exc, attempts)
+            except Exception:  # (the run fails all the same)
+                log.exception("could not journal the failure of node %r in run %s", spec.name, run.id)
         self.router.fail_run(run, err)
 
 

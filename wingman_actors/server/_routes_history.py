@@ -51,16 +51,17 @@ def _history(ctx: ServerContext, id: str) -> list[VisitOut]:
         raise _not_journalled(run, "read step by step") from None
     return [VisitOut(node=v.node, visit=v.visit, status=v.status, output=jsonable(v.output),
                      started=None if v.started is None else v.started.isoformat().replace("+00:00", "Z"),
-                     finished=None if v.finished is None else v.finished.isoformat().replace("+00:00", "Z"))
+                     finished=None if v.finished is None else v.finished.isoformat().replace("+00:00", "Z"),
+                     error=v.error, attempts=v.attempts)
             for v in visits]
 
 
 @router.get("/runs/{id}/history", tags=["runs"], summary="List a formation run's node visits in order")
 async def history(id: str, ctx: Ctx) -> list[VisitOut]:
     """Each node visit of the run, in the order they finished: ``node``, ``visit`` (its
-    number), ``status`` (``succeeded``, ``failed`` into its error edges, ``skipped``, or
-    ``suspended`` at an interrupt),
-    ``output`` and times. Fork the run at one with ``POST /runs/{id}/fork``. 404 for an
+    number), ``status`` (``succeeded``, ``failed`` into its error edges or as the visit
+    that failed the run, ``skipped``, or ``suspended`` at an interrupt), ``output``, times,
+    and a failed visit's ``error`` and ``attempts``. Fork the run at one with ``POST /runs/{id}/fork``. 404 for an
     unknown run; 409 for a fleet run (``kind: fleet``) or one not in the run journal
     (``kind: not_journalled``)."""
     return await ctx.pool.run(_history, ctx, id)

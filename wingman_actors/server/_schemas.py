@@ -553,12 +553,14 @@ class VisitOut(BaseModel):
     node: str
     visit: int = Field(description="the node's visit number, 1 for its first")
     status: Literal["succeeded", "failed", "skipped", "suspended"] = Field(
-        description="succeeded (output journalled), failed (into its error edges, the run went on from them), "
-                    "skipped (on_error=skip) or suspended (waiting at an interrupt)")
-    output: Any = Field(default=None, description="the output; for failed the error, for skipped the reason, for "
-                                                  "suspended the interrupt's payload")
+        description="succeeded (output journalled), failed (into its error edges; or it failed the run, which "
+                    "a resume runs again), skipped (on_error=skip) or suspended (waiting at an interrupt)")
+    output: Any = Field(default=None, description="the output; for failed why (its attempts and error), for skipped "
+                                                  "the reason, for suspended the interrupt's payload")
     started: str | None = Field(default=None, description="when its input was ready (ISO 8601, UTC)")
     finished: str | None = Field(default=None, description="when it was journalled (ISO 8601, UTC)")
+    error: str | None = Field(default=None, description="a failed (or skipped) visit's error: 'ValueError: ...'")
+    attempts: int | None = Field(default=None, description="how many attempts a failed visit made")
 
 
 _RUN_ID_DOC = "the run's id again: JSON names a run's id `run_id` everywhere (`id` is kept for the clients that read it)"

@@ -284,12 +284,14 @@ def _failure(journal: RunJournal, key: tuple[str, int]) -> Mapping[str, Any] | N
 
 
 def _steps(journal: RunJournal) -> dict[str, list[Any]]:
-    """An agent node's journalled steps (its model responses, in order), by node."""
+    """An agent node's journalled steps (its model responses, in order), by node; not the
+    records of its failures (``"node_failure"``: see :func:`_failure`), which are no steps."""
     steps: dict[str, list[Any]] = {}
     kinds = dict(journal.shape.nodes)
     for (node, _visit, _item), values in journal.progress.items():
         if kinds.get(node) in ("agent", "fleet"):
-            steps.setdefault(node, []).extend(_jsonable(v) for v in values)
+            steps.setdefault(node, []).extend(_jsonable(v) for v in values
+                                              if not (isinstance(v, dict) and "node_failure" in v))
     return steps
 
 

@@ -43,6 +43,7 @@ from ._codec import Codec
 from ._errors import (
     FormationMismatchError,
     NoPendingInterruptError,
+    RunExistsError,
     RunNotResumableError,
     RunTakenOverError,
     SerializationError,
@@ -79,6 +80,7 @@ __all__ = [
     "JournalEntry",
     "JournalStore",
     "NoPendingInterruptError",
+    "RunExistsError",
     "RunJournal",
     "RunNotResumableError",
     "RunRecord",

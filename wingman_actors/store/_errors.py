@@ -7,6 +7,7 @@
         ├── StoreOpenError          the path is not a usable run store (also a ValueError)
         │   └── StoreVersionError   the file was written by a newer wingman-actors
         ├── UnknownRunError         no run with that id (also a KeyError)
+        ├── RunExistsError          a new run was given an id the store has already (also a ValueError)
         ├── RunNotResumableError    the run cannot be claimed (running elsewhere, finished, expired)
         ├── SerializationError      a value cannot be journalled or loaded (also a TypeError)
         ├── StoreWriteError         journal writes failed (reported at flush() / close())
@@ -26,6 +27,7 @@ from ..errors import FormationRuntimeError, FormationSetupError, WingmanError
 
 __all__ = [
     "FormationMismatchError",
+    "RunExistsError",
     "RunNotResumableError",
     "RunTakenOverError",
     "SerializationError",
@@ -97,6 +99,25 @@ class UnknownRunError(StoreError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class RunExistsError(StoreError, ValueError):
+    """A new run was given an id the store has already (``begin_run(run_id=...)``, a
+    formation's ``submit`` or ``run`` with ``run_id=``): the run holding it is left as it
+    was. Resume that run to continue it, or start the new one under another id.
+
+    Attributes:
+        run_id: the id asked for.
+        store_path: the store (a PostgreSQL store's URL with its password hidden).
+    """
+
+    def __init__(self, run_id: str, store_path: str) -> None:
+        super().__init__(
+            f"run id {run_id!r} already exists in the run store {store_path}: to continue that run, resume it "
+            f"(Formation.resume({run_id!r}, store=...), or `wingman-actors resume {run_id}`); to start a new run, "
+            "pass a new run_id, or None for a generated one")
+        self.run_id = run_id
+        self.store_path = store_path
 
 
 class RunNotResumableError(StoreError):

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from . import _bulk
 from ._errors import (
     NoPendingInterruptError,
+    RunExistsError,
     RunNotResumableError,
     StoreError,
     UnknownRunError,
@@ -120,10 +121,9 @@ def unknown_parent(run_id: str, parent: str, store_path: str) -> StoreError:
                       "begin the outer run first, or pass parent=None")
 
 
-def duplicate_run(run_id: str, store_path: str) -> StoreError:
+def duplicate_run(run_id: str, store_path: str) -> RunExistsError:
     """The error of ``begin_run`` given a run id the store has already."""
-    return StoreError(f"run id {run_id!r} already exists in the run store {store_path}; pass a new run_id, or None "
-                      "for a generated one")
+    return RunExistsError(run_id, store_path)
 
 
 class Append(Journalling):
