@@ -390,7 +390,10 @@ class RunningFormation(AsyncSubmit):
         return self._launched(self._launch(run_id, input, timeout, on_event, None, board, breaks))
 
     def _check_running(self) -> None:
-        if self._stopped or not self._started:
+        if self._stopped:  # a stop from another thread may have come first: say so, not only how to start
+            raise RuntimeError(f"formation {self.name!r} is not running: it was stopped; start it again with "
+                               "`formation.start()` (a stopped formation takes no more runs)")
+        if not self._started:
             raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
 
     def _launched(self, future: RunFuture) -> RunFuture:
