@@ -312,3 +312,35 @@ def test_a_cancelled_run_s_late_output_is_a_dead_letter_that_never_reaches_the_n
         release.set()
         assert running.submit(5).result(10).output == 5
     assert downstream.count(0) == 0 and downstream.count(5) == 1
+
+
+class PassedMessage:
+    """Thespian's PassedMessage: a message that refuses to be compared (``__eq__`` raises)."""
+
+    def __init__(self, msg: Any) -> None:
+        self.msg = msg
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("Can't compare these messages to anything")
+
+    def __ne__(self, other: object) -> bool:
+        raise ValueError("Can't compare these messages to anything")
+
+    __hash__ = object.__hash__
+
+
+def test_a_value_that_refuses_comparison_passes_through_a_fan_out_a_join_and_a_retry() -> None:
+    """From thespian test/test_actorFailures.py (``PassedMessage`` raises on ``==`` and ``!=``, "make
+    sure this doesn't break Thespian internals"): the runtime never compares payloads."""
+    calls = Counter()
+
+    def flaky(m: PassedMessage) -> PassedMessage:
+        if calls.hit("flaky") == 1:
+            raise ConnectionError("once")
+        return m
+
+    f = (Formation("cmp").add_function("start", PassedMessage).add_function("flaky", flaky, retries=1, backoff=0)
+         .add_function("other", lambda m: m).add_function("join", lambda flaky, other: (flaky.msg, other.msg))
+         .connect("start", "flaky").connect("start", "other").connect("flaky", "join").connect("other", "join"))
+    result = f.run("hello", timeout=20)
+    assert result.output == ("hello", "hello") and result.nodes["flaky"].attempts == 2
