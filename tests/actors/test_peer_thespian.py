@@ -121,6 +121,23 @@ def test_a_poison_message_is_answered_with_a_failure_tagged_as_that_message_and_
     assert all(isinstance(r.payload, ValueError) and "Yucky number 3" in str(r.payload) for r in got[1:3])
 
 
+def test_waiting_for_a_result_from_a_node_that_failed_shows_the_failure_s_exception(actor_probe: ActorProbe) -> None:
+    """From thespian test/test_poisonMessage.py::testLevel3ask (the ``ask`` is answered with the
+    ``PoisonMessage``, so the test sees what failed). ``expect_message(ReplyKind.RESULT)`` skips
+    the failure reply; when no result comes, its error shows the failure's exception, not only
+    that a failure arrived."""
+    def yucky(x: int) -> int:
+        raise ValueError(f"Yucky number {x}")
+
+    ref = node_actor(yucky, reply_to=actor_probe)
+    try:
+        ref.tell(work(3))
+        with pytest.raises(AssertionError, match=r"received no .*result.* within 0.3s .*ValueError\('Yucky number 3'\)"):
+            actor_probe.expect_message(ReplyKind.RESULT, timeout=0.3)
+    finally:
+        ref.stop()
+
+
 def test_node_actors_chained_by_passing_one_s_address_as_the_other_s_reply_to_deliver_to_the_end(
     actor_probe: ActorProbe,
 ) -> None:
