@@ -348,7 +348,7 @@ class RunningFormation(AsyncSubmit):
         input = _function_module.isolate(input)
         journal = self._journal
         if journal is None:
-            return self._launch(run_id, input, timeout, on_event, None, board, breaks)
+            return self._launched(self._launch(run_id, input, timeout, on_event, None, board, breaks))
         return self._begin_journalled(journal, run_id, input, timeout, on_event, board, breaks)
 
     def _admit(
@@ -397,12 +397,17 @@ class RunningFormation(AsyncSubmit):
             raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
 
     def _launched(self, future: RunFuture) -> RunFuture:
-        """``future``; if the formation stopped while its run's start was journalled
-        (``stop`` did not see the run), the run is failed as ``stop`` fails runs."""
-        if self._stopped and (run := self._runs.get(future.run_id)) is not None:
+        """``future``, after :meth:`_fail_if_stopped`."""
+        self._fail_if_stopped(future.run_id)
+        return future
+
+    def _fail_if_stopped(self, run_id: str) -> None:
+        """If the formation stopped while run ``run_id`` was being started (after ``submit``
+        checked that it runs: while its input was copied or its start journalled), ``stop``
+        did not see the run: fail it as ``stop`` fails runs, so its future is answered."""
+        if self._stopped and (run := self._runs.get(run_id)) is not None:
             self._router.fail_run(run, FormationRuntimeError(
                 f"formation {self.name!r} stopped before run {run.id} finished", run_id=run.id, outputs=run.outputs))
-        return future
 
     def resume(self, run_id: str, answer: Any = None, *, timeout: float | timedelta | None = None,
                on_event: EventListener | None = None, blackboard: Blackboard | None = None,
