@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from concurrent.futures import wait
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +57,28 @@ def test_a_raise_then_a_process_exit_then_a_value_on_ray_spends_two_retries_and_
     assert len(pids) == 3 and pids[2] != pids[1]  # the third call ran in a fresh process
 
 
+def test_a_retry_on_that_names_only_the_node_s_error_does_not_retry_a_process_that_died(tmp_path: Path) -> None:
+    """From ray tests/test_actor_retry_1.py::test_method_exit_no_over_retry_max_restarts, whose
+    method has ``retry_exceptions=[MyError]`` and is still retried after its process exits: Ray
+    retries a dead process whatever ``retry_exceptions`` says. Differs (an open question): a
+    process death reaches ``retry_on`` as a ``RuntimeError`` saying the process died, so
+    ``retry_on=MyError`` gives up on it at once, as the docs say of any error it does not name."""
+    log = tmp_path / "calls"
+
+    def raise_or_exit(x: int) -> int:
+        n = logged(log, str(os.getpid()))
+        if n == 1:
+            raise MyError("raise")
+        if n == 2:
+            os._exit(1)
+        return n
+
+    f = Formation("trouble").add_function("trouble", raise_or_exit, retries=2, backoff=0, retry_on=MyError)
+    with pytest.raises(FormationRuntimeError, match=r"node 'trouble' failed after 2 attempt.*process died") as info:
+        f.run(1, backend="ray", timeout=120)
+    assert isinstance(info.value.__cause__, RuntimeError) and len(lines(log)) == 2
+
+
 def test_runs_queued_behind_a_replica_whose_process_died_all_run_once_on_ray(tmp_path: Path) -> None:
     """From ray tests/test_actor_failures.py::test_actor_restart_with_retry (an actor process killed
     with calls queued: with task retries none fails, each runs once after the restart)."""
@@ -75,33 +96,6 @@ def test_runs_queued_behind_a_replica_whose_process_died_all_run_once_on_ray(tmp
     assert [r.output for r in outputs] == [i + 100 for i in range(6)]
     assert [r.nodes["increase"].attempts for r in outputs] == [2, 1, 1, 1, 1, 1]
     assert sorted(lines(log)) == sorted(["0", *[str(i) for i in range(6)]])
-
-
-def test_without_retries_the_run_whose_process_died_fails_naming_the_node_and_the_rest_run_on_ray(
-    tmp_path: Path,
-) -> None:
-    """From ray tests/test_actor_failures.py::test_actor_restart (the call running when the actor's
-    process died fails with ``RayActorError``; calls after the restart succeed). Differs: Ray
-    fails every later call once ``max_restarts`` is spent; a node takes its next input on a
-    fresh process whatever happened before."""
-    log = tmp_path / "calls"
-
-    def work(x: int) -> int:
-        logged(log, f"{x}:{os.getpid()}")
-        if x == 0:
-            os._exit(1)
-        return x * 2
-
-    f = Formation("die").add_function("work", work)
-    with f.start(backend="ray") as running:
-        futures = [running.submit(i) for i in range(4)]
-        assert not wait(futures, timeout=120).not_done
-    err = futures[0].exception(0)
-    assert isinstance(err, FormationRuntimeError) and (err.node, err.attempts) == ("work", 1)
-    assert "node 'work'" in str(err) and "process died" in str(err)
-    assert [fut.result(0).output for fut in futures[1:]] == [2, 4, 6]
-    dead_pid = next(entry.split(":")[1] for entry in lines(log) if entry.startswith("0:"))
-    assert all(entry.split(":")[1] != dead_pid for entry in lines(log) if not entry.startswith("0:"))
 
 
 def test_an_intentional_exit_on_ray_is_not_retried_as_on_threads(tmp_path: Path) -> None:
