@@ -189,6 +189,26 @@ def test_a_run_asubmitted_as_the_formation_stops_is_answered_not_left_pending() 
     asyncio.run(main())
 
 
+def test_a_second_stop_returns_only_once_the_first_has_stopped_everything(
+    gate: tuple[threading.Event, threading.Event],
+) -> None:
+    """From thespian test/test_actors.py::test01_1_ActorSystemMultipleShutdown (``shutdown()``
+    twice is fine) and CPython's ``Executor.shutdown(wait=True)``, which waits in every caller:
+    a ``stop()`` called while another thread's stop is still at work waits for it, so when it
+    returns the formation has stopped, as after the first."""
+    entered, release = gate
+    running = Formation("twice").add_function("stuck", lambda x: (entered.set(), release.wait(10))).start()
+    future = running.submit(1)
+    assert entered.wait(10)
+    first = threading.Thread(target=running.stop, kwargs={"timeout": 0.3})  # waits out its grace
+    first.start()
+    assert until(future.done, within=5)  # the first stop is at work
+    running.stop()
+    stopped_with_it = not first.is_alive()
+    first.join(10)
+    assert stopped_with_it
+
+
 def test_stop_with_agents_fleets_and_maps_in_flight_answers_every_run_and_leaves_no_actor() -> None:
     """From thespian test/test_msg_ExitRequest.py (every actor of the system gets its exit request,
     whatever it is doing): an agent waiting on its model, a fleet with items in flight and a
