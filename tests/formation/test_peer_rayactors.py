@@ -15,7 +15,7 @@ import pykka
 import pytest
 
 from tests.support.peers import Counter, until
-from wingman_actors import Formation
+from wingman_actors import Agent, Formation
 from wingman_actors.errors import FormationRuntimeError, NodeTimeoutError
 from wingman_actors.formation.events import FormationEvent
 
@@ -290,3 +290,13 @@ def test_an_actor_argument_that_never_arrives_fails_only_the_runs_waiting_on_it(
         with pytest.raises(FormationRuntimeError, match=r"node 'slow'"):
             running.submit(0).result(20)
         assert running.submit(5).result(20).output == 11
+
+
+def test_an_agent_node_that_cannot_start_fails_at_once_saying_how_to_fix_it_whatever_its_retries() -> None:
+    """From ray tests/test_actor_failures.py (an actor whose ``__init__`` raises: every call
+    fails with the constructor's error) and Thespian's ``NonStarter``: an agent with no
+    provider is an invalid request, not retried, and the error says what to pass."""
+    f = Formation("nostart").add_agent("writer", Agent("writer"), retries=3, backoff=0)
+    with pytest.raises(FormationRuntimeError, match=r"node 'writer' failed after 1 attempt.*agent 'writer' has no "
+                                                     r"provider: pass provider=new_provider\(\.\.\.\)"):
+        f.run("hi", timeout=20)

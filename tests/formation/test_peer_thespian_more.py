@@ -209,6 +209,61 @@ def test_a_second_stop_returns_only_once_the_first_has_stopped_everything(
     assert stopped_with_it
 
 
+def test_a_node_that_stops_its_own_formation_answers_its_run_and_leaves_no_actor() -> None:
+    """From thespian test/test_actorFailures.py (``KillReq``: an actor sends ``ActorExitRequest`` to
+    its own address): ``stop()`` called from the node's own code returns at once, the run it
+    was working on fails saying the formation stopped, and every actor ends."""
+    holder: dict[str, Any] = {}
+
+    def kill(x: int) -> int:
+        holder["running"].stop()
+        return x
+
+    f = Formation("self").add_function("a", lambda x: x).add_function("kill", kill).connect("a", "kill")
+    with f.start() as running:
+        holder["running"] = running
+        future = running.submit(1)
+        with pytest.raises(FormationRuntimeError, match=r"formation 'self' stopped before run"):
+            future.result(10)
+    assert until(lambda: pykka.ActorRegistry.get_all() == [], within=5)
+
+
+def test_a_listener_that_stops_the_formation_on_a_failure_answers_every_run(
+    gate: tuple[threading.Event, threading.Event],
+) -> None:
+    """From thespian test/test_actorFailures.py (a parent told of its child's failure exits,
+    taking its children with it): an ``on_event`` listener that stops the formation when a run
+    fails (it runs on the runtime's own thread) ends every run, the one in flight included."""
+    entered, release = gate
+    holder: dict[str, Any] = {}
+
+    def work(x: int) -> int:
+        if x == 0:
+            raise ValueError("fatal")
+        entered.set()
+        release.wait(10)
+        return x
+
+    def on_event(event: Any) -> None:
+        if event.type.value == "run_failed" and "fatal" in event.data["error"]:
+            holder["running"].stop()
+
+    f = Formation("listen").add_function("work", work, concurrency=2)
+    running = f.start(on_event=on_event)
+    holder["running"] = running
+    try:
+        busy = running.submit(1)
+        assert entered.wait(10)
+        failing = running.submit(0)
+        assert not wait([busy, failing], timeout=10).not_done
+    finally:
+        release.set()
+        running.stop()
+    assert "fatal" in str(failing.exception(0))
+    assert "stopped" in str(busy.exception(0))
+    assert until(lambda: pykka.ActorRegistry.get_all() == [], within=5)
+
+
 def test_stop_with_agents_fleets_and_maps_in_flight_answers_every_run_and_leaves_no_actor() -> None:
     """From thespian test/test_msg_ExitRequest.py (every actor of the system gets its exit request,
     whatever it is doing): an agent waiting on its model, a fleet with items in flight and a
