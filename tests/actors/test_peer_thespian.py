@@ -216,3 +216,23 @@ def test_run_node_of_a_nested_formation_whose_deepest_node_fails_names_the_path_
         run_node(outer, "mid", 3)
     assert info.value.node == "mid"
     assert until(lambda: node_actors() == [], within=5)
+
+
+def test_run_node_of_a_formation_node_restarts_its_inner_nodes_but_makes_one_attempt_itself() -> None:
+    """From thespian test/test_actorFailures.py::test01 against test04: a top-level actor is not
+    restarted, a child is restarted by its parent. ``run_node`` makes one attempt of the node
+    (its own ``retries`` unused); inside, the inner formation supervises its nodes, whose
+    ``retries`` apply."""
+    calls: list[int] = []
+
+    def flaky(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            raise ConnectionError("child died once")
+        return x + 1
+
+    inner = Formation("inner").add_function("flaky", flaky, retries=1, backoff=0)
+    outer = Formation("outer").add_formation("sub", inner, retries=2, backoff=0)
+    run = run_node(outer, "sub", 1)
+    assert (run.output, run.trace.attempts, calls) == (2, 1, [1, 1])
+    assert until(lambda: node_actors() == [], within=5)
