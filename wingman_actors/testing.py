@@ -168,6 +168,17 @@ class _ProbeActor(RuntimeActor):
         return None
 
 
+def _described(message: Any) -> Any:
+    """What a probe's error shows of a message it got: a reply's kind, and a failure's
+    exception with it (what a test waiting for a result most needs to see)."""
+    kind = getattr(message, "type", None)
+    if kind is None:
+        return message
+    if kind == ReplyKind.FAILURE:
+        return f"failure: {getattr(message, 'payload', None)!r}"
+    return str(kind)
+
+
 class ActorProbe:
     """A Pykka actor that records every message it receives, for assertions.
 
@@ -245,10 +256,10 @@ class ActorProbe:
                         return message
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    what = f"{type!r} message" if type else "message"
+                    what = f"{str(type)!r} message" if type else "message"
                     raise AssertionError(
                         f"probe {self.name!r} received no {what} within {timeout:g}s "
-                        f"(received so far: {[getattr(m, 'type', m) for m in self._all]})"
+                        f"(received so far: {[_described(m) for m in self._all]})"
                     )
                 self._cond.wait(remaining)
 

@@ -34,7 +34,8 @@ def test_submit_after_stop_raises_naming_start() -> None:
     """Ported from python/cpython Lib/test/test_concurrent_futures/test_shutdown.py::test_run_after_shutdown."""
     running = Formation("f").add_function("inc", inc).start()
     running.stop()
-    with pytest.raises(RuntimeError, match=r"formation 'f' is not running: use it inside `with formation.start\(\)`"):
+    with pytest.raises(RuntimeError, match=r"formation 'f' is not running: it was stopped; start it again with "
+                                           r"`formation.start\(\)`"):
         running.submit(1)
 
 

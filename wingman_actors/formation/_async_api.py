@@ -273,6 +273,8 @@ class AsyncSubmit:
 
         def cancel(self, run_id: str) -> bool: ...
 
+        def _fail_if_stopped(self, run_id: str) -> None: ...
+
         def _begin_journalled(self, journal: Journal, run_id: str, input: Any, timeout: float | None,
                               on_event: EventListener | None, board: Blackboard | None,
                               breaks: Breakpoints | None) -> RunFuture: ...
@@ -321,6 +323,7 @@ class AsyncSubmit:
         if journal is None:  # nothing blocks: start it here, resolving the loop's settler
             run, settler = settled_on_loop(run_id, self, loop)
             self._launch(run_id, input, timeout, on_event, None, board, breaks, settler)
+            self._fail_if_stopped(run_id)
             return run
         begin = functools.partial(self._begin_journalled, journal, run_id, input, timeout, on_event, board, breaks)
         return launch(begin, run_id, lane_of(journal), loop)

@@ -46,6 +46,7 @@ from ._plan import NodeSpec, Plan
 from ._result import NodeTrace
 from ._routing import Router
 from ._runstate import RunState
+from ._stop_once import StopOnce
 from ._supervision import Supervision, Supervisor
 from ._suspending import suspend_at_once
 from .events import FormationEvent, FormationEventType, emit
@@ -120,7 +121,7 @@ class RunningFormation(AsyncSubmit):
         self._map_inners: list[InnerFormation] = []  # the inner formations of maps over formations
         self._started = False
         self._stopped = False
-        self._stop_lock = threading.Lock()
+        self._stop_once = StopOnce()
         # Formation.run/resume: the time.monotonic() of the call, from which the run's timeout counts
         self._timeout_from = timeout_from
 
@@ -266,6 +267,7 @@ class RunningFormation(AsyncSubmit):
         unresolved. Agent and fleet sessions are cancelled; node code still running after
         ``timeout`` seconds (1 by default), or at once for a run that had ended, is left
         to finish on a daemon thread, logged: it never blocks the caller or interpreter exit.
+        Called again while another thread's stop is at work, it returns once that one has.
 
         Raises:
             TypeError: ``timeout`` is not a number.
@@ -277,10 +279,10 @@ class RunningFormation(AsyncSubmit):
         if not timeout >= 0:  # (nan is not)
             raise ValueError(f"stop(timeout) must be a number of seconds >= 0 (the grace for node code still "
                              f"running), got {timeout!r}")
-        with self._stop_lock:
-            if self._stopped:
-                return
-            self._stopped = True
+        self._stop_once.run(functools.partial(self._stop, timeout), 3 * timeout + 2)  # a second caller waits
+
+    def _stop(self, timeout: float) -> None:
+        self._stopped = True
         _live.pop(self, None)
         router, in_flight = self._router, set(self._runs)  # work for another run is wanted by no one
         router.closing = True
@@ -348,7 +350,7 @@ class RunningFormation(AsyncSubmit):
         input = _function_module.isolate(input)
         journal = self._journal
         if journal is None:
-            return self._launch(run_id, input, timeout, on_event, None, board, breaks)
+            return self._launched(self._launch(run_id, input, timeout, on_event, None, board, breaks))
         return self._begin_journalled(journal, run_id, input, timeout, on_event, board, breaks)
 
     def _admit(
@@ -390,16 +392,19 @@ class RunningFormation(AsyncSubmit):
         return self._launched(self._launch(run_id, input, timeout, on_event, None, board, breaks))
 
     def _check_running(self) -> None:
-        if self._stopped or not self._started:
-            raise RuntimeError(f"formation {self.name!r} is not running: use it inside `with formation.start()`")
+        if self._stopped or not self._started:  # stopped (by another thread, maybe): say so, not only how to start
+            how = "it was stopped; start it again with `" if self._stopped else "use it inside `with "
+            raise RuntimeError(f"formation {self.name!r} is not running: {how}formation.start()`")
 
     def _launched(self, future: RunFuture) -> RunFuture:
-        """``future``; if the formation stopped while its run's start was journalled
-        (``stop`` did not see the run), the run is failed as ``stop`` fails runs."""
-        if self._stopped and (run := self._runs.get(future.run_id)) is not None:
+        self._fail_if_stopped(future.run_id)
+        return future
+
+    def _fail_if_stopped(self, run_id: str) -> None:
+        """A run whose start a stop overtook (its input copied, its start journalled) is failed as stop fails runs."""
+        if self._stopped and (run := self._runs.get(run_id)) is not None:
             self._router.fail_run(run, FormationRuntimeError(
                 f"formation {self.name!r} stopped before run {run.id} finished", run_id=run.id, outputs=run.outputs))
-        return future
 
     def resume(self, run_id: str, answer: Any = None, *, timeout: float | timedelta | None = None,
                on_event: EventListener | None = None, blackboard: Blackboard | None = None,
