@@ -20,10 +20,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.support.peers import Counter
 from wingman_actors import Formation, interrupt
+from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent
-from wingman_actors.store import RunStore
+from wingman_actors.store import NoPendingInterruptError, RunStore
 
 
 def counted(counter: Counter, name: str, output: Any) -> Any:
@@ -270,3 +273,34 @@ def test_a_listener_given_to_one_run_hears_only_that_run() -> None:
         three.result(timeout=10)
     assert [e.run_id for e in first] == [one.run_id] * 6 + [three.run_id] * 6
     assert [e.run_id for e in second] == [one.run_id] * 6 + [two.run_id] * 6
+
+
+def test_an_answer_the_step_rejected_is_replayed_by_resume_and_a_new_answer_is_refused_saying_to_fork(
+        store: RunStore) -> None:
+    """From concurrent-resume.test.ts "allows another resume after an in-flight resume rejects" (a
+    resume whose data the step refuses leaves the run waiting, and the next resume with good data
+    succeeds). Deliberately different: our answer is journalled before the step judges it, and a
+    resume of the failed run replays it (the visit fails again), so a new ``answer=`` is refused;
+    the refusal names the step and the answer it keeps, and says to fork the run at that step, which
+    asks again."""
+    counter = Counter()
+
+    def approve(x: dict[str, Any]) -> dict[str, bool]:
+        counter.hit("approve")
+        answer = interrupt({"waiting": True})
+        if answer is not True:
+            raise ValueError(f"approved must be true, got {answer!r}")
+        return {"resumed": True}
+
+    f = Formation("rejects").add_function("start", lambda x: x).add_function("approve", approve).connect("start", "approve")
+    first = f.run({}, store=store)
+    with pytest.raises(FormationRuntimeError, match="approved must be true, got False"):
+        f.resume(first.run_id, store=store, answer=False)
+    with pytest.raises(NoPendingInterruptError) as refused:
+        f.resume(first.run_id, store=store, answer=True)
+    message = str(refused.value)
+    assert "'approve'" in message and "False" in message and "fork" in message
+    forked = f.fork(first.run_id, store=store, at="approve", input={})
+    assert store.get(forked).interrupt is not None
+    assert f.resume(forked, store=store, answer=True).output == {"resumed": True}
+    assert counter.count("approve") == 4  # asked, rejected, asked again in the fork, approved

@@ -184,7 +184,8 @@ class Journal:
             # a run that ended for good is refused by the claim below, saying why
             if asked.interrupt is None and asked.status not in ("succeeded", "expired"):
                 raise NoPendingInterruptError(f"run {run_id!r} has no pending interrupt to answer: resume it without "
-                                              "answer=", run_id=run_id, status=asked.status)
+                                              f"answer={_replayed(store.load(run_id))}", run_id=run_id,
+                                              status=asked.status)
         record = self.claim(run_id)
         pending = record.pending_interrupt
         if answer is not None or (pending is not None and is_breakpoint(pending.payload)):
@@ -272,6 +273,24 @@ class Journal:
             unwatch()
         if self.owned:
             self.store.close()
+
+
+def _replayed(journal: RunJournal) -> str:
+    """What a resume without an answer would replay: the answers journalled for visits (or
+    items) that did not finish, as the tail of the refusal of a new ``answer=`` (empty when
+    there are none). Without it, a user whose step rejected its answer is told to resume
+    without one, which replays that answer, and fails the same way."""
+    kept = [i for i in journal.interrupts if i.answered
+            and i.visit not in journal.visits.get(i.node, {}) and (i.node, i.visit) not in journal.skipped
+            and (i.item is None or i.item not in journal.items.get((i.node, i.visit), {}))]
+    if not kept:
+        return ""
+    first = kept[0]
+    where = ", ".join(f"node {i.node!r} (visit {i.visit}{'' if i.item is None else f', item {i.item}'}) got "
+                      f"{i.answer!r}" for i in kept)
+    return (f"; that replays the answers its unfinished visits were given ({where}): to answer again, fork the "
+            f"run at that visit, which asks anew: formation.fork(run_id, store=..., at=({first.node!r}, "
+            f"{first.visit}), input=<the visit's input>)")
 
 
 def _rebuilt(record: Mapping[str, Any], node: str, attempts: int, run_id: str) -> BaseException:
