@@ -20,9 +20,12 @@ from typing import Any
 import pytest
 
 from tests.support.peers import Counter
-from wingman_actors import Formation, interrupt
+from wingman_actors import Agent, Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
+from wingman_actors.formation.events import FormationEvent
+from wingman_actors.orchestration import Blackboard
 from wingman_actors.store import RunNotResumableError, RunStore
+from wingman_actors.testing import ScriptedProvider
 
 
 def malformed(_: Any) -> bool:
@@ -190,3 +193,78 @@ def test_each_suspended_foreach_items_payload_is_kept_until_its_turn_comes(store
         result = f.resume(result.run_id, store=store, answer={"approved": approved})
     assert result.output == [{"name": "alpha", "approved": True}, {"name": "beta", "approved": False},
                              {"name": "gamma", "approved": True}]
+
+
+def bang(x: dict[str, Any], blackboard: Blackboard) -> dict[str, str]:
+    """Mastra's nested step that reads the workflow state and sets it (``setState``)."""
+    blackboard.set("value", blackboard.get("value") + "!!!")
+    return {"result": "success", "value": blackboard.get("value")}
+
+
+def test_a_nested_formation_shares_the_outer_runs_state_both_ways() -> None:
+    """From workflow.test.ts "should pass state to nested workflow" (``initialState``; the nested step
+    sees ``test-state`` and its ``setState`` is what the outer workflow sees after it): the run's
+    blackboard."""
+    nested = (Formation("nested-workflow").add_function("step1", lambda x: x).add_function("step2", bang)
+              .connect("step1", "step2"))
+
+    def after(x: dict[str, str], blackboard: Blackboard) -> dict[str, str]:
+        return {**x, "seen": blackboard.get("value")}
+
+    f = Formation("test-workflow").add_formation("nested", nested).add_function("after", after).connect("nested", "after")
+    board = Blackboard({"value": "test-state", "otherValue": "test-other-state"})
+    result = f.run({}, blackboard=board)
+    assert result.output == {"result": "success", "value": "test-state!!!", "seen": "test-state!!!"}
+    assert board.get("otherValue") == "test-other-state"
+
+
+def test_agents_in_parallel_one_inside_a_nested_formation_feed_one_step_and_their_tokens_count_once() -> None:
+    """From workflow.test.ts "should be able to use an agent in parallel" (an agent step beside a
+    nested workflow holding one; ``finalStep`` gets both texts): each agent's text streams under its
+    node's path, and the run's usage counts the nested agent's tokens once."""
+    paris = Agent("test-agent-1", provider=ScriptedProvider([lambda request: "Paris"], cycle=True))
+    london = Agent("test-agent-2", provider=ScriptedProvider([lambda request: "London"], cycle=True))
+    texts: list[tuple[str | None, str]] = []
+
+    def note(e: FormationEvent) -> None:
+        if e.type == "agent_text":
+            texts.append((e.node, e.data["text"]))
+
+    nested = Formation("nested-workflow").add_agent("agent", paris, prompt="{prompt1}")
+    f = (Formation("test-workflow").add_function("start", lambda x: x).add_formation("nested-workflow", nested)
+         .add_agent("agent2", london, prompt="{prompt2}").add_function("finalStep", lambda joined: joined)
+         .connect("start", "nested-workflow", "finalStep").connect("start", "agent2", "finalStep"))
+    result = f.run({"prompt1": "Capital of France", "prompt2": "Capital of UK"}, on_event=note)
+    assert result.output == {"nested-workflow": "Paris", "agent2": "London"}
+    assert sorted(texts) == [("agent2", "London"), ("nested-workflow/agent", "Paris")]
+    nodes = result.nodes
+    assert nodes["nested-workflow"].usage == nodes["nested-workflow/agent"].usage
+    assert result.usage.total_tokens == nodes["nested-workflow"].usage.total_tokens + nodes["agent2"].usage.total_tokens > 0
+
+
+def test_a_loop_over_a_foreach_of_nested_formations_whose_items_ask_is_answered_round_after_round(
+        store: RunStore) -> None:
+    """From workflow.test.ts "should handle basic suspend and resume in a dountil workflow" and
+    foreach-nested-workflow.test.ts, together: a ``.dountil`` around a ``.foreach`` of a nested workflow
+    whose odd items ask. Each question names the item's inner step by path; items answered in an earlier
+    round, or that asked nothing, are not run again by later resumes."""
+    counter = Counter()
+
+    def item(n: int) -> int:
+        counter.hit(n)
+        return n + interrupt({"n": n}) if n % 2 else n
+
+    child = Formation("child").add_function("item", item)
+    f = (Formation("loop-foreach").add_function("seed", lambda xs: xs).add_map("each", formation=child, max_workers=2)
+         .add_function("bump", lambda xs: [x + 1 for x in xs]).add_function("done", lambda xs: xs)
+         .connect("seed", "each", "bump").connect("bump", "each", when=lambda xs: sum(xs) < 30)
+         .connect("bump", "done", otherwise=True))
+    result = f.run([0, 1], store=store)
+    asked = []
+    while result.status == "suspended":
+        asked.append((result.interrupt["node"], result.interrupt["payload"]["n"]))  # type: ignore[index]
+        result = f.resume(result.run_id, store=store, answer=10)
+    assert asked == [("each/1/item", 1), ("each/0/item", 1), ("each/1/item", 13)]
+    assert result.output == [13, 24]
+    assert result.nodes["each"].visits == 3
+    assert (counter.count(0), counter.count(12)) == (1, 2)  # 12: round 2 (item 1) and round 3 (item 0), once each
