@@ -252,7 +252,15 @@ def test_a_foreach_without_a_limit_runs_every_item_at_once() -> None:
 def test_a_foreach_with_a_concurrency_of_two_has_at_most_two_items_in_flight() -> None:
     """From workflow.test.ts "should run a partial item concurrency for loop"."""
     flight, order = InFlight(), list[int]()
-    f = Formation("partial").add_map("map", mapper(flight, order, threading.Event()), max_workers=2)
+    pairs = threading.Barrier(2, timeout=5)  # two items in flight at once, or it breaks (and fails the item)
+
+    def step(x: dict[str, int]) -> dict[str, int]:
+        with flight:
+            order.append(x["value"])
+            pairs.wait()
+            return {"value": x["value"] + 11}
+
+    f = Formation("partial").add_map("map", step, max_workers=2)
     result = f.run([{"value": v} for v in (1, 22, 333, 4444)])
     assert result.output == [{"value": v + 11} for v in (1, 22, 333, 4444)]
     assert flight.peak == 2

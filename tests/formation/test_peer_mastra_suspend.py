@@ -13,7 +13,9 @@ Deliberately different (each test that touches one says so):
   ``forEachIndex`` names); ours answers the lowest index first and the others ask again on the next
   resume, one question at a time;
 - a Mastra foreach with concurrency 1 suspends at the first item that asks; ours lets the items after
-  it run (and ask) before the run suspends.
+  it run (and ask) before the run suspends;
+- a Mastra resume whose data the step rejects leaves the run waiting for a better one; ours journals
+  the answer, so the run fails and a new answer is refused (saying to fork the run at that step).
 """
 
 from __future__ import annotations
