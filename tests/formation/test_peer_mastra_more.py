@@ -15,11 +15,13 @@ step with nulls; ours skips it too (a node none of whose incoming edges fire is 
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter
+from tests.support.peers import Counter, until
 from wingman_actors import Agent, Formation, interrupt
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent
@@ -268,3 +270,30 @@ def test_a_loop_over_a_foreach_of_nested_formations_whose_items_ask_is_answered_
     assert result.output == [13, 24]
     assert result.nodes["each"].visits == 3
     assert (counter.count(0), counter.count(12)) == (1, 2)  # 12: round 2 (item 1) and round 3 (item 0), once each
+
+
+def test_a_suspended_run_cancelled_in_the_store_resumes_even_after_its_inner_runs_outlived_the_suspend_ttl(
+        tmp_path: Path) -> None:
+    """From cancel-nested-restart.test.ts "cancels suspended child and grandchild runs from a recreated
+    run": a run suspended two formations deep, cancelled through a store opened anew. Mastra cascades
+    the cancel to the nested runs; ours ends the outer run (``set_status(run_id, "cancelled")``, which
+    keeps it resumable with its answer and ends its expiry), and the inner runs wait on as its parts.
+    A resume after the store's ``suspend_ttl`` used to fail, the inner runs having expired on their own;
+    an inner run's wait is its outer run's, so the resume finishes all three."""
+    def build() -> Formation:
+        grandchild = Formation("grandchild").add_function("wait-for-approval", lambda _: interrupt({}))
+        child = Formation("child").add_formation("grandchild", grandchild)
+        return (Formation("parent").add_formation("child", child).add_function("after", lambda x: {"approved": x})
+                .connect("child", "after"))
+
+    path = tmp_path / "runs.sqlite"
+    with RunStore(path, suspend_ttl=timedelta(milliseconds=50)) as first:
+        run_id = build().run({}, store=first).run_id
+    inner = [f"{run_id}/child/1", f"{run_id}/child/1/grandchild/1"]
+    with RunStore(path, suspend_ttl=timedelta(milliseconds=50)) as store:
+        store.set_status(run_id, "cancelled", wait=True)
+        assert until(lambda: store.expire() >= 0 and all(store.get(i).status == "expired" for i in inner))
+        assert store.get(run_id).status == "cancelled"
+        done = build().resume(run_id, store=store, answer="yes")
+        assert done.output == {"approved": "yes"}
+        assert [store.get(i).status for i in [run_id, *inner]] == ["succeeded"] * 3
