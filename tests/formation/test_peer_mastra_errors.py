@@ -293,6 +293,7 @@ def test_cancelling_a_run_between_steps_keeps_what_finished_and_starts_nothing_m
             assert future.cancel()
             with pytest.raises(CancelledError):
                 future.result(timeout=5)
+            assert until(lambda: any(e.type == "run_cancelled" for e in events))
     finally:
         release.set()
     cancelled = next(e for e in events if e.type == "run_cancelled")
