@@ -21,12 +21,14 @@ Deliberately different (each test that touches one says so):
 from __future__ import annotations
 
 import collections
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.peers import Counter
 from wingman_actors import Formation, interrupt
+from wingman_actors.cli import main
 from wingman_actors.errors import FormationRuntimeError
 from wingman_actors.formation.events import FormationEvent
 from wingman_actors.store import NoPendingInterruptError, RunStore
@@ -307,3 +309,41 @@ def test_an_answer_the_step_rejected_is_replayed_by_resume_and_a_new_answer_is_r
     assert store.get(forked).interrupt is not None
     assert f.resume(forked, store=store, answer=True).output == {"resumed": True}
     assert counter.count("approve") == 4  # asked, rejected, asked again in the fork, approved
+
+
+STRICT_APPROVAL = '''from wingman_actors import Formation, interrupt
+
+
+def approve(x):
+    answer = interrupt({"waiting": True})
+    if answer is not True:
+        raise ValueError(f"approved must be true, got {answer!r}")
+    return {"resumed": True}
+
+
+formation = Formation("rejects").add_function("start", lambda x: x).add_function("approve", approve)
+formation.connect("start", "approve")
+'''
+
+
+def test_the_launchers_refusal_of_a_new_answer_gives_the_fork_command_that_asks_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """From concurrent-resume.test.ts "allows another resume after an in-flight resume rejects", through
+    ``wingman-actors``: ``resume --answer`` of the run whose step rejected its answer says which answer
+    a resume replays and prints the ``fork`` command; that fork asks again, and its answer finishes it."""
+    module, store = tmp_path / "rejects.py", str(tmp_path / "runs.sqlite")
+    module.write_text(STRICT_APPROVAL)
+    assert main(["run", str(module), "--input", "{}", "--store", store]) == 0
+    run_id = "".join(capsys.readouterr()).split("wingman-actors resume ")[1].split()[0]
+    assert main(["resume", run_id, "--store", store, "--answer", "false"]) == 1
+    capsys.readouterr()
+    assert main(["resume", run_id, "--store", store, "--answer", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "node 'approve' (visit 1) got False" in err
+    fork = f"wingman-actors fork {run_id} --at approve:1 --input JSON --store {store}"
+    assert fork in err and "Traceback" not in err
+    main(["fork", run_id, "--at", "approve:1", "--input", "{}", "--store", store])
+    forked = "".join(capsys.readouterr()).split("wingman-actors resume ")[1].split()[0]
+    assert forked != run_id
+    assert main(["resume", forked, "--store", store, "--answer", "true"]) == 0
+    assert '"resumed": true' in "".join(capsys.readouterr())
