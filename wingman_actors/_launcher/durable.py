@@ -136,6 +136,7 @@ def parse_answer(text: str) -> Any:
 def resume_command(args: argparse.Namespace) -> int:
     """``wingman-actors resume RUN_ID [--store PATH]``: load the run's formation file, then
     continue the run as ``run`` would run it."""
+    from ..formation._durable import replayed_answers, replayed_text
     from ..store import (
         SERVER_SOURCE,
         FormationMismatchError,
@@ -154,6 +155,7 @@ def resume_command(args: argparse.Namespace) -> int:
             record = top = store.get(args.resume_id)
             while top.parent is not None:  # an inner run of a nested formation: its top-level run
                 top = store.get(top.parent)
+            replayed = replayed_answers(store.load(args.resume_id)) if args.answer is not None else []
     except UnknownRunError as exc:
         raise unknown_run(exc, choice.flag) from exc
     except StoreError as exc:
@@ -186,8 +188,15 @@ def resume_command(args: argparse.Namespace) -> int:
         raise UsageError(f"run {args.resume_id} was started from {record.source}, which is not there any more; "
                          f"name the file that builds formation {record.formation!r} now: {command}")
     if args.answer is not None and record.interrupt is None and record.status not in ("succeeded", "expired"):
+        again = ""
+        if replayed:  # a step rejected its answer: resuming replays it, so say how to ask again
+            at = f"{replayed[0].node}:{replayed[0].visit}"
+            fork = shlex.join(["wingman-actors", "fork", args.resume_id, "--at", at, "--input", "JSON", *choice.flag])
+            again = (f"; that replays the answers its unfinished visits were given ({replayed_text(replayed)}): to "
+                     f"answer again, fork the run at that visit, which asks anew: {fork}")
         raise UsageError(f"run {args.resume_id} has no pending interrupt to answer (status {record.status}); "
-                         f"resume it without --answer: {shlex.join(['wingman-actors', 'resume', args.resume_id, *choice.flag])}")
+                         f"resume it without --answer: {shlex.join(['wingman-actors', 'resume', args.resume_id, *choice.flag])}"
+                         f"{again}")
     args.formation = given or record.source
     args.input = None
     args.answer_value = None if args.answer is None else parse_answer(args.answer)

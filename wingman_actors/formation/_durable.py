@@ -39,6 +39,7 @@ from .._interrupts import VisitScope
 from ..errors import FormationRuntimeError, NodeTimeoutError, error_text
 from ..store import (
     FormationShape,
+    Interrupt,
     JournalStore,
     NoPendingInterruptError,
     RunJournal,
@@ -52,7 +53,7 @@ from ..store._values import POSTGRES_SCHEMES, new_run_id
 from ._breakpoints import JOURNAL_KEY, Breakpoints, is_breakpoint
 from ._failure import NodeFailure
 
-__all__ = ["Journal", "Replay", "StoreArg", "open_store"]
+__all__ = ["Journal", "Replay", "StoreArg", "open_store", "replayed_answers", "replayed_text"]
 
 _FAILURE = FAILURE_MARK  # the key that marks a progress value as a journalled failure
 _TIMEOUT = f"{NodeTimeoutError.__module__}:{NodeTimeoutError.__qualname__}"
@@ -188,7 +189,8 @@ class Journal:
             # a run that ended for good is refused by the claim below, saying why
             if asked.interrupt is None and asked.status not in ("succeeded", "expired"):
                 raise NoPendingInterruptError(f"run {run_id!r} has no pending interrupt to answer: resume it without "
-                                              "answer=", run_id=run_id, status=asked.status)
+                                              f"answer={_replayed(store.load(run_id))}", run_id=run_id,
+                                              status=asked.status)
         record = self.claim(run_id)
         pending = record.pending_interrupt
         if answer is not None or (pending is not None and is_breakpoint(pending.payload)):
@@ -289,6 +291,34 @@ def _record(error: BaseException, attempts: int) -> dict[str, Any]:
     args = list(error.args) if all(type(a) in _PLAIN for a in error.args) else [message]
     return {_FAILURE: f"{type(error).__module__}:{type(error).__qualname__}", "message": message, "args": args,
             "attempts": attempts}
+
+
+def replayed_answers(journal: RunJournal) -> list[Interrupt]:
+    """The answered interrupts of visits (or items) that did not finish: what a resume of
+    ``journal``'s run replays, the answers a step rejected among them. The refusal of a new
+    answer names them (here and in ``wingman-actors resume --answer``): without that, a user
+    whose step rejected its answer is told to resume without one, which replays that answer
+    and fails the same way."""
+    return [i for i in journal.interrupts if i.answered
+            and i.visit not in journal.visits.get(i.node, {}) and (i.node, i.visit) not in journal.skipped
+            and (i.item is None or i.item not in journal.items.get((i.node, i.visit), {}))]
+
+
+def replayed_text(kept: list[Interrupt]) -> str:
+    """Which visits got which answers, for a refusal naming :func:`replayed_answers`."""
+    return ", ".join(f"node {i.node!r} (visit {i.visit}{'' if i.item is None else f', item {i.item}'}) got "
+                     f"{i.answer!r}" for i in kept)
+
+
+def _replayed(journal: RunJournal) -> str:
+    """The tail of the refusal of a new ``answer=`` (empty when nothing would be replayed)."""
+    kept = replayed_answers(journal)
+    if not kept:
+        return ""
+    first = kept[0]
+    return (f"; that replays the answers its unfinished visits were given ({replayed_text(kept)}): to answer "
+            f"again, fork the run at that visit, which asks anew: formation.fork(run_id, store=..., "
+            f"at=({first.node!r}, {first.visit}), input=<the visit's input>)")
 
 
 def _rebuilt(record: Mapping[str, Any], node: str, attempts: int, run_id: str) -> BaseException:

@@ -33,7 +33,7 @@ from ._plan import ConditionRaised, Plan
 from ._replaying import REPLAYED, replay_visit, replaying
 from ._result import ZERO_USAGE, FormationResult
 from ._runstate import RunState
-from ._supervision import AttemptFailed, AttemptTimedOut, note_failure, overdue
+from ._supervision import AttemptFailed, AttemptTimedOut, condition_failed, note_failure, overdue
 from ._suspending import contest, hold_completed, keep_queued, stop_at_breakpoint, stop_at_interrupt
 from ._trace_journal import journal_end
 from .events import FormationEventType, emit
@@ -220,15 +220,9 @@ class Router:
             try:
                 if firing is None:
                     firing = edges_firing(spec.out_edges, output)
-            except ConditionRaised as raised:
-                edge, exc = raised.edge, raised.__cause__
-                err = FormationRuntimeError(
-                    f"condition {edge.label or 'when'} of edge {name!r} → {edge.target!r} raised "
-                    f"{type(exc).__name__}: {exc}; make it return a bool for every output of {name!r}",
-                    node=name, attempts=attempt, run_id=run.id, outputs=run.outputs,
-                )
-                err.__cause__ = exc
-                self.supervision.give_up(run, spec, attempt, err, visit, tag=tag)
+            except ConditionRaised as raised:  # the visit fails (its trace too, not only the run)
+                self.supervision.give_up(run, spec, attempt, condition_failed(run, name, attempt, raised), visit,
+                                         tag=tag)
                 return
             if spec.needs_route and not any(firing):
                 labels = [e.label or "when" for e in spec.out_edges]

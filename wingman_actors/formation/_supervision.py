@@ -49,7 +49,8 @@ from ..errors import FleetItemsError, FormationRuntimeError, NodeTimeoutError, N
 from ._error_routes import route_failure
 from ._failure import NodeFailure
 from ._nesting import NestedRunError
-from ._plan import NodeSpec
+from ._plan import ConditionRaised, NodeSpec
+from ._result import ZERO_USAGE
 from ._runstate import RunState
 from ._suspending import contest
 from .events import FormationEventType, emit
@@ -167,6 +168,22 @@ def note_failure(run: RunState, node: str, attempt: int, started: float, finishe
     if usage is None:
         usage = spent(error)
     run.own("failures").append((node, attempt, started, finished, error_text(error), usage))
+
+
+def condition_failed(run: RunState, node: str, attempt: int, raised: ConditionRaised) -> FormationRuntimeError:
+    """The error of ``node``'s visit whose ``when=`` condition raised (naming the edge and
+    the fix, the condition's error chained), put in the run's record as a failure of that
+    visit, so its trace says ``failed`` with the error, as the run does."""
+    edge, exc = raised.edge, raised.__cause__
+    err = FormationRuntimeError(
+        f"condition {edge.label or 'when'} of edge {node!r} → {edge.target!r} raised "
+        f"{type(exc).__name__}: {exc}; make it return a bool for every output of {node!r}",
+        node=node, attempts=attempt, run_id=run.id, outputs=run.outputs,
+    )
+    err.__cause__ = exc
+    now = time.perf_counter()
+    note_failure(run, node, attempt, now, now, err, ZERO_USAGE)
+    return err
 
 
 @dataclass(frozen=True, slots=True)

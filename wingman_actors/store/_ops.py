@@ -233,7 +233,7 @@ class Claim(Op):
             refusal = "is running (in this or another live process); wait for it or cancel it first"
         elif status == "succeeded":
             refusal = "already succeeded; read its outputs with store.load(run_id)"
-        elif status == "expired":
+        elif status == "expired" and self.parent is None:  # an inner run's wait is its outer run's, claimed first
             refusal = "expired: it was suspended longer than the store's suspend_ttl; start a new run"
         if refusal is not None:
             self.error = RunNotResumableError(f"run {self.run_id!r} cannot be resumed: it {refusal}",
