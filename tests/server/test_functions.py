@@ -13,8 +13,8 @@ def test_module_is_scanned_for_marked_callables() -> None:
     registry = FunctionRegistry.from_modules(["tests.server.functions_fixture"], entry_points=False)
     assert set(registry.functions) == {"clean", "words", "shout", "explode", "half_character", "remember", "recall",
                                        "gated", "counted", "ask", "explain_failure", "peek", "node_thread",
-                                       "sees_running", "joined"}
-    assert set(registry.predicates) == {"is_long", "is_short"}
+                                       "sees_running", "joined", "lap"}
+    assert set(registry.predicates) == {"is_long", "is_short", "one_lap"}
     assert registry.functions["shout"]("a") == "A"
 
 
