@@ -350,7 +350,8 @@ class RunningFormation(AsyncSubmit):
         input = _function_module.isolate(input)
         journal = self._journal
         if journal is None:
-            return self._launched(self._launch(run_id, input, timeout, on_event, None, board, breaks))
+            future = self._launch(run_id, input, timeout, on_event, None, board, breaks)
+            return self._launched(future) if self._stopped else future  # (no call on the pipeline's path)
         return self._begin_journalled(journal, run_id, input, timeout, on_event, board, breaks)
 
     def _admit(
