@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.peers import Counter, Gate, InFlight, until
+from tests.support.peers import Counter, Gate, InFlight, sleeps_until_cancelled, until
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, MapItemsError, NoRouteError
 from wingman_actors.formation import NodeFailure
@@ -88,23 +88,35 @@ def test_a_branch_of_several_states_delivers_its_last_states_output_to_the_join(
     assert sorted(n for n, t in result.nodes.items() if t.status == "succeeded") == ["a1", "a2", "b1", "join", "start"]
 
 
-def test_a_failing_branch_fails_the_run_without_waiting_for_a_branch_still_running(gate: Gate) -> None:
+def test_a_failing_branch_stops_an_async_branch_still_running_and_the_next_run_takes_its_node_at_once() -> None:
     """From LocalStack test_base_scenarios.py::test_parallel_state_fail (parallel_state_fail.json5:
     a branch's Fail state fails the Parallel state and the execution; the other branches are
-    stopped)."""
-    counter = Counter()
+    stopped). An ``async def`` branch is cancelled; a blocking function branch is left to finish
+    (Python cannot stop a thread), its late value dropped."""
+    cancelled = threading.Event()
+    slow = sleeps_until_cancelled(cancelled)
+
+    async def maybe_slow(x: str) -> str:
+        return await slow(x) if x == "fail" else f"slow {x}"
+
+    def fails(x: str) -> str:
+        if x == "fail":
+            raise FailureType("Cause description")
+        return f"ok {x}"
+
     f = (Formation("parallel_fail").add_function("start", lambda x: x)
-         .add_function("slow", gate).add_function("fails", fail_with(FailureType("Cause description")))
-         .add_function("join", lambda v: counter.hit("join"))
+         .add_function("slow", maybe_slow).add_function("fails", fails)
+         .add_function("join", lambda v: (v["slow"], v["fails"]))
          .connect("start", "slow", "join").connect("start", "fails", "join"))
-    started = time.monotonic()
-    with pytest.raises(FormationRuntimeError) as caught:
-        f.run(1)
-    assert time.monotonic() - started < 4  # the slow branch waits 5 s unless opened
-    assert not gate.opened.is_set()
-    err = caught.value
-    assert err.node == "fails" and isinstance(err.__cause__, FailureType)
-    assert counter.count("join") == 0 and err.nodes["join"].status != "succeeded"
+    with f.start() as running:
+        started = time.monotonic()
+        with pytest.raises(FormationRuntimeError) as caught:
+            running.submit("fail").result(timeout=10)
+        assert time.monotonic() - started < 4  # not the branch's 5 s
+        assert caught.value.node == "fails" and isinstance(caught.value.__cause__, FailureType)
+        assert caught.value.nodes["join"].status == "skipped"
+        assert until(cancelled.is_set)
+        assert running.submit("next").result(timeout=4).output == ("slow next", "ok next")
 
 
 def branches(counter: Counter, failures: int = 99) -> Formation:
