@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -93,14 +93,18 @@ def test_a_failing_branch_stops_an_async_branch_still_running_and_the_next_run_t
     a branch's Fail state fails the Parallel state and the execution; the other branches are
     stopped). An ``async def`` branch is cancelled; a blocking function branch is left to finish
     (Python cannot stop a thread), its late value dropped."""
-    cancelled = threading.Event()
+    cancelled, entered = threading.Event(), threading.Event()
     slow = sleeps_until_cancelled(cancelled)
 
     async def maybe_slow(x: str) -> str:
-        return await slow(x) if x == "fail" else f"slow {x}"
+        if x != "fail":
+            return f"slow {x}"
+        entered.set()
+        return await slow(x)
 
     def fails(x: str) -> str:
         if x == "fail":
+            assert entered.wait(5)  # the other branch is running
             raise FailureType("Cause description")
         return f"ok {x}"
 
@@ -119,11 +123,13 @@ def test_a_failing_branch_stops_an_async_branch_still_running_and_the_next_run_t
         assert running.submit("next").result(timeout=4).output == ("slow next", "ok next")
 
 
-def branches(counter: Counter, failures: int = 99) -> Formation:
+def branches(counter: Counter, failures: int = 99, ready: Callable[[], bool] | None = None) -> Formation:
     """parallel_state_catch.json5 / parallel_state_retry.json5's branches as a formation: one
-    that fails its first ``failures`` calls, one that succeeds (both counted)."""
+    that fails its first ``failures`` calls (once ``ready`` holds, when given), one that
+    succeeds (both counted)."""
     def flaky(x: int) -> int:
         if counter.hit("flaky") <= failures:
+            assert ready is None or until(ready)
             raise FailureType("Cause description")
         return x + 1
 
@@ -158,15 +164,27 @@ def test_a_retrier_on_a_parallel_state_runs_every_branch_again_unless_the_run_is
     does; in a journalled run the retry resumes the inner run and the finished branch is not
     run again (DESIGN.md "Durable runs")."""
     counter = Counter()
-    f = Formation("parallel_retry").add_formation("parallel", branches(counter, failures=2), retries=2, backoff=0)
-    result = f.run(1)
+
+    def steady_ran() -> bool:  # in this attempt: the failure comes after the other branch ran
+        return counter.count("steady") >= counter.count("flaky")
+
+    inner = branches(counter, failures=2, ready=steady_ran)
+    result = Formation("parallel_retry").add_formation("parallel", inner, retries=2, backoff=0).run(1)
     assert result.output == (2, 10)
     assert result.nodes["parallel"].attempts == 3
     assert (counter.count("flaky"), counter.count("steady")) == (3, 3)
 
     journalled = Counter()
-    f = Formation("parallel_retry").add_formation("parallel", branches(journalled, failures=2), retries=2, backoff=0)
-    assert f.run(1, store=store).output == (2, 10)
+
+    def steady_journalled() -> bool:  # the failure comes after the other branch's visit is journalled
+        try:
+            return any(v.node == "steady" for v in store.history("r1/parallel/1"))
+        except KeyError:  # the inner run is not in the store yet
+            return False
+
+    inner = branches(journalled, failures=2, ready=steady_journalled)
+    f = Formation("parallel_retry").add_formation("parallel", inner, retries=2, backoff=0)
+    assert f.run(1, store=store, run_id="r1").output == (2, 10)
     assert (journalled.count("flaky"), journalled.count("steady")) == (3, 1)
 
 
