@@ -29,6 +29,8 @@ import pytest
 from tests.support.peers import Counter
 from wingman_actors import Formation
 from wingman_actors.errors import FormationRuntimeError, FormationSetupError, NodeTimeoutError
+from wingman_actors.formation import NodeFailure
+from wingman_actors.store import RunStore
 
 
 class LambdaUnknownError(Exception):
@@ -290,6 +292,30 @@ def test_retries_count_per_visit_of_a_state_in_a_loop() -> None:
     assert result.output == 4
     assert [counter.count(n) for n in range(4)] == [2, 2, 2, 2]
     assert result.nodes["step"].visits == 4
+
+
+def test_a_redriven_run_hands_the_journalled_failure_to_the_fixed_catcher_without_retrying_the_task(
+        store: RunStore) -> None:
+    """From LocalStack test_sfn_api.py's redrive tests (RedriveExecution reruns a failed execution
+    from the state that failed, here the catcher's handler): the task's failure is journalled and
+    handed to the handler again, rebuilt, by its class name alone when it had no message."""
+    counter = Counter()
+    broken = {"on": True}
+
+    def handler(f: NodeFailure) -> str:
+        if broken["on"]:
+            raise RuntimeError("handler down")
+        return f"caught {f.error} after {f.attempts} attempt(s) of {f.input}"
+
+    f = (Formation("redrive").add_function("task", raises(SomeFailure(), counter), retries=1, backoff=0)
+         .add_function("handler", handler).connect("task", "handler", on_error=True))
+    with pytest.raises(FormationRuntimeError) as caught:
+        f.run(5, store=store, run_id="r1")
+    assert caught.value.node == "handler"
+    broken["on"] = False
+    result = f.resume("r1", store=store)
+    assert result.outputs == {"handler": "caught SomeFailure after 2 attempt(s) of 5"}
+    assert counter.count("task") == 2
 
 
 @pytest.fixture
