@@ -296,9 +296,10 @@ def test_retries_count_per_visit_of_a_state_in_a_loop() -> None:
 
 def test_a_redriven_run_hands_the_journalled_failure_to_the_fixed_catcher_without_retrying_the_task(
         store: RunStore) -> None:
-    """From LocalStack test_sfn_api.py's redrive tests (RedriveExecution reruns a failed execution
-    from the state that failed, here the catcher's handler): the task's failure is journalled and
-    handed to the handler again, rebuilt, by its class name alone when it had no message."""
+    """From LocalStack error_handling/test_task_lambda.py::test_raise_exception_catch (a catcher's
+    handler), with the failed execution redriven (Step Functions' RedriveExecution reruns it from
+    the state that failed, here the handler): the task's failure is journalled and handed to the
+    handler again, rebuilt, by its class name alone when it had no message."""
     counter = Counter()
     broken = {"on": True}
 
