@@ -164,7 +164,7 @@ def test_a_fail_state_without_a_cause_reports_the_error_name_alone() -> None:
 
 
 def test_a_catcher_handler_goes_on_to_the_states_after_it() -> None:
-    """From LocalStack error_handling/test_task_service_lambda.py::test_invoke_catch_all (the
+    """From LocalStack's task_service_lambda_invoke_catch_all.json5 (error_handling templates: the
     catcher's ``Next`` continues the execution, with the error beside the input)."""
     f = (Formation("catch_then_more").add_function("task", raises(SomeFailure("down")))
          .add_function("handler", lambda f: {"input": f.input, "error": str(f.error)})

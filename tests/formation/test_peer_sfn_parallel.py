@@ -311,8 +311,9 @@ def test_a_map_of_a_formation_runs_every_items_states_and_keeps_item_order() -> 
 
 
 def test_a_map_with_max_concurrency_runs_no_more_items_at_once() -> None:
-    """From LocalStack test_base_scenarios.py::test_map_state_nested_config_distributed (nested Maps
-    with MaxConcurrency): a map of formations holding a map, each bounded."""
+    """From LocalStack test_base_scenarios.py::test_map_state_nested (map_state_nested.json5
+    and map_state_nested_config_distributed.json5: nested Maps with MaxConcurrency): a map of
+    formations holding a map, each bounded."""
     flight = InFlight()
 
     def work(x: int) -> int:
