@@ -536,7 +536,8 @@ def _rebuild_error(cls: type[BaseException], args: tuple[Any, ...], state: dict[
 
 
 def error_text(error: BaseException) -> str:
-    """``"Type: message"`` for a node's error, as traces, events and run errors show it.
+    """``"Type: message"`` for a node's error, as traces, events and run errors show it
+    (``"Type"`` alone when the message is empty, as Python's tracebacks show it).
     An exception whose ``str()`` raises (a ``__str__`` reading an attribute that is not
     set) still describes itself, as Python's tracebacks do, instead of failing the code
     that reports it."""
@@ -544,7 +545,7 @@ def error_text(error: BaseException) -> str:
         text = str(error)
     except Exception as exc:  # (the user's __str__ is broken: say so, keep the class)
         text = f"<str() failed: {type(exc).__name__}>"
-    return f"{type(error).__name__}: {text}"
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def shippable_error(error: BaseException) -> Any:

@@ -332,7 +332,8 @@ def _rebuilt(record: Mapping[str, Any], node: str, attempts: int, run_id: str) -
             return cls(*record.get("args", [message]))
         except Exception:  # a signature the journalled arguments do not fit
             pass
-    return FormationRuntimeError(f"{name}: {message}", node=node, attempts=attempts, run_id=run_id)
+    text = f"{name}: {message}" if message else name  # (as error_text names an error without a message)
+    return FormationRuntimeError(text, node=node, attempts=attempts, run_id=run_id)
 
 
 def _unpickles(error: BaseException) -> bool:
