@@ -330,14 +330,15 @@ def test_a_map_with_max_concurrency_runs_no_more_items_at_once() -> None:
 
 def test_a_choice_inside_a_maps_items_routes_each_item_on_its_own() -> None:
     """From LocalStack test_base_scenarios.py::test_map_state_break_condition (a Choice inside the
-    ItemProcessor, with a Default). An item's output in SFN is the End state it reached; a mapped
-    formation with two sinks gives the dict of the sink that ran (a ``join="any"`` node after
-    both gives the value alone)."""
+    ItemProcessor, with a Default). An item's output in SFN is the End state it reached; so is
+    ours: the mapped formation's two sinks exclude each other (a condition and its ``otherwise``),
+    so each item gives the value of the sink that ran (a ``join="any"`` node after both gives
+    the same)."""
     per_item = (Formation("per_item").add_function("equals3", lambda x: x)
                 .add_function("three", lambda x: "three").add_function("other", lambda x: f"pass {x}")
                 .connect("equals3", "three", when=lambda x: x == 3).connect("equals3", "other", otherwise=True))
     result = Formation("map").add_map("map", formation=per_item).run([1, 3, 5])
-    assert result.output == [{"other": "pass 1"}, {"three": "three"}, {"other": "pass 5"}]
+    assert result.output == ["pass 1", "three", "pass 5"]
     per_item.add_function("end", lambda v: next(iter(v.values())), join="any").connect("three", "end")
     per_item.connect("other", "end")
     assert Formation("map").add_map("map", formation=per_item).run([1, 3, 5]).output == ["pass 1", "three", "pass 5"]
