@@ -79,7 +79,9 @@ def test_signals_and_an_approval_suspend_the_run_one_at_a_time_until_each_is_ans
             result = f.resume("gates", store=store, answer=answers.get(payload.get("signal"), True))
     assert result.status == "succeeded"
     assert (result.nodes["y"].output, result.outputs) == (9, {"z": 10, "q": 15})
-    assert sorted(asked) == ["approve", "s1", "s2"] and asked[-1] == "approve"
+    # approve follows s2 (it needs y, which needs s2); s1's branch is independent, so it may ask
+    # before or after approve (which of two pending questions a suspension records is not fixed)
+    assert sorted(asked) == ["approve", "s1", "s2"] and asked.index("approve") > asked.index("s2")
 
 
 def test_a_refused_approval_fails_the_run_naming_the_gate(tmp_path: Any) -> None:
