@@ -84,7 +84,8 @@ def test_a_journalled_failure_handler_on_ray_gets_the_error_and_a_resume_does_no
     # the error is rebuilt from the journal (a FormationRuntimeError whose message starts with its class's name)
     assert result.outputs == {"handler": "step_1 1 Final: foo"}
     assert log.read_text().split() == ["step_1", "handler", "handler"]
-    assert history == [("step_1", "failed"), ("handler", "succeeded")]
+    # the handler's failed visit, which failed the run, then its visit on resume
+    assert history == [("step_1", "failed"), ("handler", "failed"), ("handler", "succeeded")]
 
 
 def test_an_error_whose_str_raises_on_ray_is_retried_and_reaches_the_failure_handler() -> None:
