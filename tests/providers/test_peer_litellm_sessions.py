@@ -212,3 +212,33 @@ def test_a_session_timing_out_while_waiting_on_retry_after_keeps_the_rate_limit_
     limited = [e for e in chain if isinstance(e, AgentError) and e.kind is ErrorKind.RATE_LIMIT]
     assert limited and limited[0].retry_after == 30 and "slow down" in str(limited[0])
     assert len(loopback.requests) == 1
+    # the message says what the run was doing when its time ran out, and the 429 is its cause
+    assert "while waiting 30.0s to retry the" in str(caught.value) and "slow down" in str(caught.value)
+    assert caught.value.__cause__ is limited[0]
+
+
+def test_an_awaited_session_timing_out_while_waiting_on_retry_after_keeps_the_rate_limit_in_its_chain(
+    loopback: LoopbackServer, provider: BaseProvider, name: str
+) -> None:
+    """The awaited twin of the test above (``Session.arun``): the run's timeout error, with the
+    429 it waited on in its chain. The run's deadline ends the wait as an ``asyncio`` timeout
+    (the session bounds its awaits with ``asyncio.timeout``), so the message does not name the
+    wait as the blocking run's does."""
+    loopback.handler = lambda _: failure(name, 429, "slow down", headers={"retry-after": "30"})
+
+    async def main() -> None:
+        try:
+            await Session(Agent("a", provider=provider)).arun("Hi", timeout=3)
+        finally:
+            await provider.aclose()
+
+    with pytest.raises(AgentError) as caught:
+        asyncio.run(main())
+    assert caught.value.kind is ErrorKind.TIMEOUT and str(caught.value).startswith("run timed out after 3s")
+    chain: list[BaseException] = []
+    error: BaseException | None = caught.value
+    while error is not None and len(chain) < 10:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    limited = [e for e in chain if isinstance(e, AgentError) and e.kind is ErrorKind.RATE_LIMIT]
+    assert limited and limited[0].retry_after == 30 and "slow down" in str(limited[0])

@@ -60,10 +60,13 @@ class RetryPolicy:
             except AgentError as exc:
                 attempt += 1
                 wait = self.wait_after(exc, attempt, token, describe)
-                if token is not None:
-                    token.sleep(wait)
-                else:
+                if token is None:
                     time.sleep(wait)
+                    continue
+                try:
+                    token.sleep(wait)
+                except AgentError as stop:  # the run ended while it waited: say for what
+                    raise waiting(stop, exc, wait, describe) from exc
 
     async def acall(self, fn: Callable[..., Awaitable[T]], *args: Any, describe: str = "model call") -> T:
         """:meth:`call` for a coroutine function: the same policy, awaited; each attempt
@@ -85,7 +88,11 @@ class RetryPolicy:
                         bridge.disarm()
                 except AgentError as exc:
                     attempt += 1
-                    await bridge.sleep(self.wait_after(exc, attempt, bridge.token, describe))
+                    wait = self.wait_after(exc, attempt, bridge.token, describe)
+                    try:
+                        await bridge.sleep(wait)
+                    except AgentError as stop:  # the run ended while it waited: say for what
+                        raise waiting(stop, exc, wait, describe) from exc
         finally:
             bridge.close()
 
@@ -101,9 +108,21 @@ class RetryPolicy:
         return wait
 
 
+def waiting(stop: AgentError, error: AgentError, wait: float, describe: str) -> AgentError:
+    """The run's cancel or timeout error ``stop``, raised while it waited ``wait`` seconds to
+    retry after ``error``: the same kind, its message naming that wait and that error."""
+    err = AgentError(f"{stop.message}, while waiting {wait:.1f}s to retry the {describe} after: {error}",
+                     kind=stop.kind, provider=error.provider)
+    err.run_stop = True  # type: ignore[attr-defined]  (stopped() raises it as it is)
+    return err
+
+
 def stopped(token: CancelToken, cause: BaseException) -> None:
     """Raise the run's cancel or timeout error from ``cause`` if ``token`` says the run
-    must stop (a request the cancel closed fails as a network error: this names why)."""
+    must stop (a request the cancel closed fails as a network error: this names why).
+    ``cause`` already the run's error, from :func:`waiting`, is left for the caller to raise."""
+    if getattr(cause, "run_stop", False):
+        return
     try:
         token.check()
     except AgentError as stop:
