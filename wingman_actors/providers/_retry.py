@@ -113,7 +113,7 @@ def waiting(stop: AgentError, error: AgentError, wait: float, describe: str) -> 
     retry after ``error``: the same kind, its message naming that wait and that error."""
     err = AgentError(f"{stop.message}, while waiting {wait:.1f}s to retry the {describe} after: {error}",
                      kind=stop.kind, provider=error.provider)
-    err.run_stop = True  # type: ignore[attr-defined]  (stopped() raises it as it is)
+    err.run_stop = True  # type: ignore[attr-defined]  # stopped() raises it as it is
     return err
 
 
