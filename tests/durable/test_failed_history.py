@@ -221,3 +221,21 @@ def test_a_loop_node_that_failed_on_a_later_visit_is_listed_under_that_visit_num
     assert [(v.node, v.visit, v.status) for v in history] == [
         ("start", 1, "succeeded"), ("count", 1, "succeeded"), ("count", 2, "succeeded"), ("count", 3, "failed")]
     assert history[3].started == history[2].finished  # its input: the visit before it
+
+
+class Unnamed(Exception):
+    """An error raised without a message."""
+
+
+def test_an_error_without_a_message_is_named_by_its_class_alone_as_in_the_run_s_traces(location: str) -> None:
+    def silent(x: int) -> int:
+        raise Unnamed()
+
+    f = Formation("quiet").add_function("silent", silent)
+    with RunStore(location) as store:
+        with pytest.raises(FormationRuntimeError) as caught:
+            f.run(1, store=store)
+        assert caught.value.run_id is not None
+        [failed] = store.history(caught.value.run_id)
+    assert failed.error == "Unnamed" == caught.value.nodes["silent"].error
+    assert failed.output == "failed after 1 attempt(s), which failed the run: Unnamed"

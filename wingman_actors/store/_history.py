@@ -77,9 +77,11 @@ def _failure(value: Any) -> dict[str, Any] | None:
 
 
 def _error(record: dict[str, Any]) -> str:
-    """The node's error as a failure ``record`` has it: ``"Type: message"``."""
+    """The node's error as a failure ``record`` has it: ``"Type: message"`` (the type alone
+    without a message, as :func:`~wingman_actors.errors.error_text` names it)."""
     name = str(record[FAILURE_MARK]).partition(":")[2].rpartition(".")[2]
-    return f"{name}: {record.get('message', '')}"
+    message = record.get("message")
+    return f"{name}: {message}" if message else name
 
 
 def _attempts(record: dict[str, Any]) -> int | None:
